@@ -1,0 +1,78 @@
+// Batch: the unit that flows between pipeline nodes. A batch holds `rows`
+// samples as columns aligned with the producing node's Schema; a single
+// sample is a batch of one row.
+#ifndef SLUICE_CORE_BATCH_H_
+#define SLUICE_CORE_BATCH_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include "absl/strings/string_view.h"
+#include <vector>
+
+#include "sluice/core/tensor.h"
+
+namespace sluice {
+
+// Dense: `values` is [rows, ...sample shape]. Ragged bytes: `values` is uint8
+// [total] and `offsets` int64 [rows + 1] holds absolute positions in it.
+struct Column {
+  Tensor values;
+  Tensor offsets;
+
+  bool ragged() const { return offsets.valid(); }
+  // Bytes of row r. REQUIRES: ragged().
+  absl::string_view RaggedRow(int64_t r) const;
+  // Rows [begin, end), sharing buffers.
+  Column Slice(int64_t begin, int64_t end) const;
+};
+
+struct RowOrigin {
+  int32_t file = -1;
+  int64_t record = -1;
+};
+
+// Where each row came from, kept as runs of consecutive records so that the
+// common case (rows in file order) costs one entry per chunk. Used only to
+// name the file and record in error messages.
+class Provenance {
+ public:
+  Provenance() = default;
+  explicit Provenance(std::shared_ptr<const std::vector<std::string>> files)
+      : files_(std::move(files)) {}
+
+  // Rows from `first_row` on come from consecutive records of `file`,
+  // starting at `first_record`. Runs are added in increasing row order.
+  void AddRun(int64_t first_row, int32_t file, int64_t first_record);
+  // Appends row `src_row` of `src` as row `dst_row` (gathers: shuffle, filter).
+  void AddRow(int64_t dst_row, const Provenance& src, int64_t src_row);
+
+  RowOrigin Origin(int64_t row) const;
+  // "record 17 of /d/train-0.tfrecord", or "row 17" when unknown.
+  std::string Describe(int64_t row) const;
+  Provenance Slice(int64_t begin, int64_t end) const;
+
+ private:
+  struct Run {
+    int64_t first_row;
+    int32_t file;
+    int64_t first_record;
+  };
+  std::shared_ptr<const std::vector<std::string>> files_;
+  std::vector<Run> runs_;
+};
+
+struct Batch {
+  int64_t rows = 0;
+  std::vector<Column> columns;
+  Provenance provenance;
+
+  // Rows [begin, end), sharing buffers.
+  Batch Slice(int64_t begin, int64_t end) const;
+  // Bytes held by the columns' views.
+  size_t ByteSize() const;
+};
+
+}  // namespace sluice
+
+#endif  // SLUICE_CORE_BATCH_H_

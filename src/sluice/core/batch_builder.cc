@@ -1,0 +1,58 @@
+#include "sluice/core/batch_builder.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace sluice {
+
+BatchBuilder::BatchBuilder(const Schema& schema, int64_t capacity, BufferPool* pool)
+    : schema_(schema), pool_(pool), capacity_(capacity) {
+  columns_.resize(schema.size());
+  ragged_.resize(schema.size());
+  for (int i = 0; i < schema.size(); ++i) {
+    const ColumnSpec& spec = schema.column(i);
+    if (spec.ragged) {
+      columns_[i].values = Tensor::Allocate(DType::kUInt8, Shape{capacity * 64}, pool);
+      columns_[i].offsets = Tensor::Allocate(DType::kInt64, Shape{capacity + 1}, pool);
+      columns_[i].offsets.data<int64_t>()[0] = 0;
+    } else {
+      columns_[i].values = Tensor::Allocate(spec.dtype, spec.shape.WithLeading(capacity), pool);
+    }
+  }
+}
+
+void BatchBuilder::AppendBytes(int col, absl::string_view bytes) {
+  Column& c = columns_[col];
+  Ragged& r = ragged_[col];
+  const int64_t need = r.used + static_cast<int64_t>(bytes.size());
+  if (need > c.values.shape().dim(0)) {
+    // Grow geometrically; the copy happens a few times per chunk at most.
+    const int64_t size = std::max(need, 2 * c.values.shape().dim(0));
+    Tensor bigger = Tensor::Allocate(DType::kUInt8, Shape{size}, pool_);
+    std::memcpy(bigger.raw_data(), c.values.raw_data(), r.used);
+    c.values = std::move(bigger);
+  }
+  std::memcpy(c.values.raw_data() + r.used, bytes.data(), bytes.size());
+  r.used = need;
+  c.offsets.data<int64_t>()[++r.count] = r.used;
+}
+
+Batch BatchBuilder::Finish() {
+  Batch batch;
+  batch.rows = rows_;
+  batch.columns.reserve(columns_.size());
+  for (size_t i = 0; i < columns_.size(); ++i) {
+    const Column& c = columns_[i];
+    if (c.ragged()) {
+      batch.columns.push_back(Column{c.values.Slice(0, ragged_[i].used), c.offsets.Slice(0, rows_ + 1)});
+    } else {
+      batch.columns.push_back(c.Slice(0, rows_));
+    }
+  }
+  batch.provenance = std::move(provenance_);
+  columns_.clear();
+  rows_ = 0;
+  return batch;
+}
+
+}  // namespace sluice

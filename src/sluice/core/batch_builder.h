@@ -1,0 +1,52 @@
+// Fills a Batch row by row: dense columns are allocated for the full
+// capacity up front and written in place; ragged byte columns grow.
+#ifndef SLUICE_CORE_BATCH_BUILDER_H_
+#define SLUICE_CORE_BATCH_BUILDER_H_
+
+#include <cstdint>
+#include "absl/strings/string_view.h"
+#include <vector>
+
+#include "sluice/core/batch.h"
+#include "sluice/core/schema.h"
+
+namespace sluice {
+
+// Thread-compatible.
+class BatchBuilder {
+ public:
+  // `schema` must outlive the builder.
+  BatchBuilder(const Schema& schema, int64_t capacity, BufferPool* pool = BufferPool::Default());
+
+  int64_t rows() const { return rows_; }
+  int64_t capacity() const { return capacity_; }
+  int64_t remaining() const { return capacity_ - rows_; }
+
+  // Row 0 of dense column `col` (capacity rows, row-major).
+  uint8_t* dense(int col) const { return columns_[col].values.raw_data(); }
+  // Sets the next value of ragged column `col`.
+  void AppendBytes(int col, absl::string_view bytes);
+  // Marks `n` more rows as written.
+  void AddRows(int64_t n) { rows_ += n; }
+  Provenance& provenance() { return provenance_; }
+
+  // The batch of rows() rows. The builder is empty afterwards.
+  Batch Finish();
+
+ private:
+  struct Ragged {
+    int64_t used = 0;
+    int64_t count = 0;
+  };
+  const Schema& schema_;
+  BufferPool* pool_;
+  int64_t capacity_;
+  int64_t rows_ = 0;
+  std::vector<Column> columns_;
+  std::vector<Ragged> ragged_;
+  Provenance provenance_;
+};
+
+}  // namespace sluice
+
+#endif  // SLUICE_CORE_BATCH_BUILDER_H_

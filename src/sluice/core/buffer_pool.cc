@@ -1,0 +1,89 @@
+#include "sluice/core/buffer_pool.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <new>
+
+namespace sluice {
+namespace {
+
+constexpr size_t kAlignment = 64;
+constexpr int kMinClassLog2 = 8;  // 256 bytes
+
+// Classes span 256 B .. 2^47 B, so every request has one.
+int SizeClass(size_t bytes) {
+  int log2 = kMinClassLog2;
+  while ((size_t{1} << log2) < bytes) ++log2;
+  return log2 - kMinClassLog2;
+}
+
+size_t ClassBytes(int size_class) { return size_t{1} << (size_class + kMinClassLog2); }
+
+}  // namespace
+
+BufferPool::BufferPool(Options options) : options_(options) {}
+
+BufferPool::~BufferPool() { Trim(); }
+
+BufferPool* BufferPool::Default() {
+  static BufferPool* pool = new BufferPool();
+  return pool;
+}
+
+std::shared_ptr<Buffer> BufferPool::Allocate(size_t bytes) {
+  const int size_class = SizeClass(std::max<size_t>(bytes, 1));
+  const size_t capacity = ClassBytes(size_class);
+  uint8_t* data = nullptr;
+  {
+    absl::MutexLock lock(&mu_);
+    ++stats_.allocations;
+    std::vector<uint8_t*>& list = free_[size_class];
+    if (!list.empty()) {
+      data = list.back();
+      list.pop_back();
+      stats_.cached_bytes -= capacity;
+      ++stats_.reuses;
+    }
+    stats_.live_bytes += capacity;
+    stats_.peak_live_bytes = std::max(stats_.peak_live_bytes, stats_.live_bytes);
+  }
+  if (data == nullptr) {
+    data = static_cast<uint8_t*>(std::aligned_alloc(kAlignment, capacity));
+    if (data == nullptr) throw std::bad_alloc();
+  }
+  Buffer* buffer = new Buffer(data, bytes, size_class);
+  return std::shared_ptr<Buffer>(buffer, [this](Buffer* b) { Release(b); });
+}
+
+void BufferPool::Release(Buffer* buffer) {
+  uint8_t* data = buffer->data_;
+  const int size_class = buffer->size_class_;
+  const size_t capacity = ClassBytes(size_class);
+  delete buffer;
+  {
+    absl::MutexLock lock(&mu_);
+    stats_.live_bytes -= capacity;
+    if (stats_.cached_bytes + capacity <= options_.max_cached_bytes) {
+      free_[size_class].push_back(data);
+      stats_.cached_bytes += capacity;
+      return;
+    }
+  }
+  std::free(data);
+}
+
+BufferPool::Stats BufferPool::stats() const {
+  absl::MutexLock lock(&mu_);
+  return stats_;
+}
+
+void BufferPool::Trim() {
+  absl::MutexLock lock(&mu_);
+  for (auto& list : free_) {
+    for (uint8_t* data : list) std::free(data);
+    list.clear();
+  }
+  stats_.cached_bytes = 0;
+}
+
+}  // namespace sluice

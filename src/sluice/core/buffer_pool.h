@@ -1,0 +1,83 @@
+// Pooled, aligned memory blocks for tensors.
+#ifndef SLUICE_CORE_BUFFER_POOL_H_
+#define SLUICE_CORE_BUFFER_POOL_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+
+namespace sluice {
+
+class BufferPool;
+
+// A 64-byte aligned block of at least size() bytes. Reference-counted through
+// std::shared_ptr; the last reference returns the block to its pool.
+class Buffer {
+ public:
+  uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+
+ private:
+  friend class BufferPool;
+  Buffer(uint8_t* data, size_t size, int size_class)
+      : data_(data), size_(size), size_class_(size_class) {}
+  uint8_t* data_;
+  size_t size_;
+  int size_class_;
+};
+
+// Hands out Buffers from free lists of power-of-two size classes, so a
+// pipeline in steady state allocates nothing from the heap. The free lists
+// hold at most Options::max_cached_bytes; beyond that blocks go back to the
+// system, which keeps RSS bounded.
+//
+// Thread-safe. One lock per Allocate/release: callers allocate per chunk or
+// batch, never per sample.
+class BufferPool {
+ public:
+  struct Options {
+    // Bytes kept in free lists for reuse.
+    size_t max_cached_bytes = size_t{512} << 20;
+  };
+  struct Stats {
+    size_t live_bytes = 0;       // in Buffers held by users
+    size_t peak_live_bytes = 0;  // high-water mark of live_bytes
+    size_t cached_bytes = 0;     // in free lists
+    uint64_t allocations = 0;    // Allocate calls
+    uint64_t reuses = 0;         // Allocate calls served from a free list
+  };
+
+  BufferPool() : BufferPool(Options()) {}
+  explicit BufferPool(Options options);
+  // REQUIRES: no Buffer of this pool is alive.
+  ~BufferPool();
+  BufferPool(const BufferPool&) = delete;
+  BufferPool& operator=(const BufferPool&) = delete;
+
+  // The process-wide pool; never destroyed, so buffers may outlive main().
+  static BufferPool* Default();
+
+  // A buffer of at least `bytes` bytes (contents undefined).
+  std::shared_ptr<Buffer> Allocate(size_t bytes);
+
+  Stats stats() const;
+  // Returns all cached blocks to the system.
+  void Trim();
+
+ private:
+  static constexpr int kNumClasses = 40;
+  void Release(Buffer* buffer);
+
+  const Options options_;
+  mutable absl::Mutex mu_;
+  std::vector<uint8_t*> free_[kNumClasses] ABSL_GUARDED_BY(mu_);
+  Stats stats_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace sluice
+
+#endif  // SLUICE_CORE_BUFFER_POOL_H_

@@ -1,0 +1,51 @@
+// Extracts declared features from serialized tf.train.Example records.
+#ifndef SLUICE_IO_EXAMPLE_PARSER_H_
+#define SLUICE_IO_EXAMPLE_PARSER_H_
+
+#include <cstdint>
+#include <string>
+#include "absl/strings/string_view.h"
+#include <vector>
+
+#include "absl/status/status.h"
+
+namespace sluice::io {
+
+enum class FeatureKind { kBytes, kInt64, kFloat };
+
+struct FeatureSpec {
+  std::string name;
+  FeatureKind kind = FeatureKind::kBytes;
+  // Bytes: the exact length of the single value. Int64/float: the exact
+  // number of values.
+  int64_t count = 1;
+};
+
+// Reads the protobuf wire format directly into fixed-size outputs instead of
+// building the message: protobuf's parser allocates a map node and strings
+// per feature, which bench/parse_benchmark measured at several times the cost
+// of this scan (see bench/RESULTS.md).
+//
+// Thread-safe (const after construction).
+class ExampleParser {
+ public:
+  explicit ExampleParser(std::vector<FeatureSpec> features);
+
+  // Writes feature i to out[i]: `count` bytes, int64s or floats. Errors carry
+  // no location; the caller prefixes the record and file:
+  // NotFound for a missing feature, InvalidArgument for the wrong type or
+  // length, DataLoss for bytes that are not an Example.
+  absl::Status Parse(absl::string_view record, uint8_t* const* out) const;
+
+  const std::vector<FeatureSpec>& features() const { return features_; }
+
+ private:
+  absl::Status ParseFeature(int index, const uint8_t* p, const uint8_t* end, uint8_t* out) const;
+  std::vector<FeatureSpec> features_;
+};
+
+absl::string_view FeatureKindName(FeatureKind kind);
+
+}  // namespace sluice::io
+
+#endif  // SLUICE_IO_EXAMPLE_PARSER_H_

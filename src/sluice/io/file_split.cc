@@ -1,0 +1,54 @@
+#include "sluice/io/file_split.h"
+
+#include <glob.h>
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+
+namespace sluice::io {
+
+absl::StatusOr<std::vector<std::string>> ExpandFilePatterns(
+    const std::vector<std::string>& patterns) {
+  if (patterns.empty()) return absl::InvalidArgumentError("no files given");
+  std::vector<std::string> files;
+  for (const std::string& pattern : patterns) {
+    glob_t g{};
+    const int rc = ::glob(pattern.c_str(), GLOB_ERR, nullptr, &g);
+    if (rc == GLOB_NOMATCH || (rc == 0 && g.gl_pathc == 0)) {
+      ::globfree(&g);
+      const bool is_pattern = pattern.find_first_of("*?[") != std::string::npos;
+      return absl::NotFoundError(is_pattern
+                                     ? absl::StrCat("no file matches pattern '", pattern, "'")
+                                     : absl::StrCat("file not found: '", pattern, "'"));
+    }
+    if (rc != 0) {
+      ::globfree(&g);
+      return absl::UnknownError(absl::StrCat("cannot expand pattern '", pattern, "'"));
+    }
+    std::vector<std::string> matches(g.gl_pathv, g.gl_pathv + g.gl_pathc);
+    ::globfree(&g);
+    std::sort(matches.begin(), matches.end());
+    files.insert(files.end(), matches.begin(), matches.end());
+  }
+  return files;
+}
+
+std::vector<Split> MakeRecordSplits(const std::vector<int64_t>& records_per_file,
+                                    int64_t split_records) {
+  std::vector<Split> splits;
+  for (size_t f = 0; f < records_per_file.size(); ++f) {
+    const int64_t n = records_per_file[f];
+    if (split_records <= 0 || n <= split_records) {
+      splits.push_back(Split{static_cast<int32_t>(f), 0, n});
+      continue;
+    }
+    for (int64_t b = 0; b < n; b += split_records) {
+      splits.push_back(Split{static_cast<int32_t>(f), b, std::min(n, b + split_records)});
+    }
+  }
+  return splits;
+}
+
+}  // namespace sluice::io

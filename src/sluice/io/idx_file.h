@@ -1,0 +1,31 @@
+// MNIST's IDX format: magic (0, 0, type 0x08 = uint8, rank), rank big-endian
+// uint32 dimensions, then the data row-major.
+#ifndef SLUICE_IO_IDX_FILE_H_
+#define SLUICE_IO_IDX_FILE_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "sluice/io/random_access_file.h"
+
+namespace sluice::io {
+
+struct IdxHeader {
+  std::vector<int64_t> dims;
+  uint64_t data_offset = 0;
+};
+
+// Reads and checks the header of a uint8 IDX file of rank `expected_rank`:
+// InvalidArgument for a wrong magic or rank, DataLoss when the file size
+// does not match the dimensions.
+absl::StatusOr<IdxHeader> ReadIdxHeader(const RandomAccessFile& file, int expected_rank);
+
+// Writes a uint8 IDX file.
+absl::Status WriteIdxFile(const std::string& path, const std::vector<int64_t>& dims,
+                          const uint8_t* data);
+
+}  // namespace sluice::io
+
+#endif  // SLUICE_IO_IDX_FILE_H_

@@ -1,0 +1,96 @@
+#include "sluice/io/mnist_source.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "sluice/core/status_macros.h"
+#include "sluice/io/idx_file.h"
+
+namespace sluice::io {
+namespace {
+
+struct IdxPair {
+  std::shared_ptr<RandomAccessFile> images;
+  std::shared_ptr<RandomAccessFile> labels;
+  IdxHeader image_header;
+  IdxHeader label_header;
+  int64_t image_bytes;  // per record
+};
+
+class MnistSplitReader : public SplitReader {
+ public:
+  MnistSplitReader(const IdxPair& pair, Split split) : pair_(pair), split_(split), next_(split.begin_record) {}
+
+  absl::StatusOr<int64_t> Read(int64_t max_rows, BatchBuilder* out) override {
+    const int64_t n = std::min(max_rows, split_.end_record - next_);
+    if (n <= 0) return 0;
+    const int64_t row = out->rows();
+    SLUICE_RETURN_IF_ERROR(pair_.images->ReadExact(
+        pair_.image_header.data_offset + next_ * pair_.image_bytes, n * pair_.image_bytes,
+        out->dense(0) + row * pair_.image_bytes));
+    labels_.resize(n);
+    SLUICE_RETURN_IF_ERROR(
+        pair_.labels->ReadExact(pair_.label_header.data_offset + next_, n, labels_.data()));
+    int64_t* dst = reinterpret_cast<int64_t*>(out->dense(1)) + row;
+    for (int64_t i = 0; i < n; ++i) dst[i] = labels_[i];
+    out->provenance().AddRun(row, 0, next_);
+    out->AddRows(n);
+    next_ += n;
+    return n;
+  }
+
+ private:
+  const IdxPair& pair_;
+  Split split_;
+  int64_t next_;
+  std::vector<uint8_t> labels_;  // reused across reads
+};
+
+class MnistSource : public SourceFormat {
+ public:
+  MnistSource(IdxPair pair, std::vector<std::string> files, int64_t split_records)
+      : pair_(std::move(pair)),
+        files_(std::make_shared<const std::vector<std::string>>(std::move(files))),
+        split_records_(split_records),
+        schema_({ColumnSpec{"image", DType::kUInt8,
+                            Shape{pair_.image_header.dims[1], pair_.image_header.dims[2]}},
+                 ColumnSpec{"label", DType::kInt64, Shape{}}}) {}
+
+  const Schema& schema() const override { return schema_; }
+  const std::shared_ptr<const std::vector<std::string>>& files() const override { return files_; }
+  std::vector<Split> MakeSplits() const override {
+    return MakeRecordSplits({pair_.image_header.dims[0]}, split_records_);
+  }
+  absl::StatusOr<std::unique_ptr<SplitReader>> OpenSplit(const Split& split,
+                                                         CorruptionLog*) const override {
+    return std::unique_ptr<SplitReader>(new MnistSplitReader(pair_, split));
+  }
+
+ private:
+  IdxPair pair_;
+  std::shared_ptr<const std::vector<std::string>> files_;
+  int64_t split_records_;
+  Schema schema_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<SourceFormat>> MakeMnistSource(const std::string& images,
+                                                              const std::string& labels,
+                                                              int64_t split_records) {
+  IdxPair pair;
+  SLUICE_ASSIGN_OR_RETURN(pair.images, RandomAccessFile::Open(images));
+  SLUICE_ASSIGN_OR_RETURN(pair.labels, RandomAccessFile::Open(labels));
+  SLUICE_ASSIGN_OR_RETURN(pair.image_header, ReadIdxHeader(*pair.images, 3));
+  SLUICE_ASSIGN_OR_RETURN(pair.label_header, ReadIdxHeader(*pair.labels, 1));
+  if (pair.image_header.dims[0] != pair.label_header.dims[0]) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "MNIST files disagree: ", images, " has ", pair.image_header.dims[0], " images but ",
+        labels, " has ", pair.label_header.dims[0], " labels"));
+  }
+  pair.image_bytes = pair.image_header.dims[1] * pair.image_header.dims[2];
+  return std::unique_ptr<SourceFormat>(
+      new MnistSource(std::move(pair), {images, labels}, split_records));
+}
+
+}  // namespace sluice::io

@@ -1,0 +1,75 @@
+#include "sluice/io/random_access_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+
+namespace sluice::io {
+
+absl::Status ErrnoStatus(int err, const std::string& what, const std::string& path) {
+  const std::string msg = absl::StrCat(what, " ", path, ": ", std::strerror(err));
+  switch (err) {
+    case ENOENT:
+    case ENOTDIR:
+      return absl::NotFoundError(msg);
+    case EACCES:
+    case EPERM:
+      return absl::PermissionDeniedError(msg);
+    case EISDIR:
+      return absl::InvalidArgumentError(msg);
+    default:
+      return absl::UnknownError(msg);
+  }
+}
+
+absl::StatusOr<std::unique_ptr<RandomAccessFile>> RandomAccessFile::Open(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoStatus(errno, "cannot open", path);
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    const int err = errno;
+    ::close(fd);
+    return ErrnoStatus(err, "cannot stat", path);
+  }
+  if (S_ISDIR(st.st_mode)) {
+    ::close(fd);
+    return absl::InvalidArgumentError(absl::StrCat(path, " is a directory, not a file"));
+  }
+  return std::unique_ptr<RandomAccessFile>(
+      new RandomAccessFile(path, fd, static_cast<uint64_t>(st.st_size)));
+}
+
+RandomAccessFile::~RandomAccessFile() { ::close(fd_); }
+
+absl::StatusOr<size_t> RandomAccessFile::Read(uint64_t offset, size_t n, void* dst) const {
+  size_t done = 0;
+  while (done < n) {
+    const ssize_t r = ::pread(fd_, static_cast<char*>(dst) + done, n - done, offset + done);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoStatus(errno, absl::StrCat("cannot read at offset ", offset + done, " of"),
+                         path_);
+    }
+    if (r == 0) break;
+    done += static_cast<size_t>(r);
+  }
+  return done;
+}
+
+absl::Status RandomAccessFile::ReadExact(uint64_t offset, size_t n, void* dst) const {
+  absl::StatusOr<size_t> got = Read(offset, n, dst);
+  if (!got.ok()) return got.status();
+  if (*got != n) {
+    return absl::DataLossError(absl::StrCat("truncated file ", path_, ": wanted ", n,
+                                            " bytes at offset ", offset, ", file ends after ",
+                                            *got));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace sluice::io

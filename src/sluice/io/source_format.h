@@ -1,0 +1,45 @@
+// What the source node needs of a file format: the columns it yields, its
+// splits, and a reader per split.
+#ifndef SLUICE_IO_SOURCE_FORMAT_H_
+#define SLUICE_IO_SOURCE_FORMAT_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "sluice/core/batch_builder.h"
+#include "sluice/core/schema.h"
+#include "sluice/io/corruption_log.h"
+#include "sluice/io/file_split.h"
+
+namespace sluice::io {
+
+// Reads the records of one split in order. Thread-compatible.
+class SplitReader {
+ public:
+  virtual ~SplitReader() = default;
+  // Appends up to `max_rows` rows to `out` (with their provenance) and
+  // returns how many; 0 means the split is done.
+  virtual absl::StatusOr<int64_t> Read(int64_t max_rows, BatchBuilder* out) = 0;
+};
+
+// Thread-safe: readers of different splits may run concurrently. Readers
+// must not outlive the format that opened them.
+class SourceFormat {
+ public:
+  virtual ~SourceFormat() = default;
+  virtual const Schema& schema() const = 0;
+  // Shared with every batch's Provenance.
+  virtual const std::shared_ptr<const std::vector<std::string>>& files() const = 0;
+  // The splits of one epoch, in file order.
+  virtual std::vector<Split> MakeSplits() const = 0;
+  // `skip_log` (may be null) receives skipped corrupt records.
+  virtual absl::StatusOr<std::unique_ptr<SplitReader>> OpenSplit(const Split& split,
+                                                                 CorruptionLog* skip_log) const = 0;
+};
+
+}  // namespace sluice::io
+
+#endif  // SLUICE_IO_SOURCE_FORMAT_H_

@@ -1,0 +1,102 @@
+#include "sluice/io/tfrecord_index.h"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "sluice/core/status_macros.h"
+#include "sluice/io/crc32c.h"
+#include "sluice/io/random_access_file.h"
+#include "sluice/io/tfrecord_reader.h"
+
+namespace sluice::io {
+namespace {
+
+constexpr char kMagic[8] = {'S', 'L', 'U', 'I', 'C', 'E', 'I', 'X'};
+constexpr uint32_t kVersion = 1;
+constexpr size_t kHeaderBytes = 32;
+
+void PutU32(std::string* out, uint32_t v) { out->append(reinterpret_cast<char*>(&v), 4); }
+void PutU64(std::string* out, uint64_t v) { out->append(reinterpret_cast<char*>(&v), 8); }
+
+template <typename T>
+T Load(const char* p) {
+  T v;
+  std::memcpy(&v, p, sizeof(T));
+  return v;
+}
+
+}  // namespace
+
+std::string TfRecordIndexPath(const std::string& tfrecord_path) {
+  return tfrecord_path + ".index";
+}
+
+absl::StatusOr<int64_t> WriteTfRecordIndex(const std::string& tfrecord_path) {
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<TfRecordReader> reader,
+                          TfRecordReader::Open(tfrecord_path));
+  std::vector<uint64_t> offsets;
+  while (true) {
+    const uint64_t offset = reader->offset();
+    SLUICE_ASSIGN_OR_RETURN(std::optional<absl::string_view> record, reader->Next());
+    if (!record) break;
+    offsets.push_back(offset);
+  }
+  std::string out(kMagic, sizeof(kMagic));
+  PutU32(&out, kVersion);
+  PutU32(&out, 0);
+  PutU64(&out, reader->offset());  // == file size after a clean read
+  PutU64(&out, offsets.size());
+  for (uint64_t o : offsets) PutU64(&out, o);
+  PutU32(&out, MaskCrc(Crc32c(out.data(), out.size())));
+
+  const std::string path = TfRecordIndexPath(tfrecord_path);
+  const std::string tmp = path + ".tmp";
+  std::FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (f == nullptr) return ErrnoStatus(errno, "cannot create", tmp);
+  const bool ok = std::fwrite(out.data(), 1, out.size(), f) == out.size();
+  if (std::fclose(f) != 0 || !ok) return ErrnoStatus(errno, "cannot write", tmp);
+  // Rename so a reader never sees a half-written index.
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) return ErrnoStatus(errno, "cannot rename", tmp);
+  return static_cast<int64_t>(offsets.size());
+}
+
+absl::StatusOr<std::optional<std::vector<uint64_t>>> ReadTfRecordIndex(
+    const std::string& tfrecord_path) {
+  const std::string path = TfRecordIndexPath(tfrecord_path);
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return std::optional<std::vector<uint64_t>>();
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file, RandomAccessFile::Open(path));
+  std::string data(file->size(), '\0');
+  SLUICE_RETURN_IF_ERROR(file->ReadExact(0, data.size(), data.data()));
+  auto corrupt = [&](absl::string_view why) {
+    return absl::DataLossError(
+        absl::StrCat("corrupt index ", path, ": ", why, "; re-create it with `sluice index`"));
+  };
+  if (data.size() < kHeaderBytes + 4 || std::memcmp(data.data(), kMagic, 8) != 0) {
+    return corrupt("bad magic");
+  }
+  if (Load<uint32_t>(data.data() + 8) != kVersion) return corrupt("unknown version");
+  const uint64_t count = Load<uint64_t>(data.data() + 24);
+  if (data.size() != kHeaderBytes + 8 * count + 4) return corrupt("size does not match count");
+  const size_t body = data.size() - 4;
+  if (UnmaskCrc(Load<uint32_t>(data.data() + body)) != Crc32c(data.data(), body)) {
+    return corrupt("crc mismatch");
+  }
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> records,
+                          RandomAccessFile::Open(tfrecord_path));
+  const uint64_t indexed_size = Load<uint64_t>(data.data() + 16);
+  if (indexed_size != records->size()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("stale index ", path, ": written for a file of ", indexed_size,
+                     " bytes, the file has ", records->size(), "; re-run `sluice index`"));
+  }
+  std::vector<uint64_t> offsets(count);
+  std::memcpy(offsets.data(), data.data() + kHeaderBytes, 8 * count);
+  return std::optional<std::vector<uint64_t>>(std::move(offsets));
+}
+
+}  // namespace sluice::io

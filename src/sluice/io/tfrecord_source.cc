@@ -1,0 +1,105 @@
+#include "sluice/io/tfrecord_source.h"
+
+#include <optional>
+
+#include "sluice/core/status_macros.h"
+#include "sluice/io/tfrecord_index.h"
+#include "sluice/io/tfrecord_reader.h"
+
+namespace sluice::io {
+namespace {
+
+class TfRecordSplitReader : public SplitReader {
+ public:
+  TfRecordSplitReader(std::unique_ptr<TfRecordReader> reader, int32_t file, int64_t end_record)
+      : reader_(std::move(reader)), file_(file), end_record_(end_record) {}
+
+  absl::StatusOr<int64_t> Read(int64_t max_rows, BatchBuilder* out) override {
+    int64_t n = 0;
+    int64_t last_index = -2;
+    while (n < max_rows && (end_record_ < 0 || reader_->record_index() < end_record_)) {
+      SLUICE_ASSIGN_OR_RETURN(std::optional<absl::string_view> record, reader_->Next());
+      if (!record) break;
+      // Skipped corrupt records leave gaps: start a new provenance run there.
+      const int64_t index = reader_->record_index() - 1;
+      if (index != last_index + 1) out->provenance().AddRun(out->rows() + n, file_, index);
+      last_index = index;
+      out->AppendBytes(0, *record);
+      ++n;
+    }
+    out->AddRows(n);
+    return n;
+  }
+
+ private:
+  std::unique_ptr<TfRecordReader> reader_;
+  int32_t file_;
+  int64_t end_record_;
+};
+
+class TfRecordSource : public SourceFormat {
+ public:
+  TfRecordSource(std::vector<std::string> files, std::vector<std::vector<uint64_t>> offsets,
+                 int64_t split_records)
+      : files_(std::make_shared<const std::vector<std::string>>(std::move(files))),
+        offsets_(std::move(offsets)),
+        split_records_(split_records),
+        schema_({ColumnSpec{kRecordColumn, DType::kUInt8, Shape(), /*ragged=*/true}}) {}
+
+  const Schema& schema() const override { return schema_; }
+  const std::shared_ptr<const std::vector<std::string>>& files() const override { return files_; }
+
+  std::vector<Split> MakeSplits() const override {
+    std::vector<Split> splits;
+    for (size_t f = 0; f < files_->size(); ++f) {
+      const int64_t records = static_cast<int64_t>(offsets_[f].size());
+      if (records == 0) {  // not indexed: the whole file
+        splits.push_back(Split{static_cast<int32_t>(f), 0, -1});
+        continue;
+      }
+      for (const Split& s : MakeRecordSplits({records}, split_records_)) {
+        splits.push_back(Split{static_cast<int32_t>(f), s.begin_record, s.end_record});
+      }
+    }
+    return splits;
+  }
+
+  absl::StatusOr<std::unique_ptr<SplitReader>> OpenSplit(const Split& split,
+                                                         CorruptionLog* skip_log) const override {
+    TfRecordReader::Options options;
+    options.skip_log = skip_log;
+    SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<TfRecordReader> reader,
+                            TfRecordReader::Open((*files_)[split.file], options));
+    if (split.begin_record > 0) {
+      reader->Seek(offsets_[split.file][split.begin_record], split.begin_record);
+    }
+    return std::unique_ptr<SplitReader>(
+        new TfRecordSplitReader(std::move(reader), split.file, split.end_record));
+  }
+
+ private:
+  std::shared_ptr<const std::vector<std::string>> files_;
+  // Record offsets per file; empty for files read whole.
+  std::vector<std::vector<uint64_t>> offsets_;
+  int64_t split_records_;
+  Schema schema_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<SourceFormat>> MakeTfRecordSource(
+    const std::vector<std::string>& patterns, int64_t split_records) {
+  SLUICE_ASSIGN_OR_RETURN(std::vector<std::string> files, ExpandFilePatterns(patterns));
+  std::vector<std::vector<uint64_t>> offsets(files.size());
+  if (split_records > 0) {
+    for (size_t f = 0; f < files.size(); ++f) {
+      SLUICE_ASSIGN_OR_RETURN(std::optional<std::vector<uint64_t>> index,
+                              ReadTfRecordIndex(files[f]));
+      if (index) offsets[f] = std::move(*index);
+    }
+  }
+  return std::unique_ptr<SourceFormat>(
+      new TfRecordSource(std::move(files), std::move(offsets), split_records));
+}
+
+}  // namespace sluice::io
