@@ -1,0 +1,66 @@
+// Op attributes: the schema an op declares, and the validated values of one
+// op instance.
+#ifndef SLUICE_OPS_ATTRS_H_
+#define SLUICE_OPS_ATTRS_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace google::protobuf {
+class Struct;
+}  // namespace google::protobuf
+
+namespace sluice::ops {
+
+// kInts and kFloats also accept a single number (a list of one).
+enum class AttrType { kInt, kFloat, kBool, kString, kInts, kFloats };
+
+absl::string_view AttrTypeName(AttrType type);
+
+struct AttrSchema {
+  std::string name;
+  AttrType type;
+  // JSON text of the default, e.g. "11", "\"image\"", "[0.1, 2.0]"; empty
+  // when the attr is required.
+  std::string default_json;
+  std::string doc;
+};
+
+using AttrValue = std::variant<int64_t, double, bool, std::string, std::vector<int64_t>,
+                               std::vector<double>>;
+
+// The attrs of one op instance, converted to their declared types, defaults
+// filled in. Immutable after Bind.
+class Attrs {
+ public:
+  // Validates `values` (JSON-like, from PipelineDef) against `schema`:
+  // InvalidArgument naming the attr for an unknown name, a missing required
+  // attr or a value of the wrong type.
+  static absl::StatusOr<Attrs> Bind(const std::vector<AttrSchema>& schema,
+                                    const google::protobuf::Struct& values);
+
+  // REQUIRES: `name` is declared with the matching type.
+  int64_t GetInt(absl::string_view name) const;
+  double GetFloat(absl::string_view name) const;
+  bool GetBool(absl::string_view name) const;
+  const std::string& GetString(absl::string_view name) const;
+  const std::vector<int64_t>& GetInts(absl::string_view name) const;
+  const std::vector<double>& GetFloats(absl::string_view name) const;
+
+ private:
+  const AttrValue& Get(absl::string_view name) const;
+  std::map<std::string, AttrValue, std::less<>> values_;
+};
+
+// InvalidArgument "attr 'name' <message>", the form every op uses.
+absl::Status AttrError(absl::string_view name, absl::string_view message);
+
+}  // namespace sluice::ops
+
+#endif  // SLUICE_OPS_ATTRS_H_

@@ -1,0 +1,251 @@
+// Element-wise value ops: cast, rescale, normalize.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <type_traits>
+
+#include "absl/strings/str_cat.h"
+#include "sluice/core/status_macros.h"
+#include "sluice/ops/field.h"
+#include "sluice/ops/op_registry.h"
+
+namespace sluice::ops {
+namespace {
+
+// Float to integer rounds toward zero and saturates (NaN becomes 0); integer
+// narrowing saturates.
+template <typename In, typename Out>
+inline Out Convert(In x) {
+  if constexpr (std::is_integral_v<Out> && !std::is_same_v<In, Out>) {
+    using L = std::numeric_limits<Out>;
+    if constexpr (std::is_floating_point_v<In>) {
+      if (!(x == x)) return 0;
+      if (x <= static_cast<In>(L::lowest())) return L::lowest();
+      if (x >= static_cast<In>(L::max())) return L::max();
+      return static_cast<Out>(x);
+    } else {  // every integer dtype fits in int64
+      const int64_t v = static_cast<int64_t>(x);
+      return static_cast<Out>(std::clamp<int64_t>(v, L::lowest(), L::max()));
+    }
+  } else {
+    return static_cast<Out>(x);
+  }
+}
+
+template <typename F>
+decltype(auto) DispatchAny(DType d, F&& f) {
+  switch (d) {
+    case DType::kUInt8:
+      return f(uint8_t{});
+    case DType::kInt32:
+      return f(int32_t{});
+    case DType::kInt64:
+      return f(int64_t{});
+    case DType::kFloat32:
+      break;
+  }
+  return f(float{});
+}
+
+class CastKernel : public Kernel {
+ public:
+  CastKernel(DType from, DType to, int64_t elems) : from_(from), to_(to), elems_(elems) {}
+  absl::Status Run(const TileContext& ctx, absl::Span<const ColumnRef> in,
+                   absl::Span<const ColumnRef> out) const override {
+    const int64_t n = ctx.rows * elems_;
+    DispatchAny(from_, [&](auto in_type) {
+      using In = decltype(in_type);
+      DispatchAny(to_, [&](auto out_type) {
+        using Out = decltype(out_type);
+        const In* src = reinterpret_cast<const In*>(in[0].data);
+        Out* dst = reinterpret_cast<Out*>(out[0].data);
+        for (int64_t i = 0; i < n; ++i) dst[i] = Convert<In, Out>(src[i]);
+      });
+    });
+    return absl::OkStatus();
+  }
+
+ private:
+  DType from_, to_;
+  int64_t elems_;
+};
+
+absl::StatusOr<OpBinding> BindCast(const Attrs& attrs, const Schema& schema) {
+  SLUICE_ASSIGN_OR_RETURN(
+      BoundField f,
+      BindField(attrs, schema, {DType::kUInt8, DType::kInt32, DType::kInt64, DType::kFloat32}));
+  absl::StatusOr<DType> to = ParseDType(attrs.GetString("dtype"));
+  if (!to.ok()) return AttrError("dtype", to.status().message());
+  ColumnSpec out = f.spec;
+  out.dtype = *to;
+  return UnaryBinding(f.column, out,
+                      std::make_shared<CastKernel>(f.spec.dtype, *to, f.spec.shape.num_elements()));
+}
+
+// out = in * scale + offset, as float32.
+class AffineKernel : public Kernel {
+ public:
+  AffineKernel(DType from, int64_t elems, float scale, float offset)
+      : from_(from), elems_(elems), scale_(scale), offset_(offset) {}
+  absl::Status Run(const TileContext& ctx, absl::Span<const ColumnRef> in,
+                   absl::Span<const ColumnRef> out) const override {
+    const int64_t n = ctx.rows * elems_;
+    float* dst = reinterpret_cast<float*>(out[0].data);
+    DispatchImageType(from_, [&](auto type) {
+      using T = decltype(type);
+      const T* src = reinterpret_cast<const T*>(in[0].data);
+      for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<float>(src[i]) * scale_ + offset_;
+    });
+    return absl::OkStatus();
+  }
+
+ private:
+  DType from_;
+  int64_t elems_;
+  float scale_, offset_;
+};
+
+absl::StatusOr<OpBinding> BindRescale(const Attrs& attrs, const Schema& schema) {
+  SLUICE_ASSIGN_OR_RETURN(BoundField f, BindField(attrs, schema, {DType::kUInt8, DType::kFloat32}));
+  ColumnSpec out = f.spec;
+  out.dtype = DType::kFloat32;
+  return UnaryBinding(f.column, out,
+                      std::make_shared<AffineKernel>(f.spec.dtype, f.spec.shape.num_elements(),
+                                                     attrs.GetFloat("scale"),
+                                                     attrs.GetFloat("offset")));
+}
+
+// out = (in * scale - mean[c]) / std[c], computed as in * a[c] + b[c].
+class NormalizeKernel : public Kernel {
+ public:
+  // Channels last: the tile is one flat array whose channel pattern repeats
+  // every C elements, so a precomputed pattern of whole periods keeps the
+  // loop branch-free and vectorized. Channels first: one plane per channel.
+  NormalizeKernel(DType from, Shape shape, bool channels_first, std::vector<float> a,
+                  std::vector<float> b)
+      : from_(from), shape_(std::move(shape)), channels_first_(channels_first) {
+    const size_t c = a.size();
+    const size_t period = c * std::max<size_t>(1, 256 / c);
+    for (size_t i = 0; i < period; ++i) {
+      a_.push_back(a[i % c]);
+      b_.push_back(b[i % c]);
+    }
+  }
+
+  absl::Status Run(const TileContext& ctx, absl::Span<const ColumnRef> in,
+                   absl::Span<const ColumnRef> out) const override {
+    DispatchImageType(from_, [&](auto type) {
+      using T = decltype(type);
+      const T* src = reinterpret_cast<const T*>(in[0].data);
+      float* dst = reinterpret_cast<float*>(out[0].data);
+      const int64_t elems = shape_.num_elements();
+      if (channels_first_) {
+        const int64_t c = shape_.dim(0);
+        const int64_t plane = elems / c;
+        for (int64_t r = 0; r < ctx.rows; ++r) {
+          for (int64_t ch = 0; ch < c; ++ch) {
+            const float a = a_[ch], b = b_[ch];
+            const T* s = src + r * elems + ch * plane;
+            float* d = dst + r * elems + ch * plane;
+            for (int64_t i = 0; i < plane; ++i) d[i] = static_cast<float>(s[i]) * a + b;
+          }
+        }
+        return;
+      }
+      const int64_t n = ctx.rows * elems;
+      const int64_t period = static_cast<int64_t>(a_.size());
+      const float* a = a_.data();
+      const float* b = b_.data();
+      for (int64_t start = 0; start < n; start += period) {
+        const int64_t len = std::min(period, n - start);
+        const T* s = src + start;
+        float* d = dst + start;
+        for (int64_t i = 0; i < len; ++i) d[i] = static_cast<float>(s[i]) * a[i] + b[i];
+      }
+    });
+    return absl::OkStatus();
+  }
+
+ private:
+  DType from_;
+  Shape shape_;
+  bool channels_first_;
+  std::vector<float> a_, b_;  // one or more whole periods of channels
+};
+
+absl::StatusOr<OpBinding> BindNormalize(const Attrs& attrs, const Schema& schema) {
+  SLUICE_ASSIGN_OR_RETURN(BoundField f, BindField(attrs, schema, {DType::kUInt8, DType::kFloat32}));
+  const std::vector<double>& mean = attrs.GetFloats("mean");
+  const std::vector<double>& stddev = attrs.GetFloats("std");
+  const std::string& layout = attrs.GetString("layout");
+  if (layout != "HWC" && layout != "CHW") {
+    return AttrError("layout", absl::StrCat("must be \"HWC\" or \"CHW\", got \"", layout, "\""));
+  }
+  const bool channels_first = layout == "CHW";
+  const Shape& s = f.spec.shape;
+  const int64_t channels =
+      s.rank() == 0 ? 1 : (channels_first ? s.dim(0) : s.dim(s.rank() - 1));
+  if (s.rank() < 3 && channels_first) {
+    return AttrError("layout", absl::StrCat("\"CHW\" needs a rank-3 column, '", f.spec.name,
+                                            "' is ", s.ToString()));
+  }
+  const size_t c = mean.size();
+  if (c != stddev.size()) {
+    return AttrError("std", absl::StrCat("has ", stddev.size(), " values but 'mean' has ", c));
+  }
+  if (c != 1 && static_cast<int64_t>(c) != channels) {
+    return AttrError("mean", absl::StrCat("has ", c, " values; column '", f.spec.name, "' ",
+                                          s.ToString(), " has ", channels, " channels"));
+  }
+  const size_t nc = channels_first || c > 1 ? static_cast<size_t>(channels) : 1;
+  std::vector<float> a(nc), b(nc);
+  const double scale = attrs.GetFloat("scale");
+  for (size_t i = 0; i < nc; ++i) {
+    const double sd = stddev[c == 1 ? 0 : i];
+    if (!(sd > 0)) return AttrError("std", absl::StrCat("values must be > 0, got ", sd));
+    a[i] = static_cast<float>(scale / sd);
+    b[i] = static_cast<float>(-mean[c == 1 ? 0 : i] / sd);
+  }
+  ColumnSpec out = f.spec;
+  out.dtype = DType::kFloat32;
+  return UnaryBinding(f.column, out,
+                      std::make_shared<NormalizeKernel>(f.spec.dtype, s, channels_first,
+                                                        std::move(a), std::move(b)));
+}
+
+}  // namespace
+
+void RegisterColorOps(OpRegistry* registry) {
+  registry->Register(OpSchema{
+      "cast",
+      "Converts a column to another dtype. Float to integer rounds toward zero and "
+      "saturates to the type's range (NaN becomes 0); integer narrowing saturates.",
+      {FieldAttr(), {"dtype", AttrType::kString, "", "uint8, int32, int64 or float32"}},
+      false,
+      false,
+      BindCast});
+  registry->Register(OpSchema{
+      "rescale",
+      "out = in * scale + offset, as float32 (e.g. scale 1/255 maps uint8 pixels to [0, 1]).",
+      {FieldAttr(),
+       {"scale", AttrType::kFloat, "", "multiplier"},
+       {"offset", AttrType::kFloat, "0", "added after scaling"}},
+      false,
+      false,
+      BindRescale});
+  registry->Register(OpSchema{
+      "normalize",
+      "Per-channel normalization to float32: out = (in * scale - mean[c]) / std[c]. "
+      "With scale 1/255 on uint8 input it is torchvision's ToTensor + Normalize in one pass.",
+      {FieldAttr(),
+       {"mean", AttrType::kFloats, "", "one value, or one per channel"},
+       {"std", AttrType::kFloats, "", "one value, or one per channel (> 0)"},
+       {"scale", AttrType::kFloat, "1", "applied to the input before the mean is subtracted"},
+       {"layout", AttrType::kString, "\"HWC\"",
+        "where the channels are: \"HWC\" (last axis) or \"CHW\" (first axis)"}},
+      false,
+      false,
+      BindNormalize});
+}
+
+}  // namespace sluice::ops

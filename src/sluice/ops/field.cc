@@ -1,0 +1,53 @@
+#include "sluice/ops/field.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace sluice::ops {
+
+AttrSchema FieldAttr() {
+  return {"field", AttrType::kString, "\"image\"", "the column to transform"};
+}
+
+absl::StatusOr<BoundField> BindField(const Attrs& attrs, const Schema& schema,
+                                     std::initializer_list<DType> dtypes) {
+  const std::string& name = attrs.GetString("field");
+  std::optional<int> column = schema.Find(name);
+  if (!column) {
+    return AttrError("field", absl::StrCat("names no column: '", name, "' (columns: ",
+                                           schema.Names(), ")"));
+  }
+  const ColumnSpec& spec = schema.column(*column);
+  if (spec.ragged) {
+    return AttrError("field", absl::StrCat("column '", name,
+                                           "' holds variable-length bytes; decode it first"));
+  }
+  for (DType d : dtypes) {
+    if (spec.dtype == d) return BoundField{*column, spec};
+  }
+  return AttrError("field", absl::StrCat("column '", name, "' is ", DTypeName(spec.dtype),
+                                         ", this op takes ",
+                                         absl::StrJoin(dtypes, " or ",
+                                                       [](std::string* out, DType d) {
+                                                         out->append(std::string(DTypeName(d)));
+                                                       })));
+}
+
+absl::StatusOr<ImageDims> ImageDimsOf(const ColumnSpec& spec) {
+  const Shape& s = spec.shape;
+  if (s.rank() == 2) return ImageDims{s.dim(0), s.dim(1), 1};
+  if (s.rank() == 3) return ImageDims{s.dim(0), s.dim(1), s.dim(2)};
+  return absl::InvalidArgumentError(absl::StrCat(
+      "column '", spec.name, "' has shape ", s.ToString(),
+      " but this op needs an image [H,W] or [H,W,C] (reshape it first)"));
+}
+
+OpBinding UnaryBinding(int column, ColumnSpec out, std::shared_ptr<const Kernel> kernel) {
+  OpBinding b;
+  b.inputs = {column};
+  b.outputs = {std::move(out)};
+  b.kernel = std::move(kernel);
+  return b;
+}
+
+}  // namespace sluice::ops

@@ -1,0 +1,65 @@
+// Helpers shared by ops that transform one column (attr "field") in place.
+#ifndef SLUICE_OPS_FIELD_H_
+#define SLUICE_OPS_FIELD_H_
+
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "sluice/core/schema.h"
+#include "sluice/ops/attrs.h"
+#include "sluice/ops/op_registry.h"
+
+namespace sluice::ops {
+
+// The "field" attr every single-column op declares.
+AttrSchema FieldAttr();
+
+struct BoundField {
+  int column;
+  ColumnSpec spec;
+};
+
+// The dense column named by attr "field", with one of `dtypes`.
+// InvalidArgument naming the column and listing the alternatives otherwise.
+absl::StatusOr<BoundField> BindField(const Attrs& attrs, const Schema& schema,
+                                     std::initializer_list<DType> dtypes);
+
+// An image sample: [H, W] (one channel) or [H, W, C], row-major.
+struct ImageDims {
+  int64_t h, w, c;
+  int64_t row_elems() const { return w * c; }
+  int64_t elems() const { return h * w * c; }
+};
+
+// InvalidArgument unless `spec` is [H,W] or [H,W,C].
+absl::StatusOr<ImageDims> ImageDimsOf(const ColumnSpec& spec);
+
+// A binding that reads `column` and writes `out` (same name: in place).
+OpBinding UnaryBinding(int column, ColumnSpec out, std::shared_ptr<const Kernel> kernel);
+
+// Calls f(T{}) with T the C++ type of `dtype` (uint8_t or float).
+// REQUIRES: dtype is uint8 or float32.
+template <typename F>
+decltype(auto) DispatchImageType(DType dtype, F&& f) {
+  if (dtype == DType::kUInt8) return f(uint8_t{});
+  return f(float{});
+}
+
+// Round-to-nearest with saturation when storing a float into T.
+template <typename T>
+inline T StoreAs(float v);
+template <>
+inline float StoreAs<float>(float v) {
+  return v;
+}
+template <>
+inline uint8_t StoreAs<uint8_t>(float v) {
+  v = v < 0.f ? 0.f : (v > 255.f ? 255.f : v);
+  return static_cast<uint8_t>(v + 0.5f);
+}
+
+}  // namespace sluice::ops
+
+#endif  // SLUICE_OPS_FIELD_H_

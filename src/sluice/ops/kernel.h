@@ -1,0 +1,61 @@
+// The interface every op implementation provides: run on a tile of rows.
+#ifndef SLUICE_OPS_KERNEL_H_
+#define SLUICE_OPS_KERNEL_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "sluice/core/batch.h"
+#include "sluice/core/rng.h"
+
+namespace sluice::ops {
+
+// One column as a kernel sees it for a tile: dense rows at `data`, each
+// `row_bytes` long; or, for a ragged input, rows of `ragged` from
+// `ragged_row` on.
+struct ColumnRef {
+  uint8_t* data = nullptr;
+  int64_t row_bytes = 0;
+  const Column* ragged = nullptr;
+  int64_t ragged_row = 0;
+
+  template <typename T>
+  T* row(int64_t r) const {
+    return reinterpret_cast<T*>(data + r * row_bytes);
+  }
+  absl::string_view bytes(int64_t r) const { return ragged->RaggedRow(ragged_row + r); }
+};
+
+// A run of consecutive rows, and what a kernel needs to know about them.
+struct TileContext {
+  int64_t rows = 0;
+  // Position of row 0 in the node's input stream this epoch: the sample
+  // index that keys randomness.
+  int64_t first_sample = 0;
+  uint64_t seed = 0;
+  uint64_t epoch = 0;
+  uint64_t op_key = 0;  // set per op by the executor
+  const Provenance* provenance = nullptr;
+  int64_t provenance_row = 0;  // row 0's row in *provenance
+
+  SampleRng Rng(int64_t r) const { return SampleRng(seed, op_key, epoch, first_sample + r); }
+  // "record 17 of /d/a.tfrecord" for row r.
+  std::string Where(int64_t r) const;
+};
+
+// Kernels are immutable after creation and called concurrently on disjoint
+// tiles, so Run is const. Scratch memory is thread_local inside the kernel
+// (allocated once per thread, never per call).
+class Kernel {
+ public:
+  virtual ~Kernel() = default;
+  virtual absl::Status Run(const TileContext& ctx, absl::Span<const ColumnRef> in,
+                           absl::Span<const ColumnRef> out) const = 0;
+};
+
+}  // namespace sluice::ops
+
+#endif  // SLUICE_OPS_KERNEL_H_

@@ -1,0 +1,131 @@
+// Parsing and reinterpreting ops: parse_example, decode_raw, reshape.
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "sluice/core/status_macros.h"
+#include "sluice/io/tfrecord_source.h"
+#include "sluice/ops/field.h"
+#include "sluice/ops/op_registry.h"
+#include "sluice/ops/parse_example.h"
+
+namespace sluice::ops {
+namespace {
+
+class ParseExampleKernel : public Kernel {
+ public:
+  explicit ParseExampleKernel(std::vector<io::FeatureSpec> features) : parser_(std::move(features)) {}
+
+  absl::Status Run(const TileContext& ctx, absl::Span<const ColumnRef> in,
+                   absl::Span<const ColumnRef> out) const override {
+    uint8_t* dst[64];
+    const size_t n = out.size();
+    for (int64_t r = 0; r < ctx.rows; ++r) {
+      for (size_t i = 0; i < n; ++i) dst[i] = out[i].data + r * out[i].row_bytes;
+      absl::Status s = parser_.Parse(in[0].bytes(r), dst);
+      if (!s.ok()) return WithContext(s, ctx.Where(r));
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  io::ExampleParser parser_;
+};
+
+absl::StatusOr<OpBinding> BindDecodeRaw(const Attrs& attrs, const Schema& schema) {
+  SLUICE_ASSIGN_OR_RETURN(BoundField f, BindField(attrs, schema, {DType::kUInt8}));
+  absl::StatusOr<DType> to = ParseDType(attrs.GetString("dtype"));
+  if (!to.ok()) return AttrError("dtype", to.status().message());
+  const int64_t bytes = f.spec.shape.num_elements();
+  const int64_t size = static_cast<int64_t>(DTypeSize(*to));
+  if (bytes % size != 0) {
+    return AttrError("dtype", absl::StrCat("cannot decode ", bytes, " bytes of column '",
+                                           f.spec.name, "' as ", DTypeName(*to), " (", size,
+                                           " bytes each)"));
+  }
+  ColumnSpec out = f.spec;
+  out.dtype = *to;
+  out.shape = Shape{bytes / size};
+  OpBinding b = UnaryBinding(f.column, out, nullptr);
+  b.view = true;  // little-endian host: the bytes are already the values
+  return b;
+}
+
+absl::StatusOr<OpBinding> BindReshape(const Attrs& attrs, const Schema& schema) {
+  SLUICE_ASSIGN_OR_RETURN(
+      BoundField f,
+      BindField(attrs, schema, {DType::kUInt8, DType::kInt32, DType::kInt64, DType::kFloat32}));
+  std::vector<int64_t> dims = attrs.GetInts("shape");
+  const int64_t total = f.spec.shape.num_elements();
+  int64_t known = 1;
+  int infer = -1;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i] == -1 && infer < 0) {
+      infer = static_cast<int>(i);
+    } else if (dims[i] <= 0) {
+      return AttrError("shape", absl::StrCat("dimensions must be positive (one may be -1), got ",
+                                             dims[i]));
+    } else {
+      known *= dims[i];
+    }
+  }
+  if (infer >= 0 && known > 0 && total % known == 0) dims[infer] = total / known;
+  const Shape shape{absl::MakeConstSpan(dims)};
+  if (shape.num_elements() != total || (infer >= 0 && dims[infer] <= 0)) {
+    return AttrError("shape", absl::StrCat("cannot reshape column '", f.spec.name, "' ",
+                                           f.spec.shape.ToString(), " (", total, " values) to ",
+                                           Shape{absl::MakeConstSpan(attrs.GetInts("shape"))}.ToString()));
+  }
+  ColumnSpec out = f.spec;
+  out.shape = shape;
+  OpBinding b = UnaryBinding(f.column, out, nullptr);
+  b.view = true;
+  return b;
+}
+
+}  // namespace
+
+absl::StatusOr<OpBinding> BindParseExample(const std::vector<io::FeatureSpec>& features,
+                                           const std::vector<Shape>& shapes,
+                                           const Schema& input) {
+  std::optional<int> record = input.Find(io::kRecordColumn);
+  if (!record || !input.column(*record).ragged) {
+    return absl::InvalidArgumentError(
+        "parse_example needs the raw 'record' column of a tfrecord source");
+  }
+  if (features.size() > 64) {
+    return absl::InvalidArgumentError("at most 64 features can be declared");
+  }
+  OpBinding b;
+  b.inputs = {*record};
+  for (size_t i = 0; i < features.size(); ++i) {
+    const io::FeatureSpec& f = features[i];
+    ColumnSpec spec{f.name, DType::kUInt8, shapes[i]};
+    if (f.kind == io::FeatureKind::kInt64) spec.dtype = DType::kInt64;
+    if (f.kind == io::FeatureKind::kFloat) spec.dtype = DType::kFloat32;
+    b.outputs.push_back(spec);
+  }
+  b.drops = {io::kRecordColumn};
+  b.kernel = std::make_shared<ParseExampleKernel>(features);
+  return b;
+}
+
+void RegisterParseOps(OpRegistry* registry) {
+  registry->Register(OpSchema{
+      "decode_raw",
+      "Reinterprets a uint8 column's bytes as little-endian values of another dtype "
+      "(tf.io.decode_raw); [n] bytes become [n / size] values. No copy is made.",
+      {FieldAttr(), {"dtype", AttrType::kString, "\"uint8\"", "uint8, int32, int64 or float32"}},
+      false,
+      false,
+      BindDecodeRaw});
+  registry->Register(OpSchema{
+      "reshape",
+      "Gives each sample of a column a new shape with the same number of values; one "
+      "dimension may be -1 to be inferred. No copy is made.",
+      {FieldAttr(), {"shape", AttrType::kInts, "", "the new per-sample shape, e.g. [32, 32, 3]"}},
+      false,
+      false,
+      BindReshape});
+}
+
+}  // namespace sluice::ops

@@ -1,0 +1,24 @@
+// parse_example: tf.train.Example records (the "record" column of a TFRecord
+// source) to typed feature columns. Bound by the graph from the features a
+// source declares rather than from user attrs.
+#ifndef SLUICE_OPS_PARSE_EXAMPLE_H_
+#define SLUICE_OPS_PARSE_EXAMPLE_H_
+
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "sluice/core/schema.h"
+#include "sluice/io/example_parser.h"
+#include "sluice/ops/op_registry.h"
+
+namespace sluice::ops {
+
+// Bytes features become uint8 [length]; int64 and float32 features take
+// their declared shape. Errors name the feature, the file and the record.
+absl::StatusOr<OpBinding> BindParseExample(const std::vector<io::FeatureSpec>& features,
+                                           const std::vector<Shape>& shapes,
+                                           const Schema& input);
+
+}  // namespace sluice::ops
+
+#endif  // SLUICE_OPS_PARSE_EXAMPLE_H_
