@@ -5,14 +5,16 @@
 
 namespace sluice {
 
-BatchBuilder::BatchBuilder(const Schema& schema, int64_t capacity, BufferPool* pool)
-    : schema_(schema), pool_(pool), capacity_(capacity) {
+BatchBuilder::BatchBuilder(const Schema& schema, int64_t capacity, BufferPool* pool,
+                           int64_t ragged_bytes)
+    : pool_(pool), capacity_(capacity) {
+  if (ragged_bytes <= 0) ragged_bytes = capacity * 64;
   columns_.resize(schema.size());
   ragged_.resize(schema.size());
   for (int i = 0; i < schema.size(); ++i) {
     const ColumnSpec& spec = schema.column(i);
     if (spec.ragged) {
-      columns_[i].values = Tensor::Allocate(DType::kUInt8, Shape{capacity * 64}, pool);
+      columns_[i].values = Tensor::Allocate(DType::kUInt8, Shape{ragged_bytes}, pool);
       columns_[i].offsets = Tensor::Allocate(DType::kInt64, Shape{capacity + 1}, pool);
       columns_[i].offsets.data<int64_t>()[0] = 0;
     } else {

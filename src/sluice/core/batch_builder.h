@@ -15,8 +15,10 @@ namespace sluice {
 // Thread-compatible.
 class BatchBuilder {
  public:
-  // `schema` must outlive the builder.
-  BatchBuilder(const Schema& schema, int64_t capacity, BufferPool* pool = BufferPool::Default());
+  // Ragged columns start with room for
+  // `ragged_bytes` bytes (default: 64 per row) and grow as needed.
+  BatchBuilder(const Schema& schema, int64_t capacity, BufferPool* pool = BufferPool::Default(),
+               int64_t ragged_bytes = 0);
 
   int64_t rows() const { return rows_; }
   int64_t capacity() const { return capacity_; }
@@ -38,7 +40,6 @@ class BatchBuilder {
     int64_t used = 0;
     int64_t count = 0;
   };
-  const Schema& schema_;
   BufferPool* pool_;
   int64_t capacity_;
   int64_t rows_ = 0;

@@ -1,0 +1,77 @@
+#include "sluice/exec/exec_context.h"
+
+#include <algorithm>
+
+namespace sluice::exec {
+
+void Cancellation::Cancel() {
+  cancelled_.store(true, std::memory_order_release);
+  absl::MutexLock lock(&mu_);
+  for (auto& [mu, cv] : waits_) {
+    absl::MutexLock wait_lock(mu);
+    cv->SignalAll();
+  }
+}
+
+void Cancellation::Register(absl::Mutex* mu, absl::CondVar* cv) {
+  absl::MutexLock lock(&mu_);
+  waits_.emplace_back(mu, cv);
+}
+
+void Cancellation::Unregister(absl::CondVar* cv) {
+  absl::MutexLock lock(&mu_);
+  waits_.erase(std::remove_if(waits_.begin(), waits_.end(),
+                              [cv](const auto& w) { return w.second == cv; }),
+               waits_.end());
+}
+
+CpuBudget::CpuBudget(int tokens, Cancellation* cancel) : free_(tokens), cancel_(cancel) {
+  cancel_->Register(&mu_, &cv_);
+}
+
+CpuBudget::~CpuBudget() { cancel_->Unregister(&cv_); }
+
+bool CpuBudget::Acquire() {
+  absl::MutexLock lock(&mu_);
+  while (free_ == 0 && !cancel_->cancelled()) cv_.Wait(&mu_);
+  if (free_ == 0) return false;
+  --free_;
+  return true;
+}
+
+void CpuBudget::Release() {
+  absl::MutexLock lock(&mu_);
+  ++free_;
+  cv_.Signal();
+}
+
+MemoryBudget::MemoryBudget(int64_t limit, Cancellation* cancel) : limit_(limit), cancel_(cancel) {
+  cancel_->Register(&mu_, &cv_);
+}
+
+MemoryBudget::~MemoryBudget() { cancel_->Unregister(&cv_); }
+
+bool MemoryBudget::WaitForRoom() {
+  absl::MutexLock lock(&mu_);
+  while (used_ > 0 && used_ >= limit_ && !cancel_->cancelled()) cv_.Wait(&mu_);
+  return !cancel_->cancelled();
+}
+
+void MemoryBudget::Add(int64_t bytes) {
+  absl::MutexLock lock(&mu_);
+  used_ += bytes;
+  peak_ = std::max(peak_, used_);
+}
+
+void MemoryBudget::Remove(int64_t bytes) {
+  absl::MutexLock lock(&mu_);
+  used_ -= bytes;
+  cv_.SignalAll();
+}
+
+int64_t MemoryBudget::peak() const {
+  absl::MutexLock lock(&mu_);
+  return peak_;
+}
+
+}  // namespace sluice::exec

@@ -1,0 +1,109 @@
+// State shared by the nodes of one running pipeline: the CPU and memory
+// budgets, cancellation, and counters for skipped records.
+#ifndef SLUICE_EXEC_EXEC_CONTEXT_H_
+#define SLUICE_EXEC_EXEC_CONTEXT_H_
+
+#include <atomic>
+#include <cstdint>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "sluice/core/buffer_pool.h"
+#include "sluice/io/corruption_log.h"
+
+namespace sluice::exec {
+
+// Wakes every registered wait when cancelled, so threads blocked anywhere in
+// the pipeline exit promptly at teardown. Thread-safe.
+class Cancellation {
+ public:
+  bool cancelled() const { return cancelled_.load(std::memory_order_acquire); }
+  void Cancel();
+  // `mu` guards the state `cv` waits on; both must outlive the registration.
+  void Register(absl::Mutex* mu, absl::CondVar* cv);
+  void Unregister(absl::CondVar* cv);
+
+ private:
+  std::atomic<bool> cancelled_{false};
+  absl::Mutex mu_;
+  std::vector<std::pair<absl::Mutex*, absl::CondVar*>> waits_ ABSL_GUARDED_BY(mu_);
+};
+
+// At most `tokens` threads compute at once across all nodes, so --threads N
+// means N cores of work however many stages run concurrently. A thread
+// holds a token only while computing, never while waiting on another node,
+// so it cannot deadlock. Thread-safe.
+class CpuBudget {
+ public:
+  CpuBudget(int tokens, Cancellation* cancel);
+  ~CpuBudget();
+  // False when cancelled while waiting.
+  bool Acquire();
+  void Release();
+
+ private:
+  absl::Mutex mu_;
+  absl::CondVar cv_;
+  int free_ ABSL_GUARDED_BY(mu_);
+  Cancellation* cancel_;
+};
+
+class CpuToken {
+ public:
+  explicit CpuToken(CpuBudget* budget) : budget_(budget), held_(budget->Acquire()) {}
+  ~CpuToken() {
+    if (held_) budget_->Release();
+  }
+  bool held() const { return held_; }
+
+ private:
+  CpuBudget* budget_;
+  bool held_;
+};
+
+// Bytes of finished elements buffered between nodes. Producers wait while
+// the budget is exceeded and something is buffered (one element always fits,
+// so a pipeline never stalls on a budget smaller than one batch).
+// Thread-safe.
+class MemoryBudget {
+ public:
+  MemoryBudget(int64_t limit, Cancellation* cancel);
+  ~MemoryBudget();
+  // Blocks until there is room; false when cancelled.
+  bool WaitForRoom();
+  void Add(int64_t bytes);
+  void Remove(int64_t bytes);
+  int64_t peak() const;
+  int64_t limit() const { return limit_; }
+
+ private:
+  const int64_t limit_;
+  Cancellation* cancel_;
+  mutable absl::Mutex mu_;
+  absl::CondVar cv_;
+  int64_t used_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t peak_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+struct ExecContext {
+  ExecContext(uint64_t seed, int threads, int64_t memory_limit, bool ordered)
+      : seed(seed),
+        threads(threads),
+        ordered(ordered),
+        cpu(threads, &cancel),
+        memory(memory_limit, &cancel) {}
+
+  const uint64_t seed;
+  const int threads;
+  const bool ordered;
+  Cancellation cancel;
+  CpuBudget cpu;
+  MemoryBudget memory;
+  io::CorruptionLog skips;
+  BufferPool* pool = BufferPool::Default();
+};
+
+}  // namespace sluice::exec
+
+#endif  // SLUICE_EXEC_EXEC_CONTEXT_H_

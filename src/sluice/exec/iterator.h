@@ -1,0 +1,58 @@
+// The iterator every node kind implements, and the factories that make
+// them (one file per node kind: source_node.cc, map_node.cc, ...).
+#ifndef SLUICE_EXEC_ITERATOR_H_
+#define SLUICE_EXEC_ITERATOR_H_
+
+#include <cstdint>
+#include <memory>
+
+#include "absl/status/status.h"
+#include "sluice/core/batch.h"
+#include "sluice/exec/exec_context.h"
+#include "sluice/graph/compiled_pipeline.h"
+
+namespace sluice::exec {
+
+// Yields the node's elements as chunks of rows: before the batch node a
+// chunk is any number of samples; from the batch node on, one batch.
+// GetNext is called by one thread at a time. End of data is not an error:
+// *end becomes true, and stays true on later calls. The first error is
+// returned and the iterator must not be used further. Destroying an
+// iterator before its end requires the context to be cancelled first (the
+// pipeline's iterator does), so that threads blocked upstream wake up.
+class Iterator {
+ public:
+  virtual ~Iterator() = default;
+  virtual absl::Status GetNext(Batch* out, bool* end) = 0;
+};
+
+// What a node needs to create its iterator for one epoch.
+struct IteratorArgs {
+  ExecContext* ctx;
+  const graph::CompiledNode* node;
+  uint64_t epoch;
+  // Rows per chunk the source should produce (the batch size when batches
+  // can be cut straight from source chunks).
+  int64_t chunk_rows;
+};
+
+// Creates the iterator of nodes[0..index] for an epoch.
+using InputFactory = std::function<std::unique_ptr<Iterator>(uint64_t epoch)>;
+
+std::unique_ptr<Iterator> MakeSourceIterator(const IteratorArgs& args);
+std::unique_ptr<Iterator> MakeMapIterator(const IteratorArgs& args, std::unique_ptr<Iterator> input);
+std::unique_ptr<Iterator> MakeFilterIterator(const IteratorArgs& args,
+                                             std::unique_ptr<Iterator> input);
+std::unique_ptr<Iterator> MakeShuffleIterator(const IteratorArgs& args,
+                                              std::unique_ptr<Iterator> input);
+std::unique_ptr<Iterator> MakeBatchIterator(const IteratorArgs& args,
+                                            std::unique_ptr<Iterator> input);
+std::unique_ptr<Iterator> MakePrefetchIterator(const IteratorArgs& args,
+                                               std::unique_ptr<Iterator> input);
+std::unique_ptr<Iterator> MakeTakeIterator(const IteratorArgs& args, std::unique_ptr<Iterator> input);
+// Repeat creates its input anew for each epoch it runs.
+std::unique_ptr<Iterator> MakeRepeatIterator(const IteratorArgs& args, InputFactory input);
+
+}  // namespace sluice::exec
+
+#endif  // SLUICE_EXEC_ITERATOR_H_

@@ -1,0 +1,199 @@
+#include "sluice/exec/map_plan.h"
+
+#include <algorithm>
+
+#include "absl/container/inlined_vector.h"
+#include "absl/strings/str_cat.h"
+#include "sluice/core/status_macros.h"
+
+namespace sluice::exec {
+namespace {
+
+// Scratch per thread per tile: small enough to stay in L2 while a tile goes
+// through every op of the chain.
+constexpr int64_t kScratchBudgetBytes = 256 << 10;
+constexpr int64_t kMaxTileRows = 256;
+
+int64_t AlignUp(int64_t n) { return (n + 63) & ~int64_t{63}; }
+
+int64_t RowBytes(const ColumnSpec& spec) {
+  return spec.ragged ? 0 : spec.shape.num_elements() * static_cast<int64_t>(DTypeSize(spec.dtype));
+}
+
+thread_local std::vector<uint8_t> tls_scratch;
+
+}  // namespace
+
+std::unique_ptr<MapPlan> MapPlan::Make(const Schema& input,
+                                       const std::vector<graph::BoundOp>& ops) {
+  std::unique_ptr<MapPlan> plan(new MapPlan());
+  // Current value of each column, by name, in schema order.
+  std::vector<std::pair<ColumnSpec, int>> columns;
+  for (int i = 0; i < input.size(); ++i) {
+    Value v;
+    v.spec = input.column(i);
+    v.row_bytes = RowBytes(v.spec);
+    v.storage = Storage::kInput;
+    v.input_column = i;
+    plan->values_.push_back(v);
+    columns.emplace_back(input.column(i), i);
+  }
+  auto find = [&](const std::string& name) -> int {
+    for (size_t i = 0; i < columns.size(); ++i) {
+      if (columns[i].first.name == name) return static_cast<int>(i);
+    }
+    return -1;
+  };
+
+  for (const graph::BoundOp& op : ops) {
+    const ops::OpBinding& b = op.binding;
+    std::vector<int> in_values;
+    for (int col : b.inputs) {
+      // Bindings index the schema as it stood before this op.
+      in_values.push_back(columns[col].second);
+    }
+    std::vector<int> out_values;
+    for (size_t j = 0; j < b.outputs.size(); ++j) {
+      const ColumnSpec& spec = b.outputs[j];
+      int value;
+      if (b.view) {
+        value = in_values[0];
+      } else {
+        Value v;
+        v.spec = spec;
+        v.row_bytes = RowBytes(spec);
+        plan->values_.push_back(v);
+        value = static_cast<int>(plan->values_.size()) - 1;
+        out_values.push_back(value);
+      }
+      const int existing = find(spec.name);
+      if (existing >= 0) {
+        columns[existing] = {spec, value};
+      } else {
+        columns.emplace_back(spec, value);
+      }
+    }
+    for (const std::string& drop : b.drops) {
+      const int i = find(drop);
+      if (i >= 0) columns.erase(columns.begin() + i);
+    }
+    if (!b.view) {
+      plan->steps_.push_back(Step{op.name, op.op_key, b.kernel, in_values, out_values});
+    }
+  }
+
+  // Final columns: produced values go to output storage; input values are
+  // aliased. Everything else is scratch.
+  std::vector<ColumnSpec> out_specs;
+  for (const auto& [spec, value] : columns) {
+    Value& v = plan->values_[value];
+    if (v.storage == Storage::kScratch) {
+      v.storage = Storage::kOutput;
+      v.output_slot = static_cast<int>(plan->output_slot_values_.size());
+      plan->output_slot_values_.push_back(value);
+    }
+    plan->outputs_.push_back(OutputColumn{value, spec});
+    out_specs.push_back(spec);
+  }
+  plan->output_schema_ = Schema(std::move(out_specs));
+
+  for (const Value& v : plan->values_) {
+    if (v.storage == Storage::kScratch) plan->scratch_row_bytes_ += v.row_bytes;
+  }
+  plan->tile_rows_ =
+      plan->scratch_row_bytes_ == 0
+          ? kMaxTileRows
+          : std::clamp<int64_t>(kScratchBudgetBytes / plan->scratch_row_bytes_, 1, kMaxTileRows);
+  return plan;
+}
+
+absl::Status MapPlan::Run(const Batch& in, const RunArgs& args, Batch* out) const {
+  const int64_t rows = in.rows;
+  std::vector<Tensor> slots;
+  slots.reserve(output_slot_values_.size());
+  for (int value : output_slot_values_) {
+    const Value& v = values_[value];
+    slots.push_back(Tensor::Allocate(v.spec.dtype, v.spec.shape.WithLeading(rows), args.pool));
+  }
+  const int64_t tile = tile_rows_;
+  // Each scratch value gets an aligned region of `tile` rows.
+  absl::InlinedVector<int64_t, 16> scratch_base(values_.size(), 0);
+  int64_t scratch_bytes = 0;
+  for (size_t i = 0; i < values_.size(); ++i) {
+    if (values_[i].storage != Storage::kScratch) continue;
+    scratch_base[i] = scratch_bytes;
+    scratch_bytes += AlignUp(values_[i].row_bytes * tile);
+  }
+  if (static_cast<int64_t>(tls_scratch.size()) < scratch_bytes) tls_scratch.resize(scratch_bytes);
+  uint8_t* scratch = tls_scratch.data();
+
+  auto ref = [&](int value, int64_t row0) {
+    const Value& v = values_[value];
+    ops::ColumnRef r;
+    r.row_bytes = v.row_bytes;
+    switch (v.storage) {
+      case Storage::kInput: {
+        const Column& c = in.columns[v.input_column];
+        if (c.ragged()) {
+          r.ragged = &c;
+          r.ragged_row = row0;
+        } else {
+          r.data = c.values.raw_data() + row0 * v.row_bytes;
+        }
+        break;
+      }
+      case Storage::kOutput:
+        r.data = slots[v.output_slot].raw_data() + row0 * v.row_bytes;
+        break;
+      case Storage::kScratch:
+        r.data = scratch + scratch_base[value];
+        break;
+    }
+    return r;
+  };
+
+  absl::InlinedVector<ops::ColumnRef, 8> ins, outs;
+  for (int64_t row0 = 0; row0 < rows; row0 += tile) {
+    ops::TileContext tc;
+    tc.rows = std::min(tile, rows - row0);
+    tc.first_sample = args.first_sample + row0;
+    tc.seed = args.seed;
+    tc.epoch = args.epoch;
+    tc.provenance = &in.provenance;
+    tc.provenance_row = row0;
+    for (const Step& step : steps_) {
+      ins.clear();
+      outs.clear();
+      for (int v : step.inputs) ins.push_back(ref(v, row0));
+      for (int v : step.outputs) outs.push_back(ref(v, row0));
+      tc.op_key = step.op_key;
+      absl::Status s = step.kernel->Run(tc, ins, outs);
+      if (!s.ok()) return WithContext(s, absl::StrCat("op '", step.name, "'"));
+    }
+  }
+
+  out->rows = rows;
+  out->provenance = in.provenance;
+  out->columns.clear();
+  for (const OutputColumn& oc : outputs_) {
+    const Value& v = values_[oc.value];
+    Shape shape = oc.spec.shape.WithLeading(rows);
+    if (v.storage == Storage::kInput) {
+      const Column& c = in.columns[v.input_column];
+      if (c.ragged()) {
+        out->columns.push_back(c);
+      } else {
+        out->columns.push_back(
+            Column{Tensor(oc.spec.dtype, std::move(shape), c.values.buffer(),
+                          c.values.raw_data() - c.values.buffer()->data()),
+                   Tensor()});
+      }
+    } else {
+      const Tensor& t = slots[v.output_slot];
+      out->columns.push_back(Column{Tensor(oc.spec.dtype, std::move(shape), t.buffer()), Tensor()});
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace sluice::exec

@@ -1,0 +1,68 @@
+// The in-process engine's entry point: compile a PipelineDef once, then
+// iterate it, epoch by epoch.
+#ifndef SLUICE_EXEC_PIPELINE_H_
+#define SLUICE_EXEC_PIPELINE_H_
+
+#include <cstdint>
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "pipeline.pb.h"
+#include "sluice/core/batch.h"
+#include "sluice/exec/exec_context.h"
+#include "sluice/exec/iterator.h"
+#include "sluice/graph/compiled_pipeline.h"
+
+namespace sluice::exec {
+
+// One run over a pipeline. Destroying it stops the pipeline's threads.
+// Thread-compatible: one consumer at a time.
+class PipelineIterator {
+ public:
+  ~PipelineIterator();
+
+  // The next batch (when the pipeline has a batch node) or the next sample
+  // (a batch of one row). *end becomes true after the last one.
+  absl::Status Next(Batch* out, bool* end);
+
+  // Corrupt records skipped so far (source on_corrupt "skip").
+  const io::CorruptionLog& skipped() const { return ctx_->skips; }
+  // High-water mark of bytes buffered between nodes.
+  int64_t peak_buffered_bytes() const { return ctx_->memory.peak(); }
+
+ private:
+  friend class Pipeline;
+  PipelineIterator(std::unique_ptr<ExecContext> ctx, bool batched)
+      : ctx_(std::move(ctx)), batched_(batched) {}
+
+  std::unique_ptr<ExecContext> ctx_;
+  const bool batched_;
+  std::unique_ptr<Iterator> root_;  // after ctx_: destroyed first
+  Batch chunk_;                     // unbatched pipelines: rows left to hand out
+  int64_t next_row_ = 0;
+};
+
+// Immutable after Create; Iterate may be called from several threads.
+class Pipeline {
+ public:
+  // Validates and compiles `def` (see graph::Compile for the errors).
+  static absl::StatusOr<std::unique_ptr<Pipeline>> Create(const PipelineDef& def);
+
+  const graph::CompiledPipeline& compiled() const { return compiled_; }
+  const Schema& output_schema() const { return compiled_.output_schema(); }
+  bool batched() const { return compiled_.batched(); }
+
+  // Runs epoch `epoch`: shuffles and random ops are keyed by it.
+  std::unique_ptr<PipelineIterator> Iterate(uint64_t epoch = 0) const;
+
+ private:
+  explicit Pipeline(graph::CompiledPipeline compiled);
+  std::unique_ptr<Iterator> MakeIterator(ExecContext* ctx, size_t index, uint64_t epoch) const;
+
+  graph::CompiledPipeline compiled_;
+  int64_t chunk_rows_;
+};
+
+}  // namespace sluice::exec
+
+#endif  // SLUICE_EXEC_PIPELINE_H_

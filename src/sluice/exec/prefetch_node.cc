@@ -1,0 +1,95 @@
+// Prefetch node: a background thread keeps up to `count` elements ready so
+// the consumer and the producers overlap.
+#include <deque>
+#include <thread>
+
+#include "sluice/exec/iterator.h"
+
+namespace sluice::exec {
+namespace {
+
+class PrefetchIterator : public Iterator {
+ public:
+  PrefetchIterator(const IteratorArgs& args, std::unique_ptr<Iterator> input)
+      : ctx_(args.ctx), depth_(args.node->count), input_(std::move(input)) {
+    ctx_->cancel.Register(&mu_, &cv_);
+    thread_ = std::thread([this] { Produce(); });
+  }
+
+  ~PrefetchIterator() override {
+    {
+      absl::MutexLock lock(&mu_);
+      stopping_ = true;
+      cv_.SignalAll();
+    }
+    thread_.join();
+    ctx_->cancel.Unregister(&cv_);
+    for (const Item& item : queue_) ctx_->memory.Remove(item.bytes);
+  }
+
+  absl::Status GetNext(Batch* out, bool* end) override {
+    absl::MutexLock lock(&mu_);
+    while (queue_.empty() && !ctx_->cancel.cancelled()) cv_.Wait(&mu_);
+    if (queue_.empty()) return absl::CancelledError("pipeline cancelled");
+    Item& item = queue_.front();
+    if (!item.status.ok() || item.end) {  // stays queued: repeat the answer
+      *end = item.end;
+      return item.status;
+    }
+    *end = false;
+    *out = std::move(item.batch);
+    ctx_->memory.Remove(item.bytes);
+    queue_.pop_front();
+    cv_.SignalAll();
+    return absl::OkStatus();
+  }
+
+ private:
+  struct Item {
+    Batch batch;
+    absl::Status status;
+    bool end = false;
+    int64_t bytes = 0;
+  };
+
+  void Produce() {
+    while (true) {
+      {
+        absl::MutexLock lock(&mu_);
+        while (!stopping_ && !ctx_->cancel.cancelled() &&
+               static_cast<int64_t>(queue_.size()) >= depth_) {
+          cv_.Wait(&mu_);
+        }
+        if (stopping_ || ctx_->cancel.cancelled()) return;
+      }
+      if (!ctx_->memory.WaitForRoom()) return;
+      Item item;
+      item.status = input_->GetNext(&item.batch, &item.end);
+      item.bytes = item.status.ok() && !item.end ? static_cast<int64_t>(item.batch.ByteSize()) : 0;
+      const bool last = !item.status.ok() || item.end;
+      absl::MutexLock lock(&mu_);
+      ctx_->memory.Add(item.bytes);
+      queue_.push_back(std::move(item));
+      cv_.SignalAll();
+      if (last) return;
+    }
+  }
+
+  ExecContext* ctx_;
+  const int64_t depth_;
+  std::unique_ptr<Iterator> input_;
+  absl::Mutex mu_;
+  absl::CondVar cv_;
+  std::deque<Item> queue_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread thread_;  // last: starts after the members it uses
+};
+
+}  // namespace
+
+std::unique_ptr<Iterator> MakePrefetchIterator(const IteratorArgs& args,
+                                               std::unique_ptr<Iterator> input) {
+  return std::make_unique<PrefetchIterator>(args, std::move(input));
+}
+
+}  // namespace sluice::exec

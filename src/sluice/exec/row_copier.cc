@@ -1,0 +1,29 @@
+#include "sluice/exec/row_copier.h"
+
+#include <cstring>
+
+namespace sluice::exec {
+
+RowCopier::RowCopier(const Schema& schema, int64_t capacity, BufferPool* pool)
+    : schema_(schema), builder_(schema, capacity, pool) {
+  for (const ColumnSpec& c : schema.columns()) {
+    row_bytes_.push_back(c.ragged ? 0 : c.shape.num_elements() * DTypeSize(c.dtype));
+  }
+}
+
+void RowCopier::Append(const Batch& src, int64_t begin, int64_t end) {
+  const int64_t dst_row = builder_.rows();
+  for (int c = 0; c < schema_.size(); ++c) {
+    const Column& col = src.columns[c];
+    if (col.ragged()) {
+      for (int64_t r = begin; r < end; ++r) builder_.AppendBytes(c, col.RaggedRow(r));
+    } else {
+      std::memcpy(builder_.dense(c) + dst_row * row_bytes_[c],
+                  col.values.raw_data() + begin * row_bytes_[c], (end - begin) * row_bytes_[c]);
+    }
+  }
+  for (int64_t r = begin; r < end; ++r) builder_.provenance().AddRow(dst_row + r - begin, src.provenance, r);
+  builder_.AddRows(end - begin);
+}
+
+}  // namespace sluice::exec

@@ -1,0 +1,77 @@
+// Source node: reads the splits of the epoch in order (reshuffled per epoch
+// on request) and yields chunks of chunk_rows records.
+#include <numeric>
+
+#include "absl/strings/str_cat.h"
+#include "sluice/core/batch_builder.h"
+#include "sluice/core/rng.h"
+#include "sluice/core/status_macros.h"
+#include "sluice/exec/iterator.h"
+
+namespace sluice::exec {
+namespace {
+
+class SourceIterator : public Iterator {
+ public:
+  explicit SourceIterator(const IteratorArgs& args)
+      : ctx_(args.ctx), node_(*args.node), chunk_rows_(args.chunk_rows) {
+    splits_ = node_.format->MakeSplits();
+    if (node_.shuffle_splits) {  // Fisher-Yates keyed by (seed, node, epoch)
+      SampleRng rng(ctx_->seed, OpKey(node_.name, 0), args.epoch, 0);
+      for (size_t i = splits_.size(); i > 1; --i) {
+        std::swap(splits_[i - 1], splits_[rng.NextU32() % i]);
+      }
+    }
+  }
+
+  absl::Status GetNext(Batch* out, bool* end) override {
+    CpuToken token(&ctx_->cpu);
+    if (!token.held()) return absl::CancelledError("pipeline cancelled");
+    BatchBuilder builder(node_.output_schema, chunk_rows_, ctx_->pool, ragged_hint_);
+    while (builder.remaining() > 0) {
+      if (!reader_) {
+        if (next_split_ == splits_.size()) break;
+        absl::StatusOr<std::unique_ptr<io::SplitReader>> reader = node_.format->OpenSplit(
+            splits_[next_split_++], node_.skip_corrupt ? &ctx_->skips : nullptr);
+        if (!reader.ok()) return WithContext(reader.status(), Where());
+        reader_ = *std::move(reader);
+      }
+      absl::StatusOr<int64_t> n = reader_->Read(builder.remaining(), &builder);
+      if (!n.ok()) return WithContext(n.status(), Where());
+      if (*n == 0) reader_.reset();
+    }
+    *end = builder.rows() == 0;
+    *out = builder.Finish();
+    UpdateRaggedHint(*out);
+    return absl::OkStatus();
+  }
+
+ private:
+  std::string Where() const { return absl::StrCat("node '", node_.name, "'"); }
+
+  // Sizes the next chunk's byte buffer from this one, so it rarely grows.
+  void UpdateRaggedHint(const Batch& chunk) {
+    for (const Column& c : chunk.columns) {
+      if (c.ragged() && chunk.rows > 0) {
+        const int64_t bytes = c.values.num_elements();
+        ragged_hint_ = bytes / chunk.rows * chunk_rows_ * 9 / 8 + 64;
+      }
+    }
+  }
+
+  ExecContext* ctx_;
+  const graph::CompiledNode& node_;
+  int64_t chunk_rows_;
+  std::vector<io::Split> splits_;
+  size_t next_split_ = 0;
+  std::unique_ptr<io::SplitReader> reader_;
+  int64_t ragged_hint_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Iterator> MakeSourceIterator(const IteratorArgs& args) {
+  return std::make_unique<SourceIterator>(args);
+}
+
+}  // namespace sluice::exec

@@ -1,0 +1,67 @@
+// Compile: validates a PipelineDef and binds every op to the columns it
+// reads, producing the plan the executor runs. All errors a definition can
+// have surface here, before any data is read, as InvalidArgument (or
+// NotFound for missing files) naming the node, the op and the attr.
+#ifndef SLUICE_GRAPH_COMPILED_PIPELINE_H_
+#define SLUICE_GRAPH_COMPILED_PIPELINE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "pipeline.pb.h"
+#include "sluice/core/schema.h"
+#include "sluice/io/source_format.h"
+#include "sluice/ops/op_registry.h"
+
+namespace sluice::graph {
+
+struct BoundOp {
+  std::string name;  // registered op name, or a fused op's description
+  uint64_t op_key = 0;
+  ops::OpBinding binding;
+};
+
+enum class NodeKind { kSource, kMap, kFilter, kShuffle, kBatch, kPrefetch, kRepeat, kTake };
+
+struct CompiledNode {
+  NodeKind kind = NodeKind::kSource;
+  std::string name;
+  Schema input_schema;
+  Schema output_schema;  // per-sample specs
+  bool batched = false;  // this node's elements are batches
+  // kSource
+  std::shared_ptr<const io::SourceFormat> format;
+  bool shuffle_splits = false;
+  bool skip_corrupt = false;
+  // kMap (the chain), kFilter (one predicate)
+  std::vector<BoundOp> ops;
+  int parallelism = 0;
+  // kShuffle: buffer size; kBatch: batch size; kPrefetch: depth;
+  // kRepeat: epochs (<= 0 forever); kTake: elements
+  int64_t count = 0;
+  bool drop_remainder = false;
+};
+
+struct CompiledPipeline {
+  std::string name;
+  std::vector<CompiledNode> nodes;
+  uint64_t seed = 0;
+  int threads = 1;
+  int64_t memory_budget_bytes = 0;
+  bool ordered = true;
+
+  const Schema& output_schema() const { return nodes.back().output_schema; }
+  bool batched() const { return nodes.back().batched; }
+};
+
+absl::StatusOr<CompiledPipeline> Compile(const PipelineDef& def,
+                                         const ops::OpRegistry& registry = ops::OpRegistry::Builtin());
+
+absl::string_view NodeKindName(NodeKind kind);
+
+}  // namespace sluice::graph
+
+#endif  // SLUICE_GRAPH_COMPILED_PIPELINE_H_
