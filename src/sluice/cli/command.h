@@ -1,0 +1,21 @@
+// Registration of the `sluice` subcommands, one file each. A subcommand's
+// callback stores its outcome in *result; main turns it into the message and
+// exit code.
+#ifndef SLUICE_CLI_COMMAND_H_
+#define SLUICE_CLI_COMMAND_H_
+
+#include "CLI/CLI.hpp"
+#include "absl/status/status.h"
+
+namespace sluice::cli {
+
+void AddMakeDataCommand(CLI::App& app, absl::Status* result);
+void AddRunCommand(CLI::App& app, absl::Status* result);
+void AddInspectCommand(CLI::App& app, absl::Status* result);
+void AddIndexCommand(CLI::App& app, absl::Status* result);
+void AddOpsCommand(CLI::App& app, absl::Status* result);
+void AddBenchCommand(CLI::App& app, absl::Status* result);
+
+}  // namespace sluice::cli
+
+#endif  // SLUICE_CLI_COMMAND_H_

@@ -1,0 +1,156 @@
+// sluice inspect FILE: print the records of a TFRecord, IDX or CIFAR-10
+// binary file (the format is detected from the content).
+#include <cstdio>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "example.pb.h"
+#include "google/protobuf/util/json_util.h"
+#include "sluice/cli/command.h"
+#include "sluice/core/status_macros.h"
+#include "sluice/io/cifar_source.h"
+#include "sluice/io/crc32c.h"
+#include "sluice/io/idx_file.h"
+#include "sluice/io/random_access_file.h"
+#include "sluice/io/tfrecord_reader.h"
+
+namespace sluice::cli {
+namespace {
+
+struct InspectArgs {
+  std::string file;
+  int64_t limit = 5;
+  bool json = false;
+};
+
+std::string DescribeFeature(const Feature& f) {
+  switch (f.kind_case()) {
+    case Feature::kBytesList: {
+      std::vector<std::string> sizes;
+      for (const std::string& v : f.bytes_list().value()) sizes.push_back(absl::StrCat(v.size()));
+      return absl::StrCat("bytes x", f.bytes_list().value_size(), " (lengths ",
+                          absl::StrJoin(sizes, ","), ")");
+    }
+    case Feature::kFloatList: {
+      const auto& v = f.float_list().value();
+      return absl::StrCat("float32[", v.size(), "] ",
+                          absl::StrJoin(v.begin(), v.begin() + std::min(v.size(), 8), ","));
+    }
+    case Feature::kInt64List: {
+      const auto& v = f.int64_list().value();
+      return absl::StrCat("int64[", v.size(), "] ",
+                          absl::StrJoin(v.begin(), v.begin() + std::min(v.size(), 8), ","));
+    }
+    case Feature::KIND_NOT_SET:
+      break;
+  }
+  return "empty";
+}
+
+absl::Status InspectTfRecord(const InspectArgs& args) {
+  SLUICE_ASSIGN_OR_RETURN(auto reader, io::TfRecordReader::Open(args.file));
+  int64_t index = 0;
+  while (true) {
+    const uint64_t offset = reader->offset();
+    SLUICE_ASSIGN_OR_RETURN(std::optional<absl::string_view> record, reader->Next());
+    if (!record) break;
+    if (args.limit <= 0 || index < args.limit) {
+      Example example;
+      const bool parsed = example.ParseFromArray(record->data(), static_cast<int>(record->size()));
+      if (args.json) {
+        std::string json = "null";
+        if (parsed) (void)google::protobuf::util::MessageToJsonString(example, &json);
+        std::printf("{\"index\": %lld, \"offset\": %llu, \"length\": %zu, \"example\": %s}\n",
+                    static_cast<long long>(index), static_cast<unsigned long long>(offset),
+                    record->size(), json.c_str());
+      } else {
+        std::printf("record %lld @ offset %llu, %zu bytes%s\n", static_cast<long long>(index),
+                    static_cast<unsigned long long>(offset), record->size(),
+                    parsed ? "" : " (not a tf.train.Example)");
+        if (parsed) {
+          std::map<std::string, const Feature*> sorted;
+          for (const auto& [name, f] : example.features().feature()) sorted[name] = &f;
+          for (const auto& [name, f] : sorted) {
+            std::printf("  %s: %s\n", name.c_str(), DescribeFeature(*f).c_str());
+          }
+        }
+      }
+    }
+    ++index;
+  }
+  std::fprintf(stderr, "%s: TFRecord, %lld records, all CRCs valid\n", args.file.c_str(),
+               static_cast<long long>(index));
+  return absl::OkStatus();
+}
+
+absl::Status InspectIdx(const InspectArgs& args, const io::RandomAccessFile& file, int rank) {
+  SLUICE_ASSIGN_OR_RETURN(io::IdxHeader header, io::ReadIdxHeader(file, rank));
+  std::printf("%s: IDX uint8, shape [%s]\n", args.file.c_str(), absl::StrJoin(header.dims, ",").c_str());
+  int64_t item = 1;
+  for (int i = 1; i < rank; ++i) item *= header.dims[i];
+  const int64_t n = args.limit <= 0 ? header.dims[0] : std::min(args.limit, header.dims[0]);
+  std::vector<uint8_t> buf(item);
+  for (int64_t i = 0; i < n; ++i) {
+    SLUICE_RETURN_IF_ERROR(file.ReadExact(header.data_offset + i * item, item, buf.data()));
+    if (rank == 1) {
+      std::printf("  [%lld] %d\n", static_cast<long long>(i), buf[0]);
+    } else {
+      int64_t sum = 0;
+      uint8_t lo = 255, hi = 0;
+      for (uint8_t v : buf) sum += v, lo = std::min(lo, v), hi = std::max(hi, v);
+      std::printf("  [%lld] mean %.1f min %d max %d\n", static_cast<long long>(i),
+                  static_cast<double>(sum) / item, lo, hi);
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status InspectCifar(const InspectArgs& args, const io::RandomAccessFile& file) {
+  const int64_t records = file.size() / io::kCifarRecordBytes;
+  std::printf("%s: CIFAR-10 binary, %lld records\n", args.file.c_str(), static_cast<long long>(records));
+  const int64_t n = args.limit <= 0 ? records : std::min(args.limit, records);
+  std::vector<uint8_t> rec(io::kCifarRecordBytes);
+  for (int64_t i = 0; i < n; ++i) {
+    SLUICE_RETURN_IF_ERROR(file.ReadExact(i * io::kCifarRecordBytes, rec.size(), rec.data()));
+    double mean[3] = {0, 0, 0};
+    for (int c = 0; c < 3; ++c) {
+      for (int p = 0; p < 1024; ++p) mean[c] += rec[1 + c * 1024 + p];
+      mean[c] /= 1024;
+    }
+    std::printf("  [%lld] label %d, mean RGB %.1f %.1f %.1f\n", static_cast<long long>(i), rec[0],
+                mean[0], mean[1], mean[2]);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Inspect(const InspectArgs& args) {
+  SLUICE_ASSIGN_OR_RETURN(auto file, io::RandomAccessFile::Open(args.file));
+  uint8_t head[12] = {0};
+  SLUICE_ASSIGN_OR_RETURN(size_t got, file->Read(0, sizeof(head), head));
+  if (got >= 4 && head[0] == 0 && head[1] == 0 && head[2] == 0x08 && (head[3] == 1 || head[3] == 3)) {
+    return InspectIdx(args, *file, head[3]);
+  }
+  uint32_t length_crc;
+  std::memcpy(&length_crc, head + 8, 4);
+  if (got == 12 && io::UnmaskCrc(length_crc) == io::Crc32c(head, 8)) return InspectTfRecord(args);
+  if (file->size() > 0 && file->size() % io::kCifarRecordBytes == 0) return InspectCifar(args, *file);
+  return absl::InvalidArgumentError(absl::StrCat(
+      "cannot tell the format of ", args.file,
+      ": not a TFRecord (the first record's length CRC does not match), not IDX (no uint8 IDX "
+      "magic) and not CIFAR-10 binary (size is not a multiple of 3073)"));
+}
+
+}  // namespace
+
+void AddInspectCommand(CLI::App& app, absl::Status* result) {
+  auto args = std::make_shared<InspectArgs>();
+  CLI::App* cmd = app.add_subcommand("inspect", "Print the records of a TFRecord, IDX or CIFAR-10 file");
+  cmd->add_option("file", args->file, "the file")->required();
+  cmd->add_option("--limit", args->limit, "records to print (0: all)")->default_val(5);
+  cmd->add_flag("--json", args->json, "TFRecord: one JSON object per record (protobuf JSON mapping)");
+  cmd->callback([args, result] { *result = Inspect(*args); });
+}
+
+}  // namespace sluice::cli

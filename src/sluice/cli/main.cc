@@ -1,0 +1,30 @@
+// The `sluice` command line: one subcommand per file.
+#include <cstdio>
+
+#include "sluice/cli/command.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "sluice: a fast input pipeline engine for deep-learning training.\n"
+      "Runs read -> decode -> augment -> batch natively, in parallel, and measures it."};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "sluice 0.1.0");
+  absl::Status result;
+  sluice::cli::AddMakeDataCommand(app, &result);
+  sluice::cli::AddRunCommand(app, &result);
+  sluice::cli::AddInspectCommand(app, &result);
+  sluice::cli::AddIndexCommand(app, &result);
+  sluice::cli::AddOpsCommand(app, &result);
+  sluice::cli::AddBenchCommand(app, &result);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  if (!result.ok()) {
+    const std::string name = app.get_subcommands().empty() ? "" : app.get_subcommands()[0]->get_name();
+    std::fprintf(stderr, "sluice %s: error: %s\n", name.c_str(), result.ToString().c_str());
+    return 1;
+  }
+  return 0;
+}

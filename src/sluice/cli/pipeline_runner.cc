@@ -1,0 +1,55 @@
+#include "sluice/cli/pipeline_runner.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "absl/strings/str_format.h"
+#include "sluice/cli/progress.h"
+#include "sluice/core/status_macros.h"
+
+namespace sluice::cli {
+
+absl::StatusOr<RunReport> RunPipeline(const exec::Pipeline& pipeline, const RunOptions& options) {
+  using Clock = std::chrono::steady_clock;
+  RunReport report;
+  ProgressLine progress(options.progress);
+  const Clock::time_point start = Clock::now();
+  Clock::time_point timed_from;
+  int64_t timed_samples = 0;
+  for (int epoch = 0;; ++epoch) {
+    const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+    if (epoch >= options.epochs && elapsed >= options.min_seconds) break;
+    std::unique_ptr<exec::PipelineIterator> it = pipeline.Iterate(epoch);
+    while (true) {
+      Batch batch;
+      bool end = false;
+      SLUICE_RETURN_IF_ERROR(it->Next(&batch, &end));
+      if (end) break;
+      if (report.batches == 0) {
+        timed_from = Clock::now();
+        report.first_batch_ms = std::chrono::duration<double, std::milli>(timed_from - start).count();
+      } else {
+        timed_samples += batch.rows;
+      }
+      ++report.batches;
+      report.samples += batch.rows;
+      const double t = std::chrono::duration<double>(Clock::now() - timed_from).count();
+      progress.Update(absl::StrFormat("epoch %d  %s samples  %s samples/s", epoch + 1,
+                                      WithCommas(report.samples),
+                                      WithCommas(t > 0 ? timed_samples / t : 0)));
+    }
+    report.epochs = epoch + 1;
+    report.peak_rss_after_epoch.push_back(CurrentMemoryUsage().peak_rss);
+    report.skipped_records += it->skipped().skipped();
+    if (it->skipped().skipped() > 0) report.skip_summary = it->skipped().Summary();
+    report.peak_buffered_bytes = std::max(report.peak_buffered_bytes, it->peak_buffered_bytes());
+  }
+  progress.Finish();
+  report.seconds = report.batches > 1
+                       ? std::chrono::duration<double>(Clock::now() - timed_from).count()
+                       : 0;
+  report.samples_per_s = report.seconds > 0 ? timed_samples / report.seconds : 0;
+  return report;
+}
+
+}  // namespace sluice::cli

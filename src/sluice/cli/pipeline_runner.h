@@ -1,0 +1,42 @@
+// Iterates a pipeline epoch by epoch and measures it: what `sluice run` and
+// `sluice bench` report.
+#ifndef SLUICE_CLI_PIPELINE_RUNNER_H_
+#define SLUICE_CLI_PIPELINE_RUNNER_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "sluice/exec/pipeline.h"
+
+namespace sluice::cli {
+
+struct RunOptions {
+  int epochs = 1;
+  // Keep running further epochs until this much time has passed.
+  double min_seconds = 0;
+  bool progress = true;
+};
+
+struct RunReport {
+  int epochs = 0;
+  int64_t samples = 0;
+  int64_t batches = 0;
+  // From the first element on (excludes pipeline start and first element).
+  double seconds = 0;
+  double samples_per_s = 0;
+  // From Iterate() to the first element of the first epoch.
+  double first_batch_ms = 0;
+  // Process peak RSS (VmHWM) after each epoch, bytes.
+  std::vector<int64_t> peak_rss_after_epoch;
+  int64_t skipped_records = 0;
+  std::string skip_summary;
+  int64_t peak_buffered_bytes = 0;
+};
+
+absl::StatusOr<RunReport> RunPipeline(const exec::Pipeline& pipeline, const RunOptions& options);
+
+}  // namespace sluice::cli
+
+#endif  // SLUICE_CLI_PIPELINE_RUNNER_H_

@@ -1,0 +1,176 @@
+#include "sluice/cli/synthetic_data.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "example.pb.h"
+#include "sluice/core/rng.h"
+#include "sluice/core/status_macros.h"
+#include "sluice/io/idx_file.h"
+#include "sluice/io/random_access_file.h"
+#include "sluice/io/tfrecord_writer.h"
+
+namespace sluice::cli {
+namespace {
+
+absl::Status MakeDirs(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return absl::UnknownError(absl::StrCat("cannot create ", dir, ": ", ec.message()));
+  return absl::OkStatus();
+}
+
+// A few thick anti-aliased strokes, so images look like handwriting to a
+// blur, not like noise.
+void DrawDigit(SampleRng& rng, uint8_t* img) {
+  std::fill(img, img + 28 * 28, 0);
+  const int strokes = 2 + static_cast<int>(rng.NextU32() % 3);
+  for (int s = 0; s < strokes; ++s) {
+    const float x0 = rng.Uniform(6, 22), y0 = rng.Uniform(4, 24);
+    const float x1 = rng.Uniform(6, 22), y1 = rng.Uniform(4, 24);
+    const float width = rng.Uniform(1.2f, 2.2f);
+    for (int y = 0; y < 28; ++y) {
+      for (int x = 0; x < 28; ++x) {
+        const float dx = x1 - x0, dy = y1 - y0;
+        const float len2 = dx * dx + dy * dy + 1e-6f;
+        const float t = std::clamp(((x - x0) * dx + (y - y0) * dy) / len2, 0.f, 1.f);
+        const float ex = x0 + t * dx - x, ey = y0 + t * dy - y;
+        const float d = std::sqrt(ex * ex + ey * ey);
+        const float v = std::clamp((width + 0.5f - d) * 255.f, 0.f, 255.f);
+        img[y * 28 + x] = std::max<uint8_t>(img[y * 28 + x], static_cast<uint8_t>(v));
+      }
+    }
+  }
+}
+
+// A smooth two-colour gradient with a soft blob: photo-like low frequencies.
+void DrawCifar(SampleRng& rng, uint8_t* hwc) {
+  float a[3], b[3], blob[3];
+  for (int c = 0; c < 3; ++c) {
+    a[c] = rng.Uniform(0, 255);
+    b[c] = rng.Uniform(0, 255);
+    blob[c] = rng.Uniform(0, 255);
+  }
+  const float angle = rng.Uniform(0, 6.2832f);
+  const float bx = rng.Uniform(4, 28), by = rng.Uniform(4, 28), br = rng.Uniform(3, 10);
+  const float ca = std::cos(angle), sa = std::sin(angle);
+  for (int y = 0; y < 32; ++y) {
+    for (int x = 0; x < 32; ++x) {
+      const float t = std::clamp(0.5f + ((x - 16) * ca + (y - 16) * sa) / 32.f, 0.f, 1.f);
+      const float d2 = ((x - bx) * (x - bx) + (y - by) * (y - by)) / (br * br);
+      const float w = std::exp(-d2);
+      for (int c = 0; c < 3; ++c) {
+        const float noise = rng.Uniform(-6, 6);
+        const float v = (a[c] * (1 - t) + b[c] * t) * (1 - w) + blob[c] * w + noise;
+        hwc[(y * 32 + x) * 3 + c] = static_cast<uint8_t>(std::clamp(v, 0.f, 255.f));
+      }
+    }
+  }
+}
+
+absl::Status WriteMnistSplit(const std::string& images, const std::string& labels, int64_t count,
+                             uint64_t seed, int64_t offset, int64_t total,
+                             const Progress& progress) {
+  std::vector<uint8_t> pixels(count * 28 * 28);
+  std::vector<uint8_t> label(count);
+  for (int64_t i = 0; i < count; ++i) {
+    SampleRng rng(seed, 1, 0, offset + i);
+    label[i] = static_cast<uint8_t>(rng.NextU32() % 10);
+    DrawDigit(rng, pixels.data() + i * 28 * 28);
+    if (progress && (i + 1) % 5000 == 0) progress(offset + i + 1, total);
+  }
+  SLUICE_RETURN_IF_ERROR(io::WriteIdxFile(images, {count, 28, 28}, pixels.data()));
+  return io::WriteIdxFile(labels, {count}, label.data());
+}
+
+}  // namespace
+
+MnistPaths MnistLayout(const std::string& dir) {
+  const std::string raw = dir + "/MNIST/raw/";
+  return {raw + "train-images-idx3-ubyte", raw + "train-labels-idx1-ubyte",
+          raw + "t10k-images-idx3-ubyte", raw + "t10k-labels-idx1-ubyte"};
+}
+
+absl::Status WriteSyntheticMnist(const std::string& dir, int64_t count, uint64_t seed,
+                                 const Progress& progress) {
+  if (count <= 0) return absl::InvalidArgumentError("--count must be > 0");
+  const MnistPaths paths = MnistLayout(dir);
+  SLUICE_RETURN_IF_ERROR(MakeDirs(dir + "/MNIST/raw"));
+  const int64_t test = std::max<int64_t>(1, count / 6);
+  SLUICE_RETURN_IF_ERROR(
+      WriteMnistSplit(paths.train_images, paths.train_labels, count, seed, 0, count + test, progress));
+  SLUICE_RETURN_IF_ERROR(WriteMnistSplit(paths.test_images, paths.test_labels, test, seed, count,
+                                         count + test, progress));
+  if (progress) progress(count + test, count + test);
+  return absl::OkStatus();
+}
+
+std::string CifarShardName(int i, int n) {
+  return absl::StrFormat("train-%05d-of-%05d.tfrecord", i, n);
+}
+
+absl::Status WriteSyntheticCifar10(const std::string& dir, int64_t count, int files, bool binary,
+                                   uint64_t seed, const Progress& progress) {
+  if (count <= 0) return absl::InvalidArgumentError("--count must be > 0");
+  if (files <= 0) return absl::InvalidArgumentError("--files must be > 0");
+  SLUICE_RETURN_IF_ERROR(MakeDirs(dir));
+  std::vector<uint8_t> hwc(32 * 32 * 3);
+  int64_t done = 0;
+  for (int f = 0; f < files; ++f) {
+    const int64_t n = count / files + (f < count % files ? 1 : 0);
+    std::unique_ptr<io::TfRecordWriter> writer;
+    std::FILE* bin = nullptr;
+    const std::string path = binary ? absl::StrCat(dir, "/data_batch_", f + 1, ".bin")
+                                    : absl::StrCat(dir, "/", CifarShardName(f, files));
+    if (binary) {
+      bin = std::fopen(path.c_str(), "wb");
+      if (bin == nullptr) return io::ErrnoStatus(errno, "cannot create", path);
+    } else {
+      SLUICE_ASSIGN_OR_RETURN(writer, io::TfRecordWriter::Create(path));
+    }
+    Example example;
+    auto& features = *example.mutable_features()->mutable_feature();
+    std::string record, planar(1 + 3072, '\0');
+    for (int64_t i = 0; i < n; ++i, ++done) {
+      SampleRng rng(seed, 2, 0, done);
+      const int64_t label = rng.NextU32() % 10;
+      DrawCifar(rng, hwc.data());
+      if (binary) {  // label byte, then R, G, B planes
+        planar[0] = static_cast<char>(label);
+        for (int p = 0; p < 1024; ++p) {
+          for (int c = 0; c < 3; ++c) planar[1 + c * 1024 + p] = static_cast<char>(hwc[p * 3 + c]);
+        }
+        if (std::fwrite(planar.data(), 1, planar.size(), bin) != planar.size()) {
+          std::fclose(bin);
+          return io::ErrnoStatus(errno, "cannot write", path);
+        }
+      } else {
+        features["image"].mutable_bytes_list()->Clear();
+        features["image"].mutable_bytes_list()->add_value(
+            std::string(reinterpret_cast<const char*>(hwc.data()), hwc.size()));
+        features["label"].mutable_int64_list()->Clear();
+        features["label"].mutable_int64_list()->add_value(label);
+        example.SerializeToString(&record);
+        SLUICE_RETURN_IF_ERROR(writer->Write(record));
+      }
+      if (progress && (done + 1) % 5000 == 0) progress(done + 1, count);
+    }
+    if (binary) {
+      if (std::fclose(bin) != 0) return io::ErrnoStatus(errno, "cannot write", path);
+    } else {
+      SLUICE_RETURN_IF_ERROR(writer->Close());
+    }
+  }
+  if (progress) progress(count, count);
+  return absl::OkStatus();
+}
+
+}  // namespace sluice::cli

@@ -1,0 +1,43 @@
+#include "sluice/cli/workloads.h"
+
+#include "sluice/cli/synthetic_data.h"
+#include "sluice/graph/pipeline_builder.h"
+
+namespace sluice::cli {
+
+using graph::Op;
+using graph::PipelineBuilder;
+
+PipelineDef W1Pipeline(const std::string& mnist_dir) {
+  const MnistPaths paths = MnistLayout(mnist_dir);
+  PipelineDef def =
+      PipelineBuilder::Mnist(paths.train_images, paths.train_labels)
+          .Map({Op("normalize", {{"mean", 0.1307}, {"std", 0.3081}, {"scale", 1 / 255.0}}),
+                Op("gaussian_blur", {{"ksize", 11}, {"sigma", {0.1, 2.0}}})})
+          .Batch(8192, /*drop_remainder=*/true)
+          .Prefetch(2)
+          .Build();
+  def.set_name("w1_mnist");
+  return def;
+}
+
+PipelineDef W2Pipeline(const std::string& cifar_dir) {
+  PipelineDef def =
+      PipelineBuilder::TfRecord({cifar_dir + "/*.tfrecord"},
+                                {graph::BytesFeature("image", 3072), graph::Int64Feature("label")})
+          .Map({Op("decode_raw", {{"dtype", "uint8"}}),
+                Op("reshape", {{"shape", {32, 32, 3}}}),
+                Op("grey_dilation", {{"size", 3}}),
+                Op("gaussian_blur", {{"ksize", 11}, {"sigma", 0.8}})})
+          .Batch(1024, /*drop_remainder=*/true)
+          .Map({Op("rescale", {{"scale", 1 / 255.0}}),
+                Op("random_flip", {{"mode", "horizontal"}}),
+                Op("random_rotation", {{"degrees", 36.0}, {"fill_mode", "reflect"}}),
+                Op("random_zoom", {{"scale", {0.9, 1.1}}, {"fill_mode", "reflect"}})})
+          .Prefetch(2)
+          .Build();
+  def.set_name("w2_cifar10");
+  return def;
+}
+
+}  // namespace sluice::cli

@@ -1,0 +1,22 @@
+// The reference workloads of the benchmarks (W1, W2), built with the C++
+// builder; pipelines/*.json hold the same definitions for `sluice run`.
+#ifndef SLUICE_CLI_WORKLOADS_H_
+#define SLUICE_CLI_WORKLOADS_H_
+
+#include <string>
+
+#include "pipeline.pb.h"
+
+namespace sluice::cli {
+
+// W1: MNIST, normalize, gaussian blur 11x11 with sigma in [0.1, 2], batch 8192.
+// `mnist_dir` is the make-data output (holding MNIST/raw/).
+PipelineDef W1Pipeline(const std::string& mnist_dir);
+
+// W2: CIFAR-10 TFRecords, parse, dilation 3x3, blur 11x11 sigma 0.8, batch
+// 1024, rescale, random flip, rotation (+-36 degrees), zoom (+-10%).
+PipelineDef W2Pipeline(const std::string& cifar_dir);
+
+}  // namespace sluice::cli
+
+#endif  // SLUICE_CLI_WORKLOADS_H_
