@@ -2,6 +2,7 @@
 #ifndef SLUICE_OPS_FIELD_H_
 #define SLUICE_OPS_FIELD_H_
 
+#include <cmath>
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
@@ -47,7 +48,7 @@ decltype(auto) DispatchImageType(DType dtype, F&& f) {
   return f(float{});
 }
 
-// Round-to-nearest with saturation when storing a float into T.
+// Round-to-nearest (ties to even) with saturation when storing a float into T.
 template <typename T>
 inline T StoreAs(float v);
 template <>
@@ -57,7 +58,7 @@ inline float StoreAs<float>(float v) {
 template <>
 inline uint8_t StoreAs<uint8_t>(float v) {
   v = v < 0.f ? 0.f : (v > 255.f ? 255.f : v);
-  return static_cast<uint8_t>(v + 0.5f);
+  return static_cast<uint8_t>(std::nearbyint(v));  // ties to even, as FloatToU8
 }
 
 }  // namespace sluice::ops

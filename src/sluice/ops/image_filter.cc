@@ -4,27 +4,40 @@
 // OpenCV's per-call setup dominates (GaussianBlur 11x11 on 28x28 float runs at
 // ~167k images/s on one core here, below W1's target), and its uint8 blur
 // takes a fixed-point path 3-7x slower than float. Both filters are separable
-// and run as two passes whose inner loops run over a contiguous row of W*C
-// values, which the compiler vectorizes. Tests compare them with OpenCV.
+// and run as two passes over contiguous rows of W*C values (row_kernels.h).
+// Tests compare them with OpenCV.
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/ops/field.h"
 #include "sluice/ops/op_registry.h"
+#include "sluice/ops/row_kernels.h"
 
 namespace sluice::ops {
 namespace {
 
-// Index of out-of-range position i in [0, n) under reflect-101 borders
-// (dcb|abcd|cba), the padding torchvision and TensorFlow's "REFLECT" use.
+// Index of position i on an axis of n under reflect-101 borders (dcb|abcd|cba),
+// the padding torchvision and TensorFlow's "REFLECT" use.
 inline int64_t Reflect101(int64_t i, int64_t n) {
   if (n == 1) return 0;
   while (i < 0 || i >= n) i = i < 0 ? -i : 2 * n - 2 - i;
   return i;
+}
+
+// For each of the n + 2r padded positions of an axis, the position it reads:
+// reflected, or -1 (outside: the fill value) when `reflect` is false.
+std::vector<int32_t> BorderMap(int64_t n, int64_t r, bool reflect) {
+  std::vector<int32_t> map(n + 2 * r);
+  for (int64_t i = -r; i < n + r; ++i) {
+    const bool inside = i >= 0 && i < n;
+    map[i + r] = static_cast<int32_t>(inside ? i : (reflect ? Reflect101(i, n) : -1));
+  }
+  return map;
 }
 
 // Normalized 1-D Gaussian taps at x = -(k-1)/2 .. (k-1)/2, as torchvision's
@@ -42,72 +55,101 @@ void GaussianTaps(int64_t k, float sigma, float* taps) {
 
 // Per-thread scratch, grown once and reused for every image.
 struct Scratch {
-  std::vector<float> padded;  // one row with borders
-  std::vector<float> rows;    // H rows after the horizontal pass
-  std::vector<float> acc;     // one output row
+  std::vector<float> padded;  // the image with horizontal borders, as float
+  std::vector<float> rows;    // after the horizontal pass
+  std::vector<float> out;     // after the vertical pass (uint8 output only)
+  std::vector<float> fill;    // one row of the fill value
   std::vector<float> taps;
-  float* Get(std::vector<float>& v, size_t n) {
+  std::vector<const float*> in_ptrs, window;
+  std::vector<float*> out_ptrs, mid_ptrs;
+  template <typename P>
+  P* Get(std::vector<P>& v, size_t n) {
     if (v.size() < n) v.resize(n);
     return v.data();
   }
 };
 thread_local Scratch tls_scratch;
 
-// Copies row `src` (W*C values) into `pad` with `r` pixels of border on each
-// side: reflect-101 for the blur, or `fill` when `reflect` is false.
+// A separable filter's geometry: the image and the border maps of both axes.
+struct FilterShape {
+  ImageDims dims;
+  int64_t kh, kw;
+  std::vector<int32_t> xmap, ymap;  // BorderMap of each axis
+  FilterShape(ImageDims d, int64_t kh, int64_t kw, bool reflect)
+      : dims(d), kh(kh), kw(kw), xmap(BorderMap(d.w, kw / 2, reflect)),
+        ymap(BorderMap(d.h, kh / 2, reflect)) {}
+};
+
+// Converts `src` to float with horizontal borders, and sets up the row
+// pointers of both passes. Returns the rows to write the vertical pass to.
 template <typename T>
-void PadRow(const T* src, ImageDims d, int64_t r, bool reflect, float fill, float* pad) {
-  const int64_t c = d.c;
-  float* mid = pad + r * c;
-  for (int64_t i = 0; i < d.row_elems(); ++i) mid[i] = static_cast<float>(src[i]);
-  for (int64_t x = -r; x < 0; ++x) {
-    for (int64_t ch = 0; ch < c; ++ch) {
-      pad[(x + r) * c + ch] = reflect ? mid[Reflect101(x, d.w) * c + ch] : fill;
+float* const* Prepare(const T* src, T* dst, const FilterShape& f, float fill, Scratch& s) {
+  const ImageDims& d = f.dims;
+  const int64_t n = d.row_elems(), c = d.c;
+  const int64_t padded_row = (d.w + f.kw - 1) * c;
+  float* padded = s.Get(s.padded, d.h * padded_row);
+  float* rows = s.Get(s.rows, d.h * n);
+  float* fill_row = s.Get(s.fill, n);
+  std::fill(fill_row, fill_row + n, fill);
+  const float** in_ptrs = s.Get(s.in_ptrs, d.h);
+  float** mid_ptrs = s.Get(s.mid_ptrs, d.h);
+  float** out_ptrs = s.Get(s.out_ptrs, d.h);
+  const float** window = s.Get(s.window, d.h + f.kh - 1);
+  float* out = std::is_same_v<T, float> ? reinterpret_cast<float*>(dst) : s.Get(s.out, d.h * n);
+  const int64_t rx = f.kw / 2;
+  for (int64_t y = 0; y < d.h; ++y) {
+    const T* in = src + y * n;
+    float* p = padded + y * padded_row;
+    if constexpr (std::is_same_v<T, float>) {
+      std::copy(in, in + n, p + rx * c);
+    } else {
+      U8ToFloat(in, n, p + rx * c);
     }
-  }
-  for (int64_t x = d.w; x < d.w + r; ++x) {
-    for (int64_t ch = 0; ch < c; ++ch) {
-      pad[(x + r) * c + ch] = reflect ? mid[Reflect101(x, d.w) * c + ch] : fill;
+    for (int64_t x = 0; x < f.kw - 1 + d.w; x = (x + 1 == rx) ? rx + d.w : x + 1) {
+      const int32_t from = f.xmap[x];
+      for (int64_t ch = 0; ch < c; ++ch) p[x * c + ch] = from < 0 ? fill : in[from * c + ch];
     }
+    in_ptrs[y] = p;
+    mid_ptrs[y] = rows + y * n;
+    out_ptrs[y] = out + y * n;
   }
+  for (int64_t t = 0; t < d.h + f.kh - 1; ++t) {
+    window[t] = f.ymap[t] < 0 ? fill_row : rows + f.ymap[t] * n;
+  }
+  return out_ptrs;
 }
 
 template <typename T>
-void BlurImage(const T* src, T* dst, ImageDims d, const float* wx, int64_t kx, const float* wy,
-               int64_t ky, Scratch& s) {
-  const int64_t n = d.row_elems();
-  const int64_t rx = kx / 2, ry = ky / 2;
-  float* pad = s.Get(s.padded, (d.w + 2 * rx) * d.c);
-  float* rows = s.Get(s.rows, d.h * n);
-  float* acc = s.Get(s.acc, n);
-  for (int64_t y = 0; y < d.h; ++y) {
-    PadRow(src + y * n, d, rx, true, 0.f, pad);
-    float* t = rows + y * n;
-    for (int64_t i = 0; i < n; ++i) t[i] = wx[0] * pad[i];
-    for (int64_t k = 1; k < kx; ++k) {
-      const float w = wx[k];
-      const float* p = pad + k * d.c;
-      for (int64_t i = 0; i < n; ++i) t[i] += w * p[i];
-    }
-  }
-  for (int64_t y = 0; y < d.h; ++y) {
-    const float* r0 = rows + Reflect101(y - ry, d.h) * n;
-    for (int64_t i = 0; i < n; ++i) acc[i] = wy[0] * r0[i];
-    for (int64_t k = 1; k < ky; ++k) {
-      const float w = wy[k];
-      const float* r = rows + Reflect101(y - ry + k, d.h) * n;
-      for (int64_t i = 0; i < n; ++i) acc[i] += w * r[i];
-    }
-    T* out = dst + y * n;
-    for (int64_t i = 0; i < n; ++i) out[i] = StoreAs<T>(acc[i]);
-  }
+void Finish(const Scratch& s, const ImageDims& d, T* dst) {
+  if constexpr (!std::is_same_v<T, float>) FloatToU8(s.out.data(), d.elems(), dst);
+}
+
+template <typename T>
+void BlurImage(const T* src, T* dst, const FilterShape& f, const float* wx, const float* wy,
+               Scratch& s) {
+  const ImageDims& d = f.dims;
+  float* const* out = Prepare(src, dst, f, 0.f, s);
+  ConvolveRows(s.in_ptrs.data(), s.mid_ptrs.data(), d.h, d.row_elems(), d.c, wx, f.kw);
+  WeightedSumRows(s.window.data(), out, d.h, d.row_elems(), wy, f.kh);
+  Finish(s, d, dst);
+}
+
+template <typename T>
+void DilateImage(const T* src, T* dst, const FilterShape& f, Scratch& s) {
+  const ImageDims& d = f.dims;
+  // Pixels outside the image never win the max: they hold the lowest value.
+  float* const* out = Prepare(src, dst, f, std::numeric_limits<T>::lowest(), s);
+  MaxRows(s.in_ptrs.data(), s.mid_ptrs.data(), d.h, d.row_elems(), d.c, f.kw);
+  MaxWindowRows(s.window.data(), out, d.h, d.row_elems(), f.kh);
+  Finish(s, d, dst);
 }
 
 class GaussianBlurKernel : public Kernel {
  public:
   GaussianBlurKernel(DType dtype, ImageDims dims, int64_t kh, int64_t kw, float sigma_lo,
                      float sigma_hi)
-      : dtype_(dtype), dims_(dims), kh_(kh), kw_(kw), sigma_lo_(sigma_lo), sigma_hi_(sigma_hi) {
+      : dtype_(dtype), shape_(dims, kh, kw, /*reflect=*/true), sigma_lo_(sigma_lo),
+        sigma_hi_(sigma_hi) {
     if (sigma_lo == sigma_hi) {  // fixed sigma: taps once
       fixed_x_.resize(kw);
       fixed_y_.resize(kh);
@@ -127,13 +169,13 @@ class GaussianBlurKernel : public Kernel {
         if (fixed_x_.empty()) {
           // One sigma per sample for both axes, as torchvision draws it.
           const float sigma = ctx.Rng(r).Uniform(sigma_lo_, sigma_hi_);
-          float* taps = s.Get(s.taps, kw_ + kh_);
-          GaussianTaps(kw_, sigma, taps);
-          GaussianTaps(kh_, sigma, taps + kw_);
+          float* taps = s.Get(s.taps, shape_.kw + shape_.kh);
+          GaussianTaps(shape_.kw, sigma, taps);
+          GaussianTaps(shape_.kh, sigma, taps + shape_.kw);
           wx = taps;
-          wy = taps + kw_;
+          wy = taps + shape_.kw;
         }
-        BlurImage(in[0].row<const T>(r), out[0].row<T>(r), dims_, wx, kw_, wy, kh_, s);
+        BlurImage(in[0].row<const T>(r), out[0].row<T>(r), shape_, wx, wy, s);
       }
     });
     return absl::OkStatus();
@@ -141,8 +183,7 @@ class GaussianBlurKernel : public Kernel {
 
  private:
   DType dtype_;
-  ImageDims dims_;
-  int64_t kh_, kw_;
+  FilterShape shape_;
   float sigma_lo_, sigma_hi_;
   std::vector<float> fixed_x_, fixed_y_;
 };
@@ -185,46 +226,16 @@ absl::StatusOr<OpBinding> BindGaussianBlur(const Attrs& attrs, const Schema& sch
   return b;
 }
 
-template <typename T>
-void DilateImage(const T* src, T* dst, ImageDims d, int64_t kh, int64_t kw, Scratch& s) {
-  const int64_t n = d.row_elems();
-  const int64_t rx = kw / 2, ry = kh / 2;
-  // Pixels outside the image never win the max: pad with the lowest value.
-  const float lowest = std::numeric_limits<T>::lowest();
-  float* pad = s.Get(s.padded, (d.w + 2 * rx) * d.c);
-  float* rows = s.Get(s.rows, d.h * n);
-  for (int64_t y = 0; y < d.h; ++y) {
-    PadRow(src + y * n, d, rx, false, lowest, pad);
-    float* t = rows + y * n;
-    for (int64_t i = 0; i < n; ++i) t[i] = pad[i];
-    for (int64_t k = 1; k < kw; ++k) {
-      const float* p = pad + k * d.c;
-      for (int64_t i = 0; i < n; ++i) t[i] = std::max(t[i], p[i]);
-    }
-  }
-  float* acc = s.Get(s.acc, n);
-  for (int64_t y = 0; y < d.h; ++y) {
-    const int64_t y0 = std::max<int64_t>(0, y - ry), y1 = std::min(d.h - 1, y + ry);
-    std::copy(rows + y0 * n, rows + (y0 + 1) * n, acc);
-    for (int64_t yy = y0 + 1; yy <= y1; ++yy) {
-      const float* r = rows + yy * n;
-      for (int64_t i = 0; i < n; ++i) acc[i] = std::max(acc[i], r[i]);
-    }
-    T* out = dst + y * n;
-    for (int64_t i = 0; i < n; ++i) out[i] = static_cast<T>(acc[i]);
-  }
-}
-
 class DilationKernel : public Kernel {
  public:
   DilationKernel(DType dtype, ImageDims dims, int64_t kh, int64_t kw)
-      : dtype_(dtype), dims_(dims), kh_(kh), kw_(kw) {}
+      : dtype_(dtype), shape_(dims, kh, kw, /*reflect=*/false) {}
   absl::Status Run(const TileContext& ctx, absl::Span<const ColumnRef> in,
                    absl::Span<const ColumnRef> out) const override {
     DispatchImageType(dtype_, [&](auto type) {
       using T = decltype(type);
       for (int64_t r = 0; r < ctx.rows; ++r) {
-        DilateImage(in[0].row<const T>(r), out[0].row<T>(r), dims_, kh_, kw_, tls_scratch);
+        DilateImage(in[0].row<const T>(r), out[0].row<T>(r), shape_, tls_scratch);
       }
     });
     return absl::OkStatus();
@@ -232,8 +243,7 @@ class DilationKernel : public Kernel {
 
  private:
   DType dtype_;
-  ImageDims dims_;
-  int64_t kh_, kw_;
+  FilterShape shape_;
 };
 
 absl::StatusOr<OpBinding> BindGreyDilation(const Attrs& attrs, const Schema& schema) {
