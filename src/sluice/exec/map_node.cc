@@ -1,6 +1,10 @@
 // Map node: runs the op chain on input chunks with `parallelism` runner
-// threads, several chunks in flight, output in input order by default (or
-// as completed, when the pipeline opts out of ordering).
+// threads. Runners share work at row-range granularity: a chunk (often a
+// whole batch) is cut into ranges that idle runners claim, each writing its
+// rows straight into the chunk's output buffers. So one large batch keeps
+// every thread busy (no idle core at the end of an epoch), and several
+// chunks are in flight at once. Output is in input order by default, or in
+// completion order when the pipeline opts out of ordering.
 #include <deque>
 #include <thread>
 
@@ -12,6 +16,9 @@
 namespace sluice::exec {
 namespace {
 
+// Ranges smaller than this are not worth a hand-off between threads.
+constexpr int64_t kMinRangeRows = 32;
+
 class MapIterator : public Iterator {
  public:
   MapIterator(const IteratorArgs& args, std::unique_ptr<MapPlan> plan,
@@ -19,12 +26,12 @@ class MapIterator : public Iterator {
       : ctx_(args.ctx),
         node_(*args.node),
         epoch_(args.epoch),
+        parallelism_(node_.parallelism > 0 ? node_.parallelism : ctx_->threads),
+        max_in_flight_(2 * parallelism_),
         plan_(std::move(plan)),
         input_(std::move(input)) {
-    const int parallelism = node_.parallelism > 0 ? node_.parallelism : ctx_->threads;
-    max_in_flight_ = 2 * parallelism;
     ctx_->cancel.Register(&mu_, &cv_);
-    for (int i = 0; i < parallelism; ++i) runners_.emplace_back([this] { RunnerLoop(); });
+    for (int i = 0; i < parallelism_; ++i) runners_.emplace_back([this] { RunnerLoop(); });
   }
 
   ~MapIterator() override {
@@ -62,12 +69,24 @@ class MapIterator : public Iterator {
   }
 
  private:
+  // One input chunk and its progress.
   struct Slot {
+    Batch input;
+    std::vector<Tensor> outputs;
+    int64_t first_sample = 0;
+    int64_t range_rows = 0;
+    int64_t next_row = 0;  // first unclaimed row
+    int64_t running = 0;   // claimed ranges not yet finished
     Batch result;
     absl::Status status;
+    bool open = false;  // input pulled, ranges claimable
     bool done = false;
     bool end = false;
     int64_t bytes = 0;
+  };
+  struct Claim {
+    std::shared_ptr<Slot> slot;
+    int64_t begin = 0, end = 0;
   };
 
   // The next deliverable slot, removed from the queue; null if none yet.
@@ -88,69 +107,114 @@ class MapIterator : public Iterator {
     return nullptr;
   }
 
-  void RunnerLoop() {
-    while (true) {
-      std::shared_ptr<Slot> slot;
-      Batch in;
-      bool end = false;
-      int64_t first_sample = 0;
-      absl::Status status;
-      {
-        // Reserving the slot and pulling the input under one lock keeps
-        // slots in input order.
-        absl::MutexLock input_lock(&input_mu_);
-        if (!ctx_->memory.WaitForRoom()) return;
-        {
-          absl::MutexLock lock(&mu_);
-          while (!stopping_ && !input_done_ && !ctx_->cancel.cancelled() &&
-                 static_cast<int64_t>(slots_.size()) >= max_in_flight_) {
-            cv_.Wait(&mu_);
-          }
-          if (stopping_ || input_done_ || ctx_->cancel.cancelled()) return;
-          slot = std::make_shared<Slot>();
-          slots_.push_back(slot);
-        }
-        status = input_->GetNext(&in, &end);
-        first_sample = next_sample_;
-        next_sample_ += in.rows;
-        if (!status.ok() || end) {
-          absl::MutexLock lock(&mu_);
-          input_done_ = true;
-        }
-      }
-      Batch result;
-      if (status.ok() && !end) {
-        CpuToken token(&ctx_->cpu);
-        if (!token.held()) return;
-        MapPlan::RunArgs run{ctx_->seed, epoch_, first_sample, ctx_->pool};
-        status = plan_->Run(in, run, &result);
-        if (!status.ok()) status = WithContext(status, absl::StrCat("node '", node_.name, "'"));
-      }
+  // Claims the next unclaimed range of the oldest open slot, if any.
+  bool ClaimRange(Claim* claim) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    for (const std::shared_ptr<Slot>& slot : slots_) {
+      if (!slot->open || !slot->status.ok() || slot->next_row >= slot->input.rows) continue;
+      claim->slot = slot;
+      claim->begin = slot->next_row;
+      claim->end = std::min(slot->input.rows, slot->next_row + slot->range_rows);
+      slot->next_row = claim->end;
+      ++slot->running;
+      return true;
+    }
+    return false;
+  }
+
+  // Pulls the next input chunk into a new slot and claims its first range.
+  // Returns false when the runner should exit.
+  bool OpenSlot(Claim* claim) {
+    absl::MutexLock input_lock(&input_mu_);
+    std::shared_ptr<Slot> slot;
+    {
       absl::MutexLock lock(&mu_);
+      while (true) {
+        if (stopping_ || input_done_ || ctx_->cancel.cancelled()) return false;
+        if (ClaimRange(claim)) return true;  // opened by another runner meanwhile
+        if (static_cast<int64_t>(slots_.size()) < max_in_flight_) break;
+        cv_.Wait(&mu_);
+      }
+      slot = std::make_shared<Slot>();
+      slots_.push_back(slot);  // reserved in input order
+    }
+    if (!ctx_->memory.WaitForRoom()) return false;
+    bool end = false;
+    Batch in;
+    absl::Status status = input_->GetNext(&in, &end);
+    std::vector<Tensor> outputs;
+    if (status.ok() && !end) outputs = plan_->AllocateOutputs(in.rows, ctx_->pool);
+    absl::MutexLock lock(&mu_);
+    slot->first_sample = next_sample_;
+    next_sample_ += in.rows;
+    if (!status.ok() || end || in.rows == 0) {
+      input_done_ = input_done_ || !status.ok() || end;
       slot->status = status;
       slot->end = end;
-      slot->bytes = static_cast<int64_t>(result.ByteSize());
-      slot->result = std::move(result);
       slot->done = true;
-      ctx_->memory.Add(slot->bytes);
       cv_.SignalAll();
-      if (!status.ok() || end) return;
+      return status.ok() && !end;
+    }
+    slot->input = std::move(in);
+    slot->outputs = std::move(outputs);
+    slot->range_rows = std::max(kMinRangeRows, (slot->input.rows + parallelism_ - 1) / parallelism_);
+    slot->open = true;
+    ClaimRange(claim);
+    cv_.SignalAll();  // idle runners can claim the other ranges
+    return true;
+  }
+
+  void RunnerLoop() {
+    while (true) {
+      Claim claim;
+      bool claimed;
+      {
+        absl::MutexLock lock(&mu_);
+        claimed = ClaimRange(&claim);
+      }
+      if (!claimed && !OpenSlot(&claim)) return;
+      if (claim.slot == nullptr) continue;  // an empty chunk: nothing to run
+      Slot& slot = *claim.slot;
+      absl::Status status;
+      {
+        CpuToken token(&ctx_->cpu);
+        if (!token.held()) return;
+        MapPlan::RunArgs run{ctx_->seed, epoch_, slot.first_sample, ctx_->pool};
+        status = plan_->RunRows(slot.input, claim.begin, claim.end, run, slot.outputs);
+      }
+      absl::MutexLock lock(&mu_);
+      if (!status.ok() && slot.status.ok()) {
+        slot.status = WithContext(status, absl::StrCat("node '", node_.name, "'"));
+      }
+      --slot.running;
+      const bool finished = slot.running == 0 &&
+                            (slot.next_row >= slot.input.rows || !slot.status.ok());
+      if (!finished) continue;
+      if (slot.status.ok()) {
+        slot.result = plan_->Assemble(slot.input, slot.outputs);
+        slot.bytes = static_cast<int64_t>(slot.result.ByteSize());
+        ctx_->memory.Add(slot.bytes);
+      }
+      slot.input = Batch();
+      slot.outputs.clear();
+      slot.done = true;
+      cv_.SignalAll();
     }
   }
 
   ExecContext* ctx_;
   const graph::CompiledNode& node_;
   const uint64_t epoch_;
+  const int parallelism_;
+  const int64_t max_in_flight_;
   std::unique_ptr<MapPlan> plan_;
   std::unique_ptr<Iterator> input_;
-  int64_t max_in_flight_;
 
-  absl::Mutex input_mu_;  // serializes pulls from input_
-  int64_t next_sample_ ABSL_GUARDED_BY(input_mu_) = 0;
+  absl::Mutex input_mu_;  // serializes pulls from input_, so slots keep input order
 
   absl::Mutex mu_;
   absl::CondVar cv_;
   std::deque<std::shared_ptr<Slot>> slots_ ABSL_GUARDED_BY(mu_);
+  int64_t next_sample_ ABSL_GUARDED_BY(mu_) = 0;
   bool input_done_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   // Last member: threads start after everything they use exists.

@@ -107,14 +107,18 @@ std::unique_ptr<MapPlan> MapPlan::Make(const Schema& input,
   return plan;
 }
 
-absl::Status MapPlan::Run(const Batch& in, const RunArgs& args, Batch* out) const {
-  const int64_t rows = in.rows;
-  std::vector<Tensor> slots;
-  slots.reserve(output_slot_values_.size());
+std::vector<Tensor> MapPlan::AllocateOutputs(int64_t rows, BufferPool* pool) const {
+  std::vector<Tensor> outputs;
+  outputs.reserve(output_slot_values_.size());
   for (int value : output_slot_values_) {
     const Value& v = values_[value];
-    slots.push_back(Tensor::Allocate(v.spec.dtype, v.spec.shape.WithLeading(rows), args.pool));
+    outputs.push_back(Tensor::Allocate(v.spec.dtype, v.spec.shape.WithLeading(rows), pool));
   }
+  return outputs;
+}
+
+absl::Status MapPlan::RunRows(const Batch& in, int64_t begin, int64_t end, const RunArgs& args,
+                              const std::vector<Tensor>& outputs) const {
   const int64_t tile = tile_rows_;
   // Each scratch value gets an aligned region of `tile` rows.
   absl::InlinedVector<int64_t, 16> scratch_base(values_.size(), 0);
@@ -143,7 +147,7 @@ absl::Status MapPlan::Run(const Batch& in, const RunArgs& args, Batch* out) cons
         break;
       }
       case Storage::kOutput:
-        r.data = slots[v.output_slot].raw_data() + row0 * v.row_bytes;
+        r.data = outputs[v.output_slot].raw_data() + row0 * v.row_bytes;
         break;
       case Storage::kScratch:
         r.data = scratch + scratch_base[value];
@@ -153,9 +157,9 @@ absl::Status MapPlan::Run(const Batch& in, const RunArgs& args, Batch* out) cons
   };
 
   absl::InlinedVector<ops::ColumnRef, 8> ins, outs;
-  for (int64_t row0 = 0; row0 < rows; row0 += tile) {
+  for (int64_t row0 = begin; row0 < end; row0 += tile) {
     ops::TileContext tc;
-    tc.rows = std::min(tile, rows - row0);
+    tc.rows = std::min(tile, end - row0);
     tc.first_sample = args.first_sample + row0;
     tc.seed = args.seed;
     tc.epoch = args.epoch;
@@ -171,28 +175,38 @@ absl::Status MapPlan::Run(const Batch& in, const RunArgs& args, Batch* out) cons
       if (!s.ok()) return WithContext(s, absl::StrCat("op '", step.name, "'"));
     }
   }
+  return absl::OkStatus();
+}
 
-  out->rows = rows;
-  out->provenance = in.provenance;
-  out->columns.clear();
+Batch MapPlan::Assemble(const Batch& in, const std::vector<Tensor>& outputs) const {
+  Batch out;
+  out.rows = in.rows;
+  out.provenance = in.provenance;
   for (const OutputColumn& oc : outputs_) {
     const Value& v = values_[oc.value];
-    Shape shape = oc.spec.shape.WithLeading(rows);
+    Shape shape = oc.spec.shape.WithLeading(in.rows);
     if (v.storage == Storage::kInput) {
       const Column& c = in.columns[v.input_column];
       if (c.ragged()) {
-        out->columns.push_back(c);
-      } else {
-        out->columns.push_back(
+        out.columns.push_back(c);
+      } else {  // aliased, possibly under a new type and shape (views)
+        out.columns.push_back(
             Column{Tensor(oc.spec.dtype, std::move(shape), c.values.buffer(),
                           c.values.raw_data() - c.values.buffer()->data()),
                    Tensor()});
       }
     } else {
-      const Tensor& t = slots[v.output_slot];
-      out->columns.push_back(Column{Tensor(oc.spec.dtype, std::move(shape), t.buffer()), Tensor()});
+      const Tensor& t = outputs[v.output_slot];
+      out.columns.push_back(Column{Tensor(oc.spec.dtype, std::move(shape), t.buffer()), Tensor()});
     }
   }
+  return out;
+}
+
+absl::Status MapPlan::Run(const Batch& in, const RunArgs& args, Batch* out) const {
+  std::vector<Tensor> outputs = AllocateOutputs(in.rows, args.pool);
+  SLUICE_RETURN_IF_ERROR(RunRows(in, 0, in.rows, args, outputs));
+  *out = Assemble(in, outputs);
   return absl::OkStatus();
 }
 

@@ -33,6 +33,15 @@ class MapPlan {
   // Applies the chain to all rows of `in`. Errors carry the op's name.
   absl::Status Run(const Batch& in, const RunArgs& args, Batch* out) const;
 
+  // Run in parts, so that several threads can share one chunk:
+  // the output buffers of a chunk of `rows` rows,
+  std::vector<Tensor> AllocateOutputs(int64_t rows, BufferPool* pool) const;
+  // the chain on rows [begin, end) (safe on disjoint ranges concurrently),
+  absl::Status RunRows(const Batch& in, int64_t begin, int64_t end, const RunArgs& args,
+                       const std::vector<Tensor>& outputs) const;
+  // and the output chunk: `in`'s passed-through columns plus `outputs`.
+  Batch Assemble(const Batch& in, const std::vector<Tensor>& outputs) const;
+
  private:
   enum class Storage { kInput, kOutput, kScratch };
   // A value is one op output (or input column), immutable once written.

@@ -1,0 +1,47 @@
+#include "sluice/core/buffer_pool.h"
+
+#include "gtest/gtest.h"
+
+namespace sluice {
+namespace {
+
+TEST(BufferPool, ReusesReleasedBlocks) {
+  BufferPool pool;
+  uint8_t* first;
+  {
+    auto b = pool.Allocate(1000);
+    first = b->data();
+    EXPECT_GE(b->size(), 1000u);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(first) % 64, 0u);
+  }
+  auto again = pool.Allocate(900);  // same size class
+  EXPECT_EQ(again->data(), first);
+  EXPECT_EQ(pool.stats().reuses, 1u);
+}
+
+TEST(BufferPool, CachesAtMostItsLimit) {
+  BufferPool::Options options;
+  options.max_cached_bytes = 4096;
+  BufferPool pool(options);
+  {
+    auto a = pool.Allocate(4096);
+    auto b = pool.Allocate(4096);
+    EXPECT_EQ(pool.stats().live_bytes, 8192u);
+  }
+  EXPECT_EQ(pool.stats().live_bytes, 0u);
+  EXPECT_EQ(pool.stats().cached_bytes, 4096u);  // the second went back to the system
+  EXPECT_EQ(pool.stats().peak_live_bytes, 8192u);
+}
+
+TEST(BufferPool, SteadyStateAllocatesNothingNew) {
+  BufferPool pool;
+  for (int i = 0; i < 100; ++i) {
+    auto a = pool.Allocate(1 << 20);
+    auto b = pool.Allocate(3000);
+  }
+  EXPECT_EQ(pool.stats().allocations, 200u);
+  EXPECT_EQ(pool.stats().reuses, 198u);
+}
+
+}  // namespace
+}  // namespace sluice

@@ -1,0 +1,42 @@
+#include "sluice/io/file_split.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "status_matchers.h"
+#include "temp_dir.h"
+
+namespace sluice::io {
+namespace {
+
+using ::sluice::testing::StatusIs;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+TEST(ExpandFilePatterns, ExpandsGlobsSortedInPatternOrder) {
+  testing::TempDir dir;
+  for (const char* name : {"b.rec", "a.rec", "c.txt"}) testing::WriteFileBytes(dir.Join(name), "x");
+  ASSERT_OK_AND_ASSIGN(auto files, ExpandFilePatterns({dir.Join("c.txt"), dir.Join("*.rec")}));
+  EXPECT_THAT(files, ElementsAre(dir.Join("c.txt"), dir.Join("a.rec"), dir.Join("b.rec")));
+}
+
+TEST(ExpandFilePatterns, PatternMatchingNothingIsNotFoundNamingIt) {
+  testing::TempDir dir;
+  EXPECT_THAT(ExpandFilePatterns({dir.Join("*.tfrecord")}),
+              StatusIs(absl::StatusCode::kNotFound,
+                       HasSubstr("no file matches pattern '" + dir.Join("*.tfrecord") + "'")));
+  EXPECT_THAT(ExpandFilePatterns({dir.Join("missing.tfrecord")}),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("missing.tfrecord")));
+}
+
+TEST(MakeRecordSplits, CutsFilesIntoRanges) {
+  const std::vector<Split> s = MakeRecordSplits({5, 2}, 2);
+  ASSERT_EQ(s.size(), 4u);
+  EXPECT_EQ(s[0].begin_record, 0);
+  EXPECT_EQ(s[2].begin_record, 4);
+  EXPECT_EQ(s[2].end_record, 5);
+  EXPECT_EQ(s[3].file, 1);
+  EXPECT_EQ(MakeRecordSplits({5, 2}, 0).size(), 2u);
+}
+
+}  // namespace
+}  // namespace sluice::io

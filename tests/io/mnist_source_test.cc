@@ -1,0 +1,64 @@
+#include "sluice/io/mnist_source.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "sluice/io/idx_file.h"
+#include "status_matchers.h"
+#include "temp_dir.h"
+
+namespace sluice::io {
+namespace {
+
+using ::sluice::testing::StatusIs;
+using ::testing::HasSubstr;
+
+class MnistSourceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::vector<uint8_t> images(10 * 4 * 3), labels(10);
+    for (size_t i = 0; i < images.size(); ++i) images[i] = static_cast<uint8_t>(i);
+    for (int i = 0; i < 10; ++i) labels[i] = static_cast<uint8_t>(9 - i);
+    ASSERT_TRUE(WriteIdxFile(images_, {10, 4, 3}, images.data()).ok());
+    ASSERT_TRUE(WriteIdxFile(labels_, {10}, labels.data()).ok());
+  }
+  testing::TempDir dir_;
+  std::string images_ = dir_.Join("images-idx3-ubyte");
+  std::string labels_ = dir_.Join("labels-idx1-ubyte");
+};
+
+TEST_F(MnistSourceTest, ReadsImagesAndLabelsBySplit) {
+  ASSERT_OK_AND_ASSIGN(auto source, MakeMnistSource(images_, labels_, /*split_records=*/4));
+  EXPECT_EQ(source->schema().ToString(), "{image: uint8[4,3], label: int64[]}");
+  const std::vector<Split> splits = source->MakeSplits();
+  ASSERT_EQ(splits.size(), 3u);
+  ASSERT_OK_AND_ASSIGN(auto reader, source->OpenSplit(splits[1], nullptr));
+  BatchBuilder out(source->schema(), 8);
+  ASSERT_OK_AND_ASSIGN(int64_t n, reader->Read(8, &out));
+  EXPECT_EQ(n, 4);
+  Batch b = out.Finish();
+  EXPECT_EQ(b.columns[0].values.data<uint8_t>()[0], 4 * 12);  // record 4, first pixel
+  EXPECT_EQ(b.columns[1].values.data<int64_t>()[0], 5);
+  EXPECT_EQ(b.provenance.Describe(1), "record 5 of " + images_);
+}
+
+TEST_F(MnistSourceTest, WrongMagicIsAClearError) {
+  testing::IncrementByte(images_, 3);  // rank 3 -> 4
+  EXPECT_THAT(MakeMnistSource(images_, labels_),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("not a uint8 IDX file of rank 3")));
+}
+
+TEST_F(MnistSourceTest, WrongSizeIsDataLoss) {
+  testing::TruncateFile(images_, 16 + 100);
+  EXPECT_THAT(MakeMnistSource(images_, labels_),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("has 116 bytes, but its header (10 x 4 x 3) needs 136")));
+}
+
+TEST_F(MnistSourceTest, CountMismatchIsInvalidArgument) {
+  std::vector<uint8_t> labels(7);
+  ASSERT_TRUE(WriteIdxFile(labels_, {7}, labels.data()).ok());
+  EXPECT_THAT(MakeMnistSource(images_, labels_),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("has 10 images but")));
+}
+
+}  // namespace
+}  // namespace sluice::io

@@ -1,0 +1,114 @@
+#include "sluice/io/tfrecord_reader.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "sluice/io/tfrecord_writer.h"
+#include "status_matchers.h"
+#include "temp_dir.h"
+#include "test_data.h"
+
+namespace sluice::io {
+namespace {
+
+using ::sluice::testing::StatusIs;
+using ::testing::HasSubstr;
+
+class TfRecordReaderTest : public ::testing::Test {
+ protected:
+  // Three records of 10, 20 and 30 bytes: frames at offsets 0, 26, 62.
+  void SetUp() override {
+    path_ = dir_.Join("data.tfrecord");
+    testing::WriteTfRecords(path_, {std::string(10, 'a'), std::string(20, 'b'), std::string(30, 'c')});
+  }
+
+  // Reads every record; returns the first error.
+  absl::StatusOr<std::vector<std::string>> ReadAll(CorruptionLog* log = nullptr) {
+    TfRecordReader::Options options;
+    options.skip_log = log;
+    options.buffer_bytes = 16;  // forces refills in the middle of records
+    auto reader = TfRecordReader::Open(path_, options);
+    if (!reader.ok()) return reader.status();
+    std::vector<std::string> out;
+    while (true) {
+      auto r = (*reader)->Next();
+      if (!r.ok()) return r.status();
+      if (!*r) return out;
+      out.emplace_back(**r);
+    }
+  }
+
+  testing::TempDir dir_;
+  std::string path_;
+};
+
+TEST_F(TfRecordReaderTest, ReadsWhatTheWriterWrote) {
+  ASSERT_OK_AND_ASSIGN(auto records, ReadAll());
+  EXPECT_THAT(records, ::testing::ElementsAre(std::string(10, 'a'), std::string(20, 'b'),
+                                              std::string(30, 'c')));
+}
+
+TEST_F(TfRecordReaderTest, FlippedLengthByteIsDataLossAtItsOffset) {
+  testing::IncrementByte(path_, 26 + 1);  // the length of record 1
+  EXPECT_THAT(ReadAll(), StatusIs(absl::StatusCode::kDataLoss,
+                                  HasSubstr("length crc mismatch) in " + path_ + " at offset 26")));
+}
+
+TEST_F(TfRecordReaderTest, FlippedDataByteIsDataLossAtItsOffset) {
+  testing::IncrementByte(path_, 62 + 12 + 5);  // inside record 2's data
+  EXPECT_THAT(ReadAll(), StatusIs(absl::StatusCode::kDataLoss,
+                                  HasSubstr("data crc mismatch) in " + path_ + " at offset 62")));
+}
+
+TEST_F(TfRecordReaderTest, TruncatedDataIsDataLoss) {
+  testing::TruncateFile(path_, 62 + 12 + 10);
+  EXPECT_THAT(ReadAll(), StatusIs(absl::StatusCode::kDataLoss,
+                                  HasSubstr("truncated record in " + path_ + " at offset 62")));
+}
+
+TEST_F(TfRecordReaderTest, TruncatedHeaderIsDataLoss) {
+  testing::TruncateFile(path_, 62 + 5);
+  EXPECT_THAT(ReadAll(), StatusIs(absl::StatusCode::kDataLoss,
+                                  HasSubstr("truncated record header in " + path_ + " at offset 62")));
+}
+
+TEST_F(TfRecordReaderTest, NotATfRecordSaysSo) {
+  testing::WriteFileBytes(path_, "this is a plain text file, not records\n");
+  EXPECT_THAT(ReadAll(), StatusIs(absl::StatusCode::kDataLoss,
+                                  HasSubstr("at offset 0 (is this a TFRecord file?)")));
+}
+
+TEST_F(TfRecordReaderTest, MissingFileIsNotFound) {
+  EXPECT_THAT(TfRecordReader::Open(dir_.Join("nope.tfrecord")),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("nope.tfrecord")));
+}
+
+TEST_F(TfRecordReaderTest, SkipPolicySkipsABadRecordAndCountsIt) {
+  testing::IncrementByte(path_, 26 + 12 + 3);  // record 1's data
+  CorruptionLog log;
+  ASSERT_OK_AND_ASSIGN(auto records, ReadAll(&log));
+  EXPECT_THAT(records, ::testing::ElementsAre(std::string(10, 'a'), std::string(30, 'c')));
+  EXPECT_EQ(log.skipped(), 1);
+  EXPECT_THAT(log.Summary(), HasSubstr("at offset 26"));
+}
+
+TEST_F(TfRecordReaderTest, SkipPolicyDropsTheRestAfterABadLength) {
+  testing::IncrementByte(path_, 26);  // record 1's length: boundaries are lost
+  CorruptionLog log;
+  ASSERT_OK_AND_ASSIGN(auto records, ReadAll(&log));
+  EXPECT_THAT(records, ::testing::ElementsAre(std::string(10, 'a')));
+  EXPECT_EQ(log.skipped(), 1);
+  EXPECT_THAT(log.Summary(), HasSubstr("skipped the rest of the file"));
+}
+
+TEST_F(TfRecordReaderTest, SeekContinuesFromARecord) {
+  auto reader = TfRecordReader::Open(path_);
+  ASSERT_TRUE(reader.ok());
+  (*reader)->Seek(62, 2);
+  ASSERT_OK_AND_ASSIGN(auto r, (*reader)->Next());
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(*r, std::string(30, 'c'));
+  EXPECT_EQ((*reader)->record_index(), 3);
+}
+
+}  // namespace
+}  // namespace sluice::io
