@@ -83,7 +83,7 @@ TEST_F(ExampleParserTest, GarbageIsDataLoss) {
 TEST(ExampleParser, ReadsUnpackedRepeatedValues) {
   // Old writers emit int64 lists unpacked (one tag per value).
   std::string wire;
-  for (int64_t v : {3, 300000000000}) {
+  for (int64_t v : {int64_t{3}, int64_t{300000000000}}) {
     wire.push_back(0x08);  // field 1, varint
     uint64_t x = static_cast<uint64_t>(v);
     while (x >= 0x80) {

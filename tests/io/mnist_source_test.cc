@@ -33,6 +33,7 @@ TEST_F(MnistSourceTest, ReadsImagesAndLabelsBySplit) {
   ASSERT_EQ(splits.size(), 3u);
   ASSERT_OK_AND_ASSIGN(auto reader, source->OpenSplit(splits[1], nullptr));
   BatchBuilder out(source->schema(), 8);
+  out.provenance() = Provenance(source->files());
   ASSERT_OK_AND_ASSIGN(int64_t n, reader->Read(8, &out));
   EXPECT_EQ(n, 4);
   Batch b = out.Finish();

@@ -5,11 +5,9 @@
 #include <memory>
 
 #include "gmock/gmock.h"
-#include "google/protobuf/struct.pb.h"
-#include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
+#include "op_test_util.h"
 #include "opencv2/imgproc.hpp"
-#include "sluice/ops/op_registry.h"
 #include "status_matchers.h"
 
 namespace sluice::ops {
@@ -17,43 +15,9 @@ namespace {
 
 using ::sluice::testing::StatusIs;
 using ::testing::HasSubstr;
-
-google::protobuf::Struct Attrs(const std::string& json) {
-  google::protobuf::Struct s;
-  EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(json, &s).ok()) << json;
-  return s;
-}
-
-// Runs op `name` on `rows` images of `spec` held in `in`; returns the output.
-template <typename T>
-std::vector<T> RunOp(const std::string& name, const std::string& attrs, const ColumnSpec& spec,
-                     const std::vector<T>& in, int64_t rows, uint64_t seed = 1) {
-  Schema schema({spec});
-  auto binding = OpRegistry::Builtin().Bind(name, Attrs(attrs), schema);
-  EXPECT_TRUE(binding.ok()) << binding.status();
-  std::vector<T> out(binding->outputs[0].shape.num_elements() * rows);
-  ColumnRef src{reinterpret_cast<uint8_t*>(const_cast<T*>(in.data())),
-                static_cast<int64_t>(spec.shape.num_elements() * sizeof(T))};
-  ColumnRef dst{reinterpret_cast<uint8_t*>(out.data()),
-                static_cast<int64_t>(binding->outputs[0].shape.num_elements() * sizeof(T))};
-  TileContext ctx;
-  ctx.rows = rows;
-  ctx.seed = seed;
-  ctx.op_key = 42;
-  SLUICE_EXPECT_OK(binding->kernel->Run(ctx, {src}, {dst}));
-  return out;
-}
-
-template <typename T>
-std::vector<T> Pattern(size_t n, uint64_t seed) {
-  std::vector<T> v(n);
-  uint64_t x = seed;
-  for (size_t i = 0; i < n; ++i) {
-    x = x * 6364136223846793005ull + 1442695040888963407ull;
-    v[i] = static_cast<T>((x >> 33) % 256);
-  }
-  return v;
-}
+using testing::Attrs;
+using testing::Pattern;
+using testing::RunOp;
 
 TEST(GaussianBlur, FloatMatchesOpenCvReflect101) {
   for (auto [h, w, c] : {std::tuple{28, 28, 1}, {32, 32, 3}, {5, 9, 2}}) {
@@ -61,7 +25,7 @@ TEST(GaussianBlur, FloatMatchesOpenCvReflect101) {
     std::vector<float> in = Pattern<float>(h * w * c, h);
     for (float& v : in) v /= 255.f;
     const std::vector<float> out =
-        RunOp<float>("gaussian_blur", R"({"ksize": 11, "sigma": 0.8})", spec, in, 1);
+        RunOp<float, float>("gaussian_blur", R"({"ksize": 11, "sigma": 0.8})", spec, in, 1);
     cv::Mat src(h, w, CV_32FC(c), in.data()), ref;
     cv::GaussianBlur(src, ref, cv::Size(11, 11), 0.8, 0.8, cv::BORDER_REFLECT_101);
     const float* r = ref.ptr<float>();
@@ -73,7 +37,7 @@ TEST(GaussianBlur, Uint8MatchesOpenCvWithinOne) {
   const ColumnSpec spec{"image", DType::kUInt8, Shape{32, 32, 3}};
   const std::vector<uint8_t> in = Pattern<uint8_t>(32 * 32 * 3, 9);
   const std::vector<uint8_t> out =
-      RunOp<uint8_t>("gaussian_blur", R"({"ksize": [5, 11], "sigma": 1.5})", spec, in, 1);
+      RunOp<uint8_t, uint8_t>("gaussian_blur", R"({"ksize": [5, 11], "sigma": 1.5})", spec, in, 1);
   cv::Mat src(32, 32, CV_8UC3, const_cast<uint8_t*>(in.data())), ref;
   cv::GaussianBlur(src, ref, cv::Size(11, 5), 1.5, 1.5, cv::BORDER_REFLECT_101);
   for (int i = 0; i < 32 * 32 * 3; ++i) ASSERT_NEAR(out[i], ref.data[i], 1) << "at " << i;
@@ -86,7 +50,7 @@ TEST(GaussianBlur, RandomSigmaIsDrawnPerSampleFromTheRange) {
   std::vector<float> in;
   for (int r = 0; r < 4; ++r) in.insert(in.end(), one.begin(), one.end());
   const std::vector<float> out =
-      RunOp<float>("gaussian_blur", R"({"ksize": 11, "sigma": [0.1, 2.0]})", spec, in, 4);
+      RunOp<float, float>("gaussian_blur", R"({"ksize": 11, "sigma": [0.1, 2.0]})", spec, in, 4);
   cv::Mat src(28, 28, CV_32F, one.data());
   for (int r = 0; r < 4; ++r) {
     double best = 1e9;
@@ -118,7 +82,7 @@ TEST(GreyDilation, MatchesOpenCvDilate) {
     const ColumnSpec spec{"image", DType::kUInt8, Shape{32, 32, 3}};
     const std::vector<uint8_t> in = Pattern<uint8_t>(32 * 32 * 3, k);
     const std::vector<uint8_t> out =
-        RunOp<uint8_t>("grey_dilation", "{\"size\": " + std::to_string(k) + "}", spec, in, 1);
+        RunOp<uint8_t, uint8_t>("grey_dilation", "{\"size\": " + std::to_string(k) + "}", spec, in, 1);
     cv::Mat src(32, 32, CV_8UC3, const_cast<uint8_t*>(in.data())), ref;
     cv::dilate(src, ref, cv::getStructuringElement(cv::MORPH_RECT, cv::Size(k, k)));
     EXPECT_EQ(std::vector<uint8_t>(ref.data, ref.data + in.size()), out) << "k=" << k;
@@ -129,7 +93,7 @@ TEST(GreyDilation, FloatMatchesOpenCvDilate) {
   const ColumnSpec spec{"image", DType::kFloat32, Shape{9, 7}};
   std::vector<float> in = Pattern<float>(63, 4);
   for (float& v : in) v -= 128.f;  // negative values: the border must not win
-  const std::vector<float> out = RunOp<float>("grey_dilation", R"({"size": 3})", spec, in, 1);
+  const std::vector<float> out = RunOp<float, float>("grey_dilation", R"({"size": 3})", spec, in, 1);
   cv::Mat src(9, 7, CV_32F, in.data()), ref;
   cv::dilate(src, ref, cv::getStructuringElement(cv::MORPH_RECT, cv::Size(3, 3)));
   EXPECT_EQ(std::vector<float>(ref.ptr<float>(), ref.ptr<float>() + 63), out);

@@ -60,8 +60,10 @@ absl::Status InspectTfRecord(const InspectArgs& args) {
       Example example;
       const bool parsed = example.ParseFromArray(record->data(), static_cast<int>(record->size()));
       if (args.json) {
-        std::string json = "null";
-        if (parsed) (void)google::protobuf::util::MessageToJsonString(example, &json);
+        std::string json;
+        if (!parsed || !google::protobuf::util::MessageToJsonString(example, &json).ok()) {
+          json = "null";
+        }
         std::printf("{\"index\": %lld, \"offset\": %llu, \"length\": %zu, \"example\": %s}\n",
                     static_cast<long long>(index), static_cast<unsigned long long>(offset),
                     record->size(), json.c_str());

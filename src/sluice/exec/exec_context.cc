@@ -51,9 +51,9 @@ MemoryBudget::MemoryBudget(int64_t limit, Cancellation* cancel) : limit_(limit),
 
 MemoryBudget::~MemoryBudget() { cancel_->Unregister(&cv_); }
 
-bool MemoryBudget::WaitForRoom() {
+bool MemoryBudget::WaitForRoom(const std::atomic<int64_t>* own_buffered) {
   absl::MutexLock lock(&mu_);
-  while (used_ > 0 && used_ >= limit_ && !cancel_->cancelled()) cv_.Wait(&mu_);
+  while (used_ >= limit_ && own_buffered->load() > 0 && !cancel_->cancelled()) cv_.Wait(&mu_);
   return !cancel_->cancelled();
 }
 

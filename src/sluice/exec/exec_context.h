@@ -62,16 +62,18 @@ class CpuToken {
   bool held_;
 };
 
-// Bytes of finished elements buffered between nodes. Producers wait while
-// the budget is exceeded and something is buffered (one element always fits,
-// so a pipeline never stalls on a budget smaller than one batch).
-// Thread-safe.
+// Bytes of finished elements buffered between nodes. A node about to make a
+// new element waits while the budget is exceeded, but only while it still
+// holds a finished element of its own: a node whose output is empty may be
+// what the consumer waits on, so it always proceeds. Hence no deadlock, and
+// the overshoot is at most one element per node. Thread-safe.
 class MemoryBudget {
  public:
   MemoryBudget(int64_t limit, Cancellation* cancel);
   ~MemoryBudget();
-  // Blocks until there is room; false when cancelled.
-  bool WaitForRoom();
+  // Blocks while over budget and *own_buffered > 0 (the caller's count of
+  // finished elements not yet taken); false when cancelled.
+  bool WaitForRoom(const std::atomic<int64_t>* own_buffered);
   void Add(int64_t bytes);
   void Remove(int64_t bytes);
   int64_t peak() const;

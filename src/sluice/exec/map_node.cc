@@ -5,6 +5,7 @@
 // every thread busy (no idle core at the end of an epoch), and several
 // chunks are in flight at once. Output is in input order by default, or in
 // completion order when the pipeline opts out of ordering.
+#include <atomic>
 #include <deque>
 #include <thread>
 
@@ -53,6 +54,7 @@ class MapIterator : public Iterator {
       if (ctx_->cancel.cancelled()) return absl::CancelledError("pipeline cancelled");
       std::shared_ptr<Slot> slot = TakeReady();
       if (slot != nullptr) {
+        if (slot->bytes > 0) --buffered_;
         ctx_->memory.Remove(slot->bytes);
         cv_.SignalAll();
         if (!slot->status.ok()) return slot->status;
@@ -137,7 +139,7 @@ class MapIterator : public Iterator {
       slot = std::make_shared<Slot>();
       slots_.push_back(slot);  // reserved in input order
     }
-    if (!ctx_->memory.WaitForRoom()) return false;
+    if (!ctx_->memory.WaitForRoom(&buffered_)) return false;
     bool end = false;
     Batch in;
     absl::Status status = input_->GetNext(&in, &end);
@@ -192,6 +194,7 @@ class MapIterator : public Iterator {
       if (slot.status.ok()) {
         slot.result = plan_->Assemble(slot.input, slot.outputs);
         slot.bytes = static_cast<int64_t>(slot.result.ByteSize());
+        ++buffered_;
         ctx_->memory.Add(slot.bytes);
       }
       slot.input = Batch();
@@ -217,6 +220,7 @@ class MapIterator : public Iterator {
   int64_t next_sample_ ABSL_GUARDED_BY(mu_) = 0;
   bool input_done_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::atomic<int64_t> buffered_{0};  // finished slots not yet taken
   // Last member: threads start after everything they use exists.
   std::vector<std::thread> runners_;
 };

@@ -1,5 +1,6 @@
 // Prefetch node: a background thread keeps up to `count` elements ready so
 // the consumer and the producers overlap.
+#include <atomic>
 #include <deque>
 #include <thread>
 
@@ -38,6 +39,7 @@ class PrefetchIterator : public Iterator {
     }
     *end = false;
     *out = std::move(item.batch);
+    --buffered_;
     ctx_->memory.Remove(item.bytes);
     queue_.pop_front();
     cv_.SignalAll();
@@ -62,12 +64,13 @@ class PrefetchIterator : public Iterator {
         }
         if (stopping_ || ctx_->cancel.cancelled()) return;
       }
-      if (!ctx_->memory.WaitForRoom()) return;
+      if (!ctx_->memory.WaitForRoom(&buffered_)) return;
       Item item;
       item.status = input_->GetNext(&item.batch, &item.end);
       item.bytes = item.status.ok() && !item.end ? static_cast<int64_t>(item.batch.ByteSize()) : 0;
       const bool last = !item.status.ok() || item.end;
       absl::MutexLock lock(&mu_);
+      if (!last) ++buffered_;
       ctx_->memory.Add(item.bytes);
       queue_.push_back(std::move(item));
       cv_.SignalAll();
@@ -82,6 +85,7 @@ class PrefetchIterator : public Iterator {
   absl::CondVar cv_;
   std::deque<Item> queue_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::atomic<int64_t> buffered_{0};  // elements queued for the consumer
   std::thread thread_;  // last: starts after the members it uses
 };
 

@@ -28,6 +28,7 @@ class SourceIterator : public Iterator {
     CpuToken token(&ctx_->cpu);
     if (!token.held()) return absl::CancelledError("pipeline cancelled");
     BatchBuilder builder(node_.output_schema, chunk_rows_, ctx_->pool, ragged_hint_);
+    builder.provenance() = Provenance(node_.format->files());
     while (builder.remaining() > 0) {
       if (!reader_) {
         if (next_split_ == splits_.size()) break;

@@ -1,0 +1,131 @@
+// The `sluice` binary end to end, as a user runs it: real processes, real
+// files written by make-data.
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "temp_dir.h"
+
+namespace sluice::cli {
+namespace {
+
+using ::testing::HasSubstr;
+
+struct Result {
+  int exit_code;
+  std::string out;  // stdout and stderr
+};
+
+Result Sluice(const std::string& args) {
+  const char* bin = std::getenv("SLUICE_BIN");
+  const std::string command = std::string(bin ? bin : "sluice") + " " + args + " 2>&1";
+  std::FILE* p = ::popen(command.c_str(), "r");
+  Result r{-1, ""};
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  const int status = ::pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+nlohmann::json LastJsonLine(const std::string& out) {
+  const size_t end = out.find_last_not_of('\n');
+  const size_t start = out.rfind('\n', end);
+  return nlohmann::json::parse(out.substr(start == std::string::npos ? 0 : start + 1, end + 1));
+}
+
+class SluiceCliTest : public ::testing::Test {
+ protected:
+  testing::TempDir dir_;
+};
+
+TEST_F(SluiceCliTest, MakeDataThenRunReportsEverySample) {
+  ASSERT_EQ(Sluice("make-data mnist --out " + dir_.Join("mnist") + " --count 500").exit_code, 0);
+  const std::string raw = dir_.Join("mnist/MNIST/raw/");
+  testing::WriteFileBytes(dir_.Join("p.json"), R"({
+    "seed": 3,
+    "nodes": [
+      {"source": {"mnist": {"images": ")" + raw + R"(train-images-idx3-ubyte",
+                            "labels": ")" + raw + R"(train-labels-idx1-ubyte"}}},
+      {"map": {"ops": [{"op": "normalize", "attrs": {"mean": 0.1307, "std": 0.3081, "scale": 0.00392156862745098}},
+                       {"op": "gaussian_blur", "attrs": {"ksize": 11, "sigma": [0.1, 2.0]}}]}},
+      {"batch": {"size": 64}},
+      {"prefetch": {}}]})");
+  const Result r = Sluice("run " + dir_.Join("p.json") + " --epochs 2 --threads 2 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const nlohmann::json j = LastJsonLine(r.out);
+  EXPECT_EQ(j["samples"], 1000);
+  EXPECT_EQ(j["batches"], 16);  // 7 full batches and one of 52, twice
+  EXPECT_EQ(j["epochs"], 2);
+  EXPECT_GT(j["samples_per_s"].get<double>(), 0);
+  EXPECT_EQ(j["peak_rss_mb_after_epoch"].size(), 2u);
+}
+
+TEST_F(SluiceCliTest, InvalidPipelineExitsNonZeroNamingTheProblem) {
+  testing::WriteFileBytes(dir_.Join("bad.json"), R"({"nodes": [{"batch": {"size": "big"}}]})");
+  Result r = Sluice("run " + dir_.Join("bad.json"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.out, HasSubstr("(nodes[0].batch.size)"));
+  testing::WriteFileBytes(dir_.Join("glob.json"),
+                          R"({"nodes": [{"source": {"tfrecord": {"files": [")" + dir_.Join("none-*.tfrecord") + R"("]}}}]})");
+  r = Sluice("run " + dir_.Join("glob.json"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.out, HasSubstr("NOT_FOUND"));
+  EXPECT_THAT(r.out, HasSubstr("no file matches pattern '" + dir_.Join("none-*.tfrecord") + "'"));
+}
+
+TEST_F(SluiceCliTest, InspectIndexAndCorruption) {
+  ASSERT_EQ(Sluice("make-data cifar10 --out " + dir_.path() + " --count 30 --files 2").exit_code, 0);
+  const std::string file = dir_.Join("train-00000-of-00002.tfrecord");
+  Result r = Sluice("inspect " + file + " --json --limit 2");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("15 records, all CRCs valid"));
+  const size_t first = r.out.find("{\"index\": 1");
+  ASSERT_NE(first, std::string::npos) << r.out;
+  const nlohmann::json rec = nlohmann::json::parse(r.out.substr(first, r.out.find('\n', first) - first));
+  EXPECT_GT(rec["offset"].get<int64_t>(), 0);
+  EXPECT_TRUE(rec["example"]["features"]["feature"].contains("label"));
+
+  r = Sluice("index " + dir_.Join("*.tfrecord"));
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("15 records -> " + file + ".index"));
+
+  testing::IncrementByte(file, 40);
+  r = Sluice("inspect " + file + " --limit 0");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.out, HasSubstr("DATA_LOSS"));
+  EXPECT_THAT(r.out, HasSubstr("in " + file + " at offset 0"));
+}
+
+TEST_F(SluiceCliTest, InspectIdxAndCifarBinary) {
+  ASSERT_EQ(Sluice("make-data mnist --out " + dir_.path() + " --count 12").exit_code, 0);
+  Result r = Sluice("inspect " + dir_.Join("MNIST/raw/train-labels-idx1-ubyte"));
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("IDX uint8, shape [12]"));
+  ASSERT_EQ(Sluice("make-data cifar10 --format bin --out " + dir_.Join("bin") + " --count 4 --files 1").exit_code, 0);
+  r = Sluice("inspect " + dir_.Join("bin/data_batch_1.bin"));
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("CIFAR-10 binary, 4 records"));
+  testing::WriteFileBytes(dir_.Join("junk.bin"), "not a dataset");
+  r = Sluice("inspect " + dir_.Join("junk.bin"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.out, HasSubstr("cannot tell the format"));
+}
+
+TEST_F(SluiceCliTest, OpsListsDocsAndDefaults) {
+  const Result r = Sluice("ops gaussian_blur");
+  ASSERT_EQ(r.exit_code, 0);
+  EXPECT_THAT(r.out, HasSubstr("gaussian_blur  [random]"));
+  EXPECT_THAT(r.out, HasSubstr("ksize"));
+  EXPECT_THAT(r.out, HasSubstr("= 3"));
+  EXPECT_EQ(Sluice("ops no_such_op").exit_code, 1);
+}
+
+}  // namespace
+}  // namespace sluice::cli

@@ -1,0 +1,246 @@
+// The engine end to end on small real files: determinism across thread
+// counts, ordering, shuffling, batching, bounded memory and bad input.
+#include "sluice/exec/pipeline.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "example.pb.h"
+#include "sluice/graph/pipeline_builder.h"
+#include "sluice/io/tfrecord_index.h"
+#include "status_matchers.h"
+#include "temp_dir.h"
+#include "test_data.h"
+
+namespace sluice::exec {
+namespace {
+
+using graph::Op;
+using graph::PipelineBuilder;
+using ::sluice::testing::StatusIs;
+using ::testing::HasSubstr;
+
+// Every element of one epoch, copied out.
+struct Output {
+  std::vector<int64_t> rows;               // per element
+  std::vector<std::vector<uint8_t>> bytes;  // per element, all columns
+  std::vector<int64_t> labels;              // every label, in order
+};
+
+absl::StatusOr<Output> RunEpoch(const PipelineDef& def, uint64_t epoch = 0,
+                                io::CorruptionLog* skips = nullptr) {
+  auto pipeline = Pipeline::Create(def);
+  if (!pipeline.ok()) return pipeline.status();
+  auto it = (*pipeline)->Iterate(epoch);
+  const std::optional<int> label = (*pipeline)->output_schema().Find("label");
+  Output out;
+  while (true) {
+    Batch b;
+    bool end = false;
+    absl::Status s = it->Next(&b, &end);
+    if (!s.ok()) return s;
+    if (end) break;
+    out.rows.push_back(b.rows);
+    std::vector<uint8_t> bytes;
+    for (const Column& c : b.columns) {
+      bytes.insert(bytes.end(), c.values.raw_data(), c.values.raw_data() + c.values.byte_size());
+    }
+    out.bytes.push_back(std::move(bytes));
+    if (label) {
+      const int64_t* l = b.columns[*label].values.data<int64_t>();
+      out.labels.insert(out.labels.end(), l, l + b.rows);
+    }
+  }
+  if (skips != nullptr) {
+    skips->Add(it->skipped().skipped(), it->skipped().Summary());
+  }
+  return out;
+}
+
+class PipelineTest : public ::testing::Test {
+ protected:
+  void SetUp() override { files_ = testing::WriteCifarTfRecords(dir_.path(), kRecords, 3); }
+
+  // W2's shape: parse, dilation, random blur, batch, rescale, random warps.
+  PipelineBuilder W2Like(int threads) {
+    PipelineBuilder b =
+        PipelineBuilder::TfRecord({dir_.Join("*.tfrecord")},
+                                  {graph::BytesFeature("image", 3072), graph::Int64Feature("label")});
+    b.Map({Op("reshape", {{"shape", {32, 32, 3}}}), Op("grey_dilation", {{"size", 3}}),
+           Op("gaussian_blur", {{"ksize", 11}, {"sigma", {0.5, 1.5}}})})
+        .Batch(16)
+        .Map({Op("rescale", {{"scale", 1 / 255.0}}), Op("random_flip"),
+              Op("random_rotation", {{"degrees", 20.0}}), Op("random_zoom", {{"scale", {0.9, 1.1}}})})
+        .Prefetch(2)
+        .Seed(1234)
+        .Threads(threads);
+    return b;
+  }
+
+  static constexpr int kRecords = 100;
+  testing::TempDir dir_;
+  std::vector<std::string> files_;
+};
+
+TEST_F(PipelineTest, OneSeedGivesBitIdenticalBatchesWhateverTheThreadCount) {
+  ASSERT_OK_AND_ASSIGN(Output one, RunEpoch(W2Like(1).Build()));
+  ASSERT_OK_AND_ASSIGN(Output two, RunEpoch(W2Like(2).Build()));
+  ASSERT_OK_AND_ASSIGN(Output four, RunEpoch(W2Like(4).Build()));
+  ASSERT_EQ(one.rows, (std::vector<int64_t>{16, 16, 16, 16, 16, 16, 4}));
+  EXPECT_TRUE(one.bytes == two.bytes);
+  EXPECT_TRUE(one.bytes == four.bytes);
+  // A different seed or epoch changes the augmentation.
+  ASSERT_OK_AND_ASSIGN(Output reseeded, RunEpoch(W2Like(2).Seed(99).Build()));
+  ASSERT_OK_AND_ASSIGN(Output epoch1, RunEpoch(W2Like(2).Build(), 1));
+  EXPECT_FALSE(one.bytes == reseeded.bytes);
+  EXPECT_FALSE(one.bytes == epoch1.bytes);
+}
+
+TEST_F(PipelineTest, OrderedByDefaultAndUnorderedOnRequest) {
+  ASSERT_OK_AND_ASSIGN(Output w2, RunEpoch(W2Like(2).Build()));
+  std::vector<int64_t> expected;
+  for (int i = 0; i < kRecords; ++i) expected.push_back(i % 10);
+  EXPECT_EQ(w2.labels, expected);
+
+  // Unordered: the same batches in any order. (Random ops key on the stream
+  // position, so this compares a pipeline without them.)
+  PipelineDef def =
+      PipelineBuilder::TfRecord({dir_.Join("*.tfrecord")},
+                                {graph::BytesFeature("image", 3072), graph::Int64Feature("label")})
+          .Map({Op("reshape", {{"shape", {32, 32, 3}}}), Op("grey_dilation", {{"size", 3}})})
+          .Batch(16)
+          .Map({Op("rescale", {{"scale", 1 / 255.0}})})
+          .Threads(2)
+          .Build();
+  ASSERT_OK_AND_ASSIGN(Output ordered, RunEpoch(def));
+  def.mutable_options()->set_unordered(true);
+  ASSERT_OK_AND_ASSIGN(Output unordered, RunEpoch(def));
+  std::multiset<std::vector<uint8_t>> a(ordered.bytes.begin(), ordered.bytes.end());
+  std::multiset<std::vector<uint8_t>> b(unordered.bytes.begin(), unordered.bytes.end());
+  EXPECT_TRUE(a == b);  // same batches, any order
+}
+
+TEST_F(PipelineTest, ShuffleIsAPermutationReshuffledEachEpoch) {
+  PipelineDef def =
+      PipelineBuilder::TfRecord({dir_.Join("*.tfrecord")}, {graph::Int64Feature("label")})
+          .Map({Op("cast", {{"field", "label"}, {"dtype", "int64"}})})
+          .Shuffle(64)
+          .Batch(10)
+          .Seed(7)
+          .Build();
+  ASSERT_OK_AND_ASSIGN(Output e0, RunEpoch(def, 0));
+  ASSERT_OK_AND_ASSIGN(Output e0_again, RunEpoch(def, 0));
+  ASSERT_OK_AND_ASSIGN(Output e1, RunEpoch(def, 1));
+  EXPECT_EQ(e0.labels, e0_again.labels);
+  EXPECT_NE(e0.labels, e1.labels);
+  std::map<int64_t, int> counts;
+  for (int64_t l : e0.labels) ++counts[l];
+  ASSERT_EQ(counts.size(), 10u);
+  for (const auto& [label, n] : counts) EXPECT_EQ(n, 10) << label;
+  std::vector<int64_t> in_order;
+  for (int i = 0; i < kRecords; ++i) in_order.push_back(i % 10);
+  EXPECT_NE(e0.labels, in_order);
+}
+
+TEST_F(PipelineTest, BatchRemainderTakeRepeatAndFilter) {
+  auto labels_of = [&](PipelineBuilder b) {
+    auto out = RunEpoch(b.Build());
+    EXPECT_TRUE(out.ok()) << out.status();
+    return out.ok() ? *out : Output();
+  };
+  auto base = [&] {
+    return PipelineBuilder::TfRecord({dir_.Join("*.tfrecord")}, {graph::Int64Feature("label")});
+  };
+  EXPECT_EQ(labels_of(base().Batch(30, true)).rows, (std::vector<int64_t>{30, 30, 30}));
+  EXPECT_EQ(labels_of(base().Batch(30)).rows, (std::vector<int64_t>{30, 30, 30, 10}));
+  EXPECT_EQ(labels_of(base().Take(7)).labels.size(), 7u);  // samples before batching
+  EXPECT_EQ(labels_of(base().Batch(30).Take(2)).rows, (std::vector<int64_t>{30, 30}));
+  EXPECT_EQ(labels_of(base().Repeat(3).Batch(64)).labels.size(), 3u * kRecords);
+  const Output kept = labels_of(base().Filter(Op("keep_if", {{"cmp", "<"}, {"value", 3.0}})).Batch(8));
+  EXPECT_EQ(kept.labels.size(), 30u);
+  for (int64_t l : kept.labels) EXPECT_LT(l, 3);
+}
+
+TEST_F(PipelineTest, UnbatchedPipelinesYieldSamples) {
+  ASSERT_OK_AND_ASSIGN(
+      Output out, RunEpoch(PipelineBuilder::TfRecord({dir_.Join("*.tfrecord")}, {graph::Int64Feature("label")}).Build()));
+  EXPECT_EQ(out.rows.size(), static_cast<size_t>(kRecords));
+  EXPECT_EQ(out.rows[0], 1);
+}
+
+TEST_F(PipelineTest, MemoryBudgetBoundsBufferedBytes) {
+  PipelineDef def = W2Like(2).Prefetch(8).Build();
+  def.mutable_options()->set_memory_budget_bytes(100 << 10);  // less than two batches
+  auto pipeline = Pipeline::Create(def);
+  ASSERT_TRUE(pipeline.ok());
+  auto it = (*pipeline)->Iterate(0);
+  Batch b;
+  bool end = false;
+  int n = 0;
+  while (it->Next(&b, &end).ok() && !end) ++n;
+  EXPECT_EQ(n, 7);
+  const int64_t batch_bytes = 16 * (32 * 32 * 3 * 4 + 8);
+  // At most the budget plus what a producer finishes while over it: one
+  // element per producing stage.
+  EXPECT_LE(it->peak_buffered_bytes(), (100 << 10) + 3 * batch_bytes);
+}
+
+TEST_F(PipelineTest, MissingFeatureNamesFeatureFileAndRecord) {
+  std::vector<std::string> records;
+  for (int i = 0; i < 5; ++i) records.push_back(testing::MakeExample(testing::CifarImage(i), i));
+  Example bad;
+  (*bad.mutable_features()->mutable_feature())["image"].mutable_bytes_list()->add_value(testing::CifarImage(5));
+  records.push_back(bad.SerializeAsString());
+  const std::string path = dir_.Join("bad.tfrecord");
+  testing::WriteTfRecords(path, records);
+  EXPECT_THAT(RunEpoch(PipelineBuilder::TfRecord({path}, {graph::BytesFeature("image", 3072),
+                                                          graph::Int64Feature("label")})
+                           .Batch(4)
+                           .Build()),
+              StatusIs(absl::StatusCode::kNotFound,
+                       HasSubstr("record 5 of " + path + ": feature 'label' missing")));
+}
+
+TEST_F(PipelineTest, WrongFeatureLengthNamesFeatureFileAndRecord) {
+  EXPECT_THAT(RunEpoch(PipelineBuilder::TfRecord({files_[1]}, {graph::BytesFeature("image", 3000)}).Build()),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("record 0 of " + files_[1] + ": feature 'image': expected 3000 bytes, got 3072")));
+}
+
+TEST_F(PipelineTest, CorruptRecordFailsWithFileAndOffsetOrIsSkippedAndCounted) {
+  // Record 2 of file 0 starts at 2 * (16 + record size).
+  const std::string record = testing::MakeExample(testing::CifarImage(0), 0);
+  const size_t offset = 2 * (16 + record.size());
+  testing::IncrementByte(files_[0], offset + 12 + 100);
+  auto labels = [&] {
+    return PipelineBuilder::TfRecord({dir_.Join("*.tfrecord")}, {graph::Int64Feature("label")});
+  };
+  EXPECT_THAT(RunEpoch(labels().Batch(8).Build()),
+              StatusIs(absl::StatusCode::kDataLoss,
+                       HasSubstr("data crc mismatch) in " + files_[0] + " at offset " + std::to_string(offset))));
+  io::CorruptionLog skips;
+  ASSERT_OK_AND_ASSIGN(Output out, RunEpoch(labels().SkipCorruptRecords().Batch(8).Build(), 0, &skips));
+  EXPECT_EQ(out.labels.size(), static_cast<size_t>(kRecords - 1));
+  EXPECT_EQ(skips.skipped(), 1);
+  EXPECT_THAT(skips.Summary(), HasSubstr("at offset " + std::to_string(offset)));
+}
+
+TEST_F(PipelineTest, IndexedFilesSplitIntoRecordRanges) {
+  for (const std::string& f : files_) ASSERT_TRUE(io::WriteTfRecordIndex(f).ok());
+  PipelineDef def = PipelineBuilder::TfRecord({dir_.Join("*.tfrecord")}, {graph::Int64Feature("label")})
+                        .SplitRecords(5)
+                        .Batch(100)
+                        .Build();
+  ASSERT_OK_AND_ASSIGN(auto pipeline, Pipeline::Create(def));
+  EXPECT_EQ(pipeline->compiled().nodes[0].format->MakeSplits().size(), 21u);  // 34, 33, 33 records
+  ASSERT_OK_AND_ASSIGN(Output out, RunEpoch(def));
+  std::vector<int64_t> expected;
+  for (int i = 0; i < kRecords; ++i) expected.push_back(i % 10);
+  EXPECT_EQ(out.labels, expected);
+}
+
+}  // namespace
+}  // namespace sluice::exec

@@ -1,0 +1,129 @@
+#include "sluice/graph/compiled_pipeline.h"
+
+#include "gmock/gmock.h"
+#include "google/protobuf/util/message_differencer.h"
+#include "gtest/gtest.h"
+#include "sluice/cli/workloads.h"
+#include "sluice/graph/pipeline_builder.h"
+#include "sluice/graph/pipeline_json.h"
+#include "status_matchers.h"
+#include "temp_dir.h"
+#include "test_data.h"
+
+namespace sluice::graph {
+namespace {
+
+using ::sluice::testing::StatusIs;
+using ::testing::HasSubstr;
+
+class CompileTest : public ::testing::Test {
+ protected:
+  void SetUp() override { testing::WriteCifarTfRecords(dir_.path(), 10, 2); }
+
+  PipelineBuilder Cifar() {
+    return PipelineBuilder::TfRecord({dir_.Join("*.tfrecord")},
+                                     {BytesFeature("image", 3072), Int64Feature("label")});
+  }
+
+  testing::TempDir dir_;
+};
+
+TEST_F(CompileTest, ParsesFeaturesInTheFirstMapAndTracksTheSchema) {
+  ASSERT_OK_AND_ASSIGN(
+      CompiledPipeline c,
+      Compile(Cifar()
+                  .Map({Op("reshape", {{"shape", {32, 32, 3}}}), Op("rescale", {{"scale", 0.5}})})
+                  .Batch(4)
+                  .Build()));
+  ASSERT_EQ(c.nodes.size(), 3u);
+  EXPECT_EQ(c.nodes[1].ops.front().name, "parse_example");
+  EXPECT_EQ(c.output_schema().ToString(), "{image: float32[32,32,3], label: int64[]}");
+  EXPECT_TRUE(c.batched());
+}
+
+TEST_F(CompileTest, FusesConsecutiveWarps) {
+  ASSERT_OK_AND_ASSIGN(
+      CompiledPipeline c,
+      Compile(Cifar()
+                  .Map({Op("reshape", {{"shape", {32, 32, 3}}}), Op("random_flip"),
+                        Op("random_rotation", {{"degrees", 10.0}}),
+                        Op("random_zoom", {{"scale", {0.9, 1.1}}})})
+                  .Build()));
+  const std::vector<BoundOp>& ops = c.nodes[1].ops;
+  ASSERT_EQ(ops.size(), 3u);  // parse, reshape, fused warp
+  EXPECT_EQ(ops.back().name, "fused(random_flip+random_rotation+random_zoom)");
+}
+
+TEST_F(CompileTest, UnknownOpNamesNodeAndOp) {
+  EXPECT_THAT(Compile(Cifar().Map({Op("gaussian_blurr")}).Build()),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("node 'map_1' (nodes[1]): ops[0]: unknown op 'gaussian_blurr'")));
+}
+
+TEST_F(CompileTest, WrongAttrTypeNamesNodeOpAndAttr) {
+  EXPECT_THAT(
+      Compile(Cifar().Map({Op("reshape", {{"shape", {32, 32, 3}}}),
+                           Op("gaussian_blur", {{"ksize", "eleven"}, {"sigma", 1.0}})}).Build()),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("node 'map_1' (nodes[1]): ops[1]: op 'gaussian_blur': attr 'ksize' must be an integer")));
+}
+
+TEST_F(CompileTest, ShapeMismatchIsCaughtBeforeRunning) {
+  EXPECT_THAT(Compile(Cifar().Map({Op("gaussian_blur", {{"sigma", 1.0}})}).Build()),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("column 'image' has shape [3072] but this op needs an image")));
+}
+
+TEST_F(CompileTest, MissingColumnNamesIt) {
+  EXPECT_THAT(Compile(Cifar().Map({Op("rescale", {{"field", "pixels"}, {"scale", 2.0}})}).Build()),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("attr 'field' names no column: 'pixels' (columns: image, label)")));
+}
+
+TEST_F(CompileTest, StructuralErrors) {
+  EXPECT_THAT(Compile(PipelineDef()), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("no nodes")));
+  EXPECT_THAT(Compile(Cifar().Batch(2).Batch(2).Build()),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("may batch only once")));
+  EXPECT_THAT(Compile(Cifar().Batch(0).Build()),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("node 'batch_1' (nodes[1]): size must be > 0")));
+  EXPECT_THAT(Compile(Cifar().Batch(2).Shuffle(10).Build()),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("shuffle after batch")));
+  EXPECT_THAT(Compile(Cifar().Filter(Op("rescale", {{"scale", 1.0}})).Build()),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("is not a predicate")));
+  PipelineDef no_source = Cifar().Build();
+  no_source.mutable_nodes(0)->mutable_batch()->set_size(1);
+  EXPECT_THAT(Compile(no_source), StatusIs(absl::StatusCode::kInvalidArgument,
+                                           HasSubstr("the first node must be a source")));
+}
+
+TEST_F(CompileTest, BadFeatureDeclarations) {
+  EXPECT_THAT(Compile(PipelineBuilder::TfRecord({dir_.Join("*.tfrecord")}, {BytesFeature("image", 0)}).Build()),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("features[0] 'image': a bytes feature needs its length")));
+  FeatureDef f = Int64Feature("label");
+  f.set_dtype("string");
+  EXPECT_THAT(Compile(PipelineBuilder::TfRecord({dir_.Join("*.tfrecord")}, {f}).Build()),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("dtype must be \"bytes\", \"int64\" or \"float32\"")));
+}
+
+TEST_F(CompileTest, MissingFilesAreNotFoundNamingThePattern) {
+  EXPECT_THAT(Compile(PipelineBuilder::TfRecord({dir_.Join("*.tfrec")}).Build()),
+              StatusIs(absl::StatusCode::kNotFound,
+                       HasSubstr("node 'source_0' (nodes[0]): no file matches pattern '" + dir_.Join("*.tfrec") + "'")));
+}
+
+// pipelines/*.json are what the README runs; they must stay the workloads
+// the bench measures.
+TEST(ShippedPipelines, EqualTheBenchWorkloads) {
+  const std::string root = std::getenv("SLUICE_SOURCE_DIR") ? std::getenv("SLUICE_SOURCE_DIR") : ".";
+  ASSERT_OK_AND_ASSIGN(PipelineDef w1, PipelineFromJsonFile(root + "/pipelines/w1_mnist.json"));
+  ASSERT_OK_AND_ASSIGN(PipelineDef w2, PipelineFromJsonFile(root + "/pipelines/w2_cifar10.json"));
+  google::protobuf::util::MessageDifferencer diff;
+  std::string report;
+  diff.ReportDifferencesToString(&report);
+  diff.set_float_comparison(google::protobuf::util::MessageDifferencer::APPROXIMATE);
+  EXPECT_TRUE(diff.Compare(cli::W1Pipeline("data/mnist"), w1)) << report;
+  EXPECT_TRUE(diff.Compare(cli::W2Pipeline("data/cifar10"), w2)) << report;
+}
+
+}  // namespace
+}  // namespace sluice::graph

@@ -1,0 +1,41 @@
+#include "sluice/graph/pipeline_json.h"
+
+#include "gmock/gmock.h"
+#include "google/protobuf/util/message_differencer.h"
+#include "gtest/gtest.h"
+#include "status_matchers.h"
+
+namespace sluice::graph {
+namespace {
+
+using ::sluice::testing::StatusIs;
+using ::testing::HasSubstr;
+
+TEST(PipelineJson, ErrorsNameTheFieldPath) {
+  EXPECT_THAT(PipelineFromJson(R"({"nodes": [{"batch": {"size": "many"}}]})"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("invalid pipeline JSON: (nodes[0].batch.size)")));
+  EXPECT_THAT(PipelineFromJson(R"({"nodes": [{"batch": {"sise": 3}}]})"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("(nodes[0].batch) sise")));
+  EXPECT_THAT(PipelineFromJson(R"({"nodes": [)"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("invalid pipeline JSON")));
+}
+
+TEST(PipelineJson, RoundTrips) {
+  ASSERT_OK_AND_ASSIGN(PipelineDef def, PipelineFromJson(R"({
+      "name": "t", "seed": 5,
+      "nodes": [{"source": {"mnist": {"images": "i", "labels": "l"}}},
+                {"map": {"ops": [{"op": "gaussian_blur", "attrs": {"ksize": 11, "sigma": [0.1, 2]}}]}},
+                {"batch": {"size": 8, "drop_remainder": true}}]})"));
+  EXPECT_EQ(def.nodes(1).map().ops(0).attrs().fields().at("ksize").number_value(), 11);
+  ASSERT_OK_AND_ASSIGN(PipelineDef again, PipelineFromJson(PipelineToJson(def)));
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(again, def));
+}
+
+TEST(PipelineJson, MissingFileIsNotFound) {
+  EXPECT_THAT(PipelineFromJsonFile("/nonexistent/p.json"),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("/nonexistent/p.json")));
+}
+
+}  // namespace
+}  // namespace sluice::graph

@@ -1,0 +1,66 @@
+#include <limits>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "op_test_util.h"
+#include "status_matchers.h"
+
+namespace sluice::ops {
+namespace {
+
+using ::sluice::testing::StatusIs;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using testing::RunOp;
+
+TEST(Cast, FloatToUint8TruncatesAndSaturates) {
+  const std::vector<float> in = {-3.f, 0.f, 1.9f, 254.5f, 300.f, std::numeric_limits<float>::quiet_NaN()};
+  EXPECT_THAT((RunOp<uint8_t, float>("cast", R"({"field": "x", "dtype": "uint8"})",
+                                     ColumnSpec{"x", DType::kFloat32, Shape{6}}, in, 1)),
+              ElementsAre(0, 0, 1, 254, 255, 0));
+}
+
+TEST(Cast, Int64ToInt32Saturates) {
+  const std::vector<int64_t> in = {int64_t{1} << 40, -5, -(int64_t{1} << 40)};
+  EXPECT_THAT((RunOp<int32_t, int64_t>("cast", R"({"field": "x", "dtype": "int32"})",
+                                       ColumnSpec{"x", DType::kInt64, Shape{3}}, in, 1)),
+              ElementsAre(std::numeric_limits<int32_t>::max(), -5, std::numeric_limits<int32_t>::min()));
+}
+
+TEST(Normalize, MatchesTheFormulaPerChannel) {
+  // Two HWC samples of 2x2x3 uint8: (x / 255 - mean[c]) / std[c].
+  std::vector<uint8_t> in(24);
+  for (int i = 0; i < 24; ++i) in[i] = static_cast<uint8_t>(i * 10);
+  const std::vector<float> out = RunOp<float, uint8_t>(
+      "normalize", R"({"mean": [0.1, 0.2, 0.3], "std": [0.5, 0.25, 2], "scale": 0.00392156862745098})",
+      ColumnSpec{"image", DType::kUInt8, Shape{2, 2, 3}}, in, 2);
+  const float mean[] = {0.1f, 0.2f, 0.3f}, sd[] = {0.5f, 0.25f, 2.f};
+  for (int i = 0; i < 24; ++i) {
+    EXPECT_NEAR(out[i], (in[i] / 255.f - mean[i % 3]) / sd[i % 3], 1e-6) << i;
+  }
+}
+
+TEST(Normalize, ChannelsFirst) {
+  std::vector<float> in = {1, 2, 3, 4, 5, 6, 7, 8};  // 2 x 2 x 2, CHW
+  const std::vector<float> out = RunOp<float, float>(
+      "normalize", R"({"mean": [1, 5], "std": [1, 2], "layout": "CHW"})",
+      ColumnSpec{"image", DType::kFloat32, Shape{2, 2, 2}}, in, 1);
+  EXPECT_THAT(out, ElementsAre(0, 1, 2, 3, 0, 0.5, 1, 1.5));
+}
+
+TEST(Normalize, WrongChannelCountNamesTheAttr) {
+  EXPECT_THAT(testing::Bind("normalize", R"({"mean": [0.1, 0.2], "std": [1, 1]})",
+                            ColumnSpec{"image", DType::kUInt8, Shape{4, 4, 3}}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("op 'normalize': attr 'mean' has 2 values; column 'image' [4,4,3] has 3 channels")));
+}
+
+TEST(Rescale, ScalesToFloat) {
+  const std::vector<uint8_t> in = {0, 51, 255};
+  EXPECT_THAT((RunOp<float, uint8_t>("rescale", R"({"field": "x", "scale": 0.00392156862745098, "offset": -1})",
+                                     ColumnSpec{"x", DType::kUInt8, Shape{3}}, in, 1)),
+              ElementsAre(-1.f, ::testing::FloatNear(-0.8f, 1e-6), ::testing::FloatNear(0.f, 1e-6)));
+}
+
+}  // namespace
+}  // namespace sluice::ops

@@ -1,0 +1,182 @@
+// Warps against OpenCV's warpAffine (WARP_INVERSE_MAP, bilinear). OpenCV
+// quantizes interpolation weights to 1/32 of a pixel, so the inputs are
+// smooth images (neighbours differ by at most ~30) and the stated tolerance
+// is 1.0 per value (about 30/32), mean 0.25. A half-pixel error in the
+// mapping would show as ~15.
+#include <cmath>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "op_test_util.h"
+#include "opencv2/imgproc.hpp"
+#include "sluice/core/rng.h"
+#include "sluice/ops/warp.h"
+#include "status_matchers.h"
+
+namespace sluice::ops {
+namespace {
+
+using ::sluice::testing::StatusIs;
+using ::testing::HasSubstr;
+using testing::Pattern;
+using testing::RunOp;
+
+constexpr double kPi = 3.14159265358979323846;
+
+// The map random_rotation draws for one sample (same stream as the kernel).
+cv::Mat RotationMap(float lo, float hi, int h, int w, int64_t sample) {
+  SampleRng rng(1, 42, 0, sample);
+  const double t = rng.Uniform(lo, hi) * kPi / 180.0;
+  const double cx = (w - 1) / 2.0, cy = (h - 1) / 2.0, c = std::cos(t), s = std::sin(t);
+  return (cv::Mat_<double>(2, 3) << c, -s, cx - c * cx + s * cy, s, c, cy - s * cx - c * cy);
+}
+
+void ExpectClose(const float* got, const cv::Mat& ref, int n, double max_error) {
+  double sum = 0, worst = 0;
+  for (int i = 0; i < n; ++i) {
+    const double e = std::abs(got[i] - ref.ptr<float>()[i]);
+    sum += e;
+    worst = std::max(worst, e);
+  }
+  EXPECT_LE(worst, max_error);
+  EXPECT_LE(sum / n, 0.25);
+}
+
+// An h x w x c image of low spatial frequency, values in [28, 228].
+template <typename T>
+std::vector<T> Smooth(int h, int w, int c) {
+  std::vector<T> v(h * w * c);
+  for (int y = 0; y < h; ++y) {
+    for (int x = 0; x < w; ++x) {
+      for (int ch = 0; ch < c; ++ch) {
+        v[(y * w + x) * c + ch] = static_cast<T>(128 + 100 * std::sin(0.3 * x + ch) * std::cos(0.2 * y));
+      }
+    }
+  }
+  return v;
+}
+
+TEST(RandomRotation, MatchesOpenCvWarpAffineForEachBorderMode) {
+  const int h = 32, w = 32;
+  const std::vector<float> img = Smooth<float>(h, w, 3);
+  for (auto [mode, border] : {std::pair{"reflect", cv::BORDER_REFLECT},
+                              std::pair{"nearest", cv::BORDER_REPLICATE},
+                              std::pair{"constant", cv::BORDER_CONSTANT}}) {
+    std::vector<float> in;
+    for (int r = 0; r < 3; ++r) in.insert(in.end(), img.begin(), img.end());
+    const std::string attrs = std::string(R"({"degrees": 36, "fill_mode": ")") + mode +
+                              R"(", "fill_value": 7})";
+    const std::vector<float> out = RunOp<float, float>(
+        "random_rotation", attrs, ColumnSpec{"image", DType::kFloat32, Shape{h, w, 3}}, in, 3);
+    for (int r = 0; r < 3; ++r) {
+      cv::Mat src(h, w, CV_32FC3, const_cast<float*>(img.data())), ref;
+      cv::warpAffine(src, ref, RotationMap(-36, 36, h, w, r), cv::Size(w, h),
+                     cv::INTER_LINEAR | cv::WARP_INVERSE_MAP, border, cv::Scalar::all(7));
+      SCOPED_TRACE(std::string(mode) + " sample " + std::to_string(r));
+      // Where a constant fill meets the image the step is up to ~120, so
+      // the quantized reference may be off by about 120/32 there.
+      ExpectClose(out.data() + r * h * w * 3, ref, h * w * 3,
+                  border == cv::BORDER_CONSTANT ? 4.0 : 1.0);
+    }
+  }
+}
+
+TEST(RandomZoom, MatchesOpenCvOnUint8) {
+  const int h = 28, w = 20;
+  const std::vector<uint8_t> img = Smooth<uint8_t>(h, w, 1);
+  const std::vector<uint8_t> out = RunOp<uint8_t, uint8_t>(
+      "random_zoom", R"({"scale": [0.8, 1.25], "fill_mode": "nearest"})",
+      ColumnSpec{"image", DType::kUInt8, Shape{h, w}}, img, 1);
+  SampleRng rng(1, 42, 0, 0);
+  const double inv = 1.0 / rng.Uniform(0.8f, 1.25f);
+  const double cx = (w - 1) / 2.0, cy = (h - 1) / 2.0;
+  cv::Mat map = (cv::Mat_<double>(2, 3) << inv, 0, cx - cx * inv, 0, inv, cy - cy * inv);
+  cv::Mat src(h, w, CV_8U, const_cast<uint8_t*>(img.data())), ref;
+  cv::warpAffine(src, ref, map, cv::Size(w, h), cv::INTER_LINEAR | cv::WARP_INVERSE_MAP,
+                 cv::BORDER_REPLICATE);
+  for (int i = 0; i < h * w; ++i) ASSERT_NEAR(out[i], ref.data[i], 1) << "at " << i;
+}
+
+TEST(RandomFlip, FlipsExactlyAboutHalfTheSamples) {
+  const int n = 200;
+  std::vector<uint8_t> in;
+  for (int r = 0; r < n; ++r) {
+    for (int i = 0; i < 6; ++i) in.push_back(static_cast<uint8_t>(i));  // 1 x 2 x 3 image
+  }
+  const std::vector<uint8_t> out = RunOp<uint8_t, uint8_t>(
+      "random_flip", "{}", ColumnSpec{"image", DType::kUInt8, Shape{1, 2, 3}}, in, n);
+  int flipped = 0;
+  for (int r = 0; r < n; ++r) {
+    const std::vector<uint8_t> sample(out.begin() + 6 * r, out.begin() + 6 * r + 6);
+    if (sample == std::vector<uint8_t>{3, 4, 5, 0, 1, 2}) {
+      ++flipped;
+    } else {
+      ASSERT_EQ(sample, (std::vector<uint8_t>{0, 1, 2, 3, 4, 5}));
+    }
+  }
+  EXPECT_GT(flipped, 70);
+  EXPECT_LT(flipped, 130);
+}
+
+TEST(FuseWarps, EqualsTheOpsAppliedInTurnWithinInterpolationError) {
+  // A smooth image: resampling it twice or once differs by little.
+  const int h = 32, w = 32;
+  std::vector<float> img(h * w);
+  for (int y = 0; y < h; ++y) {
+    for (int x = 0; x < w; ++x) img[y * w + x] = 100 + 50 * std::sin(x * 0.2) * std::cos(y * 0.15);
+  }
+  const ColumnSpec spec{"image", DType::kFloat32, Shape{h, w}};
+  auto flip = testing::Bind("random_flip", "{}", spec);
+  auto rot = testing::Bind("random_rotation", R"({"degrees": 30, "fill_mode": "nearest"})", spec);
+  auto zoom = testing::Bind("random_zoom", R"({"scale": [0.9, 1.1], "fill_mode": "nearest"})", spec);
+  ASSERT_TRUE(flip.ok() && rot.ok() && zoom.ok());
+  std::vector<std::pair<std::shared_ptr<const WarpKernel>, uint64_t>> parts = {
+      {std::static_pointer_cast<const WarpKernel>(flip->kernel), 1},
+      {std::static_pointer_cast<const WarpKernel>(rot->kernel), 2},
+      {std::static_pointer_cast<const WarpKernel>(zoom->kernel), 3}};
+  std::shared_ptr<const Kernel> fused = FuseWarps(parts);
+  for (int64_t sample = 0; sample < 8; ++sample) {
+    TileContext ctx;
+    ctx.rows = 1;
+    ctx.seed = 9;
+    ctx.first_sample = sample;
+    std::vector<float> a = img, b(h * w), fused_out(h * w);
+    for (const auto& [kernel, key] : parts) {  // one op after another
+      ctx.op_key = key;
+      SLUICE_ASSERT_OK(kernel->Run(ctx, {ColumnRef{reinterpret_cast<uint8_t*>(a.data()), h * w * 4}},
+                                   {ColumnRef{reinterpret_cast<uint8_t*>(b.data()), h * w * 4}}));
+      std::swap(a, b);
+    }
+    SLUICE_ASSERT_OK(fused->Run(ctx, {ColumnRef{reinterpret_cast<uint8_t*>(img.data()), h * w * 4}},
+                                {ColumnRef{reinterpret_cast<uint8_t*>(fused_out.data()), h * w * 4}}));
+    // Away from the borders (where sequential ops resample already-filled
+    // pixels) the two differ only by the extra interpolation.
+    double sum = 0, worst = 0;
+    for (int y = 8; y < 24; ++y) {
+      for (int x = 8; x < 24; ++x) {
+        const double e = std::abs(a[y * w + x] - fused_out[y * w + x]);
+        sum += e;
+        worst = std::max(worst, e);
+      }
+    }
+    EXPECT_LT(sum / 256, 0.5) << "sample " << sample;  // values span 100 +- 50
+    EXPECT_LT(worst, 3.0) << "sample " << sample;
+  }
+}
+
+TEST(HwcToChw, Transposes) {
+  std::vector<float> in = {1, 2, 3, 4, 5, 6};  // 1 x 2 x 3
+  const std::vector<float> out = RunOp<float, float>(
+      "hwc_to_chw", "{}", ColumnSpec{"image", DType::kFloat32, Shape{1, 2, 3}}, in, 1);
+  EXPECT_EQ(out, (std::vector<float>{1, 4, 2, 5, 3, 6}));
+}
+
+TEST(RandomRotation, BadFillModeNamesTheAttr) {
+  EXPECT_THAT(testing::Bind("random_rotation", R"({"degrees": 10, "fill_mode": "mirror"})",
+                            ColumnSpec{"image", DType::kFloat32, Shape{4, 4}}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("op 'random_rotation': attr 'fill_mode' must be")));
+}
+
+}  // namespace
+}  // namespace sluice::ops

@@ -1,0 +1,65 @@
+// Runs one registered op on in-memory samples, for op tests.
+#ifndef SLUICE_TESTS_OPS_OP_TEST_UTIL_H_
+#define SLUICE_TESTS_OPS_OP_TEST_UTIL_H_
+
+#include <string>
+#include <vector>
+
+#include "google/protobuf/struct.pb.h"
+#include "google/protobuf/util/json_util.h"
+#include "gtest/gtest.h"
+#include "sluice/ops/op_registry.h"
+
+namespace sluice::ops::testing {
+
+inline google::protobuf::Struct Attrs(const std::string& json) {
+  google::protobuf::Struct s;
+  EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(json, &s).ok()) << json;
+  return s;
+}
+
+inline absl::StatusOr<OpBinding> Bind(const std::string& op, const std::string& attrs,
+                                      const ColumnSpec& spec) {
+  return OpRegistry::Builtin().Bind(op, Attrs(attrs), Schema({spec}));
+}
+
+// Runs op `name` on `rows` samples of `spec` in `in` (sample index of row 0:
+// `first_sample`); returns the output as Out.
+template <typename Out, typename In>
+std::vector<Out> RunOp(const std::string& name, const std::string& attrs, const ColumnSpec& spec,
+                       const std::vector<In>& in, int64_t rows, uint64_t seed = 1,
+                       int64_t first_sample = 0, uint64_t op_key = 42) {
+  auto binding = Bind(name, attrs, spec);
+  EXPECT_TRUE(binding.ok()) << binding.status();
+  if (!binding.ok()) return {};
+  const ColumnSpec& out_spec = binding->outputs[0];
+  const int64_t out_row_bytes = out_spec.shape.num_elements() * DTypeSize(out_spec.dtype);
+  std::vector<Out> out(out_row_bytes * rows / sizeof(Out));
+  ColumnRef src{reinterpret_cast<uint8_t*>(const_cast<In*>(in.data())),
+                static_cast<int64_t>(spec.shape.num_elements() * sizeof(In))};
+  ColumnRef dst{reinterpret_cast<uint8_t*>(out.data()), out_row_bytes};
+  TileContext ctx;
+  ctx.rows = rows;
+  ctx.seed = seed;
+  ctx.first_sample = first_sample;
+  ctx.op_key = op_key;
+  const absl::Status s = binding->kernel->Run(ctx, {src}, {dst});
+  EXPECT_TRUE(s.ok()) << s;
+  return out;
+}
+
+// Deterministic pseudo-random values in [0, 256).
+template <typename T>
+std::vector<T> Pattern(size_t n, uint64_t seed) {
+  std::vector<T> v(n);
+  uint64_t x = seed;
+  for (size_t i = 0; i < n; ++i) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    v[i] = static_cast<T>((x >> 33) % 256);
+  }
+  return v;
+}
+
+}  // namespace sluice::ops::testing
+
+#endif  // SLUICE_TESTS_OPS_OP_TEST_UTIL_H_
