@@ -18,12 +18,14 @@ using ::testing::HasSubstr;
 
 struct Result {
   int exit_code;
-  std::string out;  // stdout and stderr
+  std::string out;  // stdout, then stderr
 };
 
 Result Sluice(const std::string& args) {
   const char* bin = std::getenv("SLUICE_BIN");
-  const std::string command = std::string(bin ? bin : "sluice") + " " + args + " 2>&1";
+  testing::TempDir tmp;
+  const std::string err = tmp.Join("stderr");
+  const std::string command = std::string(bin ? bin : "sluice") + " " + args + " 2>" + err;
   std::FILE* p = ::popen(command.c_str(), "r");
   Result r{-1, ""};
   std::array<char, 4096> buf;
@@ -31,13 +33,15 @@ Result Sluice(const std::string& args) {
   while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
   const int status = ::pclose(p);
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out += testing::ReadFileBytes(err);
   return r;
 }
 
-nlohmann::json LastJsonLine(const std::string& out) {
-  const size_t end = out.find_last_not_of('\n');
-  const size_t start = out.rfind('\n', end);
-  return nlohmann::json::parse(out.substr(start == std::string::npos ? 0 : start + 1, end + 1));
+// The line of `out` that starts with `prefix`, parsed.
+nlohmann::json JsonLine(const std::string& out, const std::string& prefix) {
+  const size_t start = out.find(prefix);
+  if (start == std::string::npos) return nullptr;
+  return nlohmann::json::parse(out.substr(start, out.find('\n', start) - start));
 }
 
 class SluiceCliTest : public ::testing::Test {
@@ -59,7 +63,7 @@ TEST_F(SluiceCliTest, MakeDataThenRunReportsEverySample) {
       {"prefetch": {}}]})");
   const Result r = Sluice("run " + dir_.Join("p.json") + " --epochs 2 --threads 2 --json");
   ASSERT_EQ(r.exit_code, 0) << r.out;
-  const nlohmann::json j = LastJsonLine(r.out);
+  const nlohmann::json j = JsonLine(r.out, "{\"pipeline\"");
   EXPECT_EQ(j["samples"], 1000);
   EXPECT_EQ(j["batches"], 16);  // 7 full batches and one of 52, twice
   EXPECT_EQ(j["epochs"], 2);
@@ -86,9 +90,8 @@ TEST_F(SluiceCliTest, InspectIndexAndCorruption) {
   Result r = Sluice("inspect " + file + " --json --limit 2");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_THAT(r.out, HasSubstr("15 records, all CRCs valid"));
-  const size_t first = r.out.find("{\"index\": 1");
-  ASSERT_NE(first, std::string::npos) << r.out;
-  const nlohmann::json rec = nlohmann::json::parse(r.out.substr(first, r.out.find('\n', first) - first));
+  const nlohmann::json rec = JsonLine(r.out, "{\"index\": 1");
+  ASSERT_FALSE(rec.is_null()) << r.out;
   EXPECT_GT(rec["offset"].get<int64_t>(), 0);
   EXPECT_TRUE(rec["example"]["features"]["feature"].contains("label"));
 

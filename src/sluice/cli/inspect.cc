@@ -82,6 +82,7 @@ absl::Status InspectTfRecord(const InspectArgs& args) {
     }
     ++index;
   }
+  std::fflush(stdout);
   std::fprintf(stderr, "%s: TFRecord, %lld records, all CRCs valid\n", args.file.c_str(),
                static_cast<long long>(index));
   return absl::OkStatus();
