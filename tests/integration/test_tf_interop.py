@@ -105,7 +105,7 @@ def test_sluice_inspect_reads_tf_written_records(sluice_bin, tmp_path):
         for img, lab in zip(images, labels):
             w.write(make_example(img, lab).SerializeToString())
 
-    out = run_sluice(sluice_bin, "inspect", str(path), "--json")
+    out = run_sluice(sluice_bin, "inspect", str(path), "--json", "--limit", "0")
     lines = [ln for ln in out.splitlines() if ln.strip()]
     assert len(lines) == n, f"expected {n} JSON lines, got {len(lines)}"
     offsets = record_offsets(path)

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The main job: install what is missing, build, make the reference data and
+# run W1 and W2 with sluice beside their peers (torch DataLoader; for W2
+# also tf.data, installed on first use into its own virtual environment).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/install_deps.sh
+scripts/build.sh
+SLUICE=build/src/sluice/cli/sluice
+
+[[ -f data/mnist/MNIST/raw/train-images-idx3-ubyte ]] || $SLUICE make-data mnist --out data/mnist
+[[ -f data/cifar10/train-00000-of-00008.tfrecord ]] || $SLUICE make-data cifar10 --out data/cifar10
+
+echo
+echo "== The pipelines, run in-process (pipelines/*.json)"
+$SLUICE run pipelines/w1_mnist.json --epochs 3
+$SLUICE run pipelines/w2_cifar10.json --epochs 3
+
+echo
+echo "== W1 and W2 beside their peers (median of ${RUNS:-3} runs)"
+$SLUICE bench w1 --runs "${RUNS:-3}"
+$SLUICE bench w2 --runs "${RUNS:-3}"

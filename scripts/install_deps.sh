@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs the Debian packages sluice builds, tests and benchmarks with.
+# Idempotent and quick when everything is present.
+set -euo pipefail
+
+PACKAGES=(
+  # build
+  cmake ninja-build g++ pkg-config ccache
+  libprotobuf-dev protobuf-compiler libabsl-dev libhwy-dev
+  libcli11-dev nlohmann-json3-dev
+  # tests: GoogleTest, and OpenCV as the independent reference for ops
+  libgtest-dev libgmock-dev libopencv-core-dev libopencv-imgproc-dev
+  # the torch peer of the benchmarks runs under Debian's python3
+  python3-torch python3-torchvision python3-protobuf python3-numpy python3-venv
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+done
+if [[ ${#missing[@]} -eq 0 ]]; then
+  echo "install_deps: all ${#PACKAGES[@]} packages present"
+  exit 0
+fi
+
+SUDO=""
+[[ $(id -u) -ne 0 ]] && SUDO="sudo"
+echo "install_deps: installing ${missing[*]}"
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "install_deps: done"

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Every test: install what is missing, build, run the GoogleTest suites
+# (ctest), then the TensorFlow interop tests in the peer virtual environment
+# (they report themselves skipped where tensorflow-cpu cannot be installed).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/install_deps.sh
+scripts/build.sh
+
+echo "== GoogleTest suites"
+(cd build && ctest -j "$(nproc)" --output-on-failure)
+
+echo "== TensorFlow interop"
+export SLUICE_BIN="$(pwd)/build/src/sluice/cli/sluice"
+if PY=$(bench/peers/ensure_peer_venv.sh); then
+  "$PY" -m pytest -q tests/integration
+else
+  echo "tensorflow-cpu could not be installed: TF interop tests skipped"
+fi
