@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <new>
 
 namespace sluice {
@@ -70,6 +71,20 @@ void BufferPool::Release(Buffer* buffer) {
     }
   }
   std::free(data);
+}
+
+void BufferPool::Reserve(size_t bytes, int count) {
+  const int size_class = SizeClass(std::max<size_t>(bytes, 1));
+  int have;
+  {
+    absl::MutexLock lock(&mu_);
+    have = static_cast<int>(free_[size_class].size());
+  }
+  std::vector<std::shared_ptr<Buffer>> held;
+  for (int i = have; i < count; ++i) {
+    held.push_back(Allocate(bytes));
+    std::memset(held.back()->data(), 0, bytes);
+  }
 }
 
 BufferPool::Stats BufferPool::stats() const {

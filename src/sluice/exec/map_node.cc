@@ -28,7 +28,7 @@ class MapIterator : public Iterator {
         node_(*args.node),
         epoch_(args.epoch),
         parallelism_(node_.parallelism > 0 ? node_.parallelism : ctx_->threads),
-        max_in_flight_(2 * parallelism_),
+        max_in_flight_(parallelism_ + 1),
         plan_(std::move(plan)),
         input_(std::move(input)) {
     ctx_->cancel.Register(&mu_, &cv_);

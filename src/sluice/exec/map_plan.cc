@@ -117,6 +117,12 @@ std::vector<Tensor> MapPlan::AllocateOutputs(int64_t rows, BufferPool* pool) con
   return outputs;
 }
 
+std::vector<size_t> MapPlan::OutputBytes(int64_t rows) const {
+  std::vector<size_t> bytes;
+  for (int value : output_slot_values_) bytes.push_back(values_[value].row_bytes * rows);
+  return bytes;
+}
+
 absl::Status MapPlan::RunRows(const Batch& in, int64_t begin, int64_t end, const RunArgs& args,
                               const std::vector<Tensor>& outputs) const {
   const int64_t tile = tile_rows_;

@@ -36,6 +36,8 @@ class MapPlan {
   // Run in parts, so that several threads can share one chunk:
   // the output buffers of a chunk of `rows` rows,
   std::vector<Tensor> AllocateOutputs(int64_t rows, BufferPool* pool) const;
+  // (their sizes in bytes),
+  std::vector<size_t> OutputBytes(int64_t rows) const;
   // the chain on rows [begin, end) (safe on disjoint ranges concurrently),
   absl::Status RunRows(const Batch& in, int64_t begin, int64_t end, const RunArgs& args,
                        const std::vector<Tensor>& outputs) const;

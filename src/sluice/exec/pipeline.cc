@@ -1,6 +1,7 @@
 #include "sluice/exec/pipeline.h"
 
 #include "sluice/core/status_macros.h"
+#include "sluice/exec/map_plan.h"
 
 namespace sluice::exec {
 namespace {
@@ -31,7 +32,33 @@ absl::Status PipelineIterator::Next(Batch* out, bool* end) {
 
 absl::StatusOr<std::unique_ptr<Pipeline>> Pipeline::Create(const PipelineDef& def) {
   SLUICE_ASSIGN_OR_RETURN(graph::CompiledPipeline compiled, graph::Compile(def));
-  return std::unique_ptr<Pipeline>(new Pipeline(std::move(compiled)));
+  std::unique_ptr<Pipeline> pipeline(new Pipeline(std::move(compiled)));
+  pipeline->ReserveWorkingSet();
+  return pipeline;
+}
+
+// The map nodes' output buffers are the bulk of a pipeline's memory. At its
+// busiest a map node holds its own in-flight chunks (parallelism + 1), the
+// next map node holds as many as inputs, a prefetch after it its depth plus
+// one in transit, and the consumer one. Reserving that many up front makes
+// the footprint of the first epoch the footprint of the whole run.
+void Pipeline::ReserveWorkingSet() const {
+  const std::vector<graph::CompiledNode>& nodes = compiled_.nodes;
+  auto parallelism = [&](const graph::CompiledNode& n) {
+    return n.parallelism > 0 ? n.parallelism : compiled_.threads;
+  };
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (nodes[i].kind != graph::NodeKind::kMap) continue;
+    int copies = parallelism(nodes[i]) + 1 + 1;
+    for (size_t j = i + 1; j < nodes.size(); ++j) {
+      if (nodes[j].kind == graph::NodeKind::kBatch) continue;  // passes chunks through
+      if (nodes[j].kind == graph::NodeKind::kMap) copies += parallelism(nodes[j]) + 1;
+      if (nodes[j].kind == graph::NodeKind::kPrefetch) copies += static_cast<int>(nodes[j].count) + 1;
+      break;
+    }
+    const std::unique_ptr<MapPlan> plan = MapPlan::Make(nodes[i].input_schema, nodes[i].ops);
+    for (size_t bytes : plan->OutputBytes(chunk_rows_)) BufferPool::Default()->Reserve(bytes, copies);
+  }
 }
 
 Pipeline::Pipeline(graph::CompiledPipeline compiled) : compiled_(std::move(compiled)) {

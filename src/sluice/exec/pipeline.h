@@ -58,6 +58,7 @@ class Pipeline {
  private:
   explicit Pipeline(graph::CompiledPipeline compiled);
   std::unique_ptr<Iterator> MakeIterator(ExecContext* ctx, size_t index, uint64_t epoch) const;
+  void ReserveWorkingSet() const;
 
   graph::CompiledPipeline compiled_;
   int64_t chunk_rows_;
