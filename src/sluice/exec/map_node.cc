@@ -7,6 +7,7 @@
 // completion order when the pipeline opts out of ordering.
 #include <atomic>
 #include <deque>
+#include <limits>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -79,6 +80,7 @@ class MapIterator : public Iterator {
     int64_t range_rows = 0;
     int64_t next_row = 0;  // first unclaimed row
     int64_t running = 0;   // claimed ranges not yet finished
+    int64_t error_row = std::numeric_limits<int64_t>::max();  // range of slot.status
     Batch result;
     absl::Status status;
     bool open = false;  // input pulled, ranges claimable
@@ -184,8 +186,11 @@ class MapIterator : public Iterator {
         status = plan_->RunRows(slot.input, claim.begin, claim.end, run, slot.outputs);
       }
       absl::MutexLock lock(&mu_);
-      if (!status.ok() && slot.status.ok()) {
+      // Report the first failing row whichever thread finds it first, so
+      // errors are as deterministic as the data.
+      if (!status.ok() && claim.begin < slot.error_row) {
         slot.status = WithContext(status, absl::StrCat("node '", node_.name, "'"));
+        slot.error_row = claim.begin;
       }
       --slot.running;
       const bool finished = slot.running == 0 &&
