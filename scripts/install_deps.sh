@@ -7,7 +7,7 @@ PACKAGES=(
   # build
   cmake ninja-build g++ pkg-config ccache
   libprotobuf-dev protobuf-compiler libabsl-dev libhwy-dev
-  libcli11-dev nlohmann-json3-dev
+  libcli11-dev nlohmann-json3-dev libbenchmark-dev
   # tests: GoogleTest, and OpenCV as the independent reference for ops
   libgtest-dev libgmock-dev libopencv-core-dev libopencv-imgproc-dev
   # the torch peer of the benchmarks runs under Debian's python3

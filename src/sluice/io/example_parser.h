@@ -23,8 +23,7 @@ struct FeatureSpec {
 
 // Reads the protobuf wire format directly into fixed-size outputs instead of
 // building the message: protobuf's parser allocates a map node and strings
-// per feature, which bench/parse_benchmark measured at several times the cost
-// of this scan (see bench/RESULTS.md).
+// per feature; bench/micro/parse_benchmark measures both (bench/RESULTS.md).
 //
 // Thread-safe (const after construction).
 class ExampleParser {

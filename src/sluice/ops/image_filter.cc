@@ -105,10 +105,14 @@ float* const* Prepare(const T* src, T* dst, const FilterShape& f, float fill, Sc
     } else {
       U8ToFloat(in, n, p + rx * c);
     }
-    for (int64_t x = 0; x < f.kw - 1 + d.w; x = (x + 1 == rx) ? rx + d.w : x + 1) {
-      const int32_t from = f.xmap[x];
-      for (int64_t ch = 0; ch < c; ++ch) p[x * c + ch] = from < 0 ? fill : in[from * c + ch];
-    }
+    auto border = [&](int64_t x_begin, int64_t x_end) {
+      for (int64_t x = x_begin; x < x_end; ++x) {
+        const int32_t from = f.xmap[x];
+        for (int64_t ch = 0; ch < c; ++ch) p[x * c + ch] = from < 0 ? fill : in[from * c + ch];
+      }
+    };
+    border(0, rx);                         // left
+    border(rx + d.w, f.kw - 1 + d.w);      // right
     in_ptrs[y] = p;
     mid_ptrs[y] = rows + y * n;
     out_ptrs[y] = out + y * n;
