@@ -15,33 +15,29 @@ Progress goes to stderr; the last line on stdout is one JSON object:
 """
 
 import argparse
-import json
 import os
 import sys
-import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from peer_timing import (add_common_args, check_batches, make_logger,  # noqa: E402
+                         print_result, time_batches)
 
-def log(msg):
-    print(f"w2_tfdata: {msg}", file=sys.stderr, flush=True)
+
+log = make_logger("w2_tfdata")
 
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--data", required=True, help="directory of *.tfrecord files")
-    p.add_argument("--batches", type=int, default=20, help="timed batches")
-    p.add_argument("--warmup", type=int, default=2,
-                   help="batches consumed before timing starts")
-    p.add_argument("--batch-size", type=int, default=1024)
+    add_common_args(p, "directory of *.tfrecord files", 1024)
     p.add_argument("--threads", type=int, default=2,
                    help="TF inter-/intra-op threads (the machine's cores)")
     p.add_argument("--workers", type=int, default=None,
                    help="accepted for a uniform command line; tf.data sizes "
                         "its own parallelism (AUTOTUNE)")
     args = p.parse_args(argv)
-    if args.batches < 1:
-        p.error("--batches must be >= 1")
+    check_batches(p, args)
     if args.warmup < 0 or args.batch_size < 1 or args.threads < 1:
         p.error("--warmup must be >= 0, --batch-size and --threads >= 1")
     return args
@@ -177,27 +173,9 @@ def main(argv=None):
         f"{args.batch_size}, {args.threads} threads; warmup {args.warmup}, "
         f"timed {args.batches}")
 
-    it = iter(ds)
-    t_start = time.perf_counter()
-    for i in range(args.warmup):
-        x, _ = next(it)
-        log(f"warmup batch {i + 1}/{args.warmup} {tuple(x.shape)} {x.dtype.name}")
-    log(f"warmup done in {time.perf_counter() - t_start:.2f}s")
-
-    samples = 0
-    t0 = time.perf_counter()
-    for i in range(args.batches):
-        x, y = next(it)
-        samples += int(y.shape[0])
-        if (i + 1) % 5 == 0 or i + 1 == args.batches:
-            dt = time.perf_counter() - t0
-            log(f"batch {i + 1}/{args.batches}: {samples / dt:.0f} samples/s")
-    seconds = time.perf_counter() - t0
-
-    result = {"peer": "tfdata", "workload": "w2", "samples": samples,
-              "seconds": round(seconds, 6),
-              "samples_per_s": round(samples / seconds, 3)}
-    print(json.dumps(result), flush=True)
+    result = time_batches(iter(ds), args.warmup, args.batches, "tfdata", "w2",
+                          log, describe=lambda x: f"{tuple(x.shape)} {x.dtype.name}")
+    print_result(result)
     return 0
 
 

@@ -20,35 +20,30 @@ Progress goes to stderr; the last line on stdout is one JSON object:
 import argparse
 import atexit
 import glob
-import json
 import os
 import shutil
 import struct
 import subprocess
 import sys
 import tempfile
-import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from peer_timing import (add_common_args, check_batches, make_logger,  # noqa: E402
+                         print_result, time_batches)
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PROTO_DIR = os.path.join(REPO, "proto")
 
 
-def log(msg):
-    print(f"w2_torch: {msg}", file=sys.stderr, flush=True)
+log = make_logger("w2_torch")
 
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--data", required=True, help="directory of *.tfrecord files")
-    p.add_argument("--batches", type=int, default=20, help="timed batches")
-    p.add_argument("--warmup", type=int, default=2,
-                   help="batches consumed before timing starts")
-    p.add_argument("--workers", type=int, default=2,
-                   help="DataLoader worker processes")
-    p.add_argument("--batch-size", type=int, default=1024)
+    add_common_args(p, "directory of *.tfrecord files", 1024,
+                    workers_help="DataLoader worker processes")
     args = p.parse_args(argv)
-    if args.batches < 1:
-        p.error("--batches must be >= 1")
+    check_batches(p, args)
     if args.warmup < 0 or args.workers < 0 or args.batch_size < 1:
         p.error("--warmup/--workers must be >= 0 and --batch-size >= 1")
     return args
@@ -204,27 +199,9 @@ def main(argv=None):
                          f"(batch size {args.batch_size} too large for the data)")
 
     it = batches()
-    t_start = time.perf_counter()
-    for i in range(args.warmup):
-        x, _ = next(it)
-        log(f"warmup batch {i + 1}/{args.warmup} {tuple(x.shape)}")
-    log(f"warmup done in {time.perf_counter() - t_start:.2f}s")
-
-    samples = 0
-    t0 = time.perf_counter()
-    for i in range(args.batches):
-        x, y = next(it)
-        samples += int(y.shape[0])
-        if (i + 1) % 5 == 0 or i + 1 == args.batches:
-            dt = time.perf_counter() - t0
-            log(f"batch {i + 1}/{args.batches}: {samples / dt:.0f} samples/s")
-    seconds = time.perf_counter() - t0
-
-    result = {"peer": "torch", "workload": "w2", "samples": samples,
-              "seconds": round(seconds, 6),
-              "samples_per_s": round(samples / seconds, 3)}
+    result = time_batches(it, args.warmup, args.batches, "torch", "w2", log)
     del it, loader
-    print(json.dumps(result), flush=True)
+    print_result(result)
     return 0
 
 
