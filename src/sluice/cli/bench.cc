@@ -139,11 +139,14 @@ absl::Status Bench(const BenchArgs& args) {
   const PipelineDef def = w1 ? W1Pipeline(args.data + "/mnist") : W2Pipeline(args.data + "/cifar10");
   const std::string peers = PeersDir();
   const int batches = args.peer_batches > 0 ? args.peer_batches : (w1 ? 10 : 20);
-  const std::string torch_cmd =
-      absl::StrCat("/usr/bin/python3 ", peers, w1 ? "/w1_torch.py" : "/w2_torch.py", " --data ",
-                   args.data, w1 ? "/mnist" : "/cifar10", " --batches ", batches);
+  std::optional<std::string> torch_cmd;
+  if (!args.no_peers) {
+    torch_cmd = absl::StrCat("/usr/bin/python3 ", peers, w1 ? "/w1_torch.py" : "/w2_torch.py",
+                             " --data ", args.data, w1 ? "/mnist" : "/cifar10", " --batches ",
+                             batches);
+  }
   std::optional<std::string> tfdata_cmd;
-  std::string tfdata_note;
+  std::string torch_note, tfdata_note;
   if (!w1 && !args.no_peers) {
     std::fprintf(stderr, "preparing the tf.data peer's virtual environment (first use installs tensorflow-cpu)\n");
     absl::StatusOr<std::string> py = LastLineOf(peers + "/ensure_peer_venv.sh");
@@ -166,16 +169,22 @@ absl::Status Bench(const BenchArgs& args) {
     std::string line = absl::StrFormat("run %d/%d: sluice %s samples/s (1 thread: %s)", run,
                                        args.runs, WithCommas(two.samples_per_s),
                                        WithCommas(one.samples_per_s));
-    if (!args.no_peers) {
-      SLUICE_ASSIGN_OR_RETURN(double torch, RunPeer(torch_cmd));
-      m.torch.push_back(torch);
-      absl::StrAppend(&line, ", torch DataLoader ", WithCommas(torch));
-      if (tfdata_cmd) {
-        SLUICE_ASSIGN_OR_RETURN(double tfdata, RunPeer(*tfdata_cmd));
-        m.tfdata.push_back(tfdata);
-        absl::StrAppend(&line, ", tf.data ", WithCommas(tfdata));
+    // A peer that fails is reported and left out; sluice's figures stand.
+    auto run_peer = [&](std::optional<std::string>& cmd, std::string& note, const char* name,
+                        std::vector<double>& into) {
+      if (!cmd) return;
+      absl::StatusOr<double> rate = RunPeer(*cmd);
+      if (!rate.ok()) {
+        note = std::string(rate.status().message());
+        std::fprintf(stderr, "warning: %s peer failed, left out: %s\n", name, note.c_str());
+        cmd.reset();
+        return;
       }
-    }
+      into.push_back(*rate);
+      absl::StrAppend(&line, ", ", name, " ", WithCommas(*rate));
+    };
+    run_peer(torch_cmd, torch_note, "torch DataLoader", m.torch);
+    run_peer(tfdata_cmd, tfdata_note, "tf.data", m.tfdata);
     std::fprintf(stderr, "%s\n", line.c_str());
   }
 
@@ -207,6 +216,7 @@ absl::Status Bench(const BenchArgs& args) {
     j["first_batch_ms"] = Median(m.first_batch_ms);
     j["peer_samples_per_s"] = torch > 0 ? nlohmann::json(torch) : nlohmann::json(nullptr);
     j["ratio"] = torch > 0 ? nlohmann::json(sluice / torch) : nlohmann::json(nullptr);
+    if (!torch_note.empty()) j["peer_note"] = torch_note;
     if (!w1) {
       j["tfdata_samples_per_s"] = tfdata > 0 ? nlohmann::json(tfdata) : nlohmann::json(nullptr);
       j["ratio_tfdata"] = tfdata > 0 ? nlohmann::json(sluice / tfdata) : nlohmann::json(nullptr);

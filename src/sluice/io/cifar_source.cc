@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "sluice/core/status_macros.h"
+#include "sluice/io/fixed_record_reader.h"
 #include "sluice/io/random_access_file.h"
 
 namespace sluice::io {
@@ -11,17 +12,15 @@ namespace {
 
 constexpr int64_t kPixels = 1024;
 
-class CifarSplitReader : public SplitReader {
+class CifarSplitReader : public FixedRecordSplitReader {
  public:
   CifarSplitReader(const RandomAccessFile& file, Split split)
-      : file_(file), split_(split), next_(split.begin_record) {}
+      : FixedRecordSplitReader(split), file_(file) {}
 
-  absl::StatusOr<int64_t> Read(int64_t max_rows, BatchBuilder* out) override {
-    const int64_t n = std::min(max_rows, split_.end_record - next_);
-    if (n <= 0) return 0;
+ protected:
+  absl::Status ReadRecords(int64_t first, int64_t n, int64_t row, BatchBuilder* out) override {
     raw_.resize(n * kCifarRecordBytes);
-    SLUICE_RETURN_IF_ERROR(file_.ReadExact(next_ * kCifarRecordBytes, raw_.size(), raw_.data()));
-    const int64_t row = out->rows();
+    SLUICE_RETURN_IF_ERROR(file_.ReadExact(first * kCifarRecordBytes, raw_.size(), raw_.data()));
     uint8_t* images = out->dense(0) + row * 3 * kPixels;
     int64_t* labels = reinterpret_cast<int64_t*>(out->dense(1)) + row;
     for (int64_t i = 0; i < n; ++i) {
@@ -34,16 +33,11 @@ class CifarSplitReader : public SplitReader {
         img[3 * p + 2] = rec[1 + 2 * kPixels + p];
       }
     }
-    out->provenance().AddRun(row, split_.file, next_);
-    out->AddRows(n);
-    next_ += n;
-    return n;
+    return absl::OkStatus();
   }
 
  private:
   const RandomAccessFile& file_;
-  Split split_;
-  int64_t next_;
   std::vector<uint8_t> raw_;  // reused across reads
 };
 

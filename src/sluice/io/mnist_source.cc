@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "sluice/core/status_macros.h"
+#include "sluice/io/fixed_record_reader.h"
 #include "sluice/io/idx_file.h"
 
 namespace sluice::io {
@@ -17,32 +18,25 @@ struct IdxPair {
   int64_t image_bytes;  // per record
 };
 
-class MnistSplitReader : public SplitReader {
+class MnistSplitReader : public FixedRecordSplitReader {
  public:
-  MnistSplitReader(const IdxPair& pair, Split split) : pair_(pair), split_(split), next_(split.begin_record) {}
+  MnistSplitReader(const IdxPair& pair, Split split) : FixedRecordSplitReader(split), pair_(pair) {}
 
-  absl::StatusOr<int64_t> Read(int64_t max_rows, BatchBuilder* out) override {
-    const int64_t n = std::min(max_rows, split_.end_record - next_);
-    if (n <= 0) return 0;
-    const int64_t row = out->rows();
+ protected:
+  absl::Status ReadRecords(int64_t first, int64_t n, int64_t row, BatchBuilder* out) override {
     SLUICE_RETURN_IF_ERROR(pair_.images->ReadExact(
-        pair_.image_header.data_offset + next_ * pair_.image_bytes, n * pair_.image_bytes,
+        pair_.image_header.data_offset + first * pair_.image_bytes, n * pair_.image_bytes,
         out->dense(0) + row * pair_.image_bytes));
     labels_.resize(n);
     SLUICE_RETURN_IF_ERROR(
-        pair_.labels->ReadExact(pair_.label_header.data_offset + next_, n, labels_.data()));
+        pair_.labels->ReadExact(pair_.label_header.data_offset + first, n, labels_.data()));
     int64_t* dst = reinterpret_cast<int64_t*>(out->dense(1)) + row;
     for (int64_t i = 0; i < n; ++i) dst[i] = labels_[i];
-    out->provenance().AddRun(row, 0, next_);
-    out->AddRows(n);
-    next_ += n;
-    return n;
+    return absl::OkStatus();
   }
 
  private:
   const IdxPair& pair_;
-  Split split_;
-  int64_t next_;
   std::vector<uint8_t> labels_;  // reused across reads
 };
 
