@@ -34,6 +34,9 @@ struct IteratorArgs {
   // Rows per chunk the source should produce (the batch size when batches
   // can be cut straight from source chunks).
   int64_t chunk_rows;
+  // Map nodes: extra finished elements to keep ready (a prefetch node folded
+  // into the map that precedes it).
+  int64_t prefetch_depth = 0;
 };
 
 // Creates the iterator of nodes[0..index] for an epoch.

@@ -29,7 +29,7 @@ class MapIterator : public Iterator {
         node_(*args.node),
         epoch_(args.epoch),
         parallelism_(node_.parallelism > 0 ? node_.parallelism : ctx_->threads),
-        max_in_flight_(parallelism_ + 1),
+        max_in_flight_(parallelism_ + 1 + args.prefetch_depth),
         plan_(std::move(plan)),
         input_(std::move(input)) {
     ctx_->cancel.Register(&mu_, &cv_);
