@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every test: install what is missing, build, run the GoogleTest suites
-# (ctest), then the TensorFlow interop tests in the peer virtual environment
-# (they report themselves skipped where tensorflow-cpu cannot be installed).
+# (ctest), the Python package's tests (pytest, in .venv), then the TensorFlow
+# interop tests in the peer virtual environment (they report themselves
+# skipped where tensorflow-cpu cannot be installed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,6 +11,10 @@ scripts/build.sh
 
 echo "== GoogleTest suites"
 (cd build && ctest -j "$(nproc)" --output-on-failure)
+
+echo "== Python package (pip install . into .venv)"
+scripts/python_env.sh
+PATH="$(pwd)/.venv/bin:$PATH" .venv/bin/python -m pytest -q tests/python
 
 echo "== TensorFlow interop"
 export SLUICE_BIN="$(pwd)/build/src/sluice/cli/sluice"

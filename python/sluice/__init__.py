@@ -1,0 +1,30 @@
+"""sluice: a fast input pipeline engine for deep-learning training.
+
+Build a pipeline from a source, chain ops, batch, and iterate::
+
+    import sluice
+    from sluice import ops
+
+    pipe = (sluice.mnist("data/mnist/MNIST/raw/train-images-idx3-ubyte",
+                         "data/mnist/MNIST/raw/train-labels-idx1-ubyte")
+            .map(ops.normalize(mean=0.1307, std=0.3081, scale=1 / 255),
+                 ops.gaussian_blur(ksize=11, sigma=[0.1, 2.0]))
+            .batch(8192))
+    for batch in pipe:          # dicts of numpy arrays sharing sluice's buffers
+        images, labels = batch["image"], batch["label"]
+
+The work runs in sluice's C++ engine; this package builds the pipeline
+definition (the same PipelineDef JSON `sluice run` takes) and hands batches
+over without copying. `sluice.torch` yields torch tensors.
+"""
+
+from sluice import ops
+from sluice._sluice import (CancelledError, DataLossError, InvalidArgumentError,
+                            NotFoundError, SluiceError)
+from sluice.pipeline import Pipeline, cifar10, mnist, tfrecord
+
+__all__ = [
+    "Pipeline", "tfrecord", "mnist", "cifar10", "ops",
+    "SluiceError", "InvalidArgumentError", "NotFoundError", "DataLossError",
+    "CancelledError",
+]

@@ -1,0 +1,162 @@
+"""Pipeline builder: the Python twin of the C++ PipelineBuilder.
+
+Each method returns a new Pipeline (the definition is immutable), so partial
+pipelines can be shared. The definition is a dict in protobuf's JSON mapping
+of PipelineDef (proto/pipeline.proto); `to_json()` is what `sluice run` reads.
+"""
+
+import copy
+import json
+
+from sluice import _sluice
+
+_FEATURE_DTYPES = ("bytes", "int64", "float32")
+
+
+def _feature(name, spec):
+    """One declared tf.train.Example feature from a short Python form."""
+    if isinstance(spec, str):
+        spec = (spec,)
+    if isinstance(spec, dict):
+        return {"name": name, **spec}
+    dtype, *rest = spec
+    if dtype not in _FEATURE_DTYPES:
+        raise ValueError(f"feature '{name}': dtype must be one of {_FEATURE_DTYPES}, got {dtype!r}")
+    out = {"name": name, "dtype": dtype}
+    if dtype == "bytes":
+        if not rest:
+            raise ValueError(f"feature '{name}': a bytes feature needs its length, e.g. ('bytes', 3072)")
+        out["length"] = int(rest[0])
+    elif rest:
+        shape = rest[0]
+        out["shape"] = [int(shape)] if isinstance(shape, int) else [int(d) for d in shape]
+    return out
+
+
+def tfrecord(files, features=None, *, on_corrupt="error", shuffle_splits=False, split_records=0):
+    """A pipeline reading TFRecord files (paths or glob patterns).
+
+    `features` declares the tf.train.Example features to parse, e.g.
+    ``{"image": ("bytes", 3072), "label": "int64", "box": ("float32", [4])}``;
+    without it each sample is the raw "record" bytes. `on_corrupt="skip"`
+    skips records whose CRC fails (they are counted and reported);
+    `split_records` splits indexed files (``sluice index``) into ranges.
+    """
+    files = [files] if isinstance(files, str) else list(files)
+    source = {"tfrecord": {"files": files,
+                           "features": [_feature(n, s) for n, s in (features or {}).items()]},
+              "on_corrupt": on_corrupt, "shuffle_splits": shuffle_splits,
+              "split_records": split_records}
+    return Pipeline({"nodes": [{"source": source}]})
+
+
+def mnist(images, labels):
+    """A pipeline reading an MNIST IDX pair: "image" uint8 [H, W], "label" int64."""
+    return Pipeline({"nodes": [{"source": {"mnist": {"images": images, "labels": labels}}}]})
+
+
+def cifar10(files):
+    """A pipeline reading CIFAR-10 binary batches: "image" uint8 [32, 32, 3], "label" int64."""
+    files = [files] if isinstance(files, str) else list(files)
+    return Pipeline({"nodes": [{"source": {"cifar10": {"files": files}}}]})
+
+
+class Pipeline:
+    """An input pipeline. Iterate it for dicts of numpy arrays (one per
+    column), one batch at a time after `batch()`, else one sample at a time.
+    Each pass over it is a new epoch (new shuffle, new random draws); the
+    arrays share memory with sluice's buffers, which return to its pool when
+    Python drops them.
+    """
+
+    def __init__(self, definition):
+        self._def = definition
+        self._engine = None
+        self._epoch = 0
+
+    @staticmethod
+    def from_json(text):
+        """A pipeline from PipelineDef JSON (as `sluice run` reads)."""
+        return Pipeline(json.loads(text))
+
+    def to_json(self):
+        """The PipelineDef as JSON."""
+        return json.dumps(self._def, indent=2)
+
+    def _with_node(self, node):
+        definition = copy.deepcopy(self._def)
+        definition["nodes"].append(node)
+        return Pipeline(definition)
+
+    def map(self, *ops, parallelism=0):
+        """Applies ops (from `sluice.ops`) in order to every sample, or to every row of a batch."""
+        flat = []
+        for op in ops:
+            flat.extend(op if isinstance(op, (list, tuple)) else [op])
+        return self._with_node({"map": {"ops": flat, "parallelism": parallelism}})
+
+    def filter(self, predicate):
+        """Keeps the samples for which `predicate` (e.g. ops.keep_if) holds."""
+        return self._with_node({"filter": {"predicate": predicate}})
+
+    def shuffle(self, buffer_size):
+        """Shuffles samples through a buffer of `buffer_size`, reshuffled every epoch."""
+        return self._with_node({"shuffle": {"buffer_size": buffer_size}})
+
+    def batch(self, size, drop_remainder=False):
+        """Groups samples into batches of `size`."""
+        return self._with_node({"batch": {"size": size, "drop_remainder": drop_remainder}})
+
+    def prefetch(self, buffer_size=0):
+        """Keeps `buffer_size` elements ready ahead of the consumer (0: 2)."""
+        return self._with_node({"prefetch": {"buffer_size": buffer_size}})
+
+    def repeat(self, count=-1):
+        """Runs the pipeline `count` times (forever when <= 0), each time a new epoch."""
+        return self._with_node({"repeat": {"count": count}})
+
+    def take(self, count):
+        """The first `count` elements (samples before batch, batches after it)."""
+        return self._with_node({"take": {"count": count}})
+
+    def with_options(self, *, seed=None, threads=None, memory_budget_bytes=None, unordered=None):
+        """The same pipeline with a seed and executor options."""
+        definition = copy.deepcopy(self._def)
+        if seed is not None:
+            definition["seed"] = seed
+        options = definition.setdefault("options", {})
+        for key, value in (("threads", threads), ("memory_budget_bytes", memory_budget_bytes),
+                           ("unordered", unordered)):
+            if value is not None:
+                options[key] = value
+        return Pipeline(definition)
+
+    @property
+    def engine(self):
+        """The compiled C++ pipeline (validated on first use)."""
+        if self._engine is None:
+            self._engine = _sluice.Pipeline(json.dumps(self._def))
+        return self._engine
+
+    @property
+    def schema(self):
+        """[(column, dtype, per-sample shape)] of what the pipeline yields."""
+        return self.engine.schema()
+
+    def set_epoch(self, epoch):
+        """Makes the next pass epoch `epoch`."""
+        self._epoch = epoch
+
+    def iterate(self, epoch):
+        """The elements of epoch `epoch` as dicts of numpy arrays."""
+        it = self.engine.iterate(epoch)
+        while True:
+            try:
+                yield it.next_numpy()
+            except StopIteration:
+                return
+
+    def __iter__(self):
+        epoch = self._epoch
+        self._epoch += 1
+        return self.iterate(epoch)

@@ -1,0 +1,119 @@
+// Pipelines and their iterators. The PipelineDef crosses the boundary as JSON
+// (the Python builder writes it; protobuf's JSON mapping parses it), and
+// every call that runs C++ work releases the GIL.
+#include <pybind11/stl.h>
+
+#include "bindings.h"
+#include "sluice/exec/pipeline.h"
+#include "sluice/graph/pipeline_json.h"
+#include "sluice/ops/op_registry.h"
+
+namespace sluice::python {
+namespace {
+
+using Names = std::vector<std::string>;
+
+class PyIterator {
+ public:
+  PyIterator(std::unique_ptr<exec::PipelineIterator> it, Names names)
+      : it_(std::move(it)), names_(std::move(names)) {}
+
+  // The next element as {column: array}, via `convert`; StopIteration at the end.
+  py::dict Next(py::object (*convert)(const Tensor&)) {
+    Batch batch;
+    bool end = false;
+    absl::Status status;
+    {
+      py::gil_scoped_release release;
+      status = it_->Next(&batch, &end);
+    }
+    ThrowIfError(status);
+    if (end) throw py::stop_iteration();
+    py::dict out;
+    for (size_t i = 0; i < names_.size(); ++i) {
+      out[py::str(names_[i])] = convert(batch.columns[i].values);
+    }
+    samples_ += batch.rows;
+    return out;
+  }
+
+  int64_t samples() const { return samples_; }
+  int64_t skipped() const { return it_->skipped().skipped(); }
+  std::string skip_summary() const { return it_->skipped().Summary(); }
+
+ private:
+  std::unique_ptr<exec::PipelineIterator> it_;
+  Names names_;
+  int64_t samples_ = 0;
+};
+
+class PyPipeline {
+ public:
+  explicit PyPipeline(const std::string& json) {
+    absl::StatusOr<std::unique_ptr<exec::Pipeline>> pipeline;
+    {
+      py::gil_scoped_release release;
+      absl::StatusOr<PipelineDef> def = graph::PipelineFromJson(json);
+      pipeline = def.ok() ? exec::Pipeline::Create(*def) : def.status();
+    }
+    ThrowIfError(pipeline.status());
+    pipeline_ = *std::move(pipeline);
+    for (const ColumnSpec& c : pipeline_->output_schema().columns()) names_.push_back(c.name);
+  }
+
+  std::unique_ptr<PyIterator> Iterate(uint64_t epoch) {
+    py::gil_scoped_release release;
+    return std::make_unique<PyIterator>(pipeline_->Iterate(epoch), names_);
+  }
+
+  // [(name, dtype, per-sample shape)]
+  py::list Schema() const {
+    py::list out;
+    for (const ColumnSpec& c : pipeline_->output_schema().columns()) {
+      std::vector<int64_t> shape(c.shape.dims().begin(), c.shape.dims().end());
+      out.append(py::make_tuple(c.name, std::string(DTypeName(c.dtype)), shape));
+    }
+    return out;
+  }
+
+  bool batched() const { return pipeline_->batched(); }
+
+ private:
+  std::unique_ptr<exec::Pipeline> pipeline_;
+  Names names_;
+};
+
+py::list ListOps() {
+  py::list out;
+  for (const ops::OpSchema* op : ops::OpRegistry::Builtin().List()) {
+    py::list attrs;
+    for (const ops::AttrSchema& a : op->attrs) {
+      attrs.append(py::dict(py::arg("name") = a.name,
+                            py::arg("type") = std::string(ops::AttrTypeName(a.type)),
+                            py::arg("default") = a.default_json, py::arg("doc") = a.doc));
+    }
+    out.append(py::dict(py::arg("name") = op->name, py::arg("doc") = op->doc,
+                        py::arg("attrs") = attrs, py::arg("random") = op->random,
+                        py::arg("predicate") = op->predicate));
+  }
+  return out;
+}
+
+}  // namespace
+
+void InitPipeline(py::module_& m) {
+  py::class_<PyIterator>(m, "Iterator")
+      .def("next_numpy", [](PyIterator& it) { return it.Next(&ToNumpy); })
+      .def("next_dlpack", [](PyIterator& it) { return it.Next(&ToDlpack); })
+      .def_property_readonly("samples", &PyIterator::samples)
+      .def_property_readonly("skipped", &PyIterator::skipped)
+      .def_property_readonly("skip_summary", &PyIterator::skip_summary);
+  py::class_<PyPipeline>(m, "Pipeline")
+      .def(py::init<const std::string&>(), py::arg("json"))
+      .def("iterate", &PyPipeline::Iterate, py::arg("epoch") = 0)
+      .def("schema", &PyPipeline::Schema)
+      .def_property_readonly("batched", &PyPipeline::batched);
+  m.def("ops", &ListOps, "The registered ops with their docs and attrs.");
+}
+
+}  // namespace sluice::python

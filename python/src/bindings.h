@@ -1,0 +1,30 @@
+// Shared declarations of the _sluice extension: one init function per
+// bind_*.cc, and the Status -> Python exception mapping.
+#ifndef SLUICE_PYTHON_BINDINGS_H_
+#define SLUICE_PYTHON_BINDINGS_H_
+
+#include <pybind11/pybind11.h>
+
+#include "absl/status/status.h"
+#include "sluice/core/tensor.h"
+
+namespace sluice::python {
+
+namespace py = pybind11;
+
+void InitErrors(py::module_& m);
+void InitPipeline(py::module_& m);
+
+// Raises the Python exception for `status` (see bind_errors.cc). REQUIRES:
+// the GIL is held.
+void ThrowIfError(const absl::Status& status);
+
+// A numpy array viewing `t`'s buffer; the array keeps the buffer alive, so
+// it returns to the pool when Python drops the last view.
+py::object ToNumpy(const Tensor& t);
+// A DLPack capsule ("dltensor") viewing `t`, for torch.utils.dlpack.
+py::object ToDlpack(const Tensor& t);
+
+}  // namespace sluice::python
+
+#endif  // SLUICE_PYTHON_BINDINGS_H_
