@@ -143,6 +143,16 @@ class Pipeline:
         """[(column, dtype, per-sample shape)] of what the pipeline yields."""
         return self.engine.schema()
 
+    def __len__(self):
+        """Elements per epoch (batches after `batch()`), when the sources' sizes are known."""
+        n = self.engine.cardinality
+        if n == -2:
+            raise TypeError("the pipeline repeats forever: it has no length")
+        if n < 0:
+            raise TypeError("the pipeline's length is unknown (a filter, or an unindexed TFRecord; "
+                            "see `sluice index`)")
+        return n
+
     def set_epoch(self, epoch):
         """Makes the next pass epoch `epoch`."""
         self._epoch = epoch

@@ -30,6 +30,10 @@ class TorchIterable(torch.utils.data.IterableDataset):
         self._epoch = 0
         self.samples = 0
 
+    def __len__(self):
+        """Batches per epoch, when known (see sluice.Pipeline.__len__)."""
+        return len(self._pipeline)
+
     def set_epoch(self, epoch):
         """Makes the next pass epoch `epoch` (as DistributedSampler.set_epoch)."""
         self._epoch = epoch

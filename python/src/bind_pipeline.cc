@@ -15,8 +15,11 @@ using Names = std::vector<std::string>;
 
 class PyIterator {
  public:
-  PyIterator(std::unique_ptr<exec::PipelineIterator> it, Names names)
-      : it_(std::move(it)), names_(std::move(names)) {}
+  // Holds the pipeline: its iterators' threads use the compiled nodes, and
+  // Python may drop the Pipeline object before the iterator.
+  PyIterator(std::shared_ptr<const exec::Pipeline> pipeline,
+             std::unique_ptr<exec::PipelineIterator> it, Names names)
+      : pipeline_(std::move(pipeline)), it_(std::move(it)), names_(std::move(names)) {}
 
   // The next element as {column: array}, via `convert`; StopIteration at the end.
   py::dict Next(py::object (*convert)(const Tensor&)) {
@@ -42,7 +45,8 @@ class PyIterator {
   std::string skip_summary() const { return it_->skipped().Summary(); }
 
  private:
-  std::unique_ptr<exec::PipelineIterator> it_;
+  std::shared_ptr<const exec::Pipeline> pipeline_;
+  std::unique_ptr<exec::PipelineIterator> it_;  // after pipeline_: destroyed first
   Names names_;
   int64_t samples_ = 0;
 };
@@ -63,7 +67,7 @@ class PyPipeline {
 
   std::unique_ptr<PyIterator> Iterate(uint64_t epoch) {
     py::gil_scoped_release release;
-    return std::make_unique<PyIterator>(pipeline_->Iterate(epoch), names_);
+    return std::make_unique<PyIterator>(pipeline_, pipeline_->Iterate(epoch), names_);
   }
 
   // [(name, dtype, per-sample shape)]
@@ -77,9 +81,11 @@ class PyPipeline {
   }
 
   bool batched() const { return pipeline_->batched(); }
+  // Elements per epoch; -1 unknown, -2 endless.
+  int64_t cardinality() const { return pipeline_->Cardinality(); }
 
  private:
-  std::unique_ptr<exec::Pipeline> pipeline_;
+  std::shared_ptr<const exec::Pipeline> pipeline_;
   Names names_;
 };
 
@@ -112,7 +118,8 @@ void InitPipeline(py::module_& m) {
       .def(py::init<const std::string&>(), py::arg("json"))
       .def("iterate", &PyPipeline::Iterate, py::arg("epoch") = 0)
       .def("schema", &PyPipeline::Schema)
-      .def_property_readonly("batched", &PyPipeline::batched);
+      .def_property_readonly("batched", &PyPipeline::batched)
+      .def_property_readonly("cardinality", &PyPipeline::cardinality);
   m.def("ops", &ListOps, "The registered ops with their docs and attrs.");
 }
 

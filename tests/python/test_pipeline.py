@@ -29,6 +29,16 @@ def test_batches_hold_the_files_values(mnist_dir):
     np.testing.assert_array_equal(batches[1]["image"].reshape(-1), images[256 * 784:512 * 784])
 
 
+def test_length_when_the_source_size_is_known(mnist_dir, cifar_dir):
+    assert len(mnist(mnist_dir).batch(256)) == 3
+    assert len(mnist(mnist_dir).batch(256, drop_remainder=True).repeat(2)) == 4
+    assert len(mnist(mnist_dir).take(10)) == 10
+    with pytest.raises(TypeError, match="unknown"):
+        len(cifar(cifar_dir))                 # not indexed
+    with pytest.raises(TypeError, match="forever"):
+        len(mnist(mnist_dir).repeat())
+
+
 def test_arrays_share_sluice_buffers(mnist_dir):
     batch = next(iter(mnist(mnist_dir).batch(64)))
     image = batch["image"]

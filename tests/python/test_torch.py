@@ -31,6 +31,7 @@ def test_yields_torch_tensors_sharing_memory(mnist_dir):
 def test_works_inside_a_dataloader_and_counts_samples(mnist_dir):
     loader = sluice.torch.TorchIterable(mnist(mnist_dir))
     dl = torch.utils.data.DataLoader(loader, batch_size=None)
+    assert len(loader) == 6
     assert sum(b["label"].shape[0] for b in dl) == 600
     assert loader.samples == 600
 

@@ -1,5 +1,7 @@
 #include "sluice/exec/pipeline.h"
 
+#include <algorithm>
+
 #include "sluice/core/status_macros.h"
 #include "sluice/exec/map_plan.h"
 
@@ -106,6 +108,38 @@ std::unique_ptr<Iterator> Pipeline::MakeIterator(ExecContext* ctx, size_t index,
       break;
   }
   return input;
+}
+
+int64_t Pipeline::Cardinality() const {
+  int64_t n = kUnknown;
+  for (const graph::CompiledNode& node : compiled_.nodes) {
+    switch (node.kind) {
+      case graph::NodeKind::kSource:
+        n = 0;
+        for (const io::Split& split : node.format->MakeSplits()) {
+          if (split.end_record < 0) return kUnknown;  // unindexed TFRecord
+          n += split.end_record - split.begin_record;
+        }
+        break;
+      case graph::NodeKind::kFilter:
+        n = kUnknown;
+        break;
+      case graph::NodeKind::kBatch:
+        if (n >= 0) n = node.drop_remainder ? n / node.count : (n + node.count - 1) / node.count;
+        break;
+      case graph::NodeKind::kRepeat:
+        if (n > 0) n = node.count > 0 ? n * node.count : kInfinite;
+        break;
+      case graph::NodeKind::kTake:
+        if (n >= 0 || n == kInfinite) n = n == kInfinite ? node.count : std::min(n, node.count);
+        break;
+      case graph::NodeKind::kMap:
+      case graph::NodeKind::kShuffle:
+      case graph::NodeKind::kPrefetch:
+        break;
+    }
+  }
+  return n;
 }
 
 std::unique_ptr<PipelineIterator> Pipeline::Iterate(uint64_t epoch) const {

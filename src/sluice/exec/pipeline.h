@@ -53,7 +53,16 @@ class Pipeline {
   bool batched() const { return compiled_.batched(); }
 
   // Runs epoch `epoch`: shuffles and random ops are keyed by it.
+  // REQUIRES: the Pipeline outlives the iterator (its threads use the
+  // compiled nodes).
   std::unique_ptr<PipelineIterator> Iterate(uint64_t epoch = 0) const;
+
+  static constexpr int64_t kUnknown = -1;
+  static constexpr int64_t kInfinite = -2;
+  // Elements (batches after the batch node, else samples) one epoch yields:
+  // known when every source split has a known record count and no filter
+  // intervenes; kUnknown otherwise, kInfinite for an endless repeat.
+  int64_t Cardinality() const;
 
  private:
   explicit Pipeline(graph::CompiledPipeline compiled);
