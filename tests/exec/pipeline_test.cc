@@ -235,6 +235,26 @@ TEST_F(PipelineTest, CorruptRecordFailsWithFileAndOffsetOrIsSkippedAndCounted) {
   EXPECT_THAT(skips.Summary(), HasSubstr("at offset " + std::to_string(offset)));
 }
 
+TEST_F(PipelineTest, CardinalityIsKnownWhenEverySplitIsSized) {
+  auto labels = [&] {
+    return PipelineBuilder::TfRecord({dir_.Join("*.tfrecord")}, {graph::Int64Feature("label")});
+  };
+  auto cardinality = [](PipelineDef def) {
+    auto p = Pipeline::Create(def);
+    EXPECT_TRUE(p.ok()) << p.status();
+    return p.ok() ? (*p)->Cardinality() : -100;
+  };
+  EXPECT_EQ(cardinality(labels().Batch(30).Build()), Pipeline::kUnknown);  // unindexed
+  for (const std::string& f : files_) ASSERT_TRUE(io::WriteTfRecordIndex(f).ok());
+  EXPECT_EQ(cardinality(labels().SplitRecords(10).Build()), kRecords);
+  EXPECT_EQ(cardinality(labels().SplitRecords(10).Batch(30).Build()), 4);
+  EXPECT_EQ(cardinality(labels().SplitRecords(10).Batch(30, true).Repeat(2).Build()), 6);
+  EXPECT_EQ(cardinality(labels().SplitRecords(10).Repeat().Take(5).Build()), 5);
+  EXPECT_EQ(cardinality(labels().SplitRecords(10).Repeat().Build()), Pipeline::kInfinite);
+  EXPECT_EQ(cardinality(labels().SplitRecords(10).Filter(Op("keep_if", {{"cmp", "<"}, {"value", 3.0}})).Build()),
+            Pipeline::kUnknown);
+}
+
 TEST_F(PipelineTest, IndexedFilesSplitIntoRecordRanges) {
   for (const std::string& f : files_) ASSERT_TRUE(io::WriteTfRecordIndex(f).ok());
   PipelineDef def = PipelineBuilder::TfRecord({dir_.Join("*.tfrecord")}, {graph::Int64Feature("label")})
