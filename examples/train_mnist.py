@@ -8,6 +8,7 @@ the same. Prints samples/s and the share of step time spent waiting for data.
 """
 
 import argparse
+import json
 import time
 
 import torch
@@ -68,6 +69,7 @@ def main():
     p.add_argument("--warmup", type=int, default=3, help="steps before timing starts")
     p.add_argument("--batch-size", type=int, default=256)
     p.add_argument("--peer", action="store_true", help="feed from torch's DataLoader instead")
+    p.add_argument("--json", action="store_true", help="end with one JSON line of the figures")
     args = p.parse_args()
 
     torch.manual_seed(0)
@@ -96,7 +98,11 @@ def main():
     total = wait + compute
     feeder = "torch DataLoader" if args.peer else "sluice"
     print(f"{feeder}: {samples / total:,.0f} samples/s, waiting for data {100 * wait / total:.1f}% "
-          f"of step time ({args.steps} steps of {args.batch_size})")
+          f"of step time ({args.steps} steps of {args.batch_size})", flush=True)
+    if args.json:
+        print(json.dumps({"feeder": feeder, "samples_per_s": samples / total,
+                          "wait_share": wait / total, "steps": args.steps,
+                          "batch_size": args.batch_size, "torch": torch.__version__}))
 
 
 if __name__ == "__main__":

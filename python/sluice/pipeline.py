@@ -5,8 +5,11 @@ pipelines can be shared. The definition is a dict in protobuf's JSON mapping
 of PipelineDef (proto/pipeline.proto); `to_json()` is what `sluice run` reads.
 """
 
+import base64
 import copy
 import json
+
+import numpy as np
 
 from sluice import _sluice
 
@@ -59,6 +62,32 @@ def cifar10(files):
     """A pipeline reading CIFAR-10 binary batches: "image" uint8 [32, 32, 3], "label" int64."""
     files = [files] if isinstance(files, str) else list(files)
     return Pipeline({"nodes": [{"source": {"cifar10": {"files": files}}}]})
+
+
+_ARRAY_DTYPES = ("uint8", "int32", "int64", "float32")
+
+
+def arrays(columns, *, split_records=0):
+    """A pipeline reading numpy arrays held in the definition itself.
+
+    `columns` maps names to arrays whose first dimension is the row, e.g.
+    ``{"x": np.zeros((100, 8), np.float32), "label": np.arange(100)}``; dtypes
+    uint8, int32, int64 and float32. The bytes travel inside the PipelineDef,
+    so keep it to small data (tests, lookup tables, benchmarks).
+    """
+    out = []
+    for name, values in columns.items():
+        values = np.asarray(values)
+        if values.dtype.name not in _ARRAY_DTYPES:
+            raise ValueError(f"column '{name}': dtype must be one of {_ARRAY_DTYPES}, "
+                             f"got {values.dtype.name}")
+        if values.ndim == 0:
+            raise ValueError(f"column '{name}': needs a row dimension, got a scalar")
+        data = np.ascontiguousarray(values, dtype=values.dtype.newbyteorder("<")).tobytes()
+        out.append({"name": name, "dtype": values.dtype.name, "shape": list(values.shape[1:]),
+                    "data": base64.b64encode(data).decode("ascii")})
+    return Pipeline({"nodes": [{"source": {"arrays": {"columns": out},
+                                           "split_records": split_records}}]})
 
 
 class Pipeline:

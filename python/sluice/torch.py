@@ -12,6 +12,8 @@ batch_size=None)`` works too (batching and parallelism stay in sluice: keep
 num_workers=0).
 """
 
+import warnings
+
 import torch
 import torch.utils.data
 import torch.utils.dlpack
@@ -22,12 +24,21 @@ class TorchIterable(torch.utils.data.IterableDataset):
 
     Each pass is a new epoch unless `set_epoch` chose one. `samples` counts
     the samples delivered so far, over all passes.
+
+    `pin_memory=True` hands out tensors in page-locked memory, so that
+    ``.to("cuda", non_blocking=True)`` overlaps the copy with compute (one
+    host copy per batch, as DataLoader's pin_memory). Without a CUDA device
+    it warns once and yields ordinary tensors, as DataLoader does.
     """
 
-    def __init__(self, pipeline):
+    def __init__(self, pipeline, *, pin_memory=False):
         super().__init__()
         self._pipeline = pipeline
         self._epoch = 0
+        self._pin = pin_memory and torch.cuda.is_available()
+        if pin_memory and not self._pin:
+            warnings.warn("sluice.torch: pin_memory=True but no CUDA device is available; "
+                          "batches stay in pageable memory", stacklevel=2)
         self.samples = 0
 
     def __len__(self):
@@ -48,5 +59,7 @@ class TorchIterable(torch.utils.data.IterableDataset):
             except StopIteration:
                 return
             batch = {name: torch.utils.dlpack.from_dlpack(c) for name, c in capsules.items()}
+            if self._pin:
+                batch = {name: t.pin_memory() for name, t in batch.items()}
             self.samples += next(iter(batch.values())).shape[0]
             yield batch

@@ -4,6 +4,7 @@
 #include <pybind11/stl.h>
 
 #include "bindings.h"
+#include "interrupt.h"
 #include "sluice/exec/pipeline.h"
 #include "sluice/graph/pipeline_json.h"
 #include "sluice/ops/op_registry.h"
@@ -12,6 +13,14 @@ namespace sluice::python {
 namespace {
 
 using Names = std::vector<std::string>;
+
+// Runs the Python SIGINT handler now (KeyboardInterrupt by default); the
+// pipeline is cancelled either way, so a handler that does not raise gets
+// KeyboardInterrupt too.
+[[noreturn]] void RaiseInterrupt() {
+  if (PyErr_CheckSignals() == 0) PyErr_SetNone(PyExc_KeyboardInterrupt);
+  throw py::error_already_set();
+}
 
 class PyIterator {
  public:
@@ -27,8 +36,12 @@ class PyIterator {
     bool end = false;
     absl::Status status;
     {
-      py::gil_scoped_release release;
-      status = it_->Next(&batch, &end);
+      InterruptScope interrupt(it_.get());
+      {
+        py::gil_scoped_release release;
+        status = it_->Next(&batch, &end);
+      }
+      if (interrupt.interrupted()) RaiseInterrupt();
     }
     ThrowIfError(status);
     if (end) throw py::stop_iteration();

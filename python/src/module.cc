@@ -1,9 +1,11 @@
 // The _sluice extension module: a thin layer over the C++ engine. The public
 // API, docstrings and validation live in python/sluice/*.py.
 #include "bindings.h"
+#include "interrupt.h"
 
 PYBIND11_MODULE(_sluice, m) {
   m.doc() = "sluice's C++ engine (use the `sluice` package)";
   sluice::python::InitErrors(m);
   sluice::python::InitPipeline(m);
+  sluice::python::InitInterrupts();
 }

@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <map>
+#include <cstring>
 #include <set>
+#include <thread>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -253,6 +255,49 @@ TEST_F(PipelineTest, CardinalityIsKnownWhenEverySplitIsSized) {
   EXPECT_EQ(cardinality(labels().SplitRecords(10).Repeat().Build()), Pipeline::kInfinite);
   EXPECT_EQ(cardinality(labels().SplitRecords(10).Filter(Op("keep_if", {{"cmp", "<"}, {"value", 3.0}})).Build()),
             Pipeline::kUnknown);
+}
+
+TEST_F(PipelineTest, ArraysFeedThePipelineLikeFiles) {
+  std::vector<float> x;
+  std::vector<int64_t> label;
+  for (int i = 0; i < 10; ++i) {
+    x.insert(x.end(), {float(i), float(-i)});
+    label.push_back(i);
+  }
+  PipelineDef def = PipelineBuilder::Arrays({graph::MakeArrayColumn("x", {2}, x),
+                                            graph::MakeArrayColumn("label", {}, label)})
+                        .Map({Op("rescale", {{"field", "x"}, {"scale", 2.0}})})
+                        .Batch(4)
+                        .Build();
+  ASSERT_OK_AND_ASSIGN(auto pipeline, Pipeline::Create(def));
+  EXPECT_EQ(pipeline->Cardinality(), 3);
+  ASSERT_OK_AND_ASSIGN(Output out, RunEpoch(def));
+  EXPECT_EQ(out.rows, (std::vector<int64_t>{4, 4, 2}));
+  EXPECT_EQ(out.labels, label);
+  float row9[2];
+  std::memcpy(row9, out.rows0[9].data(), sizeof(row9));
+  EXPECT_EQ(row9[0], 18.0f);
+  EXPECT_EQ(row9[1], -18.0f);
+}
+
+TEST_F(PipelineTest, CancelEndsANextBlockedInAnotherThread) {
+  // Drops every sample of an endless repeat, so Next never finds one.
+  PipelineDef def = PipelineBuilder::TfRecord({dir_.Join("*.tfrecord")}, {graph::Int64Feature("label")})
+                        .Repeat()
+                        .Filter(Op("keep_if", {{"cmp", "<"}, {"value", -1.0}}))
+                        .Batch(8)
+                        .Build();
+  ASSERT_OK_AND_ASSIGN(auto pipeline, Pipeline::Create(def));
+  auto it = pipeline->Iterate();
+  absl::Status status;
+  std::thread consumer([&] {
+    Batch b;
+    bool end = false;
+    status = it->Next(&b, &end);
+  });
+  it->Cancel();
+  consumer.join();
+  EXPECT_THAT(status, StatusIs(absl::StatusCode::kCancelled, HasSubstr("cancelled")));
 }
 
 TEST_F(PipelineTest, IndexedFilesSplitIntoRecordRanges) {

@@ -50,3 +50,40 @@ def test_a_few_training_steps_lower_the_loss(mnist_dir):
         opt.step()
         losses.append(loss.item())
     assert losses[-1] < 0.5 * losses[0]
+
+
+def test_pin_memory_pins_or_warns_without_cuda(mnist_dir):
+    if torch.cuda.is_available():
+        batch = next(iter(sluice.torch.TorchIterable(mnist(mnist_dir), pin_memory=True)))
+        assert batch["image"].is_pinned()
+    else:
+        with pytest.warns(UserWarning, match="no CUDA device"):
+            loader = sluice.torch.TorchIterable(mnist(mnist_dir), pin_memory=True)
+        assert next(iter(loader))["image"].shape == (100, 28, 28)
+
+
+_DEBIAN_CHILD = """
+import sys
+import torch
+import sluice, sluice.torch
+from sluice import ops
+raw = sys.argv[1]
+pipe = sluice.mnist(raw + "/train-images-idx3-ubyte", raw + "/train-labels-idx1-ubyte").batch(32)
+batch = next(iter(sluice.torch.TorchIterable(pipe)))
+print(torch.__version__, torch.__file__, type(batch["image"]).__name__, tuple(batch["image"].shape))
+"""
+
+
+def test_imports_under_debians_python_with_apt_torch(mnist_dir, tmp_path):
+    import os
+    import subprocess
+    system = "/usr/bin/python3"
+    if subprocess.run([system, "-c", "import torch"], capture_output=True).returncode != 0:
+        pytest.skip("/usr/bin/python3 has no torch (apt's python3-torch)")
+    (tmp_path / "sluice").symlink_to(os.path.dirname(sluice.__file__))  # the package alone
+    out = subprocess.run([system, "-c", _DEBIAN_CHILD, str(mnist_dir)], capture_output=True,
+                         text=True, env=dict(os.environ, PYTHONPATH=str(tmp_path)))
+    assert out.returncode == 0, out.stderr
+    version, torch_file, kind, shape = out.stdout.split(" ", 3)
+    assert torch_file.startswith("/usr/lib/python3/dist-packages/")
+    assert kind == "Tensor" and shape.strip() == "(32, 28, 28)"

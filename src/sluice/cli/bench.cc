@@ -102,7 +102,9 @@ std::string MachineDescription() {
 absl::Status EnsureData(const BenchArgs& args) {
   ProgressLine progress(true);
   auto report = [&](int64_t done, int64_t total) {
-    progress.Update(absl::StrFormat("making data: %s / %s", WithCommas(done), WithCommas(total)));
+    progress.Update([&] {
+      return absl::StrFormat("making data: %s / %s", WithCommas(done), WithCommas(total));
+    });
   };
   absl::Status s;
   if (args.workload == "w1" && !Exists(MnistLayout(args.data + "/mnist").train_images)) {

@@ -22,8 +22,9 @@ struct MakeDataArgs {
 absl::Status MakeData(const MakeDataArgs& args) {
   ProgressLine progress(true);
   auto report = [&](int64_t done, int64_t total) {
-    progress.Update(absl::StrFormat("%s: %s / %s samples", args.dataset, WithCommas(done),
-                                    WithCommas(total)));
+    progress.Update([&] {
+      return absl::StrFormat("%s: %s / %s samples", args.dataset, WithCommas(done), WithCommas(total));
+    });
   };
   absl::Status s;
   if (args.dataset == "mnist") {

@@ -33,10 +33,11 @@ absl::StatusOr<RunReport> RunPipeline(const exec::Pipeline& pipeline, const RunO
       }
       ++report.batches;
       report.samples += batch.rows;
-      const double t = std::chrono::duration<double>(Clock::now() - timed_from).count();
-      progress.Update(absl::StrFormat("epoch %d  %s samples  %s samples/s", epoch + 1,
-                                      WithCommas(report.samples),
-                                      WithCommas(t > 0 ? timed_samples / t : 0)));
+      progress.Update([&] {
+        const double t = std::chrono::duration<double>(Clock::now() - timed_from).count();
+        return absl::StrFormat("epoch %d  %s samples  %s samples/s", epoch + 1,
+                               WithCommas(report.samples), WithCommas(t > 0 ? timed_samples / t : 0));
+      });
     }
     report.epochs = epoch + 1;
     report.peak_rss_after_epoch.push_back(CurrentMemoryUsage().peak_rss);

@@ -12,12 +12,16 @@ namespace sluice::cli {
 ProgressLine::ProgressLine(bool enabled)
     : enabled_(enabled), tty_(::isatty(2) != 0), last_(std::chrono::steady_clock::now()) {}
 
-void ProgressLine::Update(const std::string& text) {
-  if (!enabled_) return;
+bool ProgressLine::Due() {
+  if (!enabled_) return false;
   const auto now = std::chrono::steady_clock::now();
   const auto interval = tty_ ? std::chrono::milliseconds(200) : std::chrono::milliseconds(5000);
-  if (now - last_ < interval) return;
+  if (now - last_ < interval) return false;
   last_ = now;
+  return true;
+}
+
+void ProgressLine::Show(const std::string& text) {
   if (tty_) {
     std::fprintf(stderr, "\r\033[K%s", text.c_str());
   } else {

@@ -11,12 +11,19 @@ namespace sluice::cli {
 class ProgressLine {
  public:
   explicit ProgressLine(bool enabled);
-  // Shows `text` if enough time passed since the last update.
-  void Update(const std::string& text);
+  // Shows make_text() if enough time passed since the last update; the text
+  // is only built then, so per-batch calls stay cheap.
+  template <typename MakeText>
+  void Update(MakeText&& make_text) {
+    if (Due()) Show(make_text());
+  }
   // Ends the line (keeps the last text on a terminal).
   void Finish();
 
  private:
+  bool Due();
+  void Show(const std::string& text);
+
   bool enabled_;
   bool tty_;
   bool shown_ = false;

@@ -25,6 +25,10 @@ class PipelineIterator {
   // (a batch of one row). *end becomes true after the last one.
   absl::Status Next(Batch* out, bool* end);
 
+  // Stops the pipeline from any thread (e.g. on Ctrl-C): a Next() blocked now
+  // or called later returns Cancelled. Thread-safe.
+  void Cancel() { ctx_->cancel.Cancel(); }
+
   // Corrupt records skipped so far (source on_corrupt "skip").
   const io::CorruptionLog& skipped() const { return ctx_->skips; }
   // High-water mark of bytes buffered between nodes.

@@ -7,6 +7,7 @@
 #include "sluice/core/rng.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/graph/fuse_warps.h"
+#include "sluice/io/array_source.h"
 #include "sluice/io/cifar_source.h"
 #include "sluice/io/mnist_source.h"
 #include "sluice/io/tfrecord_source.h"
@@ -74,6 +75,25 @@ absl::Status ParseFeatures(const TfRecordSource& src, std::vector<io::FeatureSpe
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::vector<io::ArrayColumnData>> ParseArrays(const ArraySource& def) {
+  std::vector<io::ArrayColumnData> columns;
+  for (const ArrayColumn& c : def.columns()) {
+    const std::string where = absl::StrCat("arrays column '", c.name(), "'");
+    io::ArrayColumnData col;
+    col.spec.name = c.name();
+    absl::StatusOr<DType> dtype = ParseDType(c.dtype());
+    if (!dtype.ok()) return WithContext(dtype.status(), where);
+    col.spec.dtype = *dtype;
+    for (int64_t d : c.shape()) {
+      if (d <= 0) return absl::InvalidArgumentError(absl::StrCat(where, ": shape must be positive"));
+    }
+    col.spec.shape = Shape(absl::MakeConstSpan(c.shape().data(), c.shape().size()));
+    col.data = c.data();
+    columns.push_back(std::move(col));
+  }
+  return columns;
+}
+
 absl::Status CompileSource(const SourceDef& def, CompiledNode* node,
                            std::vector<io::FeatureSpec>* features, std::vector<Shape>* shapes) {
   absl::StatusOr<std::unique_ptr<io::SourceFormat>> format;
@@ -92,8 +112,14 @@ absl::Status CompileSource(const SourceDef& def, CompiledNode* node,
           std::vector<std::string>(def.cifar10().files().begin(), def.cifar10().files().end()),
           def.split_records());
       break;
+    case SourceDef::kArrays: {
+      SLUICE_ASSIGN_OR_RETURN(std::vector<io::ArrayColumnData> columns, ParseArrays(def.arrays()));
+      format = io::MakeArraySource(std::move(columns), def.split_records());
+      break;
+    }
     case SourceDef::FORMAT_NOT_SET:
-      return absl::InvalidArgumentError("no format set (expected tfrecord, mnist or cifar10)");
+      return absl::InvalidArgumentError(
+          "no format set (expected tfrecord, mnist, cifar10 or arrays)");
   }
   if (!format.ok()) return format.status();
   if (def.on_corrupt() != "" && def.on_corrupt() != "error" && def.on_corrupt() != "skip") {

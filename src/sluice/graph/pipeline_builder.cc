@@ -60,6 +60,13 @@ PipelineBuilder PipelineBuilder::Cifar10(std::vector<std::string> files) {
   return b;
 }
 
+PipelineBuilder PipelineBuilder::Arrays(std::vector<ArrayColumn> columns) {
+  PipelineBuilder b;
+  ArraySource* s = b.Add()->mutable_source()->mutable_arrays();
+  for (auto& c : columns) *s->add_columns() = std::move(c);
+  return b;
+}
+
 PipelineBuilder& PipelineBuilder::Map(std::vector<OpDef> ops, int parallelism) {
   MapDef* m = Add()->mutable_map();
   for (auto& op : ops) *m->add_ops() = std::move(op);

@@ -20,6 +20,7 @@
 
 #include "google/protobuf/struct.pb.h"
 #include "pipeline.pb.h"
+#include "sluice/core/dtype.h"
 
 namespace sluice::graph {
 
@@ -48,12 +49,26 @@ FeatureDef BytesFeature(const std::string& name, int64_t length);
 FeatureDef Int64Feature(const std::string& name, std::vector<int64_t> shape = {});
 FeatureDef FloatFeature(const std::string& name, std::vector<int64_t> shape = {});
 
+// A column of an ArraySource: `values` holds every row, row-major; `shape`
+// is the shape of one row.
+template <typename T>
+ArrayColumn MakeArrayColumn(const std::string& name, std::vector<int64_t> shape,
+                            const std::vector<T>& values) {
+  ArrayColumn c;
+  c.set_name(name);
+  c.set_dtype(std::string(DTypeName(DTypeOf<T>::value)));
+  for (int64_t d : shape) c.add_shape(d);
+  c.set_data(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T));
+  return c;
+}
+
 class PipelineBuilder {
  public:
   static PipelineBuilder TfRecord(std::vector<std::string> files,
                                   std::vector<FeatureDef> features = {});
   static PipelineBuilder Mnist(const std::string& images, const std::string& labels);
   static PipelineBuilder Cifar10(std::vector<std::string> files);
+  static PipelineBuilder Arrays(std::vector<ArrayColumn> columns);
 
   PipelineBuilder& Map(std::vector<OpDef> ops, int parallelism = 0);
   PipelineBuilder& Filter(OpDef predicate);

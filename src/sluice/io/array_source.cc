@@ -1,0 +1,94 @@
+#include "sluice/io/array_source.h"
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "sluice/io/fixed_record_reader.h"
+
+namespace sluice::io {
+namespace {
+
+int64_t RowBytes(const ColumnSpec& spec) {
+  return spec.shape.num_elements() * static_cast<int64_t>(DTypeSize(spec.dtype));
+}
+
+class ArraySplitReader : public FixedRecordSplitReader {
+ public:
+  ArraySplitReader(const std::vector<ArrayColumnData>& columns, Split split)
+      : FixedRecordSplitReader(split), columns_(columns) {}
+
+ protected:
+  absl::Status ReadRecords(int64_t first, int64_t n, int64_t row, BatchBuilder* out) override {
+    for (size_t c = 0; c < columns_.size(); ++c) {
+      const int64_t row_bytes = RowBytes(columns_[c].spec);
+      std::memcpy(out->dense(static_cast<int>(c)) + row * row_bytes,
+                  columns_[c].data.data() + first * row_bytes, n * row_bytes);
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  const std::vector<ArrayColumnData>& columns_;
+};
+
+class ArraySource : public SourceFormat {
+ public:
+  ArraySource(std::vector<ArrayColumnData> columns, int64_t rows, int64_t split_records)
+      : columns_(std::move(columns)),
+        rows_(rows),
+        split_records_(split_records),
+        files_(std::make_shared<const std::vector<std::string>>(
+            std::vector<std::string>{"<arrays>"})) {
+    std::vector<ColumnSpec> specs;
+    for (const ArrayColumnData& c : columns_) specs.push_back(c.spec);
+    schema_ = Schema(std::move(specs));
+  }
+
+  const Schema& schema() const override { return schema_; }
+  const std::shared_ptr<const std::vector<std::string>>& files() const override { return files_; }
+  std::vector<Split> MakeSplits() const override {
+    return MakeRecordSplits({rows_}, split_records_);
+  }
+  absl::StatusOr<std::unique_ptr<SplitReader>> OpenSplit(const Split& split,
+                                                         CorruptionLog*) const override {
+    return std::unique_ptr<SplitReader>(new ArraySplitReader(columns_, split));
+  }
+
+ private:
+  std::vector<ArrayColumnData> columns_;
+  int64_t rows_;
+  int64_t split_records_;
+  std::shared_ptr<const std::vector<std::string>> files_;
+  Schema schema_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<SourceFormat>> MakeArraySource(
+    std::vector<ArrayColumnData> columns, int64_t split_records) {
+  if (columns.empty()) return absl::InvalidArgumentError("arrays: no columns");
+  int64_t rows = -1;
+  for (size_t i = 0; i < columns.size(); ++i) {
+    const ColumnSpec& spec = columns[i].spec;
+    const std::string where = absl::StrCat("arrays column '", spec.name, "'");
+    for (size_t j = 0; j < i; ++j) {
+      if (columns[j].spec.name == spec.name) {
+        return absl::InvalidArgumentError(absl::StrCat(where, ": name repeats"));
+      }
+    }
+    const int64_t row_bytes = RowBytes(spec);
+    const int64_t size = static_cast<int64_t>(columns[i].data.size());
+    if (row_bytes <= 0 || size % row_bytes != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": ", size, " bytes is not a whole number of ",
+                                                     spec.ToString(), " rows"));
+    }
+    if (rows >= 0 && size / row_bytes != rows) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": ", size / row_bytes, " rows, but column '",
+                                                     columns[0].spec.name, "' has ", rows));
+    }
+    rows = size / row_bytes;
+  }
+  return std::unique_ptr<SourceFormat>(new ArraySource(std::move(columns), rows, split_records));
+}
+
+}  // namespace sluice::io
