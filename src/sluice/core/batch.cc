@@ -43,6 +43,12 @@ RowOrigin Provenance::Origin(int64_t row) const {
   return RowOrigin{it->file, it->first_record + (row - it->first_row)};
 }
 
+int64_t Provenance::SampleId(int64_t row) const {
+  const RowOrigin o = Origin(row);
+  if (o.file < 0 || o.record < 0) return -1;
+  return (int64_t{o.file} << 40) | o.record;
+}
+
 std::string Provenance::Describe(int64_t row) const {
   const RowOrigin o = Origin(row);
   if (!files_ || o.file < 0 || o.file >= static_cast<int32_t>(files_->size()) || o.record < 0) {

@@ -34,7 +34,8 @@ struct RowOrigin {
 
 // Where each row came from, kept as runs of consecutive records so that the
 // common case (rows in file order) costs one entry per chunk. Used only to
-// name the file and record in error messages.
+// name the file and record in error messages and to key each sample's
+// random draws by its identity.
 class Provenance {
  public:
   Provenance() = default;
@@ -48,6 +49,9 @@ class Provenance {
   void AddRow(int64_t dst_row, const Provenance& src, int64_t src_row);
 
   RowOrigin Origin(int64_t row) const;
+  // The row's sample identity, (file << 40) | record, stable across epochs,
+  // orders, threads and machines; -1 when the origin is unknown.
+  int64_t SampleId(int64_t row) const;
   // "record 17 of /d/train-0.tfrecord", or "row 17" when unknown.
   std::string Describe(int64_t row) const;
   Provenance Slice(int64_t begin, int64_t end) const;

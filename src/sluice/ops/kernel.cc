@@ -4,6 +4,12 @@
 
 namespace sluice::ops {
 
+SampleRng TileContext::RngFor(uint64_t key, int64_t r) const {
+  const int64_t id = provenance == nullptr ? -1 : provenance->SampleId(provenance_row + r);
+  // Rows of unknown origin (kernels run on bare tensors) key on position.
+  return SampleRng(seed, key, epoch, static_cast<uint64_t>(id >= 0 ? id : first_sample + r));
+}
+
 std::string TileContext::Where(int64_t r) const {
   if (provenance == nullptr) return absl::StrCat("row ", first_sample + r);
   return provenance->Describe(provenance_row + r);

@@ -32,8 +32,8 @@ struct ColumnRef {
 // A run of consecutive rows, and what a kernel needs to know about them.
 struct TileContext {
   int64_t rows = 0;
-  // Position of row 0 in the node's input stream this epoch: the sample
-  // index that keys randomness.
+  // Position of row 0 in the node's input stream this epoch; keys
+  // randomness only for rows of unknown origin.
   int64_t first_sample = 0;
   uint64_t seed = 0;
   uint64_t epoch = 0;
@@ -41,7 +41,11 @@ struct TileContext {
   const Provenance* provenance = nullptr;
   int64_t provenance_row = 0;  // row 0's row in *provenance
 
-  SampleRng Rng(int64_t r) const { return SampleRng(seed, op_key, epoch, first_sample + r); }
+  // Row r's draws for this op, keyed by the sample's identity (file and
+  // record), so a sample gets the same draws whatever its position: with
+  // any thread count, in unordered mode, after a shuffle, on any worker.
+  SampleRng Rng(int64_t r) const { return RngFor(op_key, r); }
+  SampleRng RngFor(uint64_t key, int64_t r) const;
   // "record 17 of /d/a.tfrecord" for row r.
   std::string Where(int64_t r) const;
 };

@@ -184,7 +184,7 @@ class FusedWarpKernel : public Kernel {
     for (int64_t r = 0; r < ctx.rows; ++r) {
       Affine map;
       for (const auto& [part, op_key] : parts_) {
-        SampleRng rng(ctx.seed, op_key, ctx.epoch, ctx.first_sample + r);
+        SampleRng rng = ctx.RngFor(op_key, r);
         map = Then(map, part->SampleMap(rng));
       }
       WarpAffine(spec, map, in[0].row<uint8_t>(r), out[0].row<uint8_t>(r));
