@@ -33,19 +33,14 @@ struct Output {
   std::vector<std::vector<uint8_t>> rows0;  // every row of the first column
 };
 
-absl::StatusOr<Output> RunEpoch(const PipelineDef& def, uint64_t epoch = 0,
-                                io::CorruptionLog* skips = nullptr) {
-  auto pipeline = Pipeline::Create(def);
-  if (!pipeline.ok()) return pipeline.status();
-  auto it = (*pipeline)->Iterate(epoch);
-  const std::optional<int> label = (*pipeline)->output_schema().Find("label");
+Output Collect(PipelineIterator* it, const Schema& schema, absl::Status* status) {
+  const std::optional<int> label = schema.Find("label");
   Output out;
   while (true) {
     Batch b;
     bool end = false;
-    absl::Status s = it->Next(&b, &end);
-    if (!s.ok()) return s;
-    if (end) break;
+    *status = it->Next(&b, &end);
+    if (!status->ok() || end) break;
     out.rows.push_back(b.rows);
     std::vector<uint8_t> bytes;
     for (const Column& c : b.columns) {
@@ -62,11 +57,45 @@ absl::StatusOr<Output> RunEpoch(const PipelineDef& def, uint64_t epoch = 0,
       out.labels.insert(out.labels.end(), l, l + b.rows);
     }
   }
+  return out;
+}
+
+absl::StatusOr<Output> RunEpoch(const PipelineDef& def, uint64_t epoch = 0,
+                                io::CorruptionLog* skips = nullptr) {
+  auto pipeline = Pipeline::Create(def);
+  if (!pipeline.ok()) return pipeline.status();
+  auto it = (*pipeline)->Iterate(epoch);
+  absl::Status status;
+  Output out = Collect(it.get(), (*pipeline)->output_schema(), &status);
+  if (!status.ok()) return status;
   if (skips != nullptr) {
     skips->Add(it->skipped().skipped(), it->skipped().Summary());
   }
   return out;
 }
+
+// Another pipeline's output as the remote input of a distribute node, as
+// the service's client provides it.
+class PipelineAsRemoteInput : public RemoteInput {
+ public:
+  explicit PipelineAsRemoteInput(std::unique_ptr<Pipeline> workers_part)
+      : part_(std::move(workers_part)) {}
+  std::unique_ptr<Iterator> Open(ExecContext*, uint64_t epoch) override {
+    return std::make_unique<Adapter>(part_->Iterate(epoch));
+  }
+  int64_t Cardinality() const override { return part_->Cardinality(); }
+
+ private:
+  class Adapter : public Iterator {
+   public:
+    explicit Adapter(std::unique_ptr<PipelineIterator> it) : it_(std::move(it)) {}
+    absl::Status GetNext(Batch* out, bool* end) override { return it_->Next(out, end); }
+
+   private:
+    std::unique_ptr<PipelineIterator> it_;
+  };
+  std::unique_ptr<Pipeline> part_;
+};
 
 class PipelineTest : public ::testing::Test {
  protected:
@@ -291,6 +320,54 @@ TEST_F(PipelineTest, CancelEndsANextBlockedInAnotherThread) {
   it->Cancel();
   consumer.join();
   EXPECT_THAT(status, StatusIs(absl::StatusCode::kCancelled, HasSubstr("cancelled")));
+}
+
+TEST_F(PipelineTest, SplitAtADistributeNodeTheTwoPartsGiveTheWholesOutput) {
+  const PipelineDef whole = W2Like(2).Build();
+  PipelineDef split = whole;  // distribute after the first map (parse, dilation, blur)
+  NodeDef distribute;
+  distribute.mutable_distribute();
+  split.mutable_nodes()->Add(std::move(distribute));
+  for (int i = split.nodes_size() - 1; i > 2; --i) split.mutable_nodes()->SwapElements(i, i - 1);
+  ASSERT_EQ(split.nodes(2).kind_case(), NodeDef::kDistribute);
+
+  EXPECT_THAT(Pipeline::Create(split), StatusIs(absl::StatusCode::kInvalidArgument,
+                                                HasSubstr("create this pipeline through the service client")));
+  ASSERT_OK_AND_ASSIGN(auto workers, Pipeline::Create(split, {0, 2}, nullptr));
+  const graph::CompileRange consumer{2, -1, workers->output_schema(), workers->batched()};
+  ASSERT_OK_AND_ASSIGN(auto local,
+                       Pipeline::Create(split, consumer, std::make_shared<PipelineAsRemoteInput>(std::move(workers))));
+  auto it = local->Iterate(0);
+  absl::Status status;
+  const Output got = Collect(it.get(), local->output_schema(), &status);
+  SLUICE_ASSERT_OK(status);
+  ASSERT_OK_AND_ASSIGN(Output expected, RunEpoch(whole));
+  EXPECT_EQ(got.rows, expected.rows);
+  EXPECT_TRUE(got.bytes == expected.bytes);  // random draws included
+}
+
+TEST_F(PipelineTest, IterateSplitsReadsOnlyTheGivenSplitsInOrder) {
+  for (const std::string& f : files_) ASSERT_TRUE(io::WriteTfRecordIndex(f).ok());
+  const PipelineDef def =
+      PipelineBuilder::TfRecord({dir_.Join("*.tfrecord")}, {graph::BytesFeature("image", 3072)})
+          .SplitRecords(5)
+          .Build();
+  ASSERT_OK_AND_ASSIGN(auto pipeline, Pipeline::Create(def));
+  ASSERT_OK_AND_ASSIGN(Output all, RunEpoch(def));
+  const std::vector<io::Split> splits = pipeline->Splits();
+  std::vector<int64_t> first_row{0};  // of each split in a whole epoch
+  for (const io::Split& s : splits) first_row.push_back(first_row.back() + s.end_record - s.begin_record);
+
+  auto it = pipeline->IterateSplits(0, {splits[7], splits[2]});
+  absl::Status status;
+  const Output got = Collect(it.get(), pipeline->output_schema(), &status);
+  SLUICE_ASSERT_OK(status);
+  std::vector<std::vector<uint8_t>> expected;
+  for (int s : {7, 2}) {
+    for (int64_t r = first_row[s]; r < first_row[s + 1]; ++r) expected.push_back(all.rows0[r]);
+  }
+  EXPECT_EQ(got.rows0.size(), expected.size());
+  EXPECT_TRUE(got.rows0 == expected);
 }
 
 TEST_F(PipelineTest, IndexedFilesSplitIntoRecordRanges) {

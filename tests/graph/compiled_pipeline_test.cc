@@ -125,5 +125,32 @@ TEST(ShippedPipelines, EqualTheBenchWorkloads) {
   EXPECT_TRUE(diff.Compare(cli::W2Pipeline("data/cifar10"), w2)) << report;
 }
 
+TEST_F(CompileTest, ADistributeNodeSplitsThePipelineInTwoParts) {
+  const PipelineDef def = Cifar()
+                              .Map({Op("reshape", {{"shape", {32, 32, 3}}})})
+                              .Distribute()
+                              .Batch(4)
+                              .Map({Op("random_flip")})
+                              .Build();
+  ASSERT_OK_AND_ASSIGN(int d, FindDistribute(def));
+  EXPECT_EQ(d, 2);
+  ASSERT_OK_AND_ASSIGN(CompiledPipeline workers, Compile(def, ops::OpRegistry::Builtin(), {0, d}));
+  EXPECT_EQ(workers.nodes.back().kind, NodeKind::kMap);
+  ASSERT_OK_AND_ASSIGN(CompiledPipeline consumer,
+                       Compile(def, ops::OpRegistry::Builtin(), {d, -1, workers.output_schema(), workers.batched()}));
+  ASSERT_EQ(consumer.nodes.size(), 3u);
+  EXPECT_EQ(consumer.nodes[0].kind, NodeKind::kRemote);
+  EXPECT_EQ(consumer.nodes[0].output_schema.ToString(), "{image: uint8[32,32,3], label: int64[]}");
+  // Names (and so random keys) skip the distribute node.
+  EXPECT_EQ(consumer.nodes[2].name, "map_3");
+
+  PipelineDef two = def;
+  *two.add_nodes()->mutable_distribute() = DistributeDef();
+  EXPECT_THAT(FindDistribute(two), StatusIs(absl::StatusCode::kInvalidArgument,
+                                            HasSubstr("nodes[5]: a pipeline may have one distribute node (another is nodes[2])")));
+  EXPECT_THAT(Compile(def, ops::OpRegistry::Builtin(), {1, -1}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("starts at the distribute node")));
+}
+
 }  // namespace
 }  // namespace sluice::graph

@@ -11,6 +11,7 @@
 #include "absl/synchronization/mutex.h"
 #include "sluice/core/buffer_pool.h"
 #include "sluice/io/corruption_log.h"
+#include "sluice/io/file_split.h"
 
 namespace sluice::exec {
 
@@ -104,6 +105,10 @@ struct ExecContext {
   MemoryBudget memory;
   io::CorruptionLog skips;
   BufferPool* pool = BufferPool::Default();
+  // When set, the source reads these splits, in this order, instead of all
+  // of its own (a service worker running the splits it was handed).
+  std::vector<io::Split> splits;
+  bool only_splits = false;
 };
 
 }  // namespace sluice::exec

@@ -56,6 +56,18 @@ std::unique_ptr<Iterator> MakeTakeIterator(const IteratorArgs& args, std::unique
 // Repeat creates its input anew for each epoch it runs.
 std::unique_ptr<Iterator> MakeRepeatIterator(const IteratorArgs& args, InputFactory input);
 
+// Elements that arrive from outside the process, for a pipeline's
+// distribute node: the service's client implements it (exec knows nothing
+// of the service). Thread-safe.
+class RemoteInput {
+ public:
+  virtual ~RemoteInput() = default;
+  // The elements of epoch `epoch` (batches when the workers' part batches).
+  virtual std::unique_ptr<Iterator> Open(ExecContext* ctx, uint64_t epoch) = 0;
+  // Elements per epoch, as Pipeline::Cardinality counts them.
+  virtual int64_t Cardinality() const = 0;
+};
+
 }  // namespace sluice::exec
 
 #endif  // SLUICE_EXEC_ITERATOR_H_

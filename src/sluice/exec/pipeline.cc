@@ -33,8 +33,19 @@ absl::Status PipelineIterator::Next(Batch* out, bool* end) {
 }
 
 absl::StatusOr<std::unique_ptr<Pipeline>> Pipeline::Create(const PipelineDef& def) {
-  SLUICE_ASSIGN_OR_RETURN(graph::CompiledPipeline compiled, graph::Compile(def));
-  std::unique_ptr<Pipeline> pipeline(new Pipeline(std::move(compiled)));
+  return Create(def, graph::CompileRange{}, nullptr);
+}
+
+absl::StatusOr<std::unique_ptr<Pipeline>> Pipeline::Create(const PipelineDef& def,
+                                                           const graph::CompileRange& range,
+                                                           std::shared_ptr<RemoteInput> remote) {
+  SLUICE_ASSIGN_OR_RETURN(graph::CompiledPipeline compiled,
+                          graph::Compile(def, ops::OpRegistry::Builtin(), range));
+  if ((compiled.nodes.front().kind == graph::NodeKind::kRemote) != (remote != nullptr)) {
+    return absl::InvalidArgumentError(remote ? "a remote input needs a pipeline part that starts at its distribute node"
+                                             : "a distribute node needs the service's remote input");
+  }
+  std::unique_ptr<Pipeline> pipeline(new Pipeline(std::move(compiled), std::move(remote)));
   pipeline->ReserveWorkingSet();
   return pipeline;
 }
@@ -63,7 +74,8 @@ void Pipeline::ReserveWorkingSet() const {
   }
 }
 
-Pipeline::Pipeline(graph::CompiledPipeline compiled) : compiled_(std::move(compiled)) {
+Pipeline::Pipeline(graph::CompiledPipeline compiled, std::shared_ptr<RemoteInput> remote)
+    : compiled_(std::move(compiled)), remote_(std::move(remote)) {
   // Sources cut chunks of the batch size, so batches pass through with no
   // copy when nothing in between changes row counts.
   chunk_rows_ = kDefaultChunkRows;
@@ -77,6 +89,7 @@ std::unique_ptr<Iterator> Pipeline::MakeIterator(ExecContext* ctx, size_t index,
   const graph::CompiledNode& node = compiled_.nodes[index];
   const IteratorArgs args{ctx, &node, epoch, chunk_rows_};
   if (node.kind == graph::NodeKind::kSource) return MakeSourceIterator(args);
+  if (node.kind == graph::NodeKind::kRemote) return remote_->Open(ctx, epoch);
   if (node.kind == graph::NodeKind::kRepeat) {
     return MakeRepeatIterator(
         args, [this, ctx, index](uint64_t e) { return MakeIterator(ctx, index - 1, e); });
@@ -105,6 +118,7 @@ std::unique_ptr<Iterator> Pipeline::MakeIterator(ExecContext* ctx, size_t index,
       return MakeTakeIterator(args, std::move(input));
     case graph::NodeKind::kSource:
     case graph::NodeKind::kRepeat:
+    case graph::NodeKind::kRemote:
       break;
   }
   return input;
@@ -120,6 +134,9 @@ int64_t Pipeline::Cardinality() const {
           if (split.end_record < 0) return kUnknown;  // unindexed TFRecord
           n += split.end_record - split.begin_record;
         }
+        break;
+      case graph::NodeKind::kRemote:
+        n = remote_->Cardinality();
         break;
       case graph::NodeKind::kFilter:
         n = kUnknown;
@@ -142,13 +159,30 @@ int64_t Pipeline::Cardinality() const {
   return n;
 }
 
-std::unique_ptr<PipelineIterator> Pipeline::Iterate(uint64_t epoch) const {
+std::unique_ptr<PipelineIterator> Pipeline::NewIterator() const {
   auto ctx = std::make_unique<ExecContext>(compiled_.seed, compiled_.threads,
                                            compiled_.memory_budget_bytes, compiled_.ordered);
-  ExecContext* raw = ctx.get();
-  std::unique_ptr<PipelineIterator> it(new PipelineIterator(std::move(ctx), compiled_.batched()));
-  it->root_ = MakeIterator(raw, compiled_.nodes.size() - 1, epoch);
+  return std::unique_ptr<PipelineIterator>(new PipelineIterator(std::move(ctx), compiled_.batched()));
+}
+
+std::unique_ptr<PipelineIterator> Pipeline::Iterate(uint64_t epoch) const {
+  std::unique_ptr<PipelineIterator> it = NewIterator();
+  it->root_ = MakeIterator(it->ctx_.get(), compiled_.nodes.size() - 1, epoch);
   return it;
+}
+
+std::unique_ptr<PipelineIterator> Pipeline::IterateSplits(uint64_t epoch,
+                                                          std::vector<io::Split> splits) const {
+  std::unique_ptr<PipelineIterator> it = NewIterator();
+  it->ctx_->splits = std::move(splits);
+  it->ctx_->only_splits = true;
+  it->root_ = MakeIterator(it->ctx_.get(), compiled_.nodes.size() - 1, epoch);
+  return it;
+}
+
+std::vector<io::Split> Pipeline::Splits() const {
+  const graph::CompiledNode& first = compiled_.nodes.front();
+  return first.kind == graph::NodeKind::kSource ? first.format->MakeSplits() : std::vector<io::Split>{};
 }
 
 }  // namespace sluice::exec

@@ -51,6 +51,11 @@ class Pipeline {
  public:
   // Validates and compiles `def` (see graph::Compile for the errors).
   static absl::StatusOr<std::unique_ptr<Pipeline>> Create(const PipelineDef& def);
+  // The nodes `range` selects; when it starts at a distribute node, that
+  // node's elements come from `remote`.
+  static absl::StatusOr<std::unique_ptr<Pipeline>> Create(const PipelineDef& def,
+                                                          const graph::CompileRange& range,
+                                                          std::shared_ptr<RemoteInput> remote);
 
   const graph::CompiledPipeline& compiled() const { return compiled_; }
   const Schema& output_schema() const { return compiled_.output_schema(); }
@@ -60,6 +65,11 @@ class Pipeline {
   // REQUIRES: the Pipeline outlives the iterator (its threads use the
   // compiled nodes).
   std::unique_ptr<PipelineIterator> Iterate(uint64_t epoch = 0) const;
+  // Epoch `epoch` restricted to `splits` of the source, in that order.
+  std::unique_ptr<PipelineIterator> IterateSplits(uint64_t epoch,
+                                                  std::vector<io::Split> splits) const;
+  // The source's splits for one epoch, before any shuffle.
+  std::vector<io::Split> Splits() const;
 
   static constexpr int64_t kUnknown = -1;
   static constexpr int64_t kInfinite = -2;
@@ -69,11 +79,13 @@ class Pipeline {
   int64_t Cardinality() const;
 
  private:
-  explicit Pipeline(graph::CompiledPipeline compiled);
+  Pipeline(graph::CompiledPipeline compiled, std::shared_ptr<RemoteInput> remote);
   std::unique_ptr<Iterator> MakeIterator(ExecContext* ctx, size_t index, uint64_t epoch) const;
+  std::unique_ptr<PipelineIterator> NewIterator() const;
   void ReserveWorkingSet() const;
 
   graph::CompiledPipeline compiled_;
+  std::shared_ptr<RemoteInput> remote_;
   int64_t chunk_rows_;
 };
 

@@ -15,8 +15,8 @@ class SourceIterator : public Iterator {
  public:
   explicit SourceIterator(const IteratorArgs& args)
       : ctx_(args.ctx), node_(*args.node), chunk_rows_(args.chunk_rows) {
-    splits_ = node_.format->MakeSplits();
-    if (node_.shuffle_splits) {  // Fisher-Yates keyed by (seed, node, epoch)
+    splits_ = ctx_->only_splits ? ctx_->splits : node_.format->MakeSplits();
+    if (node_.shuffle_splits && !ctx_->only_splits) {  // Fisher-Yates keyed by (seed, node, epoch)
       SampleRng rng(ctx_->seed, OpKey(node_.name, 0), args.epoch, 0);
       for (size_t i = splits_.size(); i > 1; --i) {
         std::swap(splits_[i - 1], splits_[rng.NextU32() % i]);

@@ -1,5 +1,6 @@
 #include "sluice/graph/compiled_pipeline.h"
 
+#include <algorithm>
 #include <optional>
 #include <thread>
 
@@ -28,6 +29,7 @@ absl::string_view KindOf(const NodeDef& node) {
     case NodeDef::kPrefetch: return "prefetch";
     case NodeDef::kRepeat: return "repeat";
     case NodeDef::kTake: return "take";
+    case NodeDef::kDistribute: return "distribute";
     case NodeDef::KIND_NOT_SET: break;
   }
   return "";
@@ -172,11 +174,27 @@ absl::string_view NodeKindName(NodeKind kind) {
     case NodeKind::kPrefetch: return "prefetch";
     case NodeKind::kRepeat: return "repeat";
     case NodeKind::kTake: return "take";
+    case NodeKind::kRemote: return "distribute";
   }
   return "?";
 }
 
-absl::StatusOr<CompiledPipeline> Compile(const PipelineDef& def, const ops::OpRegistry& registry) {
+absl::StatusOr<int> FindDistribute(const PipelineDef& def) {
+  int found = -1;
+  for (int i = 0; i < def.nodes_size(); ++i) {
+    if (def.nodes(i).kind_case() != NodeDef::kDistribute) continue;
+    if (found >= 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "nodes[", i, "]: a pipeline may have one distribute node (another is nodes[", found, "])"));
+    }
+    if (i == 0) return absl::InvalidArgumentError("nodes[0]: the first node must be a source");
+    found = i;
+  }
+  return found;
+}
+
+absl::StatusOr<CompiledPipeline> Compile(const PipelineDef& def, const ops::OpRegistry& registry,
+                                         const CompileRange& range) {
   CompiledPipeline out;
   out.name = def.name();
   out.seed = def.seed();
@@ -188,25 +206,40 @@ absl::StatusOr<CompiledPipeline> Compile(const PipelineDef& def, const ops::OpRe
                                 : kDefaultMemoryBudget;
   out.ordered = !def.options().unordered();
   if (def.nodes_size() == 0) return absl::InvalidArgumentError("pipeline has no nodes");
+  const int end = range.end < 0 ? def.nodes_size() : std::min(range.end, def.nodes_size());
+  if (range.begin < 0 || range.begin >= end) {
+    return absl::InvalidArgumentError(absl::StrCat("no nodes in [", range.begin, ", ", end, ")"));
+  }
 
-  Schema schema;
-  bool batched = false;
+  SLUICE_ASSIGN_OR_RETURN(const int distribute, FindDistribute(def));
+  Schema schema = range.input;
+  bool batched = range.input_batched;
   std::vector<io::FeatureSpec> features;
   std::vector<Shape> feature_shapes;
   std::optional<BoundOp> pending_parse;
-  for (int i = 0; i < def.nodes_size(); ++i) {
+  for (int i = range.begin; i < end; ++i) {
     const NodeDef& nd = def.nodes(i);
     const absl::string_view kind = KindOf(nd);
-    const std::string name = nd.name().empty() ? absl::StrCat(kind, "_", i) : nd.name();
+    // Default names skip the distribute node, so that adding one changes no
+    // random key: the distributed pipeline draws as the local one does.
+    const int position = distribute >= 0 && i > distribute ? i - 1 : i;
+    const std::string name = nd.name().empty() ? absl::StrCat(kind, "_", position) : nd.name();
     const std::string where = absl::StrCat("node '", name, "' (nodes[", i, "])");
     if (kind.empty()) {
       return NodeError(absl::StrCat("nodes[", i, "]"),
                        "no kind set (expected source, map, filter, shuffle, batch, prefetch, "
-                       "repeat or take)");
+                       "repeat, take or distribute)");
     }
     if ((i == 0) != (nd.kind_case() == NodeDef::kSource)) {
       return NodeError(where, i == 0 ? "the first node must be a source"
                                      : "only the first node may be a source");
+    }
+    if (i == range.begin && i > 0 && nd.kind_case() != NodeDef::kDistribute) {
+      return NodeError(where, "a pipeline part that does not start at the source starts at the distribute node");
+    }
+    if (nd.kind_case() == NodeDef::kDistribute && i != range.begin) {
+      return NodeError(where, "the nodes before a distribute node run on the service's workers: "
+                              "create this pipeline through the service client");
     }
     CompiledNode node;
     node.name = name;
@@ -286,6 +319,9 @@ absl::StatusOr<CompiledPipeline> Compile(const PipelineDef& def, const ops::OpRe
         node.count = nd.take().count();
         if (node.count < 0) return NodeError(where, "count must be >= 0");
         break;
+      case NodeDef::kDistribute:
+        node.kind = NodeKind::kRemote;
+        break;
       case NodeDef::KIND_NOT_SET:
         break;
     }
@@ -300,7 +336,7 @@ absl::StatusOr<CompiledPipeline> Compile(const PipelineDef& def, const ops::OpRe
     if (i == 0 && !features.empty()) {
       SLUICE_ASSIGN_OR_RETURN(ops::OpBinding b,
                               ops::BindParseExample(features, feature_shapes, schema));
-      const bool next_is_map = def.nodes_size() > 1 && def.nodes(1).kind_case() == NodeDef::kMap;
+      const bool next_is_map = end > 1 && def.nodes(1).kind_case() == NodeDef::kMap;
       const std::string map_name = next_is_map && !def.nodes(1).name().empty()
                                        ? def.nodes(1).name()
                                        : (next_is_map ? "map_1" : "parse_example");

@@ -24,7 +24,9 @@ struct BoundOp {
   ops::OpBinding binding;
 };
 
-enum class NodeKind { kSource, kMap, kFilter, kShuffle, kBatch, kPrefetch, kRepeat, kTake };
+// kRemote: a distribute node on the consumer's side; its elements come from
+// the service's workers.
+enum class NodeKind { kSource, kMap, kFilter, kShuffle, kBatch, kPrefetch, kRepeat, kTake, kRemote };
 
 struct CompiledNode {
   NodeKind kind = NodeKind::kSource;
@@ -57,8 +59,27 @@ struct CompiledPipeline {
   bool batched() const { return nodes.back().batched; }
 };
 
+// Which nodes of a definition to compile. The default takes them all. A
+// pipeline with a distribute node at index d is compiled in two parts: the
+// workers' part [0, d), and the consumer's part [d, end) whose first node
+// yields what the workers' part outputs. Node names and random keys are
+// those of the whole definition, so either part draws as the whole would.
+struct CompileRange {
+  int begin = 0;
+  int end = -1;  // one past the last node; -1: all
+  // begin > 0: the per-sample schema of the elements flowing in at `begin`,
+  // and whether they are batches.
+  Schema input;
+  bool input_batched = false;
+};
+
 absl::StatusOr<CompiledPipeline> Compile(const PipelineDef& def,
-                                         const ops::OpRegistry& registry = ops::OpRegistry::Builtin());
+                                         const ops::OpRegistry& registry = ops::OpRegistry::Builtin(),
+                                         const CompileRange& range = {});
+
+// Index of the distribute node, -1 when there is none; InvalidArgument when
+// there are several or it comes first.
+absl::StatusOr<int> FindDistribute(const PipelineDef& def);
 
 absl::string_view NodeKindName(NodeKind kind);
 

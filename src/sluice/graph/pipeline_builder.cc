@@ -79,6 +79,11 @@ PipelineBuilder& PipelineBuilder::Filter(OpDef predicate) {
   return *this;
 }
 
+PipelineBuilder& PipelineBuilder::Distribute(DistributeDef options) {
+  *Add()->mutable_distribute() = std::move(options);
+  return *this;
+}
+
 PipelineBuilder& PipelineBuilder::Shuffle(int64_t buffer_size) {
   Add()->mutable_shuffle()->set_buffer_size(buffer_size);
   return *this;

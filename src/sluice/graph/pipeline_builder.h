@@ -77,6 +77,8 @@ class PipelineBuilder {
   PipelineBuilder& Prefetch(int64_t buffer_size = 0);
   PipelineBuilder& Repeat(int64_t count = -1);
   PipelineBuilder& Take(int64_t count);
+  // The split point: what comes before runs on the service's workers.
+  PipelineBuilder& Distribute(DistributeDef options = {});
   PipelineBuilder& Seed(uint64_t seed);
   PipelineBuilder& Threads(int threads);
   // Source options.
