@@ -8,6 +8,8 @@ PACKAGES=(
   cmake ninja-build g++ pkg-config ccache
   libprotobuf-dev protobuf-compiler libabsl-dev libhwy-dev
   libcli11-dev nlohmann-json3-dev libbenchmark-dev
+  # the service: gRPC, TLS, wire compression
+  libgrpc++-dev protobuf-compiler-grpc libssl-dev libzstd-dev liblz4-dev
   # tests: GoogleTest, and OpenCV as the independent reference for ops
   libgtest-dev libgmock-dev libopencv-core-dev libopencv-imgproc-dev
   # the torch peer of the benchmarks runs under Debian's python3
