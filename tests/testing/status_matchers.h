@@ -30,13 +30,13 @@ MATCHER_P2(StatusIs, code, message_matcher,
 
 #define SLUICE_ASSERT_OK(expr)                                              \
   do {                                                                      \
-    const auto& sluice_s_ = ::sluice::testing::GetStatus(expr);             \
+    const absl::Status sluice_s_ = ::sluice::testing::GetStatus(expr);      \
     ASSERT_TRUE(sluice_s_.ok()) << #expr << " failed: " << sluice_s_.ToString(); \
   } while (0)
 
 #define SLUICE_EXPECT_OK(expr)                                              \
   do {                                                                      \
-    const auto& sluice_s_ = ::sluice::testing::GetStatus(expr);             \
+    const absl::Status sluice_s_ = ::sluice::testing::GetStatus(expr);      \
     EXPECT_TRUE(sluice_s_.ok()) << #expr << " failed: " << sluice_s_.ToString(); \
   } while (0)
 

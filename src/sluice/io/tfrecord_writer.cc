@@ -1,5 +1,7 @@
 #include "sluice/io/tfrecord_writer.h"
 
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstring>
 
@@ -9,10 +11,27 @@
 
 namespace sluice::io {
 
-absl::StatusOr<std::unique_ptr<TfRecordWriter>> TfRecordWriter::Create(const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "wb");
-  if (f == nullptr) return ErrnoStatus(errno, "cannot create", path);
+absl::StatusOr<std::unique_ptr<TfRecordWriter>> OpenWriter(const std::string& path,
+                                                           const char* mode) {
+  std::FILE* f = std::fopen(path.c_str(), mode);
+  if (f == nullptr) return ErrnoStatus(errno, "cannot open for writing", path);
   return std::unique_ptr<TfRecordWriter>(new TfRecordWriter(path, f));
+}
+
+absl::StatusOr<std::unique_ptr<TfRecordWriter>> TfRecordWriter::Create(const std::string& path) {
+  return OpenWriter(path, "wb");
+}
+
+absl::StatusOr<std::unique_ptr<TfRecordWriter>> TfRecordWriter::Append(const std::string& path) {
+  return OpenWriter(path, "ab");
+}
+
+absl::Status TfRecordWriter::Sync() {
+  if (file_ == nullptr) return absl::FailedPreconditionError(absl::StrCat("sync of closed file ", path_));
+  if (std::fflush(file_) != 0 || ::fdatasync(::fileno(file_)) != 0) {
+    return ErrnoStatus(errno, "cannot sync", path_);
+  }
+  return absl::OkStatus();
 }
 
 TfRecordWriter::~TfRecordWriter() {

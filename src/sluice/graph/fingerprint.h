@@ -1,0 +1,18 @@
+// A pipeline definition's identity: the same definition gives the same
+// fingerprint in every process (the service deduplicates pipelines by it).
+#ifndef SLUICE_GRAPH_FINGERPRINT_H_
+#define SLUICE_GRAPH_FINGERPRINT_H_
+
+#include <string>
+
+#include "pipeline.pb.h"
+
+namespace sluice::graph {
+
+// 32 hex digits: the first 128 bits of SHA-256 over the deterministic
+// protobuf serialization (map keys sorted).
+std::string Fingerprint(const PipelineDef& def);
+
+}  // namespace sluice::graph
+
+#endif  // SLUICE_GRAPH_FINGERPRINT_H_

@@ -1,0 +1,298 @@
+#include "sluice/service/dispatcher_state.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "absl/strings/str_cat.h"
+#include "sluice/core/rng.h"
+#include "sluice/core/status_macros.h"
+#include "sluice/graph/fingerprint.h"
+
+namespace sluice::service {
+
+DispatcherState::DispatcherState(Options options, JournalFn journal)
+    : options_(options), journal_(std::move(journal)) {}
+
+absl::Status DispatcherState::Journaled(const JournalEntry& entry) {
+  if (journal_) SLUICE_RETURN_IF_ERROR(journal_(entry));
+  Apply(entry);
+  return absl::OkStatus();
+}
+
+void DispatcherState::Apply(const JournalEntry& entry) {
+  switch (entry.entry_case()) {
+    case JournalEntry::kRegisterPipeline: {
+      const JournalPipeline& r = entry.register_pipeline();
+      const std::string id = graph::Fingerprint(r.pipeline());
+      Pipeline& p = pipelines_[id];
+      p.def = r.pipeline();
+      p.info.set_pipeline_id(id);
+      *p.info.mutable_element() = r.element();
+      break;
+    }
+    case JournalEntry::kCreateJob: {
+      const JournalJob& j = entry.create_job();
+      jobs_[j.job_id()].def = j;
+      if (!j.job_name().empty()) named_jobs_[j.job_name()] = j.job_id();
+      next_id_ = std::max(next_id_, j.job_id() + 1);
+      break;
+    }
+    case JournalEntry::kAddClient: {
+      const JournalClient& c = entry.add_client();
+      auto job = jobs_.find(c.job_id());
+      if (job == jobs_.end()) break;
+      job->second.clients.insert(c.client_id());
+      clients_[c.client_id()].job_id = c.job_id();
+      next_id_ = std::max(next_id_, c.client_id() + 1);
+      break;
+    }
+    case JournalEntry::kReleaseClient: {
+      const ReleaseClientRequest& r = entry.release_client();
+      auto job = jobs_.find(r.job_id());
+      if (job != jobs_.end()) {
+        job->second.clients.erase(r.client_id());
+        for (auto& [epoch, splits] : job->second.epochs) splits.ClientLost(r.client_id());
+      }
+      clients_.erase(r.client_id());
+      break;
+    }
+    case JournalEntry::kSplitsCompleted: {
+      const ReportSplitsRequest& r = entry.splits_completed();
+      auto job = jobs_.find(r.job_id());
+      if (job == jobs_.end()) break;
+      EpochSplits& splits = Epoch(job->second, r.epoch());
+      for (int64_t s : r.completed()) splits.Complete(s);
+      break;
+    }
+    case JournalEntry::kSplitAssigned: {
+      // A replayed assignment has no live worker: it counts as abandoned,
+      // so the split re-runs for the client that may hold part of it.
+      const JournalSplit& a = entry.split_assigned();
+      auto job = jobs_.find(a.job_id());
+      if (job == jobs_.end()) break;
+      EpochSplits& splits = Epoch(job->second, a.epoch());
+      splits.Assign(a.split(), a.client_id(), -1);
+      splits.Abandon(a.split(), a.client_id());
+      break;
+    }
+    case JournalEntry::ENTRY_NOT_SET:
+      break;
+  }
+}
+
+absl::StatusOr<std::string> DispatcherState::RegisterPipeline(const PipelineDef& def,
+                                                              const ElementSpec& element) {
+  const std::string id = graph::Fingerprint(def);
+  if (pipelines_.count(id) == 0) {
+    JournalEntry entry;
+    *entry.mutable_register_pipeline()->mutable_pipeline() = def;
+    *entry.mutable_register_pipeline()->mutable_element() = element;
+    SLUICE_RETURN_IF_ERROR(Journaled(entry));
+  }
+  return id;
+}
+
+const RegisterPipelineResponse* DispatcherState::FindPipeline(const std::string& id) const {
+  auto it = pipelines_.find(id);
+  return it == pipelines_.end() ? nullptr : &it->second.info;
+}
+
+const PipelineDef* DispatcherState::FindPipelineDef(const std::string& id) const {
+  auto it = pipelines_.find(id);
+  return it == pipelines_.end() ? nullptr : &it->second.def;
+}
+
+absl::StatusOr<GetOrCreateJobResponse> DispatcherState::GetOrCreateJob(
+    const GetOrCreateJobRequest& request, absl::Time now) {
+  if (pipelines_.count(request.pipeline_id()) == 0) {
+    return absl::NotFoundError(absl::StrCat("no pipeline ", request.pipeline_id(), " is registered"));
+  }
+  const ProcessingMode mode =
+      request.mode() == PROCESSING_MODE_UNSET ? DISTRIBUTED_EPOCH : request.mode();
+  int64_t job_id = 0;
+  auto named = request.job_name().empty() ? named_jobs_.end() : named_jobs_.find(request.job_name());
+  if (named != named_jobs_.end()) {
+    const JournalJob& existing = jobs_[named->second].def;
+    if (existing.pipeline_id() != request.pipeline_id() || existing.mode() != mode) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "job '", request.job_name(), "' exists with another pipeline or mode (",
+          ProcessingMode_Name(existing.mode()), "); name a new job"));
+    }
+    job_id = named->second;
+  } else {
+    JournalEntry entry;
+    JournalJob* job = entry.mutable_create_job();
+    job->set_job_id(next_id_);
+    job->set_pipeline_id(request.pipeline_id());
+    job->set_mode(mode);
+    job->set_job_name(request.job_name());
+    SLUICE_RETURN_IF_ERROR(Journaled(entry));
+    job_id = job->job_id();
+  }
+  JournalEntry entry;
+  entry.mutable_add_client()->set_job_id(job_id);
+  entry.mutable_add_client()->set_client_id(next_id_);
+  SLUICE_RETURN_IF_ERROR(Journaled(entry));
+  clients_[entry.add_client().client_id()].last_seen = now;
+  GetOrCreateJobResponse out;
+  out.set_job_id(job_id);
+  out.set_client_id(entry.add_client().client_id());
+  return out;
+}
+
+absl::StatusOr<DispatcherState::Client*> DispatcherState::FindClient(int64_t job_id,
+                                                                     int64_t client_id,
+                                                                     absl::Time now) {
+  auto it = clients_.find(client_id);
+  if (it == clients_.end() || it->second.job_id != job_id) {
+    return absl::NotFoundError(absl::StrCat("client ", client_id, " of job ", job_id,
+                                            " is unknown (released, or silent for too long)"));
+  }
+  it->second.last_seen = now;
+  return &it->second;
+}
+
+absl::StatusOr<ClientHeartbeatResponse> DispatcherState::ClientHeartbeat(
+    const ClientHeartbeatRequest& request, absl::Time now) {
+  SLUICE_ASSIGN_OR_RETURN(Client * client, FindClient(request.job_id(), request.client_id(), now));
+  client->epoch = request.epoch();
+  client->samples_per_s = request.samples_per_s();
+  ClientHeartbeatResponse out;
+  for (const auto& [id, worker] : workers_) {
+    TaskInfo* task = out.add_tasks();
+    task->set_worker_id(id);
+    task->set_worker_address(worker.address);
+  }
+  return out;
+}
+
+absl::Status DispatcherState::ReportSplits(const ReportSplitsRequest& request, absl::Time now) {
+  SLUICE_RETURN_IF_ERROR(FindClient(request.job_id(), request.client_id(), now).status());
+  if (request.completed_size() > 0) {
+    JournalEntry entry;
+    *entry.mutable_splits_completed() = request;
+    entry.mutable_splits_completed()->clear_abandoned();
+    SLUICE_RETURN_IF_ERROR(Journaled(entry));
+  }
+  EpochSplits& splits = Epoch(jobs_[request.job_id()], request.epoch());
+  for (int64_t s : request.abandoned()) splits.Abandon(s, request.client_id());
+  return absl::OkStatus();
+}
+
+absl::Status DispatcherState::ReleaseClient(const ReleaseClientRequest& request) {
+  if (clients_.count(request.client_id()) == 0) return absl::OkStatus();
+  JournalEntry entry;
+  *entry.mutable_release_client() = request;
+  return Journaled(entry);
+}
+
+WorkerHeartbeatResponse DispatcherState::WorkerHeartbeat(const WorkerHeartbeatRequest& request,
+                                                         absl::Time now) {
+  // A worker that knew a dispatcher before a restart keeps its id.
+  const int64_t id = request.worker_id() > 0 ? request.worker_id() : next_id_;
+  next_id_ = std::max(next_id_, id + 1);
+  Worker& worker = workers_[id];
+  worker.address = request.address();
+  worker.last_seen = now;
+  worker.active_streams = request.active_streams();
+  worker.samples_per_s = request.samples_per_s();
+  WorkerHeartbeatResponse out;
+  out.set_worker_id(id);
+  return out;
+}
+
+EpochSplits& DispatcherState::Epoch(Job& job, uint64_t epoch) {
+  auto it = job.epochs.find(epoch);
+  if (it != job.epochs.end()) return it->second;
+  const Pipeline& pipeline = pipelines_[job.def.pipeline_id()];
+  std::vector<int64_t> order(pipeline.info.element().num_splits());
+  std::iota(order.begin(), order.end(), 0);
+  if (pipeline.def.nodes_size() > 0 && pipeline.def.nodes(0).source().shuffle_splits()) {
+    SampleRng rng(pipeline.def.seed(), OpKey("distribute", 0), epoch, 0);  // Fisher-Yates
+    for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[rng.NextU32() % i]);
+  }
+  return job.epochs.emplace(epoch, EpochSplits(std::move(order))).first->second;
+}
+
+absl::StatusOr<GetSplitResponse> DispatcherState::GetSplit(const GetSplitRequest& request,
+                                                           absl::Time now) {
+  SLUICE_RETURN_IF_ERROR(FindClient(request.job_id(), request.client_id(), now).status());
+  Job& job = jobs_[request.job_id()];
+  if (job.def.mode() != DISTRIBUTED_EPOCH) {
+    return absl::FailedPreconditionError(absl::StrCat("job ", job.def.job_id(), " is not distributed_epoch"));
+  }
+  GetSplitResponse out = Epoch(job, request.epoch()).Next(request.client_id(), request.worker_id());
+  if (out.state() == GetSplitResponse::SPLIT) {
+    JournalEntry entry;
+    JournalSplit* a = entry.mutable_split_assigned();
+    a->set_job_id(request.job_id());
+    a->set_client_id(request.client_id());
+    a->set_epoch(request.epoch());
+    a->set_split(out.split());
+    // Journaled, not applied: Apply would treat it as a replayed assignment.
+    if (journal_) SLUICE_RETURN_IF_ERROR(journal_(entry));
+  }
+  return out;
+}
+
+absl::Status DispatcherState::Expire(absl::Time now) {
+  for (auto it = workers_.begin(); it != workers_.end();) {
+    if (now - it->second.last_seen <= options_.worker_timeout) {
+      ++it;
+      continue;
+    }
+    for (auto& [id, job] : jobs_) {
+      for (auto& [epoch, splits] : job.epochs) splits.WorkerLost(it->first);
+    }
+    it = workers_.erase(it);
+  }
+  std::vector<ReleaseClientRequest> silent;
+  for (const auto& [id, client] : clients_) {
+    if (now - client.last_seen > options_.client_timeout) {
+      silent.emplace_back();
+      silent.back().set_job_id(client.job_id);
+      silent.back().set_client_id(id);
+    }
+  }
+  for (const ReleaseClientRequest& r : silent) SLUICE_RETURN_IF_ERROR(ReleaseClient(r));
+  return absl::OkStatus();
+}
+
+DispatcherStatus DispatcherState::Status(absl::Time now) const {
+  DispatcherStatus out;
+  out.set_pipelines(static_cast<int32_t>(pipelines_.size()));
+  for (const auto& [id, w] : workers_) {
+    WorkerStatusEntry* e = out.add_workers();
+    e->set_worker_id(id);
+    e->set_address(w.address);
+    e->set_active_streams(w.active_streams);
+    e->set_samples_per_s(w.samples_per_s);
+    e->set_seconds_since_heartbeat(absl::ToDoubleSeconds(now - w.last_seen));
+  }
+  for (const auto& [id, job] : jobs_) {
+    JobStatusEntry* e = out.add_jobs();
+    e->set_job_id(id);
+    e->set_job_name(job.def.job_name());
+    e->set_pipeline_id(job.def.pipeline_id());
+    e->set_mode(job.def.mode());
+    e->set_clients(static_cast<int32_t>(job.clients.size()));
+    double rate = 0;
+    uint64_t epoch = 0;
+    for (int64_t c : job.clients) {
+      auto client = clients_.find(c);
+      if (client == clients_.end()) continue;
+      rate += client->second.samples_per_s;
+      epoch = std::max(epoch, client->second.epoch);
+    }
+    e->set_samples_per_s(rate);
+    e->set_epoch(epoch);
+    auto splits = job.epochs.find(epoch);
+    if (splits != job.epochs.end()) {
+      e->set_splits_completed(splits->second.completed());
+      e->set_num_splits(splits->second.size());
+    }
+  }
+  return out;
+}
+
+}  // namespace sluice::service

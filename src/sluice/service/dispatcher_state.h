@@ -1,0 +1,95 @@
+// The dispatcher's state, free of RPC and files: pipelines (deduplicated by
+// fingerprint), jobs and their clients, workers, and per distributed_epoch
+// job and epoch where each split is. Changes that must survive a restart go
+// through a journal callback before they apply; Apply() replays them. Every
+// call takes `now`, so timeouts are tested without sleeping.
+#ifndef SLUICE_SERVICE_DISPATCHER_STATE_H_
+#define SLUICE_SERVICE_DISPATCHER_STATE_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "service.pb.h"
+#include "sluice/service/epoch_splits.h"
+
+namespace sluice::service {
+
+// Thread-compatible: the dispatcher serializes calls.
+class DispatcherState {
+ public:
+  struct Options {
+    absl::Duration worker_timeout = absl::Seconds(5);
+    absl::Duration client_timeout = absl::Seconds(60);
+  };
+  // Persists an entry before it applies; an error fails the call.
+  using JournalFn = std::function<absl::Status(const JournalEntry&)>;
+
+  DispatcherState(Options options, JournalFn journal);
+
+  // Replays one journaled change.
+  void Apply(const JournalEntry& entry);
+
+  // Returns the pipeline's id; `element` is what its validation found.
+  absl::StatusOr<std::string> RegisterPipeline(const PipelineDef& def, const ElementSpec& element);
+  // nullptr when unknown.
+  const RegisterPipelineResponse* FindPipeline(const std::string& id) const;
+  const PipelineDef* FindPipelineDef(const std::string& id) const;
+
+  absl::StatusOr<GetOrCreateJobResponse> GetOrCreateJob(const GetOrCreateJobRequest& request,
+                                                        absl::Time now);
+  absl::StatusOr<ClientHeartbeatResponse> ClientHeartbeat(const ClientHeartbeatRequest& request,
+                                                          absl::Time now);
+  absl::Status ReportSplits(const ReportSplitsRequest& request, absl::Time now);
+  absl::Status ReleaseClient(const ReleaseClientRequest& request);
+  WorkerHeartbeatResponse WorkerHeartbeat(const WorkerHeartbeatRequest& request, absl::Time now);
+  absl::StatusOr<GetSplitResponse> GetSplit(const GetSplitRequest& request, absl::Time now);
+
+  // Drops workers and clients silent for longer than their timeouts.
+  absl::Status Expire(absl::Time now);
+  DispatcherStatus Status(absl::Time now) const;
+
+ private:
+  struct Pipeline {
+    PipelineDef def;
+    RegisterPipelineResponse info;
+  };
+  struct Client {
+    int64_t job_id = 0;
+    absl::Time last_seen;
+    uint64_t epoch = 0;
+    double samples_per_s = 0;
+  };
+  struct Worker {
+    std::string address;
+    absl::Time last_seen;
+    int active_streams = 0;
+    double samples_per_s = 0;
+  };
+  struct Job {
+    JournalJob def;
+    std::set<int64_t> clients;
+    std::map<uint64_t, EpochSplits> epochs;
+  };
+
+  absl::StatusOr<Client*> FindClient(int64_t job_id, int64_t client_id, absl::Time now);
+  EpochSplits& Epoch(Job& job, uint64_t epoch);
+  absl::Status Journaled(const JournalEntry& entry);
+
+  Options options_;
+  JournalFn journal_;
+  std::map<std::string, Pipeline> pipelines_;
+  std::map<int64_t, Job> jobs_;
+  std::map<std::string, int64_t> named_jobs_;
+  std::map<int64_t, Client> clients_;
+  std::map<int64_t, Worker> workers_;
+  int64_t next_id_ = 1;  // jobs, clients and workers share one sequence
+};
+
+}  // namespace sluice::service
+
+#endif  // SLUICE_SERVICE_DISPATCHER_STATE_H_

@@ -1,0 +1,185 @@
+#include "sluice/service/dispatcher_state.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "sluice/graph/pipeline_builder.h"
+#include "sluice/service/journal.h"
+#include "status_matchers.h"
+#include "temp_dir.h"
+
+namespace sluice::service {
+namespace {
+
+using ::sluice::testing::StatusIs;
+using ::testing::HasSubstr;
+
+const absl::Time kT0 = absl::FromUnixSeconds(1000);
+
+PipelineDef Def(int rows) {
+  return graph::PipelineBuilder::Arrays({graph::MakeArrayColumn("x", {}, std::vector<int64_t>(rows, 1))})
+      .Build();
+}
+
+ElementSpec Splits(int n) {
+  ElementSpec e;
+  e.set_num_splits(n);
+  return e;
+}
+
+class DispatcherStateTest : public ::testing::Test {
+ protected:
+  DispatcherState state_{{}, [this](const JournalEntry& e) {
+                           journal_.push_back(e);
+                           return absl::OkStatus();
+                         }};
+  std::vector<JournalEntry> journal_;
+
+  GetOrCreateJobResponse Job(const std::string& pipeline, const std::string& name = "",
+                             ProcessingMode mode = DISTRIBUTED_EPOCH) {
+    GetOrCreateJobRequest r;
+    r.set_pipeline_id(pipeline);
+    r.set_job_name(name);
+    r.set_mode(mode);
+    auto job = state_.GetOrCreateJob(r, kT0);
+    EXPECT_TRUE(job.ok()) << job.status();
+    return job.ok() ? *job : GetOrCreateJobResponse();
+  }
+  int64_t Worker(const std::string& address, absl::Time now = kT0, int64_t id = 0) {
+    WorkerHeartbeatRequest r;
+    r.set_worker_id(id);
+    r.set_address(address);
+    return state_.WorkerHeartbeat(r, now).worker_id();
+  }
+  static GetSplitRequest Ask(const GetOrCreateJobResponse& job, int64_t worker, uint64_t epoch = 0) {
+    GetSplitRequest r;
+    r.set_job_id(job.job_id());
+    r.set_client_id(job.client_id());
+    r.set_epoch(epoch);
+    r.set_worker_id(worker);
+    return r;
+  }
+};
+
+TEST_F(DispatcherStateTest, PipelinesAreDeduplicatedAndNamedJobsShared) {
+  ASSERT_OK_AND_ASSIGN(std::string a, state_.RegisterPipeline(Def(4), Splits(1)));
+  ASSERT_OK_AND_ASSIGN(std::string again, state_.RegisterPipeline(Def(4), Splits(1)));
+  ASSERT_OK_AND_ASSIGN(std::string b, state_.RegisterPipeline(Def(5), Splits(1)));
+  EXPECT_EQ(a, again);
+  EXPECT_NE(a, b);
+  EXPECT_EQ(journal_.size(), 2u);
+
+  const GetOrCreateJobResponse first = Job(a, "shared");
+  const GetOrCreateJobResponse second = Job(a, "shared");
+  const GetOrCreateJobResponse own = Job(a);
+  EXPECT_EQ(first.job_id(), second.job_id());
+  EXPECT_NE(first.client_id(), second.client_id());
+  EXPECT_NE(own.job_id(), first.job_id());
+
+  GetOrCreateJobRequest other_mode;
+  other_mode.set_pipeline_id(a);
+  other_mode.set_job_name("shared");
+  other_mode.set_mode(PARALLEL_EPOCHS);
+  EXPECT_THAT(state_.GetOrCreateJob(other_mode, kT0),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("job 'shared' exists")));
+  GetOrCreateJobRequest unknown;
+  unknown.set_pipeline_id("feed");
+  EXPECT_THAT(state_.GetOrCreateJob(unknown, kT0),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("no pipeline feed")));
+}
+
+TEST_F(DispatcherStateTest, ASilentWorkersSplitsGoBackToTheirClient) {
+  ASSERT_OK_AND_ASSIGN(std::string p, state_.RegisterPipeline(Def(4), Splits(3)));
+  const GetOrCreateJobResponse job = Job(p);
+  const int64_t w1 = Worker("a:1");
+  const int64_t w2 = Worker("b:2");
+  ClientHeartbeatRequest hb;
+  hb.set_job_id(job.job_id());
+  hb.set_client_id(job.client_id());
+  ASSERT_OK_AND_ASSIGN(ClientHeartbeatResponse tasks, state_.ClientHeartbeat(hb, kT0));
+  EXPECT_EQ(tasks.tasks_size(), 2);
+
+  ASSERT_OK_AND_ASSIGN(GetSplitResponse s0, state_.GetSplit(Ask(job, w1), kT0));
+  ASSERT_OK_AND_ASSIGN(GetSplitResponse s1, state_.GetSplit(Ask(job, w2), kT0));
+  EXPECT_EQ(s0.split(), 0);
+  EXPECT_EQ(s1.split(), 1);
+  // w1 falls silent; w2 and the client keep beating.
+  const absl::Time later = kT0 + absl::Seconds(10);
+  Worker("b:2", later, w2);
+  SLUICE_ASSERT_OK(state_.ClientHeartbeat(hb, later).status());
+  SLUICE_ASSERT_OK(state_.Expire(later));
+  ASSERT_OK_AND_ASSIGN(tasks, state_.ClientHeartbeat(hb, later));
+  ASSERT_EQ(tasks.tasks_size(), 1);
+  EXPECT_EQ(tasks.tasks(0).worker_address(), "b:2");
+  ASSERT_OK_AND_ASSIGN(GetSplitResponse rerun, state_.GetSplit(Ask(job, w2), later));
+  EXPECT_EQ(rerun.split(), 0);
+}
+
+TEST_F(DispatcherStateTest, ARestartFromTheJournalKeepsJobsAndProgress) {
+  ASSERT_OK_AND_ASSIGN(std::string p, state_.RegisterPipeline(Def(4), Splits(3)));
+  const GetOrCreateJobResponse job = Job(p, "train");
+  const int64_t w = Worker("a:1");
+  for (int i = 0; i < 2; ++i) SLUICE_ASSERT_OK(state_.GetSplit(Ask(job, w), kT0).status());
+  ReportSplitsRequest done;
+  done.set_job_id(job.job_id());
+  done.set_client_id(job.client_id());
+  done.add_completed(0);
+  SLUICE_ASSERT_OK(state_.ReportSplits(done, kT0));
+
+  DispatcherState restarted({}, nullptr);
+  for (const JournalEntry& e : journal_) restarted.Apply(e);
+  ASSERT_NE(restarted.FindPipeline(p), nullptr);
+  EXPECT_EQ(restarted.FindPipeline(p)->element().num_splits(), 3);
+  // Split 1 was in flight: it runs again for the same client; 0 stays done.
+  GetSplitRequest ask = Ask(job, Worker("a:1"));
+  ASSERT_OK_AND_ASSIGN(GetSplitResponse first, restarted.GetSplit(ask, kT0));
+  ASSERT_OK_AND_ASSIGN(GetSplitResponse second, restarted.GetSplit(ask, kT0));
+  EXPECT_EQ(first.split(), 1);
+  EXPECT_EQ(second.split(), 2);
+  GetOrCreateJobRequest named;
+  named.set_pipeline_id(p);
+  named.set_job_name("train");
+  ASSERT_OK_AND_ASSIGN(GetOrCreateJobResponse rejoined, restarted.GetOrCreateJob(named, kT0));
+  EXPECT_EQ(rejoined.job_id(), job.job_id());
+  EXPECT_GT(rejoined.client_id(), job.client_id());
+}
+
+TEST(Journal, ReplaysWhatWasAppendedAndDropsATornTail) {
+  testing::TempDir dir;
+  const std::string work = dir.Join("work");
+  std::vector<JournalEntry> replay;
+  std::string warning;
+  {
+    ASSERT_OK_AND_ASSIGN(auto journal, Journal::Open(work, &replay, &warning));
+    EXPECT_TRUE(replay.empty());
+    for (int i = 1; i <= 3; ++i) {
+      JournalEntry e;
+      e.mutable_create_job()->set_job_id(i);
+      SLUICE_ASSERT_OK(journal->Append(e));
+    }
+  }
+  const std::string path = work + "/journal.tfrecord";
+  struct stat st;
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  ASSERT_EQ(::truncate(path.c_str(), st.st_size - 3), 0);  // a crash mid-append
+  {
+    ASSERT_OK_AND_ASSIGN(auto journal, Journal::Open(work, &replay, &warning));
+    ASSERT_EQ(replay.size(), 2u);
+    EXPECT_EQ(replay[1].create_job().job_id(), 2);
+    EXPECT_THAT(warning, HasSubstr("dropped a torn last entry of " + path));
+    JournalEntry e;
+    e.mutable_create_job()->set_job_id(4);
+    SLUICE_ASSERT_OK(journal->Append(e));
+  }
+  replay.clear();
+  warning.clear();
+  ASSERT_OK_AND_ASSIGN(auto journal, Journal::Open(work, &replay, &warning));
+  ASSERT_EQ(replay.size(), 3u);
+  EXPECT_EQ(replay[2].create_job().job_id(), 4);
+  EXPECT_TRUE(warning.empty());
+}
+
+}  // namespace
+}  // namespace sluice::service
