@@ -1,0 +1,156 @@
+#include "sluice/service/batch_codec.h"
+
+#include <lz4.h>
+#include <zstd.h>
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "sluice/core/status_macros.h"
+#include "sluice/io/crc32c.h"
+
+namespace sluice::service {
+namespace {
+
+// Level 1: the fastest, what a stream that must keep up with training wants.
+constexpr int kZstdLevel = 1;
+
+absl::Status Compress(Compression c, const uint8_t* data, size_t size, std::string* out) {
+  if (c == COMPRESSION_ZSTD) {
+    out->resize(ZSTD_compressBound(size));
+    const size_t n = ZSTD_compress(out->data(), out->size(), data, size, kZstdLevel);
+    if (ZSTD_isError(n)) return absl::InternalError(absl::StrCat("zstd: ", ZSTD_getErrorName(n)));
+    out->resize(n);
+  } else if (c == COMPRESSION_LZ4) {
+    out->resize(LZ4_compressBound(static_cast<int>(size)));
+    const int n = LZ4_compress_default(reinterpret_cast<const char*>(data), out->data(),
+                                       static_cast<int>(size), static_cast<int>(out->size()));
+    if (n <= 0) return absl::InternalError("lz4: compression failed");
+    out->resize(n);
+  } else {
+    out->assign(reinterpret_cast<const char*>(data), size);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Decompress(Compression c, const std::string& in, uint8_t* out, size_t size,
+                        const std::string& where) {
+  size_t got = in.size();
+  if (c == COMPRESSION_ZSTD) {
+    got = ZSTD_decompress(out, size, in.data(), in.size());
+    if (ZSTD_isError(got)) return absl::DataLossError(absl::StrCat(where, ": zstd: ", ZSTD_getErrorName(got)));
+  } else if (c == COMPRESSION_LZ4) {
+    const int n = LZ4_decompress_safe(in.data(), reinterpret_cast<char*>(out), static_cast<int>(in.size()),
+                                      static_cast<int>(size));
+    if (n < 0) return absl::DataLossError(absl::StrCat(where, ": lz4 data is corrupt"));
+    got = static_cast<size_t>(n);
+  } else if (in.size() == size) {
+    std::memcpy(out, in.data(), size);
+  }
+  if (got != size) {
+    return absl::DataLossError(absl::StrCat(where, ": ", got, " bytes, expected ", size));
+  }
+  return absl::OkStatus();
+}
+
+uint32_t MessageCrc(const BatchMessage& m) {
+  uint32_t crc = 0;
+  for (const TensorData& t : m.columns()) {
+    crc = io::Crc32cExtend(crc, t.data().data(), t.data().size());
+    crc = io::Crc32cExtend(crc, t.offsets().data(), t.offsets().size());
+  }
+  return crc;
+}
+
+}  // namespace
+
+absl::StatusOr<Compression> ParseCompression(const std::string& name) {
+  if (name.empty() || name == "none") return COMPRESSION_NONE;
+  if (name == "zstd") return COMPRESSION_ZSTD;
+  if (name == "lz4") return COMPRESSION_LZ4;
+  return absl::InvalidArgumentError(absl::StrCat("compression must be \"\", \"zstd\" or \"lz4\", got \"", name, "\""));
+}
+
+absl::Status EncodeBatch(const Batch& batch, Compression compression, BatchMessage* out) {
+  out->set_rows(batch.rows);
+  out->set_compression(compression);
+  out->clear_columns();
+  for (const Column& c : batch.columns) {
+    TensorData* t = out->add_columns();
+    if (c.ragged()) {  // rows' bytes, offsets rebased to 0
+      const int64_t* off = c.offsets.data<int64_t>();
+      const size_t size = off[batch.rows] - off[0];
+      SLUICE_RETURN_IF_ERROR(Compress(compression, c.values.raw_data() + off[0], size, t->mutable_data()));
+      t->set_uncompressed_size(static_cast<int64_t>(size));
+      std::string* offsets = t->mutable_offsets();
+      offsets->resize((batch.rows + 1) * sizeof(int64_t));
+      int64_t* rebased = reinterpret_cast<int64_t*>(offsets->data());
+      for (int64_t r = 0; r <= batch.rows; ++r) rebased[r] = off[r] - off[0];
+    } else {
+      SLUICE_RETURN_IF_ERROR(Compress(compression, c.values.raw_data(), c.values.byte_size(), t->mutable_data()));
+      t->set_uncompressed_size(static_cast<int64_t>(c.values.byte_size()));
+    }
+  }
+  out->clear_sample_ids();
+  out->mutable_sample_ids()->Reserve(static_cast<int>(batch.rows));
+  for (int64_t r = 0; r < batch.rows; ++r) out->add_sample_ids(batch.provenance.SampleId(r));
+  out->set_crc32c(MessageCrc(*out));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Batch> DecodeBatch(const BatchMessage& m, const Schema& schema,
+                                  std::shared_ptr<const std::vector<std::string>> files,
+                                  BufferPool* pool) {
+  if (MessageCrc(m) != m.crc32c()) {
+    return absl::DataLossError(absl::StrCat("batch of split ", m.split(), ": CRC32C mismatch"));
+  }
+  if (m.columns_size() != static_cast<int>(schema.columns().size()) || m.rows() < 0 ||
+      m.sample_ids_size() != m.rows()) {
+    return absl::DataLossError(absl::StrCat("batch of split ", m.split(), ": ", m.columns_size(),
+                                            " columns and ", m.sample_ids_size(), " ids for ",
+                                            m.rows(), " rows; expected ", schema.columns().size(),
+                                            " columns"));
+  }
+  Batch batch;
+  batch.rows = m.rows();
+  for (size_t i = 0; i < schema.columns().size(); ++i) {
+    const ColumnSpec& spec = schema.columns()[i];
+    const TensorData& t = m.columns(static_cast<int>(i));
+    const std::string where = absl::StrCat("batch of split ", m.split(), ", column '", spec.name, "'");
+    Column column;
+    if (spec.ragged) {
+      if (t.offsets().size() != (m.rows() + 1) * sizeof(int64_t)) {
+        return absl::DataLossError(absl::StrCat(where, ": wrong offsets size"));
+      }
+      column.offsets = Tensor::Allocate(DType::kInt64, Shape{m.rows() + 1}, pool);
+      std::memcpy(column.offsets.raw_data(), t.offsets().data(), t.offsets().size());
+      const int64_t* off = column.offsets.data<int64_t>();
+      if (off[0] != 0 || off[m.rows()] != t.uncompressed_size()) {
+        return absl::DataLossError(absl::StrCat(where, ": offsets do not span the data"));
+      }
+      column.values = Tensor::Allocate(DType::kUInt8, Shape{t.uncompressed_size()}, pool);
+    } else {
+      column.values = Tensor::Allocate(spec.dtype, spec.shape.WithLeading(m.rows()), pool);
+      if (static_cast<int64_t>(column.values.byte_size()) != t.uncompressed_size()) {
+        return absl::DataLossError(absl::StrCat(where, ": ", t.uncompressed_size(), " bytes for ",
+                                                m.rows(), " rows of ", spec.ToString()));
+      }
+    }
+    SLUICE_RETURN_IF_ERROR(Decompress(m.compression(), t.data(), column.values.raw_data(),
+                                      column.values.byte_size(), where));
+    batch.columns.push_back(std::move(column));
+  }
+  batch.provenance = Provenance(std::move(files));
+  for (int64_t r = 0; r < m.rows(); ++r) {
+    const int64_t id = m.sample_ids(static_cast<int>(r));
+    const bool continues = r > 0 && id >= 0 && m.sample_ids(static_cast<int>(r - 1)) == id - 1 &&
+                           (id >> 40) == ((id - 1) >> 40);
+    if (!continues) {
+      batch.provenance.AddRun(r, id < 0 ? -1 : static_cast<int32_t>(id >> 40),
+                              id < 0 ? -1 : id & ((int64_t{1} << 40) - 1));
+    }
+  }
+  return batch;
+}
+
+}  // namespace sluice::service

@@ -1,0 +1,71 @@
+#include "sluice/service/batch_codec.h"
+
+#include <cstring>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "sluice/core/batch_builder.h"
+#include "status_matchers.h"
+
+namespace sluice::service {
+namespace {
+
+using ::sluice::testing::StatusIs;
+using ::testing::HasSubstr;
+
+const Schema kSchema({ColumnSpec{"image", DType::kUInt8, Shape{2, 3}},
+                      ColumnSpec{"record", DType::kUInt8, Shape{}, /*ragged=*/true}});
+
+// Rows 0..rows-1 of records 10.. of file 2, then one of file 0.
+Batch MakeBatch(int rows) {
+  BatchBuilder b(kSchema, rows);
+  for (int r = 0; r < rows; ++r) {
+    for (int i = 0; i < 6; ++i) b.dense(0)[r * 6 + i] = static_cast<uint8_t>(r * 6 + i);
+    b.AppendBytes(1, std::string(r + 1, static_cast<char>('a' + r)));
+  }
+  b.provenance().AddRun(0, 2, 10);
+  b.provenance().AddRun(rows - 1, 0, 5);
+  b.AddRows(rows);
+  return b.Finish();
+}
+
+TEST(BatchCodec, RoundTripsUnderEachCompression) {
+  const Batch in = MakeBatch(5);
+  for (Compression c : {COMPRESSION_NONE, COMPRESSION_ZSTD, COMPRESSION_LZ4}) {
+    SCOPED_TRACE(Compression_Name(c));
+    BatchMessage m;
+    SLUICE_ASSERT_OK(EncodeBatch(in, c, &m));
+    ASSERT_OK_AND_ASSIGN(Batch out, DecodeBatch(m, kSchema, nullptr));
+    ASSERT_EQ(out.rows, 5);
+    EXPECT_EQ(std::memcmp(out.columns[0].values.raw_data(), in.columns[0].values.raw_data(), 30), 0);
+    for (int r = 0; r < 5; ++r) EXPECT_EQ(out.columns[1].RaggedRow(r), in.columns[1].RaggedRow(r));
+    EXPECT_EQ(out.provenance.SampleId(1), (int64_t{2} << 40) | 11);
+    EXPECT_EQ(out.provenance.SampleId(4), 5);
+  }
+}
+
+TEST(BatchCodec, ARaggedSliceIsSentFromItsFirstByte) {
+  const Batch in = MakeBatch(5).Slice(2, 4);
+  BatchMessage m;
+  SLUICE_ASSERT_OK(EncodeBatch(in, COMPRESSION_NONE, &m));
+  ASSERT_OK_AND_ASSIGN(Batch out, DecodeBatch(m, kSchema, nullptr));
+  EXPECT_EQ(out.columns[1].RaggedRow(0), "ccc");
+  EXPECT_EQ(out.columns[1].RaggedRow(1), "dddd");
+}
+
+TEST(BatchCodec, AFlippedByteOrAWrongShapeIsDataLoss) {
+  BatchMessage m;
+  SLUICE_ASSERT_OK(EncodeBatch(MakeBatch(3), COMPRESSION_LZ4, &m));
+  m.set_split(7);
+  BatchMessage flipped = m;
+  (*flipped.mutable_columns(0)->mutable_data())[0] ^= 1;
+  EXPECT_THAT(DecodeBatch(flipped, kSchema, nullptr),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("batch of split 7: CRC32C mismatch")));
+  const Schema wider({ColumnSpec{"image", DType::kUInt8, Shape{2, 4}},
+                      ColumnSpec{"record", DType::kUInt8, Shape{}, true}});
+  EXPECT_THAT(DecodeBatch(m, wider, nullptr),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("column 'image': 18 bytes for 3 rows")));
+}
+
+}  // namespace
+}  // namespace sluice::service
