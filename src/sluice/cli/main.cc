@@ -16,6 +16,9 @@ int main(int argc, char** argv) {
   sluice::cli::AddIndexCommand(app, &result);
   sluice::cli::AddOpsCommand(app, &result);
   sluice::cli::AddBenchCommand(app, &result);
+  sluice::cli::AddDispatcherCommand(app, &result);
+  sluice::cli::AddWorkerCommand(app, &result);
+  sluice::cli::AddStatusCommand(app, &result);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -8,6 +8,7 @@
 #include "sluice/cli/progress.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/graph/pipeline_json.h"
+#include "sluice/service/distributed_pipeline.h"
 
 namespace sluice::cli {
 namespace {
@@ -25,7 +26,7 @@ absl::Status Run(const RunArgs& args) {
   SLUICE_ASSIGN_OR_RETURN(PipelineDef def, graph::PipelineFromJsonFile(args.pipeline));
   if (args.threads > 0) def.mutable_options()->set_threads(args.threads);
   if (args.seed >= 0) def.set_seed(static_cast<uint64_t>(args.seed));
-  absl::StatusOr<std::unique_ptr<exec::Pipeline>> pipeline = exec::Pipeline::Create(def);
+  absl::StatusOr<std::unique_ptr<exec::Pipeline>> pipeline = service::CreatePipeline(def);
   if (!pipeline.ok()) return WithContext(pipeline.status(), args.pipeline);
   RunOptions options;
   options.epochs = args.epochs;

@@ -1,0 +1,57 @@
+// sluice dispatcher --port P [--work-dir DIR]: the service's dispatcher.
+#include "absl/strings/str_cat.h"
+#include "sluice/cli/command.h"
+#include "sluice/cli/serve.h"
+#include "sluice/core/status_macros.h"
+#include "sluice/service/dispatcher_server.h"
+#include "sluice/service/log.h"
+
+namespace sluice::cli {
+namespace {
+
+struct DispatcherArgs {
+  std::string host = "0.0.0.0";
+  int port = 0;
+  std::string work_dir;
+  double worker_timeout_s = 5;
+  SecurityFlags security;
+};
+
+absl::Status Serve(const DispatcherArgs& args) {
+  service::DispatcherOptions options;
+  options.host = args.host;
+  options.port = args.port;
+  options.work_dir = args.work_dir;
+  options.timeouts.worker_timeout = absl::Seconds(args.worker_timeout_s);
+  SLUICE_ASSIGN_OR_RETURN(options.security, args.security.Options());
+  BlockTerminationSignals();
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<service::DispatcherServer> server,
+                          service::DispatcherServer::Start(options));
+  // Scripts and tests read the port from here when --port is 0.
+  std::printf("dispatcher listening on port %d\n", server->port());
+  std::fflush(stdout);
+  const std::string signal = WaitForTermination();
+  service::Log("dispatcher", absl::StrCat(signal, ": shutting down"));
+  server->Stop();
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+void AddDispatcherCommand(CLI::App& app, absl::Status* result) {
+  auto args = std::make_shared<DispatcherArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "dispatcher", "Run the service's dispatcher: pipelines, jobs, workers, split assignment");
+  cmd->add_option("--host", args->host, "address to listen on")->default_val("0.0.0.0");
+  cmd->add_option("--port", args->port, "port to listen on (0: any free port, printed)")->default_val(0);
+  cmd->add_option("--work-dir", args->work_dir,
+                  "directory for the journal; a restart with the same one recovers pipelines, jobs "
+                  "and split progress");
+  cmd->add_option("--worker-timeout", args->worker_timeout_s,
+                  "seconds without a heartbeat before a worker counts as lost")
+      ->default_val(5);
+  AddSecurityFlags(cmd, &args->security);
+  cmd->callback([args, result] { *result = Serve(*args); });
+}
+
+}  // namespace sluice::cli

@@ -1,0 +1,55 @@
+#include "sluice/cli/serve.h"
+
+#include <signal.h>
+
+#include "sluice/core/status_macros.h"
+
+namespace sluice::cli {
+namespace {
+
+sigset_t TerminationSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  return set;
+}
+
+}  // namespace
+
+absl::StatusOr<service::SecurityOptions> SecurityFlags::Options() const {
+  service::SecurityOptions options;
+  options.cert_file = cert_file;
+  options.key_file = key_file;
+  options.ca_file = ca_file;
+  options.require_client_cert = require_client_cert;
+  if (!token_file.empty()) SLUICE_RETURN_IF_ERROR(options.ReadTokenFile(token_file));
+  return options;
+}
+
+void AddSecurityFlags(CLI::App* cmd, SecurityFlags* flags) {
+  cmd->add_option("--tls-cert", flags->cert_file,
+                  "this server's certificate chain (PEM): turns TLS on; also presented when dialing, "
+                  "for mutual TLS");
+  cmd->add_option("--tls-key", flags->key_file, "the private key of --tls-cert (PEM)");
+  cmd->add_option("--tls-ca", flags->ca_file,
+                  "the CA that signs the service's certificates: dial other servers with TLS");
+  cmd->add_flag("--tls-require-client-cert", flags->require_client_cert,
+                "mutual TLS: refuse callers without a certificate signed by --tls-ca");
+  cmd->add_option("--token-file", flags->token_file,
+                  "a file holding the shared token every RPC must carry");
+}
+
+void BlockTerminationSignals() {
+  sigset_t set = TerminationSignals();
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+
+std::string WaitForTermination() {
+  sigset_t set = TerminationSignals();
+  int sig = 0;
+  sigwait(&set, &sig);
+  return sig == SIGTERM ? "SIGTERM" : "SIGINT";
+}
+
+}  // namespace sluice::cli

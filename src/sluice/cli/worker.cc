@@ -1,0 +1,58 @@
+// sluice worker --dispatcher HOST:P [--port Q] [--threads N]: a worker.
+#include "absl/strings/str_cat.h"
+#include "sluice/cli/command.h"
+#include "sluice/cli/serve.h"
+#include "sluice/core/status_macros.h"
+#include "sluice/service/log.h"
+#include "sluice/service/worker_server.h"
+
+namespace sluice::cli {
+namespace {
+
+struct WorkerArgs {
+  std::string dispatcher;
+  std::string host = "0.0.0.0";
+  int port = 0;
+  std::string advertise;
+  int threads = 0;
+  SecurityFlags security;
+};
+
+absl::Status Serve(const WorkerArgs& args) {
+  service::WorkerServerOptions options;
+  options.host = args.host;
+  options.port = args.port;
+  options.advertise_host = !args.advertise.empty() ? args.advertise
+                           : args.host == "0.0.0.0" ? "127.0.0.1"
+                                                    : args.host;
+  options.worker.dispatcher = args.dispatcher;
+  options.worker.threads = args.threads;
+  SLUICE_ASSIGN_OR_RETURN(options.worker.security, args.security.Options());
+  BlockTerminationSignals();
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<service::WorkerServer> server,
+                          service::WorkerServer::Start(options));
+  std::printf("worker listening on port %d\n", server->port());
+  std::fflush(stdout);
+  const std::string signal = WaitForTermination();
+  service::Log("worker", absl::StrCat(signal, ": shutting down"));
+  server->Stop();
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+void AddWorkerCommand(CLI::App& app, absl::Status* result) {
+  auto args = std::make_shared<WorkerArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "worker", "Run a service worker: runs pipelines' parts before their distribute node");
+  cmd->add_option("--dispatcher", args->dispatcher, "the dispatcher, HOST:PORT")->required();
+  cmd->add_option("--host", args->host, "address to listen on")->default_val("0.0.0.0");
+  cmd->add_option("--port", args->port, "port to listen on (0: any free port, printed)")->default_val(0);
+  cmd->add_option("--advertise", args->advertise,
+                  "the host clients dial to reach this worker (default: --host, or 127.0.0.1)");
+  cmd->add_option("--threads", args->threads, "compute threads per stream (default: all cores)");
+  AddSecurityFlags(cmd, &args->security);
+  cmd->callback([args, result] { *result = Serve(*args); });
+}
+
+}  // namespace sluice::cli

@@ -1,0 +1,52 @@
+// The dispatcher's work behind its RPCs, as Status-returning calls:
+// validates pipelines (compiling them: the dispatcher reads the file lists
+// and indexes, not the data), journals state changes under --work-dir and
+// serializes access to the state. DispatcherServer adapts it to gRPC.
+#ifndef SLUICE_SERVICE_DISPATCHER_IMPL_H_
+#define SLUICE_SERVICE_DISPATCHER_IMPL_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "service.pb.h"
+#include "sluice/service/dispatcher_state.h"
+#include "sluice/service/journal.h"
+
+namespace sluice::service {
+
+// Thread-safe.
+class DispatcherImpl {
+ public:
+  // `work_dir` empty: no journal (state is lost on restart).
+  static absl::StatusOr<std::unique_ptr<DispatcherImpl>> Create(const std::string& work_dir,
+                                                                DispatcherState::Options options);
+
+  absl::StatusOr<RegisterPipelineResponse> RegisterPipeline(const RegisterPipelineRequest& request);
+  absl::StatusOr<GetOrCreateJobResponse> GetOrCreateJob(const GetOrCreateJobRequest& request);
+  absl::StatusOr<ClientHeartbeatResponse> ClientHeartbeat(const ClientHeartbeatRequest& request);
+  absl::Status ReportSplits(const ReportSplitsRequest& request);
+  absl::Status ReleaseClient(const ReleaseClientRequest& request);
+  WorkerHeartbeatResponse WorkerHeartbeat(const WorkerHeartbeatRequest& request);
+  absl::StatusOr<GetPipelineResponse> GetPipeline(const GetPipelineRequest& request);
+  absl::StatusOr<GetSplitResponse> GetSplit(const GetSplitRequest& request);
+  DispatcherStatus Status();
+  // Drops silent workers and clients (called periodically).
+  absl::Status Expire();
+
+ private:
+  DispatcherImpl(std::string work_dir, DispatcherState::Options options);
+
+  const std::string work_dir_;
+  absl::Mutex mu_;
+  std::unique_ptr<Journal> journal_ ABSL_GUARDED_BY(mu_);
+  DispatcherState state_ ABSL_GUARDED_BY(mu_);
+};
+
+// What the workers' part `def` yields, found by compiling it.
+absl::StatusOr<ElementSpec> DescribeElements(const PipelineDef& def);
+
+}  // namespace sluice::service
+
+#endif  // SLUICE_SERVICE_DISPATCHER_IMPL_H_

@@ -1,0 +1,56 @@
+// `sluice dispatcher`: the dispatcher's gRPC server. Each RPC checks the
+// token and forwards to DispatcherImpl; a thread drops silent workers and
+// clients. gRPC's standard health service (grpc.health.v1) reports SERVING
+// once the journal has been replayed, for readiness probes.
+#ifndef SLUICE_SERVICE_DISPATCHER_SERVER_H_
+#define SLUICE_SERVICE_DISPATCHER_SERVER_H_
+
+#include <memory>
+#include <string>
+#include <thread>
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/notification.h"
+#include "service.grpc.pb.h"
+#include "sluice/service/dispatcher_impl.h"
+#include "sluice/service/security.h"
+
+namespace sluice::service {
+
+struct DispatcherOptions {
+  std::string host = "0.0.0.0";
+  int port = 0;  // 0: any free port (see DispatcherServer::port)
+  std::string work_dir;
+  SecurityOptions security;
+  DispatcherState::Options timeouts;
+};
+
+class DispatcherServer {
+ public:
+  static absl::StatusOr<std::unique_ptr<DispatcherServer>> Start(const DispatcherOptions& options);
+  ~DispatcherServer();  // Stop()s
+
+  int port() const { return port_; }
+  // host:port for clients on this machine.
+  std::string local_address() const { return "127.0.0.1:" + std::to_string(port_); }
+  // Stops accepting calls, lets running ones finish briefly, joins threads.
+  void Stop();
+  void Wait() { server_->Wait(); }
+
+ private:
+  class Service;
+  DispatcherServer() = default;
+
+  std::unique_ptr<DispatcherImpl> impl_;
+  std::unique_ptr<Service> service_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+  absl::Notification stopping_;
+  std::thread expirer_;
+};
+
+}  // namespace sluice::service
+
+#endif  // SLUICE_SERVICE_DISPATCHER_SERVER_H_

@@ -1,0 +1,177 @@
+#include "sluice/service/distributed_input.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "sluice/core/status_macros.h"
+#include "sluice/service/epoch_reader.h"
+#include "sluice/service/log.h"
+
+namespace sluice::service {
+namespace {
+
+constexpr absl::Duration kHeartbeatPeriod = absl::Milliseconds(200);
+
+template <typename Request, typename Response, typename Method>
+absl::Status Call(::sluice::Dispatcher::Stub* stub, Method method, const std::string& name,
+                  const Request& request, Response* response, const std::string& token) {
+  grpc::ClientContext context;
+  AddToken(&context, token);
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  return FromGrpc((stub->*method)(&context, request, response), name);
+}
+
+absl::StatusOr<Schema> ToSchema(const ElementSpec& element) {
+  std::vector<ColumnSpec> columns;
+  for (const ColumnSpecProto& p : element.columns()) {
+    ColumnSpec c;
+    c.name = p.name();
+    SLUICE_ASSIGN_OR_RETURN(c.dtype, ParseDType(p.dtype()));
+    c.shape = Shape(absl::MakeConstSpan(p.shape().data(), p.shape().size()));
+    c.ragged = p.ragged();
+    columns.push_back(std::move(c));
+  }
+  return Schema(std::move(columns));
+}
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<DistributedInput>> DistributedInput::Connect(ClientOptions options,
+                                                                           const PipelineDef& workers_part) {
+  std::shared_ptr<DistributedInput> input(new DistributedInput(std::move(options)));
+  const std::string& token = input->options_.security.token;
+  SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<grpc::Channel> channel,
+                          MakeChannel(input->options_.dispatcher, input->options_.security));
+  input->dispatcher_ = ::sluice::Dispatcher::NewStub(channel);
+  // The first call waits for the dispatcher to come up (an embedded one
+  // may still be starting; a remote one may be restarting).
+  RegisterPipelineRequest reg;
+  *reg.mutable_pipeline() = workers_part;
+  RegisterPipelineResponse registered;
+  {
+    grpc::ClientContext context;
+    AddToken(&context, token);
+    context.set_wait_for_ready(true);
+    context.set_deadline(absl::ToChronoTime(absl::Now() + input->options_.connect_timeout));
+    SLUICE_RETURN_IF_ERROR(FromGrpc(input->dispatcher_->RegisterPipeline(&context, reg, &registered),
+                                    absl::StrCat("dispatcher ", input->options_.dispatcher)));
+  }
+  input->pipeline_id_ = registered.pipeline_id();
+  input->element_ = registered.element();
+  SLUICE_ASSIGN_OR_RETURN(input->schema_, ToSchema(input->element_));
+
+  GetOrCreateJobRequest job;
+  job.set_pipeline_id(input->pipeline_id_);
+  job.set_mode(input->options_.mode);
+  job.set_job_name(input->options_.job_name);
+  GetOrCreateJobResponse joined;
+  SLUICE_RETURN_IF_ERROR(Call(input->dispatcher_.get(), &::sluice::Dispatcher::Stub::GetOrCreateJob,
+                              "get or create job", job, &joined, token));
+  input->job_id_ = joined.job_id();
+  input->client_id_ = joined.client_id();
+  SLUICE_RETURN_IF_ERROR(input->Heartbeat());
+  DistributedInput* raw = input.get();
+  input->heartbeats_ = std::thread([raw] {
+    bool reported = false;
+    while (!raw->stopping_.WaitForNotificationWithTimeout(kHeartbeatPeriod)) {
+      absl::Status s = raw->Heartbeat();
+      if (!s.ok() && !reported) Log("client", absl::StrCat(s.ToString(), "; retrying"));
+      if (s.ok() && reported) Log("client", "dispatcher reachable again");
+      reported = !s.ok();
+    }
+  });
+  return input;
+}
+
+DistributedInput::~DistributedInput() {
+  stopping_.Notify();
+  if (heartbeats_.joinable()) heartbeats_.join();
+  ReleaseClientRequest release;
+  release.set_job_id(job_id_);
+  release.set_client_id(client_id_);
+  ReleaseClientResponse ignored;
+  if (dispatcher_ && client_id_ > 0) {
+    (void)Call(dispatcher_.get(), &::sluice::Dispatcher::Stub::ReleaseClient, "release client", release,
+               &ignored, options_.security.token);
+  }
+}
+
+absl::Status DistributedInput::Heartbeat() {
+  ClientHeartbeatRequest request;
+  request.set_job_id(job_id_);
+  request.set_client_id(client_id_);
+  request.set_epoch(epoch_.load());
+  {
+    absl::MutexLock lock(&mu_);
+    const double seconds = absl::ToDoubleSeconds(absl::Now() - last_heartbeat_);
+    if (seconds > 0 && last_heartbeat_ != absl::Time()) {
+      request.set_samples_per_s(samples_ / seconds);
+      request.set_bytes_per_s(bytes_ / seconds);
+    }
+    samples_ = bytes_ = 0;
+    last_heartbeat_ = absl::Now();
+  }
+  ClientHeartbeatResponse response;
+  SLUICE_RETURN_IF_ERROR(Call(dispatcher_.get(), &::sluice::Dispatcher::Stub::ClientHeartbeat,
+                              "client heartbeat", request, &response, options_.security.token));
+  absl::MutexLock lock(&mu_);
+  tasks_.assign(response.tasks().begin(), response.tasks().end());
+  return absl::OkStatus();
+}
+
+std::vector<TaskInfo> DistributedInput::Tasks() const {
+  absl::MutexLock lock(&mu_);
+  return tasks_;
+}
+
+std::shared_ptr<grpc::Channel> DistributedInput::ChannelTo(const std::string& address) {
+  absl::MutexLock lock(&mu_);
+  std::shared_ptr<grpc::Channel>& channel = channels_[address];
+  if (!channel) {
+    absl::StatusOr<std::shared_ptr<grpc::Channel>> made = MakeChannel(address, options_.security);
+    if (made.ok()) channel = *made;  // credentials were checked when connecting
+  }
+  return channel;
+}
+
+void DistributedInput::ReportSplits(uint64_t epoch, const std::vector<int64_t>& completed,
+                                    const std::vector<int64_t>& abandoned) {
+  ReportSplitsRequest request;
+  request.set_job_id(job_id_);
+  request.set_client_id(client_id_);
+  request.set_epoch(epoch);
+  for (int64_t s : completed) request.add_completed(s);
+  for (int64_t s : abandoned) request.add_abandoned(s);
+  absl::Duration pause = absl::Milliseconds(20);
+  for (int attempt = 0; attempt < 50 && !stopping_.HasBeenNotified(); ++attempt) {
+    ReportSplitsResponse ignored;
+    absl::Status s = Call(dispatcher_.get(), &::sluice::Dispatcher::Stub::ReportSplits, "report splits",
+                          request, &ignored, options_.security.token);
+    if (s.ok()) return;
+    if (!absl::IsUnavailable(s) && !absl::IsDeadlineExceeded(s)) {
+      Log("client", s.ToString());
+      return;
+    }
+    absl::SleepFor(pause);
+    pause = std::min(pause * 2, absl::Seconds(1));
+  }
+  // Unreported completions only make the dispatcher re-run those splits;
+  // the reader drops the samples it already delivered.
+  Log("client", absl::StrCat("could not report splits of epoch ", epoch, " to the dispatcher"));
+}
+
+void DistributedInput::CountReceived(int64_t samples, int64_t bytes) {
+  absl::MutexLock lock(&mu_);
+  samples_ += samples;
+  bytes_ += bytes;
+}
+
+std::unique_ptr<exec::Iterator> DistributedInput::Open(exec::ExecContext* ctx, uint64_t epoch) {
+  epoch_ = epoch;
+  return std::make_unique<EpochReader>(this, ctx, epoch);
+}
+
+int64_t DistributedInput::Cardinality() const {
+  return options_.mode == DISTRIBUTED_EPOCH ? element_.cardinality() : -1;
+}
+
+}  // namespace sluice::service

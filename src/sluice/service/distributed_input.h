@@ -1,0 +1,90 @@
+// The consumer's side of a pipeline split at a distribute node: registers
+// the workers' part with the dispatcher, joins (or creates) the job, keeps
+// the client alive with heartbeats that also bring the list of workers, and
+// opens one EpochReader per epoch, which the local part of the pipeline
+// reads as its first node.
+#ifndef SLUICE_SERVICE_DISTRIBUTED_INPUT_H_
+#define SLUICE_SERVICE_DISTRIBUTED_INPUT_H_
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "service.grpc.pb.h"
+#include "sluice/exec/iterator.h"
+#include "sluice/service/security.h"
+
+namespace sluice::service {
+
+struct ClientOptions {
+  std::string dispatcher;  // host:port
+  ProcessingMode mode = DISTRIBUTED_EPOCH;
+  std::string job_name;
+  Compression compression = COMPRESSION_NONE;
+  int max_outstanding = 4;  // batches in flight per worker stream
+  absl::Duration connect_timeout = absl::Seconds(30);
+  SecurityOptions security;
+};
+
+// Thread-safe.
+class DistributedInput : public exec::RemoteInput {
+ public:
+  static absl::StatusOr<std::shared_ptr<DistributedInput>> Connect(ClientOptions options,
+                                                                   const PipelineDef& workers_part);
+  ~DistributedInput() override;  // leaves the job
+
+  std::unique_ptr<exec::Iterator> Open(exec::ExecContext* ctx, uint64_t epoch) override;
+  int64_t Cardinality() const override;
+
+  const ElementSpec& element() const { return element_; }
+  const Schema& schema() const { return schema_; }
+  const ClientOptions& options() const { return options_; }
+  const std::string& pipeline_id() const { return pipeline_id_; }
+  int64_t job_id() const { return job_id_; }
+  int64_t client_id() const { return client_id_; }
+
+  // The workers the dispatcher listed last.
+  std::vector<TaskInfo> Tasks() const;
+  std::shared_ptr<grpc::Channel> ChannelTo(const std::string& address);
+  // Reports splits of `epoch` (retried while the dispatcher restarts).
+  void ReportSplits(uint64_t epoch, const std::vector<int64_t>& completed,
+                    const std::vector<int64_t>& abandoned);
+  // Feeds the next heartbeat's throughput figures.
+  void CountReceived(int64_t samples, int64_t bytes);
+  // Keeps `owned` (an embedded cluster) alive as long as this input.
+  void KeepAlive(std::shared_ptr<void> owned) { owned_ = std::move(owned); }
+
+ private:
+  explicit DistributedInput(ClientOptions options) : options_(std::move(options)) {}
+  absl::Status Heartbeat();
+
+  std::shared_ptr<void> owned_;  // first: destroyed last
+  const ClientOptions options_;
+  std::unique_ptr<::sluice::Dispatcher::Stub> dispatcher_;
+  ElementSpec element_;
+  Schema schema_;
+  std::string pipeline_id_;
+  int64_t job_id_ = 0;
+  int64_t client_id_ = 0;
+  std::atomic<uint64_t> epoch_{0};
+
+  mutable absl::Mutex mu_;
+  std::vector<TaskInfo> tasks_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::shared_ptr<grpc::Channel>> channels_ ABSL_GUARDED_BY(mu_);
+  int64_t samples_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Time last_heartbeat_ ABSL_GUARDED_BY(mu_);
+
+  absl::Notification stopping_;
+  std::thread heartbeats_;
+};
+
+}  // namespace sluice::service
+
+#endif  // SLUICE_SERVICE_DISTRIBUTED_INPUT_H_

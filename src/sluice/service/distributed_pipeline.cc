@@ -1,0 +1,66 @@
+#include "sluice/service/distributed_pipeline.h"
+
+#include "absl/strings/str_cat.h"
+#include "sluice/core/status_macros.h"
+#include "sluice/graph/compiled_pipeline.h"
+#include "sluice/service/batch_codec.h"
+#include "sluice/service/distributed_input.h"
+#include "sluice/service/local_cluster.h"
+
+namespace sluice::service {
+namespace {
+
+absl::StatusOr<ClientOptions> ToClientOptions(const DistributeDef& d) {
+  ClientOptions options;
+  options.dispatcher = d.dispatcher();
+  if (d.mode().empty() || d.mode() == "distributed_epoch") {
+    options.mode = DISTRIBUTED_EPOCH;
+  } else if (d.mode() == "parallel_epochs") {
+    options.mode = PARALLEL_EPOCHS;
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "mode must be \"distributed_epoch\" or \"parallel_epochs\", got \"", d.mode(), "\""));
+  }
+  options.job_name = d.job_name();
+  SLUICE_ASSIGN_OR_RETURN(options.compression, ParseCompression(d.compression()));
+  if (d.max_outstanding() < 0) return absl::InvalidArgumentError("max_outstanding must be >= 0");
+  options.max_outstanding = d.max_outstanding() > 0 ? d.max_outstanding() : 4;
+  if (d.connect_timeout_s() < 0) return absl::InvalidArgumentError("connect_timeout_s must be >= 0");
+  if (d.connect_timeout_s() > 0) options.connect_timeout = absl::Seconds(d.connect_timeout_s());
+  options.security.ca_file = d.tls_ca_file();
+  options.security.cert_file = d.tls_cert_file();
+  options.security.key_file = d.tls_key_file();
+  if (!d.token_file().empty()) SLUICE_RETURN_IF_ERROR(options.security.ReadTokenFile(d.token_file()));
+  return options;
+}
+
+}  // namespace
+
+PipelineDef WorkersPart(const PipelineDef& def, int index) {
+  PipelineDef part = def;
+  part.mutable_nodes()->DeleteSubrange(index, def.nodes_size() - index);
+  return part;
+}
+
+absl::StatusOr<std::unique_ptr<exec::Pipeline>> CreatePipeline(const PipelineDef& def) {
+  SLUICE_ASSIGN_OR_RETURN(const int index, graph::FindDistribute(def));
+  if (index < 0) return exec::Pipeline::Create(def);
+  const std::string where = absl::StrCat("node 'distribute' (nodes[", index, "])");
+  const DistributeDef& d = def.nodes(index).distribute();
+  absl::StatusOr<ClientOptions> options = ToClientOptions(d);
+  if (!options.ok()) return WithContext(options.status(), where);
+  std::shared_ptr<LocalCluster> cluster;
+  if (options->dispatcher.empty()) {
+    const int threads = def.options().threads();
+    SLUICE_ASSIGN_OR_RETURN(cluster, LocalCluster::Start(d.local_workers(), threads));
+    options->dispatcher = cluster->dispatcher_address();
+  }
+  absl::StatusOr<std::shared_ptr<DistributedInput>> input =
+      DistributedInput::Connect(*options, WorkersPart(def, index));
+  if (!input.ok()) return WithContext(input.status(), where);
+  (*input)->KeepAlive(cluster);
+  const graph::CompileRange range{index, -1, (*input)->schema(), (*input)->element().batched()};
+  return exec::Pipeline::Create(def, range, *std::move(input));
+}
+
+}  // namespace sluice::service

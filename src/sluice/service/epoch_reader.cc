@@ -1,0 +1,241 @@
+#include "sluice/service/epoch_reader.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "sluice/exec/row_copier.h"
+#include "sluice/service/batch_codec.h"
+#include "sluice/service/log.h"
+
+namespace sluice::service {
+namespace {
+
+// How often the reader looks for new workers, and how long it leaves a
+// worker whose stream broke before trying it again.
+constexpr absl::Duration kRecheck = absl::Milliseconds(100);
+constexpr absl::Duration kRetryWorker = absl::Seconds(1);
+
+// A stream that ended this way lost its worker (killed, restarted, network);
+// anything else is the pipeline's own error, which the consumer must see.
+bool LostWorker(const grpc::Status& status) {
+  return status.error_code() == grpc::StatusCode::UNAVAILABLE ||
+         status.error_code() == grpc::StatusCode::CANCELLED ||
+         status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED ||
+         status.error_code() == grpc::StatusCode::ABORTED;
+}
+
+}  // namespace
+
+EpochReader::EpochReader(DistributedInput* input, exec::ExecContext* ctx, uint64_t epoch)
+    : input_(input),
+      ctx_(ctx),
+      epoch_(epoch),
+      exactly_once_(input->options().mode == DISTRIBUTED_EPOCH),
+      max_queued_(static_cast<size_t>(std::max(1, input->options().max_outstanding))) {
+  ctx_->cancel.Register(&mu_, &cv_);
+  absl::MutexLock lock(&mu_);
+  opened_at_ = absl::Now();
+  OpenStreams();
+}
+
+EpochReader::~EpochReader() {
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+    for (auto& [id, stream] : streams_) stream->context.TryCancel();
+    cv_.SignalAll();
+  }
+  for (auto& [id, stream] : streams_) {
+    if (stream->thread.joinable()) stream->thread.join();
+  }
+  ctx_->cancel.Unregister(&cv_);
+}
+
+void EpochReader::OpenStreams() {
+  last_open_ = absl::Now();
+  for (const TaskInfo& task : input_->Tasks()) {
+    auto it = streams_.find(task.worker_id());
+    if (it != streams_.end()) {
+      const Stream& s = *it->second;
+      if (s.running || s.ended_epoch) continue;
+      auto failed = failed_at_.find(task.worker_id());
+      if (failed != failed_at_.end() && absl::Now() - failed->second < kRetryWorker) continue;
+      it->second->thread.join();  // finished: joins at once
+      streams_.erase(it);
+    }
+    auto stream = std::make_unique<Stream>();
+    stream->worker_id = task.worker_id();
+    stream->address = task.worker_address();
+    Stream* raw = stream.get();
+    streams_[task.worker_id()] = std::move(stream);
+    raw->thread = std::thread([this, raw] { Read(raw); });
+  }
+}
+
+void EpochReader::Read(Stream* stream) {
+  std::shared_ptr<grpc::Channel> channel = input_->ChannelTo(stream->address);
+  std::unique_ptr<::sluice::Worker::Stub> stub = ::sluice::Worker::NewStub(channel);
+  AddToken(&stream->context, input_->options().security.token);
+  StreamBatchesRequest request;
+  request.set_job_id(input_->job_id());
+  request.set_client_id(input_->client_id());
+  request.set_epoch(epoch_);
+  request.set_pipeline_id(input_->pipeline_id());
+  request.set_mode(input_->options().mode);
+  request.set_compression(input_->options().compression);
+  std::unique_ptr<grpc::ClientReader<BatchMessage>> reader = stub->StreamBatches(&stream->context, request);
+
+  std::shared_ptr<const std::vector<std::string>> files;
+  int64_t split = -1;  // the split whose rows are arriving
+  bool ended = false;
+  grpc::Status broken;  // set when this side gave up on the stream
+  BatchMessage message;
+  while (reader->Read(&message)) {
+    if (message.files_size() > 0) {
+      files = std::make_shared<const std::vector<std::string>>(message.files().begin(), message.files().end());
+    }
+    if (message.epoch_end()) {
+      ended = true;
+      break;
+    }
+    if (message.split_end()) {
+      {
+        absl::MutexLock lock(&mu_);
+        completed_.insert(message.split());
+        delivered_.erase(message.split());
+      }
+      if (exactly_once_) input_->ReportSplits(epoch_, {message.split()}, {});
+      split = -1;
+      continue;
+    }
+    split = message.split();
+    absl::StatusOr<Batch> batch = DecodeBatch(message, input_->schema(), files, ctx_->pool);
+    if (!batch.ok()) {  // damaged on the way: drop the stream, re-run the split
+      broken = grpc::Status(grpc::StatusCode::ABORTED, std::string(batch.status().message()));
+      break;
+    }
+    int64_t bytes = 0;
+    for (const TensorData& t : message.columns()) bytes += static_cast<int64_t>(t.data().size());
+    input_->CountReceived(batch->rows, bytes);
+    absl::MutexLock lock(&mu_);
+    if (exactly_once_ && !DropDelivered(split, &*batch)) continue;
+    while (queue_.size() >= max_queued_ * std::max<size_t>(1, streams_.size()) && !stopping_ &&
+           !ctx_->cancel.cancelled()) {
+      cv_.Wait(&mu_);
+    }
+    if (stopping_ || ctx_->cancel.cancelled()) break;
+    queue_.push_back(*std::move(batch));
+    cv_.SignalAll();
+  }
+  if (!ended) stream->context.TryCancel();
+  grpc::Status status = reader->Finish();
+  if (!broken.ok()) status = broken;
+
+  int64_t abandoned = -1;
+  {
+    absl::MutexLock lock(&mu_);
+    stream->running = false;
+    stream->ended_epoch = ended;
+    if (!ended && !stopping_) {
+      if (LostWorker(status)) {
+        failed_at_[stream->worker_id] = absl::Now();
+        abandoned = split;
+        Log("client", absl::StrCat("stream from worker ", stream->worker_id, " at ", stream->address,
+                                   " broke (", status.error_message(), ")",
+                                   exactly_once_ && split >= 0 ? absl::StrCat("; split ", split, " runs again") : ""));
+      } else if (error_.ok()) {
+        error_ = FromGrpc(status, absl::StrCat("worker ", stream->worker_id, " at ", stream->address));
+      }
+    }
+    cv_.SignalAll();
+  }
+  if (exactly_once_ && abandoned >= 0) input_->ReportSplits(epoch_, {}, {abandoned});
+}
+
+bool EpochReader::DropDelivered(int64_t split, Batch* batch) {
+  if (completed_.count(split) > 0) return false;  // a re-run of a finished split
+  absl::flat_hash_set<int64_t>& seen = delivered_[split];
+  std::vector<int64_t> keep;
+  for (int64_t r = 0; r < batch->rows; ++r) {
+    if (seen.insert(batch->provenance.SampleId(r)).second) keep.push_back(r);
+  }
+  if (keep.size() == static_cast<size_t>(batch->rows)) return true;
+  if (keep.empty()) return false;
+  exec::RowCopier copier(input_->schema(), static_cast<int64_t>(keep.size()), ctx_->pool);
+  for (int64_t r : keep) copier.Append(*batch, r, r + 1);
+  *batch = copier.Finish();
+  return true;
+}
+
+bool EpochReader::EpochOver() const {
+  bool any_ended = false;
+  for (const auto& [id, stream] : streams_) {
+    if (stream->running) return false;
+    any_ended |= stream->ended_epoch;
+  }
+  return any_ended && queue_.empty();
+}
+
+bool EpochReader::TakeRebatched(bool at_end, Batch* out) {
+  const ElementSpec& element = input_->element();
+  if (pending_.empty()) return false;
+  if (!element.batched()) {
+    *out = std::move(pending_.front());
+    pending_.pop_front();
+    pending_rows_ -= out->rows;
+    return true;
+  }
+  const int64_t size = element.batch_size();
+  if (pending_rows_ < size && (!at_end || element.drop_remainder())) return false;
+  if (pending_.front().rows == size) {  // a whole batch: no copy
+    *out = std::move(pending_.front());
+    pending_.pop_front();
+    pending_rows_ -= size;
+    return true;
+  }
+  const int64_t rows = std::min(size, pending_rows_);
+  exec::RowCopier copier(input_->schema(), rows, ctx_->pool);
+  while (copier.rows() < rows) {
+    Batch& front = pending_.front();
+    const int64_t n = std::min(front.rows, rows - copier.rows());
+    copier.Append(front, 0, n);
+    if (n == front.rows) {
+      pending_.pop_front();
+    } else {
+      front = front.Slice(n, front.rows);
+    }
+  }
+  pending_rows_ -= rows;
+  *out = copier.Finish();
+  return true;
+}
+
+absl::Status EpochReader::GetNext(Batch* out, bool* end) {
+  absl::MutexLock lock(&mu_);
+  while (true) {
+    if (!error_.ok()) return error_;
+    if (ctx_->cancel.cancelled()) return absl::CancelledError("pipeline cancelled");
+    if (absl::Now() - last_open_ > kRecheck) OpenStreams();
+    if (TakeRebatched(false, out)) {
+      *end = false;
+      return absl::OkStatus();
+    }
+    if (!queue_.empty()) {
+      pending_rows_ += queue_.front().rows;
+      pending_.push_back(std::move(queue_.front()));
+      queue_.pop_front();
+      cv_.SignalAll();
+      continue;
+    }
+    if (EpochOver()) {
+      *end = !TakeRebatched(true, out);
+      return absl::OkStatus();
+    }
+    if (streams_.empty() && !waiting_logged_ && absl::Now() - opened_at_ > absl::Seconds(2)) {
+      Log("client", absl::StrCat("job ", input_->job_id(), ": waiting for workers"));
+      waiting_logged_ = true;
+    }
+    cv_.WaitWithTimeout(&mu_, kRecheck);
+  }
+}
+
+}  // namespace sluice::service

@@ -1,0 +1,78 @@
+// One epoch of a distributed pipeline on the consumer's side: a stream per
+// worker, each on its own thread, feeding one bounded queue. In
+// distributed_epoch it keeps, per split in flight, the identities of the
+// samples delivered, so when a worker dies and its split is run again
+// elsewhere, the samples that already arrived are dropped: every sample
+// exactly once. It rebatches the workers' per-split batches to the batch
+// size, so the consumer sees the batches an in-process run would make.
+#ifndef SLUICE_SERVICE_EPOCH_READER_H_
+#define SLUICE_SERVICE_EPOCH_READER_H_
+
+#include <deque>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "sluice/exec/iterator.h"
+#include "sluice/service/distributed_input.h"
+
+namespace sluice::service {
+
+class EpochReader : public exec::Iterator {
+ public:
+  EpochReader(DistributedInput* input, exec::ExecContext* ctx, uint64_t epoch);
+  ~EpochReader() override;  // cancels and joins the streams
+
+  absl::Status GetNext(Batch* out, bool* end) override;
+
+ private:
+  struct Stream {
+    int64_t worker_id = 0;
+    std::string address;
+    grpc::ClientContext context;
+    std::thread thread;
+    bool running = true;
+    bool ended_epoch = false;
+  };
+
+  void Read(Stream* stream);
+  // Drops rows of `batch` already delivered for its split; false when none
+  // is left. REQUIRES: mu_ held.
+  bool DropDelivered(int64_t split, Batch* batch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Opens streams to listed workers that have none. REQUIRES: mu_ held.
+  void OpenStreams() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool EpochOver() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The next batch of the batch size from pending_ (or the remainder at the end).
+  bool TakeRebatched(bool at_end, Batch* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  DistributedInput* const input_;
+  exec::ExecContext* const ctx_;
+  const uint64_t epoch_;
+  const bool exactly_once_;
+  const size_t max_queued_;
+
+  absl::Mutex mu_;
+  absl::CondVar cv_;
+  std::map<int64_t, std::unique_ptr<Stream>> streams_ ABSL_GUARDED_BY(mu_);  // by worker
+  std::map<int64_t, absl::Time> failed_at_ ABSL_GUARDED_BY(mu_);  // workers whose stream broke
+  std::deque<Batch> queue_ ABSL_GUARDED_BY(mu_);
+  absl::Status error_ ABSL_GUARDED_BY(mu_);
+  std::set<int64_t> completed_ ABSL_GUARDED_BY(mu_);
+  std::map<int64_t, absl::flat_hash_set<int64_t>> delivered_ ABSL_GUARDED_BY(mu_);
+  std::deque<Batch> pending_ ABSL_GUARDED_BY(mu_);  // rebatching
+  int64_t pending_rows_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Time opened_at_ ABSL_GUARDED_BY(mu_);
+  absl::Time last_open_ ABSL_GUARDED_BY(mu_);
+  bool waiting_logged_ ABSL_GUARDED_BY(mu_) = false;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace sluice::service
+
+#endif  // SLUICE_SERVICE_EPOCH_READER_H_

@@ -1,0 +1,78 @@
+#include "sluice/service/local_cluster.h"
+
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "sluice/core/status_macros.h"
+#include "sluice/io/random_access_file.h"
+#include "sluice/service/log.h"
+
+namespace sluice::service {
+namespace {
+
+bool Executable(const std::string& path) { return ::access(path.c_str(), X_OK) == 0; }
+
+}  // namespace
+
+absl::StatusOr<std::string> FindSluiceBinary(const std::string& preferred) {
+  if (!preferred.empty()) return preferred;
+  if (const char* env = std::getenv("SLUICE_BINARY"); env != nullptr && *env != '\0') return std::string(env);
+  char self[PATH_MAX];
+  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n > 0) {
+    const std::string path(self, n);
+    if (path.size() >= 7 && path.compare(path.size() - 7, 7, "/sluice") == 0) return path;
+  }
+  if (const char* env_path = std::getenv("PATH"); env_path != nullptr) {
+    for (absl::string_view dir : absl::StrSplit(env_path, ':')) {
+      const std::string candidate = absl::StrCat(dir, "/sluice");
+      if (Executable(candidate)) return candidate;
+    }
+  }
+  return absl::NotFoundError(
+      "cannot find the `sluice` command to start local workers: put it on PATH or set SLUICE_BINARY");
+}
+
+absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(int workers, int threads_per_worker,
+                                                                  const std::string& sluice_binary) {
+  SLUICE_ASSIGN_OR_RETURN(const std::string binary, FindSluiceBinary(sluice_binary));
+  std::unique_ptr<LocalCluster> cluster(new LocalCluster());
+  DispatcherOptions options;
+  options.host = "127.0.0.1";
+  SLUICE_ASSIGN_OR_RETURN(cluster->dispatcher_, DispatcherServer::Start(options));
+  const std::string dispatcher = cluster->dispatcher_address();
+  const std::string threads = std::to_string(threads_per_worker);
+  const pid_t parent = ::getpid();
+  for (int i = 0; i < std::max(1, workers); ++i) {
+    const pid_t pid = ::fork();
+    if (pid < 0) return io::ErrnoStatus(errno, "cannot start a worker process for", binary);
+    if (pid == 0) {
+      // The child: die with the parent, then become `sluice worker`.
+      ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+      if (::getppid() != parent) ::_exit(1);
+      ::execl(binary.c_str(), binary.c_str(), "worker", "--dispatcher", dispatcher.c_str(), "--host",
+              "127.0.0.1", "--threads", threads.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    cluster->pids_.push_back(pid);
+  }
+  Log("client", absl::StrCat("embedded service: dispatcher at ", dispatcher, ", ", cluster->pids_.size(),
+                             " local worker process(es)"));
+  return cluster;
+}
+
+LocalCluster::~LocalCluster() {
+  for (pid_t pid : pids_) ::kill(pid, SIGTERM);
+  for (pid_t pid : pids_) ::waitpid(pid, nullptr, 0);
+  if (dispatcher_) dispatcher_->Stop();
+}
+
+}  // namespace sluice::service

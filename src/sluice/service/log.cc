@@ -1,0 +1,18 @@
+#include "sluice/service/log.h"
+
+#include <cstdio>
+#include <string>
+
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+
+namespace sluice::service {
+
+void Log(absl::string_view who, absl::string_view message) {
+  const std::string when = absl::FormatTime("%Y-%m-%d %H:%M:%E3S", absl::Now(), absl::LocalTimeZone());
+  std::fprintf(stderr, "%s %.*s: %.*s\n", when.c_str(), static_cast<int>(who.size()), who.data(),
+               static_cast<int>(message.size()), message.data());
+  std::fflush(stderr);
+}
+
+}  // namespace sluice::service

@@ -1,0 +1,116 @@
+#include "sluice/service/security.h"
+
+#include <openssl/crypto.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "sluice/core/status_macros.h"
+
+namespace sluice::service {
+namespace {
+
+absl::StatusOr<std::string> ReadPem(const std::string& path, const std::string& what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", what, " ", path));
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+constexpr char kTokenKey[] = "authorization";
+
+}  // namespace
+
+absl::Status SecurityOptions::ReadTokenFile(const std::string& path) {
+  SLUICE_ASSIGN_OR_RETURN(std::string text, ReadPem(path, "token file"));
+  token = std::string(absl::StripAsciiWhitespace(text));
+  if (token.empty()) return absl::InvalidArgumentError(absl::StrCat("token file ", path, " is empty"));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
+    const SecurityOptions& options) {
+  if (options.cert_file.empty() != options.key_file.empty()) {
+    return absl::InvalidArgumentError("TLS needs both a certificate and its key");
+  }
+  if (options.cert_file.empty()) {
+    if (options.require_client_cert) {
+      return absl::InvalidArgumentError("requiring client certificates needs TLS: give a certificate and key");
+    }
+    return grpc::InsecureServerCredentials();
+  }
+  if (options.require_client_cert && options.ca_file.empty()) {
+    return absl::InvalidArgumentError("requiring client certificates needs the CA that signs them");
+  }
+  grpc::SslServerCredentialsOptions ssl(options.require_client_cert
+                                            ? GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY
+                                            : GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
+  SLUICE_ASSIGN_OR_RETURN(std::string cert, ReadPem(options.cert_file, "certificate"));
+  SLUICE_ASSIGN_OR_RETURN(std::string key, ReadPem(options.key_file, "private key"));
+  ssl.pem_key_cert_pairs.push_back({key, cert});
+  if (options.require_client_cert) {
+    SLUICE_ASSIGN_OR_RETURN(ssl.pem_root_certs, ReadPem(options.ca_file, "CA certificate"));
+  }
+  return grpc::SslServerCredentials(ssl);
+}
+
+absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> MakeChannelCredentials(
+    const SecurityOptions& options) {
+  if (options.ca_file.empty()) return grpc::InsecureChannelCredentials();
+  grpc::SslCredentialsOptions ssl;
+  SLUICE_ASSIGN_OR_RETURN(ssl.pem_root_certs, ReadPem(options.ca_file, "CA certificate"));
+  if (!options.cert_file.empty()) {
+    SLUICE_ASSIGN_OR_RETURN(ssl.pem_cert_chain, ReadPem(options.cert_file, "certificate"));
+    SLUICE_ASSIGN_OR_RETURN(ssl.pem_private_key, ReadPem(options.key_file, "private key"));
+  }
+  return grpc::SslCredentials(ssl);
+}
+
+absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(const std::string& target,
+                                                           const SecurityOptions& options) {
+  SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<grpc::ChannelCredentials> credentials,
+                          MakeChannelCredentials(options));
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(kMaxMessageBytes);
+  args.SetMaxSendMessageSize(kMaxMessageBytes);
+  // Reconnect quickly after a dispatcher or worker restart.
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  // Re-resolve soon after a failure (the default waits 30 s).
+  args.SetInt(GRPC_ARG_DNS_MIN_TIME_BETWEEN_RESOLUTIONS_MS, 500);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
+  return grpc::CreateCustomChannel(target, credentials, args);
+}
+
+grpc::Status CheckToken(const grpc::ServerContext& context, const std::string& token) {
+  if (token.empty()) return grpc::Status::OK;
+  const auto& metadata = context.client_metadata();
+  auto it = metadata.find(kTokenKey);
+  const std::string expected = "Bearer " + token;
+  if (it == metadata.end() || it->second.size() != expected.size() ||
+      CRYPTO_memcmp(it->second.data(), expected.data(), expected.size()) != 0) {
+    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                        "missing or wrong token (give the shared token with --token-file)");
+  }
+  return grpc::Status::OK;
+}
+
+void AddToken(grpc::ClientContext* context, const std::string& token) {
+  if (!token.empty()) context->AddMetadata(kTokenKey, "Bearer " + token);
+}
+
+grpc::Status ToGrpc(const absl::Status& status) {
+  if (status.ok()) return grpc::Status::OK;
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
+}
+
+absl::Status FromGrpc(const grpc::Status& status, const std::string& call) {
+  if (status.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
+                      absl::StrCat(call, ": ", status.error_message()));
+}
+
+}  // namespace sluice::service

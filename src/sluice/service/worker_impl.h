@@ -1,0 +1,74 @@
+// A worker's work behind its RPCs: it runs the workers' part of a job's
+// pipeline for one client and epoch (all of it in parallel_epochs, the
+// splits the dispatcher hands out in distributed_epoch) and hands each
+// encoded batch to the stream. WorkerServer adapts it to gRPC.
+#ifndef SLUICE_SERVICE_WORKER_IMPL_H_
+#define SLUICE_SERVICE_WORKER_IMPL_H_
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "service.grpc.pb.h"
+#include "sluice/exec/pipeline.h"
+#include "sluice/service/security.h"
+
+namespace sluice::service {
+
+struct WorkerOptions {
+  std::string dispatcher;  // host:port
+  int threads = 0;         // compute threads per stream; 0: the pipeline's
+  SecurityOptions security;
+  // How long a stream retries an unreachable dispatcher (a restart) before
+  // it gives up.
+  absl::Duration dispatcher_grace = absl::Seconds(60);
+};
+
+// Thread-safe.
+class WorkerImpl {
+ public:
+  static absl::StatusOr<std::unique_ptr<WorkerImpl>> Create(WorkerOptions options);
+
+  // Sends the job's elements for the request's client and epoch through
+  // `write` (false: the client went away). `cancelled` is polled between
+  // batches.
+  absl::Status StreamBatches(const StreamBatchesRequest& request,
+                             const std::function<bool(const BatchMessage&)>& write,
+                             const std::function<bool()>& cancelled);
+  // One heartbeat to the dispatcher (registering on the first).
+  absl::Status Heartbeat();
+  WorkerStatus Status() const;
+  void set_address(std::string address) {
+    absl::MutexLock lock(&mu_);
+    address_ = std::move(address);
+  }
+
+ private:
+  explicit WorkerImpl(WorkerOptions options) : options_(std::move(options)) {}
+  absl::StatusOr<std::shared_ptr<const exec::Pipeline>> GetPipeline(const std::string& id);
+  // The dispatcher's next split for the stream, retrying while it restarts.
+  absl::StatusOr<GetSplitResponse> NextSplit(const StreamBatchesRequest& request,
+                                             const std::function<bool()>& cancelled);
+  // Runs `it` to its end, sending each batch tagged with `split`.
+  absl::Status SendAll(exec::PipelineIterator* it, const StreamBatchesRequest& request, int64_t split,
+                       BatchMessage* message, const std::function<bool(const BatchMessage&)>& write,
+                       const std::function<bool()>& cancelled);
+
+  const WorkerOptions options_;
+  std::unique_ptr<::sluice::Dispatcher::Stub> dispatcher_;
+  std::atomic<int64_t> worker_id_{0};
+  std::atomic<int> active_streams_{0};
+  std::atomic<int64_t> samples_sent_{0};
+  std::atomic<int64_t> bytes_sent_{0};
+  mutable absl::Mutex mu_;
+  std::string address_ ABSL_GUARDED_BY(mu_);  // where clients reach this worker
+  std::map<std::string, std::shared_ptr<const exec::Pipeline>> pipelines_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace sluice::service
+
+#endif  // SLUICE_SERVICE_WORKER_IMPL_H_

@@ -1,0 +1,90 @@
+#include "sluice/service/worker_server.h"
+
+#include <grpcpp/health_check_service_interface.h>
+
+#include "absl/strings/str_cat.h"
+#include "sluice/core/status_macros.h"
+#include "sluice/service/log.h"
+
+namespace sluice::service {
+
+class WorkerServer::Service final : public ::sluice::Worker::Service {
+ public:
+  Service(WorkerImpl* impl, std::string token) : impl_(impl), token_(std::move(token)) {}
+
+  grpc::Status StreamBatches(grpc::ServerContext* context, const StreamBatchesRequest* request,
+                             grpc::ServerWriter<BatchMessage>* writer) override {
+    grpc::Status auth = CheckToken(*context, token_);
+    if (!auth.ok()) return auth;
+    absl::Status s = impl_->StreamBatches(
+        *request, [writer](const BatchMessage& m) { return writer->Write(m); },
+        [context] { return context->IsCancelled(); });
+    if (!s.ok() && !absl::IsCancelled(s)) {
+      Log("worker", absl::StrCat("stream of job ", request->job_id(), " for client ", request->client_id(),
+                                 " failed: ", s.ToString()));
+    }
+    return ToGrpc(s);
+  }
+
+  grpc::Status GetStatus(grpc::ServerContext* context, const GetStatusRequest*, WorkerStatus* response) override {
+    grpc::Status auth = CheckToken(*context, token_);
+    if (!auth.ok()) return auth;
+    *response = impl_->Status();
+    return grpc::Status::OK;
+  }
+
+ private:
+  WorkerImpl* impl_;
+  const std::string token_;
+};
+
+absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(WorkerServerOptions options) {
+  std::unique_ptr<WorkerServer> server(new WorkerServer());
+  SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> credentials,
+                          MakeServerCredentials(options.worker.security));
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(absl::StrCat(options.host, ":", options.port), credentials, &server->port_);
+  builder.SetMaxSendMessageSize(kMaxMessageBytes);
+  // The port (and so the address clients dial) is known once the server
+  // runs; heartbeats, which announce it, start after that.
+  SLUICE_ASSIGN_OR_RETURN(server->impl_, WorkerImpl::Create(options.worker));
+  server->service_ = std::make_unique<Service>(server->impl_.get(), options.worker.security.token);
+  builder.RegisterService(server->service_.get());
+  server->server_ = builder.BuildAndStart();
+  if (server->server_ == nullptr || server->port_ == 0) {
+    return absl::UnavailableError(absl::StrCat("worker: cannot listen on ", options.host, ":", options.port));
+  }
+  server->impl_->set_address(absl::StrCat(options.advertise_host, ":", server->port_));
+  server->server_->GetHealthCheckService()->SetServingStatus(true);
+  WorkerServer* raw = server.get();
+  server->heartbeats_ = std::thread([raw] {
+    absl::Duration pause = absl::Milliseconds(500);
+    bool reported = false;
+    do {
+      absl::Status s = raw->impl_->Heartbeat();
+      if (s.ok()) {
+        pause = absl::Milliseconds(500);
+        reported = false;
+      } else {
+        if (!reported) Log("worker", absl::StrCat(s.ToString(), "; retrying"));
+        reported = true;
+        pause = std::min(pause * 2, absl::Seconds(2));
+      }
+    } while (!raw->stopping_.WaitForNotificationWithTimeout(pause));
+  });
+  Log("worker", absl::StrCat("listening on ", options.host, ":", server->port_, ", dispatcher ",
+                             options.worker.dispatcher));
+  return server;
+}
+
+void WorkerServer::Stop() {
+  if (stopping_.HasBeenNotified()) return;
+  stopping_.Notify();
+  if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
+  if (heartbeats_.joinable()) heartbeats_.join();
+}
+
+WorkerServer::~WorkerServer() { Stop(); }
+
+}  // namespace sluice::service

@@ -1,0 +1,49 @@
+// `sluice worker`: the worker's gRPC server. StreamBatches streams what
+// WorkerImpl produces; a thread keeps the worker registered with the
+// dispatcher (heartbeats, retried with backoff while it is away).
+#ifndef SLUICE_SERVICE_WORKER_SERVER_H_
+#define SLUICE_SERVICE_WORKER_SERVER_H_
+
+#include <memory>
+#include <string>
+#include <thread>
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/notification.h"
+#include "sluice/service/worker_impl.h"
+
+namespace sluice::service {
+
+struct WorkerServerOptions {
+  std::string host = "0.0.0.0";
+  int port = 0;                   // 0: any free port
+  std::string advertise_host = "127.0.0.1";  // the host clients dial
+  WorkerOptions worker;           // its address is set from the port
+};
+
+class WorkerServer {
+ public:
+  static absl::StatusOr<std::unique_ptr<WorkerServer>> Start(WorkerServerOptions options);
+  ~WorkerServer();  // Stop()s
+
+  int port() const { return port_; }
+  void Stop();
+  void Wait() { server_->Wait(); }
+
+ private:
+  class Service;
+  WorkerServer() = default;
+
+  std::unique_ptr<WorkerImpl> impl_;
+  std::unique_ptr<Service> service_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+  absl::Notification stopping_;
+  std::thread heartbeats_;
+};
+
+}  // namespace sluice::service
+
+#endif  // SLUICE_SERVICE_WORKER_SERVER_H_

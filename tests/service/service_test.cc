@@ -1,0 +1,289 @@
+// The service end to end: real dispatcher and worker processes on
+// 127.0.0.1, the client in this process. Each sample carries its id, so
+// every test checks which samples arrived how often.
+#include <signal.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <thread>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "sluice/graph/pipeline_builder.h"
+#include "sluice/service/distributed_pipeline.h"
+#include "status_matchers.h"
+#include "temp_dir.h"
+#include "test_cluster.h"
+
+namespace sluice::service {
+namespace {
+
+using graph::Op;
+using graph::PipelineBuilder;
+using ::sluice::testing::StatusIs;
+using ::sluice::testing::TestCluster;
+using ::testing::HasSubstr;
+
+constexpr int kRows = 20000;       // 200 splits of 100
+constexpr int kPixels = 16 * 16 * 3;
+
+// Samples with an "id" and an image the workers flip at random.
+PipelineBuilder Samples() {
+  std::vector<int64_t> ids(kRows);
+  std::vector<uint8_t> images(static_cast<size_t>(kRows) * kPixels);
+  for (int i = 0; i < kRows; ++i) {
+    ids[i] = i;
+    for (int p = 0; p < kPixels; ++p) images[static_cast<size_t>(i) * kPixels + p] = static_cast<uint8_t>(i + p);
+  }
+  PipelineBuilder b = PipelineBuilder::Arrays(
+      {graph::MakeArrayColumn("id", {}, ids), graph::MakeArrayColumn("image", {16, 16, 3}, images)});
+  b.SplitRecords(100).Map({Op("random_flip")}).Seed(7);
+  return b;
+}
+
+PipelineDef Distributed(const std::string& dispatcher, const std::string& mode = "distributed_epoch",
+                        const std::string& job = "", const std::string& compression = "") {
+  DistributeDef d;
+  d.set_dispatcher(dispatcher);
+  d.set_mode(mode);
+  d.set_job_name(job);
+  d.set_compression(compression);
+  d.set_connect_timeout_s(5);
+  return Samples().Distribute(d).Batch(64).Build();
+}
+
+struct Received {
+  std::map<int64_t, int> count;  // by id
+  std::vector<std::vector<uint8_t>> images_by_id = std::vector<std::vector<uint8_t>>(kRows);
+  int batches = 0;
+};
+
+// Reads epoch `epoch`; calls `after(k)` once k batches have arrived.
+absl::StatusOr<Received> ReadEpoch(const exec::Pipeline& pipeline, uint64_t epoch = 0,
+                                   int at = -1, const std::function<void()>& after = nullptr) {
+  Received out;
+  auto it = pipeline.Iterate(epoch);
+  while (true) {
+    Batch b;
+    bool end = false;
+    absl::Status s = it->Next(&b, &end);
+    if (!s.ok()) return s;
+    if (end) return out;
+    const int64_t* ids = b.columns[0].values.data<int64_t>();
+    for (int64_t r = 0; r < b.rows; ++r) {
+      ++out.count[ids[r]];
+      const uint8_t* img = b.columns[1].values.data<uint8_t>() + r * kPixels;
+      out.images_by_id[ids[r]].assign(img, img + kPixels);
+    }
+    if (++out.batches == at && after) after();
+  }
+}
+
+void ExpectEachIdTimes(const Received& r, int times) {
+  ASSERT_EQ(r.count.size(), static_cast<size_t>(kRows));
+  int wrong = 0;
+  for (const auto& [id, n] : r.count) wrong += n != times;
+  EXPECT_EQ(wrong, 0) << "ids not delivered exactly " << times << " time(s)";
+}
+
+class ServiceTest : public ::testing::Test {
+ protected:
+  testing::TempDir dir_;
+};
+
+TEST_F(ServiceTest, DistributedEpochDeliversEachSampleOnceParallelEpochsOncePerWorker) {
+  TestCluster cluster;
+  SLUICE_ASSERT_OK(cluster.StartDispatcher());
+  SLUICE_ASSERT_OK(cluster.AddWorker());
+  SLUICE_ASSERT_OK(cluster.AddWorker());
+  ASSERT_OK_AND_ASSIGN(auto distributed, CreatePipeline(Distributed(cluster.address())));
+  ASSERT_OK_AND_ASSIGN(Received once, ReadEpoch(*distributed));
+  ExpectEachIdTimes(once, 1);
+  EXPECT_EQ(distributed->Cardinality(), (kRows + 63) / 64);
+
+  ASSERT_OK_AND_ASSIGN(auto parallel, CreatePipeline(Distributed(cluster.address(), "parallel_epochs")));
+  ASSERT_OK_AND_ASSIGN(Received twice, ReadEpoch(*parallel));
+  ExpectEachIdTimes(twice, 2);
+}
+
+TEST_F(ServiceTest, TheServiceYieldsWhatTheLocalRunYields) {
+  TestCluster cluster;
+  SLUICE_ASSERT_OK(cluster.StartDispatcher());
+  SLUICE_ASSERT_OK(cluster.AddWorker());
+  SLUICE_ASSERT_OK(cluster.AddWorker());
+  ASSERT_OK_AND_ASSIGN(auto distributed, CreatePipeline(Distributed(cluster.address())));
+  ASSERT_OK_AND_ASSIGN(auto local, exec::Pipeline::Create(Samples().Batch(64).Build()));
+  for (uint64_t epoch : {0, 1}) {
+    ASSERT_OK_AND_ASSIGN(Received remote, ReadEpoch(*distributed, epoch));
+    ASSERT_OK_AND_ASSIGN(Received here, ReadEpoch(*local, epoch));
+    EXPECT_TRUE(remote.images_by_id == here.images_by_id) << "epoch " << epoch;  // random flips included
+  }
+}
+
+TEST_F(ServiceTest, AWorkerKilledMidEpochLosesAndRepeatsNothing) {
+  TestCluster cluster;
+  SLUICE_ASSERT_OK(cluster.StartDispatcher());
+  SLUICE_ASSERT_OK(cluster.AddWorker());
+  SLUICE_ASSERT_OK(cluster.AddWorker());
+  ASSERT_OK_AND_ASSIGN(auto pipeline, CreatePipeline(Distributed(cluster.address())));
+  ASSERT_OK_AND_ASSIGN(Received r,
+                       ReadEpoch(*pipeline, 0, 40, [&] { cluster.worker(0).Stop(SIGKILL); }));
+  ExpectEachIdTimes(r, 1);
+}
+
+TEST_F(ServiceTest, ADispatcherRestartedFromItsWorkDirFinishesTheEpochExactlyOnce) {
+  TestCluster cluster;
+  const std::string work = dir_.Join("work");
+  SLUICE_ASSERT_OK(cluster.StartDispatcher(work));
+  SLUICE_ASSERT_OK(cluster.AddWorker());
+  SLUICE_ASSERT_OK(cluster.AddWorker());
+  ASSERT_OK_AND_ASSIGN(auto pipeline, CreatePipeline(Distributed(cluster.address())));
+  absl::Status restarted;
+  ASSERT_OK_AND_ASSIGN(Received r, ReadEpoch(*pipeline, 0, 40, [&] {
+                         restarted = cluster.RestartDispatcher(SIGKILL, work);
+                       }));
+  SLUICE_ASSERT_OK(restarted);
+  ExpectEachIdTimes(r, 1);
+}
+
+TEST_F(ServiceTest, AWorkerJoiningMidJobTakesSplits) {
+  TestCluster cluster;
+  SLUICE_ASSERT_OK(cluster.StartDispatcher());
+  SLUICE_ASSERT_OK(cluster.AddWorker());
+  ASSERT_OK_AND_ASSIGN(auto pipeline, CreatePipeline(Distributed(cluster.address())));
+  absl::Status joined;
+  ASSERT_OK_AND_ASSIGN(Received r, ReadEpoch(*pipeline, 0, 20, [&] { joined = cluster.AddWorker(); }));
+  SLUICE_ASSERT_OK(joined);
+  ExpectEachIdTimes(r, 1);
+  // The newcomer serves the next epoch from its start.
+  ASSERT_OK_AND_ASSIGN(Received next, ReadEpoch(*pipeline, 1));
+  ExpectEachIdTimes(next, 1);
+}
+
+TEST_F(ServiceTest, CompressedBatchesEqualPlainOnes) {
+  TestCluster cluster;
+  SLUICE_ASSERT_OK(cluster.StartDispatcher());
+  SLUICE_ASSERT_OK(cluster.AddWorker());
+  ASSERT_OK_AND_ASSIGN(auto plain, CreatePipeline(Distributed(cluster.address())));
+  ASSERT_OK_AND_ASSIGN(Received expected, ReadEpoch(*plain));
+  for (const char* codec : {"zstd", "lz4"}) {
+    ASSERT_OK_AND_ASSIGN(auto compressed,
+                         CreatePipeline(Distributed(cluster.address(), "distributed_epoch", "", codec)));
+    ASSERT_OK_AND_ASSIGN(Received got, ReadEpoch(*compressed));
+    ExpectEachIdTimes(got, 1);
+    EXPECT_TRUE(got.images_by_id == expected.images_by_id) << codec;
+  }
+}
+
+TEST_F(ServiceTest, MoreClientsThanWorkersShareANamedJobAndALeavingClientStallsNoOne) {
+  TestCluster cluster;
+  SLUICE_ASSERT_OK(cluster.StartDispatcher());
+  SLUICE_ASSERT_OK(cluster.AddWorker());
+  std::vector<std::unique_ptr<exec::Pipeline>> clients;
+  for (int c = 0; c < 3; ++c) {
+    ASSERT_OK_AND_ASSIGN(auto p, CreatePipeline(Distributed(cluster.address(), "distributed_epoch", "shared")));
+    clients.push_back(std::move(p));
+  }
+  std::vector<absl::StatusOr<Received>> got(3, absl::UnknownError("not run"));
+  {
+    std::vector<std::thread> threads;
+    for (int c = 0; c < 3; ++c) threads.emplace_back([&, c] { got[c] = ReadEpoch(*clients[c]); });
+    for (auto& t : threads) t.join();
+  }
+  std::map<int64_t, int> all;
+  for (const auto& g : got) {
+    SLUICE_ASSERT_OK(g.status());
+    for (const auto& [id, n] : g->count) all[id] += n;
+  }
+  ASSERT_EQ(all.size(), static_cast<size_t>(kRows));
+  for (const auto& [id, n] : all) ASSERT_EQ(n, 1) << "id " << id;
+
+  // Epoch 1: one client reads a little and leaves; the others still finish,
+  // and between them and what the leaver took, nothing is missing.
+  Received leaver;
+  {
+    auto it = clients[0]->Iterate(1);
+    for (int b = 0; b < 5; ++b) {
+      Batch batch;
+      bool end = false;
+      SLUICE_ASSERT_OK(it->Next(&batch, &end));
+      for (int64_t r = 0; r < batch.rows; ++r) ++leaver.count[batch.columns[0].values.data<int64_t>()[r]];
+    }
+  }
+  clients[0].reset();
+  std::vector<absl::StatusOr<Received>> rest(2, absl::UnknownError("not run"));
+  {
+    std::vector<std::thread> threads;
+    for (int c = 1; c < 3; ++c) threads.emplace_back([&, c] { rest[c - 1] = ReadEpoch(*clients[c], 1); });
+    for (auto& t : threads) t.join();
+  }
+  std::map<int64_t, int> seen = leaver.count;
+  for (const auto& g : rest) {
+    SLUICE_ASSERT_OK(g.status());
+    for (const auto& [id, n] : g->count) seen[id] += n;
+  }
+  EXPECT_EQ(seen.size(), static_cast<size_t>(kRows));
+}
+
+TEST_F(ServiceTest, AWrongTokenIsRejected) {
+  const std::string token = dir_.Join("token");
+  std::ofstream(token) << "s3cret\n";
+  TestCluster cluster({"--token-file", token});
+  SLUICE_ASSERT_OK(cluster.StartDispatcher());
+  SLUICE_ASSERT_OK(cluster.AddWorker());
+  PipelineDef def = Distributed(cluster.address());
+  EXPECT_THAT(CreatePipeline(def), StatusIs(absl::StatusCode::kUnauthenticated, HasSubstr("missing or wrong token")));
+  const std::string wrong = dir_.Join("wrong");
+  std::ofstream(wrong) << "guess\n";
+  def.mutable_nodes(2)->mutable_distribute()->set_token_file(wrong);
+  EXPECT_THAT(CreatePipeline(def), StatusIs(absl::StatusCode::kUnauthenticated, HasSubstr("token")));
+  def.mutable_nodes(2)->mutable_distribute()->set_token_file(token);
+  ASSERT_OK_AND_ASSIGN(auto pipeline, CreatePipeline(def));
+  ASSERT_OK_AND_ASSIGN(Received r, ReadEpoch(*pipeline));
+  ExpectEachIdTimes(r, 1);
+}
+
+// A CA, and a certificate it signs for 127.0.0.1, made with openssl.
+void MakeCertificates(const testing::TempDir& dir) {
+  const std::string d = dir.path();
+  const std::string script =
+      "cd " + d + " && openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 2 "
+      "-subj /CN=sluice-test-ca 2>/dev/null && "
+      "openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr -subj /CN=127.0.0.1 "
+      "2>/dev/null && printf 'subjectAltName=IP:127.0.0.1' > san.ext && "
+      "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem "
+      "-days 2 -extfile san.ext 2>/dev/null";
+  ASSERT_EQ(std::system(script.c_str()), 0) << "openssl failed";
+}
+
+TEST_F(ServiceTest, MutualTlsServesCertifiedClientsAndRejectsOthers) {
+  MakeCertificates(dir_);
+  TestCluster cluster({"--tls-cert", dir_.Join("server.pem"), "--tls-key", dir_.Join("server.key"),
+                       "--tls-ca", dir_.Join("ca.pem"), "--tls-require-client-cert"});
+  SLUICE_ASSERT_OK(cluster.StartDispatcher());
+  SLUICE_ASSERT_OK(cluster.AddWorker());
+  PipelineDef def = Distributed(cluster.address());
+  DistributeDef* d = def.mutable_nodes(2)->mutable_distribute();
+  d->set_connect_timeout_s(2);
+  EXPECT_FALSE(CreatePipeline(def).ok());  // plaintext to a TLS server
+  d->set_tls_ca_file(dir_.Join("ca.pem"));
+  EXPECT_FALSE(CreatePipeline(def).ok());  // TLS, but no client certificate
+  d->set_tls_cert_file(dir_.Join("server.pem"));
+  d->set_tls_key_file(dir_.Join("server.key"));
+  ASSERT_OK_AND_ASSIGN(auto pipeline, CreatePipeline(def));
+  ASSERT_OK_AND_ASSIGN(Received r, ReadEpoch(*pipeline));
+  ExpectEachIdTimes(r, 1);
+}
+
+TEST_F(ServiceTest, TheEmbeddedDefaultStartsItsOwnDispatcherAndWorkers) {
+  ASSERT_EQ(::setenv("SLUICE_BINARY", std::getenv("SLUICE_BIN"), 1), 0);
+  DistributeDef d;
+  d.set_local_workers(2);
+  ASSERT_OK_AND_ASSIGN(auto pipeline, CreatePipeline(Samples().Distribute(d).Batch(64).Build()));
+  ASSERT_OK_AND_ASSIGN(Received r, ReadEpoch(*pipeline));
+  ExpectEachIdTimes(r, 1);
+}
+
+}  // namespace
+}  // namespace sluice::service
