@@ -8,6 +8,8 @@ of PipelineDef (proto/pipeline.proto); `to_json()` is what `sluice run` reads.
 import base64
 import copy
 import json
+import os
+import sys
 
 import numpy as np
 
@@ -65,6 +67,14 @@ def cifar10(files):
 
 
 _ARRAY_DTYPES = ("uint8", "int32", "int64", "float32")
+
+
+def _point_to_sluice_binary():
+    """Local workers run the `sluice` command installed beside this Python."""
+    if "SLUICE_BINARY" not in os.environ:
+        here = os.path.join(os.path.dirname(sys.executable), "sluice")
+        if os.access(here, os.X_OK):
+            os.environ["SLUICE_BINARY"] = here
 
 
 def arrays(columns, *, split_records=0):
@@ -148,6 +158,29 @@ class Pipeline:
         """The first `count` elements (samples before batch, batches after it)."""
         return self._with_node({"take": {"count": count}})
 
+    def distribute(self, dispatcher=None, *, mode="distributed_epoch", job_name=None,
+                   local_workers=1, compression=None, max_outstanding=0, token_file=None,
+                   tls_ca_file=None, tls_cert_file=None, tls_key_file=None):
+        """Runs what comes before this point on the service's workers.
+
+        `dispatcher` is "host:port"; without one, a dispatcher starts in this
+        process with `local_workers` worker processes on 127.0.0.1 (stopped
+        with the pipeline). `mode` "distributed_epoch" hands out splits on
+        demand, every sample exactly once per epoch even when workers die;
+        "parallel_epochs" has every worker run the whole dataset. Consumers
+        giving the same `job_name` share one job. `compression` "zstd" or
+        "lz4" compresses batches on the wire (off by default: on loopback it
+        costs more than it saves). The rest of the pipeline runs here.
+        """
+        d = {"mode": mode, "local_workers": local_workers, "max_outstanding": max_outstanding}
+        for key, value in (("dispatcher", dispatcher), ("job_name", job_name),
+                           ("compression", compression), ("token_file", token_file),
+                           ("tls_ca_file", tls_ca_file), ("tls_cert_file", tls_cert_file),
+                           ("tls_key_file", tls_key_file)):
+            if value:
+                d[key] = value
+        return self._with_node({"distribute": d})
+
     def with_options(self, *, seed=None, threads=None, memory_budget_bytes=None, unordered=None):
         """The same pipeline with a seed and executor options."""
         definition = copy.deepcopy(self._def)
@@ -164,6 +197,7 @@ class Pipeline:
     def engine(self):
         """The compiled C++ pipeline (validated on first use)."""
         if self._engine is None:
+            _point_to_sluice_binary()
             self._engine = _sluice.Pipeline(json.dumps(self._def))
         return self._engine
 

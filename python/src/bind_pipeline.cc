@@ -8,6 +8,7 @@
 #include "sluice/exec/pipeline.h"
 #include "sluice/graph/pipeline_json.h"
 #include "sluice/ops/op_registry.h"
+#include "sluice/service/distributed_pipeline.h"
 
 namespace sluice::python {
 namespace {
@@ -71,7 +72,7 @@ class PyPipeline {
     {
       py::gil_scoped_release release;
       absl::StatusOr<PipelineDef> def = graph::PipelineFromJson(json);
-      pipeline = def.ok() ? exec::Pipeline::Create(*def) : def.status();
+      pipeline = def.ok() ? service::CreatePipeline(*def) : def.status();
     }
     ThrowIfError(pipeline.status());
     pipeline_ = *std::move(pipeline);

@@ -2,6 +2,7 @@
 determinism and errors."""
 
 import gc
+import json
 import re
 import struct
 
@@ -237,3 +238,25 @@ def test_idx_and_cifar_files_of_the_wrong_kind_are_clear_errors(tmp_path, mnist_
     cifar.write_bytes(b"x" * (3073 * 2 + 5))
     with pytest.raises(sluice.DataLossError, match=f"not a CIFAR-10 binary file: {cifar}"):
         sluice.cifar10(str(cifar)).schema
+
+
+def test_distribute_runs_the_prefix_on_local_workers_and_yields_the_same_samples(cifar_dir):
+    local = (cifar(cifar_dir)
+             .map(ops.reshape(field="image", shape=[32, 32, 3]), ops.grey_dilation(size=3))
+             .batch(50).map(ops.random_flip()))
+    prefix_end = 2  # after the first map
+    d = json.loads(local.to_json())
+    d["nodes"].insert(prefix_end, {"distribute": {"local_workers": 2}})
+    distributed = sluice.Pipeline(d)
+    assert distributed.to_json() != local.to_json()
+    by_label = lambda batches: sorted(
+        (int(l), img.tobytes()) for b in batches for l, img in zip(b["label"], b["image"]))
+    assert by_label(distributed) == by_label(local)
+
+
+def test_distribute_builder_names_the_dispatcher_and_mode():
+    p = sluice.arrays({"x": np.arange(4)}).distribute("host:1234", mode="parallel_epochs",
+                                                      job_name="train", compression="zstd")
+    node = json.loads(p.to_json())["nodes"][-1]["distribute"]
+    assert node["dispatcher"] == "host:1234" and node["mode"] == "parallel_epochs"
+    assert node["job_name"] == "train" and node["compression"] == "zstd"
