@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The main job: install what is missing, build, make the reference data and
-# run W1 and W2 with sluice beside their peers (torch DataLoader; for W2
+# The main job: install what is missing, build, make the reference data, run
+# W1 and W2 in-process and W2 through the service, and run them beside their peers (torch DataLoader; for W2
 # also tf.data, installed on first use into its own virtual environment).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,6 +16,11 @@ echo
 echo "== The pipelines, run in-process (pipelines/*.json)"
 $SLUICE run pipelines/w1_mnist.json --epochs 3
 $SLUICE run pipelines/w2_cifar10.json --epochs 3
+
+echo
+echo "== W2 with its prefix (parse, dilation, blur) on the service: an embedded"
+echo "   dispatcher and one local worker process (pipelines/w2_service.json)"
+$SLUICE run pipelines/w2_service.json --epochs 3
 
 echo
 echo "== W1 and W2 beside their peers (median of ${RUNS:-3} runs)"

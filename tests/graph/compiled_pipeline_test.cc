@@ -123,6 +123,13 @@ TEST(ShippedPipelines, EqualTheBenchWorkloads) {
   diff.set_float_comparison(google::protobuf::util::MessageDifferencer::APPROXIMATE);
   EXPECT_TRUE(diff.Compare(cli::W1Pipeline("data/mnist"), w1)) << report;
   EXPECT_TRUE(diff.Compare(cli::W2Pipeline("data/cifar10"), w2)) << report;
+  // The service demo: W2 with its prefix on one local worker.
+  ASSERT_OK_AND_ASSIGN(PipelineDef w2_service, PipelineFromJsonFile(root + "/pipelines/w2_service.json"));
+  ASSERT_OK_AND_ASSIGN(const int d, FindDistribute(w2_service));
+  EXPECT_EQ(w2_service.nodes(d).distribute().local_workers(), 1);
+  w2_service.mutable_nodes()->DeleteSubrange(d, 1);
+  w2_service.set_name(w2.name());
+  EXPECT_TRUE(diff.Compare(w2, w2_service)) << report;
 }
 
 TEST_F(CompileTest, ADistributeNodeSplitsThePipelineInTwoParts) {

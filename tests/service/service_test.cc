@@ -2,6 +2,7 @@
 // 127.0.0.1, the client in this process. Each sample carries its id, so
 // every test checks which samples arrived how often.
 #include <signal.h>
+#include <sys/wait.h>
 
 #include <cstdlib>
 #include <fstream>
@@ -9,8 +10,10 @@
 #include <thread>
 
 #include "gmock/gmock.h"
+#include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
 #include "sluice/graph/pipeline_builder.h"
+#include "service.pb.h"
 #include "sluice/service/distributed_pipeline.h"
 #include "status_matchers.h"
 #include "temp_dir.h"
@@ -274,6 +277,34 @@ TEST_F(ServiceTest, MutualTlsServesCertifiedClientsAndRejectsOthers) {
   ASSERT_OK_AND_ASSIGN(auto pipeline, CreatePipeline(def));
   ASSERT_OK_AND_ASSIGN(Received r, ReadEpoch(*pipeline));
   ExpectEachIdTimes(r, 1);
+}
+
+TEST_F(ServiceTest, StatusShowsWorkersAndJobsAndSigtermStopsCleanly) {
+  TestCluster cluster;
+  SLUICE_ASSERT_OK(cluster.StartDispatcher());
+  SLUICE_ASSERT_OK(cluster.AddWorker());
+  SLUICE_ASSERT_OK(cluster.AddWorker());
+  ASSERT_OK_AND_ASSIGN(auto pipeline, CreatePipeline(Distributed(cluster.address(), "distributed_epoch", "train")));
+  ASSERT_OK_AND_ASSIGN(Received r, ReadEpoch(*pipeline));
+  const std::string command =
+      std::string(std::getenv("SLUICE_BIN")) + " status --dispatcher " + cluster.address() + " --json";
+  std::FILE* p = ::popen(command.c_str(), "r");
+  std::string out;
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof(buf), p)) > 0;) out.append(buf, n);
+  EXPECT_EQ(::pclose(p), 0);
+  DispatcherStatus status;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(out, &status).ok()) << out;
+  EXPECT_EQ(status.workers_size(), 2);
+  ASSERT_EQ(status.jobs_size(), 1);
+  EXPECT_EQ(status.jobs(0).job_name(), "train");
+  EXPECT_EQ(status.jobs(0).splits_completed(), kRows / 100);
+  for (int w = 0; w < 2; ++w) {
+    const int wait_status = cluster.worker(w).Stop(SIGTERM);
+    EXPECT_TRUE(WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == 0) << "worker " << w;
+  }
+  const int wait_status = cluster.dispatcher().Stop(SIGTERM);
+  EXPECT_TRUE(WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == 0);
 }
 
 TEST_F(ServiceTest, TheEmbeddedDefaultStartsItsOwnDispatcherAndWorkers) {

@@ -53,14 +53,16 @@ absl::StatusOr<std::unique_ptr<ServiceProcess>> ServiceProcess::Start(const std:
   return process;
 }
 
-void ServiceProcess::Stop(int signal) {
+int ServiceProcess::Stop(int signal) {
+  int status = -1;
   if (pid_ > 0) {
     ::kill(pid_, signal);
-    ::waitpid(pid_, nullptr, 0);
+    ::waitpid(pid_, &status, 0);
     pid_ = -1;
   }
   if (stdout_ >= 0) ::close(stdout_);
   stdout_ = -1;
+  return status;
 }
 
 ServiceProcess::~ServiceProcess() { Stop(SIGKILL); }

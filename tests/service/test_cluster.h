@@ -23,8 +23,8 @@ class ServiceProcess {
 
   int port() const { return port_; }
   pid_t pid() const { return pid_; }
-  // Sends `signal` and reaps the process.
-  void Stop(int signal);
+  // Sends `signal` and reaps the process; returns its wait status.
+  int Stop(int signal);
 
  private:
   pid_t pid_ = -1;
