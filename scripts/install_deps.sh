@@ -14,6 +14,8 @@ PACKAGES=(
   libgtest-dev libgmock-dev libopencv-core-dev libopencv-imgproc-dev
   # the torch peer of the benchmarks runs under Debian's python3
   python3-torch python3-torchvision python3-protobuf python3-numpy python3-venv
+  # the service bench's Python gRPC feed peer
+  python3-grpcio
 )
 
 missing=()

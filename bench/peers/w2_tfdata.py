@@ -87,7 +87,9 @@ def make_gaussian_filter2d(tf, filter_shape=(11, 11), sigma=0.8):
     return gaussian_filter2d
 
 
-def build_pipeline(tf, keras, data_dir, batch_size):
+def build_pipeline(tf, keras, data_dir, batch_size, service=None):
+    """The articles' pipeline; with `service` (a tf.data service dispatcher
+    address) the part up to the blur runs on that service's workers."""
     AUTOTUNE = tf.data.AUTOTUNE
 
     feature_spec = {
@@ -140,6 +142,9 @@ def build_pipeline(tf, keras, data_dir, batch_size):
     ds = ds.map(parse, num_parallel_calls=AUTOTUNE)
     ds = ds.map(dilate, num_parallel_calls=AUTOTUNE)
     ds = ds.map(blur, num_parallel_calls=AUTOTUNE)
+    if service is not None:
+        ds = ds.apply(tf.data.experimental.service.distribute(
+            processing_mode="parallel_epochs", service=service))
     ds = ds.batch(batch_size)
     ds = ds.map(rescale, num_parallel_calls=AUTOTUNE)
     ds = ds.map(augment, num_parallel_calls=AUTOTUNE)

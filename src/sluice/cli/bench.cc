@@ -1,124 +1,22 @@
-// sluice bench w1|w2: sluice and its peers (torch DataLoader; for W2 also the
-// articles' tf.data pipeline) side by side in one run on the same machine,
-// medians of several runs, and the ratios.
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <algorithm>
-#include <array>
+// sluice bench w1|w2|service: sluice and its peers (torch DataLoader; for W2
+// also the articles' tf.data pipeline; for the service bench_service.cc)
+// side by side in one run on the same machine, medians of several runs, and
+// the ratios.
 #include <cstdio>
-#include <cstdlib>
-#include <ctime>
-#include <fstream>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "nlohmann/json.hpp"
+#include "sluice/cli/bench_util.h"
 #include "sluice/cli/command.h"
 #include "sluice/cli/pipeline_runner.h"
 #include "sluice/cli/progress.h"
-#include "sluice/cli/synthetic_data.h"
 #include "sluice/cli/workloads.h"
 #include "sluice/core/status_macros.h"
 
-#ifndef SLUICE_SOURCE_DIR
-#define SLUICE_SOURCE_DIR "."
-#endif
-
 namespace sluice::cli {
 namespace {
-
-struct BenchArgs {
-  std::string workload;
-  int runs = 3;
-  bool json = false;
-  std::string data = "data";
-  int peer_batches = 0;
-  double seconds = 3;
-  bool no_peers = false;
-};
-
-bool Exists(const std::string& path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0;
-}
-
-std::string PeersDir() {
-  const char* env = std::getenv("SLUICE_BENCH_DIR");
-  return env != nullptr ? std::string(env) : std::string(SLUICE_SOURCE_DIR) + "/bench/peers";
-}
-
-// Runs `command`, echoing its stderr, and returns the last line of stdout.
-absl::StatusOr<std::string> LastLineOf(const std::string& command) {
-  std::FILE* p = ::popen(command.c_str(), "r");
-  if (p == nullptr) return absl::UnavailableError(absl::StrCat("cannot run: ", command));
-  std::string last, line;
-  std::array<char, 4096> buf;
-  while (std::fgets(buf.data(), buf.size(), p) != nullptr) {
-    line += buf.data();
-    if (!line.empty() && line.back() == '\n') {
-      line.pop_back();
-      if (!line.empty()) last = line;
-      line.clear();
-    }
-  }
-  if (!line.empty()) last = line;
-  const int rc = ::pclose(p);
-  if (rc != 0) {
-    return absl::UnavailableError(absl::StrCat("peer failed (exit ", WEXITSTATUS(rc), "): ", command));
-  }
-  return last;
-}
-
-absl::StatusOr<double> RunPeer(const std::string& command) {
-  SLUICE_ASSIGN_OR_RETURN(std::string last, LastLineOf(command + " 2>/dev/null"));
-  nlohmann::json j = nlohmann::json::parse(last, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.contains("samples_per_s")) {
-    return absl::InternalError(absl::StrCat("peer printed no result: ", command));
-  }
-  return j["samples_per_s"].get<double>();
-}
-
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-std::string MachineDescription() {
-  std::ifstream cpuinfo("/proc/cpuinfo");
-  std::string line, model = "unknown CPU";
-  while (std::getline(cpuinfo, line)) {
-    if (line.rfind("model name", 0) == 0) {
-      model = line.substr(line.find(':') + 2);
-      break;
-    }
-  }
-  return absl::StrCat(::sysconf(_SC_NPROCESSORS_ONLN), " cores, ", model);
-}
-
-absl::Status EnsureData(const BenchArgs& args) {
-  ProgressLine progress(true);
-  auto report = [&](int64_t done, int64_t total) {
-    progress.Update([&] {
-      return absl::StrFormat("making data: %s / %s", WithCommas(done), WithCommas(total));
-    });
-  };
-  absl::Status s;
-  if (args.workload == "w1" && !Exists(MnistLayout(args.data + "/mnist").train_images)) {
-    std::fprintf(stderr, "generating W1 data (60,000 MNIST images) in %s/mnist\n", args.data.c_str());
-    s = WriteSyntheticMnist(args.data + "/mnist", 60000, 1, report);
-  }
-  if (args.workload == "w2" && !Exists(args.data + "/cifar10/" + CifarShardName(0, 8))) {
-    std::fprintf(stderr, "generating W2 data (50,000 CIFAR-10 records in 8 TFRecords) in %s/cifar10\n",
-                 args.data.c_str());
-    s = WriteSyntheticCifar10(args.data + "/cifar10", 50000, 8, false, 1, report);
-  }
-  progress.Finish();
-  return s;
-}
 
 struct Measure {
   std::vector<double> sluice, sluice_1thread, first_batch_ms, torch, tfdata;
@@ -136,7 +34,8 @@ absl::StatusOr<RunReport> RunSluice(const PipelineDef& base, int threads, double
 }
 
 absl::Status Bench(const BenchArgs& args) {
-  SLUICE_RETURN_IF_ERROR(EnsureData(args));
+  if (args.workload == "service") return BenchService(args);
+  SLUICE_RETURN_IF_ERROR(EnsureData(args.data, args.workload == "w1", args.workload == "w2"));
   const bool w1 = args.workload == "w1";
   const PipelineDef def = w1 ? W1Pipeline(args.data + "/mnist") : W2Pipeline(args.data + "/cifar10");
   const std::string peers = PeersDir();
@@ -235,9 +134,11 @@ void AddBenchCommand(CLI::App& app, absl::Status* result) {
   auto args = std::make_shared<BenchArgs>();
   CLI::App* cmd = app.add_subcommand(
       "bench", "Run a reference workload with sluice and its peers side by side (medians, ratios)");
-  cmd->add_option("workload", args->workload, "w1 (MNIST + blur) or w2 (CIFAR-10 TFRecords + augmentation)")
+  cmd->add_option("workload", args->workload,
+                  "w1 (MNIST + blur), w2 (CIFAR-10 TFRecords + augmentation) or service (the "
+                  "preprocessing service against raw gRPC, a Python gRPC feed and tf.data service)")
       ->required()
-      ->check(CLI::IsMember({"w1", "w2"}));
+      ->check(CLI::IsMember({"w1", "w2", "service"}));
   cmd->add_option("--runs", args->runs, "runs per contender (median reported)")->default_val(3)->check(CLI::PositiveNumber);
   cmd->add_flag("--json", args->json, "print one JSON object as the last line");
   cmd->add_option("--data", args->data, "data directory (generated when missing)")->default_val("data");

@@ -1,0 +1,272 @@
+// sluice bench service: the preprocessing service on 127.0.0.1 against
+//  - a bare C++ gRPC server-streaming loop of the same messages (bytes/s),
+//  - the Python gRPC data feed of the articles (W1, bench/peers/w1_grpc_feed.py),
+//  - tf.data service with the same split point (W2, w2_tfdata_service.py),
+// plus the client's CPU time per sample against running W2 in-process, and
+// the time from client start to the first batch. One dispatcher (in this
+// process) and one worker process serve every measurement.
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <thread>
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "nlohmann/json.hpp"
+#include "service.grpc.pb.h"
+#include "sluice/cli/bench_util.h"
+#include "sluice/cli/pipeline_runner.h"
+#include "sluice/cli/progress.h"
+#include "sluice/cli/workloads.h"
+#include "sluice/core/batch_builder.h"
+#include "sluice/core/status_macros.h"
+#include "sluice/graph/pipeline_builder.h"
+#include "sluice/service/batch_codec.h"
+#include "sluice/service/distributed_pipeline.h"
+#include "sluice/service/local_cluster.h"
+#include "sluice/service/security.h"
+
+namespace sluice::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The streaming payload: 1 MiB batches of 16 rows of 64 KiB, 64 per epoch.
+constexpr int64_t kRowBytes = 64 << 10;
+constexpr int64_t kRows = 1024;
+constexpr int64_t kBatchRows = 16;
+
+std::vector<uint8_t> Blob() {
+  std::vector<uint8_t> blob(static_cast<size_t>(kRows * kRowBytes));
+  for (size_t i = 0; i < blob.size(); ++i) blob[i] = static_cast<uint8_t>(i * 2654435761u >> 24);
+  return blob;
+}
+
+// The node list of `def` with a distribute node (naming `dispatcher`)
+// inserted at `index`.
+PipelineDef WithDistribute(PipelineDef def, int index, const std::string& dispatcher,
+                           const std::string& mode = "distributed_epoch") {
+  NodeDef node;
+  node.mutable_distribute()->set_dispatcher(dispatcher);
+  node.mutable_distribute()->set_mode(mode);
+  def.mutable_nodes()->Add(std::move(node));
+  for (int i = def.nodes_size() - 1; i > index; --i) def.mutable_nodes()->SwapElements(i, i - 1);
+  return def;
+}
+
+// The same message, `count` times per call: the bare gRPC loop.
+class RawStream final : public ::sluice::Worker::Service {
+ public:
+  RawStream(BatchMessage message, int count) : message_(std::move(message)), count_(count) {}
+  grpc::Status StreamBatches(grpc::ServerContext*, const StreamBatchesRequest*,
+                             grpc::ServerWriter<BatchMessage>* writer) override {
+    for (int i = 0; i < count_; ++i) {
+      if (!writer->Write(message_)) break;
+    }
+    return grpc::Status::OK;
+  }
+
+ private:
+  const BatchMessage message_;
+  const int count_;
+};
+
+// Payload bytes/s of the bare loop: a server thread in this process, the
+// client reading (and parsing) every message, as the service's client does.
+absl::StatusOr<double> RawGrpcBytesPerSecond(const BatchMessage& message, double seconds) {
+  const int per_call = 256;
+  RawStream service(message, per_call);
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&service);
+  builder.SetMaxSendMessageSize(service::kMaxMessageBytes);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<grpc::Channel> channel,
+                          service::MakeChannel(absl::StrCat("127.0.0.1:", port), {}));
+  auto stub = ::sluice::Worker::NewStub(channel);
+  int64_t payload = 0;
+  for (const TensorData& t : message.columns()) payload += static_cast<int64_t>(t.data().size());
+  int64_t bytes = 0;
+  Clock::time_point start;
+  bool started = false;
+  double elapsed = 0;
+  while (elapsed < seconds) {
+    grpc::ClientContext context;
+    auto reader = stub->StreamBatches(&context, StreamBatchesRequest());
+    BatchMessage got;
+    while (reader->Read(&got)) {
+      if (!started) {  // timed from the first message, as the service is
+        start = Clock::now();
+        started = true;
+        continue;
+      }
+      bytes += payload;
+    }
+    SLUICE_RETURN_IF_ERROR(service::FromGrpc(reader->Finish(), "raw stream"));
+    elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+  }
+  server->Shutdown();
+  return bytes / elapsed;
+}
+
+double CpuSeconds() {
+  rusage u;
+  ::getrusage(RUSAGE_SELF, &u);
+  return u.ru_utime.tv_sec + u.ru_utime.tv_usec * 1e-6 + u.ru_stime.tv_sec + u.ru_stime.tv_usec * 1e-6;
+}
+
+struct Timed {
+  RunReport report;
+  double cpu_s_per_million = 0;  // this process's CPU seconds per 1M samples
+  double create_ms = 0;          // pipeline creation (joining the service)
+};
+
+absl::StatusOr<Timed> RunFor(const PipelineDef& def, double seconds) {
+  Timed t;
+  const Clock::time_point t0 = Clock::now();
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<exec::Pipeline> pipeline, service::CreatePipeline(def));
+  t.create_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  RunOptions options;
+  options.epochs = 1;
+  options.min_seconds = seconds;
+  options.progress = false;
+  const double cpu0 = CpuSeconds();
+  SLUICE_ASSIGN_OR_RETURN(t.report, RunPipeline(*pipeline, options));
+  t.cpu_s_per_million = (CpuSeconds() - cpu0) / t.report.samples * 1e6;
+  return t;
+}
+
+struct Figures {
+  std::vector<double> service_bytes, raw_bytes, w1_service, python_feed, w2_service, tfdata_service,
+      cpu_in_process, cpu_client, first_batch_ms;
+};
+
+nlohmann::json OrNull(double v) { return v > 0 ? nlohmann::json(v) : nlohmann::json(nullptr); }
+
+}  // namespace
+
+absl::Status BenchService(const BenchArgs& args) {
+  SLUICE_RETURN_IF_ERROR(EnsureData(args.data, true, true));
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<service::LocalCluster> cluster, service::LocalCluster::Start(1, 0));
+  const std::string dispatcher = cluster->dispatcher_address();
+
+  // Streaming pre-made batches.
+  const std::vector<uint8_t> blob = Blob();
+  const PipelineDef stream_def = WithDistribute(
+      graph::PipelineBuilder::Arrays({graph::MakeArrayColumn("blob", {kRowBytes}, blob)})
+          .Batch(kBatchRows)
+          .Build(),
+      2, dispatcher, "parallel_epochs");
+  BatchMessage raw_message;
+  {
+    BatchBuilder b(Schema({ColumnSpec{"blob", DType::kUInt8, Shape{kRowBytes}}}), kBatchRows);
+    std::memcpy(b.dense(0), blob.data(), kBatchRows * kRowBytes);
+    b.provenance().AddRun(0, 0, 0);
+    b.AddRows(kBatchRows);
+    SLUICE_RETURN_IF_ERROR(service::EncodeBatch(b.Finish(), COMPRESSION_NONE, &raw_message));
+  }
+  const PipelineDef w1 = WithDistribute(W1Pipeline(args.data + "/mnist"), 3, dispatcher);
+  const PipelineDef w2_local = W2Pipeline(args.data + "/cifar10");
+  const PipelineDef w2_prefix = WithDistribute(w2_local, 2, dispatcher);
+  const PipelineDef w2_offloaded = WithDistribute(w2_local, w2_local.nodes_size() - 1, dispatcher);
+
+  const std::string peers = PeersDir();
+  std::string feed_cmd = absl::StrCat("/usr/bin/python3 ", peers, "/w1_grpc_feed.py --data ", args.data,
+                                      "/mnist --batches ", args.peer_batches > 0 ? args.peer_batches : 10);
+  std::string tfs_cmd;
+  if (!args.no_peers) {
+    std::fprintf(stderr, "preparing the tf.data peer's virtual environment (first use installs tensorflow-cpu)\n");
+    absl::StatusOr<std::string> py = LastLineOf(peers + "/ensure_peer_venv.sh");
+    if (py.ok()) {
+      tfs_cmd = absl::StrCat(*py, " ", peers, "/w2_tfdata_service.py --data ", args.data,
+                             "/cifar10 --batches ", args.peer_batches > 0 ? args.peer_batches : 20);
+    } else {
+      std::fprintf(stderr, "warning: tf.data service peer unavailable: %s\n", std::string(py.status().message()).c_str());
+    }
+  }
+
+  Figures f;
+  for (int run = 1; run <= args.runs; ++run) {
+    SLUICE_ASSIGN_OR_RETURN(double raw, RawGrpcBytesPerSecond(raw_message, args.seconds));
+    SLUICE_ASSIGN_OR_RETURN(Timed stream, RunFor(stream_def, args.seconds));
+    SLUICE_ASSIGN_OR_RETURN(Timed w1_run, RunFor(w1, args.seconds));
+    SLUICE_ASSIGN_OR_RETURN(Timed w2_run, RunFor(w2_prefix, args.seconds));
+    SLUICE_ASSIGN_OR_RETURN(Timed offloaded, RunFor(w2_offloaded, args.seconds));
+    SLUICE_ASSIGN_OR_RETURN(Timed in_process, RunFor(w2_local, args.seconds));
+    f.raw_bytes.push_back(raw);
+    f.service_bytes.push_back(stream.report.samples_per_s * kRowBytes);
+    f.w1_service.push_back(w1_run.report.samples_per_s);
+    f.w2_service.push_back(w2_run.report.samples_per_s);
+    f.cpu_client.push_back(offloaded.cpu_s_per_million);
+    f.cpu_in_process.push_back(in_process.cpu_s_per_million);
+    f.first_batch_ms.push_back(w1_run.create_ms + w1_run.report.first_batch_ms);
+    std::string line = absl::StrFormat(
+        "run %d/%d: stream %.0f MB/s (raw gRPC %.0f); W1 %s samples/s; W2 prefix %s; client CPU "
+        "%.2f s/1M samples (in-process %.2f); first batch %.0f ms",
+        run, args.runs, f.service_bytes.back() / 1e6, raw / 1e6, WithCommas(f.w1_service.back()),
+        WithCommas(f.w2_service.back()), f.cpu_client.back(), f.cpu_in_process.back(), f.first_batch_ms.back());
+    if (!args.no_peers) {
+      absl::StatusOr<double> feed = RunPeer(feed_cmd);
+      if (feed.ok()) {
+        f.python_feed.push_back(*feed);
+        absl::StrAppend(&line, "; Python gRPC feed ", WithCommas(*feed));
+      } else {
+        std::fprintf(stderr, "warning: Python gRPC feed failed: %s\n", std::string(feed.status().message()).c_str());
+      }
+      if (!tfs_cmd.empty()) {
+        absl::StatusOr<double> tfs = RunPeer(tfs_cmd);
+        if (tfs.ok()) {
+          f.tfdata_service.push_back(*tfs);
+          absl::StrAppend(&line, "; tf.data service ", WithCommas(*tfs));
+        } else {
+          std::fprintf(stderr, "warning: tf.data service failed: %s\n", std::string(tfs.status().message()).c_str());
+        }
+      }
+    }
+    std::fprintf(stderr, "%s\n", line.c_str());
+  }
+
+  const double service_bytes = Median(f.service_bytes), raw = Median(f.raw_bytes);
+  const double w1_rate = Median(f.w1_service), feed = Median(f.python_feed);
+  const double w2_rate = Median(f.w2_service), tfs = Median(f.tfdata_service);
+  const double share = Median(f.cpu_client) / Median(f.cpu_in_process);
+  std::printf("\nservice on 127.0.0.1 (one local worker process), median of %d runs on %s\n", args.runs,
+              MachineDescription().c_str());
+  std::printf("  streaming 1 MiB batches       %10.0f MB/s   raw C++ gRPC loop %.0f MB/s (%.0f%%)\n",
+              service_bytes / 1e6, raw / 1e6, 100 * service_bytes / raw);
+  std::printf("  W1 through the service        %10s samples/s", WithCommas(w1_rate).c_str());
+  if (feed > 0) std::printf("   Python gRPC feed %s (%.1fx)", WithCommas(feed).c_str(), w1_rate / feed);
+  std::printf("\n  W2, prefix on the worker      %10s samples/s", WithCommas(w2_rate).c_str());
+  if (tfs > 0) std::printf("   tf.data service %s (%.1fx)", WithCommas(tfs).c_str(), w2_rate / tfs);
+  std::printf("\n  client CPU, W2 offloaded      %10.2f s per 1M samples   in-process %.2f (%.1f%%)\n",
+              Median(f.cpu_client), Median(f.cpu_in_process), 100 * share);
+  std::printf("  client start to first batch   %10.0f ms\n", Median(f.first_batch_ms));
+  if (args.json) {
+    nlohmann::json j;
+    j["workload"] = "service";
+    j["runs"] = args.runs;
+    j["machine"] = MachineDescription();
+    j["service_bytes_per_s"] = service_bytes;
+    j["raw_grpc_bytes_per_s"] = raw;
+    j["vs_raw"] = service_bytes / raw;
+    j["w1_service_samples_per_s"] = w1_rate;
+    j["python_feed_samples_per_s"] = OrNull(feed);
+    j["vs_python_feed"] = feed > 0 ? nlohmann::json(w1_rate / feed) : nlohmann::json(nullptr);
+    j["w2_service_samples_per_s"] = w2_rate;
+    j["tfdata_service_samples_per_s"] = OrNull(tfs);
+    j["vs_tfdata_service"] = tfs > 0 ? nlohmann::json(w2_rate / tfs) : nlohmann::json(nullptr);
+    j["client_cpu_s_per_million"] = Median(f.cpu_client);
+    j["in_process_cpu_s_per_million"] = Median(f.cpu_in_process);
+    j["client_cpu_share"] = share;
+    j["first_batch_ms"] = Median(f.first_batch_ms);
+    std::printf("%s\n", j.dump().c_str());
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace sluice::cli

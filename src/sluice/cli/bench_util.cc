@@ -1,0 +1,107 @@
+#include "sluice/cli/bench_util.h"
+
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "nlohmann/json.hpp"
+#include "sluice/cli/progress.h"
+#include "sluice/cli/synthetic_data.h"
+#include "sluice/core/status_macros.h"
+
+#ifndef SLUICE_SOURCE_DIR
+#define SLUICE_SOURCE_DIR "."
+#endif
+
+namespace sluice::cli {
+
+bool Exists(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+std::string PeersDir() {
+  const char* env = std::getenv("SLUICE_BENCH_DIR");
+  return env != nullptr ? std::string(env) : std::string(SLUICE_SOURCE_DIR) + "/bench/peers";
+}
+
+// Runs `command`, echoing its stderr, and returns the last line of stdout.
+absl::StatusOr<std::string> LastLineOf(const std::string& command) {
+  std::FILE* p = ::popen(command.c_str(), "r");
+  if (p == nullptr) return absl::UnavailableError(absl::StrCat("cannot run: ", command));
+  std::string last, line;
+  std::array<char, 4096> buf;
+  while (std::fgets(buf.data(), buf.size(), p) != nullptr) {
+    line += buf.data();
+    if (!line.empty() && line.back() == '\n') {
+      line.pop_back();
+      if (!line.empty()) last = line;
+      line.clear();
+    }
+  }
+  if (!line.empty()) last = line;
+  const int rc = ::pclose(p);
+  if (rc != 0) {
+    return absl::UnavailableError(absl::StrCat("peer failed (exit ", WEXITSTATUS(rc), "): ", command));
+  }
+  return last;
+}
+
+absl::StatusOr<double> RunPeer(const std::string& command) {
+  SLUICE_ASSIGN_OR_RETURN(std::string last, LastLineOf(command + " 2>/dev/null"));
+  nlohmann::json j = nlohmann::json::parse(last, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.contains("samples_per_s")) {
+    return absl::InternalError(absl::StrCat("peer printed no result: ", command));
+  }
+  return j["samples_per_s"].get<double>();
+}
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+std::string MachineDescription() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line, model = "unknown CPU";
+  while (std::getline(cpuinfo, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      model = line.substr(line.find(':') + 2);
+      break;
+    }
+  }
+  return absl::StrCat(::sysconf(_SC_NPROCESSORS_ONLN), " cores, ", model);
+}
+
+absl::Status EnsureData(const std::string& data, bool w1, bool w2) {
+  ProgressLine progress(true);
+  auto report = [&](int64_t done, int64_t total) {
+    progress.Update([&] {
+      return absl::StrFormat("making data: %s / %s", WithCommas(done), WithCommas(total));
+    });
+  };
+  absl::Status s;
+  if (w1 && !Exists(MnistLayout(data + "/mnist").train_images)) {
+    std::fprintf(stderr, "generating W1 data (60,000 MNIST images) in %s/mnist\n", data.c_str());
+    s = WriteSyntheticMnist(data + "/mnist", 60000, 1, report);
+  }
+  if (w2 && !Exists(data + "/cifar10/" + CifarShardName(0, 8))) {
+    std::fprintf(stderr, "generating W2 data (50,000 CIFAR-10 records in 8 TFRecords) in %s/cifar10\n",
+                 data.c_str());
+    s = WriteSyntheticCifar10(data + "/cifar10", 50000, 8, false, 1, report);
+  }
+  progress.Finish();
+  return s;
+}
+
+}  // namespace sluice::cli

@@ -1,0 +1,41 @@
+// What the benchmarks share: their arguments, running peers (scripts whose
+// last stdout line is a JSON result), medians, the machine's description
+// and the reference data.
+#ifndef SLUICE_CLI_BENCH_UTIL_H_
+#define SLUICE_CLI_BENCH_UTIL_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace sluice::cli {
+
+struct BenchArgs {
+  std::string workload;
+  int runs = 3;
+  bool json = false;
+  std::string data = "data";
+  int peer_batches = 0;
+  double seconds = 3;
+  bool no_peers = false;
+};
+
+bool Exists(const std::string& path);
+// bench/peers, or $SLUICE_BENCH_DIR.
+std::string PeersDir();
+// Runs `command`, echoing its stderr, and returns the last line of stdout.
+absl::StatusOr<std::string> LastLineOf(const std::string& command);
+// A peer's "samples_per_s" (the JSON object on its last stdout line).
+absl::StatusOr<double> RunPeer(const std::string& command);
+double Median(std::vector<double> v);
+std::string MachineDescription();
+// Writes the W1 (MNIST) and W2 (CIFAR-10 TFRecords) data under `data` if missing.
+absl::Status EnsureData(const std::string& data, bool w1, bool w2);
+
+// sluice bench service (bench_service.cc).
+absl::Status BenchService(const BenchArgs& args);
+
+}  // namespace sluice::cli
+
+#endif  // SLUICE_CLI_BENCH_UTIL_H_
