@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "sluice/core/status_macros.h"
+#include "sluice/service/dispatcher_call.h"
 #include "sluice/service/epoch_reader.h"
 #include "sluice/service/log.h"
 
@@ -11,14 +12,6 @@ namespace {
 
 constexpr absl::Duration kHeartbeatPeriod = absl::Milliseconds(200);
 
-template <typename Request, typename Response, typename Method>
-absl::Status Call(::sluice::Dispatcher::Stub* stub, Method method, const std::string& name,
-                  const Request& request, Response* response, const std::string& token) {
-  grpc::ClientContext context;
-  AddToken(&context, token);
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-  return FromGrpc((stub->*method)(&context, request, response), name);
-}
 
 absl::StatusOr<Schema> ToSchema(const ElementSpec& element) {
   std::vector<ColumnSpec> columns;
@@ -64,7 +57,7 @@ absl::StatusOr<std::shared_ptr<DistributedInput>> DistributedInput::Connect(Clie
   job.set_mode(input->options_.mode);
   job.set_job_name(input->options_.job_name);
   GetOrCreateJobResponse joined;
-  SLUICE_RETURN_IF_ERROR(Call(input->dispatcher_.get(), &::sluice::Dispatcher::Stub::GetOrCreateJob,
+  SLUICE_RETURN_IF_ERROR(CallDispatcher(input->dispatcher_.get(), &::sluice::Dispatcher::Stub::GetOrCreateJob,
                               "get or create job", job, &joined, token));
   input->job_id_ = joined.job_id();
   input->client_id_ = joined.client_id();
@@ -90,7 +83,7 @@ DistributedInput::~DistributedInput() {
   release.set_client_id(client_id_);
   ReleaseClientResponse ignored;
   if (dispatcher_ && client_id_ > 0) {
-    (void)Call(dispatcher_.get(), &::sluice::Dispatcher::Stub::ReleaseClient, "release client", release,
+    (void)CallDispatcher(dispatcher_.get(), &::sluice::Dispatcher::Stub::ReleaseClient, "release client", release,
                &ignored, options_.security.token);
   }
 }
@@ -111,7 +104,7 @@ absl::Status DistributedInput::Heartbeat() {
     last_heartbeat_ = absl::Now();
   }
   ClientHeartbeatResponse response;
-  SLUICE_RETURN_IF_ERROR(Call(dispatcher_.get(), &::sluice::Dispatcher::Stub::ClientHeartbeat,
+  SLUICE_RETURN_IF_ERROR(CallDispatcher(dispatcher_.get(), &::sluice::Dispatcher::Stub::ClientHeartbeat,
                               "client heartbeat", request, &response, options_.security.token));
   absl::MutexLock lock(&mu_);
   tasks_.assign(response.tasks().begin(), response.tasks().end());
@@ -144,7 +137,7 @@ void DistributedInput::ReportSplits(uint64_t epoch, const std::vector<int64_t>& 
   absl::Duration pause = absl::Milliseconds(20);
   for (int attempt = 0; attempt < 50 && !stopping_.HasBeenNotified(); ++attempt) {
     ReportSplitsResponse ignored;
-    absl::Status s = Call(dispatcher_.get(), &::sluice::Dispatcher::Stub::ReportSplits, "report splits",
+    absl::Status s = CallDispatcher(dispatcher_.get(), &::sluice::Dispatcher::Stub::ReportSplits, "report splits",
                           request, &ignored, options_.security.token);
     if (s.ok()) return;
     if (!absl::IsUnavailable(s) && !absl::IsDeadlineExceeded(s)) {

@@ -5,24 +5,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "sluice/core/status_macros.h"
+#include "sluice/service/dispatcher_call.h"
 #include "sluice/service/batch_codec.h"
 #include "sluice/service/log.h"
 
 namespace sluice::service {
-namespace {
-
-// A unary call to the dispatcher with the token and a deadline.
-template <typename Request, typename Response, typename Method>
-absl::Status Call(::sluice::Dispatcher::Stub* stub, Method method, const std::string& name,
-                  const Request& request, Response* response, const std::string& token) {
-  grpc::ClientContext context;
-  AddToken(&context, token);
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-  return FromGrpc((stub->*method)(&context, request, response), name);
-}
-
-}  // namespace
-
 absl::StatusOr<std::unique_ptr<WorkerImpl>> WorkerImpl::Create(WorkerOptions options) {
   std::unique_ptr<WorkerImpl> worker(new WorkerImpl(std::move(options)));
   SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<grpc::Channel> channel,
@@ -42,7 +29,7 @@ absl::Status WorkerImpl::Heartbeat() {
   request.set_address(address);
   request.set_active_streams(active_streams_.load());
   WorkerHeartbeatResponse response;
-  SLUICE_RETURN_IF_ERROR(Call(dispatcher_.get(), &::sluice::Dispatcher::Stub::WorkerHeartbeat,
+  SLUICE_RETURN_IF_ERROR(CallDispatcher(dispatcher_.get(), &::sluice::Dispatcher::Stub::WorkerHeartbeat,
                               "worker heartbeat", request, &response, options_.security.token));
   if (worker_id_.exchange(response.worker_id()) != response.worker_id()) {
     Log("worker", absl::StrCat("registered with dispatcher ", options_.dispatcher, " as worker ",
@@ -70,7 +57,7 @@ absl::StatusOr<std::shared_ptr<const exec::Pipeline>> WorkerImpl::GetPipeline(co
   GetPipelineRequest request;
   request.set_pipeline_id(id);
   GetPipelineResponse response;
-  SLUICE_RETURN_IF_ERROR(Call(dispatcher_.get(), &::sluice::Dispatcher::Stub::GetPipeline, "get pipeline",
+  SLUICE_RETURN_IF_ERROR(CallDispatcher(dispatcher_.get(), &::sluice::Dispatcher::Stub::GetPipeline, "get pipeline",
                               request, &response, options_.security.token));
   PipelineDef def = response.pipeline();
   if (options_.threads > 0) def.mutable_options()->set_threads(options_.threads);
@@ -90,7 +77,7 @@ absl::StatusOr<GetSplitResponse> WorkerImpl::NextSplit(const StreamBatchesReques
   absl::Duration pause = absl::Milliseconds(5);
   while (!cancelled()) {
     GetSplitResponse response;
-    absl::Status s = Call(dispatcher_.get(), &::sluice::Dispatcher::Stub::GetSplit, "get split", ask,
+    absl::Status s = CallDispatcher(dispatcher_.get(), &::sluice::Dispatcher::Stub::GetSplit, "get split", ask,
                           &response, options_.security.token);
     const bool retry = s.ok() ? response.state() == GetSplitResponse::WAIT
                               : absl::IsUnavailable(s) || absl::IsDeadlineExceeded(s);
