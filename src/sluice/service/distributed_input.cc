@@ -12,7 +12,6 @@ namespace {
 
 constexpr absl::Duration kHeartbeatPeriod = absl::Milliseconds(200);
 
-
 absl::StatusOr<Schema> ToSchema(const ElementSpec& element) {
   std::vector<ColumnSpec> columns;
   for (const ColumnSpecProto& p : element.columns()) {
