@@ -35,7 +35,7 @@ TEST(BatchCodec, RoundTripsUnderEachCompression) {
     SCOPED_TRACE(Compression_Name(c));
     BatchMessage m;
     SLUICE_ASSERT_OK(EncodeBatch(in, c, &m));
-    ASSERT_OK_AND_ASSIGN(Batch out, DecodeBatch(m, kSchema, nullptr));
+    ASSERT_OK_AND_ASSIGN(Batch out, DecodeBatch(std::make_shared<BatchMessage>(m), kSchema, nullptr));
     ASSERT_EQ(out.rows, 5);
     EXPECT_EQ(std::memcmp(out.columns[0].values.raw_data(), in.columns[0].values.raw_data(), 30), 0);
     for (int r = 0; r < 5; ++r) EXPECT_EQ(out.columns[1].RaggedRow(r), in.columns[1].RaggedRow(r));
@@ -44,11 +44,21 @@ TEST(BatchCodec, RoundTripsUnderEachCompression) {
   }
 }
 
+TEST(BatchCodec, PlainDenseColumnsViewTheMessageWithoutACopy) {
+  auto m = std::make_shared<BatchMessage>();
+  SLUICE_ASSERT_OK(EncodeBatch(MakeBatch(4), COMPRESSION_NONE, m.get()));
+  const uint8_t* bytes = reinterpret_cast<const uint8_t*>(m->columns(0).data().data());
+  ASSERT_OK_AND_ASSIGN(Batch out, DecodeBatch(m, kSchema, nullptr));
+  EXPECT_EQ(out.columns[0].values.raw_data(), bytes);
+  m.reset();  // the batch keeps the message alive
+  EXPECT_EQ(out.columns[0].values.raw_data()[7], 7);
+}
+
 TEST(BatchCodec, ARaggedSliceIsSentFromItsFirstByte) {
   const Batch in = MakeBatch(5).Slice(2, 4);
   BatchMessage m;
   SLUICE_ASSERT_OK(EncodeBatch(in, COMPRESSION_NONE, &m));
-  ASSERT_OK_AND_ASSIGN(Batch out, DecodeBatch(m, kSchema, nullptr));
+  ASSERT_OK_AND_ASSIGN(Batch out, DecodeBatch(std::make_shared<BatchMessage>(m), kSchema, nullptr));
   EXPECT_EQ(out.columns[1].RaggedRow(0), "ccc");
   EXPECT_EQ(out.columns[1].RaggedRow(1), "dddd");
 }
@@ -59,11 +69,11 @@ TEST(BatchCodec, AFlippedByteOrAWrongShapeIsDataLoss) {
   m.set_split(7);
   BatchMessage flipped = m;
   (*flipped.mutable_columns(0)->mutable_data())[0] ^= 1;
-  EXPECT_THAT(DecodeBatch(flipped, kSchema, nullptr),
+  EXPECT_THAT(DecodeBatch(std::make_shared<BatchMessage>(flipped), kSchema, nullptr),
               StatusIs(absl::StatusCode::kDataLoss, HasSubstr("batch of split 7: CRC32C mismatch")));
   const Schema wider({ColumnSpec{"image", DType::kUInt8, Shape{2, 4}},
                       ColumnSpec{"record", DType::kUInt8, Shape{}, true}});
-  EXPECT_THAT(DecodeBatch(m, wider, nullptr),
+  EXPECT_THAT(DecodeBatch(std::make_shared<BatchMessage>(m), wider, nullptr),
               StatusIs(absl::StatusCode::kDataLoss, HasSubstr("column 'image': 18 bytes for 3 rows")));
 }
 

@@ -279,6 +279,36 @@ TEST_F(ServiceTest, MutualTlsServesCertifiedClientsAndRejectsOthers) {
   ExpectEachIdTimes(r, 1);
 }
 
+TEST(DistributedPipeline, InvalidDistributeOptionsNameTheNodeAndField) {
+  DistributeDef d;
+  d.set_dispatcher("127.0.0.1:1");
+  d.set_mode("sometimes");
+  EXPECT_THAT(CreatePipeline(Samples().Distribute(d).Build()),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("node 'distribute' (nodes[2]): mode must be \"distributed_epoch\" or")));
+  d.set_mode("");
+  d.set_compression("gzip");
+  EXPECT_THAT(CreatePipeline(Samples().Distribute(d).Build()),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("compression must be")));
+  d.set_compression("");
+  EXPECT_THAT(CreatePipeline(Samples().Repeat(2).Distribute(d).Build()),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("nodes[2]: in distributed_epoch mode repeat and take go after")));
+}
+
+TEST_F(ServiceTest, AnOversizedRequestIsRefusedWithTheSizes) {
+  TestCluster cluster;
+  SLUICE_ASSERT_OK(cluster.StartDispatcher());
+  const std::vector<uint8_t> big(70 << 20, 1);
+  DistributeDef d;
+  d.set_dispatcher(cluster.address());
+  d.set_connect_timeout_s(5);
+  EXPECT_THAT(CreatePipeline(PipelineBuilder::Arrays({graph::MakeArrayColumn("x", {1 << 20}, big)})
+                                 .Distribute(d)
+                                 .Build()),
+              StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("larger than max")));
+}
+
 TEST_F(ServiceTest, StatusShowsWorkersAndJobsAndSigtermStopsCleanly) {
   TestCluster cluster;
   SLUICE_ASSERT_OK(cluster.StartDispatcher());

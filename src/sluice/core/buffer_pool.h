@@ -14,12 +14,21 @@ namespace sluice {
 
 class BufferPool;
 
-// A 64-byte aligned block of at least size() bytes. Reference-counted through
-// std::shared_ptr; the last reference returns the block to its pool.
+// A block of at least size() bytes. Reference-counted through
+// std::shared_ptr; the last reference returns a pool's block (64-byte
+// aligned) to its pool, or releases the owner of adopted memory.
 class Buffer {
  public:
   uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
+
+  // Memory owned elsewhere (a received message), kept alive by `owner`, so
+  // tensors can view it without a copy. Aligned only as the owner made it:
+  // kernels load unaligned.
+  static std::shared_ptr<Buffer> Adopt(uint8_t* data, size_t size, std::shared_ptr<void> owner) {
+    return std::shared_ptr<Buffer>(new Buffer(data, size, -1),
+                                   [owner = std::move(owner)](Buffer* b) { delete b; });
+  }
 
  private:
   friend class BufferPool;

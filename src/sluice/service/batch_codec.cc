@@ -98,9 +98,10 @@ absl::Status EncodeBatch(const Batch& batch, Compression compression, BatchMessa
   return absl::OkStatus();
 }
 
-absl::StatusOr<Batch> DecodeBatch(const BatchMessage& m, const Schema& schema,
+absl::StatusOr<Batch> DecodeBatch(std::shared_ptr<BatchMessage> message, const Schema& schema,
                                   std::shared_ptr<const std::vector<std::string>> files,
                                   BufferPool* pool) {
+  const BatchMessage& m = *message;
   if (MessageCrc(m) != m.crc32c()) {
     return absl::DataLossError(absl::StrCat("batch of split ", m.split(), ": CRC32C mismatch"));
   }
@@ -130,11 +131,20 @@ absl::StatusOr<Batch> DecodeBatch(const BatchMessage& m, const Schema& schema,
       }
       column.values = Tensor::Allocate(DType::kUInt8, Shape{t.uncompressed_size()}, pool);
     } else {
-      column.values = Tensor::Allocate(spec.dtype, spec.shape.WithLeading(m.rows()), pool);
-      if (static_cast<int64_t>(column.values.byte_size()) != t.uncompressed_size()) {
+      const Shape shape = spec.shape.WithLeading(m.rows());
+      const int64_t bytes = shape.num_elements() * static_cast<int64_t>(DTypeSize(spec.dtype));
+      if (bytes != t.uncompressed_size()) {
         return absl::DataLossError(absl::StrCat(where, ": ", t.uncompressed_size(), " bytes for ",
                                                 m.rows(), " rows of ", spec.ToString()));
       }
+      if (m.compression() == COMPRESSION_NONE && static_cast<int64_t>(t.data().size()) == bytes) {
+        std::string* data = message->mutable_columns(static_cast<int>(i))->mutable_data();
+        column.values = Tensor(spec.dtype, shape,
+                               Buffer::Adopt(reinterpret_cast<uint8_t*>(data->data()), data->size(), message));
+        batch.columns.push_back(std::move(column));
+        continue;
+      }
+      column.values = Tensor::Allocate(spec.dtype, shape, pool);
     }
     SLUICE_RETURN_IF_ERROR(Decompress(m.compression(), t.data(), column.values.raw_data(),
                                       column.values.byte_size(), where));

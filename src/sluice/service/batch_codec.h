@@ -22,8 +22,10 @@ namespace sluice::service {
 absl::Status EncodeBatch(const Batch& batch, Compression compression, BatchMessage* out);
 
 // The batch `message` carries, checked against `schema` (per-sample specs):
-// DataLoss when the CRC or a size is wrong, naming the column.
-absl::StatusOr<Batch> DecodeBatch(const BatchMessage& message, const Schema& schema,
+// DataLoss when the CRC or a size is wrong, naming the column. Uncompressed
+// dense columns view the message's own bytes (no copy); the batch keeps the
+// message alive.
+absl::StatusOr<Batch> DecodeBatch(std::shared_ptr<BatchMessage> message, const Schema& schema,
                                   std::shared_ptr<const std::vector<std::string>> files,
                                   BufferPool* pool = BufferPool::Default());
 

@@ -60,7 +60,7 @@ absl::StatusOr<std::unique_ptr<DispatcherServer>> DispatcherServer::Start(const 
   grpc::ServerBuilder builder;
   builder.AddListeningPort(absl::StrCat(options.host, ":", options.port), credentials, &server->port_);
   builder.RegisterService(server->service_.get());
-  builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
+  builder.SetMaxReceiveMessageSize(kMaxRequestBytes);
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || server->port_ == 0) {
     return absl::UnavailableError(absl::StrCat("dispatcher: cannot listen on ", options.host, ":", options.port));

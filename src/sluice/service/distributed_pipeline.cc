@@ -34,6 +34,21 @@ absl::StatusOr<ClientOptions> ToClientOptions(const DistributeDef& d) {
   return options;
 }
 
+// Workers run distributed_epoch splits one at a time: a repeat or take
+// before the split point would act per split, not per epoch.
+absl::Status CheckWorkersPart(const PipelineDef& def, int index, ProcessingMode mode) {
+  if (mode != DISTRIBUTED_EPOCH) return absl::OkStatus();
+  for (int i = 0; i < index; ++i) {
+    const NodeDef& n = def.nodes(i);
+    if (n.kind_case() == NodeDef::kRepeat || n.kind_case() == NodeDef::kTake) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "nodes[", i, "]: in distributed_epoch mode repeat and take go after the distribute node "
+          "(workers run splits, not whole epochs)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 PipelineDef WorkersPart(const PipelineDef& def, int index) {
@@ -49,6 +64,7 @@ absl::StatusOr<std::unique_ptr<exec::Pipeline>> CreatePipeline(const PipelineDef
   const DistributeDef& d = def.nodes(index).distribute();
   absl::StatusOr<ClientOptions> options = ToClientOptions(d);
   if (!options.ok()) return WithContext(options.status(), where);
+  SLUICE_RETURN_IF_ERROR(CheckWorkersPart(def, index, options->mode));
   std::shared_ptr<LocalCluster> cluster;
   if (options->dispatcher.empty()) {
     const int threads = def.options().threads();

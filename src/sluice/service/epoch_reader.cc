@@ -88,8 +88,11 @@ void EpochReader::Read(Stream* stream) {
   int64_t split = -1;  // the split whose rows are arriving
   bool ended = false;
   grpc::Status broken;  // set when this side gave up on the stream
-  BatchMessage message;
-  while (reader->Read(&message)) {
+  // A message per read: decoded batches view its bytes and keep it alive.
+  auto message_ptr = std::make_shared<BatchMessage>();
+  while (reader->Read(message_ptr.get())) {
+    std::shared_ptr<BatchMessage> owned = std::exchange(message_ptr, std::make_shared<BatchMessage>());
+    const BatchMessage& message = *owned;
     if (message.files_size() > 0) {
       files = std::make_shared<const std::vector<std::string>>(message.files().begin(), message.files().end());
     }
@@ -108,7 +111,7 @@ void EpochReader::Read(Stream* stream) {
       continue;
     }
     split = message.split();
-    absl::StatusOr<Batch> batch = DecodeBatch(message, input_->schema(), files, ctx_->pool);
+    absl::StatusOr<Batch> batch = DecodeBatch(owned, input_->schema(), files, ctx_->pool);
     if (!batch.ok()) {  // damaged on the way: drop the stream, re-run the split
       broken = grpc::Status(grpc::StatusCode::ABORTED, std::string(batch.status().message()));
       break;

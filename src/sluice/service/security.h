@@ -38,6 +38,9 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(const std::string& ta
 // The largest message a sluice process accepts: a batch; larger ones are
 // rejected by gRPC with RESOURCE_EXHAUSTED naming the sizes.
 inline constexpr int kMaxMessageBytes = 1 << 30;
+// The largest request the dispatcher accepts (a pipeline definition; arrays
+// sources carry their data inside it).
+inline constexpr int kMaxRequestBytes = 64 << 20;
 
 // Fails unless the call carries `token` (always OK when it is empty).
 grpc::Status CheckToken(const grpc::ServerContext& context, const std::string& token);
