@@ -35,9 +35,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// The streaming payload: 1 MiB batches of 16 rows of 64 KiB, 64 per epoch.
+// The streaming payload: 1 MiB batches of 16 rows of 64 KiB, 32 per epoch.
 constexpr int64_t kRowBytes = 64 << 10;
-constexpr int64_t kRows = 1024;
+constexpr int64_t kRows = 512;
 constexpr int64_t kBatchRows = 16;
 
 std::vector<uint8_t> Blob() {
