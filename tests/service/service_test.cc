@@ -14,6 +14,7 @@
 #include "gtest/gtest.h"
 #include "sluice/graph/pipeline_builder.h"
 #include "service.pb.h"
+#include "sluice/service/dispatcher_impl.h"
 #include "sluice/service/distributed_pipeline.h"
 #include "status_matchers.h"
 #include "temp_dir.h"
@@ -294,6 +295,16 @@ TEST(DistributedPipeline, InvalidDistributeOptionsNameTheNodeAndField) {
   EXPECT_THAT(CreatePipeline(Samples().Repeat(2).Distribute(d).Build()),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("nodes[2]: in distributed_epoch mode repeat and take go after")));
+}
+
+TEST(DispatcherImpl, RefusesPipelinesWithOpsThatAreNotRegistered) {
+  ASSERT_OK_AND_ASSIGN(auto dispatcher, DispatcherImpl::Create("", {}));
+  RegisterPipelineRequest request;
+  *request.mutable_pipeline() = Samples().Map({Op("system", {{"command", "rm -rf /"}})}).Build();
+  EXPECT_THAT(dispatcher->RegisterPipeline(request),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("pipeline rejected")));
+  EXPECT_THAT(dispatcher->RegisterPipeline(request),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("unknown op 'system'")));
 }
 
 TEST_F(ServiceTest, AnOversizedRequestIsRefusedWithTheSizes) {
