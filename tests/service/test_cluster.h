@@ -4,33 +4,16 @@
 #ifndef SLUICE_TESTS_SERVICE_TEST_CLUSTER_H_
 #define SLUICE_TESTS_SERVICE_TEST_CLUSTER_H_
 
-#include <sys/types.h>
-
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "sluice/service/server_process.h"
 
 namespace sluice::testing {
 
-// A child process whose stdout announces "... port N".
-class ServiceProcess {
- public:
-  // Starts `args` (after the binary) and waits (at most 30 s) for its port.
-  static absl::StatusOr<std::unique_ptr<ServiceProcess>> Start(const std::vector<std::string>& args);
-  ~ServiceProcess();  // SIGKILL if still running, then reaps
-
-  int port() const { return port_; }
-  pid_t pid() const { return pid_; }
-  // Sends `signal` and reaps the process; returns its wait status.
-  int Stop(int signal);
-
- private:
-  pid_t pid_ = -1;
-  int port_ = 0;
-  int stdout_ = -1;  // kept open: a closed pipe would kill the process on a print
-};
+using ServiceProcess = service::ServerProcess;
 
 class TestCluster {
  public:

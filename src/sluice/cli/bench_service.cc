@@ -4,7 +4,8 @@
 //  - tf.data service with the same split point (W2, w2_tfdata_service.py),
 // plus the client's CPU time per sample against running W2 in-process, and
 // the time from client start to the first batch. One dispatcher (in this
-// process) and one worker process serve every measurement.
+// process) and one worker process serve every measurement; the bare loop's
+// server is a process of its own too.
 #include <sys/resource.h>
 
 #include <chrono>
@@ -19,6 +20,8 @@
 #include "nlohmann/json.hpp"
 #include "service.grpc.pb.h"
 #include "sluice/cli/bench_util.h"
+#include "sluice/cli/command.h"
+#include "sluice/cli/serve.h"
 #include "sluice/cli/pipeline_runner.h"
 #include "sluice/cli/progress.h"
 #include "sluice/cli/workloads.h"
@@ -29,6 +32,7 @@
 #include "sluice/service/distributed_pipeline.h"
 #include "sluice/service/local_cluster.h"
 #include "sluice/service/security.h"
+#include "sluice/service/server_process.h"
 
 namespace sluice::cli {
 namespace {
@@ -75,22 +79,43 @@ class RawStream final : public ::sluice::Worker::Service {
   const int count_;
 };
 
-// Payload bytes/s of the bare loop: a server thread in this process, the
-// client reading (and parsing) every message, as the service's client does.
-absl::StatusOr<double> RawGrpcBytesPerSecond(const BatchMessage& message, double seconds) {
-  const int per_call = 256;
-  RawStream service(message, per_call);
+// One 16-row batch of the blob, encoded: what the bare loop sends.
+absl::StatusOr<BatchMessage> RawMessage(const std::vector<uint8_t>& blob) {
+  BatchBuilder b(Schema({ColumnSpec{"blob", DType::kUInt8, Shape{kRowBytes}}}), kBatchRows);
+  std::memcpy(b.dense(0), blob.data(), kBatchRows * kRowBytes);
+  b.provenance().AddRun(0, 0, 0);
+  b.AddRows(kBatchRows);
+  BatchMessage message;
+  SLUICE_RETURN_IF_ERROR(service::EncodeBatch(b.Finish(), COMPRESSION_NONE, &message));
+  return message;
+}
+
+// `sluice raw-stream-server` (hidden): the bare loop's server, in a process
+// of its own as the worker is.
+absl::Status ServeRawStream() {
+  SLUICE_ASSIGN_OR_RETURN(BatchMessage message, RawMessage(Blob()));
+  RawStream service(std::move(message), 256);
+  BlockTerminationSignals();
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
   builder.RegisterService(&service);
   builder.SetMaxSendMessageSize(service::kMaxMessageBytes);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr) return absl::UnavailableError("raw stream server: cannot listen");
+  std::printf("raw stream listening on port %d\n", port);
+  std::fflush(stdout);
+  WaitForTermination();
+  server->Shutdown();
+  return absl::OkStatus();
+}
+
+// Payload bytes/s of the bare loop's stream, read (and parsed) by a client
+// in this process as the service's client reads the workers'.
+absl::StatusOr<double> RawGrpcBytesPerSecond(int port, int64_t payload, double seconds) {
   SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<grpc::Channel> channel,
                           service::MakeChannel(absl::StrCat("127.0.0.1:", port), {}));
   auto stub = ::sluice::Worker::NewStub(channel);
-  int64_t payload = 0;
-  for (const TensorData& t : message.columns()) payload += static_cast<int64_t>(t.data().size());
   int64_t bytes = 0;
   Clock::time_point start;
   bool started = false;
@@ -110,7 +135,6 @@ absl::StatusOr<double> RawGrpcBytesPerSecond(const BatchMessage& message, double
     SLUICE_RETURN_IF_ERROR(service::FromGrpc(reader->Finish(), "raw stream"));
     elapsed = std::chrono::duration<double>(Clock::now() - start).count();
   }
-  server->Shutdown();
   return bytes / elapsed;
 }
 
@@ -162,14 +186,9 @@ absl::Status BenchService(const BenchArgs& args) {
           .Batch(kBatchRows)
           .Build(),
       2, dispatcher, "parallel_epochs");
-  BatchMessage raw_message;
-  {
-    BatchBuilder b(Schema({ColumnSpec{"blob", DType::kUInt8, Shape{kRowBytes}}}), kBatchRows);
-    std::memcpy(b.dense(0), blob.data(), kBatchRows * kRowBytes);
-    b.provenance().AddRun(0, 0, 0);
-    b.AddRows(kBatchRows);
-    SLUICE_RETURN_IF_ERROR(service::EncodeBatch(b.Finish(), COMPRESSION_NONE, &raw_message));
-  }
+  SLUICE_ASSIGN_OR_RETURN(const std::string self, service::FindSluiceBinary(""));
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<service::ServerProcess> raw_server,
+                          service::ServerProcess::Start(self, {"raw-stream-server"}));
   const PipelineDef w1 = WithDistribute(W1Pipeline(args.data + "/mnist"), 3, dispatcher);
   const PipelineDef w2_local = W2Pipeline(args.data + "/cifar10");
   const PipelineDef w2_prefix = WithDistribute(w2_local, 2, dispatcher);
@@ -192,7 +211,8 @@ absl::Status BenchService(const BenchArgs& args) {
 
   Figures f;
   for (int run = 1; run <= args.runs; ++run) {
-    SLUICE_ASSIGN_OR_RETURN(double raw, RawGrpcBytesPerSecond(raw_message, args.seconds));
+    SLUICE_ASSIGN_OR_RETURN(double raw, RawGrpcBytesPerSecond(raw_server->port(), kBatchRows * kRowBytes,
+                                                              args.seconds));
     SLUICE_ASSIGN_OR_RETURN(Timed stream, RunFor(stream_def, args.seconds));
     SLUICE_ASSIGN_OR_RETURN(Timed w1_run, RunFor(w1, args.seconds));
     SLUICE_ASSIGN_OR_RETURN(Timed w2_run, RunFor(w2_prefix, args.seconds));
@@ -267,6 +287,12 @@ absl::Status BenchService(const BenchArgs& args) {
     std::printf("%s\n", j.dump().c_str());
   }
   return absl::OkStatus();
+}
+
+void AddRawStreamServerCommand(CLI::App& app, absl::Status* result) {
+  CLI::App* cmd = app.add_subcommand("raw-stream-server", "the service bench's bare gRPC loop");
+  cmd->group("");  // internal: started by `sluice bench service`
+  cmd->callback([result] { *result = ServeRawStream(); });
 }
 
 }  // namespace sluice::cli

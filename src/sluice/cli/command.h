@@ -18,6 +18,7 @@ void AddBenchCommand(CLI::App& app, absl::Status* result);
 void AddDispatcherCommand(CLI::App& app, absl::Status* result);
 void AddWorkerCommand(CLI::App& app, absl::Status* result);
 void AddStatusCommand(CLI::App& app, absl::Status* result);
+void AddRawStreamServerCommand(CLI::App& app, absl::Status* result);
 
 }  // namespace sluice::cli
 

@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   sluice::cli::AddDispatcherCommand(app, &result);
   sluice::cli::AddWorkerCommand(app, &result);
   sluice::cli::AddStatusCommand(app, &result);
+  sluice::cli::AddRawStreamServerCommand(app, &result);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
