@@ -333,7 +333,7 @@ TEST_F(PipelineTest, SplitAtADistributeNodeTheTwoPartsGiveTheWholesOutput) {
 
   EXPECT_THAT(Pipeline::Create(split), StatusIs(absl::StatusCode::kInvalidArgument,
                                                 HasSubstr("create this pipeline through the service client")));
-  ASSERT_OK_AND_ASSIGN(auto workers, Pipeline::Create(split, {0, 2}, nullptr));
+  ASSERT_OK_AND_ASSIGN(auto workers, Pipeline::Create(split, {0, 2, Schema(), false}, nullptr));
   const graph::CompileRange consumer{2, -1, workers->output_schema(), workers->batched()};
   ASSERT_OK_AND_ASSIGN(auto local,
                        Pipeline::Create(split, consumer, std::make_shared<PipelineAsRemoteInput>(std::move(workers))));

@@ -141,7 +141,7 @@ TEST_F(CompileTest, ADistributeNodeSplitsThePipelineInTwoParts) {
                               .Build();
   ASSERT_OK_AND_ASSIGN(int d, FindDistribute(def));
   EXPECT_EQ(d, 2);
-  ASSERT_OK_AND_ASSIGN(CompiledPipeline workers, Compile(def, ops::OpRegistry::Builtin(), {0, d}));
+  ASSERT_OK_AND_ASSIGN(CompiledPipeline workers, Compile(def, ops::OpRegistry::Builtin(), {0, d, Schema(), false}));
   EXPECT_EQ(workers.nodes.back().kind, NodeKind::kMap);
   ASSERT_OK_AND_ASSIGN(CompiledPipeline consumer,
                        Compile(def, ops::OpRegistry::Builtin(), {d, -1, workers.output_schema(), workers.batched()}));
@@ -155,7 +155,7 @@ TEST_F(CompileTest, ADistributeNodeSplitsThePipelineInTwoParts) {
   *two.add_nodes()->mutable_distribute() = DistributeDef();
   EXPECT_THAT(FindDistribute(two), StatusIs(absl::StatusCode::kInvalidArgument,
                                             HasSubstr("nodes[5]: a pipeline may have one distribute node (another is nodes[2])")));
-  EXPECT_THAT(Compile(def, ops::OpRegistry::Builtin(), {1, -1}),
+  EXPECT_THAT(Compile(def, ops::OpRegistry::Builtin(), {1, -1, Schema(), false}),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("starts at the distribute node")));
 }
 

@@ -1,10 +1,13 @@
 #include "sluice/service/batch_codec.h"
 
+#include <grpcpp/support/byte_buffer.h>
+
 #include <cstring>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "sluice/core/batch_builder.h"
+#include "sluice/service/wire_batch.h"
 #include "status_matchers.h"
 
 namespace sluice::service {
@@ -42,6 +45,33 @@ TEST(BatchCodec, RoundTripsUnderEachCompression) {
     EXPECT_EQ(out.provenance.SampleId(1), (int64_t{2} << 40) | 11);
     EXPECT_EQ(out.provenance.SampleId(4), 5);
   }
+}
+
+TEST(WireBatch, ParsesAsTheBatchMessageAndSendsTensorsWithoutCopies) {
+  const Batch in = MakeBatch(5).Slice(1, 5);
+  BatchMessage header;
+  header.set_split(9);
+  header.add_files("a.tfrecord");
+  ASSERT_OK_AND_ASSIGN(grpc::ByteBuffer wire, EncodeWireBatch(in, header, COMPRESSION_NONE));
+  std::vector<grpc::Slice> slices;
+  ASSERT_TRUE(wire.Dump(&slices).ok());
+  std::string bytes;
+  bool borrowed = false;
+  for (const grpc::Slice& s : slices) {
+    borrowed |= s.begin() == in.columns[0].values.raw_data();
+    bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  }
+  EXPECT_TRUE(borrowed) << "the image column should travel as a slice of the tensor";
+  auto parsed = std::make_shared<BatchMessage>();
+  ASSERT_TRUE(parsed->ParseFromString(bytes));
+  EXPECT_EQ(parsed->split(), 9);
+  EXPECT_EQ(parsed->files(0), "a.tfrecord");
+  ASSERT_OK_AND_ASSIGN(Batch out, DecodeBatch(parsed, kSchema, nullptr));
+  ASSERT_EQ(out.rows, 4);
+  EXPECT_EQ(std::memcmp(out.columns[0].values.raw_data(), in.columns[0].values.raw_data(), 24), 0);
+  EXPECT_EQ(out.columns[1].RaggedRow(0), "bb");
+  EXPECT_EQ(out.columns[1].RaggedRow(3), "eeeee");
+  EXPECT_EQ(out.provenance.SampleId(0), (int64_t{2} << 40) | 11);
 }
 
 TEST(BatchCodec, PlainDenseColumnsViewTheMessageWithoutACopy) {

@@ -100,7 +100,6 @@ void U8ToFloat(const uint8_t* src, int64_t n, float* dst) {
 
 void FloatToU8(const float* src, int64_t n, uint8_t* dst) {
   const D d;
-  const hn::RebindToSigned<D> di;
   const hn::Rebind<uint8_t, D> du8;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
   int64_t i = 0;

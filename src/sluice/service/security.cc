@@ -85,7 +85,7 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(const std::string& ta
   return grpc::CreateCustomChannel(target, credentials, args);
 }
 
-grpc::Status CheckToken(const grpc::ServerContext& context, const std::string& token) {
+grpc::Status CheckToken(const grpc::ServerContextBase& context, const std::string& token) {
   if (token.empty()) return grpc::Status::OK;
   const auto& metadata = context.client_metadata();
   auto it = metadata.find(kTokenKey);

@@ -43,7 +43,7 @@ inline constexpr int kMaxMessageBytes = 1 << 30;
 inline constexpr int kMaxRequestBytes = 64 << 20;
 
 // Fails unless the call carries `token` (always OK when it is empty).
-grpc::Status CheckToken(const grpc::ServerContext& context, const std::string& token);
+grpc::Status CheckToken(const grpc::ServerContextBase& context, const std::string& token);
 void AddToken(grpc::ClientContext* context, const std::string& token);
 
 grpc::Status ToGrpc(const absl::Status& status);

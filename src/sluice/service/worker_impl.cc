@@ -6,7 +6,7 @@
 #include "absl/time/clock.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/service/dispatcher_call.h"
-#include "sluice/service/batch_codec.h"
+#include "sluice/service/wire_batch.h"
 #include "sluice/service/log.h"
 
 namespace sluice::service {
@@ -93,26 +93,25 @@ absl::StatusOr<GetSplitResponse> WorkerImpl::NextSplit(const StreamBatchesReques
 }
 
 absl::Status WorkerImpl::SendAll(exec::PipelineIterator* it, const StreamBatchesRequest& request,
-                                 int64_t split, BatchMessage* message,
-                                 const std::function<bool(const BatchMessage&)>& write,
+                                 int64_t split, BatchMessage* header, const WriteFn& write,
                                  const std::function<bool()>& cancelled) {
+  header->set_split(split);
   while (!cancelled()) {
     Batch batch;
     bool end = false;
     SLUICE_RETURN_IF_ERROR(it->Next(&batch, &end));
     if (end) return absl::OkStatus();
-    SLUICE_RETURN_IF_ERROR(EncodeBatch(batch, request.compression(), message));
-    message->set_split(split);
-    if (!write(*message)) return absl::CancelledError("the client went away");
+    SLUICE_ASSIGN_OR_RETURN(grpc::ByteBuffer message, EncodeWireBatch(batch, *header, request.compression()));
+    const size_t bytes = message.Length();
+    if (!write(&message)) return absl::CancelledError("the client went away");
     samples_sent_ += batch.rows;
-    for (const TensorData& t : message->columns()) bytes_sent_ += t.data().size();
-    message->clear_files();  // sent once per stream
+    bytes_sent_ += static_cast<int64_t>(bytes);
+    header->clear_files();  // sent once per stream
   }
   return absl::CancelledError("stream cancelled by the client");
 }
 
-absl::Status WorkerImpl::StreamBatches(const StreamBatchesRequest& request,
-                                       const std::function<bool(const BatchMessage&)>& write,
+absl::Status WorkerImpl::StreamBatches(const StreamBatchesRequest& request, const WriteFn& write,
                                        const std::function<bool()>& cancelled) {
   SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<const exec::Pipeline> pipeline, GetPipeline(request.pipeline_id()));
   ++active_streams_;
@@ -143,13 +142,15 @@ absl::Status WorkerImpl::StreamBatches(const StreamBatchesRequest& request,
       BatchMessage split_end;
       split_end.set_split(next.split());
       split_end.set_split_end(true);
-      if (!write(split_end)) return absl::CancelledError("the client went away");
+      grpc::ByteBuffer marker = SerializeMessage(split_end);
+      if (!write(&marker)) return absl::CancelledError("the client went away");
     }
   }
   BatchMessage epoch_end;
   epoch_end.set_split(-1);
   epoch_end.set_epoch_end(true);
-  if (!write(epoch_end)) return absl::CancelledError("the client went away");
+  grpc::ByteBuffer marker = SerializeMessage(epoch_end);
+  if (!write(&marker)) return absl::CancelledError("the client went away");
   return absl::OkStatus();
 }
 

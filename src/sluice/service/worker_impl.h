@@ -34,10 +34,10 @@ class WorkerImpl {
   static absl::StatusOr<std::unique_ptr<WorkerImpl>> Create(WorkerOptions options);
 
   // Sends the job's elements for the request's client and epoch through
-  // `write` (false: the client went away). `cancelled` is polled between
-  // batches.
-  absl::Status StreamBatches(const StreamBatchesRequest& request,
-                             const std::function<bool(const BatchMessage&)>& write,
+  // `write`, as serialized BatchMessages (false: the client went away).
+  // `cancelled` is polled between batches.
+  using WriteFn = std::function<bool(grpc::ByteBuffer*)>;
+  absl::Status StreamBatches(const StreamBatchesRequest& request, const WriteFn& write,
                              const std::function<bool()>& cancelled);
   // One heartbeat to the dispatcher (registering on the first).
   absl::Status Heartbeat();
@@ -55,8 +55,7 @@ class WorkerImpl {
                                              const std::function<bool()>& cancelled);
   // Runs `it` to its end, sending each batch tagged with `split`.
   absl::Status SendAll(exec::PipelineIterator* it, const StreamBatchesRequest& request, int64_t split,
-                       BatchMessage* message, const std::function<bool(const BatchMessage&)>& write,
-                       const std::function<bool()>& cancelled);
+                       BatchMessage* header, const WriteFn& write, const std::function<bool()>& cancelled);
 
   const WorkerOptions options_;
   std::unique_ptr<::sluice::Dispatcher::Stub> dispatcher_;
