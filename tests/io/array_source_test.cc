@@ -44,6 +44,28 @@ TEST(ArraySource, SplitsRowsIntoRangesAndCopiesThem) {
   EXPECT_EQ(b.provenance.Origin(1).record, 3);
 }
 
+TEST(ArraySource, ViewsRowsWithoutCopyingAndOutlivesTheSource) {
+  std::vector<ArrayColumnData> columns;
+  columns.push_back(Column<float>("x", DType::kFloat32, Shape{2}, {0, 1, 10, 11, 20, 21, 30, 31, 40, 41}));
+  ASSERT_OK_AND_ASSIGN(auto source, MakeArraySource(std::move(columns), /*split_records=*/3));
+  ASSERT_OK_AND_ASSIGN(auto reader, source->OpenSplit(source->MakeSplits()[1], nullptr));
+  ASSERT_TRUE(reader->views());
+  Batch b;
+  b.provenance = Provenance(source->files());
+  ASSERT_OK_AND_ASSIGN(int64_t n, reader->View(4, &b));
+  ASSERT_EQ(n, 2);  // the split holds rows 3 and 4
+  Batch rest;
+  ASSERT_OK_AND_ASSIGN(n, reader->View(4, &rest));
+  EXPECT_EQ(n, 0);
+  reader.reset();
+  source.reset();  // the batch keeps the arrays alive
+  EXPECT_EQ(b.rows, 2);
+  EXPECT_EQ(b.columns[0].values.shape(), (Shape{2, 2}));
+  EXPECT_EQ(b.columns[0].values.data<float>()[0], 30);
+  EXPECT_EQ(b.columns[0].values.data<float>()[3], 41);
+  EXPECT_EQ(b.provenance.Origin(1).record, 4);
+}
+
 TEST(ArraySource, RaggedBytesAndRowCountMismatchNameTheColumn) {
   std::vector<ArrayColumnData> ragged;
   ragged.push_back(Column<float>("x", DType::kFloat32, Shape{2}, {0, 1, 2}));

@@ -32,13 +32,26 @@ Batch MakeBatch(int rows) {
   return b.Finish();
 }
 
+// The wire bytes of `buffer` as one string, and back.
+std::string Flatten(const grpc::ByteBuffer& buffer) {
+  std::vector<grpc::Slice> slices;
+  EXPECT_TRUE(buffer.Dump(&slices).ok());
+  std::string bytes;
+  for (const grpc::Slice& s : slices) bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  return bytes;
+}
+grpc::ByteBuffer Wire(const std::string& bytes) {
+  grpc::Slice slice(bytes.data(), bytes.size());
+  return grpc::ByteBuffer(&slice, 1);
+}
+
 TEST(BatchCodec, RoundTripsUnderEachCompression) {
   const Batch in = MakeBatch(5);
   for (Compression c : {COMPRESSION_NONE, COMPRESSION_ZSTD, COMPRESSION_LZ4}) {
     SCOPED_TRACE(Compression_Name(c));
     BatchMessage m;
     SLUICE_ASSERT_OK(EncodeBatch(in, c, &m));
-    ASSERT_OK_AND_ASSIGN(Batch out, DecodeBatch(std::make_shared<BatchMessage>(m), kSchema, nullptr));
+    ASSERT_OK_AND_ASSIGN(Batch out, DecodeBatch(Received(m), kSchema, nullptr));
     ASSERT_EQ(out.rows, 5);
     EXPECT_EQ(std::memcmp(out.columns[0].values.raw_data(), in.columns[0].values.raw_data(), 30), 0);
     for (int r = 0; r < 5; ++r) EXPECT_EQ(out.columns[1].RaggedRow(r), in.columns[1].RaggedRow(r));
@@ -55,18 +68,15 @@ TEST(WireBatch, ParsesAsTheBatchMessageAndSendsTensorsWithoutCopies) {
   ASSERT_OK_AND_ASSIGN(grpc::ByteBuffer wire, EncodeWireBatch(in, header, COMPRESSION_NONE));
   std::vector<grpc::Slice> slices;
   ASSERT_TRUE(wire.Dump(&slices).ok());
-  std::string bytes;
   bool borrowed = false;
-  for (const grpc::Slice& s : slices) {
-    borrowed |= s.begin() == in.columns[0].values.raw_data();
-    bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
-  }
+  for (const grpc::Slice& s : slices) borrowed |= s.begin() == in.columns[0].values.raw_data();
   EXPECT_TRUE(borrowed) << "the image column should travel as a slice of the tensor";
+  const std::string bytes = Flatten(wire);
   auto parsed = std::make_shared<BatchMessage>();
   ASSERT_TRUE(parsed->ParseFromString(bytes));
   EXPECT_EQ(parsed->split(), 9);
   EXPECT_EQ(parsed->files(0), "a.tfrecord");
-  ASSERT_OK_AND_ASSIGN(Batch out, DecodeBatch(parsed, kSchema, nullptr));
+  ASSERT_OK_AND_ASSIGN(Batch out, DecodeBatch(Received(*parsed), kSchema, nullptr));
   ASSERT_EQ(out.rows, 4);
   EXPECT_EQ(std::memcmp(out.columns[0].values.raw_data(), in.columns[0].values.raw_data(), 24), 0);
   EXPECT_EQ(out.columns[1].RaggedRow(0), "bb");
@@ -74,13 +84,52 @@ TEST(WireBatch, ParsesAsTheBatchMessageAndSendsTensorsWithoutCopies) {
   EXPECT_EQ(out.provenance.SampleId(0), (int64_t{2} << 40) | 11);
 }
 
-TEST(BatchCodec, PlainDenseColumnsViewTheMessageWithoutACopy) {
-  auto m = std::make_shared<BatchMessage>();
-  SLUICE_ASSERT_OK(EncodeBatch(MakeBatch(4), COMPRESSION_NONE, m.get()));
-  const uint8_t* bytes = reinterpret_cast<const uint8_t*>(m->columns(0).data().data());
-  ASSERT_OK_AND_ASSIGN(Batch out, DecodeBatch(m, kSchema, nullptr));
+TEST(WireBatch, TheReceivingParserReadsWhatIsSentUnderEachCompression) {
+  const Batch in = MakeBatch(5);
+  BatchMessage header;
+  header.set_split(3);
+  header.add_files("a.tfrecord");
+  for (Compression c : {COMPRESSION_NONE, COMPRESSION_ZSTD, COMPRESSION_LZ4}) {
+    SCOPED_TRACE(Compression_Name(c));
+    ASSERT_OK_AND_ASSIGN(grpc::ByteBuffer wire, EncodeWireBatch(in, header, c));
+    ReceivedBatch received;
+    SLUICE_ASSERT_OK(ParseReceivedBatch(&wire, BufferPool::Default(), &received));
+    EXPECT_EQ(received.header.split(), 3);
+    EXPECT_EQ(received.header.files(0), "a.tfrecord");
+    ASSERT_OK_AND_ASSIGN(Batch out, DecodeBatch(std::move(received), kSchema, nullptr));
+    ASSERT_EQ(out.rows, 5);
+    EXPECT_EQ(std::memcmp(out.columns[0].values.raw_data(), in.columns[0].values.raw_data(), 30), 0);
+    for (int r = 0; r < 5; ++r) EXPECT_EQ(out.columns[1].RaggedRow(r), in.columns[1].RaggedRow(r));
+    EXPECT_EQ(out.provenance.SampleId(4), 5);
+  }
+}
+
+TEST(WireBatch, AFlippedOrMissingByteOnTheWireIsDataLoss) {
+  BatchMessage header;
+  header.set_split(4);
+  ASSERT_OK_AND_ASSIGN(grpc::ByteBuffer wire, EncodeWireBatch(MakeBatch(3), header, COMPRESSION_NONE));
+  const std::string bytes = Flatten(wire);
+  const size_t pixel = bytes.find(std::string("\x06\x07\x08", 3));  // row 1 of the image column
+  ASSERT_NE(pixel, std::string::npos);
+  std::string flipped = bytes;
+  flipped[pixel] ^= 1;
+  grpc::ByteBuffer flipped_wire = Wire(flipped);
+  ReceivedBatch received;
+  SLUICE_ASSERT_OK(ParseReceivedBatch(&flipped_wire, BufferPool::Default(), &received));
+  EXPECT_THAT(DecodeBatch(std::move(received), kSchema, nullptr),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("batch of split 4: CRC32C mismatch")));
+  grpc::ByteBuffer truncated = Wire(bytes.substr(0, bytes.size() - 3));
+  EXPECT_THAT(ParseReceivedBatch(&truncated, BufferPool::Default(), &received),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("malformed batch message")));
+}
+
+TEST(BatchCodec, PlainColumnsAreTheReceivedBuffers) {
+  BatchMessage m;
+  SLUICE_ASSERT_OK(EncodeBatch(MakeBatch(4), COMPRESSION_NONE, &m));
+  ReceivedBatch received = Received(m);
+  const uint8_t* bytes = received.data[0].raw_data();
+  ASSERT_OK_AND_ASSIGN(Batch out, DecodeBatch(std::move(received), kSchema, nullptr));
   EXPECT_EQ(out.columns[0].values.raw_data(), bytes);
-  m.reset();  // the batch keeps the message alive
   EXPECT_EQ(out.columns[0].values.raw_data()[7], 7);
 }
 
@@ -88,7 +137,7 @@ TEST(BatchCodec, ARaggedSliceIsSentFromItsFirstByte) {
   const Batch in = MakeBatch(5).Slice(2, 4);
   BatchMessage m;
   SLUICE_ASSERT_OK(EncodeBatch(in, COMPRESSION_NONE, &m));
-  ASSERT_OK_AND_ASSIGN(Batch out, DecodeBatch(std::make_shared<BatchMessage>(m), kSchema, nullptr));
+  ASSERT_OK_AND_ASSIGN(Batch out, DecodeBatch(Received(m), kSchema, nullptr));
   EXPECT_EQ(out.columns[1].RaggedRow(0), "ccc");
   EXPECT_EQ(out.columns[1].RaggedRow(1), "dddd");
 }
@@ -99,11 +148,11 @@ TEST(BatchCodec, AFlippedByteOrAWrongShapeIsDataLoss) {
   m.set_split(7);
   BatchMessage flipped = m;
   (*flipped.mutable_columns(0)->mutable_data())[0] ^= 1;
-  EXPECT_THAT(DecodeBatch(std::make_shared<BatchMessage>(flipped), kSchema, nullptr),
+  EXPECT_THAT(DecodeBatch(Received(flipped), kSchema, nullptr),
               StatusIs(absl::StatusCode::kDataLoss, HasSubstr("batch of split 7: CRC32C mismatch")));
   const Schema wider({ColumnSpec{"image", DType::kUInt8, Shape{2, 4}},
                       ColumnSpec{"record", DType::kUInt8, Shape{}, true}});
-  EXPECT_THAT(DecodeBatch(std::make_shared<BatchMessage>(m), wider, nullptr),
+  EXPECT_THAT(DecodeBatch(Received(m), wider, nullptr),
               StatusIs(absl::StatusCode::kDataLoss, HasSubstr("column 'image': 18 bytes for 3 rows")));
 }
 

@@ -21,22 +21,47 @@ PipelineDef W1Pipeline(const std::string& mnist_dir) {
   return def;
 }
 
-PipelineDef W2Pipeline(const std::string& cifar_dir) {
-  PipelineDef def =
+namespace {
+
+// W2 up to its batch: parse, dilation, blur, batch 1024.
+PipelineBuilder W2Front(const std::string& cifar_dir) {
+  PipelineBuilder b =
       PipelineBuilder::TfRecord({cifar_dir + "/*.tfrecord"},
-                                {graph::BytesFeature("image", 3072), graph::Int64Feature("label")})
-          .Map({Op("decode_raw", {{"dtype", "uint8"}}),
-                Op("reshape", {{"shape", {32, 32, 3}}}),
-                Op("grey_dilation", {{"size", 3}}),
-                Op("gaussian_blur", {{"ksize", 11}, {"sigma", 0.8}})})
-          .Batch(1024, /*drop_remainder=*/true)
-          .Map({Op("rescale", {{"scale", 1 / 255.0}}),
-                Op("random_flip", {{"mode", "horizontal"}}),
-                Op("random_rotation", {{"degrees", 36.0}, {"fill_mode", "reflect"}}),
-                Op("random_zoom", {{"scale", {0.9, 1.1}}, {"fill_mode", "reflect"}})})
-          .Prefetch(2)
-          .Build();
+                                {graph::BytesFeature("image", 3072), graph::Int64Feature("label")});
+  b.Map({Op("decode_raw", {{"dtype", "uint8"}}),
+         Op("reshape", {{"shape", {32, 32, 3}}}),
+         Op("grey_dilation", {{"size", 3}}),
+         Op("gaussian_blur", {{"ksize", 11}, {"sigma", 0.8}})})
+      .Batch(1024, /*drop_remainder=*/true);
+  return b;
+}
+
+std::vector<OpDef> W2Augmentation() {
+  return {Op("random_flip", {{"mode", "horizontal"}}),
+          Op("random_rotation", {{"degrees", 36.0}, {"fill_mode", "reflect"}}),
+          Op("random_zoom", {{"scale", {0.9, 1.1}}, {"fill_mode", "reflect"}})};
+}
+
+OpDef W2Rescale() { return Op("rescale", {{"scale", 1 / 255.0}}); }
+
+}  // namespace
+
+PipelineDef W2Pipeline(const std::string& cifar_dir) {
+  std::vector<OpDef> ops = W2Augmentation();
+  ops.insert(ops.begin(), W2Rescale());
+  PipelineDef def = W2Front(cifar_dir).Map(std::move(ops)).Prefetch(2).Build();
   def.set_name("w2_cifar10");
+  return def;
+}
+
+PipelineDef W2Uint8OverTheWire(const std::string& cifar_dir, DistributeDef distribute) {
+  PipelineDef def = W2Front(cifar_dir)
+                        .Map(W2Augmentation())
+                        .Distribute(std::move(distribute))
+                        .Map({W2Rescale()})
+                        .Prefetch(2)
+                        .Build();
+  def.set_name("w2_uint8_over_the_wire");
   return def;
 }
 

@@ -17,6 +17,12 @@ PipelineDef W1Pipeline(const std::string& mnist_dir);
 // 1024, rescale, random flip, rotation (+-36 degrees), zoom (+-10%).
 PipelineDef W2Pipeline(const std::string& cifar_dir);
 
+// W2 arranged for the service: everything but the rescale on the workers,
+// the augmentation warps on uint8, and the rescale to float32 after the
+// distribute node, so a quarter of W2's bytes cross the wire. It differs
+// from W2 by the rounding of the warped pixels to uint8 (at most 0.5/255).
+PipelineDef W2Uint8OverTheWire(const std::string& cifar_dir, DistributeDef distribute);
+
 }  // namespace sluice::cli
 
 #endif  // SLUICE_CLI_WORKLOADS_H_

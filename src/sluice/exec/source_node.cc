@@ -27,16 +27,26 @@ class SourceIterator : public Iterator {
   absl::Status GetNext(Batch* out, bool* end) override {
     CpuToken token(&ctx_->cpu);
     if (!token.held()) return absl::CancelledError("pipeline cancelled");
+    // Readers of in-memory records hand out views: a chunk per call, which
+    // may be short at the end of a split.
+    while (true) {
+      SLUICE_ASSIGN_OR_RETURN(bool more, EnsureReader());
+      if (!more || !reader_->views()) break;
+      *out = Batch();
+      out->provenance = Provenance(node_.format->files());
+      absl::StatusOr<int64_t> n = reader_->View(chunk_rows_, out);
+      if (!n.ok()) return WithContext(n.status(), Where());
+      if (*n > 0) {
+        *end = false;
+        return absl::OkStatus();
+      }
+      reader_.reset();
+    }
     BatchBuilder builder(node_.output_schema, chunk_rows_, ctx_->pool, ragged_hint_);
     builder.provenance() = Provenance(node_.format->files());
     while (builder.remaining() > 0) {
-      if (!reader_) {
-        if (next_split_ == splits_.size()) break;
-        absl::StatusOr<std::unique_ptr<io::SplitReader>> reader = node_.format->OpenSplit(
-            splits_[next_split_++], node_.skip_corrupt ? &ctx_->skips : nullptr);
-        if (!reader.ok()) return WithContext(reader.status(), Where());
-        reader_ = *std::move(reader);
-      }
+      SLUICE_ASSIGN_OR_RETURN(bool more, EnsureReader());
+      if (!more) break;
       absl::StatusOr<int64_t> n = reader_->Read(builder.remaining(), &builder);
       if (!n.ok()) return WithContext(n.status(), Where());
       if (*n == 0) reader_.reset();
@@ -48,6 +58,18 @@ class SourceIterator : public Iterator {
   }
 
  private:
+  // Opens the next split's reader unless one is open; false when the
+  // epoch's splits are done.
+  absl::StatusOr<bool> EnsureReader() {
+    if (reader_) return true;
+    if (next_split_ == splits_.size()) return false;
+    absl::StatusOr<std::unique_ptr<io::SplitReader>> reader =
+        node_.format->OpenSplit(splits_[next_split_++], node_.skip_corrupt ? &ctx_->skips : nullptr);
+    if (!reader.ok()) return WithContext(reader.status(), Where());
+    reader_ = *std::move(reader);
+    return true;
+  }
+
   std::string Where() const { return absl::StrCat("node '", node_.name, "'"); }
 
   // Sizes the next chunk's byte buffer from this one, so it rarely grows.

@@ -12,35 +12,60 @@ int64_t RowBytes(const ColumnSpec& spec) {
   return spec.shape.num_elements() * static_cast<int64_t>(DTypeSize(spec.dtype));
 }
 
+// A column's rows, shared by the source and every batch that views them, so
+// a batch may outlive the pipeline.
+struct HeldColumn {
+  ColumnSpec spec;
+  std::shared_ptr<std::string> data;
+};
+
+// Hands out views of the arrays (chunks need no copy: the data is in
+// memory already); Read copies, for callers that assemble rows themselves.
 class ArraySplitReader : public FixedRecordSplitReader {
  public:
-  ArraySplitReader(const std::vector<ArrayColumnData>& columns, Split split)
+  ArraySplitReader(const std::vector<HeldColumn>& columns, Split split)
       : FixedRecordSplitReader(split), columns_(columns) {}
+
+  bool views() const override { return true; }
 
  protected:
   absl::Status ReadRecords(int64_t first, int64_t n, int64_t row, BatchBuilder* out) override {
     for (size_t c = 0; c < columns_.size(); ++c) {
       const int64_t row_bytes = RowBytes(columns_[c].spec);
       std::memcpy(out->dense(static_cast<int>(c)) + row * row_bytes,
-                  columns_[c].data.data() + first * row_bytes, n * row_bytes);
+                  columns_[c].data->data() + first * row_bytes, n * row_bytes);
     }
     return absl::OkStatus();
   }
 
+  std::vector<Column> ViewRecords(int64_t first, int64_t n) override {
+    std::vector<Column> out(columns_.size());
+    for (size_t c = 0; c < columns_.size(); ++c) {
+      const HeldColumn& held = columns_[c];
+      const int64_t row_bytes = RowBytes(held.spec);
+      auto* begin = reinterpret_cast<uint8_t*>(held.data->data()) + first * row_bytes;
+      out[c].values = Tensor(held.spec.dtype, held.spec.shape.WithLeading(n),
+                             Buffer::Adopt(begin, static_cast<size_t>(n * row_bytes), held.data));
+    }
+    return out;
+  }
+
  private:
-  const std::vector<ArrayColumnData>& columns_;
+  const std::vector<HeldColumn>& columns_;
 };
 
 class ArraySource : public SourceFormat {
  public:
   ArraySource(std::vector<ArrayColumnData> columns, int64_t rows, int64_t split_records)
-      : columns_(std::move(columns)),
-        rows_(rows),
+      : rows_(rows),
         split_records_(split_records),
         files_(std::make_shared<const std::vector<std::string>>(
             std::vector<std::string>{"<arrays>"})) {
     std::vector<ColumnSpec> specs;
-    for (const ArrayColumnData& c : columns_) specs.push_back(c.spec);
+    for (ArrayColumnData& c : columns) {
+      specs.push_back(c.spec);
+      columns_.push_back(HeldColumn{c.spec, std::make_shared<std::string>(std::move(c.data))});
+    }
     schema_ = Schema(std::move(specs));
   }
 
@@ -55,7 +80,7 @@ class ArraySource : public SourceFormat {
   }
 
  private:
-  std::vector<ArrayColumnData> columns_;
+  std::vector<HeldColumn> columns_;
   int64_t rows_;
   int64_t split_records_;
   std::shared_ptr<const std::vector<std::string>> files_;

@@ -23,6 +23,17 @@ class SplitReader {
   // Appends up to `max_rows` rows to `out` (with their provenance) and
   // returns how many; 0 means the split is done.
   virtual absl::StatusOr<int64_t> Read(int64_t max_rows, BatchBuilder* out) = 0;
+
+  // True when the reader holds its records in memory and can hand them out
+  // as views (View) instead of copies (Read).
+  virtual bool views() const { return false; }
+  // Sets `out` to the next up to `max_rows` rows, viewing the reader's
+  // memory, and appends their runs to out->provenance (whose files the
+  // caller set); returns how many, 0 when the split is done.
+  // REQUIRES: views().
+  virtual absl::StatusOr<int64_t> View(int64_t max_rows, Batch* out) {
+    return absl::UnimplementedError("this reader copies its records");
+  }
 };
 
 // Thread-safe: readers of different splits may run concurrently. Readers

@@ -91,10 +91,13 @@ class AffineKernel : public Kernel {
                    absl::Span<const ColumnRef> out) const override {
     const int64_t n = ctx.rows * elems_;
     float* dst = reinterpret_cast<float*>(out[0].data);
+    // Locals, not members: a store through dst could alias this->scale_,
+    // which kept the loop scalar (1.1 G elements/s; vectorized ~10x that).
+    const float scale = scale_, offset = offset_;
     DispatchImageType(from_, [&](auto type) {
       using T = decltype(type);
-      const T* src = reinterpret_cast<const T*>(in[0].data);
-      for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<float>(src[i]) * scale_ + offset_;
+      const T* __restrict src = reinterpret_cast<const T*>(in[0].data);
+      for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<float>(src[i]) * scale + offset;
     });
     return absl::OkStatus();
   }

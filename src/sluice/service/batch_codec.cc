@@ -33,19 +33,19 @@ absl::Status Compress(Compression c, const uint8_t* data, size_t size, std::stri
   return absl::OkStatus();
 }
 
-absl::Status Decompress(Compression c, const std::string& in, uint8_t* out, size_t size,
+absl::Status Decompress(Compression c, const uint8_t* in, size_t in_size, uint8_t* out, size_t size,
                         const std::string& where) {
-  size_t got = in.size();
+  size_t got = 0;
   if (c == COMPRESSION_ZSTD) {
-    got = ZSTD_decompress(out, size, in.data(), in.size());
+    got = ZSTD_decompress(out, size, in, in_size);
     if (ZSTD_isError(got)) return absl::DataLossError(absl::StrCat(where, ": zstd: ", ZSTD_getErrorName(got)));
   } else if (c == COMPRESSION_LZ4) {
-    const int n = LZ4_decompress_safe(in.data(), reinterpret_cast<char*>(out), static_cast<int>(in.size()),
-                                      static_cast<int>(size));
+    const int n = LZ4_decompress_safe(reinterpret_cast<const char*>(in), reinterpret_cast<char*>(out),
+                                      static_cast<int>(in_size), static_cast<int>(size));
     if (n < 0) return absl::DataLossError(absl::StrCat(where, ": lz4 data is corrupt"));
     got = static_cast<size_t>(n);
-  } else if (in.size() == size) {
-    std::memcpy(out, in.data(), size);
+  } else {
+    return absl::DataLossError(absl::StrCat(where, ": unknown compression ", static_cast<int>(c)));
   }
   if (got != size) {
     return absl::DataLossError(absl::StrCat(where, ": ", got, " bytes, expected ", size));
@@ -98,26 +98,48 @@ absl::Status EncodeBatch(const Batch& batch, Compression compression, BatchMessa
   return absl::OkStatus();
 }
 
-absl::StatusOr<Batch> DecodeBatch(std::shared_ptr<BatchMessage> message, const Schema& schema,
+ReceivedBatch Received(BatchMessage message) {
+  ReceivedBatch out;
+  out.crc = MessageCrc(message);
+  for (TensorData& t : *message.mutable_columns()) {
+    auto bytes = std::make_shared<std::string>(std::move(*t.mutable_data()));
+    t.clear_data();
+    out.data.emplace_back(DType::kUInt8, Shape{static_cast<int64_t>(bytes->size())},
+                          Buffer::Adopt(reinterpret_cast<uint8_t*>(bytes->data()), bytes->size(), bytes));
+  }
+  out.header = std::move(message);
+  return out;
+}
+
+absl::StatusOr<Batch> DecodeBatch(ReceivedBatch message, const Schema& schema,
                                   std::shared_ptr<const std::vector<std::string>> files,
                                   BufferPool* pool) {
-  const BatchMessage& m = *message;
-  if (MessageCrc(m) != m.crc32c()) {
+  const BatchMessage& m = message.header;
+  if (message.crc != m.crc32c()) {
     return absl::DataLossError(absl::StrCat("batch of split ", m.split(), ": CRC32C mismatch"));
   }
-  if (m.columns_size() != static_cast<int>(schema.columns().size()) || m.rows() < 0 ||
-      m.sample_ids_size() != m.rows()) {
+  if (m.columns_size() != static_cast<int>(schema.columns().size()) ||
+      message.data.size() != schema.columns().size() || m.rows() < 0 || m.sample_ids_size() != m.rows()) {
     return absl::DataLossError(absl::StrCat("batch of split ", m.split(), ": ", m.columns_size(),
                                             " columns and ", m.sample_ids_size(), " ids for ",
                                             m.rows(), " rows; expected ", schema.columns().size(),
                                             " columns"));
   }
+  const bool plain = m.compression() == COMPRESSION_NONE;
   Batch batch;
   batch.rows = m.rows();
   for (size_t i = 0; i < schema.columns().size(); ++i) {
     const ColumnSpec& spec = schema.columns()[i];
     const TensorData& t = m.columns(static_cast<int>(i));
+    const Tensor& sent = message.data[i];
     const std::string where = absl::StrCat("batch of split ", m.split(), ", column '", spec.name, "'");
+    const DType dtype = spec.ragged ? DType::kUInt8 : spec.dtype;
+    const Shape shape = spec.ragged ? Shape{t.uncompressed_size()} : spec.shape.WithLeading(m.rows());
+    const int64_t bytes = shape.num_elements() * static_cast<int64_t>(DTypeSize(dtype));
+    if (bytes != t.uncompressed_size()) {
+      return absl::DataLossError(absl::StrCat(where, ": ", t.uncompressed_size(), " bytes for ",
+                                              m.rows(), " rows of ", spec.ToString()));
+    }
     Column column;
     if (spec.ragged) {
       if (t.offsets().size() != (m.rows() + 1) * sizeof(int64_t)) {
@@ -129,25 +151,17 @@ absl::StatusOr<Batch> DecodeBatch(std::shared_ptr<BatchMessage> message, const S
       if (off[0] != 0 || off[m.rows()] != t.uncompressed_size()) {
         return absl::DataLossError(absl::StrCat(where, ": offsets do not span the data"));
       }
-      column.values = Tensor::Allocate(DType::kUInt8, Shape{t.uncompressed_size()}, pool);
-    } else {
-      const Shape shape = spec.shape.WithLeading(m.rows());
-      const int64_t bytes = shape.num_elements() * static_cast<int64_t>(DTypeSize(spec.dtype));
-      if (bytes != t.uncompressed_size()) {
-        return absl::DataLossError(absl::StrCat(where, ": ", t.uncompressed_size(), " bytes for ",
-                                                m.rows(), " rows of ", spec.ToString()));
-      }
-      if (m.compression() == COMPRESSION_NONE && static_cast<int64_t>(t.data().size()) == bytes) {
-        std::string* data = message->mutable_columns(static_cast<int>(i))->mutable_data();
-        column.values = Tensor(spec.dtype, shape,
-                               Buffer::Adopt(reinterpret_cast<uint8_t*>(data->data()), data->size(), message));
-        batch.columns.push_back(std::move(column));
-        continue;
-      }
-      column.values = Tensor::Allocate(spec.dtype, shape, pool);
     }
-    SLUICE_RETURN_IF_ERROR(Decompress(m.compression(), t.data(), column.values.raw_data(),
-                                      column.values.byte_size(), where));
+    if (plain) {
+      if (sent.byte_size() != static_cast<size_t>(bytes)) {
+        return absl::DataLossError(absl::StrCat(where, ": ", sent.byte_size(), " bytes, expected ", bytes));
+      }
+      column.values = Tensor(dtype, shape, sent.buffer());
+    } else {
+      column.values = Tensor::Allocate(dtype, shape, pool);
+      SLUICE_RETURN_IF_ERROR(Decompress(m.compression(), sent.raw_data(), sent.byte_size(),
+                                        column.values.raw_data(), column.values.byte_size(), where));
+    }
     batch.columns.push_back(std::move(column));
   }
   batch.provenance = Provenance(std::move(files));

@@ -14,6 +14,7 @@
 #include "sluice/core/batch.h"
 #include "sluice/core/buffer_pool.h"
 #include "sluice/core/schema.h"
+#include "sluice/core/tensor.h"
 
 namespace sluice::service {
 
@@ -21,11 +22,23 @@ namespace sluice::service {
 // fields are the caller's).
 absl::Status EncodeBatch(const Batch& batch, Compression compression, BatchMessage* out);
 
+// A BatchMessage as received: the columns' data apart from the rest, in
+// buffers of their own, with the CRC32C computed over the data and offsets
+// as they arrived (the client's parser, ParseReceivedBatch, does both while
+// copying each column once out of gRPC's buffers).
+struct ReceivedBatch {
+  BatchMessage header;               // every field but the columns' data
+  std::vector<Tensor> data;          // per column, uint8 [bytes] at offset 0 of its buffer, as sent
+  uint32_t crc = 0;                  // as received
+};
+
+// `message` split into a ReceivedBatch, its data moved, not copied.
+ReceivedBatch Received(BatchMessage message);
+
 // The batch `message` carries, checked against `schema` (per-sample specs):
 // DataLoss when the CRC or a size is wrong, naming the column. Uncompressed
-// dense columns view the message's own bytes (no copy); the batch keeps the
-// message alive.
-absl::StatusOr<Batch> DecodeBatch(std::shared_ptr<BatchMessage> message, const Schema& schema,
+// columns are the received buffers themselves (no copy).
+absl::StatusOr<Batch> DecodeBatch(ReceivedBatch message, const Schema& schema,
                                   std::shared_ptr<const std::vector<std::string>> files,
                                   BufferPool* pool = BufferPool::Default());
 

@@ -5,6 +5,7 @@
 #include "sluice/exec/row_copier.h"
 #include "sluice/service/batch_codec.h"
 #include "sluice/service/log.h"
+#include "sluice/service/wire_batch.h"
 
 namespace sluice::service {
 namespace {
@@ -73,7 +74,6 @@ void EpochReader::OpenStreams() {
 
 void EpochReader::Read(Stream* stream) {
   std::shared_ptr<grpc::Channel> channel = input_->ChannelTo(stream->address);
-  std::unique_ptr<::sluice::Worker::Stub> stub = ::sluice::Worker::NewStub(channel);
   AddToken(&stream->context, input_->options().security.token);
   StreamBatchesRequest request;
   request.set_job_id(input_->job_id());
@@ -82,17 +82,21 @@ void EpochReader::Read(Stream* stream) {
   request.set_pipeline_id(input_->pipeline_id());
   request.set_mode(input_->options().mode);
   request.set_compression(input_->options().compression);
-  std::unique_ptr<grpc::ClientReader<BatchMessage>> reader = stub->StreamBatches(&stream->context, request);
+  // The generated stub would parse BatchMessages; this reader parses
+  // ReceivingBatches (see wire_batch.h) from the same method.
+  static const std::string method = absl::StrCat("/", ::sluice::Worker::service_full_name(), "/StreamBatches");
+  std::unique_ptr<grpc::ClientReader<ReceivingBatch>> reader(grpc::internal::ClientReaderFactory<ReceivingBatch>::Create(
+      channel.get(), grpc::internal::RpcMethod(method.c_str(), grpc::internal::RpcMethod::SERVER_STREAMING, channel),
+      &stream->context, request));
 
   std::shared_ptr<const std::vector<std::string>> files;
   int64_t split = -1;  // the split whose rows are arriving
   bool ended = false;
   grpc::Status broken;  // set when this side gave up on the stream
-  // A message per read: decoded batches view its bytes and keep it alive.
-  auto message_ptr = std::make_shared<BatchMessage>();
-  while (reader->Read(message_ptr.get())) {
-    std::shared_ptr<BatchMessage> owned = std::exchange(message_ptr, std::make_shared<BatchMessage>());
-    const BatchMessage& message = *owned;
+  ReceivingBatch incoming;
+  incoming.pool = ctx_->pool;
+  while (reader->Read(&incoming)) {
+    const BatchMessage& message = incoming.received.header;
     if (message.files_size() > 0) {
       files = std::make_shared<const std::vector<std::string>>(message.files().begin(), message.files().end());
     }
@@ -111,13 +115,13 @@ void EpochReader::Read(Stream* stream) {
       continue;
     }
     split = message.split();
-    absl::StatusOr<Batch> batch = DecodeBatch(owned, input_->schema(), files, ctx_->pool);
+    int64_t bytes = 0;
+    for (const Tensor& t : incoming.received.data) bytes += static_cast<int64_t>(t.byte_size());
+    absl::StatusOr<Batch> batch = DecodeBatch(std::move(incoming.received), input_->schema(), files, ctx_->pool);
     if (!batch.ok()) {  // damaged on the way: drop the stream, re-run the split
       broken = grpc::Status(grpc::StatusCode::ABORTED, std::string(batch.status().message()));
       break;
     }
-    int64_t bytes = 0;
-    for (const TensorData& t : message.columns()) bytes += static_cast<int64_t>(t.data().size());
     input_->CountReceived(batch->rows, bytes);
     absl::MutexLock lock(&mu_);
     if (exactly_once_ && !DropDelivered(split, &*batch)) continue;

@@ -4,7 +4,11 @@
 #include <string>
 #include <vector>
 
+#include <grpcpp/support/proto_buffer_reader.h>
+
+#include "absl/strings/str_cat.h"
 #include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "google/protobuf/wire_format_lite.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/io/crc32c.h"
@@ -110,6 +114,101 @@ absl::StatusOr<grpc::ByteBuffer> EncodeWireBatch(const Batch& batch, const Batch
     slices.push_back(OwnedSlice(p.rest));
   }
   return grpc::ByteBuffer(slices.data(), slices.size());
+}
+
+namespace {
+
+using google::protobuf::io::CodedInputStream;
+
+absl::Status Malformed(const char* what) {
+  return absl::DataLossError(absl::StrCat("malformed batch message: ", what));
+}
+
+// TensorData's fields; `data` is copied into a pooled buffer with its CRC.
+absl::Status ParseTensorData(CodedInputStream* in, BufferPool* pool, TensorData* header, Tensor* data,
+                             uint32_t* crc) {
+  bool have_data = false;
+  while (const uint32_t tag = in->ReadTag()) {
+    switch (WireFormatLite::GetTagFieldNumber(tag)) {
+      case TensorData::kDataFieldNumber: {
+        uint32_t size = 0;
+        if (WireFormatLite::GetTagWireType(tag) != WireFormatLite::WIRETYPE_LENGTH_DELIMITED ||
+            !in->ReadVarint32(&size) || have_data || !header->offsets().empty()) {
+          return Malformed("column data");  // the CRC runs over data, then offsets
+        }
+        *data = Tensor::Allocate(DType::kUInt8, Shape{static_cast<int64_t>(size)}, pool);
+        uint8_t* out = data->raw_data();
+        while (size > 0) {
+          const void* chunk = nullptr;
+          int available = 0;
+          if (!in->GetDirectBufferPointer(&chunk, &available) || available <= 0) {
+            return Malformed("column data truncated");
+          }
+          const uint32_t n = std::min<uint32_t>(size, static_cast<uint32_t>(available));
+          *crc = io::CopyAndCrc32c(*crc, out, chunk, n);
+          in->Skip(static_cast<int>(n));
+          out += n;
+          size -= n;
+        }
+        have_data = true;
+        break;
+      }
+      case TensorData::kOffsetsFieldNumber:
+        if (!WireFormatLite::ReadBytes(in, header->mutable_offsets())) return Malformed("offsets");
+        *crc = io::Crc32cExtend(*crc, header->offsets().data(), header->offsets().size());
+        break;
+      case TensorData::kUncompressedSizeFieldNumber: {
+        uint64_t v = 0;
+        if (!in->ReadVarint64(&v)) return Malformed("uncompressed size");
+        header->set_uncompressed_size(static_cast<int64_t>(v));
+        break;
+      }
+      default:
+        if (!WireFormatLite::SkipField(in, tag)) return Malformed("unknown column field");
+    }
+  }
+  if (!have_data) *data = Tensor::Allocate(DType::kUInt8, Shape{0}, pool);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ParseReceivedBatch(grpc::ByteBuffer* bytes, BufferPool* pool, ReceivedBatch* out) {
+  *out = ReceivedBatch();
+  grpc::ProtoBufferReader reader(bytes);
+  CodedInputStream in(&reader);
+  // Fields other than the columns are gathered, still serialized, and parsed
+  // by protobuf at the end: they are small.
+  std::string rest;
+  {
+    google::protobuf::io::StringOutputStream rest_stream(&rest);
+    google::protobuf::io::CodedOutputStream rest_out(&rest_stream);
+    while (const uint32_t tag = in.ReadTag()) {
+      if (WireFormatLite::GetTagFieldNumber(tag) != kColumnsField) {
+        if (!WireFormatLite::SkipField(&in, tag, &rest_out)) return Malformed("field");
+        continue;
+      }
+      uint32_t size = 0;
+      if (WireFormatLite::GetTagWireType(tag) != WireFormatLite::WIRETYPE_LENGTH_DELIMITED ||
+          !in.ReadVarint32(&size)) {
+        return Malformed("column");
+      }
+      const CodedInputStream::Limit limit = in.PushLimit(static_cast<int>(size));
+      TensorData column;
+      Tensor data;
+      SLUICE_RETURN_IF_ERROR(ParseTensorData(&in, pool, &column, &data, &out->crc));
+      if (!in.ConsumedEntireMessage()) return Malformed("column");
+      in.PopLimit(limit);
+      *out->header.add_columns() = std::move(column);
+      out->data.push_back(std::move(data));
+    }
+    if (!in.ConsumedEntireMessage()) return Malformed("trailing bytes");
+  }
+  BatchMessage fields;
+  if (!fields.ParseFromString(rest)) return Malformed("header");
+  fields.mutable_columns()->Swap(out->header.mutable_columns());
+  out->header = std::move(fields);
+  return absl::OkStatus();
 }
 
 }  // namespace sluice::service

@@ -15,6 +15,8 @@
 #include "absl/status/statusor.h"
 #include "service.pb.h"
 #include "sluice/core/batch.h"
+#include "sluice/core/buffer_pool.h"
+#include "sluice/service/batch_codec.h"
 
 namespace sluice::service {
 
@@ -33,6 +35,19 @@ struct WireBatch {
   grpc::ByteBuffer bytes;
 };
 
+// The receiving side: a BatchMessage parsed by hand out of gRPC's slices.
+// Each column's data is copied once, into a buffer from `pool`, and the
+// CRC is computed during that copy. Parsed as a BatchMessage by protobuf, a
+// batch was copied into a freshly allocated string (new pages to fault in
+// per message) and read again for the CRC: ~40% of the client's CPU.
+struct ReceivingBatch {
+  BufferPool* pool = BufferPool::Default();  // set before reading
+  ReceivedBatch received;
+};
+
+// DataLoss when `bytes` is not a well-formed BatchMessage.
+absl::Status ParseReceivedBatch(grpc::ByteBuffer* bytes, BufferPool* pool, ReceivedBatch* out);
+
 }  // namespace sluice::service
 
 namespace grpc {
@@ -47,6 +62,19 @@ class SerializationTraits<sluice::service::WireBatch, void> {
   }
   static Status Deserialize(ByteBuffer*, sluice::service::WireBatch*) {
     return Status(StatusCode::UNIMPLEMENTED, "a WireBatch is only ever sent");
+  }
+};
+
+template <>
+class SerializationTraits<sluice::service::ReceivingBatch, void> {
+ public:
+  static Status Serialize(const sluice::service::ReceivingBatch&, ByteBuffer*, bool*) {
+    return Status(StatusCode::UNIMPLEMENTED, "a ReceivingBatch is only ever received");
+  }
+  static Status Deserialize(ByteBuffer* bytes, sluice::service::ReceivingBatch* message) {
+    const absl::Status s = sluice::service::ParseReceivedBatch(bytes, message->pool, &message->received);
+    bytes->Clear();
+    return s.ok() ? Status::OK : Status(StatusCode::INTERNAL, std::string(s.message()));
   }
 };
 

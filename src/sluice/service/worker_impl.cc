@@ -6,11 +6,14 @@
 #include "absl/time/clock.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/service/dispatcher_call.h"
+#include "sluice/service/encode_ahead.h"
+#include "sluice/service/heap_reuse.h"
 #include "sluice/service/wire_batch.h"
 #include "sluice/service/log.h"
 
 namespace sluice::service {
 absl::StatusOr<std::unique_ptr<WorkerImpl>> WorkerImpl::Create(WorkerOptions options) {
+  ReuseFreedHeapMemory();
   std::unique_ptr<WorkerImpl> worker(new WorkerImpl(std::move(options)));
   SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<grpc::Channel> channel,
                           MakeChannel(worker->options_.dispatcher, worker->options_.security));
@@ -96,17 +99,17 @@ absl::Status WorkerImpl::SendAll(exec::PipelineIterator* it, const StreamBatches
                                  int64_t split, BatchMessage* header, const WriteFn& write,
                                  const std::function<bool()>& cancelled) {
   header->set_split(split);
+  EncodeAhead encoded(it, *header, request.compression());
+  header->clear_files();  // sent once per stream
   while (!cancelled()) {
-    Batch batch;
+    EncodeAhead::Encoded message;
     bool end = false;
-    SLUICE_RETURN_IF_ERROR(it->Next(&batch, &end));
+    SLUICE_RETURN_IF_ERROR(encoded.Next(&message, &end));
     if (end) return absl::OkStatus();
-    SLUICE_ASSIGN_OR_RETURN(grpc::ByteBuffer message, EncodeWireBatch(batch, *header, request.compression()));
-    const size_t bytes = message.Length();
-    if (!write(&message)) return absl::CancelledError("the client went away");
-    samples_sent_ += batch.rows;
+    const size_t bytes = message.bytes.Length();
+    if (!write(&message.bytes)) return absl::CancelledError("the client went away");
+    samples_sent_ += message.rows;
     bytes_sent_ += static_cast<int64_t>(bytes);
-    header->clear_files();  // sent once per stream
   }
   return absl::CancelledError("stream cancelled by the client");
 }

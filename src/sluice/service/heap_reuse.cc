@@ -1,0 +1,19 @@
+#include "sluice/service/heap_reuse.h"
+
+#include <malloc.h>
+
+#include <mutex>
+
+namespace sluice::service {
+
+void ReuseFreedHeapMemory() {
+#if defined(__GLIBC__)
+  static std::once_flag once;
+  std::call_once(once, [] {
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    mallopt(M_TRIM_THRESHOLD, 64 << 20);
+  });
+#endif
+}
+
+}  // namespace sluice::service
