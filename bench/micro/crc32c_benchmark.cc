@@ -13,7 +13,7 @@ void BM_Crc32c(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(sluice::io::Crc32c(data.data(), data.size()));
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * state.range(0));
 }
-BENCHMARK(BM_Crc32c)->Arg(3072)->Arg(64 << 10)->Arg(1 << 20);
+BENCHMARK(BM_Crc32c)->Arg(3072)->Arg(64 << 10)->Arg(1 << 20)->Arg(32 << 20);
 
 }  // namespace
 

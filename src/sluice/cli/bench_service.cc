@@ -30,6 +30,7 @@
 #include "sluice/graph/pipeline_builder.h"
 #include "sluice/service/batch_codec.h"
 #include "sluice/service/distributed_pipeline.h"
+#include "sluice/service/heap_reuse.h"
 #include "sluice/service/local_cluster.h"
 #include "sluice/service/security.h"
 #include "sluice/service/server_process.h"
@@ -96,6 +97,7 @@ absl::StatusOr<std::vector<BatchMessage>> RawMessages(const std::vector<uint8_t>
 // `sluice raw-stream-server` (hidden): the bare loop's server, in a process
 // of its own as the worker is.
 absl::Status ServeRawStream() {
+  service::ReuseFreedHeapMemory();  // as the worker does
   SLUICE_ASSIGN_OR_RETURN(std::vector<BatchMessage> messages, RawMessages(Blob()));
   RawStream service(std::move(messages), 256);
   BlockTerminationSignals();
@@ -171,6 +173,8 @@ absl::StatusOr<Timed> RunFor(const PipelineDef& def, double seconds) {
 struct Figures {
   std::vector<double> service_bytes, raw_bytes, w1_service, python_feed, w2_service, tfdata_service,
       cpu_in_process, cpu_client, cpu_client_float, first_batch_ms;
+  // Each run's ratio of the two sides, measured back to back.
+  std::vector<double> vs_raw, vs_feed, vs_tfs, share, share_float;
 };
 
 nlohmann::json OrNull(double v) { return v > 0 ? nlohmann::json(v) : nlohmann::json(nullptr); }
@@ -179,6 +183,9 @@ nlohmann::json OrNull(double v) { return v > 0 ? nlohmann::json(v) : nlohmann::j
 
 absl::Status BenchService(const BenchArgs& args) {
   SLUICE_RETURN_IF_ERROR(EnsureData(args.data, true, true));
+  // The service's client sets this when it connects; set from the start, the
+  // bare loop's client gets the same heap.
+  service::ReuseFreedHeapMemory();
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<service::LocalCluster> cluster, service::LocalCluster::Start(1, 0));
   const std::string dispatcher = cluster->dispatcher_address();
 
@@ -233,6 +240,9 @@ absl::Status BenchService(const BenchArgs& args) {
     f.cpu_client_float.push_back(offloaded.cpu_s_per_million);
     f.cpu_in_process.push_back(in_process.cpu_s_per_million);
     f.first_batch_ms.push_back(w1_run.create_ms + w1_run.report.first_batch_ms);
+    f.vs_raw.push_back(f.service_bytes.back() / raw);
+    f.share.push_back(f.cpu_client.back() / f.cpu_in_process.back());
+    f.share_float.push_back(f.cpu_client_float.back() / f.cpu_in_process.back());
     std::string line = absl::StrFormat(
         "run %d/%d: stream %.0f MB/s (raw gRPC %.0f); W1 %s samples/s; W2 prefix %s; client CPU "
         "%.2f s/1M samples (float32 on the wire %.2f; in-process %.2f); first batch %.0f ms",
@@ -242,6 +252,7 @@ absl::Status BenchService(const BenchArgs& args) {
       absl::StatusOr<double> feed = RunPeer(feed_cmd);
       if (feed.ok()) {
         f.python_feed.push_back(*feed);
+        f.vs_feed.push_back(f.w1_service.back() / *feed);
         absl::StrAppend(&line, "; Python gRPC feed ", WithCommas(*feed));
       } else {
         std::fprintf(stderr, "warning: Python gRPC feed failed: %s\n", std::string(feed.status().message()).c_str());
@@ -250,6 +261,7 @@ absl::Status BenchService(const BenchArgs& args) {
         absl::StatusOr<double> tfs = RunPeer(tfs_cmd);
         if (tfs.ok()) {
           f.tfdata_service.push_back(*tfs);
+          f.vs_tfs.push_back(f.w2_service.back() / *tfs);
           absl::StrAppend(&line, "; tf.data service ", WithCommas(*tfs));
         } else {
           std::fprintf(stderr, "warning: tf.data service failed: %s\n", std::string(tfs.status().message()).c_str());
@@ -262,19 +274,19 @@ absl::Status BenchService(const BenchArgs& args) {
   const double service_bytes = Median(f.service_bytes), raw = Median(f.raw_bytes);
   const double w1_rate = Median(f.w1_service), feed = Median(f.python_feed);
   const double w2_rate = Median(f.w2_service), tfs = Median(f.tfdata_service);
-  const double share = Median(f.cpu_client) / Median(f.cpu_in_process);
-  std::printf("\nservice on 127.0.0.1 (one local worker process), median of %d runs on %s\n", args.runs,
-              MachineDescription().c_str());
+  std::printf("\nservice on 127.0.0.1 (one local worker process), median of %d runs on %s;\n"
+              "ratios are the median of each run's ratio\n",
+              args.runs, MachineDescription().c_str());
   std::printf("  streaming 1 MiB batches       %10.0f MB/s   raw C++ gRPC loop %.0f MB/s (%.0f%%)\n",
-              service_bytes / 1e6, raw / 1e6, 100 * service_bytes / raw);
+              service_bytes / 1e6, raw / 1e6, 100 * Median(f.vs_raw));
   std::printf("  W1 through the service        %10s samples/s", WithCommas(w1_rate).c_str());
-  if (feed > 0) std::printf("   Python gRPC feed %s (%.1fx)", WithCommas(feed).c_str(), w1_rate / feed);
+  if (feed > 0) std::printf("   Python gRPC feed %s (%.1fx)", WithCommas(feed).c_str(), Median(f.vs_feed));
   std::printf("\n  W2, prefix on the worker      %10s samples/s", WithCommas(w2_rate).c_str());
-  if (tfs > 0) std::printf("   tf.data service %s (%.1fx)", WithCommas(tfs).c_str(), w2_rate / tfs);
+  if (tfs > 0) std::printf("   tf.data service %s (%.1fx)", WithCommas(tfs).c_str(), Median(f.vs_tfs));
   std::printf("\n  client CPU, W2 offloaded      %10.2f s per 1M samples   in-process %.2f (%.1f%%)\n",
-              Median(f.cpu_client), Median(f.cpu_in_process), 100 * share);
+              Median(f.cpu_client), Median(f.cpu_in_process), 100 * Median(f.share));
   std::printf("    (uint8 over the wire, rescale in the client; with float32 on the wire %.2f s, %.1f%%)\n",
-              Median(f.cpu_client_float), 100 * Median(f.cpu_client_float) / Median(f.cpu_in_process));
+              Median(f.cpu_client_float), 100 * Median(f.share_float));
   std::printf("  client start to first batch   %10.0f ms\n", Median(f.first_batch_ms));
   if (args.json) {
     nlohmann::json j;
@@ -283,18 +295,18 @@ absl::Status BenchService(const BenchArgs& args) {
     j["machine"] = MachineDescription();
     j["service_bytes_per_s"] = service_bytes;
     j["raw_grpc_bytes_per_s"] = raw;
-    j["vs_raw"] = service_bytes / raw;
+    j["vs_raw"] = Median(f.vs_raw);
     j["w1_service_samples_per_s"] = w1_rate;
     j["python_feed_samples_per_s"] = OrNull(feed);
-    j["vs_python_feed"] = feed > 0 ? nlohmann::json(w1_rate / feed) : nlohmann::json(nullptr);
+    j["vs_python_feed"] = OrNull(Median(f.vs_feed));
     j["w2_service_samples_per_s"] = w2_rate;
     j["tfdata_service_samples_per_s"] = OrNull(tfs);
-    j["vs_tfdata_service"] = tfs > 0 ? nlohmann::json(w2_rate / tfs) : nlohmann::json(nullptr);
+    j["vs_tfdata_service"] = OrNull(Median(f.vs_tfs));
     j["client_cpu_s_per_million"] = Median(f.cpu_client);
     j["in_process_cpu_s_per_million"] = Median(f.cpu_in_process);
-    j["client_cpu_share"] = share;
+    j["client_cpu_share"] = Median(f.share);
     j["client_cpu_s_per_million_float32_wire"] = Median(f.cpu_client_float);
-    j["client_cpu_share_float32_wire"] = Median(f.cpu_client_float) / Median(f.cpu_in_process);
+    j["client_cpu_share_float32_wire"] = Median(f.share_float);
     j["first_batch_ms"] = Median(f.first_batch_ms);
     std::printf("%s\n", j.dump().c_str());
   }
