@@ -8,6 +8,8 @@ PACKAGES=(
   cmake ninja-build g++ pkg-config ccache
   libprotobuf-dev protobuf-compiler libabsl-dev libhwy-dev
   libcli11-dev nlohmann-json3-dev libbenchmark-dev
+  # the Python module hands batches to torch through DLPack
+  libdlpack-dev
   # the service: gRPC, TLS, wire compression
   libgrpc++-dev protobuf-compiler-grpc libssl-dev libzstd-dev liblz4-dev
   # tests: GoogleTest, and OpenCV as the independent reference for ops
