@@ -164,8 +164,12 @@ def test_arrays_source_yields_the_arrays_rows():
 
 
 _BLOCKED_CHILD = """
+import signal
 import sys
 import traceback
+# Python's own Ctrl-C handler, even when this test runs where SIGINT is
+# ignored (a background job inherits SIG_IGN, and Python then keeps it).
+signal.signal(signal.SIGINT, signal.default_int_handler)
 import sluice
 from sluice import ops
 # An endless repeat whose filter drops every sample: next() never returns.

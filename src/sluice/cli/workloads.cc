@@ -15,7 +15,7 @@ PipelineDef W1Pipeline(const std::string& mnist_dir) {
           .Map({Op("normalize", {{"mean", 0.1307}, {"std", 0.3081}, {"scale", 1 / 255.0}}),
                 Op("gaussian_blur", {{"ksize", 11}, {"sigma", {0.1, 2.0}}})})
           .Batch(8192, /*drop_remainder=*/true)
-          .Prefetch(2)
+          .Prefetch()
           .Build();
   def.set_name("w1_mnist");
   return def;
@@ -49,7 +49,7 @@ OpDef W2Rescale() { return Op("rescale", {{"scale", 1 / 255.0}}); }
 PipelineDef W2Pipeline(const std::string& cifar_dir) {
   std::vector<OpDef> ops = W2Augmentation();
   ops.insert(ops.begin(), W2Rescale());
-  PipelineDef def = W2Front(cifar_dir).Map(std::move(ops)).Prefetch(2).Build();
+  PipelineDef def = W2Front(cifar_dir).Map(std::move(ops)).Prefetch().Build();
   def.set_name("w2_cifar10");
   return def;
 }
@@ -59,7 +59,7 @@ PipelineDef W2Uint8OverTheWire(const std::string& cifar_dir, DistributeDef distr
                         .Map(W2Augmentation())
                         .Distribute(std::move(distribute))
                         .Map({W2Rescale()})
-                        .Prefetch(2)
+                        .Prefetch()
                         .Build();
   def.set_name("w2_uint8_over_the_wire");
   return def;

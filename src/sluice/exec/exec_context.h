@@ -5,11 +5,14 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "sluice/core/buffer_pool.h"
+#include "sluice/exec/autotune.h"
+#include "sluice/exec/node_stats.h"
 #include "sluice/io/corruption_log.h"
 #include "sluice/io/file_split.h"
 
@@ -105,6 +108,9 @@ struct ExecContext {
   MemoryBudget memory;
   io::CorruptionLog skips;
   BufferPool* pool = BufferPool::Default();
+  std::unique_ptr<PipelineStats> stats;  // null when the pipeline opted out
+  // Per node; null for nodes without runtime settings.
+  std::vector<std::unique_ptr<NodeKnobs>> knobs;
   // When set, the source reads these splits, in this order, instead of all
   // of its own (a service worker running the splits it was handed).
   std::vector<io::Split> splits;

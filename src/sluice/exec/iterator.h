@@ -8,6 +8,7 @@
 
 #include "absl/status/status.h"
 #include "sluice/core/batch.h"
+#include "sluice/exec/autotune.h"
 #include "sluice/exec/exec_context.h"
 #include "sluice/graph/compiled_pipeline.h"
 
@@ -37,6 +38,11 @@ struct IteratorArgs {
   // Map nodes: extra finished elements to keep ready (a prefetch node folded
   // into the map that precedes it).
   int64_t prefetch_depth = 0;
+  // The node's counters; null when statistics are off.
+  NodeStats* stats = nullptr;
+  // Settings the autotuner changes while the node runs; null when the node
+  // runs as written.
+  NodeKnobs* knobs = nullptr;
 };
 
 // Creates the iterator of nodes[0..index] for an epoch.

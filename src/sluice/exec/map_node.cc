@@ -27,13 +27,15 @@ class MapIterator : public Iterator {
               std::unique_ptr<Iterator> input)
       : ctx_(args.ctx),
         node_(*args.node),
+        stats_(args.stats),
+        knobs_(args.knobs),
         epoch_(args.epoch),
         parallelism_(node_.parallelism > 0 ? node_.parallelism : ctx_->threads),
-        max_in_flight_(parallelism_ + 1 + args.prefetch_depth),
+        prefetch_depth_(args.prefetch_depth),
         plan_(std::move(plan)),
         input_(std::move(input)) {
     ctx_->cancel.Register(&mu_, &cv_);
-    for (int i = 0; i < parallelism_; ++i) runners_.emplace_back([this] { RunnerLoop(); });
+    for (int i = 0; i < parallelism_; ++i) runners_.emplace_back([this, i] { RunnerLoop(i); });
   }
 
   ~MapIterator() override {
@@ -55,7 +57,7 @@ class MapIterator : public Iterator {
       if (ctx_->cancel.cancelled()) return absl::CancelledError("pipeline cancelled");
       std::shared_ptr<Slot> slot = TakeReady();
       if (slot != nullptr) {
-        if (slot->bytes > 0) --buffered_;
+        if (slot->bytes > 0) SetBuffered(--buffered_);
         ctx_->memory.Remove(slot->bytes);
         cv_.SignalAll();
         if (!slot->status.ok()) return slot->status;
@@ -135,13 +137,17 @@ class MapIterator : public Iterator {
       while (true) {
         if (stopping_ || input_done_ || ctx_->cancel.cancelled()) return false;
         if (ClaimRange(claim)) return true;  // opened by another runner meanwhile
-        if (static_cast<int64_t>(slots_.size()) < max_in_flight_) break;
+        if (static_cast<int64_t>(slots_.size()) < MaxInFlight()) break;
+        ScopedNs waited(stats_ ? &stats_->output_wait_ns : nullptr);  // downstream holds every slot
         cv_.Wait(&mu_);
       }
       slot = std::make_shared<Slot>();
       slots_.push_back(slot);  // reserved in input order
     }
-    if (!ctx_->memory.WaitForRoom(&buffered_)) return false;
+    {
+      ScopedNs waited(stats_ ? &stats_->output_wait_ns : nullptr);
+      if (!ctx_->memory.WaitForRoom(&buffered_)) return false;
+    }
     bool end = false;
     Batch in;
     absl::Status status = input_->GetNext(&in, &end);
@@ -160,15 +166,29 @@ class MapIterator : public Iterator {
     }
     slot->input = std::move(in);
     slot->outputs = std::move(outputs);
-    slot->range_rows = std::max(kMinRangeRows, (slot->input.rows + parallelism_ - 1) / parallelism_);
+    const int64_t active = Active();
+    slot->range_rows = std::max(kMinRangeRows, (slot->input.rows + active - 1) / active);
     slot->open = true;
     ClaimRange(claim);
     cv_.SignalAll();  // idle runners can claim the other ranges
     return true;
   }
 
-  void RunnerLoop() {
+  // Runners the autotuner has set aside wait here, checking now and then.
+  bool Parked(int index) {
+    if (index < Active()) return false;
+    absl::MutexLock lock(&mu_);
+    if (!stopping_ && !ctx_->cancel.cancelled()) cv_.WaitWithTimeout(&mu_, absl::Milliseconds(20));
+    return true;
+  }
+
+  void RunnerLoop(int index) {
     while (true) {
+      if (Parked(index)) {
+        absl::MutexLock lock(&mu_);
+        if (stopping_ || ctx_->cancel.cancelled()) return;
+        continue;
+      }
       Claim claim;
       bool claimed;
       {
@@ -182,7 +202,9 @@ class MapIterator : public Iterator {
       {
         CpuToken token(&ctx_->cpu);
         if (!token.held()) return;
-        MapPlan::RunArgs run{ctx_->seed, epoch_, slot.first_sample, ctx_->pool};
+        MapPlan::RunArgs run{ctx_->seed, epoch_, slot.first_sample, ctx_->pool,
+                             stats_ ? &stats_->op_busy_ns : nullptr};
+        ScopedNs busy(stats_ ? &stats_->busy_ns : nullptr);
         status = plan_->RunRows(slot.input, claim.begin, claim.end, run, slot.outputs);
       }
       absl::MutexLock lock(&mu_);
@@ -199,7 +221,7 @@ class MapIterator : public Iterator {
       if (slot.status.ok()) {
         slot.result = plan_->Assemble(slot.input, slot.outputs);
         slot.bytes = static_cast<int64_t>(slot.result.ByteSize());
-        ++buffered_;
+        SetBuffered(++buffered_);
         ctx_->memory.Add(slot.bytes);
       }
       slot.input = Batch();
@@ -209,11 +231,30 @@ class MapIterator : public Iterator {
     }
   }
 
+  // Runners taking work: all, or as many as the autotuner says.
+  int Active() const {
+    return knobs_ ? std::clamp(knobs_->parallelism.load(std::memory_order_relaxed), 1, parallelism_)
+                  : parallelism_;
+  }
+  // Chunks in flight: one per active runner, one being opened, and the
+  // finished ones kept ready (a prefetch folded into this map).
+  int64_t MaxInFlight() const {
+    const int64_t depth = knobs_ && prefetch_depth_ > 0 ? knobs_->depth.load(std::memory_order_relaxed)
+                                                        : prefetch_depth_;
+    return Active() + 1 + depth;
+  }
+
+  void SetBuffered(int64_t n) {
+    if (stats_ != nullptr) stats_->buffered.store(n, std::memory_order_relaxed);
+  }
+
   ExecContext* ctx_;
   const graph::CompiledNode& node_;
+  NodeStats* const stats_;  // may be null
+  NodeKnobs* const knobs_;   // may be null
   const uint64_t epoch_;
-  const int parallelism_;
-  const int64_t max_in_flight_;
+  const int parallelism_;  // runner threads
+  const int64_t prefetch_depth_;
   std::unique_ptr<MapPlan> plan_;
   std::unique_ptr<Iterator> input_;
 

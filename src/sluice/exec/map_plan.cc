@@ -5,6 +5,7 @@
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "sluice/core/status_macros.h"
+#include "sluice/exec/node_stats.h"
 
 namespace sluice::exec {
 namespace {
@@ -45,7 +46,8 @@ std::unique_ptr<MapPlan> MapPlan::Make(const Schema& input,
     return -1;
   };
 
-  for (const graph::BoundOp& op : ops) {
+  for (size_t op_index = 0; op_index < ops.size(); ++op_index) {
+    const graph::BoundOp& op = ops[op_index];
     const ops::OpBinding& b = op.binding;
     std::vector<int> in_values;
     for (int col : b.inputs) {
@@ -78,7 +80,7 @@ std::unique_ptr<MapPlan> MapPlan::Make(const Schema& input,
       if (i >= 0) columns.erase(columns.begin() + i);
     }
     if (!b.view) {
-      plan->steps_.push_back(Step{op.name, op.op_key, b.kernel, in_values, out_values});
+      plan->steps_.push_back(Step{op.name, static_cast<int>(op_index), op.op_key, b.kernel, in_values, out_values});
     }
   }
 
@@ -177,7 +179,9 @@ absl::Status MapPlan::RunRows(const Batch& in, int64_t begin, int64_t end, const
       for (int v : step.inputs) ins.push_back(ref(v, row0));
       for (int v : step.outputs) outs.push_back(ref(v, row0));
       tc.op_key = step.op_key;
+      const int64_t start = args.op_ns ? NowNs() : 0;
       absl::Status s = step.kernel->Run(tc, ins, outs);
+      if (args.op_ns) (*args.op_ns)[step.op_index].fetch_add(NowNs() - start, std::memory_order_relaxed);
       if (!s.ok()) return WithContext(s, absl::StrCat("op '", step.name, "'"));
     }
   }

@@ -6,6 +6,7 @@
 #ifndef SLUICE_EXEC_MAP_PLAN_H_
 #define SLUICE_EXEC_MAP_PLAN_H_
 
+#include <atomic>
 #include <memory>
 #include <vector>
 
@@ -29,6 +30,9 @@ class MapPlan {
     uint64_t epoch = 0;
     int64_t first_sample = 0;  // input stream position of row 0
     BufferPool* pool = BufferPool::Default();
+    // When set, each op's time is added to its entry (one per op of the
+    // chain, views included).
+    std::vector<std::atomic<int64_t>>* op_ns = nullptr;
   };
   // Applies the chain to all rows of `in`. Errors carry the op's name.
   absl::Status Run(const Batch& in, const RunArgs& args, Batch* out) const;
@@ -57,6 +61,7 @@ class MapPlan {
   };
   struct Step {
     std::string name;
+    int op_index;  // in the chain
     uint64_t op_key;
     std::shared_ptr<const ops::Kernel> kernel;
     std::vector<int> inputs;   // value ids

@@ -12,6 +12,43 @@ namespace {
 // per-chunk work, small enough to keep the first sample quick.
 constexpr int64_t kDefaultChunkRows = 128;
 
+// How often the autotuner measures and may change a setting, and the
+// deepest prefetch it tries.
+constexpr int64_t kAutotuneIntervalNs = 100'000'000;
+constexpr int64_t kMaxAutotunedDepth = 16;
+
+// Bytes of one element of `rows` rows (ragged columns not counted).
+int64_t ElementBytes(const Schema& schema, int64_t rows) {
+  int64_t bytes = 0;
+  for (const ColumnSpec& c : schema.columns()) {
+    if (!c.ragged) bytes += c.shape.num_elements() * static_cast<int64_t>(DTypeSize(c.dtype)) * rows;
+  }
+  return bytes;
+}
+
+// Counts a node's elements and the time its callers spend in GetNext.
+class CountingIterator : public Iterator {
+ public:
+  CountingIterator(std::unique_ptr<Iterator> inner, NodeStats* stats)
+      : inner_(std::move(inner)), stats_(stats) {}
+
+  absl::Status GetNext(Batch* out, bool* end) override {
+    const int64_t start = NowNs();
+    absl::Status s = inner_->GetNext(out, end);
+    stats_->get_next_ns.fetch_add(NowNs() - start, std::memory_order_relaxed);
+    if (s.ok() && !*end) {
+      stats_->elements.fetch_add(1, std::memory_order_relaxed);
+      stats_->rows.fetch_add(out->rows, std::memory_order_relaxed);
+      stats_->bytes.fetch_add(static_cast<int64_t>(out->ByteSize()), std::memory_order_relaxed);
+    }
+    return s;
+  }
+
+ private:
+  std::unique_ptr<Iterator> inner_;
+  NodeStats* stats_;
+};
+
 }  // namespace
 
 PipelineIterator::~PipelineIterator() {
@@ -20,6 +57,14 @@ PipelineIterator::~PipelineIterator() {
 }
 
 absl::Status PipelineIterator::Next(Batch* out, bool* end) {
+  if (ctx_->stats == nullptr) return NextElement(out, end);
+  const int64_t start = NowNs();
+  absl::Status s = NextElement(out, end);
+  if (s.ok() && !*end) ctx_->stats->CountConsumerWait(NowNs() - start);
+  return s;
+}
+
+absl::Status PipelineIterator::NextElement(Batch* out, bool* end) {
   if (batched_) return root_->GetNext(out, end);
   if (next_row_ >= chunk_.rows) {
     SLUICE_RETURN_IF_ERROR(root_->GetNext(&chunk_, end));
@@ -86,8 +131,16 @@ Pipeline::Pipeline(graph::CompiledPipeline compiled, std::shared_ptr<RemoteInput
 
 std::unique_ptr<Iterator> Pipeline::MakeIterator(ExecContext* ctx, size_t index,
                                                  uint64_t epoch) const {
+  std::unique_ptr<Iterator> it = MakeNodeIterator(ctx, index, epoch);
+  if (ctx->stats == nullptr) return it;
+  return std::make_unique<CountingIterator>(std::move(it), ctx->stats->node(index));
+}
+
+std::unique_ptr<Iterator> Pipeline::MakeNodeIterator(ExecContext* ctx, size_t index,
+                                                     uint64_t epoch) const {
   const graph::CompiledNode& node = compiled_.nodes[index];
-  const IteratorArgs args{ctx, &node, epoch, chunk_rows_};
+  NodeStats* stats = ctx->stats ? ctx->stats->node(index) : nullptr;
+  const IteratorArgs args{ctx, &node, epoch, chunk_rows_, 0, stats, ctx->knobs[index].get()};
   if (node.kind == graph::NodeKind::kSource) return MakeSourceIterator(args);
   if (node.kind == graph::NodeKind::kRemote) return remote_->Open(ctx, epoch);
   if (node.kind == graph::NodeKind::kRepeat) {
@@ -99,8 +152,11 @@ std::unique_ptr<Iterator> Pipeline::MakeIterator(ExecContext* ctx, size_t index,
     // A map already computes ahead of its consumer: a prefetch right after it
     // becomes extra depth of the map (no extra thread, no extra hand-off).
     const graph::CompiledNode& map = compiled_.nodes[index - 1];
-    IteratorArgs map_args{ctx, &map, epoch, chunk_rows_, node.count};
-    return MakeMapIterator(map_args, MakeIterator(ctx, index - 2, epoch));
+    NodeStats* map_stats = ctx->stats ? ctx->stats->node(index - 1) : nullptr;
+    IteratorArgs map_args{ctx, &map, epoch, chunk_rows_, node.count, map_stats, ctx->knobs[index - 1].get()};
+    std::unique_ptr<Iterator> it = MakeMapIterator(map_args, MakeIterator(ctx, index - 2, epoch));
+    if (map_stats == nullptr) return it;
+    return std::make_unique<CountingIterator>(std::move(it), map_stats);
   }
   std::unique_ptr<Iterator> input = MakeIterator(ctx, index - 1, epoch);
   switch (node.kind) {
@@ -162,7 +218,51 @@ int64_t Pipeline::Cardinality() const {
 std::unique_ptr<PipelineIterator> Pipeline::NewIterator() const {
   auto ctx = std::make_unique<ExecContext>(compiled_.seed, compiled_.threads,
                                            compiled_.memory_budget_bytes, compiled_.ordered);
-  return std::unique_ptr<PipelineIterator>(new PipelineIterator(std::move(ctx), compiled_.batched()));
+  if (compiled_.stats) ctx->stats = std::make_unique<PipelineStats>(compiled_);
+  std::vector<Knob> tunable = MakeKnobs(ctx.get());
+  std::unique_ptr<PipelineIterator> it(new PipelineIterator(std::move(ctx), compiled_.batched()));
+  if (compiled_.autotune && !tunable.empty()) {
+    std::vector<NodeKnobs*> targets;
+    for (const Knob& k : tunable) targets.push_back(it->ctx_->knobs[k.node].get());
+    Autotuner::Options options;
+    options.ram_budget_bytes = compiled_.memory_budget_bytes;
+    it->autotune_ = std::make_unique<AutotuneThread>(it->ctx_->stats.get(), std::move(targets),
+                                                     Autotuner(std::move(tunable), options), kAutotuneIntervalNs);
+  }
+  return it;
+}
+
+// Every map runs with knobs (its runner count, and the depth of a prefetch
+// folded into it); a prefetch after anything else has its own. The ones
+// the definition left open (parallelism 0, buffer_size 0) are returned as
+// the autotuner's to change.
+std::vector<Knob> Pipeline::MakeKnobs(ExecContext* ctx) const {
+  const std::vector<graph::CompiledNode>& nodes = compiled_.nodes;
+  ctx->knobs.resize(nodes.size());
+  std::vector<Knob> tunable;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const graph::CompiledNode& node = nodes[i];
+    if (node.kind == graph::NodeKind::kMap) {
+      const int runners = node.parallelism > 0 ? node.parallelism : compiled_.threads;
+      ctx->knobs[i] = std::make_unique<NodeKnobs>();
+      ctx->knobs[i]->parallelism = runners;
+      if (node.parallelism == 0 && runners > 1) {
+        int64_t bytes = 0;
+        for (size_t b : MapPlan::Make(node.input_schema, node.ops)->OutputBytes(chunk_rows_)) bytes += b;
+        tunable.push_back(Knob{Knob::Kind::kParallelism, static_cast<int>(i), node.name, runners, 1, runners, bytes});
+      }
+    } else if (node.kind == graph::NodeKind::kPrefetch) {
+      const bool folded = nodes[i - 1].kind == graph::NodeKind::kMap;
+      const int owner = folded ? static_cast<int>(i) - 1 : static_cast<int>(i);
+      if (!folded) ctx->knobs[i] = std::make_unique<NodeKnobs>();
+      ctx->knobs[owner]->depth = node.count;
+      if (node.auto_depth) {
+        tunable.push_back(Knob{Knob::Kind::kDepth, owner, node.name, node.count, 1, kMaxAutotunedDepth,
+                               ElementBytes(node.output_schema, chunk_rows_)});
+      }
+    }
+  }
+  return tunable;
 }
 
 std::unique_ptr<PipelineIterator> Pipeline::Iterate(uint64_t epoch) const {

@@ -33,14 +33,23 @@ class PipelineIterator {
   const io::CorruptionLog& skipped() const { return ctx_->skips; }
   // High-water mark of bytes buffered between nodes.
   int64_t peak_buffered_bytes() const { return ctx_->memory.peak(); }
+  // Every node's counters as of now; null when the pipeline opted out of
+  // statistics. Thread-safe.
+  const PipelineStats* stats() const { return ctx_->stats.get(); }
+  // The autotuner's current setting and what it tried; null when nothing
+  // is autotuned.
+  const AutotuneThread* autotune() const { return autotune_.get(); }
 
  private:
   friend class Pipeline;
   PipelineIterator(std::unique_ptr<ExecContext> ctx, bool batched)
       : ctx_(std::move(ctx)), batched_(batched) {}
 
+  absl::Status NextElement(Batch* out, bool* end);
+
   std::unique_ptr<ExecContext> ctx_;
   const bool batched_;
+  std::unique_ptr<AutotuneThread> autotune_;  // after ctx_: stops before it
   std::unique_ptr<Iterator> root_;  // after ctx_: destroyed first
   Batch chunk_;                     // unbatched pipelines: rows left to hand out
   int64_t next_row_ = 0;
@@ -80,8 +89,11 @@ class Pipeline {
 
  private:
   Pipeline(graph::CompiledPipeline compiled, std::shared_ptr<RemoteInput> remote);
+  // nodes[0..index] for an epoch, counted when statistics are on.
   std::unique_ptr<Iterator> MakeIterator(ExecContext* ctx, size_t index, uint64_t epoch) const;
+  std::unique_ptr<Iterator> MakeNodeIterator(ExecContext* ctx, size_t index, uint64_t epoch) const;
   std::unique_ptr<PipelineIterator> NewIterator() const;
+  std::vector<Knob> MakeKnobs(ExecContext* ctx) const;
   void ReserveWorkingSet() const;
 
   graph::CompiledPipeline compiled_;

@@ -12,7 +12,7 @@ namespace {
 class PrefetchIterator : public Iterator {
  public:
   PrefetchIterator(const IteratorArgs& args, std::unique_ptr<Iterator> input)
-      : ctx_(args.ctx), depth_(args.node->count), input_(std::move(input)) {
+      : ctx_(args.ctx), stats_(args.stats), knobs_(args.knobs), depth_(args.node->count), input_(std::move(input)) {
     ctx_->cancel.Register(&mu_, &cv_);
     thread_ = std::thread([this] { Produce(); });
   }
@@ -39,7 +39,7 @@ class PrefetchIterator : public Iterator {
     }
     *end = false;
     *out = std::move(item.batch);
-    --buffered_;
+    SetBuffered(--buffered_);
     ctx_->memory.Remove(item.bytes);
     queue_.pop_front();
     cv_.SignalAll();
@@ -58,19 +58,28 @@ class PrefetchIterator : public Iterator {
     while (true) {
       {
         absl::MutexLock lock(&mu_);
+        ScopedNs waited(stats_ ? &stats_->output_wait_ns : nullptr);
         while (!stopping_ && !ctx_->cancel.cancelled() &&
-               static_cast<int64_t>(queue_.size()) >= depth_) {
-          cv_.Wait(&mu_);
+               static_cast<int64_t>(queue_.size()) >= Depth()) {
+          // The autotuner may deepen the queue meanwhile: look again soon.
+          if (knobs_ != nullptr) {
+            cv_.WaitWithTimeout(&mu_, absl::Milliseconds(20));
+          } else {
+            cv_.Wait(&mu_);
+          }
         }
         if (stopping_ || ctx_->cancel.cancelled()) return;
       }
-      if (!ctx_->memory.WaitForRoom(&buffered_)) return;
+      {
+        ScopedNs waited(stats_ ? &stats_->output_wait_ns : nullptr);
+        if (!ctx_->memory.WaitForRoom(&buffered_)) return;
+      }
       Item item;
       item.status = input_->GetNext(&item.batch, &item.end);
       item.bytes = item.status.ok() && !item.end ? static_cast<int64_t>(item.batch.ByteSize()) : 0;
       const bool last = !item.status.ok() || item.end;
       absl::MutexLock lock(&mu_);
-      if (!last) ++buffered_;
+      if (!last) SetBuffered(++buffered_);
       ctx_->memory.Add(item.bytes);
       queue_.push_back(std::move(item));
       cv_.SignalAll();
@@ -78,7 +87,15 @@ class PrefetchIterator : public Iterator {
     }
   }
 
+  int64_t Depth() const { return knobs_ ? knobs_->depth.load(std::memory_order_relaxed) : depth_; }
+
+  void SetBuffered(int64_t n) {
+    if (stats_ != nullptr) stats_->buffered.store(n, std::memory_order_relaxed);
+  }
+
   ExecContext* ctx_;
+  NodeStats* const stats_;  // may be null
+  NodeKnobs* const knobs_;   // may be null
   const int64_t depth_;
   std::unique_ptr<Iterator> input_;
   absl::Mutex mu_;

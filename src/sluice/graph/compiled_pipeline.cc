@@ -205,6 +205,8 @@ absl::StatusOr<CompiledPipeline> Compile(const PipelineDef& def, const ops::OpRe
                                 ? def.options().memory_budget_bytes()
                                 : kDefaultMemoryBudget;
   out.ordered = !def.options().unordered();
+  out.autotune = !def.options().no_autotune();
+  out.stats = !def.options().no_stats() || out.autotune;
   if (def.nodes_size() == 0) return absl::InvalidArgumentError("pipeline has no nodes");
   const int end = range.end < 0 ? def.nodes_size() : std::min(range.end, def.nodes_size());
   if (range.begin < 0 || range.begin >= end) {
@@ -309,6 +311,7 @@ absl::StatusOr<CompiledPipeline> Compile(const PipelineDef& def, const ops::OpRe
       case NodeDef::kPrefetch:
         node.kind = NodeKind::kPrefetch;
         node.count = nd.prefetch().buffer_size() > 0 ? nd.prefetch().buffer_size() : 2;
+        node.auto_depth = nd.prefetch().buffer_size() <= 0;
         break;
       case NodeDef::kRepeat:
         node.kind = NodeKind::kRepeat;

@@ -45,6 +45,7 @@ struct CompiledNode {
   // kRepeat: epochs (<= 0 forever); kTake: elements
   int64_t count = 0;
   bool drop_remainder = false;
+  bool auto_depth = false;  // kPrefetch: written as 0, the autotuner's to choose
 };
 
 struct CompiledPipeline {
@@ -54,6 +55,8 @@ struct CompiledPipeline {
   int threads = 1;
   int64_t memory_budget_bytes = 0;
   bool ordered = true;
+  bool stats = true;     // per-node statistics (exec/node_stats.h)
+  bool autotune = true;  // implies stats
 
   const Schema& output_schema() const { return nodes.back().output_schema; }
   bool batched() const { return nodes.back().batched; }

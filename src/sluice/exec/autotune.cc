@@ -1,0 +1,194 @@
+#include "sluice/exec/autotune.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace sluice::exec {
+namespace {
+
+// Pressure below which a knob is not worth raising, and above whose
+// negative it is not worth lowering: moves the model gives no reason for
+// are not tried (each trial runs a worse setting for a while).
+constexpr double kMinPressure = 0.05;
+
+const char* KindName(Knob::Kind kind) { return kind == Knob::Kind::kParallelism ? "parallelism" : "depth"; }
+
+}  // namespace
+
+Autotuner::Autotuner(std::vector<Knob> knobs, Options options)
+    : knobs_(std::move(knobs)), options_(options), pressure_sum_(knobs_.size(), 0.0) {
+  if (knobs_.empty()) phase_ = Phase::kConverged;
+}
+
+std::string Autotuner::Key() const {
+  std::string key;
+  for (const Knob& k : knobs_) absl::StrAppend(&key, k.value, ",");
+  return key;
+}
+
+std::string Autotuner::Describe(const Move& move) const {
+  const Knob& k = knobs_[move.knob];
+  return absl::StrCat(k.node_name, " ", KindName(k.kind), " ", k.value, " -> ", k.value + move.delta);
+}
+
+bool Autotuner::Fits(const Move& move) const {
+  const Knob& k = knobs_[move.knob];
+  const int64_t value = k.value + move.delta;
+  if (value < k.min || value > k.max) return false;
+  int64_t bytes = 0;
+  for (size_t i = 0; i < knobs_.size(); ++i) {
+    bytes += (i == move.knob ? value : knobs_[i].value) * knobs_[i].bytes_per_unit;
+  }
+  return move.delta < 0 || bytes <= options_.ram_budget_bytes;
+}
+
+bool Autotuner::NextMove(const std::vector<double>& pressure, Move* move) const {
+  struct Candidate {
+    double priority;
+    Move move;
+  };
+  std::vector<Candidate> candidates;
+  for (size_t i = 0; i < knobs_.size(); ++i) {
+    if (pressure[i] > kMinPressure) candidates.push_back({pressure[i], {i, +1}});
+    if (pressure[i] < -kMinPressure) candidates.push_back({-pressure[i], {i, -1}});
+  }
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [](const Candidate& a, const Candidate& b) { return a.priority > b.priority; });
+  const std::string key = Key();
+  for (const Candidate& c : candidates) {
+    if (!Fits(c.move)) continue;
+    if (tried_.count(absl::StrCat(key, c.move.knob, c.move.delta > 0 ? "+" : "-")) > 0) continue;
+    *move = c.move;
+    return true;
+  }
+  return false;
+}
+
+const std::vector<Knob>& Autotuner::Step(const Interval& interval) {
+  if (phase_ == Phase::kConverged) return knobs_;
+  if (phase_ == Phase::kSettle) {
+    if (++intervals_in_phase_ >= options_.settle_intervals) {
+      phase_ = trial_.delta != 0 ? Phase::kMeasureTrial : Phase::kMeasureBase;
+      intervals_in_phase_ = 0;
+      rate_sum_ = 0;
+      std::fill(pressure_sum_.begin(), pressure_sum_.end(), 0.0);
+    }
+    return knobs_;
+  }
+  rate_sum_ += interval.rate;
+  for (size_t i = 0; i < knobs_.size() && i < interval.pressure.size(); ++i) {
+    pressure_sum_[i] += interval.pressure[i];
+  }
+  if (++intervals_in_phase_ < options_.measure_intervals) return knobs_;
+
+  const double rate = rate_sum_ / intervals_in_phase_;
+  std::vector<double> pressure(knobs_.size());
+  for (size_t i = 0; i < knobs_.size(); ++i) pressure[i] = pressure_sum_[i] / intervals_in_phase_;
+  if (phase_ == Phase::kMeasureBase) {
+    base_rate_ = rate;
+    base_pressure_ = pressure;
+  } else {  // judge the trial
+    const Move tried = trial_;
+    knobs_[tried.knob].value -= tried.delta;
+    const std::string from = Key();
+    tried_.insert(absl::StrCat(from, tried.knob, tried.delta > 0 ? "+" : "-"));
+    const bool better = rate >= base_rate_ * (1 + options_.min_gain);
+    log_.push_back(absl::StrFormat("%s: %.0f rows/s against %.0f: %s", Describe(tried), rate, base_rate_,
+                                   better ? "kept" : "put back"));
+    if (better) {
+      knobs_[tried.knob].value += tried.delta;
+      base_rate_ = rate;
+      base_pressure_ = pressure;
+    }
+  }
+  trial_ = Move{0, 0};
+  Move next;
+  if (!NextMove(base_pressure_, &next)) {
+    phase_ = Phase::kConverged;
+    return knobs_;
+  }
+  trial_ = next;
+  knobs_[next.knob].value += next.delta;
+  phase_ = Phase::kSettle;
+  intervals_in_phase_ = 0;
+  return knobs_;
+}
+
+AutotuneThread::AutotuneThread(const PipelineStats* stats, std::vector<NodeKnobs*> knobs, Autotuner tuner,
+                               int64_t interval_ns)
+    : stats_(stats), node_knobs_(std::move(knobs)), interval_ns_(interval_ns), tuner_(std::move(tuner)) {
+  thread_ = std::thread([this] { Run(); });
+}
+
+AutotuneThread::~AutotuneThread() {
+  stop_.Notify();
+  thread_.join();
+}
+
+std::vector<Knob> AutotuneThread::knobs() const {
+  absl::MutexLock lock(&mu_);
+  return tuner_.knobs();
+}
+
+std::vector<std::string> AutotuneThread::log() const {
+  absl::MutexLock lock(&mu_);
+  return tuner_.log();
+}
+
+Interval AutotuneThread::Measure(const PipelineStatsSnapshot& before, const PipelineStatsSnapshot& now) const {
+  Interval out;
+  const double dt = static_cast<double>(now.at_ns - before.at_ns);
+  if (dt <= 0) return out;
+  out.rate = static_cast<double>(now.nodes.back().rows - before.nodes.back().rows) / dt * 1e9;
+  std::vector<Knob> knobs;
+  {
+    absl::MutexLock lock(&mu_);
+    knobs = tuner_.knobs();
+  }
+  // CPU in use across the pipeline, against its thread count: a busy map
+  // gains from more runners only while cores are left.
+  int threads = 0;
+  double busy = 0;
+  for (size_t i = 0; i < now.nodes.size(); ++i) busy += now.nodes[i].busy_ns - before.nodes[i].busy_ns;
+  for (const Knob& k : knobs) {
+    if (k.kind == Knob::Kind::kParallelism) threads = std::max(threads, static_cast<int>(k.max));
+  }
+  const double cpu_free = threads > 0 ? std::max(0.0, 1 - busy / (dt * threads)) : 0;
+  const double consumer_wait = (now.consumer_wait_ns - before.consumer_wait_ns) / dt;
+  for (const Knob& k : knobs) {
+    const NodeStatsSnapshot& a = before.nodes[k.node];
+    const NodeStatsSnapshot& b = now.nodes[k.node];
+    const double blocked = (b.output_wait_ns - a.output_wait_ns) / dt / std::max<int64_t>(1, k.value);
+    if (k.kind == Knob::Kind::kParallelism) {
+      const double util = (b.busy_ns - a.busy_ns) / dt / std::max<int64_t>(1, k.value);
+      out.pressure.push_back(2 * util * cpu_free - blocked);
+    } else {
+      // The consumer waiting asks for depth; a full queue it never drains
+      // (its producer blocked on room) offers depth back.
+      out.pressure.push_back(consumer_wait > 0.02 ? consumer_wait : -blocked / 4);
+    }
+  }
+  return out;
+}
+
+void AutotuneThread::Run() {
+  PipelineStatsSnapshot before = stats_->Snapshot();
+  while (!stop_.WaitForNotificationWithTimeout(absl::Nanoseconds(interval_ns_))) {
+    PipelineStatsSnapshot now = stats_->Snapshot();
+    const Interval interval = Measure(before, now);
+    before = std::move(now);
+    absl::MutexLock lock(&mu_);
+    const std::vector<Knob>& setting = tuner_.Step(interval);
+    for (size_t i = 0; i < setting.size(); ++i) {
+      if (setting[i].kind == Knob::Kind::kParallelism) {
+        node_knobs_[i]->parallelism.store(static_cast<int>(setting[i].value), std::memory_order_relaxed);
+      } else {
+        node_knobs_[i]->depth.store(setting[i].value, std::memory_order_relaxed);
+      }
+    }
+  }
+}
+
+}  // namespace sluice::exec
