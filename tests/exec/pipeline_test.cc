@@ -302,6 +302,48 @@ TEST_F(PipelineTest, ArraysFeedThePipelineLikeFiles) {
   EXPECT_EQ(row9[1], -18.0f);
 }
 
+TEST_F(PipelineTest, StatsCountEveryNodesElementsAndEachOpsTime) {
+  ASSERT_OK_AND_ASSIGN(auto pipeline, Pipeline::Create(W2Like(2).Build()));
+  auto it = pipeline->Iterate();
+  int batches = 0;
+  Batch b;
+  bool end = false;
+  while (true) {
+    SLUICE_ASSERT_OK(it->Next(&b, &end));
+    if (end) break;
+    ++batches;
+  }
+  ASSERT_NE(it->stats(), nullptr);
+  const PipelineStatsSnapshot s = it->stats()->Snapshot();
+  ASSERT_EQ(s.nodes.size(), 5u);  // source, map, batch, map, prefetch
+  EXPECT_EQ(s.nodes[0].rows, kRecords);
+  EXPECT_EQ(s.nodes[2].elements, (kRecords + 15) / 16);
+  EXPECT_EQ(s.nodes[4].rows, kRecords);
+  EXPECT_EQ(s.nodes[4].elements, batches);
+  EXPECT_EQ(s.consumer_calls, batches);
+  EXPECT_GT(s.nodes[0].busy_ns, 0);  // reading
+  // The per-sample map: parse, reshape (a view: never runs), dilation, blur.
+  const NodeStatsSnapshot& map = s.nodes[1];
+  EXPECT_THAT(map.op_names, ::testing::ElementsAre("parse_example", "reshape", "grey_dilation", "gaussian_blur"));
+  EXPECT_EQ(map.op_busy_ns[1], 0);
+  EXPECT_GT(map.op_busy_ns[2], 0);
+  EXPECT_GT(map.op_busy_ns[3], 0);
+  int64_t ops = 0;
+  for (int64_t ns : map.op_busy_ns) ops += ns;
+  EXPECT_LE(ops, map.busy_ns);
+  EXPECT_EQ(map.input_wait_ns, s.nodes[0].get_next_ns);
+}
+
+TEST_F(PipelineTest, StatsAndAutotuneCanBeTurnedOff) {
+  PipelineDef def = W2Like(2).Build();
+  def.mutable_options()->set_no_stats(true);
+  def.mutable_options()->set_no_autotune(true);
+  ASSERT_OK_AND_ASSIGN(auto pipeline, Pipeline::Create(def));
+  auto it = pipeline->Iterate();
+  EXPECT_EQ(it->stats(), nullptr);
+  EXPECT_EQ(it->autotune(), nullptr);
+}
+
 TEST_F(PipelineTest, CancelEndsANextBlockedInAnotherThread) {
   // Drops every sample of an endless repeat, so Next never finds one.
   PipelineDef def = PipelineBuilder::TfRecord({dir_.Join("*.tfrecord")}, {graph::Int64Feature("label")})

@@ -88,18 +88,23 @@ const std::vector<Knob>& Autotuner::Step(const Interval& interval) {
   for (size_t i = 0; i < knobs_.size(); ++i) pressure[i] = pressure_sum_[i] / intervals_in_phase_;
   if (phase_ == Phase::kMeasureBase) {
     base_rate_ = rate;
+    best_rate_ = rate;
     base_pressure_ = pressure;
   } else {  // judge the trial
     const Move tried = trial_;
     knobs_[tried.knob].value -= tried.delta;
     const std::string from = Key();
     tried_.insert(absl::StrCat(from, tried.knob, tried.delta > 0 ? "+" : "-"));
-    const bool better = rate >= base_rate_ * (1 + options_.min_gain);
+    // A knob raised must pay for itself; one lowered (RAM or cores given
+    // back) may cost a little, but never more than that below the best.
+    const bool better = tried.delta > 0 ? rate >= base_rate_ * (1 + options_.min_gain)
+                                        : rate >= best_rate_ * (1 - options_.min_gain);
     log_.push_back(absl::StrFormat("%s: %.0f rows/s against %.0f: %s", Describe(tried), rate, base_rate_,
                                    better ? "kept" : "put back"));
     if (better) {
       knobs_[tried.knob].value += tried.delta;
       base_rate_ = rate;
+      best_rate_ = std::max(best_rate_, rate);
       base_pressure_ = pressure;
     }
   }

@@ -96,6 +96,7 @@ class Autotuner {
   double rate_sum_ = 0;
   std::vector<double> pressure_sum_;
   double base_rate_ = 0;  // of the setting being improved
+  double best_rate_ = 0;  // of any setting kept
   std::vector<double> base_pressure_;
   Move trial_{0, 0};
   std::set<std::string> tried_;  // Key() + move
