@@ -66,6 +66,12 @@ bool Autotuner::NextMove(const std::vector<double>& pressure, Move* move) const 
   return false;
 }
 
+void Autotuner::Restart() {
+  if (phase_ == Phase::kConverged) return;
+  phase_ = Phase::kSettle;
+  intervals_in_phase_ = 0;
+}
+
 const std::vector<Knob>& Autotuner::Step(const Interval& interval) {
   if (phase_ == Phase::kConverged) return knobs_;
   if (phase_ == Phase::kSettle) {
@@ -121,25 +127,41 @@ const std::vector<Knob>& Autotuner::Step(const Interval& interval) {
   return knobs_;
 }
 
-AutotuneThread::AutotuneThread(const PipelineStats* stats, std::vector<NodeKnobs*> knobs, Autotuner tuner,
-                               int64_t interval_ns)
-    : stats_(stats), node_knobs_(std::move(knobs)), interval_ns_(interval_ns), tuner_(std::move(tuner)) {
+AutotuneThread::AutotuneThread(const PipelineStats* stats, std::vector<NodeKnobs*> knobs,
+                               std::shared_ptr<SharedAutotuner> shared, int64_t interval_ns)
+    : stats_(stats), node_knobs_(std::move(knobs)), shared_(std::move(shared)), interval_ns_(interval_ns) {
+  {
+    absl::MutexLock lock(&shared_->mu);
+    shared_->tuner.Restart();
+    Apply(shared_->tuner.knobs());
+  }
   thread_ = std::thread([this] { Run(); });
 }
 
 AutotuneThread::~AutotuneThread() {
   stop_.Notify();
   thread_.join();
+  shared_->in_use.store(false);
 }
 
 std::vector<Knob> AutotuneThread::knobs() const {
-  absl::MutexLock lock(&mu_);
-  return tuner_.knobs();
+  absl::MutexLock lock(&shared_->mu);
+  return shared_->tuner.knobs();
 }
 
 std::vector<std::string> AutotuneThread::log() const {
-  absl::MutexLock lock(&mu_);
-  return tuner_.log();
+  absl::MutexLock lock(&shared_->mu);
+  return shared_->tuner.log();
+}
+
+void AutotuneThread::Apply(const std::vector<Knob>& setting) {
+  for (size_t i = 0; i < setting.size(); ++i) {
+    if (setting[i].kind == Knob::Kind::kParallelism) {
+      node_knobs_[i]->parallelism.store(static_cast<int>(setting[i].value), std::memory_order_relaxed);
+    } else {
+      node_knobs_[i]->depth.store(setting[i].value, std::memory_order_relaxed);
+    }
+  }
 }
 
 Interval AutotuneThread::Measure(const PipelineStatsSnapshot& before, const PipelineStatsSnapshot& now) const {
@@ -147,11 +169,7 @@ Interval AutotuneThread::Measure(const PipelineStatsSnapshot& before, const Pipe
   const double dt = static_cast<double>(now.at_ns - before.at_ns);
   if (dt <= 0) return out;
   out.rate = static_cast<double>(now.nodes.back().rows - before.nodes.back().rows) / dt * 1e9;
-  std::vector<Knob> knobs;
-  {
-    absl::MutexLock lock(&mu_);
-    knobs = tuner_.knobs();
-  }
+  const std::vector<Knob> knobs = this->knobs();
   // CPU in use across the pipeline, against its thread count: a busy map
   // gains from more runners only while cores are left.
   int threads = 0;
@@ -184,15 +202,8 @@ void AutotuneThread::Run() {
     PipelineStatsSnapshot now = stats_->Snapshot();
     const Interval interval = Measure(before, now);
     before = std::move(now);
-    absl::MutexLock lock(&mu_);
-    const std::vector<Knob>& setting = tuner_.Step(interval);
-    for (size_t i = 0; i < setting.size(); ++i) {
-      if (setting[i].kind == Knob::Kind::kParallelism) {
-        node_knobs_[i]->parallelism.store(static_cast<int>(setting[i].value), std::memory_order_relaxed);
-      } else {
-        node_knobs_[i]->depth.store(setting[i].value, std::memory_order_relaxed);
-      }
-    }
+    absl::MutexLock lock(&shared_->mu);
+    Apply(shared_->tuner.Step(interval));
   }
 }
 

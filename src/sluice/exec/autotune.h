@@ -18,6 +18,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <set>
 #include <string>
 #include <thread>
@@ -70,6 +71,10 @@ class Autotuner {
   // per knob). Not thread-safe: one caller.
   const std::vector<Knob>& Step(const Interval& interval);
 
+  // The run was interrupted (a new epoch's threads are starting): what was
+  // being measured is measured again after settling.
+  void Restart();
+
   const std::vector<Knob>& knobs() const { return knobs_; }
   bool converged() const { return phase_ == Phase::kConverged; }
   // One line per change tried: what, the rates, kept or put back.
@@ -103,12 +108,22 @@ class Autotuner {
   std::vector<std::string> log_;
 };
 
-// Feeds an Autotuner from a running pipeline every `interval` and applies
-// its setting to the nodes' knobs, until destroyed.
+// An Autotuner that outlives a pipeline's iterators, so that tuning goes
+// on from epoch to epoch; one iterator at a time uses it.
+struct SharedAutotuner {
+  explicit SharedAutotuner(Autotuner t) : tuner(std::move(t)) {}
+  absl::Mutex mu;
+  Autotuner tuner ABSL_GUARDED_BY(mu);
+  std::atomic<bool> in_use{false};
+};
+
+// Feeds a SharedAutotuner from a running pipeline every `interval` and
+// applies its setting to the nodes' knobs, until destroyed.
 class AutotuneThread {
  public:
-  AutotuneThread(const PipelineStats* stats, std::vector<NodeKnobs*> knobs, Autotuner tuner,
-                 int64_t interval_ns);
+  // REQUIRES: `shared` is not in use; this thread holds it until destroyed.
+  AutotuneThread(const PipelineStats* stats, std::vector<NodeKnobs*> knobs,
+                 std::shared_ptr<SharedAutotuner> shared, int64_t interval_ns);
   ~AutotuneThread();
 
   // The tuner's current setting and log. Thread-safe.
@@ -117,13 +132,13 @@ class AutotuneThread {
 
  private:
   void Run();
+  void Apply(const std::vector<Knob>& setting);
   Interval Measure(const PipelineStatsSnapshot& before, const PipelineStatsSnapshot& now) const;
 
   const PipelineStats* stats_;
   std::vector<NodeKnobs*> node_knobs_;  // by knob, parallel to the tuner's
+  const std::shared_ptr<SharedAutotuner> shared_;
   const int64_t interval_ns_;
-  mutable absl::Mutex mu_;
-  Autotuner tuner_ ABSL_GUARDED_BY(mu_);
   absl::Notification stop_;
   std::thread thread_;  // last
 };

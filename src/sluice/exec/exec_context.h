@@ -13,6 +13,7 @@
 #include "sluice/core/buffer_pool.h"
 #include "sluice/exec/autotune.h"
 #include "sluice/exec/node_stats.h"
+#include "sluice/exec/trace_buffer.h"
 #include "sluice/io/corruption_log.h"
 #include "sluice/io/file_split.h"
 
@@ -111,6 +112,8 @@ struct ExecContext {
   std::unique_ptr<PipelineStats> stats;  // null when the pipeline opted out
   // Per node; null for nodes without runtime settings.
   std::vector<std::unique_ptr<NodeKnobs>> knobs;
+  // Where spans go while a profile traces the run; null otherwise.
+  std::atomic<TraceBuffer*> trace{nullptr};
   // When set, the source reads these splits, in this order, instead of all
   // of its own (a service worker running the splits it was handed).
   std::vector<io::Split> splits;

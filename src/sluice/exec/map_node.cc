@@ -35,7 +35,12 @@ class MapIterator : public Iterator {
         plan_(std::move(plan)),
         input_(std::move(input)) {
     ctx_->cancel.Register(&mu_, &cv_);
-    for (int i = 0; i < parallelism_; ++i) runners_.emplace_back([this, i] { RunnerLoop(i); });
+    for (int i = 0; i < parallelism_; ++i) {
+      runners_.emplace_back([this, i] {
+        TraceBuffer::NameThread(absl::StrCat(node_.name, "/", i));
+        RunnerLoop(i);
+      });
+    }
   }
 
   ~MapIterator() override {
@@ -203,7 +208,8 @@ class MapIterator : public Iterator {
         CpuToken token(&ctx_->cpu);
         if (!token.held()) return;
         MapPlan::RunArgs run{ctx_->seed, epoch_, slot.first_sample, ctx_->pool,
-                             stats_ ? &stats_->op_busy_ns : nullptr};
+                             stats_ ? &stats_->op_busy_ns : nullptr,
+                             ctx_->trace.load(std::memory_order_relaxed)};
         ScopedNs busy(stats_ ? &stats_->busy_ns : nullptr);
         status = plan_->RunRows(slot.input, claim.begin, claim.end, run, slot.outputs);
       }

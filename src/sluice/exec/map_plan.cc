@@ -179,9 +179,14 @@ absl::Status MapPlan::RunRows(const Batch& in, int64_t begin, int64_t end, const
       for (int v : step.inputs) ins.push_back(ref(v, row0));
       for (int v : step.outputs) outs.push_back(ref(v, row0));
       tc.op_key = step.op_key;
-      const int64_t start = args.op_ns ? NowNs() : 0;
+      const bool timed = args.op_ns != nullptr || args.trace != nullptr;
+      const int64_t start = timed ? NowNs() : 0;
       absl::Status s = step.kernel->Run(tc, ins, outs);
-      if (args.op_ns) (*args.op_ns)[step.op_index].fetch_add(NowNs() - start, std::memory_order_relaxed);
+      if (timed) {
+        const int64_t end = NowNs();
+        if (args.op_ns) (*args.op_ns)[step.op_index].fetch_add(end - start, std::memory_order_relaxed);
+        if (args.trace) args.trace->Span("op", step.name, start, end);
+      }
       if (!s.ok()) return WithContext(s, absl::StrCat("op '", step.name, "'"));
     }
   }

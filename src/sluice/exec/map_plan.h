@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "sluice/core/batch.h"
 #include "sluice/core/schema.h"
+#include "sluice/exec/trace_buffer.h"
 #include "sluice/graph/compiled_pipeline.h"
 
 namespace sluice::exec {
@@ -33,6 +34,8 @@ class MapPlan {
     // When set, each op's time is added to its entry (one per op of the
     // chain, views included).
     std::vector<std::atomic<int64_t>>* op_ns = nullptr;
+    // When set, a span per op and row tile.
+    TraceBuffer* trace = nullptr;
   };
   // Applies the chain to all rows of `in`. Errors carry the op's name.
   absl::Status Run(const Batch& in, const RunArgs& args, Batch* out) const;

@@ -29,13 +29,16 @@ int64_t ElementBytes(const Schema& schema, int64_t rows) {
 // Counts a node's elements and the time its callers spend in GetNext.
 class CountingIterator : public Iterator {
  public:
-  CountingIterator(std::unique_ptr<Iterator> inner, NodeStats* stats)
-      : inner_(std::move(inner)), stats_(stats) {}
+  CountingIterator(std::unique_ptr<Iterator> inner, NodeStats* stats, const ExecContext* ctx,
+                   absl::string_view name)
+      : inner_(std::move(inner)), stats_(stats), ctx_(ctx), name_(name) {}
 
   absl::Status GetNext(Batch* out, bool* end) override {
     const int64_t start = NowNs();
     absl::Status s = inner_->GetNext(out, end);
-    stats_->get_next_ns.fetch_add(NowNs() - start, std::memory_order_relaxed);
+    const int64_t stop = NowNs();
+    stats_->get_next_ns.fetch_add(stop - start, std::memory_order_relaxed);
+    if (TraceBuffer* trace = ctx_->trace.load(std::memory_order_relaxed)) trace->Span("node", name_, start, stop);
     if (s.ok() && !*end) {
       stats_->elements.fetch_add(1, std::memory_order_relaxed);
       stats_->rows.fetch_add(out->rows, std::memory_order_relaxed);
@@ -47,6 +50,8 @@ class CountingIterator : public Iterator {
  private:
   std::unique_ptr<Iterator> inner_;
   NodeStats* stats_;
+  const ExecContext* ctx_;
+  absl::string_view name_;  // the compiled node's
 };
 
 }  // namespace
@@ -60,7 +65,9 @@ absl::Status PipelineIterator::Next(Batch* out, bool* end) {
   if (ctx_->stats == nullptr) return NextElement(out, end);
   const int64_t start = NowNs();
   absl::Status s = NextElement(out, end);
-  if (s.ok() && !*end) ctx_->stats->CountConsumerWait(NowNs() - start);
+  const int64_t stop = NowNs();
+  if (s.ok() && !*end) ctx_->stats->CountConsumerWait(stop - start);
+  if (TraceBuffer* trace = ctx_->trace.load(std::memory_order_relaxed)) trace->Span("consumer", "next()", start, stop);
   return s;
 }
 
@@ -133,7 +140,8 @@ std::unique_ptr<Iterator> Pipeline::MakeIterator(ExecContext* ctx, size_t index,
                                                  uint64_t epoch) const {
   std::unique_ptr<Iterator> it = MakeNodeIterator(ctx, index, epoch);
   if (ctx->stats == nullptr) return it;
-  return std::make_unique<CountingIterator>(std::move(it), ctx->stats->node(index));
+  return std::make_unique<CountingIterator>(std::move(it), ctx->stats->node(index), ctx,
+                                            compiled_.nodes[index].name);
 }
 
 std::unique_ptr<Iterator> Pipeline::MakeNodeIterator(ExecContext* ctx, size_t index,
@@ -156,7 +164,7 @@ std::unique_ptr<Iterator> Pipeline::MakeNodeIterator(ExecContext* ctx, size_t in
     IteratorArgs map_args{ctx, &map, epoch, chunk_rows_, node.count, map_stats, ctx->knobs[index - 1].get()};
     std::unique_ptr<Iterator> it = MakeMapIterator(map_args, MakeIterator(ctx, index - 2, epoch));
     if (map_stats == nullptr) return it;
-    return std::make_unique<CountingIterator>(std::move(it), map_stats);
+    return std::make_unique<CountingIterator>(std::move(it), map_stats, ctx, map.name);
   }
   std::unique_ptr<Iterator> input = MakeIterator(ctx, index - 1, epoch);
   switch (node.kind) {
@@ -215,19 +223,41 @@ int64_t Pipeline::Cardinality() const {
   return n;
 }
 
-std::unique_ptr<PipelineIterator> Pipeline::NewIterator() const {
+std::unique_ptr<PipelineIterator> Pipeline::NewIterator(bool tune) const {
   auto ctx = std::make_unique<ExecContext>(compiled_.seed, compiled_.threads,
                                            compiled_.memory_budget_bytes, compiled_.ordered);
   if (compiled_.stats) ctx->stats = std::make_unique<PipelineStats>(compiled_);
   std::vector<Knob> tunable = MakeKnobs(ctx.get());
   std::unique_ptr<PipelineIterator> it(new PipelineIterator(std::move(ctx), compiled_.batched()));
-  if (compiled_.autotune && !tunable.empty()) {
-    std::vector<NodeKnobs*> targets;
-    for (const Knob& k : tunable) targets.push_back(it->ctx_->knobs[k.node].get());
-    Autotuner::Options options;
-    options.ram_budget_bytes = compiled_.memory_budget_bytes;
-    it->autotune_ = std::make_unique<AutotuneThread>(it->ctx_->stats.get(), std::move(targets),
-                                                     Autotuner(std::move(tunable), options), kAutotuneIntervalNs);
+  if (compiled_.autotune && !tunable.empty() && tune) {
+    std::shared_ptr<SharedAutotuner> shared;
+    {
+      absl::MutexLock lock(&autotuner_mu_);
+      if (autotuner_ == nullptr) {
+        Autotuner::Options options;
+        options.ram_budget_bytes = compiled_.memory_budget_bytes;
+        autotuner_ = std::make_shared<SharedAutotuner>(Autotuner(std::move(tunable), options));
+      }
+      shared = autotuner_;
+    }
+    // One iterator at a time tunes; another running meanwhile keeps the
+    // setting as it stands.
+    if (!shared->in_use.exchange(true)) {
+      std::vector<NodeKnobs*> targets;
+      {
+        absl::MutexLock lock(&shared->mu);
+        for (const Knob& k : shared->tuner.knobs()) targets.push_back(it->ctx_->knobs[k.node].get());
+      }
+      it->autotune_ = std::make_unique<AutotuneThread>(it->ctx_->stats.get(), std::move(targets), std::move(shared),
+                                                       kAutotuneIntervalNs);
+    } else {
+      absl::MutexLock lock(&shared->mu);
+      for (const Knob& k : shared->tuner.knobs()) {
+        NodeKnobs* knobs = it->ctx_->knobs[k.node].get();
+        if (k.kind == Knob::Kind::kParallelism) knobs->parallelism = static_cast<int>(k.value);
+        if (k.kind == Knob::Kind::kDepth) knobs->depth = k.value;
+      }
+    }
   }
   return it;
 }
@@ -266,14 +296,15 @@ std::vector<Knob> Pipeline::MakeKnobs(ExecContext* ctx) const {
 }
 
 std::unique_ptr<PipelineIterator> Pipeline::Iterate(uint64_t epoch) const {
-  std::unique_ptr<PipelineIterator> it = NewIterator();
+  std::unique_ptr<PipelineIterator> it = NewIterator(/*tune=*/true);
   it->root_ = MakeIterator(it->ctx_.get(), compiled_.nodes.size() - 1, epoch);
   return it;
 }
 
 std::unique_ptr<PipelineIterator> Pipeline::IterateSplits(uint64_t epoch,
                                                           std::vector<io::Split> splits) const {
-  std::unique_ptr<PipelineIterator> it = NewIterator();
+  // Runs of a few splits (a service worker's) are too short to tune.
+  std::unique_ptr<PipelineIterator> it = NewIterator(/*tune=*/false);
   it->ctx_->splits = std::move(splits);
   it->ctx_->only_splits = true;
   it->root_ = MakeIterator(it->ctx_.get(), compiled_.nodes.size() - 1, epoch);

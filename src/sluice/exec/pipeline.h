@@ -36,6 +36,10 @@ class PipelineIterator {
   // Every node's counters as of now; null when the pipeline opted out of
   // statistics. Thread-safe.
   const PipelineStats* stats() const { return ctx_->stats.get(); }
+  // Records spans into `trace` from now on (null stops). REQUIRES: the
+  // buffer outlives the iterator or is detached first, and the iterator's
+  // Pipeline outlives the buffer's readers (spans name its nodes and ops).
+  void AttachTrace(TraceBuffer* trace) { ctx_->trace.store(trace, std::memory_order_relaxed); }
   // The autotuner's current setting and what it tried; null when nothing
   // is autotuned.
   const AutotuneThread* autotune() const { return autotune_.get(); }
@@ -55,7 +59,9 @@ class PipelineIterator {
   int64_t next_row_ = 0;
 };
 
-// Immutable after Create; Iterate may be called from several threads.
+// Immutable after Create but for the autotuner's state, which carries tuning
+// from one epoch's iterator to the next; Iterate may be called from several
+// threads.
 class Pipeline {
  public:
   // Validates and compiles `def` (see graph::Compile for the errors).
@@ -92,13 +98,16 @@ class Pipeline {
   // nodes[0..index] for an epoch, counted when statistics are on.
   std::unique_ptr<Iterator> MakeIterator(ExecContext* ctx, size_t index, uint64_t epoch) const;
   std::unique_ptr<Iterator> MakeNodeIterator(ExecContext* ctx, size_t index, uint64_t epoch) const;
-  std::unique_ptr<PipelineIterator> NewIterator() const;
+  std::unique_ptr<PipelineIterator> NewIterator(bool tune) const;
   std::vector<Knob> MakeKnobs(ExecContext* ctx) const;
   void ReserveWorkingSet() const;
 
   graph::CompiledPipeline compiled_;
   std::shared_ptr<RemoteInput> remote_;
   int64_t chunk_rows_;
+  // Tuning goes on across the iterators of successive epochs.
+  mutable absl::Mutex autotuner_mu_;
+  mutable std::shared_ptr<SharedAutotuner> autotuner_ ABSL_GUARDED_BY(autotuner_mu_);
 };
 
 }  // namespace sluice::exec

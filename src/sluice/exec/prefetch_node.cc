@@ -14,7 +14,10 @@ class PrefetchIterator : public Iterator {
   PrefetchIterator(const IteratorArgs& args, std::unique_ptr<Iterator> input)
       : ctx_(args.ctx), stats_(args.stats), knobs_(args.knobs), depth_(args.node->count), input_(std::move(input)) {
     ctx_->cancel.Register(&mu_, &cv_);
-    thread_ = std::thread([this] { Produce(); });
+    thread_ = std::thread([this, name = args.node->name] {
+      TraceBuffer::NameThread(name);
+      Produce();
+    });
   }
 
   ~PrefetchIterator() override {

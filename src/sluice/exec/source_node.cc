@@ -3,6 +3,7 @@
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "sluice/core/batch_builder.h"
 #include "sluice/core/rng.h"
 #include "sluice/core/status_macros.h"
@@ -25,6 +26,14 @@ class SourceIterator : public Iterator {
   }
 
   absl::Status GetNext(Batch* out, bool* end) override {
+    SLUICE_RETURN_IF_ERROR(Throttle());
+    absl::Status s = Read(out, end);
+    if (s.ok() && !*end) bytes_ += static_cast<int64_t>(out->ByteSize());
+    return s;
+  }
+
+ private:
+  absl::Status Read(Batch* out, bool* end) {
     CpuToken token(&ctx_->cpu);
     if (!token.held()) return absl::CancelledError("pipeline cancelled");
     // Readers of in-memory records hand out views: a chunk per call, which
@@ -57,7 +66,18 @@ class SourceIterator : public Iterator {
     return absl::OkStatus();
   }
 
- private:
+  // Waits until the bytes delivered so far fit the throttle's rate.
+  absl::Status Throttle() {
+    if (node_.throttle_bytes_per_s <= 0) return absl::OkStatus();
+    if (start_ns_ == 0) start_ns_ = NowNs();
+    const int64_t due = start_ns_ + static_cast<int64_t>(bytes_ / node_.throttle_bytes_per_s * 1e9);
+    for (int64_t now = NowNs(); now < due; now = NowNs()) {
+      if (ctx_->cancel.cancelled()) return absl::CancelledError("pipeline cancelled");
+      absl::SleepFor(absl::Nanoseconds(std::min<int64_t>(due - now, 20'000'000)));
+    }
+    return absl::OkStatus();
+  }
+
   // Opens the next split's reader unless one is open; false when the
   // epoch's splits are done.
   absl::StatusOr<bool> EnsureReader() {
@@ -89,6 +109,8 @@ class SourceIterator : public Iterator {
   size_t next_split_ = 0;
   std::unique_ptr<io::SplitReader> reader_;
   int64_t ragged_hint_ = 0;
+  int64_t bytes_ = 0;     // delivered, for the throttle
+  int64_t start_ns_ = 0;  // first GetNext, for the throttle
 };
 
 }  // namespace

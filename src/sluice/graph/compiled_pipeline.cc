@@ -133,6 +133,11 @@ absl::Status CompileSource(const SourceDef& def, CompiledNode* node,
   node->output_schema = node->format->schema();
   node->shuffle_splits = def.shuffle_splits();
   node->skip_corrupt = def.on_corrupt() == "skip";
+  if (def.throttle_bytes_per_s() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("node '", node->name, "': throttle_bytes_per_s must be >= 0, got ",
+                                                   def.throttle_bytes_per_s()));
+  }
+  node->throttle_bytes_per_s = def.throttle_bytes_per_s();
   return absl::OkStatus();
 }
 

@@ -38,6 +38,7 @@ struct CompiledNode {
   std::shared_ptr<const io::SourceFormat> format;
   bool shuffle_splits = false;
   bool skip_corrupt = false;
+  double throttle_bytes_per_s = 0;  // 0: unthrottled
   // kMap (the chain), kFilter (one predicate)
   std::vector<BoundOp> ops;
   int parallelism = 0;
