@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   absl::Status result;
   sluice::cli::AddMakeDataCommand(app, &result);
   sluice::cli::AddRunCommand(app, &result);
+  sluice::cli::AddProfileCommand(app, &result);
   sluice::cli::AddInspectCommand(app, &result);
   sluice::cli::AddIndexCommand(app, &result);
   sluice::cli::AddOpsCommand(app, &result);

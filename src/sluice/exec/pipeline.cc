@@ -102,6 +102,15 @@ absl::StatusOr<std::unique_ptr<Pipeline>> Pipeline::Create(const PipelineDef& de
   return pipeline;
 }
 
+absl::StatusOr<std::unique_ptr<Pipeline>> Pipeline::FromCompiled(graph::CompiledPipeline compiled) {
+  if (compiled.nodes.empty() || compiled.nodes.front().kind == graph::NodeKind::kRemote) {
+    return absl::InvalidArgumentError("a compiled pipeline to run in-process must start at a source");
+  }
+  std::unique_ptr<Pipeline> pipeline(new Pipeline(std::move(compiled), nullptr));
+  pipeline->ReserveWorkingSet();
+  return pipeline;
+}
+
 // The map nodes' output buffers are the bulk of a pipeline's memory. At its
 // busiest a map node holds its own in-flight chunks (parallelism + 1), the
 // next map node holds as many as inputs, a prefetch after it its depth plus

@@ -37,8 +37,7 @@ class PipelineIterator {
   // statistics. Thread-safe.
   const PipelineStats* stats() const { return ctx_->stats.get(); }
   // Records spans into `trace` from now on (null stops). REQUIRES: the
-  // buffer outlives the iterator or is detached first, and the iterator's
-  // Pipeline outlives the buffer's readers (spans name its nodes and ops).
+  // buffer outlives the iterator or is detached first.
   void AttachTrace(TraceBuffer* trace) { ctx_->trace.store(trace, std::memory_order_relaxed); }
   // The autotuner's current setting and what it tried; null when nothing
   // is autotuned.
@@ -71,6 +70,10 @@ class Pipeline {
   static absl::StatusOr<std::unique_ptr<Pipeline>> Create(const PipelineDef& def,
                                                           const graph::CompileRange& range,
                                                           std::shared_ptr<RemoteInput> remote);
+
+  // A pipeline from a plan compiled (and perhaps altered, as an ablation
+  // does) by the caller. InvalidArgument when it starts at a remote input.
+  static absl::StatusOr<std::unique_ptr<Pipeline>> FromCompiled(graph::CompiledPipeline compiled);
 
   const graph::CompiledPipeline& compiled() const { return compiled_; }
   const Schema& output_schema() const { return compiled_.output_schema(); }

@@ -15,7 +15,7 @@ void TraceBuffer::Span(absl::string_view category, absl::string_view name, int64
     ++dropped_;
     return;
   }
-  spans_.push_back(TraceSpan{category, name, start_ns, end_ns, thread});
+  spans_.push_back(TraceSpan{category, std::string(name), start_ns, end_ns, thread});
 }
 
 std::vector<TraceSpan> TraceBuffer::spans() const {

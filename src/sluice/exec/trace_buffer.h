@@ -5,6 +5,7 @@
 #define SLUICE_EXEC_TRACE_BUFFER_H_
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "absl/strings/string_view.h"
@@ -13,8 +14,8 @@
 namespace sluice::exec {
 
 struct TraceSpan {
-  absl::string_view category;  // "op", "node", "consumer"
-  absl::string_view name;      // points into the compiled pipeline
+  absl::string_view category;  // "op", "node", "consumer": string literals
+  std::string name;
   int64_t start_ns = 0;        // NowNs()
   int64_t end_ns = 0;
   int thread = 0;              // kernel thread id
@@ -25,7 +26,7 @@ class TraceBuffer {
  public:
   explicit TraceBuffer(size_t max_spans = 1'000'000) : max_spans_(max_spans) {}
 
-  // REQUIRES: `category` and `name` outlive the buffer's use.
+  // REQUIRES: `category` is a string literal.
   void Span(absl::string_view category, absl::string_view name, int64_t start_ns, int64_t end_ns);
 
   std::vector<TraceSpan> spans() const;

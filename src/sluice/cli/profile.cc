@@ -1,0 +1,111 @@
+// sluice profile PIPELINE.json: where the pipeline's bottleneck is, in plain
+// words with numbers, and which lever to pull.
+#include <cstdio>
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+#include "sluice/cli/command.h"
+#include "sluice/core/status_macros.h"
+#include "sluice/graph/pipeline_json.h"
+#include "sluice/profile/profiler.h"
+#include "sluice/profile/report_html.h"
+#include "sluice/profile/report_json.h"
+#include "sluice/profile/trace_writer.h"
+
+namespace sluice::cli {
+namespace {
+
+struct ProfileArgs {
+  std::string pipeline;
+  double consumer_rate = 0;
+  double target_rate = 0;
+  double seconds = 3;
+  int threads = 0;
+  std::string trace;
+  std::string report;
+  bool no_ablation = false;
+  bool json = false;
+};
+
+absl::Status WriteText(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  out.close();
+  if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot write ", path));
+  return absl::OkStatus();
+}
+
+absl::Status Profile(const ProfileArgs& args) {
+  SLUICE_ASSIGN_OR_RETURN(PipelineDef def, graph::PipelineFromJsonFile(args.pipeline));
+  if (args.threads > 0) def.mutable_options()->set_threads(args.threads);
+  profile::ProfileOptions options;
+  options.seconds = args.seconds;
+  options.short_seconds = std::max(0.5, args.seconds / 3);
+  options.consumer_samples_per_s = args.consumer_rate;
+  options.target_samples_per_s = args.target_rate;
+  options.ablation = !args.no_ablation;
+  options.trace = !args.trace.empty();
+  absl::StatusOr<profile::ProfileResult> result = profile::RunProfile(
+      def, options, [](const std::string& line) { std::fprintf(stderr, "measuring %s\n", line.c_str()); });
+  if (!result.ok()) return WithContext(result.status(), args.pipeline);
+  const profile::ProfileResult& r = *result;
+  if (!args.trace.empty()) SLUICE_RETURN_IF_ERROR(WriteText(args.trace, profile::ChromeTraceJson(r)));
+  if (!args.report.empty()) SLUICE_RETURN_IF_ERROR(WriteText(args.report, profile::HtmlReport(r)));
+
+  std::printf("%s\n\n", r.verdict.summary.c_str());
+  if (!r.note.empty()) std::printf("(%s)\n\n", r.note.c_str());
+  std::printf("%-60s %10s %7s %13s\n", "node · op", "core-s/1k", "CPU", "without it/s");
+  for (const profile::OpCost& op : r.findings.ops) {
+    std::printf("%-60s %10.4f %6.1f%% %13s\n", (op.node_name + " · " + op.op_name + (op.view ? " (view)" : "")).c_str(),
+                op.core_s_per_1k, 100 * op.cpu_share,
+                op.ablated_samples_per_s > 0 ? profile::ShortRate(op.ablated_samples_per_s).c_str() : "-");
+  }
+  std::printf("\nsource alone: %s samples/s; CPU per sample: %.1f core-µs\n",
+              profile::ShortRate(r.findings.input_only_samples_per_s).c_str(), r.findings.cpu_s_per_sample * 1e6);
+  if (!r.verdict.levers.empty()) std::printf("\nlevers:\n");
+  for (const profile::Lever& l : r.verdict.levers) {
+    std::printf("  - %s%s (%s)\n", l.action.c_str(),
+                l.predicted_samples_per_s > 0
+                    ? absl::StrCat(": predicted ", profile::ShortRate(l.predicted_samples_per_s), " samples/s").c_str()
+                    : "",
+                l.why.c_str());
+  }
+  if (!r.full.tuned.empty()) {
+    std::printf("\nautotune:");
+    for (const exec::Knob& k : r.full.tuned) {
+      std::printf(" %s %s %lld;", k.node_name.c_str(),
+                  k.kind == exec::Knob::Kind::kParallelism ? "parallelism" : "depth", static_cast<long long>(k.value));
+    }
+    std::printf("\n");
+  }
+  if (!args.trace.empty()) std::printf("trace: %s (open in Perfetto or chrome://tracing)\n", args.trace.c_str());
+  if (!args.report.empty()) std::printf("report: %s\n", args.report.c_str());
+  if (args.json) std::printf("%s\n", profile::JsonReport(r).c_str());
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+void AddProfileCommand(CLI::App& app, absl::Status* result) {
+  auto args = std::make_shared<ProfileArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "profile", "Find a pipeline's bottleneck: per-op cost, ablation, the trainer's view, and what to do about it");
+  cmd->add_option("pipeline", args->pipeline, "pipeline definition (JSON)")->required();
+  cmd->add_option("--consumer-rate", args->consumer_rate,
+                  "samples/s the trainer takes (measure it with a cached batch); the verdict says whether the job "
+                  "is input-bound")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--target-rate", args->target_rate, "samples/s wanted (default: the consumer rate)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--seconds", args->seconds, "seconds of the whole-pipeline run (the other runs take a third)")
+      ->default_val(3)
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--threads", args->threads, "compute threads (default: the pipeline's, or all cores)");
+  cmd->add_option("--trace", args->trace, "write a Chrome trace (JSON) of the whole-pipeline run");
+  cmd->add_option("--report", args->report, "write a self-contained HTML report");
+  cmd->add_flag("--no-ablation", args->no_ablation, "skip re-measuring with each op removed");
+  cmd->add_flag("--json", args->json, "print the profile as one JSON object, last");
+  cmd->callback([args, result] { *result = Profile(*args); });
+}
+
+}  // namespace sluice::cli

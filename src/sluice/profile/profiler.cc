@@ -1,0 +1,173 @@
+#include "sluice/profile/profiler.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "sluice/core/status_macros.h"
+#include "sluice/profile/ablation.h"
+
+namespace sluice::profile {
+namespace {
+
+int64_t RowBytes(const Schema& schema) {
+  int64_t bytes = 0;
+  for (const ColumnSpec& c : schema.columns()) {
+    if (!c.ragged) bytes += c.shape.num_elements() * static_cast<int64_t>(DTypeSize(c.dtype));
+  }
+  return bytes;
+}
+
+// The definition with its distribute node dropped: the profile measures
+// the whole pipeline in this process.
+PipelineDef InProcess(const PipelineDef& def, std::string* note) {
+  PipelineDef out = def;
+  out.clear_nodes();
+  for (const NodeDef& n : def.nodes()) {
+    if (n.has_distribute()) {
+      *note = "the distribute node was left out: the whole pipeline was profiled in this process";
+      continue;
+    }
+    *out.add_nodes() = n;
+  }
+  return out;
+}
+
+// The source and, when the pipeline batches, its batch node: what reading
+// (and parsing declared features) alone delivers.
+PipelineDef SourceOnly(const PipelineDef& def) {
+  PipelineDef out = def;
+  out.clear_nodes();
+  *out.add_nodes() = def.nodes(0);
+  for (const NodeDef& n : def.nodes()) {
+    if (n.has_batch()) *out.add_nodes() = n;
+  }
+  return out;
+}
+
+absl::StatusOr<RunMeasurement> Measure(const graph::CompiledPipeline& compiled, MeasureOptions options) {
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<exec::Pipeline> pipeline, exec::Pipeline::FromCompiled(compiled));
+  return MeasureRun(*pipeline, options);
+}
+
+// Each op's cost from the whole run, the source's reading as a first entry.
+std::vector<OpCost> Costs(const graph::CompiledPipeline& compiled, const RunMeasurement& full) {
+  std::vector<OpCost> ops;
+  double compute_ns = 0;
+  for (const exec::NodeStatsSnapshot& n : full.nodes) compute_ns += n.busy_ns;
+  const double samples = std::max<int64_t>(1, full.nodes.empty() ? full.samples : full.nodes.back().rows);
+  auto cost = [&](double ns, OpCost c) {
+    c.core_s_per_1k = ns * 1e-9 / samples * 1000;
+    c.cpu_share = compute_ns > 0 ? ns / compute_ns : 0;
+    ops.push_back(std::move(c));
+  };
+  if (!full.nodes.empty()) {
+    OpCost read;
+    read.node_name = compiled.nodes[0].name;
+    read.op_name = "read";
+    read.op = -1;
+    cost(full.nodes[0].busy_ns, read);
+  }
+  for (size_t i = 0; i < compiled.nodes.size() && i < full.nodes.size(); ++i) {
+    const graph::CompiledNode& node = compiled.nodes[i];
+    if (node.kind != graph::NodeKind::kMap) continue;
+    for (size_t j = 0; j < node.ops.size(); ++j) {
+      OpCost c;
+      c.node = static_cast<int>(i);
+      c.op = static_cast<int>(j);
+      c.node_name = node.name;
+      c.op_name = node.ops[j].name;
+      c.view = node.ops[j].binding.view;
+      c.random = node.ops[j].binding.random;
+      cost(static_cast<double>(full.nodes[i].op_busy_ns[j]), c);
+    }
+  }
+  return ops;
+}
+
+// Whole map nodes of deterministic ops right after the source (what
+// `sluice materialize` writes out), and the per-sample maps before the
+// batch node (what a distribute node there offloads).
+void Prefixes(const graph::CompiledPipeline& compiled, const std::vector<OpCost>& ops, Findings* f) {
+  std::vector<std::string> names;
+  bool prefix = true;
+  for (size_t i = 1; i < compiled.nodes.size(); ++i) {
+    const graph::CompiledNode& node = compiled.nodes[i];
+    if (node.kind == graph::NodeKind::kBatch) break;
+    if (node.kind != graph::NodeKind::kMap) {
+      prefix = false;
+      continue;
+    }
+    bool deterministic = true;
+    for (const graph::BoundOp& op : node.ops) deterministic &= !op.binding.random;
+    prefix &= deterministic;
+    for (const OpCost& c : ops) {
+      if (c.node != static_cast<int>(i) || c.op < 0) continue;
+      f->front_share += c.cpu_share;
+      if (prefix) {
+        f->materializable_share += c.cpu_share;
+        if (!c.view) names.push_back(c.op_name);
+      }
+    }
+    f->front_bytes_per_sample = static_cast<double>(RowBytes(node.output_schema));
+  }
+  f->materializable = absl::StrJoin(names, ", ");
+}
+
+}  // namespace
+
+absl::StatusOr<ProfileResult> RunProfile(const PipelineDef& def, const ProfileOptions& options,
+                                         const std::function<void(const std::string&)>& progress) {
+  ProfileResult result;
+  const PipelineDef local = InProcess(def, &result.note);
+  SLUICE_ASSIGN_OR_RETURN(graph::CompiledPipeline compiled, graph::Compile(local));
+  Findings& f = result.findings;
+  f.pipeline = compiled.name.empty() ? "pipeline" : compiled.name;
+  f.threads = compiled.threads;
+  f.consumer_samples_per_s = options.consumer_samples_per_s;
+  f.target_samples_per_s = options.target_samples_per_s;
+
+  progress(absl::StrCat("the whole pipeline (", options.seconds, " s)"));
+  exec::TraceBuffer trace;
+  MeasureOptions full_options;
+  full_options.min_seconds = options.seconds;
+  full_options.trace = options.trace ? &trace : nullptr;
+  SLUICE_ASSIGN_OR_RETURN(result.full, Measure(compiled, full_options));
+  if (options.trace) {
+    result.spans = trace.spans();
+    result.dropped_spans = trace.dropped();
+  }
+  f.samples_per_s = result.full.samples_per_s;
+  f.cpu_s_per_sample = result.full.samples > 0 ? result.full.cpu_seconds / result.full.samples : 0;
+  f.ops = Costs(compiled, result.full);
+  Prefixes(compiled, f.ops, &f);
+
+  MeasureOptions short_options;
+  short_options.min_seconds = options.short_seconds;
+  progress(absl::StrCat("the source alone (", options.short_seconds, " s)"));
+  SLUICE_ASSIGN_OR_RETURN(graph::CompiledPipeline source_only, graph::Compile(SourceOnly(local)));
+  SLUICE_ASSIGN_OR_RETURN(RunMeasurement input, Measure(source_only, short_options));
+  f.input_only_samples_per_s = input.samples_per_s;
+
+  if (options.ablation) {
+    int ablatable = 0, done = 0;
+    for (const OpCost& c : f.ops) ablatable += c.view || c.op < 0 ? 0 : 1;
+    for (OpCost& c : f.ops) {
+      if (c.view || c.op < 0) continue;
+      progress(absl::StrCat("without ", c.op_name, " (", ++done, "/", ablatable, ")"));
+      graph::CompiledPipeline ablated = compiled;
+      SLUICE_RETURN_IF_ERROR(AblateOp(&ablated, c.node, c.op));
+      SLUICE_ASSIGN_OR_RETURN(RunMeasurement m, Measure(ablated, short_options));
+      c.ablated_samples_per_s = m.samples_per_s;
+    }
+  }
+  if (options.consumer_samples_per_s > 0) {
+    progress(absl::StrCat("consumed at the trainer's ", ShortRate(options.consumer_samples_per_s), " samples/s"));
+    MeasureOptions paced = short_options;
+    paced.consumer_samples_per_s = options.consumer_samples_per_s;
+    SLUICE_ASSIGN_OR_RETURN(RunMeasurement m, Measure(compiled, paced));
+    f.paced_wait_share = m.consumer_wait_share;
+  }
+  result.verdict = Analyze(f);
+  return result;
+}
+
+}  // namespace sluice::profile

@@ -1,0 +1,197 @@
+#include "sluice/profile/run_measurement.h"
+
+#include <dirent.h>
+#include <sys/resource.h>
+
+#include <fstream>
+#include <map>
+#include <thread>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "sluice/core/status_macros.h"
+
+namespace sluice::profile {
+namespace {
+
+double ProcessCpuSeconds() {
+  rusage u;
+  ::getrusage(RUSAGE_SELF, &u);
+  return u.ru_utime.tv_sec + u.ru_utime.tv_usec * 1e-6 + u.ru_stime.tv_sec + u.ru_stime.tv_usec * 1e-6;
+}
+
+// Kernel ids and names of this process's threads now.
+void ReadThreadNames(std::map<int, std::string>* names) {
+  DIR* dir = opendir("/proc/self/task");
+  if (dir == nullptr) return;
+  while (dirent* entry = readdir(dir)) {
+    int tid = 0;
+    if (!absl::SimpleAtoi(entry->d_name, &tid)) continue;
+    std::ifstream comm(absl::StrCat("/proc/self/task/", tid, "/comm"));
+    std::string name;
+    if (std::getline(comm, name)) (*names)[tid] = name;
+  }
+  closedir(dir);
+}
+
+// total += now - base, node by node (base may be empty: zeros).
+void AddDelta(const exec::PipelineStatsSnapshot& now, const exec::PipelineStatsSnapshot* base,
+              std::vector<exec::NodeStatsSnapshot>* total) {
+  if (total->empty()) {
+    *total = now.nodes;
+    for (exec::NodeStatsSnapshot& n : *total) {
+      n.elements = n.rows = n.bytes = n.busy_ns = n.input_wait_ns = n.output_wait_ns = n.get_next_ns = 0;
+      std::fill(n.op_busy_ns.begin(), n.op_busy_ns.end(), 0);
+    }
+  }
+  for (size_t i = 0; i < now.nodes.size(); ++i) {
+    const exec::NodeStatsSnapshot& a = now.nodes[i];
+    const exec::NodeStatsSnapshot* b = base ? &base->nodes[i] : nullptr;
+    exec::NodeStatsSnapshot& t = (*total)[i];
+    t.elements += a.elements - (b ? b->elements : 0);
+    t.rows += a.rows - (b ? b->rows : 0);
+    t.bytes += a.bytes - (b ? b->bytes : 0);
+    t.busy_ns += a.busy_ns - (b ? b->busy_ns : 0);
+    t.input_wait_ns += a.input_wait_ns - (b ? b->input_wait_ns : 0);
+    t.output_wait_ns += a.output_wait_ns - (b ? b->output_wait_ns : 0);
+    t.get_next_ns += a.get_next_ns - (b ? b->get_next_ns : 0);
+    for (size_t op = 0; op < a.op_busy_ns.size(); ++op) {
+      t.op_busy_ns[op] += a.op_busy_ns[op] - (b ? b->op_busy_ns[op] : 0);
+    }
+  }
+}
+
+// Samples the running iterator's counters into time series.
+class Sampler {
+ public:
+  Sampler(double interval_s, size_t nodes) : interval_(absl::Seconds(interval_s)) {
+    series_.push_back(Series{"samples/s", {}});
+    series_.push_back(Series{"consumer wait", {}});
+    thread_ = std::thread([this] { Run(); });
+  }
+  ~Sampler() { Stop(); }
+
+  void Watch(const exec::PipelineIterator* it, int64_t zero_ns) {
+    absl::MutexLock lock(&mu_);
+    it_ = it;
+    zero_ns_ = zero_ns;
+    have_last_ = false;
+  }
+  void Stop() {
+    if (stopped_.HasBeenNotified()) return;
+    stopped_.Notify();
+    thread_.join();
+  }
+  std::vector<Series> series() {
+    absl::MutexLock lock(&mu_);
+    return series_;
+  }
+  std::map<int, std::string> thread_names() {
+    absl::MutexLock lock(&mu_);
+    return names_;
+  }
+
+ private:
+  void Run() {
+    do {
+      std::map<int, std::string> names;
+      ReadThreadNames(&names);
+      absl::MutexLock lock(&mu_);
+      names_.insert(names.begin(), names.end());
+      if (it_ == nullptr || it_->stats() == nullptr || zero_ns_ == 0) continue;
+      const exec::PipelineStatsSnapshot now = it_->stats()->Snapshot();
+      const double t = (now.at_ns - zero_ns_) * 1e-9;
+      if (have_last_ && now.at_ns > last_.at_ns) {
+        const double dt = (now.at_ns - last_.at_ns) * 1e-9;
+        series_[0].points.emplace_back(t, (now.nodes.back().rows - last_.nodes.back().rows) / dt);
+        series_[1].points.emplace_back(t, (now.consumer_wait_ns - last_.consumer_wait_ns) * 1e-9 / dt);
+      }
+      if (series_.size() == 2) {
+        for (const exec::NodeStatsSnapshot& n : now.nodes) series_.push_back(Series{n.name + " buffered", {}});
+      }
+      for (size_t i = 0; i < now.nodes.size(); ++i) {
+        series_[2 + i].points.emplace_back(t, static_cast<double>(now.nodes[i].buffered));
+      }
+      last_ = now;
+      have_last_ = true;
+    } while (!stopped_.WaitForNotificationWithTimeout(interval_));
+  }
+
+  const absl::Duration interval_;
+  absl::Mutex mu_;
+  const exec::PipelineIterator* it_ ABSL_GUARDED_BY(mu_) = nullptr;
+  int64_t zero_ns_ ABSL_GUARDED_BY(mu_) = 0;
+  exec::PipelineStatsSnapshot last_ ABSL_GUARDED_BY(mu_);
+  bool have_last_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<Series> series_ ABSL_GUARDED_BY(mu_);
+  std::map<int, std::string> names_ ABSL_GUARDED_BY(mu_);
+  absl::Notification stopped_;
+  std::thread thread_;
+};
+
+}  // namespace
+
+absl::StatusOr<RunMeasurement> MeasureRun(const exec::Pipeline& pipeline, const MeasureOptions& options) {
+  RunMeasurement m;
+  Sampler sampler(options.sample_interval_s, pipeline.compiled().nodes.size());
+  const int64_t begin_ns = exec::NowNs();
+  double cpu0 = 0;
+  int64_t timed_samples = 0;
+  for (uint64_t epoch = 0;; ++epoch) {
+    if (m.start_ns != 0 && (exec::NowNs() - m.start_ns) * 1e-9 >= options.min_seconds) break;
+    std::unique_ptr<exec::PipelineIterator> it = pipeline.Iterate(epoch);
+    if (options.trace != nullptr) it->AttachTrace(options.trace);
+    sampler.Watch(it.get(), m.start_ns);
+    exec::PipelineStatsSnapshot at_first;  // set in the epoch timing starts in
+    bool any = false;
+    while (true) {
+      Batch batch;
+      bool end = false;
+      SLUICE_RETURN_IF_ERROR(it->Next(&batch, &end));
+      if (end) break;
+      any = true;
+      if (m.start_ns == 0) {  // timed from the first element, as `sluice run` is
+        m.start_ns = exec::NowNs();
+        m.first_element_ms = (m.start_ns - begin_ns) * 1e-6;
+        cpu0 = ProcessCpuSeconds();
+        if (it->stats() != nullptr) at_first = it->stats()->Snapshot();
+        sampler.Watch(it.get(), m.start_ns);
+      } else {
+        timed_samples += batch.rows;
+      }
+      if (options.consumer_samples_per_s > 0) {  // the trainer's step on this batch
+        absl::SleepFor(absl::Seconds(batch.rows / options.consumer_samples_per_s));
+      }
+      if ((exec::NowNs() - m.start_ns) * 1e-9 >= options.min_seconds) break;
+    }
+    if (it->stats() != nullptr) {
+      const exec::PipelineStatsSnapshot end = it->stats()->Snapshot();
+      const exec::PipelineStatsSnapshot* base = at_first.nodes.empty() ? nullptr : &at_first;
+      AddDelta(end, base, &m.nodes);
+      m.consumer_wait_share += (end.consumer_wait_ns - (base ? base->consumer_wait_ns : 0)) * 1e-9;
+    }
+    if (it->autotune() != nullptr) {
+      m.tuned = it->autotune()->knobs();
+      m.tune_log = it->autotune()->log();
+    }
+    sampler.Watch(nullptr, m.start_ns);
+    if (!any) {
+      if (epoch == 0) return absl::FailedPreconditionError("the pipeline yields nothing to measure");
+      break;
+    }
+  }
+  m.seconds = (exec::NowNs() - m.start_ns) * 1e-9;
+  m.cpu_seconds = ProcessCpuSeconds() - cpu0;
+  m.samples = timed_samples;
+  m.samples_per_s = m.seconds > 0 ? timed_samples / m.seconds : 0;
+  m.consumer_wait_share = m.seconds > 0 ? m.consumer_wait_share / m.seconds : 0;
+  sampler.Stop();
+  m.series = sampler.series();
+  for (const auto& [tid, name] : sampler.thread_names()) m.thread_names.emplace_back(tid, name);
+  return m;
+}
+
+}  // namespace sluice::profile
