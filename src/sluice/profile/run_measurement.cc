@@ -4,6 +4,7 @@
 #include <sys/resource.h>
 
 #include <fstream>
+#include <atomic>
 #include <map>
 #include <thread>
 
@@ -64,10 +65,13 @@ void AddDelta(const exec::PipelineStatsSnapshot& now, const exec::PipelineStatsS
   }
 }
 
-// Samples the running iterator's counters into time series.
+// Samples the consumer's counts (which span epochs) and the running
+// iterator's buffers into time series.
 class Sampler {
  public:
-  Sampler(double interval_s, size_t nodes) : interval_(absl::Seconds(interval_s)) {
+  // The counters are the consumer's: rows delivered, ns blocked in next().
+  Sampler(double interval_s, const std::atomic<int64_t>* rows, const std::atomic<int64_t>* wait_ns)
+      : interval_(absl::Seconds(interval_s)), rows_(rows), wait_ns_(wait_ns) {
     series_.push_back(Series{"samples/s", {}});
     series_.push_back(Series{"consumer wait", {}});
     thread_ = std::thread([this] { Run(); });
@@ -78,7 +82,6 @@ class Sampler {
     absl::MutexLock lock(&mu_);
     it_ = it;
     zero_ns_ = zero_ns;
-    have_last_ = false;
   }
   void Stop() {
     if (stopped_.HasBeenNotified()) return;
@@ -101,31 +104,38 @@ class Sampler {
       ReadThreadNames(&names);
       absl::MutexLock lock(&mu_);
       names_.insert(names.begin(), names.end());
-      if (it_ == nullptr || it_->stats() == nullptr || zero_ns_ == 0) continue;
-      const exec::PipelineStatsSnapshot now = it_->stats()->Snapshot();
-      const double t = (now.at_ns - zero_ns_) * 1e-9;
-      if (have_last_ && now.at_ns > last_.at_ns) {
-        const double dt = (now.at_ns - last_.at_ns) * 1e-9;
-        series_[0].points.emplace_back(t, (now.nodes.back().rows - last_.nodes.back().rows) / dt);
-        series_[1].points.emplace_back(t, (now.consumer_wait_ns - last_.consumer_wait_ns) * 1e-9 / dt);
+      if (zero_ns_ == 0) continue;
+      const int64_t at = exec::NowNs();
+      const int64_t rows = rows_->load(), wait = wait_ns_->load();
+      const double t = (at - zero_ns_) * 1e-9;
+      if (last_at_ > 0 && at > last_at_) {
+        const double dt = (at - last_at_) * 1e-9;
+        series_[0].points.emplace_back(t, (rows - last_rows_) / dt);
+        series_[1].points.emplace_back(t, (wait - last_wait_) * 1e-9 / dt);
       }
+      last_at_ = at;
+      last_rows_ = rows;
+      last_wait_ = wait;
+      if (it_ == nullptr || it_->stats() == nullptr) continue;
+      const exec::PipelineStatsSnapshot now = it_->stats()->Snapshot();
       if (series_.size() == 2) {
         for (const exec::NodeStatsSnapshot& n : now.nodes) series_.push_back(Series{n.name + " buffered", {}});
       }
       for (size_t i = 0; i < now.nodes.size(); ++i) {
         series_[2 + i].points.emplace_back(t, static_cast<double>(now.nodes[i].buffered));
       }
-      last_ = now;
-      have_last_ = true;
     } while (!stopped_.WaitForNotificationWithTimeout(interval_));
   }
 
   const absl::Duration interval_;
+  const std::atomic<int64_t>* rows_;
+  const std::atomic<int64_t>* wait_ns_;
   absl::Mutex mu_;
   const exec::PipelineIterator* it_ ABSL_GUARDED_BY(mu_) = nullptr;
   int64_t zero_ns_ ABSL_GUARDED_BY(mu_) = 0;
-  exec::PipelineStatsSnapshot last_ ABSL_GUARDED_BY(mu_);
-  bool have_last_ ABSL_GUARDED_BY(mu_) = false;
+  int64_t last_at_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t last_rows_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t last_wait_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<Series> series_ ABSL_GUARDED_BY(mu_);
   std::map<int, std::string> names_ ABSL_GUARDED_BY(mu_);
   absl::Notification stopped_;
@@ -136,7 +146,8 @@ class Sampler {
 
 absl::StatusOr<RunMeasurement> MeasureRun(const exec::Pipeline& pipeline, const MeasureOptions& options) {
   RunMeasurement m;
-  Sampler sampler(options.sample_interval_s, pipeline.compiled().nodes.size());
+  std::atomic<int64_t> delivered{0}, waited_ns{0};  // timed part, for the sampler
+  Sampler sampler(options.sample_interval_s, &delivered, &waited_ns);
   const int64_t begin_ns = exec::NowNs();
   double cpu0 = 0;
   int64_t timed_samples = 0;
@@ -150,8 +161,10 @@ absl::StatusOr<RunMeasurement> MeasureRun(const exec::Pipeline& pipeline, const 
     while (true) {
       Batch batch;
       bool end = false;
+      const int64_t asked = exec::NowNs();
       SLUICE_RETURN_IF_ERROR(it->Next(&batch, &end));
       if (end) break;
+      if (m.start_ns != 0) waited_ns += exec::NowNs() - asked;
       any = true;
       if (m.start_ns == 0) {  // timed from the first element, as `sluice run` is
         m.start_ns = exec::NowNs();
@@ -161,6 +174,7 @@ absl::StatusOr<RunMeasurement> MeasureRun(const exec::Pipeline& pipeline, const 
         sampler.Watch(it.get(), m.start_ns);
       } else {
         timed_samples += batch.rows;
+        delivered += batch.rows;
       }
       if (options.consumer_samples_per_s > 0) {  // the trainer's step on this batch
         absl::SleepFor(absl::Seconds(batch.rows / options.consumer_samples_per_s));
@@ -171,7 +185,6 @@ absl::StatusOr<RunMeasurement> MeasureRun(const exec::Pipeline& pipeline, const 
       const exec::PipelineStatsSnapshot end = it->stats()->Snapshot();
       const exec::PipelineStatsSnapshot* base = at_first.nodes.empty() ? nullptr : &at_first;
       AddDelta(end, base, &m.nodes);
-      m.consumer_wait_share += (end.consumer_wait_ns - (base ? base->consumer_wait_ns : 0)) * 1e-9;
     }
     if (it->autotune() != nullptr) {
       m.tuned = it->autotune()->knobs();
@@ -187,7 +200,7 @@ absl::StatusOr<RunMeasurement> MeasureRun(const exec::Pipeline& pipeline, const 
   m.cpu_seconds = ProcessCpuSeconds() - cpu0;
   m.samples = timed_samples;
   m.samples_per_s = m.seconds > 0 ? timed_samples / m.seconds : 0;
-  m.consumer_wait_share = m.seconds > 0 ? m.consumer_wait_share / m.seconds : 0;
+  m.consumer_wait_share = m.seconds > 0 ? waited_ns.load() * 1e-9 / m.seconds : 0;
   sampler.Stop();
   m.series = sampler.series();
   for (const auto& [tid, name] : sampler.thread_names()) m.thread_names.emplace_back(tid, name);

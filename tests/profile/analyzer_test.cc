@@ -1,0 +1,96 @@
+#include "sluice/profile/analyzer.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace sluice::profile {
+namespace {
+
+using ::testing::HasSubstr;
+
+OpCost Op(int node, int op, const std::string& name, double share, bool random = false) {
+  OpCost c;
+  c.node = node;
+  c.op = op;
+  c.node_name = "map_" + std::to_string(node);
+  c.op_name = name;
+  c.cpu_share = share;
+  c.random = random;
+  return c;
+}
+
+// W2's shape: 41k/s on 2 cores, blur the costliest, reading far faster.
+Findings ComputeBound() {
+  Findings f;
+  f.pipeline = "w2";
+  f.threads = 2;
+  f.samples_per_s = 41'000;
+  f.cpu_s_per_sample = 2.0 / 41'000;
+  f.input_only_samples_per_s = 900'000;
+  f.ops = {Op(1, 0, "grey_dilation", 0.09), Op(1, 1, "gaussian_blur", 0.71), Op(3, 0, "random_rotation", 0.15, true)};
+  f.materializable_share = 0.80;
+  f.materializable = "grey_dilation, gaussian_blur";
+  f.front_share = 0.80;
+  f.front_bytes_per_sample = 3072;
+  return f;
+}
+
+TEST(Analyzer, NamesTheCostliestOpAndPredictsEachLever) {
+  Findings f = ComputeBound();
+  f.consumer_samples_per_s = 120'000;
+  f.paced_wait_share = 0.66;
+  const Verdict v = Analyze(f);
+  EXPECT_EQ(v.bound, Verdict::Bound::kCompute);
+  EXPECT_EQ(v.bottleneck, "gaussian_blur");
+  EXPECT_THAT(v.summary, HasSubstr("input-bound: pipeline 41k samples/s, the trainer 120k"));
+  EXPECT_THAT(v.summary, HasSubstr("the trainer waits 66% of its time"));
+  EXPECT_THAT(v.summary, HasSubstr("gaussian_blur is 71% of CPU"));
+  ASSERT_GE(v.levers.size(), 3u);
+  EXPECT_THAT(v.levers[0].action, HasSubstr("materialize grey_dilation, gaussian_blur"));
+  EXPECT_NEAR(v.levers[0].predicted_samples_per_s, 41'000 / 0.2, 1);  // CPU-bound: 1 / (1 - 0.8)
+  EXPECT_THAT(v.levers[1].action, HasSubstr("offload the per-sample front (80% of the CPU) to"));
+  EXPECT_GT(v.levers[1].predicted_samples_per_s, 41'000);
+  EXPECT_THAT(v.levers[2].action, HasSubstr("run on 6 cores instead of 2"));  // 120k x 48.8 µs = 5.9 cores
+  EXPECT_EQ(v.levers[2].predicted_samples_per_s, 120'000);
+}
+
+TEST(Analyzer, ReadingIsTheBoundWhenTheSourceAloneIsNoFaster) {
+  Findings f = ComputeBound();
+  f.input_only_samples_per_s = 45'000;  // within 25% of the whole pipeline
+  const Verdict v = Analyze(f);
+  EXPECT_EQ(v.bound, Verdict::Bound::kReading);
+  EXPECT_EQ(v.bottleneck, "reading");
+  EXPECT_THAT(v.summary, HasSubstr("bound by reading: the source alone (reading and parsing) delivers 45k"));
+  ASSERT_EQ(v.levers.size(), 1u);
+  EXPECT_THAT(v.levers[0].action, HasSubstr("read faster"));
+}
+
+TEST(Analyzer, TheTrainerIsTheBoundWhenTheInputKeepsUp) {
+  Findings f = ComputeBound();
+  f.consumer_samples_per_s = 10'000;
+  f.paced_wait_share = 0.01;
+  const Verdict v = Analyze(f);
+  EXPECT_EQ(v.bound, Verdict::Bound::kTrainer);
+  EXPECT_EQ(v.bottleneck, "the trainer");
+  EXPECT_THAT(v.summary, HasSubstr("trainer-bound: pipeline 41k samples/s, the trainer takes 10k; the input keeps up "
+                                   "with 4.1x to spare"));
+  ASSERT_EQ(v.levers.size(), 1u);
+  EXPECT_THAT(v.levers[0].action, HasSubstr("give the input 1 of 2 cores"));
+}
+
+TEST(Analyzer, RandomOrCheapPrefixesAreNotOfferedForMaterializing) {
+  Findings f = ComputeBound();
+  f.materializable_share = 0.02;
+  const Verdict v = Analyze(f);
+  for (const Lever& l : v.levers) EXPECT_THAT(l.action, ::testing::Not(HasSubstr("materialize")));
+}
+
+TEST(Analyzer, ShortRates) {
+  EXPECT_EQ(ShortRate(850), "850");
+  EXPECT_EQ(ShortRate(4'300), "4.3k");
+  EXPECT_EQ(ShortRate(41'000), "41k");
+  EXPECT_EQ(ShortRate(1'250'000), "1.2M");
+}
+
+}  // namespace
+}  // namespace sluice::profile
