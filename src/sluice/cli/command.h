@@ -12,6 +12,7 @@ namespace sluice::cli {
 void AddMakeDataCommand(CLI::App& app, absl::Status* result);
 void AddRunCommand(CLI::App& app, absl::Status* result);
 void AddProfileCommand(CLI::App& app, absl::Status* result);
+void AddMaterializeCommand(CLI::App& app, absl::Status* result);
 void AddInspectCommand(CLI::App& app, absl::Status* result);
 void AddIndexCommand(CLI::App& app, absl::Status* result);
 void AddOpsCommand(CLI::App& app, absl::Status* result);

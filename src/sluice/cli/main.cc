@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   sluice::cli::AddMakeDataCommand(app, &result);
   sluice::cli::AddRunCommand(app, &result);
   sluice::cli::AddProfileCommand(app, &result);
+  sluice::cli::AddMaterializeCommand(app, &result);
   sluice::cli::AddInspectCommand(app, &result);
   sluice::cli::AddIndexCommand(app, &result);
   sluice::cli::AddOpsCommand(app, &result);

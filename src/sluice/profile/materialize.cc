@@ -1,0 +1,190 @@
+#include "sluice/profile/materialize.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "example.pb.h"
+#include "sluice/core/status_macros.h"
+#include "sluice/exec/pipeline.h"
+#include "sluice/graph/pipeline_json.h"
+#include "sluice/io/tfrecord_index.h"
+#include "sluice/io/tfrecord_writer.h"
+
+namespace sluice::profile {
+namespace {
+
+// Leading map nodes after the source whose ops all draw no random numbers.
+int DeterministicMaps(const graph::CompiledPipeline& compiled) {
+  int n = 0;
+  for (size_t i = 1; i < compiled.nodes.size(); ++i) {
+    const graph::CompiledNode& node = compiled.nodes[i];
+    if (node.kind != graph::NodeKind::kMap) break;
+    for (const graph::BoundOp& op : node.ops) {
+      if (op.binding.random) return n;
+    }
+    ++n;
+  }
+  return n;
+}
+
+// How each column is stored and read back: int64 and float32 as numeric
+// features of their shape; uint8 and int32 as bytes (decoded and reshaped
+// by the rewritten pipeline's first map).
+void DeclareColumns(const Schema& schema, TfRecordSource* source, MapDef* decode) {
+  for (const ColumnSpec& c : schema.columns()) {
+    FeatureDef* f = source->add_features();
+    f->set_name(c.name);
+    if (c.dtype == DType::kInt64 || c.dtype == DType::kFloat32) {
+      f->set_dtype(c.dtype == DType::kInt64 ? "int64" : "float32");
+      for (int64_t d : c.shape.dims()) f->add_shape(d);
+      continue;
+    }
+    f->set_dtype("bytes");
+    f->set_length(c.shape.num_elements() * static_cast<int64_t>(DTypeSize(c.dtype)));
+    if (c.dtype != DType::kUInt8) {
+      OpDef* op = decode->add_ops();
+      op->set_op("decode_raw");
+      (*op->mutable_attrs()->mutable_fields())["field"].set_string_value(c.name);
+      (*op->mutable_attrs()->mutable_fields())["dtype"].set_string_value(std::string(DTypeName(c.dtype)));
+    }
+    OpDef* op = decode->add_ops();
+    op->set_op("reshape");
+    (*op->mutable_attrs()->mutable_fields())["field"].set_string_value(c.name);
+    google::protobuf::ListValue* shape = (*op->mutable_attrs()->mutable_fields())["shape"].mutable_list_value();
+    for (int64_t d : c.shape.dims()) shape->add_values()->set_number_value(static_cast<double>(d));
+  }
+}
+
+// Row `r` of `batch` as a tf.train.Example.
+std::string ExampleOf(const Batch& batch, const Schema& schema, int64_t r) {
+  Example ex;
+  auto& features = *ex.mutable_features()->mutable_feature();
+  for (size_t c = 0; c < schema.columns().size(); ++c) {
+    const ColumnSpec& spec = schema.columns()[c];
+    const Tensor& t = batch.columns[c].values;
+    const int64_t n = spec.shape.num_elements();
+    Feature& f = features[spec.name];
+    if (spec.dtype == DType::kInt64) {
+      const int64_t* v = t.data<int64_t>() + r * n;
+      f.mutable_int64_list()->mutable_value()->Add(v, v + n);
+    } else if (spec.dtype == DType::kFloat32) {
+      const float* v = t.data<float>() + r * n;
+      f.mutable_float_list()->mutable_value()->Add(v, v + n);
+    } else {
+      const size_t bytes = static_cast<size_t>(n) * DTypeSize(spec.dtype);
+      f.mutable_bytes_list()->add_value(reinterpret_cast<const char*>(t.raw_data()) + r * bytes, bytes);
+    }
+  }
+  return ex.SerializeAsString();
+}
+
+}  // namespace
+
+absl::StatusOr<MaterializeResult> Materialize(const PipelineDef& def, const std::string& out_dir,
+                                              const std::function<void(int64_t records)>& progress) {
+  SLUICE_ASSIGN_OR_RETURN(graph::CompiledPipeline compiled, graph::Compile(def));
+  const int maps = DeterministicMaps(compiled);
+  if (maps == 0) {
+    return absl::FailedPreconditionError(
+        "nothing to materialize: the node after the source is not a map of ops that draw no random numbers");
+  }
+  const graph::CompiledNode& last = compiled.nodes[maps];
+  for (const ColumnSpec& c : last.output_schema.columns()) {
+    if (c.ragged) {
+      return absl::FailedPreconditionError(absl::StrCat("node '", last.name, "' outputs column '", c.name,
+                                                        "' of varying length, which cannot be written as fixed features"));
+    }
+    if (c.dtype == DType::kUInt8 && c.shape.rank() == 0) {
+      return absl::FailedPreconditionError(absl::StrCat("column '", c.name, "': a uint8 scalar cannot be materialized"));
+    }
+  }
+
+  // The prefix, reading its splits in file order so records go out in order.
+  PipelineDef prefix = def;
+  prefix.clear_nodes();
+  for (int i = 0; i <= maps; ++i) *prefix.add_nodes() = def.nodes(i);
+  prefix.mutable_nodes(0)->mutable_source()->set_shuffle_splits(false);
+  prefix.mutable_options()->set_unordered(false);
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<exec::Pipeline> pipeline, exec::Pipeline::Create(prefix));
+  const Schema& schema = pipeline->output_schema();
+  const std::vector<std::string>& sources = *compiled.nodes[0].format->files();
+
+  std::error_code ec;
+  std::filesystem::create_directories(out_dir, ec);
+  if (ec) return absl::PermissionDeniedError(absl::StrCat("cannot create ", out_dir, ": ", ec.message()));
+  MaterializeResult result;
+  std::vector<std::unique_ptr<io::TfRecordWriter>> writers;
+  for (size_t i = 0; i < sources.size(); ++i) {  // one per source file, empty ones included: indices stay
+    const std::string path = absl::StrFormat("%s/part-%05d-of-%05d.tfrecord", out_dir, i, sources.size());
+    SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<io::TfRecordWriter> w, io::TfRecordWriter::Create(path));
+    writers.push_back(std::move(w));
+    result.files.push_back(path);
+  }
+  std::vector<int64_t> next_record(sources.size(), -1);
+  std::unique_ptr<exec::PipelineIterator> it = pipeline->Iterate(0);
+  while (true) {
+    Batch batch;
+    bool end = false;
+    SLUICE_RETURN_IF_ERROR(it->Next(&batch, &end));
+    if (end) break;
+    for (int64_t r = 0; r < batch.rows; ++r) {
+      const RowOrigin origin = batch.provenance.Origin(r);
+      if (origin.file < 0 || origin.file >= static_cast<int>(sources.size())) {
+        return absl::InternalError(absl::StrCat("row ", result.records, " has no source file"));
+      }
+      int64_t& expected = next_record[origin.file];
+      if (expected >= 0 && origin.record != expected) {
+        return absl::InternalError(absl::StrCat("records of ", sources[origin.file], " arrived out of order (",
+                                                origin.record, " after ", expected - 1, ")"));
+      }
+      expected = origin.record + 1;
+      const std::string record = ExampleOf(batch, schema, r);
+      SLUICE_RETURN_IF_ERROR(writers[origin.file]->Write(record));
+      result.bytes += static_cast<int64_t>(record.size());
+      ++result.records;
+    }
+    progress(result.records);
+  }
+  for (size_t i = 0; i < writers.size(); ++i) {
+    SLUICE_RETURN_IF_ERROR(writers[i]->Close());
+    SLUICE_RETURN_IF_ERROR(io::WriteTfRecordIndex(result.files[i]).status());
+  }
+
+  // The rewritten pipeline: the records, a map that restores dtypes and
+  // shapes, then the rest under their own names (random keys depend on them).
+  PipelineDef& out = result.rewritten;
+  out = def;
+  out.clear_nodes();
+  NodeDef* source = out.add_nodes();
+  source->set_name(compiled.nodes[0].name);
+  const SourceDef& original = def.nodes(0).source();
+  SourceDef* s = source->mutable_source();
+  s->set_shuffle_splits(original.shuffle_splits());
+  s->set_on_corrupt(original.on_corrupt());
+  s->set_split_records(original.split_records());
+  for (const std::string& f : result.files) s->mutable_tfrecord()->add_files(f);
+  NodeDef* decode = out.add_nodes();
+  decode->set_name("materialized");
+  DeclareColumns(schema, s->mutable_tfrecord(), decode->mutable_map());
+  if (decode->map().ops_size() == 0) out.mutable_nodes()->RemoveLast();  // nothing to restore
+  for (int i = maps + 1; i < def.nodes_size(); ++i) {
+    NodeDef* n = out.add_nodes();
+    *n = def.nodes(i);
+    n->set_name(compiled.nodes.size() > static_cast<size_t>(i) ? compiled.nodes[i].name : def.nodes(i).name());
+  }
+  for (int i = 1; i <= maps; ++i) {
+    for (const graph::BoundOp& op : compiled.nodes[i].ops) {
+      if (!op.binding.view) result.ops.push_back(op.name);
+    }
+  }
+  result.pipeline_path = out_dir + "/pipeline.json";
+  std::ofstream json(result.pipeline_path);
+  json << graph::PipelineToJson(out) << "\n";
+  json.close();
+  if (!json) return absl::PermissionDeniedError(absl::StrCat("cannot write ", result.pipeline_path));
+  return result;
+}
+
+}  // namespace sluice::profile
