@@ -12,6 +12,7 @@ batch_size=None)`` works too (batching and parallelism stay in sluice: keep
 num_workers=0).
 """
 
+import time
 import warnings
 
 import torch
@@ -23,7 +24,10 @@ class TorchIterable(torch.utils.data.IterableDataset):
     """Iterates `pipeline` (a sluice.Pipeline) as dicts of torch tensors.
 
     Each pass is a new epoch unless `set_epoch` chose one. `samples` counts
-    the samples delivered so far, over all passes.
+    the samples delivered so far, over all passes. `consumer_rate` is the
+    trainer's own speed in samples/s, measured from the time the loop spent
+    between batches (outside sluice): what ``pipeline.profile(
+    consumer_rate=...)`` compares the pipeline with.
 
     `pin_memory=True` hands out tensors in page-locked memory, so that
     ``.to("cuda", non_blocking=True)`` overlaps the copy with compute (one
@@ -40,6 +44,15 @@ class TorchIterable(torch.utils.data.IterableDataset):
             warnings.warn("sluice.torch: pin_memory=True but no CUDA device is available; "
                           "batches stay in pageable memory", stacklevel=2)
         self.samples = 0
+        self._consumer_seconds = 0.0
+        self._consumed = 0
+
+    @property
+    def consumer_rate(self):
+        """Samples/s the loop consumed, counting only its own time (None before two batches)."""
+        if self._consumer_seconds <= 0:
+            return None
+        return self._consumed / self._consumer_seconds
 
     def __len__(self):
         """Batches per epoch, when known (see sluice.Pipeline.__len__)."""
@@ -61,5 +74,10 @@ class TorchIterable(torch.utils.data.IterableDataset):
             batch = {name: torch.utils.dlpack.from_dlpack(c) for name, c in capsules.items()}
             if self._pin:
                 batch = {name: t.pin_memory() for name, t in batch.items()}
-            self.samples += next(iter(batch.values())).shape[0]
+            rows = next(iter(batch.values())).shape[0]
+            self.samples += rows
+            handed = time.perf_counter()
             yield batch
+            # The loop's step on this batch: the time until it asks again.
+            self._consumer_seconds += time.perf_counter() - handed
+            self._consumed += rows

@@ -7,5 +7,6 @@ PYBIND11_MODULE(_sluice, m) {
   m.doc() = "sluice's C++ engine (use the `sluice` package)";
   sluice::python::InitErrors(m);
   sluice::python::InitPipeline(m);
+  sluice::python::InitProfile(m);
   sluice::python::InitInterrupts();
 }

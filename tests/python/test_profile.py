@@ -1,0 +1,62 @@
+"""pipeline.profile(), pipeline.materialize() and the torch adapter's consumer rate."""
+
+import json
+import time
+
+import numpy as np
+import pytest
+
+import sluice
+from sluice import ops
+
+
+def _cifar(cifar_dir):
+    return sluice.tfrecord(str(cifar_dir / "*.tfrecord"), {"image": ("bytes", 3072), "label": "int64"})
+
+
+def test_profile_names_a_costly_op_and_writes_trace_and_report(cifar_dir, tmp_path):
+    pipe = (_cifar(cifar_dir)
+            .map(ops.reshape(shape=[32, 32, 3]), ops.rescale(scale=1 / 255),
+                 ops.gaussian_blur(ksize=31, sigma=6.0))
+            .batch(16))
+    result = pipe.profile(seconds=0.6, ablation=False, trace=tmp_path / "t.json", report=tmp_path / "r.html")
+    assert result["verdict"]["bound"] == "compute"
+    assert result["verdict"]["bottleneck"] == "gaussian_blur"
+    blur = [op for op in result["ops"] if op["op"] == "gaussian_blur"][0]
+    assert blur["cpu_share"] > 0.5 and blur["core_s_per_1k"] > 0
+    assert result["samples_per_s"] > 0
+    events = json.loads((tmp_path / "t.json").read_text())["traceEvents"]
+    assert any(e["ph"] == "X" and e["name"] == "gaussian_blur" for e in events)
+    assert "gaussian_blur" in (tmp_path / "r.html").read_text()
+
+
+def test_profile_with_a_slow_trainer_says_trainer_bound(cifar_dir):
+    pipe = _cifar(cifar_dir).map(ops.reshape(shape=[32, 32, 3])).batch(8)
+    result = pipe.profile(consumer_rate=300, seconds=0.6, ablation=False)
+    assert result["verdict"]["bound"] == "trainer"
+    assert "trainer-bound" in result["verdict"]["summary"]
+
+
+def test_materialize_gives_the_same_batches(cifar_dir, tmp_path):
+    pipe = (_cifar(cifar_dir)
+            .map(ops.reshape(shape=[32, 32, 3]), ops.grey_dilation(size=3))
+            .batch(32)
+            .map(ops.rescale(scale=1 / 255), ops.random_flip())
+            .with_options(seed=3))
+    fast = pipe.materialize(tmp_path / "m")
+    for a, b in zip(list(pipe), list(fast), strict=True):
+        np.testing.assert_array_equal(a["image"], b["image"])
+        np.testing.assert_array_equal(a["label"], b["label"])
+    with pytest.raises(ValueError, match="nothing to materialize"):
+        _cifar(cifar_dir).map(ops.reshape(shape=[32, 32, 3]), ops.random_flip()).materialize(tmp_path / "n")
+
+
+def test_torch_adapter_measures_the_trainers_rate(mnist_dir):
+    torch_mod = pytest.importorskip("sluice.torch")
+    pipe = sluice.mnist(str(mnist_dir / "train-images-idx3-ubyte"),
+                        str(mnist_dir / "train-labels-idx1-ubyte")).batch(100)
+    loader = torch_mod.TorchIterable(pipe)
+    assert loader.consumer_rate is None
+    for _ in loader:
+        time.sleep(0.01)  # the trainer's step: 100 samples per 10 ms at most
+    assert 0 < loader.consumer_rate < 10_000
