@@ -130,5 +130,46 @@ TEST_F(SluiceCliTest, OpsListsDocsAndDefaults) {
   EXPECT_EQ(Sluice("ops no_such_op").exit_code, 1);
 }
 
+TEST_F(SluiceCliTest, ProfileThenMaterializeAsTheVerdictSuggests) {
+  ASSERT_EQ(Sluice("make-data cifar10 --out " + dir_.Join("c") + " --count 200 --files 2").exit_code, 0);
+  testing::WriteFileBytes(dir_.Join("p.json"), R"({
+    "nodes": [
+      {"source": {"tfrecord": {"files": [")" + dir_.Join("c") + R"(/*.tfrecord"],
+        "features": [{"name": "image", "dtype": "bytes", "length": 3072}, {"name": "label", "dtype": "int64"}]}}},
+      {"map": {"ops": [{"op": "reshape", "attrs": {"shape": [32, 32, 3]}},
+                       {"op": "gaussian_blur", "attrs": {"ksize": 31, "sigma": 6}}]}},
+      {"batch": {"size": 20}},
+      {"map": {"ops": [{"op": "random_flip"}]}}
+    ]})");
+  const Result profile = Sluice("profile " + dir_.Join("p.json") + " --seconds 0.6 --no-ablation --report " +
+                                dir_.Join("r.html") + " --trace " + dir_.Join("t.json") + " --json");
+  ASSERT_EQ(profile.exit_code, 0) << profile.out;
+  const nlohmann::json j = JsonLine(profile.out, "{\"autotune\"");
+  ASSERT_FALSE(j.is_null()) << profile.out;
+  EXPECT_EQ(j["verdict"]["bottleneck"], "gaussian_blur");
+  EXPECT_THAT(profile.out, HasSubstr("materialize parse_example, gaussian_blur"));
+  EXPECT_THAT(testing::ReadFileBytes(dir_.Join("r.html")), HasSubstr("gaussian_blur"));
+  EXPECT_NO_THROW(nlohmann::json::parse(testing::ReadFileBytes(dir_.Join("t.json"))));
+
+  const Result mat = Sluice("materialize " + dir_.Join("p.json") + " --out " + dir_.Join("m"));
+  ASSERT_EQ(mat.exit_code, 0) << mat.out;
+  EXPECT_THAT(mat.out, HasSubstr("200 records"));
+  const Result run = Sluice("run " + dir_.Join("m/pipeline.json") + " --json");
+  ASSERT_EQ(run.exit_code, 0) << run.out;
+  EXPECT_EQ(JsonLine(run.out, "{\"pipeline\"")["samples"], 200);
+}
+
+TEST_F(SluiceCliTest, ProfileAndMaterializeErrorsNameTheProblem) {
+  const Result missing = Sluice("profile " + dir_.Join("none.json"));
+  EXPECT_NE(missing.exit_code, 0);
+  EXPECT_THAT(missing.out, HasSubstr("none.json"));
+  testing::WriteFileBytes(dir_.Join("random.json"), R"({"nodes": [
+      {"source": {"arrays": {"columns": [{"name": "x", "dtype": "uint8", "shape": [2, 2], "data": "AAECAwQFBgc="}]}}},
+      {"map": {"ops": [{"op": "random_flip", "attrs": {"field": "x"}}]}}]})");
+  const Result mat = Sluice("materialize " + dir_.Join("random.json") + " --out " + dir_.Join("m"));
+  EXPECT_NE(mat.exit_code, 0);
+  EXPECT_THAT(mat.out, HasSubstr("nothing to materialize"));
+}
+
 }  // namespace
 }  // namespace sluice::cli
