@@ -128,7 +128,9 @@ class Pipeline:
         return Pipeline(definition)
 
     def map(self, *ops, parallelism=0):
-        """Applies ops (from `sluice.ops`) in order to every sample, or to every row of a batch."""
+        """Applies ops (from `sluice.ops`) in order to every sample, or to every row of a batch.
+
+        `parallelism` 0 lets the autotuner choose the runner threads."""
         flat = []
         for op in ops:
             flat.extend(op if isinstance(op, (list, tuple)) else [op])
@@ -147,7 +149,7 @@ class Pipeline:
         return self._with_node({"batch": {"size": size, "drop_remainder": drop_remainder}})
 
     def prefetch(self, buffer_size=0):
-        """Keeps `buffer_size` elements ready ahead of the consumer (0: 2)."""
+        """Keeps `buffer_size` elements ready ahead of the consumer (0: the autotuner chooses)."""
         return self._with_node({"prefetch": {"buffer_size": buffer_size}})
 
     def repeat(self, count=-1):

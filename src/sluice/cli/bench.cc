@@ -25,16 +25,12 @@ struct Measure {
 absl::StatusOr<RunReport> RunSluice(const PipelineDef& base, int threads, double seconds) {
   PipelineDef def = base;
   if (threads > 0) def.mutable_options()->set_threads(threads);
-  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<exec::Pipeline> pipeline, exec::Pipeline::Create(def));
-  RunOptions options;
-  options.epochs = 1;
-  options.min_seconds = seconds;
-  options.progress = false;
-  return RunPipeline(*pipeline, options);
+  return RunForSeconds(def, seconds);
 }
 
 absl::Status Bench(const BenchArgs& args) {
   if (args.workload == "service") return BenchService(args);
+  if (args.workload == "tuning") return BenchTuning(args);
   SLUICE_RETURN_IF_ERROR(EnsureData(args.data, args.workload == "w1", args.workload == "w2"));
   const bool w1 = args.workload == "w1";
   const PipelineDef def = w1 ? W1Pipeline(args.data + "/mnist") : W2Pipeline(args.data + "/cifar10");
@@ -135,10 +131,11 @@ void AddBenchCommand(CLI::App& app, absl::Status* result) {
   CLI::App* cmd = app.add_subcommand(
       "bench", "Run a reference workload with sluice and its peers side by side (medians, ratios)");
   cmd->add_option("workload", args->workload,
-                  "w1 (MNIST + blur), w2 (CIFAR-10 TFRecords + augmentation) or service (the "
-                  "preprocessing service against raw gRPC, a Python gRPC feed and tf.data service)")
+                  "w1 (MNIST + blur), w2 (CIFAR-10 TFRecords + augmentation), service (the "
+                  "preprocessing service against raw gRPC, a Python gRPC feed and tf.data service) or tuning "
+                  "(autotune against a sweep of hand-tuned settings, and the cost of statistics, on W1 and W2)")
       ->required()
-      ->check(CLI::IsMember({"w1", "w2", "service"}));
+      ->check(CLI::IsMember({"w1", "w2", "service", "tuning"}));
   cmd->add_option("--runs", args->runs, "runs per contender (median reported)")->default_val(3)->check(CLI::PositiveNumber);
   cmd->add_flag("--json", args->json, "print one JSON object as the last line");
   cmd->add_option("--data", args->data, "data directory (generated when missing)")->default_val("data");

@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "pipeline.pb.h"
+#include "sluice/cli/pipeline_runner.h"
 
 namespace sluice::cli {
 
@@ -33,8 +35,13 @@ std::string MachineDescription();
 // Writes the W1 (MNIST) and W2 (CIFAR-10 TFRecords) data under `data` if missing.
 absl::Status EnsureData(const std::string& data, bool w1, bool w2);
 
+// One epoch of `def` in this process, and more until `seconds` passed.
+absl::StatusOr<RunReport> RunForSeconds(const PipelineDef& def, double seconds);
+
 // sluice bench service (bench_service.cc).
 absl::Status BenchService(const BenchArgs& args);
+// sluice bench tuning (bench_tuning.cc).
+absl::Status BenchTuning(const BenchArgs& args);
 
 }  // namespace sluice::cli
 

@@ -66,12 +66,6 @@ bool Autotuner::NextMove(const std::vector<double>& pressure, Move* move) const 
   return false;
 }
 
-void Autotuner::Restart() {
-  if (phase_ == Phase::kConverged) return;
-  phase_ = Phase::kSettle;
-  intervals_in_phase_ = 0;
-}
-
 const std::vector<Knob>& Autotuner::Step(const Interval& interval) {
   if (phase_ == Phase::kConverged) return knobs_;
   if (phase_ == Phase::kSettle) {
@@ -131,8 +125,9 @@ AutotuneThread::AutotuneThread(const PipelineStats* stats, std::vector<NodeKnobs
                                std::shared_ptr<SharedAutotuner> shared, int64_t interval_ns)
     : stats_(stats), node_knobs_(std::move(knobs)), shared_(std::move(shared)), interval_ns_(interval_ns) {
   {
+    // The tuner's phase goes on: epochs can be shorter than a measurement,
+    // and the start of each costs every setting alike.
     absl::MutexLock lock(&shared_->mu);
-    shared_->tuner.Restart();
     Apply(shared_->tuner.knobs());
   }
   thread_ = std::thread([this] { Run(); });
@@ -179,14 +174,22 @@ Interval AutotuneThread::Measure(const PipelineStatsSnapshot& before, const Pipe
     if (k.kind == Knob::Kind::kParallelism) threads = std::max(threads, static_cast<int>(k.max));
   }
   const double cpu_free = threads > 0 ? std::max(0.0, 1 - busy / (dt * threads)) : 0;
+  // More runners than cores, with the cores busy: runners preempt each
+  // other (each batch's ranges cut finer, caches shared); lowering a map's
+  // runners, the lightest first, is worth a try.
+  int64_t runners = 0;
+  for (const Knob& k : knobs) runners += k.kind == Knob::Kind::kParallelism ? k.value : 0;
+  const double oversubscribed = threads > 0 ? std::max(0.0, static_cast<double>(runners) / threads - 1) : 0;
   const double consumer_wait = (now.consumer_wait_ns - before.consumer_wait_ns) / dt;
   for (const Knob& k : knobs) {
     const NodeStatsSnapshot& a = before.nodes[k.node];
     const NodeStatsSnapshot& b = now.nodes[k.node];
     const double blocked = (b.output_wait_ns - a.output_wait_ns) / dt / std::max<int64_t>(1, k.value);
     if (k.kind == Knob::Kind::kParallelism) {
-      const double util = (b.busy_ns - a.busy_ns) / dt / std::max<int64_t>(1, k.value);
-      out.pressure.push_back(2 * util * cpu_free - blocked);
+      const double node_busy = b.busy_ns - a.busy_ns;
+      const double util = node_busy / dt / std::max<int64_t>(1, k.value);
+      const double share = busy > 0 ? node_busy / busy : 0;
+      out.pressure.push_back(2 * util * cpu_free - blocked - 0.5 * oversubscribed * (1 - cpu_free) * (1 - share));
     } else {
       // The consumer waiting asks for depth; a full queue it never drains
       // (its producer blocked on room) offers depth back.

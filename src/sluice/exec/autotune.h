@@ -61,7 +61,9 @@ class Autotuner {
   struct Options {
     int64_t ram_budget_bytes = int64_t{1} << 30;
     int settle_intervals = 1;   // ignored after each change
-    int measure_intervals = 2;  // averaged to rate a setting
+    // Averaged to rate a setting: long enough that whole batches counted in
+    // an interval do not quantize the rate by more than a few percent.
+    int measure_intervals = 4;
     double min_gain = 0.03;     // a change must beat the setting it left by this
   };
 
@@ -70,10 +72,6 @@ class Autotuner {
   // Feeds one interval; returns the setting to run from now on (a value
   // per knob). Not thread-safe: one caller.
   const std::vector<Knob>& Step(const Interval& interval);
-
-  // The run was interrupted (a new epoch's threads are starting): what was
-  // being measured is measured again after settling.
-  void Restart();
 
   const std::vector<Knob>& knobs() const { return knobs_; }
   bool converged() const { return phase_ == Phase::kConverged; }
