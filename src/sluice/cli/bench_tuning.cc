@@ -1,8 +1,9 @@
 // sluice bench tuning: on W1 and W2, the autotuner against the best of a
 // sweep of hand-set map parallelism and prefetch depths, and what the
-// per-node statistics cost (stats on against off). Every setting is run
-// once per run, interleaved; medians of the runs.
+// per-node statistics cost (stats on against off, in alternating order).
+// Every setting is run once per run, interleaved; medians of the runs.
 #include <cstdio>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -93,7 +94,9 @@ absl::Status BenchTuning(const BenchArgs& args) {
       SLUICE_ASSIGN_OR_RETURN(RunReport second, RunPipeline(*tuned, options));
       w.tuning.push_back(first.samples_per_s);
       w.autotuned.rates.push_back(second.samples_per_s);
+      // Statistics on and off back to back, in alternating order.
       std::vector<Setting*> all = {&w.stats_on, &w.stats_off};
+      if (run % 2 == 0) std::swap(all[0], all[1]);
       for (Setting& s : w.sweep) all.push_back(&s);
       for (Setting* s : all) {
         SLUICE_ASSIGN_OR_RETURN(RunReport r, RunForSeconds(s->def, args.seconds));

@@ -191,9 +191,16 @@ Interval AutotuneThread::Measure(const PipelineStatsSnapshot& before, const Pipe
       const double share = busy > 0 ? node_busy / busy : 0;
       out.pressure.push_back(2 * util * cpu_free - blocked - 0.5 * oversubscribed * (1 - cpu_free) * (1 - share));
     } else {
-      // The consumer waiting asks for depth; a full queue it never drains
-      // (its producer blocked on room) offers depth back.
-      out.pressure.push_back(consumer_wait > 0.02 ? consumer_wait : -blocked / 4);
+      // A deeper queue helps only a bursty producer: one that sometimes
+      // waits for room while at other times the consumer waits for it. A
+      // producer that never waits is simply too slow; a queue the consumer
+      // never waits on may give depth back.
+      const double producer_blocked = (b.output_wait_ns - a.output_wait_ns) / dt;
+      if (consumer_wait > 0.02) {
+        out.pressure.push_back(producer_blocked > 0.02 ? std::min(consumer_wait, producer_blocked) : 0);
+      } else {
+        out.pressure.push_back(-blocked / 4);
+      }
     }
   }
   return out;

@@ -6,9 +6,10 @@
 // Like tf.data's AUTOTUNE it climbs a hill: it starts from the heuristic
 // setting (every map as parallel as the thread count, the written or
 // default depths), tries one change at a time in the order a model of the
-// pipeline suggests (raise the knob under the most pressure: the busiest
-// map, the prefetch whose consumer waits; lower the one with the most
-// slack), keeps a change only when the measured output rate rises by a
+// pipeline suggests (raise the knob under the most pressure: a busy map
+// while cores are free, a prefetch whose consumer waits on a bursty
+// producer; lower the one with the most slack: maps oversubscribing busy
+// cores, a queue the consumer never waits on), keeps a change only when the measured output rate rises by a
 // margin, and otherwise puts it back and does not try it again from that
 // setting. The controller is a pure state machine fed one interval of
 // measurements at a time (tested step by step with synthetic intervals);
