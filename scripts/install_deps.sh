@@ -10,12 +10,14 @@ PACKAGES=(
   libcli11-dev nlohmann-json3-dev libbenchmark-dev
   # the Python module hands batches to torch through DLPack
   libdlpack-dev
+  # image decoding: libjpeg-turbo (its libjpeg API crops and scales in the decoder), libpng
+  libjpeg62-turbo-dev libpng-dev
   # the service: gRPC, TLS, wire compression
   libgrpc++-dev protobuf-compiler-grpc libssl-dev libzstd-dev liblz4-dev
   # tests: GoogleTest, and OpenCV as the independent reference for ops
   libgtest-dev libgmock-dev libopencv-core-dev libopencv-imgproc-dev
   # the torch peer of the benchmarks runs under Debian's python3
-  python3-torch python3-torchvision python3-protobuf python3-numpy python3-venv
+  python3-torch python3-torchvision python3-protobuf python3-numpy python3-venv python3-pil
   # the service bench's Python gRPC feed peer
   python3-grpcio
 )

@@ -6,6 +6,7 @@
 #include "sluice/cli/command.h"
 #include "sluice/cli/progress.h"
 #include "sluice/cli/synthetic_data.h"
+#include "sluice/cli/synthetic_images.h"
 
 namespace sluice::cli {
 namespace {
@@ -15,6 +16,7 @@ struct MakeDataArgs {
   std::string out;
   int64_t count = 0;
   int files = 8;
+  int classes = 10;
   std::string format = "tfrecord";
   uint64_t seed = 1;
 };
@@ -27,7 +29,14 @@ absl::Status MakeData(const MakeDataArgs& args) {
     });
   };
   absl::Status s;
-  if (args.dataset == "mnist") {
+  if (args.dataset == "imagenet") {
+    const int64_t count = args.count > 0 ? args.count : 2000;
+    s = WriteSyntheticImageFolder(args.out, count, args.classes, args.seed, report);
+    if (s.ok()) {
+      std::printf("wrote %lld JPEG/PNG images in %d class folders under %s\n", static_cast<long long>(count),
+                  args.classes, args.out.c_str());
+    }
+  } else if (args.dataset == "mnist") {
     const int64_t count = args.count > 0 ? args.count : 60000;
     s = WriteSyntheticMnist(args.out, count, args.seed, report);
     if (s.ok()) std::printf("wrote %lld MNIST samples (+ test split) under %s/MNIST/raw\n", static_cast<long long>(count), args.out.c_str());
@@ -53,11 +62,12 @@ void AddMakeDataCommand(CLI::App& app, absl::Status* result) {
   auto args = std::make_shared<MakeDataArgs>();
   CLI::App* cmd = app.add_subcommand(
       "make-data", "Write a synthetic dataset in its real on-disk format (IDX, TFRecord, CIFAR binary)");
-  cmd->add_option("dataset", args->dataset, "mnist or cifar10")
+  cmd->add_option("dataset", args->dataset, "mnist, cifar10 or imagenet (class folders of ~500x375 JPEGs)")
       ->required()
-      ->check(CLI::IsMember({"mnist", "cifar10"}));
+      ->check(CLI::IsMember({"mnist", "cifar10", "imagenet"}));
   cmd->add_option("--out", args->out, "output directory")->required();
-  cmd->add_option("--count", args->count, "samples (default: 60000 for mnist, 50000 for cifar10)");
+  cmd->add_option("--count", args->count, "samples (default: 60000 for mnist, 50000 for cifar10, 2000 for imagenet)");
+  cmd->add_option("--classes", args->classes, "imagenet: class folders")->default_val(10);
   cmd->add_option("--files", args->files, "cifar10: number of files")->default_val(8);
   cmd->add_option("--format", args->format, "cifar10: tfrecord (W2) or bin (CIFAR-10 binary)")
       ->default_val("tfrecord");

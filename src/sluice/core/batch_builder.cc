@@ -24,9 +24,13 @@ BatchBuilder::BatchBuilder(const Schema& schema, int64_t capacity, BufferPool* p
 }
 
 void BatchBuilder::AppendBytes(int col, absl::string_view bytes) {
+  std::memcpy(AppendUninitialized(col, static_cast<int64_t>(bytes.size())), bytes.data(), bytes.size());
+}
+
+uint8_t* BatchBuilder::AppendUninitialized(int col, int64_t size) {
   Column& c = columns_[col];
   Ragged& r = ragged_[col];
-  const int64_t need = r.used + static_cast<int64_t>(bytes.size());
+  const int64_t need = r.used + size;
   if (need > c.values.shape().dim(0)) {
     // Grow geometrically; the copy happens a few times per chunk at most.
     const int64_t size = std::max(need, 2 * c.values.shape().dim(0));
@@ -34,9 +38,10 @@ void BatchBuilder::AppendBytes(int col, absl::string_view bytes) {
     std::memcpy(bigger.raw_data(), c.values.raw_data(), r.used);
     c.values = std::move(bigger);
   }
-  std::memcpy(c.values.raw_data() + r.used, bytes.data(), bytes.size());
+  uint8_t* out = c.values.raw_data() + r.used;
   r.used = need;
   c.offsets.data<int64_t>()[++r.count] = r.used;
+  return out;
 }
 
 Batch BatchBuilder::Finish() {

@@ -28,6 +28,9 @@ class BatchBuilder {
   uint8_t* dense(int col) const { return columns_[col].values.raw_data(); }
   // Sets the next value of ragged column `col`.
   void AppendBytes(int col, absl::string_view bytes);
+  // Sets the next value of ragged column `col` to `size` bytes that the
+  // caller writes at the returned address (before the next Append).
+  uint8_t* AppendUninitialized(int col, int64_t size);
   // Marks `n` more rows as written.
   void AddRows(int64_t n) { rows_ += n; }
   Provenance& provenance() { return provenance_; }

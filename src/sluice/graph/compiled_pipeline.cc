@@ -10,6 +10,7 @@
 #include "sluice/graph/fuse_warps.h"
 #include "sluice/io/array_source.h"
 #include "sluice/io/cifar_source.h"
+#include "sluice/io/image_files.h"
 #include "sluice/io/mnist_source.h"
 #include "sluice/io/tfrecord_source.h"
 #include "sluice/ops/parse_example.h"
@@ -119,9 +120,15 @@ absl::Status CompileSource(const SourceDef& def, CompiledNode* node,
       format = io::MakeArraySource(std::move(columns), def.split_records());
       break;
     }
+    case SourceDef::kImageFolder:
+      format = io::MakeImageFolderSource(def.image_folder().root());
+      break;
+    case SourceDef::kFileList:
+      format = io::MakeFileListSource(def.file_list().path());
+      break;
     case SourceDef::FORMAT_NOT_SET:
       return absl::InvalidArgumentError(
-          "no format set (expected tfrecord, mnist, cifar10 or arrays)");
+          "no format set (expected tfrecord, mnist, cifar10, arrays, image_folder or file_list)");
   }
   if (!format.ok()) return format.status();
   if (def.on_corrupt() != "" && def.on_corrupt() != "error" && def.on_corrupt() != "skip") {

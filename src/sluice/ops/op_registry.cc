@@ -52,6 +52,7 @@ absl::StatusOr<OpBinding> OpRegistry::Bind(absl::string_view name,
 
 void RegisterBuiltinOps(OpRegistry* registry) {
   RegisterParseOps(registry);
+  RegisterDecodeOps(registry);
   RegisterColorOps(registry);
   RegisterImageFilterOps(registry);
   RegisterGeometryOps(registry);

@@ -1,0 +1,204 @@
+#include "sluice/cli/synthetic_images.h"
+
+// libjpeg's headers need FILE and size_t declared first.
+#include <csetjmp>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include <jpeglib.h>
+#include <png.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "sluice/core/rng.h"
+#include "sluice/core/status_macros.h"
+
+namespace sluice::cli {
+namespace {
+
+struct Shape {
+  double cx, cy, rx, ry, cos_a, sin_a, softness;
+  double color[3];
+  bool ellipse;
+};
+
+double Smoothstep(double e0, double e1, double x) {
+  const double t = std::clamp((x - e0) / (e1 - e0), 0.0, 1.0);
+  return t * t * (3 - 2 * t);
+}
+
+struct JpegWriteError {
+  jpeg_error_mgr mgr;
+  std::jmp_buf jump;
+  char message[JMSG_LENGTH_MAX];
+};
+
+void OnJpegWriteError(j_common_ptr cinfo) {
+  auto* e = reinterpret_cast<JpegWriteError*>(cinfo->err);
+  (*cinfo->err->format_message)(cinfo, e->message);
+  std::longjmp(e->jump, 1);
+}
+
+}  // namespace
+
+Image PhotoLikeImage(int width, int height, uint64_t seed) {
+  SampleRng rng(seed, 0x1a9e5, 0, 0);
+  auto u = [&](double lo, double hi) { return rng.Uniform(static_cast<float>(lo), static_cast<float>(hi)); };
+  double corners[4][3];
+  for (auto& c : corners) {
+    for (double& v : c) v = u(20, 235);
+  }
+  std::vector<Shape> shapes(static_cast<size_t>(u(8, 20)));
+  for (Shape& s : shapes) {
+    const double angle = u(0, 3.14159);
+    s = Shape{u(0, width), u(0, height), u(width * 0.03, width * 0.3), u(height * 0.03, height * 0.3),
+              std::cos(angle), std::sin(angle), u(0.01, 0.2), {u(0, 255), u(0, 255), u(0, 255)},
+              rng.Bernoulli(0.6f)};
+  }
+  // Texture at two scales and sensor-like noise: the high frequencies that
+  // make photos cost what they do to encode and decode.
+  const double fx = u(0.05, 0.3), fy = u(0.05, 0.3), amp = u(4, 14);
+  const double gx = u(0.5, 1.5), gy = u(0.5, 1.5), fine = u(3, 8);
+  Image img{width, height, 3, std::vector<uint8_t>(static_cast<size_t>(width) * height * 3)};
+  for (int y = 0; y < height; ++y) {
+    const double ty = static_cast<double>(y) / (height - 1);
+    for (int x = 0; x < width; ++x) {
+      const double tx = static_cast<double>(x) / (width - 1);
+      double rgb[3];
+      for (int c = 0; c < 3; ++c) {  // a bilinear blend of the corners
+        rgb[c] = (1 - ty) * ((1 - tx) * corners[0][c] + tx * corners[1][c]) +
+                 ty * ((1 - tx) * corners[2][c] + tx * corners[3][c]);
+      }
+      for (const Shape& s : shapes) {
+        const double dx = x - s.cx, dy = y - s.cy;
+        const double px = (dx * s.cos_a + dy * s.sin_a) / s.rx, py = (-dx * s.sin_a + dy * s.cos_a) / s.ry;
+        const double d = s.ellipse ? std::sqrt(px * px + py * py) : std::max(std::abs(px), std::abs(py));
+        const double alpha = 1 - Smoothstep(1 - s.softness, 1 + s.softness, d);
+        if (alpha <= 0) continue;
+        for (int c = 0; c < 3; ++c) rgb[c] = (1 - alpha) * rgb[c] + alpha * (s.color[c] * (0.8 + 0.2 * py));
+      }
+      const double texture = amp * std::sin(x * fx + 2 * std::sin(y * fy)) * std::cos(y * fx * 0.7) +
+                             fine * std::sin(x * gx) * std::sin(y * gy);
+      uint8_t* out = &img.pixels[(static_cast<size_t>(y) * width + x) * 3];
+      for (int c = 0; c < 3; ++c) {
+        const double noise = (static_cast<int>(rng.NextU32() % 25) - 12);
+        out[c] = static_cast<uint8_t>(std::clamp(rgb[c] + texture + noise, 0.0, 255.0));
+      }
+    }
+  }
+  return img;
+}
+
+Image ToGray(const Image& rgb) {
+  Image g{rgb.width, rgb.height, 1, std::vector<uint8_t>(static_cast<size_t>(rgb.width) * rgb.height)};
+  for (size_t i = 0; i < g.pixels.size(); ++i) {
+    const uint8_t* p = &rgb.pixels[3 * i];
+    g.pixels[i] = static_cast<uint8_t>((299 * p[0] + 587 * p[1] + 114 * p[2] + 500) / 1000);
+  }
+  return g;
+}
+
+Image ToCmyk(const Image& rgb) {
+  Image out{rgb.width, rgb.height, 4, std::vector<uint8_t>(static_cast<size_t>(rgb.width) * rgb.height * 4)};
+  for (size_t i = 0; i < static_cast<size_t>(rgb.width) * rgb.height; ++i) {
+    const uint8_t* p = &rgb.pixels[3 * i];
+    const int k = 255 - std::max({p[0], p[1], p[2]});
+    uint8_t* q = &out.pixels[4 * i];
+    for (int c = 0; c < 3; ++c) q[c] = static_cast<uint8_t>(k == 255 ? 0 : (255 - p[c] - k) * 255 / (255 - k));
+    q[3] = static_cast<uint8_t>(k);
+  }
+  return out;
+}
+
+absl::StatusOr<std::string> EncodeJpeg(const Image& image, int quality, bool progressive) {
+  jpeg_compress_struct cinfo;
+  JpegWriteError error;
+  cinfo.err = jpeg_std_error(&error.mgr);
+  error.mgr.error_exit = OnJpegWriteError;
+  unsigned char* buffer = nullptr;
+  unsigned long size = 0;
+  jpeg_create_compress(&cinfo);
+  if (setjmp(error.jump)) {
+    jpeg_destroy_compress(&cinfo);
+    std::free(buffer);
+    return absl::InternalError(absl::StrCat("JPEG encoding: ", error.message));
+  }
+  jpeg_mem_dest(&cinfo, &buffer, &size);
+  cinfo.image_width = static_cast<JDIMENSION>(image.width);
+  cinfo.image_height = static_cast<JDIMENSION>(image.height);
+  cinfo.input_components = image.channels;
+  cinfo.in_color_space = image.channels == 1 ? JCS_GRAYSCALE : image.channels == 4 ? JCS_CMYK : JCS_RGB;
+  jpeg_set_defaults(&cinfo);
+  jpeg_set_quality(&cinfo, quality, TRUE);
+  if (progressive) jpeg_simple_progression(&cinfo);
+  jpeg_start_compress(&cinfo, TRUE);
+  const int stride = image.width * image.channels;
+  while (cinfo.next_scanline < cinfo.image_height) {
+    JSAMPROW row = const_cast<uint8_t*>(&image.pixels[static_cast<size_t>(cinfo.next_scanline) * stride]);
+    jpeg_write_scanlines(&cinfo, &row, 1);
+  }
+  jpeg_finish_compress(&cinfo);
+  std::string out(reinterpret_cast<const char*>(buffer), size);
+  jpeg_destroy_compress(&cinfo);
+  std::free(buffer);
+  return out;
+}
+
+absl::StatusOr<std::string> EncodePng(const Image& image) {
+  png_image png;
+  std::memset(&png, 0, sizeof(png));
+  png.version = PNG_IMAGE_VERSION;
+  png.width = static_cast<png_uint_32>(image.width);
+  png.height = static_cast<png_uint_32>(image.height);
+  png.format = image.channels == 1 ? PNG_FORMAT_GRAY : PNG_FORMAT_RGB;
+  png_alloc_size_t size = 0;
+  if (!png_image_write_to_memory(&png, nullptr, &size, 0, image.pixels.data(), 0, nullptr)) {
+    return absl::InternalError(absl::StrCat("PNG encoding: ", png.message));
+  }
+  std::string out(size, '\0');
+  if (!png_image_write_to_memory(&png, out.data(), &size, 0, image.pixels.data(), 0, nullptr)) {
+    return absl::InternalError(absl::StrCat("PNG encoding: ", png.message));
+  }
+  out.resize(size);
+  return out;
+}
+
+absl::Status WriteSyntheticImageFolder(const std::string& dir, int64_t count, int classes, uint64_t seed,
+                                       const std::function<void(int64_t, int64_t)>& progress) {
+  for (int64_t i = 0; i < count; ++i) {
+    const int label = static_cast<int>(i % classes);
+    const std::string folder = absl::StrFormat("%s/class_%03d", dir, label);
+    std::error_code ec;
+    std::filesystem::create_directories(folder, ec);
+    if (ec) return absl::PermissionDeniedError(absl::StrCat("cannot create ", folder, ": ", ec.message()));
+    SampleRng pick(seed, 0x517e, 0, static_cast<uint64_t>(i));
+    const bool portrait = pick.Bernoulli(0.2f);
+    const int w = portrait ? 375 : 500 + static_cast<int>(pick.NextU32() % 41) - 20;
+    const int h = portrait ? 500 : 375;
+    Image image = PhotoLikeImage(w, h, seed * 1000003 + static_cast<uint64_t>(i));
+    std::string bytes;
+    std::string ext = "jpg";
+    if (i % 50 == 49) {
+      SLUICE_ASSIGN_OR_RETURN(bytes, EncodePng(image));
+      ext = "png";
+    } else {
+      if (i % 25 == 24) image = ToGray(image);
+      SLUICE_ASSIGN_OR_RETURN(bytes, EncodeJpeg(image, 90, i % 10 == 9));
+      if (i % 7 == 6) ext = "JPEG";  // extensions in any case
+    }
+    const std::string path = absl::StrFormat("%s/img_%07d.%s", folder, i, ext);
+    std::ofstream out(path, std::ios::binary);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot write ", path));
+    progress(i + 1, count);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace sluice::cli

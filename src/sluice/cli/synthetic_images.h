@@ -1,0 +1,40 @@
+// Synthetic photographs for W3: smooth gradients, soft-edged shapes, fine
+// texture and a little noise, so JPEG compresses them as it does photos
+// (pure noise would not), encoded as JPEG (baseline or progressive, RGB,
+// grayscale or CMYK) or PNG, in the ImageFolder layout.
+#ifndef SLUICE_CLI_SYNTHETIC_IMAGES_H_
+#define SLUICE_CLI_SYNTHETIC_IMAGES_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace sluice::cli {
+
+struct Image {
+  int width = 0, height = 0, channels = 3;  // 1 gray, 3 RGB, 4 CMYK
+  std::vector<uint8_t> pixels;              // rows of width * channels
+};
+
+// A photo-like RGB image; the same seed gives the same image.
+Image PhotoLikeImage(int width, int height, uint64_t seed);
+// The image as grayscale (luma) or as CMYK (plain, not inverted).
+Image ToGray(const Image& rgb);
+Image ToCmyk(const Image& rgb);
+
+// JPEG of `image` (1, 3 or 4 channels) at `quality`; progressive on request.
+absl::StatusOr<std::string> EncodeJpeg(const Image& image, int quality, bool progressive);
+absl::StatusOr<std::string> EncodePng(const Image& image);
+
+// `count` images of about 500x375 (some 375x500) in `classes` class folders
+// under `dir`, JPEG quality 90; one in 25 grayscale, one in 10 progressive,
+// one in 50 a PNG. `progress(done, total)`.
+absl::Status WriteSyntheticImageFolder(const std::string& dir, int64_t count, int classes, uint64_t seed,
+                                       const std::function<void(int64_t, int64_t)>& progress);
+
+}  // namespace sluice::cli
+
+#endif  // SLUICE_CLI_SYNTHETIC_IMAGES_H_

@@ -1,0 +1,169 @@
+#include "sluice/io/image_files.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "sluice/core/status_macros.h"
+#include "sluice/io/random_access_file.h"
+
+namespace sluice::io {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool IsImage(const fs::path& p) {
+  const std::string ext = absl::AsciiStrToLower(p.extension().string());
+  return ext == ".jpg" || ext == ".jpeg" || ext == ".png";
+}
+
+constexpr int64_t kTail = 64;
+
+// What is wrong with an encoded image's framing, or "" if nothing is: a
+// cheap check of the signature (`head`, 8 bytes) and the end marker (in
+// `tail`, the last bytes) that catches truncated and foreign files before
+// any decoding.
+std::string FramingProblem(const uint8_t* head, const uint8_t* tail, int64_t tail_size) {
+  static const uint8_t kPng[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+  if (head[0] == 0xff && head[1] == 0xd8 && head[2] == 0xff) {
+    // Encoders may pad after the end-of-image marker: look near the end.
+    for (int64_t i = tail_size - 2; i >= 0; --i) {
+      if (tail[i] == 0xff && tail[i + 1] == 0xd9) return "";
+    }
+    return "truncated JPEG (no end-of-image marker)";
+  }
+  if (std::equal(kPng, kPng + 8, head)) {
+    static const char kIend[] = "IEND";
+    if (tail_size >= 8 && std::equal(kIend, kIend + 4, tail + tail_size - 8)) return "";
+    return "truncated PNG (no IEND chunk)";
+  }
+  return "not a JPEG or PNG file";
+}
+
+class ImageFileReader : public SplitReader {
+ public:
+  ImageFileReader(const std::string& path, int64_t label, int32_t file, CorruptionLog* skip_log)
+      : path_(path), label_(label), file_(file), skip_log_(skip_log) {}
+
+  absl::StatusOr<int64_t> Read(int64_t max_rows, BatchBuilder* out) override {
+    if (done_ || max_rows <= 0) return 0;
+    done_ = true;
+    SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> f, RandomAccessFile::Open(path_));
+    const int64_t size = static_cast<int64_t>(f->size());
+    uint8_t head[8] = {0}, tail[kTail];
+    const int64_t tail_size = std::min(size, kTail);
+    SLUICE_RETURN_IF_ERROR(f->ReadExact(0, static_cast<size_t>(std::min<int64_t>(size, 8)), head));
+    SLUICE_RETURN_IF_ERROR(f->ReadExact(static_cast<uint64_t>(size - tail_size), static_cast<size_t>(tail_size), tail));
+    const std::string problem = size < 12 ? "not a JPEG or PNG file" : FramingProblem(head, tail, tail_size);
+    if (!problem.empty()) {
+      const std::string message = absl::StrCat(problem, " in ", path_);
+      if (skip_log_ == nullptr) return absl::DataLossError(message);
+      skip_log_->Add(1, message);
+      return 0;
+    }
+    const int64_t row = out->rows();
+    SLUICE_RETURN_IF_ERROR(f->ReadExact(0, static_cast<size_t>(size), out->AppendUninitialized(0, size)));
+    reinterpret_cast<int64_t*>(out->dense(1))[row] = label_;
+    out->provenance().AddRun(row, file_, 0);
+    out->AddRows(1);
+    return 1;
+  }
+
+ private:
+  const std::string& path_;
+  const int64_t label_;
+  const int32_t file_;
+  CorruptionLog* skip_log_;
+  bool done_ = false;
+};
+
+class ImageFilesSource : public SourceFormat {
+ public:
+  ImageFilesSource(std::vector<std::string> paths, std::vector<int64_t> labels)
+      : paths_(std::make_shared<const std::vector<std::string>>(std::move(paths))),
+        labels_(std::move(labels)),
+        schema_({ColumnSpec{"image", DType::kUInt8, Shape{}, /*ragged=*/true},
+                 ColumnSpec{"label", DType::kInt64, Shape{}}}) {}
+
+  const Schema& schema() const override { return schema_; }
+  const std::shared_ptr<const std::vector<std::string>>& files() const override { return paths_; }
+  std::vector<Split> MakeSplits() const override {
+    std::vector<Split> splits(paths_->size());
+    for (size_t i = 0; i < splits.size(); ++i) splits[i] = Split{static_cast<int32_t>(i), 0, 1};
+    return splits;
+  }
+  absl::StatusOr<std::unique_ptr<SplitReader>> OpenSplit(const Split& split, CorruptionLog* skip_log) const override {
+    return std::unique_ptr<SplitReader>(
+        new ImageFileReader((*paths_)[split.file], labels_[split.file], split.file, skip_log));
+  }
+
+ private:
+  std::shared_ptr<const std::vector<std::string>> paths_;
+  std::vector<int64_t> labels_;
+  Schema schema_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<SourceFormat>> MakeImageFolderSource(const std::string& root) {
+  std::error_code ec;
+  if (!fs::is_directory(root, ec)) return absl::NotFoundError(absl::StrCat("image folder ", root, " is not a directory"));
+  std::vector<std::string> classes;
+  for (const fs::directory_entry& e : fs::directory_iterator(root, ec)) {
+    if (e.is_directory()) classes.push_back(e.path().filename().string());
+  }
+  if (ec) return absl::NotFoundError(absl::StrCat("cannot list ", root, ": ", ec.message()));
+  std::sort(classes.begin(), classes.end());
+  std::vector<std::string> paths;
+  std::vector<int64_t> labels;
+  for (size_t label = 0; label < classes.size(); ++label) {
+    std::vector<std::string> files;
+    const fs::path dir = fs::path(root) / classes[label];
+    for (const fs::directory_entry& e :
+         fs::recursive_directory_iterator(dir, fs::directory_options::follow_directory_symlink, ec)) {
+      if (e.is_regular_file() && IsImage(e.path())) files.push_back(e.path().string());
+    }
+    if (ec) return absl::NotFoundError(absl::StrCat("cannot list ", dir.string(), ": ", ec.message()));
+    std::sort(files.begin(), files.end());
+    for (std::string& f : files) {
+      paths.push_back(std::move(f));
+      labels.push_back(static_cast<int64_t>(label));
+    }
+  }
+  if (paths.empty()) {
+    return absl::NotFoundError(absl::StrCat("image folder ", root,
+                                            " holds no .jpg, .jpeg or .png files in class folders"));
+  }
+  return std::unique_ptr<SourceFormat>(new ImageFilesSource(std::move(paths), std::move(labels)));
+}
+
+absl::StatusOr<std::unique_ptr<SourceFormat>> MakeFileListSource(const std::string& list_path) {
+  std::ifstream in(list_path);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot open file list ", list_path));
+  const fs::path base = fs::path(list_path).parent_path();
+  std::vector<std::string> paths;
+  std::vector<int64_t> labels;
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    const std::string text(absl::StripAsciiWhitespace(line.substr(0, line.find('#'))));
+    if (text.empty()) continue;
+    const size_t space = text.find_last_of(" \t");
+    int64_t label = 0;
+    if (space == std::string::npos || !absl::SimpleAtoi(text.substr(space + 1), &label) || label < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(list_path, " line ", number,
+                                                     ": expected \"<path> <label>\" with a label >= 0, got \"",
+                                                     text, "\""));
+    }
+    const fs::path p(std::string(absl::StripAsciiWhitespace(text.substr(0, space))));
+    paths.push_back(p.is_absolute() ? p.string() : (base / p).string());
+    labels.push_back(label);
+  }
+  if (paths.empty()) return absl::NotFoundError(absl::StrCat("file list ", list_path, " names no files"));
+  return std::unique_ptr<SourceFormat>(new ImageFilesSource(std::move(paths), std::move(labels)));
+}
+
+}  // namespace sluice::io

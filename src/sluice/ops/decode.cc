@@ -1,0 +1,208 @@
+// Image decoding ops: encoded JPEG or PNG bytes (a ragged column, as image
+// sources and bytes features yield them) to fixed-size uint8 RGB images,
+// with the crop and resize that fix the size fused into the decode, so the
+// decoder only produces the pixels the output needs.
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "sluice/core/status_macros.h"
+#include "sluice/ops/field.h"
+#include "sluice/ops/image_decoder.h"
+#include "sluice/ops/op_registry.h"
+#include "sluice/ops/resample.h"
+
+namespace sluice::ops {
+namespace {
+
+// How a kernel picks, for one image, the window that becomes its output.
+using WindowFn = std::function<Window(const ImageInfo&, const TileContext&, int64_t row)>;
+
+thread_local DecodedRegion tls_region;
+
+class DecodeKernel : public Kernel {
+ public:
+  DecodeKernel(int out_h, int out_w, bool dct_scaling, WindowFn window)
+      : out_h_(out_h), out_w_(out_w), dct_scaling_(dct_scaling), window_(std::move(window)) {}
+
+  absl::Status Run(const TileContext& ctx, absl::Span<const ColumnRef> in,
+                   absl::Span<const ColumnRef> out) const override {
+    for (int64_t r = 0; r < ctx.rows; ++r) {
+      const absl::string_view bytes = in[0].bytes(r);
+      absl::Status s = DecodeOne(bytes, ctx, r, out[0].row<uint8_t>(r));
+      if (!s.ok()) return WithContext(s, ctx.Where(r));
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  absl::Status DecodeOne(absl::string_view bytes, const TileContext& ctx, int64_t r, uint8_t* dst) const {
+    SLUICE_ASSIGN_OR_RETURN(ImageInfo info, ReadImageInfo(bytes));
+    if (info.width <= 0 || info.height <= 0) return absl::DataLossError("image of zero size");
+    const Window window = window_(info, ctx, r);
+    const int denom = dct_scaling_ ? DctScaleFor(info, window, out_w_, out_h_) : 1;
+    DecodedRegion& region = tls_region;
+    SLUICE_RETURN_IF_ERROR(DecodeRegion(bytes, info, window, denom, &region));
+    ResampleBilinear(region.pixels.data(), region.width, region.height, 3, int64_t{region.width} * 3,
+                     region.window, dst, out_w_, out_h_);
+    return absl::OkStatus();
+  }
+
+  const int out_h_, out_w_;
+  const bool dct_scaling_;
+  const WindowFn window_;
+};
+
+// The ragged bytes column named by attr "field".
+absl::StatusOr<int> EncodedField(const Attrs& attrs, const Schema& schema) {
+  const std::string& name = attrs.GetString("field");
+  std::optional<int> column = schema.Find(name);
+  if (!column) {
+    return AttrError("field", absl::StrCat("names no column: '", name, "' (columns: ", schema.Names(), ")"));
+  }
+  const ColumnSpec& spec = schema.column(*column);
+  if (!spec.ragged || spec.dtype != DType::kUInt8) {
+    return AttrError("field", absl::StrCat("column '", name, "' is ", spec.ToString(),
+                                           "; decoding takes encoded image bytes (an image source's \"image\", "
+                                           "or a bytes feature of length 0)"));
+  }
+  return *column;
+}
+
+// attr `name`: [h, w], or one number for a square.
+absl::StatusOr<std::pair<int, int>> Size(const Attrs& attrs, absl::string_view name) {
+  const std::vector<int64_t>& v = attrs.GetInts(name);
+  if ((v.size() == 1 || v.size() == 2) && v.front() > 0 && v.back() > 0 && v.front() <= 65535 && v.back() <= 65535) {
+    return std::make_pair(static_cast<int>(v.front()), static_cast<int>(v.back()));
+  }
+  return AttrError(name, "must be [height, width] or [size], each in 1..65535");
+}
+
+absl::StatusOr<OpBinding> DecodeBinding(const Attrs& attrs, const Schema& schema, int h, int w,
+                                        WindowFn window) {
+  SLUICE_ASSIGN_OR_RETURN(int column, EncodedField(attrs, schema));
+  ColumnSpec out{schema.column(column).name, DType::kUInt8, Shape{int64_t{h}, int64_t{w}, 3}};
+  return UnaryBinding(column, out,
+                      std::make_shared<DecodeKernel>(h, w, attrs.GetBool("dct_scaling"), std::move(window)));
+}
+
+absl::StatusOr<OpBinding> BindDecodeImage(const Attrs& attrs, const Schema& schema) {
+  SLUICE_ASSIGN_OR_RETURN(auto size, Size(attrs, "size"));
+  return DecodeBinding(attrs, schema, size.first, size.second, [](const ImageInfo& info, const TileContext&, int64_t) {
+    return Window{0, 0, static_cast<double>(info.width), static_cast<double>(info.height)};
+  });
+}
+
+// torchvision's RandomResizedCrop.get_params: ten tries at an area and an
+// aspect ratio that fit, else the whole image cut to the nearest allowed
+// ratio, centred.
+Window RandomResizedCropWindow(const ImageInfo& info, SampleRng& rng, double scale_lo, double scale_hi,
+                               double ratio_lo, double ratio_hi) {
+  const double width = info.width, height = info.height, area = width * height;
+  const double log_lo = std::log(ratio_lo), log_hi = std::log(ratio_hi);
+  for (int attempt = 0; attempt < 10; ++attempt) {
+    const double target = area * rng.Uniform(static_cast<float>(scale_lo), static_cast<float>(scale_hi));
+    const double aspect = std::exp(rng.Uniform(static_cast<float>(log_lo), static_cast<float>(log_hi)));
+    const int w = static_cast<int>(std::lround(std::sqrt(target * aspect)));
+    const int h = static_cast<int>(std::lround(std::sqrt(target / aspect)));
+    if (w > 0 && h > 0 && w <= info.width && h <= info.height) {
+      const int i = static_cast<int>(rng.NextU32() % static_cast<uint32_t>(info.height - h + 1));
+      const int j = static_cast<int>(rng.NextU32() % static_cast<uint32_t>(info.width - w + 1));
+      return Window{static_cast<double>(j), static_cast<double>(i), static_cast<double>(w), static_cast<double>(h)};
+    }
+  }
+  const double in_ratio = width / height;
+  double w = width, h = height;
+  if (in_ratio < ratio_lo) {
+    h = std::lround(w / ratio_lo);
+  } else if (in_ratio > ratio_hi) {
+    w = std::lround(h * ratio_hi);
+  }
+  return Window{std::floor((width - w) / 2), std::floor((height - h) / 2), w, h};
+}
+
+absl::StatusOr<OpBinding> BindDecodeRandomResizedCrop(const Attrs& attrs, const Schema& schema) {
+  SLUICE_ASSIGN_OR_RETURN(auto size, Size(attrs, "size"));
+  const std::vector<double>& scale = attrs.GetFloats("scale");
+  const std::vector<double>& ratio = attrs.GetFloats("ratio");
+  if (scale.size() != 2 || !(scale[0] > 0) || scale[1] < scale[0] || scale[1] > 1) {
+    return AttrError("scale", "must be [min, max] with 0 < min <= max <= 1");
+  }
+  if (ratio.size() != 2 || !(ratio[0] > 0) || ratio[1] < ratio[0]) {
+    return AttrError("ratio", "must be [min, max] with 0 < min <= max");
+  }
+  SLUICE_ASSIGN_OR_RETURN(
+      OpBinding b, DecodeBinding(attrs, schema, size.first, size.second,
+                                 [s0 = scale[0], s1 = scale[1], r0 = ratio[0], r1 = ratio[1]](
+                                     const ImageInfo& info, const TileContext& ctx, int64_t row) {
+                                   SampleRng rng = ctx.Rng(row);
+                                   return RandomResizedCropWindow(info, rng, s0, s1, r0, r1);
+                                 }));
+  b.random = true;
+  return b;
+}
+
+// torchvision's Resize(resize) (the shorter side to `resize`, the longer in
+// proportion, truncated) then CenterCrop(crop), as one window.
+absl::StatusOr<OpBinding> BindDecodeResizeCenterCrop(const Attrs& attrs, const Schema& schema) {
+  const int64_t resize = attrs.GetInt("resize");
+  if (resize <= 0 || resize > 65535) return AttrError("resize", "must be in 1..65535");
+  SLUICE_ASSIGN_OR_RETURN(auto crop, Size(attrs, "crop"));
+  return DecodeBinding(attrs, schema, crop.first, crop.second,
+                       [resize, ch = crop.first, cw = crop.second](const ImageInfo& info, const TileContext&,
+                                                                   int64_t) {
+                         const bool wide = info.width >= info.height;
+                         const double short_side = wide ? info.height : info.width;
+                         const double long_side = wide ? info.width : info.height;
+                         const double resized_long = std::floor(resize * long_side / short_side);
+                         const double rw = wide ? resized_long : resize, rh = wide ? resize : resized_long;
+                         const double top = std::round((rh - ch) / 2.0), left = std::round((rw - cw) / 2.0);
+                         const double sx = info.width / rw, sy = info.height / rh;
+                         return Window{left * sx, top * sy, cw * sx, ch * sy};
+                       });
+}
+
+AttrSchema DctScalingAttr() {
+  return {"dct_scaling", AttrType::kBool, "true",
+          "JPEG: decode at 1/2, 1/4 or 1/8 size in the DCT when the output is that much smaller"};
+}
+
+}  // namespace
+
+void RegisterDecodeOps(OpRegistry* registry) {
+  registry->Register(OpSchema{
+      "decode_image",
+      "Decodes JPEG (libjpeg-turbo; grayscale, CMYK and progressive too) or PNG (libpng) bytes into a uint8 "
+      "RGB image [H,W,3], resized to `size` with antialiased bilinear filtering (PIL's and torchvision's).",
+      {{"field", AttrType::kString, "\"image\"", "the column of encoded bytes"},
+       {"size", AttrType::kInts, "", "[height, width] of the output"},
+       DctScalingAttr()},
+      false,
+      false,
+      BindDecodeImage});
+  registry->Register(OpSchema{
+      "decode_random_resized_crop",
+      "Decodes a random crop of each image and resizes it to `size`: torchvision's RandomResizedCrop (area "
+      "`scale` of the image, aspect `ratio`, 10 tries, else a centred crop) fused into the decode, which reads "
+      "only the crop's rows and columns and shrinks in the DCT when the crop is 2x the output or more.",
+      {{"field", AttrType::kString, "\"image\"", "the column of encoded bytes"},
+       {"size", AttrType::kInts, "[224]", "[height, width] or [size] of the output"},
+       {"scale", AttrType::kFloats, "[0.08, 1.0]", "range of the crop's share of the image's area"},
+       {"ratio", AttrType::kFloats, "[0.75, 1.3333333333333333]", "range of the crop's width / height"},
+       DctScalingAttr()},
+      true,
+      false,
+      BindDecodeRandomResizedCrop});
+  registry->Register(OpSchema{
+      "decode_resize_center_crop",
+      "Evaluation's transform fused into the decode: the shorter side resized to `resize` (torchvision's "
+      "Resize(resize)), then the centre `crop` (CenterCrop), decoding only what the crop needs.",
+      {{"field", AttrType::kString, "\"image\"", "the column of encoded bytes"},
+       {"resize", AttrType::kInt, "256", "the shorter side's length before the crop"},
+       {"crop", AttrType::kInts, "[224]", "[height, width] or [size] of the output"},
+       DctScalingAttr()},
+      false,
+      false,
+      BindDecodeResizeCenterCrop});
+}
+
+}  // namespace sluice::ops

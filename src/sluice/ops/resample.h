@@ -1,0 +1,22 @@
+// Resizing 8-bit HWC images as PIL and torchvision do: bilinear weights on
+// a triangle whose width grows with the shrink factor (antialiasing), taken
+// over a window of the source that may start and end between pixels (a
+// crop), so crop-then-resize is one pass.
+#ifndef SLUICE_OPS_RESAMPLE_H_
+#define SLUICE_OPS_RESAMPLE_H_
+
+#include <cstdint>
+
+#include "sluice/ops/image_decoder.h"
+
+namespace sluice::ops {
+
+// Resizes `window` of `src` (src_w x src_h x channels, rows of src_stride
+// bytes) to out_w x out_h x channels at `dst` (rows of out_w * channels).
+// Thread-safe (scratch is per thread).
+void ResampleBilinear(const uint8_t* src, int src_w, int src_h, int channels, int64_t src_stride,
+                      const Window& window, uint8_t* dst, int out_w, int out_h);
+
+}  // namespace sluice::ops
+
+#endif  // SLUICE_OPS_RESAMPLE_H_
