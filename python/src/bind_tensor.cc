@@ -18,6 +18,8 @@ py::dtype NumpyType(DType d) {
       return py::dtype::of<int32_t>();
     case DType::kInt64:
       return py::dtype::of<int64_t>();
+    case DType::kFloat16:
+      return py::dtype("float16");
     case DType::kFloat32:
       break;
   }
@@ -32,6 +34,8 @@ DLDataType DlpackType(DType d) {
       return {kDLInt, 32, 1};
     case DType::kInt64:
       return {kDLInt, 64, 1};
+    case DType::kFloat16:
+      return {kDLFloat, 16, 1};
     case DType::kFloat32:
       break;
   }

@@ -10,11 +10,12 @@
 
 namespace sluice {
 
-enum class DType : uint8_t { kUInt8, kInt32, kInt64, kFloat32 };
+// float16 (IEEE half) only as an output, for tensors bound for a GPU.
+enum class DType : uint8_t { kUInt8, kInt32, kInt64, kFloat32, kFloat16 };
 
 // Bytes per element.
 size_t DTypeSize(DType dtype);
-// "uint8", "int32", "int64", "float32".
+// "uint8", "int32", "int64", "float32", "float16".
 absl::string_view DTypeName(DType dtype);
 // Inverse of DTypeName; InvalidArgument naming the accepted names otherwise.
 absl::StatusOr<DType> ParseDType(absl::string_view name);

@@ -42,6 +42,7 @@ decltype(auto) DispatchAny(DType d, F&& f) {
     case DType::kInt64:
       return f(int64_t{});
     case DType::kFloat32:
+    case DType::kFloat16:  // refused at binding: no cast writes it
       break;
   }
   return f(float{});
@@ -76,6 +77,9 @@ absl::StatusOr<OpBinding> BindCast(const Attrs& attrs, const Schema& schema) {
       BindField(attrs, schema, {DType::kUInt8, DType::kInt32, DType::kInt64, DType::kFloat32}));
   absl::StatusOr<DType> to = ParseDType(attrs.GetString("dtype"));
   if (!to.ok()) return AttrError("dtype", to.status().message());
+  if (*to == DType::kFloat16) {
+    return AttrError("dtype", "float16 is an output of crop_mirror_normalize only; cast to float32 here");
+  }
   ColumnSpec out = f.spec;
   out.dtype = *to;
   return UnaryBinding(f.column, out,

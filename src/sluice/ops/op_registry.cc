@@ -53,6 +53,7 @@ absl::StatusOr<OpBinding> OpRegistry::Bind(absl::string_view name,
 void RegisterBuiltinOps(OpRegistry* registry) {
   RegisterParseOps(registry);
   RegisterDecodeOps(registry);
+  RegisterImageCropOps(registry);
   RegisterColorOps(registry);
   RegisterImageFilterOps(registry);
   RegisterGeometryOps(registry);

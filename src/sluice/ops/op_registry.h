@@ -67,6 +67,7 @@ class OpRegistry {
 // One per op family; RegisterBuiltinOps calls them all.
 void RegisterParseOps(OpRegistry* registry);
 void RegisterDecodeOps(OpRegistry* registry);
+void RegisterImageCropOps(OpRegistry* registry);
 void RegisterColorOps(OpRegistry* registry);
 void RegisterImageFilterOps(OpRegistry* registry);
 void RegisterGeometryOps(OpRegistry* registry);
