@@ -26,11 +26,11 @@
 #include "sluice/cli/progress.h"
 #include "sluice/cli/workloads.h"
 #include "sluice/core/batch_builder.h"
+#include "sluice/core/heap_reuse.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/graph/pipeline_builder.h"
 #include "sluice/service/batch_codec.h"
 #include "sluice/service/distributed_pipeline.h"
-#include "sluice/service/heap_reuse.h"
 #include "sluice/service/local_cluster.h"
 #include "sluice/service/security.h"
 #include "sluice/service/server_process.h"
@@ -97,7 +97,7 @@ absl::StatusOr<std::vector<BatchMessage>> RawMessages(const std::vector<uint8_t>
 // `sluice raw-stream-server` (hidden): the bare loop's server, in a process
 // of its own as the worker is.
 absl::Status ServeRawStream() {
-  service::ReuseFreedHeapMemory();  // as the worker does
+  ReuseFreedHeapMemory();  // as the worker does
   SLUICE_ASSIGN_OR_RETURN(std::vector<BatchMessage> messages, RawMessages(Blob()));
   RawStream service(std::move(messages), 256);
   BlockTerminationSignals();
@@ -185,7 +185,7 @@ absl::Status BenchService(const BenchArgs& args) {
   SLUICE_RETURN_IF_ERROR(EnsureData(args.data, true, true));
   // The service's client sets this when it connects; set from the start, the
   // bare loop's client gets the same heap.
-  service::ReuseFreedHeapMemory();
+  ReuseFreedHeapMemory();
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<service::LocalCluster> cluster, service::LocalCluster::Start(1, 0));
   const std::string dispatcher = cluster->dispatcher_address();
 

@@ -76,8 +76,8 @@ class BufferPool {
   // Makes sure `count` blocks that fit `bytes` exist (live or cached), with
   // their pages touched, so a pipeline's working set is in place before it
   // runs: memory does not creep up as rare peaks of concurrency occur, and
-  // the hot path takes no page faults. Blocks beyond max_cached_bytes are
-  // not kept.
+  // the hot path takes no page faults. The cache keeps what was reserved
+  // even beyond max_cached_bytes (the largest reservation per size).
   void Reserve(size_t bytes, int count);
 
   Stats stats() const;
@@ -85,12 +85,15 @@ class BufferPool {
   void Trim();
 
  private:
-  static constexpr int kNumClasses = 40;
+  // 9 powers of two (256 B .. 64 KiB), then 4 per power of two up to 2^48.
+  static constexpr int kNumClasses = 9 + 32 * 4;
   void Release(Buffer* buffer);
 
   const Options options_;
   mutable absl::Mutex mu_;
   std::vector<uint8_t*> free_[kNumClasses] ABSL_GUARDED_BY(mu_);
+  size_t reserved_by_class_[kNumClasses] ABSL_GUARDED_BY(mu_) = {};
+  size_t reserved_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   Stats stats_ ABSL_GUARDED_BY(mu_);
 };
 

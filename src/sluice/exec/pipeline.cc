@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "sluice/core/heap_reuse.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/exec/map_plan.h"
 
@@ -99,6 +100,7 @@ absl::StatusOr<std::unique_ptr<Pipeline>> Pipeline::Create(const PipelineDef& de
   }
   std::unique_ptr<Pipeline> pipeline(new Pipeline(std::move(compiled), std::move(remote)));
   pipeline->ReserveWorkingSet();
+  ReuseFreedHeapMemory();
   return pipeline;
 }
 
@@ -108,6 +110,7 @@ absl::StatusOr<std::unique_ptr<Pipeline>> Pipeline::FromCompiled(graph::Compiled
   }
   std::unique_ptr<Pipeline> pipeline(new Pipeline(std::move(compiled), nullptr));
   pipeline->ReserveWorkingSet();
+  ReuseFreedHeapMemory();
   return pipeline;
 }
 

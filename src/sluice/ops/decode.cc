@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "sluice/core/status_macros.h"
+#include "sluice/ops/crop_window.h"
 #include "sluice/ops/field.h"
 #include "sluice/ops/image_decoder.h"
 #include "sluice/ops/op_registry.h"
@@ -92,50 +93,17 @@ absl::StatusOr<OpBinding> BindDecodeImage(const Attrs& attrs, const Schema& sche
   });
 }
 
-// torchvision's RandomResizedCrop.get_params: ten tries at an area and an
-// aspect ratio that fit, else the whole image cut to the nearest allowed
-// ratio, centred.
-Window RandomResizedCropWindow(const ImageInfo& info, SampleRng& rng, double scale_lo, double scale_hi,
-                               double ratio_lo, double ratio_hi) {
-  const double width = info.width, height = info.height, area = width * height;
-  const double log_lo = std::log(ratio_lo), log_hi = std::log(ratio_hi);
-  for (int attempt = 0; attempt < 10; ++attempt) {
-    const double target = area * rng.Uniform(static_cast<float>(scale_lo), static_cast<float>(scale_hi));
-    const double aspect = std::exp(rng.Uniform(static_cast<float>(log_lo), static_cast<float>(log_hi)));
-    const int w = static_cast<int>(std::lround(std::sqrt(target * aspect)));
-    const int h = static_cast<int>(std::lround(std::sqrt(target / aspect)));
-    if (w > 0 && h > 0 && w <= info.width && h <= info.height) {
-      const int i = static_cast<int>(rng.NextU32() % static_cast<uint32_t>(info.height - h + 1));
-      const int j = static_cast<int>(rng.NextU32() % static_cast<uint32_t>(info.width - w + 1));
-      return Window{static_cast<double>(j), static_cast<double>(i), static_cast<double>(w), static_cast<double>(h)};
-    }
-  }
-  const double in_ratio = width / height;
-  double w = width, h = height;
-  if (in_ratio < ratio_lo) {
-    h = std::lround(w / ratio_lo);
-  } else if (in_ratio > ratio_hi) {
-    w = std::lround(h * ratio_hi);
-  }
-  return Window{std::floor((width - w) / 2), std::floor((height - h) / 2), w, h};
-}
-
 absl::StatusOr<OpBinding> BindDecodeRandomResizedCrop(const Attrs& attrs, const Schema& schema) {
   SLUICE_ASSIGN_OR_RETURN(auto size, Size(attrs, "size"));
   const std::vector<double>& scale = attrs.GetFloats("scale");
   const std::vector<double>& ratio = attrs.GetFloats("ratio");
-  if (scale.size() != 2 || !(scale[0] > 0) || scale[1] < scale[0] || scale[1] > 1) {
-    return AttrError("scale", "must be [min, max] with 0 < min <= max <= 1");
-  }
-  if (ratio.size() != 2 || !(ratio[0] > 0) || ratio[1] < ratio[0]) {
-    return AttrError("ratio", "must be [min, max] with 0 < min <= max");
-  }
+  SLUICE_RETURN_IF_ERROR(CheckRandomResizedCropRanges(scale, ratio));
   SLUICE_ASSIGN_OR_RETURN(
       OpBinding b, DecodeBinding(attrs, schema, size.first, size.second,
                                  [s0 = scale[0], s1 = scale[1], r0 = ratio[0], r1 = ratio[1]](
                                      const ImageInfo& info, const TileContext& ctx, int64_t row) {
                                    SampleRng rng = ctx.Rng(row);
-                                   return RandomResizedCropWindow(info, rng, s0, s1, r0, r1);
+                                   return RandomResizedCropWindow(info.width, info.height, rng, s0, s1, r0, r1);
                                  }));
   b.random = true;
   return b;
@@ -155,7 +123,7 @@ absl::StatusOr<OpBinding> BindDecodeResizeCenterCrop(const Attrs& attrs, const S
                          const double long_side = wide ? info.width : info.height;
                          const double resized_long = std::floor(resize * long_side / short_side);
                          const double rw = wide ? resized_long : resize, rh = wide ? resize : resized_long;
-                         const double top = std::round((rh - ch) / 2.0), left = std::round((rw - cw) / 2.0);
+                         const double top = CenterOffset(rh, ch), left = CenterOffset(rw, cw);
                          const double sx = info.width / rw, sy = info.height / rh;
                          return Window{left * sx, top * sy, cw * sx, ch * sy};
                        });

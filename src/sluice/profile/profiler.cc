@@ -31,15 +31,11 @@ PipelineDef InProcess(const PipelineDef& def, std::string* note) {
   return out;
 }
 
-// The source and, when the pipeline batches, its batch node: what reading
-// (and parsing declared features) alone delivers.
+// The source alone: what reading (and parsing declared features) delivers.
 PipelineDef SourceOnly(const PipelineDef& def) {
   PipelineDef out = def;
   out.clear_nodes();
   *out.add_nodes() = def.nodes(0);
-  for (const NodeDef& n : def.nodes()) {
-    if (n.has_batch()) *out.add_nodes() = n;
-  }
   return out;
 }
 

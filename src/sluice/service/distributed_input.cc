@@ -5,7 +5,6 @@
 #include "sluice/core/status_macros.h"
 #include "sluice/service/dispatcher_call.h"
 #include "sluice/service/epoch_reader.h"
-#include "sluice/service/heap_reuse.h"
 #include "sluice/service/log.h"
 
 namespace sluice::service {
@@ -30,7 +29,6 @@ absl::StatusOr<Schema> ToSchema(const ElementSpec& element) {
 
 absl::StatusOr<std::shared_ptr<DistributedInput>> DistributedInput::Connect(ClientOptions options,
                                                                            const PipelineDef& workers_part) {
-  ReuseFreedHeapMemory();
   std::shared_ptr<DistributedInput> input(new DistributedInput(std::move(options)));
   const std::string& token = input->options_.security.token;
   SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<grpc::Channel> channel,

@@ -7,13 +7,11 @@
 #include "sluice/core/status_macros.h"
 #include "sluice/service/dispatcher_call.h"
 #include "sluice/service/encode_ahead.h"
-#include "sluice/service/heap_reuse.h"
 #include "sluice/service/wire_batch.h"
 #include "sluice/service/log.h"
 
 namespace sluice::service {
 absl::StatusOr<std::unique_ptr<WorkerImpl>> WorkerImpl::Create(WorkerOptions options) {
-  ReuseFreedHeapMemory();
   std::unique_ptr<WorkerImpl> worker(new WorkerImpl(std::move(options)));
   SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<grpc::Channel> channel,
                           MakeChannel(worker->options_.dispatcher, worker->options_.security));

@@ -1,10 +1,10 @@
-#include "sluice/service/heap_reuse.h"
+#include "sluice/core/heap_reuse.h"
 
 #include <malloc.h>
 
 #include <mutex>
 
-namespace sluice::service {
+namespace sluice {
 
 void ReuseFreedHeapMemory() {
 #if defined(__GLIBC__)
@@ -16,4 +16,4 @@ void ReuseFreedHeapMemory() {
 #endif
 }
 
-}  // namespace sluice::service
+}  // namespace sluice

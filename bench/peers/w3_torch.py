@@ -1,0 +1,58 @@
+#!/usr/bin/python3
+"""W3 peer: torchvision ImageFolder + RandomResizedCrop(224),
+RandomHorizontalFlip, ToTensor, Normalize (train) or Resize(256),
+CenterCrop(224), ToTensor, Normalize (eval), in a torch DataLoader.
+
+Runs under Debian's /usr/bin/python3 (python3-torch, python3-torchvision,
+python3-pil).
+
+    /usr/bin/python3 bench/peers/w3_torch.py --data DIR [--mode train|eval]
+        [--batches 8] [--warmup 1] [--workers 2] [--batch-size 256]
+
+The last line on stdout is one JSON object with "samples_per_s".
+"""
+
+import argparse
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from peer_timing import (add_common_args, check_batches, make_logger,  # noqa: E402
+                         print_result, time_batches)
+
+log = make_logger("w3_torch")
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    add_common_args(p, "ImageFolder root (class folders of JPEGs)", 256,
+                    workers_help="DataLoader worker processes")
+    p.add_argument("--mode", choices=["train", "eval"], default="train")
+    args = p.parse_args(argv)
+    check_batches(p, args)
+
+    import torch
+    from torch.utils.data import DataLoader
+    from torchvision import datasets, transforms
+
+    normalize = transforms.Normalize(mean=[0.485, 0.456, 0.406], std=[0.229, 0.224, 0.225])
+    if args.mode == "train":
+        tf = transforms.Compose([transforms.RandomResizedCrop(224), transforms.RandomHorizontalFlip(),
+                                 transforms.ToTensor(), normalize])
+    else:
+        tf = transforms.Compose([transforms.Resize(256), transforms.CenterCrop(224),
+                                 transforms.ToTensor(), normalize])
+    dataset = datasets.ImageFolder(args.data, transform=tf)
+    loader = DataLoader(dataset, batch_size=args.batch_size, shuffle=True, num_workers=args.workers,
+                        drop_last=True, persistent_workers=args.workers > 0)
+    log(f"{len(dataset)} images, mode {args.mode}, torch {torch.__version__}, {args.workers} workers")
+    # The loader repeats: an epoch of the dataset may be shorter than the run.
+    def forever():
+        while True:
+            yield from loader
+    print_result(time_batches(forever(), args.warmup, args.batches, "torch",
+                              "w3" if args.mode == "train" else "w3_eval", log))
+
+
+if __name__ == "__main__":
+    main()

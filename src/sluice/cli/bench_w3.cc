@@ -1,0 +1,192 @@
+// sluice bench w3: ImageNet-style JPEGs, decode + random-resized-crop 224 +
+// flip + normalize, batch 256, against the torchvision peer (ImageFolder +
+// transforms in a DataLoader) and NVIDIA DALI's CPU pipeline, beside the
+// machine's limit: plain full-image libjpeg-turbo decoding on every core.
+// Also the evaluation pipeline (resize 256, centre crop 224) against the
+// peer's. Runs interleave; medians.
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "nlohmann/json.hpp"
+#include "sluice/cli/bench_util.h"
+#include "sluice/cli/progress.h"
+#include "sluice/cli/synthetic_images.h"
+#include "sluice/core/status_macros.h"
+#include "sluice/exec/node_stats.h"
+#include "sluice/graph/pipeline_builder.h"
+#include "sluice/ops/image_decoder.h"
+
+namespace sluice::cli {
+namespace {
+
+using graph::Op;
+
+constexpr int64_t kImages = 2000;
+
+PipelineDef W3(const std::string& root, bool eval) {
+  PipelineDef def;
+  NodeDef* source = def.add_nodes();
+  source->mutable_source()->mutable_image_folder()->set_root(root);
+  source->mutable_source()->set_shuffle_splits(true);
+  MapDef* map = def.add_nodes()->mutable_map();
+  if (eval) {
+    *map->add_ops() = Op("decode_resize_center_crop", {{"resize", 256}, {"crop", {224}}});
+    *map->add_ops() = Op("crop_mirror_normalize", {{"mirror", 0.0}});
+  } else {
+    *map->add_ops() = Op("decode_random_resized_crop", {{"size", {224}}});
+    *map->add_ops() = Op("crop_mirror_normalize", {{"mirror", 0.5}});
+  }
+  BatchDef* batch = def.add_nodes()->mutable_batch();
+  batch->set_size(256);
+  batch->set_drop_remainder(true);
+  def.add_nodes()->mutable_prefetch();
+  def.set_name(eval ? "w3_eval" : "w3");
+  return def;
+}
+
+// Full-image decoding of every file, `threads` at once, for `seconds`:
+// what the machine's cores can decode at all.
+absl::StatusOr<double> DecodeLimit(const std::string& root, int threads, double seconds) {
+  std::vector<std::string> images;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(root)) {
+    if (!e.is_regular_file()) continue;
+    std::ifstream in(e.path(), std::ios::binary);
+    images.emplace_back(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  std::atomic<int64_t> next{0}, done{0};
+  std::atomic<bool> failed{false};
+  const int64_t stop_at = exec::NowNs() + static_cast<int64_t>(seconds * 1e9);
+  std::vector<std::thread> pool;
+  const int64_t start = exec::NowNs();
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&] {
+      ops::DecodedRegion region;
+      while (exec::NowNs() < stop_at) {
+        const std::string& bytes = images[static_cast<size_t>(next++) % images.size()];
+        absl::StatusOr<ops::ImageInfo> info = ops::ReadImageInfo(bytes);
+        if (!info.ok()) {
+          failed = true;
+          break;
+        }
+        const ops::Window whole{0, 0, static_cast<double>(info->width), static_cast<double>(info->height)};
+        if (!ops::DecodeRegion(bytes, *info, whole, 1, &region).ok()) failed = true;
+        ++done;
+      }
+    });
+  }
+  for (std::thread& t : pool) t.join();
+  if (failed) return absl::DataLossError(absl::StrCat("an image under ", root, " does not decode"));
+  return done / ((exec::NowNs() - start) * 1e-9);
+}
+
+}  // namespace
+
+absl::Status BenchW3(const BenchArgs& args) {
+  const std::string root = args.data + "/imagenet";
+  if (!Exists(root)) {
+    ProgressLine progress(true);
+    SLUICE_RETURN_IF_ERROR(WriteSyntheticImageFolder(root, kImages, 10, 1, [&](int64_t done, int64_t total) {
+      progress.Update([&] { return absl::StrFormat("imagenet: %d / %d images", done, total); });
+    }));
+    progress.Finish();
+  }
+  const int threads = static_cast<int>(std::thread::hardware_concurrency());
+  const std::string peers = PeersDir();
+  const std::string torch_cmd = absl::StrCat("/usr/bin/python3 ", peers, "/w3_torch.py --data ", root,
+                                             " --batches ", args.peer_batches > 0 ? args.peer_batches : 6);
+  std::string dali_cmd, dali_note;
+  if (!args.no_peers) {
+    absl::StatusOr<std::string> py = LastLineOf(peers + "/ensure_dali_venv.sh");
+    if (py.ok()) {
+      dali_cmd = absl::StrCat(*py, " ", peers, "/w3_dali.py --data ", root, " --threads ", threads, " --batches ",
+                              args.peer_batches > 0 ? args.peer_batches : 6);
+    } else {
+      dali_note = std::string(py.status().message());
+      std::fprintf(stderr, "warning: DALI peer unavailable: %s\n", dali_note.c_str());
+    }
+  }
+  std::vector<double> sluice, eval, limit, torch, torch_eval, dali, vs_torch, vs_limit, vs_dali, vs_torch_eval;
+  for (int run = 1; run <= args.runs; ++run) {
+    SLUICE_ASSIGN_OR_RETURN(RunReport train, RunForSeconds(W3(root, false), args.seconds));
+    SLUICE_ASSIGN_OR_RETURN(RunReport ev, RunForSeconds(W3(root, true), args.seconds));
+    SLUICE_ASSIGN_OR_RETURN(double decode, DecodeLimit(root, threads, args.seconds));
+    sluice.push_back(train.samples_per_s);
+    eval.push_back(ev.samples_per_s);
+    limit.push_back(decode);
+    vs_limit.push_back(train.samples_per_s / decode);
+    std::string line = absl::StrFormat("run %d/%d: sluice %s images/s (eval %s), full decode on %d cores %s", run,
+                                       args.runs, WithCommas(train.samples_per_s), WithCommas(ev.samples_per_s),
+                                       threads, WithCommas(decode));
+    if (!args.no_peers) {
+      absl::StatusOr<double> t = RunPeer(torch_cmd);
+      absl::StatusOr<double> te = RunPeer(torch_cmd + " --mode eval");
+      if (t.ok() && te.ok()) {
+        torch.push_back(*t);
+        torch_eval.push_back(*te);
+        vs_torch.push_back(train.samples_per_s / *t);
+        vs_torch_eval.push_back(ev.samples_per_s / *te);
+        absl::StrAppend(&line, "; torchvision ", WithCommas(*t), " (eval ", WithCommas(*te), ")");
+      } else {
+        std::fprintf(stderr, "warning: torchvision peer failed: %s\n",
+                     std::string((t.ok() ? te.status() : t.status()).message()).c_str());
+      }
+      if (!dali_cmd.empty()) {
+        absl::StatusOr<double> d = RunPeer(dali_cmd);
+        if (d.ok()) {
+          dali.push_back(*d);
+          vs_dali.push_back(train.samples_per_s / *d);
+          absl::StrAppend(&line, "; DALI ", WithCommas(*d));
+        } else {
+          dali_note = std::string(d.status().message());
+          std::fprintf(stderr, "warning: DALI peer failed: %s\n", dali_note.c_str());
+        }
+      }
+    }
+    std::fprintf(stderr, "%s\n", line.c_str());
+  }
+  std::printf("\nw3 (decode + random-resized-crop 224 + flip + normalize, batch 256), median of %d runs on %s\n",
+              args.runs, MachineDescription().c_str());
+  std::printf("  sluice                        %10s images/s\n", WithCommas(Median(sluice)).c_str());
+  std::printf("  full-image decode, %d cores    %10s images/s  (sluice: %.0f%%)\n", threads,
+              WithCommas(Median(limit)).c_str(), 100 * Median(vs_limit));
+  if (!torch.empty()) {
+    std::printf("  torchvision DataLoader (%d)   %10s images/s  (sluice: %.1fx)\n", 2, WithCommas(Median(torch)).c_str(),
+                Median(vs_torch));
+  }
+  if (!dali.empty()) {
+    std::printf("  DALI, CPU pipeline            %10s images/s  (sluice: %.2fx)\n", WithCommas(Median(dali)).c_str(),
+                Median(vs_dali));
+  }
+  std::printf("  eval (resize 256, crop 224)   %10s images/s", WithCommas(Median(eval)).c_str());
+  if (!torch_eval.empty()) {
+    std::printf("  torchvision %s (%.1fx)", WithCommas(Median(torch_eval)).c_str(), Median(vs_torch_eval));
+  }
+  std::printf("\n");
+  if (args.json) {
+    auto or_null = [](const std::vector<double>& v) { return v.empty() ? nlohmann::json(nullptr) : nlohmann::json(Median(v)); };
+    nlohmann::json j;
+    j["workload"] = "w3";
+    j["runs"] = args.runs;
+    j["machine"] = MachineDescription();
+    j["sluice_samples_per_s"] = Median(sluice);
+    j["peer_samples_per_s"] = or_null(torch);
+    j["ratio"] = or_null(vs_torch);
+    j["decode_limit_samples_per_s"] = Median(limit);
+    j["vs_decode_limit"] = Median(vs_limit);
+    j["dali_samples_per_s"] = or_null(dali);
+    j["vs_dali"] = or_null(vs_dali);
+    if (!dali_note.empty()) j["dali_note"] = dali_note;
+    j["eval_samples_per_s"] = Median(eval);
+    j["eval_peer_samples_per_s"] = or_null(torch_eval);
+    j["eval_ratio"] = or_null(vs_torch_eval);
+    std::printf("%s\n", j.dump().c_str());
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace sluice::cli

@@ -1,0 +1,33 @@
+// Where torchvision's crops fall: the window of RandomResizedCrop and the
+// offsets of CenterCrop, shared by the fused decode ops and the ops on
+// decoded images.
+#ifndef SLUICE_OPS_CROP_WINDOW_H_
+#define SLUICE_OPS_CROP_WINDOW_H_
+
+#include <cmath>
+
+#include <vector>
+
+#include "absl/status/status.h"
+#include "sluice/core/rng.h"
+#include "sluice/ops/image_decoder.h"
+
+namespace sluice::ops {
+
+// RandomResizedCrop.get_params: ten tries at an area (a share in [scale_lo,
+// scale_hi] of the image's) and an aspect ratio (log-uniform in [ratio_lo,
+// ratio_hi]) that fit, at a uniform position; else the whole image cut to
+// the nearest allowed ratio, centred.
+Window RandomResizedCropWindow(int width, int height, SampleRng& rng, double scale_lo, double scale_hi,
+                               double ratio_lo, double ratio_hi);
+
+// InvalidArgument naming the attr unless scale is [min, max] with
+// 0 < min <= max <= 1 and ratio is [min, max] with 0 < min <= max.
+absl::Status CheckRandomResizedCropRanges(const std::vector<double>& scale, const std::vector<double>& ratio);
+
+// CenterCrop's top and left: rounded halves of the margins.
+inline double CenterOffset(double size, double crop) { return std::round((size - crop) / 2.0); }
+
+}  // namespace sluice::ops
+
+#endif  // SLUICE_OPS_CROP_WINDOW_H_
