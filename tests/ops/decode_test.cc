@@ -1,0 +1,203 @@
+// The decode ops against PIL (tests/ops/pil_reference.py under Debian's
+// /usr/bin/python3, as torchvision uses it), and the fused random resized
+// crop against decoding first and cropping after.
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "absl/strings/str_cat.h"
+#include "sluice/cli/synthetic_images.h"
+#include "sluice/core/status_macros.h"
+#include "sluice/exec/pipeline.h"
+#include "sluice/graph/pipeline_builder.h"
+#include "status_matchers.h"
+#include "temp_dir.h"
+
+namespace sluice::ops {
+namespace {
+
+using cli::Image;
+using graph::Op;
+using ::sluice::testing::StatusIs;
+using ::testing::HasSubstr;
+
+struct Diff {
+  int max = 0;
+  double mean = 0;
+};
+
+Diff Compare(const std::string& a, const std::string& b) {
+  Diff d;
+  EXPECT_EQ(a.size(), b.size());
+  const size_t n = std::min(a.size(), b.size());
+  double sum = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const int e = std::abs(static_cast<uint8_t>(a[i]) - static_cast<uint8_t>(b[i]));
+    d.max = std::max(d.max, e);
+    sum += e;
+  }
+  d.mean = n ? sum / n : 0;
+  return d;
+}
+
+class DecodeTest : public ::testing::Test {
+ protected:
+  // Writes `bytes` as <name> and returns its path.
+  std::string Write(const std::string& name, const std::string& bytes) {
+    const std::string path = dir_.Join(name);
+    testing::WriteFileBytes(path, bytes);
+    return path;
+  }
+
+  std::string Jpeg(const std::string& name, const Image& image, bool progressive = false) {
+    absl::StatusOr<std::string> bytes = cli::EncodeJpeg(image, 90, progressive);
+    EXPECT_TRUE(bytes.ok()) << bytes.status();
+    return Write(name, *bytes);
+  }
+
+  // PIL's answer for `path` (see pil_reference.py for the modes).
+  static std::string Pil(const std::string& path, const std::string& mode) {
+    const std::string out = path + ".pil";
+    const std::string cmd = std::string("/usr/bin/python3 ") + std::getenv("SLUICE_SOURCE_DIR") +
+                            "/tests/ops/pil_reference.py " + path + " " + out + " " + mode;
+    EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    return testing::ReadFileBytes(out);
+  }
+
+  // The image column of `ops` applied to the one file at `path`, as bytes.
+  absl::StatusOr<std::string> Sluice(const std::string& path, std::vector<OpDef> ops) {
+    const std::string list = path + ".list";
+    testing::WriteFileBytes(list, path + " 0\n");
+    PipelineDef def;
+    def.mutable_nodes()->Add()->mutable_source()->mutable_file_list()->set_path(list);
+    for (OpDef& op : ops) *def.mutable_nodes()->Add()->mutable_map()->add_ops() = std::move(op);
+    return Run(def);
+  }
+
+  static absl::StatusOr<std::string> Run(const PipelineDef& def) {
+    SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<exec::Pipeline> pipeline, exec::Pipeline::Create(def));
+    auto it = pipeline->Iterate();
+    std::string out;
+    while (true) {
+      Batch b;
+      bool end = false;
+      SLUICE_RETURN_IF_ERROR(it->Next(&b, &end));
+      if (end) break;
+      const Tensor& t = b.columns[0].values;
+      out.append(reinterpret_cast<const char*>(t.raw_data()), t.byte_size());
+    }
+    return out;
+  }
+
+  testing::TempDir dir_;
+};
+
+TEST_F(DecodeTest, DecodesLikePilWhateverTheEncoding) {
+  const Image rgb = cli::PhotoLikeImage(320, 240, 3);
+  struct Case {
+    std::string path;
+    int tolerance;
+  };
+  absl::StatusOr<std::string> png = cli::EncodePng(rgb);
+  ASSERT_TRUE(png.ok());
+  const std::vector<Case> cases = {
+      {Jpeg("baseline.jpg", rgb), 1},
+      {Jpeg("progressive.jpg", rgb, true), 1},
+      {Jpeg("gray.jpg", cli::ToGray(rgb)), 1},
+      {Jpeg("cmyk.jpg", cli::ToCmyk(rgb)), 2},  // integer rounding of the CMYK product
+      {Write("lossless.png", *png), 0},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.path);
+    ASSERT_OK_AND_ASSIGN(std::string ours, Sluice(c.path, {Op("decode_image", {{"size", {240, 320}}})}));
+    const Diff d = Compare(ours, Pil(c.path, "decode"));
+    EXPECT_LE(d.max, c.tolerance);
+  }
+}
+
+TEST_F(DecodeTest, ResizingMatchesPilsAntialiasedBilinear) {
+  const std::string path = Jpeg("a.jpg", cli::PhotoLikeImage(320, 240, 4));
+  ASSERT_OK_AND_ASSIGN(std::string ours,
+                       Sluice(path, {Op("decode_image", {{"size", {90, 150}}, {"dct_scaling", false}})}));
+  // PIL rounds to 8 bits between its two passes; sluice keeps floats.
+  const Diff d = Compare(ours, Pil(path, "resize 150 90"));
+  EXPECT_LE(d.max, 2);
+  EXPECT_LT(d.mean, 0.3);
+}
+
+TEST_F(DecodeTest, TheEvaluationCropMatchesTorchvisionsResizeAndCenterCrop) {
+  const std::string path = Jpeg("big.jpg", cli::PhotoLikeImage(700, 520, 5));
+  const std::string pil = Pil(path, "resize_center_crop 128 112");
+  ASSERT_OK_AND_ASSIGN(std::string exact, Sluice(path, {Op("decode_resize_center_crop", {{"resize", 128},
+                                                                                          {"crop", {112}},
+                                                                                          {"dct_scaling", false}})}));
+  Diff d = Compare(exact, pil);
+  EXPECT_LE(d.max, 2);
+  EXPECT_LT(d.mean, 0.3);
+  // Decoding at 1/4 size in the DCT (520 / 4 >= 112) changes pixels a little.
+  ASSERT_OK_AND_ASSIGN(std::string scaled,
+                       Sluice(path, {Op("decode_resize_center_crop", {{"resize", 128}, {"crop", {112}}})}));
+  d = Compare(scaled, pil);
+  EXPECT_LT(d.mean, 2.0);
+}
+
+TEST_F(DecodeTest, TheFusedRandomResizedCropEqualsDecodingThenCropping) {
+  const Image img = cli::PhotoLikeImage(480, 360, 6);
+  for (int i = 0; i < 6; ++i) Jpeg("img" + std::to_string(i) + ".jpg", img, i % 2 == 1);
+  std::string list;
+  for (int i = 0; i < 6; ++i) absl::StrAppend(&list, "img", i, ".jpg ", i, "\n");
+  testing::WriteFileBytes(dir_.Join("list.txt"), list);
+  // Same node name and op position, so both draw the same windows.
+  auto pipeline = [&](std::vector<NodeDef> maps) {
+    PipelineDef def;
+    def.set_seed(11);
+    def.mutable_nodes()->Add()->mutable_source()->mutable_file_list()->set_path(dir_.Join("list.txt"));
+    for (NodeDef& n : maps) *def.mutable_nodes()->Add() = std::move(n);
+    return def;
+  };
+  auto map = [](const std::string& name, OpDef op) {
+    NodeDef n;
+    n.set_name(name);
+    *n.mutable_map()->add_ops() = std::move(op);
+    return n;
+  };
+  const OpDef crop = Op("random_resized_crop", {{"size", {96, 128}}, {"scale", {0.05, 0.6}}});
+  ASSERT_OK_AND_ASSIGN(std::string two_steps,
+                       Run(pipeline({map("decode", Op("decode_image", {{"size", {360, 480}}})), map("crop", crop)})));
+  ASSERT_OK_AND_ASSIGN(
+      std::string fused,
+      Run(pipeline({map("crop", Op("decode_random_resized_crop",
+                                   {{"size", {96, 128}}, {"scale", {0.05, 0.6}}, {"dct_scaling", false}}))})));
+  Diff d = Compare(fused, two_steps);
+  EXPECT_LE(d.max, 1);
+  ASSERT_OK_AND_ASSIGN(std::string scaled,
+                       Run(pipeline({map("crop", Op("decode_random_resized_crop",
+                                                    {{"size", {96, 128}}, {"scale", {0.05, 0.6}}}))})));
+  d = Compare(scaled, two_steps);
+  EXPECT_LT(d.mean, 2.5);
+  EXPECT_NE(fused, std::string(fused.size(), '\0'));
+}
+
+TEST_F(DecodeTest, CorruptImagesFailNamingTheFile) {
+  std::string bytes = testing::ReadFileBytes(Jpeg("ok.jpg", cli::PhotoLikeImage(64, 48, 7)));
+  for (size_t i = 20; i < 80; ++i) bytes[i] = static_cast<char>(0x7f);  // the tables after the header
+  const std::string garbled = Write("garbled.jpg", bytes);
+  EXPECT_THAT(Sluice(garbled, {Op("decode_image", {{"size", {48, 64}}})}),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr(garbled)));
+  const std::string text = Write("text.jpg", "this is not an image, only text ending in FF D9 \xff\xd9");
+  EXPECT_THAT(Sluice(text, {Op("decode_image", {{"size", {48, 64}}})}),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("not a JPEG or PNG file in " + text)));
+}
+
+TEST_F(DecodeTest, BadAttrsAndColumnsAreRefusedWithTheReason) {
+  const std::string path = Jpeg("a.jpg", cli::PhotoLikeImage(64, 48, 8));
+  EXPECT_THAT(Sluice(path, {Op("decode_random_resized_crop", {{"scale", {0.5, 2.0}}})}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("scale")));
+  EXPECT_THAT(Sluice(path, {Op("decode_image", {{"size", {48, 64}}}), Op("decode_image", {{"size", {48, 64}}})}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("takes encoded image bytes")));
+}
+
+}  // namespace
+}  // namespace sluice::ops

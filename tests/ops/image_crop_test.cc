@@ -1,0 +1,104 @@
+#include <cmath>
+#include <cstring>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "sluice/core/status_macros.h"
+#include "sluice/exec/pipeline.h"
+#include "sluice/graph/pipeline_builder.h"
+#include "status_matchers.h"
+
+namespace sluice::ops {
+namespace {
+
+using graph::Op;
+using ::sluice::testing::StatusIs;
+using ::testing::HasSubstr;
+
+// One 4x6 RGB image whose pixel (y, x, c) is 10 * y + x + 100 * c.
+std::vector<uint8_t> Pixels() {
+  std::vector<uint8_t> p(4 * 6 * 3);
+  for (int y = 0; y < 4; ++y)
+    for (int x = 0; x < 6; ++x)
+      for (int c = 0; c < 3; ++c) p[(y * 6 + x) * 3 + c] = static_cast<uint8_t>(10 * y + x + 100 * c);
+  return p;
+}
+
+absl::StatusOr<Batch> RunOne(std::vector<OpDef> ops) {
+  PipelineDef def = graph::PipelineBuilder::Arrays({graph::MakeArrayColumn("image", {4, 6, 3}, Pixels())})
+                        .Map(std::move(ops))
+                        .Build();
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<exec::Pipeline> p, exec::Pipeline::Create(def));
+  auto it = p->Iterate();
+  Batch b;
+  bool end = false;
+  SLUICE_RETURN_IF_ERROR(it->Next(&b, &end));
+  return b;
+}
+
+TEST(CropMirrorNormalize, MirrorsCropsNormalizesAndGoesChw) {
+  ASSERT_OK_AND_ASSIGN(Batch b, RunOne({Op("crop_mirror_normalize", {{"crop", {2, 4}},
+                                                                     {"mirror", 1.0},
+                                                                     {"mean", {1.0, 2.0, 3.0}},
+                                                                     {"std", {2.0, 4.0, 8.0}},
+                                                                     {"scale", 1.0}})}));
+  const Tensor& t = b.columns[0].values;
+  EXPECT_EQ(t.shape(), (Shape{1, 3, 2, 4}));
+  EXPECT_EQ(t.dtype(), DType::kFloat32);
+  const float* v = t.data<float>();
+  // Centre crop of 4x6 to 2x4: rows 1..2, columns 1..4; mirrored: column 4 first.
+  for (int c = 0; c < 3; ++c)
+    for (int y = 0; y < 2; ++y)
+      for (int x = 0; x < 4; ++x) {
+        const double pixel = 10 * (y + 1) + (4 - x) + 100 * c;
+        const double mean[] = {1, 2, 3}, std_dev[] = {2, 4, 8};
+        EXPECT_FLOAT_EQ(v[(c * 2 + y) * 4 + x], static_cast<float>((pixel - mean[c]) / std_dev[c]));
+      }
+}
+
+TEST(CropMirrorNormalize, Float16AndUint8Outputs) {
+  ASSERT_OK_AND_ASSIGN(Batch half, RunOne({Op("crop_mirror_normalize", {{"mirror", 0.0},
+                                                                        {"mean", {0.0}},
+                                                                        {"std", {1.0}},
+                                                                        {"scale", 1 / 256.0},
+                                                                        {"dtype", "float16"}})}));
+  EXPECT_EQ(half.columns[0].values.dtype(), DType::kFloat16);
+  uint16_t bits[3];
+  std::memcpy(&bits[0], half.columns[0].values.raw_data(), 2);                   // 0 / 256
+  std::memcpy(&bits[1], half.columns[0].values.raw_data() + 2 * 1, 2);           // pixel (0, 1): 1 / 256
+  std::memcpy(&bits[2], half.columns[0].values.raw_data() + 2 * 24, 2);          // channel 1: 100 / 256
+  EXPECT_EQ(bits[0], 0x0000);
+  EXPECT_EQ(bits[1], 0x1c00);  // 2^-8
+  EXPECT_EQ(bits[2], 0x3640);  // 0.390625
+  ASSERT_OK_AND_ASSIGN(Batch u8, RunOne({Op("crop_mirror_normalize", {{"mirror", 0.0}, {"dtype", "uint8"}})}));
+  const uint8_t* p = u8.columns[0].values.data<uint8_t>();
+  EXPECT_EQ(u8.columns[0].values.shape(), (Shape{1, 3, 4, 6}));
+  EXPECT_EQ(p[1 * 24 + 2 * 6 + 5], 125);  // channel 1, row 2, column 5: 20 + 5 + 100
+}
+
+TEST(CenterCrop, TakesTheMiddleAndRefusesToGrow) {
+  ASSERT_OK_AND_ASSIGN(Batch b, RunOne({Op("center_crop", {{"size", {2, 2}}})}));
+  const uint8_t* p = b.columns[0].values.data<uint8_t>();
+  EXPECT_EQ(b.columns[0].values.shape(), (Shape{1, 2, 2, 3}));
+  EXPECT_EQ(p[0], 12);  // (1, 2)
+  EXPECT_EQ(p[3 * 3], 23);  // (2, 3)
+  EXPECT_THAT(RunOne({Op("center_crop", {{"size", {5, 2}}})}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("larger than the image")));
+}
+
+TEST(Resize, KeepsAConstantImageConstant) {
+  std::vector<uint8_t> flat(8 * 8 * 3, 77);
+  PipelineDef def = graph::PipelineBuilder::Arrays({graph::MakeArrayColumn("image", {8, 8, 3}, flat)})
+                        .Map({Op("resize", {{"size", {3, 5}}})})
+                        .Build();
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<exec::Pipeline> p, exec::Pipeline::Create(def));
+  auto it = p->Iterate();
+  Batch b;
+  bool end = false;
+  SLUICE_ASSERT_OK(it->Next(&b, &end));
+  EXPECT_EQ(b.columns[0].values.shape(), (Shape{1, 3, 5, 3}));
+  for (int i = 0; i < 45; ++i) EXPECT_EQ(b.columns[0].values.data<uint8_t>()[i], 77);
+}
+
+}  // namespace
+}  // namespace sluice::ops
