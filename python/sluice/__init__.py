@@ -21,10 +21,10 @@ over without copying. `sluice.torch` yields torch tensors.
 from sluice import ops
 from sluice._sluice import (CancelledError, DataLossError, InvalidArgumentError,
                             NotFoundError, SluiceError)
-from sluice.pipeline import Pipeline, arrays, cifar10, mnist, tfrecord
+from sluice.pipeline import Pipeline, arrays, cifar10, file_list, image_folder, mnist, tfrecord
 
 __all__ = [
-    "Pipeline", "tfrecord", "mnist", "cifar10", "arrays", "ops",
+    "Pipeline", "tfrecord", "mnist", "cifar10", "arrays", "image_folder", "file_list", "ops",
     "SluiceError", "InvalidArgumentError", "NotFoundError", "DataLossError",
     "CancelledError",
 ]

@@ -66,6 +66,26 @@ def cifar10(files):
     return Pipeline({"nodes": [{"source": {"cifar10": {"files": files}}}]})
 
 
+def image_folder(root, *, shuffle=True, on_corrupt="error"):
+    """A pipeline reading encoded images in class folders (torchvision's
+    ImageFolder layout: ``root/<class>/.../<file>.jpg``; sorted class names
+    are labels 0..N-1; .jpg, .jpeg and .png in any case). Yields "image", the
+    file's bytes (decode with ``ops.decode_random_resized_crop`` and
+    friends), and "label". `shuffle` reorders the files every epoch;
+    `on_corrupt="skip"` skips truncated or foreign files, counted.
+    """
+    return Pipeline({"nodes": [{"source": {"image_folder": {"root": str(root)}, "shuffle_splits": shuffle,
+                                           "on_corrupt": on_corrupt}}]})
+
+
+def file_list(path, *, shuffle=True, on_corrupt="error"):
+    """A pipeline reading the encoded images named in a text file of
+    "<path> <label>" lines (paths relative to the list's folder). Yields
+    "image" (the bytes) and "label"."""
+    return Pipeline({"nodes": [{"source": {"file_list": {"path": str(path)}, "shuffle_splits": shuffle,
+                                           "on_corrupt": on_corrupt}}]})
+
+
 _ARRAY_DTYPES = ("uint8", "int32", "int64", "float32")
 
 

@@ -264,3 +264,21 @@ def test_distribute_builder_names_the_dispatcher_and_mode():
     node = json.loads(p.to_json())["nodes"][-1]["distribute"]
     assert node["dispatcher"] == "host:1234" and node["mode"] == "parallel_epochs"
     assert node["job_name"] == "train" and node["compression"] == "zstd"
+
+
+def test_image_folder_decodes_crops_and_normalizes(tmp_path):
+    import subprocess
+    subprocess.run(["sluice", "make-data", "imagenet", "--out", str(tmp_path / "imgs"), "--count", "24",
+                    "--classes", "3"], check=True, capture_output=True)
+    pipe = (sluice.image_folder(tmp_path / "imgs")
+            .map(ops.decode_random_resized_crop(size=[64]), ops.crop_mirror_normalize(dtype="float16"))
+            .batch(8))
+    batches = list(pipe)
+    assert len(batches) == 3
+    assert batches[0]["image"].shape == (8, 3, 64, 64) and batches[0]["image"].dtype == np.float16
+    assert sorted(np.concatenate([b["label"] for b in batches]).tolist()) == [0] * 8 + [1] * 8 + [2] * 8
+    assert np.isfinite(batches[0]["image"].astype(np.float32)).all()
+    listing = tmp_path / "list.txt"
+    listing.write_text("imgs/class_001/img_0000001.jpg 5\n")
+    one = next(iter(sluice.file_list(listing).map(ops.decode_image(size=[32, 48])).batch(1)))
+    assert one["image"].shape == (1, 32, 48, 3) and one["label"].tolist() == [5]
