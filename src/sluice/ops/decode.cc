@@ -3,6 +3,7 @@
 // with the crop and resize that fix the size fused into the decode, so the
 // decoder only produces the pixels the output needs.
 #include <cmath>
+#include <functional>
 
 #include "absl/strings/str_cat.h"
 #include "sluice/core/status_macros.h"
