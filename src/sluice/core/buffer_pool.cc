@@ -81,7 +81,7 @@ void BufferPool::Release(Buffer* buffer) {
   {
     absl::MutexLock lock(&mu_);
     stats_.live_bytes -= capacity;
-    if (stats_.cached_bytes + capacity <= std::max(options_.max_cached_bytes, reserved_bytes_)) {
+    if (stats_.cached_bytes + capacity <= options_.max_cached_bytes + reserved_bytes_) {
       free_[size_class].push_back(data);
       stats_.cached_bytes += capacity;
       return;
@@ -96,7 +96,7 @@ void BufferPool::Reserve(size_t bytes, int count) {
   {
     absl::MutexLock lock(&mu_);
     have = static_cast<int>(free_[size_class].size());
-    // The cache may hold what was reserved, even past max_cached_bytes.
+    // The cache may hold what was reserved on top of max_cached_bytes.
     const size_t wanted = ClassBytes(size_class) * static_cast<size_t>(count);
     if (wanted > reserved_by_class_[size_class]) {
       reserved_bytes_ += wanted - reserved_by_class_[size_class];

@@ -77,7 +77,7 @@ class BufferPool {
   // their pages touched, so a pipeline's working set is in place before it
   // runs: memory does not creep up as rare peaks of concurrency occur, and
   // the hot path takes no page faults. The cache keeps what was reserved
-  // even beyond max_cached_bytes (the largest reservation per size).
+  // (the largest reservation per size) on top of max_cached_bytes.
   void Reserve(size_t bytes, int count);
 
   Stats stats() const;
