@@ -1,5 +1,7 @@
 #include "sluice/core/buffer_pool.h"
 
+#include <vector>
+
 #include "gtest/gtest.h"
 
 namespace sluice {
@@ -41,6 +43,21 @@ TEST(BufferPool, SteadyStateAllocatesNothingNew) {
   }
   EXPECT_EQ(pool.stats().allocations, 200u);
   EXPECT_EQ(pool.stats().reuses, 198u);
+}
+
+TEST(BufferPool, BigBlocksWasteAtMostAQuarterAndReservationsStayCached) {
+  BufferPool pool(BufferPool::Options{1 << 10});  // caches 1 KiB of its own accord
+  const size_t batch = 154'140'672;                 // a W3 batch: 256 x 3 x 224 x 224 float32
+  pool.Reserve(batch, 3);
+  EXPECT_EQ(pool.stats().cached_bytes, 3 * size_t{167'772'160});  // 1.25 x 2^27, not 2^28
+  std::vector<std::shared_ptr<Buffer>> held;
+  for (int i = 0; i < 3; ++i) held.push_back(pool.Allocate(batch));
+  EXPECT_EQ(pool.stats().reuses, 3u);
+  held.clear();  // all three go back to the cache, past its 1 KiB
+  EXPECT_EQ(pool.stats().cached_bytes, 3 * size_t{167'772'160});
+  held.push_back(pool.Allocate(1 << 20));  // not reserved: cached only within the limit
+  held.clear();
+  EXPECT_EQ(pool.stats().cached_bytes, 3 * size_t{167'772'160});
 }
 
 }  // namespace
