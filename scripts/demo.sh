@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The main job: install what is missing, build, make the reference data, run
-# W1 and W2 in-process and W2 through the service, and run them beside their peers (torch DataLoader; for W2
+# W1, W2 and W3 in-process and W2 through the service, and run them beside their peers (torch DataLoader; for W2
 # also tf.data, installed on first use into its own virtual environment).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,11 +11,13 @@ SLUICE=build/src/sluice/cli/sluice
 
 [[ -f data/mnist/MNIST/raw/train-images-idx3-ubyte ]] || $SLUICE make-data mnist --out data/mnist
 [[ -f data/cifar10/train-00000-of-00008.tfrecord ]] || $SLUICE make-data cifar10 --out data/cifar10
+[[ -d data/imagenet ]] || $SLUICE make-data imagenet --out data/imagenet
 
 echo
 echo "== The pipelines, run in-process (pipelines/*.json)"
 $SLUICE run pipelines/w1_mnist.json --epochs 3
 $SLUICE run pipelines/w2_cifar10.json --epochs 3
+$SLUICE run pipelines/w3_imagenet.json --epochs 2
 
 echo
 echo "== W2 with its prefix (parse, dilation, blur) on the service: an embedded"
