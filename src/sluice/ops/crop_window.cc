@@ -31,6 +31,20 @@ Window RandomResizedCropWindow(int width, int height, SampleRng& rng, double sca
   return Window{std::floor((width - w) / 2), std::floor((height - h) / 2), w, h};
 }
 
+absl::StatusOr<std::pair<int, int>> ImageSizeAttr(const Attrs& attrs, absl::string_view name) {
+  const std::vector<int64_t>& v = attrs.GetInts(name);
+  if ((v.size() == 1 || v.size() == 2) && v.front() > 0 && v.back() > 0 && v.front() <= 65535 && v.back() <= 65535) {
+    return std::make_pair(static_cast<int>(v.front()), static_cast<int>(v.back()));
+  }
+  return AttrError(name, "must be [height, width] or [size], each in 1..65535");
+}
+
+std::vector<AttrSchema> RandomResizedCropAttrs() {
+  return {{"size", AttrType::kInts, "[224]", "[height, width] or [size] of the output"},
+          {"scale", AttrType::kFloats, "[0.08, 1.0]", "range of the crop's share of the image's area"},
+          {"ratio", AttrType::kFloats, "[0.75, 1.3333333333333333]", "range of the crop's width / height"}};
+}
+
 absl::Status CheckRandomResizedCropRanges(const std::vector<double>& scale, const std::vector<double>& ratio) {
   if (scale.size() != 2 || !(scale[0] > 0) || scale[1] < scale[0] || scale[1] > 1) {
     return AttrError("scale", "must be [min, max] with 0 < min <= max <= 1");

@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "sluice/ops/attrs.h"
 #include "sluice/core/rng.h"
 #include "sluice/ops/image_decoder.h"
 
@@ -24,6 +26,13 @@ Window RandomResizedCropWindow(int width, int height, SampleRng& rng, double sca
 // InvalidArgument naming the attr unless scale is [min, max] with
 // 0 < min <= max <= 1 and ratio is [min, max] with 0 < min <= max.
 absl::Status CheckRandomResizedCropRanges(const std::vector<double>& scale, const std::vector<double>& ratio);
+
+// Attr `name` as (height, width): [height, width], or [size] for a square;
+// each in 1..65535. InvalidArgument naming the attr otherwise.
+absl::StatusOr<std::pair<int, int>> ImageSizeAttr(const Attrs& attrs, absl::string_view name);
+
+// The attrs of a random resized crop: size, scale, ratio.
+std::vector<AttrSchema> RandomResizedCropAttrs();
 
 // CenterCrop's top and left: rounded halves of the margins.
 inline double CenterOffset(double size, double crop) { return std::round((size - crop) / 2.0); }

@@ -70,15 +70,6 @@ absl::StatusOr<int> EncodedField(const Attrs& attrs, const Schema& schema) {
   return *column;
 }
 
-// attr `name`: [h, w], or one number for a square.
-absl::StatusOr<std::pair<int, int>> Size(const Attrs& attrs, absl::string_view name) {
-  const std::vector<int64_t>& v = attrs.GetInts(name);
-  if ((v.size() == 1 || v.size() == 2) && v.front() > 0 && v.back() > 0 && v.front() <= 65535 && v.back() <= 65535) {
-    return std::make_pair(static_cast<int>(v.front()), static_cast<int>(v.back()));
-  }
-  return AttrError(name, "must be [height, width] or [size], each in 1..65535");
-}
-
 absl::StatusOr<OpBinding> DecodeBinding(const Attrs& attrs, const Schema& schema, int h, int w,
                                         WindowFn window) {
   SLUICE_ASSIGN_OR_RETURN(int column, EncodedField(attrs, schema));
@@ -88,14 +79,14 @@ absl::StatusOr<OpBinding> DecodeBinding(const Attrs& attrs, const Schema& schema
 }
 
 absl::StatusOr<OpBinding> BindDecodeImage(const Attrs& attrs, const Schema& schema) {
-  SLUICE_ASSIGN_OR_RETURN(auto size, Size(attrs, "size"));
+  SLUICE_ASSIGN_OR_RETURN(auto size, ImageSizeAttr(attrs, "size"));
   return DecodeBinding(attrs, schema, size.first, size.second, [](const ImageInfo& info, const TileContext&, int64_t) {
     return Window{0, 0, static_cast<double>(info.width), static_cast<double>(info.height)};
   });
 }
 
 absl::StatusOr<OpBinding> BindDecodeRandomResizedCrop(const Attrs& attrs, const Schema& schema) {
-  SLUICE_ASSIGN_OR_RETURN(auto size, Size(attrs, "size"));
+  SLUICE_ASSIGN_OR_RETURN(auto size, ImageSizeAttr(attrs, "size"));
   const std::vector<double>& scale = attrs.GetFloats("scale");
   const std::vector<double>& ratio = attrs.GetFloats("ratio");
   SLUICE_RETURN_IF_ERROR(CheckRandomResizedCropRanges(scale, ratio));
@@ -115,7 +106,7 @@ absl::StatusOr<OpBinding> BindDecodeRandomResizedCrop(const Attrs& attrs, const 
 absl::StatusOr<OpBinding> BindDecodeResizeCenterCrop(const Attrs& attrs, const Schema& schema) {
   const int64_t resize = attrs.GetInt("resize");
   if (resize <= 0 || resize > 65535) return AttrError("resize", "must be in 1..65535");
-  SLUICE_ASSIGN_OR_RETURN(auto crop, Size(attrs, "crop"));
+  SLUICE_ASSIGN_OR_RETURN(auto crop, ImageSizeAttr(attrs, "crop"));
   return DecodeBinding(attrs, schema, crop.first, crop.second,
                        [resize, ch = crop.first, cw = crop.second](const ImageInfo& info, const TileContext&,
                                                                    int64_t) {
@@ -130,9 +121,20 @@ absl::StatusOr<OpBinding> BindDecodeResizeCenterCrop(const Attrs& attrs, const S
                        });
 }
 
+AttrSchema EncodedFieldAttr() { return {"field", AttrType::kString, "\"image\"", "the column of encoded bytes"}; }
+
+// The attrs every decode op has around its own: the field first, dct_scaling last.
+std::vector<AttrSchema> DecodeAttrs(std::vector<AttrSchema> own);
+
 AttrSchema DctScalingAttr() {
   return {"dct_scaling", AttrType::kBool, "true",
           "JPEG: decode at 1/2, 1/4 or 1/8 size in the DCT when the output is that much smaller"};
+}
+
+std::vector<AttrSchema> DecodeAttrs(std::vector<AttrSchema> own) {
+  own.insert(own.begin(), EncodedFieldAttr());
+  own.push_back(DctScalingAttr());
+  return own;
 }
 
 }  // namespace
@@ -142,9 +144,7 @@ void RegisterDecodeOps(OpRegistry* registry) {
       "decode_image",
       "Decodes JPEG (libjpeg-turbo; grayscale, CMYK and progressive too) or PNG (libpng) bytes into a uint8 "
       "RGB image [H,W,3], resized to `size` with antialiased bilinear filtering (PIL's and torchvision's).",
-      {{"field", AttrType::kString, "\"image\"", "the column of encoded bytes"},
-       {"size", AttrType::kInts, "", "[height, width] of the output"},
-       DctScalingAttr()},
+      DecodeAttrs({{"size", AttrType::kInts, "", "[height, width] of the output"}}),
       false,
       false,
       BindDecodeImage});
@@ -153,11 +153,7 @@ void RegisterDecodeOps(OpRegistry* registry) {
       "Decodes a random crop of each image and resizes it to `size`: torchvision's RandomResizedCrop (area "
       "`scale` of the image, aspect `ratio`, 10 tries, else a centred crop) fused into the decode, which reads "
       "only the crop's rows and columns and shrinks in the DCT when the crop is 2x the output or more.",
-      {{"field", AttrType::kString, "\"image\"", "the column of encoded bytes"},
-       {"size", AttrType::kInts, "[224]", "[height, width] or [size] of the output"},
-       {"scale", AttrType::kFloats, "[0.08, 1.0]", "range of the crop's share of the image's area"},
-       {"ratio", AttrType::kFloats, "[0.75, 1.3333333333333333]", "range of the crop's width / height"},
-       DctScalingAttr()},
+      DecodeAttrs(RandomResizedCropAttrs()),
       true,
       false,
       BindDecodeRandomResizedCrop});
@@ -165,10 +161,8 @@ void RegisterDecodeOps(OpRegistry* registry) {
       "decode_resize_center_crop",
       "Evaluation's transform fused into the decode: the shorter side resized to `resize` (torchvision's "
       "Resize(resize)), then the centre `crop` (CenterCrop), decoding only what the crop needs.",
-      {{"field", AttrType::kString, "\"image\"", "the column of encoded bytes"},
-       {"resize", AttrType::kInt, "256", "the shorter side's length before the crop"},
-       {"crop", AttrType::kInts, "[224]", "[height, width] or [size] of the output"},
-       DctScalingAttr()},
+      DecodeAttrs({{"resize", AttrType::kInt, "256", "the shorter side's length before the crop"},
+                   {"crop", AttrType::kInts, "[224]", "[height, width] or [size] of the output"}}),
       false,
       false,
       BindDecodeResizeCenterCrop});

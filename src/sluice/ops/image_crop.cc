@@ -56,13 +56,6 @@ absl::StatusOr<ImageDims> Uint8Image(const Attrs& attrs, const Schema& schema, B
   return ImageDimsOf(f->spec);
 }
 
-// attr `name`: [h, w] or [size].
-absl::StatusOr<std::pair<int64_t, int64_t>> SizeAttr(const Attrs& attrs, absl::string_view name) {
-  const std::vector<int64_t>& v = attrs.GetInts(name);
-  if ((v.size() == 1 || v.size() == 2) && v.front() > 0 && v.back() > 0) return std::make_pair(v.front(), v.back());
-  return AttrError(name, "must be [height, width] or [size], positive");
-}
-
 class ResizeKernel : public Kernel {
  public:
   ResizeKernel(ImageDims in, int64_t h, int64_t w) : in_(in), h_(h), w_(w) {}
@@ -85,7 +78,7 @@ class ResizeKernel : public Kernel {
 absl::StatusOr<OpBinding> BindResize(const Attrs& attrs, const Schema& schema) {
   BoundField f;
   SLUICE_ASSIGN_OR_RETURN(ImageDims d, Uint8Image(attrs, schema, &f));
-  SLUICE_ASSIGN_OR_RETURN(auto size, SizeAttr(attrs, "size"));
+  SLUICE_ASSIGN_OR_RETURN(auto size, ImageSizeAttr(attrs, "size"));
   ColumnSpec out = f.spec;
   out.shape = Shape{size.first, size.second, d.c};
   return UnaryBinding(f.column, out, std::make_shared<ResizeKernel>(d, size.first, size.second));
@@ -123,7 +116,7 @@ class RandomResizedCropKernel : public Kernel {
 absl::StatusOr<OpBinding> BindRandomResizedCrop(const Attrs& attrs, const Schema& schema) {
   BoundField f;
   SLUICE_ASSIGN_OR_RETURN(ImageDims d, Uint8Image(attrs, schema, &f));
-  SLUICE_ASSIGN_OR_RETURN(auto size, SizeAttr(attrs, "size"));
+  SLUICE_ASSIGN_OR_RETURN(auto size, ImageSizeAttr(attrs, "size"));
   SLUICE_RETURN_IF_ERROR(CheckRandomResizedCropRanges(attrs.GetFloats("scale"), attrs.GetFloats("ratio")));
   ColumnSpec out = f.spec;
   out.shape = Shape{size.first, size.second, d.c};
@@ -157,7 +150,7 @@ class CenterCropKernel : public Kernel {
 absl::StatusOr<OpBinding> BindCenterCrop(const Attrs& attrs, const Schema& schema) {
   BoundField f;
   SLUICE_ASSIGN_OR_RETURN(ImageDims d, Uint8Image(attrs, schema, &f));
-  SLUICE_ASSIGN_OR_RETURN(auto size, SizeAttr(attrs, "size"));
+  SLUICE_ASSIGN_OR_RETURN(auto size, ImageSizeAttr(attrs, "size"));
   if (size.first > d.h || size.second > d.w) {
     return AttrError("size", absl::StrCat("[", size.first, ", ", size.second, "] is larger than the image, ",
                                           f.spec.shape.ToString()));
@@ -251,7 +244,7 @@ absl::StatusOr<OpBinding> BindCropMirrorNormalize(const Attrs& attrs, const Sche
   SLUICE_ASSIGN_OR_RETURN(ImageDims d, Uint8Image(attrs, schema, &f));
   std::pair<int64_t, int64_t> crop{d.h, d.w};
   if (!attrs.GetInts("crop").empty()) {
-    SLUICE_ASSIGN_OR_RETURN(crop, SizeAttr(attrs, "crop"));
+    SLUICE_ASSIGN_OR_RETURN(crop, ImageSizeAttr(attrs, "crop"));
     if (crop.first > d.h || crop.second > d.w) return AttrError("crop", "is larger than the image");
   }
   absl::StatusOr<DType> dtype = ParseDType(attrs.GetString("dtype"));
@@ -303,10 +296,11 @@ void RegisterImageCropOps(OpRegistry* registry) {
       "random_resized_crop",
       "A random crop of each decoded uint8 image [H,W,C], resized to `size`: torchvision's RandomResizedCrop "
       "(decode_random_resized_crop does the same inside the decoder, faster).",
-      {FieldAttr(),
-       {"size", AttrType::kInts, "[224]", "[height, width] or [size] of the output"},
-       {"scale", AttrType::kFloats, "[0.08, 1.0]", "range of the crop's share of the image's area"},
-       {"ratio", AttrType::kFloats, "[0.75, 1.3333333333333333]", "range of the crop's width / height"}},
+      [] {
+        std::vector<AttrSchema> attrs = RandomResizedCropAttrs();
+        attrs.insert(attrs.begin(), FieldAttr());
+        return attrs;
+      }(),
       true,
       false,
       BindRandomResizedCrop});
