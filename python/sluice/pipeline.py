@@ -29,9 +29,8 @@ def _feature(name, spec):
         raise ValueError(f"feature '{name}': dtype must be one of {_FEATURE_DTYPES}, got {dtype!r}")
     out = {"name": name, "dtype": dtype}
     if dtype == "bytes":
-        if not rest:
-            raise ValueError(f"feature '{name}': a bytes feature needs its length, e.g. ('bytes', 3072)")
-        out["length"] = int(rest[0])
+        if rest:  # without a length: values of any length (encoded images)
+            out["length"] = int(rest[0])
     elif rest:
         shape = rest[0]
         out["shape"] = [int(shape)] if isinstance(shape, int) else [int(d) for d in shape]
@@ -43,6 +42,8 @@ def tfrecord(files, features=None, *, on_corrupt="error", shuffle_splits=False, 
 
     `features` declares the tf.train.Example features to parse, e.g.
     ``{"image": ("bytes", 3072), "label": "int64", "box": ("float32", [4])}``;
+    a bytes feature without a length (``"jpeg": "bytes"``) holds values of
+    any length, such as encoded images for the decode ops;
     without it each sample is the raw "record" bytes. `on_corrupt="skip"`
     skips records whose CRC fails (they are counted and reported);
     `split_records` splits indexed files (``sluice index``) into ranges.

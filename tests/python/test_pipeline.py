@@ -282,3 +282,20 @@ def test_image_folder_decodes_crops_and_normalizes(tmp_path):
     listing.write_text("imgs/class_001/img_0000001.jpg 5\n")
     one = next(iter(sluice.file_list(listing).map(ops.decode_image(size=[32, 48])).batch(1)))
     assert one["image"].shape == (1, 32, 48, 3) and one["label"].tolist() == [5]
+
+
+def test_jpeg_bytes_in_tfrecord_features_decode_like_files(tmp_path):
+    import subprocess
+    for fmt in ("folder", "tfrecord"):
+        subprocess.run(["sluice", "make-data", "imagenet", "--out", str(tmp_path / fmt), "--count", "12",
+                        "--classes", "3", "--format", fmt, "--files", "2"], check=True, capture_output=True)
+    records = (sluice.tfrecord(str(tmp_path / "tfrecord" / "*.tfrecord"),
+                               {"image/encoded": "bytes", "image/class/label": "int64"})
+               .map(ops.decode_image(field="image/encoded", size=[40, 56]))
+               .batch(12))
+    files = sluice.image_folder(tmp_path / "folder").map(ops.decode_image(size=[40, 56])).batch(12)
+    r, f = next(iter(records)), next(iter(files))
+    assert r["image/encoded"].shape == (12, 40, 56, 3)
+    # Same images, different orders (records by index, folders by class).
+    by_label = lambda images, labels: sorted((int(l), bytes(i)) for i, l in zip(images, labels))
+    assert by_label(r["image/encoded"], r["image/class/label"]) == by_label(f["image"], f["label"])

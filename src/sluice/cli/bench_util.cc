@@ -95,7 +95,7 @@ absl::Status EnsureData(const std::string& data, bool w1, bool w2) {
     std::fprintf(stderr, "generating W1 data (60,000 MNIST images) in %s/mnist\n", data.c_str());
     s = WriteSyntheticMnist(data + "/mnist", 60000, 1, report);
   }
-  if (w2 && !Exists(data + "/cifar10/" + CifarShardName(0, 8))) {
+  if (w2 && !Exists(data + "/cifar10/" + TfRecordShardName(0, 8))) {
     std::fprintf(stderr, "generating W2 data (50,000 CIFAR-10 records in 8 TFRecords) in %s/cifar10\n",
                  data.c_str());
     s = WriteSyntheticCifar10(data + "/cifar10", 50000, 8, false, 1, report);

@@ -1,4 +1,4 @@
-// sluice make-data mnist|cifar10 --out DIR: synthetic data in real formats.
+// sluice make-data mnist|cifar10|imagenet --out DIR: synthetic data in real formats.
 #include <cstdio>
 
 #include "absl/strings/str_cat.h"
@@ -17,7 +17,7 @@ struct MakeDataArgs {
   int64_t count = 0;
   int files = 8;
   int classes = 10;
-  std::string format = "tfrecord";
+  std::string format;  // empty: the dataset's usual one
   uint64_t seed = 1;
 };
 
@@ -31,10 +31,21 @@ absl::Status MakeData(const MakeDataArgs& args) {
   absl::Status s;
   if (args.dataset == "imagenet") {
     const int64_t count = args.count > 0 ? args.count : 2000;
-    s = WriteSyntheticImageFolder(args.out, count, args.classes, args.seed, report);
-    if (s.ok()) {
-      std::printf("wrote %lld JPEG/PNG images in %d class folders under %s\n", static_cast<long long>(count),
-                  args.classes, args.out.c_str());
+    if (args.format != "" && args.format != "folder" && args.format != "tfrecord") {
+      return absl::InvalidArgumentError(absl::StrCat("--format must be folder or tfrecord, got ", args.format));
+    }
+    if (args.format == "tfrecord") {
+      s = WriteSyntheticImageTfRecords(args.out, count, args.classes, args.files, args.seed, report);
+      if (s.ok()) {
+        std::printf("wrote %lld JPEG/PNG images as tf.train.Example in %d TFRecord files under %s\n",
+                    static_cast<long long>(count), args.files, args.out.c_str());
+      }
+    } else {
+      s = WriteSyntheticImageFolder(args.out, count, args.classes, args.seed, report);
+      if (s.ok()) {
+        std::printf("wrote %lld JPEG/PNG images in %d class folders under %s\n", static_cast<long long>(count),
+                    args.classes, args.out.c_str());
+      }
     }
   } else if (args.dataset == "mnist") {
     const int64_t count = args.count > 0 ? args.count : 60000;
@@ -43,7 +54,7 @@ absl::Status MakeData(const MakeDataArgs& args) {
   } else {
     const int64_t count = args.count > 0 ? args.count : 50000;
     const bool binary = args.format == "bin";
-    if (!binary && args.format != "tfrecord") {
+    if (!binary && args.format != "tfrecord" && !args.format.empty()) {
       return absl::InvalidArgumentError(absl::StrCat("--format must be tfrecord or bin, got ", args.format));
     }
     s = WriteSyntheticCifar10(args.out, count, args.files, binary, args.seed, report);
@@ -68,9 +79,11 @@ void AddMakeDataCommand(CLI::App& app, absl::Status* result) {
   cmd->add_option("--out", args->out, "output directory")->required();
   cmd->add_option("--count", args->count, "samples (default: 60000 for mnist, 50000 for cifar10, 2000 for imagenet)");
   cmd->add_option("--classes", args->classes, "imagenet: class folders")->default_val(10);
-  cmd->add_option("--files", args->files, "cifar10: number of files")->default_val(8);
-  cmd->add_option("--format", args->format, "cifar10: tfrecord (W2) or bin (CIFAR-10 binary)")
-      ->default_val("tfrecord");
+  cmd->add_option("--files", args->files, "cifar10, imagenet as tfrecord: number of files")->default_val(8);
+  cmd->add_option("--format", args->format,
+                  "cifar10: tfrecord (W2, the default) or bin (CIFAR-10 binary); imagenet: folder (class "
+                  "folders, the default) or tfrecord (tf.train.Example with image/encoded, "
+                  "image/class/label)");
   cmd->add_option("--seed", args->seed, "generator seed")->default_val(1);
   cmd->callback([args, result] { *result = MakeData(*args); });
 }

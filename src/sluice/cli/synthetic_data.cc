@@ -113,7 +113,7 @@ absl::Status WriteSyntheticMnist(const std::string& dir, int64_t count, uint64_t
   return absl::OkStatus();
 }
 
-std::string CifarShardName(int i, int n) {
+std::string TfRecordShardName(int i, int n) {
   return absl::StrFormat("train-%05d-of-%05d.tfrecord", i, n);
 }
 
@@ -129,7 +129,7 @@ absl::Status WriteSyntheticCifar10(const std::string& dir, int64_t count, int fi
     std::unique_ptr<io::TfRecordWriter> writer;
     std::FILE* bin = nullptr;
     const std::string path = binary ? absl::StrCat(dir, "/data_batch_", f + 1, ".bin")
-                                    : absl::StrCat(dir, "/", CifarShardName(f, files));
+                                    : absl::StrCat(dir, "/", TfRecordShardName(f, files));
     if (binary) {
       bin = std::fopen(path.c_str(), "wb");
       if (bin == nullptr) return io::ErrnoStatus(errno, "cannot create", path);

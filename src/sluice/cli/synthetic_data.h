@@ -32,7 +32,7 @@ absl::Status WriteSyntheticCifar10(const std::string& dir, int64_t count, int fi
                                    uint64_t seed, const Progress& progress);
 
 // The TFRecord file name of shard i of n.
-std::string CifarShardName(int i, int n);
+std::string TfRecordShardName(int i, int n);
 
 }  // namespace sluice::cli
 

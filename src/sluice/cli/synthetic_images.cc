@@ -16,8 +16,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "example.pb.h"
+#include "sluice/cli/synthetic_data.h"
 #include "sluice/core/rng.h"
 #include "sluice/core/status_macros.h"
+#include "sluice/io/tfrecord_writer.h"
 
 namespace sluice::cli {
 namespace {
@@ -169,34 +172,70 @@ absl::StatusOr<std::string> EncodePng(const Image& image) {
   return out;
 }
 
+absl::StatusOr<SyntheticImageFile> MakeSyntheticImageFile(int64_t index, int classes, uint64_t seed) {
+  SyntheticImageFile file;
+  file.label = static_cast<int>(index % classes);
+  SampleRng pick(seed, 0x517e, 0, static_cast<uint64_t>(index));
+  const bool portrait = pick.Bernoulli(0.2f);
+  const int w = portrait ? 375 : 500 + static_cast<int>(pick.NextU32() % 41) - 20;
+  const int h = portrait ? 500 : 375;
+  Image image = PhotoLikeImage(w, h, seed * 1000003 + static_cast<uint64_t>(index));
+  file.ext = "jpg";
+  if (index % 50 == 49) {
+    SLUICE_ASSIGN_OR_RETURN(file.bytes, EncodePng(image));
+    file.ext = "png";
+  } else {
+    if (index % 25 == 24) image = ToGray(image);
+    SLUICE_ASSIGN_OR_RETURN(file.bytes, EncodeJpeg(image, 90, index % 10 == 9));
+    if (index % 7 == 6) file.ext = "JPEG";
+  }
+  return file;
+}
+
 absl::Status WriteSyntheticImageFolder(const std::string& dir, int64_t count, int classes, uint64_t seed,
                                        const std::function<void(int64_t, int64_t)>& progress) {
   for (int64_t i = 0; i < count; ++i) {
-    const int label = static_cast<int>(i % classes);
-    const std::string folder = absl::StrFormat("%s/class_%03d", dir, label);
+    SLUICE_ASSIGN_OR_RETURN(SyntheticImageFile file, MakeSyntheticImageFile(i, classes, seed));
+    const std::string folder = absl::StrFormat("%s/class_%03d", dir, file.label);
     std::error_code ec;
     std::filesystem::create_directories(folder, ec);
     if (ec) return absl::PermissionDeniedError(absl::StrCat("cannot create ", folder, ": ", ec.message()));
-    SampleRng pick(seed, 0x517e, 0, static_cast<uint64_t>(i));
-    const bool portrait = pick.Bernoulli(0.2f);
-    const int w = portrait ? 375 : 500 + static_cast<int>(pick.NextU32() % 41) - 20;
-    const int h = portrait ? 500 : 375;
-    Image image = PhotoLikeImage(w, h, seed * 1000003 + static_cast<uint64_t>(i));
-    std::string bytes;
-    std::string ext = "jpg";
-    if (i % 50 == 49) {
-      SLUICE_ASSIGN_OR_RETURN(bytes, EncodePng(image));
-      ext = "png";
-    } else {
-      if (i % 25 == 24) image = ToGray(image);
-      SLUICE_ASSIGN_OR_RETURN(bytes, EncodeJpeg(image, 90, i % 10 == 9));
-      if (i % 7 == 6) ext = "JPEG";  // extensions in any case
-    }
-    const std::string path = absl::StrFormat("%s/img_%07d.%s", folder, i, ext);
+    const std::string path = absl::StrFormat("%s/img_%07d.%s", folder, i, file.ext);
     std::ofstream out(path, std::ios::binary);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    out.write(file.bytes.data(), static_cast<std::streamsize>(file.bytes.size()));
     if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot write ", path));
     progress(i + 1, count);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status WriteSyntheticImageTfRecords(const std::string& dir, int64_t count, int classes, int files,
+                                          uint64_t seed, const std::function<void(int64_t, int64_t)>& progress) {
+  if (files <= 0) return absl::InvalidArgumentError("--files must be > 0");
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return absl::PermissionDeniedError(absl::StrCat("cannot create ", dir, ": ", ec.message()));
+  Example example;
+  auto& features = *example.mutable_features()->mutable_feature();
+  std::string record;
+  int64_t done = 0;
+  for (int f = 0; f < files; ++f) {
+    SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<io::TfRecordWriter> writer,
+                            io::TfRecordWriter::Create(absl::StrCat(dir, "/", TfRecordShardName(f, files))));
+    const int64_t n = count / files + (f < count % files ? 1 : 0);
+    for (int64_t i = 0; i < n; ++i, ++done) {
+      SLUICE_ASSIGN_OR_RETURN(SyntheticImageFile file, MakeSyntheticImageFile(done, classes, seed));
+      features["image/encoded"].mutable_bytes_list()->Clear();
+      features["image/encoded"].mutable_bytes_list()->add_value(std::move(file.bytes));
+      features["image/format"].mutable_bytes_list()->Clear();
+      features["image/format"].mutable_bytes_list()->add_value(file.ext == "png" ? "png" : "jpeg");
+      features["image/class/label"].mutable_int64_list()->Clear();
+      features["image/class/label"].mutable_int64_list()->add_value(file.label);
+      example.SerializeToString(&record);
+      SLUICE_RETURN_IF_ERROR(writer->Write(record));
+      progress(done + 1, count);
+    }
+    SLUICE_RETURN_IF_ERROR(writer->Close());
   }
   return absl::OkStatus();
 }

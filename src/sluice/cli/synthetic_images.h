@@ -29,11 +29,25 @@ Image ToCmyk(const Image& rgb);
 absl::StatusOr<std::string> EncodeJpeg(const Image& image, int quality, bool progressive);
 absl::StatusOr<std::string> EncodePng(const Image& image);
 
-// `count` images of about 500x375 (some 375x500) in `classes` class folders
-// under `dir`, JPEG quality 90; one in 25 grayscale, one in 10 progressive,
-// one in 50 a PNG. `progress(done, total)`.
+// Image `index` of a synthetic set: about 500x375 (some 375x500), JPEG
+// quality 90; one in 25 grayscale, one in 10 progressive, one in 50 a PNG.
+struct SyntheticImageFile {
+  int label = 0;      // index % classes
+  std::string bytes;  // the encoded file
+  std::string ext;    // "jpg", "JPEG" (extensions in any case) or "png"
+};
+absl::StatusOr<SyntheticImageFile> MakeSyntheticImageFile(int64_t index, int classes, uint64_t seed);
+
+// `count` images in `classes` class folders under `dir`.
+// `progress(done, total)`.
 absl::Status WriteSyntheticImageFolder(const std::string& dir, int64_t count, int classes, uint64_t seed,
                                        const std::function<void(int64_t, int64_t)>& progress);
+
+// The same images as TFRecord shards DIR/train-0000i-of-0000n.tfrecord of
+// tf.train.Example in the usual ImageNet layout: "image/encoded" (the
+// file's bytes), "image/format" ("jpeg" or "png"), "image/class/label".
+absl::Status WriteSyntheticImageTfRecords(const std::string& dir, int64_t count, int classes, int files,
+                                          uint64_t seed, const std::function<void(int64_t, int64_t)>& progress);
 
 }  // namespace sluice::cli
 

@@ -225,7 +225,7 @@ class MapIterator : public Iterator {
                             (slot.next_row >= slot.input.rows || !slot.status.ok());
       if (!finished) continue;
       if (slot.status.ok()) {
-        slot.result = plan_->Assemble(slot.input, slot.outputs);
+        slot.result = plan_->Assemble(slot.input, slot.outputs, ctx_->pool);
         slot.bytes = static_cast<int64_t>(slot.result.ByteSize());
         SetBuffered(++buffered_);
         ctx_->memory.Add(slot.bytes);

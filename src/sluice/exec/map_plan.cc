@@ -1,6 +1,7 @@
 #include "sluice/exec/map_plan.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
@@ -19,6 +20,22 @@ int64_t AlignUp(int64_t n) { return (n + 63) & ~int64_t{63}; }
 
 int64_t RowBytes(const ColumnSpec& spec) {
   return spec.ragged ? 0 : spec.shape.num_elements() * static_cast<int64_t>(DTypeSize(spec.dtype));
+}
+
+// Rows of string_views as one contiguous ragged column.
+Column GatherViews(const absl::string_view* views, int64_t rows, BufferPool* pool) {
+  int64_t total = 0;
+  for (int64_t r = 0; r < rows; ++r) total += static_cast<int64_t>(views[r].size());
+  Column c{Tensor::Allocate(DType::kUInt8, Shape{total}, pool),
+           Tensor::Allocate(DType::kInt64, Shape{rows + 1}, pool)};
+  uint8_t* dst = c.values.raw_data();
+  int64_t* off = c.offsets.data<int64_t>();
+  off[0] = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    if (!views[r].empty()) std::memcpy(dst + off[r], views[r].data(), views[r].size());
+    off[r + 1] = off[r] + static_cast<int64_t>(views[r].size());
+  }
+  return c;
 }
 
 thread_local std::vector<uint8_t> tls_scratch;
@@ -63,7 +80,8 @@ std::unique_ptr<MapPlan> MapPlan::Make(const Schema& input,
       } else {
         Value v;
         v.spec = spec;
-        v.row_bytes = RowBytes(spec);
+        v.views = spec.ragged;
+        v.row_bytes = spec.ragged ? static_cast<int64_t>(sizeof(absl::string_view)) : RowBytes(spec);
         plan->values_.push_back(v);
         value = static_cast<int>(plan->values_.size()) - 1;
         out_values.push_back(value);
@@ -114,7 +132,8 @@ std::vector<Tensor> MapPlan::AllocateOutputs(int64_t rows, BufferPool* pool) con
   outputs.reserve(output_slot_values_.size());
   for (int value : output_slot_values_) {
     const Value& v = values_[value];
-    outputs.push_back(Tensor::Allocate(v.spec.dtype, v.spec.shape.WithLeading(rows), pool));
+    outputs.push_back(v.views ? Tensor::Allocate(DType::kUInt8, Shape{rows, v.row_bytes}, pool)
+                              : Tensor::Allocate(v.spec.dtype, v.spec.shape.WithLeading(rows), pool));
   }
   return outputs;
 }
@@ -161,6 +180,7 @@ absl::Status MapPlan::RunRows(const Batch& in, int64_t begin, int64_t end, const
         r.data = scratch + scratch_base[value];
         break;
     }
+    if (v.views) r.views = reinterpret_cast<absl::string_view*>(r.data);
     return r;
   };
 
@@ -208,7 +228,7 @@ absl::Status MapPlan::RunRows(const Batch& in, int64_t begin, int64_t end, const
   return status;
 }
 
-Batch MapPlan::Assemble(const Batch& in, const std::vector<Tensor>& outputs) const {
+Batch MapPlan::Assemble(const Batch& in, const std::vector<Tensor>& outputs, BufferPool* pool) const {
   Batch out;
   out.rows = in.rows;
   out.provenance = in.provenance;
@@ -225,6 +245,9 @@ Batch MapPlan::Assemble(const Batch& in, const std::vector<Tensor>& outputs) con
                           c.values.raw_data() - c.values.buffer()->data()),
                    Tensor()});
       }
+    } else if (v.views) {
+      const Tensor& t = outputs[v.output_slot];
+      out.columns.push_back(GatherViews(reinterpret_cast<const absl::string_view*>(t.raw_data()), in.rows, pool));
     } else {
       const Tensor& t = outputs[v.output_slot];
       out.columns.push_back(Column{Tensor(oc.spec.dtype, std::move(shape), t.buffer()), Tensor()});
@@ -236,7 +259,7 @@ Batch MapPlan::Assemble(const Batch& in, const std::vector<Tensor>& outputs) con
 absl::Status MapPlan::Run(const Batch& in, const RunArgs& args, Batch* out) const {
   std::vector<Tensor> outputs = AllocateOutputs(in.rows, args.pool);
   SLUICE_RETURN_IF_ERROR(RunRows(in, 0, in.rows, args, outputs));
-  *out = Assemble(in, outputs);
+  *out = Assemble(in, outputs, args.pool);
   return absl::OkStatus();
 }
 

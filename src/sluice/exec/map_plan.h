@@ -48,8 +48,9 @@ class MapPlan {
   // the chain on rows [begin, end) (safe on disjoint ranges concurrently),
   absl::Status RunRows(const Batch& in, int64_t begin, int64_t end, const RunArgs& args,
                        const std::vector<Tensor>& outputs) const;
-  // and the output chunk: `in`'s passed-through columns plus `outputs`.
-  Batch Assemble(const Batch& in, const std::vector<Tensor>& outputs) const;
+  // and the output chunk: `in`'s passed-through columns plus `outputs`
+  // (variable-length bytes an op produced are gathered here, into `pool`).
+  Batch Assemble(const Batch& in, const std::vector<Tensor>& outputs, BufferPool* pool) const;
 
  private:
   enum class Storage { kInput, kOutput, kScratch };
@@ -61,6 +62,9 @@ class MapPlan {
     Storage storage = Storage::kScratch;
     int input_column = -1;   // kInput
     int output_slot = -1;    // kOutput: index into the per-run output tensors
+    // Variable-length bytes produced by an op: stored as one string_view
+    // per row into the chunk's input (row_bytes is a view's size).
+    bool views = false;
   };
   struct Step {
     std::string name;

@@ -55,13 +55,13 @@ absl::Status ParseFeatures(const TfRecordSource& src, std::vector<io::FeatureSpe
     io::FeatureSpec spec{f.name()};
     Shape shape{absl::MakeConstSpan(f.shape().data(), f.shape().size())};
     if (f.dtype() == "bytes") {
-      if (f.length() <= 0) {
+      if (f.length() < 0) {
         return absl::InvalidArgumentError(
-            absl::StrCat(where, ": a bytes feature needs its length (> 0)"));
+            absl::StrCat(where, ": length must be > 0, or 0 for values of any length"));
       }
       spec.kind = io::FeatureKind::kBytes;
-      spec.count = f.length();
-      shape = Shape{f.length()};
+      spec.count = f.length() > 0 ? f.length() : io::kAnyLength;
+      shape = f.length() > 0 ? Shape{f.length()} : Shape{};
     } else if (f.dtype() == "int64" || f.dtype() == "float32") {
       spec.kind = f.dtype() == "int64" ? io::FeatureKind::kInt64 : io::FeatureKind::kFloat;
       for (int64_t d : shape.dims()) {
@@ -314,8 +314,9 @@ absl::StatusOr<CompiledPipeline> Compile(const PipelineDef& def, const ops::OpRe
         for (const ColumnSpec& c : schema.columns()) {
           if (c.ragged) {
             return NodeError(where, absl::StrCat("column '", c.name,
-                                                 "' has variable-length bytes and cannot be batched; "
-                                                 "declare features on the tfrecord source"));
+                                                 "' has variable-length bytes and cannot be batched; decode it "
+                                                 "first (decode_image, decode_random_resized_crop), or "
+                                                 "declare the feature's length on the tfrecord source"));
           }
         }
         batched = true;

@@ -183,14 +183,19 @@ absl::Status ExampleParser::ParseFeature(int index, const uint8_t* p, const uint
         if (f.number != 1 || f.wire_type != kLen) continue;
         if (++n == 1) {
           got_bytes = static_cast<int64_t>(f.size);
-          if (got_bytes == spec.count) std::memcpy(out, f.data, f.size);
+          if (spec.count == kAnyLength) {
+            *reinterpret_cast<absl::string_view*>(out) =
+                absl::string_view(reinterpret_cast<const char*>(f.data), f.size);
+          } else if (got_bytes == spec.count) {
+            std::memcpy(out, f.data, f.size);
+          }
         }
       }
       if (n != 1) {
         return absl::InvalidArgumentError(absl::StrCat(
             "feature '", spec.name, "': expected 1 bytes value, got ", n));
       }
-      if (got_bytes != spec.count) return wrong_count(got_bytes, "bytes");
+      if (spec.count != kAnyLength && got_bytes != spec.count) return wrong_count(got_bytes, "bytes");
       return absl::OkStatus();
     }
     case FeatureKind::kInt64: {

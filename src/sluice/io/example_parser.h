@@ -13,11 +13,15 @@ namespace sluice::io {
 
 enum class FeatureKind { kBytes, kInt64, kFloat };
 
+// A bytes feature's `count` when its values may have any length (encoded
+// images): the parser then points at the bytes inside the record.
+inline constexpr int64_t kAnyLength = -1;
+
 struct FeatureSpec {
   std::string name;
   FeatureKind kind = FeatureKind::kBytes;
-  // Bytes: the exact length of the single value. Int64/float: the exact
-  // number of values.
+  // Bytes: the exact length of the single value, or kAnyLength.
+  // Int64/float: the exact number of values.
   int64_t count = 1;
 };
 
@@ -30,7 +34,9 @@ class ExampleParser {
  public:
   explicit ExampleParser(std::vector<FeatureSpec> features);
 
-  // Writes feature i to out[i]: `count` bytes, int64s or floats. Errors carry
+  // Writes feature i to out[i]: `count` bytes, int64s or floats; for a bytes
+  // feature of kAnyLength, out[i] points to an absl::string_view set to the
+  // value's bytes within `record` (no copy). Errors carry
   // no location; the caller prefixes the record and file:
   // NotFound for a missing feature, InvalidArgument for the wrong type or
   // length, DataLoss for bytes that are not an Example.

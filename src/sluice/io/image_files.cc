@@ -9,6 +9,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "sluice/core/status_macros.h"
+#include "sluice/io/image_framing.h"
 #include "sluice/io/random_access_file.h"
 
 namespace sluice::io {
@@ -21,29 +22,6 @@ bool IsImage(const fs::path& p) {
   return ext == ".jpg" || ext == ".jpeg" || ext == ".png";
 }
 
-constexpr int64_t kTail = 64;
-
-// What is wrong with an encoded image's framing, or "" if nothing is: a
-// cheap check of the signature (`head`, 8 bytes) and the end marker (in
-// `tail`, the last bytes) that catches truncated and foreign files before
-// any decoding.
-std::string FramingProblem(const uint8_t* head, const uint8_t* tail, int64_t tail_size) {
-  static const uint8_t kPng[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
-  if (head[0] == 0xff && head[1] == 0xd8 && head[2] == 0xff) {
-    // Encoders may pad after the end-of-image marker: look near the end.
-    for (int64_t i = tail_size - 2; i >= 0; --i) {
-      if (tail[i] == 0xff && tail[i + 1] == 0xd9) return "";
-    }
-    return "truncated JPEG (no end-of-image marker)";
-  }
-  if (std::equal(kPng, kPng + 8, head)) {
-    static const char kIend[] = "IEND";
-    if (tail_size >= 8 && std::equal(kIend, kIend + 4, tail + tail_size - 8)) return "";
-    return "truncated PNG (no IEND chunk)";
-  }
-  return "not a JPEG or PNG file";
-}
-
 class ImageFileReader : public SplitReader {
  public:
   ImageFileReader(const std::string& path, int64_t label, int32_t file, CorruptionLog* skip_log)
@@ -54,11 +32,13 @@ class ImageFileReader : public SplitReader {
     done_ = true;
     SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> f, RandomAccessFile::Open(path_));
     const int64_t size = static_cast<int64_t>(f->size());
-    uint8_t head[8] = {0}, tail[kTail];
-    const int64_t tail_size = std::min(size, kTail);
-    SLUICE_RETURN_IF_ERROR(f->ReadExact(0, static_cast<size_t>(std::min<int64_t>(size, 8)), head));
-    SLUICE_RETURN_IF_ERROR(f->ReadExact(static_cast<uint64_t>(size - tail_size), static_cast<size_t>(tail_size), tail));
-    const std::string problem = size < 12 ? "not a JPEG or PNG file" : FramingProblem(head, tail, tail_size);
+    char head[8], tail[kFramingTail];
+    const size_t head_size = static_cast<size_t>(std::min<int64_t>(size, 8));
+    const size_t tail_size = static_cast<size_t>(std::min<int64_t>(size, kFramingTail));
+    SLUICE_RETURN_IF_ERROR(f->ReadExact(0, head_size, head));
+    SLUICE_RETURN_IF_ERROR(f->ReadExact(static_cast<uint64_t>(size) - tail_size, tail_size, tail));
+    const std::string problem =
+        ImageFramingProblem(absl::string_view(head, head_size), absl::string_view(tail, tail_size));
     if (!problem.empty()) {
       const std::string message = absl::StrCat(problem, " in ", path_);
       if (skip_log_ == nullptr) return absl::DataLossError(message);

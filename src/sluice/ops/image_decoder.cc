@@ -12,6 +12,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "sluice/io/image_framing.h"
 
 namespace sluice::ops {
 namespace {
@@ -136,6 +137,8 @@ absl::Status DecodePng(absl::string_view bytes, const Window& window, DecodedReg
 }  // namespace
 
 absl::StatusOr<ImageInfo> ReadImageInfo(absl::string_view bytes) {
+  const std::string problem = io::ImageFramingProblem(bytes);
+  if (!problem.empty()) return absl::DataLossError(problem);
   ImageInfo info;
   if (IsPng(bytes)) {
     png_image image;

@@ -18,7 +18,7 @@ struct ImageInfo {
 };
 
 // The image's size, from its header. DataLoss for bytes that are neither a
-// well-formed JPEG nor PNG header.
+// well-formed JPEG nor PNG header, or that are truncated (io/image_framing).
 absl::StatusOr<ImageInfo> ReadImageInfo(absl::string_view bytes);
 
 // A window of the source image, in source pixels.

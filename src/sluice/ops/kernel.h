@@ -14,19 +14,24 @@
 namespace sluice::ops {
 
 // One column as a kernel sees it for a tile: dense rows at `data`, each
-// `row_bytes` long; or, for a ragged input, rows of `ragged` from
-// `ragged_row` on.
+// `row_bytes` long; for a ragged input, rows of `ragged` from `ragged_row`
+// on; for variable-length bytes an earlier op of the chain produced, one
+// view per row at `views` (a kernel producing such a column sets them, and
+// they must point into its inputs).
 struct ColumnRef {
   uint8_t* data = nullptr;
   int64_t row_bytes = 0;
   const Column* ragged = nullptr;
   int64_t ragged_row = 0;
+  absl::string_view* views = nullptr;
 
   template <typename T>
   T* row(int64_t r) const {
     return reinterpret_cast<T*>(data + r * row_bytes);
   }
-  absl::string_view bytes(int64_t r) const { return ragged->RaggedRow(ragged_row + r); }
+  absl::string_view bytes(int64_t r) const {
+    return views != nullptr ? views[r] : ragged->RaggedRow(ragged_row + r);
+  }
 };
 
 // A run of consecutive rows, and what a kernel needs to know about them.

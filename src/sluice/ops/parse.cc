@@ -20,7 +20,10 @@ class ParseExampleKernel : public Kernel {
     uint8_t* dst[64];
     const size_t n = out.size();
     for (int64_t r = 0; r < ctx.rows; ++r) {
-      for (size_t i = 0; i < n; ++i) dst[i] = out[i].data + r * out[i].row_bytes;
+      for (size_t i = 0; i < n; ++i) {
+        dst[i] = out[i].views != nullptr ? reinterpret_cast<uint8_t*>(&out[i].views[r])
+                                         : out[i].data + r * out[i].row_bytes;
+      }
       absl::Status s = parser_.Parse(in[0].bytes(r), dst);
       if (!s.ok()) return WithContext(s, ctx.Where(r));
     }
@@ -100,6 +103,7 @@ absl::StatusOr<OpBinding> BindParseExample(const std::vector<io::FeatureSpec>& f
   for (size_t i = 0; i < features.size(); ++i) {
     const io::FeatureSpec& f = features[i];
     ColumnSpec spec{f.name, DType::kUInt8, shapes[i]};
+    spec.ragged = f.kind == io::FeatureKind::kBytes && f.count == io::kAnyLength;
     if (f.kind == io::FeatureKind::kInt64) spec.dtype = DType::kInt64;
     if (f.kind == io::FeatureKind::kFloat) spec.dtype = DType::kFloat32;
     b.outputs.push_back(spec);

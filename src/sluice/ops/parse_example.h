@@ -13,8 +13,9 @@
 
 namespace sluice::ops {
 
-// Bytes features become uint8 [length]; int64 and float32 features take
-// their declared shape. Errors name the feature, the file and the record.
+// Bytes features become uint8 [length], or a ragged column of views into
+// the records when of any length; int64 and float32 features take their
+// declared shape. Errors name the feature, the file and the record.
 absl::StatusOr<OpBinding> BindParseExample(const std::vector<io::FeatureSpec>& features,
                                            const std::vector<Shape>& shapes,
                                            const Schema& input);

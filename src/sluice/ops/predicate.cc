@@ -29,6 +29,8 @@ class KeepIfKernel : public Kernel {
         case DType::kFloat32:
           x = *in[0].row<const float>(r);
           break;
+        case DType::kFloat16:  // not among the dtypes BindKeepIf accepts
+          break;
       }
       bool keep = false;
       switch (cmp_) {

@@ -1,0 +1,25 @@
+// A cheap check of an encoded image's framing: the signature at its head
+// and the end marker near its tail. It catches truncated and foreign
+// images before any decoding (decoders fill a truncated JPEG's missing rows
+// with grey and carry on, silently).
+#ifndef SLUICE_IO_IMAGE_FRAMING_H_
+#define SLUICE_IO_IMAGE_FRAMING_H_
+
+#include <string>
+
+#include "absl/strings/string_view.h"
+
+namespace sluice::io {
+
+// How many bytes of the tail the check reads.
+inline constexpr size_t kFramingTail = 64;
+
+// What is wrong, or "" if nothing is: `head` is the first 8 bytes (fewer
+// for a shorter image), `tail` the last kFramingTail (or all).
+std::string ImageFramingProblem(absl::string_view head, absl::string_view tail);
+// The same for a whole image in memory.
+std::string ImageFramingProblem(absl::string_view image);
+
+}  // namespace sluice::io
+
+#endif  // SLUICE_IO_IMAGE_FRAMING_H_
