@@ -302,6 +302,39 @@ TEST_F(PipelineTest, ArraysFeedThePipelineLikeFiles) {
   EXPECT_EQ(row9[1], -18.0f);
 }
 
+TEST_F(PipelineTest, ARepeatKeepsChunksWholeAcrossItsEpochsSoBatchesPassThroughTheMap) {
+  // 100 records, batches of 30: each epoch ends with a 10-row chunk. The
+  // repeat re-cuts, so the map after it sees 30-row chunks only (10 of
+  // them for 3 epochs) and the batch node passes them through.
+  ASSERT_OK_AND_ASSIGN(
+      auto pipeline,
+      Pipeline::Create(PipelineBuilder::TfRecord({dir_.Join("*.tfrecord")}, {graph::Int64Feature("label")})
+                           .Repeat(3)
+                           .Map({Op("cast", {{"field", "label"}, {"dtype", "float32"}})})
+                           .Batch(30)
+                           .Build()));
+  auto it = pipeline->Iterate();
+  std::vector<int64_t> rows;
+  std::map<float, int> seen;
+  while (true) {
+    Batch b;
+    bool end = false;
+    SLUICE_ASSERT_OK(it->Next(&b, &end));
+    if (end) break;
+    rows.push_back(b.rows);
+    for (int64_t r = 0; r < b.rows; ++r) ++seen[b.columns[0].values.data<float>()[r]];
+  }
+  EXPECT_EQ(rows, std::vector<int64_t>(10, 30));
+  int64_t total = 0;
+  for (const auto& [label, n] : seen) total += n;
+  EXPECT_EQ(total, 3 * kRecords);
+  ASSERT_NE(it->stats(), nullptr);
+  const PipelineStatsSnapshot s = it->stats()->Snapshot();
+  ASSERT_EQ(s.nodes.size(), 5u);  // source, parse_example, repeat, map, batch
+  EXPECT_EQ(s.nodes[3].elements, 10);
+  EXPECT_EQ(s.nodes[3].rows, 3 * kRecords);
+}
+
 TEST_F(PipelineTest, StatsCountEveryNodesElementsAndEachOpsTime) {
   ASSERT_OK_AND_ASSIGN(auto pipeline, Pipeline::Create(W2Like(2).Build()));
   auto it = pipeline->Iterate();

@@ -97,8 +97,9 @@ TEST_F(CompileTest, StructuralErrors) {
 }
 
 TEST_F(CompileTest, BadFeatureDeclarations) {
-  EXPECT_THAT(Compile(PipelineBuilder::TfRecord({dir_.Join("*.tfrecord")}, {BytesFeature("image", 0)}).Build()),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("features[0] 'image': a bytes feature needs its length")));
+  EXPECT_THAT(Compile(PipelineBuilder::TfRecord({dir_.Join("*.tfrecord")}, {BytesFeature("image", -3)}).Build()),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("features[0] 'image': length must be > 0, or 0 for values of any length")));
   FeatureDef f = Int64Feature("label");
   f.set_dtype("string");
   EXPECT_THAT(Compile(PipelineBuilder::TfRecord({dir_.Join("*.tfrecord")}, {f}).Build()),

@@ -104,11 +104,12 @@ absl::Status EnsureData(const std::string& data, bool w1, bool w2) {
   return s;
 }
 
-absl::StatusOr<RunReport> RunForSeconds(const PipelineDef& def, double seconds) {
+absl::StatusOr<RunReport> RunForSeconds(const PipelineDef& def, double seconds, bool endless) {
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<exec::Pipeline> pipeline, exec::Pipeline::Create(def));
   RunOptions options;
   options.epochs = 1;
   options.min_seconds = seconds;
+  options.endless = endless;
   options.progress = false;
   return RunPipeline(*pipeline, options);
 }

@@ -36,7 +36,8 @@ std::string MachineDescription();
 absl::Status EnsureData(const std::string& data, bool w1, bool w2);
 
 // One epoch of `def` in this process, and more until `seconds` passed.
-absl::StatusOr<RunReport> RunForSeconds(const PipelineDef& def, double seconds);
+// `endless`: the pipeline repeats forever (RunOptions::endless).
+absl::StatusOr<RunReport> RunForSeconds(const PipelineDef& def, double seconds, bool endless = false);
 
 // sluice bench service (bench_service.cc).
 absl::Status BenchService(const BenchArgs& args);

@@ -16,15 +16,20 @@ absl::StatusOr<RunReport> RunPipeline(const exec::Pipeline& pipeline, const RunO
   const Clock::time_point start = Clock::now();
   Clock::time_point timed_from;
   int64_t timed_samples = 0;
-  for (int epoch = 0;; ++epoch) {
-    const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-    if (epoch >= options.epochs && elapsed >= options.min_seconds) break;
+  auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
+  bool stop = false;
+  for (int epoch = 0; !stop; ++epoch) {
+    if (epoch >= options.epochs && elapsed() >= options.min_seconds) break;
     std::unique_ptr<exec::PipelineIterator> it = pipeline.Iterate(epoch);
     while (true) {
       Batch batch;
       bool end = false;
       SLUICE_RETURN_IF_ERROR(it->Next(&batch, &end));
       if (end) break;
+      if (options.endless && report.batches > 1 && elapsed() >= options.min_seconds) {
+        stop = true;
+        break;
+      }
       if (report.batches == 0) {
         timed_from = Clock::now();
         report.first_batch_ms = std::chrono::duration<double, std::milli>(timed_from - start).count();

@@ -16,6 +16,10 @@ struct RunOptions {
   int epochs = 1;
   // Keep running further epochs until this much time has passed.
   double min_seconds = 0;
+  // The pipeline repeats forever (a repeat node after its source, so that
+  // epochs follow one another with no pause to drain and refill): stop
+  // after min_seconds, mid-epoch.
+  bool endless = false;
   bool progress = true;
 };
 

@@ -1,7 +1,8 @@
 // Batch node: cuts the input rows into batches of `size`. When an input
 // chunk already is a whole batch (the source cuts chunks of the batch size
 // whenever nothing in between changes row counts) it passes through with no
-// copy; otherwise rows are copied into a new batch.
+// copy; otherwise rows are copied into a new batch. The same cutting keeps
+// a repeat's chunks whole across its epochs (MakeRechunkIterator).
 #include <deque>
 
 #include "sluice/core/status_macros.h"
@@ -13,11 +14,12 @@ namespace {
 
 class BatchIterator : public Iterator {
  public:
-  BatchIterator(const IteratorArgs& args, std::unique_ptr<Iterator> input)
-      : ctx_(args.ctx), node_(*args.node), input_(std::move(input)) {}
+  BatchIterator(ExecContext* ctx, const Schema& schema, int64_t size, bool drop_remainder,
+                std::unique_ptr<Iterator> input)
+      : ctx_(ctx), schema_(schema), size_(size), drop_remainder_(drop_remainder), input_(std::move(input)) {}
 
   absl::Status GetNext(Batch* out, bool* end) override {
-    const int64_t size = node_.count;
+    const int64_t size = size_;
     while (!input_end_ && pending_rows_ < size) {
       Batch chunk;
       SLUICE_RETURN_IF_ERROR(input_->GetNext(&chunk, &input_end_));
@@ -26,7 +28,7 @@ class BatchIterator : public Iterator {
       pending_.push_back(std::move(chunk));
     }
     int64_t take = std::min(size, pending_rows_);
-    if (take == 0 || (take < size && node_.drop_remainder)) {
+    if (take == 0 || (take < size && drop_remainder_)) {
       pending_.clear();
       pending_rows_ = 0;
       *end = true;
@@ -46,7 +48,7 @@ class BatchIterator : public Iterator {
     }
     CpuToken token(&ctx_->cpu);
     if (!token.held()) return absl::CancelledError("pipeline cancelled");
-    RowCopier copier(node_.output_schema, take, ctx_->pool);
+    RowCopier copier(schema_, take, ctx_->pool);
     while (take > 0) {
       Batch& chunk = pending_.front();
       const int64_t n = std::min(take, chunk.rows);
@@ -64,7 +66,9 @@ class BatchIterator : public Iterator {
 
  private:
   ExecContext* ctx_;
-  const graph::CompiledNode& node_;
+  const Schema& schema_;
+  const int64_t size_;
+  const bool drop_remainder_;
   std::unique_ptr<Iterator> input_;
   bool input_end_ = false;
   std::deque<Batch> pending_;
@@ -75,7 +79,13 @@ class BatchIterator : public Iterator {
 
 std::unique_ptr<Iterator> MakeBatchIterator(const IteratorArgs& args,
                                             std::unique_ptr<Iterator> input) {
-  return std::make_unique<BatchIterator>(args, std::move(input));
+  return std::make_unique<BatchIterator>(args.ctx, args.node->output_schema, args.node->count,
+                                         args.node->drop_remainder, std::move(input));
+}
+
+std::unique_ptr<Iterator> MakeRechunkIterator(const IteratorArgs& args, std::unique_ptr<Iterator> input) {
+  return std::make_unique<BatchIterator>(args.ctx, args.node->output_schema, args.chunk_rows,
+                                         /*drop_remainder=*/false, std::move(input));
 }
 
 }  // namespace sluice::exec

@@ -56,6 +56,8 @@ std::unique_ptr<Iterator> MakeShuffleIterator(const IteratorArgs& args,
                                               std::unique_ptr<Iterator> input);
 std::unique_ptr<Iterator> MakeBatchIterator(const IteratorArgs& args,
                                             std::unique_ptr<Iterator> input);
+// Cuts `input` into chunks of args.chunk_rows rows (the last may be short).
+std::unique_ptr<Iterator> MakeRechunkIterator(const IteratorArgs& args, std::unique_ptr<Iterator> input);
 std::unique_ptr<Iterator> MakePrefetchIterator(const IteratorArgs& args,
                                                std::unique_ptr<Iterator> input);
 std::unique_ptr<Iterator> MakeTakeIterator(const IteratorArgs& args, std::unique_ptr<Iterator> input);

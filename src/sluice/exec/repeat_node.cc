@@ -1,5 +1,6 @@
 // Repeat node: runs its input `count` times (forever when count <= 0), each
-// time as a new epoch, so shuffles and random ops differ between repeats.
+// time as a new epoch, so shuffles and random ops differ between repeats;
+// before batching, its chunks stay whole across the epochs' seams.
 #include "sluice/core/status_macros.h"
 #include "sluice/exec/iterator.h"
 
@@ -46,7 +47,13 @@ class RepeatIterator : public Iterator {
 }  // namespace
 
 std::unique_ptr<Iterator> MakeRepeatIterator(const IteratorArgs& args, InputFactory input) {
-  return std::make_unique<RepeatIterator>(args, std::move(input));
+  auto repeat = std::make_unique<RepeatIterator>(args, std::move(input));
+  // Each epoch's last chunk is short: without re-cutting, every later chunk
+  // would straddle batches, and the batch node would copy every batch
+  // (after a map, the biggest values of the pipeline) instead of passing
+  // chunks through. Re-cutting copies the (smaller) rows here instead.
+  if (args.node->batched || args.chunk_rows <= 0) return repeat;
+  return MakeRechunkIterator(args, std::move(repeat));
 }
 
 }  // namespace sluice::exec

@@ -1,23 +1,25 @@
 #include "sluice/ops/resample.h"
 
 #include <algorithm>
-#include <cstring>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
-#if defined(__SSE4_1__) && defined(__FMA__)
+#if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
+#define SLUICE_RESAMPLE_AVX2 1
 #endif
 
 namespace sluice::ops {
 namespace {
 
-// Taps of one output position: the first source index and the weights.
+// Taps of every output position: `taps` weights each (zero-padded), the
+// first at source index first[i]. A fixed count lets the kernels run
+// without per-pixel branches; first[i] + taps never passes the source.
 struct Taps {
   std::vector<int> first;
-  std::vector<int> count;
-  std::vector<float> weights;  // count[i] per output i, `max_taps` apart
-  int max_taps = 0;
+  std::vector<float> weights;  // taps per output
+  int taps = 0;
 };
 
 // PIL's precompute_coeffs for the bilinear (triangle) filter, over a
@@ -26,117 +28,237 @@ void MakeTaps(double start, double extent, int size, int out, Taps* t) {
   const double scale = extent / out;
   const double filter_scale = std::max(scale, 1.0);
   const double support = filter_scale;  // the triangle's half-width, 1 unscaled
-  t->max_taps = static_cast<int>(std::ceil(support)) * 2 + 1;
-  t->first.assign(out, 0);
-  t->count.assign(out, 0);
-  t->weights.assign(static_cast<size_t>(out) * t->max_taps, 0.f);
+  const int max_taps = std::min(static_cast<int>(std::ceil(support)) * 2 + 1, size);
+  thread_local std::vector<double> w;
+  thread_local std::vector<int> lo, count;
+  w.assign(static_cast<size_t>(out) * max_taps, 0.0);
+  lo.assign(out, 0);
+  count.assign(out, 0);
+  int taps = 1;
   for (int i = 0; i < out; ++i) {
     const double center = start + (i + 0.5) * scale;
-    const int lo = std::max(static_cast<int>(std::floor(center - support + 0.5)), 0);
+    lo[i] = std::max(static_cast<int>(std::floor(center - support + 0.5)), 0);
     const int hi = std::min(static_cast<int>(std::floor(center + support + 0.5)), size);
     double total = 0;
-    float* w = &t->weights[static_cast<size_t>(i) * t->max_taps];
     int n = 0;
-    for (int x = lo; x < hi && n < t->max_taps; ++x, ++n) {
+    for (int x = lo[i]; x < hi && n < max_taps; ++x, ++n) {
       const double d = std::abs((x - center + 0.5) / filter_scale);
       const double v = d < 1 ? 1 - d : 0;
-      w[n] = static_cast<float>(v);
+      w[static_cast<size_t>(i) * max_taps + n] = v;
       total += v;
     }
+    // Trailing zero weights (the triangle's ends) cost a tap each for nothing.
+    while (n > 1 && w[static_cast<size_t>(i) * max_taps + n - 1] == 0) --n;
     if (total > 0) {
-      for (int k = 0; k < n; ++k) w[k] = static_cast<float>(w[k] / total);
+      for (int k = 0; k < n; ++k) w[static_cast<size_t>(i) * max_taps + k] /= total;
     }
-    t->first[i] = lo;
-    t->count[i] = n;
+    count[i] = n;
+    taps = std::max(taps, n);
+  }
+  t->taps = taps;
+  t->first.assign(out, 0);
+  t->weights.assign(static_cast<size_t>(out) * taps, 0.f);
+  for (int i = 0; i < out; ++i) {
+    const int first = std::min(lo[i], size - taps);  // shift left to stay inside
+    const int shift = lo[i] - first;
+    t->first[i] = first;
+    for (int k = 0; k < count[i]; ++k) {
+      t->weights[static_cast<size_t>(i) * taps + shift + k] = static_cast<float>(w[static_cast<size_t>(i) * max_taps + k]);
+    }
   }
 }
 
-thread_local std::vector<float> tls_rows;
-thread_local std::vector<float> tls_acc;
-thread_local Taps tls_h, tls_v;
+uint8_t ToByte(float v) { return static_cast<uint8_t>(std::min(std::max(v, 0.f), 255.f) + 0.5f); }
 
-// out[i * channels + c] = sum_k w[i][k] * src[(first[i] + k) * channels + c]
-// for one row. RGB takes each pixel as a 4-lane vector (the fourth lane is
-// the next pixel's red, weighted and dropped), one fused multiply-add per
-// tap, instead of a scalar per channel.
-void HorizontalRow(const uint8_t* src, const Taps& h, int out_w, int channels, int src_w, float* out) {
-#if defined(__SSE4_1__) && defined(__FMA__)
-  if (channels == 3) {
-    for (int i = 0; i < out_w; ++i) {
-      const float* w = &h.weights[static_cast<size_t>(i) * h.max_taps];
-      const uint8_t* p = src + static_cast<int64_t>(h.first[i]) * 3;
-      const int n = h.count[i];
-      // The last pixel of a row has no fourth byte after it: read it apart.
-      const int safe = h.first[i] + n < src_w ? n : n - 1;
-      __m128 acc = _mm_setzero_ps();
-      int k = 0;
-      for (; k < safe; ++k, p += 3) {
-        int32_t bytes;
-        std::memcpy(&bytes, p, 4);
-        const __m128 px = _mm_cvtepi32_ps(_mm_cvtepu8_epi32(_mm_cvtsi32_si128(bytes)));
-        acc = _mm_fmadd_ps(_mm_set1_ps(w[k]), px, acc);
+// Vertical pass of one output row: out[e] = sum_k w[k] * rows[k][e] for
+// e < n, the rows being `stride` apart from `src`. TAPS > 0 fixes the tap
+// count at compile time (unrolled, even and odd taps in separate chains);
+// 0 takes it from `taps`.
+template <int TAPS>
+void VerticalRow(const uint8_t* src, int64_t stride, const float* w, int taps, int n, float* out) {
+  if (TAPS > 0) taps = TAPS;
+  int e = 0;
+#ifdef SLUICE_RESAMPLE_AVX2
+  auto widen = [](__m128i bytes) { return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes)); };
+  for (; e + 16 <= n; e += 16) {
+    __m256 even0 = _mm256_setzero_ps(), even1 = _mm256_setzero_ps();
+    __m256 odd0 = _mm256_setzero_ps(), odd1 = _mm256_setzero_ps();
+    for (int k = 0; k < taps; ++k) {
+      const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + k * stride + e));
+      const __m256 wk = _mm256_set1_ps(w[k]);
+      if (k % 2 == 0) {
+        even0 = _mm256_fmadd_ps(wk, widen(bytes), even0);
+        even1 = _mm256_fmadd_ps(wk, widen(_mm_srli_si128(bytes, 8)), even1);
+      } else {
+        odd0 = _mm256_fmadd_ps(wk, widen(bytes), odd0);
+        odd1 = _mm256_fmadd_ps(wk, widen(_mm_srli_si128(bytes, 8)), odd1);
       }
-      alignas(16) float lanes[4];
-      _mm_store_ps(lanes, acc);
-      for (; k < n; ++k, p += 3) {
-        for (int c = 0; c < 3; ++c) lanes[c] += w[k] * p[c];
-      }
-      out[3 * i] = lanes[0];
-      out[3 * i + 1] = lanes[1];
-      out[3 * i + 2] = lanes[2];
     }
-    return;
+    _mm256_storeu_ps(out + e, _mm256_add_ps(even0, odd0));
+    _mm256_storeu_ps(out + e + 8, _mm256_add_ps(even1, odd1));
   }
 #endif
+  for (; e < n; ++e) {
+    float acc = 0;
+    for (int k = 0; k < taps; ++k) acc += w[k] * src[k * stride + e];
+    out[e] = acc;
+  }
+}
+
+// Horizontal pass of one row of RGB floats (padded by a float after its
+// end) into RGB floats (`out` has a float of room after its end): two
+// output pixels per 8-lane vector, each pixel's three channels plus a lane
+// that the next pixel's store overwrites. Two pairs at a time, so that two
+// chains of multiply-adds overlap.
+template <int TAPS>
+void HorizontalRowRgb(const float* row, const Taps& h, const float* pair_weights, int out_w, float* out) {
+  int i = 0;
+  const int taps = TAPS > 0 ? TAPS : h.taps;
+#ifdef SLUICE_RESAMPLE_AVX2
+  auto pair = [&](int i) {
+    const float* p0 = row + h.first[i] * 3;
+    const float* p1 = row + h.first[i + 1] * 3;
+    const float* w = pair_weights + static_cast<size_t>(i / 2) * taps * 8;
+    __m256 acc = _mm256_mul_ps(_mm256_load_ps(w), _mm256_set_m128(_mm_loadu_ps(p1), _mm_loadu_ps(p0)));
+    for (int k = 1; k < taps; ++k) {
+      const __m256 px = _mm256_set_m128(_mm_loadu_ps(p1 + 3 * k), _mm_loadu_ps(p0 + 3 * k));
+      acc = _mm256_fmadd_ps(_mm256_load_ps(w + 8 * k), px, acc);
+    }
+    return acc;
+  };
+  for (; i + 4 <= out_w; i += 4) {
+    const __m256 a = pair(i), b = pair(i + 2);
+    _mm_storeu_ps(out + 3 * i, _mm256_castps256_ps128(a));
+    _mm_storeu_ps(out + 3 * i + 3, _mm256_extractf128_ps(a, 1));
+    _mm_storeu_ps(out + 3 * i + 6, _mm256_castps256_ps128(b));
+    _mm_storeu_ps(out + 3 * i + 9, _mm256_extractf128_ps(b, 1));
+  }
+#endif
+  for (; i < out_w; ++i) {
+    const float* p = row + h.first[i] * 3;
+    const float* w = &h.weights[static_cast<size_t>(i) * taps];
+    float acc[3] = {0, 0, 0};
+    for (int k = 0; k < taps; ++k) {
+      for (int c = 0; c < 3; ++c) acc[c] += w[k] * p[3 * k + c];
+    }
+    for (int c = 0; c < 3; ++c) out[3 * i + c] = acc[c];
+  }
+}
+
+// Rounds and clamps n floats to bytes.
+void ToBytes(const float* in, int n, uint8_t* out) {
+  int e = 0;
+#ifdef SLUICE_RESAMPLE_AVX2
+  const __m256 zero = _mm256_setzero_ps(), top = _mm256_set1_ps(255.f), half = _mm256_set1_ps(0.5f);
+  auto ints = [&](const float* p) {
+    const __m256 v = _mm256_add_ps(_mm256_min_ps(_mm256_max_ps(_mm256_loadu_ps(p), zero), top), half);
+    return _mm256_cvttps_epi32(v);
+  };
+  for (; e + 16 <= n; e += 16) {
+    // packs work within 128-bit lanes: put the 16 bytes back in order.
+    const __m256i words = _mm256_permute4x64_epi64(_mm256_packus_epi32(ints(in + e), ints(in + e + 8)), 0xd8);
+    const __m128i bytes = _mm_packus_epi16(_mm256_castsi256_si128(words), _mm256_extracti128_si256(words, 1));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + e), bytes);
+  }
+#endif
+  for (; e < n; ++e) out[e] = ToByte(in[e]);
+}
+
+void HorizontalRow(const float* row, const Taps& h, int out_w, int channels, float* out) {
   for (int i = 0; i < out_w; ++i) {
-    const float* w = &h.weights[static_cast<size_t>(i) * h.max_taps];
-    const uint8_t* p = src + static_cast<int64_t>(h.first[i]) * channels;
+    const float* p = row + static_cast<int64_t>(h.first[i]) * channels;
+    const float* w = &h.weights[static_cast<size_t>(i) * h.taps];
     for (int c = 0; c < channels; ++c) {
       float acc = 0;
-      for (int k = 0; k < h.count[i]; ++k) acc += w[k] * p[k * channels + c];
+      for (int k = 0; k < h.taps; ++k) acc += w[k] * p[k * channels + c];
       out[i * channels + c] = acc;
     }
   }
 }
 
+// Each pair of outputs' weights as 8 lanes per tap, w[i][k] x4 then
+// w[i+1][k] x4, in `storage` from a 32-byte boundary (returned).
+const float* PairWeights(const Taps& h, int out_w, std::vector<float>* storage) {
+  const int taps = h.taps;
+  storage->assign(static_cast<size_t>(out_w / 2) * taps * 8 + 8, 0.f);
+  float* base = storage->data();
+  base += (8 - (reinterpret_cast<uintptr_t>(base) / sizeof(float)) % 8) % 8;
+  for (int i = 0; i + 2 <= out_w; i += 2) {
+    for (int k = 0; k < taps; ++k) {
+      float* lanes = base + (static_cast<size_t>(i / 2) * taps + k) * 8;
+      for (int l = 0; l < 4; ++l) {
+        lanes[l] = h.weights[static_cast<size_t>(i) * taps + k];
+        lanes[4 + l] = h.weights[static_cast<size_t>(i + 1) * taps + k];
+      }
+    }
+  }
+  return base;
+}
+
+// The row kernels with the tap count fixed for the common counts (W3's
+// shrinks take 2 to 8 taps), the general loop for the rest.
+struct RowKernels {
+  void (*vertical)(const uint8_t*, int64_t, const float*, int, int, float*);
+  void (*horizontal_rgb)(const float*, const Taps&, const float*, int, float*);
+};
+
+template <int TAPS>
+RowKernels KernelsFor() {
+  return {VerticalRow<TAPS>, HorizontalRowRgb<TAPS>};
+}
+
+RowKernels SelectKernels(int taps) {
+  switch (taps) {
+    case 2: return KernelsFor<2>();
+    case 3: return KernelsFor<3>();
+    case 4: return KernelsFor<4>();
+    case 5: return KernelsFor<5>();
+    case 6: return KernelsFor<6>();
+    case 7: return KernelsFor<7>();
+    case 8: return KernelsFor<8>();
+    default: return KernelsFor<0>();
+  }
+}
+
+thread_local Taps tls_h, tls_v;
+thread_local std::vector<float> tls_row, tls_out_row, tls_pairs;
+
 }  // namespace
 
+// Vertical first, then horizontal: when shrinking (W3's crops), the
+// horizontal pass, the costlier one per element, then runs on the output's
+// rows only instead of on every source row the window covers; the vertical
+// pass reads bytes straight from the source, 16 lanes at a time.
 void ResampleBilinear(const uint8_t* src, int src_w, int src_h, int channels, int64_t src_stride,
                       const Window& window, uint8_t* dst, int out_w, int out_h) {
   Taps& h = tls_h;
   Taps& v = tls_v;
   MakeTaps(window.x, window.w, src_w, out_w, &h);
   MakeTaps(window.y, window.h, src_h, out_h, &v);
-  // Horizontal pass over the source rows the vertical taps reach.
-  const int row_lo = v.first[0];
-  const int row_hi = v.first[out_h - 1] + v.count[out_h - 1];
-  const int row_elems = out_w * channels;
-  std::vector<float>& rows = tls_rows;
-  rows.resize(static_cast<size_t>(row_hi - row_lo) * row_elems);
-  for (int y = row_lo; y < row_hi; ++y) {
-    HorizontalRow(src + static_cast<int64_t>(y) * src_stride, h, out_w, channels, src_w,
-                  rows.data() + static_cast<size_t>(y - row_lo) * row_elems);
-  }
-  // Vertical pass: each output row a weighted sum of whole rows, tap by tap
-  // (contiguous rows: the inner loops vectorize).
-  std::vector<float>& acc = tls_acc;
-  acc.resize(static_cast<size_t>(row_elems));
+  // The columns the horizontal taps reach.
+  const int x_lo = h.first[0];
+  const int x_hi = h.first[out_w - 1] + h.taps;
+  for (int& f : h.first) f -= x_lo;
+  const int row_elems = (x_hi - x_lo) * channels;
+  std::vector<float>& row = tls_row;
+  row.resize(static_cast<size_t>(row_elems) + 8);  // the RGB kernel reads a float past the end
+  row[row_elems] = 0;
+  const bool rgb = channels == 3;
+  const float* pairs = rgb ? PairWeights(h, out_w, &tls_pairs) : nullptr;
+  std::vector<float>& out_row = tls_out_row;
+  out_row.resize(static_cast<size_t>(out_w) * channels + 1);
+  const uint8_t* columns = src + static_cast<int64_t>(x_lo) * channels;
+  const auto vertical = SelectKernels(v.taps).vertical;
+  const auto horizontal_rgb = SelectKernels(h.taps).horizontal_rgb;
   for (int j = 0; j < out_h; ++j) {
-    const float* w = &v.weights[static_cast<size_t>(j) * v.max_taps];
-    const float* base = rows.data() + static_cast<size_t>(v.first[j] - row_lo) * row_elems;
-    float* a = acc.data();
-    const float w0 = w[0];
-    for (int e = 0; e < row_elems; ++e) a[e] = w0 * base[e];
-    for (int k = 1; k < v.count[j]; ++k) {
-      const float wk = w[k];
-      const float* r = base + static_cast<size_t>(k) * row_elems;
-      for (int e = 0; e < row_elems; ++e) a[e] += wk * r[e];
+    vertical(columns + v.first[j] * src_stride, src_stride, &v.weights[static_cast<size_t>(j) * v.taps], v.taps,
+                row_elems, row.data());
+    if (rgb) {
+      horizontal_rgb(row.data(), h, pairs, out_w, out_row.data());
+    } else {
+      HorizontalRow(row.data(), h, out_w, channels, out_row.data());
     }
-    uint8_t* o = dst + static_cast<int64_t>(j) * row_elems;
-    for (int e = 0; e < row_elems; ++e) {
-      const float c = std::min(std::max(a[e], 0.f), 255.f);
-      o[e] = static_cast<uint8_t>(c + 0.5f);
-    }
+    ToBytes(out_row.data(), out_w * channels, dst + static_cast<int64_t>(j) * out_w * channels);
   }
 }
 
