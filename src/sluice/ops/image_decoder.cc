@@ -58,6 +58,12 @@ absl::Status JpegFailure(const JpegError& e) {
   return absl::DataLossError(absl::StrCat("corrupt JPEG: ", e.message));
 }
 
+// Grows, never shrinks: a vector shrunk and grown again zero-fills the
+// regrown part, a memset per image for nothing.
+void GrowTo(size_t bytes, std::vector<uint8_t>* pixels) {
+  if (pixels->size() < bytes) pixels->resize(bytes);
+}
+
 // CMYK as Adobe writes it (inverted) or plain, to RGB.
 void CmykToRgb(const uint8_t* cmyk, int n, bool inverted, uint8_t* rgb) {
   for (int i = 0; i < n; ++i) {
@@ -101,7 +107,7 @@ absl::Status DecodeJpeg(Jpeg& jpeg, absl::string_view bytes, const ImageInfo& in
   const int rows = static_cast<int>(y1 - y0);
   out->width = static_cast<int>(width);
   out->height = rows;
-  out->pixels.resize(static_cast<size_t>(rows) * width * 3);
+  GrowTo(static_cast<size_t>(rows) * width * 3, &out->pixels);
   if (cmyk) cmyk_row.resize(static_cast<size_t>(width) * 4);
   for (int r = 0; r < rows; ++r) {
     uint8_t* dst = out->pixels.data() + static_cast<size_t>(r) * width * 3;
@@ -124,7 +130,7 @@ absl::Status DecodePng(absl::string_view bytes, const Window& window, DecodedReg
   image.format = PNG_FORMAT_RGB;
   out->width = static_cast<int>(image.width);
   out->height = static_cast<int>(image.height);
-  out->pixels.resize(PNG_IMAGE_SIZE(image));
+  GrowTo(PNG_IMAGE_SIZE(image), &out->pixels);
   if (!png_image_finish_read(&image, nullptr, out->pixels.data(), 0, nullptr)) {
     const std::string message = image.message;
     png_image_free(&image);

@@ -30,7 +30,7 @@ struct Window {
 // where the requested window lies within it, in its own (possibly
 // DCT-scaled) pixels.
 struct DecodedRegion {
-  std::vector<uint8_t> pixels;  // reused from call to call
+  std::vector<uint8_t> pixels;  // reused from call to call; may be longer than the region
   int width = 0, height = 0;
   Window window;
 };
