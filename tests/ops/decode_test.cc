@@ -180,6 +180,46 @@ TEST_F(DecodeTest, TheFusedRandomResizedCropEqualsDecodingThenCropping) {
   EXPECT_NE(fused, std::string(fused.size(), '\0'));
 }
 
+TEST_F(DecodeTest, DecodingStraightIntoTheNormalizationChangesNoValue) {
+  std::string list;
+  for (int i = 0; i < 8; ++i) {
+    Jpeg("n" + std::to_string(i) + ".jpg", cli::PhotoLikeImage(300 + 20 * i, 220, 20 + i), i % 3 == 2);
+    absl::StrAppend(&list, "n", i, ".jpg ", i, "\n");
+  }
+  testing::WriteFileBytes(dir_.Join("list.txt"), list);
+  struct Case {
+    OpDef decode;
+    std::string dtype, layout;
+  };
+  const std::vector<Case> cases = {
+      {Op("decode_random_resized_crop", {{"size", {72, 96}}}), "float32", "CHW"},
+      {Op("decode_random_resized_crop", {{"size", {72, 96}}}), "float16", "CHW"},
+      {Op("decode_resize_center_crop", {{"resize", 80}, {"crop", {64}}}), "uint8", "CHW"},
+      {Op("decode_image", {{"size", {50, 70}}}), "float32", "HWC"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.decode.op() + " " + c.dtype + " " + c.layout);
+    auto pipeline = [&](bool fuse) {
+      PipelineDef def;
+      def.set_seed(5);
+      def.mutable_options()->set_no_fuse_decode(!fuse);
+      def.mutable_nodes()->Add()->mutable_source()->mutable_file_list()->set_path(dir_.Join("list.txt"));
+      MapDef* map = def.mutable_nodes()->Add()->mutable_map();
+      *map->add_ops() = c.decode;
+      *map->add_ops() = Op("crop_mirror_normalize", {{"mirror", 0.5}, {"dtype", c.dtype}, {"layout", c.layout}});
+      return def;
+    };
+    ASSERT_OK_AND_ASSIGN(auto fused_pipeline, exec::Pipeline::Create(pipeline(true)));
+    ASSERT_EQ(fused_pipeline->compiled().nodes[1].ops.size(), 1u);
+    EXPECT_EQ(fused_pipeline->compiled().nodes[1].ops[0].name,
+              "fused(" + c.decode.op() + "+crop_mirror_normalize)");
+    ASSERT_OK_AND_ASSIGN(std::string fused, Run(pipeline(true)));
+    ASSERT_OK_AND_ASSIGN(std::string apart, Run(pipeline(false)));
+    EXPECT_EQ(fused.size(), apart.size());
+    EXPECT_TRUE(fused == apart) << "the fused kernel's values differ";
+  }
+}
+
 TEST_F(DecodeTest, CorruptImagesFailNamingTheFile) {
   std::string bytes = testing::ReadFileBytes(Jpeg("ok.jpg", cli::PhotoLikeImage(64, 48, 7)));
   for (size_t i = 20; i < 80; ++i) bytes[i] = static_cast<char>(0x7f);  // the tables after the header

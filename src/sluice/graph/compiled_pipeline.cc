@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "sluice/core/rng.h"
 #include "sluice/core/status_macros.h"
+#include "sluice/graph/fuse_decode_normalize.h"
 #include "sluice/graph/fuse_warps.h"
 #include "sluice/io/array_source.h"
 #include "sluice/io/cifar_source.h"
@@ -296,6 +297,7 @@ absl::StatusOr<CompiledPipeline> Compile(const PipelineDef& def, const ops::OpRe
         }
         if (!filter) schema = s;
         if (!filter && !def.options().no_fuse_warps()) FuseWarps(&node.ops);
+        if (!filter && !def.options().no_fuse_decode()) FuseDecodeNormalize(&node.ops);
         node.output_schema = schema;
         break;
       }

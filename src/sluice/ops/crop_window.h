@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "sluice/ops/attrs.h"
 #include "sluice/core/rng.h"
+#include "sluice/ops/field.h"
 #include "sluice/ops/image_decoder.h"
 
 namespace sluice::ops {
@@ -36,6 +37,12 @@ std::vector<AttrSchema> RandomResizedCropAttrs();
 
 // CenterCrop's top and left: rounded halves of the margins.
 inline double CenterOffset(double size, double crop) { return std::round((size - crop) / 2.0); }
+
+// (top, left) of an h x w centre crop of an image of `d`'s size.
+inline std::pair<int64_t, int64_t> CenterOffsets(const ImageDims& d, int64_t h, int64_t w) {
+  return {static_cast<int64_t>(CenterOffset(static_cast<double>(d.h), static_cast<double>(h))),
+          static_cast<int64_t>(CenterOffset(static_cast<double>(d.w), static_cast<double>(w)))};
+}
 
 }  // namespace sluice::ops
 

@@ -4,12 +4,15 @@
 // decoder only produces the pixels the output needs.
 #include <cmath>
 #include <functional>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/ops/crop_window.h"
+#include "sluice/ops/decode_fusion.h"
 #include "sluice/ops/field.h"
 #include "sluice/ops/image_decoder.h"
+#include "sluice/ops/normalize.h"
 #include "sluice/ops/op_registry.h"
 #include "sluice/ops/resample.h"
 
@@ -25,6 +28,15 @@ class DecodeKernel : public Kernel {
  public:
   DecodeKernel(int out_h, int out_w, bool dct_scaling, WindowFn window)
       : out_h_(out_h), out_w_(out_w), dct_scaling_(dct_scaling), window_(std::move(window)) {}
+  // `decode` writing through `normalize`, which draws its mirrors keyed by
+  // `normalize_key`.
+  DecodeKernel(const DecodeKernel& decode, const Normalizer& normalize, uint64_t normalize_key)
+      : DecodeKernel(decode.out_h_, decode.out_w_, decode.dct_scaling_, decode.window_) {
+    normalize_.emplace(normalize);
+    normalize_key_ = normalize_key;
+  }
+
+  bool normalizes() const { return normalize_.has_value(); }
 
   absl::Status Run(const TileContext& ctx, absl::Span<const ColumnRef> in,
                    absl::Span<const ColumnRef> out) const override {
@@ -44,14 +56,23 @@ class DecodeKernel : public Kernel {
     const int denom = dct_scaling_ ? DctScaleFor(info, window, out_w_, out_h_) : 1;
     DecodedRegion& region = tls_region;
     SLUICE_RETURN_IF_ERROR(DecodeRegion(bytes, info, window, denom, &region));
-    ResampleBilinear(region.pixels.data(), region.width, region.height, 3, int64_t{region.width} * 3,
-                     region.window, dst, out_w_, out_h_);
+    if (!normalize_) {
+      ResampleBilinear(region.pixels.data(), region.width, region.height, 3, int64_t{region.width} * 3,
+                       region.window, dst, out_w_, out_h_);
+      return absl::OkStatus();
+    }
+    const bool mirror = normalize_->Mirror(ctx, r, normalize_key_);
+    ResampleBilinearRows(region.pixels.data(), region.width, region.height, 3, int64_t{region.width} * 3,
+                         region.window, out_w_, out_h_,
+                         [&](int y, const float* values) { normalize_->Row(values, y, mirror, dst); });
     return absl::OkStatus();
   }
 
   const int out_h_, out_w_;
   const bool dct_scaling_;
   const WindowFn window_;
+  std::optional<Normalizer> normalize_;
+  uint64_t normalize_key_ = 0;
 };
 
 // The ragged bytes column named by attr "field".
@@ -138,6 +159,14 @@ std::vector<AttrSchema> DecodeAttrs(std::vector<AttrSchema> own) {
 }
 
 }  // namespace
+
+std::shared_ptr<const Kernel> FuseDecodeNormalize(const Kernel& decode, const Kernel& normalize,
+                                                  uint64_t normalize_key) {
+  const auto* d = dynamic_cast<const DecodeKernel*>(&decode);
+  const auto* n = dynamic_cast<const CropMirrorNormalizeKernel*>(&normalize);
+  if (d == nullptr || n == nullptr || n->crops() || d->normalizes()) return nullptr;
+  return std::make_shared<DecodeKernel>(*d, n->normalizer(), normalize_key);
+}
 
 void RegisterDecodeOps(OpRegistry* registry) {
   registry->Register(OpSchema{

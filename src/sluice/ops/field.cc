@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "sluice/core/status_macros.h"
 
 namespace sluice::ops {
 
@@ -48,6 +49,15 @@ OpBinding UnaryBinding(int column, ColumnSpec out, std::shared_ptr<const Kernel>
   b.outputs = {std::move(out)};
   b.kernel = std::move(kernel);
   return b;
+}
+
+absl::StatusOr<ImageDims> BindUint8Image(const Attrs& attrs, const Schema& schema, BoundField* f) {
+  SLUICE_ASSIGN_OR_RETURN(*f, BindField(attrs, schema, {DType::kUInt8}));
+  if (f->spec.shape.rank() != 3) {
+    return AttrError("field", absl::StrCat("column '", f->spec.name, "' is ", f->spec.shape.ToString(),
+                                           "; this op takes an image [H,W,C]"));
+  }
+  return ImageDimsOf(f->spec);
 }
 
 }  // namespace sluice::ops

@@ -37,6 +37,9 @@ struct ImageDims {
 // InvalidArgument unless `spec` is [H,W] or [H,W,C].
 absl::StatusOr<ImageDims> ImageDimsOf(const ColumnSpec& spec);
 
+// The uint8 image [H,W,C] named by attr "field"; InvalidArgument otherwise.
+absl::StatusOr<ImageDims> BindUint8Image(const Attrs& attrs, const Schema& schema, BoundField* f);
+
 // A binding that reads `column` and writes `out` (same name: in place).
 OpBinding UnaryBinding(int column, ColumnSpec out, std::shared_ptr<const Kernel> kernel);
 

@@ -223,14 +223,27 @@ RowKernels SelectKernels(int taps) {
 thread_local Taps tls_h, tls_v;
 thread_local std::vector<float> tls_row, tls_out_row, tls_pairs;
 
-}  // namespace
+// Rounds and clamps n floats in place to the levels ToBytes would write.
+void ToLevels(float* values, int n) {
+  int e = 0;
+#ifdef SLUICE_RESAMPLE_AVX2
+  const __m256 zero = _mm256_setzero_ps(), top = _mm256_set1_ps(255.f), half = _mm256_set1_ps(0.5f);
+  for (; e + 8 <= n; e += 8) {
+    const __m256 v = _mm256_add_ps(_mm256_min_ps(_mm256_max_ps(_mm256_loadu_ps(values + e), zero), top), half);
+    _mm256_storeu_ps(values + e, _mm256_round_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC));
+  }
+#endif
+  for (; e < n; ++e) values[e] = static_cast<float>(ToByte(values[e]));
+}
 
 // Vertical first, then horizontal: when shrinking (W3's crops), the
 // horizontal pass, the costlier one per element, then runs on the output's
 // rows only instead of on every source row the window covers; the vertical
-// pass reads bytes straight from the source, 16 lanes at a time.
-void ResampleBilinear(const uint8_t* src, int src_w, int src_h, int channels, int64_t src_stride,
-                      const Window& window, uint8_t* dst, int out_w, int out_h) {
+// pass reads bytes straight from the source, 16 lanes at a time. Each
+// output row goes to `row` as unrounded floats.
+template <typename RowFn>
+void Resample(const uint8_t* src, int src_w, int src_h, int channels, int64_t src_stride, const Window& window,
+              int out_w, int out_h, RowFn row_out) {
   Taps& h = tls_h;
   Taps& v = tls_v;
   MakeTaps(window.x, window.w, src_w, out_w, &h);
@@ -252,14 +265,33 @@ void ResampleBilinear(const uint8_t* src, int src_w, int src_h, int channels, in
   const auto horizontal_rgb = SelectKernels(h.taps).horizontal_rgb;
   for (int j = 0; j < out_h; ++j) {
     vertical(columns + v.first[j] * src_stride, src_stride, &v.weights[static_cast<size_t>(j) * v.taps], v.taps,
-                row_elems, row.data());
+             row_elems, row.data());
     if (rgb) {
       horizontal_rgb(row.data(), h, pairs, out_w, out_row.data());
     } else {
       HorizontalRow(row.data(), h, out_w, channels, out_row.data());
     }
-    ToBytes(out_row.data(), out_w * channels, dst + static_cast<int64_t>(j) * out_w * channels);
+    row_out(j, out_row.data());
   }
+}
+
+}  // namespace
+
+void ResampleBilinear(const uint8_t* src, int src_w, int src_h, int channels, int64_t src_stride,
+                      const Window& window, uint8_t* dst, int out_w, int out_h) {
+  const int n = out_w * channels;
+  Resample(src, src_w, src_h, channels, src_stride, window, out_w, out_h,
+           [&](int y, float* values) { ToBytes(values, n, dst + static_cast<int64_t>(y) * n); });
+}
+
+void ResampleBilinearRows(const uint8_t* src, int src_w, int src_h, int channels, int64_t src_stride,
+                          const Window& window, int out_w, int out_h,
+                          absl::FunctionRef<void(int y, const float* values)> row) {
+  const int n = out_w * channels;
+  Resample(src, src_w, src_h, channels, src_stride, window, out_w, out_h, [&](int y, float* values) {
+    ToLevels(values, n);
+    row(y, values);
+  });
 }
 
 }  // namespace sluice::ops

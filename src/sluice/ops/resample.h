@@ -7,6 +7,8 @@
 
 #include <cstdint>
 
+#include "absl/functional/function_ref.h"
+
 #include "sluice/ops/image_decoder.h"
 
 namespace sluice::ops {
@@ -16,6 +18,13 @@ namespace sluice::ops {
 // Thread-safe (scratch is per thread).
 void ResampleBilinear(const uint8_t* src, int src_w, int src_h, int channels, int64_t src_stride,
                       const Window& window, uint8_t* dst, int out_w, int out_h);
+
+// The same, handing each output row y to `row(y, values)` as out_w *
+// channels floats holding the very levels ResampleBilinear writes (rounded,
+// within [0, 255]), for a consumer that writes them on in its own format.
+void ResampleBilinearRows(const uint8_t* src, int src_w, int src_h, int channels, int64_t src_stride,
+                          const Window& window, int out_w, int out_h,
+                          absl::FunctionRef<void(int y, const float* values)> row);
 
 }  // namespace sluice::ops
 

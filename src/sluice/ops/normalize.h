@@ -1,0 +1,73 @@
+// crop_mirror_normalize, the last step before a model (DALI's
+// CropMirrorNormalize): HWC uint8 in, CHW float32 / float16 (normalized) or
+// uint8 (normalized later on the GPU) out, with an optional centre crop and
+// a random mirror, in one pass. Its per-row arithmetic (Normalizer) also
+// serves a decode op that resamples straight into the normalized output
+// (decode_fusion.h).
+#ifndef SLUICE_OPS_NORMALIZE_H_
+#define SLUICE_OPS_NORMALIZE_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "sluice/core/dtype.h"
+#include "sluice/ops/field.h"
+#include "sluice/ops/kernel.h"
+#include "sluice/ops/op_registry.h"
+
+namespace sluice::ops {
+
+// out[c][y][x] = a[c] * in[y][x'][c] + b[c] for an h x w x channels sample,
+// x' mirrored or not; a * in + b is (in * scale - mean) / std. uint8
+// output copies the values unnormalized.
+class Normalizer {
+ public:
+  Normalizer(int64_t h, int64_t w, int64_t channels, DType out, bool chw, float mirror_p, std::vector<float> a,
+             std::vector<float> b);
+
+  // Whether row r's sample is mirrored: a draw keyed by the op `key`.
+  bool Mirror(const TileContext& ctx, int64_t r, uint64_t key) const;
+  // Writes row y of a sample, from w * channels values at `row`, into the
+  // sample's output at `dst`.
+  void Row(const uint8_t* row, int64_t y, bool mirror, uint8_t* dst) const;
+  void Row(const float* row, int64_t y, bool mirror, uint8_t* dst) const;
+
+  bool random() const { return mirror_p_ > 0 && mirror_p_ < 1; }
+
+ private:
+  template <typename In>
+  void RowOf(const In* row, int64_t y, bool mirror, uint8_t* dst) const;
+  template <typename In, typename T, typename Store>
+  void Write(const In* row, int64_t y, bool mirror, T* dst, Store store) const;
+
+  const int64_t h_, w_, channels_;
+  const DType out_;
+  const bool chw_;
+  const float mirror_p_;
+  const std::vector<float> a_, b_;
+};
+
+// The op's kernel, visible so that a decode before it can take its place.
+class CropMirrorNormalizeKernel : public Kernel {
+ public:
+  CropMirrorNormalizeKernel(ImageDims in, int64_t h, int64_t w, Normalizer normalizer)
+      : in_(in), h_(h), w_(w), normalizer_(std::move(normalizer)) {}
+
+  absl::Status Run(const TileContext& ctx, absl::Span<const ColumnRef> in,
+                   absl::Span<const ColumnRef> out) const override;
+
+  const Normalizer& normalizer() const { return normalizer_; }
+  bool crops() const { return h_ != in_.h || w_ != in_.w; }
+
+ private:
+  const ImageDims in_;
+  const int64_t h_, w_;
+  const Normalizer normalizer_;
+};
+
+absl::StatusOr<OpBinding> BindCropMirrorNormalize(const Attrs& attrs, const Schema& schema);
+
+}  // namespace sluice::ops
+
+#endif  // SLUICE_OPS_NORMALIZE_H_
