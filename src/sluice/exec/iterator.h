@@ -43,10 +43,15 @@ struct IteratorArgs {
   // Settings the autotuner changes while the node runs; null when the node
   // runs as written.
   NodeKnobs* knobs = nullptr;
+  // Sources: rows of the first chunk when > 0 (then chunk_rows each): a
+  // repeat starting an epoch mid-batch asks for the rest of that batch, so
+  // that the epoch's chunks after it line up with batches again.
+  int64_t first_chunk_rows = 0;
 };
 
 // Creates the iterator of nodes[0..index] for an epoch.
-using InputFactory = std::function<std::unique_ptr<Iterator>(uint64_t epoch)>;
+// `first_chunk_rows`: IteratorArgs::first_chunk_rows for the new input.
+using InputFactory = std::function<std::unique_ptr<Iterator>(uint64_t epoch, int64_t first_chunk_rows)>;
 
 std::unique_ptr<Iterator> MakeSourceIterator(const IteratorArgs& args);
 std::unique_ptr<Iterator> MakeMapIterator(const IteratorArgs& args, std::unique_ptr<Iterator> input);

@@ -148,25 +148,30 @@ Pipeline::Pipeline(graph::CompiledPipeline compiled, std::shared_ptr<RemoteInput
   }
 }
 
-std::unique_ptr<Iterator> Pipeline::MakeIterator(ExecContext* ctx, size_t index,
-                                                 uint64_t epoch) const {
-  std::unique_ptr<Iterator> it = MakeNodeIterator(ctx, index, epoch);
+std::unique_ptr<Iterator> Pipeline::MakeIterator(ExecContext* ctx, size_t index, uint64_t epoch,
+                                                 int64_t first_chunk_rows) const {
+  std::unique_ptr<Iterator> it = MakeNodeIterator(ctx, index, epoch, first_chunk_rows);
   if (ctx->stats == nullptr) return it;
   return std::make_unique<CountingIterator>(std::move(it), ctx->stats->node(index), ctx,
                                             compiled_.nodes[index].name);
 }
 
-std::unique_ptr<Iterator> Pipeline::MakeNodeIterator(ExecContext* ctx, size_t index,
-                                                     uint64_t epoch) const {
+std::unique_ptr<Iterator> Pipeline::MakeNodeIterator(ExecContext* ctx, size_t index, uint64_t epoch,
+                                                     int64_t first_chunk_rows) const {
   const graph::CompiledNode& node = compiled_.nodes[index];
   NodeStats* stats = ctx->stats ? ctx->stats->node(index) : nullptr;
-  const IteratorArgs args{ctx, &node, epoch, chunk_rows_, 0, stats, ctx->knobs[index].get()};
+  IteratorArgs args{ctx, &node, epoch, chunk_rows_, 0, stats, ctx->knobs[index].get()};
+  args.first_chunk_rows = first_chunk_rows;
   if (node.kind == graph::NodeKind::kSource) return MakeSourceIterator(args);
   if (node.kind == graph::NodeKind::kRemote) return remote_->Open(ctx, epoch);
   if (node.kind == graph::NodeKind::kRepeat) {
-    return MakeRepeatIterator(
-        args, [this, ctx, index](uint64_t e) { return MakeIterator(ctx, index - 1, e); });
+    return MakeRepeatIterator(args, [this, ctx, index](uint64_t e, int64_t first) {
+      return MakeIterator(ctx, index - 1, e, first);
+    });
   }
+  // Maps and prefetches keep their input's chunks: the hint passes through.
+  const bool keeps_chunks = node.kind == graph::NodeKind::kMap || node.kind == graph::NodeKind::kPrefetch;
+  const int64_t input_first_chunk_rows = keeps_chunks ? first_chunk_rows : 0;
   if (node.kind == graph::NodeKind::kPrefetch &&
       compiled_.nodes[index - 1].kind == graph::NodeKind::kMap) {
     // A map already computes ahead of its consumer: a prefetch right after it
@@ -174,11 +179,12 @@ std::unique_ptr<Iterator> Pipeline::MakeNodeIterator(ExecContext* ctx, size_t in
     const graph::CompiledNode& map = compiled_.nodes[index - 1];
     NodeStats* map_stats = ctx->stats ? ctx->stats->node(index - 1) : nullptr;
     IteratorArgs map_args{ctx, &map, epoch, chunk_rows_, node.count, map_stats, ctx->knobs[index - 1].get()};
-    std::unique_ptr<Iterator> it = MakeMapIterator(map_args, MakeIterator(ctx, index - 2, epoch));
+    std::unique_ptr<Iterator> it =
+        MakeMapIterator(map_args, MakeIterator(ctx, index - 2, epoch, input_first_chunk_rows));
     if (map_stats == nullptr) return it;
     return std::make_unique<CountingIterator>(std::move(it), map_stats, ctx, map.name);
   }
-  std::unique_ptr<Iterator> input = MakeIterator(ctx, index - 1, epoch);
+  std::unique_ptr<Iterator> input = MakeIterator(ctx, index - 1, epoch, input_first_chunk_rows);
   switch (node.kind) {
     case graph::NodeKind::kMap:
       return MakeMapIterator(args, std::move(input));

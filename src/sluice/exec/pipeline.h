@@ -99,8 +99,12 @@ class Pipeline {
  private:
   Pipeline(graph::CompiledPipeline compiled, std::shared_ptr<RemoteInput> remote);
   // nodes[0..index] for an epoch, counted when statistics are on.
-  std::unique_ptr<Iterator> MakeIterator(ExecContext* ctx, size_t index, uint64_t epoch) const;
-  std::unique_ptr<Iterator> MakeNodeIterator(ExecContext* ctx, size_t index, uint64_t epoch) const;
+  // `first_chunk_rows` > 0: the source's first chunk has that many rows
+  // (IteratorArgs::first_chunk_rows), passed through nodes that keep chunks.
+  std::unique_ptr<Iterator> MakeIterator(ExecContext* ctx, size_t index, uint64_t epoch,
+                                         int64_t first_chunk_rows = 0) const;
+  std::unique_ptr<Iterator> MakeNodeIterator(ExecContext* ctx, size_t index, uint64_t epoch,
+                                             int64_t first_chunk_rows) const;
   std::unique_ptr<PipelineIterator> NewIterator(bool tune) const;
   std::vector<Knob> MakeKnobs(ExecContext* ctx) const;
   void ReserveWorkingSet() const;

@@ -14,16 +14,24 @@ constexpr uint64_t kStride = uint64_t{1} << 20;
 class RepeatIterator : public Iterator {
  public:
   RepeatIterator(const IteratorArgs& args, InputFactory input)
-      : count_(args.node->count), outer_epoch_(args.epoch), make_input_(std::move(input)) {}
+      : count_(args.node->count),
+        outer_epoch_(args.epoch),
+        chunk_rows_(args.node->batched ? 0 : args.chunk_rows),
+        make_input_(std::move(input)) {}
 
   absl::Status GetNext(Batch* out, bool* end) override {
     while (count_ <= 0 || done_ < count_) {
-      if (!input_) input_ = make_input_(outer_epoch_ * kStride + done_);
+      if (!input_) {
+        // The rest of the batch the last epoch left unfinished, if any.
+        const int64_t into_chunk = chunk_rows_ > 0 ? rows_ % chunk_rows_ : 0;
+        input_ = make_input_(outer_epoch_ * kStride + done_, into_chunk > 0 ? chunk_rows_ - into_chunk : 0);
+      }
       bool input_end = false;
       SLUICE_RETURN_IF_ERROR(input_->GetNext(out, &input_end));
       if (!input_end) {
         *end = false;
         empty_run_ = false;
+        rows_ += out->rows;
         return absl::OkStatus();
       }
       input_.reset();
@@ -38,7 +46,9 @@ class RepeatIterator : public Iterator {
  private:
   const int64_t count_;
   const uint64_t outer_epoch_;
+  const int64_t chunk_rows_;  // 0 after batching
   InputFactory make_input_;
+  int64_t rows_ = 0;  // handed out, all epochs
   std::unique_ptr<Iterator> input_;
   int64_t done_ = 0;
   bool empty_run_ = true;
@@ -51,7 +61,9 @@ std::unique_ptr<Iterator> MakeRepeatIterator(const IteratorArgs& args, InputFact
   // Each epoch's last chunk is short: without re-cutting, every later chunk
   // would straddle batches, and the batch node would copy every batch
   // (after a map, the biggest values of the pipeline) instead of passing
-  // chunks through. Re-cutting copies the (smaller) rows here instead.
+  // chunks through. Re-cutting joins the seam's two pieces here, where rows
+  // are smaller; the next epoch's source starts with the seam's rest, so
+  // its later chunks pass through whole.
   if (args.node->batched || args.chunk_rows <= 0) return repeat;
   return MakeRechunkIterator(args, std::move(repeat));
 }

@@ -15,7 +15,10 @@ namespace {
 class SourceIterator : public Iterator {
  public:
   explicit SourceIterator(const IteratorArgs& args)
-      : ctx_(args.ctx), node_(*args.node), chunk_rows_(args.chunk_rows) {
+      : ctx_(args.ctx),
+        node_(*args.node),
+        chunk_rows_(args.chunk_rows),
+        next_chunk_rows_(args.first_chunk_rows > 0 ? args.first_chunk_rows : args.chunk_rows) {
     splits_ = ctx_->only_splits ? ctx_->splits : node_.format->MakeSplits();
     if (node_.shuffle_splits && !ctx_->only_splits) {  // Fisher-Yates keyed by (seed, node, epoch)
       SampleRng rng(ctx_->seed, OpKey(node_.name, 0), args.epoch, 0);
@@ -43,15 +46,17 @@ class SourceIterator : public Iterator {
       if (!more || !reader_->views()) break;
       *out = Batch();
       out->provenance = Provenance(node_.format->files());
-      absl::StatusOr<int64_t> n = reader_->View(chunk_rows_, out);
+      absl::StatusOr<int64_t> n = reader_->View(next_chunk_rows_, out);
       if (!n.ok()) return WithContext(n.status(), Where());
       if (*n > 0) {
         *end = false;
+        next_chunk_rows_ = chunk_rows_;
         return absl::OkStatus();
       }
       reader_.reset();
     }
-    BatchBuilder builder(node_.output_schema, chunk_rows_, ctx_->pool, ragged_hint_);
+    BatchBuilder builder(node_.output_schema, next_chunk_rows_, ctx_->pool, ragged_hint_);
+    next_chunk_rows_ = chunk_rows_;
     builder.provenance() = Provenance(node_.format->files());
     while (builder.remaining() > 0) {
       SLUICE_ASSIGN_OR_RETURN(bool more, EnsureReader());
@@ -105,6 +110,7 @@ class SourceIterator : public Iterator {
   ExecContext* ctx_;
   const graph::CompiledNode& node_;
   int64_t chunk_rows_;
+  int64_t next_chunk_rows_;  // the first chunk's may differ (IteratorArgs::first_chunk_rows)
   std::vector<io::Split> splits_;
   size_t next_split_ = 0;
   std::unique_ptr<io::SplitReader> reader_;

@@ -2,7 +2,9 @@
 
 #include <cstring>
 
-#if defined(__F16C__)
+#include <type_traits>
+
+#if defined(__F16C__) || defined(__SSE4_1__)
 #include <immintrin.h>
 #endif
 
@@ -40,6 +42,34 @@ uint16_t HalfFromFloat(float f) {
   return static_cast<uint16_t>(half);
 #endif
 }
+
+#if defined(__SSE4_1__)
+// Four RGB pixels (12 floats at p) as four reds, greens and blues.
+void DeinterleaveRgb4(const float* p, __m128* r, __m128* g, __m128* b) {
+  const __m128 a = _mm_loadu_ps(p), m = _mm_loadu_ps(p + 4), c = _mm_loadu_ps(p + 8);
+  // a = r0 g0 b0 r1, m = g1 b1 r2 g2, c = b2 r3 g3 b3
+  const __m128 t0 = _mm_shuffle_ps(a, m, _MM_SHUFFLE(0, 1, 3, 0));  // r0 r1 b1 g1
+  const __m128 t1 = _mm_shuffle_ps(m, c, _MM_SHUFFLE(1, 0, 3, 2));  // r2 g2 b2 r3
+  const __m128 t2 = _mm_shuffle_ps(a, c, _MM_SHUFFLE(3, 2, 2, 1));  // g0 b0 g3 b3
+  *r = _mm_shuffle_ps(t0, t1, _MM_SHUFFLE(3, 0, 1, 0));
+  *g = _mm_shuffle_ps(_mm_shuffle_ps(t2, t0, _MM_SHUFFLE(3, 3, 0, 0)), _mm_shuffle_ps(t1, t2, _MM_SHUFFLE(2, 2, 1, 1)),
+                      _MM_SHUFFLE(2, 0, 2, 0));
+  *b = _mm_shuffle_ps(_mm_shuffle_ps(t2, t0, _MM_SHUFFLE(2, 2, 1, 1)), _mm_shuffle_ps(t1, t2, _MM_SHUFFLE(3, 3, 2, 2)),
+                      _MM_SHUFFLE(2, 0, 2, 0));
+}
+
+__m128 Reversed(__m128 v) { return _mm_shuffle_ps(v, v, _MM_SHUFFLE(0, 1, 2, 3)); }
+
+template <typename T>
+void Store4(T* dst, __m128 v) {
+  if constexpr (std::is_same_v<T, float>) {
+    _mm_storeu_ps(dst, v);
+  } else {
+    static_assert(std::is_same_v<T, uint16_t>);
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(dst), _mm_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+  }
+}
+#endif
 
 }  // namespace
 
@@ -81,15 +111,36 @@ void Normalizer::Write(const In* row, int64_t y, bool mirror, T* dst, Store stor
     T* d2 = d1 + plane;
     const float a0 = normalize ? a_[0] : 1, a1 = normalize ? a_[1] : 1, a2 = normalize ? a_[2] : 1;
     const float b0 = normalize ? b_[0] : 0, b1 = normalize ? b_[1] : 0, b2 = normalize ? b_[2] : 0;
+    int64_t x0 = 0;
+#if defined(__SSE4_1__) && defined(__F16C__) && defined(__FMA__)
+    // Rows of floats (a decode resampling straight into this) deinterleave
+    // four pixels at a time; the compiler does not vectorize stride 3.
+    if constexpr (std::is_same_v<In, float> && (std::is_same_v<T, float> || std::is_same_v<T, uint16_t>)) {
+      const __m128 va0 = _mm_set1_ps(a0), va1 = _mm_set1_ps(a1), va2 = _mm_set1_ps(a2);
+      const __m128 vb0 = _mm_set1_ps(b0), vb1 = _mm_set1_ps(b1), vb2 = _mm_set1_ps(b2);
+      for (; x0 + 4 <= w_; x0 += 4) {
+        __m128 r, g, b;
+        if (mirror) {
+          DeinterleaveRgb4(row + (w_ - 4 - x0) * 3, &r, &g, &b);
+          r = Reversed(r), g = Reversed(g), b = Reversed(b);
+        } else {
+          DeinterleaveRgb4(row + x0 * 3, &r, &g, &b);
+        }
+        Store4(d0 + x0, _mm_fmadd_ps(va0, r, vb0));
+        Store4(d1 + x0, _mm_fmadd_ps(va1, g, vb1));
+        Store4(d2 + x0, _mm_fmadd_ps(va2, b, vb2));
+      }
+    }
+#endif
     if (mirror) {
       const In* p = row + (w_ - 1) * 3;
-      for (int64_t x = 0; x < w_; ++x) {
+      for (int64_t x = x0; x < w_; ++x) {
         d0[x] = store(a0 * p[-3 * x] + b0);
         d1[x] = store(a1 * p[-3 * x + 1] + b1);
         d2[x] = store(a2 * p[-3 * x + 2] + b2);
       }
     } else {
-      for (int64_t x = 0; x < w_; ++x) {
+      for (int64_t x = x0; x < w_; ++x) {
         d0[x] = store(a0 * row[3 * x] + b0);
         d1[x] = store(a1 * row[3 * x + 1] + b1);
         d2[x] = store(a2 * row[3 * x + 2] + b2);
