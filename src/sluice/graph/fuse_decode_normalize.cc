@@ -1,4 +1,4 @@
-#include "sluice/graph/fuse_decode_normalize.h"
+#include "sluice/graph/fusion.h"
 
 #include "absl/strings/str_cat.h"
 #include "sluice/ops/decode_fusion.h"

@@ -1,4 +1,4 @@
-#include "sluice/graph/fuse_warps.h"
+#include "sluice/graph/fusion.h"
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"

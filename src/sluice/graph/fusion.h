@@ -1,0 +1,28 @@
+// Optimization passes over a map's op chain: neighbouring ops that can run
+// as one kernel become one, with the same output.
+#ifndef SLUICE_GRAPH_FUSION_H_
+#define SLUICE_GRAPH_FUSION_H_
+
+#include <vector>
+
+#include "sluice/graph/compiled_pipeline.h"
+
+namespace sluice::graph {
+
+// Consecutive geometric ops (random_flip, random_rotation, random_zoom) on
+// the same column become one kernel that composes their affine maps and
+// resamples once. The transforms are the same (each part keeps its own
+// random stream); only interpolation happens once instead of once per op,
+// which is both cheaper and sharper.
+void FuseWarps(std::vector<BoundOp>* ops);
+
+// A decode op (decode_image, decode_random_resized_crop,
+// decode_resize_center_crop) followed by crop_mirror_normalize without a
+// crop on the same column becomes one kernel that resamples straight into
+// the normalized output (ops/decode_fusion.h). Outputs are identical; the
+// decoded image is never written as bytes and read back.
+void FuseDecodeNormalize(std::vector<BoundOp>* ops);
+
+}  // namespace sluice::graph
+
+#endif  // SLUICE_GRAPH_FUSION_H_
