@@ -38,6 +38,10 @@ class PyIterator {
     absl::Status status;
     {
       InterruptScope interrupt(it_.get());
+      // A Ctrl-C from just before the scope took over SIGINT is pending in
+      // Python; without this check it would wait for a next() that may
+      // never return.
+      if (PyErr_CheckSignals() != 0) throw py::error_already_set();
       {
         py::gil_scoped_release release;
         status = it_->Next(&batch, &end);

@@ -166,6 +166,8 @@ def test_arrays_source_yields_the_arrays_rows():
 _BLOCKED_CHILD = """
 import signal
 import sys
+import threading
+import time
 import traceback
 # Python's own Ctrl-C handler, even when this test runs where SIGINT is
 # ignored (a background job inherits SIG_IGN, and Python then keeps it).
@@ -176,7 +178,16 @@ from sluice import ops
 pipe = (sluice.tfrecord(sys.argv[1], {"label": "int64"}).repeat()
         .filter(ops.keep_if(cmp="<", value=-1)).batch(8))
 it = iter(pipe)
-print("waiting", flush=True)
+main = threading.main_thread().ident
+
+
+def announce():  # once the main thread is inside sluice's next(), however long that takes
+    while sys._current_frames()[main].f_code.co_name != "iterate":
+        time.sleep(0.001)
+    print("waiting", flush=True)
+
+
+threading.Thread(target=announce, daemon=True).start()
 try:
     next(it)
 except KeyboardInterrupt:
