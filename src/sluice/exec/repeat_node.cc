@@ -13,11 +13,9 @@ constexpr uint64_t kStride = uint64_t{1} << 20;
 
 class RepeatIterator : public Iterator {
  public:
-  RepeatIterator(const IteratorArgs& args, InputFactory input)
-      : count_(args.node->count),
-        outer_epoch_(args.epoch),
-        chunk_rows_(args.node->batched ? 0 : args.chunk_rows),
-        make_input_(std::move(input)) {}
+  // `chunk_rows` > 0: keep the chunks of that size aligned across epochs.
+  RepeatIterator(const IteratorArgs& args, int64_t chunk_rows, InputFactory input)
+      : count_(args.node->count), outer_epoch_(args.epoch), chunk_rows_(chunk_rows), make_input_(std::move(input)) {}
 
   absl::Status GetNext(Batch* out, bool* end) override {
     while (count_ <= 0 || done_ < count_) {
@@ -46,7 +44,7 @@ class RepeatIterator : public Iterator {
  private:
   const int64_t count_;
   const uint64_t outer_epoch_;
-  const int64_t chunk_rows_;  // 0 after batching
+  const int64_t chunk_rows_;
   InputFactory make_input_;
   int64_t rows_ = 0;  // handed out, all epochs
   std::unique_ptr<Iterator> input_;
@@ -57,14 +55,15 @@ class RepeatIterator : public Iterator {
 }  // namespace
 
 std::unique_ptr<Iterator> MakeRepeatIterator(const IteratorArgs& args, InputFactory input) {
-  auto repeat = std::make_unique<RepeatIterator>(args, std::move(input));
+  const bool rechunk = !args.node->batched && args.chunk_rows > 0;
+  auto repeat = std::make_unique<RepeatIterator>(args, rechunk ? args.chunk_rows : 0, std::move(input));
   // Each epoch's last chunk is short: without re-cutting, every later chunk
   // would straddle batches, and the batch node would copy every batch
   // (after a map, the biggest values of the pipeline) instead of passing
   // chunks through. Re-cutting joins the seam's two pieces here, where rows
   // are smaller; the next epoch's source starts with the seam's rest, so
   // its later chunks pass through whole.
-  if (args.node->batched || args.chunk_rows <= 0) return repeat;
+  if (!rechunk) return repeat;
   return MakeRechunkIterator(args, std::move(repeat));
 }
 

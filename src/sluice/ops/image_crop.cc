@@ -1,9 +1,7 @@
-// Ops on decoded uint8 images of a fixed size: resize, center_crop, and
-// crop_mirror_normalize, the last step before a model (DALI's
-// CropMirrorNormalize): HWC uint8 in, CHW float32 / float16 (normalized) or
-// uint8 (normalized later on the GPU) out, with a random mirror, in one
-// pass.
+// Ops on decoded uint8 images of a fixed size: resize, random_resized_crop
+// and center_crop (crop_mirror_normalize is in normalize.cc).
 #include <cstring>
+#include <functional>
 
 #include "absl/strings/str_cat.h"
 #include "sluice/core/status_macros.h"
@@ -16,16 +14,19 @@
 namespace sluice::ops {
 namespace {
 
-
-class ResizeKernel : public Kernel {
+// A window of each image (all of it, or a random one), resampled to h x w.
+class ResampleKernel : public Kernel {
  public:
-  ResizeKernel(ImageDims in, int64_t h, int64_t w) : in_(in), h_(h), w_(w) {}
+  using WindowFn = std::function<Window(const TileContext&, int64_t row)>;
+
+  ResampleKernel(ImageDims in, int64_t h, int64_t w, WindowFn window)
+      : in_(in), h_(h), w_(w), window_(std::move(window)) {}
+
   absl::Status Run(const TileContext& ctx, absl::Span<const ColumnRef> in,
                    absl::Span<const ColumnRef> out) const override {
-    const Window whole{0, 0, static_cast<double>(in_.w), static_cast<double>(in_.h)};
     for (int64_t r = 0; r < ctx.rows; ++r) {
       ResampleBilinear(in[0].row<uint8_t>(r), static_cast<int>(in_.w), static_cast<int>(in_.h),
-                       static_cast<int>(in_.c), in_.row_elems(), whole, out[0].row<uint8_t>(r),
+                       static_cast<int>(in_.c), in_.row_elems(), window_(ctx, r), out[0].row<uint8_t>(r),
                        static_cast<int>(w_), static_cast<int>(h_));
     }
     return absl::OkStatus();
@@ -34,52 +35,40 @@ class ResizeKernel : public Kernel {
  private:
   const ImageDims in_;
   const int64_t h_, w_;
+  const WindowFn window_;
 };
 
-absl::StatusOr<OpBinding> BindResize(const Attrs& attrs, const Schema& schema) {
+// The image column named by "field", resized to attr "size" by `window`.
+absl::StatusOr<OpBinding> BindResample(const Attrs& attrs, const Schema& schema,
+                                       std::function<ResampleKernel::WindowFn(const ImageDims&)> window) {
   BoundField f;
   SLUICE_ASSIGN_OR_RETURN(ImageDims d, BindUint8Image(attrs, schema, &f));
   SLUICE_ASSIGN_OR_RETURN(auto size, ImageSizeAttr(attrs, "size"));
   ColumnSpec out = f.spec;
   out.shape = Shape{size.first, size.second, d.c};
-  return UnaryBinding(f.column, out, std::make_shared<ResizeKernel>(d, size.first, size.second));
+  return UnaryBinding(f.column, out, std::make_shared<ResampleKernel>(d, size.first, size.second, window(d)));
 }
 
+absl::StatusOr<OpBinding> BindResize(const Attrs& attrs, const Schema& schema) {
+  return BindResample(attrs, schema, [](const ImageDims& d) {
+    const Window whole{0, 0, static_cast<double>(d.w), static_cast<double>(d.h)};
+    return [whole](const TileContext&, int64_t) { return whole; };
+  });
+}
 
-// A random window per image (RandomResizedCrop's), resized to the output.
-class RandomResizedCropKernel : public Kernel {
- public:
-  RandomResizedCropKernel(ImageDims in, int64_t h, int64_t w, std::vector<double> scale, std::vector<double> ratio)
-      : in_(in), h_(h), w_(w), scale_(std::move(scale)), ratio_(std::move(ratio)) {}
-  absl::Status Run(const TileContext& ctx, absl::Span<const ColumnRef> in,
-                   absl::Span<const ColumnRef> out) const override {
-    for (int64_t r = 0; r < ctx.rows; ++r) {
-      SampleRng rng = ctx.Rng(r);
-      const Window window = RandomResizedCropWindow(static_cast<int>(in_.w), static_cast<int>(in_.h), rng, scale_[0],
-                                                    scale_[1], ratio_[0], ratio_[1]);
-      ResampleBilinear(in[0].row<uint8_t>(r), static_cast<int>(in_.w), static_cast<int>(in_.h),
-                       static_cast<int>(in_.c), in_.row_elems(), window, out[0].row<uint8_t>(r),
-                       static_cast<int>(w_), static_cast<int>(h_));
-    }
-    return absl::OkStatus();
-  }
-
- private:
-  const ImageDims in_;
-  const int64_t h_, w_;
-  const std::vector<double> scale_, ratio_;
-};
-
+// RandomResizedCrop's window per image.
 absl::StatusOr<OpBinding> BindRandomResizedCrop(const Attrs& attrs, const Schema& schema) {
-  BoundField f;
-  SLUICE_ASSIGN_OR_RETURN(ImageDims d, BindUint8Image(attrs, schema, &f));
-  SLUICE_ASSIGN_OR_RETURN(auto size, ImageSizeAttr(attrs, "size"));
-  SLUICE_RETURN_IF_ERROR(CheckRandomResizedCropRanges(attrs.GetFloats("scale"), attrs.GetFloats("ratio")));
-  ColumnSpec out = f.spec;
-  out.shape = Shape{size.first, size.second, d.c};
-  OpBinding b = UnaryBinding(f.column, out,
-                             std::make_shared<RandomResizedCropKernel>(d, size.first, size.second,
-                                                                       attrs.GetFloats("scale"), attrs.GetFloats("ratio")));
+  const std::vector<double>& scale = attrs.GetFloats("scale");
+  const std::vector<double>& ratio = attrs.GetFloats("ratio");
+  SLUICE_RETURN_IF_ERROR(CheckRandomResizedCropRanges(scale, ratio));
+  SLUICE_ASSIGN_OR_RETURN(
+      OpBinding b, BindResample(attrs, schema, [s0 = scale[0], s1 = scale[1], r0 = ratio[0], r1 = ratio[1]](
+                                                   const ImageDims& d) {
+        return [d, s0, s1, r0, r1](const TileContext& ctx, int64_t row) {
+          SampleRng rng = ctx.Rng(row);
+          return RandomResizedCropWindow(static_cast<int>(d.w), static_cast<int>(d.h), rng, s0, s1, r0, r1);
+        };
+      }));
   b.random = true;
   return b;
 }
