@@ -14,7 +14,7 @@ absl::StatusOr<RunReport> RunPipeline(const exec::Pipeline& pipeline, const RunO
   RunReport report;
   ProgressLine progress(options.progress);
   const Clock::time_point start = Clock::now();
-  Clock::time_point timed_from;
+  Clock::time_point timed_from, last_batch_at;
   int64_t timed_samples = 0;
   auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
   bool stop = false;
@@ -26,10 +26,6 @@ absl::StatusOr<RunReport> RunPipeline(const exec::Pipeline& pipeline, const RunO
       bool end = false;
       SLUICE_RETURN_IF_ERROR(it->Next(&batch, &end));
       if (end) break;
-      if (options.endless && report.batches > 1 && elapsed() >= options.min_seconds) {
-        stop = true;
-        break;
-      }
       if (report.batches == 0) {
         timed_from = Clock::now();
         report.first_batch_ms = std::chrono::duration<double, std::milli>(timed_from - start).count();
@@ -38,11 +34,17 @@ absl::StatusOr<RunReport> RunPipeline(const exec::Pipeline& pipeline, const RunO
       }
       ++report.batches;
       report.samples += batch.rows;
+      last_batch_at = Clock::now();
       progress.Update([&] {
         const double t = std::chrono::duration<double>(Clock::now() - timed_from).count();
         return absl::StrFormat("epoch %d  %s samples  %s samples/s", epoch + 1,
                                WithCommas(report.samples), WithCommas(t > 0 ? timed_samples / t : 0));
       });
+      // Count the batch that crosses the deadline: its time is in `seconds`.
+      if (options.endless && report.batches > 1 && elapsed() >= options.min_seconds) {
+        stop = true;
+        break;
+      }
     }
     report.epochs = epoch + 1;
     report.peak_rss_after_epoch.push_back(CurrentMemoryUsage().peak_rss);
@@ -51,9 +53,10 @@ absl::StatusOr<RunReport> RunPipeline(const exec::Pipeline& pipeline, const RunO
     report.peak_buffered_bytes = std::max(report.peak_buffered_bytes, it->peak_buffered_bytes());
   }
   progress.Finish();
-  report.seconds = report.batches > 1
-                       ? std::chrono::duration<double>(Clock::now() - timed_from).count()
-                       : 0;
+  // Up to the last batch: stopping the pipeline (in-flight work) is not
+  // part of its throughput.
+  report.seconds =
+      report.batches > 1 ? std::chrono::duration<double>(last_batch_at - timed_from).count() : 0;
   report.samples_per_s = report.seconds > 0 ? timed_samples / report.seconds : 0;
   return report;
 }
