@@ -62,9 +62,10 @@ class DecodeKernel : public Kernel {
       return absl::OkStatus();
     }
     const bool mirror = normalize_->Mirror(ctx, r, normalize_key_);
-    ResampleBilinearRows(region.pixels.data(), region.width, region.height, 3, int64_t{region.width} * 3,
-                         region.window, out_w_, out_h_,
-                         [&](int y, const float* values) { normalize_->Row(values, y, mirror, dst); });
+    ResampleBilinearPlanes(region.pixels.data(), region.width, region.height, 3, int64_t{region.width} * 3,
+                           region.window, out_w_, out_h_, [&](int y, const int16_t* levels, int64_t channel_stride) {
+                             normalize_->Planes(levels, channel_stride, y, mirror, dst);
+                           });
     return absl::OkStatus();
   }
 

@@ -1,5 +1,6 @@
 #include "sluice/ops/normalize.h"
 
+#include <cmath>
 #include <cstring>
 
 #include <type_traits>
@@ -43,30 +44,60 @@ uint16_t HalfFromFloat(float f) {
 #endif
 }
 
-#if defined(__SSE4_1__)
-// Four RGB pixels (12 floats at p) as four reds, greens and blues.
-void DeinterleaveRgb4(const float* p, __m128* r, __m128* g, __m128* b) {
-  const __m128 a = _mm_loadu_ps(p), m = _mm_loadu_ps(p + 4), c = _mm_loadu_ps(p + 8);
-  // a = r0 g0 b0 r1, m = g1 b1 r2 g2, c = b2 r3 g3 b3
-  const __m128 t0 = _mm_shuffle_ps(a, m, _MM_SHUFFLE(0, 1, 3, 0));  // r0 r1 b1 g1
-  const __m128 t1 = _mm_shuffle_ps(m, c, _MM_SHUFFLE(1, 0, 3, 2));  // r2 g2 b2 r3
-  const __m128 t2 = _mm_shuffle_ps(a, c, _MM_SHUFFLE(3, 2, 2, 1));  // g0 b0 g3 b3
-  *r = _mm_shuffle_ps(t0, t1, _MM_SHUFFLE(3, 0, 1, 0));
-  *g = _mm_shuffle_ps(_mm_shuffle_ps(t2, t0, _MM_SHUFFLE(3, 3, 0, 0)), _mm_shuffle_ps(t1, t2, _MM_SHUFFLE(2, 2, 1, 1)),
-                      _MM_SHUFFLE(2, 0, 2, 0));
-  *b = _mm_shuffle_ps(_mm_shuffle_ps(t2, t0, _MM_SHUFFLE(2, 2, 1, 1)), _mm_shuffle_ps(t1, t2, _MM_SHUFFLE(3, 3, 2, 2)),
-                      _MM_SHUFFLE(2, 0, 2, 0));
+// Every path computes a * level + b as one fused multiply-add, so the
+// scalar tails, the SIMD loops and both inputs give identical values.
+float Affine(float a, float level, float b) { return std::fma(a, level, b); }
+
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#define SLUICE_NORMALIZE_AVX2 1
+// Sixteen RGB pixels (48 bytes at p) as sixteen reds, greens and blues
+// (int16): each channel gathers its bytes from the three 16-byte thirds.
+void DeinterleaveRgb16(const uint8_t* p, __m256i* r, __m256i* g, __m256i* b) {
+  const __m128i p0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  const __m128i p1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16));
+  const __m128i p2 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 32));
+  auto gather = [&](__m128i m0, __m128i m1, __m128i m2) {
+    return _mm256_cvtepu8_epi16(
+        _mm_or_si128(_mm_or_si128(_mm_shuffle_epi8(p0, m0), _mm_shuffle_epi8(p1, m1)), _mm_shuffle_epi8(p2, m2)));
+  };
+  constexpr char z = -1;  // pshufb writes 0 where the index has its top bit set
+  *r = gather(_mm_setr_epi8(0, 3, 6, 9, 12, 15, z, z, z, z, z, z, z, z, z, z),
+              _mm_setr_epi8(z, z, z, z, z, z, 2, 5, 8, 11, 14, z, z, z, z, z),
+              _mm_setr_epi8(z, z, z, z, z, z, z, z, z, z, z, 1, 4, 7, 10, 13));
+  *g = gather(_mm_setr_epi8(1, 4, 7, 10, 13, z, z, z, z, z, z, z, z, z, z, z),
+              _mm_setr_epi8(z, z, z, z, z, 0, 3, 6, 9, 12, 15, z, z, z, z, z),
+              _mm_setr_epi8(z, z, z, z, z, z, z, z, z, z, z, 2, 5, 8, 11, 14));
+  *b = gather(_mm_setr_epi8(2, 5, 8, 11, 14, z, z, z, z, z, z, z, z, z, z, z),
+              _mm_setr_epi8(z, z, z, z, z, 1, 4, 7, 10, 13, z, z, z, z, z, z),
+              _mm_setr_epi8(z, z, z, z, z, z, z, z, z, z, 0, 3, 6, 9, 12, 15));
 }
 
-__m128 Reversed(__m128 v) { return _mm_shuffle_ps(v, v, _MM_SHUFFLE(0, 1, 2, 3)); }
+// Sixteen int16 in reverse order.
+__m256i Reversed(__m256i v) {
+  const __m256i in_lanes = _mm256_shuffle_epi8(
+      v, _mm256_setr_epi8(14, 15, 12, 13, 10, 11, 8, 9, 6, 7, 4, 5, 2, 3, 0, 1, 14, 15, 12, 13, 10, 11, 8, 9, 6, 7, 4,
+                          5, 2, 3, 0, 1));
+  return _mm256_permute4x64_epi64(in_lanes, 0x4e);
+}
 
+// Sixteen levels (int16, 0..255) of one channel, normalized (a * v + b)
+// and stored as T.
 template <typename T>
-void Store4(T* dst, __m128 v) {
-  if constexpr (std::is_same_v<T, float>) {
-    _mm_storeu_ps(dst, v);
+void Store16(__m256i levels, __m256 a, __m256 b, T* dst) {
+  const __m128i lo_words = _mm256_castsi256_si128(levels), hi_words = _mm256_extracti128_si256(levels, 1);
+  if constexpr (std::is_same_v<T, uint8_t>) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), _mm_packus_epi16(lo_words, hi_words));
   } else {
-    static_assert(std::is_same_v<T, uint16_t>);
-    _mm_storel_epi64(reinterpret_cast<__m128i*>(dst), _mm_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+    const __m256 lo = _mm256_fmadd_ps(a, _mm256_cvtepi32_ps(_mm256_cvtepi16_epi32(lo_words)), b);
+    const __m256 hi = _mm256_fmadd_ps(a, _mm256_cvtepi32_ps(_mm256_cvtepi16_epi32(hi_words)), b);
+    if constexpr (std::is_same_v<T, float>) {
+      _mm256_storeu_ps(dst, lo);
+      _mm256_storeu_ps(dst + 8, hi);
+    } else {
+      static_assert(std::is_same_v<T, uint16_t>);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), _mm256_cvtps_ph(lo, _MM_FROUND_TO_NEAREST_INT));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 8), _mm256_cvtps_ph(hi, _MM_FROUND_TO_NEAREST_INT));
+    }
   }
 }
 #endif
@@ -84,75 +115,84 @@ bool Normalizer::Mirror(const TileContext& ctx, int64_t r, uint64_t key) const {
   return rng.Bernoulli(mirror_p_);
 }
 
-void Normalizer::Row(const uint8_t* row, int64_t y, bool mirror, uint8_t* dst) const { RowOf(row, y, mirror, dst); }
-void Normalizer::Row(const float* row, int64_t y, bool mirror, uint8_t* dst) const { RowOf(row, y, mirror, dst); }
-
-template <typename In>
-void Normalizer::RowOf(const In* row, int64_t y, bool mirror, uint8_t* dst) const {
+// Calls fn(dst as the output dtype, store) with the dtype's conversion
+// from a (normalized) float.
+template <typename Fn>
+void Normalizer::WithOutputType(uint8_t* dst, Fn fn) const {
   switch (out_) {
     case DType::kFloat32:
-      Write(row, y, mirror, reinterpret_cast<float*>(dst), [](float v) { return v; });
+      fn(reinterpret_cast<float*>(dst), [](float v) { return v; });
       break;
     case DType::kFloat16:
-      Write(row, y, mirror, reinterpret_cast<uint16_t*>(dst), HalfFromFloat);
+      fn(reinterpret_cast<uint16_t*>(dst), HalfFromFloat);
       break;
     default:
-      Write(row, y, mirror, dst, [](float v) { return static_cast<uint8_t>(v); });
+      fn(dst, [](float v) { return static_cast<uint8_t>(v); });
   }
 }
 
-template <typename In, typename T, typename Store>
-void Normalizer::Write(const In* row, int64_t y, bool mirror, T* dst, Store store) const {
+void Normalizer::Row(const uint8_t* row, int64_t y, bool mirror, uint8_t* dst) const {
+  WithOutputType(dst, [&](auto* out, auto store) { WriteRow(row, y, mirror, out, store); });
+}
+
+void Normalizer::Planes(const int16_t* levels, int64_t channel_stride, int64_t y, bool mirror, uint8_t* dst) const {
+  WithOutputType(dst, [&](auto* out, auto store) { WritePlanes(levels, channel_stride, y, mirror, out, store); });
+}
+
+template <typename T, typename Store>
+void Normalizer::WriteRow(const uint8_t* row, int64_t y, bool mirror, T* dst, Store store) const {
   const int64_t channels = channels_, plane = h_ * w_;
   const bool normalize = out_ != DType::kUInt8;
-  if (chw_ && channels == 3) {  // one pass per row into three planes (vectorizes)
+  auto a = [&](int64_t c) { return normalize ? a_[c] : 1.f; };
+  auto b = [&](int64_t c) { return normalize ? b_[c] : 0.f; };
+  int64_t x0 = 0;
+#ifdef SLUICE_NORMALIZE_AVX2
+  if (chw_ && channels == 3) {  // the compiler does not vectorize stride 3: sixteen pixels a step
     T* d0 = dst + y * w_;
     T* d1 = d0 + plane;
     T* d2 = d1 + plane;
-    const float a0 = normalize ? a_[0] : 1, a1 = normalize ? a_[1] : 1, a2 = normalize ? a_[2] : 1;
-    const float b0 = normalize ? b_[0] : 0, b1 = normalize ? b_[1] : 0, b2 = normalize ? b_[2] : 0;
+    const __m256 va0 = _mm256_set1_ps(a(0)), va1 = _mm256_set1_ps(a(1)), va2 = _mm256_set1_ps(a(2));
+    const __m256 vb0 = _mm256_set1_ps(b(0)), vb1 = _mm256_set1_ps(b(1)), vb2 = _mm256_set1_ps(b(2));
+    for (; x0 + 16 <= w_; x0 += 16) {
+      __m256i r, g, bl;
+      DeinterleaveRgb16(row + (mirror ? w_ - 16 - x0 : x0) * 3, &r, &g, &bl);
+      if (mirror) r = Reversed(r), g = Reversed(g), bl = Reversed(bl);
+      Store16(r, va0, vb0, d0 + x0);
+      Store16(g, va1, vb1, d1 + x0);
+      Store16(bl, va2, vb2, d2 + x0);
+    }
+  }
+#endif
+  for (int64_t x = x0; x < w_; ++x) {
+    const uint8_t* p = row + (mirror ? w_ - 1 - x : x) * channels;
+    for (int64_t c = 0; c < channels; ++c) {
+      dst[chw_ ? c * plane + y * w_ + x : (y * w_ + x) * channels + c] = store(Affine(a(c), p[c], b(c)));
+    }
+  }
+}
+
+template <typename T, typename Store>
+void Normalizer::WritePlanes(const int16_t* levels, int64_t channel_stride, int64_t y, bool mirror, T* dst,
+                             Store store) const {
+  const int64_t channels = channels_, plane = h_ * w_;
+  const bool normalize = out_ != DType::kUInt8;
+  for (int64_t c = 0; c < channels; ++c) {
+    const int16_t* in = levels + c * channel_stride;
+    const float a = normalize ? a_[c] : 1.f, b = normalize ? b_[c] : 0.f;
     int64_t x0 = 0;
-#if defined(__SSE4_1__) && defined(__F16C__) && defined(__FMA__)
-    // Rows of floats (a decode resampling straight into this) deinterleave
-    // four pixels at a time; the compiler does not vectorize stride 3.
-    if constexpr (std::is_same_v<In, float> && (std::is_same_v<T, float> || std::is_same_v<T, uint16_t>)) {
-      const __m128 va0 = _mm_set1_ps(a0), va1 = _mm_set1_ps(a1), va2 = _mm_set1_ps(a2);
-      const __m128 vb0 = _mm_set1_ps(b0), vb1 = _mm_set1_ps(b1), vb2 = _mm_set1_ps(b2);
-      for (; x0 + 4 <= w_; x0 += 4) {
-        __m128 r, g, b;
-        if (mirror) {
-          DeinterleaveRgb4(row + (w_ - 4 - x0) * 3, &r, &g, &b);
-          r = Reversed(r), g = Reversed(g), b = Reversed(b);
-        } else {
-          DeinterleaveRgb4(row + x0 * 3, &r, &g, &b);
-        }
-        Store4(d0 + x0, _mm_fmadd_ps(va0, r, vb0));
-        Store4(d1 + x0, _mm_fmadd_ps(va1, g, vb1));
-        Store4(d2 + x0, _mm_fmadd_ps(va2, b, vb2));
+#ifdef SLUICE_NORMALIZE_AVX2
+    if (chw_) {
+      const __m256 va = _mm256_set1_ps(a), vb = _mm256_set1_ps(b);
+      T* d = dst + c * plane + y * w_;
+      for (; x0 + 16 <= w_; x0 += 16) {
+        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + (mirror ? w_ - 16 - x0 : x0)));
+        Store16(mirror ? Reversed(v) : v, va, vb, d + x0);
       }
     }
 #endif
-    if (mirror) {
-      const In* p = row + (w_ - 1) * 3;
-      for (int64_t x = x0; x < w_; ++x) {
-        d0[x] = store(a0 * p[-3 * x] + b0);
-        d1[x] = store(a1 * p[-3 * x + 1] + b1);
-        d2[x] = store(a2 * p[-3 * x + 2] + b2);
-      }
-    } else {
-      for (int64_t x = x0; x < w_; ++x) {
-        d0[x] = store(a0 * row[3 * x] + b0);
-        d1[x] = store(a1 * row[3 * x + 1] + b1);
-        d2[x] = store(a2 * row[3 * x + 2] + b2);
-      }
-    }
-    return;
-  }
-  for (int64_t x = 0; x < w_; ++x) {
-    const In* p = row + (mirror ? w_ - 1 - x : x) * channels;
-    for (int64_t c = 0; c < channels; ++c) {
-      const float v = normalize ? a_[c] * p[c] + b_[c] : p[c];
-      dst[chw_ ? c * plane + y * w_ + x : (y * w_ + x) * channels + c] = store(v);
+    for (int64_t x = x0; x < w_; ++x) {
+      const float level = in[mirror ? w_ - 1 - x : x];
+      dst[chw_ ? c * plane + y * w_ + x : (y * w_ + x) * channels + c] = store(Affine(a, level, b));
     }
   }
 }

@@ -28,18 +28,22 @@ class Normalizer {
 
   // Whether row r's sample is mirrored: a draw keyed by the op `key`.
   bool Mirror(const TileContext& ctx, int64_t r, uint64_t key) const;
-  // Writes row y of a sample, from w * channels values at `row`, into the
-  // sample's output at `dst`.
+  // Writes row y of a sample, from w * channels values at `row` (HWC),
+  // into the sample's output at `dst`.
   void Row(const uint8_t* row, int64_t y, bool mirror, uint8_t* dst) const;
-  void Row(const float* row, int64_t y, bool mirror, uint8_t* dst) const;
+  // The same from levels held channel by channel (0..255 as int16): channel
+  // c's w values at levels + c * channel_stride. Values identical to Row's.
+  void Planes(const int16_t* levels, int64_t channel_stride, int64_t y, bool mirror, uint8_t* dst) const;
 
   bool random() const { return mirror_p_ > 0 && mirror_p_ < 1; }
 
  private:
-  template <typename In>
-  void RowOf(const In* row, int64_t y, bool mirror, uint8_t* dst) const;
-  template <typename In, typename T, typename Store>
-  void Write(const In* row, int64_t y, bool mirror, T* dst, Store store) const;
+  template <typename Fn>
+  void WithOutputType(uint8_t* dst, Fn fn) const;
+  template <typename T, typename Store>
+  void WriteRow(const uint8_t* row, int64_t y, bool mirror, T* dst, Store store) const;
+  template <typename T, typename Store>
+  void WritePlanes(const int16_t* levels, int64_t channel_stride, int64_t y, bool mirror, T* dst, Store store) const;
 
   const int64_t h_, w_, channels_;
   const DType out_;

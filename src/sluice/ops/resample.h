@@ -1,7 +1,8 @@
 // Resizing 8-bit HWC images as PIL and torchvision do: bilinear weights on
 // a triangle whose width grows with the shrink factor (antialiasing), taken
 // over a window of the source that may start and end between pixels (a
-// crop), so crop-then-resize is one pass.
+// crop), so crop-then-resize is one pass. Fixed-point arithmetic (Q15
+// weights, 7 fractional bits between the passes), as Pillow's own.
 #ifndef SLUICE_OPS_RESAMPLE_H_
 #define SLUICE_OPS_RESAMPLE_H_
 
@@ -19,12 +20,13 @@ namespace sluice::ops {
 void ResampleBilinear(const uint8_t* src, int src_w, int src_h, int channels, int64_t src_stride,
                       const Window& window, uint8_t* dst, int out_w, int out_h);
 
-// The same, handing each output row y to `row(y, values)` as out_w *
-// channels floats holding the very levels ResampleBilinear writes (rounded,
-// within [0, 255]), for a consumer that writes them on in its own format.
-void ResampleBilinearRows(const uint8_t* src, int src_w, int src_h, int channels, int64_t src_stride,
-                          const Window& window, int out_w, int out_h,
-                          absl::FunctionRef<void(int y, const float* values)> row);
+// The same, handing each output row y to `row(y, levels, channel_stride)`
+// channel by channel instead of writing it: channel c's out_w levels
+// (0..255) start at levels + c * channel_stride. Valid during the call.
+// For a consumer that writes planes (CHW) in its own format.
+void ResampleBilinearPlanes(const uint8_t* src, int src_w, int src_h, int channels, int64_t src_stride,
+                            const Window& window, int out_w, int out_h,
+                            absl::FunctionRef<void(int y, const int16_t* levels, int64_t channel_stride)> row);
 
 }  // namespace sluice::ops
 
