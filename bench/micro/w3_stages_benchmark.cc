@@ -7,17 +7,15 @@
 //   w3_stages_benchmark [--data DIR] [benchmark flags]   (DIR: data/imagenet)
 //
 // Each run decodes every image of the set once.
-#include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
 #include <memory>
-#include <fstream>
 #include <string>
 #include <vector>
 
 #include "benchmark/benchmark.h"
 #include "sluice/core/rng.h"
+#include "sluice/io/image_files.h"
 #include "sluice/ops/crop_window.h"
 #include "sluice/ops/image_decoder.h"
 #include "sluice/ops/normalize.h"
@@ -36,16 +34,8 @@ std::string& DataDir() {
   return dir;
 }
 
-const std::vector<std::string>& Images() {
-  static const std::vector<std::string> images = [] {
-    std::vector<std::string> all;
-    for (const auto& e : std::filesystem::recursive_directory_iterator(DataDir())) {
-      if (!e.is_regular_file()) continue;
-      std::ifstream in(e.path(), std::ios::binary);
-      all.emplace_back(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-    }
-    return all;
-  }();
+const absl::StatusOr<std::vector<std::string>>& Images() {
+  static const absl::StatusOr<std::vector<std::string>> images = sluice::io::ReadImageFolder(DataDir());
   return images;
 }
 
@@ -68,11 +58,13 @@ Crop CropOf(const std::string& bytes, int64_t index) {
 // Runs `stage` on image after image, reporting images/s.
 template <typename Stage>
 void Loop(benchmark::State& state, Stage stage) {
-  const std::vector<std::string>& images = Images();
-  if (images.empty()) {
-    state.SkipWithError("no images: run `sluice make-data imagenet --out data/imagenet` or pass --data");
+  if (!Images().ok()) {
+    const std::string why = std::string(Images().status().message()) +
+                            " (run `sluice make-data imagenet --out data/imagenet`, or pass --data DIR)";
+    state.SkipWithError(why.c_str());
     return;
   }
+  const std::vector<std::string>& images = *Images();
   DecodedRegion region;
   int64_t i = 0;
   for (auto _ : state) {
@@ -85,8 +77,7 @@ void Loop(benchmark::State& state, Stage stage) {
 void BM_FullDecode(benchmark::State& state) {
   Loop(state, [](const std::string& bytes, int64_t, DecodedRegion* region) {
     const ImageInfo info = *sluice::ops::ReadImageInfo(bytes);
-    const Window whole{0, 0, static_cast<double>(info.width), static_cast<double>(info.height)};
-    benchmark::DoNotOptimize(sluice::ops::DecodeRegion(bytes, info, whole, 1, region).ok());
+    benchmark::DoNotOptimize(sluice::ops::DecodeRegion(bytes, info, sluice::ops::WholeImage(info), 1, region).ok());
   });
 }
 
@@ -147,7 +138,7 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   // Every run covers the whole set once: the images differ in cost (sizes,
   // progressive ones, PNGs), so a run over a prefix would not be W3's mix.
-  const int64_t n = std::max<int64_t>(1, static_cast<int64_t>(Images().size()));
+  const int64_t n = Images().ok() ? static_cast<int64_t>(Images()->size()) : 1;
   for (auto [name, fn] : {std::pair{"full_decode", BM_FullDecode}, std::pair{"crop_decode", BM_CropDecode},
                           std::pair{"crop_decode+resample", BM_CropDecodeResample},
                           std::pair{"crop_decode+resample+normalize", BM_CropDecodeResampleNormalize}}) {

@@ -94,5 +94,16 @@ TEST_F(ImageFilesTest, AMissingOrEmptyRootIsNotFound) {
               StatusIs(absl::StatusCode::kNotFound, HasSubstr("holds no .jpg, .jpeg or .png files")));
 }
 
+TEST_F(ImageFilesTest, ReadingAFolderGivesEachImagesBytesInTheSourcesOrder) {
+  const std::string other = std::string("\xff\xd8\xff\xe1 other bytes \xff\xd9", 19);
+  Put("root/b/x.jpg", kJpeg);
+  Put("root/a/y.jpeg", other);
+  Put("root/a/skip.txt", "not an image");
+  ASSERT_OK_AND_ASSIGN(std::vector<std::string> images, ReadImageFolder(dir_.Join("root")));
+  EXPECT_THAT(images, ElementsAre(other, kJpeg));
+  EXPECT_THAT(ReadImageFolder(dir_.Join("nothing")),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("is not a directory")));
+}
+
 }  // namespace
 }  // namespace sluice::io

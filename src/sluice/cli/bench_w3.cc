@@ -6,8 +6,6 @@
 // peer's. Runs interleave; medians.
 #include <atomic>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -19,6 +17,7 @@
 #include "sluice/core/status_macros.h"
 #include "sluice/exec/node_stats.h"
 #include "sluice/graph/pipeline_builder.h"
+#include "sluice/io/image_files.h"
 #include "sluice/ops/image_decoder.h"
 
 namespace sluice::cli {
@@ -55,12 +54,7 @@ PipelineDef W3(const std::string& root, bool eval) {
 // Full-image decoding of every file, `threads` at once, for `seconds`:
 // what the machine's cores can decode at all.
 absl::StatusOr<double> DecodeLimit(const std::string& root, int threads, double seconds) {
-  std::vector<std::string> images;
-  for (const auto& e : std::filesystem::recursive_directory_iterator(root)) {
-    if (!e.is_regular_file()) continue;
-    std::ifstream in(e.path(), std::ios::binary);
-    images.emplace_back(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  }
+  SLUICE_ASSIGN_OR_RETURN(const std::vector<std::string> images, io::ReadImageFolder(root));
   std::atomic<int64_t> next{0}, done{0};
   std::atomic<bool> failed{false};
   const int64_t stop_at = exec::NowNs() + static_cast<int64_t>(seconds * 1e9);
@@ -76,8 +70,7 @@ absl::StatusOr<double> DecodeLimit(const std::string& root, int threads, double 
           failed = true;
           break;
         }
-        const ops::Window whole{0, 0, static_cast<double>(info->width), static_cast<double>(info->height)};
-        if (!ops::DecodeRegion(bytes, *info, whole, 1, &region).ok()) failed = true;
+        if (!ops::DecodeRegion(bytes, *info, ops::WholeImage(*info), 1, &region).ok()) failed = true;
         ++done;
       }
     });

@@ -121,6 +121,18 @@ absl::StatusOr<std::unique_ptr<SourceFormat>> MakeImageFolderSource(const std::s
   return std::unique_ptr<SourceFormat>(new ImageFilesSource(std::move(paths), std::move(labels)));
 }
 
+absl::StatusOr<std::vector<std::string>> ReadImageFolder(const std::string& root) {
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<SourceFormat> source, MakeImageFolderSource(root));
+  std::vector<std::string> images;
+  images.reserve(source->files()->size());
+  for (const std::string& path : *source->files()) {
+    SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> f, RandomAccessFile::Open(path));
+    std::string& bytes = images.emplace_back(f->size(), '\0');
+    SLUICE_RETURN_IF_ERROR(f->ReadExact(0, bytes.size(), bytes.data()));
+  }
+  return images;
+}
+
 absl::StatusOr<std::unique_ptr<SourceFormat>> MakeFileListSource(const std::string& list_path) {
   std::ifstream in(list_path);
   if (!in) return absl::NotFoundError(absl::StrCat("cannot open file list ", list_path));

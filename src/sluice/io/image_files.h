@@ -7,6 +7,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "sluice/io/source_format.h"
@@ -18,6 +19,11 @@ namespace sluice::io {
 // below a class folder, in sorted order. NotFound when `root` is not a
 // directory or holds no image; the message names it.
 absl::StatusOr<std::unique_ptr<SourceFormat>> MakeImageFolderSource(const std::string& root);
+
+// The bytes of every image MakeImageFolderSource(root) would yield, in its
+// order: for measuring decoding apart from reading. Its errors, or the read
+// error naming the file.
+absl::StatusOr<std::vector<std::string>> ReadImageFolder(const std::string& root);
 
 // A text file of "<path> <label>" lines (paths relative to the list's
 // folder unless absolute; '#' starts a comment). InvalidArgument naming the

@@ -102,9 +102,8 @@ absl::StatusOr<OpBinding> DecodeBinding(const Attrs& attrs, const Schema& schema
 
 absl::StatusOr<OpBinding> BindDecodeImage(const Attrs& attrs, const Schema& schema) {
   SLUICE_ASSIGN_OR_RETURN(auto size, ImageSizeAttr(attrs, "size"));
-  return DecodeBinding(attrs, schema, size.first, size.second, [](const ImageInfo& info, const TileContext&, int64_t) {
-    return Window{0, 0, static_cast<double>(info.width), static_cast<double>(info.height)};
-  });
+  return DecodeBinding(attrs, schema, size.first, size.second,
+                       [](const ImageInfo& info, const TileContext&, int64_t) { return WholeImage(info); });
 }
 
 absl::StatusOr<OpBinding> BindDecodeRandomResizedCrop(const Attrs& attrs, const Schema& schema) {

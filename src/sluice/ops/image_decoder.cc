@@ -169,6 +169,10 @@ absl::StatusOr<ImageInfo> ReadImageInfo(absl::string_view bytes) {
   return info;
 }
 
+Window WholeImage(const ImageInfo& info) {
+  return Window{0, 0, static_cast<double>(info.width), static_cast<double>(info.height)};
+}
+
 int DctScaleFor(const ImageInfo& info, const Window& window, int out_w, int out_h) {
   if (!info.jpeg) return 1;
   int denom = 1;

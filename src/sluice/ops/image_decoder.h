@@ -26,6 +26,9 @@ struct Window {
   double x = 0, y = 0, w = 0, h = 0;
 };
 
+// All of the image.
+Window WholeImage(const ImageInfo& info);
+
 // RGB pixels of a decoded region: rows of `width` * 3 bytes. `window` is
 // where the requested window lies within it, in its own (possibly
 // DCT-scaled) pixels.

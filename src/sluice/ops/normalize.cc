@@ -106,8 +106,11 @@ void Store16(__m256i levels, __m256 a, __m256 b, T* dst) {
 
 Normalizer::Normalizer(int64_t h, int64_t w, int64_t channels, DType out, bool chw, float mirror_p,
                        std::vector<float> a, std::vector<float> b)
-    : h_(h), w_(w), channels_(channels), out_(out), chw_(chw), mirror_p_(mirror_p), a_(std::move(a)),
-      b_(std::move(b)) {}
+    : h_(h), w_(w), channels_(channels), out_(out), chw_(chw), mirror_p_(mirror_p),
+      // uint8 output keeps the levels: 1 * level + 0, exactly.
+      a_(out == DType::kUInt8 ? std::vector<float>(static_cast<size_t>(channels), 1.f) : std::move(a)),
+      b_(out == DType::kUInt8 ? std::vector<float>(static_cast<size_t>(channels), 0.f) : std::move(b)) {}
+
 
 bool Normalizer::Mirror(const TileContext& ctx, int64_t r, uint64_t key) const {
   if (!random()) return mirror_p_ >= 1;
@@ -141,18 +144,14 @@ void Normalizer::Planes(const int16_t* levels, int64_t channel_stride, int64_t y
 
 template <typename T, typename Store>
 void Normalizer::WriteRow(const uint8_t* row, int64_t y, bool mirror, T* dst, Store store) const {
-  const int64_t channels = channels_, plane = h_ * w_;
-  const bool normalize = out_ != DType::kUInt8;
-  auto a = [&](int64_t c) { return normalize ? a_[c] : 1.f; };
-  auto b = [&](int64_t c) { return normalize ? b_[c] : 0.f; };
   int64_t x0 = 0;
 #ifdef SLUICE_NORMALIZE_AVX2
-  if (chw_ && channels == 3) {  // the compiler does not vectorize stride 3: sixteen pixels a step
-    T* d0 = dst + y * w_;
-    T* d1 = d0 + plane;
-    T* d2 = d1 + plane;
-    const __m256 va0 = _mm256_set1_ps(a(0)), va1 = _mm256_set1_ps(a(1)), va2 = _mm256_set1_ps(a(2));
-    const __m256 vb0 = _mm256_set1_ps(b(0)), vb1 = _mm256_set1_ps(b(1)), vb2 = _mm256_set1_ps(b(2));
+  if (chw_ && channels_ == 3) {  // the compiler does not vectorize stride 3: sixteen pixels a step
+    T* d0 = dst + Offset(0, y, 0);
+    T* d1 = dst + Offset(1, y, 0);
+    T* d2 = dst + Offset(2, y, 0);
+    const __m256 va0 = _mm256_set1_ps(a_[0]), va1 = _mm256_set1_ps(a_[1]), va2 = _mm256_set1_ps(a_[2]);
+    const __m256 vb0 = _mm256_set1_ps(b_[0]), vb1 = _mm256_set1_ps(b_[1]), vb2 = _mm256_set1_ps(b_[2]);
     for (; x0 + 16 <= w_; x0 += 16) {
       __m256i r, g, bl;
       DeinterleaveRgb16(row + (mirror ? w_ - 16 - x0 : x0) * 3, &r, &g, &bl);
@@ -164,26 +163,21 @@ void Normalizer::WriteRow(const uint8_t* row, int64_t y, bool mirror, T* dst, St
   }
 #endif
   for (int64_t x = x0; x < w_; ++x) {
-    const uint8_t* p = row + (mirror ? w_ - 1 - x : x) * channels;
-    for (int64_t c = 0; c < channels; ++c) {
-      dst[chw_ ? c * plane + y * w_ + x : (y * w_ + x) * channels + c] = store(Affine(a(c), p[c], b(c)));
-    }
+    const uint8_t* p = row + (mirror ? w_ - 1 - x : x) * channels_;
+    for (int64_t c = 0; c < channels_; ++c) dst[Offset(c, y, x)] = store(Affine(a_[c], p[c], b_[c]));
   }
 }
 
 template <typename T, typename Store>
 void Normalizer::WritePlanes(const int16_t* levels, int64_t channel_stride, int64_t y, bool mirror, T* dst,
                              Store store) const {
-  const int64_t channels = channels_, plane = h_ * w_;
-  const bool normalize = out_ != DType::kUInt8;
-  for (int64_t c = 0; c < channels; ++c) {
+  for (int64_t c = 0; c < channels_; ++c) {
     const int16_t* in = levels + c * channel_stride;
-    const float a = normalize ? a_[c] : 1.f, b = normalize ? b_[c] : 0.f;
     int64_t x0 = 0;
 #ifdef SLUICE_NORMALIZE_AVX2
     if (chw_) {
-      const __m256 va = _mm256_set1_ps(a), vb = _mm256_set1_ps(b);
-      T* d = dst + c * plane + y * w_;
+      const __m256 va = _mm256_set1_ps(a_[c]), vb = _mm256_set1_ps(b_[c]);
+      T* d = dst + Offset(c, y, 0);
       for (; x0 + 16 <= w_; x0 += 16) {
         const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + (mirror ? w_ - 16 - x0 : x0)));
         Store16(mirror ? Reversed(v) : v, va, vb, d + x0);
@@ -191,8 +185,7 @@ void Normalizer::WritePlanes(const int16_t* levels, int64_t channel_stride, int6
     }
 #endif
     for (int64_t x = x0; x < w_; ++x) {
-      const float level = in[mirror ? w_ - 1 - x : x];
-      dst[chw_ ? c * plane + y * w_ + x : (y * w_ + x) * channels + c] = store(Affine(a, level, b));
+      dst[Offset(c, y, x)] = store(Affine(a_[c], in[mirror ? w_ - 1 - x : x], b_[c]));
     }
   }
 }

@@ -20,7 +20,7 @@ namespace sluice::ops {
 
 // out[c][y][x] = a[c] * in[y][x'][c] + b[c] for an h x w x channels sample,
 // x' mirrored or not; a * in + b is (in * scale - mean) / std. uint8
-// output copies the values unnormalized.
+// output copies the values unnormalized (a and b are then ignored).
 class Normalizer {
  public:
   Normalizer(int64_t h, int64_t w, int64_t channels, DType out, bool chw, float mirror_p, std::vector<float> a,
@@ -38,6 +38,10 @@ class Normalizer {
   bool random() const { return mirror_p_ > 0 && mirror_p_ < 1; }
 
  private:
+  // Where channel c of pixel (y, x) goes in the sample's output.
+  int64_t Offset(int64_t c, int64_t y, int64_t x) const {
+    return chw_ ? (c * h_ + y) * w_ + x : (y * w_ + x) * channels_ + c;
+  }
   template <typename Fn>
   void WithOutputType(uint8_t* dst, Fn fn) const;
   template <typename T, typename Store>
