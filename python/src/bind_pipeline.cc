@@ -8,6 +8,7 @@
 #include "sluice/exec/pipeline.h"
 #include "sluice/graph/pipeline_json.h"
 #include "sluice/ops/op_registry.h"
+#include "sluice/ops/plugin.h"
 #include "sluice/service/distributed_pipeline.h"
 
 namespace sluice::python {
@@ -108,19 +109,32 @@ class PyPipeline {
 };
 
 py::list ListOps() {
+  const ops::OpRegistry& registry = ops::OpRegistry::Global();
   py::list out;
-  for (const ops::OpSchema* op : ops::OpRegistry::Builtin().List()) {
+  for (const ops::OpSchema* op : registry.List()) {
     py::list attrs;
-    for (const ops::AttrSchema& a : op->attrs) {
-      attrs.append(py::dict(py::arg("name") = a.name,
-                            py::arg("type") = std::string(ops::AttrTypeName(a.type)),
-                            py::arg("default") = a.default_json, py::arg("doc") = a.doc));
+    for (const ops::AttrSchema& a : op->attrs()) {
+      attrs.append(py::dict(py::arg("name") = a.name, py::arg("type") = std::string(ops::AttrTypeName(a.type)),
+                            py::arg("default") = a.default_json, py::arg("doc") = a.doc,
+                            py::arg("allowed") = a.Constraint()));
     }
-    out.append(py::dict(py::arg("name") = op->name, py::arg("doc") = op->doc,
-                        py::arg("attrs") = attrs, py::arg("random") = op->random,
-                        py::arg("predicate") = op->predicate));
+    py::list backends;
+    for (ops::Backend b : registry.Backends(op->name())) backends.append(std::string(ops::BackendName(b)));
+    out.append(py::dict(py::arg("name") = op->name(), py::arg("doc") = op->doc(), py::arg("attrs") = attrs,
+                        py::arg("random") = op->random(), py::arg("predicate") = op->predicate(),
+                        py::arg("batch_level") = op->level() == ops::OpLevel::kBatch,
+                        py::arg("backends") = backends, py::arg("registrant") = registry.Registrant(op->name())));
   }
   return out;
+}
+
+void LoadPlugin(const std::string& path) {
+  absl::Status status;
+  {
+    py::gil_scoped_release release;
+    status = ops::LoadPlugin(path);
+  }
+  ThrowIfError(status);
 }
 
 }  // namespace
@@ -139,6 +153,7 @@ void InitPipeline(py::module_& m) {
       .def_property_readonly("batched", &PyPipeline::batched)
       .def_property_readonly("cardinality", &PyPipeline::cardinality);
   m.def("ops", &ListOps, "The registered ops with their docs and attrs.");
+  m.def("load_plugin", &LoadPlugin, py::arg("path"), "Loads an op plugin (.so) into the process's registry.");
 }
 
 }  // namespace sluice::python

@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include <set>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -124,10 +126,31 @@ TEST_F(SluiceCliTest, InspectIdxAndCifarBinary) {
 TEST_F(SluiceCliTest, OpsListsDocsAndDefaults) {
   const Result r = Sluice("ops gaussian_blur");
   ASSERT_EQ(r.exit_code, 0);
-  EXPECT_THAT(r.out, HasSubstr("gaussian_blur  [random]"));
+  EXPECT_THAT(r.out, HasSubstr("gaussian_blur  [cpu; random]"));
   EXPECT_THAT(r.out, HasSubstr("ksize"));
   EXPECT_THAT(r.out, HasSubstr("= 3"));
+  EXPECT_THAT(r.out, HasSubstr("(1 or 2 values, each > 0)"));
   EXPECT_EQ(Sluice("ops no_such_op").exit_code, 1);
+}
+
+TEST_F(SluiceCliTest, OpsAsJsonListEveryOpWithItsBackends) {
+  const Result r = Sluice("ops --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const nlohmann::json ops = nlohmann::json::parse(r.out);
+  ASSERT_TRUE(ops.is_array());
+  std::set<std::string> names;
+  for (const nlohmann::json& op : ops) {
+    names.insert(op["name"].get<std::string>());
+    EXPECT_FALSE(op["backends"].empty()) << op["name"];
+    EXPECT_EQ(op["backends"][0], "cpu") << op["name"];
+  }
+  EXPECT_TRUE(names.count("gaussian_blur") && names.count("crop_mirror_normalize"));
+  EXPECT_FALSE(names.count("fused_warp")) << "internal ops are not listed";
+  const nlohmann::json& flip = *std::find_if(ops.begin(), ops.end(), [](const nlohmann::json& op) {
+    return op["name"] == "random_flip";
+  });
+  EXPECT_EQ(flip["attrs"][1]["choices"], nlohmann::json({"horizontal", "vertical", "horizontal_and_vertical"}));
+  EXPECT_EQ(flip["attrs"][1]["default"], "horizontal");
 }
 
 TEST_F(SluiceCliTest, ProfileThenMaterializeAsTheVerdictSuggests) {

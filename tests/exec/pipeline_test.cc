@@ -15,6 +15,7 @@
 #include "sluice/io/tfrecord_index.h"
 #include "status_matchers.h"
 #include "temp_dir.h"
+#include "test_ops.h"
 #include "test_data.h"
 
 namespace sluice::exec {
@@ -134,6 +135,34 @@ TEST_F(PipelineTest, OneSeedGivesBitIdenticalBatchesWhateverTheThreadCount) {
   ASSERT_OK_AND_ASSIGN(Output epoch1, RunEpoch(W2Like(2).Build(), 1));
   EXPECT_FALSE(one.bytes == reseeded.bytes);
   EXPECT_FALSE(one.bytes == epoch1.bytes);
+}
+
+TEST_F(PipelineTest, ABatchLevelOpSeesEachWholeBatchWhateverTheThreads) {
+  ops::OpRegistry registry;
+  SLUICE_ASSERT_OK(ops::RegisterBuiltinOps(&registry));
+  SLUICE_ASSERT_OK(testing::RegisterTestOps(&registry));
+  const PipelineDef def = PipelineBuilder::TfRecord({dir_.Join("*.tfrecord")}, {graph::Int64Feature("label")})
+                              .Batch(64)
+                              .Map({Op("batch_sum")})
+                              .Threads(2)
+                              .Build();
+  ASSERT_OK_AND_ASSIGN(graph::CompiledPipeline compiled, graph::Compile(def, registry));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Pipeline> pipeline, Pipeline::FromCompiled(std::move(compiled)));
+  std::unique_ptr<PipelineIterator> it = pipeline->Iterate();
+  int batches = 0;
+  while (true) {
+    Batch b;
+    bool end = false;
+    SLUICE_ASSERT_OK(it->Next(&b, &end));
+    if (end) break;
+    ++batches;
+    const int64_t* label = b.columns[0].values.data<int64_t>();
+    const int64_t* sum = b.columns[1].values.data<int64_t>();
+    int64_t expected = 0;
+    for (int64_t r = 0; r < b.rows; ++r) expected += label[r];
+    for (int64_t r = 0; r < b.rows; ++r) ASSERT_EQ(sum[r], expected) << "batch " << batches << " row " << r;
+  }
+  EXPECT_EQ(batches, 2);  // 100 records: 64 + 36
 }
 
 TEST_F(PipelineTest, OrderedByDefaultAndUnorderedOnRequest) {

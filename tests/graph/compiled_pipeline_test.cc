@@ -8,6 +8,7 @@
 #include "sluice/graph/pipeline_json.h"
 #include "status_matchers.h"
 #include "temp_dir.h"
+#include "test_ops.h"
 #include "test_data.h"
 
 namespace sluice::graph {
@@ -52,6 +53,35 @@ TEST_F(CompileTest, FusesConsecutiveWarps) {
   const std::vector<BoundOp>& ops = c.nodes[1].ops;
   ASSERT_EQ(ops.size(), 3u);  // parse, reshape, fused warp
   EXPECT_EQ(ops.back().name, "fused(random_flip+random_rotation+random_zoom)");
+}
+
+TEST_F(CompileTest, ACudaMapInABuildWithoutCudaNamesTheOpAndHowToGetCuda) {
+  if (ops::OpRegistry::Global().runtime(ops::Backend::kCuda) != nullptr) {
+    GTEST_SKIP() << "this build has the cuda backend (SLUICE_WITH_CUDA)";
+  }
+  EXPECT_THAT(Compile(Cifar().Map({Op("reshape", {{"shape", {32, 32, 3}}}), Op("rescale", {{"scale", 0.5}})}, 0, "cuda")
+                          .Build()),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("node 'map_1' (nodes[1]): device \"cuda\" (op 'parse_example'): this build of "
+                                 "sluice has no cuda backend: rebuild with -DSLUICE_WITH_CUDA=ON")));
+}
+
+TEST_F(CompileTest, AMapsDeviceIsCpuOrCuda) {
+  EXPECT_THAT(Compile(Cifar().Map({Op("rescale", {{"scale", 0.5}})}, 0, "tpu").Build()),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("node 'map_1' (nodes[1]): device must be \"cpu\" or \"cuda\", got \"tpu\"")));
+}
+
+TEST_F(CompileTest, ABatchLevelOpRunsOnlyAfterTheBatchNodeOnWholeBatches) {
+  ops::OpRegistry registry;
+  SLUICE_ASSERT_OK(ops::RegisterBuiltinOps(&registry));
+  SLUICE_ASSERT_OK(testing::RegisterTestOps(&registry));
+  EXPECT_THAT(Compile(Cifar().Map({Op("batch_sum")}).Batch(4).Build(), registry),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("op 'batch_sum' works on whole batches: put it in a map after the batch node")));
+  ASSERT_OK_AND_ASSIGN(CompiledPipeline c,
+                       Compile(Cifar().Batch(64).Map({Op("batch_sum")}).Threads(2).Build(), registry));
+  EXPECT_EQ(c.nodes.back().ops.back().level, ops::OpLevel::kBatch);
 }
 
 TEST_F(CompileTest, UnknownOpNamesNodeAndOp) {
@@ -142,10 +172,10 @@ TEST_F(CompileTest, ADistributeNodeSplitsThePipelineInTwoParts) {
                               .Build();
   ASSERT_OK_AND_ASSIGN(int d, FindDistribute(def));
   EXPECT_EQ(d, 2);
-  ASSERT_OK_AND_ASSIGN(CompiledPipeline workers, Compile(def, ops::OpRegistry::Builtin(), {0, d, Schema(), false}));
+  ASSERT_OK_AND_ASSIGN(CompiledPipeline workers, Compile(def, ops::OpRegistry::Global(), {0, d, Schema(), false}));
   EXPECT_EQ(workers.nodes.back().kind, NodeKind::kMap);
   ASSERT_OK_AND_ASSIGN(CompiledPipeline consumer,
-                       Compile(def, ops::OpRegistry::Builtin(), {d, -1, workers.output_schema(), workers.batched()}));
+                       Compile(def, ops::OpRegistry::Global(), {d, -1, workers.output_schema(), workers.batched()}));
   ASSERT_EQ(consumer.nodes.size(), 3u);
   EXPECT_EQ(consumer.nodes[0].kind, NodeKind::kRemote);
   EXPECT_EQ(consumer.nodes[0].output_schema.ToString(), "{image: uint8[32,32,3], label: int64[]}");
@@ -156,7 +186,7 @@ TEST_F(CompileTest, ADistributeNodeSplitsThePipelineInTwoParts) {
   *two.add_nodes()->mutable_distribute() = DistributeDef();
   EXPECT_THAT(FindDistribute(two), StatusIs(absl::StatusCode::kInvalidArgument,
                                             HasSubstr("nodes[5]: a pipeline may have one distribute node (another is nodes[2])")));
-  EXPECT_THAT(Compile(def, ops::OpRegistry::Builtin(), {1, -1, Schema(), false}),
+  EXPECT_THAT(Compile(def, ops::OpRegistry::Global(), {1, -1, Schema(), false}),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("starts at the distribute node")));
 }
 

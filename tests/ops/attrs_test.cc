@@ -42,16 +42,57 @@ TEST(Attrs, ErrorsNameTheAttr) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("attr 'mode' must be a string")));
 }
 
+// One attr of each type, each with the constraints its type takes.
+const std::vector<AttrSchema> kConstrained = {
+    AttrSchema{"count", AttrType::kInt, "1", ""}.Range(1, 10),
+    AttrSchema{"p", AttrType::kFloat, "0.5", ""}.Range(0, 1),
+    AttrSchema{"rate", AttrType::kFloat, "1", ""}.Above(0),
+    AttrSchema{"on", AttrType::kBool, "false", ""},
+    AttrSchema{"layout", AttrType::kString, "\"CHW\"", ""}.OneOf({"CHW", "HWC"}),
+    AttrSchema{"size", AttrType::kInts, "[8]", ""}.Count(1, 2).Range(1, 65535),
+    AttrSchema{"sigma", AttrType::kFloats, "[1]", ""}.Count(1, 2).Above(0),
+};
+
+TEST(Attrs, ConstraintsOfEveryTypeNameTheAttrAndWhatItAllows) {
+  SLUICE_ASSERT_OK(Attrs::Bind(kConstrained, Attrs(R"({"count": 10, "p": 0, "size": [4, 6], "sigma": 0.5})")).status());
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"({"count": 0})", "attr 'count' must be in [1, 10], got 0"},
+      {R"({"count": 1.5})", "attr 'count' must be an integer, got 1.5"},
+      {R"({"p": 1.5})", "attr 'p' must be in [0, 1], got 1.5"},
+      {R"({"rate": 0})", "attr 'rate' must be > 0, got 0"},
+      {R"({"on": 1})", "attr 'on' must be true or false, got 1"},
+      {R"({"layout": "NCHW"})", "attr 'layout' must be one of \"CHW\", \"HWC\", got \"NCHW\""},
+      {R"({"layout": 3})", "attr 'layout' must be a string, got 3"},
+      {R"({"size": [1, 2, 3]})", "attr 'size' must be 1 or 2 values, each in [1, 65535], got [1, 2, 3]"},
+      {R"({"size": [0]})", "attr 'size' must be 1 or 2 values, each in [1, 65535], got [0]"},
+      {R"({"size": ["a"]})", "attr 'size' must be a list of ints"},
+      {R"({"sigma": [1, -2]})", "attr 'sigma' must be 1 or 2 values, each > 0, got [1, -2]"},
+  };
+  for (const auto& [json, message] : cases) {
+    EXPECT_THAT(Attrs::Bind(kConstrained, Attrs(json)),
+                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(message)))
+        << json;
+  }
+}
+
+TEST(AttrSchema, ConstraintSaysWhatIsAllowed) {
+  EXPECT_EQ(kConstrained[0].Constraint(), "in [1, 10]");
+  EXPECT_EQ(kConstrained[2].Constraint(), "> 0");
+  EXPECT_EQ(kConstrained[3].Constraint(), "");
+  EXPECT_EQ(kConstrained[4].Constraint(), "one of \"CHW\", \"HWC\"");
+  EXPECT_EQ(kConstrained[5].Constraint(), "1 or 2 values, each in [1, 65535]");
+}
+
 TEST(OpRegistry, UnknownOpListsTheKnownOnes) {
-  EXPECT_THAT(OpRegistry::Builtin().Bind("gausian_blur", Attrs("{}"), Schema()),
+  EXPECT_THAT(OpRegistry::Global().Infer("gausian_blur", Attrs("{}"), Schema()),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("unknown op 'gausian_blur' (ops: cast, center_crop, crop_mirror_normalize, decode_image")));
 }
 
 TEST(OpRegistry, EveryOpHasDocsForEveryAttr) {
-  for (const OpSchema* op : OpRegistry::Builtin().List()) {
-    EXPECT_FALSE(op->doc.empty()) << op->name;
-    for (const AttrSchema& a : op->attrs) EXPECT_FALSE(a.doc.empty()) << op->name << "." << a.name;
+  for (const OpSchema* op : OpRegistry::Global().List()) {
+    EXPECT_FALSE(op->doc().empty()) << op->name();
+    for (const AttrSchema& a : op->attrs()) EXPECT_FALSE(a.doc.empty()) << op->name() << "." << a.name;
   }
 }
 

@@ -49,7 +49,7 @@ TEST(Normalize, ChannelsFirst) {
 }
 
 TEST(Normalize, WrongChannelCountNamesTheAttr) {
-  EXPECT_THAT(testing::Bind("normalize", R"({"mean": [0.1, 0.2], "std": [1, 1]})",
+  EXPECT_THAT(testing::Infer("normalize", R"({"mean": [0.1, 0.2], "std": [1, 1]})",
                             ColumnSpec{"image", DType::kUInt8, Shape{4, 4, 3}}),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("op 'normalize': attr 'mean' has 2 values; column 'image' [4,4,3] has 3 channels")));

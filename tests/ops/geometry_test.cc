@@ -126,17 +126,23 @@ TEST(FuseWarps, EqualsTheOpsAppliedInTurnWithinInterpolationError) {
     for (int x = 0; x < w; ++x) img[y * w + x] = 100 + 50 * std::sin(x * 0.2) * std::cos(y * 0.15);
   }
   const ColumnSpec spec{"image", DType::kFloat32, Shape{h, w}};
-  auto flip = testing::Bind("random_flip", "{}", spec);
-  auto rot = testing::Bind("random_rotation", R"({"degrees": 30, "fill_mode": "nearest"})", spec);
-  auto zoom = testing::Bind("random_zoom", R"({"scale": [0.9, 1.1], "fill_mode": "nearest"})", spec);
+  auto flip = testing::Infer("random_flip", "{}", spec);
+  auto rot = testing::Infer("random_rotation", R"({"degrees": 30, "fill_mode": "nearest"})", spec);
+  auto zoom = testing::Infer("random_zoom", R"({"scale": [0.9, 1.1], "fill_mode": "nearest"})", spec);
   ASSERT_TRUE(flip.ok() && rot.ok() && zoom.ok());
-  std::vector<std::pair<std::shared_ptr<const WarpKernel>, uint64_t>> parts = {
-      {std::static_pointer_cast<const WarpKernel>(flip->kernel), 1},
-      {std::static_pointer_cast<const WarpKernel>(rot->kernel), 2},
-      {std::static_pointer_cast<const WarpKernel>(zoom->kernel), 3}};
-  std::shared_ptr<const Kernel> fused = FuseWarps(parts);
+  const std::vector<std::pair<std::shared_ptr<const Kernel>, uint64_t>> parts = {
+      {testing::CpuKernel("random_flip", *flip), 1},
+      {testing::CpuKernel("random_rotation", *rot), 2},
+      {testing::CpuKernel("random_zoom", *zoom), 3}};
+  // What the graph's fusion pass makes of the three.
+  InferredOp fused_op = *flip;
+  FusedWarpParams fused_params{flip->params<WarpParams>().spec, {}};
+  uint64_t key = 1;
+  for (const auto* op : {&*flip, &*rot, &*zoom}) fused_params.parts.emplace_back(op->params<WarpParams>().part, key++);
+  fused_op.SetParams(fused_params);
+  std::shared_ptr<const Kernel> fused = testing::CpuKernel(kFusedWarpOp, fused_op);
   for (int64_t sample = 0; sample < 8; ++sample) {
-    TileContext ctx;
+    KernelContext ctx;
     ctx.rows = 1;
     ctx.seed = 9;
     ctx.first_sample = sample;
@@ -172,7 +178,7 @@ TEST(HwcToChw, Transposes) {
 }
 
 TEST(RandomRotation, BadFillModeNamesTheAttr) {
-  EXPECT_THAT(testing::Bind("random_rotation", R"({"degrees": 10, "fill_mode": "mirror"})",
+  EXPECT_THAT(testing::Infer("random_rotation", R"({"degrees": 10, "fill_mode": "mirror"})",
                             ColumnSpec{"image", DType::kFloat32, Shape{4, 4}}),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("op 'random_rotation': attr 'fill_mode' must be")));

@@ -67,13 +67,13 @@ TEST(GaussianBlur, RandomSigmaIsDrawnPerSampleFromTheRange) {
 
 TEST(GaussianBlur, BadAttrsNameTheAttr) {
   Schema schema({ColumnSpec{"image", DType::kFloat32, Shape{8, 8}}});
-  EXPECT_THAT(OpRegistry::Builtin().Bind("gaussian_blur", Attrs(R"({"sigma": -1})"), schema),
+  EXPECT_THAT(OpRegistry::Global().Infer("gaussian_blur", Attrs(R"({"sigma": -1})"), schema),
               StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("op 'gaussian_blur': attr 'sigma' must be > 0")));
-  EXPECT_THAT(OpRegistry::Builtin().Bind("gaussian_blur", Attrs(R"({"sigma": 1, "ksize": 4})"), schema),
+                       HasSubstr("op 'gaussian_blur': attr 'sigma' must be 1 or 2 values, each > 0, got [-1]")));
+  EXPECT_THAT(OpRegistry::Global().Infer("gaussian_blur", Attrs(R"({"sigma": 1, "ksize": 4})"), schema),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("attr 'ksize' must be odd")));
   Schema flat({ColumnSpec{"image", DType::kUInt8, Shape{3072}}});
-  EXPECT_THAT(OpRegistry::Builtin().Bind("gaussian_blur", Attrs(R"({"sigma": 1})"), flat),
+  EXPECT_THAT(OpRegistry::Global().Infer("gaussian_blur", Attrs(R"({"sigma": 1})"), flat),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("needs an image [H,W] or [H,W,C]")));
 }
 

@@ -18,9 +18,17 @@ inline google::protobuf::Struct Attrs(const std::string& json) {
   return s;
 }
 
-inline absl::StatusOr<OpBinding> Bind(const std::string& op, const std::string& attrs,
-                                      const ColumnSpec& spec) {
-  return OpRegistry::Builtin().Bind(op, Attrs(attrs), Schema({spec}));
+inline absl::StatusOr<InferredOp> Infer(const std::string& op, const std::string& attrs, const ColumnSpec& spec) {
+  return OpRegistry::Global().Infer(op, Attrs(attrs), Schema({spec}));
+}
+
+// Op `op`'s cpu kernel for `inferred`, set up.
+inline std::unique_ptr<Kernel> CpuKernel(const std::string& op, const InferredOp& inferred) {
+  absl::StatusOr<std::unique_ptr<Kernel>> kernel = OpRegistry::Global().MakeKernel(op, Backend::kCpu, inferred);
+  EXPECT_TRUE(kernel.ok()) << kernel.status();
+  if (!kernel.ok()) return nullptr;
+  EXPECT_TRUE((*kernel)->Setup(SetupContext{}).ok());
+  return *std::move(kernel);
 }
 
 // Runs op `name` on `rows` samples of `spec` in `in` (sample index of row 0:
@@ -29,21 +37,23 @@ template <typename Out, typename In>
 std::vector<Out> RunOp(const std::string& name, const std::string& attrs, const ColumnSpec& spec,
                        const std::vector<In>& in, int64_t rows, uint64_t seed = 1,
                        int64_t first_sample = 0, uint64_t op_key = 42) {
-  auto binding = Bind(name, attrs, spec);
-  EXPECT_TRUE(binding.ok()) << binding.status();
-  if (!binding.ok()) return {};
-  const ColumnSpec& out_spec = binding->outputs[0];
+  auto inferred = Infer(name, attrs, spec);
+  EXPECT_TRUE(inferred.ok()) << inferred.status();
+  if (!inferred.ok()) return {};
+  std::unique_ptr<Kernel> kernel = CpuKernel(name, *inferred);
+  if (kernel == nullptr) return {};
+  const ColumnSpec& out_spec = inferred->outputs[0];
   const int64_t out_row_bytes = out_spec.shape.num_elements() * DTypeSize(out_spec.dtype);
   std::vector<Out> out(out_row_bytes * rows / sizeof(Out));
   ColumnRef src{reinterpret_cast<uint8_t*>(const_cast<In*>(in.data())),
                 static_cast<int64_t>(spec.shape.num_elements() * sizeof(In))};
   ColumnRef dst{reinterpret_cast<uint8_t*>(out.data()), out_row_bytes};
-  TileContext ctx;
+  KernelContext ctx;
   ctx.rows = rows;
   ctx.seed = seed;
   ctx.first_sample = first_sample;
   ctx.op_key = op_key;
-  const absl::Status s = binding->kernel->Run(ctx, {src}, {dst});
+  const absl::Status s = kernel->Run(ctx, {src}, {dst});
   EXPECT_TRUE(s.ok()) << s;
   return out;
 }

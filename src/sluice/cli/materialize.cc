@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_join.h"
 #include "sluice/cli/command.h"
+#include "sluice/cli/plugins.h"
 #include "sluice/cli/progress.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/graph/pipeline_json.h"
@@ -15,9 +16,11 @@ namespace {
 struct MaterializeArgs {
   std::string pipeline;
   std::string out;
+  std::vector<std::string> plugins;
 };
 
 absl::Status Materialize(const MaterializeArgs& args) {
+  SLUICE_RETURN_IF_ERROR(LoadPlugins(args.plugins));
   SLUICE_ASSIGN_OR_RETURN(PipelineDef def, graph::PipelineFromJsonFile(args.pipeline));
   ProgressLine progress(true);
   absl::StatusOr<profile::MaterializeResult> r = profile::Materialize(def, args.out, [&](int64_t records) {
@@ -41,6 +44,7 @@ void AddMaterializeCommand(CLI::App& app, absl::Status* result) {
       "once, and a rewritten pipeline that reads them (same output for the same seed)");
   cmd->add_option("pipeline", args->pipeline, "pipeline definition (JSON)")->required();
   cmd->add_option("--out", args->out, "directory for the records and pipeline.json")->required();
+  AddPluginOption(cmd, &args->plugins);
   cmd->callback([args, result] { *result = Materialize(*args); });
 }
 

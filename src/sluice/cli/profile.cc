@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "sluice/cli/command.h"
+#include "sluice/cli/plugins.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/graph/pipeline_json.h"
 #include "sluice/profile/profiler.h"
@@ -25,6 +26,7 @@ struct ProfileArgs {
   std::string report;
   bool no_ablation = false;
   bool json = false;
+  std::vector<std::string> plugins;
 };
 
 absl::Status WriteText(const std::string& path, const std::string& text) {
@@ -36,6 +38,7 @@ absl::Status WriteText(const std::string& path, const std::string& text) {
 }
 
 absl::Status Profile(const ProfileArgs& args) {
+  SLUICE_RETURN_IF_ERROR(LoadPlugins(args.plugins));
   SLUICE_ASSIGN_OR_RETURN(PipelineDef def, graph::PipelineFromJsonFile(args.pipeline));
   if (args.threads > 0) def.mutable_options()->set_threads(args.threads);
   profile::ProfileOptions options;
@@ -105,6 +108,7 @@ void AddProfileCommand(CLI::App& app, absl::Status* result) {
   cmd->add_option("--report", args->report, "write a self-contained HTML report");
   cmd->add_flag("--no-ablation", args->no_ablation, "skip re-measuring with each op removed");
   cmd->add_flag("--json", args->json, "print the profile as one JSON object, last");
+  AddPluginOption(cmd, &args->plugins);
   cmd->callback([args, result] { *result = Profile(*args); });
 }
 

@@ -4,6 +4,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "sluice/cli/command.h"
+#include "sluice/cli/plugins.h"
 #include "sluice/cli/pipeline_runner.h"
 #include "sluice/cli/progress.h"
 #include "sluice/core/status_macros.h"
@@ -20,9 +21,11 @@ struct RunArgs {
   int64_t seed = -1;
   bool json = false;
   bool quiet = false;
+  std::vector<std::string> plugins;
 };
 
 absl::Status Run(const RunArgs& args) {
+  SLUICE_RETURN_IF_ERROR(LoadPlugins(args.plugins));
   SLUICE_ASSIGN_OR_RETURN(PipelineDef def, graph::PipelineFromJsonFile(args.pipeline));
   if (args.threads > 0) def.mutable_options()->set_threads(args.threads);
   if (args.seed >= 0) def.set_seed(static_cast<uint64_t>(args.seed));
@@ -71,6 +74,7 @@ void AddRunCommand(CLI::App& app, absl::Status* result) {
   cmd->add_option("--seed", args->seed, "override the pipeline's seed");
   cmd->add_flag("--json", args->json, "print a JSON summary as the last line");
   cmd->add_flag("--quiet", args->quiet, "no progress line or text summary");
+  AddPluginOption(cmd, &args->plugins);
   cmd->callback([args, result] { *result = Run(*args); });
 }
 

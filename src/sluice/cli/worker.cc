@@ -1,6 +1,7 @@
 // sluice worker --dispatcher HOST:P [--port Q] [--threads N]: a worker.
 #include "absl/strings/str_cat.h"
 #include "sluice/cli/command.h"
+#include "sluice/cli/plugins.h"
 #include "sluice/cli/serve.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/service/log.h"
@@ -16,9 +17,11 @@ struct WorkerArgs {
   std::string advertise;
   int threads = 0;
   SecurityFlags security;
+  std::vector<std::string> plugins;
 };
 
 absl::Status Serve(const WorkerArgs& args) {
+  SLUICE_RETURN_IF_ERROR(LoadPlugins(args.plugins));
   service::WorkerServerOptions options;
   options.host = args.host;
   options.port = args.port;
@@ -52,6 +55,7 @@ void AddWorkerCommand(CLI::App& app, absl::Status* result) {
                   "the host clients dial to reach this worker (default: --host, or 127.0.0.1)");
   cmd->add_option("--threads", args->threads, "compute threads per stream (default: all cores)");
   AddSecurityFlags(cmd, &args->security);
+  AddPluginOption(cmd, &args->plugins);
   cmd->callback([args, result] { *result = Serve(*args); });
 }
 

@@ -8,6 +8,18 @@
 #include <sys/mman.h>
 
 namespace sluice {
+
+const char* MemoryKindName(MemoryKind kind) {
+  switch (kind) {
+    case MemoryKind::kHost:
+      return "host";
+    case MemoryKind::kPinnedHost:
+      return "pinned host";
+    case MemoryKind::kDevice:
+      return "device";
+  }
+  return "?";
+}
 namespace {
 
 constexpr size_t kAlignment = 64;

@@ -14,6 +14,13 @@ namespace sluice {
 
 class BufferPool;
 
+// Where a buffer's bytes are: pageable host memory (the pool's), page-locked
+// host memory (fast, asynchronous copies to a GPU), or a GPU's memory (not
+// readable from the host).
+enum class MemoryKind { kHost, kPinnedHost, kDevice };
+
+const char* MemoryKindName(MemoryKind kind);
+
 // A block of at least size() bytes. Reference-counted through
 // std::shared_ptr; the last reference returns a pool's block (64-byte
 // aligned) to its pool, or releases the owner of adopted memory.
@@ -21,22 +28,28 @@ class Buffer {
  public:
   uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
+  MemoryKind memory_kind() const { return kind_; }
+  // The GPU holding a kDevice buffer; -1 for host memory.
+  int device() const { return device_; }
 
-  // Memory owned elsewhere (a received message), kept alive by `owner`, so
-  // tensors can view it without a copy. Aligned only as the owner made it:
-  // kernels load unaligned.
-  static std::shared_ptr<Buffer> Adopt(uint8_t* data, size_t size, std::shared_ptr<void> owner) {
-    return std::shared_ptr<Buffer>(new Buffer(data, size, -1),
+  // Memory owned elsewhere (a received message, a device allocation), kept
+  // alive by `owner`, so tensors can view it without a copy. Aligned only as
+  // the owner made it: kernels load unaligned.
+  static std::shared_ptr<Buffer> Adopt(uint8_t* data, size_t size, std::shared_ptr<void> owner,
+                                       MemoryKind kind = MemoryKind::kHost, int device = -1) {
+    return std::shared_ptr<Buffer>(new Buffer(data, size, -1, kind, device),
                                    [owner = std::move(owner)](Buffer* b) { delete b; });
   }
 
  private:
   friend class BufferPool;
-  Buffer(uint8_t* data, size_t size, int size_class)
-      : data_(data), size_(size), size_class_(size_class) {}
+  Buffer(uint8_t* data, size_t size, int size_class, MemoryKind kind = MemoryKind::kHost, int device = -1)
+      : data_(data), size_(size), size_class_(size_class), kind_(kind), device_(device) {}
   uint8_t* data_;
   size_t size_;
   int size_class_;
+  MemoryKind kind_;
+  int device_;
 };
 
 // Hands out Buffers from free lists of power-of-two size classes, so a

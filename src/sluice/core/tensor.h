@@ -31,6 +31,8 @@ class Tensor {
   int64_t num_elements() const { return shape_.num_elements(); }
   size_t byte_size() const { return num_elements() * DTypeSize(dtype_); }
   const std::shared_ptr<Buffer>& buffer() const { return buffer_; }
+  // Where the bytes are; raw_data() of a kDevice tensor is a device pointer.
+  MemoryKind memory_kind() const { return buffer_ ? buffer_->memory_kind() : MemoryKind::kHost; }
 
   uint8_t* raw_data() const { return buffer_->data() + offset_; }
   template <typename T>

@@ -16,6 +16,7 @@
 #include "sluice/exec/trace_buffer.h"
 #include "sluice/io/corruption_log.h"
 #include "sluice/io/file_split.h"
+#include "sluice/ops/op_registry.h"
 
 namespace sluice::exec {
 
@@ -109,6 +110,12 @@ struct ExecContext {
   MemoryBudget memory;
   io::CorruptionLog skips;
   BufferPool* pool = BufferPool::Default();
+  // The registry the pipeline was compiled with (its device runtimes).
+  const ops::OpRegistry* registry = nullptr;
+  // `backend`'s runtime; null for cpu.
+  ops::DeviceRuntime* runtime(ops::Backend backend) const {
+    return backend == ops::Backend::kCpu || registry == nullptr ? nullptr : registry->runtime(backend);
+  }
   std::unique_ptr<PipelineStats> stats;  // null when the pipeline opted out
   // Per node; null for nodes without runtime settings.
   std::vector<std::unique_ptr<NodeKnobs>> knobs;

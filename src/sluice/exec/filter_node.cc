@@ -15,7 +15,7 @@ class FilterIterator : public Iterator {
       : ctx_(args.ctx),
         node_(*args.node),
         epoch_(args.epoch),
-        predicate_(MapPlan::Make(node_.input_schema, node_.ops)),
+        predicate_(MapPlan::Make(node_)),
         input_(std::move(input)) {}
 
   absl::Status GetNext(Batch* out, bool* end) override {

@@ -157,7 +157,11 @@ class MapIterator : public Iterator {
     Batch in;
     absl::Status status = input_->GetNext(&in, &end);
     std::vector<Tensor> outputs;
-    if (status.ok() && !end) outputs = plan_->AllocateOutputs(in.rows, ctx_->pool);
+    if (status.ok() && !end) {
+      absl::StatusOr<std::vector<Tensor>> allocated = plan_->AllocateOutputs(in.rows, ctx_->pool);
+      if (allocated.ok()) outputs = *std::move(allocated);
+      status = WithContext(allocated.status(), absl::StrCat("node '", node_.name, "'"));
+    }
     absl::MutexLock lock(&mu_);
     slot->first_sample = next_sample_;
     next_sample_ += in.rows;
@@ -172,7 +176,8 @@ class MapIterator : public Iterator {
     slot->input = std::move(in);
     slot->outputs = std::move(outputs);
     const int64_t active = Active();
-    slot->range_rows = std::max(kMinRangeRows, (slot->input.rows + active - 1) / active);
+    slot->range_rows = plan_->whole_chunks() ? slot->input.rows
+                                             : std::max(kMinRangeRows, (slot->input.rows + active - 1) / active);
     slot->open = true;
     ClaimRange(claim);
     cv_.SignalAll();  // idle runners can claim the other ranges
@@ -280,7 +285,7 @@ class MapIterator : public Iterator {
 }  // namespace
 
 std::unique_ptr<Iterator> MakeMapIterator(const IteratorArgs& args, std::unique_ptr<Iterator> input) {
-  return std::make_unique<MapIterator>(args, MapPlan::Make(args.node->input_schema, args.node->ops),
+  return std::make_unique<MapIterator>(args, MapPlan::Make(*args.node, args.ctx->runtime(args.node->backend)),
                                        std::move(input));
 }
 

@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <cstring>
 
-#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/exec/node_stats.h"
+#include "sluice/ops/device_runtime.h"
 
 namespace sluice::exec {
 namespace {
@@ -42,96 +42,113 @@ thread_local std::vector<uint8_t> tls_scratch;
 
 }  // namespace
 
-std::unique_ptr<MapPlan> MapPlan::Make(const Schema& input,
-                                       const std::vector<graph::BoundOp>& ops) {
+std::unique_ptr<MapPlan> MapPlan::Make(const graph::CompiledNode& node, ops::DeviceRuntime* runtime) {
   std::unique_ptr<MapPlan> plan(new MapPlan());
-  // Current value of each column, by name, in schema order.
-  std::vector<std::pair<ColumnSpec, int>> columns;
+  plan->backend_ = node.backend;
+  plan->runtime_ = runtime;
+  plan->device_ = runtime != nullptr ? runtime->CurrentDevice() : -1;
+  plan->whole_chunks_ = node.backend != ops::Backend::kCpu;
+  plan->AddInputValues(node.input_schema);
+  for (size_t i = 0; i < node.ops.size(); ++i) plan->AddOp(static_cast<int>(i), node.ops[i]);
+  plan->AssignFinalColumns();
+  plan->SizeTiles();
+  return plan;
+}
+
+void MapPlan::AddInputValues(const Schema& input) {
   for (int i = 0; i < input.size(); ++i) {
     Value v;
     v.spec = input.column(i);
     v.row_bytes = RowBytes(v.spec);
     v.storage = Storage::kInput;
     v.input_column = i;
-    plan->values_.push_back(v);
-    columns.emplace_back(input.column(i), i);
+    values_.push_back(v);
+    columns_.emplace_back(input.column(i), i);
   }
+}
+
+void MapPlan::AddOp(int op_index, const graph::BoundOp& op) {
   auto find = [&](const std::string& name) -> int {
-    for (size_t i = 0; i < columns.size(); ++i) {
-      if (columns[i].first.name == name) return static_cast<int>(i);
+    for (size_t i = 0; i < columns_.size(); ++i) {
+      if (columns_[i].first.name == name) return static_cast<int>(i);
     }
     return -1;
   };
-
-  for (size_t op_index = 0; op_index < ops.size(); ++op_index) {
-    const graph::BoundOp& op = ops[op_index];
-    const ops::OpBinding& b = op.binding;
-    std::vector<int> in_values;
-    for (int col : b.inputs) {
-      // Bindings index the schema as it stood before this op.
-      in_values.push_back(columns[col].second);
+  const ops::InferredOp& b = op.inferred;
+  std::vector<int> in_values;
+  // Inferred ops index the schema as it stood before them.
+  for (int col : b.inputs) in_values.push_back(columns_[col].second);
+  std::vector<int> out_values;
+  for (const ColumnSpec& spec : b.outputs) {
+    int value;
+    if (op.view) {
+      value = in_values[0];
+    } else {
+      Value v;
+      v.spec = spec;
+      v.views = spec.ragged;
+      v.row_bytes = spec.ragged ? static_cast<int64_t>(sizeof(absl::string_view)) : RowBytes(spec);
+      values_.push_back(v);
+      value = static_cast<int>(values_.size()) - 1;
+      out_values.push_back(value);
     }
-    std::vector<int> out_values;
-    for (size_t j = 0; j < b.outputs.size(); ++j) {
-      const ColumnSpec& spec = b.outputs[j];
-      int value;
-      if (b.view) {
-        value = in_values[0];
-      } else {
-        Value v;
-        v.spec = spec;
-        v.views = spec.ragged;
-        v.row_bytes = spec.ragged ? static_cast<int64_t>(sizeof(absl::string_view)) : RowBytes(spec);
-        plan->values_.push_back(v);
-        value = static_cast<int>(plan->values_.size()) - 1;
-        out_values.push_back(value);
-      }
-      const int existing = find(spec.name);
-      if (existing >= 0) {
-        columns[existing] = {spec, value};
-      } else {
-        columns.emplace_back(spec, value);
-      }
-    }
-    for (const std::string& drop : b.drops) {
-      const int i = find(drop);
-      if (i >= 0) columns.erase(columns.begin() + i);
-    }
-    if (!b.view) {
-      plan->steps_.push_back(Step{op.name, static_cast<int>(op_index), op.op_key, b.kernel, in_values, out_values});
+    const int existing = find(spec.name);
+    if (existing >= 0) {
+      columns_[existing] = {spec, value};
+    } else {
+      columns_.emplace_back(spec, value);
     }
   }
-
-  // Final columns: produced values go to output storage; input values are
-  // aliased. Everything else is scratch.
-  std::vector<ColumnSpec> out_specs;
-  for (const auto& [spec, value] : columns) {
-    Value& v = plan->values_[value];
-    if (v.storage == Storage::kScratch) {
-      v.storage = Storage::kOutput;
-      v.output_slot = static_cast<int>(plan->output_slot_values_.size());
-      plan->output_slot_values_.push_back(value);
-    }
-    plan->outputs_.push_back(OutputColumn{value, spec});
-    out_specs.push_back(spec);
+  for (const std::string& drop : b.drops) {
+    const int i = find(drop);
+    if (i >= 0) columns_.erase(columns_.begin() + i);
   }
-  plan->output_schema_ = Schema(std::move(out_specs));
-
-  for (const Value& v : plan->values_) {
-    if (v.storage == Storage::kScratch) plan->scratch_row_bytes_ += v.row_bytes;
-  }
-  plan->tile_rows_ =
-      plan->scratch_row_bytes_ == 0
-          ? kMaxTileRows
-          : std::clamp<int64_t>(kScratchBudgetBytes / plan->scratch_row_bytes_, 1, kMaxTileRows);
-  return plan;
+  whole_chunks_ = whole_chunks_ || op.level == ops::OpLevel::kBatch;
+  if (!op.view) steps_.push_back(Step{op.name, op_index, op.op_key, op.kernel.get(), in_values, out_values});
 }
 
-std::vector<Tensor> MapPlan::AllocateOutputs(int64_t rows, BufferPool* pool) const {
+// Final columns: produced values go to output storage; input values are
+// aliased. Everything else is scratch.
+void MapPlan::AssignFinalColumns() {
+  std::vector<ColumnSpec> out_specs;
+  for (const auto& [spec, value] : columns_) {
+    Value& v = values_[value];
+    if (v.storage == Storage::kScratch) {
+      v.storage = Storage::kOutput;
+      v.output_slot = static_cast<int>(output_slot_values_.size());
+      output_slot_values_.push_back(value);
+    }
+    outputs_.push_back(OutputColumn{value, spec});
+    out_specs.push_back(spec);
+  }
+  output_schema_ = Schema(std::move(out_specs));
+  columns_.clear();
+}
+
+void MapPlan::SizeTiles() {
+  int64_t scratch_row_bytes = 0;
+  for (const Value& v : values_) {
+    if (v.storage == Storage::kScratch) scratch_row_bytes += v.row_bytes;
+  }
+  tile_rows_ = scratch_row_bytes == 0 ? kMaxTileRows
+                                      : std::clamp<int64_t>(kScratchBudgetBytes / scratch_row_bytes, 1, kMaxTileRows);
+}
+
+absl::StatusOr<std::vector<Tensor>> MapPlan::AllocateOutputs(int64_t rows, BufferPool* pool) const {
   std::vector<Tensor> outputs;
   outputs.reserve(output_slot_values_.size());
+  void* stream = nullptr;
+  if (runtime_ != nullptr) {
+    SLUICE_ASSIGN_OR_RETURN(stream, runtime_->ThreadStream(device_));
+  }
   for (int value : output_slot_values_) {
     const Value& v = values_[value];
+    if (runtime_ != nullptr) {
+      SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<Buffer> buffer,
+                              runtime_->Allocate(static_cast<size_t>(v.row_bytes * rows), device_, stream));
+      outputs.emplace_back(v.spec.dtype, v.spec.shape.WithLeading(rows), std::move(buffer));
+      continue;
+    }
     outputs.push_back(v.views ? Tensor::Allocate(DType::kUInt8, Shape{rows, v.row_bytes}, pool)
                               : Tensor::Allocate(v.spec.dtype, v.spec.shape.WithLeading(rows), pool));
   }
@@ -144,80 +161,89 @@ std::vector<size_t> MapPlan::OutputBytes(int64_t rows) const {
   return bytes;
 }
 
+ops::ColumnRef MapPlan::Ref(int value, const Batch& in, int64_t row0, const Bases& bases) const {
+  const Value& v = values_[value];
+  ops::ColumnRef r;
+  r.row_bytes = v.row_bytes;
+  if (v.storage == Storage::kInput && in.columns[v.input_column].ragged()) {
+    r.ragged = &in.columns[v.input_column];
+    r.ragged_row = row0;
+    return r;
+  }
+  // Scratch holds one tile, from its first row; the rest hold the chunk.
+  r.data = v.storage == Storage::kScratch ? bases[value] : bases[value] + row0 * v.row_bytes;
+  if (v.views) r.views = reinterpret_cast<absl::string_view*>(r.data);
+  return r;
+}
+
+ops::KernelContext MapPlan::TileContext(const Batch& in, int64_t row0, int64_t rows, const RunArgs& args) const {
+  ops::KernelContext ctx;
+  ctx.backend = backend_;
+  ctx.device = device_;
+  ctx.rows = rows;
+  ctx.first_sample = args.first_sample + row0;
+  ctx.seed = args.seed;
+  ctx.epoch = args.epoch;
+  ctx.provenance = &in.provenance;
+  ctx.provenance_row = row0;
+  return ctx;
+}
+
+absl::Status MapPlan::RunTile(const Batch& in, int64_t row0, const Bases& bases, ops::KernelContext& ctx,
+                              const RunArgs& args, absl::InlinedVector<int64_t, 16>* step_ns) const {
+  absl::InlinedVector<ops::ColumnRef, 8> ins, outs;
+  const bool timed = !step_ns->empty();
+  // One clock read per step and tile: a step ends where the next begins.
+  int64_t start = timed ? NowNs() : 0;
+  for (size_t k = 0; k < steps_.size(); ++k) {
+    const Step& step = steps_[k];
+    ins.clear();
+    outs.clear();
+    for (int v : step.inputs) ins.push_back(Ref(v, in, row0, bases));
+    for (int v : step.outputs) outs.push_back(Ref(v, in, row0, bases));
+    ctx.op_key = step.op_key;
+    absl::Status s = step.kernel->Run(ctx, ins, outs);
+    if (timed) {
+      const int64_t stop = NowNs();
+      (*step_ns)[k] += stop - start;
+      if (args.trace) args.trace->Span("op", step.name, start, stop);
+      start = stop;
+    }
+    if (!s.ok()) return WithContext(s, absl::StrCat("op '", step.name, "'"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status MapPlan::RunRows(const Batch& in, int64_t begin, int64_t end, const RunArgs& args,
                               const std::vector<Tensor>& outputs) const {
-  const int64_t tile = tile_rows_;
-  // Each scratch value gets an aligned region of `tile` rows.
-  absl::InlinedVector<int64_t, 16> scratch_base(values_.size(), 0);
-  int64_t scratch_bytes = 0;
-  for (size_t i = 0; i < values_.size(); ++i) {
-    if (values_[i].storage != Storage::kScratch) continue;
-    scratch_base[i] = scratch_bytes;
-    scratch_bytes += AlignUp(values_[i].row_bytes * tile);
-  }
-  if (static_cast<int64_t>(tls_scratch.size()) < scratch_bytes) tls_scratch.resize(scratch_bytes);
-  uint8_t* scratch = tls_scratch.data();
-
-  auto ref = [&](int value, int64_t row0) {
-    const Value& v = values_[value];
-    ops::ColumnRef r;
-    r.row_bytes = v.row_bytes;
-    switch (v.storage) {
-      case Storage::kInput: {
-        const Column& c = in.columns[v.input_column];
-        if (c.ragged()) {
-          r.ragged = &c;
-          r.ragged_row = row0;
-        } else {
-          r.data = c.values.raw_data() + row0 * v.row_bytes;
-        }
-        break;
-      }
-      case Storage::kOutput:
-        r.data = outputs[v.output_slot].raw_data() + row0 * v.row_bytes;
-        break;
-      case Storage::kScratch:
-        r.data = scratch + scratch_base[value];
-        break;
-    }
-    if (v.views) r.views = reinterpret_cast<absl::string_view*>(r.data);
-    return r;
-  };
-
-  absl::InlinedVector<ops::ColumnRef, 8> ins, outs;
   // Per step, summed here and added to the shared counters once per call:
-  // runners share those cache lines. One clock read per step and tile (a
-  // step ends where the next begins).
+  // runners share those cache lines.
   const bool timed = args.op_ns != nullptr || args.trace != nullptr;
   absl::InlinedVector<int64_t, 16> step_ns(timed ? steps_.size() : 0, 0);
   absl::Status status;
-  for (int64_t row0 = begin; row0 < end && status.ok(); row0 += tile) {
-    ops::TileContext tc;
-    tc.rows = std::min(tile, end - row0);
-    tc.first_sample = args.first_sample + row0;
-    tc.seed = args.seed;
-    tc.epoch = args.epoch;
-    tc.provenance = &in.provenance;
-    tc.provenance_row = row0;
-    int64_t start = timed ? NowNs() : 0;
-    for (size_t k = 0; k < steps_.size(); ++k) {
-      const Step& step = steps_[k];
-      ins.clear();
-      outs.clear();
-      for (int v : step.inputs) ins.push_back(ref(v, row0));
-      for (int v : step.outputs) outs.push_back(ref(v, row0));
-      tc.op_key = step.op_key;
-      absl::Status s = step.kernel->Run(tc, ins, outs);
-      if (timed) {
-        const int64_t stop = NowNs();
-        step_ns[k] += stop - start;
-        if (args.trace) args.trace->Span("op", step.name, start, stop);
-        start = stop;
-      }
-      if (!s.ok()) {
-        status = WithContext(s, absl::StrCat("op '", step.name, "'"));
-        break;
-      }
+  if (backend_ != ops::Backend::kCpu) {
+    status = RunOnDevice(in, args, outputs);
+  } else {
+    const int64_t tile = whole_chunks_ ? std::max<int64_t>(end - begin, 1) : tile_rows_;
+    // Each scratch value gets an aligned region of `tile` rows.
+    Bases bases(values_.size(), nullptr);
+    int64_t scratch_bytes = 0;
+    absl::InlinedVector<int64_t, 16> scratch_offset(values_.size(), 0);
+    for (size_t i = 0; i < values_.size(); ++i) {
+      if (values_[i].storage != Storage::kScratch) continue;
+      scratch_offset[i] = scratch_bytes;
+      scratch_bytes += AlignUp(values_[i].row_bytes * tile);
+    }
+    if (static_cast<int64_t>(tls_scratch.size()) < scratch_bytes) tls_scratch.resize(scratch_bytes);
+    for (size_t i = 0; i < values_.size(); ++i) {
+      const Value& v = values_[i];
+      if (v.storage == Storage::kScratch) bases[i] = tls_scratch.data() + scratch_offset[i];
+      if (v.storage == Storage::kOutput) bases[i] = outputs[v.output_slot].raw_data();
+      if (v.storage == Storage::kInput) bases[i] = in.columns[v.input_column].values.raw_data();
+    }
+    for (int64_t row0 = begin; row0 < end && status.ok(); row0 += tile) {
+      ops::KernelContext ctx = TileContext(in, row0, std::min(tile, end - row0), args);
+      status = RunTile(in, row0, bases, ctx, args, &step_ns);
     }
   }
   if (args.op_ns != nullptr) {
@@ -226,6 +252,52 @@ absl::Status MapPlan::RunRows(const Batch& in, int64_t begin, int64_t end, const
     }
   }
   return status;
+}
+
+absl::Status MapPlan::RunOnDevice(const Batch& in, const RunArgs& args, const std::vector<Tensor>& outputs) const {
+  SLUICE_ASSIGN_OR_RETURN(void* stream, runtime_->ThreadStream(device_));
+  // The device copies of host inputs and the scratch values, alive until
+  // the stream has finished with them.
+  std::vector<std::shared_ptr<Buffer>> held;
+  std::vector<bool> read(values_.size(), false);
+  for (const Step& step : steps_) {
+    for (int v : step.inputs) read[v] = true;
+  }
+  Bases bases(values_.size(), nullptr);
+  for (size_t i = 0; i < values_.size(); ++i) {
+    const Value& v = values_[i];
+    const size_t bytes = static_cast<size_t>(v.row_bytes * in.rows);
+    if (v.storage == Storage::kOutput) {
+      bases[i] = outputs[v.output_slot].raw_data();
+    } else if (v.storage == Storage::kScratch) {
+      SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<Buffer> b, runtime_->Allocate(bytes, device_, stream));
+      bases[i] = b->data();
+      held.push_back(std::move(b));
+    } else if (read[i]) {
+      const Column& c = in.columns[v.input_column];
+      if (c.ragged()) {
+        return absl::InvalidArgumentError(absl::StrCat("column '", v.spec.name,
+                                                       "' holds variable-length bytes, which stay on the host"));
+      }
+      if (c.values.memory_kind() == MemoryKind::kDevice) {
+        bases[i] = c.values.raw_data();
+        continue;
+      }
+      SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<Buffer> b, runtime_->Allocate(bytes, device_, stream));
+      SLUICE_RETURN_IF_ERROR(runtime_->CopyToDevice(b->data(), c.values.raw_data(), bytes, stream));
+      bases[i] = b->data();
+      held.push_back(std::move(b));
+    }
+  }
+  ops::KernelContext ctx = TileContext(in, 0, in.rows, args);
+  ctx.stream = stream;
+  const bool timed = args.op_ns != nullptr || args.trace != nullptr;
+  absl::InlinedVector<int64_t, 16> step_ns(timed ? steps_.size() : 0, 0);
+  absl::Status status = RunTile(in, 0, bases, ctx, args, &step_ns);
+  // Wait even after an error: the stream may still use the held buffers.
+  absl::Status done = runtime_->Synchronize(stream);
+  SLUICE_RETURN_IF_ERROR(status);
+  return done;
 }
 
 Batch MapPlan::Assemble(const Batch& in, const std::vector<Tensor>& outputs, BufferPool* pool) const {
@@ -257,7 +329,7 @@ Batch MapPlan::Assemble(const Batch& in, const std::vector<Tensor>& outputs, Buf
 }
 
 absl::Status MapPlan::Run(const Batch& in, const RunArgs& args, Batch* out) const {
-  std::vector<Tensor> outputs = AllocateOutputs(in.rows, args.pool);
+  SLUICE_ASSIGN_OR_RETURN(std::vector<Tensor> outputs, AllocateOutputs(in.rows, args.pool));
   SLUICE_RETURN_IF_ERROR(RunRows(in, 0, in.rows, args, outputs));
   *out = Assemble(in, outputs, args.pool);
   return absl::OkStatus();

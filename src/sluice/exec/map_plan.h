@@ -3,6 +3,11 @@
 // scratch, and each op that produces a final column writes straight into
 // the output chunk (the batch itself, when the chunk is a batch): no
 // per-sample allocation and no gather copy afterwards.
+//
+// On a device backend (a cuda map) the chunk is one tile: its input
+// columns are copied to the device, intermediate values and outputs are
+// device memory, every kernel is queued on the runner thread's stream, and
+// the run waits for the stream before the chunk is handed on.
 #ifndef SLUICE_EXEC_MAP_PLAN_H_
 #define SLUICE_EXEC_MAP_PLAN_H_
 
@@ -10,6 +15,7 @@
 #include <memory>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
 #include "sluice/core/batch.h"
 #include "sluice/core/schema.h"
@@ -21,10 +27,15 @@ namespace sluice::exec {
 // Immutable after Make; Run is thread-safe.
 class MapPlan {
  public:
-  // REQUIRES: `ops` were bound against `input` by graph::Compile.
-  static std::unique_ptr<MapPlan> Make(const Schema& input, const std::vector<graph::BoundOp>& ops);
+  // REQUIRES: `node`'s ops were inferred against its input schema by
+  // graph::Compile and have their kernels (Pipeline makes them), or are
+  // views; `runtime` is the node's device runtime (null for cpu).
+  static std::unique_ptr<MapPlan> Make(const graph::CompiledNode& node, ops::DeviceRuntime* runtime = nullptr);
 
   const Schema& output_schema() const { return output_schema_; }
+  // Whether every run must cover a whole chunk (a device backend, or a
+  // batch-level op): the map node then never splits chunks among runners.
+  bool whole_chunks() const { return whole_chunks_; }
 
   struct RunArgs {
     uint64_t seed = 0;
@@ -41,11 +52,13 @@ class MapPlan {
   absl::Status Run(const Batch& in, const RunArgs& args, Batch* out) const;
 
   // Run in parts, so that several threads can share one chunk:
-  // the output buffers of a chunk of `rows` rows,
-  std::vector<Tensor> AllocateOutputs(int64_t rows, BufferPool* pool) const;
+  // the output buffers of a chunk of `rows` rows (device memory on a
+  // device backend),
+  absl::StatusOr<std::vector<Tensor>> AllocateOutputs(int64_t rows, BufferPool* pool) const;
   // (their sizes in bytes),
   std::vector<size_t> OutputBytes(int64_t rows) const;
-  // the chain on rows [begin, end) (safe on disjoint ranges concurrently),
+  // the chain on rows [begin, end) (safe on disjoint ranges concurrently;
+  // REQUIRES: the whole chunk when whole_chunks()),
   absl::Status RunRows(const Batch& in, int64_t begin, int64_t end, const RunArgs& args,
                        const std::vector<Tensor>& outputs) const;
   // and the output chunk: `in`'s passed-through columns plus `outputs`
@@ -70,7 +83,7 @@ class MapPlan {
     std::string name;
     int op_index;  // in the chain
     uint64_t op_key;
-    std::shared_ptr<const ops::Kernel> kernel;
+    const ops::Kernel* kernel;  // owned by the node's BoundOp
     std::vector<int> inputs;   // value ids
     std::vector<int> outputs;  // value ids
   };
@@ -78,16 +91,39 @@ class MapPlan {
     int value;
     ColumnSpec spec;  // final spec (after views)
   };
+  // Where each value of one run lives: a base pointer for row 0 of the run.
+  using Bases = absl::InlinedVector<uint8_t*, 16>;
 
   MapPlan() = default;
+
+  // The steps of Make, in order.
+  void AddInputValues(const Schema& input);
+  void AddOp(int op_index, const graph::BoundOp& op);
+  void AssignFinalColumns();
+  void SizeTiles();
+
+  // The value's column for a tile starting `row0` rows into the run, given
+  // the run's bases (the ragged input columns come from `in`).
+  ops::ColumnRef Ref(int value, const Batch& in, int64_t row0, const Bases& bases) const;
+  // Runs every step on one tile of `ctx.rows` rows starting at `row0`.
+  absl::Status RunTile(const Batch& in, int64_t row0, const Bases& bases, ops::KernelContext& ctx,
+                       const RunArgs& args, absl::InlinedVector<int64_t, 16>* step_ns) const;
+  // RunRows on a device backend: one tile, device memory, one stream.
+  absl::Status RunOnDevice(const Batch& in, const RunArgs& args, const std::vector<Tensor>& outputs) const;
+  ops::KernelContext TileContext(const Batch& in, int64_t row0, int64_t rows, const RunArgs& args) const;
 
   Schema output_schema_;
   std::vector<Value> values_;
   std::vector<Step> steps_;
   std::vector<OutputColumn> outputs_;
   std::vector<int> output_slot_values_;  // value id of each output slot
+  // Current value of each column, by name, in schema order (while making).
+  std::vector<std::pair<ColumnSpec, int>> columns_;
   int64_t tile_rows_ = 1;
-  int64_t scratch_row_bytes_ = 0;  // scratch bytes per tile row, all values
+  ops::Backend backend_ = ops::Backend::kCpu;
+  ops::DeviceRuntime* runtime_ = nullptr;  // device backends
+  int device_ = -1;
+  bool whole_chunks_ = false;
 };
 
 }  // namespace sluice::exec

@@ -93,25 +93,55 @@ absl::StatusOr<std::unique_ptr<Pipeline>> Pipeline::Create(const PipelineDef& de
                                                            const graph::CompileRange& range,
                                                            std::shared_ptr<RemoteInput> remote) {
   SLUICE_ASSIGN_OR_RETURN(graph::CompiledPipeline compiled,
-                          graph::Compile(def, ops::OpRegistry::Builtin(), range));
+                          graph::Compile(def, ops::OpRegistry::Global(), range));
   if ((compiled.nodes.front().kind == graph::NodeKind::kRemote) != (remote != nullptr)) {
     return absl::InvalidArgumentError(remote ? "a remote input needs a pipeline part that starts at its distribute node"
                                              : "a distribute node needs the service's remote input");
   }
-  std::unique_ptr<Pipeline> pipeline(new Pipeline(std::move(compiled), std::move(remote)));
-  pipeline->ReserveWorkingSet();
-  ReuseFreedHeapMemory();
-  return pipeline;
+  return Make(std::move(compiled), std::move(remote));
 }
 
 absl::StatusOr<std::unique_ptr<Pipeline>> Pipeline::FromCompiled(graph::CompiledPipeline compiled) {
   if (compiled.nodes.empty() || compiled.nodes.front().kind == graph::NodeKind::kRemote) {
     return absl::InvalidArgumentError("a compiled pipeline to run in-process must start at a source");
   }
-  std::unique_ptr<Pipeline> pipeline(new Pipeline(std::move(compiled), nullptr));
+  return Make(std::move(compiled), nullptr);
+}
+
+absl::StatusOr<std::unique_ptr<Pipeline>> Pipeline::Make(graph::CompiledPipeline compiled,
+                                                         std::shared_ptr<RemoteInput> remote) {
+  SLUICE_RETURN_IF_ERROR(PrepareKernels(&compiled));
+  std::unique_ptr<Pipeline> pipeline(new Pipeline(std::move(compiled), std::move(remote)));
   pipeline->ReserveWorkingSet();
   ReuseFreedHeapMemory();
   return pipeline;
+}
+
+absl::Status PrepareKernels(graph::CompiledPipeline* compiled) {
+  const ops::OpRegistry& registry = compiled->registry ? *compiled->registry : ops::OpRegistry::Global();
+  compiled->registry = &registry;
+  for (graph::CompiledNode& node : compiled->nodes) {
+    const std::string where = absl::StrCat("node '", node.name, "'");
+    ops::SetupContext setup{node.backend, -1};
+    if (node.backend != ops::Backend::kCpu) {
+      ops::DeviceRuntime* runtime = registry.runtime(node.backend);
+      if (runtime == nullptr) {
+        return absl::InvalidArgumentError(absl::StrCat(where, ": no ", ops::BackendName(node.backend), " runtime"));
+      }
+      SLUICE_RETURN_IF_ERROR(WithContext(runtime->CheckAvailable(),
+                                         absl::StrCat(where, ": device \"", ops::BackendName(node.backend), "\"")));
+      setup.device = runtime->CurrentDevice();
+    }
+    for (graph::BoundOp& op : node.ops) {
+      if (op.view || op.kernel != nullptr) continue;
+      absl::StatusOr<std::unique_ptr<ops::Kernel>> kernel = registry.MakeKernel(op.op, node.backend, op.inferred);
+      if (!kernel.ok()) return WithContext(kernel.status(), where);
+      absl::Status s = (*kernel)->Setup(setup);
+      if (!s.ok()) return WithContext(s, absl::StrCat(where, ": op '", op.name, "': setup"));
+      op.kernel = std::move(*kernel);
+    }
+  }
+  return absl::OkStatus();
 }
 
 // The map nodes' output buffers are the bulk of a pipeline's memory. At its
@@ -125,7 +155,8 @@ void Pipeline::ReserveWorkingSet() const {
     return n.parallelism > 0 ? n.parallelism : compiled_.threads;
   };
   for (size_t i = 0; i < nodes.size(); ++i) {
-    if (nodes[i].kind != graph::NodeKind::kMap) continue;
+    // Device maps' outputs are device memory, not the pool's.
+    if (nodes[i].kind != graph::NodeKind::kMap || nodes[i].backend != ops::Backend::kCpu) continue;
     int copies = parallelism(nodes[i]) + 1 + 1;
     for (size_t j = i + 1; j < nodes.size(); ++j) {
       if (nodes[j].kind == graph::NodeKind::kBatch) continue;  // passes chunks through
@@ -133,7 +164,7 @@ void Pipeline::ReserveWorkingSet() const {
       if (nodes[j].kind == graph::NodeKind::kPrefetch) copies += static_cast<int>(nodes[j].count) + 1;
       break;
     }
-    const std::unique_ptr<MapPlan> plan = MapPlan::Make(nodes[i].input_schema, nodes[i].ops);
+    const std::unique_ptr<MapPlan> plan = MapPlan::Make(nodes[i]);
     for (size_t bytes : plan->OutputBytes(chunk_rows_)) BufferPool::Default()->Reserve(bytes, copies);
   }
 }
@@ -244,6 +275,7 @@ int64_t Pipeline::Cardinality() const {
 std::unique_ptr<PipelineIterator> Pipeline::NewIterator(bool tune) const {
   auto ctx = std::make_unique<ExecContext>(compiled_.seed, compiled_.threads,
                                            compiled_.memory_budget_bytes, compiled_.ordered);
+  ctx->registry = compiled_.registry;
   if (compiled_.stats) ctx->stats = std::make_unique<PipelineStats>(compiled_);
   std::vector<Knob> tunable = MakeKnobs(ctx.get());
   std::unique_ptr<PipelineIterator> it(new PipelineIterator(std::move(ctx), compiled_.batched()));
@@ -296,7 +328,7 @@ std::vector<Knob> Pipeline::MakeKnobs(ExecContext* ctx) const {
       ctx->knobs[i]->parallelism = runners;
       if (node.parallelism == 0 && runners > 1) {
         int64_t bytes = 0;
-        for (size_t b : MapPlan::Make(node.input_schema, node.ops)->OutputBytes(chunk_rows_)) bytes += b;
+        for (size_t b : MapPlan::Make(node)->OutputBytes(chunk_rows_)) bytes += b;
         tunable.push_back(Knob{Knob::Kind::kParallelism, static_cast<int>(i), node.name, runners, 1, runners, bytes});
       }
     } else if (node.kind == graph::NodeKind::kPrefetch) {

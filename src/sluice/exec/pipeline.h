@@ -73,6 +73,7 @@ class Pipeline {
 
   // A pipeline from a plan compiled (and perhaps altered, as an ablation
   // does) by the caller. InvalidArgument when it starts at a remote input.
+  // Ops without a kernel get theirs from the plan's registry.
   static absl::StatusOr<std::unique_ptr<Pipeline>> FromCompiled(graph::CompiledPipeline compiled);
 
   const graph::CompiledPipeline& compiled() const { return compiled_; }
@@ -98,6 +99,8 @@ class Pipeline {
 
  private:
   Pipeline(graph::CompiledPipeline compiled, std::shared_ptr<RemoteInput> remote);
+  static absl::StatusOr<std::unique_ptr<Pipeline>> Make(graph::CompiledPipeline compiled,
+                                                        std::shared_ptr<RemoteInput> remote);
   // nodes[0..index] for an epoch, counted when statistics are on.
   // `first_chunk_rows` > 0: the source's first chunk has that many rows
   // (IteratorArgs::first_chunk_rows), passed through nodes that keep chunks.
@@ -116,6 +119,12 @@ class Pipeline {
   mutable absl::Mutex autotuner_mu_;
   mutable std::shared_ptr<SharedAutotuner> autotuner_ ABSL_GUARDED_BY(autotuner_mu_);
 };
+
+// Makes and sets up the kernel of every op of `compiled` that runs one and
+// has none yet, from the plan's registry (the global one when unset), for
+// its node's backend. FailedPrecondition naming the node when its device
+// cannot be used here; errors of a kernel's setup name the node and op.
+absl::Status PrepareKernels(graph::CompiledPipeline* compiled);
 
 }  // namespace sluice::exec
 

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "sluice/core/rng.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/graph/fusion.h"
@@ -148,30 +149,272 @@ absl::Status CompileSource(const SourceDef& def, CompiledNode* node,
   return absl::OkStatus();
 }
 
-// Applies a bound op's outputs and drops to `schema`.
-void ApplyToSchema(const ops::OpBinding& b, Schema* schema) {
-  for (const ColumnSpec& out : b.outputs) schema->Set(out);
-  if (b.drops.empty()) return;
+// Applies an op's outputs and drops to `schema`.
+void ApplyToSchema(const ops::InferredOp& op, Schema* schema) {
+  for (const ColumnSpec& out : op.outputs) schema->Set(out);
+  if (op.drops.empty()) return;
   std::vector<ColumnSpec> kept;
   for (const ColumnSpec& c : schema->columns()) {
     bool dropped = false;
-    for (const std::string& d : b.drops) dropped |= c.name == d;
+    for (const std::string& d : op.drops) dropped |= c.name == d;
     if (!dropped) kept.push_back(c);
   }
   *schema = Schema(std::move(kept));
 }
 
-absl::StatusOr<BoundOp> BindOp(const OpDef& def, const std::string& node_name, int position,
-                               const Schema& schema, const ops::OpRegistry& registry,
-                               bool want_predicate) {
-  const ops::OpSchema* op = registry.Find(def.op());
-  if (op != nullptr && op->predicate != want_predicate) {
-    return absl::InvalidArgumentError(
-        want_predicate ? absl::StrCat("op '", def.op(), "' is not a predicate (try keep_if)")
-                       : absl::StrCat("op '", def.op(), "' is a predicate; use it in a filter node"));
+// How to get a build that runs `backend`.
+std::string HowToGet(ops::Backend backend) {
+  return absl::StrCat("this build of sluice has no ", ops::BackendName(backend),
+                      " backend: rebuild with -DSLUICE_WITH_CUDA=ON on a machine with the CUDA toolkit "
+                      "(docs/pipelines.md, \"Devices\")");
+}
+
+// Compiles the nodes of one definition in order, carrying the schema
+// between them. Each step names the node it fails on.
+class Compiler {
+ public:
+  Compiler(const PipelineDef& def, const ops::OpRegistry& registry, const CompileRange& range, int distribute,
+           CompiledPipeline* out)
+      : def_(def), registry_(registry), distribute_(distribute), out_(out),
+        schema_(range.input), batched_(range.input_batched) {}
+
+  absl::Status AddNode(int i, int end) {
+    const NodeDef& nd = def_.nodes(i);
+    const absl::string_view kind = KindOf(nd);
+    const std::string name = NodeName(nd, i, kind);
+    const std::string where = absl::StrCat("node '", name, "' (nodes[", i, "])");
+    SLUICE_RETURN_IF_ERROR(CheckPlacement(nd, i, kind, where));
+    CompiledNode node;
+    node.name = name;
+    node.input_schema = schema_;
+    absl::Status s;
+    switch (nd.kind_case()) {
+      case NodeDef::kSource:
+        node.kind = NodeKind::kSource;
+        s = CompileSource(nd.source(), &node, &features_, &feature_shapes_);
+        if (s.ok()) schema_ = node.output_schema;
+        break;
+      case NodeDef::kMap:
+        s = CompileMap(nd.map(), where, &node);
+        break;
+      case NodeDef::kFilter:
+        s = CompileFilter(nd.filter(), where, &node);
+        break;
+      default:
+        s = CompileStructural(nd, where, &node);
+        break;
+    }
+    if (!s.ok()) return nd.kind_case() == NodeDef::kSource ? WithContext(s, where) : s;
+    if (node.kind != NodeKind::kSource && node.kind != NodeKind::kMap) node.output_schema = schema_;
+    node.batched = batched_;
+    out_->nodes.push_back(std::move(node));
+    if (i == 0 && !features_.empty()) return AddParseStep(end);
+    return absl::OkStatus();
   }
-  SLUICE_ASSIGN_OR_RETURN(ops::OpBinding binding, registry.Bind(def.op(), def.attrs(), schema));
-  return BoundOp{def.op(), OpKey(node_name, position), std::move(binding)};
+
+ private:
+  // Default names skip the distribute node, so that adding one changes no
+  // random key: the distributed pipeline draws as the local one does.
+  std::string NodeName(const NodeDef& nd, int i, absl::string_view kind) const {
+    const int position = distribute_ >= 0 && i > distribute_ ? i - 1 : i;
+    return nd.name().empty() ? absl::StrCat(kind, "_", position) : nd.name();
+  }
+
+  absl::Status CheckPlacement(const NodeDef& nd, int i, absl::string_view kind, const std::string& where) const {
+    if (kind.empty()) {
+      return NodeError(absl::StrCat("nodes[", i, "]"),
+                       "no kind set (expected source, map, filter, shuffle, batch, prefetch, "
+                       "repeat, take or distribute)");
+    }
+    if ((i == 0) != (nd.kind_case() == NodeDef::kSource)) {
+      return NodeError(where, i == 0 ? "the first node must be a source" : "only the first node may be a source");
+    }
+    const bool first = out_->nodes.empty();
+    if (first && i > 0 && nd.kind_case() != NodeDef::kDistribute) {
+      return NodeError(where, "a pipeline part that does not start at the source starts at the distribute node");
+    }
+    if (nd.kind_case() == NodeDef::kDistribute && !first) {
+      return NodeError(where, "the nodes before a distribute node run on the service's workers: "
+                              "create this pipeline through the service client");
+    }
+    return absl::OkStatus();
+  }
+
+  // Infers op `def` against `schema` (kind-checked: predicates only in filters).
+  absl::StatusOr<BoundOp> InferOp(const OpDef& def, const std::string& node, int position, const Schema& schema,
+                                  bool want_predicate) const {
+    const ops::OpSchema* op = registry_.Find(def.op());
+    if (op != nullptr && op->predicate() != want_predicate) {
+      return absl::InvalidArgumentError(
+          want_predicate ? absl::StrCat("op '", def.op(), "' is not a predicate (try keep_if)")
+                         : absl::StrCat("op '", def.op(), "' is a predicate; use it in a filter node"));
+    }
+    if (op != nullptr && op->level() == ops::OpLevel::kBatch && !batched_) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "op '", def.op(), "' works on whole batches: put it in a map after the batch node"));
+    }
+    SLUICE_ASSIGN_OR_RETURN(ops::InferredOp inferred, registry_.Infer(def.op(), def.attrs(), schema));
+    return BoundOp{def.op(), def.op(), OpKey(node, position), std::move(inferred), op->view(), op->level(), nullptr};
+  }
+
+  absl::Status CompileMap(const MapDef& map, const std::string& where, CompiledNode* node) {
+    node->kind = NodeKind::kMap;
+    if (map.ops().empty()) return NodeError(where, "a map needs at least one op");
+    node->parallelism = map.parallelism();
+    if (node->parallelism < 0) return NodeError(where, "parallelism must be >= 0");
+    absl::StatusOr<ops::Backend> backend = ops::ParseBackend(map.device());
+    if (!backend.ok()) return WithContext(backend.status(), where);
+    node->backend = *backend;
+    TakePendingParse(node);
+    for (int j = 0; j < map.ops_size(); ++j) {
+      absl::StatusOr<BoundOp> op = InferOp(map.ops(j), node->name, j, schema_, false);
+      if (!op.ok()) return WithContext(op.status(), absl::StrCat(where, ": ops[", j, "]"));
+      ApplyToSchema(op->inferred, &schema_);
+      node->ops.push_back(*std::move(op));
+    }
+    const FusionOptions fusion{registry_, node->backend};
+    if (!def_.options().no_fuse_warps()) FuseWarps(fusion, &node->ops);
+    if (!def_.options().no_fuse_decode()) FuseDecodeNormalize(fusion, &node->ops);
+    SLUICE_RETURN_IF_ERROR(CheckBackend(*node, where));
+    node->output_schema = schema_;
+    return absl::OkStatus();
+  }
+
+  // Every op of a map has a kernel for its backend, or the error says why
+  // not and what would help.
+  absl::Status CheckBackend(const CompiledNode& node, const std::string& where) const {
+    if (node.backend != ops::Backend::kCpu && registry_.runtime(node.backend) == nullptr) {
+      return NodeError(where, absl::StrCat("device \"", ops::BackendName(node.backend), "\" (op '",
+                                           node.ops.front().name, "'): ", HowToGet(node.backend)));
+    }
+    for (const BoundOp& op : node.ops) {
+      if (registry_.Runs(op.op, node.backend)) continue;
+      std::vector<std::string> backends;
+      for (ops::Backend b : registry_.Backends(op.op)) backends.emplace_back(ops::BackendName(b));
+      return NodeError(where, absl::StrCat("op '", op.name, "' has no ", ops::BackendName(node.backend),
+                                           " kernel (it runs on: ", absl::StrJoin(backends, ", "),
+                                           "); run it in a map of its own on one of those"));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status CompileFilter(const FilterDef& filter, const std::string& where, CompiledNode* node) {
+    node->kind = NodeKind::kFilter;
+    if (batched_) return NodeError(where, "filter after batch is not supported; filter samples before batching");
+    TakePendingParse(node);
+    absl::StatusOr<BoundOp> op = InferOp(filter.predicate(), node->name, 0, schema_, true);
+    if (!op.ok()) return WithContext(op.status(), absl::StrCat(where, ": predicate"));
+    node->ops.push_back(*std::move(op));
+    return CheckBackend(*node, where);
+  }
+
+  // shuffle, batch, prefetch, repeat, take, distribute: no ops, and the
+  // schema passes through.
+  absl::Status CompileStructural(const NodeDef& nd, const std::string& where, CompiledNode* node) {
+    switch (nd.kind_case()) {
+      case NodeDef::kShuffle:
+        node->kind = NodeKind::kShuffle;
+        node->count = nd.shuffle().buffer_size();
+        if (node->count <= 0) return NodeError(where, "buffer_size must be > 0");
+        if (batched_) return NodeError(where, "shuffle after batch is not supported; shuffle samples before batching");
+        return absl::OkStatus();
+      case NodeDef::kBatch:
+        return CompileBatch(nd.batch(), where, node);
+      case NodeDef::kPrefetch:
+        node->kind = NodeKind::kPrefetch;
+        node->count = nd.prefetch().buffer_size() > 0 ? nd.prefetch().buffer_size() : 2;
+        node->auto_depth = nd.prefetch().buffer_size() <= 0;
+        return absl::OkStatus();
+      case NodeDef::kRepeat:
+        node->kind = NodeKind::kRepeat;
+        node->count = nd.repeat().count();
+        return absl::OkStatus();
+      case NodeDef::kTake:
+        node->kind = NodeKind::kTake;
+        node->count = nd.take().count();
+        if (node->count < 0) return NodeError(where, "count must be >= 0");
+        return absl::OkStatus();
+      case NodeDef::kDistribute:
+        node->kind = NodeKind::kRemote;
+        return absl::OkStatus();
+      default:
+        return absl::InternalError(absl::StrCat(where, ": not a structural node"));
+    }
+  }
+
+  absl::Status CompileBatch(const BatchDef& batch, const std::string& where, CompiledNode* node) {
+    node->kind = NodeKind::kBatch;
+    node->count = batch.size();
+    node->drop_remainder = batch.drop_remainder();
+    if (node->count <= 0) return NodeError(where, absl::StrCat("size must be > 0, got ", node->count));
+    if (batched_) return NodeError(where, "a pipeline may batch only once");
+    for (const ColumnSpec& c : schema_.columns()) {
+      if (c.ragged) {
+        return NodeError(where, absl::StrCat("column '", c.name,
+                                             "' has variable-length bytes and cannot be batched; decode it "
+                                             "first (decode_image, decode_random_resized_crop), or "
+                                             "declare the feature's length on the tfrecord source"));
+      }
+    }
+    batched_ = true;
+    return absl::OkStatus();
+  }
+
+  // Features declared on a tfrecord source are parsed by the first op of
+  // the next map or filter (or a map of its own), so parsing runs in
+  // parallel rather than in the serial reader.
+  absl::Status AddParseStep(int end) {
+    SLUICE_ASSIGN_OR_RETURN(ops::InferredOp parse, ops::InferParseExample(features_, feature_shapes_, schema_));
+    const bool next_is_map = end > 1 && def_.nodes(1).kind_case() == NodeDef::kMap;
+    const std::string map_name = next_is_map && !def_.nodes(1).name().empty()
+                                     ? def_.nodes(1).name()
+                                     : (next_is_map ? "map_1" : ops::kParseExampleOp);
+    pending_parse_ = BoundOp{ops::kParseExampleOp, ops::kParseExampleOp, OpKey(map_name, -1), std::move(parse),
+                             false, ops::OpLevel::kSample, nullptr};
+    ApplyToSchema(pending_parse_->inferred, &schema_);
+    if (next_is_map) return absl::OkStatus();
+    CompiledNode node;
+    node.kind = NodeKind::kMap;
+    node.name = map_name;
+    node.input_schema = out_->nodes.back().output_schema;
+    node.output_schema = schema_;
+    TakePendingParse(&node);
+    out_->nodes.push_back(std::move(node));
+    return absl::OkStatus();
+  }
+
+  void TakePendingParse(CompiledNode* node) {
+    if (!pending_parse_) return;
+    node->input_schema = out_->nodes.back().output_schema;
+    node->ops.push_back(*std::move(pending_parse_));
+    pending_parse_.reset();
+  }
+
+  const PipelineDef& def_;
+  const ops::OpRegistry& registry_;
+  const int distribute_;
+  CompiledPipeline* const out_;
+  Schema schema_;
+  bool batched_;
+  std::vector<io::FeatureSpec> features_;
+  std::vector<Shape> feature_shapes_;
+  std::optional<BoundOp> pending_parse_;
+};
+
+// The pipeline-wide settings of `def`, before any node.
+CompiledPipeline CompileOptions(const PipelineDef& def, const ops::OpRegistry& registry) {
+  CompiledPipeline out;
+  out.registry = &registry;
+  out.name = def.name();
+  out.seed = def.seed();
+  out.threads = def.options().threads() > 0 ? def.options().threads()
+                                            : std::max(1u, std::thread::hardware_concurrency());
+  out.memory_budget_bytes =
+      def.options().memory_budget_bytes() > 0 ? def.options().memory_budget_bytes() : kDefaultMemoryBudget;
+  out.ordered = !def.options().unordered();
+  out.autotune = !def.options().no_autotune();
+  out.stats = !def.options().no_stats() || out.autotune;
+  return out;
 }
 
 }  // namespace
@@ -205,173 +448,34 @@ absl::StatusOr<int> FindDistribute(const PipelineDef& def) {
   return found;
 }
 
+std::vector<std::string> OpsUsed(const PipelineDef& def, int begin, int end) {
+  std::vector<std::string> ops;
+  auto add = [&](const std::string& op) {
+    if (std::find(ops.begin(), ops.end(), op) == ops.end()) ops.push_back(op);
+  };
+  const int stop = end < 0 ? def.nodes_size() : std::min(end, def.nodes_size());
+  for (int i = std::max(begin, 0); i < stop; ++i) {
+    const NodeDef& nd = def.nodes(i);
+    if (nd.kind_case() == NodeDef::kMap) {
+      for (const OpDef& op : nd.map().ops()) add(op.op());
+    } else if (nd.kind_case() == NodeDef::kFilter) {
+      add(nd.filter().predicate().op());
+    }
+  }
+  return ops;
+}
+
 absl::StatusOr<CompiledPipeline> Compile(const PipelineDef& def, const ops::OpRegistry& registry,
                                          const CompileRange& range) {
-  CompiledPipeline out;
-  out.name = def.name();
-  out.seed = def.seed();
-  out.threads = def.options().threads() > 0
-                    ? def.options().threads()
-                    : std::max(1u, std::thread::hardware_concurrency());
-  out.memory_budget_bytes = def.options().memory_budget_bytes() > 0
-                                ? def.options().memory_budget_bytes()
-                                : kDefaultMemoryBudget;
-  out.ordered = !def.options().unordered();
-  out.autotune = !def.options().no_autotune();
-  out.stats = !def.options().no_stats() || out.autotune;
+  CompiledPipeline out = CompileOptions(def, registry);
   if (def.nodes_size() == 0) return absl::InvalidArgumentError("pipeline has no nodes");
   const int end = range.end < 0 ? def.nodes_size() : std::min(range.end, def.nodes_size());
   if (range.begin < 0 || range.begin >= end) {
     return absl::InvalidArgumentError(absl::StrCat("no nodes in [", range.begin, ", ", end, ")"));
   }
-
   SLUICE_ASSIGN_OR_RETURN(const int distribute, FindDistribute(def));
-  Schema schema = range.input;
-  bool batched = range.input_batched;
-  std::vector<io::FeatureSpec> features;
-  std::vector<Shape> feature_shapes;
-  std::optional<BoundOp> pending_parse;
-  for (int i = range.begin; i < end; ++i) {
-    const NodeDef& nd = def.nodes(i);
-    const absl::string_view kind = KindOf(nd);
-    // Default names skip the distribute node, so that adding one changes no
-    // random key: the distributed pipeline draws as the local one does.
-    const int position = distribute >= 0 && i > distribute ? i - 1 : i;
-    const std::string name = nd.name().empty() ? absl::StrCat(kind, "_", position) : nd.name();
-    const std::string where = absl::StrCat("node '", name, "' (nodes[", i, "])");
-    if (kind.empty()) {
-      return NodeError(absl::StrCat("nodes[", i, "]"),
-                       "no kind set (expected source, map, filter, shuffle, batch, prefetch, "
-                       "repeat, take or distribute)");
-    }
-    if ((i == 0) != (nd.kind_case() == NodeDef::kSource)) {
-      return NodeError(where, i == 0 ? "the first node must be a source"
-                                     : "only the first node may be a source");
-    }
-    if (i == range.begin && i > 0 && nd.kind_case() != NodeDef::kDistribute) {
-      return NodeError(where, "a pipeline part that does not start at the source starts at the distribute node");
-    }
-    if (nd.kind_case() == NodeDef::kDistribute && i != range.begin) {
-      return NodeError(where, "the nodes before a distribute node run on the service's workers: "
-                              "create this pipeline through the service client");
-    }
-    CompiledNode node;
-    node.name = name;
-    node.input_schema = schema;
-    switch (nd.kind_case()) {
-      case NodeDef::kSource: {
-        node.kind = NodeKind::kSource;
-        absl::Status s = CompileSource(nd.source(), &node, &features, &feature_shapes);
-        if (!s.ok()) return WithContext(s, where);
-        break;
-      }
-      case NodeDef::kMap:
-      case NodeDef::kFilter: {
-        const bool filter = nd.kind_case() == NodeDef::kFilter;
-        node.kind = filter ? NodeKind::kFilter : NodeKind::kMap;
-        if (filter && batched) return NodeError(where, "filter after batch is not supported; filter samples before batching");
-        std::vector<const OpDef*> defs;
-        if (filter) {
-          defs.push_back(&nd.filter().predicate());
-        } else {
-          for (const OpDef& op : nd.map().ops()) defs.push_back(&op);
-          if (defs.empty()) return NodeError(where, "a map needs at least one op");
-          node.parallelism = nd.map().parallelism();
-          if (node.parallelism < 0) return NodeError(where, "parallelism must be >= 0");
-        }
-        Schema s = schema;
-        if (pending_parse) {
-          node.input_schema = out.nodes.back().output_schema;
-          node.ops.push_back(*std::move(pending_parse));
-          pending_parse.reset();
-        }
-        for (size_t j = 0; j < defs.size(); ++j) {
-          absl::StatusOr<BoundOp> op = BindOp(*defs[j], name, static_cast<int>(j), s, registry, filter);
-          if (!op.ok()) {
-            return WithContext(op.status(), filter ? absl::StrCat(where, ": predicate")
-                                                   : absl::StrCat(where, ": ops[", j, "]"));
-          }
-          if (!filter) ApplyToSchema(op->binding, &s);
-          node.ops.push_back(*std::move(op));
-        }
-        if (!filter) schema = s;
-        if (!filter && !def.options().no_fuse_warps()) FuseWarps(&node.ops);
-        if (!filter && !def.options().no_fuse_decode()) FuseDecodeNormalize(&node.ops);
-        node.output_schema = schema;
-        break;
-      }
-      case NodeDef::kShuffle:
-        node.kind = NodeKind::kShuffle;
-        node.count = nd.shuffle().buffer_size();
-        if (node.count <= 0) return NodeError(where, "buffer_size must be > 0");
-        if (batched) return NodeError(where, "shuffle after batch is not supported; shuffle samples before batching");
-        break;
-      case NodeDef::kBatch:
-        node.kind = NodeKind::kBatch;
-        node.count = nd.batch().size();
-        node.drop_remainder = nd.batch().drop_remainder();
-        if (node.count <= 0) return NodeError(where, absl::StrCat("size must be > 0, got ", node.count));
-        if (batched) return NodeError(where, "a pipeline may batch only once");
-        for (const ColumnSpec& c : schema.columns()) {
-          if (c.ragged) {
-            return NodeError(where, absl::StrCat("column '", c.name,
-                                                 "' has variable-length bytes and cannot be batched; decode it "
-                                                 "first (decode_image, decode_random_resized_crop), or "
-                                                 "declare the feature's length on the tfrecord source"));
-          }
-        }
-        batched = true;
-        break;
-      case NodeDef::kPrefetch:
-        node.kind = NodeKind::kPrefetch;
-        node.count = nd.prefetch().buffer_size() > 0 ? nd.prefetch().buffer_size() : 2;
-        node.auto_depth = nd.prefetch().buffer_size() <= 0;
-        break;
-      case NodeDef::kRepeat:
-        node.kind = NodeKind::kRepeat;
-        node.count = nd.repeat().count();
-        break;
-      case NodeDef::kTake:
-        node.kind = NodeKind::kTake;
-        node.count = nd.take().count();
-        if (node.count < 0) return NodeError(where, "count must be >= 0");
-        break;
-      case NodeDef::kDistribute:
-        node.kind = NodeKind::kRemote;
-        break;
-      case NodeDef::KIND_NOT_SET:
-        break;
-    }
-    if (node.kind != NodeKind::kSource && node.kind != NodeKind::kMap) node.output_schema = schema;
-    if (node.kind == NodeKind::kSource) schema = node.output_schema;
-    node.batched = batched;
-    out.nodes.push_back(std::move(node));
-
-    // Features declared on a tfrecord source are parsed by the first op of
-    // the next map (or a map of its own), so parsing runs in parallel rather
-    // than in the serial reader.
-    if (i == 0 && !features.empty()) {
-      SLUICE_ASSIGN_OR_RETURN(ops::OpBinding b,
-                              ops::BindParseExample(features, feature_shapes, schema));
-      const bool next_is_map = end > 1 && def.nodes(1).kind_case() == NodeDef::kMap;
-      const std::string map_name = next_is_map && !def.nodes(1).name().empty()
-                                       ? def.nodes(1).name()
-                                       : (next_is_map ? "map_1" : "parse_example");
-      pending_parse = BoundOp{"parse_example", OpKey(map_name, -1), std::move(b)};
-      ApplyToSchema(pending_parse->binding, &schema);
-      if (!next_is_map) {
-        CompiledNode parse;
-        parse.kind = NodeKind::kMap;
-        parse.name = map_name;
-        parse.input_schema = out.nodes.back().output_schema;
-        parse.output_schema = schema;
-        parse.batched = false;
-        parse.ops.push_back(*std::move(pending_parse));
-        pending_parse.reset();
-        out.nodes.push_back(std::move(parse));
-      }
-    }
-  }
+  Compiler compiler(def, registry, range, distribute, &out);
+  for (int i = range.begin; i < end; ++i) SLUICE_RETURN_IF_ERROR(compiler.AddNode(i, end));
   return out;
 }
 

@@ -18,10 +18,18 @@
 
 namespace sluice::graph {
 
+// One op of a map or filter node, inferred against the node's schema.
 struct BoundOp {
-  std::string name;  // registered op name, or a fused op's description
+  std::string op;    // the registered op
+  std::string name;  // what profiles and errors call it: `op`, or "fused(a+b)"
   uint64_t op_key = 0;
-  ops::OpBinding binding;
+  ops::InferredOp inferred;
+  bool view = false;  // runs no kernel (ops::OpSchema::View)
+  ops::OpLevel level = ops::OpLevel::kSample;
+  // The kernel for the node's backend: made from `inferred` and set up when
+  // a Pipeline is created from the plan (or put here by whoever alters the
+  // plan, as an ablation does).
+  std::shared_ptr<ops::Kernel> kernel;
 };
 
 // kRemote: a distribute node on the consumer's side; its elements come from
@@ -42,6 +50,7 @@ struct CompiledNode {
   // kMap (the chain), kFilter (one predicate)
   std::vector<BoundOp> ops;
   int parallelism = 0;
+  ops::Backend backend = ops::Backend::kCpu;  // kMap: where the chain runs
   // kShuffle: buffer size; kBatch: batch size; kPrefetch: depth;
   // kRepeat: epochs (<= 0 forever); kTake: elements
   int64_t count = 0;
@@ -50,6 +59,9 @@ struct CompiledNode {
 };
 
 struct CompiledPipeline {
+  // The registry the ops were inferred with; their kernels come from it.
+  // REQUIRES: outlives the plan.
+  const ops::OpRegistry* registry = nullptr;
   std::string name;
   std::vector<CompiledNode> nodes;
   uint64_t seed = 0;
@@ -78,8 +90,12 @@ struct CompileRange {
 };
 
 absl::StatusOr<CompiledPipeline> Compile(const PipelineDef& def,
-                                         const ops::OpRegistry& registry = ops::OpRegistry::Builtin(),
+                                         const ops::OpRegistry& registry = ops::OpRegistry::Global(),
                                          const CompileRange& range = {});
+
+// The registered ops a definition's map and filter nodes name (nodes
+// [begin, end)), in order of first use: what a worker must have to run it.
+std::vector<std::string> OpsUsed(const PipelineDef& def, int begin = 0, int end = -1);
 
 // Index of the distribute node, -1 when there is none; InvalidArgument when
 // there are several or it comes first.

@@ -1,30 +1,39 @@
-#include "sluice/graph/fusion.h"
-
 #include "absl/strings/str_cat.h"
+#include "sluice/graph/fusion.h"
 #include "sluice/ops/decode_fusion.h"
 
 namespace sluice::graph {
+namespace {
 
-void FuseDecodeNormalize(std::vector<BoundOp>* ops) {
+// Whether `decode` then `normalize` can run as one op.
+bool Fusable(const BoundOp& decode, const BoundOp& normalize) {
+  return ops::IsDecodeOp(decode.op) && decode.inferred.HoldsParams<ops::DecodeParams>() &&
+         normalize.op == "crop_mirror_normalize" &&
+         normalize.inferred.HoldsParams<ops::CropMirrorNormalizeParams>() &&
+         !normalize.inferred.params<ops::CropMirrorNormalizeParams>().crops() &&
+         normalize.inferred.inputs == decode.inferred.inputs;
+}
+
+}  // namespace
+
+void FuseDecodeNormalize(const FusionOptions& options, std::vector<BoundOp>* ops) {
+  if (!options.registry.Runs(ops::kFusedDecodeNormalizeOp, options.backend)) return;
   std::vector<BoundOp> out;
   for (size_t i = 0; i < ops->size(); ++i) {
     BoundOp& op = (*ops)[i];
-    if (i + 1 < ops->size()) {
-      BoundOp& next = (*ops)[i + 1];
-      std::shared_ptr<const ops::Kernel> fused;
-      if (op.binding.kernel && next.binding.kernel && next.binding.inputs == op.binding.inputs) {
-        fused = ops::FuseDecodeNormalize(*op.binding.kernel, *next.binding.kernel, next.op_key);
-      }
-      if (fused) {
-        BoundOp both = std::move(op);  // runs under the decode's key, its windows' draws
-        both.name = absl::StrCat("fused(", both.name, "+", next.name, ")");
-        both.binding.kernel = std::move(fused);
-        both.binding.outputs = next.binding.outputs;
-        both.binding.random = both.binding.random || next.binding.random;
-        out.push_back(std::move(both));
-        ++i;
-        continue;
-      }
+    if (i + 1 < ops->size() && Fusable(op, (*ops)[i + 1])) {
+      const BoundOp& next = (*ops)[i + 1];
+      BoundOp both = std::move(op);  // runs under the decode's key, its windows' draws
+      both.op = ops::kFusedDecodeNormalizeOp;
+      both.name = absl::StrCat("fused(", both.name, "+", next.name, ")");
+      both.inferred.SetParams(ops::FusedDecodeNormalizeParams{
+          both.inferred.params<ops::DecodeParams>(),
+          next.inferred.params<ops::CropMirrorNormalizeParams>().normalizer, next.op_key});
+      both.inferred.outputs = next.inferred.outputs;
+      both.inferred.random = both.inferred.random || next.inferred.random;
+      out.push_back(std::move(both));
+      ++i;
+      continue;
     }
     out.push_back(std::move(op));
   }

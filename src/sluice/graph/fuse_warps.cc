@@ -1,27 +1,29 @@
-#include "sluice/graph/fusion.h"
-
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "sluice/graph/fusion.h"
 #include "sluice/ops/warp.h"
 
 namespace sluice::graph {
 namespace {
 
-const ops::WarpKernel* AsWarp(const BoundOp& op) {
-  return dynamic_cast<const ops::WarpKernel*>(op.binding.kernel.get());
+// The warp params of `op`, or null when it is not one of the warp ops.
+const ops::WarpParams* AsWarp(const BoundOp& op) {
+  const bool warp = op.op == "random_flip" || op.op == "random_rotation" || op.op == "random_zoom";
+  return warp && op.inferred.HoldsParams<ops::WarpParams>() ? &op.inferred.params<ops::WarpParams>() : nullptr;
 }
 
 }  // namespace
 
-void FuseWarps(std::vector<BoundOp>* ops) {
+void FuseWarps(const FusionOptions& options, std::vector<BoundOp>* ops) {
+  if (!options.registry.Runs(ops::kFusedWarpOp, options.backend)) return;
   std::vector<BoundOp> out;
   for (size_t i = 0; i < ops->size();) {
-    const ops::WarpKernel* first = AsWarp((*ops)[i]);
+    const ops::WarpParams* first = AsWarp((*ops)[i]);
     size_t j = i + 1;
     while (first != nullptr && j < ops->size()) {
-      const ops::WarpKernel* next = AsWarp((*ops)[j]);
-      if (next == nullptr || (*ops)[j].binding.inputs != (*ops)[i].binding.inputs ||
-          !ops::CanFuse(first->spec(), next->spec())) {
+      const ops::WarpParams* next = AsWarp((*ops)[j]);
+      if (next == nullptr || (*ops)[j].inferred.inputs != (*ops)[i].inferred.inputs ||
+          !ops::CanFuse(first->spec, next->spec)) {
         break;
       }
       ++j;
@@ -31,17 +33,17 @@ void FuseWarps(std::vector<BoundOp>* ops) {
       ++i;
       continue;
     }
-    std::vector<std::pair<std::shared_ptr<const ops::WarpKernel>, uint64_t>> parts;
+    ops::FusedWarpParams fused_params{first->spec, {}};
     std::vector<std::string> names;
     for (size_t k = i; k < j; ++k) {
-      parts.emplace_back(std::static_pointer_cast<const ops::WarpKernel>((*ops)[k].binding.kernel),
-                         (*ops)[k].op_key);
+      fused_params.parts.emplace_back(AsWarp((*ops)[k])->part, (*ops)[k].op_key);
       names.push_back((*ops)[k].name);
     }
-    BoundOp fused = std::move((*ops)[i]);
+    BoundOp fused = std::move((*ops)[i]);  // reads and writes what the first did
+    fused.op = ops::kFusedWarpOp;
     fused.name = absl::StrCat("fused(", absl::StrJoin(names, "+"), ")");
-    fused.binding.kernel = ops::FuseWarps(std::move(parts));
-    fused.binding.random = true;
+    fused.inferred.SetParams(std::move(fused_params));
+    fused.inferred.random = true;
     out.push_back(std::move(fused));
     i = j;
   }

@@ -1,5 +1,7 @@
 // Optimization passes over a map's op chain: neighbouring ops that can run
-// as one kernel become one, with the same output.
+// as one kernel become one internal op with the same output. They match
+// ops by registered name and params (never by kernel class), and fuse only
+// where the fused op has a kernel for the map's backend.
 #ifndef SLUICE_GRAPH_FUSION_H_
 #define SLUICE_GRAPH_FUSION_H_
 
@@ -9,19 +11,25 @@
 
 namespace sluice::graph {
 
-// Consecutive geometric ops (random_flip, random_rotation, random_zoom) on
-// the same column become one kernel that composes their affine maps and
+struct FusionOptions {
+  const ops::OpRegistry& registry;
+  ops::Backend backend;
+};
+
+// Consecutive random_flip, random_rotation and random_zoom on the same
+// column become ops::kFusedWarpOp, which composes their affine maps and
 // resamples once. The transforms are the same (each part keeps its own
 // random stream); only interpolation happens once instead of once per op,
 // which is both cheaper and sharper.
-void FuseWarps(std::vector<BoundOp>* ops);
+void FuseWarps(const FusionOptions& options, std::vector<BoundOp>* ops);
 
 // A decode op (decode_image, decode_random_resized_crop,
 // decode_resize_center_crop) followed by crop_mirror_normalize without a
-// crop on the same column becomes one kernel that resamples straight into
-// the normalized output (ops/decode_fusion.h). Outputs are identical; the
-// decoded image is never written as bytes and read back.
-void FuseDecodeNormalize(std::vector<BoundOp>* ops);
+// crop on the same column becomes ops::kFusedDecodeNormalizeOp, which
+// resamples straight into the normalized output (ops/decode_fusion.h).
+// Outputs are identical; the decoded image is never written as bytes and
+// read back.
+void FuseDecodeNormalize(const FusionOptions& options, std::vector<BoundOp>* ops);
 
 }  // namespace sluice::graph
 

@@ -67,10 +67,11 @@ PipelineBuilder PipelineBuilder::Arrays(std::vector<ArrayColumn> columns) {
   return b;
 }
 
-PipelineBuilder& PipelineBuilder::Map(std::vector<OpDef> ops, int parallelism) {
+PipelineBuilder& PipelineBuilder::Map(std::vector<OpDef> ops, int parallelism, const std::string& device) {
   MapDef* m = Add()->mutable_map();
   for (auto& op : ops) *m->add_ops() = std::move(op);
   m->set_parallelism(parallelism);
+  m->set_device(device);
   return *this;
 }
 

@@ -70,7 +70,8 @@ class PipelineBuilder {
   static PipelineBuilder Cifar10(std::vector<std::string> files);
   static PipelineBuilder Arrays(std::vector<ArrayColumn> columns);
 
-  PipelineBuilder& Map(std::vector<OpDef> ops, int parallelism = 0);
+  // `device`: "" or "cpu", or "cuda" (MapDef.device).
+  PipelineBuilder& Map(std::vector<OpDef> ops, int parallelism = 0, const std::string& device = "");
   PipelineBuilder& Filter(OpDef predicate);
   PipelineBuilder& Shuffle(int64_t buffer_size);
   PipelineBuilder& Batch(int64_t size, bool drop_remainder = false);

@@ -52,6 +52,53 @@ absl::StatusOr<std::vector<T>> ToList(const AttrSchema& s, const Value& v, Conve
   return out;
 }
 
+// Numbers as they were written: 3, not 3.000000.
+std::string Number(double v) { return absl::StrCat(v); }
+
+std::string Quoted(const std::vector<std::string>& values) {
+  return absl::StrJoin(values, ", ", [](std::string* out, const std::string& v) { absl::StrAppend(out, "\"", v, "\""); });
+}
+
+bool InRange(const AttrSchema& s, double v) {
+  if (s.min && (s.min_exclusive ? !(v > *s.min) : !(v >= *s.min))) return false;
+  return !s.max || v <= *s.max;
+}
+
+// InvalidArgument naming the attr unless `value` meets its constraints.
+absl::Status CheckConstraints(const AttrSchema& s, const AttrValue& value) {
+  auto fail = [&](const std::string& got) {
+    return AttrError(s.name, absl::StrCat("must be ", s.Constraint(), ", got ", got));
+  };
+  if (const auto* str = std::get_if<std::string>(&value)) {
+    if (s.choices.empty()) return absl::OkStatus();
+    for (const std::string& c : s.choices) {
+      if (c == *str) return absl::OkStatus();
+    }
+    return fail(absl::StrCat("\"", *str, "\""));
+  }
+  std::vector<double> numbers;
+  bool list = false;
+  if (const auto* i = std::get_if<int64_t>(&value)) numbers = {static_cast<double>(*i)};
+  if (const auto* f = std::get_if<double>(&value)) numbers = {*f};
+  if (const auto* is = std::get_if<std::vector<int64_t>>(&value)) {
+    numbers.assign(is->begin(), is->end());
+    list = true;
+  }
+  if (const auto* fs = std::get_if<std::vector<double>>(&value)) {
+    numbers = *fs;
+    list = true;
+  }
+  const std::string written =
+      list ? absl::StrCat("[", absl::StrJoin(numbers, ", ", [](std::string* out, double v) { out->append(Number(v)); }), "]")
+           : (numbers.empty() ? "" : Number(numbers[0]));
+  const int n = static_cast<int>(numbers.size());
+  if (list && (n < s.min_count || (s.max_count > 0 && n > s.max_count))) return fail(written);
+  for (double v : numbers) {
+    if (!InRange(s, v)) return fail(written);
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<AttrValue> Convert(const AttrSchema& s, const Value& v) {
   switch (s.type) {
     case AttrType::kInt:
@@ -96,6 +143,61 @@ absl::string_view AttrTypeName(AttrType type) {
   return "?";
 }
 
+AttrSchema& AttrSchema::Range(double lo, double hi) {
+  min = lo;
+  max = hi;
+  return *this;
+}
+
+AttrSchema& AttrSchema::AtLeast(double lo) {
+  min = lo;
+  return *this;
+}
+
+AttrSchema& AttrSchema::Above(double lo) {
+  min = lo;
+  min_exclusive = true;
+  return *this;
+}
+
+AttrSchema& AttrSchema::OneOf(std::vector<std::string> values) {
+  choices = std::move(values);
+  return *this;
+}
+
+AttrSchema& AttrSchema::Count(int lo, int hi) {
+  min_count = lo;
+  max_count = hi;
+  return *this;
+}
+
+std::string AttrSchema::Constraint() const {
+  std::vector<std::string> parts;
+  if (!choices.empty()) parts.push_back(absl::StrCat("one of ", Quoted(choices)));
+  if (min_count > 0 || max_count > 0) {
+    if (max_count == min_count) {
+      parts.push_back(absl::StrCat(min_count, min_count == 1 ? " value" : " values"));
+    } else if (max_count == 0) {
+      parts.push_back(absl::StrCat(min_count, " or more values"));
+    } else if (max_count == min_count + 1) {
+      parts.push_back(absl::StrCat(min_count, " or ", max_count, " values"));
+    } else {
+      parts.push_back(absl::StrCat(min_count, " to ", max_count, " values"));
+    }
+  }
+  const bool list = type == AttrType::kInts || type == AttrType::kFloats;
+  std::string range;
+  if (min && max) {
+    range = absl::StrCat("in [", Number(*min), ", ", Number(*max), "]");
+  } else if (min) {
+    range = absl::StrCat(min_exclusive ? "> " : ">= ", Number(*min));
+  } else if (max) {
+    range = absl::StrCat("<= ", Number(*max));
+  }
+  if (!range.empty()) parts.push_back(list ? absl::StrCat("each ", range) : range);
+  return absl::StrJoin(parts, ", ");
+}
+
 absl::Status AttrError(absl::string_view name, absl::string_view message) {
   return absl::InvalidArgumentError(absl::StrCat("attr '", name, "' ", message));
 }
@@ -117,6 +219,7 @@ absl::StatusOr<Attrs> Attrs::Bind(const std::vector<AttrSchema>& schema,
                                           ")"));
     }
     SLUICE_ASSIGN_OR_RETURN(attrs.values_[name], Convert(*s, value));
+    SLUICE_RETURN_IF_ERROR(CheckConstraints(*s, attrs.values_[name]));
   }
   for (const AttrSchema& s : schema) {
     if (attrs.values_.count(s.name)) continue;

@@ -1,10 +1,11 @@
-// Op attributes: the schema an op declares, and the validated values of one
-// op instance.
+// Op attributes: the schema an op declares (type, default, allowed values),
+// and the validated values of one op instance.
 #ifndef SLUICE_OPS_ATTRS_H_
 #define SLUICE_OPS_ATTRS_H_
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -23,6 +24,10 @@ enum class AttrType { kInt, kFloat, kBool, kString, kInts, kFloats };
 
 absl::string_view AttrTypeName(AttrType type);
 
+// One attr of an op. The constraints are checked when an instance is bound,
+// so inference sees only allowed values and every error names the attr and
+// what it allows. Chain the setters on a brace-initialized schema:
+//   AttrSchema{"mirror", AttrType::kFloat, "0.5", "probability"}.Range(0, 1)
 struct AttrSchema {
   std::string name;
   AttrType type;
@@ -30,6 +35,24 @@ struct AttrSchema {
   // when the attr is required.
   std::string default_json;
   std::string doc;
+  // Numbers (each number of a list): min <= v (min < v when min_exclusive)
+  // and v <= max.
+  std::optional<double> min, max;
+  bool min_exclusive = false;
+  // Strings: the allowed values (empty: any).
+  std::vector<std::string> choices;
+  // Lists: how many values (max_count 0: no limit).
+  int min_count = 0, max_count = 0;
+
+  AttrSchema& Range(double lo, double hi);
+  AttrSchema& AtLeast(double lo);
+  AttrSchema& Above(double lo);
+  AttrSchema& OneOf(std::vector<std::string> values);
+  AttrSchema& Count(int lo, int hi);
+
+  // What the constraints allow, in words: "in [0, 1]", "> 0", "one of
+  // \"CHW\", \"HWC\"", "1 or 2 values"; empty when anything goes.
+  std::string Constraint() const;
 };
 
 using AttrValue = std::variant<int64_t, double, bool, std::string, std::vector<int64_t>,
@@ -41,7 +64,7 @@ class Attrs {
  public:
   // Validates `values` (JSON-like, from PipelineDef) against `schema`:
   // InvalidArgument naming the attr for an unknown name, a missing required
-  // attr or a value of the wrong type.
+  // attr, a value of the wrong type or one its constraints do not allow.
   static absl::StatusOr<Attrs> Bind(const std::vector<AttrSchema>& schema,
                                     const google::protobuf::Struct& values);
 

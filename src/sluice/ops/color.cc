@@ -1,4 +1,6 @@
 // Element-wise value ops: cast, rescale, normalize.
+#include "sluice/ops/color.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -42,7 +44,7 @@ decltype(auto) DispatchAny(DType d, F&& f) {
     case DType::kInt64:
       return f(int64_t{});
     case DType::kFloat32:
-    case DType::kFloat16:  // refused at binding: no cast writes it
+    case DType::kFloat16:  // not among the attr's choices: no cast writes it
       break;
   }
   return f(float{});
@@ -50,13 +52,14 @@ decltype(auto) DispatchAny(DType d, F&& f) {
 
 class CastKernel : public Kernel {
  public:
-  CastKernel(DType from, DType to, int64_t elems) : from_(from), to_(to), elems_(elems) {}
-  absl::Status Run(const TileContext& ctx, absl::Span<const ColumnRef> in,
+  using Params = CastParams;
+  explicit CastKernel(const Params& p) : p_(p) {}
+  absl::Status Run(const KernelContext& ctx, absl::Span<const ColumnRef> in,
                    absl::Span<const ColumnRef> out) const override {
-    const int64_t n = ctx.rows * elems_;
-    DispatchAny(from_, [&](auto in_type) {
+    const int64_t n = ctx.rows * p_.elems;
+    DispatchAny(p_.from, [&](auto in_type) {
       using In = decltype(in_type);
-      DispatchAny(to_, [&](auto out_type) {
+      DispatchAny(p_.to, [&](auto out_type) {
         using Out = decltype(out_type);
         const In* src = reinterpret_cast<const In*>(in[0].data);
         Out* dst = reinterpret_cast<Out*>(out[0].data);
@@ -67,38 +70,32 @@ class CastKernel : public Kernel {
   }
 
  private:
-  DType from_, to_;
-  int64_t elems_;
+  const Params p_;
 };
 
-absl::StatusOr<OpBinding> BindCast(const Attrs& attrs, const Schema& schema) {
+absl::StatusOr<InferredOp> InferCast(const Attrs& attrs, const Schema& schema) {
   SLUICE_ASSIGN_OR_RETURN(
       BoundField f,
       BindField(attrs, schema, {DType::kUInt8, DType::kInt32, DType::kInt64, DType::kFloat32}));
-  absl::StatusOr<DType> to = ParseDType(attrs.GetString("dtype"));
-  if (!to.ok()) return AttrError("dtype", to.status().message());
-  if (*to == DType::kFloat16) {
-    return AttrError("dtype", "float16 is an output of crop_mirror_normalize only; cast to float32 here");
-  }
+  // The attr's choices are dtypes.
+  const absl::StatusOr<DType> to = ParseDType(attrs.GetString("dtype"));
   ColumnSpec out = f.spec;
   out.dtype = *to;
-  return UnaryBinding(f.column, out,
-                      std::make_shared<CastKernel>(f.spec.dtype, *to, f.spec.shape.num_elements()));
+  return UnaryOp(f.column, out, CastParams{f.spec.dtype, *to, f.spec.shape.num_elements()});
 }
 
-// out = in * scale + offset, as float32.
-class AffineKernel : public Kernel {
+class RescaleKernel : public Kernel {
  public:
-  AffineKernel(DType from, int64_t elems, float scale, float offset)
-      : from_(from), elems_(elems), scale_(scale), offset_(offset) {}
-  absl::Status Run(const TileContext& ctx, absl::Span<const ColumnRef> in,
+  using Params = RescaleParams;
+  explicit RescaleKernel(const Params& p) : p_(p) {}
+  absl::Status Run(const KernelContext& ctx, absl::Span<const ColumnRef> in,
                    absl::Span<const ColumnRef> out) const override {
-    const int64_t n = ctx.rows * elems_;
+    const int64_t n = ctx.rows * p_.elems;
     float* dst = reinterpret_cast<float*>(out[0].data);
-    // Locals, not members: a store through dst could alias this->scale_,
+    // Locals, not members: a store through dst could alias this->p_,
     // which kept the loop scalar (1.1 G elements/s; vectorized ~10x that).
-    const float scale = scale_, offset = offset_;
-    DispatchImageType(from_, [&](auto type) {
+    const float scale = p_.scale, offset = p_.offset;
+    DispatchImageType(p_.from, [&](auto type) {
       using T = decltype(type);
       const T* __restrict src = reinterpret_cast<const T*>(in[0].data);
       for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<float>(src[i]) * scale + offset;
@@ -107,39 +104,34 @@ class AffineKernel : public Kernel {
   }
 
  private:
-  DType from_;
-  int64_t elems_;
-  float scale_, offset_;
+  const Params p_;
 };
 
-absl::StatusOr<OpBinding> BindRescale(const Attrs& attrs, const Schema& schema) {
+absl::StatusOr<InferredOp> InferRescale(const Attrs& attrs, const Schema& schema) {
   SLUICE_ASSIGN_OR_RETURN(BoundField f, BindField(attrs, schema, {DType::kUInt8, DType::kFloat32}));
   ColumnSpec out = f.spec;
   out.dtype = DType::kFloat32;
-  return UnaryBinding(f.column, out,
-                      std::make_shared<AffineKernel>(f.spec.dtype, f.spec.shape.num_elements(),
-                                                     attrs.GetFloat("scale"),
-                                                     attrs.GetFloat("offset")));
+  return UnaryOp(f.column, out,
+                 RescaleParams{f.spec.dtype, f.spec.shape.num_elements(), static_cast<float>(attrs.GetFloat("scale")),
+                               static_cast<float>(attrs.GetFloat("offset"))});
 }
 
-// out = (in * scale - mean[c]) / std[c], computed as in * a[c] + b[c].
 class NormalizeKernel : public Kernel {
  public:
+  using Params = NormalizeParams;
   // Channels last: the tile is one flat array whose channel pattern repeats
   // every C elements, so a precomputed pattern of whole periods keeps the
   // loop branch-free and vectorized. Channels first: one plane per channel.
-  NormalizeKernel(DType from, Shape shape, bool channels_first, std::vector<float> a,
-                  std::vector<float> b)
-      : from_(from), shape_(std::move(shape)), channels_first_(channels_first) {
-    const size_t c = a.size();
+  explicit NormalizeKernel(const Params& p) : from_(p.from), shape_(p.shape), channels_first_(p.channels_first) {
+    const size_t c = p.a.size();
     const size_t period = c * std::max<size_t>(1, 256 / c);
     for (size_t i = 0; i < period; ++i) {
-      a_.push_back(a[i % c]);
-      b_.push_back(b[i % c]);
+      a_.push_back(p.a[i % c]);
+      b_.push_back(p.b[i % c]);
     }
   }
 
-  absl::Status Run(const TileContext& ctx, absl::Span<const ColumnRef> in,
+  absl::Status Run(const KernelContext& ctx, absl::Span<const ColumnRef> in,
                    absl::Span<const ColumnRef> out) const override {
     DispatchImageType(from_, [&](auto type) {
       using T = decltype(type);
@@ -180,14 +172,11 @@ class NormalizeKernel : public Kernel {
   std::vector<float> a_, b_;  // one or more whole periods of channels
 };
 
-absl::StatusOr<OpBinding> BindNormalize(const Attrs& attrs, const Schema& schema) {
+absl::StatusOr<InferredOp> InferNormalize(const Attrs& attrs, const Schema& schema) {
   SLUICE_ASSIGN_OR_RETURN(BoundField f, BindField(attrs, schema, {DType::kUInt8, DType::kFloat32}));
   const std::vector<double>& mean = attrs.GetFloats("mean");
   const std::vector<double>& stddev = attrs.GetFloats("std");
   const std::string& layout = attrs.GetString("layout");
-  if (layout != "HWC" && layout != "CHW") {
-    return AttrError("layout", absl::StrCat("must be \"HWC\" or \"CHW\", got \"", layout, "\""));
-  }
   const bool channels_first = layout == "CHW";
   const Shape& s = f.spec.shape;
   const int64_t channels =
@@ -209,50 +198,53 @@ absl::StatusOr<OpBinding> BindNormalize(const Attrs& attrs, const Schema& schema
   const double scale = attrs.GetFloat("scale");
   for (size_t i = 0; i < nc; ++i) {
     const double sd = stddev[c == 1 ? 0 : i];
-    if (!(sd > 0)) return AttrError("std", absl::StrCat("values must be > 0, got ", sd));
     a[i] = static_cast<float>(scale / sd);
     b[i] = static_cast<float>(-mean[c == 1 ? 0 : i] / sd);
   }
   ColumnSpec out = f.spec;
   out.dtype = DType::kFloat32;
-  return UnaryBinding(f.column, out,
-                      std::make_shared<NormalizeKernel>(f.spec.dtype, s, channels_first,
-                                                        std::move(a), std::move(b)));
+  return UnaryOp(f.column, out, NormalizeParams{f.spec.dtype, s, channels_first, std::move(a), std::move(b)});
 }
 
 }  // namespace
 
-void RegisterColorOps(OpRegistry* registry) {
-  registry->Register(OpSchema{
-      "cast",
-      "Converts a column to another dtype. Float to integer rounds toward zero and "
-      "saturates to the type's range (NaN becomes 0); integer narrowing saturates.",
-      {FieldAttr(), {"dtype", AttrType::kString, "", "uint8, int32, int64 or float32"}},
-      false,
-      false,
-      BindCast});
-  registry->Register(OpSchema{
-      "rescale",
-      "out = in * scale + offset, as float32 (e.g. scale 1/255 maps uint8 pixels to [0, 1]).",
-      {FieldAttr(),
-       {"scale", AttrType::kFloat, "", "multiplier"},
-       {"offset", AttrType::kFloat, "0", "added after scaling"}},
-      false,
-      false,
-      BindRescale});
-  registry->Register(OpSchema{
-      "normalize",
-      "Per-channel normalization to float32: out = (in * scale - mean[c]) / std[c]. "
-      "With scale 1/255 on uint8 input it is torchvision's ToTensor + Normalize in one pass.",
-      {FieldAttr(),
-       {"mean", AttrType::kFloats, "", "one value, or one per channel"},
-       {"std", AttrType::kFloats, "", "one value, or one per channel (> 0)"},
-       {"scale", AttrType::kFloat, "1", "applied to the input before the mean is subtracted"},
-       {"layout", AttrType::kString, "\"HWC\"",
-        "where the channels are: \"HWC\" (last axis) or \"CHW\" (first axis)"}},
-      false,
-      false,
-      BindNormalize});
+absl::Status RegisterColorOps(OpRegistry* registry) {
+  SLUICE_RETURN_IF_ERROR(registry->AddOp(
+      OpSchema("cast")
+          .Doc("Converts a column to another dtype. Float to integer rounds toward zero and saturates to the "
+               "type's range (NaN becomes 0); integer narrowing saturates.")
+          .Attr(FieldAttr())
+          .Attr(AttrSchema{"dtype", AttrType::kString, "", "the dtype to convert to"}.OneOf(
+              {"uint8", "int32", "int64", "float32"}))
+          .Input("field", "uint8, int32, int64 or float32")
+          .Output("field", "the same values as `dtype`")
+          .Infer(InferCast)));
+  SLUICE_RETURN_IF_ERROR(registry->AddKernel<CastKernel>("cast", Backend::kCpu));
+  SLUICE_RETURN_IF_ERROR(registry->AddOp(
+      OpSchema("rescale")
+          .Doc("out = in * scale + offset, as float32 (e.g. scale 1/255 maps uint8 pixels to [0, 1]).")
+          .Attr(FieldAttr())
+          .Attr({"scale", AttrType::kFloat, "", "multiplier"})
+          .Attr({"offset", AttrType::kFloat, "0", "added after scaling"})
+          .Input("field", "uint8 or float32")
+          .Output("field", "float32, same shape")
+          .Infer(InferRescale)));
+  SLUICE_RETURN_IF_ERROR(registry->AddKernel<RescaleKernel>("rescale", Backend::kCpu));
+  SLUICE_RETURN_IF_ERROR(registry->AddOp(
+      OpSchema("normalize")
+          .Doc("Per-channel normalization to float32: out = (in * scale - mean[c]) / std[c]. With scale 1/255 on "
+               "uint8 input it is torchvision's ToTensor + Normalize in one pass.")
+          .Attr(FieldAttr())
+          .Attr({"mean", AttrType::kFloats, "", "one value, or one per channel"})
+          .Attr(AttrSchema{"std", AttrType::kFloats, "", "one value, or one per channel"}.Above(0))
+          .Attr({"scale", AttrType::kFloat, "1", "applied to the input before the mean is subtracted"})
+          .Attr(AttrSchema{"layout", AttrType::kString, "\"HWC\"",
+                           "where the channels are: \"HWC\" (last axis) or \"CHW\" (first axis)"}
+                    .OneOf({"HWC", "CHW"}))
+          .Input("field", "uint8 or float32")
+          .Output("field", "float32, same shape")
+          .Infer(InferNormalize)));
+  return registry->AddKernel<NormalizeKernel>("normalize", Backend::kCpu);
 }
 
 }  // namespace sluice::ops

@@ -14,8 +14,30 @@
 #include "sluice/core/rng.h"
 #include "sluice/ops/field.h"
 #include "sluice/ops/image_decoder.h"
+#include "sluice/ops/kernel.h"
 
 namespace sluice::ops {
+
+// How an op picks, for each image, the window that becomes its output.
+struct CropSpec {
+  enum class Kind {
+    kWhole,          // all of the image
+    kRandomResized,  // torchvision's RandomResizedCrop
+    kResizeCenter,   // torchvision's Resize(resize) then CenterCrop(crop_h, crop_w)
+  };
+  Kind kind = Kind::kWhole;
+  double scale_lo = 0, scale_hi = 0, ratio_lo = 0, ratio_hi = 0;  // kRandomResized
+  int64_t resize = 0;                                            // kResizeCenter
+  int crop_h = 0, crop_w = 0;                                    // kResizeCenter
+};
+
+// The window of a width x height image that row `row` of `ctx` gets (a
+// random one draws from the row's stream).
+Window PickWindow(const CropSpec& spec, int width, int height, const KernelContext& ctx, int64_t row);
+
+// The kRandomResized spec of attrs "scale" and "ratio" (RandomResizedCropAttrs);
+// InvalidArgument naming the attr when a range is reversed.
+absl::StatusOr<CropSpec> RandomResizedCropSpec(const Attrs& attrs);
 
 // RandomResizedCrop.get_params: ten tries at an area (a share in [scale_lo,
 // scale_hi] of the image's) and an aspect ratio (log-uniform in [ratio_lo,
@@ -24,13 +46,10 @@ namespace sluice::ops {
 Window RandomResizedCropWindow(int width, int height, SampleRng& rng, double scale_lo, double scale_hi,
                                double ratio_lo, double ratio_hi);
 
-// InvalidArgument naming the attr unless scale is [min, max] with
-// 0 < min <= max <= 1 and ratio is [min, max] with 0 < min <= max.
-absl::Status CheckRandomResizedCropRanges(const std::vector<double>& scale, const std::vector<double>& ratio);
-
-// Attr `name` as (height, width): [height, width], or [size] for a square;
-// each in 1..65535. InvalidArgument naming the attr otherwise.
-absl::StatusOr<std::pair<int, int>> ImageSizeAttr(const Attrs& attrs, absl::string_view name);
+// An image size attr: [height, width] or [size], each in 1..65535.
+AttrSchema ImageSizeAttr(const char* name, const char* default_json);
+// Attr `name` (an ImageSizeAttr) as (height, width).
+std::pair<int, int> ImageSize(const Attrs& attrs, absl::string_view name);
 
 // The attrs of a random resized crop: size, scale, ratio.
 std::vector<AttrSchema> RandomResizedCropAttrs();

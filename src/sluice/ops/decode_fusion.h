@@ -1,23 +1,40 @@
 // A decode op followed by crop_mirror_normalize (without a crop) on the same
-// column, as one kernel: the resampler hands its rows straight to the
+// column, as one op: the resampler hands its rows straight to the
 // normalization, so the decoded image is never written as bytes and read
 // back. Outputs are identical to the two ops run apart.
 #ifndef SLUICE_OPS_DECODE_FUSION_H_
 #define SLUICE_OPS_DECODE_FUSION_H_
 
 #include <cstdint>
-#include <memory>
 
-#include "sluice/ops/kernel.h"
+#include "absl/strings/string_view.h"
+#include "sluice/ops/crop_window.h"
+#include "sluice/ops/normalize.h"
 
 namespace sluice::ops {
 
-// The fused kernel, or null when `decode` is not a decode op's kernel or
-// `normalize` not an uncropped crop_mirror_normalize's. `normalize_key` is
-// the normalize op's key (its mirror draws); the fused kernel runs under
-// the decode op's.
-std::shared_ptr<const Kernel> FuseDecodeNormalize(const Kernel& decode, const Kernel& normalize,
-                                                  uint64_t normalize_key);
+// The params of decode_image, decode_random_resized_crop and
+// decode_resize_center_crop: the output size and how each image's window
+// is picked.
+struct DecodeParams {
+  int out_h, out_w;
+  bool dct_scaling;
+  CropSpec window;
+};
+
+// Whether `op` is one of the decode ops above.
+bool IsDecodeOp(absl::string_view op);
+
+// The internal op the graph makes of a decode op and the uncropped
+// crop_mirror_normalize after it. It runs under the decode op's key (its
+// windows' draws); the mirrors draw under `normalize_key`, the normalize
+// op's.
+inline constexpr char kFusedDecodeNormalizeOp[] = "fused_decode_normalize";
+struct FusedDecodeNormalizeParams {
+  DecodeParams decode;
+  Normalizer normalizer;
+  uint64_t normalize_key;
+};
 
 }  // namespace sluice::ops
 

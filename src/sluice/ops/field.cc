@@ -43,14 +43,6 @@ absl::StatusOr<ImageDims> ImageDimsOf(const ColumnSpec& spec) {
       " but this op needs an image [H,W] or [H,W,C] (reshape it first)"));
 }
 
-OpBinding UnaryBinding(int column, ColumnSpec out, std::shared_ptr<const Kernel> kernel) {
-  OpBinding b;
-  b.inputs = {column};
-  b.outputs = {std::move(out)};
-  b.kernel = std::move(kernel);
-  return b;
-}
-
 absl::StatusOr<ImageDims> BindUint8Image(const Attrs& attrs, const Schema& schema, BoundField* f) {
   SLUICE_ASSIGN_OR_RETURN(*f, BindField(attrs, schema, {DType::kUInt8}));
   if (f->spec.shape.rank() != 3) {

@@ -10,7 +10,7 @@
 #include "absl/status/statusor.h"
 #include "sluice/core/schema.h"
 #include "sluice/ops/attrs.h"
-#include "sluice/ops/op_registry.h"
+#include "sluice/ops/op_schema.h"
 
 namespace sluice::ops {
 
@@ -40,8 +40,16 @@ absl::StatusOr<ImageDims> ImageDimsOf(const ColumnSpec& spec);
 // The uint8 image [H,W,C] named by attr "field"; InvalidArgument otherwise.
 absl::StatusOr<ImageDims> BindUint8Image(const Attrs& attrs, const Schema& schema, BoundField* f);
 
-// A binding that reads `column` and writes `out` (same name: in place).
-OpBinding UnaryBinding(int column, ColumnSpec out, std::shared_ptr<const Kernel> kernel);
+// An op instance that reads `column` and writes `out` (same name: in
+// place), with `params` for its kernels.
+template <typename P>
+InferredOp UnaryOp(int column, ColumnSpec out, P params) {
+  InferredOp op;
+  op.inputs = {column};
+  op.outputs = {std::move(out)};
+  op.SetParams(std::move(params));
+  return op;
+}
 
 // Calls f(T{}) with T the C++ type of `dtype` (uint8_t or float).
 // REQUIRES: dtype is uint8 or float32.

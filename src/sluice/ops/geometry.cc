@@ -12,105 +12,73 @@
 namespace sluice::ops {
 namespace {
 
-constexpr double kPi = 3.14159265358979323846;
-
-class FlipKernel : public WarpKernel {
+// One geometric op: an affine map drawn per sample, resampled bilinearly.
+// A flip alone moves whole pixels, so it copies them instead.
+class WarpKernel : public Kernel {
  public:
-  FlipKernel(WarpSpec spec, bool horizontal, bool vertical)
-      : WarpKernel(spec), horizontal_(horizontal), vertical_(vertical) {}
+  using Params = WarpParams;
+  explicit WarpKernel(const Params& p) : p_(p) {}
 
-  // Draw 1 decides the horizontal flip, draw 2 the vertical one.
-  void Decide(SampleRng& rng, bool* h, bool* v) const {
-    const bool draw_h = rng.Bernoulli(0.5f);
-    const bool draw_v = rng.Bernoulli(0.5f);
-    *h = horizontal_ && draw_h;
-    *v = vertical_ && draw_v;
-  }
-
-  Affine SampleMap(SampleRng& rng) const override {
-    bool h, v;
-    Decide(rng, &h, &v);
-    const ImageDims& d = spec().dims;
-    Affine a;
-    if (h) a.m[0] = -1, a.m[2] = static_cast<float>(d.w - 1);
-    if (v) a.m[4] = -1, a.m[5] = static_cast<float>(d.h - 1);
-    return a;
-  }
-
-  // Alone, a flip moves whole pixels: copy them instead of resampling.
-  absl::Status Run(const TileContext& ctx, absl::Span<const ColumnRef> in,
+  absl::Status Run(const KernelContext& ctx, absl::Span<const ColumnRef> in,
                    absl::Span<const ColumnRef> out) const override {
-    const ImageDims& d = spec().dims;
-    const int64_t pixel = d.c * DTypeSize(spec().dtype);
-    const int64_t row_bytes = d.w * pixel;
     for (int64_t r = 0; r < ctx.rows; ++r) {
       SampleRng rng = ctx.Rng(r);
-      bool h, v;
-      Decide(rng, &h, &v);
-      const uint8_t* src = in[0].row<const uint8_t>(r);
-      uint8_t* dst = out[0].row<uint8_t>(r);
-      for (int64_t y = 0; y < d.h; ++y) {
-        const uint8_t* s = src + (v ? d.h - 1 - y : y) * row_bytes;
-        uint8_t* o = dst + y * row_bytes;
-        if (!h) {
-          std::memcpy(o, s, row_bytes);
-          continue;
-        }
-        for (int64_t x = 0; x < d.w; ++x) std::memcpy(o + x * pixel, s + (d.w - 1 - x) * pixel, pixel);
+      const Affine map = SampleMap(p_.part, p_.spec.dims, rng);
+      if (p_.part.kind == WarpPart::Kind::kFlip) {
+        CopyFlipped(map.m[0] < 0, map.m[4] < 0, in[0].row<const uint8_t>(r), out[0].row<uint8_t>(r));
+      } else {
+        WarpAffine(p_.spec, map, in[0].row<uint8_t>(r), out[0].row<uint8_t>(r));
       }
     }
     return absl::OkStatus();
   }
 
  private:
-  bool horizontal_, vertical_;
+  void CopyFlipped(bool h, bool v, const uint8_t* src, uint8_t* dst) const {
+    const ImageDims& d = p_.spec.dims;
+    const int64_t pixel = d.c * DTypeSize(p_.spec.dtype);
+    const int64_t row_bytes = d.w * pixel;
+    for (int64_t y = 0; y < d.h; ++y) {
+      const uint8_t* s = src + (v ? d.h - 1 - y : y) * row_bytes;
+      uint8_t* o = dst + y * row_bytes;
+      if (!h) {
+        std::memcpy(o, s, row_bytes);
+        continue;
+      }
+      for (int64_t x = 0; x < d.w; ++x) std::memcpy(o + x * pixel, s + (d.w - 1 - x) * pixel, pixel);
+    }
+  }
+
+  const Params p_;
 };
 
-class RotationKernel : public WarpKernel {
+// Consecutive warps composed into one map per sample and one resampling.
+class FusedWarpKernel : public Kernel {
  public:
-  RotationKernel(WarpSpec spec, float lo_degrees, float hi_degrees)
-      : WarpKernel(spec), lo_(lo_degrees), hi_(hi_degrees) {}
-  // Rotation about the image centre by an angle drawn in [lo, hi] degrees.
-  Affine SampleMap(SampleRng& rng) const override {
-    const double theta = rng.Uniform(lo_, hi_) * kPi / 180.0;
-    const double c = std::cos(theta), s = std::sin(theta);
-    const double cx = (spec().dims.w - 1) / 2.0, cy = (spec().dims.h - 1) / 2.0;
-    Affine a;
-    a.m[0] = static_cast<float>(c);
-    a.m[1] = static_cast<float>(-s);
-    a.m[2] = static_cast<float>(cx - c * cx + s * cy);
-    a.m[3] = static_cast<float>(s);
-    a.m[4] = static_cast<float>(c);
-    a.m[5] = static_cast<float>(cy - s * cx - c * cy);
-    return a;
+  using Params = FusedWarpParams;
+  explicit FusedWarpKernel(const Params& p) : p_(p) {}
+
+  absl::Status Run(const KernelContext& ctx, absl::Span<const ColumnRef> in,
+                   absl::Span<const ColumnRef> out) const override {
+    for (int64_t r = 0; r < ctx.rows; ++r) {
+      Affine map;
+      for (const auto& [part, op_key] : p_.parts) {
+        SampleRng rng = ctx.RngFor(op_key, r);
+        map = Then(map, SampleMap(part, p_.spec.dims, rng));
+      }
+      WarpAffine(p_.spec, map, in[0].row<uint8_t>(r), out[0].row<uint8_t>(r));
+    }
+    return absl::OkStatus();
   }
 
  private:
-  float lo_, hi_;
-};
-
-class ZoomKernel : public WarpKernel {
- public:
-  ZoomKernel(WarpSpec spec, float lo, float hi) : WarpKernel(spec), lo_(lo), hi_(hi) {}
-  // Magnification s about the centre: s > 1 enlarges the content.
-  Affine SampleMap(SampleRng& rng) const override {
-    const double inv = 1.0 / rng.Uniform(lo_, hi_);
-    const double cx = (spec().dims.w - 1) / 2.0, cy = (spec().dims.h - 1) / 2.0;
-    Affine a;
-    a.m[0] = a.m[4] = static_cast<float>(inv);
-    a.m[2] = static_cast<float>(cx - cx * inv);
-    a.m[5] = static_cast<float>(cy - cy * inv);
-    return a;
-  }
-
- private:
-  float lo_, hi_;
+  const Params p_;
 };
 
 AttrSchema FillModeAttr() {
-  return {"fill_mode", AttrType::kString, "\"reflect\"",
-          "outside the image: \"reflect\" (dcba|abcd, Keras' default), \"nearest\" or "
-          "\"constant\""};
+  return AttrSchema{"fill_mode", AttrType::kString, "\"reflect\"",
+                    "outside the image: \"reflect\" (dcba|abcd, Keras' default), \"nearest\" or \"constant\""}
+      .OneOf({"reflect", "nearest", "constant"});
 }
 AttrSchema FillValueAttr() {
   return {"fill_value", AttrType::kFloat, "0", "value used by fill_mode \"constant\""};
@@ -120,15 +88,9 @@ absl::StatusOr<WarpSpec> BindWarpSpec(const Attrs& attrs, const ColumnSpec& spec
   SLUICE_ASSIGN_OR_RETURN(ImageDims dims, ImageDimsOf(spec));
   WarpSpec w{spec.dtype, dims, FillMode::kReflect, 0.f};
   if (!has_fill) return w;
-  const std::string& mode = attrs.GetString("fill_mode");
-  if (mode == "constant") {
-    w.fill_mode = FillMode::kConstant;
-  } else if (mode == "nearest") {
-    w.fill_mode = FillMode::kNearest;
-  } else if (mode != "reflect") {
-    return AttrError("fill_mode", absl::StrCat("must be \"reflect\", \"nearest\" or \"constant\", got \"",
-                                               mode, "\""));
-  }
+  const std::string& mode = attrs.GetString("fill_mode");  // one of the attr's choices
+  if (mode == "constant") w.fill_mode = FillMode::kConstant;
+  if (mode == "nearest") w.fill_mode = FillMode::kNearest;
   w.fill_value = static_cast<float>(attrs.GetFloat("fill_value"));
   return w;
 }
@@ -141,48 +103,52 @@ absl::StatusOr<std::pair<double, double>> SymmetricRange(const Attrs& attrs, con
   return AttrError(name, "must be a number x (meaning [-x, x]) or [min, max] with min <= max");
 }
 
-OpBinding RandomBinding(const BoundField& f, std::shared_ptr<const Kernel> kernel) {
-  OpBinding b = UnaryBinding(f.column, f.spec, std::move(kernel));
-  b.random = true;
-  return b;
+// The image column named by "field" (uint8 or float32), warped by `part`.
+absl::StatusOr<InferredOp> InferWarp(const Attrs& attrs, const Schema& schema, bool has_fill, WarpPart part) {
+  SLUICE_ASSIGN_OR_RETURN(BoundField f, BindField(attrs, schema, {DType::kUInt8, DType::kFloat32}));
+  SLUICE_ASSIGN_OR_RETURN(WarpSpec w, BindWarpSpec(attrs, f.spec, has_fill));
+  InferredOp op = UnaryOp(f.column, f.spec, WarpParams{w, part});
+  op.random = true;
+  return op;
 }
 
-absl::StatusOr<OpBinding> BindFlip(const Attrs& attrs, const Schema& schema) {
-  SLUICE_ASSIGN_OR_RETURN(BoundField f, BindField(attrs, schema, {DType::kUInt8, DType::kFloat32}));
-  SLUICE_ASSIGN_OR_RETURN(WarpSpec w, BindWarpSpec(attrs, f.spec, false));
-  const std::string& mode = attrs.GetString("mode");
-  const bool h = mode == "horizontal" || mode == "horizontal_and_vertical";
-  const bool v = mode == "vertical" || mode == "horizontal_and_vertical";
-  if (!h && !v) {
-    return AttrError("mode", absl::StrCat("must be \"horizontal\", \"vertical\" or "
-                                          "\"horizontal_and_vertical\", got \"", mode, "\""));
-  }
-  return RandomBinding(f, std::make_shared<FlipKernel>(w, h, v));
+absl::StatusOr<InferredOp> InferFlip(const Attrs& attrs, const Schema& schema) {
+  const std::string& mode = attrs.GetString("mode");  // one of the attr's choices
+  WarpPart part;
+  part.horizontal = mode == "horizontal" || mode == "horizontal_and_vertical";
+  part.vertical = mode == "vertical" || mode == "horizontal_and_vertical";
+  return InferWarp(attrs, schema, false, part);
 }
 
-absl::StatusOr<OpBinding> BindRotation(const Attrs& attrs, const Schema& schema) {
-  SLUICE_ASSIGN_OR_RETURN(BoundField f, BindField(attrs, schema, {DType::kUInt8, DType::kFloat32}));
-  SLUICE_ASSIGN_OR_RETURN(WarpSpec w, BindWarpSpec(attrs, f.spec, true));
+absl::StatusOr<InferredOp> InferRotation(const Attrs& attrs, const Schema& schema) {
   SLUICE_ASSIGN_OR_RETURN(auto range, SymmetricRange(attrs, "degrees"));
-  return RandomBinding(f, std::make_shared<RotationKernel>(w, static_cast<float>(range.first),
-                                                           static_cast<float>(range.second)));
+  WarpPart part;
+  part.kind = WarpPart::Kind::kRotation;
+  part.lo = static_cast<float>(range.first);
+  part.hi = static_cast<float>(range.second);
+  return InferWarp(attrs, schema, true, part);
 }
 
-absl::StatusOr<OpBinding> BindZoom(const Attrs& attrs, const Schema& schema) {
-  SLUICE_ASSIGN_OR_RETURN(BoundField f, BindField(attrs, schema, {DType::kUInt8, DType::kFloat32}));
-  SLUICE_ASSIGN_OR_RETURN(WarpSpec w, BindWarpSpec(attrs, f.spec, true));
+absl::StatusOr<InferredOp> InferZoom(const Attrs& attrs, const Schema& schema) {
   const std::vector<double>& s = attrs.GetFloats("scale");
-  if (s.size() != 2 || !(s[0] > 0) || s[1] < s[0]) {
-    return AttrError("scale", "must be [min, max] with 0 < min <= max");
-  }
-  return RandomBinding(f, std::make_shared<ZoomKernel>(w, static_cast<float>(s[0]),
-                                                       static_cast<float>(s[1])));
+  if (s[1] < s[0]) return AttrError("scale", "must be [min, max] with min <= max");
+  WarpPart part;
+  part.kind = WarpPart::Kind::kZoom;
+  part.lo = static_cast<float>(s[0]);
+  part.hi = static_cast<float>(s[1]);
+  return InferWarp(attrs, schema, true, part);
 }
+
+struct HwcToChwParams {
+  ImageDims dims;
+  size_t elem;  // bytes per value
+};
 
 class HwcToChwKernel : public Kernel {
  public:
-  HwcToChwKernel(ImageDims dims, size_t elem) : dims_(dims), elem_(elem) {}
-  absl::Status Run(const TileContext& ctx, absl::Span<const ColumnRef> in,
+  using Params = HwcToChwParams;
+  explicit HwcToChwKernel(const Params& p) : dims_(p.dims), elem_(p.elem) {}
+  absl::Status Run(const KernelContext& ctx, absl::Span<const ColumnRef> in,
                    absl::Span<const ColumnRef> out) const override {
     const int64_t plane = dims_.h * dims_.w;
     for (int64_t r = 0; r < ctx.rows; ++r) {
@@ -202,7 +168,7 @@ class HwcToChwKernel : public Kernel {
   size_t elem_;
 };
 
-absl::StatusOr<OpBinding> BindHwcToChw(const Attrs& attrs, const Schema& schema) {
+absl::StatusOr<InferredOp> InferHwcToChw(const Attrs& attrs, const Schema& schema) {
   SLUICE_ASSIGN_OR_RETURN(
       BoundField f,
       BindField(attrs, schema, {DType::kUInt8, DType::kInt32, DType::kInt64, DType::kFloat32}));
@@ -213,51 +179,67 @@ absl::StatusOr<OpBinding> BindHwcToChw(const Attrs& attrs, const Schema& schema)
   SLUICE_ASSIGN_OR_RETURN(ImageDims d, ImageDimsOf(f.spec));
   ColumnSpec out = f.spec;
   out.shape = Shape{d.c, d.h, d.w};
-  return UnaryBinding(f.column, out, std::make_shared<HwcToChwKernel>(d, DTypeSize(f.spec.dtype)));
+  return UnaryOp(f.column, out, HwcToChwParams{d, DTypeSize(f.spec.dtype)});
 }
 
 }  // namespace
 
-void RegisterGeometryOps(OpRegistry* registry) {
-  registry->Register(OpSchema{
-      "random_flip",
-      "Flips each sample with probability 1/2 per direction (Keras' RandomFlip).",
-      {FieldAttr(),
-       {"mode", AttrType::kString, "\"horizontal\"",
-        "\"horizontal\", \"vertical\" or \"horizontal_and_vertical\""}},
-      true,
-      false,
-      BindFlip});
-  registry->Register(OpSchema{
-      "random_rotation",
-      "Rotates each sample about its centre by an angle drawn uniformly per sample, with "
-      "bilinear interpolation. Keras' RandomRotation(0.1) is degrees 36 (0.1 of a turn).",
-      {FieldAttr(),
-       {"degrees", AttrType::kFloats, "", "x for [-x, x], or [min, max]"},
-       FillModeAttr(),
-       FillValueAttr()},
-      true,
-      false,
-      BindRotation});
-  registry->Register(OpSchema{
-      "random_zoom",
-      "Scales each sample about its centre by a magnification drawn uniformly per sample "
-      "(> 1 enlarges), with bilinear interpolation. Keras' RandomZoom(0.1) is about "
-      "scale [0.9, 1.1].",
-      {FieldAttr(),
-       {"scale", AttrType::kFloats, "", "[min, max] magnification"},
-       FillModeAttr(),
-       FillValueAttr()},
-      true,
-      false,
-      BindZoom});
-  registry->Register(OpSchema{
-      "hwc_to_chw",
-      "Transposes an [H,W,C] sample to [C,H,W] (the layout torch models take).",
-      {FieldAttr()},
-      false,
-      false,
-      BindHwcToChw});
+absl::Status RegisterGeometryOps(OpRegistry* registry) {
+  const char* kImage = "uint8 or float32 image [H,W] or [H,W,C]";
+  SLUICE_RETURN_IF_ERROR(registry->AddOp(
+      OpSchema("random_flip")
+          .Doc("Flips each sample with probability 1/2 per direction (Keras' RandomFlip).")
+          .Attr(FieldAttr())
+          .Attr(AttrSchema{"mode", AttrType::kString, "\"horizontal\"", "the directions that may flip"}.OneOf(
+              {"horizontal", "vertical", "horizontal_and_vertical"}))
+          .Input("field", kImage)
+          .Output("field", "the same shape and dtype")
+          .Random()
+          .Infer(InferFlip)));
+  SLUICE_RETURN_IF_ERROR(registry->AddOp(
+      OpSchema("random_rotation")
+          .Doc("Rotates each sample about its centre by an angle drawn uniformly per sample, with bilinear "
+               "interpolation. Keras' RandomRotation(0.1) is degrees 36 (0.1 of a turn).")
+          .Attr(FieldAttr())
+          .Attr(AttrSchema{"degrees", AttrType::kFloats, "", "x for [-x, x], or [min, max]"}.Count(1, 2))
+          .Attr(FillModeAttr())
+          .Attr(FillValueAttr())
+          .Input("field", kImage)
+          .Output("field", "the same shape and dtype")
+          .Random()
+          .Infer(InferRotation)));
+  SLUICE_RETURN_IF_ERROR(registry->AddOp(
+      OpSchema("random_zoom")
+          .Doc("Scales each sample about its centre by a magnification drawn uniformly per sample (> 1 enlarges), "
+               "with bilinear interpolation. Keras' RandomZoom(0.1) is about scale [0.9, 1.1].")
+          .Attr(FieldAttr())
+          .Attr(AttrSchema{"scale", AttrType::kFloats, "", "[min, max] magnification"}.Count(2, 2).Above(0))
+          .Attr(FillModeAttr())
+          .Attr(FillValueAttr())
+          .Input("field", kImage)
+          .Output("field", "the same shape and dtype")
+          .Random()
+          .Infer(InferZoom)));
+  for (const char* op : {"random_flip", "random_rotation", "random_zoom"}) {
+    SLUICE_RETURN_IF_ERROR(registry->AddKernel<WarpKernel>(op, Backend::kCpu));
+  }
+  SLUICE_RETURN_IF_ERROR(registry->AddOp(
+      OpSchema(kFusedWarpOp)
+          .Doc("Consecutive random_flip, random_rotation and random_zoom on one column, composed into one map per "
+               "sample and resampled once (made by the graph; options.no_fuse_warps opts out).")
+          .Input("field", kImage)
+          .Output("field", "the same shape and dtype")
+          .Random()
+          .Internal()));
+  SLUICE_RETURN_IF_ERROR(registry->AddKernel<FusedWarpKernel>(kFusedWarpOp, Backend::kCpu));
+  SLUICE_RETURN_IF_ERROR(registry->AddOp(
+      OpSchema("hwc_to_chw")
+          .Doc("Transposes an [H,W,C] sample to [C,H,W] (the layout torch models take).")
+          .Attr(FieldAttr())
+          .Input("field", "[H,W,C] of any dtype")
+          .Output("field", "[C,H,W]")
+          .Infer(InferHwcToChw)));
+  return registry->AddKernel<HwcToChwKernel>("hwc_to_chw", Backend::kCpu);
 }
 
 }  // namespace sluice::ops

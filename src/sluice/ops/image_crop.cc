@@ -14,69 +14,65 @@
 namespace sluice::ops {
 namespace {
 
+struct ResampleParams {
+  ImageDims in;
+  int64_t h, w;
+  CropSpec window;
+};
+
 // A window of each image (all of it, or a random one), resampled to h x w.
 class ResampleKernel : public Kernel {
  public:
-  using WindowFn = std::function<Window(const TileContext&, int64_t row)>;
+  using Params = ResampleParams;
+  explicit ResampleKernel(const Params& p) : p_(p) {}
 
-  ResampleKernel(ImageDims in, int64_t h, int64_t w, WindowFn window)
-      : in_(in), h_(h), w_(w), window_(std::move(window)) {}
-
-  absl::Status Run(const TileContext& ctx, absl::Span<const ColumnRef> in,
+  absl::Status Run(const KernelContext& ctx, absl::Span<const ColumnRef> in,
                    absl::Span<const ColumnRef> out) const override {
+    const ImageDims& d = p_.in;
     for (int64_t r = 0; r < ctx.rows; ++r) {
-      ResampleBilinear(in[0].row<uint8_t>(r), static_cast<int>(in_.w), static_cast<int>(in_.h),
-                       static_cast<int>(in_.c), in_.row_elems(), window_(ctx, r), out[0].row<uint8_t>(r),
-                       static_cast<int>(w_), static_cast<int>(h_));
+      const Window window = PickWindow(p_.window, static_cast<int>(d.w), static_cast<int>(d.h), ctx, r);
+      ResampleBilinear(in[0].row<uint8_t>(r), static_cast<int>(d.w), static_cast<int>(d.h), static_cast<int>(d.c),
+                       d.row_elems(), window, out[0].row<uint8_t>(r), static_cast<int>(p_.w),
+                       static_cast<int>(p_.h));
     }
     return absl::OkStatus();
   }
 
  private:
-  const ImageDims in_;
-  const int64_t h_, w_;
-  const WindowFn window_;
+  const Params p_;
 };
 
-// The image column named by "field", resized to attr "size" by `window`.
-absl::StatusOr<OpBinding> BindResample(const Attrs& attrs, const Schema& schema,
-                                       std::function<ResampleKernel::WindowFn(const ImageDims&)> window) {
+// The image column named by "field", resized to attr "size" through `window`.
+absl::StatusOr<InferredOp> InferResample(const Attrs& attrs, const Schema& schema, CropSpec window) {
   BoundField f;
   SLUICE_ASSIGN_OR_RETURN(ImageDims d, BindUint8Image(attrs, schema, &f));
-  SLUICE_ASSIGN_OR_RETURN(auto size, ImageSizeAttr(attrs, "size"));
+  const auto [h, w] = ImageSize(attrs, "size");
   ColumnSpec out = f.spec;
-  out.shape = Shape{size.first, size.second, d.c};
-  return UnaryBinding(f.column, out, std::make_shared<ResampleKernel>(d, size.first, size.second, window(d)));
+  out.shape = Shape{h, w, d.c};
+  InferredOp op = UnaryOp(f.column, out, ResampleParams{d, h, w, window});
+  op.random = window.kind == CropSpec::Kind::kRandomResized;
+  return op;
 }
 
-absl::StatusOr<OpBinding> BindResize(const Attrs& attrs, const Schema& schema) {
-  return BindResample(attrs, schema, [](const ImageDims& d) {
-    const Window whole{0, 0, static_cast<double>(d.w), static_cast<double>(d.h)};
-    return [whole](const TileContext&, int64_t) { return whole; };
-  });
+absl::StatusOr<InferredOp> InferResize(const Attrs& attrs, const Schema& schema) {
+  return InferResample(attrs, schema, CropSpec{});
 }
 
-// RandomResizedCrop's window per image.
-absl::StatusOr<OpBinding> BindRandomResizedCrop(const Attrs& attrs, const Schema& schema) {
-  const std::vector<double>& scale = attrs.GetFloats("scale");
-  const std::vector<double>& ratio = attrs.GetFloats("ratio");
-  SLUICE_RETURN_IF_ERROR(CheckRandomResizedCropRanges(scale, ratio));
-  SLUICE_ASSIGN_OR_RETURN(
-      OpBinding b, BindResample(attrs, schema, [s0 = scale[0], s1 = scale[1], r0 = ratio[0], r1 = ratio[1]](
-                                                   const ImageDims& d) {
-        return [d, s0, s1, r0, r1](const TileContext& ctx, int64_t row) {
-          SampleRng rng = ctx.Rng(row);
-          return RandomResizedCropWindow(static_cast<int>(d.w), static_cast<int>(d.h), rng, s0, s1, r0, r1);
-        };
-      }));
-  b.random = true;
-  return b;
+absl::StatusOr<InferredOp> InferRandomResizedCrop(const Attrs& attrs, const Schema& schema) {
+  SLUICE_ASSIGN_OR_RETURN(CropSpec window, RandomResizedCropSpec(attrs));
+  return InferResample(attrs, schema, window);
 }
+
+struct CenterCropParams {
+  ImageDims in;
+  int64_t h, w;
+};
 
 class CenterCropKernel : public Kernel {
  public:
-  CenterCropKernel(ImageDims in, int64_t h, int64_t w) : in_(in), h_(h), w_(w) {}
-  absl::Status Run(const TileContext& ctx, absl::Span<const ColumnRef> in,
+  using Params = CenterCropParams;
+  explicit CenterCropKernel(const Params& p) : in_(p.in), h_(p.h), w_(p.w) {}
+  absl::Status Run(const KernelContext& ctx, absl::Span<const ColumnRef> in,
                    absl::Span<const ColumnRef> out) const override {
     const auto [top, left] = CenterOffsets(in_, h_, w_);
     const int64_t row_bytes = w_ * in_.c;
@@ -93,65 +89,51 @@ class CenterCropKernel : public Kernel {
   const int64_t h_, w_;
 };
 
-absl::StatusOr<OpBinding> BindCenterCrop(const Attrs& attrs, const Schema& schema) {
+absl::StatusOr<InferredOp> InferCenterCrop(const Attrs& attrs, const Schema& schema) {
   BoundField f;
   SLUICE_ASSIGN_OR_RETURN(ImageDims d, BindUint8Image(attrs, schema, &f));
-  SLUICE_ASSIGN_OR_RETURN(auto size, ImageSizeAttr(attrs, "size"));
-  if (size.first > d.h || size.second > d.w) {
-    return AttrError("size", absl::StrCat("[", size.first, ", ", size.second, "] is larger than the image, ",
-                                          f.spec.shape.ToString()));
+  const auto [h, w] = ImageSize(attrs, "size");
+  if (h > d.h || w > d.w) {
+    return AttrError("size", absl::StrCat("[", h, ", ", w, "] is larger than the image, ", f.spec.shape.ToString()));
   }
   ColumnSpec out = f.spec;
-  out.shape = Shape{size.first, size.second, d.c};
-  return UnaryBinding(f.column, out, std::make_shared<CenterCropKernel>(d, size.first, size.second));
+  out.shape = Shape{h, w, d.c};
+  return UnaryOp(f.column, out, CenterCropParams{d, h, w});
 }
 
 }  // namespace
 
-void RegisterImageCropOps(OpRegistry* registry) {
-  registry->Register(OpSchema{
-      "resize",
-      "Resizes uint8 images [H,W,C] to `size` with bilinear filtering, antialiased when shrinking (PIL's and "
-      "torchvision's).",
-      {FieldAttr(), {"size", AttrType::kInts, "", "[height, width] or [size] of the output"}},
-      false,
-      false,
-      BindResize});
-  registry->Register(OpSchema{
-      "random_resized_crop",
-      "A random crop of each decoded uint8 image [H,W,C], resized to `size`: torchvision's RandomResizedCrop "
-      "(decode_random_resized_crop does the same inside the decoder, faster).",
-      [] {
-        std::vector<AttrSchema> attrs = RandomResizedCropAttrs();
-        attrs.insert(attrs.begin(), FieldAttr());
-        return attrs;
-      }(),
-      true,
-      false,
-      BindRandomResizedCrop});
-  registry->Register(OpSchema{
-      "center_crop",
-      "The centre `size` of uint8 images [H,W,C] (torchvision's CenterCrop).",
-      {FieldAttr(), {"size", AttrType::kInts, "", "[height, width] or [size] of the output"}},
-      false,
-      false,
-      BindCenterCrop});
-  registry->Register(OpSchema{
-      "crop_mirror_normalize",
-      "The last step before a model, fused: an optional centre crop, a mirror with probability `mirror`, "
-      "normalization (in * scale - mean) / std per channel, and HWC uint8 to CHW float32 or float16; "
-      "dtype uint8 skips the normalization (do it on the GPU: a quarter of the bytes across PCIe).",
-      {FieldAttr(),
-       {"crop", AttrType::kInts, "[]", "[height, width] of a centre crop; empty: none"},
-       {"mirror", AttrType::kFloat, "0.5", "probability of a horizontal mirror (0: never, 1: always)"},
-       {"mean", AttrType::kFloats, "[0.485, 0.456, 0.406]", "per channel, after scaling (ImageNet's)"},
-       {"std", AttrType::kFloats, "[0.229, 0.224, 0.225]", "per channel (ImageNet's)"},
-       {"scale", AttrType::kFloat, "0.00392156862745098", "applied first (1/255: torchvision's ToTensor)"},
-       {"dtype", AttrType::kString, "\"float32\"", "float32, float16 or uint8"},
-       {"layout", AttrType::kString, "\"CHW\"", "CHW (PyTorch's) or HWC"}},
-      true,
-      false,
-      BindCropMirrorNormalize});
+absl::Status RegisterImageCropOps(OpRegistry* registry) {
+  const char* kImage = "uint8 image [H,W,C]";
+  SLUICE_RETURN_IF_ERROR(registry->AddOp(
+      OpSchema("resize")
+          .Doc("Resizes uint8 images [H,W,C] to `size` with bilinear filtering, antialiased when shrinking (PIL's "
+               "and torchvision's).")
+          .Attr(FieldAttr())
+          .Attr(ImageSizeAttr("size", ""))
+          .Input("field", kImage)
+          .Output("field", "uint8 [height,width,C]")
+          .Infer(InferResize)));
+  SLUICE_RETURN_IF_ERROR(registry->AddKernel<ResampleKernel>("resize", Backend::kCpu));
+  OpSchema rrc("random_resized_crop");
+  rrc.Doc("A random crop of each decoded uint8 image [H,W,C], resized to `size`: torchvision's RandomResizedCrop "
+          "(decode_random_resized_crop does the same inside the decoder, faster).")
+      .Attr(FieldAttr());
+  for (AttrSchema& a : RandomResizedCropAttrs()) rrc.Attr(std::move(a));
+  SLUICE_RETURN_IF_ERROR(registry->AddOp(std::move(rrc.Input("field", kImage)
+                                                       .Output("field", "uint8 [height,width,C]")
+                                                       .Random()
+                                                       .Infer(InferRandomResizedCrop))));
+  SLUICE_RETURN_IF_ERROR(registry->AddKernel<ResampleKernel>("random_resized_crop", Backend::kCpu));
+  SLUICE_RETURN_IF_ERROR(registry->AddOp(OpSchema("center_crop")
+                                             .Doc("The centre `size` of uint8 images [H,W,C] (torchvision's CenterCrop).")
+                                             .Attr(FieldAttr())
+                                             .Attr(ImageSizeAttr("size", ""))
+                                             .Input("field", kImage)
+                                             .Output("field", "uint8 [height,width,C]")
+                                             .Infer(InferCenterCrop)));
+  SLUICE_RETURN_IF_ERROR(registry->AddKernel<CenterCropKernel>("center_crop", Backend::kCpu));
+  return RegisterCropMirrorNormalize(registry);
 }
 
 }  // namespace sluice::ops

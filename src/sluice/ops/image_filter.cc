@@ -148,21 +148,27 @@ void DilateImage(const T* src, T* dst, const FilterShape& f, Scratch& s) {
   Finish(s, d, dst);
 }
 
+struct FilterParams {
+  DType dtype;
+  ImageDims dims;
+  int64_t kh, kw;
+  float sigma_lo = 0, sigma_hi = 0;  // gaussian_blur
+};
+
 class GaussianBlurKernel : public Kernel {
  public:
-  GaussianBlurKernel(DType dtype, ImageDims dims, int64_t kh, int64_t kw, float sigma_lo,
-                     float sigma_hi)
-      : dtype_(dtype), shape_(dims, kh, kw, /*reflect=*/true), sigma_lo_(sigma_lo),
-        sigma_hi_(sigma_hi) {
-    if (sigma_lo == sigma_hi) {  // fixed sigma: taps once
-      fixed_x_.resize(kw);
-      fixed_y_.resize(kh);
-      GaussianTaps(kw, sigma_lo, fixed_x_.data());
-      GaussianTaps(kh, sigma_lo, fixed_y_.data());
+  using Params = FilterParams;
+  explicit GaussianBlurKernel(const Params& p)
+      : dtype_(p.dtype), shape_(p.dims, p.kh, p.kw, /*reflect=*/true), sigma_lo_(p.sigma_lo), sigma_hi_(p.sigma_hi) {
+    if (sigma_lo_ == sigma_hi_) {  // fixed sigma: taps once
+      fixed_x_.resize(p.kw);
+      fixed_y_.resize(p.kh);
+      GaussianTaps(p.kw, sigma_lo_, fixed_x_.data());
+      GaussianTaps(p.kh, sigma_lo_, fixed_y_.data());
     }
   }
 
-  absl::Status Run(const TileContext& ctx, absl::Span<const ColumnRef> in,
+  absl::Status Run(const KernelContext& ctx, absl::Span<const ColumnRef> in,
                    absl::Span<const ColumnRef> out) const override {
     Scratch& s = tls_scratch;
     DispatchImageType(dtype_, [&](auto type) {
@@ -192,49 +198,44 @@ class GaussianBlurKernel : public Kernel {
   std::vector<float> fixed_x_, fixed_y_;
 };
 
-// [k] or [kh, kw], each odd and positive.
-absl::StatusOr<std::pair<int64_t, int64_t>> KernelSize(const Attrs& attrs, const char* name) {
-  const std::vector<int64_t>& k = attrs.GetInts(name);
-  if (k.empty() || k.size() > 2) {
-    return AttrError(name, absl::StrCat("must be k or [kh, kw], got ", k.size(), " values"));
-  }
-  const int64_t kh = k[0], kw = k.size() == 2 ? k[1] : k[0];
-  for (int64_t v : {kh, kw}) {
-    if (v <= 0 || v % 2 == 0) {
-      return AttrError(name, absl::StrCat("must be odd and positive, got ", v));
-    }
-  }
-  return std::make_pair(kh, kw);
+// A k x k filter's attr: k or [kh, kw], each odd (its constraints say
+// positive and one or two values).
+AttrSchema KernelSizeAttr(const char* name, const char* doc) {
+  return AttrSchema{name, AttrType::kInts, "3", doc}.Count(1, 2).AtLeast(1);
 }
 
-absl::StatusOr<OpBinding> BindGaussianBlur(const Attrs& attrs, const Schema& schema) {
+// The image column named by "field" filtered with the kernel size in attr
+// `size_attr`.
+absl::StatusOr<std::pair<BoundField, FilterParams>> InferFilter(const Attrs& attrs, const Schema& schema,
+                                                                 const char* size_attr) {
   SLUICE_ASSIGN_OR_RETURN(BoundField f, BindField(attrs, schema, {DType::kUInt8, DType::kFloat32}));
   SLUICE_ASSIGN_OR_RETURN(ImageDims dims, ImageDimsOf(f.spec));
-  SLUICE_ASSIGN_OR_RETURN(auto ksize, KernelSize(attrs, "ksize"));
+  const std::vector<int64_t>& k = attrs.GetInts(size_attr);
+  const int64_t kh = k[0], kw = k.size() == 2 ? k[1] : k[0];
+  for (int64_t v : {kh, kw}) {
+    if (v % 2 == 0) return AttrError(size_attr, absl::StrCat("must be odd, got ", v));
+  }
+  return std::make_pair(f, FilterParams{f.spec.dtype, dims, kh, kw});
+}
+
+absl::StatusOr<InferredOp> InferGaussianBlur(const Attrs& attrs, const Schema& schema) {
+  SLUICE_ASSIGN_OR_RETURN(auto filter, InferFilter(attrs, schema, "ksize"));
+  auto& [f, params] = filter;
   const std::vector<double>& sigma = attrs.GetFloats("sigma");
-  if (sigma.empty() || sigma.size() > 2) {
-    return AttrError("sigma", absl::StrCat("must be a number or [min, max], got ", sigma.size(),
-                                           " values"));
-  }
   const double lo = sigma[0], hi = sigma.size() == 2 ? sigma[1] : sigma[0];
-  if (!(lo > 0) || !(hi >= lo)) {
-    return AttrError("sigma", absl::StrCat("must be > 0 (and min <= max), got ",
-                                           sigma.size() == 2 ? absl::StrCat("[", lo, ", ", hi, "]")
-                                                             : absl::StrCat(lo)));
-  }
-  OpBinding b = UnaryBinding(
-      f.column, f.spec,
-      std::make_shared<GaussianBlurKernel>(f.spec.dtype, dims, ksize.first, ksize.second,
-                                           static_cast<float>(lo), static_cast<float>(hi)));
-  b.random = lo != hi;
-  return b;
+  if (hi < lo) return AttrError("sigma", absl::StrCat("must be [min, max] with min <= max, got [", lo, ", ", hi, "]"));
+  params.sigma_lo = static_cast<float>(lo);
+  params.sigma_hi = static_cast<float>(hi);
+  InferredOp op = UnaryOp(f.column, f.spec, params);
+  op.random = lo != hi;
+  return op;
 }
 
 class DilationKernel : public Kernel {
  public:
-  DilationKernel(DType dtype, ImageDims dims, int64_t kh, int64_t kw)
-      : dtype_(dtype), shape_(dims, kh, kw, /*reflect=*/false) {}
-  absl::Status Run(const TileContext& ctx, absl::Span<const ColumnRef> in,
+  using Params = FilterParams;
+  explicit DilationKernel(const Params& p) : dtype_(p.dtype), shape_(p.dims, p.kh, p.kw, /*reflect=*/false) {}
+  absl::Status Run(const KernelContext& ctx, absl::Span<const ColumnRef> in,
                    absl::Span<const ColumnRef> out) const override {
     DispatchImageType(dtype_, [&](auto type) {
       using T = decltype(type);
@@ -250,38 +251,41 @@ class DilationKernel : public Kernel {
   FilterShape shape_;
 };
 
-absl::StatusOr<OpBinding> BindGreyDilation(const Attrs& attrs, const Schema& schema) {
-  SLUICE_ASSIGN_OR_RETURN(BoundField f, BindField(attrs, schema, {DType::kUInt8, DType::kFloat32}));
-  SLUICE_ASSIGN_OR_RETURN(ImageDims dims, ImageDimsOf(f.spec));
-  SLUICE_ASSIGN_OR_RETURN(auto size, KernelSize(attrs, "size"));
-  return UnaryBinding(f.column, f.spec,
-                      std::make_shared<DilationKernel>(f.spec.dtype, dims, size.first, size.second));
+absl::StatusOr<InferredOp> InferGreyDilation(const Attrs& attrs, const Schema& schema) {
+  SLUICE_ASSIGN_OR_RETURN(auto filter, InferFilter(attrs, schema, "size"));
+  return UnaryOp(filter.first.column, filter.first.spec, filter.second);
 }
 
 }  // namespace
 
-void RegisterImageFilterOps(OpRegistry* registry) {
-  registry->Register(OpSchema{
-      "gaussian_blur",
-      "Gaussian blur with a k x k kernel, per channel, reflect-101 borders (as torchvision's "
-      "GaussianBlur and TensorFlow's REFLECT padding). sigma is fixed, or drawn uniformly "
-      "from [min, max] per sample (one sigma for both axes, as torchvision). uint8 input is "
-      "filtered in float and rounded to nearest.",
-      {FieldAttr(),
-       {"ksize", AttrType::kInts, "3", "k or [kh, kw]; odd"},
-       {"sigma", AttrType::kFloats, "", "sigma, or [min, max] to draw it per sample"}},
-      /*random=*/true,
-      false,
-      BindGaussianBlur});
-  registry->Register(OpSchema{
-      "grey_dilation",
-      "Grey-scale dilation with a flat k x k structuring element: each value becomes the "
-      "maximum of its window, per channel; pixels outside the image are ignored (as "
-      "tf.nn.dilation2d with a zero filter and SAME padding, or scipy's grey_dilation).",
-      {FieldAttr(), {"size", AttrType::kInts, "3", "k or [kh, kw]; odd"}},
-      false,
-      false,
-      BindGreyDilation});
+absl::Status RegisterImageFilterOps(OpRegistry* registry) {
+  const char* kImage = "uint8 or float32 image [H,W] or [H,W,C]";
+  SLUICE_RETURN_IF_ERROR(registry->AddOp(
+      OpSchema("gaussian_blur")
+          .Doc("Gaussian blur with a k x k kernel, per channel, reflect-101 borders (as torchvision's GaussianBlur "
+               "and TensorFlow's REFLECT padding). sigma is fixed, or drawn uniformly from [min, max] per sample "
+               "(one sigma for both axes, as torchvision). uint8 input is filtered in float and rounded to nearest.")
+          .Attr(FieldAttr())
+          .Attr(KernelSizeAttr("ksize", "k or [kh, kw]; odd"))
+          .Attr(AttrSchema{"sigma", AttrType::kFloats, "", "sigma, or [min, max] to draw it per sample"}
+                    .Count(1, 2)
+                    .Above(0))
+          .Input("field", kImage)
+          .Output("field", "the same shape and dtype")
+          .Random()
+          .Infer(InferGaussianBlur)));
+  SLUICE_RETURN_IF_ERROR(registry->AddKernel<GaussianBlurKernel>("gaussian_blur", Backend::kCpu));
+  SLUICE_RETURN_IF_ERROR(registry->AddOp(
+      OpSchema("grey_dilation")
+          .Doc("Grey-scale dilation with a flat k x k structuring element: each value becomes the maximum of its "
+               "window, per channel; pixels outside the image are ignored (as tf.nn.dilation2d with a zero filter "
+               "and SAME padding, or scipy's grey_dilation).")
+          .Attr(FieldAttr())
+          .Attr(KernelSizeAttr("size", "k or [kh, kw]; odd"))
+          .Input("field", kImage)
+          .Output("field", "the same shape and dtype")
+          .Infer(InferGreyDilation)));
+  return registry->AddKernel<DilationKernel>("grey_dilation", Backend::kCpu);
 }
 
 }  // namespace sluice::ops

@@ -1,4 +1,5 @@
-// The interface every op implementation provides: run on a tile of rows.
+// What an op's kernel implements, per backend: a setup once per instance,
+// then runs on tiles of rows.
 #ifndef SLUICE_OPS_KERNEL_H_
 #define SLUICE_OPS_KERNEL_H_
 
@@ -6,6 +7,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "sluice/core/batch.h"
@@ -13,11 +15,19 @@
 
 namespace sluice::ops {
 
+// Where a kernel runs. A map node names its backend (MapDef.device).
+enum class Backend { kCpu, kCuda };
+
+absl::string_view BackendName(Backend backend);
+// InvalidArgument naming the allowed values unless `name` is "cpu" or "cuda".
+absl::StatusOr<Backend> ParseBackend(absl::string_view name);
+
 // One column as a kernel sees it for a tile: dense rows at `data`, each
 // `row_bytes` long; for a ragged input, rows of `ragged` from `ragged_row`
 // on; for variable-length bytes an earlier op of the chain produced, one
 // view per row at `views` (a kernel producing such a column sets them, and
-// they must point into its inputs).
+// they must point into its inputs). On the cuda backend `data` is device
+// memory; ragged and view columns exist on the host only.
 struct ColumnRef {
   uint8_t* data = nullptr;
   int64_t row_bytes = 0;
@@ -34,8 +44,15 @@ struct ColumnRef {
   }
 };
 
-// A run of consecutive rows, and what a kernel needs to know about them.
-struct TileContext {
+// A run of consecutive rows, the backend they are on, and what a kernel
+// needs to know about them.
+struct KernelContext {
+  Backend backend = Backend::kCpu;
+  // cuda: the device ordinal, and the cudaStream_t every launch and copy of
+  // this run goes on (kernels never synchronize it; the executor does).
+  int device = -1;
+  void* stream = nullptr;
+
   int64_t rows = 0;
   // Position of row 0 in the node's input stream this epoch; keys
   // randomness only for rows of unknown origin.
@@ -48,20 +65,31 @@ struct TileContext {
 
   // Row r's draws for this op, keyed by the sample's identity (file and
   // record), so a sample gets the same draws whatever its position: with
-  // any thread count, in unordered mode, after a shuffle, on any worker.
+  // any thread count, in unordered mode, after a shuffle, on any worker,
+  // on either backend.
   SampleRng Rng(int64_t r) const { return RngFor(op_key, r); }
   SampleRng RngFor(uint64_t key, int64_t r) const;
   // "record 17 of /d/a.tfrecord" for row r.
   std::string Where(int64_t r) const;
 };
 
-// Kernels are immutable after creation and called concurrently on disjoint
-// tiles, so Run is const. Scratch memory is thread_local inside the kernel
-// (allocated once per thread, never per call).
+// What a kernel learns once, before its first run.
+struct SetupContext {
+  Backend backend = Backend::kCpu;
+  int device = -1;  // cuda: the device its runs will be on
+};
+
+// One instance per op of a pipeline, made from the op's params by the
+// factory registered for its backend. Setup runs once, before any Run;
+// then Run is called concurrently on disjoint tiles, so it is const.
+// Per-run scratch memory is thread_local inside the kernel (allocated once
+// per thread, never per call); per-instance state (tables, device
+// constants) is made in Setup.
 class Kernel {
  public:
   virtual ~Kernel() = default;
-  virtual absl::Status Run(const TileContext& ctx, absl::Span<const ColumnRef> in,
+  virtual absl::Status Setup(const SetupContext& ctx) { return absl::OkStatus(); }
+  virtual absl::Status Run(const KernelContext& ctx, absl::Span<const ColumnRef> in,
                            absl::Span<const ColumnRef> out) const = 0;
 };
 

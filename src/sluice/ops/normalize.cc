@@ -112,7 +112,7 @@ Normalizer::Normalizer(int64_t h, int64_t w, int64_t channels, DType out, bool c
       b_(out == DType::kUInt8 ? std::vector<float>(static_cast<size_t>(channels), 0.f) : std::move(b)) {}
 
 
-bool Normalizer::Mirror(const TileContext& ctx, int64_t r, uint64_t key) const {
+bool Normalizer::Mirror(const KernelContext& ctx, int64_t r, uint64_t key) const {
   if (!random()) return mirror_p_ >= 1;
   SampleRng rng = ctx.RngFor(key, r);
   return rng.Bernoulli(mirror_p_);
@@ -190,34 +190,41 @@ void Normalizer::WritePlanes(const int16_t* levels, int64_t channel_stride, int6
   }
 }
 
-absl::Status CropMirrorNormalizeKernel::Run(const TileContext& ctx, absl::Span<const ColumnRef> in,
-                                            absl::Span<const ColumnRef> out) const {
-  const auto [top, left] = CenterOffsets(in_, h_, w_);
-  for (int64_t r = 0; r < ctx.rows; ++r) {
-    const bool mirror = normalizer_.Mirror(ctx, r, ctx.op_key);
-    const uint8_t* src = in[0].row<uint8_t>(r) + (top * in_.w + left) * in_.c;
-    uint8_t* dst = out[0].data + r * out[0].row_bytes;
-    for (int64_t y = 0; y < h_; ++y) normalizer_.Row(src + y * in_.row_elems(), y, mirror, dst);
-  }
-  return absl::OkStatus();
-}
+namespace {
 
-absl::StatusOr<OpBinding> BindCropMirrorNormalize(const Attrs& attrs, const Schema& schema) {
+class CropMirrorNormalizeKernel : public Kernel {
+ public:
+  using Params = CropMirrorNormalizeParams;
+  explicit CropMirrorNormalizeKernel(const Params& p) : p_(p) {}
+
+  absl::Status Run(const KernelContext& ctx, absl::Span<const ColumnRef> in,
+                   absl::Span<const ColumnRef> out) const override {
+    const ImageDims& d = p_.in;
+    const auto [top, left] = CenterOffsets(d, p_.h, p_.w);
+    for (int64_t r = 0; r < ctx.rows; ++r) {
+      const bool mirror = p_.normalizer.Mirror(ctx, r, ctx.op_key);
+      const uint8_t* src = in[0].row<uint8_t>(r) + (top * d.w + left) * d.c;
+      uint8_t* dst = out[0].data + r * out[0].row_bytes;
+      for (int64_t y = 0; y < p_.h; ++y) p_.normalizer.Row(src + y * d.row_elems(), y, mirror, dst);
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  const Params p_;
+};
+
+absl::StatusOr<InferredOp> InferCropMirrorNormalize(const Attrs& attrs, const Schema& schema) {
   BoundField f;
   SLUICE_ASSIGN_OR_RETURN(ImageDims d, BindUint8Image(attrs, schema, &f));
   std::pair<int64_t, int64_t> crop{d.h, d.w};
   if (!attrs.GetInts("crop").empty()) {
-    SLUICE_ASSIGN_OR_RETURN(crop, ImageSizeAttr(attrs, "crop"));
+    crop = ImageSize(attrs, "crop");
     if (crop.first > d.h || crop.second > d.w) return AttrError("crop", "is larger than the image");
   }
-  absl::StatusOr<DType> dtype = ParseDType(attrs.GetString("dtype"));
-  if (!dtype.ok() || (*dtype != DType::kFloat32 && *dtype != DType::kFloat16 && *dtype != DType::kUInt8)) {
-    return AttrError("dtype", "must be \"float32\", \"float16\" or \"uint8\" (not normalized: for the GPU)");
-  }
+  const absl::StatusOr<DType> dtype = ParseDType(attrs.GetString("dtype"));  // one of the attr's choices
   const std::string& layout = attrs.GetString("layout");
-  if (layout != "CHW" && layout != "HWC") return AttrError("layout", "must be \"CHW\" or \"HWC\"");
   const double mirror = attrs.GetFloat("mirror");
-  if (mirror < 0 || mirror > 1) return AttrError("mirror", "is a probability: 0, 1, or in between");
   const std::vector<double>& mean = attrs.GetFloats("mean");
   const std::vector<double>& std_dev = attrs.GetFloats("std");
   const size_t c = static_cast<size_t>(d.c);
@@ -228,7 +235,6 @@ absl::StatusOr<OpBinding> BindCropMirrorNormalize(const Attrs& attrs, const Sche
   const double scale = attrs.GetFloat("scale");
   for (size_t i = 0; i < c; ++i) {
     const double s = std_dev.size() == 1 ? std_dev[0] : std_dev[i];
-    if (!(s > 0)) return AttrError("std", "must be > 0");
     const double m = mean.size() == 1 ? mean[0] : mean[i];
     a[i] = static_cast<float>(scale / s);
     b[i] = static_cast<float>(-m / s);
@@ -236,15 +242,38 @@ absl::StatusOr<OpBinding> BindCropMirrorNormalize(const Attrs& attrs, const Sche
   ColumnSpec out = f.spec;
   out.dtype = *dtype;
   out.shape = layout == "CHW" ? Shape{d.c, crop.first, crop.second} : Shape{crop.first, crop.second, d.c};
-  OpBinding binding = UnaryBinding(
-      f.column, out,
-      std::make_shared<CropMirrorNormalizeKernel>(
-          d, crop.first, crop.second,
-          Normalizer(crop.first, crop.second, d.c, *dtype, layout == "CHW", static_cast<float>(mirror),
-                     std::move(a), std::move(b))));
-  binding.random = mirror > 0 && mirror < 1;
-  return binding;
+  InferredOp op = UnaryOp(f.column, out,
+                          CropMirrorNormalizeParams{d, crop.first, crop.second,
+                                                    Normalizer(crop.first, crop.second, d.c, *dtype, layout == "CHW",
+                                                               static_cast<float>(mirror), std::move(a), std::move(b))});
+  op.random = mirror > 0 && mirror < 1;
+  return op;
 }
 
+}  // namespace
+
+absl::Status RegisterCropMirrorNormalize(OpRegistry* registry) {
+  SLUICE_RETURN_IF_ERROR(registry->AddOp(
+      OpSchema("crop_mirror_normalize")
+          .Doc("The last step before a model, fused: an optional centre crop, a mirror with probability `mirror`, "
+               "normalization (in * scale - mean) / std per channel, and HWC uint8 to CHW float32 or float16; "
+               "dtype uint8 skips the normalization (do it on the GPU: a quarter of the bytes across PCIe).")
+          .Attr(FieldAttr())
+          .Attr(AttrSchema{"crop", AttrType::kInts, "[]", "[height, width] or [size] of a centre crop; empty: none"}
+                    .Count(0, 2)
+                    .Range(1, 65535))
+          .Attr(AttrSchema{"mirror", AttrType::kFloat, "0.5", "probability of a horizontal mirror"}.Range(0, 1))
+          .Attr({"mean", AttrType::kFloats, "[0.485, 0.456, 0.406]", "per channel, after scaling (ImageNet's)"})
+          .Attr(AttrSchema{"std", AttrType::kFloats, "[0.229, 0.224, 0.225]", "per channel (ImageNet's)"}.Above(0))
+          .Attr({"scale", AttrType::kFloat, "0.00392156862745098", "applied first (1/255: torchvision's ToTensor)"})
+          .Attr(AttrSchema{"dtype", AttrType::kString, "\"float32\"", "the output's dtype (uint8: not normalized)"}
+                    .OneOf({"float32", "float16", "uint8"}))
+          .Attr(AttrSchema{"layout", AttrType::kString, "\"CHW\"", "CHW (PyTorch's) or HWC"}.OneOf({"CHW", "HWC"}))
+          .Input("field", "uint8 image [H,W,C]")
+          .Output("field", "[C,h,w] or [h,w,C] of dtype")
+          .Random()
+          .Infer(InferCropMirrorNormalize)));
+  return registry->AddKernel<CropMirrorNormalizeKernel>("crop_mirror_normalize", Backend::kCpu);
+}
 
 }  // namespace sluice::ops

@@ -27,7 +27,7 @@ class Normalizer {
              std::vector<float> b);
 
   // Whether row r's sample is mirrored: a draw keyed by the op `key`.
-  bool Mirror(const TileContext& ctx, int64_t r, uint64_t key) const;
+  bool Mirror(const KernelContext& ctx, int64_t r, uint64_t key) const;
   // Writes row y of a sample, from w * channels values at `row` (HWC),
   // into the sample's output at `dst`.
   void Row(const uint8_t* row, int64_t y, bool mirror, uint8_t* dst) const;
@@ -56,25 +56,18 @@ class Normalizer {
   const std::vector<float> a_, b_;
 };
 
-// The op's kernel, visible so that a decode before it can take its place.
-class CropMirrorNormalizeKernel : public Kernel {
- public:
-  CropMirrorNormalizeKernel(ImageDims in, int64_t h, int64_t w, Normalizer normalizer)
-      : in_(in), h_(h), w_(w), normalizer_(std::move(normalizer)) {}
+// crop_mirror_normalize's params, visible so that a decode op before it can
+// take its place (decode_fusion.h).
+struct CropMirrorNormalizeParams {
+  ImageDims in;
+  int64_t h, w;  // after the centre crop
+  Normalizer normalizer;
 
-  absl::Status Run(const TileContext& ctx, absl::Span<const ColumnRef> in,
-                   absl::Span<const ColumnRef> out) const override;
-
-  const Normalizer& normalizer() const { return normalizer_; }
-  bool crops() const { return h_ != in_.h || w_ != in_.w; }
-
- private:
-  const ImageDims in_;
-  const int64_t h_, w_;
-  const Normalizer normalizer_;
+  bool crops() const { return h != in.h || w != in.w; }
 };
 
-absl::StatusOr<OpBinding> BindCropMirrorNormalize(const Attrs& attrs, const Schema& schema);
+// Registers crop_mirror_normalize and its kernel.
+absl::Status RegisterCropMirrorNormalize(OpRegistry* registry);
 
 }  // namespace sluice::ops
 

@@ -1,6 +1,7 @@
-// The registry of ops: name, doc, attrs and how to bind an instance to the
-// columns it reads. Docs live here so `sluice ops`, --help and Python
-// docstrings come from one source.
+// The registry of ops: each op's schema once, its kernels per backend, and
+// the runtimes of device backends. Built-in ops, C++ plugin ops and ops a
+// test registers are the same thing to it. Docs live with the schemas, so
+// `sluice ops`, --help and Python docstrings come from one source.
 #ifndef SLUICE_OPS_OP_REGISTRY_H_
 #define SLUICE_OPS_OP_REGISTRY_H_
 
@@ -10,69 +11,119 @@
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "sluice/core/schema.h"
-#include "sluice/ops/attrs.h"
+#include "sluice/ops/device_runtime.h"
 #include "sluice/ops/kernel.h"
+#include "sluice/ops/op_schema.h"
 
 namespace sluice::ops {
 
-// An op instance bound to a node's input columns.
-struct OpBinding {
-  std::vector<int> inputs;             // column indices in the input schema
-  std::vector<ColumnSpec> outputs;     // replace same-named columns, or append
-  std::shared_ptr<const Kernel> kernel;
-  // Draws random numbers (output depends on seed, epoch and sample index).
-  bool random = false;
-  // The output is the input's bytes reinterpreted (reshape, decode_raw to
-  // uint8): the executor aliases the buffer and never runs the kernel.
-  bool view = false;
-  // Input columns that no longer exist after the op (e.g. parsed records).
-  std::vector<std::string> drops;
-};
+using KernelFactory = std::function<absl::StatusOr<std::unique_ptr<Kernel>>(const InferredOp& op)>;
 
-using BindFn = std::function<absl::StatusOr<OpBinding>(const Attrs&, const Schema&)>;
+// A factory making kernels of type K, which is constructible from
+// `const typename K::Params&`, the params its op's inference sets.
+template <typename K>
+KernelFactory KernelOf() {
+  return [](const InferredOp& op) -> absl::StatusOr<std::unique_ptr<Kernel>> {
+    if (!op.HoldsParams<typename K::Params>()) {
+      return absl::InternalError(absl::StrCat("the kernel expects params of type ", typeid(typename K::Params).name(),
+                                              ", which the op's inference did not set"));
+    }
+    return std::make_unique<K>(op.params<typename K::Params>());
+  };
+}
 
-struct OpSchema {
-  std::string name;
-  std::string doc;
-  std::vector<AttrSchema> attrs;
-  // May draw random numbers (see OpBinding::random for an instance).
-  bool random = false;
-  // Yields a per-sample keep/drop mask (usable in a filter node only).
-  bool predicate = false;
-  BindFn bind;
-};
+// Who registered the built-in ops (plugins register under their path).
+inline constexpr char kBuiltinRegistrant[] = "sluice's built-in ops";
 
-// Thread-safe after registration; register everything before first use.
+// Thread-safe: plugins may be loaded while pipelines run. Entries are never
+// removed, so the pointers Find and List return stay valid.
 class OpRegistry {
  public:
-  // The process-wide registry with every built-in op registered.
-  static const OpRegistry& Builtin();
+  OpRegistry();
+  ~OpRegistry();
+  OpRegistry(const OpRegistry&) = delete;
+  OpRegistry& operator=(const OpRegistry&) = delete;
 
-  void Register(OpSchema schema);
+  // The process's registry: the built-in ops and backends, and whatever
+  // plugins were loaded into it. What pipelines compile against by default.
+  static OpRegistry& Global();
+
+  // Registers an op. InvalidArgument naming both registrants when its name
+  // is taken, or when the schema is incomplete (no inference, no doc).
+  absl::Status AddOp(OpSchema schema, const std::string& registrant = kBuiltinRegistrant);
+  // Registers `op`'s kernel for `backend`. InvalidArgument when the op is
+  // unknown, or naming both registrants when that backend has one already.
+  absl::Status AddKernel(const std::string& op, Backend backend, KernelFactory factory,
+                         const std::string& registrant = kBuiltinRegistrant);
+  template <typename K>
+  absl::Status AddKernel(const std::string& op, Backend backend,
+                         const std::string& registrant = kBuiltinRegistrant) {
+    return AddKernel(op, backend, KernelOf<K>(), registrant);
+  }
+  // Registers a device backend's runtime (one per backend).
+  absl::Status AddRuntime(std::unique_ptr<DeviceRuntime> runtime);
+
   // nullptr when unknown.
   const OpSchema* Find(absl::string_view name) const;
+  // The ops pipelines can name (internal ones left out), sorted by name.
   std::vector<const OpSchema*> List() const;
+  // The backends `op` has kernels for (a view op: every backend this
+  // build has), in Backend order.
+  std::vector<Backend> Backends(absl::string_view op) const;
+  // Who registered `op` ("" when unknown).
+  std::string Registrant(absl::string_view op) const;
+  // nullptr when this build has no runtime for `backend` (cpu has none:
+  // it needs none).
+  DeviceRuntime* runtime(Backend backend) const;
 
-  // Binds op `name` with `attrs` to `input`. InvalidArgument naming the op
-  // (unknown op, bad attr, unsuitable column).
-  absl::StatusOr<OpBinding> Bind(absl::string_view name, const google::protobuf::Struct& attrs,
-                                 const Schema& input) const;
+  // Infers op `name` with `attrs` against `input`. InvalidArgument naming
+  // the op (unknown op, internal op, bad attr, unsuitable column).
+  absl::StatusOr<InferredOp> Infer(absl::string_view name, const google::protobuf::Struct& attrs,
+                                   const Schema& input) const;
+  // Infers an internal op from attrs the graph made. REQUIRES: registered.
+  absl::StatusOr<InferredOp> InferWith(absl::string_view name, const Attrs& attrs, const Schema& input) const;
+  // Whether `op` can run on `backend` (has a kernel, or is a view).
+  bool Runs(absl::string_view op, Backend backend) const;
+  // `op`'s kernel for `backend`, made from `inferred` and not yet set up.
+  // InvalidArgument naming the op and its backends when it has none there.
+  absl::StatusOr<std::unique_ptr<Kernel>> MakeKernel(absl::string_view op, Backend backend,
+                                                     const InferredOp& inferred) const;
 
  private:
-  std::map<std::string, OpSchema, std::less<>> ops_;
+  struct KernelEntry {
+    KernelFactory factory;
+    std::string registrant;
+  };
+  struct Entry {
+    explicit Entry(OpSchema s) : schema(std::move(s)) {}
+    OpSchema schema;
+    std::string registrant;
+    std::map<Backend, KernelEntry> kernels;
+  };
+  const Entry* FindEntry(absl::string_view name) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  std::string BackendNames(const Entry& entry) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+
+  mutable absl::Mutex mu_;
+  std::map<std::string, std::unique_ptr<Entry>, std::less<>> ops_ ABSL_GUARDED_BY(mu_);
+  std::map<Backend, std::unique_ptr<DeviceRuntime>> runtimes_ ABSL_GUARDED_BY(mu_);
 };
 
 // One per op family; RegisterBuiltinOps calls them all.
-void RegisterParseOps(OpRegistry* registry);
-void RegisterDecodeOps(OpRegistry* registry);
-void RegisterImageCropOps(OpRegistry* registry);
-void RegisterColorOps(OpRegistry* registry);
-void RegisterImageFilterOps(OpRegistry* registry);
-void RegisterGeometryOps(OpRegistry* registry);
-void RegisterPredicateOps(OpRegistry* registry);
-void RegisterBuiltinOps(OpRegistry* registry);
+absl::Status RegisterParseOps(OpRegistry* registry);
+absl::Status RegisterDecodeOps(OpRegistry* registry);
+absl::Status RegisterImageCropOps(OpRegistry* registry);
+absl::Status RegisterColorOps(OpRegistry* registry);
+absl::Status RegisterImageFilterOps(OpRegistry* registry);
+absl::Status RegisterGeometryOps(OpRegistry* registry);
+absl::Status RegisterPredicateOps(OpRegistry* registry);
+// The built-in ops with their CPU kernels, and in CUDA builds the cuda
+// runtime and kernels.
+absl::Status RegisterBuiltinOps(OpRegistry* registry);
 
 }  // namespace sluice::ops
 

@@ -11,11 +11,16 @@
 namespace sluice::ops {
 namespace {
 
+struct ParseExampleParams {
+  std::vector<io::FeatureSpec> features;
+};
+
 class ParseExampleKernel : public Kernel {
  public:
-  explicit ParseExampleKernel(std::vector<io::FeatureSpec> features) : parser_(std::move(features)) {}
+  using Params = ParseExampleParams;
+  explicit ParseExampleKernel(const Params& p) : parser_(p.features) {}
 
-  absl::Status Run(const TileContext& ctx, absl::Span<const ColumnRef> in,
+  absl::Status Run(const KernelContext& ctx, absl::Span<const ColumnRef> in,
                    absl::Span<const ColumnRef> out) const override {
     uint8_t* dst[64];
     const size_t n = out.size();
@@ -34,10 +39,17 @@ class ParseExampleKernel : public Kernel {
   io::ExampleParser parser_;
 };
 
-absl::StatusOr<OpBinding> BindDecodeRaw(const Attrs& attrs, const Schema& schema) {
+// A view of `f` as `out`: no kernel, no params.
+InferredOp ViewOp(const BoundField& f, ColumnSpec out) {
+  InferredOp op;
+  op.inputs = {f.column};
+  op.outputs = {std::move(out)};
+  return op;
+}
+
+absl::StatusOr<InferredOp> InferDecodeRaw(const Attrs& attrs, const Schema& schema) {
   SLUICE_ASSIGN_OR_RETURN(BoundField f, BindField(attrs, schema, {DType::kUInt8}));
-  absl::StatusOr<DType> to = ParseDType(attrs.GetString("dtype"));
-  if (!to.ok()) return AttrError("dtype", to.status().message());
+  const absl::StatusOr<DType> to = ParseDType(attrs.GetString("dtype"));  // the attr's choices are dtypes
   const int64_t bytes = f.spec.shape.num_elements();
   const int64_t size = static_cast<int64_t>(DTypeSize(*to));
   if (bytes % size != 0) {
@@ -48,12 +60,10 @@ absl::StatusOr<OpBinding> BindDecodeRaw(const Attrs& attrs, const Schema& schema
   ColumnSpec out = f.spec;
   out.dtype = *to;
   out.shape = Shape{bytes / size};
-  OpBinding b = UnaryBinding(f.column, out, nullptr);
-  b.view = true;  // little-endian host: the bytes are already the values
-  return b;
+  return ViewOp(f, out);  // little-endian host: the bytes are already the values
 }
 
-absl::StatusOr<OpBinding> BindReshape(const Attrs& attrs, const Schema& schema) {
+absl::StatusOr<InferredOp> InferReshape(const Attrs& attrs, const Schema& schema) {
   SLUICE_ASSIGN_OR_RETURN(
       BoundField f,
       BindField(attrs, schema, {DType::kUInt8, DType::kInt32, DType::kInt64, DType::kFloat32}));
@@ -80,14 +90,12 @@ absl::StatusOr<OpBinding> BindReshape(const Attrs& attrs, const Schema& schema) 
   }
   ColumnSpec out = f.spec;
   out.shape = shape;
-  OpBinding b = UnaryBinding(f.column, out, nullptr);
-  b.view = true;
-  return b;
+  return ViewOp(f, out);
 }
 
 }  // namespace
 
-absl::StatusOr<OpBinding> BindParseExample(const std::vector<io::FeatureSpec>& features,
+absl::StatusOr<InferredOp> InferParseExample(const std::vector<io::FeatureSpec>& features,
                                            const std::vector<Shape>& shapes,
                                            const Schema& input) {
   std::optional<int> record = input.Find(io::kRecordColumn);
@@ -98,7 +106,7 @@ absl::StatusOr<OpBinding> BindParseExample(const std::vector<io::FeatureSpec>& f
   if (features.size() > 64) {
     return absl::InvalidArgumentError("at most 64 features can be declared");
   }
-  OpBinding b;
+  InferredOp b;
   b.inputs = {*record};
   for (size_t i = 0; i < features.size(); ++i) {
     const io::FeatureSpec& f = features[i];
@@ -109,27 +117,40 @@ absl::StatusOr<OpBinding> BindParseExample(const std::vector<io::FeatureSpec>& f
     b.outputs.push_back(spec);
   }
   b.drops = {io::kRecordColumn};
-  b.kernel = std::make_shared<ParseExampleKernel>(features);
+  b.SetParams(ParseExampleParams{features});
   return b;
 }
 
-void RegisterParseOps(OpRegistry* registry) {
-  registry->Register(OpSchema{
-      "decode_raw",
-      "Reinterprets a uint8 column's bytes as little-endian values of another dtype "
-      "(tf.io.decode_raw); [n] bytes become [n / size] values. No copy is made.",
-      {FieldAttr(), {"dtype", AttrType::kString, "\"uint8\"", "uint8, int32, int64 or float32"}},
-      false,
-      false,
-      BindDecodeRaw});
-  registry->Register(OpSchema{
-      "reshape",
-      "Gives each sample of a column a new shape with the same number of values; one "
-      "dimension may be -1 to be inferred. No copy is made.",
-      {FieldAttr(), {"shape", AttrType::kInts, "", "the new per-sample shape, e.g. [32, 32, 3]"}},
-      false,
-      false,
-      BindReshape});
+absl::Status RegisterParseOps(OpRegistry* registry) {
+  SLUICE_RETURN_IF_ERROR(registry->AddOp(
+      OpSchema("decode_raw")
+          .Doc("Reinterprets a uint8 column's bytes as little-endian values of another dtype (tf.io.decode_raw); "
+               "[n] bytes become [n / size] values. No copy is made.")
+          .Attr(FieldAttr())
+          .Attr(AttrSchema{"dtype", AttrType::kString, "\"uint8\"", "the values' dtype"}.OneOf(
+              {"uint8", "int32", "int64", "float32"}))
+          .Input("field", "uint8 [n]")
+          .Output("field", "dtype [n / size]")
+          .View()
+          .Infer(InferDecodeRaw)));
+  SLUICE_RETURN_IF_ERROR(registry->AddOp(
+      OpSchema("reshape")
+          .Doc("Gives each sample of a column a new shape with the same number of values; one dimension may be -1 "
+               "to be inferred. No copy is made.")
+          .Attr(FieldAttr())
+          .Attr(AttrSchema{"shape", AttrType::kInts, "", "the new per-sample shape, e.g. [32, 32, 3]"}.Count(1, 0))
+          .Input("field", "any dense column")
+          .Output("field", "the same values in the new shape")
+          .View()
+          .Infer(InferReshape)));
+  SLUICE_RETURN_IF_ERROR(registry->AddOp(
+      OpSchema(kParseExampleOp)
+          .Doc("Parses tf.train.Example records into the features a tfrecord source declares (made by the graph "
+               "from the source's features).")
+          .Input("record", "the raw records")
+          .Output("<feature>", "one column per declared feature")
+          .Internal()));
+  return registry->AddKernel<ParseExampleKernel>(kParseExampleOp, Backend::kCpu);
 }
 
 }  // namespace sluice::ops

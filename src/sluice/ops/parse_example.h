@@ -9,14 +9,17 @@
 #include "absl/status/statusor.h"
 #include "sluice/core/schema.h"
 #include "sluice/io/example_parser.h"
-#include "sluice/ops/op_registry.h"
+#include "sluice/ops/op_schema.h"
 
 namespace sluice::ops {
+
+// The registered name of the op this makes.
+inline constexpr char kParseExampleOp[] = "parse_example";
 
 // Bytes features become uint8 [length], or a ragged column of views into
 // the records when of any length; int64 and float32 features take their
 // declared shape. Errors name the feature, the file and the record.
-absl::StatusOr<OpBinding> BindParseExample(const std::vector<io::FeatureSpec>& features,
+absl::StatusOr<InferredOp> InferParseExample(const std::vector<io::FeatureSpec>& features,
                                            const std::vector<Shape>& shapes,
                                            const Schema& input);
 

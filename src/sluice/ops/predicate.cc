@@ -9,10 +9,17 @@ namespace {
 
 enum class Cmp { kEq, kNe, kLt, kLe, kGt, kGe };
 
+struct KeepIfParams {
+  DType dtype;
+  Cmp cmp;
+  double value;
+};
+
 class KeepIfKernel : public Kernel {
  public:
-  KeepIfKernel(DType dtype, Cmp cmp, double value) : dtype_(dtype), cmp_(cmp), value_(value) {}
-  absl::Status Run(const TileContext& ctx, absl::Span<const ColumnRef> in,
+  using Params = KeepIfParams;
+  explicit KeepIfKernel(const Params& p) : dtype_(p.dtype), cmp_(p.cmp), value_(p.value) {}
+  absl::Status Run(const KernelContext& ctx, absl::Span<const ColumnRef> in,
                    absl::Span<const ColumnRef> out) const override {
     for (int64_t r = 0; r < ctx.rows; ++r) {
       double x = 0;
@@ -29,7 +36,7 @@ class KeepIfKernel : public Kernel {
         case DType::kFloat32:
           x = *in[0].row<const float>(r);
           break;
-        case DType::kFloat16:  // not among the dtypes BindKeepIf accepts
+        case DType::kFloat16:  // not among the dtypes InferKeepIf accepts
           break;
       }
       bool keep = false;
@@ -52,7 +59,7 @@ class KeepIfKernel : public Kernel {
   double value_;
 };
 
-absl::StatusOr<OpBinding> BindKeepIf(const Attrs& attrs, const Schema& schema) {
+absl::StatusOr<InferredOp> InferKeepIf(const Attrs& attrs, const Schema& schema) {
   SLUICE_ASSIGN_OR_RETURN(
       BoundField f,
       BindField(attrs, schema, {DType::kUInt8, DType::kInt32, DType::kInt64, DType::kFloat32}));
@@ -60,35 +67,35 @@ absl::StatusOr<OpBinding> BindKeepIf(const Attrs& attrs, const Schema& schema) {
     return AttrError("field", absl::StrCat("column '", f.spec.name, "' is ", f.spec.shape.ToString(),
                                            "; keep_if compares one value per sample"));
   }
-  const std::string& op = attrs.GetString("cmp");
-  Cmp cmp;
-  if (op == "==") cmp = Cmp::kEq;
-  else if (op == "!=") cmp = Cmp::kNe;
-  else if (op == "<") cmp = Cmp::kLt;
-  else if (op == "<=") cmp = Cmp::kLe;
-  else if (op == ">") cmp = Cmp::kGt;
-  else if (op == ">=") cmp = Cmp::kGe;
-  else return AttrError("cmp", absl::StrCat("must be one of == != < <= > >=, got \"", op, "\""));
-  OpBinding b;
-  b.inputs = {f.column};
-  b.outputs = {ColumnSpec{"__keep", DType::kUInt8, Shape{}}};
-  b.kernel = std::make_shared<KeepIfKernel>(f.spec.dtype, cmp, attrs.GetFloat("value"));
-  return b;
+  const std::string& op = attrs.GetString("cmp");  // one of the attr's choices
+  const Cmp cmp = op == "==" ? Cmp::kEq
+                  : op == "!=" ? Cmp::kNe
+                  : op == "<"  ? Cmp::kLt
+                  : op == "<=" ? Cmp::kLe
+                  : op == ">"  ? Cmp::kGt
+                               : Cmp::kGe;
+  InferredOp keep;
+  keep.inputs = {f.column};
+  keep.outputs = {ColumnSpec{"__keep", DType::kUInt8, Shape{}}};
+  keep.SetParams(KeepIfParams{f.spec.dtype, cmp, attrs.GetFloat("value")});
+  return keep;
 }
 
 }  // namespace
 
-void RegisterPredicateOps(OpRegistry* registry) {
-  registry->Register(OpSchema{
-      "keep_if",
-      "Filter predicate: keeps the samples whose scalar column compares true with a value, "
-      "e.g. {\"field\": \"label\", \"cmp\": \"<\", \"value\": 5}.",
-      {{"field", AttrType::kString, "\"label\"", "a column with one value per sample"},
-       {"cmp", AttrType::kString, "", "==, !=, <, <=, > or >="},
-       {"value", AttrType::kFloat, "", "the value compared with"}},
-      false,
-      true,
-      BindKeepIf});
+absl::Status RegisterPredicateOps(OpRegistry* registry) {
+  SLUICE_RETURN_IF_ERROR(registry->AddOp(
+      OpSchema("keep_if")
+          .Doc("Filter predicate: keeps the samples whose scalar column compares true with a value, e.g. "
+               "{\"field\": \"label\", \"cmp\": \"<\", \"value\": 5}.")
+          .Attr({"field", AttrType::kString, "\"label\"", "a column with one value per sample"})
+          .Attr(AttrSchema{"cmp", AttrType::kString, "", "the comparison"}.OneOf({"==", "!=", "<", "<=", ">", ">="}))
+          .Attr({"value", AttrType::kFloat, "", "the value compared with"})
+          .Input("field", "one uint8, int32, int64 or float32 value per sample")
+          .Output("keep", "1 to keep the sample, 0 to drop it")
+          .Predicate()
+          .Infer(InferKeepIf)));
+  return registry->AddKernel<KeepIfKernel>("keep_if", Backend::kCpu);
 }
 
 }  // namespace sluice::ops

@@ -173,28 +173,7 @@ void WarpTyped(const WarpSpec& spec, const Affine& a, const T* src, T* dst) {
   }
 }
 
-class FusedWarpKernel : public Kernel {
- public:
-  explicit FusedWarpKernel(std::vector<std::pair<std::shared_ptr<const WarpKernel>, uint64_t>> parts)
-      : parts_(std::move(parts)) {}
-
-  absl::Status Run(const TileContext& ctx, absl::Span<const ColumnRef> in,
-                   absl::Span<const ColumnRef> out) const override {
-    const WarpSpec& spec = parts_.front().first->spec();
-    for (int64_t r = 0; r < ctx.rows; ++r) {
-      Affine map;
-      for (const auto& [part, op_key] : parts_) {
-        SampleRng rng = ctx.RngFor(op_key, r);
-        map = Then(map, part->SampleMap(rng));
-      }
-      WarpAffine(spec, map, in[0].row<uint8_t>(r), out[0].row<uint8_t>(r));
-    }
-    return absl::OkStatus();
-  }
-
- private:
-  std::vector<std::pair<std::shared_ptr<const WarpKernel>, uint64_t>> parts_;
-};
+constexpr double kPi = 3.14159265358979323846;
 
 }  // namespace
 
@@ -217,18 +196,37 @@ void WarpAffine(const WarpSpec& spec, const Affine& map, const uint8_t* src, uin
   WarpTyped<float>(spec, map, reinterpret_cast<const float*>(src), reinterpret_cast<float*>(dst));
 }
 
-absl::Status WarpKernel::Run(const TileContext& ctx, absl::Span<const ColumnRef> in,
-                             absl::Span<const ColumnRef> out) const {
-  for (int64_t r = 0; r < ctx.rows; ++r) {
-    SampleRng rng = ctx.Rng(r);
-    WarpAffine(spec_, SampleMap(rng), in[0].row<uint8_t>(r), out[0].row<uint8_t>(r));
+Affine SampleMap(const WarpPart& part, const ImageDims& dims, SampleRng& rng) {
+  const double cx = (dims.w - 1) / 2.0, cy = (dims.h - 1) / 2.0;
+  Affine a;
+  switch (part.kind) {
+    case WarpPart::Kind::kFlip: {
+      const bool draw_h = rng.Bernoulli(0.5f);
+      const bool draw_v = rng.Bernoulli(0.5f);
+      if (part.horizontal && draw_h) a.m[0] = -1, a.m[2] = static_cast<float>(dims.w - 1);
+      if (part.vertical && draw_v) a.m[4] = -1, a.m[5] = static_cast<float>(dims.h - 1);
+      break;
+    }
+    case WarpPart::Kind::kRotation: {  // about the image centre
+      const double theta = rng.Uniform(part.lo, part.hi) * kPi / 180.0;
+      const double c = std::cos(theta), s = std::sin(theta);
+      a.m[0] = static_cast<float>(c);
+      a.m[1] = static_cast<float>(-s);
+      a.m[2] = static_cast<float>(cx - c * cx + s * cy);
+      a.m[3] = static_cast<float>(s);
+      a.m[4] = static_cast<float>(c);
+      a.m[5] = static_cast<float>(cy - s * cx - c * cy);
+      break;
+    }
+    case WarpPart::Kind::kZoom: {  // magnification about the centre
+      const double inv = 1.0 / rng.Uniform(part.lo, part.hi);
+      a.m[0] = a.m[4] = static_cast<float>(inv);
+      a.m[2] = static_cast<float>(cx - cx * inv);
+      a.m[5] = static_cast<float>(cy - cy * inv);
+      break;
+    }
   }
-  return absl::OkStatus();
-}
-
-std::shared_ptr<const Kernel> FuseWarps(
-    std::vector<std::pair<std::shared_ptr<const WarpKernel>, uint64_t>> parts) {
-  return std::make_shared<FusedWarpKernel>(std::move(parts));
+  return a;
 }
 
 bool CanFuse(const WarpSpec& a, const WarpSpec& b) {

@@ -12,7 +12,6 @@
 #include "sluice/core/dtype.h"
 #include "sluice/core/rng.h"
 #include "sluice/ops/field.h"
-#include "sluice/ops/kernel.h"
 
 namespace sluice::ops {
 
@@ -41,27 +40,33 @@ struct WarpSpec {
 // reflect: fedcba|abcdef|fedcba), as OpenCV's remap borders do.
 void WarpAffine(const WarpSpec& spec, const Affine& map, const uint8_t* src, uint8_t* dst);
 
-// A kernel whose op is an affine map drawn per sample.
-class WarpKernel : public Kernel {
- public:
-  explicit WarpKernel(WarpSpec spec) : spec_(spec) {}
-  const WarpSpec& spec() const { return spec_; }
-  // The map for one sample; draws from `rng` in a fixed order.
-  virtual Affine SampleMap(SampleRng& rng) const = 0;
-
-  absl::Status Run(const TileContext& ctx, absl::Span<const ColumnRef> in,
-                   absl::Span<const ColumnRef> out) const override;
-
- private:
-  WarpSpec spec_;
+// What one geometric op draws per sample.
+struct WarpPart {
+  enum class Kind { kFlip, kRotation, kZoom };
+  Kind kind = Kind::kFlip;
+  bool horizontal = false, vertical = false;  // kFlip: the directions allowed
+  float lo = 0, hi = 0;  // kRotation: degrees; kZoom: magnification (> 1 enlarges)
 };
 
-// One kernel applying `parts` in order with one resampling; each part draws
-// from the stream of its own op key, so the transforms are the ones the
-// unfused ops would apply. Only interpolation differs (once instead of once
-// per op). REQUIRES: parts share dtype, dims and fill.
-std::shared_ptr<const Kernel> FuseWarps(
-    std::vector<std::pair<std::shared_ptr<const WarpKernel>, uint64_t>> parts);
+// The map one sample gets from `part` on images of `dims`; draws from `rng`
+// in a fixed order (a flip draws its horizontal, then its vertical coin).
+Affine SampleMap(const WarpPart& part, const ImageDims& dims, SampleRng& rng);
+
+// The params of random_flip, random_rotation and random_zoom.
+struct WarpParams {
+  WarpSpec spec;
+  WarpPart part;
+};
+
+// The op the graph makes of consecutive warps on one column: their parts in
+// order, each drawing from the stream of its own op's key, so the
+// transforms are the ones the separate ops would apply; only interpolation
+// differs (once instead of once per op).
+inline constexpr char kFusedWarpOp[] = "fused_warp";
+struct FusedWarpParams {
+  WarpSpec spec;
+  std::vector<std::pair<WarpPart, uint64_t>> parts;  // (part, op key)
+};
 
 // Whether two warps can share one resampling.
 bool CanFuse(const WarpSpec& a, const WarpSpec& b);

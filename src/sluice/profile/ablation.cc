@@ -9,7 +9,7 @@ namespace {
 
 class StandInKernel : public ops::Kernel {
  public:
-  absl::Status Run(const ops::TileContext& ctx, absl::Span<const ops::ColumnRef> in,
+  absl::Status Run(const ops::KernelContext& ctx, absl::Span<const ops::ColumnRef> in,
                    absl::Span<const ops::ColumnRef> out) const override {
     for (const ops::ColumnRef& o : out) {
       const size_t bytes = static_cast<size_t>(ctx.rows * o.row_bytes);
@@ -31,8 +31,11 @@ absl::Status AblateOp(graph::CompiledPipeline* pipeline, int node, int op) {
       op >= static_cast<int>(pipeline->nodes[node].ops.size())) {
     return absl::InvalidArgumentError(absl::StrCat("no op ", op, " in a map node ", node, " to ablate"));
   }
-  ops::OpBinding& binding = pipeline->nodes[node].ops[op].binding;
-  if (!binding.view) binding.kernel = std::make_shared<StandInKernel>();
+  if (pipeline->nodes[node].backend != ops::Backend::kCpu) {
+    return absl::InvalidArgumentError(absl::StrCat("node ", node, " runs on a device: ablation stands in on the cpu only"));
+  }
+  graph::BoundOp& bound = pipeline->nodes[node].ops[op];
+  if (!bound.view) bound.kernel = std::make_shared<StandInKernel>();
   return absl::OkStatus();
 }
 

@@ -22,7 +22,7 @@ int DeterministicMaps(const graph::CompiledPipeline& compiled) {
     const graph::CompiledNode& node = compiled.nodes[i];
     if (node.kind != graph::NodeKind::kMap) break;
     for (const graph::BoundOp& op : node.ops) {
-      if (op.binding.random) return n;
+      if (op.inferred.random) return n;
     }
     ++n;
   }
@@ -176,7 +176,7 @@ absl::StatusOr<MaterializeResult> Materialize(const PipelineDef& def, const std:
   }
   for (int i = 1; i <= maps; ++i) {
     for (const graph::BoundOp& op : compiled.nodes[i].ops) {
-      if (!op.binding.view) result.ops.push_back(op.name);
+      if (!op.view) result.ops.push_back(op.name);
     }
   }
   result.pipeline_path = out_dir + "/pipeline.json";

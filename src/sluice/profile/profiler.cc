@@ -71,8 +71,8 @@ std::vector<OpCost> Costs(const graph::CompiledPipeline& compiled, const RunMeas
       c.op = static_cast<int>(j);
       c.node_name = node.name;
       c.op_name = node.ops[j].name;
-      c.view = node.ops[j].binding.view;
-      c.random = node.ops[j].binding.random;
+      c.view = node.ops[j].view;
+      c.random = node.ops[j].inferred.random;
       cost(static_cast<double>(full.nodes[i].op_busy_ns[j]), c);
     }
   }
@@ -93,7 +93,7 @@ void Prefixes(const graph::CompiledPipeline& compiled, const std::vector<OpCost>
       continue;
     }
     bool deterministic = true;
-    for (const graph::BoundOp& op : node.ops) deterministic &= !op.binding.random;
+    for (const graph::BoundOp& op : node.ops) deterministic &= !op.inferred.random;
     prefix &= deterministic;
     for (const OpCost& c : ops) {
       if (c.node != static_cast<int>(i) || c.op < 0) continue;
@@ -144,10 +144,14 @@ absl::StatusOr<ProfileResult> RunProfile(const PipelineDef& def, const ProfileOp
   f.input_only_samples_per_s = input.samples_per_s;
 
   if (options.ablation) {
+    // Stand-ins run on the cpu: ops of device maps keep their place.
+    auto ablatable_op = [&](const OpCost& c) {
+      return !c.view && c.op >= 0 && compiled.nodes[c.node].backend == ops::Backend::kCpu;
+    };
     int ablatable = 0, done = 0;
-    for (const OpCost& c : f.ops) ablatable += c.view || c.op < 0 ? 0 : 1;
+    for (const OpCost& c : f.ops) ablatable += ablatable_op(c) ? 1 : 0;
     for (OpCost& c : f.ops) {
-      if (c.view || c.op < 0) continue;
+      if (!ablatable_op(c)) continue;
       progress(absl::StrCat("without ", c.op_name, " (", ++done, "/", ablatable, ")"));
       graph::CompiledPipeline ablated = compiled;
       SLUICE_RETURN_IF_ERROR(AblateOp(&ablated, c.node, c.op));

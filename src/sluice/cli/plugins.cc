@@ -1,0 +1,18 @@
+#include "sluice/cli/plugins.h"
+
+#include "sluice/core/status_macros.h"
+#include "sluice/ops/plugin.h"
+
+namespace sluice::cli {
+
+void AddPluginOption(CLI::App* cmd, std::vector<std::string>* paths) {
+  cmd->add_option("--plugin", *paths,
+                  "an op plugin (.so built against this sluice) to load first; repeat for several");
+}
+
+absl::Status LoadPlugins(const std::vector<std::string>& paths) {
+  for (const std::string& path : paths) SLUICE_RETURN_IF_ERROR(ops::LoadPlugin(path));
+  return absl::OkStatus();
+}
+
+}  // namespace sluice::cli
