@@ -54,6 +54,11 @@ void DeleteHolder(DLManagedTensor* m) { delete static_cast<DlpackHolder*>(m->man
 }  // namespace
 
 py::object ToNumpy(const Tensor& t) {
+  if (t.memory_kind() == MemoryKind::kDevice) {
+    ThrowIfError(absl::InvalidArgumentError(
+        "this column is in GPU memory (a map with device \"cuda\"): take it as a torch tensor (sluice.torch) "
+        "or through DLPack, not as numpy"));
+  }
   // The capsule holds a reference to the buffer for as long as numpy needs it.
   auto* keep = new std::shared_ptr<Buffer>(t.buffer());
   py::capsule owner(keep, [](void* p) { delete static_cast<std::shared_ptr<Buffer>*>(p); });
@@ -71,7 +76,17 @@ py::object ToDlpack(const Tensor& t) {
   auto* holder = new DlpackHolder{t, std::vector<int64_t>(t.shape().dims().begin(), t.shape().dims().end()), {}};
   DLTensor& dl = holder->managed.dl_tensor;
   dl.data = t.raw_data();
-  dl.device = {kDLCPU, 0};
+  switch (t.memory_kind()) {
+    case MemoryKind::kDevice:
+      dl.device = {kDLCUDA, t.buffer()->device()};
+      break;
+    case MemoryKind::kPinnedHost:
+      dl.device = {kDLCUDAHost, 0};
+      break;
+    case MemoryKind::kHost:
+      dl.device = {kDLCPU, 0};
+      break;
+  }
   dl.ndim = static_cast<int32_t>(holder->shape.size());
   dl.dtype = DlpackType(t.dtype());
   dl.shape = holder->shape.data();

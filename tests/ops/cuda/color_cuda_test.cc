@@ -1,0 +1,89 @@
+// The cuda backend end to end: a map with device "cuda" copies its inputs
+// to the GPU, runs rescale and normalize there and outputs device memory
+// equal to the cpu kernels' output. Built only with SLUICE_WITH_CUDA; the
+// tests that need a GPU skip, saying why, where there is none.
+#include <cuda_runtime_api.h>
+
+#include <cmath>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "sluice/exec/pipeline.h"
+#include "sluice/graph/pipeline_builder.h"
+#include "status_matchers.h"
+
+namespace sluice::ops {
+namespace {
+
+using graph::Op;
+using graph::PipelineBuilder;
+using ::sluice::testing::StatusIs;
+using ::testing::HasSubstr;
+
+constexpr int kRows = 37, kH = 5, kW = 7, kC = 3;
+
+PipelineBuilder Images() {
+  std::vector<uint8_t> pixels(kRows * kH * kW * kC);
+  for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<uint8_t>((i * 37 + 11) % 256);
+  std::vector<int64_t> labels(kRows);
+  for (int r = 0; r < kRows; ++r) labels[r] = r;
+  return PipelineBuilder::Arrays({graph::MakeArrayColumn("image", {kH, kW, kC}, pixels),
+                                  graph::MakeArrayColumn("label", {}, labels)});
+}
+
+std::vector<OpDef> Tail() {
+  return {Op("rescale", {{"scale", 1 / 255.0}, {"offset", -0.25}}),
+          Op("normalize", {{"mean", {0.1, 0.2, 0.3}}, {"std", {0.5, 0.25, 2.0}}, {"layout", "HWC"}})};
+}
+
+// The one batch of `def`.
+absl::StatusOr<Batch> OneBatch(const PipelineDef& def) {
+  absl::StatusOr<std::unique_ptr<exec::Pipeline>> pipeline = exec::Pipeline::Create(def);
+  if (!pipeline.ok()) return pipeline.status();
+  std::unique_ptr<exec::PipelineIterator> it = (*pipeline)->Iterate();
+  Batch b;
+  bool end = false;
+  if (absl::Status s = it->Next(&b, &end); !s.ok()) return s;
+  return b;
+}
+
+absl::Status GpuAvailable() { return OpRegistry::Global().runtime(Backend::kCuda)->CheckAvailable(); }
+
+TEST(CudaBackend, RegistersItsRuntimeAndKernels) {
+  const OpRegistry& registry = OpRegistry::Global();
+  ASSERT_NE(registry.runtime(Backend::kCuda), nullptr);
+  EXPECT_TRUE(registry.Runs("rescale", Backend::kCuda));
+  EXPECT_TRUE(registry.Runs("normalize", Backend::kCuda));
+  EXPECT_TRUE(registry.Runs("reshape", Backend::kCuda));  // a view
+  EXPECT_FALSE(registry.Runs("gaussian_blur", Backend::kCuda));
+  EXPECT_THAT(graph::Compile(Images().Map({Op("gaussian_blur", {{"sigma", 1.0}})}, 0, "cuda").Build()),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("op 'gaussian_blur' has no cuda kernel (it runs on: cpu)")));
+}
+
+TEST(CudaBackend, WithoutAGpuAPipelineSaysWhyWhenCreated) {
+  if (GpuAvailable().ok()) GTEST_SKIP() << "a GPU is present";
+  EXPECT_THAT(exec::Pipeline::Create(Images().Batch(kRows).Map(Tail(), 0, "cuda").Build()),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("node 'map_2': device \"cuda\": no CUDA device can be used")));
+}
+
+TEST(CudaBackend, RescaleAndNormalizeOnTheDeviceEqualTheCpuKernels) {
+  if (absl::Status gpu = GpuAvailable(); !gpu.ok()) GTEST_SKIP() << gpu.message();
+  ASSERT_OK_AND_ASSIGN(Batch cpu, OneBatch(Images().Batch(kRows).Map(Tail()).Build()));
+  ASSERT_OK_AND_ASSIGN(Batch gpu, OneBatch(Images().Batch(kRows).Map(Tail(), 0, "cuda").Build()));
+  ASSERT_EQ(gpu.columns.size(), 2u);
+  const Tensor& image = gpu.columns[0].values;
+  EXPECT_EQ(image.memory_kind(), MemoryKind::kDevice);
+  EXPECT_EQ(image.shape(), (Shape{kRows, kH, kW, kC}));
+  EXPECT_EQ(gpu.columns[1].values.memory_kind(), MemoryKind::kHost) << "columns no op reads stay on the host";
+  std::vector<float> back(image.num_elements());
+  ASSERT_EQ(cudaMemcpy(back.data(), image.raw_data(), image.byte_size(), cudaMemcpyDeviceToHost), cudaSuccess);
+  const float* want = cpu.columns[0].values.data<float>();
+  for (size_t i = 0; i < back.size(); ++i) {
+    ASSERT_NEAR(back[i], want[i], 1e-5f * std::max(1.f, std::abs(want[i]))) << "value " << i;
+  }
+}
+
+}  // namespace
+}  // namespace sluice::ops
