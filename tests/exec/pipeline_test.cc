@@ -11,7 +11,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "example.pb.h"
-#include "sluice/graph/pipeline_builder.h"
+#include "sluice/pipeline_builder.h"
 #include "sluice/io/tfrecord_index.h"
 #include "status_matchers.h"
 #include "temp_dir.h"
@@ -21,8 +21,6 @@
 namespace sluice::exec {
 namespace {
 
-using graph::Op;
-using graph::PipelineBuilder;
 using ::sluice::testing::StatusIs;
 using ::testing::HasSubstr;
 
@@ -106,7 +104,7 @@ class PipelineTest : public ::testing::Test {
   PipelineBuilder W2Like(int threads) {
     PipelineBuilder b =
         PipelineBuilder::TfRecord({dir_.Join("*.tfrecord")},
-                                  {graph::BytesFeature("image", 3072), graph::Int64Feature("label")});
+                                  {BytesFeature("image", 3072), Int64Feature("label")});
     b.Map({Op("reshape", {{"shape", {32, 32, 3}}}), Op("grey_dilation", {{"size", 3}}),
            Op("gaussian_blur", {{"ksize", 11}, {"sigma", {0.5, 1.5}}})})
         .Batch(16)
@@ -141,7 +139,7 @@ TEST_F(PipelineTest, ABatchLevelOpSeesEachWholeBatchWhateverTheThreads) {
   ops::OpRegistry registry;
   SLUICE_ASSERT_OK(ops::RegisterBuiltinOps(&registry));
   SLUICE_ASSERT_OK(testing::RegisterTestOps(&registry));
-  const PipelineDef def = PipelineBuilder::TfRecord({dir_.Join("*.tfrecord")}, {graph::Int64Feature("label")})
+  const PipelineDef def = PipelineBuilder::TfRecord({dir_.Join("*.tfrecord")}, {Int64Feature("label")})
                               .Batch(64)
                               .Map({Op("batch_sum")})
                               .Threads(2)
@@ -185,7 +183,7 @@ TEST_F(PipelineTest, OrderedByDefaultAndUnorderedOnRequest) {
 
 TEST_F(PipelineTest, ShuffleIsAPermutationReshuffledEachEpoch) {
   PipelineDef def =
-      PipelineBuilder::TfRecord({dir_.Join("*.tfrecord")}, {graph::Int64Feature("label")})
+      PipelineBuilder::TfRecord({dir_.Join("*.tfrecord")}, {Int64Feature("label")})
           .Map({Op("cast", {{"field", "label"}, {"dtype", "int64"}})})
           .Shuffle(64)
           .Batch(10)
@@ -212,7 +210,7 @@ TEST_F(PipelineTest, BatchRemainderTakeRepeatAndFilter) {
     return out.ok() ? *out : Output();
   };
   auto base = [&] {
-    return PipelineBuilder::TfRecord({dir_.Join("*.tfrecord")}, {graph::Int64Feature("label")});
+    return PipelineBuilder::TfRecord({dir_.Join("*.tfrecord")}, {Int64Feature("label")});
   };
   EXPECT_EQ(labels_of(base().Batch(30, true)).rows, (std::vector<int64_t>{30, 30, 30}));
   EXPECT_EQ(labels_of(base().Batch(30)).rows, (std::vector<int64_t>{30, 30, 30, 10}));
@@ -226,7 +224,7 @@ TEST_F(PipelineTest, BatchRemainderTakeRepeatAndFilter) {
 
 TEST_F(PipelineTest, UnbatchedPipelinesYieldSamples) {
   ASSERT_OK_AND_ASSIGN(
-      Output out, RunEpoch(PipelineBuilder::TfRecord({dir_.Join("*.tfrecord")}, {graph::Int64Feature("label")}).Build()));
+      Output out, RunEpoch(PipelineBuilder::TfRecord({dir_.Join("*.tfrecord")}, {Int64Feature("label")}).Build()));
   EXPECT_EQ(out.rows.size(), static_cast<size_t>(kRecords));
   EXPECT_EQ(out.rows[0], 1);
 }
@@ -256,8 +254,8 @@ TEST_F(PipelineTest, MissingFeatureNamesFeatureFileAndRecord) {
   records.push_back(bad.SerializeAsString());
   const std::string path = dir_.Join("bad.tfrecord");
   testing::WriteTfRecords(path, records);
-  EXPECT_THAT(RunEpoch(PipelineBuilder::TfRecord({path}, {graph::BytesFeature("image", 3072),
-                                                          graph::Int64Feature("label")})
+  EXPECT_THAT(RunEpoch(PipelineBuilder::TfRecord({path}, {BytesFeature("image", 3072),
+                                                          Int64Feature("label")})
                            .Batch(4)
                            .Build()),
               StatusIs(absl::StatusCode::kNotFound,
@@ -265,7 +263,7 @@ TEST_F(PipelineTest, MissingFeatureNamesFeatureFileAndRecord) {
 }
 
 TEST_F(PipelineTest, WrongFeatureLengthNamesFeatureFileAndRecord) {
-  EXPECT_THAT(RunEpoch(PipelineBuilder::TfRecord({files_[1]}, {graph::BytesFeature("image", 3000)}).Build()),
+  EXPECT_THAT(RunEpoch(PipelineBuilder::TfRecord({files_[1]}, {BytesFeature("image", 3000)}).Build()),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("record 0 of " + files_[1] + ": feature 'image': expected 3000 bytes, got 3072")));
 }
@@ -276,7 +274,7 @@ TEST_F(PipelineTest, CorruptRecordFailsWithFileAndOffsetOrIsSkippedAndCounted) {
   const size_t offset = 2 * (16 + record.size());
   testing::IncrementByte(files_[0], offset + 12 + 100);
   auto labels = [&] {
-    return PipelineBuilder::TfRecord({dir_.Join("*.tfrecord")}, {graph::Int64Feature("label")});
+    return PipelineBuilder::TfRecord({dir_.Join("*.tfrecord")}, {Int64Feature("label")});
   };
   EXPECT_THAT(RunEpoch(labels().Batch(8).Build()),
               StatusIs(absl::StatusCode::kDataLoss,
@@ -290,7 +288,7 @@ TEST_F(PipelineTest, CorruptRecordFailsWithFileAndOffsetOrIsSkippedAndCounted) {
 
 TEST_F(PipelineTest, CardinalityIsKnownWhenEverySplitIsSized) {
   auto labels = [&] {
-    return PipelineBuilder::TfRecord({dir_.Join("*.tfrecord")}, {graph::Int64Feature("label")});
+    return PipelineBuilder::TfRecord({dir_.Join("*.tfrecord")}, {Int64Feature("label")});
   };
   auto cardinality = [](PipelineDef def) {
     auto p = Pipeline::Create(def);
@@ -315,8 +313,8 @@ TEST_F(PipelineTest, ArraysFeedThePipelineLikeFiles) {
     x.insert(x.end(), {float(i), float(-i)});
     label.push_back(i);
   }
-  PipelineDef def = PipelineBuilder::Arrays({graph::MakeArrayColumn("x", {2}, x),
-                                            graph::MakeArrayColumn("label", {}, label)})
+  PipelineDef def = PipelineBuilder::Arrays({MakeArrayColumn("x", {2}, x),
+                                            MakeArrayColumn("label", {}, label)})
                         .Map({Op("rescale", {{"field", "x"}, {"scale", 2.0}})})
                         .Batch(4)
                         .Build();
@@ -337,7 +335,7 @@ TEST_F(PipelineTest, ARepeatKeepsChunksWholeAcrossItsEpochsSoBatchesPassThroughT
   // them for 3 epochs) and the batch node passes them through.
   ASSERT_OK_AND_ASSIGN(
       auto pipeline,
-      Pipeline::Create(PipelineBuilder::TfRecord({dir_.Join("*.tfrecord")}, {graph::Int64Feature("label")})
+      Pipeline::Create(PipelineBuilder::TfRecord({dir_.Join("*.tfrecord")}, {Int64Feature("label")})
                            .Repeat(3)
                            .Map({Op("cast", {{"field", "label"}, {"dtype", "float32"}})})
                            .Batch(30)
@@ -408,7 +406,7 @@ TEST_F(PipelineTest, StatsAndAutotuneCanBeTurnedOff) {
 
 TEST_F(PipelineTest, CancelEndsANextBlockedInAnotherThread) {
   // Drops every sample of an endless repeat, so Next never finds one.
-  PipelineDef def = PipelineBuilder::TfRecord({dir_.Join("*.tfrecord")}, {graph::Int64Feature("label")})
+  PipelineDef def = PipelineBuilder::TfRecord({dir_.Join("*.tfrecord")}, {Int64Feature("label")})
                         .Repeat()
                         .Filter(Op("keep_if", {{"cmp", "<"}, {"value", -1.0}}))
                         .Batch(8)
@@ -453,7 +451,7 @@ TEST_F(PipelineTest, SplitAtADistributeNodeTheTwoPartsGiveTheWholesOutput) {
 TEST_F(PipelineTest, IterateSplitsReadsOnlyTheGivenSplitsInOrder) {
   for (const std::string& f : files_) ASSERT_TRUE(io::WriteTfRecordIndex(f).ok());
   const PipelineDef def =
-      PipelineBuilder::TfRecord({dir_.Join("*.tfrecord")}, {graph::BytesFeature("image", 3072)})
+      PipelineBuilder::TfRecord({dir_.Join("*.tfrecord")}, {BytesFeature("image", 3072)})
           .SplitRecords(5)
           .Build();
   ASSERT_OK_AND_ASSIGN(auto pipeline, Pipeline::Create(def));
@@ -476,7 +474,7 @@ TEST_F(PipelineTest, IterateSplitsReadsOnlyTheGivenSplitsInOrder) {
 
 TEST_F(PipelineTest, IndexedFilesSplitIntoRecordRanges) {
   for (const std::string& f : files_) ASSERT_TRUE(io::WriteTfRecordIndex(f).ok());
-  PipelineDef def = PipelineBuilder::TfRecord({dir_.Join("*.tfrecord")}, {graph::Int64Feature("label")})
+  PipelineDef def = PipelineBuilder::TfRecord({dir_.Join("*.tfrecord")}, {Int64Feature("label")})
                         .SplitRecords(5)
                         .Batch(100)
                         .Build();

@@ -4,7 +4,7 @@
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
 #include "sluice/cli/workloads.h"
-#include "sluice/graph/pipeline_builder.h"
+#include "sluice/pipeline_builder.h"
 #include "sluice/graph/pipeline_json.h"
 #include "status_matchers.h"
 #include "temp_dir.h"
@@ -130,8 +130,8 @@ TEST_F(CompileTest, BadFeatureDeclarations) {
   EXPECT_THAT(Compile(PipelineBuilder::TfRecord({dir_.Join("*.tfrecord")}, {BytesFeature("image", -3)}).Build()),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("features[0] 'image': length must be > 0, or 0 for values of any length")));
-  FeatureDef f = Int64Feature("label");
-  f.set_dtype("string");
+  TfRecordFeature f = Int64Feature("label");
+  f.dtype = "string";
   EXPECT_THAT(Compile(PipelineBuilder::TfRecord({dir_.Join("*.tfrecord")}, {f}).Build()),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("dtype must be \"bytes\", \"int64\" or \"float32\"")));
 }

@@ -11,7 +11,7 @@
 #include "sluice/cli/synthetic_images.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/exec/pipeline.h"
-#include "sluice/graph/pipeline_builder.h"
+#include "sluice/pipeline_builder.h"
 #include "status_matchers.h"
 #include "temp_dir.h"
 
@@ -19,7 +19,6 @@ namespace sluice::ops {
 namespace {
 
 using cli::Image;
-using graph::Op;
 using ::sluice::testing::StatusIs;
 using ::testing::HasSubstr;
 
@@ -67,13 +66,12 @@ class DecodeTest : public ::testing::Test {
   }
 
   // The image column of `ops` applied to the one file at `path`, as bytes.
-  absl::StatusOr<std::string> Sluice(const std::string& path, std::vector<OpDef> ops) {
+  absl::StatusOr<std::string> Sluice(const std::string& path, std::vector<OpSpec> ops) {
     const std::string list = path + ".list";
     testing::WriteFileBytes(list, path + " 0\n");
-    PipelineDef def;
-    def.mutable_nodes()->Add()->mutable_source()->mutable_file_list()->set_path(list);
-    for (OpDef& op : ops) *def.mutable_nodes()->Add()->mutable_map()->add_ops() = std::move(op);
-    return Run(def);
+    PipelineBuilder b = PipelineBuilder::FileList(list);
+    for (OpSpec& op : ops) b.Map({std::move(op)});
+    return Run(b.Build());
   }
 
   static absl::StatusOr<std::string> Run(const PipelineDef& def) {
@@ -150,31 +148,29 @@ TEST_F(DecodeTest, TheFusedRandomResizedCropEqualsDecodingThenCropping) {
   for (int i = 0; i < 6; ++i) absl::StrAppend(&list, "img", i, ".jpg ", i, "\n");
   testing::WriteFileBytes(dir_.Join("list.txt"), list);
   // Same node name and op position, so both draw the same windows.
-  auto pipeline = [&](std::vector<NodeDef> maps) {
-    PipelineDef def;
-    def.set_seed(11);
-    def.mutable_nodes()->Add()->mutable_source()->mutable_file_list()->set_path(dir_.Join("list.txt"));
-    for (NodeDef& n : maps) *def.mutable_nodes()->Add() = std::move(n);
-    return def;
-  };
-  auto map = [](const std::string& name, OpDef op) {
-    NodeDef n;
-    n.set_name(name);
-    *n.mutable_map()->add_ops() = std::move(op);
-    return n;
-  };
-  const OpDef crop = Op("random_resized_crop", {{"size", {96, 128}}, {"scale", {0.05, 0.6}}});
+  auto pipeline = [&]() { return PipelineBuilder::FileList(dir_.Join("list.txt")).Seed(11); };
+  const OpSpec crop = Op("random_resized_crop", {{"size", {96, 128}}, {"scale", {0.05, 0.6}}});
   ASSERT_OK_AND_ASSIGN(std::string two_steps,
-                       Run(pipeline({map("decode", Op("decode_image", {{"size", {360, 480}}})), map("crop", crop)})));
-  ASSERT_OK_AND_ASSIGN(
-      std::string fused,
-      Run(pipeline({map("crop", Op("decode_random_resized_crop",
-                                   {{"size", {96, 128}}, {"scale", {0.05, 0.6}}, {"dct_scaling", false}}))})));
+                       Run(pipeline()
+                               .Map({Op("decode_image", {{"size", {360, 480}}})})
+                               .Named("decode")
+                               .Map({crop})
+                               .Named("crop")
+                               .Build()));
+  ASSERT_OK_AND_ASSIGN(std::string fused, Run(pipeline()
+                                                  .Map({Op("decode_random_resized_crop", {{"size", {96, 128}},
+                                                                                          {"scale", {0.05, 0.6}},
+                                                                                          {"dct_scaling", false}})})
+                                                  .Named("crop")
+                                                  .Build()));
   Diff d = Compare(fused, two_steps);
   EXPECT_LE(d.max, 1);
-  ASSERT_OK_AND_ASSIGN(std::string scaled,
-                       Run(pipeline({map("crop", Op("decode_random_resized_crop",
-                                                    {{"size", {96, 128}}, {"scale", {0.05, 0.6}}}))})));
+  ASSERT_OK_AND_ASSIGN(
+      std::string scaled,
+      Run(pipeline()
+              .Map({Op("decode_random_resized_crop", {{"size", {96, 128}}, {"scale", {0.05, 0.6}}})})
+              .Named("crop")
+              .Build()));
   d = Compare(scaled, two_steps);
   EXPECT_LT(d.mean, 2.5);
   EXPECT_NE(fused, std::string(fused.size(), '\0'));
@@ -188,7 +184,7 @@ TEST_F(DecodeTest, DecodingStraightIntoTheNormalizationChangesNoValue) {
   }
   testing::WriteFileBytes(dir_.Join("list.txt"), list);
   struct Case {
-    OpDef decode;
+    OpSpec decode;
     std::string dtype, layout;
   };
   const std::vector<Case> cases = {
@@ -198,21 +194,20 @@ TEST_F(DecodeTest, DecodingStraightIntoTheNormalizationChangesNoValue) {
       {Op("decode_image", {{"size", {50, 70}}}), "float32", "HWC"},
   };
   for (const Case& c : cases) {
-    SCOPED_TRACE(c.decode.op() + " " + c.dtype + " " + c.layout);
+    SCOPED_TRACE(c.decode.op + " " + c.dtype + " " + c.layout);
     auto pipeline = [&](bool fuse) {
-      PipelineDef def;
-      def.set_seed(5);
+      PipelineDef def =
+          PipelineBuilder::FileList(dir_.Join("list.txt"))
+              .Seed(5)
+              .Map({c.decode, Op("crop_mirror_normalize", {{"mirror", 0.5}, {"dtype", c.dtype}, {"layout", c.layout}})})
+              .Build();
       def.mutable_options()->set_no_fuse_decode(!fuse);
-      def.mutable_nodes()->Add()->mutable_source()->mutable_file_list()->set_path(dir_.Join("list.txt"));
-      MapDef* map = def.mutable_nodes()->Add()->mutable_map();
-      *map->add_ops() = c.decode;
-      *map->add_ops() = Op("crop_mirror_normalize", {{"mirror", 0.5}, {"dtype", c.dtype}, {"layout", c.layout}});
       return def;
     };
     ASSERT_OK_AND_ASSIGN(auto fused_pipeline, exec::Pipeline::Create(pipeline(true)));
     ASSERT_EQ(fused_pipeline->compiled().nodes[1].ops.size(), 1u);
     EXPECT_EQ(fused_pipeline->compiled().nodes[1].ops[0].name,
-              "fused(" + c.decode.op() + "+crop_mirror_normalize)");
+              "fused(" + c.decode.op + "+crop_mirror_normalize)");
     ASSERT_OK_AND_ASSIGN(std::string fused, Run(pipeline(true)));
     ASSERT_OK_AND_ASSIGN(std::string apart, Run(pipeline(false)));
     EXPECT_EQ(fused.size(), apart.size());

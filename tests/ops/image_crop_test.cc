@@ -5,13 +5,12 @@
 #include "gtest/gtest.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/exec/pipeline.h"
-#include "sluice/graph/pipeline_builder.h"
+#include "sluice/pipeline_builder.h"
 #include "status_matchers.h"
 
 namespace sluice::ops {
 namespace {
 
-using graph::Op;
 using ::sluice::testing::StatusIs;
 using ::testing::HasSubstr;
 
@@ -24,8 +23,8 @@ std::vector<uint8_t> Pixels() {
   return p;
 }
 
-absl::StatusOr<Batch> RunOne(std::vector<OpDef> ops) {
-  PipelineDef def = graph::PipelineBuilder::Arrays({graph::MakeArrayColumn("image", {4, 6, 3}, Pixels())})
+absl::StatusOr<Batch> RunOne(std::vector<OpSpec> ops) {
+  PipelineDef def = PipelineBuilder::Arrays({MakeArrayColumn("image", {4, 6, 3}, Pixels())})
                         .Map(std::move(ops))
                         .Build();
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<exec::Pipeline> p, exec::Pipeline::Create(def));
@@ -88,7 +87,7 @@ TEST(CenterCrop, TakesTheMiddleAndRefusesToGrow) {
 
 TEST(Resize, KeepsAConstantImageConstant) {
   std::vector<uint8_t> flat(8 * 8 * 3, 77);
-  PipelineDef def = graph::PipelineBuilder::Arrays({graph::MakeArrayColumn("image", {8, 8, 3}, flat)})
+  PipelineDef def = PipelineBuilder::Arrays({MakeArrayColumn("image", {8, 8, 3}, flat)})
                         .Map({Op("resize", {{"size", {3, 5}}})})
                         .Build();
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<exec::Pipeline> p, exec::Pipeline::Create(def));

@@ -5,7 +5,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "sluice/exec/pipeline.h"
-#include "sluice/graph/pipeline_builder.h"
+#include "sluice/pipeline_builder.h"
 #include "status_matchers.h"
 #include "temp_dir.h"
 #include "test_data.h"
@@ -13,17 +13,16 @@
 namespace sluice::profile {
 namespace {
 
-using graph::Op;
 using ::sluice::testing::StatusIs;
 
 class AblationTest : public ::testing::Test {
  protected:
   void SetUp() override { testing::WriteCifarTfRecords(dir_.path(), 40, 2); }
 
-  PipelineDef Def(std::vector<OpDef> ops) {
-    std::vector<OpDef> chain = {Op("reshape", {{"shape", {32, 32, 3}}}), Op("rescale", {{"scale", 1 / 255.0}})};
+  PipelineDef Def(std::vector<OpSpec> ops) {
+    std::vector<OpSpec> chain = {Op("reshape", {{"shape", {32, 32, 3}}}), Op("rescale", {{"scale", 1 / 255.0}})};
     chain.insert(chain.end(), ops.begin(), ops.end());
-    return graph::PipelineBuilder::TfRecord({dir_.Join("*.tfrecord")}, {graph::BytesFeature("image", 3072)})
+    return PipelineBuilder::TfRecord({dir_.Join("*.tfrecord")}, {BytesFeature("image", 3072)})
         .Map(chain)
         .Batch(8)
         .Build();

@@ -5,7 +5,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "sluice/exec/pipeline.h"
-#include "sluice/graph/pipeline_builder.h"
+#include "sluice/pipeline_builder.h"
 #include "sluice/graph/pipeline_json.h"
 #include "status_matchers.h"
 #include "temp_dir.h"
@@ -14,7 +14,6 @@
 namespace sluice::profile {
 namespace {
 
-using graph::Op;
 using ::sluice::testing::StatusIs;
 using ::testing::HasSubstr;
 
@@ -46,9 +45,9 @@ class MaterializeTest : public ::testing::Test {
     return out;
   }
 
-  graph::PipelineBuilder Source() {
-    graph::PipelineBuilder b = graph::PipelineBuilder::TfRecord(
-        {dir_.Join("in/*.tfrecord")}, {graph::BytesFeature("image", 3072), graph::Int64Feature("label")});
+  PipelineBuilder Source() {
+    PipelineBuilder b = PipelineBuilder::TfRecord(
+        {dir_.Join("in/*.tfrecord")}, {BytesFeature("image", 3072), Int64Feature("label")});
     return b;
   }
 

@@ -2,7 +2,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "sluice/graph/pipeline_builder.h"
+#include "sluice/pipeline_builder.h"
 #include "status_matchers.h"
 #include "temp_dir.h"
 #include "test_data.h"
@@ -10,8 +10,6 @@
 namespace sluice::profile {
 namespace {
 
-using graph::Op;
-using graph::PipelineBuilder;
 using ::testing::HasSubstr;
 
 // Pipelines built to be bound by a known cause; the verdict must name it.
@@ -24,7 +22,7 @@ class ProfilerTest : public ::testing::Test {
 
   PipelineBuilder Cifar() {
     return PipelineBuilder::TfRecord({dir_.Join("*.tfrecord")},
-                                     {graph::BytesFeature("image", 3072), graph::Int64Feature("label")});
+                                     {BytesFeature("image", 3072), Int64Feature("label")});
   }
 
   static ProfileOptions Quick() {

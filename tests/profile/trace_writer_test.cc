@@ -5,20 +5,19 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "sluice/graph/pipeline_builder.h"
+#include "sluice/pipeline_builder.h"
 #include "temp_dir.h"
 #include "test_data.h"
 
 namespace sluice::profile {
 namespace {
 
-using graph::Op;
 
 TEST(TraceWriter, TheTraceParsesAndHasTracksSpansAndCounters) {
   testing::TempDir dir;
   testing::WriteCifarTfRecords(dir.path(), 64, 2);
-  PipelineDef def = graph::PipelineBuilder::TfRecord({dir.Join("*.tfrecord")},
-                                                     {graph::BytesFeature("image", 3072), graph::Int64Feature("label")})
+  PipelineDef def = PipelineBuilder::TfRecord({dir.Join("*.tfrecord")},
+                                                     {BytesFeature("image", 3072), Int64Feature("label")})
                         .Map({Op("reshape", {{"shape", {32, 32, 3}}}), Op("gaussian_blur", {{"ksize", 5}, {"sigma", 1.0}})})
                         .Batch(8)
                         .Prefetch()

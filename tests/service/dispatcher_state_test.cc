@@ -5,7 +5,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "sluice/graph/pipeline_builder.h"
+#include "sluice/pipeline_builder.h"
 #include "sluice/service/journal.h"
 #include "status_matchers.h"
 #include "temp_dir.h"
@@ -19,7 +19,7 @@ using ::testing::HasSubstr;
 const absl::Time kT0 = absl::FromUnixSeconds(1000);
 
 PipelineDef Def(int rows) {
-  return graph::PipelineBuilder::Arrays({graph::MakeArrayColumn("x", {}, std::vector<int64_t>(rows, 1))})
+  return PipelineBuilder::Arrays({MakeArrayColumn("x", {}, std::vector<int64_t>(rows, 1))})
       .Build();
 }
 

@@ -12,7 +12,7 @@
 #include "gmock/gmock.h"
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
-#include "sluice/graph/pipeline_builder.h"
+#include "sluice/pipeline_builder.h"
 #include "service.pb.h"
 #include "sluice/service/dispatcher_impl.h"
 #include "sluice/service/distributed_pipeline.h"
@@ -23,8 +23,6 @@
 namespace sluice::service {
 namespace {
 
-using graph::Op;
-using graph::PipelineBuilder;
 using ::sluice::testing::StatusIs;
 using ::sluice::testing::TestCluster;
 using ::testing::HasSubstr;
@@ -41,19 +39,19 @@ PipelineBuilder Samples() {
     for (int p = 0; p < kPixels; ++p) images[static_cast<size_t>(i) * kPixels + p] = static_cast<uint8_t>(i + p);
   }
   PipelineBuilder b = PipelineBuilder::Arrays(
-      {graph::MakeArrayColumn("id", {}, ids), graph::MakeArrayColumn("image", {16, 16, 3}, images)});
+      {MakeArrayColumn("id", {}, ids), MakeArrayColumn("image", {16, 16, 3}, images)});
   b.SplitRecords(100).Map({Op("random_flip")}).Seed(7);
   return b;
 }
 
 PipelineDef Distributed(const std::string& dispatcher, const std::string& mode = "distributed_epoch",
                         const std::string& job = "", const std::string& compression = "") {
-  DistributeDef d;
-  d.set_dispatcher(dispatcher);
-  d.set_mode(mode);
-  d.set_job_name(job);
-  d.set_compression(compression);
-  d.set_connect_timeout_s(5);
+  DistributeOptions d;
+  d.dispatcher = dispatcher;
+  d.mode = mode;
+  d.job_name = job;
+  d.compression = compression;
+  d.connect_timeout_s = 5;
   return Samples().Distribute(d).Batch(64).Build();
 }
 
@@ -281,17 +279,17 @@ TEST_F(ServiceTest, MutualTlsServesCertifiedClientsAndRejectsOthers) {
 }
 
 TEST(DistributedPipeline, InvalidDistributeOptionsNameTheNodeAndField) {
-  DistributeDef d;
-  d.set_dispatcher("127.0.0.1:1");
-  d.set_mode("sometimes");
+  DistributeOptions d;
+  d.dispatcher = "127.0.0.1:1";
+  d.mode = "sometimes";
   EXPECT_THAT(CreatePipeline(Samples().Distribute(d).Build()),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("node 'distribute' (nodes[2]): mode must be \"distributed_epoch\" or")));
-  d.set_mode("");
-  d.set_compression("gzip");
+  d.mode = "";
+  d.compression = "gzip";
   EXPECT_THAT(CreatePipeline(Samples().Distribute(d).Build()),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("compression must be")));
-  d.set_compression("");
+  d.compression = "";
   EXPECT_THAT(CreatePipeline(Samples().Repeat(2).Distribute(d).Build()),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("nodes[2]: in distributed_epoch mode repeat and take go after")));
@@ -311,10 +309,10 @@ TEST_F(ServiceTest, AnOversizedRequestIsRefusedWithTheSizes) {
   TestCluster cluster;
   SLUICE_ASSERT_OK(cluster.StartDispatcher());
   const std::vector<uint8_t> big(70 << 20, 1);
-  DistributeDef d;
-  d.set_dispatcher(cluster.address());
-  d.set_connect_timeout_s(5);
-  EXPECT_THAT(CreatePipeline(PipelineBuilder::Arrays({graph::MakeArrayColumn("x", {1 << 20}, big)})
+  DistributeOptions d;
+  d.dispatcher = cluster.address();
+  d.connect_timeout_s = 5;
+  EXPECT_THAT(CreatePipeline(PipelineBuilder::Arrays({MakeArrayColumn("x", {1 << 20}, big)})
                                  .Distribute(d)
                                  .Build()),
               StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("larger than max")));
@@ -350,8 +348,8 @@ TEST_F(ServiceTest, StatusShowsWorkersAndJobsAndSigtermStopsCleanly) {
 
 TEST_F(ServiceTest, TheEmbeddedDefaultStartsItsOwnDispatcherAndWorkers) {
   ASSERT_EQ(::setenv("SLUICE_BINARY", std::getenv("SLUICE_BIN"), 1), 0);
-  DistributeDef d;
-  d.set_local_workers(2);
+  DistributeOptions d;
+  d.local_workers = 2;
   ASSERT_OK_AND_ASSIGN(auto pipeline, CreatePipeline(Samples().Distribute(d).Batch(64).Build()));
   ASSERT_OK_AND_ASSIGN(Received r, ReadEpoch(*pipeline));
   ExpectEachIdTimes(r, 1);

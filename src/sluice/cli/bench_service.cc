@@ -28,7 +28,7 @@
 #include "sluice/core/batch_builder.h"
 #include "sluice/core/heap_reuse.h"
 #include "sluice/core/status_macros.h"
-#include "sluice/graph/pipeline_builder.h"
+#include "sluice/pipeline_builder.h"
 #include "sluice/service/batch_codec.h"
 #include "sluice/service/distributed_pipeline.h"
 #include "sluice/service/local_cluster.h"
@@ -192,7 +192,7 @@ absl::Status BenchService(const BenchArgs& args) {
   // Streaming pre-made batches.
   const std::vector<uint8_t> blob = Blob();
   const PipelineDef stream_def = WithDistribute(
-      graph::PipelineBuilder::Arrays({graph::MakeArrayColumn("blob", {kRowBytes}, blob)})
+      PipelineBuilder::Arrays({MakeArrayColumn("blob", {kRowBytes}, blob)})
           .Batch(kBatchRows)
           .Build(),
       2, dispatcher, "parallel_epochs");
@@ -203,8 +203,8 @@ absl::Status BenchService(const BenchArgs& args) {
   const PipelineDef w2_local = W2Pipeline(args.data + "/cifar10");
   const PipelineDef w2_prefix = WithDistribute(w2_local, 2, dispatcher);
   const PipelineDef w2_offloaded = WithDistribute(w2_local, w2_local.nodes_size() - 1, dispatcher);
-  DistributeDef to_dispatcher;
-  to_dispatcher.set_dispatcher(dispatcher);
+  DistributeOptions to_dispatcher;
+  to_dispatcher.dispatcher = dispatcher;
   const PipelineDef w2_uint8_wire = W2Uint8OverTheWire(args.data + "/cifar10", to_dispatcher);
 
   const std::string peers = PeersDir();

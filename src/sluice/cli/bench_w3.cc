@@ -16,39 +16,30 @@
 #include "sluice/cli/synthetic_images.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/exec/node_stats.h"
-#include "sluice/graph/pipeline_builder.h"
+#include "sluice/pipeline_builder.h"
 #include "sluice/io/image_files.h"
 #include "sluice/ops/image_decoder.h"
 
 namespace sluice::cli {
 namespace {
 
-using graph::Op;
 
 constexpr int64_t kImages = 2000;
 
 PipelineDef W3(const std::string& root, bool eval) {
-  PipelineDef def;
-  NodeDef* source = def.add_nodes();
-  source->mutable_source()->mutable_image_folder()->set_root(root);
-  source->mutable_source()->set_shuffle_splits(true);
   // Epochs run on without draining the pipeline, as the peers' readers do
   // (the synthetic set is 8 batches an epoch; ImageNet's is 5,000).
-  def.add_nodes()->mutable_repeat()->set_count(0);
-  MapDef* map = def.add_nodes()->mutable_map();
-  if (eval) {
-    *map->add_ops() = Op("decode_resize_center_crop", {{"resize", 256}, {"crop", {224}}});
-    *map->add_ops() = Op("crop_mirror_normalize", {{"mirror", 0.0}});
-  } else {
-    *map->add_ops() = Op("decode_random_resized_crop", {{"size", {224}}});
-    *map->add_ops() = Op("crop_mirror_normalize", {{"mirror", 0.5}});
-  }
-  BatchDef* batch = def.add_nodes()->mutable_batch();
-  batch->set_size(256);
-  batch->set_drop_remainder(true);
-  def.add_nodes()->mutable_prefetch();
-  def.set_name(eval ? "w3_eval" : "w3");
-  return def;
+  return PipelineBuilder::ImageFolder(root)
+      .ShuffleSplits()
+      .Repeat(0)
+      .Map(eval ? std::vector<OpSpec>{Op("decode_resize_center_crop", {{"resize", 256}, {"crop", {224}}}),
+                                      Op("crop_mirror_normalize", {{"mirror", 0.0}})}
+                : std::vector<OpSpec>{Op("decode_random_resized_crop", {{"size", {224}}}),
+                                      Op("crop_mirror_normalize", {{"mirror", 0.5}})})
+      .Batch(256, /*drop_remainder=*/true)
+      .Prefetch()
+      .Name(eval ? "w3_eval" : "w3")
+      .Build();
 }
 
 // Full-image decoding of every file, `threads` at once, for `seconds`:

@@ -1,12 +1,10 @@
 #include "sluice/cli/workloads.h"
 
 #include "sluice/cli/synthetic_data.h"
-#include "sluice/graph/pipeline_builder.h"
+#include "sluice/pipeline_builder.h"
 
 namespace sluice::cli {
 
-using graph::Op;
-using graph::PipelineBuilder;
 
 PipelineDef W1Pipeline(const std::string& mnist_dir) {
   const MnistPaths paths = MnistLayout(mnist_dir);
@@ -27,7 +25,7 @@ namespace {
 PipelineBuilder W2Front(const std::string& cifar_dir) {
   PipelineBuilder b =
       PipelineBuilder::TfRecord({cifar_dir + "/*.tfrecord"},
-                                {graph::BytesFeature("image", 3072), graph::Int64Feature("label")});
+                                {BytesFeature("image", 3072), Int64Feature("label")});
   b.Map({Op("decode_raw", {{"dtype", "uint8"}}),
          Op("reshape", {{"shape", {32, 32, 3}}}),
          Op("grey_dilation", {{"size", 3}}),
@@ -36,28 +34,28 @@ PipelineBuilder W2Front(const std::string& cifar_dir) {
   return b;
 }
 
-std::vector<OpDef> W2Augmentation() {
+std::vector<OpSpec> W2Augmentation() {
   return {Op("random_flip", {{"mode", "horizontal"}}),
           Op("random_rotation", {{"degrees", 36.0}, {"fill_mode", "reflect"}}),
           Op("random_zoom", {{"scale", {0.9, 1.1}}, {"fill_mode", "reflect"}})};
 }
 
-OpDef W2Rescale() { return Op("rescale", {{"scale", 1 / 255.0}}); }
+OpSpec W2Rescale() { return Op("rescale", {{"scale", 1 / 255.0}}); }
 
 }  // namespace
 
 PipelineDef W2Pipeline(const std::string& cifar_dir) {
-  std::vector<OpDef> ops = W2Augmentation();
+  std::vector<OpSpec> ops = W2Augmentation();
   ops.insert(ops.begin(), W2Rescale());
   PipelineDef def = W2Front(cifar_dir).Map(std::move(ops)).Prefetch().Build();
   def.set_name("w2_cifar10");
   return def;
 }
 
-PipelineDef W2Uint8OverTheWire(const std::string& cifar_dir, DistributeDef distribute) {
+PipelineDef W2Uint8OverTheWire(const std::string& cifar_dir, const DistributeOptions& distribute) {
   PipelineDef def = W2Front(cifar_dir)
                         .Map(W2Augmentation())
-                        .Distribute(std::move(distribute))
+                        .Distribute(distribute)
                         .Map({W2Rescale()})
                         .Prefetch()
                         .Build();

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "pipeline.pb.h"
+#include "sluice/pipeline_builder.h"
 
 namespace sluice::cli {
 
@@ -21,7 +22,7 @@ PipelineDef W2Pipeline(const std::string& cifar_dir);
 // the augmentation warps on uint8, and the rescale to float32 after the
 // distribute node, so a quarter of W2's bytes cross the wire. It differs
 // from W2 by the rounding of the warped pixels to uint8 (at most 0.5/255).
-PipelineDef W2Uint8OverTheWire(const std::string& cifar_dir, DistributeDef distribute);
+PipelineDef W2Uint8OverTheWire(const std::string& cifar_dir, const DistributeOptions& distribute);
 
 }  // namespace sluice::cli
 

@@ -5,6 +5,7 @@
 #define SLUICE_EXEC_TRACE_BUFFER_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,9 @@ class TraceBuffer {
 
   std::vector<TraceSpan> spans() const;
   int64_t dropped() const;
+  // The names of the threads that recorded spans (NameThread's), by id:
+  // known for every such thread, however briefly it lived.
+  std::map<int, std::string> thread_names() const;
 
   // The calling thread's kernel id (what /proc/self/task lists).
   static int ThreadId();
@@ -43,6 +47,7 @@ class TraceBuffer {
   mutable absl::Mutex mu_;
   std::vector<TraceSpan> spans_ ABSL_GUARDED_BY(mu_);
   int64_t dropped_ ABSL_GUARDED_BY(mu_) = 0;
+  std::map<int, std::string> thread_names_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace sluice::exec

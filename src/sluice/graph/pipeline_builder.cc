@@ -1,53 +1,86 @@
-#include "sluice/graph/pipeline_builder.h"
+// The public builder (include/sluice/pipeline_builder.h) fills a PipelineDef.
+#include "sluice/pipeline_builder.h"
 
-namespace sluice::graph {
+#include "google/protobuf/struct.pb.h"
+#include "pipeline.pb.h"
+#include "sluice/graph/pipeline_json.h"
 
-OpDef Op(const std::string& name, std::initializer_list<std::pair<const char*, AttrInit>> attrs) {
+namespace sluice {
+namespace {
+
+google::protobuf::Value ToProto(const AttrValue& attr) {
+  google::protobuf::Value out;
+  std::visit(
+      [&out](const auto& v) {
+        using T = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<T, double>) {
+          out.set_number_value(v);
+        } else if constexpr (std::is_same_v<T, bool>) {
+          out.set_bool_value(v);
+        } else if constexpr (std::is_same_v<T, std::string>) {
+          out.set_string_value(v);
+        } else if constexpr (std::is_same_v<T, std::vector<double>>) {
+          for (double x : v) out.mutable_list_value()->add_values()->set_number_value(x);
+        } else {
+          for (const std::string& x : v) out.mutable_list_value()->add_values()->set_string_value(x);
+        }
+      },
+      attr.value());
+  return out;
+}
+
+OpDef ToProto(const OpSpec& spec) {
   OpDef op;
-  op.set_op(name);
-  for (const auto& [key, value] : attrs) (*op.mutable_attrs()->mutable_fields())[key] = value.value();
+  op.set_op(spec.op);
+  for (const auto& [key, value] : spec.attrs) (*op.mutable_attrs()->mutable_fields())[key] = ToProto(value);
   return op;
 }
 
-FeatureDef BytesFeature(const std::string& name, int64_t length) {
-  FeatureDef f;
-  f.set_name(name);
-  f.set_dtype("bytes");
-  f.set_length(length);
-  return f;
+}  // namespace
+
+OpSpec Op(std::string name, std::initializer_list<std::pair<const char*, AttrValue>> attrs) {
+  OpSpec op{std::move(name), {}};
+  for (const auto& [key, value] : attrs) op.attrs.emplace_back(key, value);
+  return op;
 }
 
-static FeatureDef ValueFeature(const std::string& name, const char* dtype,
-                               const std::vector<int64_t>& shape) {
-  FeatureDef f;
-  f.set_name(name);
-  f.set_dtype(dtype);
-  for (int64_t d : shape) f.add_shape(d);
-  return f;
+TfRecordFeature BytesFeature(const std::string& name, int64_t length) {
+  return TfRecordFeature{name, "bytes", {}, length};
+}
+TfRecordFeature Int64Feature(const std::string& name, std::vector<int64_t> shape) {
+  return TfRecordFeature{name, "int64", std::move(shape), 0};
+}
+TfRecordFeature FloatFeature(const std::string& name, std::vector<int64_t> shape) {
+  return TfRecordFeature{name, "float32", std::move(shape), 0};
 }
 
-FeatureDef Int64Feature(const std::string& name, std::vector<int64_t> shape) {
-  return ValueFeature(name, "int64", shape);
+PipelineBuilder::PipelineBuilder() : def_(std::make_unique<PipelineDef>()) {}
+PipelineBuilder::PipelineBuilder(const PipelineBuilder& other) : def_(std::make_unique<PipelineDef>(*other.def_)) {}
+PipelineBuilder& PipelineBuilder::operator=(const PipelineBuilder& other) {
+  *def_ = *other.def_;
+  return *this;
 }
+PipelineBuilder::PipelineBuilder(PipelineBuilder&&) noexcept = default;
+PipelineBuilder& PipelineBuilder::operator=(PipelineBuilder&&) noexcept = default;
+PipelineBuilder::~PipelineBuilder() = default;
 
-FeatureDef FloatFeature(const std::string& name, std::vector<int64_t> shape) {
-  return ValueFeature(name, "float32", shape);
-}
-
-NodeDef* PipelineBuilder::Add() { return def_.add_nodes(); }
-
-PipelineBuilder PipelineBuilder::TfRecord(std::vector<std::string> files,
-                                          std::vector<FeatureDef> features) {
+PipelineBuilder PipelineBuilder::TfRecord(std::vector<std::string> files, std::vector<TfRecordFeature> features) {
   PipelineBuilder b;
-  TfRecordSource* s = b.Add()->mutable_source()->mutable_tfrecord();
+  TfRecordSource* s = b.def_->add_nodes()->mutable_source()->mutable_tfrecord();
   for (auto& f : files) s->add_files(std::move(f));
-  for (auto& f : features) *s->add_features() = std::move(f);
+  for (const TfRecordFeature& f : features) {
+    FeatureDef* d = s->add_features();
+    d->set_name(f.name);
+    d->set_dtype(f.dtype);
+    for (int64_t dim : f.shape) d->add_shape(dim);
+    d->set_length(f.length);
+  }
   return b;
 }
 
 PipelineBuilder PipelineBuilder::Mnist(const std::string& images, const std::string& labels) {
   PipelineBuilder b;
-  MnistSource* s = b.Add()->mutable_source()->mutable_mnist();
+  MnistSource* s = b.def_->add_nodes()->mutable_source()->mutable_mnist();
   s->set_images(images);
   s->set_labels(labels);
   return b;
@@ -55,81 +88,129 @@ PipelineBuilder PipelineBuilder::Mnist(const std::string& images, const std::str
 
 PipelineBuilder PipelineBuilder::Cifar10(std::vector<std::string> files) {
   PipelineBuilder b;
-  Cifar10Source* s = b.Add()->mutable_source()->mutable_cifar10();
+  Cifar10Source* s = b.def_->add_nodes()->mutable_source()->mutable_cifar10();
   for (auto& f : files) s->add_files(std::move(f));
   return b;
 }
 
-PipelineBuilder PipelineBuilder::Arrays(std::vector<ArrayColumn> columns) {
+PipelineBuilder PipelineBuilder::Arrays(std::vector<NamedArray> columns) {
   PipelineBuilder b;
-  ArraySource* s = b.Add()->mutable_source()->mutable_arrays();
-  for (auto& c : columns) *s->add_columns() = std::move(c);
+  ArraySource* s = b.def_->add_nodes()->mutable_source()->mutable_arrays();
+  for (NamedArray& c : columns) {
+    ArrayColumn* d = s->add_columns();
+    d->set_name(c.name);
+    d->set_dtype(std::string(DTypeName(c.dtype)));
+    for (int64_t dim : c.shape) d->add_shape(dim);
+    d->set_data(std::move(c.data));
+  }
   return b;
 }
 
-PipelineBuilder& PipelineBuilder::Map(std::vector<OpDef> ops, int parallelism, const std::string& device) {
-  MapDef* m = Add()->mutable_map();
-  for (auto& op : ops) *m->add_ops() = std::move(op);
+PipelineBuilder PipelineBuilder::ImageFolder(const std::string& root) {
+  PipelineBuilder b;
+  b.def_->add_nodes()->mutable_source()->mutable_image_folder()->set_root(root);
+  return b;
+}
+
+PipelineBuilder PipelineBuilder::FileList(const std::string& path) {
+  PipelineBuilder b;
+  b.def_->add_nodes()->mutable_source()->mutable_file_list()->set_path(path);
+  return b;
+}
+
+PipelineBuilder& PipelineBuilder::Map(std::vector<OpSpec> ops, int parallelism, const std::string& device) {
+  MapDef* m = def_->add_nodes()->mutable_map();
+  for (const OpSpec& op : ops) *m->add_ops() = ToProto(op);
   m->set_parallelism(parallelism);
   m->set_device(device);
   return *this;
 }
 
-PipelineBuilder& PipelineBuilder::Filter(OpDef predicate) {
-  *Add()->mutable_filter()->mutable_predicate() = std::move(predicate);
+PipelineBuilder& PipelineBuilder::Filter(OpSpec predicate) {
+  *def_->add_nodes()->mutable_filter()->mutable_predicate() = ToProto(predicate);
   return *this;
 }
 
-PipelineBuilder& PipelineBuilder::Distribute(DistributeDef options) {
-  *Add()->mutable_distribute() = std::move(options);
+PipelineBuilder& PipelineBuilder::Distribute(const DistributeOptions& o) {
+  DistributeDef* d = def_->add_nodes()->mutable_distribute();
+  d->set_dispatcher(o.dispatcher);
+  d->set_local_workers(o.local_workers);
+  d->set_mode(o.mode);
+  d->set_job_name(o.job_name);
+  d->set_compression(o.compression);
+  d->set_max_outstanding(o.max_outstanding);
+  d->set_tls_ca_file(o.tls_ca_file);
+  d->set_tls_cert_file(o.tls_cert_file);
+  d->set_tls_key_file(o.tls_key_file);
+  d->set_token_file(o.token_file);
+  d->set_connect_timeout_s(o.connect_timeout_s);
   return *this;
 }
 
 PipelineBuilder& PipelineBuilder::Shuffle(int64_t buffer_size) {
-  Add()->mutable_shuffle()->set_buffer_size(buffer_size);
+  def_->add_nodes()->mutable_shuffle()->set_buffer_size(buffer_size);
   return *this;
 }
 
 PipelineBuilder& PipelineBuilder::Batch(int64_t size, bool drop_remainder) {
-  BatchDef* b = Add()->mutable_batch();
+  BatchDef* b = def_->add_nodes()->mutable_batch();
   b->set_size(size);
   b->set_drop_remainder(drop_remainder);
   return *this;
 }
 
 PipelineBuilder& PipelineBuilder::Prefetch(int64_t buffer_size) {
-  Add()->mutable_prefetch()->set_buffer_size(buffer_size);
+  def_->add_nodes()->mutable_prefetch()->set_buffer_size(buffer_size);
   return *this;
 }
 
 PipelineBuilder& PipelineBuilder::Repeat(int64_t count) {
-  Add()->mutable_repeat()->set_count(count);
+  def_->add_nodes()->mutable_repeat()->set_count(count);
   return *this;
 }
 
 PipelineBuilder& PipelineBuilder::Take(int64_t count) {
-  Add()->mutable_take()->set_count(count);
+  def_->add_nodes()->mutable_take()->set_count(count);
+  return *this;
+}
+
+PipelineBuilder& PipelineBuilder::Named(const std::string& node_name) {
+  def_->mutable_nodes(def_->nodes_size() - 1)->set_name(node_name);
+  return *this;
+}
+
+PipelineBuilder& PipelineBuilder::Name(const std::string& name) {
+  def_->set_name(name);
   return *this;
 }
 
 PipelineBuilder& PipelineBuilder::Seed(uint64_t seed) {
-  def_.set_seed(seed);
+  def_->set_seed(seed);
   return *this;
 }
 
 PipelineBuilder& PipelineBuilder::Threads(int threads) {
-  def_.mutable_options()->set_threads(threads);
+  def_->mutable_options()->set_threads(threads);
+  return *this;
+}
+
+PipelineBuilder& PipelineBuilder::ShuffleSplits() {
+  def_->mutable_nodes(0)->mutable_source()->set_shuffle_splits(true);
   return *this;
 }
 
 PipelineBuilder& PipelineBuilder::SkipCorruptRecords() {
-  def_.mutable_nodes(0)->mutable_source()->set_on_corrupt("skip");
+  def_->mutable_nodes(0)->mutable_source()->set_on_corrupt("skip");
   return *this;
 }
 
 PipelineBuilder& PipelineBuilder::SplitRecords(int64_t records) {
-  def_.mutable_nodes(0)->mutable_source()->set_split_records(records);
+  def_->mutable_nodes(0)->mutable_source()->set_split_records(records);
   return *this;
 }
 
-}  // namespace sluice::graph
+std::string PipelineBuilder::ToJson() const { return graph::PipelineToJson(*def_); }
+
+PipelineDef PipelineBuilder::Build() const { return *def_; }
+
+}  // namespace sluice

@@ -97,33 +97,39 @@ class Sampler {
     return names_;
   }
 
+  // Takes one sample now (besides the periodic ones), so that a short or
+  // starved run still has its points.
+  void Sample() {
+    std::map<int, std::string> names;
+    ReadThreadNames(&names);
+    absl::MutexLock lock(&mu_);
+    names_.insert(names.begin(), names.end());
+    if (zero_ns_ == 0) return;
+    const int64_t at = exec::NowNs();
+    const int64_t rows = rows_->load(), wait = wait_ns_->load();
+    const double t = (at - zero_ns_) * 1e-9;
+    if (last_at_ > 0 && at > last_at_) {
+      const double dt = (at - last_at_) * 1e-9;
+      series_[0].points.emplace_back(t, (rows - last_rows_) / dt);
+      series_[1].points.emplace_back(t, (wait - last_wait_) * 1e-9 / dt);
+    }
+    last_at_ = at;
+    last_rows_ = rows;
+    last_wait_ = wait;
+    if (it_ == nullptr || it_->stats() == nullptr) return;
+    const exec::PipelineStatsSnapshot now = it_->stats()->Snapshot();
+    if (series_.size() == 2) {
+      for (const exec::NodeStatsSnapshot& n : now.nodes) series_.push_back(Series{n.name + " buffered", {}});
+    }
+    for (size_t i = 0; i < now.nodes.size(); ++i) {
+      series_[2 + i].points.emplace_back(t, static_cast<double>(now.nodes[i].buffered));
+    }
+  }
+
  private:
   void Run() {
     do {
-      std::map<int, std::string> names;
-      ReadThreadNames(&names);
-      absl::MutexLock lock(&mu_);
-      names_.insert(names.begin(), names.end());
-      if (zero_ns_ == 0) continue;
-      const int64_t at = exec::NowNs();
-      const int64_t rows = rows_->load(), wait = wait_ns_->load();
-      const double t = (at - zero_ns_) * 1e-9;
-      if (last_at_ > 0 && at > last_at_) {
-        const double dt = (at - last_at_) * 1e-9;
-        series_[0].points.emplace_back(t, (rows - last_rows_) / dt);
-        series_[1].points.emplace_back(t, (wait - last_wait_) * 1e-9 / dt);
-      }
-      last_at_ = at;
-      last_rows_ = rows;
-      last_wait_ = wait;
-      if (it_ == nullptr || it_->stats() == nullptr) continue;
-      const exec::PipelineStatsSnapshot now = it_->stats()->Snapshot();
-      if (series_.size() == 2) {
-        for (const exec::NodeStatsSnapshot& n : now.nodes) series_.push_back(Series{n.name + " buffered", {}});
-      }
-      for (size_t i = 0; i < now.nodes.size(); ++i) {
-        series_[2 + i].points.emplace_back(t, static_cast<double>(now.nodes[i].buffered));
-      }
+      Sample();
     } while (!stopped_.WaitForNotificationWithTimeout(interval_));
   }
 
@@ -172,6 +178,7 @@ absl::StatusOr<RunMeasurement> MeasureRun(const exec::Pipeline& pipeline, const 
         cpu0 = ProcessCpuSeconds();
         if (it->stats() != nullptr) at_first = it->stats()->Snapshot();
         sampler.Watch(it.get(), m.start_ns);
+        sampler.Sample();
       } else {
         timed_samples += batch.rows;
         delivered += batch.rows;
@@ -190,6 +197,7 @@ absl::StatusOr<RunMeasurement> MeasureRun(const exec::Pipeline& pipeline, const 
       m.tuned = it->autotune()->knobs();
       m.tune_log = it->autotune()->log();
     }
+    sampler.Sample();
     sampler.Watch(nullptr, m.start_ns);
     if (!any) {
       if (epoch == 0) return absl::FailedPreconditionError("the pipeline yields nothing to measure");
@@ -203,7 +211,12 @@ absl::StatusOr<RunMeasurement> MeasureRun(const exec::Pipeline& pipeline, const 
   m.consumer_wait_share = m.seconds > 0 ? waited_ns.load() * 1e-9 / m.seconds : 0;
   sampler.Stop();
   m.series = sampler.series();
-  for (const auto& [tid, name] : sampler.thread_names()) m.thread_names.emplace_back(tid, name);
+  std::map<int, std::string> names = sampler.thread_names();
+  // The trace knows every thread that recorded a span, however short-lived.
+  if (options.trace != nullptr) {
+    for (const auto& [tid, name] : options.trace->thread_names()) names[tid] = name;
+  }
+  for (const auto& [tid, name] : names) m.thread_names.emplace_back(tid, name);
   return m;
 }
 

@@ -9,14 +9,12 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "sluice/exec/pipeline.h"
-#include "sluice/graph/pipeline_builder.h"
+#include "sluice/pipeline_builder.h"
 #include "status_matchers.h"
 
 namespace sluice::ops {
 namespace {
 
-using graph::Op;
-using graph::PipelineBuilder;
 using ::sluice::testing::StatusIs;
 using ::testing::HasSubstr;
 
@@ -27,11 +25,11 @@ PipelineBuilder Images() {
   for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<uint8_t>((i * 37 + 11) % 256);
   std::vector<int64_t> labels(kRows);
   for (int r = 0; r < kRows; ++r) labels[r] = r;
-  return PipelineBuilder::Arrays({graph::MakeArrayColumn("image", {kH, kW, kC}, pixels),
-                                  graph::MakeArrayColumn("label", {}, labels)});
+  return PipelineBuilder::Arrays({MakeArrayColumn("image", {kH, kW, kC}, pixels),
+                                  MakeArrayColumn("label", {}, labels)});
 }
 
-std::vector<OpDef> Tail() {
+std::vector<OpSpec> Tail() {
   return {Op("rescale", {{"scale", 1 / 255.0}, {"offset", -0.25}}),
           Op("normalize", {{"mean", {0.1, 0.2, 0.3}}, {"std", {0.5, 0.25, 2.0}}, {"layout", "HWC"}})};
 }
