@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Configures and builds sluice (Release) into build/.
+# Configures and builds sluice (Release) into build/: libsluice, the
+# `sluice` command, the Python module, the tests and the micro-benchmarks.
+# SLUICE_CMAKE_ARGS adds options (e.g. -DSLUICE_WITH_CUDA=ON).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 generator=()
-command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
-if [[ ! -f build/CMakeCache.txt ]]; then
-  cmake -S . -B build "${generator[@]}" -DCMAKE_BUILD_TYPE=Release
-fi
+[[ ! -f build/CMakeCache.txt ]] && command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
+# shellcheck disable=SC2086
+cmake -S . -B build "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DSLUICE_BUILD_PYTHON=ON ${SLUICE_CMAKE_ARGS:-} >/dev/null
 cmake --build build -j "$(nproc)"
 echo "build: $(pwd)/build/src/sluice/cli/sluice"

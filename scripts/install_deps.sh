@@ -8,8 +8,8 @@ PACKAGES=(
   cmake ninja-build g++ pkg-config ccache
   libprotobuf-dev protobuf-compiler libabsl-dev libhwy-dev
   libcli11-dev nlohmann-json3-dev libbenchmark-dev
-  # the Python module hands batches to torch through DLPack
-  libdlpack-dev
+  # the Python module (pybind11) hands batches to torch through DLPack
+  pybind11-dev libdlpack-dev
   # image decoding: libjpeg-turbo (its libjpeg API crops and scales in the decoder), libpng
   libjpeg62-turbo-dev libpng-dev
   # the service: gRPC, TLS, wire compression

@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # Creates (once) the project's virtual environment .venv with numpy, pytest
 # and a CPU build of torch, and installs the sluice package into it from this
-# checkout (`pip install .`: scikit-build-core builds the C++ core).
+# checkout: `pip install .` packages the Python module, libsluice and the
+# `sluice` command that scripts/build.sh built (it compiles nothing again).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+[[ -f build/CMakeCache.txt ]] || scripts/build.sh
 if [[ ! -x .venv/bin/python ]]; then
   python3 -m venv .venv
 fi
 .venv/bin/python -m pip install -q --upgrade pip
 # torch==2.13.0 is the CPU build; an unpinned torch pulls GBs of CUDA wheels.
 .venv/bin/python -m pip install -q numpy pytest "torch==2.13.0" scikit-build-core pybind11
-.venv/bin/python -m pip install -q --no-build-isolation .
+SKBUILD_CMAKE_DEFINE="SLUICE_PREBUILT_DIR=$(pwd)/build" .venv/bin/python -m pip install -q --no-build-isolation .
 echo "python_env: $(.venv/bin/python -c 'import sluice, torch; print("sluice", sluice.__file__, "torch", torch.__version__)')"

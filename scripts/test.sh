@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Every test: install what is missing, build, run the GoogleTest suites
-# (ctest), the Python package's tests (pytest, in .venv), then the TensorFlow
-# interop tests in the peer virtual environment (they report themselves
-# skipped where tensorflow-cpu cannot be installed).
+# Every test: install what is missing, build, run the GoogleTest suites and
+# the install and layering checks (ctest), the Python package's tests
+# (pytest, in .venv), then the TensorFlow interop tests in the peer virtual
+# environment (they report themselves skipped where tensorflow-cpu cannot be
+# installed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,6 +15,10 @@ echo "== GoogleTest suites"
 
 echo "== Python package (pip install . into .venv)"
 scripts/python_env.sh
+# The plugins ctest built: the example against the installed package, and
+# the misbehaving ones of the plugin loader's tests.
+export SLUICE_EXAMPLE_PLUGIN="$(pwd)/build/examples/plugin_op/libsluice_cutout.so"
+export SLUICE_TEST_PLUGINS="$(pwd)/build/tests/plugins"
 PATH="$(pwd)/.venv/bin:$PATH" .venv/bin/python -m pytest -q tests/python
 
 echo "== TensorFlow interop"

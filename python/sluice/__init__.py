@@ -18,13 +18,25 @@ definition (the same PipelineDef JSON `sluice run` takes) and hands batches
 over without copying. `sluice.torch` yields torch tensors.
 """
 
-from sluice import ops
+from sluice import _sluice, ops
 from sluice._sluice import (CancelledError, DataLossError, InvalidArgumentError,
                             NotFoundError, SluiceError)
 from sluice.pipeline import Pipeline, arrays, cifar10, file_list, image_folder, mnist, tfrecord
 
+
+
+def load_plugin(path):
+    """Loads a C++ op plugin (a .so built against this sluice's headers with
+    SLUICE_PLUGIN, see examples/plugin_op) into this process: its ops join
+    `sluice.ops` and run in every pipeline like built-in ones. Loading a
+    path twice is a no-op; a wrong ABI, a missing symbol or a name already
+    taken raise InvalidArgumentError naming the file."""
+    _sluice.load_plugin(str(path))
+    ops._refresh()
+
+
 __all__ = [
     "Pipeline", "tfrecord", "mnist", "cifar10", "arrays", "image_folder", "file_list", "ops",
     "SluiceError", "InvalidArgumentError", "NotFoundError", "DataLossError",
-    "CancelledError",
+    "CancelledError", "load_plugin",
 ]

@@ -20,14 +20,25 @@ def _make(schema):
     lines = [schema["doc"], "", "Attrs:"]
     for a in schema["attrs"]:
         default = f" = {a['default']}" if a["default"] else " (required)"
-        lines.append(f"    {a['name']} ({a['type']}{default}): {a['doc']}")
+        allowed = f" ({a['allowed']})" if a["allowed"] else ""
+        lines.append(f"    {a['name']} ({a['type']}{default}): {a['doc']}{allowed}")
+    lines += ["", f"Runs on: {', '.join(schema['backends'])}."]
+    if schema["registrant"] != "sluice's built-in ops":
+        lines.append(f"From {schema['registrant']}.")
     op.__name__ = op.__qualname__ = schema["name"]
     op.__doc__ = "\n".join(lines)
     return op
 
 
 __all__ = []
-for _schema in _sluice.ops():
-    globals()[_schema["name"]] = _make(_schema)
-    __all__.append(_schema["name"])
-del _schema
+
+
+def _refresh():
+    """Adds a function for every registered op not yet here (a plugin's, once loaded)."""
+    for schema in _sluice.ops():
+        if schema["name"] not in __all__:
+            globals()[schema["name"]] = _make(schema)
+            __all__.append(schema["name"])
+
+
+_refresh()

@@ -8,8 +8,6 @@ of PipelineDef (proto/pipeline.proto); `to_json()` is what `sluice run` reads.
 import base64
 import copy
 import json
-import os
-import sys
 
 import numpy as np
 
@@ -90,14 +88,6 @@ def file_list(path, *, shuffle=True, on_corrupt="error"):
 _ARRAY_DTYPES = ("uint8", "int32", "int64", "float32")
 
 
-def _point_to_sluice_binary():
-    """Local workers run the `sluice` command installed beside this Python."""
-    if "SLUICE_BINARY" not in os.environ:
-        here = os.path.join(os.path.dirname(sys.executable), "sluice")
-        if os.access(here, os.X_OK):
-            os.environ["SLUICE_BINARY"] = here
-
-
 def arrays(columns, *, split_records=0):
     """A pipeline reading numpy arrays held in the definition itself.
 
@@ -148,14 +138,22 @@ class Pipeline:
         definition["nodes"].append(node)
         return Pipeline(definition)
 
-    def map(self, *ops, parallelism=0):
+    def map(self, *ops, parallelism=0, device="cpu"):
         """Applies ops (from `sluice.ops`) in order to every sample, or to every row of a batch.
 
-        `parallelism` 0 lets the autotuner choose the runner threads."""
+        `parallelism` 0 lets the autotuner choose the runner threads.
+        `device` "cuda" runs the ops on the GPU (a CUDA build of sluice;
+        every op needs a cuda kernel: `sluice ops` lists each op's); the
+        outputs are then in GPU memory, for `sluice.torch`."""
+        if device not in ("cpu", "cuda"):
+            raise ValueError(f'device must be "cpu" or "cuda", got {device!r}')
         flat = []
         for op in ops:
             flat.extend(op if isinstance(op, (list, tuple)) else [op])
-        return self._with_node({"map": {"ops": flat, "parallelism": parallelism}})
+        node = {"ops": flat, "parallelism": parallelism}
+        if device != "cpu":
+            node["device"] = device
+        return self._with_node({"map": node})
 
     def filter(self, predicate):
         """Keeps the samples for which `predicate` (e.g. ops.keep_if) holds."""
@@ -220,7 +218,6 @@ class Pipeline:
     def engine(self):
         """The compiled C++ pipeline (validated on first use)."""
         if self._engine is None:
-            _point_to_sluice_binary()
             self._engine = _sluice.Pipeline(json.dumps(self._def))
         return self._engine
 

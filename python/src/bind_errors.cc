@@ -1,7 +1,8 @@
-// absl::Status codes become Python exceptions that subclass the built-ins a
-// Python user would catch (as pyarrow's do): bad pipelines and attrs are
-// ValueError, missing files and features FileNotFoundError, corrupt data and
-// everything else RuntimeError. The C++ message is kept whole.
+// absl::Status codes become Python exceptions. Every one is a SluiceError
+// (itself a RuntimeError), and each also subclasses the built-in a Python
+// user would catch (as pyarrow's do): bad pipelines and attrs are
+// ValueError, missing files and features FileNotFoundError. The C++ message
+// is kept whole.
 #include "bindings.h"
 
 namespace sluice::python {
@@ -13,19 +14,24 @@ PyObject* g_data_loss = nullptr;
 PyObject* g_cancelled = nullptr;
 PyObject* g_error = nullptr;
 
+// A new exception class sluice.<name> with `bases`, added to `m`.
+PyObject* NewError(py::module_& m, const char* name, py::tuple bases) {
+  const std::string qualified = std::string("sluice.") + name;
+  PyObject* type = PyErr_NewException(qualified.c_str(), bases.ptr(), nullptr);
+  if (type == nullptr) throw py::error_already_set();
+  m.attr(name) = py::handle(type);  // the module holds the reference
+  return type;
+}
+
 }  // namespace
 
 void InitErrors(py::module_& m) {
-  static py::exception<std::runtime_error> error(m, "SluiceError", PyExc_RuntimeError);
-  static py::exception<std::runtime_error> invalid(m, "InvalidArgumentError", PyExc_ValueError);
-  static py::exception<std::runtime_error> not_found(m, "NotFoundError", PyExc_FileNotFoundError);
-  static py::exception<std::runtime_error> data_loss(m, "DataLossError", error.ptr());
-  static py::exception<std::runtime_error> cancelled(m, "CancelledError", error.ptr());
-  g_error = error.ptr();
-  g_invalid_argument = invalid.ptr();
-  g_not_found = not_found.ptr();
-  g_data_loss = data_loss.ptr();
-  g_cancelled = cancelled.ptr();
+  g_error = NewError(m, "SluiceError", py::make_tuple(py::handle(PyExc_RuntimeError)));
+  const py::handle error(g_error);
+  g_invalid_argument = NewError(m, "InvalidArgumentError", py::make_tuple(error, py::handle(PyExc_ValueError)));
+  g_not_found = NewError(m, "NotFoundError", py::make_tuple(error, py::handle(PyExc_FileNotFoundError)));
+  g_data_loss = NewError(m, "DataLossError", py::make_tuple(error));
+  g_cancelled = NewError(m, "CancelledError", py::make_tuple(error));
 }
 
 void ThrowIfError(const absl::Status& status) {

@@ -133,6 +133,35 @@ TEST_F(SluiceCliTest, OpsListsDocsAndDefaults) {
   EXPECT_EQ(Sluice("ops no_such_op").exit_code, 1);
 }
 
+TEST_F(SluiceCliTest, APluginsOpsAreListedAndRunOnlyWhereThePluginIsLoaded) {
+  const std::string plugin = std::getenv("SLUICE_EXAMPLE_PLUGIN");
+  Result r = Sluice("ops random_cutout --plugin " + plugin);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("random_cutout  [cpu; random; from "));
+  EXPECT_THAT(r.out, HasSubstr("libsluice_cutout.so]"));
+  ASSERT_EQ(Sluice("make-data cifar10 --out " + dir_.Join("c") + " --count 64 --files 2").exit_code, 0);
+  testing::WriteFileBytes(dir_.Join("cutout.json"), R"({
+    "nodes": [
+      {"source": {"tfrecord": {"files": [")" + dir_.Join("c/*.tfrecord") + R"("],
+                               "features": [{"name": "image", "dtype": "bytes", "length": 3072},
+                                            {"name": "label", "dtype": "int64"}]}}},
+      {"map": {"ops": [{"op": "reshape", "attrs": {"shape": [32, 32, 3]}},
+                       {"op": "random_cutout", "attrs": {"size": 8}}]}},
+      {"batch": {"size": 16}}
+    ]})");
+  r = Sluice("run " + dir_.Join("cutout.json") + " --plugin " + plugin + " --json --quiet");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(JsonLine(r.out, "{\"pipeline\"")["samples"], 64);
+  r = Sluice("run " + dir_.Join("cutout.json"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.out, HasSubstr("unknown op 'random_cutout'"));
+  EXPECT_THAT(r.out, HasSubstr("--plugin"));
+  r = Sluice("run " + dir_.Join("cutout.json") + " --plugin " + std::getenv("SLUICE_TEST_PLUGINS") +
+             "/libtest_plugin_wrong_abi.so");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.out, HasSubstr("libtest_plugin_wrong_abi.so: was built for another sluice"));
+}
+
 TEST_F(SluiceCliTest, OpsAsJsonListEveryOpWithItsBackends) {
   const Result r = Sluice("ops --json");
   ASSERT_EQ(r.exit_code, 0) << r.out;

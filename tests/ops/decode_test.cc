@@ -8,7 +8,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "absl/strings/str_cat.h"
-#include "sluice/cli/synthetic_images.h"
+#include "sluice/datagen/synthetic_images.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/exec/pipeline.h"
 #include "sluice/pipeline_builder.h"
@@ -18,7 +18,7 @@
 namespace sluice::ops {
 namespace {
 
-using cli::Image;
+using datagen::Image;
 using ::sluice::testing::StatusIs;
 using ::testing::HasSubstr;
 
@@ -51,7 +51,7 @@ class DecodeTest : public ::testing::Test {
   }
 
   std::string Jpeg(const std::string& name, const Image& image, bool progressive = false) {
-    absl::StatusOr<std::string> bytes = cli::EncodeJpeg(image, 90, progressive);
+    absl::StatusOr<std::string> bytes = datagen::EncodeJpeg(image, 90, progressive);
     EXPECT_TRUE(bytes.ok()) << bytes.status();
     return Write(name, *bytes);
   }
@@ -93,18 +93,18 @@ class DecodeTest : public ::testing::Test {
 };
 
 TEST_F(DecodeTest, DecodesLikePilWhateverTheEncoding) {
-  const Image rgb = cli::PhotoLikeImage(320, 240, 3);
+  const Image rgb = datagen::PhotoLikeImage(320, 240, 3);
   struct Case {
     std::string path;
     int tolerance;
   };
-  absl::StatusOr<std::string> png = cli::EncodePng(rgb);
+  absl::StatusOr<std::string> png = datagen::EncodePng(rgb);
   ASSERT_TRUE(png.ok());
   const std::vector<Case> cases = {
       {Jpeg("baseline.jpg", rgb), 1},
       {Jpeg("progressive.jpg", rgb, true), 1},
-      {Jpeg("gray.jpg", cli::ToGray(rgb)), 1},
-      {Jpeg("cmyk.jpg", cli::ToCmyk(rgb)), 2},  // integer rounding of the CMYK product
+      {Jpeg("gray.jpg", datagen::ToGray(rgb)), 1},
+      {Jpeg("cmyk.jpg", datagen::ToCmyk(rgb)), 2},  // integer rounding of the CMYK product
       {Write("lossless.png", *png), 0},
   };
   for (const Case& c : cases) {
@@ -116,7 +116,7 @@ TEST_F(DecodeTest, DecodesLikePilWhateverTheEncoding) {
 }
 
 TEST_F(DecodeTest, ResizingMatchesPilsAntialiasedBilinear) {
-  const std::string path = Jpeg("a.jpg", cli::PhotoLikeImage(320, 240, 4));
+  const std::string path = Jpeg("a.jpg", datagen::PhotoLikeImage(320, 240, 4));
   ASSERT_OK_AND_ASSIGN(std::string ours,
                        Sluice(path, {Op("decode_image", {{"size", {90, 150}}, {"dct_scaling", false}})}));
   // PIL rounds to 8 bits between its two passes; sluice keeps floats.
@@ -126,7 +126,7 @@ TEST_F(DecodeTest, ResizingMatchesPilsAntialiasedBilinear) {
 }
 
 TEST_F(DecodeTest, TheEvaluationCropMatchesTorchvisionsResizeAndCenterCrop) {
-  const std::string path = Jpeg("big.jpg", cli::PhotoLikeImage(700, 520, 5));
+  const std::string path = Jpeg("big.jpg", datagen::PhotoLikeImage(700, 520, 5));
   const std::string pil = Pil(path, "resize_center_crop 128 112");
   ASSERT_OK_AND_ASSIGN(std::string exact, Sluice(path, {Op("decode_resize_center_crop", {{"resize", 128},
                                                                                           {"crop", {112}},
@@ -142,7 +142,7 @@ TEST_F(DecodeTest, TheEvaluationCropMatchesTorchvisionsResizeAndCenterCrop) {
 }
 
 TEST_F(DecodeTest, TheFusedRandomResizedCropEqualsDecodingThenCropping) {
-  const Image img = cli::PhotoLikeImage(480, 360, 6);
+  const Image img = datagen::PhotoLikeImage(480, 360, 6);
   for (int i = 0; i < 6; ++i) Jpeg("img" + std::to_string(i) + ".jpg", img, i % 2 == 1);
   std::string list;
   for (int i = 0; i < 6; ++i) absl::StrAppend(&list, "img", i, ".jpg ", i, "\n");
@@ -179,7 +179,7 @@ TEST_F(DecodeTest, TheFusedRandomResizedCropEqualsDecodingThenCropping) {
 TEST_F(DecodeTest, DecodingStraightIntoTheNormalizationChangesNoValue) {
   std::string list;
   for (int i = 0; i < 8; ++i) {
-    Jpeg("n" + std::to_string(i) + ".jpg", cli::PhotoLikeImage(300 + 20 * i, 220, 20 + i), i % 3 == 2);
+    Jpeg("n" + std::to_string(i) + ".jpg", datagen::PhotoLikeImage(300 + 20 * i, 220, 20 + i), i % 3 == 2);
     absl::StrAppend(&list, "n", i, ".jpg ", i, "\n");
   }
   testing::WriteFileBytes(dir_.Join("list.txt"), list);
@@ -216,7 +216,7 @@ TEST_F(DecodeTest, DecodingStraightIntoTheNormalizationChangesNoValue) {
 }
 
 TEST_F(DecodeTest, CorruptImagesFailNamingTheFile) {
-  std::string bytes = testing::ReadFileBytes(Jpeg("ok.jpg", cli::PhotoLikeImage(64, 48, 7)));
+  std::string bytes = testing::ReadFileBytes(Jpeg("ok.jpg", datagen::PhotoLikeImage(64, 48, 7)));
   for (size_t i = 20; i < 80; ++i) bytes[i] = static_cast<char>(0x7f);  // the tables after the header
   const std::string garbled = Write("garbled.jpg", bytes);
   EXPECT_THAT(Sluice(garbled, {Op("decode_image", {{"size", {48, 64}}})}),
@@ -227,7 +227,7 @@ TEST_F(DecodeTest, CorruptImagesFailNamingTheFile) {
 }
 
 TEST_F(DecodeTest, BadAttrsAndColumnsAreRefusedWithTheReason) {
-  const std::string path = Jpeg("a.jpg", cli::PhotoLikeImage(64, 48, 8));
+  const std::string path = Jpeg("a.jpg", datagen::PhotoLikeImage(64, 48, 8));
   EXPECT_THAT(Sluice(path, {Op("decode_random_resized_crop", {{"scale", {0.5, 2.0}}})}),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("scale")));
   EXPECT_THAT(Sluice(path, {Op("decode_image", {{"size", {48, 64}}}), Op("decode_image", {{"size", {48, 64}}})}),

@@ -7,8 +7,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "absl/strings/str_cat.h"
-#include "sluice/cli/synthetic_data.h"
-#include "sluice/cli/synthetic_images.h"
+#include "sluice/datagen/synthetic_data.h"
+#include "sluice/datagen/synthetic_images.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/exec/pipeline.h"
 #include "sluice/graph/pipeline_json.h"
@@ -60,7 +60,7 @@ absl::StatusOr<Rows> RunJson(const std::string& json) {
 class DecodeTfRecordTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    SLUICE_ASSERT_OK(cli::WriteSyntheticImageTfRecords(dir_.Join("shards"), kCount, kClasses, 2, kSeed,
+    SLUICE_ASSERT_OK(datagen::WriteSyntheticImageTfRecords(dir_.Join("shards"), kCount, kClasses, 2, kSeed,
                                                [](int64_t, int64_t) {}));
   }
 
@@ -92,7 +92,7 @@ TEST_F(DecodeTfRecordTest, ImagesInRecordsDecodeAsTheSameFilesDo) {
   // The same images as files, in the same order, through a file list.
   std::string list;
   for (int i = 0; i < kCount; ++i) {
-    ASSERT_OK_AND_ASSIGN(cli::SyntheticImageFile f, cli::MakeSyntheticImageFile(i, kClasses, kSeed));
+    ASSERT_OK_AND_ASSIGN(datagen::SyntheticImageFile f, datagen::MakeSyntheticImageFile(i, kClasses, kSeed));
     const std::string path = dir_.Join(absl::StrCat("img", i, ".", f.ext));
     testing::WriteFileBytes(path, f.bytes);
     absl::StrAppend(&list, path, " ", f.label, "\n");
@@ -125,7 +125,7 @@ TEST_F(DecodeTfRecordTest, UndecodedBytesComeOutWhole) {
   ASSERT_OK_AND_ASSIGN(Rows rows, RunJson(Pipeline(Shards(), R"(, {"take": {"count": 4}})")));
   ASSERT_EQ(rows.size(), 8u);
   for (int i = 0; i < 4; ++i) {
-    ASSERT_OK_AND_ASSIGN(cli::SyntheticImageFile f, cli::MakeSyntheticImageFile(i, kClasses, kSeed));
+    ASSERT_OK_AND_ASSIGN(datagen::SyntheticImageFile f, datagen::MakeSyntheticImageFile(i, kClasses, kSeed));
     EXPECT_EQ(rows[2 * i].first, "image/encoded");
     EXPECT_TRUE(rows[2 * i].second == f.bytes) << "record " << i;
   }
@@ -133,7 +133,7 @@ TEST_F(DecodeTfRecordTest, UndecodedBytesComeOutWhole) {
 
 TEST_F(DecodeTfRecordTest, ACorruptImageInARecordNamesTheRecordAndFile) {
   Example good, bad;
-  ASSERT_OK_AND_ASSIGN(cli::SyntheticImageFile f, cli::MakeSyntheticImageFile(0, kClasses, kSeed));
+  ASSERT_OK_AND_ASSIGN(datagen::SyntheticImageFile f, datagen::MakeSyntheticImageFile(0, kClasses, kSeed));
   auto& gf = *good.mutable_features()->mutable_feature();
   gf["image/encoded"].mutable_bytes_list()->add_value(f.bytes);
   gf["image/class/label"].mutable_int64_list()->add_value(1);

@@ -84,7 +84,7 @@ def test_each_pass_is_a_new_epoch(cifar_dir):
 def test_errors_are_builtin_exceptions_with_the_cpp_message(tmp_path, cifar_dir):
     with pytest.raises(FileNotFoundError, match="no file matches pattern"):
         sluice.tfrecord(str(tmp_path / "*.tfrecord")).schema
-    with pytest.raises(ValueError, match="op 'gaussian_blur': attr 'sigma' must be > 0"):
+    with pytest.raises(ValueError, match="op 'gaussian_blur': attr 'sigma' must be 1 or 2 values, each > 0"):
         cifar(cifar_dir).map(ops.reshape(shape=[32, 32, 3]), ops.gaussian_blur(sigma=-1)).schema
     with pytest.raises(ValueError, match=r"invalid pipeline JSON: \(nodes\[0\]\.batch\.size\)"):
         sluice.Pipeline.from_json('{"nodes": [{"batch": {"size": "big"}}]}').schema
@@ -94,6 +94,18 @@ def test_errors_are_builtin_exceptions_with_the_cpp_message(tmp_path, cifar_dir)
     pipe = sluice.tfrecord(str(cifar_dir / "*.tfrecord"), {"box": ("float32", [4])})
     with pytest.raises(FileNotFoundError, match=r"record 0 of .*train-00000-of-00003.tfrecord: feature 'box' missing"):
         list(pipe)
+
+
+def test_every_error_is_a_sluice_error_and_the_builtin_users_catch():
+    assert issubclass(sluice.InvalidArgumentError, sluice.SluiceError)
+    assert issubclass(sluice.InvalidArgumentError, ValueError)
+    assert issubclass(sluice.NotFoundError, sluice.SluiceError)
+    assert issubclass(sluice.NotFoundError, FileNotFoundError)
+    assert issubclass(sluice.DataLossError, sluice.SluiceError)
+    assert issubclass(sluice.CancelledError, sluice.SluiceError)
+    assert issubclass(sluice.SluiceError, RuntimeError)
+    with pytest.raises(sluice.SluiceError, match="unknown op 'no_such_op'"):
+        sluice.arrays({"x": np.zeros(4, np.float32)}).map({"op": "no_such_op", "attrs": {}}).schema
 
 
 def test_corrupt_record_is_data_loss_or_counted_skip(tmp_path, cifar_dir):

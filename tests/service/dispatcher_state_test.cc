@@ -47,10 +47,12 @@ class DispatcherStateTest : public ::testing::Test {
     EXPECT_TRUE(job.ok()) << job.status();
     return job.ok() ? *job : GetOrCreateJobResponse();
   }
-  int64_t Worker(const std::string& address, absl::Time now = kT0, int64_t id = 0) {
+  int64_t Worker(const std::string& address, absl::Time now = kT0, int64_t id = 0,
+                 const std::vector<std::string>& ops = {}) {
     WorkerHeartbeatRequest r;
     r.set_worker_id(id);
     r.set_address(address);
+    for (const std::string& op : ops) r.add_ops(op);
     return state_.WorkerHeartbeat(r, now).worker_id();
   }
   static GetSplitRequest Ask(const GetOrCreateJobResponse& job, int64_t worker, uint64_t epoch = 0) {
@@ -88,6 +90,32 @@ TEST_F(DispatcherStateTest, PipelinesAreDeduplicatedAndNamedJobsShared) {
   unknown.set_pipeline_id("feed");
   EXPECT_THAT(state_.GetOrCreateJob(unknown, kT0),
               StatusIs(absl::StatusCode::kNotFound, HasSubstr("no pipeline feed")));
+}
+
+TEST_F(DispatcherStateTest, OnlyWorkersWithEveryOpOfAPipelineServeItsJobs) {
+  const PipelineDef def = PipelineBuilder::Arrays({MakeArrayColumn("x", {4}, std::vector<float>(8, 1.f))})
+                              .Map({Op("random_cutout"), Op("rescale", {{"scale", 2.0}})})
+                              .Build();
+  EXPECT_THAT(state_.CapableWorker({"random_cutout"}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("op 'random_cutout' is not registered on the dispatcher and no live worker has it")));
+  const int64_t plain = Worker("plain:1", kT0, 0, {"rescale"});
+  const int64_t plugged = Worker("plugged:2", kT0, 0, {"rescale", "random_cutout"});
+  ASSERT_OK_AND_ASSIGN(std::string capable, state_.CapableWorker({"random_cutout"}));
+  EXPECT_EQ(capable, "plugged:2");
+
+  ASSERT_OK_AND_ASSIGN(std::string p, state_.RegisterPipeline(def, Splits(2)));
+  const GetOrCreateJobResponse job = Job(p);
+  ClientHeartbeatRequest hb;
+  hb.set_job_id(job.job_id());
+  hb.set_client_id(job.client_id());
+  ASSERT_OK_AND_ASSIGN(ClientHeartbeatResponse tasks, state_.ClientHeartbeat(hb, kT0));
+  ASSERT_EQ(tasks.tasks_size(), 1);
+  EXPECT_EQ(tasks.tasks(0).worker_id(), plugged);
+  EXPECT_THAT(state_.GetSplit(Ask(job, plain), kT0),
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("lacks ops of job")));
+  ASSERT_OK_AND_ASSIGN(GetSplitResponse s, state_.GetSplit(Ask(job, plugged), kT0));
+  EXPECT_EQ(s.state(), GetSplitResponse::SPLIT);
 }
 
 TEST_F(DispatcherStateTest, ASilentWorkersSplitsGoBackToTheirClient) {

@@ -13,7 +13,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
 #include "sluice/pipeline_builder.h"
-#include "service.pb.h"
+#include "service.grpc.pb.h"
 #include "sluice/service/dispatcher_impl.h"
 #include "sluice/service/distributed_pipeline.h"
 #include "status_matchers.h"
@@ -121,6 +121,44 @@ TEST_F(ServiceTest, TheServiceYieldsWhatTheLocalRunYields) {
     ASSERT_OK_AND_ASSIGN(Received here, ReadEpoch(*local, epoch));
     EXPECT_TRUE(remote.images_by_id == here.images_by_id) << "epoch " << epoch;  // random flips included
   }
+}
+
+// The samples a worker process has sent, as its GetStatus says.
+int64_t SamplesSent(const testing::ServiceProcess& worker) {
+  auto stub = ::sluice::Worker::NewStub(
+      grpc::CreateChannel("127.0.0.1:" + std::to_string(worker.port()), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  WorkerStatus status;
+  EXPECT_TRUE(stub->GetStatus(&context, GetStatusRequest(), &status).ok());
+  return status.samples_sent();
+}
+
+PipelineDef WithCutout(const std::string& dispatcher) {
+  DistributeOptions d;
+  d.dispatcher = dispatcher;
+  d.connect_timeout_s = 5;
+  return Samples().Map({Op("random_cutout", {{"size", 4}})}).Distribute(d).Batch(64).Build();
+}
+
+TEST_F(ServiceTest, APluginsOpRunsOnlyOnTheWorkersThatLoadedThePlugin) {
+  TestCluster cluster;
+  SLUICE_ASSERT_OK(cluster.StartDispatcher());
+  SLUICE_ASSERT_OK(cluster.AddWorker(1, {"--plugin", std::getenv("SLUICE_EXAMPLE_PLUGIN")}));
+  SLUICE_ASSERT_OK(cluster.AddWorker(1));
+  ASSERT_OK_AND_ASSIGN(auto pipeline, CreatePipeline(WithCutout(cluster.address())));
+  ASSERT_OK_AND_ASSIGN(Received r, ReadEpoch(*pipeline));
+  ExpectEachIdTimes(r, 1);
+  EXPECT_EQ(SamplesSent(cluster.worker(0)), kRows) << "the worker with the plugin ran every split";
+  EXPECT_EQ(SamplesSent(cluster.worker(1)), 0) << "the worker without it got none";
+}
+
+TEST_F(ServiceTest, WithoutAWorkerThatHasItsOpsAPipelineIsRefusedNamingTheOp) {
+  TestCluster cluster;
+  SLUICE_ASSERT_OK(cluster.StartDispatcher());
+  SLUICE_ASSERT_OK(cluster.AddWorker(1));
+  EXPECT_THAT(CreatePipeline(WithCutout(cluster.address())),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("op 'random_cutout' is not registered on the dispatcher and no live worker has it")));
 }
 
 TEST_F(ServiceTest, AWorkerKilledMidEpochLosesAndRepeatsNothing) {
@@ -296,13 +334,16 @@ TEST(DistributedPipeline, InvalidDistributeOptionsNameTheNodeAndField) {
 }
 
 TEST(DispatcherImpl, RefusesPipelinesWithOpsThatAreNotRegistered) {
-  ASSERT_OK_AND_ASSIGN(auto dispatcher, DispatcherImpl::Create("", {}));
+  DispatcherState::Options options;
+  options.worker_timeout = absl::Milliseconds(50);  // how long it waits for a worker that has them
+  ASSERT_OK_AND_ASSIGN(auto dispatcher, DispatcherImpl::Create("", options));
   RegisterPipelineRequest request;
   *request.mutable_pipeline() = Samples().Map({Op("system", {{"command", "rm -rf /"}})}).Build();
   EXPECT_THAT(dispatcher->RegisterPipeline(request),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("pipeline rejected")));
   EXPECT_THAT(dispatcher->RegisterPipeline(request),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("unknown op 'system'")));
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("op 'system' is not registered on the dispatcher and no live worker has it")));
 }
 
 TEST_F(ServiceTest, AnOversizedRequestIsRefusedWithTheSizes) {

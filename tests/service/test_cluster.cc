@@ -26,10 +26,11 @@ absl::Status TestCluster::StartDispatcher(const std::string& work_dir, int port)
   return absl::OkStatus();
 }
 
-absl::Status TestCluster::AddWorker(int threads) {
+absl::Status TestCluster::AddWorker(int threads, const std::vector<std::string>& flags) {
   std::vector<std::string> args{"worker", "--dispatcher", address(), "--host", "127.0.0.1",
                                 "--threads", std::to_string(threads)};
   args.insert(args.end(), flags_.begin(), flags_.end());
+  args.insert(args.end(), flags.begin(), flags.end());
   auto started = StartSluice(args);
   if (!started.ok()) return started.status();
   workers_.push_back(*std::move(started));

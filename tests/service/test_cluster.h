@@ -22,7 +22,8 @@ class TestCluster {
 
   // `port` 0: any; `work_dir` empty: no journal.
   absl::Status StartDispatcher(const std::string& work_dir = "", int port = 0);
-  absl::Status AddWorker(int threads = 1);
+  // `flags`: for this worker alone (e.g. --plugin PATH).
+  absl::Status AddWorker(int threads = 1, const std::vector<std::string>& flags = {});
   ServiceProcess& dispatcher() { return *dispatcher_; }
   ServiceProcess& worker(int i) { return *workers_[i]; }
   int workers() const { return static_cast<int>(workers_.size()); }

@@ -14,7 +14,7 @@
 #include "absl/strings/str_format.h"
 #include "nlohmann/json.hpp"
 #include "sluice/cli/progress.h"
-#include "sluice/cli/synthetic_data.h"
+#include "sluice/datagen/synthetic_data.h"
 #include "sluice/core/status_macros.h"
 
 #ifndef SLUICE_SOURCE_DIR
@@ -91,14 +91,14 @@ absl::Status EnsureData(const std::string& data, bool w1, bool w2) {
     });
   };
   absl::Status s;
-  if (w1 && !Exists(MnistLayout(data + "/mnist").train_images)) {
+  if (w1 && !Exists(datagen::MnistLayout(data + "/mnist").train_images)) {
     std::fprintf(stderr, "generating W1 data (60,000 MNIST images) in %s/mnist\n", data.c_str());
-    s = WriteSyntheticMnist(data + "/mnist", 60000, 1, report);
+    s = datagen::WriteSyntheticMnist(data + "/mnist", 60000, 1, report);
   }
-  if (w2 && !Exists(data + "/cifar10/" + TfRecordShardName(0, 8))) {
+  if (w2 && !Exists(data + "/cifar10/" + datagen::TfRecordShardName(0, 8))) {
     std::fprintf(stderr, "generating W2 data (50,000 CIFAR-10 records in 8 TFRecords) in %s/cifar10\n",
                  data.c_str());
-    s = WriteSyntheticCifar10(data + "/cifar10", 50000, 8, false, 1, report);
+    s = datagen::WriteSyntheticCifar10(data + "/cifar10", 50000, 8, false, 1, report);
   }
   progress.Finish();
   return s;

@@ -13,7 +13,7 @@
 #include "nlohmann/json.hpp"
 #include "sluice/cli/bench_util.h"
 #include "sluice/cli/progress.h"
-#include "sluice/cli/synthetic_images.h"
+#include "sluice/datagen/synthetic_images.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/exec/node_stats.h"
 #include "sluice/pipeline_builder.h"
@@ -77,7 +77,7 @@ absl::Status BenchW3(const BenchArgs& args) {
   const std::string root = args.data + "/imagenet";
   if (!Exists(root)) {
     ProgressLine progress(true);
-    SLUICE_RETURN_IF_ERROR(WriteSyntheticImageFolder(root, kImages, 10, 1, [&](int64_t done, int64_t total) {
+    SLUICE_RETURN_IF_ERROR(datagen::WriteSyntheticImageFolder(root, kImages, 10, 1, [&](int64_t done, int64_t total) {
       progress.Update([&] { return absl::StrFormat("imagenet: %d / %d images", done, total); });
     }));
     progress.Finish();

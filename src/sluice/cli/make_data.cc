@@ -5,8 +5,8 @@
 #include "absl/strings/str_format.h"
 #include "sluice/cli/command.h"
 #include "sluice/cli/progress.h"
-#include "sluice/cli/synthetic_data.h"
-#include "sluice/cli/synthetic_images.h"
+#include "sluice/datagen/synthetic_data.h"
+#include "sluice/datagen/synthetic_images.h"
 
 namespace sluice::cli {
 namespace {
@@ -35,13 +35,13 @@ absl::Status MakeData(const MakeDataArgs& args) {
       return absl::InvalidArgumentError(absl::StrCat("--format must be folder or tfrecord, got ", args.format));
     }
     if (args.format == "tfrecord") {
-      s = WriteSyntheticImageTfRecords(args.out, count, args.classes, args.files, args.seed, report);
+      s = datagen::WriteSyntheticImageTfRecords(args.out, count, args.classes, args.files, args.seed, report);
       if (s.ok()) {
         std::printf("wrote %lld JPEG/PNG images as tf.train.Example in %d TFRecord files under %s\n",
                     static_cast<long long>(count), args.files, args.out.c_str());
       }
     } else {
-      s = WriteSyntheticImageFolder(args.out, count, args.classes, args.seed, report);
+      s = datagen::WriteSyntheticImageFolder(args.out, count, args.classes, args.seed, report);
       if (s.ok()) {
         std::printf("wrote %lld JPEG/PNG images in %d class folders under %s\n", static_cast<long long>(count),
                     args.classes, args.out.c_str());
@@ -49,7 +49,7 @@ absl::Status MakeData(const MakeDataArgs& args) {
     }
   } else if (args.dataset == "mnist") {
     const int64_t count = args.count > 0 ? args.count : 60000;
-    s = WriteSyntheticMnist(args.out, count, args.seed, report);
+    s = datagen::WriteSyntheticMnist(args.out, count, args.seed, report);
     if (s.ok()) std::printf("wrote %lld MNIST samples (+ test split) under %s/MNIST/raw\n", static_cast<long long>(count), args.out.c_str());
   } else {
     const int64_t count = args.count > 0 ? args.count : 50000;
@@ -57,7 +57,7 @@ absl::Status MakeData(const MakeDataArgs& args) {
     if (!binary && args.format != "tfrecord" && !args.format.empty()) {
       return absl::InvalidArgumentError(absl::StrCat("--format must be tfrecord or bin, got ", args.format));
     }
-    s = WriteSyntheticCifar10(args.out, count, args.files, binary, args.seed, report);
+    s = datagen::WriteSyntheticCifar10(args.out, count, args.files, binary, args.seed, report);
     if (s.ok()) {
       std::printf("wrote %lld CIFAR-10 samples in %d %s files under %s\n", static_cast<long long>(count),
                   args.files, binary ? "binary" : "TFRecord", args.out.c_str());

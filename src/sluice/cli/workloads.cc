@@ -1,13 +1,13 @@
 #include "sluice/cli/workloads.h"
 
-#include "sluice/cli/synthetic_data.h"
+#include "sluice/datagen/synthetic_data.h"
 #include "sluice/pipeline_builder.h"
 
 namespace sluice::cli {
 
 
 PipelineDef W1Pipeline(const std::string& mnist_dir) {
-  const MnistPaths paths = MnistLayout(mnist_dir);
+  const datagen::MnistPaths paths = datagen::MnistLayout(mnist_dir);
   PipelineDef def =
       PipelineBuilder::Mnist(paths.train_images, paths.train_labels)
           .Map({Op("normalize", {{"mean", 0.1307}, {"std", 0.3081}, {"scale", 1 / 255.0}}),

@@ -2,42 +2,21 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "service.grpc.pb.h"
 #include "sluice/core/status_macros.h"
-#include "sluice/exec/pipeline.h"
 #include "sluice/graph/compiled_pipeline.h"
+#include "sluice/ops/op_registry.h"
+#include "sluice/service/backoff.h"
+#include "sluice/service/element_spec.h"
 #include "sluice/service/log.h"
+#include "sluice/service/unary_call.h"
 
 namespace sluice::service {
 
-absl::StatusOr<ElementSpec> DescribeElements(const PipelineDef& def) {
-  SLUICE_ASSIGN_OR_RETURN(const int distribute, graph::FindDistribute(def));
-  if (distribute >= 0) {
-    return absl::InvalidArgumentError("register the nodes before the distribute node, not the whole pipeline");
-  }
-  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<exec::Pipeline> pipeline, exec::Pipeline::Create(def));
-  ElementSpec out;
-  for (const ColumnSpec& c : pipeline->output_schema().columns()) {
-    ColumnSpecProto* p = out.add_columns();
-    p->set_name(c.name);
-    p->set_dtype(std::string(DTypeName(c.dtype)));
-    for (int64_t d : c.shape.dims()) p->add_shape(d);
-    p->set_ragged(c.ragged);
-  }
-  out.set_batched(pipeline->batched());
-  for (const graph::CompiledNode& node : pipeline->compiled().nodes) {
-    if (node.kind == graph::NodeKind::kBatch) {
-      out.set_batch_size(node.count);
-      out.set_drop_remainder(node.drop_remainder);
-    }
-  }
-  out.set_cardinality(pipeline->Cardinality());
-  out.set_num_splits(static_cast<int64_t>(pipeline->Splits().size()));
-  return out;
-}
-
-absl::StatusOr<std::unique_ptr<DispatcherImpl>> DispatcherImpl::Create(
-    const std::string& work_dir, DispatcherState::Options options) {
-  std::unique_ptr<DispatcherImpl> impl(new DispatcherImpl(work_dir, options));
+absl::StatusOr<std::unique_ptr<DispatcherImpl>> DispatcherImpl::Create(const std::string& work_dir,
+                                                                       DispatcherState::Options options,
+                                                                       SecurityOptions security) {
+  std::unique_ptr<DispatcherImpl> impl(new DispatcherImpl(work_dir, options, std::move(security)));
   if (work_dir.empty()) return impl;
   std::vector<JournalEntry> replay;
   std::string warning;
@@ -50,16 +29,53 @@ absl::StatusOr<std::unique_ptr<DispatcherImpl>> DispatcherImpl::Create(
   return impl;
 }
 
-DispatcherImpl::DispatcherImpl(std::string work_dir, DispatcherState::Options options)
+DispatcherImpl::DispatcherImpl(std::string work_dir, DispatcherState::Options options, SecurityOptions security)
     : work_dir_(std::move(work_dir)),
+      security_(std::move(security)),
+      worker_timeout_(options.worker_timeout),
       state_(options, [this](const JournalEntry& entry) ABSL_NO_THREAD_SAFETY_ANALYSIS {
         return journal_ ? journal_->Append(entry) : absl::OkStatus();
       }) {}
 
+absl::StatusOr<ElementSpec> DispatcherImpl::DescribeOnAWorker(const PipelineDef& def,
+                                                              const std::vector<std::string>& ops) {
+  // Workers starting with the dispatcher may not have announced their ops
+  // yet: wait for one as long as a silent worker counts as alive.
+  const absl::Time give_up = absl::Now() + worker_timeout_;
+  Backoff backoff(absl::Milliseconds(20), absl::Milliseconds(500));
+  absl::StatusOr<std::string> address;
+  while (true) {
+    {
+      absl::MutexLock lock(&mu_);
+      address = state_.CapableWorker(ops);
+    }
+    if (address.ok() || absl::Now() > give_up) break;
+    backoff.Wait();
+  }
+  if (!address.ok()) return address.status();
+  SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<grpc::Channel> channel, MakeChannel(*address, security_));
+  std::unique_ptr<::sluice::Worker::Stub> worker = ::sluice::Worker::NewStub(channel);
+  DescribePipelineRequest request;
+  *request.mutable_pipeline() = def;
+  ElementSpec element;
+  SLUICE_RETURN_IF_ERROR(CallUnary(worker.get(), &::sluice::Worker::Stub::DescribePipeline,
+                                   absl::StrCat("describe the pipeline on worker ", *address), request, &element,
+                                   security_.token));
+  return element;
+}
+
 absl::StatusOr<RegisterPipelineResponse> DispatcherImpl::RegisterPipeline(
     const RegisterPipelineRequest& request) {
-  // Compiling reads file headers: outside the lock.
-  absl::StatusOr<ElementSpec> element = DescribeElements(request.pipeline());
+  // Ops the dispatcher does not have (a plugin's) are compiled by a worker
+  // that has them; without one, the registration fails now, naming the op,
+  // rather than a job failing mid-epoch. Compiling reads file headers:
+  // outside the lock.
+  std::vector<std::string> missing;
+  for (const std::string& op : graph::OpsUsed(request.pipeline())) {
+    if (ops::OpRegistry::Global().Find(op) == nullptr) missing.push_back(op);
+  }
+  absl::StatusOr<ElementSpec> element = missing.empty() ? DescribeElements(request.pipeline())
+                                                        : DescribeOnAWorker(request.pipeline(), missing);
   if (!element.ok()) return WithContext(element.status(), "pipeline rejected");
   absl::MutexLock lock(&mu_);
   SLUICE_ASSIGN_OR_RETURN(std::string id, state_.RegisterPipeline(request.pipeline(), *element));

@@ -13,6 +13,7 @@
 #include "service.pb.h"
 #include "sluice/service/dispatcher_state.h"
 #include "sluice/service/journal.h"
+#include "sluice/service/security.h"
 
 namespace sluice::service {
 
@@ -20,8 +21,11 @@ namespace sluice::service {
 class DispatcherImpl {
  public:
   // `work_dir` empty: no journal (state is lost on restart).
+  // `security`: how it calls workers (the same CA, certificate and token
+  // as its own server's).
   static absl::StatusOr<std::unique_ptr<DispatcherImpl>> Create(const std::string& work_dir,
-                                                                DispatcherState::Options options);
+                                                                DispatcherState::Options options,
+                                                                SecurityOptions security = {});
 
   absl::StatusOr<RegisterPipelineResponse> RegisterPipeline(const RegisterPipelineRequest& request);
   absl::StatusOr<GetOrCreateJobResponse> GetOrCreateJob(const GetOrCreateJobRequest& request);
@@ -36,16 +40,17 @@ class DispatcherImpl {
   absl::Status Expire();
 
  private:
-  DispatcherImpl(std::string work_dir, DispatcherState::Options options);
+  DispatcherImpl(std::string work_dir, DispatcherState::Options options, SecurityOptions security);
+  // What `def` yields, asked of a live worker that has `ops`.
+  absl::StatusOr<ElementSpec> DescribeOnAWorker(const PipelineDef& def, const std::vector<std::string>& ops);
 
   const std::string work_dir_;
+  const SecurityOptions security_;
+  const absl::Duration worker_timeout_;
   absl::Mutex mu_;
   std::unique_ptr<Journal> journal_ ABSL_GUARDED_BY(mu_);
   DispatcherState state_ ABSL_GUARDED_BY(mu_);
 };
-
-// What the workers' part `def` yields, found by compiling it.
-absl::StatusOr<ElementSpec> DescribeElements(const PipelineDef& def);
 
 }  // namespace sluice::service
 

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "sluice/core/rng.h"
 #include "sluice/core/status_macros.h"
+#include "sluice/graph/compiled_pipeline.h"
 #include "sluice/graph/fingerprint.h"
 
 namespace sluice::service {
@@ -28,6 +29,7 @@ void DispatcherState::Apply(const JournalEntry& entry) {
       p.def = r.pipeline();
       p.info.set_pipeline_id(id);
       *p.info.mutable_element() = r.element();
+      p.ops = graph::OpsUsed(p.def);
       break;
     }
     case JournalEntry::kCreateJob: {
@@ -157,8 +159,11 @@ absl::StatusOr<ClientHeartbeatResponse> DispatcherState::ClientHeartbeat(
   SLUICE_ASSIGN_OR_RETURN(Client * client, FindClient(request.job_id(), request.client_id(), now));
   client->epoch = request.epoch();
   client->samples_per_s = request.samples_per_s();
+  // Only workers that have every op of the job's pipeline serve it.
+  const std::vector<std::string>& ops = pipelines_[jobs_[request.job_id()].def.pipeline_id()].ops;
   ClientHeartbeatResponse out;
   for (const auto& [id, worker] : workers_) {
+    if (!worker.Runs(ops)) continue;
     TaskInfo* task = out.add_tasks();
     task->set_worker_id(id);
     task->set_worker_address(worker.address);
@@ -196,9 +201,26 @@ WorkerHeartbeatResponse DispatcherState::WorkerHeartbeat(const WorkerHeartbeatRe
   worker.last_seen = now;
   worker.active_streams = request.active_streams();
   worker.samples_per_s = request.samples_per_s();
+  worker.ops = std::set<std::string>(request.ops().begin(), request.ops().end());
   WorkerHeartbeatResponse out;
   out.set_worker_id(id);
   return out;
+}
+
+absl::StatusOr<std::string> DispatcherState::CapableWorker(const std::vector<std::string>& ops) const {
+  for (const std::string& op : ops) {
+    const bool anyone = std::any_of(workers_.begin(), workers_.end(),
+                                    [&op](const auto& w) { return w.second.ops.count(op) > 0; });
+    if (!anyone) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "op '", op, "' is not registered on the dispatcher and no live worker has it (",
+          workers_.size(), " workers; start workers with --plugin <the .so that registers it>)"));
+    }
+  }
+  for (const auto& [id, worker] : workers_) {
+    if (worker.Runs(ops)) return worker.address;
+  }
+  return absl::InvalidArgumentError("no live worker has all of the pipeline's ops; give every worker the same plugins");
 }
 
 EpochSplits& DispatcherState::Epoch(Job& job, uint64_t epoch) {
@@ -220,6 +242,11 @@ absl::StatusOr<GetSplitResponse> DispatcherState::GetSplit(const GetSplitRequest
   Job& job = jobs_[request.job_id()];
   if (job.def.mode() != DISTRIBUTED_EPOCH) {
     return absl::FailedPreconditionError(absl::StrCat("job ", job.def.job_id(), " is not distributed_epoch"));
+  }
+  auto worker = workers_.find(request.worker_id());
+  if (worker != workers_.end() && !worker->second.Runs(pipelines_[job.def.pipeline_id()].ops)) {
+    return absl::FailedPreconditionError(absl::StrCat("worker ", request.worker_id(), " lacks ops of job ",
+                                                      job.def.job_id(), "'s pipeline: it gets none of its splits"));
   }
   GetSplitResponse out = Epoch(job, request.epoch()).Next(request.client_id(), request.worker_id());
   if (out.state() == GetSplitResponse::SPLIT) {
@@ -268,6 +295,7 @@ DispatcherStatus DispatcherState::Status(absl::Time now) const {
     e->set_active_streams(w.active_streams);
     e->set_samples_per_s(w.samples_per_s);
     e->set_seconds_since_heartbeat(absl::ToDoubleSeconds(now - w.last_seen));
+    e->set_ops(static_cast<int32_t>(w.ops.size()));
   }
   for (const auto& [id, job] : jobs_) {
     JobStatusEntry* e = out.add_jobs();

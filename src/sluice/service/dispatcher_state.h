@@ -6,11 +6,13 @@
 #ifndef SLUICE_SERVICE_DISPATCHER_STATE_H_
 #define SLUICE_SERVICE_DISPATCHER_STATE_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -47,6 +49,10 @@ class DispatcherState {
   absl::Status ReportSplits(const ReportSplitsRequest& request, absl::Time now);
   absl::Status ReleaseClient(const ReleaseClientRequest& request);
   WorkerHeartbeatResponse WorkerHeartbeat(const WorkerHeartbeatRequest& request, absl::Time now);
+  // The address of a live worker that runs every op of `ops`.
+  // InvalidArgument naming the first op no live worker has (or saying that
+  // none has them all).
+  absl::StatusOr<std::string> CapableWorker(const std::vector<std::string>& ops) const;
   absl::StatusOr<GetSplitResponse> GetSplit(const GetSplitRequest& request, absl::Time now);
 
   // Drops workers and clients silent for longer than their timeouts.
@@ -57,6 +63,7 @@ class DispatcherState {
   struct Pipeline {
     PipelineDef def;
     RegisterPipelineResponse info;
+    std::vector<std::string> ops;  // what a worker needs to run it
   };
   struct Client {
     int64_t job_id = 0;
@@ -69,6 +76,11 @@ class DispatcherState {
     absl::Time last_seen;
     int active_streams = 0;
     double samples_per_s = 0;
+    std::set<std::string> ops;
+
+    bool Runs(const std::vector<std::string>& needed) const {
+      return std::all_of(needed.begin(), needed.end(), [this](const std::string& op) { return ops.count(op) > 0; });
+    }
   };
   struct Job {
     JournalJob def;

@@ -3,8 +3,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "sluice/core/status_macros.h"
-#include "sluice/service/dispatcher_call.h"
+#include "sluice/service/unary_call.h"
 #include "sluice/service/epoch_reader.h"
+#include "sluice/service/backoff.h"
 #include "sluice/service/log.h"
 
 namespace sluice::service {
@@ -56,7 +57,7 @@ absl::StatusOr<std::shared_ptr<DistributedInput>> DistributedInput::Connect(Clie
   job.set_mode(input->options_.mode);
   job.set_job_name(input->options_.job_name);
   GetOrCreateJobResponse joined;
-  SLUICE_RETURN_IF_ERROR(CallDispatcher(input->dispatcher_.get(), &::sluice::Dispatcher::Stub::GetOrCreateJob,
+  SLUICE_RETURN_IF_ERROR(CallUnary(input->dispatcher_.get(), &::sluice::Dispatcher::Stub::GetOrCreateJob,
                               "get or create job", job, &joined, token));
   input->job_id_ = joined.job_id();
   input->client_id_ = joined.client_id();
@@ -82,7 +83,7 @@ DistributedInput::~DistributedInput() {
   release.set_client_id(client_id_);
   ReleaseClientResponse ignored;
   if (dispatcher_ && client_id_ > 0) {
-    (void)CallDispatcher(dispatcher_.get(), &::sluice::Dispatcher::Stub::ReleaseClient, "release client", release,
+    (void)CallUnary(dispatcher_.get(), &::sluice::Dispatcher::Stub::ReleaseClient, "release client", release,
                &ignored, options_.security.token);
   }
 }
@@ -103,7 +104,7 @@ absl::Status DistributedInput::Heartbeat() {
     last_heartbeat_ = absl::Now();
   }
   ClientHeartbeatResponse response;
-  SLUICE_RETURN_IF_ERROR(CallDispatcher(dispatcher_.get(), &::sluice::Dispatcher::Stub::ClientHeartbeat,
+  SLUICE_RETURN_IF_ERROR(CallUnary(dispatcher_.get(), &::sluice::Dispatcher::Stub::ClientHeartbeat,
                               "client heartbeat", request, &response, options_.security.token));
   absl::MutexLock lock(&mu_);
   tasks_.assign(response.tasks().begin(), response.tasks().end());
@@ -133,18 +134,17 @@ void DistributedInput::ReportSplits(uint64_t epoch, const std::vector<int64_t>& 
   request.set_epoch(epoch);
   for (int64_t s : completed) request.add_completed(s);
   for (int64_t s : abandoned) request.add_abandoned(s);
-  absl::Duration pause = absl::Milliseconds(20);
+  Backoff backoff(absl::Milliseconds(20), absl::Seconds(1));
   for (int attempt = 0; attempt < 50 && !stopping_.HasBeenNotified(); ++attempt) {
     ReportSplitsResponse ignored;
-    absl::Status s = CallDispatcher(dispatcher_.get(), &::sluice::Dispatcher::Stub::ReportSplits, "report splits",
+    absl::Status s = CallUnary(dispatcher_.get(), &::sluice::Dispatcher::Stub::ReportSplits, "report splits",
                           request, &ignored, options_.security.token);
     if (s.ok()) return;
     if (!absl::IsUnavailable(s) && !absl::IsDeadlineExceeded(s)) {
       Log("client", s.ToString());
       return;
     }
-    absl::SleepFor(pause);
-    pause = std::min(pause * 2, absl::Seconds(1));
+    if (!backoff.Wait(&stopping_)) break;
   }
   // Unreported completions only make the dispatcher re-run those splits;
   // the reader drops the samples it already delivered.

@@ -1,5 +1,6 @@
 #include "sluice/service/local_cluster.h"
 
+#include <dlfcn.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -30,6 +31,14 @@ absl::StatusOr<std::string> FindSluiceBinary(const std::string& preferred) {
   if (n > 0) {
     const std::string path(self, n);
     if (path.size() >= 7 && path.compare(path.size() - 7, 7, "/sluice") == 0) return path;
+  }
+  // Beside the library: <prefix>/lib/libsluice.so and <prefix>/bin/sluice
+  // (the Python package keeps the same layout).
+  Dl_info library;
+  if (::dladdr(reinterpret_cast<void*>(&FindSluiceBinary), &library) != 0 && library.dli_fname != nullptr) {
+    const std::string lib(library.dli_fname);
+    const std::string candidate = lib.substr(0, lib.rfind('/') + 1) + "../bin/sluice";
+    if (Executable(candidate)) return candidate;
   }
   if (const char* env_path = std::getenv("PATH"); env_path != nullptr) {
     for (absl::string_view dir : absl::StrSplit(env_path, ':')) {

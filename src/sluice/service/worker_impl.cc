@@ -5,12 +5,31 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "sluice/core/status_macros.h"
-#include "sluice/service/dispatcher_call.h"
+#include "sluice/service/unary_call.h"
+#include "sluice/ops/op_registry.h"
+#include "sluice/service/backoff.h"
+#include "sluice/service/element_spec.h"
 #include "sluice/service/encode_ahead.h"
 #include "sluice/service/wire_batch.h"
 #include "sluice/service/log.h"
 
 namespace sluice::service {
+namespace {
+
+// The ops a pipeline part may use here: those with a cpu kernel (or views).
+std::vector<std::string> RunnableOps() {
+  const ops::OpRegistry& registry = ops::OpRegistry::Global();
+  std::vector<std::string> names;
+  for (const ops::OpSchema* op : registry.List()) {
+    if (registry.Runs(op->name(), ops::Backend::kCpu)) names.push_back(op->name());
+  }
+  return names;
+}
+
+}  // namespace
+
+WorkerImpl::WorkerImpl(WorkerOptions options) : options_(std::move(options)), ops_(RunnableOps()) {}
+
 absl::StatusOr<std::unique_ptr<WorkerImpl>> WorkerImpl::Create(WorkerOptions options) {
   std::unique_ptr<WorkerImpl> worker(new WorkerImpl(std::move(options)));
   SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<grpc::Channel> channel,
@@ -29,8 +48,9 @@ absl::Status WorkerImpl::Heartbeat() {
   }
   request.set_address(address);
   request.set_active_streams(active_streams_.load());
+  for (const std::string& op : ops_) request.add_ops(op);
   WorkerHeartbeatResponse response;
-  SLUICE_RETURN_IF_ERROR(CallDispatcher(dispatcher_.get(), &::sluice::Dispatcher::Stub::WorkerHeartbeat,
+  SLUICE_RETURN_IF_ERROR(CallUnary(dispatcher_.get(), &::sluice::Dispatcher::Stub::WorkerHeartbeat,
                               "worker heartbeat", request, &response, options_.security.token));
   if (worker_id_.exchange(response.worker_id()) != response.worker_id()) {
     Log("worker", absl::StrCat("registered with dispatcher ", options_.dispatcher, " as worker ",
@@ -38,6 +58,8 @@ absl::Status WorkerImpl::Heartbeat() {
   }
   return absl::OkStatus();
 }
+
+absl::StatusOr<ElementSpec> WorkerImpl::Describe(const PipelineDef& def) const { return DescribeElements(def); }
 
 WorkerStatus WorkerImpl::Status() const {
   WorkerStatus out;
@@ -58,7 +80,7 @@ absl::StatusOr<std::shared_ptr<const exec::Pipeline>> WorkerImpl::GetPipeline(co
   GetPipelineRequest request;
   request.set_pipeline_id(id);
   GetPipelineResponse response;
-  SLUICE_RETURN_IF_ERROR(CallDispatcher(dispatcher_.get(), &::sluice::Dispatcher::Stub::GetPipeline, "get pipeline",
+  SLUICE_RETURN_IF_ERROR(CallUnary(dispatcher_.get(), &::sluice::Dispatcher::Stub::GetPipeline, "get pipeline",
                               request, &response, options_.security.token));
   PipelineDef def = response.pipeline();
   if (options_.threads > 0) def.mutable_options()->set_threads(options_.threads);
@@ -75,10 +97,10 @@ absl::StatusOr<GetSplitResponse> WorkerImpl::NextSplit(const StreamBatchesReques
   ask.set_epoch(request.epoch());
   ask.set_worker_id(worker_id_.load());
   const absl::Time give_up = absl::Now() + options_.dispatcher_grace;
-  absl::Duration pause = absl::Milliseconds(5);
+  Backoff backoff(absl::Milliseconds(5), absl::Milliseconds(200));
   while (!cancelled()) {
     GetSplitResponse response;
-    absl::Status s = CallDispatcher(dispatcher_.get(), &::sluice::Dispatcher::Stub::GetSplit, "get split", ask,
+    absl::Status s = CallUnary(dispatcher_.get(), &::sluice::Dispatcher::Stub::GetSplit, "get split", ask,
                           &response, options_.security.token);
     const bool retry = s.ok() ? response.state() == GetSplitResponse::WAIT
                               : absl::IsUnavailable(s) || absl::IsDeadlineExceeded(s);
@@ -87,8 +109,7 @@ absl::StatusOr<GetSplitResponse> WorkerImpl::NextSplit(const StreamBatchesReques
       return response;
     }
     if (!s.ok() && absl::Now() > give_up) return s;
-    absl::SleepFor(pause);
-    pause = std::min(pause * 2, absl::Milliseconds(200));
+    backoff.Wait();
   }
   return absl::CancelledError("stream cancelled by the client");
 }

@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -39,8 +40,11 @@ class WorkerImpl {
   using WriteFn = std::function<bool(grpc::ByteBuffer*)>;
   absl::Status StreamBatches(const StreamBatchesRequest& request, const WriteFn& write,
                              const std::function<bool()>& cancelled);
-  // One heartbeat to the dispatcher (registering on the first).
+  // One heartbeat to the dispatcher (registering on the first), with the
+  // ops this worker can run.
   absl::Status Heartbeat();
+  // What the pipeline part `def` yields, compiled with this worker's ops.
+  absl::StatusOr<ElementSpec> Describe(const PipelineDef& def) const;
   WorkerStatus Status() const;
   void set_address(std::string address) {
     absl::MutexLock lock(&mu_);
@@ -48,7 +52,7 @@ class WorkerImpl {
   }
 
  private:
-  explicit WorkerImpl(WorkerOptions options) : options_(std::move(options)) {}
+  explicit WorkerImpl(WorkerOptions options);
   absl::StatusOr<std::shared_ptr<const exec::Pipeline>> GetPipeline(const std::string& id);
   // The dispatcher's next split for the stream, retrying while it restarts.
   absl::StatusOr<GetSplitResponse> NextSplit(const StreamBatchesRequest& request,
@@ -58,6 +62,8 @@ class WorkerImpl {
                        BatchMessage* header, const WriteFn& write, const std::function<bool()>& cancelled);
 
   const WorkerOptions options_;
+  // The registry's ops (plugins are loaded before a worker starts).
+  const std::vector<std::string> ops_;
   std::unique_ptr<::sluice::Dispatcher::Stub> dispatcher_;
   std::atomic<int64_t> worker_id_{0};
   std::atomic<int> active_streams_{0};

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "sluice/core/status_macros.h"
 #include "service.grpc.pb.h"
+#include "sluice/service/backoff.h"
 #include "sluice/service/log.h"
 #include "sluice/service/wire_batch.h"
 #include "sluice/service/security.h"
@@ -23,6 +24,8 @@ class WorkerServer::Service final : public grpc::Service {
   Service(WorkerImpl* impl, std::string token) : impl_(impl), token_(std::move(token)) {
     static const std::string stream = absl::StrCat("/", ::sluice::Worker::service_full_name(), "/StreamBatches");
     static const std::string status = absl::StrCat("/", ::sluice::Worker::service_full_name(), "/GetStatus");
+    static const std::string describe =
+        absl::StrCat("/", ::sluice::Worker::service_full_name(), "/DescribePipeline");
     AddMethod(new grpc::internal::RpcServiceMethod(
         stream.c_str(), grpc::internal::RpcMethod::SERVER_STREAMING,
         new grpc::internal::ServerStreamingHandler<Service, StreamBatchesRequest, WireBatch>(
@@ -37,6 +40,19 @@ class WorkerServer::Service final : public grpc::Service {
               grpc::Status auth = CheckToken(*context, service->token_);
               if (auth.ok()) *response = service->impl_->Status();
               return auth;
+            },
+            this)));
+    AddMethod(new grpc::internal::RpcServiceMethod(
+        describe.c_str(), grpc::internal::RpcMethod::NORMAL_RPC,
+        new grpc::internal::RpcMethodHandler<Service, DescribePipelineRequest, ElementSpec,
+                                             grpc::protobuf::MessageLite, grpc::protobuf::MessageLite>(
+            [](Service* service, grpc::ServerContext* context, const DescribePipelineRequest* request,
+               ElementSpec* response) {
+              grpc::Status auth = CheckToken(*context, service->token_);
+              if (!auth.ok()) return auth;
+              absl::StatusOr<ElementSpec> element = service->impl_->Describe(request->pipeline());
+              if (element.ok()) *response = *std::move(element);
+              return ToGrpc(element.status());
             },
             this)));
   }
@@ -73,6 +89,8 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(WorkerServerOp
   grpc::ServerBuilder builder;
   builder.AddListeningPort(absl::StrCat(options.host, ":", options.port), credentials, &server->port_);
   builder.SetMaxSendMessageSize(kMaxMessageBytes);
+  // A DescribePipeline request carries a definition, arrays included.
+  builder.SetMaxReceiveMessageSize(kMaxRequestBytes);
   // The port (and so the address clients dial) is known once the server
   // runs; heartbeats, which announce it, start after that.
   SLUICE_ASSIGN_OR_RETURN(server->impl_, WorkerImpl::Create(options.worker));
@@ -86,19 +104,19 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(WorkerServerOp
   server->server_->GetHealthCheckService()->SetServingStatus(true);
   WorkerServer* raw = server.get();
   server->heartbeats_ = std::thread([raw] {
-    absl::Duration pause = absl::Milliseconds(500);
+    // Every 500 ms; after a failure, backing off to every 2 s.
+    Backoff backoff(absl::Milliseconds(500), absl::Seconds(2));
     bool reported = false;
     do {
       absl::Status s = raw->impl_->Heartbeat();
       if (s.ok()) {
-        pause = absl::Milliseconds(500);
+        backoff.Reset();
         reported = false;
       } else {
         if (!reported) Log("worker", absl::StrCat(s.ToString(), "; retrying"));
         reported = true;
-        pause = std::min(pause * 2, absl::Seconds(2));
       }
-    } while (!raw->stopping_.WaitForNotificationWithTimeout(pause));
+    } while (backoff.Wait(&raw->stopping_));
   });
   Log("worker", absl::StrCat("listening on ", options.host, ":", server->port_, ", dispatcher ",
                              options.worker.dispatcher));

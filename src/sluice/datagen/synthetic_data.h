@@ -1,7 +1,7 @@
 // Synthetic datasets in the real on-disk formats, for demos, benches and
 // tests: MNIST IDX files and CIFAR-10 records (TFRecord or binary).
-#ifndef SLUICE_CLI_SYNTHETIC_DATA_H_
-#define SLUICE_CLI_SYNTHETIC_DATA_H_
+#ifndef SLUICE_DATAGEN_SYNTHETIC_DATA_H_
+#define SLUICE_DATAGEN_SYNTHETIC_DATA_H_
 
 #include <cstdint>
 #include <functional>
@@ -9,7 +9,7 @@
 
 #include "absl/status/status.h"
 
-namespace sluice::cli {
+namespace sluice::datagen {
 
 // Called with (done, total) as work progresses.
 using Progress = std::function<void(int64_t, int64_t)>;
@@ -34,6 +34,6 @@ absl::Status WriteSyntheticCifar10(const std::string& dir, int64_t count, int fi
 // The TFRecord file name of shard i of n.
 std::string TfRecordShardName(int i, int n);
 
-}  // namespace sluice::cli
+}  // namespace sluice::datagen
 
-#endif  // SLUICE_CLI_SYNTHETIC_DATA_H_
+#endif  // SLUICE_DATAGEN_SYNTHETIC_DATA_H_

@@ -1,4 +1,4 @@
-#include "sluice/cli/synthetic_data.h"
+#include "sluice/datagen/synthetic_data.h"
 
 #include <sys/stat.h>
 
@@ -18,7 +18,7 @@
 #include "sluice/io/random_access_file.h"
 #include "sluice/io/tfrecord_writer.h"
 
-namespace sluice::cli {
+namespace sluice::datagen {
 namespace {
 
 absl::Status MakeDirs(const std::string& dir) {
@@ -173,4 +173,4 @@ absl::Status WriteSyntheticCifar10(const std::string& dir, int64_t count, int fi
   return absl::OkStatus();
 }
 
-}  // namespace sluice::cli
+}  // namespace sluice::datagen

@@ -1,4 +1,4 @@
-#include "sluice/cli/synthetic_images.h"
+#include "sluice/datagen/synthetic_images.h"
 
 // libjpeg's headers need FILE and size_t declared first.
 #include <csetjmp>
@@ -17,12 +17,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "example.pb.h"
-#include "sluice/cli/synthetic_data.h"
+#include "sluice/datagen/synthetic_data.h"
 #include "sluice/core/rng.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/io/tfrecord_writer.h"
 
-namespace sluice::cli {
+namespace sluice::datagen {
 namespace {
 
 struct Shape {
@@ -240,4 +240,4 @@ absl::Status WriteSyntheticImageTfRecords(const std::string& dir, int64_t count,
   return absl::OkStatus();
 }
 
-}  // namespace sluice::cli
+}  // namespace sluice::datagen

@@ -2,8 +2,8 @@
 // texture and a little noise, so JPEG compresses them as it does photos
 // (pure noise would not), encoded as JPEG (baseline or progressive, RGB,
 // grayscale or CMYK) or PNG, in the ImageFolder layout.
-#ifndef SLUICE_CLI_SYNTHETIC_IMAGES_H_
-#define SLUICE_CLI_SYNTHETIC_IMAGES_H_
+#ifndef SLUICE_DATAGEN_SYNTHETIC_IMAGES_H_
+#define SLUICE_DATAGEN_SYNTHETIC_IMAGES_H_
 
 #include <cstdint>
 #include <functional>
@@ -12,7 +12,7 @@
 
 #include "absl/status/statusor.h"
 
-namespace sluice::cli {
+namespace sluice::datagen {
 
 struct Image {
   int width = 0, height = 0, channels = 3;  // 1 gray, 3 RGB, 4 CMYK
@@ -49,6 +49,6 @@ absl::Status WriteSyntheticImageFolder(const std::string& dir, int64_t count, in
 absl::Status WriteSyntheticImageTfRecords(const std::string& dir, int64_t count, int classes, int files,
                                           uint64_t seed, const std::function<void(int64_t, int64_t)>& progress);
 
-}  // namespace sluice::cli
+}  // namespace sluice::datagen
 
-#endif  // SLUICE_CLI_SYNTHETIC_IMAGES_H_
+#endif  // SLUICE_DATAGEN_SYNTHETIC_IMAGES_H_

@@ -1,0 +1,94 @@
+// Running a pipeline from C++: load or build a definition, iterate its
+// batches. A definition with a distribute node runs the nodes before it on
+// the service's workers (its dispatcher, or an embedded one with local
+// worker processes) and the rest here, exactly as `sluice run` does.
+//
+//   absl::StatusOr<sluice::Pipeline> pipeline = sluice::Pipeline::FromFile("pipelines/w1_mnist.json");
+//   if (!pipeline.ok()) return fail(pipeline.status());
+//   for (int epoch = 0; epoch < 3; ++epoch) {
+//     sluice::Iterator it = pipeline->Iterate(epoch);
+//     sluice::Batch batch;
+//     bool end = false;
+//     while (it.Next(&batch, &end).ok() && !end) train(batch.columns[0].values);
+//   }
+#ifndef SLUICE_PIPELINE_H_
+#define SLUICE_PIPELINE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "sluice/core/batch.h"
+#include "sluice/core/schema.h"
+#include "sluice/pipeline_builder.h"
+
+namespace sluice {
+
+namespace exec {
+class Pipeline;
+class PipelineIterator;
+}  // namespace exec
+
+// One epoch of a pipeline. Movable; destroying it stops the pipeline's
+// threads. One consumer at a time; Cancel may come from any thread.
+class Iterator {
+ public:
+  Iterator(Iterator&&) noexcept;
+  Iterator& operator=(Iterator&&) noexcept;
+  ~Iterator();
+
+  // The next batch (or the next sample, a batch of one row, when the
+  // pipeline has no batch node); *end becomes true after the last one.
+  // Errors name what and where (file, offset, node, op); Cancelled after
+  // Cancel().
+  absl::Status Next(Batch* out, bool* end);
+  // Stops the pipeline: a Next() blocked now or called later returns
+  // Cancelled.
+  void Cancel();
+  // Corrupt records skipped so far (a source with on_corrupt "skip"), and
+  // what and where they were.
+  int64_t skipped() const;
+  std::string skip_summary() const;
+
+ private:
+  friend class Pipeline;
+  Iterator(std::shared_ptr<const exec::Pipeline> pipeline, std::unique_ptr<exec::PipelineIterator> it);
+  std::shared_ptr<const exec::Pipeline> pipeline_;
+  std::unique_ptr<exec::PipelineIterator> it_;  // after pipeline_: destroyed first
+};
+
+// A compiled pipeline. Copies share it; Iterate may be called from several
+// threads.
+class Pipeline {
+ public:
+  // From a JSON definition (what `sluice run` reads and the Python builder
+  // writes), given as text or as a file. InvalidArgument naming the node,
+  // op and attr for a bad definition; NotFound for a missing file.
+  static absl::StatusOr<Pipeline> FromJson(const std::string& json);
+  static absl::StatusOr<Pipeline> FromFile(const std::string& path);
+  static absl::StatusOr<Pipeline> FromBuilder(const PipelineBuilder& builder);
+
+  // Per-sample names, dtypes and shapes of what it yields.
+  const Schema& output_schema() const;
+  // Whether it yields batches (it has a batch node).
+  bool batched() const;
+  // Elements (batches, or samples) per epoch: known when every split of
+  // the source is sized and no filter intervenes.
+  static constexpr int64_t kUnknown = -1;
+  static constexpr int64_t kInfinite = -2;
+  int64_t Cardinality() const;
+
+  // Epoch `epoch`: shuffles and random ops are keyed by it (same seed and
+  // epoch, same batches).
+  Iterator Iterate(uint64_t epoch = 0) const;
+
+ private:
+  explicit Pipeline(std::shared_ptr<const exec::Pipeline> impl) : impl_(std::move(impl)) {}
+  std::shared_ptr<const exec::Pipeline> impl_;
+};
+
+}  // namespace sluice
+
+#endif  // SLUICE_PIPELINE_H_

@@ -1,0 +1,38 @@
+// Capped exponential backoff, the one way the service retries: the pause
+// doubles from `initial` up to `max`, and starts over after a success.
+#ifndef SLUICE_SERVICE_BACKOFF_H_
+#define SLUICE_SERVICE_BACKOFF_H_
+
+#include <algorithm>
+
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+
+namespace sluice::service {
+
+// Thread-compatible: one per retry loop.
+class Backoff {
+ public:
+  Backoff(absl::Duration initial, absl::Duration max) : initial_(initial), max_(max), next_(initial) {}
+
+  // Sleeps the current pause and doubles the next (up to max). With `stop`:
+  // returns false at once when it is notified meanwhile.
+  bool Wait(absl::Notification* stop = nullptr) {
+    const absl::Duration pause = next_;
+    next_ = std::min(next_ * 2, max_);
+    if (stop != nullptr) return !stop->WaitForNotificationWithTimeout(pause);
+    absl::SleepFor(pause);
+    return true;
+  }
+  // After a success: the next failure waits `initial` again.
+  void Reset() { next_ = initial_; }
+
+ private:
+  const absl::Duration initial_, max_;
+  absl::Duration next_;
+};
+
+}  // namespace sluice::service
+
+#endif  // SLUICE_SERVICE_BACKOFF_H_

@@ -1,0 +1,18 @@
+// What the workers' part of a pipeline yields: its columns, batching,
+// cardinality and splits, found by compiling it (on the dispatcher, or on a
+// worker when the part uses ops only workers have).
+#ifndef SLUICE_SERVICE_ELEMENT_SPEC_H_
+#define SLUICE_SERVICE_ELEMENT_SPEC_H_
+
+#include "absl/status/statusor.h"
+#include "service.pb.h"
+
+namespace sluice::service {
+
+// InvalidArgument when `def` has a distribute node (register the part
+// before it), or what compiling it says.
+absl::StatusOr<ElementSpec> DescribeElements(const PipelineDef& def);
+
+}  // namespace sluice::service
+
+#endif  // SLUICE_SERVICE_ELEMENT_SPEC_H_

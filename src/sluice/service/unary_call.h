@@ -1,0 +1,26 @@
+// One unary call to a sluice server (the dispatcher, or a worker), as
+// workers, clients and the dispatcher make them: with the token, a
+// deadline, and the gRPC status turned into an absl::Status that names the
+// call.
+#ifndef SLUICE_SERVICE_UNARY_CALL_H_
+#define SLUICE_SERVICE_UNARY_CALL_H_
+
+#include <chrono>
+#include <string>
+
+#include "sluice/service/security.h"
+
+namespace sluice::service {
+
+template <typename Stub, typename Request, typename Response, typename Method>
+absl::Status CallUnary(Stub* stub, Method method, const std::string& name, const Request& request,
+                       Response* response, const std::string& token) {
+  grpc::ClientContext context;
+  AddToken(&context, token);
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  return FromGrpc((stub->*method)(&context, request, response), name);
+}
+
+}  // namespace sluice::service
+
+#endif  // SLUICE_SERVICE_UNARY_CALL_H_
