@@ -9,6 +9,7 @@
 #include "sluice/cli/progress.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/graph/pipeline_json.h"
+#include "sluice/ops/simd.h"
 #include "sluice/service/distributed_pipeline.h"
 
 namespace sluice::cli {
@@ -40,21 +41,22 @@ absl::Status Run(const RunArgs& args) {
   std::vector<double> rss_mb;
   for (int64_t b : r.peak_rss_after_epoch) rss_mb.push_back(b / 1048576.0);
   if (!args.quiet) {
-    std::printf("%s: %s samples in %d epoch%s (%s batches), %.2f s: %s samples/s on %d threads\n",
+    std::printf("%s: %s samples in %d epoch%s (%s batches), %.2f s: %s samples/s on %d threads (%s)\n",
                 args.pipeline.c_str(), WithCommas(r.samples).c_str(), r.epochs,
                 r.epochs == 1 ? "" : "s", WithCommas(r.batches).c_str(), r.seconds,
-                WithCommas(r.samples_per_s).c_str(), c.threads);
+                WithCommas(r.samples_per_s).c_str(), c.threads, ops::SimdTarget().c_str());
     std::printf("first batch after %.1f ms; peak RSS %.1f MB after epoch 1, %.1f MB at the end\n",
                 r.first_batch_ms, rss_mb.front(), rss_mb.back());
   }
   if (args.json) {
     std::printf(
         "{\"pipeline\": \"%s\", \"epochs\": %d, \"samples\": %lld, \"batches\": %lld, "
-        "\"seconds\": %.4f, \"samples_per_s\": %.1f, \"first_batch_ms\": %.2f, \"threads\": %d, "
+        "\"seconds\": %.4f, \"samples_per_s\": %.1f, \"first_batch_ms\": %.2f, \"threads\": %d, \"simd\": \"%s\", "
         "\"skipped_records\": %lld, \"peak_buffered_bytes\": %lld, "
         "\"peak_rss_mb_after_epoch\": [%s]}\n",
         args.pipeline.c_str(), r.epochs, static_cast<long long>(r.samples),
         static_cast<long long>(r.batches), r.seconds, r.samples_per_s, r.first_batch_ms, c.threads,
+        ops::SimdTarget().c_str(),
         static_cast<long long>(r.skipped_records), static_cast<long long>(r.peak_buffered_bytes),
         absl::StrJoin(rss_mb, ", ", [](std::string* out, double v) {
           out->append(absl::StrFormat("%.1f", v));

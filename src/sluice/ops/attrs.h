@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -29,6 +30,9 @@ absl::string_view AttrTypeName(AttrType type);
 // what it allows. Chain the setters on a brace-initialized schema:
 //   AttrSchema{"mirror", AttrType::kFloat, "0.5", "probability"}.Range(0, 1)
 struct AttrSchema {
+  AttrSchema(std::string name, AttrType type, std::string default_json, std::string doc)
+      : name(std::move(name)), type(type), default_json(std::move(default_json)), doc(std::move(doc)) {}
+
   std::string name;
   AttrType type;
   // JSON text of the default, e.g. "11", "\"image\"", "[0.1, 2.0]"; empty

@@ -1,11 +1,18 @@
+// Normalizing rows is compiled once per SIMD target (Highway's
+// foreach_target; AVX2 and AVX-512 take the intrinsics paths) and the best
+// the CPU has is chosen at run time. Every path gives the same values.
 #include "sluice/ops/normalize.h"
 
 #include <cmath>
 #include <cstring>
-
 #include <type_traits>
 
-#if defined(__F16C__) || defined(__SSE4_1__)
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "sluice/ops/normalize.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+
+#if HWY_ARCH_X86
 #include <immintrin.h>
 #endif
 
@@ -13,14 +20,13 @@
 #include "sluice/core/status_macros.h"
 #include "sluice/ops/crop_window.h"
 
-namespace sluice::ops {
-namespace {
+#ifndef SLUICE_OPS_NORMALIZE_ONCE_
+#define SLUICE_OPS_NORMALIZE_ONCE_
+namespace sluice::ops::normalize_internal {
 
-// IEEE half from float, rounding to nearest even (what numpy's astype does).
+// IEEE half from float, rounding to nearest even (what numpy's astype and
+// F16C's vcvtps2ph do), for targets without F16C.
 uint16_t HalfFromFloat(float f) {
-#if defined(__F16C__)
-  return static_cast<uint16_t>(_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT));
-#else
   uint32_t x;
   std::memcpy(&x, &f, 4);
   const uint32_t sign = (x >> 16) & 0x8000;
@@ -41,15 +47,36 @@ uint16_t HalfFromFloat(float f) {
   const uint32_t rem = mant & 0x1fff;
   if (rem > 0x1000 || (rem == 0x1000 && (half & 1))) ++half;  // a carry into the exponent is right
   return static_cast<uint16_t>(half);
-#endif
 }
+
+}  // namespace sluice::ops::normalize_internal
+#endif  // SLUICE_OPS_NORMALIZE_ONCE_
+
+// The intrinsics paths: AVX2 with FMA and F16C, which AVX-512 has too.
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
+#define SLUICE_NORMALIZE_AVX2 1
+#else
+#define SLUICE_NORMALIZE_AVX2 0
+#endif
+
+HWY_BEFORE_NAMESPACE();
+namespace sluice::ops {
+namespace HWY_NAMESPACE {
+namespace {
 
 // Every path computes a * level + b as one fused multiply-add, so the
 // scalar tails, the SIMD loops and both inputs give identical values.
 float Affine(float a, float level, float b) { return std::fma(a, level, b); }
 
-#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
-#define SLUICE_NORMALIZE_AVX2 1
+uint16_t Half(float f) {
+#if SLUICE_NORMALIZE_AVX2
+  return static_cast<uint16_t>(_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT));
+#else
+  return normalize_internal::HalfFromFloat(f);
+#endif
+}
+
+#if SLUICE_NORMALIZE_AVX2
 // Sixteen RGB pixels (48 bytes at p) as sixteen reds, greens and blues
 // (int16): each channel gathers its bytes from the three 16-byte thirds.
 void DeinterleaveRgb16(const uint8_t* p, __m256i* r, __m256i* g, __m256i* b) {
@@ -102,14 +129,100 @@ void Store16(__m256i levels, __m256 a, __m256 b, T* dst) {
 }
 #endif
 
+// Calls fn(dst as the output dtype, store) with the dtype's conversion
+// from a (normalized) float.
+template <typename Fn>
+void WithOutputType(const NormalizeLayout& l, uint8_t* dst, Fn fn) {
+  switch (l.out) {
+    case DType::kFloat32:
+      fn(reinterpret_cast<float*>(dst), [](float v) { return v; });
+      break;
+    case DType::kFloat16:
+      fn(reinterpret_cast<uint16_t*>(dst), Half);
+      break;
+    default:
+      fn(dst, [](float v) { return static_cast<uint8_t>(v); });
+  }
+}
+
+template <typename T, typename Store>
+void WriteRow(const NormalizeLayout& l, const uint8_t* row, int64_t y, bool mirror, T* dst, Store store) {
+  int64_t x0 = 0;
+#if SLUICE_NORMALIZE_AVX2
+  if (l.chw && l.channels == 3) {  // the compiler does not vectorize stride 3: sixteen pixels a step
+    T* d0 = dst + l.Offset(0, y, 0);
+    T* d1 = dst + l.Offset(1, y, 0);
+    T* d2 = dst + l.Offset(2, y, 0);
+    const __m256 va0 = _mm256_set1_ps(l.a[0]), va1 = _mm256_set1_ps(l.a[1]), va2 = _mm256_set1_ps(l.a[2]);
+    const __m256 vb0 = _mm256_set1_ps(l.b[0]), vb1 = _mm256_set1_ps(l.b[1]), vb2 = _mm256_set1_ps(l.b[2]);
+    for (; x0 + 16 <= l.w; x0 += 16) {
+      __m256i r, g, bl;
+      DeinterleaveRgb16(row + (mirror ? l.w - 16 - x0 : x0) * 3, &r, &g, &bl);
+      if (mirror) r = Reversed(r), g = Reversed(g), bl = Reversed(bl);
+      Store16(r, va0, vb0, d0 + x0);
+      Store16(g, va1, vb1, d1 + x0);
+      Store16(bl, va2, vb2, d2 + x0);
+    }
+  }
+#endif
+  for (int64_t x = x0; x < l.w; ++x) {
+    const uint8_t* p = row + (mirror ? l.w - 1 - x : x) * l.channels;
+    for (int64_t c = 0; c < l.channels; ++c) dst[l.Offset(c, y, x)] = store(Affine(l.a[c], p[c], l.b[c]));
+  }
+}
+
+template <typename T, typename Store>
+void WritePlanes(const NormalizeLayout& l, const int16_t* levels, int64_t channel_stride, int64_t y, bool mirror,
+                 T* dst, Store store) {
+  for (int64_t c = 0; c < l.channels; ++c) {
+    const int16_t* in = levels + c * channel_stride;
+    int64_t x0 = 0;
+#if SLUICE_NORMALIZE_AVX2
+    if (l.chw) {
+      const __m256 va = _mm256_set1_ps(l.a[c]), vb = _mm256_set1_ps(l.b[c]);
+      T* d = dst + l.Offset(c, y, 0);
+      for (; x0 + 16 <= l.w; x0 += 16) {
+        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + (mirror ? l.w - 16 - x0 : x0)));
+        Store16(mirror ? Reversed(v) : v, va, vb, d + x0);
+      }
+    }
+#endif
+    for (int64_t x = x0; x < l.w; ++x) {
+      dst[l.Offset(c, y, x)] = store(Affine(l.a[c], in[mirror ? l.w - 1 - x : x], l.b[c]));
+    }
+  }
+}
+
 }  // namespace
+
+void NormalizeRowImpl(const NormalizeLayout& l, const uint8_t* row, int64_t y, bool mirror, uint8_t* dst) {
+  WithOutputType(l, dst, [&](auto* out, auto store) { WriteRow(l, row, y, mirror, out, store); });
+}
+
+void NormalizePlanesImpl(const NormalizeLayout& l, const int16_t* levels, int64_t channel_stride, int64_t y,
+                         bool mirror, uint8_t* dst) {
+  WithOutputType(l, dst, [&](auto* out, auto store) { WritePlanes(l, levels, channel_stride, y, mirror, out, store); });
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace sluice::ops
+HWY_AFTER_NAMESPACE();
+
+#undef SLUICE_NORMALIZE_AVX2
+
+#if HWY_ONCE
+namespace sluice::ops {
+
+HWY_EXPORT(NormalizeRowImpl);
+HWY_EXPORT(NormalizePlanesImpl);
 
 Normalizer::Normalizer(int64_t h, int64_t w, int64_t channels, DType out, bool chw, float mirror_p,
                        std::vector<float> a, std::vector<float> b)
-    : h_(h), w_(w), channels_(channels), out_(out), chw_(chw), mirror_p_(mirror_p),
-      // uint8 output keeps the levels: 1 * level + 0, exactly.
-      a_(out == DType::kUInt8 ? std::vector<float>(static_cast<size_t>(channels), 1.f) : std::move(a)),
-      b_(out == DType::kUInt8 ? std::vector<float>(static_cast<size_t>(channels), 0.f) : std::move(b)) {}
+    : layout_{h, w, channels, out, chw,
+              // uint8 output keeps the levels: 1 * level + 0, exactly.
+              out == DType::kUInt8 ? std::vector<float>(static_cast<size_t>(channels), 1.f) : std::move(a),
+              out == DType::kUInt8 ? std::vector<float>(static_cast<size_t>(channels), 0.f) : std::move(b)},
+      mirror_p_(mirror_p) {}
 
 
 bool Normalizer::Mirror(const KernelContext& ctx, int64_t r, uint64_t key) const {
@@ -118,76 +231,12 @@ bool Normalizer::Mirror(const KernelContext& ctx, int64_t r, uint64_t key) const
   return rng.Bernoulli(mirror_p_);
 }
 
-// Calls fn(dst as the output dtype, store) with the dtype's conversion
-// from a (normalized) float.
-template <typename Fn>
-void Normalizer::WithOutputType(uint8_t* dst, Fn fn) const {
-  switch (out_) {
-    case DType::kFloat32:
-      fn(reinterpret_cast<float*>(dst), [](float v) { return v; });
-      break;
-    case DType::kFloat16:
-      fn(reinterpret_cast<uint16_t*>(dst), HalfFromFloat);
-      break;
-    default:
-      fn(dst, [](float v) { return static_cast<uint8_t>(v); });
-  }
-}
-
 void Normalizer::Row(const uint8_t* row, int64_t y, bool mirror, uint8_t* dst) const {
-  WithOutputType(dst, [&](auto* out, auto store) { WriteRow(row, y, mirror, out, store); });
+  HWY_DYNAMIC_DISPATCH(NormalizeRowImpl)(layout_, row, y, mirror, dst);
 }
 
 void Normalizer::Planes(const int16_t* levels, int64_t channel_stride, int64_t y, bool mirror, uint8_t* dst) const {
-  WithOutputType(dst, [&](auto* out, auto store) { WritePlanes(levels, channel_stride, y, mirror, out, store); });
-}
-
-template <typename T, typename Store>
-void Normalizer::WriteRow(const uint8_t* row, int64_t y, bool mirror, T* dst, Store store) const {
-  int64_t x0 = 0;
-#ifdef SLUICE_NORMALIZE_AVX2
-  if (chw_ && channels_ == 3) {  // the compiler does not vectorize stride 3: sixteen pixels a step
-    T* d0 = dst + Offset(0, y, 0);
-    T* d1 = dst + Offset(1, y, 0);
-    T* d2 = dst + Offset(2, y, 0);
-    const __m256 va0 = _mm256_set1_ps(a_[0]), va1 = _mm256_set1_ps(a_[1]), va2 = _mm256_set1_ps(a_[2]);
-    const __m256 vb0 = _mm256_set1_ps(b_[0]), vb1 = _mm256_set1_ps(b_[1]), vb2 = _mm256_set1_ps(b_[2]);
-    for (; x0 + 16 <= w_; x0 += 16) {
-      __m256i r, g, bl;
-      DeinterleaveRgb16(row + (mirror ? w_ - 16 - x0 : x0) * 3, &r, &g, &bl);
-      if (mirror) r = Reversed(r), g = Reversed(g), bl = Reversed(bl);
-      Store16(r, va0, vb0, d0 + x0);
-      Store16(g, va1, vb1, d1 + x0);
-      Store16(bl, va2, vb2, d2 + x0);
-    }
-  }
-#endif
-  for (int64_t x = x0; x < w_; ++x) {
-    const uint8_t* p = row + (mirror ? w_ - 1 - x : x) * channels_;
-    for (int64_t c = 0; c < channels_; ++c) dst[Offset(c, y, x)] = store(Affine(a_[c], p[c], b_[c]));
-  }
-}
-
-template <typename T, typename Store>
-void Normalizer::WritePlanes(const int16_t* levels, int64_t channel_stride, int64_t y, bool mirror, T* dst,
-                             Store store) const {
-  for (int64_t c = 0; c < channels_; ++c) {
-    const int16_t* in = levels + c * channel_stride;
-    int64_t x0 = 0;
-#ifdef SLUICE_NORMALIZE_AVX2
-    if (chw_) {
-      const __m256 va = _mm256_set1_ps(a_[c]), vb = _mm256_set1_ps(b_[c]);
-      T* d = dst + Offset(c, y, 0);
-      for (; x0 + 16 <= w_; x0 += 16) {
-        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + (mirror ? w_ - 16 - x0 : x0)));
-        Store16(mirror ? Reversed(v) : v, va, vb, d + x0);
-      }
-    }
-#endif
-    for (int64_t x = x0; x < w_; ++x) {
-      dst[Offset(c, y, x)] = store(Affine(a_[c], in[mirror ? w_ - 1 - x : x], b_[c]));
-    }
-  }
+  HWY_DYNAMIC_DISPATCH(NormalizePlanesImpl)(layout_, levels, channel_stride, y, mirror, dst);
 }
 
 namespace {
@@ -277,3 +326,4 @@ absl::Status RegisterCropMirrorNormalize(OpRegistry* registry) {
 }
 
 }  // namespace sluice::ops
+#endif  // HWY_ONCE

@@ -18,9 +18,24 @@
 
 namespace sluice::ops {
 
-// out[c][y][x] = a[c] * in[y][x'][c] + b[c] for an h x w x channels sample,
-// x' mirrored or not; a * in + b is (in * scale - mean) / std. uint8
-// output copies the values unnormalized (a and b are then ignored).
+// What a normalized row needs: the sample's size, the output's dtype and
+// layout, and a, b per channel. out[c][y][x] = a[c] * in[y][x'][c] + b[c]
+// for an h x w x channels sample, x' mirrored or not; a * in + b is
+// (in * scale - mean) / std.
+struct NormalizeLayout {
+  int64_t h, w, channels;
+  DType out;
+  bool chw;
+  std::vector<float> a, b;
+
+  // Where channel c of pixel (y, x) goes in the sample's output.
+  int64_t Offset(int64_t c, int64_t y, int64_t x) const {
+    return chw ? (c * h + y) * w + x : (y * w + x) * channels + c;
+  }
+};
+
+// A row of a sample to its normalized output, with a random mirror. uint8
+// output copies the values unnormalized (a and b are then 1 and 0).
 class Normalizer {
  public:
   Normalizer(int64_t h, int64_t w, int64_t channels, DType out, bool chw, float mirror_p, std::vector<float> a,
@@ -38,22 +53,8 @@ class Normalizer {
   bool random() const { return mirror_p_ > 0 && mirror_p_ < 1; }
 
  private:
-  // Where channel c of pixel (y, x) goes in the sample's output.
-  int64_t Offset(int64_t c, int64_t y, int64_t x) const {
-    return chw_ ? (c * h_ + y) * w_ + x : (y * w_ + x) * channels_ + c;
-  }
-  template <typename Fn>
-  void WithOutputType(uint8_t* dst, Fn fn) const;
-  template <typename T, typename Store>
-  void WriteRow(const uint8_t* row, int64_t y, bool mirror, T* dst, Store store) const;
-  template <typename T, typename Store>
-  void WritePlanes(const int16_t* levels, int64_t channel_stride, int64_t y, bool mirror, T* dst, Store store) const;
-
-  const int64_t h_, w_, channels_;
-  const DType out_;
-  const bool chw_;
-  const float mirror_p_;
-  const std::vector<float> a_, b_;
+  NormalizeLayout layout_;
+  float mirror_p_;
 };
 
 // crop_mirror_normalize's params, visible so that a decode op before it can

@@ -6,6 +6,7 @@
 #include "absl/strings/str_join.h"
 #include "google/protobuf/struct.pb.h"
 #include "sluice/core/status_macros.h"
+#include "sluice/ops/simd.h"
 
 namespace sluice::ops {
 
@@ -19,6 +20,7 @@ OpRegistry::~OpRegistry() = default;
 
 OpRegistry& OpRegistry::Global() {
   static OpRegistry* registry = [] {
+    LimitSimdFromEnvironment();  // before any kernel runs
     auto* r = new OpRegistry();
     const absl::Status s = RegisterBuiltinOps(r);
     if (!s.ok()) {  // a defect of this build, not of any input

@@ -1,3 +1,6 @@
+// Resampling is compiled once per SIMD target (Highway's foreach_target;
+// AVX2 and AVX-512 take the intrinsics paths) and the best the CPU has is
+// chosen at run time. Every path computes the same fixed-point values.
 #include "sluice/ops/resample.h"
 
 #include <algorithm>
@@ -5,13 +8,19 @@
 #include <cstring>
 #include <vector>
 
-#if defined(__AVX2__)
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "sluice/ops/resample.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+
+#if HWY_ARCH_X86
 #include <immintrin.h>
-#define SLUICE_RESAMPLE_AVX2 1
 #endif
 
-namespace sluice::ops {
-namespace {
+#ifndef SLUICE_OPS_RESAMPLE_ONCE_
+#define SLUICE_OPS_RESAMPLE_ONCE_
+namespace sluice::ops::resample_internal {
+
 
 // Fixed point, as Pillow-SIMD does: weights in Q15, values between the
 // passes in Q7 (a level times 128) as int16, each tap's product rounded
@@ -21,8 +30,6 @@ namespace {
 constexpr int kWeightOne = 1 << 15;
 constexpr int kValueShift = 7;
 constexpr int kBlock = 16;  // rows per block, and lanes per vector
-
-int16_t MulRound(int16_t a, int16_t w) { return static_cast<int16_t>((int32_t{a} * w + (1 << 14)) >> 15); }
 
 // Taps of every output position: `taps` Q15 weights each (zero-padded),
 // the first at source index first[i]. A fixed count lets the kernels run
@@ -91,6 +98,32 @@ void MakeTaps(double start, double extent, int size, int out, Taps* t) {
   }
 }
 
+struct Scratch {
+  std::vector<int16_t> rows, cols, out_cols, out_rows;
+};
+thread_local Taps tls_h, tls_v;
+thread_local Scratch tls_scratch;
+
+int RoundUp(int n, int to) { return (n + to - 1) / to * to; }
+
+}  // namespace sluice::ops::resample_internal
+#endif  // SLUICE_OPS_RESAMPLE_ONCE_
+
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
+#define SLUICE_RESAMPLE_AVX2 1
+#else
+#define SLUICE_RESAMPLE_AVX2 0
+#endif
+
+HWY_BEFORE_NAMESPACE();
+namespace sluice::ops {
+namespace HWY_NAMESPACE {
+namespace {
+
+using namespace resample_internal;  // NOLINT: the shared geometry and scratch
+
+int16_t MulRound(int16_t a, int16_t w) { return static_cast<int16_t>((int32_t{a} * w + (1 << 14)) >> 15); }
+
 // Vertical pass of one output row: out[e] = sum_k w[k] * (rows[k][e] << 7)
 // for e < n, the rows being `stride` apart from `src`. TAPS > 0 fixes the
 // tap count at compile time (unrolled); 0 takes it from `taps`.
@@ -98,7 +131,7 @@ template <int TAPS>
 void VerticalRow(const uint8_t* src, int64_t stride, const int16_t* w, int taps, int n, int16_t* out) {
   if (TAPS > 0) taps = TAPS;
   int e = 0;
-#ifdef SLUICE_RESAMPLE_AVX2
+#if SLUICE_RESAMPLE_AVX2
   // The weights are broadcast once: `out` may alias them as far as the
   // compiler knows, so it would reload them every step.
   __m256i wv[TAPS > 0 ? TAPS : 1];
@@ -125,7 +158,7 @@ void VerticalRow(const uint8_t* src, int64_t stride, const int16_t* w, int taps,
 // 16 rows of 16 int16 (`in`, rows `in_stride` apart) to 16 rows of 16
 // (`out`, rows `out_stride` apart): out[e][r] = in[r][e].
 void Transpose16(const int16_t* in, int64_t in_stride, int16_t* out, int64_t out_stride) {
-#ifdef SLUICE_RESAMPLE_AVX2
+#if SLUICE_RESAMPLE_AVX2
   __m256i a[kBlock], b[kBlock];
   for (int r = 0; r < kBlock; ++r) a[r] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + r * in_stride));
   // Within each 128-bit lane, an 8x8 transpose of each half of the rows
@@ -175,7 +208,7 @@ void HorizontalBlock(const int16_t* cols, const Taps& h, int out_w, int channels
     const int16_t* w = &h.weights[static_cast<size_t>(i) * taps];
     const int16_t* src = cols + h.first[i] * step;
     int16_t* dst = out + i * pixel_step;
-#ifdef SLUICE_RESAMPLE_AVX2
+#if SLUICE_RESAMPLE_AVX2
     __m256i wv[TAPS > 0 ? TAPS : 1];
     if (TAPS > 0) {
       for (int k = 0; k < TAPS; ++k) wv[k] = _mm256_set1_epi16(w[k]);
@@ -230,7 +263,7 @@ uint8_t ToByte(int16_t level) { return static_cast<uint8_t>(std::clamp<int16_t>(
 // n levels (int16, within 0..255 but for rounding at the top) to bytes.
 void ToBytes(const int16_t* in, int n, uint8_t* out) {
   int e = 0;
-#ifdef SLUICE_RESAMPLE_AVX2
+#if SLUICE_RESAMPLE_AVX2
   for (; e + 2 * kBlock <= n; e += 2 * kBlock) {
     // packus works within 128-bit lanes: put the 32 bytes back in order.
     const __m256i packed = _mm256_packus_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + e)),
@@ -240,14 +273,6 @@ void ToBytes(const int16_t* in, int n, uint8_t* out) {
 #endif
   for (; e < n; ++e) out[e] = ToByte(in[e]);
 }
-
-struct Scratch {
-  std::vector<int16_t> rows, cols, out_cols, out_rows;
-};
-thread_local Taps tls_h, tls_v;
-thread_local Scratch tls_scratch;
-
-int RoundUp(int n, int to) { return (n + to - 1) / to * to; }
 
 // Vertical first, then horizontal: when shrinking (W3's crops), the
 // horizontal pass then runs on the output's rows only instead of on every
@@ -303,19 +328,43 @@ void Resample(const uint8_t* src, int src_w, int src_h, int channels, int64_t sr
 
 }  // namespace
 
-void ResampleBilinear(const uint8_t* src, int src_w, int src_h, int channels, int64_t src_stride,
-                      const Window& window, uint8_t* dst, int out_w, int out_h) {
+void ResampleBytesImpl(const uint8_t* src, int src_w, int src_h, int channels, int64_t src_stride,
+                       const Window& window, uint8_t* dst, int out_w, int out_h) {
   const int n = out_w * channels;
   Resample(src, src_w, src_h, channels, src_stride, window, out_w, out_h, /*planar=*/false,
            [&](int y, const int16_t* levels) { ToBytes(levels, n, dst + static_cast<int64_t>(y) * n); });
 }
 
-void ResampleBilinearPlanes(const uint8_t* src, int src_w, int src_h, int channels, int64_t src_stride,
-                            const Window& window, int out_w, int out_h,
-                            absl::FunctionRef<void(int y, const int16_t* levels, int64_t channel_stride)> row) {
+void ResamplePlanesImpl(const uint8_t* src, int src_w, int src_h, int channels, int64_t src_stride,
+                        const Window& window, int out_w, int out_h,
+                        absl::FunctionRef<void(int y, const int16_t* levels, int64_t channel_stride)> row) {
   const int64_t channel_stride = RoundUp(out_w, kBlock);
   Resample(src, src_w, src_h, channels, src_stride, window, out_w, out_h, /*planar=*/true,
            [&](int y, const int16_t* levels) { row(y, levels, channel_stride); });
 }
 
+}  // namespace HWY_NAMESPACE
 }  // namespace sluice::ops
+HWY_AFTER_NAMESPACE();
+
+#undef SLUICE_RESAMPLE_AVX2
+
+#if HWY_ONCE
+namespace sluice::ops {
+
+HWY_EXPORT(ResampleBytesImpl);
+HWY_EXPORT(ResamplePlanesImpl);
+
+void ResampleBilinear(const uint8_t* src, int src_w, int src_h, int channels, int64_t src_stride,
+                      const Window& window, uint8_t* dst, int out_w, int out_h) {
+  HWY_DYNAMIC_DISPATCH(ResampleBytesImpl)(src, src_w, src_h, channels, src_stride, window, dst, out_w, out_h);
+}
+
+void ResampleBilinearPlanes(const uint8_t* src, int src_w, int src_h, int channels, int64_t src_stride,
+                            const Window& window, int out_w, int out_h,
+                            absl::FunctionRef<void(int y, const int16_t* levels, int64_t channel_stride)> row) {
+  HWY_DYNAMIC_DISPATCH(ResamplePlanesImpl)(src, src_w, src_h, channels, src_stride, window, out_w, out_h, row);
+}
+
+}  // namespace sluice::ops
+#endif  // HWY_ONCE

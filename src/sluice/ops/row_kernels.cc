@@ -1,29 +1,51 @@
-// Compiled for the target of the build flags (SLUICE_MARCH), with Highway's
-// static dispatch: AVX-512 on this project's machines.
+// Compiled once per SIMD target (SSE4, AVX2, AVX-512) with Highway's
+// foreach_target; the best the CPU has is chosen at run time
+// (HWY_DYNAMIC_DISPATCH), so one build runs at full speed on any x86.
 #include "sluice/ops/row_kernels.h"
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "sluice/ops/row_kernels.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 
+HWY_BEFORE_NAMESPACE();
 namespace sluice::ops {
+namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 namespace {
 
 using D = hn::ScalableTag<float>;
 using V = hn::Vec<D>;
 
+// A row's last, partial vector: AVX2 and AVX-512 mask the load and store
+// in hardware; older targets emulate the masks with whole-vector accesses,
+// which would touch memory past the row, so they go through a buffer.
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
+constexpr bool kHardwareMasks = true;
+#else
+constexpr bool kHardwareMasks = false;
+#endif
+
 inline V Load(const float* p, int64_t count) {
   const D d;
   if (count == static_cast<int64_t>(hn::Lanes(d))) return hn::LoadU(d, p);
-  return hn::MaskedLoad(hn::FirstN(d, static_cast<size_t>(count)), d, p);
+  if (kHardwareMasks) return hn::MaskedLoad(hn::FirstN(d, static_cast<size_t>(count)), d, p);
+  alignas(64) float buf[64] = {};
+  std::memcpy(buf, p, static_cast<size_t>(count) * sizeof(float));
+  return hn::LoadU(d, buf);
 }
 
 inline void Store(V v, float* p, int64_t count) {
   const D d;
   if (count == static_cast<int64_t>(hn::Lanes(d))) return hn::StoreU(v, d, p);
-  hn::BlendedStore(v, hn::FirstN(d, static_cast<size_t>(count)), d, p);
+  if (kHardwareMasks) return hn::BlendedStore(v, hn::FirstN(d, static_cast<size_t>(count)), d, p);
+  alignas(64) float buf[64];
+  hn::StoreU(v, d, buf);
+  std::memcpy(p, buf, static_cast<size_t>(count) * sizeof(float));
 }
 
 // Output row r at position i reduces k operands: operand(r, j) + i, tap j.
@@ -69,27 +91,27 @@ inline void Reduce(int64_t rows, int64_t n, const float* w, int64_t k, Operand o
 
 }  // namespace
 
-void ConvolveRows(const float* const* src, float* const* dst, int64_t rows, int64_t n,
-                  int64_t step, const float* w, int64_t k) {
+void ConvolveRowsImpl(const float* const* src, float* const* dst, int64_t rows, int64_t n,
+                      int64_t step, const float* w, int64_t k) {
   Reduce<true>(rows, n, w, k, [&](int64_t r, int64_t j) { return src[r] + j * step; }, dst);
 }
 
-void WeightedSumRows(const float* const* window, float* const* dst, int64_t rows, int64_t n,
-                     const float* w, int64_t k) {
+void WeightedSumRowsImpl(const float* const* window, float* const* dst, int64_t rows, int64_t n,
+                         const float* w, int64_t k) {
   Reduce<true>(rows, n, w, k, [&](int64_t r, int64_t j) { return window[r + j]; }, dst);
 }
 
-void MaxRows(const float* const* src, float* const* dst, int64_t rows, int64_t n, int64_t step,
-             int64_t k) {
+void MaxRowsImpl(const float* const* src, float* const* dst, int64_t rows, int64_t n, int64_t step,
+                 int64_t k) {
   Reduce<false>(rows, n, nullptr, k, [&](int64_t r, int64_t j) { return src[r] + j * step; }, dst);
 }
 
-void MaxWindowRows(const float* const* window, float* const* dst, int64_t rows, int64_t n,
-                   int64_t k) {
+void MaxWindowRowsImpl(const float* const* window, float* const* dst, int64_t rows, int64_t n,
+                       int64_t k) {
   Reduce<false>(rows, n, nullptr, k, [&](int64_t r, int64_t j) { return window[r + j]; }, dst);
 }
 
-void U8ToFloat(const uint8_t* src, int64_t n, float* dst) {
+void U8ToFloatImpl(const uint8_t* src, int64_t n, float* dst) {
   const D d;
   const hn::Rebind<uint8_t, D> du8;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
@@ -98,7 +120,7 @@ void U8ToFloat(const uint8_t* src, int64_t n, float* dst) {
   for (; i < n; ++i) dst[i] = src[i];
 }
 
-void FloatToU8(const float* src, int64_t n, uint8_t* dst) {
+void FloatToU8Impl(const float* src, int64_t n, uint8_t* dst) {
   const D d;
   const hn::Rebind<uint8_t, D> du8;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
@@ -113,4 +135,41 @@ void FloatToU8(const float* src, int64_t n, uint8_t* dst) {
   }
 }
 
+}  // namespace HWY_NAMESPACE
 }  // namespace sluice::ops
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace sluice::ops {
+
+HWY_EXPORT(ConvolveRowsImpl);
+HWY_EXPORT(WeightedSumRowsImpl);
+HWY_EXPORT(MaxRowsImpl);
+HWY_EXPORT(MaxWindowRowsImpl);
+HWY_EXPORT(U8ToFloatImpl);
+HWY_EXPORT(FloatToU8Impl);
+
+void ConvolveRows(const float* const* src, float* const* dst, int64_t rows, int64_t n, int64_t step, const float* w,
+                  int64_t k) {
+  HWY_DYNAMIC_DISPATCH(ConvolveRowsImpl)(src, dst, rows, n, step, w, k);
+}
+
+void WeightedSumRows(const float* const* window, float* const* dst, int64_t rows, int64_t n, const float* w,
+                     int64_t k) {
+  HWY_DYNAMIC_DISPATCH(WeightedSumRowsImpl)(window, dst, rows, n, w, k);
+}
+
+void MaxRows(const float* const* src, float* const* dst, int64_t rows, int64_t n, int64_t step, int64_t k) {
+  HWY_DYNAMIC_DISPATCH(MaxRowsImpl)(src, dst, rows, n, step, k);
+}
+
+void MaxWindowRows(const float* const* window, float* const* dst, int64_t rows, int64_t n, int64_t k) {
+  HWY_DYNAMIC_DISPATCH(MaxWindowRowsImpl)(window, dst, rows, n, k);
+}
+
+void U8ToFloat(const uint8_t* src, int64_t n, float* dst) { HWY_DYNAMIC_DISPATCH(U8ToFloatImpl)(src, n, dst); }
+
+void FloatToU8(const float* src, int64_t n, uint8_t* dst) { HWY_DYNAMIC_DISPATCH(FloatToU8Impl)(src, n, dst); }
+
+}  // namespace sluice::ops
+#endif  // HWY_ONCE

@@ -1,3 +1,5 @@
+// The resampling loops are compiled once per SIMD target (Highway's
+// foreach_target) and the best the CPU has is chosen at run time.
 #include "sluice/ops/warp.h"
 
 #include <algorithm>
@@ -5,12 +7,16 @@
 #include <cstring>
 #include <type_traits>
 
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "sluice/ops/warp.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 
+HWY_BEFORE_NAMESPACE();
 namespace sluice::ops {
-namespace {
-
+namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
+namespace {
 
 inline int64_t ReflectIndex(int64_t i, int64_t n) {
   if (n == 1) return 0;
@@ -173,9 +179,30 @@ void WarpTyped(const WarpSpec& spec, const Affine& a, const T* src, T* dst) {
   }
 }
 
+}  // namespace
+
+void WarpAffineImpl(const WarpSpec& spec, const Affine& map, const uint8_t* src, uint8_t* dst) {
+  if (spec.dtype == DType::kUInt8) return WarpTyped<uint8_t>(spec, map, src, dst);
+  WarpTyped<float>(spec, map, reinterpret_cast<const float*>(src), reinterpret_cast<float*>(dst));
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace sluice::ops
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace sluice::ops {
+namespace {
+
 constexpr double kPi = 3.14159265358979323846;
 
 }  // namespace
+
+HWY_EXPORT(WarpAffineImpl);
+
+void WarpAffine(const WarpSpec& spec, const Affine& map, const uint8_t* src, uint8_t* dst) {
+  HWY_DYNAMIC_DISPATCH(WarpAffineImpl)(spec, map, src, dst);
+}
 
 Affine Then(const Affine& first, const Affine& second) {
   // first(second(p)): substitute second's output into first.
@@ -189,11 +216,6 @@ Affine Then(const Affine& first, const Affine& second) {
   r.m[4] = a[3] * b[1] + a[4] * b[4];
   r.m[5] = a[3] * b[2] + a[4] * b[5] + a[5];
   return r;
-}
-
-void WarpAffine(const WarpSpec& spec, const Affine& map, const uint8_t* src, uint8_t* dst) {
-  if (spec.dtype == DType::kUInt8) return WarpTyped<uint8_t>(spec, map, src, dst);
-  WarpTyped<float>(spec, map, reinterpret_cast<const float*>(src), reinterpret_cast<float*>(dst));
 }
 
 Affine SampleMap(const WarpPart& part, const ImageDims& dims, SampleRng& rng) {
@@ -235,3 +257,4 @@ bool CanFuse(const WarpSpec& a, const WarpSpec& b) {
 }
 
 }  // namespace sluice::ops
+#endif  // HWY_ONCE

@@ -1,0 +1,116 @@
+// One build, every SIMD target: the dispatched kernels run on each target
+// the CPU has (capped with LimitSimd, as SLUICE_SIMD does) and give the same
+// values on all of them.
+#include "sluice/ops/simd.h"
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "op_test_util.h"
+#include "sluice/ops/normalize.h"
+#include "sluice/ops/resample.h"
+#include "sluice/ops/row_kernels.h"
+#include "status_matchers.h"
+
+namespace sluice::ops {
+namespace {
+
+using ::sluice::testing::StatusIs;
+using ::testing::HasSubstr;
+
+// The caps this CPU can honour, the best target first.
+std::vector<std::string> Caps() {
+  std::vector<std::string> caps;
+  for (const char* cap : {"avx512", "avx2", "sse4", "ssse3"}) {
+    if (!LimitSimd(cap).ok()) continue;
+    const std::string target = SimdTarget();
+    if (caps.empty() || target != caps.back()) caps.push_back(target);
+  }
+  SLUICE_EXPECT_OK(LimitSimd("best"));
+  return caps;
+}
+
+std::string CapFor(const std::string& target) {
+  if (target == "AVX3") return "avx512";
+  if (target == "AVX2") return "avx2";
+  if (target == "SSE4") return "sse4";
+  return "ssse3";
+}
+
+class SimdTest : public ::testing::Test {
+ protected:
+  void TearDown() override { SLUICE_EXPECT_OK(LimitSimd("best")); }
+};
+
+TEST_F(SimdTest, AnUnknownTargetIsRefusedNamingTheChoices) {
+  EXPECT_THAT(LimitSimd("avx1024"), StatusIs(absl::StatusCode::kInvalidArgument,
+                                             HasSubstr("SIMD target \"avx1024\" is unknown (avx512, avx2, sse4")));
+}
+
+TEST_F(SimdTest, ACapLowersTheTargetAndBestRestoresIt) {
+  const std::string best = SimdTarget();
+  SLUICE_ASSERT_OK(LimitSimd("ssse3"));
+  EXPECT_EQ(SimdTarget(), "SSSE3");
+  SLUICE_ASSERT_OK(LimitSimd("best"));
+  EXPECT_EQ(SimdTarget(), best);
+}
+
+TEST_F(SimdTest, ResamplingAndNormalizingGiveTheSameBytesOnEveryTarget) {
+  const int w = 181, h = 133, c = 3, out_w = 67, out_h = 45;
+  const std::vector<uint8_t> image = testing::Pattern<uint8_t>(static_cast<size_t>(w) * h * c, 17);
+  const Window window{7.25, 3.5, 150.0, 120.0};
+  const Normalizer normalizer(out_h, out_w, c, DType::kFloat16, /*chw=*/true, 0.5f, {0.02f, 0.03f, 0.04f},
+                              {-1.f, -2.f, 0.5f});
+  std::vector<std::string> runs;
+  const std::vector<std::string> caps = Caps();
+  ASSERT_FALSE(caps.empty());
+  for (const std::string& target : caps) {
+    SLUICE_ASSERT_OK(LimitSimd(CapFor(target)));
+    ASSERT_EQ(SimdTarget(), target);
+    std::string bytes(static_cast<size_t>(out_w) * out_h * c, '\0');
+    ResampleBilinear(image.data(), w, h, c, int64_t{w} * c, window, reinterpret_cast<uint8_t*>(bytes.data()), out_w,
+                     out_h);
+    std::string planes(static_cast<size_t>(out_w) * out_h * c * 2, '\0');
+    ResampleBilinearPlanes(image.data(), w, h, c, int64_t{w} * c, window, out_w, out_h,
+                           [&](int y, const int16_t* levels, int64_t stride) {
+                             normalizer.Planes(levels, stride, y, /*mirror=*/y % 2 == 0,
+                                               reinterpret_cast<uint8_t*>(planes.data()));
+                           });
+    std::string rows(planes.size(), '\0');
+    for (int y = 0; y < out_h; ++y) {
+      normalizer.Row(reinterpret_cast<const uint8_t*>(bytes.data()) + y * out_w * c, y, y % 3 == 0,
+                     reinterpret_cast<uint8_t*>(rows.data()));
+    }
+    runs.push_back(bytes + planes + rows);
+  }
+  for (size_t i = 1; i < runs.size(); ++i) {
+    EXPECT_TRUE(runs[i] == runs[0]) << caps[i] << " differs from " << caps[0];
+  }
+}
+
+TEST_F(SimdTest, FilterRowsAgreeOnEveryTargetWithinAFloatRounding) {
+  const int64_t rows = 9, n = 77, k = 5;
+  std::vector<float> data(static_cast<size_t>(rows + k) * n);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<float>((i * 37) % 101) / 7.f;
+  std::vector<const float*> src(rows + k);
+  for (int64_t r = 0; r < rows + k; ++r) src[r] = data.data() + r * n;
+  const float w[k] = {0.1f, 0.2f, 0.4f, 0.2f, 0.1f};
+  std::vector<std::vector<float>> outs;
+  for (const std::string& target : Caps()) {
+    SLUICE_ASSERT_OK(LimitSimd(CapFor(target)));
+    std::vector<float> out(static_cast<size_t>(rows) * n);
+    std::vector<float*> dst(rows);
+    for (int64_t r = 0; r < rows; ++r) dst[r] = out.data() + r * n;
+    WeightedSumRows(src.data(), dst.data(), rows, n, w, k);
+    outs.push_back(out);
+  }
+  for (size_t t = 1; t < outs.size(); ++t) {
+    for (size_t i = 0; i < outs[0].size(); ++i) ASSERT_NEAR(outs[t][i], outs[0][i], 1e-5f) << i;
+  }
+}
+
+}  // namespace
+}  // namespace sluice::ops
