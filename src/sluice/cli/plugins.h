@@ -1,6 +1,6 @@
 // The --plugin option of the subcommands that compile pipelines (run,
-// profile, materialize, ops, worker, bench): op plugins loaded into the
-// process's registry before anything else happens.
+// profile, materialize, ops, worker): op plugins loaded into the process's
+// registry before anything else happens.
 #ifndef SLUICE_CLI_PLUGINS_H_
 #define SLUICE_CLI_PLUGINS_H_
 

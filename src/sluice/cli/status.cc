@@ -41,8 +41,8 @@ absl::Status Show(const StatusArgs& args) {
               status.work_dir().empty() ? "" : (", journal in " + status.work_dir()).c_str());
   std::printf("\n%zu worker(s)\n", static_cast<size_t>(status.workers_size()));
   for (const WorkerStatusEntry& w : status.workers()) {
-    std::printf("  worker %-4lld %-22s %d stream(s), last heartbeat %.1f s ago\n",
-                static_cast<long long>(w.worker_id()), w.address().c_str(), w.active_streams(),
+    std::printf("  worker %-4lld %-22s %d stream(s), %d ops, last heartbeat %.1f s ago\n",
+                static_cast<long long>(w.worker_id()), w.address().c_str(), w.active_streams(), w.ops(),
                 w.seconds_since_heartbeat());
   }
   std::printf("\n%zu job(s)\n", static_cast<size_t>(status.jobs_size()));

@@ -166,7 +166,7 @@ void ApplyToSchema(const ops::InferredOp& op, Schema* schema) {
 std::string HowToGet(ops::Backend backend) {
   return absl::StrCat("this build of sluice has no ", ops::BackendName(backend),
                       " backend: rebuild with -DSLUICE_WITH_CUDA=ON on a machine with the CUDA toolkit "
-                      "(docs/pipelines.md, \"Devices\")");
+                      "(docs/cpp.md, \"Devices\")");
 }
 
 // Compiles the nodes of one definition in order, carrying the schema

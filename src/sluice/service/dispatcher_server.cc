@@ -1,7 +1,5 @@
 #include "sluice/service/dispatcher_server.h"
 
-#include <grpcpp/health_check_service_interface.h>
-
 #include "absl/strings/str_cat.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/service/log.h"
@@ -53,39 +51,26 @@ class DispatcherServer::Service final : public ::sluice::Dispatcher::Service {
 absl::StatusOr<std::unique_ptr<DispatcherServer>> DispatcherServer::Start(const DispatcherOptions& options) {
   std::unique_ptr<DispatcherServer> server(new DispatcherServer());
   SLUICE_ASSIGN_OR_RETURN(server->impl_, DispatcherImpl::Create(options.work_dir, options.timeouts, options.security));
-  SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> credentials,
-                          MakeServerCredentials(options.security));
   server->service_ = std::make_unique<Service>(server->impl_.get(), options.security.token);
-  grpc::EnableDefaultHealthCheckService(true);
-  grpc::ServerBuilder builder;
-  builder.AddListeningPort(absl::StrCat(options.host, ":", options.port), credentials, &server->port_);
-  builder.RegisterService(server->service_.get());
-  builder.SetMaxReceiveMessageSize(kMaxRequestBytes);
-  server->server_ = builder.BuildAndStart();
-  if (server->server_ == nullptr || server->port_ == 0) {
-    return absl::UnavailableError(absl::StrCat("dispatcher: cannot listen on ", options.host, ":", options.port));
-  }
-  server->server_->GetHealthCheckService()->SetServingStatus(true);
-  DispatcherServer* raw = server.get();
-  server->expirer_ = std::thread([raw] {
-    while (!raw->stopping_.WaitForNotificationWithTimeout(absl::Milliseconds(500))) {
-      absl::Status s = raw->impl_->Expire();
+  GrpcServer::Options grpc_options;
+  grpc_options.role = "dispatcher";
+  grpc_options.host = options.host;
+  grpc_options.port = options.port;
+  grpc_options.security = options.security;
+  SLUICE_ASSIGN_OR_RETURN(server->server_, GrpcServer::Start(grpc_options, server->service_.get()));
+  DispatcherImpl* impl = server->impl_.get();
+  server->server_->RunLoop([impl](absl::Notification* stopping) {
+    while (!stopping->WaitForNotificationWithTimeout(absl::Milliseconds(500))) {
+      absl::Status s = impl->Expire();
       if (!s.ok()) Log("dispatcher", s.ToString());
     }
   });
-  Log("dispatcher", absl::StrCat("listening on ", options.host, ":", server->port_,
+  Log("dispatcher", absl::StrCat("listening on ", options.host, ":", server->port(),
                                  options.security.cert_file.empty() ? "" : " (TLS)",
                                  options.security.token.empty() ? "" : " (token required)"));
   return server;
 }
 
-void DispatcherServer::Stop() {
-  if (stopping_.HasBeenNotified()) return;
-  stopping_.Notify();
-  if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
-  if (expirer_.joinable()) expirer_.join();
-}
-
-DispatcherServer::~DispatcherServer() { Stop(); }
+DispatcherServer::~DispatcherServer() = default;
 
 }  // namespace sluice::service

@@ -7,14 +7,13 @@
 
 #include <memory>
 #include <string>
-#include <thread>
 
 #include <grpcpp/grpcpp.h>
 
 #include "absl/status/statusor.h"
-#include "absl/synchronization/notification.h"
 #include "service.grpc.pb.h"
 #include "sluice/service/dispatcher_impl.h"
+#include "sluice/service/grpc_server.h"
 #include "sluice/service/security.h"
 
 namespace sluice::service {
@@ -30,13 +29,14 @@ struct DispatcherOptions {
 class DispatcherServer {
  public:
   static absl::StatusOr<std::unique_ptr<DispatcherServer>> Start(const DispatcherOptions& options);
-  ~DispatcherServer();  // Stop()s
 
-  int port() const { return port_; }
+  ~DispatcherServer();  // stops the server first
+
+  int port() const { return server_->port(); }
   // host:port for clients on this machine.
-  std::string local_address() const { return "127.0.0.1:" + std::to_string(port_); }
+  std::string local_address() const { return "127.0.0.1:" + std::to_string(port()); }
   // Stops accepting calls, lets running ones finish briefly, joins threads.
-  void Stop();
+  void Stop() { server_->Stop(); }
   void Wait() { server_->Wait(); }
 
  private:
@@ -45,10 +45,7 @@ class DispatcherServer {
 
   std::unique_ptr<DispatcherImpl> impl_;
   std::unique_ptr<Service> service_;
-  std::unique_ptr<grpc::Server> server_;
-  int port_ = 0;
-  absl::Notification stopping_;
-  std::thread expirer_;
+  std::unique_ptr<GrpcServer> server_;  // last: stops first, before what it serves
 };
 
 }  // namespace sluice::service

@@ -1,6 +1,5 @@
 #include "sluice/service/worker_server.h"
 
-#include <grpcpp/health_check_service_interface.h>
 #include <grpcpp/impl/codegen/method_handler.h>
 #include <grpcpp/impl/rpc_service_method.h>
 
@@ -83,32 +82,24 @@ class WorkerServer::Service final : public grpc::Service {
 
 absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(WorkerServerOptions options) {
   std::unique_ptr<WorkerServer> server(new WorkerServer());
-  SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> credentials,
-                          MakeServerCredentials(options.worker.security));
-  grpc::EnableDefaultHealthCheckService(true);
-  grpc::ServerBuilder builder;
-  builder.AddListeningPort(absl::StrCat(options.host, ":", options.port), credentials, &server->port_);
-  builder.SetMaxSendMessageSize(kMaxMessageBytes);
-  // A DescribePipeline request carries a definition, arrays included.
-  builder.SetMaxReceiveMessageSize(kMaxRequestBytes);
-  // The port (and so the address clients dial) is known once the server
-  // runs; heartbeats, which announce it, start after that.
   SLUICE_ASSIGN_OR_RETURN(server->impl_, WorkerImpl::Create(options.worker));
   server->service_ = std::make_unique<Service>(server->impl_.get(), options.worker.security.token);
-  builder.RegisterService(server->service_.get());
-  server->server_ = builder.BuildAndStart();
-  if (server->server_ == nullptr || server->port_ == 0) {
-    return absl::UnavailableError(absl::StrCat("worker: cannot listen on ", options.host, ":", options.port));
-  }
-  server->impl_->set_address(absl::StrCat(options.advertise_host, ":", server->port_));
-  server->server_->GetHealthCheckService()->SetServingStatus(true);
-  WorkerServer* raw = server.get();
-  server->heartbeats_ = std::thread([raw] {
+  GrpcServer::Options grpc_options;
+  grpc_options.role = "worker";
+  grpc_options.host = options.host;
+  grpc_options.port = options.port;
+  grpc_options.security = options.worker.security;
+  SLUICE_ASSIGN_OR_RETURN(server->server_, GrpcServer::Start(grpc_options, server->service_.get()));
+  // The port (and so the address clients dial) is known once the server
+  // runs; heartbeats, which announce it, start after that.
+  server->impl_->set_address(absl::StrCat(options.advertise_host, ":", server->port()));
+  WorkerImpl* impl = server->impl_.get();
+  server->server_->RunLoop([impl](absl::Notification* stopping) {
     // Every 500 ms; after a failure, backing off to every 2 s.
     Backoff backoff(absl::Milliseconds(500), absl::Seconds(2));
     bool reported = false;
     do {
-      absl::Status s = raw->impl_->Heartbeat();
+      absl::Status s = impl->Heartbeat();
       if (s.ok()) {
         backoff.Reset();
         reported = false;
@@ -116,20 +107,13 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(WorkerServerOp
         if (!reported) Log("worker", absl::StrCat(s.ToString(), "; retrying"));
         reported = true;
       }
-    } while (backoff.Wait(&raw->stopping_));
+    } while (backoff.Wait(stopping));
   });
-  Log("worker", absl::StrCat("listening on ", options.host, ":", server->port_, ", dispatcher ",
+  Log("worker", absl::StrCat("listening on ", options.host, ":", server->port(), ", dispatcher ",
                              options.worker.dispatcher));
   return server;
 }
 
-void WorkerServer::Stop() {
-  if (stopping_.HasBeenNotified()) return;
-  stopping_.Notify();
-  if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
-  if (heartbeats_.joinable()) heartbeats_.join();
-}
-
-WorkerServer::~WorkerServer() { Stop(); }
+WorkerServer::~WorkerServer() = default;
 
 }  // namespace sluice::service

@@ -6,12 +6,11 @@
 
 #include <memory>
 #include <string>
-#include <thread>
 
 #include <grpcpp/grpcpp.h>
 
 #include "absl/status/statusor.h"
-#include "absl/synchronization/notification.h"
+#include "sluice/service/grpc_server.h"
 #include "sluice/service/worker_impl.h"
 
 namespace sluice::service {
@@ -26,10 +25,11 @@ struct WorkerServerOptions {
 class WorkerServer {
  public:
   static absl::StatusOr<std::unique_ptr<WorkerServer>> Start(WorkerServerOptions options);
-  ~WorkerServer();  // Stop()s
 
-  int port() const { return port_; }
-  void Stop();
+  ~WorkerServer();  // stops the server first
+
+  int port() const { return server_->port(); }
+  void Stop() { server_->Stop(); }
   void Wait() { server_->Wait(); }
 
  private:
@@ -38,10 +38,7 @@ class WorkerServer {
 
   std::unique_ptr<WorkerImpl> impl_;
   std::unique_ptr<Service> service_;
-  std::unique_ptr<grpc::Server> server_;
-  int port_ = 0;
-  absl::Notification stopping_;
-  std::thread heartbeats_;
+  std::unique_ptr<GrpcServer> server_;  // last: stops first, before what it serves
 };
 
 }  // namespace sluice::service
