@@ -34,7 +34,7 @@ std::vector<std::string> Caps() {
 }
 
 std::string CapFor(const std::string& target) {
-  if (target == "AVX3") return "avx512";
+  if (target == "AVX3" || target == "AVX3_DL") return "avx512";
   if (target == "AVX2") return "avx2";
   if (target == "SSE4") return "sse4";
   return "ssse3";
@@ -52,8 +52,15 @@ TEST_F(SimdTest, AnUnknownTargetIsRefusedNamingTheChoices) {
 
 TEST_F(SimdTest, ACapLowersTheTargetAndBestRestoresIt) {
   const std::string best = SimdTarget();
-  SLUICE_ASSERT_OK(LimitSimd("ssse3"));
-  EXPECT_EQ(SimdTarget(), "SSSE3");
+  const std::vector<std::string> caps = Caps();
+  ASSERT_FALSE(caps.empty());
+  EXPECT_EQ(caps.front(), best);
+  SLUICE_ASSERT_OK(LimitSimd(CapFor(caps.back())));
+  EXPECT_EQ(SimdTarget(), caps.back());
+  if (caps.back() != "SSSE3") {  // a -march above the portable baseline
+    EXPECT_THAT(LimitSimd("ssse3"), StatusIs(absl::StatusCode::kInvalidArgument,
+                                              HasSubstr("is below what this build was compiled for")));
+  }
   SLUICE_ASSERT_OK(LimitSimd("best"));
   EXPECT_EQ(SimdTarget(), best);
 }

@@ -32,6 +32,12 @@ absl::StatusOr<int64_t> Above(absl::string_view name) {
 absl::Status LimitSimd(absl::string_view name) {
   absl::StatusOr<int64_t> disabled = Above(name);
   if (!disabled.ok()) return disabled.status();
+  hwy::DisableTargets(0);  // what the CPU has, uncapped
+  if ((hwy::SupportedTargets() & HWY_TARGETS & ~*disabled) == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "SIMD target \"", name, "\" is below what this build was compiled for (", hwy::TargetName(HWY_STATIC_TARGET),
+        ", SLUICE_MARCH): its kernels cannot run there"));
+  }
   hwy::DisableTargets(*disabled);
   return absl::OkStatus();
 }

@@ -21,7 +21,8 @@ absl::Status LimitSimd(absl::string_view name);
 // and ignored). The op registry calls it when it is first used.
 void LimitSimdFromEnvironment();
 
-// The target the kernels use, e.g. "AVX3" (AVX-512) or "AVX2".
+// The target the kernels use, e.g. "AVX3" (AVX-512), "AVX3_DL" (AVX-512 of
+// Ice Lake and later, in builds with a -march above the default) or "AVX2".
 std::string SimdTarget();
 
 }  // namespace sluice::ops
