@@ -94,7 +94,7 @@ struct DistributeOptions {
   double connect_timeout_s = 0;  // 0 means 30 s
 };
 
-// Nodes are added in order; the first is the source. Copies are deep.
+// Nodes are added in order; the first is the source.
 class PipelineBuilder {
  public:
   static PipelineBuilder TfRecord(std::vector<std::string> files, std::vector<TfRecordFeature> features = {});
@@ -104,10 +104,10 @@ class PipelineBuilder {
   static PipelineBuilder ImageFolder(const std::string& root);
   static PipelineBuilder FileList(const std::string& path);
 
+  // Copies (and moves, which copy) are deep: every builder holds its own
+  // definition.
   PipelineBuilder(const PipelineBuilder& other);
   PipelineBuilder& operator=(const PipelineBuilder& other);
-  PipelineBuilder(PipelineBuilder&&) noexcept;
-  PipelineBuilder& operator=(PipelineBuilder&&) noexcept;
   ~PipelineBuilder();
 
   // `device`: "" or "cpu", or "cuda" (a CUDA build of sluice and a GPU).

@@ -61,7 +61,7 @@ TEST_F(CompileTest, ACudaMapInABuildWithoutCudaNamesTheOpAndHowToGetCuda) {
   EXPECT_THAT(Compile(Cifar().Map({Op("reshape", {{"shape", {32, 32, 3}}}), Op("rescale", {{"scale", 0.5}})}, 0, "cuda")
                           .Build()),
               StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("node 'map_1' (nodes[1]): device \"cuda\" (op 'parse_example'): this build of "
+                       HasSubstr("node 'map_1' (nodes[1]): device \"cuda\" (op 'reshape'): this build of "
                                  "sluice has no cuda backend: rebuild with -DSLUICE_WITH_CUDA=ON")));
 }
 

@@ -55,6 +55,33 @@ absl::StatusOr<std::string> RunPipeline(const PipelineBuilder& builder) {
   }
 }
 
+// Every sample of `out`: one patch of at most 4 x 6 pixels set to 7, the rest
+// kept; the patches hang over the border at random places.
+void ExpectOneCutoutPerSample(const std::string& out) {
+  const size_t sample = kH * kW * kC;
+  ASSERT_EQ(out.size(), kRows * sample);
+  std::set<size_t> patch_sizes;
+  for (int r = 0; r < kRows; ++r) {
+    size_t patched = 0;
+    for (size_t i = 0; i < sample; ++i) {
+      const uint8_t v = static_cast<uint8_t>(out[r * sample + i]);
+      ASSERT_TRUE(v == 7 || v == 200) << "sample " << r << " value " << int(v);
+      patched += v == 7;
+    }
+    EXPECT_GT(patched, 0u) << "sample " << r;
+    EXPECT_LE(patched, 4u * 6u * kC) << "sample " << r;
+    EXPECT_EQ(patched % kC, 0u) << "whole pixels";
+    patch_sizes.insert(patched);
+  }
+  EXPECT_GT(patch_sizes.size(), 1u);
+}
+
+PipelineBuilder WithCutout(int threads) {
+  PipelineBuilder b = Images(threads);
+  b.Map({Op("random_cutout", {{"size", {4, 6}}, {"value", 7.0}})});
+  return b;
+}
+
 TEST(PluginLoader, TheExamplePluginsOpRunsInAPipelineLikeABuiltIn) {
   const std::string plugin = Env("SLUICE_EXAMPLE_PLUGIN");
   ASSERT_FALSE(plugin.empty()) << "SLUICE_EXAMPLE_PLUGIN is set by ctest (the InstalledPackage fixture builds it)";
@@ -65,34 +92,26 @@ TEST(PluginLoader, TheExamplePluginsOpRunsInAPipelineLikeABuiltIn) {
   EXPECT_TRUE(cutout->random());
   EXPECT_THAT(OpRegistry::Global().Registrant("random_cutout"), HasSubstr("libsluice_cutout.so"));
 
-  const auto with_cutout = [](int threads) {
-    PipelineBuilder b = Images(threads);
-    b.Map({Op("random_cutout", {{"size", {4, 6}}, {"value", 7.0}})}).Batch(kRows);
-    return b;
-  };
-  ASSERT_OK_AND_ASSIGN(std::string one, RunPipeline(with_cutout(1)));
-  ASSERT_OK_AND_ASSIGN(std::string two, RunPipeline(with_cutout(2)));
+  ASSERT_OK_AND_ASSIGN(std::string one, RunPipeline(WithCutout(1).Batch(kRows)));
+  ASSERT_OK_AND_ASSIGN(std::string two, RunPipeline(WithCutout(2).Batch(kRows)));
   EXPECT_EQ(one, two) << "a seed gives the same patches whatever the thread count";
-  // Every sample: one patch of at most 4 x 6 pixels set to 7, the rest kept.
-  const size_t sample = kH * kW * kC;
-  ASSERT_EQ(one.size(), kRows * sample);
-  std::set<size_t> patch_sizes;
-  for (int r = 0; r < kRows; ++r) {
-    size_t patched = 0;
-    for (size_t i = 0; i < sample; ++i) {
-      const uint8_t v = static_cast<uint8_t>(one[r * sample + i]);
-      ASSERT_TRUE(v == 7 || v == 200) << "sample " << r << " value " << int(v);
-      patched += v == 7;
-    }
-    EXPECT_GT(patched, 0u) << "sample " << r;
-    EXPECT_LE(patched, 4u * 6u * kC) << "sample " << r;
-    EXPECT_EQ(patched % kC, 0u) << "whole pixels";
-    patch_sizes.insert(patched);
-  }
-  EXPECT_GT(patch_sizes.size(), 1u) << "patches hang over the border at random places";
+  ExpectOneCutoutPerSample(one);
   EXPECT_THAT(RunPipeline(Images(1).Map({Op("random_cutout", {{"size", {40}}})})),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("op 'random_cutout': attr 'size' is larger than the image [12,10,3]")));
+}
+
+// The embedded cluster's workers are sluice processes of their own: they load
+// the plugins this process loaded, so the op runs before `distribute` too.
+TEST(PluginLoader, APluginsOpRunsOnTheEmbeddedClustersWorkers) {
+  const std::string plugin = Env("SLUICE_EXAMPLE_PLUGIN");
+  ASSERT_FALSE(plugin.empty()) << "SLUICE_EXAMPLE_PLUGIN is set by ctest (the InstalledPackage fixture builds it)";
+  ASSERT_EQ(::setenv("SLUICE_BINARY", Env("SLUICE_BIN").c_str(), 1), 0) << "the command the workers run";
+  SLUICE_ASSERT_OK(LoadPlugin(plugin));
+  DistributeOptions distribute;
+  distribute.local_workers = 1;
+  ASSERT_OK_AND_ASSIGN(std::string out, RunPipeline(WithCutout(2).Distribute(distribute).Batch(kRows)));
+  ExpectOneCutoutPerSample(out);
 }
 
 TEST(PluginLoader, AKernelsErrorReachesTheUserNamingTheOpAndTheSample) {

@@ -60,6 +60,7 @@ TEST_F(SimdTest, ACapLowersTheTargetAndBestRestoresIt) {
   if (caps.back() != "SSSE3") {  // a -march above the portable baseline
     EXPECT_THAT(LimitSimd("ssse3"), StatusIs(absl::StatusCode::kInvalidArgument,
                                               HasSubstr("is below what this build was compiled for")));
+    EXPECT_EQ(SimdTarget(), caps.back()) << "a refused cap keeps the one before";
   }
   SLUICE_ASSERT_OK(LimitSimd("best"));
   EXPECT_EQ(SimdTarget(), best);

@@ -46,7 +46,7 @@ std::unique_ptr<MapPlan> MapPlan::Make(const graph::CompiledNode& node, ops::Dev
   std::unique_ptr<MapPlan> plan(new MapPlan());
   plan->backend_ = node.backend;
   plan->runtime_ = runtime;
-  plan->device_ = runtime != nullptr ? runtime->CurrentDevice() : -1;
+  plan->device_ = node.device;
   plan->whole_chunks_ = node.backend != ops::Backend::kCpu;
   plan->AddInputValues(node.input_schema);
   for (size_t i = 0; i < node.ops.size(); ++i) plan->AddOp(static_cast<int>(i), node.ops[i]);

@@ -130,7 +130,7 @@ absl::Status PrepareKernels(graph::CompiledPipeline* compiled) {
       }
       SLUICE_RETURN_IF_ERROR(WithContext(runtime->CheckAvailable(),
                                          absl::StrCat(where, ": device \"", ops::BackendName(node.backend), "\"")));
-      setup.device = runtime->CurrentDevice();
+      setup.device = node.device = runtime->CurrentDevice();
     }
     for (graph::BoundOp& op : node.ops) {
       if (op.view || op.kernel != nullptr) continue;

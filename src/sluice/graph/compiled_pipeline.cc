@@ -365,7 +365,9 @@ class Compiler {
   // parallel rather than in the serial reader.
   absl::Status AddParseStep(int end) {
     SLUICE_ASSIGN_OR_RETURN(ops::InferredOp parse, ops::InferParseExample(features_, feature_shapes_, schema_));
-    const bool next_is_map = end > 1 && def_.nodes(1).kind_case() == NodeDef::kMap;
+    // Parsing runs on the cpu: only a cpu map takes it in.
+    const bool next_is_map = end > 1 && def_.nodes(1).kind_case() == NodeDef::kMap &&
+                             (def_.nodes(1).map().device().empty() || def_.nodes(1).map().device() == "cpu");
     const std::string map_name = next_is_map && !def_.nodes(1).name().empty()
                                      ? def_.nodes(1).name()
                                      : (next_is_map ? "map_1" : ops::kParseExampleOp);
@@ -463,6 +465,13 @@ std::vector<std::string> OpsUsed(const PipelineDef& def, int begin, int end) {
     }
   }
   return ops;
+}
+
+bool UsesDevice(const PipelineDef& def) {
+  for (const NodeDef& nd : def.nodes()) {
+    if (nd.kind_case() == NodeDef::kMap && !nd.map().device().empty() && nd.map().device() != "cpu") return true;
+  }
+  return false;
 }
 
 absl::StatusOr<CompiledPipeline> Compile(const PipelineDef& def, const ops::OpRegistry& registry,

@@ -51,6 +51,7 @@ struct CompiledNode {
   std::vector<BoundOp> ops;
   int parallelism = 0;
   ops::Backend backend = ops::Backend::kCpu;  // kMap: where the chain runs
+  int device = -1;  // kMap on a device: which one (set with the kernels, which were set up there)
   // kShuffle: buffer size; kBatch: batch size; kPrefetch: depth;
   // kRepeat: epochs (<= 0 forever); kTake: elements
   int64_t count = 0;
@@ -96,6 +97,9 @@ absl::StatusOr<CompiledPipeline> Compile(const PipelineDef& def,
 // The registered ops a definition's map and filter nodes name (nodes
 // [begin, end)), in order of first use: what a worker must have to run it.
 std::vector<std::string> OpsUsed(const PipelineDef& def, int begin = 0, int end = -1);
+
+// Whether a map node of `def` runs on a device (not the cpu).
+bool UsesDevice(const PipelineDef& def);
 
 // Index of the distribute node, -1 when there is none; InvalidArgument when
 // there are several or it comes first.

@@ -57,11 +57,9 @@ TfRecordFeature FloatFeature(const std::string& name, std::vector<int64_t> shape
 PipelineBuilder::PipelineBuilder() : def_(std::make_unique<PipelineDef>()) {}
 PipelineBuilder::PipelineBuilder(const PipelineBuilder& other) : def_(std::make_unique<PipelineDef>(*other.def_)) {}
 PipelineBuilder& PipelineBuilder::operator=(const PipelineBuilder& other) {
-  *def_ = *other.def_;
+  if (this != &other) *def_ = *other.def_;
   return *this;
 }
-PipelineBuilder::PipelineBuilder(PipelineBuilder&&) noexcept = default;
-PipelineBuilder& PipelineBuilder::operator=(PipelineBuilder&&) noexcept = default;
 PipelineBuilder::~PipelineBuilder() = default;
 
 PipelineBuilder PipelineBuilder::TfRecord(std::vector<std::string> files, std::vector<TfRecordFeature> features) {

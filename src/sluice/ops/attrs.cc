@@ -1,6 +1,8 @@
 #include "sluice/ops/attrs.h"
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -22,6 +24,10 @@ std::string Describe(const Value& v) {
 absl::StatusOr<int64_t> ToInt(const AttrSchema& s, const Value& v) {
   if (v.kind_case() != Value::kNumberValue || std::floor(v.number_value()) != v.number_value()) {
     return AttrError(s.name, absl::StrCat("must be an integer, got ", Describe(v)));
+  }
+  // Beyond +-2^63 the conversion is undefined: no attr needs such values.
+  if (std::abs(v.number_value()) >= 9.2e18) {
+    return AttrError(s.name, absl::StrCat("must be an integer within +-9.2e18, got ", Describe(v)));
   }
   return static_cast<int64_t>(v.number_value());
 }
@@ -233,7 +239,15 @@ absl::StatusOr<Attrs> Attrs::Bind(const std::vector<AttrSchema>& schema,
   return attrs;
 }
 
-const AttrValue& Attrs::Get(absl::string_view name) const { return values_.find(name)->second; }
+const AttrValue& Attrs::Get(absl::string_view name) const {
+  auto it = values_.find(name);
+  if (it == values_.end()) {  // an op reading an attr its schema does not declare: a defect of the op
+    std::fprintf(stderr, "sluice: an op read attr '%s', which its schema does not declare\n",
+                 std::string(name).c_str());
+    std::abort();
+  }
+  return it->second;
+}
 int64_t Attrs::GetInt(absl::string_view name) const { return std::get<int64_t>(Get(name)); }
 double Attrs::GetFloat(absl::string_view name) const { return std::get<double>(Get(name)); }
 bool Attrs::GetBool(absl::string_view name) const { return std::get<bool>(Get(name)); }

@@ -17,6 +17,7 @@
 
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/base/config.h"
 #include "absl/status/status.h"
@@ -71,11 +72,16 @@ class PluginRegistrar {
 
 // Loads the plugin at `path` into `registry` (the process's by default):
 // opens it, checks its ABI stamp, runs its registration. Loading a path
-// again is a no-op. InvalidArgument naming the file when it cannot be
-// opened (a missing file, a missing symbol), is not a sluice plugin, was
-// built for another ABI, or fails to register (e.g. an op name taken).
-// Plugins are never unloaded: their code backs the kernels they made.
+// again returns what the first load returned. NotFound for a missing
+// file; InvalidArgument naming the file when it cannot be opened (a missing
+// symbol), is not a sluice plugin, was built for another ABI, or fails to
+// register (e.g. an op name taken). Plugins are never unloaded: their code
+// backs the kernels they made.
 absl::Status LoadPlugin(const std::string& path, OpRegistry* registry = &OpRegistry::Global());
+
+// The plugins loaded into the process's registry, as canonical paths, in
+// load order: what worker processes it starts must load too.
+std::vector<std::string> LoadedPlugins();
 
 }  // namespace sluice::ops
 

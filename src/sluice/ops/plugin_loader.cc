@@ -5,7 +5,7 @@
 #include <limits.h>
 #include <stdlib.h>
 
-#include <set>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
@@ -18,10 +18,16 @@ using AbiFn = const char* (*)();
 using LayoutFn = unsigned long (*)();
 using RegisterFn = void (*)(PluginRegistrar*);
 
+struct LoadedPlugin {
+  const OpRegistry* registry;
+  std::string path;  // canonical
+  absl::Status status;  // what loading it returned
+};
+
 absl::Mutex loaded_mu;
-// (registry, canonical path) pairs already loaded.
-std::set<std::pair<const OpRegistry*, std::string>>& Loaded() {
-  static auto* loaded = new std::set<std::pair<const OpRegistry*, std::string>>();
+// Every load attempted, in order.
+std::vector<LoadedPlugin>& Loaded() ABSL_EXCLUSIVE_LOCKS_REQUIRED(loaded_mu) {
+  static auto* loaded = new std::vector<LoadedPlugin>();
   return *loaded;
 }
 
@@ -29,16 +35,8 @@ absl::Status PluginError(const std::string& path, absl::string_view message) {
   return absl::InvalidArgumentError(absl::StrCat("plugin ", path, ": ", message));
 }
 
-}  // namespace
-
-absl::Status LoadPlugin(const std::string& path, OpRegistry* registry) {
-  char resolved[PATH_MAX];
-  if (realpath(path.c_str(), resolved) == nullptr) {
-    return absl::NotFoundError(absl::StrCat("plugin ", path, ": no such file"));
-  }
-  const std::string file = resolved;
-  absl::MutexLock lock(&loaded_mu);
-  if (Loaded().count({registry, file}) > 0) return absl::OkStatus();
+// Opens, checks and registers the plugin at canonical path `file`.
+absl::Status Load(const std::string& file, OpRegistry* registry) {
   // RTLD_NOW: an undefined symbol fails here, naming itself.
   void* handle = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) return PluginError(file, absl::StrCat("cannot be loaded: ", dlerror()));
@@ -64,8 +62,33 @@ absl::Status LoadPlugin(const std::string& path, OpRegistry* registry) {
   // A failed registration may have registered some ops, whose code is in
   // the plugin: it stays loaded either way.
   if (!registrar.status().ok()) return PluginError(file, registrar.status().message());
-  Loaded().insert({registry, file});
   return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status LoadPlugin(const std::string& path, OpRegistry* registry) {
+  char resolved[PATH_MAX];
+  if (realpath(path.c_str(), resolved) == nullptr) {
+    return absl::NotFoundError(absl::StrCat("plugin ", path, ": no such file"));
+  }
+  const std::string file = resolved;
+  absl::MutexLock lock(&loaded_mu);
+  for (const LoadedPlugin& p : Loaded()) {
+    if (p.registry == registry && p.path == file) return p.status;  // registering again would only collide
+  }
+  absl::Status status = Load(file, registry);
+  Loaded().push_back(LoadedPlugin{registry, file, status});
+  return status;
+}
+
+std::vector<std::string> LoadedPlugins() {
+  absl::MutexLock lock(&loaded_mu);
+  std::vector<std::string> paths;
+  for (const LoadedPlugin& p : Loaded()) {
+    if (p.registry == &OpRegistry::Global() && p.status.ok()) paths.push_back(p.path);
+  }
+  return paths;
 }
 
 }  // namespace sluice::ops

@@ -1,5 +1,6 @@
 #include "sluice/ops/simd.h"
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 
@@ -27,6 +28,9 @@ absl::StatusOr<int64_t> Above(absl::string_view name) {
       absl::StrCat("SIMD target \"", name, "\" is unknown (avx512, avx2, sse4, ssse3, or best)"));
 }
 
+// The targets the current cap disables.
+std::atomic<int64_t> capped{0};
+
 }  // namespace
 
 absl::Status LimitSimd(absl::string_view name) {
@@ -34,11 +38,13 @@ absl::Status LimitSimd(absl::string_view name) {
   if (!disabled.ok()) return disabled.status();
   hwy::DisableTargets(0);  // what the CPU has, uncapped
   if ((hwy::SupportedTargets() & HWY_TARGETS & ~*disabled) == 0) {
+    hwy::DisableTargets(capped.load());  // the cap stays as it was
     return absl::InvalidArgumentError(absl::StrCat(
         "SIMD target \"", name, "\" is below what this build was compiled for (", hwy::TargetName(HWY_STATIC_TARGET),
         ", SLUICE_MARCH): its kernels cannot run there"));
   }
   hwy::DisableTargets(*disabled);
+  capped.store(*disabled);
   return absl::OkStatus();
 }
 

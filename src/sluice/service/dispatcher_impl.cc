@@ -1,6 +1,7 @@
 #include "sluice/service/dispatcher_impl.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "service.grpc.pb.h"
 #include "sluice/core/status_macros.h"
@@ -39,20 +40,28 @@ DispatcherImpl::DispatcherImpl(std::string work_dir, DispatcherState::Options op
 
 absl::StatusOr<ElementSpec> DispatcherImpl::DescribeOnAWorker(const PipelineDef& def,
                                                               const std::vector<std::string>& ops) {
-  // Workers starting with the dispatcher may not have announced their ops
-  // yet: wait for one as long as a silent worker counts as alive.
+  // Workers starting with the dispatcher may not have announced themselves
+  // yet: while none is alive, wait for one as long as a silent worker
+  // counts as alive. Live workers none of which has an op fail at once.
   const absl::Time give_up = absl::Now() + worker_timeout_;
   Backoff backoff(absl::Milliseconds(20), absl::Milliseconds(500));
   absl::StatusOr<std::string> address;
   while (true) {
+    int workers;
     {
       absl::MutexLock lock(&mu_);
       address = state_.CapableWorker(ops);
+      workers = state_.workers();
     }
-    if (address.ok() || absl::Now() > give_up) break;
+    if (address.ok() || workers > 0 || absl::Now() > give_up) break;
     backoff.Wait();
   }
-  if (!address.ok()) return address.status();
+  if (!address.ok()) {
+    std::vector<std::string> known;
+    for (const ops::OpSchema* op : ops::OpRegistry::Global().List()) known.push_back(op->name());
+    return absl::Status(address.status().code(), absl::StrCat(address.status().message(), "; the dispatcher's ops: ",
+                                                              absl::StrJoin(known, ", ")));
+  }
   SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<grpc::Channel> channel, MakeChannel(*address, security_));
   std::unique_ptr<::sluice::Worker::Stub> worker = ::sluice::Worker::NewStub(channel);
   DescribePipelineRequest request;
@@ -68,14 +77,18 @@ absl::StatusOr<RegisterPipelineResponse> DispatcherImpl::RegisterPipeline(
     const RegisterPipelineRequest& request) {
   // Ops the dispatcher does not have (a plugin's) are compiled by a worker
   // that has them; without one, the registration fails now, naming the op,
-  // rather than a job failing mid-epoch. Compiling reads file headers:
-  // outside the lock.
+  // rather than a job failing mid-epoch. So are maps on a device, which the
+  // dispatcher need not have. Compiling reads file headers: outside the
+  // lock.
+  const std::vector<std::string> used = graph::OpsUsed(request.pipeline());
   std::vector<std::string> missing;
-  for (const std::string& op : graph::OpsUsed(request.pipeline())) {
+  for (const std::string& op : used) {
     if (ops::OpRegistry::Global().Find(op) == nullptr) missing.push_back(op);
   }
-  absl::StatusOr<ElementSpec> element = missing.empty() ? DescribeElements(request.pipeline())
-                                                        : DescribeOnAWorker(request.pipeline(), missing);
+  const bool on_device = graph::UsesDevice(request.pipeline());
+  absl::StatusOr<ElementSpec> element =
+      missing.empty() && !on_device ? DescribeElements(request.pipeline())
+                                    : DescribeOnAWorker(request.pipeline(), on_device ? used : missing);
   if (!element.ok()) return WithContext(element.status(), "pipeline rejected");
   absl::MutexLock lock(&mu_);
   SLUICE_ASSIGN_OR_RETURN(std::string id, state_.RegisterPipeline(request.pipeline(), *element));

@@ -53,6 +53,8 @@ class DispatcherState {
   // InvalidArgument naming the first op no live worker has (or saying that
   // none has them all).
   absl::StatusOr<std::string> CapableWorker(const std::vector<std::string>& ops) const;
+  // Workers heard from within the worker timeout.
+  int workers() const { return static_cast<int>(workers_.size()); }
   absl::StatusOr<GetSplitResponse> GetSplit(const GetSplitRequest& request, absl::Time now);
 
   // Drops workers and clients silent for longer than their timeouts.

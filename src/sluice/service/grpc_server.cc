@@ -32,10 +32,11 @@ void GrpcServer::RunLoop(std::function<void(absl::Notification* stopping)> loop)
 }
 
 void GrpcServer::Stop() {
-  if (stopping_.HasBeenNotified()) return;
-  stopping_.Notify();
-  if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
-  if (loop_.joinable()) loop_.join();
+  absl::call_once(stop_once_, [this] {
+    stopping_.Notify();
+    if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
+    if (loop_.joinable()) loop_.join();
+  });
 }
 
 GrpcServer::~GrpcServer() { Stop(); }

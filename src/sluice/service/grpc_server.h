@@ -13,6 +13,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "absl/base/call_once.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/notification.h"
 #include "sluice/service/security.h"
@@ -50,6 +51,7 @@ class GrpcServer {
 
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
+  absl::once_flag stop_once_;
   absl::Notification stopping_;
   std::thread loop_;
 };

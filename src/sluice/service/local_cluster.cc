@@ -9,11 +9,13 @@
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/io/random_access_file.h"
+#include "sluice/ops/plugin.h"
 #include "sluice/service/log.h"
 
 namespace sluice::service {
@@ -58,7 +60,13 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(int workers, i
   options.host = "127.0.0.1";
   SLUICE_ASSIGN_OR_RETURN(cluster->dispatcher_, DispatcherServer::Start(options));
   const std::string dispatcher = cluster->dispatcher_address();
-  const std::string threads = std::to_string(threads_per_worker);
+  // The workers run what this process can: the plugins it loaded too.
+  std::vector<std::string> args = {binary, "worker", "--dispatcher", dispatcher, "--host", "127.0.0.1",
+                                   "--threads", std::to_string(threads_per_worker)};
+  for (const std::string& plugin : ops::LoadedPlugins()) args.insert(args.end(), {"--plugin", plugin});
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
   const pid_t parent = ::getpid();
   for (int i = 0; i < std::max(1, workers); ++i) {
     const pid_t pid = ::fork();
@@ -67,8 +75,7 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(int workers, i
       // The child: die with the parent, then become `sluice worker`.
       ::prctl(PR_SET_PDEATHSIG, SIGTERM);
       if (::getppid() != parent) ::_exit(1);
-      ::execl(binary.c_str(), binary.c_str(), "worker", "--dispatcher", dispatcher.c_str(), "--host",
-              "127.0.0.1", "--threads", threads.c_str(), static_cast<char*>(nullptr));
+      ::execv(binary.c_str(), argv.data());
       ::_exit(127);
     }
     cluster->pids_.push_back(pid);

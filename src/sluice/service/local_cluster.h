@@ -19,7 +19,7 @@ class LocalCluster {
  public:
   // `sluice_binary` empty: $SLUICE_BINARY, else this executable when it is
   // `sluice`, else the `sluice` installed beside libsluice, else `sluice`
-  // on PATH.
+  // on PATH. The workers load the plugins this process loaded.
   static absl::StatusOr<std::unique_ptr<LocalCluster>> Start(int workers, int threads_per_worker,
                                                              const std::string& sluice_binary = "");
   ~LocalCluster();  // SIGTERM to the workers, then waits for them

@@ -16,12 +16,17 @@
 namespace sluice::service {
 namespace {
 
-// The ops a pipeline part may use here: those with a cpu kernel (or views).
+// The ops a pipeline part may use here: those with a cpu kernel (or views),
+// and those with a cuda kernel when this process has a usable GPU.
 std::vector<std::string> RunnableOps() {
   const ops::OpRegistry& registry = ops::OpRegistry::Global();
+  const ops::DeviceRuntime* cuda = registry.runtime(ops::Backend::kCuda);
+  const bool gpu = cuda != nullptr && cuda->CheckAvailable().ok();
   std::vector<std::string> names;
   for (const ops::OpSchema* op : registry.List()) {
-    if (registry.Runs(op->name(), ops::Backend::kCpu)) names.push_back(op->name());
+    if (registry.Runs(op->name(), ops::Backend::kCpu) || (gpu && registry.Runs(op->name(), ops::Backend::kCuda))) {
+      names.push_back(op->name());
+    }
   }
   return names;
 }
