@@ -59,17 +59,20 @@ Output Collect(PipelineIterator* it, const Schema& schema, absl::Status* status)
   return out;
 }
 
-absl::StatusOr<Output> RunEpoch(const PipelineDef& def, uint64_t epoch = 0,
-                                io::CorruptionLog* skips = nullptr) {
+// What an epoch skipped under on_corrupt "skip".
+struct Skipped {
+  int64_t records = 0;
+  std::string summary;
+};
+
+absl::StatusOr<Output> RunEpoch(const PipelineDef& def, uint64_t epoch = 0, Skipped* skipped = nullptr) {
   auto pipeline = Pipeline::Create(def);
   if (!pipeline.ok()) return pipeline.status();
   auto it = (*pipeline)->Iterate(epoch);
   absl::Status status;
   Output out = Collect(it.get(), (*pipeline)->output_schema(), &status);
   if (!status.ok()) return status;
-  if (skips != nullptr) {
-    skips->Add(it->skipped().skipped(), it->skipped().Summary());
-  }
+  if (skipped != nullptr) *skipped = {it->skipped().skipped(), it->skipped().Summary()};
   return out;
 }
 
@@ -279,11 +282,48 @@ TEST_F(PipelineTest, CorruptRecordFailsWithFileAndOffsetOrIsSkippedAndCounted) {
   EXPECT_THAT(RunEpoch(labels().Batch(8).Build()),
               StatusIs(absl::StatusCode::kDataLoss,
                        HasSubstr("data crc mismatch) in " + files_[0] + " at offset " + std::to_string(offset))));
-  io::CorruptionLog skips;
-  ASSERT_OK_AND_ASSIGN(Output out, RunEpoch(labels().SkipCorruptRecords().Batch(8).Build(), 0, &skips));
+  Skipped skipped;
+  ASSERT_OK_AND_ASSIGN(Output out, RunEpoch(labels().SkipCorruptRecords().Batch(8).Build(), 0, &skipped));
   EXPECT_EQ(out.labels.size(), static_cast<size_t>(kRecords - 1));
-  EXPECT_EQ(skips.skipped(), 1);
-  EXPECT_THAT(skips.Summary(), HasSubstr("at offset " + std::to_string(offset)));
+  EXPECT_EQ(skipped.records, 1);
+  EXPECT_THAT(skipped.summary, HasSubstr("at offset " + std::to_string(offset)));
+}
+
+// Under "skip", a damaged length resynchronizes at the next good frame: a
+// damaged stretch costs its own records, never the rest of the file, and a
+// record-range split stops at its end even when the stretch crosses it.
+TEST_F(PipelineTest, UnderSkipADamagedLengthCostsItsRecordsNotTheRestOfTheFile) {
+  for (const std::string& f : files_) ASSERT_TRUE(io::WriteTfRecordIndex(f).ok());
+  const size_t frame = 16 + testing::MakeExample(testing::CifarImage(0), 0).size();
+  auto images = [&] {
+    return PipelineBuilder::TfRecord({dir_.Join("*.tfrecord")}, {BytesFeature("image", 3072)}).SkipCorruptRecords();
+  };
+  ASSERT_OK_AND_ASSIGN(Output clean, RunEpoch(images().Build()));
+  const std::set<std::vector<uint8_t>> all(clean.rows0.begin(), clean.rows0.end());
+  ASSERT_EQ(all.size(), static_cast<size_t>(kRecords));
+  testing::IncrementByte(files_[1], 10 * frame + 2);  // record 10's length
+  testing::IncrementByte(files_[0], 3 * frame + 1);   // records 3 and 4: the end of a 5-record split
+  testing::IncrementByte(files_[0], 4 * frame + 9);   // (a length's crc)
+  testing::IncrementByte(files_[2], 4 * frame + 0);   // records 4 and 5: across two splits
+  testing::IncrementByte(files_[2], 5 * frame + 5);
+  const auto expect_all_but_five = [&](const Output& out, const char* splits) {
+    SCOPED_TRACE(splits);
+    const std::set<std::vector<uint8_t>> got(out.rows0.begin(), out.rows0.end());
+    EXPECT_EQ(out.rows0.size(), static_cast<size_t>(kRecords - 5));
+    EXPECT_EQ(got.size(), out.rows0.size()) << "no record twice";
+    EXPECT_TRUE(std::includes(all.begin(), all.end(), got.begin(), got.end()));
+  };
+  Skipped skipped;
+  ASSERT_OK_AND_ASSIGN(Output whole_files, RunEpoch(images().Build(), 0, &skipped));
+  expect_all_but_five(whole_files, "whole files");
+  EXPECT_EQ(skipped.records, 3) << "without record ranges, a damaged stretch counts once";
+  EXPECT_THAT(skipped.summary, HasSubstr(files_[1] + ": 1 record, " + std::to_string(frame) + " bytes"));
+  ASSERT_OK_AND_ASSIGN(Output ranges, RunEpoch(images().SplitRecords(5).Build(), 0, &skipped));
+  expect_all_but_five(ranges, "record ranges");
+  EXPECT_EQ(skipped.records, 5);
+  for (int f : {0, 2}) {
+    EXPECT_THAT(skipped.summary, HasSubstr(files_[f] + ": 2 records, " + std::to_string(2 * frame) + " bytes"));
+  }
 }
 
 TEST_F(PipelineTest, CardinalityIsKnownWhenEverySplitIsSized) {

@@ -1,7 +1,13 @@
 #include "sluice/io/tfrecord_index.h"
 
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <string>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "sluice/io/crc32c.h"
 #include "status_matchers.h"
 #include "temp_dir.h"
 #include "test_data.h"
@@ -42,6 +48,49 @@ TEST(TfRecordIndex, CorruptIndexIsDataLoss) {
   ASSERT_TRUE(WriteTfRecordIndex(path).ok());
   testing::IncrementByte(TfRecordIndexPath(path), 33);
   EXPECT_THAT(ReadTfRecordIndex(path), StatusIs(absl::StatusCode::kDataLoss, HasSubstr("crc mismatch")));
+}
+
+// An index whose CRC checks but whose fields lie (written by another tool or
+// forged) is refused before anything is allocated from them.
+class ForgedIndex : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = dir_.Join("a.tfrecord");
+    testing::WriteTfRecords(path_, {"x", "yy", "zzz"});
+    ASSERT_TRUE(WriteTfRecordIndex(path_).ok());
+    std::ifstream in(TfRecordIndexPath(path_), std::ios::binary);
+    index_.assign(std::istreambuf_iterator<char>(in), {});
+    ASSERT_EQ(index_.size(), 32u + 3 * 8 + 4);
+  }
+
+  // Rewrites the index with the u64 at `at` set to `value` and a fresh CRC.
+  void Forge(size_t at, uint64_t value) {
+    std::memcpy(index_.data() + at, &value, 8);
+    const uint32_t crc = MaskCrc(Crc32c(index_.data(), index_.size() - 4));
+    std::memcpy(index_.data() + index_.size() - 4, &crc, 4);
+    testing::WriteFileBytes(TfRecordIndexPath(path_), index_);
+  }
+
+  testing::TempDir dir_;
+  std::string path_;
+  std::string index_;
+};
+
+TEST_F(ForgedIndex, ACountWhoseBytesOverflowIsRefused) {
+  Forge(24, (uint64_t{1} << 61) + 3);  // 8 * count wraps around to 24
+  EXPECT_THAT(ReadTfRecordIndex(path_),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("a count of 2305843009213693955 records does not "
+                                                              "match its size of 60 bytes")));
+}
+
+TEST_F(ForgedIndex, OffsetsOutOfOrderOrPastTheEndAreRefused) {
+  Forge(32 + 8, 30);  // record 1 too close to record 2
+  EXPECT_THAT(ReadTfRecordIndex(path_),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("record 2's offset 35 is out of order")));
+  Forge(32 + 8, 17);
+  Forge(32 + 16, 1000);
+  EXPECT_THAT(ReadTfRecordIndex(path_),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("record 2's offset 1000 is out of order or past")));
 }
 
 TEST(TfRecordIndex, IndexingACorruptFileFails) {

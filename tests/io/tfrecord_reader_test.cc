@@ -91,13 +91,78 @@ TEST_F(TfRecordReaderTest, SkipPolicySkipsABadRecordAndCountsIt) {
   EXPECT_THAT(log.Summary(), HasSubstr("at offset 26"));
 }
 
-TEST_F(TfRecordReaderTest, SkipPolicyDropsTheRestAfterABadLength) {
-  testing::IncrementByte(path_, 26);  // record 1's length: boundaries are lost
+TEST_F(TfRecordReaderTest, SkipPolicyResynchronizesAfterABadLengthLosingOneRecord) {
+  testing::IncrementByte(path_, 26);  // record 1's length: its frame is unknown
   CorruptionLog log;
   ASSERT_OK_AND_ASSIGN(auto records, ReadAll(&log));
-  EXPECT_THAT(records, ::testing::ElementsAre(std::string(10, 'a')));
+  EXPECT_THAT(records, ::testing::ElementsAre(std::string(10, 'a'), std::string(30, 'c')));
   EXPECT_EQ(log.skipped(), 1);
-  EXPECT_THAT(log.Summary(), HasSubstr("skipped the rest of the file"));
+  EXPECT_EQ(log.skipped_bytes(), 36u);
+  EXPECT_THAT(log.Summary(), HasSubstr("length crc mismatch) in " + path_ + " at offset 26 (skipped 36 bytes, to "
+                                       "the record at offset 62)"));
+  EXPECT_THAT(log.Summary(), HasSubstr(path_ + ": 1 record, 36 bytes"));
+}
+
+TEST_F(TfRecordReaderTest, SkipPolicySkipsATruncatedTailCountingItsBytes) {
+  testing::TruncateFile(path_, 62 + 12 + 10);
+  CorruptionLog log;
+  ASSERT_OK_AND_ASSIGN(auto records, ReadAll(&log));
+  EXPECT_THAT(records, ::testing::ElementsAre(std::string(10, 'a'), std::string(20, 'b')));
+  EXPECT_EQ(log.skipped_bytes(), 22u);
+  EXPECT_THAT(log.Summary(), HasSubstr("at offset 62: frame of 46 bytes, file has 22 left (skipped the rest of "
+                                       "the file, 22 bytes)"));
+}
+
+// Records of different lengths, so no frame repeats another's bytes.
+std::vector<std::string> VariedRecords(int n) {
+  std::vector<std::string> records;
+  for (int i = 0; i < n; ++i) records.push_back(std::string(5 + 3 * i, static_cast<char>('a' + i)));
+  return records;
+}
+
+TEST_F(TfRecordReaderTest, ADamagedByteAnywhereCostsExactlyTheRecordHoldingIt) {
+  const std::vector<std::string> written = VariedRecords(6);
+  testing::WriteTfRecords(path_, written);
+  size_t frame_start = 0;
+  for (size_t r = 0; r < written.size(); ++r) {
+    const size_t frame = 16 + written[r].size();
+    for (size_t byte = frame_start; byte < frame_start + frame; ++byte) {
+      testing::WriteTfRecords(path_, written);
+      testing::IncrementByte(path_, byte);
+      CorruptionLog log;
+      SCOPED_TRACE(::testing::Message() << "byte " << byte << " of record " << r);
+      ASSERT_OK_AND_ASSIGN(auto records, ReadAll(&log));
+      std::vector<std::string> expected = written;
+      expected.erase(expected.begin() + r);
+      ASSERT_EQ(records, expected) << "byte " << byte << " of record " << r;
+      ASSERT_EQ(log.skipped(), 1) << "byte " << byte;
+      ASSERT_EQ(log.skipped_bytes(), frame) << "byte " << byte;
+    }
+    frame_start += frame;
+  }
+}
+
+TEST_F(TfRecordReaderTest, WithTheIndexOffsetsADamagedStretchCountsEveryRecordInIt) {
+  const std::vector<std::string> written = VariedRecords(8);
+  testing::WriteTfRecords(path_, written);
+  std::vector<uint64_t> offsets;
+  for (size_t r = 0, at = 0; r < written.size(); at += 16 + written[r++].size()) offsets.push_back(at);
+  for (int r : {2, 3, 4}) testing::IncrementByte(path_, offsets[r] + 3);  // three lengths in a row
+  CorruptionLog log;
+  TfRecordReader::Options options;
+  options.skip_log = &log;
+  options.record_offsets = &offsets;
+  ASSERT_OK_AND_ASSIGN(auto reader, TfRecordReader::Open(path_, options));
+  std::vector<int64_t> indices;
+  while (true) {
+    ASSERT_OK_AND_ASSIGN(auto record, reader->Next());
+    if (!record) break;
+    indices.push_back(reader->record_index() - 1);
+    EXPECT_EQ(*record, written[indices.back()]);
+  }
+  EXPECT_THAT(indices, ::testing::ElementsAre(0, 1, 5, 6, 7));
+  EXPECT_EQ(log.skipped(), 3);
+  EXPECT_EQ(log.skipped_bytes(), offsets[5] - offsets[2]);
 }
 
 TEST_F(TfRecordReaderTest, SeekContinuesFromARecord) {

@@ -42,7 +42,7 @@ class ImageFileReader : public SplitReader {
     if (!problem.empty()) {
       const std::string message = absl::StrCat(problem, " in ", path_);
       if (skip_log_ == nullptr) return absl::DataLossError(message);
-      skip_log_->Add(1, message);
+      skip_log_->Add(path_, 1, static_cast<uint64_t>(size), message);
       return 0;
     }
     const int64_t row = out->rows();

@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -80,11 +81,14 @@ absl::StatusOr<std::optional<std::vector<uint64_t>>> ReadTfRecordIndex(
     return corrupt("bad magic");
   }
   if (Load<uint32_t>(data.data() + 8) != kVersion) return corrupt("unknown version");
-  const uint64_t count = Load<uint64_t>(data.data() + 24);
-  if (data.size() != kHeaderBytes + 8 * count + 4) return corrupt("size does not match count");
   const size_t body = data.size() - 4;
   if (UnmaskCrc(Load<uint32_t>(data.data() + body)) != Crc32c(data.data(), body)) {
     return corrupt("crc mismatch");
+  }
+  // Compared by division: 8 * count overflows for a forged count.
+  const uint64_t count = Load<uint64_t>(data.data() + 24);
+  if ((body - kHeaderBytes) % 8 != 0 || count != (body - kHeaderBytes) / 8) {
+    return corrupt(absl::StrCat("a count of ", count, " records does not match its size of ", data.size(), " bytes"));
   }
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> records,
                           RandomAccessFile::Open(tfrecord_path));
@@ -96,6 +100,13 @@ absl::StatusOr<std::optional<std::vector<uint64_t>>> ReadTfRecordIndex(
   }
   std::vector<uint64_t> offsets(count);
   std::memcpy(offsets.data(), data.data() + kHeaderBytes, 8 * count);
+  for (size_t i = 0; i < offsets.size(); ++i) {
+    // Each frame holds at least 16 bytes, and the splits' ranges rely on order.
+    const uint64_t min_offset = i == 0 ? 0 : offsets[i - 1] + 16;
+    if (offsets[i] < min_offset || offsets[i] > indexed_size - std::min<uint64_t>(indexed_size, 16)) {
+      return corrupt(absl::StrCat("record ", i, "'s offset ", offsets[i], " is out of order or past the file's end"));
+    }
+  }
   return std::optional<std::vector<uint64_t>>(std::move(offsets));
 }
 

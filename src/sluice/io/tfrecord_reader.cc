@@ -1,5 +1,6 @@
 #include "sluice/io/tfrecord_reader.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -46,6 +47,10 @@ void TfRecordReader::Seek(uint64_t offset, int64_t record_index) {
   }
 }
 
+void TfRecordReader::SetEnd(uint64_t end_offset) { end_offset_ = end_offset; }
+
+uint64_t TfRecordReader::end() const { return std::min(end_offset_, file_->size()); }
+
 absl::StatusOr<size_t> TfRecordReader::Fill(size_t n) {
   const uint64_t end = buf_start_ + buf_len_;
   if (offset_ + n <= end) return n;
@@ -61,69 +66,98 @@ absl::StatusOr<size_t> TfRecordReader::Fill(size_t n) {
   return std::min(n, buf_len_);
 }
 
-absl::Status TfRecordReader::Corrupt(absl::Status error, bool skip_rest_of_file,
-                                     uint64_t next_offset) {
-  if (options_.skip_log == nullptr) return error;
-  if (skip_rest_of_file) {
-    options_.skip_log->Add(1, absl::StrCat(error.message(), " (skipped the rest of the file)"));
-    offset_ = file_->size();
-  } else {
-    options_.skip_log->Add(1, std::string(error.message()));
-    offset_ = next_offset;
-    ++record_index_;
+absl::StatusOr<TfRecordReader::Frame> TfRecordReader::CheckFrame(uint64_t* length) {
+  SLUICE_ASSIGN_OR_RETURN(size_t have, Fill(kHeaderBytes));
+  if (have < kHeaderBytes) return Frame::kTruncatedHeader;
+  const uint8_t* header = buf_.data() + (offset_ - buf_start_);
+  if (UnmaskCrc(LoadU32(header + 8)) != Crc32c(header, 8)) return Frame::kBadLengthCrc;
+  *length = LoadU64(header);
+  const uint64_t left = file_->size() - offset_;
+  if (*length > left || kHeaderBytes + *length + kFooterBytes > left) return Frame::kTruncatedFrame;
+  const size_t frame = kHeaderBytes + *length + kFooterBytes;
+  SLUICE_ASSIGN_OR_RETURN(have, Fill(frame));
+  if (have < frame) {
+    return absl::DataLossError(absl::StrCat("file ", path(), " shrank while reading at offset ", offset_));
   }
+  const uint8_t* data = buf_.data() + (offset_ - buf_start_) + kHeaderBytes;
+  return UnmaskCrc(LoadU32(data + *length)) == Crc32c(data, *length) ? Frame::kOk : Frame::kBadDataCrc;
+}
+
+absl::StatusOr<uint64_t> TfRecordReader::Resync(uint64_t from) {
+  // A candidate needs its 4-byte length CRC to match (a false match once in
+  // 2^32 offsets) and then its data CRC: a record is never invented.
+  for (offset_ = from; offset_ < end(); ++offset_) {
+    uint64_t length = 0;
+    SLUICE_ASSIGN_OR_RETURN(Frame frame, CheckFrame(&length));
+    if (frame == Frame::kOk) return offset_;
+    if (frame == Frame::kTruncatedHeader) break;
+  }
+  return end();
+}
+
+absl::Status TfRecordReader::Corrupt(const absl::Status& error, uint64_t start, uint64_t next) {
+  if (options_.skip_log == nullptr) return error;
+  // What lies past end() is the next split's to read or skip.
+  next = std::min(next, end());
+  int64_t records = 1;
+  int64_t next_index = record_index_ + 1;
+  if (options_.record_offsets != nullptr) {
+    const std::vector<uint64_t>& offsets = *options_.record_offsets;
+    next_index = std::lower_bound(offsets.begin(), offsets.end(), next) - offsets.begin();
+    records = std::max<int64_t>(1, next_index - record_index_);
+  }
+  std::string message(error.message());
+  if (next == file_->size()) {
+    absl::StrAppend(&message, " (skipped the rest of the file, ", next - start, " bytes)");
+  } else if (next == end_offset_) {
+    absl::StrAppend(&message, " (skipped the rest of the split, ", next - start, " bytes)");
+  } else {
+    absl::StrAppend(&message, " (skipped ", next - start, " bytes, to the record at offset ", next, ")");
+  }
+  options_.skip_log->Add(path(), records, next - start, std::move(message));
+  Seek(next, next_index);
   return absl::OkStatus();
 }
 
 absl::StatusOr<std::optional<absl::string_view>> TfRecordReader::Next() {
-  while (true) {
-    if (offset_ >= file_->size()) return std::optional<absl::string_view>();
+  while (offset_ < end()) {
     const uint64_t start = offset_;
-    SLUICE_ASSIGN_OR_RETURN(size_t have, Fill(kHeaderBytes));
-    if (have < kHeaderBytes) {
-      SLUICE_RETURN_IF_ERROR(Corrupt(
-          absl::DataLossError(absl::StrCat("truncated record header in ", path(), " at offset ",
-                                           start, ": ", have, " of 12 bytes")),
-          true, 0));
-      continue;
+    uint64_t length = 0;
+    SLUICE_ASSIGN_OR_RETURN(Frame frame, CheckFrame(&length));
+    const auto where = [&] { return absl::StrCat(" in ", path(), " at offset ", start); };
+    switch (frame) {
+      case Frame::kOk:
+        offset_ = start + kHeaderBytes + length + kFooterBytes;
+        ++record_index_;
+        return std::optional<absl::string_view>(absl::string_view(
+            reinterpret_cast<const char*>(buf_.data() + (start - buf_start_) + kHeaderBytes), length));
+      case Frame::kTruncatedHeader:
+        SLUICE_RETURN_IF_ERROR(Corrupt(absl::DataLossError(absl::StrCat("truncated record header", where(), ": ",
+                                                                        file_->size() - start, " of 12 bytes")),
+                                       start, file_->size()));
+        break;
+      case Frame::kTruncatedFrame:
+        SLUICE_RETURN_IF_ERROR(Corrupt(
+            absl::DataLossError(absl::StrCat("truncated record", where(), ": frame of ",
+                                             kHeaderBytes + length + kFooterBytes, " bytes, file has ",
+                                             file_->size() - start, " left")),
+            start, file_->size()));
+        break;
+      case Frame::kBadDataCrc:
+        SLUICE_RETURN_IF_ERROR(Corrupt(absl::DataLossError(absl::StrCat("corrupted record (data crc mismatch)", where())),
+                                       start, start + kHeaderBytes + length + kFooterBytes));
+        break;
+      case Frame::kBadLengthCrc: {
+        const absl::Status error = absl::DataLossError(absl::StrCat(
+            "corrupted record (length crc mismatch)", where(), start == 0 ? " (is this a TFRecord file?)" : ""));
+        if (options_.skip_log == nullptr) return error;
+        SLUICE_ASSIGN_OR_RETURN(uint64_t next, Resync(start + 1));
+        SLUICE_RETURN_IF_ERROR(Corrupt(error, start, next));
+        break;
+      }
     }
-    const uint8_t* header = buf_.data() + (start - buf_start_);
-    const uint64_t length = LoadU64(header);
-    if (UnmaskCrc(LoadU32(header + 8)) != Crc32c(header, 8)) {
-      SLUICE_RETURN_IF_ERROR(Corrupt(
-          absl::DataLossError(absl::StrCat(
-              "corrupted record (length crc mismatch) in ", path(), " at offset ", start,
-              start == 0 ? " (is this a TFRecord file?)" : "")),
-          true, 0));
-      continue;
-    }
-    const uint64_t frame = kHeaderBytes + length + kFooterBytes;
-    if (length > file_->size() - start || frame > file_->size() - start) {
-      SLUICE_RETURN_IF_ERROR(Corrupt(
-          absl::DataLossError(absl::StrCat("truncated record in ", path(), " at offset ", start,
-                                           ": frame of ", frame, " bytes, file has ",
-                                           file_->size() - start, " left")),
-          true, 0));
-      continue;
-    }
-    SLUICE_ASSIGN_OR_RETURN(have, Fill(frame));
-    if (have < frame) {
-      return absl::DataLossError(absl::StrCat("file ", path(), " shrank while reading at offset ",
-                                              start));
-    }
-    const uint8_t* data = buf_.data() + (start - buf_start_) + kHeaderBytes;
-    if (UnmaskCrc(LoadU32(data + length)) != Crc32c(data, length)) {
-      SLUICE_RETURN_IF_ERROR(Corrupt(
-          absl::DataLossError(absl::StrCat("corrupted record (data crc mismatch) in ", path(),
-                                           " at offset ", start)),
-          false, start + frame));
-      continue;
-    }
-    offset_ = start + frame;
-    ++record_index_;
-    return std::optional<absl::string_view>(
-        absl::string_view(reinterpret_cast<const char*>(data), length));
   }
+  return std::optional<absl::string_view>();
 }
 
 }  // namespace sluice::io

@@ -8,10 +8,10 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "sluice/io/corruption_log.h"
 #include "sluice/io/random_access_file.h"
 
@@ -19,9 +19,11 @@ namespace sluice::io {
 
 // Sequential reader over one file. A corrupt record is DataLoss naming the
 // file and the byte offset of the record. With a CorruptionLog, corruption is
-// skipped instead and logged there: a bad data CRC skips that record; a bad
-// length CRC or a truncated frame skips the rest of the file, since the
-// record boundaries after it cannot be trusted.
+// skipped instead and logged there (records and bytes): a bad data CRC skips
+// that record (its length checked, so the next frame is known); a bad length
+// CRC resynchronizes, scanning forward for the next offset where a length,
+// its CRC and the data CRC all check, so one damaged record costs one record;
+// a frame running past the end of the file (truncation) skips the rest.
 //
 // Thread-compatible: one thread at a time.
 class TfRecordReader {
@@ -29,6 +31,10 @@ class TfRecordReader {
   struct Options {
     // Not owned; when set, corrupt records are skipped and logged there.
     CorruptionLog* skip_log = nullptr;
+    // Not owned; the file's record offsets from its index, when it has one:
+    // record numbers stay exact across a resynchronization (without it, the
+    // damaged stretch counts as one record).
+    const std::vector<uint64_t>* record_offsets = nullptr;
     size_t buffer_bytes = size_t{1} << 20;
   };
 
@@ -40,6 +46,9 @@ class TfRecordReader {
 
   // Continues reading at `offset`, which is the start of record `record_index`.
   void Seek(uint64_t offset, int64_t record_index);
+  // Reads no record at or after `end_offset` (where the next split starts):
+  // a damaged stretch that crosses it is skipped and counted up to it only.
+  void SetEnd(uint64_t end_offset);
 
   // The next record, or nullopt at the end of the file. The view stays valid
   // until the next call.
@@ -52,11 +61,21 @@ class TfRecordReader {
 
  private:
   TfRecordReader(std::unique_ptr<RandomAccessFile> file, Options options);
+  enum class Frame { kOk, kTruncatedHeader, kBadLengthCrc, kTruncatedFrame, kBadDataCrc };
+
   // Makes bytes [offset_, offset_ + n) resident in buf_; returns how many of
   // them the file has (fewer only at its end).
   absl::StatusOr<size_t> Fill(size_t n);
-  // Handles corruption at `offset`: an error, or (when skipping) a log entry.
-  absl::Status Corrupt(absl::Status error, bool skip_rest_of_file, uint64_t next_offset);
+  // Checks the frame at offset_, leaving it resident; sets *length when the
+  // length's CRC checks.
+  absl::StatusOr<Frame> CheckFrame(uint64_t* length);
+  // The first offset in [from, end()) where a whole frame checks, or end()
+  // when none does.
+  absl::StatusOr<uint64_t> Resync(uint64_t from);
+  uint64_t end() const;
+  // Handles the corrupt frame at `start`: an error, or (when skipping) a log
+  // entry and a move to `next`, the offset reading goes on from.
+  absl::Status Corrupt(const absl::Status& error, uint64_t start, uint64_t next);
 
   std::unique_ptr<RandomAccessFile> file_;
   Options options_;
@@ -65,6 +84,7 @@ class TfRecordReader {
   size_t buf_len_ = 0;
   uint64_t offset_ = 0;
   int64_t record_index_ = 0;
+  uint64_t end_offset_ = UINT64_MAX;
 };
 
 }  // namespace sluice::io

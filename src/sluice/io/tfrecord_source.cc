@@ -11,13 +11,13 @@ namespace {
 
 class TfRecordSplitReader : public SplitReader {
  public:
-  TfRecordSplitReader(std::unique_ptr<TfRecordReader> reader, int32_t file, int64_t end_record)
-      : reader_(std::move(reader)), file_(file), end_record_(end_record) {}
+  TfRecordSplitReader(std::unique_ptr<TfRecordReader> reader, int32_t file)
+      : reader_(std::move(reader)), file_(file) {}
 
   absl::StatusOr<int64_t> Read(int64_t max_rows, BatchBuilder* out) override {
     int64_t n = 0;
     int64_t last_index = -2;
-    while (n < max_rows && (end_record_ < 0 || reader_->record_index() < end_record_)) {
+    while (n < max_rows) {
       SLUICE_ASSIGN_OR_RETURN(std::optional<absl::string_view> record, reader_->Next());
       if (!record) break;
       // Skipped corrupt records leave gaps: start a new provenance run there.
@@ -34,7 +34,6 @@ class TfRecordSplitReader : public SplitReader {
  private:
   std::unique_ptr<TfRecordReader> reader_;
   int32_t file_;
-  int64_t end_record_;
 };
 
 class TfRecordSource : public SourceFormat {
@@ -68,13 +67,16 @@ class TfRecordSource : public SourceFormat {
                                                          CorruptionLog* skip_log) const override {
     TfRecordReader::Options options;
     options.skip_log = skip_log;
+    const std::vector<uint64_t>& offsets = offsets_[split.file];
+    if (!offsets.empty()) options.record_offsets = &offsets;
     SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<TfRecordReader> reader,
                             TfRecordReader::Open((*files_)[split.file], options));
-    if (split.begin_record > 0) {
-      reader->Seek(offsets_[split.file][split.begin_record], split.begin_record);
+    // A record range: from its first record's offset to the next range's.
+    if (split.begin_record > 0) reader->Seek(offsets[split.begin_record], split.begin_record);
+    if (split.end_record >= 0 && split.end_record < static_cast<int64_t>(offsets.size())) {
+      reader->SetEnd(offsets[split.end_record]);
     }
-    return std::unique_ptr<SplitReader>(
-        new TfRecordSplitReader(std::move(reader), split.file, split.end_record));
+    return std::unique_ptr<SplitReader>(new TfRecordSplitReader(std::move(reader), split.file));
   }
 
  private:
