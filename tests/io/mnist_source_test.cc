@@ -54,6 +54,18 @@ TEST_F(MnistSourceTest, WrongSizeIsDataLoss) {
               StatusIs(absl::StatusCode::kDataLoss, HasSubstr("has 116 bytes, but its header (10 x 4 x 3) needs 136")));
 }
 
+// Dimensions whose product wraps around 2^64 to the file's size, or an
+// image of no pixels: refused before anything is sized from them.
+TEST_F(MnistSourceTest, ForgedDimensionsAreDataLoss) {
+  ASSERT_TRUE(WriteIdxFile(images_, {int64_t{1} << 31, int64_t{1} << 31, 4}, nullptr).ok());  // 2^64 bytes: 0
+  EXPECT_THAT(MakeMnistSource(images_, labels_),
+              StatusIs(absl::StatusCode::kDataLoss,
+                       HasSubstr("header's dimensions (2147483648 x 2147483648 x 4) overflow 64 bits")));
+  ASSERT_TRUE(WriteIdxFile(images_, {4000000000, 0, 3}, nullptr).ok());
+  EXPECT_THAT(MakeMnistSource(images_, labels_),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("dimension 1 of its header (4000000000 x 0) is 0")));
+}
+
 TEST_F(MnistSourceTest, CountMismatchIsInvalidArgument) {
   std::vector<uint8_t> labels(7);
   ASSERT_TRUE(WriteIdxFile(labels_, {7}, labels.data()).ok());

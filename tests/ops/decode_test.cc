@@ -226,6 +226,29 @@ TEST_F(DecodeTest, CorruptImagesFailNamingTheFile) {
               StatusIs(absl::StatusCode::kDataLoss, HasSubstr("not a JPEG or PNG file in " + text)));
 }
 
+// A header that claims a huge image is refused from the header alone: no
+// pixel buffer is sized from it (a forged 60000 x 60000 JPEG would claim
+// 10 GB).
+TEST_F(DecodeTest, AnImageLargerThanMaxPixelsIsRefusedBeforeDecoding) {
+  std::string bytes = testing::ReadFileBytes(Jpeg("small.jpg", datagen::PhotoLikeImage(16, 12, 3)));
+  const size_t sof = bytes.find("\xff\xc0");
+  ASSERT_NE(sof, std::string::npos);
+  for (size_t at : {sof + 5, sof + 7}) {  // height, then width: big-endian 60000
+    bytes[at] = static_cast<char>(60000 >> 8);
+    bytes[at + 1] = static_cast<char>(60000 & 0xff);
+  }
+  const std::string huge = Write("huge.jpg", bytes);
+  EXPECT_THAT(Sluice(huge, {Op("decode_image", {{"size", {48, 64}}})}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("image of 60000 x 60000 pixels is larger than max_pixels (100000000)")));
+  EXPECT_THAT(Sluice(huge, {Op("decode_image", {{"size", {48, 64}}})}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(huge)));
+  const std::string small = dir_.Join("small.jpg");
+  EXPECT_THAT(Sluice(small, {Op("decode_random_resized_crop", {{"size", {8}}, {"max_pixels", 191}})}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("image of 16 x 12 pixels is larger")));
+  SLUICE_EXPECT_OK(Sluice(small, {Op("decode_image", {{"size", {8}}, {"max_pixels", 192}})}).status());
+}
+
 TEST_F(DecodeTest, BadAttrsAndColumnsAreRefusedWithTheReason) {
   const std::string path = Jpeg("a.jpg", datagen::PhotoLikeImage(64, 48, 8));
   EXPECT_THAT(Sluice(path, {Op("decode_random_resized_crop", {{"scale", {0.5, 2.0}}})}),

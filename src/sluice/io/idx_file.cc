@@ -26,11 +26,22 @@ absl::StatusOr<IdxHeader> ReadIdxHeader(const RandomAccessFile& file, int expect
   std::vector<uint8_t> raw(4 * expected_rank);
   SLUICE_RETURN_IF_ERROR(file.ReadExact(4, raw.size(), raw.data()));
   uint64_t bytes = 1;
+  bool overflow = false;
   for (int i = 0; i < expected_rank; ++i) {
     const uint8_t* p = raw.data() + 4 * i;
     header.dims.push_back((int64_t{p[0]} << 24) | (int64_t{p[1]} << 16) | (int64_t{p[2]} << 8) |
                           p[3]);
-    bytes *= static_cast<uint64_t>(header.dims.back());
+    overflow |= __builtin_mul_overflow(bytes, static_cast<uint64_t>(header.dims.back()), &bytes);
+    if (i > 0 && header.dims.back() == 0) {
+      return absl::DataLossError(absl::StrCat("IDX file ", file.path(), ": dimension ", i, " of its header (",
+                                              absl::StrJoin(header.dims, " x "), ") is 0"));
+    }
+  }
+  // Checked for overflow: a forged header whose product wraps around to the
+  // file's size would otherwise pass.
+  if (overflow) {
+    return absl::DataLossError(absl::StrCat("IDX file ", file.path(), ": its header's dimensions (",
+                                            absl::StrJoin(header.dims, " x "), ") overflow 64 bits"));
   }
   if (file.size() != header.data_offset + bytes) {
     return absl::DataLossError(absl::StrCat(

@@ -47,6 +47,11 @@ class DecodeKernel : public Kernel {
   absl::Status DecodeOne(absl::string_view bytes, const KernelContext& ctx, int64_t r, uint8_t* dst) const {
     SLUICE_ASSIGN_OR_RETURN(ImageInfo info, ReadImageInfo(bytes));
     if (info.width <= 0 || info.height <= 0) return absl::DataLossError("image of zero size");
+    // Checked before any pixel buffer grows: a header can claim gigabytes.
+    if (int64_t{info.width} * info.height > p_.max_pixels) {
+      return absl::InvalidArgumentError(absl::StrCat("image of ", info.width, " x ", info.height,
+                                                     " pixels is larger than max_pixels (", p_.max_pixels, ")"));
+    }
     const Window window = PickWindow(p_.window, info.width, info.height, ctx, r);
     const int denom = p_.dct_scaling ? DctScaleFor(info, window, p_.out_w, p_.out_h) : 1;
     DecodedRegion& region = tls_region;
@@ -94,7 +99,8 @@ absl::StatusOr<int> EncodedField(const Attrs& attrs, const Schema& schema) {
 absl::StatusOr<InferredOp> InferDecode(const Attrs& attrs, const Schema& schema, int h, int w, CropSpec window) {
   SLUICE_ASSIGN_OR_RETURN(int column, EncodedField(attrs, schema));
   ColumnSpec out{schema.column(column).name, DType::kUInt8, Shape{int64_t{h}, int64_t{w}, 3}};
-  InferredOp op = UnaryOp(column, out, DecodeParams{h, w, attrs.GetBool("dct_scaling"), window});
+  InferredOp op =
+      UnaryOp(column, out, DecodeParams{h, w, attrs.GetBool("dct_scaling"), window, attrs.GetInt("max_pixels")});
   op.random = window.kind == CropSpec::Kind::kRandomResized;
   return op;
 }
@@ -127,12 +133,21 @@ AttrSchema DctScalingAttr() {
           "JPEG: decode at 1/2, 1/4 or 1/8 size in the DCT when the output is that much smaller"};
 }
 
-// A decode op's schema: the field first, its own attrs, dct_scaling last.
+AttrSchema MaxPixelsAttr() {
+  return AttrSchema{"max_pixels", AttrType::kInt, "100000000",
+                    "refuse an image whose header claims more pixels (width x height) than this, before "
+                    "allocating for it"}
+      .AtLeast(1);
+}
+
+// A decode op's schema: the field first, its own attrs, dct_scaling and
+// max_pixels last.
 OpSchema DecodeSchema(const char* name, std::string doc, std::vector<AttrSchema> own) {
   OpSchema op(name);
   op.Doc(std::move(doc)).Attr(EncodedFieldAttr());
   for (AttrSchema& a : own) op.Attr(std::move(a));
   op.Attr(DctScalingAttr())
+      .Attr(MaxPixelsAttr())
       .Input("field", "encoded JPEG or PNG bytes (variable length)")
       .Output("field", "uint8 RGB [height,width,3]");
   return op;

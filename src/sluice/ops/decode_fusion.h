@@ -20,6 +20,7 @@ struct DecodeParams {
   int out_h, out_w;
   bool dct_scaling;
   CropSpec window;
+  int64_t max_pixels;  // larger images (by their header) are refused
 };
 
 // Whether `op` is one of the decode ops above.
