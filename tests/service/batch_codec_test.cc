@@ -156,5 +156,44 @@ TEST(BatchCodec, AFlippedByteOrAWrongShapeIsDataLoss) {
               StatusIs(absl::StatusCode::kDataLoss, HasSubstr("column 'image': 18 bytes for 3 rows")));
 }
 
+// Sizes and offsets that a damaged or forged message claims are checked
+// before anything is allocated from them (a CRC does not cover them all,
+// and anyone on the wire can recompute it).
+TEST(BatchCodec, ForgedSizesAndOffsetsAreDataLossNotAnAllocation) {
+  BatchMessage m;
+  SLUICE_ASSERT_OK(EncodeBatch(MakeBatch(3), COMPRESSION_ZSTD, &m));
+  m.set_split(7);
+  BatchMessage huge = m;
+  huge.mutable_columns(0)->set_uncompressed_size(int64_t{1} << 40);
+  EXPECT_THAT(DecodeBatch(Received(huge), kSchema, nullptr),
+              StatusIs(absl::StatusCode::kDataLoss,
+                       HasSubstr("column 'image': claims 1099511627776 bytes; a batch carries 0 to 1073741824")));
+  BatchMessage negative = m;
+  negative.mutable_columns(1)->set_uncompressed_size(-6);
+  EXPECT_THAT(DecodeBatch(Received(negative), kSchema, nullptr),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("column 'record': claims -6 bytes")));
+
+  BatchMessage backwards = m;
+  int64_t* offsets = reinterpret_cast<int64_t*>(backwards.mutable_columns(1)->mutable_offsets()->data());
+  ASSERT_EQ(offsets[1], 1);
+  offsets[1] = 5;  // rows 1.. 5 to 3: a negative length
+  ReceivedBatch received = Received(backwards);
+  received.header.set_crc32c(received.crc);
+  EXPECT_THAT(DecodeBatch(std::move(received), kSchema, nullptr),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("column 'record': offsets go backwards at row 2")));
+}
+
+TEST(WireBatch, AColumnDataLengthBeyondItsColumnIsDataLoss) {
+  // columns { data: <claims 2^31 bytes> "abc" }
+  const auto tag = [](int field) { return std::string(1, static_cast<char>(field << 3 | 2)); };  // length-delimited
+  const std::string column = tag(TensorData::kDataFieldNumber) + std::string("\x80\x80\x80\x80\x08", 5) + "abc";
+  const std::string message =
+      tag(BatchMessage::kColumnsFieldNumber) + std::string(1, static_cast<char>(column.size())) + column;
+  grpc::ByteBuffer wire = Wire(message);
+  ReceivedBatch received;
+  EXPECT_THAT(ParseReceivedBatch(&wire, BufferPool::Default(), &received),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("column data claims 2147483648 bytes, the column holds 3")));
+}
+
 }  // namespace
 }  // namespace sluice::service

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/io/crc32c.h"
+#include "sluice/service/security.h"
 
 namespace sluice::service {
 namespace {
@@ -133,10 +134,17 @@ absl::StatusOr<Batch> DecodeBatch(ReceivedBatch message, const Schema& schema,
     const TensorData& t = m.columns(static_cast<int>(i));
     const Tensor& sent = message.data[i];
     const std::string where = absl::StrCat("batch of split ", m.split(), ", column '", spec.name, "'");
+    // Every size is checked before anything is allocated from it: a forged
+    // one must be an error, never an allocation of what it claims.
+    if (t.uncompressed_size() < 0 || t.uncompressed_size() > kMaxMessageBytes) {
+      return absl::DataLossError(absl::StrCat(where, ": claims ", t.uncompressed_size(),
+                                              " bytes; a batch carries 0 to ", kMaxMessageBytes));
+    }
     const DType dtype = spec.ragged ? DType::kUInt8 : spec.dtype;
     const Shape shape = spec.ragged ? Shape{t.uncompressed_size()} : spec.shape.WithLeading(m.rows());
-    const int64_t bytes = shape.num_elements() * static_cast<int64_t>(DTypeSize(dtype));
-    if (bytes != t.uncompressed_size()) {
+    int64_t bytes = t.uncompressed_size();
+    const int64_t row_bytes = spec.shape.num_elements() * static_cast<int64_t>(DTypeSize(dtype));
+    if (!spec.ragged && (__builtin_mul_overflow(m.rows(), row_bytes, &bytes) || bytes != t.uncompressed_size())) {
       return absl::DataLossError(absl::StrCat(where, ": ", t.uncompressed_size(), " bytes for ",
                                               m.rows(), " rows of ", spec.ToString()));
     }
@@ -150,6 +158,11 @@ absl::StatusOr<Batch> DecodeBatch(ReceivedBatch message, const Schema& schema,
       const int64_t* off = column.offsets.data<int64_t>();
       if (off[0] != 0 || off[m.rows()] != t.uncompressed_size()) {
         return absl::DataLossError(absl::StrCat(where, ": offsets do not span the data"));
+      }
+      for (int64_t r = 0; r < m.rows(); ++r) {
+        if (off[r + 1] < off[r]) {
+          return absl::DataLossError(absl::StrCat(where, ": offsets go backwards at row ", r + 1));
+        }
       }
     }
     if (plain) {

@@ -20,6 +20,16 @@ absl::StatusOr<Schema> ToSchema(const ElementSpec& element) {
     c.name = p.name();
     SLUICE_ASSIGN_OR_RETURN(c.dtype, ParseDType(p.dtype()));
     c.shape = Shape(absl::MakeConstSpan(p.shape().data(), p.shape().size()));
+    // A row must fit a batch message; checked as the batches are decoded
+    // by this schema.
+    int64_t row_bytes = static_cast<int64_t>(DTypeSize(c.dtype));
+    for (int64_t d : p.shape()) {
+      if (d < 0 || __builtin_mul_overflow(row_bytes, d, &row_bytes) || row_bytes > kMaxMessageBytes) {
+        return absl::DataLossError(absl::StrCat("the dispatcher's element spec: column '", p.name(), "' of shape ",
+                                                c.shape.ToString(), " has rows of more than ", kMaxMessageBytes,
+                                                " bytes, or a negative dimension"));
+      }
+    }
     c.ragged = p.ragged();
     columns.push_back(std::move(c));
   }

@@ -136,6 +136,11 @@ absl::Status ParseTensorData(CodedInputStream* in, BufferPool* pool, TensorData*
             !in->ReadVarint32(&size) || have_data || !header->offsets().empty()) {
           return Malformed("column data");  // the CRC runs over data, then offsets
         }
+        // Before allocating: a forged size must not cost its memory.
+        if (static_cast<int64_t>(size) > in->BytesUntilLimit()) {
+          return absl::DataLossError(absl::StrCat("malformed batch message: column data claims ", size,
+                                                  " bytes, the column holds ", in->BytesUntilLimit()));
+        }
         *data = Tensor::Allocate(DType::kUInt8, Shape{static_cast<int64_t>(size)}, pool);
         uint8_t* out = data->raw_data();
         while (size > 0) {
