@@ -1,11 +1,18 @@
 #include "sluice/core/buffer_pool.h"
 
+#include <new>
 #include <vector>
 
 #include "gtest/gtest.h"
 
 namespace sluice {
 namespace {
+
+TEST(BufferPool, ASizeBeyondEveryClassIsBadAllocNotAWildWrite) {
+  BufferPool pool;
+  EXPECT_THROW(pool.Allocate(size_t{1} << 60), std::bad_alloc);
+  EXPECT_EQ(pool.stats().live_bytes, 0u);
+}
 
 TEST(BufferPool, ReusesReleasedBlocks) {
   BufferPool pool;

@@ -72,6 +72,12 @@ TEST(GaussianBlur, BadAttrsNameTheAttr) {
                        HasSubstr("op 'gaussian_blur': attr 'sigma' must be 1 or 2 values, each > 0, got [-1]")));
   EXPECT_THAT(OpRegistry::Global().Infer("gaussian_blur", Attrs(R"({"sigma": 1, "ksize": 4})"), schema),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("attr 'ksize' must be odd")));
+  // A kernel however large is refused before anything is allocated for it.
+  EXPECT_THAT(OpRegistry::Global().Infer("gaussian_blur", Attrs(R"({"sigma": 1, "ksize": [15, 2147483647]})"), schema),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("attr 'ksize' must be 1 or 2 values, each in "
+                                                                     "[1, 1023], got [15, 2147483647]")));
+  EXPECT_THAT(OpRegistry::Global().Infer("grey_dilation", Attrs(R"({"size": 1025})"), schema),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("attr 'size' must be 1 or 2 values")));
   Schema flat({ColumnSpec{"image", DType::kUInt8, Shape{3072}}});
   EXPECT_THAT(OpRegistry::Global().Infer("gaussian_blur", Attrs(R"({"sigma": 1})"), flat),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("needs an image [H,W] or [H,W,C]")));

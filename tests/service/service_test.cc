@@ -334,9 +334,9 @@ TEST(DistributedPipeline, InvalidDistributeOptionsNameTheNodeAndField) {
 }
 
 TEST(DispatcherImpl, RefusesPipelinesWithOpsThatAreNotRegistered) {
-  DispatcherState::Options options;
-  options.worker_timeout = absl::Milliseconds(50);  // how long it waits for a worker that has them
-  ASSERT_OK_AND_ASSIGN(auto dispatcher, DispatcherImpl::Create("", options));
+  DispatcherOptions options;
+  options.timeouts.worker_timeout = absl::Milliseconds(50);  // how long it waits for a worker that has them
+  ASSERT_OK_AND_ASSIGN(auto dispatcher, DispatcherImpl::Create(options));
   RegisterPipelineRequest request;
   *request.mutable_pipeline() = Samples().Map({Op("system", {{"command", "rm -rf /"}})}).Build();
   EXPECT_THAT(dispatcher->RegisterPipeline(request),
@@ -344,6 +344,32 @@ TEST(DispatcherImpl, RefusesPipelinesWithOpsThatAreNotRegistered) {
   EXPECT_THAT(dispatcher->RegisterPipeline(request),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("op 'system' is not registered on the dispatcher and no live worker has it")));
+}
+
+// A pipeline that would make the service allocate more than its caps is
+// refused at registration, before any kernel or buffer exists.
+TEST(DispatcherImpl, RefusesPipelinesOverItsResourceLimits) {
+  DispatcherOptions options;
+  options.limits.max_batch_bytes = 1 << 20;
+  options.limits.max_buffer_bytes = 4 << 20;
+  options.limits.max_threads = 8;
+  ASSERT_OK_AND_ASSIGN(auto dispatcher, DispatcherImpl::Create(options));
+  RegisterPipelineRequest request;
+  *request.mutable_pipeline() = Samples().Batch(100000).Build();
+  EXPECT_THAT(dispatcher->RegisterPipeline(request),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("(batch): a batch of 77600000 bytes is over the limit max_batch_bytes (1048576)")));
+  *request.mutable_pipeline() = Samples().Batch(1000).Prefetch(100).Build();
+  EXPECT_THAT(dispatcher->RegisterPipeline(request),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("(prefetch): a buffer of 100 elements of 776000 bytes is over the limit "
+                                 "max_buffer_bytes (4194304)")));
+  *request.mutable_pipeline() = Samples().Batch(1000).Threads(64).Build();
+  EXPECT_THAT(dispatcher->RegisterPipeline(request),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("options.threads of 64 is over the limit max_threads (8)")));
+  *request.mutable_pipeline() = Samples().Batch(1000).Prefetch(5).Threads(8).Build();
+  SLUICE_EXPECT_OK(dispatcher->RegisterPipeline(request).status());
 }
 
 TEST_F(ServiceTest, AnOversizedRequestIsRefusedWithTheSizes) {

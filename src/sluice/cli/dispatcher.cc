@@ -3,6 +3,7 @@
 #include "sluice/cli/command.h"
 #include "sluice/cli/serve.h"
 #include "sluice/core/status_macros.h"
+#include "sluice/graph/resource_limits.h"
 #include "sluice/service/dispatcher_server.h"
 #include "sluice/service/log.h"
 
@@ -14,6 +15,7 @@ struct DispatcherArgs {
   int port = 0;
   std::string work_dir;
   double worker_timeout_s = 5;
+  graph::ResourceLimits limits;
   SecurityFlags security;
 };
 
@@ -23,6 +25,7 @@ absl::Status Serve(const DispatcherArgs& args) {
   options.port = args.port;
   options.work_dir = args.work_dir;
   options.timeouts.worker_timeout = absl::Seconds(args.worker_timeout_s);
+  options.limits = args.limits;
   SLUICE_ASSIGN_OR_RETURN(options.security, args.security.Options());
   BlockTerminationSignals();
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<service::DispatcherServer> server,
@@ -50,6 +53,16 @@ void AddDispatcherCommand(CLI::App& app, absl::Status* result) {
   cmd->add_option("--worker-timeout", args->worker_timeout_s,
                   "seconds without a heartbeat before a worker counts as lost")
       ->default_val(5);
+  const graph::ResourceLimits defaults;
+  cmd->add_option("--max-batch-bytes", args->limits.max_batch_bytes,
+                  "refuse pipelines whose samples or batches (their fixed-size columns) exceed this many bytes")
+      ->default_val(defaults.max_batch_bytes);
+  cmd->add_option("--max-buffer-bytes", args->limits.max_buffer_bytes,
+                  "refuse pipelines with a shuffle or prefetch node that would hold more bytes than this")
+      ->default_val(defaults.max_buffer_bytes);
+  cmd->add_option("--max-threads", args->limits.max_threads,
+                  "refuse pipelines asking for more threads (options.threads, a map's parallelism)")
+      ->default_val(defaults.max_threads);
   AddSecurityFlags(cmd, &args->security);
   cmd->callback([args, result] { *result = Serve(*args); });
 }

@@ -64,6 +64,9 @@ BufferPool* BufferPool::Default() {
 }
 
 std::shared_ptr<Buffer> BufferPool::Allocate(size_t bytes) {
+  // Beyond the largest class no system could serve it either; inputs are
+  // checked long before (a size from a file or the wire never gets here).
+  if (bytes > ClassBytes(kNumClasses - 1)) throw std::bad_alloc();
   const int size_class = SizeClass(std::max<size_t>(bytes, 1));
   const size_t capacity = ClassBytes(size_class);
   uint8_t* data = nullptr;

@@ -58,8 +58,11 @@ absl::StatusOr<std::vector<T>> ToList(const AttrSchema& s, const Value& v, Conve
   return out;
 }
 
-// Numbers as they were written: 3, not 3.000000.
-std::string Number(double v) { return absl::StrCat(v); }
+// Numbers as they were written: 3, not 3.000000; 2147483647, not 2.14748e+09.
+std::string Number(double v) {
+  if (v == std::floor(v) && std::abs(v) < 9.2e18) return absl::StrCat(static_cast<int64_t>(v));
+  return absl::StrCat(v);
+}
 
 std::string Quoted(const std::vector<std::string>& values) {
   return absl::StrJoin(values, ", ", [](std::string* out, const std::string& v) { absl::StrAppend(out, "\"", v, "\""); });

@@ -198,10 +198,12 @@ class GaussianBlurKernel : public Kernel {
   std::vector<float> fixed_x_, fixed_y_;
 };
 
-// A k x k filter's attr: k or [kh, kw], each odd (its constraints say
-// positive and one or two values).
+// A k x k filter's attr: k or [kh, kw], each odd (its constraints say one
+// or two values, up to kMaxKernelSize: reflected borders take any size, but
+// a kernel's taps and padded rows are allocated, and no image needs more).
+constexpr int kMaxKernelSize = 1023;
 AttrSchema KernelSizeAttr(const char* name, const char* doc) {
-  return AttrSchema{name, AttrType::kInts, "3", doc}.Count(1, 2).AtLeast(1);
+  return AttrSchema{name, AttrType::kInts, "3", doc}.Count(1, 2).Range(1, kMaxKernelSize);
 }
 
 // The image column named by "field" filtered with the kernel size in attr

@@ -14,14 +14,12 @@
 
 namespace sluice::service {
 
-absl::StatusOr<std::unique_ptr<DispatcherImpl>> DispatcherImpl::Create(const std::string& work_dir,
-                                                                       DispatcherState::Options options,
-                                                                       SecurityOptions security) {
-  std::unique_ptr<DispatcherImpl> impl(new DispatcherImpl(work_dir, options, std::move(security)));
-  if (work_dir.empty()) return impl;
+absl::StatusOr<std::unique_ptr<DispatcherImpl>> DispatcherImpl::Create(const DispatcherOptions& options) {
+  std::unique_ptr<DispatcherImpl> impl(new DispatcherImpl(options));
+  if (options.work_dir.empty()) return impl;
   std::vector<JournalEntry> replay;
   std::string warning;
-  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Journal> journal, Journal::Open(work_dir, &replay, &warning));
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Journal> journal, Journal::Open(options.work_dir, &replay, &warning));
   if (!warning.empty()) Log("dispatcher", warning);
   absl::MutexLock lock(&impl->mu_);
   for (const JournalEntry& entry : replay) impl->state_.Apply(entry);
@@ -30,11 +28,12 @@ absl::StatusOr<std::unique_ptr<DispatcherImpl>> DispatcherImpl::Create(const std
   return impl;
 }
 
-DispatcherImpl::DispatcherImpl(std::string work_dir, DispatcherState::Options options, SecurityOptions security)
-    : work_dir_(std::move(work_dir)),
-      security_(std::move(security)),
-      worker_timeout_(options.worker_timeout),
-      state_(options, [this](const JournalEntry& entry) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+DispatcherImpl::DispatcherImpl(const DispatcherOptions& options)
+    : work_dir_(options.work_dir),
+      security_(options.security),
+      worker_timeout_(options.timeouts.worker_timeout),
+      limits_(options.limits),
+      state_(options.timeouts, [this](const JournalEntry& entry) ABSL_NO_THREAD_SAFETY_ANALYSIS {
         return journal_ ? journal_->Append(entry) : absl::OkStatus();
       }) {}
 
@@ -66,6 +65,7 @@ absl::StatusOr<ElementSpec> DispatcherImpl::DescribeOnAWorker(const PipelineDef&
   std::unique_ptr<::sluice::Worker::Stub> worker = ::sluice::Worker::NewStub(channel);
   DescribePipelineRequest request;
   *request.mutable_pipeline() = def;
+  *request.mutable_limits() = ToProto(limits_);
   ElementSpec element;
   SLUICE_RETURN_IF_ERROR(CallUnary(worker.get(), &::sluice::Worker::Stub::DescribePipeline,
                                    absl::StrCat("describe the pipeline on worker ", *address), request, &element,
@@ -87,7 +87,7 @@ absl::StatusOr<RegisterPipelineResponse> DispatcherImpl::RegisterPipeline(
   }
   const bool on_device = graph::UsesDevice(request.pipeline());
   absl::StatusOr<ElementSpec> element =
-      missing.empty() && !on_device ? DescribeElements(request.pipeline())
+      missing.empty() && !on_device ? DescribeElements(request.pipeline(), limits_)
                                     : DescribeOnAWorker(request.pipeline(), on_device ? used : missing);
   if (!element.ok()) return WithContext(element.status(), "pipeline rejected");
   absl::MutexLock lock(&mu_);

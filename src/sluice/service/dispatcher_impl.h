@@ -11,21 +11,30 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "service.pb.h"
+#include "sluice/graph/resource_limits.h"
 #include "sluice/service/dispatcher_state.h"
 #include "sluice/service/journal.h"
 #include "sluice/service/security.h"
 
 namespace sluice::service {
 
+struct DispatcherOptions {
+  std::string host = "0.0.0.0";
+  int port = 0;  // 0: any free port (see DispatcherServer::port)
+  // Empty: no journal (state is lost on restart).
+  std::string work_dir;
+  // Its server's, and how it calls workers (the same CA, certificate and
+  // token).
+  SecurityOptions security;
+  DispatcherState::Options timeouts;
+  // What a registered pipeline may make a process allocate.
+  graph::ResourceLimits limits;
+};
+
 // Thread-safe.
 class DispatcherImpl {
  public:
-  // `work_dir` empty: no journal (state is lost on restart).
-  // `security`: how it calls workers (the same CA, certificate and token
-  // as its own server's).
-  static absl::StatusOr<std::unique_ptr<DispatcherImpl>> Create(const std::string& work_dir,
-                                                                DispatcherState::Options options,
-                                                                SecurityOptions security = {});
+  static absl::StatusOr<std::unique_ptr<DispatcherImpl>> Create(const DispatcherOptions& options);
 
   absl::StatusOr<RegisterPipelineResponse> RegisterPipeline(const RegisterPipelineRequest& request);
   absl::StatusOr<GetOrCreateJobResponse> GetOrCreateJob(const GetOrCreateJobRequest& request);
@@ -40,13 +49,14 @@ class DispatcherImpl {
   absl::Status Expire();
 
  private:
-  DispatcherImpl(std::string work_dir, DispatcherState::Options options, SecurityOptions security);
+  explicit DispatcherImpl(const DispatcherOptions& options);
   // What `def` yields, asked of a live worker that has `ops`.
   absl::StatusOr<ElementSpec> DescribeOnAWorker(const PipelineDef& def, const std::vector<std::string>& ops);
 
   const std::string work_dir_;
   const SecurityOptions security_;
   const absl::Duration worker_timeout_;
+  const graph::ResourceLimits limits_;
   absl::Mutex mu_;
   std::unique_ptr<Journal> journal_ ABSL_GUARDED_BY(mu_);
   DispatcherState state_ ABSL_GUARDED_BY(mu_);

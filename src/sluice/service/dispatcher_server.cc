@@ -50,7 +50,7 @@ class DispatcherServer::Service final : public ::sluice::Dispatcher::Service {
 
 absl::StatusOr<std::unique_ptr<DispatcherServer>> DispatcherServer::Start(const DispatcherOptions& options) {
   std::unique_ptr<DispatcherServer> server(new DispatcherServer());
-  SLUICE_ASSIGN_OR_RETURN(server->impl_, DispatcherImpl::Create(options.work_dir, options.timeouts, options.security));
+  SLUICE_ASSIGN_OR_RETURN(server->impl_, DispatcherImpl::Create(options));
   server->service_ = std::make_unique<Service>(server->impl_.get(), options.security.token);
   GrpcServer::Options grpc_options;
   grpc_options.role = "dispatcher";

@@ -18,14 +18,6 @@
 
 namespace sluice::service {
 
-struct DispatcherOptions {
-  std::string host = "0.0.0.0";
-  int port = 0;  // 0: any free port (see DispatcherServer::port)
-  std::string work_dir;
-  SecurityOptions security;
-  DispatcherState::Options timeouts;
-};
-
 class DispatcherServer {
  public:
   static absl::StatusOr<std::unique_ptr<DispatcherServer>> Start(const DispatcherOptions& options);

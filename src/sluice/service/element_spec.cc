@@ -7,12 +7,30 @@
 
 namespace sluice::service {
 
-absl::StatusOr<ElementSpec> DescribeElements(const PipelineDef& def) {
+graph::ResourceLimits FromProto(const ResourceLimitsProto& limits) {
+  graph::ResourceLimits out;  // a field left 0 keeps its default
+  if (limits.max_batch_bytes() > 0) out.max_batch_bytes = limits.max_batch_bytes();
+  if (limits.max_buffer_bytes() > 0) out.max_buffer_bytes = limits.max_buffer_bytes();
+  if (limits.max_threads() > 0) out.max_threads = limits.max_threads();
+  return out;
+}
+
+ResourceLimitsProto ToProto(const graph::ResourceLimits& limits) {
+  ResourceLimitsProto out;
+  out.set_max_batch_bytes(limits.max_batch_bytes);
+  out.set_max_buffer_bytes(limits.max_buffer_bytes);
+  out.set_max_threads(limits.max_threads);
+  return out;
+}
+
+absl::StatusOr<ElementSpec> DescribeElements(const PipelineDef& def, const graph::ResourceLimits& limits) {
   SLUICE_ASSIGN_OR_RETURN(const int distribute, graph::FindDistribute(def));
   if (distribute >= 0) {
     return absl::InvalidArgumentError("register the nodes before the distribute node, not the whole pipeline");
   }
-  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<exec::Pipeline> pipeline, exec::Pipeline::Create(def));
+  SLUICE_ASSIGN_OR_RETURN(graph::CompiledPipeline compiled, graph::Compile(def));
+  SLUICE_RETURN_IF_ERROR(graph::CheckResourceLimits(compiled, limits));
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<exec::Pipeline> pipeline, exec::Pipeline::FromCompiled(std::move(compiled)));
   ElementSpec out;
   for (const ColumnSpec& c : pipeline->output_schema().columns()) {
     ColumnSpecProto* p = out.add_columns();

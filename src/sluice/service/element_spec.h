@@ -6,12 +6,17 @@
 
 #include "absl/status/statusor.h"
 #include "service.pb.h"
+#include "sluice/graph/resource_limits.h"
 
 namespace sluice::service {
 
 // InvalidArgument when `def` has a distribute node (register the part
-// before it), or what compiling it says.
-absl::StatusOr<ElementSpec> DescribeElements(const PipelineDef& def);
+// before it), when it breaks `limits` (checked before any kernel is set up
+// or buffer reserved), or what compiling it says.
+absl::StatusOr<ElementSpec> DescribeElements(const PipelineDef& def, const graph::ResourceLimits& limits);
+
+graph::ResourceLimits FromProto(const ResourceLimitsProto& limits);
+ResourceLimitsProto ToProto(const graph::ResourceLimits& limits);
 
 }  // namespace sluice::service
 

@@ -64,7 +64,9 @@ absl::Status WorkerImpl::Heartbeat() {
   return absl::OkStatus();
 }
 
-absl::StatusOr<ElementSpec> WorkerImpl::Describe(const PipelineDef& def) const { return DescribeElements(def); }
+absl::StatusOr<ElementSpec> WorkerImpl::Describe(const DescribePipelineRequest& request) const {
+  return DescribeElements(request.pipeline(), FromProto(request.limits()));
+}
 
 WorkerStatus WorkerImpl::Status() const {
   WorkerStatus out;

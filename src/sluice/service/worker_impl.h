@@ -43,8 +43,8 @@ class WorkerImpl {
   // One heartbeat to the dispatcher (registering on the first), with the
   // ops this worker can run.
   absl::Status Heartbeat();
-  // What the pipeline part `def` yields, compiled with this worker's ops.
-  absl::StatusOr<ElementSpec> Describe(const PipelineDef& def) const;
+  // What the pipeline part yields, compiled with this worker's ops.
+  absl::StatusOr<ElementSpec> Describe(const DescribePipelineRequest& request) const;
   WorkerStatus Status() const;
   void set_address(std::string address) {
     absl::MutexLock lock(&mu_);

@@ -49,7 +49,7 @@ class WorkerServer::Service final : public grpc::Service {
                ElementSpec* response) {
               grpc::Status auth = CheckToken(*context, service->token_);
               if (!auth.ok()) return auth;
-              absl::StatusOr<ElementSpec> element = service->impl_->Describe(request->pipeline());
+              absl::StatusOr<ElementSpec> element = service->impl_->Describe(*request);
               if (element.ok()) *response = *std::move(element);
               return ToGrpc(element.status());
             },
