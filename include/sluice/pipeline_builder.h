@@ -91,7 +91,8 @@ struct DistributeOptions {
   int max_outstanding = 0;  // batches in flight per worker stream; 0 means 4
   std::string tls_ca_file, tls_cert_file, tls_key_file;
   std::string token_file;
-  double connect_timeout_s = 0;  // 0 means 30 s
+  double connect_timeout_s = 0;     // 0 means 30 s
+  double dispatcher_timeout_s = 0;  // unreachable mid-epoch this long, reading fails; 0 means 60 s
 };
 
 // Nodes are added in order; the first is the source.

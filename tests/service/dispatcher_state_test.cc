@@ -53,7 +53,9 @@ class DispatcherStateTest : public ::testing::Test {
     r.set_worker_id(id);
     r.set_address(address);
     for (const std::string& op : ops) r.add_ops(op);
-    return state_.WorkerHeartbeat(r, now).worker_id();
+    auto heard = state_.WorkerHeartbeat(r, now);
+    EXPECT_TRUE(heard.ok()) << heard.status();
+    return heard.ok() ? heard->worker_id() : -1;
   }
   static GetSplitRequest Ask(const GetOrCreateJobResponse& job, int64_t worker, uint64_t epoch = 0) {
     GetSplitRequest r;
@@ -172,6 +174,48 @@ TEST_F(DispatcherStateTest, ARestartFromTheJournalKeepsJobsAndProgress) {
   ASSERT_OK_AND_ASSIGN(GetOrCreateJobResponse rejoined, restarted.GetOrCreateJob(named, kT0));
   EXPECT_EQ(rejoined.job_id(), job.job_id());
   EXPECT_GT(rejoined.client_id(), job.client_id());
+}
+
+// The clients a restarted dispatcher replays count as heard from when it
+// came back: an outage longer than the client timeout drops no one.
+TEST_F(DispatcherStateTest, ReplayedClientsOutliveAnOutageLongerThanTheClientTimeout) {
+  ASSERT_OK_AND_ASSIGN(std::string p, state_.RegisterPipeline(Def(4), Splits(3)));
+  const GetOrCreateJobResponse job = Job(p);
+  DispatcherState::Options options;
+  options.client_timeout = absl::Seconds(5);
+  DispatcherState restarted(options, nullptr);
+  for (const JournalEntry& e : journal_) restarted.Apply(e);
+  const absl::Time back = kT0 + absl::Minutes(10);
+  restarted.Recovered(back);
+  SLUICE_ASSERT_OK(restarted.Expire(back + absl::Seconds(4)));
+  ClientHeartbeatRequest hb;
+  hb.set_job_id(job.job_id());
+  hb.set_client_id(job.client_id());
+  SLUICE_EXPECT_OK(restarted.ClientHeartbeat(hb, back + absl::Seconds(4)).status());
+  SLUICE_ASSERT_OK(restarted.Expire(back + absl::Seconds(10)));
+  EXPECT_THAT(restarted.ClientHeartbeat(hb, back + absl::Seconds(10)),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("is unknown"))) << "silent 6 s since it was heard";
+}
+
+TEST_F(DispatcherStateTest, AWorkerIdIsNeverHandedToAnotherWorker) {
+  const int64_t a = Worker("a:1");
+  DispatcherState restarted({}, nullptr);
+  for (const JournalEntry& e : journal_) restarted.Apply(e);
+  WorkerHeartbeatRequest b;
+  b.set_address("b:2");
+  ASSERT_OK_AND_ASSIGN(WorkerHeartbeatResponse b_id, restarted.WorkerHeartbeat(b, kT0));
+  EXPECT_NE(b_id.worker_id(), a) << "a new worker before the old one is back";
+  WorkerHeartbeatRequest back;
+  back.set_worker_id(a);
+  back.set_address("a:1");
+  ASSERT_OK_AND_ASSIGN(WorkerHeartbeatResponse a_id, restarted.WorkerHeartbeat(back, kT0));
+  EXPECT_EQ(a_id.worker_id(), a) << "the old worker keeps its id";
+  WorkerHeartbeatRequest stranger;
+  stranger.set_worker_id(99);  // from a dispatcher that kept no journal
+  stranger.set_address("c:3");
+  ASSERT_OK_AND_ASSIGN(WorkerHeartbeatResponse c_id, restarted.WorkerHeartbeat(stranger, kT0));
+  EXPECT_NE(c_id.worker_id(), 99);
+  EXPECT_NE(c_id.worker_id(), b_id.worker_id());
 }
 
 TEST(Journal, ReplaysWhatWasAppendedAndDropsATornTail) {

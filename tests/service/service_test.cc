@@ -187,6 +187,56 @@ TEST_F(ServiceTest, ADispatcherRestartedFromItsWorkDirFinishesTheEpochExactlyOnc
   ExpectEachIdTimes(r, 1);
 }
 
+// The dispatcher gone for longer than heartbeats take to notice, while the
+// consumer keeps reading: once it is back, the epoch finishes exactly once.
+TEST_F(ServiceTest, ADispatcherOutageOfSecondsMidEpochLosesAndRepeatsNothing) {
+  TestCluster cluster;
+  const std::string work = dir_.Join("work");
+  SLUICE_ASSERT_OK(cluster.StartDispatcher(work));
+  SLUICE_ASSERT_OK(cluster.AddWorker());
+  SLUICE_ASSERT_OK(cluster.AddWorker());
+  ASSERT_OK_AND_ASSIGN(auto pipeline, CreatePipeline(Distributed(cluster.address())));
+  absl::Status restarted;
+  std::thread outage;
+  ASSERT_OK_AND_ASSIGN(Received r, ReadEpoch(*pipeline, 0, 20, [&] {
+                         outage = std::thread(
+                             [&] { restarted = cluster.RestartDispatcher(SIGKILL, work, absl::Seconds(9)); });
+                       }));
+  outage.join();
+  SLUICE_ASSERT_OK(restarted);
+  ExpectEachIdTimes(r, 1);
+}
+
+// A dispatcher restarted without its journal has forgotten the job: the
+// consumer gets an error saying so, never an endless wait.
+TEST_F(ServiceTest, ADispatcherThatLostItsStateFailsTheEpochSayingSo) {
+  TestCluster cluster;
+  SLUICE_ASSERT_OK(cluster.StartDispatcher());
+  SLUICE_ASSERT_OK(cluster.AddWorker());
+  ASSERT_OK_AND_ASSIGN(auto pipeline, CreatePipeline(Distributed(cluster.address())));
+  absl::Status restarted;
+  const absl::StatusOr<Received> read =
+      ReadEpoch(*pipeline, 0, 20, [&] { restarted = cluster.RestartDispatcher(SIGKILL, ""); });
+  ASSERT_FALSE(read.ok());
+  EXPECT_THAT(std::string(read.status().message()),
+              ::testing::AnyOf(HasSubstr("no longer knows client"), HasSubstr("is unknown")));
+  SLUICE_ASSERT_OK(restarted);
+}
+
+TEST_F(ServiceTest, ADispatcherGoneForLongerThanTheTimeoutFailsTheEpochSayingSo) {
+  TestCluster cluster;
+  SLUICE_ASSERT_OK(cluster.StartDispatcher());
+  SLUICE_ASSERT_OK(cluster.AddWorker());
+  DistributeOptions d;
+  d.dispatcher = cluster.address();
+  d.connect_timeout_s = 5;
+  d.dispatcher_timeout_s = 1;
+  ASSERT_OK_AND_ASSIGN(auto pipeline, CreatePipeline(Samples().Distribute(d).Batch(64).Build()));
+  EXPECT_THAT(ReadEpoch(*pipeline, 0, 20, [&] { cluster.dispatcher().Stop(SIGKILL); }),
+              StatusIs(absl::StatusCode::kUnavailable,
+                       HasSubstr("the dispatcher at " + cluster.address() + " has been unreachable for 1s")));
+}
+
 TEST_F(ServiceTest, AWorkerJoiningMidJobTakesSplits) {
   TestCluster cluster;
   SLUICE_ASSERT_OK(cluster.StartDispatcher());
@@ -383,6 +433,26 @@ TEST_F(ServiceTest, AnOversizedRequestIsRefusedWithTheSizes) {
                                  .Distribute(d)
                                  .Build()),
               StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("larger than max")));
+}
+
+// A server dies with the process that started it, not with the thread:
+// an embedded cluster made on a short-lived thread keeps its workers.
+TEST(ServerProcess, OutlivesTheThreadThatStartedIt) {
+  std::unique_ptr<testing::ServiceProcess> dispatcher;
+  std::thread([&] {
+    absl::StatusOr<std::unique_ptr<testing::ServiceProcess>> started = testing::ServiceProcess::Start(
+        std::getenv("SLUICE_BIN"), {"dispatcher", "--host", "127.0.0.1", "--port", "0"});
+    SLUICE_ASSERT_OK(started.status());
+    dispatcher = *std::move(started);
+  }).join();
+  ASSERT_NE(dispatcher, nullptr);
+  auto stub = ::sluice::Dispatcher::NewStub(grpc::CreateChannel(
+      "127.0.0.1:" + std::to_string(dispatcher->port()), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  DispatcherStatus status;
+  EXPECT_TRUE(stub->GetStatus(&context, GetStatusRequest(), &status).ok()) << "the dispatcher died with the thread";
+  EXPECT_EQ(::waitpid(dispatcher->pid(), nullptr, WNOHANG), 0) << "still running";
 }
 
 TEST_F(ServiceTest, StatusShowsWorkersAndJobsAndSigtermStopsCleanly) {

@@ -2,6 +2,8 @@
 
 #include <cstdlib>
 
+#include "absl/time/clock.h"
+
 namespace sluice::testing {
 
 namespace {
@@ -37,8 +39,9 @@ absl::Status TestCluster::AddWorker(int threads, const std::vector<std::string>&
   return absl::OkStatus();
 }
 
-absl::Status TestCluster::RestartDispatcher(int signal, const std::string& work_dir) {
+absl::Status TestCluster::RestartDispatcher(int signal, const std::string& work_dir, absl::Duration outage) {
   dispatcher_->Stop(signal);
+  absl::SleepFor(outage);
   return StartDispatcher(work_dir, dispatcher_port_);
 }
 

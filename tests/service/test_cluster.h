@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "sluice/service/server_process.h"
 
 namespace sluice::testing {
@@ -28,8 +29,9 @@ class TestCluster {
   ServiceProcess& worker(int i) { return *workers_[i]; }
   int workers() const { return static_cast<int>(workers_.size()); }
   std::string address() const { return "127.0.0.1:" + std::to_string(dispatcher_port_); }
-  // Kills the dispatcher with `signal` and starts it again on its port.
-  absl::Status RestartDispatcher(int signal, const std::string& work_dir);
+  // Kills the dispatcher with `signal` and, after `outage`, starts it
+  // again on its port.
+  absl::Status RestartDispatcher(int signal, const std::string& work_dir, absl::Duration outage = absl::ZeroDuration());
 
  private:
   std::vector<std::string> flags_;

@@ -142,6 +142,7 @@ PipelineBuilder& PipelineBuilder::Distribute(const DistributeOptions& o) {
   d->set_tls_key_file(o.tls_key_file);
   d->set_token_file(o.token_file);
   d->set_connect_timeout_s(o.connect_timeout_s);
+  d->set_dispatcher_timeout_s(o.dispatcher_timeout_s);
   return *this;
 }
 

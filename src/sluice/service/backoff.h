@@ -19,11 +19,16 @@ class Backoff {
   // Sleeps the current pause and doubles the next (up to max). With `stop`:
   // returns false at once when it is notified meanwhile.
   bool Wait(absl::Notification* stop = nullptr) {
-    const absl::Duration pause = next_;
-    next_ = std::min(next_ * 2, max_);
+    const absl::Duration pause = Next();
     if (stop != nullptr) return !stop->WaitForNotificationWithTimeout(pause);
     absl::SleepFor(pause);
     return true;
+  }
+  // The current pause, doubling the next: for a caller that waits itself.
+  absl::Duration Next() {
+    const absl::Duration pause = next_;
+    next_ = std::min(next_ * 2, max_);
+    return pause;
   }
   // After a success: the next failure waits `initial` again.
   void Reset() { next_ = initial_; }

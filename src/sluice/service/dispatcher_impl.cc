@@ -23,6 +23,7 @@ absl::StatusOr<std::unique_ptr<DispatcherImpl>> DispatcherImpl::Create(const Dis
   if (!warning.empty()) Log("dispatcher", warning);
   absl::MutexLock lock(&impl->mu_);
   for (const JournalEntry& entry : replay) impl->state_.Apply(entry);
+  impl->state_.Recovered(absl::Now());
   impl->journal_ = std::move(journal);
   Log("dispatcher", absl::StrCat("journal ", impl->journal_->path(), ": replayed ", replay.size(), " entries"));
   return impl;
@@ -121,11 +122,15 @@ absl::Status DispatcherImpl::ReleaseClient(const ReleaseClientRequest& request) 
   return state_.ReleaseClient(request);
 }
 
-WorkerHeartbeatResponse DispatcherImpl::WorkerHeartbeat(const WorkerHeartbeatRequest& request) {
+absl::StatusOr<WorkerHeartbeatResponse> DispatcherImpl::WorkerHeartbeat(const WorkerHeartbeatRequest& request) {
   absl::MutexLock lock(&mu_);
-  const bool known = request.worker_id() > 0;
-  WorkerHeartbeatResponse out = state_.WorkerHeartbeat(request, absl::Now());
-  if (!known) Log("dispatcher", absl::StrCat("worker ", out.worker_id(), " joined at ", request.address()));
+  SLUICE_ASSIGN_OR_RETURN(WorkerHeartbeatResponse out, state_.WorkerHeartbeat(request, absl::Now()));
+  if (out.worker_id() != request.worker_id()) {
+    Log("dispatcher", absl::StrCat("worker ", out.worker_id(), " joined at ", request.address(),
+                                   request.worker_id() > 0 ? absl::StrCat(" (it was ", request.worker_id(),
+                                                                          " for a dispatcher that kept no journal)")
+                                                           : ""));
+  }
   return out;
 }
 

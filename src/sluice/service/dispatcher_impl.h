@@ -41,7 +41,7 @@ class DispatcherImpl {
   absl::StatusOr<ClientHeartbeatResponse> ClientHeartbeat(const ClientHeartbeatRequest& request);
   absl::Status ReportSplits(const ReportSplitsRequest& request);
   absl::Status ReleaseClient(const ReleaseClientRequest& request);
-  WorkerHeartbeatResponse WorkerHeartbeat(const WorkerHeartbeatRequest& request);
+  absl::StatusOr<WorkerHeartbeatResponse> WorkerHeartbeat(const WorkerHeartbeatRequest& request);
   absl::StatusOr<GetPipelineResponse> GetPipeline(const GetPipelineRequest& request);
   absl::StatusOr<GetSplitResponse> GetSplit(const GetSplitRequest& request);
   DispatcherStatus Status();

@@ -29,7 +29,7 @@ class DispatcherServer::Service final : public ::sluice::Dispatcher::Service {
   SLUICE_RPC(ReleaseClient, ReleaseClientRequest, ReleaseClientResponse,
              ToGrpc(impl_->ReleaseClient(*request)))
   SLUICE_RPC(WorkerHeartbeat, WorkerHeartbeatRequest, WorkerHeartbeatResponse,
-             Reply(absl::StatusOr<WorkerHeartbeatResponse>(impl_->WorkerHeartbeat(*request)), response))
+             Reply(impl_->WorkerHeartbeat(*request), response))
   SLUICE_RPC(GetPipeline, GetPipelineRequest, GetPipelineResponse, Reply(impl_->GetPipeline(*request), response))
   SLUICE_RPC(GetSplit, GetSplitRequest, GetSplitResponse, Reply(impl_->GetSplit(*request), response))
   SLUICE_RPC(GetStatus, GetStatusRequest, DispatcherStatus,

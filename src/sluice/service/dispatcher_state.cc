@@ -77,9 +77,17 @@ void DispatcherState::Apply(const JournalEntry& entry) {
       splits.Abandon(a.split(), a.client_id());
       break;
     }
+    case JournalEntry::kAddWorker:
+      worker_ids_.insert(entry.add_worker().worker_id());
+      next_id_ = std::max(next_id_, entry.add_worker().worker_id() + 1);
+      break;
     case JournalEntry::ENTRY_NOT_SET:
       break;
   }
+}
+
+void DispatcherState::Recovered(absl::Time now) {
+  for (auto& [id, client] : clients_) client.last_seen = now;
 }
 
 absl::StatusOr<std::string> DispatcherState::RegisterPipeline(const PipelineDef& def,
@@ -191,11 +199,16 @@ absl::Status DispatcherState::ReleaseClient(const ReleaseClientRequest& request)
   return Journaled(entry);
 }
 
-WorkerHeartbeatResponse DispatcherState::WorkerHeartbeat(const WorkerHeartbeatRequest& request,
-                                                         absl::Time now) {
-  // A worker that knew a dispatcher before a restart keeps its id.
-  const int64_t id = request.worker_id() > 0 ? request.worker_id() : next_id_;
-  next_id_ = std::max(next_id_, id + 1);
+absl::StatusOr<WorkerHeartbeatResponse> DispatcherState::WorkerHeartbeat(const WorkerHeartbeatRequest& request,
+                                                                         absl::Time now) {
+  int64_t id = request.worker_id();
+  if (worker_ids_.count(id) == 0) {  // new, or from a dispatcher that kept no journal
+    JournalEntry entry;
+    entry.mutable_add_worker()->set_worker_id(next_id_);
+    entry.mutable_add_worker()->set_address(request.address());
+    SLUICE_RETURN_IF_ERROR(Journaled(entry));
+    id = entry.add_worker().worker_id();
+  }
   Worker& worker = workers_[id];
   worker.address = request.address();
   worker.last_seen = now;

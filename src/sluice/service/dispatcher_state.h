@@ -35,6 +35,10 @@ class DispatcherState {
 
   // Replays one journaled change.
   void Apply(const JournalEntry& entry);
+  // After a replay: the replayed clients count as heard from `now`, so a
+  // dispatcher that was down longer than the client timeout does not drop
+  // them before their next heartbeat reaches it.
+  void Recovered(absl::Time now);
 
   // Returns the pipeline's id; `element` is what its validation found.
   absl::StatusOr<std::string> RegisterPipeline(const PipelineDef& def, const ElementSpec& element);
@@ -48,7 +52,9 @@ class DispatcherState {
                                                           absl::Time now);
   absl::Status ReportSplits(const ReportSplitsRequest& request, absl::Time now);
   absl::Status ReleaseClient(const ReleaseClientRequest& request);
-  WorkerHeartbeatResponse WorkerHeartbeat(const WorkerHeartbeatRequest& request, absl::Time now);
+  // A worker keeps the id it asks for when this dispatcher (or the journal
+  // it replayed) handed it out; any other gets a new one.
+  absl::StatusOr<WorkerHeartbeatResponse> WorkerHeartbeat(const WorkerHeartbeatRequest& request, absl::Time now);
   // The address of a live worker that runs every op of `ops`.
   // InvalidArgument naming the first op no live worker has (or saying that
   // none has them all).
@@ -100,7 +106,8 @@ class DispatcherState {
   std::map<int64_t, Job> jobs_;
   std::map<std::string, int64_t> named_jobs_;
   std::map<int64_t, Client> clients_;
-  std::map<int64_t, Worker> workers_;
+  std::map<int64_t, Worker> workers_;  // live
+  std::set<int64_t> worker_ids_;       // every id handed out
   int64_t next_id_ = 1;  // jobs, clients and workers share one sequence
 };
 

@@ -73,21 +73,94 @@ absl::StatusOr<std::shared_ptr<DistributedInput>> DistributedInput::Connect(Clie
   input->client_id_ = joined.client_id();
   SLUICE_RETURN_IF_ERROR(input->Heartbeat());
   DistributedInput* raw = input.get();
-  input->heartbeats_ = std::thread([raw] {
-    bool reported = false;
-    while (!raw->stopping_.WaitForNotificationWithTimeout(kHeartbeatPeriod)) {
-      absl::Status s = raw->Heartbeat();
-      if (!s.ok() && !reported) Log("client", absl::StrCat(s.ToString(), "; retrying"));
-      if (s.ok() && reported) Log("client", "dispatcher reachable again");
-      reported = !s.ok();
-    }
-  });
+  input->heartbeats_ = std::thread([raw] { raw->BeatUntilStopped(); });
   return input;
 }
 
+void DistributedInput::BeatUntilStopped() {
+  Backoff backoff(kHeartbeatPeriod, absl::Seconds(2));
+  absl::Time unreachable_since = absl::InfiniteFuture();
+  absl::Time next_beat = absl::Now() + kHeartbeatPeriod;
+  std::vector<ReportSplitsRequest> unsent;  // retried with the next beat
+  while (true) {
+    {
+      absl::MutexLock lock(&mu_);
+      mu_.AwaitWithDeadline(absl::Condition(
+                                +[](DistributedInput* in) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+                                  return in->stop_ || !in->reports_.empty();
+                                },
+                                this),
+                            next_beat);
+      if (stop_) return;
+      unsent.insert(unsent.end(), reports_.begin(), reports_.end());
+      reports_.clear();
+    }
+    absl::Status s = SendReports(&unsent);
+    const bool beat = absl::Now() >= next_beat;
+    if (s.ok() && beat) s = Heartbeat();
+    if (s.ok()) {
+      if (unreachable_since != absl::InfiniteFuture()) Log("client", "dispatcher reachable again");
+      unreachable_since = absl::InfiniteFuture();
+      backoff.Reset();
+      if (beat) next_beat = absl::Now() + kHeartbeatPeriod;
+      continue;
+    }
+    next_beat = absl::Now() + backoff.Next();
+    absl::Status fatal;
+    if (absl::IsNotFound(s)) {
+      fatal = absl::FailedPreconditionError(absl::StrCat(
+          "the dispatcher at ", options_.dispatcher, " no longer knows client ", client_id_, " of job ", job_id_,
+          " (it restarted without its --work-dir journal, or this client was silent longer than its "
+          "--client-timeout): the epoch cannot go on exactly once; start the pipeline again"));
+    } else if (absl::IsUnavailable(s) || absl::IsDeadlineExceeded(s)) {
+      const absl::Time now = absl::Now();
+      if (unreachable_since == absl::InfiniteFuture()) {
+        unreachable_since = now;
+        Log("client", absl::StrCat(s.ToString(), "; retrying for ",
+                                   absl::FormatDuration(options_.dispatcher_timeout)));
+      }
+      if (now - unreachable_since > options_.dispatcher_timeout) {
+        fatal = absl::UnavailableError(absl::StrCat(
+            "the dispatcher at ", options_.dispatcher, " has been unreachable for ",
+            absl::FormatDuration(options_.dispatcher_timeout), " (distribute's dispatcher_timeout_s); last error: ",
+            s.message()));
+      }
+    } else {
+      fatal = s;  // refused (a wrong token, a changed certificate): retrying will not help
+    }
+    if (!fatal.ok()) {
+      Log("client", fatal.ToString());
+      absl::MutexLock lock(&mu_);
+      fatal_ = fatal;
+      return;
+    }
+  }
+}
+
+absl::Status DistributedInput::SendReports(std::vector<ReportSplitsRequest>* reports) {
+  while (!reports->empty()) {
+    ReportSplitsResponse ignored;
+    SLUICE_RETURN_IF_ERROR(CallUnary(dispatcher_.get(), &::sluice::Dispatcher::Stub::ReportSplits, "report splits",
+                                     reports->front(), &ignored, options_.security.token));
+    reports->erase(reports->begin());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DistributedInput::Fatal() const {
+  absl::MutexLock lock(&mu_);
+  return fatal_;
+}
+
 DistributedInput::~DistributedInput() {
-  stopping_.Notify();
+  std::vector<ReportSplitsRequest> last;
+  {
+    absl::MutexLock lock(&mu_);
+    stop_ = true;
+    last.swap(reports_);
+  }
   if (heartbeats_.joinable()) heartbeats_.join();
+  if (dispatcher_ && Fatal().ok()) (void)SendReports(&last);  // one try: the job ends with this client
   ReleaseClientRequest release;
   release.set_job_id(job_id_);
   release.set_client_id(client_id_);
@@ -144,21 +217,8 @@ void DistributedInput::ReportSplits(uint64_t epoch, const std::vector<int64_t>& 
   request.set_epoch(epoch);
   for (int64_t s : completed) request.add_completed(s);
   for (int64_t s : abandoned) request.add_abandoned(s);
-  Backoff backoff(absl::Milliseconds(20), absl::Seconds(1));
-  for (int attempt = 0; attempt < 50 && !stopping_.HasBeenNotified(); ++attempt) {
-    ReportSplitsResponse ignored;
-    absl::Status s = CallUnary(dispatcher_.get(), &::sluice::Dispatcher::Stub::ReportSplits, "report splits",
-                          request, &ignored, options_.security.token);
-    if (s.ok()) return;
-    if (!absl::IsUnavailable(s) && !absl::IsDeadlineExceeded(s)) {
-      Log("client", s.ToString());
-      return;
-    }
-    if (!backoff.Wait(&stopping_)) break;
-  }
-  // Unreported completions only make the dispatcher re-run those splits;
-  // the reader drops the samples it already delivered.
-  Log("client", absl::StrCat("could not report splits of epoch ", epoch, " to the dispatcher"));
+  absl::MutexLock lock(&mu_);
+  reports_.push_back(std::move(request));
 }
 
 void DistributedInput::CountReceived(int64_t samples, int64_t bytes) {

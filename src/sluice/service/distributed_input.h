@@ -15,7 +15,6 @@
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "absl/synchronization/notification.h"
 #include "service.grpc.pb.h"
 #include "sluice/exec/iterator.h"
 #include "sluice/service/security.h"
@@ -29,6 +28,8 @@ struct ClientOptions {
   Compression compression = COMPRESSION_NONE;
   int max_outstanding = 4;  // batches in flight per worker stream
   absl::Duration connect_timeout = absl::Seconds(30);
+  // Unreachable longer than this mid-epoch, the dispatcher is given up on.
+  absl::Duration dispatcher_timeout = absl::Seconds(60);
   SecurityOptions security;
 };
 
@@ -51,8 +52,13 @@ class DistributedInput : public exec::RemoteInput {
 
   // The workers the dispatcher listed last.
   std::vector<TaskInfo> Tasks() const;
+  // Why reading cannot go on: the dispatcher unreachable for longer than
+  // the timeout, or no longer knowing this client. OK while it can.
+  absl::Status Fatal() const;
   std::shared_ptr<grpc::Channel> ChannelTo(const std::string& address);
-  // Reports splits of `epoch` (retried while the dispatcher restarts).
+  // Reports splits of `epoch`: queued, and sent by the heartbeat thread at
+  // once (retried while the dispatcher restarts), so a stream never waits
+  // on the dispatcher.
   void ReportSplits(uint64_t epoch, const std::vector<int64_t>& completed,
                     const std::vector<int64_t>& abandoned);
   // Feeds the next heartbeat's throughput figures.
@@ -63,6 +69,11 @@ class DistributedInput : public exec::RemoteInput {
  private:
   explicit DistributedInput(ClientOptions options) : options_(std::move(options)) {}
   absl::Status Heartbeat();
+  // The heartbeat thread: beats until stopped, backing off while the
+  // dispatcher is unreachable, and sets fatal_ when it must give up.
+  void BeatUntilStopped();
+  // Sends `reports` in order, removing each once the dispatcher has it.
+  absl::Status SendReports(std::vector<ReportSplitsRequest>* reports);
 
   std::shared_ptr<void> owned_;  // first: destroyed last
   const ClientOptions options_;
@@ -80,8 +91,10 @@ class DistributedInput : public exec::RemoteInput {
   int64_t samples_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t bytes_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Time last_heartbeat_ ABSL_GUARDED_BY(mu_);
+  absl::Status fatal_ ABSL_GUARDED_BY(mu_);
+  std::vector<ReportSplitsRequest> reports_ ABSL_GUARDED_BY(mu_);  // for the heartbeat thread to send
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
 
-  absl::Notification stopping_;
   std::thread heartbeats_;
 };
 

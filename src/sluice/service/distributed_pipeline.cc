@@ -27,6 +27,8 @@ absl::StatusOr<ClientOptions> ToClientOptions(const DistributeDef& d) {
   options.max_outstanding = d.max_outstanding() > 0 ? d.max_outstanding() : 4;
   if (d.connect_timeout_s() < 0) return absl::InvalidArgumentError("connect_timeout_s must be >= 0");
   if (d.connect_timeout_s() > 0) options.connect_timeout = absl::Seconds(d.connect_timeout_s());
+  if (d.dispatcher_timeout_s() < 0) return absl::InvalidArgumentError("dispatcher_timeout_s must be >= 0");
+  if (d.dispatcher_timeout_s() > 0) options.dispatcher_timeout = absl::Seconds(d.dispatcher_timeout_s());
   options.security.ca_file = d.tls_ca_file();
   options.security.cert_file = d.tls_cert_file();
   options.security.key_file = d.tls_key_file();

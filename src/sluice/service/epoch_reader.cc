@@ -92,10 +92,15 @@ void EpochReader::Read(Stream* stream) {
   std::shared_ptr<const std::vector<std::string>> files;
   int64_t split = -1;  // the split whose rows are arriving
   bool ended = false;
-  grpc::Status broken;  // set when this side gave up on the stream
+  grpc::Status broken;     // set when this side gave up on the stream
+  bool server_ended = false;  // the worker finished the stream, with its status
   ReceivingBatch incoming;
   incoming.pool = ctx_->pool;
-  while (reader->Read(&incoming)) {
+  while (true) {
+    if (!reader->Read(&incoming)) {
+      server_ended = true;
+      break;
+    }
     const BatchMessage& message = incoming.received.header;
     if (message.files_size() > 0) {
       files = std::make_shared<const std::vector<std::string>>(message.files().begin(), message.files().end());
@@ -133,7 +138,9 @@ void EpochReader::Read(Stream* stream) {
     queue_.push_back(*std::move(batch));
     cv_.SignalAll();
   }
-  if (!ended) stream->context.TryCancel();
+  // Cancelling a stream the worker ended would turn its status (the
+  // pipeline's error) into CANCELLED, which reads as a lost worker.
+  if (!ended && !server_ended) stream->context.TryCancel();
   grpc::Status status = reader->Finish();
   if (!broken.ok()) status = broken;
 
@@ -221,6 +228,7 @@ absl::Status EpochReader::GetNext(Batch* out, bool* end) {
   while (true) {
     if (!error_.ok()) return error_;
     if (ctx_->cancel.cancelled()) return absl::CancelledError("pipeline cancelled");
+    if (absl::Status fatal = input_->Fatal(); !fatal.ok()) return fatal;
     if (absl::Now() - last_open_ > kRecheck) OpenStreams();
     if (TakeRebatched(false, out)) {
       *end = false;

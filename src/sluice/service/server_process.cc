@@ -6,11 +6,59 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <functional>
+#include <thread>
+
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 
 namespace sluice::service {
+
+namespace {
+
+// Forks every server on one thread that lives as long as the process: a
+// child's PR_SET_PDEATHSIG fires when the thread that forked it ends, not
+// the process, and a server must outlive the thread that started it (a
+// pool's, a Python thread).
+class Spawner {
+ public:
+  static Spawner& Get() {
+    static Spawner* spawner = new Spawner();  // never destroyed: its thread runs to exit
+    return *spawner;
+  }
+
+  // fork()s on the spawner's thread and runs `child` in the child.
+  pid_t Fork(const std::function<void()>& child) {
+    absl::MutexLock one_at_a_time(&call_mu_);
+    absl::MutexLock lock(&mu_);
+    request_ = &child;
+    mu_.Await(absl::Condition(+[](Spawner* s) ABSL_NO_THREAD_SAFETY_ANALYSIS { return s->request_ == nullptr; }, this));
+    return pid_;
+  }
+
+ private:
+  Spawner() {
+    std::thread([this] {
+      absl::MutexLock lock(&mu_);
+      while (true) {
+        mu_.Await(absl::Condition(+[](const std::function<void()>** r) { return *r != nullptr; }, &request_));
+        const pid_t pid = ::fork();
+        if (pid == 0) (*request_)();  // does not return
+        pid_ = pid;
+        request_ = nullptr;
+      }
+    }).detach();
+  }
+
+  absl::Mutex call_mu_;
+  absl::Mutex mu_;
+  const std::function<void()>* request_ ABSL_GUARDED_BY(mu_) = nullptr;
+  pid_t pid_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(const std::string& binary,
                                                                     const std::vector<std::string>& args) {
@@ -22,8 +70,7 @@ absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(const std::s
   for (std::string& a : argv_strings) argv.push_back(a.data());
   argv.push_back(nullptr);
   const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
-  if (pid == 0) {  // the child: dies with the parent
+  const pid_t pid = Spawner::Get().Fork([&] {  // the child: dies with the parent
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(1);
     ::dup2(out[1], 1);
@@ -31,6 +78,11 @@ absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(const std::s
     ::close(out[1]);
     ::execv(binary.c_str(), argv.data());
     ::_exit(127);
+  });
+  if (pid < 0) {
+    ::close(out[0]);
+    ::close(out[1]);
+    return absl::InternalError(absl::StrCat("cannot start ", binary, ": fork failed"));
   }
   ::close(out[1]);
   std::unique_ptr<ServerProcess> process(new ServerProcess());
