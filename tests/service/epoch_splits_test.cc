@@ -1,5 +1,6 @@
 #include "sluice/service/epoch_splits.h"
 
+#include "absl/time/time.h"
 #include "gtest/gtest.h"
 
 namespace sluice::service {
@@ -8,7 +9,7 @@ namespace {
 constexpr int64_t kClientA = 1, kClientB = 2, kWorker1 = 11, kWorker2 = 12;
 
 int64_t Take(EpochSplits& e, int64_t client, int64_t worker) {
-  const GetSplitResponse r = e.Next(client, worker);
+  const GetSplitResponse r = e.Next({client, worker});
   EXPECT_EQ(r.state(), GetSplitResponse::SPLIT);
   return r.split();
 }
@@ -18,15 +19,15 @@ TEST(EpochSplits, HandsOutInOrderWaitsOnSplitsInFlightAndEndsWhenAllArrived) {
   EXPECT_EQ(Take(e, kClientA, kWorker1), 2);
   EXPECT_EQ(Take(e, kClientA, kWorker2), 0);
   EXPECT_EQ(Take(e, kClientA, kWorker1), 1);
-  EXPECT_EQ(e.Next(kClientA, kWorker2).state(), GetSplitResponse::WAIT);
+  EXPECT_EQ(e.Next({kClientA, kWorker2}).state(), GetSplitResponse::WAIT);
   e.Complete(2);
   e.Complete(0);
   e.Complete(0);  // a repeated report changes nothing
   EXPECT_EQ(e.completed(), 2);
-  EXPECT_EQ(e.Next(kClientA, kWorker2).state(), GetSplitResponse::WAIT);
+  EXPECT_EQ(e.Next({kClientA, kWorker2}).state(), GetSplitResponse::WAIT);
   e.Complete(1);
   EXPECT_TRUE(e.done());
-  EXPECT_EQ(e.Next(kClientA, kWorker2).state(), GetSplitResponse::END);
+  EXPECT_EQ(e.Next({kClientA, kWorker2}).state(), GetSplitResponse::END);
 }
 
 TEST(EpochSplits, ALostWorkersSplitsAreRerunForTheirOwnClientOnly) {
@@ -38,10 +39,10 @@ TEST(EpochSplits, ALostWorkersSplitsAreRerunForTheirOwnClientOnly) {
   // Client B's re-run comes before the pool; A's split 0 stays A's.
   EXPECT_EQ(Take(e, kClientB, kWorker2), 1);
   EXPECT_EQ(Take(e, kClientB, kWorker2), 3);
-  EXPECT_EQ(e.Next(kClientB, kWorker2).state(), GetSplitResponse::WAIT);  // 1 and 3 in flight
+  EXPECT_EQ(e.Next({kClientB, kWorker2}).state(), GetSplitResponse::WAIT);  // 1 and 3 in flight
   EXPECT_EQ(Take(e, kClientA, kWorker2), 0);
   for (int s : {0, 1, 2, 3}) e.Complete(s);
-  EXPECT_EQ(e.Next(kClientA, kWorker2).state(), GetSplitResponse::END);
+  EXPECT_EQ(e.Next({kClientA, kWorker2}).state(), GetSplitResponse::END);
 }
 
 TEST(EpochSplits, AnAbandonedSplitReturnsToItsClientAndALostClientsToThePool) {
@@ -49,9 +50,9 @@ TEST(EpochSplits, AnAbandonedSplitReturnsToItsClientAndALostClientsToThePool) {
   EXPECT_EQ(Take(e, kClientA, kWorker1), 0);
   e.Abandon(0, kClientB);  // not B's: ignored
   EXPECT_EQ(Take(e, kClientB, kWorker1), 1);
-  EXPECT_EQ(e.Next(kClientB, kWorker1).state(), GetSplitResponse::WAIT);
+  EXPECT_EQ(e.Next({kClientB, kWorker1}).state(), GetSplitResponse::WAIT);
   e.Abandon(0, kClientA);
-  EXPECT_EQ(e.Next(kClientB, kWorker1).state(), GetSplitResponse::WAIT);  // 0 is A's
+  EXPECT_EQ(e.Next({kClientB, kWorker1}).state(), GetSplitResponse::WAIT);  // 0 is A's
   e.ClientLost(kClientA);
   EXPECT_EQ(Take(e, kClientB, kWorker2), 0);
 }
@@ -61,8 +62,80 @@ TEST(EpochSplits, AReplayedAssignmentTakesTheSplitOutOfThePool) {
   e.Assign(1, kClientA, -1);
   EXPECT_EQ(Take(e, kClientB, kWorker1), 0);
   e.Complete(0);
-  EXPECT_EQ(e.Next(kClientB, kWorker1).state(), GetSplitResponse::END);
+  EXPECT_EQ(e.Next({kClientB, kWorker1}).state(), GetSplitResponse::WAIT);
   e.Abandon(1, kClientA);
+  EXPECT_EQ(Take(e, kClientA, kWorker2), 1);
+}
+
+TEST(EpochSplits, AClientEndsOnlyOnceEverySplitArrivedSoADeadClientsSplitsFindAnother) {
+  EpochSplits e({0, 1});
+  EXPECT_EQ(Take(e, kClientA, kWorker1), 0);
+  EXPECT_EQ(Take(e, kClientB, kWorker2), 1);
+  e.Complete(1);
+  EXPECT_EQ(e.Next({kClientB, kWorker2}).state(), GetSplitResponse::WAIT) << "A holds split 0";
+  e.ClientLost(kClientA);  // killed: its split goes to B
+  EXPECT_EQ(Take(e, kClientB, kWorker2), 0);
+  e.Complete(0);
+  EXPECT_EQ(e.Next({kClientB, kWorker2}).state(), GetSplitResponse::END);
+}
+
+const absl::Time kT0 = absl::FromUnixSeconds(1000);
+
+TEST(EpochSplits, ARetriedRequestGetsTheSameSplitAndOrphansNone) {
+  EpochSplits e({0, 1, 2});
+  const EpochSplits::Ask ask{kClientA, kWorker1, /*stream=*/77, /*seq=*/1, kT0};
+  EXPECT_EQ(e.Next(ask).split(), 0);
+  EXPECT_EQ(e.Next(ask).split(), 0) << "the reply was lost; the retry must not hand out split 1";
+  EpochSplits::Ask next = ask;
+  next.seq = 2;
+  EXPECT_EQ(e.Next(next).split(), 1);
+  EpochSplits::Ask other = ask;
+  other.stream = 78;
+  EXPECT_EQ(e.Next(other).split(), 2) << "another stream's seq 1 is another request";
+}
+
+TEST(EpochSplits, ARetriedWaitLooksAgain) {
+  EpochSplits e({0});
+  EXPECT_EQ(Take(e, kClientA, kWorker1), 0);
+  const EpochSplits::Ask ask{kClientA, kWorker2, /*stream=*/77, /*seq=*/1, kT0};
+  EXPECT_EQ(e.Next(ask).state(), GetSplitResponse::WAIT);
+  e.WorkerLost(kWorker1);
+  const GetSplitResponse again = e.Next(ask);
+  EXPECT_EQ(again.state(), GetSplitResponse::SPLIT) << "a WAIT must not be replayed to its retry";
+  EXPECT_EQ(again.split(), 0);
+}
+
+TEST(EpochSplits, ASplitWhoseLeaseRunsOutRunsAgainForItsClient) {
+  SplitPolicy policy;
+  policy.lease = absl::Seconds(10);
+  EpochSplits e({0, 1}, policy);
+  EXPECT_EQ(e.Next({kClientA, kWorker1, 0, 0, kT0}).split(), 0);
+  EXPECT_EQ(e.Next({kClientA, kWorker2, 0, 0, kT0}).split(), 1);
+  e.Renew(0, kClientA, kWorker1, kT0 + absl::Seconds(8));  // worker 1 still runs split 0
+  e.ExpireLeases(kT0 + absl::Seconds(15));
+  // Split 1's stream broke and the report was lost: it comes back; 0 does not.
+  const GetSplitResponse again = e.Next({kClientA, kWorker1, 0, 0, kT0 + absl::Seconds(15)});
+  EXPECT_EQ(again.state(), GetSplitResponse::SPLIT);
+  EXPECT_EQ(again.split(), 1);
+  EXPECT_EQ(e.Next({kClientA, kWorker1, 0, 0, kT0 + absl::Seconds(15)}).state(), GetSplitResponse::WAIT);
+}
+
+TEST(EpochSplits, ASplitThatBreaksTooOftenIsHandedOutAsFailedNamingWhy) {
+  SplitPolicy policy;
+  policy.max_failures = 3;
+  EpochSplits e({0, 1}, policy);
+  EXPECT_EQ(Take(e, kClientA, kWorker1), 0);
+  e.Abandon(0, kClientA, /*why=*/"");  // a dispatcher restart is not the split's failure
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(Take(e, kClientA, kWorker1), 0) << "try " << i;
+    e.WorkerLost(kWorker1);
+  }
+  const GetSplitResponse failed = e.Next({kClientA, kWorker2});
+  EXPECT_EQ(failed.state(), GetSplitResponse::FAILED);
+  EXPECT_EQ(failed.split(), 0);
+  EXPECT_EQ(failed.error(), "split 0 failed 3 times (worker 11 was lost while running it): a sample in it may "
+                            "crash the pipeline");
+  e.Complete(0);  // skipped by the client
   EXPECT_EQ(Take(e, kClientA, kWorker2), 1);
 }
 

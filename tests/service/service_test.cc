@@ -59,6 +59,7 @@ struct Received {
   std::map<int64_t, int> count;  // by id
   std::vector<std::vector<uint8_t>> images_by_id = std::vector<std::vector<uint8_t>>(kRows);
   int batches = 0;
+  int64_t skipped = 0;  // records, under on_corrupt "skip"
 };
 
 // Reads epoch `epoch`; calls `after(k)` once k batches have arrived.
@@ -71,7 +72,10 @@ absl::StatusOr<Received> ReadEpoch(const exec::Pipeline& pipeline, uint64_t epoc
     bool end = false;
     absl::Status s = it->Next(&b, &end);
     if (!s.ok()) return s;
-    if (end) return out;
+    if (end) {
+      out.skipped = it->skipped().skipped();
+      return out;
+    }
     const int64_t* ids = b.columns[0].values.data<int64_t>();
     for (int64_t r = 0; r < b.rows; ++r) {
       ++out.count[ids[r]];
@@ -235,6 +239,38 @@ TEST_F(ServiceTest, ADispatcherGoneForLongerThanTheTimeoutFailsTheEpochSayingSo)
   EXPECT_THAT(ReadEpoch(*pipeline, 0, 20, [&] { cluster.dispatcher().Stop(SIGKILL); }),
               StatusIs(absl::StatusCode::kUnavailable,
                        HasSubstr("the dispatcher at " + cluster.address() + " has been unreachable for 1s")));
+}
+
+// A sample that crashes the worker running it would kill every worker in
+// turn: after three tries its split fails the epoch, naming its records,
+// or under on_corrupt "skip" is skipped and counted.
+TEST_F(ServiceTest, ASplitThatKillsItsWorkersFailsTheEpochOrIsSkipped) {
+  const std::string plugin = std::string(std::getenv("SLUICE_TEST_PLUGINS")) + "/libtest_plugin_failing.so";
+  for (const bool skip : {false, true}) {
+    SCOPED_TRACE(skip ? "skip" : "error");
+    TestCluster cluster;
+    SLUICE_ASSERT_OK(cluster.StartDispatcher());
+    for (int i = 0; i < 4; ++i) SLUICE_ASSERT_OK(cluster.AddWorker(1, {"--plugin", plugin}));
+    PipelineBuilder b = Samples();
+    b.Map({Op("fail_at_label", {{"field", "id"}, {"label", 12345}, {"crash", true}})});
+    if (skip) b.SkipCorruptRecords();
+    DistributeOptions d;
+    d.dispatcher = cluster.address();
+    d.connect_timeout_s = 5;
+    ASSERT_OK_AND_ASSIGN(auto pipeline, CreatePipeline(b.Distribute(d).Batch(64).Build()));
+    const absl::StatusOr<Received> read = ReadEpoch(*pipeline);
+    if (!skip) {
+      EXPECT_THAT(read, StatusIs(absl::StatusCode::kDataLoss, HasSubstr("job ")));
+      EXPECT_THAT(read.status().message(), HasSubstr(": split 123 failed 3 times ("));
+      EXPECT_THAT(read.status().message(),
+                  HasSubstr("): a sample in it may crash the pipeline (it holds records 12300 to 12399 of <arrays>)"));
+      continue;
+    }
+    SLUICE_ASSERT_OK(read.status());
+    EXPECT_EQ(read->count.size(), static_cast<size_t>(kRows - 100));
+    EXPECT_EQ(read->count.count(12345), 0u);
+    EXPECT_EQ(read->skipped, 100);
+  }
 }
 
 TEST_F(ServiceTest, AWorkerJoiningMidJobTakesSplits) {

@@ -15,6 +15,9 @@ struct DispatcherArgs {
   int port = 0;
   std::string work_dir;
   double worker_timeout_s = 5;
+  double client_timeout_s = 5;
+  double split_lease_s = 30;
+  int max_split_failures = 3;
   graph::ResourceLimits limits;
   SecurityFlags security;
 };
@@ -25,6 +28,9 @@ absl::Status Serve(const DispatcherArgs& args) {
   options.port = args.port;
   options.work_dir = args.work_dir;
   options.timeouts.worker_timeout = absl::Seconds(args.worker_timeout_s);
+  options.timeouts.client_timeout = absl::Seconds(args.client_timeout_s);
+  options.timeouts.splits.lease = absl::Seconds(args.split_lease_s);
+  options.timeouts.splits.max_failures = args.max_split_failures;
   options.limits = args.limits;
   SLUICE_ASSIGN_OR_RETURN(options.security, args.security.Options());
   BlockTerminationSignals();
@@ -52,7 +58,23 @@ void AddDispatcherCommand(CLI::App& app, absl::Status* result) {
                   "and split progress");
   cmd->add_option("--worker-timeout", args->worker_timeout_s,
                   "seconds without a heartbeat before a worker counts as lost")
-      ->default_val(5);
+      ->default_val(5)
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--client-timeout", args->client_timeout_s,
+                  "seconds without a heartbeat before a consumer counts as gone and its splits go to the job's "
+                  "other consumers")
+      ->default_val(5)
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--split-lease", args->split_lease_s,
+                  "seconds a split in flight stays assigned without its worker reporting it running; then it "
+                  "runs again")
+      ->default_val(30)
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--max-split-failures", args->max_split_failures,
+                  "times a split may break (its worker lost, its stream broken) before it fails the epoch, or "
+                  "is skipped under on_corrupt \"skip\"")
+      ->default_val(3)
+      ->check(CLI::PositiveNumber);
   const graph::ResourceLimits defaults;
   cmd->add_option("--max-batch-bytes", args->limits.max_batch_bytes,
                   "refuse pipelines whose samples or batches (their fixed-size columns) exceed this many bytes")

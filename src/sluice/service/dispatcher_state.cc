@@ -74,7 +74,7 @@ void DispatcherState::Apply(const JournalEntry& entry) {
       if (job == jobs_.end()) break;
       EpochSplits& splits = Epoch(job->second, a.epoch());
       splits.Assign(a.split(), a.client_id(), -1);
-      splits.Abandon(a.split(), a.client_id());
+      splits.Abandon(a.split(), a.client_id(), /*why=*/"");
       break;
     }
     case JournalEntry::kAddWorker:
@@ -215,6 +215,12 @@ absl::StatusOr<WorkerHeartbeatResponse> DispatcherState::WorkerHeartbeat(const W
   worker.active_streams = request.active_streams();
   worker.samples_per_s = request.samples_per_s();
   worker.ops = std::set<std::string>(request.ops().begin(), request.ops().end());
+  for (const JournalSplit& running : request.running()) {
+    auto job = jobs_.find(running.job_id());
+    if (job == jobs_.end()) continue;
+    auto splits = job->second.epochs.find(running.epoch());
+    if (splits != job->second.epochs.end()) splits->second.Renew(running.split(), running.client_id(), id, now);
+  }
   WorkerHeartbeatResponse out;
   out.set_worker_id(id);
   return out;
@@ -246,7 +252,7 @@ EpochSplits& DispatcherState::Epoch(Job& job, uint64_t epoch) {
     SampleRng rng(pipeline.def.seed(), OpKey("distribute", 0), epoch, 0);  // Fisher-Yates
     for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[rng.NextU32() % i]);
   }
-  return job.epochs.emplace(epoch, EpochSplits(std::move(order))).first->second;
+  return job.epochs.emplace(epoch, EpochSplits(std::move(order), options_.splits)).first->second;
 }
 
 absl::StatusOr<GetSplitResponse> DispatcherState::GetSplit(const GetSplitRequest& request,
@@ -261,8 +267,13 @@ absl::StatusOr<GetSplitResponse> DispatcherState::GetSplit(const GetSplitRequest
     return absl::FailedPreconditionError(absl::StrCat("worker ", request.worker_id(), " lacks ops of job ",
                                                       job.def.job_id(), "'s pipeline: it gets none of its splits"));
   }
-  GetSplitResponse out = Epoch(job, request.epoch()).Next(request.client_id(), request.worker_id());
-  if (out.state() == GetSplitResponse::SPLIT) {
+  EpochSplits::Ask ask{request.client_id(), request.worker_id(), request.stream_id(), request.seq(), now};
+  GetSplitResponse out = Epoch(job, request.epoch()).Next(ask);
+  if (out.state() == GetSplitResponse::FAILED) {
+    const PipelineDef& def = pipelines_[job.def.pipeline_id()].def;
+    out.set_skip(def.nodes_size() > 0 && def.nodes(0).source().on_corrupt() == "skip");
+  }
+  if (out.state() == GetSplitResponse::SPLIT || out.state() == GetSplitResponse::FAILED) {
     JournalEntry entry;
     JournalSplit* a = entry.mutable_split_assigned();
     a->set_job_id(request.job_id());
@@ -276,6 +287,9 @@ absl::StatusOr<GetSplitResponse> DispatcherState::GetSplit(const GetSplitRequest
 }
 
 absl::Status DispatcherState::Expire(absl::Time now) {
+  for (auto& [id, job] : jobs_) {
+    for (auto& [epoch, splits] : job.epochs) splits.ExpireLeases(now);
+  }
   for (auto it = workers_.begin(); it != workers_.end();) {
     if (now - it->second.last_seen <= options_.worker_timeout) {
       ++it;

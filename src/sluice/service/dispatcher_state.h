@@ -26,7 +26,10 @@ class DispatcherState {
  public:
   struct Options {
     absl::Duration worker_timeout = absl::Seconds(5);
-    absl::Duration client_timeout = absl::Seconds(60);
+    // A consumer silent this long is dropped and its splits go to the
+    // job's other consumers.
+    absl::Duration client_timeout = absl::Seconds(5);
+    SplitPolicy splits;
   };
   // Persists an entry before it applies; an error fails the call.
   using JournalFn = std::function<absl::Status(const JournalEntry&)>;

@@ -109,6 +109,20 @@ void EpochReader::Read(Stream* stream) {
       ended = true;
       break;
     }
+    if (message.split_skipped()) {  // failed too often; skipped under on_corrupt "skip"
+      {
+        absl::MutexLock lock(&mu_);
+        const int64_t arrived = static_cast<int64_t>(delivered_[message.split()].size());
+        const int64_t records = message.skipped_records() < 0 ? 1 : message.skipped_records() - arrived;
+        if (completed_.insert(message.split()).second && records > 0) {
+          ctx_->skips.Add(message.skipped_file(), records, 0, message.skip_reason());
+        }
+        delivered_.erase(message.split());
+      }
+      if (exactly_once_) input_->ReportSplits(epoch_, {message.split()}, {});
+      split = -1;
+      continue;
+    }
     if (message.split_end()) {
       {
         absl::MutexLock lock(&mu_);

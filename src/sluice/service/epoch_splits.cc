@@ -2,55 +2,91 @@
 
 #include <algorithm>
 
+#include "absl/strings/str_cat.h"
+
 namespace sluice::service {
 
-EpochSplits::EpochSplits(std::vector<int64_t> order) : slots_(order.size()) {
+EpochSplits::EpochSplits(std::vector<int64_t> order, SplitPolicy policy) : policy_(policy), slots_(order.size()) {
   pool_.assign(order.begin(), order.end());
 }
 
-GetSplitResponse EpochSplits::Next(int64_t client, int64_t worker) {
+GetSplitResponse EpochSplits::Next(const Ask& ask) {
+  if (ask.stream != 0) {
+    auto last = last_answer_.find(ask.stream);
+    if (last != last_answer_.end() && last->second.seq == ask.seq) return last->second.response;
+  }
+  GetSplitResponse out = Hand(ask);
+  // A WAIT hands nothing out: its retry must look again.
+  if (ask.stream != 0 && out.state() != GetSplitResponse::WAIT) last_answer_[ask.stream] = Answered{ask.seq, out};
+  return out;
+}
+
+GetSplitResponse EpochSplits::Hand(const Ask& ask) {
   GetSplitResponse out;
   std::deque<int64_t>* source = nullptr;
-  auto requeued = requeued_.find(client);
+  auto requeued = requeued_.find(ask.client);
   if (requeued != requeued_.end() && !requeued->second.empty()) {
     source = &requeued->second;
   } else if (!pool_.empty()) {
     source = &pool_;
   }
   if (source == nullptr) {
-    out.set_state(HasOpenSplits(client) ? GetSplitResponse::WAIT : GetSplitResponse::END);
+    // Splits in flight to any client may come back (that client may die).
+    out.set_state(done() ? GetSplitResponse::END : GetSplitResponse::WAIT);
     return out;
   }
   const int64_t split = source->front();
   source->pop_front();
-  slots_[split] = Slot{State::kInFlight, client, worker};
-  out.set_state(GetSplitResponse::SPLIT);
+  Slot& slot = slots_[split];
+  slot.state = State::kInFlight;
+  slot.client = ask.client;
+  slot.worker = ask.worker;
+  slot.lease_until = ask.now + policy_.lease;
   out.set_split(split);
+  if (slot.failures >= policy_.max_failures) {
+    out.set_state(GetSplitResponse::FAILED);
+    out.set_error(absl::StrCat("split ", split, " failed ", slot.failures, " times (", slot.last_failure,
+                               "): a sample in it may crash the pipeline"));
+  } else {
+    out.set_state(GetSplitResponse::SPLIT);
+  }
   return out;
 }
 
 void EpochSplits::Assign(int64_t split, int64_t client, int64_t worker) {
   if (!Valid(split) || slots_[split].state == State::kDone) return;
   Unqueue(split);
-  slots_[split] = Slot{State::kInFlight, client, worker};
+  Slot& slot = slots_[split];
+  slot.state = State::kInFlight;
+  slot.client = client;
+  slot.worker = worker;
+  slot.lease_until = absl::InfiniteFuture();
 }
 
 void EpochSplits::Complete(int64_t split) {
   if (!Valid(split) || slots_[split].state == State::kDone) return;
   Unqueue(split);
-  slots_[split] = Slot{State::kDone, -1, -1};
+  slots_[split] = Slot{State::kDone};
   ++completed_;
 }
 
-void EpochSplits::Abandon(int64_t split, int64_t client) {
+void EpochSplits::Abandon(int64_t split, int64_t client, const std::string& why) {
   if (!Valid(split) || slots_[split].state != State::kInFlight || slots_[split].client != client) return;
-  slots_[split] = Slot{State::kRequeued, client, -1};
+  Slot& slot = slots_[split];
+  slot.state = State::kRequeued;
+  slot.worker = -1;
+  if (!why.empty()) {
+    ++slot.failures;
+    slot.last_failure = why;
+  }
   requeued_[client].push_back(split);
 }
 
 void EpochSplits::WorkerLost(int64_t worker) {
   for (int64_t s = 0; s < size(); ++s) {
-    if (slots_[s].state == State::kInFlight && slots_[s].worker == worker) Abandon(s, slots_[s].client);
+    if (slots_[s].state == State::kInFlight && slots_[s].worker == worker) {
+      Abandon(s, slots_[s].client, absl::StrCat("worker ", worker, " was lost while running it"));
+    }
   }
 }
 
@@ -59,8 +95,28 @@ void EpochSplits::ClientLost(int64_t client) {
   for (int64_t s = 0; s < size(); ++s) {
     Slot& slot = slots_[s];
     if (slot.client == client && (slot.state == State::kInFlight || slot.state == State::kRequeued)) {
-      slot = Slot{};
+      slot.state = State::kPool;
+      slot.client = slot.worker = -1;
+      slot.lease_until = absl::InfiniteFuture();
       pool_.push_front(s);
+    }
+  }
+}
+
+void EpochSplits::Renew(int64_t split, int64_t client, int64_t worker, absl::Time now) {
+  if (!Valid(split)) return;
+  Slot& slot = slots_[split];
+  if (slot.state == State::kInFlight && slot.client == client && slot.worker == worker) {
+    slot.lease_until = now + policy_.lease;
+  }
+}
+
+void EpochSplits::ExpireLeases(absl::Time now) {
+  for (int64_t s = 0; s < size(); ++s) {
+    const Slot& slot = slots_[s];
+    if (slot.state == State::kInFlight && slot.lease_until < now) {
+      Abandon(s, slot.client,
+              absl::StrCat("no worker reported running it for ", absl::FormatDuration(policy_.lease)));
     }
   }
 }
@@ -73,13 +129,5 @@ void EpochSplits::Unqueue(int64_t split) {
   if (queue != nullptr) queue->erase(std::remove(queue->begin(), queue->end(), split), queue->end());
 }
 
-bool EpochSplits::HasOpenSplits(int64_t client) const {
-  for (const Slot& slot : slots_) {
-    if (slot.client == client && (slot.state == State::kInFlight || slot.state == State::kRequeued)) {
-      return true;
-    }
-  }
-  return false;
-}
 
 }  // namespace sluice::service

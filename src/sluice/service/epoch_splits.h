@@ -1,41 +1,72 @@
 // Where each split of one epoch of a distributed_epoch job is: waiting in
 // the pool, in flight to a client through a worker, waiting to be re-run
-// for a client whose stream broke, or done (the client has every sample).
-// A split whose stream broke goes back to the same client, which still
-// holds the samples that arrived and drops them from the re-run: that is
-// how every sample arrives exactly once even when workers die.
+// for a client whose stream broke, failed too often, or done (the client
+// has every sample). A split whose stream broke goes back to the same
+// client, which still holds the samples that arrived and drops them from
+// the re-run: that is how every sample arrives exactly once even when
+// workers die.
+//
+// A split in flight holds a lease, renewed while its worker reports running
+// it; one not renewed (its stream broke and the client's report was lost)
+// is re-run. A split that broke `max_failures` times is handed out as
+// FAILED: the worker ends the client's epoch with its error, or under
+// on_corrupt "skip" skips it.
 #ifndef SLUICE_SERVICE_EPOCH_SPLITS_H_
 #define SLUICE_SERVICE_EPOCH_SPLITS_H_
 
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <string>
 #include <vector>
 
+#include "absl/time/time.h"
 #include "service.pb.h"
 
 namespace sluice::service {
 
+// How long a split's lease lasts, and how often it may break.
+struct SplitPolicy {
+  absl::Duration lease = absl::Seconds(30);
+  int max_failures = 3;
+};
+
 // Thread-compatible.
 class EpochSplits {
  public:
-  // `order`: the split indices in hand-out order.
-  explicit EpochSplits(std::vector<int64_t> order);
+  // A worker stream's request for its next split. A retried request (the
+  // same stream and seq) gets the same answer: a lost reply orphans nothing.
+  struct Ask {
+    int64_t client = 0;
+    int64_t worker = 0;
+    uint64_t stream = 0;  // 0: not deduplicated
+    int64_t seq = 0;
+    absl::Time now;
+  };
 
-  // The next split `worker` should run for `client`: one re-queued for the
-  // client first, else the next in the pool; WAIT while the client still
-  // has splits in flight (one may come back), END when it has none.
-  GetSplitResponse Next(int64_t client, int64_t worker);
+  // `order`: the split indices in hand-out order.
+  explicit EpochSplits(std::vector<int64_t> order, SplitPolicy policy = {});
+
+  // The next split for the asking stream's client: one re-queued for the
+  // client first (FAILED when it failed too often), else the next in the
+  // pool; WAIT while any split is in flight (it may come back, for this
+  // client or, when its own client dies, for anyone), END when all arrived.
+  GetSplitResponse Next(const Ask& ask);
   // Marks `split` as in flight to `client` (a journal replay).
   void Assign(int64_t split, int64_t client, int64_t worker);
-  // Every sample of `split` reached `client`. Idempotent.
+  // Every sample of `split` reached `client` (or it was skipped). Idempotent.
   void Complete(int64_t split);
-  // The stream carrying `split` to `client` broke: run it again for them.
-  void Abandon(int64_t split, int64_t client);
+  // The stream carrying `split` to `client` broke: run it again for them,
+  // counting a failure `why` (none when empty: a replayed assignment).
+  void Abandon(int64_t split, int64_t client, const std::string& why = "its stream broke");
   // Splits in flight through `worker` are re-run for their clients.
   void WorkerLost(int64_t worker);
   // A client that left: its splits return to the pool for the others.
   void ClientLost(int64_t client);
+  // `worker` is running `split` for `client`: its lease runs from `now`.
+  void Renew(int64_t split, int64_t client, int64_t worker, absl::Time now);
+  // Splits whose lease ran out by `now` are re-run for their clients.
+  void ExpireLeases(absl::Time now);
 
   int64_t size() const { return static_cast<int64_t>(slots_.size()); }
   int64_t completed() const { return completed_; }
@@ -47,16 +78,25 @@ class EpochSplits {
     State state = State::kPool;
     int64_t client = -1;
     int64_t worker = -1;
+    absl::Time lease_until = absl::InfiniteFuture();
+    int failures = 0;
+    std::string last_failure;
   };
   bool Valid(int64_t split) const { return split >= 0 && split < size(); }
   // Removes `split` from wherever it waits (pool or a client's queue).
   void Unqueue(int64_t split);
-  bool HasOpenSplits(int64_t client) const;
+  GetSplitResponse Hand(const Ask& ask);
 
+  SplitPolicy policy_;
   std::vector<Slot> slots_;
   std::deque<int64_t> pool_;
   std::map<int64_t, std::deque<int64_t>> requeued_;  // by client
   int64_t completed_ = 0;
+  struct Answered {
+    int64_t seq;
+    GetSplitResponse response;
+  };
+  std::map<uint64_t, Answered> last_answer_;  // by stream
 };
 
 }  // namespace sluice::service

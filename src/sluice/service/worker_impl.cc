@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "sluice/core/status_macros.h"
@@ -54,6 +55,16 @@ absl::Status WorkerImpl::Heartbeat() {
   request.set_address(address);
   request.set_active_streams(active_streams_.load());
   for (const std::string& op : ops_) request.add_ops(op);
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [job, epoch, client, split] : running_) {
+      JournalSplit* running = request.add_running();
+      running->set_job_id(job);
+      running->set_epoch(epoch);
+      running->set_client_id(client);
+      running->set_split(split);
+    }
+  }
   WorkerHeartbeatResponse response;
   SLUICE_RETURN_IF_ERROR(CallUnary(dispatcher_.get(), &::sluice::Dispatcher::Stub::WorkerHeartbeat,
                               "worker heartbeat", request, &response, options_.security.token));
@@ -96,25 +107,16 @@ absl::StatusOr<std::shared_ptr<const exec::Pipeline>> WorkerImpl::GetPipeline(co
   return pipelines_.emplace(id, std::move(pipeline)).first->second;
 }
 
-absl::StatusOr<GetSplitResponse> WorkerImpl::NextSplit(const StreamBatchesRequest& request,
+absl::StatusOr<GetSplitResponse> WorkerImpl::NextSplit(const GetSplitRequest& ask,
                                                        const std::function<bool()>& cancelled) {
-  GetSplitRequest ask;
-  ask.set_job_id(request.job_id());
-  ask.set_client_id(request.client_id());
-  ask.set_epoch(request.epoch());
-  ask.set_worker_id(worker_id_.load());
   const absl::Time give_up = absl::Now() + options_.dispatcher_grace;
   Backoff backoff(absl::Milliseconds(5), absl::Milliseconds(200));
   while (!cancelled()) {
     GetSplitResponse response;
     absl::Status s = CallUnary(dispatcher_.get(), &::sluice::Dispatcher::Stub::GetSplit, "get split", ask,
-                          &response, options_.security.token);
-    const bool retry = s.ok() ? response.state() == GetSplitResponse::WAIT
-                              : absl::IsUnavailable(s) || absl::IsDeadlineExceeded(s);
-    if (!retry) {
-      if (!s.ok()) return s;
-      return response;
-    }
+                               &response, options_.security.token);
+    if (s.ok() && response.state() != GetSplitResponse::WAIT) return response;
+    if (!s.ok() && !absl::IsUnavailable(s) && !absl::IsDeadlineExceeded(s)) return s;
     if (!s.ok() && absl::Now() > give_up) return s;
     backoff.Wait();
   }
@@ -140,6 +142,61 @@ absl::Status WorkerImpl::SendAll(exec::PipelineIterator* it, const StreamBatches
   return absl::CancelledError("stream cancelled by the client");
 }
 
+namespace {
+
+// Where a split's records are, for messages.
+std::string DescribeSplit(const exec::Pipeline& pipeline, const io::Split& split) {
+  const std::string& file = (*pipeline.compiled().nodes.front().format->files())[split.file];
+  if (split.end_record < 0) return absl::StrCat("all of ", file);
+  return absl::StrCat("records ", split.begin_record, " to ", split.end_record - 1, " of ", file);
+}
+
+}  // namespace
+
+absl::Status WorkerImpl::RunSplit(const exec::Pipeline& pipeline, const StreamBatchesRequest& request, int64_t split,
+                                  BatchMessage* header, const WriteFn& write,
+                                  const std::function<bool()>& cancelled) {
+  const auto key = std::make_tuple(request.job_id(), request.epoch(), request.client_id(), split);
+  {
+    absl::MutexLock lock(&mu_);
+    running_.insert(key);
+  }
+  struct Done {
+    WorkerImpl* self;
+    std::tuple<int64_t, uint64_t, int64_t, int64_t> key;
+    ~Done() {
+      absl::MutexLock lock(&self->mu_);
+      self->running_.erase(self->running_.find(key));
+    }
+  } done{this, key};
+  std::unique_ptr<exec::PipelineIterator> it = pipeline.IterateSplits(request.epoch(), {pipeline.Splits()[split]});
+  SLUICE_RETURN_IF_ERROR(SendAll(it.get(), request, split, header, write, cancelled));
+  BatchMessage split_end;
+  split_end.set_split(split);
+  split_end.set_split_end(true);
+  grpc::ByteBuffer marker = SerializeMessage(split_end);
+  if (!write(&marker)) return absl::CancelledError("the client went away");
+  return absl::OkStatus();
+}
+
+absl::Status WorkerImpl::FailedSplit(const exec::Pipeline& pipeline, const StreamBatchesRequest& request,
+                                     const GetSplitResponse& failed, const WriteFn& write) {
+  const io::Split& split = pipeline.Splits()[failed.split()];
+  const std::string what = absl::StrCat("job ", request.job_id(), ": ", failed.error(), " (it holds ",
+                                        DescribeSplit(pipeline, split), ")");
+  if (!failed.skip()) return absl::DataLossError(what);
+  Log("worker", absl::StrCat(what, "; skipped (on_corrupt \"skip\")"));
+  BatchMessage skipped;
+  skipped.set_split(failed.split());
+  skipped.set_split_skipped(true);
+  skipped.set_skip_reason(what);
+  skipped.set_skipped_records(split.end_record < 0 ? -1 : split.end_record - split.begin_record);
+  skipped.set_skipped_file((*pipeline.compiled().nodes.front().format->files())[split.file]);
+  grpc::ByteBuffer marker = SerializeMessage(skipped);
+  if (!write(&marker)) return absl::CancelledError("the client went away");
+  return absl::OkStatus();
+}
+
 absl::Status WorkerImpl::StreamBatches(const StreamBatchesRequest& request, const WriteFn& write,
                                        const std::function<bool()>& cancelled) {
   SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<const exec::Pipeline> pipeline, GetPipeline(request.pipeline_id()));
@@ -156,23 +213,27 @@ absl::Status WorkerImpl::StreamBatches(const StreamBatchesRequest& request, cons
     std::unique_ptr<exec::PipelineIterator> it = pipeline->Iterate(request.epoch());
     SLUICE_RETURN_IF_ERROR(SendAll(it.get(), request, -1, &message, write, cancelled));
   } else {
-    const std::vector<io::Split> splits = pipeline->Splits();
-    while (true) {
-      SLUICE_ASSIGN_OR_RETURN(GetSplitResponse next, NextSplit(request, cancelled));
+    GetSplitRequest ask;
+    ask.set_job_id(request.job_id());
+    ask.set_client_id(request.client_id());
+    ask.set_epoch(request.epoch());
+    ask.set_stream_id(absl::Uniform<uint64_t>(absl::BitGen(), 1, UINT64_MAX));
+    const int64_t splits = static_cast<int64_t>(pipeline->Splits().size());
+    for (int64_t seq = 1;; ++seq) {
+      ask.set_worker_id(worker_id_.load());
+      ask.set_seq(seq);
+      SLUICE_ASSIGN_OR_RETURN(GetSplitResponse next, NextSplit(ask, cancelled));
       if (next.state() == GetSplitResponse::END) break;
-      if (next.split() < 0 || next.split() >= static_cast<int64_t>(splits.size())) {
+      if (next.split() < 0 || next.split() >= splits) {
         return absl::FailedPreconditionError(absl::StrCat(
-            "the dispatcher handed out split ", next.split(), " of ", splits.size(),
+            "the dispatcher handed out split ", next.split(), " of ", splits,
             ": do the dispatcher and this worker see the same files?"));
       }
-      std::unique_ptr<exec::PipelineIterator> it =
-          pipeline->IterateSplits(request.epoch(), {splits[next.split()]});
-      SLUICE_RETURN_IF_ERROR(SendAll(it.get(), request, next.split(), &message, write, cancelled));
-      BatchMessage split_end;
-      split_end.set_split(next.split());
-      split_end.set_split_end(true);
-      grpc::ByteBuffer marker = SerializeMessage(split_end);
-      if (!write(&marker)) return absl::CancelledError("the client went away");
+      if (next.state() == GetSplitResponse::FAILED) {
+        SLUICE_RETURN_IF_ERROR(FailedSplit(*pipeline, request, next, write));
+      } else {
+        SLUICE_RETURN_IF_ERROR(RunSplit(*pipeline, request, next.split(), &message, write, cancelled));
+      }
     }
   }
   BatchMessage epoch_end;

@@ -8,6 +8,8 @@
 #include <atomic>
 #include <functional>
 #include <map>
+#include <set>
+#include <tuple>
 #include <memory>
 #include <string>
 #include <vector>
@@ -54,9 +56,16 @@ class WorkerImpl {
  private:
   explicit WorkerImpl(WorkerOptions options);
   absl::StatusOr<std::shared_ptr<const exec::Pipeline>> GetPipeline(const std::string& id);
-  // The dispatcher's next split for the stream, retrying while it restarts.
-  absl::StatusOr<GetSplitResponse> NextSplit(const StreamBatchesRequest& request,
-                                             const std::function<bool()>& cancelled);
+  // The dispatcher's next split for the stream, retrying while it restarts
+  // (a retry repeats `ask`, so a lost reply hands out nothing twice).
+  absl::StatusOr<GetSplitResponse> NextSplit(const GetSplitRequest& ask, const std::function<bool()>& cancelled);
+  // Runs `split` for the stream: its batches then its split_end marker.
+  absl::Status RunSplit(const exec::Pipeline& pipeline, const StreamBatchesRequest& request, int64_t split,
+                        BatchMessage* header, const WriteFn& write, const std::function<bool()>& cancelled);
+  // A split the dispatcher says failed too often: skipped (told to the
+  // client), or the stream's error.
+  absl::Status FailedSplit(const exec::Pipeline& pipeline, const StreamBatchesRequest& request,
+                           const GetSplitResponse& failed, const WriteFn& write);
   // Runs `it` to its end, sending each batch tagged with `split`.
   absl::Status SendAll(exec::PipelineIterator* it, const StreamBatchesRequest& request, int64_t split,
                        BatchMessage* header, const WriteFn& write, const std::function<bool()>& cancelled);
@@ -72,6 +81,8 @@ class WorkerImpl {
   mutable absl::Mutex mu_;
   std::string address_ ABSL_GUARDED_BY(mu_);  // where clients reach this worker
   std::map<std::string, std::shared_ptr<const exec::Pipeline>> pipelines_ ABSL_GUARDED_BY(mu_);
+  // The splits its streams are running, for the heartbeat (leases).
+  std::multiset<std::tuple<int64_t, uint64_t, int64_t, int64_t>> running_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace sluice::service

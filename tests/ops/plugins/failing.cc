@@ -1,11 +1,15 @@
-// A plugin op that fails on a given label, naming the sample: how a
-// plugin kernel's error reaches the user.
+// A plugin op that fails on a given label, naming the sample, or crashes
+// the process there: how a plugin kernel's error reaches the user, and how
+// the service copes with a sample that kills its workers.
+#include <cstdlib>
+
 #include "sluice/sluice.h"
 
 namespace {
 
 struct FailParams {
   int64_t label;
+  bool crash;
 };
 
 class FailAtLabelKernel : public sluice::ops::Kernel {
@@ -17,6 +21,7 @@ class FailAtLabelKernel : public sluice::ops::Kernel {
     for (int64_t r = 0; r < ctx.rows; ++r) {
       const int64_t label = *in[0].row<const int64_t>(r);
       if (label == p_.label) {
+        if (p_.crash) std::abort();
         return absl::DataLossError("label " + std::to_string(label) + " is poison in " + ctx.Where(r));
       }
       *out[0].row<int64_t>(r) = label;
@@ -30,7 +35,7 @@ class FailAtLabelKernel : public sluice::ops::Kernel {
 
 absl::StatusOr<sluice::ops::InferredOp> InferFail(const sluice::ops::Attrs& attrs, const sluice::Schema& input) {
   SLUICE_ASSIGN_OR_RETURN(sluice::ops::BoundField f, sluice::ops::BindField(attrs, input, {sluice::DType::kInt64}));
-  return sluice::ops::UnaryOp(f.column, f.spec, FailParams{attrs.GetInt("label")});
+  return sluice::ops::UnaryOp(f.column, f.spec, FailParams{attrs.GetInt("label"), attrs.GetBool("crash")});
 }
 
 absl::Status Register(sluice::ops::PluginRegistrar& r) {
@@ -38,6 +43,7 @@ absl::Status Register(sluice::ops::PluginRegistrar& r) {
                                      .Doc("Fails on the sample whose label is `label` (a test plugin).")
                                      .Attr({"field", sluice::ops::AttrType::kString, "\"label\"", "an int64 column"})
                                      .Attr({"label", sluice::ops::AttrType::kInt, "", "the poison label"})
+                                     .Attr({"crash", sluice::ops::AttrType::kBool, "false", "abort the process there"})
                                      .Input("field", "int64")
                                      .Output("field", "the same values")
                                      .Infer(InferFail)));
