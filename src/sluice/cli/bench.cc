@@ -138,7 +138,7 @@ void AddBenchCommand(CLI::App& app, absl::Status* result) {
                   "(autotune against a sweep of hand-tuned settings, and the cost of statistics, on W1 and W2)")
       ->required()
       ->check(CLI::IsMember({"w1", "w2", "w3", "service", "tuning"}));
-  cmd->add_option("--runs", args->runs, "runs per contender (median reported)")->default_val(3)->check(CLI::PositiveNumber);
+  cmd->add_option("--runs", args->runs, "runs per contender (median reported)")->default_val(3)->check(kPositive);
   cmd->add_flag("--json", args->json, "print one JSON object as the last line");
   cmd->add_option("--data", args->data, "data directory (generated when missing)")->default_val("data");
   cmd->add_option("--peer-batches", args->peer_batches, "timed batches per peer run (default 10 for w1, 20 for w2)");

@@ -9,6 +9,16 @@
 
 namespace sluice::cli {
 
+// Accepts numbers > 0; CLI::PositiveNumber's message prints a range up to
+// DBL_MAX.
+inline const CLI::Validator kPositive(
+    [](std::string& value) -> std::string {
+      double v = 0;
+      if (!CLI::detail::lexical_cast(value, v) || !(v > 0)) return "must be > 0, got " + value;
+      return "";
+    },
+    "> 0");
+
 void AddMakeDataCommand(CLI::App& app, absl::Status* result);
 void AddRunCommand(CLI::App& app, absl::Status* result);
 void AddProfileCommand(CLI::App& app, absl::Status* result);

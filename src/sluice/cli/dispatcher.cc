@@ -59,22 +59,22 @@ void AddDispatcherCommand(CLI::App& app, absl::Status* result) {
   cmd->add_option("--worker-timeout", args->worker_timeout_s,
                   "seconds without a heartbeat before a worker counts as lost")
       ->default_val(5)
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   cmd->add_option("--client-timeout", args->client_timeout_s,
                   "seconds without a heartbeat before a consumer counts as gone and its splits go to the job's "
                   "other consumers")
       ->default_val(5)
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   cmd->add_option("--split-lease", args->split_lease_s,
                   "seconds a split in flight stays assigned without its worker reporting it running; then it "
                   "runs again")
       ->default_val(30)
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   cmd->add_option("--max-split-failures", args->max_split_failures,
                   "times a split may break (its worker lost, its stream broken) before it fails the epoch, or "
                   "is skipped under on_corrupt \"skip\"")
       ->default_val(3)
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   const graph::ResourceLimits defaults;
   cmd->add_option("--max-batch-bytes", args->limits.max_batch_bytes,
                   "refuse pipelines whose samples or batches (their fixed-size columns) exceed this many bytes")

@@ -102,7 +102,7 @@ void AddProfileCommand(CLI::App& app, absl::Status* result) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--seconds", args->seconds, "seconds of the whole-pipeline run (the other runs take a third)")
       ->default_val(3)
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   cmd->add_option("--threads", args->threads, "compute threads (default: the pipeline's, or all cores)");
   cmd->add_option("--trace", args->trace, "write a Chrome trace (JSON) of the whole-pipeline run");
   cmd->add_option("--report", args->report, "write a self-contained HTML report");

@@ -71,7 +71,7 @@ void AddRunCommand(CLI::App& app, absl::Status* result) {
   auto args = std::make_shared<RunArgs>();
   CLI::App* cmd = app.add_subcommand("run", "Run a pipeline (JSON PipelineDef) and report samples/s");
   cmd->add_option("pipeline", args->pipeline, "pipeline definition (JSON)")->required();
-  cmd->add_option("--epochs", args->epochs, "epochs to run")->default_val(1)->check(CLI::PositiveNumber);
+  cmd->add_option("--epochs", args->epochs, "epochs to run")->default_val(1)->check(kPositive);
   cmd->add_option("--threads", args->threads, "compute threads (default: the pipeline's, or all cores)");
   cmd->add_option("--seed", args->seed, "override the pipeline's seed");
   cmd->add_flag("--json", args->json, "print a JSON summary as the last line");
