@@ -80,3 +80,31 @@ def test_a_consumer_killed_mid_epoch_loses_the_others_nothing(cluster):
     assert lines[-1] == "end"
     # The victim finished no split: the survivor gets every sample, once.
     assert sorted(_ids(lines)) == list(range(ROWS))
+
+
+def test_a_dispatcher_whose_disk_refuses_its_journal_says_so_and_takes_no_work(tmp_path):
+    import resource
+    import numpy as np
+    import sluice
+
+    def small_files():  # writes past 4 KiB fail (EFBIG), as on a full disk
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4096, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+
+    work = tmp_path / "work"
+    dispatcher = subprocess.Popen(["sluice", "dispatcher", "--host", "127.0.0.1", "--port", "0",
+                                   "--work-dir", str(work)], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True, preexec_fn=small_files)
+    try:
+        port = int(dispatcher.stdout.readline().split()[-1])
+        pipe = (sluice.arrays({"x": np.zeros((1000, 8), np.float32)})
+                .distribute(f"127.0.0.1:{port}", connect_timeout_s=2, dispatcher_timeout_s=2).batch(10))
+        with pytest.raises(sluice.SluiceError, match="cannot write the journal .*File too large.*accepts no work"):
+            list(pipe)
+    finally:
+        dispatcher.send_signal(signal.SIGTERM)
+        dispatcher.wait(timeout=30)
+    # What it refused left no partial entry: the journal replays.
+    restarted, _ = _start(["dispatcher", "--host", "127.0.0.1", "--port", "0", "--work-dir", str(work)])
+    restarted.send_signal(signal.SIGTERM)
+    assert restarted.wait(timeout=30) == 0

@@ -1,14 +1,9 @@
 #include "sluice/service/dispatcher_state.h"
 
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "sluice/pipeline_builder.h"
-#include "sluice/service/journal.h"
 #include "status_matchers.h"
-#include "temp_dir.h"
 
 namespace sluice::service {
 namespace {
@@ -218,39 +213,49 @@ TEST_F(DispatcherStateTest, AWorkerIdIsNeverHandedToAnotherWorker) {
   EXPECT_NE(c_id.worker_id(), b_id.worker_id());
 }
 
-TEST(Journal, ReplaysWhatWasAppendedAndDropsATornTail) {
-  testing::TempDir dir;
-  const std::string work = dir.Join("work");
-  std::vector<JournalEntry> replay;
-  std::string warning;
-  {
-    ASSERT_OK_AND_ASSIGN(auto journal, Journal::Open(work, &replay, &warning));
-    EXPECT_TRUE(replay.empty());
-    for (int i = 1; i <= 3; ++i) {
-      JournalEntry e;
-      e.mutable_create_job()->set_job_id(i);
-      SLUICE_ASSERT_OK(journal->Append(e));
-    }
+// A compacted journal is the snapshot: replayed, it gives the same jobs,
+// progress and split holders, and never hands out an id again.
+TEST_F(DispatcherStateTest, ASnapshotRebuildsTheStateWithoutItsHistory) {
+  ASSERT_OK_AND_ASSIGN(std::string p, state_.RegisterPipeline(Def(4), Splits(4)));
+  const GetOrCreateJobResponse job = Job(p, "train");
+  const GetOrCreateJobResponse leaver = Job(p, "train");
+  const int64_t w = Worker("a:1");
+  for (int i = 0; i < 3; ++i) SLUICE_ASSERT_OK(state_.GetSplit(Ask(job, w), kT0).status());
+  ReportSplitsRequest done;
+  done.set_job_id(job.job_id());
+  done.set_client_id(job.client_id());
+  for (int round = 0; round < 50; ++round) {  // history a snapshot drops
+    done.clear_completed();
+    done.add_completed(round % 2);
+    SLUICE_ASSERT_OK(state_.ReportSplits(done, kT0));
   }
-  const std::string path = work + "/journal.tfrecord";
-  struct stat st;
-  ASSERT_EQ(::stat(path.c_str(), &st), 0);
-  ASSERT_EQ(::truncate(path.c_str(), st.st_size - 3), 0);  // a crash mid-append
-  {
-    ASSERT_OK_AND_ASSIGN(auto journal, Journal::Open(work, &replay, &warning));
-    ASSERT_EQ(replay.size(), 2u);
-    EXPECT_EQ(replay[1].create_job().job_id(), 2);
-    EXPECT_THAT(warning, HasSubstr("dropped a torn last entry of " + path));
-    JournalEntry e;
-    e.mutable_create_job()->set_job_id(4);
-    SLUICE_ASSERT_OK(journal->Append(e));
-  }
-  replay.clear();
-  warning.clear();
-  ASSERT_OK_AND_ASSIGN(auto journal, Journal::Open(work, &replay, &warning));
-  ASSERT_EQ(replay.size(), 3u);
-  EXPECT_EQ(replay[2].create_job().job_id(), 4);
-  EXPECT_TRUE(warning.empty());
+  ReleaseClientRequest release;
+  release.set_job_id(leaver.job_id());
+  release.set_client_id(leaver.client_id());
+  SLUICE_ASSERT_OK(state_.ReleaseClient(release));
+
+  const std::vector<JournalEntry> snapshot = state_.Snapshot();
+  EXPECT_LT(snapshot.size(), journal_.size() / 4);
+  DispatcherState restarted({}, nullptr);
+  for (const JournalEntry& e : snapshot) restarted.Apply(e);
+  const DispatcherStatus before = state_.Status(kT0), after = restarted.Status(kT0);
+  ASSERT_EQ(after.jobs_size(), 1);
+  EXPECT_EQ(after.jobs(0).clients(), 1);
+  EXPECT_EQ(after.jobs(0).splits_completed(), before.jobs(0).splits_completed());
+  // Split 2 was in flight to the client: it runs again for it; then 3.
+  GetSplitRequest ask = Ask(job, Worker("a:1"));
+  ASSERT_OK_AND_ASSIGN(GetSplitResponse first, restarted.GetSplit(ask, kT0));
+  EXPECT_EQ(first.split(), 2);
+  ASSERT_OK_AND_ASSIGN(GetSplitResponse second, restarted.GetSplit(ask, kT0));
+  EXPECT_EQ(second.split(), 3);
+  // The released client's id (the highest so far) is not handed out again.
+  const GetOrCreateJobResponse next = [&] {
+    GetOrCreateJobRequest r;
+    r.set_pipeline_id(p);
+    r.set_job_name("train");
+    return *restarted.GetOrCreateJob(r, kT0);
+  }();
+  EXPECT_GT(next.client_id(), leaver.client_id());
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include "sluice/core/status_macros.h"
 #include "sluice/graph/resource_limits.h"
 #include "sluice/service/dispatcher_server.h"
+#include "sluice/service/journal.h"
 #include "sluice/service/log.h"
 
 namespace sluice::cli {
@@ -18,6 +19,7 @@ struct DispatcherArgs {
   double client_timeout_s = 5;
   double split_lease_s = 30;
   int max_split_failures = 3;
+  uint64_t journal_compact_bytes = service::Journal::Options().compact_bytes;
   graph::ResourceLimits limits;
   SecurityFlags security;
 };
@@ -32,6 +34,7 @@ absl::Status Serve(const DispatcherArgs& args) {
   options.timeouts.splits.lease = absl::Seconds(args.split_lease_s);
   options.timeouts.splits.max_failures = args.max_split_failures;
   options.limits = args.limits;
+  options.journal.compact_bytes = args.journal_compact_bytes;
   SLUICE_ASSIGN_OR_RETURN(options.security, args.security.Options());
   BlockTerminationSignals();
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<service::DispatcherServer> server,
@@ -75,6 +78,9 @@ void AddDispatcherCommand(CLI::App& app, absl::Status* result) {
                   "is skipped under on_corrupt \"skip\"")
       ->default_val(3)
       ->check(kPositive);
+  cmd->add_option("--journal-compact-bytes", args->journal_compact_bytes,
+                  "rewrite the journal as a snapshot of the state once it grows past this many bytes")
+      ->default_val(args->journal_compact_bytes);
   const graph::ResourceLimits defaults;
   cmd->add_option("--max-batch-bytes", args->limits.max_batch_bytes,
                   "refuse pipelines whose samples or batches (their fixed-size columns) exceed this many bytes")

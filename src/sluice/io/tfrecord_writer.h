@@ -11,25 +11,25 @@
 
 namespace sluice::io {
 
+// Appends `record` framed as a TFRecord (length, its CRC, data, its CRC) to
+// *out, for writers of their own (the dispatcher's journal).
+void AppendTfRecordFrame(absl::string_view record, std::string* out);
+
 // Thread-compatible. Close() reports write errors; the destructor closes
 // silently if Close() was not called.
 class TfRecordWriter {
  public:
   static absl::StatusOr<std::unique_ptr<TfRecordWriter>> Create(const std::string& path);
-  // Opens `path` to add records at its end (creating it if missing).
-  static absl::StatusOr<std::unique_ptr<TfRecordWriter>> Append(const std::string& path);
   ~TfRecordWriter();
 
   absl::Status Write(absl::string_view record);
-  // Makes what was written durable (fflush + fdatasync), for journals.
-  absl::Status Sync();
   absl::Status Close();
 
  private:
-  friend absl::StatusOr<std::unique_ptr<TfRecordWriter>> OpenWriter(const std::string&, const char*);
   TfRecordWriter(std::string path, std::FILE* file) : path_(std::move(path)), file_(file) {}
   std::string path_;
   std::FILE* file_;
+  std::string frame_;  // reused: one write per record
 };
 
 }  // namespace sluice::io

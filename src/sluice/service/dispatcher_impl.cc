@@ -19,12 +19,13 @@ absl::StatusOr<std::unique_ptr<DispatcherImpl>> DispatcherImpl::Create(const Dis
   if (options.work_dir.empty()) return impl;
   std::vector<JournalEntry> replay;
   std::string warning;
-  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Journal> journal, Journal::Open(options.work_dir, &replay, &warning));
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Journal> journal, Journal::Open(options.work_dir, options.journal, &replay, &warning));
   if (!warning.empty()) Log("dispatcher", warning);
   absl::MutexLock lock(&impl->mu_);
   for (const JournalEntry& entry : replay) impl->state_.Apply(entry);
   impl->state_.Recovered(absl::Now());
   impl->journal_ = std::move(journal);
+  impl->AfterChange();  // a journal past its size compacts now
   Log("dispatcher", absl::StrCat("journal ", impl->journal_->path(), ": replayed ", replay.size(), " entries"));
   return impl;
 }
@@ -34,9 +35,21 @@ DispatcherImpl::DispatcherImpl(const DispatcherOptions& options)
       security_(options.security),
       worker_timeout_(options.timeouts.worker_timeout),
       limits_(options.limits),
-      state_(options.timeouts, [this](const JournalEntry& entry) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-        return journal_ ? journal_->Append(entry) : absl::OkStatus();
+      state_(options.timeouts, [this](const JournalEntry& entry) {
+        return journal_ ? journal_->Append(entry).status() : absl::OkStatus();
       }) {}
+
+uint64_t DispatcherImpl::AfterChange() {
+  if (journal_ == nullptr) return 0;
+  if (journal_->wants_compaction()) {
+    const uint64_t before = journal_->bytes();
+    const absl::Status s = journal_->Compact(state_.Snapshot());
+    Log("dispatcher", s.ok() ? absl::StrCat("compacted the journal ", journal_->path(), " from ", before, " to ",
+                                            journal_->bytes(), " bytes")
+                             : s.ToString());
+  }
+  return journal_->appended();
+}
 
 absl::StatusOr<ElementSpec> DispatcherImpl::DescribeOnAWorker(const PipelineDef& def,
                                                               const std::vector<std::string>& ops) {
@@ -91,8 +104,9 @@ absl::StatusOr<RegisterPipelineResponse> DispatcherImpl::RegisterPipeline(
       missing.empty() && !on_device ? DescribeElements(request.pipeline(), limits_)
                                     : DescribeOnAWorker(request.pipeline(), on_device ? used : missing);
   if (!element.ok()) return WithContext(element.status(), "pipeline rejected");
-  absl::MutexLock lock(&mu_);
-  SLUICE_ASSIGN_OR_RETURN(std::string id, state_.RegisterPipeline(request.pipeline(), *element));
+  SLUICE_ASSIGN_OR_RETURN(std::string id, Durably([&]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+                            return state_.RegisterPipeline(request.pipeline(), *element);
+                          }));
   RegisterPipelineResponse out;
   out.set_pipeline_id(id);
   *out.mutable_element() = *element;
@@ -100,8 +114,8 @@ absl::StatusOr<RegisterPipelineResponse> DispatcherImpl::RegisterPipeline(
 }
 
 absl::StatusOr<GetOrCreateJobResponse> DispatcherImpl::GetOrCreateJob(const GetOrCreateJobRequest& request) {
-  absl::MutexLock lock(&mu_);
-  SLUICE_ASSIGN_OR_RETURN(GetOrCreateJobResponse out, state_.GetOrCreateJob(request, absl::Now()));
+  SLUICE_ASSIGN_OR_RETURN(GetOrCreateJobResponse out,
+                          Durably([&]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return state_.GetOrCreateJob(request, absl::Now()); }));
   Log("dispatcher", absl::StrCat("client ", out.client_id(), " joined job ", out.job_id(), " (",
                                  ProcessingMode_Name(request.mode()), ")"));
   return out;
@@ -113,18 +127,17 @@ absl::StatusOr<ClientHeartbeatResponse> DispatcherImpl::ClientHeartbeat(const Cl
 }
 
 absl::Status DispatcherImpl::ReportSplits(const ReportSplitsRequest& request) {
-  absl::MutexLock lock(&mu_);
-  return state_.ReportSplits(request, absl::Now());
+  return Durably([&]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return state_.ReportSplits(request, absl::Now()); });
 }
 
 absl::Status DispatcherImpl::ReleaseClient(const ReleaseClientRequest& request) {
-  absl::MutexLock lock(&mu_);
-  return state_.ReleaseClient(request);
+  return Durably([&]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return state_.ReleaseClient(request); });
 }
 
 absl::StatusOr<WorkerHeartbeatResponse> DispatcherImpl::WorkerHeartbeat(const WorkerHeartbeatRequest& request) {
-  absl::MutexLock lock(&mu_);
-  SLUICE_ASSIGN_OR_RETURN(WorkerHeartbeatResponse out, state_.WorkerHeartbeat(request, absl::Now()));
+  SLUICE_ASSIGN_OR_RETURN(WorkerHeartbeatResponse out, Durably([&]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+                            return state_.WorkerHeartbeat(request, absl::Now());
+                          }));
   if (out.worker_id() != request.worker_id()) {
     Log("dispatcher", absl::StrCat("worker ", out.worker_id(), " joined at ", request.address(),
                                    request.worker_id() > 0 ? absl::StrCat(" (it was ", request.worker_id(),
@@ -144,8 +157,7 @@ absl::StatusOr<GetPipelineResponse> DispatcherImpl::GetPipeline(const GetPipelin
 }
 
 absl::StatusOr<GetSplitResponse> DispatcherImpl::GetSplit(const GetSplitRequest& request) {
-  absl::MutexLock lock(&mu_);
-  return state_.GetSplit(request, absl::Now());
+  return Durably([&]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return state_.GetSplit(request, absl::Now()); });
 }
 
 DispatcherStatus DispatcherImpl::Status() {
@@ -156,8 +168,7 @@ DispatcherStatus DispatcherImpl::Status() {
 }
 
 absl::Status DispatcherImpl::Expire() {
-  absl::MutexLock lock(&mu_);
-  return state_.Expire(absl::Now());
+  return Durably([&]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return state_.Expire(absl::Now()); });
 }
 
 }  // namespace sluice::service

@@ -29,6 +29,7 @@ struct DispatcherOptions {
   DispatcherState::Options timeouts;
   // What a registered pipeline may make a process allocate.
   graph::ResourceLimits limits;
+  Journal::Options journal;
 };
 
 // Thread-safe.
@@ -52,15 +53,39 @@ class DispatcherImpl {
   explicit DispatcherImpl(const DispatcherOptions& options);
   // What `def` yields, asked of a live worker that has `ops`.
   absl::StatusOr<ElementSpec> DescribeOnAWorker(const PipelineDef& def, const std::vector<std::string>& ops);
+  // Runs `change` (a call on state_) under the lock, compacts the journal
+  // when it is due, and returns once what the change journaled is durable:
+  // the RPC answers only then, and concurrent changes share one sync.
+  template <typename Change>
+  auto Durably(Change change) -> decltype(change());
+  // Under the lock, after a change: compacts when due; returns the sequence
+  // number Sync must reach.
+  uint64_t AfterChange() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::string work_dir_;
   const SecurityOptions security_;
   const absl::Duration worker_timeout_;
   const graph::ResourceLimits limits_;
   absl::Mutex mu_;
-  std::unique_ptr<Journal> journal_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<Journal> journal_;  // set before serving; thread-safe itself
   DispatcherState state_ ABSL_GUARDED_BY(mu_);
 };
+
+template <typename Change>
+auto DispatcherImpl::Durably(Change change) -> decltype(change()) {
+  uint64_t seq = 0;
+  auto result = [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    absl::MutexLock lock(&mu_);
+    auto out = change();
+    seq = AfterChange();
+    return out;
+  }();
+  if (journal_ != nullptr) {
+    absl::Status synced = journal_->Sync(seq);
+    if (!synced.ok()) return decltype(result)(synced);
+  }
+  return result;
+}
 
 }  // namespace sluice::service
 

@@ -81,6 +81,9 @@ void DispatcherState::Apply(const JournalEntry& entry) {
       worker_ids_.insert(entry.add_worker().worker_id());
       next_id_ = std::max(next_id_, entry.add_worker().worker_id() + 1);
       break;
+    case JournalEntry::kNextId:
+      next_id_ = std::max(next_id_, entry.next_id());
+      break;
     case JournalEntry::ENTRY_NOT_SET:
       break;
   }
@@ -310,6 +313,40 @@ absl::Status DispatcherState::Expire(absl::Time now) {
   }
   for (const ReleaseClientRequest& r : silent) SLUICE_RETURN_IF_ERROR(ReleaseClient(r));
   return absl::OkStatus();
+}
+
+std::vector<JournalEntry> DispatcherState::Snapshot() const {
+  std::vector<JournalEntry> out;
+  out.emplace_back().set_next_id(next_id_);
+  for (int64_t id : worker_ids_) out.emplace_back().mutable_add_worker()->set_worker_id(id);
+  for (const auto& [id, pipeline] : pipelines_) {
+    JournalPipeline* p = out.emplace_back().mutable_register_pipeline();
+    *p->mutable_pipeline() = pipeline.def;
+    *p->mutable_element() = pipeline.info.element();
+  }
+  for (const auto& [job_id, job] : jobs_) {
+    *out.emplace_back().mutable_create_job() = job.def;
+    for (int64_t client : job.clients) {
+      JournalClient* c = out.emplace_back().mutable_add_client();
+      c->set_job_id(job_id);
+      c->set_client_id(client);
+    }
+    for (const auto& [epoch, splits] : job.epochs) {
+      ReportSplitsRequest* done = out.emplace_back().mutable_splits_completed();
+      done->set_job_id(job_id);
+      done->set_epoch(epoch);
+      for (int64_t s : splits.Completed()) done->add_completed(s);
+      // Replayed, a split held by a client re-runs for that client.
+      for (const auto& [split, client] : splits.Held()) {
+        JournalSplit* held = out.emplace_back().mutable_split_assigned();
+        held->set_job_id(job_id);
+        held->set_client_id(client);
+        held->set_epoch(epoch);
+        held->set_split(split);
+      }
+    }
+  }
+  return out;
 }
 
 DispatcherStatus DispatcherState::Status(absl::Time now) const {

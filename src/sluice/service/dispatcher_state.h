@@ -66,6 +66,10 @@ class DispatcherState {
   int workers() const { return static_cast<int>(workers_.size()); }
   absl::StatusOr<GetSplitResponse> GetSplit(const GetSplitRequest& request, absl::Time now);
 
+  // Entries that, replayed into an empty state, rebuild this one (a
+  // compacted journal): what a restart needs, not the history.
+  std::vector<JournalEntry> Snapshot() const;
+
   // Drops workers and clients silent for longer than their timeouts.
   absl::Status Expire(absl::Time now);
   DispatcherStatus Status(absl::Time now) const;

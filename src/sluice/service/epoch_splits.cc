@@ -121,6 +121,24 @@ void EpochSplits::ExpireLeases(absl::Time now) {
   }
 }
 
+std::vector<int64_t> EpochSplits::Completed() const {
+  std::vector<int64_t> out;
+  for (int64_t s = 0; s < size(); ++s) {
+    if (slots_[s].state == State::kDone) out.push_back(s);
+  }
+  return out;
+}
+
+std::vector<std::pair<int64_t, int64_t>> EpochSplits::Held() const {
+  std::vector<std::pair<int64_t, int64_t>> out;
+  for (int64_t s = 0; s < size(); ++s) {
+    if (slots_[s].state == State::kInFlight || slots_[s].state == State::kRequeued) {
+      out.emplace_back(s, slots_[s].client);
+    }
+  }
+  return out;
+}
+
 void EpochSplits::Unqueue(int64_t split) {
   const Slot& slot = slots_[split];
   std::deque<int64_t>* queue = nullptr;

@@ -18,6 +18,7 @@
 #include <deque>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/time/time.h"
@@ -67,6 +68,11 @@ class EpochSplits {
   void Renew(int64_t split, int64_t client, int64_t worker, absl::Time now);
   // Splits whose lease ran out by `now` are re-run for their clients.
   void ExpireLeases(absl::Time now);
+
+  // The splits every sample of which arrived.
+  std::vector<int64_t> Completed() const;
+  // The splits in flight or waiting to re-run, each with its client.
+  std::vector<std::pair<int64_t, int64_t>> Held() const;
 
   int64_t size() const { return static_cast<int64_t>(slots_.size()); }
   int64_t completed() const { return completed_; }

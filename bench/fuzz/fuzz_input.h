@@ -1,0 +1,36 @@
+// What the fuzz targets share: the libFuzzer entry point's signature, and
+// the fuzzer's bytes as a file for readers that open paths.
+#ifndef SLUICE_BENCH_FUZZ_FUZZ_INPUT_H_
+#define SLUICE_BENCH_FUZZ_FUZZ_INPUT_H_
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
+
+namespace sluice::fuzz {
+
+// `bytes` as a file in memory (memfd), at path(): nothing touches the disk,
+// so a fuzzer runs at memory speed.
+class MemoryFile {
+ public:
+  MemoryFile(const void* bytes, size_t size) : fd_(::memfd_create("fuzz", 0)) {
+    if (fd_ < 0 || ::write(fd_, bytes, size) != static_cast<ssize_t>(size)) std::abort();
+  }
+  ~MemoryFile() { ::close(fd_); }
+  MemoryFile(const MemoryFile&) = delete;
+  MemoryFile& operator=(const MemoryFile&) = delete;
+  std::string path() const { return "/proc/self/fd/" + std::to_string(fd_); }
+
+ private:
+  int fd_;
+};
+
+}  // namespace sluice::fuzz
+
+#endif  // SLUICE_BENCH_FUZZ_FUZZ_INPUT_H_

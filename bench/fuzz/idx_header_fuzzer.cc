@@ -1,0 +1,24 @@
+// IDX (MNIST) headers of arbitrary bytes, at each rank: an error or
+// dimensions whose product is what the file holds.
+#include <cstdlib>
+
+#include "fuzz_input.h"
+#include "sluice/io/idx_file.h"
+#include "sluice/io/random_access_file.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const sluice::fuzz::MemoryFile memory(data, size);
+  auto file = sluice::io::RandomAccessFile::Open(memory.path());
+  if (!file.ok()) std::abort();
+  for (int rank = 1; rank <= 4; ++rank) {
+    auto header = sluice::io::ReadIdxHeader(**file, rank);
+    if (!header.ok()) continue;
+    uint64_t elements = 1;
+    for (int64_t d : header->dims) {
+      if (d <= 0) std::abort();
+      elements *= static_cast<uint64_t>(d);
+    }
+    if (header->data_offset + elements != size) std::abort();
+  }
+  return 0;
+}
