@@ -108,3 +108,15 @@ def test_a_dispatcher_whose_disk_refuses_its_journal_says_so_and_takes_no_work(t
     restarted, _ = _start(["dispatcher", "--host", "127.0.0.1", "--port", "0", "--work-dir", str(work)])
     restarted.send_signal(signal.SIGTERM)
     assert restarted.wait(timeout=30) == 0
+
+
+def test_a_job_name_used_again_after_its_consumers_left_yields_the_data_again(cluster):
+    import numpy as np
+    import sluice
+
+    for run in range(2):  # before, the second run of a finished job yielded nothing
+        pipe = (sluice.arrays({"id": np.arange(300, dtype=np.int64)}, split_records=50)
+                .distribute(cluster, job_name="again").batch(32))
+        ids = sorted(int(i) for batch in pipe for i in batch["id"])
+        assert ids == list(range(300)), f"run {run}"
+        del pipe  # the consumer leaves the job

@@ -213,6 +213,76 @@ TEST_F(DispatcherStateTest, AWorkerIdIsNeverHandedToAnotherWorker) {
   EXPECT_NE(c_id.worker_id(), b_id.worker_id());
 }
 
+// Reusing a job's name once its consumers left starts the epochs afresh
+// (before, it yielded nothing); joining a live job whose epoch is over is
+// an error naming it, never an empty epoch.
+TEST_F(DispatcherStateTest, ANamedJobWithoutConsumersStartsAfreshAndAFinishedEpochIsNoEmptyOne) {
+  ASSERT_OK_AND_ASSIGN(std::string p, state_.RegisterPipeline(Def(4), Splits(1)));
+  const int64_t w = Worker("a:1");
+  const GetOrCreateJobResponse first = Job(p, "train");
+  ASSERT_OK_AND_ASSIGN(GetSplitResponse got, state_.GetSplit(Ask(first, w), kT0));
+  ASSERT_EQ(got.state(), GetSplitResponse::SPLIT);
+  ReportSplitsRequest done;
+  done.set_job_id(first.job_id());
+  done.set_client_id(first.client_id());
+  done.add_completed(0);
+  SLUICE_ASSERT_OK(state_.ReportSplits(done, kT0));
+
+  const GetOrCreateJobResponse late = Job(p, "train");  // epoch 0 is over
+  EXPECT_EQ(late.job_id(), first.job_id());
+  EXPECT_THAT(state_.GetSplit(Ask(late, w), kT0),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("job " + std::to_string(first.job_id()) + " ('train') had finished epoch 0 before "
+                                 "client " + std::to_string(late.client_id()) + " joined it")));
+  ASSERT_OK_AND_ASSIGN(GetSplitResponse next_epoch, state_.GetSplit(Ask(late, w, /*epoch=*/1), kT0));
+  EXPECT_EQ(next_epoch.state(), GetSplitResponse::SPLIT);
+
+  for (const GetOrCreateJobResponse& c : {first, late}) {
+    ReleaseClientRequest release;
+    release.set_job_id(c.job_id());
+    release.set_client_id(c.client_id());
+    SLUICE_ASSERT_OK(state_.ReleaseClient(release));
+  }
+  EXPECT_EQ(state_.Status(kT0).jobs_size(), 0) << "a job no one reads is gone";
+  const GetOrCreateJobResponse again = Job(p, "train");
+  EXPECT_NE(again.job_id(), first.job_id());
+  ASSERT_OK_AND_ASSIGN(GetSplitResponse fresh, state_.GetSplit(Ask(again, w), kT0));
+  EXPECT_EQ(fresh.state(), GetSplitResponse::SPLIT);
+  EXPECT_EQ(fresh.split(), 0);
+}
+
+TEST_F(DispatcherStateTest, EpochsEveryClientIsPastAndIdlePipelinesAreForgotten) {
+  ASSERT_OK_AND_ASSIGN(std::string used, state_.RegisterPipeline(Def(4), Splits(1)));
+  ASSERT_OK_AND_ASSIGN(std::string idle, state_.RegisterPipeline(Def(5), Splits(1)));
+  const GetOrCreateJobResponse job = Job(used);
+  const int64_t w = Worker("a:1");
+  for (uint64_t epoch = 0; epoch < 3; ++epoch) {
+    ASSERT_OK_AND_ASSIGN(GetSplitResponse got, state_.GetSplit(Ask(job, w, epoch), kT0));
+    ReportSplitsRequest done;
+    done.set_job_id(job.job_id());
+    done.set_client_id(job.client_id());
+    done.set_epoch(epoch);
+    done.add_completed(got.split());
+    SLUICE_ASSERT_OK(state_.ReportSplits(done, kT0));
+  }
+  ClientHeartbeatRequest hb;
+  hb.set_job_id(job.job_id());
+  hb.set_client_id(job.client_id());
+  hb.set_epoch(2);
+  const absl::Time later = absl::Now() + absl::Minutes(11);
+  SLUICE_ASSERT_OK(state_.ClientHeartbeat(hb, later).status());
+  Worker("a:1", later, w);
+  SLUICE_ASSERT_OK(state_.Expire(later));
+  const std::vector<JournalEntry> snapshot = state_.Snapshot();
+  std::vector<uint64_t> epochs;
+  for (const JournalEntry& e : snapshot) {
+    if (e.has_splits_completed()) epochs.push_back(e.splits_completed().epoch());
+  }
+  EXPECT_EQ(epochs, std::vector<uint64_t>{2}) << "epochs 0 and 1 are over for every client";
+  EXPECT_NE(state_.FindPipeline(used), nullptr);
+  EXPECT_EQ(state_.FindPipeline(idle), nullptr) << "idle for 11 minutes";
+}
+
 // A compacted journal is the snapshot: replayed, it gives the same jobs,
 // progress and split holders, and never hands out an id again.
 TEST_F(DispatcherStateTest, ASnapshotRebuildsTheStateWithoutItsHistory) {

@@ -18,6 +18,7 @@ struct DispatcherArgs {
   double worker_timeout_s = 5;
   double client_timeout_s = 5;
   double split_lease_s = 30;
+  double idle_pipeline_timeout_s = 600;
   int max_split_failures = 3;
   uint64_t journal_compact_bytes = service::Journal::Options().compact_bytes;
   graph::ResourceLimits limits;
@@ -33,6 +34,7 @@ absl::Status Serve(const DispatcherArgs& args) {
   options.timeouts.client_timeout = absl::Seconds(args.client_timeout_s);
   options.timeouts.splits.lease = absl::Seconds(args.split_lease_s);
   options.timeouts.splits.max_failures = args.max_split_failures;
+  options.timeouts.idle_pipeline_timeout = absl::Seconds(args.idle_pipeline_timeout_s);
   options.limits = args.limits;
   options.journal.compact_bytes = args.journal_compact_bytes;
   SLUICE_ASSIGN_OR_RETURN(options.security, args.security.Options());
@@ -77,6 +79,10 @@ void AddDispatcherCommand(CLI::App& app, absl::Status* result) {
                   "times a split may break (its worker lost, its stream broken) before it fails the epoch, or "
                   "is skipped under on_corrupt \"skip\"")
       ->default_val(3)
+      ->check(kPositive);
+  cmd->add_option("--idle-pipeline-timeout", args->idle_pipeline_timeout_s,
+                  "seconds after which a registered pipeline that no job uses is forgotten")
+      ->default_val(600)
       ->check(kPositive);
   cmd->add_option("--journal-compact-bytes", args->journal_compact_bytes,
                   "rewrite the journal as a snapshot of the state once it grows past this many bytes")

@@ -30,6 +30,7 @@ void DispatcherState::Apply(const JournalEntry& entry) {
       p.info.set_pipeline_id(id);
       *p.info.mutable_element() = r.element();
       p.ops = graph::OpsUsed(p.def);
+      p.last_used = absl::Now();
       break;
     }
     case JournalEntry::kCreateJob: {
@@ -54,6 +55,13 @@ void DispatcherState::Apply(const JournalEntry& entry) {
       if (job != jobs_.end()) {
         job->second.clients.erase(r.client_id());
         for (auto& [epoch, splits] : job->second.epochs) splits.ClientLost(r.client_id());
+        // A job no one reads is over: a consumer giving its name later
+        // starts a new one.
+        if (job->second.clients.empty()) {
+          auto named = named_jobs_.find(job->second.def.job_name());
+          if (named != named_jobs_.end() && named->second == job->first) named_jobs_.erase(named);
+          jobs_.erase(job);
+        }
       }
       clients_.erase(r.client_id());
       break;
@@ -91,6 +99,7 @@ void DispatcherState::Apply(const JournalEntry& entry) {
 
 void DispatcherState::Recovered(absl::Time now) {
   for (auto& [id, client] : clients_) client.last_seen = now;
+  for (auto& [id, pipeline] : pipelines_) pipeline.last_used = now;
 }
 
 absl::StatusOr<std::string> DispatcherState::RegisterPipeline(const PipelineDef& def,
@@ -102,6 +111,7 @@ absl::StatusOr<std::string> DispatcherState::RegisterPipeline(const PipelineDef&
     *entry.mutable_register_pipeline()->mutable_element() = element;
     SLUICE_RETURN_IF_ERROR(Journaled(entry));
   }
+  pipelines_[id].last_used = absl::Now();
   return id;
 }
 
@@ -146,7 +156,11 @@ absl::StatusOr<GetOrCreateJobResponse> DispatcherState::GetOrCreateJob(
   entry.mutable_add_client()->set_job_id(job_id);
   entry.mutable_add_client()->set_client_id(next_id_);
   SLUICE_RETURN_IF_ERROR(Journaled(entry));
-  clients_[entry.add_client().client_id()].last_seen = now;
+  Client& client = clients_[entry.add_client().client_id()];
+  client.last_seen = now;
+  for (const auto& [epoch, splits] : jobs_[job_id].epochs) {
+    if (splits.done()) client.finished_before_join.insert(epoch);
+  }
   GetOrCreateJobResponse out;
   out.set_job_id(job_id);
   out.set_client_id(entry.add_client().client_id());
@@ -260,7 +274,7 @@ EpochSplits& DispatcherState::Epoch(Job& job, uint64_t epoch) {
 
 absl::StatusOr<GetSplitResponse> DispatcherState::GetSplit(const GetSplitRequest& request,
                                                            absl::Time now) {
-  SLUICE_RETURN_IF_ERROR(FindClient(request.job_id(), request.client_id(), now).status());
+  SLUICE_ASSIGN_OR_RETURN(Client * client, FindClient(request.job_id(), request.client_id(), now));
   Job& job = jobs_[request.job_id()];
   if (job.def.mode() != DISTRIBUTED_EPOCH) {
     return absl::FailedPreconditionError(absl::StrCat("job ", job.def.job_id(), " is not distributed_epoch"));
@@ -272,6 +286,12 @@ absl::StatusOr<GetSplitResponse> DispatcherState::GetSplit(const GetSplitRequest
   }
   EpochSplits::Ask ask{request.client_id(), request.worker_id(), request.stream_id(), request.seq(), now};
   GetSplitResponse out = Epoch(job, request.epoch()).Next(ask);
+  if (out.state() == GetSplitResponse::END && client->finished_before_join.count(request.epoch()) > 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "job ", job.def.job_id(), job.def.job_name().empty() ? "" : " ('" + job.def.job_name() + "')",
+        " had finished epoch ", request.epoch(), " before client ", request.client_id(),
+        " joined it: its samples went to the job's other consumers; read a later epoch, or give a new job name"));
+  }
   if (out.state() == GetSplitResponse::FAILED) {
     const PipelineDef& def = pipelines_[job.def.pipeline_id()].def;
     out.set_skip(def.nodes_size() > 0 && def.nodes(0).source().on_corrupt() == "skip");
@@ -312,7 +332,26 @@ absl::Status DispatcherState::Expire(absl::Time now) {
     }
   }
   for (const ReleaseClientRequest& r : silent) SLUICE_RETURN_IF_ERROR(ReleaseClient(r));
+  CollectGarbage(now);
   return absl::OkStatus();
+}
+
+void DispatcherState::CollectGarbage(absl::Time now) {
+  for (auto& [id, job] : jobs_) {
+    auto pipeline = pipelines_.find(job.def.pipeline_id());
+    if (pipeline != pipelines_.end()) pipeline->second.last_used = now;
+    uint64_t oldest = UINT64_MAX;
+    for (int64_t c : job.clients) {
+      auto client = clients_.find(c);
+      if (client != clients_.end()) oldest = std::min(oldest, client->second.epoch);
+    }
+    for (auto epoch = job.epochs.begin(); epoch != job.epochs.end() && epoch->first < oldest;) {
+      epoch = epoch->second.done() ? job.epochs.erase(epoch) : std::next(epoch);
+    }
+  }
+  for (auto it = pipelines_.begin(); it != pipelines_.end();) {
+    it = now - it->second.last_used > options_.idle_pipeline_timeout ? pipelines_.erase(it) : std::next(it);
+  }
 }
 
 std::vector<JournalEntry> DispatcherState::Snapshot() const {

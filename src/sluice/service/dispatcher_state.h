@@ -30,6 +30,8 @@ class DispatcherState {
     // job's other consumers.
     absl::Duration client_timeout = absl::Seconds(5);
     SplitPolicy splits;
+    // A pipeline no job uses is forgotten after this long.
+    absl::Duration idle_pipeline_timeout = absl::Minutes(10);
   };
   // Persists an entry before it applies; an error fails the call.
   using JournalFn = std::function<absl::Status(const JournalEntry&)>;
@@ -79,12 +81,16 @@ class DispatcherState {
     PipelineDef def;
     RegisterPipelineResponse info;
     std::vector<std::string> ops;  // what a worker needs to run it
+    absl::Time last_used;          // registered, or used by a job
   };
   struct Client {
     int64_t job_id = 0;
     absl::Time last_seen;
     uint64_t epoch = 0;
     double samples_per_s = 0;
+    // The job's epochs that were over when the client joined: asking for
+    // one is an error, not an empty epoch.
+    std::set<uint64_t> finished_before_join;
   };
   struct Worker {
     std::string address;
@@ -104,6 +110,9 @@ class DispatcherState {
   };
 
   absl::StatusOr<Client*> FindClient(int64_t job_id, int64_t client_id, absl::Time now);
+  // Forgets epochs every client of `job` is past, and pipelines idle for
+  // longer than their timeout.
+  void CollectGarbage(absl::Time now);
   EpochSplits& Epoch(Job& job, uint64_t epoch);
   absl::Status Journaled(const JournalEntry& entry);
 

@@ -15,6 +15,10 @@
 #include "sluice/service/log.h"
 
 namespace sluice::service {
+
+// A compiled pipeline no stream asked for this long is dropped (its
+// streams hold it while they run); asked again, it is fetched again.
+constexpr absl::Duration kPipelineIdle = absl::Minutes(10);
 namespace {
 
 // The ops a pipeline part may use here: those with a cpu kernel (or views),
@@ -92,8 +96,15 @@ WorkerStatus WorkerImpl::Status() const {
 absl::StatusOr<std::shared_ptr<const exec::Pipeline>> WorkerImpl::GetPipeline(const std::string& id) {
   {
     absl::MutexLock lock(&mu_);
+    const absl::Time now = absl::Now();
+    for (auto it = pipelines_.begin(); it != pipelines_.end();) {
+      it = now - it->second.last_used > kPipelineIdle ? pipelines_.erase(it) : std::next(it);
+    }
     auto it = pipelines_.find(id);
-    if (it != pipelines_.end()) return it->second;
+    if (it != pipelines_.end()) {
+      it->second.last_used = now;
+      return it->second.pipeline;
+    }
   }
   GetPipelineRequest request;
   request.set_pipeline_id(id);
@@ -104,7 +115,10 @@ absl::StatusOr<std::shared_ptr<const exec::Pipeline>> WorkerImpl::GetPipeline(co
   if (options_.threads > 0) def.mutable_options()->set_threads(options_.threads);
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<exec::Pipeline> pipeline, exec::Pipeline::Create(def));
   absl::MutexLock lock(&mu_);
-  return pipelines_.emplace(id, std::move(pipeline)).first->second;
+  CachedPipeline& cached = pipelines_[id];
+  if (cached.pipeline == nullptr) cached.pipeline = std::move(pipeline);
+  cached.last_used = absl::Now();
+  return cached.pipeline;
 }
 
 absl::StatusOr<GetSplitResponse> WorkerImpl::NextSplit(const GetSplitRequest& ask,

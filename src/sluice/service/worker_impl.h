@@ -80,7 +80,12 @@ class WorkerImpl {
   std::atomic<int64_t> bytes_sent_{0};
   mutable absl::Mutex mu_;
   std::string address_ ABSL_GUARDED_BY(mu_);  // where clients reach this worker
-  std::map<std::string, std::shared_ptr<const exec::Pipeline>> pipelines_ ABSL_GUARDED_BY(mu_);
+  // Compiled pipelines by id; one unused for kPipelineIdle is dropped.
+  struct CachedPipeline {
+    std::shared_ptr<const exec::Pipeline> pipeline;
+    absl::Time last_used;
+  };
+  std::map<std::string, CachedPipeline> pipelines_ ABSL_GUARDED_BY(mu_);
   // The splits its streams are running, for the heartbeat (leases).
   std::multiset<std::tuple<int64_t, uint64_t, int64_t, int64_t>> running_ ABSL_GUARDED_BY(mu_);
 };
