@@ -86,6 +86,23 @@ TEST_F(SluiceCliTest, InvalidPipelineExitsNonZeroNamingTheProblem) {
   EXPECT_THAT(r.out, HasSubstr("no file matches pattern '" + dir_.Join("none-*.tfrecord") + "'"));
 }
 
+// Servers listen on loopback unless told; beyond it they need TLS and a
+// token, or --insecure, which warns.
+TEST_F(SluiceCliTest, ServersRefuseToListenBeyondLoopbackUnprotected) {
+  for (const std::string server : {"dispatcher", "worker --dispatcher 127.0.0.1:1"}) {
+    const Result r = Sluice(server + " --host 0.0.0.0 --port 0");
+    EXPECT_EQ(r.exit_code, 1) << server;
+    EXPECT_THAT(r.out, HasSubstr("--host 0.0.0.0 listens beyond this machine without TLS or a token"));
+    EXPECT_THAT(r.out, HasSubstr("or --insecure on a network you trust"));
+  }
+  testing::WriteFileBytes(dir_.Join("token"), "s3cret\n");
+  const Result token_only = Sluice("dispatcher --host 0.0.0.0 --port 0 --token-file " + dir_.Join("token"));
+  EXPECT_EQ(token_only.exit_code, 1);
+  EXPECT_THAT(token_only.out, HasSubstr("without TLS:"));
+  const Result help = Sluice("dispatcher --help");
+  EXPECT_THAT(help.out, HasSubstr("=127.0.0.1"));
+}
+
 TEST_F(SluiceCliTest, InspectIndexAndCorruption) {
   ASSERT_EQ(Sluice("make-data cifar10 --out " + dir_.path() + " --count 30 --files 2").exit_code, 0);
   const std::string file = dir_.Join("train-00000-of-00002.tfrecord");

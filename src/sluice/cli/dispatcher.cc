@@ -12,7 +12,7 @@ namespace sluice::cli {
 namespace {
 
 struct DispatcherArgs {
-  std::string host = "0.0.0.0";
+  std::string host = kDefaultHost;
   int port = 0;
   std::string work_dir;
   double worker_timeout_s = 5;
@@ -37,7 +37,7 @@ absl::Status Serve(const DispatcherArgs& args) {
   options.timeouts.idle_pipeline_timeout = absl::Seconds(args.idle_pipeline_timeout_s);
   options.limits = args.limits;
   options.journal.compact_bytes = args.journal_compact_bytes;
-  SLUICE_ASSIGN_OR_RETURN(options.security, args.security.Options());
+  SLUICE_ASSIGN_OR_RETURN(options.security, args.security.Options(args.host, "dispatcher"));
   BlockTerminationSignals();
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<service::DispatcherServer> server,
                           service::DispatcherServer::Start(options));
@@ -56,7 +56,9 @@ void AddDispatcherCommand(CLI::App& app, absl::Status* result) {
   auto args = std::make_shared<DispatcherArgs>();
   CLI::App* cmd = app.add_subcommand(
       "dispatcher", "Run the service's dispatcher: pipelines, jobs, workers, split assignment");
-  cmd->add_option("--host", args->host, "address to listen on")->default_val("0.0.0.0");
+  cmd->add_option("--host", args->host,
+                  "address to listen on (0.0.0.0: every interface; needs TLS and a token, or --insecure)")
+      ->default_val(kDefaultHost);
   cmd->add_option("--port", args->port, "port to listen on (0: any free port, printed)")->default_val(0);
   cmd->add_option("--work-dir", args->work_dir,
                   "directory for the journal; a restart with the same one recovers pipelines, jobs "

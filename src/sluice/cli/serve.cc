@@ -2,7 +2,10 @@
 
 #include <signal.h>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "sluice/core/status_macros.h"
+#include "sluice/service/log.h"
 
 namespace sluice::cli {
 namespace {
@@ -15,9 +18,26 @@ sigset_t TerminationSignals() {
   return set;
 }
 
+bool Loopback(const std::string& host) {
+  return absl::StartsWith(host, "127.") || host == "::1" || host == "[::1]" || host == "localhost";
+}
+
 }  // namespace
 
-absl::StatusOr<service::SecurityOptions> SecurityFlags::Options() const {
+absl::StatusOr<service::SecurityOptions> SecurityFlags::Options(const std::string& host,
+                                                                const std::string& role) const {
+  const bool open = cert_file.empty() || token_file.empty();
+  if (!Loopback(host) && open) {
+    const std::string risk = absl::StrCat(
+        "--host ", host, " listens beyond this machine without ",
+        cert_file.empty() && token_file.empty() ? "TLS or a token" : cert_file.empty() ? "TLS" : "a token",
+        ": anyone who reaches the port can register pipelines, read their data and impersonate workers");
+    if (!insecure) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          risk, "; give --tls-cert/--tls-key and --token-file, or --insecure on a network you trust"));
+    }
+    service::Log(role, absl::StrCat("WARNING: ", risk, " (--insecure)"));
+  }
   service::SecurityOptions options;
   options.cert_file = cert_file;
   options.key_file = key_file;
@@ -38,6 +58,8 @@ void AddSecurityFlags(CLI::App* cmd, SecurityFlags* flags) {
                 "mutual TLS: refuse callers without a certificate signed by --tls-ca");
   cmd->add_option("--token-file", flags->token_file,
                   "a file holding the shared token every RPC must carry");
+  cmd->add_flag("--insecure", flags->insecure,
+                "allow listening beyond loopback (--host) without TLS and a token; logs a warning");
 }
 
 void BlockTerminationSignals() {

@@ -12,15 +12,24 @@
 
 namespace sluice::cli {
 
+// Where servers listen unless told: this machine only.
+inline constexpr char kDefaultHost[] = "127.0.0.1";
+
 struct SecurityFlags {
   std::string cert_file, key_file, ca_file, token_file;
   bool require_client_cert = false;
-  // The options these flags give; reads the token file.
-  absl::StatusOr<service::SecurityOptions> Options() const;
+  bool insecure = false;
+  // The options these flags give; reads the token file. A server listening
+  // on `host` beyond loopback needs TLS and a token, or --insecure (then
+  // `role` logs a warning); clients leave both out.
+  absl::StatusOr<service::SecurityOptions> Options(const std::string& host = kDefaultHost,
+                                                   const std::string& role = "") const;
 };
 
-// --tls-cert, --tls-key, --tls-ca, --tls-require-client-cert, --token-file.
+// --tls-cert, --tls-key, --tls-ca, --tls-require-client-cert, --token-file,
+// --insecure.
 void AddSecurityFlags(CLI::App* cmd, SecurityFlags* flags);
+
 
 // Blocks SIGTERM and SIGINT in every thread started after it, so the
 // servers' threads leave them to WaitForTermination. Call before starting.

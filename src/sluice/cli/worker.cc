@@ -12,7 +12,7 @@ namespace {
 
 struct WorkerArgs {
   std::string dispatcher;
-  std::string host = "0.0.0.0";
+  std::string host = kDefaultHost;
   int port = 0;
   std::string advertise;
   int threads = 0;
@@ -30,7 +30,7 @@ absl::Status Serve(const WorkerArgs& args) {
                                                     : args.host;
   options.worker.dispatcher = args.dispatcher;
   options.worker.threads = args.threads;
-  SLUICE_ASSIGN_OR_RETURN(options.worker.security, args.security.Options());
+  SLUICE_ASSIGN_OR_RETURN(options.worker.security, args.security.Options(args.host, "worker"));
   BlockTerminationSignals();
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<service::WorkerServer> server,
                           service::WorkerServer::Start(options));
@@ -49,7 +49,9 @@ void AddWorkerCommand(CLI::App& app, absl::Status* result) {
   CLI::App* cmd = app.add_subcommand(
       "worker", "Run a service worker: runs pipelines' parts before their distribute node");
   cmd->add_option("--dispatcher", args->dispatcher, "the dispatcher, HOST:PORT")->required();
-  cmd->add_option("--host", args->host, "address to listen on")->default_val("0.0.0.0");
+  cmd->add_option("--host", args->host,
+                  "address to listen on (0.0.0.0: every interface; needs TLS and a token, or --insecure)")
+      ->default_val(kDefaultHost);
   cmd->add_option("--port", args->port, "port to listen on (0: any free port, printed)")->default_val(0);
   cmd->add_option("--advertise", args->advertise,
                   "the host clients dial to reach this worker (default: --host, or 127.0.0.1)");
