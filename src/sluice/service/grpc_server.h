@@ -25,7 +25,7 @@ class GrpcServer {
  public:
   struct Options {
     std::string role;  // "dispatcher", "worker": names it in messages
-    std::string host = "0.0.0.0";
+    std::string host = "127.0.0.1";
     int port = 0;      // 0: any free port (see port())
     SecurityOptions security;
     int max_receive_bytes = kMaxRequestBytes;

@@ -16,7 +16,7 @@
 namespace sluice::service {
 
 struct WorkerServerOptions {
-  std::string host = "0.0.0.0";
+  std::string host = "127.0.0.1";  // beyond loopback: see docs/service.md#security
   int port = 0;                   // 0: any free port
   std::string advertise_host = "127.0.0.1";  // the host clients dial
   WorkerOptions worker;           // its address is set from the port
