@@ -38,7 +38,7 @@ class DispatcherStateTest : public ::testing::Test {
     r.set_pipeline_id(pipeline);
     r.set_job_name(name);
     r.set_mode(mode);
-    auto job = state_.GetOrCreateJob(r, kT0);
+    auto job = state_.GetOrCreateJob(r, "", kT0);
     EXPECT_TRUE(job.ok()) << job.status();
     return job.ok() ? *job : GetOrCreateJobResponse();
   }
@@ -47,11 +47,15 @@ class DispatcherStateTest : public ::testing::Test {
     WorkerHeartbeatRequest r;
     r.set_worker_id(id);
     r.set_address(address);
+    r.set_secret(secrets_[id]);
     for (const std::string& op : ops) r.add_ops(op);
     auto heard = state_.WorkerHeartbeat(r, now);
     EXPECT_TRUE(heard.ok()) << heard.status();
-    return heard.ok() ? heard->worker_id() : -1;
+    if (!heard.ok()) return -1;
+    secrets_[heard->worker_id()] = heard->secret();
+    return heard->worker_id();
   }
+  std::map<int64_t, std::string> secrets_;  // what each worker was given
   static GetSplitRequest Ask(const GetOrCreateJobResponse& job, int64_t worker, uint64_t epoch = 0) {
     GetSplitRequest r;
     r.set_job_id(job.job_id());
@@ -81,11 +85,11 @@ TEST_F(DispatcherStateTest, PipelinesAreDeduplicatedAndNamedJobsShared) {
   other_mode.set_pipeline_id(a);
   other_mode.set_job_name("shared");
   other_mode.set_mode(PARALLEL_EPOCHS);
-  EXPECT_THAT(state_.GetOrCreateJob(other_mode, kT0),
+  EXPECT_THAT(state_.GetOrCreateJob(other_mode, "", kT0),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("job 'shared' exists")));
   GetOrCreateJobRequest unknown;
   unknown.set_pipeline_id("feed");
-  EXPECT_THAT(state_.GetOrCreateJob(unknown, kT0),
+  EXPECT_THAT(state_.GetOrCreateJob(unknown, "", kT0),
               StatusIs(absl::StatusCode::kNotFound, HasSubstr("no pipeline feed")));
 }
 
@@ -166,7 +170,7 @@ TEST_F(DispatcherStateTest, ARestartFromTheJournalKeepsJobsAndProgress) {
   GetOrCreateJobRequest named;
   named.set_pipeline_id(p);
   named.set_job_name("train");
-  ASSERT_OK_AND_ASSIGN(GetOrCreateJobResponse rejoined, restarted.GetOrCreateJob(named, kT0));
+  ASSERT_OK_AND_ASSIGN(GetOrCreateJobResponse rejoined, restarted.GetOrCreateJob(named, "", kT0));
   EXPECT_EQ(rejoined.job_id(), job.job_id());
   EXPECT_GT(rejoined.client_id(), job.client_id());
 }
@@ -200,11 +204,22 @@ TEST_F(DispatcherStateTest, AWorkerIdIsNeverHandedToAnotherWorker) {
   b.set_address("b:2");
   ASSERT_OK_AND_ASSIGN(WorkerHeartbeatResponse b_id, restarted.WorkerHeartbeat(b, kT0));
   EXPECT_NE(b_id.worker_id(), a) << "a new worker before the old one is back";
+  WorkerHeartbeatRequest hijack;  // another process claiming a's id
+  hijack.set_worker_id(a);
+  hijack.set_address("evil:1");
+  EXPECT_THAT(restarted.WorkerHeartbeat(hijack, kT0),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       HasSubstr("worker id " + std::to_string(a) + " is another worker's")));
+  hijack.set_secret("guess");
+  EXPECT_THAT(restarted.WorkerHeartbeat(hijack, kT0),
+              StatusIs(absl::StatusCode::kPermissionDenied, HasSubstr("a wrong secret")));
   WorkerHeartbeatRequest back;
   back.set_worker_id(a);
   back.set_address("a:1");
+  back.set_secret(secrets_[a]);
   ASSERT_OK_AND_ASSIGN(WorkerHeartbeatResponse a_id, restarted.WorkerHeartbeat(back, kT0));
   EXPECT_EQ(a_id.worker_id(), a) << "the old worker keeps its id";
+  EXPECT_EQ(restarted.Status(kT0).workers_size(), 2) << "the hijack registered nothing";
   WorkerHeartbeatRequest stranger;
   stranger.set_worker_id(99);  // from a dispatcher that kept no journal
   stranger.set_address("c:3");
@@ -283,6 +298,47 @@ TEST_F(DispatcherStateTest, EpochsEveryClientIsPastAndIdlePipelinesAreForgotten)
   EXPECT_EQ(state_.FindPipeline(idle), nullptr) << "idle for 11 minutes";
 }
 
+// Each client tenant has its own job names and sees, reports and leaves
+// only its own jobs; a client reports only the splits handed to it.
+TEST_F(DispatcherStateTest, TenantsKeepToTheirJobsAndClientsToTheirSplits) {
+  ASSERT_OK_AND_ASSIGN(std::string p, state_.RegisterPipeline(Def(4), Splits(2)));
+  GetOrCreateJobRequest r;
+  r.set_pipeline_id(p);
+  r.set_job_name("train");
+  ASSERT_OK_AND_ASSIGN(GetOrCreateJobResponse alice, state_.GetOrCreateJob(r, "alice", kT0));
+  ASSERT_OK_AND_ASSIGN(GetOrCreateJobResponse bob, state_.GetOrCreateJob(r, "bob", kT0));
+  EXPECT_NE(alice.job_id(), bob.job_id()) << "the same name, two tenants: two jobs";
+  const Caller as_bob{Role::kClient, "bob", ""};
+  EXPECT_THAT(state_.CheckTenant(alice.job_id(), as_bob),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       HasSubstr("job " + std::to_string(alice.job_id()) + " is not tenant 'bob''s")));
+  SLUICE_EXPECT_OK(state_.CheckTenant(bob.job_id(), as_bob));
+  SLUICE_EXPECT_OK(state_.CheckTenant(alice.job_id(), Caller{Role::kAdmin, "root", ""}));
+  const DispatcherStatus seen_by_bob = state_.Status(kT0, as_bob);
+  ASSERT_EQ(seen_by_bob.jobs_size(), 1);
+  EXPECT_EQ(seen_by_bob.jobs(0).job_id(), bob.job_id());
+  EXPECT_EQ(state_.Status(kT0).jobs_size(), 2) << "an admin sees every job";
+
+  const int64_t w = Worker("a:1");
+  ASSERT_OK_AND_ASSIGN(GetSplitResponse got, state_.GetSplit(Ask(alice, w), kT0));
+  ReportSplitsRequest forged;  // bob's client claims alice's split
+  forged.set_job_id(alice.job_id());
+  forged.set_client_id(bob.client_id());
+  forged.add_completed(got.split());
+  EXPECT_FALSE(state_.ReportSplits(forged, kT0).ok());
+  GetOrCreateJobRequest join = r;
+  ASSERT_OK_AND_ASSIGN(GetOrCreateJobResponse alice2, state_.GetOrCreateJob(join, "alice", kT0));
+  forged.set_client_id(alice2.client_id());  // the same job, another client
+  EXPECT_THAT(state_.ReportSplits(forged, kT0),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       HasSubstr("reported split " + std::to_string(got.split()) + " of job " +
+                                 std::to_string(alice.job_id()) + " epoch 0 finished, but it was not handed to "
+                                 "that client")));
+  forged.set_client_id(alice.client_id());
+  SLUICE_EXPECT_OK(state_.ReportSplits(forged, kT0));
+  SLUICE_EXPECT_OK(state_.ReportSplits(forged, kT0));  // a repeated report is fine
+}
+
 // A compacted journal is the snapshot: replayed, it gives the same jobs,
 // progress and split holders, and never hands out an id again.
 TEST_F(DispatcherStateTest, ASnapshotRebuildsTheStateWithoutItsHistory) {
@@ -323,7 +379,7 @@ TEST_F(DispatcherStateTest, ASnapshotRebuildsTheStateWithoutItsHistory) {
     GetOrCreateJobRequest r;
     r.set_pipeline_id(p);
     r.set_job_name("train");
-    return *restarted.GetOrCreateJob(r, kT0);
+    return *restarted.GetOrCreateJob(r, "", kT0);
   }();
   EXPECT_GT(next.client_id(), leaver.client_id());
 }

@@ -16,6 +16,7 @@
 #include "service.grpc.pb.h"
 #include "sluice/service/dispatcher_impl.h"
 #include "sluice/service/distributed_pipeline.h"
+#include "sluice/service/fetch_status.h"
 #include "status_matchers.h"
 #include "temp_dir.h"
 #include "test_cluster.h"
@@ -381,6 +382,51 @@ void MakeCertificates(const testing::TempDir& dir) {
       "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem "
       "-days 2 -extfile san.ext 2>/dev/null";
   ASSERT_EQ(std::system(script.c_str()), 0) << "openssl failed";
+}
+
+// Per-role tokens: workers and the dispatcher hold a worker's, consumers a
+// tenant's; a role calls only what it needs, a tenant sees only its jobs.
+TEST_F(ServiceTest, CallersHaveRolesAndTenantsSeeOnlyTheirOwnJobs) {
+  const std::string callers = dir_.Join("callers");
+  std::ofstream(callers) << "# role name token\nworker fleet w-secret\nclient alice a-secret\n"
+                            "client bob b-secret\nadmin root r-secret\n";
+  auto token = [&](const std::string& name, const std::string& value) {
+    std::ofstream(dir_.Join(name)) << value << "\n";
+    return dir_.Join(name);
+  };
+  TestCluster cluster({"--callers", callers, "--token-file", token("worker.token", "w-secret")});
+  SLUICE_ASSERT_OK(cluster.StartDispatcher());
+  SLUICE_ASSERT_OK(cluster.AddWorker());
+  PipelineDef def = Distributed(cluster.address(), "distributed_epoch", "train");
+  def.mutable_nodes(2)->mutable_distribute()->set_token_file(token("worker.token", "w-secret"));
+  EXPECT_THAT(CreatePipeline(def), StatusIs(absl::StatusCode::kPermissionDenied,
+                                            HasSubstr("worker 'fleet' may not call RegisterPipeline")));
+  def.mutable_nodes(2)->mutable_distribute()->set_token_file(token("alice.token", "a-secret"));
+  ASSERT_OK_AND_ASSIGN(auto alice, CreatePipeline(def));
+  auto it = alice->Iterate(0);  // alice's job is alive while she reads
+  Batch batch;
+  bool end = false;
+  SLUICE_ASSERT_OK(it->Next(&batch, &end));
+
+  auto status = [&](const std::string& who) {
+    service::SecurityOptions security;
+    EXPECT_TRUE(security.ReadTokenFile(dir_.Join(who + ".token")).ok());
+    return service::FetchDispatcherStatus(cluster.address(), security);
+  };
+  token("bob.token", "b-secret");
+  token("root.token", "r-secret");
+  ASSERT_OK_AND_ASSIGN(DispatcherStatus seen_by_bob, status("bob"));
+  EXPECT_EQ(seen_by_bob.jobs_size(), 0) << "alice's job is not bob's to see";
+  ASSERT_OK_AND_ASSIGN(DispatcherStatus seen_by_root, status("root"));
+  ASSERT_EQ(seen_by_root.jobs_size(), 1);
+  EXPECT_EQ(seen_by_root.jobs(0).job_name(), "train");
+  it.reset();
+
+  // bob's "train" is his own job: he gets every sample, once.
+  def.mutable_nodes(2)->mutable_distribute()->set_token_file(dir_.Join("bob.token"));
+  ASSERT_OK_AND_ASSIGN(auto bob, CreatePipeline(def));
+  ASSERT_OK_AND_ASSIGN(Received r, ReadEpoch(*bob));
+  ExpectEachIdTimes(r, 1);
 }
 
 TEST_F(ServiceTest, MutualTlsServesCertifiedClientsAndRejectsOthers) {

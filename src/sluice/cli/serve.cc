@@ -26,11 +26,12 @@ bool Loopback(const std::string& host) {
 
 absl::StatusOr<service::SecurityOptions> SecurityFlags::Options(const std::string& host,
                                                                 const std::string& role) const {
-  const bool open = cert_file.empty() || token_file.empty();
+  const bool tokens = !token_file.empty() || !callers_file.empty();
+  const bool open = cert_file.empty() || !tokens;
   if (!Loopback(host) && open) {
     const std::string risk = absl::StrCat(
         "--host ", host, " listens beyond this machine without ",
-        cert_file.empty() && token_file.empty() ? "TLS or a token" : cert_file.empty() ? "TLS" : "a token",
+        cert_file.empty() && !tokens ? "TLS or a token" : cert_file.empty() ? "TLS" : "a token",
         ": anyone who reaches the port can register pipelines, read their data and impersonate workers");
     if (!insecure) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -44,6 +45,7 @@ absl::StatusOr<service::SecurityOptions> SecurityFlags::Options(const std::strin
   options.ca_file = ca_file;
   options.require_client_cert = require_client_cert;
   if (!token_file.empty()) SLUICE_RETURN_IF_ERROR(options.ReadTokenFile(token_file));
+  if (!callers_file.empty()) SLUICE_RETURN_IF_ERROR(options.ReadCallersFile(callers_file));
   return options;
 }
 
@@ -57,7 +59,11 @@ void AddSecurityFlags(CLI::App* cmd, SecurityFlags* flags) {
   cmd->add_flag("--tls-require-client-cert", flags->require_client_cert,
                 "mutual TLS: refuse callers without a certificate signed by --tls-ca");
   cmd->add_option("--token-file", flags->token_file,
-                  "a file holding the shared token every RPC must carry");
+                  "a file holding the token this process presents; without --callers, the shared token every "
+                  "call to it must carry too");
+  cmd->add_option("--callers", flags->callers_file,
+                  "who may call this server: lines \"ROLE NAME TOKEN\" (ROLE client, worker or admin; a client's "
+                  "NAME is its tenant, which sees only its own jobs)");
   cmd->add_flag("--insecure", flags->insecure,
                 "allow listening beyond loopback (--host) without TLS and a token; logs a warning");
 }

@@ -16,7 +16,7 @@ namespace sluice::cli {
 inline constexpr char kDefaultHost[] = "127.0.0.1";
 
 struct SecurityFlags {
-  std::string cert_file, key_file, ca_file, token_file;
+  std::string cert_file, key_file, ca_file, token_file, callers_file;
   bool require_client_cert = false;
   bool insecure = false;
   // The options these flags give; reads the token file. A server listening
@@ -27,7 +27,7 @@ struct SecurityFlags {
 };
 
 // --tls-cert, --tls-key, --tls-ca, --tls-require-client-cert, --token-file,
-// --insecure.
+// --callers, --insecure.
 void AddSecurityFlags(CLI::App* cmd, SecurityFlags* flags);
 
 

@@ -7,7 +7,7 @@
 #include "sluice/cli/progress.h"
 #include "sluice/cli/serve.h"
 #include "sluice/core/status_macros.h"
-#include "service.grpc.pb.h"
+#include "sluice/service/fetch_status.h"
 
 namespace sluice::cli {
 namespace {
@@ -20,15 +20,7 @@ struct StatusArgs {
 
 absl::Status Show(const StatusArgs& args) {
   SLUICE_ASSIGN_OR_RETURN(service::SecurityOptions security, args.security.Options());
-  SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<grpc::Channel> channel,
-                          service::MakeChannel(args.dispatcher, security));
-  auto stub = ::sluice::Dispatcher::NewStub(channel);
-  grpc::ClientContext context;
-  service::AddToken(&context, security.token);
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-  DispatcherStatus status;
-  SLUICE_RETURN_IF_ERROR(service::FromGrpc(stub->GetStatus(&context, GetStatusRequest(), &status),
-                                           "dispatcher " + args.dispatcher));
+  SLUICE_ASSIGN_OR_RETURN(const DispatcherStatus status, service::FetchDispatcherStatus(args.dispatcher, security));
   if (args.json) {
     std::string text;
     google::protobuf::util::JsonPrintOptions options;

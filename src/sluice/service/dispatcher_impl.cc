@@ -113,25 +113,35 @@ absl::StatusOr<RegisterPipelineResponse> DispatcherImpl::RegisterPipeline(
   return out;
 }
 
-absl::StatusOr<GetOrCreateJobResponse> DispatcherImpl::GetOrCreateJob(const GetOrCreateJobRequest& request) {
-  SLUICE_ASSIGN_OR_RETURN(GetOrCreateJobResponse out,
-                          Durably([&]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return state_.GetOrCreateJob(request, absl::Now()); }));
+absl::StatusOr<GetOrCreateJobResponse> DispatcherImpl::GetOrCreateJob(const GetOrCreateJobRequest& request,
+                                                                      const Caller& caller) {
+  SLUICE_ASSIGN_OR_RETURN(GetOrCreateJobResponse out, Durably([&]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+                            return state_.GetOrCreateJob(request, caller.name, absl::Now());
+                          }));
   Log("dispatcher", absl::StrCat("client ", out.client_id(), " joined job ", out.job_id(), " (",
                                  ProcessingMode_Name(request.mode()), ")"));
   return out;
 }
 
-absl::StatusOr<ClientHeartbeatResponse> DispatcherImpl::ClientHeartbeat(const ClientHeartbeatRequest& request) {
+absl::StatusOr<ClientHeartbeatResponse> DispatcherImpl::ClientHeartbeat(const ClientHeartbeatRequest& request,
+                                                                        const Caller& caller) {
   absl::MutexLock lock(&mu_);
+  SLUICE_RETURN_IF_ERROR(state_.CheckTenant(request.job_id(), caller));
   return state_.ClientHeartbeat(request, absl::Now());
 }
 
-absl::Status DispatcherImpl::ReportSplits(const ReportSplitsRequest& request) {
-  return Durably([&]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return state_.ReportSplits(request, absl::Now()); });
+absl::Status DispatcherImpl::ReportSplits(const ReportSplitsRequest& request, const Caller& caller) {
+  return Durably([&]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    SLUICE_RETURN_IF_ERROR(state_.CheckTenant(request.job_id(), caller));
+    return state_.ReportSplits(request, absl::Now());
+  });
 }
 
-absl::Status DispatcherImpl::ReleaseClient(const ReleaseClientRequest& request) {
-  return Durably([&]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return state_.ReleaseClient(request); });
+absl::Status DispatcherImpl::ReleaseClient(const ReleaseClientRequest& request, const Caller& caller) {
+  return Durably([&]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    SLUICE_RETURN_IF_ERROR(state_.CheckTenant(request.job_id(), caller));
+    return state_.ReleaseClient(request);
+  });
 }
 
 absl::StatusOr<WorkerHeartbeatResponse> DispatcherImpl::WorkerHeartbeat(const WorkerHeartbeatRequest& request) {
@@ -160,9 +170,9 @@ absl::StatusOr<GetSplitResponse> DispatcherImpl::GetSplit(const GetSplitRequest&
   return Durably([&]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return state_.GetSplit(request, absl::Now()); });
 }
 
-DispatcherStatus DispatcherImpl::Status() {
+DispatcherStatus DispatcherImpl::Status(const Caller& caller) {
   absl::MutexLock lock(&mu_);
-  DispatcherStatus out = state_.Status(absl::Now());
+  DispatcherStatus out = state_.Status(absl::Now(), caller);
   out.set_work_dir(work_dir_);
   return out;
 }

@@ -38,14 +38,17 @@ class DispatcherImpl {
   static absl::StatusOr<std::unique_ptr<DispatcherImpl>> Create(const DispatcherOptions& options);
 
   absl::StatusOr<RegisterPipelineResponse> RegisterPipeline(const RegisterPipelineRequest& request);
-  absl::StatusOr<GetOrCreateJobResponse> GetOrCreateJob(const GetOrCreateJobRequest& request);
-  absl::StatusOr<ClientHeartbeatResponse> ClientHeartbeat(const ClientHeartbeatRequest& request);
-  absl::Status ReportSplits(const ReportSplitsRequest& request);
-  absl::Status ReleaseClient(const ReleaseClientRequest& request);
+  // `caller`: the calling client; a tenant touches only its own jobs.
+  absl::StatusOr<GetOrCreateJobResponse> GetOrCreateJob(const GetOrCreateJobRequest& request,
+                                                        const Caller& caller = Caller());
+  absl::StatusOr<ClientHeartbeatResponse> ClientHeartbeat(const ClientHeartbeatRequest& request,
+                                                          const Caller& caller = Caller());
+  absl::Status ReportSplits(const ReportSplitsRequest& request, const Caller& caller = Caller());
+  absl::Status ReleaseClient(const ReleaseClientRequest& request, const Caller& caller = Caller());
   absl::StatusOr<WorkerHeartbeatResponse> WorkerHeartbeat(const WorkerHeartbeatRequest& request);
   absl::StatusOr<GetPipelineResponse> GetPipeline(const GetPipelineRequest& request);
   absl::StatusOr<GetSplitResponse> GetSplit(const GetSplitRequest& request);
-  DispatcherStatus Status();
+  DispatcherStatus Status(const Caller& caller = Caller());
   // Drops silent workers and clients (called periodically).
   absl::Status Expire();
 

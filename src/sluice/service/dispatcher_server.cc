@@ -6,35 +6,43 @@
 
 namespace sluice::service {
 
-// Each method: token check, then the implementation.
+// Each method: the caller's role checked, then the implementation.
 class DispatcherServer::Service final : public ::sluice::Dispatcher::Service {
  public:
-  Service(DispatcherImpl* impl, std::string token) : impl_(impl), token_(std::move(token)) {}
+  Service(DispatcherImpl* impl, SecurityOptions security) : impl_(impl), security_(std::move(security)) {}
 
-#define SLUICE_RPC(Method, Request, Response, call)                                           \
+#define SLUICE_RPC(Method, Request, Response, roles, call)                                    \
   grpc::Status Method(grpc::ServerContext* context, const Request* request, Response* response) \
       override {                                                                              \
-    grpc::Status auth = CheckToken(*context, token_);                                         \
-    if (!auth.ok()) return auth;                                                              \
+    absl::StatusOr<Caller> caller = Authorize(*context, security_, roles, #Method);           \
+    if (!caller.ok()) return ToGrpc(caller.status());                                         \
     return call;                                                                              \
   }
+#define SLUICE_CLIENTS {Role::kClient}
+#define SLUICE_WORKERS {Role::kWorker}
+#define SLUICE_ANYONE {Role::kClient, Role::kWorker}
 
-  SLUICE_RPC(RegisterPipeline, RegisterPipelineRequest, RegisterPipelineResponse,
+  SLUICE_RPC(RegisterPipeline, RegisterPipelineRequest, RegisterPipelineResponse, SLUICE_CLIENTS,
              Reply(impl_->RegisterPipeline(*request), response))
-  SLUICE_RPC(GetOrCreateJob, GetOrCreateJobRequest, GetOrCreateJobResponse,
-             Reply(impl_->GetOrCreateJob(*request), response))
-  SLUICE_RPC(ClientHeartbeat, ClientHeartbeatRequest, ClientHeartbeatResponse,
-             Reply(impl_->ClientHeartbeat(*request), response))
-  SLUICE_RPC(ReportSplits, ReportSplitsRequest, ReportSplitsResponse, ToGrpc(impl_->ReportSplits(*request)))
-  SLUICE_RPC(ReleaseClient, ReleaseClientRequest, ReleaseClientResponse,
-             ToGrpc(impl_->ReleaseClient(*request)))
-  SLUICE_RPC(WorkerHeartbeat, WorkerHeartbeatRequest, WorkerHeartbeatResponse,
+  SLUICE_RPC(GetOrCreateJob, GetOrCreateJobRequest, GetOrCreateJobResponse, SLUICE_CLIENTS,
+             Reply(impl_->GetOrCreateJob(*request, *caller), response))
+  SLUICE_RPC(ClientHeartbeat, ClientHeartbeatRequest, ClientHeartbeatResponse, SLUICE_CLIENTS,
+             Reply(impl_->ClientHeartbeat(*request, *caller), response))
+  SLUICE_RPC(ReportSplits, ReportSplitsRequest, ReportSplitsResponse, SLUICE_CLIENTS,
+             ToGrpc(impl_->ReportSplits(*request, *caller)))
+  SLUICE_RPC(ReleaseClient, ReleaseClientRequest, ReleaseClientResponse, SLUICE_CLIENTS,
+             ToGrpc(impl_->ReleaseClient(*request, *caller)))
+  SLUICE_RPC(WorkerHeartbeat, WorkerHeartbeatRequest, WorkerHeartbeatResponse, SLUICE_WORKERS,
              Reply(impl_->WorkerHeartbeat(*request), response))
-  SLUICE_RPC(GetPipeline, GetPipelineRequest, GetPipelineResponse, Reply(impl_->GetPipeline(*request), response))
-  SLUICE_RPC(GetSplit, GetSplitRequest, GetSplitResponse, Reply(impl_->GetSplit(*request), response))
-  SLUICE_RPC(GetStatus, GetStatusRequest, DispatcherStatus,
-             Reply(absl::StatusOr<DispatcherStatus>(impl_->Status()), response))
+  SLUICE_RPC(GetPipeline, GetPipelineRequest, GetPipelineResponse, SLUICE_WORKERS,
+             Reply(impl_->GetPipeline(*request), response))
+  SLUICE_RPC(GetSplit, GetSplitRequest, GetSplitResponse, SLUICE_WORKERS, Reply(impl_->GetSplit(*request), response))
+  SLUICE_RPC(GetStatus, GetStatusRequest, DispatcherStatus, SLUICE_ANYONE,
+             Reply(absl::StatusOr<DispatcherStatus>(impl_->Status(*caller)), response))
 #undef SLUICE_RPC
+#undef SLUICE_CLIENTS
+#undef SLUICE_WORKERS
+#undef SLUICE_ANYONE
 
  private:
   template <typename T>
@@ -45,13 +53,13 @@ class DispatcherServer::Service final : public ::sluice::Dispatcher::Service {
   }
 
   DispatcherImpl* impl_;
-  const std::string token_;
+  const SecurityOptions security_;
 };
 
 absl::StatusOr<std::unique_ptr<DispatcherServer>> DispatcherServer::Start(const DispatcherOptions& options) {
   std::unique_ptr<DispatcherServer> server(new DispatcherServer());
   SLUICE_ASSIGN_OR_RETURN(server->impl_, DispatcherImpl::Create(options));
-  server->service_ = std::make_unique<Service>(server->impl_.get(), options.security.token);
+  server->service_ = std::make_unique<Service>(server->impl_.get(), options.security);
   GrpcServer::Options grpc_options;
   grpc_options.role = "dispatcher";
   grpc_options.host = options.host;
@@ -67,7 +75,8 @@ absl::StatusOr<std::unique_ptr<DispatcherServer>> DispatcherServer::Start(const 
   });
   Log("dispatcher", absl::StrCat("listening on ", options.host, ":", server->port(),
                                  options.security.cert_file.empty() ? "" : " (TLS)",
-                                 options.security.token.empty() ? "" : " (token required)"));
+                                 !options.security.callers.empty() ? absl::StrCat(" (", options.security.callers.size(), " callers)")
+                                 : options.security.token.empty() ? "" : " (token required)"));
   return server;
 }
 

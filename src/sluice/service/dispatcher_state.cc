@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <numeric>
 
+#include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "sluice/core/rng.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/graph/compiled_pipeline.h"
@@ -36,7 +38,7 @@ void DispatcherState::Apply(const JournalEntry& entry) {
     case JournalEntry::kCreateJob: {
       const JournalJob& j = entry.create_job();
       jobs_[j.job_id()].def = j;
-      if (!j.job_name().empty()) named_jobs_[j.job_name()] = j.job_id();
+      if (!j.job_name().empty()) named_jobs_[{j.tenant(), j.job_name()}] = j.job_id();
       next_id_ = std::max(next_id_, j.job_id() + 1);
       break;
     }
@@ -58,7 +60,7 @@ void DispatcherState::Apply(const JournalEntry& entry) {
         // A job no one reads is over: a consumer giving its name later
         // starts a new one.
         if (job->second.clients.empty()) {
-          auto named = named_jobs_.find(job->second.def.job_name());
+          auto named = named_jobs_.find({job->second.def.tenant(), job->second.def.job_name()});
           if (named != named_jobs_.end() && named->second == job->first) named_jobs_.erase(named);
           jobs_.erase(job);
         }
@@ -86,7 +88,7 @@ void DispatcherState::Apply(const JournalEntry& entry) {
       break;
     }
     case JournalEntry::kAddWorker:
-      worker_ids_.insert(entry.add_worker().worker_id());
+      worker_secrets_[entry.add_worker().worker_id()] = entry.add_worker().secret();
       next_id_ = std::max(next_id_, entry.add_worker().worker_id() + 1);
       break;
     case JournalEntry::kNextId:
@@ -125,15 +127,22 @@ const PipelineDef* DispatcherState::FindPipelineDef(const std::string& id) const
   return it == pipelines_.end() ? nullptr : &it->second.def;
 }
 
+absl::Status DispatcherState::CheckTenant(int64_t job_id, const Caller& caller) const {
+  auto job = jobs_.find(job_id);
+  if (caller.admin() || job == jobs_.end() || job->second.def.tenant() == caller.name) return absl::OkStatus();
+  return absl::PermissionDeniedError(
+      absl::StrCat("job ", job_id, " is not tenant '", caller.name, "''s: a client sees only its tenant's jobs"));
+}
+
 absl::StatusOr<GetOrCreateJobResponse> DispatcherState::GetOrCreateJob(
-    const GetOrCreateJobRequest& request, absl::Time now) {
+    const GetOrCreateJobRequest& request, const std::string& tenant, absl::Time now) {
   if (pipelines_.count(request.pipeline_id()) == 0) {
     return absl::NotFoundError(absl::StrCat("no pipeline ", request.pipeline_id(), " is registered"));
   }
   const ProcessingMode mode =
       request.mode() == PROCESSING_MODE_UNSET ? DISTRIBUTED_EPOCH : request.mode();
   int64_t job_id = 0;
-  auto named = request.job_name().empty() ? named_jobs_.end() : named_jobs_.find(request.job_name());
+  auto named = request.job_name().empty() ? named_jobs_.end() : named_jobs_.find({tenant, request.job_name()});
   if (named != named_jobs_.end()) {
     const JournalJob& existing = jobs_[named->second].def;
     if (existing.pipeline_id() != request.pipeline_id() || existing.mode() != mode) {
@@ -149,6 +158,7 @@ absl::StatusOr<GetOrCreateJobResponse> DispatcherState::GetOrCreateJob(
     job->set_pipeline_id(request.pipeline_id());
     job->set_mode(mode);
     job->set_job_name(request.job_name());
+    job->set_tenant(tenant);
     SLUICE_RETURN_IF_ERROR(Journaled(entry));
     job_id = job->job_id();
   }
@@ -198,6 +208,14 @@ absl::StatusOr<ClientHeartbeatResponse> DispatcherState::ClientHeartbeat(
 
 absl::Status DispatcherState::ReportSplits(const ReportSplitsRequest& request, absl::Time now) {
   SLUICE_RETURN_IF_ERROR(FindClient(request.job_id(), request.client_id(), now).status());
+  EpochSplits& held = Epoch(jobs_[request.job_id()], request.epoch());
+  for (int64_t s : request.completed()) {
+    if (!held.MayComplete(s, request.client_id())) {
+      return absl::PermissionDeniedError(absl::StrCat("client ", request.client_id(), " reported split ", s,
+                                                      " of job ", request.job_id(), " epoch ", request.epoch(),
+                                                      " finished, but it was not handed to that client"));
+    }
+  }
   if (request.completed_size() > 0) {
     JournalEntry entry;
     *entry.mutable_splits_completed() = request;
@@ -219,12 +237,20 @@ absl::Status DispatcherState::ReleaseClient(const ReleaseClientRequest& request)
 absl::StatusOr<WorkerHeartbeatResponse> DispatcherState::WorkerHeartbeat(const WorkerHeartbeatRequest& request,
                                                                          absl::Time now) {
   int64_t id = request.worker_id();
-  if (worker_ids_.count(id) == 0) {  // new, or from a dispatcher that kept no journal
+  auto known = worker_secrets_.find(id);
+  if (known == worker_secrets_.end()) {  // new, or from a dispatcher that kept no journal
     JournalEntry entry;
-    entry.mutable_add_worker()->set_worker_id(next_id_);
-    entry.mutable_add_worker()->set_address(request.address());
+    JournalWorker* added = entry.mutable_add_worker();
+    added->set_worker_id(next_id_);
+    added->set_address(request.address());
+    absl::BitGen random;
+    added->set_secret(absl::StrFormat("%016x%016x", absl::Uniform<uint64_t>(random), absl::Uniform<uint64_t>(random)));
     SLUICE_RETURN_IF_ERROR(Journaled(entry));
-    id = entry.add_worker().worker_id();
+    id = added->worker_id();
+  } else if (known->second != request.secret()) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "worker id ", id, " is another worker's: only the worker this dispatcher gave it to (with its secret) keeps "
+        "it; ", request.address(), " asked with ", request.secret().empty() ? "no secret" : "a wrong secret"));
   }
   Worker& worker = workers_[id];
   worker.address = request.address();
@@ -240,6 +266,7 @@ absl::StatusOr<WorkerHeartbeatResponse> DispatcherState::WorkerHeartbeat(const W
   }
   WorkerHeartbeatResponse out;
   out.set_worker_id(id);
+  out.set_secret(worker_secrets_[id]);
   return out;
 }
 
@@ -357,7 +384,11 @@ void DispatcherState::CollectGarbage(absl::Time now) {
 std::vector<JournalEntry> DispatcherState::Snapshot() const {
   std::vector<JournalEntry> out;
   out.emplace_back().set_next_id(next_id_);
-  for (int64_t id : worker_ids_) out.emplace_back().mutable_add_worker()->set_worker_id(id);
+  for (const auto& [id, secret] : worker_secrets_) {
+    JournalWorker* worker = out.emplace_back().mutable_add_worker();
+    worker->set_worker_id(id);
+    worker->set_secret(secret);
+  }
   for (const auto& [id, pipeline] : pipelines_) {
     JournalPipeline* p = out.emplace_back().mutable_register_pipeline();
     *p->mutable_pipeline() = pipeline.def;
@@ -388,7 +419,7 @@ std::vector<JournalEntry> DispatcherState::Snapshot() const {
   return out;
 }
 
-DispatcherStatus DispatcherState::Status(absl::Time now) const {
+DispatcherStatus DispatcherState::Status(absl::Time now, const Caller& caller) const {
   DispatcherStatus out;
   out.set_pipelines(static_cast<int32_t>(pipelines_.size()));
   for (const auto& [id, w] : workers_) {
@@ -401,6 +432,7 @@ DispatcherStatus DispatcherState::Status(absl::Time now) const {
     e->set_ops(static_cast<int32_t>(w.ops.size()));
   }
   for (const auto& [id, job] : jobs_) {
+    if (!caller.admin() && job.def.tenant() != caller.name) continue;
     JobStatusEntry* e = out.add_jobs();
     e->set_job_id(id);
     e->set_job_name(job.def.job_name());

@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "service.pb.h"
+#include "sluice/service/security.h"
 #include "sluice/service/epoch_splits.h"
 
 namespace sluice::service {
@@ -51,14 +52,20 @@ class DispatcherState {
   const RegisterPipelineResponse* FindPipeline(const std::string& id) const;
   const PipelineDef* FindPipelineDef(const std::string& id) const;
 
+  // Job names are the tenant's own: two tenants' "train" are two jobs.
   absl::StatusOr<GetOrCreateJobResponse> GetOrCreateJob(const GetOrCreateJobRequest& request,
-                                                        absl::Time now);
+                                                        const std::string& tenant, absl::Time now);
+  // PermissionDenied unless `caller` is an admin or the tenant of job
+  // `job_id` (OK for unknown jobs: the call itself says so).
+  absl::Status CheckTenant(int64_t job_id, const Caller& caller) const;
   absl::StatusOr<ClientHeartbeatResponse> ClientHeartbeat(const ClientHeartbeatRequest& request,
                                                           absl::Time now);
   absl::Status ReportSplits(const ReportSplitsRequest& request, absl::Time now);
   absl::Status ReleaseClient(const ReleaseClientRequest& request);
   // A worker keeps the id it asks for when this dispatcher (or the journal
-  // it replayed) handed it out; any other gets a new one.
+  // it replayed) handed it out, with the secret that came with it; an id
+  // this dispatcher never gave gets a new one; a known id with the wrong
+  // secret is PermissionDenied (no worker can take over another's record).
   absl::StatusOr<WorkerHeartbeatResponse> WorkerHeartbeat(const WorkerHeartbeatRequest& request, absl::Time now);
   // The address of a live worker that runs every op of `ops`.
   // InvalidArgument naming the first op no live worker has (or saying that
@@ -74,7 +81,8 @@ class DispatcherState {
 
   // Drops workers and clients silent for longer than their timeouts.
   absl::Status Expire(absl::Time now);
-  DispatcherStatus Status(absl::Time now) const;
+  // What `caller` may see: a client tenant only its own jobs.
+  DispatcherStatus Status(absl::Time now, const Caller& caller = Caller()) const;
 
  private:
   struct Pipeline {
@@ -120,10 +128,10 @@ class DispatcherState {
   JournalFn journal_;
   std::map<std::string, Pipeline> pipelines_;
   std::map<int64_t, Job> jobs_;
-  std::map<std::string, int64_t> named_jobs_;
+  std::map<std::pair<std::string, std::string>, int64_t> named_jobs_;  // by tenant and name
   std::map<int64_t, Client> clients_;
   std::map<int64_t, Worker> workers_;  // live
-  std::set<int64_t> worker_ids_;       // every id handed out
+  std::map<int64_t, std::string> worker_secrets_;  // every id handed out
   int64_t next_id_ = 1;  // jobs, clients and workers share one sequence
 };
 

@@ -70,6 +70,13 @@ void EpochSplits::Complete(int64_t split) {
   ++completed_;
 }
 
+bool EpochSplits::MayComplete(int64_t split, int64_t client) const {
+  if (!Valid(split)) return false;
+  const Slot& slot = slots_[split];
+  return slot.state == State::kDone ||
+         (slot.client == client && (slot.state == State::kInFlight || slot.state == State::kRequeued));
+}
+
 void EpochSplits::Abandon(int64_t split, int64_t client, const std::string& why) {
   if (!Valid(split) || slots_[split].state != State::kInFlight || slots_[split].client != client) return;
   Slot& slot = slots_[split];

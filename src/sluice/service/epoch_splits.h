@@ -55,8 +55,12 @@ class EpochSplits {
   GetSplitResponse Next(const Ask& ask);
   // Marks `split` as in flight to `client` (a journal replay).
   void Assign(int64_t split, int64_t client, int64_t worker);
-  // Every sample of `split` reached `client` (or it was skipped). Idempotent.
+  // Every sample of `split` reached its client (or it was skipped).
+  // Idempotent.
   void Complete(int64_t split);
+  // Whether `client` may report `split` finished: it holds it, or it is
+  // finished already (a repeated report).
+  bool MayComplete(int64_t split, int64_t client) const;
   // The stream carrying `split` to `client` broke: run it again for them,
   // counting a failure `why` (none when empty: a replayed assignment).
   void Abandon(int64_t split, int64_t client, const std::string& why = "its stream broke");

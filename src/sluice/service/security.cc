@@ -7,6 +7,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "sluice/core/status_macros.h"
 
 namespace sluice::service {
@@ -85,17 +86,85 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(const std::string& ta
   return grpc::CreateCustomChannel(target, credentials, args);
 }
 
-grpc::Status CheckToken(const grpc::ServerContextBase& context, const std::string& token) {
-  if (token.empty()) return grpc::Status::OK;
+namespace {
+
+bool SameToken(const std::string& given, const std::string& expected) {
+  return given.size() == expected.size() && CRYPTO_memcmp(given.data(), expected.data(), expected.size()) == 0;
+}
+
+absl::string_view RoleName(Role role) {
+  switch (role) {
+    case Role::kClient:
+      return "client";
+    case Role::kWorker:
+      return "worker";
+    case Role::kAdmin:
+      return "admin";
+  }
+  return "?";
+}
+
+}  // namespace
+
+absl::Status SecurityOptions::ReadCallersFile(const std::string& path) {
+  SLUICE_ASSIGN_OR_RETURN(std::string text, ReadPem(path, "callers file"));
+  int line_number = 0;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    ++line_number;
+    line = absl::StripAsciiWhitespace(line.substr(0, line.find('#')));
+    if (line.empty()) continue;
+    const std::vector<std::string> fields = absl::StrSplit(line, absl::ByAnyChar(" \t"), absl::SkipEmpty());
+    const std::string where = absl::StrCat(path, ":", line_number);
+    if (fields.size() != 3) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": expected \"ROLE NAME TOKEN\", got ",
+                                                     fields.size(), " fields"));
+    }
+    Caller caller{Role::kClient, fields[1], fields[2]};
+    if (fields[0] == "worker") {
+      caller.role = Role::kWorker;
+    } else if (fields[0] == "admin") {
+      caller.role = Role::kAdmin;
+    } else if (fields[0] != "client") {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": role must be client, worker or admin, got '", fields[0], "'"));
+    }
+    for (const Caller& other : callers) {
+      if (SameToken(other.token, caller.token)) {
+        return absl::InvalidArgumentError(absl::StrCat(where, ": the token of '", caller.name,
+                                                       "' is also '", other.name, "''s"));
+      }
+    }
+    callers.push_back(std::move(caller));
+  }
+  if (callers.empty()) return absl::InvalidArgumentError(absl::StrCat("callers file ", path, " names no one"));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Caller> Authorize(const grpc::ServerContextBase& context, const SecurityOptions& options,
+                                 std::initializer_list<Role> allowed, absl::string_view call) {
+  if (options.callers.empty() && options.token.empty()) return Caller();  // no tokens: open
   const auto& metadata = context.client_metadata();
   auto it = metadata.find(kTokenKey);
-  const std::string expected = "Bearer " + token;
-  if (it == metadata.end() || it->second.size() != expected.size() ||
-      CRYPTO_memcmp(it->second.data(), expected.data(), expected.size()) != 0) {
-    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
-                        "missing or wrong token (give the shared token with --token-file)");
+  const std::string given = it == metadata.end() ? "" : std::string(it->second.data(), it->second.size());
+  const Caller* caller = nullptr;
+  Caller shared;
+  if (options.callers.empty()) {
+    if (SameToken(given, "Bearer " + options.token)) caller = &shared;
+  } else {
+    for (const Caller& c : options.callers) {
+      if (SameToken(given, "Bearer " + c.token)) caller = &c;
+    }
   }
-  return grpc::Status::OK;
+  if (caller == nullptr) {
+    return absl::UnauthenticatedError(options.callers.empty()
+                                          ? "missing or wrong token (give the shared token with --token-file)"
+                                          : "missing or unknown token (give yours with --token-file)");
+  }
+  for (Role role : allowed) {
+    if (caller->role == role || caller->admin()) return Caller{caller->role, caller->name, ""};
+  }
+  return absl::PermissionDeniedError(
+      absl::StrCat(RoleName(caller->role), " '", caller->name, "' may not call ", call));
 }
 
 void AddToken(grpc::ClientContext* context, const std::string& token) {

@@ -50,11 +50,12 @@ absl::StatusOr<std::unique_ptr<WorkerImpl>> WorkerImpl::Create(WorkerOptions opt
 
 absl::Status WorkerImpl::Heartbeat() {
   WorkerHeartbeatRequest request;
-  request.set_worker_id(worker_id_.load());
   std::string address;
   {
     absl::MutexLock lock(&mu_);
     address = address_;
+    request.set_worker_id(worker_id_.load());
+    request.set_secret(secret_);
   }
   request.set_address(address);
   request.set_active_streams(active_streams_.load());
@@ -72,6 +73,8 @@ absl::Status WorkerImpl::Heartbeat() {
   WorkerHeartbeatResponse response;
   SLUICE_RETURN_IF_ERROR(CallUnary(dispatcher_.get(), &::sluice::Dispatcher::Stub::WorkerHeartbeat,
                               "worker heartbeat", request, &response, options_.security.token));
+  absl::MutexLock lock(&mu_);
+  secret_ = response.secret();
   if (worker_id_.exchange(response.worker_id()) != response.worker_id()) {
     Log("worker", absl::StrCat("registered with dispatcher ", options_.dispatcher, " as worker ",
                                response.worker_id(), " at ", address));

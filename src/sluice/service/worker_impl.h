@@ -79,7 +79,8 @@ class WorkerImpl {
   std::atomic<int64_t> samples_sent_{0};
   std::atomic<int64_t> bytes_sent_{0};
   mutable absl::Mutex mu_;
-  std::string address_ ABSL_GUARDED_BY(mu_);  // where clients reach this worker
+  std::string address_ ABSL_GUARDED_BY(mu_);
+  std::string secret_ ABSL_GUARDED_BY(mu_);  // keeps worker_id_ ours at the dispatcher  // where clients reach this worker
   // Compiled pipelines by id; one unused for kPipelineIdle is dropped.
   struct CachedPipeline {
     std::shared_ptr<const exec::Pipeline> pipeline;

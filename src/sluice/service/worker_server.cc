@@ -20,7 +20,7 @@ namespace sluice::service {
 // no hand-off. Clients' generated stubs parse the messages as BatchMessages.
 class WorkerServer::Service final : public grpc::Service {
  public:
-  Service(WorkerImpl* impl, std::string token) : impl_(impl), token_(std::move(token)) {
+  Service(WorkerImpl* impl, SecurityOptions security) : impl_(impl), security_(std::move(security)) {
     static const std::string stream = absl::StrCat("/", ::sluice::Worker::service_full_name(), "/StreamBatches");
     static const std::string status = absl::StrCat("/", ::sluice::Worker::service_full_name(), "/GetStatus");
     static const std::string describe =
@@ -36,9 +36,10 @@ class WorkerServer::Service final : public grpc::Service {
         new grpc::internal::RpcMethodHandler<Service, GetStatusRequest, WorkerStatus, grpc::protobuf::MessageLite,
                                              grpc::protobuf::MessageLite>(
             [](Service* service, grpc::ServerContext* context, const GetStatusRequest*, WorkerStatus* response) {
-              grpc::Status auth = CheckToken(*context, service->token_);
+              absl::Status auth =
+                  Authorize(*context, service->security_, {Role::kClient, Role::kWorker}, "GetStatus").status();
               if (auth.ok()) *response = service->impl_->Status();
-              return auth;
+              return ToGrpc(auth);
             },
             this)));
     AddMethod(new grpc::internal::RpcServiceMethod(
@@ -47,8 +48,9 @@ class WorkerServer::Service final : public grpc::Service {
                                              grpc::protobuf::MessageLite, grpc::protobuf::MessageLite>(
             [](Service* service, grpc::ServerContext* context, const DescribePipelineRequest* request,
                ElementSpec* response) {
-              grpc::Status auth = CheckToken(*context, service->token_);
-              if (!auth.ok()) return auth;
+              // The dispatcher asks, with a worker's credentials.
+              absl::Status auth = Authorize(*context, service->security_, {Role::kWorker}, "DescribePipeline").status();
+              if (!auth.ok()) return ToGrpc(auth);
               absl::StatusOr<ElementSpec> element = service->impl_->Describe(*request);
               if (element.ok()) *response = *std::move(element);
               return ToGrpc(element.status());
@@ -59,8 +61,8 @@ class WorkerServer::Service final : public grpc::Service {
  private:
   grpc::Status StreamBatches(grpc::ServerContext* context, const StreamBatchesRequest* request,
                              grpc::ServerWriter<WireBatch>* writer) {
-    grpc::Status auth = CheckToken(*context, token_);
-    if (!auth.ok()) return auth;
+    absl::Status auth = Authorize(*context, security_, {Role::kClient}, "StreamBatches").status();
+    if (!auth.ok()) return ToGrpc(auth);
     WireBatch message;
     absl::Status s = impl_->StreamBatches(
         *request,
@@ -77,13 +79,13 @@ class WorkerServer::Service final : public grpc::Service {
   }
 
   WorkerImpl* impl_;
-  const std::string token_;
+  const SecurityOptions security_;
 };
 
 absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(WorkerServerOptions options) {
   std::unique_ptr<WorkerServer> server(new WorkerServer());
   SLUICE_ASSIGN_OR_RETURN(server->impl_, WorkerImpl::Create(options.worker));
-  server->service_ = std::make_unique<Service>(server->impl_.get(), options.worker.security.token);
+  server->service_ = std::make_unique<Service>(server->impl_.get(), options.worker.security);
   GrpcServer::Options grpc_options;
   grpc_options.role = "worker";
   grpc_options.host = options.host;
