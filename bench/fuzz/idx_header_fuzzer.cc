@@ -1,5 +1,5 @@
 // IDX (MNIST) headers of arbitrary bytes, at each rank: an error or
-// dimensions whose product is what the file holds.
+// dimensions whose product is what the file holds, rows of bounded size.
 #include <cstdlib>
 
 #include "fuzz_input.h"
@@ -13,12 +13,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (int rank = 1; rank <= 4; ++rank) {
     auto header = sluice::io::ReadIdxHeader(**file, rank);
     if (!header.ok()) continue;
-    uint64_t elements = 1;
-    for (int64_t d : header->dims) {
-      if (d <= 0) std::abort();
+    uint64_t elements = 1, row = 1;
+    for (size_t i = 0; i < header->dims.size(); ++i) {
+      const int64_t d = header->dims[i];
+      if (d < 0 || (i > 0 && d == 0)) std::abort();  // zero rows is an empty file; a zero-sized row is not
       elements *= static_cast<uint64_t>(d);
+      if (i > 0) row *= static_cast<uint64_t>(d);
     }
     if (header->data_offset + elements != size) std::abort();
+    if (row > sluice::io::kMaxIdxRowBytes) std::abort();
   }
   return 0;
 }

@@ -64,6 +64,13 @@ TEST_F(MnistSourceTest, ForgedDimensionsAreDataLoss) {
   ASSERT_TRUE(WriteIdxFile(images_, {4000000000, 0, 3}, nullptr).ok());
   EXPECT_THAT(MakeMnistSource(images_, labels_),
               StatusIs(absl::StatusCode::kDataLoss, HasSubstr("dimension 1 of its header (4000000000 x 0) is 0")));
+  // Zero images of 10^16 bytes each: the size checks out, the row does not
+  // (found by bench/fuzz: a batch of them threw bad_alloc).
+  ASSERT_TRUE(WriteIdxFile(images_, {0, 100000000, 100000000}, nullptr).ok());
+  EXPECT_THAT(MakeMnistSource(images_, labels_),
+              StatusIs(absl::StatusCode::kDataLoss,
+                       HasSubstr("a row of its header (0 x 100000000 x 100000000) holds 10000000000000000 bytes, "
+                                 "more than 1073741824")));
 }
 
 TEST_F(MnistSourceTest, CountMismatchIsInvalidArgument) {

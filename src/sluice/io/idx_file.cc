@@ -25,13 +25,14 @@ absl::StatusOr<IdxHeader> ReadIdxHeader(const RandomAccessFile& file, int expect
   header.data_offset = 4 + 4 * static_cast<uint64_t>(expected_rank);
   std::vector<uint8_t> raw(4 * expected_rank);
   SLUICE_RETURN_IF_ERROR(file.ReadExact(4, raw.size(), raw.data()));
-  uint64_t bytes = 1;
+  uint64_t bytes = 1, bytes_per_row = 1;
   bool overflow = false;
   for (int i = 0; i < expected_rank; ++i) {
     const uint8_t* p = raw.data() + 4 * i;
     header.dims.push_back((int64_t{p[0]} << 24) | (int64_t{p[1]} << 16) | (int64_t{p[2]} << 8) |
                           p[3]);
     overflow |= __builtin_mul_overflow(bytes, static_cast<uint64_t>(header.dims.back()), &bytes);
+    if (i > 0) overflow |= __builtin_mul_overflow(bytes_per_row, static_cast<uint64_t>(header.dims.back()), &bytes_per_row);
     if (i > 0 && header.dims.back() == 0) {
       return absl::DataLossError(absl::StrCat("IDX file ", file.path(), ": dimension ", i, " of its header (",
                                               absl::StrJoin(header.dims, " x "), ") is 0"));
@@ -42,6 +43,14 @@ absl::StatusOr<IdxHeader> ReadIdxHeader(const RandomAccessFile& file, int expect
   if (overflow) {
     return absl::DataLossError(absl::StrCat("IDX file ", file.path(), ": its header's dimensions (",
                                             absl::StrJoin(header.dims, " x "), ") overflow 64 bits"));
+  }
+  // A file of zero rows passes the size check with any row size: bound the
+  // row, or a forged header makes readers allocate exabyte batches.
+  const uint64_t row_bytes = header.dims[0] == 0 ? bytes_per_row : bytes / header.dims[0];
+  if (row_bytes > kMaxIdxRowBytes) {
+    return absl::DataLossError(absl::StrCat("IDX file ", file.path(), ": a row of its header (",
+                                            absl::StrJoin(header.dims, " x "), ") holds ", row_bytes,
+                                            " bytes, more than ", kMaxIdxRowBytes));
   }
   if (file.size() != header.data_offset + bytes) {
     return absl::DataLossError(absl::StrCat(

@@ -12,6 +12,9 @@
 
 namespace sluice::io {
 
+// The largest row (one image, one label) a header may declare: 1 GiB.
+inline constexpr uint64_t kMaxIdxRowBytes = uint64_t{1} << 30;
+
 struct IdxHeader {
   std::vector<int64_t> dims;
   uint64_t data_offset = 0;
@@ -19,7 +22,8 @@ struct IdxHeader {
 
 // Reads and checks the header of a uint8 IDX file of rank `expected_rank`:
 // InvalidArgument for a wrong magic or rank, DataLoss when the file size
-// does not match the dimensions.
+// does not match the dimensions, an inner dimension is 0 or a row would hold
+// more than kMaxIdxRowBytes.
 absl::StatusOr<IdxHeader> ReadIdxHeader(const RandomAccessFile& file, int expected_rank);
 
 // Writes a uint8 IDX file.
