@@ -177,6 +177,26 @@ TEST_F(ServiceTest, AWorkerKilledMidEpochLosesAndRepeatsNothing) {
   ExpectEachIdTimes(r, 1);
 }
 
+// SIGTERM drains a worker: its streams end after their current split, it
+// leaves the dispatcher at once (not after the worker timeout) and exits 0.
+TEST_F(ServiceTest, AWorkerStoppedWithSigtermFinishesItsSplitLeavesAndExitsZero) {
+  TestCluster cluster;
+  SLUICE_ASSERT_OK(cluster.StartDispatcher());
+  SLUICE_ASSERT_OK(cluster.AddWorker());
+  SLUICE_ASSERT_OK(cluster.AddWorker());
+  ASSERT_OK_AND_ASSIGN(auto pipeline, CreatePipeline(Distributed(cluster.address())));
+  int exit_status = -1;
+  absl::StatusOr<DispatcherStatus> after_stop = absl::UnknownError("not stopped");
+  ASSERT_OK_AND_ASSIGN(Received r, ReadEpoch(*pipeline, 0, 40, [&] {
+                         exit_status = cluster.worker(0).Stop(SIGTERM);
+                         after_stop = service::FetchDispatcherStatus(cluster.address(), {});
+                       }));
+  ExpectEachIdTimes(r, 1);
+  EXPECT_TRUE(WIFEXITED(exit_status) && WEXITSTATUS(exit_status) == 0) << exit_status;
+  SLUICE_ASSERT_OK(after_stop.status());
+  EXPECT_EQ(after_stop->workers_size(), 1) << "it left at once (the worker timeout is 2 s)";
+}
+
 TEST_F(ServiceTest, ADispatcherRestartedFromItsWorkDirFinishesTheEpochExactlyOnce) {
   TestCluster cluster;
   const std::string work = dir_.Join("work");

@@ -18,6 +18,7 @@ struct WorkerArgs {
   int threads = 0;
   SecurityFlags security;
   std::vector<std::string> plugins;
+  double drain_timeout_s = 30;
 };
 
 absl::Status Serve(const WorkerArgs& args) {
@@ -37,8 +38,11 @@ absl::Status Serve(const WorkerArgs& args) {
   std::printf("worker listening on port %d\n", server->port());
   std::fflush(stdout);
   const std::string signal = WaitForTermination();
-  service::Log("worker", absl::StrCat(signal, ": shutting down"));
-  server->Stop();
+  service::Log("worker", absl::StrCat(signal, ": finishing the splits in hand (at most ",
+                                      args.drain_timeout_s, " s), then leaving"));
+  const int cut = server->Drain(absl::Seconds(args.drain_timeout_s));
+  service::Log("worker", cut == 0 ? "drained; stopped"
+                                  : absl::StrCat("stopped; ", cut, " stream(s) cut off: their splits run again"));
   return absl::OkStatus();
 }
 
@@ -56,6 +60,10 @@ void AddWorkerCommand(CLI::App& app, absl::Status* result) {
   cmd->add_option("--advertise", args->advertise,
                   "the host clients dial to reach this worker (default: --host, or 127.0.0.1)");
   cmd->add_option("--threads", args->threads, "compute threads per stream (default: all cores)");
+  cmd->add_option("--drain-timeout", args->drain_timeout_s,
+                  "on SIGTERM, seconds to let streams finish the split in hand before cutting them off")
+      ->default_val(30)
+      ->check(kPositive);
   AddSecurityFlags(cmd, &args->security);
   AddPluginOption(cmd, &args->plugins);
   cmd->callback([args, result] { *result = Serve(*args); });

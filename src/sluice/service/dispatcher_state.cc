@@ -238,6 +238,7 @@ absl::StatusOr<WorkerHeartbeatResponse> DispatcherState::WorkerHeartbeat(const W
                                                                          absl::Time now) {
   int64_t id = request.worker_id();
   auto known = worker_secrets_.find(id);
+  if (known == worker_secrets_.end() && request.leaving()) return WorkerHeartbeatResponse();  // never joined
   if (known == worker_secrets_.end()) {  // new, or from a dispatcher that kept no journal
     JournalEntry entry;
     JournalWorker* added = entry.mutable_add_worker();
@@ -251,6 +252,15 @@ absl::StatusOr<WorkerHeartbeatResponse> DispatcherState::WorkerHeartbeat(const W
     return absl::PermissionDeniedError(absl::StrCat(
         "worker id ", id, " is another worker's: only the worker this dispatcher gave it to (with its secret) keeps "
         "it; ", request.address(), " asked with ", request.secret().empty() ? "no secret" : "a wrong secret"));
+  }
+  if (request.leaving()) {
+    workers_.erase(id);
+    for (auto& [job_id, job] : jobs_) {
+      for (auto& [epoch, splits] : job.epochs) splits.WorkerLost(id, /*count_failure=*/false);
+    }
+    WorkerHeartbeatResponse out;
+    out.set_worker_id(id);
+    return out;
   }
   Worker& worker = workers_[id];
   worker.address = request.address();

@@ -89,10 +89,10 @@ void EpochSplits::Abandon(int64_t split, int64_t client, const std::string& why)
   requeued_[client].push_back(split);
 }
 
-void EpochSplits::WorkerLost(int64_t worker) {
+void EpochSplits::WorkerLost(int64_t worker, bool count_failure) {
   for (int64_t s = 0; s < size(); ++s) {
     if (slots_[s].state == State::kInFlight && slots_[s].worker == worker) {
-      Abandon(s, slots_[s].client, absl::StrCat("worker ", worker, " was lost while running it"));
+      Abandon(s, slots_[s].client, count_failure ? absl::StrCat("worker ", worker, " was lost while running it") : "");
     }
   }
 }

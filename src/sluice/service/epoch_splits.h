@@ -64,8 +64,9 @@ class EpochSplits {
   // The stream carrying `split` to `client` broke: run it again for them,
   // counting a failure `why` (none when empty: a replayed assignment).
   void Abandon(int64_t split, int64_t client, const std::string& why = "its stream broke");
-  // Splits in flight through `worker` are re-run for their clients.
-  void WorkerLost(int64_t worker);
+  // Splits in flight through `worker` are re-run for their clients; a
+  // worker that left on its own (drained) counts no failure against them.
+  void WorkerLost(int64_t worker, bool count_failure = true);
   // A client that left: its splits return to the pool for the others.
   void ClientLost(int64_t client);
   // `worker` is running `split` for `client`: its lease runs from `now`.

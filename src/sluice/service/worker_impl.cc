@@ -48,6 +48,20 @@ absl::StatusOr<std::unique_ptr<WorkerImpl>> WorkerImpl::Create(WorkerOptions opt
   return worker;
 }
 
+absl::Status WorkerImpl::Leave() {
+  WorkerHeartbeatRequest request;
+  {
+    absl::MutexLock lock(&mu_);
+    request.set_worker_id(worker_id_.load());
+    request.set_secret(secret_);
+    request.set_address(address_);
+  }
+  request.set_leaving(true);
+  WorkerHeartbeatResponse response;
+  return CallUnary(dispatcher_.get(), &::sluice::Dispatcher::Stub::WorkerHeartbeat, "leave the dispatcher", request,
+                   &response, options_.security.token);
+}
+
 absl::Status WorkerImpl::Heartbeat() {
   WorkerHeartbeatRequest request;
   std::string address;
@@ -216,6 +230,12 @@ absl::Status WorkerImpl::FailedSplit(const exec::Pipeline& pipeline, const Strea
 
 absl::Status WorkerImpl::StreamBatches(const StreamBatchesRequest& request, const WriteFn& write,
                                        const std::function<bool()>& cancelled) {
+  const auto shutting_down = [this] {
+    absl::MutexLock lock(&mu_);
+    return absl::UnavailableError(absl::StrCat("worker ", worker_id_.load(), " at ", address_,
+                                               " is shutting down; its splits go to the other workers"));
+  };
+  if (draining_) return shutting_down();
   SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<const exec::Pipeline> pipeline, GetPipeline(request.pipeline_id()));
   ++active_streams_;
   struct Done {
@@ -237,9 +257,12 @@ absl::Status WorkerImpl::StreamBatches(const StreamBatchesRequest& request, cons
     ask.set_stream_id(absl::Uniform<uint64_t>(absl::BitGen(), 1, UINT64_MAX));
     const int64_t splits = static_cast<int64_t>(pipeline->Splits().size());
     for (int64_t seq = 1;; ++seq) {
+      if (draining_) return shutting_down();  // between splits: nothing of one is lost
       ask.set_worker_id(worker_id_.load());
       ask.set_seq(seq);
-      SLUICE_ASSIGN_OR_RETURN(GetSplitResponse next, NextSplit(ask, cancelled));
+      absl::StatusOr<GetSplitResponse> asked = NextSplit(ask, [&] { return cancelled() || draining_; });
+      if (!asked.ok() && draining_ && !cancelled()) return shutting_down();
+      SLUICE_ASSIGN_OR_RETURN(GetSplitResponse next, std::move(asked));
       if (next.state() == GetSplitResponse::END) break;
       if (next.split() < 0 || next.split() >= splits) {
         return absl::FailedPreconditionError(absl::StrCat(

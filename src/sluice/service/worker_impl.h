@@ -48,6 +48,12 @@ class WorkerImpl {
   // What the pipeline part yields, compiled with this worker's ops.
   absl::StatusOr<ElementSpec> Describe(const DescribePipelineRequest& request) const;
   WorkerStatus Status() const;
+  // Shutting down: streams end after their current split (UNAVAILABLE, so
+  // clients take the rest elsewhere) and new ones are refused.
+  void StartDraining() { draining_ = true; }
+  int active_streams() const { return active_streams_.load(); }
+  // The last heartbeat: the dispatcher forgets this worker at once.
+  absl::Status Leave();
   void set_address(std::string address) {
     absl::MutexLock lock(&mu_);
     address_ = std::move(address);
@@ -76,6 +82,7 @@ class WorkerImpl {
   std::unique_ptr<::sluice::Dispatcher::Stub> dispatcher_;
   std::atomic<int64_t> worker_id_{0};
   std::atomic<int> active_streams_{0};
+  std::atomic<bool> draining_{false};
   std::atomic<int64_t> samples_sent_{0};
   std::atomic<int64_t> bytes_sent_{0};
   mutable absl::Mutex mu_;

@@ -116,6 +116,17 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(WorkerServerOp
   return server;
 }
 
+int WorkerServer::Drain(absl::Duration timeout) {
+  impl_->StartDraining();
+  const absl::Time give_up = absl::Now() + timeout;
+  while (impl_->active_streams() > 0 && absl::Now() < give_up) absl::SleepFor(absl::Milliseconds(20));
+  const int cut = impl_->active_streams();
+  const absl::Status left = impl_->Leave();
+  if (!left.ok()) Log("worker", absl::StrCat(left.ToString(), " (the dispatcher notices after its worker timeout)"));
+  Stop();
+  return cut;
+}
+
 WorkerServer::~WorkerServer() = default;
 
 }  // namespace sluice::service

@@ -30,6 +30,10 @@ class WorkerServer {
 
   int port() const { return server_->port(); }
   void Stop() { server_->Stop(); }
+  // SIGTERM: lets each stream finish its current split (at most `timeout`),
+  // tells the dispatcher it leaves, then stops. Returns the streams that
+  // had to be cut off at the timeout.
+  int Drain(absl::Duration timeout);
   void Wait() { server_->Wait(); }
 
  private:
