@@ -20,6 +20,7 @@
 #include "status_matchers.h"
 #include "temp_dir.h"
 #include "test_cluster.h"
+#include "test_data.h"
 
 namespace sluice::service {
 namespace {
@@ -291,6 +292,46 @@ TEST_F(ServiceTest, ASplitThatKillsItsWorkersFailsTheEpochOrIsSkipped) {
     EXPECT_EQ(read->count.size(), static_cast<size_t>(kRows - 100));
     EXPECT_EQ(read->count.count(12345), 0u);
     EXPECT_EQ(read->skipped, 100);
+  }
+}
+
+// The dispatcher pins the files a pattern names when the pipeline is
+// registered; workers read exactly those. A file added before the workers
+// compile (one that sorts first: every file's index would shift) is not
+// read, and nothing is read twice or missed.
+TEST_F(ServiceTest, WorkersReadTheFilesPinnedAtRegistrationNotWhatTheFolderHoldsLater) {
+  auto write = [&](const std::string& name, int first) {
+    std::vector<std::string> records;
+    for (int id = first; id < first + 50; ++id) records.push_back(testing::MakeExample("x", id));
+    testing::WriteTfRecords(dir_.Join(name), records);
+  };
+  write("b.tfrecord", 0);
+  write("c.tfrecord", 100);
+  TestCluster cluster;
+  SLUICE_ASSERT_OK(cluster.StartDispatcher());
+  SLUICE_ASSERT_OK(cluster.AddWorker());
+  DistributeOptions d;
+  d.dispatcher = cluster.address();
+  d.connect_timeout_s = 5;
+  ASSERT_OK_AND_ASSIGN(auto pipeline,
+                       CreatePipeline(PipelineBuilder::TfRecord({dir_.Join("*.tfrecord")}, {Int64Feature("label")})
+                                          .Distribute(d)
+                                          .Batch(16)
+                                          .Build()));
+  write("a.tfrecord", 1000);  // after registration, before any worker compiles
+  auto it = pipeline->Iterate(0);
+  std::map<int64_t, int> seen;
+  while (true) {
+    Batch b;
+    bool end = false;
+    SLUICE_ASSERT_OK(it->Next(&b, &end));
+    if (end) break;
+    for (int64_t r = 0; r < b.rows; ++r) ++seen[b.columns[0].values.data<int64_t>()[r]];
+  }
+  ASSERT_EQ(seen.size(), 100u);
+  for (const auto& [id, n] : seen) {
+    EXPECT_TRUE(id < 50 || (id >= 100 && id < 150)) << id << " is from the file added later";
+    EXPECT_EQ(n, 1) << id;
   }
 }
 

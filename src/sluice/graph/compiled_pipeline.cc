@@ -11,6 +11,7 @@
 #include "sluice/graph/fusion.h"
 #include "sluice/io/array_source.h"
 #include "sluice/io/cifar_source.h"
+#include "sluice/io/file_split.h"
 #include "sluice/io/image_files.h"
 #include "sluice/io/mnist_source.h"
 #include "sluice/io/tfrecord_source.h"
@@ -98,23 +99,34 @@ absl::StatusOr<std::vector<io::ArrayColumnData>> ParseArrays(const ArraySource& 
   return columns;
 }
 
+// The source's file patterns, or its pinned files taken literally.
+std::vector<std::string> Patterns(const SourceDef& def,
+                                  const google::protobuf::RepeatedPtrField<std::string>& patterns) {
+  if (!def.has_pinned()) return std::vector<std::string>(patterns.begin(), patterns.end());
+  std::vector<std::string> literal;
+  for (const std::string& f : def.pinned().files()) literal.push_back(io::GlobEscape(f));
+  return literal;
+}
+
+absl::StatusOr<std::unique_ptr<io::SourceFormat>> PinnedImages(const SourceDef& def) {
+  return io::MakeImageFilesSource(
+      io::LabeledFiles{std::vector<std::string>(def.pinned().files().begin(), def.pinned().files().end()),
+                       std::vector<int64_t>(def.pinned().labels().begin(), def.pinned().labels().end())});
+}
+
 absl::Status CompileSource(const SourceDef& def, CompiledNode* node,
                            std::vector<io::FeatureSpec>* features, std::vector<Shape>* shapes) {
   absl::StatusOr<std::unique_ptr<io::SourceFormat>> format;
   switch (def.format_case()) {
     case SourceDef::kTfrecord:
       SLUICE_RETURN_IF_ERROR(ParseFeatures(def.tfrecord(), features, shapes));
-      format = io::MakeTfRecordSource(
-          std::vector<std::string>(def.tfrecord().files().begin(), def.tfrecord().files().end()),
-          def.split_records());
+      format = io::MakeTfRecordSource(Patterns(def, def.tfrecord().files()), def.split_records());
       break;
     case SourceDef::kMnist:
       format = io::MakeMnistSource(def.mnist().images(), def.mnist().labels(), def.split_records());
       break;
     case SourceDef::kCifar10:
-      format = io::MakeCifar10Source(
-          std::vector<std::string>(def.cifar10().files().begin(), def.cifar10().files().end()),
-          def.split_records());
+      format = io::MakeCifar10Source(Patterns(def, def.cifar10().files()), def.split_records());
       break;
     case SourceDef::kArrays: {
       SLUICE_ASSIGN_OR_RETURN(std::vector<io::ArrayColumnData> columns, ParseArrays(def.arrays()));
@@ -122,10 +134,10 @@ absl::Status CompileSource(const SourceDef& def, CompiledNode* node,
       break;
     }
     case SourceDef::kImageFolder:
-      format = io::MakeImageFolderSource(def.image_folder().root());
+      format = def.has_pinned() ? PinnedImages(def) : io::MakeImageFolderSource(def.image_folder().root());
       break;
     case SourceDef::kFileList:
-      format = io::MakeFileListSource(def.file_list().path());
+      format = def.has_pinned() ? PinnedImages(def) : io::MakeFileListSource(def.file_list().path());
       break;
     case SourceDef::FORMAT_NOT_SET:
       return absl::InvalidArgumentError(

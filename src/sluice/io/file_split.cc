@@ -35,6 +35,15 @@ absl::StatusOr<std::vector<std::string>> ExpandFilePatterns(
   return files;
 }
 
+std::string GlobEscape(const std::string& path) {
+  std::string out;
+  for (char c : path) {
+    if (c == '*' || c == '?' || c == '[' || c == '\\') out.push_back('\\');
+    out.push_back(c);
+  }
+  return out;
+}
+
 std::vector<Split> MakeRecordSplits(const std::vector<int64_t>& records_per_file,
                                     int64_t split_records) {
   std::vector<Split> splits;

@@ -17,6 +17,10 @@ namespace sluice::io {
 absl::StatusOr<std::vector<std::string>> ExpandFilePatterns(
     const std::vector<std::string>& patterns);
 
+// `path` with glob's special characters escaped: ExpandFilePatterns of it
+// yields exactly `path` (a file list resolved earlier, taken literally).
+std::string GlobEscape(const std::string& path);
+
 struct Split {
   int32_t file = 0;           // index into the source's file list
   int64_t begin_record = 0;   // first record

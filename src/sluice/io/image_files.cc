@@ -89,7 +89,25 @@ class ImageFilesSource : public SourceFormat {
 
 }  // namespace
 
+absl::StatusOr<std::unique_ptr<SourceFormat>> MakeImageFilesSource(LabeledFiles files) {
+  if (files.paths.size() != files.labels.size() || files.paths.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("image files: ", files.paths.size(), " paths and ",
+                                                   files.labels.size(), " labels (need the same number, > 0)"));
+  }
+  return std::unique_ptr<SourceFormat>(new ImageFilesSource(std::move(files.paths), std::move(files.labels)));
+}
+
 absl::StatusOr<std::unique_ptr<SourceFormat>> MakeImageFolderSource(const std::string& root) {
+  SLUICE_ASSIGN_OR_RETURN(LabeledFiles files, ListImageFolder(root));
+  return MakeImageFilesSource(std::move(files));
+}
+
+absl::StatusOr<std::unique_ptr<SourceFormat>> MakeFileListSource(const std::string& list_path) {
+  SLUICE_ASSIGN_OR_RETURN(LabeledFiles files, ReadFileList(list_path));
+  return MakeImageFilesSource(std::move(files));
+}
+
+absl::StatusOr<LabeledFiles> ListImageFolder(const std::string& root) {
   std::error_code ec;
   if (!fs::is_directory(root, ec)) return absl::NotFoundError(absl::StrCat("image folder ", root, " is not a directory"));
   std::vector<std::string> classes;
@@ -118,7 +136,7 @@ absl::StatusOr<std::unique_ptr<SourceFormat>> MakeImageFolderSource(const std::s
     return absl::NotFoundError(absl::StrCat("image folder ", root,
                                             " holds no .jpg, .jpeg or .png files in class folders"));
   }
-  return std::unique_ptr<SourceFormat>(new ImageFilesSource(std::move(paths), std::move(labels)));
+  return LabeledFiles{std::move(paths), std::move(labels)};
 }
 
 absl::StatusOr<std::vector<std::string>> ReadImageFolder(const std::string& root) {
@@ -133,7 +151,7 @@ absl::StatusOr<std::vector<std::string>> ReadImageFolder(const std::string& root
   return images;
 }
 
-absl::StatusOr<std::unique_ptr<SourceFormat>> MakeFileListSource(const std::string& list_path) {
+absl::StatusOr<LabeledFiles> ReadFileList(const std::string& list_path) {
   std::ifstream in(list_path);
   if (!in) return absl::NotFoundError(absl::StrCat("cannot open file list ", list_path));
   const fs::path base = fs::path(list_path).parent_path();
@@ -155,7 +173,7 @@ absl::StatusOr<std::unique_ptr<SourceFormat>> MakeFileListSource(const std::stri
     labels.push_back(label);
   }
   if (paths.empty()) return absl::NotFoundError(absl::StrCat("file list ", list_path, " names no files"));
-  return std::unique_ptr<SourceFormat>(new ImageFilesSource(std::move(paths), std::move(labels)));
+  return LabeledFiles{std::move(paths), std::move(labels)};
 }
 
 }  // namespace sluice::io

@@ -6,6 +6,8 @@
 #include "service.grpc.pb.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/graph/compiled_pipeline.h"
+#include "sluice/graph/fingerprint.h"
+#include "sluice/graph/pin_files.h"
 #include "sluice/ops/op_registry.h"
 #include "sluice/service/backoff.h"
 #include "sluice/service/element_spec.h"
@@ -94,18 +96,22 @@ absl::StatusOr<RegisterPipelineResponse> DispatcherImpl::RegisterPipeline(
   // rather than a job failing mid-epoch. So are maps on a device, which the
   // dispatcher need not have. Compiling reads file headers: outside the
   // lock.
-  const std::vector<std::string> used = graph::OpsUsed(request.pipeline());
+  // Pinned: the files the pattern or folder names now are the ones every
+  // worker reads, whatever changes there later.
+  PipelineDef pinned = request.pipeline();
+  if (absl::Status s = graph::PinFiles(&pinned); !s.ok()) return WithContext(s, "pipeline rejected");
+  const std::vector<std::string> used = graph::OpsUsed(pinned);
   std::vector<std::string> missing;
   for (const std::string& op : used) {
     if (ops::OpRegistry::Global().Find(op) == nullptr) missing.push_back(op);
   }
-  const bool on_device = graph::UsesDevice(request.pipeline());
+  const bool on_device = graph::UsesDevice(pinned);
   absl::StatusOr<ElementSpec> element =
-      missing.empty() && !on_device ? DescribeElements(request.pipeline(), limits_)
-                                    : DescribeOnAWorker(request.pipeline(), on_device ? used : missing);
+      missing.empty() && !on_device ? DescribeElements(pinned, limits_)
+                                    : DescribeOnAWorker(pinned, on_device ? used : missing);
   if (!element.ok()) return WithContext(element.status(), "pipeline rejected");
   SLUICE_ASSIGN_OR_RETURN(std::string id, Durably([&]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
-                            return state_.RegisterPipeline(request.pipeline(), *element);
+                            return state_.RegisterPipeline(pinned, *element, graph::Fingerprint(request.pipeline()));
                           }));
   RegisterPipelineResponse out;
   out.set_pipeline_id(id);

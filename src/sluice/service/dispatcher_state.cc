@@ -33,6 +33,7 @@ void DispatcherState::Apply(const JournalEntry& entry) {
       *p.info.mutable_element() = r.element();
       p.ops = graph::OpsUsed(p.def);
       p.last_used = absl::Now();
+      p.origin_id = r.origin_id().empty() ? id : r.origin_id();
       break;
     }
     case JournalEntry::kCreateJob: {
@@ -104,13 +105,14 @@ void DispatcherState::Recovered(absl::Time now) {
   for (auto& [id, pipeline] : pipelines_) pipeline.last_used = now;
 }
 
-absl::StatusOr<std::string> DispatcherState::RegisterPipeline(const PipelineDef& def,
-                                                              const ElementSpec& element) {
+absl::StatusOr<std::string> DispatcherState::RegisterPipeline(const PipelineDef& def, const ElementSpec& element,
+                                                              const std::string& origin_id) {
   const std::string id = graph::Fingerprint(def);
   if (pipelines_.count(id) == 0) {
     JournalEntry entry;
     *entry.mutable_register_pipeline()->mutable_pipeline() = def;
     *entry.mutable_register_pipeline()->mutable_element() = element;
+    entry.mutable_register_pipeline()->set_origin_id(origin_id);
     SLUICE_RETURN_IF_ERROR(Journaled(entry));
   }
   pipelines_[id].last_used = absl::Now();
@@ -145,7 +147,12 @@ absl::StatusOr<GetOrCreateJobResponse> DispatcherState::GetOrCreateJob(
   auto named = request.job_name().empty() ? named_jobs_.end() : named_jobs_.find({tenant, request.job_name()});
   if (named != named_jobs_.end()) {
     const JournalJob& existing = jobs_[named->second].def;
-    if (existing.pipeline_id() != request.pipeline_id() || existing.mode() != mode) {
+    // Consumers that registered the same definition at different times may
+    // hold different pins of it: they join the job's.
+    auto job_pipeline = pipelines_.find(existing.pipeline_id());
+    const bool same = job_pipeline != pipelines_.end() &&
+                      job_pipeline->second.origin_id == pipelines_[request.pipeline_id()].origin_id;
+    if (!same || existing.mode() != mode) {
       return absl::InvalidArgumentError(absl::StrCat(
           "job '", request.job_name(), "' exists with another pipeline or mode (",
           ProcessingMode_Name(existing.mode()), "); name a new job"));
@@ -174,6 +181,7 @@ absl::StatusOr<GetOrCreateJobResponse> DispatcherState::GetOrCreateJob(
   GetOrCreateJobResponse out;
   out.set_job_id(job_id);
   out.set_client_id(entry.add_client().client_id());
+  out.set_pipeline_id(jobs_[job_id].def.pipeline_id());
   return out;
 }
 
@@ -403,6 +411,7 @@ std::vector<JournalEntry> DispatcherState::Snapshot() const {
     JournalPipeline* p = out.emplace_back().mutable_register_pipeline();
     *p->mutable_pipeline() = pipeline.def;
     *p->mutable_element() = pipeline.info.element();
+    p->set_origin_id(pipeline.origin_id);
   }
   for (const auto& [job_id, job] : jobs_) {
     *out.emplace_back().mutable_create_job() = job.def;

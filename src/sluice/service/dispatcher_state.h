@@ -47,7 +47,10 @@ class DispatcherState {
   void Recovered(absl::Time now);
 
   // Returns the pipeline's id; `element` is what its validation found.
-  absl::StatusOr<std::string> RegisterPipeline(const PipelineDef& def, const ElementSpec& element);
+  // `origin_id`: the fingerprint of the definition before its files were
+  // pinned (default: `def`'s own).
+  absl::StatusOr<std::string> RegisterPipeline(const PipelineDef& def, const ElementSpec& element,
+                                               const std::string& origin_id = "");
   // nullptr when unknown.
   const RegisterPipelineResponse* FindPipeline(const std::string& id) const;
   const PipelineDef* FindPipelineDef(const std::string& id) const;
@@ -90,6 +93,7 @@ class DispatcherState {
     RegisterPipelineResponse info;
     std::vector<std::string> ops;  // what a worker needs to run it
     absl::Time last_used;          // registered, or used by a job
+    std::string origin_id;         // the definition the client sent
   };
   struct Client {
     int64_t job_id = 0;

@@ -71,6 +71,7 @@ absl::StatusOr<std::shared_ptr<DistributedInput>> DistributedInput::Connect(Clie
                               "get or create job", job, &joined, token));
   input->job_id_ = joined.job_id();
   input->client_id_ = joined.client_id();
+  if (!joined.pipeline_id().empty()) input->pipeline_id_ = joined.pipeline_id();  // the job's pin
   SLUICE_RETURN_IF_ERROR(input->Heartbeat());
   DistributedInput* raw = input.get();
   input->heartbeats_ = std::thread([raw] { raw->BeatUntilStopped(); });

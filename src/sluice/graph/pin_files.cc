@@ -1,0 +1,54 @@
+#include "sluice/graph/pin_files.h"
+
+#include <string>
+#include <vector>
+
+#include "sluice/core/status_macros.h"
+#include "sluice/io/file_split.h"
+#include "sluice/io/image_files.h"
+
+namespace sluice::graph {
+namespace {
+
+absl::Status PinPatterns(const google::protobuf::RepeatedPtrField<std::string>& patterns, PinnedFiles* out) {
+  SLUICE_ASSIGN_OR_RETURN(std::vector<std::string> files,
+                          io::ExpandFilePatterns(std::vector<std::string>(patterns.begin(), patterns.end())));
+  for (std::string& f : files) out->add_files(std::move(f));
+  return absl::OkStatus();
+}
+
+absl::Status PinLabeled(absl::StatusOr<io::LabeledFiles> listed, PinnedFiles* out) {
+  if (!listed.ok()) return listed.status();
+  for (std::string& f : listed->paths) out->add_files(std::move(f));
+  for (int64_t label : listed->labels) out->add_labels(label);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status PinFiles(PipelineDef* def) {
+  if (def->nodes_size() == 0 || !def->nodes(0).has_source()) return absl::OkStatus();
+  SourceDef* source = def->mutable_nodes(0)->mutable_source();
+  if (source->has_pinned()) return absl::OkStatus();
+  PinnedFiles pinned;
+  switch (source->format_case()) {
+    case SourceDef::kTfrecord:
+      SLUICE_RETURN_IF_ERROR(PinPatterns(source->tfrecord().files(), &pinned));
+      break;
+    case SourceDef::kCifar10:
+      SLUICE_RETURN_IF_ERROR(PinPatterns(source->cifar10().files(), &pinned));
+      break;
+    case SourceDef::kImageFolder:
+      SLUICE_RETURN_IF_ERROR(PinLabeled(io::ListImageFolder(source->image_folder().root()), &pinned));
+      break;
+    case SourceDef::kFileList:
+      SLUICE_RETURN_IF_ERROR(PinLabeled(io::ReadFileList(source->file_list().path()), &pinned));
+      break;
+    default:
+      return absl::OkStatus();
+  }
+  *source->mutable_pinned() = std::move(pinned);
+  return absl::OkStatus();
+}
+
+}  // namespace sluice::graph
