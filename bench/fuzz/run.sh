@@ -42,7 +42,7 @@ fuzz_one() {
   # New inputs land in $work (the first corpus folder); the committed corpus
   # is read only, then merged into: only inputs that add coverage are kept.
   build-fuzz/bench/fuzz/${target}_fuzzer "$work" "bench/fuzz/corpus/$target" \
-    -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 -max_len=65536 \
+    -max_total_time="$seconds" -timeout=30 -rss_limit_mb=4096 -max_len=65536 \
     -artifact_prefix="bench/fuzz/findings/$target-" -print_final_stats=1 \
     >"bench/fuzz/findings/$target.log" 2>&1 || status=$?
   build-fuzz/bench/fuzz/${target}_fuzzer -merge=1 "bench/fuzz/corpus/$target" "$work" \
