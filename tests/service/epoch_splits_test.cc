@@ -111,13 +111,28 @@ TEST(EpochSplits, ASplitWhoseLeaseRunsOutRunsAgainForItsClient) {
   EpochSplits e({0, 1}, policy);
   EXPECT_EQ(e.Next({kClientA, kWorker1, 0, 0, kT0}).split(), 0);
   EXPECT_EQ(e.Next({kClientA, kWorker2, 0, 0, kT0}).split(), 1);
-  e.Renew(0, kClientA, kWorker1, kT0 + absl::Seconds(8));  // worker 1 still runs split 0
+  e.Renew(0, kClientA, kWorker1, /*batches=*/3, kT0 + absl::Seconds(8));  // worker 1 still runs split 0
   e.ExpireLeases(kT0 + absl::Seconds(15));
   // Split 1's stream broke and the report was lost: it comes back; 0 does not.
   const GetSplitResponse again = e.Next({kClientA, kWorker1, 0, 0, kT0 + absl::Seconds(15)});
   EXPECT_EQ(again.state(), GetSplitResponse::SPLIT);
   EXPECT_EQ(again.split(), 1);
   EXPECT_EQ(e.Next({kClientA, kWorker1, 0, 0, kT0 + absl::Seconds(15)}).state(), GetSplitResponse::WAIT);
+}
+
+// A worker reporting a split without progress (stuck in a kernel) renews
+// nothing: the split runs again elsewhere once its lease is out.
+TEST(EpochSplits, OnlyProgressRenewsALease) {
+  SplitPolicy policy;
+  policy.lease = absl::Seconds(10);
+  EpochSplits e({0}, policy);
+  EXPECT_EQ(e.Next({kClientA, kWorker1, 0, 0, kT0}).split(), 0);
+  e.Renew(0, kClientA, kWorker1, /*batches=*/0, kT0 + absl::Seconds(5));  // started
+  for (int t = 6; t <= 14; t += 2) e.Renew(0, kClientA, kWorker1, 0, kT0 + absl::Seconds(t));  // stuck
+  e.ExpireLeases(kT0 + absl::Seconds(16));
+  const GetSplitResponse again = e.Next({kClientA, kWorker2, 0, 0, kT0 + absl::Seconds(16)});
+  EXPECT_EQ(again.state(), GetSplitResponse::SPLIT);
+  EXPECT_EQ(again.split(), 0) << "stuck since 5 s, the lease of 10 s ran out at 15 s";
 }
 
 TEST(EpochSplits, ASplitThatBreaksTooOftenIsHandedOutAsFailedNamingWhy) {

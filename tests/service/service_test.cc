@@ -335,6 +335,26 @@ TEST_F(ServiceTest, WorkersReadTheFilesPinnedAtRegistrationNotWhatTheFolderHolds
   }
 }
 
+// A sample on which a kernel never returns: its split makes no progress,
+// its lease runs out, and once it failed --max-split-failures times the
+// epoch fails naming it, instead of waiting forever.
+TEST_F(ServiceTest, ASplitStuckInAKernelFailsTheEpochInsteadOfHangingIt) {
+  const std::string plugin = std::string(std::getenv("SLUICE_TEST_PLUGINS")) + "/libtest_plugin_failing.so";
+  TestCluster cluster;
+  SLUICE_ASSERT_OK(cluster.StartDispatcher("", 0, {"--split-lease", "1", "--max-split-failures", "1"}));
+  for (int i = 0; i < 2; ++i) SLUICE_ASSERT_OK(cluster.AddWorker(1, {"--plugin", plugin, "--drain-timeout", "1"}));
+  PipelineBuilder b = Samples();
+  b.Map({Op("fail_at_label", {{"field", "id"}, {"label", 345}, {"hang", true}})});
+  DistributeOptions d;
+  d.dispatcher = cluster.address();
+  d.connect_timeout_s = 5;
+  ASSERT_OK_AND_ASSIGN(auto pipeline, CreatePipeline(b.Distribute(d).Batch(64).Build()));
+  EXPECT_THAT(ReadEpoch(*pipeline),
+              StatusIs(absl::StatusCode::kDataLoss,
+                       HasSubstr("split 3 failed 1 time (it made no progress for 1s): a sample in it may crash "
+                                 "the pipeline (it holds records 300 to 399 of <arrays>)")));
+}
+
 TEST_F(ServiceTest, AWorkerJoiningMidJobTakesSplits) {
   TestCluster cluster;
   SLUICE_ASSERT_OK(cluster.StartDispatcher());

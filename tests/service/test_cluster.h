@@ -21,8 +21,10 @@ class TestCluster {
   // `flags` go to every process (e.g. --token-file F, TLS flags).
   explicit TestCluster(std::vector<std::string> flags = {}) : flags_(std::move(flags)) {}
 
-  // `port` 0: any; `work_dir` empty: no journal.
-  absl::Status StartDispatcher(const std::string& work_dir = "", int port = 0);
+  // `port` 0: any; `work_dir` empty: no journal; `flags`: for the
+  // dispatcher alone.
+  absl::Status StartDispatcher(const std::string& work_dir = "", int port = 0,
+                               const std::vector<std::string>& flags = {});
   // `flags`: for this worker alone (e.g. --plugin PATH).
   absl::Status AddWorker(int threads = 1, const std::vector<std::string>& flags = {});
   ServiceProcess& dispatcher() { return *dispatcher_; }

@@ -1,4 +1,6 @@
 // sluice worker --dispatcher HOST:P [--port Q] [--threads N]: a worker.
+#include <thread>
+
 #include "absl/strings/str_cat.h"
 #include "sluice/cli/command.h"
 #include "sluice/cli/plugins.h"
@@ -40,6 +42,13 @@ absl::Status Serve(const WorkerArgs& args) {
   const std::string signal = WaitForTermination();
   service::Log("worker", absl::StrCat(signal, ": finishing the splits in hand (at most ",
                                       args.drain_timeout_s, " s), then leaving"));
+  // A stream stuck in a kernel would keep the server from stopping: give up
+  // on it a little after the drain, and exit saying so.
+  std::thread([timeout = args.drain_timeout_s] {
+    absl::SleepFor(absl::Seconds(timeout + 5));
+    service::Log("worker", "a stream is stuck (in a kernel?) past the drain: exiting without it");
+    std::_Exit(1);
+  }).detach();
   const int cut = server->Drain(absl::Seconds(args.drain_timeout_s));
   service::Log("worker", cut == 0 ? "drained; stopped"
                                   : absl::StrCat("stopped; ", cut, " stream(s) cut off: their splits run again"));

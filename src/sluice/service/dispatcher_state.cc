@@ -276,11 +276,15 @@ absl::StatusOr<WorkerHeartbeatResponse> DispatcherState::WorkerHeartbeat(const W
   worker.active_streams = request.active_streams();
   worker.samples_per_s = request.samples_per_s();
   worker.ops = std::set<std::string>(request.ops().begin(), request.ops().end());
-  for (const JournalSplit& running : request.running()) {
+  for (int i = 0; i < request.running_size(); ++i) {
+    const JournalSplit& running = request.running(i);
     auto job = jobs_.find(running.job_id());
     if (job == jobs_.end()) continue;
     auto splits = job->second.epochs.find(running.epoch());
-    if (splits != job->second.epochs.end()) splits->second.Renew(running.split(), running.client_id(), id, now);
+    const int64_t batches = i < request.running_batches_size() ? request.running_batches(i) : 0;
+    if (splits != job->second.epochs.end()) {
+      splits->second.Renew(running.split(), running.client_id(), id, batches, now);
+    }
   }
   WorkerHeartbeatResponse out;
   out.set_worker_id(id);

@@ -42,10 +42,11 @@ GetSplitResponse EpochSplits::Hand(const Ask& ask) {
   slot.client = ask.client;
   slot.worker = ask.worker;
   slot.lease_until = ask.now + policy_.lease;
+  slot.progress = -1;
   out.set_split(split);
   if (slot.failures >= policy_.max_failures) {
     out.set_state(GetSplitResponse::FAILED);
-    out.set_error(absl::StrCat("split ", split, " failed ", slot.failures, " times (", slot.last_failure,
+    out.set_error(absl::StrCat("split ", split, " failed ", slot.failures, slot.failures == 1 ? " time (" : " times (", slot.last_failure,
                                "): a sample in it may crash the pipeline"));
   } else {
     out.set_state(GetSplitResponse::SPLIT);
@@ -110,10 +111,11 @@ void EpochSplits::ClientLost(int64_t client) {
   }
 }
 
-void EpochSplits::Renew(int64_t split, int64_t client, int64_t worker, absl::Time now) {
+void EpochSplits::Renew(int64_t split, int64_t client, int64_t worker, int64_t batches, absl::Time now) {
   if (!Valid(split)) return;
   Slot& slot = slots_[split];
-  if (slot.state == State::kInFlight && slot.client == client && slot.worker == worker) {
+  if (slot.state == State::kInFlight && slot.client == client && slot.worker == worker && batches != slot.progress) {
+    slot.progress = batches;
     slot.lease_until = now + policy_.lease;
   }
 }
@@ -122,8 +124,7 @@ void EpochSplits::ExpireLeases(absl::Time now) {
   for (int64_t s = 0; s < size(); ++s) {
     const Slot& slot = slots_[s];
     if (slot.state == State::kInFlight && slot.lease_until < now) {
-      Abandon(s, slot.client,
-              absl::StrCat("no worker reported running it for ", absl::FormatDuration(policy_.lease)));
+      Abandon(s, slot.client, absl::StrCat("it made no progress for ", absl::FormatDuration(policy_.lease)));
     }
   }
 }

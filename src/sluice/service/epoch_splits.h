@@ -6,9 +6,9 @@
 // the re-run: that is how every sample arrives exactly once even when
 // workers die.
 //
-// A split in flight holds a lease, renewed while its worker reports running
-// it; one not renewed (its stream broke and the client's report was lost)
-// is re-run. A split that broke `max_failures` times is handed out as
+// A split in flight holds a lease, renewed while its worker reports
+// progress on it; one not renewed (its stream broke and the client's report
+// was lost, or it is stuck) is re-run. A split that broke `max_failures` times is handed out as
 // FAILED: the worker ends the client's epoch with its error, or under
 // on_corrupt "skip" skips it.
 #ifndef SLUICE_SERVICE_EPOCH_SPLITS_H_
@@ -69,8 +69,10 @@ class EpochSplits {
   void WorkerLost(int64_t worker, bool count_failure = true);
   // A client that left: its splits return to the pool for the others.
   void ClientLost(int64_t client);
-  // `worker` is running `split` for `client`: its lease runs from `now`.
-  void Renew(int64_t split, int64_t client, int64_t worker, absl::Time now);
+  // `worker` is running `split` for `client` and has sent `batches` of it:
+  // when that moved since its last report (or it is the first), the lease
+  // runs from `now`. A split stuck in a kernel renews nothing.
+  void Renew(int64_t split, int64_t client, int64_t worker, int64_t batches, absl::Time now);
   // Splits whose lease ran out by `now` are re-run for their clients.
   void ExpireLeases(absl::Time now);
 
@@ -90,6 +92,7 @@ class EpochSplits {
     int64_t client = -1;
     int64_t worker = -1;
     absl::Time lease_until = absl::InfiniteFuture();
+    int64_t progress = -1;  // batches its worker last reported
     int failures = 0;
     std::string last_failure;
   };

@@ -76,12 +76,9 @@ absl::Status WorkerImpl::Heartbeat() {
   for (const std::string& op : ops_) request.add_ops(op);
   {
     absl::MutexLock lock(&mu_);
-    for (const auto& [job, epoch, client, split] : running_) {
-      JournalSplit* running = request.add_running();
-      running->set_job_id(job);
-      running->set_epoch(epoch);
-      running->set_client_id(client);
-      running->set_split(split);
+    for (const auto& [run, running] : running_) {
+      *request.add_running() = running.split;
+      request.add_running_batches(running.batches);
     }
   }
   WorkerHeartbeatResponse response;
@@ -187,21 +184,33 @@ std::string DescribeSplit(const exec::Pipeline& pipeline, const io::Split& split
 absl::Status WorkerImpl::RunSplit(const exec::Pipeline& pipeline, const StreamBatchesRequest& request, int64_t split,
                                   BatchMessage* header, const WriteFn& write,
                                   const std::function<bool()>& cancelled) {
-  const auto key = std::make_tuple(request.job_id(), request.epoch(), request.client_id(), split);
+  uint64_t run;
   {
     absl::MutexLock lock(&mu_);
-    running_.insert(key);
+    run = next_run_++;
+    JournalSplit& s = running_[run].split;
+    s.set_job_id(request.job_id());
+    s.set_epoch(request.epoch());
+    s.set_client_id(request.client_id());
+    s.set_split(split);
   }
   struct Done {
     WorkerImpl* self;
-    std::tuple<int64_t, uint64_t, int64_t, int64_t> key;
+    uint64_t run;
     ~Done() {
       absl::MutexLock lock(&self->mu_);
-      self->running_.erase(self->running_.find(key));
+      self->running_.erase(run);
     }
-  } done{this, key};
+  } done{this, run};
+  const WriteFn counted = [&](grpc::ByteBuffer* bytes) {
+    {
+      absl::MutexLock lock(&mu_);
+      ++running_[run].batches;
+    }
+    return write(bytes);
+  };
   std::unique_ptr<exec::PipelineIterator> it = pipeline.IterateSplits(request.epoch(), {pipeline.Splits()[split]});
-  SLUICE_RETURN_IF_ERROR(SendAll(it.get(), request, split, header, write, cancelled));
+  SLUICE_RETURN_IF_ERROR(SendAll(it.get(), request, split, header, counted, cancelled));
   BatchMessage split_end;
   split_end.set_split(split);
   split_end.set_split_end(true);

@@ -86,16 +86,22 @@ class WorkerImpl {
   std::atomic<int64_t> samples_sent_{0};
   std::atomic<int64_t> bytes_sent_{0};
   mutable absl::Mutex mu_;
-  std::string address_ ABSL_GUARDED_BY(mu_);
-  std::string secret_ ABSL_GUARDED_BY(mu_);  // keeps worker_id_ ours at the dispatcher  // where clients reach this worker
+  std::string address_ ABSL_GUARDED_BY(mu_);  // where clients reach this worker
+  std::string secret_ ABSL_GUARDED_BY(mu_);   // keeps worker_id_ ours at the dispatcher
   // Compiled pipelines by id; one unused for kPipelineIdle is dropped.
   struct CachedPipeline {
     std::shared_ptr<const exec::Pipeline> pipeline;
     absl::Time last_used;
   };
   std::map<std::string, CachedPipeline> pipelines_ ABSL_GUARDED_BY(mu_);
-  // The splits its streams are running, for the heartbeat (leases).
-  std::multiset<std::tuple<int64_t, uint64_t, int64_t, int64_t>> running_ ABSL_GUARDED_BY(mu_);
+  // The splits its streams are running and the batches each has sent so
+  // far, by run, for the heartbeat: progress renews a split's lease.
+  struct Running {
+    JournalSplit split;
+    int64_t batches = 0;
+  };
+  std::map<uint64_t, Running> running_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_run_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace sluice::service
