@@ -82,7 +82,7 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(const std::string& ta
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   // Re-resolve soon after a failure (the default waits 30 s).
   args.SetInt(GRPC_ARG_DNS_MIN_TIME_BETWEEN_RESOLUTIONS_MS, 500);
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 500);
   return grpc::CreateCustomChannel(target, credentials, args);
 }
 
