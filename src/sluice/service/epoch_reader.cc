@@ -124,12 +124,15 @@ void EpochReader::Read(Stream* stream) {
       continue;
     }
     if (message.split_end()) {
+      bool report;
       {
         absl::MutexLock lock(&mu_);
         completed_.insert(message.split());
         delivered_.erase(message.split());
+        report = held_rows_.count(message.split()) == 0;
+        if (!report) ended_held_.insert(message.split());
       }
-      if (exactly_once_) input_->ReportSplits(epoch_, {message.split()}, {});
+      if (exactly_once_ && report) input_->ReportSplits(epoch_, {message.split()}, {});
       split = -1;
       continue;
     }
@@ -149,6 +152,8 @@ void EpochReader::Read(Stream* stream) {
       cv_.Wait(&mu_);
     }
     if (stopping_ || ctx_->cancel.cancelled()) break;
+    held_rows_[split] += batch->rows;
+    queue_splits_.push_back(split);
     queue_.push_back(*std::move(batch));
     cv_.SignalAll();
   }
@@ -237,8 +242,26 @@ bool EpochReader::TakeRebatched(bool at_end, Batch* out) {
   return true;
 }
 
+void EpochReader::Taken(int64_t split, int64_t rows) {
+  auto held = held_rows_.find(split);
+  if (held == held_rows_.end() || (held->second -= rows) > 0) return;
+  held_rows_.erase(held);
+  if (ended_held_.erase(split) > 0) finished_.push_back(split);
+}
+
 absl::Status EpochReader::GetNext(Batch* out, bool* end) {
-  absl::MutexLock lock(&mu_);
+  std::vector<int64_t> finished;
+  absl::Status s;
+  {
+    absl::MutexLock lock(&mu_);
+    s = NextLocked(out, end);
+    finished.swap(finished_);
+  }
+  if (exactly_once_ && !finished.empty()) input_->ReportSplits(epoch_, finished, {});
+  return s;
+}
+
+absl::Status EpochReader::NextLocked(Batch* out, bool* end) {
   while (true) {
     if (!error_.ok()) return error_;
     if (ctx_->cancel.cancelled()) return absl::CancelledError("pipeline cancelled");
@@ -250,8 +273,12 @@ absl::Status EpochReader::GetNext(Batch* out, bool* end) {
     }
     if (!queue_.empty()) {
       pending_rows_ += queue_.front().rows;
+      // Taken: at most a batch's rows wait in pending_, and the epoch's last
+      // ones wait there for the workers' end, which waits for this report.
+      Taken(queue_splits_.front(), queue_.front().rows);
       pending_.push_back(std::move(queue_.front()));
       queue_.pop_front();
+      queue_splits_.pop_front();
       cv_.SignalAll();
       continue;
     }

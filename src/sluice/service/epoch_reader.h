@@ -50,6 +50,12 @@ class EpochReader : public exec::Iterator {
   bool EpochOver() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The next batch of the batch size from pending_ (or the remainder at the end).
   bool TakeRebatched(bool at_end, Batch* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // `rows` of `split` left the queue for the pipeline: a split whose every
+  // row arrived and left is reported finished (to finished_), not before.
+  // A consumer killed with rows of a split still queued has that split
+  // re-issued, not lost.
+  void Taken(int64_t split, int64_t rows) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status NextLocked(Batch* out, bool* end) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   DistributedInput* const input_;
   exec::ExecContext* const ctx_;
@@ -62,10 +68,14 @@ class EpochReader : public exec::Iterator {
   std::map<int64_t, std::unique_ptr<Stream>> streams_ ABSL_GUARDED_BY(mu_);  // by worker
   std::map<int64_t, absl::Time> failed_at_ ABSL_GUARDED_BY(mu_);  // workers whose stream broke
   std::deque<Batch> queue_ ABSL_GUARDED_BY(mu_);
+  std::deque<int64_t> queue_splits_ ABSL_GUARDED_BY(mu_);  // the split of each queued batch
   absl::Status error_ ABSL_GUARDED_BY(mu_);
   std::set<int64_t> completed_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, absl::flat_hash_set<int64_t>> delivered_ ABSL_GUARDED_BY(mu_);
   std::deque<Batch> pending_ ABSL_GUARDED_BY(mu_);  // rebatching
+  std::map<int64_t, int64_t> held_rows_ ABSL_GUARDED_BY(mu_);  // by split, in queue_
+  std::set<int64_t> ended_held_ ABSL_GUARDED_BY(mu_);          // all arrived, some rows still held
+  std::vector<int64_t> finished_ ABSL_GUARDED_BY(mu_);         // to report
   int64_t pending_rows_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Time opened_at_ ABSL_GUARDED_BY(mu_);
   absl::Time last_open_ ABSL_GUARDED_BY(mu_);
