@@ -12,6 +12,7 @@
 #include "gmock/gmock.h"
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
+#include "sluice/core/status_macros.h"
 #include "sluice/pipeline_builder.h"
 #include "service.grpc.pb.h"
 #include "sluice/service/dispatcher_impl.h"
@@ -100,11 +101,16 @@ class ServiceTest : public ::testing::Test {
   testing::TempDir dir_;
 };
 
+// Starts `cluster`'s dispatcher and `workers` one-thread workers.
+absl::Status StartCluster(TestCluster& cluster, int workers) {
+  SLUICE_RETURN_IF_ERROR(cluster.StartDispatcher());
+  for (int i = 0; i < workers; ++i) SLUICE_RETURN_IF_ERROR(cluster.AddWorker());
+  return absl::OkStatus();
+}
+
 TEST_F(ServiceTest, DistributedEpochDeliversEachSampleOnceParallelEpochsOncePerWorker) {
   TestCluster cluster;
-  SLUICE_ASSERT_OK(cluster.StartDispatcher());
-  SLUICE_ASSERT_OK(cluster.AddWorker());
-  SLUICE_ASSERT_OK(cluster.AddWorker());
+  SLUICE_ASSERT_OK(StartCluster(cluster, 2));
   ASSERT_OK_AND_ASSIGN(auto distributed, CreatePipeline(Distributed(cluster.address())));
   ASSERT_OK_AND_ASSIGN(Received once, ReadEpoch(*distributed));
   ExpectEachIdTimes(once, 1);
@@ -117,9 +123,7 @@ TEST_F(ServiceTest, DistributedEpochDeliversEachSampleOnceParallelEpochsOncePerW
 
 TEST_F(ServiceTest, TheServiceYieldsWhatTheLocalRunYields) {
   TestCluster cluster;
-  SLUICE_ASSERT_OK(cluster.StartDispatcher());
-  SLUICE_ASSERT_OK(cluster.AddWorker());
-  SLUICE_ASSERT_OK(cluster.AddWorker());
+  SLUICE_ASSERT_OK(StartCluster(cluster, 2));
   ASSERT_OK_AND_ASSIGN(auto distributed, CreatePipeline(Distributed(cluster.address())));
   ASSERT_OK_AND_ASSIGN(auto local, exec::Pipeline::Create(Samples().Batch(64).Build()));
   for (uint64_t epoch : {0, 1}) {
@@ -169,9 +173,7 @@ TEST_F(ServiceTest, WithoutAWorkerThatHasItsOpsAPipelineIsRefusedNamingTheOp) {
 
 TEST_F(ServiceTest, AWorkerKilledMidEpochLosesAndRepeatsNothing) {
   TestCluster cluster;
-  SLUICE_ASSERT_OK(cluster.StartDispatcher());
-  SLUICE_ASSERT_OK(cluster.AddWorker());
-  SLUICE_ASSERT_OK(cluster.AddWorker());
+  SLUICE_ASSERT_OK(StartCluster(cluster, 2));
   ASSERT_OK_AND_ASSIGN(auto pipeline, CreatePipeline(Distributed(cluster.address())));
   ASSERT_OK_AND_ASSIGN(Received r,
                        ReadEpoch(*pipeline, 0, 40, [&] { cluster.worker(0).Stop(SIGKILL); }));
@@ -182,9 +184,7 @@ TEST_F(ServiceTest, AWorkerKilledMidEpochLosesAndRepeatsNothing) {
 // leaves the dispatcher at once (not after the worker timeout) and exits 0.
 TEST_F(ServiceTest, AWorkerStoppedWithSigtermFinishesItsSplitLeavesAndExitsZero) {
   TestCluster cluster;
-  SLUICE_ASSERT_OK(cluster.StartDispatcher());
-  SLUICE_ASSERT_OK(cluster.AddWorker());
-  SLUICE_ASSERT_OK(cluster.AddWorker());
+  SLUICE_ASSERT_OK(StartCluster(cluster, 2));
   ASSERT_OK_AND_ASSIGN(auto pipeline, CreatePipeline(Distributed(cluster.address())));
   int exit_status = -1;
   absl::StatusOr<DispatcherStatus> after_stop = absl::UnknownError("not stopped");
@@ -237,8 +237,7 @@ TEST_F(ServiceTest, ADispatcherOutageOfSecondsMidEpochLosesAndRepeatsNothing) {
 // consumer gets an error saying so, never an endless wait.
 TEST_F(ServiceTest, ADispatcherThatLostItsStateFailsTheEpochSayingSo) {
   TestCluster cluster;
-  SLUICE_ASSERT_OK(cluster.StartDispatcher());
-  SLUICE_ASSERT_OK(cluster.AddWorker());
+  SLUICE_ASSERT_OK(StartCluster(cluster, 1));
   ASSERT_OK_AND_ASSIGN(auto pipeline, CreatePipeline(Distributed(cluster.address())));
   absl::Status restarted;
   const absl::StatusOr<Received> read =
@@ -251,8 +250,7 @@ TEST_F(ServiceTest, ADispatcherThatLostItsStateFailsTheEpochSayingSo) {
 
 TEST_F(ServiceTest, ADispatcherGoneForLongerThanTheTimeoutFailsTheEpochSayingSo) {
   TestCluster cluster;
-  SLUICE_ASSERT_OK(cluster.StartDispatcher());
-  SLUICE_ASSERT_OK(cluster.AddWorker());
+  SLUICE_ASSERT_OK(StartCluster(cluster, 1));
   DistributeOptions d;
   d.dispatcher = cluster.address();
   d.connect_timeout_s = 5;
@@ -308,8 +306,7 @@ TEST_F(ServiceTest, WorkersReadTheFilesPinnedAtRegistrationNotWhatTheFolderHolds
   write("b.tfrecord", 0);
   write("c.tfrecord", 100);
   TestCluster cluster;
-  SLUICE_ASSERT_OK(cluster.StartDispatcher());
-  SLUICE_ASSERT_OK(cluster.AddWorker());
+  SLUICE_ASSERT_OK(StartCluster(cluster, 1));
   DistributeOptions d;
   d.dispatcher = cluster.address();
   d.connect_timeout_s = 5;
@@ -357,8 +354,7 @@ TEST_F(ServiceTest, ASplitStuckInAKernelFailsTheEpochInsteadOfHangingIt) {
 
 TEST_F(ServiceTest, AWorkerJoiningMidJobTakesSplits) {
   TestCluster cluster;
-  SLUICE_ASSERT_OK(cluster.StartDispatcher());
-  SLUICE_ASSERT_OK(cluster.AddWorker());
+  SLUICE_ASSERT_OK(StartCluster(cluster, 1));
   ASSERT_OK_AND_ASSIGN(auto pipeline, CreatePipeline(Distributed(cluster.address())));
   absl::Status joined;
   ASSERT_OK_AND_ASSIGN(Received r, ReadEpoch(*pipeline, 0, 20, [&] { joined = cluster.AddWorker(); }));
@@ -371,8 +367,7 @@ TEST_F(ServiceTest, AWorkerJoiningMidJobTakesSplits) {
 
 TEST_F(ServiceTest, CompressedBatchesEqualPlainOnes) {
   TestCluster cluster;
-  SLUICE_ASSERT_OK(cluster.StartDispatcher());
-  SLUICE_ASSERT_OK(cluster.AddWorker());
+  SLUICE_ASSERT_OK(StartCluster(cluster, 1));
   ASSERT_OK_AND_ASSIGN(auto plain, CreatePipeline(Distributed(cluster.address())));
   ASSERT_OK_AND_ASSIGN(Received expected, ReadEpoch(*plain));
   for (const char* codec : {"zstd", "lz4"}) {
@@ -386,8 +381,7 @@ TEST_F(ServiceTest, CompressedBatchesEqualPlainOnes) {
 
 TEST_F(ServiceTest, MoreClientsThanWorkersShareANamedJobAndALeavingClientStallsNoOne) {
   TestCluster cluster;
-  SLUICE_ASSERT_OK(cluster.StartDispatcher());
-  SLUICE_ASSERT_OK(cluster.AddWorker());
+  SLUICE_ASSERT_OK(StartCluster(cluster, 1));
   std::vector<std::unique_ptr<exec::Pipeline>> clients;
   for (int c = 0; c < 3; ++c) {
     ASSERT_OK_AND_ASSIGN(auto p, CreatePipeline(Distributed(cluster.address(), "distributed_epoch", "shared")));
@@ -438,8 +432,7 @@ TEST_F(ServiceTest, AWrongTokenIsRejected) {
   const std::string token = dir_.Join("token");
   std::ofstream(token) << "s3cret\n";
   TestCluster cluster({"--token-file", token});
-  SLUICE_ASSERT_OK(cluster.StartDispatcher());
-  SLUICE_ASSERT_OK(cluster.AddWorker());
+  SLUICE_ASSERT_OK(StartCluster(cluster, 1));
   PipelineDef def = Distributed(cluster.address());
   EXPECT_THAT(CreatePipeline(def), StatusIs(absl::StatusCode::kUnauthenticated, HasSubstr("missing or wrong token")));
   const std::string wrong = dir_.Join("wrong");
@@ -476,8 +469,7 @@ TEST_F(ServiceTest, CallersHaveRolesAndTenantsSeeOnlyTheirOwnJobs) {
     return dir_.Join(name);
   };
   TestCluster cluster({"--callers", callers, "--token-file", token("worker.token", "w-secret")});
-  SLUICE_ASSERT_OK(cluster.StartDispatcher());
-  SLUICE_ASSERT_OK(cluster.AddWorker());
+  SLUICE_ASSERT_OK(StartCluster(cluster, 1));
   PipelineDef def = Distributed(cluster.address(), "distributed_epoch", "train");
   def.mutable_nodes(2)->mutable_distribute()->set_token_file(token("worker.token", "w-secret"));
   EXPECT_THAT(CreatePipeline(def), StatusIs(absl::StatusCode::kPermissionDenied,
@@ -514,8 +506,7 @@ TEST_F(ServiceTest, MutualTlsServesCertifiedClientsAndRejectsOthers) {
   MakeCertificates(dir_);
   TestCluster cluster({"--tls-cert", dir_.Join("server.pem"), "--tls-key", dir_.Join("server.key"),
                        "--tls-ca", dir_.Join("ca.pem"), "--tls-require-client-cert"});
-  SLUICE_ASSERT_OK(cluster.StartDispatcher());
-  SLUICE_ASSERT_OK(cluster.AddWorker());
+  SLUICE_ASSERT_OK(StartCluster(cluster, 1));
   PipelineDef def = Distributed(cluster.address());
   DistributeDef* d = def.mutable_nodes(2)->mutable_distribute();
   d->set_connect_timeout_s(2);
@@ -620,9 +611,7 @@ TEST(ServerProcess, OutlivesTheThreadThatStartedIt) {
 
 TEST_F(ServiceTest, StatusShowsWorkersAndJobsAndSigtermStopsCleanly) {
   TestCluster cluster;
-  SLUICE_ASSERT_OK(cluster.StartDispatcher());
-  SLUICE_ASSERT_OK(cluster.AddWorker());
-  SLUICE_ASSERT_OK(cluster.AddWorker());
+  SLUICE_ASSERT_OK(StartCluster(cluster, 2));
   ASSERT_OK_AND_ASSIGN(auto pipeline, CreatePipeline(Distributed(cluster.address(), "distributed_epoch", "train")));
   ASSERT_OK_AND_ASSIGN(Received r, ReadEpoch(*pipeline));
   const std::string command =
