@@ -87,10 +87,12 @@ std::shared_ptr<Buffer> BufferPool::Allocate(size_t bytes) {
     // Batch-sized buffers (a W3 batch is 154 MB) on 4 KiB pages cost one page
     // fault per page on first touch; asking for transparent huge pages cut
     // the faults of `sluice bench w3` from 543k to 238k at the same RSS.
-    // glibc accepts a capacity that is not a multiple of the alignment.
+    // posix_memalign, not aligned_alloc: a size class need not be a multiple
+    // of the huge page (aligned_alloc requires it; ASan's fuzzing found it).
     const bool huge = capacity >= kHugePageBytes * 2;
-    data = static_cast<uint8_t*>(std::aligned_alloc(huge ? kHugePageBytes : kAlignment, capacity));
-    if (data == nullptr) throw std::bad_alloc();
+    void* memory = nullptr;
+    if (posix_memalign(&memory, huge ? kHugePageBytes : kAlignment, capacity) != 0) throw std::bad_alloc();
+    data = static_cast<uint8_t*>(memory);
     if (huge) madvise(data, capacity, MADV_HUGEPAGE);
   }
   Buffer* buffer = new Buffer(data, bytes, size_class);
