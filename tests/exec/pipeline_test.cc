@@ -3,6 +3,7 @@
 #include "sluice/exec/pipeline.h"
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <cstring>
 #include <set>
@@ -11,6 +12,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "example.pb.h"
+#include "sluice/core/status_macros.h"
 #include "sluice/pipeline_builder.h"
 #include "sluice/io/tfrecord_index.h"
 #include "status_matchers.h"
@@ -287,6 +289,41 @@ TEST_F(PipelineTest, CorruptRecordFailsWithFileAndOffsetOrIsSkippedAndCounted) {
   EXPECT_EQ(out.labels.size(), static_cast<size_t>(kRecords - 1));
   EXPECT_EQ(skipped.records, 1);
   EXPECT_THAT(skipped.summary, HasSubstr("at offset " + std::to_string(offset)));
+}
+
+// A row a kernel refuses fails the epoch naming the record, or under
+// "skip" costs that row alone, counted with its file, whatever the threads.
+TEST_F(PipelineTest, UnderSkipARowAKernelRefusesIsDroppedAndCountedNotItsBatch) {
+  ops::OpRegistry registry;
+  SLUICE_ASSERT_OK(ops::RegisterBuiltinOps(&registry));
+  SLUICE_ASSERT_OK(testing::RegisterTestOps(&registry));
+  auto run = [&](int64_t refused, bool skip, int threads, Skipped* skipped) -> absl::StatusOr<std::vector<int64_t>> {
+    PipelineBuilder b = PipelineBuilder::TfRecord({files_[0]}, {Int64Feature("label")});
+    if (skip) b.SkipCorruptRecords();
+    const PipelineDef def = b.Map({Op("refuse_label", {{"label", refused}})}).Batch(4).Threads(threads).Build();
+    SLUICE_ASSIGN_OR_RETURN(graph::CompiledPipeline compiled, graph::Compile(def, registry));
+    SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Pipeline> pipeline, Pipeline::FromCompiled(std::move(compiled)));
+    std::unique_ptr<PipelineIterator> it = pipeline->Iterate();
+    absl::Status status;
+    Output out = Collect(it.get(), pipeline->output_schema(), &status);
+    SLUICE_RETURN_IF_ERROR(status);
+    if (skipped != nullptr) *skipped = {it->skipped().skipped(), it->skipped().Summary()};
+    return out.labels;
+  };
+  ASSERT_OK_AND_ASSIGN(const std::vector<int64_t> all, run(/*refused=*/99, false, 1, nullptr));
+  std::vector<int64_t> kept;
+  std::copy_if(all.begin(), all.end(), std::back_inserter(kept), [](int64_t l) { return l != 6; });
+  ASSERT_LT(kept.size(), all.size());
+  EXPECT_THAT(run(6, false, 1, nullptr),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("label 6 refused in record 6 of " + files_[0])));
+  for (int threads : {1, 2}) {
+    Skipped skipped;
+    ASSERT_OK_AND_ASSIGN(std::vector<int64_t> labels, run(6, true, threads, &skipped));
+    EXPECT_EQ(labels, kept) << threads << " threads";
+    EXPECT_EQ(skipped.records, static_cast<int64_t>(all.size() - kept.size()));
+    EXPECT_THAT(skipped.summary, HasSubstr(files_[0] + ": " + std::to_string(all.size() - kept.size()) + " records"));
+    EXPECT_THAT(skipped.summary, HasSubstr("node 'map_1': op 'refuse_label': label 6 refused in record 6 of " + files_[0]));
+  }
 }
 
 // Under "skip", a damaged length resynchronizes at the next good frame: a

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <set>
 #include <thread>
 
 #include "gmock/gmock.h"
@@ -350,6 +351,48 @@ TEST_F(ServiceTest, ASplitStuckInAKernelFailsTheEpochInsteadOfHangingIt) {
               StatusIs(absl::StatusCode::kDataLoss,
                        HasSubstr("split 3 failed 1 time (it made no progress for 1s): a sample in it may crash "
                                  "the pipeline (it holds records 300 to 399 of <arrays>)")));
+}
+
+// Under on_corrupt "skip", what a worker skips (a corrupt record, a row a
+// kernel refuses) is counted by the client, file by file: nothing is
+// dropped unseen because it was dropped remotely.
+TEST_F(ServiceTest, WhatWorkersSkipIsCountedByTheClient) {
+  const std::string plugin = std::string(std::getenv("SLUICE_TEST_PLUGINS")) + "/libtest_plugin_failing.so";
+  const std::string file = dir_.Join("ids.tfrecord");
+  std::vector<std::string> records;
+  size_t offset = 0;
+  for (int id = 0; id < 50; ++id) {
+    records.push_back(testing::MakeExample("x", id));
+    if (id < 10) offset += 16 + records.back().size();
+  }
+  testing::WriteTfRecords(file, records);
+  testing::IncrementByte(file, offset + 12 + 3);  // record 10's data: its CRC fails
+  TestCluster cluster;
+  SLUICE_ASSERT_OK(cluster.StartDispatcher());
+  SLUICE_ASSERT_OK(cluster.AddWorker(1, {"--plugin", plugin}));
+  DistributeOptions d;
+  d.dispatcher = cluster.address();
+  d.connect_timeout_s = 5;
+  ASSERT_OK_AND_ASSIGN(auto pipeline, CreatePipeline(PipelineBuilder::TfRecord({file}, {Int64Feature("label")})
+                                                         .SkipCorruptRecords()
+                                                         .Map({Op("fail_at_label", {{"label", 20}})})
+                                                         .Distribute(d)
+                                                         .Batch(8)
+                                                         .Build()));
+  auto it = pipeline->Iterate(0);
+  std::set<int64_t> ids;
+  while (true) {
+    Batch b;
+    bool end = false;
+    SLUICE_ASSERT_OK(it->Next(&b, &end));
+    if (end) break;
+    for (int64_t r = 0; r < b.rows; ++r) ids.insert(b.columns[0].values.data<int64_t>()[r]);
+  }
+  EXPECT_EQ(ids.size(), 48u);
+  EXPECT_EQ(ids.count(10) + ids.count(20), 0u);
+  EXPECT_EQ(it->skipped().skipped(), 2);
+  EXPECT_THAT(it->skipped().Summary(), HasSubstr(file + ": 2 records"));
+  EXPECT_THAT(it->skipped().Summary(), HasSubstr("label 20 is poison in record 20 of " + file));
 }
 
 TEST_F(ServiceTest, AWorkerJoiningMidJobTakesSplits) {

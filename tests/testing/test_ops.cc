@@ -3,6 +3,7 @@
 #include <optional>
 
 #include "sluice/core/status_macros.h"
+#include "sluice/ops/field.h"
 
 namespace sluice::testing {
 namespace {
@@ -32,9 +33,45 @@ absl::StatusOr<ops::InferredOp> InferBatchSum(const ops::Attrs&, const Schema& i
   return op;
 }
 
+// Refuses (DataLoss) the rows whose int64 'label' is `label`, naming them;
+// passes the others through.
+class RefuseLabelKernel : public ops::Kernel {
+ public:
+  struct Params {
+    int64_t label;
+  };
+  explicit RefuseLabelKernel(const Params& p) : p_(p) {}
+  absl::Status Run(const ops::KernelContext& ctx, absl::Span<const ops::ColumnRef> in,
+                   absl::Span<const ops::ColumnRef> out) const override {
+    for (int64_t r = 0; r < ctx.rows; ++r) {
+      const int64_t label = *in[0].row<const int64_t>(r);
+      if (label == p_.label) return absl::DataLossError("label " + std::to_string(label) + " refused in " + ctx.Where(r));
+      *out[0].row<int64_t>(r) = label;
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  const Params p_;
+};
+
+absl::StatusOr<ops::InferredOp> InferRefuseLabel(const ops::Attrs& attrs, const Schema& input) {
+  SLUICE_ASSIGN_OR_RETURN(ops::BoundField f, ops::BindField(attrs, input, {DType::kInt64}));
+  return ops::UnaryOp(f.column, f.spec, RefuseLabelKernel::Params{attrs.GetInt("label")});
+}
+
 }  // namespace
 
 absl::Status RegisterTestOps(ops::OpRegistry* registry) {
+  SLUICE_RETURN_IF_ERROR(registry->AddOp(ops::OpSchema("refuse_label")
+                                             .Doc("refuses the rows whose label is `label`")
+                                             .Attr({"field", ops::AttrType::kString, "\"label\"", "an int64 column"})
+                                             .Attr({"label", ops::AttrType::kInt, "", "the refused label"})
+                                             .Input("field", "int64")
+                                             .Output("field", "the same values")
+                                             .Infer(InferRefuseLabel),
+                                         "sluice's tests"));
+  SLUICE_RETURN_IF_ERROR(registry->AddKernel<RefuseLabelKernel>("refuse_label", ops::Backend::kCpu, "sluice's tests"));
   SLUICE_RETURN_IF_ERROR(registry->AddOp(ops::OpSchema("batch_sum")
                                              .Doc("every row: the batch's sum of 'label'")
                                              .Input("label", "int64")

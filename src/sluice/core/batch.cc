@@ -57,6 +57,12 @@ std::string Provenance::Describe(int64_t row) const {
   return absl::StrCat("record ", o.record, " of ", (*files_)[o.file]);
 }
 
+std::string Provenance::File(int64_t row) const {
+  const RowOrigin o = Origin(row);
+  if (!files_ || o.file < 0 || o.file >= static_cast<int32_t>(files_->size())) return "";
+  return (*files_)[o.file];
+}
+
 Provenance Provenance::Slice(int64_t begin, int64_t end) const {
   Provenance out(files_);
   for (int64_t r = begin; r < end;) {

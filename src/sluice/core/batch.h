@@ -54,6 +54,8 @@ class Provenance {
   int64_t SampleId(int64_t row) const;
   // "record 17 of /d/train-0.tfrecord", or "row 17" when unknown.
   std::string Describe(int64_t row) const;
+  // The row's file, or "" when unknown.
+  std::string File(int64_t row) const;
   Provenance Slice(int64_t begin, int64_t end) const;
 
  private:

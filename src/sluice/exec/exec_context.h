@@ -109,6 +109,9 @@ struct ExecContext {
   CpuBudget cpu;
   MemoryBudget memory;
   io::CorruptionLog skips;
+  // on_corrupt "skip": a row a kernel refuses is dropped and logged in
+  // `skips`, not the pipeline's error.
+  bool skip_corrupt = false;
   BufferPool* pool = BufferPool::Default();
   // The registry the pipeline was compiled with (its device runtimes).
   const ops::OpRegistry* registry = nullptr;

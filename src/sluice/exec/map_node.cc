@@ -7,6 +7,7 @@
 // completion order when the pipeline opts out of ordering.
 #include <atomic>
 #include <deque>
+#include <map>
 #include <limits>
 #include <thread>
 
@@ -14,6 +15,7 @@
 #include "sluice/core/status_macros.h"
 #include "sluice/exec/iterator.h"
 #include "sluice/exec/map_plan.h"
+#include "sluice/exec/row_copier.h"
 
 namespace sluice::exec {
 namespace {
@@ -88,6 +90,7 @@ class MapIterator : public Iterator {
     int64_t next_row = 0;  // first unclaimed row
     int64_t running = 0;   // claimed ranges not yet finished
     int64_t error_row = std::numeric_limits<int64_t>::max();  // range of slot.status
+    std::map<int64_t, std::string> refused;  // rows a kernel refused, skipped (on_corrupt "skip")
     Batch result;
     absl::Status status;
     bool open = false;  // input pulled, ranges claimable
@@ -209,6 +212,7 @@ class MapIterator : public Iterator {
       if (claim.slot == nullptr) continue;  // an empty chunk: nothing to run
       Slot& slot = *claim.slot;
       absl::Status status;
+      std::map<int64_t, std::string> refused;
       {
         CpuToken token(&ctx_->cpu);
         if (!token.held()) return;
@@ -217,8 +221,10 @@ class MapIterator : public Iterator {
                              ctx_->trace.load(std::memory_order_relaxed)};
         ScopedNs busy(stats_ ? &stats_->busy_ns : nullptr);
         status = plan_->RunRows(slot.input, claim.begin, claim.end, run, slot.outputs);
+        if (!status.ok() && SkipsRowsOf(status)) status = RunRowByRow(slot, claim, run, &refused);
       }
       absl::MutexLock lock(&mu_);
+      slot.refused.insert(refused.begin(), refused.end());
       // Report the first failing row whichever thread finds it first, so
       // errors are as deterministic as the data.
       if (!status.ok() && claim.begin < slot.error_row) {
@@ -231,6 +237,7 @@ class MapIterator : public Iterator {
       if (!finished) continue;
       if (slot.status.ok()) {
         slot.result = plan_->Assemble(slot.input, slot.outputs, ctx_->pool);
+        if (!slot.refused.empty()) slot.result = WithoutRefused(slot);
         slot.bytes = static_cast<int64_t>(slot.result.ByteSize());
         SetBuffered(++buffered_);
         ctx_->memory.Add(slot.bytes);
@@ -240,6 +247,39 @@ class MapIterator : public Iterator {
       slot.done = true;
       cv_.SignalAll();
     }
+  }
+
+  // Under on_corrupt "skip", a kernel's refusal of some rows (bad data, not
+  // a failure of the machine) costs those rows, not the batch.
+  bool SkipsRowsOf(const absl::Status& status) const {
+    return ctx_->skip_corrupt && !plan_->whole_chunks() &&
+           (absl::IsDataLoss(status) || absl::IsInvalidArgument(status) || absl::IsOutOfRange(status));
+  }
+
+  // Runs the claimed rows one at a time, noting those refused.
+  absl::Status RunRowByRow(Slot& slot, const Claim& claim, const MapPlan::RunArgs& run,
+                           std::map<int64_t, std::string>* refused) {
+    for (int64_t r = claim.begin; r < claim.end; ++r) {
+      absl::Status row = plan_->RunRows(slot.input, r, r + 1, run, slot.outputs);
+      if (row.ok()) continue;
+      if (!SkipsRowsOf(row)) return row;
+      refused->emplace(r, std::string(row.message()));
+    }
+    return absl::OkStatus();
+  }
+
+  // The slot's result without its refused rows, each logged as skipped.
+  Batch WithoutRefused(const Slot& slot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    const Batch& all = slot.result;
+    RowCopier copier(plan_->output_schema(), all.rows - static_cast<int64_t>(slot.refused.size()), ctx_->pool);
+    int64_t from = 0;
+    for (const auto& [row, message] : slot.refused) {
+      if (row > from) copier.Append(all, from, row);
+      from = row + 1;
+      ctx_->skips.Add(slot.input.provenance.File(row), 1, 0, absl::StrCat("node '", node_.name, "': ", message));
+    }
+    if (from < all.rows) copier.Append(all, from, all.rows);
+    return copier.Finish();
   }
 
   // Runners taking work: all, or as many as the autotuner says.

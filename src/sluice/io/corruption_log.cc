@@ -20,7 +20,12 @@ void CorruptionLog::Add(const std::string& file, int64_t records, uint64_t bytes
   if (entry == nullptr) entry = &files_.emplace_back(FileSkips{file});
   entry->records += records;
   entry->bytes += bytes;
-  if (messages_.size() < kMaxMessages) messages_.push_back(std::move(message));
+  if (!message.empty() && messages_.size() < kMaxMessages) messages_.push_back(std::move(message));
+}
+
+void CorruptionLog::AddMessage(std::string message) {
+  absl::MutexLock lock(&mu_);
+  if (!message.empty() && messages_.size() < kMaxMessages) messages_.push_back(std::move(message));
 }
 
 int64_t CorruptionLog::skipped() const {

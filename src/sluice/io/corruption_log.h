@@ -27,6 +27,8 @@ class CorruptionLog {
   // Records that `records` records, `bytes` bytes in all, of `file` were
   // skipped because of the error `message`.
   void Add(const std::string& file, int64_t records, uint64_t bytes, std::string message);
+  // Keeps `message` among the first few (an empty one is not kept).
+  void AddMessage(std::string message);
 
   int64_t skipped() const;
   uint64_t skipped_bytes() const;

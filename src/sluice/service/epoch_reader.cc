@@ -106,6 +106,7 @@ void EpochReader::Read(Stream* stream) {
       files = std::make_shared<const std::vector<std::string>>(message.files().begin(), message.files().end());
     }
     if (message.epoch_end()) {
+      CountSkips(message);
       ended = true;
       break;
     }
@@ -127,7 +128,7 @@ void EpochReader::Read(Stream* stream) {
       bool report;
       {
         absl::MutexLock lock(&mu_);
-        completed_.insert(message.split());
+        if (completed_.insert(message.split()).second) CountSkips(message);  // once, whatever re-ran
         delivered_.erase(message.split());
         report = held_rows_.count(message.split()) == 0;
         if (!report) ended_held_.insert(message.split());
@@ -182,6 +183,11 @@ void EpochReader::Read(Stream* stream) {
     cv_.SignalAll();
   }
   if (exactly_once_ && abandoned >= 0) input_->ReportSplits(epoch_, {}, {abandoned});
+}
+
+void EpochReader::CountSkips(const BatchMessage& marker) {
+  for (const SkippedRecords& s : marker.skipped()) ctx_->skips.Add(s.file(), s.records(), s.bytes(), "");
+  for (const std::string& m : marker.skip_messages()) ctx_->skips.AddMessage(m);
 }
 
 bool EpochReader::DropDelivered(int64_t split, Batch* batch) {

@@ -42,6 +42,8 @@ class EpochReader : public exec::Iterator {
   };
 
   void Read(Stream* stream);
+  // Adds what a worker skipped (a split_end or epoch_end marker's counts).
+  void CountSkips(const BatchMessage& marker);
   // Drops rows of `batch` already delivered for its split; false when none
   // is left. REQUIRES: mu_ held.
   bool DropDelivered(int64_t split, Batch* batch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

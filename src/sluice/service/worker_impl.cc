@@ -172,6 +172,17 @@ absl::Status WorkerImpl::SendAll(exec::PipelineIterator* it, const StreamBatches
 
 namespace {
 
+// What a run skipped under on_corrupt "skip", for the client to count.
+void AttachSkips(const io::CorruptionLog& skipped, BatchMessage* marker) {
+  for (const io::CorruptionLog::FileSkips& f : skipped.files()) {
+    SkippedRecords* entry = marker->add_skipped();
+    entry->set_file(f.file);
+    entry->set_records(f.records);
+    entry->set_bytes(f.bytes);
+  }
+  for (const std::string& m : skipped.messages()) marker->add_skip_messages(m);
+}
+
 // Where a split's records are, for messages.
 std::string DescribeSplit(const exec::Pipeline& pipeline, const io::Split& split) {
   const std::string& file = (*pipeline.compiled().nodes.front().format->files())[split.file];
@@ -214,6 +225,7 @@ absl::Status WorkerImpl::RunSplit(const exec::Pipeline& pipeline, const StreamBa
   BatchMessage split_end;
   split_end.set_split(split);
   split_end.set_split_end(true);
+  AttachSkips(it->skipped(), &split_end);
   grpc::ByteBuffer marker = SerializeMessage(split_end);
   if (!write(&marker)) return absl::CancelledError("the client went away");
   return absl::OkStatus();
@@ -255,9 +267,11 @@ absl::Status WorkerImpl::StreamBatches(const StreamBatchesRequest& request, cons
   const graph::CompiledNode& source = pipeline->compiled().nodes.front();
   for (const std::string& f : *source.format->files()) message.add_files(f);
 
+  BatchMessage epoch_end;
   if (request.mode() == PARALLEL_EPOCHS) {
     std::unique_ptr<exec::PipelineIterator> it = pipeline->Iterate(request.epoch());
     SLUICE_RETURN_IF_ERROR(SendAll(it.get(), request, -1, &message, write, cancelled));
+    AttachSkips(it->skipped(), &epoch_end);
   } else {
     GetSplitRequest ask;
     ask.set_job_id(request.job_id());
@@ -285,7 +299,6 @@ absl::Status WorkerImpl::StreamBatches(const StreamBatchesRequest& request, cons
       }
     }
   }
-  BatchMessage epoch_end;
   epoch_end.set_split(-1);
   epoch_end.set_epoch_end(true);
   grpc::ByteBuffer marker = SerializeMessage(epoch_end);
