@@ -643,12 +643,8 @@ TEST(ServerProcess, OutlivesTheThreadThatStartedIt) {
     dispatcher = *std::move(started);
   }).join();
   ASSERT_NE(dispatcher, nullptr);
-  auto stub = ::sluice::Dispatcher::NewStub(grpc::CreateChannel(
-      "127.0.0.1:" + std::to_string(dispatcher->port()), grpc::InsecureChannelCredentials()));
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-  DispatcherStatus status;
-  EXPECT_TRUE(stub->GetStatus(&context, GetStatusRequest(), &status).ok()) << "the dispatcher died with the thread";
+  EXPECT_TRUE(service::FetchDispatcherStatus("127.0.0.1:" + std::to_string(dispatcher->port()), {}).ok())
+      << "the dispatcher died with the thread";
   EXPECT_EQ(::waitpid(dispatcher->pid(), nullptr, WNOHANG), 0) << "still running";
 }
 

@@ -48,14 +48,17 @@ absl::StatusOr<std::unique_ptr<WorkerImpl>> WorkerImpl::Create(WorkerOptions opt
   return worker;
 }
 
-absl::Status WorkerImpl::Leave() {
+WorkerHeartbeatRequest WorkerImpl::Identity() const {
+  absl::MutexLock lock(&mu_);
   WorkerHeartbeatRequest request;
-  {
-    absl::MutexLock lock(&mu_);
-    request.set_worker_id(worker_id_.load());
-    request.set_secret(secret_);
-    request.set_address(address_);
-  }
+  request.set_worker_id(worker_id_.load());
+  request.set_secret(secret_);
+  request.set_address(address_);
+  return request;
+}
+
+absl::Status WorkerImpl::Leave() {
+  WorkerHeartbeatRequest request = Identity();
   request.set_leaving(true);
   WorkerHeartbeatResponse response;
   return CallUnary(dispatcher_.get(), &::sluice::Dispatcher::Stub::WorkerHeartbeat, "leave the dispatcher", request,
@@ -63,15 +66,7 @@ absl::Status WorkerImpl::Leave() {
 }
 
 absl::Status WorkerImpl::Heartbeat() {
-  WorkerHeartbeatRequest request;
-  std::string address;
-  {
-    absl::MutexLock lock(&mu_);
-    address = address_;
-    request.set_worker_id(worker_id_.load());
-    request.set_secret(secret_);
-  }
-  request.set_address(address);
+  WorkerHeartbeatRequest request = Identity();
   request.set_active_streams(active_streams_.load());
   for (const std::string& op : ops_) request.add_ops(op);
   {
@@ -83,12 +78,12 @@ absl::Status WorkerImpl::Heartbeat() {
   }
   WorkerHeartbeatResponse response;
   SLUICE_RETURN_IF_ERROR(CallUnary(dispatcher_.get(), &::sluice::Dispatcher::Stub::WorkerHeartbeat,
-                              "worker heartbeat", request, &response, options_.security.token));
+                                   "worker heartbeat", request, &response, options_.security.token));
   absl::MutexLock lock(&mu_);
   secret_ = response.secret();
   if (worker_id_.exchange(response.worker_id()) != response.worker_id()) {
     Log("worker", absl::StrCat("registered with dispatcher ", options_.dispatcher, " as worker ",
-                               response.worker_id(), " at ", address));
+                               response.worker_id(), " at ", request.address()));
   }
   return absl::OkStatus();
 }

@@ -60,6 +60,8 @@ class WorkerImpl {
   }
 
  private:
+  // A heartbeat carrying who this worker is: its id, secret and address.
+  WorkerHeartbeatRequest Identity() const;
   explicit WorkerImpl(WorkerOptions options);
   absl::StatusOr<std::shared_ptr<const exec::Pipeline>> GetPipeline(const std::string& id);
   // The dispatcher's next split for the stream, retrying while it restarts
