@@ -17,7 +17,6 @@ import warnings
 
 import torch
 import torch.utils.data
-import torch.utils.dlpack
 
 
 class TorchIterable(torch.utils.data.IterableDataset):
@@ -33,11 +32,20 @@ class TorchIterable(torch.utils.data.IterableDataset):
     ``.to("cuda", non_blocking=True)`` overlaps the copy with compute (one
     host copy per batch, as DataLoader's pin_memory). Without a CUDA device
     it warns once and yields ordinary tensors, as DataLoader does.
+
+    A pipeline with maps on device "cuda" yields CUDA tensors straight from
+    sluice's device memory (no copy): on torch's current device, or on
+    `device` (e.g. "cuda:1"). torch's current stream waits for sluice's
+    kernels (DLPack's stream protocol), so the loop needs no synchronization.
     """
 
-    def __init__(self, pipeline, *, pin_memory=False):
+    def __init__(self, pipeline, *, pin_memory=False, device=None):
         super().__init__()
         self._pipeline = pipeline
+        if _uses_cuda(pipeline):
+            # The engine's device maps run on the device current when it is made.
+            with torch.cuda.device(torch.device(device) if device is not None else torch.cuda.current_device()):
+                pipeline.engine  # noqa: B018 (made here, on that device)
         self._epoch = 0
         self._pin = pin_memory and torch.cuda.is_available()
         if pin_memory and not self._pin:
@@ -71,7 +79,9 @@ class TorchIterable(torch.utils.data.IterableDataset):
                 capsules = it.next_dlpack()
             except StopIteration:
                 return
-            batch = {name: torch.utils.dlpack.from_dlpack(c) for name, c in capsules.items()}
+            # Device columns come as DLPack producers: torch passes its
+            # current stream, which then waits for sluice's kernels.
+            batch = {name: torch.from_dlpack(c) for name, c in capsules.items()}
             if self._pin:
                 batch = {name: t.pin_memory() for name, t in batch.items()}
             rows = next(iter(batch.values())).shape[0]
@@ -81,3 +91,7 @@ class TorchIterable(torch.utils.data.IterableDataset):
             # The loop's step on this batch: the time until it asks again.
             self._consumer_seconds += time.perf_counter() - handed
             self._consumed += rows
+
+
+def _uses_cuda(pipeline):
+    return any(node.get("map", {}).get("device") == "cuda" for node in pipeline._def["nodes"])

@@ -1,11 +1,16 @@
 // Tensors leave C++ without a copy: numpy arrays through the array interface
-// with a capsule that owns the buffer, torch tensors through DLPack.
+// with a capsule that owns the buffer, torch tensors through DLPack. Device
+// tensors go out as objects of the DLPack protocol (__dlpack__ with a
+// stream), so the consumer's stream waits for the work that wrote them.
 #include <dlpack/dlpack.h>
 #include <pybind11/numpy.h>
 
+#include <cstdint>
 #include <memory>
 
 #include "bindings.h"
+#include "sluice/ops/device_runtime.h"
+#include "sluice/ops/op_registry.h"
 
 namespace sluice::python {
 namespace {
@@ -51,7 +56,50 @@ struct DlpackHolder {
 
 void DeleteHolder(DLManagedTensor* m) { delete static_cast<DlpackHolder*>(m->manager_ctx); }
 
+py::object DlpackCapsule(const Tensor& t);
+
+// A device tensor for DLPack consumers (torch.from_dlpack): __dlpack__
+// makes the consumer's stream wait on the event recorded after the tensor
+// was written, with no host wait, and the memory goes back to sluice's pool
+// on that stream once the consumer drops it.
+class DeviceArray {
+ public:
+  explicit DeviceArray(Tensor t) : tensor_(std::move(t)) {}
+
+  // The array API's stream values: None or 1 the legacy default stream, 2
+  // the per-thread default stream, -1 "do not synchronize", else a
+  // cudaStream_t.
+  py::object Dlpack(py::object stream) {
+    const int64_t s = stream.is_none() ? 1 : stream.cast<int64_t>();
+    if (s != -1) {
+      ops::DeviceRuntime* runtime = ops::OpRegistry::Global().runtime(ops::Backend::kCuda);
+      if (runtime == nullptr) {
+        ThrowIfError(absl::FailedPreconditionError("a device tensor, but this build has no cuda runtime"));
+      }
+      ThrowIfError(runtime->WaitReady(*tensor_.buffer(), reinterpret_cast<void*>(static_cast<intptr_t>(s))));
+    }
+    return DlpackCapsule(tensor_);
+  }
+
+  py::tuple Device() const { return py::make_tuple(static_cast<int>(kDLCUDA), tensor_.buffer()->device()); }
+
+ private:
+  Tensor tensor_;
+};
+
 }  // namespace
+
+void InitTensor(py::module_& m) {
+  py::class_<DeviceArray>(m, "DeviceArray")
+      .def("__dlpack__", [](DeviceArray& a, py::object stream, py::kwargs) { return a.Dlpack(stream); },
+           py::arg("stream") = py::none())
+      .def("__dlpack_device__", &DeviceArray::Device);
+}
+
+py::object ToDlpack(const Tensor& t) {
+  if (t.memory_kind() == MemoryKind::kDevice) return py::cast(DeviceArray(t));
+  return DlpackCapsule(t);
+}
 
 py::object ToNumpy(const Tensor& t) {
   if (t.memory_kind() == MemoryKind::kDevice) {
@@ -72,7 +120,9 @@ py::object ToNumpy(const Tensor& t) {
   return py::array(NumpyType(t.dtype()), shape, strides, t.raw_data(), owner);
 }
 
-py::object ToDlpack(const Tensor& t) {
+namespace {
+
+py::object DlpackCapsule(const Tensor& t) {
   auto* holder = new DlpackHolder{t, std::vector<int64_t>(t.shape().dims().begin(), t.shape().dims().end()), {}};
   DLTensor& dl = holder->managed.dl_tensor;
   dl.data = t.raw_data();
@@ -80,9 +130,7 @@ py::object ToDlpack(const Tensor& t) {
     case MemoryKind::kDevice:
       dl.device = {kDLCUDA, t.buffer()->device()};
       break;
-    case MemoryKind::kPinnedHost:
-      dl.device = {kDLCUDAHost, 0};
-      break;
+    case MemoryKind::kPinnedHost:  // host memory to every consumer; torch sees it is pinned
     case MemoryKind::kHost:
       dl.device = {kDLCPU, 0};
       break;
@@ -103,5 +151,7 @@ py::object ToDlpack(const Tensor& t) {
     }
   });
 }
+
+}  // namespace
 
 }  // namespace sluice::python

@@ -15,6 +15,7 @@ namespace py = pybind11;
 void InitErrors(py::module_& m);
 void InitPipeline(py::module_& m);
 void InitProfile(py::module_& m);
+void InitTensor(py::module_& m);
 
 // Raises the Python exception for `status` (see bind_errors.cc). REQUIRES:
 // the GIL is held.
@@ -23,7 +24,9 @@ void ThrowIfError(const absl::Status& status);
 // A numpy array viewing `t`'s buffer; the array keeps the buffer alive, so
 // it returns to the pool when Python drops the last view.
 py::object ToNumpy(const Tensor& t);
-// A DLPack capsule ("dltensor") viewing `t`, for torch.utils.dlpack.
+// What torch.from_dlpack takes for `t`: a DLPack capsule ("dltensor")
+// viewing a host tensor, or a DeviceArray (the DLPack protocol with stream
+// semantics) for a device tensor.
 py::object ToDlpack(const Tensor& t);
 
 }  // namespace sluice::python

@@ -32,6 +32,7 @@ absl::Status Bench(const BenchArgs& args) {
   if (args.workload == "service") return BenchService(args);
   if (args.workload == "tuning") return BenchTuning(args);
   if (args.workload == "w3") return BenchW3(args);
+  if (args.workload == "gpu") return BenchGpu(args);
   SLUICE_RETURN_IF_ERROR(EnsureData(args.data, args.workload == "w1", args.workload == "w2"));
   const bool w1 = args.workload == "w1";
   const PipelineDef def = w1 ? W1Pipeline(args.data + "/mnist") : W2Pipeline(args.data + "/cifar10");
@@ -135,9 +136,10 @@ void AddBenchCommand(CLI::App& app, absl::Status* result) {
                   "w1 (MNIST + blur), w2 (CIFAR-10 TFRecords + augmentation), w3 (JPEG class folders: decode, "
                   "random-resized-crop, flip, normalize), service (the "
                   "preprocessing service against raw gRPC, a Python gRPC feed and tf.data service) or tuning "
-                  "(autotune against a sweep of hand-tuned settings, and the cost of statistics, on W1 and W2)")
+                  "(autotune against a sweep of hand-tuned settings, and the cost of statistics, on W1 and W2) or gpu "
+                  "(the cuda kernels against the GPU's copy bandwidth and torchvision on CUDA; end to end into torch)")
       ->required()
-      ->check(CLI::IsMember({"w1", "w2", "w3", "service", "tuning"}));
+      ->check(CLI::IsMember({"w1", "w2", "w3", "service", "tuning", "gpu"}));
   cmd->add_option("--runs", args->runs, "runs per contender (median reported)")->default_val(3)->check(kPositive);
   cmd->add_flag("--json", args->json, "print one JSON object as the last line");
   cmd->add_option("--data", args->data, "data directory (generated when missing)")->default_val("data");

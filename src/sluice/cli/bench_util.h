@@ -43,6 +43,8 @@ absl::StatusOr<RunReport> RunForSeconds(const PipelineDef& def, double seconds, 
 absl::Status BenchService(const BenchArgs& args);
 // sluice bench tuning (bench_tuning.cc).
 absl::Status BenchTuning(const BenchArgs& args);
+// sluice bench gpu (bench_gpu.cc).
+absl::Status BenchGpu(const BenchArgs& args);
 // sluice bench w3 (bench_w3.cc).
 absl::Status BenchW3(const BenchArgs& args);
 

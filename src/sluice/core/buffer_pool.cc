@@ -83,20 +83,35 @@ std::shared_ptr<Buffer> BufferPool::Allocate(size_t bytes) {
     stats_.live_bytes += capacity;
     stats_.peak_live_bytes = std::max(stats_.peak_live_bytes, stats_.live_bytes);
   }
-  if (data == nullptr) {
-    // Batch-sized buffers (a W3 batch is 154 MB) on 4 KiB pages cost one page
-    // fault per page on first touch; asking for transparent huge pages cut
-    // the faults of `sluice bench w3` from 543k to 238k at the same RSS.
-    // posix_memalign, not aligned_alloc: a size class need not be a multiple
-    // of the huge page (aligned_alloc requires it; ASan's fuzzing found it).
-    const bool huge = capacity >= kHugePageBytes * 2;
-    void* memory = nullptr;
-    if (posix_memalign(&memory, huge ? kHugePageBytes : kAlignment, capacity) != 0) throw std::bad_alloc();
-    data = static_cast<uint8_t*>(memory);
-    if (huge) madvise(data, capacity, MADV_HUGEPAGE);
-  }
-  Buffer* buffer = new Buffer(data, bytes, size_class);
+  if (data == nullptr) data = AllocateBlock(capacity);
+  Buffer* buffer = new Buffer(data, bytes, size_class, options_.kind);
   return std::shared_ptr<Buffer>(buffer, [this](Buffer* b) { Release(b); });
+}
+
+uint8_t* BufferPool::AllocateBlock(size_t capacity) const {
+  if (options_.allocate != nullptr) {
+    void* memory = options_.allocate(capacity);
+    if (memory == nullptr) throw std::bad_alloc();
+    return static_cast<uint8_t*>(memory);
+  }
+  // Batch-sized buffers (a W3 batch is 154 MB) on 4 KiB pages cost one page
+  // fault per page on first touch; asking for transparent huge pages cut
+  // the faults of `sluice bench w3` from 543k to 238k at the same RSS.
+  // posix_memalign, not aligned_alloc: a size class need not be a multiple
+  // of the huge page (aligned_alloc requires it; ASan's fuzzing found it).
+  const bool huge = capacity >= kHugePageBytes * 2;
+  void* memory = nullptr;
+  if (posix_memalign(&memory, huge ? kHugePageBytes : kAlignment, capacity) != 0) throw std::bad_alloc();
+  if (huge) madvise(memory, capacity, MADV_HUGEPAGE);
+  return static_cast<uint8_t*>(memory);
+}
+
+void BufferPool::FreeBlock(uint8_t* data) const {
+  if (options_.release != nullptr) {
+    options_.release(data);
+  } else {
+    std::free(data);
+  }
 }
 
 void BufferPool::Release(Buffer* buffer) {
@@ -113,7 +128,7 @@ void BufferPool::Release(Buffer* buffer) {
       return;
     }
   }
-  std::free(data);
+  FreeBlock(data);
 }
 
 void BufferPool::Reserve(size_t bytes, int count) {
@@ -144,7 +159,7 @@ BufferPool::Stats BufferPool::stats() const {
 void BufferPool::Trim() {
   absl::MutexLock lock(&mu_);
   for (auto& list : free_) {
-    for (uint8_t* data : list) std::free(data);
+    for (uint8_t* data : list) FreeBlock(data);
     list.clear();
   }
   stats_.cached_bytes = 0;

@@ -31,14 +31,18 @@ class Buffer {
   MemoryKind memory_kind() const { return kind_; }
   // The GPU holding a kDevice buffer; -1 for host memory.
   int device() const { return device_; }
+  // What keeps adopted memory alive (null for a pool's block): a device
+  // runtime keeps its per-allocation state there.
+  const std::shared_ptr<void>& owner() const { return owner_; }
 
   // Memory owned elsewhere (a received message, a device allocation), kept
   // alive by `owner`, so tensors can view it without a copy. Aligned only as
   // the owner made it: kernels load unaligned.
   static std::shared_ptr<Buffer> Adopt(uint8_t* data, size_t size, std::shared_ptr<void> owner,
                                        MemoryKind kind = MemoryKind::kHost, int device = -1) {
-    return std::shared_ptr<Buffer>(new Buffer(data, size, -1, kind, device),
-                                   [owner = std::move(owner)](Buffer* b) { delete b; });
+    auto* buffer = new Buffer(data, size, -1, kind, device);
+    buffer->owner_ = std::move(owner);
+    return std::shared_ptr<Buffer>(buffer);
   }
 
  private:
@@ -50,6 +54,7 @@ class Buffer {
   int size_class_;
   MemoryKind kind_;
   int device_;
+  std::shared_ptr<void> owner_;
 };
 
 // Hands out Buffers from free lists of power-of-two size classes, so a
@@ -64,6 +69,12 @@ class BufferPool {
   struct Options {
     // Bytes kept in free lists for reuse.
     size_t max_cached_bytes = size_t{512} << 20;
+    // Where blocks come from: by default aligned pageable memory; a device
+    // runtime's staging pool supplies page-locked memory (cudaHostAlloc).
+    // `allocate` returns null when it cannot.
+    void* (*allocate)(size_t bytes) = nullptr;
+    void (*release)(void* data) = nullptr;
+    MemoryKind kind = MemoryKind::kHost;
   };
   struct Stats {
     size_t live_bytes = 0;       // in Buffers held by users
@@ -101,6 +112,8 @@ class BufferPool {
   // 9 powers of two (256 B .. 64 KiB), then 4 per power of two up to 2^48.
   static constexpr int kNumClasses = 9 + 32 * 4;
   void Release(Buffer* buffer);
+  uint8_t* AllocateBlock(size_t capacity) const;
+  void FreeBlock(uint8_t* data) const;
 
   const Options options_;
   mutable absl::Mutex mu_;

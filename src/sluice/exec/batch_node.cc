@@ -14,9 +14,14 @@ namespace {
 
 class BatchIterator : public Iterator {
  public:
-  BatchIterator(ExecContext* ctx, const Schema& schema, int64_t size, bool drop_remainder,
+  BatchIterator(ExecContext* ctx, BufferPool* pool, const Schema& schema, int64_t size, bool drop_remainder,
                 std::unique_ptr<Iterator> input)
-      : ctx_(ctx), schema_(schema), size_(size), drop_remainder_(drop_remainder), input_(std::move(input)) {}
+      : ctx_(ctx),
+        pool_(pool),
+        schema_(schema),
+        size_(size),
+        drop_remainder_(drop_remainder),
+        input_(std::move(input)) {}
 
   absl::Status GetNext(Batch* out, bool* end) override {
     const int64_t size = size_;
@@ -48,7 +53,7 @@ class BatchIterator : public Iterator {
     }
     CpuToken token(&ctx_->cpu);
     if (!token.held()) return absl::CancelledError("pipeline cancelled");
-    RowCopier copier(schema_, take, ctx_->pool);
+    RowCopier copier(schema_, take, pool_);
     while (take > 0) {
       Batch& chunk = pending_.front();
       const int64_t n = std::min(take, chunk.rows);
@@ -66,6 +71,7 @@ class BatchIterator : public Iterator {
 
  private:
   ExecContext* ctx_;
+  BufferPool* pool_;
   const Schema& schema_;
   const int64_t size_;
   const bool drop_remainder_;
@@ -79,12 +85,12 @@ class BatchIterator : public Iterator {
 
 std::unique_ptr<Iterator> MakeBatchIterator(const IteratorArgs& args,
                                             std::unique_ptr<Iterator> input) {
-  return std::make_unique<BatchIterator>(args.ctx, args.node->output_schema, args.node->count,
+  return std::make_unique<BatchIterator>(args.ctx, args.output_pool(), args.node->output_schema, args.node->count,
                                          args.node->drop_remainder, std::move(input));
 }
 
 std::unique_ptr<Iterator> MakeRechunkIterator(const IteratorArgs& args, std::unique_ptr<Iterator> input) {
-  return std::make_unique<BatchIterator>(args.ctx, args.node->output_schema, args.chunk_rows,
+  return std::make_unique<BatchIterator>(args.ctx, args.output_pool(), args.node->output_schema, args.chunk_rows,
                                          /*drop_remainder=*/false, std::move(input));
 }
 

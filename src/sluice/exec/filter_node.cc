@@ -13,6 +13,7 @@ class FilterIterator : public Iterator {
  public:
   FilterIterator(const IteratorArgs& args, std::unique_ptr<Iterator> input)
       : ctx_(args.ctx),
+        pool_(args.output_pool()),
         node_(*args.node),
         epoch_(args.epoch),
         predicate_(MapPlan::Make(node_)),
@@ -26,12 +27,12 @@ class FilterIterator : public Iterator {
       CpuToken token(&ctx_->cpu);
       if (!token.held()) return absl::CancelledError("pipeline cancelled");
       Batch mask;
-      MapPlan::RunArgs run{ctx_->seed, epoch_, next_sample_, ctx_->pool};
+      MapPlan::RunArgs run{ctx_->seed, epoch_, next_sample_, pool_};
       next_sample_ += in.rows;
       absl::Status s = predicate_->Run(in, run, &mask);
       if (!s.ok()) return WithContext(s, absl::StrCat("node '", node_.name, "'"));
       const uint8_t* keep = mask.columns.back().values.data<uint8_t>();
-      RowCopier copier(node_.output_schema, in.rows, ctx_->pool);
+      RowCopier copier(node_.output_schema, in.rows, pool_);
       for (int64_t r = 0; r < in.rows;) {  // copy runs of kept rows
         if (!keep[r]) {
           ++r;
@@ -51,6 +52,7 @@ class FilterIterator : public Iterator {
 
  private:
   ExecContext* ctx_;
+  BufferPool* pool_;
   const graph::CompiledNode& node_;
   const uint64_t epoch_;
   std::unique_ptr<MapPlan> predicate_;

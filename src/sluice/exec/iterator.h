@@ -47,6 +47,11 @@ struct IteratorArgs {
   // repeat starting an epoch mid-batch asks for the rest of that batch, so
   // that the epoch's chunks after it line up with batches again.
   int64_t first_chunk_rows = 0;
+  // Where the node's output buffers come from; null: ctx->pool. Nodes that
+  // feed a device map write page-locked memory (Pipeline::OutputPools).
+  BufferPool* pool = nullptr;
+
+  BufferPool* output_pool() const { return pool != nullptr ? pool : ctx->pool; }
 };
 
 // Creates the iterator of nodes[0..index] for an epoch.

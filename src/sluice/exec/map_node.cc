@@ -28,6 +28,7 @@ class MapIterator : public Iterator {
   MapIterator(const IteratorArgs& args, std::unique_ptr<MapPlan> plan,
               std::unique_ptr<Iterator> input)
       : ctx_(args.ctx),
+        pool_(args.output_pool()),
         node_(*args.node),
         stats_(args.stats),
         knobs_(args.knobs),
@@ -161,7 +162,7 @@ class MapIterator : public Iterator {
     absl::Status status = input_->GetNext(&in, &end);
     std::vector<Tensor> outputs;
     if (status.ok() && !end) {
-      absl::StatusOr<std::vector<Tensor>> allocated = plan_->AllocateOutputs(in.rows, ctx_->pool);
+      absl::StatusOr<std::vector<Tensor>> allocated = plan_->AllocateOutputs(in.rows, pool_);
       if (allocated.ok()) outputs = *std::move(allocated);
       status = WithContext(allocated.status(), absl::StrCat("node '", node_.name, "'"));
     }
@@ -216,7 +217,7 @@ class MapIterator : public Iterator {
       {
         CpuToken token(&ctx_->cpu);
         if (!token.held()) return;
-        MapPlan::RunArgs run{ctx_->seed, epoch_, slot.first_sample, ctx_->pool,
+        MapPlan::RunArgs run{ctx_->seed, epoch_, slot.first_sample, pool_,
                              stats_ ? &stats_->op_busy_ns : nullptr,
                              ctx_->trace.load(std::memory_order_relaxed)};
         ScopedNs busy(stats_ ? &stats_->busy_ns : nullptr);
@@ -236,7 +237,7 @@ class MapIterator : public Iterator {
                             (slot.next_row >= slot.input.rows || !slot.status.ok());
       if (!finished) continue;
       if (slot.status.ok()) {
-        slot.result = plan_->Assemble(slot.input, slot.outputs, ctx_->pool);
+        slot.result = plan_->Assemble(slot.input, slot.outputs, pool_);
         if (!slot.refused.empty()) slot.result = WithoutRefused(slot);
         slot.bytes = static_cast<int64_t>(slot.result.ByteSize());
         SetBuffered(++buffered_);
@@ -271,7 +272,7 @@ class MapIterator : public Iterator {
   // The slot's result without its refused rows, each logged as skipped.
   Batch WithoutRefused(const Slot& slot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     const Batch& all = slot.result;
-    RowCopier copier(plan_->output_schema(), all.rows - static_cast<int64_t>(slot.refused.size()), ctx_->pool);
+    RowCopier copier(plan_->output_schema(), all.rows - static_cast<int64_t>(slot.refused.size()), pool_);
     int64_t from = 0;
     for (const auto& [row, message] : slot.refused) {
       if (row > from) copier.Append(all, from, row);
@@ -300,6 +301,7 @@ class MapIterator : public Iterator {
   }
 
   ExecContext* ctx_;
+  BufferPool* pool_;
   const graph::CompiledNode& node_;
   NodeStats* const stats_;  // may be null
   NodeKnobs* const knobs_;   // may be null

@@ -222,7 +222,7 @@ absl::Status MapPlan::RunRows(const Batch& in, int64_t begin, int64_t end, const
   absl::InlinedVector<int64_t, 16> step_ns(timed ? steps_.size() : 0, 0);
   absl::Status status;
   if (backend_ != ops::Backend::kCpu) {
-    status = RunOnDevice(in, args, outputs);
+    status = RunOnDevice(in, args, outputs, &step_ns);
   } else {
     const int64_t tile = whole_chunks_ ? std::max<int64_t>(end - begin, 1) : tile_rows_;
     // Each scratch value gets an aligned region of `tile` rows.
@@ -254,11 +254,13 @@ absl::Status MapPlan::RunRows(const Batch& in, int64_t begin, int64_t end, const
   return status;
 }
 
-absl::Status MapPlan::RunOnDevice(const Batch& in, const RunArgs& args, const std::vector<Tensor>& outputs) const {
+absl::Status MapPlan::RunOnDevice(const Batch& in, const RunArgs& args, const std::vector<Tensor>& outputs,
+                                  absl::InlinedVector<int64_t, 16>* step_ns) const {
   SLUICE_ASSIGN_OR_RETURN(void* stream, runtime_->ThreadStream(device_));
-  // The device copies of host inputs and the scratch values, alive until
-  // the stream has finished with them.
-  std::vector<std::shared_ptr<Buffer>> held;
+  // Device copies of host inputs and the scratch values go back to the pool
+  // in stream order when `device_temporaries` goes; the host memory the
+  // copies read is held until they are done.
+  std::vector<std::shared_ptr<Buffer>> device_temporaries, host_sources;
   std::vector<bool> read(values_.size(), false);
   for (const Step& step : steps_) {
     for (int v : step.inputs) read[v] = true;
@@ -272,7 +274,7 @@ absl::Status MapPlan::RunOnDevice(const Batch& in, const RunArgs& args, const st
     } else if (v.storage == Storage::kScratch) {
       SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<Buffer> b, runtime_->Allocate(bytes, device_, stream));
       bases[i] = b->data();
-      held.push_back(std::move(b));
+      device_temporaries.push_back(std::move(b));
     } else if (read[i]) {
       const Column& c = in.columns[v.input_column];
       if (c.ragged()) {
@@ -283,21 +285,31 @@ absl::Status MapPlan::RunOnDevice(const Batch& in, const RunArgs& args, const st
         bases[i] = c.values.raw_data();
         continue;
       }
+      std::shared_ptr<Buffer> source = c.values.buffer();
+      const uint8_t* host = c.values.raw_data();
+      if (c.values.memory_kind() != MemoryKind::kPinnedHost) {
+        // Pageable memory would make the copy synchronous: stage it in
+        // page-locked memory, so the copy overlaps the next batch's work.
+        source = runtime_->StagingPool()->Allocate(bytes);
+        std::memcpy(source->data(), host, bytes);
+        host = source->data();
+      }
       SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<Buffer> b, runtime_->Allocate(bytes, device_, stream));
-      SLUICE_RETURN_IF_ERROR(runtime_->CopyToDevice(b->data(), c.values.raw_data(), bytes, stream));
+      SLUICE_RETURN_IF_ERROR(runtime_->CopyToDevice(b->data(), host, bytes, stream));
       bases[i] = b->data();
-      held.push_back(std::move(b));
+      device_temporaries.push_back(std::move(b));
+      host_sources.push_back(std::move(source));
     }
   }
   ops::KernelContext ctx = TileContext(in, 0, in.rows, args);
   ctx.stream = stream;
-  const bool timed = args.op_ns != nullptr || args.trace != nullptr;
-  absl::InlinedVector<int64_t, 16> step_ns(timed ? steps_.size() : 0, 0);
-  absl::Status status = RunTile(in, 0, bases, ctx, args, &step_ns);
-  // Wait even after an error: the stream may still use the held buffers.
-  absl::Status done = runtime_->Synchronize(stream);
+  absl::Status status = RunTile(in, 0, bases, ctx, args, step_ns);
+  // Marked even after an error: the host sources must outlive the copies.
+  std::vector<std::shared_ptr<Buffer>> written;
+  for (const Tensor& t : outputs) written.push_back(t.buffer());
+  absl::Status marked = runtime_->MarkReady(written, stream, std::move(host_sources));
   SLUICE_RETURN_IF_ERROR(status);
-  return done;
+  return marked;
 }
 
 Batch MapPlan::Assemble(const Batch& in, const std::vector<Tensor>& outputs, BufferPool* pool) const {

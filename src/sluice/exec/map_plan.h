@@ -7,7 +7,8 @@
 // On a device backend (a cuda map) the chunk is one tile: its input
 // columns are copied to the device, intermediate values and outputs are
 // device memory, every kernel is queued on the runner thread's stream, and
-// the run waits for the stream before the chunk is handed on.
+// the chunk is handed on at once: its device columns carry an event that
+// consumers wait on (ops/device_runtime.h).
 #ifndef SLUICE_EXEC_MAP_PLAN_H_
 #define SLUICE_EXEC_MAP_PLAN_H_
 
@@ -108,8 +109,11 @@ class MapPlan {
   // Runs every step on one tile of `ctx.rows` rows starting at `row0`.
   absl::Status RunTile(const Batch& in, int64_t row0, const Bases& bases, ops::KernelContext& ctx,
                        const RunArgs& args, absl::InlinedVector<int64_t, 16>* step_ns) const;
-  // RunRows on a device backend: one tile, device memory, one stream.
-  absl::Status RunOnDevice(const Batch& in, const RunArgs& args, const std::vector<Tensor>& outputs) const;
+  // RunRows on a device backend: one tile, device memory, one stream; the
+  // work is queued, not waited for (the outputs carry its readiness). The
+  // step times are those of queueing.
+  absl::Status RunOnDevice(const Batch& in, const RunArgs& args, const std::vector<Tensor>& outputs,
+                           absl::InlinedVector<int64_t, 16>* step_ns) const;
   ops::KernelContext TileContext(const Batch& in, int64_t row0, int64_t rows, const RunArgs& args) const;
 
   Schema output_schema_;

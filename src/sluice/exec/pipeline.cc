@@ -5,6 +5,7 @@
 #include "sluice/core/heap_reuse.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/exec/map_plan.h"
+#include "sluice/ops/device_runtime.h"
 
 namespace sluice::exec {
 namespace {
@@ -165,7 +166,8 @@ void Pipeline::ReserveWorkingSet() const {
       break;
     }
     const std::unique_ptr<MapPlan> plan = MapPlan::Make(nodes[i]);
-    for (size_t bytes : plan->OutputBytes(chunk_rows_)) BufferPool::Default()->Reserve(bytes, copies);
+    BufferPool* pool = output_pools_[i] != nullptr ? output_pools_[i] : BufferPool::Default();
+    for (size_t bytes : plan->OutputBytes(chunk_rows_)) pool->Reserve(bytes, copies);
   }
 }
 
@@ -177,6 +179,35 @@ Pipeline::Pipeline(graph::CompiledPipeline compiled, std::shared_ptr<RemoteInput
   for (const graph::CompiledNode& node : compiled_.nodes) {
     if (node.kind == graph::NodeKind::kBatch) chunk_rows_ = node.count;
   }
+  output_pools_ = OutputPools();
+}
+
+// A device map copies its input batches to the device asynchronously only
+// from page-locked memory; from pageable memory it would first copy them
+// into its staging buffers. So the nodes whose buffers reach a device map
+// write page-locked memory from the start: back from the map through the
+// nodes that pass chunks on (batch, prefetch, take, repeat) or only view
+// them (maps of views), to the first that writes every column anew.
+std::vector<BufferPool*> Pipeline::OutputPools() const {
+  const std::vector<graph::CompiledNode>& nodes = compiled_.nodes;
+  std::vector<BufferPool*> pools(nodes.size(), nullptr);
+  for (size_t k = 0; k < nodes.size(); ++k) {
+    if (nodes[k].kind != graph::NodeKind::kMap || nodes[k].backend == ops::Backend::kCpu) continue;
+    ops::DeviceRuntime* runtime = compiled_.registry->runtime(nodes[k].backend);
+    if (runtime == nullptr) continue;
+    for (size_t j = k; j-- > 0;) {
+      const graph::CompiledNode& n = nodes[j];
+      if (n.kind == graph::NodeKind::kMap && n.backend != ops::Backend::kCpu) break;
+      if (n.kind == graph::NodeKind::kRemote) break;  // the client's receive buffers
+      pools[j] = runtime->StagingPool();
+      const bool passes_on = n.kind == graph::NodeKind::kBatch || n.kind == graph::NodeKind::kPrefetch ||
+                             n.kind == graph::NodeKind::kTake || n.kind == graph::NodeKind::kRepeat ||
+                             (n.kind == graph::NodeKind::kMap &&
+                              std::all_of(n.ops.begin(), n.ops.end(), [](const graph::BoundOp& op) { return op.view; }));
+      if (!passes_on) break;
+    }
+  }
+  return pools;
 }
 
 std::unique_ptr<Iterator> Pipeline::MakeIterator(ExecContext* ctx, size_t index, uint64_t epoch,
@@ -193,6 +224,7 @@ std::unique_ptr<Iterator> Pipeline::MakeNodeIterator(ExecContext* ctx, size_t in
   NodeStats* stats = ctx->stats ? ctx->stats->node(index) : nullptr;
   IteratorArgs args{ctx, &node, epoch, chunk_rows_, 0, stats, ctx->knobs[index].get()};
   args.first_chunk_rows = first_chunk_rows;
+  args.pool = output_pools_[index];
   if (node.kind == graph::NodeKind::kSource) return MakeSourceIterator(args);
   if (node.kind == graph::NodeKind::kRemote) return remote_->Open(ctx, epoch);
   if (node.kind == graph::NodeKind::kRepeat) {
@@ -210,6 +242,7 @@ std::unique_ptr<Iterator> Pipeline::MakeNodeIterator(ExecContext* ctx, size_t in
     const graph::CompiledNode& map = compiled_.nodes[index - 1];
     NodeStats* map_stats = ctx->stats ? ctx->stats->node(index - 1) : nullptr;
     IteratorArgs map_args{ctx, &map, epoch, chunk_rows_, node.count, map_stats, ctx->knobs[index - 1].get()};
+    map_args.pool = output_pools_[index - 1];
     std::unique_ptr<Iterator> it =
         MakeMapIterator(map_args, MakeIterator(ctx, index - 2, epoch, input_first_chunk_rows));
     if (map_stats == nullptr) return it;

@@ -111,10 +111,13 @@ class Pipeline {
   std::unique_ptr<PipelineIterator> NewIterator(bool tune) const;
   std::vector<Knob> MakeKnobs(ExecContext* ctx) const;
   void ReserveWorkingSet() const;
+  std::vector<BufferPool*> OutputPools() const;
 
   graph::CompiledPipeline compiled_;
   std::shared_ptr<RemoteInput> remote_;
   int64_t chunk_rows_;
+  // Per node: where its output buffers come from (null: the context's pool).
+  std::vector<BufferPool*> output_pools_;
   // Tuning goes on across the iterators of successive epochs.
   mutable absl::Mutex autotuner_mu_;
   mutable std::shared_ptr<SharedAutotuner> autotuner_ ABSL_GUARDED_BY(autotuner_mu_);

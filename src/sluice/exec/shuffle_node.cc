@@ -18,6 +18,7 @@ class ShuffleIterator : public Iterator {
  public:
   ShuffleIterator(const IteratorArgs& args, std::unique_ptr<Iterator> input)
       : ctx_(args.ctx),
+        pool_(args.output_pool()),
         node_(*args.node),
         epoch_(args.epoch),
         chunk_rows_(args.chunk_rows),
@@ -32,7 +33,7 @@ class ShuffleIterator : public Iterator {
     }
     CpuToken token(&ctx_->cpu);
     if (!token.held()) return absl::CancelledError("pipeline cancelled");
-    RowCopier copier(node_.output_schema, chunk_rows_, ctx_->pool);
+    RowCopier copier(node_.output_schema, chunk_rows_, pool_);
     while (copier.rows() < chunk_rows_ && !buffer_.empty()) {
       SampleRng rng(ctx_->seed, key_, epoch_, emitted_++);
       const size_t i = rng.NextU32() % buffer_.size();
@@ -61,6 +62,7 @@ class ShuffleIterator : public Iterator {
   }
 
   ExecContext* ctx_;
+  BufferPool* pool_;
   const graph::CompiledNode& node_;
   const uint64_t epoch_;
   const int64_t chunk_rows_;

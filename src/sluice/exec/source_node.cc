@@ -16,6 +16,7 @@ class SourceIterator : public Iterator {
  public:
   explicit SourceIterator(const IteratorArgs& args)
       : ctx_(args.ctx),
+        pool_(args.output_pool()),
         node_(*args.node),
         chunk_rows_(args.chunk_rows),
         next_chunk_rows_(args.first_chunk_rows > 0 ? args.first_chunk_rows : args.chunk_rows) {
@@ -55,7 +56,7 @@ class SourceIterator : public Iterator {
       }
       reader_.reset();
     }
-    BatchBuilder builder(node_.output_schema, next_chunk_rows_, ctx_->pool, ragged_hint_);
+    BatchBuilder builder(node_.output_schema, next_chunk_rows_, pool_, ragged_hint_);
     next_chunk_rows_ = chunk_rows_;
     builder.provenance() = Provenance(node_.format->files());
     while (builder.remaining() > 0) {
@@ -108,6 +109,7 @@ class SourceIterator : public Iterator {
   }
 
   ExecContext* ctx_;
+  BufferPool* pool_;
   const graph::CompiledNode& node_;
   int64_t chunk_rows_;
   int64_t next_chunk_rows_;  // the first chunk's may differ (IteratorArgs::first_chunk_rows)

@@ -63,6 +63,13 @@ inline std::pair<int64_t, int64_t> CenterOffsets(const ImageDims& d, int64_t h, 
           static_cast<int64_t>(CenterOffset(static_cast<double>(d.w), static_cast<double>(w)))};
 }
 
+// center_crop's params, shared by its cpu kernel (image_crop.cc) and cuda
+// kernel: the centre h x w of each `in` image.
+struct CenterCropParams {
+  ImageDims in;
+  int64_t h, w;
+};
+
 }  // namespace sluice::ops
 
 #endif  // SLUICE_OPS_CROP_WINDOW_H_

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/ops/field.h"
+#include "sluice/ops/geometry.h"
 #include "sluice/ops/op_registry.h"
 #include "sluice/ops/warp.h"
 
@@ -138,11 +139,6 @@ absl::StatusOr<InferredOp> InferZoom(const Attrs& attrs, const Schema& schema) {
   part.hi = static_cast<float>(s[1]);
   return InferWarp(attrs, schema, true, part);
 }
-
-struct HwcToChwParams {
-  ImageDims dims;
-  size_t elem;  // bytes per value
-};
 
 class HwcToChwKernel : public Kernel {
  public:

@@ -7,18 +7,13 @@
 #include "sluice/core/status_macros.h"
 #include "sluice/ops/crop_window.h"
 #include "sluice/ops/field.h"
+#include "sluice/ops/image_resample.h"
 #include "sluice/ops/normalize.h"
 #include "sluice/ops/op_registry.h"
 #include "sluice/ops/resample.h"
 
 namespace sluice::ops {
 namespace {
-
-struct ResampleParams {
-  ImageDims in;
-  int64_t h, w;
-  CropSpec window;
-};
 
 // A window of each image (all of it, or a random one), resampled to h x w.
 class ResampleKernel : public Kernel {
@@ -62,11 +57,6 @@ absl::StatusOr<InferredOp> InferRandomResizedCrop(const Attrs& attrs, const Sche
   SLUICE_ASSIGN_OR_RETURN(CropSpec window, RandomResizedCropSpec(attrs));
   return InferResample(attrs, schema, window);
 }
-
-struct CenterCropParams {
-  ImageDims in;
-  int64_t h, w;
-};
 
 class CenterCropKernel : public Kernel {
  public:

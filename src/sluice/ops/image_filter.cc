@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/ops/field.h"
+#include "sluice/ops/image_filter.h"
 #include "sluice/ops/op_registry.h"
 #include "sluice/ops/row_kernels.h"
 
@@ -27,30 +28,6 @@ inline int64_t Reflect101(int64_t i, int64_t n) {
   if (n == 1) return 0;
   while (i < 0 || i >= n) i = i < 0 ? -i : 2 * n - 2 - i;
   return i;
-}
-
-// For each of the n + 2r padded positions of an axis, the position it reads:
-// reflected, or -1 (outside: the fill value) when `reflect` is false.
-std::vector<int32_t> BorderMap(int64_t n, int64_t r, bool reflect) {
-  std::vector<int32_t> map(n + 2 * r);
-  for (int64_t i = -r; i < n + r; ++i) {
-    const bool inside = i >= 0 && i < n;
-    map[i + r] = static_cast<int32_t>(inside ? i : (reflect ? Reflect101(i, n) : -1));
-  }
-  return map;
-}
-
-// Normalized 1-D Gaussian taps at x = -(k-1)/2 .. (k-1)/2, as torchvision's
-// and tfa's gaussian kernels (and OpenCV's getGaussianKernel for sigma > 0).
-void GaussianTaps(int64_t k, float sigma, float* taps) {
-  const double half = (k - 1) / 2.0;
-  double sum = 0;
-  for (int64_t i = 0; i < k; ++i) {
-    const double x = (i - half) / sigma;
-    taps[i] = static_cast<float>(std::exp(-0.5 * x * x));
-    sum += taps[i];
-  }
-  for (int64_t i = 0; i < k; ++i) taps[i] = static_cast<float>(taps[i] / sum);
 }
 
 // Per-thread scratch, grown once and reused for every image.
@@ -147,13 +124,6 @@ void DilateImage(const T* src, T* dst, const FilterShape& f, Scratch& s) {
   MaxWindowRows(s.window.data(), out, d.h, d.row_elems(), f.kh);
   Finish(s, d, dst);
 }
-
-struct FilterParams {
-  DType dtype;
-  ImageDims dims;
-  int64_t kh, kw;
-  float sigma_lo = 0, sigma_hi = 0;  // gaussian_blur
-};
 
 class GaussianBlurKernel : public Kernel {
  public:
@@ -259,6 +229,26 @@ absl::StatusOr<InferredOp> InferGreyDilation(const Attrs& attrs, const Schema& s
 }
 
 }  // namespace
+
+std::vector<int32_t> BorderMap(int64_t n, int64_t r, bool reflect) {
+  std::vector<int32_t> map(n + 2 * r);
+  for (int64_t i = -r; i < n + r; ++i) {
+    const bool inside = i >= 0 && i < n;
+    map[i + r] = static_cast<int32_t>(inside ? i : (reflect ? Reflect101(i, n) : -1));
+  }
+  return map;
+}
+
+void GaussianTaps(int64_t k, float sigma, float* taps) {
+  const double half = (k - 1) / 2.0;
+  double sum = 0;
+  for (int64_t i = 0; i < k; ++i) {
+    const double x = (i - half) / sigma;
+    taps[i] = static_cast<float>(std::exp(-0.5 * x * x));
+    sum += taps[i];
+  }
+  for (int64_t i = 0; i < k; ++i) taps[i] = static_cast<float>(taps[i] / sum);
+}
 
 absl::Status RegisterImageFilterOps(OpRegistry* registry) {
   const char* kImage = "uint8 or float32 image [H,W] or [H,W,C]";

@@ -51,6 +51,8 @@ class Normalizer {
   void Planes(const int16_t* levels, int64_t channel_stride, int64_t y, bool mirror, uint8_t* dst) const;
 
   bool random() const { return mirror_p_ > 0 && mirror_p_ < 1; }
+  // What the cuda kernel needs to compute the same values.
+  const NormalizeLayout& layout() const { return layout_; }
 
  private:
   NormalizeLayout layout_;

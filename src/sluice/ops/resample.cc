@@ -22,23 +22,10 @@
 namespace sluice::ops::resample_internal {
 
 
-// Fixed point, as Pillow-SIMD does: weights in Q15, values between the
-// passes in Q7 (a level times 128) as int16, each tap's product rounded
-// ((a * w + 2^14) >> 15, x86's pmulhrsw). Sixteen lanes per AVX2 vector,
+// Sixteen lanes per AVX2 vector of the fixed-point values (resample.h),
 // twice float's, and no int/float conversions. Every path, SIMD or scalar,
-// computes exactly these roundings, so results do not depend on the CPU.
-constexpr int kWeightOne = 1 << 15;
-constexpr int kValueShift = 7;
+// computes exactly the same roundings, so results do not depend on the CPU.
 constexpr int kBlock = 16;  // rows per block, and lanes per vector
-
-// Taps of every output position: `taps` Q15 weights each (zero-padded),
-// the first at source index first[i]. A fixed count lets the kernels run
-// without per-pixel branches; first[i] + taps never passes the source.
-struct Taps {
-  std::vector<int> first;
-  std::vector<int16_t> weights;  // taps per output
-  int taps = 0;
-};
 
 // `n` weights, `scale` times the filter's values `w` (>= 0), in Q15
 // summing to exactly 2^15 (the largest takes the rounding error), so that
@@ -54,8 +41,6 @@ void Quantize(const double* w, int n, double scale, int16_t* out) {
   out[largest] = static_cast<int16_t>(std::clamp(out[largest] + kWeightOne - total, 0, kWeightOne - 1));
 }
 
-// PIL's precompute_coeffs for the bilinear (triangle) filter, over a
-// window [start, start + extent) of a source of `size` pixels.
 void MakeTaps(double start, double extent, int size, int out, Taps* t) {
   const double scale = extent / out;
   const double filter_scale = std::max(scale, 1.0);

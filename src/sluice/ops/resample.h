@@ -7,6 +7,7 @@
 #define SLUICE_OPS_RESAMPLE_H_
 
 #include <cstdint>
+#include <vector>
 
 #include "absl/functional/function_ref.h"
 
@@ -28,6 +29,31 @@ void ResampleBilinearPlanes(const uint8_t* src, int src_w, int src_h, int channe
                             const Window& window, int out_w, int out_h,
                             absl::FunctionRef<void(int y, const int16_t* levels, int64_t channel_stride)> row);
 
+namespace resample_internal {
+
+// Fixed point, as Pillow-SIMD does: weights in Q15, values between the
+// passes in Q7 (a level times 128) as int16, each tap's product rounded
+// ((a * w + 2^14) >> 15, x86's pmulhrsw). Exposed so that the cuda
+// resampler computes the same values from the same tables.
+constexpr int kWeightOne = 1 << 15;
+constexpr int kValueShift = 7;
+
+// Taps of every output position: `taps` Q15 weights each (zero-padded),
+// the first at source index first[i]. A fixed count lets the kernels run
+// without per-pixel branches; first[i] + taps never passes the source, and
+// first never decreases with i.
+struct Taps {
+  std::vector<int> first;
+  std::vector<int16_t> weights;  // taps per output
+  int taps = 0;
+};
+
+// PIL's precompute_coeffs for the bilinear (triangle) filter, over a
+// window [start, start + extent) of a source of `size` pixels, to `out`
+// positions. Thread-safe (scratch is per thread).
+void MakeTaps(double start, double extent, int size, int out, Taps* t);
+
+}  // namespace resample_internal
 }  // namespace sluice::ops
 
 #endif  // SLUICE_OPS_RESAMPLE_H_

@@ -38,6 +38,12 @@ struct Findings {
   // and the bytes per sample where it ends.
   double front_share = 0;
   double front_bytes_per_sample = 0;
+  // The ops at the end of the pipeline that have cuda kernels (what a map
+  // with device "cuda" after the batch takes over), and whether this
+  // process can run them (a CUDA build and a GPU).
+  double gpu_tail_share = 0;
+  std::string gpu_tail;  // their names
+  bool gpu_available = false;
 };
 
 struct Lever {

@@ -3,6 +3,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "sluice/core/status_macros.h"
+#include "sluice/ops/device_runtime.h"
+#include "sluice/ops/op_registry.h"
 #include "sluice/profile/ablation.h"
 
 namespace sluice::profile {
@@ -108,6 +110,27 @@ void Prefixes(const graph::CompiledPipeline& compiled, const std::vector<OpCost>
   f->materializable = absl::StrJoin(names, ", ");
 }
 
+// The ops from the last one without a cuda kernel to the end: a cuda map
+// after the batch could run them all.
+void GpuTail(const graph::CompiledPipeline& compiled, const std::vector<OpCost>& ops, Findings* f) {
+  const ops::OpRegistry& registry = compiled.registry ? *compiled.registry : ops::OpRegistry::Global();
+  const ops::DeviceRuntime* cuda = registry.runtime(ops::Backend::kCuda);
+  f->gpu_available = cuda != nullptr && cuda->CheckAvailable().ok();
+  std::vector<const OpCost*> tail;
+  for (const OpCost& c : ops) {
+    if (c.op < 0) continue;
+    const graph::BoundOp& op = compiled.nodes[c.node].ops[c.op];
+    if (!c.view && !registry.Runs(op.op, ops::Backend::kCuda)) tail.clear();
+    if (compiled.nodes[c.node].backend == ops::Backend::kCpu) tail.push_back(&c);
+  }
+  std::vector<std::string> names;
+  for (const OpCost* c : tail) {
+    f->gpu_tail_share += c->cpu_share;
+    if (!c->view) names.push_back(c->op_name);
+  }
+  f->gpu_tail = absl::StrJoin(names, ", ");
+}
+
 }  // namespace
 
 absl::StatusOr<ProfileResult> RunProfile(const PipelineDef& def, const ProfileOptions& options,
@@ -135,6 +158,7 @@ absl::StatusOr<ProfileResult> RunProfile(const PipelineDef& def, const ProfileOp
   f.cpu_s_per_sample = result.full.samples > 0 ? result.full.cpu_seconds / result.full.samples : 0;
   f.ops = Costs(compiled, result.full);
   Prefixes(compiled, f.ops, &f);
+  GpuTail(compiled, f.ops, &f);
 
   MeasureOptions short_options;
   short_options.min_seconds = options.short_seconds;

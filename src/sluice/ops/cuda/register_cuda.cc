@@ -7,11 +7,19 @@
 namespace sluice::ops {
 namespace cuda {
 absl::Status RegisterCudaColorKernels(OpRegistry* registry);
+absl::Status RegisterCudaFilterKernels(OpRegistry* registry);
+absl::Status RegisterCudaGeometryKernels(OpRegistry* registry);
+absl::Status RegisterCudaNormalizeKernels(OpRegistry* registry);
+absl::Status RegisterCudaResampleKernels(OpRegistry* registry);
 }  // namespace cuda
 
 absl::Status RegisterCudaBackend(OpRegistry* registry) {
   SLUICE_RETURN_IF_ERROR(registry->AddRuntime(cuda::MakeCudaRuntime()));
-  return cuda::RegisterCudaColorKernels(registry);
+  SLUICE_RETURN_IF_ERROR(cuda::RegisterCudaColorKernels(registry));
+  SLUICE_RETURN_IF_ERROR(cuda::RegisterCudaFilterKernels(registry));
+  SLUICE_RETURN_IF_ERROR(cuda::RegisterCudaGeometryKernels(registry));
+  SLUICE_RETURN_IF_ERROR(cuda::RegisterCudaNormalizeKernels(registry));
+  return cuda::RegisterCudaResampleKernels(registry);
 }
 
 }  // namespace sluice::ops

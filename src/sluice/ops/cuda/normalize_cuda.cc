@@ -1,0 +1,129 @@
+// The cuda kernels of crop_mirror_normalize, cast and center_crop: the same
+// params as the cpu kernels (normalize.h, color.h, crop_window.h), the
+// launches on the run's stream.
+#include <optional>
+#include <vector>
+
+#include "sluice/core/status_macros.h"
+#include "sluice/ops/color.h"
+#include "sluice/ops/crop_window.h"
+#include "sluice/ops/cuda/cuda_runtime.h"
+#include "sluice/ops/cuda/device_scratch.h"
+#include "sluice/ops/cuda/normalize_kernels.h"
+#include "sluice/ops/normalize.h"
+#include "sluice/ops/op_registry.h"
+
+namespace sluice::ops::cuda {
+namespace {
+
+ElemType ElemTypeOf(DType dtype) {
+  switch (dtype) {
+    case DType::kUInt8:
+      return ElemType::kUInt8;
+    case DType::kInt32:
+      return ElemType::kInt32;
+    case DType::kInt64:
+      return ElemType::kInt64;
+    case DType::kFloat32:
+      return ElemType::kFloat32;
+    case DType::kFloat16:
+      break;
+  }
+  return ElemType::kFloat16;
+}
+
+// The centre h x w window of `in` images, as the cpu kernels place it.
+CropLayout CenterCropLayout(const ImageDims& in, int64_t h, int64_t w, bool chw, const ColumnRef& src,
+                            const ColumnRef& dst) {
+  const auto [top, left] = CenterOffsets(in, h, w);
+  return CropLayout{in.h, in.w, in.c, top, left, h, w, chw, src.row_bytes, dst.row_bytes};
+}
+
+// Its a and b per channel live in device memory, copied there once in
+// Setup; the mirrors are drawn on the host, one flag per row uploaded.
+class CropMirrorNormalizeCudaKernel : public Kernel {
+ public:
+  using Params = CropMirrorNormalizeParams;
+  explicit CropMirrorNormalizeCudaKernel(const Params& p) : p_(p) {}
+  ~CropMirrorNormalizeCudaKernel() override { cudaFree(factors_); }
+
+  absl::Status Setup(const SetupContext& ctx) override {
+    const NormalizeLayout& l = p_.normalizer.layout();
+    std::vector<float> host = l.a;
+    host.insert(host.end(), l.b.begin(), l.b.end());
+    SLUICE_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(ctx.device), "cudaSetDevice"));
+    SLUICE_RETURN_IF_ERROR(
+        CudaStatus(cudaMalloc(reinterpret_cast<void**>(&factors_), host.size() * sizeof(float)), "cudaMalloc"));
+    return CudaStatus(cudaMemcpy(factors_, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice),
+                      "copying crop_mirror_normalize's factors");
+  }
+
+  absl::Status Run(const KernelContext& ctx, absl::Span<const ColumnRef> in,
+                   absl::Span<const ColumnRef> out) const override {
+    const NormalizeLayout& l = p_.normalizer.layout();
+    const CropLayout crop = CenterCropLayout(p_.in, p_.h, p_.w, l.chw, in[0], out[0]);
+    std::optional<DeviceScratch> flags;
+    bool all = false;
+    if (p_.normalizer.random()) {
+      // Drawn as the cpu kernel draws them, so a sample mirrors alike on both.
+      std::vector<uint8_t> host(static_cast<size_t>(ctx.rows));
+      for (int64_t r = 0; r < ctx.rows; ++r) host[r] = p_.normalizer.Mirror(ctx, r, ctx.op_key);
+      SLUICE_ASSIGN_OR_RETURN(flags, DeviceScratch::Upload(host.data(), host.size(), Stream(ctx)));
+    } else {
+      all = p_.normalizer.Mirror(ctx, 0, ctx.op_key);  // every row alike, nothing drawn
+    }
+    return CudaStatus(LaunchCropMirrorNormalize(in[0].data, ctx.rows, crop, factors_, factors_ + l.channels,
+                                                flags ? flags->as<uint8_t>() : nullptr, all, ElemTypeOf(l.out),
+                                                out[0].data, Stream(ctx)),
+                      "crop_mirror_normalize's launch");
+  }
+
+ private:
+  const Params p_;
+  float* factors_ = nullptr;  // a, then b: device memory
+};
+
+class CastCudaKernel : public Kernel {
+ public:
+  using Params = CastParams;
+  explicit CastCudaKernel(const Params& p) : p_(p) {}
+
+  absl::Status Run(const KernelContext& ctx, absl::Span<const ColumnRef> in,
+                   absl::Span<const ColumnRef> out) const override {
+    return CudaStatus(LaunchCast(in[0].data, ElemTypeOf(p_.from), ctx.rows * p_.elems, ElemTypeOf(p_.to),
+                                 out[0].data, Stream(ctx)),
+                      "cast's launch");
+  }
+
+ private:
+  const Params p_;
+};
+
+// A centre crop is crop_mirror_normalize's uint8 HWC copy, never mirrored.
+class CenterCropCudaKernel : public Kernel {
+ public:
+  using Params = CenterCropParams;
+  explicit CenterCropCudaKernel(const Params& p) : p_(p) {}
+
+  absl::Status Run(const KernelContext& ctx, absl::Span<const ColumnRef> in,
+                   absl::Span<const ColumnRef> out) const override {
+    const CropLayout crop = CenterCropLayout(p_.in, p_.h, p_.w, /*chw=*/false, in[0], out[0]);
+    return CudaStatus(LaunchCropMirrorNormalize(in[0].data, ctx.rows, crop, nullptr, nullptr, nullptr,
+                                                /*mirror_all=*/false, ElemType::kUInt8, out[0].data, Stream(ctx)),
+                      "center_crop's launch");
+  }
+
+ private:
+  const Params p_;
+};
+
+}  // namespace
+
+absl::Status RegisterCudaNormalizeKernels(OpRegistry* registry) {
+  SLUICE_RETURN_IF_ERROR(
+      registry->AddKernel<CropMirrorNormalizeCudaKernel>("crop_mirror_normalize", Backend::kCuda));
+  SLUICE_RETURN_IF_ERROR(registry->AddKernel<CastCudaKernel>("cast", Backend::kCuda));
+  return registry->AddKernel<CenterCropCudaKernel>("center_crop", Backend::kCuda);
+}
+
+}  // namespace sluice::ops::cuda

@@ -1,0 +1,52 @@
+// Launchers of the cuda kernels of resize and random_resized_crop: the cpu
+// resampler's two fixed-point passes (resample.h), vertical then
+// horizontal, from tap tables computed on the host with the cpu's own code.
+// Plain C++ declarations, so that the kernel class compiles with the host
+// compiler and only the launchers with nvcc.
+#ifndef SLUICE_OPS_CUDA_RESAMPLE_KERNELS_H_
+#define SLUICE_OPS_CUDA_RESAMPLE_KERNELS_H_
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace sluice::ops::cuda {
+
+// Where one sample's taps lie in ResampleTables (a sample's tap counts
+// follow its window, so they vary within a batch).
+struct ResampleSampleTaps {
+  int64_t v_weights = 0;  // index of its out_h * v_taps vertical weights
+  int64_t h_weights = 0;  // index of its out_w * h_taps horizontal weights
+  int x_lo = 0;           // the first source column the horizontal taps reach
+  int cols = 0;           // elements of its intermediate rows: columns reached * channels
+  int v_taps = 0, h_taps = 0;
+};
+
+// Device arrays, for `rows` samples.
+struct ResampleTables {
+  const ResampleSampleTaps* samples = nullptr;  // one per sample
+  const int* v_first = nullptr;  // out_h per sample: each output row's first source row
+  const int* h_first = nullptr;  // out_w per sample: each output column's first column, from x_lo
+  const int16_t* weights = nullptr;  // Q15
+};
+
+struct ResampleShape {
+  int64_t rows = 0;
+  int src_w = 0, src_h = 0, channels = 0;
+  int out_w = 0, out_h = 0;
+  // int16 per intermediate row: the largest `cols` of the samples, rounded
+  // up to a multiple of kResampleStrideAlign.
+  int inter_stride = 0;
+};
+
+constexpr int kResampleStrideAlign = 4;
+
+// Resamples `rows` images of src_h x src_w x channels at `in` to out_h x
+// out_w x channels at `out` (both dense, one after another), through
+// `intermediate`: rows * out_h * inter_stride int16 of device memory.
+cudaError_t LaunchResample(const uint8_t* in, const ResampleShape& shape, const ResampleTables& tables,
+                           int16_t* intermediate, uint8_t* out, cudaStream_t stream);
+
+}  // namespace sluice::ops::cuda
+
+#endif  // SLUICE_OPS_CUDA_RESAMPLE_KERNELS_H_

@@ -1,0 +1,92 @@
+// resize and random_resized_crop on the cuda backend: a map with device
+// "cuda" outputs what the cpu kernel does (within a level), the random
+// windows included. Built only with SLUICE_WITH_CUDA; the tests that need a
+// GPU skip, saying why, where there is none.
+#include <cuda_runtime_api.h>
+
+#include <cstdlib>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "sluice/exec/pipeline.h"
+#include "sluice/pipeline_builder.h"
+#include "status_matchers.h"
+
+namespace sluice::ops {
+namespace {
+
+// `rows` uint8 images of `shape` ([H,W] or [H,W,C]) in one batch, of
+// varied, non-constant levels.
+PipelineBuilder Images(const std::vector<int64_t>& shape, int rows) {
+  int64_t elems = rows;
+  for (const int64_t d : shape) elems *= d;
+  std::vector<uint8_t> pixels(elems);
+  uint32_t state = 12345;
+  for (uint8_t& p : pixels) {
+    state = state * 1664525u + 1013904223u;
+    p = static_cast<uint8_t>(state >> 24);
+  }
+  std::vector<int64_t> labels(rows, 0);
+  return PipelineBuilder::Arrays({MakeArrayColumn("image", shape, pixels), MakeArrayColumn("label", {}, labels)})
+      .Batch(rows);
+}
+
+// The one batch of `def`.
+absl::StatusOr<Batch> OneBatch(const PipelineDef& def) {
+  absl::StatusOr<std::unique_ptr<exec::Pipeline>> pipeline = exec::Pipeline::Create(def);
+  if (!pipeline.ok()) return pipeline.status();
+  std::unique_ptr<exec::PipelineIterator> it = (*pipeline)->Iterate();
+  Batch b;
+  bool end = false;
+  if (absl::Status s = it->Next(&b, &end); !s.ok()) return s;
+  return b;
+}
+
+absl::Status GpuAvailable() { return OpRegistry::Global().runtime(Backend::kCuda)->CheckAvailable(); }
+
+// Runs `op` on `rows` images of `shape` on both backends and expects the
+// same shape and levels within 1.
+void ExpectBackendsAgree(const std::vector<int64_t>& shape, int rows, const OpSpec& op) {
+  SCOPED_TRACE(::testing::Message() << op.op << " on " << rows << " images of " << ::testing::PrintToString(shape));
+  ASSERT_OK_AND_ASSIGN(Batch cpu, OneBatch(Images(shape, rows).Map({op}).Build()));
+  ASSERT_OK_AND_ASSIGN(Batch gpu, OneBatch(Images(shape, rows).Map({op}, 0, "cuda").Build()));
+  const Tensor& want = cpu.columns[0].values;
+  const Tensor& got = gpu.columns[0].values;
+  ASSERT_EQ(got.memory_kind(), MemoryKind::kDevice);
+  ASSERT_EQ(got.shape(), want.shape());
+  std::vector<uint8_t> back(got.byte_size());
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(back.data(), got.raw_data(), got.byte_size(), cudaMemcpyDeviceToHost), cudaSuccess);
+  const uint8_t* expected = want.data<uint8_t>();
+  for (size_t i = 0; i < back.size(); ++i) {
+    ASSERT_LE(std::abs(back[i] - expected[i]), 1) << "byte " << i;
+  }
+}
+
+TEST(ResampleCuda, RegistersItsKernels) {
+  EXPECT_TRUE(OpRegistry::Global().Runs("resize", Backend::kCuda));
+  EXPECT_TRUE(OpRegistry::Global().Runs("random_resized_crop", Backend::kCuda));
+}
+
+TEST(ResampleCuda, ResizeEqualsTheCpuKernel) {
+  if (absl::Status gpu = GpuAvailable(); !gpu.ok()) GTEST_SKIP() << gpu.message();
+  ExpectBackendsAgree({23, 31, 3}, 37, Op("resize", {{"size", {17, 45}}}));  // shrinks one way, grows the other
+  ExpectBackendsAgree({375, 500, 3}, 3, Op("resize", {{"size", {224}}}));
+  ExpectBackendsAgree({1, 1, 3}, 5, Op("resize", {{"size", {5, 3}}}));
+  ExpectBackendsAgree({9, 7, 1}, 1, Op("resize", {{"size", {1}}}));
+  ExpectBackendsAgree({5, 6, 4}, 2, Op("resize", {{"size", {11, 2}}}));
+  ExpectBackendsAgree({13, 8, 1}, 3, Op("resize", {{"size", {13, 8}}}));  // the same size
+  ExpectBackendsAgree({300, 2, 1}, 2, Op("resize", {{"size", {3, 1}}}));   // many taps
+}
+
+TEST(ResampleCuda, RandomResizedCropDrawsTheCpuKernelsWindows) {
+  if (absl::Status gpu = GpuAvailable(); !gpu.ok()) GTEST_SKIP() << gpu.message();
+  ExpectBackendsAgree({375, 500, 3}, 9, Op("random_resized_crop", {{"size", {224}}}));
+  ExpectBackendsAgree({31, 17, 3}, 41, Op("random_resized_crop", {{"size", {9, 12}}}));
+  ExpectBackendsAgree({20, 20, 2}, 7,
+                      Op("random_resized_crop", {{"size", {7}}, {"scale", {0.2, 0.3}}, {"ratio", {0.5, 3.0}}}));
+  ExpectBackendsAgree({1, 1, 3}, 1, Op("random_resized_crop", {{"size", {2}}}));
+}
+
+}  // namespace
+}  // namespace sluice::ops

@@ -1,0 +1,65 @@
+"""sluice.torch with a map on device "cuda": CUDA tensors straight from
+sluice's device memory, ordered after its kernels on torch's stream, equal to
+the cpu pipeline's batches, memory going back to the pool. Skips, saying
+why, without a GPU or a CUDA build."""
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import numpy as np
+
+import sluice
+import sluice.torch
+from sluice import ops
+
+if not torch.cuda.is_available():
+    pytest.skip("no CUDA device", allow_module_level=True)
+if "cuda" not in next(o for o in sluice._sluice.ops() if o["name"] == "rescale")["backends"]:
+    pytest.skip("this sluice was built without the cuda backend", allow_module_level=True)
+
+
+def images(rows=200):
+    rng = np.random.default_rng(3)
+    return sluice.arrays({"image": rng.integers(0, 256, (rows, 32, 32, 3), dtype=np.uint8),
+                          "label": np.arange(rows, dtype=np.int64)})
+
+
+def tail():
+    return [ops.rescale(scale=1 / 255), ops.random_flip(mode="horizontal"),
+            ops.random_rotation(degrees=36.0, fill_mode="reflect")]
+
+
+def test_cuda_tensors_equal_the_cpu_pipeline_on_a_side_stream():
+    cpu = [b["image"] for b in sluice.torch.TorchIterable(images().batch(64).map(*tail()))]
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):  # the consumer's stream waits on sluice's event
+        gpu = [b for b in sluice.torch.TorchIterable(images().batch(64).map(*tail(), device="cuda"))]
+        sums = [b["image"].sum() for b in gpu]
+    side.synchronize()
+    assert [b["image"].device.type for b in gpu] == ["cuda"] * 4
+    assert gpu[0]["label"].device.type == "cpu", "columns no op reads stay on the host"
+    for c, g in zip(cpu, gpu):
+        torch.testing.assert_close(g["image"].cpu(), c, rtol=1e-5, atol=1e-5)
+    assert all(torch.isfinite(s) for s in sums)
+
+
+def test_device_memory_goes_back_to_the_pool():
+    pipe = images(2048).batch(256).map(*tail(), device="cuda")
+    for _ in range(2):  # warm the pool
+        for b in sluice.torch.TorchIterable(pipe):
+            b["image"].sum().item()
+    torch.cuda.synchronize()
+    free_before, _ = torch.cuda.mem_get_info()
+    for _ in range(10):  # 80 batches of 3 MiB: 240 MiB if they leaked
+        for b in sluice.torch.TorchIterable(pipe):
+            b["image"].sum().item()
+    torch.cuda.synchronize()
+    free_after, _ = torch.cuda.mem_get_info()
+    assert free_before - free_after < (64 << 20), "released batches are reused, not leaked"
+
+
+def test_device_chooses_the_gpu():
+    pipe = images().batch(64).map(ops.rescale(scale=0.5), device="cuda")
+    batch = next(iter(sluice.torch.TorchIterable(pipe, device="cuda:0")))
+    assert batch["image"].device == torch.device("cuda:0")
