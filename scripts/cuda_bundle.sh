@@ -21,7 +21,7 @@ if [[ ! -f $build/build.ninja ]]; then
   cmake -S . -B $build -G Ninja -DSLUICE_WITH_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="${SLUICE_CUDA_ARCH:-90}" \
     -DSLUICE_BUILD_BENCHMARKS=OFF -DCMAKE_CUDA_COMPILER="$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)"
 fi
-cuda_tests=$(cd $build && ninja -t targets all | grep -o '^tests/ops_cuda_[a-z_]*_test' | sort -u)
+cuda_tests=$(cd $build && ninja -t targets all | grep -oE '^tests/(ops_cuda_[a-z_]*|profile_gpu_tail)_test' | sort -u)
 ninja -C $build sluice sluice_cli $cuda_tests
 
 rm -rf "$out"

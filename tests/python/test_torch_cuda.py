@@ -63,3 +63,17 @@ def test_device_chooses_the_gpu():
     pipe = images().batch(64).map(ops.rescale(scale=0.5), device="cuda")
     batch = next(iter(sluice.torch.TorchIterable(pipe, device="cuda:0")))
     assert batch["image"].device == torch.device("cuda:0")
+
+
+def test_the_tail_after_a_distribute_runs_on_the_trainers_gpu():
+    """Workers (the embedded cluster's) send uint8; the client's cuda map
+    augments on its GPU: the same samples, the same draws, as in-process."""
+    def by_label(batches):
+        pairs = sorted((int(l), img.cpu()) for b in batches for l, img in zip(b["label"], b["image"]))
+        return torch.stack([img for _, img in pairs])
+
+    local = sluice.torch.TorchIterable(images(256).batch(64).map(*tail(), device="cuda"))
+    remote = sluice.torch.TorchIterable(images(256).distribute().batch(64).map(*tail(), device="cuda"))
+    got = list(remote)
+    assert {b["image"].device.type for b in got} == {"cuda"}
+    torch.testing.assert_close(by_label(got), by_label(local), rtol=1e-5, atol=1e-5)

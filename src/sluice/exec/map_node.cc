@@ -283,9 +283,12 @@ class MapIterator : public Iterator {
     return copier.Finish();
   }
 
-  // Runners taking work: all, or as many as the autotuner says.
+  // Runners taking work: all, or as many as the autotuner says. A device
+  // map keeps two: each queues on its own stream, so one batch's copy to
+  // the device overlaps the previous batch's kernels.
   int Active() const {
-    return knobs_ ? std::clamp(knobs_->parallelism.load(std::memory_order_relaxed), 1, parallelism_)
+    const int least = node_.backend != ops::Backend::kCpu ? std::min(2, parallelism_) : 1;
+    return knobs_ ? std::clamp(knobs_->parallelism.load(std::memory_order_relaxed), least, parallelism_)
                   : parallelism_;
   }
   // Chunks in flight: one per active runner, one being opened, and the

@@ -56,15 +56,20 @@ void AddComputeLevers(const Findings& f, double target, Verdict* v) {
   if (f.gpu_tail_share >= 0.1 && f.gpu_tail_share < 1 && c > 0) {
     // The CPU keeps the rest; the kernels run at millions of samples a
     // second (bench/RESULTS.md), far from binding.
-    const double predicted = std::min(cores / (c * (1 - f.gpu_tail_share)),
-                                      f.input_only_samples_per_s > 0 ? f.input_only_samples_per_s : 1e18);
+    const double predicted =
+        f.gpu_tail_samples_per_s > 0
+            ? f.gpu_tail_samples_per_s
+            : std::min(cores / (c * (1 - f.gpu_tail_share)),
+                       f.input_only_samples_per_s > 0 ? f.input_only_samples_per_s : 1e18);
     if (predicted > f.samples_per_s * 1.05) {
       v->levers.push_back(Lever{
           absl::StrCat("move ", f.gpu_tail, " (", Percent(f.gpu_tail_share),
                        " of the CPU) to the GPU: a map with device \"cuda\" after the batch"),
           predicted,
           absl::StrCat("they have cuda kernels; uint8 crosses PCIe and the CPU keeps the rest",
-                       f.gpu_available ? "" : " (needs a CUDA build of sluice and a GPU; this process has none)")});
+                       f.gpu_tail_samples_per_s > 0 ? " (measured here on the GPU)"
+                       : f.gpu_available        ? ""
+                                                : " (needs a CUDA build of sluice and a GPU; this process has none)")});
     }
   }
   if (target > f.samples_per_s && c > 0) {

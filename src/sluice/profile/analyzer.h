@@ -44,6 +44,7 @@ struct Findings {
   double gpu_tail_share = 0;
   std::string gpu_tail;  // their names
   bool gpu_available = false;
+  double gpu_tail_samples_per_s = 0;  // measured with them on the GPU; 0: not measured
 };
 
 struct Lever {

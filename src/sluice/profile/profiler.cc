@@ -5,7 +5,9 @@
 #include "sluice/core/status_macros.h"
 #include "sluice/ops/device_runtime.h"
 #include "sluice/ops/op_registry.h"
+#include "sluice/ops/parse_example.h"
 #include "sluice/profile/ablation.h"
+#include "sluice/profile/gpu_tail.h"
 
 namespace sluice::profile {
 namespace {
@@ -110,17 +112,27 @@ void Prefixes(const graph::CompiledPipeline& compiled, const std::vector<OpCost>
   f->materializable = absl::StrJoin(names, ", ");
 }
 
-// The ops from the last one without a cuda kernel to the end: a cuda map
-// after the batch could run them all.
+// The ops from the last one without a cuda kernel (or the last filter,
+// shuffle, repeat or take) to the end: what TailOnGpu moves to a cuda map.
 void GpuTail(const graph::CompiledPipeline& compiled, const std::vector<OpCost>& ops, Findings* f) {
   const ops::OpRegistry& registry = compiled.registry ? *compiled.registry : ops::OpRegistry::Global();
   const ops::DeviceRuntime* cuda = registry.runtime(ops::Backend::kCuda);
   f->gpu_available = cuda != nullptr && cuda->CheckAvailable().ok();
   std::vector<const OpCost*> tail;
+  int last_node = 0;
   for (const OpCost& c : ops) {
     if (c.op < 0) continue;
+    for (int i = last_node + 1; i < c.node; ++i) {
+      const graph::NodeKind kind = compiled.nodes[i].kind;
+      if (kind != graph::NodeKind::kMap && kind != graph::NodeKind::kBatch && kind != graph::NodeKind::kPrefetch) {
+        tail.clear();
+      }
+    }
+    last_node = c.node;
     const graph::BoundOp& op = compiled.nodes[c.node].ops[c.op];
-    if (!c.view && !registry.Runs(op.op, ops::Backend::kCuda)) tail.clear();
+    // The parse the graph puts before a TFRecord source's first map reads
+    // record bytes, which stay on the host.
+    if (op.op == ops::kParseExampleOp || (!c.view && !registry.Runs(op.op, ops::Backend::kCuda))) tail.clear();
     if (compiled.nodes[c.node].backend == ops::Backend::kCpu) tail.push_back(&c);
   }
   std::vector<std::string> names;
@@ -166,6 +178,16 @@ absl::StatusOr<ProfileResult> RunProfile(const PipelineDef& def, const ProfileOp
   SLUICE_ASSIGN_OR_RETURN(graph::CompiledPipeline source_only, graph::Compile(SourceOnly(local)));
   SLUICE_ASSIGN_OR_RETURN(RunMeasurement input, Measure(source_only, short_options));
   f.input_only_samples_per_s = input.samples_per_s;
+
+  if (f.gpu_available && f.gpu_tail_share >= 0.1) {
+    absl::StatusOr<PipelineDef> gpu = TailOnGpu(local, *compiled.registry);
+    if (gpu.ok()) {
+      progress(absl::StrCat("the tail on the GPU (", options.short_seconds, " s)"));
+      SLUICE_ASSIGN_OR_RETURN(graph::CompiledPipeline on_gpu, graph::Compile(*gpu));
+      SLUICE_ASSIGN_OR_RETURN(RunMeasurement m, Measure(on_gpu, short_options));
+      f.gpu_tail_samples_per_s = m.samples_per_s;
+    }
+  }
 
   if (options.ablation) {
     // Stand-ins run on the cpu: ops of device maps keep their place.

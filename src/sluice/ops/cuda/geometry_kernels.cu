@@ -92,44 +92,71 @@ __global__ void WarpAffineKernel(const T* __restrict__ src, T* __restrict__ dst,
   }
 }
 
-// Values per thread of a flip: written at once when the image allows.
-constexpr int kFlipVec = 4;
+// The widest image row a warp stages in shared memory (8 warps a block);
+// wider rows take FlipPixelsKernel.
+constexpr int kMaxStagedRowBytes = 6 << 10;
 
-template <typename T>
-struct alignas(sizeof(T) * kFlipVec) FlipGroup {
-  T v[kFlipVec];
-};
+// One warp per image row at a time: the source row (mirrored vertically as
+// the map says) is read into the warp's shared memory as 4-byte words, then
+// written out as words, each byte taken from its mirrored pixel. Global
+// memory sees only coalesced word accesses, and the warp's lanes walk the
+// row by increments (no division per word). REQUIRES: row_bytes % 4 == 0,
+// 4-byte aligned images.
+__global__ void FlipRowsKernel(const uint8_t* __restrict__ src, uint8_t* __restrict__ dst,
+                               const float* __restrict__ maps, int64_t rows, int h, int w, int pixel_bytes) {
+  extern __shared__ uint32_t staged[];
+  const int row_bytes = w * pixel_bytes, row_words = row_bytes / 4;
+  const int warps = blockDim.x / 32, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  uint32_t* mine = staged + warp * row_words;
+  const uint8_t* mine_bytes = reinterpret_cast<const uint8_t*>(mine);
+  // A lane's first byte 4 * lane is at pixel lane_x, byte lane_offset; each
+  // step of 32 words moves 128 bytes on.
+  const int lane_x = 4 * lane / pixel_bytes, lane_offset = 4 * lane - lane_x * pixel_bytes;
+  const int step_x = 128 / pixel_bytes, step_offset = 128 - step_x * pixel_bytes;
+  for (int64_t g = int64_t{blockIdx.x} * warps + warp; g < rows * h; g += int64_t{gridDim.x} * warps) {
+    const int64_t r = g / h;
+    const int y = static_cast<int>(g - r * h);
+    const float* m = maps + 6 * r;
+    const bool mirror_x = m[0] < 0;
+    const int sy = m[4] < 0 ? h - 1 - y : y;
+    const uint32_t* in = reinterpret_cast<const uint32_t*>(src + (r * h + sy) * row_bytes);
+    uint32_t* out = reinterpret_cast<uint32_t*>(dst + g * row_bytes);
+    if (!mirror_x) {
+      for (int t = lane; t < row_words; t += 32) out[t] = in[t];
+      continue;
+    }
+    for (int t = lane; t < row_words; t += 32) mine[t] = in[t];
+    __syncwarp();
+    int x = lane_x, offset = lane_offset;
+    for (int t = lane; t < row_words; t += 32) {
+      uint32_t word = 0;
+      for (int b = 0, bx = x, bo = offset; b < 4; ++b) {
+        word |= uint32_t{mine_bytes[(w - 1 - bx) * pixel_bytes + bo]} << (8 * b);
+        if (++bo == pixel_bytes) bo = 0, ++bx;
+      }
+      out[t] = word;
+      x += step_x;
+      offset += step_offset;
+      if (offset >= pixel_bytes) offset -= pixel_bytes, ++x;
+    }
+    __syncwarp();
+  }
+}
 
-// One thread per kFlipVec consecutive output values: coalesced (vector)
-// stores; the mirrored loads of a warp stay within the same cache lines.
+// Any row: one thread per output pixel, a copy of the mirrored pixel.
 template <typename T>
-__global__ void FlipKernel(const T* __restrict__ src, T* __restrict__ dst, const float* __restrict__ maps,
-                           int64_t rows, int h, int w, int c, bool whole_groups) {
-  const int image = h * w * c;
-  const int e0 = (blockIdx.x * blockDim.x + threadIdx.x) * kFlipVec;
-  if (e0 >= image) return;
-  const int row_values = w * c;
-  const int y0 = e0 / row_values, x0 = (e0 - y0 * row_values) / c, ch0 = e0 - y0 * row_values - x0 * c;
+__global__ void FlipPixelsKernel(const T* __restrict__ src, T* __restrict__ dst, const float* __restrict__ maps,
+                                 int64_t rows, int h, int w, int c) {
+  const int p = blockIdx.x * blockDim.x + threadIdx.x;
+  if (p >= h * w) return;
+  const int y = p / w, x = p - y * w;
+  const int64_t image = int64_t{h} * w * c;
   for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
     const float* m = maps + 6 * r;
-    const bool mirror_x = m[0] < 0, mirror_y = m[4] < 0;
-    const T* in = src + r * image;
-    FlipGroup<T> g;
-    int y = y0, x = x0, ch = ch0;
-    for (int k = 0; k < kFlipVec && e0 + k < image; ++k) {
-      const int sx = mirror_x ? w - 1 - x : x, sy = mirror_y ? h - 1 - y : y;
-      g.v[k] = in[(sy * w + sx) * c + ch];
-      if (++ch == c) {
-        ch = 0;
-        if (++x == w) x = 0, ++y;
-      }
-    }
-    T* out = dst + r * image + e0;
-    if (whole_groups) {
-      *reinterpret_cast<FlipGroup<T>*>(out) = g;
-    } else {
-      for (int k = 0; k < kFlipVec && e0 + k < image; ++k) out[k] = g.v[k];
-    }
+    const int sx = m[0] < 0 ? w - 1 - x : x, sy = m[4] < 0 ? h - 1 - y : y;
+    const T* in = src + r * image + (sy * w + sx) * c;
+    T* out = dst + r * image + int64_t{p} * c;
+    for (int ch = 0; ch < c; ++ch) out[ch] = in[ch];
   }
 }
 
@@ -209,17 +236,22 @@ cudaError_t LaunchFlip(const DeviceImages& im, const float* maps, const uint8_t*
                        cudaStream_t stream) {
   if (im.rows == 0) return cudaSuccess;
   if (!FitsInt(int64_t{im.h} * im.w * im.c)) return cudaErrorInvalidValue;
-  const int64_t image = int64_t{im.h} * im.w * im.c;
-  const dim3 grid = Grid((image + kFlipVec - 1) / kFlipVec, im.rows);
-  // Every group whole and aligned: images of a multiple of kFlipVec values
-  // from an aligned base (the pool's buffers are).
-  const bool whole = image % kFlipVec == 0 &&
-                     reinterpret_cast<uintptr_t>(dst) % (kFlipVec * (im.is_float ? sizeof(float) : 1)) == 0;
-  if (im.is_float) {
-    FlipKernel<<<grid, kThreads, 0, stream>>>(reinterpret_cast<const float*>(src), reinterpret_cast<float*>(dst), maps,
-                                              im.rows, im.h, im.w, im.c, whole);
+  const int pixel_bytes = im.c * (im.is_float ? 4 : 1);
+  const int64_t row_bytes = int64_t{im.w} * pixel_bytes;
+  const bool words = row_bytes % 4 == 0 && reinterpret_cast<uintptr_t>(src) % 4 == 0 &&
+                     reinterpret_cast<uintptr_t>(dst) % 4 == 0;
+  if (words && row_bytes <= kMaxStagedRowBytes) {
+    const int warps = kThreads / 32;
+    const int64_t blocks = (im.rows * im.h + warps - 1) / warps;
+    FlipRowsKernel<<<static_cast<unsigned>(blocks < (1 << 20) ? blocks : 1 << 20), kThreads,
+                     static_cast<size_t>(row_bytes) * warps, stream>>>(src, dst, maps, im.rows, im.h, im.w,
+                                                                       pixel_bytes);
+  } else if (im.is_float) {
+    FlipPixelsKernel<<<Grid(int64_t{im.h} * im.w, im.rows), kThreads, 0, stream>>>(
+        reinterpret_cast<const float*>(src), reinterpret_cast<float*>(dst), maps, im.rows, im.h, im.w, im.c);
   } else {
-    FlipKernel<<<grid, kThreads, 0, stream>>>(src, dst, maps, im.rows, im.h, im.w, im.c, whole);
+    FlipPixelsKernel<<<Grid(int64_t{im.h} * im.w, im.rows), kThreads, 0, stream>>>(src, dst, maps, im.rows, im.h,
+                                                                                    im.w, im.c);
   }
   return cudaGetLastError();
 }
