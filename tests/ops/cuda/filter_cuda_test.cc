@@ -2,10 +2,8 @@
 // the same pipeline mapped on each device, compared value by value (uint8
 // within 1, float32 within 1e-5 relative). Built only with SLUICE_WITH_CUDA;
 // the tests that need a GPU skip, saying why, where there is none.
-#include <cuda_runtime_api.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstdlib>
 #include <random>
 #include <string>
@@ -16,10 +14,15 @@
 #include "gtest/gtest.h"
 #include "sluice/exec/pipeline.h"
 #include "sluice/pipeline_builder.h"
+#include "cuda_test_util.h"
 #include "status_matchers.h"
 
 namespace sluice::ops {
 namespace {
+
+using cuda_testing::ExpectSameValues;
+using cuda_testing::FirstBatch;
+using cuda_testing::GpuAvailable;
 
 // Random, non-constant images: `rows` of `shape`.
 template <typename T>
@@ -33,40 +36,15 @@ std::vector<T> RandomImages(int64_t rows, const std::vector<int64_t>& shape) {
   return images;
 }
 
-absl::StatusOr<Batch> OneBatch(const PipelineDef& def) {
-  absl::StatusOr<std::unique_ptr<exec::Pipeline>> pipeline = exec::Pipeline::Create(def);
-  if (!pipeline.ok()) return pipeline.status();
-  std::unique_ptr<exec::PipelineIterator> it = (*pipeline)->Iterate();
-  Batch b;
-  bool end = false;
-  if (absl::Status s = it->Next(&b, &end); !s.ok()) return s;
-  return b;
-}
-
-absl::Status GpuAvailable() { return OpRegistry::Global().runtime(Backend::kCuda)->CheckAvailable(); }
-
 // Maps `ops` over a batch of `rows` random images on each device and
 // compares the outputs.
 template <typename T>
 void ExpectCudaEqualsCpu(const std::vector<int64_t>& shape, int64_t rows, const std::vector<OpSpec>& ops) {
   const PipelineBuilder images =
       PipelineBuilder::Arrays({MakeArrayColumn("image", shape, RandomImages<T>(rows, shape))}).Batch(rows);
-  ASSERT_OK_AND_ASSIGN(Batch cpu, OneBatch(PipelineBuilder(images).Map(ops).Build()));
-  ASSERT_OK_AND_ASSIGN(Batch gpu, OneBatch(PipelineBuilder(images).Map(ops, 0, "cuda").Build()));
-  const Tensor& image = gpu.columns[0].values;
-  ASSERT_EQ(image.memory_kind(), MemoryKind::kDevice);
-  ASSERT_EQ(image.num_elements(), cpu.columns[0].values.num_elements());
-  std::vector<T> back(image.num_elements());
-  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  ASSERT_EQ(cudaMemcpy(back.data(), image.raw_data(), image.byte_size(), cudaMemcpyDeviceToHost), cudaSuccess);
-  const T* want = cpu.columns[0].values.data<T>();
-  for (size_t i = 0; i < back.size(); ++i) {
-    if constexpr (std::is_same_v<T, float>) {
-      ASSERT_NEAR(back[i], want[i], 1e-5f * std::max(1.f, std::abs(want[i]))) << "value " << i;
-    } else {
-      ASSERT_LE(std::abs(back[i] - want[i]), 1) << "value " << i;
-    }
-  }
+  ASSERT_OK_AND_ASSIGN(Batch cpu, FirstBatch(PipelineBuilder(images).Map(ops).Build()));
+  ASSERT_OK_AND_ASSIGN(Batch gpu, FirstBatch(PipelineBuilder(images).Map(ops, 0, "cuda").Build()));
+  ExpectSameValues(cpu.columns[0].values, gpu.columns[0].values, 1);
 }
 
 std::string ShapeName(const std::vector<int64_t>& shape, int64_t rows) {

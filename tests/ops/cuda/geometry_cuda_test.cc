@@ -2,12 +2,9 @@
 // pipeline with its map on "cuda" and on the cpu gives the same samples
 // (the same random transforms; uint8 within a level, float32 within 1e-5).
 // The tests that need a GPU skip, saying why, where there is none.
-#include <cuda_runtime_api.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstdlib>
-#include <cstring>
 #include <functional>
 #include <string>
 #include <vector>
@@ -20,10 +17,15 @@
 #include "sluice/ops/op_registry.h"
 #include "sluice/ops/warp.h"
 #include "sluice/pipeline_builder.h"
+#include "cuda_test_util.h"
 #include "status_matchers.h"
 
 namespace sluice::ops {
 namespace {
+
+using cuda_testing::ExpectSameValues;
+using cuda_testing::FirstBatch;
+using cuda_testing::GpuAvailable;
 
 struct Images {
   int rows, h, w, c;
@@ -39,19 +41,6 @@ PipelineBuilder Source(const Images& im) {
   return PipelineBuilder::Arrays({MakeArrayColumn("image", {im.h, im.w, im.c}, pixels)});
 }
 
-// The one batch of `def`, its image column's bytes on the host.
-absl::StatusOr<Tensor> OneBatchImage(const PipelineDef& def) {
-  absl::StatusOr<std::unique_ptr<exec::Pipeline>> pipeline = exec::Pipeline::Create(def);
-  if (!pipeline.ok()) return pipeline.status();
-  std::unique_ptr<exec::PipelineIterator> it = (*pipeline)->Iterate();
-  Batch b;
-  bool end = false;
-  if (absl::Status s = it->Next(&b, &end); !s.ok()) return s;
-  return b.columns[0].values;
-}
-
-absl::Status GpuAvailable() { return OpRegistry::Global().runtime(Backend::kCuda)->CheckAvailable(); }
-
 // Builds the pipeline for `device`: source, batch of all rows, `ops`.
 using Pipeline = std::function<PipelineDef(const std::string& device)>;
 
@@ -61,26 +50,9 @@ Pipeline MapOf(const Images& im, std::vector<OpSpec> ops) {
 
 // Runs `pipeline` on both backends and compares the outputs value by value.
 void ExpectCudaEqualsCpu(const Pipeline& pipeline) {
-  ASSERT_OK_AND_ASSIGN(Tensor cpu, OneBatchImage(pipeline("cpu")));
-  ASSERT_OK_AND_ASSIGN(Tensor gpu, OneBatchImage(pipeline("cuda")));
-  ASSERT_EQ(gpu.memory_kind(), MemoryKind::kDevice);
-  ASSERT_EQ(gpu.shape(), cpu.shape());
-  ASSERT_EQ(gpu.dtype(), cpu.dtype());
-  std::vector<uint8_t> back(gpu.byte_size());
-  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  ASSERT_EQ(cudaMemcpy(back.data(), gpu.raw_data(), back.size(), cudaMemcpyDeviceToHost), cudaSuccess);
-  if (cpu.dtype() == DType::kFloat32) {
-    const float* want = cpu.data<float>();
-    const float* got = reinterpret_cast<const float*>(back.data());
-    for (int64_t i = 0; i < cpu.num_elements(); ++i) {
-      ASSERT_NEAR(got[i], want[i], 1e-5f * std::max(1.f, std::abs(want[i]))) << "value " << i;
-    }
-  } else if (cpu.dtype() == DType::kUInt8) {
-    const uint8_t* want = cpu.raw_data();
-    for (size_t i = 0; i < back.size(); ++i) ASSERT_LE(std::abs(back[i] - want[i]), 1) << "value " << i;
-  } else {
-    ASSERT_EQ(0, std::memcmp(back.data(), cpu.raw_data(), back.size()));
-  }
+  ASSERT_OK_AND_ASSIGN(Batch cpu, FirstBatch(pipeline("cpu")));
+  ASSERT_OK_AND_ASSIGN(Batch gpu, FirstBatch(pipeline("cuda")));
+  ExpectSameValues(cpu.columns[0].values, gpu.columns[0].values, 1);
 }
 
 OpSpec ToFloat() { return Op("rescale", {{"scale", 1 / 255.0}}); }

@@ -3,12 +3,10 @@
 // gives the same samples (the same mirrors; bit-identical values, since
 // both compute a * level + b as one fused multiply-add). The tests that
 // need a GPU skip, saying why, where there is none.
-#include <cuda_runtime_api.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <iterator>
 #include <limits>
 #include <string>
@@ -21,10 +19,15 @@
 #include "sluice/exec/pipeline.h"
 #include "sluice/ops/op_registry.h"
 #include "sluice/pipeline_builder.h"
+#include "cuda_test_util.h"
 #include "status_matchers.h"
 
 namespace sluice::ops {
 namespace {
+
+using cuda_testing::ExpectSameValues;
+using cuda_testing::FirstBatch;
+using cuda_testing::GpuAvailable;
 
 struct Images {
   int rows, h, w, c;
@@ -37,43 +40,12 @@ PipelineBuilder Source(const Images& im) {
   return PipelineBuilder::Arrays({MakeArrayColumn("image", {im.h, im.w, im.c}, pixels)});
 }
 
-// The one batch of `def`'s first column.
-absl::StatusOr<Tensor> OneBatchColumn(const PipelineDef& def) {
-  absl::StatusOr<std::unique_ptr<exec::Pipeline>> pipeline = exec::Pipeline::Create(def);
-  if (!pipeline.ok()) return pipeline.status();
-  std::unique_ptr<exec::PipelineIterator> it = (*pipeline)->Iterate();
-  Batch b;
-  bool end = false;
-  if (absl::Status s = it->Next(&b, &end); !s.ok()) return s;
-  return b.columns[0].values;
-}
-
-absl::Status GpuAvailable() { return OpRegistry::Global().runtime(Backend::kCuda)->CheckAvailable(); }
-
 // `source` batched whole and mapped by `op` on the cpu and on "cuda": the
 // same shape, dtype and bytes (float32 within 1e-5 relative).
 void ExpectCudaEqualsCpu(const PipelineBuilder& source, int rows, const OpSpec& op) {
-  ASSERT_OK_AND_ASSIGN(Tensor cpu, OneBatchColumn(PipelineBuilder(source).Batch(rows).Map({op}).Build()));
-  ASSERT_OK_AND_ASSIGN(Tensor gpu, OneBatchColumn(PipelineBuilder(source).Batch(rows).Map({op}, 0, "cuda").Build()));
-  ASSERT_EQ(gpu.memory_kind(), MemoryKind::kDevice);
-  ASSERT_EQ(gpu.shape(), cpu.shape());
-  ASSERT_EQ(gpu.dtype(), cpu.dtype());
-  std::vector<uint8_t> back(gpu.byte_size());
-  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  ASSERT_EQ(cudaMemcpy(back.data(), gpu.raw_data(), back.size(), cudaMemcpyDeviceToHost), cudaSuccess);
-  if (cpu.dtype() == DType::kFloat32) {
-    const float* want = cpu.data<float>();
-    const float* got = reinterpret_cast<const float*>(back.data());
-    for (int64_t i = 0; i < cpu.num_elements(); ++i) {
-      if (got[i] == want[i] || (std::isnan(got[i]) && std::isnan(want[i]))) continue;  // infinities, NaN too
-      ASSERT_NEAR(got[i], want[i], 1e-5f * std::max(1.f, std::abs(want[i]))) << "value " << i;
-    }
-  } else {
-    const size_t size = DTypeSize(cpu.dtype());
-    for (size_t i = 0; i < back.size(); i += size) {
-      ASSERT_EQ(std::memcmp(back.data() + i, cpu.raw_data() + i, size), 0) << "value " << i / size;
-    }
-  }
+  ASSERT_OK_AND_ASSIGN(Batch cpu, FirstBatch(PipelineBuilder(source).Batch(rows).Map({op}).Build()));
+  ASSERT_OK_AND_ASSIGN(Batch gpu, FirstBatch(PipelineBuilder(source).Batch(rows).Map({op}, 0, "cuda").Build()));
+  ExpectSameValues(cpu.columns[0].values, gpu.columns[0].values, 0);
 }
 
 TEST(CudaNormalizeKernels, AreRegistered) {

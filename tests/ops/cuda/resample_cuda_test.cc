@@ -2,7 +2,6 @@
 // "cuda" outputs what the cpu kernel does (within a level), the random
 // windows included. Built only with SLUICE_WITH_CUDA; the tests that need a
 // GPU skip, saying why, where there is none.
-#include <cuda_runtime_api.h>
 
 #include <cstdlib>
 
@@ -10,10 +9,15 @@
 #include "gtest/gtest.h"
 #include "sluice/exec/pipeline.h"
 #include "sluice/pipeline_builder.h"
+#include "cuda_test_util.h"
 #include "status_matchers.h"
 
 namespace sluice::ops {
 namespace {
+
+using cuda_testing::ExpectSameValues;
+using cuda_testing::FirstBatch;
+using cuda_testing::GpuAvailable;
 
 // `rows` uint8 images of `shape` ([H,W] or [H,W,C]) in one batch, of
 // varied, non-constant levels.
@@ -31,36 +35,13 @@ PipelineBuilder Images(const std::vector<int64_t>& shape, int rows) {
       .Batch(rows);
 }
 
-// The one batch of `def`.
-absl::StatusOr<Batch> OneBatch(const PipelineDef& def) {
-  absl::StatusOr<std::unique_ptr<exec::Pipeline>> pipeline = exec::Pipeline::Create(def);
-  if (!pipeline.ok()) return pipeline.status();
-  std::unique_ptr<exec::PipelineIterator> it = (*pipeline)->Iterate();
-  Batch b;
-  bool end = false;
-  if (absl::Status s = it->Next(&b, &end); !s.ok()) return s;
-  return b;
-}
-
-absl::Status GpuAvailable() { return OpRegistry::Global().runtime(Backend::kCuda)->CheckAvailable(); }
-
 // Runs `op` on `rows` images of `shape` on both backends and expects the
 // same shape and levels within 1.
 void ExpectBackendsAgree(const std::vector<int64_t>& shape, int rows, const OpSpec& op) {
   SCOPED_TRACE(::testing::Message() << op.op << " on " << rows << " images of " << ::testing::PrintToString(shape));
-  ASSERT_OK_AND_ASSIGN(Batch cpu, OneBatch(Images(shape, rows).Map({op}).Build()));
-  ASSERT_OK_AND_ASSIGN(Batch gpu, OneBatch(Images(shape, rows).Map({op}, 0, "cuda").Build()));
-  const Tensor& want = cpu.columns[0].values;
-  const Tensor& got = gpu.columns[0].values;
-  ASSERT_EQ(got.memory_kind(), MemoryKind::kDevice);
-  ASSERT_EQ(got.shape(), want.shape());
-  std::vector<uint8_t> back(got.byte_size());
-  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  ASSERT_EQ(cudaMemcpy(back.data(), got.raw_data(), got.byte_size(), cudaMemcpyDeviceToHost), cudaSuccess);
-  const uint8_t* expected = want.data<uint8_t>();
-  for (size_t i = 0; i < back.size(); ++i) {
-    ASSERT_LE(std::abs(back[i] - expected[i]), 1) << "byte " << i;
-  }
+  ASSERT_OK_AND_ASSIGN(Batch cpu, FirstBatch(Images(shape, rows).Map({op}).Build()));
+  ASSERT_OK_AND_ASSIGN(Batch gpu, FirstBatch(Images(shape, rows).Map({op}, 0, "cuda").Build()));
+  ExpectSameValues(cpu.columns[0].values, gpu.columns[0].values, 1);
 }
 
 TEST(ResampleCuda, RegistersItsKernels) {
