@@ -272,9 +272,10 @@ class CudaRuntime : public DeviceRuntime {
  private:
   static BufferPool::Options StagingOptions() {
     BufferPool::Options options;
-    // Enough for a few batches in flight per runner; pinned memory is
-    // scarcer than pageable.
-    options.max_cached_bytes = size_t{256} << 20;
+    // The batches in flight between the nodes feeding device maps and the
+    // maps' copies (a W3 batch is 38.5 MB): past this, blocks go back to
+    // the driver and come again at cudaHostAlloc's cost, milliseconds each.
+    options.max_cached_bytes = size_t{1} << 30;
     options.allocate = AllocatePinned;
     options.release = FreePinned;
     options.kind = MemoryKind::kPinnedHost;
