@@ -22,7 +22,7 @@ from sluice import ops
 
 
 def pipeline(files):
-    return (sluice.tfrecord(files, {"image": ("bytes", 3072), "label": "int64"})
+    return (sluice.tfrecord(files, {"image": ("bytes", 3072), "label": "int64"}, parallel_reads=8)
             .repeat()
             .map(ops.decode_raw(dtype="uint8"), ops.reshape(shape=[32, 32, 3]))
             .batch(1024, drop_remainder=True)

@@ -132,6 +132,9 @@ class PipelineBuilder {
   PipelineBuilder& ShuffleSplits();
   PipelineBuilder& SkipCorruptRecords();
   PipelineBuilder& SplitRecords(int64_t records);
+  // Reads `readers` splits at once, handing them on in order (each reader
+  // holds a whole split in memory: keep splits small with SplitRecords).
+  PipelineBuilder& ParallelReads(int readers);
 
   // The definition as JSON.
   std::string ToJson() const;

@@ -35,7 +35,8 @@ def _feature(name, spec):
     return out
 
 
-def tfrecord(files, features=None, *, on_corrupt="error", shuffle_splits=False, split_records=0):
+def tfrecord(files, features=None, *, on_corrupt="error", shuffle_splits=False, split_records=0,
+             parallel_reads=0):
     """A pipeline reading TFRecord files (paths or glob patterns).
 
     `features` declares the tf.train.Example features to parse, e.g.
@@ -45,12 +46,14 @@ def tfrecord(files, features=None, *, on_corrupt="error", shuffle_splits=False, 
     without it each sample is the raw "record" bytes. `on_corrupt="skip"`
     skips records whose CRC fails (they are counted and reported);
     `split_records` splits indexed files (``sluice index``) into ranges.
+    `parallel_reads` reads that many splits at once, handed on in order (the
+    same rows as one reader; each reader holds a whole split in memory).
     """
     files = [files] if isinstance(files, str) else list(files)
     source = {"tfrecord": {"files": files,
                            "features": [_feature(n, s) for n, s in (features or {}).items()]},
               "on_corrupt": on_corrupt, "shuffle_splits": shuffle_splits,
-              "split_records": split_records}
+              "split_records": split_records, "parallel_reads": parallel_reads}
     return Pipeline({"nodes": [{"source": source}]})
 
 

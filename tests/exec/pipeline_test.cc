@@ -6,6 +6,7 @@
 #include <iterator>
 #include <map>
 #include <cstring>
+#include <filesystem>
 #include <set>
 #include <thread>
 
@@ -166,6 +167,52 @@ TEST_F(PipelineTest, ABatchLevelOpSeesEachWholeBatchWhateverTheThreads) {
     for (int64_t r = 0; r < b.rows; ++r) ASSERT_EQ(sum[r], expected) << "batch " << batches << " row " << r;
   }
   EXPECT_EQ(batches, 2);  // 100 records: 64 + 36
+}
+
+TEST_F(PipelineTest, ParallelReadsGiveTheSameBatchesAsOneReader) {
+  ASSERT_OK_AND_ASSIGN(Output one, RunEpoch(W2Like(2).Build()));
+  for (int readers : {2, 3, 8}) {
+    ASSERT_OK_AND_ASSIGN(Output parallel, RunEpoch(W2Like(2).ParallelReads(readers).Build()));
+    EXPECT_EQ(parallel.rows, one.rows) << readers << " readers";
+    EXPECT_TRUE(parallel.bytes == one.bytes) << readers << " readers";
+  }
+  // Splits shuffled per epoch: the same order as one reader's too.
+  ASSERT_OK_AND_ASSIGN(Output shuffled, RunEpoch(W2Like(2).ShuffleSplits().Build(), 3));
+  ASSERT_OK_AND_ASSIGN(Output shuffled_parallel, RunEpoch(W2Like(2).ShuffleSplits().ParallelReads(3).Build(), 3));
+  EXPECT_EQ(shuffled_parallel.labels, shuffled.labels);
+}
+
+TEST_F(PipelineTest, AParallelReadersErrorComesAtItsSplitsTurn) {
+  // The second of three files is cut inside its last record.
+  std::sort(files_.begin(), files_.end());
+  std::filesystem::resize_file(files_[1], std::filesystem::file_size(files_[1]) - 10);
+  const PipelineDef def = PipelineBuilder::TfRecord({dir_.Join("*.tfrecord")}, {Int64Feature("label")})
+                              .ParallelReads(3)
+                              .Build();
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Pipeline> pipeline, Pipeline::Create(def));
+  std::unique_ptr<PipelineIterator> it = pipeline->Iterate();
+  int64_t rows = 0;
+  absl::Status status;
+  while (status.ok()) {
+    Batch b;
+    bool end = false;
+    status = it->Next(&b, &end);
+    if (end) break;
+    rows += b.rows;
+  }
+  EXPECT_THAT(status, StatusIs(absl::StatusCode::kDataLoss, HasSubstr(files_[1])));
+  EXPECT_EQ(rows, 34) << "the first file's rows came first, none of the third's";
+}
+
+TEST_F(PipelineTest, AParallelReadersPipelineStopsMidEpoch) {
+  const PipelineDef def = W2Like(2).ParallelReads(3).Build();
+  for (int round = 0; round < 20; ++round) {
+    ASSERT_OK_AND_ASSIGN(std::unique_ptr<Pipeline> pipeline, Pipeline::Create(def));
+    std::unique_ptr<PipelineIterator> it = pipeline->Iterate();
+    Batch b;
+    bool end = false;
+    SLUICE_ASSERT_OK(it->Next(&b, &end));
+  }  // destroyed with readers still reading: no hang, no crash
 }
 
 TEST_F(PipelineTest, OrderedByDefaultAndUnorderedOnRequest) {

@@ -200,10 +200,11 @@ std::vector<BufferPool*> Pipeline::OutputPools() const {
       if (n.kind == graph::NodeKind::kMap && n.backend != ops::Backend::kCpu) break;
       if (n.kind == graph::NodeKind::kRemote) break;  // the client's receive buffers
       pools[j] = runtime->StagingPool();
+      const bool views_only =
+          std::all_of(n.ops.begin(), n.ops.end(), [](const graph::BoundOp& op) { return op.view; });
       const bool passes_on = n.kind == graph::NodeKind::kBatch || n.kind == graph::NodeKind::kPrefetch ||
                              n.kind == graph::NodeKind::kTake || n.kind == graph::NodeKind::kRepeat ||
-                             (n.kind == graph::NodeKind::kMap &&
-                              std::all_of(n.ops.begin(), n.ops.end(), [](const graph::BoundOp& op) { return op.view; }));
+                             (n.kind == graph::NodeKind::kMap && views_only);
       if (!passes_on) break;
     }
   }

@@ -1,5 +1,7 @@
 // Source node: reads the splits of the epoch in order (reshuffled per epoch
-// on request) and yields chunks of chunk_rows records.
+// on request) and yields chunks of chunk_rows records; with parallel_reads,
+// several splits are read ahead at once (a chunk then never spans two).
+#include <deque>
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
@@ -8,6 +10,7 @@
 #include "sluice/core/rng.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/exec/iterator.h"
+#include "sluice/exec/split_read_ahead.h"
 
 namespace sluice::exec {
 namespace {
@@ -38,6 +41,7 @@ class SourceIterator : public Iterator {
 
  private:
   absl::Status Read(Batch* out, bool* end) {
+    if (node_.parallel_reads > 1 && splits_.size() > 1) return ReadAhead(out, end);
     CpuToken token(&ctx_->cpu);
     if (!token.held()) return absl::CancelledError("pipeline cancelled");
     // Readers of in-memory records hand out views: a chunk per call, which
@@ -84,6 +88,64 @@ class SourceIterator : public Iterator {
     return absl::OkStatus();
   }
 
+  absl::Status ReadAhead(Batch* out, bool* end) {
+    if (read_ahead_ == nullptr) {
+      read_ahead_ = std::make_unique<SplitReadAhead>(
+          splits_.size(), node_.parallel_reads,
+          [this](size_t split, const std::atomic<bool>& stop, std::vector<Batch>* chunks) {
+            return ReadSplit(split, stop, chunks);
+          });
+    }
+    while (ahead_.empty()) {
+      std::vector<Batch> chunks;
+      SLUICE_ASSIGN_OR_RETURN(const bool more, read_ahead_->Next(&chunks));
+      if (!more) {
+        *out = Batch();
+        *end = true;
+        return absl::OkStatus();
+      }
+      for (Batch& c : chunks) ahead_.push_back(std::move(c));
+    }
+    *out = std::move(ahead_.front());
+    ahead_.pop_front();
+    *end = false;
+    return absl::OkStatus();
+  }
+
+  // All of split `split`, in chunks of chunk_rows_ (on a reader thread).
+  absl::Status ReadSplit(size_t split, const std::atomic<bool>& stop, std::vector<Batch>* chunks) const {
+    absl::StatusOr<std::unique_ptr<io::SplitReader>> reader =
+        node_.format->OpenSplit(splits_[split], node_.skip_corrupt ? &ctx_->skips : nullptr);
+    if (!reader.ok()) return WithContext(reader.status(), Where());
+    int64_t ragged_hint = ragged_hint_;
+    while (!stop) {
+      CpuToken token(&ctx_->cpu);
+      if (!token.held()) return absl::CancelledError("pipeline cancelled");
+      Batch chunk;
+      chunk.provenance = Provenance(node_.format->files());
+      int64_t n = 0;
+      if ((*reader)->views()) {
+        absl::StatusOr<int64_t> viewed = (*reader)->View(chunk_rows_, &chunk);
+        if (!viewed.ok()) return WithContext(viewed.status(), Where());
+        n = *viewed;
+      } else {
+        BatchBuilder builder(node_.output_schema, chunk_rows_, pool_, ragged_hint);
+        builder.provenance() = chunk.provenance;
+        while (builder.remaining() > 0) {
+          absl::StatusOr<int64_t> got = (*reader)->Read(builder.remaining(), &builder);
+          if (!got.ok()) return WithContext(got.status(), Where());
+          if (*got == 0) break;
+        }
+        n = builder.rows();
+        chunk = builder.Finish();
+        if (n > 0) ragged_hint = RaggedHint(chunk);
+      }
+      if (n == 0) return absl::OkStatus();
+      chunks->push_back(std::move(chunk));
+    }
+    return absl::CancelledError("pipeline stopped");
+  }
+
   // Opens the next split's reader unless one is open; false when the
   // epoch's splits are done.
   absl::StatusOr<bool> EnsureReader() {
@@ -99,13 +161,15 @@ class SourceIterator : public Iterator {
   std::string Where() const { return absl::StrCat("node '", node_.name, "'"); }
 
   // Sizes the next chunk's byte buffer from this one, so it rarely grows.
-  void UpdateRaggedHint(const Batch& chunk) {
+  void UpdateRaggedHint(const Batch& chunk) { ragged_hint_ = RaggedHint(chunk, ragged_hint_); }
+  int64_t RaggedHint(const Batch& chunk, int64_t hint = 0) const {
     for (const Column& c : chunk.columns) {
       if (c.ragged() && chunk.rows > 0) {
         const int64_t bytes = c.values.num_elements();
-        ragged_hint_ = bytes / chunk.rows * chunk_rows_ * 9 / 8 + 64;
+        hint = bytes / chunk.rows * chunk_rows_ * 9 / 8 + 64;
       }
     }
+    return hint;
   }
 
   ExecContext* ctx_;
@@ -117,6 +181,8 @@ class SourceIterator : public Iterator {
   size_t next_split_ = 0;
   std::unique_ptr<io::SplitReader> reader_;
   int64_t ragged_hint_ = 0;
+  std::unique_ptr<SplitReadAhead> read_ahead_;  // parallel_reads > 1
+  std::deque<Batch> ahead_;                     // the chunks of the split being handed on
   int64_t bytes_ = 0;     // delivered, for the throttle
   int64_t start_ns_ = 0;  // first GetNext, for the throttle
 };

@@ -21,6 +21,8 @@ namespace sluice::graph {
 namespace {
 
 constexpr int64_t kDefaultMemoryBudget = int64_t{1} << 30;
+// Reader threads a source may have: each holds a split in memory.
+constexpr int kMaxParallelReads = 64;
 
 absl::string_view KindOf(const NodeDef& node) {
   switch (node.kind_case()) {
@@ -158,6 +160,11 @@ absl::Status CompileSource(const SourceDef& def, CompiledNode* node,
                                                    def.throttle_bytes_per_s()));
   }
   node->throttle_bytes_per_s = def.throttle_bytes_per_s();
+  if (def.parallel_reads() < 0 || def.parallel_reads() > kMaxParallelReads) {
+    return absl::InvalidArgumentError(absl::StrCat("node '", node->name, "': parallel_reads must be in [0, ",
+                                                   kMaxParallelReads, "], got ", def.parallel_reads()));
+  }
+  node->parallel_reads = std::max(1, def.parallel_reads());
   return absl::OkStatus();
 }
 

@@ -47,6 +47,7 @@ struct CompiledNode {
   bool shuffle_splits = false;
   bool skip_corrupt = false;
   double throttle_bytes_per_s = 0;  // 0: unthrottled
+  int parallel_reads = 1;  // kSource: splits read at once (SourceDef.parallel_reads)
   // kMap (the chain), kFilter (one predicate)
   std::vector<BoundOp> ops;
   int parallelism = 0;

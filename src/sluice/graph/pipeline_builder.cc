@@ -208,6 +208,11 @@ PipelineBuilder& PipelineBuilder::SplitRecords(int64_t records) {
   return *this;
 }
 
+PipelineBuilder& PipelineBuilder::ParallelReads(int readers) {
+  def_->mutable_nodes(0)->mutable_source()->set_parallel_reads(readers);
+  return *this;
+}
+
 std::string PipelineBuilder::ToJson() const { return graph::PipelineToJson(*def_); }
 
 PipelineDef PipelineBuilder::Build() const { return *def_; }

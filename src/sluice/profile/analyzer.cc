@@ -141,8 +141,9 @@ Verdict Analyze(const Findings& f) {
     v.bottleneck = "reading";
     v.summary = absl::StrCat(head, "; bound by reading: the source alone (reading and parsing) delivers ",
                              ShortRate(f.input_only_samples_per_s), " samples/s", cost_note);
-    v.levers.push_back(Lever{"read faster: faster storage, more files read at once, or a local copy",
-                             0, "the ops are not what limits the rate"});
+    v.levers.push_back(Lever{
+        "read faster: more splits read at once (the source's parallel_reads), faster storage, or a local copy", 0,
+        "the ops are not what limits the rate"});
     return v;
   }
   v.bound = Verdict::Bound::kCompute;
