@@ -71,6 +71,21 @@ def test_one_seed_gives_identical_batches_whatever_the_thread_count(cifar_dir):
         np.testing.assert_array_equal(a, b)
 
 
+def test_parallel_reads_give_the_rows_of_one_reader_in_its_order(cifar_dir):
+    def run(readers):
+        pipe = (sluice.tfrecord(str(cifar_dir / "*.tfrecord"), {"image": ("bytes", 3072), "label": "int64"},
+                                parallel_reads=readers)
+                .map(ops.reshape(shape=[32, 32, 3]), ops.random_flip())
+                .batch(32))
+        return [b for b in pipe]
+    one, three = run(1), run(3)
+    assert sum(len(b["label"]) for b in one) == 300
+    np.testing.assert_array_equal(np.concatenate([b["label"] for b in one]),
+                                  np.concatenate([b["label"] for b in three]))
+    np.testing.assert_array_equal(np.concatenate([b["image"] for b in one]),
+                                  np.concatenate([b["image"] for b in three]))
+
+
 def test_each_pass_is_a_new_epoch(cifar_dir):
     pipe = cifar(cifar_dir).shuffle(300).batch(300).with_options(seed=1)
     first = next(iter(pipe))["label"].copy()
