@@ -3,6 +3,7 @@
 #include "gmock/gmock.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
+#include "sluice/ops/warp.h"
 #include "sluice/pipeline_builder.h"
 #include "sluice/graph/pipeline_json.h"
 #include "status_matchers.h"
@@ -52,6 +53,25 @@ TEST_F(CompileTest, FusesConsecutiveWarps) {
   const std::vector<BoundOp>& ops = c.nodes[1].ops;
   ASSERT_EQ(ops.size(), 3u);  // parse, reshape, fused warp
   EXPECT_EQ(ops.back().name, "fused(random_flip+random_rotation+random_zoom)");
+}
+
+TEST_F(CompileTest, FoldsALayoutChangeIntoTheWarpBeforeIt) {
+  ASSERT_OK_AND_ASSIGN(
+      CompiledPipeline c,
+      Compile(Cifar()
+                  .Map({Op("reshape", {{"shape", {32, 32, 3}}}), Op("rescale", {{"scale", 0.5}}), Op("random_flip"),
+                        Op("random_rotation", {{"degrees", 10.0}}), Op("hwc_to_chw")})
+                  .Build()));
+  const std::vector<BoundOp>& ops = c.nodes[1].ops;
+  ASSERT_EQ(ops.size(), 4u);  // parse, reshape, rescale, fused warp writing planes
+  EXPECT_EQ(ops.back().name, "fused(random_flip+random_rotation)+hwc_to_chw");
+  EXPECT_TRUE(ops.back().inferred.params<ops::FusedWarpParams>().spec.chw_out);
+  EXPECT_EQ(c.output_schema().ToString(), "{image: float32[3,32,32], label: int64[]}");
+  // A flip alone copies pixels: the layout change stays an op of its own.
+  ASSERT_OK_AND_ASSIGN(
+      CompiledPipeline flip_only,
+      Compile(Cifar().Map({Op("reshape", {{"shape", {32, 32, 3}}}), Op("random_flip"), Op("hwc_to_chw")}).Build()));
+  EXPECT_EQ(flip_only.nodes[1].ops.back().name, "hwc_to_chw");
 }
 
 TEST_F(CompileTest, ACudaMapInABuildWithoutCudaNamesTheOpAndHowToGetCuda) {

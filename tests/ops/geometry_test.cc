@@ -4,6 +4,7 @@
 // is 1.0 per value (about 30/32), mean 0.25. A half-pixel error in the
 // mapping would show as ~15.
 #include <cmath>
+#include <cstring>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -175,6 +176,45 @@ TEST(HwcToChw, Transposes) {
   const std::vector<float> out = RunOp<float, float>(
       "hwc_to_chw", "{}", ColumnSpec{"image", DType::kFloat32, Shape{1, 2, 3}}, in, 1);
   EXPECT_EQ(out, (std::vector<float>{1, 4, 2, 5, 3, 6}));
+}
+
+// A warp writing planes (a folded hwc_to_chw) gives the [H,W,C] output's
+// values, transposed, on every path: float with 1 and 3 channels (vector),
+// uint8 and other channel counts (scalar), and every border mode.
+TEST(WarpAffine, WritingPlanesEqualsTransposingTheInterleavedOutput) {
+  for (DType dtype : {DType::kFloat32, DType::kUInt8}) {
+    for (int64_t c : {1, 3, 4}) {
+      for (FillMode fill : {FillMode::kConstant, FillMode::kNearest, FillMode::kReflect}) {
+        const ImageDims dims{23, 37, c};  // widths not a multiple of the vector
+        const int64_t n = dims.h * dims.w * c;
+        const size_t size = DTypeSize(dtype);
+        std::vector<uint8_t> src(n * size);
+        for (int64_t i = 0; i < n; ++i) {
+          if (dtype == DType::kFloat32) {
+            reinterpret_cast<float*>(src.data())[i] = static_cast<float>((i * 37) % 251);
+          } else {
+            src[i] = static_cast<uint8_t>((i * 37) % 251);
+          }
+        }
+        Affine map;  // rotation by 0.3 rad about the centre, zoomed 1.1
+        const float cs = std::cos(0.3f) / 1.1f, sn = std::sin(0.3f) / 1.1f;
+        map.m[0] = cs, map.m[1] = -sn, map.m[2] = 5.f, map.m[3] = sn, map.m[4] = cs, map.m[5] = -4.f;
+        WarpSpec hwc{dtype, dims, fill, 7.f};
+        WarpSpec chw = hwc;
+        chw.chw_out = true;
+        std::vector<uint8_t> interleaved(n * size), planes(n * size);
+        WarpAffine(hwc, map, src.data(), interleaved.data());
+        WarpAffine(chw, map, src.data(), planes.data());
+        for (int64_t p = 0; p < dims.h * dims.w; ++p) {
+          for (int64_t ch = 0; ch < c; ++ch) {
+            ASSERT_EQ(std::memcmp(&planes[(ch * dims.h * dims.w + p) * size], &interleaved[(p * c + ch) * size], size),
+                      0)
+                << DTypeName(dtype) << " c=" << c << " pixel " << p << " channel " << ch;
+          }
+        }
+      }
+    }
+  }
 }
 
 TEST(RandomRotation, BadFillModeNamesTheAttr) {

@@ -292,7 +292,10 @@ class Compiler {
       node->ops.push_back(*std::move(op));
     }
     const FusionOptions fusion{registry_, node->backend};
-    if (!def_.options().no_fuse_warps()) FuseWarps(fusion, &node->ops);
+    if (!def_.options().no_fuse_warps()) {
+      FuseWarps(fusion, &node->ops);
+      FuseLayout(fusion, &node->ops);
+    }
     if (!def_.options().no_fuse_decode()) FuseDecodeNormalize(fusion, &node->ops);
     SLUICE_RETURN_IF_ERROR(CheckBackend(*node, where));
     node->output_schema = schema_;

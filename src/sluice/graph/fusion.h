@@ -23,6 +23,12 @@ struct FusionOptions {
 // which is both cheaper and sharper.
 void FuseWarps(const FusionOptions& options, std::vector<BoundOp>* ops);
 
+// hwc_to_chw right after a warp (fused, or a rotation or zoom alone) on the
+// same column folds into it: the warp writes planes [C,H,W] directly, so the
+// layout PyTorch models take costs no pass of its own. Outputs are
+// identical. On the cpu backend.
+void FuseLayout(const FusionOptions& options, std::vector<BoundOp>* ops);
+
 // A decode op (decode_image, decode_random_resized_crop,
 // decode_resize_center_crop) followed by crop_mirror_normalize without a
 // crop on the same column becomes ops::kFusedDecodeNormalizeOp, which

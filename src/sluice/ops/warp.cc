@@ -43,11 +43,14 @@ void Warp(const WarpSpec& spec, const Affine& a, const T* src, T* dst) {
   const int64_t w = spec.dims.w, h = spec.dims.h;
   const int64_t c = kC > 0 ? kC : spec.dims.c;
   const int64_t stride = w * c;
+  // Where output channel ch of a pixel goes: out[ch * channel_step].
+  const int64_t channel_step = spec.chw_out ? w * h : 1;
+  const int64_t pixel_step = spec.chw_out ? 1 : c;
   const float* m = a.m;
   for (int64_t y = 0; y < h; ++y) {
     const float bx = m[1] * y + m[2], by = m[4] * y + m[5];
-    T* out = dst + y * stride;
-    for (int64_t x = 0; x < w; ++x, out += c) {
+    T* out = dst + y * w * pixel_step;
+    for (int64_t x = 0; x < w; ++x, out += pixel_step) {
       const float fx = m[0] * x + bx, fy = m[3] * x + by;
       const float flx = std::floor(fx), fly = std::floor(fy);
       const float ax = fx - flx, ay = fy - fly;
@@ -58,7 +61,7 @@ void Warp(const WarpSpec& spec, const Affine& a, const T* src, T* dst) {
           const float top = p[ch] + ax * (static_cast<float>(p[ch + c]) - p[ch]);
           const float bottom =
               p[ch + stride] + ax * (static_cast<float>(p[ch + stride + c]) - p[ch + stride]);
-          out[ch] = StoreAs<T>(top + ay * (bottom - top));
+          out[ch * channel_step] = StoreAs<T>(top + ay * (bottom - top));
         }
         continue;
       }
@@ -73,7 +76,7 @@ void Warp(const WarpSpec& spec, const Affine& a, const T* src, T* dst) {
         };
         const float top = at(0, 0) + ax * (at(0, 1) - at(0, 0));
         const float bottom = at(1, 0) + ax * (at(1, 1) - at(1, 0));
-        out[ch] = StoreAs<T>(top + ay * (bottom - top));
+        out[ch * channel_step] = StoreAs<T>(top + ay * (bottom - top));
       }
     }
   }
@@ -150,7 +153,21 @@ void WarpFloatSimd(const WarpSpec& spec, const Affine& a, const float* src, floa
         out[ch] = hn::MulAdd(ay, hn::Sub(bottom, top), top);
       }
       const int64_t count = std::min<int64_t>(lanes, w - x0);
-      float* o = dst + (static_cast<int64_t>(y) * w + x0) * kC;
+      const int64_t pixel = static_cast<int64_t>(y) * w + x0;
+      if (spec.chw_out && kC > 1) {  // one store per plane
+        const int64_t plane = static_cast<int64_t>(w) * h;
+        for (int ch = 0; ch < kC; ++ch) {
+          float* o = dst + ch * plane + pixel;
+          if (count == lanes) {
+            hn::StoreU(out[ch], d, o);
+          } else {
+            hn::StoreU(out[ch], d, tail);
+            std::memcpy(o, tail, count * sizeof(float));
+          }
+        }
+        continue;
+      }
+      float* o = dst + pixel * kC;
       float* target = count == lanes ? o : tail;
       if constexpr (kC == 1) {
         hn::StoreU(out[0], d, target);
@@ -253,7 +270,8 @@ Affine SampleMap(const WarpPart& part, const ImageDims& dims, SampleRng& rng) {
 
 bool CanFuse(const WarpSpec& a, const WarpSpec& b) {
   return a.dtype == b.dtype && a.dims.h == b.dims.h && a.dims.w == b.dims.w &&
-         a.dims.c == b.dims.c && a.fill_mode == b.fill_mode && a.fill_value == b.fill_value;
+         a.dims.c == b.dims.c && a.fill_mode == b.fill_mode && a.fill_value == b.fill_value &&
+         a.chw_out == b.chw_out;
 }
 
 }  // namespace sluice::ops

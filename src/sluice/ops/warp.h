@@ -33,11 +33,15 @@ struct WarpSpec {
   ImageDims dims;
   FillMode fill_mode;
   float fill_value;
+  // Writes the output as planes [C,H,W] rather than [H,W,C]: a following
+  // hwc_to_chw folded into the warp (graph/fusion.h), which saves its pass.
+  bool chw_out = false;
 };
 
-// Bilinear resampling of one image. Each of the four neighbours outside the
-// image is mapped by `fill_mode` (constant: fill_value; nearest: clamped;
-// reflect: fedcba|abcdef|fedcba), as OpenCV's remap borders do.
+// Bilinear resampling of one image [H,W,C] into `dst` ([H,W,C], or [C,H,W]
+// with spec.chw_out). Each of the four neighbours outside the image is
+// mapped by `fill_mode` (constant: fill_value; nearest: clamped; reflect:
+// fedcba|abcdef|fedcba), as OpenCV's remap borders do.
 void WarpAffine(const WarpSpec& spec, const Affine& map, const uint8_t* src, uint8_t* dst);
 
 // What one geometric op draws per sample.
