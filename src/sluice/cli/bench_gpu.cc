@@ -199,6 +199,8 @@ absl::Status BenchGpu(const BenchArgs& args) {
   nlohmann::json j;
   j["bench"] = "gpu";
   j["machine"] = MachineDescription();
+  j["device"] = runtime->Describe(device);
+  std::printf("device: %s; host: %s\n\n", j["device"].get<std::string>().c_str(), MachineDescription().c_str());
 
   SLUICE_ASSIGN_OR_RETURN(const Ceilings ceil, MeasureCeilings(runtime, device, runs));
   j["d2d_copy_gb_s"] = ceil.d2d_gb_s;

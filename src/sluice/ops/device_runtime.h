@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -34,6 +35,9 @@ class DeviceRuntime {
   virtual absl::Status CheckAvailable() const = 0;
   // The device new work goes to.
   virtual int CurrentDevice() const = 0;
+  // "NVIDIA H100 80GB HBM3 (sm_90, 79.2 GiB)": what a benchmark's figures
+  // were measured on.
+  virtual std::string Describe(int device) const = 0;
   // The calling thread's stream on `device`, created on first use and kept
   // for the thread's life (an opaque cudaStream_t for cuda).
   virtual absl::StatusOr<void*> ThreadStream(int device) = 0;

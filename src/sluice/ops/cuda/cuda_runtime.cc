@@ -8,6 +8,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
 
 namespace sluice::ops::cuda {
@@ -162,6 +163,13 @@ class CudaRuntime : public DeviceRuntime {
   int CurrentDevice() const override {
     int device = 0;
     return cudaGetDevice(&device) == cudaSuccess ? device : 0;
+  }
+
+  std::string Describe(int device) const override {
+    cudaDeviceProp prop;
+    if (cudaGetDeviceProperties(&prop, device) != cudaSuccess) return absl::StrCat("CUDA device ", device);
+    return absl::StrFormat("%s (sm_%d%d, %.1f GiB)", prop.name, prop.major, prop.minor,
+                           static_cast<double>(prop.totalGlobalMem) / (1 << 30));
   }
 
   absl::StatusOr<void*> ThreadStream(int device) override { return tls_streams.Get(device); }
