@@ -68,7 +68,15 @@ def time_batches(it, warmup, batches, peer, workload, log, describe=None):
 
     return {"peer": peer, "workload": workload, "samples": samples,
             "seconds": round(seconds, 6),
-            "samples_per_s": round(samples / seconds, 3)}
+            "samples_per_s": round(samples / seconds, 3),
+            "output": describe_output(x)}
+
+
+def describe_output(x):
+    """One sample of batch `x` as "dtype[shape]" (e.g. "float32[3,32,32]"),
+    whatever the framework: what the bench compares with sluice's output."""
+    dtype = getattr(x.dtype, "name", None) or str(x.dtype).replace("torch.", "")
+    return f"{dtype}[{','.join(str(int(d)) for d in tuple(x.shape)[1:])}]"
 
 
 def print_result(result):

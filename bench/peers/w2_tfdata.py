@@ -128,6 +128,10 @@ def build_pipeline(tf, keras, data_dir, batch_size, service=None):
     def rescale(images, labels):
         return rescaling(images), labels
 
+    def to_nchw(images, labels):
+        # What a PyTorch model takes, as sluice and the torch peer hand it.
+        return tf.transpose(images, [0, 3, 1, 2]), labels
+
     def augment(images, labels):
         # Keras 3's random preprocessing layers default to training=True
         # when called directly; passed explicitly so augmentation is on.
@@ -148,6 +152,7 @@ def build_pipeline(tf, keras, data_dir, batch_size, service=None):
     ds = ds.batch(batch_size)
     ds = ds.map(rescale, num_parallel_calls=AUTOTUNE)
     ds = ds.map(augment, num_parallel_calls=AUTOTUNE)
+    ds = ds.map(to_nchw, num_parallel_calls=AUTOTUNE)
     ds = ds.prefetch(AUTOTUNE)
     options = tf.data.Options()
     options.deterministic = False

@@ -20,6 +20,8 @@ namespace {
 
 struct Measure {
   std::vector<double> sluice, sluice_1thread, first_batch_ms, torch, tfdata;
+  // What each contender hands on per sample ("float32[3,32,32]").
+  std::string sluice_output, torch_output, tfdata_output;
 };
 
 absl::StatusOr<RunReport> RunSluice(const PipelineDef& base, int threads, double seconds) {
@@ -59,6 +61,7 @@ absl::Status Bench(const BenchArgs& args) {
   }
 
   Measure m;
+  SLUICE_ASSIGN_OR_RETURN(m.sluice_output, OutputOf(def, "image"));
   for (int run = 1; run <= args.runs; ++run) {
     SLUICE_ASSIGN_OR_RETURN(RunReport two, RunSluice(def, 0, args.seconds));
     SLUICE_ASSIGN_OR_RETURN(RunReport one, RunSluice(def, 1, args.seconds));
@@ -70,20 +73,21 @@ absl::Status Bench(const BenchArgs& args) {
                                        WithCommas(one.samples_per_s));
     // A peer that fails is reported and left out; sluice's figures stand.
     auto run_peer = [&](std::optional<std::string>& cmd, std::string& note, const char* name,
-                        std::vector<double>& into) {
+                        std::vector<double>& into, std::string& output) {
       if (!cmd) return;
-      absl::StatusOr<double> rate = RunPeer(*cmd);
-      if (!rate.ok()) {
-        note = std::string(rate.status().message());
+      absl::StatusOr<PeerResult> result = RunPeerResult(*cmd);
+      if (!result.ok()) {
+        note = std::string(result.status().message());
         std::fprintf(stderr, "warning: %s peer failed, left out: %s\n", name, note.c_str());
         cmd.reset();
         return;
       }
-      into.push_back(*rate);
-      absl::StrAppend(&line, ", ", name, " ", WithCommas(*rate));
+      into.push_back(result->samples_per_s);
+      output = result->output;
+      absl::StrAppend(&line, ", ", name, " ", WithCommas(result->samples_per_s));
     };
-    run_peer(torch_cmd, torch_note, "torch DataLoader", m.torch);
-    run_peer(tfdata_cmd, tfdata_note, "tf.data", m.tfdata);
+    run_peer(torch_cmd, torch_note, "torch DataLoader", m.torch, m.torch_output);
+    run_peer(tfdata_cmd, tfdata_note, "tf.data", m.tfdata, m.tfdata_output);
     std::fprintf(stderr, "%s\n", line.c_str());
   }
 
@@ -103,6 +107,16 @@ absl::Status Bench(const BenchArgs& args) {
                 WithCommas(tfdata).c_str(), sluice / tfdata);
   }
   std::printf("  first batch after %.1f ms (median)\n", Median(m.first_batch_ms));
+  // Ratios mean something only between equal outputs: say what each hands on.
+  bool equal = true;
+  std::string outputs = absl::StrCat("  outputs per sample: sluice ", m.sluice_output);
+  for (const auto& [name, output] : {std::pair<const char*, const std::string&>{"torch DataLoader", m.torch_output},
+                                     {"tf.data", m.tfdata_output}}) {
+    if (output.empty()) continue;
+    equal = equal && output == m.sluice_output;
+    absl::StrAppend(&outputs, "; ", name, " ", output, output == m.sluice_output ? "" : " (DIFFERENT)");
+  }
+  std::printf("%s\n", outputs.c_str());
 
   if (args.json) {
     nlohmann::json j;
@@ -113,11 +127,15 @@ absl::Status Bench(const BenchArgs& args) {
     j["sluice_1thread_samples_per_s"] = one;
     j["scaling_2v1"] = one > 0 ? sluice / one : 0;
     j["first_batch_ms"] = Median(m.first_batch_ms);
+    j["sluice_output"] = m.sluice_output;
+    j["peer_output"] = m.torch_output.empty() ? nlohmann::json(nullptr) : nlohmann::json(m.torch_output);
+    j["equal_outputs"] = equal;
     j["peer_samples_per_s"] = torch > 0 ? nlohmann::json(torch) : nlohmann::json(nullptr);
     j["ratio"] = torch > 0 ? nlohmann::json(sluice / torch) : nlohmann::json(nullptr);
     if (!torch_note.empty()) j["peer_note"] = torch_note;
     if (!w1) {
       j["tfdata_samples_per_s"] = tfdata > 0 ? nlohmann::json(tfdata) : nlohmann::json(nullptr);
+      j["tfdata_output"] = m.tfdata_output.empty() ? nlohmann::json(nullptr) : nlohmann::json(m.tfdata_output);
       j["ratio_tfdata"] = tfdata > 0 ? nlohmann::json(sluice / tfdata) : nlohmann::json(nullptr);
       if (!tfdata_note.empty()) j["tfdata_note"] = tfdata_note;
     }

@@ -16,6 +16,7 @@
 #include "sluice/cli/progress.h"
 #include "sluice/datagen/synthetic_data.h"
 #include "sluice/core/status_macros.h"
+#include "sluice/graph/compiled_pipeline.h"
 
 #ifndef SLUICE_SOURCE_DIR
 #define SLUICE_SOURCE_DIR "."
@@ -55,13 +56,30 @@ absl::StatusOr<std::string> LastLineOf(const std::string& command) {
   return last;
 }
 
-absl::StatusOr<double> RunPeer(const std::string& command) {
+absl::StatusOr<PeerResult> RunPeerResult(const std::string& command) {
   SLUICE_ASSIGN_OR_RETURN(std::string last, LastLineOf(command + " 2>/dev/null"));
   nlohmann::json j = nlohmann::json::parse(last, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.contains("samples_per_s")) {
     return absl::InternalError(absl::StrCat("peer printed no result: ", command));
   }
-  return j["samples_per_s"].get<double>();
+  PeerResult r;
+  r.samples_per_s = j["samples_per_s"].get<double>();
+  if (j.contains("output") && j["output"].is_string()) r.output = j["output"].get<std::string>();
+  return r;
+}
+
+absl::StatusOr<double> RunPeer(const std::string& command) {
+  SLUICE_ASSIGN_OR_RETURN(PeerResult r, RunPeerResult(command));
+  return r.samples_per_s;
+}
+
+absl::StatusOr<std::string> OutputOf(const PipelineDef& def, const std::string& column) {
+  SLUICE_ASSIGN_OR_RETURN(const graph::CompiledPipeline compiled, graph::Compile(def));
+  const Schema schema = compiled.output_schema();
+  const std::optional<int> i = schema.Find(column);
+  if (!i) return absl::NotFoundError(absl::StrCat("the pipeline outputs no column '", column, "'"));
+  const ColumnSpec& spec = schema.column(*i);
+  return absl::StrCat(DTypeName(spec.dtype), spec.shape.ToString());
 }
 
 double Median(std::vector<double> v) {

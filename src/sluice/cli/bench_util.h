@@ -30,6 +30,15 @@ std::string PeersDir();
 absl::StatusOr<std::string> LastLineOf(const std::string& command);
 // A peer's "samples_per_s" (the JSON object on its last stdout line).
 absl::StatusOr<double> RunPeer(const std::string& command);
+// The same, with what the peer hands on per sample ("output":
+// "float32[3,32,32]"; empty when it does not say).
+struct PeerResult {
+  double samples_per_s = 0;
+  std::string output;
+};
+absl::StatusOr<PeerResult> RunPeerResult(const std::string& command);
+// What `def` hands on per sample in `column`, in the peers' notation.
+absl::StatusOr<std::string> OutputOf(const PipelineDef& def, const std::string& column);
 double Median(std::vector<double> v);
 std::string MachineDescription();
 // Writes the W1 (MNIST) and W2 (CIFAR-10 TFRecords) data under `data` if missing.

@@ -11,7 +11,8 @@ PipelineDef W1Pipeline(const std::string& mnist_dir) {
   PipelineDef def =
       PipelineBuilder::Mnist(paths.train_images, paths.train_labels)
           .Map({Op("normalize", {{"mean", 0.1307}, {"std", 0.3081}, {"scale", 1 / 255.0}}),
-                Op("gaussian_blur", {{"ksize", 11}, {"sigma", {0.1, 2.0}}})})
+                Op("gaussian_blur", {{"ksize", 11}, {"sigma", {0.1, 2.0}}}),
+                Op("reshape", {{"shape", {1, 28, 28}}})})  // NCHW, as torch models take it (a view)
           .Batch(8192, /*drop_remainder=*/true)
           .Prefetch()
           .Build();
@@ -34,10 +35,12 @@ PipelineBuilder W2Front(const std::string& cifar_dir) {
   return b;
 }
 
+// Ends in NCHW, as torch models take it: folded into the fused warp, the
+// layout change costs no pass.
 std::vector<OpSpec> W2Augmentation() {
   return {Op("random_flip", {{"mode", "horizontal"}}),
           Op("random_rotation", {{"degrees", 36.0}, {"fill_mode", "reflect"}}),
-          Op("random_zoom", {{"scale", {0.9, 1.1}}, {"fill_mode", "reflect"}})};
+          Op("random_zoom", {{"scale", {0.9, 1.1}}, {"fill_mode", "reflect"}}), Op("hwc_to_chw")};
 }
 
 OpSpec W2Rescale() { return Op("rescale", {{"scale", 1 / 255.0}}); }
