@@ -72,11 +72,26 @@ def time_batches(it, warmup, batches, peer, workload, log, describe=None):
             "output": describe_output(x)}
 
 
+# DALI's type names, as the others name them.
+_DALI_TYPES = {"FLOAT": "float32", "FLOAT16": "float16", "UINT8": "uint8", "INT32": "int32", "INT64": "int64"}
+
+
 def describe_output(x):
     """One sample of batch `x` as "dtype[shape]" (e.g. "float32[3,32,32]"),
-    whatever the framework: what the bench compares with sluice's output."""
-    dtype = getattr(x.dtype, "name", None) or str(x.dtype).replace("torch.", "")
-    return f"{dtype}[{','.join(str(int(d)) for d in tuple(x.shape)[1:])}]"
+    whatever the framework (torch, numpy, tf, a DALI TensorList): what the
+    bench compares with sluice's output. None for a batch it cannot read."""
+    try:
+        shape = x.shape() if callable(x.shape) else x.shape
+        dtype = x.dtype() if callable(x.dtype) else x.dtype
+        if len(shape) and isinstance(shape[0], (list, tuple)):  # a TensorList: one shape a sample
+            sample = list(shape[0])
+        else:
+            sample = list(shape)[1:]
+        name = getattr(dtype, "name", None) or str(dtype)
+        name = _DALI_TYPES.get(name, name).replace("torch.", "")
+        return f"{name}[{','.join(str(int(d)) for d in sample)}]"
+    except Exception:  # noqa: BLE001 (a batch of a kind this does not know: say nothing)
+        return None
 
 
 def print_result(result):

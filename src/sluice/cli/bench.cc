@@ -107,16 +107,11 @@ absl::Status Bench(const BenchArgs& args) {
                 WithCommas(tfdata).c_str(), sluice / tfdata);
   }
   std::printf("  first batch after %.1f ms (median)\n", Median(m.first_batch_ms));
-  // Ratios mean something only between equal outputs: say what each hands on.
   bool equal = true;
-  std::string outputs = absl::StrCat("  outputs per sample: sluice ", m.sluice_output);
-  for (const auto& [name, output] : {std::pair<const char*, const std::string&>{"torch DataLoader", m.torch_output},
-                                     {"tf.data", m.tfdata_output}}) {
-    if (output.empty()) continue;
-    equal = equal && output == m.sluice_output;
-    absl::StrAppend(&outputs, "; ", name, " ", output, output == m.sluice_output ? "" : " (DIFFERENT)");
-  }
-  std::printf("%s\n", outputs.c_str());
+  std::printf("%s\n",
+              DescribeOutputs(m.sluice_output, {{"torch DataLoader", m.torch_output}, {"tf.data", m.tfdata_output}},
+                              &equal)
+                  .c_str());
 
   if (args.json) {
     nlohmann::json j;

@@ -68,6 +68,18 @@ absl::StatusOr<PeerResult> RunPeerResult(const std::string& command) {
   return r;
 }
 
+std::string DescribeOutputs(const std::string& sluice, const std::vector<std::pair<std::string, std::string>>& peers,
+                            bool* equal) {
+  *equal = true;
+  std::string out = absl::StrCat("  outputs per sample: sluice ", sluice);
+  for (const auto& [name, output] : peers) {
+    if (output.empty()) continue;
+    *equal = *equal && output == sluice;
+    absl::StrAppend(&out, "; ", name, " ", output, output == sluice ? "" : " (DIFFERENT)");
+  }
+  return out;
+}
+
 absl::StatusOr<double> RunPeer(const std::string& command) {
   SLUICE_ASSIGN_OR_RETURN(PeerResult r, RunPeerResult(command));
   return r.samples_per_s;

@@ -5,6 +5,7 @@
 #define SLUICE_CLI_BENCH_UTIL_H_
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -39,6 +40,11 @@ struct PeerResult {
 absl::StatusOr<PeerResult> RunPeerResult(const std::string& command);
 // What `def` hands on per sample in `column`, in the peers' notation.
 absl::StatusOr<std::string> OutputOf(const PipelineDef& def, const std::string& column);
+// "  outputs per sample: sluice float32[3,32,32]; torch float32[3,32,32]":
+// ratios mean something only between equal outputs. Peers that did not say
+// are left out; *equal tells whether every other one matched sluice's.
+std::string DescribeOutputs(const std::string& sluice, const std::vector<std::pair<std::string, std::string>>& peers,
+                            bool* equal);
 double Median(std::vector<double> v);
 std::string MachineDescription();
 // Writes the W1 (MNIST) and W2 (CIFAR-10 TFRecords) data under `data` if missing.

@@ -98,6 +98,9 @@ absl::Status BenchW3(const BenchArgs& args) {
     }
   }
   std::vector<double> sluice, eval, limit, torch, torch_eval, dali, vs_torch, vs_limit, vs_dali, vs_torch_eval;
+  // What each contender hands on per sample ("float32[3,224,224]").
+  SLUICE_ASSIGN_OR_RETURN(const std::string sluice_output, OutputOf(W3(root, false), "image"));
+  std::string torch_output, dali_output;
   for (int run = 1; run <= args.runs; ++run) {
     SLUICE_ASSIGN_OR_RETURN(RunReport train, RunForSeconds(W3(root, false), args.seconds, /*endless=*/true));
     SLUICE_ASSIGN_OR_RETURN(RunReport ev, RunForSeconds(W3(root, true), args.seconds, /*endless=*/true));
@@ -110,24 +113,26 @@ absl::Status BenchW3(const BenchArgs& args) {
                                        args.runs, WithCommas(train.samples_per_s), WithCommas(ev.samples_per_s),
                                        threads, WithCommas(decode));
     if (!args.no_peers) {
-      absl::StatusOr<double> t = RunPeer(torch_cmd);
+      absl::StatusOr<PeerResult> t = RunPeerResult(torch_cmd);
       absl::StatusOr<double> te = RunPeer(torch_cmd + " --mode eval");
       if (t.ok() && te.ok()) {
-        torch.push_back(*t);
+        torch.push_back(t->samples_per_s);
+        torch_output = t->output;
         torch_eval.push_back(*te);
-        vs_torch.push_back(train.samples_per_s / *t);
+        vs_torch.push_back(train.samples_per_s / t->samples_per_s);
         vs_torch_eval.push_back(ev.samples_per_s / *te);
-        absl::StrAppend(&line, "; torchvision ", WithCommas(*t), " (eval ", WithCommas(*te), ")");
+        absl::StrAppend(&line, "; torchvision ", WithCommas(t->samples_per_s), " (eval ", WithCommas(*te), ")");
       } else {
         std::fprintf(stderr, "warning: torchvision peer failed: %s\n",
                      std::string((t.ok() ? te.status() : t.status()).message()).c_str());
       }
       if (!dali_cmd.empty()) {
-        absl::StatusOr<double> d = RunPeer(dali_cmd);
+        absl::StatusOr<PeerResult> d = RunPeerResult(dali_cmd);
         if (d.ok()) {
-          dali.push_back(*d);
-          vs_dali.push_back(train.samples_per_s / *d);
-          absl::StrAppend(&line, "; DALI ", WithCommas(*d));
+          dali.push_back(d->samples_per_s);
+          dali_output = d->output;
+          vs_dali.push_back(train.samples_per_s / d->samples_per_s);
+          absl::StrAppend(&line, "; DALI ", WithCommas(d->samples_per_s));
         } else {
           dali_note = std::string(d.status().message());
           std::fprintf(stderr, "warning: DALI peer failed: %s\n", dali_note.c_str());
@@ -154,6 +159,9 @@ absl::Status BenchW3(const BenchArgs& args) {
     std::printf("  torchvision %s (%.1fx)", WithCommas(Median(torch_eval)).c_str(), Median(vs_torch_eval));
   }
   std::printf("\n");
+  bool equal = true;
+  std::printf("%s\n", DescribeOutputs(sluice_output, {{"torchvision", torch_output}, {"DALI", dali_output}}, &equal)
+                          .c_str());
   if (args.json) {
     auto or_null = [](const std::vector<double>& v) { return v.empty() ? nlohmann::json(nullptr) : nlohmann::json(Median(v)); };
     nlohmann::json j;
@@ -171,6 +179,10 @@ absl::Status BenchW3(const BenchArgs& args) {
     j["eval_samples_per_s"] = Median(eval);
     j["eval_peer_samples_per_s"] = or_null(torch_eval);
     j["eval_ratio"] = or_null(vs_torch_eval);
+    j["sluice_output"] = sluice_output;
+    j["peer_output"] = torch_output.empty() ? nlohmann::json(nullptr) : nlohmann::json(torch_output);
+    j["dali_output"] = dali_output.empty() ? nlohmann::json(nullptr) : nlohmann::json(dali_output);
+    j["equal_outputs"] = equal;
     std::printf("%s\n", j.dump().c_str());
   }
   return absl::OkStatus();
