@@ -3,6 +3,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "sluice/pipeline_builder.h"
+#include "sluice/ops/op_registry.h"
 #include "status_matchers.h"
 #include "temp_dir.h"
 #include "test_data.h"
@@ -62,6 +63,22 @@ TEST_F(ProfilerTest, ACostlyOpIsNamedAsTheBottleneck) {
   // Deterministic ops right after the source: materialize is offered.
   EXPECT_GT(r.findings.materializable_share, 0.5);
   EXPECT_THAT(r.findings.materializable, HasSubstr("gaussian_blur"));
+}
+
+TEST_F(ProfilerTest, TheGpuTailIsTheOpsAfterTheLastWithoutACudaKernel) {
+  if (ops::OpRegistry::Global().runtime(ops::Backend::kCuda) == nullptr) {
+    GTEST_SKIP() << "this build has no cuda backend (SLUICE_WITH_CUDA): no op has a cuda kernel";
+  }
+  PipelineDef def = Cifar()
+                        .Map({Op("reshape", {{"shape", {32, 32, 3}}}), Op("grey_dilation", {{"size", 3}})})
+                        .Batch(16)
+                        .Map({Op("rescale", {{"scale", 1 / 255.0}})})
+                        .Build();
+  const ProfileResult r = Run(def, Quick());
+  // The Example parse the graph adds (cpu only) is not part of it.
+  EXPECT_EQ(r.findings.gpu_tail, "grey_dilation, rescale");
+  EXPECT_GT(r.findings.gpu_tail_share, 0);
+  EXPECT_LT(r.findings.gpu_tail_share, 1);
 }
 
 TEST_F(ProfilerTest, AThrottledReaderIsNamedAsTheBottleneck) {

@@ -5,7 +5,6 @@
 #include "sluice/core/status_macros.h"
 #include "sluice/ops/device_runtime.h"
 #include "sluice/ops/op_registry.h"
-#include "sluice/ops/parse_example.h"
 #include "sluice/profile/ablation.h"
 #include "sluice/profile/gpu_tail.h"
 
@@ -130,10 +129,11 @@ void GpuTail(const graph::CompiledPipeline& compiled, const std::vector<OpCost>&
     }
     last_node = c.node;
     const graph::BoundOp& op = compiled.nodes[c.node].ops[c.op];
-    // The parse the graph puts before a TFRecord source's first map reads
-    // record bytes, which stay on the host.
-    if (op.op == ops::kParseExampleOp || (!c.view && !registry.Runs(op.op, ops::Backend::kCuda))) tail.clear();
-    if (compiled.nodes[c.node].backend == ops::Backend::kCpu) tail.push_back(&c);
+    if (!c.view && !registry.Runs(op.op, ops::Backend::kCuda)) {
+      tail.clear();  // the tail starts after this op
+    } else if (compiled.nodes[c.node].backend == ops::Backend::kCpu) {
+      tail.push_back(&c);
+    }
   }
   std::vector<std::string> names;
   for (const OpCost* c : tail) {

@@ -7,11 +7,10 @@
 #include <cstdlib>
 #include <numeric>
 
+#include "cuda_test_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "sluice/exec/pipeline.h"
-#include "sluice/ops/device_runtime.h"
-#include "sluice/ops/op_registry.h"
 #include "sluice/pipeline_builder.h"
 #include "status_matchers.h"
 #include "temp_dir.h"
@@ -23,11 +22,14 @@ namespace {
 using ::sluice::testing::StatusIs;
 using ::testing::HasSubstr;
 
-DeviceRuntime* Runtime() { return OpRegistry::Global().runtime(Backend::kCuda); }
+using cuda_testing::GpuAvailable;
+using cuda_testing::HostBytes;
 
-#define SKIP_WITHOUT_GPU()                                                 \
-  if (absl::Status gpu = Runtime()->CheckAvailable(); !gpu.ok()) {        \
-    GTEST_SKIP() << gpu.message();                                         \
+DeviceRuntime* Runtime() { return cuda_testing::CudaRuntime(); }
+
+#define SKIP_WITHOUT_GPU()                                      \
+  if (absl::Status gpu = GpuAvailable(); !gpu.ok()) {          \
+    GTEST_SKIP() << gpu.message();                              \
   }
 
 TEST(CudaRuntime, StagingMemoryIsPageLockedAndPooled) {
@@ -118,11 +120,11 @@ std::vector<float> RunRescale() {
     Batch b;
     SLUICE_EXPECT_OK(it->Next(&b, &end));
     if (end) break;
-    const Tensor& t = b.columns[0].values;
-    SLUICE_EXPECT_OK(Runtime()->Synchronize(*t.buffer()));
-    std::vector<float> part(t.num_elements());
-    EXPECT_EQ(cudaMemcpy(part.data(), t.raw_data(), t.byte_size(), cudaMemcpyDeviceToHost), cudaSuccess);
-    all.insert(all.end(), part.begin(), part.end());
+    absl::StatusOr<std::vector<uint8_t>> bytes = HostBytes(b.columns[0].values);
+    EXPECT_TRUE(bytes.ok()) << bytes.status();
+    if (!bytes.ok()) break;
+    const float* values = reinterpret_cast<const float*>(bytes->data());
+    all.insert(all.end(), values, values + bytes->size() / sizeof(float));
   }
   return all;
 }
