@@ -85,7 +85,7 @@ class PipelineAsRemoteInput : public RemoteInput {
  public:
   explicit PipelineAsRemoteInput(std::unique_ptr<Pipeline> workers_part)
       : part_(std::move(workers_part)) {}
-  std::unique_ptr<Iterator> Open(ExecContext*, uint64_t epoch) override {
+  std::unique_ptr<Iterator> Open(ExecContext*, const graph::CompiledNode&, uint64_t epoch) override {
     return std::make_unique<Adapter>(part_->Iterate(epoch));
   }
   int64_t Cardinality() const override { return part_->Cardinality(); }

@@ -32,7 +32,7 @@ TEST(Crc32c, ExtendEqualsWhole) {
 }
 
 // One bit at a time, straight from the definition: the reference for the
-// fast paths (three lanes of 4 KiB and of 256 bytes, then words, then bytes).
+// library's folding paths and their tails (lengths around its block sizes).
 uint32_t BitwiseCrc32c(const std::vector<uint8_t>& data) {
   uint32_t crc = ~0u;
   for (uint8_t b : data) {

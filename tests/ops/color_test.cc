@@ -1,8 +1,11 @@
+#include <cstring>
 #include <limits>
+#include <random>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "op_test_util.h"
+#include "sluice/ops/value_loops.h"
 #include "status_matchers.h"
 
 namespace sluice::ops {
@@ -60,6 +63,41 @@ TEST(Rescale, ScalesToFloat) {
   EXPECT_THAT((RunOp<float, uint8_t>("rescale", R"({"field": "x", "scale": 0.00392156862745098, "offset": -1})",
                                      ColumnSpec{"x", DType::kUInt8, Shape{3}}, in, 1)),
               ElementsAre(-1.f, ::testing::FloatNear(-0.8f, 1e-6), ::testing::FloatNear(0.f, 1e-6)));
+}
+
+// Stored past the caches, the loops write exactly what they write through
+// them: at every length around the vector and block sizes, from every
+// misalignment of the output, and at every phase of a channel pattern.
+TEST(ValueLoops, BypassingTheCacheWritesTheSameValues) {
+  std::mt19937 rng(5);
+  std::vector<uint8_t> bytes(3 * 2048 + 100);
+  std::vector<float> floats(bytes.size());
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    bytes[i] = static_cast<uint8_t>(rng());
+    floats[i] = static_cast<float>(rng() % 1000) / 7.f;
+  }
+  const std::vector<float> a = {0.5f, 1.5f, -2.f, 0.25f, 3.f, 1.f}, b = {1.f, -1.f, 0.5f, 2.f, 0.f, -3.f};
+  std::vector<float> cached(bytes.size() + 16), streamed(bytes.size() + 16);
+  for (int64_t n : {0, 1, 15, 16, 17, 2047, 2048, 2049, 3 * 2048 + 99}) {
+    for (int misalign : {0, 1, 5}) {
+      SCOPED_TRACE(::testing::Message() << n << " values, output misaligned by " << misalign << " floats");
+      auto same = [&] {
+        return std::memcmp(cached.data() + misalign, streamed.data() + misalign, n * sizeof(float)) == 0;
+      };
+      ScaleOffset(bytes.data(), n, 1 / 255.f, -0.5f, cached.data() + misalign);
+      ScaleOffset(bytes.data(), n, 1 / 255.f, -0.5f, streamed.data() + misalign, true);
+      EXPECT_TRUE(same());
+      ScaleOffset(floats.data(), n, 0.3f, 2.f, cached.data() + misalign);
+      ScaleOffset(floats.data(), n, 0.3f, 2.f, streamed.data() + misalign, true);
+      EXPECT_TRUE(same());
+      ScaleOffsetPattern(bytes.data(), n, a.data(), b.data(), 6, cached.data() + misalign);
+      ScaleOffsetPattern(bytes.data(), n, a.data(), b.data(), 6, streamed.data() + misalign, true);
+      EXPECT_TRUE(same());
+      ScaleOffsetPattern(floats.data(), n, a.data(), b.data(), 6, cached.data() + misalign);
+      ScaleOffsetPattern(floats.data(), n, a.data(), b.data(), 6, streamed.data() + misalign, true);
+      EXPECT_TRUE(same());
+    }
+  }
 }
 
 }  // namespace

@@ -422,6 +422,45 @@ TEST_F(ServiceTest, CompressedBatchesEqualPlainOnes) {
   }
 }
 
+// The client normalizes the uint8 images as their bytes arrive (the op
+// folded into the distribute node): the floats equal an in-process run's,
+// with and without compression.
+TEST_F(ServiceTest, AnElementwiseOpAfterTheDistributeNodeRunsOnArrivalAndYieldsTheLocalValues) {
+  TestCluster cluster;
+  SLUICE_ASSERT_OK(StartCluster(cluster, 1));
+  const OpSpec normalize =
+      Op("normalize", {{"mean", {0.485, 0.456, 0.406}}, {"std", {0.229, 0.224, 0.225}}, {"scale", 1 / 255.0}});
+  ASSERT_OK_AND_ASSIGN(auto local, exec::Pipeline::Create(Samples().Batch(64).Map({normalize}).Build()));
+  std::map<int64_t, std::vector<float>> expected;
+  auto read = [](const exec::Pipeline& p, std::map<int64_t, std::vector<float>>* out) -> absl::Status {
+    auto it = p.Iterate(0);
+    while (true) {
+      Batch b;
+      bool end = false;
+      SLUICE_RETURN_IF_ERROR(it->Next(&b, &end));
+      if (end) return absl::OkStatus();
+      for (int64_t r = 0; r < b.rows; ++r) {
+        const float* image = b.columns[1].values.data<float>() + r * kPixels;
+        (*out)[b.columns[0].values.data<int64_t>()[r]].assign(image, image + kPixels);
+      }
+    }
+  };
+  SLUICE_ASSERT_OK(read(*local, &expected));
+  ASSERT_EQ(expected.size(), static_cast<size_t>(kRows));
+  for (const char* codec : {"", "lz4"}) {
+    SCOPED_TRACE(codec);
+    DistributeOptions d;
+    d.dispatcher = cluster.address();
+    d.compression = codec;
+    d.connect_timeout_s = 5;
+    ASSERT_OK_AND_ASSIGN(auto distributed, CreatePipeline(Samples().Distribute(d).Batch(64).Map({normalize}).Build()));
+    ASSERT_EQ(distributed->compiled().nodes[0].ops.size(), 1u) << "normalize should run as batches arrive";
+    std::map<int64_t, std::vector<float>> got;
+    SLUICE_ASSERT_OK(read(*distributed, &got));
+    EXPECT_TRUE(got == expected);
+  }
+}
+
 TEST_F(ServiceTest, MoreClientsThanWorkersShareANamedJobAndALeavingClientStallsNoOne) {
   TestCluster cluster;
   SLUICE_ASSERT_OK(StartCluster(cluster, 1));

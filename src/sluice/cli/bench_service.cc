@@ -3,9 +3,10 @@
 //  - the Python gRPC data feed of the articles (W1, bench/peers/w1_grpc_feed.py),
 //  - tf.data service with the same split point (W2, w2_tfdata_service.py),
 // plus the client's CPU time per sample against running W2 in-process, and
-// the time from client start to the first batch. One dispatcher (in this
-// process) and one worker process serve every measurement; the bare loop's
-// server is a process of its own too.
+// the time from client start to the first batch. One dispatcher process and
+// one worker process serve every measurement, so this process's CPU time is
+// the client's alone (a trainer does not host the dispatcher); the bare
+// loop's server is a process of its own too.
 #include <sys/resource.h>
 
 #include <chrono>
@@ -186,8 +187,12 @@ absl::Status BenchService(const BenchArgs& args) {
   // The service's client sets this when it connects; set from the start, the
   // bare loop's client gets the same heap.
   ReuseFreedHeapMemory();
-  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<service::LocalCluster> cluster, service::LocalCluster::Start(1, 0));
-  const std::string dispatcher = cluster->dispatcher_address();
+  SLUICE_ASSIGN_OR_RETURN(const std::string self, service::FindSluiceBinary(""));
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<service::ServerProcess> dispatcher_process,
+                          service::ServerProcess::Start(self, {"dispatcher"}));
+  const std::string dispatcher = absl::StrCat("127.0.0.1:", dispatcher_process->port());
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<service::ServerProcess> worker,
+                          service::ServerProcess::Start(self, {"worker", "--dispatcher", dispatcher}));
 
   // Streaming pre-made batches.
   const std::vector<uint8_t> blob = Blob();
@@ -196,7 +201,6 @@ absl::Status BenchService(const BenchArgs& args) {
           .Batch(kBatchRows)
           .Build(),
       2, dispatcher, "parallel_epochs");
-  SLUICE_ASSIGN_OR_RETURN(const std::string self, service::FindSluiceBinary(""));
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<service::ServerProcess> raw_server,
                           service::ServerProcess::Start(self, {"raw-stream-server"}));
   const PipelineDef w1 = WithDistribute(W1Pipeline(args.data + "/mnist"), 3, dispatcher);

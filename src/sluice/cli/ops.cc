@@ -52,6 +52,7 @@ nlohmann::json OpJson(const ops::OpRegistry& registry, const ops::OpSchema& op) 
           {"random", op.random()},
           {"level", op.level() == ops::OpLevel::kBatch ? "batch" : "sample"},
           {"predicate", op.predicate()},
+          {"elementwise", op.elementwise()},
           {"backends", BackendNames(registry, op)},
           {"registrant", registry.Registrant(op.name())}};
 }
@@ -61,6 +62,7 @@ void PrintOp(const ops::OpRegistry& registry, const ops::OpSchema& op) {
   if (op.random()) tags.push_back("random");
   if (op.level() == ops::OpLevel::kBatch) tags.push_back("whole batches");
   if (op.predicate()) tags.push_back("filter predicate");
+  if (op.elementwise()) tags.push_back("elementwise: after a distribute node, runs as batches arrive");
   const std::string from = registry.Registrant(op.name());
   if (from != ops::kBuiltinRegistrant) tags.push_back("from " + from);
   std::printf("%s  [%s]\n  %s\n", op.name().c_str(), absl::StrJoin(tags, "; ").c_str(), op.doc().c_str());

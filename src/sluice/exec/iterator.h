@@ -80,8 +80,11 @@ std::unique_ptr<Iterator> MakeRepeatIterator(const IteratorArgs& args, InputFact
 class RemoteInput {
  public:
   virtual ~RemoteInput() = default;
-  // The elements of epoch `epoch` (batches when the workers' part batches).
-  virtual std::unique_ptr<Iterator> Open(ExecContext* ctx, uint64_t epoch) = 0;
+  // The elements of epoch `epoch` (batches when the workers' part batches),
+  // as `node` (the pipeline's kRemote node) yields them: with its receive
+  // ops run, when the pipeline was compiled with CompileRange's
+  // fold_into_remote.
+  virtual std::unique_ptr<Iterator> Open(ExecContext* ctx, const graph::CompiledNode& node, uint64_t epoch) = 0;
   // Elements per epoch, as Pipeline::Cardinality counts them.
   virtual int64_t Cardinality() const = 0;
 };

@@ -227,7 +227,7 @@ std::unique_ptr<Iterator> Pipeline::MakeNodeIterator(ExecContext* ctx, size_t in
   args.first_chunk_rows = first_chunk_rows;
   args.pool = output_pools_[index];
   if (node.kind == graph::NodeKind::kSource) return MakeSourceIterator(args);
-  if (node.kind == graph::NodeKind::kRemote) return remote_->Open(ctx, epoch);
+  if (node.kind == graph::NodeKind::kRemote) return remote_->Open(ctx, node, epoch);
   if (node.kind == graph::NodeKind::kRepeat) {
     return MakeRepeatIterator(args, [this, ctx, index](uint64_t e, int64_t first) {
       return MakeIterator(ctx, index - 1, e, first);
@@ -260,6 +260,10 @@ std::unique_ptr<Iterator> Pipeline::MakeNodeIterator(ExecContext* ctx, size_t in
     case graph::NodeKind::kBatch:
       return MakeBatchIterator(args, std::move(input));
     case graph::NodeKind::kPrefetch:
+      // A remote input reads ahead on threads of its own (the service's
+      // client: max_outstanding batches per worker stream); another thread
+      // would only add a hand-off per batch.
+      if (compiled_.nodes[index - 1].kind == graph::NodeKind::kRemote) return input;
       return MakePrefetchIterator(args, std::move(input));
     case graph::NodeKind::kTake:
       return MakeTakeIterator(args, std::move(input));
@@ -366,7 +370,8 @@ std::vector<Knob> Pipeline::MakeKnobs(ExecContext* ctx) const {
         for (size_t b : MapPlan::Make(node)->OutputBytes(chunk_rows_)) bytes += b;
         tunable.push_back(Knob{Knob::Kind::kParallelism, static_cast<int>(i), node.name, runners, 1, runners, bytes});
       }
-    } else if (node.kind == graph::NodeKind::kPrefetch) {
+    } else if (node.kind == graph::NodeKind::kPrefetch && nodes[i - 1].kind != graph::NodeKind::kRemote) {
+      // (after a remote input the prefetch runs nothing: MakeNodeIterator)
       const bool folded = nodes[i - 1].kind == graph::NodeKind::kMap;
       const int owner = folded ? static_cast<int>(i) - 1 : static_cast<int>(i);
       if (!folded) ctx->knobs[i] = std::make_unique<NodeKnobs>();

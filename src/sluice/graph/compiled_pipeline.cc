@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "sluice/core/rng.h"
 #include "sluice/core/status_macros.h"
+#include "sluice/graph/fold_receive.h"
 #include "sluice/graph/fusion.h"
 #include "sluice/io/array_source.h"
 #include "sluice/io/cifar_source.h"
@@ -507,6 +508,7 @@ absl::StatusOr<CompiledPipeline> Compile(const PipelineDef& def, const ops::OpRe
   SLUICE_ASSIGN_OR_RETURN(const int distribute, FindDistribute(def));
   Compiler compiler(def, registry, range, distribute, &out);
   for (int i = range.begin; i < end; ++i) SLUICE_RETURN_IF_ERROR(compiler.AddNode(i, end));
+  if (range.fold_into_remote && !def.options().no_fuse_receive()) FoldIntoReceive(registry, &out);
   return out;
 }
 

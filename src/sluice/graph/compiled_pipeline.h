@@ -48,7 +48,9 @@ struct CompiledNode {
   bool skip_corrupt = false;
   double throttle_bytes_per_s = 0;  // 0: unthrottled
   int parallel_reads = 1;  // kSource: splits read at once (SourceDef.parallel_reads)
-  // kMap (the chain), kFilter (one predicate)
+  // kMap (the chain), kFilter (one predicate); kRemote: elementwise ops, at
+  // most one per column, that the receiver runs on a column as it arrives
+  // (fold_receive.h)
   std::vector<BoundOp> ops;
   int parallelism = 0;
   ops::Backend backend = ops::Backend::kCpu;  // kMap: where the chain runs
@@ -89,6 +91,9 @@ struct CompileRange {
   // and whether they are batches.
   Schema input;
   bool input_batched = false;
+  // The remote input runs elementwise ops as it receives (the service's
+  // client does): fold them into the kRemote node (fold_receive.h).
+  bool fold_into_remote = false;
 };
 
 absl::StatusOr<CompiledPipeline> Compile(const PipelineDef& def,

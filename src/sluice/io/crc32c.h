@@ -1,5 +1,5 @@
-// CRC32C (Castagnoli), as TFRecord frames use it. Written by hand because
-// Debian 12 packages no CRC32C library (abseil 20220623 predates absl/crc).
+// CRC32C (Castagnoli), as TFRecord frames and the service's batches use it:
+// ISA-L's crc32_iscsi (Debian's libisal) underneath.
 #ifndef SLUICE_IO_CRC32C_H_
 #define SLUICE_IO_CRC32C_H_
 

@@ -94,7 +94,7 @@ class RescaleKernel : public Kernel {
     DispatchImageType(p_.from, [&](auto type) {
       using T = decltype(type);
       ScaleOffset(reinterpret_cast<const T*>(in[0].data), ctx.rows * p_.elems, p_.scale, p_.offset,
-                  reinterpret_cast<float*>(out[0].data));
+                  reinterpret_cast<float*>(out[0].data), ctx.bypass_cache);
     });
     return absl::OkStatus();
   }
@@ -139,12 +139,14 @@ class NormalizeKernel : public Kernel {
         const int64_t plane = elems / c;
         for (int64_t r = 0; r < ctx.rows; ++r) {
           for (int64_t ch = 0; ch < c; ++ch) {
-            ScaleOffset(src + r * elems + ch * plane, plane, a_[ch], b_[ch], dst + r * elems + ch * plane);
+            ScaleOffset(src + r * elems + ch * plane, plane, a_[ch], b_[ch], dst + r * elems + ch * plane,
+                        ctx.bypass_cache);
           }
         }
         return;
       }
-      ScaleOffsetPattern(src, ctx.rows * elems, a_.data(), b_.data(), static_cast<int64_t>(a_.size()), dst);
+      ScaleOffsetPattern(src, ctx.rows * elems, a_.data(), b_.data(), static_cast<int64_t>(a_.size()), dst,
+                         ctx.bypass_cache);
     });
     return absl::OkStatus();
   }
@@ -202,6 +204,7 @@ absl::Status RegisterColorOps(OpRegistry* registry) {
               {"uint8", "int32", "int64", "float32"}))
           .Input("field", "uint8, int32, int64 or float32")
           .Output("field", "the same values as `dtype`")
+          .Elementwise()
           .Infer(InferCast)));
   SLUICE_RETURN_IF_ERROR(registry->AddKernel<CastKernel>("cast", Backend::kCpu));
   SLUICE_RETURN_IF_ERROR(registry->AddOp(
@@ -212,6 +215,7 @@ absl::Status RegisterColorOps(OpRegistry* registry) {
           .Attr({"offset", AttrType::kFloat, "0", "added after scaling"})
           .Input("field", "uint8 or float32")
           .Output("field", "float32, same shape")
+          .Elementwise()
           .Infer(InferRescale)));
   SLUICE_RETURN_IF_ERROR(registry->AddKernel<RescaleKernel>("rescale", Backend::kCpu));
   SLUICE_RETURN_IF_ERROR(registry->AddOp(
@@ -227,6 +231,7 @@ absl::Status RegisterColorOps(OpRegistry* registry) {
                     .OneOf({"HWC", "CHW"}))
           .Input("field", "uint8 or float32")
           .Output("field", "float32, same shape")
+          .Elementwise()
           .Infer(InferNormalize)));
   return registry->AddKernel<NormalizeKernel>("normalize", Backend::kCpu);
 }

@@ -54,6 +54,10 @@ struct KernelContext {
   void* stream = nullptr;
 
   int64_t rows = 0;
+  // The outputs are written once and read much later (a batch as it is
+  // received): kernels writing them in plain loops may store past the
+  // caches (non-temporal stores), which saves reading the lines first.
+  bool bypass_cache = false;
   // Position of row 0 in the node's input stream this epoch; keys
   // randomness only for rows of unknown origin.
   int64_t first_sample = 0;

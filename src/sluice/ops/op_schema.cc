@@ -42,6 +42,11 @@ OpSchema& OpSchema::View() {
   return *this;
 }
 
+OpSchema& OpSchema::Elementwise() {
+  elementwise_ = true;
+  return *this;
+}
+
 OpSchema& OpSchema::Internal() {
   internal_ = true;
   return *this;

@@ -87,6 +87,12 @@ class OpSchema {
   // Reinterprets its input's bytes (reshape): the executor aliases the
   // buffer and runs no kernel, so it runs on every backend.
   OpSchema& View();
+  // Each output element is a cheap function of the same element of its one
+  // input (and of its position in the row): rescale, normalize, cast. Such
+  // an op can run on any whole rows as they arrive; the service's client
+  // runs one as it receives a column (graph/fold_receive.h), sparing a
+  // pass over memory.
+  OpSchema& Elementwise();
   // Made by the graph (parse_example, fused ops), never written in a
   // pipeline; `sluice ops` does not list it.
   OpSchema& Internal();
@@ -101,6 +107,7 @@ class OpSchema {
   OpLevel level() const { return level_; }
   bool predicate() const { return predicate_; }
   bool view() const { return view_; }
+  bool elementwise() const { return elementwise_; }
   bool internal() const { return internal_; }
   const InferFn& infer() const { return infer_; }
 
@@ -113,6 +120,7 @@ class OpSchema {
   OpLevel level_ = OpLevel::kSample;
   bool predicate_ = false;
   bool view_ = false;
+  bool elementwise_ = false;
   bool internal_ = false;
   InferFn infer_;
 };

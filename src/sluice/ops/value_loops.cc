@@ -4,10 +4,12 @@
 #include "sluice/ops/value_loops.h"
 
 #include <algorithm>
+#include <cstdint>
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "sluice/ops/value_loops.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/cache_control.h"
 #include "hwy/highway.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -20,30 +22,70 @@ void ScaleOffsetLoop(const T* __restrict src, int64_t n, float scale, float offs
   for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<float>(src[i]) * scale + offset;
 }
 
+// Element i takes a[(phase + i) % period], b[...].
 template <typename T>
 void PatternLoop(const T* __restrict src, int64_t n, const float* __restrict a, const float* __restrict b,
-                 int64_t period, float* __restrict dst) {
-  for (int64_t start = 0; start < n; start += period) {
-    const int64_t len = std::min(period, n - start);
+                 int64_t period, int64_t phase, float* __restrict dst) {
+  for (int64_t start = 0; start < n;) {
+    const int64_t len = std::min(period - phase, n - start);
     const T* s = src + start;
     float* d = dst + start;
-    for (int64_t i = 0; i < len; ++i) d[i] = static_cast<float>(s[i]) * a[i] + b[i];
+    const float* pa = a + phase;
+    const float* pb = b + phase;
+    for (int64_t i = 0; i < len; ++i) d[i] = static_cast<float>(s[i]) * pa[i] + pb[i];
+    start += len;
+    phase = 0;
   }
+}
+
+namespace hn = hwy::HWY_NAMESPACE;
+
+// Writes n floats to dst with non-temporal stores, past the caches:
+// `loop(i, len, out)` computes elements [i, i + len) into `out`, a block
+// that stays in L1, whose vectors are then streamed out. The values are
+// the loop's own; only how they reach memory differs. Floats before dst's
+// first vector-aligned address, and the tail, are stored as usual.
+template <typename Loop>
+void Streamed(int64_t n, float* dst, Loop loop) {
+  const hn::ScalableTag<float> d;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  const uintptr_t misaligned = reinterpret_cast<uintptr_t>(dst) % (lanes * sizeof(float));
+  const int64_t head = std::min<int64_t>(
+      n, misaligned == 0 ? 0 : static_cast<int64_t>((lanes * sizeof(float) - misaligned) / sizeof(float)));
+  if (head > 0) loop(0, head, dst);
+  constexpr int64_t kBlock = 2048;  // 8 KiB of floats
+  HWY_ALIGN float block[kBlock];
+  for (int64_t i = head; i < n; i += kBlock) {
+    const int64_t len = std::min(kBlock, n - i);
+    const int64_t vectors = len / lanes * lanes;
+    loop(i, vectors, block);
+    for (int64_t j = 0; j < vectors; j += lanes) hn::Stream(hn::Load(d, block + j), d, dst + i + j);
+    if (vectors < len) loop(i + vectors, len - vectors, dst + i + vectors);
+  }
+  hwy::FlushStream();
 }
 
 }  // namespace
 
-void ScaleOffsetU8Impl(const uint8_t* src, int64_t n, float scale, float offset, float* dst) {
-  ScaleOffsetLoop(src, n, scale, offset, dst);
+void ScaleOffsetU8Impl(const uint8_t* src, int64_t n, float scale, float offset, float* dst, bool bypass) {
+  if (!bypass) return ScaleOffsetLoop(src, n, scale, offset, dst);
+  Streamed(n, dst, [&](int64_t i, int64_t len, float* out) { ScaleOffsetLoop(src + i, len, scale, offset, out); });
 }
-void ScaleOffsetF32Impl(const float* src, int64_t n, float scale, float offset, float* dst) {
-  ScaleOffsetLoop(src, n, scale, offset, dst);
+void ScaleOffsetF32Impl(const float* src, int64_t n, float scale, float offset, float* dst, bool bypass) {
+  if (!bypass) return ScaleOffsetLoop(src, n, scale, offset, dst);
+  Streamed(n, dst, [&](int64_t i, int64_t len, float* out) { ScaleOffsetLoop(src + i, len, scale, offset, out); });
 }
-void PatternU8Impl(const uint8_t* src, int64_t n, const float* a, const float* b, int64_t period, float* dst) {
-  PatternLoop(src, n, a, b, period, dst);
+void PatternU8Impl(const uint8_t* src, int64_t n, const float* a, const float* b, int64_t period, float* dst,
+                   bool bypass) {
+  if (!bypass) return PatternLoop(src, n, a, b, period, 0, dst);
+  Streamed(n, dst,
+           [&](int64_t i, int64_t len, float* out) { PatternLoop(src + i, len, a, b, period, i % period, out); });
 }
-void PatternF32Impl(const float* src, int64_t n, const float* a, const float* b, int64_t period, float* dst) {
-  PatternLoop(src, n, a, b, period, dst);
+void PatternF32Impl(const float* src, int64_t n, const float* a, const float* b, int64_t period, float* dst,
+                    bool bypass) {
+  if (!bypass) return PatternLoop(src, n, a, b, period, 0, dst);
+  Streamed(n, dst,
+           [&](int64_t i, int64_t len, float* out) { PatternLoop(src + i, len, a, b, period, i % period, out); });
 }
 
 }  // namespace HWY_NAMESPACE
@@ -58,17 +100,19 @@ HWY_EXPORT(ScaleOffsetF32Impl);
 HWY_EXPORT(PatternU8Impl);
 HWY_EXPORT(PatternF32Impl);
 
-void ScaleOffset(const uint8_t* src, int64_t n, float scale, float offset, float* dst) {
-  HWY_DYNAMIC_DISPATCH(ScaleOffsetU8Impl)(src, n, scale, offset, dst);
+void ScaleOffset(const uint8_t* src, int64_t n, float scale, float offset, float* dst, bool bypass_cache) {
+  HWY_DYNAMIC_DISPATCH(ScaleOffsetU8Impl)(src, n, scale, offset, dst, bypass_cache);
 }
-void ScaleOffset(const float* src, int64_t n, float scale, float offset, float* dst) {
-  HWY_DYNAMIC_DISPATCH(ScaleOffsetF32Impl)(src, n, scale, offset, dst);
+void ScaleOffset(const float* src, int64_t n, float scale, float offset, float* dst, bool bypass_cache) {
+  HWY_DYNAMIC_DISPATCH(ScaleOffsetF32Impl)(src, n, scale, offset, dst, bypass_cache);
 }
-void ScaleOffsetPattern(const uint8_t* src, int64_t n, const float* a, const float* b, int64_t period, float* dst) {
-  HWY_DYNAMIC_DISPATCH(PatternU8Impl)(src, n, a, b, period, dst);
+void ScaleOffsetPattern(const uint8_t* src, int64_t n, const float* a, const float* b, int64_t period, float* dst,
+                        bool bypass_cache) {
+  HWY_DYNAMIC_DISPATCH(PatternU8Impl)(src, n, a, b, period, dst, bypass_cache);
 }
-void ScaleOffsetPattern(const float* src, int64_t n, const float* a, const float* b, int64_t period, float* dst) {
-  HWY_DYNAMIC_DISPATCH(PatternF32Impl)(src, n, a, b, period, dst);
+void ScaleOffsetPattern(const float* src, int64_t n, const float* a, const float* b, int64_t period, float* dst,
+                        bool bypass_cache) {
+  HWY_DYNAMIC_DISPATCH(PatternF32Impl)(src, n, a, b, period, dst, bypass_cache);
 }
 
 }  // namespace sluice::ops

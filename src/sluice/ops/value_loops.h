@@ -8,14 +8,19 @@
 
 namespace sluice::ops {
 
-// dst[i] = src[i] * scale + offset for i < n.
-void ScaleOffset(const uint8_t* src, int64_t n, float scale, float offset, float* dst);
-void ScaleOffset(const float* src, int64_t n, float scale, float offset, float* dst);
+// dst[i] = src[i] * scale + offset for i < n. With `bypass_cache` dst is
+// written with non-temporal stores (same values): for outputs that are
+// written once and read much later, which would only evict what the
+// caches hold.
+void ScaleOffset(const uint8_t* src, int64_t n, float scale, float offset, float* dst, bool bypass_cache = false);
+void ScaleOffset(const float* src, int64_t n, float scale, float offset, float* dst, bool bypass_cache = false);
 
 // dst[i] = src[i] * a[i % period] + b[i % period] for i < n, `period`
 // values at a and b (whole periods of a channel pattern).
-void ScaleOffsetPattern(const uint8_t* src, int64_t n, const float* a, const float* b, int64_t period, float* dst);
-void ScaleOffsetPattern(const float* src, int64_t n, const float* a, const float* b, int64_t period, float* dst);
+void ScaleOffsetPattern(const uint8_t* src, int64_t n, const float* a, const float* b, int64_t period, float* dst,
+                        bool bypass_cache = false);
+void ScaleOffsetPattern(const float* src, int64_t n, const float* a, const float* b, int64_t period, float* dst,
+                        bool bypass_cache = false);
 
 }  // namespace sluice::ops
 

@@ -105,8 +105,10 @@ ReceivedBatch Received(BatchMessage message) {
   for (TensorData& t : *message.mutable_columns()) {
     auto bytes = std::make_shared<std::string>(std::move(*t.mutable_data()));
     t.clear_data();
+    out.wire_bytes += static_cast<int64_t>(bytes->size());
     out.data.emplace_back(DType::kUInt8, Shape{static_cast<int64_t>(bytes->size())},
                           Buffer::Adopt(reinterpret_cast<uint8_t*>(bytes->data()), bytes->size(), bytes));
+    out.ran.push_back(false);
   }
   out.header = std::move(message);
   return out;
@@ -114,13 +116,14 @@ ReceivedBatch Received(BatchMessage message) {
 
 absl::StatusOr<Batch> DecodeBatch(ReceivedBatch message, const Schema& schema,
                                   std::shared_ptr<const std::vector<std::string>> files,
-                                  BufferPool* pool) {
+                                  BufferPool* pool, const ReceiveOps* ops) {
   const BatchMessage& m = message.header;
   if (message.crc != m.crc32c()) {
     return absl::DataLossError(absl::StrCat("batch of split ", m.split(), ": CRC32C mismatch"));
   }
   if (m.columns_size() != static_cast<int>(schema.columns().size()) ||
-      message.data.size() != schema.columns().size() || m.rows() < 0 || m.sample_ids_size() != m.rows()) {
+      message.data.size() != schema.columns().size() || message.ran.size() != message.data.size() || m.rows() < 0 ||
+      m.sample_ids_size() != m.rows()) {
     return absl::DataLossError(absl::StrCat("batch of split ", m.split(), ": ", m.columns_size(),
                                             " columns and ", m.sample_ids_size(), " ids for ",
                                             m.rows(), " rows; expected ", schema.columns().size(),
@@ -165,7 +168,19 @@ absl::StatusOr<Batch> DecodeBatch(ReceivedBatch message, const Schema& schema,
         }
       }
     }
-    if (plain) {
+    const ReceiveOp* op = ops != nullptr ? ops->For(static_cast<int>(i)) : nullptr;
+    const bool ran = message.ran[i];
+    if (ran && (op == nullptr || !plain)) {
+      return absl::DataLossError(absl::StrCat(where, ": converted on receipt, but ",
+                                              op == nullptr ? "has no receive op" : "compressed"));
+    }
+    if (ran) {
+      const int64_t out_bytes = m.rows() * op->out_row_bytes;  // rows were checked against the bytes sent
+      if (sent.byte_size() != static_cast<size_t>(out_bytes)) {
+        return absl::DataLossError(absl::StrCat(where, ": ", sent.byte_size(), " bytes converted, expected ", out_bytes));
+      }
+      column.values = Tensor(op->out.dtype, op->out.shape.WithLeading(m.rows()), sent.buffer());
+    } else if (plain) {
       if (sent.byte_size() != static_cast<size_t>(bytes)) {
         return absl::DataLossError(absl::StrCat(where, ": ", sent.byte_size(), " bytes, expected ", bytes));
       }
@@ -174,6 +189,11 @@ absl::StatusOr<Batch> DecodeBatch(ReceivedBatch message, const Schema& schema,
       column.values = Tensor::Allocate(dtype, shape, pool);
       SLUICE_RETURN_IF_ERROR(Decompress(m.compression(), sent.raw_data(), sent.byte_size(),
                                         column.values.raw_data(), column.values.byte_size(), where));
+    }
+    if (op != nullptr && !ran) {  // compressed: the op runs on the decompressed bytes
+      Tensor converted = Tensor::Allocate(op->out.dtype, op->out.shape.WithLeading(m.rows()), pool);
+      SLUICE_RETURN_IF_ERROR(op->Run(column.values.raw_data(), m.rows(), converted.raw_data()));
+      column.values = std::move(converted);
     }
     batch.columns.push_back(std::move(column));
   }

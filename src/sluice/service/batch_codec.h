@@ -15,6 +15,7 @@
 #include "sluice/core/buffer_pool.h"
 #include "sluice/core/schema.h"
 #include "sluice/core/tensor.h"
+#include "sluice/service/receive_ops.h"
 
 namespace sluice::service {
 
@@ -29,18 +30,22 @@ absl::Status EncodeBatch(const Batch& batch, Compression compression, BatchMessa
 struct ReceivedBatch {
   BatchMessage header;               // every field but the columns' data
   std::vector<Tensor> data;          // per column, uint8 [bytes] at offset 0 of its buffer, as sent
+  std::vector<bool> ran;             // per column: `data` is its receive op's output, not as sent
   uint32_t crc = 0;                  // as received
+  int64_t wire_bytes = 0;            // of the columns' data, as sent
 };
 
 // `message` split into a ReceivedBatch, its data moved, not copied.
 ReceivedBatch Received(BatchMessage message);
 
-// The batch `message` carries, checked against `schema` (per-sample specs):
-// DataLoss when the CRC or a size is wrong, naming the column. Uncompressed
-// columns are the received buffers themselves (no copy).
+// The batch `message` carries, checked against `schema` (per-sample specs
+// as sent): DataLoss when the CRC or a size is wrong, naming the column.
+// Uncompressed columns are the received buffers themselves (no copy). A
+// column with one of `ops` comes out as its op's output: run as it was
+// received, or here (after decompressing).
 absl::StatusOr<Batch> DecodeBatch(ReceivedBatch message, const Schema& schema,
                                   std::shared_ptr<const std::vector<std::string>> files,
-                                  BufferPool* pool = BufferPool::Default());
+                                  BufferPool* pool = BufferPool::Default(), const ReceiveOps* ops = nullptr);
 
 absl::StatusOr<Compression> ParseCompression(const std::string& name);
 

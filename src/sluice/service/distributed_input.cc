@@ -228,9 +228,10 @@ void DistributedInput::CountReceived(int64_t samples, int64_t bytes) {
   bytes_ += bytes;
 }
 
-std::unique_ptr<exec::Iterator> DistributedInput::Open(exec::ExecContext* ctx, uint64_t epoch) {
+std::unique_ptr<exec::Iterator> DistributedInput::Open(exec::ExecContext* ctx, const graph::CompiledNode& node,
+                                                       uint64_t epoch) {
   epoch_ = epoch;
-  return std::make_unique<EpochReader>(this, ctx, epoch);
+  return std::make_unique<EpochReader>(this, ctx, node, epoch);
 }
 
 int64_t DistributedInput::Cardinality() const {

@@ -40,7 +40,8 @@ class DistributedInput : public exec::RemoteInput {
                                                                    const PipelineDef& workers_part);
   ~DistributedInput() override;  // leaves the job
 
-  std::unique_ptr<exec::Iterator> Open(exec::ExecContext* ctx, uint64_t epoch) override;
+  std::unique_ptr<exec::Iterator> Open(exec::ExecContext* ctx, const graph::CompiledNode& node,
+                                       uint64_t epoch) override;
   int64_t Cardinality() const override;
 
   const ElementSpec& element() const { return element_; }

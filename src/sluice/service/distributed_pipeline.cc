@@ -77,7 +77,8 @@ absl::StatusOr<std::unique_ptr<exec::Pipeline>> CreatePipeline(const PipelineDef
       DistributedInput::Connect(*options, WorkersPart(def, index));
   if (!input.ok()) return WithContext(input.status(), where);
   (*input)->KeepAlive(cluster);
-  const graph::CompileRange range{index, -1, (*input)->schema(), (*input)->element().batched()};
+  graph::CompileRange range{index, -1, (*input)->schema(), (*input)->element().batched()};
+  range.fold_into_remote = true;  // EpochReader runs the kRemote node's ops as batches arrive
   return exec::Pipeline::Create(def, range, *std::move(input));
 }
 

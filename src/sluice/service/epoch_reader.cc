@@ -26,10 +26,13 @@ bool LostWorker(const grpc::Status& status) {
 
 }  // namespace
 
-EpochReader::EpochReader(DistributedInput* input, exec::ExecContext* ctx, uint64_t epoch)
+EpochReader::EpochReader(DistributedInput* input, exec::ExecContext* ctx, const graph::CompiledNode& node,
+                         uint64_t epoch)
     : input_(input),
       ctx_(ctx),
       epoch_(epoch),
+      schema_(node.output_schema),
+      receive_ops_(node, input->schema()),
       exactly_once_(input->options().mode == DISTRIBUTED_EPOCH),
       max_queued_(static_cast<size_t>(std::max(1, input->options().max_outstanding))) {
   ctx_->cancel.Register(&mu_, &cv_);
@@ -96,6 +99,8 @@ void EpochReader::Read(Stream* stream) {
   bool server_ended = false;  // the worker finished the stream, with its status
   ReceivingBatch incoming;
   incoming.pool = ctx_->pool;
+  // Compressed columns are not the bytes the ops take: DecodeBatch runs them.
+  if (input_->options().compression == COMPRESSION_NONE) incoming.ops = &receive_ops_;
   while (true) {
     if (!reader->Read(&incoming)) {
       server_ended = true;
@@ -113,7 +118,7 @@ void EpochReader::Read(Stream* stream) {
     if (message.split_skipped()) {  // failed too often; skipped under on_corrupt "skip"
       {
         absl::MutexLock lock(&mu_);
-        const int64_t arrived = static_cast<int64_t>(delivered_[message.split()].size());
+        const int64_t arrived = delivered_[message.split()].size();
         const int64_t records = message.skipped_records() < 0 ? 1 : message.skipped_records() - arrived;
         if (completed_.insert(message.split()).second && records > 0) {
           ctx_->skips.Add(message.skipped_file(), records, 0, message.skip_reason());
@@ -138,9 +143,9 @@ void EpochReader::Read(Stream* stream) {
       continue;
     }
     split = message.split();
-    int64_t bytes = 0;
-    for (const Tensor& t : incoming.received.data) bytes += static_cast<int64_t>(t.byte_size());
-    absl::StatusOr<Batch> batch = DecodeBatch(std::move(incoming.received), input_->schema(), files, ctx_->pool);
+    const int64_t bytes = incoming.received.wire_bytes;
+    absl::StatusOr<Batch> batch =
+        DecodeBatch(std::move(incoming.received), input_->schema(), files, ctx_->pool, &receive_ops_);
     if (!batch.ok()) {  // damaged on the way: drop the stream, re-run the split
       broken = grpc::Status(grpc::StatusCode::ABORTED, std::string(batch.status().message()));
       break;
@@ -192,14 +197,31 @@ void EpochReader::CountSkips(const BatchMessage& marker) {
 
 bool EpochReader::DropDelivered(int64_t split, Batch* batch) {
   if (completed_.count(split) > 0) return false;  // a re-run of a finished split
-  absl::flat_hash_set<int64_t>& seen = delivered_[split];
+  IdRanges& seen = delivered_[split];
   std::vector<int64_t> keep;
-  for (int64_t r = 0; r < batch->rows; ++r) {
-    if (seen.insert(batch->provenance.SampleId(r)).second) keep.push_back(r);
+  // Run by run of consecutive ids: a fresh run is kept whole.
+  for (int64_t r = 0; r < batch->rows;) {
+    const int64_t first = batch->provenance.SampleId(r);
+    int64_t end_row = r + 1;
+    while (end_row < batch->rows && first >= 0 && batch->provenance.SampleId(end_row) == first + (end_row - r)) {
+      ++end_row;
+    }
+    if (!seen.Overlaps(first, first + (end_row - r))) {
+      for (int64_t k = r; k < end_row; ++k) keep.push_back(k);
+      seen.Add(first, first + (end_row - r));
+    } else {
+      for (int64_t k = r; k < end_row; ++k) {
+        const int64_t id = first + (k - r);
+        if (seen.Overlaps(id, id + 1)) continue;
+        keep.push_back(k);
+        seen.Add(id, id + 1);
+      }
+    }
+    r = end_row;
   }
   if (keep.size() == static_cast<size_t>(batch->rows)) return true;
   if (keep.empty()) return false;
-  exec::RowCopier copier(input_->schema(), static_cast<int64_t>(keep.size()), ctx_->pool);
+  exec::RowCopier copier(schema_, static_cast<int64_t>(keep.size()), ctx_->pool);
   for (int64_t r : keep) copier.Append(*batch, r, r + 1);
   *batch = copier.Finish();
   return true;
@@ -232,7 +254,7 @@ bool EpochReader::TakeRebatched(bool at_end, Batch* out) {
     return true;
   }
   const int64_t rows = std::min(size, pending_rows_);
-  exec::RowCopier copier(input_->schema(), rows, ctx_->pool);
+  exec::RowCopier copier(schema_, rows, ctx_->pool);
   while (copier.rows() < rows) {
     Batch& front = pending_.front();
     const int64_t n = std::min(front.rows, rows - copier.rows());

@@ -16,17 +16,19 @@
 #include <thread>
 #include <vector>
 
-#include "absl/container/flat_hash_set.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "sluice/exec/iterator.h"
 #include "sluice/service/distributed_input.h"
+#include "sluice/service/id_ranges.h"
+#include "sluice/service/receive_ops.h"
 
 namespace sluice::service {
 
 class EpochReader : public exec::Iterator {
  public:
-  EpochReader(DistributedInput* input, exec::ExecContext* ctx, uint64_t epoch);
+  // `node`: the pipeline's kRemote node, whose ops run as batches arrive.
+  EpochReader(DistributedInput* input, exec::ExecContext* ctx, const graph::CompiledNode& node, uint64_t epoch);
   ~EpochReader() override;  // cancels and joins the streams
 
   absl::Status GetNext(Batch* out, bool* end) override;
@@ -62,6 +64,8 @@ class EpochReader : public exec::Iterator {
   DistributedInput* const input_;
   exec::ExecContext* const ctx_;
   const uint64_t epoch_;
+  const Schema schema_;  // of the batches handed on: with the receive ops' outputs
+  const ReceiveOps receive_ops_;
   const bool exactly_once_;
   const size_t max_queued_;
 
@@ -73,7 +77,7 @@ class EpochReader : public exec::Iterator {
   std::deque<int64_t> queue_splits_ ABSL_GUARDED_BY(mu_);  // the split of each queued batch
   absl::Status error_ ABSL_GUARDED_BY(mu_);
   std::set<int64_t> completed_ ABSL_GUARDED_BY(mu_);
-  std::map<int64_t, absl::flat_hash_set<int64_t>> delivered_ ABSL_GUARDED_BY(mu_);
+  std::map<int64_t, IdRanges> delivered_ ABSL_GUARDED_BY(mu_);  // by split in flight: the ids handed on
   std::deque<Batch> pending_ ABSL_GUARDED_BY(mu_);  // rebatching
   std::map<int64_t, int64_t> held_rows_ ABSL_GUARDED_BY(mu_);  // by split, in queue_
   std::set<int64_t> ended_held_ ABSL_GUARDED_BY(mu_);          // all arrived, some rows still held

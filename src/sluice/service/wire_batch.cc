@@ -1,6 +1,7 @@
 #include "sluice/service/wire_batch.h"
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -124,9 +125,11 @@ absl::Status Malformed(const char* what) {
   return absl::DataLossError(absl::StrCat("malformed batch message: ", what));
 }
 
-// TensorData's fields; `data` is copied into a pooled buffer with its CRC.
-absl::Status ParseTensorData(CodedInputStream* in, BufferPool* pool, TensorData* header, Tensor* data,
-                             uint32_t* crc) {
+// TensorData's fields; `data` is copied into a pooled buffer with its CRC,
+// or, given the column's receive op, is that op's output, written as the
+// bytes arrive (`*ran` set).
+absl::Status ParseTensorData(CodedInputStream* in, BufferPool* pool, const ReceiveOp* op, TensorData* header,
+                             Tensor* data, uint32_t* crc, bool* ran) {
   bool have_data = false;
   while (const uint32_t tag = in->ReadTag()) {
     switch (WireFormatLite::GetTagFieldNumber(tag)) {
@@ -141,8 +144,15 @@ absl::Status ParseTensorData(CodedInputStream* in, BufferPool* pool, TensorData*
           return absl::DataLossError(absl::StrCat("malformed batch message: column data claims ", size,
                                                   " bytes, the column holds ", in->BytesUntilLimit()));
         }
-        *data = Tensor::Allocate(DType::kUInt8, Shape{static_cast<int64_t>(size)}, pool);
+        if (op != nullptr && size % op->in_row_bytes != 0) {
+          return absl::DataLossError(absl::StrCat("malformed batch message: column data of ", size,
+                                                  " bytes is no whole number of ", op->in_row_bytes, "-byte rows"));
+        }
+        const int64_t out_bytes = op != nullptr ? size / op->in_row_bytes * op->out_row_bytes : size;
+        *data = Tensor::Allocate(DType::kUInt8, Shape{out_bytes}, pool);
         uint8_t* out = data->raw_data();
+        std::optional<ReceiveRows> rows;
+        if (op != nullptr) rows.emplace(*op, out);
         while (size > 0) {
           const void* chunk = nullptr;
           int available = 0;
@@ -150,12 +160,18 @@ absl::Status ParseTensorData(CodedInputStream* in, BufferPool* pool, TensorData*
             return Malformed("column data truncated");
           }
           const uint32_t n = std::min<uint32_t>(size, static_cast<uint32_t>(available));
-          *crc = io::CopyAndCrc32c(*crc, out, chunk, n);
+          if (rows) {
+            *crc = io::Crc32cExtend(*crc, chunk, n);
+            SLUICE_RETURN_IF_ERROR(rows->Feed(static_cast<const uint8_t*>(chunk), n));
+          } else {
+            *crc = io::CopyAndCrc32c(*crc, out, chunk, n);
+            out += n;
+          }
           in->Skip(static_cast<int>(n));
-          out += n;
           size -= n;
         }
         have_data = true;
+        *ran = op != nullptr;
         break;
       }
       case TensorData::kOffsetsFieldNumber:
@@ -178,7 +194,8 @@ absl::Status ParseTensorData(CodedInputStream* in, BufferPool* pool, TensorData*
 
 }  // namespace
 
-absl::Status ParseReceivedBatch(grpc::ByteBuffer* bytes, BufferPool* pool, ReceivedBatch* out) {
+absl::Status ParseReceivedBatch(grpc::ByteBuffer* bytes, BufferPool* pool, const ReceiveOps* ops,
+                                ReceivedBatch* out) {
   *out = ReceivedBatch();
   grpc::ProtoBufferReader reader(bytes);
   CodedInputStream in(&reader);
@@ -201,11 +218,15 @@ absl::Status ParseReceivedBatch(grpc::ByteBuffer* bytes, BufferPool* pool, Recei
       const CodedInputStream::Limit limit = in.PushLimit(static_cast<int>(size));
       TensorData column;
       Tensor data;
-      SLUICE_RETURN_IF_ERROR(ParseTensorData(&in, pool, &column, &data, &out->crc));
+      bool ran = false;
+      const ReceiveOp* op = ops != nullptr ? ops->For(static_cast<int>(out->data.size())) : nullptr;
+      SLUICE_RETURN_IF_ERROR(ParseTensorData(&in, pool, op, &column, &data, &out->crc, &ran));
       if (!in.ConsumedEntireMessage()) return Malformed("column");
       in.PopLimit(limit);
       *out->header.add_columns() = std::move(column);
       out->data.push_back(std::move(data));
+      out->ran.push_back(ran);
+      out->wire_bytes += static_cast<int64_t>(size);
     }
     if (!in.ConsumedEntireMessage()) return Malformed("trailing bytes");
   }
