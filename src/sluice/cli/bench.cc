@@ -1,7 +1,8 @@
-// sluice bench w1|w2|service: sluice and its peers (torch DataLoader; for W2
-// also the articles' tf.data pipeline; for the service bench_service.cc)
-// side by side in one run on the same machine, medians of several runs, and
-// the ratios.
+// sluice bench w1|w2|service: sluice and its peers (the expert DataLoader a
+// skilled user writes: OpenCV per sample, whole batches per task; the
+// torchvision-style DataLoader; for W2 also the articles' tf.data pipeline;
+// for the service bench_service.cc) side by side in one run on the same
+// machine, medians of several runs, and the ratios.
 #include <cstdio>
 #include <optional>
 
@@ -19,9 +20,9 @@ namespace sluice::cli {
 namespace {
 
 struct Measure {
-  std::vector<double> sluice, sluice_1thread, first_batch_ms, torch, tfdata;
+  std::vector<double> sluice, sluice_1thread, first_batch_ms, expert, torch, tfdata;
   // What each contender hands on per sample ("float32[3,32,32]").
-  std::string sluice_output, torch_output, tfdata_output;
+  std::string sluice_output, expert_output, torch_output, tfdata_output;
 };
 
 absl::StatusOr<RunReport> RunSluice(const PipelineDef& base, int threads, double seconds) {
@@ -40,14 +41,21 @@ absl::Status Bench(const BenchArgs& args) {
   const PipelineDef def = w1 ? W1Pipeline(args.data + "/mnist") : W2Pipeline(args.data + "/cifar10");
   const std::string peers = PeersDir();
   const int batches = args.peer_batches > 0 ? args.peer_batches : (w1 ? 10 : 20);
-  std::optional<std::string> torch_cmd;
+  const std::string data_arg = absl::StrCat(" --data ", args.data, w1 ? "/mnist" : "/cifar10", " --batches ", batches);
+  std::optional<std::string> torch_cmd, expert_cmd;
+  std::string torch_note, tfdata_note, expert_note;
   if (!args.no_peers) {
-    torch_cmd = absl::StrCat("/usr/bin/python3 ", peers, w1 ? "/w1_torch.py" : "/w2_torch.py",
-                             " --data ", args.data, w1 ? "/mnist" : "/cifar10", " --batches ",
-                             batches);
+    torch_cmd = absl::StrCat("/usr/bin/python3 ", peers, w1 ? "/w1_torch.py" : "/w2_torch.py", data_arg);
+    // Both experts use OpenCV (Debian's python3-opencv, installed on first use).
+    absl::StatusOr<std::string> py = LastLineOf(peers + "/ensure_opencv.sh");
+    if (py.ok()) {
+      expert_cmd = absl::StrCat(*py, " ", peers, w1 ? "/w1_expert.py" : "/w2_opencv.py", data_arg);
+    } else {
+      expert_note = std::string(py.status().message());
+      std::fprintf(stderr, "warning: expert peer unavailable: %s\n", expert_note.c_str());
+    }
   }
   std::optional<std::string> tfdata_cmd;
-  std::string torch_note, tfdata_note;
   if (!w1 && !args.no_peers) {
     std::fprintf(stderr, "preparing the tf.data peer's virtual environment (first use installs tensorflow-cpu)\n");
     absl::StatusOr<std::string> py = LastLineOf(peers + "/ensure_peer_venv.sh");
@@ -86,20 +94,26 @@ absl::Status Bench(const BenchArgs& args) {
       output = result->output;
       absl::StrAppend(&line, ", ", name, " ", WithCommas(result->samples_per_s));
     };
+    run_peer(expert_cmd, expert_note, "expert DataLoader", m.expert, m.expert_output);
     run_peer(torch_cmd, torch_note, "torch DataLoader", m.torch, m.torch_output);
     run_peer(tfdata_cmd, tfdata_note, "tf.data", m.tfdata, m.tfdata_output);
     std::fprintf(stderr, "%s\n", line.c_str());
   }
 
   const double sluice = Median(m.sluice), one = Median(m.sluice_1thread);
-  const double torch = Median(m.torch), tfdata = Median(m.tfdata);
+  const double expert = Median(m.expert), torch = Median(m.torch), tfdata = Median(m.tfdata);
   std::printf("\n%s (%s), median of %d runs on %s\n", args.workload.c_str(), def.name().c_str(),
               args.runs, MachineDescription().c_str());
   std::printf("  %-26s %14s samples/s\n", "sluice", WithCommas(sluice).c_str());
   std::printf("  %-26s %14s samples/s  (2 vs 1 thread: %.2fx)\n", "sluice, 1 thread",
               WithCommas(one).c_str(), one > 0 ? sluice / one : 0);
+  if (expert > 0) {
+    std::printf("  %-26s %14s samples/s  (sluice: %.1fx)\n",
+                "expert: OpenCV (2 workers)", WithCommas(expert).c_str(),
+                sluice / expert);
+  }
   if (torch > 0) {
-    std::printf("  %-26s %14s samples/s  (sluice: %.1fx)\n", "torch DataLoader (2 workers)",
+    std::printf("  %-26s %14s samples/s  (sluice: %.1fx)\n", "torchvision DataLoader (2 w.)",
                 WithCommas(torch).c_str(), sluice / torch);
   }
   if (tfdata > 0) {
@@ -109,7 +123,8 @@ absl::Status Bench(const BenchArgs& args) {
   std::printf("  first batch after %.1f ms (median)\n", Median(m.first_batch_ms));
   bool equal = true;
   std::printf("%s\n",
-              DescribeOutputs(m.sluice_output, {{"torch DataLoader", m.torch_output}, {"tf.data", m.tfdata_output}},
+              DescribeOutputs(m.sluice_output,
+                              {{"expert", m.expert_output}, {"torch DataLoader", m.torch_output}, {"tf.data", m.tfdata_output}},
                               &equal)
                   .c_str());
 
@@ -128,6 +143,10 @@ absl::Status Bench(const BenchArgs& args) {
     j["peer_samples_per_s"] = torch > 0 ? nlohmann::json(torch) : nlohmann::json(nullptr);
     j["ratio"] = torch > 0 ? nlohmann::json(sluice / torch) : nlohmann::json(nullptr);
     if (!torch_note.empty()) j["peer_note"] = torch_note;
+    j["expert_samples_per_s"] = expert > 0 ? nlohmann::json(expert) : nlohmann::json(nullptr);
+    j["expert_output"] = m.expert_output.empty() ? nlohmann::json(nullptr) : nlohmann::json(m.expert_output);
+    j["ratio_expert"] = expert > 0 ? nlohmann::json(sluice / expert) : nlohmann::json(nullptr);
+    if (!expert_note.empty()) j["expert_note"] = expert_note;
     if (!w1) {
       j["tfdata_samples_per_s"] = tfdata > 0 ? nlohmann::json(tfdata) : nlohmann::json(nullptr);
       j["tfdata_output"] = m.tfdata_output.empty() ? nlohmann::json(nullptr) : nlohmann::json(m.tfdata_output);
