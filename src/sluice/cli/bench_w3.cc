@@ -1,6 +1,7 @@
 // sluice bench w3: ImageNet-style JPEGs, decode + random-resized-crop 224 +
 // flip + normalize, batch 256, against the torchvision peer (ImageFolder +
-// transforms in a DataLoader) and NVIDIA DALI's CPU pipeline, beside the
+// transforms in a DataLoader), NVIDIA DALI's CPU pipeline and SPDL (Meta's
+// thread-based loader, decoding with FFmpeg), beside the
 // machine's limit: plain full-image libjpeg-turbo decoding on every core.
 // Also the evaluation pipeline (resize 256, centre crop 224) against the
 // peer's. Runs interleave; medians.
@@ -86,21 +87,27 @@ absl::Status BenchW3(const BenchArgs& args) {
   const std::string peers = PeersDir();
   const std::string torch_cmd = absl::StrCat("/usr/bin/python3 ", peers, "/w3_torch.py --data ", root,
                                              " --batches ", args.peer_batches > 0 ? args.peer_batches : 6);
-  std::string dali_cmd, dali_note;
-  if (!args.no_peers) {
-    absl::StatusOr<std::string> py = LastLineOf(peers + "/ensure_dali_venv.sh");
-    if (py.ok()) {
-      dali_cmd = absl::StrCat(*py, " ", peers, "/w3_dali.py --data ", root, " --threads ", threads, " --batches ",
-                              args.peer_batches > 0 ? args.peer_batches : 6);
-    } else {
-      dali_note = std::string(py.status().message());
-      std::fprintf(stderr, "warning: DALI peer unavailable: %s\n", dali_note.c_str());
+  // A peer in a virtual environment of its own, made on first use by
+  // `ensure` (empty command and a note when it cannot be).
+  auto venv_peer = [&](const char* ensure, const char* script, std::string* note) -> std::string {
+    if (args.no_peers) return "";
+    absl::StatusOr<std::string> py = LastLineOf(absl::StrCat(peers, "/", ensure));
+    if (!py.ok()) {
+      *note = std::string(py.status().message());
+      std::fprintf(stderr, "warning: %s peer unavailable: %s\n", script, note->c_str());
+      return "";
     }
-  }
-  std::vector<double> sluice, eval, limit, torch, torch_eval, dali, vs_torch, vs_limit, vs_dali, vs_torch_eval;
+    return absl::StrCat(*py, " ", peers, "/", script, " --data ", root, " --threads ", threads, " --batches ",
+                        args.peer_batches > 0 ? args.peer_batches : 6);
+  };
+  std::string dali_note, spdl_note;
+  const std::string dali_cmd = venv_peer("ensure_dali_venv.sh", "w3_dali.py", &dali_note);
+  const std::string spdl_cmd = venv_peer("ensure_spdl_venv.sh", "w3_spdl.py", &spdl_note);
+  std::vector<double> sluice, eval, limit, torch, torch_eval, dali, spdl, vs_torch, vs_limit, vs_dali, vs_spdl,
+      vs_torch_eval;
   // What each contender hands on per sample ("float32[3,224,224]").
   SLUICE_ASSIGN_OR_RETURN(const std::string sluice_output, OutputOf(W3(root, false), "image"));
-  std::string torch_output, dali_output;
+  std::string torch_output, dali_output, spdl_output;
   for (int run = 1; run <= args.runs; ++run) {
     SLUICE_ASSIGN_OR_RETURN(RunReport train, RunForSeconds(W3(root, false), args.seconds, /*endless=*/true));
     SLUICE_ASSIGN_OR_RETURN(RunReport ev, RunForSeconds(W3(root, true), args.seconds, /*endless=*/true));
@@ -126,18 +133,22 @@ absl::Status BenchW3(const BenchArgs& args) {
         std::fprintf(stderr, "warning: torchvision peer failed: %s\n",
                      std::string((t.ok() ? te.status() : t.status()).message()).c_str());
       }
-      if (!dali_cmd.empty()) {
-        absl::StatusOr<PeerResult> d = RunPeerResult(dali_cmd);
-        if (d.ok()) {
-          dali.push_back(d->samples_per_s);
-          dali_output = d->output;
-          vs_dali.push_back(train.samples_per_s / d->samples_per_s);
-          absl::StrAppend(&line, "; DALI ", WithCommas(d->samples_per_s));
-        } else {
-          dali_note = std::string(d.status().message());
-          std::fprintf(stderr, "warning: DALI peer failed: %s\n", dali_note.c_str());
+      auto run_venv_peer = [&](const std::string& cmd, const char* name, std::vector<double>* rates,
+                               std::vector<double>* ratios, std::string* output, std::string* note) {
+        if (cmd.empty()) return;
+        absl::StatusOr<PeerResult> r = RunPeerResult(cmd);
+        if (!r.ok()) {
+          *note = std::string(r.status().message());
+          std::fprintf(stderr, "warning: %s peer failed: %s\n", name, note->c_str());
+          return;
         }
-      }
+        rates->push_back(r->samples_per_s);
+        *output = r->output;
+        ratios->push_back(train.samples_per_s / r->samples_per_s);
+        absl::StrAppend(&line, "; ", name, " ", WithCommas(r->samples_per_s));
+      };
+      run_venv_peer(dali_cmd, "DALI", &dali, &vs_dali, &dali_output, &dali_note);
+      run_venv_peer(spdl_cmd, "SPDL", &spdl, &vs_spdl, &spdl_output, &spdl_note);
     }
     std::fprintf(stderr, "%s\n", line.c_str());
   }
@@ -154,13 +165,18 @@ absl::Status BenchW3(const BenchArgs& args) {
     std::printf("  DALI, CPU pipeline            %10s images/s  (sluice: %.2fx)\n", WithCommas(Median(dali)).c_str(),
                 Median(vs_dali));
   }
+  if (!spdl.empty()) {
+    std::printf("  SPDL (%d threads)             %10s images/s  (sluice: %.2fx)\n", threads,
+                WithCommas(Median(spdl)).c_str(), Median(vs_spdl));
+  }
   std::printf("  eval (resize 256, crop 224)   %10s images/s", WithCommas(Median(eval)).c_str());
   if (!torch_eval.empty()) {
     std::printf("  torchvision %s (%.1fx)", WithCommas(Median(torch_eval)).c_str(), Median(vs_torch_eval));
   }
   std::printf("\n");
   bool equal = true;
-  std::printf("%s\n", DescribeOutputs(sluice_output, {{"torchvision", torch_output}, {"DALI", dali_output}}, &equal)
+  std::printf("%s\n", DescribeOutputs(sluice_output, {{"torchvision", torch_output}, {"DALI", dali_output}, {"SPDL", spdl_output}},
+                                           &equal)
                           .c_str());
   if (args.json) {
     auto or_null = [](const std::vector<double>& v) { return v.empty() ? nlohmann::json(nullptr) : nlohmann::json(Median(v)); };
@@ -176,6 +192,10 @@ absl::Status BenchW3(const BenchArgs& args) {
     j["dali_samples_per_s"] = or_null(dali);
     j["vs_dali"] = or_null(vs_dali);
     if (!dali_note.empty()) j["dali_note"] = dali_note;
+    j["spdl_samples_per_s"] = or_null(spdl);
+    j["ratio_spdl"] = or_null(vs_spdl);
+    j["spdl_output"] = spdl_output.empty() ? nlohmann::json(nullptr) : nlohmann::json(spdl_output);
+    if (!spdl_note.empty()) j["spdl_note"] = spdl_note;
     j["eval_samples_per_s"] = Median(eval);
     j["eval_peer_samples_per_s"] = or_null(torch_eval);
     j["eval_ratio"] = or_null(vs_torch_eval);
