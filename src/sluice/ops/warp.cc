@@ -130,14 +130,27 @@ void WarpFloatSimd(const WarpSpec& spec, const Affine& a, const float* src, floa
       const VF ax = hn::Sub(fx, flx), ay = hn::Sub(fy, fly);
       const VI ix = hn::ConvertTo(di, flx), iy = hn::ConvertTo(di, fly);
       const VI one = hn::Set(di, 1);
-      hn::Mask<DI> in_x0, in_x1, in_y0, in_y1;
-      const VI x0i = map(ix, w, &in_x0), x1i = map(hn::Add(ix, one), w, &in_x1);
-      const VI y0i = map(iy, h, &in_y0), y1i = map(hn::Add(iy, one), h, &in_y1);
       const VI stride = hn::Set(di, w * kC), c = hn::Set(di, kC);
-      const VI row0 = hn::Mul(y0i, stride), row1 = hn::Mul(y1i, stride);
-      const VI col0 = hn::Mul(x0i, c), col1 = hn::Mul(x1i, c);
-      const VI o00 = hn::Add(row0, col0), o01 = hn::Add(row0, col1);
-      const VI o10 = hn::Add(row1, col0), o11 = hn::Add(row1, col1);
+      hn::Mask<DI> in_x0, in_x1, in_y0, in_y1;
+      VI o00, o01, o10, o11;
+      // Every lane's four taps inside the image (most of a rotation's
+      // pixels): the offsets follow from the first, with no border mapping.
+      const bool interior = hn::AllTrue(di, hn::And(hn::And(hn::Gt(ix, hn::Set(di, -1)), hn::Lt(ix, hn::Set(di, w - 1))),
+                                                    hn::And(hn::Gt(iy, hn::Set(di, -1)), hn::Lt(iy, hn::Set(di, h - 1)))));
+      if (interior) {
+        in_x0 = in_x1 = in_y0 = in_y1 = hn::FirstN(di, lanes);
+        o00 = hn::Add(hn::Mul(iy, stride), hn::Mul(ix, c));
+        o01 = hn::Add(o00, c);
+        o10 = hn::Add(o00, stride);
+        o11 = hn::Add(o10, c);
+      } else {
+        const VI x0i = map(ix, w, &in_x0), x1i = map(hn::Add(ix, one), w, &in_x1);
+        const VI y0i = map(iy, h, &in_y0), y1i = map(hn::Add(iy, one), h, &in_y1);
+        const VI row0 = hn::Mul(y0i, stride), row1 = hn::Mul(y1i, stride);
+        const VI col0 = hn::Mul(x0i, c), col1 = hn::Mul(x1i, c);
+        o00 = hn::Add(row0, col0), o01 = hn::Add(row0, col1);
+        o10 = hn::Add(row1, col0), o11 = hn::Add(row1, col1);
+      }
       VF out[kC];
       for (int ch = 0; ch < kC; ++ch) {
         VF v00 = hn::GatherIndex(d, src + ch, o00), v01 = hn::GatherIndex(d, src + ch, o01);
