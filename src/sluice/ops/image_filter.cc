@@ -47,15 +47,40 @@ struct Scratch {
 };
 thread_local Scratch tls_scratch;
 
+// Where each value of a padded row's left and right border comes from: an
+// index into the input row, or -1 for the fill. Flat over x and channel, so
+// filling a border is one short loop of copies per row.
+struct RowBorders {
+  std::vector<int32_t> left, right;
+  RowBorders(const std::vector<int32_t>& xmap, int64_t w, int64_t r, int64_t c) {
+    auto from = [&](int64_t x, int64_t ch) { return xmap[x] < 0 ? -1 : static_cast<int32_t>(xmap[x] * c + ch); };
+    for (int64_t x = 0; x < r; ++x) {
+      for (int64_t ch = 0; ch < c; ++ch) left.push_back(from(x, ch));
+    }
+    for (int64_t x = r + w; x < 2 * r + w; ++x) {
+      for (int64_t ch = 0; ch < c; ++ch) right.push_back(from(x, ch));
+    }
+  }
+};
+
 // A separable filter's geometry: the image and the border maps of both axes.
 struct FilterShape {
   ImageDims dims;
   int64_t kh, kw;
   std::vector<int32_t> xmap, ymap;  // BorderMap of each axis
+  RowBorders borders;
   FilterShape(ImageDims d, int64_t kh, int64_t kw, bool reflect)
       : dims(d), kh(kh), kw(kw), xmap(BorderMap(d.w, kw / 2, reflect)),
-        ymap(BorderMap(d.h, kh / 2, reflect)) {}
+        ymap(BorderMap(d.h, kh / 2, reflect)), borders(xmap, d.w, kw / 2, d.c) {}
 };
+
+// out[i] = in[from[i]], or `fill` where from[i] < 0. Reads the input rather
+// than the padded row's interior just written: loads of freshly stored
+// values stalled on store forwarding.
+template <typename T>
+void FillBorder(const T* in, const std::vector<int32_t>& from, float fill, float* out) {
+  for (size_t i = 0; i < from.size(); ++i) out[i] = from[i] < 0 ? fill : static_cast<float>(in[from[i]]);
+}
 
 // Converts `src` to float with horizontal borders, and sets up the row
 // pointers of both passes. Returns the rows to write the vertical pass to.
@@ -82,14 +107,8 @@ float* const* Prepare(const T* src, T* dst, const FilterShape& f, float fill, Sc
     } else {
       U8ToFloat(in, n, p + rx * c);
     }
-    auto border = [&](int64_t x_begin, int64_t x_end) {
-      for (int64_t x = x_begin; x < x_end; ++x) {
-        const int32_t from = f.xmap[x];
-        for (int64_t ch = 0; ch < c; ++ch) p[x * c + ch] = from < 0 ? fill : in[from * c + ch];
-      }
-    };
-    border(0, rx);                         // left
-    border(rx + d.w, f.kw - 1 + d.w);      // right
+    FillBorder(in, f.borders.left, fill, p);
+    FillBorder(in, f.borders.right, fill, p + (rx + d.w) * c);
     in_ptrs[y] = p;
     mid_ptrs[y] = rows + y * n;
     out_ptrs[y] = out + y * n;
@@ -151,9 +170,11 @@ class GaussianBlurKernel : public Kernel {
           const float sigma = ctx.Rng(r).Uniform(sigma_lo_, sigma_hi_);
           float* taps = s.Get(s.taps, shape_.kw + shape_.kh);
           GaussianTaps(shape_.kw, sigma, taps);
-          GaussianTaps(shape_.kh, sigma, taps + shape_.kw);
-          wx = taps;
-          wy = taps + shape_.kw;
+          wx = wy = taps;
+          if (shape_.kh != shape_.kw) {
+            GaussianTaps(shape_.kh, sigma, taps + shape_.kw);
+            wy = taps + shape_.kw;
+          }
         }
         BlurImage(in[0].row<const T>(r), out[0].row<T>(r), shape_, wx, wy, s);
       }
@@ -241,12 +262,14 @@ std::vector<int32_t> BorderMap(int64_t n, int64_t r, bool reflect) {
 
 void GaussianTaps(int64_t k, float sigma, float* taps) {
   const double half = (k - 1) / 2.0;
-  double sum = 0;
-  for (int64_t i = 0; i < k; ++i) {
+  // Symmetric: taps i and k-1-i have the same |x|, so the same value; half
+  // the exponentials (a per-sample sigma computes them for every image).
+  for (int64_t i = 0; i <= (k - 1) / 2; ++i) {
     const double x = (i - half) / sigma;
-    taps[i] = static_cast<float>(std::exp(-0.5 * x * x));
-    sum += taps[i];
+    taps[i] = taps[k - 1 - i] = static_cast<float>(std::exp(-0.5 * x * x));
   }
+  double sum = 0;
+  for (int64_t i = 0; i < k; ++i) sum += taps[i];
   for (int64_t i = 0; i < k; ++i) taps[i] = static_cast<float>(taps[i] / sum);
 }
 
