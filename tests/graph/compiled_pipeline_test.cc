@@ -63,10 +63,23 @@ TEST_F(CompileTest, FoldsALayoutChangeIntoTheWarpBeforeIt) {
                         Op("random_rotation", {{"degrees", 10.0}}), Op("hwc_to_chw")})
                   .Build()));
   const std::vector<BoundOp>& ops = c.nodes[1].ops;
-  ASSERT_EQ(ops.size(), 4u);  // parse, reshape, rescale, fused warp writing planes
-  EXPECT_EQ(ops.back().name, "fused(random_flip+random_rotation)+hwc_to_chw");
-  EXPECT_TRUE(ops.back().inferred.params<ops::FusedWarpParams>().spec.chw_out);
+  // parse, reshape, and one warp that reads the uint8 pixels (the rescale
+  // folded in) and writes float planes
+  ASSERT_EQ(ops.size(), 3u);
+  EXPECT_EQ(ops.back().name, "rescale+fused(random_flip+random_rotation)+hwc_to_chw");
+  const ops::WarpSpec& spec = ops.back().inferred.params<ops::FusedWarpParams>().spec;
+  EXPECT_TRUE(spec.chw_out);
+  EXPECT_TRUE(spec.rescaled);
+  EXPECT_EQ(spec.dtype, DType::kUInt8);
+  EXPECT_EQ(spec.scale, 0.5f);
   EXPECT_EQ(c.output_schema().ToString(), "{image: float32[3,32,32], label: int64[]}");
+  // A rescale before a flip alone (which copies pixels) stays an op.
+  ASSERT_OK_AND_ASSIGN(CompiledPipeline flip,
+                       Compile(Cifar()
+                                   .Map({Op("reshape", {{"shape", {32, 32, 3}}}), Op("rescale", {{"scale", 0.5}}),
+                                         Op("random_flip")})
+                                   .Build()));
+  EXPECT_EQ(flip.nodes[1].ops.size(), 4u);
   // A flip alone copies pixels: the layout change stays an op of its own.
   ASSERT_OK_AND_ASSIGN(
       CompiledPipeline flip_only,

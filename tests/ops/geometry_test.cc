@@ -217,6 +217,48 @@ TEST(WarpAffine, WritingPlanesEqualsTransposingTheInterleavedOutput) {
   }
 }
 
+// A rescale folded into the warp: uint8 pixels interpolated, then rescaled,
+// equal to warping the rescaled float image within float rounding, for the
+// vector paths (1 and 3 channels), the scalar one (4), every border mode,
+// widths that are no multiple of the vector and images smaller than a word.
+TEST(WarpAffine, ARescaledWarpOfUint8EqualsTheWarpOfTheRescaledFloats) {
+  for (const ImageDims dims : {ImageDims{23, 37, 3}, ImageDims{23, 37, 1}, ImageDims{9, 5, 4}, ImageDims{1, 1, 1},
+                               ImageDims{1, 1, 3}, ImageDims{2, 1, 1}}) {
+    for (FillMode fill : {FillMode::kConstant, FillMode::kNearest, FillMode::kReflect}) {
+      SCOPED_TRACE(::testing::Message() << dims.h << "x" << dims.w << "x" << dims.c << " fill "
+                                        << static_cast<int>(fill));
+      const int64_t n = dims.h * dims.w * dims.c;
+      const float scale = 1 / 255.f, offset = -0.5f;
+      std::vector<uint8_t> pixels(n);
+      std::vector<float> rescaled(n);
+      for (int64_t i = 0; i < n; ++i) {
+        pixels[i] = static_cast<uint8_t>((i * 37 + 11) % 256);
+        rescaled[i] = pixels[i] * scale + offset;
+      }
+      Affine map;  // rotation by 0.5 rad about a point off the centre, zoomed 0.9: corners fall outside
+      const float cs = std::cos(0.5f) / 0.9f, sn = std::sin(0.5f) / 0.9f;
+      map.m[0] = cs, map.m[1] = -sn, map.m[2] = 3.f, map.m[3] = sn, map.m[4] = cs, map.m[5] = -2.f;
+      WarpSpec float_spec{DType::kFloat32, dims, fill, 0.25f};
+      WarpSpec u8_spec{DType::kUInt8, dims, fill, 0.25f};
+      u8_spec.rescaled = true;
+      u8_spec.scale = scale;
+      u8_spec.offset = offset;
+      std::vector<float> expected(n), got(n);
+      WarpAffine(float_spec, map, reinterpret_cast<const uint8_t*>(rescaled.data()),
+                 reinterpret_cast<uint8_t*>(expected.data()));
+      WarpAffine(u8_spec, map, pixels.data(), reinterpret_cast<uint8_t*>(got.data()));
+      for (int64_t i = 0; i < n; ++i) ASSERT_NEAR(got[i], expected[i], 2e-6) << "at " << i;
+      // Writing planes writes the same values.
+      u8_spec.chw_out = true;
+      std::vector<float> planes(n);
+      WarpAffine(u8_spec, map, pixels.data(), reinterpret_cast<uint8_t*>(planes.data()));
+      for (int64_t p = 0; p < dims.h * dims.w; ++p) {
+        for (int64_t ch = 0; ch < dims.c; ++ch) ASSERT_EQ(planes[ch * dims.h * dims.w + p], got[p * dims.c + ch]);
+      }
+    }
+  }
+}
+
 TEST(RandomRotation, BadFillModeNamesTheAttr) {
   EXPECT_THAT(testing::Infer("random_rotation", R"({"degrees": 10, "fill_mode": "mirror"})",
                             ColumnSpec{"image", DType::kFloat32, Shape{4, 4}}),

@@ -295,6 +295,7 @@ class Compiler {
     const FusionOptions fusion{registry_, node->backend};
     if (!def_.options().no_fuse_warps()) {
       FuseWarps(fusion, &node->ops);
+      FuseRescaleIntoWarp(fusion, &node->ops);
       FuseLayout(fusion, &node->ops);
     }
     if (!def_.options().no_fuse_decode()) FuseDecodeNormalize(fusion, &node->ops);

@@ -23,6 +23,14 @@ struct FusionOptions {
 // which is both cheaper and sharper.
 void FuseWarps(const FusionOptions& options, std::vector<BoundOp>* ops);
 
+// A rescale of uint8 right before a warp that resamples (a fused warp, a
+// rotation or a zoom) on the same column folds into the warp: it reads the
+// uint8 pixels, interpolates them in float and rescales its output. Equal to
+// warping the rescaled image within float rounding (the taps are weighted
+// before the rescale instead of after), from a quarter of the bytes and
+// gathers. On the cpu backend.
+void FuseRescaleIntoWarp(const FusionOptions& options, std::vector<BoundOp>* ops);
+
 // hwc_to_chw right after a warp (fused, or a rotation or zoom alone) on the
 // same column folds into it: the warp writes planes [C,H,W] directly, so the
 // layout PyTorch models take costs no pass of its own. Outputs are

@@ -36,6 +36,13 @@ struct WarpSpec {
   // Writes the output as planes [C,H,W] rather than [H,W,C]: a following
   // hwc_to_chw folded into the warp (graph/fusion.h), which saves its pass.
   bool chw_out = false;
+  // The input is uint8 (dtype) and the output float32, value * scale +
+  // offset: a rescale before the warp folded into it (graph/fusion.h). The
+  // taps are interpolated from the uint8 values, in float, then rescaled:
+  // the rescaled float image's warp within float rounding, from a quarter
+  // of the bytes. fill_value stays in output units.
+  bool rescaled = false;
+  float scale = 1, offset = 0;
 };
 
 // Bilinear resampling of one image [H,W,C] into `dst` ([H,W,C], or [C,H,W]
