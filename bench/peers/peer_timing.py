@@ -39,6 +39,27 @@ def check_batches(p, args):
         p.error("--batches must be >= 1")
 
 
+def check_loader_args(p, args):
+    """check_batches, and the --warmup/--workers/--batch-size ranges of a
+    DataLoader peer (argparse error, exit status 2)."""
+    check_batches(p, args)
+    if args.warmup < 0 or args.workers < 0 or args.batch_size < 1:
+        p.error("--warmup/--workers must be >= 0 and --batch-size >= 1")
+
+
+def epochs(loader, name, batch_size):
+    """The loader's batches, epoch after epoch, for as long as the timing
+    loop takes; exits naming `name` if an epoch yields no batch (the batch
+    size too large for the data), where the loop would spin forever."""
+    while True:
+        got = 0
+        for b in loader:
+            got += 1
+            yield b
+        if got == 0:
+            sys.exit(f"{name}: an epoch produced no full batch (batch size {batch_size} too large for the data)")
+
+
 def time_batches(it, warmup, batches, peer, workload, log, describe=None):
     """Consume `warmup` batches from the iterator `it` untimed, then time
     `batches` more; return the result dict.

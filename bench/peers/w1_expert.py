@@ -30,7 +30,7 @@ import struct
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from peer_timing import (add_common_args, check_batches, make_logger,  # noqa: E402
+from peer_timing import (add_common_args, check_loader_args, epochs, make_logger,  # noqa: E402
                          print_result, time_batches)
 
 MEAN, STD = 0.1307, 0.3081
@@ -46,9 +46,7 @@ def parse_args(argv=None):
     p.add_argument("--variant", choices=("cv2", "conv"), default="cv2",
                    help="how to blur: a grouped conv2d per batch, or cv2.GaussianBlur per sample")
     args = p.parse_args(argv)
-    check_batches(p, args)
-    if args.warmup < 0 or args.workers < 0 or args.batch_size < 1:
-        p.error("--warmup/--workers must be >= 0 and --batch-size >= 1")
+    check_loader_args(p, args)
     return args
 
 
@@ -118,7 +116,6 @@ def worker_init(_worker_id):
 
 def main(argv=None):
     args = parse_args(argv)
-    import torch
     from torch.utils.data import BatchSampler, DataLoader, SequentialSampler
 
     raw = os.path.join(args.data, "MNIST", "raw")
@@ -129,7 +126,7 @@ def main(argv=None):
         sys.exit(f"w1_expert: {e}")
     if args.variant == "cv2":
         try:
-            import cv2  # noqa: F401
+            import cv2  # noqa: F401 (only whether it imports)
         except ImportError:
             sys.exit("w1_expert: --variant cv2 needs OpenCV for this python (apt-get install python3-opencv)")
     if len(images) < args.batch_size:
@@ -145,11 +142,7 @@ def main(argv=None):
     log(f"{len(images)} samples, batch {args.batch_size}, {args.workers} workers, blur by {args.variant}; "
         f"warmup {args.warmup}, timed {args.batches}")
 
-    def batches():
-        while True:
-            yield from loader
-
-    it = batches()
+    it = epochs(loader, "w1_expert", args.batch_size)
     result = time_batches(it, args.warmup, args.batches, f"expert ({args.variant})", "w1", log)
     del it, loader
     print_result(result)

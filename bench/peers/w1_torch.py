@@ -19,7 +19,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from peer_timing import (add_common_args, check_batches, make_logger,  # noqa: E402
+from peer_timing import (add_common_args, check_loader_args, epochs, make_logger,  # noqa: E402
                          print_result, time_batches)
 
 
@@ -28,9 +28,7 @@ def parse_args(argv=None):
     add_common_args(p, "MNIST root (contains MNIST/raw/*-ubyte)", 8192,
                     workers_help="DataLoader worker processes")
     args = p.parse_args(argv)
-    check_batches(p, args)
-    if args.warmup < 0 or args.workers < 0 or args.batch_size < 1:
-        p.error("--warmup/--workers must be >= 0 and --batch-size >= 1")
+    check_loader_args(p, args)
     return args
 
 
@@ -82,12 +80,7 @@ def main(argv=None):
         f"{args.workers} workers, {len(loader)} batches/epoch; "
         f"warmup {args.warmup}, timed {args.batches}")
 
-    def batches():
-        while True:  # as many epochs as it takes
-            for b in loader:
-                yield b
-
-    it = batches()
+    it = epochs(loader, "w1_torch", args.batch_size)
     result = time_batches(it, args.warmup, args.batches, "torch", "w1", log)
     del it, loader
     print_result(result)

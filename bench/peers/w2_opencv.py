@@ -27,7 +27,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from peer_timing import (add_common_args, check_batches, make_logger,  # noqa: E402
+from peer_timing import (add_common_args, check_loader_args, epochs, make_logger,  # noqa: E402
                          print_result, time_batches)
 from w2_torch import load_example_pb2, read_records  # noqa: E402
 
@@ -38,9 +38,7 @@ def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     add_common_args(p, "directory of *.tfrecord files", 1024, workers_help="DataLoader worker processes")
     args = p.parse_args(argv)
-    check_batches(p, args)
-    if args.warmup < 0 or args.workers < 0 or args.batch_size < 1:
-        p.error("--warmup/--workers must be >= 0 and --batch-size >= 1")
+    check_loader_args(p, args)
     return args
 
 
@@ -131,16 +129,7 @@ def main(argv=None):
     log(f"{len(files)} files, batch {args.batch_size}, {args.workers} workers; "
         f"warmup {args.warmup}, timed {args.batches}")
 
-    def batches():
-        while True:  # as many epochs as it takes
-            got = 0
-            for b in loader:
-                got += 1
-                yield b
-            if got == 0:
-                sys.exit(f"w2_opencv: an epoch produced no full batch (batch size {args.batch_size})")
-
-    it = batches()
+    it = epochs(loader, "w2_opencv", args.batch_size)
     result = time_batches(it, args.warmup, args.batches, "expert (OpenCV)", "w2", log)
     del it, loader
     print_result(result)

@@ -28,7 +28,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from peer_timing import (add_common_args, check_batches, make_logger,  # noqa: E402
+from peer_timing import (add_common_args, check_loader_args, epochs, make_logger,  # noqa: E402
                          print_result, time_batches)
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -43,9 +43,7 @@ def parse_args(argv=None):
     add_common_args(p, "directory of *.tfrecord files", 1024,
                     workers_help="DataLoader worker processes")
     args = p.parse_args(argv)
-    check_batches(p, args)
-    if args.warmup < 0 or args.workers < 0 or args.batch_size < 1:
-        p.error("--warmup/--workers must be >= 0 and --batch-size >= 1")
+    check_loader_args(p, args)
     return args
 
 
@@ -188,17 +186,7 @@ def main(argv=None):
     log(f"{len(files)} files, batch {args.batch_size}, {args.workers} "
         f"workers; warmup {args.warmup}, timed {args.batches}")
 
-    def batches():
-        while True:  # as many epochs as it takes
-            got = 0
-            for b in loader:
-                got += 1
-                yield b
-            if got == 0:
-                sys.exit("w2_torch: an epoch produced no full batch "
-                         f"(batch size {args.batch_size} too large for the data)")
-
-    it = batches()
+    it = epochs(loader, "w2_torch", args.batch_size)
     result = time_batches(it, args.warmup, args.batches, "torch", "w2", log)
     del it, loader
     print_result(result)

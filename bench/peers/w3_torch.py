@@ -17,7 +17,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from peer_timing import (add_common_args, check_batches, make_logger,  # noqa: E402
+from peer_timing import (add_common_args, check_batches, epochs, make_logger,  # noqa: E402
                          print_result, time_batches)
 
 log = make_logger("w3_torch")
@@ -47,10 +47,7 @@ def main(argv=None):
                         drop_last=True, persistent_workers=args.workers > 0)
     log(f"{len(dataset)} images, mode {args.mode}, torch {torch.__version__}, {args.workers} workers")
     # The loader repeats: an epoch of the dataset may be shorter than the run.
-    def forever():
-        while True:
-            yield from loader
-    print_result(time_batches(forever(), args.warmup, args.batches, "torch",
+    print_result(time_batches(epochs(loader, "w3_torch", args.batch_size), args.warmup, args.batches, "torch",
                               "w3" if args.mode == "train" else "w3_eval", log))
 
 
