@@ -2,6 +2,7 @@
 #ifndef SLUICE_CORE_SCHEMA_H_
 #define SLUICE_CORE_SCHEMA_H_
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include "absl/strings/string_view.h"
@@ -22,6 +23,10 @@ struct ColumnSpec {
 
   // "image: uint8[32,32,3]" or "record: bytes".
   std::string ToString() const;
+  // Bytes of one sample's value; 0 when ragged.
+  int64_t row_bytes() const {
+    return ragged ? 0 : shape.num_elements() * static_cast<int64_t>(DTypeSize(dtype));
+  }
 };
 
 class Schema {

@@ -18,9 +18,6 @@ constexpr int64_t kMaxTileRows = 256;
 
 int64_t AlignUp(int64_t n) { return (n + 63) & ~int64_t{63}; }
 
-int64_t RowBytes(const ColumnSpec& spec) {
-  return spec.ragged ? 0 : spec.shape.num_elements() * static_cast<int64_t>(DTypeSize(spec.dtype));
-}
 
 // Rows of string_views as one contiguous ragged column.
 Column GatherViews(const absl::string_view* views, int64_t rows, BufferPool* pool) {
@@ -59,7 +56,7 @@ void MapPlan::AddInputValues(const Schema& input) {
   for (int i = 0; i < input.size(); ++i) {
     Value v;
     v.spec = input.column(i);
-    v.row_bytes = RowBytes(v.spec);
+    v.row_bytes = v.spec.row_bytes();
     v.storage = Storage::kInput;
     v.input_column = i;
     values_.push_back(v);
@@ -87,7 +84,7 @@ void MapPlan::AddOp(int op_index, const graph::BoundOp& op) {
       Value v;
       v.spec = spec;
       v.views = spec.ragged;
-      v.row_bytes = spec.ragged ? static_cast<int64_t>(sizeof(absl::string_view)) : RowBytes(spec);
+      v.row_bytes = spec.ragged ? static_cast<int64_t>(sizeof(absl::string_view)) : spec.row_bytes();
       values_.push_back(v);
       value = static_cast<int>(values_.size()) - 1;
       out_values.push_back(value);

@@ -22,10 +22,16 @@ constexpr int64_t kMaxAutotunedDepth = 16;
 // Bytes of one element of `rows` rows (ragged columns not counted).
 int64_t ElementBytes(const Schema& schema, int64_t rows) {
   int64_t bytes = 0;
-  for (const ColumnSpec& c : schema.columns()) {
-    if (!c.ragged) bytes += c.shape.num_elements() * static_cast<int64_t>(DTypeSize(c.dtype)) * rows;
-  }
+  for (const ColumnSpec& c : schema.columns()) bytes += c.row_bytes() * rows;
   return bytes;
+}
+
+// Whether the prefetch node at `i` is left out: a remote input before it
+// reads ahead on threads of its own (the service's client: max_outstanding
+// batches per worker stream), and another thread would only add a hand-off
+// per batch.
+bool PrefetchAfterRemote(const std::vector<graph::CompiledNode>& nodes, size_t i) {
+  return nodes[i].kind == graph::NodeKind::kPrefetch && nodes[i - 1].kind == graph::NodeKind::kRemote;
 }
 
 // Counts a node's elements and the time its callers spend in GetNext.
@@ -260,10 +266,7 @@ std::unique_ptr<Iterator> Pipeline::MakeNodeIterator(ExecContext* ctx, size_t in
     case graph::NodeKind::kBatch:
       return MakeBatchIterator(args, std::move(input));
     case graph::NodeKind::kPrefetch:
-      // A remote input reads ahead on threads of its own (the service's
-      // client: max_outstanding batches per worker stream); another thread
-      // would only add a hand-off per batch.
-      if (compiled_.nodes[index - 1].kind == graph::NodeKind::kRemote) return input;
+      if (PrefetchAfterRemote(compiled_.nodes, index)) return input;
       return MakePrefetchIterator(args, std::move(input));
     case graph::NodeKind::kTake:
       return MakeTakeIterator(args, std::move(input));
@@ -370,8 +373,7 @@ std::vector<Knob> Pipeline::MakeKnobs(ExecContext* ctx) const {
         for (size_t b : MapPlan::Make(node)->OutputBytes(chunk_rows_)) bytes += b;
         tunable.push_back(Knob{Knob::Kind::kParallelism, static_cast<int>(i), node.name, runners, 1, runners, bytes});
       }
-    } else if (node.kind == graph::NodeKind::kPrefetch && nodes[i - 1].kind != graph::NodeKind::kRemote) {
-      // (after a remote input the prefetch runs nothing: MakeNodeIterator)
+    } else if (node.kind == graph::NodeKind::kPrefetch && !PrefetchAfterRemote(nodes, i)) {
       const bool folded = nodes[i - 1].kind == graph::NodeKind::kMap;
       const int owner = folded ? static_cast<int>(i) - 1 : static_cast<int>(i);
       if (!folded) ctx->knobs[i] = std::make_unique<NodeKnobs>();

@@ -7,7 +7,7 @@ namespace sluice::exec {
 RowCopier::RowCopier(const Schema& schema, int64_t capacity, BufferPool* pool)
     : schema_(schema), builder_(schema, capacity, pool) {
   for (const ColumnSpec& c : schema.columns()) {
-    row_bytes_.push_back(c.ragged ? 0 : c.shape.num_elements() * DTypeSize(c.dtype));
+    row_bytes_.push_back(c.row_bytes());
   }
 }
 

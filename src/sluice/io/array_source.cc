@@ -8,10 +8,6 @@
 namespace sluice::io {
 namespace {
 
-int64_t RowBytes(const ColumnSpec& spec) {
-  return spec.shape.num_elements() * static_cast<int64_t>(DTypeSize(spec.dtype));
-}
-
 // A column's rows, shared by the source and every batch that views them, so
 // a batch may outlive the pipeline.
 struct HeldColumn {
@@ -31,7 +27,7 @@ class ArraySplitReader : public FixedRecordSplitReader {
  protected:
   absl::Status ReadRecords(int64_t first, int64_t n, int64_t row, BatchBuilder* out) override {
     for (size_t c = 0; c < columns_.size(); ++c) {
-      const int64_t row_bytes = RowBytes(columns_[c].spec);
+      const int64_t row_bytes = columns_[c].spec.row_bytes();
       std::memcpy(out->dense(static_cast<int>(c)) + row * row_bytes,
                   columns_[c].data->data() + first * row_bytes, n * row_bytes);
     }
@@ -42,7 +38,7 @@ class ArraySplitReader : public FixedRecordSplitReader {
     std::vector<Column> out(columns_.size());
     for (size_t c = 0; c < columns_.size(); ++c) {
       const HeldColumn& held = columns_[c];
-      const int64_t row_bytes = RowBytes(held.spec);
+      const int64_t row_bytes = held.spec.row_bytes();
       auto* begin = reinterpret_cast<uint8_t*>(held.data->data()) + first * row_bytes;
       out[c].values = Tensor(held.spec.dtype, held.spec.shape.WithLeading(n),
                              Buffer::Adopt(begin, static_cast<size_t>(n * row_bytes), held.data));
@@ -101,7 +97,7 @@ absl::StatusOr<std::unique_ptr<SourceFormat>> MakeArraySource(
         return absl::InvalidArgumentError(absl::StrCat(where, ": name repeats"));
       }
     }
-    const int64_t row_bytes = RowBytes(spec);
+    const int64_t row_bytes = spec.row_bytes();
     const int64_t size = static_cast<int64_t>(columns[i].data.size());
     if (row_bytes <= 0 || size % row_bytes != 0) {
       return absl::InvalidArgumentError(absl::StrCat(where, ": ", size, " bytes is not a whole number of ",

@@ -67,11 +67,11 @@ struct RowBorders {
 struct FilterShape {
   ImageDims dims;
   int64_t kh, kw;
-  std::vector<int32_t> xmap, ymap;  // BorderMap of each axis
-  RowBorders borders;
+  std::vector<int32_t> ymap;  // BorderMap of the vertical axis
+  RowBorders borders;         // the horizontal axis's, per row
   FilterShape(ImageDims d, int64_t kh, int64_t kw, bool reflect)
-      : dims(d), kh(kh), kw(kw), xmap(BorderMap(d.w, kw / 2, reflect)),
-        ymap(BorderMap(d.h, kh / 2, reflect)), borders(xmap, d.w, kw / 2, d.c) {}
+      : dims(d), kh(kh), kw(kw), ymap(BorderMap(d.h, kh / 2, reflect)),
+        borders(BorderMap(d.w, kw / 2, reflect), d.w, kw / 2, d.c) {}
 };
 
 // out[i] = in[from[i]], or `fill` where from[i] < 0. Reads the input rather

@@ -65,27 +65,38 @@ void Streamed(int64_t n, float* dst, Loop loop) {
   hwy::FlushStream();
 }
 
+// `loop` over [0, n) into dst, past the caches when `bypass`.
+template <typename Loop>
+void Write(bool bypass, int64_t n, float* dst, Loop loop) {
+  if (bypass) return Streamed(n, dst, loop);
+  loop(0, n, dst);
+}
+
 }  // namespace
 
+template <typename T>
+void ScaleOffsetAny(const T* src, int64_t n, float scale, float offset, float* dst, bool bypass) {
+  Write(bypass, n, dst, [&](int64_t i, int64_t len, float* out) { ScaleOffsetLoop(src + i, len, scale, offset, out); });
+}
+template <typename T>
+void PatternAny(const T* src, int64_t n, const float* a, const float* b, int64_t period, float* dst, bool bypass) {
+  Write(bypass, n, dst,
+        [&](int64_t i, int64_t len, float* out) { PatternLoop(src + i, len, a, b, period, i % period, out); });
+}
+
 void ScaleOffsetU8Impl(const uint8_t* src, int64_t n, float scale, float offset, float* dst, bool bypass) {
-  if (!bypass) return ScaleOffsetLoop(src, n, scale, offset, dst);
-  Streamed(n, dst, [&](int64_t i, int64_t len, float* out) { ScaleOffsetLoop(src + i, len, scale, offset, out); });
+  ScaleOffsetAny(src, n, scale, offset, dst, bypass);
 }
 void ScaleOffsetF32Impl(const float* src, int64_t n, float scale, float offset, float* dst, bool bypass) {
-  if (!bypass) return ScaleOffsetLoop(src, n, scale, offset, dst);
-  Streamed(n, dst, [&](int64_t i, int64_t len, float* out) { ScaleOffsetLoop(src + i, len, scale, offset, out); });
+  ScaleOffsetAny(src, n, scale, offset, dst, bypass);
 }
 void PatternU8Impl(const uint8_t* src, int64_t n, const float* a, const float* b, int64_t period, float* dst,
                    bool bypass) {
-  if (!bypass) return PatternLoop(src, n, a, b, period, 0, dst);
-  Streamed(n, dst,
-           [&](int64_t i, int64_t len, float* out) { PatternLoop(src + i, len, a, b, period, i % period, out); });
+  PatternAny(src, n, a, b, period, dst, bypass);
 }
 void PatternF32Impl(const float* src, int64_t n, const float* a, const float* b, int64_t period, float* dst,
                     bool bypass) {
-  if (!bypass) return PatternLoop(src, n, a, b, period, 0, dst);
-  Streamed(n, dst,
-           [&](int64_t i, int64_t len, float* out) { PatternLoop(src + i, len, a, b, period, i % period, out); });
+  PatternAny(src, n, a, b, period, dst, bypass);
 }
 
 }  // namespace HWY_NAMESPACE

@@ -152,7 +152,7 @@ void WarpSimd(const WarpSpec& spec, const Affine& a, const In* src, float* dst) 
   const VF lo = hn::Set(d, -1e6f), hi = hn::Set(d, 1e6f);
   const bool constant = spec.fill_mode == FillMode::kConstant;
   const VF scale = hn::Set(d, spec.scale), offset = hn::Set(d, spec.offset);
-  alignas(64) float tail[4 * 64];
+  alignas(64) float tail[3 * 64];
   for (int32_t y = 0; y < h; ++y) {
     const VF bx = hn::Set(d, m[1] * y + m[2]), by = hn::Set(d, m[4] * y + m[5]);
     for (int32_t x0 = 0; x0 < w; x0 += static_cast<int32_t>(lanes)) {

@@ -14,7 +14,7 @@ namespace {
 int64_t RowBytes(const Schema& schema) {
   int64_t bytes = 0;
   for (const ColumnSpec& c : schema.columns()) {
-    if (!c.ragged) bytes += c.shape.num_elements() * static_cast<int64_t>(DTypeSize(c.dtype));
+    bytes += c.row_bytes();
   }
   return bytes;
 }

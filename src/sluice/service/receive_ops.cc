@@ -7,11 +7,6 @@
 #include "sluice/core/status_macros.h"
 
 namespace sluice::service {
-namespace {
-
-int64_t RowBytes(const ColumnSpec& c) { return c.shape.num_elements() * static_cast<int64_t>(DTypeSize(c.dtype)); }
-
-}  // namespace
 
 absl::Status ReceiveOp::Run(const uint8_t* in, int64_t rows, uint8_t* dst) const {
   ops::KernelContext ctx;
@@ -30,9 +25,8 @@ ReceiveOps::ReceiveOps(const graph::CompiledNode& remote, const Schema& wire) : 
     ReceiveOp& r = by_column_[static_cast<size_t>(column)];
     r.op = &op;
     r.out = op.inferred.outputs[0];
-    r.in_row_bytes = RowBytes(wire.column(column));
-    r.out_row_bytes = RowBytes(r.out);
-    ops_.push_back(&op);
+    r.in_row_bytes = wire.column(column).row_bytes();
+    r.out_row_bytes = r.out.row_bytes();
   }
 }
 

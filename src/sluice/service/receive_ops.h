@@ -33,11 +33,9 @@ class ReceiveOps {
 
   // Column `column`'s op, or null.
   const ReceiveOp* For(int column) const;
-  bool empty() const { return ops_.empty(); }
 
  private:
   std::vector<ReceiveOp> by_column_;  // op == nullptr: none
-  std::vector<const graph::BoundOp*> ops_;
 };
 
 // Feeds one column's bytes to its op in pieces of any size: whole rows run
