@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The main job: install what is missing, build, make the reference data, run
-# W1, W2 and W3 in-process and W2 through the service, and run them beside their peers (torch DataLoader; for W2
+# W1, W2, W5a and W3 in-process and W2 through the service, and run them beside their peers (torch DataLoader; for W2
 # also tf.data, installed on first use into its own virtual environment).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,6 +17,7 @@ echo
 echo "== The pipelines, run in-process (pipelines/*.json)"
 $SLUICE run pipelines/w1_mnist.json --epochs 3
 $SLUICE run pipelines/w2_cifar10.json --epochs 3
+$SLUICE run pipelines/w5a_cifar10.json --epochs 3
 $SLUICE run pipelines/w3_imagenet.json --epochs 2
 
 echo

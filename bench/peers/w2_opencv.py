@@ -21,7 +21,6 @@ peer_timing.print_result writes it.
 """
 
 import argparse
-import glob
 import math
 import os
 import sys
@@ -29,7 +28,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from peer_timing import (add_common_args, check_loader_args, epochs, make_logger,  # noqa: E402
                          print_result, time_batches)
-from w2_torch import load_example_pb2, read_records  # noqa: E402
+from w2_torch import cifar_examples, load_example_pb2, tfrecord_files, worker_share  # noqa: E402
 
 log = make_logger("w2_opencv")
 
@@ -63,40 +62,30 @@ def build_dataset(files, example_pb2, batch_size):
     import cv2
     import numpy as np
     import torch
-    from torch.utils.data import IterableDataset, get_worker_info
+    from torch.utils.data import IterableDataset
 
     kernel = np.ones((3, 3), np.uint8)
     taps = cv2.getGaussianKernel(11, 0.8)
 
     class Batches(IterableDataset):
         def __iter__(self):
-            info = get_worker_info()
-            wid, nw = (0, 1) if info is None else (info.id, info.num_workers)
-            mine = files[wid::nw]
             rng = np.random.default_rng()
-            ex = example_pb2.Example()
             images = np.empty((batch_size, 32, 32, 3), np.uint8)
             labels = np.empty(batch_size, np.int64)
             matrix = np.empty((2, 3))
             n = 0
-            for path in mine:
-                for rec in read_records(path):
-                    ex.ParseFromString(rec)
-                    feat = ex.features.feature
-                    raw = feat["image"].bytes_list.value[0]
-                    if len(raw) != 3072:
-                        raise ValueError(f"{path}: image has {len(raw)} bytes, expected 3072")
-                    img = np.frombuffer(raw, np.uint8).reshape(32, 32, 3)
-                    img = cv2.dilate(img, kernel)
-                    img = cv2.sepFilter2D(img, -1, taps, taps)
-                    cv2.warpAffine(img, augment_matrix(rng, matrix), (32, 32), dst=images[n], flags=cv2.INTER_LINEAR,
-                                   borderMode=cv2.BORDER_REFLECT)
-                    labels[n] = feat["label"].int64_list.value[0]
-                    n += 1
-                    if n == batch_size:
-                        x = torch.from_numpy(images).permute(0, 3, 1, 2).float().mul_(1 / 255.0)
-                        yield x.contiguous(), torch.from_numpy(labels.copy())
-                        n = 0
+            for raw, label in cifar_examples(example_pb2, *worker_share(files)):
+                img = np.frombuffer(raw, np.uint8).reshape(32, 32, 3)
+                img = cv2.dilate(img, kernel)
+                img = cv2.sepFilter2D(img, -1, taps, taps)
+                cv2.warpAffine(img, augment_matrix(rng, matrix), (32, 32), dst=images[n], flags=cv2.INTER_LINEAR,
+                               borderMode=cv2.BORDER_REFLECT)
+                labels[n] = label
+                n += 1
+                if n == batch_size:
+                    x = torch.from_numpy(images).permute(0, 3, 1, 2).float().mul_(1 / 255.0)
+                    yield x.contiguous(), torch.from_numpy(labels.copy())
+                    n = 0
             # the partial last batch is dropped, as drop_last=True would
 
     return Batches()
@@ -111,9 +100,7 @@ def worker_init(_worker_id):
 
 def main(argv=None):
     args = parse_args(argv)
-    files = sorted(glob.glob(os.path.join(args.data, "*.tfrecord")))
-    if not files:
-        sys.exit(f"w2_opencv: no *.tfrecord files in {args.data}")
+    files = tfrecord_files(args.data, "w2_opencv")
     try:
         import cv2  # noqa: F401
     except ImportError:

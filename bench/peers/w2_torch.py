@@ -78,6 +78,14 @@ def load_example_pb2():
     return example_pb2
 
 
+def tfrecord_files(data, name):
+    """The sorted *.tfrecord files in `data`; exits naming `name` if none."""
+    files = sorted(glob.glob(os.path.join(data, "*.tfrecord")))
+    if not files:
+        sys.exit(f"{name}: no *.tfrecord files in {data}")
+    return files
+
+
 def read_records(path):
     """Yield the payloads of the TFRecord file at `path`.
 
@@ -100,10 +108,51 @@ def read_records(path):
             yield data
 
 
+def cifar_examples(example_pb2, paths, keep=None):
+    """Yield (image bytes, label) of the CIFAR Examples in the TFRecord
+    files `paths`; with keep=(k, n), only every n-th record from the k-th."""
+    ex = example_pb2.Example()
+    n = 0
+    for path in paths:
+        for rec in read_records(path):
+            n += 1
+            if keep is not None and (n - 1) % keep[1] != keep[0]:
+                continue
+            ex.ParseFromString(rec)
+            feat = ex.features.feature
+            image = feat["image"].bytes_list.value[0]
+            if len(image) != 3072:
+                raise ValueError(f"{path}: image has {len(image)} bytes, expected 3072")
+            yield image, int(feat["label"].int64_list.value[0])
+
+
+def worker_share(files):
+    """This DataLoader worker's (files, keep) for cifar_examples: whole
+    files per worker, or, with fewer files than workers, every file and
+    every nw-th record."""
+    from torch.utils.data import get_worker_info
+    info = get_worker_info()
+    wid, nw = (0, 1) if info is None else (info.id, info.num_workers)
+    if len(files) >= nw:
+        return files[wid::nw], None
+    return files, (wid, nw)
+
+
+def tfrecord_dataset(files, example_pb2, transform):
+    """An IterableDataset of (transform(image bytes), label) over the files."""
+    from torch.utils.data import IterableDataset
+
+    class TFRecordExamples(IterableDataset):
+        def __iter__(self):
+            for image, label in cifar_examples(example_pb2, *worker_share(list(files))):
+                yield transform(image), label
+
+    return TFRecordExamples()
+
+
 def build_dataset(files, example_pb2):
     import torch
     import torch.nn.functional as F
-    from torch.utils.data import IterableDataset, get_worker_info
     from torchvision import transforms as T
     from torchvision.transforms import InterpolationMode
 
@@ -125,38 +174,7 @@ def build_dataset(files, example_pb2):
         x = x * (1.0 / 255.0)
         return augment(x)
 
-    class TFRecordExamples(IterableDataset):
-        def __init__(self, files):
-            super().__init__()
-            self.files = list(files)
-
-        def __iter__(self):
-            info = get_worker_info()
-            wid, nw = (0, 1) if info is None else (info.id, info.num_workers)
-            if len(self.files) >= nw:
-                # whole files per worker
-                mine, stride = self.files[wid::nw], None
-            else:
-                # fewer files than workers: every worker reads all files and
-                # keeps every nw-th record
-                mine, stride = self.files, (wid, nw)
-            ex = example_pb2.Example()
-            n = 0
-            for path in mine:
-                for rec in read_records(path):
-                    n += 1
-                    if stride is not None and (n - 1) % stride[1] != stride[0]:
-                        continue
-                    ex.ParseFromString(rec)
-                    feat = ex.features.feature
-                    image = feat["image"].bytes_list.value[0]
-                    if len(image) != 3072:
-                        raise ValueError(f"{path}: image has {len(image)} "
-                                         "bytes, expected 3072")
-                    label = int(feat["label"].int64_list.value[0])
-                    yield transform(image), label
-
-    return TFRecordExamples(files)
+    return tfrecord_dataset(files, example_pb2, transform)
 
 
 def worker_init(_worker_id):
@@ -167,9 +185,7 @@ def worker_init(_worker_id):
 
 def main(argv=None):
     args = parse_args(argv)
-    files = sorted(glob.glob(os.path.join(args.data, "*.tfrecord")))
-    if not files:
-        sys.exit(f"w2_torch: no *.tfrecord files in {args.data}")
+    files = tfrecord_files(args.data, "w2_torch")
     example_pb2 = load_example_pb2()
 
     from torch.utils.data import DataLoader

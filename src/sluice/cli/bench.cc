@@ -1,5 +1,5 @@
-// sluice bench w1|w2|service: sluice and its peers (the expert DataLoader a
-// skilled user writes: OpenCV per sample, whole batches per task; the
+// sluice bench w1|w2|w5a: sluice and its peers (the expert DataLoader a
+// skilled user writes: OpenCV or numpy, whole batches per task; the
 // torchvision-style DataLoader; for W2 also the articles' tf.data pipeline;
 // for the service bench_service.cc) side by side in one run on the same
 // machine, medians of several runs, and the ratios.
@@ -31,32 +31,58 @@ absl::StatusOr<RunReport> RunSluice(const PipelineDef& base, int threads, double
   return RunForSeconds(def, seconds);
 }
 
+// One in-process workload and its peers' scripts (in bench/peers).
+struct Workload {
+  PipelineDef def;
+  std::string data;  // the peers' --data
+  int batches;       // timed batches per peer run, unless --peer-batches
+  std::string torch_script;
+  std::string expert_script;  // with its arguments
+  std::string expert_label;
+  bool expert_uses_opencv;
+  bool tfdata;  // the articles' tf.data pipeline (W2)
+};
+
+Workload WorkloadOf(const BenchArgs& args) {
+  const std::string mnist = args.data + "/mnist", cifar = args.data + "/cifar10";
+  if (args.workload == "w1") {
+    return {W1Pipeline(mnist), mnist, 10, "w1_torch.py", "w1_expert.py", "expert: OpenCV (2 workers)", true, false};
+  }
+  if (args.workload == "w5a") {
+    return {W5aPipeline(cifar), cifar, 100, "w5a_torch.py", "w5a_torch.py --expert", "expert: numpy (2 workers)",
+            false, false};
+  }
+  return {W2Pipeline(cifar), cifar, 20, "w2_torch.py", "w2_opencv.py", "expert: OpenCV (2 workers)", true, true};
+}
+
 absl::Status Bench(const BenchArgs& args) {
   if (args.workload == "service") return BenchService(args);
   if (args.workload == "tuning") return BenchTuning(args);
   if (args.workload == "w3") return BenchW3(args);
   if (args.workload == "gpu") return BenchGpu(args);
-  SLUICE_RETURN_IF_ERROR(EnsureData(args.data, args.workload == "w1", args.workload == "w2"));
   const bool w1 = args.workload == "w1";
-  const PipelineDef def = w1 ? W1Pipeline(args.data + "/mnist") : W2Pipeline(args.data + "/cifar10");
+  SLUICE_RETURN_IF_ERROR(EnsureData(args.data, w1, !w1));
+  const Workload w = WorkloadOf(args);
+  const PipelineDef& def = w.def;
   const std::string peers = PeersDir();
-  const int batches = args.peer_batches > 0 ? args.peer_batches : (w1 ? 10 : 20);
-  const std::string data_arg = absl::StrCat(" --data ", args.data, w1 ? "/mnist" : "/cifar10", " --batches ", batches);
+  const int batches = args.peer_batches > 0 ? args.peer_batches : w.batches;
+  const std::string data_arg = absl::StrCat(" --data ", w.data, " --batches ", batches);
   std::optional<std::string> torch_cmd, expert_cmd;
   std::string torch_note, tfdata_note, expert_note;
   if (!args.no_peers) {
-    torch_cmd = absl::StrCat("/usr/bin/python3 ", peers, w1 ? "/w1_torch.py" : "/w2_torch.py", data_arg);
-    // Both experts use OpenCV (Debian's python3-opencv, installed on first use).
-    absl::StatusOr<std::string> py = LastLineOf(peers + "/ensure_opencv.sh");
+    torch_cmd = absl::StrCat("/usr/bin/python3 ", peers, "/", w.torch_script, data_arg);
+    // The OpenCV experts use Debian's python3-opencv, installed on first use.
+    absl::StatusOr<std::string> py =
+        w.expert_uses_opencv ? LastLineOf(peers + "/ensure_opencv.sh") : std::string("/usr/bin/python3");
     if (py.ok()) {
-      expert_cmd = absl::StrCat(*py, " ", peers, w1 ? "/w1_expert.py" : "/w2_opencv.py", data_arg);
+      expert_cmd = absl::StrCat(*py, " ", peers, "/", w.expert_script, data_arg);
     } else {
       expert_note = std::string(py.status().message());
       std::fprintf(stderr, "warning: expert peer unavailable: %s\n", expert_note.c_str());
     }
   }
   std::optional<std::string> tfdata_cmd;
-  if (!w1 && !args.no_peers) {
+  if (w.tfdata && !args.no_peers) {
     std::fprintf(stderr, "preparing the tf.data peer's virtual environment (first use installs tensorflow-cpu)\n");
     absl::StatusOr<std::string> py = LastLineOf(peers + "/ensure_peer_venv.sh");
     if (py.ok()) {
@@ -108,8 +134,7 @@ absl::Status Bench(const BenchArgs& args) {
   std::printf("  %-26s %14s samples/s  (2 vs 1 thread: %.2fx)\n", "sluice, 1 thread",
               WithCommas(one).c_str(), one > 0 ? sluice / one : 0);
   if (expert > 0) {
-    std::printf("  %-26s %14s samples/s  (sluice: %.1fx)\n",
-                "expert: OpenCV (2 workers)", WithCommas(expert).c_str(),
+    std::printf("  %-26s %14s samples/s  (sluice: %.1fx)\n", w.expert_label.c_str(), WithCommas(expert).c_str(),
                 sluice / expert);
   }
   if (torch > 0) {
@@ -147,7 +172,7 @@ absl::Status Bench(const BenchArgs& args) {
     j["expert_output"] = m.expert_output.empty() ? nlohmann::json(nullptr) : nlohmann::json(m.expert_output);
     j["ratio_expert"] = expert > 0 ? nlohmann::json(sluice / expert) : nlohmann::json(nullptr);
     if (!expert_note.empty()) j["expert_note"] = expert_note;
-    if (!w1) {
+    if (w.tfdata) {
       j["tfdata_samples_per_s"] = tfdata > 0 ? nlohmann::json(tfdata) : nlohmann::json(nullptr);
       j["tfdata_output"] = m.tfdata_output.empty() ? nlohmann::json(nullptr) : nlohmann::json(m.tfdata_output);
       j["ratio_tfdata"] = tfdata > 0 ? nlohmann::json(sluice / tfdata) : nlohmann::json(nullptr);
@@ -165,17 +190,18 @@ void AddBenchCommand(CLI::App& app, absl::Status* result) {
   CLI::App* cmd = app.add_subcommand(
       "bench", "Run a reference workload with sluice and its peers side by side (medians, ratios)");
   cmd->add_option("workload", args->workload,
-                  "w1 (MNIST + blur), w2 (CIFAR-10 TFRecords + augmentation), w3 (JPEG class folders: decode, "
+                  "w1 (MNIST + blur), w2 (CIFAR-10 TFRecords + augmentation), w5a (CIFAR-10's standard training "
+                  "augmentation: pad + random crop, flip, normalize), w3 (JPEG class folders: decode, "
                   "random-resized-crop, flip, normalize), service (the "
                   "preprocessing service against raw gRPC, a Python gRPC feed and tf.data service) or tuning "
                   "(autotune against a sweep of hand-tuned settings, and the cost of statistics, on W1 and W2) or gpu "
                   "(the cuda kernels against the GPU's copy bandwidth and torchvision on CUDA; end to end into torch)")
       ->required()
-      ->check(CLI::IsMember({"w1", "w2", "w3", "service", "tuning", "gpu"}));
+      ->check(CLI::IsMember({"w1", "w2", "w5a", "w3", "service", "tuning", "gpu"}));
   cmd->add_option("--runs", args->runs, "runs per contender (median reported)")->default_val(3)->check(kPositive);
   cmd->add_flag("--json", args->json, "print one JSON object as the last line");
   cmd->add_option("--data", args->data, "data directory (generated when missing)")->default_val("data");
-  cmd->add_option("--peer-batches", args->peer_batches, "timed batches per peer run (default 10 for w1, 20 for w2)");
+  cmd->add_option("--peer-batches", args->peer_batches, "timed batches per peer run (default 10 for w1, 20 for w2, 100 for w5a)");
   cmd->add_option("--seconds", args->seconds, "minimum seconds per sluice run")->default_val(3.0);
   cmd->add_flag("--no-peers", args->no_peers, "measure sluice only");
   cmd->callback([args, result] { *result = Bench(*args); });

@@ -1,5 +1,6 @@
 // sluice ops: the registered ops with their docs, attrs, allowed values,
 // columns and backends, as text or JSON.
+#include <algorithm>
 #include <cstdio>
 
 #include "absl/strings/str_join.h"
@@ -66,9 +67,11 @@ void PrintOp(const ops::OpRegistry& registry, const ops::OpSchema& op) {
   const std::string from = registry.Registrant(op.name());
   if (from != ops::kBuiltinRegistrant) tags.push_back("from " + from);
   std::printf("%s  [%s]\n  %s\n", op.name().c_str(), absl::StrJoin(tags, "; ").c_str(), op.doc().c_str());
+  int name_width = 11;  // the attrs' names in one column, however long the longest
+  for (const ops::AttrSchema& a : op.attrs()) name_width = std::max(name_width, static_cast<int>(a.name.size()));
   for (const ops::AttrSchema& a : op.attrs()) {
     const std::string allowed = a.Constraint();
-    std::printf("    %-11s %-7s %-22s %s%s\n", a.name.c_str(), std::string(ops::AttrTypeName(a.type)).c_str(),
+    std::printf("    %-*s %-7s %-22s %s%s\n", name_width, a.name.c_str(), std::string(ops::AttrTypeName(a.type)).c_str(),
                 a.default_json.empty() ? "(required)" : ("= " + a.default_json).c_str(), a.doc.c_str(),
                 allowed.empty() ? "" : (" (" + allowed + ")").c_str());
   }

@@ -55,6 +55,21 @@ PipelineDef W2Pipeline(const std::string& cifar_dir) {
   return def;
 }
 
+PipelineDef W5aPipeline(const std::string& cifar_dir) {
+  PipelineDef def =
+      PipelineBuilder::TfRecord({cifar_dir + "/*.tfrecord"}, {BytesFeature("image", 3072), Int64Feature("label")})
+          .Map({Op("decode_raw", {{"dtype", "uint8"}}), Op("reshape", {{"shape", {32, 32, 3}}}),
+                Op("random_crop", {{"size", 32}, {"padding", 4}, {"padding_mode", "reflect"}})})
+          .Batch(256, /*drop_remainder=*/true)
+          .Map({Op("crop_mirror_normalize", {{"mirror", 0.5},
+                                             {"mean", {0.4914, 0.4822, 0.4465}},
+                                             {"std", {0.2470, 0.2435, 0.2616}}})})
+          .Prefetch()
+          .Build();
+  def.set_name("w5a_cifar10");
+  return def;
+}
+
 PipelineDef W2Uint8OverTheWire(const std::string& cifar_dir, const DistributeOptions& distribute) {
   PipelineDef def = W2Front(cifar_dir)
                         .Map(W2Augmentation())

@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "sluice/core/status_macros.h"
+#include "sluice/ops/border.h"
 #include "sluice/ops/field.h"
 #include "sluice/ops/image_filter.h"
 #include "sluice/ops/op_registry.h"
@@ -21,14 +22,6 @@
 
 namespace sluice::ops {
 namespace {
-
-// Index of position i on an axis of n under reflect-101 borders (dcb|abcd|cba),
-// the padding torchvision and TensorFlow's "REFLECT" use.
-inline int64_t Reflect101(int64_t i, int64_t n) {
-  if (n == 1) return 0;
-  while (i < 0 || i >= n) i = i < 0 ? -i : 2 * n - 2 - i;
-  return i;
-}
 
 // Per-thread scratch, grown once and reused for every image.
 struct Scratch {
@@ -254,8 +247,7 @@ absl::StatusOr<InferredOp> InferGreyDilation(const Attrs& attrs, const Schema& s
 std::vector<int32_t> BorderMap(int64_t n, int64_t r, bool reflect) {
   std::vector<int32_t> map(n + 2 * r);
   for (int64_t i = -r; i < n + r; ++i) {
-    const bool inside = i >= 0 && i < n;
-    map[i + r] = static_cast<int32_t>(inside ? i : (reflect ? Reflect101(i, n) : -1));
+    map[i + r] = static_cast<int32_t>(BorderIndex(i, n, reflect ? PadMode::kReflect : PadMode::kConstant));
   }
   return map;
 }

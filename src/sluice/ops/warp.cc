@@ -11,6 +11,7 @@
 #define HWY_TARGET_INCLUDE "sluice/ops/warp.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
+#include "sluice/ops/border.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace sluice::ops {
@@ -18,24 +19,17 @@ namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 namespace {
 
-inline int64_t ReflectIndex(int64_t i, int64_t n) {
-  if (n == 1) return 0;
-  while (i < 0 || i >= n) i = i < 0 ? -i - 1 : 2 * n - 1 - i;
-  return i;
-}
-
-// The pixel index for coordinate i on an axis of n, or -1 for "use the fill".
-inline int64_t BorderIndex(int64_t i, int64_t n, FillMode mode) {
-  if (i >= 0 && i < n) return i;
+// Keras' fill modes as padding modes: its reflect is dcba|abcd.
+inline PadMode PadModeOf(FillMode mode) {
   switch (mode) {
     case FillMode::kConstant:
-      return -1;
+      return PadMode::kConstant;
     case FillMode::kNearest:
-      return i < 0 ? 0 : n - 1;
+      return PadMode::kEdge;
     case FillMode::kReflect:
-      return ReflectIndex(i, n);
+      break;
   }
-  return -1;
+  return PadMode::kSymmetric;
 }
 
 // What a warp writes: its value as the output type, after the rescale a
@@ -80,10 +74,9 @@ void Warp(const WarpSpec& spec, const Affine& a, const In* src, Out* dst) {
         }
         continue;
       }
-      const int64_t xi[2] = {BorderIndex(x0, w, spec.fill_mode),
-                             BorderIndex(x0 + 1, w, spec.fill_mode)};
-      const int64_t yi[2] = {BorderIndex(y0, h, spec.fill_mode),
-                             BorderIndex(y0 + 1, h, spec.fill_mode)};
+      const PadMode border = PadModeOf(spec.fill_mode);
+      const int64_t xi[2] = {BorderIndex(x0, w, border), BorderIndex(x0 + 1, w, border)};
+      const int64_t yi[2] = {BorderIndex(y0, h, border), BorderIndex(y0 + 1, h, border)};
       for (int64_t ch = 0; ch < c; ++ch) {
         auto at = [&](int j, int i) -> float {
           if (xi[i] < 0 || yi[j] < 0) return fill;

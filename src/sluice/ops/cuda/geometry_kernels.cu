@@ -37,7 +37,7 @@ __device__ __forceinline__ float Bilinear(float v00, float v01, float v10, float
 }
 
 // The pixel index for coordinate i on an axis of n, or -1 for the fill
-// (ops' BorderIndex; reflect by its period 2n instead of ReflectIndex's
+// (border.h's BorderIndex with Keras' modes; reflect by its period 2n instead of its
 // loop, which gives the same index).
 __device__ __forceinline__ int BorderIndex(int i, int n, DeviceFill fill) {
   if (i >= 0 && i < n) return i;

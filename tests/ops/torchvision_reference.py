@@ -1,0 +1,69 @@
+#!/usr/bin/python3
+"""The independent reference for sluice's pad and crop ops: torchvision's
+functional transforms on tensors (Debian's python3-torchvision; Debian 12's
+0.14 has no transforms.v2, whose pad and crop keep these semantics), and
+numpy's pad where torch's reflect padding refuses (padding >= the side).
+
+    torchvision_reference.py IN OUT SPEC_JSON
+
+IN holds an image's bytes, row-major HWC; SPEC_JSON says
+{"shape": [H, W, C], "dtype": "uint8"|"float32", "op": ..., attrs...}:
+    op "pad": padding, fill, padding_mode (torchvision.transforms.functional.pad)
+    op "random_crop_padded": padding, pad_if_needed, size, fill, padding_mode:
+        the image RandomCrop draws its window from (its pads, in its order)
+Writes the result's bytes (HWC) to OUT.
+"""
+
+import json
+import sys
+
+import numpy as np
+import torch
+import torchvision.transforms.functional as F
+
+
+def pad(chw, padding, fill, mode):
+    """F.pad, or numpy.pad (the same values) where torch refuses a reflection."""
+    left, top, right, bottom = padding
+    h, w = chw.shape[1:]
+    if mode in ("reflect", "symmetric") and (max(left, right) >= w or max(top, bottom) >= h):
+        return torch.from_numpy(np.pad(chw.numpy(), ((0, 0), (top, bottom), (left, right)), mode=mode))
+    if isinstance(fill, list) and len(fill) == 1:
+        fill = fill[0]
+    if mode == "constant" and isinstance(fill, list):  # per channel: pad each plane
+        return torch.stack([F.pad(chw[c:c + 1], [left, top, right, bottom], fill=fill[c])[0]
+                            for c in range(chw.shape[0])])
+    return F.pad(chw, [left, top, right, bottom], fill=fill, padding_mode=mode)
+
+
+def sides(p):
+    if len(p) == 0:
+        return [0, 0, 0, 0]
+    if len(p) == 1:
+        return [p[0]] * 4
+    if len(p) == 2:
+        return [p[0], p[1], p[0], p[1]]
+    return list(p)
+
+
+def main(argv):
+    src, out, spec = argv[1], argv[2], json.loads(argv[3])
+    h, w, c = spec["shape"]
+    dtype = np.dtype(spec["dtype"])
+    hwc = np.fromfile(src, dtype=dtype).reshape(h, w, c)
+    chw = torch.from_numpy(np.ascontiguousarray(hwc.transpose(2, 0, 1)))
+    fill, mode = spec.get("fill", [0]), spec.get("padding_mode", "constant")
+    chw = pad(chw, sides(spec["padding"]), fill, mode)
+    if spec["op"] == "random_crop_padded" and spec.get("pad_if_needed"):
+        th, tw = spec["size"]
+        if chw.shape[2] < tw:  # RandomCrop.forward's order: the width, then the height
+            chw = pad(chw, [tw - chw.shape[2], 0, tw - chw.shape[2], 0], fill, mode)
+        if chw.shape[1] < th:
+            chw = pad(chw, [0, th - chw.shape[1], 0, th - chw.shape[1]], fill, mode)
+    elif spec["op"] not in ("pad", "random_crop_padded"):
+        sys.exit(f"unknown op {spec['op']}")
+    chw.numpy().transpose(1, 2, 0).astype(dtype).tofile(out)
+
+
+if __name__ == "__main__":
+    main(sys.argv)
