@@ -11,6 +11,7 @@ namespace {
 using ::sluice::testing::StatusIs;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using testing::Attrs;
 
 const std::vector<AttrSchema> kSchema = {
@@ -86,7 +87,11 @@ TEST(AttrSchema, ConstraintSaysWhatIsAllowed) {
 TEST(OpRegistry, UnknownOpListsTheKnownOnes) {
   EXPECT_THAT(OpRegistry::Global().Infer("gausian_blur", Attrs("{}"), Schema()),
               StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("unknown op 'gausian_blur' (ops: cast, center_crop, crop_mirror_normalize, decode_image")));
+                       AllOf(HasSubstr("unknown op 'gausian_blur'; did you mean 'gaussian_blur'? (ops: "),
+                             HasSubstr("cast, center_crop, crop_mirror_normalize, decode_image"))));
+  // No suggestion for a name near none.
+  EXPECT_THAT(OpRegistry::Global().Infer("sharpen_everything", Attrs("{}"), Schema()),
+              StatusIs(absl::StatusCode::kInvalidArgument, Not(HasSubstr("did you mean"))));
 }
 
 TEST(OpRegistry, EveryOpHasDocsForEveryAttr) {

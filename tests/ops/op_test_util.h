@@ -2,15 +2,34 @@
 #ifndef SLUICE_TESTS_OPS_OP_TEST_UTIL_H_
 #define SLUICE_TESTS_OPS_OP_TEST_UTIL_H_
 
+#include <cstdlib>
 #include <string>
 #include <vector>
 
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 #include "sluice/ops/op_registry.h"
+#include "temp_dir.h"
 
 namespace sluice::ops::testing {
+
+// torchvision's answer (tests/ops/torchvision_reference.py under Debian's
+// /usr/bin/python3) for `image`, the bytes of an array of `shape` (HWC, or
+// NHWC for the level ops) and `dtype`, with the op and attrs in `spec`.
+// Files go to `dir`.
+inline std::string TorchvisionReference(const std::string& dir, const std::string& image,
+                                        std::vector<int64_t> shape, const std::string& dtype, nlohmann::json spec) {
+  const std::string in = dir + "/reference_in.raw", out = dir + "/reference_out.raw";
+  sluice::testing::WriteFileBytes(in, image);
+  spec["shape"] = shape;
+  spec["dtype"] = dtype;
+  const std::string cmd = std::string("/usr/bin/python3 ") + std::getenv("SLUICE_SOURCE_DIR") +
+                          "/tests/ops/torchvision_reference.py " + in + " " + out + " '" + spec.dump() + "'";
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  return sluice::testing::ReadFileBytes(out);
+}
 
 inline google::protobuf::Struct Attrs(const std::string& json) {
   google::protobuf::Struct s;

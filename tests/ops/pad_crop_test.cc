@@ -2,7 +2,6 @@
 // where torch refuses), through tests/ops/torchvision_reference.py under
 // Debian's /usr/bin/python3. Pads and crops copy pixels: equal bytes.
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <random>
@@ -12,6 +11,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "op_test_util.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/exec/pipeline.h"
 #include "sluice/pipeline_builder.h"
@@ -43,14 +43,7 @@ class PadCropTest : public ::testing::Test {
   // torchvision's answer (see torchvision_reference.py) for `image` of `shape`.
   std::string Reference(const std::string& image, std::vector<int64_t> shape, const std::string& dtype,
                         nlohmann::json spec) {
-    const std::string in = dir_.Join("in.raw"), out = dir_.Join("out.raw");
-    testing::WriteFileBytes(in, image);
-    spec["shape"] = shape;
-    spec["dtype"] = dtype;
-    const std::string cmd = std::string("/usr/bin/python3 ") + std::getenv("SLUICE_SOURCE_DIR") +
-                            "/tests/ops/torchvision_reference.py " + in + " " + out + " '" + spec.dump() + "'";
-    EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
-    return testing::ReadFileBytes(out);
+    return testing::TorchvisionReference(dir_.path(), image, std::move(shape), dtype, std::move(spec));
   }
 
   // The images (rows of one shape) through `op`, in one batch.
@@ -76,7 +69,7 @@ class PadCropTest : public ::testing::Test {
     return std::string(reinterpret_cast<const char*>(t.raw_data()) + row * n, n);
   }
 
-  testing::TempDir dir_;
+  sluice::testing::TempDir dir_;
 };
 
 TEST_F(PadCropTest, PadMatchesTorchvisionInEveryMode) {

@@ -1,16 +1,18 @@
 #!/usr/bin/python3
-"""The independent reference for sluice's pad and crop ops: torchvision's
+"""The independent reference for sluice's pad, crop and level ops: torchvision's
 functional transforms on tensors (Debian's python3-torchvision; Debian 12's
 0.14 has no transforms.v2, whose pad and crop keep these semantics), and
 numpy's pad where torch's reflect padding refuses (padding >= the side).
 
     torchvision_reference.py IN OUT SPEC_JSON
 
-IN holds an image's bytes, row-major HWC; SPEC_JSON says
+IN holds an image's bytes, row-major HWC (NHWC for the level ops); SPEC_JSON says
 {"shape": [H, W, C], "dtype": "uint8"|"float32", "op": ..., attrs...}:
     op "pad": padding, fill, padding_mode (torchvision.transforms.functional.pad)
     op "random_crop_padded": padding, pad_if_needed, size, fill, padding_mode:
         the image RandomCrop draws its window from (its pads, in its order)
+    op "invert", "posterize" (bits), "solarize" (threshold), "autocontrast",
+        "equalize", "grayscale" (num_output_channels): the functional op on uint8
 Writes the result's bytes (HWC) to OUT.
 """
 
@@ -36,6 +38,16 @@ def pad(chw, padding, fill, mode):
     return F.pad(chw, [left, top, right, bottom], fill=fill, padding_mode=mode)
 
 
+LEVEL_OPS = {
+    "invert": lambda x, s: F.invert(x),
+    "posterize": lambda x, s: F.posterize(x, s["bits"]),
+    "solarize": lambda x, s: F.solarize(x, s["threshold"]),
+    "autocontrast": lambda x, s: F.autocontrast(x),
+    "equalize": lambda x, s: F.equalize(x),
+    "grayscale": lambda x, s: F.rgb_to_grayscale(x, s.get("num_output_channels", 1)).contiguous(),
+}
+
+
 def sides(p):
     if len(p) == 0:
         return [0, 0, 0, 0]
@@ -48,20 +60,26 @@ def sides(p):
 
 def main(argv):
     src, out, spec = argv[1], argv[2], json.loads(argv[3])
-    h, w, c = spec["shape"]
     dtype = np.dtype(spec["dtype"])
+    op = spec["op"]
+    if op in LEVEL_OPS:  # shape [N, H, W, C]: N images at once
+        nhwc = np.fromfile(src, dtype=dtype).reshape(spec["shape"])
+        nchw = torch.from_numpy(np.ascontiguousarray(nhwc.transpose(0, 3, 1, 2)))
+        LEVEL_OPS[op](nchw, spec).numpy().transpose(0, 2, 3, 1).tofile(out)
+        return
+    h, w, c = spec["shape"]
     hwc = np.fromfile(src, dtype=dtype).reshape(h, w, c)
     chw = torch.from_numpy(np.ascontiguousarray(hwc.transpose(2, 0, 1)))
     fill, mode = spec.get("fill", [0]), spec.get("padding_mode", "constant")
     chw = pad(chw, sides(spec["padding"]), fill, mode)
-    if spec["op"] == "random_crop_padded" and spec.get("pad_if_needed"):
+    if op == "random_crop_padded" and spec.get("pad_if_needed"):
         th, tw = spec["size"]
         if chw.shape[2] < tw:  # RandomCrop.forward's order: the width, then the height
             chw = pad(chw, [tw - chw.shape[2], 0, tw - chw.shape[2], 0], fill, mode)
         if chw.shape[1] < th:
             chw = pad(chw, [0, th - chw.shape[1], 0, th - chw.shape[1]], fill, mode)
-    elif spec["op"] not in ("pad", "random_crop_padded"):
-        sys.exit(f"unknown op {spec['op']}")
+    elif op not in ("pad", "random_crop_padded"):
+        sys.exit(f"unknown op {op}")
     chw.numpy().transpose(1, 2, 0).astype(dtype).tofile(out)
 
 

@@ -1,7 +1,9 @@
 #include "sluice/ops/op_registry.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <vector>
 
 #include "absl/strings/str_join.h"
 #include "google/protobuf/struct.pb.h"
@@ -14,6 +16,27 @@ namespace sluice::ops {
 // ops/cuda/: the cuda runtime and the ops' cuda kernels.
 absl::Status RegisterCudaBackend(OpRegistry* registry);
 #endif
+
+namespace {
+
+// Levenshtein distance: the fewest one-character inserts, deletions and
+// substitutions from a to b.
+size_t EditDistance(absl::string_view a, absl::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+}  // namespace
 
 OpRegistry::OpRegistry() = default;
 OpRegistry::~OpRegistry() = default;
@@ -138,9 +161,17 @@ absl::StatusOr<InferredOp> OpRegistry::Infer(absl::string_view name, const googl
   const OpSchema* schema = Find(name);
   if (schema == nullptr || schema->internal()) {
     std::vector<std::string> names;
-    for (const OpSchema* op : List()) names.push_back(op->name());
-    return absl::InvalidArgumentError(absl::StrCat("unknown op '", name, "' (ops: ", absl::StrJoin(names, ", "),
-                                                   "; a plugin's ops exist once it is loaded: --plugin)"));
+    std::string nearest;
+    size_t nearest_edits = 3;  // a suggestion only for a near miss (a typo)
+    for (const OpSchema* op : List()) {
+      if (op->internal()) continue;
+      names.push_back(op->name());
+      const size_t edits = EditDistance(name, op->name());
+      if (edits < nearest_edits) nearest_edits = edits, nearest = op->name();
+    }
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown op '", name, "'", nearest.empty() ? "" : absl::StrCat("; did you mean '", nearest, "'?"),
+                     " (ops: ", absl::StrJoin(names, ", "), "; a plugin's ops exist once it is loaded: --plugin)"));
   }
   absl::StatusOr<Attrs> bound = Attrs::Bind(schema->attrs(), attrs);
   if (!bound.ok()) return WithContext(bound.status(), absl::StrCat("op '", name, "'"));
@@ -187,6 +218,7 @@ absl::Status RegisterBuiltinOps(OpRegistry* registry) {
   SLUICE_RETURN_IF_ERROR(RegisterImageFilterOps(registry));
   SLUICE_RETURN_IF_ERROR(RegisterGeometryOps(registry));
   SLUICE_RETURN_IF_ERROR(RegisterPadCropOps(registry));
+  SLUICE_RETURN_IF_ERROR(RegisterPixelOps(registry));
   SLUICE_RETURN_IF_ERROR(RegisterPredicateOps(registry));
 #ifdef SLUICE_WITH_CUDA
   SLUICE_RETURN_IF_ERROR(RegisterCudaBackend(registry));

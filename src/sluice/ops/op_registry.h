@@ -121,6 +121,7 @@ absl::Status RegisterColorOps(OpRegistry* registry);
 absl::Status RegisterImageFilterOps(OpRegistry* registry);
 absl::Status RegisterGeometryOps(OpRegistry* registry);
 absl::Status RegisterPadCropOps(OpRegistry* registry);
+absl::Status RegisterPixelOps(OpRegistry* registry);
 absl::Status RegisterPredicateOps(OpRegistry* registry);
 // The built-in ops with their CPU kernels, and in CUDA builds the cuda
 // runtime and kernels.
