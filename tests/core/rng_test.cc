@@ -1,5 +1,6 @@
 #include "sluice/core/rng.h"
 
+#include <cmath>
 #include <set>
 
 #include "gtest/gtest.h"
@@ -49,6 +50,46 @@ TEST(SampleRng, BernoulliIsRoughlyFair) {
   int heads = 0;
   for (int s = 0; s < 10000; ++s) heads += SampleRng(9, 1, 0, s).Bernoulli(0.5f);
   EXPECT_NEAR(heads, 5000, 300);  // > 6 standard deviations
+}
+
+// The moments of 20,000 draws, one sample's stream each, within 5
+// standard errors of the distribution's (the variance's error taken from
+// the fourth moment's bound for these shapes).
+struct Moments {
+  double mean = 0, var = 0;
+};
+template <typename Draw>
+Moments Measure(Draw draw) {
+  const int n = 20000;
+  double sum = 0, sq = 0;
+  for (int i = 0; i < n; ++i) {
+    SampleRng rng(3, OpKey("m", 0), 0, i);
+    const double x = draw(rng);
+    sum += x;
+    sq += x * x;
+  }
+  Moments m;
+  m.mean = sum / n;
+  m.var = sq / n - m.mean * m.mean;
+  return m;
+}
+
+TEST(SampleRng, GammaAndBetaHaveTheirDistributionsMoments) {
+  for (double shape : {0.3, 1.0, 4.5}) {
+    const Moments g = Measure([&](SampleRng& r) { return r.Gamma(shape); });
+    const double se = std::sqrt(shape / 20000);
+    EXPECT_NEAR(g.mean, shape, 5 * se) << "gamma " << shape;
+    EXPECT_NEAR(g.var, shape, 5 * std::sqrt((6 * shape + 2 * shape * shape) / 20000)) << "gamma " << shape;
+  }
+  for (double a : {0.2, 1.0, 4.0}) {  // Beta(a, a): mean 1/2, variance 1 / (4 (2a + 1))
+    const Moments b = Measure([&](SampleRng& r) { return r.Beta(a, a); });
+    const double var = 1 / (4 * (2 * a + 1));
+    EXPECT_NEAR(b.mean, 0.5, 5 * std::sqrt(var / 20000)) << "beta " << a;
+    EXPECT_NEAR(b.var, var, 5 * std::sqrt(0.0625 / 20000)) << "beta " << a;
+  }
+  const Moments z = Measure([](SampleRng& r) { return r.Normal(); });
+  EXPECT_NEAR(z.mean, 0, 5 * std::sqrt(1.0 / 20000));
+  EXPECT_NEAR(z.var, 1, 5 * std::sqrt(2.0 / 20000));
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "sluice/core/rng.h"
 
+#include <cmath>
+
 namespace sluice {
 namespace {
 
@@ -70,6 +72,38 @@ float SampleRng::Uniform(float lo, float hi) {
   // 24 random mantissa bits give a float in [0, 1) exactly.
   const float u = static_cast<float>(NextU32() >> 8) * (1.0f / 16777216.0f);
   return lo + (hi - lo) * u;
+}
+
+double SampleRng::UniformDouble() {
+  const uint64_t bits = (static_cast<uint64_t>(NextU32()) << 21) ^ (NextU32() >> 11);
+  return static_cast<double>(bits) * 0x1.0p-53;
+}
+
+double SampleRng::Normal() {
+  const double u = 1.0 - UniformDouble();  // (0, 1]: the log is finite
+  return std::sqrt(-2.0 * std::log(u)) * std::cos(2.0 * M_PI * UniformDouble());
+}
+
+double SampleRng::Gamma(double shape) {
+  // Marsaglia and Tsang, "A simple method for generating gamma variables"
+  // (2000); below 1, Gamma(shape + 1) * U^(1/shape).
+  if (shape < 1) return Gamma(shape + 1) * std::pow(1.0 - UniformDouble(), 1.0 / shape);
+  const double d = shape - 1.0 / 3, c = 1 / std::sqrt(9 * d);
+  while (true) {
+    double x, v;
+    do {
+      x = Normal();
+      v = 1 + c * x;
+    } while (v <= 0);
+    v = v * v * v;
+    const double u = 1.0 - UniformDouble();
+    if (std::log(u) < 0.5 * x * x + d - d * v + d * std::log(v)) return d * v;
+  }
+}
+
+double SampleRng::Beta(double a, double b) {
+  const double x = Gamma(a), y = Gamma(b);
+  return x + y > 0 ? x / (x + y) : 0.5;
 }
 
 }  // namespace sluice

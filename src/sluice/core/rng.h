@@ -31,6 +31,14 @@ class SampleRng {
   float Uniform(float lo, float hi);
   // True with probability p.
   bool Bernoulli(float p) { return Uniform(0.f, 1.f) < p; }
+  // Uniform in [0, 1) with 53 random bits.
+  double UniformDouble();
+  // Standard normal (Box-Muller).
+  double Normal();
+  // Gamma(shape, 1), shape > 0 (Marsaglia and Tsang's method).
+  double Gamma(double shape);
+  // Beta(a, b), a, b > 0: X / (X + Y) of X ~ Gamma(a), Y ~ Gamma(b).
+  double Beta(double a, double b);
 
  private:
   std::array<uint32_t, 2> key_;

@@ -38,6 +38,11 @@ void PatternLoop(const T* __restrict src, int64_t n, const float* __restrict a, 
   }
 }
 
+void BlendLoop(const float* __restrict a, float wa, const float* __restrict b, float wb, int64_t n,
+               float* __restrict dst) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = b[i] * wb + a[i] * wa;
+}
+
 namespace hn = hwy::HWY_NAMESPACE;
 
 // Writes n floats to dst with non-temporal stores, past the caches:
@@ -99,6 +104,10 @@ void PatternF32Impl(const float* src, int64_t n, const float* a, const float* b,
   PatternAny(src, n, a, b, period, dst, bypass);
 }
 
+void BlendImpl(const float* a, float wa, const float* b, float wb, int64_t n, float* dst, bool bypass) {
+  Write(bypass, n, dst, [&](int64_t i, int64_t len, float* out) { BlendLoop(a + i, wa, b + i, wb, len, out); });
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace sluice::ops
 HWY_AFTER_NAMESPACE();
@@ -110,6 +119,7 @@ HWY_EXPORT(ScaleOffsetU8Impl);
 HWY_EXPORT(ScaleOffsetF32Impl);
 HWY_EXPORT(PatternU8Impl);
 HWY_EXPORT(PatternF32Impl);
+HWY_EXPORT(BlendImpl);
 
 void ScaleOffset(const uint8_t* src, int64_t n, float scale, float offset, float* dst, bool bypass_cache) {
   HWY_DYNAMIC_DISPATCH(ScaleOffsetU8Impl)(src, n, scale, offset, dst, bypass_cache);
@@ -124,6 +134,10 @@ void ScaleOffsetPattern(const uint8_t* src, int64_t n, const float* a, const flo
 void ScaleOffsetPattern(const float* src, int64_t n, const float* a, const float* b, int64_t period, float* dst,
                         bool bypass_cache) {
   HWY_DYNAMIC_DISPATCH(PatternF32Impl)(src, n, a, b, period, dst, bypass_cache);
+}
+
+void Blend(const float* a, float wa, const float* b, float wb, int64_t n, float* dst, bool bypass_cache) {
+  HWY_DYNAMIC_DISPATCH(BlendImpl)(a, wa, b, wb, n, dst, bypass_cache);
 }
 
 }  // namespace sluice::ops

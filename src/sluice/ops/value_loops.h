@@ -1,4 +1,4 @@
-// The element-wise loops of the value ops (rescale, normalize), compiled
+// The element-wise loops of the value ops (rescale, normalize, mixup), compiled
 // once per SIMD target and chosen at run time: at the portable baseline
 // the compiler would vectorize them for SSE only.
 #ifndef SLUICE_OPS_VALUE_LOOPS_H_
@@ -21,6 +21,9 @@ void ScaleOffsetPattern(const uint8_t* src, int64_t n, const float* a, const flo
                         bool bypass_cache = false);
 void ScaleOffsetPattern(const float* src, int64_t n, const float* a, const float* b, int64_t period, float* dst,
                         bool bypass_cache = false);
+
+// dst[i] = b[i] * wb + a[i] * wa for i < n (mixup's blend).
+void Blend(const float* a, float wa, const float* b, float wb, int64_t n, float* dst, bool bypass_cache = false);
 
 }  // namespace sluice::ops
 
