@@ -1,8 +1,11 @@
 // The level ops (invert, posterize, solarize, autocontrast, equalize,
-// grayscale) against torchvision's functional ops on uint8 tensors, through
+// grayscale) and the color adjustments (color_jitter, adjust_sharpness) against torchvision's functional ops on uint8 tensors, through
 // tests/ops/torchvision_reference.py under Debian's /usr/bin/python3: equal
 // bytes, as both do the same integer and float32 steps.
+#include <algorithm>
+#include <cmath>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -94,6 +97,81 @@ TEST_F(PixelOpsTest, GrayscaleEqualsTorchvisionWithOneOrThreeChannels) {
   }
 }
 
+TEST_F(PixelOpsTest, ColorAdjustmentsEqualTorchvision) {
+  // color_jitter with one factor's range a single value: torchvision's
+  // adjust_* with that factor. Sharpness: torch's conv2d sums its nine
+  // taps in its own order, so a level may round the other way.
+  const std::vector<uint8_t> images = Images();
+  struct Case {
+    std::string op, attrs, fn;
+    double factor;
+    int tolerance;
+  };
+  const std::vector<Case> cases = {
+      {"color_jitter", R"({"brightness": [1.7, 1.7]})", "brightness", 1.7, 0},
+      {"color_jitter", R"({"brightness": [0.35, 0.35]})", "brightness", 0.35, 0},
+      {"color_jitter", R"({"contrast": [0.6, 0.6]})", "contrast", 0.6, 0},
+      {"color_jitter", R"({"contrast": [1.9, 1.9]})", "contrast", 1.9, 0},
+      {"color_jitter", R"({"saturation": [0.2, 0.2]})", "saturation", 0.2, 0},
+      {"color_jitter", R"({"saturation": [2.5, 2.5]})", "saturation", 2.5, 0},
+      {"color_jitter", R"({"hue": [0.13, 0.13]})", "hue", 0.13, 0},
+      {"color_jitter", R"({"hue": [-0.4, -0.4]})", "hue", -0.4, 0},
+      {"adjust_sharpness", R"({"sharpness_factor": 2.0})", "sharpness", 2.0, 1},
+      {"adjust_sharpness", R"({"sharpness_factor": 0.3})", "sharpness", 0.3, 1},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.op + " " + c.attrs);
+    const std::vector<uint8_t> got = RunOp<uint8_t>(c.op, c.attrs, kRgb, images, 6);
+    const std::string want = Reference(images, {{"op", c.fn}, {"factor", c.factor}});
+    ASSERT_EQ(got.size(), want.size());
+    int worst = 0, differ = 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+      const int d = std::abs(int{got[i]} - int{static_cast<uint8_t>(want[i])});
+      worst = std::max(worst, d);
+      differ += d != 0;
+    }
+    EXPECT_LE(worst, c.tolerance) << differ << " levels differ";
+    if (c.tolerance > 0) EXPECT_LT(differ, static_cast<int>(got.size()) / 100);
+  }
+}
+
+TEST(PixelOps, ColorJitterDrawsItsFactorsAndOrderPerSample) {
+  // Brightness alone in [0.5, 1.5] on a flat 100 image: each output level is
+  // 100 f truncated, so f's spread shows; the same sample, the same draw.
+  const int64_t kRows = 1000;
+  const ColumnSpec spec{"image", DType::kUInt8, Shape{2, 2, 3}};
+  const std::vector<uint8_t> in(kRows * 12, 100);
+  const std::vector<uint8_t> out = RunOp<uint8_t>("color_jitter", R"({"brightness": 0.5})", spec, in, kRows);
+  double sum = 0;
+  int lo = 255, hi = 0;
+  for (int64_t r = 0; r < kRows; ++r) {
+    sum += out[r * 12];
+    lo = std::min<int>(lo, out[r * 12]), hi = std::max<int>(hi, out[r * 12]);
+  }
+  EXPECT_GE(lo, 50);
+  EXPECT_LE(hi, 150);
+  EXPECT_NEAR(sum / kRows, 99.5, 5 * 28.9 / std::sqrt(1000.0));  // uniform 50..150 truncated
+  const std::vector<uint8_t> again = RunOp<uint8_t>("color_jitter", R"({"brightness": 0.5})", spec, in, kRows);
+  EXPECT_EQ(out, again);
+  // All four at once, in an order drawn per sample: the order matters (a
+  // brightness before or after a contrast gives other levels), so samples
+  // of one image and one set of factors come out in more than one way.
+  const std::vector<uint8_t> noise = [] {
+    std::vector<uint8_t> v(12);
+    for (int i = 0; i < 12; ++i) v[i] = static_cast<uint8_t>(20 * i + 7);
+    return v;
+  }();
+  std::vector<uint8_t> same(kRows * 12);
+  for (int64_t r = 0; r < kRows; ++r) std::copy(noise.begin(), noise.end(), same.begin() + r * 12);
+  const std::vector<uint8_t> mixed = RunOp<uint8_t>(
+      "color_jitter", R"({"brightness": [1.4, 1.4], "contrast": [0.5, 0.5], "saturation": [1.5, 1.5], "hue": [0.1, 0.1]})",
+      spec, same, kRows);
+  std::set<std::vector<uint8_t>> outcomes;
+  for (int64_t r = 0; r < kRows; ++r) outcomes.insert(std::vector<uint8_t>(mixed.begin() + r * 12, mixed.begin() + r * 12 + 12));
+  EXPECT_GT(outcomes.size(), 6u);
+  EXPECT_LE(outcomes.size(), 24u);  // at most the 4! orders
+}
+
 TEST(PixelOps, ProbabilityPAppliesToThatShareOfImagesTheSameWhateverTheOrder) {
   // 2,000 images, p = 0.3: applied to 600 +- 5 binomial deviations (20.5).
   const int64_t kRows = 2000;
@@ -126,6 +204,10 @@ TEST(PixelOps, BadInputsNameWhatIsWrong) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("bits")));
   EXPECT_THAT(testing::Infer("invert", R"({"p": 1.5})", kRgb).status(),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("'p'")));
+  EXPECT_THAT(testing::Infer("color_jitter", R"({"hue": 0.7})", kRgb).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, AllOf(HasSubstr("'hue'"), HasSubstr("[-0.5, 0.5]"))));
+  EXPECT_THAT(testing::Infer("color_jitter", R"({"contrast": [1.5, 0.5]})", kRgb).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("'contrast'")));
 }
 
 }  // namespace

@@ -12,7 +12,8 @@ IN holds an image's bytes, row-major HWC (NHWC for the level ops); SPEC_JSON say
     op "random_crop_padded": padding, pad_if_needed, size, fill, padding_mode:
         the image RandomCrop draws its window from (its pads, in its order)
     op "invert", "posterize" (bits), "solarize" (threshold), "autocontrast",
-        "equalize", "grayscale" (num_output_channels): the functional op on uint8
+        "equalize", "grayscale" (num_output_channels), "brightness", "contrast",
+        "saturation", "hue", "sharpness" (factor): the functional op on uint8
 Writes the result's bytes (HWC) to OUT.
 """
 
@@ -45,6 +46,11 @@ LEVEL_OPS = {
     "autocontrast": lambda x, s: F.autocontrast(x),
     "equalize": lambda x, s: F.equalize(x),
     "grayscale": lambda x, s: F.rgb_to_grayscale(x, s.get("num_output_channels", 1)).contiguous(),
+    "brightness": lambda x, s: F.adjust_brightness(x, s["factor"]),
+    "contrast": lambda x, s: torch.stack([F.adjust_contrast(i, s["factor"]) for i in x]),
+    "saturation": lambda x, s: F.adjust_saturation(x, s["factor"]),
+    "hue": lambda x, s: F.adjust_hue(x, s["factor"]),
+    "sharpness": lambda x, s: F.adjust_sharpness(x, s["factor"]),
 }
 
 

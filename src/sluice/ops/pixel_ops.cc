@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/ops/field.h"
+#include "sluice/ops/luma.h"
 #include "sluice/ops/op_registry.h"
 
 namespace sluice::ops {
@@ -107,14 +108,13 @@ class PixelLutKernel : public Kernel {
   const Params p_;
 };
 
-// grayscale and random_grayscale: F.rgb_to_grayscale, 0.2989 r + 0.587 g +
-// 0.114 b in float32 (each product rounded, then the sums in that order),
-// truncated; replicated to `out_channels`.
+// grayscale and random_grayscale: torchvision's luma (luma.h), replicated
+// to `out_channels`.
 struct GrayscaleParams {
   ImageDims dims;
   int64_t out_channels;
   float p;
-  std::array<std::array<float, 256>, 3> products;  // weight x level, as torch rounds each
+  Luma luma;
 };
 
 class GrayscaleKernel : public Kernel {
@@ -125,7 +125,6 @@ class GrayscaleKernel : public Kernel {
   absl::Status Run(const KernelContext& ctx, absl::Span<const ColumnRef> in,
                    absl::Span<const ColumnRef> out) const override {
     const int64_t pixels = p_.dims.h * p_.dims.w, oc = p_.out_channels;
-    const auto& [r_w, g_w, b_w] = p_.products;
     for (int64_t r = 0; r < ctx.rows; ++r) {
       const uint8_t* src = in[0].row<const uint8_t>(r);
       uint8_t* dst = out[0].row<uint8_t>(r);
@@ -135,8 +134,7 @@ class GrayscaleKernel : public Kernel {
       }
       for (int64_t i = 0; i < pixels; ++i) {
         const uint8_t* px = src + i * p_.dims.c;
-        const uint8_t gray =
-            p_.dims.c == 1 ? px[0] : static_cast<uint8_t>((r_w[px[0]] + g_w[px[1]]) + b_w[px[2]]);
+        const uint8_t gray = p_.dims.c == 1 ? px[0] : p_.luma(px);
         for (int64_t ch = 0; ch < oc; ++ch) dst[i * oc + ch] = gray;
       }
     }
@@ -205,11 +203,7 @@ absl::StatusOr<InferredOp> InferGray(const Attrs& attrs, const Schema& schema, i
     return AttrError("field", absl::StrCat("column '", f.spec.name, "' is ", f.spec.shape.ToString(),
                                            "; grayscale takes an RGB (or one-channel) image [H,W,3]"));
   }
-  GrayscaleParams params{d, out_channels < 0 ? d.c : out_channels, p, {}};
-  const float weights[3] = {0.2989f, 0.587f, 0.114f};
-  for (int ch = 0; ch < 3; ++ch) {
-    for (int v = 0; v < 256; ++v) params.products[ch][v] = weights[ch] * static_cast<float>(v);
-  }
+  GrayscaleParams params{d, out_channels < 0 ? d.c : out_channels, p, Luma()};
   ColumnSpec out = f.spec;
   out.shape = Shape{d.h, d.w, params.out_channels};
   InferredOp op = UnaryOp(f.column, out, std::move(params));
