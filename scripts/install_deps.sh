@@ -10,6 +10,8 @@ PACKAGES=(
   libcli11-dev nlohmann-json3-dev libbenchmark-dev
   # CRC32C of TFRecords and of every batch on the wire (ISA-L's crc32_iscsi)
   libisal-dev
+  # WebDataset tar shards (libarchive reads and checks the tar framing)
+  libarchive-dev
   # the Python module (pybind11) hands batches to torch through DLPack
   pybind11-dev libdlpack-dev
   # image decoding: libjpeg-turbo (its libjpeg API crops and scales in the decoder), libpng

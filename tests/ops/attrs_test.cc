@@ -88,7 +88,7 @@ TEST(OpRegistry, UnknownOpListsTheKnownOnes) {
   EXPECT_THAT(OpRegistry::Global().Infer("gausian_blur", Attrs("{}"), Schema()),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        AllOf(HasSubstr("unknown op 'gausian_blur'; did you mean 'gaussian_blur'? (ops: "),
-                             HasSubstr("cast, center_crop, crop_mirror_normalize, decode_image"))));
+                             HasSubstr("center_crop, "), HasSubstr("random_flip, "))));
   // No suggestion for a name near none.
   EXPECT_THAT(OpRegistry::Global().Infer("sharpen_everything", Attrs("{}"), Schema()),
               StatusIs(absl::StatusCode::kInvalidArgument, Not(HasSubstr("did you mean"))));
