@@ -66,6 +66,16 @@ TfRecordFeature BytesFeature(const std::string& name, int64_t length = 0);
 TfRecordFeature Int64Feature(const std::string& name, std::vector<int64_t> shape = {});
 TfRecordFeature FloatFeature(const std::string& name, std::vector<int64_t> shape = {});
 
+// A column of a WebDataset source: the member with one of `extensions`
+// ("jpg"), as bytes (with `length` > 0: all that long, a dense column), or
+// with `int64` its text as one integer (".cls").
+struct WebDatasetFieldSpec {
+  std::string name;
+  std::vector<std::string> extensions;
+  bool int64 = false;
+  int64_t length = 0;
+};
+
 // A column of an arrays source: `data` holds every row, row-major and
 // little-endian; `shape` is one row's.
 struct NamedArray {
@@ -104,6 +114,9 @@ class PipelineBuilder {
   static PipelineBuilder Arrays(std::vector<NamedArray> columns);
   static PipelineBuilder ImageFolder(const std::string& root);
   static PipelineBuilder FileList(const std::string& path);
+  // WebDataset tar shards (paths or globs); `fields` empty: "image" (jpg,
+  // jpeg, png, webp) and "label" (cls, int64). See WebDatasetFieldSpec.
+  static PipelineBuilder WebDataset(std::vector<std::string> shards, std::vector<WebDatasetFieldSpec> fields = {});
 
   // Copies (and moves, which copy) are deep: every builder holds its own
   // definition.

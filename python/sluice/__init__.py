@@ -21,7 +21,7 @@ over without copying. `sluice.torch` yields torch tensors.
 from sluice import _sluice, ops
 from sluice._sluice import (CancelledError, DataLossError, InvalidArgumentError,
                             NotFoundError, SluiceError)
-from sluice.pipeline import Pipeline, arrays, cifar10, file_list, image_folder, mnist, tfrecord
+from sluice.pipeline import Pipeline, arrays, cifar10, file_list, image_folder, mnist, tfrecord, webdataset
 
 
 
@@ -36,7 +36,7 @@ def load_plugin(path):
 
 
 __all__ = [
-    "Pipeline", "tfrecord", "mnist", "cifar10", "arrays", "image_folder", "file_list", "ops",
+    "Pipeline", "tfrecord", "mnist", "cifar10", "arrays", "image_folder", "file_list", "webdataset", "ops",
     "SluiceError", "InvalidArgumentError", "NotFoundError", "DataLossError",
     "CancelledError", "load_plugin",
 ]

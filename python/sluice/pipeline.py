@@ -88,6 +88,33 @@ def file_list(path, *, shuffle=True, on_corrupt="error"):
                                            "on_corrupt": on_corrupt}}]})
 
 
+def webdataset(files, fields=None, *, shuffle=True, on_corrupt="error"):
+    """A pipeline reading WebDataset tar shards (paths or glob patterns; each
+    shard one split, so `shuffle` reorders shards every epoch and the
+    service hands out shards). A sample is the consecutive members sharing a
+    key (the path up to the first dot of the file name). `fields` maps
+    column names to extensions: ``{"image": "jpg;png", "label": ("cls",
+    "int64"), "raw": ("bin", "bytes", 3072)}`` (a string or list of
+    extensions gives the member's bytes, to decode; ("ext", "int64") its
+    text as one integer; ("ext", "bytes", n) n bytes a sample, which batch
+    as they are). Default: "image" (jpg, jpeg, png, webp) and "label" (cls).
+    A sample missing a field, a bad integer, a member of the wrong length
+    or a truncated shard is an error naming shard and member, or under
+    `on_corrupt="skip"` a counted skip.
+    """
+    files = [files] if isinstance(files, str) else [str(f) for f in files]
+    out = []
+    for name, spec in (fields or {}).items():
+        dtype, length = "bytes", 0
+        if isinstance(spec, tuple):
+            spec, dtype, *rest = spec
+            length = int(rest[0]) if rest else 0
+        extensions = spec.split(";") if isinstance(spec, str) else list(spec)
+        out.append({"name": name, "extensions": extensions, "dtype": dtype, "length": length})
+    return Pipeline({"nodes": [{"source": {"webdataset": {"files": files, "fields": out}, "shuffle_splits": shuffle,
+                                           "on_corrupt": on_corrupt}}]})
+
+
 _ARRAY_DTYPES = ("uint8", "int32", "int64", "float32")
 
 

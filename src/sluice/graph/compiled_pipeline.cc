@@ -16,6 +16,7 @@
 #include "sluice/io/image_files.h"
 #include "sluice/io/mnist_source.h"
 #include "sluice/io/tfrecord_source.h"
+#include "sluice/io/webdataset_source.h"
 #include "sluice/ops/parse_example.h"
 
 namespace sluice::graph {
@@ -111,6 +112,22 @@ std::vector<std::string> Patterns(const SourceDef& def,
   return literal;
 }
 
+absl::StatusOr<std::vector<io::WebDatasetField>> ParseWebDatasetFields(const WebDatasetSource& def) {
+  std::vector<io::WebDatasetField> fields;
+  for (const WebDatasetField& f : def.fields()) {
+    if (f.dtype() != "" && f.dtype() != "bytes" && f.dtype() != "int64") {
+      return absl::InvalidArgumentError(absl::StrCat("webdataset field '", f.name(), "': dtype must be \"bytes\" or ",
+                                                     "\"int64\", got \"", f.dtype(), "\""));
+    }
+    if (f.length() < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("webdataset field '", f.name(), "': length must be >= 0"));
+    }
+    fields.push_back(io::WebDatasetField{f.name(), std::vector<std::string>(f.extensions().begin(), f.extensions().end()),
+                                         f.dtype() == "int64", f.length()});
+  }
+  return fields;
+}
+
 absl::StatusOr<std::unique_ptr<io::SourceFormat>> PinnedImages(const SourceDef& def) {
   return io::MakeImageFilesSource(
       io::LabeledFiles{std::vector<std::string>(def.pinned().files().begin(), def.pinned().files().end()),
@@ -142,9 +159,14 @@ absl::Status CompileSource(const SourceDef& def, CompiledNode* node,
     case SourceDef::kFileList:
       format = def.has_pinned() ? PinnedImages(def) : io::MakeFileListSource(def.file_list().path());
       break;
+    case SourceDef::kWebdataset: {
+      SLUICE_ASSIGN_OR_RETURN(std::vector<io::WebDatasetField> fields, ParseWebDatasetFields(def.webdataset()));
+      format = io::MakeWebDatasetSource(Patterns(def, def.webdataset().files()), std::move(fields));
+      break;
+    }
     case SourceDef::FORMAT_NOT_SET:
       return absl::InvalidArgumentError(
-          "no format set (expected tfrecord, mnist, cifar10, arrays, image_folder or file_list)");
+          "no format set (expected tfrecord, mnist, cifar10, arrays, image_folder, file_list or webdataset)");
   }
   if (!format.ok()) return format.status();
   if (def.on_corrupt() != "" && def.on_corrupt() != "error" && def.on_corrupt() != "skip") {

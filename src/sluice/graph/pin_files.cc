@@ -38,6 +38,9 @@ absl::Status PinFiles(PipelineDef* def) {
     case SourceDef::kCifar10:
       SLUICE_RETURN_IF_ERROR(PinPatterns(source->cifar10().files(), &pinned));
       break;
+    case SourceDef::kWebdataset:
+      SLUICE_RETURN_IF_ERROR(PinPatterns(source->webdataset().files(), &pinned));
+      break;
     case SourceDef::kImageFolder:
       SLUICE_RETURN_IF_ERROR(PinLabeled(io::ListImageFolder(source->image_folder().root()), &pinned));
       break;

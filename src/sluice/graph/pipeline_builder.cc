@@ -116,6 +116,20 @@ PipelineBuilder PipelineBuilder::FileList(const std::string& path) {
   return b;
 }
 
+PipelineBuilder PipelineBuilder::WebDataset(std::vector<std::string> shards, std::vector<WebDatasetFieldSpec> fields) {
+  PipelineBuilder b;
+  WebDatasetSource* source = b.def_->add_nodes()->mutable_source()->mutable_webdataset();
+  for (std::string& s : shards) source->add_files(std::move(s));
+  for (WebDatasetFieldSpec& f : fields) {
+    ::sluice::WebDatasetField* field = source->add_fields();
+    field->set_name(std::move(f.name));
+    for (std::string& e : f.extensions) field->add_extensions(std::move(e));
+    field->set_dtype(f.int64 ? "int64" : "bytes");
+    field->set_length(f.length);
+  }
+  return b;
+}
+
 PipelineBuilder& PipelineBuilder::Map(std::vector<OpSpec> ops, int parallelism, const std::string& device) {
   MapDef* m = def_->add_nodes()->mutable_map();
   for (const OpSpec& op : ops) *m->add_ops() = ToProto(op);
