@@ -162,7 +162,7 @@ class MapIterator : public Iterator {
     absl::Status status = input_->GetNext(&in, &end);
     std::vector<Tensor> outputs;
     if (status.ok() && !end) {
-      absl::StatusOr<std::vector<Tensor>> allocated = plan_->AllocateOutputs(in.rows, pool_);
+      absl::StatusOr<std::vector<Tensor>> allocated = plan_->AllocateOutputs(in, pool_);
       if (allocated.ok()) outputs = *std::move(allocated);
       status = WithContext(allocated.status(), absl::StrCat("node '", node_.name, "'"));
     }

@@ -48,6 +48,7 @@ std::unique_ptr<MapPlan> MapPlan::Make(const graph::CompiledNode& node, ops::Dev
   plan->AddInputValues(node.input_schema);
   for (size_t i = 0; i < node.ops.size(); ++i) plan->AddOp(static_cast<int>(i), node.ops[i]);
   plan->AssignFinalColumns();
+  plan->CheckAliases();
   plan->SizeTiles();
   return plan;
 }
@@ -101,7 +102,65 @@ void MapPlan::AddOp(int op_index, const graph::BoundOp& op) {
     if (i >= 0) columns_.erase(columns_.begin() + i);
   }
   whole_chunks_ = whole_chunks_ || op.level == ops::OpLevel::kBatch;
+  if (op.in_place && op.level == ops::OpLevel::kBatch && !out_values.empty() && !in_values.empty()) {
+    const Value& in = values_[in_values[0]];
+    Value& out = values_[out_values[0]];
+    const int column = in.storage == Storage::kInput ? in.input_column : in.alias_input;
+    if (column >= 0 && !in.spec.ragged && !out.views && in.spec.name == out.spec.name &&
+        in.row_bytes == out.row_bytes) {
+      out.alias_input = column;
+      out.alias_from = in_values[0];
+    }
+  }
   if (!op.view) steps_.push_back(Step{op.name, op_index, op.op_key, op.kernel.get(), in_values, out_values});
+}
+
+void MapPlan::CheckAliases() {
+  // The step writing each value, and whether a value is read after step k.
+  std::vector<int> writer(values_.size(), -1);
+  for (size_t k = 0; k < steps_.size(); ++k) {
+    for (int out : steps_[k].outputs) writer[out] = static_cast<int>(k);
+  }
+  auto read_after = [&](int value, int step) {
+    for (size_t k = step + 1; k < steps_.size(); ++k) {
+      for (int in : steps_[k].inputs) {
+        if (in == value) return true;
+      }
+    }
+    return false;
+  };
+  auto final_column = [&](int value) {
+    for (const OutputColumn& oc : outputs_) {
+      if (oc.value == value) return true;
+    }
+    return false;
+  };
+  std::vector<bool> live(values_.size(), false);
+  for (size_t id = 0; id < values_.size(); ++id) {
+    const Value& last = values_[id];
+    if (last.alias_input < 0 || last.storage != Storage::kOutput || backend_ != ops::Backend::kCpu) continue;
+    // Walk the chain back to the input column: every value it overwrites
+    // must be read by no later step and be no final column.
+    bool safe = true;
+    std::vector<int> chain;
+    for (int v = static_cast<int>(id); v >= 0 && values_[v].alias_input >= 0; v = values_[v].alias_from) {
+      chain.push_back(v);
+      const int from = values_[v].alias_from;
+      safe = safe && !read_after(from, writer[v]) && !final_column(from);
+    }
+    if (!safe) continue;
+    for (int v : chain) {
+      live[v] = true;
+      values_[v].alias_slot = last.output_slot;
+    }
+  }
+  for (size_t id = 0; id < values_.size(); ++id) {
+    if (!live[id]) values_[id].alias_input = values_[id].alias_from = values_[id].alias_slot = -1;
+  }
+}
+
+bool MapPlan::Aliased(const Value& v, const Batch& in, const std::vector<Tensor>& outputs) const {
+  return v.alias_input >= 0 && outputs[v.alias_slot].raw_data() == in.columns[v.alias_input].values.raw_data();
 }
 
 // Final columns: produced values go to output storage; input values are
@@ -131,7 +190,8 @@ void MapPlan::SizeTiles() {
                                       : std::clamp<int64_t>(kScratchBudgetBytes / scratch_row_bytes, 1, kMaxTileRows);
 }
 
-absl::StatusOr<std::vector<Tensor>> MapPlan::AllocateOutputs(int64_t rows, BufferPool* pool) const {
+absl::StatusOr<std::vector<Tensor>> MapPlan::AllocateOutputs(const Batch& in, BufferPool* pool) const {
+  const int64_t rows = in.rows;
   std::vector<Tensor> outputs;
   outputs.reserve(output_slot_values_.size());
   void* stream = nullptr;
@@ -145,6 +205,16 @@ absl::StatusOr<std::vector<Tensor>> MapPlan::AllocateOutputs(int64_t rows, Buffe
                               runtime_->Allocate(static_cast<size_t>(v.row_bytes * rows), device_, stream));
       outputs.emplace_back(v.spec.dtype, v.spec.shape.WithLeading(rows), std::move(buffer));
       continue;
+    }
+    if (v.alias_input >= 0) {
+      // The input's buffer when the batch's column is its only holder and
+      // starts it: the op then runs in place.
+      const Tensor& t = in.columns[v.alias_input].values;
+      if (t.buffer() != nullptr && t.buffer().use_count() == 1 && t.raw_data() == t.buffer()->data() &&
+          t.byte_size() == static_cast<size_t>(v.row_bytes * rows)) {
+        outputs.emplace_back(v.spec.dtype, v.spec.shape.WithLeading(rows), t.buffer());
+        continue;
+      }
     }
     outputs.push_back(v.views ? Tensor::Allocate(DType::kUInt8, Shape{rows, v.row_bytes}, pool)
                               : Tensor::Allocate(v.spec.dtype, v.spec.shape.WithLeading(rows), pool));
@@ -227,14 +297,19 @@ absl::Status MapPlan::RunRows(const Batch& in, int64_t begin, int64_t end, const
     int64_t scratch_bytes = 0;
     absl::InlinedVector<int64_t, 16> scratch_offset(values_.size(), 0);
     for (size_t i = 0; i < values_.size(); ++i) {
-      if (values_[i].storage != Storage::kScratch) continue;
+      const Value& v = values_[i];
+      if (v.storage != Storage::kScratch) continue;
+      if (Aliased(v, in, outputs)) {  // a chain of in-place ops: the input's buffer, whole chunks
+        bases[i] = in.columns[v.alias_input].values.raw_data();
+        continue;
+      }
       scratch_offset[i] = scratch_bytes;
-      scratch_bytes += AlignUp(values_[i].row_bytes * tile);
+      scratch_bytes += AlignUp(v.row_bytes * tile);
     }
     if (static_cast<int64_t>(tls_scratch.size()) < scratch_bytes) tls_scratch.resize(scratch_bytes);
     for (size_t i = 0; i < values_.size(); ++i) {
       const Value& v = values_[i];
-      if (v.storage == Storage::kScratch) bases[i] = tls_scratch.data() + scratch_offset[i];
+      if (v.storage == Storage::kScratch && bases[i] == nullptr) bases[i] = tls_scratch.data() + scratch_offset[i];
       if (v.storage == Storage::kOutput) bases[i] = outputs[v.output_slot].raw_data();
       if (v.storage == Storage::kInput) bases[i] = in.columns[v.input_column].values.raw_data();
     }
@@ -338,7 +413,7 @@ Batch MapPlan::Assemble(const Batch& in, const std::vector<Tensor>& outputs, Buf
 }
 
 absl::Status MapPlan::Run(const Batch& in, const RunArgs& args, Batch* out) const {
-  SLUICE_ASSIGN_OR_RETURN(std::vector<Tensor> outputs, AllocateOutputs(in.rows, args.pool));
+  SLUICE_ASSIGN_OR_RETURN(std::vector<Tensor> outputs, AllocateOutputs(in, args.pool));
   SLUICE_RETURN_IF_ERROR(RunRows(in, 0, in.rows, args, outputs));
   *out = Assemble(in, outputs, args.pool);
   return absl::OkStatus();

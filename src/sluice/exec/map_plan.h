@@ -53,9 +53,10 @@ class MapPlan {
   absl::Status Run(const Batch& in, const RunArgs& args, Batch* out) const;
 
   // Run in parts, so that several threads can share one chunk:
-  // the output buffers of a chunk of `rows` rows (device memory on a
-  // device backend),
-  absl::StatusOr<std::vector<Tensor>> AllocateOutputs(int64_t rows, BufferPool* pool) const;
+  // the output buffers of chunk `in` (device memory on a device backend;
+  // an in-place op's output is its input column's buffer, when nothing
+  // else holds that),
+  absl::StatusOr<std::vector<Tensor>> AllocateOutputs(const Batch& in, BufferPool* pool) const;
   // (their sizes in bytes),
   std::vector<size_t> OutputBytes(int64_t rows) const;
   // the chain on rows [begin, end) (safe on disjoint ranges concurrently;
@@ -79,6 +80,14 @@ class MapPlan {
     // Variable-length bytes produced by an op: stored as one string_view
     // per row into the chunk's input (row_bytes is a view's size).
     bool views = false;
+    // Written by an in-place op (OpSchema::InPlace) over `alias_from`, an
+    // input column or an earlier such value: the input column whose buffer
+    // it takes over when no one else holds it, or -1. The last of a chain
+    // of such values is an output (its slot: alias_slot); the run aliases
+    // the whole chain or none of it.
+    int alias_input = -1;
+    int alias_from = -1;
+    int alias_slot = -1;
   };
   struct Step {
     std::string name;
@@ -101,6 +110,11 @@ class MapPlan {
   void AddInputValues(const Schema& input);
   void AddOp(int op_index, const graph::BoundOp& op);
   void AssignFinalColumns();
+  // Keeps alias_input only on chains that end in an output and where each
+  // value overwritten is read by no later step and is no final column.
+  void CheckAliases();
+  // Whether value `v` (of a chain) runs in the input's buffer this run.
+  bool Aliased(const Value& v, const Batch& in, const std::vector<Tensor>& outputs) const;
   void SizeTiles();
 
   // The value's column for a tile starting `row0` rows into the run, given

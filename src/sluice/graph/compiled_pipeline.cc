@@ -296,7 +296,8 @@ class Compiler {
           "op '", def.op(), "' works on whole batches: put it in a map after the batch node"));
     }
     SLUICE_ASSIGN_OR_RETURN(ops::InferredOp inferred, registry_.Infer(def.op(), def.attrs(), schema));
-    return BoundOp{def.op(), def.op(), OpKey(node, position), std::move(inferred), op->view(), op->level(), nullptr};
+    return BoundOp{def.op(),    def.op(),    OpKey(node, position), std::move(inferred),
+                   op->view(),  op->level(), nullptr,               op->in_place()};
   }
 
   absl::Status CompileMap(const MapDef& map, const std::string& where, CompiledNode* node) {

@@ -30,6 +30,7 @@ struct BoundOp {
   // a Pipeline is created from the plan (or put here by whoever alters the
   // plan, as an ablation does).
   std::shared_ptr<ops::Kernel> kernel;
+  bool in_place = false;  // ops::OpSchema::InPlace
 };
 
 // kRemote: a distribute node on the consumer's side; its elements come from

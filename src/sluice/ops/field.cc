@@ -43,6 +43,22 @@ absl::StatusOr<ImageDims> ImageDimsOf(const ColumnSpec& spec) {
       " but this op needs an image [H,W] or [H,W,C] (reshape it first)"));
 }
 
+AttrSchema LayoutAttr() {
+  return AttrSchema{"layout", AttrType::kString, "\"CHW\"", "where the channels of [.,.,.] images are"}.OneOf(
+      {"CHW", "HWC"});
+}
+
+absl::StatusOr<LaidOutImage> BindLayout(const Attrs& attrs, const ColumnSpec& spec, const char* op) {
+  const Shape& s = spec.shape;
+  if (s.rank() == 2) return LaidOutImage{ImageDims{s.dim(0), s.dim(1), 1}, false};
+  if (s.rank() != 3) {
+    return AttrError("field", absl::StrCat("column '", spec.name, "' is ", s.ToString(), "; ", op,
+                                           " takes images [C,H,W], [H,W,C] or [H,W]"));
+  }
+  if (attrs.GetString("layout") == "CHW") return LaidOutImage{ImageDims{s.dim(1), s.dim(2), s.dim(0)}, true};
+  return LaidOutImage{ImageDims{s.dim(0), s.dim(1), s.dim(2)}, false};
+}
+
 absl::StatusOr<ImageDims> BindUint8Image(const Attrs& attrs, const Schema& schema, BoundField* f) {
   SLUICE_ASSIGN_OR_RETURN(*f, BindField(attrs, schema, {DType::kUInt8}));
   if (f->spec.shape.rank() != 3) {

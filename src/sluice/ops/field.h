@@ -37,6 +37,17 @@ struct ImageDims {
 // InvalidArgument unless `spec` is [H,W] or [H,W,C].
 absl::StatusOr<ImageDims> ImageDimsOf(const ColumnSpec& spec);
 
+// The "layout" attr of ops on CHW (after crop_mirror_normalize) or HWC images.
+AttrSchema LayoutAttr();
+
+// An image [C,H,W] or [H,W,C] as attr "layout" says, or [H,W]: its dims,
+// and whether the channels come first. InvalidArgument naming `op` otherwise.
+struct LaidOutImage {
+  ImageDims dims;
+  bool chw;
+};
+absl::StatusOr<LaidOutImage> BindLayout(const Attrs& attrs, const ColumnSpec& spec, const char* op);
+
 // The uint8 image [H,W,C] named by attr "field"; InvalidArgument otherwise.
 absl::StatusOr<ImageDims> BindUint8Image(const Attrs& attrs, const Schema& schema, BoundField* f);
 

@@ -37,6 +37,11 @@ OpSchema& OpSchema::Predicate() {
   return *this;
 }
 
+OpSchema& OpSchema::InPlace() {
+  in_place_ = true;
+  return *this;
+}
+
 OpSchema& OpSchema::View() {
   view_ = true;
   return *this;

@@ -93,6 +93,13 @@ class OpSchema {
   // runs one as it receives a column (graph/fold_receive.h), sparing a
   // pass over memory.
   OpSchema& Elementwise();
+  // Its kernel may get the same memory for output 0 as for input 0, and
+  // then works in place (it can tell: in[0].data == out[0].data). The
+  // executor does so only for an op on whole batches whose input 0 is a
+  // column of the batch it received that nothing else holds or reads
+  // afterwards, and whose output 0 replaces it with the same bytes a row:
+  // the batch is then not copied (cutmix writes only its box).
+  OpSchema& InPlace();
   // Made by the graph (parse_example, fused ops), never written in a
   // pipeline; `sluice ops` does not list it.
   OpSchema& Internal();
@@ -108,6 +115,7 @@ class OpSchema {
   bool predicate() const { return predicate_; }
   bool view() const { return view_; }
   bool elementwise() const { return elementwise_; }
+  bool in_place() const { return in_place_; }
   bool internal() const { return internal_; }
   const InferFn& infer() const { return infer_; }
 
@@ -121,6 +129,7 @@ class OpSchema {
   bool predicate_ = false;
   bool view_ = false;
   bool elementwise_ = false;
+  bool in_place_ = false;
   bool internal_ = false;
   InferFn infer_;
 };

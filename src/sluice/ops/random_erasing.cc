@@ -98,16 +98,9 @@ class ErasingKernel : public Kernel {
 
 absl::StatusOr<InferredOp> InferErasing(const Attrs& attrs, const Schema& schema) {
   SLUICE_ASSIGN_OR_RETURN(BoundField f, BindField(attrs, schema, {DType::kUInt8, DType::kFloat32}));
-  const Shape& s = f.spec.shape;
-  ErasingParams p{f.spec.dtype, 1, 0, 0, attrs.GetString("layout") == "CHW", static_cast<float>(attrs.GetFloat("p"))};
-  if (s.rank() == 2) {
-    p.h = s.dim(0), p.w = s.dim(1), p.chw = false;
-  } else if (s.rank() == 3) {
-    p.c = p.chw ? s.dim(0) : s.dim(2), p.h = p.chw ? s.dim(1) : s.dim(0), p.w = p.chw ? s.dim(2) : s.dim(1);
-  } else {
-    return AttrError("field", absl::StrCat("column '", f.spec.name, "' is ", s.ToString(),
-                                           "; random_erasing takes images [C,H,W], [H,W,C] or [H,W]"));
-  }
+  SLUICE_ASSIGN_OR_RETURN(LaidOutImage laid, BindLayout(attrs, f.spec, "random_erasing"));
+  ErasingParams p{f.spec.dtype,  laid.dims.c, laid.dims.h, laid.dims.w,
+                  laid.chw,      static_cast<float>(attrs.GetFloat("p"))};
   const std::vector<double>& scale = attrs.GetFloats("scale");
   const std::vector<double>& ratio = attrs.GetFloats("ratio");
   if (scale[0] > scale[1]) return AttrError("scale", "must be [min, max] with min <= max");
@@ -155,8 +148,7 @@ absl::Status RegisterRandomErasing(OpRegistry* registry) {
           .Attr(AttrSchema{"value", AttrType::kFloats, "0", "the box's value: one, or one per channel"})
           .Attr(AttrSchema{"random_value", AttrType::kBool, "false",
                            "standard normal noise instead of `value` (torchvision's value=\"random\"; float32)"})
-          .Attr(AttrSchema{"layout", AttrType::kString, "\"CHW\"", "where the channels of [.,.,.] images are"}.OneOf(
-              {"CHW", "HWC"}))
+          .Attr(LayoutAttr())
           .Input("field", "uint8 or float32 images [C,H,W], [H,W,C] or [H,W]")
           .Output("field", "the same")
           .Random()

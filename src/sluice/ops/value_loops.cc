@@ -38,8 +38,8 @@ void PatternLoop(const T* __restrict src, int64_t n, const float* __restrict a, 
   }
 }
 
-void BlendLoop(const float* __restrict a, float wa, const float* __restrict b, float wb, int64_t n,
-               float* __restrict dst) {
+// dst may be a (in place): each element is read before it is written.
+void BlendLoop(const float* a, float wa, const float* __restrict b, float wb, int64_t n, float* dst) {
   for (int64_t i = 0; i < n; ++i) dst[i] = b[i] * wb + a[i] * wa;
 }
 

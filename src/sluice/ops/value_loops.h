@@ -22,7 +22,7 @@ void ScaleOffsetPattern(const uint8_t* src, int64_t n, const float* a, const flo
 void ScaleOffsetPattern(const float* src, int64_t n, const float* a, const float* b, int64_t period, float* dst,
                         bool bypass_cache = false);
 
-// dst[i] = b[i] * wb + a[i] * wa for i < n (mixup's blend).
+// dst[i] = b[i] * wb + a[i] * wa for i < n (mixup's blend); dst may be a.
 void Blend(const float* a, float wa, const float* b, float wb, int64_t n, float* dst, bool bypass_cache = false);
 
 }  // namespace sluice::ops

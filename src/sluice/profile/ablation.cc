@@ -14,7 +14,7 @@ class StandInKernel : public ops::Kernel {
     for (const ops::ColumnRef& o : out) {
       const size_t bytes = static_cast<size_t>(ctx.rows * o.row_bytes);
       if (!in.empty() && in[0].ragged == nullptr && in[0].row_bytes == o.row_bytes) {
-        std::memcpy(o.data, in[0].data, bytes);
+        if (o.data != in[0].data) std::memcpy(o.data, in[0].data, bytes);  // an in-place op's: already there
       } else {
         std::memset(o.data, 0, bytes);
       }
