@@ -119,6 +119,21 @@ TEST(RandomFlip, FlipsExactlyAboutHalfTheSamples) {
   EXPECT_LT(flipped, 130);
 }
 
+TEST(RandomFlip, PIsTheShareFlippedPerDirection) {
+  // 2,000 samples, p = 0.2: 400 flipped within 5 binomial deviations (17.9);
+  // vertical flips of a 2 x 1 image; p = 1 flips all.
+  const int n = 2000;
+  std::vector<uint8_t> in;
+  for (int r = 0; r < n; ++r) in.insert(in.end(), {1, 2});
+  const ColumnSpec spec{"image", DType::kUInt8, Shape{2, 1, 1}};
+  const std::vector<uint8_t> out = RunOp<uint8_t, uint8_t>("random_flip", R"({"mode": "vertical", "p": 0.2})", spec, in, n);
+  int flipped = 0;
+  for (int r = 0; r < n; ++r) flipped += out[2 * r] == 2 && out[2 * r + 1] == 1;
+  EXPECT_NEAR(flipped, 400, 5 * 17.9);
+  const std::vector<uint8_t> all = RunOp<uint8_t, uint8_t>("random_flip", R"({"mode": "vertical", "p": 1})", spec, in, n);
+  for (int r = 0; r < n; ++r) ASSERT_EQ(all[2 * r], 2) << "row " << r;
+}
+
 TEST(FuseWarps, EqualsTheOpsAppliedInTurnWithinInterpolationError) {
   // A smooth image: resampling it twice or once differs by little.
   const int h = 32, w = 32;

@@ -118,6 +118,7 @@ absl::StatusOr<InferredOp> InferFlip(const Attrs& attrs, const Schema& schema) {
   WarpPart part;
   part.horizontal = mode == "horizontal" || mode == "horizontal_and_vertical";
   part.vertical = mode == "vertical" || mode == "horizontal_and_vertical";
+  part.p = static_cast<float>(attrs.GetFloat("p"));
   return InferWarp(attrs, schema, false, part);
 }
 
@@ -184,10 +185,12 @@ absl::Status RegisterGeometryOps(OpRegistry* registry) {
   const char* kImage = "uint8 or float32 image [H,W] or [H,W,C]";
   SLUICE_RETURN_IF_ERROR(registry->AddOp(
       OpSchema("random_flip")
-          .Doc("Flips each sample with probability 1/2 per direction (Keras' RandomFlip).")
+          .Doc("Flips each sample with probability p per direction (Keras' RandomFlip at p 1/2; torchvision's "
+               "RandomHorizontalFlip(p) and RandomVerticalFlip(p)).")
           .Attr(FieldAttr())
           .Attr(AttrSchema{"mode", AttrType::kString, "\"horizontal\"", "the directions that may flip"}.OneOf(
               {"horizontal", "vertical", "horizontal_and_vertical"}))
+          .Attr(AttrSchema{"p", AttrType::kFloat, "0.5", "probability of a flip, per direction"}.Range(0, 1))
           .Input("field", kImage)
           .Output("field", "the same shape and dtype")
           .Random()

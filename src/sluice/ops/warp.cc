@@ -298,8 +298,8 @@ Affine SampleMap(const WarpPart& part, const ImageDims& dims, SampleRng& rng) {
   Affine a;
   switch (part.kind) {
     case WarpPart::Kind::kFlip: {
-      const bool draw_h = rng.Bernoulli(0.5f);
-      const bool draw_v = rng.Bernoulli(0.5f);
+      const bool draw_h = rng.Bernoulli(part.p);
+      const bool draw_v = rng.Bernoulli(part.p);
       if (part.horizontal && draw_h) a.m[0] = -1, a.m[2] = static_cast<float>(dims.w - 1);
       if (part.vertical && draw_v) a.m[4] = -1, a.m[5] = static_cast<float>(dims.h - 1);
       break;

@@ -56,6 +56,7 @@ struct WarpPart {
   enum class Kind { kFlip, kRotation, kZoom };
   Kind kind = Kind::kFlip;
   bool horizontal = false, vertical = false;  // kFlip: the directions allowed
+  float p = 0.5f;                             // kFlip: each direction's probability
   float lo = 0, hi = 0;  // kRotation: degrees; kZoom: magnification (> 1 enlarges)
 };
 
