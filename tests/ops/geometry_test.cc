@@ -134,6 +134,71 @@ TEST(RandomFlip, PIsTheShareFlippedPerDirection) {
   for (int r = 0; r < n; ++r) ASSERT_EQ(all[2 * r], 2) << "row " << r;
 }
 
+TEST(RandomAffine, EqualsTorchvisionsAffineWithBilinearInterpolation) {
+  // A smooth float image, so that a coordinate's last bits move a value by
+  // little: each parameter set as a range of one value against F.affine
+  // with zeros outside (fill None; with a fill, torchvision blends the
+  // border pixels with it by the share of their taps inside, twice, where
+  // sluice, as OpenCV, takes the fill for the taps outside).
+  constexpr int64_t kH = 20, kW = 24, kC = 3;
+  std::vector<float> image(kH * kW * kC);
+  for (int64_t y = 0; y < kH; ++y)
+    for (int64_t x = 0; x < kW; ++x)
+      for (int64_t c = 0; c < kC; ++c)
+        image[(y * kW + x) * kC + c] = 0.5f + 0.4f * std::sin(0.3f * x + 0.2f * y + c);
+  struct Case {
+    std::string attrs;
+    double angle, scale, shear_x, shear_y;
+  };
+  const std::vector<Case> cases = {
+      {R"({"degrees": [30, 30]})", 30, 1, 0, 0},
+      {R"({"degrees": [-20, -20], "scale": [0.8, 0.8], "shear": [10, 10]})", -20, 0.8, 10, 0},
+      {R"({"degrees": [0, 0], "scale": [1.2, 1.2], "shear": [0, 0, -15, -15]})", 0, 1.2, 0, -15},
+      {R"({"degrees": [100, 100], "scale": [0.6, 0.6], "shear": [-5, -5, 8, 8]})", 100, 0.6, -5, 8},
+  };
+  sluice::testing::TempDir dir;
+  const ColumnSpec spec{"image", DType::kFloat32, Shape{kH, kW, kC}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.attrs);
+    const std::vector<float> got = RunOp<float, float>("random_affine", c.attrs, spec, image, 1);
+    const std::string want_bytes = testing::TorchvisionReference(
+        dir.path(), std::string(reinterpret_cast<const char*>(image.data()), image.size() * 4), {kH, kW, kC},
+        "float32",
+        {{"op", "affine"}, {"angle", c.angle}, {"scale", c.scale}, {"shear", {c.shear_x, c.shear_y}}});
+    ASSERT_EQ(want_bytes.size(), got.size() * 4);
+    const float* want = reinterpret_cast<const float*>(want_bytes.data());
+    float worst = 0;
+    for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::abs(got[i] - want[i]));
+    EXPECT_LT(worst, 2e-4f);
+  }
+}
+
+TEST(RandomAffine, TranslateShiftsByWholePixelsWithinItsShare) {
+  // A row of 8 pixels, translate [0.25, 0]: shifts of -2..2 pixels, zeros come in.
+  const int n = 500;
+  std::vector<float> in;
+  for (int r = 0; r < n; ++r)
+    for (int x = 0; x < 8; ++x) in.push_back(static_cast<float>(x + 1));
+  const std::vector<float> out = RunOp<float, float>(
+      "random_affine", R"({"degrees": 0, "translate": [0.25, 0]})", ColumnSpec{"image", DType::kFloat32, Shape{1, 8}},
+      in, n);
+  std::set<int> shifts;
+  for (int r = 0; r < n; ++r) {
+    int shift = 99;
+    for (int k = -2; k <= 2; ++k) {
+      bool match = true;
+      for (int x = 0; x < 8; ++x) {
+        const int from = x - k;
+        match = match && out[r * 8 + x] == (from >= 0 && from < 8 ? static_cast<float>(from + 1) : 0.f);
+      }
+      if (match) shift = k;
+    }
+    ASSERT_NE(shift, 99) << "row " << r << " is no whole-pixel shift within 2";
+    shifts.insert(shift);
+  }
+  EXPECT_EQ(shifts.size(), 5u);
+}
+
 TEST(FuseWarps, EqualsTheOpsAppliedInTurnWithinInterpolationError) {
   // A smooth image: resampling it twice or once differs by little.
   const int h = 32, w = 32;

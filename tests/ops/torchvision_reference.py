@@ -11,6 +11,7 @@ IN holds an image's bytes, row-major HWC (NHWC for the level ops); SPEC_JSON say
     op "pad": padding, fill, padding_mode (torchvision.transforms.functional.pad)
     op "random_crop_padded": padding, pad_if_needed, size, fill, padding_mode:
         the image RandomCrop draws its window from (its pads, in its order)
+    op "affine": angle, scale, shear [x, y]: F.affine, bilinear, no shift, zeros outside
     op "invert", "posterize" (bits), "solarize" (threshold), "autocontrast",
         "equalize", "grayscale" (num_output_channels), "brightness", "contrast",
         "saturation", "hue", "sharpness" (factor): the functional op on uint8
@@ -76,6 +77,12 @@ def main(argv):
     h, w, c = spec["shape"]
     hwc = np.fromfile(src, dtype=dtype).reshape(h, w, c)
     chw = torch.from_numpy(np.ascontiguousarray(hwc.transpose(2, 0, 1)))
+    if op == "affine":  # F.affine, bilinear, on the tensor; fill None: zeros outside, blended once
+        from torchvision.transforms import InterpolationMode
+        out_chw = F.affine(chw, angle=spec["angle"], translate=[0, 0], scale=spec["scale"], shear=spec["shear"],
+                           interpolation=InterpolationMode.BILINEAR, fill=None)
+        out_chw.numpy().transpose(1, 2, 0).astype(dtype).tofile(out)
+        return
     fill, mode = spec.get("fill", [0]), spec.get("padding_mode", "constant")
     chw = pad(chw, sides(spec["padding"]), fill, mode)
     if op == "random_crop_padded" and spec.get("pad_if_needed"):

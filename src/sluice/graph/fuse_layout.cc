@@ -18,7 +18,7 @@ bool SetPlanar(BoundOp* op) {
 
 bool MakePlanar(BoundOp* op) {
   if (op->op == ops::kFusedWarpOp) return SetPlanar<ops::FusedWarpParams>(op);
-  if (op->op == "random_rotation" || op->op == "random_zoom") return SetPlanar<ops::WarpParams>(op);
+  if (ops::IsResamplingWarpOp(op->op)) return SetPlanar<ops::WarpParams>(op);
   return false;
 }
 

@@ -13,7 +13,7 @@ ops::WarpSpec* ResamplingSpec(BoundOp* op, ops::FusedWarpParams* fused, ops::War
     *fused = op->inferred.params<ops::FusedWarpParams>();
     return &fused->spec;
   }
-  if ((op->op == "random_rotation" || op->op == "random_zoom") && op->inferred.HoldsParams<ops::WarpParams>()) {
+  if (ops::IsResamplingWarpOp(op->op) && op->inferred.HoldsParams<ops::WarpParams>()) {
     *single = op->inferred.params<ops::WarpParams>();
     return &single->spec;
   }

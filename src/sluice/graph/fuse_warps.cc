@@ -8,7 +8,7 @@ namespace {
 
 // The warp params of `op`, or null when it is not one of the warp ops.
 const ops::WarpParams* AsWarp(const BoundOp& op) {
-  const bool warp = op.op == "random_flip" || op.op == "random_rotation" || op.op == "random_zoom";
+  const bool warp = ops::IsWarpOp(op.op);
   return warp && op.inferred.HoldsParams<ops::WarpParams>() ? &op.inferred.params<ops::WarpParams>() : nullptr;
 }
 

@@ -1,4 +1,4 @@
-// Geometric ops: random_flip, random_rotation, random_zoom (affine warps that
+// Geometric ops: random_flip, random_rotation, random_zoom, random_affine (affine warps that
 // the graph can fuse, see warp.h) and hwc_to_chw.
 #include <cmath>
 #include <cstring>
@@ -141,6 +141,37 @@ absl::StatusOr<InferredOp> InferZoom(const Attrs& attrs, const Schema& schema) {
   return InferWarp(attrs, schema, true, part);
 }
 
+// RandomAffine's attrs: degrees as for rotation, translate [a, b] (shifts
+// up to a share a of the width and b of the height), scale [min, max],
+// shear x or [min, max] (x shears) or [x min, x max, y min, y max].
+absl::StatusOr<InferredOp> InferAffine(const Attrs& attrs, const Schema& schema) {
+  SLUICE_ASSIGN_OR_RETURN(auto degrees, SymmetricRange(attrs, "degrees"));
+  WarpPart part;
+  part.kind = WarpPart::Kind::kAffine;
+  part.lo = static_cast<float>(degrees.first);
+  part.hi = static_cast<float>(degrees.second);
+  const std::vector<double>& t = attrs.GetFloats("translate");
+  if (!t.empty()) {
+    if (t.size() != 2) return AttrError("translate", "must be [a, b]: shares of the width and the height");
+    part.translate_x = static_cast<float>(t[0]), part.translate_y = static_cast<float>(t[1]);
+  }
+  const std::vector<double>& s = attrs.GetFloats("scale");
+  if (!s.empty()) {
+    if (s.size() != 2 || s[0] > s[1]) return AttrError("scale", "must be [min, max] with min <= max");
+    part.scale_lo = static_cast<float>(s[0]), part.scale_hi = static_cast<float>(s[1]);
+  }
+  const std::vector<double>& sh = attrs.GetFloats("shear");
+  if (sh.size() == 1) {
+    part.shear_x_lo = -static_cast<float>(std::abs(sh[0])), part.shear_x_hi = static_cast<float>(std::abs(sh[0]));
+  } else if (sh.size() == 2 || sh.size() == 4) {
+    part.shear_x_lo = static_cast<float>(sh[0]), part.shear_x_hi = static_cast<float>(sh[1]);
+    if (sh.size() == 4) part.shear_y_lo = static_cast<float>(sh[2]), part.shear_y_hi = static_cast<float>(sh[3]);
+  } else if (!sh.empty()) {
+    return AttrError("shear", "must be x, [x min, x max] or [x min, x max, y min, y max] (degrees)");
+  }
+  return InferWarp(attrs, schema, true, part);
+}
+
 class HwcToChwKernel : public Kernel {
  public:
   using Params = HwcToChwParams;
@@ -219,12 +250,37 @@ absl::Status RegisterGeometryOps(OpRegistry* registry) {
           .Output("field", "the same shape and dtype")
           .Random()
           .Infer(InferZoom)));
-  for (const char* op : {"random_flip", "random_rotation", "random_zoom"}) {
+  SLUICE_RETURN_IF_ERROR(registry->AddOp(
+      OpSchema("random_affine")
+          .Doc("torchvision's RandomAffine with bilinear interpolation (its default is nearest): a rotation, "
+               "shift, scale and shear about the centre, each drawn per sample, resampled once (and composed "
+               "with the other warps of the column into one resampling).")
+          .Attr(FieldAttr())
+          .Attr(AttrSchema{"degrees", AttrType::kFloats, "", "x for [-x, x], or [min, max]"}.Count(1, 2))
+          .Attr(AttrSchema{"translate", AttrType::kFloats, "[]",
+                           "[a, b]: shifts up to a share a of the width and b of the height, whole pixels"}
+                    .Range(0, 1)
+                    .Count(0, 2))
+          .Attr(AttrSchema{"scale", AttrType::kFloats, "[]", "[min, max] of the scale; empty: 1"}.Above(0).Count(0, 2))
+          .Attr(AttrSchema{"shear", AttrType::kFloats, "[]",
+                           "degrees: x for x shears in [-x, x], [min, max], or [x min, x max, y min, y max]"}
+                    .Count(0, 4))
+          .Attr(AttrSchema{"fill_mode", AttrType::kString, "\"constant\"",
+                           "outside the image: \"constant\" (fill_value, torchvision's fill), \"reflect\" or "
+                           "\"nearest\""}
+                    .OneOf({"reflect", "nearest", "constant"}))
+          .Attr(FillValueAttr())
+          .Input("field", kImage)
+          .Output("field", "the same shape and dtype")
+          .Random()
+          .Infer(InferAffine)));
+  for (const char* op : {"random_flip", "random_rotation", "random_zoom", "random_affine"}) {
     SLUICE_RETURN_IF_ERROR(registry->AddKernel<WarpKernel>(op, Backend::kCpu));
   }
   SLUICE_RETURN_IF_ERROR(registry->AddOp(
       OpSchema(kFusedWarpOp)
-          .Doc("Consecutive random_flip, random_rotation and random_zoom on one column, composed into one map per "
+          .Doc("Consecutive random_flip, random_rotation, random_zoom and random_affine on one column, composed into "
+               "one map per "
                "sample and resampled once (made by the graph; options.no_fuse_warps opts out).")
           .Input("field", kImage)
           .Output("field", "the same shape and dtype")

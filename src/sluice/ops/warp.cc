@@ -315,6 +315,32 @@ Affine SampleMap(const WarpPart& part, const ImageDims& dims, SampleRng& rng) {
       a.m[5] = static_cast<float>(cy - s * cx - c * cy);
       break;
     }
+    case WarpPart::Kind::kAffine: {
+      // RandomAffine.get_params, then F.affine on tensors: the inverse of
+      // rotation, scale and shear about the centre, then the shift, from
+      // _get_inverse_affine_matrix.
+      const double angle = rng.Uniform(part.lo, part.hi);
+      const double tx = std::round(rng.Uniform(-part.translate_x, part.translate_x) * dims.w);
+      const double ty = std::round(rng.Uniform(-part.translate_y, part.translate_y) * dims.h);
+      const double scale = rng.Uniform(part.scale_lo, part.scale_hi);
+      const double sx = rng.Uniform(part.shear_x_lo, part.shear_x_hi) * kPi / 180.0;
+      const double sy = rng.Uniform(part.shear_y_lo, part.shear_y_hi) * kPi / 180.0;
+      const double rot = angle * kPi / 180.0;
+      const double ra = std::cos(rot - sy) / std::cos(sy);
+      const double rb = -std::cos(rot - sy) * std::tan(sx) / std::cos(sy) - std::sin(rot);
+      const double rc = std::sin(rot - sy) / std::cos(sy);
+      const double rd = -std::sin(rot - sy) * std::tan(sx) / std::cos(sy) + std::cos(rot);
+      // Output (relative to the centre) to input (relative to the centre).
+      const double m[6] = {rd / scale, -rb / scale, 0, -rc / scale, ra / scale, 0};
+      const double m2 = m[0] * -tx + m[1] * -ty, m5 = m[3] * -tx + m[4] * -ty;
+      a.m[0] = static_cast<float>(m[0]);
+      a.m[1] = static_cast<float>(m[1]);
+      a.m[2] = static_cast<float>(m2 + cx - m[0] * cx - m[1] * cy);
+      a.m[3] = static_cast<float>(m[3]);
+      a.m[4] = static_cast<float>(m[4]);
+      a.m[5] = static_cast<float>(m5 + cy - m[3] * cx - m[4] * cy);
+      break;
+    }
     case WarpPart::Kind::kZoom: {  // magnification about the centre
       const double inv = 1.0 / rng.Uniform(part.lo, part.hi);
       a.m[0] = a.m[4] = static_cast<float>(inv);
@@ -324,6 +350,12 @@ Affine SampleMap(const WarpPart& part, const ImageDims& dims, SampleRng& rng) {
     }
   }
   return a;
+}
+
+bool IsWarpOp(const std::string& op) { return op == "random_flip" || IsResamplingWarpOp(op); }
+
+bool IsResamplingWarpOp(const std::string& op) {
+  return op == "random_rotation" || op == "random_zoom" || op == "random_affine";
 }
 
 bool CanFuse(const WarpSpec& a, const WarpSpec& b) {

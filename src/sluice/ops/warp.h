@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -53,12 +54,23 @@ void WarpAffine(const WarpSpec& spec, const Affine& map, const uint8_t* src, uin
 
 // What one geometric op draws per sample.
 struct WarpPart {
-  enum class Kind { kFlip, kRotation, kZoom };
+  enum class Kind { kFlip, kRotation, kZoom, kAffine };
   Kind kind = Kind::kFlip;
   bool horizontal = false, vertical = false;  // kFlip: the directions allowed
   float p = 0.5f;                             // kFlip: each direction's probability
-  float lo = 0, hi = 0;  // kRotation: degrees; kZoom: magnification (> 1 enlarges)
+  float lo = 0, hi = 0;  // kRotation, kAffine: degrees; kZoom: magnification (> 1 enlarges)
+  // kAffine (torchvision's RandomAffine): the largest shift as a share of
+  // the width and height, the scale's range, and the shears' ranges
+  // (degrees, x then y).
+  float translate_x = 0, translate_y = 0;
+  float scale_lo = 1, scale_hi = 1;
+  float shear_x_lo = 0, shear_x_hi = 0, shear_y_lo = 0, shear_y_hi = 0;
 };
+
+// The ops whose params are WarpParams (the graph fuses them), and those of
+// them that resample (every one but random_flip, which moves whole pixels).
+bool IsWarpOp(const std::string& op);
+bool IsResamplingWarpOp(const std::string& op);
 
 // The map one sample gets from `part` on images of `dims`; draws from `rng`
 // in a fixed order (a flip draws its horizontal, then its vertical coin).
