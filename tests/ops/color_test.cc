@@ -30,6 +30,29 @@ TEST(Cast, Int64ToInt32Saturates) {
               ElementsAre(std::numeric_limits<int32_t>::max(), -5, std::numeric_limits<int32_t>::min()));
 }
 
+TEST(ToDtype, ScalesBetweenUint8AndFloat32AsTorchvisionV2) {
+  // uint8 to float32: v * float(1/255), what v2's to_dtype computes
+  // (image.to(float32).mul_(1 / 255)); every level.
+  std::vector<uint8_t> levels(256);
+  for (int v = 0; v < 256; ++v) levels[v] = static_cast<uint8_t>(v);
+  const ColumnSpec u8{"image", DType::kUInt8, Shape{256}};
+  const std::vector<float> up = RunOp<float>("to_dtype", R"({"dtype": "float32", "scale": true})", u8, levels, 1);
+  for (int v = 0; v < 256; ++v) EXPECT_EQ(up[v], static_cast<float>(v) * static_cast<float>(1.0 / 255)) << v;
+  // float32 to uint8: x * 255.999 truncated, saturated; back from the levels gives them again.
+  const std::vector<uint8_t> back =
+      RunOp<uint8_t>("to_dtype", R"({"dtype": "uint8", "scale": true})", ColumnSpec{"image", DType::kFloat32, Shape{256}}, up, 1);
+  for (int v = 0; v < 256; ++v) EXPECT_EQ(back[v], v);
+  const std::vector<float> edges = {-0.2f, 0.f, 0.5f, 0.99999f, 1.f, 1.7f};
+  EXPECT_THAT(RunOp<uint8_t>("to_dtype", R"({"dtype": "uint8", "scale": true})",
+                             ColumnSpec{"image", DType::kFloat32, Shape{6}}, edges, 1),
+              ElementsAre(0, 0, 127, 255, 255, 255));
+  // Without scale: cast.
+  EXPECT_THAT(RunOp<uint8_t>("to_dtype", R"({"dtype": "uint8"})", ColumnSpec{"image", DType::kFloat32, Shape{6}}, edges, 1),
+              ElementsAre(0, 0, 0, 0, 1, 1));
+  EXPECT_THAT(testing::Infer("to_dtype", R"({"dtype": "int32", "scale": true})", u8).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, AllOf(HasSubstr("'scale'"), HasSubstr("uint8 to int32"))));
+}
+
 TEST(Normalize, MatchesTheFormulaPerChannel) {
   // Two HWC samples of 2x2x3 uint8: (x / 255 - mean[c]) / std[c].
   std::vector<uint8_t> in(24);

@@ -1,4 +1,4 @@
-// Element-wise value ops: cast, rescale, normalize.
+// Element-wise value ops: cast, to_dtype, rescale, normalize.
 #include "sluice/ops/color.h"
 
 #include <algorithm>
@@ -64,6 +64,10 @@ class CastKernel : public Kernel {
         using Out = decltype(out_type);
         const In* src = reinterpret_cast<const In*>(in[0].data);
         Out* dst = reinterpret_cast<Out*>(out[0].data);
+        if (p_.scale != 1) {
+          for (int64_t i = 0; i < n; ++i) dst[i] = Convert<float, Out>(static_cast<float>(src[i]) * p_.scale);
+          return;
+        }
         for (int64_t i = 0; i < n; ++i) dst[i] = Convert<In, Out>(src[i]);
       });
     });
@@ -83,6 +87,25 @@ absl::StatusOr<InferredOp> InferCast(const Attrs& attrs, const Schema& schema) {
   ColumnSpec out = f.spec;
   out.dtype = *to;
   return UnaryOp(f.column, out, CastParams{f.spec.dtype, *to, f.spec.shape.num_elements()});
+}
+
+// torchvision v2's ToDtype: a cast, or with `scale` between uint8 and
+// float32, levels 0..255 to [0, 1] (times 1/255) and back (times 255.999,
+// truncated, as v2's 255 + 1 - 1e-3).
+absl::StatusOr<InferredOp> InferToDtype(const Attrs& attrs, const Schema& schema) {
+  SLUICE_ASSIGN_OR_RETURN(InferredOp op, InferCast(attrs, schema));
+  if (!attrs.GetBool("scale")) return op;
+  CastParams p = op.params<CastParams>();
+  if (p.from == DType::kUInt8 && p.to == DType::kFloat32) {
+    p.scale = static_cast<float>(1.0 / 255);
+  } else if (p.from == DType::kFloat32 && p.to == DType::kUInt8) {
+    p.scale = static_cast<float>(255 + 1.0 - 1e-3);
+  } else if (p.from != p.to) {
+    return AttrError("scale", absl::StrCat("scales between uint8 and float32 only, not ", DTypeName(p.from), " to ",
+                                           DTypeName(p.to), " (set scale false for a plain cast)"));
+  }
+  op.SetParams(p);
+  return op;
 }
 
 class RescaleKernel : public Kernel {
@@ -207,6 +230,18 @@ absl::Status RegisterColorOps(OpRegistry* registry) {
           .Elementwise()
           .Infer(InferCast)));
   SLUICE_RETURN_IF_ERROR(registry->AddKernel<CastKernel>("cast", Backend::kCpu));
+  SLUICE_RETURN_IF_ERROR(registry->AddOp(
+      OpSchema("to_dtype")
+          .Doc("torchvision v2's ToDtype: a cast (as `cast`), or with `scale` between uint8 and float32, levels "
+               "0..255 to [0, 1] (times 1/255) and back (times 255.999, truncated and saturated).")
+          .Attr(FieldAttr())
+          .Attr(AttrSchema{"dtype", AttrType::kString, "", "the dtype to convert to"}.OneOf(
+              {"uint8", "int32", "int64", "float32"}))
+          .Attr(AttrSchema{"scale", AttrType::kBool, "false", "map the value ranges of uint8 and float32 images"})
+          .Input("field", "uint8, int32, int64 or float32")
+          .Output("field", "`dtype`, the same shape")
+          .Infer(InferToDtype)));
+  SLUICE_RETURN_IF_ERROR(registry->AddKernel<CastKernel>("to_dtype", Backend::kCpu));
   SLUICE_RETURN_IF_ERROR(registry->AddOp(
       OpSchema("rescale")
           .Doc("out = in * scale + offset, as float32 (e.g. scale 1/255 maps uint8 pixels to [0, 1]).")

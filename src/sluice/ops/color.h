@@ -14,6 +14,7 @@ namespace sluice::ops {
 struct CastParams {
   DType from, to;
   int64_t elems;  // per sample
+  float scale = 1;  // to_dtype with scale: each value times this first, in float32
 };
 
 // out = in * scale + offset, as float32.
