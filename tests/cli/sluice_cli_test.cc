@@ -199,6 +199,10 @@ TEST_F(SluiceCliTest, OpsAsJsonListEveryOpWithItsBackends) {
   });
   EXPECT_EQ(flip["attrs"][1]["choices"], nlohmann::json({"horizontal", "vertical", "horizontal_and_vertical"}));
   EXPECT_EQ(flip["attrs"][1]["default"], "horizontal");
+  for (const nlohmann::json& op : ops) {  // mixup and cutmix may work in place, nothing else does yet
+    const bool mix = op["name"] == "mixup" || op["name"] == "cutmix";
+    EXPECT_EQ(op["in_place"], mix) << op["name"];
+  }
 }
 
 TEST_F(SluiceCliTest, ProfileThenMaterializeAsTheVerdictSuggests) {

@@ -54,6 +54,7 @@ nlohmann::json OpJson(const ops::OpRegistry& registry, const ops::OpSchema& op) 
           {"level", op.level() == ops::OpLevel::kBatch ? "batch" : "sample"},
           {"predicate", op.predicate()},
           {"elementwise", op.elementwise()},
+          {"in_place", op.in_place()},
           {"backends", BackendNames(registry, op)},
           {"registrant", registry.Registrant(op.name())}};
 }
@@ -64,6 +65,7 @@ void PrintOp(const ops::OpRegistry& registry, const ops::OpSchema& op) {
   if (op.level() == ops::OpLevel::kBatch) tags.push_back("whole batches");
   if (op.predicate()) tags.push_back("filter predicate");
   if (op.elementwise()) tags.push_back("elementwise: after a distribute node, runs as batches arrive");
+  if (op.in_place()) tags.push_back("in place on an unshared batch");
   const std::string from = registry.Registrant(op.name());
   if (from != ops::kBuiltinRegistrant) tags.push_back("from " + from);
   std::printf("%s  [%s]\n  %s\n", op.name().c_str(), absl::StrJoin(tags, "; ").c_str(), op.doc().c_str());
