@@ -15,9 +15,15 @@ IN holds an image's bytes, row-major HWC (NHWC for the level ops); SPEC_JSON say
     op "invert", "posterize" (bits), "solarize" (threshold), "autocontrast",
         "equalize", "grayscale" (num_output_channels), "brightness", "contrast",
         "saturation", "hue", "sharpness" (factor): the functional op on uint8
+    op "augment_candidates": policy "rand_augment" (num_ops, magnitude,
+        num_magnitude_bins), "trivial_augment_wide" (num_magnitude_bins) or
+        "auto_augment" (auto_policy), interpolation, fill: every image the
+        policy can make of each input, as torchvision's _apply_op makes it
+        (OUT holds [K, N, H, W, C]; OUT.json the K names)
 Writes the result's bytes (HWC) to OUT.
 """
 
+import itertools
 import json
 import sys
 
@@ -55,6 +61,50 @@ LEVEL_OPS = {
 }
 
 
+def augment_draws(spec, h, w):
+    """Each sequence of (op, magnitude, signed) the policy can apply."""
+    from torchvision.transforms import autoaugment as aa
+    policy = spec["policy"]
+    if policy == "auto_augment":
+        t = aa.AutoAugment(aa.AutoAugmentPolicy(spec.get("auto_policy", "imagenet")))
+        space = t._augmentation_space(10, (h, w))
+        draws = []
+        for sub in t.policies:
+            for applied in itertools.product([False, True], repeat=2):
+                draws.append([(name, float(space[name][0][b]) if b is not None else 0.0, space[name][1])
+                              for (name, _, b), a in zip(sub, applied) if a])
+        return draws
+    bins = spec["num_magnitude_bins"]
+    if policy == "rand_augment":
+        space = aa.RandAugment()._augmentation_space(bins, (h, w))
+        one = [(name, float(m[spec["magnitude"]]) if m.ndim else 0.0, signed) for name, (m, signed) in space.items()]
+        return [list(d) for d in itertools.product(one, repeat=spec["num_ops"])]
+    space = aa.TrivialAugmentWide()._augmentation_space(bins)
+    return [[(name, float(v), signed)] for name, (m, signed) in space.items() for v in (m if m.ndim else [0.0])]
+
+
+def augment_candidates(nchw, spec, out):
+    """Every image each draw makes, with each sign of its signed magnitudes."""
+    from torchvision.transforms import autoaugment as aa, InterpolationMode
+    interpolation = InterpolationMode.BILINEAR if spec.get("interpolation") == "bilinear" else InterpolationMode.NEAREST
+    fill = spec.get("fill")
+    names, images = [], []
+    for draw in augment_draws(spec, nchw.shape[2], nchw.shape[3]):
+        for signs in itertools.product([1.0, -1.0], repeat=len(draw)):
+            steps = [(name, m * (s if signed else 1.0)) for (name, m, signed), s in zip(draw, signs)]
+            name = "+".join(f"{n}({m:g})" for n, m in steps) or "Identity(0)"
+            if name in names:
+                continue
+            img = nchw
+            for n, m in steps:
+                img = aa._apply_op(img, n, m, interpolation=interpolation, fill=fill)
+            names.append(name)
+            images.append(img.numpy().transpose(0, 2, 3, 1))
+    np.stack(images).tofile(out)
+    with open(out + ".json", "w") as f:
+        json.dump(names, f)
+
+
 def sides(p):
     if len(p) == 0:
         return [0, 0, 0, 0]
@@ -69,10 +119,13 @@ def main(argv):
     src, out, spec = argv[1], argv[2], json.loads(argv[3])
     dtype = np.dtype(spec["dtype"])
     op = spec["op"]
-    if op in LEVEL_OPS:  # shape [N, H, W, C]: N images at once
+    if op in LEVEL_OPS or op == "augment_candidates":  # shape [N, H, W, C]: N images at once
         nhwc = np.fromfile(src, dtype=dtype).reshape(spec["shape"])
         nchw = torch.from_numpy(np.ascontiguousarray(nhwc.transpose(0, 3, 1, 2)))
-        LEVEL_OPS[op](nchw, spec).numpy().transpose(0, 2, 3, 1).tofile(out)
+        if op == "augment_candidates":
+            augment_candidates(nchw, spec, out)
+        else:
+            LEVEL_OPS[op](nchw, spec).numpy().transpose(0, 2, 3, 1).tofile(out)
         return
     h, w, c = spec["shape"]
     hwc = np.fromfile(src, dtype=dtype).reshape(h, w, c)

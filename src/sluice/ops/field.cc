@@ -1,5 +1,7 @@
 #include "sluice/ops/field.h"
 
+#include <cstring>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "sluice/core/status_macros.h"
@@ -66,6 +68,36 @@ absl::StatusOr<ImageDims> BindUint8Image(const Attrs& attrs, const Schema& schem
                                            "; this op takes an image [H,W,C]"));
   }
   return ImageDimsOf(f->spec);
+}
+
+absl::StatusOr<std::pair<BoundField, ImageDims>> BindColorImage(const Attrs& attrs, const Schema& schema) {
+  SLUICE_ASSIGN_OR_RETURN(BoundField f, BindField(attrs, schema, {DType::kUInt8}));
+  SLUICE_ASSIGN_OR_RETURN(ImageDims d, ImageDimsOf(f.spec));
+  if (d.c != 1 && d.c != 3) {
+    return AttrError("field", absl::StrCat("column '", f.spec.name, "' is ", f.spec.shape.ToString(),
+                                           "; this op takes RGB or one-channel images"));
+  }
+  return std::make_pair(std::move(f), d);
+}
+
+AttrSchema FillAttr(const char* what) {
+  return {"fill", AttrType::kFloats, "0", absl::StrCat(what, ": one value, or one per channel")};
+}
+
+absl::StatusOr<std::vector<uint8_t>> FillPixel(const std::vector<double>& fill, DType dtype, int64_t channels) {
+  if (fill.size() != 1 && static_cast<int64_t>(fill.size()) != channels) {
+    return AttrError("fill", absl::StrCat("has ", fill.size(), " values; give one, or one per channel (", channels,
+                                          ")"));
+  }
+  std::vector<uint8_t> pixel(channels * DTypeSize(dtype));
+  DispatchImageType(dtype, [&](auto t) {
+    using T = decltype(t);
+    for (int64_t c = 0; c < channels; ++c) {
+      const T v = StoreAs<T>(static_cast<float>(fill[fill.size() == 1 ? 0 : c]));
+      std::memcpy(pixel.data() + c * sizeof(T), &v, sizeof(T));
+    }
+  });
+  return pixel;
 }
 
 }  // namespace sluice::ops

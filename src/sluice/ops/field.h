@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
+#include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "sluice/core/schema.h"
@@ -50,6 +52,15 @@ absl::StatusOr<LaidOutImage> BindLayout(const Attrs& attrs, const ColumnSpec& sp
 
 // The uint8 image [H,W,C] named by attr "field"; InvalidArgument otherwise.
 absl::StatusOr<ImageDims> BindUint8Image(const Attrs& attrs, const Schema& schema, BoundField* f);
+
+// The uint8 image [H,W], [H,W,1] or [H,W,3] named by attr "field" (the
+// ops that take RGB or luma); InvalidArgument otherwise.
+absl::StatusOr<std::pair<BoundField, ImageDims>> BindColorImage(const Attrs& attrs, const Schema& schema);
+
+// The "fill" attr (one value, or one per channel; `what` it fills), and
+// its pixel in `dtype`; InvalidArgument naming it when the count is neither.
+AttrSchema FillAttr(const char* what);
+absl::StatusOr<std::vector<uint8_t>> FillPixel(const std::vector<double>& fill, DType dtype, int64_t channels);
 
 // An op instance that reads `column` and writes `out` (same name: in
 // place), with `params` for its kernels.

@@ -222,6 +222,7 @@ absl::Status RegisterBuiltinOps(OpRegistry* registry) {
   SLUICE_RETURN_IF_ERROR(RegisterLabelMixOps(registry));
   SLUICE_RETURN_IF_ERROR(RegisterRandomErasing(registry));
   SLUICE_RETURN_IF_ERROR(RegisterColorJitterOps(registry));
+  SLUICE_RETURN_IF_ERROR(RegisterAutoAugmentOps(registry));
   SLUICE_RETURN_IF_ERROR(RegisterPredicateOps(registry));
 #ifdef SLUICE_WITH_CUDA
   SLUICE_RETURN_IF_ERROR(RegisterCudaBackend(registry));

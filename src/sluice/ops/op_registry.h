@@ -125,6 +125,7 @@ absl::Status RegisterPixelOps(OpRegistry* registry);
 absl::Status RegisterLabelMixOps(OpRegistry* registry);
 absl::Status RegisterRandomErasing(OpRegistry* registry);
 absl::Status RegisterColorJitterOps(OpRegistry* registry);
+absl::Status RegisterAutoAugmentOps(OpRegistry* registry);
 absl::Status RegisterPredicateOps(OpRegistry* registry);
 // The built-in ops with their CPU kernels, and in CUDA builds the cuda
 // runtime and kernels.

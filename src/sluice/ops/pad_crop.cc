@@ -124,10 +124,6 @@ class PadCropKernel : public Kernel {
 AttrSchema PaddingAttr(const char* default_json, const char* doc) {
   return AttrSchema{"padding", AttrType::kInts, default_json, doc}.AtLeast(0).Count(0, 4);
 }
-AttrSchema FillAttr() {
-  return {"fill", AttrType::kFloats, "0",
-          "the value of padding_mode \"constant\": one, or one per channel"};
-}
 AttrSchema PaddingModeAttr() {
   return AttrSchema{"padding_mode", AttrType::kString, "\"constant\"",
                     "constant (fill), edge (aa|ab), reflect (cb|abc, the edge not repeated) or symmetric "
@@ -155,23 +151,6 @@ PadMode ParsePadMode(const std::string& mode) {  // one of PaddingModeAttr's cho
   if (mode == "reflect") return PadMode::kReflect;
   if (mode == "symmetric") return PadMode::kSymmetric;
   return PadMode::kConstant;
-}
-
-// One pixel of `fill` (one value, or one per channel) in `dtype`.
-absl::StatusOr<std::vector<uint8_t>> FillPixel(const std::vector<double>& fill, DType dtype, int64_t channels) {
-  if (fill.size() != 1 && static_cast<int64_t>(fill.size()) != channels) {
-    return AttrError("fill", absl::StrCat("has ", fill.size(), " values; give one, or one per channel (", channels,
-                                          ")"));
-  }
-  std::vector<uint8_t> pixel(channels * DTypeSize(dtype));
-  DispatchImageType(dtype, [&](auto t) {
-    using T = decltype(t);
-    for (int64_t c = 0; c < channels; ++c) {
-      const T v = StoreAs<T>(static_cast<float>(fill[fill.size() == 1 ? 0 : c]));
-      std::memcpy(pixel.data() + c * sizeof(T), &v, sizeof(T));
-    }
-  });
-  return pixel;
 }
 
 // The image column named by "field", padded by `pad`, then by `extra`; a
@@ -234,7 +213,7 @@ absl::Status RegisterPadCropOps(OpRegistry* registry) {
           .Doc("Pads each image on its four sides (torchvision's Pad).")
           .Attr(FieldAttr())
           .Attr(PaddingAttr("", "p (every side), [left/right, top/bottom] or [left, top, right, bottom]"))
-          .Attr(FillAttr())
+          .Attr(FillAttr("the value of padding_mode \"constant\""))
           .Attr(PaddingModeAttr())
           .Input("field", kImage)
           .Output("field", "[H + top + bottom, W + left + right(, C)], the same dtype")
@@ -251,7 +230,7 @@ absl::Status RegisterPadCropOps(OpRegistry* registry) {
                                   "[left, top, right, bottom]"))
           .Attr(AttrSchema{"pad_if_needed", AttrType::kBool, "false",
                            "pad a side shorter than `size` by the shortfall on both ends, rather than fail"})
-          .Attr(FillAttr())
+          .Attr(FillAttr("the value of padding_mode \"constant\""))
           .Attr(PaddingModeAttr())
           .Input("field", kImage)
           .Output("field", "[height, width(, C)], the same dtype")

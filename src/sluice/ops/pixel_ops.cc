@@ -12,13 +12,12 @@
 #include "absl/strings/str_cat.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/ops/field.h"
+#include "sluice/ops/image_adjust.h"
 #include "sluice/ops/luma.h"
 #include "sluice/ops/op_registry.h"
 
 namespace sluice::ops {
 namespace {
-
-using Lut = std::array<uint8_t, 256>;
 
 struct PixelLutParams {
   enum class Kind {
@@ -32,45 +31,6 @@ struct PixelLutParams {
   float p;  // probability of applying it
 };
 
-// F.autocontrast: (x - min) * (255 / (max - min)) in float32, truncated; a
-// flat channel stays as it is. torch divides a number by a tensor as the
-// tensor's reciprocal times the number, rounding twice: so does this.
-Lut AutocontrastLut(const uint32_t* hist) {
-  int lo = 0, hi = 255;
-  while (lo < 255 && hist[lo] == 0) ++lo;
-  while (hi > 0 && hist[hi] == 0) --hi;
-  Lut lut;
-  const float scale = hi > lo ? (1.0f / static_cast<float>(hi - lo)) * 255.0f : 1.0f;
-  const float min = hi > lo ? static_cast<float>(lo) : 0.0f;
-  for (int v = 0; v < 256; ++v) {
-    lut[v] = static_cast<uint8_t>(std::clamp((static_cast<float>(v) - min) * scale, 0.0f, 255.0f));
-  }
-  return lut;
-}
-
-// F.equalize's _scale_channel: step = (pixels not of the highest level
-// present) / 255; level v maps to (pixels below v + step / 2) / step.
-Lut EqualizeLut(const uint32_t* hist) {
-  Lut lut;
-  int64_t total = 0, last = 0;
-  for (int v = 0; v < 256; ++v) {
-    total += hist[v];
-    if (hist[v] != 0) last = hist[v];
-  }
-  const int64_t step = (total - last) / 255;
-  if (step == 0) {
-    for (int v = 0; v < 256; ++v) lut[v] = static_cast<uint8_t>(v);
-    return lut;
-  }
-  int64_t below = 0;
-  for (int v = 0; v < 256; ++v) {
-    lut[v] = static_cast<uint8_t>(std::min<int64_t>((below + step / 2) / step, 255));
-    below += hist[v];
-  }
-  lut[0] = 0;
-  return lut;
-}
-
 class PixelLutKernel : public Kernel {
  public:
   using Params = PixelLutParams;
@@ -78,7 +38,7 @@ class PixelLutKernel : public Kernel {
 
   absl::Status Run(const KernelContext& ctx, absl::Span<const ColumnRef> in,
                    absl::Span<const ColumnRef> out) const override {
-    const int64_t n = p_.dims.elems(), c = p_.dims.c;
+    const int64_t n = p_.dims.elems();
     for (int64_t r = 0; r < ctx.rows; ++r) {
       const uint8_t* src = in[0].row<const uint8_t>(r);
       uint8_t* dst = out[0].row<uint8_t>(r);
@@ -86,19 +46,15 @@ class PixelLutKernel : public Kernel {
         std::memcpy(dst, src, n);
         continue;
       }
-      if (p_.kind == PixelLutParams::Kind::kFixed) {
-        for (int64_t i = 0; i < n; ++i) dst[i] = p_.lut[src[i]];
-        continue;
-      }
-      thread_local std::vector<Lut> luts;  // per thread, grown once
-      luts.resize(c);
-      for (int64_t ch = 0; ch < c; ++ch) {
-        std::array<uint32_t, 256> h{};
-        for (int64_t i = ch; i < n; i += c) ++h[src[i]];
-        luts[ch] = p_.kind == PixelLutParams::Kind::kEqualize ? EqualizeLut(h.data()) : AutocontrastLut(h.data());
-      }
-      for (int64_t i = 0; i < n; i += c) {
-        for (int64_t ch = 0; ch < c; ++ch) dst[i + ch] = luts[ch][src[i + ch]];
+      switch (p_.kind) {
+        case PixelLutParams::Kind::kFixed:
+          ApplyLut(p_.lut, n, src, dst);
+          break;
+        case PixelLutParams::Kind::kAutocontrast:
+          StretchChannels(ChannelStretch::kAutocontrast, p_.dims, src, dst);
+          break;
+        case PixelLutParams::Kind::kEqualize:
+          StretchChannels(ChannelStretch::kEqualize, p_.dims, src, dst);
       }
     }
     return absl::OkStatus();
@@ -166,26 +122,16 @@ absl::StatusOr<InferredOp> InferLut(const Attrs& attrs, const Schema& schema, Pi
   return op;
 }
 
-// A fixed table from f(level).
-template <typename F>
-Lut TableOf(F f) {
-  Lut lut;
-  for (int v = 0; v < 256; ++v) lut[v] = static_cast<uint8_t>(f(v));
-  return lut;
-}
-
 absl::StatusOr<InferredOp> InferInvert(const Attrs& attrs, const Schema& schema) {
-  return InferLut(attrs, schema, PixelLutParams::Kind::kFixed, TableOf([](int v) { return 255 - v; }));
+  return InferLut(attrs, schema, PixelLutParams::Kind::kFixed, InvertLut());
 }
 
 absl::StatusOr<InferredOp> InferPosterize(const Attrs& attrs, const Schema& schema) {
-  const int mask = -(1 << (8 - attrs.GetInt("bits")));  // F.posterize: the low 8 - bits bits cleared
-  return InferLut(attrs, schema, PixelLutParams::Kind::kFixed, TableOf([mask](int v) { return v & mask; }));
+  return InferLut(attrs, schema, PixelLutParams::Kind::kFixed, PosterizeLut(static_cast<int>(attrs.GetInt("bits"))));
 }
 
 absl::StatusOr<InferredOp> InferSolarize(const Attrs& attrs, const Schema& schema) {
-  const double t = attrs.GetFloat("threshold");
-  return InferLut(attrs, schema, PixelLutParams::Kind::kFixed, TableOf([t](int v) { return v >= t ? 255 - v : v; }));
+  return InferLut(attrs, schema, PixelLutParams::Kind::kFixed, SolarizeLut(attrs.GetFloat("threshold")));
 }
 
 absl::StatusOr<InferredOp> InferAutocontrast(const Attrs& attrs, const Schema& schema) {

@@ -12,6 +12,7 @@
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 #include "sluice/ops/border.h"
+#include "sluice/ops/image_adjust.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace sluice::ops {
@@ -293,6 +294,19 @@ Affine Then(const Affine& first, const Affine& second) {
   return r;
 }
 
+Affine FromCentred(const double centred[6], const ImageDims& dims) {
+  const double cx = (dims.w - 1) / 2.0, cy = (dims.h - 1) / 2.0;
+  const double* m = centred;
+  Affine a;
+  a.m[0] = static_cast<float>(m[0]);
+  a.m[1] = static_cast<float>(m[1]);
+  a.m[2] = static_cast<float>(m[2] + cx - m[0] * cx - m[1] * cy);
+  a.m[3] = static_cast<float>(m[3]);
+  a.m[4] = static_cast<float>(m[4]);
+  a.m[5] = static_cast<float>(m[5] + cy - m[3] * cx - m[4] * cy);
+  return a;
+}
+
 Affine SampleMap(const WarpPart& part, const ImageDims& dims, SampleRng& rng) {
   const double cx = (dims.w - 1) / 2.0, cy = (dims.h - 1) / 2.0;
   Affine a;
@@ -323,22 +337,13 @@ Affine SampleMap(const WarpPart& part, const ImageDims& dims, SampleRng& rng) {
       const double tx = std::round(rng.Uniform(-part.translate_x, part.translate_x) * dims.w);
       const double ty = std::round(rng.Uniform(-part.translate_y, part.translate_y) * dims.h);
       const double scale = rng.Uniform(part.scale_lo, part.scale_hi);
-      const double sx = rng.Uniform(part.shear_x_lo, part.shear_x_hi) * kPi / 180.0;
-      const double sy = rng.Uniform(part.shear_y_lo, part.shear_y_hi) * kPi / 180.0;
-      const double rot = angle * kPi / 180.0;
-      const double ra = std::cos(rot - sy) / std::cos(sy);
-      const double rb = -std::cos(rot - sy) * std::tan(sx) / std::cos(sy) - std::sin(rot);
-      const double rc = std::sin(rot - sy) / std::cos(sy);
-      const double rd = -std::sin(rot - sy) * std::tan(sx) / std::cos(sy) + std::cos(rot);
-      // Output (relative to the centre) to input (relative to the centre).
-      const double m[6] = {rd / scale, -rb / scale, 0, -rc / scale, ra / scale, 0};
-      const double m2 = m[0] * -tx + m[1] * -ty, m5 = m[3] * -tx + m[4] * -ty;
-      a.m[0] = static_cast<float>(m[0]);
-      a.m[1] = static_cast<float>(m[1]);
-      a.m[2] = static_cast<float>(m2 + cx - m[0] * cx - m[1] * cy);
-      a.m[3] = static_cast<float>(m[3]);
-      a.m[4] = static_cast<float>(m[4]);
-      a.m[5] = static_cast<float>(m5 + cy - m[3] * cx - m[4] * cy);
+      AffineArgs args;
+      args.angle = angle, args.translate_x = tx, args.translate_y = ty, args.scale = scale;
+      args.shear_x = rng.Uniform(part.shear_x_lo, part.shear_x_hi);
+      args.shear_y = rng.Uniform(part.shear_y_lo, part.shear_y_hi);
+      double m[6];
+      InverseAffineMatrix(args, m);
+      a = FromCentred(m, dims);
       break;
     }
     case WarpPart::Kind::kZoom: {  // magnification about the centre

@@ -26,6 +26,10 @@ struct Affine {
 // first's output at second(p), which reads the input at first(second(p)).
 Affine Then(const Affine& first, const Affine& second);
 
+// The map `centred` gives in coordinates centred on the image ((w - 1) / 2,
+// (h - 1) / 2, torchvision's), in pixels.
+Affine FromCentred(const double centred[6], const ImageDims& dims);
+
 // Where samples outside the image come from.
 enum class FillMode { kConstant, kNearest, kReflect };
 
