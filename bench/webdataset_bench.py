@@ -15,10 +15,12 @@ import os
 import statistics
 import subprocess
 import sys
-import time
 
 import sluice
 from sluice import ops
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sluice_rate import rate  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PEERS = os.path.join(HERE, "peers")
@@ -27,17 +29,6 @@ PEERS = os.path.join(HERE, "peers")
 def w3(source):
     return (source.map(ops.decode_random_resized_crop(size=[224]), ops.crop_mirror_normalize(mirror=0.5))
             .batch(256, drop_remainder=True).prefetch())
-
-
-def rate(pipe, epochs):
-    """Samples per second over `epochs` epochs after one untimed epoch."""
-    for _ in pipe:
-        pass
-    n, t0 = 0, time.perf_counter()
-    for _ in range(epochs):
-        for b in pipe:
-            n += b["image"].shape[0]
-    return n / (time.perf_counter() - t0), f"{b['image'].dtype}[{','.join(map(str, b['image'].shape[1:]))}]"
 
 
 def main(argv=None):

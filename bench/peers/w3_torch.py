@@ -1,13 +1,15 @@
 #!/usr/bin/python3
 """W3 peer: torchvision ImageFolder + RandomResizedCrop(224),
 RandomHorizontalFlip, ToTensor, Normalize (train) or Resize(256),
-CenterCrop(224), ToTensor, Normalize (eval), in a torch DataLoader.
+CenterCrop(224), ToTensor, Normalize (eval), in a torch DataLoader; with
+--rand-augment, W5b: RandAugment(2, 9) after the flip (torchvision's
+defaults: nearest, fill 0).
 
 Runs under Debian's /usr/bin/python3 (python3-torch, python3-torchvision,
 python3-pil).
 
     /usr/bin/python3 bench/peers/w3_torch.py --data DIR [--mode train|eval]
-        [--batches 8] [--warmup 1] [--workers 2] [--batch-size 256]
+        [--rand-augment] [--batches 8] [--warmup 1] [--workers 2] [--batch-size 256]
 
 The last line on stdout is one JSON object with "samples_per_s".
 """
@@ -28,6 +30,7 @@ def main(argv=None):
     add_common_args(p, "ImageFolder root (class folders of JPEGs)", 256,
                     workers_help="DataLoader worker processes")
     p.add_argument("--mode", choices=["train", "eval"], default="train")
+    p.add_argument("--rand-augment", action="store_true", help="W5b: RandAugment(2, 9) after the flip (train)")
     args = p.parse_args(argv)
     check_batches(p, args)
 
@@ -37,7 +40,8 @@ def main(argv=None):
 
     normalize = transforms.Normalize(mean=[0.485, 0.456, 0.406], std=[0.229, 0.224, 0.225])
     if args.mode == "train":
-        tf = transforms.Compose([transforms.RandomResizedCrop(224), transforms.RandomHorizontalFlip(),
+        augment = [transforms.RandAugment(num_ops=2, magnitude=9)] if args.rand_augment else []
+        tf = transforms.Compose([transforms.RandomResizedCrop(224), transforms.RandomHorizontalFlip(), *augment,
                                  transforms.ToTensor(), normalize])
     else:
         tf = transforms.Compose([transforms.Resize(256), transforms.CenterCrop(224),
@@ -47,8 +51,9 @@ def main(argv=None):
                         drop_last=True, persistent_workers=args.workers > 0)
     log(f"{len(dataset)} images, mode {args.mode}, torch {torch.__version__}, {args.workers} workers")
     # The loader repeats: an epoch of the dataset may be shorter than the run.
+    workload = "w5b" if args.rand_augment else "w3" if args.mode == "train" else "w3_eval"
     print_result(time_batches(epochs(loader, "w3_torch", args.batch_size), args.warmup, args.batches, "torch",
-                              "w3" if args.mode == "train" else "w3_eval", log))
+                              workload, log))
 
 
 if __name__ == "__main__":

@@ -381,54 +381,49 @@ AttrSchema InterpolationAttr() {
       .OneOf({"nearest", "bilinear"});
 }
 
+
+// A policy op: its own attrs between the field and the interpolation and
+// fill that every policy has.
+absl::Status AddPolicyOp(OpRegistry* registry, const char* name, const char* doc, std::vector<AttrSchema> attrs,
+                         InferFn infer) {
+  OpSchema schema(name);
+  schema.Doc(doc).Attr(FieldAttr());
+  for (AttrSchema& a : attrs) schema.Attr(std::move(a));
+  schema.Attr(InterpolationAttr())
+      .Attr(FillAttr("the levels outside the image after a shear, shift or rotation"))
+      .Input("field", "uint8 image [H,W,3], [H,W,1] or [H,W]")
+      .Output("field", "the same")
+      .Random()
+      .Infer(std::move(infer));
+  SLUICE_RETURN_IF_ERROR(registry->AddOp(std::move(schema)));
+  return registry->AddKernel<AugmentKernel>(name, Backend::kCpu);
+}
+
+AttrSchema BinsAttr() {
+  return {"num_magnitude_bins", AttrType::kInt, "31", "bins from no change to the strongest"};
+}
+
 }  // namespace
 
 absl::Status RegisterAutoAugmentOps(OpRegistry* registry) {
-  const char* kIn = "uint8 image [H,W,3], [H,W,1] or [H,W]";
-  const char* kFillDoc = "the levels outside the image after a shear, shift or rotation";
-  SLUICE_RETURN_IF_ERROR(registry->AddOp(
-      OpSchema("rand_augment")
-          .Doc("torchvision's RandAugment: num_ops ops drawn per sample from its 14 (identity, shear x/y, "
-               "translate x/y, rotate, brightness, color, contrast, sharpness, posterize, solarize, autocontrast, "
-               "equalize), each at bin `magnitude` of num_magnitude_bins, signed ones negated half the time.")
-          .Attr(FieldAttr())
-          .Attr(AttrSchema{"num_ops", AttrType::kInt, "2", "ops applied per sample"}.AtLeast(0))
-          .Attr(AttrSchema{"magnitude", AttrType::kInt, "9", "the bin of every op's magnitude"}.AtLeast(0))
-          .Attr(AttrSchema{"num_magnitude_bins", AttrType::kInt, "31", "bins from no change to the strongest"})
-          .Attr(InterpolationAttr())
-          .Attr(FillAttr(kFillDoc))
-          .Input("field", kIn)
-          .Output("field", "the same")
-          .Random()
-          .Infer(InferRandAugment)));
-  SLUICE_RETURN_IF_ERROR(registry->AddKernel<AugmentKernel>("rand_augment", Backend::kCpu));
-  SLUICE_RETURN_IF_ERROR(registry->AddOp(
-      OpSchema("trivial_augment_wide")
-          .Doc("torchvision's TrivialAugmentWide: one op per sample from RandAugment's 14, at a bin drawn "
-               "uniformly of num_magnitude_bins over its wide ranges.")
-          .Attr(FieldAttr())
-          .Attr(AttrSchema{"num_magnitude_bins", AttrType::kInt, "31", "bins from no change to the strongest"})
-          .Attr(InterpolationAttr())
-          .Attr(FillAttr(kFillDoc))
-          .Input("field", kIn)
-          .Output("field", "the same")
-          .Random()
-          .Infer(InferTrivialAugment)));
-  SLUICE_RETURN_IF_ERROR(registry->AddKernel<AugmentKernel>("trivial_augment_wide", Backend::kCpu));
-  SLUICE_RETURN_IF_ERROR(registry->AddOp(
-      OpSchema("auto_augment")
-          .Doc("torchvision's AutoAugment: one of the policy's 25 sub-policies per sample, each of its two ops "
-               "applied with its probability at its magnitude.")
-          .Attr(FieldAttr())
-          .Attr(AttrSchema{"policy", AttrType::kString, "\"imagenet\"", "the learned policy"}.OneOf(
-              {"imagenet", "cifar10", "svhn"}))
-          .Attr(InterpolationAttr())
-          .Attr(FillAttr(kFillDoc))
-          .Input("field", kIn)
-          .Output("field", "the same")
-          .Random()
-          .Infer(InferAutoAugment)));
-  return registry->AddKernel<AugmentKernel>("auto_augment", Backend::kCpu);
+  SLUICE_RETURN_IF_ERROR(AddPolicyOp(
+      registry, "rand_augment",
+      "torchvision's RandAugment: num_ops ops drawn per sample from its 14 (identity, shear x/y, translate x/y, "
+      "rotate, brightness, color, contrast, sharpness, posterize, solarize, autocontrast, equalize), each at bin "
+      "`magnitude` of num_magnitude_bins, signed ones negated half the time.",
+      {AttrSchema{"num_ops", AttrType::kInt, "2", "ops applied per sample"}.AtLeast(0),
+       AttrSchema{"magnitude", AttrType::kInt, "9", "the bin of every op's magnitude"}.AtLeast(0), BinsAttr()},
+      InferRandAugment));
+  SLUICE_RETURN_IF_ERROR(AddPolicyOp(registry, "trivial_augment_wide",
+                                     "torchvision's TrivialAugmentWide: one op per sample from RandAugment's 14, at "
+                                     "a bin drawn uniformly of num_magnitude_bins over its wide ranges.",
+                                     {BinsAttr()}, InferTrivialAugment));
+  return AddPolicyOp(registry, "auto_augment",
+                     "torchvision's AutoAugment: one of the policy's 25 sub-policies per sample, each of its two ops "
+                     "applied with its probability at its magnitude.",
+                     {AttrSchema{"policy", AttrType::kString, "\"imagenet\"", "the learned policy"}.OneOf(
+                         {"imagenet", "cifar10", "svhn"})},
+                     InferAutoAugment);
 }
 
 }  // namespace sluice::ops

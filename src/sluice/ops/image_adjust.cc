@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "sluice/ops/luma.h"
@@ -79,6 +80,15 @@ Lut EqualizeLut(const uint32_t* hist) {
   return lut;
 }
 
+// Rounding to nearest, ties to even, as std::nearbyint (a library call,
+// which keeps a loop from vectorizing): adding and taking away 1.5 x 2^23
+// leaves no fraction bits, so the FPU rounds. Exact for |v| < 2^22.
+constexpr float kRoundEvenLimit = 4194304.0f;
+inline float RoundEven(float v) {
+  constexpr float kShift = 12582912.0f;
+  return (v + kShift) - kShift;
+}
+
 template <typename F>
 Lut TableOf(F f) {
   Lut lut;
@@ -108,15 +118,18 @@ void ApplyLut(const Lut& lut, int64_t n, const uint8_t* src, uint8_t* dst) {
 }
 
 void StretchChannels(ChannelStretch kind, const ImageDims& d, const uint8_t* src, uint8_t* dst) {
-  const int64_t n = d.elems(), c = d.c;
-  thread_local std::vector<Lut> luts;  // per thread, grown once
+  const int64_t pixels = d.h * d.w, c = d.c;
+  thread_local std::vector<std::array<uint32_t, 256>> hists;  // per thread, grown once
+  thread_local std::vector<Lut> luts;
+  hists.assign(c, {});
   luts.resize(c);
-  for (int64_t ch = 0; ch < c; ++ch) {
-    std::array<uint32_t, 256> h{};
-    for (int64_t i = ch; i < n; i += c) ++h[src[i]];
-    luts[ch] = kind == ChannelStretch::kEqualize ? EqualizeLut(h.data()) : AutocontrastLut(h.data());
+  for (int64_t i = 0; i < pixels; ++i) {  // one pass, every channel
+    for (int64_t ch = 0; ch < c; ++ch) ++hists[ch][src[i * c + ch]];
   }
-  for (int64_t i = 0; i < n; i += c) {
+  for (int64_t ch = 0; ch < c; ++ch) {
+    luts[ch] = kind == ChannelStretch::kEqualize ? EqualizeLut(hists[ch].data()) : AutocontrastLut(hists[ch].data());
+  }
+  for (int64_t i = 0; i < pixels * c; i += c) {
     for (int64_t ch = 0; ch < c; ++ch) dst[i + ch] = luts[ch][src[i + ch]];
   }
 }
@@ -194,27 +207,30 @@ void AdjustSharpness(double factor, const ImageDims& d, const uint8_t* src, uint
     std::memmove(dst, src, d.elems());
     return;
   }
-  const int64_t stride = d.w * d.c;
-  const float side = 1.0f / 13.0f, centre = 5.0f / 13.0f;
+  const int64_t stride = d.w * d.c, c = d.c;
   const BlendFactors f(factor);
-  for (int64_t y = 0; y < d.h; ++y) {
-    for (int64_t x = 0; x < d.w; ++x) {
-      for (int64_t ch = 0; ch < d.c; ++ch) {
-        const int64_t i = y * stride + x * d.c + ch;
-        float blurred = src[i];
-        if (y > 0 && y + 1 < d.h && x > 0 && x + 1 < d.w) {
-          float around = 0;
-          for (int64_t dy = -1; dy <= 1; ++dy) {
-            for (int64_t dx = -1; dx <= 1; ++dx) {
-              if (dy != 0 || dx != 0) around += side * src[i + dy * stride + dx * d.c];
-            }
-          }
-          blurred = std::nearbyint(around + centre * src[i]);
-        }
-        dst[i] = Blend(f.ratio, f.rest, src[i], blurred);
-      }
+  // The border rows and columns are blended with themselves.
+  auto keep = [&](int64_t from, int64_t to) {
+    for (int64_t i = from; i < to; ++i) dst[i] = Blend(f.ratio, f.rest, src[i], src[i]);
+  };
+  keep(0, stride);
+  for (int64_t y = 1; y + 1 < d.h; ++y) {
+    const uint8_t* up = src + (y - 1) * stride;
+    const uint8_t* mid = src + y * stride;
+    const uint8_t* down = src + (y + 1) * stride;
+    uint8_t* out = dst + y * stride;
+    keep(y * stride, y * stride + c);
+    // torch rounds the float32 convolution to a level; the exact value,
+    // (8 neighbours + 5 centre) / 13, is never within 1/26 of a tie, so
+    // the integer rounding below gives the same level, and vectorizes.
+    for (int64_t i = c; i < stride - c; ++i) {
+      const int sum = up[i - c] + up[i] + up[i + c] + mid[i - c] + mid[i + c] + down[i - c] + down[i] + down[i + c];
+      const int blurred = (2 * (sum + 5 * mid[i]) + 13) / 26;
+      out[i] = Blend(f.ratio, f.rest, mid[i], static_cast<float>(blurred));
     }
+    keep(y * stride + stride - c, (y + 1) * stride);
   }
+  keep((d.h - 1) * stride, d.h * stride);
 }
 
 void AffineNearest(const ImageDims& d, const double inverse[6], const uint8_t* fill, const uint8_t* src,
@@ -225,21 +241,55 @@ void AffineNearest(const ImageDims& d, const double inverse[6], const uint8_t* f
   const float half_w = 0.5f * static_cast<float>(d.w), half_h = 0.5f * static_cast<float>(d.h);
   float t[6];
   for (int k = 0; k < 6; ++k) t[k] = static_cast<float>(inverse[k]) / (k < 3 ? half_w : half_h);
+  // RoundEven is exact where the map keeps the image's corners (so every
+  // pixel: the map is linear) within its limit; a far-flung map rounds
+  // with std::nearbyint.
+  bool near = true;
+  for (const double cx : {-half_w + 0.5, half_w - 0.5}) {
+    for (const double cy : {-half_h + 0.5, half_h - 0.5}) {
+      near &= std::abs((cx * t[0] + cy * t[1] + t[2] + 1) * half_w) < kRoundEvenLimit / 2 &&
+              std::abs((cx * t[3] + cy * t[4] + t[5] + 1) * half_h) < kRoundEvenLimit / 2;
+    }
+  }
+  const int32_t w = static_cast<int32_t>(d.w), h = static_cast<int32_t>(d.h);
   const int64_t c = d.c;
-  for (int64_t y = 0; y < d.h; ++y) {
+  thread_local std::vector<int32_t> row_from;  // a row's source pixels (-1: outside), grown once
+  row_from.resize(d.w);
+  int32_t* from = row_from.data();
+  for (int32_t y = 0; y < h; ++y) {
+    // The source pixels first, in a loop the compiler vectorizes (int32
+    // counters, integer compares and masks: no branch); the copies after.
     const float gy_base = -half_h + 0.5f + static_cast<float>(y);
-    for (int64_t x = 0; x < d.w; ++x) {
+    auto source = [&](int32_t x, auto round) {
       const float gx_base = -half_w + 0.5f + static_cast<float>(x);
       const float gx = (gx_base * t[0] + gy_base * t[1]) + t[2];
       const float gy = (gx_base * t[3] + gy_base * t[4]) + t[5];
-      const float sx = std::nearbyint((gx + 1.f) * half_w - 0.5f);
-      const float sy = std::nearbyint((gy + 1.f) * half_h - 0.5f);
-      uint8_t* out = dst + (y * d.w + x) * c;
-      if (sx >= 0 && sy >= 0 && sx < static_cast<float>(d.w) && sy < static_cast<float>(d.h)) {
-        std::memcpy(out, src + (static_cast<int64_t>(sy) * d.w + static_cast<int64_t>(sx)) * c, c);
-      } else {
-        std::memcpy(out, fill, c);
+      const int32_t ix = static_cast<int32_t>(round((gx + 1.f) * half_w - 0.5f));
+      const int32_t iy = static_cast<int32_t>(round((gy + 1.f) * half_h - 0.5f));
+      const int32_t outside = static_cast<int32_t>(static_cast<uint32_t>(ix) >= static_cast<uint32_t>(w)) |
+                              static_cast<int32_t>(static_cast<uint32_t>(iy) >= static_cast<uint32_t>(h));
+      return (iy * w + ix) | -outside;
+    };
+    if (near) {
+      for (int32_t x = 0; x < w; ++x) from[x] = source(x, RoundEven);
+    } else {
+      for (int32_t x = 0; x < w; ++x) {
+        from[x] = source(x, [](float v) { return std::clamp(std::nearbyint(v), -kRoundEvenLimit, kRoundEvenLimit); });
       }
+    }
+    uint8_t* out = dst + static_cast<int64_t>(y) * w * c;
+    auto copy = [&](auto channels) {
+      constexpr int64_t kC = decltype(channels)::value;
+      for (int32_t x = 0; x < w; ++x) {
+        std::memcpy(out + x * kC, from[x] < 0 ? fill : src + static_cast<int64_t>(from[x]) * kC, kC);
+      }
+    };
+    if (c == 3) {
+      copy(std::integral_constant<int64_t, 3>());
+    } else if (c == 1) {
+      copy(std::integral_constant<int64_t, 1>());
+    } else {
+      for (int32_t x = 0; x < w; ++x) std::memcpy(out + x * c, from[x] < 0 ? fill : src + from[x] * c, c);
     }
   }
 }
