@@ -5,6 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+scripts/ensure_pyarrow.sh
+
 generator=()
 [[ ! -f build/CMakeCache.txt ]] && command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
 # shellcheck disable=SC2086

@@ -117,6 +117,10 @@ class PipelineBuilder {
   // WebDataset tar shards (paths or globs); `fields` empty: "image" (jpg,
   // jpeg, png, webp) and "label" (cls, int64). See WebDatasetFieldSpec.
   static PipelineBuilder WebDataset(std::vector<std::string> shards, std::vector<WebDatasetFieldSpec> fields = {});
+  // Parquet files (a split per row group) and Arrow IPC files (a split per
+  // record batch), paths or globs; `columns` empty: every column.
+  static PipelineBuilder Parquet(std::vector<std::string> files, std::vector<std::string> columns = {});
+  static PipelineBuilder ArrowIpc(std::vector<std::string> files, std::vector<std::string> columns = {});
 
   // Copies (and moves, which copy) are deep: every builder holds its own
   // definition.

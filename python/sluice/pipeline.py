@@ -115,6 +115,32 @@ def webdataset(files, fields=None, *, shuffle=True, on_corrupt="error"):
                                            "on_corrupt": on_corrupt}}]})
 
 
+def _columnar(kind, files, columns, shuffle, on_corrupt):
+    files = [files] if isinstance(files, str) else [str(f) for f in files]
+    return Pipeline({"nodes": [{"source": {kind: {"files": files, "columns": list(columns or [])},
+                                           "shuffle_splits": shuffle, "on_corrupt": on_corrupt}}]})
+
+
+def parquet(files, columns=None, *, shuffle=True, on_corrupt="error"):
+    """A pipeline reading Parquet files (paths or glob patterns), one split
+    per row group, read by sluice's C++ engine (no Python in the loop).
+    `columns` picks and orders the columns (default: all). binary and
+    string columns become bytes (encoded images, for the decode ops);
+    fixed_size_binary(n) uint8 [n]; integers int32 or int64; bool and
+    uint8 uint8; floats float32; fixed_size_list<T, n> (nested for more
+    dimensions) a tensor [n, ...]. A missing column or an unsupported type
+    is an error naming the column and file; a null is a corrupt record (an
+    error naming column, row and file, or under `on_corrupt="skip"` a
+    counted skip)."""
+    return _columnar("parquet", files, columns, shuffle, on_corrupt)
+
+
+def arrow_ipc(files, columns=None, *, shuffle=True, on_corrupt="error"):
+    """A pipeline reading Arrow IPC files (Feather v2; paths or glob
+    patterns), one split per record batch; columns as `parquet`'s."""
+    return _columnar("arrow_ipc", files, columns, shuffle, on_corrupt)
+
+
 _ARRAY_DTYPES = ("uint8", "int32", "int64", "float32")
 
 

@@ -11,6 +11,7 @@
 #include "sluice/graph/fold_receive.h"
 #include "sluice/graph/fusion.h"
 #include "sluice/io/array_source.h"
+#include "sluice/io/arrow_source.h"
 #include "sluice/io/cifar_source.h"
 #include "sluice/io/file_split.h"
 #include "sluice/io/image_files.h"
@@ -164,9 +165,19 @@ absl::Status CompileSource(const SourceDef& def, CompiledNode* node,
       format = io::MakeWebDatasetSource(Patterns(def, def.webdataset().files()), std::move(fields));
       break;
     }
+    case SourceDef::kParquet:
+    case SourceDef::kArrowIpc: {
+      const bool parquet = def.format_case() == SourceDef::kParquet;
+      const ColumnarSource& c = parquet ? def.parquet() : def.arrow_ipc();
+      format = io::MakeColumnarSource(parquet ? io::ColumnarFormat::kParquet : io::ColumnarFormat::kArrowIpc,
+                                      Patterns(def, c.files()),
+                                      std::vector<std::string>(c.columns().begin(), c.columns().end()));
+      break;
+    }
     case SourceDef::FORMAT_NOT_SET:
       return absl::InvalidArgumentError(
-          "no format set (expected tfrecord, mnist, cifar10, arrays, image_folder, file_list or webdataset)");
+          "no format set (expected tfrecord, mnist, cifar10, arrays, image_folder, file_list, webdataset, parquet "
+          "or arrow_ipc)");
   }
   if (!format.ok()) return format.status();
   if (def.on_corrupt() != "" && def.on_corrupt() != "error" && def.on_corrupt() != "skip") {

@@ -41,6 +41,12 @@ absl::Status PinFiles(PipelineDef* def) {
     case SourceDef::kWebdataset:
       SLUICE_RETURN_IF_ERROR(PinPatterns(source->webdataset().files(), &pinned));
       break;
+    case SourceDef::kParquet:
+      SLUICE_RETURN_IF_ERROR(PinPatterns(source->parquet().files(), &pinned));
+      break;
+    case SourceDef::kArrowIpc:
+      SLUICE_RETURN_IF_ERROR(PinPatterns(source->arrow_ipc().files(), &pinned));
+      break;
     case SourceDef::kImageFolder:
       SLUICE_RETURN_IF_ERROR(PinLabeled(io::ListImageFolder(source->image_folder().root()), &pinned));
       break;

@@ -130,6 +130,27 @@ PipelineBuilder PipelineBuilder::WebDataset(std::vector<std::string> shards, std
   return b;
 }
 
+namespace {
+
+void FillColumnar(std::vector<std::string> files, std::vector<std::string> columns, ColumnarSource* source) {
+  for (std::string& f : files) source->add_files(std::move(f));
+  for (std::string& c : columns) source->add_columns(std::move(c));
+}
+
+}  // namespace
+
+PipelineBuilder PipelineBuilder::Parquet(std::vector<std::string> files, std::vector<std::string> columns) {
+  PipelineBuilder b;
+  FillColumnar(std::move(files), std::move(columns), b.def_->add_nodes()->mutable_source()->mutable_parquet());
+  return b;
+}
+
+PipelineBuilder PipelineBuilder::ArrowIpc(std::vector<std::string> files, std::vector<std::string> columns) {
+  PipelineBuilder b;
+  FillColumnar(std::move(files), std::move(columns), b.def_->add_nodes()->mutable_source()->mutable_arrow_ipc());
+  return b;
+}
+
 PipelineBuilder& PipelineBuilder::Map(std::vector<OpSpec> ops, int parallelism, const std::string& device) {
   MapDef* m = def_->add_nodes()->mutable_map();
   for (const OpSpec& op : ops) *m->add_ops() = ToProto(op);

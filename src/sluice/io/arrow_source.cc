@@ -1,0 +1,540 @@
+// Built only with Arrow (SLUICE_WITH_ARROW; arrow_source_stub.cc otherwise),
+// as C++20: Arrow's headers require it.
+#include "sluice/io/arrow_source.h"
+
+#include <arrow/api.h>
+#include <arrow/io/file.h>
+#include <arrow/ipc/reader.h>
+#include <arrow/util/float16.h>
+#include <parquet/arrow/reader.h>
+#include <parquet/arrow/schema.h>
+#include <parquet/file_reader.h>
+
+#include <algorithm>
+#include <cstring>
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "sluice/core/status_macros.h"
+#include "sluice/io/file_split.h"
+
+namespace sluice::io {
+namespace {
+
+const char* FormatName(ColumnarFormat f) { return f == ColumnarFormat::kParquet ? "Parquet" : "Arrow IPC"; }
+
+// The sluice dtype of an Arrow leaf type; none for types sluice has no column for.
+std::optional<DType> DTypeOfArrow(arrow::Type::type t) {
+  switch (t) {
+    case arrow::Type::INT8:
+    case arrow::Type::INT16:
+    case arrow::Type::UINT16:
+    case arrow::Type::INT32:
+      return DType::kInt32;
+    case arrow::Type::INT64:
+    case arrow::Type::UINT32:
+      return DType::kInt64;
+    case arrow::Type::UINT8:
+    case arrow::Type::BOOL:
+      return DType::kUInt8;
+    case arrow::Type::HALF_FLOAT:
+    case arrow::Type::FLOAT:
+    case arrow::Type::DOUBLE:
+      return DType::kFloat32;
+    default:
+      return std::nullopt;
+  }
+}
+
+// How one Arrow column becomes a sluice column.
+struct ColumnPlan {
+  enum class Kind { kBytes, kFixedBytes, kValues };
+  Kind kind;
+  ColumnSpec spec;
+  int64_t per_row = 1;  // kValues: leaf values a row; kFixedBytes: bytes a row
+};
+
+absl::StatusOr<ColumnPlan> PlanColumn(const arrow::Field& field, const std::string& file) {
+  const std::shared_ptr<arrow::DataType>& type = field.type();
+  switch (type->id()) {
+    case arrow::Type::BINARY:
+    case arrow::Type::STRING:
+    case arrow::Type::LARGE_BINARY:
+    case arrow::Type::LARGE_STRING:
+      return ColumnPlan{ColumnPlan::Kind::kBytes, ColumnSpec{field.name(), DType::kUInt8, Shape{}, /*ragged=*/true}};
+    case arrow::Type::FIXED_SIZE_BINARY: {
+      const int64_t width = static_cast<const arrow::FixedSizeBinaryType&>(*type).byte_width();
+      return ColumnPlan{ColumnPlan::Kind::kFixedBytes, ColumnSpec{field.name(), DType::kUInt8, Shape{width}}, width};
+    }
+    default:
+      break;
+  }
+  std::vector<int64_t> dims;
+  std::shared_ptr<arrow::DataType> leaf = type;
+  while (leaf->id() == arrow::Type::FIXED_SIZE_LIST) {
+    const auto& list = static_cast<const arrow::FixedSizeListType&>(*leaf);
+    dims.push_back(list.list_size());
+    leaf = list.value_type();
+  }
+  const std::optional<DType> dtype = DTypeOfArrow(leaf->id());
+  if (!dtype) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "column '", field.name(), "' of ", file, " is ", type->ToString(),
+        ": sluice reads binary, string, fixed_size_binary, integers, floats, bool, and fixed_size_list of those"));
+  }
+  int64_t per_row = 1;
+  for (int64_t d : dims) per_row *= d;
+  return ColumnPlan{ColumnPlan::Kind::kValues, ColumnSpec{field.name(), *dtype, Shape(dims)}, per_row};
+}
+
+// The leaf values array under fixed-size lists, and where row `row` starts in it.
+const arrow::Array* LeafOf(const arrow::Array& a, int64_t row, int64_t* leaf_index) {
+  const arrow::Array* at = &a;
+  int64_t index = row;
+  while (at->type_id() == arrow::Type::FIXED_SIZE_LIST) {
+    const auto& list = static_cast<const arrow::FixedSizeListArray&>(*at);
+    index = list.value_offset(index);
+    at = list.values().get();
+  }
+  *leaf_index = index;
+  return at;
+}
+
+// n values of a leaf array from `from`, converted to the column's type.
+template <typename Out>
+void ConvertValues(const arrow::Array& leaf, int64_t from, int64_t n, Out* out) {
+  auto copy = [&](auto* values) {
+    using In = std::remove_const_t<std::remove_pointer_t<decltype(values)>>;
+    if constexpr (std::is_same_v<In, Out>) {
+      std::memcpy(out, values + from, n * sizeof(Out));
+    } else {
+      for (int64_t i = 0; i < n; ++i) out[i] = static_cast<Out>(values[from + i]);
+    }
+  };
+  const std::shared_ptr<arrow::ArrayData>& data = leaf.data();
+  switch (leaf.type_id()) {
+    case arrow::Type::INT8: return copy(data->GetValues<int8_t>(1));
+    case arrow::Type::INT16: return copy(data->GetValues<int16_t>(1));
+    case arrow::Type::UINT16: return copy(data->GetValues<uint16_t>(1));
+    case arrow::Type::INT32: return copy(data->GetValues<int32_t>(1));
+    case arrow::Type::INT64: return copy(data->GetValues<int64_t>(1));
+    case arrow::Type::UINT32: return copy(data->GetValues<uint32_t>(1));
+    case arrow::Type::UINT8: return copy(data->GetValues<uint8_t>(1));
+    case arrow::Type::FLOAT: return copy(data->GetValues<float>(1));
+    case arrow::Type::DOUBLE: return copy(data->GetValues<double>(1));
+    case arrow::Type::BOOL: {
+      const auto& bools = static_cast<const arrow::BooleanArray&>(leaf);
+      for (int64_t i = 0; i < n; ++i) out[i] = static_cast<Out>(bools.Value(from + i));
+      return;
+    }
+    case arrow::Type::HALF_FLOAT: {
+      const uint16_t* bits = data->GetValues<uint16_t>(1);
+      for (int64_t i = 0; i < n; ++i) out[i] = static_cast<Out>(arrow::util::Float16::FromBits(bits[from + i]).ToFloat());
+      return;
+    }
+    default:
+      return;  // PlanColumn admits no other leaf
+  }
+}
+
+// n values of a leaf array from `from` into `dst`, as `dtype`.
+void ConvertInto(const arrow::Array& leaf, int64_t from, int64_t n, DType dtype, uint8_t* dst) {
+  switch (dtype) {
+    case DType::kInt32: return ConvertValues(leaf, from, n, reinterpret_cast<int32_t*>(dst));
+    case DType::kInt64: return ConvertValues(leaf, from, n, reinterpret_cast<int64_t*>(dst));
+    case DType::kUInt8: return ConvertValues(leaf, from, n, dst);
+    default: return ConvertValues(leaf, from, n, reinterpret_cast<float*>(dst));
+  }
+}
+
+// Copies rows [from, from + n) of column `array` into column `col` of `out`
+// at row `row`.
+void CopyRows(const ColumnPlan& plan, const arrow::Array& array, int col, int64_t from, int64_t n, int64_t row,
+              BatchBuilder* out) {
+  switch (plan.kind) {
+    case ColumnPlan::Kind::kBytes:
+      for (int64_t i = from; i < from + n; ++i) {
+        const std::string_view v =
+            array.type_id() == arrow::Type::LARGE_BINARY || array.type_id() == arrow::Type::LARGE_STRING
+                ? static_cast<const arrow::LargeBinaryArray&>(array).GetView(i)
+                : static_cast<const arrow::BinaryArray&>(array).GetView(i);
+        out->AppendBytes(col, absl::string_view(v.data(), v.size()));
+      }
+      return;
+    case ColumnPlan::Kind::kFixedBytes:
+      std::memcpy(out->dense(col) + row * plan.per_row,
+                  static_cast<const arrow::FixedSizeBinaryArray&>(array).GetValue(from), n * plan.per_row);
+      return;
+    case ColumnPlan::Kind::kValues: {
+      int64_t leaf_from = 0;
+      const arrow::Array* leaf = LeafOf(array, from, &leaf_from);
+      ConvertInto(*leaf, leaf_from, n * plan.per_row, plan.spec.dtype,
+                  out->dense(col) + row * plan.per_row * DTypeSize(plan.spec.dtype));
+      return;
+    }
+  }
+}
+
+// Whether row `row` of `array` is null, or holds a null anywhere below.
+bool HasNull(const arrow::Array& array, int64_t row, int64_t per_row) {
+  if (array.IsNull(row)) return true;
+  int64_t leaf_index = 0;
+  const arrow::Array* leaf = LeafOf(array, row, &leaf_index);
+  if (leaf == &array || leaf->null_count() == 0) return false;
+  for (int64_t i = leaf_index; i < leaf_index + per_row; ++i) {
+    if (leaf->IsNull(i)) return true;
+  }
+  return false;
+}
+
+// Whether `array` or the values under its fixed-size lists hold any null.
+bool AnyNull(const arrow::Array& array) {
+  for (const arrow::Array* at = &array;; at = static_cast<const arrow::FixedSizeListArray*>(at)->values().get()) {
+    if (at->null_count() > 0) return true;
+    if (at->type_id() != arrow::Type::FIXED_SIZE_LIST) return false;
+  }
+}
+
+// Where decoded row groups live: the C library's heap, which keeps freed
+// blocks for the next row group. Arrow's default pool handed each one back
+// to the system, and every row group paid its page faults again (6% of
+// W2's CPU from Parquet).
+arrow::MemoryPool* DecodePool() { return arrow::system_memory_pool(); }
+
+absl::Status FromArrow(const arrow::Status& s, const std::string& what) {
+  if (s.ok()) return absl::OkStatus();
+  return absl::DataLossError(absl::StrCat(what, ": ", s.ToString()));
+}
+
+// The files' columns: what each file must hold, and how to read it.
+struct SourceShape {
+  ColumnarFormat format;
+  std::vector<std::string> names;
+  std::vector<ColumnPlan> plans;
+  Schema schema;  // the plans' specs
+};
+
+// Whether a leaf of Arrow type `t` holds the values of `dtype` as they are.
+bool SameValues(arrow::Type::type t, DType dtype) {
+  return (t == arrow::Type::INT32 && dtype == DType::kInt32) || (t == arrow::Type::INT64 && dtype == DType::kInt64) ||
+         (t == arrow::Type::UINT8 && dtype == DType::kUInt8) || (t == arrow::Type::FLOAT && dtype == DType::kFloat32);
+}
+
+// The top-level fields of an open file, its split boundaries (first row
+// of each row group or record batch, and the total at the end).
+struct FileLayout {
+  std::shared_ptr<arrow::Schema> schema;
+  std::vector<int64_t> starts;
+};
+
+absl::StatusOr<FileLayout> ReadLayout(ColumnarFormat format, const std::string& path) {
+  auto opened = arrow::io::ReadableFile::Open(path);
+  if (!opened.ok()) return absl::NotFoundError(absl::StrCat("cannot open ", path, ": ", opened.status().ToString()));
+  FileLayout layout;
+  int64_t rows = 0;
+  layout.starts.push_back(0);
+  if (format == ColumnarFormat::kParquet) {
+    auto reader = parquet::arrow::OpenFile(*opened, arrow::default_memory_pool());
+    if (!reader.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(path, " is not a readable Parquet file: ", reader.status().ToString()));
+    }
+    SLUICE_RETURN_IF_ERROR(FromArrow((*reader)->GetSchema(&layout.schema), absl::StrCat("the schema of ", path)));
+    const std::shared_ptr<parquet::FileMetaData> meta = (*reader)->parquet_reader()->metadata();
+    for (int g = 0; g < meta->num_row_groups(); ++g) layout.starts.push_back(rows += meta->RowGroup(g)->num_rows());
+    return layout;
+  }
+  auto reader = arrow::ipc::RecordBatchFileReader::Open(*opened);
+  if (!reader.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(path, " is not a readable Arrow IPC file: ", reader.status().ToString()));
+  }
+  layout.schema = (*reader)->schema();
+  for (int b = 0; b < (*reader)->num_record_batches(); ++b) {
+    auto batch = (*reader)->ReadRecordBatch(b);
+    SLUICE_RETURN_IF_ERROR(FromArrow(batch.status(), absl::StrCat("record batch ", b, " of ", path)));
+    layout.starts.push_back(rows += (*batch)->num_rows());
+  }
+  return layout;
+}
+
+// Reads one row group (record batch) whole, then hands its rows out.
+class ColumnarReader : public SplitReader {
+ public:
+  ColumnarReader(const SourceShape& shape, const std::string& path, int32_t file, int group, const Split& split,
+                 CorruptionLog* skip_log)
+      : shape_(shape),
+        path_(path),
+        file_(file),
+        group_(group),
+        first_row_(split.begin_record),
+        group_rows_(split.end_record - split.begin_record),
+        skip_log_(skip_log) {}
+
+  // Hands out views of the row group's memory, converting only columns
+  // whose values differ from their column's type; a row group with nulls
+  // is copied, its null rows left out.
+  bool views() const override { return true; }
+
+  absl::StatusOr<int64_t> View(int64_t max_rows, Batch* out) override {
+    SLUICE_ASSIGN_OR_RETURN(const bool loaded, EnsureLoaded());
+    if (!loaded || next_ >= num_rows_) return 0;
+    if (has_nulls_) {
+      BatchBuilder builder(shape_.schema, max_rows);
+      builder.provenance() = out->provenance;
+      SLUICE_ASSIGN_OR_RETURN(const int64_t n, Read(max_rows, &builder));
+      *out = builder.Finish();
+      return n;
+    }
+    const int64_t n = std::min(max_rows, num_rows_ - next_);
+    out->columns.clear();
+    for (size_t c = 0; c < columns_.size(); ++c) out->columns.push_back(ViewColumn(c, next_, n));
+    out->rows = n;
+    out->provenance.AddRun(0, file_, first_row_ + next_);
+    next_ += n;
+    return n;
+  }
+
+  absl::StatusOr<int64_t> Read(int64_t max_rows, BatchBuilder* out) override {
+    SLUICE_ASSIGN_OR_RETURN(const bool loaded, EnsureLoaded());
+    if (!loaded) return 0;
+    int64_t rows = 0;
+    while (rows < max_rows && next_ < num_rows_) {
+      // The run of rows up to the next null (a corrupt record).
+      int64_t end = std::min(num_rows_, next_ + (max_rows - rows));
+      std::optional<int64_t> bad;
+      for (int64_t r = next_; r < end && !bad && has_nulls_; ++r) {
+        for (size_t c = 0; c < columns_.size() && !bad; ++c) {
+          if (HasNull(*columns_[c], r, shape_.plans[c].per_row)) bad = r;
+        }
+      }
+      if (bad) end = *bad;
+      const int64_t n = end - next_;
+      const int64_t row = out->rows();
+      for (size_t c = 0; c < columns_.size(); ++c) {
+        CopyRows(shape_.plans[c], *columns_[c], static_cast<int>(c), next_, n, row, out);
+      }
+      if (n > 0) out->provenance().AddRun(row, file_, first_row_ + next_);
+      out->AddRows(n);
+      rows += n;
+      next_ = end;
+      if (bad) SLUICE_RETURN_IF_ERROR(NullRecord(*bad));
+    }
+    return rows;
+  }
+
+ private:
+  // False when the row group could not be read and was skipped (counted).
+  absl::StatusOr<bool> EnsureLoaded() {
+    if (loaded_) return !skipped_;
+    loaded_ = true;
+    absl::Status s = Load();
+    if (s.ok()) return true;
+    if (skip_log_ == nullptr) return s;
+    skip_log_->Add(path_, group_rows_, 0, std::string(s.message()));  // the group's rows are lost
+    skipped_ = true;
+    return false;
+  }
+
+  // Rows [from, from + n) of column c, viewing the row group's buffers
+  // where the values are the column's as they are.
+  Column ViewColumn(size_t c, int64_t from, int64_t n) const {
+    const ColumnPlan& plan = shape_.plans[c];
+    const arrow::Array& array = *columns_[c];
+    auto view = [&](const uint8_t* data, int64_t bytes, Shape shape) {
+      return Tensor(plan.spec.dtype, std::move(shape),
+                    Buffer::Adopt(const_cast<uint8_t*>(data), static_cast<size_t>(bytes), batch_));
+    };
+    Column col;
+    switch (plan.kind) {
+      case ColumnPlan::Kind::kFixedBytes:
+        col.values = view(static_cast<const arrow::FixedSizeBinaryArray&>(array).GetValue(from), n * plan.per_row,
+                          plan.spec.shape.WithLeading(n));
+        return col;
+      case ColumnPlan::Kind::kBytes: {
+        // The values buffer as it is; its offsets (int32 or int64) as int64.
+        col.offsets = Tensor::Allocate(DType::kInt64, Shape{n + 1});
+        int64_t* offsets = col.offsets.data<int64_t>();
+        const bool large =
+            array.type_id() == arrow::Type::LARGE_BINARY || array.type_id() == arrow::Type::LARGE_STRING;
+        for (int64_t i = 0; i <= n; ++i) {
+          offsets[i] = large ? static_cast<const arrow::LargeBinaryArray&>(array).value_offset(from + i)
+                             : static_cast<const arrow::BinaryArray&>(array).value_offset(from + i);
+        }
+        const std::shared_ptr<arrow::Buffer>& data = array.data()->buffers[2];
+        col.values = view(data->data(), data->size(), Shape{data->size()});
+        return col;
+      }
+      case ColumnPlan::Kind::kValues: {
+        int64_t leaf_from = 0;
+        const arrow::Array* leaf = LeafOf(array, from, &leaf_from);
+        const int64_t values = n * plan.per_row, size = DTypeSize(plan.spec.dtype);
+        if (SameValues(leaf->type_id(), plan.spec.dtype)) {
+          col.values = view(leaf->data()->GetValues<uint8_t>(1, leaf->data()->offset * size) + leaf_from * size,
+                            values * size, plan.spec.shape.WithLeading(n));
+          return col;
+        }
+        col.values = Tensor::Allocate(plan.spec.dtype, plan.spec.shape.WithLeading(n));
+        ConvertInto(*leaf, leaf_from, values, plan.spec.dtype, col.values.raw_data());
+        return col;
+      }
+    }
+    return col;
+  }
+
+  absl::Status Load() {
+    const std::string where = absl::StrCat(shape_.format == ColumnarFormat::kParquet ? "row group " : "record batch ",
+                                           group_, " of ", path_);
+    // Memory-mapped: an Arrow IPC file's columns are the file's pages.
+    auto file = arrow::io::MemoryMappedFile::Open(path_, arrow::io::FileMode::READ);
+    if (!file.ok()) return absl::NotFoundError(absl::StrCat("cannot open ", path_, ": ", file.status().ToString()));
+    std::shared_ptr<arrow::RecordBatch> batch;
+    if (shape_.format == ColumnarFormat::kParquet) {
+      auto reader = parquet::arrow::OpenFile(*file, DecodePool());
+      SLUICE_RETURN_IF_ERROR(FromArrow(reader.status(), absl::StrCat("cannot read ", path_)));
+      // The leaf columns of the fields read.
+      std::vector<int> leaves;
+      const parquet::arrow::SchemaManifest& manifest = (*reader)->manifest();
+      for (const parquet::arrow::SchemaField& field : manifest.schema_fields) {
+        if (std::find(shape_.names.begin(), shape_.names.end(), field.field->name()) == shape_.names.end()) continue;
+        AddLeaves(field, &leaves);
+      }
+      auto table = (*reader)->ReadRowGroup(group_, leaves);
+      SLUICE_RETURN_IF_ERROR(FromArrow(table.status(), absl::StrCat("cannot read ", where)));
+      auto combined = (*table)->CombineChunksToBatch();
+      SLUICE_RETURN_IF_ERROR(FromArrow(combined.status(), absl::StrCat("cannot read ", where)));
+      batch = *combined;
+    } else {
+      auto reader = arrow::ipc::RecordBatchFileReader::Open(*file);
+      SLUICE_RETURN_IF_ERROR(FromArrow(reader.status(), absl::StrCat("cannot read ", path_)));
+      auto read = (*reader)->ReadRecordBatch(group_);
+      SLUICE_RETURN_IF_ERROR(FromArrow(read.status(), absl::StrCat("cannot read ", where)));
+      batch = *read;
+      SLUICE_RETURN_IF_ERROR(FromArrow(batch->ValidateFull(), absl::StrCat("damaged ", where)));
+    }
+    for (const std::string& name : shape_.names) {
+      std::shared_ptr<arrow::Array> column = batch->GetColumnByName(name);
+      if (column == nullptr) return absl::DataLossError(absl::StrCat(where, " has no column '", name, "'"));
+      has_nulls_ |= AnyNull(*column);
+      columns_.push_back(std::move(column));
+    }
+    batch_ = batch;
+    num_rows_ = batch->num_rows();
+    return absl::OkStatus();
+  }
+
+  static void AddLeaves(const parquet::arrow::SchemaField& field, std::vector<int>* leaves) {
+    if (field.is_leaf()) leaves->push_back(field.column_index);
+    for (const parquet::arrow::SchemaField& child : field.children) AddLeaves(child, leaves);
+  }
+
+  // Row `row` holds a null: an error, or a counted skip.
+  absl::Status NullRecord(int64_t row) {
+    std::string column;
+    for (size_t c = 0; c < columns_.size() && column.empty(); ++c) {
+      if (HasNull(*columns_[c], row, shape_.plans[c].per_row)) column = shape_.names[c];
+    }
+    const std::string message = absl::StrCat("column '", column, "' is null in row ", first_row_ + row, " of ",
+                                             FormatName(shape_.format), " file ", path_);
+    ++next_;
+    if (skip_log_ == nullptr) return absl::DataLossError(message);
+    skip_log_->Add(path_, 1, 0, message);
+    return absl::OkStatus();
+  }
+
+  const SourceShape& shape_;
+  const std::string& path_;
+  const int32_t file_;
+  const int group_;
+  const int64_t first_row_, group_rows_;
+  CorruptionLog* skip_log_;
+  bool loaded_ = false, skipped_ = false;
+  bool has_nulls_ = false;
+  std::shared_ptr<arrow::RecordBatch> batch_;  // owns the columns' memory
+  std::vector<std::shared_ptr<arrow::Array>> columns_;
+  int64_t num_rows_ = 0, next_ = 0;
+};
+
+class ColumnarSource : public SourceFormat {
+ public:
+  ColumnarSource(SourceShape shape, std::vector<std::string> paths, std::vector<std::vector<int64_t>> starts)
+      : shape_(std::move(shape)),
+        paths_(std::make_shared<const std::vector<std::string>>(std::move(paths))),
+        starts_(std::move(starts)) {
+    std::vector<ColumnSpec> columns;
+    for (const ColumnPlan& p : shape_.plans) columns.push_back(p.spec);
+    shape_.schema = Schema(std::move(columns));
+  }
+
+  const Schema& schema() const override { return shape_.schema; }
+  const std::shared_ptr<const std::vector<std::string>>& files() const override { return paths_; }
+  std::vector<Split> MakeSplits() const override {
+    std::vector<Split> splits;
+    for (size_t f = 0; f < starts_.size(); ++f) {
+      for (size_t g = 0; g + 1 < starts_[f].size(); ++g) {
+        if (starts_[f][g + 1] > starts_[f][g]) splits.push_back(Split{static_cast<int32_t>(f), starts_[f][g], starts_[f][g + 1]});
+      }
+    }
+    return splits;
+  }
+  absl::StatusOr<std::unique_ptr<SplitReader>> OpenSplit(const Split& split, CorruptionLog* skip_log) const override {
+    const std::vector<int64_t>& starts = starts_[split.file];
+    const auto it = std::lower_bound(starts.begin(), starts.end(), split.begin_record);
+    if (it == starts.end() || *it != split.begin_record) {
+      return absl::InvalidArgumentError(absl::StrCat("no row group of ", (*paths_)[split.file], " starts at row ",
+                                                     split.begin_record));
+    }
+    const int group = static_cast<int>(it - starts.begin());
+    return std::unique_ptr<SplitReader>(
+        new ColumnarReader(shape_, (*paths_)[split.file], split.file, group, split, skip_log));
+  }
+
+ private:
+  SourceShape shape_;
+  std::shared_ptr<const std::vector<std::string>> paths_;
+  std::vector<std::vector<int64_t>> starts_;  // per file: the groups' first rows, then the total
+};
+
+}  // namespace
+
+bool HaveArrow() { return true; }
+
+absl::StatusOr<std::unique_ptr<SourceFormat>> MakeColumnarSource(ColumnarFormat format,
+                                                                 const std::vector<std::string>& patterns,
+                                                                 const std::vector<std::string>& columns) {
+  SLUICE_ASSIGN_OR_RETURN(std::vector<std::string> paths, ExpandFilePatterns(patterns));
+  SourceShape shape{format, columns, {}, Schema()};
+  std::vector<std::vector<int64_t>> starts;
+  for (size_t f = 0; f < paths.size(); ++f) {
+    SLUICE_ASSIGN_OR_RETURN(FileLayout layout, ReadLayout(format, paths[f]));
+    if (f == 0 && shape.names.empty()) {
+      for (const std::shared_ptr<arrow::Field>& field : layout.schema->fields()) shape.names.push_back(field->name());
+    }
+    std::vector<ColumnPlan> plans;
+    for (const std::string& name : shape.names) {
+      const std::shared_ptr<arrow::Field> field = layout.schema->GetFieldByName(name);
+      if (field == nullptr) {
+        return absl::InvalidArgumentError(absl::StrCat(FormatName(format), " file ", paths[f], " has no column '",
+                                                       name, "' (columns: ",
+                                                       absl::StrJoin(layout.schema->field_names(), ", "), ")"));
+      }
+      SLUICE_ASSIGN_OR_RETURN(ColumnPlan plan, PlanColumn(*field, paths[f]));
+      plans.push_back(std::move(plan));
+    }
+    if (f == 0) {
+      shape.plans = std::move(plans);
+    } else {
+      for (size_t c = 0; c < plans.size(); ++c) {
+        const ColumnSpec &a = shape.plans[c].spec, &b = plans[c].spec;
+        if (a.dtype != b.dtype || a.shape != b.shape || a.ragged != b.ragged) {
+          return absl::InvalidArgumentError(absl::StrCat("column '", a.name, "' is ", DTypeName(a.dtype),
+                                                         a.shape.ToString(), " in ", paths[0], " but ",
+                                                         DTypeName(b.dtype), b.shape.ToString(), " in ", paths[f]));
+        }
+      }
+    }
+    starts.push_back(std::move(layout.starts));
+  }
+  return std::unique_ptr<SourceFormat>(new ColumnarSource(std::move(shape), std::move(paths), std::move(starts)));
+}
+
+}  // namespace sluice::io

@@ -1,0 +1,166 @@
+"""Parquet and Arrow IPC files written by pyarrow, read through sluice's C++
+sources: every Arrow type sluice maps, against pyarrow's own reading of the
+same files; row groups and record batches as splits (every row once per
+shuffled epoch); bad files, columns and nulls named."""
+
+import tempfile
+
+import numpy as np
+import pytest
+
+import sluice
+from sluice import ops
+
+pa = pytest.importorskip("pyarrow")
+pq = pytest.importorskip("pyarrow.parquet")
+ipc = pytest.importorskip("pyarrow.ipc")
+
+
+
+def _build_reads_parquet():
+    with tempfile.TemporaryDirectory() as d:
+        pq.write_table(pa.table({"x": [1]}), f"{d}/probe.parquet")
+        try:
+            sluice.parquet(f"{d}/probe.parquet").schema
+        except sluice.SluiceError as e:
+            if "reads no Parquet" in str(e):
+                return False
+            raise
+    return True
+
+
+if not _build_reads_parquet():
+    pytest.skip("this build has no Arrow libraries (pyarrow was missing when it was configured)",
+                allow_module_level=True)
+
+ROWS = 50
+
+
+def table(start=0, rows=ROWS):
+    ids = np.arange(start, start + rows)
+    rng = np.random.default_rng(start)
+    emb = rng.standard_normal((rows, 3)).astype(np.float32)
+    grid = rng.integers(0, 256, (rows, 2, 4)).astype(np.uint8)
+    return pa.table({
+        "id": pa.array(ids, pa.int64()),
+        "blob": pa.array([bytes([int(i) % 256]) * (int(i) % 7 + 1) for i in ids], pa.binary()),
+        "caption": pa.array([f"row {i}" for i in ids], pa.string()),
+        "small": pa.array((ids % 100) - 50, pa.int16()),
+        "u32": pa.array(ids * 3, pa.uint32()),
+        "score": pa.array(ids / 7.0, pa.float64()),
+        "flag": pa.array(ids % 3 == 0, pa.bool_()),
+        "key": pa.array([int(i).to_bytes(4, "little") for i in ids], pa.binary(4)),
+        "emb": pa.FixedSizeListArray.from_arrays(pa.array(emb.ravel()), 3),
+        "grid": pa.FixedSizeListArray.from_arrays(pa.FixedSizeListArray.from_arrays(pa.array(grid.ravel()), 4), 2),
+    })
+
+
+def write_parquet(tmp_path, files=2, row_group_size=7):
+    for f in range(files):
+        pq.write_table(table(f * ROWS), tmp_path / f"part-{f}.parquet", row_group_size=row_group_size)
+    return str(tmp_path / "part-*.parquet")
+
+
+def write_ipc(path, t, batch_rows):
+    with ipc.new_file(path, t.schema) as w:
+        for b in t.to_batches(max_chunksize=batch_rows):
+            w.write_batch(b)
+
+
+def check_rows(got, want):
+    """sluice's columns against pyarrow's values for the same rows."""
+    assert got["id"].dtype == np.int64 and got["id"].tolist() == want["id"].to_pylist()
+    assert [bytes(b) for b in got["blob"]] == want["blob"].to_pylist()
+    assert [bytes(b).decode() for b in got["caption"]] == want["caption"].to_pylist()
+    assert got["small"].dtype == np.int32 and got["small"].tolist() == want["small"].to_pylist()
+    assert got["u32"].dtype == np.int64 and got["u32"].tolist() == want["u32"].to_pylist()
+    assert got["score"].dtype == np.float32
+    np.testing.assert_array_equal(got["score"], np.asarray(want["score"].to_pylist(), np.float32))
+    assert got["flag"].dtype == np.uint8 and got["flag"].tolist() == [int(v) for v in want["flag"].to_pylist()]
+    assert got["key"].shape[1:] == (4,)
+    assert [bytes(k) for k in got["key"]] == want["key"].to_pylist()
+    assert got["emb"].dtype == np.float32 and got["emb"].shape[1:] == (3,)
+    np.testing.assert_array_equal(got["emb"], np.asarray(want["emb"].to_pylist(), np.float32))
+    assert got["grid"].dtype == np.uint8 and got["grid"].shape[1:] == (2, 4)
+    np.testing.assert_array_equal(got["grid"], np.asarray(want["grid"].to_pylist(), np.uint8))
+
+
+def rows_of(pipe):
+    """Every row of one epoch, unbatched: byte columns as a list of each
+    row's bytes, the others stacked."""
+    out = {}
+    for row in pipe:
+        for k, v in row.items():
+            out.setdefault(k, []).append(v if k in ("blob", "caption") else v[0])
+    return {k: v if k in ("blob", "caption") else np.stack(v) for k, v in out.items()}
+
+
+def test_parquet_columns_equal_pyarrows_reading(tmp_path):
+    pattern = write_parquet(tmp_path)
+    got = rows_of(sluice.parquet(pattern, shuffle=False))
+    want = pa.concat_tables([pq.read_table(tmp_path / f"part-{f}.parquet") for f in range(2)])
+    check_rows(got, want)
+
+
+def test_arrow_ipc_columns_equal_pyarrows_reading(tmp_path):
+    t = table()
+    write_ipc(tmp_path / "t.arrow", t, batch_rows=9)
+    check_rows(rows_of(sluice.arrow_ipc(str(tmp_path / "t.arrow"), shuffle=False)), t)
+
+
+def test_row_groups_are_splits_every_row_once_per_shuffled_epoch(tmp_path):
+    pattern = write_parquet(tmp_path, files=3, row_group_size=8)
+    pipe = sluice.parquet(pattern, ["id", "emb"], shuffle=True).batch(16)
+    orders = []
+    for _ in range(2):
+        seen = [i for b in pipe for i in b["id"].tolist()]
+        assert sorted(seen) == list(range(3 * ROWS))
+        orders.append(seen)
+    # Row groups (8 rows, the last of a file 2) move as wholes; the epochs' orders differ.
+    assert orders[0] != orders[1]
+    runs = [orders[0][i:i + 8] for i in range(0, 48, 8)]
+    assert any(r == list(range(r[0], r[0] + len(r))) for r in runs)
+
+
+def test_columns_pick_and_order_and_feed_ops(tmp_path):
+    pattern = write_parquet(tmp_path, files=1)
+    pipe = (sluice.parquet(pattern, ["grid", "id"], shuffle=False)
+            .map(ops.cast(field="grid", dtype="float32"))
+            .batch(ROWS))
+    b = next(iter(pipe))
+    assert list(b) == ["grid", "id"]
+    want = pq.read_table(tmp_path / "part-0.parquet")
+    np.testing.assert_array_equal(b["grid"], np.asarray(want["grid"].to_pylist(), np.float32))
+
+
+def test_bad_columns_and_files_are_named(tmp_path):
+    pattern = write_parquet(tmp_path, files=1)
+    with pytest.raises(sluice.InvalidArgumentError, match=r"part-0\.parquet has no column 'label' \(columns: id, blob"):
+        sluice.parquet(pattern, ["id", "label"]).schema
+    pq.write_table(pa.table({"tags": pa.array([[1, 2], [3]], pa.list_(pa.int32()))}), tmp_path / "lists.parquet")
+    with pytest.raises(sluice.InvalidArgumentError, match=r"column 'tags' of .*lists\.parquet is list<"):
+        sluice.parquet(str(tmp_path / "lists.parquet")).schema
+    pq.write_table(table().cast(table().schema.set(0, pa.field("id", pa.float32()))), tmp_path / "other.parquet")
+    with pytest.raises(sluice.InvalidArgumentError, match=r"column 'id' is int64.*part-0.*float32.*other\.parquet"):
+        sluice.parquet([str(tmp_path / "part-0.parquet"), str(tmp_path / "other.parquet")]).schema
+    (tmp_path / "junk.parquet").write_bytes(b"not a parquet file at all")
+    with pytest.raises(sluice.InvalidArgumentError, match=r"junk\.parquet is not a readable Parquet file"):
+        sluice.parquet(str(tmp_path / "junk.parquet")).schema
+    data = (tmp_path / "part-0.parquet").read_bytes()
+    (tmp_path / "cut.parquet").write_bytes(data[:len(data) // 2])
+    with pytest.raises(sluice.InvalidArgumentError, match=r"cut\.parquet is not a readable Parquet file"):
+        sluice.parquet(str(tmp_path / "cut.parquet")).schema
+    with pytest.raises(sluice.NotFoundError, match="nothing.parquet"):
+        sluice.parquet(str(tmp_path / "nothing.parquet")).schema
+
+
+def test_a_null_is_a_named_corrupt_record_or_a_counted_skip(tmp_path):
+    t = pa.table({"id": pa.array([0, 1, None, 3, 4, None, 6], pa.int64()),
+                  "emb": pa.FixedSizeListArray.from_arrays(pa.array([float(i) for i in range(14)]), 2)})
+    pq.write_table(t, tmp_path / "nulls.parquet", row_group_size=4)
+    with pytest.raises(sluice.DataLossError, match=r"column 'id' is null in row 2 of Parquet file .*nulls\.parquet"):
+        list(sluice.parquet(str(tmp_path / "nulls.parquet"), shuffle=False))
+    it = sluice.parquet(str(tmp_path / "nulls.parquet"), shuffle=False, on_corrupt="skip").batch(10).engine.iterate(0)
+    b = it.next_numpy()
+    assert b["id"].tolist() == [0, 1, 3, 4, 6] and it.skipped == 2
+    np.testing.assert_array_equal(b["emb"][:, 0], [0, 2, 6, 8, 12])
