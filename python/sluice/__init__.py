@@ -21,8 +21,8 @@ over without copying. `sluice.torch` yields torch tensors.
 from sluice import _sluice, ops
 from sluice._sluice import (CancelledError, DataLossError, InvalidArgumentError,
                             NotFoundError, SluiceError)
-from sluice.pipeline import (Pipeline, arrays, arrow_ipc, cifar10, file_list, image_folder, mnist, parquet,
-                             tfrecord, webdataset)
+from sluice.pipeline import (Pipeline, arrays, arrow_ipc, cifar10, file_list, from_arrow, image_folder, mnist,
+                             parquet, tfrecord, webdataset)
 
 
 
@@ -38,7 +38,7 @@ def load_plugin(path):
 
 __all__ = [
     "Pipeline", "tfrecord", "mnist", "cifar10", "arrays", "image_folder", "file_list", "webdataset", "parquet",
-    "arrow_ipc", "ops",
+    "arrow_ipc", "from_arrow", "ops",
     "SluiceError", "InvalidArgumentError", "NotFoundError", "DataLossError",
     "CancelledError", "load_plugin",
 ]

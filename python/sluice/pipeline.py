@@ -141,6 +141,38 @@ def arrow_ipc(files, columns=None, *, shuffle=True, on_corrupt="error"):
     return _columnar("arrow_ipc", files, columns, shuffle, on_corrupt)
 
 
+class _ArrowHold:
+    """Keeps from_arrow's batches held while a pipeline made of them lives
+    (pipelines compiled from them keep them on their own)."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def __del__(self):
+        _sluice.release_arrow_stream(self.name)
+
+
+def from_arrow(data, columns=None, *, shuffle=True, on_corrupt="error"):
+    """A pipeline reading Arrow data in this process, without copying it:
+    a pyarrow Table, RecordBatch or RecordBatchReader, or any object with
+    ``__arrow_c_stream__`` (the Arrow PyCapsule interface: Polars data
+    frames, Lance, DuckDB results; a Hugging Face ``datasets.Dataset`` as
+    ``ds.data.table``). Its record batches are imported through the Arrow C
+    stream interface once, here (a reader is read to its end), and each is a
+    split. Columns map as `parquet`'s; the columns sluice reads as they are
+    (fixed-size binary, int32/int64/uint8/float32 values and fixed-size
+    lists of them, the bytes of binary columns) are views of the Arrow
+    buffers. Read only in this process: a `distribute`d pipeline's remote
+    workers cannot see it."""
+    export = getattr(data, "__arrow_c_stream__", None)
+    if export is None:
+        raise TypeError("from_arrow takes a pyarrow Table, RecordBatch or RecordBatchReader, or an object with "
+                        f"__arrow_c_stream__; got {type(data).__name__}")
+    hold = _ArrowHold(_sluice.hold_arrow_stream(export()))
+    return Pipeline({"nodes": [{"source": {"arrow_memory": {"files": [hold.name], "columns": list(columns or [])},
+                                           "shuffle_splits": shuffle, "on_corrupt": on_corrupt}}]}, _hold=hold)
+
+
 _ARRAY_DTYPES = ("uint8", "int32", "int64", "float32")
 
 
@@ -175,8 +207,9 @@ class Pipeline:
     Python drops them.
     """
 
-    def __init__(self, definition):
+    def __init__(self, definition, _hold=None):
         self._def = definition
+        self._hold = _hold  # from_arrow's data, for pipelines made of it
         self._engine = None
         self._epoch = 0
 
@@ -192,7 +225,7 @@ class Pipeline:
     def _with_node(self, node):
         definition = copy.deepcopy(self._def)
         definition["nodes"].append(node)
-        return Pipeline(definition)
+        return Pipeline(definition, self._hold)
 
     def map(self, *ops, parallelism=0, device="cpu"):
         """Applies ops (from `sluice.ops`) in order to every sample, or to every row of a batch.
@@ -273,7 +306,7 @@ class Pipeline:
                            ("unordered", unordered)):
             if value is not None:
                 options[key] = value
-        return Pipeline(definition)
+        return Pipeline(definition, self._hold)
 
     @property
     def engine(self):

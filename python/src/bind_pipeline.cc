@@ -7,6 +7,7 @@
 #include "interrupt.h"
 #include "sluice/exec/pipeline.h"
 #include "sluice/graph/pipeline_json.h"
+#include "sluice/io/arrow_source.h"
 #include "sluice/ops/op_registry.h"
 #include "sluice/ops/plugin.h"
 #include "sluice/service/distributed_pipeline.h"
@@ -167,6 +168,17 @@ void InitPipeline(py::module_& m) {
       .def_property_readonly("cardinality", &PyPipeline::cardinality);
   m.def("ops", &ListOps, "The registered ops with their docs and attrs.");
   m.def("load_plugin", &LoadPlugin, py::arg("path"), "Loads an op plugin (.so) into the process's registry.");
+  m.def(
+      "hold_arrow_stream",
+      [](py::capsule stream) {
+        void* c_stream = PyCapsule_GetPointer(stream.ptr(), "arrow_array_stream");
+        if (c_stream == nullptr) throw py::error_already_set();
+        absl::StatusOr<std::string> name = io::HoldArrowStream(c_stream);
+        ThrowIfError(name.status());
+        return *name;
+      },
+      py::arg("stream"), "Imports an Arrow C stream's batches (zero-copy) and holds them; returns their name.");
+  m.def("release_arrow_stream", &io::ReleaseArrowStream, py::arg("name"), "Drops a hold of hold_arrow_stream.");
 }
 
 }  // namespace sluice::python

@@ -1,7 +1,8 @@
-"""Parquet and Arrow IPC files written by pyarrow, read through sluice's C++
-sources: every Arrow type sluice maps, against pyarrow's own reading of the
-same files; row groups and record batches as splits (every row once per
-shuffled epoch); bad files, columns and nulls named."""
+"""Parquet and Arrow IPC files written by pyarrow, and Arrow data in memory
+(from_arrow), read through sluice's C++ sources: every Arrow type sluice
+maps, against pyarrow's own reading of the same data; row groups and
+record batches as splits (every row once per shuffled epoch); in-memory
+data viewed in place; bad files, columns and nulls named."""
 
 import tempfile
 
@@ -164,3 +165,45 @@ def test_a_null_is_a_named_corrupt_record_or_a_counted_skip(tmp_path):
     b = it.next_numpy()
     assert b["id"].tolist() == [0, 1, 3, 4, 6] and it.skipped == 2
     np.testing.assert_array_equal(b["emb"][:, 0], [0, 2, 6, 8, 12])
+
+
+def buffer_ranges(chunked, leaf):
+    """(address, end) of the value buffers of a chunked column's chunks."""
+    ranges = []
+    for chunk in chunked.chunks:
+        values = leaf(chunk)
+        buf = values.buffers()[1]
+        ranges.append((buf.address, buf.address + buf.size))
+    return ranges
+
+
+def test_from_arrow_reads_a_table_in_place(tmp_path):
+    t = pa.Table.from_batches(table().to_batches(max_chunksize=16))
+    pipe = sluice.from_arrow(t, shuffle=False)
+    check_rows(rows_of(pipe), t)
+    # Unbatched rows view the table's own buffers: no copy on the way.
+    emb = buffer_ranges(t.column("emb"), lambda c: c.values)
+    ids = buffer_ranges(t.column("id"), lambda c: c)
+    for row in pipe:
+        a, b = row["emb"].__array_interface__["data"][0], row["id"].__array_interface__["data"][0]
+        assert any(lo <= a < hi for lo, hi in emb) and any(lo <= b < hi for lo, hi in ids)
+
+
+def test_from_arrow_takes_any_arrow_c_stream_and_splits_by_batch():
+    t = pa.Table.from_batches(table(rows=100).to_batches(max_chunksize=10))
+
+    class Frame:  # what Polars, Lance and DuckDB hand out: the PyCapsule stream protocol
+        def __arrow_c_stream__(self, requested_schema=None):
+            return t.__arrow_c_stream__(requested_schema)
+
+    reader = pa.RecordBatchReader.from_batches(t.schema, t.to_batches(max_chunksize=10))
+    for data in (Frame(), reader):
+        pipe = sluice.from_arrow(data, ["id", "grid"]).batch(32)
+        orders = [[i for b in pipe for i in b["id"].tolist()] for _ in range(2)]
+        for seen in orders:
+            assert sorted(seen) == list(range(100))
+        assert orders[0] != orders[1]  # batches reshuffled every epoch
+    with pytest.raises(TypeError, match="__arrow_c_stream__"):
+        sluice.from_arrow([1, 2, 3])
+    with pytest.raises(sluice.InvalidArgumentError, match="no column 'nope'"):
+        sluice.from_arrow(t, ["nope"]).schema

@@ -129,6 +129,12 @@ absl::StatusOr<std::vector<io::WebDatasetField>> ParseWebDatasetFields(const Web
   return fields;
 }
 
+absl::StatusOr<std::unique_ptr<io::SourceFormat>> MakeColumnar(io::ColumnarFormat format, const SourceDef& def,
+                                                               const ColumnarSource& c) {
+  return io::MakeColumnarSource(format, Patterns(def, c.files()),
+                                std::vector<std::string>(c.columns().begin(), c.columns().end()));
+}
+
 absl::StatusOr<std::unique_ptr<io::SourceFormat>> PinnedImages(const SourceDef& def) {
   return io::MakeImageFilesSource(
       io::LabeledFiles{std::vector<std::string>(def.pinned().files().begin(), def.pinned().files().end()),
@@ -166,18 +172,18 @@ absl::Status CompileSource(const SourceDef& def, CompiledNode* node,
       break;
     }
     case SourceDef::kParquet:
-    case SourceDef::kArrowIpc: {
-      const bool parquet = def.format_case() == SourceDef::kParquet;
-      const ColumnarSource& c = parquet ? def.parquet() : def.arrow_ipc();
-      format = io::MakeColumnarSource(parquet ? io::ColumnarFormat::kParquet : io::ColumnarFormat::kArrowIpc,
-                                      Patterns(def, c.files()),
-                                      std::vector<std::string>(c.columns().begin(), c.columns().end()));
+      format = MakeColumnar(io::ColumnarFormat::kParquet, def, def.parquet());
       break;
-    }
+    case SourceDef::kArrowIpc:
+      format = MakeColumnar(io::ColumnarFormat::kArrowIpc, def, def.arrow_ipc());
+      break;
+    case SourceDef::kArrowMemory:
+      format = MakeColumnar(io::ColumnarFormat::kMemory, def, def.arrow_memory());
+      break;
     case SourceDef::FORMAT_NOT_SET:
       return absl::InvalidArgumentError(
-          "no format set (expected tfrecord, mnist, cifar10, arrays, image_folder, file_list, webdataset, parquet "
-          "or arrow_ipc)");
+          "no format set (expected tfrecord, mnist, cifar10, arrays, image_folder, file_list, webdataset, parquet, "
+          "arrow_ipc or arrow_memory)");
   }
   if (!format.ok()) return format.status();
   if (def.on_corrupt() != "" && def.on_corrupt() != "error" && def.on_corrupt() != "skip") {

@@ -3,6 +3,7 @@
 #include "sluice/io/arrow_source.h"
 
 #include <arrow/api.h>
+#include <arrow/c/bridge.h>
 #include <arrow/io/file.h>
 #include <arrow/ipc/reader.h>
 #include <arrow/util/float16.h>
@@ -12,17 +13,63 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/io/file_split.h"
 
 namespace sluice::io {
 namespace {
 
-const char* FormatName(ColumnarFormat f) { return f == ColumnarFormat::kParquet ? "Parquet" : "Arrow IPC"; }
+const char* FormatName(ColumnarFormat f) {
+  switch (f) {
+    case ColumnarFormat::kParquet:
+      return "Parquet file";
+    case ColumnarFormat::kArrowIpc:
+      return "Arrow IPC file";
+    case ColumnarFormat::kMemory:
+      break;
+  }
+  return "in-memory Arrow data";
+}
+
+// Batches imported from a C stream (HoldArrowStream), by name.
+struct HeldArrow {
+  std::shared_ptr<arrow::Schema> schema;
+  std::vector<std::shared_ptr<arrow::RecordBatch>> batches;
+};
+
+class ArrowHolds {
+ public:
+  static ArrowHolds& Get() {
+    static ArrowHolds* holds = new ArrowHolds();
+    return *holds;
+  }
+  std::string Add(std::shared_ptr<const HeldArrow> held) {
+    absl::MutexLock lock(&mu_);
+    std::string name = absl::StrCat("arrow-memory:", next_++);
+    held_[name] = std::move(held);
+    return name;
+  }
+  std::shared_ptr<const HeldArrow> Find(const std::string& name) const {
+    absl::MutexLock lock(&mu_);
+    const auto it = held_.find(name);
+    return it == held_.end() ? nullptr : it->second;
+  }
+  void Remove(const std::string& name) {
+    absl::MutexLock lock(&mu_);
+    held_.erase(name);
+  }
+
+ private:
+  mutable absl::Mutex mu_;
+  std::map<std::string, std::shared_ptr<const HeldArrow>> held_ ABSL_GUARDED_BY(mu_);
+  int64_t next_ ABSL_GUARDED_BY(mu_) = 0;
+};
 
 // The sluice dtype of an Arrow leaf type; none for types sluice has no column for.
 std::optional<DType> DTypeOfArrow(arrow::Type::type t) {
@@ -213,6 +260,7 @@ struct SourceShape {
   std::vector<std::string> names;
   std::vector<ColumnPlan> plans;
   Schema schema;  // the plans' specs
+  std::vector<std::shared_ptr<const HeldArrow>> held;  // kMemory: per "file"
 };
 
 // Whether a leaf of Arrow type `t` holds the values of `dtype` as they are.
@@ -228,10 +276,23 @@ struct FileLayout {
   std::vector<int64_t> starts;
 };
 
-absl::StatusOr<FileLayout> ReadLayout(ColumnarFormat format, const std::string& path) {
+absl::StatusOr<FileLayout> ReadLayout(ColumnarFormat format, const std::string& path,
+                                      std::shared_ptr<const HeldArrow>* held) {
+  FileLayout layout;
+  if (format == ColumnarFormat::kMemory) {
+    *held = ArrowHolds::Get().Find(path);
+    if (*held == nullptr) {
+      return absl::NotFoundError(absl::StrCat("no Arrow data is held under '", path,
+                                              "' in this process: from_arrow data is read by the process it was "
+                                              "given to (remote workers cannot read it)"));
+    }
+    layout.schema = (*held)->schema;
+    layout.starts.push_back(0);
+    for (const auto& b : (*held)->batches) layout.starts.push_back(layout.starts.back() + b->num_rows());
+    return layout;
+  }
   auto opened = arrow::io::ReadableFile::Open(path);
   if (!opened.ok()) return absl::NotFoundError(absl::StrCat("cannot open ", path, ": ", opened.status().ToString()));
-  FileLayout layout;
   int64_t rows = 0;
   layout.starts.push_back(0);
   if (format == ColumnarFormat::kParquet) {
@@ -384,10 +445,11 @@ class ColumnarReader : public SplitReader {
   absl::Status Load() {
     const std::string where = absl::StrCat(shape_.format == ColumnarFormat::kParquet ? "row group " : "record batch ",
                                            group_, " of ", path_);
+    if (shape_.format == ColumnarFormat::kMemory) return TakeColumns(shape_.held[file_]->batches[group_], where);
+    std::shared_ptr<arrow::RecordBatch> batch;
     // Memory-mapped: an Arrow IPC file's columns are the file's pages.
     auto file = arrow::io::MemoryMappedFile::Open(path_, arrow::io::FileMode::READ);
     if (!file.ok()) return absl::NotFoundError(absl::StrCat("cannot open ", path_, ": ", file.status().ToString()));
-    std::shared_ptr<arrow::RecordBatch> batch;
     if (shape_.format == ColumnarFormat::kParquet) {
       auto reader = parquet::arrow::OpenFile(*file, DecodePool());
       SLUICE_RETURN_IF_ERROR(FromArrow(reader.status(), absl::StrCat("cannot read ", path_)));
@@ -411,6 +473,11 @@ class ColumnarReader : public SplitReader {
       batch = *read;
       SLUICE_RETURN_IF_ERROR(FromArrow(batch->ValidateFull(), absl::StrCat("damaged ", where)));
     }
+    return TakeColumns(batch, where);
+  }
+
+  // The row group's columns that the source reads, in its order.
+  absl::Status TakeColumns(const std::shared_ptr<arrow::RecordBatch>& batch, const std::string& where) {
     for (const std::string& name : shape_.names) {
       std::shared_ptr<arrow::Array> column = batch->GetColumnByName(name);
       if (column == nullptr) return absl::DataLossError(absl::StrCat(where, " has no column '", name, "'"));
@@ -434,7 +501,7 @@ class ColumnarReader : public SplitReader {
       if (HasNull(*columns_[c], row, shape_.plans[c].per_row)) column = shape_.names[c];
     }
     const std::string message = absl::StrCat("column '", column, "' is null in row ", first_row_ + row, " of ",
-                                             FormatName(shape_.format), " file ", path_);
+                                             FormatName(shape_.format), " ", path_);
     ++next_;
     if (skip_log_ == nullptr) return absl::DataLossError(message);
     skip_log_->Add(path_, 1, 0, message);
@@ -498,14 +565,41 @@ class ColumnarSource : public SourceFormat {
 
 bool HaveArrow() { return true; }
 
+absl::StatusOr<std::string> HoldArrowStream(void* arrow_array_stream) {
+  auto reader = arrow::ImportRecordBatchReader(static_cast<ArrowArrayStream*>(arrow_array_stream));
+  if (!reader.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("cannot import the Arrow stream: ", reader.status().ToString()));
+  }
+  auto held = std::make_shared<HeldArrow>();
+  held->schema = (*reader)->schema();
+  while (true) {
+    std::shared_ptr<arrow::RecordBatch> batch;
+    const arrow::Status s = (*reader)->ReadNext(&batch);
+    if (!s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("reading the Arrow stream failed after ", held->batches.size(),
+                                                     " batches: ", s.ToString()));
+    }
+    if (batch == nullptr) break;
+    held->batches.push_back(std::move(batch));
+  }
+  return ArrowHolds::Get().Add(std::move(held));
+}
+
+void ReleaseArrowStream(const std::string& name) { ArrowHolds::Get().Remove(name); }
+
 absl::StatusOr<std::unique_ptr<SourceFormat>> MakeColumnarSource(ColumnarFormat format,
                                                                  const std::vector<std::string>& patterns,
                                                                  const std::vector<std::string>& columns) {
-  SLUICE_ASSIGN_OR_RETURN(std::vector<std::string> paths, ExpandFilePatterns(patterns));
-  SourceShape shape{format, columns, {}, Schema()};
+  std::vector<std::string> paths = patterns;  // kMemory: the holds' names
+  if (format != ColumnarFormat::kMemory) {
+    SLUICE_ASSIGN_OR_RETURN(paths, ExpandFilePatterns(patterns));
+  }
+  SourceShape shape{format, columns, {}, Schema(), {}};
   std::vector<std::vector<int64_t>> starts;
   for (size_t f = 0; f < paths.size(); ++f) {
-    SLUICE_ASSIGN_OR_RETURN(FileLayout layout, ReadLayout(format, paths[f]));
+    std::shared_ptr<const HeldArrow> held;
+    SLUICE_ASSIGN_OR_RETURN(FileLayout layout, ReadLayout(format, paths[f], &held));
+    shape.held.push_back(std::move(held));
     if (f == 0 && shape.names.empty()) {
       for (const std::shared_ptr<arrow::Field>& field : layout.schema->fields()) shape.names.push_back(field->name());
     }
@@ -513,7 +607,7 @@ absl::StatusOr<std::unique_ptr<SourceFormat>> MakeColumnarSource(ColumnarFormat 
     for (const std::string& name : shape.names) {
       const std::shared_ptr<arrow::Field> field = layout.schema->GetFieldByName(name);
       if (field == nullptr) {
-        return absl::InvalidArgumentError(absl::StrCat(FormatName(format), " file ", paths[f], " has no column '",
+        return absl::InvalidArgumentError(absl::StrCat(FormatName(format), " ", paths[f], " has no column '",
                                                        name, "' (columns: ",
                                                        absl::StrJoin(layout.schema->field_names(), ", "), ")"));
       }

@@ -22,7 +22,8 @@
 
 namespace sluice::io {
 
-enum class ColumnarFormat { kParquet, kArrowIpc };
+// kMemory: batches held in this process (HoldArrowStream), named in place of files.
+enum class ColumnarFormat { kParquet, kArrowIpc, kMemory };
 
 // Whether this build reads them (it needs Arrow's libraries at build time).
 bool HaveArrow();
@@ -35,6 +36,16 @@ bool HaveArrow();
 absl::StatusOr<std::unique_ptr<SourceFormat>> MakeColumnarSource(ColumnarFormat format,
                                                                  const std::vector<std::string>& patterns,
                                                                  const std::vector<std::string>& columns);
+
+// In-process Arrow data (Python's sluice.from_arrow): imports the record
+// batches of `arrow_array_stream` (a struct ArrowArrayStream*, the Arrow C
+// stream interface, which this takes over) without copying their buffers,
+// and holds them under the returned name, which a kMemory source reads in
+// place of a file. InvalidArgument when the stream fails;
+// Unimplemented when !HaveArrow().
+absl::StatusOr<std::string> HoldArrowStream(void* arrow_array_stream);
+// Drops the hold; sources made from it keep the batches while they live.
+void ReleaseArrowStream(const std::string& name);
 
 }  // namespace sluice::io
 

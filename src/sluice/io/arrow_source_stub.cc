@@ -14,4 +14,10 @@ absl::StatusOr<std::unique_ptr<SourceFormat>> MakeColumnarSource(ColumnarFormat 
       "were not found when it was configured; install pyarrow into .venv and build again (scripts/build.sh)");
 }
 
+absl::StatusOr<std::string> HoldArrowStream(void* arrow_array_stream) {
+  return MakeColumnarSource(ColumnarFormat::kMemory, {}, {}).status();
+}
+
+void ReleaseArrowStream(const std::string& name) {}
+
 }  // namespace sluice::io
