@@ -5,6 +5,7 @@
 // mapping would show as ~15.
 #include <cmath>
 #include <cstring>
+#include <set>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -171,6 +172,127 @@ TEST(RandomAffine, EqualsTorchvisionsAffineWithBilinearInterpolation) {
     for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::abs(got[i] - want[i]));
     EXPECT_LT(worst, 2e-4f);
   }
+}
+
+// A smooth float image [h, w, 3] (values in [0.1, 0.9]).
+std::vector<float> SmoothImage(int64_t h, int64_t w) {
+  std::vector<float> image(h * w * 3);
+  for (int64_t y = 0; y < h; ++y)
+    for (int64_t x = 0; x < w; ++x)
+      for (int64_t c = 0; c < 3; ++c) image[(y * w + x) * 3 + c] = 0.5f + 0.4f * std::sin(0.3f * x + 0.2f * y + c);
+  return image;
+}
+
+TEST(RandomPerspective, TheMapOfGivenCornersEqualsTorchvisionsPerspective) {
+  // torchvision solves the coefficients in float32 by least squares, this
+  // in double: coordinates agree to ~1e-4 pixel, values to ~1e-4.
+  constexpr int64_t kH = 30, kW = 40;
+  const std::vector<float> image = SmoothImage(kH, kW);
+  const std::vector<std::vector<int>> cases = {
+      {3, 2, 36, 0, 39, 27, 0, 29},
+      {9, 7, 30, 7, 30, 22, 9, 22},
+      {0, 0, 39, 0, 39, 29, 0, 29},  // no change
+      {12, 1, 39, 10, 25, 29, 2, 20},
+  };
+  const ImageDims dims{kH, kW, 3};
+  const WarpSpec spec{DType::kFloat32, dims, FillMode::kConstant, 0.f};
+  sluice::testing::TempDir dir;
+  for (const std::vector<int>& corners : cases) {
+    SCOPED_TRACE(::testing::PrintToString(corners));
+    std::vector<float> got(image.size());
+    WarpAffine(spec, PerspectiveMap(corners.data(), dims), reinterpret_cast<const uint8_t*>(image.data()),
+               reinterpret_cast<uint8_t*>(got.data()));
+    nlohmann::json endpoints = nlohmann::json::array();
+    for (int i = 0; i < 4; ++i) endpoints.push_back({corners[2 * i], corners[2 * i + 1]});
+    const std::string want_bytes = testing::TorchvisionReference(
+        dir.path(), std::string(reinterpret_cast<const char*>(image.data()), image.size() * 4), {kH, kW, 3},
+        "float32", {{"op", "perspective"}, {"endpoints", endpoints}});
+    ASSERT_EQ(want_bytes.size(), got.size() * 4);
+    const float* want = reinterpret_cast<const float*>(want_bytes.data());
+    float worst = 0;
+    for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::abs(got[i] - want[i]));
+    EXPECT_LT(worst, 1e-3f);
+  }
+}
+
+// Where a perspective map moved the image's corners (torchvision's
+// endpoints). The map is M = T(-1/2) H T(1/2) of torchvision's H, which
+// takes the endpoints to the corners, so an endpoint is M^-1(S - 1/2) + 1/2
+// of the corner S.
+std::vector<double> MovedCorners(const Affine& a, const ImageDims& d) {
+  // M^-1 by cofactors (a projective map needs no determinant).
+  const double m[3][3] = {{a.m[0], a.m[1], a.m[2]}, {a.m[3], a.m[4], a.m[5]}, {a.p[0], a.p[1], a.p[2]}};
+  double inv[3][3];
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+      inv[j][i] = m[(i + 1) % 3][(j + 1) % 3] * m[(i + 2) % 3][(j + 2) % 3] -
+                  m[(i + 1) % 3][(j + 2) % 3] * m[(i + 2) % 3][(j + 1) % 3];
+  std::vector<double> out;
+  const double w1 = static_cast<double>(d.w - 1), h1 = static_cast<double>(d.h - 1);
+  for (const auto& [x, y] : std::vector<std::pair<double, double>>{{0, 0}, {w1, 0}, {w1, h1}, {0, h1}}) {
+    const double u = x - 0.5, v = y - 0.5;
+    const double X = inv[0][0] * u + inv[0][1] * v + inv[0][2], Y = inv[1][0] * u + inv[1][1] * v + inv[1][2];
+    const double W = inv[2][0] * u + inv[2][1] * v + inv[2][2];
+    out.push_back(X / W + 0.5);
+    out.push_back(Y / W + 0.5);
+  }
+  return out;
+}
+
+TEST(RandomPerspective, DrawsTorchvisionsCornersWithProbabilityP) {
+  // RandomPerspective(0.5) on 40 x 30: each corner within int(0.5 * 20) = 10
+  // of its x edge and int(0.5 * 15) = 7 of its y edge, every offset drawn.
+  const ImageDims dims{30, 40, 3};
+  WarpPart part;
+  part.kind = WarpPart::Kind::kPerspective;
+  part.lo = 0.5f;
+  part.p = 1.f;
+  std::set<int> seen_x, seen_y;
+  for (int64_t sample = 0; sample < 400; ++sample) {
+    SampleRng rng(1, 42, 0, sample);
+    const std::vector<double> c = MovedCorners(SampleMap(part, dims, rng), dims);
+    for (double v : c) ASSERT_NEAR(v, std::round(v), 2e-3);  // whole pixels, as get_params draws
+    const int x[4] = {static_cast<int>(std::round(c[0])), 39 - static_cast<int>(std::round(c[2])),
+                      39 - static_cast<int>(std::round(c[4])), static_cast<int>(std::round(c[6]))};
+    const int y[4] = {static_cast<int>(std::round(c[1])), static_cast<int>(std::round(c[3])),
+                      29 - static_cast<int>(std::round(c[5])), 29 - static_cast<int>(std::round(c[7]))};
+    for (int i = 0; i < 4; ++i) {
+      ASSERT_GE(x[i], 0);
+      ASSERT_LE(x[i], 10);
+      ASSERT_GE(y[i], 0);
+      ASSERT_LE(y[i], 7);
+      seen_x.insert(x[i]), seen_y.insert(y[i]);
+    }
+  }
+  EXPECT_EQ(seen_x.size(), 11u);
+  EXPECT_EQ(seen_y.size(), 8u);
+  // p = 0.3: the identity 70% of the time, within 5 binomial deviations.
+  part.p = 0.3f;
+  int distorted = 0;
+  for (int64_t sample = 0; sample < 2000; ++sample) {
+    SampleRng rng(1, 42, 0, sample);
+    distorted += SampleMap(part, dims, rng).projective();
+  }
+  EXPECT_NEAR(distorted, 600, 5 * std::sqrt(2000 * 0.3 * 0.7));
+}
+
+TEST(RandomPerspective, FusesWithTheOtherWarpsAndRunsAsOneMap) {
+  // The op alone equals WarpAffine with the map SampleMap draws; fused
+  // after a flip, the composed map (Then) is the one applied.
+  const ColumnSpec spec{"image", DType::kFloat32, Shape{30, 40, 3}};
+  const std::vector<float> image = SmoothImage(30, 40);
+  const ImageDims dims{30, 40, 3};
+  const std::vector<float> got = RunOp<float, float>("random_perspective", R"({"p": 1})", spec, image, 1);
+  WarpPart part;
+  part.kind = WarpPart::Kind::kPerspective;
+  part.lo = 0.5f;
+  part.p = 1.f;
+  SampleRng rng(1, 42, 0, 0);
+  std::vector<float> want(image.size());
+  WarpAffine(WarpSpec{DType::kFloat32, dims, FillMode::kConstant, 0.f}, SampleMap(part, dims, rng),
+             reinterpret_cast<const uint8_t*>(image.data()), reinterpret_cast<uint8_t*>(want.data()));
+  EXPECT_EQ(got, want);
+  EXPECT_NE(got, image);
 }
 
 TEST(RandomAffine, TranslateShiftsByWholePixelsWithinItsShare) {

@@ -12,6 +12,7 @@ IN holds an image's bytes, row-major HWC (NHWC for the level ops); SPEC_JSON say
     op "random_crop_padded": padding, pad_if_needed, size, fill, padding_mode:
         the image RandomCrop draws its window from (its pads, in its order)
     op "affine": angle, scale, shear [x, y]: F.affine, bilinear, no shift, zeros outside
+    op "perspective": endpoints (the corners' new places): F.perspective, bilinear, zeros outside
     op "invert", "posterize" (bits), "solarize" (threshold), "autocontrast",
         "equalize", "grayscale" (num_output_channels), "brightness", "contrast",
         "saturation", "hue", "sharpness" (factor): the functional op on uint8
@@ -134,6 +135,12 @@ def main(argv):
         from torchvision.transforms import InterpolationMode
         out_chw = F.affine(chw, angle=spec["angle"], translate=[0, 0], scale=spec["scale"], shear=spec["shear"],
                            interpolation=InterpolationMode.BILINEAR, fill=None)
+        out_chw.numpy().transpose(1, 2, 0).astype(dtype).tofile(out)
+        return
+    if op == "perspective":
+        from torchvision.transforms import InterpolationMode
+        start = [[0, 0], [w - 1, 0], [w - 1, h - 1], [0, h - 1]]
+        out_chw = F.perspective(chw, start, spec["endpoints"], interpolation=InterpolationMode.BILINEAR, fill=None)
         out_chw.numpy().transpose(1, 2, 0).astype(dtype).tofile(out)
         return
     fill, mode = spec.get("fill", [0]), spec.get("padding_mode", "constant")

@@ -1,5 +1,6 @@
-// Geometric ops: random_flip, random_rotation, random_zoom, random_affine (affine warps that
-// the graph can fuse, see warp.h) and hwc_to_chw.
+// Geometric ops: random_flip, random_rotation, random_zoom, random_affine,
+// random_perspective (warps that the graph can fuse, see warp.h) and
+// hwc_to_chw.
 #include <cmath>
 #include <cstring>
 
@@ -172,6 +173,14 @@ absl::StatusOr<InferredOp> InferAffine(const Attrs& attrs, const Schema& schema)
   return InferWarp(attrs, schema, true, part);
 }
 
+absl::StatusOr<InferredOp> InferPerspective(const Attrs& attrs, const Schema& schema) {
+  WarpPart part;
+  part.kind = WarpPart::Kind::kPerspective;
+  part.lo = static_cast<float>(attrs.GetFloat("distortion_scale"));
+  part.p = static_cast<float>(attrs.GetFloat("p"));
+  return InferWarp(attrs, schema, true, part);
+}
+
 class HwcToChwKernel : public Kernel {
  public:
   using Params = HwcToChwParams;
@@ -274,14 +283,31 @@ absl::Status RegisterGeometryOps(OpRegistry* registry) {
           .Output("field", "the same shape and dtype")
           .Random()
           .Infer(InferAffine)));
-  for (const char* op : {"random_flip", "random_rotation", "random_zoom", "random_affine"}) {
+  SLUICE_RETURN_IF_ERROR(registry->AddOp(
+      OpSchema("random_perspective")
+          .Doc("torchvision's RandomPerspective (bilinear): with probability p, each corner moves inward by up to "
+               "distortion_scale of half the side, drawn per sample, and the image follows (one projective map, "
+               "composed with the column's other warps into one resampling).")
+          .Attr(FieldAttr())
+          .Attr(AttrSchema{"distortion_scale", AttrType::kFloat, "0.5", "how far the corners may move"}.Range(0, 1))
+          .Attr(AttrSchema{"p", AttrType::kFloat, "0.5", "probability of distorting each image"}.Range(0, 1))
+          .Attr(AttrSchema{"fill_mode", AttrType::kString, "\"constant\"",
+                           "outside the image: \"constant\" (fill_value, torchvision's fill), \"reflect\" or "
+                           "\"nearest\""}
+                    .OneOf({"reflect", "nearest", "constant"}))
+          .Attr(FillValueAttr())
+          .Input("field", kImage)
+          .Output("field", "the same shape and dtype")
+          .Random()
+          .Infer(InferPerspective)));
+  for (const char* op : {"random_flip", "random_rotation", "random_zoom", "random_affine", "random_perspective"}) {
     SLUICE_RETURN_IF_ERROR(registry->AddKernel<WarpKernel>(op, Backend::kCpu));
   }
   SLUICE_RETURN_IF_ERROR(registry->AddOp(
       OpSchema(kFusedWarpOp)
-          .Doc("Consecutive random_flip, random_rotation, random_zoom and random_affine on one column, composed into "
-               "one map per "
-               "sample and resampled once (made by the graph; options.no_fuse_warps opts out).")
+          .Doc("Consecutive random_flip, random_rotation, random_zoom, random_affine and random_perspective on one "
+               "column, composed into one map per sample and resampled once (made by the graph; "
+               "options.no_fuse_warps opts out).")
           .Input("field", kImage)
           .Output("field", "the same shape and dtype")
           .Random()

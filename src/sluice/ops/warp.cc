@@ -47,6 +47,10 @@ float FillInInputUnits(const WarpSpec& spec) {
   return spec.rescaled ? (spec.fill_value - spec.offset) / spec.scale : spec.fill_value;
 }
 
+// A coordinate clamped to +-1e6 (NaN to -1e6): far outside any image, and
+// safe to convert to an integer.
+inline float ClampCoordinate(float v) { return v > -1e6f ? (v < 1e6f ? v : 1e6f) : -1e6f; }
+
 template <typename In, typename Out, int kC>
 void Warp(const WarpSpec& spec, const Affine& a, const In* src, Out* dst) {
   const int64_t w = spec.dims.w, h = spec.dims.h;
@@ -57,11 +61,17 @@ void Warp(const WarpSpec& spec, const Affine& a, const In* src, Out* dst) {
   const int64_t pixel_step = spec.chw_out ? 1 : c;
   const float fill = FillInInputUnits(spec);
   const float* m = a.m;
+  const bool projective = a.projective();
   for (int64_t y = 0; y < h; ++y) {
-    const float bx = m[1] * y + m[2], by = m[4] * y + m[5];
+    const float bx = m[1] * y + m[2], by = m[4] * y + m[5], bw = a.p[1] * y + a.p[2];
     Out* out = dst + y * w * pixel_step;
     for (int64_t x = 0; x < w; ++x, out += pixel_step) {
-      const float fx = m[0] * x + bx, fy = m[3] * x + by;
+      float fx = m[0] * x + bx, fy = m[3] * x + by;
+      if (projective) {
+        const float wx = a.p[0] * x + bw;
+        // Far (or undefined) coordinates clamped before the int conversion.
+        fx = ClampCoordinate(fx / wx), fy = ClampCoordinate(fy / wx);
+      }
       const float flx = std::floor(fx), fly = std::floor(fy);
       const float ax = fx - flx, ay = fy - fly;
       const int64_t x0 = static_cast<int64_t>(flx), y0 = static_cast<int64_t>(fly);
@@ -147,12 +157,19 @@ void WarpSimd(const WarpSpec& spec, const Affine& a, const In* src, float* dst) 
   const bool constant = spec.fill_mode == FillMode::kConstant;
   const VF scale = hn::Set(d, spec.scale), offset = hn::Set(d, spec.offset);
   alignas(64) float tail[3 * 64];
+  const bool projective = a.projective();
   for (int32_t y = 0; y < h; ++y) {
     const VF bx = hn::Set(d, m[1] * y + m[2]), by = hn::Set(d, m[4] * y + m[5]);
+    const VF bw = hn::Set(d, a.p[1] * y + a.p[2]);
     for (int32_t x0 = 0; x0 < w; x0 += static_cast<int32_t>(lanes)) {
       const VF xs = hn::Iota(d, static_cast<float>(x0));
-      const VF fx = hn::Min(hn::Max(hn::MulAdd(hn::Set(d, m[0]), xs, bx), lo), hi);
-      const VF fy = hn::Min(hn::Max(hn::MulAdd(hn::Set(d, m[3]), xs, by), lo), hi);
+      VF fx = hn::MulAdd(hn::Set(d, m[0]), xs, bx), fy = hn::MulAdd(hn::Set(d, m[3]), xs, by);
+      if (projective) {  // the same for every vector of a map: predicted, nothing for affine maps
+        const VF wx = hn::MulAdd(hn::Set(d, a.p[0]), xs, bw);
+        fx = hn::Div(fx, wx), fy = hn::Div(fy, wx);
+      }
+      fx = hn::Min(hn::Max(fx, lo), hi);
+      fy = hn::Min(hn::Max(fy, lo), hi);
       const VF flx = hn::Floor(fx), fly = hn::Floor(fy);
       const VF ax = hn::Sub(fx, flx), ay = hn::Sub(fy, fly);
       const VI ix = hn::ConvertTo(di, flx), iy = hn::ConvertTo(di, fly);
@@ -280,8 +297,26 @@ void WarpAffine(const WarpSpec& spec, const Affine& map, const uint8_t* src, uin
   HWY_DYNAMIC_DISPATCH(WarpAffineImpl)(spec, map, src, dst);
 }
 
+// The 3x3 product first * second of two maps, one of them projective.
+Affine ThenProjective(const Affine& first, const Affine& second) {
+  const float f[3][3] = {{first.m[0], first.m[1], first.m[2]},
+                         {first.m[3], first.m[4], first.m[5]},
+                         {first.p[0], first.p[1], first.p[2]}};
+  const float s[3][3] = {{second.m[0], second.m[1], second.m[2]},
+                         {second.m[3], second.m[4], second.m[5]},
+                         {second.p[0], second.p[1], second.p[2]}};
+  float r[3][3];
+  for (int i = 0; i < 3; ++i) {
+    for (int j = 0; j < 3; ++j) r[i][j] = f[i][0] * s[0][j] + f[i][1] * s[1][j] + f[i][2] * s[2][j];
+  }
+  Affine out;
+  for (int j = 0; j < 3; ++j) out.m[j] = r[0][j], out.m[3 + j] = r[1][j], out.p[j] = r[2][j];
+  return out;
+}
+
 Affine Then(const Affine& first, const Affine& second) {
   // first(second(p)): substitute second's output into first.
+  if (first.projective() || second.projective()) return ThenProjective(first, second);
   const float* a = first.m;
   const float* b = second.m;
   Affine r;
@@ -292,6 +327,59 @@ Affine Then(const Affine& first, const Affine& second) {
   r.m[4] = a[3] * b[1] + a[4] * b[4];
   r.m[5] = a[3] * b[2] + a[4] * b[5] + a[5];
   return r;
+}
+
+Affine PerspectiveMap(const int corners[8], const ImageDims& dims) {
+  // _get_perspective_coeffs: the 8 coefficients taking each moved corner
+  // (x, y) to its original (X, Y): X = (c0 x + c1 y + c2) / (c6 x + c7 y + 1),
+  // Y likewise with c3..c5; solved by Gaussian elimination with pivoting.
+  const double w1 = static_cast<double>(dims.w - 1), h1 = static_cast<double>(dims.h - 1);
+  const double start[8] = {0, 0, w1, 0, w1, h1, 0, h1};
+  double a[8][9];
+  for (int i = 0; i < 4; ++i) {
+    const double x = corners[2 * i], y = corners[2 * i + 1], X = start[2 * i], Y = start[2 * i + 1];
+    const double rx[9] = {x, y, 1, 0, 0, 0, -X * x, -X * y, X};
+    const double ry[9] = {0, 0, 0, x, y, 1, -Y * x, -Y * y, Y};
+    std::copy(rx, rx + 9, a[2 * i]);
+    std::copy(ry, ry + 9, a[2 * i + 1]);
+  }
+  for (int col = 0; col < 8; ++col) {
+    int pivot = col;
+    for (int r = col + 1; r < 8; ++r) {
+      if (std::abs(a[r][col]) > std::abs(a[pivot][col])) pivot = r;
+    }
+    std::swap(a[col], a[pivot]);
+    if (a[col][col] == 0) return Affine();  // corners on a line: no homography, no change
+    for (int r = 0; r < 8; ++r) {
+      if (r == col) continue;
+      const double f = a[r][col] / a[col][col];
+      for (int k = col; k < 9; ++k) a[r][k] -= f * a[col][k];
+    }
+  }
+  double c[8];
+  for (int i = 0; i < 8; ++i) c[i] = a[i][8] / a[i][i];
+  // torchvision samples at pixel centres x + 1/2 (PIL's convention) and
+  // grid_sample reads back at u - 1/2: M = T(-1/2) H T(1/2) in this file's
+  // pixels, T(t) a shift by t on both axes.
+  const double h[3][3] = {{c[0], c[1], c[2]}, {c[3], c[4], c[5]}, {c[6], c[7], 1}};
+  double m[3][3];
+  for (int i = 0; i < 3; ++i) {
+    for (int j = 0; j < 3; ++j) {
+      const double right = j < 2 ? h[i][j] : 0.5 * h[i][0] + 0.5 * h[i][1] + h[i][2];  // H T(1/2)
+      m[i][j] = right;
+    }
+  }
+  for (int j = 0; j < 3; ++j) {  // T(-1/2) on the left: rows 0 and 1 lose half of row 2
+    m[0][j] -= 0.5 * m[2][j];
+    m[1][j] -= 0.5 * m[2][j];
+  }
+  Affine out;
+  for (int j = 0; j < 3; ++j) {
+    out.m[j] = static_cast<float>(m[0][j]);
+    out.m[3 + j] = static_cast<float>(m[1][j]);
+    out.p[j] = static_cast<float>(m[2][j]);
+  }
+  return out;
 }
 
 Affine FromCentred(const double centred[6], const ImageDims& dims) {
@@ -346,6 +434,23 @@ Affine SampleMap(const WarpPart& part, const ImageDims& dims, SampleRng& rng) {
       a = FromCentred(m, dims);
       break;
     }
+    case WarpPart::Kind::kPerspective: {
+      // RandomPerspective: the coin, then get_params' eight corner
+      // coordinates (drawn whether or not it applies, so every sample
+      // draws as many).
+      const bool apply = rng.Bernoulli(part.p);
+      const int w = static_cast<int>(dims.w), h = static_cast<int>(dims.h);
+      const int dx = static_cast<int>(part.lo * (w / 2)), dy = static_cast<int>(part.lo * (h / 2));
+      auto draw = [&](int lo, int hi) {  // torch.randint(lo, hi): [lo, hi)
+        return lo + static_cast<int>(rng.NextU32() % static_cast<uint32_t>(hi - lo));
+      };
+      const int corners[8] = {draw(0, dx + 1),         draw(0, dy + 1),          // top-left
+                              draw(w - dx - 1, w),     draw(0, dy + 1),          // top-right
+                              draw(w - dx - 1, w),     draw(h - dy - 1, h),      // bottom-right
+                              draw(0, dx + 1),         draw(h - dy - 1, h)};     // bottom-left
+      if (apply) a = PerspectiveMap(corners, dims);
+      break;
+    }
     case WarpPart::Kind::kZoom: {  // magnification about the centre
       const double inv = 1.0 / rng.Uniform(part.lo, part.hi);
       a.m[0] = a.m[4] = static_cast<float>(inv);
@@ -360,7 +465,7 @@ Affine SampleMap(const WarpPart& part, const ImageDims& dims, SampleRng& rng) {
 bool IsWarpOp(const std::string& op) { return op == "random_flip" || IsResamplingWarpOp(op); }
 
 bool IsResamplingWarpOp(const std::string& op) {
-  return op == "random_rotation" || op == "random_zoom" || op == "random_affine";
+  return op == "random_rotation" || op == "random_zoom" || op == "random_affine" || op == "random_perspective";
 }
 
 bool CanFuse(const WarpSpec& a, const WarpSpec& b) {

@@ -1,6 +1,6 @@
-// Geometric ops as affine maps from output to input pixel coordinates, so
-// that consecutive ones (flip, rotation, zoom) can be composed and applied
-// with a single resampling.
+// Geometric ops as maps from output to input pixel coordinates (affine, or
+// projective for random_perspective), so that consecutive ones can be
+// composed and applied with a single resampling.
 #ifndef SLUICE_OPS_WARP_H_
 #define SLUICE_OPS_WARP_H_
 
@@ -18,8 +18,12 @@ namespace sluice::ops {
 
 // src_x = m[0]*x + m[1]*y + m[2]; src_y = m[3]*x + m[4]*y + m[5], with pixel
 // centres at integer coordinates (as OpenCV's warpAffine and Keras' layers).
+// A projective map (a homography) divides both by p[0]*x + p[1]*y + p[2];
+// affine maps keep p = (0, 0, 1) and never divide.
 struct Affine {
   float m[6] = {1, 0, 0, 0, 1, 0};
+  float p[3] = {0, 0, 1};
+  bool projective() const { return p[0] != 0 || p[1] != 0 || p[2] != 1; }
 };
 
 // The map of "apply `first`, then `second`": second's output pixel p reads
@@ -58,11 +62,13 @@ void WarpAffine(const WarpSpec& spec, const Affine& map, const uint8_t* src, uin
 
 // What one geometric op draws per sample.
 struct WarpPart {
-  enum class Kind { kFlip, kRotation, kZoom, kAffine };
+  enum class Kind { kFlip, kRotation, kZoom, kAffine, kPerspective };
   Kind kind = Kind::kFlip;
   bool horizontal = false, vertical = false;  // kFlip: the directions allowed
-  float p = 0.5f;                             // kFlip: each direction's probability
-  float lo = 0, hi = 0;  // kRotation, kAffine: degrees; kZoom: magnification (> 1 enlarges)
+  float p = 0.5f;                             // kFlip: each direction's probability; kPerspective: of applying it
+  // kRotation, kAffine: degrees; kZoom: magnification (> 1 enlarges);
+  // kPerspective: lo is the distortion scale.
+  float lo = 0, hi = 0;
   // kAffine (torchvision's RandomAffine): the largest shift as a share of
   // the width and height, the scale's range, and the shears' ranges
   // (degrees, x then y).
@@ -70,6 +76,13 @@ struct WarpPart {
   float scale_lo = 1, scale_hi = 1;
   float shear_x_lo = 0, shear_x_hi = 0, shear_y_lo = 0, shear_y_hi = 0;
 };
+
+// torchvision's F.perspective of images of `dims` that moves the image's
+// corners (top-left, top-right, bottom-right, bottom-left; x, y each) to
+// `corners`: the homography from the moved corners back to the originals,
+// solved as _get_perspective_coeffs does (in double here), in the pixel
+// convention of this file.
+Affine PerspectiveMap(const int corners[8], const ImageDims& dims);
 
 // The ops whose params are WarpParams (the graph fuses them), and those of
 // them that resample (every one but random_flip, which moves whole pixels).

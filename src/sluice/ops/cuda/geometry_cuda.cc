@@ -41,6 +41,9 @@ absl::StatusOr<DeviceScratch> UploadMaps(const KernelContext& ctx, MapOf map_of)
   maps.resize(ctx.rows * 6);
   for (int64_t r = 0; r < ctx.rows; ++r) {
     const Affine a = map_of(r);
+    // The graph fuses only warps with a kernel here; a projective part
+    // (random_perspective) has none.
+    if (a.projective()) return absl::UnimplementedError("the cuda warp kernel takes affine maps only");
     std::copy(a.m, a.m + 6, maps.begin() + r * 6);
   }
   return DeviceScratch::Upload(maps.data(), maps.size() * sizeof(float), Stream(ctx));
