@@ -82,6 +82,13 @@ AttrSchema FillModeAttr() {
                     "outside the image: \"reflect\" (dcba|abcd, Keras' default), \"nearest\" or \"constant\""}
       .OneOf({"reflect", "nearest", "constant"});
 }
+// The fill_mode of the torchvision-like warps: constant by default.
+AttrSchema TorchvisionFillModeAttr() {
+  return AttrSchema{"fill_mode", AttrType::kString, "\"constant\"",
+                    "outside the image: \"constant\" (fill_value, torchvision's fill), \"reflect\" or \"nearest\""}
+      .OneOf({"reflect", "nearest", "constant"});
+}
+
 AttrSchema FillValueAttr() {
   return {"fill_value", AttrType::kFloat, "0", "value used by fill_mode \"constant\""};
 }
@@ -274,10 +281,7 @@ absl::Status RegisterGeometryOps(OpRegistry* registry) {
           .Attr(AttrSchema{"shear", AttrType::kFloats, "[]",
                            "degrees: x for x shears in [-x, x], [min, max], or [x min, x max, y min, y max]"}
                     .Count(0, 4))
-          .Attr(AttrSchema{"fill_mode", AttrType::kString, "\"constant\"",
-                           "outside the image: \"constant\" (fill_value, torchvision's fill), \"reflect\" or "
-                           "\"nearest\""}
-                    .OneOf({"reflect", "nearest", "constant"}))
+          .Attr(TorchvisionFillModeAttr())
           .Attr(FillValueAttr())
           .Input("field", kImage)
           .Output("field", "the same shape and dtype")
@@ -291,10 +295,7 @@ absl::Status RegisterGeometryOps(OpRegistry* registry) {
           .Attr(FieldAttr())
           .Attr(AttrSchema{"distortion_scale", AttrType::kFloat, "0.5", "how far the corners may move"}.Range(0, 1))
           .Attr(AttrSchema{"p", AttrType::kFloat, "0.5", "probability of distorting each image"}.Range(0, 1))
-          .Attr(AttrSchema{"fill_mode", AttrType::kString, "\"constant\"",
-                           "outside the image: \"constant\" (fill_value, torchvision's fill), \"reflect\" or "
-                           "\"nearest\""}
-                    .OneOf({"reflect", "nearest", "constant"}))
+          .Attr(TorchvisionFillModeAttr())
           .Attr(FillValueAttr())
           .Input("field", kImage)
           .Output("field", "the same shape and dtype")
