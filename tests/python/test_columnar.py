@@ -207,3 +207,27 @@ def test_from_arrow_takes_any_arrow_c_stream_and_splits_by_batch():
         sluice.from_arrow([1, 2, 3])
     with pytest.raises(sluice.InvalidArgumentError, match="no column 'nope'"):
         sluice.from_arrow(t, ["nope"]).schema
+
+
+def test_bad_arrow_ipc_files_are_named(tmp_path):
+    (tmp_path / "junk.arrow").write_bytes(b"ARROW1 but nothing after")
+    with pytest.raises(sluice.InvalidArgumentError, match=r"junk\.arrow is not a readable Arrow IPC file"):
+        sluice.arrow_ipc(str(tmp_path / "junk.arrow")).schema
+    write_ipc(tmp_path / "t.arrow", table(), batch_rows=9)
+    data = (tmp_path / "t.arrow").read_bytes()
+    (tmp_path / "cut.arrow").write_bytes(data[:len(data) - 100])  # the footer gone
+    with pytest.raises(sluice.InvalidArgumentError, match=r"cut\.arrow is not a readable Arrow IPC file"):
+        sluice.arrow_ipc(str(tmp_path / "cut.arrow")).schema
+
+
+def test_parquet_runs_on_the_services_workers(tmp_path):
+    # The embedded dispatcher's worker is a separate `sluice worker` process:
+    # it reads the row groups in C++, each row exactly once.
+    pattern = write_parquet(tmp_path, files=2, row_group_size=10)
+    pipe = sluice.parquet(pattern, ["id", "emb"]).distribute(local_workers=1).batch(25)
+    rows = [(int(i), e.tolist()) for b in pipe for i, e in zip(b["id"], b["emb"])]
+    assert sorted(i for i, _ in rows) == list(range(2 * ROWS))
+    want = {i: e for i, e in zip(pa.concat_tables([table(0), table(ROWS)])["id"].to_pylist(),
+                                 pa.concat_tables([table(0), table(ROWS)])["emb"].to_pylist())}
+    for i, e in rows:
+        np.testing.assert_array_equal(np.float32(e), np.float32(want[i]))
