@@ -151,6 +151,8 @@ def test_bad_columns_and_files_are_named(tmp_path):
     (tmp_path / "cut.parquet").write_bytes(data[:len(data) // 2])
     with pytest.raises(sluice.InvalidArgumentError, match=r"cut\.parquet is not a readable Parquet file"):
         sluice.parquet(str(tmp_path / "cut.parquet")).schema
+    with pytest.raises(sluice.InvalidArgumentError, match="column 'id' is asked for twice"):
+        sluice.parquet(pattern, ["id", "blob", "id"]).schema
     with pytest.raises(sluice.NotFoundError, match="nothing.parquet"):
         sluice.parquet(str(tmp_path / "nothing.parquet")).schema
 

@@ -590,6 +590,11 @@ void ReleaseArrowStream(const std::string& name) { ArrowHolds::Get().Remove(name
 absl::StatusOr<std::unique_ptr<SourceFormat>> MakeColumnarSource(ColumnarFormat format,
                                                                  const std::vector<std::string>& patterns,
                                                                  const std::vector<std::string>& columns) {
+  for (size_t i = 0; i < columns.size(); ++i) {
+    if (std::find(columns.begin(), columns.begin() + i, columns[i]) != columns.begin() + i) {
+      return absl::InvalidArgumentError(absl::StrCat("column '", columns[i], "' is asked for twice"));
+    }
+  }
   std::vector<std::string> paths = patterns;  // kMemory: the holds' names
   if (format != ColumnarFormat::kMemory) {
     SLUICE_ASSIGN_OR_RETURN(paths, ExpandFilePatterns(patterns));
