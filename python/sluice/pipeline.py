@@ -199,6 +199,31 @@ def arrays(columns, *, split_records=0):
                                            "split_records": split_records}}]})
 
 
+class _EpochIterator:
+    """One epoch's elements, and where it stands (``state()``)."""
+
+    def __init__(self, it):
+        self._it = it
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        return self._it.next_numpy()
+
+    def state(self):
+        """Where the epoch stands after the last element returned: bytes (a
+        few dozen) for ``Pipeline.iterate(state=...)``. Ordered pipelines of
+        sources, maps, filters, batch and prefetch save their position;
+        others raise saying which node cannot."""
+        return self._it.state()
+
+    @property
+    def skipped(self):
+        """Corrupt records skipped so far (on_corrupt="skip")."""
+        return self._it.skipped
+
+
 class Pipeline:
     """An input pipeline. Iterate it for dicts of numpy arrays (one per
     column), one batch at a time after `batch()`, else one sample at a time.
@@ -369,16 +394,20 @@ class Pipeline:
         """Makes the next pass epoch `epoch`."""
         self._epoch = epoch
 
-    def iterate(self, epoch):
-        """The elements of epoch `epoch` as dicts of numpy arrays."""
-        it = self.engine.iterate(epoch)
-        while True:
-            try:
-                yield it.next_numpy()
-            except StopIteration:
-                return
+    def iterate(self, epoch=None, *, state=None):
+        """The elements of epoch `epoch` (default: the next) as dicts of numpy
+        arrays; with `state` (bytes from an earlier iterator's ``state()``,
+        perhaps in another process), the rest of the epoch it was saved in:
+        exactly the elements the saving iterator would have yielded next,
+        with the same augmentation. See docs/checkpoint.md."""
+        if state is not None:
+            if epoch is not None:
+                raise ValueError("iterate(): give an epoch or a state, not both (the state holds its epoch)")
+            return _EpochIterator(self.engine.resume(bytes(state)))
+        if epoch is None:
+            epoch = self._epoch
+            self._epoch += 1
+        return _EpochIterator(self.engine.iterate(epoch))
 
     def __iter__(self):
-        epoch = self._epoch
-        self._epoch += 1
-        return self.iterate(epoch)
+        return self.iterate()

@@ -73,6 +73,13 @@ class PyIterator {
     return out;
   }
 
+  // Where the epoch stands after the last element (PipelineIterator::SaveState).
+  py::bytes State() const {
+    absl::StatusOr<std::string> state = it_->SaveState();
+    ThrowIfError(state.status());
+    return py::bytes(*state);
+  }
+
   int64_t samples() const { return samples_; }
   int64_t skipped() const { return it_->skipped().skipped(); }
   std::string skip_summary() const { return it_->skipped().Summary(); }
@@ -101,6 +108,18 @@ class PyPipeline {
   std::unique_ptr<PyIterator> Iterate(uint64_t epoch) {
     py::gil_scoped_release release;
     return std::make_unique<PyIterator>(pipeline_, pipeline_->Iterate(epoch), names_);
+  }
+
+  // The rest of the epoch a PyIterator::State() was saved in.
+  std::unique_ptr<PyIterator> Resume(const py::bytes& state) {
+    const std::string bytes = state;
+    absl::StatusOr<std::unique_ptr<exec::PipelineIterator>> it;
+    {
+      py::gil_scoped_release release;
+      it = pipeline_->Resume(bytes);
+    }
+    ThrowIfError(it.status());
+    return std::make_unique<PyIterator>(pipeline_, *std::move(it), names_);
   }
 
   // [(name, dtype, per-sample shape)]
@@ -157,12 +176,14 @@ void InitPipeline(py::module_& m) {
   py::class_<PyIterator>(m, "Iterator")
       .def("next_numpy", [](PyIterator& it) { return it.Next(&ToNumpy); })
       .def("next_dlpack", [](PyIterator& it) { return it.Next(&ToDlpack); })
+      .def("state", &PyIterator::State)
       .def_property_readonly("samples", &PyIterator::samples)
       .def_property_readonly("skipped", &PyIterator::skipped)
       .def_property_readonly("skip_summary", &PyIterator::skip_summary);
   py::class_<PyPipeline>(m, "Pipeline")
       .def(py::init<const std::string&>(), py::arg("json"))
       .def("iterate", &PyPipeline::Iterate, py::arg("epoch") = 0)
+      .def("resume", &PyPipeline::Resume, py::arg("state"))
       .def("schema", &PyPipeline::Schema)
       .def_property_readonly("batched", &PyPipeline::batched)
       .def_property_readonly("cardinality", &PyPipeline::cardinality);

@@ -209,7 +209,7 @@ main = threading.main_thread().ident
 
 
 def announce():  # once the main thread is inside sluice's next(), however long that takes
-    while sys._current_frames()[main].f_code.co_name != "iterate":
+    while sys._current_frames()[main].f_code.co_name != "__next__":
         time.sleep(0.001)
     print("waiting", flush=True)
 
@@ -240,7 +240,7 @@ def test_ctrl_c_stops_a_pipeline_blocked_in_next(cifar_dir):
         child.kill()
     assert child.returncode == 0, err
     # Raised from inside the C++ next(), and the process can go on using sluice.
-    assert "interrupted in <module> iterate" in out
+    assert "interrupted in <module> __next__" in out
     assert "after 8" in out
 
 

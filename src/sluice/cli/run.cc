@@ -7,6 +7,7 @@
 #include "sluice/cli/plugins.h"
 #include "sluice/cli/pipeline_runner.h"
 #include "sluice/cli/progress.h"
+#include "sluice/cli/run_resumable.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/graph/pipeline_json.h"
 #include "sluice/ops/simd.h"
@@ -22,6 +23,7 @@ struct RunArgs {
   int64_t seed = -1;
   bool json = false;
   bool quiet = false;
+  ResumableRun resumable;
   std::vector<std::string> plugins;
 };
 
@@ -32,6 +34,13 @@ absl::Status Run(const RunArgs& args) {
   if (args.seed >= 0) def.set_seed(static_cast<uint64_t>(args.seed));
   absl::StatusOr<std::unique_ptr<exec::Pipeline>> pipeline = service::CreatePipeline(def);
   if (!pipeline.ok()) return WithContext(pipeline.status(), args.pipeline);
+  const ResumableRun& part = args.resumable;
+  if (!part.resume.empty() || !part.save_state.empty() || part.stop_after > 0) {
+    if (!part.save_state.empty() && part.stop_after <= 0) {
+      return absl::InvalidArgumentError("--save-state needs --stop-after N: the state of a finished epoch says nothing");
+    }
+    return RunResumable(**pipeline, args.pipeline, part);
+  }
   RunOptions options;
   options.epochs = args.epochs;
   options.progress = !args.quiet;
@@ -76,8 +85,18 @@ void AddRunCommand(CLI::App& app, absl::Status* result) {
   cmd->add_option("--seed", args->seed, "override the pipeline's seed");
   cmd->add_flag("--json", args->json, "print a JSON summary as the last line");
   cmd->add_flag("--quiet", args->quiet, "no progress line or text summary");
+  cmd->add_option("--stop-after", args->resumable.stop_after,
+                  "stop epoch 0 after N elements (batches, or samples when unbatched)")
+      ->check(kPositive);
+  cmd->add_option("--save-state", args->resumable.save_state,
+                  "write where the epoch stands when the run stops to FILE (needs --stop-after)");
+  cmd->add_option("--resume", args->resumable.resume,
+                  "go on with the epoch a --save-state FILE stopped in: exactly the elements that were left");
   AddPluginOption(cmd, &args->plugins);
-  cmd->callback([args, result] { *result = Run(*args); });
+  cmd->callback([args, result] {
+    args->resumable.quiet = args->quiet;
+    *result = Run(*args);
+  });
 }
 
 }  // namespace sluice::cli

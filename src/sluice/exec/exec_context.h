@@ -128,6 +128,11 @@ struct ExecContext {
   // of its own (a service worker running the splits it was handed).
   std::vector<io::Split> splits;
   bool only_splits = false;
+  // A resumed epoch (exec/resume.h): the source drops the rows of its first
+  // split before record `resume_record` of file `resume_file` (-1: none),
+  // delivered before the state was saved.
+  int32_t resume_file = -1;
+  int64_t resume_record = 0;
 };
 
 }  // namespace sluice::exec

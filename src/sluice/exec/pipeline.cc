@@ -70,13 +70,19 @@ PipelineIterator::~PipelineIterator() {
 }
 
 absl::Status PipelineIterator::Next(Batch* out, bool* end) {
-  if (ctx_->stats == nullptr) return NextElement(out, end);
-  const int64_t start = NowNs();
+  const int64_t start = ctx_->stats == nullptr ? 0 : NowNs();
   absl::Status s = NextElement(out, end);
+  if (s.ok() && !*end && position_status_.ok()) position_status_ = Advance(order_, *out, &position_);
+  if (ctx_->stats == nullptr) return s;
   const int64_t stop = NowNs();
   if (s.ok() && !*end) ctx_->stats->CountConsumerWait(stop - start);
   if (TraceBuffer* trace = ctx_->trace.load(std::memory_order_relaxed)) trace->Span("consumer", "next()", start, stop);
   return s;
+}
+
+absl::StatusOr<std::string> PipelineIterator::SaveState() const {
+  if (!position_status_.ok()) return position_status_;
+  return SerializeState(fingerprint_, position_);
 }
 
 absl::Status PipelineIterator::NextElement(Batch* out, bool* end) {
@@ -389,14 +395,44 @@ std::vector<Knob> Pipeline::MakeKnobs(ExecContext* ctx) const {
 
 std::unique_ptr<PipelineIterator> Pipeline::Iterate(uint64_t epoch) const {
   std::unique_ptr<PipelineIterator> it = NewIterator(/*tune=*/true);
+  it->position_status_ = CheckResumable(compiled_);
+  if (it->position_status_.ok()) {
+    it->order_ = EpochSplitOrder(compiled_.nodes.front(), compiled_.seed, epoch);
+    it->position_.epoch = epoch;
+    it->fingerprint_ = compiled_.output_fingerprint;
+  }
   it->root_ = MakeIterator(it->ctx_.get(), compiled_.nodes.size() - 1, epoch);
+  return it;
+}
+
+absl::StatusOr<std::unique_ptr<PipelineIterator>> Pipeline::Resume(const std::string& state) const {
+  SLUICE_RETURN_IF_ERROR(CheckResumable(compiled_));
+  SLUICE_ASSIGN_OR_RETURN(const EpochPosition p, ParseState(state, compiled_.output_fingerprint));
+  std::vector<io::Split> order = EpochSplitOrder(compiled_.nodes.front(), compiled_.seed, p.epoch);
+  if (p.split > static_cast<int64_t>(order.size())) {
+    return absl::InvalidArgumentError(absl::StrCat("the state's split is ", p.split, " but epoch ", p.epoch,
+                                                   " has ", order.size(), " splits"));
+  }
+  std::unique_ptr<PipelineIterator> it = NewIterator(/*tune=*/true);
+  it->ctx_->splits.assign(order.begin() + p.split, order.end());
+  it->ctx_->only_splits = true;
+  if (!it->ctx_->splits.empty()) {
+    it->ctx_->resume_file = it->ctx_->splits.front().file;
+    it->ctx_->resume_record = p.record;
+  }
+  it->order_ = std::move(order);
+  it->position_ = p;
+  it->fingerprint_ = compiled_.output_fingerprint;
+  it->root_ = MakeIterator(it->ctx_.get(), compiled_.nodes.size() - 1, p.epoch);
   return it;
 }
 
 std::unique_ptr<PipelineIterator> Pipeline::IterateSplits(uint64_t epoch,
                                                           std::vector<io::Split> splits) const {
-  // Runs of a few splits (a service worker's) are too short to tune.
+  // Runs of a few splits (a service worker's) are too short to tune, and
+  // save no position (the service tracks the splits).
   std::unique_ptr<PipelineIterator> it = NewIterator(/*tune=*/false);
+  it->position_status_ = absl::UnimplementedError("an iterator over given splits saves no position");
   it->ctx_->splits = std::move(splits);
   it->ctx_->only_splits = true;
   it->root_ = MakeIterator(it->ctx_.get(), compiled_.nodes.size() - 1, epoch);

@@ -11,6 +11,7 @@
 #include "sluice/core/batch.h"
 #include "sluice/exec/exec_context.h"
 #include "sluice/exec/iterator.h"
+#include "sluice/exec/resume.h"
 #include "sluice/graph/compiled_pipeline.h"
 
 namespace sluice::exec {
@@ -43,6 +44,12 @@ class PipelineIterator {
   // is autotuned.
   const AutotuneThread* autotune() const { return autotune_.get(); }
 
+  // Where the epoch stands after the last element Next() returned, as
+  // bytes for Pipeline::Resume (a few dozen: a position, not samples).
+  // Unimplemented for pipelines that cannot resume (CheckResumable);
+  // FailedPrecondition when the position is unknown.
+  absl::StatusOr<std::string> SaveState() const;
+
  private:
   friend class Pipeline;
   PipelineIterator(std::unique_ptr<ExecContext> ctx, bool batched)
@@ -56,6 +63,12 @@ class PipelineIterator {
   std::unique_ptr<Iterator> root_;  // after ctx_: destroyed first
   Batch chunk_;                     // unbatched pipelines: rows left to hand out
   int64_t next_row_ = 0;
+  // Resumable pipelines: the epoch's split order and the position after
+  // the last element; `position_status_` says why there is none.
+  absl::Status position_status_;
+  std::string fingerprint_;
+  std::vector<io::Split> order_;
+  EpochPosition position_;
 };
 
 // Immutable after Create but for the autotuner's state, which carries tuning
@@ -84,6 +97,11 @@ class Pipeline {
   // REQUIRES: the Pipeline outlives the iterator (its threads use the
   // compiled nodes).
   std::unique_ptr<PipelineIterator> Iterate(uint64_t epoch = 0) const;
+  // The rest of the epoch a SaveState() state was saved in: exactly the
+  // elements the saving iterator would have yielded next. InvalidArgument
+  // for a state that does not match (see exec::ParseState), Unimplemented
+  // when this pipeline cannot resume (CheckResumable).
+  absl::StatusOr<std::unique_ptr<PipelineIterator>> Resume(const std::string& state) const;
   // Epoch `epoch` restricted to `splits` of the source, in that order.
   std::unique_ptr<PipelineIterator> IterateSplits(uint64_t epoch,
                                                   std::vector<io::Split> splits) const;

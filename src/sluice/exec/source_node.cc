@@ -10,6 +10,7 @@
 #include "sluice/core/rng.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/exec/iterator.h"
+#include "sluice/exec/resume.h"
 #include "sluice/exec/split_read_ahead.h"
 
 namespace sluice::exec {
@@ -23,20 +24,19 @@ class SourceIterator : public Iterator {
         node_(*args.node),
         chunk_rows_(args.chunk_rows),
         next_chunk_rows_(args.first_chunk_rows > 0 ? args.first_chunk_rows : args.chunk_rows) {
-    splits_ = ctx_->only_splits ? ctx_->splits : node_.format->MakeSplits();
-    if (node_.shuffle_splits && !ctx_->only_splits) {  // Fisher-Yates keyed by (seed, node, epoch)
-      SampleRng rng(ctx_->seed, OpKey(node_.name, 0), args.epoch, 0);
-      for (size_t i = splits_.size(); i > 1; --i) {
-        std::swap(splits_[i - 1], splits_[rng.NextU32() % i]);
-      }
-    }
+    splits_ = ctx_->only_splits ? ctx_->splits : EpochSplitOrder(node_, ctx_->seed, args.epoch);
+    resume_file_ = ctx_->resume_file;
+    resume_record_ = ctx_->resume_record;
   }
 
   absl::Status GetNext(Batch* out, bool* end) override {
-    SLUICE_RETURN_IF_ERROR(Throttle());
-    absl::Status s = Read(out, end);
-    if (s.ok() && !*end) bytes_ += static_cast<int64_t>(out->ByteSize());
-    return s;
+    while (true) {
+      SLUICE_RETURN_IF_ERROR(Throttle());
+      absl::Status s = Read(out, end);
+      if (!s.ok() || *end) return s;
+      bytes_ += static_cast<int64_t>(out->ByteSize());
+      if (!DropResumed(out)) return absl::OkStatus();
+    }
   }
 
  private:
@@ -160,6 +160,24 @@ class SourceIterator : public Iterator {
 
   std::string Where() const { return absl::StrCat("node '", node_.name, "'"); }
 
+  // A resumed epoch: drops the chunk's leading rows of the resumed file
+  // before the resume record (delivered before the save); true when none
+  // is left. Skipping stops at the first row past them.
+  bool DropResumed(Batch* chunk) {
+    if (resume_file_ < 0) return false;
+    int64_t drop = 0;
+    for (; drop < chunk->rows; ++drop) {
+      const RowOrigin o = chunk->provenance.Origin(drop);
+      if (o.file != resume_file_ || o.record >= resume_record_) {
+        resume_file_ = -1;
+        break;
+      }
+    }
+    if (drop == chunk->rows) return true;
+    if (drop > 0) *chunk = chunk->Slice(drop, chunk->rows);
+    return false;
+  }
+
   // Sizes the next chunk's byte buffer from this one, so it rarely grows.
   void UpdateRaggedHint(const Batch& chunk) { ragged_hint_ = RaggedHint(chunk, ragged_hint_); }
   int64_t RaggedHint(const Batch& chunk, int64_t hint = 0) const {
@@ -183,6 +201,8 @@ class SourceIterator : public Iterator {
   int64_t ragged_hint_ = 0;
   std::unique_ptr<SplitReadAhead> read_ahead_;  // parallel_reads > 1
   std::deque<Batch> ahead_;                     // the chunks of the split being handed on
+  int32_t resume_file_ = -1;  // ExecContext::resume_file, until passed
+  int64_t resume_record_ = 0;
   int64_t bytes_ = 0;     // delivered, for the throttle
   int64_t start_ns_ = 0;  // first GetNext, for the throttle
 };

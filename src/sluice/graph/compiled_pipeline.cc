@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "sluice/core/rng.h"
 #include "sluice/core/status_macros.h"
+#include "sluice/graph/fingerprint.h"
 #include "sluice/graph/fold_receive.h"
 #include "sluice/graph/fusion.h"
 #include "sluice/io/array_source.h"
@@ -542,6 +543,7 @@ absl::StatusOr<CompiledPipeline> Compile(const PipelineDef& def, const ops::OpRe
                                          const CompileRange& range) {
   CompiledPipeline out = CompileOptions(def, registry);
   if (def.nodes_size() == 0) return absl::InvalidArgumentError("pipeline has no nodes");
+  out.output_fingerprint = OutputFingerprint(def);
   const int end = range.end < 0 ? def.nodes_size() : std::min(range.end, def.nodes_size());
   if (range.begin < 0 || range.begin >= end) {
     return absl::InvalidArgumentError(absl::StrCat("no nodes in [", range.begin, ", ", end, ")"));

@@ -75,6 +75,7 @@ struct CompiledPipeline {
   bool ordered = true;
   bool stats = true;     // per-node statistics (exec/node_stats.h)
   bool autotune = true;  // implies stats
+  std::string output_fingerprint;  // graph::OutputFingerprint of the definition
 
   const Schema& output_schema() const { return nodes.back().output_schema; }
   bool batched() const { return nodes.back().batched; }

@@ -21,4 +21,23 @@ std::string Fingerprint(const PipelineDef& def) {
   return absl::BytesToHexString(absl::string_view(reinterpret_cast<const char*>(digest), 16));
 }
 
+std::string OutputFingerprint(const PipelineDef& def) {
+  PipelineDef output = def;
+  output.clear_name();
+  ExecOptions* options = output.mutable_options();
+  options->clear_threads();
+  options->clear_memory_budget_bytes();
+  options->clear_no_stats();
+  options->clear_no_autotune();
+  for (NodeDef& node : *output.mutable_nodes()) {
+    if (node.has_map()) node.mutable_map()->clear_parallelism();
+    if (node.has_prefetch()) node.mutable_prefetch()->clear_buffer_size();
+    if (node.has_source()) {
+      node.mutable_source()->clear_parallel_reads();
+      node.mutable_source()->clear_throttle_bytes_per_s();
+    }
+  }
+  return Fingerprint(output);
+}
+
 }  // namespace sluice::graph

@@ -13,6 +13,13 @@ namespace sluice::graph {
 // protobuf serialization (map keys sorted).
 std::string Fingerprint(const PipelineDef& def);
 
+// The fingerprint of what `def` outputs: its definition without what only
+// shapes the run (threads, map parallelism, prefetch depths, parallel
+// reads, throttle, memory budget, statistics, autotuning, the pipeline's
+// name; node names key random draws and stay), so a
+// saved iterator state restores under another thread count.
+std::string OutputFingerprint(const PipelineDef& def);
+
 }  // namespace sluice::graph
 
 #endif  // SLUICE_GRAPH_FINGERPRINT_H_

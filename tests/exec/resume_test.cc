@@ -1,0 +1,170 @@
+// Saving an iterator's position and resuming in a new pipeline object (as
+// a restarted process would compile it): the elements before the save and
+// the resumed rest concatenate to the uninterrupted epoch byte for byte,
+// with another thread count, through filters, shuffled splits, random ops,
+// batches with a remainder and unbatched samples; bad states are named.
+#include "sluice/exec/pipeline.h"
+
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "pipeline.pb.h"
+#include "sluice/pipeline_builder.h"
+#include "status_matchers.h"
+#include "temp_dir.h"
+#include "test_data.h"
+
+namespace sluice::exec {
+namespace {
+
+using ::sluice::testing::StatusIs;
+using ::testing::HasSubstr;
+
+// Each element's bytes (every column).
+using Elements = std::vector<std::string>;
+
+absl::Status Drain(PipelineIterator* it, int64_t limit, Elements* out) {
+  for (int64_t n = 0; limit < 0 || n < limit; ++n) {
+    Batch b;
+    bool end = false;
+    absl::Status s = it->Next(&b, &end);
+    if (!s.ok() || end) return s;
+    std::string bytes;
+    for (const Column& c : b.columns) {
+      bytes.append(reinterpret_cast<const char*>(c.values.raw_data()), c.values.byte_size());
+    }
+    out->push_back(std::move(bytes));
+  }
+  return absl::OkStatus();
+}
+
+std::unique_ptr<Pipeline> Make(const PipelineBuilder& b) {
+  absl::StatusOr<std::unique_ptr<Pipeline>> p = Pipeline::Create(b.Build());
+  EXPECT_TRUE(p.ok()) << p.status();
+  return p.ok() ? *std::move(p) : nullptr;
+}
+
+class ResumeTest : public ::testing::Test {
+ protected:
+  void SetUp() override { files_ = sluice::testing::WriteCifarTfRecords(dir_.path(), 230, 4); }
+
+  // CIFAR-like records through a random flip, a filter that drops a tenth
+  // of them, batches of 16 with a remainder.
+  PipelineBuilder Augmented(int threads, bool batched = true) const {
+    PipelineBuilder b = PipelineBuilder::TfRecord({dir_.path() + "/*.tfrecord"},
+                                                  {BytesFeature("image", 3072), Int64Feature("label")});
+    b.ShuffleSplits().SplitRecords(0).Seed(7).Threads(threads);
+    b.Map({Op("decode_raw", {{"dtype", "uint8"}}), Op("reshape", {{"shape", std::vector<int64_t>{32, 32, 3}}}),
+           Op("random_flip", {{"mode", "horizontal"}})});
+    b.Filter(Op("keep_if", {{"field", "label"}, {"cmp", "!="}, {"value", 3.0}}));
+    if (batched) b.Batch(16).Prefetch(2);
+    return b;
+  }
+
+  // The epoch cut after `cut` elements, saved, resumed by a new pipeline
+  // object with `resume_threads`: the two parts, concatenated.
+  Elements CutAndResume(const PipelineBuilder& saving, const PipelineBuilder& resuming, uint64_t epoch,
+                        int64_t cut, std::string* state_out = nullptr) {
+    Elements got;
+    std::unique_ptr<Pipeline> first = Make(saving);
+    std::unique_ptr<PipelineIterator> it = first->Iterate(epoch);
+    EXPECT_TRUE(Drain(it.get(), cut, &got).ok());
+    absl::StatusOr<std::string> state = it->SaveState();
+    EXPECT_TRUE(state.ok()) << state.status();
+    if (!state.ok()) return got;
+    EXPECT_LE(state->size(), 256u);  // a position, not samples
+    if (state_out != nullptr) *state_out = *state;
+    it.reset();
+    first.reset();
+    std::unique_ptr<Pipeline> second = Make(resuming);
+    absl::StatusOr<std::unique_ptr<PipelineIterator>> rest = second->Resume(*state);
+    EXPECT_TRUE(rest.ok()) << rest.status();
+    if (rest.ok()) EXPECT_TRUE(Drain(rest->get(), -1, &got).ok());
+    return got;
+  }
+
+  sluice::testing::TempDir dir_;
+  std::vector<std::string> files_;
+};
+
+TEST_F(ResumeTest, TheResumedRestEqualsTheUninterruptedEpochByteForByte) {
+  Elements whole;
+  std::unique_ptr<Pipeline> p = Make(Augmented(2));
+  ASSERT_TRUE(Drain(p->Iterate(1).get(), -1, &whole).ok());
+  ASSERT_GT(whole.size(), 10u);
+  for (int64_t cut : {int64_t{0}, int64_t{1}, int64_t{4}, static_cast<int64_t>(whole.size()) - 1,
+                      static_cast<int64_t>(whole.size())}) {
+    SCOPED_TRACE(cut);
+    // Saved with 2 threads, resumed with 1, and the reverse.
+    EXPECT_EQ(CutAndResume(Augmented(2), Augmented(1), 1, cut), whole);
+    EXPECT_EQ(CutAndResume(Augmented(1), Augmented(3), 1, cut), whole);
+  }
+}
+
+TEST_F(ResumeTest, UnbatchedSamplesResumeAtTheNextSample) {
+  Elements whole;
+  std::unique_ptr<Pipeline> p = Make(Augmented(2, false));
+  ASSERT_TRUE(Drain(p->Iterate(0).get(), -1, &whole).ok());
+  ASSERT_EQ(whole.size(), 230u - 23u);  // labels i % 10: a tenth are 3
+  for (int64_t cut : {int64_t{1}, int64_t{57}, int64_t{58}, int64_t{150}}) {
+    SCOPED_TRACE(cut);
+    EXPECT_EQ(CutAndResume(Augmented(2, false), Augmented(1, false), 0, cut), whole);
+  }
+}
+
+TEST_F(ResumeTest, AStateSavedAfterResumingResumesToo) {
+  Elements whole;
+  std::unique_ptr<Pipeline> uninterrupted = Make(Augmented(2));
+  ASSERT_TRUE(Drain(uninterrupted->Iterate(2).get(), -1, &whole).ok());
+  std::string state;
+  Elements got = CutAndResume(Augmented(2), Augmented(2), 2, 3, &state);
+  ASSERT_EQ(got, whole);
+  // Resume, take 2 more, save again, resume again.
+  std::unique_ptr<Pipeline> p = Make(Augmented(1));
+  std::unique_ptr<PipelineIterator> it = *p->Resume(state);
+  Elements twice(whole.begin(), whole.begin() + 3);
+  ASSERT_TRUE(Drain(it.get(), 2, &twice).ok());
+  const std::string again = *it->SaveState();
+  std::unique_ptr<Pipeline> third = Make(Augmented(2));  // outlives its iterator
+  std::unique_ptr<PipelineIterator> rest = *third->Resume(again);
+  ASSERT_TRUE(Drain(rest.get(), -1, &twice).ok());
+  EXPECT_EQ(twice, whole);
+}
+
+TEST_F(ResumeTest, BadStatesAreNamedNeverASilentlyWrongEpoch) {
+  std::unique_ptr<Pipeline> p = Make(Augmented(2));
+  std::unique_ptr<PipelineIterator> it = p->Iterate(0);
+  Elements got;
+  ASSERT_TRUE(Drain(it.get(), 2, &got).ok());
+  const std::string state = *it->SaveState();
+  // Another pipeline: another seed.
+  PipelineBuilder other = Augmented(2);
+  other.Seed(8);
+  EXPECT_THAT(Make(other)->Resume(state).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("pipeline_fingerprint")));
+  EXPECT_THAT(p->Resume(state.substr(0, state.size() / 2)).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("not a sluice iterator state")));
+  EXPECT_THAT(p->Resume("some other bytes").status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("not a sluice iterator state")));
+  IteratorState edited;
+  ASSERT_TRUE(edited.ParseFromString(state));
+  edited.set_format_version(99);
+  EXPECT_THAT(p->Resume(edited.SerializeAsString()).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("format_version is 99")));
+  edited.set_format_version(1);
+  edited.set_split(1000);
+  EXPECT_THAT(p->Resume(edited.SerializeAsString()).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("split is 1000")));
+  // A pipeline whose position a state cannot hold says which node.
+  PipelineBuilder shuffled = Augmented(2, /*batched=*/false);
+  shuffled.Shuffle(64);
+  std::unique_ptr<Pipeline> shuffling = Make(shuffled);
+  std::unique_ptr<PipelineIterator> sit = shuffling->Iterate(0);
+  ASSERT_TRUE(Drain(sit.get(), 1, &got).ok());
+  EXPECT_THAT(sit->SaveState().status(), StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("shuffle_")));
+}
+
+}  // namespace
+}  // namespace sluice::exec
