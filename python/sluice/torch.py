@@ -54,6 +54,8 @@ class TorchIterable(torch.utils.data.IterableDataset):
         self.samples = 0
         self._consumer_seconds = 0.0
         self._consumed = 0
+        self._it = None      # the engine iterator of the pass in progress
+        self._resume = None  # a loaded position: the next pass goes on from it
 
     @property
     def consumer_rate(self):
@@ -70,14 +72,39 @@ class TorchIterable(torch.utils.data.IterableDataset):
         """Makes the next pass epoch `epoch` (as DistributedSampler.set_epoch)."""
         self._epoch = epoch
 
+    def state_dict(self):
+        """Where the data stands, for a checkpoint (``torch.save`` of a dict
+        holding it beside the model's): the position in the pass in
+        progress (a few dozen bytes, see docs/checkpoint.md), the next
+        epoch, and `samples`. Take it between steps, after the batch the
+        model last trained on."""
+        position = self._it.state() if self._it is not None else self._resume
+        return {"position": position, "next_epoch": self._epoch, "samples": self.samples}
+
+    def load_state_dict(self, state):
+        """Restores a `state_dict()`: the next pass yields exactly the
+        batches the saving loader had not yet handed out (with another
+        thread count too), then epochs go on from there. Loading applies to
+        the next ``iter()``, whatever came before it, and loading twice is
+        the same as once."""
+        self._resume = state["position"]
+        self._epoch = state["next_epoch"]
+        self.samples = state.get("samples", 0)
+
     def __iter__(self):
-        epoch = self._epoch
-        self._epoch += 1
-        it = self._pipeline.engine.iterate(epoch)
+        if self._resume is not None:
+            it = self._pipeline.engine.resume(bytes(self._resume))
+            self._resume = None
+        else:
+            epoch = self._epoch
+            self._epoch += 1
+            it = self._pipeline.engine.iterate(epoch)
+        self._it = it
         while True:
             try:
                 capsules = it.next_dlpack()
             except StopIteration:
+                self._it = None
                 return
             # Device columns come as DLPack producers: torch passes its
             # current stream, which then waits for sluice's kernels.

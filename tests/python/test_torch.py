@@ -87,3 +87,43 @@ def test_imports_under_debians_python_with_apt_torch(mnist_dir, tmp_path):
     version, torch_file, kind, shape = out.stdout.split(" ", 3)
     assert torch_file.startswith("/usr/lib/python3/dist-packages/")
     assert kind == "Tensor" and shape.strip() == "(32, 28, 28)"
+
+
+def test_a_training_loop_resumed_from_a_checkpoint_sees_the_rest_of_the_data(mnist_dir, tmp_path):
+    # examples/resume_training.py: interrupted after 4 steps (of 6 an epoch),
+    # checkpointed with torch.save, resumed in a new process, over 2 epochs:
+    # the same steps, batches and losses as one uninterrupted run.
+    import os
+    import subprocess
+    import sys
+    example = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "resume_training.py")
+
+    def run(*extra):
+        out = subprocess.run([sys.executable, example, "--data", str(mnist_dir), "--epochs", "2", *extra],
+                             check=True, capture_output=True, text=True).stdout
+        return [line.split(" loss ") for line in out.splitlines() if line.startswith("epoch")]
+
+    whole = run()
+    assert len(whole) == 12
+    ckpt = str(tmp_path / "ckpt.pt")
+    parts = run("--stop-at", "4", "--checkpoint", ckpt) + run("--resume", ckpt)
+    assert [p[0] for p in parts] == [w[0] for w in whole]  # epoch, step and labels, step for step
+    for p, w in zip(parts, whole):
+        assert abs(float(p[1]) - float(w[1])) < 1e-4
+
+
+def test_state_dict_before_a_pass_and_loading_twice_never_restart_the_epoch(mnist_dir):
+    loader = sluice.torch.TorchIterable(mnist(mnist_dir))
+    it = iter(loader)
+    first = [next(it)["label"].clone() for _ in range(2)]
+    state = loader.state_dict()
+    rest = [b["label"].clone() for b in it]
+    again = sluice.torch.TorchIterable(mnist(mnist_dir))
+    iter(again)  # an iter() before loading changes nothing
+    again.load_state_dict(state)
+    again.load_state_dict(state)  # loading twice is loading once
+    resumed = [b["label"] for b in again]
+    assert len(first) + len(resumed) == 6
+    assert all(torch.equal(a, b) for a, b in zip(resumed, rest))
+    # Then the next epoch, whole.
+    assert sum(1 for _ in again) == 6
