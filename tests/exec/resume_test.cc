@@ -11,6 +11,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "pipeline.pb.h"
+#include "sluice/io/tfrecord_index.h"
 #include "sluice/pipeline_builder.h"
 #include "status_matchers.h"
 #include "temp_dir.h"
@@ -100,6 +101,24 @@ TEST_F(ResumeTest, TheResumedRestEqualsTheUninterruptedEpochByteForByte) {
     // Saved with 2 threads, resumed with 1, and the reverse.
     EXPECT_EQ(CutAndResume(Augmented(2), Augmented(1), 1, cut), whole);
     EXPECT_EQ(CutAndResume(Augmented(1), Augmented(3), 1, cut), whole);
+  }
+}
+
+TEST_F(ResumeTest, IndexedFilesSeekToTheRecordInsteadOfReadingUpToIt) {
+  // Indexed TFRecords in splits of 25 records: the resumed split starts at
+  // its record (SeeksRecords), mid-split and at a split's end alike.
+  for (const std::string& f : files_) ASSERT_TRUE(io::WriteTfRecordIndex(f).ok());
+  auto indexed = [&](int threads) {
+    PipelineBuilder b = Augmented(threads);
+    b.SplitRecords(25);  // a source option: it sets node 0 whatever was added last
+    return b;
+  };
+  Elements whole;
+  std::unique_ptr<Pipeline> p = Make(indexed(2));
+  ASSERT_TRUE(Drain(p->Iterate(3).get(), -1, &whole).ok());
+  for (int64_t cut : {int64_t{1}, int64_t{2}, int64_t{7}}) {
+    SCOPED_TRACE(cut);
+    EXPECT_EQ(CutAndResume(indexed(2), indexed(1), 3, cut), whole);
   }
 }
 

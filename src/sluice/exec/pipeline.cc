@@ -414,11 +414,21 @@ absl::StatusOr<std::unique_ptr<PipelineIterator>> Pipeline::Resume(const std::st
                                                    " has ", order.size(), " splits"));
   }
   std::unique_ptr<PipelineIterator> it = NewIterator(/*tune=*/true);
-  it->ctx_->splits.assign(order.begin() + p.split, order.end());
+  std::vector<io::Split>& rest = it->ctx_->splits;
+  rest.assign(order.begin() + p.split, order.end());
   it->ctx_->only_splits = true;
-  if (!it->ctx_->splits.empty()) {
-    it->ctx_->resume_file = it->ctx_->splits.front().file;
-    it->ctx_->resume_record = p.record;
+  if (!rest.empty()) {
+    io::Split& first = rest.front();
+    if (compiled_.nodes.front().format->SeeksRecords(first.file)) {  // start at the record
+      if (first.end_record >= 0 && p.record >= first.end_record) {
+        rest.erase(rest.begin());
+      } else {
+        first.begin_record = std::max(first.begin_record, p.record);
+      }
+    } else {  // read from the split's start, dropping what was delivered
+      it->ctx_->resume_file = first.file;
+      it->ctx_->resume_record = p.record;
+    }
   }
   it->order_ = std::move(order);
   it->position_ = p;

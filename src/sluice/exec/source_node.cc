@@ -1,6 +1,7 @@
 // Source node: reads the splits of the epoch in order (reshuffled per epoch
 // on request) and yields chunks of chunk_rows records; with parallel_reads,
 // several splits are read ahead at once (a chunk then never spans two).
+#include <algorithm>
 #include <deque>
 #include <numeric>
 
@@ -27,6 +28,12 @@ class SourceIterator : public Iterator {
     splits_ = ctx_->only_splits ? ctx_->splits : EpochSplitOrder(node_, ctx_->seed, args.epoch);
     resume_file_ = ctx_->resume_file;
     resume_record_ = ctx_->resume_record;
+    // The first chunk reads the rows it will drop on top of its own, so the
+    // chunks after a resume line up with batches as before (a short first
+    // chunk would make the first batch wait for two chunks' work).
+    if (resume_file_ >= 0 && !splits_.empty()) {
+      next_chunk_rows_ += std::max<int64_t>(0, resume_record_ - splits_.front().begin_record);
+    }
   }
 
   absl::Status GetNext(Batch* out, bool* end) override {

@@ -63,6 +63,9 @@ class TfRecordSource : public SourceFormat {
     return splits;
   }
 
+  // Indexed files seek to a record; others are read from their start.
+  bool SeeksRecords(int32_t file) const override { return !offsets_[file].empty(); }
+
   absl::StatusOr<std::unique_ptr<SplitReader>> OpenSplit(const Split& split,
                                                          CorruptionLog* skip_log) const override {
     TfRecordReader::Options options;
