@@ -149,7 +149,10 @@ class _ArrowHold:
         self.name = name
 
     def __del__(self):
-        _sluice.release_arrow_stream(self.name)
+        # At interpreter exit the module may be torn down first: nothing to release then.
+        release = getattr(_sluice, "release_arrow_stream", None)
+        if release is not None:
+            release(self.name)
 
 
 def from_arrow(data, columns=None, *, shuffle=True, on_corrupt="error"):
