@@ -125,7 +125,8 @@ struct ExecContext {
   // Where spans go while a profile traces the run; null otherwise.
   std::atomic<TraceBuffer*> trace{nullptr};
   // When set, the source reads these splits, in this order, instead of all
-  // of its own (a service worker running the splits it was handed).
+  // of its own (a service worker running the splits it was handed, or an
+  // epoch whose order the iterator tracks for its saved state).
   std::vector<io::Split> splits;
   bool only_splits = false;
   // A resumed epoch (exec/resume.h): the source drops the rows of its first

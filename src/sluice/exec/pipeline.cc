@@ -397,7 +397,10 @@ std::unique_ptr<PipelineIterator> Pipeline::Iterate(uint64_t epoch) const {
   std::unique_ptr<PipelineIterator> it = NewIterator(/*tune=*/true);
   it->position_status_ = CheckResumable(compiled_);
   if (it->position_status_.ok()) {
+    // The source reads the order tracked here: drawn once.
     it->order_ = EpochSplitOrder(compiled_.nodes.front(), compiled_.seed, epoch);
+    it->ctx_->splits = it->order_;
+    it->ctx_->only_splits = true;
     it->position_.epoch = epoch;
     it->fingerprint_ = compiled_.output_fingerprint;
   }

@@ -14,11 +14,6 @@ namespace {
 // Python's math.radians: x times pi / 180 (one rounding of the constant).
 constexpr double kRadiansPerDegree = 3.14159265358979323846 / 180.0;
 
-const Luma& TorchLuma() {
-  static const Luma luma;
-  return luma;
-}
-
 // _blend of a level with `other`: ratio x + (1 - ratio) other in float32,
 // clamped to [0, 255] and truncated.
 inline uint8_t Blend(float ratio, float rest, uint8_t x, float other) {

@@ -26,6 +26,12 @@ class Luma {
   std::array<std::array<float, 256>, 3> products_;
 };
 
+// The one table every op shares (built once, on first use).
+inline const Luma& TorchLuma() {
+  static const Luma luma;
+  return luma;
+}
+
 }  // namespace sluice::ops
 
 #endif  // SLUICE_OPS_LUMA_H_

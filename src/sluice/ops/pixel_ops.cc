@@ -70,7 +70,6 @@ struct GrayscaleParams {
   ImageDims dims;
   int64_t out_channels;
   float p;
-  Luma luma;
 };
 
 class GrayscaleKernel : public Kernel {
@@ -81,6 +80,7 @@ class GrayscaleKernel : public Kernel {
   absl::Status Run(const KernelContext& ctx, absl::Span<const ColumnRef> in,
                    absl::Span<const ColumnRef> out) const override {
     const int64_t pixels = p_.dims.h * p_.dims.w, oc = p_.out_channels;
+    const Luma& luma = TorchLuma();
     for (int64_t r = 0; r < ctx.rows; ++r) {
       const uint8_t* src = in[0].row<const uint8_t>(r);
       uint8_t* dst = out[0].row<uint8_t>(r);
@@ -90,7 +90,7 @@ class GrayscaleKernel : public Kernel {
       }
       for (int64_t i = 0; i < pixels; ++i) {
         const uint8_t* px = src + i * p_.dims.c;
-        const uint8_t gray = p_.dims.c == 1 ? px[0] : p_.luma(px);
+        const uint8_t gray = p_.dims.c == 1 ? px[0] : luma(px);
         for (int64_t ch = 0; ch < oc; ++ch) dst[i * oc + ch] = gray;
       }
     }
@@ -149,7 +149,7 @@ absl::StatusOr<InferredOp> InferGray(const Attrs& attrs, const Schema& schema, i
     return AttrError("field", absl::StrCat("column '", f.spec.name, "' is ", f.spec.shape.ToString(),
                                            "; grayscale takes an RGB (or one-channel) image [H,W,3]"));
   }
-  GrayscaleParams params{d, out_channels < 0 ? d.c : out_channels, p, Luma()};
+  GrayscaleParams params{d, out_channels < 0 ? d.c : out_channels, p};
   ColumnSpec out = f.spec;
   out.shape = Shape{d.h, d.w, params.out_channels};
   InferredOp op = UnaryOp(f.column, out, std::move(params));
