@@ -2,7 +2,8 @@
 // a restarted process would compile it): the elements before the save and
 // the resumed rest concatenate to the uninterrupted epoch byte for byte,
 // with another thread count, through filters, shuffled splits, random ops,
-// batches with a remainder and unbatched samples; bad states are named.
+// shuffle buffers, takes, batches with a remainder and unbatched samples;
+// bad states are named.
 #include "sluice/exec/pipeline.h"
 
 #include <string>
@@ -41,6 +42,17 @@ absl::Status Drain(PipelineIterator* it, int64_t limit, Elements* out) {
   return absl::OkStatus();
 }
 
+// Names the first element that differs instead of printing the bytes.
+::testing::AssertionResult Same(const Elements& got, const Elements& want) {
+  if (got.size() != want.size()) {
+    return ::testing::AssertionFailure() << got.size() << " elements, want " << want.size();
+  }
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (got[i] != want[i]) return ::testing::AssertionFailure() << "element " << i << " differs";
+  }
+  return ::testing::AssertionSuccess();
+}
+
 std::unique_ptr<Pipeline> Make(const PipelineBuilder& b) {
   absl::StatusOr<std::unique_ptr<Pipeline>> p = Pipeline::Create(b.Build());
   EXPECT_TRUE(p.ok()) << p.status();
@@ -52,11 +64,13 @@ class ResumeTest : public ::testing::Test {
   void SetUp() override { files_ = sluice::testing::WriteCifarTfRecords(dir_.path(), 230, 4); }
 
   // CIFAR-like records through a random flip, a filter that drops a tenth
-  // of them, batches of 16 with a remainder.
-  PipelineBuilder Augmented(int threads, bool batched = true) const {
+  // of them, batches of 16 with a remainder; with `shuffle` > 0, shuffled
+  // in a buffer of that many rows before the flip.
+  PipelineBuilder Augmented(int threads, bool batched = true, int64_t shuffle = 0) const {
     PipelineBuilder b = PipelineBuilder::TfRecord({dir_.path() + "/*.tfrecord"},
                                                   {BytesFeature("image", 3072), Int64Feature("label")});
     b.ShuffleSplits().SplitRecords(0).Seed(7).Threads(threads);
+    if (shuffle > 0) b.Shuffle(shuffle);
     b.Map({Op("decode_raw", {{"dtype", "uint8"}}), Op("reshape", {{"shape", std::vector<int64_t>{32, 32, 3}}}),
            Op("random_flip", {{"mode", "horizontal"}})});
     b.Filter(Op("keep_if", {{"field", "label"}, {"cmp", "!="}, {"value", 3.0}}));
@@ -82,7 +96,10 @@ class ResumeTest : public ::testing::Test {
     std::unique_ptr<Pipeline> second = Make(resuming);
     absl::StatusOr<std::unique_ptr<PipelineIterator>> rest = second->Resume(*state);
     EXPECT_TRUE(rest.ok()) << rest.status();
-    if (rest.ok()) EXPECT_TRUE(Drain(rest->get(), -1, &got).ok());
+    if (rest.ok()) {
+      const absl::Status drained = Drain(rest->get(), -1, &got);
+      EXPECT_TRUE(drained.ok()) << drained;
+    }
     return got;
   }
 
@@ -99,8 +116,8 @@ TEST_F(ResumeTest, TheResumedRestEqualsTheUninterruptedEpochByteForByte) {
                       static_cast<int64_t>(whole.size())}) {
     SCOPED_TRACE(cut);
     // Saved with 2 threads, resumed with 1, and the reverse.
-    EXPECT_EQ(CutAndResume(Augmented(2), Augmented(1), 1, cut), whole);
-    EXPECT_EQ(CutAndResume(Augmented(1), Augmented(3), 1, cut), whole);
+    EXPECT_TRUE(Same(CutAndResume(Augmented(2), Augmented(1), 1, cut), whole));
+    EXPECT_TRUE(Same(CutAndResume(Augmented(1), Augmented(3), 1, cut), whole));
   }
 }
 
@@ -118,7 +135,7 @@ TEST_F(ResumeTest, IndexedFilesSeekToTheRecordInsteadOfReadingUpToIt) {
   ASSERT_TRUE(Drain(p->Iterate(3).get(), -1, &whole).ok());
   for (int64_t cut : {int64_t{1}, int64_t{2}, int64_t{7}}) {
     SCOPED_TRACE(cut);
-    EXPECT_EQ(CutAndResume(indexed(2), indexed(1), 3, cut), whole);
+    EXPECT_TRUE(Same(CutAndResume(indexed(2), indexed(1), 3, cut), whole));
   }
 }
 
@@ -129,7 +146,7 @@ TEST_F(ResumeTest, UnbatchedSamplesResumeAtTheNextSample) {
   ASSERT_EQ(whole.size(), 230u - 23u);  // labels i % 10: a tenth are 3
   for (int64_t cut : {int64_t{1}, int64_t{57}, int64_t{58}, int64_t{150}}) {
     SCOPED_TRACE(cut);
-    EXPECT_EQ(CutAndResume(Augmented(2, false), Augmented(1, false), 0, cut), whole);
+    EXPECT_TRUE(Same(CutAndResume(Augmented(2, false), Augmented(1, false), 0, cut), whole));
   }
 }
 
@@ -139,7 +156,7 @@ TEST_F(ResumeTest, AStateSavedAfterResumingResumesToo) {
   ASSERT_TRUE(Drain(uninterrupted->Iterate(2).get(), -1, &whole).ok());
   std::string state;
   Elements got = CutAndResume(Augmented(2), Augmented(2), 2, 3, &state);
-  ASSERT_EQ(got, whole);
+  ASSERT_TRUE(Same(got, whole));
   // Resume, take 2 more, save again, resume again.
   std::unique_ptr<Pipeline> p = Make(Augmented(1));
   std::unique_ptr<PipelineIterator> it = *p->Resume(state);
@@ -149,7 +166,7 @@ TEST_F(ResumeTest, AStateSavedAfterResumingResumesToo) {
   std::unique_ptr<Pipeline> third = Make(Augmented(2));  // outlives its iterator
   std::unique_ptr<PipelineIterator> rest = *third->Resume(again);
   ASSERT_TRUE(Drain(rest.get(), -1, &twice).ok());
-  EXPECT_EQ(twice, whole);
+  EXPECT_TRUE(Same(twice, whole));
 }
 
 TEST_F(ResumeTest, BadStatesAreNamedNeverASilentlyWrongEpoch) {
@@ -177,12 +194,117 @@ TEST_F(ResumeTest, BadStatesAreNamedNeverASilentlyWrongEpoch) {
   EXPECT_THAT(p->Resume(edited.SerializeAsString()).status(),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("split is 1000")));
   // A pipeline whose position a state cannot hold says which node.
-  PipelineBuilder shuffled = Augmented(2, /*batched=*/false);
-  shuffled.Shuffle(64);
-  std::unique_ptr<Pipeline> shuffling = Make(shuffled);
-  std::unique_ptr<PipelineIterator> sit = shuffling->Iterate(0);
-  ASSERT_TRUE(Drain(sit.get(), 1, &got).ok());
-  EXPECT_THAT(sit->SaveState().status(), StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("shuffle_")));
+  PipelineBuilder repeated = Augmented(2);
+  repeated.Repeat(2);
+  std::unique_ptr<Pipeline> repeating = Make(repeated);
+  std::unique_ptr<PipelineIterator> rit = repeating->Iterate(0);
+  ASSERT_TRUE(Drain(rit.get(), 1, &got).ok());
+  EXPECT_THAT(rit->SaveState().status(), StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("repeat_")));
+  EXPECT_THAT(repeating->Resume(state).status(), StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("repeat_")));
+}
+
+// Shuffled in a buffer of `buffer` rows: the state holds the draws made and
+// the oldest row still buffered, not the buffer, and the resumed buffer is
+// read again from there.
+class ShuffleResumeTest : public ResumeTest, public ::testing::WithParamInterface<int64_t> {};
+
+TEST_P(ShuffleResumeTest, TheResumedRestEqualsTheUninterruptedEpochByteForByte) {
+  const int64_t buffer = GetParam();
+  for (bool batched : {true, false}) {
+    SCOPED_TRACE(batched);
+    Elements whole;
+    std::unique_ptr<Pipeline> p = Make(Augmented(2, batched, buffer));
+    ASSERT_TRUE(Drain(p->Iterate(5).get(), -1, &whole).ok());
+    Elements unshuffled;
+    ASSERT_TRUE(Drain(Make(Augmented(2, batched))->Iterate(5).get(), -1, &unshuffled).ok());
+    ASSERT_EQ(whole.size(), unshuffled.size());
+    ASSERT_NE(whole, unshuffled);
+    const int64_t n = static_cast<int64_t>(whole.size());
+    for (int64_t cut : {int64_t{0}, int64_t{1}, int64_t{3}, n / 2, n - 2, n - 1, n}) {
+      SCOPED_TRACE(cut);
+      std::string state;
+      EXPECT_TRUE(Same(CutAndResume(Augmented(2, batched, buffer), Augmented(1, batched, buffer), 5, cut, &state), whole));
+      EXPECT_TRUE(Same(CutAndResume(Augmented(1, batched, buffer), Augmented(3, batched, buffer), 5, cut), whole));
+    }
+  }
+}
+
+// Smaller than a source chunk, a few chunks, and more than the epoch's rows.
+INSTANTIATE_TEST_SUITE_P(Buffers, ShuffleResumeTest, ::testing::Values(5, 64, 1000));
+
+TEST_F(ResumeTest, AResumedShuffleSeeksIndexedFilesToTheOldestBufferedRecord) {
+  for (const std::string& f : files_) ASSERT_TRUE(io::WriteTfRecordIndex(f).ok());
+  auto indexed = [&](int threads) {
+    PipelineBuilder b = Augmented(threads, true, 40);
+    b.SplitRecords(25);
+    return b;
+  };
+  Elements whole;
+  ASSERT_TRUE(Drain(Make(indexed(2))->Iterate(1).get(), -1, &whole).ok());
+  for (int64_t cut : {int64_t{2}, int64_t{6}, int64_t{11}}) {
+    SCOPED_TRACE(cut);
+    EXPECT_TRUE(Same(CutAndResume(indexed(2), indexed(1), 1, cut), whole));
+  }
+}
+
+TEST_F(ResumeTest, TakesCountWhatWasDeliveredBeforeTheSave) {
+  // Rows before the batch, and batches after it.
+  auto taking = [&](int threads, bool rows) {
+    PipelineBuilder b = Augmented(threads, false, 30);
+    if (rows) {
+      b.Take(100).Batch(16).Prefetch(2);
+    } else {
+      b.Batch(16).Take(5);
+    }
+    return b;
+  };
+  for (bool rows : {true, false}) {
+    SCOPED_TRACE(rows);
+    Elements whole;
+    ASSERT_TRUE(Drain(Make(taking(2, rows))->Iterate(0).get(), -1, &whole).ok());
+    ASSERT_EQ(whole.size(), rows ? 7u : 5u);  // 100 rows in batches of 16
+    for (int64_t cut : {int64_t{1}, int64_t{4}, int64_t{5}}) {
+      SCOPED_TRACE(cut);
+      EXPECT_TRUE(Same(CutAndResume(taking(2, rows), taking(1, rows), 0, cut), whole));
+    }
+  }
+}
+
+TEST_F(ResumeTest, PositionsNoStateCanHoldAreRefusedNamingTheNode) {
+  Elements got;
+  auto refused = [&](const PipelineBuilder& b, const std::string& why) {
+    std::unique_ptr<Pipeline> p = Make(b);
+    std::unique_ptr<PipelineIterator> it = p->Iterate(0);
+    ASSERT_TRUE(Drain(it.get(), 1, &got).ok());
+    EXPECT_THAT(it->SaveState().status(), StatusIs(absl::StatusCode::kUnimplemented, HasSubstr(why)));
+  };
+  PipelineBuilder two_shuffles = Augmented(2, false, 10);
+  two_shuffles.Shuffle(10);
+  refused(two_shuffles, "two shuffles");
+  PipelineBuilder take_then_shuffle = Augmented(2, false);
+  take_then_shuffle.Take(50).Shuffle(4);
+  refused(take_then_shuffle, "shuffle after a batch or a take");
+  PipelineBuilder take_then_filter = Augmented(2, false);
+  take_then_filter.Take(50).Filter(Op("keep_if", {{"field", "label"}, {"cmp", "!="}, {"value", 4.0}}));
+  refused(take_then_filter, "take followed by a filter");
+}
+
+TEST_F(ResumeTest, BadShuffleStatesAreNamed) {
+  std::unique_ptr<Pipeline> p = Make(Augmented(2, true, 64));
+  std::unique_ptr<PipelineIterator> it = p->Iterate(0);
+  Elements got;
+  ASSERT_TRUE(Drain(it.get(), 3, &got).ok());
+  IteratorState edited;
+  ASSERT_TRUE(edited.ParseFromString(*it->SaveState()));
+  ASSERT_TRUE(edited.has_shuffle());
+  ASSERT_GT(edited.shuffle().emitted(), 0);
+  edited.mutable_shuffle()->set_oldest(edited.shuffle().oldest() + 1);
+  absl::StatusOr<std::unique_ptr<PipelineIterator>> rest = p->Resume(edited.SerializeAsString());
+  ASSERT_TRUE(rest.ok());  // the buffer is restored as the first element is asked for
+  EXPECT_THAT(Drain(rest->get(), 1, &got), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("oldest buffered")));
+  edited.clear_shuffle();
+  EXPECT_THAT(p->Resume(edited.SerializeAsString()).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("no shuffle position")));
 }
 
 }  // namespace

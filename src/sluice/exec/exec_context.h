@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -13,6 +14,7 @@
 #include "sluice/core/buffer_pool.h"
 #include "sluice/exec/autotune.h"
 #include "sluice/exec/node_stats.h"
+#include "sluice/exec/shuffle_state.h"
 #include "sluice/exec/trace_buffer.h"
 #include "sluice/io/corruption_log.h"
 #include "sluice/io/file_split.h"
@@ -134,6 +136,13 @@ struct ExecContext {
   // delivered before the state was saved.
   int32_t resume_file = -1;
   int64_t resume_record = 0;
+  // A resumed epoch: the shuffle's buffer as it stood, and the rows and
+  // elements delivered before (where take nodes stood).
+  std::optional<ShufflePosition> shuffle_resume;
+  int64_t resume_rows = 0;
+  int64_t resume_elements = 0;
+  // Set when the pipeline's iterator tracks its position through a shuffle.
+  std::unique_ptr<ShuffleLog> shuffle_log;
 };
 
 }  // namespace sluice::exec

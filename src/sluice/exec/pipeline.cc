@@ -72,7 +72,7 @@ PipelineIterator::~PipelineIterator() {
 absl::Status PipelineIterator::Next(Batch* out, bool* end) {
   const int64_t start = ctx_->stats == nullptr ? 0 : NowNs();
   absl::Status s = NextElement(out, end);
-  if (s.ok() && !*end && position_status_.ok()) position_status_ = Advance(order_, *out, &position_);
+  if (s.ok() && !*end && position_status_.ok()) position_status_ = Advance(order_, *out, ctx_->shuffle_log.get(), &position_);
   if (ctx_->stats == nullptr) return s;
   const int64_t stop = NowNs();
   if (s.ok() && !*end) ctx_->stats->CountConsumerWait(stop - start);
@@ -401,6 +401,10 @@ std::unique_ptr<PipelineIterator> Pipeline::Iterate(uint64_t epoch) const {
     it->order_ = EpochSplitOrder(compiled_.nodes.front(), compiled_.seed, epoch);
     it->ctx_->splits = it->order_;
     it->ctx_->only_splits = true;
+    if (Shuffles(compiled_)) {
+      it->ctx_->shuffle_log = std::make_unique<ShuffleLog>();
+      it->position_.shuffle = ShufflePosition{};
+    }
     it->position_.epoch = epoch;
     it->fingerprint_ = compiled_.output_fingerprint;
   }
@@ -416,7 +420,17 @@ absl::StatusOr<std::unique_ptr<PipelineIterator>> Pipeline::Resume(const std::st
     return absl::InvalidArgumentError(absl::StrCat("the state's split is ", p.split, " but epoch ", p.epoch,
                                                    " has ", order.size(), " splits"));
   }
+  if (p.shuffle.has_value() != Shuffles(compiled_)) {
+    return absl::InvalidArgumentError(p.shuffle ? "the state has a shuffle's position but this pipeline has no shuffle"
+                                                : "this pipeline shuffles but the state has no shuffle position");
+  }
   std::unique_ptr<PipelineIterator> it = NewIterator(/*tune=*/true);
+  if (p.shuffle) {
+    it->ctx_->shuffle_log = std::make_unique<ShuffleLog>();
+    it->ctx_->shuffle_resume = p.shuffle;
+  }
+  it->ctx_->resume_rows = p.rows;
+  it->ctx_->resume_elements = p.elements;
   std::vector<io::Split>& rest = it->ctx_->splits;
   rest.assign(order.begin() + p.split, order.end());
   it->ctx_->only_splits = true;

@@ -1,15 +1,20 @@
 // Shuffle node: a buffer of `buffer_size` rows; each output row is drawn
-// uniformly from the buffer and replaced by the next input row, as
-// tf.data's shuffle. The draws are keyed by (seed, node, epoch, position),
-// so every epoch has its own order and a seed reproduces it.
+// uniformly from the buffer and its slot takes the next input row, as
+// tf.data's shuffle. The draws are keyed by (seed, node, epoch, draw), so
+// every epoch has its own order, a seed reproduces it, and the order does
+// not depend on how the input was cut into chunks (which makes the position
+// savable: shuffle_state.h).
+#include <algorithm>
 #include <memory>
+#include <optional>
 #include <utility>
 #include <vector>
 
-#include "sluice/core/rng.h"
+#include "absl/strings/str_cat.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/exec/iterator.h"
 #include "sluice/exec/row_copier.h"
+#include "sluice/exec/shuffle_state.h"
 
 namespace sluice::exec {
 namespace {
@@ -23,41 +28,121 @@ class ShuffleIterator : public Iterator {
         epoch_(args.epoch),
         chunk_rows_(args.chunk_rows),
         key_(OpKey(node_.name, 0)),
+        log_(ctx_->shuffle_log.get()),
         input_(std::move(input)) {}
 
   absl::Status GetNext(Batch* out, bool* end) override {
-    SLUICE_RETURN_IF_ERROR(Fill());
+    if (!started_) {
+      // A state saved before the first draw is the epoch's start.
+      const std::optional<ShufflePosition>& resume = ctx_->shuffle_resume;
+      SLUICE_RETURN_IF_ERROR(resume && resume->emitted > 0 ? Restore(*resume) : Fill());
+      started_ = true;
+    }
     if (buffer_.empty()) {
       *end = true;
       return absl::OkStatus();
     }
-    CpuToken token(&ctx_->cpu);
-    if (!token.held()) return absl::CancelledError("pipeline cancelled");
+    std::optional<CpuToken> token(&ctx_->cpu);
+    if (!token->held()) return absl::CancelledError("pipeline cancelled");
     RowCopier copier(node_.output_schema, chunk_rows_, pool_);
+    std::vector<ShuffleMark> marks;
     while (copier.rows() < chunk_rows_ && !buffer_.empty()) {
-      SampleRng rng(ctx_->seed, key_, epoch_, emitted_++);
-      const size_t i = rng.NextU32() % buffer_.size();
-      copier.Append(*buffer_[i].first, buffer_[i].second, buffer_[i].second + 1);
-      buffer_[i] = std::move(buffer_.back());
-      buffer_.pop_back();
-      if (buffer_.size() < static_cast<size_t>(node_.count) && !input_end_) {
-        SLUICE_RETURN_IF_ERROR(Fill());
+      const size_t i = ShuffleDraw(ctx_->seed, key_, epoch_, emitted_++, buffer_.size());
+      Row& row = buffer_[i];
+      copier.Append(*row.chunk, row.row, row.row + 1);
+      if (log_ != nullptr) {
+        held_.Release(row.index);
+        marks.push_back(ShuffleMark{row.chunk->provenance.SampleId(row.row), {}, {}});
+      }
+      if (!PendingLeft() && !input_end_) {  // never wait on the input holding a token
+        token.reset();
+        SLUICE_RETURN_IF_ERROR(Pull());
+        token.emplace(&ctx_->cpu);
+        if (!token->held()) return absl::CancelledError("pipeline cancelled");
+      }
+      if (PendingLeft()) {
+        row = TakePending();
+        if (log_ != nullptr) held_.Add(row.chunk->provenance.Origin(row.row), true);
+      } else {
+        row = std::move(buffer_.back());
+        buffer_.pop_back();
+      }
+      if (log_ != nullptr) {
+        marks.back().position = ShufflePosition{emitted_, held_.oldest(), input_end_ ? next_index_ : -1};
+        marks.back().oldest_origin = held_.oldest_origin();
       }
     }
+    if (log_ != nullptr) log_->Add(marks);
     *end = false;
     *out = copier.Finish();
     return absl::OkStatus();
   }
 
  private:
-  // Tops the buffer up to buffer_size rows (or the end of the input).
-  absl::Status Fill() {
-    while (!input_end_ && buffer_.size() < static_cast<size_t>(node_.count)) {
+  struct Row {
+    std::shared_ptr<const Batch> chunk;
+    int64_t row = 0;
+    int64_t index = 0;  // in the input, from 0 at the epoch's start
+  };
+
+  bool PendingLeft() const { return pending_ != nullptr && pending_row_ < pending_->rows; }
+
+  // Reads the next non-empty input chunk into pending_, or sets input_end_.
+  absl::Status Pull() {
+    while (!input_end_ && !PendingLeft()) {
       auto chunk = std::make_shared<Batch>();
       SLUICE_RETURN_IF_ERROR(input_->GetNext(chunk.get(), &input_end_));
-      if (input_end_) break;
-      for (int64_t r = 0; r < chunk->rows; ++r) buffer_.emplace_back(chunk, r);
+      pending_ = std::move(chunk);
+      pending_row_ = 0;
     }
+    return absl::OkStatus();
+  }
+
+  Row TakePending() { return Row{pending_, pending_row_++, next_index_++}; }
+
+  // The epoch's first buffer_size rows.
+  absl::Status Fill() {
+    while (static_cast<int64_t>(buffer_.size()) < node_.count) {
+      SLUICE_RETURN_IF_ERROR(Pull());
+      if (!PendingLeft()) break;
+      buffer_.push_back(TakePending());
+      if (log_ != nullptr) held_.Add(buffer_.back().chunk->provenance.Origin(buffer_.back().row), true);
+    }
+    return absl::OkStatus();
+  }
+
+  // The buffer as it stood after p.emitted draws. The input starts at the
+  // oldest row the buffer held then (the resumed source starts there);
+  // rows drawn before are read again and passed over.
+  absl::Status Restore(const ShufflePosition& p) {
+    int64_t next = 0;
+    const std::vector<int64_t> slots = ReplayShuffle(ctx_->seed, key_, epoch_, node_.count, p, &next);
+    // (input row, slot), in the order the rows are read again.
+    std::vector<std::pair<int64_t, size_t>> wanted;
+    for (size_t i = 0; i < slots.size(); ++i) wanted.emplace_back(slots[i], i);
+    std::sort(wanted.begin(), wanted.end());
+    if (!wanted.empty() && wanted.front().first != p.oldest) {
+      return absl::InvalidArgumentError(absl::StrCat("shuffle '", node_.name, "': the state's oldest buffered row (",
+                                                     p.oldest, ") is not the one its draws leave (the state was "
+                                                     "altered, or saved by another shuffle)"));
+    }
+    buffer_.resize(slots.size());
+    next_index_ = p.oldest;
+    held_.Reset(p.oldest);
+    auto want = wanted.begin();
+    while (next_index_ < next) {
+      SLUICE_RETURN_IF_ERROR(Pull());
+      if (!PendingLeft()) {
+        return absl::DataLossError(absl::StrCat("shuffle '", node_.name, "': the input ended at row ", next_index_,
+                                                " but the saved buffer holds rows up to ", next - 1,
+                                                " (did the files change since the state was saved?)"));
+      }
+      const Row row = TakePending();
+      const bool held = want != wanted.end() && want->first == row.index;
+      if (log_ != nullptr) held_.Add(row.chunk->provenance.Origin(row.row), held);
+      if (held) buffer_[(want++)->second] = row;
+    }
+    emitted_ = p.emitted;
     return absl::OkStatus();
   }
 
@@ -67,11 +152,17 @@ class ShuffleIterator : public Iterator {
   const uint64_t epoch_;
   const int64_t chunk_rows_;
   const uint64_t key_;
+  ShuffleLog* const log_;  // null when the position is not tracked
   std::unique_ptr<Iterator> input_;
+  bool started_ = false;
   bool input_end_ = false;
-  // Rows waiting to be drawn, by the chunk that holds them.
-  std::vector<std::pair<std::shared_ptr<const Batch>, int64_t>> buffer_;
+  // The input chunk being taken into the buffer, row by row.
+  std::shared_ptr<const Batch> pending_;
+  int64_t pending_row_ = 0;
+  int64_t next_index_ = 0;  // of the next input row
+  std::vector<Row> buffer_;
   int64_t emitted_ = 0;
+  HeldRows held_;  // tracked with log_
 };
 
 }  // namespace

@@ -1,5 +1,6 @@
 // Take node: the first `count` elements (rows before the batch node,
-// batches after it).
+// batches after it). A resumed epoch counts those delivered before the save
+// (no row is dropped after a resumable take: exec/resume.h).
 #include "sluice/core/status_macros.h"
 #include "sluice/exec/iterator.h"
 
@@ -9,7 +10,9 @@ namespace {
 class TakeIterator : public Iterator {
  public:
   TakeIterator(const IteratorArgs& args, std::unique_ptr<Iterator> input)
-      : left_(args.node->count), per_row_(!args.node->batched), input_(std::move(input)) {}
+      : left_(args.node->count - (args.node->batched ? args.ctx->resume_elements : args.ctx->resume_rows)),
+        per_row_(!args.node->batched),
+        input_(std::move(input)) {}
 
   absl::Status GetNext(Batch* out, bool* end) override {
     if (left_ <= 0) {

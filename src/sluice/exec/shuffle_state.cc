@@ -1,0 +1,57 @@
+#include "sluice/exec/shuffle_state.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "sluice/core/rng.h"
+
+namespace sluice::exec {
+
+size_t ShuffleDraw(uint64_t seed, uint64_t key, uint64_t epoch, int64_t draw, size_t size) {
+  SampleRng rng(seed, key, epoch, static_cast<uint64_t>(draw));
+  return rng.NextU32() % size;
+}
+
+std::vector<int64_t> ReplayShuffle(uint64_t seed, uint64_t key, uint64_t epoch, int64_t buffer_size,
+                                   const ShufflePosition& p, int64_t* next) {
+  const int64_t input_rows = p.input_rows >= 0 ? p.input_rows : std::numeric_limits<int64_t>::max();
+  std::vector<int64_t> slots;
+  *next = std::min(buffer_size, input_rows);
+  slots.reserve(static_cast<size_t>(*next));
+  for (int64_t row = 0; row < *next; ++row) slots.push_back(row);
+  for (int64_t draw = 0; draw < p.emitted && !slots.empty(); ++draw) {
+    const size_t i = ShuffleDraw(seed, key, epoch, draw, slots.size());
+    if (*next < input_rows) {
+      slots[i] = (*next)++;
+    } else {
+      slots[i] = slots.back();
+      slots.pop_back();
+    }
+  }
+  return slots;
+}
+
+void HeldRows::Release(int64_t row) {
+  window_[static_cast<size_t>(row - base_)].held = false;
+  while (!window_.empty() && !window_.front().held) {
+    window_.pop_front();
+    ++base_;
+  }
+}
+
+void ShuffleLog::Add(const std::vector<ShuffleMark>& marks) {
+  absl::MutexLock lock(&mu_);
+  marks_.insert(marks_.end(), marks.begin(), marks.end());
+}
+
+std::optional<ShuffleMark> ShuffleLog::Take(int64_t sample_id) {
+  absl::MutexLock lock(&mu_);
+  const auto it = std::find_if(marks_.begin(), marks_.end(),
+                               [&](const ShuffleMark& m) { return m.sample_id == sample_id; });
+  if (it == marks_.end()) return std::nullopt;
+  const ShuffleMark mark = *it;
+  marks_.erase(marks_.begin(), it + 1);
+  return mark;
+}
+
+}  // namespace sluice::exec
