@@ -26,11 +26,13 @@ print(n, h.hexdigest())
 """
 
 
-def pipeline():
+def pipeline(shuffle=0):
     rng = np.random.default_rng(0)
     images = rng.integers(0, 256, (300, 6, 5, 3), np.uint8)
-    return (sluice.arrays({"image": images, "label": np.arange(300) % 7}, split_records=40)
-            .map(ops.random_flip(mode="horizontal"), ops.color_jitter(brightness=0.4))
+    pipe = sluice.arrays({"image": images, "label": np.arange(300) % 7}, split_records=40)
+    if shuffle:
+        pipe = pipe.shuffle(shuffle)
+    return (pipe.map(ops.random_flip(mode="horizontal"), ops.color_jitter(brightness=0.4))
             .filter(ops.keep_if(field="label", cmp="!=", value=2))
             .batch(16)
             .prefetch(2)
@@ -45,9 +47,10 @@ def digest(elements):
     return h.hexdigest()
 
 
+@pytest.mark.parametrize("shuffle", [0, 100])
 @pytest.mark.parametrize("cut", [0, 1, 5, 13])
-def test_the_rest_resumed_in_a_fresh_process_equals_the_uninterrupted_rest(tmp_path, cut):
-    pipe = pipeline()
+def test_the_rest_resumed_in_a_fresh_process_equals_the_uninterrupted_rest(tmp_path, cut, shuffle):
+    pipe = pipeline(shuffle)
     whole = [{k: v.copy() for k, v in b.items()} for b in pipe.iterate(4)]
     it = pipe.iterate(4)
     for _ in range(cut):
