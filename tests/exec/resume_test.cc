@@ -193,14 +193,10 @@ TEST_F(ResumeTest, BadStatesAreNamedNeverASilentlyWrongEpoch) {
   edited.set_split(1000);
   EXPECT_THAT(p->Resume(edited.SerializeAsString()).status(),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("split is 1000")));
-  // A pipeline whose position a state cannot hold says which node.
-  PipelineBuilder repeated = Augmented(2);
-  repeated.Repeat(2);
-  std::unique_ptr<Pipeline> repeating = Make(repeated);
-  std::unique_ptr<PipelineIterator> rit = repeating->Iterate(0);
-  ASSERT_TRUE(Drain(rit.get(), 1, &got).ok());
-  EXPECT_THAT(rit->SaveState().status(), StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("repeat_")));
-  EXPECT_THAT(repeating->Resume(state).status(), StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("repeat_")));
+  edited.set_split(0);
+  edited.set_repeat(2);
+  EXPECT_THAT(p->Resume(edited.SerializeAsString()).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("has no repeat")));
 }
 
 // Shuffled in a buffer of `buffer` rows: the state holds the draws made and
@@ -270,6 +266,46 @@ TEST_F(ResumeTest, TakesCountWhatWasDeliveredBeforeTheSave) {
   }
 }
 
+TEST_F(ResumeTest, ARepeatResumesInTheEpochItWasSavedIn) {
+  // Each of the repeat's epochs reads its splits in another order, shuffles
+  // and flips anew; batches after the repeat straddle its seams.
+  auto repeating = [&](int threads, bool batch_after) {
+    PipelineBuilder b = Augmented(threads, false, 50);
+    if (batch_after) {
+      b.Repeat(3).Batch(16).Prefetch(2);
+    } else {
+      b.Batch(16).Repeat(3);
+    }
+    return b;
+  };
+  for (bool batch_after : {true, false}) {
+    SCOPED_TRACE(batch_after);
+    Elements whole;
+    ASSERT_TRUE(Drain(Make(repeating(2, batch_after))->Iterate(2).get(), -1, &whole).ok());
+    const int64_t n = static_cast<int64_t>(whole.size());
+    ASSERT_EQ(n, batch_after ? (3 * 207 + 15) / 16 : 3 * 13);
+    for (int64_t cut : {int64_t{1}, n / 3 - 1, n / 3, n / 3 + 1, 2 * n / 3, n - 1, n}) {
+      SCOPED_TRACE(cut);
+      EXPECT_TRUE(Same(CutAndResume(repeating(2, batch_after), repeating(1, batch_after), 2, cut), whole));
+    }
+  }
+}
+
+TEST_F(ResumeTest, AnEndlessRepeatResumesAndATakeAfterItCounts) {
+  auto endless = [&](int threads) {
+    PipelineBuilder b = Augmented(threads, false, 20);
+    b.Repeat().Batch(32).Take(25);
+    return b;
+  };
+  Elements whole;
+  ASSERT_TRUE(Drain(Make(endless(2))->Iterate(0).get(), -1, &whole).ok());
+  ASSERT_EQ(whole.size(), 25u);  // four of the repeat's epochs, and some
+  for (int64_t cut : {int64_t{6}, int64_t{13}, int64_t{24}}) {
+    SCOPED_TRACE(cut);
+    EXPECT_TRUE(Same(CutAndResume(endless(2), endless(1), 0, cut), whole));
+  }
+}
+
 TEST_F(ResumeTest, PositionsNoStateCanHoldAreRefusedNamingTheNode) {
   Elements got;
   auto refused = [&](const PipelineBuilder& b, const std::string& why) {
@@ -283,7 +319,13 @@ TEST_F(ResumeTest, PositionsNoStateCanHoldAreRefusedNamingTheNode) {
   refused(two_shuffles, "two shuffles");
   PipelineBuilder take_then_shuffle = Augmented(2, false);
   take_then_shuffle.Take(50).Shuffle(4);
-  refused(take_then_shuffle, "shuffle after a batch or a take");
+  refused(take_then_shuffle, "shuffle after a batch, a take or a repeat");
+  PipelineBuilder repeat_then_filter = Augmented(2, false);
+  repeat_then_filter.Repeat(2).Filter(Op("keep_if", {{"field", "label"}, {"cmp", "!="}, {"value", 4.0}}));
+  refused(repeat_then_filter, "repeat followed by a filter");
+  PipelineBuilder take_in_repeat = Augmented(2, false);
+  take_in_repeat.Take(50).Repeat(2);
+  refused(take_in_repeat, "take inside a repeat");
   PipelineBuilder take_then_filter = Augmented(2, false);
   take_then_filter.Take(50).Filter(Op("keep_if", {{"field", "label"}, {"cmp", "!="}, {"value", 4.0}}));
   refused(take_then_filter, "take followed by a filter");

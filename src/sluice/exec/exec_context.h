@@ -14,6 +14,7 @@
 #include "sluice/core/buffer_pool.h"
 #include "sluice/exec/autotune.h"
 #include "sluice/exec/node_stats.h"
+#include "sluice/exec/epoch_progress.h"
 #include "sluice/exec/shuffle_state.h"
 #include "sluice/exec/trace_buffer.h"
 #include "sluice/io/corruption_log.h"
@@ -127,22 +128,23 @@ struct ExecContext {
   // Where spans go while a profile traces the run; null otherwise.
   std::atomic<TraceBuffer*> trace{nullptr};
   // When set, the source reads these splits, in this order, instead of all
-  // of its own (a service worker running the splits it was handed, or an
-  // epoch whose order the iterator tracks for its saved state).
+  // of its own (a service worker running the splits it was handed).
   std::vector<io::Split> splits;
   bool only_splits = false;
-  // A resumed epoch (exec/resume.h): the source drops the rows of its first
-  // split before record `resume_record` of file `resume_file` (-1: none),
-  // delivered before the state was saved.
-  int32_t resume_file = -1;
-  int64_t resume_record = 0;
-  // A resumed epoch: the shuffle's buffer as it stood, and the rows and
-  // elements delivered before (where take nodes stood).
-  std::optional<ShufflePosition> shuffle_resume;
-  int64_t resume_rows = 0;
-  int64_t resume_elements = 0;
-  // Set when the pipeline's iterator tracks its position through a shuffle.
+
+  // Set when the pipeline's iterator tracks its position (exec/resume.h):
+  // each epoch's split order, the shuffle's marks, the repeat's seams.
+  std::unique_ptr<SplitOrders> orders;
   std::unique_ptr<ShuffleLog> shuffle_log;
+  std::unique_ptr<RepeatSeams> repeat_seams;
+  // A resumed epoch: where it stood, and the number of the epoch (a
+  // repeat's) whose source and shuffle start there.
+  std::optional<EpochPosition> resume;
+  uint64_t resume_epoch = 0;
+  // `resume` when epoch `epoch` is the resumed one; null otherwise.
+  const EpochPosition* ResumeOf(uint64_t epoch) const {
+    return resume && epoch == resume_epoch ? &*resume : nullptr;
+  }
 };
 
 }  // namespace sluice::exec

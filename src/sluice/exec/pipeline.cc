@@ -72,7 +72,7 @@ PipelineIterator::~PipelineIterator() {
 absl::Status PipelineIterator::Next(Batch* out, bool* end) {
   const int64_t start = ctx_->stats == nullptr ? 0 : NowNs();
   absl::Status s = NextElement(out, end);
-  if (s.ok() && !*end && position_status_.ok()) position_status_ = Advance(order_, *out, ctx_->shuffle_log.get(), &position_);
+  if (s.ok() && !*end && position_status_.ok()) position_status_ = tracker_->Delivered(*out);
   if (ctx_->stats == nullptr) return s;
   const int64_t stop = NowNs();
   if (s.ok() && !*end) ctx_->stats->CountConsumerWait(stop - start);
@@ -82,7 +82,7 @@ absl::Status PipelineIterator::Next(Batch* out, bool* end) {
 
 absl::StatusOr<std::string> PipelineIterator::SaveState() const {
   if (!position_status_.ok()) return position_status_;
-  return SerializeState(fingerprint_, position_);
+  return SerializeState(fingerprint_, tracker_->position());
 }
 
 absl::Status PipelineIterator::NextElement(Batch* out, bool* end) {
@@ -393,20 +393,24 @@ std::vector<Knob> Pipeline::MakeKnobs(ExecContext* ctx) const {
   return tunable;
 }
 
+void Pipeline::Track(PipelineIterator* it, EpochPosition start) const {
+  ExecContext* ctx = it->ctx_.get();
+  ctx->orders = std::make_unique<SplitOrders>(compiled_.nodes.front(), compiled_.seed);
+  if (start.shuffle) ctx->shuffle_log = std::make_unique<ShuffleLog>();
+  const bool repeats = Has(compiled_, graph::NodeKind::kRepeat);
+  if (repeats) ctx->repeat_seams = std::make_unique<RepeatSeams>();
+  it->fingerprint_ = compiled_.output_fingerprint;
+  it->tracker_ = std::make_unique<PositionTracker>(ctx, repeats, std::move(start));
+}
+
 std::unique_ptr<PipelineIterator> Pipeline::Iterate(uint64_t epoch) const {
   std::unique_ptr<PipelineIterator> it = NewIterator(/*tune=*/true);
   it->position_status_ = CheckResumable(compiled_);
   if (it->position_status_.ok()) {
-    // The source reads the order tracked here: drawn once.
-    it->order_ = EpochSplitOrder(compiled_.nodes.front(), compiled_.seed, epoch);
-    it->ctx_->splits = it->order_;
-    it->ctx_->only_splits = true;
-    if (Shuffles(compiled_)) {
-      it->ctx_->shuffle_log = std::make_unique<ShuffleLog>();
-      it->position_.shuffle = ShufflePosition{};
-    }
-    it->position_.epoch = epoch;
-    it->fingerprint_ = compiled_.output_fingerprint;
+    EpochPosition start;
+    start.epoch = epoch;
+    if (Has(compiled_, graph::NodeKind::kShuffle)) start.shuffle = ShufflePosition{};
+    Track(it.get(), std::move(start));
   }
   it->root_ = MakeIterator(it->ctx_.get(), compiled_.nodes.size() - 1, epoch);
   return it;
@@ -414,43 +418,27 @@ std::unique_ptr<PipelineIterator> Pipeline::Iterate(uint64_t epoch) const {
 
 absl::StatusOr<std::unique_ptr<PipelineIterator>> Pipeline::Resume(const std::string& state) const {
   SLUICE_RETURN_IF_ERROR(CheckResumable(compiled_));
-  SLUICE_ASSIGN_OR_RETURN(const EpochPosition p, ParseState(state, compiled_.output_fingerprint));
-  std::vector<io::Split> order = EpochSplitOrder(compiled_.nodes.front(), compiled_.seed, p.epoch);
-  if (p.split > static_cast<int64_t>(order.size())) {
-    return absl::InvalidArgumentError(absl::StrCat("the state's split is ", p.split, " but epoch ", p.epoch,
-                                                   " has ", order.size(), " splits"));
-  }
-  if (p.shuffle.has_value() != Shuffles(compiled_)) {
+  SLUICE_ASSIGN_OR_RETURN(EpochPosition p, ParseState(state, compiled_.output_fingerprint));
+  if (p.shuffle.has_value() != Has(compiled_, graph::NodeKind::kShuffle)) {
     return absl::InvalidArgumentError(p.shuffle ? "the state has a shuffle's position but this pipeline has no shuffle"
                                                 : "this pipeline shuffles but the state has no shuffle position");
   }
+  const bool repeats = Has(compiled_, graph::NodeKind::kRepeat);
+  if (!repeats && p.repeat > 0) {
+    return absl::InvalidArgumentError(absl::StrCat("the state is in a repeat's epoch ", p.repeat,
+                                                   " but this pipeline has no repeat"));
+  }
+  const uint64_t epoch = repeats ? RepeatEpoch(p.epoch, p.repeat) : p.epoch;
   std::unique_ptr<PipelineIterator> it = NewIterator(/*tune=*/true);
-  if (p.shuffle) {
-    it->ctx_->shuffle_log = std::make_unique<ShuffleLog>();
-    it->ctx_->shuffle_resume = p.shuffle;
+  Track(it.get(), p);
+  const size_t splits = it->ctx_->orders->Get(epoch)->size();
+  if (p.split > static_cast<int64_t>(splits)) {
+    return absl::InvalidArgumentError(absl::StrCat("the state's split is ", p.split, " but epoch ", epoch, " has ",
+                                                   splits, " splits"));
   }
-  it->ctx_->resume_rows = p.rows;
-  it->ctx_->resume_elements = p.elements;
-  std::vector<io::Split>& rest = it->ctx_->splits;
-  rest.assign(order.begin() + p.split, order.end());
-  it->ctx_->only_splits = true;
-  if (!rest.empty()) {
-    io::Split& first = rest.front();
-    if (compiled_.nodes.front().format->SeeksRecords(first.file)) {  // start at the record
-      if (first.end_record >= 0 && p.record >= first.end_record) {
-        rest.erase(rest.begin());
-      } else {
-        first.begin_record = std::max(first.begin_record, p.record);
-      }
-    } else {  // read from the split's start, dropping what was delivered
-      it->ctx_->resume_file = first.file;
-      it->ctx_->resume_record = p.record;
-    }
-  }
-  it->order_ = std::move(order);
-  it->position_ = p;
-  it->fingerprint_ = compiled_.output_fingerprint;
-  it->root_ = MakeIterator(it->ctx_.get(), compiled_.nodes.size() - 1, p.epoch);
+  it->ctx_->resume = std::move(p);
+  it->ctx_->resume_epoch = epoch;
+  it->root_ = MakeIterator(it->ctx_.get(), compiled_.nodes.size() - 1, it->ctx_->resume->epoch);
   return it;
 }
 

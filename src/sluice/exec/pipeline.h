@@ -11,6 +11,7 @@
 #include "sluice/core/batch.h"
 #include "sluice/exec/exec_context.h"
 #include "sluice/exec/iterator.h"
+#include "sluice/exec/position_tracker.h"
 #include "sluice/exec/resume.h"
 #include "sluice/graph/compiled_pipeline.h"
 
@@ -63,12 +64,11 @@ class PipelineIterator {
   std::unique_ptr<Iterator> root_;  // after ctx_: destroyed first
   Batch chunk_;                     // unbatched pipelines: rows left to hand out
   int64_t next_row_ = 0;
-  // Resumable pipelines: the epoch's split order and the position after
-  // the last element; `position_status_` says why there is none.
+  // Resumable pipelines: the position after the last element;
+  // `position_status_` says why there is none.
   absl::Status position_status_;
   std::string fingerprint_;
-  std::vector<io::Split> order_;
-  EpochPosition position_;
+  std::unique_ptr<PositionTracker> tracker_;
 };
 
 // Immutable after Create but for the autotuner's state, which carries tuning
@@ -127,6 +127,8 @@ class Pipeline {
   std::unique_ptr<Iterator> MakeNodeIterator(ExecContext* ctx, size_t index, uint64_t epoch,
                                              int64_t first_chunk_rows) const;
   std::unique_ptr<PipelineIterator> NewIterator(bool tune) const;
+  // Makes `it` follow its position from `start` (CheckResumable passed).
+  void Track(PipelineIterator* it, EpochPosition start) const;
   std::vector<Knob> MakeKnobs(ExecContext* ctx) const;
   void ReserveWorkingSet() const;
   std::vector<BufferPool*> OutputPools() const;

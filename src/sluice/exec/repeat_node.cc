@@ -1,28 +1,36 @@
 // Repeat node: runs its input `count` times (forever when count <= 0), each
 // time as a new epoch, so shuffles and random ops differ between repeats;
-// before batching, its chunks stay whole across the epochs' seams.
+// before batching, its chunks stay whole across the epochs' seams. A
+// resumed epoch starts at the repeat's epoch it was saved in.
 #include "sluice/core/status_macros.h"
 #include "sluice/exec/iterator.h"
 
 namespace sluice::exec {
 namespace {
 
-// Inner epochs of outer epoch e are e * kStride + i: distinct for every
-// (e, i) while i < kStride.
-constexpr uint64_t kStride = uint64_t{1} << 20;
-
 class RepeatIterator : public Iterator {
  public:
   // `chunk_rows` > 0: keep the chunks of that size aligned across epochs.
   RepeatIterator(const IteratorArgs& args, int64_t chunk_rows, InputFactory input)
-      : count_(args.node->count), outer_epoch_(args.epoch), chunk_rows_(chunk_rows), make_input_(std::move(input)) {}
+      : count_(args.node->count),
+        outer_epoch_(args.epoch),
+        chunk_rows_(chunk_rows),
+        seams_(args.ctx->repeat_seams.get()),
+        make_input_(std::move(input)) {
+    if (args.ctx->resume) {
+      done_ = args.ctx->resume->repeat;
+      rows_ = args.ctx->resume->rows;
+      empty_run_ = false;  // the resumed epoch may have nothing left, yet had rows
+    }
+  }
 
   absl::Status GetNext(Batch* out, bool* end) override {
     while (count_ <= 0 || done_ < count_) {
       if (!input_) {
         // The rest of the batch the last epoch left unfinished, if any.
         const int64_t into_chunk = chunk_rows_ > 0 ? rows_ % chunk_rows_ : 0;
-        input_ = make_input_(outer_epoch_ * kStride + done_, into_chunk > 0 ? chunk_rows_ - into_chunk : 0);
+        if (seams_ != nullptr) seams_->Add(rows_, done_);
+        input_ = make_input_(RepeatEpoch(outer_epoch_, done_), into_chunk > 0 ? chunk_rows_ - into_chunk : 0);
       }
       bool input_end = false;
       SLUICE_RETURN_IF_ERROR(input_->GetNext(out, &input_end));
@@ -45,6 +53,7 @@ class RepeatIterator : public Iterator {
   const int64_t count_;
   const uint64_t outer_epoch_;
   const int64_t chunk_rows_;
+  RepeatSeams* const seams_;  // null when the position is not tracked
   InputFactory make_input_;
   int64_t rows_ = 0;  // handed out, all epochs
   std::unique_ptr<Iterator> input_;

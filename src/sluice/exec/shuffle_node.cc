@@ -34,8 +34,9 @@ class ShuffleIterator : public Iterator {
   absl::Status GetNext(Batch* out, bool* end) override {
     if (!started_) {
       // A state saved before the first draw is the epoch's start.
-      const std::optional<ShufflePosition>& resume = ctx_->shuffle_resume;
-      SLUICE_RETURN_IF_ERROR(resume && resume->emitted > 0 ? Restore(*resume) : Fill());
+      const EpochPosition* resume = ctx_->ResumeOf(epoch_);
+      const bool restore = resume != nullptr && resume->shuffle && resume->shuffle->emitted > 0;
+      SLUICE_RETURN_IF_ERROR(restore ? Restore(*resume->shuffle) : Fill());
       started_ = true;
     }
     if (buffer_.empty()) {
@@ -52,7 +53,7 @@ class ShuffleIterator : public Iterator {
       copier.Append(*row.chunk, row.row, row.row + 1);
       if (log_ != nullptr) {
         held_.Release(row.index);
-        marks.push_back(ShuffleMark{row.chunk->provenance.SampleId(row.row), {}, {}});
+        marks.push_back(ShuffleMark{epoch_, row.chunk->provenance.SampleId(row.row), {}, {}});
       }
       if (!PendingLeft() && !input_end_) {  // never wait on the input holding a token
         token.reset();

@@ -44,10 +44,10 @@ void ShuffleLog::Add(const std::vector<ShuffleMark>& marks) {
   marks_.insert(marks_.end(), marks.begin(), marks.end());
 }
 
-std::optional<ShuffleMark> ShuffleLog::Take(int64_t sample_id) {
+std::optional<ShuffleMark> ShuffleLog::Take(uint64_t epoch, int64_t sample_id) {
   absl::MutexLock lock(&mu_);
   const auto it = std::find_if(marks_.begin(), marks_.end(),
-                               [&](const ShuffleMark& m) { return m.sample_id == sample_id; });
+                               [&](const ShuffleMark& m) { return m.sample_id == sample_id && m.epoch == epoch; });
   if (it == marks_.end()) return std::nullopt;
   const ShuffleMark mark = *it;
   marks_.erase(marks_.begin(), it + 1);

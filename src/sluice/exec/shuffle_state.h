@@ -58,8 +58,10 @@ class HeldRows {
   std::deque<Row> window_;
 };
 
-// Where the shuffle stood after emitting the row of `sample_id`.
+// Where the shuffle stood after emitting the row of `sample_id` in epoch
+// `epoch` (a repeat's epochs see the same samples).
 struct ShuffleMark {
+  uint64_t epoch = 0;
   int64_t sample_id = -1;
   ShufflePosition position;
   RowOrigin oldest_origin;  // file -1: the buffer was empty
@@ -71,9 +73,9 @@ struct ShuffleMark {
 class ShuffleLog {
  public:
   void Add(const std::vector<ShuffleMark>& marks);
-  // The mark of `sample_id`'s emission, dropping it and those before it
-  // (rows filtered out after the shuffle); nullopt when not logged.
-  std::optional<ShuffleMark> Take(int64_t sample_id);
+  // The mark of `sample_id`'s emission in `epoch`, dropping it and those
+  // before it (rows filtered out after the shuffle); nullopt when not logged.
+  std::optional<ShuffleMark> Take(uint64_t epoch, int64_t sample_id);
 
  private:
   absl::Mutex mu_;

@@ -11,7 +11,6 @@
 #include "sluice/core/rng.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/exec/iterator.h"
-#include "sluice/exec/resume.h"
 #include "sluice/exec/split_read_ahead.h"
 
 namespace sluice::exec {
@@ -25,15 +24,14 @@ class SourceIterator : public Iterator {
         node_(*args.node),
         chunk_rows_(args.chunk_rows),
         next_chunk_rows_(args.first_chunk_rows > 0 ? args.first_chunk_rows : args.chunk_rows) {
-    splits_ = ctx_->only_splits ? ctx_->splits : EpochSplitOrder(node_, ctx_->seed, args.epoch);
-    resume_file_ = ctx_->resume_file;
-    resume_record_ = ctx_->resume_record;
-    // The first chunk reads the rows it will drop on top of its own, so the
-    // chunks after a resume line up with batches as before (a short first
-    // chunk would make the first batch wait for two chunks' work).
-    if (resume_file_ >= 0 && !splits_.empty()) {
-      next_chunk_rows_ += std::max<int64_t>(0, resume_record_ - splits_.front().begin_record);
+    if (ctx_->only_splits) {
+      splits_ = ctx_->splits;
+    } else if (ctx_->orders != nullptr) {
+      splits_ = *ctx_->orders->Get(args.epoch);
+    } else {
+      splits_ = EpochSplitOrder(node_, ctx_->seed, args.epoch);
     }
+    if (const EpochPosition* resume = ctx_->ResumeOf(args.epoch)) StartAt(resume->split, resume->record);
   }
 
   absl::Status GetNext(Batch* out, bool* end) override {
@@ -167,6 +165,29 @@ class SourceIterator : public Iterator {
 
   std::string Where() const { return absl::StrCat("node '", node_.name, "'"); }
 
+  // A resumed epoch starts at `record` of split `split`: record-addressed
+  // splits start there, others are read from their start and the rows
+  // before it dropped (DropResumed).
+  void StartAt(int64_t split, int64_t record) {
+    splits_.erase(splits_.begin(), splits_.begin() + std::min<size_t>(split, splits_.size()));
+    if (splits_.empty()) return;
+    io::Split& first = splits_.front();
+    if (node_.format->SeeksRecords(first.file)) {
+      if (first.end_record >= 0 && record >= first.end_record) {
+        splits_.erase(splits_.begin());
+      } else {
+        first.begin_record = std::max(first.begin_record, record);
+      }
+      return;
+    }
+    resume_file_ = first.file;
+    resume_record_ = record;
+    // The first chunk reads the rows it will drop on top of its own, so the
+    // chunks after a resume line up with batches as before (a short first
+    // chunk would make the first batch wait for two chunks' work).
+    next_chunk_rows_ += std::max<int64_t>(0, record - first.begin_record);
+  }
+
   // A resumed epoch: drops the chunk's leading rows of the resumed file
   // before the resume record (delivered before the save); true when none
   // is left. Skipping stops at the first row past them.
@@ -208,7 +229,7 @@ class SourceIterator : public Iterator {
   int64_t ragged_hint_ = 0;
   std::unique_ptr<SplitReadAhead> read_ahead_;  // parallel_reads > 1
   std::deque<Batch> ahead_;                     // the chunks of the split being handed on
-  int32_t resume_file_ = -1;  // ExecContext::resume_file, until passed
+  int32_t resume_file_ = -1;  // StartAt's, until passed
   int64_t resume_record_ = 0;
   int64_t bytes_ = 0;     // delivered, for the throttle
   int64_t start_ns_ = 0;  // first GetNext, for the throttle

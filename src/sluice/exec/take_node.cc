@@ -7,10 +7,16 @@
 namespace sluice::exec {
 namespace {
 
+// Elements this take passed on before the resumed epoch's save.
+int64_t Delivered(const IteratorArgs& args) {
+  if (!args.ctx->resume) return 0;
+  return args.node->batched ? args.ctx->resume->elements : args.ctx->resume->rows;
+}
+
 class TakeIterator : public Iterator {
  public:
   TakeIterator(const IteratorArgs& args, std::unique_ptr<Iterator> input)
-      : left_(args.node->count - (args.node->batched ? args.ctx->resume_elements : args.ctx->resume_rows)),
+      : left_(args.node->count - Delivered(args)),
         per_row_(!args.node->batched),
         input_(std::move(input)) {}
 

@@ -1,0 +1,79 @@
+// Where an epoch stands, and what the nodes record that let the pipeline's
+// iterator find it while they run ahead of delivery: each epoch's split
+// order (drawn once, for the source and the iterator alike) and the seams
+// between a repeat's epochs.
+#ifndef SLUICE_EXEC_EPOCH_PROGRESS_H_
+#define SLUICE_EXEC_EPOCH_PROGRESS_H_
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "sluice/exec/shuffle_state.h"
+#include "sluice/graph/compiled_pipeline.h"
+#include "sluice/io/file_split.h"
+
+namespace sluice::exec {
+
+struct EpochPosition {
+  uint64_t epoch = 0;
+  // Inside a repeat: its epochs run to the end before this one.
+  int64_t repeat = 0;
+  // The next record to deliver is `record` (in its file's numbering) of
+  // split `split` of the (repeat's) epoch's split order.
+  int64_t split = 0;
+  int64_t record = 0;
+  int64_t elements = 0;  // delivered this epoch
+  int64_t rows = 0;      // delivered this epoch
+  // Set when the pipeline shuffles; then split and record name the oldest
+  // row the buffer held.
+  std::optional<ShufflePosition> shuffle;
+};
+
+// A repeat's epochs inside epoch `outer` are numbered outer * stride + i:
+// distinct for every (outer, i) while i < stride.
+constexpr uint64_t kRepeatEpochStride = uint64_t{1} << 20;
+inline uint64_t RepeatEpoch(uint64_t outer, int64_t i) { return outer * kRepeatEpochStride + static_cast<uint64_t>(i); }
+
+// The order in which the source reads its splits in epoch `epoch`.
+std::vector<io::Split> EpochSplitOrder(const graph::CompiledNode& source, uint64_t seed, uint64_t epoch);
+
+// EpochSplitOrder, drawn once per epoch (a source's splits may list files
+// that change). Keeps the last few epochs. Thread-safe.
+class SplitOrders {
+ public:
+  // `source` must outlive this.
+  SplitOrders(const graph::CompiledNode& source, uint64_t seed) : source_(source), seed_(seed) {}
+  std::shared_ptr<const std::vector<io::Split>> Get(uint64_t epoch);
+
+ private:
+  const graph::CompiledNode& source_;
+  const uint64_t seed_;
+  absl::Mutex mu_;
+  std::map<uint64_t, std::shared_ptr<const std::vector<io::Split>>> orders_ ABSL_GUARDED_BY(mu_);
+};
+
+// Where each of a repeat's epochs starts among the rows it hands out.
+// Thread-safe.
+class RepeatSeams {
+ public:
+  // Epoch `i` of the repeat starts after `rows_before` rows.
+  void Add(int64_t rows_before, int64_t i);
+  // The epoch that row `row` belongs to, forgetting the ones before it;
+  // nullopt when none had started by then.
+  std::optional<int64_t> Find(int64_t row);
+
+ private:
+  absl::Mutex mu_;
+  std::deque<std::pair<int64_t, int64_t>> seams_ ABSL_GUARDED_BY(mu_);  // (rows_before, i)
+};
+
+}  // namespace sluice::exec
+
+#endif  // SLUICE_EXEC_EPOCH_PROGRESS_H_

@@ -1,0 +1,45 @@
+// Follows where an epoch stands as the pipeline's iterator delivers its
+// elements, for a saved state (exec/resume.h). Nodes run ahead of delivery,
+// so the position is read off the last delivered row: its origin, where
+// the shuffle's log says the shuffle stood after emitting it, and which of
+// the repeat's epochs its row number falls in.
+#ifndef SLUICE_EXEC_POSITION_TRACKER_H_
+#define SLUICE_EXEC_POSITION_TRACKER_H_
+
+#include <memory>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "sluice/core/batch.h"
+#include "sluice/exec/epoch_progress.h"
+#include "sluice/exec/exec_context.h"
+
+namespace sluice::exec {
+
+// Thread-compatible: the consumer's thread calls it.
+class PositionTracker {
+ public:
+  // `start`: where delivery starts (an epoch's start, or a resumed
+  // position). REQUIRES: ctx->orders is set, and ctx->shuffle_log and
+  // ctx->repeat_seams when the pipeline shuffles and repeats; `ctx`
+  // outlives this.
+  PositionTracker(ExecContext* ctx, bool repeats, EpochPosition start);
+
+  // Moves past `element` (a batch, or one sample). FailedPrecondition when
+  // its last row's origin is unknown or not where the epoch's splits say.
+  absl::Status Delivered(const Batch& element);
+  const EpochPosition& position() const { return p_; }
+
+ private:
+  // The number of the epoch the position is in (a repeat's, inside one).
+  uint64_t epoch() const { return repeats_ ? RepeatEpoch(p_.epoch, p_.repeat) : p_.epoch; }
+
+  ExecContext* const ctx_;
+  const bool repeats_;
+  EpochPosition p_;
+  std::shared_ptr<const std::vector<io::Split>> order_;  // of epoch()
+};
+
+}  // namespace sluice::exec
+
+#endif  // SLUICE_EXEC_POSITION_TRACKER_H_
