@@ -175,5 +175,46 @@ TEST_F(TfRecordReaderTest, SeekContinuesFromARecord) {
   EXPECT_EQ((*reader)->record_index(), 3);
 }
 
+// Skipping k records by their headers, then reading, gives what reading
+// everything gives from record k on, with the same record numbers: on a
+// clean file and with a damaged data CRC or length CRC before, at or after
+// record k (skipped corruption counted as reading counts it).
+TEST_F(TfRecordReaderTest, SkipPassesOverRecordsNumberingThemAsReadingDoes) {
+  const std::vector<std::string> written = VariedRecords(7);
+  std::vector<uint64_t> offsets;
+  for (size_t r = 0, at = 0; r < written.size(); at += 16 + written[r++].size()) offsets.push_back(at);
+  // (damaged byte, or none): record 2's length, record 4's data.
+  for (int64_t damage : {int64_t{-1}, static_cast<int64_t>(offsets[2] + 3), static_cast<int64_t>(offsets[4] + 14)}) {
+    testing::WriteTfRecords(path_, written);
+    if (damage >= 0) testing::IncrementByte(path_, damage);
+    auto read = [&](int64_t skip) {
+      CorruptionLog log;
+      TfRecordReader::Options options;
+      options.skip_log = &log;
+      options.buffer_bytes = 16;
+      std::vector<std::pair<int64_t, std::string>> out;
+      auto reader = TfRecordReader::Open(path_, options);
+      EXPECT_TRUE(reader.ok());
+      EXPECT_TRUE((*reader)->Skip(skip).ok());
+      while (true) {
+        auto r = (*reader)->Next();
+        EXPECT_TRUE(r.ok());
+        if (!r.ok() || !*r) return out;
+        out.emplace_back((*reader)->record_index() - 1, std::string(**r));
+      }
+    };
+    const std::vector<std::pair<int64_t, std::string>> all = read(0);
+    ASSERT_EQ(all.size(), damage >= 0 ? 6u : 7u);
+    for (int64_t skip = 0; skip <= 7; ++skip) {
+      SCOPED_TRACE(::testing::Message() << "damage " << damage << ", skip " << skip);
+      std::vector<std::pair<int64_t, std::string>> rest;
+      for (const auto& r : all) {
+        if (r.first >= skip) rest.push_back(r);
+      }
+      EXPECT_EQ(read(skip), rest);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace sluice::io

@@ -172,7 +172,7 @@ class SourceIterator : public Iterator {
     splits_.erase(splits_.begin(), splits_.begin() + std::min<size_t>(split, splits_.size()));
     if (splits_.empty()) return;
     io::Split& first = splits_.front();
-    if (node_.format->SeeksRecords(first.file)) {
+    if (node_.format->SeeksRecords()) {
       if (first.end_record >= 0 && record >= first.end_record) {
         splits_.erase(splits_.begin());
       } else {

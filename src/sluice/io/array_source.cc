@@ -70,7 +70,7 @@ class ArraySource : public SourceFormat {
   std::vector<Split> MakeSplits() const override {
     return MakeRecordSplits({rows_}, split_records_);
   }
-  bool SeeksRecords(int32_t file) const override { return true; }
+  bool SeeksRecords() const override { return true; }
   absl::StatusOr<std::unique_ptr<SplitReader>> OpenSplit(const Split& split,
                                                          CorruptionLog*) const override {
     return std::unique_ptr<SplitReader>(new ArraySplitReader(columns_, split));

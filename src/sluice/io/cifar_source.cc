@@ -58,7 +58,7 @@ class Cifar10Source : public SourceFormat {
     for (const auto& f : files_) records.push_back(static_cast<int64_t>(f->size()) / kCifarRecordBytes);
     return MakeRecordSplits(records, split_records_);
   }
-  bool SeeksRecords(int32_t file) const override { return true; }
+  bool SeeksRecords() const override { return true; }
   absl::StatusOr<std::unique_ptr<SplitReader>> OpenSplit(const Split& split,
                                                          CorruptionLog*) const override {
     return std::unique_ptr<SplitReader>(new CifarSplitReader(*files_[split.file], split));

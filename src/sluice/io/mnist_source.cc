@@ -55,7 +55,7 @@ class MnistSource : public SourceFormat {
   std::vector<Split> MakeSplits() const override {
     return MakeRecordSplits({pair_.image_header.dims[0]}, split_records_);
   }
-  bool SeeksRecords(int32_t file) const override { return true; }
+  bool SeeksRecords() const override { return true; }
   absl::StatusOr<std::unique_ptr<SplitReader>> OpenSplit(const Split& split,
                                                          CorruptionLog*) const override {
     return std::unique_ptr<SplitReader>(new MnistSplitReader(pair_, split));

@@ -46,10 +46,11 @@ class SourceFormat {
   virtual const std::shared_ptr<const std::vector<std::string>>& files() const = 0;
   // The splits of one epoch, in file order.
   virtual std::vector<Split> MakeSplits() const = 0;
-  // Whether OpenSplit honours any begin_record within a split of `file`
-  // (record-addressed formats: a resumed epoch starts there instead of
-  // reading and dropping the records before it).
-  virtual bool SeeksRecords(int32_t file) const { return false; }
+  // Whether OpenSplit honours any begin_record within a split (a resumed
+  // epoch starts there instead of reading and dropping the records before
+  // it): record-addressed formats, and TFRecords, which pass over records
+  // by their headers.
+  virtual bool SeeksRecords() const { return false; }
   // `skip_log` (may be null) receives skipped corrupt records.
   virtual absl::StatusOr<std::unique_ptr<SplitReader>> OpenSplit(const Split& split,
                                                                  CorruptionLog* skip_log) const = 0;

@@ -119,42 +119,66 @@ absl::Status TfRecordReader::Corrupt(const absl::Status& error, uint64_t start, 
   return absl::OkStatus();
 }
 
+absl::Status TfRecordReader::Skip(int64_t records) {
+  const int64_t target = record_index_ + records;
+  while (record_index_ < target && offset_ < end()) {
+    SLUICE_ASSIGN_OR_RETURN(const size_t have, Fill(kHeaderBytes));
+    const uint8_t* header = buf_.data() + (offset_ - buf_start_);
+    if (have == kHeaderBytes && UnmaskCrc(LoadU32(header + 8)) == Crc32c(header, 8)) {
+      const uint64_t length = LoadU64(header);
+      const uint64_t left = file_->size() - offset_;
+      if (length <= left && kHeaderBytes + length + kFooterBytes <= left) {
+        Seek(offset_ + kHeaderBytes + length + kFooterBytes, record_index_ + 1);
+        continue;
+      }
+    }
+    SLUICE_RETURN_IF_ERROR(Step().status());
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::optional<absl::string_view>> TfRecordReader::Next() {
   while (offset_ < end()) {
-    const uint64_t start = offset_;
-    uint64_t length = 0;
-    SLUICE_ASSIGN_OR_RETURN(Frame frame, CheckFrame(&length));
-    const auto where = [&] { return absl::StrCat(" in ", path(), " at offset ", start); };
-    switch (frame) {
-      case Frame::kOk:
-        offset_ = start + kHeaderBytes + length + kFooterBytes;
-        ++record_index_;
-        return std::optional<absl::string_view>(absl::string_view(
-            reinterpret_cast<const char*>(buf_.data() + (start - buf_start_) + kHeaderBytes), length));
-      case Frame::kTruncatedHeader:
-        SLUICE_RETURN_IF_ERROR(Corrupt(absl::DataLossError(absl::StrCat("truncated record header", where(), ": ",
-                                                                        file_->size() - start, " of 12 bytes")),
-                                       start, file_->size()));
-        break;
-      case Frame::kTruncatedFrame:
-        SLUICE_RETURN_IF_ERROR(Corrupt(
-            absl::DataLossError(absl::StrCat("truncated record", where(), ": frame of ",
-                                             kHeaderBytes + length + kFooterBytes, " bytes, file has ",
-                                             file_->size() - start, " left")),
-            start, file_->size()));
-        break;
-      case Frame::kBadDataCrc:
-        SLUICE_RETURN_IF_ERROR(Corrupt(absl::DataLossError(absl::StrCat("corrupted record (data crc mismatch)", where())),
-                                       start, start + kHeaderBytes + length + kFooterBytes));
-        break;
-      case Frame::kBadLengthCrc: {
-        const absl::Status error = absl::DataLossError(absl::StrCat(
-            "corrupted record (length crc mismatch)", where(), start == 0 ? " (is this a TFRecord file?)" : ""));
-        if (options_.skip_log == nullptr) return error;
-        SLUICE_ASSIGN_OR_RETURN(uint64_t next, Resync(start + 1));
-        SLUICE_RETURN_IF_ERROR(Corrupt(error, start, next));
-        break;
-      }
+    SLUICE_ASSIGN_OR_RETURN(std::optional<absl::string_view> record, Step());
+    if (record) return record;
+  }
+  return std::optional<absl::string_view>();
+}
+
+absl::StatusOr<std::optional<absl::string_view>> TfRecordReader::Step() {
+  const uint64_t start = offset_;
+  uint64_t length = 0;
+  SLUICE_ASSIGN_OR_RETURN(Frame frame, CheckFrame(&length));
+  const auto where = [&] { return absl::StrCat(" in ", path(), " at offset ", start); };
+  switch (frame) {
+    case Frame::kOk:
+      offset_ = start + kHeaderBytes + length + kFooterBytes;
+      ++record_index_;
+      return std::optional<absl::string_view>(absl::string_view(
+          reinterpret_cast<const char*>(buf_.data() + (start - buf_start_) + kHeaderBytes), length));
+    case Frame::kTruncatedHeader:
+      SLUICE_RETURN_IF_ERROR(Corrupt(absl::DataLossError(absl::StrCat("truncated record header", where(), ": ",
+                                                                      file_->size() - start, " of 12 bytes")),
+                                     start, file_->size()));
+      break;
+    case Frame::kTruncatedFrame:
+      SLUICE_RETURN_IF_ERROR(Corrupt(
+          absl::DataLossError(absl::StrCat("truncated record", where(), ": frame of ",
+                                           kHeaderBytes + length + kFooterBytes, " bytes, file has ",
+                                           file_->size() - start, " left")),
+          start, file_->size()));
+      break;
+    case Frame::kBadDataCrc:
+      SLUICE_RETURN_IF_ERROR(Corrupt(absl::DataLossError(absl::StrCat("corrupted record (data crc mismatch)", where())),
+                                     start, start + kHeaderBytes + length + kFooterBytes));
+      break;
+    case Frame::kBadLengthCrc: {
+      const absl::Status error = absl::DataLossError(absl::StrCat(
+          "corrupted record (length crc mismatch)", where(), start == 0 ? " (is this a TFRecord file?)" : ""));
+      if (options_.skip_log == nullptr) return error;
+      SLUICE_ASSIGN_OR_RETURN(uint64_t next, Resync(start + 1));
+      SLUICE_RETURN_IF_ERROR(Corrupt(error, start, next));
+      break;
     }
   }
   return std::optional<absl::string_view>();

@@ -46,6 +46,10 @@ class TfRecordReader {
 
   // Continues reading at `offset`, which is the start of record `record_index`.
   void Seek(uint64_t offset, int64_t record_index);
+  // Moves past the next `records` records reading only their headers (a
+  // resumed split passes over records read before); a damaged frame is
+  // handled as Next() handles it (a corrupt record counts as reading counts it).
+  absl::Status Skip(int64_t records);
   // Reads no record at or after `end_offset` (where the next split starts):
   // a damaged stretch that crosses it is skipped and counted up to it only.
   void SetEnd(uint64_t end_offset);
@@ -76,6 +80,9 @@ class TfRecordReader {
   // Handles the corrupt frame at `start`: an error, or (when skipping) a log
   // entry and a move to `next`, the offset reading goes on from.
   absl::Status Corrupt(const absl::Status& error, uint64_t start, uint64_t next);
+  // Reads the frame at offset_: its record, or nullopt when it was corrupt
+  // and passed over (or an error, when not skipping).
+  absl::StatusOr<std::optional<absl::string_view>> Step();
 
   std::unique_ptr<RandomAccessFile> file_;
   Options options_;

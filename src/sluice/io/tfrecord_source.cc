@@ -63,8 +63,9 @@ class TfRecordSource : public SourceFormat {
     return splits;
   }
 
-  // Indexed files seek to a record; others are read from their start.
-  bool SeeksRecords(int32_t file) const override { return !offsets_[file].empty(); }
+  // Indexed files seek to a record; others pass over the records before it
+  // reading only their headers.
+  bool SeeksRecords() const override { return true; }
 
   absl::StatusOr<std::unique_ptr<SplitReader>> OpenSplit(const Split& split,
                                                          CorruptionLog* skip_log) const override {
@@ -75,7 +76,8 @@ class TfRecordSource : public SourceFormat {
     SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<TfRecordReader> reader,
                             TfRecordReader::Open((*files_)[split.file], options));
     // A record range: from its first record's offset to the next range's.
-    if (split.begin_record > 0) reader->Seek(offsets[split.begin_record], split.begin_record);
+    if (split.begin_record > 0 && !offsets.empty()) reader->Seek(offsets[split.begin_record], split.begin_record);
+    if (split.begin_record > 0 && offsets.empty()) SLUICE_RETURN_IF_ERROR(reader->Skip(split.begin_record));
     if (split.end_record >= 0 && split.end_record < static_cast<int64_t>(offsets.size())) {
       reader->SetEnd(offsets[split.end_record]);
     }

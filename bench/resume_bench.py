@@ -1,0 +1,105 @@
+"""Checkpoint and resume on the reference workloads: the state's size, the
+time to save it, and the time to the first batch after a restore against a
+fresh start, through the CLI as a restarted training job would run it.
+
+    .venv/bin/python bench/resume_bench.py [--data data] [--runs 5] [--cuts 3,30]
+
+For each pipeline and cut K: `sluice run P --stop-after K --save-state S`
+(a fresh start, stopped after K batches), then `sluice run P --resume S
+--stop-after 1`; runs interleaved, medians. "First batch" is from the
+start of the run (the pipeline compiled) to the first batch out. The
+pipelines are pipelines/*.json; "W2, indexed" reads an indexed copy of the
+TFRecords in record ranges of 1,024; "W2, shuffle buffer" shuffles the
+records in a buffer of 10,000 before decoding them, as tf.data's guides
+place it. Prints a table, then one JSON line.
+"""
+
+import argparse
+import copy
+import glob
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.join(HERE, "..")
+SLUICE = os.path.join(ROOT, "build", "src", "sluice", "cli", "sluice")
+
+
+def load(name, data):
+    with open(os.path.join(ROOT, "pipelines", name)) as f:
+        text = f.read().replace('"data/', f'"{data}/')
+    return json.loads(text)
+
+
+def pipelines(data, tmp):
+    w2 = load("w2_cifar10.json", data)
+    indexed = copy.deepcopy(w2)
+    copies = os.path.join(tmp, "cifar10-indexed")
+    os.makedirs(copies)
+    for path in glob.glob(f"{data}/cifar10/*.tfrecord"):
+        shutil.copy(path, copies)
+    subprocess.run([SLUICE, "index", *glob.glob(f"{copies}/*.tfrecord")], check=True, capture_output=True)
+    indexed["nodes"][0]["source"]["tfrecord"]["files"] = [f"{copies}/*.tfrecord"]
+    indexed["nodes"][0]["source"]["split_records"] = 1024
+    shuffled = copy.deepcopy(w2)
+    shuffled["nodes"].insert(1, {"shuffle": {"buffer_size": 10000}})
+    return {"W1 (MNIST, blur)": load("w1_mnist.json", data),
+            "W2 (CIFAR-10 TFRecords, no index)": w2,
+            "W2, indexed": indexed,
+            "W2, shuffle buffer 10,000": shuffled,
+            "W3 (JPEG folders, shuffled, repeated)": load("w3_imagenet.json", data)}
+
+
+def run(args):
+    out = subprocess.run([SLUICE, "run", *args], check=True, capture_output=True, text=True).stdout
+    first = float(re.search(r"first element after ([\d.]+) ms", out).group(1))
+    saved = re.search(r"state \((\d+) bytes\) saved to .* in ([\d.]+) ms", out)
+    return first, (int(saved.group(1)), float(saved.group(2))) if saved else None
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--data", default="data")
+    p.add_argument("--runs", type=int, default=5)
+    p.add_argument("--cuts", default="3,30", help="batches before the save, comma-separated")
+    a = p.parse_args(argv)
+    cuts = [int(c) for c in a.cuts.split(",")]
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, pipe in pipelines(a.data, tmp).items():
+            path = os.path.join(tmp, "pipe.json")
+            with open(path, "w") as f:
+                json.dump(pipe, f)
+            for cut in cuts:
+                fresh, resumed, sizes, saves = [], [], [], []
+                for _ in range(a.runs):
+                    state = os.path.join(tmp, "state")
+                    first, (size, save_ms) = run([path, "--stop-after", str(cut), "--save-state", state])
+                    fresh.append(first)
+                    sizes.append(size)
+                    saves.append(save_ms)
+                    resumed.append(run([path, "--resume", state, "--stop-after", "1"])[0])
+                row = {"pipeline": name, "cut": cut, "state_bytes": max(sizes),
+                       "save_ms": statistics.median(saves), "first_fresh_ms": statistics.median(fresh),
+                       "first_resumed_ms": statistics.median(resumed)}
+                row["ratio"] = row["first_resumed_ms"] / row["first_fresh_ms"]
+                rows.append(row)
+                print(f"{name}, cut {cut}: state {row['state_bytes']} B, save {row['save_ms']:.2f} ms, first batch "
+                      f"{row['first_fresh_ms']:.1f} ms fresh, {row['first_resumed_ms']:.1f} ms resumed "
+                      f"({row['ratio']:.2f})", file=sys.stderr, flush=True)
+    print("| pipeline | cut (batches) | state | save | first batch, fresh | first batch, resumed | resumed / fresh |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for r in rows:
+        print(f"| {r['pipeline']} | {r['cut']} | {r['state_bytes']} bytes | {r['save_ms']:.2f} ms | "
+              f"{r['first_fresh_ms']:.1f} ms | {r['first_resumed_ms']:.1f} ms | {r['ratio']:.2f} |")
+    print(json.dumps(rows))
+
+
+if __name__ == "__main__":
+    main()
