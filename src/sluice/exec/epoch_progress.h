@@ -36,6 +36,15 @@ struct EpochPosition {
   std::optional<ShufflePosition> shuffle;
 };
 
+// The rows a resumed source hands on, counted from its first: of the first
+// `through`, those in `kept` (ascending); every row after them. A resumed
+// shuffle's buffer needs only the rows it held, and the source passes over
+// the others without reading them whole.
+struct RowSelection {
+  std::vector<int64_t> kept;
+  int64_t through = 0;
+};
+
 // A repeat's epochs inside epoch `outer` are numbered outer * stride + i:
 // distinct for every (outer, i) while i < stride.
 constexpr uint64_t kRepeatEpochStride = uint64_t{1} << 20;

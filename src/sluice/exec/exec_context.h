@@ -141,6 +141,10 @@ struct ExecContext {
   // repeat's) whose source and shuffle start there.
   std::optional<EpochPosition> resume;
   uint64_t resume_epoch = 0;
+  // The resumed shuffle's buffer; and when set, the rows of it the resumed
+  // source hands on, passing over the others.
+  std::optional<ShuffleReplay> resume_buffer;
+  std::optional<RowSelection> resume_selection;
   // `resume` when epoch `epoch` is the resumed one; null otherwise.
   const EpochPosition* ResumeOf(uint64_t epoch) const {
     return resume && epoch == resume_epoch ? &*resume : nullptr;

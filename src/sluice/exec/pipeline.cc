@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "sluice/core/heap_reuse.h"
+#include "sluice/core/rng.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/exec/map_plan.h"
 #include "sluice/ops/device_runtime.h"
@@ -403,6 +404,21 @@ void Pipeline::Track(PipelineIterator* it, EpochPosition start) const {
   it->tracker_ = std::make_unique<PositionTracker>(ctx, repeats, std::move(start));
 }
 
+void Pipeline::PlanShuffleRestore(uint64_t epoch, const ShufflePosition& p, ExecContext* ctx) const {
+  const auto shuffle = std::find_if(compiled_.nodes.begin(), compiled_.nodes.end(), [](const graph::CompiledNode& n) {
+    return n.kind == graph::NodeKind::kShuffle;
+  });
+  ShuffleReplay replay = ReplayShuffle(compiled_.seed, OpKey(shuffle->name, 0), epoch, shuffle->count, p);
+  if (SourceSelectsForShuffle(compiled_)) {
+    RowSelection selection;
+    for (int64_t row : replay.slots) selection.kept.push_back(row - p.oldest);
+    std::sort(selection.kept.begin(), selection.kept.end());
+    selection.through = replay.next - p.oldest;
+    ctx->resume_selection = std::move(selection);
+  }
+  ctx->resume_buffer = std::move(replay);
+}
+
 std::unique_ptr<PipelineIterator> Pipeline::Iterate(uint64_t epoch) const {
   std::unique_ptr<PipelineIterator> it = NewIterator(/*tune=*/true);
   it->position_status_ = CheckResumable(compiled_);
@@ -436,6 +452,7 @@ absl::StatusOr<std::unique_ptr<PipelineIterator>> Pipeline::Resume(const std::st
     return absl::InvalidArgumentError(absl::StrCat("the state's split is ", p.split, " but epoch ", epoch, " has ",
                                                    splits, " splits"));
   }
+  if (p.shuffle && p.shuffle->emitted > 0) PlanShuffleRestore(epoch, *p.shuffle, it->ctx_.get());
   it->ctx_->resume = std::move(p);
   it->ctx_->resume_epoch = epoch;
   it->root_ = MakeIterator(it->ctx_.get(), compiled_.nodes.size() - 1, it->ctx_->resume->epoch);

@@ -129,6 +129,8 @@ class Pipeline {
   std::unique_ptr<PipelineIterator> NewIterator(bool tune) const;
   // Makes `it` follow its position from `start` (CheckResumable passed).
   void Track(PipelineIterator* it, EpochPosition start) const;
+  // The resumed shuffle's buffer, and the rows the source then reads.
+  void PlanShuffleRestore(uint64_t epoch, const ShufflePosition& p, ExecContext* ctx) const;
   std::vector<Knob> MakeKnobs(ExecContext* ctx) const;
   void ReserveWorkingSet() const;
   std::vector<BufferPool*> OutputPools() const;

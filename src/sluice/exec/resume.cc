@@ -79,6 +79,23 @@ absl::Status CheckResumable(const graph::CompiledPipeline& compiled) {
   return absl::OkStatus();
 }
 
+bool SourceSelectsForShuffle(const graph::CompiledPipeline& compiled) {
+  const graph::CompiledNode& source = compiled.nodes.front();
+  if (source.skip_corrupt || source.parallel_reads > 1 || !source.format->SeeksRecords()) return false;
+  for (size_t i = 1; i < compiled.nodes.size(); ++i) {
+    switch (compiled.nodes[i].kind) {
+      case graph::NodeKind::kShuffle:
+        return true;
+      case graph::NodeKind::kMap:
+      case graph::NodeKind::kPrefetch:
+        break;
+      default:
+        return false;
+    }
+  }
+  return false;
+}
+
 bool Has(const graph::CompiledPipeline& compiled, graph::NodeKind kind) {
   for (const graph::CompiledNode& node : compiled.nodes) {
     if (node.kind == kind) return true;

@@ -29,6 +29,13 @@ namespace sluice::exec {
 // Unimplemented naming the node otherwise.
 absl::Status CheckResumable(const graph::CompiledPipeline& compiled);
 
+// Whether a resumed source can hand the shuffle only the rows its buffer
+// held, passing over the others (RowSelection): every row between them is
+// one of the shuffle's (maps and prefetches only, no corrupt record
+// skipped), and the source starts splits at a record and reads them one at
+// a time.
+bool SourceSelectsForShuffle(const graph::CompiledPipeline& compiled);
+
 // Whether the pipeline has a node of `kind`.
 bool Has(const graph::CompiledPipeline& compiled, graph::NodeKind kind);
 

@@ -35,8 +35,8 @@ class ShuffleIterator : public Iterator {
     if (!started_) {
       // A state saved before the first draw is the epoch's start.
       const EpochPosition* resume = ctx_->ResumeOf(epoch_);
-      const bool restore = resume != nullptr && resume->shuffle && resume->shuffle->emitted > 0;
-      SLUICE_RETURN_IF_ERROR(restore ? Restore(*resume->shuffle) : Fill());
+      const bool restore = resume != nullptr && ctx_->resume_buffer;
+      SLUICE_RETURN_IF_ERROR(restore ? Restore(*resume->shuffle, *ctx_->resume_buffer) : Fill());
       started_ = true;
     }
     if (buffer_.empty()) {
@@ -112,30 +112,31 @@ class ShuffleIterator : public Iterator {
     return absl::OkStatus();
   }
 
-  // The buffer as it stood after p.emitted draws. The input starts at the
-  // oldest row the buffer held then (the resumed source starts there);
-  // rows drawn before are read again and passed over.
-  absl::Status Restore(const ShufflePosition& p) {
-    int64_t next = 0;
-    const std::vector<int64_t> slots = ReplayShuffle(ctx_->seed, key_, epoch_, node_.count, p, &next);
+  // The buffer as it stood after p.emitted draws (`replay`). The input
+  // starts at the oldest row the buffer held then (the resumed source
+  // starts there); the rows drawn before are read again and passed over,
+  // or, when the source selects, never reach here.
+  absl::Status Restore(const ShufflePosition& p, const ShuffleReplay& replay) {
     // (input row, slot), in the order the rows are read again.
     std::vector<std::pair<int64_t, size_t>> wanted;
-    for (size_t i = 0; i < slots.size(); ++i) wanted.emplace_back(slots[i], i);
+    for (size_t i = 0; i < replay.slots.size(); ++i) wanted.emplace_back(replay.slots[i], i);
     std::sort(wanted.begin(), wanted.end());
     if (!wanted.empty() && wanted.front().first != p.oldest) {
       return absl::InvalidArgumentError(absl::StrCat("shuffle '", node_.name, "': the state's oldest buffered row (",
                                                      p.oldest, ") is not the one its draws leave (the state was "
                                                      "altered, or saved by another shuffle)"));
     }
-    buffer_.resize(slots.size());
+    const bool selected = ctx_->resume_selection.has_value();
+    buffer_.resize(wanted.size());
     next_index_ = p.oldest;
     held_.Reset(p.oldest);
     auto want = wanted.begin();
-    while (next_index_ < next) {
+    while (selected ? want != wanted.end() : next_index_ < replay.next) {
+      if (selected) PassOver(want->first);
       SLUICE_RETURN_IF_ERROR(Pull());
       if (!PendingLeft()) {
         return absl::DataLossError(absl::StrCat("shuffle '", node_.name, "': the input ended at row ", next_index_,
-                                                " but the saved buffer holds rows up to ", next - 1,
+                                                " but the saved buffer holds rows up to ", replay.next - 1,
                                                 " (did the files change since the state was saved?)"));
       }
       const Row row = TakePending();
@@ -143,8 +144,16 @@ class ShuffleIterator : public Iterator {
       if (log_ != nullptr) held_.Add(row.chunk->provenance.Origin(row.row), held);
       if (held) buffer_[(want++)->second] = row;
     }
+    PassOver(replay.next);
     emitted_ = p.emitted;
     return absl::OkStatus();
+  }
+
+  // Moves the input's numbering to `row`, past rows the source passed over.
+  void PassOver(int64_t row) {
+    for (; next_index_ < row; ++next_index_) {
+      if (log_ != nullptr) held_.Add(RowOrigin{}, false);
+    }
   }
 
   ExecContext* ctx_;

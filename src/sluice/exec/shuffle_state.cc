@@ -12,23 +12,23 @@ size_t ShuffleDraw(uint64_t seed, uint64_t key, uint64_t epoch, int64_t draw, si
   return rng.NextU32() % size;
 }
 
-std::vector<int64_t> ReplayShuffle(uint64_t seed, uint64_t key, uint64_t epoch, int64_t buffer_size,
-                                   const ShufflePosition& p, int64_t* next) {
+ShuffleReplay ReplayShuffle(uint64_t seed, uint64_t key, uint64_t epoch, int64_t buffer_size,
+                            const ShufflePosition& p) {
   const int64_t input_rows = p.input_rows >= 0 ? p.input_rows : std::numeric_limits<int64_t>::max();
-  std::vector<int64_t> slots;
-  *next = std::min(buffer_size, input_rows);
-  slots.reserve(static_cast<size_t>(*next));
-  for (int64_t row = 0; row < *next; ++row) slots.push_back(row);
-  for (int64_t draw = 0; draw < p.emitted && !slots.empty(); ++draw) {
-    const size_t i = ShuffleDraw(seed, key, epoch, draw, slots.size());
-    if (*next < input_rows) {
-      slots[i] = (*next)++;
+  ShuffleReplay r;
+  r.next = std::min(buffer_size, input_rows);
+  r.slots.reserve(static_cast<size_t>(r.next));
+  for (int64_t row = 0; row < r.next; ++row) r.slots.push_back(row);
+  for (int64_t draw = 0; draw < p.emitted && !r.slots.empty(); ++draw) {
+    const size_t i = ShuffleDraw(seed, key, epoch, draw, r.slots.size());
+    if (r.next < input_rows) {
+      r.slots[i] = r.next++;
     } else {
-      slots[i] = slots.back();
-      slots.pop_back();
+      r.slots[i] = r.slots.back();
+      r.slots.pop_back();
     }
   }
-  return slots;
+  return r;
 }
 
 void HeldRows::Release(int64_t row) {

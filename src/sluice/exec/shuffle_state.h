@@ -29,10 +29,16 @@ struct ShufflePosition {
 // The slot a draw picks among `size` rows.
 size_t ShuffleDraw(uint64_t seed, uint64_t key, uint64_t epoch, int64_t draw, size_t size);
 
-// The input rows the buffer of `buffer_size` holds after p.emitted draws,
-// by slot, and in *next the next input row to read.
-std::vector<int64_t> ReplayShuffle(uint64_t seed, uint64_t key, uint64_t epoch, int64_t buffer_size,
-                                   const ShufflePosition& p, int64_t* next);
+// The buffer after some draws: the input row each slot holds, and the
+// next input row to read.
+struct ShuffleReplay {
+  std::vector<int64_t> slots;
+  int64_t next = 0;
+};
+
+// The buffer of `buffer_size` rows after p.emitted draws.
+ShuffleReplay ReplayShuffle(uint64_t seed, uint64_t key, uint64_t epoch, int64_t buffer_size,
+                            const ShufflePosition& p);
 
 // Which input rows are still in the buffer, oldest first: a window from the
 // oldest held row to the newest.

@@ -3,6 +3,7 @@
 // several splits are read ahead at once (a chunk then never spans two).
 #include <algorithm>
 #include <deque>
+#include <limits>
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
@@ -31,7 +32,10 @@ class SourceIterator : public Iterator {
     } else {
       splits_ = EpochSplitOrder(node_, ctx_->seed, args.epoch);
     }
-    if (const EpochPosition* resume = ctx_->ResumeOf(args.epoch)) StartAt(resume->split, resume->record);
+    if (const EpochPosition* resume = ctx_->ResumeOf(args.epoch)) {
+      StartAt(resume->split, resume->record);
+      if (ctx_->resume_selection) select_ = &*ctx_->resume_selection;
+    }
   }
 
   absl::Status GetNext(Batch* out, bool* end) override {
@@ -56,8 +60,12 @@ class SourceIterator : public Iterator {
       if (!more || !reader_->views()) break;
       *out = Batch();
       out->provenance = Provenance(node_.format->files());
-      absl::StatusOr<int64_t> n = reader_->View(next_chunk_rows_, out);
+      const Run run = NextRun();
+      absl::StatusOr<int64_t> n = run.pass > 0 ? reader_->Skip(run.pass)
+                                               : reader_->View(std::min(next_chunk_rows_, run.keep), out);
       if (!n.ok()) return WithContext(n.status(), Where());
+      row_ += *n;
+      if (*n > 0 && run.pass > 0) continue;
       if (*n > 0) {
         *end = false;
         next_chunk_rows_ = chunk_rows_;
@@ -71,8 +79,11 @@ class SourceIterator : public Iterator {
     while (builder.remaining() > 0) {
       SLUICE_ASSIGN_OR_RETURN(bool more, EnsureReader());
       if (!more) break;
-      absl::StatusOr<int64_t> n = reader_->Read(builder.remaining(), &builder);
+      const Run run = NextRun();
+      absl::StatusOr<int64_t> n =
+          run.pass > 0 ? PassOver(run.pass) : reader_->Read(std::min(builder.remaining(), run.keep), &builder);
       if (!n.ok()) return WithContext(n.status(), Where());
+      row_ += *n;
       if (*n == 0) reader_.reset();
     }
     *end = builder.rows() == 0;
@@ -165,6 +176,32 @@ class SourceIterator : public Iterator {
 
   std::string Where() const { return absl::StrCat("node '", node_.name, "'"); }
 
+  // Rows to pass over next, or else to keep (select_: a resumed shuffle's
+  // replay); one of the two is 0.
+  struct Run {
+    int64_t pass = 0;
+    int64_t keep = std::numeric_limits<int64_t>::max();
+  };
+  Run NextRun() {
+    if (select_ == nullptr || row_ >= select_->through) return Run{};
+    const std::vector<int64_t>& kept = select_->kept;
+    while (next_kept_ < kept.size() && kept[next_kept_] < row_) ++next_kept_;
+    const int64_t next = next_kept_ < kept.size() ? kept[next_kept_] : select_->through;
+    if (next > row_) return Run{next - row_, 0};
+    size_t last = next_kept_;
+    while (last + 1 < kept.size() && kept[last + 1] == kept[last] + 1) ++last;
+    return Run{0, kept[last] - row_ + 1};
+  }
+
+  // Up to `rows` rows passed over; 0 when the split is done.
+  absl::StatusOr<int64_t> PassOver(int64_t rows) {
+    absl::StatusOr<int64_t> n = reader_->Skip(rows);
+    if (n.ok() || !absl::IsUnimplemented(n.status())) return n;
+    BatchBuilder scratch(node_.output_schema, rows, pool_, ragged_hint_);
+    scratch.provenance() = Provenance(node_.format->files());
+    return reader_->Read(rows, &scratch);
+  }
+
   // A resumed epoch starts at `record` of split `split`: record-addressed
   // splits start there, others are read from their start and the rows
   // before it dropped (DropResumed).
@@ -229,6 +266,9 @@ class SourceIterator : public Iterator {
   int64_t ragged_hint_ = 0;
   std::unique_ptr<SplitReadAhead> read_ahead_;  // parallel_reads > 1
   std::deque<Batch> ahead_;                     // the chunks of the split being handed on
+  const RowSelection* select_ = nullptr;  // ExecContext::resume_selection
+  int64_t row_ = 0;                       // rows kept or passed over
+  size_t next_kept_ = 0;                  // in select_->kept
   int32_t resume_file_ = -1;  // StartAt's, until passed
   int64_t resume_record_ = 0;
   int64_t bytes_ = 0;     // delivered, for the throttle

@@ -26,6 +26,12 @@ class FixedRecordSplitReader : public SplitReader {
     return n;
   }
 
+  absl::StatusOr<int64_t> Skip(int64_t max_rows) final {
+    const int64_t n = std::max<int64_t>(0, std::min(max_rows, split_.end_record - next_));
+    next_ += n;
+    return n;
+  }
+
   absl::StatusOr<int64_t> View(int64_t max_rows, Batch* out) final {
     const int64_t n = std::min(max_rows, split_.end_record - next_);
     if (n <= 0) return 0;

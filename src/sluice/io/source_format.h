@@ -23,6 +23,12 @@ class SplitReader {
   // Appends up to `max_rows` rows to `out` (with their provenance) and
   // returns how many; 0 means the split is done.
   virtual absl::StatusOr<int64_t> Read(int64_t max_rows, BatchBuilder* out) = 0;
+  // Passes over up to `max_rows` rows without making them, and returns how
+  // many; 0 means the split is done. Unimplemented when the reader can
+  // only read them.
+  virtual absl::StatusOr<int64_t> Skip(int64_t max_rows) {
+    return absl::UnimplementedError("this reader passes over rows by reading them");
+  }
 
   // True when the reader holds its records in memory and can hand them out
   // as views (View) instead of copies (Read).

@@ -31,6 +31,14 @@ class TfRecordSplitReader : public SplitReader {
     return n;
   }
 
+  // Passes over records by their headers (a corrupt one skipped under
+  // on_corrupt "skip" counts as one of them).
+  absl::StatusOr<int64_t> Skip(int64_t max_rows) override {
+    const int64_t before = reader_->record_index();
+    SLUICE_RETURN_IF_ERROR(reader_->Skip(max_rows));
+    return reader_->record_index() - before;
+  }
+
  private:
   std::unique_ptr<TfRecordReader> reader_;
   int32_t file_;
