@@ -145,6 +145,8 @@ class PipelineBuilder {
   PipelineBuilder& Name(const std::string& name);
   PipelineBuilder& Seed(uint64_t seed);
   PipelineBuilder& Threads(int threads);
+  // Elements as they complete instead of in the source's order.
+  PipelineBuilder& Unordered(bool unordered = true);
   // Source options.
   PipelineBuilder& ShuffleSplits();
   PipelineBuilder& SkipCorruptRecords();

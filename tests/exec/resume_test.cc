@@ -243,6 +243,22 @@ TEST_F(ResumeTest, AResumedShuffleSeeksIndexedFilesToTheOldestBufferedRecord) {
   }
 }
 
+TEST_F(ResumeTest, AShuffleAfterAFilterReadsItsInputAgainFromTheOldestBufferedRow) {
+  // The filter keeps the source from selecting the buffered rows: the
+  // shuffle passes over the others itself.
+  auto filtered = [&](int threads) {
+    PipelineBuilder b = Augmented(threads, false);
+    b.Shuffle(40).Batch(16);
+    return b;
+  };
+  Elements whole;
+  ASSERT_TRUE(Drain(Make(filtered(2))->Iterate(4).get(), -1, &whole).ok());
+  for (int64_t cut : {int64_t{1}, int64_t{5}, int64_t{11}}) {
+    SCOPED_TRACE(cut);
+    EXPECT_TRUE(Same(CutAndResume(filtered(2), filtered(1), 4, cut), whole));
+  }
+}
+
 TEST_F(ResumeTest, TakesCountWhatWasDeliveredBeforeTheSave) {
   // Rows before the batch, and batches after it.
   auto taking = [&](int threads, bool rows) {
@@ -306,6 +322,78 @@ TEST_F(ResumeTest, AnEndlessRepeatResumesAndATakeAfterItCounts) {
   }
 }
 
+// Each row's bytes (every column), in the order delivered.
+absl::Status DrainRows(PipelineIterator* it, int64_t limit, std::vector<std::string>* out) {
+  for (int64_t n = 0; limit < 0 || n < limit; ++n) {
+    Batch b;
+    bool end = false;
+    absl::Status s = it->Next(&b, &end);
+    if (!s.ok() || end) return s;
+    for (int64_t r = 0; r < b.rows; ++r) {
+      std::string bytes;
+      for (const Column& c : b.columns) {
+        const size_t row_bytes = c.values.byte_size() / static_cast<size_t>(b.rows);
+        bytes.append(reinterpret_cast<const char*>(c.values.raw_data()) + r * row_bytes, row_bytes);
+      }
+      out->push_back(std::move(bytes));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Unordered, rows arrive as they complete: the resumed rest holds exactly
+// the rows not delivered before the save (the same multiset, each row with
+// its own random draws), with whole and partly delivered splits, read in
+// order or several splits at once.
+TEST_F(ResumeTest, AnUnorderedEpochResumesWithExactlyTheRowsNotDelivered) {
+  for (const std::string& f : files_) ASSERT_TRUE(io::WriteTfRecordIndex(f).ok());
+  for (int reads : {1, 3}) {
+    auto unordered = [&](int threads) {
+      PipelineBuilder b = Augmented(threads, false, 30);
+      b.Batch(16).Prefetch(2).Unordered().SplitRecords(25).ParallelReads(reads);
+      return b;
+    };
+    std::vector<std::string> whole;
+    ASSERT_TRUE(DrainRows(Make(unordered(2))->Iterate(6).get(), -1, &whole).ok());
+    ASSERT_EQ(whole.size(), 207u);
+    std::sort(whole.begin(), whole.end());
+    for (int64_t cut : {int64_t{1}, int64_t{6}, int64_t{12}}) {
+      SCOPED_TRACE(::testing::Message() << "reads " << reads << ", cut " << cut);
+      std::unique_ptr<Pipeline> first = Make(unordered(2));
+      std::unique_ptr<PipelineIterator> it = first->Iterate(6);
+      std::vector<std::string> got;
+      ASSERT_TRUE(DrainRows(it.get(), cut, &got).ok());
+      const std::string state = *it->SaveState();
+      EXPECT_LE(state.size(), 2048u);
+      it.reset();
+      std::unique_ptr<Pipeline> second = Make(unordered(1));  // outlives its iterator
+      absl::StatusOr<std::unique_ptr<PipelineIterator>> rest = second->Resume(state);
+      ASSERT_TRUE(rest.ok()) << rest.status();
+      ASSERT_TRUE(DrainRows(rest->get(), -1, &got).ok());
+      std::sort(got.begin(), got.end());
+      EXPECT_TRUE(Same(got, whole));
+    }
+  }
+  // An ordered state does not resume unordered (the order is part of the
+  // fingerprint), nor one edited to hold done rows ordered.
+  std::unique_ptr<Pipeline> ordering = Make(Augmented(2));
+  std::unique_ptr<PipelineIterator> ordered = ordering->Iterate(0);
+  std::vector<std::string> rows;
+  ASSERT_TRUE(DrainRows(ordered.get(), 1, &rows).ok());
+  PipelineBuilder unordered = Augmented(2);
+  unordered.Unordered();
+  EXPECT_THAT(Make(unordered)->Resume(*ordered->SaveState()).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("pipeline_fingerprint")));
+  IteratorState edited;
+  ASSERT_TRUE(edited.ParseFromString(*ordered->SaveState()));
+  edited.mutable_done()->set_splits_below(1);
+  EXPECT_THAT(ordering->Resume(edited.SerializeAsString()).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("saved unordered")));
+  edited.mutable_done()->add_splits(0);
+  EXPECT_THAT(ordering->Resume(edited.SerializeAsString()).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("not ascending")));
+}
+
 TEST_F(ResumeTest, PositionsNoStateCanHoldAreRefusedNamingTheNode) {
   Elements got;
   auto refused = [&](const PipelineBuilder& b, const std::string& why) {
@@ -323,6 +411,9 @@ TEST_F(ResumeTest, PositionsNoStateCanHoldAreRefusedNamingTheNode) {
   PipelineBuilder repeat_then_filter = Augmented(2, false);
   repeat_then_filter.Repeat(2).Filter(Op("keep_if", {{"field", "label"}, {"cmp", "!="}, {"value", 4.0}}));
   refused(repeat_then_filter, "repeat followed by a filter");
+  PipelineBuilder unordered_repeat = Augmented(2);
+  unordered_repeat.Repeat(2).Unordered();
+  refused(unordered_repeat, "unordered pipeline's repeat");
   PipelineBuilder take_in_repeat = Augmented(2, false);
   take_in_repeat.Take(50).Repeat(2);
   refused(take_in_repeat, "take inside a repeat");

@@ -15,6 +15,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "sluice/exec/delivery_ledger.h"
 #include "sluice/exec/shuffle_state.h"
 #include "sluice/graph/compiled_pipeline.h"
 #include "sluice/io/file_split.h"
@@ -34,6 +35,8 @@ struct EpochPosition {
   // Set when the pipeline shuffles; then split and record name the oldest
   // row the buffer held.
   std::optional<ShufflePosition> shuffle;
+  // Unordered mode: what is done (then split, record and shuffle are unset).
+  std::optional<DoneRows> done;
 };
 
 // The rows a resumed source hands on, counted from its first: of the first

@@ -137,6 +137,7 @@ struct ExecContext {
   std::unique_ptr<SplitOrders> orders;
   std::unique_ptr<ShuffleLog> shuffle_log;
   std::unique_ptr<RepeatSeams> repeat_seams;
+  std::unique_ptr<DeliveryLedger> ledger;  // unordered mode
   // A resumed epoch: where it stood, and the number of the epoch (a
   // repeat's) whose source and shuffle start there.
   std::optional<EpochPosition> resume;

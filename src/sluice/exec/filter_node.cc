@@ -35,7 +35,10 @@ class FilterIterator : public Iterator {
       RowCopier copier(node_.output_schema, in.rows, pool_);
       for (int64_t r = 0; r < in.rows;) {  // copy runs of kept rows
         if (!keep[r]) {
-          ++r;
+          int64_t e = r;
+          while (e < in.rows && !keep[e]) ++e;
+          if (ctx_->ledger != nullptr) SLUICE_RETURN_IF_ERROR(ctx_->ledger->Done(in.provenance, r, e));
+          r = e;
           continue;
         }
         int64_t e = r;

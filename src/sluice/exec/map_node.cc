@@ -278,6 +278,8 @@ class MapIterator : public Iterator {
       if (row > from) copier.Append(all, from, row);
       from = row + 1;
       ctx_->skips.Add(slot.input.provenance.File(row), 1, 0, absl::StrCat("node '", node_.name, "': ", message));
+      // A row the ledger cannot place is read and skipped again on resume.
+      if (ctx_->ledger != nullptr) ctx_->ledger->Done(slot.input.provenance, row, row + 1).IgnoreError();
     }
     if (from < all.rows) copier.Append(all, from, all.rows);
     return copier.Finish();

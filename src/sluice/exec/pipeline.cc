@@ -83,7 +83,7 @@ absl::Status PipelineIterator::Next(Batch* out, bool* end) {
 
 absl::StatusOr<std::string> PipelineIterator::SaveState() const {
   if (!position_status_.ok()) return position_status_;
-  return SerializeState(fingerprint_, tracker_->position());
+  return SerializeState(fingerprint_, tracker_->Position());
 }
 
 absl::Status PipelineIterator::NextElement(Batch* out, bool* end) {
@@ -398,6 +398,7 @@ void Pipeline::Track(PipelineIterator* it, EpochPosition start) const {
   ExecContext* ctx = it->ctx_.get();
   ctx->orders = std::make_unique<SplitOrders>(compiled_.nodes.front(), compiled_.seed);
   if (start.shuffle) ctx->shuffle_log = std::make_unique<ShuffleLog>();
+  if (start.done) ctx->ledger = std::make_unique<DeliveryLedger>(ctx->orders->Get(start.epoch), *start.done);
   const bool repeats = Has(compiled_, graph::NodeKind::kRepeat);
   if (repeats) ctx->repeat_seams = std::make_unique<RepeatSeams>();
   it->fingerprint_ = compiled_.output_fingerprint;
@@ -425,7 +426,11 @@ std::unique_ptr<PipelineIterator> Pipeline::Iterate(uint64_t epoch) const {
   if (it->position_status_.ok()) {
     EpochPosition start;
     start.epoch = epoch;
-    if (Has(compiled_, graph::NodeKind::kShuffle)) start.shuffle = ShufflePosition{};
+    if (!compiled_.ordered) {
+      start.done = DoneRows{};
+    } else if (Has(compiled_, graph::NodeKind::kShuffle)) {
+      start.shuffle = ShufflePosition{};
+    }
     Track(it.get(), std::move(start));
   }
   it->root_ = MakeIterator(it->ctx_.get(), compiled_.nodes.size() - 1, epoch);
@@ -435,7 +440,11 @@ std::unique_ptr<PipelineIterator> Pipeline::Iterate(uint64_t epoch) const {
 absl::StatusOr<std::unique_ptr<PipelineIterator>> Pipeline::Resume(const std::string& state) const {
   SLUICE_RETURN_IF_ERROR(CheckResumable(compiled_));
   SLUICE_ASSIGN_OR_RETURN(EpochPosition p, ParseState(state, compiled_.output_fingerprint));
-  if (p.shuffle.has_value() != Has(compiled_, graph::NodeKind::kShuffle)) {
+  if (p.done.has_value() == compiled_.ordered) {
+    return absl::InvalidArgumentError(p.done ? "the state was saved unordered but this pipeline runs ordered"
+                                             : "the state was saved ordered but this pipeline runs unordered");
+  }
+  if (compiled_.ordered && p.shuffle.has_value() != Has(compiled_, graph::NodeKind::kShuffle)) {
     return absl::InvalidArgumentError(p.shuffle ? "the state has a shuffle's position but this pipeline has no shuffle"
                                                 : "this pipeline shuffles but the state has no shuffle position");
   }
@@ -448,6 +457,11 @@ absl::StatusOr<std::unique_ptr<PipelineIterator>> Pipeline::Resume(const std::st
   std::unique_ptr<PipelineIterator> it = NewIterator(/*tune=*/true);
   Track(it.get(), p);
   const size_t splits = it->ctx_->orders->Get(epoch)->size();
+  const int64_t last_done = !p.done ? 0 : p.done->splits.empty() ? p.done->splits_below : p.done->splits.back() + 1;
+  if (last_done > static_cast<int64_t>(splits)) {
+    return absl::InvalidArgumentError(absl::StrCat("the state's done splits reach split ", last_done - 1,
+                                                   " but epoch ", epoch, " has ", splits, " splits"));
+  }
   if (p.split > static_cast<int64_t>(splits)) {
     return absl::InvalidArgumentError(absl::StrCat("the state's split is ", p.split, " but epoch ", epoch, " has ",
                                                    splits, " splits"));

@@ -24,8 +24,19 @@ int64_t FindSplit(const std::vector<io::Split>& order, const RowOrigin& row, int
 PositionTracker::PositionTracker(ExecContext* ctx, bool repeats, EpochPosition start)
     : ctx_(ctx), repeats_(repeats), p_(std::move(start)), order_(ctx->orders->Get(epoch())) {}
 
+EpochPosition PositionTracker::Position() const {
+  EpochPosition p = p_;
+  if (ctx_->ledger != nullptr) p.done = ctx_->ledger->Snapshot();
+  return p;
+}
+
 absl::Status PositionTracker::Delivered(const Batch& element) {
   if (element.rows == 0) return absl::OkStatus();
+  if (ctx_->ledger != nullptr) {
+    ++p_.elements;
+    p_.rows += element.rows;
+    return ctx_->ledger->Done(element.provenance, 0, element.rows);
+  }
   const RowOrigin last = element.provenance.Origin(element.rows - 1);
   if (last.file < 0) return absl::FailedPreconditionError("the last element's rows have no known origin");
   if (repeats_) {

@@ -2,7 +2,8 @@
 // elements, for a saved state (exec/resume.h). Nodes run ahead of delivery,
 // so the position is read off the last delivered row: its origin, where
 // the shuffle's log says the shuffle stood after emitting it, and which of
-// the repeat's epochs its row number falls in.
+// the repeat's epochs its row number falls in. Unordered, rows are not
+// delivered in order: every delivered row goes into the ledger.
 #ifndef SLUICE_EXEC_POSITION_TRACKER_H_
 #define SLUICE_EXEC_POSITION_TRACKER_H_
 
@@ -28,7 +29,8 @@ class PositionTracker {
   // Moves past `element` (a batch, or one sample). FailedPrecondition when
   // its last row's origin is unknown or not where the epoch's splits say.
   absl::Status Delivered(const Batch& element);
-  const EpochPosition& position() const { return p_; }
+  // Unordered mode (ctx->ledger set): with what is done as of now.
+  EpochPosition Position() const;
 
  private:
   // The number of the epoch the position is in (a repeat's, inside one).

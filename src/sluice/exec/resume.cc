@@ -1,6 +1,7 @@
 #include "sluice/exec/resume.h"
 
 #include "absl/strings/str_cat.h"
+#include "sluice/core/status_macros.h"
 #include "pipeline.pb.h"
 #include "sluice/version.h"
 
@@ -28,9 +29,6 @@ absl::Status Refuse(const graph::CompiledNode& node, absl::string_view why) {
 }  // namespace
 
 absl::Status CheckResumable(const graph::CompiledPipeline& compiled) {
-  if (!compiled.ordered) {
-    return absl::UnimplementedError("an unordered pipeline's position cannot be saved (run it ordered to checkpoint)");
-  }
   if (compiled.nodes.empty() || compiled.nodes.front().kind != graph::NodeKind::kSource) {
     return absl::UnimplementedError("only a pipeline that starts at its source can save its position");
   }
@@ -65,6 +63,10 @@ absl::Status CheckResumable(const graph::CompiledPipeline& compiled) {
         }
         break;
       case graph::NodeKind::kRepeat:
+        if (!compiled.ordered) {
+          return Refuse(node, "an unordered pipeline's repeat mixes its epochs' rows: its position cannot be saved "
+                              "(iterate the epochs instead, or run it ordered)");
+        }
         if (taken) return Refuse(node, "a take inside a repeat cannot save its count (take after the repeat)");
         if (DropsRowsAfter(compiled, i)) {
           return Refuse(node, "a repeat followed by a filter (or a map under on_corrupt \"skip\") cannot save "
@@ -103,6 +105,39 @@ bool Has(const graph::CompiledPipeline& compiled, graph::NodeKind kind) {
   return false;
 }
 
+namespace {
+
+absl::StatusOr<DoneRows> ParseDone(const DoneRowsState& state) {
+  const auto bad = [](absl::string_view what) {
+    return absl::InvalidArgumentError(absl::StrCat("the state's done rows are malformed: ", what));
+  };
+  DoneRows done;
+  done.splits_below = state.splits_below();
+  if (done.splits_below < 0) return bad("splits_below < 0");
+  for (int64_t split : state.splits()) {
+    if (split <= (done.splits.empty() ? done.splits_below - 1 : done.splits.back())) {
+      return bad("splits not ascending past splits_below");
+    }
+    done.splits.push_back(split);
+  }
+  for (const FileRecordRanges& f : state.records()) {
+    if (f.file() < 0 || f.ranges_size() % 2 != 0 || done.records.count(f.file()) > 0) {
+      return bad(absl::StrCat("the ranges of file ", f.file()));
+    }
+    auto& ranges = done.records[f.file()];
+    for (int i = 0; i < f.ranges_size(); i += 2) {
+      const int64_t begin = f.ranges(i), end = f.ranges(i + 1);
+      if (begin < 0 || end <= begin || (!ranges.empty() && begin < ranges.back().second)) {
+        return bad(absl::StrCat("the ranges of file ", f.file(), " are not ascending and disjoint"));
+      }
+      ranges.emplace_back(begin, end);
+    }
+  }
+  return done;
+}
+
+}  // namespace
+
 std::string SerializeState(const std::string& fingerprint, const EpochPosition& p) {
   IteratorState state;
   state.set_magic(kMagic);
@@ -115,6 +150,19 @@ std::string SerializeState(const std::string& fingerprint, const EpochPosition& 
   state.set_record(p.record);
   state.set_elements(p.elements);
   state.set_rows(p.rows);
+  if (p.done) {
+    DoneRowsState* done = state.mutable_done();
+    done->set_splits_below(p.done->splits_below);
+    for (int64_t split : p.done->splits) done->add_splits(split);
+    for (const auto& [file, ranges] : p.done->records) {
+      FileRecordRanges* f = done->add_records();
+      f->set_file(file);
+      for (const auto& [begin, end] : ranges) {
+        f->add_ranges(begin);
+        f->add_ranges(end);
+      }
+    }
+  }
   if (p.shuffle) {
     ShuffleState* shuffle = state.mutable_shuffle();
     shuffle->set_emitted(p.shuffle->emitted);
@@ -152,6 +200,9 @@ absl::StatusOr<EpochPosition> ParseState(const std::string& bytes, const std::st
       return absl::InvalidArgumentError("the state's shuffle emitted and oldest must be >= 0, input_rows >= -1");
     }
     p.shuffle = ShufflePosition{shuffle.emitted(), shuffle.oldest(), shuffle.input_rows()};
+  }
+  if (state.has_done()) {
+    SLUICE_ASSIGN_OR_RETURN(p.done, ParseDone(state.done()));
   }
   return p;
 }

@@ -12,6 +12,7 @@
 #include "sluice/core/rng.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/exec/iterator.h"
+#include "sluice/exec/row_copier.h"
 #include "sluice/exec/split_read_ahead.h"
 
 namespace sluice::exec {
@@ -33,8 +34,12 @@ class SourceIterator : public Iterator {
       splits_ = EpochSplitOrder(node_, ctx_->seed, args.epoch);
     }
     if (const EpochPosition* resume = ctx_->ResumeOf(args.epoch)) {
-      StartAt(resume->split, resume->record);
-      if (ctx_->resume_selection) select_ = &*ctx_->resume_selection;
+      if (resume->done) {
+        done_ = &*resume->done;
+      } else {
+        StartAt(resume->split, resume->record);
+        if (ctx_->resume_selection) select_ = &*ctx_->resume_selection;
+      }
     }
   }
 
@@ -44,7 +49,7 @@ class SourceIterator : public Iterator {
       absl::Status s = Read(out, end);
       if (!s.ok() || *end) return s;
       bytes_ += static_cast<int64_t>(out->ByteSize());
-      if (!DropResumed(out)) return absl::OkStatus();
+      if (!DropResumed(out) && !DropDone(out)) return absl::OkStatus();
     }
   }
 
@@ -65,13 +70,14 @@ class SourceIterator : public Iterator {
                                                : reader_->View(std::min(next_chunk_rows_, run.keep), out);
       if (!n.ok()) return WithContext(n.status(), Where());
       row_ += *n;
+      split_rows_ += *n;
       if (*n > 0 && run.pass > 0) continue;
       if (*n > 0) {
         *end = false;
         next_chunk_rows_ = chunk_rows_;
         return absl::OkStatus();
       }
-      reader_.reset();
+      EndSplit();
     }
     BatchBuilder builder(node_.output_schema, next_chunk_rows_, pool_, ragged_hint_);
     next_chunk_rows_ = chunk_rows_;
@@ -84,7 +90,8 @@ class SourceIterator : public Iterator {
           run.pass > 0 ? PassOver(run.pass) : reader_->Read(std::min(builder.remaining(), run.keep), &builder);
       if (!n.ok()) return WithContext(n.status(), Where());
       row_ += *n;
-      if (*n == 0) reader_.reset();
+      split_rows_ += *n;
+      if (*n == 0) EndSplit();
     }
     *end = builder.rows() == 0;
     *out = builder.Finish();
@@ -130,10 +137,12 @@ class SourceIterator : public Iterator {
 
   // All of split `split`, in chunks of chunk_rows_ (on a reader thread).
   absl::Status ReadSplit(size_t split, const std::atomic<bool>& stop, std::vector<Batch>* chunks) const {
+    if (done_ != nullptr && done_->SplitDone(static_cast<int64_t>(split))) return absl::OkStatus();
     absl::StatusOr<std::unique_ptr<io::SplitReader>> reader =
         node_.format->OpenSplit(splits_[split], node_.skip_corrupt ? &ctx_->skips : nullptr);
     if (!reader.ok()) return WithContext(reader.status(), Where());
     int64_t ragged_hint = ragged_hint_;
+    int64_t rows = 0;
     while (!stop) {
       CpuToken token(&ctx_->cpu);
       if (!token.held()) return absl::CancelledError("pipeline cancelled");
@@ -156,7 +165,11 @@ class SourceIterator : public Iterator {
         chunk = builder.Finish();
         if (n > 0) ragged_hint = RaggedHint(chunk);
       }
-      if (n == 0) return absl::OkStatus();
+      if (n == 0) {
+        if (ctx_->ledger != nullptr) ctx_->ledger->SplitEnded(static_cast<int64_t>(split), rows);
+        return absl::OkStatus();
+      }
+      rows += n;
       chunks->push_back(std::move(chunk));
     }
     return absl::CancelledError("pipeline stopped");
@@ -166,6 +179,9 @@ class SourceIterator : public Iterator {
   // epoch's splits are done.
   absl::StatusOr<bool> EnsureReader() {
     if (reader_) return true;
+    while (done_ != nullptr && next_split_ < splits_.size() && done_->SplitDone(static_cast<int64_t>(next_split_))) {
+      ++next_split_;
+    }
     if (next_split_ == splits_.size()) return false;
     absl::StatusOr<std::unique_ptr<io::SplitReader>> reader =
         node_.format->OpenSplit(splits_[next_split_++], node_.skip_corrupt ? &ctx_->skips : nullptr);
@@ -225,6 +241,31 @@ class SourceIterator : public Iterator {
     next_chunk_rows_ += std::max<int64_t>(0, record - first.begin_record);
   }
 
+  // The split being read is done: tells the ledger (unordered mode) how
+  // many rows it had.
+  void EndSplit() {
+    reader_.reset();
+    if (ctx_->ledger != nullptr) ctx_->ledger->SplitEnded(static_cast<int64_t>(next_split_) - 1, split_rows_);
+    split_rows_ = 0;
+  }
+
+  // An unordered resumed epoch: drops the chunk's rows done before the
+  // save (their records are in done_); true when none is left.
+  bool DropDone(Batch* chunk) const {
+    if (done_ == nullptr || done_->records.empty()) return false;
+    std::vector<int64_t> kept;
+    for (int64_t r = 0; r < chunk->rows; ++r) {
+      const RowOrigin o = chunk->provenance.Origin(r);
+      if (!done_->RecordDone(o.file, o.record)) kept.push_back(r);
+    }
+    if (static_cast<int64_t>(kept.size()) == chunk->rows) return false;
+    if (kept.empty()) return true;
+    RowCopier copier(node_.output_schema, static_cast<int64_t>(kept.size()), pool_);
+    for (int64_t r : kept) copier.Append(*chunk, r, r + 1);
+    *chunk = copier.Finish();
+    return false;
+  }
+
   // A resumed epoch: drops the chunk's leading rows of the resumed file
   // before the resume record (delivered before the save); true when none
   // is left. Skipping stops at the first row past them.
@@ -266,6 +307,8 @@ class SourceIterator : public Iterator {
   int64_t ragged_hint_ = 0;
   std::unique_ptr<SplitReadAhead> read_ahead_;  // parallel_reads > 1
   std::deque<Batch> ahead_;                     // the chunks of the split being handed on
+  const DoneRows* done_ = nullptr;        // an unordered resumed epoch's
+  int64_t split_rows_ = 0;                // made of the split being read
   const RowSelection* select_ = nullptr;  // ExecContext::resume_selection
   int64_t row_ = 0;                       // rows kept or passed over
   size_t next_kept_ = 0;                  // in select_->kept

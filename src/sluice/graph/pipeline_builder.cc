@@ -228,6 +228,11 @@ PipelineBuilder& PipelineBuilder::Threads(int threads) {
   return *this;
 }
 
+PipelineBuilder& PipelineBuilder::Unordered(bool unordered) {
+  def_->mutable_options()->set_unordered(unordered);
+  return *this;
+}
+
 PipelineBuilder& PipelineBuilder::ShuffleSplits() {
   def_->mutable_nodes(0)->mutable_source()->set_shuffle_splits(true);
   return *this;
