@@ -2,16 +2,18 @@
 time to save it, and the time to the first batch after a restore against a
 fresh start, through the CLI as a restarted training job would run it.
 
-    .venv/bin/python bench/resume_bench.py [--data data] [--runs 5] [--cuts 3,30]
+    .venv/bin/python bench/resume_bench.py [--data data] [--runs 5]
 
-For each pipeline and cut K: `sluice run P --stop-after K --save-state S`
-(a fresh start, stopped after K batches), then `sluice run P --resume S
---stop-after 1`; runs interleaved, medians. "First batch" is from the
-start of the run (the pipeline compiled) to the first batch out. The
-pipelines are pipelines/*.json; "W2, indexed" reads an indexed copy of the
-TFRecords in record ranges of 1,024; "W2, shuffle buffer" shuffles the
-records in a buffer of 10,000 before decoding them, as tf.data's guides
-place it. Prints a table, then one JSON line.
+For each pipeline, cut early (after 3 batches) and late (after two thirds
+of the epoch's batches): `sluice run P --stop-after K --save-state S` (a
+fresh start, stopped after K batches), then `sluice run P --resume S
+--stop-after 1`; fresh and resumed runs alternate, medians. "First batch"
+is from the start of the run (the pipeline compiled) to the first batch
+out. The pipelines are pipelines/*.json; "indexed" reads an indexed copy
+of the TFRecords in record ranges of 1,024; "shuffle buffer" shuffles the
+records in a buffer of 10,000 before decoding them, where tf.data's guides
+place it; "unordered" delivers batches as they complete. Prints a table,
+then one JSON line.
 """
 
 import argparse
@@ -25,6 +27,8 @@ import statistics
 import subprocess
 import sys
 import tempfile
+
+import sluice
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, "..")
@@ -47,13 +51,27 @@ def pipelines(data, tmp):
     subprocess.run([SLUICE, "index", *glob.glob(f"{copies}/*.tfrecord")], check=True, capture_output=True)
     indexed["nodes"][0]["source"]["tfrecord"]["files"] = [f"{copies}/*.tfrecord"]
     indexed["nodes"][0]["source"]["split_records"] = 1024
-    shuffled = copy.deepcopy(w2)
-    shuffled["nodes"].insert(1, {"shuffle": {"buffer_size": 10000}})
-    return {"W1 (MNIST, blur)": load("w1_mnist.json", data),
-            "W2 (CIFAR-10 TFRecords, no index)": w2,
-            "W2, indexed": indexed,
-            "W2, shuffle buffer 10,000": shuffled,
-            "W3 (JPEG folders, shuffled, repeated)": load("w3_imagenet.json", data)}
+    def shuffled(pipe):
+        pipe = copy.deepcopy(pipe)
+        pipe["nodes"].insert(1, {"shuffle": {"buffer_size": 10000}})
+        return pipe
+
+    unordered = copy.deepcopy(w2)
+    unordered.setdefault("options", {})["unordered"] = True
+    w1, w3 = load("w1_mnist.json", data), load("w3_imagenet.json", data)
+    w2_batches = batches(indexed)
+    return [("W1 (MNIST, blur)", w1, batches(w1)),
+            ("W2 (CIFAR-10 TFRecords, no index)", w2, w2_batches),
+            ("W2, indexed", indexed, w2_batches),
+            ("W2, shuffle buffer 10,000", shuffled(w2), w2_batches),
+            ("W2, indexed, shuffle buffer 10,000", shuffled(indexed), w2_batches),
+            ("W2, unordered", unordered, w2_batches),
+            ("W3 (JPEG folders, shuffled)", w3, batches(w3))]
+
+
+def batches(pipe):
+    """Batches per epoch."""
+    return len(sluice.Pipeline.from_json(json.dumps(pipe)))
 
 
 def run(args):
@@ -67,16 +85,14 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--data", default="data")
     p.add_argument("--runs", type=int, default=5)
-    p.add_argument("--cuts", default="3,30", help="batches before the save, comma-separated")
     a = p.parse_args(argv)
-    cuts = [int(c) for c in a.cuts.split(",")]
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        for name, pipe in pipelines(a.data, tmp).items():
+        for name, pipe, epoch_batches in pipelines(a.data, tmp):
             path = os.path.join(tmp, "pipe.json")
             with open(path, "w") as f:
                 json.dump(pipe, f)
-            for cut in cuts:
+            for cut in (3, epoch_batches * 2 // 3):
                 fresh, resumed, sizes, saves = [], [], [], []
                 for _ in range(a.runs):
                     state = os.path.join(tmp, "state")

@@ -366,8 +366,16 @@ TEST_F(ResumeTest, AnUnorderedEpochResumesWithExactlyTheRowsNotDelivered) {
       const std::string state = *it->SaveState();
       EXPECT_LE(state.size(), 2048u);
       it.reset();
+      // Resumed, cut again, saved again (what was done before counts), and
+      // resumed again.
       std::unique_ptr<Pipeline> second = Make(unordered(1));  // outlives its iterator
-      absl::StatusOr<std::unique_ptr<PipelineIterator>> rest = second->Resume(state);
+      absl::StatusOr<std::unique_ptr<PipelineIterator>> more = second->Resume(state);
+      ASSERT_TRUE(more.ok()) << more.status();
+      ASSERT_TRUE(DrainRows(more->get(), 2, &got).ok());
+      const std::string again = *(*more)->SaveState();
+      more->reset();
+      std::unique_ptr<Pipeline> third = Make(unordered(2));
+      absl::StatusOr<std::unique_ptr<PipelineIterator>> rest = third->Resume(again);
       ASSERT_TRUE(rest.ok()) << rest.status();
       ASSERT_TRUE(DrainRows(rest->get(), -1, &got).ok());
       std::sort(got.begin(), got.end());

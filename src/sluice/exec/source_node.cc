@@ -36,6 +36,7 @@ class SourceIterator : public Iterator {
     if (const EpochPosition* resume = ctx_->ResumeOf(args.epoch)) {
       if (resume->done) {
         done_ = &*resume->done;
+        if (node_.format->SeeksRecords()) SkipDonePrefixes();
       } else {
         StartAt(resume->split, resume->record);
         if (ctx_->resume_selection) select_ = &*ctx_->resume_selection;
@@ -166,7 +167,7 @@ class SourceIterator : public Iterator {
         if (n > 0) ragged_hint = RaggedHint(chunk);
       }
       if (n == 0) {
-        if (ctx_->ledger != nullptr) ctx_->ledger->SplitEnded(static_cast<int64_t>(split), rows);
+        if (ctx_->ledger != nullptr) ctx_->ledger->SplitEnded(static_cast<int64_t>(split), rows + Passed(split));
         return absl::OkStatus();
       }
       rows += n;
@@ -245,9 +246,35 @@ class SourceIterator : public Iterator {
   // many rows it had.
   void EndSplit() {
     reader_.reset();
-    if (ctx_->ledger != nullptr) ctx_->ledger->SplitEnded(static_cast<int64_t>(next_split_) - 1, split_rows_);
+    const size_t split = next_split_ - 1;
+    if (ctx_->ledger != nullptr) ctx_->ledger->SplitEnded(static_cast<int64_t>(split), split_rows_ + Passed(split));
     split_rows_ = 0;
   }
+
+  // An unordered resumed epoch: each split starts after the records done
+  // at its start (in flight, rows complete nearly in order, so most of a
+  // split's done records are its first ones); the others are dropped as
+  // read (DropDone).
+  void SkipDonePrefixes() {
+    passed_.assign(splits_.size(), 0);
+    for (size_t s = 0; s < splits_.size(); ++s) {
+      io::Split& split = splits_[s];
+      const auto file = done_->records.find(split.file);
+      if (file == done_->records.end()) continue;
+      const auto& ranges = file->second;
+      auto r = std::upper_bound(ranges.begin(), ranges.end(), split.begin_record,
+                                [](int64_t record, const std::pair<int64_t, int64_t>& range) {
+                                  return record < range.first;
+                                });
+      if (r == ranges.begin() || std::prev(r)->second <= split.begin_record) continue;
+      int64_t begin = std::prev(r)->second;
+      if (split.end_record >= 0) begin = std::min(begin, split.end_record);
+      passed_[s] = begin - split.begin_record;
+      split.begin_record = begin;
+    }
+  }
+  // Rows of split `split` SkipDonePrefixes passed over.
+  int64_t Passed(size_t split) const { return split < passed_.size() ? passed_[split] : 0; }
 
   // An unordered resumed epoch: drops the chunk's rows done before the
   // save (their records are in done_); true when none is left.
@@ -309,6 +336,7 @@ class SourceIterator : public Iterator {
   std::deque<Batch> ahead_;                     // the chunks of the split being handed on
   const DoneRows* done_ = nullptr;        // an unordered resumed epoch's
   int64_t split_rows_ = 0;                // made of the split being read
+  std::vector<int64_t> passed_;           // per split, by SkipDonePrefixes
   const RowSelection* select_ = nullptr;  // ExecContext::resume_selection
   int64_t row_ = 0;                       // rows kept or passed over
   size_t next_kept_ = 0;                  // in select_->kept
