@@ -215,10 +215,12 @@ class _EpochIterator:
         return self._it.next_numpy()
 
     def state(self):
-        """Where the epoch stands after the last element returned: bytes (a
-        few dozen) for ``Pipeline.iterate(state=...)``. Ordered pipelines of
-        sources, maps, filters, batch and prefetch save their position;
-        others raise saying which node cannot."""
+        """Where the epoch stands after the last element returned: bytes
+        (under a hundred for the reference workloads) for
+        ``Pipeline.iterate(state=...)``. Pipelines of sources, maps,
+        filters, a shuffle buffer, batch, prefetch, take and repeat, ordered
+        or unordered, save their position; a placement no state can hold
+        exactly (docs/checkpoint.md) raises saying which node."""
         return self._it.state()
 
     @property
@@ -402,7 +404,8 @@ class Pipeline:
         arrays; with `state` (bytes from an earlier iterator's ``state()``,
         perhaps in another process), the rest of the epoch it was saved in:
         exactly the elements the saving iterator would have yielded next,
-        with the same augmentation. See docs/checkpoint.md."""
+        with the same augmentation (unordered: exactly the samples it had not
+        yielded). See docs/checkpoint.md."""
         if state is not None:
             if epoch is not None:
                 raise ValueError("iterate(): give an epoch or a state, not both (the state holds its epoch)")
