@@ -24,6 +24,7 @@ from sluice import ops
 
 def loader(data):
     pipe = (sluice.mnist(f"{data}/train-images-idx3-ubyte", f"{data}/train-labels-idx1-ubyte")
+            .shuffle(10000)  # resumes too: the state holds the draws made, not the buffer
             .map(ops.normalize(mean=0.1307, std=0.3081, scale=1 / 255),
                  ops.gaussian_blur(ksize=5, sigma=[0.1, 1.0]))
             .batch(100)

@@ -90,7 +90,8 @@ def test_imports_under_debians_python_with_apt_torch(mnist_dir, tmp_path):
 
 
 def test_a_training_loop_resumed_from_a_checkpoint_sees_the_rest_of_the_data(mnist_dir, tmp_path):
-    # examples/resume_training.py: interrupted after 4 steps (of 6 an epoch),
+    # examples/resume_training.py (a shuffle buffer, random blur): interrupted
+    # after 4 steps (of 6 an epoch),
     # checkpointed with torch.save, resumed in a new process, over 2 epochs:
     # the same steps, batches and losses as one uninterrupted run.
     import os
