@@ -73,7 +73,11 @@ PipelineIterator::~PipelineIterator() {
 absl::Status PipelineIterator::Next(Batch* out, bool* end) {
   const int64_t start = ctx_->stats == nullptr ? 0 : NowNs();
   absl::Status s = NextElement(out, end);
-  if (s.ok() && !*end && position_status_.ok()) position_status_ = tracker_->Delivered(*out);
+  if (s.ok() && !*end && position_status_.ok()) {
+    position_status_ = tracker_->Delivered(*out);
+    // A position lost stays lost: the shuffle need not log for it.
+    if (!position_status_.ok() && ctx_->shuffle_log != nullptr) ctx_->shuffle_log->Stop();
+  }
   if (ctx_->stats == nullptr) return s;
   const int64_t stop = NowNs();
   if (s.ok() && !*end) ctx_->stats->CountConsumerWait(stop - start);

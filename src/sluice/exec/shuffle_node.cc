@@ -33,7 +33,8 @@ class ShuffleIterator : public Iterator {
 
   absl::Status GetNext(Batch* out, bool* end) override {
     if (!started_) {
-      // A state saved before the first draw is the epoch's start.
+      // resume_buffer is set when the state was saved after draws; one
+      // saved before the first draw is the epoch's start.
       const EpochPosition* resume = ctx_->ResumeOf(epoch_);
       const bool restore = resume != nullptr && ctx_->resume_buffer;
       SLUICE_RETURN_IF_ERROR(restore ? Restore(*resume->shuffle, *ctx_->resume_buffer) : Fill());

@@ -41,7 +41,13 @@ void HeldRows::Release(int64_t row) {
 
 void ShuffleLog::Add(const std::vector<ShuffleMark>& marks) {
   absl::MutexLock lock(&mu_);
-  marks_.insert(marks_.end(), marks.begin(), marks.end());
+  if (!stopped_) marks_.insert(marks_.end(), marks.begin(), marks.end());
+}
+
+void ShuffleLog::Stop() {
+  absl::MutexLock lock(&mu_);
+  stopped_ = true;
+  marks_.clear();
 }
 
 std::optional<ShuffleMark> ShuffleLog::Take(uint64_t epoch, int64_t sample_id) {

@@ -82,10 +82,13 @@ class ShuffleLog {
   // The mark of `sample_id`'s emission in `epoch`, dropping it and those
   // before it (rows filtered out after the shuffle); nullopt when not logged.
   std::optional<ShuffleMark> Take(uint64_t epoch, int64_t sample_id);
+  // No one takes marks any more (the position is lost): keeps none.
+  void Stop();
 
  private:
   absl::Mutex mu_;
   std::deque<ShuffleMark> marks_ ABSL_GUARDED_BY(mu_);
+  bool stopped_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace sluice::exec
