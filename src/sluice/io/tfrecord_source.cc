@@ -1,5 +1,7 @@
 #include "sluice/io/tfrecord_source.h"
 
+#include <algorithm>
+#include <limits>
 #include <optional>
 
 #include "sluice/core/status_macros.h"
@@ -11,10 +13,12 @@ namespace {
 
 class TfRecordSplitReader : public SplitReader {
  public:
-  TfRecordSplitReader(std::unique_ptr<TfRecordReader> reader, int32_t file)
-      : reader_(std::move(reader)), file_(file) {}
+  // Reads records up to `end_record` (-1: the file's end).
+  TfRecordSplitReader(std::unique_ptr<TfRecordReader> reader, int32_t file, int64_t end_record)
+      : reader_(std::move(reader)), file_(file), end_record_(end_record) {}
 
   absl::StatusOr<int64_t> Read(int64_t max_rows, BatchBuilder* out) override {
+    max_rows = std::min(max_rows, Left());
     int64_t n = 0;
     int64_t last_index = -2;
     while (n < max_rows) {
@@ -35,13 +39,20 @@ class TfRecordSplitReader : public SplitReader {
   // on_corrupt "skip" counts as one of them).
   absl::StatusOr<int64_t> Skip(int64_t max_rows) override {
     const int64_t before = reader_->record_index();
-    SLUICE_RETURN_IF_ERROR(reader_->Skip(max_rows));
+    SLUICE_RETURN_IF_ERROR(reader_->Skip(std::min(max_rows, Left())));
     return reader_->record_index() - before;
   }
 
  private:
+  // Records left before end_record_. An indexed file's reader also stops at
+  // its offset; an unindexed one counts (a damaged stretch counts as one).
+  int64_t Left() const {
+    return end_record_ < 0 ? std::numeric_limits<int64_t>::max() : std::max<int64_t>(0, end_record_ - reader_->record_index());
+  }
+
   std::unique_ptr<TfRecordReader> reader_;
   int32_t file_;
+  int64_t end_record_;
 };
 
 class TfRecordSource : public SourceFormat {
@@ -89,7 +100,7 @@ class TfRecordSource : public SourceFormat {
     if (split.end_record >= 0 && split.end_record < static_cast<int64_t>(offsets.size())) {
       reader->SetEnd(offsets[split.end_record]);
     }
-    return std::unique_ptr<SplitReader>(new TfRecordSplitReader(std::move(reader), split.file));
+    return std::unique_ptr<SplitReader>(new TfRecordSplitReader(std::move(reader), split.file, split.end_record));
   }
 
  private:
