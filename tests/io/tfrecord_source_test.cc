@@ -32,7 +32,8 @@ std::vector<std::pair<int64_t, std::string>> ReadSplit(const SourceFormat& sourc
   const Batch b = builder.Finish();
   for (int64_t r = 0; r < b.rows; ++r) {
     const auto bytes = b.columns[0].RaggedRow(r);
-    out.emplace_back(b.provenance.Origin(r).record, std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+    out.emplace_back(b.provenance.Origin(r).record,
+                     std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
   }
   return out;
 }

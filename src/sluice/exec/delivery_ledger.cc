@@ -10,8 +10,9 @@ bool DoneRows::RecordDone(int32_t file, int64_t record) const {
   const auto it = records.find(file);
   if (it == records.end()) return false;
   const auto& ranges = it->second;
-  const auto r = std::upper_bound(ranges.begin(), ranges.end(), record,
-                                  [](int64_t rec, const std::pair<int64_t, int64_t>& range) { return rec < range.first; });
+  const auto r =
+      std::upper_bound(ranges.begin(), ranges.end(), record,
+                       [](int64_t rec, const std::pair<int64_t, int64_t>& range) { return rec < range.first; });
   return r != ranges.begin() && record < std::prev(r)->second;
 }
 

@@ -47,7 +47,8 @@ class TfRecordSplitReader : public SplitReader {
   // Records left before end_record_. An indexed file's reader also stops at
   // its offset; an unindexed one counts (a damaged stretch counts as one).
   int64_t Left() const {
-    return end_record_ < 0 ? std::numeric_limits<int64_t>::max() : std::max<int64_t>(0, end_record_ - reader_->record_index());
+    if (end_record_ < 0) return std::numeric_limits<int64_t>::max();
+    return std::max<int64_t>(0, end_record_ - reader_->record_index());
   }
 
   std::unique_ptr<TfRecordReader> reader_;
