@@ -6,6 +6,7 @@
 // bad states are named.
 #include "sluice/exec/pipeline.h"
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -103,6 +104,23 @@ class ResumeTest : public ::testing::Test {
     return got;
   }
 
+  // Epoch `epoch` of make(2 threads), uninterrupted.
+  Elements Whole(const std::function<PipelineBuilder(int)>& make, uint64_t epoch) {
+    Elements whole;
+    std::unique_ptr<Pipeline> p = Make(make(2));
+    EXPECT_TRUE(Drain(p->Iterate(epoch).get(), -1, &whole).ok());
+    return whole;
+  }
+
+  // Each cut saved with 2 threads and resumed with 1 concatenates to `whole`.
+  void ExpectResumes(const std::function<PipelineBuilder(int)>& make, uint64_t epoch, const Elements& whole,
+                     const std::vector<int64_t>& cuts) {
+    for (int64_t cut : cuts) {
+      SCOPED_TRACE(cut);
+      EXPECT_TRUE(Same(CutAndResume(make(2), make(1), epoch, cut), whole));
+    }
+  }
+
   sluice::testing::TempDir dir_;
   std::vector<std::string> files_;
 };
@@ -130,13 +148,7 @@ TEST_F(ResumeTest, IndexedFilesSeekToTheRecordInsteadOfReadingUpToIt) {
     b.SplitRecords(25);  // a source option: it sets node 0 whatever was added last
     return b;
   };
-  Elements whole;
-  std::unique_ptr<Pipeline> p = Make(indexed(2));
-  ASSERT_TRUE(Drain(p->Iterate(3).get(), -1, &whole).ok());
-  for (int64_t cut : {int64_t{1}, int64_t{2}, int64_t{7}}) {
-    SCOPED_TRACE(cut);
-    EXPECT_TRUE(Same(CutAndResume(indexed(2), indexed(1), 3, cut), whole));
-  }
+  ExpectResumes(indexed, 3, Whole(indexed, 3), {1, 2, 7});
 }
 
 TEST_F(ResumeTest, UnbatchedSamplesResumeAtTheNextSample) {
@@ -234,12 +246,7 @@ TEST_F(ResumeTest, AResumedShuffleSeeksIndexedFilesToTheOldestBufferedRecord) {
     b.SplitRecords(25);
     return b;
   };
-  Elements whole;
-  ASSERT_TRUE(Drain(Make(indexed(2))->Iterate(1).get(), -1, &whole).ok());
-  for (int64_t cut : {int64_t{2}, int64_t{6}, int64_t{11}}) {
-    SCOPED_TRACE(cut);
-    EXPECT_TRUE(Same(CutAndResume(indexed(2), indexed(1), 1, cut), whole));
-  }
+  ExpectResumes(indexed, 1, Whole(indexed, 1), {2, 6, 11});
 }
 
 TEST_F(ResumeTest, AShuffleAfterAFilterReadsItsInputAgainFromTheOldestBufferedRow) {
@@ -250,59 +257,46 @@ TEST_F(ResumeTest, AShuffleAfterAFilterReadsItsInputAgainFromTheOldestBufferedRo
     b.Shuffle(40).Batch(16);
     return b;
   };
-  Elements whole;
-  ASSERT_TRUE(Drain(Make(filtered(2))->Iterate(4).get(), -1, &whole).ok());
-  for (int64_t cut : {int64_t{1}, int64_t{5}, int64_t{11}}) {
-    SCOPED_TRACE(cut);
-    EXPECT_TRUE(Same(CutAndResume(filtered(2), filtered(1), 4, cut), whole));
-  }
+  ExpectResumes(filtered, 4, Whole(filtered, 4), {1, 5, 11});
 }
 
 TEST_F(ResumeTest, TakesCountWhatWasDeliveredBeforeTheSave) {
   // Rows before the batch, and batches after it.
-  auto taking = [&](int threads, bool rows) {
-    PipelineBuilder b = Augmented(threads, false, 30);
-    if (rows) {
-      b.Take(100).Batch(16).Prefetch(2);
-    } else {
-      b.Batch(16).Take(5);
-    }
-    return b;
-  };
   for (bool rows : {true, false}) {
     SCOPED_TRACE(rows);
-    Elements whole;
-    ASSERT_TRUE(Drain(Make(taking(2, rows))->Iterate(0).get(), -1, &whole).ok());
+    auto taking = [&](int threads) {
+      PipelineBuilder b = Augmented(threads, false, 30);
+      if (rows) {
+        b.Take(100).Batch(16).Prefetch(2);
+      } else {
+        b.Batch(16).Take(5);
+      }
+      return b;
+    };
+    const Elements whole = Whole(taking, 0);
     ASSERT_EQ(whole.size(), rows ? 7u : 5u);  // 100 rows in batches of 16
-    for (int64_t cut : {int64_t{1}, int64_t{4}, int64_t{5}}) {
-      SCOPED_TRACE(cut);
-      EXPECT_TRUE(Same(CutAndResume(taking(2, rows), taking(1, rows), 0, cut), whole));
-    }
+    ExpectResumes(taking, 0, whole, {1, 4, 5});
   }
 }
 
 TEST_F(ResumeTest, ARepeatResumesInTheEpochItWasSavedIn) {
   // Each of the repeat's epochs reads its splits in another order, shuffles
   // and flips anew; batches after the repeat straddle its seams.
-  auto repeating = [&](int threads, bool batch_after) {
-    PipelineBuilder b = Augmented(threads, false, 50);
-    if (batch_after) {
-      b.Repeat(3).Batch(16).Prefetch(2);
-    } else {
-      b.Batch(16).Repeat(3);
-    }
-    return b;
-  };
   for (bool batch_after : {true, false}) {
     SCOPED_TRACE(batch_after);
-    Elements whole;
-    ASSERT_TRUE(Drain(Make(repeating(2, batch_after))->Iterate(2).get(), -1, &whole).ok());
+    auto repeating = [&](int threads) {
+      PipelineBuilder b = Augmented(threads, false, 50);
+      if (batch_after) {
+        b.Repeat(3).Batch(16).Prefetch(2);
+      } else {
+        b.Batch(16).Repeat(3);
+      }
+      return b;
+    };
+    const Elements whole = Whole(repeating, 2);
     const int64_t n = static_cast<int64_t>(whole.size());
     ASSERT_EQ(n, batch_after ? (3 * 207 + 15) / 16 : 3 * 13);
-    for (int64_t cut : {int64_t{1}, n / 3 - 1, n / 3, n / 3 + 1, 2 * n / 3, n - 1, n}) {
-      SCOPED_TRACE(cut);
-      EXPECT_TRUE(Same(CutAndResume(repeating(2, batch_after), repeating(1, batch_after), 2, cut), whole));
-    }
+    ExpectResumes(repeating, 2, whole, {1, n / 3 - 1, n / 3, n / 3 + 1, 2 * n / 3, n - 1, n});
   }
 }
 
@@ -312,13 +306,9 @@ TEST_F(ResumeTest, AnEndlessRepeatResumesAndATakeAfterItCounts) {
     b.Repeat().Batch(32).Take(25);
     return b;
   };
-  Elements whole;
-  ASSERT_TRUE(Drain(Make(endless(2))->Iterate(0).get(), -1, &whole).ok());
+  const Elements whole = Whole(endless, 0);
   ASSERT_EQ(whole.size(), 25u);  // four of the repeat's epochs, and some
-  for (int64_t cut : {int64_t{6}, int64_t{13}, int64_t{24}}) {
-    SCOPED_TRACE(cut);
-    EXPECT_TRUE(Same(CutAndResume(endless(2), endless(1), 0, cut), whole));
-  }
+  ExpectResumes(endless, 0, whole, {6, 13, 24});
 }
 
 // Each row's bytes (every column), in the order delivered.

@@ -280,15 +280,22 @@ class SourceIterator : public Iterator {
   // save (their records are in done_); true when none is left.
   bool DropDone(Batch* chunk) const {
     if (done_ == nullptr || done_->records.empty()) return false;
-    std::vector<int64_t> kept;
+    std::vector<bool> keep(chunk->rows);
+    int64_t kept = 0;
     for (int64_t r = 0; r < chunk->rows; ++r) {
       const RowOrigin o = chunk->provenance.Origin(r);
-      if (!done_->RecordDone(o.file, o.record)) kept.push_back(r);
+      keep[r] = !done_->RecordDone(o.file, o.record);
+      kept += keep[r];
     }
-    if (static_cast<int64_t>(kept.size()) == chunk->rows) return false;
-    if (kept.empty()) return true;
-    RowCopier copier(node_.output_schema, static_cast<int64_t>(kept.size()), pool_);
-    for (int64_t r : kept) copier.Append(*chunk, r, r + 1);
+    if (kept == chunk->rows) return false;
+    if (kept == 0) return true;
+    RowCopier copier(node_.output_schema, kept, pool_);
+    for (int64_t r = 0; r < chunk->rows;) {  // runs of kept rows
+      int64_t e = r;
+      while (e < chunk->rows && keep[e] == keep[r]) ++e;
+      if (keep[r]) copier.Append(*chunk, r, e);
+      r = e;
+    }
     *chunk = copier.Finish();
     return false;
   }
