@@ -384,5 +384,68 @@ TEST_F(DispatcherStateTest, ASnapshotRebuildsTheStateWithoutItsHistory) {
   EXPECT_GT(next.client_id(), leaver.client_id());
 }
 
+// A consumer killed after saving its state and restarted: its new client
+// takes over the state's progress, the killed client is released, and a
+// restart from the journal keeps all of it.
+TEST_F(DispatcherStateTest, AResumedClientTakesOverItsSavedProgressAcrossARestart) {
+  ASSERT_OK_AND_ASSIGN(std::string p, state_.RegisterPipeline(Def(4), Splits(4)));
+  const GetOrCreateJobResponse killed = Job(p, "train");
+  EXPECT_EQ(killed.job_uid().size(), 32u);
+  const int64_t w = Worker("a:1");
+  for (int i = 0; i < 3; ++i) SLUICE_ASSERT_OK(state_.GetSplit(Ask(killed, w), kT0).status());
+  ReportSplitsRequest done;
+  done.set_job_id(killed.job_id());
+  done.set_client_id(killed.client_id());
+  done.add_completed(0);
+  done.add_completed(1);  // after the state was saved
+  SLUICE_ASSERT_OK(state_.ReportSplits(done, kT0));
+
+  const GetOrCreateJobResponse resumed = Job(p, "train");
+  ResumeClientRequest r;
+  r.set_job_id(resumed.job_id());
+  r.set_client_id(resumed.client_id());
+  r.add_done(0);
+  r.add_partial(2);
+  r.set_previous_job_uid(killed.job_uid());
+  r.set_previous_client_id(killed.client_id());
+  SLUICE_ASSERT_OK(state_.ResumeClient(r, kT0));
+  EXPECT_EQ(state_.Status(kT0).jobs(0).clients(), 1);  // the killed client is gone
+  r.add_done(4);
+  EXPECT_THAT(state_.ResumeClient(r, kT0), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("split 4")));
+
+  DispatcherState restarted({}, nullptr);
+  for (const JournalEntry& e : journal_) restarted.Apply(e);
+  for (DispatcherState* s : {&state_, &restarted}) {
+    EXPECT_EQ(s->Status(kT0).jobs(0).splits_completed(), 1);
+    GetSplitRequest ask = Ask(resumed, w);
+    std::vector<int64_t> got;
+    for (int i = 0; i < 3; ++i) {
+      ask.set_seq(i + 1);
+      ASSERT_OK_AND_ASSIGN(GetSplitResponse next, s->GetSplit(ask, kT0));
+      got.push_back(next.split());
+    }
+    EXPECT_EQ(got, (std::vector<int64_t>{2, 1, 3}));  // the partial split first, then what the state lacks
+  }
+}
+
+// Ids restart with a dispatcher that kept no journal: a state's client of
+// another job (by uid) is not this job's client of the same id.
+TEST_F(DispatcherStateTest, AResumeNamingAnotherJobsClientTakesNothingFromIt) {
+  ASSERT_OK_AND_ASSIGN(std::string p, state_.RegisterPipeline(Def(4), Splits(2)));
+  const GetOrCreateJobResponse other = Job(p, "train");
+  const int64_t w = Worker("a:1");
+  SLUICE_ASSERT_OK(state_.GetSplit(Ask(other, w), kT0).status());
+  const GetOrCreateJobResponse resumed = Job(p, "train");
+  ResumeClientRequest r;
+  r.set_job_id(resumed.job_id());
+  r.set_client_id(resumed.client_id());
+  r.set_previous_job_uid("an earlier dispatcher's job");
+  r.set_previous_client_id(other.client_id());
+  SLUICE_ASSERT_OK(state_.ResumeClient(r, kT0));
+  EXPECT_EQ(state_.Status(kT0).jobs(0).clients(), 2);
+  ASSERT_OK_AND_ASSIGN(GetSplitResponse next, state_.GetSplit(Ask(resumed, w), kT0));
+  EXPECT_EQ(next.split(), 1);  // split 0 stays the other client's
+}
+
 }  // namespace
 }  // namespace sluice::service

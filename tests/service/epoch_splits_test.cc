@@ -154,5 +154,37 @@ TEST(EpochSplits, ASplitThatBreaksTooOftenIsHandedOutAsFailedNamingWhy) {
   EXPECT_EQ(Take(e, kClientA, kWorker2), 1);
 }
 
+// A consumer resumed from a state saved after splits 0 and 1 (and some of
+// 2): what its killed earlier client finished or held since runs again.
+TEST(EpochSplits, AResumedClientGetsWhatItsStateLacksWhateverItsEarlierClientDid) {
+  constexpr int64_t kResumed = 3;
+  EpochSplits e({0, 1, 2, 3, 4, 5});
+  for (int64_t s : {0, 1, 2, 3}) EXPECT_EQ(Take(e, kClientA, kWorker1), s);
+  EXPECT_EQ(Take(e, kClientB, kWorker2), 4);
+  for (int64_t s : {0, 1, 3}) e.Complete(s, kClientA);  // 3: after the state was saved
+  e.Complete(4, kClientB);
+  e.Resume(kResumed, kClientA, /*done=*/{0, 1}, /*partial=*/{2});
+  EXPECT_EQ(e.completed(), 3);  // 0, 1 and B's 4
+  EXPECT_TRUE(e.MayComplete(2, kResumed));
+  // The partial split comes first, for the resumed client alone; then 3
+  // (back in the pool) and 5.
+  EXPECT_EQ(e.Next({kClientB, kWorker2}).split(), 3);
+  EXPECT_EQ(Take(e, kResumed, kWorker1), 2);
+  EXPECT_EQ(Take(e, kResumed, kWorker1), 5);
+  for (int64_t s : {2, 3, 5}) e.Complete(s, kResumed);
+  EXPECT_TRUE(e.done());
+}
+
+// Without a known earlier client (a new job), the state's done splits are
+// done and the rest are the pool's.
+TEST(EpochSplits, AResumeIntoANewEpochSkipsTheStatesDoneSplits) {
+  EpochSplits e({3, 2, 1, 0});
+  e.Resume(kClientA, -1, /*done=*/{3, 1}, /*partial=*/{});
+  EXPECT_EQ(e.completed(), 2);
+  EXPECT_EQ(Take(e, kClientA, kWorker1), 2);
+  EXPECT_EQ(Take(e, kClientA, kWorker1), 0);
+  EXPECT_EQ(e.Next({kClientA, kWorker1}).state(), GetSplitResponse::WAIT);
+}
+
 }  // namespace
 }  // namespace sluice::service

@@ -21,6 +21,7 @@
 #include "sluice/service/fetch_status.h"
 #include "status_matchers.h"
 #include "temp_dir.h"
+#include "service_samples.h"
 #include "test_cluster.h"
 #include "test_data.h"
 
@@ -31,83 +32,10 @@ using ::sluice::testing::StatusIs;
 using ::sluice::testing::TestCluster;
 using ::testing::HasSubstr;
 
-constexpr int kRows = 20000;       // 200 splits of 100
-constexpr int kPixels = 16 * 16 * 3;
-
-// Samples with an "id" and an image the workers flip at random.
-PipelineBuilder Samples() {
-  std::vector<int64_t> ids(kRows);
-  std::vector<uint8_t> images(static_cast<size_t>(kRows) * kPixels);
-  for (int i = 0; i < kRows; ++i) {
-    ids[i] = i;
-    for (int p = 0; p < kPixels; ++p) images[static_cast<size_t>(i) * kPixels + p] = static_cast<uint8_t>(i + p);
-  }
-  PipelineBuilder b = PipelineBuilder::Arrays(
-      {MakeArrayColumn("id", {}, ids), MakeArrayColumn("image", {16, 16, 3}, images)});
-  b.SplitRecords(100).Map({Op("random_flip")}).Seed(7);
-  return b;
-}
-
-PipelineDef Distributed(const std::string& dispatcher, const std::string& mode = "distributed_epoch",
-                        const std::string& job = "", const std::string& compression = "") {
-  DistributeOptions d;
-  d.dispatcher = dispatcher;
-  d.mode = mode;
-  d.job_name = job;
-  d.compression = compression;
-  d.connect_timeout_s = 5;
-  return Samples().Distribute(d).Batch(64).Build();
-}
-
-struct Received {
-  std::map<int64_t, int> count;  // by id
-  std::vector<std::vector<uint8_t>> images_by_id = std::vector<std::vector<uint8_t>>(kRows);
-  int batches = 0;
-  int64_t skipped = 0;  // records, under on_corrupt "skip"
-};
-
-// Reads epoch `epoch`; calls `after(k)` once k batches have arrived.
-absl::StatusOr<Received> ReadEpoch(const exec::Pipeline& pipeline, uint64_t epoch = 0,
-                                   int at = -1, const std::function<void()>& after = nullptr) {
-  Received out;
-  auto it = pipeline.Iterate(epoch);
-  while (true) {
-    Batch b;
-    bool end = false;
-    absl::Status s = it->Next(&b, &end);
-    if (!s.ok()) return s;
-    if (end) {
-      out.skipped = it->skipped().skipped();
-      return out;
-    }
-    const int64_t* ids = b.columns[0].values.data<int64_t>();
-    for (int64_t r = 0; r < b.rows; ++r) {
-      ++out.count[ids[r]];
-      const uint8_t* img = b.columns[1].values.data<uint8_t>() + r * kPixels;
-      out.images_by_id[ids[r]].assign(img, img + kPixels);
-    }
-    if (++out.batches == at && after) after();
-  }
-}
-
-void ExpectEachIdTimes(const Received& r, int times) {
-  ASSERT_EQ(r.count.size(), static_cast<size_t>(kRows));
-  int wrong = 0;
-  for (const auto& [id, n] : r.count) wrong += n != times;
-  EXPECT_EQ(wrong, 0) << "ids not delivered exactly " << times << " time(s)";
-}
-
 class ServiceTest : public ::testing::Test {
  protected:
   testing::TempDir dir_;
 };
-
-// Starts `cluster`'s dispatcher and `workers` one-thread workers.
-absl::Status StartCluster(TestCluster& cluster, int workers) {
-  SLUICE_RETURN_IF_ERROR(cluster.StartDispatcher());
-  for (int i = 0; i < workers; ++i) SLUICE_RETURN_IF_ERROR(cluster.AddWorker());
-  return absl::OkStatus();
-}
 
 TEST_F(ServiceTest, DistributedEpochDeliversEachSampleOnceParallelEpochsOncePerWorker) {
   TestCluster cluster;

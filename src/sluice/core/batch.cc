@@ -46,7 +46,7 @@ RowOrigin Provenance::Origin(int64_t row) const {
 int64_t Provenance::SampleId(int64_t row) const {
   const RowOrigin o = Origin(row);
   if (o.file < 0 || o.record < 0) return -1;
-  return (int64_t{o.file} << 40) | o.record;
+  return SampleIdOf(o.file, o.record);
 }
 
 std::string Provenance::Describe(int64_t row) const {

@@ -32,6 +32,9 @@ struct RowOrigin {
   int64_t record = -1;
 };
 
+// A sample's identity, (file << 40) | record (Provenance::SampleId).
+inline int64_t SampleIdOf(int32_t file, int64_t record) { return (int64_t{file} << 40) | record; }
+
 // Where each row came from, kept as runs of consecutive records so that the
 // common case (rows in file order) costs one entry per chunk. Used only to
 // name the file and record in error messages and to key each sample's

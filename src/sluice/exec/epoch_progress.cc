@@ -1,16 +1,29 @@
 #include "sluice/exec/epoch_progress.h"
 
+#include <algorithm>
+#include <numeric>
+
 #include "sluice/core/rng.h"
 
 namespace sluice::exec {
 
+std::vector<int64_t> ShuffledSplitOrder(int64_t n, uint64_t seed, const std::string& source, uint64_t epoch) {
+  std::vector<int64_t> order(static_cast<size_t>(std::max<int64_t>(n, 0)));
+  std::iota(order.begin(), order.end(), 0);
+  SampleRng rng(seed, OpKey(source, 0), epoch, 0);  // Fisher-Yates
+  for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[rng.NextU32() % i]);
+  return order;
+}
+
 std::vector<io::Split> EpochSplitOrder(const graph::CompiledNode& source, uint64_t seed, uint64_t epoch) {
   std::vector<io::Split> splits = source.format->MakeSplits();
-  if (source.shuffle_splits) {  // Fisher-Yates keyed by (seed, node, epoch)
-    SampleRng rng(seed, OpKey(source.name, 0), epoch, 0);
-    for (size_t i = splits.size(); i > 1; --i) std::swap(splits[i - 1], splits[rng.NextU32() % i]);
+  if (!source.shuffle_splits) return splits;
+  std::vector<io::Split> shuffled;
+  shuffled.reserve(splits.size());
+  for (int64_t s : ShuffledSplitOrder(static_cast<int64_t>(splits.size()), seed, source.name, epoch)) {
+    shuffled.push_back(splits[s]);
   }
-  return splits;
+  return shuffled;
 }
 
 std::shared_ptr<const std::vector<io::Split>> SplitOrders::Get(uint64_t epoch) {
@@ -20,7 +33,7 @@ std::shared_ptr<const std::vector<io::Split>> SplitOrders::Get(uint64_t epoch) {
   absl::MutexLock lock(&mu_);
   auto it = orders_.find(epoch);
   if (it != orders_.end()) return it->second;
-  auto order = std::make_shared<const std::vector<io::Split>>(EpochSplitOrder(source_, seed_, epoch));
+  auto order = std::make_shared<const std::vector<io::Split>>(make_(epoch));
   orders_.emplace(epoch, order);
   if (orders_.size() > kKept) orders_.erase(orders_.begin());
   return order;

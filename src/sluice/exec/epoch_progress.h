@@ -7,9 +7,11 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -37,6 +39,10 @@ struct EpochPosition {
   std::optional<ShufflePosition> shuffle;
   // Unordered mode: what is done (then split, record and shuffle are unset).
   std::optional<DoneRows> done;
+  // A distributed pipeline: the service job its consumer read, and the
+  // consumer's client id in it (whose progress a resumed consumer takes over).
+  std::string remote_job;
+  int64_t remote_client = 0;
 };
 
 // The rows a resumed source hands on, counted from its first: of the first
@@ -53,20 +59,28 @@ struct RowSelection {
 constexpr uint64_t kRepeatEpochStride = uint64_t{1} << 20;
 inline uint64_t RepeatEpoch(uint64_t outer, int64_t i) { return outer * kRepeatEpochStride + static_cast<uint64_t>(i); }
 
+// The order in which a source named `source` that shuffles its `n` splits
+// (shuffle_splits) reads them in epoch `epoch`: split indices, drawn by
+// (seed, source, epoch). The service's dispatcher hands splits out in the
+// same order, so a position means the same in-process and distributed.
+std::vector<int64_t> ShuffledSplitOrder(int64_t n, uint64_t seed, const std::string& source, uint64_t epoch);
+
 // The order in which the source reads its splits in epoch `epoch`.
 std::vector<io::Split> EpochSplitOrder(const graph::CompiledNode& source, uint64_t seed, uint64_t epoch);
 
-// EpochSplitOrder, drawn once per epoch (a source's splits may list files
-// that change). Keeps the last few epochs. Thread-safe.
+// An epoch's split order, drawn once per epoch (a source's splits may list
+// files that change). Keeps the last few epochs. Thread-safe.
 class SplitOrders {
  public:
-  // `source` must outlive this.
-  SplitOrders(const graph::CompiledNode& source, uint64_t seed) : source_(source), seed_(seed) {}
+  using MakeFn = std::function<std::vector<io::Split>(uint64_t epoch)>;
+  explicit SplitOrders(MakeFn make) : make_(std::move(make)) {}
+  // EpochSplitOrder's. `source` must outlive this.
+  SplitOrders(const graph::CompiledNode& source, uint64_t seed)
+      : make_([&source, seed](uint64_t epoch) { return EpochSplitOrder(source, seed, epoch); }) {}
   std::shared_ptr<const std::vector<io::Split>> Get(uint64_t epoch);
 
  private:
-  const graph::CompiledNode& source_;
-  const uint64_t seed_;
+  const MakeFn make_;
   absl::Mutex mu_;
   std::map<uint64_t, std::shared_ptr<const std::vector<io::Split>>> orders_ ABSL_GUARDED_BY(mu_);
 };

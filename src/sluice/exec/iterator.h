@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "sluice/core/batch.h"
@@ -87,6 +88,18 @@ class RemoteInput {
   virtual std::unique_ptr<Iterator> Open(ExecContext* ctx, const graph::CompiledNode& node, uint64_t epoch) = 0;
   // Elements per epoch, as Pipeline::Cardinality counts them.
   virtual int64_t Cardinality() const = 0;
+
+  // A consumer's position can be saved (exec/resume.h) when OK: then Open
+  // resumes an epoch from ctx->ResumeOf(epoch), the rows arrive with their
+  // origins, and the remote input tells ctx->ledger when a split ended.
+  virtual absl::Status CheckResumable() const {
+    return absl::UnimplementedError("this remote input cannot save its position");
+  }
+  // The order in which the workers' source reads its splits in `epoch`
+  // (as EpochSplitOrder).
+  virtual std::vector<io::Split> SplitOrder(uint64_t epoch) const { return {}; }
+  // Names in `p` what the remote side keeps of this consumer's progress.
+  virtual void Identify(EpochPosition* p) const {}
 };
 
 }  // namespace sluice::exec

@@ -400,7 +400,12 @@ std::vector<Knob> Pipeline::MakeKnobs(ExecContext* ctx) const {
 
 void Pipeline::Track(PipelineIterator* it, EpochPosition start) const {
   ExecContext* ctx = it->ctx_.get();
-  ctx->orders = std::make_unique<SplitOrders>(compiled_.nodes.front(), compiled_.seed);
+  if (remote_) {
+    remote_->Identify(&start);
+    ctx->orders = std::make_unique<SplitOrders>([remote = remote_](uint64_t epoch) { return remote->SplitOrder(epoch); });
+  } else {
+    ctx->orders = std::make_unique<SplitOrders>(compiled_.nodes.front(), compiled_.seed);
+  }
   if (start.shuffle) ctx->shuffle_log = std::make_unique<ShuffleLog>();
   if (start.done) ctx->ledger = std::make_unique<DeliveryLedger>(ctx->orders->Get(start.epoch), *start.done);
   const bool repeats = Has(compiled_, graph::NodeKind::kRepeat);
@@ -426,11 +431,11 @@ void Pipeline::PlanShuffleRestore(uint64_t epoch, const ShufflePosition& p, Exec
 
 std::unique_ptr<PipelineIterator> Pipeline::Iterate(uint64_t epoch) const {
   std::unique_ptr<PipelineIterator> it = NewIterator(/*tune=*/true);
-  it->position_status_ = CheckResumable(compiled_);
+  it->position_status_ = CheckResumable();
   if (it->position_status_.ok()) {
     EpochPosition start;
     start.epoch = epoch;
-    if (!compiled_.ordered) {
+    if (Unordered()) {
       start.done = DoneRows{};
     } else if (Has(compiled_, graph::NodeKind::kShuffle)) {
       start.shuffle = ShufflePosition{};
@@ -441,14 +446,22 @@ std::unique_ptr<PipelineIterator> Pipeline::Iterate(uint64_t epoch) const {
   return it;
 }
 
+absl::Status Pipeline::CheckResumable() const {
+  SLUICE_RETURN_IF_ERROR(exec::CheckResumable(compiled_));
+  return remote_ ? remote_->CheckResumable() : absl::OkStatus();
+}
+
 absl::StatusOr<std::unique_ptr<PipelineIterator>> Pipeline::Resume(const std::string& state) const {
-  SLUICE_RETURN_IF_ERROR(CheckResumable(compiled_));
+  SLUICE_RETURN_IF_ERROR(CheckResumable());
   SLUICE_ASSIGN_OR_RETURN(EpochPosition p, ParseState(state, compiled_.output_fingerprint));
-  if (p.done.has_value() == compiled_.ordered) {
-    return absl::InvalidArgumentError(p.done ? "the state was saved unordered but this pipeline runs ordered"
-                                             : "the state was saved ordered but this pipeline runs unordered");
+  if (p.done.has_value() != Unordered()) {
+    return absl::InvalidArgumentError(
+        p.done ? "the state was saved unordered (or through a distribute node) but this pipeline runs ordered: "
+                 "restore it with options unordered, or through a distribute node"
+               : "the state was saved ordered but this pipeline runs unordered (or through a distribute node, whose "
+                 "rows arrive as they come)");
   }
-  if (compiled_.ordered && p.shuffle.has_value() != Has(compiled_, graph::NodeKind::kShuffle)) {
+  if (!Unordered() && p.shuffle.has_value() != Has(compiled_, graph::NodeKind::kShuffle)) {
     return absl::InvalidArgumentError(p.shuffle ? "the state has a shuffle's position but this pipeline has no shuffle"
                                                 : "this pipeline shuffles but the state has no shuffle position");
   }

@@ -127,6 +127,10 @@ class Pipeline {
   std::unique_ptr<Iterator> MakeNodeIterator(ExecContext* ctx, size_t index, uint64_t epoch,
                                              int64_t first_chunk_rows) const;
   std::unique_ptr<PipelineIterator> NewIterator(bool tune) const;
+  // exec::CheckResumable, and the remote input's.
+  absl::Status CheckResumable() const;
+  // Rows arrive as they come: options unordered, or from a service.
+  bool Unordered() const { return !compiled_.ordered || remote_ != nullptr; }
   // Makes `it` follow its position from `start` (CheckResumable passed).
   void Track(PipelineIterator* it, EpochPosition start) const;
   // The resumed shuffle's buffer, and the rows the source then reads.

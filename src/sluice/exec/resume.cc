@@ -29,9 +29,10 @@ absl::Status Refuse(const graph::CompiledNode& node, absl::string_view why) {
 }  // namespace
 
 absl::Status CheckResumable(const graph::CompiledPipeline& compiled) {
-  if (compiled.nodes.empty() || compiled.nodes.front().kind != graph::NodeKind::kSource) {
-    return absl::UnimplementedError("only a pipeline that starts at its source can save its position");
-  }
+  if (compiled.nodes.empty()) return absl::UnimplementedError("an empty pipeline has no position");
+  // Rows from a service's workers arrive as they come: unordered.
+  const bool remote = compiled.nodes.front().kind == graph::NodeKind::kRemote;
+  const bool unordered = !compiled.ordered || remote;
   bool rows_in_file_order = true;  // only sources, maps, filters and prefetches so far
   bool shuffled = false;
   bool taken = false;
@@ -63,7 +64,7 @@ absl::Status CheckResumable(const graph::CompiledPipeline& compiled) {
         }
         break;
       case graph::NodeKind::kRepeat:
-        if (!compiled.ordered) {
+        if (unordered) {
           return Refuse(node, "an unordered pipeline's repeat mixes its epochs' rows: its position cannot be saved "
                               "(iterate the epochs instead, or run it ordered)");
         }
@@ -75,7 +76,8 @@ absl::Status CheckResumable(const graph::CompiledPipeline& compiled) {
         rows_in_file_order = false;
         break;
       case graph::NodeKind::kRemote:
-        return Refuse(node, "a distributed pipeline's position cannot be saved yet");
+        if (i != 0) return Refuse(node, "a remote input must come first");
+        break;
     }
   }
   return absl::OkStatus();
@@ -150,6 +152,10 @@ std::string SerializeState(const std::string& fingerprint, const EpochPosition& 
   state.set_record(p.record);
   state.set_elements(p.elements);
   state.set_rows(p.rows);
+  if (!p.remote_job.empty()) {
+    state.mutable_remote()->set_job(p.remote_job);
+    state.mutable_remote()->set_client(p.remote_client);
+  }
   if (p.done) {
     DoneRowsState* done = state.mutable_done();
     done->set_splits_below(p.done->splits_below);
@@ -204,6 +210,8 @@ absl::StatusOr<EpochPosition> ParseState(const std::string& bytes, const std::st
   if (state.has_done()) {
     SLUICE_ASSIGN_OR_RETURN(p.done, ParseDone(state.done()));
   }
+  p.remote_job = state.remote().job();
+  p.remote_client = state.remote().client();
   return p;
 }
 

@@ -25,8 +25,9 @@ namespace sluice::exec {
 // OK when `compiled` can save and restore its position: ordered, one
 // source, at most one shuffle (of rows, after only maps and filters), at
 // most one repeat, takes after which no row is dropped (and none inside the
-// repeat), no row dropped after the repeat, and no remote input;
-// Unimplemented naming the node otherwise.
+// repeat), no row dropped after the repeat; a remote input (first) counts
+// as unordered, and the input itself must agree (RemoteInput::
+// CheckResumable). Unimplemented naming the node otherwise.
 absl::Status CheckResumable(const graph::CompiledPipeline& compiled);
 
 // Whether a resumed source can hand the shuffle only the rows its buffer

@@ -1,5 +1,7 @@
 #include "sluice/graph/fingerprint.h"
 
+#include <algorithm>
+
 #include <openssl/sha.h>
 
 #include "absl/strings/escaping.h"
@@ -29,6 +31,10 @@ std::string OutputFingerprint(const PipelineDef& def) {
   options->clear_memory_budget_bytes();
   options->clear_no_stats();
   options->clear_no_autotune();
+  options->clear_unordered();
+  auto* nodes = output.mutable_nodes();
+  nodes->erase(std::remove_if(nodes->begin(), nodes->end(), [](const NodeDef& n) { return n.has_distribute(); }),
+               nodes->end());
   for (NodeDef& node : *output.mutable_nodes()) {
     if (node.has_map()) node.mutable_map()->clear_parallelism();
     if (node.has_prefetch()) node.mutable_prefetch()->clear_buffer_size();

@@ -150,6 +150,17 @@ absl::Status DispatcherImpl::ReleaseClient(const ReleaseClientRequest& request, 
   });
 }
 
+absl::Status DispatcherImpl::ResumeClient(const ResumeClientRequest& request, const Caller& caller) {
+  SLUICE_RETURN_IF_ERROR(Durably([&]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    SLUICE_RETURN_IF_ERROR(state_.CheckTenant(request.job_id(), caller));
+    return state_.ResumeClient(request, absl::Now());
+  }));
+  Log("dispatcher", absl::StrCat("client ", request.client_id(), " of job ", request.job_id(), " resumed epoch ",
+                                 request.epoch(), " from a saved state (", request.done_size(), " splits done, ",
+                                 request.partial_size(), " partly)"));
+  return absl::OkStatus();
+}
+
 absl::StatusOr<WorkerHeartbeatResponse> DispatcherImpl::WorkerHeartbeat(const WorkerHeartbeatRequest& request) {
   SLUICE_ASSIGN_OR_RETURN(WorkerHeartbeatResponse out, Durably([&]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
                             return state_.WorkerHeartbeat(request, absl::Now());

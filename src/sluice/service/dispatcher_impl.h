@@ -45,6 +45,7 @@ class DispatcherImpl {
                                                           const Caller& caller = Caller());
   absl::Status ReportSplits(const ReportSplitsRequest& request, const Caller& caller = Caller());
   absl::Status ReleaseClient(const ReleaseClientRequest& request, const Caller& caller = Caller());
+  absl::Status ResumeClient(const ResumeClientRequest& request, const Caller& caller = Caller());
   absl::StatusOr<WorkerHeartbeatResponse> WorkerHeartbeat(const WorkerHeartbeatRequest& request);
   absl::StatusOr<GetPipelineResponse> GetPipeline(const GetPipelineRequest& request);
   absl::StatusOr<GetSplitResponse> GetSplit(const GetSplitRequest& request);

@@ -32,6 +32,8 @@ class DispatcherServer::Service final : public ::sluice::Dispatcher::Service {
              ToGrpc(impl_->ReportSplits(*request, *caller)))
   SLUICE_RPC(ReleaseClient, ReleaseClientRequest, ReleaseClientResponse, SLUICE_CLIENTS,
              ToGrpc(impl_->ReleaseClient(*request, *caller)))
+  SLUICE_RPC(ResumeClient, ResumeClientRequest, ResumeClientResponse, SLUICE_CLIENTS,
+             ToGrpc(impl_->ResumeClient(*request, *caller)))
   SLUICE_RPC(WorkerHeartbeat, WorkerHeartbeatRequest, WorkerHeartbeatResponse, SLUICE_WORKERS,
              Reply(impl_->WorkerHeartbeat(*request), response))
   SLUICE_RPC(GetPipeline, GetPipelineRequest, GetPipelineResponse, SLUICE_WORKERS,

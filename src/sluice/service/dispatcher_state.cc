@@ -1,17 +1,25 @@
 #include "sluice/service/dispatcher_state.h"
 
 #include <algorithm>
-#include <numeric>
 
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "sluice/core/rng.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/graph/compiled_pipeline.h"
 #include "sluice/graph/fingerprint.h"
+#include "sluice/service/element_spec.h"
 
 namespace sluice::service {
+namespace {
+
+// 128 random bits as 32 hex digits.
+std::string RandomHex() {
+  absl::BitGen random;
+  return absl::StrFormat("%016x%016x", absl::Uniform<uint64_t>(random), absl::Uniform<uint64_t>(random));
+}
+
+}  // namespace
 
 DispatcherState::DispatcherState(Options options, JournalFn journal)
     : options_(options), journal_(std::move(journal)) {}
@@ -74,7 +82,20 @@ void DispatcherState::Apply(const JournalEntry& entry) {
       auto job = jobs_.find(r.job_id());
       if (job == jobs_.end()) break;
       EpochSplits& splits = Epoch(job->second, r.epoch());
-      for (int64_t s : r.completed()) splits.Complete(s);
+      for (int64_t s : r.completed()) splits.Complete(s, r.client_id());
+      break;
+    }
+    case JournalEntry::kResumeClient: {
+      const ResumeClientRequest& r = entry.resume_client();
+      auto job = jobs_.find(r.job_id());
+      if (job == jobs_.end()) break;
+      const std::vector<int64_t> done(r.done().begin(), r.done().end());
+      const std::vector<int64_t> partial(r.partial().begin(), r.partial().end());
+      Epoch(job->second, r.epoch()).Resume(r.client_id(), r.previous_client_id(), done, partial);
+      // Epochs the earlier client had gone on to: all of it runs again.
+      for (auto& [epoch, splits] : job->second.epochs) {
+        if (epoch > r.epoch()) splits.Resume(r.client_id(), r.previous_client_id(), {}, {});
+      }
       break;
     }
     case JournalEntry::kSplitAssigned: {
@@ -166,6 +187,7 @@ absl::StatusOr<GetOrCreateJobResponse> DispatcherState::GetOrCreateJob(
     job->set_mode(mode);
     job->set_job_name(request.job_name());
     job->set_tenant(tenant);
+    job->set_job_uid(RandomHex());
     SLUICE_RETURN_IF_ERROR(Journaled(entry));
     job_id = job->job_id();
   }
@@ -182,6 +204,7 @@ absl::StatusOr<GetOrCreateJobResponse> DispatcherState::GetOrCreateJob(
   out.set_job_id(job_id);
   out.set_client_id(entry.add_client().client_id());
   out.set_pipeline_id(jobs_[job_id].def.pipeline_id());
+  out.set_job_uid(jobs_[job_id].def.job_uid());
   return out;
 }
 
@@ -235,6 +258,44 @@ absl::Status DispatcherState::ReportSplits(const ReportSplitsRequest& request, a
   return absl::OkStatus();
 }
 
+absl::Status DispatcherState::ResumeClient(const ResumeClientRequest& request, absl::Time now) {
+  SLUICE_ASSIGN_OR_RETURN(Client * client, FindClient(request.job_id(), request.client_id(), now));
+  Job& job = jobs_[request.job_id()];
+  if (job.def.mode() != DISTRIBUTED_EPOCH) {
+    return absl::FailedPreconditionError(absl::StrCat("job ", job.def.job_id(), " is not distributed_epoch: "
+                                                      "only a distributed_epoch job's progress can be resumed"));
+  }
+  const int64_t splits = pipelines_[job.def.pipeline_id()].info.element().num_splits();
+  for (const auto* list : {&request.done(), &request.partial()}) {
+    for (int64_t s : *list) {
+      if (s < 0 || s >= splits) {
+        return absl::InvalidArgumentError(absl::StrCat("the resumed state names split ", s, " but job ",
+                                                       job.def.job_id(), "'s pipeline has ", splits, " splits"));
+      }
+    }
+  }
+  JournalEntry entry;
+  ResumeClientRequest* resume = entry.mutable_resume_client();
+  *resume = request;
+  // Only the same job's earlier client (ids restart with a dispatcher that
+  // kept no journal) gives up its splits.
+  const bool same_job = !request.previous_job_uid().empty() && request.previous_job_uid() == job.def.job_uid();
+  const int64_t previous = same_job && request.previous_client_id() != request.client_id() ? request.previous_client_id() : -1;
+  resume->set_previous_client_id(previous);
+  // The earlier client is gone (killed) even if its heartbeats have not
+  // timed out yet.
+  if (previous >= 0 && job.clients.count(previous) > 0) {
+    ReleaseClientRequest release;
+    release.set_job_id(request.job_id());
+    release.set_client_id(previous);
+    SLUICE_RETURN_IF_ERROR(ReleaseClient(release));
+  }
+  SLUICE_RETURN_IF_ERROR(Journaled(entry));
+  auto& before = client->finished_before_join;
+  before.erase(before.lower_bound(request.epoch()), before.end());
+  return absl::OkStatus();
+}
+
 absl::Status DispatcherState::ReleaseClient(const ReleaseClientRequest& request) {
   if (clients_.count(request.client_id()) == 0) return absl::OkStatus();
   JournalEntry entry;
@@ -252,8 +313,7 @@ absl::StatusOr<WorkerHeartbeatResponse> DispatcherState::WorkerHeartbeat(const W
     JournalWorker* added = entry.mutable_add_worker();
     added->set_worker_id(next_id_);
     added->set_address(request.address());
-    absl::BitGen random;
-    added->set_secret(absl::StrFormat("%016x%016x", absl::Uniform<uint64_t>(random), absl::Uniform<uint64_t>(random)));
+    added->set_secret(RandomHex());
     SLUICE_RETURN_IF_ERROR(Journaled(entry));
     id = added->worker_id();
   } else if (known->second != request.secret()) {
@@ -312,12 +372,7 @@ EpochSplits& DispatcherState::Epoch(Job& job, uint64_t epoch) {
   auto it = job.epochs.find(epoch);
   if (it != job.epochs.end()) return it->second;
   const Pipeline& pipeline = pipelines_[job.def.pipeline_id()];
-  std::vector<int64_t> order(pipeline.info.element().num_splits());
-  std::iota(order.begin(), order.end(), 0);
-  if (pipeline.def.nodes_size() > 0 && pipeline.def.nodes(0).source().shuffle_splits()) {
-    SampleRng rng(pipeline.def.seed(), OpKey("distribute", 0), epoch, 0);  // Fisher-Yates
-    for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[rng.NextU32() % i]);
-  }
+  std::vector<int64_t> order = EpochSplitIndices(pipeline.info.element(), pipeline.def, epoch);
   return job.epochs.emplace(epoch, EpochSplits(std::move(order), options_.splits)).first->second;
 }
 
@@ -425,10 +480,13 @@ std::vector<JournalEntry> DispatcherState::Snapshot() const {
       c->set_client_id(client);
     }
     for (const auto& [epoch, splits] : job.epochs) {
-      ReportSplitsRequest* done = out.emplace_back().mutable_splits_completed();
-      done->set_job_id(job_id);
-      done->set_epoch(epoch);
-      for (int64_t s : splits.Completed()) done->add_completed(s);
+      for (const auto& [client, completed] : splits.CompletedByClient()) {
+        ReportSplitsRequest* done = out.emplace_back().mutable_splits_completed();
+        done->set_job_id(job_id);
+        done->set_client_id(client);
+        done->set_epoch(epoch);
+        for (int64_t s : completed) done->add_completed(s);
+      }
       // Replayed, a split held by a client re-runs for that client.
       for (const auto& [split, client] : splits.Held()) {
         JournalSplit* held = out.emplace_back().mutable_split_assigned();

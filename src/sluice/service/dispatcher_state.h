@@ -65,6 +65,10 @@ class DispatcherState {
                                                           absl::Time now);
   absl::Status ReportSplits(const ReportSplitsRequest& request, absl::Time now);
   absl::Status ReleaseClient(const ReleaseClientRequest& request);
+  // The client takes over the progress its consumer saved (see
+  // EpochSplits::Resume): the job's earlier client named in `request` is
+  // released first. InvalidArgument for a split the pipeline lacks.
+  absl::Status ResumeClient(const ResumeClientRequest& request, absl::Time now);
   // A worker keeps the id it asks for when this dispatcher (or the journal
   // it replayed) handed it out, with the secret that came with it; an id
   // this dispatcher never gave gets a new one; a known id with the wrong

@@ -1,9 +1,12 @@
 #include "sluice/service/distributed_input.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/service/unary_call.h"
+#include "sluice/service/element_spec.h"
 #include "sluice/service/epoch_reader.h"
 #include "sluice/service/backoff.h"
 #include "sluice/service/log.h"
@@ -36,6 +39,20 @@ absl::StatusOr<Schema> ToSchema(const ElementSpec& element) {
   return Schema(std::move(columns));
 }
 
+// The splits the element spec lists; none when it lists them wrongly (a
+// dispatcher of an older version lists none).
+std::vector<io::Split> ToSplits(const ElementSpec& element) {
+  const auto& bounds = element.splits();
+  if (bounds.size() != 3 * element.num_splits()) return {};
+  std::vector<io::Split> splits(static_cast<size_t>(element.num_splits()));
+  for (size_t s = 0; s < splits.size(); ++s) {
+    splits[s].file = static_cast<int32_t>(bounds[static_cast<int>(3 * s)]);
+    splits[s].begin_record = bounds[static_cast<int>(3 * s + 1)];
+    splits[s].end_record = bounds[static_cast<int>(3 * s + 2)];
+  }
+  return splits;
+}
+
 }  // namespace
 
 absl::StatusOr<std::shared_ptr<DistributedInput>> DistributedInput::Connect(ClientOptions options,
@@ -58,9 +75,11 @@ absl::StatusOr<std::shared_ptr<DistributedInput>> DistributedInput::Connect(Clie
     SLUICE_RETURN_IF_ERROR(FromGrpc(input->dispatcher_->RegisterPipeline(&context, reg, &registered),
                                     absl::StrCat("dispatcher ", input->options_.dispatcher)));
   }
+  input->workers_part_ = workers_part;
   input->pipeline_id_ = registered.pipeline_id();
   input->element_ = registered.element();
   SLUICE_ASSIGN_OR_RETURN(input->schema_, ToSchema(input->element_));
+  input->splits_ = ToSplits(input->element_);
 
   GetOrCreateJobRequest job;
   job.set_pipeline_id(input->pipeline_id_);
@@ -71,6 +90,7 @@ absl::StatusOr<std::shared_ptr<DistributedInput>> DistributedInput::Connect(Clie
                               "get or create job", job, &joined, token));
   input->job_id_ = joined.job_id();
   input->client_id_ = joined.client_id();
+  input->job_uid_ = joined.job_uid();
   if (!joined.pipeline_id().empty()) input->pipeline_id_ = joined.pipeline_id();  // the job's pin
   SLUICE_RETURN_IF_ERROR(input->Heartbeat());
   DistributedInput* raw = input.get();
@@ -144,6 +164,8 @@ absl::Status DistributedInput::SendReports(std::vector<ReportSplitsRequest>* rep
     SLUICE_RETURN_IF_ERROR(CallUnary(dispatcher_.get(), &::sluice::Dispatcher::Stub::ReportSplits, "report splits",
                                      reports->front(), &ignored, options_.security.token));
     reports->erase(reports->begin());
+    absl::MutexLock lock(&mu_);
+    --unsent_reports_;
   }
   return absl::OkStatus();
 }
@@ -220,6 +242,7 @@ void DistributedInput::ReportSplits(uint64_t epoch, const std::vector<int64_t>& 
   for (int64_t s : abandoned) request.add_abandoned(s);
   absl::MutexLock lock(&mu_);
   reports_.push_back(std::move(request));
+  ++unsent_reports_;
 }
 
 void DistributedInput::CountReceived(int64_t samples, int64_t bytes) {
@@ -232,6 +255,80 @@ std::unique_ptr<exec::Iterator> DistributedInput::Open(exec::ExecContext* ctx, c
                                                        uint64_t epoch) {
   epoch_ = epoch;
   return std::make_unique<EpochReader>(this, ctx, node, epoch);
+}
+
+absl::Status DistributedInput::CheckResumable() const {
+  if (options_.mode != DISTRIBUTED_EPOCH) {
+    return absl::UnimplementedError("node 'distribute': in parallel_epochs mode every worker runs whole epochs: a "
+                                    "consumer's position cannot be saved (use distributed_epoch)");
+  }
+  if (static_cast<int64_t>(splits_.size()) != element_.num_splits() || job_uid_.empty()) {
+    return absl::UnimplementedError(absl::StrCat("node 'distribute': the dispatcher at ", options_.dispatcher,
+                                                 " did not list the pipeline's splits or the job's uid (an older "
+                                                 "version?): a consumer's position cannot be saved"));
+  }
+  return absl::OkStatus();
+}
+
+std::vector<int64_t> DistributedInput::SplitIndices(uint64_t epoch) const {
+  return EpochSplitIndices(element_, workers_part_, epoch);
+}
+
+std::vector<io::Split> DistributedInput::SplitOrder(uint64_t epoch) const {
+  std::vector<io::Split> order;
+  for (int64_t s : SplitIndices(epoch)) order.push_back(splits_[s]);
+  return order;
+}
+
+void DistributedInput::Identify(exec::EpochPosition* p) const {
+  p->remote_job = job_uid_;
+  p->remote_client = client_id_;
+}
+
+absl::Status DistributedInput::ResumeClient(uint64_t epoch, const exec::EpochPosition& resumed) {
+  ResumeClientRequest request;
+  request.set_job_id(job_id_);
+  request.set_client_id(client_id_);
+  request.set_epoch(epoch);
+  request.set_previous_job_uid(resumed.remote_job);
+  request.set_previous_client_id(resumed.remote_client);
+  const std::vector<int64_t> order = SplitIndices(epoch);
+  const exec::DoneRows& done = *resumed.done;
+  for (size_t pos = 0; pos < order.size(); ++pos) {
+    if (done.SplitDone(static_cast<int64_t>(pos))) request.add_done(order[pos]);
+  }
+  for (size_t s = 0; s < splits_.size(); ++s) {  // a split some of whose records are done
+    const io::Split& split = splits_[s];
+    auto file = done.records.find(split.file);
+    if (file == done.records.end()) continue;
+    const bool some = std::any_of(file->second.begin(), file->second.end(), [&split](const auto& range) {
+      return range.second > split.begin_record && (split.end_record < 0 || range.first < split.end_record);
+    });
+    if (some) request.add_partial(static_cast<int64_t>(s));
+  }
+  // A restarting dispatcher is waited for, as when connecting; and reports
+  // of an earlier reader of this client must not land after the resume.
+  const absl::Time give_up = absl::Now() + options_.connect_timeout;
+  {
+    absl::MutexLock lock(&mu_);
+    const absl::Condition sent(
+        +[](DistributedInput* in) ABSL_NO_THREAD_SAFETY_ANALYSIS { return in->unsent_reports_ == 0 || !in->fatal_.ok(); },
+        this);
+    if (!mu_.AwaitWithDeadline(sent, give_up)) {
+      return absl::DeadlineExceededError(absl::StrCat("the dispatcher at ", options_.dispatcher,
+                                                      " took no split reports for ",
+                                                      absl::FormatDuration(options_.connect_timeout)));
+    }
+    if (!fatal_.ok()) return fatal_;
+  }
+  Backoff backoff(absl::Milliseconds(100), absl::Seconds(2));
+  while (true) {
+    ResumeClientResponse ignored;
+    absl::Status s = CallUnary(dispatcher_.get(), &::sluice::Dispatcher::Stub::ResumeClient, "resume client",
+                               request, &ignored, options_.security.token);
+    if (!absl::IsUnavailable(s) || absl::Now() > give_up) return s;
+    absl::SleepFor(backoff.Next());
+  }
 }
 
 int64_t DistributedInput::Cardinality() const {

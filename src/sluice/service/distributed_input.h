@@ -43,6 +43,9 @@ class DistributedInput : public exec::RemoteInput {
   std::unique_ptr<exec::Iterator> Open(exec::ExecContext* ctx, const graph::CompiledNode& node,
                                        uint64_t epoch) override;
   int64_t Cardinality() const override;
+  absl::Status CheckResumable() const override;
+  std::vector<io::Split> SplitOrder(uint64_t epoch) const override;
+  void Identify(exec::EpochPosition* p) const override;
 
   const ElementSpec& element() const { return element_; }
   const Schema& schema() const { return schema_; }
@@ -64,6 +67,12 @@ class DistributedInput : public exec::RemoteInput {
                     const std::vector<int64_t>& abandoned);
   // Feeds the next heartbeat's throughput figures.
   void CountReceived(int64_t samples, int64_t bytes);
+  // The pipeline's split indices in epoch `epoch`'s order (the order a
+  // saved position counts splits in).
+  std::vector<int64_t> SplitIndices(uint64_t epoch) const;
+  // Tells the dispatcher that this client goes on from `resumed` in
+  // `epoch` (see ResumeClientRequest).
+  absl::Status ResumeClient(uint64_t epoch, const exec::EpochPosition& resumed);
   // Keeps `owned` (an embedded cluster) alive as long as this input.
   void KeepAlive(std::shared_ptr<void> owned) { owned_ = std::move(owned); }
 
@@ -79,9 +88,12 @@ class DistributedInput : public exec::RemoteInput {
   std::shared_ptr<void> owned_;  // first: destroyed last
   const ClientOptions options_;
   std::unique_ptr<::sluice::Dispatcher::Stub> dispatcher_;
+  PipelineDef workers_part_;
   ElementSpec element_;
   Schema schema_;
+  std::vector<io::Split> splits_;  // the pipeline's, before any shuffle
   std::string pipeline_id_;
+  std::string job_uid_;
   int64_t job_id_ = 0;
   int64_t client_id_ = 0;
   std::atomic<uint64_t> epoch_{0};
@@ -94,6 +106,7 @@ class DistributedInput : public exec::RemoteInput {
   absl::Time last_heartbeat_ ABSL_GUARDED_BY(mu_);
   absl::Status fatal_ ABSL_GUARDED_BY(mu_);
   std::vector<ReportSplitsRequest> reports_ ABSL_GUARDED_BY(mu_);  // for the heartbeat thread to send
+  int64_t unsent_reports_ ABSL_GUARDED_BY(mu_) = 0;  // queued, or sent and not yet answered
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
 
   std::thread heartbeats_;

@@ -1,5 +1,8 @@
 #include "sluice/service/element_spec.h"
 
+#include <algorithm>
+#include <numeric>
+
 #include "absl/strings/str_cat.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/exec/pipeline.h"
@@ -47,8 +50,25 @@ absl::StatusOr<ElementSpec> DescribeElements(const PipelineDef& def, const graph
     }
   }
   out.set_cardinality(pipeline->Cardinality());
-  out.set_num_splits(static_cast<int64_t>(pipeline->Splits().size()));
+  const std::vector<io::Split> splits = pipeline->Splits();
+  out.set_num_splits(static_cast<int64_t>(splits.size()));
+  out.mutable_splits()->Reserve(static_cast<int>(3 * splits.size()));
+  for (const io::Split& split : splits) {
+    out.add_splits(split.file);
+    out.add_splits(split.begin_record);
+    out.add_splits(split.end_record);
+  }
+  out.set_source_name(pipeline->compiled().nodes.front().name);
   return out;
+}
+
+std::vector<int64_t> EpochSplitIndices(const ElementSpec& element, const PipelineDef& def, uint64_t epoch) {
+  if (def.nodes_size() > 0 && def.nodes(0).source().shuffle_splits()) {
+    return exec::ShuffledSplitOrder(element.num_splits(), def.seed(), element.source_name(), epoch);
+  }
+  std::vector<int64_t> order(static_cast<size_t>(std::max<int64_t>(element.num_splits(), 0)));
+  std::iota(order.begin(), order.end(), 0);
+  return order;
 }
 
 }  // namespace sluice::service

@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "sluice/exec/row_copier.h"
+#include "sluice/core/status_macros.h"
 #include "sluice/service/batch_codec.h"
 #include "sluice/service/log.h"
 #include "sluice/service/wire_batch.h"
@@ -36,9 +37,27 @@ EpochReader::EpochReader(DistributedInput* input, exec::ExecContext* ctx, const 
       exactly_once_(input->options().mode == DISTRIBUTED_EPOCH),
       max_queued_(static_cast<size_t>(std::max(1, input->options().max_outstanding))) {
   ctx_->cancel.Register(&mu_, &cv_);
+  if (ctx_->ledger != nullptr) {
+    const std::vector<int64_t> order = input_->SplitIndices(epoch_);
+    position_of_.resize(order.size());
+    for (size_t pos = 0; pos < order.size(); ++pos) position_of_[order[pos]] = static_cast<int64_t>(pos);
+  }
   absl::MutexLock lock(&mu_);
   opened_at_ = absl::Now();
-  OpenStreams();
+  if (const exec::EpochPosition* resumed = ctx_->ResumeOf(epoch_)) error_ = Resume(*resumed);
+  if (error_.ok()) OpenStreams();
+}
+
+absl::Status EpochReader::Resume(const exec::EpochPosition& resumed) {
+  SLUICE_RETURN_IF_ERROR(input_->ResumeClient(epoch_, resumed));
+  const std::vector<int64_t> order = input_->SplitIndices(epoch_);
+  for (size_t pos = 0; pos < order.size(); ++pos) {
+    if (resumed.done->SplitDone(static_cast<int64_t>(pos))) completed_.insert(order[pos]);
+  }
+  for (const auto& [file, ranges] : resumed.done->records) {
+    for (const auto& [begin, end] : ranges) done_before_.Add(SampleIdOf(file, begin), SampleIdOf(file, end));
+  }
+  return absl::OkStatus();
 }
 
 EpochReader::~EpochReader() {
@@ -123,7 +142,7 @@ void EpochReader::Read(Stream* stream) {
         if (completed_.insert(message.split()).second && records > 0) {
           ctx_->skips.Add(message.skipped_file(), records, 0, message.skip_reason());
         }
-        delivered_.erase(message.split());
+        SplitArrived(message.split());
       }
       if (exactly_once_) input_->ReportSplits(epoch_, {message.split()}, {});
       split = -1;
@@ -134,7 +153,7 @@ void EpochReader::Read(Stream* stream) {
       {
         absl::MutexLock lock(&mu_);
         if (completed_.insert(message.split()).second) CountSkips(message);  // once, whatever re-ran
-        delivered_.erase(message.split());
+        SplitArrived(message.split());
         report = held_rows_.count(message.split()) == 0;
         if (!report) ended_held_.insert(message.split());
       }
@@ -195,6 +214,15 @@ void EpochReader::CountSkips(const BatchMessage& marker) {
   for (const std::string& m : marker.skip_messages()) ctx_->skips.AddMessage(m);
 }
 
+void EpochReader::SplitArrived(int64_t split) {
+  auto seen = delivered_.find(split);
+  const int64_t rows = seen == delivered_.end() ? 0 : seen->second.size();
+  if (seen != delivered_.end()) delivered_.erase(seen);
+  if (ctx_->ledger != nullptr && split >= 0 && split < static_cast<int64_t>(position_of_.size())) {
+    ctx_->ledger->SplitEnded(position_of_[split], rows);
+  }
+}
+
 bool EpochReader::DropDelivered(int64_t split, Batch* batch) {
   if (completed_.count(split) > 0) return false;  // a re-run of a finished split
   IdRanges& seen = delivered_[split];
@@ -206,15 +234,16 @@ bool EpochReader::DropDelivered(int64_t split, Batch* batch) {
     while (end_row < batch->rows && first >= 0 && batch->provenance.SampleId(end_row) == first + (end_row - r)) {
       ++end_row;
     }
-    if (!seen.Overlaps(first, first + (end_row - r))) {
+    const int64_t end_id = first + (end_row - r);
+    if (!seen.Overlaps(first, end_id) && !done_before_.Overlaps(first, end_id)) {
       for (int64_t k = r; k < end_row; ++k) keep.push_back(k);
-      seen.Add(first, first + (end_row - r));
+      seen.Add(first, end_id);
     } else {
       for (int64_t k = r; k < end_row; ++k) {
         const int64_t id = first + (k - r);
         if (seen.Overlaps(id, id + 1)) continue;
-        keep.push_back(k);
-        seen.Add(id, id + 1);
+        seen.Add(id, id + 1);  // counted as the split's, even when done before
+        if (!done_before_.Overlaps(id, id + 1)) keep.push_back(k);
       }
     }
     r = end_row;

@@ -5,6 +5,11 @@
 // elsewhere, the samples that already arrived are dropped: every sample
 // exactly once. It rebatches the workers' per-split batches to the batch
 // size, so the consumer sees the batches an in-process run would make.
+//
+// A resumed epoch (ctx->ResumeOf) first has the dispatcher take over the
+// saved progress, then drops the samples the state counts done wherever
+// they arrive. When the pipeline tracks its position, each split's end
+// tells the ledger how many samples the split has.
 #ifndef SLUICE_SERVICE_EPOCH_READER_H_
 #define SLUICE_SERVICE_EPOCH_READER_H_
 
@@ -46,9 +51,14 @@ class EpochReader : public exec::Iterator {
   void Read(Stream* stream);
   // Adds what a worker skipped (a split_end or epoch_end marker's counts).
   void CountSkips(const BatchMessage& marker);
-  // Drops rows of `batch` already delivered for its split; false when none
-  // is left. REQUIRES: mu_ held.
+  // Drops rows of `batch` already delivered for its split (or before the
+  // state it resumed from); false when none is left. REQUIRES: mu_ held.
   bool DropDelivered(int64_t split, Batch* batch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Every sample of `split` arrived: forgets its ids, telling the ledger
+  // how many there were. REQUIRES: mu_ held.
+  void SplitArrived(int64_t split) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Takes over the progress of the resumed state. REQUIRES: mu_ held.
+  absl::Status Resume(const exec::EpochPosition& resumed) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Opens streams to listed workers that have none. REQUIRES: mu_ held.
   void OpenStreams() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool EpochOver() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -78,6 +88,8 @@ class EpochReader : public exec::Iterator {
   absl::Status error_ ABSL_GUARDED_BY(mu_);
   std::set<int64_t> completed_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, IdRanges> delivered_ ABSL_GUARDED_BY(mu_);  // by split in flight: the ids handed on
+  IdRanges done_before_ ABSL_GUARDED_BY(mu_);  // a resumed epoch: the ids the state counts done
+  std::vector<int64_t> position_of_;           // by split: its place in the epoch's order (for the ledger)
   std::deque<Batch> pending_ ABSL_GUARDED_BY(mu_);  // rebatching
   std::map<int64_t, int64_t> held_rows_ ABSL_GUARDED_BY(mu_);  // by split, in queue_
   std::set<int64_t> ended_held_ ABSL_GUARDED_BY(mu_);          // all arrived, some rows still held

@@ -64,10 +64,10 @@ void EpochSplits::Assign(int64_t split, int64_t client, int64_t worker) {
   slot.lease_until = absl::InfiniteFuture();
 }
 
-void EpochSplits::Complete(int64_t split) {
+void EpochSplits::Complete(int64_t split, int64_t client) {
   if (!Valid(split) || slots_[split].state == State::kDone) return;
   Unqueue(split);
-  slots_[split] = Slot{State::kDone};
+  slots_[split] = Slot{State::kDone, client};
   ++completed_;
 }
 
@@ -111,6 +111,34 @@ void EpochSplits::ClientLost(int64_t client) {
   }
 }
 
+void EpochSplits::Resume(int64_t client, int64_t previous, const std::vector<int64_t>& done,
+                         const std::vector<int64_t>& partial) {
+  for (int64_t c : {previous, client}) {
+    if (c >= 0) Reopen(c);
+  }
+  for (int64_t s : done) Complete(s, client);
+  for (int64_t s : partial) {
+    // Another client's (when `previous` was dropped and its splits went to
+    // others) stays theirs.
+    if (!Valid(s) || slots_[s].state != State::kPool) continue;
+    Unqueue(s);
+    Slot& slot = slots_[s];
+    slot.state = State::kRequeued;
+    slot.client = client;
+    requeued_[client].push_back(s);
+  }
+}
+
+void EpochSplits::Reopen(int64_t client) {
+  ClientLost(client);
+  for (int64_t s = 0; s < size(); ++s) {
+    if (slots_[s].state != State::kDone || slots_[s].client != client) continue;
+    slots_[s] = Slot{};
+    --completed_;
+    pool_.push_front(s);
+  }
+}
+
 void EpochSplits::Renew(int64_t split, int64_t client, int64_t worker, int64_t batches, absl::Time now) {
   if (!Valid(split)) return;
   Slot& slot = slots_[split];
@@ -129,10 +157,10 @@ void EpochSplits::ExpireLeases(absl::Time now) {
   }
 }
 
-std::vector<int64_t> EpochSplits::Completed() const {
-  std::vector<int64_t> out;
+std::map<int64_t, std::vector<int64_t>> EpochSplits::CompletedByClient() const {
+  std::map<int64_t, std::vector<int64_t>> out;
   for (int64_t s = 0; s < size(); ++s) {
-    if (slots_[s].state == State::kDone) out.push_back(s);
+    if (slots_[s].state == State::kDone) out[slots_[s].client].push_back(s);
   }
   return out;
 }

@@ -55,9 +55,9 @@ class EpochSplits {
   GetSplitResponse Next(const Ask& ask);
   // Marks `split` as in flight to `client` (a journal replay).
   void Assign(int64_t split, int64_t client, int64_t worker);
-  // Every sample of `split` reached its client (or it was skipped).
+  // Every sample of `split` reached `client` (or it was skipped).
   // Idempotent.
-  void Complete(int64_t split);
+  void Complete(int64_t split, int64_t client = -1);
   // Whether `client` may report `split` finished: it holds it, or it is
   // finished already (a repeated report).
   bool MayComplete(int64_t split, int64_t client) const;
@@ -69,6 +69,13 @@ class EpochSplits {
   void WorkerLost(int64_t worker, bool count_failure = true);
   // A client that left: its splits return to the pool for the others.
   void ClientLost(int64_t client);
+  // `client` took over the progress a consumer saved in this epoch while it
+  // was `previous` (-1: unknown): what either holds or finished runs again
+  // (the state supersedes it), except the `done` splits; the `partial` ones
+  // (some of their samples delivered) run for `client` alone, which drops
+  // those samples.
+  void Resume(int64_t client, int64_t previous, const std::vector<int64_t>& done,
+              const std::vector<int64_t>& partial);
   // `worker` is running `split` for `client` and has sent `batches` of it:
   // when that moved since its last report (or it is the first), the lease
   // runs from `now`. A split stuck in a kernel renews nothing.
@@ -76,8 +83,9 @@ class EpochSplits {
   // Splits whose lease ran out by `now` are re-run for their clients.
   void ExpireLeases(absl::Time now);
 
-  // The splits every sample of which arrived.
-  std::vector<int64_t> Completed() const;
+  // The splits every sample of which arrived, by the client they reached
+  // (-1: not recorded).
+  std::map<int64_t, std::vector<int64_t>> CompletedByClient() const;
   // The splits in flight or waiting to re-run, each with its client.
   std::vector<std::pair<int64_t, int64_t>> Held() const;
 
@@ -97,6 +105,8 @@ class EpochSplits {
     std::string last_failure;
   };
   bool Valid(int64_t split) const { return split >= 0 && split < size(); }
+  // What `client` holds or finished returns to the pool.
+  void Reopen(int64_t client);
   // Removes `split` from wherever it waits (pool or a client's queue).
   void Unqueue(int64_t split);
   GetSplitResponse Hand(const Ask& ask);

@@ -1,0 +1,147 @@
+// Checkpoint and resume through the service: a consumer's saved state, taken
+// over by a new consumer (another process's, in real use), yields exactly
+// the samples the state had not counted, each with the augmentation an
+// uninterrupted run gives it, whatever the job recorded after the state
+// was saved, across dispatcher restarts, and to and from in-process runs.
+#include <signal.h>
+
+#include <memory>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "sluice/core/status_macros.h"
+#include "sluice/exec/pipeline.h"
+#include "sluice/service/distributed_pipeline.h"
+#include "service_samples.h"
+#include "status_matchers.h"
+#include "temp_dir.h"
+#include "test_cluster.h"
+
+namespace sluice::service {
+namespace {
+
+using ::sluice::testing::StatusIs;
+using ::sluice::testing::TestCluster;
+using ::testing::HasSubstr;
+
+class ServiceResumeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_OK_AND_ASSIGN(std::unique_ptr<exec::Pipeline> local, exec::Pipeline::Create(InProcess()));
+    ASSERT_OK_AND_ASSIGN(whole_, ReadEpoch(*local));
+  }
+
+  // What the distributed pipeline computes, in one process.
+  static PipelineDef InProcess() { return Samples().Batch(64).Unordered().Build(); }
+
+  // The first run and the resumed one together: every sample once, with
+  // the images an uninterrupted run gives it.
+  void ExpectTheWholeEpoch(const Received& before, const Received& after) {
+    Received both = after;
+    for (const auto& [id, n] : before.count) {
+      both.count[id] += n;
+      both.images_by_id[id] = before.images_by_id[id];
+    }
+    ExpectEachIdTimes(both, 1);
+    int differing = 0;
+    for (int id = 0; id < kRows; ++id) differing += both.images_by_id[id] != whole_.images_by_id[id];
+    EXPECT_EQ(differing, 0) << "samples whose augmentation differs from the uninterrupted run's";
+  }
+
+  testing::TempDir dir_;
+  Received whole_;
+};
+
+// The consumer read on after saving its state, its splits reported done,
+// and was then killed while the dispatcher still counted it alive: the
+// resumed consumer gets what the state lacks, not what the job recorded.
+TEST_F(ServiceResumeTest, AResumedConsumerGetsTheRestOfTheEpochWhateverTheJobRecordedSince) {
+  TestCluster cluster;
+  SLUICE_ASSERT_OK(StartCluster(cluster, 2));
+  const PipelineDef def = Distributed(cluster.address(), "distributed_epoch", "train");
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<exec::Pipeline> first, CreatePipeline(def));
+  std::unique_ptr<exec::PipelineIterator> it = first->Iterate(0);
+  Received before;
+  SLUICE_ASSERT_OK(ReadInto(it.get(), &before, 40));
+  ASSERT_OK_AND_ASSIGN(const std::string state, it->SaveState());
+  EXPECT_LT(state.size(), 64u * 1024);
+  Received lost;  // read after the state was saved: the checkpoint never saw them
+  SLUICE_ASSERT_OK(ReadInto(it.get(), &lost, 100));
+  it.reset();  // the killed consumer's client stays until the dispatcher drops it
+
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<exec::Pipeline> second, CreatePipeline(def));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<exec::PipelineIterator> resumed, second->Resume(state));
+  Received after;
+  SLUICE_ASSERT_OK(ReadInto(resumed.get(), &after));
+  ExpectTheWholeEpoch(before, after);
+  first.reset();
+}
+
+// A state moves between shapes: saved through 2 workers, restored in one
+// process; saved in one process, restored through 3 workers.
+TEST_F(ServiceResumeTest, AStateMovesBetweenTheServiceAndAnInProcessRun) {
+  TestCluster cluster;
+  SLUICE_ASSERT_OK(StartCluster(cluster, 2));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<exec::Pipeline> distributed, CreatePipeline(Distributed(cluster.address())));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<exec::Pipeline> local, exec::Pipeline::Create(InProcess()));
+  for (bool from_service : {true, false}) {
+    SCOPED_TRACE(from_service ? "service to in-process" : "in-process to service");
+    if (!from_service) SLUICE_ASSERT_OK(cluster.AddWorker());
+    exec::Pipeline& saver = from_service ? *distributed : *local;
+    exec::Pipeline& restorer = from_service ? *local : *distributed;
+    std::unique_ptr<exec::PipelineIterator> it = saver.Iterate(0);
+    Received before;
+    SLUICE_ASSERT_OK(ReadInto(it.get(), &before, 57));
+    ASSERT_OK_AND_ASSIGN(const std::string state, it->SaveState());
+    it.reset();
+    ASSERT_OK_AND_ASSIGN(std::unique_ptr<exec::PipelineIterator> resumed, restorer.Resume(state));
+    Received after;
+    SLUICE_ASSERT_OK(ReadInto(resumed.get(), &after));
+    ExpectTheWholeEpoch(before, after);
+  }
+}
+
+// The resumed job's progress is journaled: a dispatcher killed and
+// restarted from its work dir mid-way keeps it.
+TEST_F(ServiceResumeTest, AResumedEpochFinishesExactlyOnceAcrossADispatcherRestart) {
+  TestCluster cluster;
+  const std::string work = dir_.Join("work");
+  SLUICE_ASSERT_OK(cluster.StartDispatcher(work));
+  SLUICE_ASSERT_OK(cluster.AddWorker());
+  SLUICE_ASSERT_OK(cluster.AddWorker());
+  const PipelineDef def = Distributed(cluster.address(), "distributed_epoch", "train");
+  Received before;
+  std::string state;
+  {
+    ASSERT_OK_AND_ASSIGN(std::unique_ptr<exec::Pipeline> first, CreatePipeline(def));
+    std::unique_ptr<exec::PipelineIterator> it = first->Iterate(0);
+    SLUICE_ASSERT_OK(ReadInto(it.get(), &before, 30));
+    ASSERT_OK_AND_ASSIGN(state, it->SaveState());
+  }
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<exec::Pipeline> second, CreatePipeline(def));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<exec::PipelineIterator> resumed, second->Resume(state));
+  Received after;
+  absl::Status restarted;
+  SLUICE_ASSERT_OK(ReadInto(resumed.get(), &after, -1, 40, [&] { restarted = cluster.RestartDispatcher(SIGKILL, work); }));
+  SLUICE_ASSERT_OK(restarted);
+  ExpectTheWholeEpoch(before, after);
+}
+
+TEST_F(ServiceResumeTest, ParallelEpochsRefuseToSaveAndAnotherPipelinesStateIsRefused) {
+  TestCluster cluster;
+  SLUICE_ASSERT_OK(StartCluster(cluster, 1));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<exec::Pipeline> parallel,
+                       CreatePipeline(Distributed(cluster.address(), "parallel_epochs")));
+  EXPECT_THAT(parallel->Iterate(0)->SaveState().status(),
+              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("parallel_epochs")));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<exec::Pipeline> distributed, CreatePipeline(Distributed(cluster.address())));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<exec::Pipeline> other,
+                       exec::Pipeline::Create(Samples().Batch(32).Unordered().Build()));
+  ASSERT_OK_AND_ASSIGN(const std::string state, other->Iterate(0)->SaveState());
+  EXPECT_THAT(distributed->Resume(state).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("pipeline_fingerprint")));
+}
+
+}  // namespace
+}  // namespace sluice::service
