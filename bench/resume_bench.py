@@ -12,7 +12,10 @@ is from the start of the run (the pipeline compiled) to the first batch
 out. The pipelines are pipelines/*.json; "indexed" reads an indexed copy
 of the TFRecords in record ranges of 1,024; "shuffle buffer" shuffles the
 records in a buffer of 10,000 before decoding them, where tf.data's guides
-place it; "unordered" delivers batches as they complete. Prints a table,
+place it; "unordered" delivers batches as they complete; "through the
+service" runs the source and first map on 2 embedded workers (its state
+holds the job's progress; a restore has the dispatcher take it over).
+`--only TEXT` runs the pipelines whose name contains TEXT. Prints a table,
 then one JSON line.
 """
 
@@ -58,6 +61,8 @@ def pipelines(data, tmp):
 
     unordered = copy.deepcopy(w2)
     unordered.setdefault("options", {})["unordered"] = True
+    served = copy.deepcopy(w2)  # the decoded images cross the wire; the client batches and augments
+    served["nodes"].insert(2, {"distribute": {"local_workers": 2}})
     w1, w3 = load("w1_mnist.json", data), load("w3_imagenet.json", data)
     w2_batches = batches(indexed)
     return [("W1 (MNIST, blur)", w1, batches(w1)),
@@ -66,6 +71,7 @@ def pipelines(data, tmp):
             ("W2, shuffle buffer 10,000", shuffled(w2), w2_batches),
             ("W2, indexed, shuffle buffer 10,000", shuffled(indexed), w2_batches),
             ("W2, unordered", unordered, w2_batches),
+            ("W2 through the service (2 embedded workers)", served, w2_batches),
             ("W3 (JPEG folders, shuffled)", w3, batches(w3))]
 
 
@@ -85,10 +91,13 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--data", default="data")
     p.add_argument("--runs", type=int, default=5)
+    p.add_argument("--only", default="", help="run only the pipelines whose name contains this")
     a = p.parse_args(argv)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for name, pipe, epoch_batches in pipelines(a.data, tmp):
+            if a.only not in name:
+                continue
             path = os.path.join(tmp, "pipe.json")
             with open(path, "w") as f:
                 json.dump(pipe, f)

@@ -163,13 +163,15 @@ TEST(EpochSplits, AResumedClientGetsWhatItsStateLacksWhateverItsEarlierClientDid
   EXPECT_EQ(Take(e, kClientB, kWorker2), 4);
   for (int64_t s : {0, 1, 3}) e.Complete(s, kClientA);  // 3: after the state was saved
   e.Complete(4, kClientB);
-  e.Resume(kResumed, kClientA, /*done=*/{0, 1}, /*partial=*/{2});
+  e.Resume(kResumed, kClientA, /*done=*/{0, 1}, /*partial=*/{{2, 40}});
   EXPECT_EQ(e.completed(), 3);  // 0, 1 and B's 4
   EXPECT_TRUE(e.MayComplete(2, kResumed));
   // The partial split comes first, for the resumed client alone; then 3
   // (back in the pool) and 5.
   EXPECT_EQ(e.Next({kClientB, kWorker2}).split(), 3);
-  EXPECT_EQ(Take(e, kResumed, kWorker1), 2);
+  const GetSplitResponse partial = e.Next({kResumed, kWorker1});
+  EXPECT_EQ(partial.split(), 2);
+  EXPECT_EQ(partial.first_record(), 40);  // its records before were done
   EXPECT_EQ(Take(e, kResumed, kWorker1), 5);
   for (int64_t s : {2, 3, 5}) e.Complete(s, kResumed);
   EXPECT_TRUE(e.done());

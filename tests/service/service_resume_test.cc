@@ -72,6 +72,13 @@ TEST_F(ServiceResumeTest, AResumedConsumerGetsTheRestOfTheEpochWhateverTheJobRec
 
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<exec::Pipeline> second, CreatePipeline(def));
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<exec::PipelineIterator> resumed, second->Resume(state));
+  SLUICE_ASSERT_OK(ReadInto(resumed.get(), &before, 80));
+  // Resumed again: the first resume's partial splits started after their
+  // done records, which its state must still count.
+  ASSERT_OK_AND_ASSIGN(const std::string again, resumed->SaveState());
+  resumed.reset();
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<exec::Pipeline> third, CreatePipeline(def));
+  ASSERT_OK_AND_ASSIGN(resumed, third->Resume(again));
   Received after;
   SLUICE_ASSERT_OK(ReadInto(resumed.get(), &after));
   ExpectTheWholeEpoch(before, after);

@@ -36,6 +36,9 @@ struct DoneRows {
   }
   // Whether `record` of `file` is in `records`.
   bool RecordDone(int32_t file, int64_t record) const;
+  // The first record of `split` after the done records it starts with
+  // (its begin_record when the first is not done).
+  int64_t DonePrefixEnd(const io::Split& split) const;
 };
 
 // Thread-safe.

@@ -259,16 +259,7 @@ class SourceIterator : public Iterator {
     passed_.assign(splits_.size(), 0);
     for (size_t s = 0; s < splits_.size(); ++s) {
       io::Split& split = splits_[s];
-      const auto file = done_->records.find(split.file);
-      if (file == done_->records.end()) continue;
-      const auto& ranges = file->second;
-      auto r = std::upper_bound(ranges.begin(), ranges.end(), split.begin_record,
-                                [](int64_t record, const std::pair<int64_t, int64_t>& range) {
-                                  return record < range.first;
-                                });
-      if (r == ranges.begin() || std::prev(r)->second <= split.begin_record) continue;
-      int64_t begin = std::prev(r)->second;
-      if (split.end_record >= 0) begin = std::min(begin, split.end_record);
+      const int64_t begin = done_->DonePrefixEnd(split);
       passed_[s] = begin - split.begin_record;
       split.begin_record = begin;
     }

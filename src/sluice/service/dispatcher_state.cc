@@ -90,7 +90,10 @@ void DispatcherState::Apply(const JournalEntry& entry) {
       auto job = jobs_.find(r.job_id());
       if (job == jobs_.end()) break;
       const std::vector<int64_t> done(r.done().begin(), r.done().end());
-      const std::vector<int64_t> partial(r.partial().begin(), r.partial().end());
+      std::vector<EpochSplits::Partial> partial;
+      for (int i = 0; i < r.partial_size(); ++i) {
+        partial.push_back({r.partial(i), i < r.partial_from_size() ? r.partial_from(i) : 0});
+      }
       Epoch(job->second, r.epoch()).Resume(r.client_id(), r.previous_client_id(), done, partial);
       // Epochs the earlier client had gone on to: all of it runs again.
       for (auto& [epoch, splits] : job->second.epochs) {

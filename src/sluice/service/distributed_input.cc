@@ -285,6 +285,20 @@ void DistributedInput::Identify(exec::EpochPosition* p) const {
   p->remote_client = client_id_;
 }
 
+std::vector<EpochSplits::Partial> DistributedInput::PartialSplits(const exec::DoneRows& done) const {
+  std::vector<EpochSplits::Partial> out;
+  for (size_t s = 0; s < splits_.size(); ++s) {
+    const io::Split& split = splits_[s];
+    auto file = done.records.find(split.file);
+    if (file == done.records.end()) continue;
+    const bool some = std::any_of(file->second.begin(), file->second.end(), [&split](const auto& range) {
+      return range.second > split.begin_record && (split.end_record < 0 || range.first < split.end_record);
+    });
+    if (some) out.push_back({static_cast<int64_t>(s), done.DonePrefixEnd(split)});
+  }
+  return out;
+}
+
 absl::Status DistributedInput::ResumeClient(uint64_t epoch, const exec::EpochPosition& resumed) {
   ResumeClientRequest request;
   request.set_job_id(job_id_);
@@ -297,14 +311,9 @@ absl::Status DistributedInput::ResumeClient(uint64_t epoch, const exec::EpochPos
   for (size_t pos = 0; pos < order.size(); ++pos) {
     if (done.SplitDone(static_cast<int64_t>(pos))) request.add_done(order[pos]);
   }
-  for (size_t s = 0; s < splits_.size(); ++s) {  // a split some of whose records are done
-    const io::Split& split = splits_[s];
-    auto file = done.records.find(split.file);
-    if (file == done.records.end()) continue;
-    const bool some = std::any_of(file->second.begin(), file->second.end(), [&split](const auto& range) {
-      return range.second > split.begin_record && (split.end_record < 0 || range.first < split.end_record);
-    });
-    if (some) request.add_partial(static_cast<int64_t>(s));
+  for (const EpochSplits::Partial& p : PartialSplits(done)) {
+    request.add_partial(p.split);
+    request.add_partial_from(p.first_record);
   }
   // A restarting dispatcher is waited for, as when connecting; and reports
   // of an earlier reader of this client must not land after the resume.

@@ -17,6 +17,7 @@
 #include "absl/synchronization/mutex.h"
 #include "service.grpc.pb.h"
 #include "sluice/exec/iterator.h"
+#include "sluice/service/epoch_splits.h"
 #include "sluice/service/security.h"
 
 namespace sluice::service {
@@ -51,6 +52,8 @@ class DistributedInput : public exec::RemoteInput {
   const Schema& schema() const { return schema_; }
   const ClientOptions& options() const { return options_; }
   const std::string& pipeline_id() const { return pipeline_id_; }
+  // The pipeline's splits, before any shuffle.
+  const std::vector<io::Split>& splits() const { return splits_; }
   int64_t job_id() const { return job_id_; }
   int64_t client_id() const { return client_id_; }
 
@@ -70,6 +73,9 @@ class DistributedInput : public exec::RemoteInput {
   // The pipeline's split indices in epoch `epoch`'s order (the order a
   // saved position counts splits in).
   std::vector<int64_t> SplitIndices(uint64_t epoch) const;
+  // The splits some (not all) of whose records `done` counts, each with its
+  // first record after the done ones it starts with.
+  std::vector<EpochSplits::Partial> PartialSplits(const exec::DoneRows& done) const;
   // Tells the dispatcher that this client goes on from `resumed` in
   // `epoch` (see ResumeClientRequest).
   absl::Status ResumeClient(uint64_t epoch, const exec::EpochPosition& resumed);

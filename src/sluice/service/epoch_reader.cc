@@ -57,6 +57,14 @@ absl::Status EpochReader::Resume(const exec::EpochPosition& resumed) {
   for (const auto& [file, ranges] : resumed.done->records) {
     for (const auto& [begin, end] : ranges) done_before_.Add(SampleIdOf(file, begin), SampleIdOf(file, end));
   }
+  // A worker may start a partial split after its done records: they count
+  // as the split's all the same (the ledger needs its whole row count).
+  for (const EpochSplits::Partial& p : input_->PartialSplits(*resumed.done)) {
+    const io::Split& split = input_->splits()[p.split];
+    if (p.first_record > split.begin_record) {
+      delivered_[p.split].Add(SampleIdOf(split.file, split.begin_record), SampleIdOf(split.file, p.first_record));
+    }
+  }
   return absl::OkStatus();
 }
 

@@ -44,6 +44,7 @@ GetSplitResponse EpochSplits::Hand(const Ask& ask) {
   slot.lease_until = ask.now + policy_.lease;
   slot.progress = -1;
   out.set_split(split);
+  out.set_first_record(slot.first_record);
   if (slot.failures >= policy_.max_failures) {
     out.set_state(GetSplitResponse::FAILED);
     out.set_error(absl::StrCat("split ", split, " failed ", slot.failures, slot.failures == 1 ? " time (" : " times (", slot.last_failure,
@@ -112,20 +113,21 @@ void EpochSplits::ClientLost(int64_t client) {
 }
 
 void EpochSplits::Resume(int64_t client, int64_t previous, const std::vector<int64_t>& done,
-                         const std::vector<int64_t>& partial) {
+                         const std::vector<Partial>& partial) {
   for (int64_t c : {previous, client}) {
     if (c >= 0) Reopen(c);
   }
   for (int64_t s : done) Complete(s, client);
-  for (int64_t s : partial) {
+  for (const Partial& p : partial) {
     // Another client's (when `previous` was dropped and its splits went to
     // others) stays theirs.
-    if (!Valid(s) || slots_[s].state != State::kPool) continue;
-    Unqueue(s);
-    Slot& slot = slots_[s];
+    if (!Valid(p.split) || slots_[p.split].state != State::kPool) continue;
+    Unqueue(p.split);
+    Slot& slot = slots_[p.split];
     slot.state = State::kRequeued;
     slot.client = client;
-    requeued_[client].push_back(s);
+    slot.first_record = p.first_record;
+    requeued_[client].push_back(p.split);
   }
 }
 

@@ -69,13 +69,18 @@ class EpochSplits {
   void WorkerLost(int64_t worker, bool count_failure = true);
   // A client that left: its splits return to the pool for the others.
   void ClientLost(int64_t client);
+  // A split some samples of which a resumed client has: it runs from
+  // `first_record` (its records before were done).
+  struct Partial {
+    int64_t split;
+    int64_t first_record;
+  };
   // `client` took over the progress a consumer saved in this epoch while it
   // was `previous` (-1: unknown): what either holds or finished runs again
   // (the state supersedes it), except the `done` splits; the `partial` ones
-  // (some of their samples delivered) run for `client` alone, which drops
-  // those samples.
+  // run for `client` alone, which drops the samples it had.
   void Resume(int64_t client, int64_t previous, const std::vector<int64_t>& done,
-              const std::vector<int64_t>& partial);
+              const std::vector<Partial>& partial);
   // `worker` is running `split` for `client` and has sent `batches` of it:
   // when that moved since its last report (or it is the first), the lease
   // runs from `now`. A split stuck in a kernel renews nothing.
@@ -103,6 +108,9 @@ class EpochSplits {
     int64_t progress = -1;  // batches its worker last reported
     int failures = 0;
     std::string last_failure;
+    // GetSplitResponse's, for a resumed client's partial split (a compacted
+    // journal forgets it: the split runs whole, the client drops what it had).
+    int64_t first_record = 0;
   };
   bool Valid(int64_t split) const { return split >= 0 && split < size(); }
   // What `client` holds or finished returns to the pool.

@@ -187,9 +187,10 @@ std::string DescribeSplit(const exec::Pipeline& pipeline, const io::Split& split
 
 }  // namespace
 
-absl::Status WorkerImpl::RunSplit(const exec::Pipeline& pipeline, const StreamBatchesRequest& request, int64_t split,
-                                  BatchMessage* header, const WriteFn& write,
+absl::Status WorkerImpl::RunSplit(const exec::Pipeline& pipeline, const StreamBatchesRequest& request,
+                                  const GetSplitResponse& next, BatchMessage* header, const WriteFn& write,
                                   const std::function<bool()>& cancelled) {
+  const int64_t split = next.split();
   uint64_t run;
   {
     absl::MutexLock lock(&mu_);
@@ -215,7 +216,15 @@ absl::Status WorkerImpl::RunSplit(const exec::Pipeline& pipeline, const StreamBa
     }
     return write(bytes);
   };
-  std::unique_ptr<exec::PipelineIterator> it = pipeline.IterateSplits(request.epoch(), {pipeline.Splits()[split]});
+  // A resumed client's partial split starts after its done records where
+  // the source can start at a record; elsewhere the client drops them.
+  io::Split part = pipeline.Splits()[split];
+  const bool seeks = pipeline.compiled().nodes.front().format->SeeksRecords();
+  if (seeks && next.first_record() > part.begin_record &&
+      (part.end_record < 0 || next.first_record() <= part.end_record)) {
+    part.begin_record = next.first_record();
+  }
+  std::unique_ptr<exec::PipelineIterator> it = pipeline.IterateSplits(request.epoch(), {part});
   SLUICE_RETURN_IF_ERROR(SendAll(it.get(), request, split, header, counted, cancelled));
   BatchMessage split_end;
   split_end.set_split(split);
@@ -290,7 +299,7 @@ absl::Status WorkerImpl::StreamBatches(const StreamBatchesRequest& request, cons
       if (next.state() == GetSplitResponse::FAILED) {
         SLUICE_RETURN_IF_ERROR(FailedSplit(*pipeline, request, next, write));
       } else {
-        SLUICE_RETURN_IF_ERROR(RunSplit(*pipeline, request, next.split(), &message, write, cancelled));
+        SLUICE_RETURN_IF_ERROR(RunSplit(*pipeline, request, next, &message, write, cancelled));
       }
     }
   }

@@ -67,9 +67,10 @@ class WorkerImpl {
   // The dispatcher's next split for the stream, retrying while it restarts
   // (a retry repeats `ask`, so a lost reply hands out nothing twice).
   absl::StatusOr<GetSplitResponse> NextSplit(const GetSplitRequest& ask, const std::function<bool()>& cancelled);
-  // Runs `split` for the stream: its batches then its split_end marker.
-  absl::Status RunSplit(const exec::Pipeline& pipeline, const StreamBatchesRequest& request, int64_t split,
-                        BatchMessage* header, const WriteFn& write, const std::function<bool()>& cancelled);
+  // Runs the split `next` names for the stream (from its first_record):
+  // its batches then its split_end marker.
+  absl::Status RunSplit(const exec::Pipeline& pipeline, const StreamBatchesRequest& request,
+                        const GetSplitResponse& next, BatchMessage* header, const WriteFn& write, const std::function<bool()>& cancelled);
   // A split the dispatcher says failed too often: skipped (told to the
   // client), or the stream's error.
   absl::Status FailedSplit(const exec::Pipeline& pipeline, const StreamBatchesRequest& request,
