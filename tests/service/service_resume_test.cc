@@ -6,10 +6,12 @@
 #include <signal.h>
 
 #include <memory>
+#include <set>
 #include <string>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "pipeline.pb.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/exec/pipeline.h"
 #include "sluice/service/distributed_pipeline.h"
@@ -72,9 +74,10 @@ TEST_F(ServiceResumeTest, AResumedConsumerGetsTheRestOfTheEpochWhateverTheJobRec
 
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<exec::Pipeline> second, CreatePipeline(def));
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<exec::PipelineIterator> resumed, second->Resume(state));
-  SLUICE_ASSERT_OK(ReadInto(resumed.get(), &before, 80));
-  // Resumed again: the first resume's partial splits started after their
-  // done records, which its state must still count.
+  SLUICE_ASSERT_OK(ReadInto(resumed.get(), &before, 41));
+  // Resumed again one batch later, while the partial splits (handed out
+  // first, from their first record not done) are still arriving: the state
+  // must count their records before that as theirs.
   ASSERT_OK_AND_ASSIGN(const std::string again, resumed->SaveState());
   resumed.reset();
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<exec::Pipeline> third, CreatePipeline(def));
@@ -83,6 +86,52 @@ TEST_F(ServiceResumeTest, AResumedConsumerGetsTheRestOfTheEpochWhateverTheJobRec
   SLUICE_ASSERT_OK(ReadInto(resumed.get(), &after));
   ExpectTheWholeEpoch(before, after);
   first.reset();
+}
+
+// The ids a state counts done: its done splits (100 records each, in file
+// order: the samples do not shuffle their splits) and record ranges.
+std::set<int64_t> DoneIds(const std::string& state) {
+  IteratorState parsed;
+  EXPECT_TRUE(parsed.ParseFromString(state));
+  std::set<int64_t> ids;
+  const DoneRowsState& done = parsed.done();
+  std::vector<int64_t> splits(done.splits().begin(), done.splits().end());
+  for (int64_t s = 0; s < done.splits_below(); ++s) splits.push_back(s);
+  for (int64_t s : splits) {
+    for (int64_t r = s * 100; r < (s + 1) * 100; ++r) ids.insert(r);
+  }
+  for (const FileRecordRanges& f : done.records()) {
+    for (int i = 0; i + 1 < f.ranges_size(); i += 2) {
+      for (int64_t r = f.ranges(i); r < f.ranges(i + 1); ++r) ids.insert(r);
+    }
+  }
+  return ids;
+}
+
+// After every batch of a resumed epoch the state counts exactly the samples
+// delivered, though its partial splits started after their done records.
+TEST_F(ServiceResumeTest, AResumedConsumersStateCountsExactlyTheSamplesDelivered) {
+  TestCluster cluster;
+  SLUICE_ASSERT_OK(StartCluster(cluster, 2));
+  DistributeOptions d;
+  d.dispatcher = cluster.address();
+  // Batches smaller than a split: a partial split's rest spans several.
+  const PipelineDef def = Samples().Distribute(d).Batch(8).Build();
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<exec::Pipeline> first, CreatePipeline(def));
+  std::unique_ptr<exec::PipelineIterator> it = first->Iterate(0);
+  Received read;
+  SLUICE_ASSERT_OK(ReadInto(it.get(), &read, 33));
+  ASSERT_OK_AND_ASSIGN(std::string state, it->SaveState());
+  it.reset();
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<exec::Pipeline> second, CreatePipeline(def));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<exec::PipelineIterator> resumed, second->Resume(state));
+  for (int batch = 34; batch <= 120; ++batch) {
+    SLUICE_ASSERT_OK(ReadInto(resumed.get(), &read, batch));
+    ASSERT_OK_AND_ASSIGN(state, resumed->SaveState());
+    std::set<int64_t> delivered;
+    for (const auto& [id, n] : read.count) delivered.insert(id);
+    ASSERT_EQ(DoneIds(state), delivered) << "after batch " << batch;
+  }
 }
 
 // A state moves between shapes: saved through 2 workers, restored in one
