@@ -134,6 +134,26 @@ TEST_F(ServiceResumeTest, AResumedConsumersStateCountsExactlyTheSamplesDelivered
   }
 }
 
+// A loader resumed on the same pipeline while its earlier iterator lives
+// (a torch loader keeps it for state_dict()): the newer one reads the rest,
+// the older one fails saying why, and neither waits on the other's splits.
+TEST_F(ServiceResumeTest, AResumeOnTheSamePipelineSupersedesItsLiveEarlierIterator) {
+  TestCluster cluster;
+  SLUICE_ASSERT_OK(StartCluster(cluster, 2));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<exec::Pipeline> pipeline, CreatePipeline(Distributed(cluster.address())));
+  std::unique_ptr<exec::PipelineIterator> earlier = pipeline->Iterate(0);
+  Received before;
+  SLUICE_ASSERT_OK(ReadInto(earlier.get(), &before, 20));
+  ASSERT_OK_AND_ASSIGN(const std::string state, earlier->SaveState());
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<exec::PipelineIterator> resumed, pipeline->Resume(state));
+  Received after;
+  SLUICE_ASSERT_OK(ReadInto(resumed.get(), &after));
+  ExpectTheWholeEpoch(before, after);
+  Received more;
+  EXPECT_THAT(ReadInto(earlier.get(), &more),
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("newer iterator")));
+}
+
 // A state moves between shapes: saved through 2 workers, restored in one
 // process; saved in one process, restored through 3 workers.
 TEST_F(ServiceResumeTest, AStateMovesBetweenTheServiceAndAnInProcessRun) {

@@ -251,6 +251,20 @@ void DistributedInput::CountReceived(int64_t samples, int64_t bytes) {
   bytes_ += bytes;
 }
 
+void DistributedInput::Opened(EpochReader* reader, uint64_t epoch) {
+  absl::MutexLock lock(&readers_mu_);
+  EpochReader*& open = readers_[epoch];
+  // Held while superseding: the older reader's destructor waits in Closed.
+  if (open != nullptr) open->Supersede();
+  open = reader;
+}
+
+void DistributedInput::Closed(EpochReader* reader, uint64_t epoch) {
+  absl::MutexLock lock(&readers_mu_);
+  auto it = readers_.find(epoch);
+  if (it != readers_.end() && it->second == reader) readers_.erase(it);
+}
+
 std::unique_ptr<exec::Iterator> DistributedInput::Open(exec::ExecContext* ctx, const graph::CompiledNode& node,
                                                        uint64_t epoch) {
   epoch_ = epoch;

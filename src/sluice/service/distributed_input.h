@@ -35,6 +35,8 @@ struct ClientOptions {
 };
 
 // Thread-safe.
+class EpochReader;
+
 class DistributedInput : public exec::RemoteInput {
  public:
   static absl::StatusOr<std::shared_ptr<DistributedInput>> Connect(ClientOptions options,
@@ -79,6 +81,10 @@ class DistributedInput : public exec::RemoteInput {
   // Tells the dispatcher that this client goes on from `resumed` in
   // `epoch` (see ResumeClientRequest).
   absl::Status ResumeClient(uint64_t epoch, const exec::EpochPosition& resumed);
+  // The reader of `epoch` opened (superseding an older one of the same
+  // epoch: one client reads an epoch once), and closed.
+  void Opened(EpochReader* reader, uint64_t epoch);
+  void Closed(EpochReader* reader, uint64_t epoch);
   // Keeps `owned` (an embedded cluster) alive as long as this input.
   void KeepAlive(std::shared_ptr<void> owned) { owned_ = std::move(owned); }
 
@@ -116,6 +122,9 @@ class DistributedInput : public exec::RemoteInput {
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
 
   std::thread heartbeats_;
+
+  absl::Mutex readers_mu_ ABSL_ACQUIRED_BEFORE(mu_);
+  std::map<uint64_t, EpochReader*> readers_ ABSL_GUARDED_BY(readers_mu_);  // open, by epoch
 };
 
 }  // namespace sluice::service

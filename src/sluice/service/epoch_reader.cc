@@ -37,6 +37,7 @@ EpochReader::EpochReader(DistributedInput* input, exec::ExecContext* ctx, const 
       exactly_once_(input->options().mode == DISTRIBUTED_EPOCH),
       max_queued_(static_cast<size_t>(std::max(1, input->options().max_outstanding))) {
   ctx_->cancel.Register(&mu_, &cv_);
+  input_->Opened(this, epoch_);
   if (ctx_->ledger != nullptr) {
     const std::vector<int64_t> order = input_->SplitIndices(epoch_);
     position_of_.resize(order.size());
@@ -69,6 +70,7 @@ absl::Status EpochReader::Resume(const exec::EpochPosition& resumed) {
 }
 
 EpochReader::~EpochReader() {
+  input_->Closed(this, epoch_);
   {
     absl::MutexLock lock(&mu_);
     stopping_ = true;
@@ -79,6 +81,25 @@ EpochReader::~EpochReader() {
     if (stream->thread.joinable()) stream->thread.join();
   }
   ctx_->cancel.Unregister(&cv_);
+}
+
+void EpochReader::Supersede() {
+  absl::MutexLock lock(&mu_);
+  superseded_ = true;
+  if (error_.ok()) {
+    error_ = absl::FailedPreconditionError(absl::StrCat(
+        "epoch ", epoch_, " of job ", input_->job_id(), " is read by a newer iterator of the same distributed "
+        "pipeline: one client reads an epoch once (make a new pipeline for a second consumer)"));
+  }
+  for (auto& [id, stream] : streams_) stream->context.TryCancel();
+  cv_.SignalAll();
+  // The streams report their splits abandoned as they end: before the newer
+  // reader (perhaps resuming) asks for any.
+  mu_.Await(absl::Condition(
+      +[](EpochReader* r) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+        return std::none_of(r->streams_.begin(), r->streams_.end(), [](const auto& s) { return s.second->running; });
+      },
+      this));
 }
 
 void EpochReader::OpenStreams() {
@@ -180,11 +201,11 @@ void EpochReader::Read(Stream* stream) {
     input_->CountReceived(batch->rows, bytes);
     absl::MutexLock lock(&mu_);
     if (exactly_once_ && !DropDelivered(split, &*batch)) continue;
-    while (queue_.size() >= max_queued_ * std::max<size_t>(1, streams_.size()) && !stopping_ &&
+    while (queue_.size() >= max_queued_ * std::max<size_t>(1, streams_.size()) && !stopping_ && !superseded_ &&
            !ctx_->cancel.cancelled()) {
       cv_.Wait(&mu_);
     }
-    if (stopping_ || ctx_->cancel.cancelled()) break;
+    if (stopping_ || superseded_ || ctx_->cancel.cancelled()) break;
     held_rows_[split] += batch->rows;
     queue_splits_.push_back(split);
     queue_.push_back(*std::move(batch));
@@ -205,7 +226,7 @@ void EpochReader::Read(Stream* stream) {
       if (LostWorker(status)) {
         failed_at_[stream->worker_id] = absl::Now();
         abandoned = split;
-        Log("client", absl::StrCat("stream from worker ", stream->worker_id, " at ", stream->address,
+        if (!superseded_) Log("client", absl::StrCat("stream from worker ", stream->worker_id, " at ", stream->address,
                                    " broke (", status.error_message(), ")",
                                    exactly_once_ && split >= 0 ? absl::StrCat("; split ", split, " runs again") : ""));
       } else if (error_.ok()) {

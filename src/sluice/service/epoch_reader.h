@@ -37,6 +37,9 @@ class EpochReader : public exec::Iterator {
   ~EpochReader() override;  // cancels and joins the streams
 
   absl::Status GetNext(Batch* out, bool* end) override;
+  // A newer reader of the same client and epoch took over: this one stops
+  // its streams (their splits go back to the client) and fails from now on.
+  void Supersede();
 
  private:
   struct Stream {
@@ -99,6 +102,7 @@ class EpochReader : public exec::Iterator {
   absl::Time last_open_ ABSL_GUARDED_BY(mu_);
   bool waiting_logged_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool superseded_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace sluice::service
