@@ -199,7 +199,8 @@ TEST_F(ServiceResumeTest, AResumedEpochFinishesExactlyOnceAcrossADispatcherResta
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<exec::PipelineIterator> resumed, second->Resume(state));
   Received after;
   absl::Status restarted;
-  SLUICE_ASSERT_OK(ReadInto(resumed.get(), &after, -1, 40, [&] { restarted = cluster.RestartDispatcher(SIGKILL, work); }));
+  SLUICE_ASSERT_OK(
+      ReadInto(resumed.get(), &after, -1, 40, [&] { restarted = cluster.RestartDispatcher(SIGKILL, work); }));
   SLUICE_ASSERT_OK(restarted);
   ExpectTheWholeEpoch(before, after);
 }

@@ -20,8 +20,9 @@ int64_t DoneRows::DonePrefixEnd(const io::Split& split) const {
   const auto file = records.find(split.file);
   if (file == records.end()) return split.begin_record;
   const auto& ranges = file->second;
-  auto r = std::upper_bound(ranges.begin(), ranges.end(), split.begin_record,
-                            [](int64_t record, const std::pair<int64_t, int64_t>& range) { return record < range.first; });
+  auto r = std::upper_bound(
+      ranges.begin(), ranges.end(), split.begin_record,
+      [](int64_t record, const std::pair<int64_t, int64_t>& range) { return record < range.first; });
   if (r == ranges.begin() || std::prev(r)->second <= split.begin_record) return split.begin_record;
   const int64_t end = std::prev(r)->second;
   return split.end_record >= 0 ? std::min(end, split.end_record) : end;

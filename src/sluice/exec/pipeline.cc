@@ -402,7 +402,8 @@ void Pipeline::Track(PipelineIterator* it, EpochPosition start) const {
   ExecContext* ctx = it->ctx_.get();
   if (remote_) {
     remote_->Identify(&start);
-    ctx->orders = std::make_unique<SplitOrders>([remote = remote_](uint64_t epoch) { return remote->SplitOrder(epoch); });
+    ctx->orders =
+        std::make_unique<SplitOrders>([remote = remote_](uint64_t epoch) { return remote->SplitOrder(epoch); });
   } else {
     ctx->orders = std::make_unique<SplitOrders>(compiled_.nodes.front(), compiled_.seed);
   }

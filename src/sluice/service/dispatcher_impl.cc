@@ -21,7 +21,8 @@ absl::StatusOr<std::unique_ptr<DispatcherImpl>> DispatcherImpl::Create(const Dis
   if (options.work_dir.empty()) return impl;
   std::vector<JournalEntry> replay;
   std::string warning;
-  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Journal> journal, Journal::Open(options.work_dir, options.journal, &replay, &warning));
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Journal> journal,
+                          Journal::Open(options.work_dir, options.journal, &replay, &warning));
   if (!warning.empty()) Log("dispatcher", warning);
   absl::MutexLock lock(&impl->mu_);
   for (const JournalEntry& entry : replay) impl->state_.Apply(entry);

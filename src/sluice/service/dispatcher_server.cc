@@ -75,10 +75,11 @@ absl::StatusOr<std::unique_ptr<DispatcherServer>> DispatcherServer::Start(const 
       if (!s.ok()) Log("dispatcher", s.ToString());
     }
   });
+  const std::string callers = !options.security.callers.empty()
+                                  ? absl::StrCat(" (", options.security.callers.size(), " callers)")
+                                  : options.security.token.empty() ? "" : " (token required)";
   Log("dispatcher", absl::StrCat("listening on ", options.host, ":", server->port(),
-                                 options.security.cert_file.empty() ? "" : " (TLS)",
-                                 !options.security.callers.empty() ? absl::StrCat(" (", options.security.callers.size(), " callers)")
-                                 : options.security.token.empty() ? "" : " (token required)"));
+                                 options.security.cert_file.empty() ? "" : " (TLS)", callers));
   return server;
 }
 

@@ -283,7 +283,8 @@ absl::Status DispatcherState::ResumeClient(const ResumeClientRequest& request, a
   // Only the same job's earlier client (ids restart with a dispatcher that
   // kept no journal) gives up its splits.
   const bool same_job = !request.previous_job_uid().empty() && request.previous_job_uid() == job.def.job_uid();
-  const int64_t previous = same_job && request.previous_client_id() != request.client_id() ? request.previous_client_id() : -1;
+  const int64_t previous =
+      same_job && request.previous_client_id() != request.client_id() ? request.previous_client_id() : -1;
   resume->set_previous_client_id(previous);
   // The earlier client is gone (killed) even if its heartbeats have not
   // timed out yet.

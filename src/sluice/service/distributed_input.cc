@@ -334,9 +334,9 @@ absl::Status DistributedInput::ResumeClient(uint64_t epoch, const exec::EpochPos
   const absl::Time give_up = absl::Now() + options_.connect_timeout;
   {
     absl::MutexLock lock(&mu_);
-    const absl::Condition sent(
-        +[](DistributedInput* in) ABSL_NO_THREAD_SAFETY_ANALYSIS { return in->unsent_reports_ == 0 || !in->fatal_.ok(); },
-        this);
+    const absl::Condition sent(+[](DistributedInput* in) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+      return in->unsent_reports_ == 0 || !in->fatal_.ok();
+    }, this);
     if (!mu_.AwaitWithDeadline(sent, give_up)) {
       return absl::DeadlineExceededError(absl::StrCat("the dispatcher at ", options_.dispatcher,
                                                       " took no split reports for ",

@@ -136,9 +136,9 @@ void EpochReader::Read(Stream* stream) {
   // The generated stub would parse BatchMessages; this reader parses
   // ReceivingBatches (see wire_batch.h) from the same method.
   static const std::string method = absl::StrCat("/", ::sluice::Worker::service_full_name(), "/StreamBatches");
-  std::unique_ptr<grpc::ClientReader<ReceivingBatch>> reader(grpc::internal::ClientReaderFactory<ReceivingBatch>::Create(
-      channel.get(), grpc::internal::RpcMethod(method.c_str(), grpc::internal::RpcMethod::SERVER_STREAMING, channel),
-      &stream->context, request));
+  const grpc::internal::RpcMethod rpc(method.c_str(), grpc::internal::RpcMethod::SERVER_STREAMING, channel);
+  std::unique_ptr<grpc::ClientReader<ReceivingBatch>> reader(
+      grpc::internal::ClientReaderFactory<ReceivingBatch>::Create(channel.get(), rpc, &stream->context, request));
 
   std::shared_ptr<const std::vector<std::string>> files;
   int64_t split = -1;  // the split whose rows are arriving

@@ -47,8 +47,8 @@ GetSplitResponse EpochSplits::Hand(const Ask& ask) {
   out.set_first_record(slot.first_record);
   if (slot.failures >= policy_.max_failures) {
     out.set_state(GetSplitResponse::FAILED);
-    out.set_error(absl::StrCat("split ", split, " failed ", slot.failures, slot.failures == 1 ? " time (" : " times (", slot.last_failure,
-                               "): a sample in it may crash the pipeline"));
+    out.set_error(absl::StrCat("split ", split, " failed ", slot.failures, slot.failures == 1 ? " time (" : " times (",
+                               slot.last_failure, "): a sample in it may crash the pipeline"));
   } else {
     out.set_state(GetSplitResponse::SPLIT);
   }

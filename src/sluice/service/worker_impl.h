@@ -70,7 +70,8 @@ class WorkerImpl {
   // Runs the split `next` names for the stream (from its first_record):
   // its batches then its split_end marker.
   absl::Status RunSplit(const exec::Pipeline& pipeline, const StreamBatchesRequest& request,
-                        const GetSplitResponse& next, BatchMessage* header, const WriteFn& write, const std::function<bool()>& cancelled);
+                        const GetSplitResponse& next, BatchMessage* header, const WriteFn& write,
+                        const std::function<bool()>& cancelled);
   // A split the dispatcher says failed too often: skipped (told to the
   // client), or the stream's error.
   absl::Status FailedSplit(const exec::Pipeline& pipeline, const StreamBatchesRequest& request,
