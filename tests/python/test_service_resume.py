@@ -74,7 +74,9 @@ def _samples(lines):
 def service(tmp_path):
     """A journaling dispatcher and two workers; yields (address, restart)."""
     work = tmp_path / "work"
-    flags = ["--host", "127.0.0.1", "--work-dir", str(work), "--client-timeout", "3"]
+    # The killed trainer's client outlives the restart (the resumed one
+    # takes its place), as when a trainer restarts within seconds.
+    flags = ["--host", "127.0.0.1", "--work-dir", str(work), "--client-timeout", "60"]
     processes = {}
     processes["dispatcher"], port = _start(["dispatcher", "--port", "0", *flags])
     address = f"127.0.0.1:{port}"

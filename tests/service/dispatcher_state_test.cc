@@ -428,6 +428,50 @@ TEST_F(DispatcherStateTest, AResumedClientTakesOverItsSavedProgressAcrossARestar
   }
 }
 
+// A consumer resumed from a state, read on and died; resumed from the same
+// state again, it gets back what its first resume did, also from a
+// compacted journal.
+TEST_F(DispatcherStateTest, ResumingTheSameStateAgainTakesBackWhatTheFirstResumeDid) {
+  ASSERT_OK_AND_ASSIGN(std::string p, state_.RegisterPipeline(Def(4), Splits(4)));
+  const GetOrCreateJobResponse saver = Job(p, "train");
+  const int64_t w = Worker("a:1");
+  SLUICE_ASSERT_OK(state_.GetSplit(Ask(saver, w), kT0).status());
+  auto resume = [&](const GetOrCreateJobResponse& c) {
+    ResumeClientRequest r;
+    r.set_job_id(c.job_id());
+    r.set_client_id(c.client_id());
+    r.add_done(0);
+    r.set_previous_job_uid(saver.job_uid());
+    r.set_previous_client_id(saver.client_id());
+    return state_.ResumeClient(r, kT0);
+  };
+  const GetOrCreateJobResponse first = Job(p, "train");
+  SLUICE_ASSERT_OK(resume(first));
+  for (int i = 0; i < 2; ++i) SLUICE_ASSERT_OK(state_.GetSplit(Ask(first, w), kT0).status());  // 1 and 2
+  ReportSplitsRequest done;
+  done.set_job_id(first.job_id());
+  done.set_client_id(first.client_id());
+  done.add_completed(1);
+  SLUICE_ASSERT_OK(state_.ReportSplits(done, kT0));
+  const GetOrCreateJobResponse again = Job(p, "train");
+  SLUICE_ASSERT_OK(resume(again));
+  EXPECT_EQ(state_.Status(kT0).jobs(0).clients(), 1);  // the first resume's client is gone too
+
+  DispatcherState restarted({}, nullptr);
+  for (const JournalEntry& e : state_.Snapshot()) restarted.Apply(e);
+  for (DispatcherState* s : {&state_, &restarted}) {
+    EXPECT_EQ(s->Status(kT0).jobs(0).splits_completed(), 1);
+    std::vector<int64_t> got;
+    GetSplitRequest ask = Ask(again, w);
+    for (int i = 0; i < 3; ++i) {
+      ask.set_seq(i + 1);
+      ASSERT_OK_AND_ASSIGN(GetSplitResponse next, s->GetSplit(ask, kT0));
+      got.push_back(next.split());
+    }
+    EXPECT_EQ(got, (std::vector<int64_t>{1, 2, 3}));
+  }
+}
+
 // Ids restart with a dispatcher that kept no journal: a state's client of
 // another job (by uid) is not this job's client of the same id.
 TEST_F(DispatcherStateTest, AResumeNamingAnotherJobsClientTakesNothingFromIt) {

@@ -163,7 +163,7 @@ TEST(EpochSplits, AResumedClientGetsWhatItsStateLacksWhateverItsEarlierClientDid
   EXPECT_EQ(Take(e, kClientB, kWorker2), 4);
   for (int64_t s : {0, 1, 3}) e.Complete(s, kClientA);  // 3: after the state was saved
   e.Complete(4, kClientB);
-  e.Resume(kResumed, kClientA, /*done=*/{0, 1}, /*partial=*/{{2, 40}});
+  e.Resume(kResumed, /*previous=*/{kClientA, kResumed}, /*done=*/{0, 1}, /*partial=*/{{2, 40}});
   EXPECT_EQ(e.completed(), 3);  // 0, 1 and B's 4
   EXPECT_TRUE(e.MayComplete(2, kResumed));
   // The partial split comes first, for the resumed client alone; then 3
@@ -181,7 +181,7 @@ TEST(EpochSplits, AResumedClientGetsWhatItsStateLacksWhateverItsEarlierClientDid
 // done and the rest are the pool's.
 TEST(EpochSplits, AResumeIntoANewEpochSkipsTheStatesDoneSplits) {
   EpochSplits e({3, 2, 1, 0});
-  e.Resume(kClientA, -1, /*done=*/{3, 1}, /*partial=*/{});
+  e.Resume(kClientA, /*previous=*/{kClientA}, /*done=*/{3, 1}, /*partial=*/{});
   EXPECT_EQ(e.completed(), 2);
   EXPECT_EQ(Take(e, kClientA, kWorker1), 2);
   EXPECT_EQ(Take(e, kClientA, kWorker1), 0);

@@ -154,6 +154,30 @@ TEST_F(ServiceResumeTest, AResumeOnTheSamePipelineSupersedesItsLiveEarlierIterat
               StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("newer iterator")));
 }
 
+// A consumer resumed, read on, died, and was resumed from the same state
+// again: the second resume takes back what the first one did.
+TEST_F(ServiceResumeTest, TheSameStateResumedTwiceGivesTheSameRest) {
+  TestCluster cluster;
+  SLUICE_ASSERT_OK(StartCluster(cluster, 2));
+  const PipelineDef def = Distributed(cluster.address(), "distributed_epoch", "train");
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<exec::Pipeline> saver, CreatePipeline(def));
+  std::unique_ptr<exec::PipelineIterator> it = saver->Iterate(0);
+  Received before;
+  SLUICE_ASSERT_OK(ReadInto(it.get(), &before, 20));
+  ASSERT_OK_AND_ASSIGN(const std::string state, it->SaveState());
+  it.reset();
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<exec::Pipeline> died, CreatePipeline(def));
+  ASSERT_OK_AND_ASSIGN(it, died->Resume(state));
+  Received lost;
+  SLUICE_ASSERT_OK(ReadInto(it.get(), &lost, 60));
+  it.reset();
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<exec::Pipeline> again, CreatePipeline(def));
+  ASSERT_OK_AND_ASSIGN(it, again->Resume(state));
+  Received after;
+  SLUICE_ASSERT_OK(ReadInto(it.get(), &after));
+  ExpectTheWholeEpoch(before, after);
+}
+
 // A state moves between shapes: saved through 2 workers, restored in one
 // process; saved in one process, restored through 3 workers.
 TEST_F(ServiceResumeTest, AStateMovesBetweenTheServiceAndAnInProcessRun) {
@@ -188,13 +212,15 @@ TEST_F(ServiceResumeTest, AResumedEpochFinishesExactlyOnceAcrossADispatcherResta
   SLUICE_ASSERT_OK(cluster.AddWorker());
   const PipelineDef def = Distributed(cluster.address(), "distributed_epoch", "train");
   Received before;
-  std::string state;
-  {
-    ASSERT_OK_AND_ASSIGN(std::unique_ptr<exec::Pipeline> first, CreatePipeline(def));
-    std::unique_ptr<exec::PipelineIterator> it = first->Iterate(0);
-    SLUICE_ASSERT_OK(ReadInto(it.get(), &before, 30));
-    ASSERT_OK_AND_ASSIGN(state, it->SaveState());
-  }
+  // The first consumer's client stays in the job: the resume entry, not a
+  // new job, is what the restarted dispatcher replays.
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<exec::Pipeline> first, CreatePipeline(def));
+  std::unique_ptr<exec::PipelineIterator> it = first->Iterate(0);
+  SLUICE_ASSERT_OK(ReadInto(it.get(), &before, 30));
+  ASSERT_OK_AND_ASSIGN(const std::string state, it->SaveState());
+  Received lost;
+  SLUICE_ASSERT_OK(ReadInto(it.get(), &lost, 60));
+  it.reset();
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<exec::Pipeline> second, CreatePipeline(def));
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<exec::PipelineIterator> resumed, second->Resume(state));
   Received after;

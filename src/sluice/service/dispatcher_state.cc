@@ -94,11 +94,23 @@ void DispatcherState::Apply(const JournalEntry& entry) {
       for (int i = 0; i < r.partial_size(); ++i) {
         partial.push_back({r.partial(i), i < r.partial_from_size() ? r.partial_from(i) : 0});
       }
-      Epoch(job->second, r.epoch()).Resume(r.client_id(), r.previous_client_id(), done, partial);
-      // Epochs the earlier client had gone on to: all of it runs again.
-      for (auto& [epoch, splits] : job->second.epochs) {
-        if (epoch > r.epoch()) splits.Resume(r.client_id(), r.previous_client_id(), {}, {});
+      Job& j = job->second;
+      const int64_t root = r.previous_client_id() >= 0 ? j.Root(r.previous_client_id()) : r.client_id();
+      std::vector<int64_t> consumer = {root, r.client_id()};
+      for (const auto& [client, first] : j.lineage) {
+        if (first == root) consumer.push_back(client);
       }
+      j.lineage[r.client_id()] = root;
+      Epoch(j, r.epoch()).Resume(r.client_id(), consumer, done, partial);
+      // Epochs the consumer had gone on to: all of it runs again.
+      for (auto& [epoch, splits] : j.epochs) {
+        if (epoch > r.epoch()) splits.Resume(r.client_id(), consumer, {}, {});
+      }
+      break;
+    }
+    case JournalEntry::kLineage: {
+      auto job = jobs_.find(entry.lineage().job_id());
+      if (job != jobs_.end()) job->second.lineage[entry.lineage().client_id()] = entry.lineage().root();
       break;
     }
     case JournalEntry::kSplitAssigned: {
@@ -208,6 +220,7 @@ absl::StatusOr<GetOrCreateJobResponse> DispatcherState::GetOrCreateJob(
   out.set_client_id(entry.add_client().client_id());
   out.set_pipeline_id(jobs_[job_id].def.pipeline_id());
   out.set_job_uid(jobs_[job_id].def.job_uid());
+  *out.mutable_element() = pipelines_[out.pipeline_id()].info.element();
   return out;
 }
 
@@ -286,13 +299,20 @@ absl::Status DispatcherState::ResumeClient(const ResumeClientRequest& request, a
   const int64_t previous =
       same_job && request.previous_client_id() != request.client_id() ? request.previous_client_id() : -1;
   resume->set_previous_client_id(previous);
-  // The earlier client is gone (killed) even if its heartbeats have not
-  // timed out yet.
-  if (previous >= 0 && job.clients.count(previous) > 0) {
-    ReleaseClientRequest release;
-    release.set_job_id(request.job_id());
-    release.set_client_id(previous);
-    SLUICE_RETURN_IF_ERROR(ReleaseClient(release));
+  // The consumer's earlier clients are gone (killed) even if their
+  // heartbeats have not timed out yet.
+  if (previous >= 0) {
+    const int64_t root = job.Root(previous);
+    std::vector<int64_t> earlier;
+    for (int64_t c : job.clients) {
+      if (c != request.client_id() && job.Root(c) == root) earlier.push_back(c);
+    }
+    for (int64_t c : earlier) {
+      ReleaseClientRequest release;
+      release.set_job_id(request.job_id());
+      release.set_client_id(c);
+      SLUICE_RETURN_IF_ERROR(ReleaseClient(release));
+    }
   }
   SLUICE_RETURN_IF_ERROR(Journaled(entry));
   auto& before = client->finished_before_join;
@@ -482,6 +502,12 @@ std::vector<JournalEntry> DispatcherState::Snapshot() const {
       JournalClient* c = out.emplace_back().mutable_add_client();
       c->set_job_id(job_id);
       c->set_client_id(client);
+    }
+    for (const auto& [client, root] : job.lineage) {
+      JournalClient* c = out.emplace_back().mutable_lineage();
+      c->set_job_id(job_id);
+      c->set_client_id(client);
+      c->set_root(root);
     }
     for (const auto& [epoch, splits] : job.epochs) {
       for (const auto& [client, completed] : splits.CompletedByClient()) {

@@ -123,6 +123,14 @@ class DispatcherState {
     JournalJob def;
     std::set<int64_t> clients;
     std::map<uint64_t, EpochSplits> epochs;
+    // A client that resumed a saved state continues its consumer: by
+    // client, the consumer's first client. Resuming a state again takes
+    // back what every client of that consumer did since.
+    std::map<int64_t, int64_t> lineage;
+    int64_t Root(int64_t client) const {
+      auto it = lineage.find(client);
+      return it == lineage.end() ? client : it->second;
+    }
   };
 
   absl::StatusOr<Client*> FindClient(int64_t job_id, int64_t client_id, absl::Time now);

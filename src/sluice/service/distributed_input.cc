@@ -91,6 +91,10 @@ absl::StatusOr<std::shared_ptr<DistributedInput>> DistributedInput::Connect(Clie
   input->job_id_ = joined.job_id();
   input->client_id_ = joined.client_id();
   input->job_uid_ = joined.job_uid();
+  if (joined.has_element()) {  // the job's pin
+    input->element_ = joined.element();
+    input->splits_ = ToSplits(input->element_);
+  }
   if (!joined.pipeline_id().empty()) input->pipeline_id_ = joined.pipeline_id();  // the job's pin
   SLUICE_RETURN_IF_ERROR(input->Heartbeat());
   DistributedInput* raw = input.get();

@@ -43,30 +43,38 @@ EpochReader::EpochReader(DistributedInput* input, exec::ExecContext* ctx, const 
     position_of_.resize(order.size());
     for (size_t pos = 0; pos < order.size(); ++pos) position_of_[order[pos]] = static_cast<int64_t>(pos);
   }
+  // The dispatcher is told outside the lock: a Cancel must not wait on it.
+  const exec::EpochPosition* resumed = ctx_->ResumeOf(epoch_);
+  absl::Status resuming;
+  if (resumed != nullptr) {
+    resuming = input_->ResumeClient(epoch_, *resumed);
+    if (!resuming.ok()) resuming = WithContext(resuming, absl::StrCat("resuming epoch ", epoch_, " from a saved state"));
+  }
   absl::MutexLock lock(&mu_);
   opened_at_ = absl::Now();
-  if (const exec::EpochPosition* resumed = ctx_->ResumeOf(epoch_)) error_ = Resume(*resumed);
+  error_ = resuming;
+  if (resumed != nullptr && error_.ok()) SeedDone(*resumed->done);
   if (error_.ok()) OpenStreams();
 }
 
-absl::Status EpochReader::Resume(const exec::EpochPosition& resumed) {
-  SLUICE_RETURN_IF_ERROR(input_->ResumeClient(epoch_, resumed));
+void EpochReader::SeedDone(const exec::DoneRows& done) {
   const std::vector<int64_t> order = input_->SplitIndices(epoch_);
   for (size_t pos = 0; pos < order.size(); ++pos) {
-    if (resumed.done->SplitDone(static_cast<int64_t>(pos))) completed_.insert(order[pos]);
+    if (done.SplitDone(static_cast<int64_t>(pos))) completed_.insert(order[pos]);
   }
-  for (const auto& [file, ranges] : resumed.done->records) {
-    for (const auto& [begin, end] : ranges) done_before_.Add(SampleIdOf(file, begin), SampleIdOf(file, end));
-  }
-  // A worker may start a partial split after its done records: they count
-  // as the split's all the same (the ledger needs its whole row count).
-  for (const EpochSplits::Partial& p : input_->PartialSplits(*resumed.done)) {
+  // A partial split's done records count as arrived: they are dropped when
+  // they come (or never come: a worker starts the split after the first
+  // ones, and filters drop some again), and the split's row count the
+  // ledger gets at its end includes them, as the ledger's own count does.
+  for (const EpochSplits::Partial& p : input_->PartialSplits(done)) {
     const io::Split& split = input_->splits()[p.split];
-    if (p.first_record > split.begin_record) {
-      delivered_[p.split].Add(SampleIdOf(split.file, split.begin_record), SampleIdOf(split.file, p.first_record));
+    IdRanges& seen = delivered_[p.split];
+    for (const auto& [begin, end] : done.records.at(split.file)) {
+      const int64_t from = std::max(begin, split.begin_record);
+      const int64_t to = split.end_record < 0 ? end : std::min(end, split.end_record);
+      if (from < to) seen.Add(SampleIdOf(split.file, from), SampleIdOf(split.file, to));
     }
   }
-  return absl::OkStatus();
 }
 
 EpochReader::~EpochReader() {
@@ -168,10 +176,11 @@ void EpochReader::Read(Stream* stream) {
         absl::MutexLock lock(&mu_);
         const int64_t arrived = delivered_[message.split()].size();
         const int64_t records = message.skipped_records() < 0 ? 1 : message.skipped_records() - arrived;
-        if (completed_.insert(message.split()).second && records > 0) {
-          ctx_->skips.Add(message.skipped_file(), records, 0, message.skip_reason());
+        if (completed_.insert(message.split()).second) {
+          if (records > 0) ctx_->skips.Add(message.skipped_file(), records, 0, message.skip_reason());
+          SplitArrived(message.split());
         }
-        SplitArrived(message.split());
+        delivered_.erase(message.split());
       }
       if (exactly_once_) input_->ReportSplits(epoch_, {message.split()}, {});
       split = -1;
@@ -181,8 +190,11 @@ void EpochReader::Read(Stream* stream) {
       bool report;
       {
         absl::MutexLock lock(&mu_);
-        if (completed_.insert(message.split()).second) CountSkips(message);  // once, whatever re-ran
-        SplitArrived(message.split());
+        if (completed_.insert(message.split()).second) {  // once, whatever re-ran
+          CountSkips(message);
+          SplitArrived(message.split());
+        }
+        delivered_.erase(message.split());
         report = held_rows_.count(message.split()) == 0;
         if (!report) ended_held_.insert(message.split());
       }
@@ -217,25 +229,25 @@ void EpochReader::Read(Stream* stream) {
   grpc::Status status = reader->Finish();
   if (!broken.ok()) status = broken;
 
-  int64_t abandoned = -1;
-  {
-    absl::MutexLock lock(&mu_);
-    stream->running = false;
-    stream->ended_epoch = ended;
-    if (!ended && !stopping_) {
-      if (LostWorker(status)) {
-        failed_at_[stream->worker_id] = absl::Now();
-        abandoned = split;
-        if (!superseded_) Log("client", absl::StrCat("stream from worker ", stream->worker_id, " at ", stream->address,
-                                   " broke (", status.error_message(), ")",
+  absl::MutexLock lock(&mu_);
+  stream->ended_epoch = ended;
+  if (!ended && !stopping_) {
+    if (LostWorker(status)) {
+      failed_at_[stream->worker_id] = absl::Now();
+      if (!superseded_) {
+        Log("client", absl::StrCat("stream from worker ", stream->worker_id, " at ", stream->address, " broke (",
+                                   status.error_message(), ")",
                                    exactly_once_ && split >= 0 ? absl::StrCat("; split ", split, " runs again") : ""));
-      } else if (error_.ok()) {
-        error_ = FromGrpc(status, absl::StrCat("worker ", stream->worker_id, " at ", stream->address));
       }
+      // Queued before the stream counts as ended: a superseding reader
+      // waits for that, then for the reports to reach the dispatcher.
+      if (exactly_once_ && split >= 0) input_->ReportSplits(epoch_, {}, {split});
+    } else if (error_.ok()) {
+      error_ = FromGrpc(status, absl::StrCat("worker ", stream->worker_id, " at ", stream->address));
     }
-    cv_.SignalAll();
   }
-  if (exactly_once_ && abandoned >= 0) input_->ReportSplits(epoch_, {}, {abandoned});
+  stream->running = false;
+  cv_.SignalAll();
 }
 
 void EpochReader::CountSkips(const BatchMessage& marker) {
@@ -246,7 +258,6 @@ void EpochReader::CountSkips(const BatchMessage& marker) {
 void EpochReader::SplitArrived(int64_t split) {
   auto seen = delivered_.find(split);
   const int64_t rows = seen == delivered_.end() ? 0 : seen->second.size();
-  if (seen != delivered_.end()) delivered_.erase(seen);
   if (ctx_->ledger != nullptr && split >= 0 && split < static_cast<int64_t>(position_of_.size())) {
     ctx_->ledger->SplitEnded(position_of_[split], rows);
   }
@@ -264,15 +275,15 @@ bool EpochReader::DropDelivered(int64_t split, Batch* batch) {
       ++end_row;
     }
     const int64_t end_id = first + (end_row - r);
-    if (!seen.Overlaps(first, end_id) && !done_before_.Overlaps(first, end_id)) {
+    if (!seen.Overlaps(first, end_id)) {
       for (int64_t k = r; k < end_row; ++k) keep.push_back(k);
       seen.Add(first, end_id);
     } else {
       for (int64_t k = r; k < end_row; ++k) {
         const int64_t id = first + (k - r);
         if (seen.Overlaps(id, id + 1)) continue;
-        seen.Add(id, id + 1);  // counted as the split's, even when done before
-        if (!done_before_.Overlaps(id, id + 1)) keep.push_back(k);
+        keep.push_back(k);
+        seen.Add(id, id + 1);
       }
     }
     r = end_row;

@@ -54,14 +54,14 @@ class EpochReader : public exec::Iterator {
   void Read(Stream* stream);
   // Adds what a worker skipped (a split_end or epoch_end marker's counts).
   void CountSkips(const BatchMessage& marker);
-  // Drops rows of `batch` already delivered for its split (or before the
+  // Drops rows of `batch` already delivered for its split (or done in the
   // state it resumed from); false when none is left. REQUIRES: mu_ held.
   bool DropDelivered(int64_t split, Batch* batch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Every sample of `split` arrived: forgets its ids, telling the ledger
-  // how many there were. REQUIRES: mu_ held.
+  // Every sample of `split` arrived (the first time it ends): tells the
+  // ledger how many there were. REQUIRES: mu_ held.
   void SplitArrived(int64_t split) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Takes over the progress of the resumed state. REQUIRES: mu_ held.
-  absl::Status Resume(const exec::EpochPosition& resumed) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A resumed epoch: what the state counts done is done. REQUIRES: mu_ held.
+  void SeedDone(const exec::DoneRows& done) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Opens streams to listed workers that have none. REQUIRES: mu_ held.
   void OpenStreams() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool EpochOver() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -91,7 +91,6 @@ class EpochReader : public exec::Iterator {
   absl::Status error_ ABSL_GUARDED_BY(mu_);
   std::set<int64_t> completed_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, IdRanges> delivered_ ABSL_GUARDED_BY(mu_);  // by split in flight: the ids handed on
-  IdRanges done_before_ ABSL_GUARDED_BY(mu_);  // a resumed epoch: the ids the state counts done
   std::vector<int64_t> position_of_;           // by split: its place in the epoch's order (for the ledger)
   std::deque<Batch> pending_ ABSL_GUARDED_BY(mu_);  // rebatching
   std::map<int64_t, int64_t> held_rows_ ABSL_GUARDED_BY(mu_);  // by split, in queue_

@@ -6,8 +6,21 @@
 
 namespace sluice::service {
 
-EpochSplits::EpochSplits(std::vector<int64_t> order, SplitPolicy policy) : policy_(policy), slots_(order.size()) {
+EpochSplits::EpochSplits(std::vector<int64_t> order, SplitPolicy policy)
+    : policy_(policy), slots_(order.size()), position_(order.size()) {
+  for (size_t i = 0; i < order.size(); ++i) position_[order[i]] = static_cast<int64_t>(i);
   pool_.assign(order.begin(), order.end());
+}
+
+void EpochSplits::ReturnToPool(std::vector<int64_t> splits) {
+  for (int64_t s : splits) {
+    slots_[s].state = State::kPool;
+    slots_[s].client = slots_[s].worker = -1;
+    slots_[s].lease_until = absl::InfiniteFuture();
+    slots_[s].first_record = 0;  // a partial split's start was its client's alone
+  }
+  std::sort(splits.begin(), splits.end(), [this](int64_t a, int64_t b) { return position_[a] < position_[b]; });
+  pool_.insert(pool_.begin(), splits.begin(), splits.end());
 }
 
 GetSplitResponse EpochSplits::Next(const Ask& ask) {
@@ -99,24 +112,31 @@ void EpochSplits::WorkerLost(int64_t worker, bool count_failure) {
   }
 }
 
-void EpochSplits::ClientLost(int64_t client) {
+void EpochSplits::ClientLost(int64_t client) { ReturnToPool(Release(client, /*finished_too=*/false)); }
+
+std::vector<int64_t> EpochSplits::Release(int64_t client, bool finished_too) {
   requeued_.erase(client);
+  std::vector<int64_t> released;
   for (int64_t s = 0; s < size(); ++s) {
-    Slot& slot = slots_[s];
-    if (slot.client == client && (slot.state == State::kInFlight || slot.state == State::kRequeued)) {
-      slot.state = State::kPool;
-      slot.client = slot.worker = -1;
-      slot.lease_until = absl::InfiniteFuture();
-      pool_.push_front(s);
+    const Slot& slot = slots_[s];
+    if (slot.client != client) continue;
+    if (slot.state == State::kInFlight || slot.state == State::kRequeued) released.push_back(s);
+    if (finished_too && slot.state == State::kDone) {
+      released.push_back(s);
+      --completed_;
+      slots_[s] = Slot{};
     }
   }
+  return released;
 }
 
-void EpochSplits::Resume(int64_t client, int64_t previous, const std::vector<int64_t>& done,
+void EpochSplits::Resume(int64_t client, const std::vector<int64_t>& previous, const std::vector<int64_t>& done,
                          const std::vector<Partial>& partial) {
-  for (int64_t c : {previous, client}) {
-    if (c >= 0) Reopen(c);
+  std::vector<int64_t> reopened;
+  for (int64_t c : previous) {
+    for (int64_t s : Release(c, /*finished_too=*/true)) reopened.push_back(s);
   }
+  ReturnToPool(std::move(reopened));
   for (int64_t s : done) Complete(s, client);
   for (const Partial& p : partial) {
     // Another client's (when `previous` was dropped and its splits went to
@@ -128,16 +148,6 @@ void EpochSplits::Resume(int64_t client, int64_t previous, const std::vector<int
     slot.client = client;
     slot.first_record = p.first_record;
     requeued_[client].push_back(p.split);
-  }
-}
-
-void EpochSplits::Reopen(int64_t client) {
-  ClientLost(client);
-  for (int64_t s = 0; s < size(); ++s) {
-    if (slots_[s].state != State::kDone || slots_[s].client != client) continue;
-    slots_[s] = Slot{};
-    --completed_;
-    pool_.push_front(s);
   }
 }
 

@@ -75,11 +75,12 @@ class EpochSplits {
     int64_t split;
     int64_t first_record;
   };
-  // `client` took over the progress a consumer saved in this epoch while it
-  // was `previous` (-1: unknown): what either holds or finished runs again
-  // (the state supersedes it), except the `done` splits; the `partial` ones
-  // run for `client` alone, which drops the samples it had.
-  void Resume(int64_t client, int64_t previous, const std::vector<int64_t>& done,
+  // `client` took over the progress a consumer saved in this epoch: what
+  // the consumer's clients (`previous`: the one that saved the state, those
+  // that resumed from it since, and `client` itself) hold or finished runs
+  // again (the state supersedes it), except the `done` splits; the
+  // `partial` ones run for `client` alone, which drops the samples it had.
+  void Resume(int64_t client, const std::vector<int64_t>& previous, const std::vector<int64_t>& done,
               const std::vector<Partial>& partial);
   // `worker` is running `split` for `client` and has sent `batches` of it:
   // when that moved since its last report (or it is the first), the lease
@@ -113,14 +114,18 @@ class EpochSplits {
     int64_t first_record = 0;
   };
   bool Valid(int64_t split) const { return split >= 0 && split < size(); }
-  // What `client` holds or finished returns to the pool.
-  void Reopen(int64_t client);
+  // Takes from `client` the splits it holds (and has finished, when
+  // `finished_too`), for the caller to return to the pool.
+  std::vector<int64_t> Release(int64_t client, bool finished_too);
+  // Puts `splits` at the pool's front, in the epoch's order.
+  void ReturnToPool(std::vector<int64_t> splits);
   // Removes `split` from wherever it waits (pool or a client's queue).
   void Unqueue(int64_t split);
   GetSplitResponse Hand(const Ask& ask);
 
   SplitPolicy policy_;
   std::vector<Slot> slots_;
+  std::vector<int64_t> position_;  // by split: its place in the epoch's order
   std::deque<int64_t> pool_;
   std::map<int64_t, std::deque<int64_t>> requeued_;  // by client
   int64_t completed_ = 0;
