@@ -48,7 +48,9 @@ EpochReader::EpochReader(DistributedInput* input, exec::ExecContext* ctx, const 
   absl::Status resuming;
   if (resumed != nullptr) {
     resuming = input_->ResumeClient(epoch_, *resumed);
-    if (!resuming.ok()) resuming = WithContext(resuming, absl::StrCat("resuming epoch ", epoch_, " from a saved state"));
+    if (!resuming.ok()) {
+      resuming = WithContext(resuming, absl::StrCat("resuming epoch ", epoch_, " from a saved state"));
+    }
   }
   absl::MutexLock lock(&mu_);
   opened_at_ = absl::Now();
