@@ -18,6 +18,8 @@ PACKAGES=(
   libjpeg62-turbo-dev libpng-dev
   # the service: gRPC, TLS, wire compression
   libgrpc++-dev protobuf-compiler-grpc libssl-dev libzstd-dev liblz4-dev
+  # Prometheus metrics of the dispatcher and workers (prometheus-cpp's pull exposer)
+  prometheus-cpp-dev
   # tests: GoogleTest, and OpenCV as the independent reference for ops
   libgtest-dev libgmock-dev libopencv-core-dev libopencv-imgproc-dev
   # the torch peer of the benchmarks runs under Debian's python3

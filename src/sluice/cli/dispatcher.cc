@@ -21,6 +21,7 @@ struct DispatcherArgs {
   double idle_pipeline_timeout_s = 600;
   int max_split_failures = 3;
   uint64_t journal_compact_bytes = service::Journal::Options().compact_bytes;
+  int metrics_port = -1;
   graph::ResourceLimits limits;
   SecurityFlags security;
 };
@@ -37,12 +38,14 @@ absl::Status Serve(const DispatcherArgs& args) {
   options.timeouts.idle_pipeline_timeout = absl::Seconds(args.idle_pipeline_timeout_s);
   options.limits = args.limits;
   options.journal.compact_bytes = args.journal_compact_bytes;
+  options.metrics_port = args.metrics_port;
   SLUICE_ASSIGN_OR_RETURN(options.security, args.security.Options(args.host, "dispatcher"));
   BlockTerminationSignals();
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<service::DispatcherServer> server,
                           service::DispatcherServer::Start(options));
   // Scripts and tests read the port from here when --port is 0.
   std::printf("dispatcher listening on port %d\n", server->port());
+  if (server->metrics_port() >= 0) std::printf("metrics on port %d\n", server->metrics_port());
   std::fflush(stdout);
   const std::string signal = WaitForTermination();
   service::Log("dispatcher", absl::StrCat(signal, ": shutting down"));
@@ -99,6 +102,8 @@ void AddDispatcherCommand(CLI::App& app, absl::Status* result) {
   cmd->add_option("--max-threads", args->limits.max_threads,
                   "refuse pipelines asking for more threads (options.threads, a map's parallelism)")
       ->default_val(defaults.max_threads);
+  cmd->add_option("--metrics-port", args->metrics_port,
+                  "serve Prometheus metrics on http://HOST:PORT/metrics (0: any free port, printed; default: none)");
   AddSecurityFlags(cmd, &args->security);
   cmd->callback([args, result] { *result = Serve(*args); });
 }

@@ -21,6 +21,7 @@ struct WorkerArgs {
   SecurityFlags security;
   std::vector<std::string> plugins;
   double drain_timeout_s = 30;
+  int metrics_port = -1;
 };
 
 absl::Status Serve(const WorkerArgs& args) {
@@ -33,11 +34,13 @@ absl::Status Serve(const WorkerArgs& args) {
                                                     : args.host;
   options.worker.dispatcher = args.dispatcher;
   options.worker.threads = args.threads;
+  options.metrics_port = args.metrics_port;
   SLUICE_ASSIGN_OR_RETURN(options.worker.security, args.security.Options(args.host, "worker"));
   BlockTerminationSignals();
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<service::WorkerServer> server,
                           service::WorkerServer::Start(options));
   std::printf("worker listening on port %d\n", server->port());
+  if (server->metrics_port() >= 0) std::printf("metrics on port %d\n", server->metrics_port());
   std::fflush(stdout);
   const std::string signal = WaitForTermination();
   service::Log("worker", absl::StrCat(signal, ": finishing the splits in hand (at most ",
@@ -73,6 +76,8 @@ void AddWorkerCommand(CLI::App& app, absl::Status* result) {
                   "on SIGTERM, seconds to let streams finish the split in hand before cutting them off")
       ->default_val(30)
       ->check(kPositive);
+  cmd->add_option("--metrics-port", args->metrics_port,
+                  "serve Prometheus metrics on http://HOST:PORT/metrics (0: any free port, printed; default: none)");
   AddSecurityFlags(cmd, &args->security);
   AddPluginOption(cmd, &args->plugins);
   cmd->callback([args, result] { *result = Serve(*args); });

@@ -192,6 +192,7 @@ DispatcherStatus DispatcherImpl::Status(const Caller& caller) {
   absl::MutexLock lock(&mu_);
   DispatcherStatus out = state_.Status(absl::Now(), caller);
   out.set_work_dir(work_dir_);
+  if (journal_ != nullptr) out.set_journal_bytes(static_cast<int64_t>(journal_->bytes()));
   return out;
 }
 

@@ -30,6 +30,7 @@ struct DispatcherOptions {
   // What a registered pipeline may make a process allocate.
   graph::ResourceLimits limits;
   Journal::Options journal;
+  int metrics_port = -1;  // Prometheus metrics on `host` (0: any free port; -1: none)
 };
 
 // Thread-safe.

@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/service/log.h"
+#include "sluice/service/service_metrics.h"
 
 namespace sluice::service {
 
@@ -75,6 +76,11 @@ absl::StatusOr<std::unique_ptr<DispatcherServer>> DispatcherServer::Start(const 
       if (!s.ok()) Log("dispatcher", s.ToString());
     }
   });
+  if (options.metrics_port >= 0) {
+    SLUICE_ASSIGN_OR_RETURN(server->metrics_, MetricsServer::Start(options.host, options.metrics_port, [impl] {
+                              return DispatcherMetrics(impl->Status());
+                            }));
+  }
   const std::string callers = !options.security.callers.empty()
                                   ? absl::StrCat(" (", options.security.callers.size(), " callers)")
                                   : options.security.token.empty() ? "" : " (token required)";

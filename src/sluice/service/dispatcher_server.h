@@ -14,6 +14,7 @@
 #include "service.grpc.pb.h"
 #include "sluice/service/dispatcher_impl.h"
 #include "sluice/service/grpc_server.h"
+#include "sluice/service/metrics_server.h"
 #include "sluice/service/security.h"
 
 namespace sluice::service {
@@ -25,6 +26,8 @@ class DispatcherServer {
   ~DispatcherServer();  // stops the server first
 
   int port() const { return server_->port(); }
+  // -1 when it serves no metrics.
+  int metrics_port() const { return metrics_ ? metrics_->port() : -1; }
   // host:port for clients on this machine.
   std::string local_address() const { return "127.0.0.1:" + std::to_string(port()); }
   // Stops accepting calls, lets running ones finish briefly, joins threads.
@@ -37,7 +40,8 @@ class DispatcherServer {
 
   std::unique_ptr<DispatcherImpl> impl_;
   std::unique_ptr<Service> service_;
-  std::unique_ptr<GrpcServer> server_;  // last: stops first, before what it serves
+  std::unique_ptr<GrpcServer> server_;  // stops before what it serves
+  std::unique_ptr<MetricsServer> metrics_;  // last: stops first
 };
 
 }  // namespace sluice::service

@@ -8,6 +8,7 @@
 #include "sluice/core/status_macros.h"
 #include "sluice/graph/compiled_pipeline.h"
 #include "sluice/graph/fingerprint.h"
+#include "sluice/service/autoscale.h"
 #include "sluice/service/element_spec.h"
 
 namespace sluice::service {
@@ -241,6 +242,7 @@ absl::StatusOr<ClientHeartbeatResponse> DispatcherState::ClientHeartbeat(
   SLUICE_ASSIGN_OR_RETURN(Client * client, FindClient(request.job_id(), request.client_id(), now));
   client->epoch = request.epoch();
   client->samples_per_s = request.samples_per_s();
+  client->wait_share = request.wait_share();
   // Only workers that have every op of the job's pipeline serve it.
   const std::vector<std::string>& ops = pipelines_[jobs_[request.job_id()].def.pipeline_id()].ops;
   ClientHeartbeatResponse out;
@@ -550,20 +552,30 @@ DispatcherStatus DispatcherState::Status(absl::Time now, const Caller& caller) c
     e->set_pipeline_id(job.def.pipeline_id());
     e->set_mode(job.def.mode());
     e->set_clients(static_cast<int32_t>(job.clients.size()));
-    double rate = 0;
+    JobLoad load;
     uint64_t epoch = 0;
     for (int64_t c : job.clients) {
       auto client = clients_.find(c);
       if (client == clients_.end()) continue;
-      rate += client->second.samples_per_s;
+      load.consumed_per_s += client->second.samples_per_s;
+      load.wait_share += client->second.wait_share;
+      ++load.clients;
       epoch = std::max(epoch, client->second.epoch);
     }
-    e->set_samples_per_s(rate);
+    if (load.clients > 0) load.wait_share /= load.clients;
+    const std::vector<std::string>& ops = pipelines_.count(job.def.pipeline_id()) > 0
+                                              ? pipelines_.at(job.def.pipeline_id()).ops
+                                              : std::vector<std::string>();
+    for (const auto& [worker_id, worker] : workers_) load.workers += worker.Runs(ops);
+    e->set_samples_per_s(load.consumed_per_s);
+    e->set_wait_share(load.wait_share);
+    e->set_workers_needed(WorkersNeeded(load));
     e->set_epoch(epoch);
     auto splits = job.epochs.find(epoch);
     if (splits != job.epochs.end()) {
       e->set_splits_completed(splits->second.completed());
       e->set_num_splits(splits->second.size());
+      e->set_splits_in_flight(static_cast<int64_t>(splits->second.Held().size()));
     }
   }
   return out;

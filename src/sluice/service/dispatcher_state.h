@@ -104,6 +104,7 @@ class DispatcherState {
     absl::Time last_seen;
     uint64_t epoch = 0;
     double samples_per_s = 0;
+    double wait_share = 0;
     // The job's epochs that were over when the client joined: asking for
     // one is an error, not an empty epoch.
     std::set<uint64_t> finished_before_join;

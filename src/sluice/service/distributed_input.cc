@@ -209,8 +209,10 @@ absl::Status DistributedInput::Heartbeat() {
     if (seconds > 0 && last_heartbeat_ != absl::Time()) {
       request.set_samples_per_s(samples_ / seconds);
       request.set_bytes_per_s(bytes_ / seconds);
+      request.set_wait_share(std::min(1.0, absl::ToDoubleSeconds(waited_) / seconds));
     }
     samples_ = bytes_ = 0;
+    waited_ = absl::ZeroDuration();
     last_heartbeat_ = absl::Now();
   }
   ClientHeartbeatResponse response;
@@ -247,6 +249,11 @@ void DistributedInput::ReportSplits(uint64_t epoch, const std::vector<int64_t>& 
   absl::MutexLock lock(&mu_);
   reports_.push_back(std::move(request));
   ++unsent_reports_;
+}
+
+void DistributedInput::CountWait(absl::Duration waited) {
+  absl::MutexLock lock(&mu_);
+  waited_ += waited;
 }
 
 void DistributedInput::CountReceived(int64_t samples, int64_t bytes) {

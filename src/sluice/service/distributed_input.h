@@ -70,8 +70,10 @@ class DistributedInput : public exec::RemoteInput {
   // on the dispatcher.
   void ReportSplits(uint64_t epoch, const std::vector<int64_t>& completed,
                     const std::vector<int64_t>& abandoned);
-  // Feeds the next heartbeat's throughput figures.
+  // Feeds the next heartbeat's throughput figures, and its share of time
+  // the consumer waited for data.
   void CountReceived(int64_t samples, int64_t bytes);
+  void CountWait(absl::Duration waited);
   // The pipeline's split indices in epoch `epoch`'s order (the order a
   // saved position counts splits in).
   std::vector<int64_t> SplitIndices(uint64_t epoch) const;
@@ -115,6 +117,7 @@ class DistributedInput : public exec::RemoteInput {
   std::map<std::string, std::shared_ptr<grpc::Channel>> channels_ ABSL_GUARDED_BY(mu_);
   int64_t samples_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Duration waited_ ABSL_GUARDED_BY(mu_);
   absl::Time last_heartbeat_ ABSL_GUARDED_BY(mu_);
   absl::Status fatal_ ABSL_GUARDED_BY(mu_);
   std::vector<ReportSplitsRequest> reports_ ABSL_GUARDED_BY(mu_);  // for the heartbeat thread to send

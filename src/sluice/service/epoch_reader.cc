@@ -389,7 +389,9 @@ absl::Status EpochReader::NextLocked(Batch* out, bool* end) {
       Log("client", absl::StrCat("job ", input_->job_id(), ": waiting for workers"));
       waiting_logged_ = true;
     }
+    const absl::Time waiting = absl::Now();
     cv_.WaitWithTimeout(&mu_, kRecheck);
+    input_->CountWait(absl::Now() - waiting);
   }
 }
 

@@ -1,5 +1,7 @@
 #include "sluice/service/worker_server.h"
 
+#include "sluice/service/service_metrics.h"
+
 #include <grpcpp/impl/codegen/method_handler.h>
 #include <grpcpp/impl/rpc_service_method.h>
 
@@ -111,6 +113,11 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(WorkerServerOp
       }
     } while (backoff.Wait(stopping));
   });
+  if (options.metrics_port >= 0) {
+    SLUICE_ASSIGN_OR_RETURN(server->metrics_, MetricsServer::Start(options.host, options.metrics_port, [impl] {
+                              return WorkerMetrics(impl->Status());
+                            }));
+  }
   Log("worker", absl::StrCat("listening on ", options.host, ":", server->port(), ", dispatcher ",
                              options.worker.dispatcher));
   return server;

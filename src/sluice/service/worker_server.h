@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "sluice/service/grpc_server.h"
+#include "sluice/service/metrics_server.h"
 #include "sluice/service/worker_impl.h"
 
 namespace sluice::service {
@@ -20,6 +21,7 @@ struct WorkerServerOptions {
   int port = 0;                   // 0: any free port
   std::string advertise_host = "127.0.0.1";  // the host clients dial
   WorkerOptions worker;           // its address is set from the port
+  int metrics_port = -1;          // Prometheus metrics on `host` (0: any free port; -1: none)
 };
 
 class WorkerServer {
@@ -29,6 +31,8 @@ class WorkerServer {
   ~WorkerServer();  // stops the server first
 
   int port() const { return server_->port(); }
+  // -1 when it serves no metrics.
+  int metrics_port() const { return metrics_ ? metrics_->port() : -1; }
   void Stop() { server_->Stop(); }
   // SIGTERM: lets each stream finish its current split (at most `timeout`),
   // tells the dispatcher it leaves, then stops. Returns the streams that
@@ -42,7 +46,8 @@ class WorkerServer {
 
   std::unique_ptr<WorkerImpl> impl_;
   std::unique_ptr<Service> service_;
-  std::unique_ptr<GrpcServer> server_;  // last: stops first, before what it serves
+  std::unique_ptr<GrpcServer> server_;  // stops before what it serves
+  std::unique_ptr<MetricsServer> metrics_;  // last: stops first
 };
 
 }  // namespace sluice::service

@@ -1,0 +1,110 @@
+#include "sluice/service/service_metrics.h"
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <map>
+#include <string>
+#include <utility>
+
+namespace sluice::service {
+namespace {
+
+using Labels = std::vector<prometheus::ClientMetric::Label>;
+
+// Families by name, each metric added to its family.
+class Families {
+ public:
+  void Gauge(const std::string& name, const std::string& help, Labels labels, double value) {
+    Add(name, help, prometheus::MetricType::Gauge, std::move(labels)).gauge.value = value;
+  }
+  void Counter(const std::string& name, const std::string& help, Labels labels, double value) {
+    Add(name, help, prometheus::MetricType::Counter, std::move(labels)).counter.value = value;
+  }
+  // This process's CPU time and resident memory.
+  void Process() {
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    const double cpu = static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+                       static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
+    Counter("sluice_process_cpu_seconds_total", "CPU time of this process (user and system)", {}, cpu);
+    long pages = 0, resident = 0;
+    std::ifstream statm("/proc/self/statm");
+    if (statm >> pages >> resident) {
+      Gauge("sluice_process_resident_bytes", "resident memory of this process", {},
+            static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE)));
+    }
+  }
+  std::vector<prometheus::MetricFamily> Take() {
+    std::vector<prometheus::MetricFamily> out;
+    for (auto& [name, family] : families_) out.push_back(std::move(family));
+    return out;
+  }
+
+ private:
+  prometheus::ClientMetric& Add(const std::string& name, const std::string& help, prometheus::MetricType type,
+                                Labels labels) {
+    prometheus::MetricFamily& family = families_[name];
+    family.name = name;
+    family.help = help;
+    family.type = type;
+    family.metric.emplace_back();
+    family.metric.back().label = std::move(labels);
+    return family.metric.back();
+  }
+
+  std::map<std::string, prometheus::MetricFamily> families_;
+};
+
+}  // namespace
+
+std::vector<prometheus::MetricFamily> DispatcherMetrics(const DispatcherStatus& status) {
+  Families f;
+  f.Gauge("sluice_workers", "live workers", {}, status.workers_size());
+  f.Gauge("sluice_pipelines", "registered pipelines", {}, status.pipelines());
+  f.Gauge("sluice_journal_bytes", "size of the dispatcher's journal (0 without --work-dir)", {},
+          static_cast<double>(status.journal_bytes()));
+  for (const WorkerStatusEntry& w : status.workers()) {
+    const Labels worker = {{"worker", std::to_string(w.worker_id())}, {"address", w.address()}};
+    f.Gauge("sluice_worker_samples_per_second", "samples a worker sent per second (its last heartbeat)", worker,
+            w.samples_per_s());
+    f.Gauge("sluice_worker_active_streams", "streams a worker is serving", worker, w.active_streams());
+  }
+  for (const JobStatusEntry& j : status.jobs()) {
+    const std::string id = std::to_string(j.job_id());
+    const Labels job = {{"job", j.job_name().empty() ? id : j.job_name()}, {"job_id", id}};
+    f.Gauge("sluice_job_clients", "consumers reading the job", job, j.clients());
+    f.Gauge("sluice_job_samples_per_second", "samples the job's consumers take per second", job, j.samples_per_s());
+    f.Gauge("sluice_job_client_wait_share", "share of time the job's consumers wait for data (mean, 0 to 1)", job,
+            j.wait_share());
+    f.Gauge("sluice_job_epoch", "the latest epoch the job's consumers read", job, static_cast<double>(j.epoch()));
+    const int64_t pending = j.num_splits() - j.splits_completed() - j.splits_in_flight();
+    for (const auto& [state, n] : {std::pair<const char*, int64_t>{"pending", pending},
+                                   {"in_flight", j.splits_in_flight()},
+                                   {"done", j.splits_completed()}}) {
+      Labels labels = job;
+      labels.push_back({"state", state});
+      f.Gauge("sluice_job_splits", "the job's splits of its latest epoch, by state", labels, static_cast<double>(n));
+    }
+    f.Gauge("sluice_job_workers_needed",
+            "workers the job needs so that its consumers need not wait (the autoscaling signal)", job,
+            j.workers_needed());
+  }
+  f.Process();
+  return f.Take();
+}
+
+std::vector<prometheus::MetricFamily> WorkerMetrics(const WorkerStatus& status) {
+  Families f;
+  const Labels worker = {{"worker", std::to_string(status.worker_id())}};
+  f.Counter("sluice_worker_samples_sent_total", "samples this worker sent to consumers", worker,
+            static_cast<double>(status.samples_sent()));
+  f.Counter("sluice_worker_bytes_sent_total", "bytes of batches this worker sent to consumers", worker,
+            static_cast<double>(status.bytes_sent()));
+  f.Gauge("sluice_worker_active_streams", "streams this worker is serving", worker, status.active_streams());
+  f.Process();
+  return f.Take();
+}
+
+}  // namespace sluice::service

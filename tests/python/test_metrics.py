@@ -1,0 +1,82 @@
+"""Prometheus metrics of a real dispatcher and worker, scraped over HTTP
+while a job runs: the values move as the job does."""
+
+import re
+import signal
+import subprocess
+import time
+import urllib.request
+
+import numpy as np
+
+import sluice
+from sluice import ops
+
+ROWS = 4000
+
+
+def _start(args):
+    """Starts `sluice ARGS --metrics-port 0`; returns (process, port, metrics port)."""
+    process = subprocess.Popen(["sluice", *args, "--metrics-port", "0"], stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL, text=True)
+    listening, metrics = process.stdout.readline(), process.stdout.readline()
+    assert "listening on port" in listening and "metrics on port" in metrics, (listening, metrics)
+    return process, int(listening.split()[-1]), int(metrics.split()[-1])
+
+
+def _scrape(port):
+    """{(name, labels text): value} of one scrape."""
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+    values = {}
+    for line in text.splitlines():
+        m = re.match(r"^(\w+)(\{[^}]*\})? (\S+)$", line)
+        if m:
+            values[(m.group(1), m.group(2) or "")] = float(m.group(3))
+    return values
+
+
+def _find(values, name, **labels):
+    for (n, text), value in values.items():
+        if n == name and all(f'{k}="{v}"' in text for k, v in labels.items()):
+            return value
+    raise AssertionError(f"no {name} {labels} in {sorted(k for k in values if k[0].startswith('sluice'))}")
+
+
+def test_metrics_move_as_a_job_runs():
+    dispatcher, port, dispatcher_metrics = _start(["dispatcher", "--host", "127.0.0.1", "--port", "0"])
+    address = f"127.0.0.1:{port}"
+    worker, _, worker_metrics = _start(["worker", "--dispatcher", address, "--host", "127.0.0.1",
+                                        "--threads", "1"])
+    try:
+        before = _scrape(worker_metrics)
+        assert _find(before, "sluice_worker_samples_sent_total") == 0
+        assert _find(_scrape(dispatcher_metrics), "sluice_workers") == 1
+        pipe = (sluice.arrays({"id": np.arange(ROWS, dtype=np.int64),
+                               "image": np.zeros((ROWS, 8, 8, 3), np.uint8)}, split_records=100)
+                .map(ops.resize(size=[64]))
+                .distribute(address, job_name="metered")
+                .batch(10))
+        rate, seen = 0.0, 0
+        it = iter(pipe)
+        for batch in it:  # until the dispatcher has heard the consumer's rate
+            seen += len(batch["id"])
+            during = _scrape(dispatcher_metrics)
+            assert _find(during, "sluice_job_clients", job="metered") == 1
+            rate = _find(during, "sluice_job_samples_per_second", job="metered")
+            if rate > 0:
+                break
+            time.sleep(0.01)  # heartbeats come every 200 ms; the epoch lasts 4 s at this pace
+        assert rate > 0, "the epoch ended before a heartbeat reported the consumer's rate"
+        assert _find(during, "sluice_job_workers_needed", job="metered") >= 1
+        seen += sum(len(b["id"]) for b in it)
+        assert seen == ROWS
+        after_worker, after = _scrape(worker_metrics), _scrape(dispatcher_metrics)
+        assert _find(after_worker, "sluice_worker_samples_sent_total") >= ROWS
+        assert _find(after_worker, "sluice_worker_bytes_sent_total") > ROWS * 64 * 64 * 3
+        assert _find(after, "sluice_job_splits", job="metered", state="done") == ROWS // 100
+        assert _find(after, "sluice_job_splits", job="metered", state="pending") == 0
+        assert _find(after, "sluice_process_resident_bytes") > 0
+    finally:
+        for process in (worker, dispatcher):
+            process.send_signal(signal.SIGTERM)
+            process.wait(timeout=30)
