@@ -42,15 +42,26 @@ def _find(values, name, **labels):
     raise AssertionError(f"no {name} {labels} in {sorted(k for k in values if k[0].startswith('sluice'))}")
 
 
+def _wait_for(port, condition):
+    """The first scrape that meets `condition`; 30 s is a hang guard, not a timing assertion."""
+    for _ in range(300):
+        values = _scrape(port)
+        if condition(values):
+            return values
+        time.sleep(0.1)
+    raise AssertionError(f"no scrape of port {port} met the condition in 30 s")
+
+
 def test_metrics_move_as_a_job_runs():
-    dispatcher, port, dispatcher_metrics = _start(["dispatcher", "--host", "127.0.0.1", "--port", "0"])
+    dispatcher, port, dispatcher_metrics = _start(["dispatcher", "--host", "127.0.0.1", "--port", "0",
+                                                   "--worker-timeout", "1"])
     address = f"127.0.0.1:{port}"
     worker, _, worker_metrics = _start(["worker", "--dispatcher", address, "--host", "127.0.0.1",
                                         "--threads", "1"])
     try:
         before = _scrape(worker_metrics)
         assert _find(before, "sluice_worker_samples_sent_total") == 0
-        assert _find(_scrape(dispatcher_metrics), "sluice_workers") == 1
+        _wait_for(dispatcher_metrics, lambda v: _find(v, "sluice_workers") == 1)  # the worker registered
         pipe = (sluice.arrays({"id": np.arange(ROWS, dtype=np.int64),
                                "image": np.zeros((ROWS, 8, 8, 3), np.uint8)}, split_records=100)
                 .map(ops.resize(size=[64]))
@@ -76,6 +87,13 @@ def test_metrics_move_as_a_job_runs():
         assert _find(after, "sluice_job_splits", job="metered", state="done") == ROWS // 100
         assert _find(after, "sluice_job_splits", job="metered", state="pending") == 0
         assert _find(after, "sluice_process_resident_bytes") > 0
+        assert not any(name == "sluice_errors_total" for name, _ in after), [k for k in after if "error" in k[0]]
+
+        worker.send_signal(signal.SIGKILL)
+        worker.wait()
+        # The dispatcher drops it after --worker-timeout 1.
+        values = _wait_for(dispatcher_metrics, lambda v: _find(v, "sluice_workers") == 0)
+        assert _find(values, "sluice_errors_total", kind="worker_lost") == 1
     finally:
         for process in (worker, dispatcher):
             process.send_signal(signal.SIGTERM)

@@ -273,6 +273,7 @@ absl::Status DispatcherState::ReportSplits(const ReportSplitsRequest& request, a
   }
   EpochSplits& splits = Epoch(jobs_[request.job_id()], request.epoch());
   for (int64_t s : request.abandoned()) splits.Abandon(s, request.client_id());
+  CountErrors("stream_broke", request.abandoned_size());
   return absl::OkStatus();
 }
 
@@ -423,6 +424,7 @@ absl::StatusOr<GetSplitResponse> DispatcherState::GetSplit(const GetSplitRequest
         " joined it: its samples went to the job's other consumers; read a later epoch, or give a new job name"));
   }
   if (out.state() == GetSplitResponse::FAILED) {
+    CountErrors("split_failed", 1);
     const PipelineDef& def = pipelines_[job.def.pipeline_id()].def;
     out.set_skip(def.nodes_size() > 0 && def.nodes(0).source().on_corrupt() == "skip");
   }
@@ -441,7 +443,7 @@ absl::StatusOr<GetSplitResponse> DispatcherState::GetSplit(const GetSplitRequest
 
 absl::Status DispatcherState::Expire(absl::Time now) {
   for (auto& [id, job] : jobs_) {
-    for (auto& [epoch, splits] : job.epochs) splits.ExpireLeases(now);
+    for (auto& [epoch, splits] : job.epochs) CountErrors("lease_expired", splits.ExpireLeases(now));
   }
   for (auto it = workers_.begin(); it != workers_.end();) {
     if (now - it->second.last_seen <= options_.worker_timeout) {
@@ -451,6 +453,7 @@ absl::Status DispatcherState::Expire(absl::Time now) {
     for (auto& [id, job] : jobs_) {
       for (auto& [epoch, splits] : job.epochs) splits.WorkerLost(it->first);
     }
+    CountErrors("worker_lost", 1);
     it = workers_.erase(it);
   }
   std::vector<ReleaseClientRequest> silent;
@@ -461,7 +464,10 @@ absl::Status DispatcherState::Expire(absl::Time now) {
       silent.back().set_client_id(id);
     }
   }
-  for (const ReleaseClientRequest& r : silent) SLUICE_RETURN_IF_ERROR(ReleaseClient(r));
+  for (const ReleaseClientRequest& r : silent) {
+    SLUICE_RETURN_IF_ERROR(ReleaseClient(r));
+    CountErrors("client_dropped", 1);
+  }
   CollectGarbage(now);
   return absl::OkStatus();
 }
@@ -535,6 +541,7 @@ std::vector<JournalEntry> DispatcherState::Snapshot() const {
 DispatcherStatus DispatcherState::Status(absl::Time now, const Caller& caller) const {
   DispatcherStatus out;
   out.set_pipelines(static_cast<int32_t>(pipelines_.size()));
+  for (const auto& [kind, n] : errors_) (*out.mutable_errors())[kind] = n;
   for (const auto& [id, w] : workers_) {
     WorkerStatusEntry* e = out.add_workers();
     e->set_worker_id(id);

@@ -140,6 +140,10 @@ class DispatcherState {
   void CollectGarbage(absl::Time now);
   EpochSplits& Epoch(Job& job, uint64_t epoch);
   absl::Status Journaled(const JournalEntry& entry);
+  // Adds `n` faults of `kind` (none: no series for it).
+  void CountErrors(const std::string& kind, int64_t n) {
+    if (n > 0) errors_[kind] += n;
+  }
 
   Options options_;
   JournalFn journal_;
@@ -150,6 +154,7 @@ class DispatcherState {
   std::map<int64_t, Worker> workers_;  // live
   std::map<int64_t, std::string> worker_secrets_;  // every id handed out
   int64_t next_id_ = 1;  // jobs, clients and workers share one sequence
+  std::map<std::string, int64_t> errors_;  // DispatcherStatus.errors
 };
 
 }  // namespace sluice::service

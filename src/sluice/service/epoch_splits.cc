@@ -160,13 +160,16 @@ void EpochSplits::Renew(int64_t split, int64_t client, int64_t worker, int64_t b
   }
 }
 
-void EpochSplits::ExpireLeases(absl::Time now) {
+int EpochSplits::ExpireLeases(absl::Time now) {
+  int expired = 0;
   for (int64_t s = 0; s < size(); ++s) {
     const Slot& slot = slots_[s];
     if (slot.state == State::kInFlight && slot.lease_until < now) {
       Abandon(s, slot.client, absl::StrCat("it made no progress for ", absl::FormatDuration(policy_.lease)));
+      ++expired;
     }
   }
+  return expired;
 }
 
 std::map<int64_t, std::vector<int64_t>> EpochSplits::CompletedByClient() const {

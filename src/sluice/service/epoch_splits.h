@@ -86,8 +86,9 @@ class EpochSplits {
   // when that moved since its last report (or it is the first), the lease
   // runs from `now`. A split stuck in a kernel renews nothing.
   void Renew(int64_t split, int64_t client, int64_t worker, int64_t batches, absl::Time now);
-  // Splits whose lease ran out by `now` are re-run for their clients.
-  void ExpireLeases(absl::Time now);
+  // Splits whose lease ran out by `now` are re-run for their clients;
+  // returns how many.
+  int ExpireLeases(absl::Time now);
 
   // The splits every sample of which arrived, by the client they reached
   // (-1: not recorded).

@@ -22,6 +22,13 @@ class Families {
   void Counter(const std::string& name, const std::string& help, Labels labels, double value) {
     Add(name, help, prometheus::MetricType::Counter, std::move(labels)).counter.value = value;
   }
+  // A counter per kind that happened (a series Prometheus has not seen
+  // reads as none yet).
+  void Errors(const std::string& name, const std::string& help,
+              const google::protobuf::Map<std::string, int64_t>& by_kind) {
+    std::map<std::string, int64_t> sorted(by_kind.begin(), by_kind.end());
+    for (const auto& [kind, n] : sorted) Counter(name, help, {{"kind", kind}}, static_cast<double>(n));
+  }
   // This process's CPU time and resident memory.
   void Process() {
     rusage usage{};
@@ -65,6 +72,7 @@ std::vector<prometheus::MetricFamily> DispatcherMetrics(const DispatcherStatus& 
   f.Gauge("sluice_pipelines", "registered pipelines", {}, status.pipelines());
   f.Gauge("sluice_journal_bytes", "size of the dispatcher's journal (0 without --work-dir)", {},
           static_cast<double>(status.journal_bytes()));
+  f.Errors("sluice_errors_total", "faults since the dispatcher started, by kind", status.errors());
   for (const WorkerStatusEntry& w : status.workers()) {
     const Labels worker = {{"worker", std::to_string(w.worker_id())}, {"address", w.address()}};
     f.Gauge("sluice_worker_samples_per_second", "samples a worker sent per second (its last heartbeat)", worker,
@@ -103,6 +111,8 @@ std::vector<prometheus::MetricFamily> WorkerMetrics(const WorkerStatus& status) 
   f.Counter("sluice_worker_bytes_sent_total", "bytes of batches this worker sent to consumers", worker,
             static_cast<double>(status.bytes_sent()));
   f.Gauge("sluice_worker_active_streams", "streams this worker is serving", worker, status.active_streams());
+  f.Errors("sluice_worker_errors_total", "streams that failed since the worker started, by status code",
+           status.errors());
   f.Process();
   return f.Take();
 }

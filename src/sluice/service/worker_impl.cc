@@ -99,7 +99,14 @@ WorkerStatus WorkerImpl::Status() const {
   out.set_active_streams(active_streams_.load());
   out.set_samples_sent(samples_sent_.load());
   out.set_bytes_sent(bytes_sent_.load());
+  absl::MutexLock lock(&mu_);
+  for (const auto& [kind, n] : errors_) (*out.mutable_errors())[kind] = n;
   return out;
+}
+
+void WorkerImpl::CountError(absl::StatusCode code) {
+  absl::MutexLock lock(&mu_);
+  ++errors_[absl::StatusCodeToString(code)];
 }
 
 absl::StatusOr<std::shared_ptr<const exec::Pipeline>> WorkerImpl::GetPipeline(const std::string& id) {

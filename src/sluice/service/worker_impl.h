@@ -48,6 +48,8 @@ class WorkerImpl {
   // What the pipeline part yields, compiled with this worker's ops.
   absl::StatusOr<ElementSpec> Describe(const DescribePipelineRequest& request) const;
   WorkerStatus Status() const;
+  // A stream failed with `code` (WorkerStatus.errors).
+  void CountError(absl::StatusCode code);
   // Shutting down: streams end after their current split (UNAVAILABLE, so
   // clients take the rest elsewhere) and new ones are refused.
   void StartDraining() { draining_ = true; }
@@ -106,6 +108,7 @@ class WorkerImpl {
   };
   std::map<uint64_t, Running> running_ ABSL_GUARDED_BY(mu_);
   uint64_t next_run_ ABSL_GUARDED_BY(mu_) = 0;
+  std::map<std::string, int64_t> errors_ ABSL_GUARDED_BY(mu_);  // by status code name
 };
 
 }  // namespace sluice::service

@@ -74,6 +74,7 @@ class WorkerServer::Service final : public grpc::Service {
         },
         [context] { return context->IsCancelled(); });
     if (!s.ok() && !absl::IsCancelled(s)) {
+      impl_->CountError(s.code());
       Log("worker", absl::StrCat("stream of job ", request->job_id(), " for client ", request->client_id(),
                                  " failed: ", s.ToString()));
     }
