@@ -181,8 +181,10 @@ TEST(EpochSplits, AResumedClientGetsWhatItsStateLacksWhateverItsEarlierClientDid
 // done and the rest are the pool's.
 TEST(EpochSplits, AResumeIntoANewEpochSkipsTheStatesDoneSplits) {
   EpochSplits e({3, 2, 1, 0});
-  e.Resume(kClientA, /*previous=*/{kClientA}, /*done=*/{3, 1}, /*partial=*/{});
-  EXPECT_EQ(e.completed(), 2);
+  EXPECT_EQ(Take(e, kClientA, kWorker1), 3);  // held by the client itself, named twice below
+  e.Resume(kClientA, /*previous=*/{kClientA, kClientA}, /*done=*/{1}, /*partial=*/{});
+  EXPECT_EQ(e.completed(), 1);
+  EXPECT_EQ(Take(e, kClientA, kWorker1), 3);  // back in the pool, once
   EXPECT_EQ(Take(e, kClientA, kWorker1), 2);
   EXPECT_EQ(Take(e, kClientA, kWorker1), 0);
   EXPECT_EQ(e.Next({kClientA, kWorker1}).state(), GetSplitResponse::WAIT);

@@ -570,9 +570,9 @@ DispatcherStatus DispatcherState::Status(absl::Time now, const Caller& caller) c
       epoch = std::max(epoch, client->second.epoch);
     }
     if (load.clients > 0) load.wait_share /= load.clients;
-    const std::vector<std::string>& ops = pipelines_.count(job.def.pipeline_id()) > 0
-                                              ? pipelines_.at(job.def.pipeline_id()).ops
-                                              : std::vector<std::string>();
+    static const std::vector<std::string> kNoOps;
+    const auto pipeline = pipelines_.find(job.def.pipeline_id());
+    const std::vector<std::string>& ops = pipeline == pipelines_.end() ? kNoOps : pipeline->second.ops;
     for (const auto& [worker_id, worker] : workers_) load.workers += worker.Runs(ops);
     e->set_samples_per_s(load.consumed_per_s);
     e->set_wait_share(load.wait_share);

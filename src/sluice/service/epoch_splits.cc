@@ -1,6 +1,7 @@
 #include "sluice/service/epoch_splits.h"
 
 #include <algorithm>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 
@@ -133,7 +134,7 @@ std::vector<int64_t> EpochSplits::Release(int64_t client, bool finished_too) {
 void EpochSplits::Resume(int64_t client, const std::vector<int64_t>& previous, const std::vector<int64_t>& done,
                          const std::vector<Partial>& partial) {
   std::vector<int64_t> reopened;
-  for (int64_t c : previous) {
+  for (int64_t c : std::set<int64_t>(previous.begin(), previous.end())) {  // each client once
     for (int64_t s : Release(c, /*finished_too=*/true)) reopened.push_back(s);
   }
   ReturnToPool(std::move(reopened));
