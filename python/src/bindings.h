@@ -15,6 +15,7 @@ namespace py = pybind11;
 void InitErrors(py::module_& m);
 void InitPipeline(py::module_& m);
 void InitProfile(py::module_& m);
+void InitService(py::module_& m);
 void InitTensor(py::module_& m);
 
 // Raises the Python exception for `status` (see bind_errors.cc). REQUIRES:

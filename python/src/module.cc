@@ -8,6 +8,7 @@ PYBIND11_MODULE(_sluice, m) {
   sluice::python::InitErrors(m);
   sluice::python::InitPipeline(m);
   sluice::python::InitProfile(m);
+  sluice::python::InitService(m);
   sluice::python::InitTensor(m);
   sluice::python::InitInterrupts();
 }

@@ -5,6 +5,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -17,6 +18,7 @@ ROWS = 400
 # stopped after one batch has finished no split.
 _CONSUMER = r"""
 import sys
+import time
 import time
 import numpy as np
 import sluice
@@ -120,3 +122,43 @@ def test_a_job_name_used_again_after_its_consumers_left_yields_the_data_again(cl
         ids = sorted(int(i) for batch in pipe for i in batch["id"])
         assert ids == list(range(300)), f"run {run}"
         del pipe  # the consumer leaves the job
+
+
+# A supervisor (as a Ray actor is) starts a worker with --exit-with its pid,
+# prints the worker's pid, and waits.
+_SUPERVISOR = r"""
+import os, subprocess, sys, time
+worker = subprocess.Popen(["sluice", "worker", "--dispatcher", sys.argv[1], "--exit-with", str(os.getpid())],
+                          stdout=subprocess.PIPE, text=True)
+assert "listening on port" in worker.stdout.readline()
+print(worker.pid, flush=True)
+time.sleep(600)
+"""
+
+
+def _dead(pid):
+    """Gone, or a zombie no one reaped yet."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+def test_a_worker_started_with_exit_with_dies_with_its_supervisor(cluster):
+    supervisor = subprocess.Popen([sys.executable, "-c", _SUPERVISOR, cluster], stdout=subprocess.PIPE, text=True)
+    worker = int(supervisor.stdout.readline())
+    supervisor.kill()
+    supervisor.wait()
+    # Orphaned, it would serve on alone; the kernel kills it instead.
+    deadline = time.monotonic() + 30
+    while not _dead(worker):
+        assert time.monotonic() < deadline, "the worker outlived its supervisor"
+        time.sleep(0.05)
+
+
+def test_exit_with_a_pid_that_is_not_the_parent_is_refused(cluster):
+    worker = subprocess.run(["sluice", "worker", "--dispatcher", cluster, "--exit-with", "1"],
+                            capture_output=True, text=True, timeout=30)
+    assert worker.returncode != 0
+    assert f"--exit-with 1: this process's parent is {os.getpid()}" in worker.stderr

@@ -1,6 +1,11 @@
 #include "sluice/cli/serve.h"
 
 #include <signal.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -78,6 +83,18 @@ std::string WaitForTermination() {
   int sig = 0;
   sigwait(&set, &sig);
   return sig == SIGTERM ? "SIGTERM" : "SIGINT";
+}
+
+absl::Status ExitWithParent(int parent_pid) {
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) {
+    return absl::InternalError(absl::StrCat("--exit-with: prctl(PR_SET_PDEATHSIG): ", std::strerror(errno)));
+  }
+  // Checked after arming: a parent that died before is seen here.
+  if (getppid() != parent_pid) {
+    return absl::FailedPreconditionError(absl::StrCat("--exit-with ", parent_pid, ": this process's parent is ",
+                                                      getppid(), " (has process ", parent_pid, " exited?)"));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace sluice::cli

@@ -37,6 +37,12 @@ void BlockTerminationSignals();
 // Waits for SIGTERM or SIGINT; returns its name.
 std::string WaitForTermination();
 
+// Has the kernel kill this process (SIGKILL) when its parent, process
+// `parent_pid`, exits: a supervisor that restarts it (a Ray actor) must
+// never leave it serving on its own. Fails if that process is not the
+// parent (it died already, or the pid is wrong).
+absl::Status ExitWithParent(int parent_pid);
+
 }  // namespace sluice::cli
 
 #endif  // SLUICE_CLI_SERVE_H_

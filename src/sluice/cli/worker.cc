@@ -22,9 +22,11 @@ struct WorkerArgs {
   std::vector<std::string> plugins;
   double drain_timeout_s = 30;
   int metrics_port = -1;
+  int exit_with = 0;
 };
 
 absl::Status Serve(const WorkerArgs& args) {
+  if (args.exit_with > 0) SLUICE_RETURN_IF_ERROR(ExitWithParent(args.exit_with));
   SLUICE_RETURN_IF_ERROR(LoadPlugins(args.plugins));
   service::WorkerServerOptions options;
   options.host = args.host;
@@ -78,6 +80,9 @@ void AddWorkerCommand(CLI::App& app, absl::Status* result) {
       ->check(kPositive);
   cmd->add_option("--metrics-port", args->metrics_port,
                   "serve Prometheus metrics on http://HOST:PORT/metrics (0: any free port, printed; default: none)");
+  cmd->add_option("--exit-with", args->exit_with,
+                  "the pid of this process's parent, a supervisor (a Ray actor): exit at once when it does")
+      ->check(kPositive);
   AddSecurityFlags(cmd, &args->security);
   AddPluginOption(cmd, &args->plugins);
   cmd->callback([args, result] { *result = Serve(*args); });

@@ -1,0 +1,41 @@
+// sluice.dispatcher_status(): what a dispatcher reports about its workers
+// and jobs (the same as `sluice status --json`), for tools such as the Ray
+// front's autoscaler.
+#include "bindings.h"
+#include "google/protobuf/util/json_util.h"
+#include "sluice/service/fetch_status.h"
+
+namespace sluice::python {
+namespace {
+
+// The status as JSON with the proto's field names.
+std::string DispatcherStatusJson(const std::string& dispatcher, const std::string& token_file,
+                                 const std::string& tls_ca_file, const std::string& tls_cert_file,
+                                 const std::string& tls_key_file) {
+  absl::StatusOr<DispatcherStatus> status;
+  {
+    py::gil_scoped_release release;
+    service::SecurityOptions security;
+    security.ca_file = tls_ca_file;
+    security.cert_file = tls_cert_file;
+    security.key_file = tls_key_file;
+    const absl::Status token = token_file.empty() ? absl::OkStatus() : security.ReadTokenFile(token_file);
+    status = token.ok() ? service::FetchDispatcherStatus(dispatcher, security) : token;
+  }
+  ThrowIfError(status.status());
+  std::string json;
+  google::protobuf::util::JsonPrintOptions options;
+  options.always_print_primitive_fields = true;
+  options.preserve_proto_field_names = true;
+  (void)google::protobuf::util::MessageToJsonString(*status, &json, options);
+  return json;
+}
+
+}  // namespace
+
+void InitService(py::module_& m) {
+  m.def("dispatcher_status", &DispatcherStatusJson, py::arg("dispatcher"), py::arg("token_file"),
+        py::arg("tls_ca_file"), py::arg("tls_cert_file"), py::arg("tls_key_file"));
+}
+
+}  // namespace sluice::python
