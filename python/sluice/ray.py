@@ -40,11 +40,12 @@ _BINARY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bin", "sluic
 class _Worker:
     """A Ray actor that lives and dies with one `sluice worker` process."""
 
-    def __init__(self, args, host):
+    def __init__(self, args, host, niceness):
         # Clients dial what the worker advertises: its node's IP when it
         # listens on every interface.
         advertise = ray.util.get_node_ip_address() if host == "0.0.0.0" else host
         self._stopping = False
+        self._niceness = self._set_niceness(niceness)
         self._process = subprocess.Popen(
             [_BINARY, "worker", *args, "--host", host, "--advertise", advertise, "--exit-with", str(os.getpid())],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -62,6 +63,17 @@ class _Worker:
         threading.Thread(target=self._forward_log, daemon=True).start()
         threading.Thread(target=self._watch, daemon=True).start()
 
+    @staticmethod
+    def _set_niceness(niceness):
+        """Sets this thread's niceness, which the worker forked from it
+        inherits (Linux's is per thread); returns what it is."""
+        try:
+            os.setpriority(os.PRIO_PROCESS, 0, niceness)
+        except OSError as e:  # lowering it needs CAP_SYS_NICE or RLIMIT_NICE
+            sys.stderr.write(f"sluice worker: cannot set niceness {niceness} ({e.strerror}): it runs at "
+                             f"{os.getpriority(os.PRIO_PROCESS, 0)}\n")
+        return os.getpriority(os.PRIO_PROCESS, 0)
+
     def _forward_log(self):
         for line in self._process.stderr:
             sys.stderr.write(line)
@@ -76,10 +88,11 @@ class _Worker:
             os._exit(1)
 
     def info(self):
-        """Where the worker listens, its pid and node, and its metrics port;
-        or why it did not start ("error")."""
+        """Where the worker listens, its pid, node, niceness and metrics
+        port; or why it did not start ("error")."""
         return {"address": self._address, "pid": self._process.pid, "metrics_port": self._metrics_port,
-                "node_id": ray.get_runtime_context().get_node_id(), "error": self._error}
+                "node_id": ray.get_runtime_context().get_node_id(), "niceness": self._niceness,
+                "error": self._error}
 
     def stop(self, drain_timeout_s):
         """SIGTERM: the worker finishes the splits in hand, then exits; its exit status."""
@@ -135,10 +148,11 @@ def workers_wanted(status, current, *, job_name=None, min_workers=1, max_workers
 class WorkerGroup:
     """sluice workers running as Ray actors for one dispatcher."""
 
-    def __init__(self, dispatcher, args, host, resources, max_restarts, drain_timeout_s, credentials):
+    def __init__(self, dispatcher, args, host, niceness, resources, max_restarts, drain_timeout_s, credentials):
         self._dispatcher = dispatcher
         self._args = args
         self._host = host
+        self._niceness = niceness
         self._resources = resources
         self._drain_timeout_s = drain_timeout_s
         self._credentials = credentials
@@ -170,7 +184,7 @@ class WorkerGroup:
         if n < 0:
             raise ValueError(f"scale: n must be >= 0, got {n}")
         if n > len(self._actors):
-            started = [self._actor_class.remote(self._args, self._host)
+            started = [self._actor_class.remote(self._args, self._host, self._niceness)
                        for _ in range(n - len(self._actors))]
             errors = [info["error"] for info in ray.get([a.info.remote() for a in started]) if info["error"]]
             if errors:
@@ -211,9 +225,9 @@ class WorkerGroup:
         ray.kill(actor, no_restart=True)
 
 
-def start_workers(n, dispatcher, *, resources=None, threads=None, host=None, insecure=False, token_file=None,
-                  tls_cert_file=None, tls_key_file=None, tls_ca_file=None, metrics_port=None, plugins=(),
-                  drain_timeout_s=30, max_restarts=-1):
+def start_workers(n, dispatcher, *, resources=None, threads=None, niceness=0, host=None, insecure=False,
+                  token_file=None, tls_cert_file=None, tls_key_file=None, tls_ca_file=None, metrics_port=None,
+                  plugins=(), drain_timeout_s=30, max_restarts=-1):
     """Starts `n` sluice workers for the dispatcher at "host:port" as Ray
     actors on the cluster `ray.init()` joined; returns their WorkerGroup
     once all listen.
@@ -246,6 +260,6 @@ def start_workers(n, dispatcher, *, resources=None, threads=None, host=None, ins
         args += ["--plugin", str(plugin)]
     if insecure:
         args.append("--insecure")
-    group = WorkerGroup(dispatcher, args, host, resources, max_restarts, drain_timeout_s, credentials)
+    group = WorkerGroup(dispatcher, args, host, niceness, resources, max_restarts, drain_timeout_s, credentials)
     group.scale(n)
     return group

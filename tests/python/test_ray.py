@@ -70,12 +70,21 @@ def _samples(batches, after_each=None):
     return sorted(out)
 
 
+def _stat(pid):
+    """/proc/PID/stat's fields after the command: state first."""
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()
+
+
 def _alive(pid):
     try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+        return _stat(pid)[0] != "Z"
     except FileNotFoundError:
         return False
+
+
+def _niceness(pid):
+    return int(_stat(pid)[16])
 
 
 def _wait_for(what, predicate):
@@ -90,6 +99,8 @@ def test_w2_on_ray_workers_loses_nothing_when_an_actor_is_killed_mid_epoch(dispa
     assert len(expected) == ROWS and len(set(expected)) == ROWS  # distinct samples: duplicates would show
     with sluice.ray.start_workers(2, dispatcher) as workers:
         victim = workers.workers()[0]
+        # Not Ray's niceness 15 for actors: a worker sharing the trainer's cores would starve.
+        assert all(_niceness(w["pid"]) == 0 for w in workers.workers())
 
         def kill_after_ten(n):
             if n == 10:
@@ -126,9 +137,10 @@ def test_a_worker_that_cannot_start_says_why(dispatcher):
 
 def test_scaling_drains_the_workers_it_stops(dispatcher):
     registered = lambda: len(sluice.dispatcher_status(dispatcher)["workers"])  # noqa: E731
-    with sluice.ray.start_workers(1, dispatcher, metrics_port=0) as workers:
+    with sluice.ray.start_workers(1, dispatcher, metrics_port=0, niceness=5) as workers:
         workers.scale(3)
         assert len(workers) == 3 and all(w["metrics_port"] > 0 for w in workers.workers())
+        assert [_niceness(w["pid"]) for w in workers.workers()] == [5, 5, 5]
         _wait_for("3 workers registered", lambda: registered() == 3)
         stopped = [w["pid"] for w in workers.workers()[1:]]
         workers.scale(1)
