@@ -162,3 +162,15 @@ def test_exit_with_a_pid_that_is_not_the_parent_is_refused(cluster):
                             capture_output=True, text=True, timeout=30)
     assert worker.returncode != 0
     assert f"--exit-with 1: this process's parent is {os.getpid()}" in worker.stderr
+
+
+def test_dispatcher_status_reports_the_workers_or_says_why_not(cluster, tmp_path):
+    import sluice
+
+    status = sluice.dispatcher_status(cluster)
+    assert len(status["workers"]) == 1 and status["workers"][0]["address"].startswith("127.0.0.1:")
+    assert status["jobs"] == [] and status["errors"] == {}
+    with pytest.raises(sluice.SluiceError, match="dispatcher 127.0.0.1:1"):
+        sluice.dispatcher_status("127.0.0.1:1")
+    with pytest.raises(sluice.SluiceError, match="no-such-token"):
+        sluice.dispatcher_status(cluster, token_file=str(tmp_path / "no-such-token"))
