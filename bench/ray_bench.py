@@ -92,6 +92,7 @@ def main():
         ray_workers = sluice.ray.start_workers(n, ray_address, resources={"CPU": args.threads},
                                                niceness=args.niceness)
         ray_start_s = time.perf_counter() - began
+        niceness = sorted({w["niceness"] for w in ray_workers.workers()})  # what they got, not what was asked
         pipes = {"cli": w2_through(cli_address, args.data), "ray": w2_through(ray_address, args.data)}
         rates = {"cli": [], "ray": []}
         for placement in ("cli", "ray"):  # warm-up: page cache, the dispatchers' pipelines
@@ -106,12 +107,12 @@ def main():
         rows.append({"workers": n, "samples_per_epoch": samples, "cli_samples_per_s": round(cli),
                      "ray_samples_per_s": round(on_ray), "ray_over_cli": round(on_ray / cli, 3),
                      "cli_start_s": round(cli_start_s, 3), "ray_start_s": round(ray_start_s, 3),
+                     "ray_worker_niceness": niceness,
                      "cli_runs": [round(r) for r in rates["cli"]], "ray_runs": [round(r) for r in rates["ray"]]})
         print(f"{n} worker(s): CLI {cli:,.0f} samples/s, Ray {on_ray:,.0f} samples/s, Ray/CLI {on_ray / cli:.3f}; "
               f"start {cli_start_s:.2f} s (CLI), {ray_start_s:.2f} s (Ray)", flush=True)
     ray.shutdown()
     print(json.dumps({"bench": "ray", "cores": os.cpu_count(), "threads_per_worker": args.threads,
-                      "ray_worker_niceness": args.niceness,
                       "runs": args.runs, "rows": rows}))
 
 

@@ -21,6 +21,7 @@ image, or through a runtime_env), and the files named by token and TLS
 arguments at the same paths.
 """
 
+import collections
 import ipaddress
 import math
 import os
@@ -43,25 +44,52 @@ class _Worker:
     def __init__(self, args, host, niceness):
         # Clients dial what the worker advertises: its node's IP when it
         # listens on every interface.
-        advertise = ray.util.get_node_ip_address() if host == "0.0.0.0" else host
+        advertise = ray.util.get_node_ip_address() if host in ("0.0.0.0", "::") else host
         self._stopping = False
         self._niceness = self._set_niceness(niceness)
-        self._process = subprocess.Popen(
-            [_BINARY, "worker", *args, "--host", host, "--advertise", advertise, "--exit-with", str(os.getpid())],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        self._address, self._metrics_port, self._error = None, None, None
-        line = self._process.stdout.readline()
-        if "listening on port" not in line:
-            # Said by info(), not raised: Ray would retry and print the
-            # creation task's traceback around the worker's own words.
-            log = self._process.stderr.read().strip()
-            self._error = f"sluice worker exited with status {self._process.wait()} before listening: {log}"
+        self._address, self._metrics_port, self._error, self._process = None, None, None, None
+        self._log_tail = collections.deque(maxlen=20)
+        try:
+            self._process = subprocess.Popen(
+                [_BINARY, "worker", *args, "--host", host, "--advertise", advertise, "--exit-with", str(os.getpid())],
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        except OSError as e:  # not installed on this node
+            self._fail(f"cannot run {_BINARY}: {e}")
             return
-        self._address = f"{advertise}:{int(line.split()[-1])}"
-        if "--metrics-port" in args:
-            self._metrics_port = int(self._process.stdout.readline().split()[-1])
-        threading.Thread(target=self._forward_log, daemon=True).start()
+        # Both pipes are read for the worker's whole life: a full pipe would
+        # block it.
+        log = threading.Thread(target=self._forward, args=(self._process.stderr, True), daemon=True)
+        log.start()
+        port = None
+        for line in self._process.stdout:
+            if line.startswith("worker listening on port"):
+                port = int(line.split()[-1])
+            elif line.startswith("metrics on port"):
+                self._metrics_port = int(line.split()[-1])
+            else:
+                sys.stdout.write(line)  # a plugin's own words
+            if port is not None and (self._metrics_port is not None or "--metrics-port" not in args):
+                break
+        if port is None:
+            code = self._process.wait()
+            log.join()
+            self._fail(f"sluice worker exited with status {code} before listening: {''.join(self._log_tail).strip()}")
+            return
+        self._address = f"[{advertise}]:{port}" if ":" in advertise else f"{advertise}:{port}"
+        threading.Thread(target=self._forward, args=(self._process.stdout, False), daemon=True).start()
         threading.Thread(target=self._watch, daemon=True).start()
+
+    def _fail(self, error):
+        """A worker that cannot start. A restarted actor exits, for Ray to
+        try again (the node may be short of something for a while); a new
+        one says why through info(), which start_workers raises: an actor
+        whose creation raised would be dead for good, and Ray would print
+        its traceback around the worker's words."""
+        if ray.get_runtime_context().was_current_actor_reconstructed:
+            sys.stderr.write(f"{error}; the actor exits for Ray to restart it\n")
+            sys.stderr.flush()
+            os._exit(1)
+        self._error = error
 
     @staticmethod
     def _set_niceness(niceness):
@@ -74,10 +102,13 @@ class _Worker:
                              f"{os.getpriority(os.PRIO_PROCESS, 0)}\n")
         return os.getpriority(os.PRIO_PROCESS, 0)
 
-    def _forward_log(self):
-        for line in self._process.stderr:
-            sys.stderr.write(line)
-            sys.stderr.flush()
+    def _forward(self, pipe, is_log):
+        out = sys.stderr if is_log else sys.stdout
+        for line in pipe:
+            if is_log:
+                self._log_tail.append(line)
+            out.write(line)
+            out.flush()
 
     def _watch(self):
         code = self._process.wait()
@@ -90,13 +121,15 @@ class _Worker:
     def info(self):
         """Where the worker listens, its pid, node, niceness and metrics
         port; or why it did not start ("error")."""
-        return {"address": self._address, "pid": self._process.pid, "metrics_port": self._metrics_port,
-                "node_id": ray.get_runtime_context().get_node_id(), "niceness": self._niceness,
-                "error": self._error}
+        return {"address": self._address, "pid": self._process.pid if self._process else None,
+                "metrics_port": self._metrics_port, "node_id": ray.get_runtime_context().get_node_id(),
+                "niceness": self._niceness, "error": self._error}
 
     def stop(self, drain_timeout_s):
         """SIGTERM: the worker finishes the splits in hand, then exits; its exit status."""
         self._stopping = True
+        if self._process is None or self._process.poll() is not None:
+            return None if self._process is None else self._process.returncode
         self._process.send_signal(signal.SIGTERM)
         try:
             return self._process.wait(timeout=drain_timeout_s + 10)
@@ -131,33 +164,35 @@ def _actor_options(resources, max_restarts):
 
 def workers_wanted(status, current, *, job_name=None, min_workers=1, max_workers=None):
     """How many workers a group of `current` should have, from a dispatcher
-    status (sluice.dispatcher_status): the most any job (or the job named)
-    needs by the autoscaling signal, less the dispatcher's live workers
-    outside the group, within [min_workers, max_workers]. Without a job to
-    go by, the group stays as it is. The signal never asks for fewer workers
-    than a job has: scale down with scale()."""
+    status (sluice.dispatcher_status): `current` plus the most workers any
+    job (or the job named) needs by the autoscaling signal beyond those
+    that serve it now, within [min_workers, max_workers]. The signal never
+    asks for fewer workers than serve a job, so this shrinks the group only
+    to max_workers: scale down with scale()."""
     jobs = [j for j in status.get("jobs", []) if job_name is None or j.get("job_name") == job_name]
-    wanted = current
-    if jobs:
-        others = len(status.get("workers", [])) - current
-        wanted = max(int(j.get("workers_needed", 0)) for j in jobs) - max(others, 0)
-    wanted = max(wanted, min_workers)
+    missing = max((int(j.get("workers_needed", 0)) - int(j.get("workers", 0)) for j in jobs), default=0)
+    wanted = max(current + max(missing, 0), min_workers)
     return wanted if max_workers is None else min(wanted, max_workers)
 
 
 class WorkerGroup:
-    """sluice workers running as Ray actors for one dispatcher."""
+    """sluice workers running as Ray actors for one dispatcher. Its methods
+    may be called from several threads (one autoscaling, say)."""
 
-    def __init__(self, dispatcher, args, host, niceness, resources, max_restarts, drain_timeout_s, credentials):
+    def __init__(self, dispatcher, args, host, niceness, resources, max_restarts, drain_timeout_s,
+                 start_timeout_s, credentials):
         self._dispatcher = dispatcher
         self._args = args
         self._host = host
         self._niceness = niceness
         self._resources = resources
         self._drain_timeout_s = drain_timeout_s
+        self._start_timeout_s = start_timeout_s
         self._credentials = credentials
         self._actor_class = ray.remote(_Worker).options(**_actor_options(resources, max_restarts))
         self._actors = []
+        self._requested = False  # whether autoscale asked Ray's autoscaler for resources
+        self._lock = threading.RLock()
 
     def __len__(self):
         return len(self._actors)
@@ -171,63 +206,101 @@ class WorkerGroup:
     @property
     def actors(self):
         """The Ray actor handles, oldest first (ray.kill one to test a fault)."""
-        return list(self._actors)
+        with self._lock:
+            return list(self._actors)
 
-    def workers(self):
-        """Each worker's info: address, pid, node_id, metrics_port. Waits for
-        actors that Ray is restarting."""
-        return ray.get([a.info.remote() for a in self._actors])
+    def workers(self, timeout_s=60):
+        """Each worker's info: address, pid, node_id, niceness,
+        metrics_port, and "error": why it did not start, or that its actor
+        is dead or did not answer within `timeout_s` (Ray restarting it)."""
+        infos = []
+        for ref in [a.info.remote() for a in self.actors]:
+            try:
+                infos.append(ray.get(ref, timeout=timeout_s))
+            except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError) as e:
+                infos.append({"address": None, "pid": None, "metrics_port": None, "node_id": None,
+                              "niceness": None, "error": f"its actor does not answer: {e}"})
+        return infos
 
     def scale(self, n):
         """Starts or stops workers until the group has `n`; stopping drains
-        the newest ones (they finish the splits in hand)."""
+        the newest ones (they finish the splits in hand). Workers that do
+        not all start raise SluiceError, and none of them stays."""
         if n < 0:
             raise ValueError(f"scale: n must be >= 0, got {n}")
-        if n > len(self._actors):
-            started = [self._actor_class.remote(self._args, self._host, self._niceness)
-                       for _ in range(n - len(self._actors))]
-            errors = [info["error"] for info in ray.get([a.info.remote() for a in started]) if info["error"]]
-            if errors:
-                for a in started:
-                    ray.kill(a, no_restart=True)
-                raise SluiceError(f"a sluice worker for dispatcher {self._dispatcher} did not start on Ray: "
-                                  f"{errors[0]}")
-            self._actors += started
-        while len(self._actors) > n:
-            self._stop(self._actors.pop())
+        with self._lock:
+            if n > len(self._actors):
+                self._actors += self._start(n - len(self._actors))
+            if n < len(self._actors):
+                stopping, self._actors = self._actors[n:], self._actors[:n]
+                self._stop(stopping)
 
-    def autoscale(self, *, job_name=None, min_workers=1, max_workers=None):
+    def autoscale(self, *, job_name=None, min_workers=1, max_workers=None, token_file=None):
         """One step of autoscaling on the dispatcher's signal: asks Ray's
         autoscaler for the resources of as many workers as the jobs need
         (ray.autoscaler.sdk.request_resources: on a cluster with an
-        autoscaler, nodes come up for them), then scales the group to that
-        number (see workers_wanted). Returns the group's new size."""
+        autoscaler, nodes come up for them; the request replaces any earlier
+        one, this group's or another's), then scales the group to that
+        number (see workers_wanted). Returns the group's new size. A
+        dispatcher with --callers shows a job only to its tenant and to
+        admins: give `token_file` of one (default: the workers' token)."""
         from ray.autoscaler.sdk import request_resources
 
-        status = dispatcher_status(self._dispatcher, **self._credentials)
-        n = workers_wanted(status, len(self._actors), job_name=job_name, min_workers=min_workers,
-                           max_workers=max_workers)
-        request_resources(bundles=[dict(self._resources)] * n)
-        self.scale(n)
-        return n
+        credentials = dict(self._credentials, **({"token_file": token_file} if token_file else {}))
+        status = dispatcher_status(self._dispatcher, **credentials)
+        with self._lock:
+            n = workers_wanted(status, len(self._actors), job_name=job_name, min_workers=min_workers,
+                               max_workers=max_workers)
+            request_resources(bundles=[dict(self._resources)] * n)
+            self._requested = True
+            self.scale(n)
+            return n
 
     def stop(self, drain_timeout_s=None):
-        """Drains and stops every worker, then their actors."""
-        while self._actors:
-            self._stop(self._actors.pop(), drain_timeout_s)
+        """Drains and stops every worker, side by side, then their actors;
+        withdraws autoscale's request for resources."""
+        with self._lock:
+            stopping, self._actors = self._actors, []
+            self._stop(stopping, drain_timeout_s)
+            if self._requested:
+                from ray.autoscaler.sdk import request_resources
 
-    def _stop(self, actor, drain_timeout_s=None):
-        timeout = self._drain_timeout_s if drain_timeout_s is None else drain_timeout_s
+                request_resources(bundles=[])
+                self._requested = False
+
+    def _start(self, n):
+        started = [self._actor_class.remote(self._args, self._host, self._niceness) for _ in range(n)]
         try:
-            ray.get(actor.stop.remote(timeout))
-        except ray.exceptions.RayActorError:
-            pass  # it died on its own: nothing left to drain
-        ray.kill(actor, no_restart=True)
+            infos = ray.get([a.info.remote() for a in started], timeout=self._start_timeout_s)
+            error = next((info["error"] for info in infos if info["error"]), None)
+        except ray.exceptions.GetTimeoutError:
+            error = (f"not all {n} started within {self._start_timeout_s} s: does the cluster have "
+                     f"{self._resources} free for each?")
+        except ray.exceptions.RayActorError as e:
+            error = str(e)
+        if error is not None:
+            for a in started:
+                ray.kill(a, no_restart=True)
+            raise SluiceError(f"a sluice worker for dispatcher {self._dispatcher} did not start on Ray: {error}")
+        return started
+
+    def _stop(self, actors, drain_timeout_s=None):
+        timeout = self._drain_timeout_s if drain_timeout_s is None else drain_timeout_s
+        refs = [a.stop.remote(timeout) for a in actors]
+        try:
+            for ref in refs:
+                try:
+                    ray.get(ref, timeout=timeout + 15)
+                except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
+                    pass  # dead, or restarting where it cannot be placed: nothing left to drain
+        finally:
+            for a in actors:
+                ray.kill(a, no_restart=True)
 
 
 def start_workers(n, dispatcher, *, resources=None, threads=None, niceness=0, host=None, insecure=False,
                   token_file=None, tls_cert_file=None, tls_key_file=None, tls_ca_file=None, metrics_port=None,
-                  plugins=(), drain_timeout_s=30, max_restarts=-1):
+                  plugins=(), drain_timeout_s=30, start_timeout_s=300, max_restarts=-1):
     """Starts `n` sluice workers for the dispatcher at "host:port" as Ray
     actors on the cluster `ray.init()` joined; returns their WorkerGroup
     once all listen.
@@ -239,14 +312,16 @@ def start_workers(n, dispatcher, *, resources=None, threads=None, niceness=0, ho
     (`host` "0.0.0.0"), advertising their node's IP: that needs TLS and a
     token (`tls_cert_file`, `tls_key_file`, `tls_ca_file`, `token_file`), or
     `insecure=True` on a network you trust. `metrics_port` 0 serves each
-    worker's Prometheus metrics on a free port (see workers()). Ray restarts
-    a worker that dies, up to `max_restarts` times (-1: always). A worker
-    that cannot start raises SluiceError with its error."""
+    worker's Prometheus metrics on a free port (see workers()), on the
+    address the worker listens on, without TLS or a token. Ray restarts a
+    worker that dies, up to `max_restarts` times (-1: always). A worker that
+    cannot start, or workers that are not all listening within
+    `start_timeout_s` (Ray found no room for them), raise SluiceError."""
     resources = dict(resources or {"CPU": 1})
     if n < 0:
         raise ValueError(f"start_workers: n must be >= 0, got {n}")
     host = host or ("127.0.0.1" if _loopback(dispatcher) else "0.0.0.0")
-    threads = threads or max(1, math.ceil(resources.get("CPU", 1)))
+    threads = threads if threads is not None else max(1, math.ceil(resources.get("CPU", 1)))
     args = ["--dispatcher", dispatcher, "--threads", str(threads),
             "--drain-timeout", str(drain_timeout_s)]
     credentials = {"token_file": token_file, "tls_ca_file": tls_ca_file, "tls_cert_file": tls_cert_file,
@@ -260,6 +335,7 @@ def start_workers(n, dispatcher, *, resources=None, threads=None, niceness=0, ho
         args += ["--plugin", str(plugin)]
     if insecure:
         args.append("--insecure")
-    group = WorkerGroup(dispatcher, args, host, niceness, resources, max_restarts, drain_timeout_s, credentials)
+    group = WorkerGroup(dispatcher, args, host, niceness, resources, max_restarts, drain_timeout_s, start_timeout_s,
+                        credentials)
     group.scale(n)
     return group

@@ -1,6 +1,6 @@
 // sluice.dispatcher_status(): what a dispatcher reports about its workers
-// and jobs (the same as `sluice status --json`), for tools such as the Ray
-// front's autoscaler.
+// and jobs (what `sluice status --json` prints, with the proto's snake_case
+// field names), for tools such as the Ray front's autoscaler.
 #include "bindings.h"
 #include "google/protobuf/util/json_util.h"
 #include "sluice/service/fetch_status.h"
@@ -27,7 +27,8 @@ std::string DispatcherStatusJson(const std::string& dispatcher, const std::strin
   google::protobuf::util::JsonPrintOptions options;
   options.always_print_primitive_fields = true;
   options.preserve_proto_field_names = true;
-  (void)google::protobuf::util::MessageToJsonString(*status, &json, options);
+  const auto printed = google::protobuf::util::MessageToJsonString(*status, &json, options);
+  if (!printed.ok()) ThrowIfError(absl::InternalError("the dispatcher's status as JSON: " + printed.ToString()));
   return json;
 }
 

@@ -79,6 +79,7 @@ def test_metrics_move_as_a_job_runs():
             time.sleep(0.01)  # heartbeats come every 200 ms; the epoch lasts 4 s at this pace
         assert rate > 0, "the epoch ended before a heartbeat reported the consumer's rate"
         assert _find(during, "sluice_job_workers_needed", job="metered") >= 1
+        assert _find(during, "sluice_job_workers", job="metered") == 1
         seen += sum(len(b["id"]) for b in it)
         assert seen == ROWS
         after_worker, after = _scrape(worker_metrics), _scrape(dispatcher_metrics)

@@ -19,7 +19,6 @@ ROWS = 400
 _CONSUMER = r"""
 import sys
 import time
-import time
 import numpy as np
 import sluice
 from sluice import ops
@@ -158,10 +157,15 @@ def test_a_worker_started_with_exit_with_dies_with_its_supervisor(cluster):
 
 
 def test_exit_with_a_pid_that_is_not_the_parent_is_refused(cluster):
-    worker = subprocess.run(["sluice", "worker", "--dispatcher", cluster, "--exit-with", "1"],
-                            capture_output=True, text=True, timeout=30)
+    other = subprocess.Popen(["sleep", "60"])
+    try:
+        worker = subprocess.run(["sluice", "worker", "--dispatcher", cluster, "--exit-with", str(other.pid)],
+                                capture_output=True, text=True, timeout=30)
+    finally:
+        other.kill()
+        other.wait()
     assert worker.returncode != 0
-    assert f"--exit-with 1: this process's parent is {os.getpid()}" in worker.stderr
+    assert f"--exit-with {other.pid}: this process's parent is {os.getpid()}" in worker.stderr
 
 
 def test_dispatcher_status_reports_the_workers_or_says_why_not(cluster, tmp_path):

@@ -40,6 +40,7 @@ TEST(ServiceMetrics, TheDispatchersStatusBecomesLabelledSeries) {
   j->set_splits_completed(6);
   j->set_splits_in_flight(3);
   j->set_workers_needed(2);
+  j->set_workers(1);
   (*status.mutable_errors())["worker_lost"] = 4;
   const std::map<std::string, double> m = Flatten(DispatcherMetrics(status));
   EXPECT_EQ(m.at("sluice_workers{}"), 1);
@@ -52,6 +53,7 @@ TEST(ServiceMetrics, TheDispatchersStatusBecomesLabelledSeries) {
   EXPECT_EQ(m.at("sluice_job_splits{job=train,job_id=3,state=in_flight,}"), 3);
   EXPECT_EQ(m.at("sluice_job_splits{job=train,job_id=3,state=done,}"), 6);
   EXPECT_EQ(m.at("sluice_job_workers_needed{job=train,job_id=3,}"), 2);
+  EXPECT_EQ(m.at("sluice_job_workers{job=train,job_id=3,}"), 1);
   EXPECT_EQ(m.at("sluice_errors_total{kind=worker_lost,}"), 4);
   EXPECT_GT(m.at("sluice_process_resident_bytes{}"), 0);
 }

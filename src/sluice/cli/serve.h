@@ -39,8 +39,10 @@ std::string WaitForTermination();
 
 // Has the kernel kill this process (SIGKILL) when its parent, process
 // `parent_pid`, exits: a supervisor that restarts it (a Ray actor) must
-// never leave it serving on its own. Fails if that process is not the
-// parent (it died already, or the pid is wrong).
+// never leave it serving on its own. Strictly, when the parent's thread
+// that started it exits: the supervisor must start it from a thread that
+// lives as long as it (a Ray actor's main thread). Fails if that process is
+// not the parent (it died already, or the pid is wrong).
 absl::Status ExitWithParent(int parent_pid);
 
 }  // namespace sluice::cli

@@ -577,6 +577,7 @@ DispatcherStatus DispatcherState::Status(absl::Time now, const Caller& caller) c
     e->set_samples_per_s(load.consumed_per_s);
     e->set_wait_share(load.wait_share);
     e->set_workers_needed(WorkersNeeded(load));
+    e->set_workers(load.workers);
     e->set_epoch(epoch);
     auto splits = job.epochs.find(epoch);
     if (splits != job.epochs.end()) {

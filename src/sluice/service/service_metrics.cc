@@ -95,6 +95,7 @@ std::vector<prometheus::MetricFamily> DispatcherMetrics(const DispatcherStatus& 
       labels.push_back({"state", state});
       f.Gauge("sluice_job_splits", "the job's splits of its latest epoch, by state", labels, static_cast<double>(n));
     }
+    f.Gauge("sluice_job_workers", "live workers that can run the job's pipeline", job, j.workers());
     f.Gauge("sluice_job_workers_needed",
             "workers the job needs so that its consumers need not wait (the autoscaling signal)", job,
             j.workers_needed());
