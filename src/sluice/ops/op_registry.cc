@@ -224,6 +224,7 @@ absl::Status RegisterBuiltinOps(OpRegistry* registry) {
   SLUICE_RETURN_IF_ERROR(RegisterColorJitterOps(registry));
   SLUICE_RETURN_IF_ERROR(RegisterAutoAugmentOps(registry));
   SLUICE_RETURN_IF_ERROR(RegisterPredicateOps(registry));
+  SLUICE_RETURN_IF_ERROR(RegisterPythonOps(registry));
 #ifdef SLUICE_WITH_CUDA
   SLUICE_RETURN_IF_ERROR(RegisterCudaBackend(registry));
 #endif

@@ -123,6 +123,7 @@ absl::Status RegisterGeometryOps(OpRegistry* registry);
 absl::Status RegisterPadCropOps(OpRegistry* registry);
 absl::Status RegisterPixelOps(OpRegistry* registry);
 absl::Status RegisterLabelMixOps(OpRegistry* registry);
+absl::Status RegisterPythonOps(OpRegistry* registry);
 absl::Status RegisterRandomErasing(OpRegistry* registry);
 absl::Status RegisterColorJitterOps(OpRegistry* registry);
 absl::Status RegisterAutoAugmentOps(OpRegistry* registry);

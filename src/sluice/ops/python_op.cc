@@ -1,0 +1,346 @@
+// The `python` and `python_batch` ops: a user's Python function, named by
+// import path ("module.sub:fn"), run in a pool of Python processes
+// (python_process.h) beside the native ops. Processes, not threads: the GIL
+// would run the function one call at a time (as DALI's python_function
+// does). A tile's rows are split over the free processes; each row's
+// draws come from the sample's identity, so the output does not depend on
+// how many processes there are or which one ran it.
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "absl/synchronization/mutex.h"
+#include "nlohmann/json.hpp"
+#include "sluice/core/status_macros.h"
+#include "sluice/ops/field.h"
+#include "sluice/ops/op_registry.h"
+#include "sluice/ops/python_process.h"
+
+namespace sluice::ops {
+namespace {
+
+constexpr size_t kHeaderBytes = 64;
+
+size_t Aligned(size_t bytes) { return (bytes + 63) & ~size_t{63}; }
+
+struct PythonOpParams {
+  std::string function;
+  std::string interpreter;
+  std::string spec_json;  // what each process is told (sluice/_python_worker.py)
+  std::vector<ColumnSpec> inputs, outputs;
+  int processes = 1;
+  bool batched = false;
+};
+
+// "image: uint8[32,32,3]" -> the spec; a name alone -> `inputs`' column of
+// that name.
+absl::StatusOr<ColumnSpec> ParseOutput(absl::string_view text, const std::vector<ColumnSpec>& inputs) {
+  const std::vector<absl::string_view> parts = absl::StrSplit(text, absl::MaxSplits(':', 1));
+  const std::string name(absl::StripAsciiWhitespace(parts[0]));
+  if (name.empty()) return AttrError("outputs", absl::StrCat("'", text, "' names no column"));
+  if (parts.size() == 1) {
+    for (const ColumnSpec& in : inputs) {
+      if (in.name == name && !in.ragged) return in;
+    }
+    return AttrError("outputs", absl::StrCat("'", name, "' is not a fixed-shape input: give its dtype and shape, "
+                                             "e.g. '", name, ": uint8[32,32,3]'"));
+  }
+  absl::string_view type = absl::StripAsciiWhitespace(parts[1]);
+  const size_t open = type.find('[');
+  if (open == absl::string_view::npos || type.back() != ']') {
+    return AttrError("outputs", absl::StrCat("'", text, "' is not 'name: dtype[d0,d1,...]'"));
+  }
+  ColumnSpec spec{name};
+  SLUICE_ASSIGN_OR_RETURN(spec.dtype, ParseDType(absl::StripAsciiWhitespace(type.substr(0, open))));
+  std::vector<int64_t> dims;
+  const absl::string_view inside = type.substr(open + 1, type.size() - open - 2);
+  for (absl::string_view d : absl::StrSplit(inside, ',', absl::SkipWhitespace())) {
+    int64_t n = 0;
+    if (!absl::SimpleAtoi(d, &n) || n < 1) {
+      return AttrError("outputs", absl::StrCat("'", text, "': dimension '", d, "' is not a positive integer"));
+    }
+    dims.push_back(n);
+  }
+  spec.shape = Shape(dims);
+  return spec;
+}
+
+nlohmann::json ColumnJson(const ColumnSpec& c) {
+  return {{"name", c.name}, {"dtype", c.ragged ? "bytes" : std::string(DTypeName(c.dtype))},
+          {"shape", std::vector<int64_t>(c.shape.dims().begin(), c.shape.dims().end())}, {"ragged", c.ragged}};
+}
+
+std::string Interpreter(const std::string& attr) {
+  if (!attr.empty()) return attr;
+  const char* env = std::getenv("SLUICE_PYTHON");
+  return env != nullptr && *env != '\0' ? env : "python3";
+}
+
+absl::StatusOr<InferredOp> InferPython(const Attrs& attrs, const Schema& schema, bool batched) {
+  PythonOpParams p;
+  p.function = attrs.GetString("function");
+  if (p.function.find(':') == std::string::npos) {
+    return AttrError("function", absl::StrCat("'", p.function, "' is not 'module.sub:function'"));
+  }
+  InferredOp op;
+  const std::string& names = attrs.GetString("inputs");
+  for (int i = 0; i < schema.size(); ++i) {
+    if (names.empty()) op.inputs.push_back(i);
+  }
+  for (absl::string_view name : absl::StrSplit(names, ',', absl::SkipWhitespace())) {
+    const std::optional<int> column = schema.Find(absl::StripAsciiWhitespace(name));
+    if (!column) {
+      return AttrError("inputs", absl::StrCat("names no column ('", name, "'); columns: ", schema.ToString()));
+    }
+    op.inputs.push_back(*column);
+  }
+  for (int i : op.inputs) p.inputs.push_back(schema.column(i));
+  const std::string& outputs = attrs.GetString("outputs");
+  for (absl::string_view text : absl::StrSplit(outputs, ';', absl::SkipWhitespace())) {
+    SLUICE_ASSIGN_OR_RETURN(ColumnSpec spec, ParseOutput(text, p.inputs));
+    p.outputs.push_back(std::move(spec));
+  }
+  if (outputs.empty()) {
+    for (const ColumnSpec& in : p.inputs) {
+      if (in.ragged) {
+        return AttrError("outputs", absl::StrCat("is needed: input ", in.ToString(), " has no fixed shape to keep"));
+      }
+      p.outputs.push_back(in);
+    }
+  }
+  if (p.outputs.empty()) return AttrError("outputs", "names no column");
+  p.interpreter = Interpreter(attrs.GetString("python"));
+  p.batched = batched;
+  const int64_t processes = attrs.GetInt("processes");
+  p.processes = processes > 0 ? static_cast<int>(processes)
+                              : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  nlohmann::json spec = {{"function", p.function}, {"batched", batched}, {"rng", attrs.GetBool("rng")},
+                         {"inputs", nlohmann::json::array()}, {"outputs", nlohmann::json::array()}};
+  for (const ColumnSpec& c : p.inputs) spec["inputs"].push_back(ColumnJson(c));
+  for (const ColumnSpec& c : p.outputs) spec["outputs"].push_back(ColumnJson(c));
+  p.spec_json = spec.dump();
+  op.outputs = p.outputs;
+  op.random = attrs.GetBool("rng");
+  op.SetParams(std::move(p));
+  return op;
+}
+
+// Where one call's rows sit in its process's shared memory.
+struct CallLayout {
+  size_t seeds = kHeaderBytes;
+  std::vector<size_t> inputs, outputs;
+  size_t bytes = 0;
+};
+
+class PythonKernel : public Kernel {
+ public:
+  using Params = PythonOpParams;
+  explicit PythonKernel(const Params& p) : p_(p) {}
+
+  absl::Status Setup(const SetupContext&) override {
+    std::vector<std::unique_ptr<PythonProcess>> started;
+    for (int i = 0; i < p_.processes; ++i) {  // all start, then all import, side by side
+      SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<PythonProcess> process,
+                              PythonProcess::Spawn(p_.interpreter, p_.spec_json));
+      started.push_back(std::move(process));
+    }
+    for (const std::unique_ptr<PythonProcess>& process : started) {
+      SLUICE_RETURN_IF_ERROR(WithFunction(process->Ready()));
+    }
+    absl::MutexLock lock(&mu_);
+    free_ = std::move(started);
+    return absl::OkStatus();
+  }
+
+  absl::Status Run(const KernelContext& ctx, absl::Span<const ColumnRef> in,
+                   absl::Span<const ColumnRef> out) const override {
+    std::vector<std::unique_ptr<PythonProcess>> processes;
+    SLUICE_RETURN_IF_ERROR(Acquire(p_.batched ? 1 : ctx.rows, &processes));
+    const int64_t n = static_cast<int64_t>(processes.size());
+    const int64_t per = (ctx.rows + n - 1) / n;
+    std::vector<Call> calls;
+    absl::Status status;
+    for (int64_t i = 0; i < n && i * per < ctx.rows && status.ok(); ++i) {
+      Call call{processes[i].get(), i * per, std::min(ctx.rows, (i + 1) * per)};
+      call.layout = Layout(in, call.begin, call.end);
+      status = Send(ctx, in, call);
+      if (status.ok()) calls.push_back(std::move(call));
+    }
+    // Every process sent to answers, even after an error: the protocol
+    // stays in step.
+    for (const Call& call : calls) {
+      absl::Status s = Receive(ctx, call, out);
+      if (status.ok()) status = std::move(s);
+    }
+    Release(std::move(processes));
+    return status;
+  }
+
+ private:
+  // One process's share of a tile: rows [begin, end).
+  struct Call {
+    PythonProcess* process;
+    int64_t begin, end;
+    CallLayout layout;
+  };
+
+  CallLayout Layout(absl::Span<const ColumnRef> in, int64_t begin, int64_t end) const {
+    CallLayout l;
+    const int64_t rows = end - begin;
+    size_t at = Aligned(l.seeds + rows * sizeof(uint64_t));
+    for (size_t c = 0; c < p_.inputs.size(); ++c) {
+      l.inputs.push_back(at);
+      if (!p_.inputs[c].ragged) {
+        at = Aligned(at + rows * p_.inputs[c].row_bytes());
+        continue;
+      }
+      size_t bytes = 0;
+      for (int64_t r = begin; r < end; ++r) bytes += in[c].bytes(r).size();
+      at = Aligned(at + (rows + 1) * sizeof(int64_t) + bytes);
+    }
+    for (const ColumnSpec& o : p_.outputs) {
+      l.outputs.push_back(at);
+      at = Aligned(at + rows * o.row_bytes());
+    }
+    l.bytes = at;
+    return l;
+  }
+
+  absl::Status Send(const KernelContext& ctx, absl::Span<const ColumnRef> in, const Call& call) const {
+    SLUICE_ASSIGN_OR_RETURN(uint8_t* memory, call.process->Memory(call.layout.bytes));
+    const int64_t rows = call.end - call.begin;
+    *reinterpret_cast<int64_t*>(memory) = -1;  // the row it runs, as it says
+    auto* seeds = reinterpret_cast<uint64_t*>(memory + call.layout.seeds);
+    for (int64_t r = call.begin; r < call.end; ++r) {
+      SampleRng rng = ctx.Rng(r);
+      seeds[r - call.begin] = uint64_t{rng.NextU32()} << 32 | rng.NextU32();
+    }
+    for (size_t c = 0; c < p_.inputs.size(); ++c) {
+      uint8_t* dst = memory + call.layout.inputs[c];
+      if (!p_.inputs[c].ragged) {
+        const int64_t row_bytes = p_.inputs[c].row_bytes();
+        std::memcpy(dst, in[c].data + call.begin * row_bytes, rows * row_bytes);
+        continue;
+      }
+      auto* offsets = reinterpret_cast<int64_t*>(dst);
+      uint8_t* bytes = dst + (rows + 1) * sizeof(int64_t);
+      offsets[0] = 0;
+      for (int64_t r = call.begin; r < call.end; ++r) {
+        const absl::string_view v = in[c].bytes(r);
+        std::memcpy(bytes + offsets[r - call.begin], v.data(), v.size());
+        offsets[r - call.begin + 1] = offsets[r - call.begin] + static_cast<int64_t>(v.size());
+      }
+    }
+    return Failed(ctx, call.begin, call.process->Send(rows), PythonFailure());
+  }
+
+  absl::Status Receive(const KernelContext& ctx, const Call& call, absl::Span<const ColumnRef> out) const {
+    PythonFailure failure;
+    const absl::Status status = call.process->Receive(&failure);
+    if (!status.ok() || !failure.message.empty()) return Failed(ctx, call.begin, status, failure);
+    SLUICE_ASSIGN_OR_RETURN(const uint8_t* memory, call.process->Memory(call.layout.bytes));
+    for (size_t c = 0; c < p_.outputs.size(); ++c) {
+      const int64_t row_bytes = p_.outputs[c].row_bytes();
+      std::memcpy(out[c].data + call.begin * row_bytes, memory + call.layout.outputs[c],
+                  (call.end - call.begin) * row_bytes);
+    }
+    return absl::OkStatus();
+  }
+
+  // The error of a call whose rows start at `begin`, naming the sample.
+  absl::Status Failed(const KernelContext& ctx, int64_t begin, const absl::Status& status,
+                      const PythonFailure& failure) const {
+    if (status.ok() && failure.message.empty()) return absl::OkStatus();
+    const std::string where = failure.row >= 0 ? ctx.Where(begin + failure.row)
+                                               : absl::StrCat("the rows from ", ctx.Where(begin), " on");
+    if (!status.ok()) {
+      return absl::AbortedError(absl::StrCat("python op '", p_.function, "': ", status.message(), " running ", where));
+    }
+    return absl::InvalidArgumentError(absl::StrCat("python op '", p_.function, "' failed on ", where, ":\n",
+                                                   failure.message));
+  }
+
+  absl::Status WithFunction(const absl::Status& status) const {
+    if (status.ok()) return status;
+    return absl::Status(status.code(), absl::StrCat("python op '", p_.function, "': ", status.message()));
+  }
+
+  // Up to `most` free processes, at least one (waiting for it); a dead one
+  // is replaced first.
+  absl::Status Acquire(int64_t most, std::vector<std::unique_ptr<PythonProcess>>* out) const {
+    absl::MutexLock lock(&mu_);
+    mu_.Await(absl::Condition(+[](std::vector<std::unique_ptr<PythonProcess>>* f) { return !f->empty(); },
+                              &free_));
+    while (!free_.empty() && static_cast<int64_t>(out->size()) < most) {
+      std::unique_ptr<PythonProcess> process = std::move(free_.back());
+      free_.pop_back();
+      if (!process->alive()) {
+        process.reset();
+        SLUICE_ASSIGN_OR_RETURN(process, PythonProcess::Spawn(p_.interpreter, p_.spec_json));
+        SLUICE_RETURN_IF_ERROR(WithFunction(process->Ready()));
+      }
+      out->push_back(std::move(process));
+    }
+    return absl::OkStatus();
+  }
+
+  void Release(std::vector<std::unique_ptr<PythonProcess>> processes) const {
+    absl::MutexLock lock(&mu_);
+    for (std::unique_ptr<PythonProcess>& p : processes) free_.push_back(std::move(p));
+  }
+
+  const Params p_;
+  mutable absl::Mutex mu_;
+  mutable std::vector<std::unique_ptr<PythonProcess>> free_ ABSL_GUARDED_BY(mu_);
+};
+
+std::vector<AttrSchema> PythonAttrs() {
+  return {
+      AttrSchema{"function", AttrType::kString, "",
+                 "the function, by import path: 'module.sub:fn' (or '/path/script.py:fn'); it takes a dict of numpy "
+                 "arrays and returns one"},
+      AttrSchema{"inputs", AttrType::kString, "\"\"",
+                 "the columns it gets, comma-separated (empty: all); bytes columns come as uint8 arrays"},
+      AttrSchema{"outputs", AttrType::kString, "\"\"",
+                 "the columns it returns, 'name: dtype[d0,d1,...]; ...' (a name alone: as that input); they "
+                 "replace columns of the same name (empty: its inputs, as they are)"},
+      AttrSchema{"rng", AttrType::kBool, "false",
+                 "pass `rng`, a numpy Generator seeded from (seed, op, epoch, sample)"},
+      AttrSchema{"processes", AttrType::kInt, "0", "Python processes in its pool (0: one per core)"}.AtLeast(0),
+      AttrSchema{"python", AttrType::kString, "\"\"",
+                 "the interpreter to run (empty: $SLUICE_PYTHON, which the Python front sets, else python3)"},
+  };
+}
+
+}  // namespace
+
+absl::Status RegisterPythonOps(OpRegistry* registry) {
+  OpSchema sample("python");
+  sample.Doc("A Python function of yours on each sample, in a pool of Python processes (no GIL between them); "
+             "tensors cross through shared memory. An exception is an error naming the sample, with its "
+             "traceback; a wrong output names the column and both specs; a process that dies is an error "
+             "naming the sample it ran.");
+  OpSchema batch("python_batch");
+  batch.Doc("A Python function of yours on whole batches (arrays with the batch dimension first), in a pool of "
+            "Python processes, as `python` does per sample.");
+  batch.BatchLevel();
+  for (OpSchema* op : {&sample, &batch}) {
+    for (AttrSchema& a : PythonAttrs()) op->Attr(std::move(a));
+    op->Input("inputs", "any columns").Output("outputs", "as declared").Random();
+  }
+  SLUICE_RETURN_IF_ERROR(registry->AddOp(std::move(
+      sample.Infer([](const Attrs& attrs, const Schema& schema) { return InferPython(attrs, schema, false); }))));
+  SLUICE_RETURN_IF_ERROR(registry->AddKernel<PythonKernel>("python", Backend::kCpu));
+  SLUICE_RETURN_IF_ERROR(registry->AddOp(std::move(
+      batch.Infer([](const Attrs& attrs, const Schema& schema) { return InferPython(attrs, schema, true); }))));
+  return registry->AddKernel<PythonKernel>("python_batch", Backend::kCpu);
+}
+
+}  // namespace sluice::ops

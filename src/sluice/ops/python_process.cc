@@ -1,0 +1,178 @@
+#include "sluice/ops/python_process.h"
+
+#include <signal.h>
+#include <spawn.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "sluice/core/status_macros.h"
+
+extern char** environ;
+
+namespace sluice::ops {
+namespace {
+
+struct Request {
+  uint64_t kind;
+  uint64_t shared_bytes;
+  int64_t rows;
+  int64_t unused;
+};
+
+struct Reply {
+  int64_t code;
+  int64_t row;
+  uint64_t message_bytes;
+  int64_t unused;
+};
+
+absl::Status Errno(const std::string& what) {
+  return absl::InternalError(absl::StrCat(what, ": ", std::strerror(errno)));
+}
+
+// false when the other end closed (or the read failed): the process died.
+bool ReadAll(int fd, void* data, size_t bytes) {
+  auto* p = static_cast<uint8_t*>(data);
+  while (bytes > 0) {
+    const ssize_t n = read(fd, p, bytes);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    p += n;
+    bytes -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+bool WriteAll(int fd, const void* data, size_t bytes) {
+  const auto* p = static_cast<const uint8_t*>(data);
+  while (bytes > 0) {
+    // MSG_NOSIGNAL: a dead process is an error to report, not a SIGPIPE.
+    const ssize_t n = send(fd, p, bytes, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    p += n;
+    bytes -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<PythonProcess>> PythonProcess::Spawn(const std::string& interpreter,
+                                                                    const std::string& spec_json) {
+  int sockets[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sockets) != 0) return Errno("socketpair");
+  const int memory = memfd_create("sluice-python-op", MFD_CLOEXEC);
+  if (memory < 0) {
+    close(sockets[0]);
+    close(sockets[1]);
+    return Errno("memfd_create");
+  }
+  posix_spawn_file_actions_t files;
+  posix_spawn_file_actions_init(&files);
+  // dup2 onto fixed numbers clears close-on-exec there: only these two
+  // of this process's descriptors reach the child.
+  posix_spawn_file_actions_adddup2(&files, sockets[1], 3);
+  posix_spawn_file_actions_adddup2(&files, memory, 4);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attr, 0);
+  std::vector<std::string> args = {interpreter, "-m", "sluice._python_worker", spec_json};
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = -1;
+  const int spawned = posix_spawnp(&pid, interpreter.c_str(), &files, &attr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&files);
+  posix_spawnattr_destroy(&attr);
+  close(sockets[1]);
+  if (spawned != 0) {
+    close(sockets[0]);
+    close(memory);
+    return absl::FailedPreconditionError(absl::StrCat("cannot start the Python interpreter '", interpreter,
+                                                      "': ", std::strerror(spawned)));
+  }
+  return std::unique_ptr<PythonProcess>(new PythonProcess(pid, sockets[0], memory));
+}
+
+absl::Status PythonProcess::Ready() {
+  PythonFailure failure;
+  SLUICE_RETURN_IF_ERROR(Receive(&failure));
+  return failure.message.empty() ? absl::OkStatus() : absl::InvalidArgumentError(failure.message);
+}
+
+PythonProcess::~PythonProcess() {
+  close(socket_);  // it exits when it reads the end
+  if (alive_) {
+    const absl::Time deadline = absl::Now() + absl::Seconds(2);
+    while (waitpid(pid_, nullptr, WNOHANG) == 0) {
+      if (absl::Now() > deadline) {  // busy in the function: it is not coming back
+        kill(pid_, SIGKILL);
+        waitpid(pid_, nullptr, 0);
+        break;
+      }
+      absl::SleepFor(absl::Milliseconds(5));
+    }
+  }
+  if (mapped_ != nullptr) munmap(mapped_, mapped_bytes_);
+  close(memory_);
+}
+
+absl::StatusOr<uint8_t*> PythonProcess::Memory(size_t bytes) {
+  if (bytes <= mapped_bytes_) return mapped_;
+  const size_t grown = std::max(bytes, mapped_bytes_ * 2);
+  if (ftruncate(memory_, static_cast<off_t>(grown)) != 0) return Errno("growing the Python op's shared memory");
+  if (mapped_ != nullptr) munmap(mapped_, mapped_bytes_);
+  void* p = mmap(nullptr, grown, PROT_READ | PROT_WRITE, MAP_SHARED, memory_, 0);
+  if (p == MAP_FAILED) {
+    mapped_ = nullptr;
+    mapped_bytes_ = 0;
+    return Errno("mapping the Python op's shared memory");
+  }
+  mapped_ = static_cast<uint8_t*>(p);
+  mapped_bytes_ = grown;
+  return mapped_;
+}
+
+absl::Status PythonProcess::Send(int64_t rows) {
+  const Request request{1, mapped_bytes_, rows, 0};
+  if (WriteAll(socket_, &request, sizeof(request))) return absl::OkStatus();
+  return absl::AbortedError(absl::StrCat("its Python process (pid ", pid_, ") ", Reap()));
+}
+
+absl::Status PythonProcess::Receive(PythonFailure* failure) {
+  *failure = PythonFailure();
+  Reply reply;
+  if (ReadAll(socket_, &reply, sizeof(reply))) {
+    std::string message(reply.message_bytes, '\0');
+    if (ReadAll(socket_, message.data(), message.size())) {
+      if (reply.code != 0) *failure = PythonFailure{std::move(message), reply.row};
+      return absl::OkStatus();
+    }
+  }
+  // The row it was on, as it wrote it before calling the function.
+  failure->row = mapped_ != nullptr ? *reinterpret_cast<const int64_t*>(mapped_) : -1;
+  return absl::AbortedError(absl::StrCat("its Python process (pid ", pid_, ") ", Reap()));
+}
+
+std::string PythonProcess::Reap() {
+  int status = 0;
+  alive_ = false;
+  if (waitpid(pid_, &status, 0) != pid_) return "is gone";
+  if (WIFSIGNALED(status)) {
+    const int sig = WTERMSIG(status);
+    return absl::StrCat("was killed by signal ", sig, " (", strsignal(sig), ")",
+                        sig == SIGKILL ? ": out of memory, or killed by someone" : "");
+  }
+  return absl::StrCat("exited with status ", WEXITSTATUS(status));
+}
+
+}  // namespace sluice::ops

@@ -1,0 +1,78 @@
+// One Python process running a user's function for the `python` op:
+// `INTERPRETER -m sluice._python_worker SPEC`, its own process group (a
+// terminal's Ctrl-C reaches the trainer, which stops it), fd 3 a Unix
+// socket to this process, fd 4 a shared memory file (memfd) that carries
+// the rows both ways, so tensors are copied once each way and never
+// pickled. The protocol (sluice/_python_worker.py holds the other end):
+//
+//   shared memory:  [header 64 B: int64 row being run] [uint64 seed per row]
+//                   [each input column] [each output column], each part
+//                   64-byte aligned; a dense column is rows x row bytes, a
+//                   ragged one (rows + 1) int64 offsets then the bytes.
+//   request:        {uint64 kind (1: run), uint64 shared bytes, int64 rows, 0}
+//   reply:          {int64 code (0 ok, 1 failed), int64 row (-1: the whole
+//                   batch), uint64 message bytes, 0} then the message.
+//
+// The first reply comes unasked, once the function is imported: code 0, or
+// 1 with why not. A process that dies is seen as the socket closing; it
+// exits by itself when this end closes (the trainer died).
+#ifndef SLUICE_OPS_PYTHON_PROCESS_H_
+#define SLUICE_OPS_PYTHON_PROCESS_H_
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace sluice::ops {
+
+// What a call's failure says: the message, and the row it names (-1: the
+// whole call, or unknown).
+struct PythonFailure {
+  std::string message;
+  int64_t row = -1;
+};
+
+class PythonProcess {
+ public:
+  // Starts the process; Ready() then waits until it imported the function.
+  static absl::StatusOr<std::unique_ptr<PythonProcess>> Spawn(const std::string& interpreter,
+                                                              const std::string& spec_json);
+  // An error carries the process's own words (an ImportError's traceback).
+  absl::Status Ready();
+  ~PythonProcess();
+  PythonProcess(const PythonProcess&) = delete;
+  PythonProcess& operator=(const PythonProcess&) = delete;
+
+  pid_t pid() const { return pid_; }
+  bool alive() const { return alive_; }
+
+  // Shared memory of at least `bytes`, for the caller to fill; valid until
+  // the next call of Memory.
+  absl::StatusOr<uint8_t*> Memory(size_t bytes);
+  // Sends a run of `rows`, the memory filled (its header's row -1).
+  absl::Status Send(int64_t rows);
+  // Waits for the run's reply. OkStatus with `failure` set when the
+  // function failed (an exception, a wrong output); an error when the
+  // process died, saying how, with `failure->row` the row it was running.
+  absl::Status Receive(PythonFailure* failure);
+
+ private:
+  PythonProcess(pid_t pid, int socket, int memory) : pid_(pid), socket_(socket), memory_(memory) {}
+  // Why the process ended ("killed by signal 9 (Killed)"); reaps it.
+  std::string Reap();
+
+  pid_t pid_;
+  int socket_;
+  int memory_;
+  uint8_t* mapped_ = nullptr;
+  size_t mapped_bytes_ = 0;
+  bool alive_ = true;
+};
+
+}  // namespace sluice::ops
+
+#endif  // SLUICE_OPS_PYTHON_PROCESS_H_

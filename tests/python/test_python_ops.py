@@ -1,0 +1,129 @@
+"""The `python` op: a user's function run in a pool of Python processes,
+checked against numpy computing the same, for determinism whatever the
+process count, through a real worker process, and for every way the
+user's code can fail."""
+
+import gc
+import os
+import subprocess
+
+import numpy as np
+import pytest
+
+import sluice
+from sluice import ops
+
+import python_op_fns as fns
+
+ROWS = 300
+IMAGES = np.random.default_rng(0).integers(0, 256, (ROWS, 8, 8, 3), dtype=np.uint8)
+
+
+def _source():
+    return sluice.arrays({"id": np.arange(ROWS, dtype=np.int64), "image": IMAGES}, split_records=50)
+
+
+def _column(pipe, name):
+    return np.concatenate([b[name] for b in pipe])
+
+
+@pytest.mark.parametrize("processes", [1, 3])
+def test_a_function_per_sample_gives_what_numpy_gives(processes):
+    pipe = _source().map(ops.python(fns.invert, inputs="image", processes=processes)).batch(64)
+    batches = list(pipe)
+    assert np.array_equal(np.concatenate([b["image"] for b in batches]), 255 - IMAGES)
+    assert np.array_equal(np.concatenate([b["id"] for b in batches]), np.arange(ROWS))  # the other column untouched
+
+
+def _noise(processes, unordered=False, epoch=0):
+    pipe = (_source().map(ops.python(fns.noise, inputs="id", outputs={"noise": ("float32", (4,))},
+                                     processes=processes))
+            .batch(32).with_options(seed=7, unordered=unordered))
+    it = pipe.iterate(epoch=epoch) if epoch else pipe.iterate()
+    by_id = {}
+    for b in it:
+        for i, n in zip(b["id"], b["noise"]):
+            by_id[int(i)] = n.copy()
+    return np.stack([by_id[i] for i in range(ROWS)])
+
+
+def test_each_sample_draws_the_same_whatever_the_processes_and_order():
+    one = _noise(1)
+    assert np.array_equal(one, _noise(3))
+    assert np.array_equal(one, _noise(2, unordered=True))
+    assert len(np.unique(one[:, 0])) == ROWS  # a draw per sample, not per call
+    assert not np.array_equal(one, _noise(1, epoch=1))  # and per epoch
+
+
+def test_a_batched_function_gets_whole_batches():
+    pipe = (_source().batch(64)
+            .map(ops.python(fns.batch_mean, batched=True, inputs="image", outputs={"mean": ("float32", ())})))
+    means = _column(pipe, "mean")
+    np.testing.assert_allclose(means, IMAGES.reshape(ROWS, -1).mean(axis=1), rtol=1e-6)
+
+
+def test_bytes_columns_arrive_as_uint8_arrays(cifar_dir):
+    files = str(cifar_dir / "*.tfrecord")
+    native = (sluice.tfrecord(files, {"image": ("bytes", 3072), "label": "int64"})
+              .map(ops.decode_raw(dtype="uint8"), ops.reshape(shape=[32, 32, 3])).batch(50))
+    mine = sluice.tfrecord(files, {"image": "bytes", "label": "int64"}).map(ops.python(fns.decode, inputs="image", outputs={"image": ("uint8", (32, 32, 3))})).batch(50)
+    assert np.array_equal(_column(mine, "image"), _column(native, "image"))
+
+
+def test_through_a_worker_process_the_output_is_the_same():
+    here = _noise(2)
+    pipe = (_source().map(ops.python(fns.noise, inputs="id", outputs={"noise": ("float32", (4,))}, processes=2))
+            .distribute(local_workers=1).batch(32).with_options(seed=7))
+    by_id = {int(i): n for b in pipe for i, n in zip(b["id"], b["noise"])}
+    assert np.array_equal(np.stack([by_id[i] for i in range(ROWS)]), here)
+
+
+def _error(fn, **kwargs):
+    pipe = _source().map(ops.python(fn, processes=2, **kwargs)).batch(64)
+    with pytest.raises(sluice.SluiceError) as e:
+        list(pipe)
+    return str(e.value)
+
+
+def test_an_exception_names_the_sample_and_carries_the_traceback():
+    message = _error(fns.fails_on_37, inputs="id")
+    assert "python op 'python_op_fns:fails_on_37' failed on record 37 of <arrays>" in message
+    assert "ValueError: id 37 is cursed" in message and "python_op_fns.py" in message
+
+
+def test_a_wrong_output_names_the_column_and_both_specs():
+    assert "output 'image' is float32[8, 8, 3], declared uint8[8, 8, 3]" in _error(fns.wrong_dtype, inputs="image")
+    message = _error(fns.forgets_image, inputs="image")
+    assert "has no 'image' (it has ['picture']); declared: image: uint8[8, 8, 3]" in message
+
+
+@pytest.mark.parametrize("fn, how", [(fns.exits_on_37, "exited with status 3"),
+                                     (fns.killed_on_37, "was killed by signal 9")])
+def test_a_process_that_dies_is_an_error_naming_the_sample(fn, how):
+    message = _error(fn, inputs="id")
+    assert how in message and "running record 37 of <arrays>" in message, message
+
+
+def test_no_process_is_left_behind():
+    for fn in (fns.invert, fns.killed_on_37):
+        pipe = _source().map(ops.python(fn, inputs="image" if fn is fns.invert else "id", processes=3)).batch(64)
+        try:
+            list(pipe)
+        except sluice.SluiceError:
+            pass
+        del pipe
+    gc.collect()  # earlier tests' pipelines, held by their exceptions' tracebacks
+    children = subprocess.run(["ps", "--ppid", str(os.getpid()), "-o", "pid=,stat=,args="], capture_output=True,
+                              text=True).stdout
+    assert "sluice._python_worker" not in children, children
+
+
+def test_a_function_that_cannot_be_imported_fails_before_the_first_batch():
+    pipe = _source().map(ops.python("no_such_module:fn")).batch(64)
+    with pytest.raises(sluice.SluiceError, match="(?s)cannot load no_such_module:fn.*ModuleNotFoundError"):
+        pipe.engine  # noqa: B018 (compiling starts the processes, which import it)
+
+
+def test_a_lambda_is_refused_saying_why():
+    with pytest.raises(TypeError, match="importable by name"):
+        ops.python(lambda s: s)
