@@ -11,17 +11,15 @@
 #include <thread>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "absl/synchronization/mutex.h"
 #include "nlohmann/json.hpp"
 #include "sluice/core/status_macros.h"
 #include "sluice/ops/field.h"
 #include "sluice/ops/op_registry.h"
-#include "sluice/ops/python_process.h"
+#include "sluice/core/python_pool.h"
 
 namespace sluice::ops {
 namespace {
@@ -77,12 +75,6 @@ nlohmann::json ColumnJson(const ColumnSpec& c) {
           {"shape", std::vector<int64_t>(c.shape.dims().begin(), c.shape.dims().end())}, {"ragged", c.ragged}};
 }
 
-std::string Interpreter(const std::string& attr) {
-  if (!attr.empty()) return attr;
-  const char* env = std::getenv("SLUICE_PYTHON");
-  return env != nullptr && *env != '\0' ? env : "python3";
-}
-
 absl::StatusOr<InferredOp> InferPython(const Attrs& attrs, const Schema& schema, bool batched) {
   PythonOpParams p;
   p.function = attrs.GetString("function");
@@ -116,7 +108,7 @@ absl::StatusOr<InferredOp> InferPython(const Attrs& attrs, const Schema& schema,
     }
   }
   if (p.outputs.empty()) return AttrError("outputs", "names no column");
-  p.interpreter = Interpreter(attrs.GetString("python"));
+  p.interpreter = PythonInterpreter(attrs.GetString("python"));
   p.batched = batched;
   const int64_t processes = attrs.GetInt("processes");
   p.processes = processes > 0 ? static_cast<int>(processes)
@@ -145,24 +137,15 @@ class PythonKernel : public Kernel {
   explicit PythonKernel(const Params& p) : p_(p) {}
 
   absl::Status Setup(const SetupContext&) override {
-    std::vector<std::unique_ptr<PythonProcess>> started;
-    for (int i = 0; i < p_.processes; ++i) {  // all start, then all import, side by side
-      SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<PythonProcess> process,
-                              PythonProcess::Spawn(p_.interpreter, p_.spec_json));
-      started.push_back(std::move(process));
-    }
-    for (const std::unique_ptr<PythonProcess>& process : started) {
-      SLUICE_RETURN_IF_ERROR(WithFunction(process->Ready()));
-    }
-    absl::MutexLock lock(&mu_);
-    free_ = std::move(started);
+    SLUICE_ASSIGN_OR_RETURN(pool_, PythonPool::Start(p_.interpreter, p_.spec_json, p_.processes,
+                                                     absl::StrCat("python op '", p_.function, "'")));
     return absl::OkStatus();
   }
 
   absl::Status Run(const KernelContext& ctx, absl::Span<const ColumnRef> in,
                    absl::Span<const ColumnRef> out) const override {
     std::vector<std::unique_ptr<PythonProcess>> processes;
-    SLUICE_RETURN_IF_ERROR(Acquire(p_.batched ? 1 : ctx.rows, &processes));
+    SLUICE_RETURN_IF_ERROR(pool_->Acquire(p_.batched ? 1 : ctx.rows, &processes));
     const int64_t n = static_cast<int64_t>(processes.size());
     const int64_t per = (ctx.rows + n - 1) / n;
     std::vector<Call> calls;
@@ -179,7 +162,7 @@ class PythonKernel : public Kernel {
       absl::Status s = Receive(ctx, call, out);
       if (status.ok()) status = std::move(s);
     }
-    Release(std::move(processes));
+    pool_->Release(std::move(processes));
     return status;
   }
 
@@ -267,38 +250,8 @@ class PythonKernel : public Kernel {
                                                    failure.message));
   }
 
-  absl::Status WithFunction(const absl::Status& status) const {
-    if (status.ok()) return status;
-    return absl::Status(status.code(), absl::StrCat("python op '", p_.function, "': ", status.message()));
-  }
-
-  // Up to `most` free processes, at least one (waiting for it); a dead one
-  // is replaced first.
-  absl::Status Acquire(int64_t most, std::vector<std::unique_ptr<PythonProcess>>* out) const {
-    absl::MutexLock lock(&mu_);
-    mu_.Await(absl::Condition(+[](std::vector<std::unique_ptr<PythonProcess>>* f) { return !f->empty(); },
-                              &free_));
-    while (!free_.empty() && static_cast<int64_t>(out->size()) < most) {
-      std::unique_ptr<PythonProcess> process = std::move(free_.back());
-      free_.pop_back();
-      if (!process->alive()) {
-        process.reset();
-        SLUICE_ASSIGN_OR_RETURN(process, PythonProcess::Spawn(p_.interpreter, p_.spec_json));
-        SLUICE_RETURN_IF_ERROR(WithFunction(process->Ready()));
-      }
-      out->push_back(std::move(process));
-    }
-    return absl::OkStatus();
-  }
-
-  void Release(std::vector<std::unique_ptr<PythonProcess>> processes) const {
-    absl::MutexLock lock(&mu_);
-    for (std::unique_ptr<PythonProcess>& p : processes) free_.push_back(std::move(p));
-  }
-
   const Params p_;
-  mutable absl::Mutex mu_;
-  mutable std::vector<std::unique_ptr<PythonProcess>> free_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<PythonPool> pool_;
 };
 
 std::vector<AttrSchema> PythonAttrs() {

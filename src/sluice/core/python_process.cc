@@ -1,4 +1,4 @@
-#include "sluice/ops/python_process.h"
+#include "sluice/core/python_process.h"
 
 #include <signal.h>
 #include <spawn.h>
@@ -16,7 +16,7 @@
 
 extern char** environ;
 
-namespace sluice::ops {
+namespace sluice {
 namespace {
 
 struct Request {
@@ -154,13 +154,26 @@ absl::Status PythonProcess::Receive(PythonFailure* failure) {
   if (ReadAll(socket_, &reply, sizeof(reply))) {
     std::string message(reply.message_bytes, '\0');
     if (ReadAll(socket_, message.data(), message.size())) {
-      if (reply.code != 0) *failure = PythonFailure{std::move(message), reply.row};
+      if (reply.code == kPythonNeedsMemory) {
+        *failure = PythonFailure{"", reply.row};
+        return absl::ResourceExhaustedError("needs more shared memory");
+      }
+      if (reply.code != kPythonOk) *failure = PythonFailure{std::move(message), reply.row};
       return absl::OkStatus();
     }
   }
   // The row it was on, as it wrote it before calling the function.
   failure->row = mapped_ != nullptr ? *reinterpret_cast<const int64_t*>(mapped_) : -1;
   return absl::AbortedError(absl::StrCat("its Python process (pid ", pid_, ") ", Reap()));
+}
+
+absl::Status PythonProcess::Call(int64_t rows, PythonFailure* failure) {
+  for (;;) {
+    SLUICE_RETURN_IF_ERROR(Send(rows));
+    const absl::Status received = Receive(failure);
+    if (!absl::IsResourceExhausted(received) || !alive_) return received;
+    SLUICE_RETURN_IF_ERROR(Memory(static_cast<size_t>(failure->row)).status());
+  }
 }
 
 std::string PythonProcess::Reap() {
@@ -175,4 +188,4 @@ std::string PythonProcess::Reap() {
   return absl::StrCat("exited with status ", WEXITSTATUS(status));
 }
 
-}  // namespace sluice::ops
+}  // namespace sluice

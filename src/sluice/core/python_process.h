@@ -10,14 +10,18 @@
 //                   64-byte aligned; a dense column is rows x row bytes, a
 //                   ragged one (rows + 1) int64 offsets then the bytes.
 //   request:        {uint64 kind (1: run), uint64 shared bytes, int64 rows, 0}
-//   reply:          {int64 code (0 ok, 1 failed), int64 row (-1: the whole
-//                   batch), uint64 message bytes, 0} then the message.
+//   reply:          {int64 code (0 ok, 1 failed, 2 needs more shared memory:
+//                   `row` bytes), int64 row (-1: the whole batch), uint64
+//                   message bytes, 0} then the message. A dataset's process
+//                   writes variable-length outputs after the fixed ones and
+//                   may need more room than the engine gave; it keeps what
+//                   it made for the request that comes again.
 //
 // The first reply comes unasked, once the function is imported: code 0, or
 // 1 with why not. A process that dies is seen as the socket closing; it
 // exits by itself when this end closes (the trainer died).
-#ifndef SLUICE_OPS_PYTHON_PROCESS_H_
-#define SLUICE_OPS_PYTHON_PROCESS_H_
+#ifndef SLUICE_CORE_PYTHON_PROCESS_H_
+#define SLUICE_CORE_PYTHON_PROCESS_H_
 
 #include <sys/types.h>
 
@@ -27,7 +31,7 @@
 
 #include "absl/status/statusor.h"
 
-namespace sluice::ops {
+namespace sluice {
 
 // What a call's failure says: the message, and the row it names (-1: the
 // whole call, or unknown).
@@ -35,6 +39,9 @@ struct PythonFailure {
   std::string message;
   int64_t row = -1;
 };
+
+// Codes of a reply.
+inline constexpr int64_t kPythonOk = 0, kPythonFailed = 1, kPythonNeedsMemory = 2;
 
 class PythonProcess {
  public:
@@ -59,6 +66,9 @@ class PythonProcess {
   // function failed (an exception, a wrong output); an error when the
   // process died, saying how, with `failure->row` the row it was running.
   absl::Status Receive(PythonFailure* failure);
+  // Send and Receive, growing the memory (its contents kept) and sending
+  // again while the process needs more.
+  absl::Status Call(int64_t rows, PythonFailure* failure);
 
  private:
   PythonProcess(pid_t pid, int socket, int memory) : pid_(pid), socket_(socket), memory_(memory) {}
@@ -73,6 +83,6 @@ class PythonProcess {
   bool alive_ = true;
 };
 
-}  // namespace sluice::ops
+}  // namespace sluice
 
-#endif  // SLUICE_OPS_PYTHON_PROCESS_H_
+#endif  // SLUICE_CORE_PYTHON_PROCESS_H_
