@@ -1,23 +1,27 @@
-"""One process of a `python` op's pool: imports the user's function, then
-runs it on the rows sluice's engine puts in shared memory (fd 4), told
-when over a socket (fd 3). The layout and protocol are in
-src/sluice/ops/python_process.h; this is the other end.
+"""One process of a `python` op's pool, or of a Python dataset's: imports
+the user's function (or loads the dataset), then runs it on the rows
+sluice's engine puts in shared memory (fd 4), told when over a socket
+(fd 3). The layout and protocol are in src/sluice/core/python_process.h;
+this is the other end.
 
     python -m sluice._python_worker SPEC_JSON
 """
 
-import importlib
 import json
 import mmap
 import os
+import pickle
 import runpy
 import signal
 import socket
 import struct
 import sys
 import traceback
+import types
 
 import numpy as np
+
+from sluice._imports import load as _load
 
 _REQUEST = struct.Struct("<QQqq")
 _REPLY = struct.Struct("<qqQq")
@@ -25,24 +29,6 @@ _REPLY = struct.Struct("<qqQq")
 
 def _aligned(n):
     return (n + 63) & ~63
-
-
-def _load(function):
-    """The function named 'module.sub:fn' or '/path/script.py:fn'; a script
-    runs as a module of its own (its `if __name__ == "__main__":` block
-    does not)."""
-    where, _, name = function.rpartition(":")
-    if where.endswith(".py"):
-        namespace = runpy.run_path(where, run_name="__sluice_main__")
-        target = namespace.get(name.split(".")[0])
-        rest = name.split(".")[1:]
-    else:
-        target, rest = importlib.import_module(where), name.split(".")
-    for part in rest:
-        target = getattr(target, part)
-    if target is None:
-        raise AttributeError(f"{where} has no {name}")
-    return target
 
 
 class _Columns:
@@ -130,19 +116,135 @@ def _serve(sock, memory_fd, fn, columns, rng):
         _reply(sock, 0)
 
 
+def _load_dataset(target, main_script):
+    if target.startswith("pickle:"):
+        if main_script:  # the pickle names classes of the trainer's script as __main__'s
+            main = types.ModuleType("__main__")
+            main.__dict__.update(runpy.run_path(main_script, run_name="__sluice_main__"))
+            sys.modules["__main__"] = main
+        with open(target[len("pickle:"):], "rb") as f:
+            return pickle.load(f)
+    return _load(target)()
+
+
+class _Items:
+    """What a dataset's items become: the declared columns, checked."""
+
+    def __init__(self, spec):
+        self.columns = spec["outputs"]
+        self.names = [c["name"] for c in self.columns]
+        for c in self.columns:
+            if not c["ragged"]:
+                c["np_dtype"] = np.dtype(c["dtype"])
+                c["row_bytes"] = int(np.prod(c["shape"], dtype=np.int64)) * c["np_dtype"].itemsize
+
+    def values(self, item, index):
+        """The item's values in column order: arrays, or bytes for bytes columns."""
+        if isinstance(item, dict):
+            missing = [n for n in self.names if n not in item]
+            if missing:
+                raise KeyError(f"dataset[{index}] has no {missing} (it has {sorted(item)})")
+            item = [item[n] for n in self.names]
+        elif not isinstance(item, (tuple, list)):
+            item = [item]
+        if len(item) != len(self.columns):
+            raise ValueError(f"dataset[{index}] has {len(item)} values, dataset[0] had {len(self.columns)}")
+        return [self._value(c, v, index) for c, v in zip(self.columns, item)]
+
+    @staticmethod
+    def _value(c, v, index):
+        if c["ragged"]:
+            if isinstance(v, (bytes, bytearray, memoryview)):
+                return bytes(v)
+            a = np.asarray(v)
+            if a.dtype != np.uint8 or a.ndim != 1:
+                raise TypeError(f"dataset[{index}]['{c['name']}'] is {a.dtype}{list(a.shape)}, declared bytes")
+            return a.tobytes()
+        a = np.asarray(v)
+        if a.dtype == np.float64 and c["np_dtype"] == np.float32 or a.dtype == np.bool_:
+            a = a.astype(c["np_dtype"])  # Python floats and bools, as from_dataset declared them
+        if a.dtype != c["np_dtype"] or list(a.shape) != list(c["shape"]):
+            raise TypeError(f"dataset[{index}]['{c['name']}'] is {a.dtype}{list(a.shape)}, declared "
+                            f"{c['dtype']}{list(c['shape'])} (as dataset[0]): items must agree, or give bytes")
+        return a
+
+
+def _serve_dataset(sock, memory_fd, dataset, items):
+    memory, mapped, kept = None, 0, None
+    while True:
+        data = sock.recv(_REQUEST.size, socket.MSG_WAITALL)
+        if len(data) < _REQUEST.size:
+            return
+        _, size, rows, _ = _REQUEST.unpack(data)
+        if size != mapped:
+            memory, mapped = mmap.mmap(memory_fd, size), size
+        header = np.frombuffer(memory, np.int64, 1, 0)
+        indices = [int(i) for i in np.frombuffer(memory, np.int64, rows, 64)]
+        if kept is not None and kept[0] == indices:
+            made = kept[1]  # the same request again, with more memory
+        else:
+            made, row = [], -1
+            try:
+                for row, index in enumerate(indices):
+                    header[0] = row
+                    made.append(items.values(dataset[index], index))
+            except Exception:
+                _reply(sock, 1, row, traceback.format_exc())
+                continue
+        at = _aligned(64 + 8 * rows)
+        dense = []
+        for c in items.columns:
+            dense.append(at)
+            if not c["ragged"]:
+                at = _aligned(at + rows * c["row_bytes"])
+        needed = at
+        for k, c in enumerate(items.columns):
+            if c["ragged"]:
+                needed = _aligned(needed + 8 * (rows + 1) + sum(len(m[k]) for m in made))
+        if needed > mapped:
+            kept = (indices, made)
+            _reply(sock, 2, needed)
+            continue
+        kept = None
+        ragged_at = at
+        for k, c in enumerate(items.columns):
+            if not c["ragged"]:
+                out = np.ndarray((rows, *c["shape"]), c["np_dtype"], memory, dense[k])
+                for r, m in enumerate(made):
+                    out[r] = m[k]
+                continue
+            offsets = np.ndarray(rows + 1, np.int64, memory, ragged_at)
+            base = ragged_at + 8 * (rows + 1)
+            offsets[0] = 0
+            for r, m in enumerate(made):
+                offsets[r + 1] = offsets[r] + len(m[k])
+                memory[base + int(offsets[r]):base + int(offsets[r + 1])] = m[k]
+            ragged_at = _aligned(base + int(offsets[rows]))
+        _reply(sock, 0)
+
+
 def main():
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the trainer handles Ctrl-C and stops this process
     spec = json.loads(sys.argv[1])
     sys.path[:0] = [p for p in os.environ.get("SLUICE_PYTHONPATH", "").split(os.pathsep) if p]
     sock = socket.socket(fileno=3)
+    dataset = spec.get("kind") == "dataset"
     try:
-        fn = _load(spec["function"])
-        columns = _Columns(spec, spec["batched"])
+        if dataset:
+            loaded, work = _load_dataset(spec["dataset"], spec.get("main")), _Items(spec)
+        else:
+            loaded, work = _load(spec["function"]), _Columns(spec, spec["batched"])
     except BaseException:  # an import runs the user's module: report whatever it raises
-        _reply(sock, 1, -1, f"cannot load {spec['function']}:\n{traceback.format_exc()}")
+        try:
+            _reply(sock, 1, -1, f"cannot load {spec['dataset' if dataset else 'function']}:\n{traceback.format_exc()}")
+        except BrokenPipeError:
+            pass  # the engine is gone already
         return
     _reply(sock, 0)
-    _serve(sock, 4, fn, columns, spec["rng"])
+    if dataset:
+        _serve_dataset(sock, 4, loaded, work)
+    else:
+        _serve(sock, 4, loaded, work, spec["rng"])
 
 
 if __name__ == "__main__":

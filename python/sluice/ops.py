@@ -6,11 +6,10 @@ the attrs are checked when the pipeline is compiled.
 """
 
 import os
-import sys
 
 import numpy as np
 
-from sluice import _sluice
+from sluice import _interpreter, _sluice
 
 
 def _make(schema):
@@ -98,8 +97,7 @@ def python(fn, outputs=None, *, batched=False, inputs=None, processes=0):
 
     target = _import_path(fn)
     takes_rng = not isinstance(fn, str) and "rng" in inspect.signature(fn).parameters
-    os.environ["SLUICE_PYTHON"] = sys.executable
-    os.environ["SLUICE_PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    _interpreter.export()
     attrs = {"function": target, "rng": takes_rng, "processes": processes}
     if inputs is not None:
         attrs["inputs"] = ",".join([inputs] if isinstance(inputs, str) else inputs)

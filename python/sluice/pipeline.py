@@ -205,8 +205,9 @@ def arrays(columns, *, split_records=0):
 class _EpochIterator:
     """One epoch's elements, and where it stands (``state()``)."""
 
-    def __init__(self, it):
+    def __init__(self, it, hold):
         self._it = it
+        self._hold = hold  # what the pipeline's sources need (from_arrow's data, a dataset's pickle)
 
     def __iter__(self):
         return self
@@ -409,11 +410,11 @@ class Pipeline:
         if state is not None:
             if epoch is not None:
                 raise ValueError("iterate(): give an epoch or a state, not both (the state holds its epoch)")
-            return _EpochIterator(self.engine.resume(bytes(state)))
+            return _EpochIterator(self.engine.resume(bytes(state)), self._hold)
         if epoch is None:
             epoch = self._epoch
             self._epoch += 1
-        return _EpochIterator(self.engine.iterate(epoch))
+        return _EpochIterator(self.engine.iterate(epoch), self._hold)
 
     def __iter__(self):
         return self.iterate()

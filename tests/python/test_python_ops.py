@@ -13,7 +13,7 @@ import pytest
 import sluice
 from sluice import ops
 
-import python_op_fns as fns
+import user_code as fns
 
 ROWS = 300
 IMAGES = np.random.default_rng(0).integers(0, 256, (ROWS, 8, 8, 3), dtype=np.uint8)
@@ -87,8 +87,8 @@ def _error(fn, **kwargs):
 
 def test_an_exception_names_the_sample_and_carries_the_traceback():
     message = _error(fns.fails_on_37, inputs="id")
-    assert "python op 'python_op_fns:fails_on_37' failed on record 37 of <arrays>" in message
-    assert "ValueError: id 37 is cursed" in message and "python_op_fns.py" in message
+    assert "python op 'user_code:fails_on_37' failed on record 37 of <arrays>" in message
+    assert "ValueError: id 37 is cursed" in message and "user_code.py" in message
 
 
 def test_a_wrong_output_names_the_column_and_both_specs():

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "sluice/core/python_pool.h"
 #include "sluice/core/rng.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/graph/fingerprint.h"
@@ -17,6 +18,7 @@
 #include "sluice/io/file_split.h"
 #include "sluice/io/image_files.h"
 #include "sluice/io/mnist_source.h"
+#include "sluice/io/python_dataset_source.h"
 #include "sluice/io/tfrecord_source.h"
 #include "sluice/io/webdataset_source.h"
 #include "sluice/ops/parse_example.h"
@@ -142,6 +144,28 @@ absl::StatusOr<std::unique_ptr<io::SourceFormat>> PinnedImages(const SourceDef& 
                        std::vector<int64_t>(def.pinned().labels().begin(), def.pinned().labels().end())});
 }
 
+absl::StatusOr<io::PythonDatasetOptions> PythonDatasetFrom(const PythonDatasetSource& d, int64_t split_records) {
+  io::PythonDatasetOptions o;
+  o.dataset = d.dataset();
+  o.name = d.name().empty() ? d.dataset() : d.name();
+  o.main_script = d.main_script();
+  o.length = d.length();
+  for (const PythonColumn& c : d.columns()) {
+    ColumnSpec spec{c.name()};
+    if (c.dtype() == "bytes") {
+      spec.ragged = true;
+    } else {
+      SLUICE_ASSIGN_OR_RETURN(spec.dtype, ParseDType(c.dtype()));
+      spec.shape = Shape(absl::MakeConstSpan(c.shape().data(), c.shape().size()));
+    }
+    o.columns.push_back(std::move(spec));
+  }
+  o.processes = d.processes() > 0 ? d.processes() : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  o.interpreter = PythonInterpreter(d.python());
+  o.split_records = split_records;
+  return o;
+}
+
 absl::Status CompileSource(const SourceDef& def, CompiledNode* node,
                            std::vector<io::FeatureSpec>* features, std::vector<Shape>* shapes) {
   absl::StatusOr<std::unique_ptr<io::SourceFormat>> format;
@@ -181,10 +205,16 @@ absl::Status CompileSource(const SourceDef& def, CompiledNode* node,
     case SourceDef::kArrowMemory:
       format = MakeColumnar(io::ColumnarFormat::kMemory, def, def.arrow_memory());
       break;
+    case SourceDef::kPythonDataset: {
+      SLUICE_ASSIGN_OR_RETURN(io::PythonDatasetOptions options,
+                              PythonDatasetFrom(def.python_dataset(), def.split_records()));
+      format = io::MakePythonDatasetSource(std::move(options));
+      break;
+    }
     case SourceDef::FORMAT_NOT_SET:
       return absl::InvalidArgumentError(
           "no format set (expected tfrecord, mnist, cifar10, arrays, image_folder, file_list, webdataset, parquet, "
-          "arrow_ipc or arrow_memory)");
+          "arrow_ipc, arrow_memory or python_dataset)");
   }
   if (!format.ok()) return format.status();
   if (def.on_corrupt() != "" && def.on_corrupt() != "error" && def.on_corrupt() != "skip") {

@@ -1,0 +1,35 @@
+// A map-style Python dataset (anything with __len__ and __getitem__, a
+// torch Dataset as it is) as a source: its items are made in a pool of
+// Python processes (core/python_pool.h) by index, so splits are index
+// ranges and shuffling, distribution and exactly-once work as for files.
+// The dataset comes to the processes by import path of a function that
+// returns it, or as a pickle file the Python front wrote.
+#ifndef SLUICE_IO_PYTHON_DATASET_SOURCE_H_
+#define SLUICE_IO_PYTHON_DATASET_SOURCE_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "sluice/core/schema.h"
+#include "sluice/io/source_format.h"
+
+namespace sluice::io {
+
+struct PythonDatasetOptions {
+  std::string dataset;  // "module.sub:factory" or "pickle:/path/file"
+  std::string name;     // for provenance and errors ("MyDataset")
+  std::string main_script;  // run first when the pickle names __main__'s classes
+  int64_t length = 0;
+  std::vector<ColumnSpec> columns;  // what each item becomes; ragged: bytes
+  int processes = 1;
+  std::string interpreter;
+  int64_t split_records = 0;  // 0: 64
+};
+
+absl::StatusOr<std::unique_ptr<SourceFormat>> MakePythonDatasetSource(PythonDatasetOptions options);
+
+}  // namespace sluice::io
+
+#endif  // SLUICE_IO_PYTHON_DATASET_SOURCE_H_

@@ -1,0 +1,98 @@
+"""sluice.from_dataset: a map-style Python dataset (a torch Dataset as it
+is) as a source, its items made in Python processes: every index exactly
+once per epoch, the items' values unchanged, the same through a real
+worker process and into a torch training loop, and errors that name the
+index."""
+
+import numpy as np
+import pytest
+
+import sluice
+import sluice.torch
+
+import user_code
+
+
+def _epoch(pipe, epoch=0):
+    return [int(label) for batch in pipe.iterate(epoch=epoch) for label in batch["label"]]
+
+
+def test_a_torch_dataset_gives_each_index_once_an_epoch_with_its_values():
+    pipe = sluice.from_dataset(user_code.Squares(1000), names=("image", "label"), processes=2).batch(64)
+    labels = []
+    for batch in pipe:
+        assert batch["image"].dtype == np.uint8 and batch["image"].shape[1:] == (4, 4, 3)
+        assert (batch["image"] == (batch["label"] % 256)[:, None, None, None].astype(np.uint8)).all()
+        labels += [int(i) for i in batch["label"]]
+    assert sorted(labels) == list(range(1000))
+    assert labels != sorted(labels)  # splits shuffled
+    assert sorted(_epoch(pipe, 1)) == list(range(1000)) and _epoch(pipe, 1) != labels  # reshuffled per epoch
+
+
+def test_the_order_does_not_depend_on_the_processes():
+    orders = [_epoch(sluice.from_dataset(user_code.Squares(500), names=("image", "label"), processes=p)
+                     .batch(50).with_options(seed=3)) for p in (1, 3)]
+    assert orders[0] == orders[1]
+
+
+def test_through_a_worker_process_every_index_arrives_once():
+    pipe = (sluice.from_dataset(user_code.Squares(600), names=("image", "label"), processes=2, split_records=50)
+            .distribute(local_workers=1).batch(32))
+    assert sorted(_epoch(pipe)) == list(range(600))
+
+
+def test_a_dataset_named_by_its_factory_is_made_in_each_process():
+    pipe = sluice.from_dataset("user_code:make_squares", names=("image", "label"), processes=2).batch(40)
+    assert sorted(_epoch(pipe)) == list(range(200))
+
+
+def test_bytes_of_any_length_and_python_scalars_keep_their_values():
+    rows = {}
+    for row in sluice.from_dataset(user_code.Blobs(), processes=2):  # unbatched: bytes cannot be batched
+        assert row["score"].dtype == np.float32
+        rows[int(row["score"][0] * 2)] = bytes(row["blob"])
+    assert rows == {i: bytes([i % 256]) * (i % 17 + 1) for i in range(120)}
+
+
+def test_into_a_torch_training_loop():
+    import torch
+
+    loader = sluice.torch.TorchIterable(
+        sluice.from_dataset(user_code.Squares(512), names=("image", "label"), processes=2).batch(64))
+    model = torch.nn.Linear(48, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=1e-6)
+    seen = 0
+    for batch in loader:
+        x = batch["image"].reshape(len(batch["label"]), -1).float()
+        loss = torch.nn.functional.mse_loss(model(x).squeeze(1), batch["label"].float())
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        seen += len(batch["label"])
+    assert seen == 512 and loader.samples == 512
+
+
+@pytest.mark.parametrize("how, says", [
+    ("raise", "python dataset 'Faulty' failed making dataset\\[37\\]:.*RuntimeError: index 37 is missing on disk"),
+    ("shape", "dataset\\[37\\]\\['x'\\] is float32\\[3, 3\\], declared float32\\[2, 2\\]"),
+    ("exit", "python dataset 'Faulty': its Python process \\(pid \\d+\\) exited with status 5 making dataset\\[37\\]"),
+])
+def test_a_failing_item_is_an_error_naming_its_index(how, says):
+    pipe = sluice.from_dataset(user_code.Faulty(how), processes=2).batch(10)
+    with pytest.raises(sluice.SluiceError, match=f"(?s){says}"):
+        list(pipe)
+
+
+def test_an_empty_dataset_or_a_wrong_name_count_is_refused():
+    with pytest.raises(ValueError, match="empty"):
+        sluice.from_dataset(user_code.Squares(0))
+    with pytest.raises(ValueError, match="3 names for items of 2 values"):
+        sluice.from_dataset(user_code.Squares(5), names=("a", "b", "c"))
+
+
+def test_an_iterator_outliving_its_pipeline_object_still_reads():
+    import gc
+
+    it = iter(sluice.from_dataset(user_code.Squares(100), names=("image", "label"), processes=1).batch(10))
+    gc.collect()  # the Pipeline is gone; its dataset's pickle must not be
+    assert sorted(int(i) for batch in it for i in batch["label"]) == list(range(100))

@@ -1,0 +1,95 @@
+"""User code the `python` op and Python dataset tests run in their processes (importable by name)."""
+
+import os
+import signal
+
+import numpy as np
+
+
+def invert(sample):
+    return {"image": 255 - sample["image"]}
+
+
+def noise(sample, rng):
+    return {"noise": rng.random(4).astype(np.float32)}
+
+
+def batch_mean(batch):
+    images = batch["image"]
+    return {"mean": images.reshape(len(images), -1).mean(axis=1).astype(np.float32)}
+
+
+def decode(sample):
+    return {"image": np.frombuffer(sample["image"].tobytes(), np.uint8).reshape(32, 32, 3)}
+
+
+def fails_on_37(sample):
+    if int(sample["id"]) == 37:
+        raise ValueError("id 37 is cursed")
+    return {"id": sample["id"]}
+
+
+def wrong_dtype(sample):
+    return {"image": sample["image"].astype(np.float32)}
+
+
+def forgets_image(sample):
+    return {"picture": sample["image"]}
+
+
+def exits_on_37(sample):
+    if int(sample["id"]) == 37:
+        os._exit(3)
+    return {"id": sample["id"]}
+
+
+def killed_on_37(sample):
+    if int(sample["id"]) == 37:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return {"id": sample["id"]}
+
+
+class Squares:
+    """A torch-style dataset: (image, label) tuples, image i filled with i."""
+
+    def __init__(self, n):
+        self.n = n
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        import torch
+        return torch.full((4, 4, 3), i % 256, dtype=torch.uint8), i
+
+
+def make_squares():
+    return Squares(200)
+
+
+class Blobs:
+    """Dict items with bytes of varying length and a Python float."""
+
+    def __len__(self):
+        return 120
+
+    def __getitem__(self, i):
+        return {"blob": bytes([i % 256]) * (i % 17 + 1), "score": i / 2}
+
+
+class Faulty:
+    """Fails in one of three ways at index 37, as `how` says."""
+
+    def __init__(self, how):
+        self.how = how
+
+    def __len__(self):
+        return 100
+
+    def __getitem__(self, i):
+        if i == 37 and self.how == "raise":
+            raise RuntimeError("index 37 is missing on disk")
+        if i == 37 and self.how == "exit":
+            os._exit(5)
+        shape = (3, 3) if i == 37 and self.how == "shape" else (2, 2)
+        return {"x": np.zeros(shape, np.float32), "i": i}
