@@ -78,7 +78,7 @@ def time_batches(it, warmup, batches, peer, workload, log, describe=None):
     log(f"warmup done in {time.perf_counter() - t_start:.2f}s")
 
     samples = 0
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), time.process_time()
     for i in range(batches):
         x, y = next(it)
         samples += int(y.shape[0])
@@ -86,9 +86,10 @@ def time_batches(it, warmup, batches, peer, workload, log, describe=None):
             dt = time.perf_counter() - t0
             log(f"batch {i + 1}/{batches}: {samples / dt:.0f} samples/s")
     seconds = time.perf_counter() - t0
+    trainer_cpu_s = time.process_time() - cpu0  # this process's, not its workers'
 
     return {"peer": peer, "workload": workload, "samples": samples,
-            "seconds": round(seconds, 6),
+            "seconds": round(seconds, 6), "trainer_cpu_s": round(trainer_cpu_s, 4),
             "samples_per_s": round(samples / seconds, 3),
             "output": describe_output(x)}
 

@@ -36,6 +36,9 @@ log = make_logger("w2_opencv")
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     add_common_args(p, "directory of *.tfrecord files", 1024, workers_help="DataLoader worker processes")
+    p.add_argument("--blur", choices=("sepfilter", "gaussian"), default="sepfilter",
+                   help="the blur: cv2.sepFilter2D with the Gaussian's taps (the expert's, faster), or "
+                        "cv2.GaussianBlur (what bench/python_ops_w2.py's user function calls)")
     args = p.parse_args(argv)
     check_loader_args(p, args)
     return args
@@ -58,7 +61,7 @@ def augment_matrix(rng, m):
     return m
 
 
-def build_dataset(files, example_pb2, batch_size):
+def build_dataset(files, example_pb2, batch_size, blur="sepfilter"):
     import cv2
     import numpy as np
     import torch
@@ -77,7 +80,10 @@ def build_dataset(files, example_pb2, batch_size):
             for raw, label in cifar_examples(example_pb2, *worker_share(files)):
                 img = np.frombuffer(raw, np.uint8).reshape(32, 32, 3)
                 img = cv2.dilate(img, kernel)
-                img = cv2.sepFilter2D(img, -1, taps, taps)
+                if blur == "gaussian":
+                    img = cv2.GaussianBlur(img, (11, 11), 0.8)
+                else:
+                    img = cv2.sepFilter2D(img, -1, taps, taps)
                 cv2.warpAffine(img, augment_matrix(rng, matrix), (32, 32), dst=images[n], flags=cv2.INTER_LINEAR,
                                borderMode=cv2.BORDER_REFLECT)
                 labels[n] = label
@@ -108,7 +114,7 @@ def main(argv=None):
     example_pb2 = load_example_pb2()
     from torch.utils.data import DataLoader
 
-    loader = DataLoader(build_dataset(files, example_pb2, args.batch_size), batch_size=None,
+    loader = DataLoader(build_dataset(files, example_pb2, args.batch_size, args.blur), batch_size=None,
                         num_workers=args.workers, persistent_workers=args.workers > 0,
                         worker_init_fn=worker_init if args.workers > 0 else None)
     if args.workers == 0:

@@ -127,3 +127,36 @@ def test_a_function_that_cannot_be_imported_fails_before_the_first_batch():
 def test_a_lambda_is_refused_saying_why():
     with pytest.raises(TypeError, match="importable by name"):
         ops.python(lambda s: s)
+
+
+# Prints "first" after the first batch, then reads slowly on; argv[1] is
+# the directory of user_code.py.
+_TRAINER = r"""
+import sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+import sluice
+from sluice import ops
+import user_code
+pipe = sluice.arrays({"id": np.arange(100000, dtype=np.int64)}).map(ops.python(user_code.slow, processes=2)).batch(8)
+for n, batch in enumerate(pipe):
+    if n == 0:
+        print("first", flush=True)
+"""
+
+
+def test_ctrl_c_stops_the_trainer_and_its_python_processes():
+    import signal
+    import sys
+    import time
+
+    trainer = subprocess.Popen([sys.executable, "-c", _TRAINER, os.path.dirname(os.path.abspath(__file__))],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert trainer.stdout.readline().strip() == "first"
+    trainer.send_signal(signal.SIGINT)
+    _, err = trainer.communicate(timeout=60)  # a hang guard: it stops within a sample or two
+    assert trainer.returncode != 0 and "KeyboardInterrupt" in err, err
+    deadline = time.monotonic() + 30
+    while "user_code:slow" in subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout:
+        assert time.monotonic() < deadline, "a Python process of the op outlived the trainer"
+        time.sleep(0.1)

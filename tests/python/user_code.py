@@ -93,3 +93,9 @@ class Faulty:
             os._exit(5)
         shape = (3, 3) if i == 37 and self.how == "shape" else (2, 2)
         return {"x": np.zeros(shape, np.float32), "i": i}
+
+
+def slow(sample):
+    import time
+    time.sleep(0.01)
+    return {"id": sample["id"]}

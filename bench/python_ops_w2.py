@@ -1,0 +1,102 @@
+"""W2 with its blur as the user's own Python function (cv2.GaussianBlur
+in an `ops.python`, everything else native) against a torch DataLoader
+running the same Python transforms with 2 workers.
+
+    .venv/bin/python bench/python_ops_w2.py [--data data] [--runs 5] [--processes 2]
+
+Both run under this interpreter with the same OpenCV (the venv's
+opencv-python-headless; `pip install opencv-python-headless` into .venv
+first) and hand on NCHW float32 [3, 32, 32] batches of 1,024, the last
+partial batch dropped. The peer is bench/peers/w2_opencv.py --blur
+gaussian: per sample cv2.dilate, cv2.GaussianBlur and one cv2.warpAffine
+for flip, rotation and zoom, parsing the records with protobuf. Runs
+interleave; medians. Also the trainer process's CPU per 1,000 samples
+(sluice: the engine's threads in it; its Python pool and the DataLoader's
+workers are processes of their own) and sluice's W2 all native beside it.
+Prints a table, then one JSON line.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import sluice
+from sluice import ops
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.join(HERE, "..")
+sys.path.insert(0, os.path.join(HERE, "python_ops"))
+
+
+def w2(data, blur_op):
+    with open(os.path.join(ROOT, "pipelines", "w2_cifar10.json")) as f:
+        definition = json.loads(f.read().replace('"data/', f'"{data}/'))
+    if blur_op is not None:
+        ops_list = definition["nodes"][1]["map"]["ops"]
+        ops_list[[o["op"] for o in ops_list].index("gaussian_blur")] = blur_op
+    return sluice.Pipeline(definition)
+
+
+def sluice_run(pipe):
+    start, cpu = time.perf_counter(), time.process_time()
+    samples = sum(len(b["label"]) for b in pipe)
+    return samples / (time.perf_counter() - start), (time.process_time() - cpu) / samples * 1000
+
+
+def peer_run(data, workers):
+    out = subprocess.run([sys.executable, os.path.join(HERE, "peers", "w2_opencv.py"), "--data", data, "--blur",
+                          "gaussian", "--workers", str(workers), "--batches", "20", "--warmup", "2"],
+                         capture_output=True, text=True, check=True)
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    return result["samples_per_s"], result["trainer_cpu_s"] / result["samples"] * 1000, result["output"]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", default=os.path.join(ROOT, "data"), help="holds cifar10/*.tfrecord")
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--processes", type=int, default=2, help="sluice's Python pool")
+    parser.add_argument("--workers", type=int, default=2, help="the DataLoader's workers")
+    args = parser.parse_args()
+    try:
+        import w2_blur
+    except ImportError:
+        sys.exit("python_ops_w2: no cv2 in this interpreter: .venv/bin/python -m pip install opencv-python-headless")
+    data = os.path.join(args.data, "cifar10")
+    pipes = {"sluice, blur in ops.python": w2(args.data, ops.python(w2_blur.blur, inputs="image",
+                                                                   processes=args.processes)),
+             "sluice, all native": w2(args.data, None)}
+    first = next(iter(pipes["sluice, blur in ops.python"]))
+    print(f"sluice hands on {first['image'].dtype}{list(first['image'].shape)}", flush=True)
+    for pipe in pipes.values():
+        sluice_run(pipe)  # warm-up
+    rates = {name: [] for name in [*pipes, "DataLoader, same Python transforms"]}
+    cpus = {name: [] for name in rates}
+    output = None
+    for _ in range(args.runs):
+        for name, pipe in pipes.items():
+            rate, cpu = sluice_run(pipe)
+            rates[name].append(rate)
+            cpus[name].append(cpu)
+        rate, cpu, output = peer_run(data, args.workers)
+        rates["DataLoader, same Python transforms"].append(rate)
+        cpus["DataLoader, same Python transforms"].append(cpu)
+    print(f"the DataLoader hands on {output}", flush=True)
+    medians = {n: statistics.median(r) for n, r in rates.items()}
+    cpu = {n: statistics.median(c) for n, c in cpus.items()}
+    for n in rates:
+        print(f"{n:>36}: {medians[n]:>9,.0f} samples/s, trainer CPU {cpu[n]:.3f} s per 1,000 samples", flush=True)
+    ratio = medians["sluice, blur in ops.python"] / medians["DataLoader, same Python transforms"]
+    print(f"sluice with the user's blur / DataLoader: {ratio:.2f}x")
+    print(json.dumps({"bench": "python_ops_w2", "cores": os.cpu_count(), "processes": args.processes,
+                      "workers": args.workers, "samples_per_s": {n: round(v) for n, v in medians.items()},
+                      "trainer_cpu_s_per_1k": {n: round(v, 4) for n, v in cpu.items()},
+                      "runs": {n: [round(x) for x in r] for n, r in rates.items()}, "ratio": round(ratio, 3)}))
+
+
+if __name__ == "__main__":
+    main()
