@@ -7,6 +7,7 @@ this is the other end.
     python -m sluice._python_worker SPEC_JSON
 """
 
+import inspect
 import json
 import mmap
 import os
@@ -16,6 +17,8 @@ import signal
 import socket
 import struct
 import sys
+import threading
+import time
 import traceback
 import types
 
@@ -80,6 +83,13 @@ class _Columns:
                 raise TypeError(f"output '{name}' is {value.dtype}{list(value.shape)}, declared "
                                 f"{c['dtype']}{list(target.shape)}")
             target[...] = value
+
+
+def _takes_rng(fn):
+    try:
+        return "rng" in inspect.signature(fn).parameters
+    except (TypeError, ValueError):  # a builtin without a signature
+        return False
 
 
 def _reply(sock, code, row=-1, message=""):
@@ -182,6 +192,7 @@ def _serve_dataset(sock, memory_fd, dataset, items):
         indices = [int(i) for i in np.frombuffer(memory, np.int64, rows, 64)]
         if kept is not None and kept[0] == indices:
             made = kept[1]  # the same request again, with more memory
+            header[0] = -1
         else:
             made, row = [], -1
             try:
@@ -223,10 +234,41 @@ def _serve_dataset(sock, memory_fd, dataset, items):
         _reply(sock, 0)
 
 
+def _die_with_the_engine():
+    """Exits when the engine's process dies, even while the user's code
+    runs (the socket's end is seen only between calls). A watch on the
+    parent, not the kernel's parent-death signal: that fires when the
+    engine's thread that started this process ends, which threads of an
+    epoch do."""
+    parent = os.getppid()
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(1)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
+def _seed_global_generators():
+    """Distinct global random state in each process, as DataLoader gives its
+    workers: without it every spawned process draws the same numbers from
+    random, numpy.random and torch. (ops.python's `rng` is the
+    deterministic way.)"""
+    import random
+    seed = int.from_bytes(os.urandom(8), "little")
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    if "torch" in sys.modules:
+        sys.modules["torch"].manual_seed(seed)
+
+
 def main():
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the trainer handles Ctrl-C and stops this process
+    _die_with_the_engine()
+    for fd in (3, 4):
+        os.set_inheritable(fd, False)  # a subprocess of the user's code must not hold them
     spec = json.loads(sys.argv[1])
-    sys.path[:0] = [p for p in os.environ.get("SLUICE_PYTHONPATH", "").split(os.pathsep) if p]
     sock = socket.socket(fileno=3)
     dataset = spec.get("kind") == "dataset"
     try:
@@ -240,11 +282,12 @@ def main():
         except BrokenPipeError:
             pass  # the engine is gone already
         return
+    _seed_global_generators()
     _reply(sock, 0)
     if dataset:
         _serve_dataset(sock, 4, loaded, work)
     else:
-        _serve(sock, 4, loaded, work, spec["rng"])
+        _serve(sock, 4, loaded, work, _takes_rng(loaded))
 
 
 if __name__ == "__main__":

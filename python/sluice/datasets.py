@@ -1,6 +1,7 @@
 """Python datasets as sources: a map-style dataset's items made by index in
 a pool of Python processes (sluice.from_dataset)."""
 
+import hashlib
 import os
 import pickle
 import sys
@@ -20,9 +21,11 @@ class _PickleFile:
     pipeline made of it."""
 
     def __init__(self, dataset):
+        data = pickle.dumps(dataset, protocol=pickle.HIGHEST_PROTOCOL)
+        self.digest = hashlib.sha256(data).hexdigest()
         with tempfile.NamedTemporaryFile(prefix="sluice-dataset-", suffix=".pickle", delete=False) as f:
             self.path = f.name
-            pickle.dump(dataset, f, protocol=pickle.HIGHEST_PROTOCOL)
+            f.write(data)
 
     def __del__(self):
         try:
@@ -85,7 +88,8 @@ def from_dataset(dataset, *, names=None, processes=0, split_records=64, shuffle=
     main_script = (os.path.abspath(main.__file__) if hold is not None and getattr(main, "__file__", None)
                    and type(dataset).__module__ == "__main__" else "")
     source = {"python_dataset": {"dataset": spec, "name": type(dataset).__name__, "length": length,
-                                 "columns": columns, "processes": processes, "main_script": main_script},
+                                 "columns": columns, "processes": processes, "main_script": main_script,
+                                 "digest": hold.digest if hold is not None else ""},
               "split_records": split_records, "shuffle_splits": shuffle}
     return Pipeline({"nodes": [{"source": source}]}, _hold=hold)
 

@@ -50,8 +50,8 @@ def test_bytes_of_any_length_and_python_scalars_keep_their_values():
     rows = {}
     for row in sluice.from_dataset(user_code.Blobs(), processes=2):  # unbatched: bytes cannot be batched
         assert row["score"].dtype == np.float32
-        rows[int(row["score"][0] * 2)] = bytes(row["blob"])
-    assert rows == {i: bytes([i % 256]) * (i % 17 + 1) for i in range(120)}
+        rows[int(row["score"][0] * 2)] = (bytes(row["blob"]), bytes(row["tail"]))
+    assert rows == {i: (user_code.blob(i), bytes([255 - i % 256]) * (i * 7 % 13)) for i in range(120)}
 
 
 def test_into_a_torch_training_loop():
@@ -96,3 +96,14 @@ def test_an_iterator_outliving_its_pipeline_object_still_reads():
     it = iter(sluice.from_dataset(user_code.Squares(100), names=("image", "label"), processes=1).batch(10))
     gc.collect()  # the Pipeline is gone; its dataset's pickle must not be
     assert sorted(int(i) for batch in it for i in batch["label"]) == list(range(100))
+
+
+def test_a_checkpoint_resumes_in_a_pipeline_made_again():
+    def make():
+        return sluice.from_dataset(user_code.Squares(300), names=("image", "label"), processes=1).batch(25)
+
+    it = make().iterate()
+    first = [int(i) for _ in range(4) for i in next(it)["label"]]
+    state = it.state()
+    rest = [int(i) for batch in make().iterate(state=state) for i in batch["label"]]  # another pickle file
+    assert sorted(first + rest) == list(range(300))

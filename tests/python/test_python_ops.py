@@ -66,7 +66,8 @@ def test_bytes_columns_arrive_as_uint8_arrays(cifar_dir):
     files = str(cifar_dir / "*.tfrecord")
     native = (sluice.tfrecord(files, {"image": ("bytes", 3072), "label": "int64"})
               .map(ops.decode_raw(dtype="uint8"), ops.reshape(shape=[32, 32, 3])).batch(50))
-    mine = sluice.tfrecord(files, {"image": "bytes", "label": "int64"}).map(ops.python(fns.decode, inputs="image", outputs={"image": ("uint8", (32, 32, 3))})).batch(50)
+    mine = (sluice.tfrecord(files, {"image": "bytes", "label": "int64"})
+            .map(ops.python(fns.decode, inputs="image", outputs={"image": ("uint8", (32, 32, 3))})).batch(50))
     assert np.array_equal(_column(mine, "image"), _column(native, "image"))
 
 
@@ -115,7 +116,8 @@ def test_no_process_is_left_behind():
     gc.collect()  # earlier tests' pipelines, held by their exceptions' tracebacks
     children = subprocess.run(["ps", "--ppid", str(os.getpid()), "-o", "pid=,stat=,args="], capture_output=True,
                               text=True).stdout
-    assert "sluice._python_worker" not in children, children
+    # Alive, or dead and never reaped (a zombie shows without its arguments).
+    assert "sluice._python_worker" not in children and " Z" not in children, children
 
 
 def test_a_function_that_cannot_be_imported_fails_before_the_first_batch():
@@ -160,3 +162,15 @@ def test_ctrl_c_stops_the_trainer_and_its_python_processes():
     while "user_code:slow" in subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout:
         assert time.monotonic() < deadline, "a Python process of the op outlived the trainer"
         time.sleep(0.1)
+
+
+def test_the_pool_replaces_a_process_that_died():
+    pipe = _source().map(ops.python(fns.killed_on_37, inputs="id", processes=1)).batch(64)
+    with pytest.raises(sluice.SluiceError, match="killed by signal 9"):
+        list(pipe)
+    # The next epoch runs on a new process (which dies at 37 again: the
+    # error proves a process ran it, not a hang or a dead pool).
+    with pytest.raises(sluice.SluiceError, match="killed by signal 9"):
+        list(pipe)
+    ok = _source().map(ops.python(fns.invert, inputs="image", processes=1)).batch(64)
+    assert np.array_equal(_column(ok, "image"), 255 - IMAGES)

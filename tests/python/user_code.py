@@ -68,13 +68,18 @@ def make_squares():
 
 
 class Blobs:
-    """Dict items with bytes of varying length and a Python float."""
+    """Dict items with two bytes columns of varying length (up to 40 KB: more
+    than the engine first maps for them) and a Python float."""
 
     def __len__(self):
         return 120
 
     def __getitem__(self, i):
-        return {"blob": bytes([i % 256]) * (i % 17 + 1), "score": i / 2}
+        return {"blob": blob(i), "score": i / 2, "tail": bytes([255 - i % 256]) * (i * 7 % 13)}
+
+
+def blob(i):
+    return bytes([i % 256]) * (i * 331 % 40000 + 1)
 
 
 class Faulty:

@@ -10,6 +10,8 @@ namespace sluice {
 absl::StatusOr<std::unique_ptr<PythonPool>> PythonPool::Start(std::string interpreter, std::string spec_json,
                                                                int processes, std::string what) {
   std::unique_ptr<PythonPool> pool(new PythonPool(std::move(interpreter), std::move(spec_json), std::move(what)));
+  if (processes < 1) return pool->Named(absl::InvalidArgumentError(absl::StrCat("processes must be >= 1, got ",
+                                                                                processes)));
   std::vector<std::unique_ptr<PythonProcess>> started;
   for (int i = 0; i < processes; ++i) {  // all start, then all import, side by side
     absl::StatusOr<std::unique_ptr<PythonProcess>> process = PythonProcess::Spawn(pool->interpreter_,
@@ -26,7 +28,7 @@ absl::Status PythonPool::Acquire(int64_t most, std::vector<std::unique_ptr<Pytho
   absl::MutexLock lock(&mu_);
   mu_.Await(absl::Condition(+[](std::vector<std::unique_ptr<PythonProcess>>* f) { return !f->empty(); }, &free_));
   while (!free_.empty() && static_cast<int64_t>(out->size()) < most) {
-    if (!free_.back()->alive()) {
+    if (!free_.back()->Alive()) {
       absl::StatusOr<std::unique_ptr<PythonProcess>> fresh = PythonProcess::Spawn(interpreter_, spec_json_);
       absl::Status ready = fresh.ok() ? (*fresh)->Ready() : fresh.status();
       if (!ready.ok()) {  // the dead one stays, to be replaced next time: the pool never shrinks

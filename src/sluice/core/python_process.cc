@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -25,6 +26,11 @@ struct Request {
   int64_t rows;
   int64_t unused;
 };
+
+// A reply's message (a traceback) longer than this, or a request for more
+// shared memory than kMaxSharedBytes, means the process is out of step.
+constexpr uint64_t kMaxMessageBytes = 16 << 20;
+constexpr int64_t kMaxSharedBytes = int64_t{16} << 30;
 
 struct Reply {
   int64_t code;
@@ -77,20 +83,45 @@ absl::StatusOr<std::unique_ptr<PythonProcess>> PythonProcess::Spawn(const std::s
   }
   posix_spawn_file_actions_t files;
   posix_spawn_file_actions_init(&files);
-  // dup2 onto fixed numbers clears close-on-exec there: only these two
-  // of this process's descriptors reach the child.
+  // dup2 onto fixed numbers clears close-on-exec there, so the child
+  // gets these two (the child marks them not inheritable for its own).
   posix_spawn_file_actions_adddup2(&files, sockets[1], 3);
   posix_spawn_file_actions_adddup2(&files, memory, 4);
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+  // Its own process group (a terminal's Ctrl-C is the trainer's to handle),
+  // no blocked signals and default dispositions: a service worker blocks
+  // SIGTERM and SIGINT in its threads, which a child would inherit.
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   posix_spawnattr_setpgroup(&attr, 0);
+  sigset_t none, defaults;
+  sigemptyset(&none);
+  posix_spawnattr_setsigmask(&attr, &none);
+  sigemptyset(&defaults);
+  for (int sig : {SIGINT, SIGTERM, SIGPIPE, SIGCHLD}) sigaddset(&defaults, sig);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
   std::vector<std::string> args = {interpreter, "-m", "sluice._python_worker", spec_json};
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
+  // The trainer's import path goes first, so that the child finds sluice
+  // (and the user's modules) where the trainer did.
+  std::vector<std::string> env;
+  const char* path = std::getenv("SLUICE_PYTHONPATH");
+  const char* inherited = std::getenv("PYTHONPATH");
+  for (char** e = environ; *e != nullptr; ++e) {
+    if (std::strncmp(*e, "PYTHONPATH=", 11) != 0) env.emplace_back(*e);
+  }
+  std::string python_path = path != nullptr ? path : "";
+  if (inherited != nullptr && *inherited != '\0') {
+    python_path += (python_path.empty() ? "" : ":") + std::string(inherited);
+  }
+  if (!python_path.empty()) env.push_back("PYTHONPATH=" + python_path);
+  std::vector<char*> envp;
+  for (std::string& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
   pid_t pid = -1;
-  const int spawned = posix_spawnp(&pid, interpreter.c_str(), &files, &attr, argv.data(), environ);
+  const int spawned = posix_spawnp(&pid, interpreter.c_str(), &files, &attr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&files);
   posix_spawnattr_destroy(&attr);
   close(sockets[1]);
@@ -115,7 +146,7 @@ PythonProcess::~PythonProcess() {
     const absl::Time deadline = absl::Now() + absl::Seconds(2);
     while (waitpid(pid_, nullptr, WNOHANG) == 0) {
       if (absl::Now() > deadline) {  // busy in the function: it is not coming back
-        kill(pid_, SIGKILL);
+        kill(-pid_, SIGKILL);  // its group: what the user's code started too
         waitpid(pid_, nullptr, 0);
         break;
       }
@@ -124,6 +155,11 @@ PythonProcess::~PythonProcess() {
   }
   if (mapped_ != nullptr) munmap(mapped_, mapped_bytes_);
   close(memory_);
+}
+
+bool PythonProcess::Alive() {
+  if (alive_ && waitpid(pid_, nullptr, WNOHANG) == pid_) alive_ = false;
+  return alive_;
 }
 
 absl::StatusOr<uint8_t*> PythonProcess::Memory(size_t bytes) {
@@ -152,13 +188,19 @@ absl::Status PythonProcess::Receive(PythonFailure* failure) {
   *failure = PythonFailure();
   Reply reply;
   if (ReadAll(socket_, &reply, sizeof(reply))) {
+    if (reply.message_bytes > kMaxMessageBytes) {
+      return absl::DataLossError(absl::StrCat("its Python process (pid ", pid_, ") sent a reply of ",
+                                              reply.message_bytes, " bytes: out of step with this sluice"));
+    }
     std::string message(reply.message_bytes, '\0');
     if (ReadAll(socket_, message.data(), message.size())) {
       if (reply.code == kPythonNeedsMemory) {
         *failure = PythonFailure{"", reply.row};
         return absl::ResourceExhaustedError("needs more shared memory");
       }
-      if (reply.code != kPythonOk) *failure = PythonFailure{std::move(message), reply.row};
+      if (reply.code != kPythonOk) {
+        *failure = PythonFailure{message.empty() ? "(it said nothing more)" : std::move(message), reply.row};
+      }
       return absl::OkStatus();
     }
   }
@@ -172,7 +214,13 @@ absl::Status PythonProcess::Call(int64_t rows, PythonFailure* failure) {
     SLUICE_RETURN_IF_ERROR(Send(rows));
     const absl::Status received = Receive(failure);
     if (!absl::IsResourceExhausted(received) || !alive_) return received;
-    SLUICE_RETURN_IF_ERROR(Memory(static_cast<size_t>(failure->row)).status());
+    const int64_t needed = failure->row;
+    failure->row = -1;  // a size, not a row
+    if (needed <= static_cast<int64_t>(mapped_bytes_) || needed > kMaxSharedBytes) {
+      return absl::DataLossError(absl::StrCat("its Python process (pid ", pid_, ") asked for ", needed,
+                                              " bytes of shared memory, having ", mapped_bytes_));
+    }
+    SLUICE_RETURN_IF_ERROR(Memory(static_cast<size_t>(needed)).status());
   }
 }
 

@@ -55,7 +55,10 @@ class PythonProcess {
   PythonProcess& operator=(const PythonProcess&) = delete;
 
   pid_t pid() const { return pid_; }
-  bool alive() const { return alive_; }
+  // Whether it runs; a process that died while idle is reaped here.
+  bool Alive();
+  // Bytes of shared memory mapped now: what the caller may read.
+  size_t mapped_bytes() const { return mapped_bytes_; }
 
   // Shared memory of at least `bytes`, for the caller to fill; valid until
   // the next call of Memory.

@@ -80,7 +80,9 @@ class PythonDatasetReader : public FixedRecordSplitReader {
                                                      failure.message));
     }
     SLUICE_ASSIGN_OR_RETURN(memory, process->Memory(0));
-    // Ragged columns follow the dense ones, in column order.
+    const size_t mapped = process->mapped_bytes();
+    // Ragged columns follow the dense ones, in column order; their offsets
+    // come from the process, so they are checked before any byte is read.
     size_t ragged_at = at;
     for (size_t c = 0; c < o_.columns.size(); ++c) {
       const ColumnSpec& spec = o_.columns[c];
@@ -90,7 +92,16 @@ class PythonDatasetReader : public FixedRecordSplitReader {
         continue;
       }
       const auto* offsets = reinterpret_cast<const int64_t*>(memory + ragged_at);
-      const uint8_t* bytes = memory + ragged_at + (n + 1) * sizeof(int64_t);
+      const size_t bytes_at = ragged_at + (n + 1) * sizeof(int64_t);
+      bool valid = bytes_at <= mapped && offsets[0] == 0;
+      for (int64_t i = 0; valid && i < n; ++i) valid = offsets[i + 1] >= offsets[i];
+      if (!valid || bytes_at + static_cast<size_t>(offsets[n]) > mapped) {
+        return absl::DataLossError(absl::StrCat("python dataset '", o_.name, "': column '", spec.name,
+                                                "' of dataset[", first, ":", first + n,
+                                                "] came back with offsets out of bounds: is its Python process "
+                                                "running another version of sluice?"));
+      }
+      const uint8_t* bytes = memory + bytes_at;
       for (int64_t i = 0; i < n; ++i) {
         out->AppendBytes(static_cast<int>(c), absl::string_view(reinterpret_cast<const char*>(bytes + offsets[i]),
                                                                 offsets[i + 1] - offsets[i]));

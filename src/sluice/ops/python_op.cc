@@ -203,7 +203,8 @@ class PythonKernel : public Kernel {
     auto* seeds = reinterpret_cast<uint64_t*>(memory + call.layout.seeds);
     for (int64_t r = call.begin; r < call.end; ++r) {
       SampleRng rng = ctx.Rng(r);
-      seeds[r - call.begin] = uint64_t{rng.NextU32()} << 32 | rng.NextU32();
+      const uint64_t high = rng.NextU32();  // two statements: the order of the draws is fixed
+      seeds[r - call.begin] = high << 32 | rng.NextU32();
     }
     for (size_t c = 0; c < p_.inputs.size(); ++c) {
       uint8_t* dst = memory + call.layout.inputs[c];
@@ -266,7 +267,7 @@ std::vector<AttrSchema> PythonAttrs() {
                  "replace columns of the same name (empty: its inputs, as they are)"},
       AttrSchema{"rng", AttrType::kBool, "false",
                  "pass `rng`, a numpy Generator seeded from (seed, op, epoch, sample)"},
-      AttrSchema{"processes", AttrType::kInt, "0", "Python processes in its pool (0: one per core)"}.AtLeast(0),
+      AttrSchema{"processes", AttrType::kInt, "0", "Python processes in its pool (0: one per core)"}.Range(0, 1024),
       AttrSchema{"python", AttrType::kString, "\"\"",
                  "the interpreter to run (empty: $SLUICE_PYTHON, which the Python front sets, else python3)"},
   };
