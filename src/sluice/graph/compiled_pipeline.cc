@@ -151,7 +151,8 @@ absl::StatusOr<io::PythonDatasetOptions> PythonDatasetFrom(const PythonDatasetSo
   o.main_script = d.main_script();
   o.length = d.length();
   for (const PythonColumn& c : d.columns()) {
-    ColumnSpec spec{c.name()};
+    ColumnSpec spec;
+    spec.name = c.name();
     if (c.dtype() == "bytes") {
       spec.ragged = true;
     } else {

@@ -55,7 +55,8 @@ absl::StatusOr<ColumnSpec> ParseOutput(absl::string_view text, const std::vector
   if (open == absl::string_view::npos || type.back() != ']') {
     return AttrError("outputs", absl::StrCat("'", text, "' is not 'name: dtype[d0,d1,...]'"));
   }
-  ColumnSpec spec{name};
+  ColumnSpec spec;
+  spec.name = name;
   SLUICE_ASSIGN_OR_RETURN(spec.dtype, ParseDType(absl::StripAsciiWhitespace(type.substr(0, open))));
   std::vector<int64_t> dims;
   const absl::string_view inside = type.substr(open + 1, type.size() - open - 2);
@@ -151,7 +152,7 @@ class PythonKernel : public Kernel {
     std::vector<Call> calls;
     absl::Status status;
     for (int64_t i = 0; i < n && i * per < ctx.rows && status.ok(); ++i) {
-      Call call{processes[i].get(), i * per, std::min(ctx.rows, (i + 1) * per)};
+      Call call{processes[i].get(), i * per, std::min(ctx.rows, (i + 1) * per), {}};
       call.layout = Layout(in, call.begin, call.end);
       status = Send(ctx, in, call);
       if (status.ok()) calls.push_back(std::move(call));
