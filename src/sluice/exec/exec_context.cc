@@ -51,10 +51,15 @@ MemoryBudget::MemoryBudget(int64_t limit, Cancellation* cancel) : limit_(limit),
 
 MemoryBudget::~MemoryBudget() { cancel_->Unregister(&cv_); }
 
-bool MemoryBudget::WaitForRoom(const std::atomic<int64_t>* own_buffered) {
+bool MemoryBudget::WaitForRoom(const std::atomic<int64_t>* owed) {
   absl::MutexLock lock(&mu_);
-  while (used_ >= limit_ && own_buffered->load() > 0 && !cancel_->cancelled()) cv_.Wait(&mu_);
+  while (used_ >= limit_ && owed->load() > 0 && !cancel_->cancelled()) cv_.Wait(&mu_);
   return !cancel_->cancelled();
+}
+
+void MemoryBudget::Notify() {
+  absl::MutexLock lock(&mu_);
+  cv_.SignalAll();
 }
 
 void MemoryBudget::Add(int64_t bytes) {

@@ -73,18 +73,21 @@ class CpuToken {
 
 // Bytes of finished elements buffered between nodes. A node about to make a
 // new element waits while the budget is exceeded, but only while it still
-// holds a finished element of its own: a node whose output is empty may be
-// what the consumer waits on, so it always proceeds. Hence no deadlock, and
-// the overshoot is at most one element per node. Thread-safe.
+// owes an element of its own (finished and not taken, or, for a map node,
+// admitted and running): a node that owes none may be what the consumer
+// waits on, so it always proceeds. Hence no deadlock, and the overshoot is
+// at most one element per node. Thread-safe.
 class MemoryBudget {
  public:
   MemoryBudget(int64_t limit, Cancellation* cancel);
   ~MemoryBudget();
-  // Blocks while over budget and *own_buffered > 0 (the caller's count of
-  // finished elements not yet taken); false when cancelled.
-  bool WaitForRoom(const std::atomic<int64_t>* own_buffered);
+  // Blocks while over budget and *owed > 0 (the caller's count of elements
+  // it owes); false when cancelled.
+  bool WaitForRoom(const std::atomic<int64_t>* owed);
   void Add(int64_t bytes);
   void Remove(int64_t bytes);
+  // Wakes the waiters: a count they wait on went down.
+  void Notify();
   int64_t peak() const;
   int64_t limit() const { return limit_; }
 

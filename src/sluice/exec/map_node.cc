@@ -65,7 +65,10 @@ class MapIterator : public Iterator {
       if (ctx_->cancel.cancelled()) return absl::CancelledError("pipeline cancelled");
       std::shared_ptr<Slot> slot = TakeReady();
       if (slot != nullptr) {
-        if (slot->bytes > 0) SetBuffered(--buffered_);
+        if (slot->bytes > 0) {
+          SetBuffered(--buffered_);
+          --owed_;
+        }
         ctx_->memory.Remove(slot->bytes);
         cv_.SignalAll();
         if (!slot->status.ok()) return slot->status;
@@ -154,8 +157,11 @@ class MapIterator : public Iterator {
       slots_.push_back(slot);  // reserved in input order
     }
     {
+      // Under input_mu_: one runner of this node at a time is admitted, so
+      // the node owes at most one element beyond the budget.
       ScopedNs waited(stats_ ? &stats_->output_wait_ns : nullptr);
-      if (!ctx_->memory.WaitForRoom(&buffered_)) return false;
+      if (!ctx_->memory.WaitForRoom(&owed_)) return false;
+      ++owed_;
     }
     bool end = false;
     Batch in;
@@ -170,6 +176,7 @@ class MapIterator : public Iterator {
     slot->first_sample = next_sample_;
     next_sample_ += in.rows;
     if (!status.ok() || end || in.rows == 0) {
+      Forgive();  // no element comes of it
       input_done_ = input_done_ || !status.ok() || end;
       slot->status = status;
       slot->end = end;
@@ -240,8 +247,12 @@ class MapIterator : public Iterator {
         slot.result = plan_->Assemble(slot.input, slot.outputs, pool_);
         if (!slot.refused.empty()) slot.result = WithoutRefused(slot);
         slot.bytes = static_cast<int64_t>(slot.result.ByteSize());
-        SetBuffered(++buffered_);
         ctx_->memory.Add(slot.bytes);
+      }
+      if (slot.bytes > 0) {
+        SetBuffered(++buffered_);  // owed until GetNext takes it
+      } else {
+        Forgive();
       }
       slot.input = Batch();
       slot.outputs.clear();
@@ -301,6 +312,13 @@ class MapIterator : public Iterator {
     return Active() + 1 + depth;
   }
 
+  // An admitted slot that yields no element (an error, the end, no rows):
+  // the node owes it no longer, and a runner waiting on that may go on.
+  void Forgive() {
+    --owed_;
+    ctx_->memory.Notify();
+  }
+
   void SetBuffered(int64_t n) {
     if (stats_ != nullptr) stats_->buffered.store(n, std::memory_order_relaxed);
   }
@@ -325,6 +343,9 @@ class MapIterator : public Iterator {
   bool input_done_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::atomic<int64_t> buffered_{0};  // finished slots not yet taken
+  // Slots admitted past the memory budget that are running, or finished and
+  // not yet taken: what a runner waits on while the budget is exceeded.
+  std::atomic<int64_t> owed_{0};
   // Last member: threads start after everything they use exists.
   std::vector<std::thread> runners_;
 };
