@@ -34,16 +34,21 @@ def _aligned(n):
     return (n + 63) & ~63
 
 
+def _add_row_layout(columns):
+    """Adds each fixed-shape column's numpy dtype and bytes a row."""
+    for c in columns:
+        if not c["ragged"]:
+            c["np_dtype"] = np.dtype(c["dtype"])
+            c["row_bytes"] = int(np.prod(c["shape"], dtype=np.int64)) * c["np_dtype"].itemsize
+
+
 class _Columns:
     """Numpy views of one call's columns in the shared memory."""
 
     def __init__(self, spec, batched):
         self.inputs = spec["inputs"]
         self.outputs = spec["outputs"]
-        for c in self.inputs + self.outputs:
-            if not c["ragged"]:
-                c["np_dtype"] = np.dtype(c["dtype"])
-                c["row_bytes"] = int(np.prod(c["shape"], dtype=np.int64)) * c["np_dtype"].itemsize
+        _add_row_layout(self.inputs + self.outputs)
         self.batched = batched
 
     def map(self, memory, rows):
@@ -143,10 +148,7 @@ class _Items:
     def __init__(self, spec):
         self.columns = spec["outputs"]
         self.names = [c["name"] for c in self.columns]
-        for c in self.columns:
-            if not c["ragged"]:
-                c["np_dtype"] = np.dtype(c["dtype"])
-                c["row_bytes"] = int(np.prod(c["shape"], dtype=np.int64)) * c["np_dtype"].itemsize
+        _add_row_layout(self.columns)
 
     def values(self, item, index):
         """The item's values in column order: arrays, or bytes for bytes columns."""

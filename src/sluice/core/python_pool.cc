@@ -54,6 +54,11 @@ absl::Status PythonPool::Named(const absl::Status& status) const {
   return absl::Status(status.code(), absl::StrCat(what_, ": ", status.message()));
 }
 
+nlohmann::json PythonColumnJson(const ColumnSpec& c) {
+  return {{"name", c.name}, {"dtype", c.ragged ? "bytes" : std::string(DTypeName(c.dtype))},
+          {"shape", std::vector<int64_t>(c.shape.dims().begin(), c.shape.dims().end())}, {"ragged", c.ragged}};
+}
+
 std::string PythonInterpreter(const std::string& attr) {
   if (!attr.empty()) return attr;
   const char* env = std::getenv("SLUICE_PYTHON");

@@ -11,6 +11,8 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "nlohmann/json.hpp"
+#include "sluice/core/schema.h"
 #include "sluice/core/python_process.h"
 
 namespace sluice {
@@ -38,6 +40,9 @@ class PythonPool {
   absl::Mutex mu_;
   std::vector<std::unique_ptr<PythonProcess>> free_ ABSL_GUARDED_BY(mu_);
 };
+
+// A column as the processes' spec declares it (sluice/_python_worker.py).
+nlohmann::json PythonColumnJson(const ColumnSpec& column);
 
 // The interpreter to run: `attr` if set, else $SLUICE_PYTHON (the Python
 // front sets it to its own), else python3 on the PATH.

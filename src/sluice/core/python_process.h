@@ -25,6 +25,7 @@
 
 #include <sys/types.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -39,6 +40,10 @@ struct PythonFailure {
   std::string message;
   int64_t row = -1;
 };
+
+// The shared memory's header, and the alignment of each part after it.
+inline constexpr size_t kPythonHeaderBytes = 64;
+inline size_t PythonAligned(size_t bytes) { return (bytes + 63) & ~size_t{63}; }
 
 // Codes of a reply.
 inline constexpr int64_t kPythonOk = 0, kPythonFailed = 1, kPythonNeedsMemory = 2;

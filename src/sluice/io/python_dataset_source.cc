@@ -4,7 +4,6 @@
 
 #include "absl/base/call_once.h"
 #include "absl/strings/str_cat.h"
-#include "nlohmann/json.hpp"
 #include "sluice/core/python_pool.h"
 #include "sluice/io/fixed_record_reader.h"
 
@@ -12,8 +11,6 @@ namespace sluice::io {
 namespace {
 
 constexpr int64_t kDefaultSplitItems = 64;
-
-size_t Aligned(size_t bytes) { return (bytes + 63) & ~size_t{63}; }
 
 // The pool, started on the first read: a dispatcher that only splits the
 // dataset never runs Python.
@@ -57,15 +54,15 @@ class PythonDatasetReader : public FixedRecordSplitReader {
 
  private:
   absl::Status Run(PythonProcess* process, int64_t first, int64_t n, int64_t row, BatchBuilder* out) {
-    size_t at = Aligned(64 + n * sizeof(int64_t));
+    size_t at = PythonAligned(kPythonHeaderBytes + n * sizeof(int64_t));
     std::vector<size_t> dense_at;
     for (const ColumnSpec& c : o_.columns) {
       dense_at.push_back(at);
-      if (!c.ragged) at = Aligned(at + n * c.row_bytes());
+      if (!c.ragged) at = PythonAligned(at + n * c.row_bytes());
     }
     SLUICE_ASSIGN_OR_RETURN(uint8_t* memory, process->Memory(at + n * 64));
     *reinterpret_cast<int64_t*>(memory) = -1;
-    auto* indices = reinterpret_cast<int64_t*>(memory + 64);
+    auto* indices = reinterpret_cast<int64_t*>(memory + kPythonHeaderBytes);
     for (int64_t i = 0; i < n; ++i) indices[i] = first + i;
     PythonFailure failure;
     const absl::Status status = process->Call(n, &failure);
@@ -106,7 +103,7 @@ class PythonDatasetReader : public FixedRecordSplitReader {
         out->AppendBytes(static_cast<int>(c), absl::string_view(reinterpret_cast<const char*>(bytes + offsets[i]),
                                                                 offsets[i + 1] - offsets[i]));
       }
-      ragged_at = Aligned(ragged_at + (n + 1) * sizeof(int64_t) + offsets[n]);
+      ragged_at = PythonAligned(ragged_at + (n + 1) * sizeof(int64_t) + offsets[n]);
     }
     return absl::OkStatus();
   }
@@ -114,11 +111,6 @@ class PythonDatasetReader : public FixedRecordSplitReader {
   const PythonDatasetOptions& o_;
   LazyPool* pool_;
 };
-
-nlohmann::json ColumnJson(const ColumnSpec& c) {
-  return {{"name", c.name}, {"dtype", c.ragged ? "bytes" : std::string(DTypeName(c.dtype))},
-          {"shape", std::vector<int64_t>(c.shape.dims().begin(), c.shape.dims().end())}, {"ragged", c.ragged}};
-}
 
 class PythonDatasetSource : public SourceFormat {
  public:
@@ -128,7 +120,7 @@ class PythonDatasetSource : public SourceFormat {
         files_(std::make_shared<const std::vector<std::string>>(std::vector<std::string>{o_.name})) {
     nlohmann::json spec = {{"kind", "dataset"}, {"dataset", o_.dataset}, {"main", o_.main_script},
                            {"outputs", nlohmann::json::array()}};
-    for (const ColumnSpec& c : o_.columns) spec["outputs"].push_back(ColumnJson(c));
+    for (const ColumnSpec& c : o_.columns) spec["outputs"].push_back(PythonColumnJson(c));
     pool_ = std::make_unique<LazyPool>(o_, spec.dump());
   }
 

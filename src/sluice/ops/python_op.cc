@@ -15,7 +15,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "nlohmann/json.hpp"
 #include "sluice/core/status_macros.h"
 #include "sluice/ops/field.h"
 #include "sluice/ops/op_registry.h"
@@ -23,10 +22,6 @@
 
 namespace sluice::ops {
 namespace {
-
-constexpr size_t kHeaderBytes = 64;
-
-size_t Aligned(size_t bytes) { return (bytes + 63) & ~size_t{63}; }
 
 struct PythonOpParams {
   std::string function;
@@ -71,11 +66,6 @@ absl::StatusOr<ColumnSpec> ParseOutput(absl::string_view text, const std::vector
   return spec;
 }
 
-nlohmann::json ColumnJson(const ColumnSpec& c) {
-  return {{"name", c.name}, {"dtype", c.ragged ? "bytes" : std::string(DTypeName(c.dtype))},
-          {"shape", std::vector<int64_t>(c.shape.dims().begin(), c.shape.dims().end())}, {"ragged", c.ragged}};
-}
-
 absl::StatusOr<InferredOp> InferPython(const Attrs& attrs, const Schema& schema, bool batched) {
   PythonOpParams p;
   p.function = attrs.GetString("function");
@@ -84,8 +74,8 @@ absl::StatusOr<InferredOp> InferPython(const Attrs& attrs, const Schema& schema,
   }
   InferredOp op;
   const std::string& names = attrs.GetString("inputs");
-  for (int i = 0; i < schema.size(); ++i) {
-    if (names.empty()) op.inputs.push_back(i);
+  if (names.empty()) {
+    for (int i = 0; i < schema.size(); ++i) op.inputs.push_back(i);
   }
   for (absl::string_view name : absl::StrSplit(names, ',', absl::SkipWhitespace())) {
     const std::optional<int> column = schema.Find(absl::StripAsciiWhitespace(name));
@@ -116,8 +106,8 @@ absl::StatusOr<InferredOp> InferPython(const Attrs& attrs, const Schema& schema,
                               : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   nlohmann::json spec = {{"function", p.function}, {"batched", batched}, {"rng", attrs.GetBool("rng")},
                          {"inputs", nlohmann::json::array()}, {"outputs", nlohmann::json::array()}};
-  for (const ColumnSpec& c : p.inputs) spec["inputs"].push_back(ColumnJson(c));
-  for (const ColumnSpec& c : p.outputs) spec["outputs"].push_back(ColumnJson(c));
+  for (const ColumnSpec& c : p.inputs) spec["inputs"].push_back(PythonColumnJson(c));
+  for (const ColumnSpec& c : p.outputs) spec["outputs"].push_back(PythonColumnJson(c));
   p.spec_json = spec.dump();
   op.outputs = p.outputs;
   op.random = attrs.GetBool("rng");
@@ -127,7 +117,7 @@ absl::StatusOr<InferredOp> InferPython(const Attrs& attrs, const Schema& schema,
 
 // Where one call's rows sit in its process's shared memory.
 struct CallLayout {
-  size_t seeds = kHeaderBytes;
+  size_t seeds = kPythonHeaderBytes;
   std::vector<size_t> inputs, outputs;
   size_t bytes = 0;
 };
@@ -178,20 +168,20 @@ class PythonKernel : public Kernel {
   CallLayout Layout(absl::Span<const ColumnRef> in, int64_t begin, int64_t end) const {
     CallLayout l;
     const int64_t rows = end - begin;
-    size_t at = Aligned(l.seeds + rows * sizeof(uint64_t));
+    size_t at = PythonAligned(l.seeds + rows * sizeof(uint64_t));
     for (size_t c = 0; c < p_.inputs.size(); ++c) {
       l.inputs.push_back(at);
       if (!p_.inputs[c].ragged) {
-        at = Aligned(at + rows * p_.inputs[c].row_bytes());
+        at = PythonAligned(at + rows * p_.inputs[c].row_bytes());
         continue;
       }
       size_t bytes = 0;
       for (int64_t r = begin; r < end; ++r) bytes += in[c].bytes(r).size();
-      at = Aligned(at + (rows + 1) * sizeof(int64_t) + bytes);
+      at = PythonAligned(at + (rows + 1) * sizeof(int64_t) + bytes);
     }
     for (const ColumnSpec& o : p_.outputs) {
       l.outputs.push_back(at);
-      at = Aligned(at + rows * o.row_bytes());
+      at = PythonAligned(at + rows * o.row_bytes());
     }
     l.bytes = at;
     return l;
@@ -267,7 +257,8 @@ std::vector<AttrSchema> PythonAttrs() {
                  "the columns it returns, 'name: dtype[d0,d1,...]; ...' (a name alone: as that input); they "
                  "replace columns of the same name (empty: its inputs, as they are)"},
       AttrSchema{"rng", AttrType::kBool, "false",
-                 "pass `rng`, a numpy Generator seeded from (seed, op, epoch, sample)"},
+                 "the function draws from `rng`, a numpy Generator seeded from (seed, op, epoch, sample), which "
+                 "it gets whenever it has that parameter: marks the op random"},
       AttrSchema{"processes", AttrType::kInt, "0", "Python processes in its pool (0: one per core)"}.Range(0, 1024),
       AttrSchema{"python", AttrType::kString, "\"\"",
                  "the interpreter to run (empty: $SLUICE_PYTHON, which the Python front sets, else python3)"},
