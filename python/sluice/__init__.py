@@ -23,7 +23,7 @@ from sluice._sluice import (CancelledError, DataLossError, InvalidArgumentError,
                             NotFoundError, SluiceError)
 from sluice.pipeline import (Pipeline, arrays, arrow_ipc, cifar10, file_list, from_arrow, image_folder, mnist,
                              parquet, tfrecord, webdataset)
-from sluice.datasets import from_dataset
+from sluice.datasets import from_dataset, from_generator
 from sluice.service import dispatcher_status
 
 
@@ -40,7 +40,7 @@ def load_plugin(path):
 
 __all__ = [
     "Pipeline", "tfrecord", "mnist", "cifar10", "arrays", "image_folder", "file_list", "webdataset", "parquet",
-    "arrow_ipc", "from_arrow", "from_dataset", "ops",
+    "arrow_ipc", "from_arrow", "from_dataset", "from_generator", "ops",
     "SluiceError", "InvalidArgumentError", "NotFoundError", "DataLossError",
     "CancelledError", "load_plugin", "dispatcher_status",
 ]

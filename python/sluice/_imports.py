@@ -21,3 +21,9 @@ def load(function):
     if target is None:
         raise AttributeError(f"{where} has no {name}")
     return target
+
+
+def iterate(source):
+    """A new iterator over from_generator's source: an iterable (a list, a
+    torch IterableDataset) iterated, or a function (or class) called."""
+    return iter(source() if isinstance(source, type) or not hasattr(source, "__iter__") else source)

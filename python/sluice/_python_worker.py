@@ -24,7 +24,7 @@ import types
 
 import numpy as np
 
-from sluice._imports import load as _load
+from sluice._imports import iterate as _iterate, load as _load
 
 _REQUEST = struct.Struct("<QQqq")
 _REPLY = struct.Struct("<qqQq")
@@ -131,15 +131,57 @@ def _serve(sock, memory_fd, fn, columns, rng):
         _reply(sock, 0)
 
 
-def _load_dataset(target, main_script):
+def _load_dataset(target, main_script, generator):
     if target.startswith("pickle:"):
         if main_script:  # the pickle names classes of the trainer's script as __main__'s
             main = types.ModuleType("__main__")
             main.__dict__.update(runpy.run_path(main_script, run_name="__sluice_main__"))
             sys.modules["__main__"] = main
         with open(target[len("pickle:"):], "rb") as f:
-            return pickle.load(f)
-    return _load(target)()
+            loaded = pickle.load(f)
+    else:
+        loaded = _load(target)
+        if not generator:
+            loaded = loaded()  # the function returns the dataset
+    return _Iterated(loaded) if generator else loaded
+
+
+class _End(Exception):
+    """The generator has no more items."""
+
+
+class _Iterated:
+    """A generator's items by position. The engine asks in order; a smaller
+    position (a new epoch) starts it again, a larger one (a resumed split)
+    passes over the items before it."""
+
+    def __init__(self, source):
+        self.source, self.it, self.at = source, None, 0
+
+    def __getitem__(self, index):
+        if self.it is None or index < self.at:
+            self.it, self.at = _iterate(self.source), 0
+        try:
+            while self.at < index:
+                next(self.it)
+                self.at += 1
+            item = next(self.it)
+        except StopIteration:
+            self.it = None
+            raise _End() from None
+        except BaseException:
+            self.it = None  # a generator that raised is closed: start again when asked again
+            raise
+        self.at += 1
+        return item
+
+
+def _netpbm(image):
+    """A decoded image as a binary netpbm file (PGM or PPM): raw pixels that
+    the image ops read as they read a JPEG (src/sluice/ops/netpbm.h)."""
+    height, width = image.shape[:2]
+    gray = image.ndim == 2 or image.shape[2] == 1
+    return b"P%d\n%d %d\n255\n" % (5 if gray else 6, width, height) + image.tobytes()
 
 
 class _Items:
@@ -148,6 +190,7 @@ class _Items:
     def __init__(self, spec):
         self.columns = spec["outputs"]
         self.names = [c["name"] for c in self.columns]
+        self.label = "item {}" if spec.get("generator") else "dataset[{}]"
         _add_row_layout(self.columns)
 
     def values(self, item, index):
@@ -155,29 +198,31 @@ class _Items:
         if isinstance(item, dict):
             missing = [n for n in self.names if n not in item]
             if missing:
-                raise KeyError(f"dataset[{index}] has no {missing} (it has {sorted(item)})")
+                raise KeyError(f"{self.label.format(index)} has no {missing} (it has {sorted(item)})")
             item = [item[n] for n in self.names]
         elif not isinstance(item, (tuple, list)):
             item = [item]
         if len(item) != len(self.columns):
-            raise ValueError(f"dataset[{index}] has {len(item)} values, dataset[0] had {len(self.columns)}")
+            raise ValueError(f"{self.label.format(index)} has {len(item)} values, the first had {len(self.columns)}")
         return [self._value(c, v, index) for c, v in zip(self.columns, item)]
 
-    @staticmethod
-    def _value(c, v, index):
+    def _value(self, c, v, index):
         if c["ragged"]:
             if isinstance(v, (bytes, bytearray, memoryview)):
                 return bytes(v)
             a = np.asarray(v)
+            if a.dtype == np.uint8 and (a.ndim == 2 or a.ndim == 3 and a.shape[2] in (1, 3)):
+                return _netpbm(a)
             if a.dtype != np.uint8 or a.ndim != 1:
-                raise TypeError(f"dataset[{index}]['{c['name']}'] is {a.dtype}{list(a.shape)}, declared bytes")
+                raise TypeError(f"{self.label.format(index)}['{c['name']}'] is {a.dtype}{list(a.shape)}, declared "
+                                "bytes (or an image: uint8 (H, W), (H, W, 1) or (H, W, 3))")
             return a.tobytes()
         a = np.asarray(v)
         if a.dtype == np.float64 and c["np_dtype"] == np.float32 or a.dtype == np.bool_:
             a = a.astype(c["np_dtype"])  # Python floats and bools, as from_dataset declared them
         if a.dtype != c["np_dtype"] or list(a.shape) != list(c["shape"]):
-            raise TypeError(f"dataset[{index}]['{c['name']}'] is {a.dtype}{list(a.shape)}, declared "
-                            f"{c['dtype']}{list(c['shape'])} (as dataset[0]): items must agree, or give bytes")
+            raise TypeError(f"{self.label.format(index)}['{c['name']}'] is {a.dtype}{list(a.shape)}, declared "
+                            f"{c['dtype']}{list(c['shape'])} (as the first): items must agree, or give bytes")
         return a
 
 
@@ -201,6 +246,8 @@ def _serve_dataset(sock, memory_fd, dataset, items):
                 for row, index in enumerate(indices):
                     header[0] = row
                     made.append(items.values(dataset[index], index))
+            except _End:
+                pass  # fewer rows made: the engine ends the split
             except Exception:
                 _reply(sock, 1, row, traceback.format_exc())
                 continue
@@ -228,11 +275,12 @@ def _serve_dataset(sock, memory_fd, dataset, items):
                 continue
             offsets = np.ndarray(rows + 1, np.int64, memory, ragged_at)
             base = ragged_at + 8 * (rows + 1)
-            offsets[0] = 0
+            offsets[:] = 0
             for r, m in enumerate(made):
                 offsets[r + 1] = offsets[r] + len(m[k])
                 memory[base + int(offsets[r]):base + int(offsets[r + 1])] = m[k]
-            ragged_at = _aligned(base + int(offsets[rows]))
+            ragged_at = _aligned(base + int(offsets[len(made)]))
+        np.frombuffer(memory, np.int64, 2, 0)[1] = len(made)
         _reply(sock, 0)
 
 
@@ -275,7 +323,7 @@ def main():
     dataset = spec.get("kind") == "dataset"
     try:
         if dataset:
-            loaded, work = _load_dataset(spec["dataset"], spec.get("main")), _Items(spec)
+            loaded, work = _load_dataset(spec["dataset"], spec.get("main"), spec.get("generator")), _Items(spec)
         else:
             loaded, work = _load(spec["function"]), _Columns(spec, spec["batched"])
     except BaseException:  # an import runs the user's module: report whatever it raises

@@ -1,5 +1,6 @@
 """Python datasets as sources: a map-style dataset's items made by index in
-a pool of Python processes (sluice.from_dataset)."""
+a pool of Python processes (sluice.from_dataset), or an iterable's items in
+order in one process (sluice.from_generator)."""
 
 import hashlib
 import os
@@ -10,7 +11,7 @@ import tempfile
 import numpy as np
 
 from sluice import _interpreter
-from sluice._imports import load as _load
+from sluice._imports import iterate as _iterate, load as _load
 from sluice.pipeline import Pipeline
 
 _DTYPES = ("uint8", "int32", "int64", "float32", "float16")
@@ -34,19 +35,51 @@ class _PickleFile:
             pass
 
 
-def _column(name, value):
-    """The column a value of dataset[0] declares."""
+def _column(name, value, images, who):
+    """The column the first item's value declares."""
     if isinstance(value, (bytes, bytearray, memoryview)):
         return {"name": name, "dtype": "bytes", "shape": []}
     a = np.asarray(value)
+    if name in images:
+        if a.dtype != np.uint8 or a.ndim not in (2, 3) or a.ndim == 3 and a.shape[2] not in (1, 3):
+            raise TypeError(f"{who}: '{name}' is {a.dtype}{list(a.shape)}: an image column holds uint8 arrays "
+                            "of (height, width), (height, width, 1) or (height, width, 3)")
+        return {"name": name, "dtype": "bytes", "shape": []}  # raw pixels in a netpbm header
     dtype = {"float64": "float32", "bool": "uint8"}.get(a.dtype.name, a.dtype.name)
     if dtype not in _DTYPES:
-        raise TypeError(f"from_dataset: dataset[0]['{name}'] is {a.dtype}; sluice holds {', '.join(_DTYPES)} "
+        raise TypeError(f"{who}: '{name}' is {a.dtype}; sluice holds {', '.join(_DTYPES)} "
                         "(float64 and bool become float32 and uint8) or bytes")
     return {"name": name, "dtype": dtype, "shape": list(a.shape)}
 
 
-def from_dataset(dataset, *, names=None, processes=0, split_records=64, shuffle=True):
+def _columns(item, names, images, who):
+    """The columns of items like `item`: a dict, a tuple or a single value."""
+    if isinstance(item, dict):
+        columns = [_column(str(k), v, images, who) for k, v in item.items()]
+    else:
+        values = list(item) if isinstance(item, (tuple, list)) else [item]
+        labels = list(names) if names is not None else [str(i) for i in range(len(values))]
+        if len(labels) != len(values):
+            raise ValueError(f"{who}: {len(labels)} names for items of {len(values)} values")
+        columns = [_column(n, v, images, who) for n, v in zip(labels, values)]
+    unknown = set(images) - {c["name"] for c in columns}
+    if unknown:
+        raise ValueError(f"{who}: images names no column {sorted(unknown)}; columns: {[c['name'] for c in columns]}")
+    return columns
+
+
+def _source(target, hold, name, module, columns, processes, **fields):
+    """The python_dataset source node of `target` ("module:function" or the
+    pickle in `hold`)."""
+    main = sys.modules["__main__"]
+    main_script = (os.path.abspath(main.__file__) if hold is not None and getattr(main, "__file__", None)
+                   and module == "__main__" else "")
+    return {"python_dataset": {"dataset": target if hold is None else f"pickle:{hold.path}", "name": name,
+                               "columns": columns, "processes": processes, "main_script": main_script,
+                               "digest": hold.digest if hold is not None else "", **fields}}
+
+
+def from_dataset(dataset, *, names=None, images=(), processes=0, split_records=64, shuffle=True):
     """A pipeline reading a map-style dataset: anything with ``__len__`` and
     ``__getitem__`` (a torch ``Dataset`` as it is), its items made by index
     in a pool of `processes` Python processes (0: one per core).
@@ -55,7 +88,10 @@ def from_dataset(dataset, *, names=None, processes=0, split_records=64, shuffle=
     single values (named `names[0]`, default "0"), of numpy arrays, torch
     tensors, scalars or bytes; dataset[0] fixes each column's dtype and
     shape (float64 and bool become float32 and uint8; bytes may vary in
-    length: decode them with the image ops). Splits are ranges of
+    length: decode them with the image ops). Columns named in `images` hold
+    decoded uint8 images of any size, (H, W) or (H, W, C): they travel as
+    raw pixels, which the image ops (decode_random_resized_crop, ...) take
+    as they take JPEGs, with nothing to decode. Splits are ranges of
     `split_records` indices, shuffled each epoch when `shuffle` (sluice's
     seed), so a shuffle op, `distribute` and checkpoints work as on files.
 
@@ -68,28 +104,48 @@ def from_dataset(dataset, *, names=None, processes=0, split_records=64, shuffle=
     _interpreter.export()
     hold = None
     if isinstance(dataset, str):
-        spec, dataset = dataset, _load(dataset)()
+        target, dataset = dataset, _load(dataset)()
     else:
-        hold = _PickleFile(dataset)
-        spec = f"pickle:{hold.path}"
+        target, hold = None, _PickleFile(dataset)
     length = len(dataset)
     if length == 0:
         raise ValueError("from_dataset: the dataset is empty")
-    item = dataset[0]
-    if isinstance(item, dict):
-        columns = [_column(str(k), v) for k, v in item.items()]
-    else:
-        values = list(item) if isinstance(item, (tuple, list)) else [item]
-        labels = list(names) if names is not None else [str(i) for i in range(len(values))]
-        if len(labels) != len(values):
-            raise ValueError(f"from_dataset: {len(labels)} names for items of {len(values)} values")
-        columns = [_column(n, v) for n, v in zip(labels, values)]
-    main = sys.modules["__main__"]
-    main_script = (os.path.abspath(main.__file__) if hold is not None and getattr(main, "__file__", None)
-                   and type(dataset).__module__ == "__main__" else "")
-    source = {"python_dataset": {"dataset": spec, "name": type(dataset).__name__, "length": length,
-                                 "columns": columns, "processes": processes, "main_script": main_script,
-                                 "digest": hold.digest if hold is not None else ""},
-              "split_records": split_records, "shuffle_splits": shuffle}
-    return Pipeline({"nodes": [{"source": source}]}, _hold=hold)
+    columns = _columns(dataset[0], names, set(images), "from_dataset: dataset[0]")
+    source = _source(target, hold, type(dataset).__name__, type(dataset).__module__, columns, processes,
+                     length=length)
+    return Pipeline({"nodes": [{"source": {**source, "split_records": split_records, "shuffle_splits": shuffle}}]},
+                    _hold=hold)
 
+
+def from_generator(generator, *, names=None, images=()):
+    """A pipeline reading an iterable's items in order: `generator` is a
+    function (or class) whose call returns an iterable, or an iterable that
+    can be iterated again (a list, a torch ``IterableDataset``); each epoch
+    calls or iterates it anew, in one Python process. Items are as
+    from_dataset's, the first fixing the columns.
+
+    An iterator cannot be split: its items are one split of unknown length,
+    so a shuffle op shuffles within its buffer only, and `distribute` runs
+    it only as "parallel_epochs" (each worker all of it). A resumed
+    checkpoint iterates again up to where it was, so it resumes the same
+    items only if the iteration repeats itself. For splits, use
+    from_dataset. "module:function" names the function by import path, as
+    remote workers need.
+    """
+    _interpreter.export()
+    if isinstance(generator, str):
+        target, hold, made = generator, None, _load(generator)
+    else:
+        if hasattr(generator, "__next__") and not isinstance(generator, type):
+            raise TypeError("from_generator: an iterator runs once, and each epoch starts anew: give the function "
+                            "that makes it (from_generator(make), not from_generator(make()))")
+        target, hold, made = None, _PickleFile(generator), generator
+    try:
+        first = next(_iterate(made))
+    except StopIteration:
+        raise ValueError("from_generator: the generator made no items") from None
+    columns = _columns(first, names, set(images), "from_generator: its first item")
+    name = getattr(made, "__name__", None) or type(made).__name__
+    module = getattr(made, "__module__", None) or type(made).__module__
+    source = _source(target, hold, name, module, columns, 1, generator=True)
+    return Pipeline({"nodes": [{"source": source}]}, _hold=hold)

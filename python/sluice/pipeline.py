@@ -357,7 +357,7 @@ class Pipeline:
         if n == -2:
             raise TypeError("the pipeline repeats forever: it has no length")
         if n < 0:
-            raise TypeError("the pipeline's length is unknown (a filter, or an unindexed TFRecord; "
+            raise TypeError("the pipeline's length is unknown (a filter, a generator, or an unindexed TFRecord; "
                             "see `sluice index`)")
         return n
 

@@ -19,3 +19,13 @@ def cifar_dir(tmp_path_factory):
     subprocess.run(["sluice", "make-data", "cifar10", "--out", str(out), "--count", "300",
                     "--files", "3"], check=True, capture_output=True)
     return out
+
+
+def start_server(args, **popen):
+    """Starts `sluice ARGS` (a dispatcher or worker) and returns (process,
+    port) once it listens; `popen` goes to Popen (env, cwd)."""
+    process = subprocess.Popen(["sluice", *args], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                               **popen)
+    line = process.stdout.readline()
+    assert "listening on port" in line, line
+    return process, int(line.split()[-1])

@@ -5,7 +5,9 @@ user's code can fail."""
 
 import gc
 import os
+import signal
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -14,6 +16,7 @@ import sluice
 from sluice import ops
 
 import user_code as fns
+from conftest import start_server
 
 ROWS = 300
 IMAGES = np.random.default_rng(0).integers(0, 256, (ROWS, 8, 8, 3), dtype=np.uint8)
@@ -174,3 +177,30 @@ def test_the_pool_replaces_a_process_that_died():
         list(pipe)
     ok = _source().map(ops.python(fns.invert, inputs="image", processes=1)).batch(64)
     assert np.array_equal(_column(ok, "image"), 255 - IMAGES)
+
+
+@pytest.fixture
+def worker_without_user_code(tmp_path):
+    """A dispatcher that could import user_code and a worker that cannot:
+    the code must be loaded where it runs, by the worker."""
+    here = os.path.dirname(fns.__file__)
+    path = [p for p in sys.path if p and os.path.abspath(p) != here]
+    common = dict(os.environ, SLUICE_PYTHON=sys.executable, PYTHONPATH="")
+    dispatcher, port = start_server(["dispatcher", "--host", "127.0.0.1", "--port", "0"],
+                                    env=dict(common, SLUICE_PYTHONPATH=os.pathsep.join([here, *path])))
+    worker, _ = start_server(["worker", "--dispatcher", f"127.0.0.1:{port}", "--host", "127.0.0.1"],
+                             env=dict(common, SLUICE_PYTHONPATH=os.pathsep.join(path)), cwd=tmp_path)
+    yield f"127.0.0.1:{port}"
+    for process in (worker, dispatcher):
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=30)
+
+
+@pytest.mark.parametrize("pipe", [
+    lambda: _source().map(ops.python(fns.invert, inputs="image")),
+    lambda: sluice.from_dataset("user_code:make_squares", names=("image", "label")),
+], ids=["op", "dataset"])
+def test_code_a_worker_cannot_import_fails_the_registration_naming_it(worker_without_user_code, pipe):
+    with pytest.raises(sluice.SluiceError, match="(?s)pipeline rejected.*cannot load user_code:.*"
+                                                 "ModuleNotFoundError: No module named 'user_code'"):
+        next(iter(pipe().distribute(worker_without_user_code).batch(10)))

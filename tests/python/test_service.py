@@ -9,6 +9,8 @@ import time
 
 import pytest
 
+from conftest import start_server
+
 ROWS = 400
 
 # A consumer of the shared job "shared": prints the sample ids of each batch
@@ -35,22 +37,13 @@ print("end", flush=True)
 """ % (ROWS, ROWS)
 
 
-def _start(args):
-    """Starts `sluice ARGS` and returns (process, port) once it listens."""
-    process = subprocess.Popen(["sluice", *args], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                               text=True)
-    line = process.stdout.readline()
-    assert "listening on port" in line, line
-    return process, int(line.split()[-1])
-
-
 @pytest.fixture
 def cluster():
     """A dispatcher that drops silent consumers after 2 s, and one worker."""
-    dispatcher, port = _start(["dispatcher", "--host", "127.0.0.1", "--port", "0",
-                               "--client-timeout", "2", "--worker-timeout", "2"])
+    dispatcher, port = start_server(["dispatcher", "--host", "127.0.0.1", "--port", "0",
+                                     "--client-timeout", "2", "--worker-timeout", "2"])
     address = f"127.0.0.1:{port}"
-    worker, _ = _start(["worker", "--dispatcher", address, "--host", "127.0.0.1", "--threads", "1"])
+    worker, _ = start_server(["worker", "--dispatcher", address, "--host", "127.0.0.1", "--threads", "1"])
     yield address
     for process in (worker, dispatcher):
         process.send_signal(signal.SIGTERM)
@@ -106,7 +99,7 @@ def test_a_dispatcher_whose_disk_refuses_its_journal_says_so_and_takes_no_work(t
         dispatcher.send_signal(signal.SIGTERM)
         dispatcher.wait(timeout=30)
     # What it refused left no partial entry: the journal replays.
-    restarted, _ = _start(["dispatcher", "--host", "127.0.0.1", "--port", "0", "--work-dir", str(work)])
+    restarted, _ = start_server(["dispatcher", "--host", "127.0.0.1", "--port", "0", "--work-dir", str(work)])
     restarted.send_signal(signal.SIGTERM)
     assert restarted.wait(timeout=30) == 0
 

@@ -10,6 +10,8 @@ import sys
 
 import pytest
 
+from conftest import start_server
+
 ROWS = 3000
 
 # argv: dispatcher address, state file, "first", "resume" or "whole". Prints each
@@ -46,14 +48,6 @@ print("end", flush=True)
 """ % (ROWS, ROWS)
 
 
-def _start(args):
-    """Starts `sluice ARGS` and returns (process, port) once it listens."""
-    process = subprocess.Popen(["sluice", *args], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    line = process.stdout.readline()
-    assert "listening on port" in line, line
-    return process, int(line.split()[-1])
-
-
 def _trainer(address, state, how):
     return subprocess.Popen([sys.executable, "-c", _TRAINER, address, str(state), how], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=dict(os.environ))
@@ -78,15 +72,15 @@ def service(tmp_path):
     # takes its place), as when a trainer restarts within seconds.
     flags = ["--host", "127.0.0.1", "--work-dir", str(work), "--client-timeout", "60"]
     processes = {}
-    processes["dispatcher"], port = _start(["dispatcher", "--port", "0", *flags])
+    processes["dispatcher"], port = start_server(["dispatcher", "--port", "0", *flags])
     address = f"127.0.0.1:{port}"
-    workers = [_start(["worker", "--dispatcher", address, "--host", "127.0.0.1", "--threads", "1"])[0]
+    workers = [start_server(["worker", "--dispatcher", address, "--host", "127.0.0.1", "--threads", "1"])[0]
                for _ in range(2)]
 
     def restart():
         processes["dispatcher"].send_signal(signal.SIGKILL)
         processes["dispatcher"].wait()
-        processes["dispatcher"], _ = _start(["dispatcher", "--port", str(port), *flags])
+        processes["dispatcher"], _ = start_server(["dispatcher", "--port", str(port), *flags])
 
     yield address, restart
     for process in (*workers, processes["dispatcher"]):

@@ -104,3 +104,53 @@ def slow(sample):
     import time
     time.sleep(0.01)
     return {"id": sample["id"]}
+
+
+def numbers():
+    """A generator function: 250 dict items in order."""
+    for i in range(250):
+        yield {"x": np.full(3, i, np.int64), "i": i}
+
+
+class Stream:
+    """An iterable (as a torch IterableDataset), iterated anew each epoch:
+    (value, label) tuples."""
+
+    def __init__(self, n):
+        self.n = n
+
+    def __iter__(self):
+        return ((np.float32(i) / 2, i) for i in range(self.n))
+
+
+def fails_at_37():
+    for i in range(100):
+        if i == 37:
+            raise RuntimeError("the stream broke at 37")
+        yield {"i": i}
+
+
+class Photos:
+    """Decoded uint8 images of many sizes (as a Dataset whose __getitem__
+    decodes with PIL gives them), each filled with its index: RGB, and gray
+    (H, W) ones at every third index."""
+
+    def __len__(self):
+        return 60
+
+    def __getitem__(self, i):
+        shape = (30 + i % 7 * 11, 40 + i % 5 * 13) + (() if i % 3 == 2 else (3,))
+        return np.full(shape, i, np.uint8), i
+
+
+def gradient(i):
+    """An image whose pixels all differ: what an exact round trip shows."""
+    return (np.arange(24 * 32 * 3, dtype=np.int64).reshape(24, 32, 3) * 7 + i).astype(np.uint8)
+
+
+class Gradients:
+    def __len__(self):
+        return 16
+
+    def __getitem__(self, i):
+        return {"image": gradient(i), "label": i}

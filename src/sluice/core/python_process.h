@@ -5,7 +5,9 @@
 // the rows both ways, so tensors are copied once each way and never
 // pickled. The protocol (sluice/_python_worker.py holds the other end):
 //
-//   shared memory:  [header 64 B: int64 row being run] [uint64 seed per row]
+//   shared memory:  [header 64 B: int64 row being run, int64 rows made
+//                   (a dataset's process; fewer when a generator ended)]
+//                   [uint64 seed per row, or int64 index for a dataset]
 //                   [each input column] [each output column], each part
 //                   64-byte aligned; a dense column is rows x row bytes, a
 //                   ragged one (rows + 1) int64 offsets then the bytes.

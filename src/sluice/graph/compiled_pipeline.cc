@@ -161,7 +161,10 @@ absl::StatusOr<io::PythonDatasetOptions> PythonDatasetFrom(const PythonDatasetSo
     }
     o.columns.push_back(std::move(spec));
   }
-  o.processes = d.processes() > 0 ? d.processes() : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  o.generator = d.generator();
+  o.processes = d.generator()     ? 1  // one iterator
+                : d.processes() > 0 ? d.processes()
+                                    : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   o.interpreter = PythonInterpreter(d.python());
   o.split_records = split_records;
   return o;
@@ -561,6 +564,14 @@ std::vector<std::string> OpsUsed(const PipelineDef& def, int begin, int end) {
     }
   }
   return ops;
+}
+
+bool RunsPython(const PipelineDef& def) {
+  if (def.nodes_size() > 0 && def.nodes(0).source().has_python_dataset()) return true;
+  for (const std::string& op : OpsUsed(def)) {
+    if (op == "python" || op == "python_batch") return true;
+  }
+  return false;
 }
 
 bool UsesDevice(const PipelineDef& def) {

@@ -109,6 +109,10 @@ std::vector<std::string> OpsUsed(const PipelineDef& def, int begin = 0, int end 
 // Whether a map node of `def` runs on a device (not the cpu).
 bool UsesDevice(const PipelineDef& def);
 
+// Whether `def` runs the user's Python code (a python op, a Python
+// dataset): the code the service's workers, not its dispatcher, load.
+bool RunsPython(const PipelineDef& def);
+
 // Index of the distribute node, -1 when there is none; InvalidArgument when
 // there are several or it comes first.
 absl::StatusOr<int> FindDistribute(const PipelineDef& def);

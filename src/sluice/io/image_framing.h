@@ -1,7 +1,8 @@
 // A cheap check of an encoded image's framing: the signature at its head
 // and the end marker near its tail. It catches truncated and foreign
 // images before any decoding (decoders fill a truncated JPEG's missing rows
-// with grey and carry on, silently).
+// with grey and carry on, silently). Netpbm images pass: their header's
+// size is checked against the whole image when it is read.
 #ifndef SLUICE_IO_IMAGE_FRAMING_H_
 #define SLUICE_IO_IMAGE_FRAMING_H_
 

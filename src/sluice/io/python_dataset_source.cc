@@ -34,26 +34,27 @@ class LazyPool {
   absl::StatusOr<std::unique_ptr<PythonPool>> started_;
 };
 
-class PythonDatasetReader : public FixedRecordSplitReader {
+// Items by index, made by one of the pool's processes.
+class ItemMaker {
  public:
-  PythonDatasetReader(const PythonDatasetOptions& o, LazyPool* pool, Split split)
-      : FixedRecordSplitReader(split), o_(o), pool_(pool) {}
+  ItemMaker(const PythonDatasetOptions& o, LazyPool* pool) : o_(o), pool_(pool) {}
 
- protected:
-  // Items [first, first + n), made by one process: indices in, then each
-  // column: dense ones at their offsets, ragged ones after them as offsets
-  // and bytes (the process asks for more memory when they do not fit).
-  absl::Status ReadRecords(int64_t first, int64_t n, int64_t row, BatchBuilder* out) override {
+  // Items [first, first + n) into rows from `row` on: returns how many the
+  // process made (fewer only when a generator ended). Dense columns are at
+  // their offsets, ragged ones after them as offsets and bytes (the
+  // process asks for more memory when they do not fit).
+  absl::StatusOr<int64_t> Make(int64_t first, int64_t n, int64_t row, BatchBuilder* out) const {
     SLUICE_ASSIGN_OR_RETURN(PythonPool* pool, pool_->Get());
     std::vector<std::unique_ptr<PythonProcess>> held;
     SLUICE_RETURN_IF_ERROR(pool->Acquire(1, &held));
-    absl::Status status = Run(held[0].get(), first, n, row, out);
+    absl::StatusOr<int64_t> made = Run(held[0].get(), first, n, row, out);
     pool->Release(std::move(held));
-    return status;
+    return made;
   }
 
  private:
-  absl::Status Run(PythonProcess* process, int64_t first, int64_t n, int64_t row, BatchBuilder* out) {
+  absl::StatusOr<int64_t> Run(PythonProcess* process, int64_t first, int64_t n, int64_t row,
+                              BatchBuilder* out) const {
     size_t at = PythonAligned(kPythonHeaderBytes + n * sizeof(int64_t));
     std::vector<size_t> dense_at;
     for (const ColumnSpec& c : o_.columns) {
@@ -61,22 +62,19 @@ class PythonDatasetReader : public FixedRecordSplitReader {
       if (!c.ragged) at = PythonAligned(at + n * c.row_bytes());
     }
     SLUICE_ASSIGN_OR_RETURN(uint8_t* memory, process->Memory(at + n * 64));
-    *reinterpret_cast<int64_t*>(memory) = -1;
+    auto* header = reinterpret_cast<int64_t*>(memory);
+    header[0] = -1;
     auto* indices = reinterpret_cast<int64_t*>(memory + kPythonHeaderBytes);
     for (int64_t i = 0; i < n; ++i) indices[i] = first + i;
     PythonFailure failure;
     const absl::Status status = process->Call(n, &failure);
-    if (!status.ok() || !failure.message.empty()) {
-      const std::string item = failure.row >= 0 ? absl::StrCat("dataset[", first + failure.row, "]")
-                                                : absl::StrCat("dataset[", first, ":", first + n, "]");
-      if (!status.ok()) {
-        return absl::AbortedError(absl::StrCat("python dataset '", o_.name, "': ", status.message(), " making ",
-                                               item));
-      }
-      return absl::InvalidArgumentError(absl::StrCat("python dataset '", o_.name, "' failed making ", item, ":\n",
-                                                     failure.message));
-    }
+    if (!status.ok() || !failure.message.empty()) return Failed(status, failure, first, n);
     SLUICE_ASSIGN_OR_RETURN(memory, process->Memory(0));
+    header = reinterpret_cast<int64_t*>(memory);
+    const int64_t made = header[1];
+    if (made < 0 || made > n || (!o_.generator && made != n)) {
+      return Garbled(absl::StrCat("made ", made, " of ", n, " items"), first, n);
+    }
     const size_t mapped = process->mapped_bytes();
     // Ragged columns follow the dense ones, in column order; their offsets
     // come from the process, so they are checked before any byte is read.
@@ -85,31 +83,88 @@ class PythonDatasetReader : public FixedRecordSplitReader {
       const ColumnSpec& spec = o_.columns[c];
       if (!spec.ragged) {
         std::memcpy(out->dense(static_cast<int>(c)) + row * spec.row_bytes(), memory + dense_at[c],
-                    n * spec.row_bytes());
+                    made * spec.row_bytes());
         continue;
       }
       const auto* offsets = reinterpret_cast<const int64_t*>(memory + ragged_at);
       const size_t bytes_at = ragged_at + (n + 1) * sizeof(int64_t);
       bool valid = bytes_at <= mapped && offsets[0] == 0;
-      for (int64_t i = 0; valid && i < n; ++i) valid = offsets[i + 1] >= offsets[i];
-      if (!valid || bytes_at + static_cast<size_t>(offsets[n]) > mapped) {
-        return absl::DataLossError(absl::StrCat("python dataset '", o_.name, "': column '", spec.name,
-                                                "' of dataset[", first, ":", first + n,
-                                                "] came back with offsets out of bounds: is its Python process "
-                                                "running another version of sluice?"));
+      for (int64_t i = 0; valid && i < made; ++i) valid = offsets[i + 1] >= offsets[i];
+      if (!valid || bytes_at + static_cast<size_t>(offsets[made]) > mapped) {
+        return Garbled(absl::StrCat("column '", spec.name, "' has offsets out of bounds"), first, n);
       }
       const uint8_t* bytes = memory + bytes_at;
-      for (int64_t i = 0; i < n; ++i) {
+      for (int64_t i = 0; i < made; ++i) {
         out->AppendBytes(static_cast<int>(c), absl::string_view(reinterpret_cast<const char*>(bytes + offsets[i]),
                                                                 offsets[i + 1] - offsets[i]));
       }
-      ragged_at = PythonAligned(ragged_at + (n + 1) * sizeof(int64_t) + offsets[n]);
+      ragged_at = PythonAligned(ragged_at + (n + 1) * sizeof(int64_t) + offsets[made]);
     }
-    return absl::OkStatus();
+    return made;
+  }
+
+  absl::Status Failed(const absl::Status& status, const PythonFailure& failure, int64_t first, int64_t n) const {
+    const std::string item = failure.row >= 0 ? Items(first + failure.row, 1) : Items(first, n);
+    if (!status.ok()) return absl::AbortedError(absl::StrCat(What(), ": ", status.message(), " making ", item));
+    return absl::InvalidArgumentError(absl::StrCat(What(), " failed making ", item, ":\n", failure.message));
+  }
+
+  absl::Status Garbled(absl::string_view what, int64_t first, int64_t n) const {
+    return absl::DataLossError(absl::StrCat(What(), ": ", Items(first, n), " came back garbled (", what,
+                                            "): is its Python process running another version of sluice?"));
+  }
+
+  // "python dataset 'Photos'", or "python generator 'stream'".
+  std::string What() const {
+    return absl::StrCat(o_.generator ? "python generator '" : "python dataset '", o_.name, "'");
+  }
+
+  // Items [first, first + n): "dataset[37]", "dataset[0:64]", or a
+  // generator's "item 37", "items 0 to 63".
+  std::string Items(int64_t first, int64_t n) const {
+    if (o_.generator) {
+      return n == 1 ? absl::StrCat("item ", first) : absl::StrCat("items ", first, " to ", first + n - 1);
+    }
+    return n == 1 ? absl::StrCat("dataset[", first, "]") : absl::StrCat("dataset[", first, ":", first + n, "]");
   }
 
   const PythonDatasetOptions& o_;
   LazyPool* pool_;
+};
+
+class PythonDatasetReader : public FixedRecordSplitReader {
+ public:
+  PythonDatasetReader(const ItemMaker* maker, Split split) : FixedRecordSplitReader(split), maker_(maker) {}
+
+ protected:
+  absl::Status ReadRecords(int64_t first, int64_t n, int64_t row, BatchBuilder* out) override {
+    return maker_->Make(first, n, row, out).status();
+  }
+
+ private:
+  const ItemMaker* maker_;
+};
+
+// A generator's items in order, until it ends. A split resumed at
+// begin_record has its process iterate up to there.
+class PythonGeneratorReader : public SplitReader {
+ public:
+  PythonGeneratorReader(const ItemMaker* maker, Split split) : maker_(maker), next_(split.begin_record) {}
+
+  absl::StatusOr<int64_t> Read(int64_t max_rows, BatchBuilder* out) override {
+    if (ended_ || max_rows <= 0) return 0;
+    SLUICE_ASSIGN_OR_RETURN(const int64_t made, maker_->Make(next_, max_rows, out->rows(), out));
+    out->provenance().AddRun(out->rows(), 0, next_);
+    out->AddRows(made);
+    next_ += made;
+    ended_ = made < max_rows;
+    return made;
+  }
+
+ private:
+  const ItemMaker* maker_;
+  int64_t next_;
+  bool ended_ = false;
 };
 
 class PythonDatasetSource : public SourceFormat {
@@ -119,21 +174,26 @@ class PythonDatasetSource : public SourceFormat {
         schema_(o_.columns),
         files_(std::make_shared<const std::vector<std::string>>(std::vector<std::string>{o_.name})) {
     nlohmann::json spec = {{"kind", "dataset"}, {"dataset", o_.dataset}, {"main", o_.main_script},
+                           {"generator", o_.generator},
                            {"outputs", nlohmann::json::array()}};
     for (const ColumnSpec& c : o_.columns) spec["outputs"].push_back(PythonColumnJson(c));
     pool_ = std::make_unique<LazyPool>(o_, spec.dump());
+    maker_ = std::make_unique<ItemMaker>(o_, pool_.get());
   }
 
   const Schema& schema() const override { return schema_; }
   const std::shared_ptr<const std::vector<std::string>>& files() const override { return files_; }
   std::vector<Split> MakeSplits() const override {
+    if (o_.generator) return {Split{0, 0, -1}};
     return MakeRecordSplits({o_.length}, o_.split_records > 0 ? o_.split_records : kDefaultSplitItems);
   }
   bool SeeksRecords() const override { return true; }
+  absl::Status Load() const override { return pool_->Get().status(); }
   absl::StatusOr<std::unique_ptr<SplitReader>> OpenSplit(const Split& split, CorruptionLog*) const override {
+    if (o_.generator) return std::unique_ptr<SplitReader>(new PythonGeneratorReader(maker_.get(), split));
     Split bounded = split;
     if (bounded.end_record < 0) bounded.end_record = o_.length;
-    return std::unique_ptr<SplitReader>(new PythonDatasetReader(o_, pool_.get(), bounded));
+    return std::unique_ptr<SplitReader>(new PythonDatasetReader(maker_.get(), bounded));
   }
 
  private:
@@ -141,6 +201,7 @@ class PythonDatasetSource : public SourceFormat {
   const Schema schema_;
   const std::shared_ptr<const std::vector<std::string>> files_;
   std::unique_ptr<LazyPool> pool_;
+  std::unique_ptr<ItemMaker> maker_;
 };
 
 }  // namespace

@@ -3,7 +3,9 @@
 // Python processes (core/python_pool.h) by index, so splits are index
 // ranges and shuffling, distribution and exactly-once work as for files.
 // The dataset comes to the processes by import path of a function that
-// returns it, or as a pickle file the Python front wrote.
+// returns it, or as a pickle file the Python front wrote. A generator (an
+// iterable's factory) is one split of unknown length, made in order by
+// one process.
 #ifndef SLUICE_IO_PYTHON_DATASET_SOURCE_H_
 #define SLUICE_IO_PYTHON_DATASET_SOURCE_H_
 
@@ -21,7 +23,8 @@ struct PythonDatasetOptions {
   std::string dataset;  // "module.sub:factory" or "pickle:/path/file"
   std::string name;     // for provenance and errors ("MyDataset")
   std::string main_script;  // run first when the pickle names __main__'s classes
-  int64_t length = 0;
+  int64_t length = 0;        // unused for a generator
+  bool generator = false;    // `dataset` is an iterable's factory
   std::vector<ColumnSpec> columns;  // what each item becomes; ragged: bytes
   int processes = 1;
   std::string interpreter;

@@ -57,6 +57,10 @@ class SourceFormat {
   // it): record-addressed formats, and TFRecords, which pass over records
   // by their headers.
   virtual bool SeeksRecords() const { return false; }
+  // Loads what reading needs that the format would load on its first read
+  // (a Python dataset's code): the service's workers call it on
+  // registration, so code that cannot load fails there, not mid-epoch.
+  virtual absl::Status Load() const { return absl::OkStatus(); }
   // `skip_log` (may be null) receives skipped corrupt records.
   virtual absl::StatusOr<std::unique_ptr<SplitReader>> OpenSplit(const Split& split,
                                                                  CorruptionLog* skip_log) const = 0;

@@ -1,5 +1,5 @@
-// Image decoding ops: encoded JPEG or PNG bytes (a ragged column, as image
-// sources and bytes features yield them) to fixed-size uint8 RGB images,
+// Image decoding ops: encoded JPEG, PNG or netpbm bytes (a ragged column,
+// as image sources and bytes features yield them) to fixed-size uint8 RGB images,
 // with the crop and resize that fix the size fused into the decode, so the
 // decoder only produces the pixels the output needs.
 #include <cmath>
@@ -148,7 +148,7 @@ OpSchema DecodeSchema(const char* name, std::string doc, std::vector<AttrSchema>
   for (AttrSchema& a : own) op.Attr(std::move(a));
   op.Attr(DctScalingAttr())
       .Attr(MaxPixelsAttr())
-      .Input("field", "encoded JPEG or PNG bytes (variable length)")
+      .Input("field", "encoded JPEG, PNG or netpbm bytes (variable length)")
       .Output("field", "uint8 RGB [height,width,3]");
   return op;
 }
@@ -162,9 +162,9 @@ bool IsDecodeOp(absl::string_view op) {
 absl::Status RegisterDecodeOps(OpRegistry* registry) {
   SLUICE_RETURN_IF_ERROR(registry->AddOp(
       DecodeSchema("decode_image",
-                   "Decodes JPEG (libjpeg-turbo; grayscale, CMYK and progressive too) or PNG (libpng) bytes into a "
-                   "uint8 RGB image [H,W,3], resized to `size` with antialiased bilinear filtering (PIL's and "
-                   "torchvision's).",
+                   "Decodes JPEG (libjpeg-turbo; grayscale, CMYK and progressive too), PNG (libpng) or raw netpbm "
+                   "(PGM, PPM) bytes into a uint8 RGB image [H,W,3], resized to `size` with antialiased bilinear "
+                   "filtering (PIL's and torchvision's).",
                    {ImageSizeAttr("size", "")})
           .Infer(InferDecodeImage)));
   SLUICE_RETURN_IF_ERROR(registry->AddOp(
@@ -192,7 +192,7 @@ absl::Status RegisterDecodeOps(OpRegistry* registry) {
       OpSchema(kFusedDecodeNormalizeOp)
           .Doc("A decode op and the uncropped crop_mirror_normalize after it as one kernel: resampled rows go "
                "straight into the normalized output (made by the graph; options.no_fuse_decode opts out).")
-          .Input("field", "encoded JPEG or PNG bytes")
+          .Input("field", "encoded JPEG, PNG or netpbm bytes")
           .Output("field", "crop_mirror_normalize's output")
           .Random()
           .Internal()));

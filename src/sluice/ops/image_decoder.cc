@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "sluice/io/image_framing.h"
+#include "sluice/ops/netpbm.h"
 
 namespace sluice::ops {
 namespace {
@@ -140,12 +141,47 @@ absl::Status DecodePng(absl::string_view bytes, const Window& window, DecodedReg
   return absl::OkStatus();
 }
 
+// Raw pixels: only the window's rows and columns (and one more at each
+// edge, for the filter's reach), gray made RGB.
+absl::Status DecodeNetpbm(absl::string_view bytes, const Window& window, DecodedRegion* out) {
+  absl::StatusOr<NetpbmHeader> h = ReadNetpbmHeader(bytes);
+  if (!h.ok()) return h.status();
+  const int x0 = static_cast<int>(std::max(0.0, std::floor(window.x) - 1));
+  const int x1 = static_cast<int>(std::min<double>(h->width, std::ceil(window.x + window.w) + 1));
+  const int y0 = static_cast<int>(std::max(0.0, std::floor(window.y) - 1));
+  const int y1 = static_cast<int>(std::min<double>(h->height, std::ceil(window.y + window.h) + 1));
+  out->width = x1 - x0;
+  out->height = y1 - y0;
+  GrowTo(static_cast<size_t>(out->width) * out->height * 3, &out->pixels);
+  const size_t stride = static_cast<size_t>(h->width) * h->channels;
+  for (int y = y0; y < y1; ++y) {
+    const auto* src = reinterpret_cast<const uint8_t*>(bytes.data()) + h->pixels_at + y * stride +
+                      static_cast<size_t>(x0) * h->channels;
+    uint8_t* dst = out->pixels.data() + static_cast<size_t>(y - y0) * out->width * 3;
+    if (h->channels == 3) {
+      std::memcpy(dst, src, static_cast<size_t>(out->width) * 3);
+      continue;
+    }
+    for (int x = 0; x < out->width; ++x) dst[3 * x] = dst[3 * x + 1] = dst[3 * x + 2] = src[x];
+  }
+  out->window = Window{window.x - x0, window.y - y0, window.w, window.h};
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<ImageInfo> ReadImageInfo(absl::string_view bytes) {
   const std::string problem = io::ImageFramingProblem(bytes);
   if (!problem.empty()) return absl::DataLossError(problem);
   ImageInfo info;
+  if (IsNetpbm(bytes)) {
+    absl::StatusOr<NetpbmHeader> h = ReadNetpbmHeader(bytes);
+    if (!h.ok()) return h.status();
+    info.width = h->width;
+    info.height = h->height;
+    info.netpbm = true;
+    return info;
+  }
   if (IsPng(bytes)) {
     png_image image;
     std::memset(&image, 0, sizeof(image));
@@ -182,6 +218,7 @@ int DctScaleFor(const ImageInfo& info, const Window& window, int out_w, int out_
 
 absl::Status DecodeRegion(absl::string_view bytes, const ImageInfo& info, const Window& window, int scale_denom,
                           DecodedRegion* out) {
+  if (info.netpbm) return DecodeNetpbm(bytes, window, out);
   if (!info.jpeg) return DecodePng(bytes, window, out);
   Jpeg jpeg;
   return DecodeJpeg(jpeg, bytes, info, window, scale_denom, out);

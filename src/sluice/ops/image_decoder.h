@@ -1,6 +1,6 @@
 // Decoding JPEG (libjpeg-turbo, through the libjpeg API, which can crop and
-// scale inside the decoder) and PNG (libpng) into 8-bit RGB, whole or only
-// the window a crop needs.
+// scale inside the decoder), PNG (libpng) and raw netpbm pixels (netpbm.h)
+// into 8-bit RGB, whole or only the window a crop needs.
 #ifndef SLUICE_OPS_IMAGE_DECODER_H_
 #define SLUICE_OPS_IMAGE_DECODER_H_
 
@@ -15,10 +15,12 @@ namespace sluice::ops {
 struct ImageInfo {
   int width = 0, height = 0;
   bool jpeg = false;
+  bool netpbm = false;  // raw pixels (netpbm.h)
 };
 
-// The image's size, from its header. DataLoss for bytes that are neither a
-// well-formed JPEG nor PNG header, or that are truncated (io/image_framing).
+// The image's size, from its header. DataLoss for bytes that are not a
+// well-formed JPEG, PNG or netpbm header, or that are truncated
+// (io/image_framing).
 absl::StatusOr<ImageInfo> ReadImageInfo(absl::string_view bytes);
 
 // A window of the source image, in source pixels.

@@ -95,8 +95,9 @@ absl::StatusOr<RegisterPipelineResponse> DispatcherImpl::RegisterPipeline(
   // Ops the dispatcher does not have (a plugin's) are compiled by a worker
   // that has them; without one, the registration fails now, naming the op,
   // rather than a job failing mid-epoch. So are maps on a device, which the
-  // dispatcher need not have. Compiling reads file headers: outside the
-  // lock.
+  // dispatcher need not have, and the user's Python code, which a worker
+  // must be able to import (and the dispatcher need not). Compiling reads
+  // file headers: outside the lock.
   // Pinned: the files the pattern or folder names now are the ones every
   // worker reads, whatever changes there later.
   PipelineDef pinned = request.pipeline();
@@ -106,10 +107,10 @@ absl::StatusOr<RegisterPipelineResponse> DispatcherImpl::RegisterPipeline(
   for (const std::string& op : used) {
     if (ops::OpRegistry::Global().Find(op) == nullptr) missing.push_back(op);
   }
-  const bool on_device = graph::UsesDevice(pinned);
+  const bool on_a_worker = graph::UsesDevice(pinned) || graph::RunsPython(pinned);
   absl::StatusOr<ElementSpec> element =
-      missing.empty() && !on_device ? DescribeElements(pinned, limits_)
-                                    : DescribeOnAWorker(pinned, on_device ? used : missing);
+      missing.empty() && !on_a_worker ? DescribeElements(pinned, limits_)
+                                      : DescribeOnAWorker(pinned, on_a_worker ? used : missing);
   if (!element.ok()) return WithContext(element.status(), "pipeline rejected");
   SLUICE_ASSIGN_OR_RETURN(std::string id, Durably([&]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
                             return state_.RegisterPipeline(pinned, *element, graph::Fingerprint(request.pipeline()));

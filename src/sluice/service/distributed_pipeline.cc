@@ -40,6 +40,12 @@ absl::StatusOr<ClientOptions> ToClientOptions(const DistributeDef& d) {
 // before the split point would act per split, not per epoch.
 absl::Status CheckWorkersPart(const PipelineDef& def, int index, ProcessingMode mode) {
   if (mode != DISTRIBUTED_EPOCH) return absl::OkStatus();
+  if (def.nodes(0).source().python_dataset().generator()) {
+    return absl::InvalidArgumentError(
+        "nodes[0]: a generator's items (sluice.from_generator) are one split, not splittable among workers as "
+        "distributed_epoch mode needs: use mode \"parallel_epochs\" (each worker runs all of it), or "
+        "sluice.from_dataset for a map-style dataset");
+  }
   for (int i = 0; i < index; ++i) {
     const NodeDef& n = def.nodes(i);
     if (n.kind_case() == NodeDef::kRepeat || n.kind_case() == NodeDef::kTake) {

@@ -34,6 +34,7 @@ absl::StatusOr<ElementSpec> DescribeElements(const PipelineDef& def, const graph
   SLUICE_ASSIGN_OR_RETURN(graph::CompiledPipeline compiled, graph::Compile(def));
   SLUICE_RETURN_IF_ERROR(graph::CheckResourceLimits(compiled, limits));
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<exec::Pipeline> pipeline, exec::Pipeline::FromCompiled(std::move(compiled)));
+  SLUICE_RETURN_IF_ERROR(pipeline->compiled().nodes.front().format->Load());
   ElementSpec out;
   for (const ColumnSpec& c : pipeline->output_schema().columns()) {
     ColumnSpecProto* p = out.add_columns();

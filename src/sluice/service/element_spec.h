@@ -15,7 +15,8 @@ namespace sluice::service {
 
 // InvalidArgument when `def` has a distribute node (register the part
 // before it), when it breaks `limits` (checked before any kernel is set up
-// or buffer reserved), or what compiling it says.
+// or buffer reserved), or what compiling it or loading its source
+// (SourceFormat::Load) says.
 absl::StatusOr<ElementSpec> DescribeElements(const PipelineDef& def, const graph::ResourceLimits& limits);
 
 // The order of `element`'s splits in epoch `epoch` (indices), as the
