@@ -176,12 +176,24 @@ class _Iterated:
         return item
 
 
-def _netpbm(image):
+class _Netpbm:
     """A decoded image as a binary netpbm file (PGM or PPM): raw pixels that
-    the image ops read as they read a JPEG (src/sluice/ops/netpbm.h)."""
-    height, width = image.shape[:2]
-    gray = image.ndim == 2 or image.shape[2] == 1
-    return b"P%d\n%d %d\n255\n" % (5 if gray else 6, width, height) + image.tobytes()
+    the image ops read as they read a JPEG (src/sluice/ops/netpbm.h). Kept
+    as the array until written: one copy, into the shared memory."""
+
+    def __init__(self, image):
+        height, width = image.shape[:2]
+        gray = image.ndim == 2 or image.shape[2] == 1
+        self.header = b"P%d\n%d %d\n255\n" % (5 if gray else 6, width, height)
+        self.image = image
+
+    def __len__(self):
+        return len(self.header) + self.image.nbytes
+
+    def write(self, memory, at):
+        memory[at:at + len(self.header)] = self.header
+        pixels = np.ndarray(self.image.shape, np.uint8, memory, at + len(self.header))
+        np.copyto(pixels, self.image)
 
 
 class _Items:
@@ -212,7 +224,7 @@ class _Items:
                 return bytes(v)
             a = np.asarray(v)
             if a.dtype == np.uint8 and (a.ndim == 2 or a.ndim == 3 and a.shape[2] in (1, 3)):
-                return _netpbm(a)
+                return _Netpbm(a)
             if a.dtype != np.uint8 or a.ndim != 1:
                 raise TypeError(f"{self.label.format(index)}['{c['name']}'] is {a.dtype}{list(a.shape)}, declared "
                                 "bytes (or an image: uint8 (H, W), (H, W, 1) or (H, W, 3))")
@@ -278,7 +290,10 @@ def _serve_dataset(sock, memory_fd, dataset, items):
             offsets[:] = 0
             for r, m in enumerate(made):
                 offsets[r + 1] = offsets[r] + len(m[k])
-                memory[base + int(offsets[r]):base + int(offsets[r + 1])] = m[k]
+                if isinstance(m[k], _Netpbm):
+                    m[k].write(memory, base + int(offsets[r]))
+                else:
+                    memory[base + int(offsets[r]):base + int(offsets[r + 1])] = m[k]
             ragged_at = _aligned(base + int(offsets[len(made)]))
         np.frombuffer(memory, np.int64, 2, 0)[1] = len(made)
         _reply(sock, 0)

@@ -205,3 +205,26 @@ TEST_F(CompileTest, ADistributeNodeSplitsThePipelineInTwoParts) {
 
 }  // namespace
 }  // namespace sluice::graph
+
+namespace sluice::graph {
+namespace {
+
+// Compiling starts no Python (the pool starts on the first read); each
+// process gets a split of its own, unless parallel_reads says otherwise.
+TEST(CompilePythonDatasetTest, ReadsAsManySplitsAtOnceAsItHasProcesses) {
+  auto compile = [](const std::string& extra) {
+    return Compile(*PipelineFromJson(
+        R"({"nodes": [{"source": {"python_dataset": {"dataset": "no_such_module:make", "length": 100,
+            "columns": [{"name": "x", "dtype": "int64"}], "processes": 3)" + extra + "}}]}"));
+  };
+  ASSERT_OK_AND_ASSIGN(CompiledPipeline dataset, compile("}"));
+  EXPECT_EQ(dataset.nodes[0].parallel_reads, 3);
+  ASSERT_OK_AND_ASSIGN(CompiledPipeline generator, compile(R"(, "generator": true})"));
+  EXPECT_EQ(generator.nodes[0].parallel_reads, 1);
+  EXPECT_EQ(generator.nodes[0].format->MakeSplits().size(), 1u);
+  ASSERT_OK_AND_ASSIGN(CompiledPipeline set, compile(R"(}, "parallel_reads": 2)"));
+  EXPECT_EQ(set.nodes[0].parallel_reads, 2);
+}
+
+}  // namespace
+}  // namespace sluice::graph

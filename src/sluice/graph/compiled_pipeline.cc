@@ -173,6 +173,7 @@ absl::StatusOr<io::PythonDatasetOptions> PythonDatasetFrom(const PythonDatasetSo
 absl::Status CompileSource(const SourceDef& def, CompiledNode* node,
                            std::vector<io::FeatureSpec>* features, std::vector<Shape>* shapes) {
   absl::StatusOr<std::unique_ptr<io::SourceFormat>> format;
+  int default_reads = 1;  // splits read at once unless parallel_reads says
   switch (def.format_case()) {
     case SourceDef::kTfrecord:
       SLUICE_RETURN_IF_ERROR(ParseFeatures(def.tfrecord(), features, shapes));
@@ -212,6 +213,7 @@ absl::Status CompileSource(const SourceDef& def, CompiledNode* node,
     case SourceDef::kPythonDataset: {
       SLUICE_ASSIGN_OR_RETURN(io::PythonDatasetOptions options,
                               PythonDatasetFrom(def.python_dataset(), def.split_records()));
+      default_reads = options.processes;  // a split per process: one read at a time would leave the rest idle
       format = io::MakePythonDatasetSource(std::move(options));
       break;
     }
@@ -239,7 +241,7 @@ absl::Status CompileSource(const SourceDef& def, CompiledNode* node,
     return absl::InvalidArgumentError(absl::StrCat("node '", node->name, "': parallel_reads must be in [0, ",
                                                    kMaxParallelReads, "], got ", def.parallel_reads()));
   }
-  node->parallel_reads = std::max(1, def.parallel_reads());
+  node->parallel_reads = def.parallel_reads() > 0 ? def.parallel_reads() : default_reads;
   return absl::OkStatus();
 }
 
