@@ -7,6 +7,7 @@ the peer venv alike. The scripts import it from their own directory.
 """
 
 import json
+import os
 import sys
 import time
 
@@ -119,3 +120,34 @@ def describe_output(x):
 def print_result(result):
     """Print the result as the last line on stdout (one JSON object)."""
     print(json.dumps(result), flush=True)
+
+
+def tree_memory(pid):
+    """(RSS, PSS) in bytes of process `pid` and all its descendants, summed.
+    PSS splits each shared page among the processes sharing it, so the sum
+    is what the tree holds (summed RSS counts shared pages once per process):
+    what shows forked workers' copy-on-read growth."""
+    children = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    parent = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue  # gone meanwhile
+            children.setdefault(parent, []).append(int(entry))
+    rss = pss = 0
+    todo = [pid]
+    while todo:
+        p = todo.pop()
+        todo += children.get(p, [])
+        try:
+            with open(f"/proc/{p}/smaps_rollup") as f:
+                for line in f:
+                    if line.startswith("Rss:"):
+                        rss += int(line.split()[1]) * 1024
+                    elif line.startswith("Pss:"):
+                        pss += int(line.split()[1]) * 1024
+        except OSError:
+            continue
+    return rss, pss
