@@ -154,3 +154,13 @@ class Gradients:
 
     def __getitem__(self, i):
         return {"image": gradient(i), "label": i}
+
+
+def hangs_at_1000(sample):
+    """Never returns from sample 1000 (a deadlock in the user's code), after
+    creating the file $SLUICE_TEST_MARKER."""
+    if int(sample["id"]) == 1000:
+        open(os.environ["SLUICE_TEST_MARKER"], "w").close()
+        import time
+        time.sleep(3600)
+    return {"id": sample["id"]}

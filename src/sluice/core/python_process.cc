@@ -1,5 +1,6 @@
 #include "sluice/core/python_process.h"
 
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/mman.h>
@@ -184,8 +185,18 @@ absl::Status PythonProcess::Send(int64_t rows) {
   return absl::AbortedError(absl::StrCat("its Python process (pid ", pid_, ") ", Reap()));
 }
 
-absl::Status PythonProcess::Receive(PythonFailure* failure) {
+absl::Status PythonProcess::Receive(PythonFailure* failure, const std::atomic<bool>* cancelled) {
   *failure = PythonFailure();
+  // The user's code may never return (a deadlock, an endless loop): the
+  // wait looks at the cancellation between short polls.
+  pollfd readable{socket_, POLLIN, 0};
+  while (cancelled != nullptr && poll(&readable, 1, 100) == 0) {
+    if (!cancelled->load(std::memory_order_acquire)) continue;
+    kill(-pid_, SIGKILL);  // its group: what the user's code started too
+    Reap();
+    return absl::CancelledError(absl::StrCat("pipeline cancelled while its Python process (pid ", pid_,
+                                             ") ran the user's code; the process was killed"));
+  }
   Reply reply;
   if (ReadAll(socket_, &reply, sizeof(reply))) {
     if (reply.message_bytes > kMaxMessageBytes) {

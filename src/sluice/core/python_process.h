@@ -27,6 +27,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -75,7 +76,9 @@ class PythonProcess {
   // Waits for the run's reply. OkStatus with `failure` set when the
   // function failed (an exception, a wrong output); an error when the
   // process died, saying how, with `failure->row` the row it was running.
-  absl::Status Receive(PythonFailure* failure);
+  // Once `*cancelled` (may be null) turns true the wait ends: the process,
+  // stuck in the user's code or not, is killed, and the error is Cancelled.
+  absl::Status Receive(PythonFailure* failure, const std::atomic<bool>* cancelled = nullptr);
   // Send and Receive, growing the memory (its contents kept) and sending
   // again while the process needs more.
   absl::Status Call(int64_t rows, PythonFailure* failure);

@@ -28,6 +28,8 @@ namespace sluice::exec {
 class Cancellation {
  public:
   bool cancelled() const { return cancelled_.load(std::memory_order_acquire); }
+  // For waits outside the engine, which poll it (ops::KernelContext).
+  const std::atomic<bool>* flag() const { return &cancelled_; }
   void Cancel();
   // `mu` guards the state `cv` waits on; both must outlive the registration.
   void Register(absl::Mutex* mu, absl::CondVar* cv);

@@ -27,7 +27,7 @@ class FilterIterator : public Iterator {
       CpuToken token(&ctx_->cpu);
       if (!token.held()) return absl::CancelledError("pipeline cancelled");
       Batch mask;
-      MapPlan::RunArgs run{ctx_->seed, epoch_, next_sample_, pool_};
+      MapPlan::RunArgs run{ctx_->seed, epoch_, next_sample_, pool_, nullptr, nullptr, ctx_->cancel.flag()};
       next_sample_ += in.rows;
       absl::Status s = predicate_->Run(in, run, &mask);
       if (!s.ok()) return WithContext(s, absl::StrCat("node '", node_.name, "'"));

@@ -253,6 +253,7 @@ ops::KernelContext MapPlan::TileContext(const Batch& in, int64_t row0, int64_t r
   ctx.epoch = args.epoch;
   ctx.provenance = &in.provenance;
   ctx.provenance_row = row0;
+  ctx.cancelled = args.cancelled;
   return ctx;
 }
 

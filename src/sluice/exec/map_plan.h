@@ -48,6 +48,7 @@ class MapPlan {
     std::vector<std::atomic<int64_t>>* op_ns = nullptr;
     // When set, a span per op and row tile.
     TraceBuffer* trace = nullptr;
+    const std::atomic<bool>* cancelled = nullptr;  // KernelContext::cancelled
   };
   // Applies the chain to all rows of `in`. Errors carry the op's name.
   absl::Status Run(const Batch& in, const RunArgs& args, Batch* out) const;

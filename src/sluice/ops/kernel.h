@@ -3,6 +3,7 @@
 #ifndef SLUICE_OPS_KERNEL_H_
 #define SLUICE_OPS_KERNEL_H_
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 
@@ -66,6 +67,9 @@ struct KernelContext {
   uint64_t op_key = 0;  // set per op by the executor
   const Provenance* provenance = nullptr;
   int64_t provenance_row = 0;  // row 0's row in *provenance
+  // True once the run is torn down: a kernel waiting on something outside
+  // the engine (a Python process running the user's code) stops waiting.
+  const std::atomic<bool>* cancelled = nullptr;
 
   // Row r's draws for this op, keyed by the sample's identity (file and
   // record), so a sample gets the same draws whatever its position: with

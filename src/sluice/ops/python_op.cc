@@ -218,7 +218,7 @@ class PythonKernel : public Kernel {
 
   absl::Status Receive(const KernelContext& ctx, const Call& call, absl::Span<const ColumnRef> out) const {
     PythonFailure failure;
-    const absl::Status status = call.process->Receive(&failure);
+    const absl::Status status = call.process->Receive(&failure, ctx.cancelled);
     if (!status.ok() || !failure.message.empty()) return Failed(ctx, call.begin, status, failure);
     SLUICE_ASSIGN_OR_RETURN(const uint8_t* memory, call.process->Memory(call.layout.bytes));
     for (size_t c = 0; c < p_.outputs.size(); ++c) {
@@ -233,6 +233,7 @@ class PythonKernel : public Kernel {
   absl::Status Failed(const KernelContext& ctx, int64_t begin, const absl::Status& status,
                       const PythonFailure& failure) const {
     if (status.ok() && failure.message.empty()) return absl::OkStatus();
+    if (absl::IsCancelled(status)) return status;  // torn down: no sample to blame
     const std::string where = failure.row >= 0 ? ctx.Where(begin + failure.row)
                                                : absl::StrCat("the rows from ", ctx.Where(begin), " on");
     if (!status.ok()) {
