@@ -78,7 +78,8 @@ def _spec(name, value):
 
 def python(fn, outputs=None, *, batched=False, inputs=None, processes=0):
     """Your own Python function as an op, run in a pool of `processes`
-    Python processes (0: one per core) beside the native ops.
+    Python processes beside the native ops (0: as many as the op's map
+    runs at once, which the autotuner sets, up to one per core).
 
     `fn` takes a dict of numpy arrays (one sample's, or with `batched=True`
     a whole batch's, batch dimension first; bytes columns come as uint8

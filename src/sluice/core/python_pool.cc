@@ -1,5 +1,6 @@
 #include "sluice/core/python_pool.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
@@ -8,40 +9,68 @@
 namespace sluice {
 
 absl::StatusOr<std::unique_ptr<PythonPool>> PythonPool::Start(std::string interpreter, std::string spec_json,
-                                                               int processes, std::string what) {
-  std::unique_ptr<PythonPool> pool(new PythonPool(std::move(interpreter), std::move(spec_json), std::move(what)));
-  if (processes < 1) return pool->Named(absl::InvalidArgumentError(absl::StrCat("processes must be >= 1, got ",
-                                                                                processes)));
-  std::vector<std::unique_ptr<PythonProcess>> started;
-  for (int i = 0; i < processes; ++i) {  // all start, then all import, side by side
-    absl::StatusOr<std::unique_ptr<PythonProcess>> process = PythonProcess::Spawn(pool->interpreter_,
-                                                                                  pool->spec_json_);
-    if (!process.ok()) return pool->Named(process.status());
-    started.push_back(std::move(*process));
+                                                               int initial, int most, std::string what) {
+  std::unique_ptr<PythonPool> pool(
+      new PythonPool(std::move(interpreter), std::move(spec_json), std::max(initial, most), std::move(what)));
+  if (initial < 1) {
+    return pool->Named(absl::InvalidArgumentError(absl::StrCat("processes must be >= 1, got ", initial)));
   }
-  for (const std::unique_ptr<PythonProcess>& process : started) SLUICE_RETURN_IF_ERROR(pool->Named(process->Ready()));
+  {
+    absl::MutexLock lock(&pool->mu_);
+    pool->size_ = initial;
+  }
+  std::vector<std::unique_ptr<PythonProcess>> started;
+  SLUICE_RETURN_IF_ERROR(pool->StartInto(initial, &started));
   pool->Release(std::move(started));
   return pool;
 }
 
 absl::Status PythonPool::Acquire(int64_t most, std::vector<std::unique_ptr<PythonProcess>>* out) {
-  absl::MutexLock lock(&mu_);
-  mu_.Await(absl::Condition(+[](std::vector<std::unique_ptr<PythonProcess>>* f) { return !f->empty(); }, &free_));
-  while (!free_.empty() && static_cast<int64_t>(out->size()) < most) {
-    if (!free_.back()->Alive()) {
-      absl::StatusOr<std::unique_ptr<PythonProcess>> fresh = PythonProcess::Spawn(interpreter_, spec_json_);
-      absl::Status ready = fresh.ok() ? (*fresh)->Ready() : fresh.status();
-      if (!ready.ok()) {  // the dead one stays, to be replaced next time: the pool never shrinks
-        for (std::unique_ptr<PythonProcess>& p : *out) free_.push_back(std::move(p));
-        out->clear();
-        return Named(ready);
-      }
-      free_.back() = std::move(*fresh);
+  std::vector<std::unique_ptr<PythonProcess>> dead;
+  int grow = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    mu_.Await(absl::Condition(
+        +[](PythonPool* p) ABSL_EXCLUSIVE_LOCKS_REQUIRED(p->mu_) { return !p->free_.empty() || p->size_ < p->most_; },
+        this));
+    if (free_.empty()) {
+      grow = 1;
+      ++size_;
     }
-    out->push_back(std::move(free_.back()));
-    free_.pop_back();
+    while (!free_.empty() && static_cast<int64_t>(out->size() + dead.size()) < most) {
+      std::unique_ptr<PythonProcess> process = std::move(free_.back());
+      free_.pop_back();
+      (process->Alive() ? *out : dead).push_back(std::move(process));
+    }
   }
-  return absl::OkStatus();
+  const int replace = static_cast<int>(dead.size());
+  dead.clear();  // reaped
+  std::vector<std::unique_ptr<PythonProcess>> started;
+  absl::Status status = StartInto(grow + replace, &started);
+  for (std::unique_ptr<PythonProcess>& p : started) out->push_back(std::move(p));
+  if (!status.ok()) {
+    Release(std::move(*out));
+    out->clear();
+  }
+  return status;
+}
+
+absl::Status PythonPool::StartInto(int n, std::vector<std::unique_ptr<PythonProcess>>* out) {
+  std::vector<std::unique_ptr<PythonProcess>> started;
+  absl::Status status;
+  for (int i = 0; i < n && status.ok(); ++i) {  // all start, then all import, side by side
+    absl::StatusOr<std::unique_ptr<PythonProcess>> process = PythonProcess::Spawn(interpreter_, spec_json_);
+    if (process.ok()) started.push_back(std::move(*process));
+    status = process.status();
+  }
+  for (size_t i = 0; i < started.size() && status.ok(); ++i) status = started[i]->Ready();
+  if (status.ok()) {
+    for (std::unique_ptr<PythonProcess>& p : started) out->push_back(std::move(p));
+    return absl::OkStatus();
+  }
+  absl::MutexLock lock(&mu_);
+  size_ -= n;  // a later caller tries again
+  return Named(status);
 }
 
 void PythonPool::Release(std::vector<std::unique_ptr<PythonProcess>> processes) {

@@ -19,13 +19,17 @@ namespace sluice {
 
 class PythonPool {
  public:
-  // Starts `processes` processes and waits until each is ready; errors
-  // begin with `what` ("python op 'aug:blur'").
+  // Starts `initial` processes and waits until each is ready; the pool
+  // grows on demand to `most`. Errors begin with `what` ("python op
+  // 'aug:blur'").
   static absl::StatusOr<std::unique_ptr<PythonPool>> Start(std::string interpreter, std::string spec_json,
-                                                           int processes, std::string what);
+                                                           int initial, int most, std::string what);
 
-  // Up to `most` free processes, at least one (waiting for one); a dead one
-  // is replaced by a new one first.
+  // Up to `most` free processes, at least one. A caller finding none free
+  // starts one while the pool is under its size, else waits: the pool
+  // grows to as many processes as callers run at once (a map's runners,
+  // which the autotuner sets). Dead processes are replaced. Processes
+  // start outside the lock: other callers go on meanwhile.
   absl::Status Acquire(int64_t most, std::vector<std::unique_ptr<PythonProcess>>* out);
   void Release(std::vector<std::unique_ptr<PythonProcess>> processes);
 
@@ -33,12 +37,19 @@ class PythonPool {
   absl::Status Named(const absl::Status& status) const;
 
  private:
-  PythonPool(std::string interpreter, std::string spec_json, std::string what)
-      : interpreter_(std::move(interpreter)), spec_json_(std::move(spec_json)), what_(std::move(what)) {}
+  PythonPool(std::string interpreter, std::string spec_json, int most, std::string what)
+      : interpreter_(std::move(interpreter)), spec_json_(std::move(spec_json)), what_(std::move(what)),
+        most_(most) {}
+
+  // Starts `n` processes (their slots counted in size_) into `out`; on an
+  // error none is kept and the n slots are given up.
+  absl::Status StartInto(int n, std::vector<std::unique_ptr<PythonProcess>>* out);
 
   const std::string interpreter_, spec_json_, what_;
+  const int most_;
   absl::Mutex mu_;
   std::vector<std::unique_ptr<PythonProcess>> free_ ABSL_GUARDED_BY(mu_);
+  int size_ ABSL_GUARDED_BY(mu_) = 0;  // processes running or starting
 };
 
 // A column as the processes' spec declares it (sluice/_python_worker.py).

@@ -20,7 +20,7 @@ class LazyPool {
 
   absl::StatusOr<PythonPool*> Get() {
     absl::call_once(once_, [this] {
-      started_ = PythonPool::Start(o_.interpreter, spec_, o_.processes,
+      started_ = PythonPool::Start(o_.interpreter, spec_, o_.processes, o_.processes,
                                    absl::StrCat("python dataset '", o_.name, "'"));
     });
     if (!started_.ok()) return started_.status();

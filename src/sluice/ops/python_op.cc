@@ -28,7 +28,7 @@ struct PythonOpParams {
   std::string interpreter;
   std::string spec_json;  // what each process is told (sluice/_python_worker.py)
   std::vector<ColumnSpec> inputs, outputs;
-  int processes = 1;
+  int processes = 1, most_processes = 1;  // the pool starts with `processes`
   bool batched = false;
 };
 
@@ -101,9 +101,11 @@ absl::StatusOr<InferredOp> InferPython(const Attrs& attrs, const Schema& schema,
   if (p.outputs.empty()) return AttrError("outputs", "names no column");
   p.interpreter = PythonInterpreter(attrs.GetString("python"));
   p.batched = batched;
+  // 0: one process, then as many as the op's callers (the map's runners,
+  // which the autotuner sets) run at once, up to one per core.
   const int64_t processes = attrs.GetInt("processes");
-  p.processes = processes > 0 ? static_cast<int>(processes)
-                              : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  p.processes = processes > 0 ? static_cast<int>(processes) : 1;
+  p.most_processes = processes > 0 ? p.processes : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   nlohmann::json spec = {{"function", p.function}, {"batched", batched}, {"rng", attrs.GetBool("rng")},
                          {"inputs", nlohmann::json::array()}, {"outputs", nlohmann::json::array()}};
   for (const ColumnSpec& c : p.inputs) spec["inputs"].push_back(PythonColumnJson(c));
@@ -128,7 +130,7 @@ class PythonKernel : public Kernel {
   explicit PythonKernel(const Params& p) : p_(p) {}
 
   absl::Status Setup(const SetupContext&) override {
-    SLUICE_ASSIGN_OR_RETURN(pool_, PythonPool::Start(p_.interpreter, p_.spec_json, p_.processes,
+    SLUICE_ASSIGN_OR_RETURN(pool_, PythonPool::Start(p_.interpreter, p_.spec_json, p_.processes, p_.most_processes,
                                                      absl::StrCat("python op '", p_.function, "'")));
     return absl::OkStatus();
   }
@@ -260,7 +262,9 @@ std::vector<AttrSchema> PythonAttrs() {
       AttrSchema{"rng", AttrType::kBool, "false",
                  "the function draws from `rng`, a numpy Generator seeded from (seed, op, epoch, sample), which "
                  "it gets whenever it has that parameter: marks the op random"},
-      AttrSchema{"processes", AttrType::kInt, "0", "Python processes in its pool (0: one per core)"}.Range(0, 1024),
+      AttrSchema{"processes", AttrType::kInt, "0",
+                 "Python processes in its pool (0: as many as its map runs at once, which the autotuner sets, up "
+                 "to one per core)"}.Range(0, 1024),
       AttrSchema{"python", AttrType::kString, "\"\"",
                  "the interpreter to run (empty: $SLUICE_PYTHON, which the Python front sets, else python3)"},
   };

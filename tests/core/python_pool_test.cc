@@ -1,0 +1,167 @@
+// The Python process pool with real processes: Debian's python3 running the
+// package's own worker module (sluice/_python_worker.py, copied beside a
+// bare package __init__, so no build of the extension is needed).
+#include "sluice/core/python_pool.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <filesystem>
+#include <set>
+#include <thread>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "sluice/core/status_macros.h"
+#include "status_matchers.h"
+#include "temp_dir.h"
+
+namespace sluice {
+namespace {
+
+using ::sluice::testing::StatusIs;
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+
+constexpr char kUserCode[] = R"(
+import time
+
+def double(sample):
+    return {"x": sample["x"] * 2}
+
+def sleeps(sample):
+    time.sleep(3600)
+)";
+
+// One int64 column in, the same out: where each part of a 1-row call sits.
+constexpr size_t kInputAt = 128, kOutputAt = 192, kCallBytes = 256;
+
+class PythonPoolTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    namespace fs = std::filesystem;
+    const fs::path source = fs::path(std::getenv("SLUICE_SOURCE_DIR")) / "python" / "sluice";
+    fs::create_directories(dir_.Join("sluice"));
+    testing::WriteFileBytes(dir_.Join("sluice/__init__.py"), "");
+    for (const char* module : {"_python_worker.py", "_imports.py"}) {
+      fs::copy_file(source / module, dir_.Join(std::string("sluice/") + module));
+    }
+    testing::WriteFileBytes(dir_.Join("pool_test_code.py"), kUserCode);
+    setenv("SLUICE_PYTHONPATH", dir_.path().c_str(), 1);
+  }
+
+  static std::string Spec(const std::string& function) {
+    return R"({"function": "pool_test_code:)" + function + R"(", "batched": false, "rng": false,
+               "inputs": [{"name": "x", "dtype": "int64", "shape": [], "ragged": false}],
+               "outputs": [{"name": "x", "dtype": "int64", "shape": [], "ragged": false}]})";
+  }
+
+  static absl::StatusOr<std::unique_ptr<PythonPool>> Pool(const std::string& function, int initial, int most) {
+    return PythonPool::Start("/usr/bin/python3", Spec(function), initial, most, "pool '" + function + "'");
+  }
+
+  // Runs `double` on `x` in `process`; its answer.
+  static absl::StatusOr<int64_t> Double(PythonProcess* process, int64_t x) {
+    SLUICE_ASSIGN_OR_RETURN(uint8_t* memory, process->Memory(kCallBytes));
+    *reinterpret_cast<int64_t*>(memory + kInputAt) = x;
+    PythonFailure failure;
+    SLUICE_RETURN_IF_ERROR(process->Call(1, &failure));
+    if (!failure.message.empty()) return absl::InternalError(failure.message);
+    SLUICE_ASSIGN_OR_RETURN(memory, process->Memory(kCallBytes));
+    return *reinterpret_cast<const int64_t*>(memory + kOutputAt);
+  }
+
+  static bool Zombie(pid_t pid) {
+    const std::string stat = testing::ReadFileBytes("/proc/" + std::to_string(pid) + "/stat");
+    return stat.substr(stat.rfind(')') + 2, 1) == "Z";
+  }
+
+  testing::TempDir dir_;
+};
+
+TEST_F(PythonPoolTest, GrowsByOneForEachCallerFindingNoneFreeUpToItsSize) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<PythonPool> pool, Pool("double", 1, 3));
+  std::vector<std::unique_ptr<PythonProcess>> held;
+  std::set<pid_t> pids;
+  for (int caller = 0; caller < 3; ++caller) {
+    std::vector<std::unique_ptr<PythonProcess>> got;
+    SLUICE_ASSERT_OK(pool->Acquire(8, &got));
+    ASSERT_EQ(got.size(), 1u) << "caller " << caller;
+    ASSERT_OK_AND_ASSIGN(const int64_t doubled, Double(got[0].get(), 21 + caller));
+    EXPECT_EQ(doubled, 42 + 2 * caller);
+    pids.insert(got[0]->pid());
+    held.push_back(std::move(got[0]));
+  }
+  EXPECT_EQ(pids.size(), 3u);
+  // At its size, a fourth caller waits for one to come back.
+  std::atomic<bool> served{false};
+  std::thread fourth([&] {
+    std::vector<std::unique_ptr<PythonProcess>> got;
+    SLUICE_EXPECT_OK(pool->Acquire(8, &got));
+    EXPECT_EQ(got.size(), 3u);  // all that came back
+    served = true;
+    pool->Release(std::move(got));
+  });
+  EXPECT_FALSE(served.load());
+  pool->Release(std::move(held));
+  fourth.join();
+  EXPECT_TRUE(served.load());
+  std::vector<std::unique_ptr<PythonProcess>> all;
+  SLUICE_ASSERT_OK(pool->Acquire(8, &all));
+  EXPECT_EQ(all.size(), 3u);  // all free again, none started beyond its size
+  pool->Release(std::move(all));
+}
+
+TEST_F(PythonPoolTest, ADeadProcessIsReplacedWhenTaken) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<PythonPool> pool, Pool("double", 1, 1));
+  std::vector<std::unique_ptr<PythonProcess>> got;
+  SLUICE_ASSERT_OK(pool->Acquire(1, &got));
+  const pid_t killed = got[0]->pid();
+  ASSERT_EQ(kill(killed, SIGKILL), 0);
+  while (!Zombie(killed)) std::this_thread::yield();  // dead (not yet reaped: the pool does that)
+  pool->Release(std::move(got));
+  got.clear();
+  SLUICE_ASSERT_OK(pool->Acquire(1, &got));
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_NE(got[0]->pid(), killed);
+  ASSERT_OK_AND_ASSIGN(const int64_t doubled, Double(got[0].get(), 5));
+  EXPECT_EQ(doubled, 10);
+  pool->Release(std::move(got));
+}
+
+TEST_F(PythonPoolTest, ProcessesThatCannotStartFailNamingThePoolAndWhy) {
+  const absl::StatusOr<std::unique_ptr<PythonPool>> nowhere =
+      PythonPool::Start("/no/such/python", Spec("double"), 1, 2, "pool 'x'");
+  ASSERT_FALSE(nowhere.ok());
+  EXPECT_THAT(std::string(nowhere.status().message()), HasSubstr("pool 'x'"));
+  EXPECT_THAT(Pool("missing", 2, 2),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("pool 'missing'"), HasSubstr("cannot load pool_test_code:missing"),
+                             HasSubstr("AttributeError"))));
+}
+
+TEST_F(PythonPoolTest, ACancelledWaitKillsTheProcessStuckInTheUsersCode) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<PythonPool> pool, Pool("sleeps", 1, 1));
+  std::vector<std::unique_ptr<PythonProcess>> got;
+  SLUICE_ASSERT_OK(pool->Acquire(1, &got));
+  PythonProcess* process = got[0].get();
+  SLUICE_ASSERT_OK(process->Memory(kCallBytes).status());
+  SLUICE_ASSERT_OK(process->Send(1));
+  std::atomic<bool> cancelled{false};
+  absl::Status waited;
+  std::thread waiter([&] {
+    PythonFailure failure;
+    waited = process->Receive(&failure, &cancelled);
+  });
+  cancelled = true;
+  waiter.join();
+  EXPECT_THAT(waited, StatusIs(absl::StatusCode::kCancelled, HasSubstr("the process was killed")));
+  EXPECT_FALSE(process->Alive());
+  EXPECT_EQ(waitpid(process->pid(), nullptr, WNOHANG), -1);  // reaped: no zombie left
+  pool->Release(std::move(got));
+}
+
+}  // namespace
+}  // namespace sluice
