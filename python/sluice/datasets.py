@@ -24,6 +24,9 @@ class _PickleFile:
     def __init__(self, dataset):
         data = pickle.dumps(dataset, protocol=pickle.HIGHEST_PROTOCOL)
         self.digest = hashlib.sha256(data).hexdigest()
+        # Whether it names anything of the script being run (its class, or a
+        # function it holds): the processes must run that script first.
+        self.names_main = b"__main__" in data
         with tempfile.NamedTemporaryFile(prefix="sluice-dataset-", suffix=".pickle", delete=False) as f:
             self.path = f.name
             f.write(data)
@@ -68,12 +71,12 @@ def _columns(item, names, images, who):
     return columns
 
 
-def _source(target, hold, name, module, columns, processes, **fields):
+def _source(target, hold, name, columns, processes, **fields):
     """The python_dataset source node of `target` ("module:function" or the
     pickle in `hold`)."""
     main = sys.modules["__main__"]
     main_script = (os.path.abspath(main.__file__) if hold is not None and getattr(main, "__file__", None)
-                   and module == "__main__" else "")
+                   and hold.names_main else "")
     return {"python_dataset": {"dataset": target if hold is None else f"pickle:{hold.path}", "name": name,
                                "columns": columns, "processes": processes, "main_script": main_script,
                                "digest": hold.digest if hold is not None else "", **fields}}
@@ -111,8 +114,7 @@ def from_dataset(dataset, *, names=None, images=(), processes=0, split_records=6
     if length == 0:
         raise ValueError("from_dataset: the dataset is empty")
     columns = _columns(dataset[0], names, set(images), "from_dataset: dataset[0]")
-    source = _source(target, hold, type(dataset).__name__, type(dataset).__module__, columns, processes,
-                     length=length)
+    source = _source(target, hold, type(dataset).__name__, columns, processes, length=length)
     return Pipeline({"nodes": [{"source": {**source, "split_records": split_records, "shuffle_splits": shuffle}}]},
                     _hold=hold)
 
@@ -146,6 +148,5 @@ def from_generator(generator, *, names=None, images=()):
         raise ValueError("from_generator: the generator made no items") from None
     columns = _columns(first, names, set(images), "from_generator: its first item")
     name = getattr(made, "__name__", None) or type(made).__name__
-    module = getattr(made, "__module__", None) or type(made).__module__
-    source = _source(target, hold, name, module, columns, 1, generator=True)
+    source = _source(target, hold, name, columns, 1, generator=True)
     return Pipeline({"nodes": [{"source": source}]}, _hold=hold)

@@ -107,3 +107,34 @@ def test_a_checkpoint_resumes_in_a_pipeline_made_again():
     state = it.state()
     rest = [int(i) for batch in make().iterate(state=state) for i in batch["label"]]  # another pickle file
     assert sorted(first + rest) == list(range(300))
+
+
+_SCRIPT = r"""
+import sys
+sys.path.insert(0, sys.argv[1])
+import numpy as np
+import sluice
+import user_code
+
+
+def triple(i):  # the script's own function, held by an importable class
+    return np.int64(3 * i)
+
+
+if __name__ == "__main__":
+    pipe = sluice.from_dataset(user_code.Mapped(50, triple), processes=1, shuffle=False)
+    print(" ".join(str(int(row["0"][0])) for row in pipe))
+"""
+
+
+def test_a_dataset_holding_a_function_of_the_script_being_run_loads(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "train.py"
+    script.write_text(_SCRIPT)
+    done = subprocess.run([sys.executable, str(script), os.path.dirname(os.path.abspath(__file__))],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [str(3 * i) for i in range(50)]

@@ -164,3 +164,17 @@ def hangs_at_1000(sample):
         import time
         time.sleep(3600)
     return {"id": sample["id"]}
+
+
+class Mapped:
+    """Items fn(i): a dataset of an importable class holding the caller's
+    function (one of the script being run, say)."""
+
+    def __init__(self, n, fn):
+        self.n, self.fn = n, fn
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        return self.fn(i)
