@@ -163,7 +163,12 @@ class _Iterated:
             self.it, self.at = _iterate(self.source), 0
         try:
             while self.at < index:
-                next(self.it)
+                try:
+                    next(self.it)
+                except StopIteration:
+                    raise
+                except Exception as e:  # an earlier item's error: say which, not the one asked for
+                    raise RuntimeError(f"item {self.at}, passed over to resume at item {index}, failed") from e
                 self.at += 1
             item = next(self.it)
         except StopIteration:
@@ -223,11 +228,11 @@ class _Items:
             if isinstance(v, (bytes, bytearray, memoryview)):
                 return bytes(v)
             a = np.asarray(v)
-            if a.dtype == np.uint8 and (a.ndim == 2 or a.ndim == 3 and a.shape[2] in (1, 3)):
+            if c.get("image") and a.dtype == np.uint8 and (a.ndim == 2 or a.ndim == 3 and a.shape[2] in (1, 3)):
                 return _Netpbm(a)
             if a.dtype != np.uint8 or a.ndim != 1:
                 raise TypeError(f"{self.label.format(index)}['{c['name']}'] is {a.dtype}{list(a.shape)}, declared "
-                                "bytes (or an image: uint8 (H, W), (H, W, 1) or (H, W, 3))")
+                                + ("an image: uint8 (H, W), (H, W, 1) or (H, W, 3)" if c.get("image") else "bytes"))
             return a.tobytes()
         a = np.asarray(v)
         if a.dtype == np.float64 and c["np_dtype"] == np.float32 or a.dtype == np.bool_:

@@ -47,7 +47,7 @@ def _column(name, value, images, who):
         if a.dtype != np.uint8 or a.ndim not in (2, 3) or a.ndim == 3 and a.shape[2] not in (1, 3):
             raise TypeError(f"{who}: '{name}' is {a.dtype}{list(a.shape)}: an image column holds uint8 arrays "
                             "of (height, width), (height, width, 1) or (height, width, 3)")
-        return {"name": name, "dtype": "bytes", "shape": []}  # raw pixels in a netpbm header
+        return {"name": name, "dtype": "image", "shape": []}  # raw pixels in a netpbm header
     dtype = {"float64": "float32", "bool": "uint8"}.get(a.dtype.name, a.dtype.name)
     if dtype not in _DTYPES:
         raise TypeError(f"{who}: '{name}' is {a.dtype}; sluice holds {', '.join(_DTYPES)} "

@@ -14,6 +14,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "absl/time/clock.h"
 #include "sluice/core/status_macros.h"
 #include "status_matchers.h"
 #include "temp_dir.h"
@@ -73,9 +74,11 @@ class PythonPoolTest : public ::testing::Test {
     return *reinterpret_cast<const int64_t*>(memory + kOutputAt);
   }
 
-  static bool Zombie(pid_t pid) {
-    const std::string stat = testing::ReadFileBytes("/proc/" + std::to_string(pid) + "/stat");
-    return stat.substr(stat.rfind(')') + 2, 1) == "Z";
+  // Whether `pid` has exited, all its threads, leaving it to be reaped (by
+  // the pool: this does not reap it).
+  static bool Exited(pid_t pid) {
+    siginfo_t info{};
+    return waitid(P_PID, pid, &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid;
   }
 
   testing::TempDir dir_;
@@ -114,13 +117,35 @@ TEST_F(PythonPoolTest, GrowsByOneForEachCallerFindingNoneFreeUpToItsSize) {
   pool->Release(std::move(all));
 }
 
+// One caller holding every process (a tile split among them) is not a
+// second caller's reason to grow: that one waits for them.
+TEST_F(PythonPoolTest, ACallerHoldingEveryProcessMakesTheNextWaitNotGrow) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<PythonPool> pool, Pool("double", 2, 4));
+  std::vector<std::unique_ptr<PythonProcess>> first;
+  SLUICE_ASSERT_OK(pool->Acquire(8, &first));
+  ASSERT_EQ(first.size(), 2u);
+  std::vector<std::unique_ptr<PythonProcess>> second;
+  std::thread waiter([&] { SLUICE_EXPECT_OK(pool->Acquire(8, &second)); });
+  // Time for the waiter to reach its wait, where a wrong pool would grow;
+  // a right one passes however long this is.
+  absl::SleepFor(absl::Milliseconds(200));
+  pool->Release(std::move(first));
+  waiter.join();
+  EXPECT_EQ(second.size(), 2u);
+  pool->Release(std::move(second));
+  std::vector<std::unique_ptr<PythonProcess>> all;
+  SLUICE_ASSERT_OK(pool->Acquire(8, &all));
+  EXPECT_EQ(all.size(), 2u);  // none was started for the waiting caller
+  pool->Release(std::move(all));
+}
+
 TEST_F(PythonPoolTest, ADeadProcessIsReplacedWhenTaken) {
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<PythonPool> pool, Pool("double", 1, 1));
   std::vector<std::unique_ptr<PythonProcess>> got;
   SLUICE_ASSERT_OK(pool->Acquire(1, &got));
   const pid_t killed = got[0]->pid();
   ASSERT_EQ(kill(killed, SIGKILL), 0);
-  while (!Zombie(killed)) std::this_thread::yield();  // dead (not yet reaped: the pool does that)
+  while (!Exited(killed)) std::this_thread::yield();
   pool->Release(std::move(got));
   got.clear();
   SLUICE_ASSERT_OK(pool->Acquire(1, &got));

@@ -276,6 +276,12 @@ TEST_F(DecodeTest, CorruptImagesFailNamingTheFile) {
   const std::string deep = Write("deep.pgm", "P5 4 4 65535\n" + std::string(32, '\0'));
   EXPECT_THAT(Sluice(deep, {Op("decode_image", {{"size", {4, 4}}})}),
               StatusIs(absl::StatusCode::kDataLoss, HasSubstr("maxval 65535: only 8-bit")));
+  const std::string huge = Write("huge.pgm", "P5 10000000001 1 255\n" + std::string(64, 'x'));
+  EXPECT_THAT(Sluice(huge, {Op("decode_image", {{"size", {4, 4}}})}),
+              StatusIs(absl::StatusCode::kDataLoss, AllOf(HasSubstr(huge), HasSubstr("malformed header"))));
+  const std::string not_netpbm = Write("p5x.pgm", "P5x" + std::string(64, 'x'));
+  EXPECT_THAT(Sluice(not_netpbm, {Op("decode_image", {{"size", {4, 4}}})}),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("not a JPEG, PNG or netpbm file")));
   const std::string headless = Write("headless.ppm", "P6 12\n" + std::string(64, 'x'));
   EXPECT_THAT(Sluice(headless, {Op("decode_image", {{"size", {4, 4}}})}),
               StatusIs(absl::StatusCode::kDataLoss, AllOf(HasSubstr(headless), HasSubstr("malformed header"))));

@@ -84,3 +84,8 @@ def test_image_pixels_arrive_exactly_and_non_images_are_refused():
         sluice.from_dataset(user_code.Gradients(), images=("label",))
     with pytest.raises(ValueError, match="images names no column \\['img'\\]"):
         sluice.from_dataset(user_code.Gradients(), images=("img",))
+
+
+def test_bytes_of_any_length_come_whole_up_to_the_end():
+    rows = [(int(r["i"][0]), bytes(r["blob"])) for r in sluice.from_generator(user_code.blob_stream)]
+    assert rows == [(i, user_code.blob(i)) for i in range(90)]

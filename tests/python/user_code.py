@@ -178,3 +178,11 @@ class Mapped:
 
     def __getitem__(self, i):
         return self.fn(i)
+
+
+def blob_stream():
+    """A generator of bytes of many lengths (up to 40 KB: more than the engine
+    first maps for them), so a call makes fewer items than asked at its
+    end and asks for more memory on the way."""
+    for i in range(90):
+        yield {"blob": blob(i), "i": i}

@@ -21,7 +21,8 @@ absl::StatusOr<std::unique_ptr<PythonPool>> PythonPool::Start(std::string interp
   }
   std::vector<std::unique_ptr<PythonProcess>> started;
   SLUICE_RETURN_IF_ERROR(pool->StartInto(initial, &started));
-  pool->Release(std::move(started));
+  absl::MutexLock lock(&pool->mu_);
+  pool->free_ = std::move(started);
   return pool;
 }
 
@@ -30,13 +31,18 @@ absl::Status PythonPool::Acquire(int64_t most, std::vector<std::unique_ptr<Pytho
   int grow = 0;
   {
     absl::MutexLock lock(&mu_);
+    // A caller may hold several processes (a tile split among them): the
+    // pool grows only when each of its processes is another caller's.
     mu_.Await(absl::Condition(
-        +[](PythonPool* p) ABSL_EXCLUSIVE_LOCKS_REQUIRED(p->mu_) { return !p->free_.empty() || p->size_ < p->most_; },
+        +[](PythonPool* p) ABSL_EXCLUSIVE_LOCKS_REQUIRED(p->mu_) {
+          return !p->free_.empty() || (p->size_ < p->most_ && p->holders_ >= p->size_);
+        },
         this));
     if (free_.empty()) {
       grow = 1;
       ++size_;
     }
+    ++holders_;
     while (!free_.empty() && static_cast<int64_t>(out->size() + dead.size()) < most) {
       std::unique_ptr<PythonProcess> process = std::move(free_.back());
       free_.pop_back();
@@ -75,6 +81,7 @@ absl::Status PythonPool::StartInto(int n, std::vector<std::unique_ptr<PythonProc
 
 void PythonPool::Release(std::vector<std::unique_ptr<PythonProcess>> processes) {
   absl::MutexLock lock(&mu_);
+  --holders_;
   for (std::unique_ptr<PythonProcess>& p : processes) free_.push_back(std::move(p));
 }
 

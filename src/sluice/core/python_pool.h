@@ -25,12 +25,14 @@ class PythonPool {
   static absl::StatusOr<std::unique_ptr<PythonPool>> Start(std::string interpreter, std::string spec_json,
                                                            int initial, int most, std::string what);
 
-  // Up to `most` free processes, at least one. A caller finding none free
-  // starts one while the pool is under its size, else waits: the pool
-  // grows to as many processes as callers run at once (a map's runners,
-  // which the autotuner sets). Dead processes are replaced. Processes
-  // start outside the lock: other callers go on meanwhile.
+  // Up to `most` free processes, at least one. A caller finding none free,
+  // each process held by another caller, starts one while the pool is
+  // under its size, else waits: the pool grows to as many processes as
+  // callers run at once (a map's runners, which the autotuner sets). Dead
+  // processes are replaced. Processes start outside the lock: other
+  // callers go on meanwhile.
   absl::Status Acquire(int64_t most, std::vector<std::unique_ptr<PythonProcess>>* out);
+  // Gives back what one successful Acquire took (a failed one took nothing).
   void Release(std::vector<std::unique_ptr<PythonProcess>> processes);
 
   // `status` with `what` in front.
@@ -49,7 +51,8 @@ class PythonPool {
   const int most_;
   absl::Mutex mu_;
   std::vector<std::unique_ptr<PythonProcess>> free_ ABSL_GUARDED_BY(mu_);
-  int size_ ABSL_GUARDED_BY(mu_) = 0;  // processes running or starting
+  int size_ ABSL_GUARDED_BY(mu_) = 0;     // processes running or starting
+  int holders_ ABSL_GUARDED_BY(mu_) = 0;  // callers between Acquire and Release
 };
 
 // A column as the processes' spec declares it (sluice/_python_worker.py).

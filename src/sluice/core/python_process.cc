@@ -190,7 +190,9 @@ absl::Status PythonProcess::Receive(PythonFailure* failure, const std::atomic<bo
   // The user's code may never return (a deadlock, an endless loop): the
   // wait looks at the cancellation between short polls.
   pollfd readable{socket_, POLLIN, 0};
-  while (cancelled != nullptr && poll(&readable, 1, 100) == 0) {
+  while (cancelled != nullptr) {
+    const int ready = poll(&readable, 1, 100);
+    if (ready > 0 || (ready < 0 && errno != EINTR)) break;  // a reply, or an error the read reports
     if (!cancelled->load(std::memory_order_acquire)) continue;
     kill(-pid_, SIGKILL);  // its group: what the user's code started too
     Reap();

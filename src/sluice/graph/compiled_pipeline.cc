@@ -153,8 +153,9 @@ absl::StatusOr<io::PythonDatasetOptions> PythonDatasetFrom(const PythonDatasetSo
   for (const PythonColumn& c : d.columns()) {
     ColumnSpec spec;
     spec.name = c.name();
-    if (c.dtype() == "bytes") {
+    if (c.dtype() == "bytes" || c.dtype() == "image") {
       spec.ragged = true;
+      if (c.dtype() == "image") o.images.insert(c.name());
     } else {
       SLUICE_ASSIGN_OR_RETURN(spec.dtype, ParseDType(c.dtype()));
       spec.shape = Shape(absl::MakeConstSpan(c.shape().data(), c.shape().size()));
@@ -213,7 +214,8 @@ absl::Status CompileSource(const SourceDef& def, CompiledNode* node,
     case SourceDef::kPythonDataset: {
       SLUICE_ASSIGN_OR_RETURN(io::PythonDatasetOptions options,
                               PythonDatasetFrom(def.python_dataset(), def.split_records()));
-      default_reads = options.processes;  // a split per process: one read at a time would leave the rest idle
+      // A split per process: one read at a time would leave the rest idle.
+      default_reads = std::min(options.processes, kMaxParallelReads);
       format = io::MakePythonDatasetSource(std::move(options));
       break;
     }

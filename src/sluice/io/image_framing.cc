@@ -1,12 +1,14 @@
 #include "sluice/io/image_framing.h"
 
 #include <algorithm>
+#include <cctype>
 
 namespace sluice::io {
 
 std::string ImageFramingProblem(absl::string_view head, absl::string_view tail) {
   static const char kPng[8] = {'\x89', 'P', 'N', 'G', '\r', '\n', '\x1a', '\n'};
-  if (head.size() >= 3 && head[0] == 'P' && (head[1] == '5' || head[1] == '6')) {
+  if (head.size() >= 3 && head[0] == 'P' && (head[1] == '5' || head[1] == '6') &&
+      std::isspace(static_cast<unsigned char>(head[2]))) {
     return "";  // netpbm: raw pixels, no end marker; the header's size is checked on reading
   }
   if (head.size() < 8 || tail.size() < 4) return "not a JPEG, PNG or netpbm file";

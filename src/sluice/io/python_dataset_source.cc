@@ -16,20 +16,31 @@ constexpr int64_t kDefaultSplitItems = 64;
 // dataset never runs Python.
 class LazyPool {
  public:
-  LazyPool(const PythonDatasetOptions& o, std::string spec) : o_(o), spec_(std::move(spec)) {}
+  LazyPool(const PythonDatasetOptions& o, std::string spec)
+      : o_(o),
+        spec_(std::move(spec)),
+        what_(absl::StrCat(o.generator ? "python generator '" : "python dataset '", o.name, "'")) {}
 
   absl::StatusOr<PythonPool*> Get() {
     absl::call_once(once_, [this] {
-      started_ = PythonPool::Start(o_.interpreter, spec_, o_.processes, o_.processes,
-                                   absl::StrCat("python dataset '", o_.name, "'"));
+      started_ = PythonPool::Start(o_.interpreter, spec_, o_.processes, o_.processes, what_);
     });
     if (!started_.ok()) return started_.status();
     return started_->get();
   }
 
+  // Whether the dataset loads, in one process of its own (the pool starts
+  // on the first read).
+  absl::Status Probe() const {
+    absl::StatusOr<std::unique_ptr<PythonProcess>> probe = PythonProcess::Spawn(o_.interpreter, spec_);
+    const absl::Status loaded = probe.ok() ? (*probe)->Ready() : probe.status();
+    if (loaded.ok()) return loaded;
+    return absl::Status(loaded.code(), absl::StrCat(what_, ": ", loaded.message()));
+  }
+
  private:
   const PythonDatasetOptions& o_;
-  const std::string spec_;
+  const std::string spec_, what_;
   absl::once_flag once_;
   absl::StatusOr<std::unique_ptr<PythonPool>> started_;
 };
@@ -176,7 +187,11 @@ class PythonDatasetSource : public SourceFormat {
     nlohmann::json spec = {{"kind", "dataset"}, {"dataset", o_.dataset}, {"main", o_.main_script},
                            {"generator", o_.generator},
                            {"outputs", nlohmann::json::array()}};
-    for (const ColumnSpec& c : o_.columns) spec["outputs"].push_back(PythonColumnJson(c));
+    for (const ColumnSpec& c : o_.columns) {
+      nlohmann::json column = PythonColumnJson(c);
+      column["image"] = o_.images.count(c.name) > 0;  // sent as raw netpbm pixels
+      spec["outputs"].push_back(std::move(column));
+    }
     pool_ = std::make_unique<LazyPool>(o_, spec.dump());
     maker_ = std::make_unique<ItemMaker>(o_, pool_.get());
   }
@@ -188,7 +203,7 @@ class PythonDatasetSource : public SourceFormat {
     return MakeRecordSplits({o_.length}, o_.split_records > 0 ? o_.split_records : kDefaultSplitItems);
   }
   bool SeeksRecords() const override { return true; }
-  absl::Status Load() const override { return pool_->Get().status(); }
+  absl::Status Load() const override { return pool_->Probe(); }
   absl::StatusOr<std::unique_ptr<SplitReader>> OpenSplit(const Split& split, CorruptionLog*) const override {
     if (o_.generator) return std::unique_ptr<SplitReader>(new PythonGeneratorReader(maker_.get(), split));
     Split bounded = split;

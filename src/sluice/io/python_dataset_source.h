@@ -10,6 +10,7 @@
 #define SLUICE_IO_PYTHON_DATASET_SOURCE_H_
 
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,7 @@ struct PythonDatasetOptions {
   int64_t length = 0;        // unused for a generator
   bool generator = false;    // `dataset` is an iterable's factory
   std::vector<ColumnSpec> columns;  // what each item becomes; ragged: bytes
+  std::set<std::string> images;     // ragged columns the items give as decoded images
   int processes = 1;
   std::string interpreter;
   int64_t split_records = 0;  // 0: 64

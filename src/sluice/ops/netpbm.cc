@@ -23,7 +23,8 @@ int64_t NextField(absl::string_view bytes, size_t* at) {
   }
   int64_t value = 0;
   const size_t start = *at;
-  while (*at < bytes.size() && std::isdigit(static_cast<unsigned char>(bytes[*at])) && *at - start < 9) {
+  while (*at < bytes.size() && std::isdigit(static_cast<unsigned char>(bytes[*at]))) {
+    if (*at - start == 9) return -1;  // a billion or more: no image is that wide
     value = value * 10 + (bytes[*at] - '0');
     ++*at;
   }
