@@ -135,7 +135,8 @@ def test_a_lambda_is_refused_saying_why():
 
 
 # Prints "first" after the first batch, then reads on with the function
-# named argv[2]; argv[1] is the directory of user_code.py.
+# named argv[2] (or from the dataset class of user_code named argv[3]);
+# argv[1] is the directory of user_code.py.
 _TRAINER = r"""
 import sys
 import numpy as np
@@ -143,34 +144,41 @@ sys.path.insert(0, sys.argv[1])
 import sluice
 from sluice import ops
 import user_code
-fn = getattr(user_code, sys.argv[2])
-pipe = sluice.arrays({"id": np.arange(100000, dtype=np.int64)}).map(ops.python(fn, processes=2)).batch(8)
+if sys.argv[2] == "dataset":
+    pipe = sluice.from_dataset(getattr(user_code, sys.argv[3])(), processes=2).batch(8)
+else:
+    fn = getattr(user_code, sys.argv[2])
+    pipe = sluice.arrays({"id": np.arange(100000, dtype=np.int64)}).map(ops.python(fn, processes=2)).batch(8)
 for n, batch in enumerate(pipe):
     if n == 0:
         print("first", flush=True)
 """
 
 
-@pytest.mark.parametrize("function", ["slow", "hangs_at_1000"])
+@pytest.mark.parametrize("function", ["slow", "hangs_at_1000", "dataset HangsAt1000"])
 def test_ctrl_c_stops_the_trainer_and_its_python_processes(function, tmp_path):
     import signal
     import sys
     import time
 
     marker = tmp_path / "stuck"
-    trainer = subprocess.Popen([sys.executable, "-c", _TRAINER, os.path.dirname(os.path.abspath(__file__)), function],
+    trainer = subprocess.Popen([sys.executable, "-c", _TRAINER, os.path.dirname(os.path.abspath(__file__)),
+                                *function.split()],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                env=dict(os.environ, SLUICE_TEST_MARKER=str(marker)))
     assert trainer.stdout.readline().strip() == "first"
     deadline = time.monotonic() + 60
-    while function.startswith("hangs") and not marker.exists():  # the user's code is stuck now
+    while "angs" in function and not marker.exists():  # the user's code is stuck now
         assert time.monotonic() < deadline, "the function never reached its hang"
         time.sleep(0.05)
     trainer.send_signal(signal.SIGINT)
     _, err = trainer.communicate(timeout=60)  # a hang guard: it stops within a sample or two
     assert trainer.returncode != 0 and "KeyboardInterrupt" in err, err
     deadline = time.monotonic() + 30
-    while f"user_code:{function}" in subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout:
+    # The stuck process (its pid in the marker), or any of the op's.
+    stuck = f"/proc/{marker.read_text()}" if marker.exists() else None
+    while (os.path.exists(stuck) if stuck else
+           f"user_code:{function}" in subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout):
         assert time.monotonic() < deadline, "a Python process of the op outlived the trainer"
         time.sleep(0.1)
 

@@ -158,9 +158,10 @@ class Gradients:
 
 def hangs_at_1000(sample):
     """Never returns from sample 1000 (a deadlock in the user's code), after
-    creating the file $SLUICE_TEST_MARKER."""
+    writing its pid to the file $SLUICE_TEST_MARKER."""
     if int(sample["id"]) == 1000:
-        open(os.environ["SLUICE_TEST_MARKER"], "w").close()
+        with open(os.environ["SLUICE_TEST_MARKER"], "w") as f:
+            f.write(str(os.getpid()))
         import time
         time.sleep(3600)
     return {"id": sample["id"]}
@@ -186,3 +187,19 @@ def blob_stream():
     end and asks for more memory on the way."""
     for i in range(90):
         yield {"blob": blob(i), "i": i}
+
+
+class HangsAt1000:
+    """A dataset whose item 1000 never comes (a deadlock in __getitem__),
+    after writing its pid to the file $SLUICE_TEST_MARKER."""
+
+    def __len__(self):
+        return 100000
+
+    def __getitem__(self, i):
+        if i == 1000:
+            with open(os.environ["SLUICE_TEST_MARKER"], "w") as f:
+                f.write(str(os.getpid()))
+            import time
+            time.sleep(3600)
+        return {"id": np.int64(i)}

@@ -222,10 +222,10 @@ absl::Status PythonProcess::Receive(PythonFailure* failure, const std::atomic<bo
   return absl::AbortedError(absl::StrCat("its Python process (pid ", pid_, ") ", Reap()));
 }
 
-absl::Status PythonProcess::Call(int64_t rows, PythonFailure* failure) {
+absl::Status PythonProcess::Call(int64_t rows, PythonFailure* failure, const std::atomic<bool>* cancelled) {
   for (;;) {
     SLUICE_RETURN_IF_ERROR(Send(rows));
-    const absl::Status received = Receive(failure);
+    const absl::Status received = Receive(failure, cancelled);
     if (!absl::IsResourceExhausted(received) || !alive_) return received;
     const int64_t needed = failure->row;
     failure->row = -1;  // a size, not a row

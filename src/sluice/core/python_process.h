@@ -81,7 +81,7 @@ class PythonProcess {
   absl::Status Receive(PythonFailure* failure, const std::atomic<bool>* cancelled = nullptr);
   // Send and Receive, growing the memory (its contents kept) and sending
   // again while the process needs more.
-  absl::Status Call(int64_t rows, PythonFailure* failure);
+  absl::Status Call(int64_t rows, PythonFailure* failure, const std::atomic<bool>* cancelled = nullptr);
 
  private:
   PythonProcess(pid_t pid, int socket, int memory) : pid_(pid), socket_(socket), memory_(memory) {}

@@ -142,6 +142,10 @@ class SourceIterator : public Iterator {
     absl::StatusOr<std::unique_ptr<io::SplitReader>> reader =
         node_.format->OpenSplit(splits_[split], node_.skip_corrupt ? &ctx_->skips : nullptr);
     if (!reader.ok()) return WithContext(reader.status(), Where());
+    // The pipeline's, not the read-ahead's `stop`: a read stopped early (an
+    // epoch cut by a take) lets a slow Python item finish, and teardown
+    // must not wait for a stuck one (its consumer holds the read-ahead).
+    (*reader)->WatchCancellation(ctx_->cancel.flag());
     int64_t ragged_hint = ragged_hint_;
     int64_t rows = 0;
     while (!stop) {
@@ -188,6 +192,7 @@ class SourceIterator : public Iterator {
         node_.format->OpenSplit(splits_[next_split_++], node_.skip_corrupt ? &ctx_->skips : nullptr);
     if (!reader.ok()) return WithContext(reader.status(), Where());
     reader_ = *std::move(reader);
+    reader_->WatchCancellation(ctx_->cancel.flag());
     return true;
   }
 

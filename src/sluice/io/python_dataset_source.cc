@@ -54,18 +54,19 @@ class ItemMaker {
   // process made (fewer only when a generator ended). Dense columns are at
   // their offsets, ragged ones after them as offsets and bytes (the
   // process asks for more memory when they do not fit).
-  absl::StatusOr<int64_t> Make(int64_t first, int64_t n, int64_t row, BatchBuilder* out) const {
+  absl::StatusOr<int64_t> Make(int64_t first, int64_t n, int64_t row, BatchBuilder* out,
+                               const std::atomic<bool>* cancelled) const {
     SLUICE_ASSIGN_OR_RETURN(PythonPool* pool, pool_->Get());
     std::vector<std::unique_ptr<PythonProcess>> held;
     SLUICE_RETURN_IF_ERROR(pool->Acquire(1, &held));
-    absl::StatusOr<int64_t> made = Run(held[0].get(), first, n, row, out);
+    absl::StatusOr<int64_t> made = Run(held[0].get(), first, n, row, out, cancelled);
     pool->Release(std::move(held));
     return made;
   }
 
  private:
-  absl::StatusOr<int64_t> Run(PythonProcess* process, int64_t first, int64_t n, int64_t row,
-                              BatchBuilder* out) const {
+  absl::StatusOr<int64_t> Run(PythonProcess* process, int64_t first, int64_t n, int64_t row, BatchBuilder* out,
+                              const std::atomic<bool>* cancelled) const {
     size_t at = PythonAligned(kPythonHeaderBytes + n * sizeof(int64_t));
     std::vector<size_t> dense_at;
     for (const ColumnSpec& c : o_.columns) {
@@ -78,7 +79,7 @@ class ItemMaker {
     auto* indices = reinterpret_cast<int64_t*>(memory + kPythonHeaderBytes);
     for (int64_t i = 0; i < n; ++i) indices[i] = first + i;
     PythonFailure failure;
-    const absl::Status status = process->Call(n, &failure);
+    const absl::Status status = process->Call(n, &failure, cancelled);
     if (!status.ok() || !failure.message.empty()) return Failed(status, failure, first, n);
     SLUICE_ASSIGN_OR_RETURN(memory, process->Memory(0));
     header = reinterpret_cast<int64_t*>(memory);
@@ -115,6 +116,7 @@ class ItemMaker {
   }
 
   absl::Status Failed(const absl::Status& status, const PythonFailure& failure, int64_t first, int64_t n) const {
+    if (absl::IsCancelled(status)) return status;  // torn down: no item to blame
     const std::string item = failure.row >= 0 ? Items(first + failure.row, 1) : Items(first, n);
     if (!status.ok()) return absl::AbortedError(absl::StrCat(What(), ": ", status.message(), " making ", item));
     return absl::InvalidArgumentError(absl::StrCat(What(), " failed making ", item, ":\n", failure.message));
@@ -149,7 +151,7 @@ class PythonDatasetReader : public FixedRecordSplitReader {
 
  protected:
   absl::Status ReadRecords(int64_t first, int64_t n, int64_t row, BatchBuilder* out) override {
-    return maker_->Make(first, n, row, out).status();
+    return maker_->Make(first, n, row, out, cancelled_).status();
   }
 
  private:
@@ -164,7 +166,7 @@ class PythonGeneratorReader : public SplitReader {
 
   absl::StatusOr<int64_t> Read(int64_t max_rows, BatchBuilder* out) override {
     if (ended_ || max_rows <= 0) return 0;
-    SLUICE_ASSIGN_OR_RETURN(const int64_t made, maker_->Make(next_, max_rows, out->rows(), out));
+    SLUICE_ASSIGN_OR_RETURN(const int64_t made, maker_->Make(next_, max_rows, out->rows(), out, cancelled_));
     out->provenance().AddRun(out->rows(), 0, next_);
     out->AddRows(made);
     next_ += made;

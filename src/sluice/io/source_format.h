@@ -3,6 +3,7 @@
 #ifndef SLUICE_IO_SOURCE_FORMAT_H_
 #define SLUICE_IO_SOURCE_FORMAT_H_
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -40,6 +41,14 @@ class SplitReader {
   virtual absl::StatusOr<int64_t> View(int64_t max_rows, Batch* out) {
     return absl::UnimplementedError("this reader copies its records");
   }
+
+  // A reader that waits on something outside the engine (a Python process
+  // running the user's code) stops waiting once `*cancelled` (may be null)
+  // turns true.
+  void WatchCancellation(const std::atomic<bool>* cancelled) { cancelled_ = cancelled; }
+
+ protected:
+  const std::atomic<bool>* cancelled_ = nullptr;
 };
 
 // Thread-safe: readers of different splits may run concurrently. Readers
