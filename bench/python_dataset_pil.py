@@ -19,9 +19,7 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
-import time
 
 import sluice
 from sluice import ops
@@ -29,23 +27,15 @@ from sluice import ops
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, "..")
 sys.path.insert(0, os.path.join(HERE, "python_ops"))
+from side_by_side import peer_run, sluice_run  # noqa: E402
 
 PEER = "DataLoader, all in Python"
 OURS = "sluice.from_dataset + native crop"
 
 
-def sluice_run(pipe):
-    start, cpu = time.perf_counter(), time.process_time()
-    samples = sum(len(b["label"]) for b in pipe)
-    return samples / (time.perf_counter() - start), (time.process_time() - cpu) / samples * 1000
-
-
-def peer_run(data, workers, batches):
-    out = subprocess.run(["/usr/bin/python3", os.path.join(HERE, "peers", "w3_torch.py"), "--data", data,
-                          "--workers", str(workers), "--batches", str(batches), "--warmup", "1"],
-                         capture_output=True, text=True, check=True)
-    result = json.loads(out.stdout.strip().splitlines()[-1])
-    return result["samples_per_s"], result["trainer_cpu_s"] / result["samples"] * 1000, result["output"]
+def peer(data, workers, batches):
+    return peer_run(["/usr/bin/python3", os.path.join(HERE, "peers", "w3_torch.py"), "--data", data,
+                     "--workers", str(workers), "--batches", str(batches), "--warmup", "1"])
 
 
 def main():
@@ -74,7 +64,7 @@ def main():
         rate, cpu = sluice_run(pipe)
         rates[OURS].append(rate)
         cpus[OURS].append(cpu)
-        rate, cpu, output = peer_run(data, args.workers, batches)
+        rate, cpu, output = peer(data, args.workers, batches)
         rates[PEER].append(rate)
         cpus[PEER].append(cpu)
     print(f"the DataLoader hands on {output} x 256", flush=True)

@@ -20,9 +20,7 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
-import time
 
 import sluice
 from sluice import ops
@@ -30,6 +28,7 @@ from sluice import ops
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, "..")
 sys.path.insert(0, os.path.join(HERE, "python_ops"))
+from side_by_side import peer_run, sluice_run  # noqa: E402
 
 
 def w2(data, blur_op):
@@ -41,18 +40,9 @@ def w2(data, blur_op):
     return sluice.Pipeline(definition)
 
 
-def sluice_run(pipe):
-    start, cpu = time.perf_counter(), time.process_time()
-    samples = sum(len(b["label"]) for b in pipe)
-    return samples / (time.perf_counter() - start), (time.process_time() - cpu) / samples * 1000
-
-
-def peer_run(data, workers):
-    out = subprocess.run([sys.executable, os.path.join(HERE, "peers", "w2_opencv.py"), "--data", data, "--blur",
-                          "gaussian", "--workers", str(workers), "--batches", "20", "--warmup", "2"],
-                         capture_output=True, text=True, check=True)
-    result = json.loads(out.stdout.strip().splitlines()[-1])
-    return result["samples_per_s"], result["trainer_cpu_s"] / result["samples"] * 1000, result["output"]
+def peer(data, workers):
+    return peer_run([sys.executable, os.path.join(HERE, "peers", "w2_opencv.py"), "--data", data, "--blur",
+                     "gaussian", "--workers", str(workers), "--batches", "20", "--warmup", "2"])
 
 
 def main():
@@ -82,7 +72,7 @@ def main():
             rate, cpu = sluice_run(pipe)
             rates[name].append(rate)
             cpus[name].append(cpu)
-        rate, cpu, output = peer_run(data, args.workers)
+        rate, cpu, output = peer(data, args.workers)
         rates["DataLoader, same Python transforms"].append(rate)
         cpus["DataLoader, same Python transforms"].append(cpu)
     print(f"the DataLoader hands on {output}", flush=True)

@@ -137,10 +137,10 @@ def tree_memory(pid):
                 continue  # gone meanwhile
             children.setdefault(parent, []).append(int(entry))
     rss = pss = 0
-    todo = [pid]
-    while todo:
-        p = todo.pop()
-        todo += children.get(p, [])
+    pending = [pid]
+    while pending:
+        p = pending.pop()
+        pending += children.get(p, [])
         try:
             with open(f"/proc/{p}/smaps_rollup") as f:
                 for line in f:

@@ -1,0 +1,22 @@
+"""Timing one run of each side, for the benches that set the user's Python
+code in sluice against a DataLoader (bench/python_ops_w2.py,
+bench/python_dataset_pil.py)."""
+
+import json
+import subprocess
+import time
+
+
+def sluice_run(pipe):
+    """(samples/s, trainer CPU ms per 1,000 samples) of one epoch of `pipe`."""
+    start, cpu = time.perf_counter(), time.process_time()
+    samples = sum(len(b["label"]) for b in pipe)
+    return samples / (time.perf_counter() - start), (time.process_time() - cpu) / samples * 1000
+
+
+def peer_run(command):
+    """(samples/s, trainer CPU ms per 1,000 samples, output) of a peer script
+    (bench/peers/peer_timing.py's JSON on its last line)."""
+    out = subprocess.run(command, capture_output=True, text=True, check=True)
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    return result["samples_per_s"], result["trainer_cpu_s"] / result["samples"] * 1000, result["output"]
