@@ -9,6 +9,13 @@ Three contenders per workload, run interleaved, medians of --runs:
   torch_gpu   the user's usual alternative: a torch DataLoader decoding on
               the CPU in worker processes (pin_memory), the tail in
               torchvision.transforms.v2 on the CUDA batch.
+Workload w3_nvjpeg is W3 with the JPEGs decoded on the GPU: sluice_gpu
+batches the files' bytes and decodes them in the map on device "cuda"
+(nvJPEG, the hardware engines where the GPU has them); torch_gpu is
+torchvision's batched decode_jpeg(device="cuda") with the v2 transforms on
+the GPU; sluice_cpu is W3 all on the CPU. Its result also says where sluice
+decoded the images (device_decode_stats); SLUICE_NVJPEG_HARDWARE=0 keeps
+sluice off the hardware engines.
 Equal outputs: the same shapes and dtypes, float32 on the GPU (W1 [B,28,28],
 W2 [B,32,32,3] for sluice and [B,3,32,32] for torchvision, W3 [B,3,224,224]).
 torchvision's batched transforms draw one set of random parameters per
@@ -107,8 +114,12 @@ def sluice_pipeline(workload, data, gpu):
         if gpu:
             return p.batch(1024, True).map(*front, *tail, device="cuda").prefetch()
         return p.map(*front).batch(1024, True).map(*tail).prefetch()
-    p = sluice.image_folder(f"{data}/imagenet").repeat().map(ops.decode_random_resized_crop(size=[224]))
     cmn = ops.crop_mirror_normalize(mirror=0.5)
+    rrc = ops.decode_random_resized_crop(size=[224])
+    p = sluice.image_folder(f"{data}/imagenet").repeat()
+    if workload == "w3_nvjpeg" and gpu:  # the JPEG bytes batched, decoded on the GPU
+        return p.batch(256, True).map(rrc, cmn, device="cuda").prefetch()
+    p = p.map(rrc)
     return (p.batch(256, True).map(cmn, device="cuda") if gpu else p.map(cmn).batch(256, True)).prefetch()
 
 
@@ -197,8 +208,38 @@ class Images(torch.utils.data.Dataset):
         return self.crop(image)
 
 
+def torchvision_gpu_decode_batches(data, batch):
+    """torchvision's own GPU path: batched nvJPEG decoding
+    (torchvision.io.decode_jpeg(device="cuda")), then RandomResizedCrop per
+    image, flip and normalize with v2 on the GPU. Files read on this
+    thread; PNGs (which decode_jpeg does not take) decoded on the CPU."""
+    files = sorted(glob.glob(f"{data}/imagenet/*/*"))
+    crop = v2.RandomResizedCrop(224, antialias=True)
+    tail = v2.Compose([v2.RandomHorizontalFlip(), v2.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])])
+    order = torch.randperm(len(files)).tolist()
+    at = 0
+    while True:
+        if at + batch > len(order):
+            order, at = torch.randperm(len(files)).tolist(), 0
+        names = [files[i] for i in order[at:at + batch]]
+        at += batch
+        encoded = [torchvision.io.read_file(n) for n in names]
+        jpegs = [k for k, n in enumerate(names) if not n.lower().endswith(".png")]
+        images = [None] * batch
+        for k, image in zip(jpegs, torchvision.io.decode_jpeg([encoded[k] for k in jpegs], device="cuda",
+                                                              mode=torchvision.io.ImageReadMode.RGB)):
+            images[k] = image
+        for k in range(batch):
+            if images[k] is None:
+                images[k] = torchvision.io.decode_image(encoded[k], torchvision.io.ImageReadMode.RGB).cuda()
+        yield tail(torch.stack([crop(x) for x in images]).float() / 255)
+
+
 def torch_batches(workload, data, workers):
     dev = torch.device("cuda")
+    if workload == "w3_nvjpeg":
+        yield from torchvision_gpu_decode_batches(data, 256)
+        return
     if workload == "w1":
         ds, bs = Mnist(data), 8192
         tail = v2.Compose([v2.Normalize([0.1307], [0.3081]), v2.GaussianBlur(11, (0.1, 2.0))])
@@ -233,7 +274,8 @@ def main():
     # GPU passes 30 batches in 30 ms.
     p.add_argument("--batches", type=int, default=200)
     p.add_argument("--workers", type=int, default=os.cpu_count())
-    p.add_argument("--workloads", default="w1,w2,w3")
+    p.add_argument("--workloads", default="w1,w2,w3", help="of w1, w2, w3, w3_nvjpeg")
+    p.add_argument("--contenders", default="sluice_cpu,sluice_gpu,torch_gpu")
     args = p.parse_args()
     result = {"device": torch.cuda.get_device_name(), "cpus": os.cpu_count(), "torch": torch.__version__,
               "torchvision": torchvision.__version__, "workers": args.workers}
@@ -241,6 +283,7 @@ def main():
         makers = {"sluice_cpu": lambda: sluice_batches(sluice_pipeline(w, args.data, False)),
                   "sluice_gpu": lambda: sluice_batches(sluice_pipeline(w, args.data, True)),
                   "torch_gpu": lambda: torch_batches(w, args.data, args.workers)}
+        makers = {name: make for name, make in makers.items() if name in args.contenders.split(",")}
         runs = {name: [] for name in makers}
         for r in range(args.runs):
             for name, make in makers.items():
@@ -252,8 +295,11 @@ def main():
         for name, values in runs.items():
             out[name] = {"samples_per_s": statistics.median(v[0] for v in values),
                          "cpu_s_per_1m_samples": statistics.median(v[1] for v in values)}
-        out["gpu_vs_sluice_cpu"] = out["sluice_gpu"]["samples_per_s"] / out["sluice_cpu"]["samples_per_s"]
-        out["gpu_vs_torch_gpu"] = out["sluice_gpu"]["samples_per_s"] / out["torch_gpu"]["samples_per_s"]
+        for peer in ("sluice_cpu", "torch_gpu"):
+            if "sluice_gpu" in out and peer in out:
+                out[f"gpu_vs_{peer}"] = out["sluice_gpu"]["samples_per_s"] / out[peer]["samples_per_s"]
+        if w == "w3_nvjpeg":
+            out["device_decode_stats"] = sluice.device_decode_stats()
         result[w] = out
     print(json.dumps(result))
 

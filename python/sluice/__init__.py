@@ -38,9 +38,20 @@ def load_plugin(path):
     ops._refresh()
 
 
+def device_decode_stats():
+    """Where the images of decode ops in maps on device "cuda" were decoded,
+    counted over this process: {"hardware": n, "cuda": n, "cpu": n,
+    "decoder": "..."}. "hardware" is the GPU's JPEG engines, "cuda" nvJPEG's
+    CUDA decoder, "cpu" the files the GPU does not decode (PNG, netpbm,
+    CMYK JPEGs, files nvJPEG fails on), decoded on the CPU within the same
+    batch. "decoder" names what decodes on the GPU (empty before any
+    decode). See docs/gpu.md."""
+    return _sluice.device_decode_stats()
+
+
 __all__ = [
     "Pipeline", "tfrecord", "mnist", "cifar10", "arrays", "image_folder", "file_list", "webdataset", "parquet",
     "arrow_ipc", "from_arrow", "from_dataset", "from_generator", "ops",
     "SluiceError", "InvalidArgumentError", "NotFoundError", "DataLossError",
-    "CancelledError", "load_plugin", "dispatcher_status",
+    "CancelledError", "load_plugin", "dispatcher_status", "device_decode_stats",
 ]

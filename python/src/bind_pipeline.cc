@@ -8,6 +8,7 @@
 #include "sluice/exec/pipeline.h"
 #include "sluice/graph/pipeline_json.h"
 #include "sluice/io/arrow_source.h"
+#include "sluice/ops/device_decode_stats.h"
 #include "sluice/ops/op_registry.h"
 #include "sluice/ops/plugin.h"
 #include "sluice/service/distributed_pipeline.h"
@@ -200,6 +201,18 @@ void InitPipeline(py::module_& m) {
       },
       py::arg("stream"), "Imports an Arrow C stream's batches (zero-copy) and holds them; returns their name.");
   m.def("release_arrow_stream", &io::ReleaseArrowStream, py::arg("name"), "Drops a hold of hold_arrow_stream.");
+  m.def(
+      "device_decode_stats",
+      [] {
+        const ops::DeviceDecodeStats s = ops::GetDeviceDecodeStats();
+        py::dict d;
+        d["hardware"] = s.hardware;
+        d["cuda"] = s.cuda;
+        d["cpu"] = s.cpu;
+        d["decoder"] = s.decoder;
+        return d;
+      },
+      "Where the images of decode ops on a GPU were decoded so far in this process.");
 }
 
 }  // namespace sluice::python

@@ -322,6 +322,12 @@ def test_image_folder_decodes_crops_and_normalizes(tmp_path):
     assert one["image"].shape == (1, 32, 48, 3) and one["label"].tolist() == [5]
 
 
+def test_device_decode_stats_count_nothing_without_a_gpu_decode():
+    stats = sluice.device_decode_stats()
+    assert set(stats) == {"hardware", "cuda", "cpu", "decoder"}
+    assert stats["hardware"] == stats["cuda"] == stats["cpu"] == 0 and stats["decoder"] == ""
+
+
 def test_jpeg_bytes_in_tfrecord_features_decode_like_files(tmp_path):
     import subprocess
     for fmt in ("folder", "tfrecord"):

@@ -77,3 +77,32 @@ def test_the_tail_after_a_distribute_runs_on_the_trainers_gpu():
     got = list(remote)
     assert {b["image"].device.type for b in got} == {"cuda"}
     torch.testing.assert_close(by_label(got), by_label(local), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.skipif("cuda" not in next(o for o in sluice._sluice.ops()
+                                       if o["name"] == "decode_random_resized_crop")["backends"],
+                    reason="this sluice was built without nvJPEG: the decode ops have no cuda kernel")
+def test_jpegs_decoded_on_the_gpu_equal_the_cpu_decode_into_torch(tmp_path):
+    import subprocess
+    subprocess.run(["sluice", "make-data", "imagenet", "--out", str(tmp_path / "imgs"), "--count", "64",
+                    "--classes", "2"], check=True, capture_output=True)
+    cmn = ops.crop_mirror_normalize(mirror=0.5)
+
+    def pipe(gpu):
+        p = sluice.image_folder(tmp_path / "imgs", shuffle=False)
+        if gpu:
+            return p.batch(32).map(ops.decode_random_resized_crop(size=[96]), cmn, device="cuda")
+        return p.map(ops.decode_random_resized_crop(size=[96], dct_scaling=False), cmn).batch(32)
+
+    before = sluice.device_decode_stats()
+    cpu = [b["image"] for b in sluice.torch.TorchIterable(pipe(False))]
+    gpu = [b["image"] for b in sluice.torch.TorchIterable(pipe(True))]
+    after = sluice.device_decode_stats()
+    assert [g.device.type for g in gpu] == ["cuda", "cuda"] and gpu[0].shape == (32, 3, 96, 96)
+    for c, g in zip(cpu, gpu):
+        # The same windows and mirrors; pixels within the IDCTs' differences
+        # (2 levels mean per image, divided by the normalization's std).
+        per_image = (g.cpu() - c).abs().mean(dim=(1, 2, 3))
+        assert per_image.max().item() < 2 / 255 / 0.224, per_image
+    decoded = sum(after[k] - before[k] for k in ("hardware", "cuda", "cpu"))
+    assert decoded == 64 and after["decoder"]

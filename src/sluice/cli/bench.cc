@@ -58,7 +58,12 @@ Workload WorkloadOf(const BenchArgs& args) {
 absl::Status Bench(const BenchArgs& args) {
   if (args.workload == "service") return BenchService(args);
   if (args.workload == "tuning") return BenchTuning(args);
-  if (args.workload == "w3") return BenchW3(args);
+  if (args.device != "cpu" && args.workload != "w3") {
+    return absl::InvalidArgumentError(absl::StrCat("bench ", args.workload, ": --device ", args.device,
+                                                   " is for w3 only (bench gpu measures the other workloads' "
+                                                   "GPU tails)"));
+  }
+  if (args.workload == "w3") return args.device == "cuda" ? BenchW3Gpu(args) : BenchW3(args);
   if (args.workload == "gpu") return BenchGpu(args);
   const bool w1 = args.workload == "w1";
   SLUICE_RETURN_IF_ERROR(EnsureData(args.data, w1, !w1));
@@ -204,6 +209,11 @@ void AddBenchCommand(CLI::App& app, absl::Status* result) {
   cmd->add_option("--peer-batches", args->peer_batches, "timed batches per peer run (default 10 for w1, 20 for w2, 100 for w5a)");
   cmd->add_option("--seconds", args->seconds, "minimum seconds per sluice run")->default_val(3.0);
   cmd->add_flag("--no-peers", args->no_peers, "measure sluice only");
+  cmd->add_option("--device", args->device,
+                  "w3: cuda decodes the JPEGs on the GPU (nvJPEG) against torchvision's GPU decoding and sluice on "
+                  "the CPU, into torch on CUDA (needs a CUDA build with nvJPEG, a GPU, torch and torchvision)")
+      ->default_val("cpu")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
   cmd->callback([args, result] { *result = Bench(*args); });
 }
 

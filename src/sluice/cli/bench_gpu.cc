@@ -172,19 +172,6 @@ size_t Bytes(const Batch& b) {
   return n;
 }
 
-// A Python peer's JSON result, or null (with the reason on stderr).
-nlohmann::json RunPython(const std::string& script, const std::string& args) {
-  const std::string command = absl::StrCat("python3 ", PeersDir(), "/", script, " ", args);
-  absl::StatusOr<std::string> last = LastLineOf(command);
-  nlohmann::json j = last.ok() ? nlohmann::json::parse(*last, nullptr, /*allow_exceptions=*/false)
-                               : nlohmann::json(nullptr);
-  if (j.is_discarded() || !j.is_object()) {
-    std::fprintf(stderr, "bench gpu: %s gave no result; its part is left out\n", script.c_str());
-    return nullptr;
-  }
-  return j;
-}
-
 }  // namespace
 
 absl::Status BenchGpu(const BenchArgs& args) {
@@ -256,7 +243,7 @@ absl::Status BenchGpu(const BenchArgs& args) {
       SLUICE_RETURN_IF_ERROR(
           datagen::WriteSyntheticImageFolder(args.data + "/imagenet", 2000, 10, 1, [](int64_t, int64_t) {}));
     }
-    nlohmann::json peer = RunPython("torchvision_gpu.py", absl::StrCat("--runs ", runs));
+    nlohmann::json peer = PythonPeerJson("torchvision_gpu.py", absl::StrCat("--runs ", runs));
     if (!peer.is_null()) {
       j["torchvision"] = peer;
       const double blur = kernels[5]["samples_per_s"].get<double>(), warp = kernels[7]["samples_per_s"].get<double>();
@@ -272,7 +259,7 @@ absl::Status BenchGpu(const BenchArgs& args) {
                     name.c_str(), per_sample, rate / per_sample, batched, rate / batched);
       }
     }
-    nlohmann::json e2e = RunPython("gpu_end_to_end.py", absl::StrCat("--data ", args.data, " --runs ", runs));
+    nlohmann::json e2e = PythonPeerJson("gpu_end_to_end.py", absl::StrCat("--data ", args.data, " --runs ", runs));
     if (!e2e.is_null()) j["end_to_end"] = e2e;
   }
   if (args.json) std::printf("%s\n", j.dump().c_str());

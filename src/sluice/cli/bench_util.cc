@@ -85,6 +85,18 @@ absl::StatusOr<double> RunPeer(const std::string& command) {
   return r.samples_per_s;
 }
 
+nlohmann::json PythonPeerJson(const std::string& script, const std::string& args) {
+  const std::string command = absl::StrCat("python3 ", PeersDir(), "/", script, " ", args);
+  absl::StatusOr<std::string> last = LastLineOf(command);
+  nlohmann::json j = last.ok() ? nlohmann::json::parse(*last, nullptr, /*allow_exceptions=*/false)
+                               : nlohmann::json(nullptr);
+  if (j.is_discarded() || !j.is_object()) {
+    std::fprintf(stderr, "bench: %s gave no result; its part is left out\n", script.c_str());
+    return nullptr;
+  }
+  return j;
+}
+
 absl::StatusOr<std::string> OutputOf(const PipelineDef& def, const std::string& column) {
   SLUICE_ASSIGN_OR_RETURN(const graph::CompiledPipeline compiled, graph::Compile(def));
   const Schema schema = compiled.output_schema();

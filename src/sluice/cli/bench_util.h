@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "nlohmann/json.hpp"
 #include "pipeline.pb.h"
 #include "sluice/cli/pipeline_runner.h"
 
@@ -22,6 +23,7 @@ struct BenchArgs {
   int peer_batches = 0;
   double seconds = 3;
   bool no_peers = false;
+  std::string device = "cpu";  // w3: where the images are decoded
 };
 
 bool Exists(const std::string& path);
@@ -38,6 +40,9 @@ struct PeerResult {
   std::string output;
 };
 absl::StatusOr<PeerResult> RunPeerResult(const std::string& command);
+// The JSON object a Python script of bench/peers prints last, run with
+// `python3` and `args`; null (saying why on stderr) when it gives none.
+nlohmann::json PythonPeerJson(const std::string& script, const std::string& args);
 // What `def` hands on per sample in `column`, in the peers' notation.
 absl::StatusOr<std::string> OutputOf(const PipelineDef& def, const std::string& column);
 // "  outputs per sample: sluice float32[3,32,32]; torch float32[3,32,32]":
@@ -60,8 +65,9 @@ absl::Status BenchService(const BenchArgs& args);
 absl::Status BenchTuning(const BenchArgs& args);
 // sluice bench gpu (bench_gpu.cc).
 absl::Status BenchGpu(const BenchArgs& args);
-// sluice bench w3 (bench_w3.cc).
+// sluice bench w3 (bench_w3.cc), and with --device cuda (bench_w3_gpu.cc).
 absl::Status BenchW3(const BenchArgs& args);
+absl::Status BenchW3Gpu(const BenchArgs& args);
 
 }  // namespace sluice::cli
 

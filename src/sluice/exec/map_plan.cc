@@ -351,8 +351,11 @@ absl::Status MapPlan::RunOnDevice(const Batch& in, const RunArgs& args, const st
     } else if (read[i]) {
       const Column& c = in.columns[v.input_column];
       if (c.ragged()) {
-        return absl::InvalidArgumentError(absl::StrCat("column '", v.spec.name,
-                                                       "' holds variable-length bytes, which stay on the host"));
+        // Variable-length bytes stay on the host, where a device kernel
+        // that takes them (a decoder) reads them, possibly by DMA after
+        // the run: they are held as the copies' sources are.
+        host_sources.push_back(c.values.buffer());
+        continue;
       }
       if (c.values.memory_kind() == MemoryKind::kDevice) {
         bases[i] = c.values.raw_data();

@@ -5,10 +5,11 @@
 // per-sample allocation and no gather copy afterwards.
 //
 // On a device backend (a cuda map) the chunk is one tile: its input
-// columns are copied to the device, intermediate values and outputs are
-// device memory, every kernel is queued on the runner thread's stream, and
-// the chunk is handed on at once: its device columns carry an event that
-// consumers wait on (ops/device_runtime.h).
+// columns are copied to the device (variable-length bytes stay on the
+// host, for the kernels that take them there: decoders), intermediate
+// values and outputs are device memory, every kernel is queued on the
+// runner thread's stream, and the chunk is handed on at once: its device
+// columns carry an event that consumers wait on (ops/device_runtime.h).
 #ifndef SLUICE_EXEC_MAP_PLAN_H_
 #define SLUICE_EXEC_MAP_PLAN_H_
 

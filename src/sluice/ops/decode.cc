@@ -45,13 +45,7 @@ class DecodeKernel : public Kernel {
 
  private:
   absl::Status DecodeOne(absl::string_view bytes, const KernelContext& ctx, int64_t r, uint8_t* dst) const {
-    SLUICE_ASSIGN_OR_RETURN(ImageInfo info, ReadImageInfo(bytes));
-    if (info.width <= 0 || info.height <= 0) return absl::DataLossError("image of zero size");
-    // Checked before any pixel buffer grows: a header can claim gigabytes.
-    if (int64_t{info.width} * info.height > p_.max_pixels) {
-      return absl::InvalidArgumentError(absl::StrCat("image of ", info.width, " x ", info.height,
-                                                     " pixels is larger than max_pixels (", p_.max_pixels, ")"));
-    }
+    SLUICE_ASSIGN_OR_RETURN(ImageInfo info, ReadDecodableInfo(bytes, p_.max_pixels));
     const Window window = PickWindow(p_.window, info.width, info.height, ctx, r);
     const int denom = p_.dct_scaling ? DctScaleFor(info, window, p_.out_w, p_.out_h) : 1;
     DecodedRegion& region = tls_region;
@@ -154,6 +148,17 @@ OpSchema DecodeSchema(const char* name, std::string doc, std::vector<AttrSchema>
 }
 
 }  // namespace
+
+absl::StatusOr<ImageInfo> ReadDecodableInfo(absl::string_view bytes, int64_t max_pixels) {
+  SLUICE_ASSIGN_OR_RETURN(ImageInfo info, ReadImageInfo(bytes));
+  if (info.width <= 0 || info.height <= 0) return absl::DataLossError("image of zero size");
+  // Checked before any pixel buffer grows: a header can claim gigabytes.
+  if (int64_t{info.width} * info.height > max_pixels) {
+    return absl::InvalidArgumentError(absl::StrCat("image of ", info.width, " x ", info.height,
+                                                   " pixels is larger than max_pixels (", max_pixels, ")"));
+  }
+  return info;
+}
 
 bool IsDecodeOp(absl::string_view op) {
   return op == "decode_image" || op == "decode_random_resized_crop" || op == "decode_resize_center_crop";

@@ -1,14 +1,18 @@
-// A decode op followed by crop_mirror_normalize (without a crop) on the same
-// column, as one op: the resampler hands its rows straight to the
-// normalization, so the decoded image is never written as bytes and read
-// back. Outputs are identical to the two ops run apart.
+// What the decode ops' cpu and cuda kernels share (their params, the check
+// of an image's header), and the op the graph makes of a decode op followed
+// by crop_mirror_normalize (without a crop) on the same column: the
+// resampler hands its rows straight to the normalization, so the decoded
+// image is never written as bytes and read back. Outputs are identical to
+// the two ops run apart.
 #ifndef SLUICE_OPS_DECODE_FUSION_H_
 #define SLUICE_OPS_DECODE_FUSION_H_
 
 #include <cstdint>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "sluice/ops/crop_window.h"
+#include "sluice/ops/image_decoder.h"
 #include "sluice/ops/normalize.h"
 
 namespace sluice::ops {
@@ -22,6 +26,11 @@ struct DecodeParams {
   CropSpec window;
   int64_t max_pixels;  // larger images (by their header) are refused
 };
+
+// The header of an image a decode op is to decode: DataLoss for bytes that
+// are not an image or claim zero pixels, InvalidArgument for more than
+// `max_pixels` (checked before anything is allocated for it).
+absl::StatusOr<ImageInfo> ReadDecodableInfo(absl::string_view bytes, int64_t max_pixels);
 
 // Whether `op` is one of the decode ops above.
 bool IsDecodeOp(absl::string_view op);

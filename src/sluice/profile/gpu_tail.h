@@ -1,6 +1,7 @@
 // The GPU lever as a pipeline: the ops at the end of a pipeline that have
 // cuda kernels, moved into one map with device "cuda" right after the
-// batch, so the CPU keeps reading and decoding and uint8 crosses PCIe.
+// batch, so the CPU keeps reading (and decoding, unless the build has
+// nvJPEG: then JPEG bytes cross PCIe) and uint8 crosses PCIe.
 // `profile` measures it when a GPU is present; users can write the same.
 #ifndef SLUICE_PROFILE_GPU_TAIL_H_
 #define SLUICE_PROFILE_GPU_TAIL_H_

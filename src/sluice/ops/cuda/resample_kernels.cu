@@ -26,12 +26,12 @@ __global__ void __launch_bounds__(kThreads)
     Vertical(const uint8_t* __restrict__ in, ResampleShape shape, ResampleTables t, int16_t* __restrict__ inter) {
   const int e = (blockIdx.x * kThreads + threadIdx.x) * kVertical;
   const int j = blockIdx.y;
-  const int64_t stride = int64_t{shape.src_w} * shape.channels;
   for (int64_t s = blockIdx.z; s < shape.rows; s += gridDim.z) {
     const ResampleSampleTaps taps = t.samples[s];
     if (e >= taps.cols) continue;
     const int n = min(kVertical, taps.cols - e);
-    const uint8_t* __restrict__ src = in + s * stride * shape.src_h + t.v_first[s * shape.out_h + j] * stride +
+    const int64_t stride = taps.src_stride;
+    const uint8_t* __restrict__ src = in + taps.src_offset + t.v_first[s * shape.out_h + j] * stride +
                                       int64_t{taps.x_lo} * shape.channels + e;
     const int16_t* __restrict__ w = t.weights + taps.v_weights + int64_t{j} * taps.v_taps;
     int sum[kVertical] = {};

@@ -12,9 +12,11 @@
 
 namespace sluice::ops::cuda {
 
-// Where one sample's taps lie in ResampleTables (a sample's tap counts
-// follow its window, so they vary within a batch).
+// Where one sample's source and taps lie (a sample's tap counts follow its
+// window, and its source's size may be its own: they vary within a batch).
 struct ResampleSampleTaps {
+  int64_t src_offset = 0;  // bytes from `in` to the sample's first source row
+  int64_t src_stride = 0;  // bytes per source row
   int64_t v_weights = 0;  // index of its out_h * v_taps vertical weights
   int64_t h_weights = 0;  // index of its out_w * h_taps horizontal weights
   int x_lo = 0;           // the first source column the horizontal taps reach
@@ -32,7 +34,7 @@ struct ResampleTables {
 
 struct ResampleShape {
   int64_t rows = 0;
-  int src_w = 0, src_h = 0, channels = 0;
+  int channels = 0;
   int out_w = 0, out_h = 0;
   // int16 per intermediate row: the largest `cols` of the samples, rounded
   // up to a multiple of kResampleStrideAlign.
@@ -41,9 +43,10 @@ struct ResampleShape {
 
 constexpr int kResampleStrideAlign = 4;
 
-// Resamples `rows` images of src_h x src_w x channels at `in` to out_h x
-// out_w x channels at `out` (both dense, one after another), through
-// `intermediate`: rows * out_h * inter_stride int16 of device memory.
+// Resamples `rows` images of `channels` channels, each where its
+// ResampleSampleTaps puts it from `in`, to out_h x out_w x channels at `out`
+// (dense, one after another), through `intermediate`: rows * out_h *
+// inter_stride int16 of device memory.
 cudaError_t LaunchResample(const uint8_t* in, const ResampleShape& shape, const ResampleTables& tables,
                            int16_t* intermediate, uint8_t* out, cudaStream_t stream);
 

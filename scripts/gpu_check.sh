@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# On a GPU host, with a folder made by scripts/cuda_bundle.sh: runs every
+# cuda test of the bundle, then the GPU benchmarks, each into its own log
+# under OUT (run from the repository's root: the tests and benches read
+# tests/ and bench/peers/). Needs the CUDA driver, and for the benches
+# torch and torchvision with CUDA.
+# Usage: scripts/gpu_check.sh BUNDLE OUT [tests|bench|all (default)]
+set -uo pipefail
+bundle=$(realpath "${1:?usage: scripts/gpu_check.sh BUNDLE OUT [tests|bench|all]}")
+out=$(realpath -m "${2:?usage: scripts/gpu_check.sh BUNDLE OUT [tests|bench|all]}")
+what=${3:-all}
+mkdir -p "$out"
+export LD_LIBRARY_PATH="$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" PYTHONPATH="$bundle/python"
+export SLUICE_SOURCE_DIR=$PWD SLUICE_BIN="$bundle/bin/sluice"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv > "$out/device.txt" 2>&1
+failed=0
+if [[ $what != bench ]]; then
+  for t in "$bundle"/tests/*; do
+    name=$(basename "$t")
+    if "$t" > "$out/$name.log" 2>&1; then status=passed; else status=FAILED; failed=1; fi
+    echo "$name: $status ($(grep -c '^\[       OK \]' "$out/$name.log") ok, $(grep -c '^\[  SKIPPED \]' "$out/$name.log") skipped lines)"
+  done
+fi
+if [[ $what != tests ]]; then
+  # One Python for the peers: the host's, which has torch with CUDA.
+  "$bundle/bin/sluice" bench w3 --device cuda --runs 3 --json --data "$out/data" > "$out/bench_w3_cuda.log" 2>&1
+  echo "bench w3 --device cuda: rc=$?; $(tail -c 600 "$out/bench_w3_cuda.log")"
+fi
+exit $failed
