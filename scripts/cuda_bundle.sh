@@ -17,6 +17,12 @@ py_include=${2:-}
 ext_suffix=${3:-.cpython-312-x86_64-linux-gnu.so}
 build=build-cuda
 
+# nvJPEG, for the decode ops' cuda kernels: NVIDIA's wheel (CUDA 13), when
+# the toolkit has none; configure finds it in .venv.
+if ! compgen -G "/usr/local/cuda*/include/nvjpeg.h" >/dev/null &&
+   ! compgen -G ".venv/lib/python3*/site-packages/nvidia/cu*/include/nvjpeg.h" >/dev/null; then
+  .venv/bin/python -m pip install -q nvidia-nvjpeg==13.2.3.58
+fi
 if [[ ! -f $build/build.ninja ]]; then
   cmake -S . -B $build -G Ninja -DSLUICE_WITH_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="${SLUICE_CUDA_ARCH:-90}" \
     -DSLUICE_BUILD_BENCHMARKS=OFF -DCMAKE_CUDA_COMPILER="$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)"

@@ -11,7 +11,7 @@ out=$(realpath -m "${2:?usage: scripts/gpu_check.sh BUNDLE OUT [tests|bench|all]
 what=${3:-all}
 mkdir -p "$out"
 export LD_LIBRARY_PATH="$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" PYTHONPATH="$bundle/python"
-export SLUICE_SOURCE_DIR=$PWD SLUICE_BIN="$bundle/bin/sluice"
+export SLUICE_SOURCE_DIR=$PWD SLUICE_BIN="$bundle/bin/sluice" PATH="$bundle/bin:$PATH"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv > "$out/device.txt" 2>&1
 failed=0
 if [[ $what != bench ]]; then
@@ -20,6 +20,14 @@ if [[ $what != bench ]]; then
     if "$t" > "$out/$name.log" 2>&1; then status=passed; else status=FAILED; failed=1; fi
     echo "$name: $status ($(grep -c '^\[       OK \]' "$out/$name.log") ok, $(grep -c '^\[  SKIPPED \]' "$out/$name.log") skipped lines)"
   done
+  if python3 -c "import pytest, torch" 2>/dev/null; then
+    if python3 -m pytest -q tests/python/test_torch_cuda.py > "$out/test_torch_cuda.log" 2>&1; then
+      status=passed
+    else
+      status=FAILED failed=1
+    fi
+    echo "test_torch_cuda.py: $status ($(tail -1 "$out/test_torch_cuda.log"))"
+  fi
 fi
 if [[ $what != tests ]]; then
   # One Python for the peers: the host's, which has torch with CUDA.

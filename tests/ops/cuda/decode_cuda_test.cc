@@ -13,6 +13,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "sluice/datagen/synthetic_images.h"
+#include "sluice/exec/pipeline.h"
 #include "sluice/ops/device_decode_stats.h"
 #include "sluice/pipeline_builder.h"
 #include "cuda_test_util.h"
@@ -56,25 +57,46 @@ class DecodeCudaTest : public ::testing::Test {
     return path;
   }
 
-  // `op` on every file of `list` in one batch: on the cpu before the batch
-  // (unscaled), and on the device after it.
+  // `op` on every file of `list`, in batches of `rows`: on the cpu before
+  // the batch (unscaled), and on the device after it. Every batch is
+  // compared: the device's work for one overlaps the next's decoding.
   void ExpectBackendsAgree(const std::string& list, int rows, OpSpec op, double mean_levels) {
     OpSpec cpu_op = op;
     cpu_op.attrs.emplace_back("dct_scaling", false);
-    ASSERT_OK_AND_ASSIGN(Batch cpu, FirstBatch(PipelineBuilder::FileList(list).Map({cpu_op}).Batch(rows).Build()));
-    ASSERT_OK_AND_ASSIGN(Batch gpu,
-                         FirstBatch(PipelineBuilder::FileList(list).Batch(rows).Map({op}, 0, "cuda").Build()));
-    const Tensor& want = cpu.columns[0].values;
-    const Tensor& got = gpu.columns[0].values;
-    ASSERT_EQ(got.memory_kind(), MemoryKind::kDevice);
-    ASSERT_EQ(got.shape(), want.shape());
-    ASSERT_OK_AND_ASSIGN(std::vector<uint8_t> back, HostBytes(got));
-    const int64_t per_image = want.byte_size() / rows;
-    for (int r = 0; r < rows; ++r) {
-      double sum = 0;
-      for (int64_t i = r * per_image; i < (r + 1) * per_image; ++i) sum += std::abs(back[i] - want.raw_data()[i]);
-      // A window drawn elsewhere would differ by tens of levels.
-      EXPECT_LE(sum / per_image, mean_levels) << op.op << ", image " << r;
+    ASSERT_OK_AND_ASSIGN(std::vector<Batch> cpu, All(PipelineBuilder::FileList(list).Map({cpu_op}).Batch(rows).Build()));
+    ASSERT_OK_AND_ASSIGN(std::vector<Batch> gpu,
+                         All(PipelineBuilder::FileList(list).Batch(rows).Map({op}, 0, "cuda").Build()));
+    ASSERT_EQ(gpu.size(), cpu.size());
+    for (size_t b = 0; b < cpu.size(); ++b) {
+      const Tensor& want = cpu[b].columns[0].values;
+      const Tensor& got = gpu[b].columns[0].values;
+      ASSERT_EQ(got.memory_kind(), MemoryKind::kDevice);
+      ASSERT_EQ(got.shape(), want.shape());
+      ASSERT_OK_AND_ASSIGN(std::vector<uint8_t> back, HostBytes(got));
+      const int64_t images = want.shape().dim(0);
+      const int64_t per_image = want.byte_size() / images;
+      for (int64_t r = 0; r < images; ++r) {
+        double sum = 0;
+        for (int64_t i = r * per_image; i < (r + 1) * per_image; ++i) sum += std::abs(back[i] - want.raw_data()[i]);
+        // A window drawn elsewhere, or another image's pixels, would
+        // differ by tens of levels.
+        EXPECT_LE(sum / per_image, mean_levels) << op.op << ", batch " << b << ", image " << r;
+      }
+    }
+  }
+
+  // Every batch of `def`, all taken before any is read back.
+  static absl::StatusOr<std::vector<Batch>> All(const PipelineDef& def) {
+    absl::StatusOr<std::unique_ptr<exec::Pipeline>> pipeline = exec::Pipeline::Create(def);
+    if (!pipeline.ok()) return pipeline.status();
+    std::unique_ptr<exec::PipelineIterator> it = (*pipeline)->Iterate();
+    std::vector<Batch> batches;
+    while (true) {
+      Batch b;
+      bool end = false;
+      if (absl::Status s = it->Next(&b, &end); !s.ok()) return s;
+      if (end) return batches;
+      batches.push_back(std::move(b));
     }
   }
 
@@ -89,17 +111,20 @@ std::string Jpeg(const Image& image, bool progressive = false) {
 
 TEST_F(DecodeCudaTest, DecodesAsTheCpuDoesInTheSameWindows) {
   std::vector<std::pair<std::string, std::string>> files;
-  for (int i = 0; i < 6; ++i) {
+  for (int i = 0; i < 20; ++i) {
     // Odd sizes: chroma planes of half-pixel widths, partial MCUs.
     files.emplace_back(absl::StrCat(i, ".jpg"), Jpeg(datagen::PhotoLikeImage(333 + 17 * i, 250 - 9 * i, i)));
   }
   files.emplace_back("gray.jpg", Jpeg(datagen::ToGray(datagen::PhotoLikeImage(200, 150, 9))));
   files.emplace_back("progressive.jpg", Jpeg(datagen::PhotoLikeImage(320, 240, 10), true));
+  files.emplace_back("wide.jpg", Jpeg(datagen::PhotoLikeImage(1900, 120, 11)));  // wider than the rest together
+  files.emplace_back("tiny.jpg", Jpeg(datagen::PhotoLikeImage(9, 7, 12)));
   const std::string list = List(files);
-  const int rows = static_cast<int>(files.size());
-  ExpectBackendsAgree(list, rows, Op("decode_image", {{"size", {224}}}), 2.0);
-  ExpectBackendsAgree(list, rows, Op("decode_random_resized_crop", {{"size", {224}}}), 2.0);
-  ExpectBackendsAgree(list, rows, Op("decode_resize_center_crop", {{"resize", 256}, {"crop", {224}}}), 2.0);
+  for (const int rows : {8, 24}) {  // three batches; one
+    ExpectBackendsAgree(list, rows, Op("decode_image", {{"size", {224}}}), 2.0);
+    ExpectBackendsAgree(list, rows, Op("decode_random_resized_crop", {{"size", {224}}}), 2.0);
+    ExpectBackendsAgree(list, rows, Op("decode_resize_center_crop", {{"resize", 256}, {"crop", {224}}}), 2.0);
+  }
 }
 
 TEST_F(DecodeCudaTest, WhatNvjpegDoesNotTakeIsDecodedOnTheCpuInTheSameBatch) {

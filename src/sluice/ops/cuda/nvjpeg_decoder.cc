@@ -50,19 +50,25 @@ absl::Status NvjpegStatus(nvjpegStatus_t status, const char* what) {
   return absl::InternalError(absl::StrCat("nvJPEG: ", what, ": ", StatusName(status)));
 }
 
-// A decoding state per handle, and the header parser: one Decode's own.
+// What one Decode uses, its own until the work it queued is done: a
+// batched decoding state per handle, one for single decodes (nvJPEG's
+// states are not shared between batched and single decoding), the parser
+// of the hardware's check, and the event recorded after its work.
 struct NvjpegDecoder::State {
-  nvjpegJpegState_t hardware = nullptr, cuda = nullptr;
+  nvjpegJpegState_t hardware = nullptr, cuda = nullptr, single = nullptr;
   int hardware_batch = 0, cuda_batch = 0;  // the batch size each is initialized for; 0: none
   nvjpegJpegStream_t parsed = nullptr;
+  cudaEvent_t done = nullptr;
   std::vector<const unsigned char*> data;
   std::vector<size_t> sizes;
   std::vector<nvjpegImage_t> destinations;
 
   ~State() {
     if (parsed != nullptr) nvjpegJpegStreamDestroy(parsed);
-    if (hardware != nullptr) nvjpegJpegStateDestroy(hardware);
-    if (cuda != nullptr) nvjpegJpegStateDestroy(cuda);
+    for (nvjpegJpegState_t s : {hardware, cuda, single}) {
+      if (s != nullptr) nvjpegJpegStateDestroy(s);
+    }
+    if (done != nullptr) cudaEventDestroy(done);
   }
 };
 
@@ -108,25 +114,34 @@ NvjpegDecoder::~NvjpegDecoder() {
 }
 
 std::unique_ptr<NvjpegDecoder::State> NvjpegDecoder::Borrow() {
+  std::unique_ptr<State> state;
   {
     absl::MutexLock lock(&mu_);
     if (!free_.empty()) {
-      std::unique_ptr<State> state = std::move(free_.back());
+      state = std::move(free_.back());
       free_.pop_back();
-      return state;
     }
   }
-  auto state = std::make_unique<State>();
+  if (state != nullptr) {
+    // Its buffers may still be read by the work its last Decode queued
+    // (on another thread's stream, perhaps).
+    cudaEventSynchronize(state->done);
+    return state;
+  }
+  state = std::make_unique<State>();
   // What fails to be made stays null: its images go elsewhere (CUDA, CPU).
   nvjpegJpegStateCreate(cuda_, &state->cuda);
+  nvjpegJpegStateCreate(cuda_, &state->single);
   if (hardware_ != nullptr) {
     nvjpegJpegStateCreate(hardware_, &state->hardware);
     nvjpegJpegStreamCreate(hardware_, &state->parsed);
   }
+  cudaEventCreateWithFlags(&state->done, cudaEventDisableTiming);
   return state;
 }
 
-void NvjpegDecoder::Return(std::unique_ptr<State> state) {
+void NvjpegDecoder::Return(std::unique_ptr<State> state, cudaStream_t stream) {
+  if (state->done != nullptr) cudaEventRecord(state->done, stream);
   absl::MutexLock lock(&mu_);
   free_.push_back(std::move(state));
 }
@@ -149,8 +164,10 @@ absl::Status NvjpegDecoder::Decode(absl::Span<const Image> images, cudaStream_t 
       continue;
     }
     int unsupported = 1;  // 0 means supported
+    // The whole stream is parsed: a file corrupt past its header would
+    // fail the hardware's batch as a whole.
     if (state->hardware != nullptr && state->parsed != nullptr &&
-        nvjpegJpegStreamParseHeader(hardware_, image.data, image.size, state->parsed) == NVJPEG_STATUS_SUCCESS &&
+        nvjpegJpegStreamParse(hardware_, image.data, image.size, 0, 0, state->parsed) == NVJPEG_STATUS_SUCCESS &&
         nvjpegDecodeBatchedSupported(hardware_, state->parsed, &unsupported) == NVJPEG_STATUS_SUCCESS &&
         unsupported == 0) {
       on_hardware.push_back(static_cast<int>(i));
@@ -159,13 +176,20 @@ absl::Status NvjpegDecoder::Decode(absl::Span<const Image> images, cudaStream_t 
     }
   }
   if (!on_hardware.empty()) {
+    // The hardware decoder writes its outputs when called, not in the
+    // stream's order: the work queued before (which may still read memory
+    // the pool has handed out again) must be done first.
+    if (absl::Status s = CudaStatus(cudaStreamSynchronize(stream), "waiting for the stream"); !s.ok()) {
+      Return(std::move(state), stream);
+      return s;
+    }
     DecodeGroup(hardware_, state->hardware, &state->hardware_batch, images, on_hardware, Path::kHardware, state.get(),
                 stream, paths);
   }
   if (!on_cuda.empty()) {
     DecodeGroup(cuda_, state->cuda, &state->cuda_batch, images, on_cuda, Path::kCuda, state.get(), stream, paths);
   }
-  Return(std::move(state));
+  Return(std::move(state), stream);
   return absl::OkStatus();
 }
 
@@ -199,12 +223,12 @@ void NvjpegDecoder::DecodeGroup(nvjpegHandle_t handle, nvjpegJpegState_t batch_s
   // One image spoiled the batch: decode them one by one with the CUDA
   // decoder, which takes everything nvJPEG can decode; what fails stays kNone.
   for (size_t k = 0; k < indices.size(); ++k) {
-    if (nvjpegDecode(cuda_, state->cuda, state->data[k], state->sizes[k], NVJPEG_OUTPUT_RGBI,
+    if (state->single != nullptr &&
+        nvjpegDecode(cuda_, state->single, state->data[k], state->sizes[k], NVJPEG_OUTPUT_RGBI,
                      &state->destinations[k], stream) == NVJPEG_STATUS_SUCCESS) {
       (*paths)[indices[k]] = Path::kCuda;
     }
   }
-  state->cuda_batch = 0;  // its state served single decodes
 }
 
 }  // namespace sluice::ops::cuda

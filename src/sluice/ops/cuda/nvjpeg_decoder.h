@@ -35,7 +35,9 @@ class NvjpegDecoder {
   // One JPEG to decode into `rgb`: device memory for height rows of
   // width * 3 bytes, interleaved RGB (grayscale files are expanded).
   struct Image {
-    const uint8_t* data = nullptr;  // host memory, valid until Decode returns
+    // Host memory (page-locked is read fastest), valid until the work
+    // queued on the stream is done: the hardware decoder reads it by DMA.
+    const uint8_t* data = nullptr;
     size_t size = 0;
     uint8_t* rgb = nullptr;
     int width = 0, height = 0;  // as the file's header says
@@ -54,8 +56,10 @@ class NvjpegDecoder {
   struct State;
   NvjpegDecoder() = default;
   absl::Status Init(int device);
+  // A state no work is using any more; back to the pool once the work
+  // queued on `stream` is done.
   std::unique_ptr<State> Borrow();
-  void Return(std::unique_ptr<State> state);
+  void Return(std::unique_ptr<State> state, cudaStream_t stream);
   // Decodes images[indices] with `handle` as one batch; on a batch-level
   // failure, one at a time. Sets the path of each image decoded.
   void DecodeGroup(nvjpegHandle_t handle, nvjpegJpegState_t batch_state, int* batch_size,

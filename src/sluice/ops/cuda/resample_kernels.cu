@@ -21,7 +21,7 @@ __device__ __forceinline__ int16_t WrapToInt16(int sum) { return static_cast<int
 // Thread x of block (x, j, z): elements 4x..4x+3 of intermediate row j of
 // the samples z, z + gridDim.z, ...: the vertical taps of output row j over
 // the source columns the horizontal taps reach, in Q7 (the padding past a
-// sample's cols is stored, never read).
+// sample's cols, up to its inter_stride, is stored, never read).
 __global__ void __launch_bounds__(kThreads)
     Vertical(const uint8_t* __restrict__ in, ResampleShape shape, ResampleTables t, int16_t* __restrict__ inter) {
   const int e = (blockIdx.x * kThreads + threadIdx.x) * kVertical;
@@ -48,7 +48,7 @@ __global__ void __launch_bounds__(kThreads)
     values.y = WrapToInt16(sum[1]);
     values.z = WrapToInt16(sum[2]);
     values.w = WrapToInt16(sum[3]);
-    *reinterpret_cast<short4*>(inter + (s * shape.out_h + j) * shape.inter_stride + e) = values;
+    *reinterpret_cast<short4*>(inter + taps.inter_offset + int64_t{j} * taps.inter_stride + e) = values;
   }
 }
 
@@ -65,8 +65,8 @@ __global__ void __launch_bounds__(kThreads)
   const int j = blockIdx.y;
   for (int64_t s = blockIdx.z; s < shape.rows; s += gridDim.z) {
     const ResampleSampleTaps taps = t.samples[s];
-    const int16_t* __restrict__ src =
-        inter + (s * shape.out_h + j) * shape.inter_stride + t.h_first[s * shape.out_w + i] * shape.channels + c;
+    const int16_t* __restrict__ src = inter + taps.inter_offset + int64_t{j} * taps.inter_stride +
+                                      t.h_first[s * shape.out_w + i] * shape.channels + c;
     const int16_t* __restrict__ w = t.weights + taps.h_weights + int64_t{i} * taps.h_taps;
     int sum = 0;
 #pragma unroll 4
@@ -84,7 +84,7 @@ unsigned Blocks(int n) { return static_cast<unsigned>((n + kThreads - 1) / kThre
 cudaError_t LaunchResample(const uint8_t* in, const ResampleShape& shape, const ResampleTables& tables,
                            int16_t* intermediate, uint8_t* out, cudaStream_t stream) {
   const unsigned samples = static_cast<unsigned>(shape.rows < kMaxGridZ ? shape.rows : kMaxGridZ);
-  const dim3 vertical(Blocks((shape.inter_stride + kVertical - 1) / kVertical), shape.out_h, samples);
+  const dim3 vertical(Blocks((shape.max_inter_stride + kVertical - 1) / kVertical), shape.out_h, samples);
   Vertical<<<vertical, kThreads, 0, stream>>>(in, shape, tables, intermediate);
   if (const cudaError_t error = cudaGetLastError(); error != cudaSuccess) return error;
   const dim3 horizontal(Blocks(shape.out_w * shape.channels), shape.out_h, samples);

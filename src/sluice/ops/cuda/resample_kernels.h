@@ -17,6 +17,12 @@ namespace sluice::ops::cuda {
 struct ResampleSampleTaps {
   int64_t src_offset = 0;  // bytes from `in` to the sample's first source row
   int64_t src_stride = 0;  // bytes per source row
+  // Its out_h intermediate rows: the first at `inter_offset` int16 into
+  // the intermediate, `inter_stride` apart (its cols rounded up to a
+  // multiple of kResampleStrideAlign), so one wide sample costs its own
+  // rows only.
+  int64_t inter_offset = 0;
+  int inter_stride = 0;
   int64_t v_weights = 0;  // index of its out_h * v_taps vertical weights
   int64_t h_weights = 0;  // index of its out_w * h_taps horizontal weights
   int x_lo = 0;           // the first source column the horizontal taps reach
@@ -36,17 +42,16 @@ struct ResampleShape {
   int64_t rows = 0;
   int channels = 0;
   int out_w = 0, out_h = 0;
-  // int16 per intermediate row: the largest `cols` of the samples, rounded
-  // up to a multiple of kResampleStrideAlign.
-  int inter_stride = 0;
+  // The largest inter_stride of the samples (how wide the launch is).
+  int max_inter_stride = 0;
 };
 
 constexpr int kResampleStrideAlign = 4;
 
 // Resamples `rows` images of `channels` channels, each where its
 // ResampleSampleTaps puts it from `in`, to out_h x out_w x channels at `out`
-// (dense, one after another), through `intermediate`: rows * out_h *
-// inter_stride int16 of device memory.
+// (dense, one after another), through `intermediate`: device memory for
+// the int16 rows ResampleSampleTaps place there.
 cudaError_t LaunchResample(const uint8_t* in, const ResampleShape& shape, const ResampleTables& tables,
                            int16_t* intermediate, uint8_t* out, cudaStream_t stream);
 

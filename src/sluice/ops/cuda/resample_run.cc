@@ -25,7 +25,8 @@ void ResampleRun::Clear(int channels, int out_w, int out_h) {
   channels_ = channels;
   out_w_ = out_w;
   out_h_ = out_h;
-  max_cols_ = 0;
+  max_inter_stride_ = 0;
+  inter_elems_ = 0;
   samples_.clear();
   v_first_.clear();
   h_first_.clear();
@@ -40,6 +41,9 @@ void ResampleRun::Add(int64_t src_offset, int64_t src_stride, int src_w, int src
   s.src_stride = src_stride;
   s.x_lo = h_.first.front();
   s.cols = (h_.first.back() + h_.taps - s.x_lo) * channels_;  // first never decreases
+  s.inter_stride = (s.cols + kResampleStrideAlign - 1) / kResampleStrideAlign * kResampleStrideAlign;
+  s.inter_offset = inter_elems_;
+  inter_elems_ += int64_t{out_h_} * s.inter_stride;
   s.v_taps = v_.taps;
   s.h_taps = h_.taps;
   s.v_weights = static_cast<int64_t>(weights_.size());
@@ -49,7 +53,7 @@ void ResampleRun::Add(int64_t src_offset, int64_t src_stride, int src_w, int src
   v_first_.insert(v_first_.end(), v_.first.begin(), v_.first.end());
   for (const int first : h_.first) h_first_.push_back(first - s.x_lo);
   samples_.push_back(s);
-  max_cols_ = std::max(max_cols_, s.cols);
+  max_inter_stride_ = std::max(max_inter_stride_, s.inter_stride);
 }
 
 absl::Status ResampleRun::Queue(const uint8_t* in, uint8_t* out, cudaStream_t stream) {
@@ -59,7 +63,7 @@ absl::Status ResampleRun::Queue(const uint8_t* in, uint8_t* out, cudaStream_t st
   shape.channels = channels_;
   shape.out_w = out_w_;
   shape.out_h = out_h_;
-  shape.inter_stride = (max_cols_ + kResampleStrideAlign - 1) / kResampleStrideAlign * kResampleStrideAlign;
+  shape.max_inter_stride = max_inter_stride_;
   packed_.clear();
   const size_t samples_at = Append(samples_, &packed_);
   const size_t v_first_at = Append(v_first_, &packed_);
@@ -74,8 +78,7 @@ absl::Status ResampleRun::Queue(const uint8_t* in, uint8_t* out, cudaStream_t st
   tables.weights = reinterpret_cast<const int16_t*>(base + weights_at);
   SLUICE_ASSIGN_OR_RETURN(
       DeviceScratch intermediate,
-      DeviceScratch::Allocate(static_cast<size_t>(shape.rows) * shape.out_h * shape.inter_stride * sizeof(int16_t),
-                              stream));
+      DeviceScratch::Allocate(static_cast<size_t>(inter_elems_) * sizeof(int16_t), stream));
   return CudaStatus(LaunchResample(in, shape, tables, intermediate.as<int16_t>(), out, stream), "resample's launch");
 }
 

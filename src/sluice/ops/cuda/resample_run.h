@@ -32,7 +32,8 @@ class ResampleRun {
 
  private:
   int channels_ = 0, out_w_ = 0, out_h_ = 0;
-  int max_cols_ = 0;
+  int max_inter_stride_ = 0;
+  int64_t inter_elems_ = 0;  // the intermediate's size, in int16
   std::vector<ResampleSampleTaps> samples_;
   std::vector<int> v_first_, h_first_;
   std::vector<int16_t> weights_;
