@@ -4,9 +4,21 @@
 # under OUT (run from the repository's root: the tests and benches read
 # tests/ and bench/peers/). Needs the CUDA driver, and for the benches
 # torch and torchvision with CUDA.
+# BUNDLE is the folder, or a .tar.xz of it, unpacked into /tmp first (the
+# folder is ~160 MB, its archive ~40 MB: what a 64 MiB transfer takes):
+#   here:  scripts/cuda_bundle.sh /tmp/bundle PY312_INCLUDE_DIR
+#          mkdir -p build-carry && tar -cf - -C /tmp bundle | xz -T2 > build-carry/bundle.tar.xz
+#   there: scripts/gpu_check.sh build-carry/bundle.tar.xz OUT
 # Usage: scripts/gpu_check.sh BUNDLE OUT [tests|bench|all (default)]
 set -uo pipefail
-bundle=$(realpath "${1:?usage: scripts/gpu_check.sh BUNDLE OUT [tests|bench|all]}")
+bundle=${1:?usage: scripts/gpu_check.sh BUNDLE OUT [tests|bench|all]}
+if [[ $bundle == *.tar.xz ]]; then
+  # Python's tarfile: the host may have no xz command.
+  top=$(python3 -c "import sys, tarfile
+t = tarfile.open(sys.argv[1]); t.extractall('/tmp'); print(t.getnames()[0].split('/')[0])" "$bundle") || exit 1
+  bundle=/tmp/$top
+fi
+bundle=$(realpath "$bundle")
 out=$(realpath -m "${2:?usage: scripts/gpu_check.sh BUNDLE OUT [tests|bench|all]}")
 what=${3:-all}
 mkdir -p "$out"
