@@ -4,6 +4,7 @@
 #include <cmath>
 #include <memory>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "op_test_util.h"
@@ -30,6 +31,22 @@ TEST(GaussianBlur, FloatMatchesOpenCvReflect101) {
     cv::GaussianBlur(src, ref, cv::Size(11, 11), 0.8, 0.8, cv::BORDER_REFLECT_101);
     const float* r = ref.ptr<float>();
     for (int i = 0; i < h * w * c; ++i) ASSERT_NEAR(out[i], r[i], 1e-5) << "at " << i;
+  }
+}
+
+// A small sigma leaves most of an 11-tap kernel's weights negligible: the
+// passes skip them, and the values stay OpenCV's, which sums every tap.
+TEST(GaussianBlur, SmallSigmasSkipNegligibleTapsWithoutChangingValues) {
+  const ColumnSpec spec{"image", DType::kFloat32, Shape{28, 28}};
+  std::vector<float> in = Pattern<float>(28 * 28, 5);
+  for (float& v : in) v = (v / 255.f - 0.1307f) / 0.3081f;
+  for (const double sigma : {0.1, 0.25, 0.5, 0.7, 0.9}) {
+    const std::vector<float> out = RunOp<float, float>(
+        "gaussian_blur", absl::StrCat(R"({"ksize": [11, 5], "sigma": )", sigma, "}"), spec, in, 1);
+    cv::Mat src(28, 28, CV_32FC1, in.data()), ref;
+    cv::GaussianBlur(src, ref, cv::Size(5, 11), sigma, sigma, cv::BORDER_REFLECT_101);
+    const float* r = ref.ptr<float>();
+    for (int i = 0; i < 28 * 28; ++i) ASSERT_NEAR(out[i], r[i], 1e-5) << "sigma " << sigma << " at " << i;
   }
 }
 
