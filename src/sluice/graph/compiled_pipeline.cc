@@ -12,6 +12,7 @@
 #include "sluice/graph/fingerprint.h"
 #include "sluice/graph/fold_receive.h"
 #include "sluice/graph/fusion.h"
+#include "sluice/ops/decode_fusion.h"
 #include "sluice/io/array_source.h"
 #include "sluice/io/arrow_source.h"
 #include "sluice/io/cifar_source.h"
@@ -394,9 +395,13 @@ class Compiler {
       if (registry_.Runs(op.op, node.backend)) continue;
       std::vector<std::string> backends;
       for (ops::Backend b : registry_.Backends(op.op)) backends.emplace_back(ops::BackendName(b));
+      // The decode ops' cuda kernels need nvJPEG when sluice is built.
+      const char* hint = node.backend == ops::Backend::kCuda && ops::IsDecodeOp(op.op)
+                             ? " (builds with nvJPEG decode on cuda: docs/gpu.md)"
+                             : "";
       return NodeError(where, absl::StrCat("op '", op.name, "' has no ", ops::BackendName(node.backend),
                                            " kernel (it runs on: ", absl::StrJoin(backends, ", "),
-                                           "); run it in a map of its own on one of those"));
+                                           "); run it in a map of its own on one of those", hint));
     }
     return absl::OkStatus();
   }

@@ -3,6 +3,8 @@
 // equal to the cpu kernels' output. Built only with SLUICE_WITH_CUDA; the
 // tests that need a GPU skip, saying why, where there is none.
 
+#include <fstream>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "sluice/exec/pipeline.h"
@@ -47,6 +49,13 @@ TEST(CudaBackend, RegistersItsRuntimeAndKernels) {
   EXPECT_TRUE(registry.Runs("decode_image", Backend::kCuda));
 #else
   EXPECT_FALSE(registry.Runs("decode_image", Backend::kCuda));
+  const std::string empty = ::testing::TempDir() + "/empty.tfrecord";
+  std::ofstream(empty).flush();
+  const PipelineBuilder encoded = PipelineBuilder::TfRecord({empty}, {BytesFeature("image", 0)});
+  EXPECT_THAT(graph::Compile(PipelineBuilder(encoded).Map({Op("decode_image", {{"size", {8}}})}, 0, "cuda").Build()),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("op 'decode_image' has no cuda kernel (it runs on: cpu); run it in a map of its "
+                                 "own on one of those (builds with nvJPEG decode on cuda: docs/gpu.md)")));
 #endif
   EXPECT_FALSE(registry.Runs("random_perspective", Backend::kCuda));
   EXPECT_THAT(graph::Compile(Images().Map({Op("random_perspective", {})}, 0, "cuda").Build()),
