@@ -15,7 +15,6 @@ runs under /usr/bin/python3). Runs interleave; medians; also each side's
 trainer-process CPU per 1,000 images. Prints a table, then one JSON line.
 """
 
-import argparse
 import json
 import os
 import statistics
@@ -25,9 +24,8 @@ import sluice
 from sluice import ops
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.join(HERE, "..")
 sys.path.insert(0, os.path.join(HERE, "python_ops"))
-from side_by_side import peer_run, sluice_run  # noqa: E402
+from side_by_side import arguments, peer_run, sluice_run  # noqa: E402
 
 PEER = "DataLoader, all in Python"
 OURS = "sluice.from_dataset + native crop"
@@ -39,12 +37,7 @@ def peer(data, workers, batches):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", default=os.path.join(ROOT, "data"), help="holds imagenet/ (class folders)")
-    parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--processes", type=int, default=2, help="sluice's Python pool")
-    parser.add_argument("--workers", type=int, default=2, help="the DataLoader's workers")
-    args = parser.parse_args()
+    args = arguments(__doc__, "holds imagenet/ (class folders)")
     try:
         from pil_photos import PilPhotos
     except ImportError:

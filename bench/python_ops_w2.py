@@ -16,7 +16,6 @@ workers are processes of their own) and sluice's W2 all native beside it.
 Prints a table, then one JSON line.
 """
 
-import argparse
 import json
 import os
 import statistics
@@ -28,7 +27,7 @@ from sluice import ops
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, "..")
 sys.path.insert(0, os.path.join(HERE, "python_ops"))
-from side_by_side import peer_run, sluice_run  # noqa: E402
+from side_by_side import arguments, peer_run, sluice_run  # noqa: E402
 
 
 def w2(data, blur_op):
@@ -46,12 +45,7 @@ def peer(data, workers):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", default=os.path.join(ROOT, "data"), help="holds cifar10/*.tfrecord")
-    parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--processes", type=int, default=2, help="sluice's Python pool")
-    parser.add_argument("--workers", type=int, default=2, help="the DataLoader's workers")
-    args = parser.parse_args()
+    args = arguments(__doc__, "holds cifar10/*.tfrecord")
     try:
         import w2_blur
     except ImportError:

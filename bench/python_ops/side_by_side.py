@@ -2,9 +2,23 @@
 code in sluice against a DataLoader (bench/python_ops_w2.py,
 bench/python_dataset_pil.py)."""
 
+import argparse
 import json
+import os
 import subprocess
 import time
+
+
+def arguments(doc, data_help):
+    """The options both benches take: --data, --runs, --processes (sluice's
+    Python pool) and --workers (the DataLoader's)."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+    parser.add_argument("--data", default=os.path.join(root, "data"), help=data_help)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--processes", type=int, default=2, help="sluice's Python pool")
+    parser.add_argument("--workers", type=int, default=2, help="the DataLoader's workers")
+    return parser.parse_args()
 
 
 def sluice_run(pipe):

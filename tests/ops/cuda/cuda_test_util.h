@@ -1,5 +1,5 @@
-// What the cuda op tests share: a pipeline's first batch, whether a GPU can
-// be used, and a device column's bytes back on the host.
+// What the cuda op tests share: a pipeline's first batch or all of them,
+// whether a GPU can be used, and a device column's bytes back on the host.
 #ifndef SLUICE_TESTS_OPS_CUDA_CUDA_TEST_UTIL_H_
 #define SLUICE_TESTS_OPS_CUDA_CUDA_TEST_UTIL_H_
 
@@ -32,6 +32,22 @@ inline absl::StatusOr<Batch> FirstBatch(const PipelineDef& def) {
   bool end = false;
   if (absl::Status s = it->Next(&b, &end); !s.ok()) return s;
   return b;
+}
+
+// Every batch of `def`, all taken before any is read back (the device's
+// work for one overlaps the next's).
+inline absl::StatusOr<std::vector<Batch>> AllBatches(const PipelineDef& def) {
+  absl::StatusOr<std::unique_ptr<exec::Pipeline>> pipeline = exec::Pipeline::Create(def);
+  if (!pipeline.ok()) return pipeline.status();
+  std::unique_ptr<exec::PipelineIterator> it = (*pipeline)->Iterate();
+  std::vector<Batch> batches;
+  while (true) {
+    Batch b;
+    bool end = false;
+    if (absl::Status s = it->Next(&b, &end); !s.ok()) return s;
+    if (end) return batches;
+    batches.push_back(std::move(b));
+  }
 }
 
 // `t`'s bytes on the host: a device tensor's once the work writing it is

@@ -13,7 +13,6 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "sluice/datagen/synthetic_images.h"
-#include "sluice/exec/pipeline.h"
 #include "sluice/ops/device_decode_stats.h"
 #include "sluice/pipeline_builder.h"
 #include "cuda_test_util.h"
@@ -23,6 +22,7 @@
 namespace sluice::ops {
 namespace {
 
+using cuda_testing::AllBatches;
 using cuda_testing::FirstBatch;
 using cuda_testing::GpuAvailable;
 using cuda_testing::HostBytes;
@@ -63,9 +63,10 @@ class DecodeCudaTest : public ::testing::Test {
   void ExpectBackendsAgree(const std::string& list, int rows, OpSpec op, double mean_levels) {
     OpSpec cpu_op = op;
     cpu_op.attrs.emplace_back("dct_scaling", false);
-    ASSERT_OK_AND_ASSIGN(std::vector<Batch> cpu, All(PipelineBuilder::FileList(list).Map({cpu_op}).Batch(rows).Build()));
+    ASSERT_OK_AND_ASSIGN(std::vector<Batch> cpu,
+                         AllBatches(PipelineBuilder::FileList(list).Map({cpu_op}).Batch(rows).Build()));
     ASSERT_OK_AND_ASSIGN(std::vector<Batch> gpu,
-                         All(PipelineBuilder::FileList(list).Batch(rows).Map({op}, 0, "cuda").Build()));
+                         AllBatches(PipelineBuilder::FileList(list).Batch(rows).Map({op}, 0, "cuda").Build()));
     ASSERT_EQ(gpu.size(), cpu.size());
     for (size_t b = 0; b < cpu.size(); ++b) {
       const Tensor& want = cpu[b].columns[0].values;
@@ -82,21 +83,6 @@ class DecodeCudaTest : public ::testing::Test {
         // differ by tens of levels.
         EXPECT_LE(sum / per_image, mean_levels) << op.op << ", batch " << b << ", image " << r;
       }
-    }
-  }
-
-  // Every batch of `def`, all taken before any is read back.
-  static absl::StatusOr<std::vector<Batch>> All(const PipelineDef& def) {
-    absl::StatusOr<std::unique_ptr<exec::Pipeline>> pipeline = exec::Pipeline::Create(def);
-    if (!pipeline.ok()) return pipeline.status();
-    std::unique_ptr<exec::PipelineIterator> it = (*pipeline)->Iterate();
-    std::vector<Batch> batches;
-    while (true) {
-      Batch b;
-      bool end = false;
-      if (absl::Status s = it->Next(&b, &end); !s.ok()) return s;
-      if (end) return batches;
-      batches.push_back(std::move(b));
     }
   }
 
