@@ -29,11 +29,12 @@ failed=0
 if [[ $what != bench ]]; then
   for t in "$bundle"/tests/*; do
     name=$(basename "$t")
-    if "$t" > "$out/$name.log" 2>&1; then status=passed; else status=FAILED; failed=1; fi
+    # A hang must not spend the lease: each step has a time limit.
+    if timeout 180 "$t" > "$out/$name.log" 2>&1; then status=passed; else status=FAILED; failed=1; fi
     echo "$name: $status ($(grep -c '^\[       OK \]' "$out/$name.log") ok, $(grep -c '^\[  SKIPPED \]' "$out/$name.log") skipped lines)"
   done
   if python3 -c "import pytest, torch" 2>/dev/null; then
-    if python3 -m pytest -q tests/python/test_torch_cuda.py > "$out/test_torch_cuda.log" 2>&1; then
+    if timeout 240 python3 -m pytest -q tests/python/test_torch_cuda.py > "$out/test_torch_cuda.log" 2>&1; then
       status=passed
     else
       status=FAILED failed=1
@@ -43,7 +44,7 @@ if [[ $what != bench ]]; then
 fi
 if [[ $what != tests ]]; then
   # One Python for the peers: the host's, which has torch with CUDA.
-  "$bundle/bin/sluice" bench w3 --device cuda --runs 3 --json --data "$out/data" > "$out/bench_w3_cuda.log" 2>&1
+  timeout 480 "$bundle/bin/sluice" bench w3 --device cuda --runs 3 --json --data "$out/data" > "$out/bench_w3_cuda.log" 2>&1
   echo "bench w3 --device cuda: rc=$?; $(tail -c 600 "$out/bench_w3_cuda.log")"
 fi
 exit $failed

@@ -108,16 +108,22 @@ class TorchIterable(torch.utils.data.IterableDataset):
                 return
             # Device columns come as DLPack producers: torch passes its
             # current stream, which then waits for sluice's kernels.
-            batch = {name: torch.from_dlpack(c) for name, c in capsules.items()}
+            batch = {name: _each(c, torch.from_dlpack) for name, c in capsules.items()}
             if self._pin:
-                batch = {name: t.pin_memory() for name, t in batch.items()}
-            rows = next(iter(batch.values())).shape[0]
+                batch = {name: _each(t, torch.Tensor.pin_memory) for name, t in batch.items()}
+            first = next(iter(batch.values()))
+            rows = len(first) if isinstance(first, list) else first.shape[0]
             self.samples += rows
             handed = time.perf_counter()
             yield batch
             # The loop's step on this batch: the time until it asks again.
             self._consumer_seconds += time.perf_counter() - handed
             self._consumed += rows
+
+
+def _each(column, fn):
+    """fn of a column, or of each sample's tensor of a batch's bytes column (a list)."""
+    return [fn(x) for x in column] if isinstance(column, list) else fn(column)
 
 
 def _uses_cuda(pipeline):

@@ -56,19 +56,19 @@ class PyIterator {
     py::dict out;
     for (size_t i = 0; i < names_.size(); ++i) {
       const Column& c = batch.columns[i];
-      out[py::str(names_[i])] = c.ragged() ? RaggedRows(c, batch.rows, convert) : convert(c.values);
+      out[py::str(names_[i])] = c.ragged() ? RaggedRows(c, batch.rows, pipeline_->batched(), convert) : convert(c.values);
     }
     samples_ += batch.rows;
     return out;
   }
 
-  // A ragged column (bytes of any length, unbatched): its values hold the
-  // whole chunk, so each row is its own slice of them: one row's array, or
-  // a list of them.
-  static py::object RaggedRows(const Column& c, int64_t rows, py::object (*convert)(const Tensor&)) {
+  // A ragged column (bytes of any length): its values hold the whole
+  // chunk, so each row is its own slice of them: a sample's array, or a
+  // batch's list of them.
+  static py::object RaggedRows(const Column& c, int64_t rows, bool batched, py::object (*convert)(const Tensor&)) {
     const int64_t* off = c.offsets.data<int64_t>();
     auto row = [&](int64_t r) { return convert(c.values.Slice(off[r], off[r + 1])); };
-    if (rows == 1) return row(0);
+    if (!batched) return row(0);
     py::list out;
     for (int64_t r = 0; r < rows; ++r) out.append(row(r));
     return out;

@@ -166,11 +166,21 @@ TEST_F(DecodeTfRecordTest, AMissingOrRepeatedImageFeatureIsNamed) {
                        HasSubstr("feature 'image/encoded': expected 1 bytes value, got 2")));
 }
 
-TEST_F(DecodeTfRecordTest, BatchingUndecodedBytesIsRefusedWithAHint) {
-  EXPECT_THAT(RunJson(Pipeline(Shards(), R"(, {"batch": {"size": 4}})")),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("column 'image/encoded' has variable-length bytes and cannot be batched; "
-                                 "decode it first")));
+TEST_F(DecodeTfRecordTest, UndecodedBytesBatchAsTheirRowsAndDecodeAfterwardsAsBefore) {
+  // A batch of bytes holds each row's bytes as they are (a GPU decoder
+  // takes them so); the last batch is partial.
+  ASSERT_OK_AND_ASSIGN(Rows rows, RunJson(Pipeline(Shards(), "")));
+  ASSERT_OK_AND_ASSIGN(Rows batched, RunJson(Pipeline(Shards(), R"(, {"batch": {"size": 5}})")));
+  ASSERT_EQ(rows.size(), 2u * kCount);
+  EXPECT_EQ(batched, rows);
+  const std::string decode = R"({"map": {"ops": [{"op": "decode_image",
+                                  "attrs": {"field": "image/encoded", "size": [48, 64]}}]}})";
+  ASSERT_OK_AND_ASSIGN(Rows decoded_first,
+                       RunJson(Pipeline(Shards(), absl::StrCat(",", decode, R"(, {"batch": {"size": 5}})"))));
+  ASSERT_OK_AND_ASSIGN(Rows batched_first,
+                       RunJson(Pipeline(Shards(), absl::StrCat(R"(, {"batch": {"size": 5}}, )", decode))));
+  ASSERT_EQ(decoded_first.size(), 2u * kCount);
+  EXPECT_EQ(batched_first, decoded_first);
 }
 
 }  // namespace

@@ -48,9 +48,20 @@ def test_a_dataset_named_by_its_factory_is_made_in_each_process():
 
 def test_bytes_of_any_length_and_python_scalars_keep_their_values():
     rows = {}
-    for row in sluice.from_dataset(user_code.Blobs(), processes=2):  # unbatched: bytes cannot be batched
+    for row in sluice.from_dataset(user_code.Blobs(), processes=2):
         assert row["score"].dtype == np.float32
         rows[int(row["score"][0] * 2)] = (bytes(row["blob"]), bytes(row["tail"]))
+    assert rows == {i: (user_code.blob(i), bytes([255 - i % 256]) * (i * 7 % 13)) for i in range(120)}
+
+
+def test_a_batch_of_bytes_is_a_list_of_each_samples_bytes():
+    rows, sizes = {}, []
+    for batch in sluice.from_dataset(user_code.Blobs(), processes=2).batch(50):
+        assert isinstance(batch["blob"], list) and isinstance(batch["tail"], list)
+        sizes.append(len(batch["blob"]))
+        for score, blob, tail in zip(batch["score"], batch["blob"], batch["tail"]):
+            rows[int(score[0] * 2)] = (bytes(blob), bytes(tail))
+    assert sorted(sizes) == [20, 50, 50]
     assert rows == {i: (user_code.blob(i), bytes([255 - i % 256]) * (i * 7 % 13)) for i in range(120)}
 
 

@@ -1,7 +1,9 @@
 #include "sluice/graph/compiled_pipeline.h"
 
 #include <algorithm>
+#include <map>
 #include <optional>
+#include <string>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -275,7 +277,22 @@ class Compiler {
   Compiler(const PipelineDef& def, const ops::OpRegistry& registry, const CompileRange& range, int distribute,
            CompiledPipeline* out)
       : def_(def), registry_(registry), distribute_(distribute), out_(out),
-        schema_(range.input), batched_(range.input_batched) {}
+        schema_(range.input), batched_(range.input_batched) {
+    // Ops of the nodes compiled elsewhere (a service's workers) count by
+    // whether their op can draw at all: their attrs are not inferred here.
+    auto count = [&](const OpDef& op) {
+      const ops::OpSchema* schema = registry_.Find(op.op());
+      if (schema != nullptr && schema->random()) ++random_ops_before_[op.op()];
+    };
+    for (int i = 0; i < range.begin && i < def_.nodes_size(); ++i) {
+      const NodeDef& nd = def_.nodes(i);
+      if (nd.kind_case() == NodeDef::kMap) {
+        for (const OpDef& op : nd.map().ops()) count(op);
+      } else if (nd.kind_case() == NodeDef::kFilter) {
+        count(nd.filter().predicate());
+      }
+    }
+  }
 
   absl::Status AddNode(int i, int end) {
     const NodeDef& nd = def_.nodes(i);
@@ -340,8 +357,7 @@ class Compiler {
   }
 
   // Infers op `def` against `schema` (kind-checked: predicates only in filters).
-  absl::StatusOr<BoundOp> InferOp(const OpDef& def, const std::string& node, int position, const Schema& schema,
-                                  bool want_predicate) const {
+  absl::StatusOr<BoundOp> InferOp(const OpDef& def, const Schema& schema, bool want_predicate) {
     const ops::OpSchema* op = registry_.Find(def.op());
     if (op != nullptr && op->predicate() != want_predicate) {
       return absl::InvalidArgumentError(
@@ -353,8 +369,11 @@ class Compiler {
           "op '", def.op(), "' works on whole batches: put it in a map after the batch node"));
     }
     SLUICE_ASSIGN_OR_RETURN(ops::InferredOp inferred, registry_.Infer(def.op(), def.attrs(), schema));
-    return BoundOp{def.op(),    def.op(),    OpKey(node, position), std::move(inferred),
-                   op->view(),  op->level(), nullptr,               op->in_place()};
+    int& before = random_ops_before_[def.op()];
+    const uint64_t key = OpKey(def.op(), before);
+    if (inferred.random) ++before;
+    return BoundOp{def.op(),   def.op(),    key,     std::move(inferred),
+                   op->view(), op->level(), nullptr, op->in_place()};
   }
 
   absl::Status CompileMap(const MapDef& map, const std::string& where, CompiledNode* node) {
@@ -367,7 +386,7 @@ class Compiler {
     node->backend = *backend;
     TakePendingParse(node);
     for (int j = 0; j < map.ops_size(); ++j) {
-      absl::StatusOr<BoundOp> op = InferOp(map.ops(j), node->name, j, schema_, false);
+      absl::StatusOr<BoundOp> op = InferOp(map.ops(j), schema_, false);
       if (!op.ok()) return WithContext(op.status(), absl::StrCat(where, ": ops[", j, "]"));
       ApplyToSchema(op->inferred, &schema_);
       node->ops.push_back(*std::move(op));
@@ -410,7 +429,7 @@ class Compiler {
     node->kind = NodeKind::kFilter;
     if (batched_) return NodeError(where, "filter after batch is not supported; filter samples before batching");
     TakePendingParse(node);
-    absl::StatusOr<BoundOp> op = InferOp(filter.predicate(), node->name, 0, schema_, true);
+    absl::StatusOr<BoundOp> op = InferOp(filter.predicate(), schema_, true);
     if (!op.ok()) return WithContext(op.status(), absl::StrCat(where, ": predicate"));
     node->ops.push_back(*std::move(op));
     return CheckBackend(*node, where);
@@ -456,14 +475,6 @@ class Compiler {
     node->drop_remainder = batch.drop_remainder();
     if (node->count <= 0) return NodeError(where, absl::StrCat("size must be > 0, got ", node->count));
     if (batched_) return NodeError(where, "a pipeline may batch only once");
-    for (const ColumnSpec& c : schema_.columns()) {
-      if (c.ragged) {
-        return NodeError(where, absl::StrCat("column '", c.name,
-                                             "' has variable-length bytes and cannot be batched; decode it "
-                                             "first (decode_image, decode_random_resized_crop), or "
-                                             "declare the feature's length on the tfrecord source"));
-      }
-    }
     batched_ = true;
     return absl::OkStatus();
   }
@@ -509,6 +520,11 @@ class Compiler {
   std::vector<io::FeatureSpec> features_;
   std::vector<Shape> feature_shapes_;
   std::optional<BoundOp> pending_parse_;
+  // An op draws by its name and the number of random ops of that name
+  // before it, not by its node: regrouping ops into other maps, or moving
+  // them across the batch (to decode on the GPU after it), keeps every
+  // draw, and deterministic ops (a materialized prefix) shift none.
+  std::map<std::string, int> random_ops_before_;
 };
 
 // The pipeline-wide settings of `def`, before any node.
