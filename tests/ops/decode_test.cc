@@ -157,7 +157,7 @@ TEST_F(DecodeTest, TheFusedRandomResizedCropEqualsDecodingThenCropping) {
   std::string list;
   for (int i = 0; i < 6; ++i) absl::StrAppend(&list, "img", i, ".jpg ", i, "\n");
   testing::WriteFileBytes(dir_.Join("list.txt"), list);
-  // Same node name and op position, so both draw the same windows.
+  // decode_random_resized_crop draws as random_resized_crop: the same windows.
   auto pipeline = [&]() { return PipelineBuilder::FileList(dir_.Join("list.txt")).Seed(11); };
   const OpSpec crop = Op("random_resized_crop", {{"size", {96, 128}}, {"scale", {0.05, 0.6}}});
   ASSERT_OK_AND_ASSIGN(std::string two_steps,

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 #include "sluice/core/python_pool.h"
 #include "sluice/core/rng.h"
 #include "sluice/core/status_macros.h"
@@ -282,7 +283,9 @@ class Compiler {
     // whether their op can draw at all: their attrs are not inferred here.
     auto count = [&](const OpDef& op) {
       const ops::OpSchema* schema = registry_.Find(op.op());
-      if (schema != nullptr && schema->random()) ++random_ops_before_[op.op()];
+      if (schema != nullptr && schema->random()) {
+        ++random_ops_before_[std::string(absl::StripPrefix(op.op(), "decode_"))];
+      }
     };
     for (int i = 0; i < range.begin && i < def_.nodes_size(); ++i) {
       const NodeDef& nd = def_.nodes(i);
@@ -369,8 +372,10 @@ class Compiler {
           "op '", def.op(), "' works on whole batches: put it in a map after the batch node"));
     }
     SLUICE_ASSIGN_OR_RETURN(ops::InferredOp inferred, registry_.Infer(def.op(), def.attrs(), schema));
-    int& before = random_ops_before_[def.op()];
-    const uint64_t key = OpKey(def.op(), before);
+    // decode_random_resized_crop draws as the random_resized_crop it fuses.
+    const std::string drawn_as(absl::StripPrefix(def.op(), "decode_"));
+    int& before = random_ops_before_[drawn_as];
+    const uint64_t key = OpKey(drawn_as, before);
     if (inferred.random) ++before;
     return BoundOp{def.op(),   def.op(),    key,     std::move(inferred),
                    op->view(), op->level(), nullptr, op->in_place()};
