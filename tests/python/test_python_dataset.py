@@ -59,8 +59,9 @@ def test_a_batch_of_bytes_is_a_list_of_each_samples_bytes():
     for batch in sluice.from_dataset(user_code.Blobs(), processes=2).batch(50):
         assert isinstance(batch["blob"], list) and isinstance(batch["tail"], list)
         sizes.append(len(batch["blob"]))
-        for score, blob, tail in zip(batch["score"], batch["blob"], batch["tail"]):
-            rows[int(score[0] * 2)] = (bytes(blob), bytes(tail))
+        scores = batch["score"].reshape(len(batch["blob"]), -1)[:, 0]
+        for score, blob, tail in zip(scores, batch["blob"], batch["tail"]):
+            rows[int(score * 2)] = (bytes(blob), bytes(tail))
     assert sorted(sizes) == [20, 50, 50]
     assert rows == {i: (user_code.blob(i), bytes([255 - i % 256]) * (i * 7 % 13)) for i in range(120)}
 
