@@ -31,7 +31,8 @@ if [[ $what != bench ]]; then
     name=$(basename "$t")
     # A hang must not spend the lease: each step has a time limit.
     if timeout 180 "$t" > "$out/$name.log" 2>&1; then status=passed; else status=FAILED; failed=1; fi
-    echo "$name: $status ($(grep -c '^\[       OK \]' "$out/$name.log") ok, $(grep -c '^\[  SKIPPED \]' "$out/$name.log") skipped lines)"
+    ok=$(grep -c '^\[       OK \]' "$out/$name.log") skipped=$(grep -c '^\[  SKIPPED \]' "$out/$name.log")
+    echo "$name: $status ($ok ok, $skipped skipped lines)"
   done
   if python3 -c "import pytest, torch" 2>/dev/null; then
     if timeout 240 python3 -m pytest -q tests/python/test_torch_cuda.py > "$out/test_torch_cuda.log" 2>&1; then
@@ -44,7 +45,8 @@ if [[ $what != bench ]]; then
 fi
 if [[ $what != tests ]]; then
   # One Python for the peers: the host's, which has torch with CUDA.
-  timeout 480 "$bundle/bin/sluice" bench w3 --device cuda --runs 3 --json --data "$out/data" > "$out/bench_w3_cuda.log" 2>&1
+  timeout 480 "$bundle/bin/sluice" bench w3 --device cuda --runs 3 --json --data "$out/data" \
+    > "$out/bench_w3_cuda.log" 2>&1
   echo "bench w3 --device cuda: rc=$?; $(tail -c 600 "$out/bench_w3_cuda.log")"
 fi
 exit $failed

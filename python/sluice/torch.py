@@ -111,8 +111,7 @@ class TorchIterable(torch.utils.data.IterableDataset):
             batch = {name: _each(c, torch.from_dlpack) for name, c in capsules.items()}
             if self._pin:
                 batch = {name: _each(t, torch.Tensor.pin_memory) for name, t in batch.items()}
-            first = next(iter(batch.values()))
-            rows = len(first) if isinstance(first, list) else first.shape[0]
+            rows = len(next(iter(batch.values())))
             self.samples += rows
             handed = time.perf_counter()
             yield batch

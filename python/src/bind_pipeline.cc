@@ -56,7 +56,8 @@ class PyIterator {
     py::dict out;
     for (size_t i = 0; i < names_.size(); ++i) {
       const Column& c = batch.columns[i];
-      out[py::str(names_[i])] = c.ragged() ? RaggedRows(c, batch.rows, pipeline_->batched(), convert) : convert(c.values);
+      out[py::str(names_[i])] =
+          c.ragged() ? RaggedRows(c, batch.rows, pipeline_->batched(), convert) : convert(c.values);
     }
     samples_ += batch.rows;
     return out;

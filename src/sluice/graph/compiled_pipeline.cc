@@ -264,6 +264,11 @@ void ApplyToSchema(const ops::InferredOp& op, Schema* schema) {
   *schema = Schema(std::move(kept));
 }
 
+// The name an op's random draws are keyed by: a decode op draws as the op
+// it fuses with the decoding (decode_random_resized_crop as
+// random_resized_crop), so fusing by hand changes no crop.
+std::string DrawsAs(absl::string_view op) { return std::string(absl::StripPrefix(op, "decode_")); }
+
 // How to get a build that runs `backend`.
 std::string HowToGet(ops::Backend backend) {
   return absl::StrCat("this build of sluice has no ", ops::BackendName(backend),
@@ -283,9 +288,7 @@ class Compiler {
     // whether their op can draw at all: their attrs are not inferred here.
     auto count = [&](const OpDef& op) {
       const ops::OpSchema* schema = registry_.Find(op.op());
-      if (schema != nullptr && schema->random()) {
-        ++random_ops_before_[std::string(absl::StripPrefix(op.op(), "decode_"))];
-      }
+      if (schema != nullptr && schema->random()) ++random_ops_before_[DrawsAs(op.op())];
     };
     for (int i = 0; i < range.begin && i < def_.nodes_size(); ++i) {
       const NodeDef& nd = def_.nodes(i);
@@ -372,8 +375,7 @@ class Compiler {
           "op '", def.op(), "' works on whole batches: put it in a map after the batch node"));
     }
     SLUICE_ASSIGN_OR_RETURN(ops::InferredOp inferred, registry_.Infer(def.op(), def.attrs(), schema));
-    // decode_random_resized_crop draws as the random_resized_crop it fuses.
-    const std::string drawn_as(absl::StripPrefix(def.op(), "decode_"));
+    const std::string drawn_as = DrawsAs(def.op());
     int& before = random_ops_before_[drawn_as];
     const uint64_t key = OpKey(drawn_as, before);
     if (inferred.random) ++before;
