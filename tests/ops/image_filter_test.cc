@@ -60,6 +60,51 @@ TEST(GaussianBlur, Uint8MatchesOpenCvWithinOne) {
   for (int i = 0; i < 32 * 32 * 3; ++i) ASSERT_NEAR(out[i], ref.data[i], 1) << "at " << i;
 }
 
+// uint8 is blurred in 16-bit fixed point: within 0.1 of the exact sum
+// before rounding, so on the exact sum's nearest level wherever that sum is
+// not within 0.1 of a half, and never a level further.
+TEST(GaussianBlur, Uint8FixedPointRoundsAsTheExactSum) {
+  struct Case {
+    int h, w, c, kh, kw;
+    double sigma;
+  };
+  for (const Case& k : {Case{32, 32, 3, 11, 11, 0.8}, Case{28, 28, 1, 11, 11, 2.0}, Case{9, 13, 2, 5, 7, 0.3},
+                        Case{32, 32, 3, 11, 5, 1.5}, Case{40, 70, 4, 31, 31, 6.0}, Case{6, 5, 1, 3, 3, 0.1}}) {
+    const std::string name = absl::StrCat(k.h, "x", k.w, "x", k.c, " k", k.kh, "x", k.kw, " sigma ", k.sigma);
+    const ColumnSpec spec{"image", DType::kUInt8, Shape{k.h, k.w, k.c}};
+    const std::vector<uint8_t> in = Pattern<uint8_t>(k.h * k.w * k.c, k.kh * 31 + k.w);
+    const std::vector<uint8_t> out = RunOp<uint8_t, uint8_t>(
+        "gaussian_blur", absl::StrCat(R"({"ksize": [)", k.kh, ", ", k.kw, R"(], "sigma": )", k.sigma, "}"), spec, in,
+        1);
+    cv::Mat src, exact;
+    cv::Mat(k.h, k.w, CV_8UC(k.c), const_cast<uint8_t*>(in.data())).convertTo(src, CV_64F);
+    cv::sepFilter2D(src, exact, CV_64F, cv::getGaussianKernel(k.kw, k.sigma, CV_64F),
+                    cv::getGaussianKernel(k.kh, k.sigma, CV_64F), cv::Point(-1, -1), 0, cv::BORDER_REFLECT_101);
+    const double* e = exact.ptr<double>();
+    int near_half = 0;
+    for (size_t i = 0; i < in.size(); ++i) {
+      ASSERT_LT(std::abs(out[i] - e[i]), 0.6) << name << " at " << i << ": exact " << e[i];
+      if (std::abs(e[i] - std::floor(e[i]) - 0.5) > 0.1) {
+        ASSERT_EQ(out[i], std::lround(e[i])) << name << " at " << i << ": exact " << e[i];
+      } else {
+        ++near_half;
+      }
+    }
+    EXPECT_LT(near_half, static_cast<int>(in.size()) / 4) << name;
+  }
+}
+
+// The fixed-point sums saturate at the top: white stays white.
+TEST(GaussianBlur, Uint8WhiteStaysWhite) {
+  const ColumnSpec spec{"image", DType::kUInt8, Shape{16, 16, 3}};
+  const std::vector<uint8_t> white(16 * 16 * 3, 255);
+  for (const char* attrs : {R"({"ksize": 11, "sigma": 0.8})", R"({"ksize": 1, "sigma": 1})",
+                            R"({"ksize": 3, "sigma": 0.05})"}) {
+    const std::vector<uint8_t> out = RunOp<uint8_t, uint8_t>("gaussian_blur", attrs, spec, white, 1);
+    EXPECT_EQ(out, white) << attrs;
+  }
+}
+
 TEST(GaussianBlur, RandomSigmaIsDrawnPerSampleFromTheRange) {
   // Each sample equals OpenCV's blur with *some* sigma in [0.1, 2]; samples differ.
   const ColumnSpec spec{"image", DType::kFloat32, Shape{28, 28}};

@@ -120,5 +120,31 @@ TEST_F(SimdTest, FilterRowsAgreeOnEveryTargetWithinAFloatRounding) {
   }
 }
 
+// uint8 images blur in integers: the same bits on every target.
+TEST_F(SimdTest, FixedPointBlurIsTheSameOnEveryTarget) {
+  const int64_t rows = 9, n = 77, k = 5, slack = kRowSlackBytes / 2;
+  const int64_t stride = n + (k - 1) * 3 + slack;
+  std::vector<int16_t> data(static_cast<size_t>(rows + k) * stride);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<int16_t>(((i * 37) % 256) << kFixedValueShift);
+  std::vector<const int16_t*> src(rows + k);
+  for (int64_t r = 0; r < rows + k; ++r) src[r] = data.data() + r * stride;
+  const int16_t w[k] = {1000, 7000, 16768, 7000, 1000};
+  const std::vector<std::string> caps = Caps();
+  std::vector<std::vector<uint8_t>> outs;
+  for (const std::string& target : caps) {
+    SLUICE_ASSERT_OK(LimitSimd(CapFor(target)));
+    std::vector<int16_t> mid(static_cast<size_t>(rows + k) * (n + slack));
+    std::vector<int16_t*> mids(rows + k);
+    for (int64_t r = 0; r < rows + k; ++r) mids[r] = mid.data() + r * (n + slack);
+    ConvolveRows(src.data(), mids.data(), rows + k - 1, n, 3, w, k);
+    std::vector<uint8_t> out(static_cast<size_t>(rows) * n);
+    std::vector<uint8_t*> dst(rows);
+    for (int64_t r = 0; r < rows; ++r) dst[r] = out.data() + r * n;
+    WeightedSumRows(mids.data(), dst.data(), rows, n, w, k);
+    outs.push_back(out);
+  }
+  for (size_t t = 1; t < outs.size(); ++t) EXPECT_EQ(outs[t], outs[0]) << caps[t] << " differs from " << caps[0];
+}
+
 }  // namespace
 }  // namespace sluice::ops

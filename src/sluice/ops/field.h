@@ -91,7 +91,7 @@ inline float StoreAs<float>(float v) {
 template <>
 inline uint8_t StoreAs<uint8_t>(float v) {
   v = v < 0.f ? 0.f : (v > 255.f ? 255.f : v);
-  return static_cast<uint8_t>(std::nearbyint(v));  // ties to even, as FloatToU8
+  return static_cast<uint8_t>(std::nearbyint(v));  // ties to even
 }
 
 }  // namespace sluice::ops

@@ -3,8 +3,9 @@
 // Written by hand rather than calling OpenCV: on MNIST/CIFAR-sized images
 // OpenCV's per-call setup dominates (GaussianBlur 11x11 on 28x28 float runs at
 // ~167k images/s on one core here, below W1's target), and its uint8 blur
-// takes a fixed-point path 3-7x slower than float. Both filters are separable
-// and run as two passes over contiguous rows of W*C values (row_kernels.h).
+// takes a bit-exact fixed-point path 3-7x slower than float. Both filters
+// are separable and run as two passes over contiguous rows of W*C values
+// (row_kernels.h); uint8 images stay integers (16-bit fixed point to blur).
 // Tests compare them with OpenCV.
 #include <algorithm>
 #include <cmath>
@@ -23,22 +24,46 @@
 namespace sluice::ops {
 namespace {
 
-// Per-thread scratch, grown once and reused for every image.
+// Per-thread scratch of the values an image is held in while filtering (S:
+// float for float images; for uint8 ones int16 fixed point to blur, uint8
+// to dilate), grown once and reused for every image.
+template <typename S>
 struct Scratch {
-  std::vector<float> padded;  // the image with horizontal borders, as float
-  std::vector<float> rows;    // after the horizontal pass
-  std::vector<float> out;     // after the vertical pass (uint8 output only)
-  std::vector<float> fill;    // one row of the fill value
-  std::vector<float> taps;
-  std::vector<const float*> in_ptrs, window;
-  std::vector<float*> out_ptrs, mid_ptrs;
+  std::vector<S> padded;  // the image with horizontal borders
+  std::vector<S> rows;    // after the horizontal pass
+  std::vector<S> fill;    // one row of the fill value
+  std::vector<const S*> in_ptrs, window;
+  std::vector<S*> mid_ptrs;
   template <typename P>
   P* Get(std::vector<P>& v, size_t n) {
     if (v.size() < n) v.resize(n);
     return v.data();
   }
 };
-thread_local Scratch tls_scratch;
+template <typename S>
+Scratch<S>& ThreadScratch() {
+  thread_local Scratch<S> s;
+  return s;
+}
+
+// The row pointers of an image's output.
+template <typename T>
+T* const* OutputRows(T* dst, int64_t h, int64_t n) {
+  thread_local std::vector<T*> rows;
+  rows.resize(h);
+  for (int64_t y = 0; y < h; ++y) rows[y] = dst + y * n;
+  return rows.data();
+}
+
+// A value as the filter holds it.
+template <typename S, typename T>
+S Held(T v) {
+  if constexpr (std::is_same_v<S, int16_t>) {
+    return static_cast<int16_t>(v << kFixedValueShift);
+  } else {
+    return static_cast<S>(v);
+  }
+}
 
 // Where each value of a padded row's left and right border comes from: an
 // index into the input row, or -1 for the fill. Flat over x and channel, so
@@ -70,51 +95,43 @@ struct FilterShape {
 // out[i] = in[from[i]], or `fill` where from[i] < 0. Reads the input rather
 // than the padded row's interior just written: loads of freshly stored
 // values stalled on store forwarding.
-template <typename T>
-void FillBorder(const T* in, const std::vector<int32_t>& from, float fill, float* out) {
-  for (size_t i = 0; i < from.size(); ++i) out[i] = from[i] < 0 ? fill : static_cast<float>(in[from[i]]);
+template <typename S, typename T>
+void FillBorder(const T* in, const std::vector<int32_t>& from, S fill, S* out) {
+  for (size_t i = 0; i < from.size(); ++i) out[i] = from[i] < 0 ? fill : Held<S>(in[from[i]]);
 }
 
-// Converts `src` to float with horizontal borders, and sets up the row
-// pointers of both passes. Returns the rows to write the vertical pass to.
-template <typename T>
-float* const* Prepare(const T* src, T* dst, const FilterShape& f, float fill, Scratch& s) {
+// Holds `src` as S with horizontal borders, and sets up the row pointers of
+// both passes. Rows are spaced with kRowSlackBytes to spare (the integer
+// passes read and write whole vectors past a row's end).
+template <typename S, typename T>
+void Prepare(const T* src, const FilterShape& f, S fill, Scratch<S>& s) {
   const ImageDims& d = f.dims;
-  const int64_t n = d.row_elems(), c = d.c;
-  const int64_t padded_row = (d.w + f.kw - 1) * c;
-  float* padded = s.Get(s.padded, d.h * padded_row);
-  float* rows = s.Get(s.rows, d.h * n);
-  float* fill_row = s.Get(s.fill, n);
-  std::fill(fill_row, fill_row + n, fill);
-  const float** in_ptrs = s.Get(s.in_ptrs, d.h);
-  float** mid_ptrs = s.Get(s.mid_ptrs, d.h);
-  float** out_ptrs = s.Get(s.out_ptrs, d.h);
-  const float** window = s.Get(s.window, d.h + f.kh - 1);
-  float* out = std::is_same_v<T, float> ? reinterpret_cast<float*>(dst) : s.Get(s.out, d.h * n);
+  const int64_t n = d.row_elems(), c = d.c, slack = kRowSlackBytes / static_cast<int64_t>(sizeof(S));
+  const int64_t padded_row = (d.w + f.kw - 1) * c + slack, mid_row = n + slack;
+  S* padded = s.Get(s.padded, d.h * padded_row);
+  S* rows = s.Get(s.rows, d.h * mid_row);
+  S* fill_row = s.Get(s.fill, mid_row);
+  std::fill(fill_row, fill_row + mid_row, fill);
+  const S** in_ptrs = s.Get(s.in_ptrs, d.h);
+  S** mid_ptrs = s.Get(s.mid_ptrs, d.h);
+  const S** window = s.Get(s.window, d.h + f.kh - 1);
   const int64_t rx = f.kw / 2;
   for (int64_t y = 0; y < d.h; ++y) {
     const T* in = src + y * n;
-    float* p = padded + y * padded_row;
-    if constexpr (std::is_same_v<T, float>) {
+    S* p = padded + y * padded_row;
+    if constexpr (std::is_same_v<S, T>) {
       std::copy(in, in + n, p + rx * c);
     } else {
-      U8ToFloat(in, n, p + rx * c);
+      U8ToFixed(in, n, p + rx * c);
     }
     FillBorder(in, f.borders.left, fill, p);
     FillBorder(in, f.borders.right, fill, p + (rx + d.w) * c);
     in_ptrs[y] = p;
-    mid_ptrs[y] = rows + y * n;
-    out_ptrs[y] = out + y * n;
+    mid_ptrs[y] = rows + y * mid_row;
   }
   for (int64_t t = 0; t < d.h + f.kh - 1; ++t) {
-    window[t] = f.ymap[t] < 0 ? fill_row : rows + f.ymap[t] * n;
+    window[t] = f.ymap[t] < 0 ? fill_row : rows + f.ymap[t] * mid_row;
   }
-  return out_ptrs;
-}
-
-template <typename T>
-void Finish(const Scratch& s, const ImageDims& d, T* dst) {
-  if constexpr (!std::is_same_v<T, float>) FloatToU8(s.out.data(), d.elems(), dst);
 }
 
 // Taps below this weight (of a kernel summing to 1) change no output by a
@@ -122,80 +139,138 @@ void Finish(const Scratch& s, const ImageDims& d, T* dst) {
 // taps of an 11-tap kernel (sigma 0.5: 7; 0.1: 1).
 constexpr float kNegligibleTap = 1e-9f;
 
-// How many taps at each end of a symmetric kernel are negligible.
-int64_t NegligibleEnds(const float* w, int64_t k) {
+// How many taps at each end of a symmetric kernel are negligible: in fixed
+// point, those that round to 0.
+bool Negligible(float w) { return w < kNegligibleTap; }
+bool Negligible(int16_t w) { return w == 0; }
+template <typename W>
+int64_t NegligibleEnds(const W* w, int64_t k) {
   int64_t n = 0;
-  while (2 * n + 1 < k && w[n] < kNegligibleTap) ++n;
+  while (2 * n + 1 < k && Negligible(w[n])) ++n;
   return n;
 }
 
-template <typename T>
-void BlurImage(const T* src, T* dst, const FilterShape& f, const float* wx, const float* wy,
-               Scratch& s) {
+// Q15 taps of a symmetric kernel, rounded; the centre takes what rounding
+// lost, so that they sum to 32768 (but for a single tap of 1, held as 32767).
+void FixedTaps(const float* w, int64_t k, int16_t* q) {
+  int32_t sum = 0;
+  for (int64_t i = 0; i < k; ++i) {
+    q[i] = static_cast<int16_t>(std::min<long>(std::lround(w[i] * 32768.f), 32767));
+    sum += q[i];
+  }
+  q[k / 2] = static_cast<int16_t>(std::clamp<int32_t>(q[k / 2] + 32768 - sum, 0, 32767));
+}
+
+// Blurs one image held as S with taps W (float, or Q15 for fixed point).
+template <typename S, typename T, typename W>
+void BlurImage(const T* src, T* dst, const FilterShape& f, const W* wx, const W* wy) {
   const ImageDims& d = f.dims;
-  float* const* out = Prepare(src, dst, f, 0.f, s);
+  Scratch<S>& s = ThreadScratch<S>();
+  Prepare<S>(src, f, S{0}, s);
   const int64_t skip_x = NegligibleEnds(wx, f.kw), skip_y = NegligibleEnds(wy, f.kh);
   if (skip_x > 0) {
     for (int64_t y = 0; y < d.h; ++y) s.in_ptrs[y] += skip_x * d.c;
   }
   ConvolveRows(s.in_ptrs.data(), s.mid_ptrs.data(), d.h, d.row_elems(), d.c, wx + skip_x, f.kw - 2 * skip_x);
-  WeightedSumRows(s.window.data() + skip_y, out, d.h, d.row_elems(), wy + skip_y, f.kh - 2 * skip_y);
-  Finish(s, d, dst);
+  WeightedSumRows(s.window.data() + skip_y, OutputRows(dst, d.h, d.row_elems()), d.h, d.row_elems(), wy + skip_y,
+                  f.kh - 2 * skip_y);
 }
 
+// Dilates one image as its own type: the max is exact in any.
 template <typename T>
-void DilateImage(const T* src, T* dst, const FilterShape& f, Scratch& s) {
+void DilateImage(const T* src, T* dst, const FilterShape& f) {
   const ImageDims& d = f.dims;
+  Scratch<T>& s = ThreadScratch<T>();
   // Pixels outside the image never win the max: they hold the lowest value.
-  float* const* out = Prepare(src, dst, f, std::numeric_limits<T>::lowest(), s);
+  Prepare<T>(src, f, std::numeric_limits<T>::lowest(), s);
   MaxRows(s.in_ptrs.data(), s.mid_ptrs.data(), d.h, d.row_elems(), d.c, f.kw);
-  MaxWindowRows(s.window.data(), out, d.h, d.row_elems(), f.kh);
-  Finish(s, d, dst);
+  MaxWindowRows(s.window.data(), OutputRows(dst, d.h, d.row_elems()), d.h, d.row_elems(), f.kh);
 }
+
+// A blur's taps for both axes, x's then y's: float, and Q15 for uint8 images.
+struct BlurTaps {
+  int64_t kw = 0, kh = 0;
+  std::vector<float> w;
+  std::vector<int16_t> q;
+  void Compute(int64_t kw_, int64_t kh_, float sigma, bool fixed_point) {
+    kw = kw_, kh = kh_;
+    w.resize(kw + kh);
+    GaussianTaps(kw, sigma, w.data());
+    if (kh == kw) {  // one sigma for both axes, as torchvision: the same taps
+      std::copy(w.begin(), w.begin() + kw, w.begin() + kw);
+    } else {
+      GaussianTaps(kh, sigma, w.data() + kw);
+    }
+    if (!fixed_point) return;
+    q.resize(kw + kh);
+    FixedTaps(w.data(), kw, q.data());
+    FixedTaps(w.data() + kw, kh, q.data() + kw);
+  }
+  // Drops each axis's negligible end taps, so that the filter's borders
+  // narrow with them (W2's 11 taps at sigma 0.8 are 7 in Q15).
+  void Trim(bool fixed_point) {
+    const int64_t sx = fixed_point ? NegligibleEnds(q.data(), kw) : NegligibleEnds(w.data(), kw);
+    const int64_t sy = fixed_point ? NegligibleEnds(q.data() + kw, kh) : NegligibleEnds(w.data() + kw, kh);
+    auto cut = [&](auto& v) {
+      if (v.empty()) return;
+      std::remove_reference_t<decltype(v)> kept(v.begin() + sx, v.begin() + kw - sx);
+      kept.insert(kept.end(), v.begin() + kw + sy, v.begin() + kw + kh - sy);
+      v = std::move(kept);
+    };
+    cut(w);
+    cut(q);
+    kw -= 2 * sx, kh -= 2 * sy;
+  }
+};
 
 class GaussianBlurKernel : public Kernel {
  public:
   using Params = FilterParams;
   explicit GaussianBlurKernel(const Params& p)
-      : dtype_(p.dtype), shape_(p.dims, p.kh, p.kw, /*reflect=*/true), sigma_lo_(p.sigma_lo), sigma_hi_(p.sigma_hi) {
-    if (sigma_lo_ == sigma_hi_) {  // fixed sigma: taps once
-      fixed_x_.resize(p.kw);
-      fixed_y_.resize(p.kh);
-      GaussianTaps(p.kw, sigma_lo_, fixed_x_.data());
-      GaussianTaps(p.kh, sigma_lo_, fixed_y_.data());
-    }
-  }
+      : dtype_(p.dtype), sigma_lo_(p.sigma_lo), sigma_hi_(p.sigma_hi), fixed_(FixedSigmaTaps(p)),
+        shape_(p.dims, fixed_.kh, fixed_.kw, /*reflect=*/true) {}
 
   absl::Status Run(const KernelContext& ctx, absl::Span<const ColumnRef> in,
                    absl::Span<const ColumnRef> out) const override {
-    Scratch& s = tls_scratch;
+    thread_local BlurTaps drawn;
     DispatchImageType(dtype_, [&](auto type) {
       using T = decltype(type);
       for (int64_t r = 0; r < ctx.rows; ++r) {
-        const float* wx = fixed_x_.data();
-        const float* wy = fixed_y_.data();
-        if (fixed_x_.empty()) {
-          // One sigma per sample for both axes, as torchvision draws it.
-          const float sigma = ctx.Rng(r).Uniform(sigma_lo_, sigma_hi_);
-          float* taps = s.Get(s.taps, shape_.kw + shape_.kh);
-          GaussianTaps(shape_.kw, sigma, taps);
-          wx = wy = taps;
-          if (shape_.kh != shape_.kw) {
-            GaussianTaps(shape_.kh, sigma, taps + shape_.kw);
-            wy = taps + shape_.kw;
-          }
+        const BlurTaps* taps = &fixed_;
+        if (fixed_.w.empty()) {  // one sigma per sample, as torchvision draws it
+          drawn.Compute(shape_.kw, shape_.kh, ctx.Rng(r).Uniform(sigma_lo_, sigma_hi_), FixedPoint());
+          taps = &drawn;
         }
-        BlurImage(in[0].row<const T>(r), out[0].row<T>(r), shape_, wx, wy, s);
+        if constexpr (std::is_same_v<T, uint8_t>) {
+          BlurImage<int16_t>(in[0].row<const T>(r), out[0].row<T>(r), shape_, taps->q.data(),
+                             taps->q.data() + shape_.kw);
+        } else {
+          BlurImage<float>(in[0].row<const T>(r), out[0].row<T>(r), shape_, taps->w.data(),
+                           taps->w.data() + shape_.kw);
+        }
       }
     });
     return absl::OkStatus();
   }
 
  private:
+  // A fixed sigma's taps, computed once and trimmed; a drawn sigma's are
+  // computed per sample (none here, the kernel's size only).
+  static BlurTaps FixedSigmaTaps(const Params& p) {
+    BlurTaps taps;
+    taps.kw = p.kw, taps.kh = p.kh;
+    if (p.sigma_lo != p.sigma_hi) return taps;
+    const bool fixed_point = p.dtype == DType::kUInt8;
+    taps.Compute(p.kw, p.kh, p.sigma_lo, fixed_point);
+    taps.Trim(fixed_point);
+    return taps;
+  }
+  bool FixedPoint() const { return dtype_ == DType::kUInt8; }
+
   DType dtype_;
-  FilterShape shape_;
   float sigma_lo_, sigma_hi_;
-  std::vector<float> fixed_x_, fixed_y_;
+  BlurTaps fixed_;
+  FilterShape shape_;
 };
 
 // A k x k filter's attr: k or [kh, kw], each odd (its constraints say one
@@ -242,7 +317,7 @@ class DilationKernel : public Kernel {
     DispatchImageType(dtype_, [&](auto type) {
       using T = decltype(type);
       for (int64_t r = 0; r < ctx.rows; ++r) {
-        DilateImage(in[0].row<const T>(r), out[0].row<T>(r), shape_, tls_scratch);
+        DilateImage(in[0].row<const T>(r), out[0].row<T>(r), shape_);
       }
     });
     return absl::OkStatus();
@@ -287,7 +362,8 @@ absl::Status RegisterImageFilterOps(OpRegistry* registry) {
       OpSchema("gaussian_blur")
           .Doc("Gaussian blur with a k x k kernel, per channel, reflect-101 borders (as torchvision's GaussianBlur "
                "and TensorFlow's REFLECT padding). sigma is fixed, or drawn uniformly from [min, max] per sample "
-               "(one sigma for both axes, as torchvision). uint8 input is filtered in float and rounded to nearest.")
+               "(one sigma for both axes, as torchvision). uint8 input is filtered in 16-bit fixed point and rounded to "
+               "nearest: within 0.1 of the exact sum before rounding (OpenCV's uint8 blur is fixed point too).")
           .Attr(FieldAttr())
           .Attr(KernelSizeAttr("ksize", "k or [kh, kw]; odd"))
           .Attr(AttrSchema{"sigma", AttrType::kFloats, "", "sigma, or [min, max] to draw it per sample"}

@@ -48,45 +48,91 @@ inline void Store(V v, float* p, int64_t count) {
   std::memcpy(p, buf, static_cast<size_t>(count) * sizeof(float));
 }
 
-// Output row r at position i reduces k operands: operand(r, j) + i, tap j.
-// kSum: sum of w[j] * operand; otherwise the max of the operands.
-template <bool kSum, typename Operand>
-inline void Reduce(int64_t rows, int64_t n, const float* w, int64_t k, Operand operand,
-                   float* const* dst) {
-  const D d;
+// Output row r at position i reduces k operands, operand(r, j) + i:
+// first(p, count) starts the reduction, add(acc, j, p, count) takes operand
+// j, store(v, r, i, count) writes the result (count < lanes at a row's end).
+template <class D, class Operand, class First, class Add, class StoreRow>
+inline void ReduceRows(D d, int64_t rows, int64_t n, int64_t k, Operand operand, First first, Add add,
+                       StoreRow store) {
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
-  auto first = [&](const float* p, int64_t c) {
-    return kSum ? hn::Mul(hn::Set(d, w[0]), Load(p, c)) : Load(p, c);
-  };
-  auto add = [&](V acc, int64_t j, const float* p, int64_t c) {
-    return kSum ? hn::MulAdd(hn::Set(d, w[j]), Load(p, c), acc) : hn::Max(acc, Load(p, c));
-  };
   int64_t r = 0;
   for (; r + 4 <= rows; r += 4) {
     for (int64_t i = 0; i < n; i += lanes) {
       const int64_t c = std::min(lanes, n - i);
-      V a0 = first(operand(r, 0) + i, c), a1 = first(operand(r + 1, 0) + i, c);
-      V a2 = first(operand(r + 2, 0) + i, c), a3 = first(operand(r + 3, 0) + i, c);
+      auto a0 = first(operand(r, 0) + i, c), a1 = first(operand(r + 1, 0) + i, c);
+      auto a2 = first(operand(r + 2, 0) + i, c), a3 = first(operand(r + 3, 0) + i, c);
       for (int64_t j = 1; j < k; ++j) {
         a0 = add(a0, j, operand(r, j) + i, c);
         a1 = add(a1, j, operand(r + 1, j) + i, c);
         a2 = add(a2, j, operand(r + 2, j) + i, c);
         a3 = add(a3, j, operand(r + 3, j) + i, c);
       }
-      Store(a0, dst[r] + i, c);
-      Store(a1, dst[r + 1] + i, c);
-      Store(a2, dst[r + 2] + i, c);
-      Store(a3, dst[r + 3] + i, c);
+      store(a0, r, i, c);
+      store(a1, r + 1, i, c);
+      store(a2, r + 2, i, c);
+      store(a3, r + 3, i, c);
     }
   }
   for (; r < rows; ++r) {
     for (int64_t i = 0; i < n; i += lanes) {
       const int64_t c = std::min(lanes, n - i);
-      V a = first(operand(r, 0) + i, c);
+      auto a = first(operand(r, 0) + i, c);
       for (int64_t j = 1; j < k; ++j) a = add(a, j, operand(r, j) + i, c);
-      Store(a, dst[r] + i, c);
+      store(a, r, i, c);
     }
   }
+}
+
+// Float rows: kSum, the sum of w[j] * operand; otherwise their max.
+template <bool kSum, typename Operand>
+inline void Reduce(int64_t rows, int64_t n, const float* w, int64_t k, Operand operand,
+                   float* const* dst) {
+  const D d;
+  auto first = [&](const float* p, int64_t c) {
+    return kSum ? hn::Mul(hn::Set(d, w[0]), Load(p, c)) : Load(p, c);
+  };
+  auto add = [&](V acc, int64_t j, const float* p, int64_t c) {
+    return kSum ? hn::MulAdd(hn::Set(d, w[j]), Load(p, c), acc) : hn::Max(acc, Load(p, c));
+  };
+  ReduceRows(d, rows, n, k, operand, first, add,
+             [&](V v, int64_t r, int64_t i, int64_t c) { Store(v, dst[r] + i, c); });
+}
+
+// Stores the first `count` lanes of v: all of them with one store, a row's
+// last few through a buffer (integer lanes have no masked store on AVX2).
+template <class DT, typename T>
+inline void StoreFirst(DT d, hn::Vec<DT> v, T* p, int64_t count) {
+  if (count == static_cast<int64_t>(hn::Lanes(d))) return hn::StoreU(v, d, p);
+  alignas(64) T buf[64 / sizeof(T)];
+  hn::StoreU(v, d, buf);
+  std::memcpy(p, buf, static_cast<size_t>(count) * sizeof(T));
+}
+
+// The max of integer rows, whose operands may be read a vector past n.
+template <typename T, typename Operand>
+inline void MaxOfRows(int64_t rows, int64_t n, int64_t k, Operand operand, T* const* dst) {
+  const hn::ScalableTag<T> d;
+  using VT = hn::Vec<decltype(d)>;
+  ReduceRows(
+      d, rows, n, k, operand, [&](const T* p, int64_t) { return hn::LoadU(d, p); },
+      [&](VT acc, int64_t, const T* p, int64_t) { return hn::Max(acc, hn::LoadU(d, p)); },
+      [&](VT v, int64_t r, int64_t i, int64_t c) { StoreFirst(d, v, dst[r] + i, c); });
+}
+
+// Fixed-point rows: the saturated sum of operand * w[j] / 32768, each
+// product rounded (pmulhrsw); `finish` turns the sum into what is stored.
+template <typename Operand, typename Finish>
+inline void FixedSumOfRows(int64_t rows, int64_t n, const int16_t* w, int64_t k, Operand operand,
+                           Finish finish) {
+  const hn::ScalableTag<int16_t> d;
+  using VI = hn::Vec<decltype(d)>;
+  ReduceRows(
+      d, rows, n, k, operand,
+      [&](const int16_t* p, int64_t) { return hn::MulFixedPoint15(hn::LoadU(d, p), hn::Set(d, w[0])); },
+      [&](VI acc, int64_t j, const int16_t* p, int64_t) {
+        return hn::SaturatedAdd(acc, hn::MulFixedPoint15(hn::LoadU(d, p), hn::Set(d, w[j])));
+      },
+      finish);
 }
 
 }  // namespace
@@ -111,28 +157,44 @@ void MaxWindowRowsImpl(const float* const* window, float* const* dst, int64_t ro
   Reduce<false>(rows, n, nullptr, k, [&](int64_t r, int64_t j) { return window[r + j]; }, dst);
 }
 
-void U8ToFloatImpl(const uint8_t* src, int64_t n, float* dst) {
-  const D d;
-  const hn::Rebind<uint8_t, D> du8;
-  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
-  int64_t i = 0;
-  for (; i + lanes <= n; i += lanes) hn::StoreU(hn::ConvertTo(d, hn::PromoteTo(hn::RebindToSigned<D>(), hn::LoadU(du8, src + i))), d, dst + i);
-  for (; i < n; ++i) dst[i] = src[i];
-}
-
-void FloatToU8Impl(const float* src, int64_t n, uint8_t* dst) {
-  const D d;
-  const hn::Rebind<uint8_t, D> du8;
+void U8ToFixedImpl(const uint8_t* src, int64_t n, int16_t* dst) {
+  const hn::ScalableTag<int16_t> d;
+  const hn::Rebind<uint8_t, decltype(d)> du8;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
   int64_t i = 0;
   for (; i + lanes <= n; i += lanes) {
-    // NearestInt rounds ties to even; DemoteTo saturates to [0, 255].
-    hn::StoreU(hn::DemoteTo(du8, hn::NearestInt(hn::LoadU(d, src + i))), du8, dst + i);
+    hn::StoreU(hn::ShiftLeft<kFixedValueShift>(hn::PromoteTo(d, hn::LoadU(du8, src + i))), d, dst + i);
   }
-  for (; i < n; ++i) {
-    const float v = std::min(std::max(src[i], 0.f), 255.f);
-    dst[i] = static_cast<uint8_t>(std::nearbyint(v));
-  }
+  for (; i < n; ++i) dst[i] = static_cast<int16_t>(src[i] << kFixedValueShift);
+}
+
+void ConvolveRowsFixedImpl(const int16_t* const* src, int16_t* const* dst, int64_t rows, int64_t n, int64_t step,
+                           const int16_t* w, int64_t k) {
+  const hn::ScalableTag<int16_t> d;
+  FixedSumOfRows(rows, n, w, k, [&](int64_t r, int64_t j) { return src[r] + j * step; },
+                 [&](hn::Vec<decltype(d)> v, int64_t r, int64_t i, int64_t) { hn::StoreU(v, d, dst[r] + i); });
+}
+
+void WeightedSumRowsFixedImpl(const int16_t* const* window, uint8_t* const* dst, int64_t rows, int64_t n,
+                              const int16_t* w, int64_t k) {
+  const hn::ScalableTag<int16_t> d;
+  const hn::Rebind<uint8_t, decltype(d)> du8;
+  const auto half = hn::Set(d, int16_t{1 << (kFixedValueShift - 1)});
+  FixedSumOfRows(rows, n, w, k, [&](int64_t r, int64_t j) { return window[r + j]; },
+                 [&](hn::Vec<decltype(d)> v, int64_t r, int64_t i, int64_t c) {
+                   // Rounded to the nearest level (halves up); DemoteTo saturates.
+                   const auto level = hn::ShiftRight<kFixedValueShift>(hn::SaturatedAdd(v, half));
+                   StoreFirst(du8, hn::DemoteTo(du8, level), dst[r] + i, c);
+                 });
+}
+
+void MaxRowsU8Impl(const uint8_t* const* src, uint8_t* const* dst, int64_t rows, int64_t n, int64_t step,
+                   int64_t k) {
+  MaxOfRows<uint8_t>(rows, n, k, [&](int64_t r, int64_t j) { return src[r] + j * step; }, dst);
+}
+
+void MaxWindowRowsU8Impl(const uint8_t* const* window, uint8_t* const* dst, int64_t rows, int64_t n, int64_t k) {
+  MaxOfRows<uint8_t>(rows, n, k, [&](int64_t r, int64_t j) { return window[r + j]; }, dst);
 }
 
 }  // namespace HWY_NAMESPACE
@@ -146,8 +208,11 @@ HWY_EXPORT(ConvolveRowsImpl);
 HWY_EXPORT(WeightedSumRowsImpl);
 HWY_EXPORT(MaxRowsImpl);
 HWY_EXPORT(MaxWindowRowsImpl);
-HWY_EXPORT(U8ToFloatImpl);
-HWY_EXPORT(FloatToU8Impl);
+HWY_EXPORT(U8ToFixedImpl);
+HWY_EXPORT(ConvolveRowsFixedImpl);
+HWY_EXPORT(WeightedSumRowsFixedImpl);
+HWY_EXPORT(MaxRowsU8Impl);
+HWY_EXPORT(MaxWindowRowsU8Impl);
 
 void ConvolveRows(const float* const* src, float* const* dst, int64_t rows, int64_t n, int64_t step, const float* w,
                   int64_t k) {
@@ -167,9 +232,25 @@ void MaxWindowRows(const float* const* window, float* const* dst, int64_t rows, 
   HWY_DYNAMIC_DISPATCH(MaxWindowRowsImpl)(window, dst, rows, n, k);
 }
 
-void U8ToFloat(const uint8_t* src, int64_t n, float* dst) { HWY_DYNAMIC_DISPATCH(U8ToFloatImpl)(src, n, dst); }
+void U8ToFixed(const uint8_t* src, int64_t n, int16_t* dst) { HWY_DYNAMIC_DISPATCH(U8ToFixedImpl)(src, n, dst); }
 
-void FloatToU8(const float* src, int64_t n, uint8_t* dst) { HWY_DYNAMIC_DISPATCH(FloatToU8Impl)(src, n, dst); }
+void ConvolveRows(const int16_t* const* src, int16_t* const* dst, int64_t rows, int64_t n, int64_t step,
+                  const int16_t* w, int64_t k) {
+  HWY_DYNAMIC_DISPATCH(ConvolveRowsFixedImpl)(src, dst, rows, n, step, w, k);
+}
+
+void WeightedSumRows(const int16_t* const* window, uint8_t* const* dst, int64_t rows, int64_t n, const int16_t* w,
+                     int64_t k) {
+  HWY_DYNAMIC_DISPATCH(WeightedSumRowsFixedImpl)(window, dst, rows, n, w, k);
+}
+
+void MaxRows(const uint8_t* const* src, uint8_t* const* dst, int64_t rows, int64_t n, int64_t step, int64_t k) {
+  HWY_DYNAMIC_DISPATCH(MaxRowsU8Impl)(src, dst, rows, n, step, k);
+}
+
+void MaxWindowRows(const uint8_t* const* window, uint8_t* const* dst, int64_t rows, int64_t n, int64_t k) {
+  HWY_DYNAMIC_DISPATCH(MaxWindowRowsU8Impl)(window, dst, rows, n, k);
+}
 
 }  // namespace sluice::ops
 #endif  // HWY_ONCE

@@ -55,7 +55,7 @@ __device__ __forceinline__ float VerticalAt(const float* column, int y, int n, c
 }
 
 __device__ __forceinline__ void StoreAs(float v, float* p) { *p = v; }
-// Rounded to nearest (ties to even) and saturated, as the cpu's FloatToU8.
+// Rounded to nearest (ties to even) and saturated, as the cpu's StoreAs (field.h).
 __device__ __forceinline__ void StoreAs(float v, uint8_t* p) {
   *p = static_cast<uint8_t>(min(max(__float2int_rn(v), 0), 255));
 }
