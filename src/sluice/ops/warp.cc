@@ -123,6 +123,52 @@ hn::Vec<DU> LoadWords(DU du, const uint8_t* src, VI offset) {
 #endif
 }
 
+#if HWY_TARGET == HWY_AVX2
+// The byte shuffles of RowPairs::Byte(): within each 128-bit half, the byte
+// of the half's first qword into dword 0 (of a) or 2 (of b), of its second
+// into dword 1 or 3; -128 zeroes the rest.
+struct PairMasks {
+  alignas(32) int8_t a[6][32];
+  alignas(32) int8_t b[6][32];
+};
+constexpr PairMasks MakePairMasks() {
+  PairMasks m{};
+  for (int byte = 0; byte < 6; ++byte) {
+    for (int i = 0; i < 32; ++i) m.a[byte][i] = m.b[byte][i] = -128;
+    for (int half = 0; half < 32; half += 16) {
+      m.a[byte][half] = m.b[byte][half + 8] = static_cast<int8_t>(byte);
+      m.a[byte][half + 4] = m.b[byte][half + 12] = static_cast<int8_t>(8 + byte);
+    }
+  }
+  return m;
+}
+constexpr PairMasks kPairMasks = MakePairMasks();
+
+// Both horizontal taps of 8 pixels on one source row, from one 8-byte load
+// a pixel (its C <= 3 channels, then its right neighbour's): half the loads
+// of a word a tap. Pixels 0, 1, 4, 5 are in `a` and 2, 3, 6, 7 in `b`, so
+// that a byte shuffle of each, or-ed, lists them in order.
+struct RowPairs {
+  __m256i a, b;
+  RowPairs(const uint8_t* row, const int32_t* at) {
+    auto pair = [&](int i) {
+      int64_t v;
+      std::memcpy(&v, row + at[i], 8);
+      return v;
+    };
+    auto two = [&](int i) { return _mm_insert_epi64(_mm_cvtsi64_si128(pair(i)), pair(i + 1), 1); };
+    a = _mm256_inserti128_si256(_mm256_castsi128_si256(two(0)), two(4), 1);
+    b = _mm256_inserti128_si256(_mm256_castsi128_si256(two(2)), two(6), 1);
+  }
+  // Byte `byte` (< 6) of each pixel's 8, as float.
+  hn::Vec256<float> Byte(int byte) const {
+    const __m256i ma = _mm256_load_si256(reinterpret_cast<const __m256i*>(kPairMasks.a[byte]));
+    const __m256i mb = _mm256_load_si256(reinterpret_cast<const __m256i*>(kPairMasks.b[byte]));
+    return hn::Vec256<float>{_mm256_cvtepi32_ps(_mm256_or_si256(_mm256_shuffle_epi8(a, ma), _mm256_shuffle_epi8(b, mb)))};
+  }
+};
+#endif
+
 // The warp into float, a vector of output pixels per step: coordinates,
 // border mapping and the four bilinear taps are vectors, the taps are
 // gathers. Border pixels take the same path as interior ones, so rotations
@@ -134,6 +180,8 @@ hn::Vec<DU> LoadWords(DU du, const uint8_t* src, VI offset) {
 // once as one 32-bit word, 4 gathers a vector: gathers bound this loop
 // (a 16-lane gather every ~6 ns on the AMD EPYC of bench/RESULTS.md), and
 // W2's warp took 3.2 us an image this way against 5.3 us gathering floats.
+// On AVX2, a vector of pixels whose taps are all inside the image loads
+// each source row's two taps with one 8-byte load (RowPairs).
 template <int kC, typename In>
 void WarpSimd(const WarpSpec& spec, const Affine& a, const In* src, float* dst) {
   using D = hn::ScalableTag<float>;
@@ -218,28 +266,49 @@ void WarpSimd(const WarpSpec& spec, const Affine& a, const In* src, float* dst) 
       }
       const hn::Mask<DI> inside[4] = {hn::And(in_y0, in_x0), hn::And(in_y0, in_x1), hn::And(in_y1, in_x0),
                                       hn::And(in_y1, in_x1)};
-      // Channel ch of tap t: a gather of floats, or a byte of the tap's word.
-      // A channel at a time keeps the live vectors within AVX2's 16
-      // registers (all twelve taps at once spilled them).
-      hn::Vec<DU> words[4];
-      if constexpr (!std::is_same_v<In, float>) {
-        for (int t = 0; t < 4; ++t) words[t] = pixel_word(o[t]);
-      }
       VF out[kC];
-      for (int ch = 0; ch < kC; ++ch) {
-        VF v[4];
-        for (int t = 0; t < 4; ++t) {
-          if constexpr (std::is_same_v<In, float>) {
-            v[t] = hn::GatherIndex(d, src + ch, o[t]);
-          } else {
-            v[t] = hn::ConvertTo(d, hn::BitCast(di, hn::And(hn::ShiftRightSame(words[t], 8 * ch), hn::Set(du, 0xff))));
-          }
-          if (constant) v[t] = hn::IfThenElse(hn::RebindMask(d, inside[t]), v[t], fill);
-        }
-        const VF top = hn::MulAdd(ax, hn::Sub(v[1], v[0]), v[0]);
-        const VF bottom = hn::MulAdd(ax, hn::Sub(v[3], v[2]), v[2]);
+      auto bilinear = [&](int ch, VF v00, VF v01, VF v10, VF v11) {
+        const VF top = hn::MulAdd(ax, hn::Sub(v01, v00), v00);
+        const VF bottom = hn::MulAdd(ax, hn::Sub(v11, v10), v10);
         out[ch] = hn::MulAdd(ay, hn::Sub(bottom, top), top);
         if (spec.rescaled) out[ch] = hn::MulAdd(out[ch], scale, offset);
+      };
+      bool interpolated = false;
+#if HWY_TARGET == HWY_AVX2
+      if constexpr (!std::is_same_v<In, float>) {
+        // Both rows' 8-byte loads end inside the image.
+        if (interior && hn::AllTrue(di, hn::Lt(o[0], hn::Set(di, h * w * kC - 8 - w * kC + 1)))) {
+          alignas(32) int32_t at[8];
+          hn::Store(o[0], di, at);
+          const auto* bytes = reinterpret_cast<const uint8_t*>(src);
+          const RowPairs top(bytes, at), bottom(bytes + w * kC, at);
+          for (int ch = 0; ch < kC; ++ch) {
+            bilinear(ch, top.Byte(ch), top.Byte(kC + ch), bottom.Byte(ch), bottom.Byte(kC + ch));
+          }
+          interpolated = true;
+        }
+      }
+#endif
+      if (!interpolated) {
+        // Channel ch of tap t: a gather of floats, or a byte of the tap's
+        // word. A channel at a time keeps the live vectors within AVX2's 16
+        // registers (all twelve taps at once spilled them).
+        hn::Vec<DU> words[4];
+        if constexpr (!std::is_same_v<In, float>) {
+          for (int t = 0; t < 4; ++t) words[t] = pixel_word(o[t]);
+        }
+        for (int ch = 0; ch < kC; ++ch) {
+          VF v[4];
+          for (int t = 0; t < 4; ++t) {
+            if constexpr (std::is_same_v<In, float>) {
+              v[t] = hn::GatherIndex(d, src + ch, o[t]);
+            } else {
+              v[t] = hn::ConvertTo(d, hn::BitCast(di, hn::And(hn::ShiftRightSame(words[t], 8 * ch), hn::Set(du, 0xff))));
+            }
+            if (constant) v[t] = hn::IfThenElse(hn::RebindMask(d, inside[t]), v[t], fill);
+          }
+          bilinear(ch, v[0], v[1], v[2], v[3]);
+        }
       }
       const int64_t count = std::min<int64_t>(lanes, w - x0);
       const int64_t pixel = static_cast<int64_t>(y) * w + x0;
