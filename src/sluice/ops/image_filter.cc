@@ -55,16 +55,6 @@ T* const* OutputRows(T* dst, int64_t h, int64_t n) {
   return rows.data();
 }
 
-// A value as the filter holds it.
-template <typename S, typename T>
-S Held(T v) {
-  if constexpr (std::is_same_v<S, int16_t>) {
-    return static_cast<int16_t>(v << kFixedValueShift);
-  } else {
-    return static_cast<S>(v);
-  }
-}
-
 // Where each value of a padded row's left and right border comes from: an
 // index into the input row, or -1 for the fill. Flat over x and channel, so
 // filling a border is one short loop of copies per row.
@@ -92,12 +82,10 @@ struct FilterShape {
         borders(BorderMap(d.w, kw / 2, reflect), d.w, kw / 2, d.c) {}
 };
 
-// out[i] = in[from[i]], or `fill` where from[i] < 0. Reads the input rather
-// than the padded row's interior just written: loads of freshly stored
-// values stalled on store forwarding.
-template <typename S, typename T>
-void FillBorder(const T* in, const std::vector<int32_t>& from, S fill, S* out) {
-  for (size_t i = 0; i < from.size(); ++i) out[i] = from[i] < 0 ? fill : Held<S>(in[from[i]]);
+// out[i] = row[from[i]], or `fill` where from[i] < 0.
+template <typename S>
+void FillBorder(const S* row, const std::vector<int32_t>& from, S fill, S* out) {
+  for (size_t i = 0; i < from.size(); ++i) out[i] = from[i] < 0 ? fill : row[from[i]];
 }
 
 // Holds `src` as S with horizontal borders, and sets up the row pointers of
@@ -124,10 +112,15 @@ void Prepare(const T* src, const FilterShape& f, S fill, Scratch<S>& s) {
     } else {
       U8ToFixed(in, n, p + rx * c);
     }
-    FillBorder(in, f.borders.left, fill, p);
-    FillBorder(in, f.borders.right, fill, p + (rx + d.w) * c);
     in_ptrs[y] = p;
     mid_ptrs[y] = rows + y * mid_row;
+  }
+  // The borders once every row's interior is held: loads of values stored
+  // just before stalled on store forwarding.
+  for (int64_t y = 0; y < d.h; ++y) {
+    S* p = padded + y * padded_row;
+    FillBorder(p + rx * c, f.borders.left, fill, p);
+    FillBorder(p + rx * c, f.borders.right, fill, p + (rx + d.w) * c);
   }
   for (int64_t t = 0; t < d.h + f.kh - 1; ++t) {
     window[t] = f.ymap[t] < 0 ? fill_row : rows + f.ymap[t] * mid_row;
