@@ -58,6 +58,21 @@ def test_each_sample_draws_the_same_whatever_the_processes_and_order():
     assert not np.array_equal(one, _noise(1, epoch=1))  # and per epoch
 
 
+_THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OPENCV_FOR_THREADS_NUM")
+
+
+def test_the_processes_run_their_libraries_on_one_thread_unless_the_user_says(monkeypatch):
+    def settings():
+        pipe = (_source().map(ops.python(fns.thread_settings, inputs="id", outputs={"threads": ("int64", (4,))}))
+                .batch(ROWS))
+        return next(iter(pipe))["threads"][0].tolist()
+    for name in _THREAD_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    assert settings() == [1, 1, 1, 1]
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    assert settings() == [3, 1, 1, 1]
+
+
 def test_a_batched_function_gets_whole_batches():
     pipe = (_source().batch(64)
             .map(ops.python(fns.batch_mean, batched=True, inputs="image", outputs={"mean": ("float32", ())})))

@@ -203,3 +203,9 @@ class HangsAt1000:
             import time
             time.sleep(3600)
         return {"id": np.int64(i)}
+
+
+def thread_settings(sample):
+    """The thread counts the process's libraries were told to use."""
+    names = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OPENCV_FOR_THREADS_NUM")
+    return {"threads": np.array([int(os.environ.get(n, "0")) for n in names], dtype=np.int64)}

@@ -118,6 +118,13 @@ absl::StatusOr<std::unique_ptr<PythonProcess>> PythonProcess::Spawn(const std::s
     python_path += (python_path.empty() ? "" : ":") + std::string(inherited);
   }
   if (!python_path.empty()) env.push_back("PYTHONPATH=" + python_path);
+  // The pool's processes are the parallelism: the libraries in each run one
+  // thread (as a torch DataLoader's workers run torch), or a pool of N
+  // processes on N cores runs up to N x N threads. A variable the user set
+  // stays.
+  for (const char* threads : {"OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OPENCV_FOR_THREADS_NUM"}) {
+    if (std::getenv(threads) == nullptr) env.push_back(std::string(threads) + "=1");
+  }
   std::vector<char*> envp;
   for (std::string& e : env) envp.push_back(e.data());
   envp.push_back(nullptr);
