@@ -69,7 +69,8 @@ TEST(GaussianBlur, Uint8FixedPointRoundsAsTheExactSum) {
     double sigma;
   };
   for (const Case& k : {Case{32, 32, 3, 11, 11, 0.8}, Case{28, 28, 1, 11, 11, 2.0}, Case{9, 13, 2, 5, 7, 0.3},
-                        Case{32, 32, 3, 11, 5, 1.5}, Case{40, 70, 4, 31, 31, 6.0}, Case{6, 5, 1, 3, 3, 0.1}}) {
+                        Case{32, 32, 3, 11, 5, 1.5}, Case{40, 70, 4, 31, 31, 6.0}, Case{6, 5, 1, 3, 3, 0.1},
+                        Case{5, 9, 2, 11, 11, 2.0}}) {
     const std::string name = absl::StrCat(k.h, "x", k.w, "x", k.c, " k", k.kh, "x", k.kw, " sigma ", k.sigma);
     const ColumnSpec spec{"image", DType::kUInt8, Shape{k.h, k.w, k.c}};
     const std::vector<uint8_t> in = Pattern<uint8_t>(k.h * k.w * k.c, k.kh * 31 + k.w);
