@@ -146,5 +146,32 @@ TEST_F(SimdTest, FixedPointBlurIsTheSameOnEveryTarget) {
   for (size_t t = 1; t < outs.size(); ++t) EXPECT_EQ(outs[t], outs[0]) << caps[t] << " differs from " << caps[0];
 }
 
+// A uint8 row's borders by byte shuffles: each index names a byte of the
+// row's first or last 16, the top bit a 0; the row itself between them.
+TEST_F(SimdTest, PaddedRowsHoldTheBordersTheirShufflesName) {
+  const int64_t rows = 3, n = 20, stride = 64;
+  std::vector<uint8_t> src(rows * n);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<uint8_t>(i + 1);
+  BorderShuffle borders{};
+  const uint8_t left[] = {5, 4, 3, 0x80, 15}, right[] = {15, 14, 0, 0x80};
+  std::copy(std::begin(left), std::end(left), borders.left);
+  std::copy(std::begin(right), std::end(right), borders.right);
+  borders.left_count = 5, borders.right_count = 4;
+  for (const std::string& target : Caps()) {
+    SLUICE_ASSERT_OK(LimitSimd(CapFor(target)));
+    std::vector<uint8_t> dst(rows * stride, 0xEE);
+    PadRows(src.data(), rows, n, borders, dst.data(), stride);
+    for (int64_t r = 0; r < rows; ++r) {
+      const uint8_t* in = src.data() + r * n;
+      const std::vector<uint8_t> expected = {in[5], in[4], in[3], 0, in[15],  // left, then right
+                                             in[19], in[18], in[4], 0};
+      std::vector<uint8_t> got(dst.begin() + r * stride, dst.begin() + r * stride + 5);
+      got.insert(got.end(), dst.begin() + r * stride + 5 + n, dst.begin() + r * stride + 5 + n + 4);
+      EXPECT_EQ(got, expected) << target << " row " << r;
+      EXPECT_TRUE(std::equal(in, in + n, dst.begin() + r * stride + 5)) << target << " row " << r;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace sluice::ops

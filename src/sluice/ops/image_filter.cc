@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <type_traits>
 #include <vector>
 
@@ -32,6 +33,7 @@ struct Scratch {
   std::vector<S> padded;  // the image with horizontal borders
   std::vector<S> rows;    // after the horizontal pass
   std::vector<S> fill;    // one row of the fill value
+  std::vector<uint8_t> bytes;  // uint8 rows with their borders, before they are held as S
   std::vector<const S*> in_ptrs, window;
   std::vector<S*> mid_ptrs;
   template <typename P>
@@ -77,9 +79,28 @@ struct FilterShape {
   int64_t kh, kw;
   std::vector<int32_t> ymap;  // BorderMap of the vertical axis
   RowBorders borders;         // the horizontal axis's, per row
+  // The same borders as byte shuffles, where a uint8 row's come from its
+  // first and last 16 bytes (small kernels on rows of 16 bytes or more).
+  std::optional<BorderShuffle> shuffle;
   FilterShape(ImageDims d, int64_t kh, int64_t kw, bool reflect)
       : dims(d), kh(kh), kw(kw), ymap(BorderMap(d.h, kh / 2, reflect)),
-        borders(BorderMap(d.w, kw / 2, reflect), d.w, kw / 2, d.c) {}
+        borders(BorderMap(d.w, kw / 2, reflect), d.w, kw / 2, d.c), shuffle(ShuffleOf(borders, d.row_elems())) {}
+
+  static std::optional<BorderShuffle> ShuffleOf(const RowBorders& b, int64_t n) {
+    if (n < 16 || b.left.size() > 16 || b.right.size() > 16) return std::nullopt;
+    BorderShuffle s{};
+    s.left_count = static_cast<int64_t>(b.left.size());
+    s.right_count = static_cast<int64_t>(b.right.size());
+    for (size_t i = 0; i < b.left.size(); ++i) {
+      if (b.left[i] >= 16) return std::nullopt;
+      s.left[i] = b.left[i] < 0 ? 0x80 : static_cast<uint8_t>(b.left[i]);
+    }
+    for (size_t i = 0; i < b.right.size(); ++i) {
+      if (b.right[i] >= 0 && b.right[i] < n - 16) return std::nullopt;
+      s.right[i] = b.right[i] < 0 ? 0x80 : static_cast<uint8_t>(b.right[i] - (n - 16));
+    }
+    return s;
+  }
 };
 
 // out[i] = row[from[i]], or `fill` where from[i] < 0.
@@ -105,6 +126,25 @@ void Prepare(const T* src, const FilterShape& f, S fill, Scratch<S>& s) {
   const S** window = s.Get(s.window, d.h + f.kh - 1);
   const int64_t rx = f.kw / 2;
   for (int64_t y = 0; y < d.h; ++y) {
+    in_ptrs[y] = padded + y * padded_row;
+    mid_ptrs[y] = rows + y * mid_row;
+  }
+  for (int64_t t = 0; t < d.h + f.kh - 1; ++t) {
+    window[t] = f.ymap[t] < 0 ? fill_row : rows + f.ymap[t] * mid_row;
+  }
+  if constexpr (std::is_same_v<T, uint8_t>) {
+    if (f.shuffle && fill == S{0}) {  // the shuffle's 0 is the fill (uint8's lowest; the blur has none)
+      if constexpr (std::is_same_v<S, uint8_t>) {
+        PadRows(src, d.h, n, *f.shuffle, padded, padded_row);
+      } else {
+        uint8_t* bytes = s.Get(s.bytes, d.h * padded_row);
+        PadRows(src, d.h, n, *f.shuffle, bytes, padded_row);
+        U8ToFixed(bytes, d.h * padded_row, padded);
+      }
+      return;
+    }
+  }
+  for (int64_t y = 0; y < d.h; ++y) {
     const T* in = src + y * n;
     S* p = padded + y * padded_row;
     if constexpr (std::is_same_v<S, T>) {
@@ -112,8 +152,6 @@ void Prepare(const T* src, const FilterShape& f, S fill, Scratch<S>& s) {
     } else {
       U8ToFixed(in, n, p + rx * c);
     }
-    in_ptrs[y] = p;
-    mid_ptrs[y] = rows + y * mid_row;
   }
   // The borders once every row's interior is held: loads of values stored
   // just before stalled on store forwarding.
@@ -121,9 +159,6 @@ void Prepare(const T* src, const FilterShape& f, S fill, Scratch<S>& s) {
     S* p = padded + y * padded_row;
     FillBorder(p + rx * c, f.borders.left, fill, p);
     FillBorder(p + rx * c, f.borders.right, fill, p + (rx + d.w) * c);
-  }
-  for (int64_t t = 0; t < d.h + f.kh - 1; ++t) {
-    window[t] = f.ymap[t] < 0 ? fill_row : rows + f.ymap[t] * mid_row;
   }
 }
 

@@ -197,6 +197,26 @@ void MaxWindowRowsU8Impl(const uint8_t* const* window, uint8_t* const* dst, int6
   MaxOfRows<uint8_t>(rows, n, k, [&](int64_t r, int64_t j) { return window[r + j]; }, dst);
 }
 
+void PadRowsImpl(const uint8_t* src, int64_t rows, int64_t n, const BorderShuffle& borders, uint8_t* dst,
+                 int64_t stride) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const uint8_t* in = src + r * n;
+    uint8_t* out = dst + r * stride;
+    uint8_t* right = out + borders.left_count + n;
+#if HWY_TARGET == HWY_SCALAR
+    for (int64_t i = 0; i < borders.left_count; ++i) out[i] = borders.left[i] & 0x80 ? 0 : in[borders.left[i]];
+    for (int64_t i = 0; i < borders.right_count; ++i) {
+      right[i] = borders.right[i] & 0x80 ? 0 : in[n - 16 + borders.right[i]];
+    }
+#else
+    const hn::Full128<uint8_t> d;
+    hn::StoreU(hn::TableLookupBytesOr0(hn::LoadU(d, in), hn::LoadU(d, borders.left)), d, out);
+    hn::StoreU(hn::TableLookupBytesOr0(hn::LoadU(d, in + n - 16), hn::LoadU(d, borders.right)), d, right);
+#endif
+    std::memcpy(out + borders.left_count, in, static_cast<size_t>(n));
+  }
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace sluice::ops
 HWY_AFTER_NAMESPACE();
@@ -213,6 +233,7 @@ HWY_EXPORT(ConvolveRowsFixedImpl);
 HWY_EXPORT(WeightedSumRowsFixedImpl);
 HWY_EXPORT(MaxRowsU8Impl);
 HWY_EXPORT(MaxWindowRowsU8Impl);
+HWY_EXPORT(PadRowsImpl);
 
 void ConvolveRows(const float* const* src, float* const* dst, int64_t rows, int64_t n, int64_t step, const float* w,
                   int64_t k) {
@@ -250,6 +271,11 @@ void MaxRows(const uint8_t* const* src, uint8_t* const* dst, int64_t rows, int64
 
 void MaxWindowRows(const uint8_t* const* window, uint8_t* const* dst, int64_t rows, int64_t n, int64_t k) {
   HWY_DYNAMIC_DISPATCH(MaxWindowRowsU8Impl)(window, dst, rows, n, k);
+}
+
+void PadRows(const uint8_t* src, int64_t rows, int64_t n, const BorderShuffle& borders, uint8_t* dst,
+             int64_t stride) {
+  HWY_DYNAMIC_DISPATCH(PadRowsImpl)(src, rows, n, borders, dst, stride);
 }
 
 }  // namespace sluice::ops

@@ -46,6 +46,18 @@ void MaxRows(const uint8_t* const* src, uint8_t* const* dst, int64_t rows, int64
              int64_t k);
 void MaxWindowRows(const uint8_t* const* window, uint8_t* const* dst, int64_t rows, int64_t n, int64_t k);
 
+// A uint8 row's borders as byte shuffles of its first and last 16 bytes:
+// left[i] (i < left_count) indexes the first 16, right[i] the last 16, and
+// an index with the top bit set gives 0.
+struct BorderShuffle {
+  uint8_t left[16], right[16];
+  int64_t left_count, right_count;
+};
+// Each of `rows` rows of n >= 16 bytes at src + r * n, with its borders, to
+// dst + r * stride; writes up to 16 bytes past the right border.
+void PadRows(const uint8_t* src, int64_t rows, int64_t n, const BorderShuffle& borders, uint8_t* dst,
+             int64_t stride);
+
 }  // namespace sluice::ops
 
 #endif  // SLUICE_OPS_ROW_KERNELS_H_
