@@ -109,44 +109,26 @@ void FillBorder(const S* row, const std::vector<int32_t>& from, S fill, S* out) 
   for (size_t i = 0; i < from.size(); ++i) out[i] = from[i] < 0 ? fill : row[from[i]];
 }
 
-// Holds `src` as S with horizontal borders, and sets up the row pointers of
-// both passes. Rows are spaced with kRowSlackBytes to spare (the integer
-// passes read and write whole vectors past a row's end).
+// Holds the rows of `src` as S with horizontal borders, `stride` apart.
 template <typename S, typename T>
-void Prepare(const T* src, const FilterShape& f, S fill, Scratch<S>& s) {
+void HoldRows(const T* src, const FilterShape& f, S fill, S* padded, int64_t stride, Scratch<S>& s) {
   const ImageDims& d = f.dims;
-  const int64_t n = d.row_elems(), c = d.c, slack = kRowSlackBytes / static_cast<int64_t>(sizeof(S));
-  const int64_t padded_row = (d.w + f.kw - 1) * c + slack, mid_row = n + slack;
-  S* padded = s.Get(s.padded, d.h * padded_row);
-  S* rows = s.Get(s.rows, d.h * mid_row);
-  S* fill_row = s.Get(s.fill, mid_row);
-  std::fill(fill_row, fill_row + mid_row, fill);
-  const S** in_ptrs = s.Get(s.in_ptrs, d.h);
-  S** mid_ptrs = s.Get(s.mid_ptrs, d.h);
-  const S** window = s.Get(s.window, d.h + f.kh - 1);
-  const int64_t rx = f.kw / 2;
-  for (int64_t y = 0; y < d.h; ++y) {
-    in_ptrs[y] = padded + y * padded_row;
-    mid_ptrs[y] = rows + y * mid_row;
-  }
-  for (int64_t t = 0; t < d.h + f.kh - 1; ++t) {
-    window[t] = f.ymap[t] < 0 ? fill_row : rows + f.ymap[t] * mid_row;
-  }
+  const int64_t n = d.row_elems(), c = d.c, rx = f.kw / 2;
   if constexpr (std::is_same_v<T, uint8_t>) {
     if (f.shuffle && fill == S{0}) {  // the shuffle's 0 is the fill (uint8's lowest; the blur has none)
       if constexpr (std::is_same_v<S, uint8_t>) {
-        PadRows(src, d.h, n, *f.shuffle, padded, padded_row);
+        PadRows(src, d.h, n, *f.shuffle, padded, stride);
       } else {
-        uint8_t* bytes = s.Get(s.bytes, d.h * padded_row);
-        PadRows(src, d.h, n, *f.shuffle, bytes, padded_row);
-        U8ToFixed(bytes, d.h * padded_row, padded);
+        uint8_t* bytes = s.Get(s.bytes, d.h * stride);
+        PadRows(src, d.h, n, *f.shuffle, bytes, stride);
+        U8ToFixed(bytes, d.h * stride, padded);
       }
       return;
     }
   }
   for (int64_t y = 0; y < d.h; ++y) {
     const T* in = src + y * n;
-    S* p = padded + y * padded_row;
+    S* p = padded + y * stride;
     if constexpr (std::is_same_v<S, T>) {
       std::copy(in, in + n, p + rx * c);
     } else {
@@ -156,10 +138,35 @@ void Prepare(const T* src, const FilterShape& f, S fill, Scratch<S>& s) {
   // The borders once every row's interior is held: loads of values stored
   // just before stalled on store forwarding.
   for (int64_t y = 0; y < d.h; ++y) {
-    S* p = padded + y * padded_row;
+    S* p = padded + y * stride;
     FillBorder(p + rx * c, f.borders.left, fill, p);
     FillBorder(p + rx * c, f.borders.right, fill, p + (rx + d.w) * c);
   }
+}
+
+// Holds `src` as S with horizontal borders, and sets up the row pointers of
+// both passes. Rows are spaced with kRowSlackBytes to spare (the integer
+// passes read and write whole vectors past a row's end).
+template <typename S, typename T>
+void Prepare(const T* src, const FilterShape& f, S fill, Scratch<S>& s) {
+  const ImageDims& d = f.dims;
+  const int64_t slack = kRowSlackBytes / static_cast<int64_t>(sizeof(S));
+  const int64_t padded_row = (d.w + f.kw - 1) * d.c + slack, mid_row = d.row_elems() + slack;
+  S* padded = s.Get(s.padded, d.h * padded_row);
+  S* rows = s.Get(s.rows, d.h * mid_row);
+  S* fill_row = s.Get(s.fill, mid_row);
+  std::fill(fill_row, fill_row + mid_row, fill);
+  const S** in_ptrs = s.Get(s.in_ptrs, d.h);
+  S** mid_ptrs = s.Get(s.mid_ptrs, d.h);
+  const S** window = s.Get(s.window, d.h + f.kh - 1);
+  for (int64_t y = 0; y < d.h; ++y) {
+    in_ptrs[y] = padded + y * padded_row;
+    mid_ptrs[y] = rows + y * mid_row;
+  }
+  for (int64_t t = 0; t < d.h + f.kh - 1; ++t) {
+    window[t] = f.ymap[t] < 0 ? fill_row : rows + f.ymap[t] * mid_row;
+  }
+  HoldRows(src, f, fill, padded, padded_row, s);
 }
 
 // Taps below this weight (of a kernel summing to 1) change no output by a
