@@ -99,6 +99,20 @@ TEST(RandomZoom, MatchesOpenCvOnUint8) {
   for (int i = 0; i < h * w; ++i) ASSERT_NEAR(out[i], ref.data[i], 1) << "at " << i;
 }
 
+// Zoomed out 5x, the map reaches two images past each edge: reflected
+// borders a whole period away (not just the next reflection), as OpenCV's.
+TEST(RandomZoom, FarPastTheEdgesReflectsAsOpenCv) {
+  const int h = 32, w = 24;
+  const std::vector<float> img = Smooth<float>(h, w, 3);
+  const std::vector<float> out = RunOp<float, float>("random_zoom", R"({"scale": [0.2, 0.2], "fill_mode": "reflect"})",
+                                                     ColumnSpec{"image", DType::kFloat32, Shape{h, w, 3}}, img, 1);
+  const double inv = 1.0 / 0.2f, cx = (w - 1) / 2.0, cy = (h - 1) / 2.0;
+  cv::Mat map = (cv::Mat_<double>(2, 3) << inv, 0, cx - cx * inv, 0, inv, cy - cy * inv);
+  cv::Mat src(h, w, CV_32FC3, const_cast<float*>(img.data())), ref;
+  cv::warpAffine(src, ref, map, cv::Size(w, h), cv::INTER_LINEAR | cv::WARP_INVERSE_MAP, cv::BORDER_REFLECT);
+  ExpectClose(out.data(), ref, h * w * 3, 1.0);
+}
+
 TEST(RandomFlip, FlipsExactlyAboutHalfTheSamples) {
   const int n = 200;
   std::vector<uint8_t> in;

@@ -202,8 +202,14 @@ void WarpSimd(const WarpSpec& spec, const Affine& a, const In* src, float* dst) 
     switch (spec.fill_mode) {
       case FillMode::kReflect: {  // period 2n: fedcba|abcdef|fedcba
         const VI period = hn::Set(di, 2 * n);
-        const VF q = hn::Floor(hn::Div(hn::ConvertTo(d, i), hn::ConvertTo(d, period)));
-        VI r = hn::Sub(i, hn::Mul(hn::ConvertTo(di, q), period));
+        VI r = i;
+        // Within one reflection of the image (a rotation's corners) no
+        // period to take off: a compare, not a division.
+        if (!hn::AllTrue(di, hn::And(hn::Gt(i, hn::Set(di, -n - 1)), hn::Lt(i, period)))) {
+          const VF q = hn::Floor(hn::Div(hn::ConvertTo(d, i), hn::ConvertTo(d, period)));
+          r = hn::Sub(i, hn::Mul(hn::ConvertTo(di, q), period));
+        }
+        r = hn::IfThenElse(hn::Lt(r, hn::Zero(di)), hn::Sub(hn::Set(di, -1), r), r);
         r = hn::IfThenElse(hn::Gt(r, hn::Set(di, n - 1)), hn::Sub(hn::Set(di, 2 * n - 1), r), r);
         return hn::Min(hn::Max(r, hn::Zero(di)), hn::Set(di, n - 1));
       }
