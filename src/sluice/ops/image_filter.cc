@@ -155,7 +155,8 @@ void Prepare(const T* src, const FilterShape& f, S fill, Scratch<S>& s) {
   S* padded = s.Get(s.padded, d.h * padded_row);
   S* rows = s.Get(s.rows, d.h * mid_row);
   S* fill_row = s.Get(s.fill, mid_row);
-  std::fill(fill_row, fill_row + mid_row, fill);
+  // Only a constant border reads rows of the fill (its first row is outside).
+  if (f.ymap.front() < 0) std::fill(fill_row, fill_row + mid_row, fill);
   const S** in_ptrs = s.Get(s.in_ptrs, d.h);
   S** mid_ptrs = s.Get(s.mid_ptrs, d.h);
   const S** window = s.Get(s.window, d.h + f.kh - 1);
@@ -397,8 +398,9 @@ absl::Status RegisterImageFilterOps(OpRegistry* registry) {
       OpSchema("gaussian_blur")
           .Doc("Gaussian blur with a k x k kernel, per channel, reflect-101 borders (as torchvision's GaussianBlur "
                "and TensorFlow's REFLECT padding). sigma is fixed, or drawn uniformly from [min, max] per sample "
-               "(one sigma for both axes, as torchvision). uint8 input is filtered in 16-bit fixed point and rounded to "
-               "nearest: within 0.1 of the exact sum before rounding (OpenCV's uint8 blur is fixed point too).")
+               "(one sigma for both axes, as torchvision). uint8 input is filtered in 16-bit fixed point and "
+               "rounded to nearest: within 0.1 of the exact sum before rounding (OpenCV's uint8 blur is fixed "
+               "point too).")
           .Attr(FieldAttr())
           .Attr(KernelSizeAttr("ksize", "k or [kh, kw]; odd"))
           .Attr(AttrSchema{"sigma", AttrType::kFloats, "", "sigma, or [min, max] to draw it per sample"}
