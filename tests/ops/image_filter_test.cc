@@ -3,6 +3,8 @@
 // fixed-point), dilation exactly.
 #include <cmath>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
@@ -60,38 +62,58 @@ TEST(GaussianBlur, Uint8MatchesOpenCvWithinOne) {
   for (int i = 0; i < 32 * 32 * 3; ++i) ASSERT_NEAR(out[i], ref.data[i], 1) << "at " << i;
 }
 
+// Blur shapes and kernels: small and large, one to four channels, kernels
+// larger than the image, and rows several vectors long.
+struct BlurCase {
+  int h, w, c, kh, kw;
+  double sigma;
+  std::string Name() const { return absl::StrCat(h, "x", w, "x", c, " k", kh, "x", kw, " sigma ", sigma); }
+  std::string Attrs() const { return absl::StrCat(R"({"ksize": [)", kh, ", ", kw, R"(], "sigma": )", sigma, "}"); }
+};
+const BlurCase kBlurCases[] = {{32, 32, 3, 11, 11, 0.8}, {28, 28, 1, 11, 11, 2.0}, {9, 13, 2, 5, 7, 0.3},
+                               {32, 32, 3, 11, 5, 1.5},  {40, 70, 4, 31, 31, 6.0}, {6, 5, 1, 3, 3, 0.1},
+                               {5, 9, 2, 11, 11, 2.0}};
+
+// The exact blur of `in` (OpenCV's separable filter in double precision).
+template <typename T>
+std::vector<double> ExactBlur(const BlurCase& k, const std::vector<T>& in) {
+  cv::Mat src, exact;
+  cv::Mat(k.h, k.w, CV_MAKETYPE(cv::DataType<T>::depth, k.c), const_cast<T*>(in.data())).convertTo(src, CV_64F);
+  cv::sepFilter2D(src, exact, CV_64F, cv::getGaussianKernel(k.kw, k.sigma, CV_64F),
+                  cv::getGaussianKernel(k.kh, k.sigma, CV_64F), cv::Point(-1, -1), 0, cv::BORDER_REFLECT_101);
+  return std::vector<double>(exact.ptr<double>(), exact.ptr<double>() + in.size());
+}
+
+TEST(GaussianBlur, FloatIsTheExactSumWithinFloatRounding) {
+  for (const BlurCase& k : kBlurCases) {
+    const ColumnSpec spec{"image", DType::kFloat32, Shape{k.h, k.w, k.c}};
+    std::vector<float> in = Pattern<float>(k.h * k.w * k.c, k.kh * 31 + k.w);
+    for (float& v : in) v = (v / 255.f - 0.1307f) / 0.3081f;
+    const std::vector<float> out = RunOp<float, float>("gaussian_blur", k.Attrs(), spec, in, 1);
+    const std::vector<double> exact = ExactBlur(k, in);
+    for (size_t i = 0; i < in.size(); ++i) ASSERT_NEAR(out[i], exact[i], 1e-5) << k.Name() << " at " << i;
+  }
+}
+
 // uint8 is blurred in 16-bit fixed point: within 0.1 of the exact sum
 // before rounding, so on the exact sum's nearest level wherever that sum is
 // not within 0.1 of a half, and never a level further.
 TEST(GaussianBlur, Uint8FixedPointRoundsAsTheExactSum) {
-  struct Case {
-    int h, w, c, kh, kw;
-    double sigma;
-  };
-  for (const Case& k : {Case{32, 32, 3, 11, 11, 0.8}, Case{28, 28, 1, 11, 11, 2.0}, Case{9, 13, 2, 5, 7, 0.3},
-                        Case{32, 32, 3, 11, 5, 1.5}, Case{40, 70, 4, 31, 31, 6.0}, Case{6, 5, 1, 3, 3, 0.1},
-                        Case{5, 9, 2, 11, 11, 2.0}}) {
-    const std::string name = absl::StrCat(k.h, "x", k.w, "x", k.c, " k", k.kh, "x", k.kw, " sigma ", k.sigma);
+  for (const BlurCase& k : kBlurCases) {
     const ColumnSpec spec{"image", DType::kUInt8, Shape{k.h, k.w, k.c}};
     const std::vector<uint8_t> in = Pattern<uint8_t>(k.h * k.w * k.c, k.kh * 31 + k.w);
-    const std::vector<uint8_t> out = RunOp<uint8_t, uint8_t>(
-        "gaussian_blur", absl::StrCat(R"({"ksize": [)", k.kh, ", ", k.kw, R"(], "sigma": )", k.sigma, "}"), spec, in,
-        1);
-    cv::Mat src, exact;
-    cv::Mat(k.h, k.w, CV_8UC(k.c), const_cast<uint8_t*>(in.data())).convertTo(src, CV_64F);
-    cv::sepFilter2D(src, exact, CV_64F, cv::getGaussianKernel(k.kw, k.sigma, CV_64F),
-                    cv::getGaussianKernel(k.kh, k.sigma, CV_64F), cv::Point(-1, -1), 0, cv::BORDER_REFLECT_101);
-    const double* e = exact.ptr<double>();
+    const std::vector<uint8_t> out = RunOp<uint8_t, uint8_t>("gaussian_blur", k.Attrs(), spec, in, 1);
+    const std::vector<double> e = ExactBlur(k, in);
     int near_half = 0;
     for (size_t i = 0; i < in.size(); ++i) {
-      ASSERT_LT(std::abs(out[i] - e[i]), 0.6) << name << " at " << i << ": exact " << e[i];
+      ASSERT_LT(std::abs(out[i] - e[i]), 0.6) << k.Name() << " at " << i << ": exact " << e[i];
       if (std::abs(e[i] - std::floor(e[i]) - 0.5) > 0.1) {
-        ASSERT_EQ(out[i], std::lround(e[i])) << name << " at " << i << ": exact " << e[i];
+        ASSERT_EQ(out[i], std::lround(e[i])) << k.Name() << " at " << i << ": exact " << e[i];
       } else {
         ++near_half;
       }
     }
-    EXPECT_LT(near_half, static_cast<int>(in.size()) / 4) << name;
+    EXPECT_LT(near_half, static_cast<int>(in.size()) / 4) << k.Name();
   }
 }
 

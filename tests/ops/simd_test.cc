@@ -3,6 +3,7 @@
 // values on all of them.
 #include "sluice/ops/simd.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -99,24 +100,92 @@ TEST_F(SimdTest, ResamplingAndNormalizingGiveTheSameBytesOnEveryTarget) {
   }
 }
 
-TEST_F(SimdTest, FilterRowsAgreeOnEveryTargetWithinAFloatRounding) {
-  const int64_t rows = 9, n = 77, k = 5;
-  std::vector<float> data(static_cast<size_t>(rows + k) * n);
-  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<float>((i * 37) % 101) / 7.f;
-  std::vector<const float*> src(rows + k);
-  for (int64_t r = 0; r < rows + k; ++r) src[r] = data.data() + r * n;
+// Float weighted sums in whole vectors against a plain loop, on every
+// target and for row lengths that end each way in a vector: rows that may
+// write past their end, and a final row that must not (sentinels after it).
+TEST_F(SimdTest, FloatRowSumsEqualAPlainLoopOnEveryTarget) {
+  const int64_t rows = 9, k = 5, step = 3, slack = kRowSlackBytes / 4;
   const float w[k] = {0.1f, 0.2f, 0.4f, 0.2f, 0.1f};
-  std::vector<std::vector<float>> outs;
+  for (const int64_t n : {5, 8, 28, 77, 131}) {
+    const int64_t stride = n + (k - 1) * step + slack;
+    std::vector<float> src(rows * stride);
+    for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<float>((i * 37) % 101) / 7.f;
+    for (const std::string& target : Caps()) {
+      SLUICE_ASSERT_OK(LimitSimd(CapFor(target)));
+      for (const bool exact_end : {false, true}) {
+        std::vector<float> dst(rows * n + slack, -1.f);
+        ConvolveRows(src.data(), stride, dst.data(), n, rows, n, step, w, k, exact_end);
+        for (int64_t r = 0; r < rows; ++r) {
+          for (int64_t i = 0; i < n; ++i) {
+            double want = 0;
+            for (int64_t j = 0; j < k; ++j) want += w[j] * src[r * stride + i + j * step];
+            ASSERT_NEAR(dst[r * n + i], want, 1e-5 * std::abs(want) + 1e-6)
+                << target << " n " << n << " row " << r << " at " << i;
+          }
+        }
+        if (exact_end) {
+          EXPECT_TRUE(std::all_of(dst.begin() + rows * n, dst.end(), [](float v) { return v == -1.f; }))
+              << target << " n " << n << ": wrote past the end";
+        }
+      }
+    }
+  }
+}
+
+// The vertical pass: one row of rows * n values with step n, over rows held
+// with their borders, exactly up to the image's end.
+TEST_F(SimdTest, AFlatVerticalSumIsEachColumnsWeightedSum) {
+  const int64_t rows = 7, n = 13, k = 3, slack = kRowSlackBytes / 4;
+  const float w[k] = {0.25f, 0.5f, 0.25f};
+  std::vector<float> src((rows + k - 1) * n + slack);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<float>((i * 53) % 97);
   for (const std::string& target : Caps()) {
     SLUICE_ASSERT_OK(LimitSimd(CapFor(target)));
-    std::vector<float> out(static_cast<size_t>(rows) * n);
-    std::vector<float*> dst(rows);
-    for (int64_t r = 0; r < rows; ++r) dst[r] = out.data() + r * n;
-    WeightedSumRows(src.data(), dst.data(), rows, n, w, k);
-    outs.push_back(out);
+    std::vector<float> dst(rows * n + slack, -1.f);
+    ConvolveRows(src.data(), 0, dst.data(), 0, 1, rows * n, n, w, k, /*exact_end=*/true);
+    for (int64_t y = 0; y < rows; ++y) {
+      for (int64_t x = 0; x < n; ++x) {
+        const float want = 0.25f * src[y * n + x] + 0.5f * src[(y + 1) * n + x] + 0.25f * src[(y + 2) * n + x];
+        ASSERT_FLOAT_EQ(dst[y * n + x], want) << target << " at " << y << "," << x;
+      }
+    }
+    EXPECT_TRUE(std::all_of(dst.begin() + rows * n, dst.end(), [](float v) { return v == -1.f; })) << target;
   }
-  for (size_t t = 1; t < outs.size(); ++t) {
-    for (size_t i = 0; i < outs[0].size(); ++i) ASSERT_NEAR(outs[t][i], outs[0][i], 1e-5f) << i;
+}
+
+// Float rows with their borders: by lane permutations where the borders
+// come from a row's first and last vector, by copies where they do not
+// (rows narrower than a vector, borders wider than one).
+TEST_F(SimdTest, PaddedFloatRowsHoldTheValuesTheirBordersName) {
+  const int64_t rows = 3;
+  struct Case {
+    int64_t n;
+    std::vector<int32_t> left, right;
+  };
+  const std::vector<Case> cases = {
+      {28, {5, 4, 3, 2, 1}, {26, 25, 24, 23, 22}},  // W1's reflect-101, 11 taps
+      {5, {2, 1}, {3, 2}},                          // narrower than a vector
+      {40, std::vector<int32_t>(20, 19), {39, 0, 38}},
+  };
+  for (const Case& c : cases) {
+    const int64_t left_count = static_cast<int64_t>(c.left.size()), right_count = static_cast<int64_t>(c.right.size());
+    const int64_t stride = left_count + c.n + right_count + kRowSlackBytes / 4;
+    std::vector<float> src(rows * c.n);
+    for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<float>(i) + 0.5f;
+    for (const std::string& target : Caps()) {
+      SLUICE_ASSERT_OK(LimitSimd(CapFor(target)));
+      std::vector<float> dst(rows * stride, -1.f);
+      PadRows(src.data(), rows, c.n, c.left.data(), left_count, c.right.data(), right_count, dst.data(), stride);
+      for (int64_t r = 0; r < rows; ++r) {
+        const float* in = src.data() + r * c.n;
+        std::vector<float> want;
+        for (int32_t i : c.left) want.push_back(in[i]);
+        want.insert(want.end(), in, in + c.n);
+        for (int32_t i : c.right) want.push_back(in[i]);
+        const std::vector<float> got(dst.begin() + r * stride, dst.begin() + r * stride + want.size());
+        EXPECT_EQ(got, want) << target << " n " << c.n << " row " << r;
+      }
+    }
   }
 }
 
@@ -165,8 +234,9 @@ TEST_F(SimdTest, PaddedRowsHoldTheBordersTheirShufflesName) {
       const uint8_t* in = src.data() + r * n;
       const std::vector<uint8_t> expected = {in[5], in[4], in[3], 0, in[15],  // left, then right
                                              in[19], in[18], in[4], 0};
-      std::vector<uint8_t> got(dst.begin() + r * stride, dst.begin() + r * stride + 5);
-      got.insert(got.end(), dst.begin() + r * stride + 5 + n, dst.begin() + r * stride + 5 + n + 4);
+      std::vector<uint8_t> got(9);
+      std::copy_n(dst.begin() + r * stride, 5, got.begin());
+      std::copy_n(dst.begin() + r * stride + 5 + n, 4, got.begin() + 5);
       EXPECT_EQ(got, expected) << target << " row " << r;
       EXPECT_TRUE(std::equal(in, in + n, dst.begin() + r * stride + 5)) << target << " row " << r;
     }

@@ -197,12 +197,11 @@ void FixedTaps(const float* w, int64_t k, int16_t* q) {
   q[k / 2] = static_cast<int16_t>(std::clamp<int32_t>(q[k / 2] + 32768 - sum, 0, 32767));
 }
 
-// Blurs one image held as S with taps W (float, or Q15 for fixed point).
-template <typename S, typename T, typename W>
-void BlurImage(const T* src, T* dst, const FilterShape& f, const W* wx, const W* wy) {
+// Blurs a uint8 image in fixed point with Q15 taps.
+void BlurFixedImage(const uint8_t* src, uint8_t* dst, const FilterShape& f, const int16_t* wx, const int16_t* wy) {
   const ImageDims& d = f.dims;
-  Scratch<S>& s = ThreadScratch<S>();
-  Prepare<S>(src, f, S{0}, s);
+  Scratch<int16_t>& s = ThreadScratch<int16_t>();
+  Prepare<int16_t>(src, f, 0, s);
   const int64_t skip_x = NegligibleEnds(wx, f.kw), skip_y = NegligibleEnds(wy, f.kh);
   if (skip_x > 0) {
     for (int64_t y = 0; y < d.h; ++y) s.in_ptrs[y] += skip_x * d.c;
@@ -210,6 +209,33 @@ void BlurImage(const T* src, T* dst, const FilterShape& f, const W* wx, const W*
   ConvolveRows(s.in_ptrs.data(), s.mid_ptrs.data(), d.h, d.row_elems(), d.c, wx + skip_x, f.kw - 2 * skip_x);
   WeightedSumRows(s.window.data() + skip_y, OutputRows(dst, d.h, d.row_elems()), d.h, d.row_elems(), wy + skip_y,
                   f.kh - 2 * skip_y);
+}
+
+// Blurs a float image. The horizontal pass writes its rows, in whole
+// vectors, into one flat buffer that also holds the rows of the vertical
+// borders (copied in after): the vertical pass is then one run of vectors
+// over the whole image.
+void BlurFloatImage(const float* src, float* dst, const FilterShape& f, const float* wx, const float* wy) {
+  const ImageDims& d = f.dims;
+  const int64_t n = d.row_elems(), slack = kRowSlackBytes / static_cast<int64_t>(sizeof(float));
+  Scratch<float>& s = ThreadScratch<float>();
+  const int64_t padded_row = (d.w + f.kw - 1) * d.c + slack;
+  float* padded = s.Get(s.padded, d.h * padded_row);
+  const std::vector<int32_t>&left = f.borders.left, &right = f.borders.right;
+  PadRows(src, d.h, n, left.data(), static_cast<int64_t>(left.size()), right.data(),
+          static_cast<int64_t>(right.size()), padded, padded_row);
+  const int64_t skip_x = NegligibleEnds(wx, f.kw), skip_y = NegligibleEnds(wy, f.kh);
+  const int64_t kx = f.kw - 2 * skip_x, ky = f.kh - 2 * skip_y, ry = ky / 2;
+  float* rows = s.Get(s.rows, (d.h + ky - 1) * n + slack);  // image row y is row ry + y
+  ConvolveRows(padded + skip_x * d.c, padded_row, rows + ry * n, n, d.h, n, d.c, wx + skip_x, kx,
+               /*exact_end=*/false);
+  // f.ymap[t] is the row read at y = t - kh / 2, and kh / 2 = ry + skip_y.
+  for (int64_t t = 0; t < ry; ++t) {
+    const int64_t below = ry + d.h + t;
+    std::copy_n(rows + (ry + f.ymap[skip_y + t]) * n, n, rows + t * n);
+    std::copy_n(rows + (ry + f.ymap[skip_y + below]) * n, n, rows + below * n);
+  }
+  ConvolveRows(rows, 0, dst, 0, 1, d.h * n, n, wy + skip_y, ky, /*exact_end=*/true);
 }
 
 // Dilates one image as its own type: the max is exact in any.
@@ -278,11 +304,9 @@ class GaussianBlurKernel : public Kernel {
           taps = &drawn;
         }
         if constexpr (std::is_same_v<T, uint8_t>) {
-          BlurImage<int16_t>(in[0].row<const T>(r), out[0].row<T>(r), shape_, taps->q.data(),
-                             taps->q.data() + shape_.kw);
+          BlurFixedImage(in[0].row<const T>(r), out[0].row<T>(r), shape_, taps->q.data(), taps->q.data() + shape_.kw);
         } else {
-          BlurImage<float>(in[0].row<const T>(r), out[0].row<T>(r), shape_, taps->w.data(),
-                           taps->w.data() + shape_.kw);
+          BlurFloatImage(in[0].row<const T>(r), out[0].row<T>(r), shape_, taps->w.data(), taps->w.data() + shape_.kw);
         }
       }
     });

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "sluice/ops/row_kernels.cc"
@@ -83,19 +84,60 @@ inline void ReduceRows(D d, int64_t rows, int64_t n, int64_t k, Operand operand,
   }
 }
 
-// Float rows: kSum, the sum of w[j] * operand; otherwise their max.
-template <bool kSum, typename Operand>
-inline void Reduce(int64_t rows, int64_t n, const float* w, int64_t k, Operand operand,
-                   float* const* dst) {
+// The max of float rows.
+template <typename Operand>
+inline void MaxOfFloatRows(int64_t rows, int64_t n, int64_t k, Operand operand, float* const* dst) {
   const D d;
-  auto first = [&](const float* p, int64_t c) {
-    return kSum ? hn::Mul(hn::Set(d, w[0]), Load(p, c)) : Load(p, c);
-  };
-  auto add = [&](V acc, int64_t j, const float* p, int64_t c) {
-    return kSum ? hn::MulAdd(hn::Set(d, w[j]), Load(p, c), acc) : hn::Max(acc, Load(p, c));
-  };
-  ReduceRows(d, rows, n, k, operand, first, add,
-             [&](V v, int64_t r, int64_t i, int64_t c) { Store(v, dst[r] + i, c); });
+  ReduceRows(
+      d, rows, n, k, operand, [&](const float* p, int64_t c) { return Load(p, c); },
+      [&](V acc, int64_t, const float* p, int64_t c) { return hn::Max(acc, Load(p, c)); },
+      [&](V v, int64_t r, int64_t i, int64_t c) { Store(v, dst[r] + i, c); });
+}
+
+// Vectors v < kCount of rows r < kRows of sum_j w[j] * src[r * src_stride +
+// v * lanes + j * step], stored at dst + r * dst_stride + v * lanes: whole
+// vectors, but the first `last` lanes of the last row's last. Eight
+// accumulators keep both FMA units busy through their latency.
+template <int kRows, int kCount>
+inline void WeightedSumBlock(const float* src, int64_t src_stride, float* dst, int64_t dst_stride, int64_t step,
+                             const float* w, int64_t k, int64_t last) {
+  const D d;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  V a[kRows][kCount];
+  const V w0 = hn::Set(d, w[0]);
+  for (int r = 0; r < kRows; ++r) {
+    for (int v = 0; v < kCount; ++v) a[r][v] = hn::Mul(w0, hn::LoadU(d, src + r * src_stride + v * lanes));
+  }
+  for (int64_t j = 1; j < k; ++j) {
+    src += step;
+    const V wj = hn::Set(d, w[j]);
+    for (int r = 0; r < kRows; ++r) {
+      for (int v = 0; v < kCount; ++v) {
+        a[r][v] = hn::MulAdd(wj, hn::LoadU(d, src + r * src_stride + v * lanes), a[r][v]);
+      }
+    }
+  }
+  for (int r = 0; r < kRows; ++r) {
+    for (int v = 0; v < kCount; ++v) {
+      const bool final = r == kRows - 1 && v == kCount - 1;
+      Store(a[r][v], dst + r * dst_stride + v * lanes, final ? last : lanes);
+    }
+  }
+}
+
+// Calls f(std::integral_constant<int, count>) for count in 1..7.
+template <typename F>
+inline void WithCount(int64_t count, F f) {
+  switch (count) {
+    case 1: return f(std::integral_constant<int, 1>());
+    case 2: return f(std::integral_constant<int, 2>());
+    case 3: return f(std::integral_constant<int, 3>());
+    case 4: return f(std::integral_constant<int, 4>());
+    case 5: return f(std::integral_constant<int, 5>());
+    case 6: return f(std::integral_constant<int, 6>());
+    case 7: return f(std::integral_constant<int, 7>());
+    default: return;
+  }
 }
 
 // Stores the first `count` lanes of v: all of them with one store, a row's
@@ -137,24 +179,77 @@ inline void FixedSumOfRows(int64_t rows, int64_t n, const int16_t* w, int64_t k,
 
 }  // namespace
 
-void ConvolveRowsImpl(const float* const* src, float* const* dst, int64_t rows, int64_t n,
-                      int64_t step, const float* w, int64_t k) {
-  Reduce<true>(rows, n, w, k, [&](int64_t r, int64_t j) { return src[r] + j * step; }, dst);
-}
-
-void WeightedSumRowsImpl(const float* const* window, float* const* dst, int64_t rows, int64_t n,
-                         const float* w, int64_t k) {
-  Reduce<true>(rows, n, w, k, [&](int64_t r, int64_t j) { return window[r + j]; }, dst);
+void ConvolveRowsImpl(const float* src, int64_t src_stride, float* dst, int64_t dst_stride, int64_t rows, int64_t n,
+                      int64_t step, const float* w, int64_t k, bool exact_end) {
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(D()));
+  const int64_t vectors = (n + lanes - 1) / lanes, tail = n - (vectors - 1) * lanes;
+  // Rows r .. r + kRows - 1 in blocks of kBlock / kRows vectors, from the
+  // last: a row's last vector writes past the row into the next one's first
+  // values, which must be written after it.
+  auto run_rows = [&](auto rows_tag, int64_t r) {
+    constexpr int kRows = decltype(rows_tag)::value, kBlock = 8 / kRows;
+    const float* in = src + r * src_stride;
+    float* out = dst + r * dst_stride;
+    const int64_t last = exact_end && r + kRows == rows ? tail : lanes;
+    int64_t v = vectors - vectors % kBlock;
+    WithCount(vectors % kBlock, [&](auto count) {
+      WeightedSumBlock<kRows, decltype(count)::value>(in + v * lanes, src_stride, out + v * lanes, dst_stride, step,
+                                                      w, k, last);
+    });
+    while (v > 0) {
+      v -= kBlock;
+      WeightedSumBlock<kRows, kBlock>(in + v * lanes, src_stride, out + v * lanes, dst_stride, step, w, k,
+                                      v + kBlock == vectors ? last : lanes);
+    }
+  };
+  int64_t r = 0;
+  for (; r + 2 <= rows; r += 2) run_rows(std::integral_constant<int, 2>(), r);
+  if (r < rows) run_rows(std::integral_constant<int, 1>(), r);
 }
 
 void MaxRowsImpl(const float* const* src, float* const* dst, int64_t rows, int64_t n, int64_t step,
                  int64_t k) {
-  Reduce<false>(rows, n, nullptr, k, [&](int64_t r, int64_t j) { return src[r] + j * step; }, dst);
+  MaxOfFloatRows(rows, n, k, [&](int64_t r, int64_t j) { return src[r] + j * step; }, dst);
 }
 
 void MaxWindowRowsImpl(const float* const* window, float* const* dst, int64_t rows, int64_t n,
                        int64_t k) {
-  Reduce<false>(rows, n, nullptr, k, [&](int64_t r, int64_t j) { return window[r + j]; }, dst);
+  MaxOfFloatRows(rows, n, k, [&](int64_t r, int64_t j) { return window[r + j]; }, dst);
+}
+
+void PadFloatRowsImpl(const float* src, int64_t rows, int64_t n, const int32_t* left, int64_t left_count,
+                      const int32_t* right, int64_t right_count, float* dst, int64_t stride) {
+  const D d;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  // Borders whose values lie in the row's first and last vector are lane
+  // permutations of those: a load, a permutation and a store each.
+  bool permute = n >= lanes && left_count <= lanes && right_count <= lanes;
+  alignas(64) int32_t left_lanes[hn::MaxLanes(d)] = {}, right_lanes[hn::MaxLanes(d)] = {};
+  for (int64_t i = 0; permute && i < left_count; ++i) {
+    permute = left[i] < lanes;
+    left_lanes[i] = left[i];
+  }
+  for (int64_t i = 0; permute && i < right_count; ++i) {
+    permute = right[i] >= n - lanes;
+    right_lanes[i] = static_cast<int32_t>(right[i] - (n - lanes));
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* in = src + r * n;
+    float* out = dst + r * stride;
+    if (!permute) {
+      for (int64_t i = 0; i < left_count; ++i) out[i] = in[left[i]];
+      std::copy_n(in, n, out + left_count);
+      for (int64_t i = 0; i < right_count; ++i) out[left_count + n + i] = in[right[i]];
+      continue;
+    }
+    const V first = hn::LoadU(d, in), final = hn::LoadU(d, in + n - lanes);
+    // The left border's spare lanes land where the row's values go after.
+    hn::StoreU(hn::TableLookupLanes(first, hn::SetTableIndices(d, left_lanes)), d, out);
+    float* row = out + left_count;
+    for (int64_t i = 0; i + lanes < n; i += lanes) hn::StoreU(hn::LoadU(d, in + i), d, row + i);
+    hn::StoreU(final, d, row + n - lanes);
+    hn::StoreU(hn::TableLookupLanes(final, hn::SetTableIndices(d, right_lanes)), d, row + n);
+  }
 }
 
 void U8ToFixedImpl(const uint8_t* src, int64_t n, int16_t* dst) {
@@ -225,7 +320,6 @@ HWY_AFTER_NAMESPACE();
 namespace sluice::ops {
 
 HWY_EXPORT(ConvolveRowsImpl);
-HWY_EXPORT(WeightedSumRowsImpl);
 HWY_EXPORT(MaxRowsImpl);
 HWY_EXPORT(MaxWindowRowsImpl);
 HWY_EXPORT(U8ToFixedImpl);
@@ -234,15 +328,11 @@ HWY_EXPORT(WeightedSumRowsFixedImpl);
 HWY_EXPORT(MaxRowsU8Impl);
 HWY_EXPORT(MaxWindowRowsU8Impl);
 HWY_EXPORT(PadRowsImpl);
+HWY_EXPORT(PadFloatRowsImpl);
 
-void ConvolveRows(const float* const* src, float* const* dst, int64_t rows, int64_t n, int64_t step, const float* w,
-                  int64_t k) {
-  HWY_DYNAMIC_DISPATCH(ConvolveRowsImpl)(src, dst, rows, n, step, w, k);
-}
-
-void WeightedSumRows(const float* const* window, float* const* dst, int64_t rows, int64_t n, const float* w,
-                     int64_t k) {
-  HWY_DYNAMIC_DISPATCH(WeightedSumRowsImpl)(window, dst, rows, n, w, k);
+void ConvolveRows(const float* src, int64_t src_stride, float* dst, int64_t dst_stride, int64_t rows, int64_t n,
+                  int64_t step, const float* w, int64_t k, bool exact_end) {
+  HWY_DYNAMIC_DISPATCH(ConvolveRowsImpl)(src, src_stride, dst, dst_stride, rows, n, step, w, k, exact_end);
 }
 
 void MaxRows(const float* const* src, float* const* dst, int64_t rows, int64_t n, int64_t step, int64_t k) {
@@ -276,6 +366,11 @@ void MaxWindowRows(const uint8_t* const* window, uint8_t* const* dst, int64_t ro
 void PadRows(const uint8_t* src, int64_t rows, int64_t n, const BorderShuffle& borders, uint8_t* dst,
              int64_t stride) {
   HWY_DYNAMIC_DISPATCH(PadRowsImpl)(src, rows, n, borders, dst, stride);
+}
+
+void PadRows(const float* src, int64_t rows, int64_t n, const int32_t* left, int64_t left_count,
+             const int32_t* right, int64_t right_count, float* dst, int64_t stride) {
+  HWY_DYNAMIC_DISPATCH(PadFloatRowsImpl)(src, rows, n, left, left_count, right, right_count, dst, stride);
 }
 
 }  // namespace sluice::ops

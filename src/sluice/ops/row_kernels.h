@@ -1,6 +1,6 @@
 // Vectorized inner loops of the separable filters. Each call computes many
-// output rows, four at a time per vector position: the four accumulators are
-// independent, which hides the FMA latency that a single row's chain of taps
+// output rows, four vectors at a time (four rows at a position, or four
+// positions of a row): the four accumulators are independent, which hides the FMA latency that a single row's chain of taps
 // would expose (a loop per tap instead would round-trip partial sums through
 // memory and stall on store forwarding).
 #ifndef SLUICE_OPS_ROW_KERNELS_H_
@@ -10,15 +10,26 @@
 
 namespace sluice::ops {
 
-// Horizontal pass: dst[r][i] = sum_j w[j] * src[r][i + j * step], for
-// r < rows, i < n.
-void ConvolveRows(const float* const* src, float* const* dst, int64_t rows, int64_t n,
-                  int64_t step, const float* w, int64_t k);
-// Vertical pass: dst[r][i] = sum_j w[j] * window[r + j][i]; `window` holds
-// rows + k - 1 row pointers (with the border rows already resolved).
-void WeightedSumRows(const float* const* window, float* const* dst, int64_t rows, int64_t n,
-                     const float* w, int64_t k);
-// The same two passes with max instead of a weighted sum (dilation).
+// A float image's separable weighted sums, in whole vectors with no row
+// pointers (small images spend more on a row's tail and its pointers than
+// on the taps): dst[r * dst_stride + i] = sum_j w[j] * src[r * src_stride +
+// i + j * step], for r < rows, i < n. Each row ends in a whole vector: it
+// reads up to a vector past its last operand, and writes up to a vector past
+// n (into the next row, computed after it, or slack the caller leaves), but
+// for the last row when `exact_end` (the image's output). One row of
+// rows * n values with step n is a vertical pass over rows held with their
+// borders, one run of vectors over the whole image.
+void ConvolveRows(const float* src, int64_t src_stride, float* dst, int64_t dst_stride, int64_t rows, int64_t n,
+                  int64_t step, const float* w, int64_t k, bool exact_end);
+// Each of `rows` float rows of n values at src + r * n, with its borders, to
+// dst + r * stride: value i of the left border copies the row's value
+// left[i], of the right border right[i]. Writes up to a vector past the
+// right border; reads the rows' values only.
+void PadRows(const float* src, int64_t rows, int64_t n, const int32_t* left, int64_t left_count,
+             const int32_t* right, int64_t right_count, float* dst, int64_t stride);
+// The max of a row's k operands (horizontal) and of k rows of a window
+// (vertical), as float (dilation); `window` holds rows + k - 1 row pointers
+// (with the border rows already resolved).
 void MaxRows(const float* const* src, float* const* dst, int64_t rows, int64_t n, int64_t step,
              int64_t k);
 void MaxWindowRows(const float* const* window, float* const* dst, int64_t rows, int64_t n,
