@@ -1,13 +1,16 @@
 // The map plan's in-place runs (ops::OpSchema::InPlace): an op on whole
 // batches gets its input column's buffer as its output when nothing else
-// holds it, and gives the same values as when it writes a new buffer.
+// holds it, and gives the same values as when it writes a new buffer. And
+// which steps write past the caches (KernelContext::bypass_cache).
 #include "sluice/exec/map_plan.h"
 
+#include <atomic>
 #include <cstring>
 #include <memory>
 
 #include "gtest/gtest.h"
 #include "sluice/graph/compiled_pipeline.h"
+#include "sluice/ops/field.h"
 #include "sluice/ops/op_registry.h"
 #include "sluice/pipeline_builder.h"
 #include "status_matchers.h"
@@ -100,6 +103,95 @@ TEST(MapPlanInPlace, AColumnOfAnotherSpecIsNeverAliased) {
   SLUICE_ASSERT_OK(plan->Run(alone, MapPlan::RunArgs(), &out));
   for (int64_t r = 0; r < kRows; ++r) EXPECT_EQ(label_before.data<int64_t>()[r], r % 10);
   EXPECT_EQ(out.columns[1].values.dtype(), DType::kFloat32);
+}
+
+// A copy of a float column that records, per op key, whether the executor
+// told it to write past the caches.
+struct BypassSeen {
+  std::atomic<int> by_key[4] = {-1, -1, -1, -1};
+};
+BypassSeen& Seen() {
+  static BypassSeen seen;
+  return seen;
+}
+struct RecordBypassParams {
+  int64_t row_bytes;
+};
+class RecordBypassKernel : public ops::Kernel {
+ public:
+  using Params = RecordBypassParams;
+  explicit RecordBypassKernel(const Params& p) : row_bytes_(p.row_bytes) {}
+  absl::Status Run(const ops::KernelContext& ctx, absl::Span<const ops::ColumnRef> in,
+                   absl::Span<const ops::ColumnRef> out) const override {
+    Seen().by_key[ctx.op_key % 4] = ctx.bypass_cache ? 1 : 0;
+    std::memcpy(out[0].data, in[0].data, static_cast<size_t>(row_bytes_ * ctx.rows));
+    return absl::OkStatus();
+  }
+
+ private:
+  int64_t row_bytes_;
+};
+void RegisterRecordBypass() {
+  static const bool registered = [] {
+    ops::OpRegistry& registry = ops::OpRegistry::Global();
+    EXPECT_TRUE(registry
+                    .AddOp(ops::OpSchema("test_record_bypass")
+                               .Doc("copies a float column; records KernelContext::bypass_cache")
+                               .Attr(ops::FieldAttr())
+                               .Input("field", "float32")
+                               .Output("field", "the same")
+                               .Infer([](const ops::Attrs& attrs, const Schema& schema)
+                                          -> absl::StatusOr<ops::InferredOp> {
+                                 absl::StatusOr<ops::BoundField> f = ops::BindField(attrs, schema, {DType::kFloat32});
+                                 if (!f.ok()) return f.status();
+                                 return ops::UnaryOp(f->column, f->spec, RecordBypassParams{f->spec.row_bytes()});
+                               }))
+                    .ok());
+    EXPECT_TRUE(registry.AddKernel<RecordBypassKernel>("test_record_bypass", ops::Backend::kCpu).ok());
+    return true;
+  }();
+  (void)registered;
+}
+
+// A final column that no later step reads is written past the caches once
+// a chunk of it passes 8 MiB (it is evicted before its consumer reads it);
+// a value the next step reads, and a small chunk, stay in the caches.
+TEST(MapPlanCacheBypass, OnlyALargeChunksFinalColumnGoesPastTheCaches) {
+  RegisterRecordBypass();
+  struct Case {
+    int64_t rows, row_floats;
+    bool large;
+  };
+  for (const Case& c : {Case{64, 1 << 16, true}, Case{64, 1 << 10, false}}) {
+    std::vector<float> values(c.rows * c.row_floats, 1.f);
+    const PipelineDef def = PipelineBuilder::Arrays({MakeArrayColumn("x", {c.row_floats}, values)})
+                                .Batch(c.rows)
+                                .Map({Op("test_record_bypass", {{"field", "x"}}),
+                                      Op("test_record_bypass", {{"field", "x"}})})
+                                .Build();
+    absl::StatusOr<graph::CompiledPipeline> compiled = graph::Compile(def);
+    ASSERT_TRUE(compiled.ok()) << compiled.status();
+    graph::CompiledNode node = compiled->nodes.back();
+    ASSERT_EQ(node.ops.size(), 2u);
+    for (size_t i = 0; i < node.ops.size(); ++i) {
+      node.ops[i].op_key = i;  // where each records
+      absl::StatusOr<std::unique_ptr<ops::Kernel>> k =
+          ops::OpRegistry::Global().MakeKernel(node.ops[i].op, ops::Backend::kCpu, node.ops[i].inferred);
+      ASSERT_TRUE(k.ok()) << k.status();
+      node.ops[i].kernel = std::move(*k);
+    }
+    const std::unique_ptr<MapPlan> plan = MapPlan::Make(node);
+    Batch in;
+    in.rows = c.rows;
+    Tensor x = Tensor::Allocate(DType::kFloat32, Shape{c.rows, c.row_floats});
+    std::fill_n(x.data<float>(), c.rows * c.row_floats, 2.f);
+    in.columns.push_back(Column{std::move(x), Tensor()});
+    Batch out;
+    SLUICE_ASSERT_OK(plan->Run(in, MapPlan::RunArgs(), &out));
+    EXPECT_EQ(Seen().by_key[0], 0) << "the first op's output is read by the second";
+    EXPECT_EQ(Seen().by_key[1], c.large ? 1 : 0) << c.rows * c.row_floats * 4 << " bytes a chunk";
+    EXPECT_EQ(out.columns[0].values.data<float>()[c.rows * c.row_floats - 1], 2.f);
+  }
 }
 
 }  // namespace

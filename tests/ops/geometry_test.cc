@@ -134,6 +134,19 @@ TEST(RandomFlip, FlipsExactlyAboutHalfTheSamples) {
   EXPECT_LT(flipped, 130);
 }
 
+// Written past the caches (a large batch's final column), the same bytes:
+// resampled, and flipped (whole pixels copied).
+TEST(RandomRotation, PastTheCachesTheImagesAreTheSame) {
+  const ColumnSpec spec{"image", DType::kUInt8, Shape{9, 13, 3}};
+  const std::vector<uint8_t> in = Smooth<uint8_t>(9, 13 * 3 * 6, 1);
+  for (const char* op : {"random_rotation", "random_flip"}) {
+    const char* attrs = std::string(op) == "random_flip" ? "{}" : R"({"degrees": 30})";
+    EXPECT_EQ((RunOp<uint8_t, uint8_t>(op, attrs, spec, in, 6, 1, 0, 42, true)),
+              (RunOp<uint8_t, uint8_t>(op, attrs, spec, in, 6)))
+        << op;
+  }
+}
+
 TEST(RandomFlip, PIsTheShareFlippedPerDirection) {
   // 2,000 samples, p = 0.2: 400 flipped within 5 binomial deviations (17.9);
   // vertical flips of a 2 x 1 image; p = 1 flips all.
@@ -372,6 +385,13 @@ TEST(FuseWarps, EqualsTheOpsAppliedInTurnWithinInterpolationError) {
     }
     SLUICE_ASSERT_OK(fused->Run(ctx, {ColumnRef{reinterpret_cast<uint8_t*>(img.data()), h * w * 4}},
                                 {ColumnRef{reinterpret_cast<uint8_t*>(fused_out.data()), h * w * 4}}));
+    // Written past the caches (a large batch's final column): the same bytes.
+    std::vector<float> streamed(h * w);
+    KernelContext past = ctx;
+    past.bypass_cache = true;
+    SLUICE_ASSERT_OK(fused->Run(past, {ColumnRef{reinterpret_cast<uint8_t*>(img.data()), h * w * 4}},
+                                {ColumnRef{reinterpret_cast<uint8_t*>(streamed.data()), h * w * 4}}));
+    EXPECT_EQ(streamed, fused_out);
     // Away from the borders (where sequential ops resample already-filled
     // pixels) the two differ only by the extra interpolation.
     double sum = 0, worst = 0;

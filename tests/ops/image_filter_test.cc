@@ -117,6 +117,18 @@ TEST(GaussianBlur, Uint8FixedPointRoundsAsTheExactSum) {
   }
 }
 
+// Written past the caches (a large batch's final column), the same bytes.
+TEST(GaussianBlur, PastTheCachesTheImagesAreTheSame) {
+  const ColumnSpec floats{"image", DType::kFloat32, Shape{28, 28}}, bytes{"image", DType::kUInt8, Shape{32, 32, 3}};
+  const std::vector<float> f = Pattern<float>(5 * 28 * 28, 3);
+  const std::vector<uint8_t> b = Pattern<uint8_t>(5 * 32 * 32 * 3, 4);
+  const char* attrs = R"({"ksize": 11, "sigma": [0.1, 2.0]})";
+  EXPECT_EQ((RunOp<float, float>("gaussian_blur", attrs, floats, f, 5, 1, 0, 42, true)),
+            (RunOp<float, float>("gaussian_blur", attrs, floats, f, 5)));
+  EXPECT_EQ((RunOp<uint8_t, uint8_t>("gaussian_blur", attrs, bytes, b, 5, 1, 0, 42, true)),
+            (RunOp<uint8_t, uint8_t>("gaussian_blur", attrs, bytes, b, 5)));
+}
+
 // The fixed-point sums saturate at the top: white stays white.
 TEST(GaussianBlur, Uint8WhiteStaysWhite) {
   const ColumnSpec spec{"image", DType::kUInt8, Shape{16, 16, 3}};

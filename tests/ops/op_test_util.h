@@ -51,11 +51,12 @@ inline std::unique_ptr<Kernel> CpuKernel(const std::string& op, const InferredOp
 }
 
 // Runs op `name` on `rows` samples of `spec` in `in` (sample index of row 0:
-// `first_sample`); returns the output as Out.
+// `first_sample`; KernelContext::bypass_cache as given); returns the output
+// as Out.
 template <typename Out, typename In>
 std::vector<Out> RunOp(const std::string& name, const std::string& attrs, const ColumnSpec& spec,
                        const std::vector<In>& in, int64_t rows, uint64_t seed = 1,
-                       int64_t first_sample = 0, uint64_t op_key = 42) {
+                       int64_t first_sample = 0, uint64_t op_key = 42, bool bypass_cache = false) {
   auto inferred = Infer(name, attrs, spec);
   EXPECT_TRUE(inferred.ok()) << inferred.status();
   if (!inferred.ok()) return {};
@@ -72,6 +73,7 @@ std::vector<Out> RunOp(const std::string& name, const std::string& attrs, const 
   ctx.seed = seed;
   ctx.first_sample = first_sample;
   ctx.op_key = op_key;
+  ctx.bypass_cache = bypass_cache;
   const absl::Status s = kernel->Run(ctx, {src}, {dst});
   EXPECT_TRUE(s.ok()) << s;
   return out;

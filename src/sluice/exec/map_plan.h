@@ -98,6 +98,10 @@ class MapPlan {
     const ops::Kernel* kernel;  // owned by the node's BoundOp
     std::vector<int> inputs;   // value ids
     std::vector<int> outputs;  // value ids
+    // Bytes per row of its outputs when each is a final column that no
+    // later step reads (0 otherwise): past kCacheBypassBytes a chunk's worth
+    // is written past the caches (KernelContext::bypass_cache).
+    int64_t written_once_row_bytes = 0;
   };
   struct OutputColumn {
     int value;
@@ -118,6 +122,8 @@ class MapPlan {
   // Whether value `v` (of a chain) runs in the input's buffer this run.
   bool Aliased(const Value& v, const Batch& in, const std::vector<Tensor>& outputs) const;
   void SizeTiles();
+  // Sets each step's written_once_row_bytes.
+  void FindWrittenOnce();
 
   // The value's column for a tile starting `row0` rows into the run, given
   // the run's bases (the ragged input columns come from `in`).

@@ -9,6 +9,7 @@
 #include "sluice/ops/field.h"
 #include "sluice/ops/geometry.h"
 #include "sluice/ops/op_registry.h"
+#include "sluice/ops/value_loops.h"
 #include "sluice/ops/warp.h"
 
 namespace sluice::ops {
@@ -26,11 +27,13 @@ class WarpKernel : public Kernel {
     for (int64_t r = 0; r < ctx.rows; ++r) {
       SampleRng rng = ctx.Rng(r);
       const Affine map = SampleMap(p_.part, p_.spec.dims, rng);
-      if (p_.part.kind == WarpPart::Kind::kFlip) {
-        CopyFlipped(map.m[0] < 0, map.m[4] < 0, in[0].row<const uint8_t>(r), out[0].row<uint8_t>(r));
-      } else {
-        WarpAffine(p_.spec, map, in[0].row<uint8_t>(r), out[0].row<uint8_t>(r));
-      }
+      WriteSample(ctx.bypass_cache, out[0].row<uint8_t>(r), out[0].row_bytes, [&](uint8_t* dst) {
+        if (p_.part.kind == WarpPart::Kind::kFlip) {
+          CopyFlipped(map.m[0] < 0, map.m[4] < 0, in[0].row<const uint8_t>(r), dst);
+        } else {
+          WarpAffine(p_.spec, map, in[0].row<uint8_t>(r), dst);
+        }
+      });
     }
     return absl::OkStatus();
   }
@@ -68,7 +71,8 @@ class FusedWarpKernel : public Kernel {
         SampleRng rng = ctx.RngFor(op_key, r);
         map = Then(map, SampleMap(part, p_.spec.dims, rng));
       }
-      WarpAffine(p_.spec, map, in[0].row<uint8_t>(r), out[0].row<uint8_t>(r));
+      WriteSample(ctx.bypass_cache, out[0].row<uint8_t>(r), out[0].row_bytes,
+                  [&](uint8_t* dst) { WarpAffine(p_.spec, map, in[0].row<uint8_t>(r), dst); });
     }
     return absl::OkStatus();
   }

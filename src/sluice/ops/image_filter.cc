@@ -21,6 +21,7 @@
 #include "sluice/ops/image_filter.h"
 #include "sluice/ops/op_registry.h"
 #include "sluice/ops/row_kernels.h"
+#include "sluice/ops/value_loops.h"
 
 namespace sluice::ops {
 namespace {
@@ -303,11 +304,14 @@ class GaussianBlurKernel : public Kernel {
           drawn.Compute(shape_.kw, shape_.kh, ctx.Rng(r).Uniform(sigma_lo_, sigma_hi_), FixedPoint());
           taps = &drawn;
         }
-        if constexpr (std::is_same_v<T, uint8_t>) {
-          BlurFixedImage(in[0].row<const T>(r), out[0].row<T>(r), shape_, taps->q.data(), taps->q.data() + shape_.kw);
-        } else {
-          BlurFloatImage(in[0].row<const T>(r), out[0].row<T>(r), shape_, taps->w.data(), taps->w.data() + shape_.kw);
-        }
+        WriteSample(ctx.bypass_cache, out[0].row<uint8_t>(r), out[0].row_bytes, [&](uint8_t* dst) {
+          if constexpr (std::is_same_v<T, uint8_t>) {
+            BlurFixedImage(in[0].row<const T>(r), dst, shape_, taps->q.data(), taps->q.data() + shape_.kw);
+          } else {
+            BlurFloatImage(in[0].row<const T>(r), reinterpret_cast<float*>(dst), shape_, taps->w.data(),
+                           taps->w.data() + shape_.kw);
+          }
+        });
       }
     });
     return absl::OkStatus();

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <vector>
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "sluice/ops/value_loops.cc"
@@ -108,6 +109,17 @@ void BlendImpl(const float* a, float wa, const float* b, float wb, int64_t n, fl
   Write(bypass, n, dst, [&](int64_t i, int64_t len, float* out) { BlendLoop(a + i, wa, b + i, wb, len, out); });
 }
 
+void CopyPastCachesImpl(const uint8_t* src, int64_t n, uint8_t* dst) {
+  const hn::ScalableTag<uint8_t> d;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  const uintptr_t misaligned = reinterpret_cast<uintptr_t>(dst) % lanes;
+  int64_t i = std::min<int64_t>(n, misaligned == 0 ? 0 : lanes - static_cast<int64_t>(misaligned));
+  std::copy_n(src, i, dst);
+  for (; i + lanes <= n; i += lanes) hn::Stream(hn::LoadU(d, src + i), d, dst + i);
+  std::copy_n(src + i, n - i, dst + i);
+  hwy::FlushStream();
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace sluice::ops
 HWY_AFTER_NAMESPACE();
@@ -120,6 +132,7 @@ HWY_EXPORT(ScaleOffsetF32Impl);
 HWY_EXPORT(PatternU8Impl);
 HWY_EXPORT(PatternF32Impl);
 HWY_EXPORT(BlendImpl);
+HWY_EXPORT(CopyPastCachesImpl);
 
 void ScaleOffset(const uint8_t* src, int64_t n, float scale, float offset, float* dst, bool bypass_cache) {
   HWY_DYNAMIC_DISPATCH(ScaleOffsetU8Impl)(src, n, scale, offset, dst, bypass_cache);
@@ -138,6 +151,16 @@ void ScaleOffsetPattern(const float* src, int64_t n, const float* a, const float
 
 void Blend(const float* a, float wa, const float* b, float wb, int64_t n, float* dst, bool bypass_cache) {
   HWY_DYNAMIC_DISPATCH(BlendImpl)(a, wa, b, wb, n, dst, bypass_cache);
+}
+
+void CopyPastCaches(const uint8_t* src, int64_t n, uint8_t* dst) {
+  HWY_DYNAMIC_DISPATCH(CopyPastCachesImpl)(src, n, dst);
+}
+
+uint8_t* SampleScratch(int64_t bytes) {
+  thread_local std::vector<uint8_t> scratch;
+  if (static_cast<int64_t>(scratch.size()) < bytes) scratch.resize(bytes);
+  return scratch.data();
 }
 
 }  // namespace sluice::ops
