@@ -24,10 +24,11 @@ class WarpKernel : public Kernel {
 
   absl::Status Run(const KernelContext& ctx, absl::Span<const ColumnRef> in,
                    absl::Span<const ColumnRef> out) const override {
+    SampleWriter write(ctx.bypass_cache);
     for (int64_t r = 0; r < ctx.rows; ++r) {
       SampleRng rng = ctx.Rng(r);
       const Affine map = SampleMap(p_.part, p_.spec.dims, rng);
-      WriteSample(ctx.bypass_cache, out[0].row<uint8_t>(r), out[0].row_bytes, [&](uint8_t* dst) {
+      write(out[0].row<uint8_t>(r), out[0].row_bytes, [&](uint8_t* dst) {
         if (p_.part.kind == WarpPart::Kind::kFlip) {
           CopyFlipped(map.m[0] < 0, map.m[4] < 0, in[0].row<const uint8_t>(r), dst);
         } else {
@@ -65,14 +66,15 @@ class FusedWarpKernel : public Kernel {
 
   absl::Status Run(const KernelContext& ctx, absl::Span<const ColumnRef> in,
                    absl::Span<const ColumnRef> out) const override {
+    SampleWriter write(ctx.bypass_cache);
     for (int64_t r = 0; r < ctx.rows; ++r) {
       Affine map;
       for (const auto& [part, op_key] : p_.parts) {
         SampleRng rng = ctx.RngFor(op_key, r);
         map = Then(map, SampleMap(part, p_.spec.dims, rng));
       }
-      WriteSample(ctx.bypass_cache, out[0].row<uint8_t>(r), out[0].row_bytes,
-                  [&](uint8_t* dst) { WarpAffine(p_.spec, map, in[0].row<uint8_t>(r), dst); });
+      write(out[0].row<uint8_t>(r), out[0].row_bytes,
+            [&](uint8_t* dst) { WarpAffine(p_.spec, map, in[0].row<uint8_t>(r), dst); });
     }
     return absl::OkStatus();
   }

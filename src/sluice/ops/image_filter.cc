@@ -296,6 +296,7 @@ class GaussianBlurKernel : public Kernel {
   absl::Status Run(const KernelContext& ctx, absl::Span<const ColumnRef> in,
                    absl::Span<const ColumnRef> out) const override {
     thread_local BlurTaps drawn;
+    SampleWriter write(ctx.bypass_cache);
     DispatchImageType(dtype_, [&](auto type) {
       using T = decltype(type);
       for (int64_t r = 0; r < ctx.rows; ++r) {
@@ -304,7 +305,7 @@ class GaussianBlurKernel : public Kernel {
           drawn.Compute(shape_.kw, shape_.kh, ctx.Rng(r).Uniform(sigma_lo_, sigma_hi_), FixedPoint());
           taps = &drawn;
         }
-        WriteSample(ctx.bypass_cache, out[0].row<uint8_t>(r), out[0].row_bytes, [&](uint8_t* dst) {
+        write(out[0].row<uint8_t>(r), out[0].row_bytes, [&](uint8_t* dst) {
           if constexpr (std::is_same_v<T, uint8_t>) {
             BlurFixedImage(in[0].row<const T>(r), dst, shape_, taps->q.data(), taps->q.data() + shape_.kw);
           } else {

@@ -109,7 +109,7 @@ void BlendImpl(const float* a, float wa, const float* b, float wb, int64_t n, fl
   Write(bypass, n, dst, [&](int64_t i, int64_t len, float* out) { BlendLoop(a + i, wa, b + i, wb, len, out); });
 }
 
-void CopyPastCachesImpl(const uint8_t* src, int64_t n, uint8_t* dst) {
+void StreamBytesImpl(const uint8_t* src, int64_t n, uint8_t* dst) {
   const hn::ScalableTag<uint8_t> d;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
   const uintptr_t misaligned = reinterpret_cast<uintptr_t>(dst) % lanes;
@@ -117,7 +117,6 @@ void CopyPastCachesImpl(const uint8_t* src, int64_t n, uint8_t* dst) {
   std::copy_n(src, i, dst);
   for (; i + lanes <= n; i += lanes) hn::Stream(hn::LoadU(d, src + i), d, dst + i);
   std::copy_n(src + i, n - i, dst + i);
-  hwy::FlushStream();
 }
 
 }  // namespace HWY_NAMESPACE
@@ -132,7 +131,7 @@ HWY_EXPORT(ScaleOffsetF32Impl);
 HWY_EXPORT(PatternU8Impl);
 HWY_EXPORT(PatternF32Impl);
 HWY_EXPORT(BlendImpl);
-HWY_EXPORT(CopyPastCachesImpl);
+HWY_EXPORT(StreamBytesImpl);
 
 void ScaleOffset(const uint8_t* src, int64_t n, float scale, float offset, float* dst, bool bypass_cache) {
   HWY_DYNAMIC_DISPATCH(ScaleOffsetU8Impl)(src, n, scale, offset, dst, bypass_cache);
@@ -153,11 +152,15 @@ void Blend(const float* a, float wa, const float* b, float wb, int64_t n, float*
   HWY_DYNAMIC_DISPATCH(BlendImpl)(a, wa, b, wb, n, dst, bypass_cache);
 }
 
-void CopyPastCaches(const uint8_t* src, int64_t n, uint8_t* dst) {
-  HWY_DYNAMIC_DISPATCH(CopyPastCachesImpl)(src, n, dst);
+SampleWriter::~SampleWriter() {
+  if (bypass_cache_) hwy::FlushStream();
 }
 
-uint8_t* SampleScratch(int64_t bytes) {
+void SampleWriter::Stream(const uint8_t* src, int64_t n, uint8_t* dst) {
+  HWY_DYNAMIC_DISPATCH(StreamBytesImpl)(src, n, dst);
+}
+
+uint8_t* SampleWriter::Scratch(int64_t bytes) {
   thread_local std::vector<uint8_t> scratch;
   if (static_cast<int64_t>(scratch.size()) < bytes) scratch.resize(bytes);
   return scratch.data();

@@ -1,7 +1,7 @@
 // The element-wise loops of the value ops (rescale, normalize, mixup), compiled
 // once per SIMD target and chosen at run time: at the portable baseline
 // the compiler would vectorize them for SSE only. And the copy past the
-// caches that kernels writing a sample at a time use for bypass_cache.
+// caches that kernels writing a sample at a time use (SampleWriter).
 #ifndef SLUICE_OPS_VALUE_LOOPS_H_
 #define SLUICE_OPS_VALUE_LOOPS_H_
 
@@ -26,22 +26,33 @@ void ScaleOffsetPattern(const float* src, int64_t n, const float* a, const float
 // dst[i] = b[i] * wb + a[i] * wa for i < n (mixup's blend); dst may be a.
 void Blend(const float* a, float wa, const float* b, float wb, int64_t n, float* dst, bool bypass_cache = false);
 
-// n bytes from src to dst, written with non-temporal stores (past the
-// caches).
-void CopyPastCaches(const uint8_t* src, int64_t n, uint8_t* dst);
+// Writes samples' outputs, with `bypass_cache` (KernelContext's) past the
+// caches: each is produced in per-thread scratch that stays in L1 and then
+// copied out with non-temporal stores, fenced once when the writer goes
+// (a fence per sample stalls on every sample's stores). For kernels that
+// write a sample at a time.
+class SampleWriter {
+ public:
+  explicit SampleWriter(bool bypass_cache) : bypass_cache_(bypass_cache) {}
+  ~SampleWriter();
+  SampleWriter(const SampleWriter&) = delete;
+  SampleWriter& operator=(const SampleWriter&) = delete;
 
-// Calls write(out) to produce one sample's `bytes` of output at dst: out
-// is dst, or with `bypass_cache` (KernelContext's) per-thread scratch that
-// stays in L1, copied to dst past the caches after. For kernels whose
-// writes are not plain loops.
-uint8_t* SampleScratch(int64_t bytes);
-template <typename Write>
-void WriteSample(bool bypass_cache, uint8_t* dst, int64_t bytes, Write write) {
-  if (!bypass_cache) return write(dst);
-  uint8_t* scratch = SampleScratch(bytes);
-  write(scratch);
-  CopyPastCaches(scratch, bytes, dst);
-}
+  // Calls write(out) to produce `bytes` of output at dst: out is dst, or
+  // the scratch that is copied to dst after.
+  template <typename Write>
+  void operator()(uint8_t* dst, int64_t bytes, Write write) {
+    if (!bypass_cache_) return write(dst);
+    uint8_t* scratch = Scratch(bytes);
+    write(scratch);
+    Stream(scratch, bytes, dst);
+  }
+
+ private:
+  static uint8_t* Scratch(int64_t bytes);
+  static void Stream(const uint8_t* src, int64_t n, uint8_t* dst);
+  bool bypass_cache_;
+};
 
 }  // namespace sluice::ops
 
