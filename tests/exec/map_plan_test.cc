@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstring>
 #include <memory>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "sluice/graph/compiled_pipeline.h"
@@ -89,6 +90,26 @@ TEST(MapPlanInPlace, AnUnsharedBatchColumnIsWrittenInPlaceWithTheSameValues) {
                 0);
     }
   }
+}
+
+// Memory a source adopted (a user's arrays, a mapped file) is never
+// written in place, even when the batch holds its only Buffer.
+TEST(MapPlanInPlace, AdoptedMemoryIsNeverWritten) {
+  const graph::CompiledNode node = MapNode({Op("mixup", {{"num_classes", 10}})});
+  const std::unique_ptr<MapPlan> plan = MapPlan::Make(node);
+  Batch adopted = FreshBatch();
+  auto owned = std::make_shared<std::vector<float>>(adopted.columns[0].values.data<float>(),
+                                                    adopted.columns[0].values.data<float>() + kRows * kC * kH * kW);
+  const std::vector<float> before = *owned;
+  adopted.columns[0].values =
+      Tensor(DType::kFloat32, Shape{kRows, kC, kH, kW},
+             Buffer::Adopt(reinterpret_cast<uint8_t*>(owned->data()), owned->size() * sizeof(float), owned));
+  MapPlan::RunArgs args;
+  args.seed = 3;
+  Batch out;
+  SLUICE_ASSERT_OK(plan->Run(adopted, args, &out));
+  EXPECT_NE(out.columns[0].values.raw_data(), reinterpret_cast<uint8_t*>(owned->data()));
+  EXPECT_EQ(*owned, before);
 }
 
 TEST(MapPlanInPlace, AColumnOfAnotherSpecIsNeverAliased) {

@@ -42,6 +42,38 @@ TEST_F(MnistSourceTest, ReadsImagesAndLabelsBySplit) {
   EXPECT_EQ(b.provenance.Describe(1), "record 5 of " + images_);
 }
 
+// The images are mapped: a split's chunks view the file's bytes (no copy),
+// the labels are widened to int64.
+TEST_F(MnistSourceTest, ChunksViewTheMappedImages) {
+  ASSERT_OK_AND_ASSIGN(auto source, MakeMnistSource(images_, labels_, /*split_records=*/4));
+  ASSERT_OK_AND_ASSIGN(auto reader, source->OpenSplit(source->MakeSplits()[1], nullptr));
+  ASSERT_TRUE(reader->views());
+  Batch b;
+  b.provenance = Provenance(source->files());
+  ASSERT_OK_AND_ASSIGN(int64_t n, reader->View(3, &b));
+  ASSERT_EQ(n, 3);
+  EXPECT_EQ(b.columns[0].values.shape().ToString(), "[3,4,3]");
+  EXPECT_NE(b.columns[0].values.buffer()->owner(), nullptr);  // the mapping's memory
+  for (int i = 0; i < 3 * 12; ++i) ASSERT_EQ(b.columns[0].values.data<uint8_t>()[i], 4 * 12 + i) << i;
+  EXPECT_EQ(b.columns[1].values.data<int64_t>()[2], 3);  // record 6's label
+  EXPECT_EQ(b.provenance.Describe(2), "record 6 of " + images_);
+  ASSERT_OK_AND_ASSIGN(n, reader->View(3, &b));
+  EXPECT_EQ(n, 1);  // the split's last record
+  EXPECT_EQ(b.columns[0].values.data<uint8_t>()[0], 7 * 12);
+}
+
+// A file cut shorter after it was opened is an error naming it, not a
+// SIGBUS from reading its mapping past the end.
+TEST_F(MnistSourceTest, AFileTruncatedAfterOpeningIsDataLoss) {
+  ASSERT_OK_AND_ASSIGN(auto source, MakeMnistSource(images_, labels_));
+  ASSERT_OK_AND_ASSIGN(auto reader, source->OpenSplit(source->MakeSplits()[0], nullptr));
+  testing::TruncateFile(images_, 16 + 5 * 12);
+  Batch b;
+  b.provenance = Provenance(source->files());
+  EXPECT_THAT(reader->View(10, &b), StatusIs(absl::StatusCode::kDataLoss,
+                                             HasSubstr("truncated file " + images_ + ": it was cut to 76 bytes")));
+}
+
 TEST_F(MnistSourceTest, WrongMagicIsAClearError) {
   testing::IncrementByte(images_, 3);  // rank 3 -> 4
   EXPECT_THAT(MakeMnistSource(images_, labels_),

@@ -228,9 +228,12 @@ absl::StatusOr<std::vector<Tensor>> MapPlan::AllocateOutputs(const Batch& in, Bu
     }
     if (v.alias_input >= 0) {
       // The input's buffer when the batch's column is its only holder and
-      // starts it: the op then runs in place.
+      // starts it, and it is the pool's: the op then runs in place. Memory
+      // adopted from elsewhere (a source's arrays, a mapped file) is never
+      // written.
       const Tensor& t = in.columns[v.alias_input].values;
-      if (t.buffer() != nullptr && t.buffer().use_count() == 1 && t.raw_data() == t.buffer()->data() &&
+      if (t.buffer() != nullptr && t.buffer().use_count() == 1 && t.buffer()->owner() == nullptr &&
+          t.raw_data() == t.buffer()->data() &&
           t.byte_size() == static_cast<size_t>(v.row_bytes * rows)) {
         outputs.emplace_back(v.spec.dtype, v.spec.shape.WithLeading(rows), t.buffer());
         continue;

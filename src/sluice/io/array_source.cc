@@ -34,7 +34,7 @@ class ArraySplitReader : public FixedRecordSplitReader {
     return absl::OkStatus();
   }
 
-  std::vector<Column> ViewRecords(int64_t first, int64_t n) override {
+  absl::StatusOr<std::vector<Column>> ViewRecords(int64_t first, int64_t n) override {
     std::vector<Column> out(columns_.size());
     for (size_t c = 0; c < columns_.size(); ++c) {
       const HeldColumn& held = columns_[c];

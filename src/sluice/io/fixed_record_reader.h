@@ -35,7 +35,7 @@ class FixedRecordSplitReader : public SplitReader {
   absl::StatusOr<int64_t> View(int64_t max_rows, Batch* out) final {
     const int64_t n = std::min(max_rows, split_.end_record - next_);
     if (n <= 0) return 0;
-    out->columns = ViewRecords(next_, n);
+    SLUICE_ASSIGN_OR_RETURN(out->columns, ViewRecords(next_, n));
     out->rows = n;
     out->provenance.AddRun(0, split_.file, next_);
     next_ += n;
@@ -45,7 +45,9 @@ class FixedRecordSplitReader : public SplitReader {
  protected:
   // Records [first, first + n) as columns viewing the reader's memory.
   // REQUIRES: views().
-  virtual std::vector<Column> ViewRecords(int64_t first, int64_t n) { return {}; }
+  virtual absl::StatusOr<std::vector<Column>> ViewRecords(int64_t first, int64_t n) {
+    return std::vector<Column>();
+  }
 
   // Writes records [first, first + n) of the file to rows [row, row + n).
   virtual absl::Status ReadRecords(int64_t first, int64_t n, int64_t row, BatchBuilder* out) = 0;

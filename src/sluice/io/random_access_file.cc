@@ -1,6 +1,7 @@
 #include "sluice/io/random_access_file.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -71,5 +72,25 @@ absl::Status RandomAccessFile::ReadExact(uint64_t offset, size_t n, void* dst) c
   }
   return absl::OkStatus();
 }
+
+absl::StatusOr<std::shared_ptr<const FileMapping>> RandomAccessFile::Map() const {
+  if (size_ == 0) return absl::InvalidArgumentError(absl::StrCat("cannot map ", path_, ": it is empty"));
+  void* p = ::mmap(nullptr, size_, PROT_READ, MAP_SHARED, fd_, 0);
+  if (p == MAP_FAILED) return ErrnoStatus(errno, "cannot map", path_);
+  ::madvise(p, size_, MADV_WILLNEED);  // read ahead now: the first epoch faults in fewer pages
+  return std::shared_ptr<const FileMapping>(new FileMapping(static_cast<const uint8_t*>(p), size_));
+}
+
+absl::Status RandomAccessFile::CheckHolds(uint64_t bytes) const {
+  struct stat st;
+  if (::fstat(fd_, &st) != 0) return ErrnoStatus(errno, "cannot stat", path_);
+  if (static_cast<uint64_t>(st.st_size) < bytes) {
+    return absl::DataLossError(absl::StrCat("truncated file ", path_, ": it was cut to ", st.st_size,
+                                            " bytes while being read, and ", bytes, " are needed"));
+  }
+  return absl::OkStatus();
+}
+
+FileMapping::~FileMapping() { ::munmap(const_cast<uint8_t*>(data_), size_); }
 
 }  // namespace sluice::io

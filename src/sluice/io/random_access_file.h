@@ -10,6 +10,23 @@
 
 namespace sluice::io {
 
+// A whole file mapped read-only into memory: its bytes are the page
+// cache's, read without a copy. Unmapped when the last reference goes.
+class FileMapping {
+ public:
+  ~FileMapping();
+  FileMapping(const FileMapping&) = delete;
+  FileMapping& operator=(const FileMapping&) = delete;
+  const uint8_t* data() const { return data_; }
+  uint64_t size() const { return size_; }
+
+ private:
+  friend class RandomAccessFile;
+  FileMapping(const uint8_t* data, uint64_t size) : data_(data), size_(size) {}
+  const uint8_t* data_;
+  uint64_t size_;
+};
+
 // Thread-safe (pread has no shared file position). Closes on destruction.
 class RandomAccessFile {
  public:
@@ -26,6 +43,14 @@ class RandomAccessFile {
   absl::StatusOr<size_t> Read(uint64_t offset, size_t n, void* dst) const;
   // Reads exactly n bytes; DataLoss naming the file and offset if it ends first.
   absl::Status ReadExact(uint64_t offset, size_t n, void* dst) const;
+
+  // The file's size() bytes mapped; an error naming the file where it cannot
+  // be mapped (a pipe, a file system without mmap).
+  absl::StatusOr<std::shared_ptr<const FileMapping>> Map() const;
+  // OK while the file still holds `bytes` bytes; DataLoss naming it once it
+  // was cut shorter after opening (reading a mapping past the end of its file
+  // would kill the process with SIGBUS, so readers of mappings ask first).
+  absl::Status CheckHolds(uint64_t bytes) const;
 
  private:
   RandomAccessFile(std::string path, int fd, uint64_t size)
