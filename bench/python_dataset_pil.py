@@ -54,7 +54,7 @@ def main():
     sluice_run(pipe)  # warm-up
     rates, cpus, output = {OURS: [], PEER: []}, {OURS: [], PEER: []}, None
     for _ in range(args.runs):
-        rate, cpu = sluice_run(pipe)
+        rate, cpu = sluice_run(pipe, warmup=1, batches=batches)  # timed as the peer times itself
         rates[OURS].append(rate)
         cpus[OURS].append(cpu)
         rate, cpu, output = peer(data, args.workers, batches)

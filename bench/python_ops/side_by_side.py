@@ -21,10 +21,18 @@ def arguments(doc, data_help):
     return parser.parse_args()
 
 
-def sluice_run(pipe):
-    """(samples/s, trainer CPU ms per 1,000 samples) of one epoch of `pipe`."""
+def sluice_run(pipe, warmup=2, batches=20):
+    """(samples/s, trainer CPU ms per 1,000 samples) of `pipe`, timed as the
+    peers time themselves (bench/peers/peer_timing.py): `warmup` batches
+    consumed first, then `batches` timed, epoch after epoch as needed."""
+    def endless():
+        while True:
+            yield from pipe
+    it = endless()
+    for _ in range(warmup):
+        next(it)
     start, cpu = time.perf_counter(), time.process_time()
-    samples = sum(len(b["label"]) for b in pipe)
+    samples = sum(len(next(it)["label"]) for _ in range(batches))
     return samples / (time.perf_counter() - start), (time.process_time() - cpu) / samples * 1000
 
 

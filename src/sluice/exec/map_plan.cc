@@ -17,8 +17,8 @@ constexpr int64_t kScratchBudgetBytes = 256 << 10;
 constexpr int64_t kMaxTileRows = 256;
 // A chunk's final column this large is evicted before its consumer reads
 // it (W1's batch of 8192 images is 25 MiB): written past the caches, each
-// line costs no read before the write (a W1 blur: 1.0 µs an image into
-// cache, 1.5 into such a batch, 1.3 past the caches; bench/micro).
+// line costs no read before the write, and evicts nothing the next tiles
+// need (W1 +12%, W2 +6%; bench/RESULTS.md, 2026-11-27).
 constexpr int64_t kCacheBypassBytes = 8 << 20;
 
 int64_t AlignUp(int64_t n) { return (n + 63) & ~int64_t{63}; }
