@@ -15,6 +15,7 @@
 #include "example.pb.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/pipeline_builder.h"
+#include "sluice/io/idx_file.h"
 #include "sluice/io/tfrecord_index.h"
 #include "status_matchers.h"
 #include "temp_dir.h"
@@ -451,6 +452,31 @@ TEST_F(PipelineTest, ArraysFeedThePipelineLikeFiles) {
   std::memcpy(row9, out.rows0[9].data(), sizeof(row9));
   EXPECT_EQ(row9[0], 18.0f);
   EXPECT_EQ(row9[1], -18.0f);
+}
+
+// MNIST's images are a read-only mapping of the file, viewed by the
+// source's chunks: a batch handed on without a map in between is copied
+// out of it, so that the consumer may write it, and the file (and the next
+// epoch) keeps its bytes.
+TEST_F(PipelineTest, BatchesOfAMappedFileAreTheConsumersToWrite) {
+  std::vector<uint8_t> images(20 * 4 * 3), labels(20, 1);
+  for (size_t i = 0; i < images.size(); ++i) images[i] = static_cast<uint8_t>(i);
+  const std::string image_file = dir_.Join("images-idx3-ubyte"), label_file = dir_.Join("labels-idx1-ubyte");
+  SLUICE_ASSERT_OK(io::WriteIdxFile(image_file, {20, 4, 3}, images.data()));
+  SLUICE_ASSERT_OK(io::WriteIdxFile(label_file, {20}, labels.data()));
+  ASSERT_OK_AND_ASSIGN(auto pipeline, Pipeline::Create(PipelineBuilder::Mnist(image_file, label_file).Batch(8).Build()));
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    std::unique_ptr<PipelineIterator> it = pipeline->Iterate(epoch);
+    Batch batch;
+    bool end = false;
+    SLUICE_ASSERT_OK(it->Next(&batch, &end));
+    ASSERT_FALSE(end);
+    const Tensor& image = batch.columns[0].values;
+    ASSERT_FALSE(image.buffer()->read_only());
+    EXPECT_EQ(image.data<uint8_t>()[5], 5) << "epoch " << epoch;
+    image.raw_data()[5] = 200;  // the consumer's to write
+  }
+  EXPECT_EQ(testing::ReadFileBytes(image_file)[16 + 5], 5);
 }
 
 TEST_F(PipelineTest, ARepeatKeepsChunksWholeAcrossItsEpochsSoBatchesPassThroughTheMap) {

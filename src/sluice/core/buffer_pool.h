@@ -34,6 +34,9 @@ class Buffer {
   // What keeps adopted memory alive (null for a pool's block): a device
   // runtime keeps its per-allocation state there.
   const std::shared_ptr<void>& owner() const { return owner_; }
+  // Adopted memory that must not be written (a file mapped read-only):
+  // what a pipeline hands its consumer is copied out of it first.
+  bool read_only() const { return read_only_; }
 
   // Memory owned elsewhere (a received message, a device allocation), kept
   // alive by `owner`, so tensors can view it without a copy. Aligned only as
@@ -43,6 +46,11 @@ class Buffer {
     auto* buffer = new Buffer(data, size, -1, kind, device);
     buffer->owner_ = std::move(owner);
     return std::shared_ptr<Buffer>(buffer);
+  }
+  static std::shared_ptr<Buffer> AdoptReadOnly(const uint8_t* data, size_t size, std::shared_ptr<void> owner) {
+    std::shared_ptr<Buffer> buffer = Adopt(const_cast<uint8_t*>(data), size, std::move(owner));
+    buffer->read_only_ = true;
+    return buffer;
   }
 
  private:
@@ -55,6 +63,7 @@ class Buffer {
   MemoryKind kind_;
   int device_;
   std::shared_ptr<void> owner_;
+  bool read_only_ = false;
 };
 
 // Hands out Buffers from free lists of power-of-two size classes, so a

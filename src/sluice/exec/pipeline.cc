@@ -1,6 +1,7 @@
 #include "sluice/exec/pipeline.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "sluice/core/heap_reuse.h"
 #include "sluice/core/rng.h"
@@ -70,9 +71,27 @@ PipelineIterator::~PipelineIterator() {
   root_.reset();
 }
 
+namespace {
+
+// Columns viewing read-only memory (a mapped file) are copied out of it:
+// the consumer owns what it gets and may write it (numpy arrays from the
+// Python front are writable views of the batch).
+void CopyReadOnlyColumns(Batch* batch) {
+  for (Column& c : batch->columns) {
+    const Tensor& t = c.values;
+    if (t.buffer() == nullptr || !t.buffer()->read_only()) continue;
+    Tensor copy = Tensor::Allocate(t.dtype(), t.shape());
+    std::memcpy(copy.raw_data(), t.raw_data(), t.byte_size());
+    c.values = std::move(copy);
+  }
+}
+
+}  // namespace
+
 absl::Status PipelineIterator::Next(Batch* out, bool* end) {
   const int64_t start = ctx_->stats == nullptr ? 0 : NowNs();
   absl::Status s = NextElement(out, end);
+  if (s.ok() && !*end) CopyReadOnlyColumns(out);
   if (s.ok() && !*end && position_status_.ok()) {
     position_status_ = tracker_->Delivered(*out);
     // A position lost stays lost: the shuffle need not log for it.

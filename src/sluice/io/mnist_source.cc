@@ -35,8 +35,8 @@ class MnistSplitReader : public FixedRecordSplitReader {
     std::vector<Column> columns(2);
     const std::shared_ptr<const FileMapping>& map = pair_.mapped_images;
     columns[0].values = Tensor(DType::kUInt8, Shape{n, pair_.image_header.dims[1], pair_.image_header.dims[2]},
-                               Buffer::Adopt(const_cast<uint8_t*>(map->data()) + offset, bytes,
-                                             std::const_pointer_cast<FileMapping>(map)));
+                               Buffer::AdoptReadOnly(map->data() + offset, bytes,
+                                                     std::const_pointer_cast<FileMapping>(map)));
     columns[1].values = Tensor::Allocate(DType::kInt64, Shape{n});
     SLUICE_RETURN_IF_ERROR(ReadLabels(first, n, columns[1].values.data<int64_t>()));
     return columns;
