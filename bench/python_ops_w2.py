@@ -10,9 +10,10 @@ first) and hand on NCHW float32 [3, 32, 32] batches of 1,024, the last
 partial batch dropped. The peer is bench/peers/w2_opencv.py --blur
 gaussian: per sample cv2.dilate, cv2.GaussianBlur and one cv2.warpAffine
 for flip, rotation and zoom, parsing the records with protobuf. Both are
-timed alike: 2 batches consumed, then 20 timed. Runs interleave; medians. Also the trainer process's CPU per 1,000 samples
-(sluice: the engine's threads in it; its Python pool and the DataLoader's
-workers are processes of their own) and sluice's W2 all native beside it.
+timed alike: 2 batches consumed, then 20 timed. Runs interleave; medians.
+Also the trainer process's CPU per 1,000 samples (sluice: the engine's
+threads in it; its Python pool and the DataLoader's workers are processes
+of their own) and sluice's W2 all native beside it.
 Prints a table, then one JSON line.
 """
 

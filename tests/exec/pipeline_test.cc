@@ -464,7 +464,8 @@ TEST_F(PipelineTest, BatchesOfAMappedFileAreTheConsumersToWrite) {
   const std::string image_file = dir_.Join("images-idx3-ubyte"), label_file = dir_.Join("labels-idx1-ubyte");
   SLUICE_ASSERT_OK(io::WriteIdxFile(image_file, {20, 4, 3}, images.data()));
   SLUICE_ASSERT_OK(io::WriteIdxFile(label_file, {20}, labels.data()));
-  ASSERT_OK_AND_ASSIGN(auto pipeline, Pipeline::Create(PipelineBuilder::Mnist(image_file, label_file).Batch(8).Build()));
+  ASSERT_OK_AND_ASSIGN(auto pipeline,
+                       Pipeline::Create(PipelineBuilder::Mnist(image_file, label_file).Batch(8).Build()));
   for (int epoch = 0; epoch < 2; ++epoch) {
     std::unique_ptr<PipelineIterator> it = pipeline->Iterate(epoch);
     Batch batch;

@@ -222,7 +222,8 @@ void BlurFloatImage(const float* src, float* dst, const FilterShape& f, const fl
   Scratch<float>& s = ThreadScratch<float>();
   const int64_t padded_row = (d.w + f.kw - 1) * d.c + slack;
   float* padded = s.Get(s.padded, d.h * padded_row);
-  const std::vector<int32_t>&left = f.borders.left, &right = f.borders.right;
+  const std::vector<int32_t>& left = f.borders.left;
+  const std::vector<int32_t>& right = f.borders.right;
   PadRows(src, d.h, n, left.data(), static_cast<int64_t>(left.size()), right.data(),
           static_cast<int64_t>(right.size()), padded, padded_row);
   const int64_t skip_x = NegligibleEnds(wx, f.kw), skip_y = NegligibleEnds(wy, f.kh);

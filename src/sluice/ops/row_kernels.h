@@ -1,8 +1,9 @@
 // Vectorized inner loops of the separable filters. Each call computes many
-// output rows, four vectors at a time (four rows at a position, or four
-// positions of a row): the four accumulators are independent, which hides the FMA latency that a single row's chain of taps
-// would expose (a loop per tap instead would round-trip partial sums through
-// memory and stall on store forwarding).
+// output rows, several vectors at a time (rows at a position, or positions
+// of a row): their accumulators are independent, which hides the FMA
+// latency that a single row's chain of taps would expose (a loop per tap
+// instead would round-trip partial sums through memory and stall on store
+// forwarding).
 #ifndef SLUICE_OPS_ROW_KERNELS_H_
 #define SLUICE_OPS_ROW_KERNELS_H_
 
