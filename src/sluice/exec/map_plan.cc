@@ -199,13 +199,14 @@ void MapPlan::SizeTiles() {
 void MapPlan::FindWrittenOnce() {
   std::vector<bool> read_later(values_.size(), false);
   for (auto step = steps_.rbegin(); step != steps_.rend(); ++step) {
+    bool once = true;
     int64_t bytes = 0;
     for (int v : step->outputs) {
       const Value& value = values_[v];
-      const bool once = value.storage == Storage::kOutput && value.alias_input < 0 && !read_later[v];
-      bytes = once && bytes >= 0 ? bytes + value.row_bytes : -1;
+      once = once && value.storage == Storage::kOutput && value.alias_input < 0 && !read_later[v];
+      bytes += value.row_bytes;
     }
-    step->written_once_row_bytes = std::max<int64_t>(bytes, 0);
+    step->written_once_row_bytes = once ? bytes : 0;
     for (int v : step->inputs) read_later[v] = true;
   }
 }

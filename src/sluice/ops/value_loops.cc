@@ -46,6 +46,15 @@ void BlendLoop(const float* a, float wa, const float* __restrict b, float wb, in
 
 namespace hn = hwy::HWY_NAMESPACE;
 
+// How many of the n values at dst come before its first vector-aligned
+// address, which a non-temporal store needs.
+template <typename T>
+int64_t UnalignedHead(const T* dst, int64_t n) {
+  const int64_t vector_bytes = static_cast<int64_t>(hn::Lanes(hn::ScalableTag<T>()) * sizeof(T));
+  const int64_t misaligned = static_cast<int64_t>(reinterpret_cast<uintptr_t>(dst) % vector_bytes);
+  return std::min<int64_t>(n, misaligned == 0 ? 0 : (vector_bytes - misaligned) / static_cast<int64_t>(sizeof(T)));
+}
+
 // Writes n floats to dst with non-temporal stores, past the caches:
 // `loop(i, len, out)` computes elements [i, i + len) into `out`, a block
 // that stays in L1, whose vectors are then streamed out. The values are
@@ -55,9 +64,7 @@ template <typename Loop>
 void Streamed(int64_t n, float* dst, Loop loop) {
   const hn::ScalableTag<float> d;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
-  const uintptr_t misaligned = reinterpret_cast<uintptr_t>(dst) % (lanes * sizeof(float));
-  const int64_t head = std::min<int64_t>(
-      n, misaligned == 0 ? 0 : static_cast<int64_t>((lanes * sizeof(float) - misaligned) / sizeof(float)));
+  const int64_t head = UnalignedHead(dst, n);
   if (head > 0) loop(0, head, dst);
   constexpr int64_t kBlock = 2048;  // 8 KiB of floats
   HWY_ALIGN float block[kBlock];
@@ -112,8 +119,7 @@ void BlendImpl(const float* a, float wa, const float* b, float wb, int64_t n, fl
 void StreamBytesImpl(const uint8_t* src, int64_t n, uint8_t* dst) {
   const hn::ScalableTag<uint8_t> d;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
-  const uintptr_t misaligned = reinterpret_cast<uintptr_t>(dst) % lanes;
-  int64_t i = std::min<int64_t>(n, misaligned == 0 ? 0 : lanes - static_cast<int64_t>(misaligned));
+  int64_t i = UnalignedHead(dst, n);
   std::copy_n(src, i, dst);
   for (; i + lanes <= n; i += lanes) hn::Stream(hn::LoadU(d, src + i), d, dst + i);
   std::copy_n(src + i, n - i, dst + i);
