@@ -50,6 +50,8 @@ class _Columns:
         self.outputs = spec["outputs"]
         _add_row_layout(self.inputs + self.outputs)
         self.batched = batched
+        # What each output is checked against: (name, numpy dtype, row shape).
+        self.checks = [(c["name"], c["np_dtype"], tuple(c["shape"])) for c in self.outputs]
 
     def map(self, memory, rows):
         """(seeds, {name: input array or list of row arrays}, {name: output array})"""
@@ -73,21 +75,46 @@ class _Columns:
 
     def store(self, result, outputs, row):
         """Checks the function's result against the declared outputs and
-        writes it; a wrong one raises naming the column and both specs."""
+        writes it (as row `row`, or the whole batch for None); a wrong one
+        raises naming the column and both specs. Runs once a sample: kept
+        to plain lookups and one copy a column."""
         if not isinstance(result, dict):
             raise TypeError(f"the function returned {type(result).__name__}, not a dict of arrays")
-        for c in self.outputs:
-            name = c["name"]
+        for name, dtype, shape in self.checks:
             if name not in result:
                 raise KeyError(f"the function's result has no '{name}' (it has {sorted(result)}); declared: "
-                               f"{name}: {c['dtype']}{list(c['shape'])}")
-            value = np.asarray(result[name])
-            # A slice, so that a scalar column's row is a view too.
-            target = outputs[name] if row is None else outputs[name][row:row + 1].reshape(c["shape"])
-            if value.dtype != c["np_dtype"] or value.shape != target.shape:
+                               f"{name}: {dtype}{list(shape)}")
+            value = result[name]
+            if type(value) is not np.ndarray:
+                value = np.asarray(value)
+            target = outputs[name]
+            expected = shape if row is not None else target.shape
+            if value.dtype != dtype or value.shape != expected:
                 raise TypeError(f"output '{name}' is {value.dtype}{list(value.shape)}, declared "
-                                f"{c['dtype']}{list(target.shape)}")
-            target[...] = value
+                                f"{dtype}{list(expected)}")
+            if row is None:
+                target[...] = value
+            else:
+                target[row] = value
+
+    def run(self, fn, rng, memory, rows, header):
+        """Runs `fn` on the call's rows (or its batch); header[0] tells the
+        engine the row it is on, should the process die there."""
+        seeds, inputs, outputs = self.map(memory, rows)
+        if self.batched:
+            kwargs = {"rng": np.random.default_rng([int(s) for s in seeds])} if rng else {}
+            self.store(fn(dict(inputs), **kwargs), outputs, None)
+            return
+        columns = list(inputs.items())
+        for row in range(rows):
+            header[0] = row
+            sample = {}
+            for name, values in columns:
+                sample[name] = values[row]
+            if rng:
+                self.store(fn(sample, rng=np.random.default_rng(int(seeds[row]))), outputs, row)
+            else:
+                self.store(fn(sample), outputs, row)
 
 
 def _takes_rng(fn):
@@ -113,20 +140,10 @@ def _serve(sock, memory_fd, fn, columns, rng):
         if size != mapped:
             memory, mapped = mmap.mmap(memory_fd, size), size
             header = np.frombuffer(memory, np.int64, 1, 0)
-        seeds, inputs, outputs = columns.map(memory, rows)
-        row = -1
         try:
-            if columns.batched:
-                kwargs = {"rng": np.random.default_rng([int(s) for s in seeds])} if rng else {}
-                columns.store(fn(dict(inputs), **kwargs), outputs, None)
-            else:
-                for row in range(rows):
-                    header[0] = row
-                    sample = {name: value[row] for name, value in inputs.items()}
-                    kwargs = {"rng": np.random.default_rng(int(seeds[row]))} if rng else {}
-                    columns.store(fn(sample, **kwargs), outputs, row)
+            columns.run(fn, rng, memory, rows, header)
         except Exception:  # the user's code: anything it raises is the sample's error
-            _reply(sock, 1, row, traceback.format_exc())
+            _reply(sock, 1, -1 if columns.batched else int(header[0]), traceback.format_exc())
             continue
         _reply(sock, 0)
 

@@ -34,6 +34,11 @@ def double(sample):
 
 def sleeps(sample):
     time.sleep(3600)
+
+def sleeps_on_0(sample):
+    if sample["x"] == 0:
+        time.sleep(3600)
+    return sample
 )";
 
 // One int64 column in, the same out: where each part of a 1-row call sits.
@@ -137,6 +142,58 @@ TEST_F(PythonPoolTest, ACallerHoldingEveryProcessMakesTheNextWaitNotGrow) {
   SLUICE_ASSERT_OK(pool->Acquire(8, &all));
   EXPECT_EQ(all.size(), 2u);  // none was started for the waiting caller
   pool->Release(std::move(all));
+}
+
+// Between Acquire and Release a caller takes the free live processes others
+// gave back, and gives back its own one at a time.
+TEST_F(PythonPoolTest, ACallerTakesFreeLiveProcessesAndGivesThemBackOneAtATime) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<PythonPool> pool, Pool("double", 3, 3));
+  std::vector<std::unique_ptr<PythonProcess>> first, second;
+  SLUICE_ASSERT_OK(pool->Acquire(1, &first));
+  SLUICE_ASSERT_OK(pool->Acquire(1, &second));
+  const pid_t killed = second[0]->pid();
+  ASSERT_EQ(kill(killed, SIGKILL), 0);
+  while (!Exited(killed)) std::this_thread::yield();
+  pool->GiveBack(std::move(second[0]));
+  pool->Release({});
+  pool->TakeFree(8, &first);  // the third; not the dead one
+  ASSERT_EQ(first.size(), 2u);
+  EXPECT_NE(first[1]->pid(), killed);
+  ASSERT_OK_AND_ASSIGN(const int64_t doubled, Double(first[1].get(), 4));
+  EXPECT_EQ(doubled, 8);
+  const pid_t given = first[1]->pid();
+  pool->GiveBack(std::move(first[1]));
+  first.pop_back();
+  // Another caller gets the one given back, and a new one for the dead.
+  std::vector<std::unique_ptr<PythonProcess>> third;
+  SLUICE_ASSERT_OK(pool->Acquire(8, &third));
+  ASSERT_EQ(third.size(), 2u);
+  std::set<pid_t> pids = {third[0]->pid(), third[1]->pid()};
+  EXPECT_TRUE(pids.count(given));
+  EXPECT_FALSE(pids.count(killed));
+  pool->Release(std::move(third));
+  pool->Release(std::move(first));
+}
+
+TEST_F(PythonPoolTest, WaitingOnSeveralProcessesReturnsTheOneThatAnswered) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<PythonPool> pool, Pool("sleeps_on_0", 2, 2));
+  std::vector<std::unique_ptr<PythonProcess>> got;
+  SLUICE_ASSERT_OK(pool->Acquire(2, &got));
+  ASSERT_EQ(got.size(), 2u);
+  for (int i = 0; i < 2; ++i) {  // the first sleeps; the second answers
+    ASSERT_OK_AND_ASSIGN(uint8_t* memory, got[i]->Memory(kCallBytes));
+    *reinterpret_cast<int64_t*>(memory + kInputAt) = i;
+    SLUICE_ASSERT_OK(got[i]->Send(1));
+  }
+  std::atomic<bool> cancelled{false};
+  EXPECT_EQ(PythonProcess::WaitAny({got[0].get(), got[1].get()}, &cancelled), 1u);
+  PythonFailure failure;
+  SLUICE_ASSERT_OK(got[1]->Receive(&failure, &cancelled));
+  EXPECT_EQ(failure.message, "");
+  cancelled = true;  // ends the wait on the sleeper, killing it
+  EXPECT_EQ(PythonProcess::WaitAny({got[0].get()}, &cancelled), 0u);
+  EXPECT_THAT(got[0]->Receive(&failure, &cancelled), StatusIs(absl::StatusCode::kCancelled, HasSubstr("was killed")));
+  pool->Release(std::move(got));
 }
 
 TEST_F(PythonPoolTest, ADeadProcessIsReplacedWhenTaken) {

@@ -97,6 +97,24 @@ def test_through_a_worker_process_the_output_is_the_same():
     assert np.array_equal(np.stack([by_id[i] for i in range(ROWS)]), here)
 
 
+def test_a_process_held_up_by_a_sample_leaves_the_rest_of_the_tile_to_the_others(tmp_path, monkeypatch):
+    # Sample 0 holds its process until the other has run 40 of the 64: a
+    # tile split evenly between the two would leave that one 32 and wait
+    # (here until sample 0 gives up, at 60 s).
+    monkeypatch.setenv("STALL_DIR", str(tmp_path))
+    monkeypatch.setenv("STALL_FOR", "40")
+    ids = np.arange(64, dtype=np.int64)
+    pipe = sluice.arrays({"id": ids}, split_records=64).map(ops.python(fns.stalls_on_0, processes=2)).batch(64)
+    assert np.array_equal(_column(pipe, "id"), ids)
+    runs = {}
+    for name in os.listdir(tmp_path):
+        pid, sample = name.split("-")
+        runs.setdefault(pid, []).append(int(sample))
+    assert sorted(sum(runs.values(), [])) == list(range(64))
+    held = next(pid for pid, samples in runs.items() if 0 in samples)
+    assert sum(len(s) for pid, s in runs.items() if pid != held) >= 40, {p: len(s) for p, s in runs.items()}
+
+
 def _error(fn, **kwargs):
     pipe = _source().map(ops.python(fn, processes=2, **kwargs)).batch(64)
     with pytest.raises(sluice.SluiceError) as e:

@@ -106,6 +106,23 @@ def slow(sample):
     return {"id": sample["id"]}
 
 
+def stalls_on_0(sample):
+    """Each sample leaves a file naming its process in $STALL_DIR; sample 0
+    waits (at most 60 s) until the other processes left `STALL_FOR` files."""
+    import time
+    where, pid = os.environ["STALL_DIR"], os.getpid()
+    if int(sample["id"]) == 0:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            others = [f for f in os.listdir(where) if not f.startswith(f"{pid}-")]
+            if len(others) >= int(os.environ["STALL_FOR"]):
+                break
+            time.sleep(0.01)
+    with open(os.path.join(where, f"{pid}-{int(sample['id'])}"), "w"):
+        pass
+    return {"id": sample["id"]}
+
+
 def numbers():
     """A generator function: 250 dict items in order."""
     for i in range(250):

@@ -1,6 +1,7 @@
 #include "sluice/core/python_pool.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
@@ -83,6 +84,22 @@ void PythonPool::Release(std::vector<std::unique_ptr<PythonProcess>> processes) 
   absl::MutexLock lock(&mu_);
   --holders_;
   for (std::unique_ptr<PythonProcess>& p : processes) free_.push_back(std::move(p));
+}
+
+void PythonPool::TakeFree(int64_t most, std::vector<std::unique_ptr<PythonProcess>>* out) {
+  absl::MutexLock lock(&mu_);
+  int64_t taken = 0;
+  for (size_t i = free_.size(); i-- > 0 && taken < most;) {
+    if (!free_[i]->Alive()) continue;  // Acquire replaces it
+    out->push_back(std::move(free_[i]));
+    free_.erase(free_.begin() + static_cast<std::ptrdiff_t>(i));
+    ++taken;
+  }
+}
+
+void PythonPool::GiveBack(std::unique_ptr<PythonProcess> process) {
+  absl::MutexLock lock(&mu_);
+  free_.push_back(std::move(process));
 }
 
 absl::Status PythonPool::Named(const absl::Status& status) const {

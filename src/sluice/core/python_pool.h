@@ -35,6 +35,12 @@ class PythonPool {
   // Gives back what one successful Acquire took (a failed one took nothing).
   void Release(std::vector<std::unique_ptr<PythonProcess>> processes);
 
+  // Between its Acquire and Release, a caller may take free live processes
+  // (up to `most`, without waiting) and give back ones it is done with, so
+  // that no process idles while some caller has rows to run.
+  void TakeFree(int64_t most, std::vector<std::unique_ptr<PythonProcess>>* out);
+  void GiveBack(std::unique_ptr<PythonProcess> process);
+
   // `status` with `what` in front.
   absl::Status Named(const absl::Status& status) const;
 

@@ -229,6 +229,20 @@ absl::Status PythonProcess::Receive(PythonFailure* failure, const std::atomic<bo
   return absl::AbortedError(absl::StrCat("its Python process (pid ", pid_, ") ", Reap()));
 }
 
+size_t PythonProcess::WaitAny(const std::vector<PythonProcess*>& processes, const std::atomic<bool>* cancelled) {
+  if (processes.size() < 2) return 0;
+  std::vector<pollfd> fds;
+  for (const PythonProcess* p : processes) fds.push_back(pollfd{p->socket_, POLLIN, 0});
+  for (;;) {
+    const int ready = poll(fds.data(), fds.size(), 100);
+    if (ready < 0 && errno != EINTR) return 0;  // its Receive reports the error
+    for (size_t i = 0; ready > 0 && i < fds.size(); ++i) {
+      if (fds[i].revents != 0) return i;
+    }
+    if (cancelled != nullptr && cancelled->load(std::memory_order_acquire)) return 0;
+  }
+}
+
 absl::Status PythonProcess::Call(int64_t rows, PythonFailure* failure, const std::atomic<bool>* cancelled) {
   for (;;) {
     SLUICE_RETURN_IF_ERROR(Send(rows));

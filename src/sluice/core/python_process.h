@@ -32,6 +32,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 
@@ -79,6 +80,10 @@ class PythonProcess {
   // Once `*cancelled` (may be null) turns true the wait ends: the process,
   // stuck in the user's code or not, is killed, and the error is Cancelled.
   absl::Status Receive(PythonFailure* failure, const std::atomic<bool>* cancelled = nullptr);
+  // The index of one of `processes` whose reply has come (or that ended),
+  // waiting for the first. Once `*cancelled` (may be null) turns true, any
+  // index: its Receive then ends the wait.
+  static size_t WaitAny(const std::vector<PythonProcess*>& processes, const std::atomic<bool>* cancelled);
   // Send and Receive, growing the memory (its contents kept) and sending
   // again while the process needs more.
   absl::Status Call(int64_t rows, PythonFailure* failure, const std::atomic<bool>* cancelled = nullptr);

@@ -2,10 +2,11 @@
 // import path ("module.sub:fn"), run in a pool of Python processes
 // (python_process.h) beside the native ops. Processes, not threads: the GIL
 // would run the function one call at a time (as DALI's python_function
-// does). A tile's rows are split over the free processes; each row's
+// does). A tile goes out in pieces to the free processes; each row's
 // draws come from the sample's identity, so the output does not depend on
 // how many processes there are or which one ran it.
 #include <algorithm>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
@@ -135,37 +136,72 @@ class PythonKernel : public Kernel {
     return absl::OkStatus();
   }
 
+  // The tile goes out in pieces, each to the next process free: one whose
+  // core is shared with native threads runs fewer, and processes done
+  // with the tile go back to the pool for other callers at once (an even
+  // split made each call wait for its slowest process).
   absl::Status Run(const KernelContext& ctx, absl::Span<const ColumnRef> in,
                    absl::Span<const ColumnRef> out) const override {
-    std::vector<std::unique_ptr<PythonProcess>> processes;
-    SLUICE_RETURN_IF_ERROR(pool_->Acquire(p_.batched ? 1 : ctx.rows, &processes));
-    const int64_t n = static_cast<int64_t>(processes.size());
-    const int64_t per = (ctx.rows + n - 1) / n;
-    std::vector<Call> calls;
+    std::vector<std::unique_ptr<PythonProcess>> idle;
+    SLUICE_RETURN_IF_ERROR(pool_->Acquire(p_.batched ? 1 : ctx.rows, &idle));
+    const int64_t piece = p_.batched ? ctx.rows : PieceRows(ctx.rows, static_cast<int64_t>(idle.size()));
+    int64_t next = 0;
+    std::vector<Call> running;
+    // The error of the earliest row that failed.
     absl::Status status;
-    for (int64_t i = 0; i < n && i * per < ctx.rows && status.ok(); ++i) {
-      Call call{processes[i].get(), i * per, std::min(ctx.rows, (i + 1) * per), {}};
-      call.layout = Layout(in, call.begin, call.end);
-      status = Send(ctx, in, call);
-      if (status.ok()) calls.push_back(std::move(call));
+    int64_t failed_from = ctx.rows;
+    auto note = [&](absl::Status s, int64_t begin) {
+      if (!s.ok() && begin < failed_from) status = std::move(s), failed_from = begin;
+    };
+    for (;;) {
+      const int64_t pieces_left = (ctx.rows - next + piece - 1) / piece;
+      if (status.ok() && pieces_left > static_cast<int64_t>(idle.size())) {
+        pool_->TakeFree(pieces_left - static_cast<int64_t>(idle.size()), &idle);
+      }
+      while (!idle.empty() && next < ctx.rows && status.ok()) {
+        Call call{std::move(idle.back()), next, std::min(ctx.rows, next + piece), {}};
+        idle.pop_back();
+        next = call.end;
+        call.layout = Layout(in, call.begin, call.end);
+        const absl::Status sent = Send(ctx, in, call);
+        note(sent, call.begin);
+        if (sent.ok()) {
+          running.push_back(std::move(call));
+        } else {
+          idle.push_back(std::move(call.process));
+        }
+      }
+      for (std::unique_ptr<PythonProcess>& process : idle) pool_->GiveBack(std::move(process));
+      idle.clear();
+      // Every process sent to answers, even after an error: the protocol
+      // stays in step.
+      if (running.empty()) break;
+      std::vector<PythonProcess*> waited;
+      for (const Call& call : running) waited.push_back(call.process.get());
+      const size_t i = PythonProcess::WaitAny(waited, ctx.cancelled);
+      Call call = std::move(running[i]);
+      running.erase(running.begin() + static_cast<std::ptrdiff_t>(i));
+      note(Receive(ctx, call, out), call.begin);
+      idle.push_back(std::move(call.process));
     }
-    // Every process sent to answers, even after an error: the protocol
-    // stays in step.
-    for (const Call& call : calls) {
-      absl::Status s = Receive(ctx, call, out);
-      if (status.ok()) status = std::move(s);
-    }
-    pool_->Release(std::move(processes));
+    pool_->Release({});
     return status;
   }
 
  private:
-  // One process's share of a tile: rows [begin, end).
+  // One process's piece of a tile: rows [begin, end).
   struct Call {
-    PythonProcess* process;
+    std::unique_ptr<PythonProcess> process;
     int64_t begin, end;
     CallLayout layout;
   };
+
+  // About four pieces a process, of at least 8 rows (a piece costs a
+  // round trip over the socket) unless the tile is smaller.
+  static int64_t PieceRows(int64_t rows, int64_t processes) {
+    const int64_t share = (rows + processes - 1) / processes;
+    return std::max<int64_t>((share + 3) / 4, std::min<int64_t>(8, share));
+  }
 
   CallLayout Layout(absl::Span<const ColumnRef> in, int64_t begin, int64_t end) const {
     CallLayout l;
