@@ -12,6 +12,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "sluice/core/buffer_pool.h"
+#include "sluice/core/core_share.h"
 #include "sluice/exec/autotune.h"
 #include "sluice/exec/node_stats.h"
 #include "sluice/exec/epoch_progress.h"
@@ -60,13 +61,19 @@ class CpuBudget {
   Cancellation* cancel_;
 };
 
-class CpuToken {
+class CpuToken : public CoreShare {
  public:
   explicit CpuToken(CpuBudget* budget) : budget_(budget), held_(budget->Acquire()) {}
-  ~CpuToken() {
+  ~CpuToken() override {
     if (held_) budget_->Release();
   }
   bool held() const { return held_; }
+
+  void Lend() override {
+    if (held_) budget_->Release();
+    held_ = false;
+  }
+  bool Reclaim() override { return held_ = budget_->Acquire(); }
 
  private:
   CpuBudget* budget_;

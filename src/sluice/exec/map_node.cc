@@ -226,7 +226,7 @@ class MapIterator : public Iterator {
         if (!token.held()) return;
         MapPlan::RunArgs run{ctx_->seed, epoch_, slot.first_sample, pool_,
                              stats_ ? &stats_->op_busy_ns : nullptr,
-                             ctx_->trace.load(std::memory_order_relaxed), ctx_->cancel.flag()};
+                             ctx_->trace.load(std::memory_order_relaxed), ctx_->cancel.flag(), &token};
         ScopedNs busy(stats_ ? &stats_->busy_ns : nullptr);
         status = plan_->RunRows(slot.input, claim.begin, claim.end, run, slot.outputs);
         if (!status.ok() && SkipsRowsOf(status)) status = RunRowByRow(slot, claim, run, &refused);

@@ -278,6 +278,7 @@ ops::KernelContext MapPlan::TileContext(const Batch& in, int64_t row0, int64_t r
   ctx.provenance = &in.provenance;
   ctx.provenance_row = row0;
   ctx.cancelled = args.cancelled;
+  ctx.core = args.core;
   return ctx;
 }
 

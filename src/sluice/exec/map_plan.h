@@ -20,6 +20,7 @@
 #include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
 #include "sluice/core/batch.h"
+#include "sluice/core/core_share.h"
 #include "sluice/core/schema.h"
 #include "sluice/exec/trace_buffer.h"
 #include "sluice/graph/compiled_pipeline.h"
@@ -50,6 +51,7 @@ class MapPlan {
     // When set, a span per op and row tile.
     TraceBuffer* trace = nullptr;
     const std::atomic<bool>* cancelled = nullptr;  // KernelContext::cancelled
+    CoreShare* core = nullptr;                     // KernelContext::core
   };
   // Applies the chain to all rows of `in`. Errors carry the op's name.
   absl::Status Run(const Batch& in, const RunArgs& args, Batch* out) const;

@@ -12,6 +12,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "sluice/core/batch.h"
+#include "sluice/core/core_share.h"
 #include "sluice/core/rng.h"
 
 namespace sluice::ops {
@@ -70,6 +71,10 @@ struct KernelContext {
   // True once the run is torn down: a kernel waiting on something outside
   // the engine (a Python process running the user's code) stops waiting.
   const std::atomic<bool>* cancelled = nullptr;
+  // The thread's share of the engine's cores, which a kernel waiting on
+  // work outside the engine lends for the wait; null where there is none
+  // to lend (a caller outside the executor).
+  CoreShare* core = nullptr;
 
   // Row r's draws for this op, keyed by the sample's identity (file and
   // record), so a sample gets the same draws whatever its position: with

@@ -136,12 +136,25 @@ class PythonKernel : public Kernel {
     return absl::OkStatus();
   }
 
+  // The processes compute, this thread waits: it lends its share of the
+  // engine's cores meanwhile, for the native ops to use.
+  absl::Status Run(const KernelContext& ctx, absl::Span<const ColumnRef> in,
+                   absl::Span<const ColumnRef> out) const override {
+    if (ctx.core != nullptr) ctx.core->Lend();
+    absl::Status status = RunInProcesses(ctx, in, out);
+    if (ctx.core != nullptr && !ctx.core->Reclaim() && status.ok()) {
+      status = absl::CancelledError("pipeline cancelled");
+    }
+    return status;
+  }
+
+ private:
   // The tile goes out in pieces, each to the next process free: one whose
   // core is shared with native threads runs fewer, and processes done
   // with the tile go back to the pool for other callers at once (an even
   // split made each call wait for its slowest process).
-  absl::Status Run(const KernelContext& ctx, absl::Span<const ColumnRef> in,
-                   absl::Span<const ColumnRef> out) const override {
+  absl::Status RunInProcesses(const KernelContext& ctx, absl::Span<const ColumnRef> in,
+                              absl::Span<const ColumnRef> out) const {
     std::vector<std::unique_ptr<PythonProcess>> idle;
     SLUICE_RETURN_IF_ERROR(pool_->Acquire(p_.batched ? 1 : ctx.rows, &idle));
     const int64_t piece = p_.batched ? ctx.rows : PieceRows(ctx.rows, static_cast<int64_t>(idle.size()));
@@ -188,7 +201,6 @@ class PythonKernel : public Kernel {
     return status;
   }
 
- private:
   // One process's piece of a tile: rows [begin, end).
   struct Call {
     std::unique_ptr<PythonProcess> process;
