@@ -86,6 +86,12 @@ class PythonPoolTest : public ::testing::Test {
     return waitid(P_PID, pid, &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid;
   }
 
+  // Kills `pid` and waits until it has exited (unreaped).
+  static void KillAndWait(pid_t pid) {
+    ASSERT_EQ(kill(pid, SIGKILL), 0);
+    while (!Exited(pid)) std::this_thread::yield();
+  }
+
   testing::TempDir dir_;
 };
 
@@ -152,8 +158,7 @@ TEST_F(PythonPoolTest, ACallerTakesFreeLiveProcessesAndGivesThemBackOneAtATime) 
   SLUICE_ASSERT_OK(pool->Acquire(1, &first));
   SLUICE_ASSERT_OK(pool->Acquire(1, &second));
   const pid_t killed = second[0]->pid();
-  ASSERT_EQ(kill(killed, SIGKILL), 0);
-  while (!Exited(killed)) std::this_thread::yield();
+  KillAndWait(killed);
   pool->GiveBack(std::move(second[0]));
   pool->Release({});
   pool->TakeFree(8, &first);  // the third; not the dead one
@@ -201,8 +206,7 @@ TEST_F(PythonPoolTest, ADeadProcessIsReplacedWhenTaken) {
   std::vector<std::unique_ptr<PythonProcess>> got;
   SLUICE_ASSERT_OK(pool->Acquire(1, &got));
   const pid_t killed = got[0]->pid();
-  ASSERT_EQ(kill(killed, SIGKILL), 0);
-  while (!Exited(killed)) std::this_thread::yield();
+  KillAndWait(killed);
   pool->Release(std::move(got));
   got.clear();
   SLUICE_ASSERT_OK(pool->Acquire(1, &got));

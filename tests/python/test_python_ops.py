@@ -97,35 +97,36 @@ def test_through_a_worker_process_the_output_is_the_same():
     assert np.array_equal(np.stack([by_id[i] for i in range(ROWS)]), here)
 
 
+_STALLED = np.arange(64, dtype=np.int64)
+
+
+def _run_stalled(tmp_path, monkeypatch, split_records, parallelism=0, threads=None):
+    """Runs user_code.stalls_on_0 over ids 0..63 in 2 processes, sample 0
+    waiting for 40 samples run by the other process; each sample's
+    (pid, id) as the files it left."""
+    monkeypatch.setenv("STALL_DIR", str(tmp_path))
+    monkeypatch.setenv("STALL_FOR", "40")
+    pipe = sluice.arrays({"id": _STALLED}, split_records=split_records)
+    pipe = pipe.map(ops.python(fns.stalls_on_0, processes=2), parallelism=parallelism).batch(64)
+    assert np.array_equal(_column(pipe.with_options(threads=threads), "id"), _STALLED)
+    return [tuple(name.split("-")) for name in os.listdir(tmp_path)]
+
+
 def test_a_process_held_up_by_a_sample_leaves_the_rest_of_the_tile_to_the_others(tmp_path, monkeypatch):
     # Sample 0 holds its process until the other has run 40 of the 64: a
     # tile split evenly between the two would leave that one 32 (and sample
     # 0 would fail, after 30 s).
-    monkeypatch.setenv("STALL_DIR", str(tmp_path))
-    monkeypatch.setenv("STALL_FOR", "40")
-    ids = np.arange(64, dtype=np.int64)
-    pipe = sluice.arrays({"id": ids}, split_records=64).map(ops.python(fns.stalls_on_0, processes=2)).batch(64)
-    assert np.array_equal(_column(pipe, "id"), ids)
-    runs = {}
-    for name in os.listdir(tmp_path):
-        pid, sample = name.split("-")
-        runs.setdefault(pid, []).append(int(sample))
-    assert sorted(sum(runs.values(), [])) == list(range(64))
-    held = next(pid for pid, samples in runs.items() if 0 in samples)
-    assert sum(len(s) for pid, s in runs.items() if pid != held) >= 40, {p: len(s) for p, s in runs.items()}
+    runs = _run_stalled(tmp_path, monkeypatch, split_records=64)
+    assert sorted(int(sample) for _, sample in runs) == list(range(64))
+    held = next(pid for pid, sample in runs if sample == "0")
+    assert sum(pid != held for pid, _ in runs) >= 40, runs
 
 
 def test_a_thread_waiting_on_its_python_processes_lends_its_core_to_the_engine(tmp_path, monkeypatch):
     # One core for the engine, two runners: sample 0 holds the first tile's
     # thread until the other process ran 40 samples, which needs the second
     # tile, which needs a core the waiting thread must have lent.
-    monkeypatch.setenv("STALL_DIR", str(tmp_path))
-    monkeypatch.setenv("STALL_FOR", "40")
-    ids = np.arange(64, dtype=np.int64)
-    pipe = (sluice.arrays({"id": ids}, split_records=32)
-            .map(ops.python(fns.stalls_on_0, processes=2), parallelism=2).batch(64).with_options(threads=1))
-    assert np.array_equal(_column(pipe, "id"), ids)
-    assert len(os.listdir(tmp_path)) == 64
+    assert len(_run_stalled(tmp_path, monkeypatch, split_records=32, parallelism=2, threads=1)) == 64
 
 
 def _error(fn, **kwargs):
