@@ -13,7 +13,10 @@ for flip, rotation and zoom, parsing the records with protobuf. Both are
 timed alike: 2 batches consumed, then 20 timed. Runs interleave; medians.
 Also the trainer process's CPU per 1,000 samples (sluice: the engine's
 threads in it; its Python pool and the DataLoader's workers are processes
-of their own) and sluice's W2 all native beside it.
+of their own), sluice's W2 all native beside it, and sluice with the whole
+pipeline in one local worker process (`distribute(local_workers=1)` at its
+end: the trainer only takes the finished batches, through shared memory,
+as the DataLoader's main process takes its workers').
 Prints a table, then one JSON line.
 """
 
@@ -52,8 +55,9 @@ def main():
     except ImportError:
         sys.exit("python_ops_w2: no cv2 in this interpreter: .venv/bin/python -m pip install opencv-python-headless")
     data = os.path.join(args.data, "cifar10")
-    pipes = {"sluice, blur in ops.python": w2(args.data, ops.python(w2_blur.blur, inputs="image",
-                                                                   processes=args.processes)),
+    user_blur = ops.python(w2_blur.blur, inputs="image", processes=args.processes)
+    pipes = {"sluice, blur in ops.python": w2(args.data, user_blur),
+             "sluice, the same on a local worker": w2(args.data, user_blur).distribute(local_workers=1),
              "sluice, all native": w2(args.data, None)}
     first = next(iter(pipes["sluice, blur in ops.python"]))
     print(f"sluice hands on {first['image'].dtype}{list(first['image'].shape)}", flush=True)

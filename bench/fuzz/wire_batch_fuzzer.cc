@@ -59,7 +59,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (size_t at = 1; at < size; at += piece) pieces.emplace_back(data + at, std::min(piece, size - at));
   grpc::ByteBuffer bytes(pieces.data(), pieces.size());
   sluice::service::ReceivedBatch received;
-  if (!sluice::service::ParseReceivedBatch(&bytes, sluice::BufferPool::Default(), ops, &received).ok()) return 0;
+  const absl::Status parsed =
+      sluice::service::ParseReceivedBatch(&bytes, sluice::BufferPool::Default(), ops, nullptr, &received);
+  if (!parsed.ok()) return 0;
   if (fix_crc) received.header.set_crc32c(received.crc);
   (void)sluice::service::DecodeBatch(std::move(received), WireSchema(), nullptr, sluice::BufferPool::Default(), ops);
   return 0;

@@ -103,6 +103,9 @@ struct DistributeOptions {
   std::string token_file;
   double connect_timeout_s = 0;     // 0 means 30 s
   double dispatcher_timeout_s = 0;  // unreachable mid-epoch this long, reading fails; 0 means 60 s
+  // Workers on this host hand batches over in a shared-memory ring of this
+  // many MiB per stream instead of TCP; 0 means 64, -1 turns it off.
+  int shared_memory_mb = 0;
 };
 
 // Nodes are added in order; the first is the source.

@@ -302,7 +302,7 @@ class Pipeline:
     def distribute(self, dispatcher=None, *, mode="distributed_epoch", job_name=None,
                    local_workers=1, compression=None, max_outstanding=0, token_file=None,
                    tls_ca_file=None, tls_cert_file=None, tls_key_file=None, connect_timeout_s=0,
-                   dispatcher_timeout_s=0):
+                   dispatcher_timeout_s=0, shared_memory_mb=0):
         """Runs what comes before this point on the service's workers.
 
         `dispatcher` is "host:port"; without one, a dispatcher starts in this
@@ -315,10 +315,14 @@ class Pipeline:
         costs more than it saves). `connect_timeout_s` (default 30) bounds
         the wait for the dispatcher at the start; `dispatcher_timeout_s`
         (default 60) how long it may stay unreachable mid-epoch (a restart)
-        before reading fails saying so. The rest of the pipeline runs here.
+        before reading fails saying so. Workers on this machine hand batches
+        over through a shared-memory ring of `shared_memory_mb` MiB per
+        worker (default 64; -1 sends everything over TCP). The rest of the
+        pipeline runs here.
         """
         d = {"mode": mode, "local_workers": local_workers, "max_outstanding": max_outstanding,
-             "connect_timeout_s": connect_timeout_s, "dispatcher_timeout_s": dispatcher_timeout_s}
+             "connect_timeout_s": connect_timeout_s, "dispatcher_timeout_s": dispatcher_timeout_s,
+             "shared_memory_mb": shared_memory_mb}
         for key, value in (("dispatcher", dispatcher), ("job_name", job_name),
                            ("compression", compression), ("token_file", token_file),
                            ("tls_ca_file", tls_ca_file), ("tls_cert_file", tls_cert_file),

@@ -93,7 +93,7 @@ TEST(WireBatch, TheReceivingParserReadsWhatIsSentUnderEachCompression) {
     SCOPED_TRACE(Compression_Name(c));
     ASSERT_OK_AND_ASSIGN(grpc::ByteBuffer wire, EncodeWireBatch(in, header, c));
     ReceivedBatch received;
-    SLUICE_ASSERT_OK(ParseReceivedBatch(&wire, BufferPool::Default(), nullptr, &received));
+    SLUICE_ASSERT_OK(ParseReceivedBatch(&wire, BufferPool::Default(), nullptr, nullptr, &received));
     EXPECT_EQ(received.header.split(), 3);
     EXPECT_EQ(received.header.files(0), "a.tfrecord");
     ASSERT_OK_AND_ASSIGN(Batch out, DecodeBatch(std::move(received), kSchema, nullptr));
@@ -115,11 +115,11 @@ TEST(WireBatch, AFlippedOrMissingByteOnTheWireIsDataLoss) {
   flipped[pixel] ^= 1;
   grpc::ByteBuffer flipped_wire = Wire(flipped);
   ReceivedBatch received;
-  SLUICE_ASSERT_OK(ParseReceivedBatch(&flipped_wire, BufferPool::Default(), nullptr, &received));
+  SLUICE_ASSERT_OK(ParseReceivedBatch(&flipped_wire, BufferPool::Default(), nullptr, nullptr, &received));
   EXPECT_THAT(DecodeBatch(std::move(received), kSchema, nullptr),
               StatusIs(absl::StatusCode::kDataLoss, HasSubstr("batch of split 4: CRC32C mismatch")));
   grpc::ByteBuffer truncated = Wire(bytes.substr(0, bytes.size() - 3));
-  EXPECT_THAT(ParseReceivedBatch(&truncated, BufferPool::Default(), nullptr, &received),
+  EXPECT_THAT(ParseReceivedBatch(&truncated, BufferPool::Default(), nullptr, nullptr, &received),
               StatusIs(absl::StatusCode::kDataLoss, HasSubstr("malformed batch message")));
 }
 
@@ -191,7 +191,7 @@ TEST(WireBatch, AColumnDataLengthBeyondItsColumnIsDataLoss) {
       tag(BatchMessage::kColumnsFieldNumber) + std::string(1, static_cast<char>(column.size())) + column;
   grpc::ByteBuffer wire = Wire(message);
   ReceivedBatch received;
-  EXPECT_THAT(ParseReceivedBatch(&wire, BufferPool::Default(), nullptr, &received),
+  EXPECT_THAT(ParseReceivedBatch(&wire, BufferPool::Default(), nullptr, nullptr, &received),
               StatusIs(absl::StatusCode::kDataLoss, HasSubstr("column data claims 2147483648 bytes, the column holds 3")));
 }
 

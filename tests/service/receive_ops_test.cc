@@ -80,7 +80,7 @@ class ReceiveOpsTest : public ::testing::Test {
   absl::StatusOr<Batch> Receive(grpc::ByteBuffer wire, bool run_on_receipt) {
     ReceivedBatch received;
     SLUICE_RETURN_IF_ERROR(
-        ParseReceivedBatch(&wire, BufferPool::Default(), run_on_receipt ? &ops_ : nullptr, &received));
+        ParseReceivedBatch(&wire, BufferPool::Default(), run_on_receipt ? &ops_ : nullptr, nullptr, &received));
     return DecodeBatch(std::move(received), kWire, nullptr, BufferPool::Default(), &ops_);
   }
 
@@ -136,7 +136,7 @@ TEST_F(ReceiveOpsTest, CompressedBatchesRunTheOpsAfterDecompressing) {
   }
   // A batch converted as it arrived that then claims to be compressed.
   ReceivedBatch received;
-  SLUICE_ASSERT_OK(ParseReceivedBatch(&plain, BufferPool::Default(), &ops_, &received));
+  SLUICE_ASSERT_OK(ParseReceivedBatch(&plain, BufferPool::Default(), &ops_, nullptr, &received));
   received.header.set_compression(COMPRESSION_LZ4);
   EXPECT_THAT(DecodeBatch(std::move(received), kWire, nullptr, BufferPool::Default(), &ops_),
               StatusIs(absl::StatusCode::kDataLoss, HasSubstr("column 'image': converted on receipt, but compressed")));
@@ -161,7 +161,7 @@ TEST_F(ReceiveOpsTest, AFlippedByteIsStillCaughtAndAColumnOfPartRowsIsRefused) {
   b.AddRows(kRows);
   ASSERT_OK_AND_ASSIGN(grpc::ByteBuffer forged, EncodeWireBatch(b.Finish(), BatchMessage(), COMPRESSION_NONE));
   ReceivedBatch received;
-  EXPECT_THAT(ParseReceivedBatch(&forged, BufferPool::Default(), &ops_, &received),
+  EXPECT_THAT(ParseReceivedBatch(&forged, BufferPool::Default(), &ops_, nullptr, &received),
               StatusIs(absl::StatusCode::kDataLoss, HasSubstr("no whole number of 48-byte rows")));
 }
 

@@ -62,15 +62,18 @@ TEST_F(ServiceTest, TheServiceYieldsWhatTheLocalRunYields) {
   }
 }
 
-// The samples a worker process has sent, as its GetStatus says.
-int64_t SamplesSent(const testing::ServiceProcess& worker) {
+// A worker process's GetStatus.
+WorkerStatus StatusOf(const testing::ServiceProcess& worker) {
   auto stub = ::sluice::Worker::NewStub(
       grpc::CreateChannel("127.0.0.1:" + std::to_string(worker.port()), grpc::InsecureChannelCredentials()));
   grpc::ClientContext context;
   WorkerStatus status;
   EXPECT_TRUE(stub->GetStatus(&context, GetStatusRequest(), &status).ok());
-  return status.samples_sent();
+  return status;
 }
+
+// The samples a worker process has sent.
+int64_t SamplesSent(const testing::ServiceProcess& worker) { return StatusOf(worker).samples_sent(); }
 
 PipelineDef WithCutout(const std::string& dispatcher) {
   DistributeOptions d;
@@ -348,6 +351,57 @@ TEST_F(ServiceTest, CompressedBatchesEqualPlainOnes) {
     ExpectEachIdTimes(got, 1);
     EXPECT_TRUE(got.images_by_id == expected.images_by_id) << codec;
   }
+}
+
+// A worker on the client's host writes batches into the client's
+// shared-memory ring; they equal what TCP carries, which is what every
+// batch takes with the ring turned off.
+TEST_F(ServiceTest, AWorkerOnThisHostHandsBatchesOverInSharedMemoryAndTheyEqualTcpOnes) {
+  TestCluster cluster;
+  SLUICE_ASSERT_OK(StartCluster(cluster, 1));
+  ASSERT_OK_AND_ASSIGN(auto ring, CreatePipeline(Distributed(cluster.address())));
+  ASSERT_OK_AND_ASSIGN(Received through_ring, ReadEpoch(*ring));
+  ExpectEachIdTimes(through_ring, 1);
+  EXPECT_EQ(StatusOf(cluster.worker(0)).samples_sent_shared_memory(), kRows);
+
+  DistributeOptions d;
+  d.dispatcher = cluster.address();
+  d.shared_memory_mb = -1;
+  ASSERT_OK_AND_ASSIGN(auto tcp, CreatePipeline(Samples().Distribute(d).Batch(64).Build()));
+  ASSERT_OK_AND_ASSIGN(Received over_tcp, ReadEpoch(*tcp));
+  ExpectEachIdTimes(over_tcp, 1);
+  EXPECT_TRUE(through_ring.images_by_id == over_tcp.images_by_id);
+  const WorkerStatus status = StatusOf(cluster.worker(0));
+  EXPECT_EQ(status.samples_sent(), 2 * kRows);
+  EXPECT_EQ(status.samples_sent_shared_memory(), kRows) << "the ring was off";
+}
+
+// A consumer that keeps every batch it gets fills its ring: the rest come
+// over TCP, none lost, none waiting for room.
+TEST_F(ServiceTest, AConsumerHoldingItsBatchesFillsTheRingAndTheRestComeOverTcp) {
+  TestCluster cluster;
+  SLUICE_ASSERT_OK(StartCluster(cluster, 1));
+  DistributeOptions d;
+  d.dispatcher = cluster.address();
+  d.shared_memory_mb = 1;  // about 26 of the epoch's 400 batches
+  // Batched by the workers: the client hands their batches on as they came.
+  ASSERT_OK_AND_ASSIGN(auto pipeline, CreatePipeline(Samples().Batch(50).Distribute(d).Build()));
+  std::unique_ptr<exec::PipelineIterator> it = pipeline->Iterate(0);
+  std::vector<Batch> held;
+  std::map<int64_t, int> count;
+  while (true) {
+    Batch b;
+    bool end = false;
+    SLUICE_ASSERT_OK(it->Next(&b, &end));
+    if (end) break;
+    for (int64_t r = 0; r < b.rows; ++r) ++count[b.columns[0].values.data<int64_t>()[r]];
+    held.push_back(std::move(b));
+  }
+  EXPECT_EQ(count.size(), static_cast<size_t>(kRows));
+  EXPECT_TRUE(std::all_of(count.begin(), count.end(), [](const auto& c) { return c.second == 1; }));
+  const int64_t via_ring = StatusOf(cluster.worker(0)).samples_sent_shared_memory();
+  EXPECT_GT(via_ring, 0);
+  EXPECT_LT(via_ring, kRows / 4) << "a 1 MiB ring holds a few of the epoch's 15 MB";
 }
 
 // The client normalizes the uint8 images as their bytes arrive (the op

@@ -3,7 +3,10 @@
 //  - the Python gRPC data feed of the articles (W1, bench/peers/w1_grpc_feed.py),
 //  - tf.data service with the same split point (W2, w2_tfdata_service.py),
 // plus the client's CPU time per sample against running W2 in-process, and
-// the time from client start to the first batch. One dispatcher process and
+// the time from client start to the first batch. The stream and the
+// client's CPU are measured twice: through the local worker's
+// shared-memory ring (the default on one host) and over TCP alone (what a
+// remote worker's batches take). One dispatcher process and
 // one worker process serve every measurement, so this process's CPU time is
 // the client's alone (a trainer does not host the dispatcher); the bare
 // loop's server is a process of its own too.
@@ -171,12 +174,36 @@ absl::StatusOr<Timed> RunFor(const PipelineDef& def, double seconds) {
   return t;
 }
 
-struct Figures {
-  std::vector<double> service_bytes, raw_bytes, w1_service, python_feed, w2_service, tfdata_service,
-      cpu_in_process, cpu_client, cpu_client_float, first_batch_ms;
-  // Each run's ratio of the two sides, measured back to back.
-  std::vector<double> vs_raw, vs_feed, vs_tfs, share, share_float;
+// What one transport (a local worker's shared-memory ring, or TCP alone)
+// gives; each run's ratios of the two sides, measured back to back.
+struct TransportFigures {
+  std::vector<double> stream_bytes, vs_raw, cpu_uint8, cpu_float, share_uint8, share_float;
+
+  nlohmann::json Json() const {
+    nlohmann::json j;
+    j["stream_bytes_per_s"] = Median(stream_bytes);
+    j["vs_raw"] = Median(vs_raw);
+    j["client_cpu_s_per_million"] = Median(cpu_uint8);
+    j["client_cpu_share"] = Median(share_uint8);
+    j["client_cpu_s_per_million_float32_wire"] = Median(cpu_float);
+    j["client_cpu_share_float32_wire"] = Median(share_float);
+    return j;
+  }
 };
+
+struct Figures {
+  TransportFigures ring, tcp;
+  std::vector<double> raw_bytes, w1_service, python_feed, w2_service, tfdata_service, cpu_in_process, first_batch_ms;
+  std::vector<double> vs_feed, vs_tfs;
+};
+
+// `def` with its workers' batches sent over TCP even from a local worker.
+PipelineDef OverTcp(PipelineDef def) {
+  for (NodeDef& node : *def.mutable_nodes()) {
+    if (node.has_distribute()) node.mutable_distribute()->set_shared_memory_mb(-1);
+  }
+  return def;
+}
 
 nlohmann::json OrNull(double v) { return v > 0 ? nlohmann::json(v) : nlohmann::json(nullptr); }
 
@@ -230,28 +257,35 @@ absl::Status BenchService(const BenchArgs& args) {
   for (int run = 1; run <= args.runs; ++run) {
     SLUICE_ASSIGN_OR_RETURN(double raw, RawGrpcBytesPerSecond(raw_server->port(), kBatchRows * kRowBytes,
                                                               args.seconds));
-    SLUICE_ASSIGN_OR_RETURN(Timed stream, RunFor(stream_def, args.seconds));
-    SLUICE_ASSIGN_OR_RETURN(Timed w1_run, RunFor(w1, args.seconds));
-    SLUICE_ASSIGN_OR_RETURN(Timed w2_run, RunFor(w2_prefix, args.seconds));
-    SLUICE_ASSIGN_OR_RETURN(Timed offloaded, RunFor(w2_offloaded, args.seconds));
-    SLUICE_ASSIGN_OR_RETURN(Timed uint8_wire, RunFor(w2_uint8_wire, args.seconds));
     SLUICE_ASSIGN_OR_RETURN(Timed in_process, RunFor(w2_local, args.seconds));
     f.raw_bytes.push_back(raw);
-    f.service_bytes.push_back(stream.report.samples_per_s * kRowBytes);
+    f.cpu_in_process.push_back(in_process.cpu_s_per_million);
+    for (const bool tcp : {false, true}) {
+      const auto over = [tcp](const PipelineDef& def) { return tcp ? OverTcp(def) : def; };
+      TransportFigures& t = tcp ? f.tcp : f.ring;
+      SLUICE_ASSIGN_OR_RETURN(Timed stream, RunFor(over(stream_def), args.seconds));
+      SLUICE_ASSIGN_OR_RETURN(Timed offloaded, RunFor(over(w2_offloaded), args.seconds));
+      SLUICE_ASSIGN_OR_RETURN(Timed uint8_wire, RunFor(over(w2_uint8_wire), args.seconds));
+      t.stream_bytes.push_back(stream.report.samples_per_s * kRowBytes);
+      t.vs_raw.push_back(t.stream_bytes.back() / raw);
+      t.cpu_uint8.push_back(uint8_wire.cpu_s_per_million);
+      t.cpu_float.push_back(offloaded.cpu_s_per_million);
+      t.share_uint8.push_back(t.cpu_uint8.back() / f.cpu_in_process.back());
+      t.share_float.push_back(t.cpu_float.back() / f.cpu_in_process.back());
+    }
+    SLUICE_ASSIGN_OR_RETURN(Timed w1_run, RunFor(w1, args.seconds));
+    SLUICE_ASSIGN_OR_RETURN(Timed w2_run, RunFor(w2_prefix, args.seconds));
     f.w1_service.push_back(w1_run.report.samples_per_s);
     f.w2_service.push_back(w2_run.report.samples_per_s);
-    f.cpu_client.push_back(uint8_wire.cpu_s_per_million);
-    f.cpu_client_float.push_back(offloaded.cpu_s_per_million);
-    f.cpu_in_process.push_back(in_process.cpu_s_per_million);
     f.first_batch_ms.push_back(w1_run.create_ms + w1_run.report.first_batch_ms);
-    f.vs_raw.push_back(f.service_bytes.back() / raw);
-    f.share.push_back(f.cpu_client.back() / f.cpu_in_process.back());
-    f.share_float.push_back(f.cpu_client_float.back() / f.cpu_in_process.back());
     std::string line = absl::StrFormat(
-        "run %d/%d: stream %.0f MB/s (raw gRPC %.0f); W1 %s samples/s; W2 prefix %s; client CPU "
-        "%.2f s/1M samples (float32 on the wire %.2f; in-process %.2f); first batch %.0f ms",
-        run, args.runs, f.service_bytes.back() / 1e6, raw / 1e6, WithCommas(f.w1_service.back()),
-        WithCommas(f.w2_service.back()), f.cpu_client.back(), f.cpu_client_float.back(), f.cpu_in_process.back(), f.first_batch_ms.back());
+        "run %d/%d: stream %.0f MB/s through shared memory, %.0f over TCP (raw gRPC %.0f); W1 %s samples/s; "
+        "W2 prefix %s; client CPU s/1M samples, uint8 / float32 on the wire: shared memory %.2f / %.2f, TCP "
+        "%.2f / %.2f (in-process %.2f); first batch %.0f ms",
+        run, args.runs, f.ring.stream_bytes.back() / 1e6, f.tcp.stream_bytes.back() / 1e6, raw / 1e6,
+        WithCommas(f.w1_service.back()), WithCommas(f.w2_service.back()), f.ring.cpu_uint8.back(),
+        f.ring.cpu_float.back(), f.tcp.cpu_uint8.back(), f.tcp.cpu_float.back(), f.cpu_in_process.back(),
+        f.first_batch_ms.back());
     if (!args.no_peers) {
       absl::StatusOr<double> feed = RunPeer(feed_cmd);
       if (feed.ok()) {
@@ -275,42 +309,43 @@ absl::Status BenchService(const BenchArgs& args) {
     std::fprintf(stderr, "%s\n", line.c_str());
   }
 
-  const double service_bytes = Median(f.service_bytes), raw = Median(f.raw_bytes);
+  const double raw = Median(f.raw_bytes), in_process = Median(f.cpu_in_process);
   const double w1_rate = Median(f.w1_service), feed = Median(f.python_feed);
   const double w2_rate = Median(f.w2_service), tfs = Median(f.tfdata_service);
   std::printf("\nservice on 127.0.0.1 (one local worker process), median of %d runs on %s;\n"
               "ratios are the median of each run's ratio\n",
               args.runs, MachineDescription().c_str());
-  std::printf("  streaming 1 MiB batches       %10.0f MB/s   raw C++ gRPC loop %.0f MB/s (%.0f%%)\n",
-              service_bytes / 1e6, raw / 1e6, 100 * Median(f.vs_raw));
+  std::printf("  streaming 1 MiB batches, TCP  %10.0f MB/s   raw C++ gRPC loop %.0f MB/s (%.0f%%)\n",
+              Median(f.tcp.stream_bytes) / 1e6, raw / 1e6, 100 * Median(f.tcp.vs_raw));
+  std::printf("    through shared memory       %10.0f MB/s   (%.0f%% of the raw loop)\n",
+              Median(f.ring.stream_bytes) / 1e6, 100 * Median(f.ring.vs_raw));
   std::printf("  W1 through the service        %10s samples/s", WithCommas(w1_rate).c_str());
   if (feed > 0) std::printf("   Python gRPC feed %s (%.1fx)", WithCommas(feed).c_str(), Median(f.vs_feed));
   std::printf("\n  W2, prefix on the worker      %10s samples/s", WithCommas(w2_rate).c_str());
   if (tfs > 0) std::printf("   tf.data service %s (%.1fx)", WithCommas(tfs).c_str(), Median(f.vs_tfs));
-  std::printf("\n  client CPU, W2 offloaded      %10.2f s per 1M samples   in-process %.2f (%.1f%%)\n",
-              Median(f.cpu_client), Median(f.cpu_in_process), 100 * Median(f.share));
-  std::printf("    (uint8 over the wire, rescale in the client; with float32 on the wire %.2f s, %.1f%%)\n",
-              Median(f.cpu_client_float), 100 * Median(f.share_float));
+  std::printf("\n  client CPU, W2 offloaded, s per 1M samples (in-process: %.2f)\n", in_process);
+  for (const bool tcp : {false, true}) {
+    const TransportFigures& t = tcp ? f.tcp : f.ring;
+    std::printf("    %-13s uint8 on the wire, rescale here %.2f (%.1f%%); float32 on the wire %.2f (%.1f%%)\n",
+                tcp ? "TCP" : "shared memory", Median(t.cpu_uint8), 100 * Median(t.share_uint8),
+                Median(t.cpu_float), 100 * Median(t.share_float));
+  }
   std::printf("  client start to first batch   %10.0f ms\n", Median(f.first_batch_ms));
   if (args.json) {
     nlohmann::json j;
     j["workload"] = "service";
     j["runs"] = args.runs;
     j["machine"] = MachineDescription();
-    j["service_bytes_per_s"] = service_bytes;
     j["raw_grpc_bytes_per_s"] = raw;
-    j["vs_raw"] = Median(f.vs_raw);
+    j["shared_memory"] = f.ring.Json();
+    j["tcp"] = f.tcp.Json();
     j["w1_service_samples_per_s"] = w1_rate;
     j["python_feed_samples_per_s"] = OrNull(feed);
     j["vs_python_feed"] = OrNull(Median(f.vs_feed));
     j["w2_service_samples_per_s"] = w2_rate;
     j["tfdata_service_samples_per_s"] = OrNull(tfs);
     j["vs_tfdata_service"] = OrNull(Median(f.vs_tfs));
-    j["client_cpu_s_per_million"] = Median(f.cpu_client);
-    j["in_process_cpu_s_per_million"] = Median(f.cpu_in_process);
-    j["client_cpu_share"] = Median(f.share);
-    j["client_cpu_s_per_million_float32_wire"] = Median(f.cpu_client_float);
-    j["client_cpu_share_float32_wire"] = Median(f.share_float);
+    j["in_process_cpu_s_per_million"] = in_process;
     j["first_batch_ms"] = Median(f.first_batch_ms);
     std::printf("%s\n", j.dump().c_str());
   }

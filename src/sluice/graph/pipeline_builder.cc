@@ -178,6 +178,7 @@ PipelineBuilder& PipelineBuilder::Distribute(const DistributeOptions& o) {
   d->set_token_file(o.token_file);
   d->set_connect_timeout_s(o.connect_timeout_s);
   d->set_dispatcher_timeout_s(o.dispatcher_timeout_s);
+  d->set_shared_memory_mb(o.shared_memory_mb);
   return *this;
 }
 

@@ -256,10 +256,43 @@ void DistributedInput::CountWait(absl::Duration waited) {
   waited_ += waited;
 }
 
-void DistributedInput::CountReceived(int64_t samples, int64_t bytes) {
+void DistributedInput::CountReceived(int64_t samples, int64_t bytes, bool via_ring) {
   absl::MutexLock lock(&mu_);
   samples_ += samples;
   bytes_ += bytes;
+  ++batches_;
+  ring_batches_ += via_ring ? 1 : 0;
+}
+
+int64_t DistributedInput::ring_batches() const {
+  absl::MutexLock lock(&mu_);
+  return ring_batches_;
+}
+
+int64_t DistributedInput::batches() const {
+  absl::MutexLock lock(&mu_);
+  return batches_;
+}
+
+std::shared_ptr<ShmRing> DistributedInput::TakeRing() {
+  absl::MutexLock lock(&mu_);
+  if (options_.shared_memory_bytes == 0 || rings_failed_) return nullptr;
+  if (!idle_rings_.empty()) {
+    std::shared_ptr<ShmRing> ring = std::move(idle_rings_.back());
+    idle_rings_.pop_back();
+    return ring;
+  }
+  absl::StatusOr<std::shared_ptr<ShmRing>> made = ShmRing::Create(options_.shared_memory_bytes);
+  if (made.ok()) return *std::move(made);
+  rings_failed_ = true;
+  Log("client", absl::StrCat(made.status().message(), "; workers on this host send over TCP instead"));
+  return nullptr;
+}
+
+void DistributedInput::ReturnRing(std::shared_ptr<ShmRing> ring) {
+  if (ring == nullptr || !ring->Reclaim()) return;
+  absl::MutexLock lock(&mu_);
+  idle_rings_.push_back(std::move(ring));
 }
 
 void DistributedInput::Opened(EpochReader* reader, uint64_t epoch) {

@@ -19,6 +19,7 @@
 #include "sluice/exec/iterator.h"
 #include "sluice/service/epoch_splits.h"
 #include "sluice/service/security.h"
+#include "sluice/service/shm_ring.h"
 
 namespace sluice::service {
 
@@ -31,6 +32,9 @@ struct ClientOptions {
   absl::Duration connect_timeout = absl::Seconds(30);
   // Unreachable longer than this mid-epoch, the dispatcher is given up on.
   absl::Duration dispatcher_timeout = absl::Seconds(60);
+  // Workers on this host write batches into a shared-memory ring of this
+  // many bytes per stream (shm_ring.h); 0: every batch over TCP.
+  size_t shared_memory_bytes = size_t{64} << 20;
   SecurityOptions security;
 };
 
@@ -71,8 +75,18 @@ class DistributedInput : public exec::RemoteInput {
   void ReportSplits(uint64_t epoch, const std::vector<int64_t>& completed,
                     const std::vector<int64_t>& abandoned);
   // Feeds the next heartbeat's throughput figures, and its share of time
-  // the consumer waited for data.
-  void CountReceived(int64_t samples, int64_t bytes);
+  // the consumer waited for data. `via_ring`: the batch came through a
+  // shared-memory ring.
+  void CountReceived(int64_t samples, int64_t bytes, bool via_ring);
+  // Batches received through shared-memory rings, and in all.
+  int64_t ring_batches() const;
+  int64_t batches() const;
+  // A ring for a new stream to offer: an idle one, or a new one; null when
+  // rings are off or /dev/shm has no room for one (said once).
+  std::shared_ptr<ShmRing> TakeRing();
+  // A stream's ring after the stream ended: kept for the next stream
+  // unless a worker still holds it.
+  void ReturnRing(std::shared_ptr<ShmRing> ring);
   void CountWait(absl::Duration waited);
   // The pipeline's split indices in epoch `epoch`'s order (the order a
   // saved position counts splits in).
@@ -117,6 +131,10 @@ class DistributedInput : public exec::RemoteInput {
   std::map<std::string, std::shared_ptr<grpc::Channel>> channels_ ABSL_GUARDED_BY(mu_);
   int64_t samples_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t batches_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t ring_batches_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<std::shared_ptr<ShmRing>> idle_rings_ ABSL_GUARDED_BY(mu_);
+  bool rings_failed_ ABSL_GUARDED_BY(mu_) = false;
   absl::Duration waited_ ABSL_GUARDED_BY(mu_);
   absl::Time last_heartbeat_ ABSL_GUARDED_BY(mu_);
   absl::Status fatal_ ABSL_GUARDED_BY(mu_);

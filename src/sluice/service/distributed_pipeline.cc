@@ -1,5 +1,7 @@
 #include "sluice/service/distributed_pipeline.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/graph/compiled_pipeline.h"
@@ -29,6 +31,13 @@ absl::StatusOr<ClientOptions> ToClientOptions(const DistributeDef& d) {
   if (d.connect_timeout_s() > 0) options.connect_timeout = absl::Seconds(d.connect_timeout_s());
   if (d.dispatcher_timeout_s() < 0) return absl::InvalidArgumentError("dispatcher_timeout_s must be >= 0");
   if (d.dispatcher_timeout_s() > 0) options.dispatcher_timeout = absl::Seconds(d.dispatcher_timeout_s());
+  if (d.shared_memory_mb() < -1 || d.shared_memory_mb() > 65536) {
+    return absl::InvalidArgumentError(absl::StrCat("shared_memory_mb must be -1 (off), 0 (64) or up to 65536, not ",
+                                                   d.shared_memory_mb()));
+  }
+  if (d.shared_memory_mb() != 0) {
+    options.shared_memory_bytes = static_cast<size_t>(std::max(d.shared_memory_mb(), 0)) << 20;
+  }
   options.security.ca_file = d.tls_ca_file();
   options.security.cert_file = d.tls_cert_file();
   options.security.key_file = d.tls_key_file();

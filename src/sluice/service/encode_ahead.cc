@@ -5,8 +5,8 @@
 namespace sluice::service {
 
 EncodeAhead::EncodeAhead(exec::PipelineIterator* it, BatchMessage header, Compression compression,
-                         size_t depth)
-    : it_(it), compression_(compression), depth_(depth), header_(std::move(header)) {
+                         ShmRingWriter* ring, size_t depth)
+    : it_(it), compression_(compression), ring_(ring), depth_(depth), header_(std::move(header)) {
   thread_ = std::thread([this] { Run(); });
 }
 
@@ -27,7 +27,8 @@ void EncodeAhead::Run() {
     bool end = false;
     status = it_->Next(&batch, &end);
     if (!status.ok() || end) break;
-    absl::StatusOr<grpc::ByteBuffer> bytes = EncodeWireBatch(batch, header_, compression_);
+    uint64_t ring_bytes = 0;
+    absl::StatusOr<grpc::ByteBuffer> bytes = EncodeWireBatch(batch, header_, compression_, ring_, &ring_bytes);
     if (!bytes.ok()) {
       status = bytes.status();
       break;
@@ -36,7 +37,7 @@ void EncodeAhead::Run() {
     absl::MutexLock lock(&mu_);
     while (ready_.size() >= depth_ && !stopping_) cv_.Wait(&mu_);
     if (stopping_) return;
-    ready_.push_back(Encoded{*std::move(bytes), batch.rows});
+    ready_.push_back(Encoded{*std::move(bytes), batch.rows, ring_bytes});
     cv_.SignalAll();
   }
   absl::MutexLock lock(&mu_);

@@ -15,6 +15,7 @@
 #include "absl/synchronization/mutex.h"
 #include "service.pb.h"
 #include "sluice/exec/pipeline.h"
+#include "sluice/service/shm_ring.h"
 
 namespace sluice::service {
 
@@ -25,11 +26,13 @@ class EncodeAhead {
   struct Encoded {
     grpc::ByteBuffer bytes;
     int64_t rows = 0;
+    uint64_t ring_bytes = 0;  // written into the client's ring, not sent
   };
 
-  // REQUIRES: `it` outlives this object. `header` is copied into every
-  // message; its files only into the first.
-  EncodeAhead(exec::PipelineIterator* it, BatchMessage header, Compression compression, size_t depth = 2);
+  // REQUIRES: `it` and `ring` (null: none) outlive this object. `header` is
+  // copied into every message; its files only into the first.
+  EncodeAhead(exec::PipelineIterator* it, BatchMessage header, Compression compression, ShmRingWriter* ring,
+              size_t depth = 2);
   ~EncodeAhead();
 
   // The next encoded batch; *end after the last. A pipeline or encoding
@@ -41,6 +44,7 @@ class EncodeAhead {
 
   exec::PipelineIterator* const it_;
   const Compression compression_;
+  ShmRingWriter* const ring_;
   const size_t depth_;
   BatchMessage header_;  // used by the thread only
 

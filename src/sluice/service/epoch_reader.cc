@@ -143,6 +143,13 @@ void EpochReader::Read(Stream* stream) {
   request.set_pipeline_id(input_->pipeline_id());
   request.set_mode(input_->options().mode);
   request.set_compression(input_->options().compression);
+  // A worker on this host writes into the ring; one elsewhere cannot open it.
+  std::shared_ptr<ShmRing> ring =
+      input_->options().compression == COMPRESSION_NONE ? input_->TakeRing() : nullptr;
+  if (ring != nullptr) {
+    request.set_shm_ring(ring->name());
+    request.set_shm_session(ring->Offer());
+  }
   // The generated stub would parse BatchMessages; this reader parses
   // ReceivingBatches (see wire_batch.h) from the same method.
   static const std::string method = absl::StrCat("/", ::sluice::Worker::service_full_name(), "/StreamBatches");
@@ -157,11 +164,16 @@ void EpochReader::Read(Stream* stream) {
   bool server_ended = false;  // the worker finished the stream, with its status
   ReceivingBatch incoming;
   incoming.pool = ctx_->pool;
+  incoming.ring = ring.get();
   // Compressed columns are not the bytes the ops take: DecodeBatch runs them.
   if (input_->options().compression == COMPRESSION_NONE) incoming.ops = &receive_ops_;
   while (true) {
     if (!reader->Read(&incoming)) {
-      server_ended = true;
+      if (!incoming.error.ok()) {  // damaged on the way: drop the stream, re-run the split
+        broken = grpc::Status(grpc::StatusCode::ABORTED, std::string(incoming.error.message()));
+      } else {
+        server_ended = true;
+      }
       break;
     }
     const BatchMessage& message = incoming.received.header;
@@ -206,13 +218,14 @@ void EpochReader::Read(Stream* stream) {
     }
     split = message.split();
     const int64_t bytes = incoming.received.wire_bytes;
+    const bool via_ring = message.shm_end() != 0;
     absl::StatusOr<Batch> batch =
         DecodeBatch(std::move(incoming.received), input_->schema(), files, ctx_->pool, &receive_ops_);
     if (!batch.ok()) {  // damaged on the way: drop the stream, re-run the split
       broken = grpc::Status(grpc::StatusCode::ABORTED, std::string(batch.status().message()));
       break;
     }
-    input_->CountReceived(batch->rows, bytes);
+    input_->CountReceived(batch->rows, bytes, via_ring);
     absl::MutexLock lock(&mu_);
     if (exactly_once_ && !DropDelivered(split, &*batch)) continue;
     while (queue_.size() >= max_queued_ * std::max<size_t>(1, streams_.size()) && !stopping_ && !superseded_ &&
@@ -230,6 +243,7 @@ void EpochReader::Read(Stream* stream) {
   if (!ended && !server_ended) stream->context.TryCancel();
   grpc::Status status = reader->Finish();
   if (!broken.ok()) status = broken;
+  input_->ReturnRing(std::move(ring));
 
   absl::MutexLock lock(&mu_);
   stream->ended_epoch = ended;

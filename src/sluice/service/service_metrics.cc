@@ -111,6 +111,9 @@ std::vector<prometheus::MetricFamily> WorkerMetrics(const WorkerStatus& status) 
             static_cast<double>(status.samples_sent()));
   f.Counter("sluice_worker_bytes_sent_total", "bytes of batches this worker sent to consumers", worker,
             static_cast<double>(status.bytes_sent()));
+  f.Counter("sluice_worker_samples_sent_shared_memory_total",
+            "samples this worker handed to consumers on its host through shared memory", worker,
+            static_cast<double>(status.samples_sent_shared_memory()));
   f.Gauge("sluice_worker_active_streams", "streams this worker is serving", worker, status.active_streams());
   f.Errors("sluice_worker_errors_total", "streams that failed since the worker started, by status code",
            status.errors());

@@ -1,5 +1,6 @@
 #include "sluice/service/wire_batch.h"
 
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <string>
@@ -14,6 +15,7 @@
 #include "sluice/core/status_macros.h"
 #include "sluice/io/crc32c.h"
 #include "sluice/service/batch_codec.h"
+#include "sluice/service/shm_ring.h"
 
 namespace sluice::service {
 namespace {
@@ -32,6 +34,10 @@ void AppendTagAndLength(int field, uint64_t length, std::string* out) {
   end = google::protobuf::io::CodedOutputStream::WriteVarint64ToArray(length, end);
   out->append(reinterpret_cast<const char*>(buf), end - buf);
 }
+
+// A column's bytes in the shared-memory ring, padded so that each column
+// starts on a cache line (kernels load whole vectors).
+uint64_t RingSpan(size_t bytes) { return (bytes + 63) / 64 * 64; }
 
 size_t TagAndLengthSize(int field, uint64_t length) {
   std::string s;
@@ -60,7 +66,9 @@ grpc::ByteBuffer SerializeMessage(const BatchMessage& message) {
 }
 
 absl::StatusOr<grpc::ByteBuffer> EncodeWireBatch(const Batch& batch, const BatchMessage& header,
-                                                 Compression compression) {
+                                                 Compression compression, ShmRingWriter* ring,
+                                                 uint64_t* ring_bytes_out) {
+  if (ring_bytes_out != nullptr) *ring_bytes_out = 0;
   if (compression != COMPRESSION_NONE) {
     BatchMessage m = header;
     SLUICE_RETURN_IF_ERROR(EncodeBatch(batch, compression, &m));
@@ -70,49 +78,67 @@ absl::StatusOr<grpc::ByteBuffer> EncodeWireBatch(const Batch& batch, const Batch
     const Tensor* tensor;
     const uint8_t* data;
     size_t size;
-    std::string rest;  // TensorData's other fields
+    TensorData rest;  // the other fields
+    bool in_ring = false;
   };
   std::vector<Part> parts;
-  uint32_t crc = 0;
+  uint64_t ring_bytes = 0;
   for (const Column& c : batch.columns) {
-    Part p{&c.values, c.values.raw_data(), c.values.byte_size(), ""};
-    TensorData rest;
+    Part p{&c.values, c.values.raw_data(), c.values.byte_size(), {}};
     if (c.ragged()) {  // the rows' bytes, offsets rebased to 0
       const int64_t* off = c.offsets.data<int64_t>();
       p.data += off[0];
       p.size = static_cast<size_t>(off[batch.rows] - off[0]);
-      std::string* offsets = rest.mutable_offsets();
+      std::string* offsets = p.rest.mutable_offsets();
       offsets->resize((batch.rows + 1) * sizeof(int64_t));
       int64_t* rebased = reinterpret_cast<int64_t*>(offsets->data());
       for (int64_t r = 0; r <= batch.rows; ++r) rebased[r] = off[r] - off[0];
     }
-    rest.set_uncompressed_size(static_cast<int64_t>(p.size));
-    crc = io::Crc32cExtend(crc, p.data, p.size);
-    crc = io::Crc32cExtend(crc, rest.offsets().data(), rest.offsets().size());
-    p.rest = rest.SerializeAsString();
+    p.rest.set_uncompressed_size(static_cast<int64_t>(p.size));
+    ring_bytes += RingSpan(p.size);
     parts.push_back(std::move(p));
+  }
+  const std::optional<uint64_t> ring_at = ring != nullptr ? ring->Reserve(ring_bytes) : std::nullopt;
+  uint32_t crc = 0;
+  uint64_t position = ring_at.value_or(0);
+  for (Part& p : parts) {
+    if (ring_at) {  // in the ring, the bytes are not sent: no CRC over them
+      std::memcpy(ring->At(position), p.data, p.size);
+      p.rest.set_shm_position(position);
+      position += RingSpan(p.size);
+      p.size = 0;
+      p.in_ring = true;
+    }
+    crc = io::Crc32cExtend(crc, p.data, p.size);
+    crc = io::Crc32cExtend(crc, p.rest.offsets().data(), p.rest.offsets().size());
   }
   BatchMessage head = header;
   head.set_rows(batch.rows);
   head.set_compression(COMPRESSION_NONE);
   head.set_crc32c(crc);
+  if (ring_at) {
+    head.set_shm_end(*ring_at + ring_bytes);
+    if (ring_bytes_out != nullptr) *ring_bytes_out = ring_bytes;
+  }
   head.clear_columns();
   head.clear_sample_ids();
   head.mutable_sample_ids()->Reserve(static_cast<int>(batch.rows));
   for (int64_t r = 0; r < batch.rows; ++r) head.add_sample_ids(batch.provenance.SampleId(r));
 
   // Fields may come in any order: the header, then each column as
-  // [columns tag+len][data tag+len][tensor bytes][offsets, size].
+  // [columns tag+len][data tag+len][tensor bytes][offsets, size, ring
+  // position] (a column in the ring has no data field).
   std::vector<grpc::Slice> slices;
   slices.push_back(OwnedSlice(head.SerializeAsString()));
   for (const Part& p : parts) {
-    const size_t column_size = TagAndLengthSize(kDataField, p.size) + p.size + p.rest.size();
+    std::string rest = p.rest.SerializeAsString();
+    const size_t data_size = p.in_ring ? 0 : TagAndLengthSize(kDataField, p.size) + p.size;
     std::string prefix;
-    AppendTagAndLength(kColumnsField, column_size, &prefix);
-    AppendTagAndLength(kDataField, p.size, &prefix);
+    AppendTagAndLength(kColumnsField, data_size + rest.size(), &prefix);
+    if (!p.in_ring) AppendTagAndLength(kDataField, p.size, &prefix);
     slices.push_back(OwnedSlice(std::move(prefix)));
     if (p.size > 0) slices.push_back(BorrowedSlice(*p.tensor, p.data, p.size));
-    slices.push_back(OwnedSlice(p.rest));
+    slices.push_back(OwnedSlice(std::move(rest)));
   }
   return grpc::ByteBuffer(slices.data(), slices.size());
 }
@@ -136,7 +162,7 @@ absl::Status ParseTensorData(CodedInputStream* in, BufferPool* pool, const Recei
       case TensorData::kDataFieldNumber: {
         uint32_t size = 0;
         if (WireFormatLite::GetTagWireType(tag) != WireFormatLite::WIRETYPE_LENGTH_DELIMITED ||
-            !in->ReadVarint32(&size) || have_data || !header->offsets().empty()) {
+            !in->ReadVarint32(&size) || have_data || !header->offsets().empty() || header->has_shm_position()) {
           return Malformed("column data");  // the CRC runs over data, then offsets
         }
         // Before allocating: a forged size must not cost its memory.
@@ -178,6 +204,12 @@ absl::Status ParseTensorData(CodedInputStream* in, BufferPool* pool, const Recei
         if (!WireFormatLite::ReadBytes(in, header->mutable_offsets())) return Malformed("offsets");
         *crc = io::Crc32cExtend(*crc, header->offsets().data(), header->offsets().size());
         break;
+      case TensorData::kShmPositionFieldNumber: {  // the data is in the ring: ParseReceivedBatch views it
+        uint64_t v = 0;
+        if (have_data || !in->ReadVarint64(&v)) return Malformed("shared-memory position");
+        header->set_shm_position(v);
+        break;
+      }
       case TensorData::kUncompressedSizeFieldNumber: {
         uint64_t v = 0;
         if (!in->ReadVarint64(&v)) return Malformed("uncompressed size");
@@ -188,13 +220,43 @@ absl::Status ParseTensorData(CodedInputStream* in, BufferPool* pool, const Recei
         if (!WireFormatLite::SkipField(in, tag)) return Malformed("unknown column field");
     }
   }
-  if (!have_data) *data = Tensor::Allocate(DType::kUInt8, Shape{0}, pool);
+  if (!have_data && !header->has_shm_position()) *data = Tensor::Allocate(DType::kUInt8, Shape{0}, pool);
+  return absl::OkStatus();
+}
+
+// The columns of `out` whose bytes are in `ring`: each a view of it, or,
+// given its receive op, the op's output (and the ring's bytes given back
+// with the message).
+absl::Status ViewRing(ShmRing* ring, const ReceiveOps* ops, BufferPool* pool, ReceivedBatch* out) {
+  const BatchMessage& m = out->header;
+  std::shared_ptr<void> lease;
+  for (int i = 0; i < m.columns_size(); ++i) {
+    const TensorData& t = m.columns(i);
+    if (!t.has_shm_position()) continue;
+    if (ring == nullptr) return Malformed("a column in shared memory on a stream without a ring");
+    if (lease == nullptr) {
+      SLUICE_ASSIGN_OR_RETURN(lease, ring->Hold(m.shm_end()));
+    }
+    const uint64_t size = static_cast<uint64_t>(t.uncompressed_size());
+    SLUICE_ASSIGN_OR_RETURN(uint8_t * bytes, ring->At(t.shm_position(), size, m.shm_end()));
+    const ReceiveOp* op = ops != nullptr ? ops->For(i) : nullptr;
+    if (op == nullptr) {
+      out->data[i] = Tensor(DType::kUInt8, Shape{static_cast<int64_t>(size)}, Buffer::Adopt(bytes, size, lease));
+    } else {
+      if (size % op->in_row_bytes != 0) return Malformed("shared-memory column of no whole number of rows");
+      const int64_t rows = static_cast<int64_t>(size) / op->in_row_bytes;
+      out->data[i] = Tensor::Allocate(DType::kUInt8, Shape{rows * op->out_row_bytes}, pool);
+      SLUICE_RETURN_IF_ERROR(op->Run(bytes, rows, out->data[i].raw_data()));
+      out->ran[i] = true;
+    }
+    out->wire_bytes += static_cast<int64_t>(size);
+  }
   return absl::OkStatus();
 }
 
 }  // namespace
 
-absl::Status ParseReceivedBatch(grpc::ByteBuffer* bytes, BufferPool* pool, const ReceiveOps* ops,
+absl::Status ParseReceivedBatch(grpc::ByteBuffer* bytes, BufferPool* pool, const ReceiveOps* ops, ShmRing* ring,
                                 ReceivedBatch* out) {
   *out = ReceivedBatch();
   grpc::ProtoBufferReader reader(bytes);
@@ -234,7 +296,7 @@ absl::Status ParseReceivedBatch(grpc::ByteBuffer* bytes, BufferPool* pool, const
   if (!fields.ParseFromString(rest)) return Malformed("header");
   fields.mutable_columns()->Swap(out->header.mutable_columns());
   out->header = std::move(fields);
-  return absl::OkStatus();
+  return ViewRing(ring, ops, pool, out);
 }
 
 }  // namespace sluice::service

@@ -21,11 +21,17 @@
 
 namespace sluice::service {
 
+class ShmRing;
+class ShmRingWriter;
+
 // `header` carries the fields other than rows, columns, sample ids,
 // compression and CRC, which come from `batch`. Compressed batches are
-// serialized the ordinary way (compression copies anyway).
+// serialized the ordinary way (compression copies anyway). Given `ring`
+// (a client's on this host), the columns' bytes go into it when it has
+// room; `*ring_bytes` (if given) says how many went there (0: none).
 absl::StatusOr<grpc::ByteBuffer> EncodeWireBatch(const Batch& batch, const BatchMessage& header,
-                                                 Compression compression);
+                                                 Compression compression, ShmRingWriter* ring = nullptr,
+                                                 uint64_t* ring_bytes = nullptr);
 
 // A marker or header-only message, serialized the ordinary way.
 grpc::ByteBuffer SerializeMessage(const BatchMessage& message);
@@ -46,11 +52,17 @@ struct WireBatch {
 struct ReceivingBatch {
   BufferPool* pool = BufferPool::Default();  // set before reading
   const ReceiveOps* ops = nullptr;
+  ShmRing* ring = nullptr;  // the stream's, if it offered one
   ReceivedBatch received;
+  // Why the last message could not be parsed. gRPC's Read then returns
+  // false as at the stream's end, but the call goes on: the reader must
+  // cancel it, or wait forever for the worker's status.
+  absl::Status error;
 };
 
-// DataLoss when `bytes` is not a well-formed BatchMessage.
-absl::Status ParseReceivedBatch(grpc::ByteBuffer* bytes, BufferPool* pool, const ReceiveOps* ops,
+// DataLoss when `bytes` is not a well-formed BatchMessage. Columns whose
+// bytes are in `ring` are views of it (or their receive op's output).
+absl::Status ParseReceivedBatch(grpc::ByteBuffer* bytes, BufferPool* pool, const ReceiveOps* ops, ShmRing* ring,
                                 ReceivedBatch* out);
 
 }  // namespace sluice::service
@@ -77,9 +89,10 @@ class SerializationTraits<sluice::service::ReceivingBatch, void> {
     return Status(StatusCode::UNIMPLEMENTED, "a ReceivingBatch is only ever received");
   }
   static Status Deserialize(ByteBuffer* bytes, sluice::service::ReceivingBatch* message) {
-    const absl::Status s = sluice::service::ParseReceivedBatch(bytes, message->pool, message->ops, &message->received);
+    message->error = sluice::service::ParseReceivedBatch(bytes, message->pool, message->ops, message->ring,
+                                                         &message->received);
     bytes->Clear();
-    return s.ok() ? Status::OK : Status(StatusCode::INTERNAL, std::string(s.message()));
+    return message->error.ok() ? Status::OK : Status(StatusCode::INTERNAL, std::string(message->error.message()));
   }
 };
 

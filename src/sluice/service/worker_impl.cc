@@ -66,6 +66,7 @@ absl::Status WorkerImpl::Leave() {
 }
 
 absl::Status WorkerImpl::Heartbeat() {
+  ShmRingWriter::ForgetRemovedRings();  // clients that left no longer pin their rings here
   WorkerHeartbeatRequest request = Identity();
   request.set_active_streams(active_streams_.load());
   for (const std::string& op : ops_) request.add_ops(op);
@@ -99,6 +100,7 @@ WorkerStatus WorkerImpl::Status() const {
   out.set_active_streams(active_streams_.load());
   out.set_samples_sent(samples_sent_.load());
   out.set_bytes_sent(bytes_sent_.load());
+  out.set_samples_sent_shared_memory(samples_sent_shared_memory_.load());
   absl::MutexLock lock(&mu_);
   for (const auto& [kind, n] : errors_) (*out.mutable_errors())[kind] = n;
   return out;
@@ -154,10 +156,10 @@ absl::StatusOr<GetSplitResponse> WorkerImpl::NextSplit(const GetSplitRequest& as
 }
 
 absl::Status WorkerImpl::SendAll(exec::PipelineIterator* it, const StreamBatchesRequest& request,
-                                 int64_t split, BatchMessage* header, const WriteFn& write,
+                                 int64_t split, BatchMessage* header, ShmRingWriter* ring, const WriteFn& write,
                                  const std::function<bool()>& cancelled) {
   header->set_split(split);
-  EncodeAhead encoded(it, *header, request.compression());
+  EncodeAhead encoded(it, *header, request.compression(), ring);
   header->clear_files();  // sent once per stream
   while (!cancelled()) {
     EncodeAhead::Encoded message;
@@ -167,7 +169,8 @@ absl::Status WorkerImpl::SendAll(exec::PipelineIterator* it, const StreamBatches
     const size_t bytes = message.bytes.Length();
     if (!write(&message.bytes)) return absl::CancelledError("the client went away");
     samples_sent_ += message.rows;
-    bytes_sent_ += static_cast<int64_t>(bytes);
+    bytes_sent_ += static_cast<int64_t>(bytes + message.ring_bytes);
+    if (message.ring_bytes > 0) samples_sent_shared_memory_ += message.rows;
   }
   return absl::CancelledError("stream cancelled by the client");
 }
@@ -195,8 +198,8 @@ std::string DescribeSplit(const exec::Pipeline& pipeline, const io::Split& split
 }  // namespace
 
 absl::Status WorkerImpl::RunSplit(const exec::Pipeline& pipeline, const StreamBatchesRequest& request,
-                                  const GetSplitResponse& next, BatchMessage* header, const WriteFn& write,
-                                  const std::function<bool()>& cancelled) {
+                                  const GetSplitResponse& next, BatchMessage* header, ShmRingWriter* ring,
+                                  const WriteFn& write, const std::function<bool()>& cancelled) {
   const int64_t split = next.split();
   uint64_t run;
   {
@@ -232,7 +235,7 @@ absl::Status WorkerImpl::RunSplit(const exec::Pipeline& pipeline, const StreamBa
     part.begin_record = next.first_record();
   }
   std::unique_ptr<exec::PipelineIterator> it = pipeline.IterateSplits(request.epoch(), {part});
-  SLUICE_RETURN_IF_ERROR(SendAll(it.get(), request, split, header, counted, cancelled));
+  SLUICE_RETURN_IF_ERROR(SendAll(it.get(), request, split, header, ring, counted, cancelled));
   BatchMessage split_end;
   split_end.set_split(split);
   split_end.set_split_end(true);
@@ -277,11 +280,18 @@ absl::Status WorkerImpl::StreamBatches(const StreamBatchesRequest& request, cons
   BatchMessage message;
   const graph::CompiledNode& source = pipeline->compiled().nodes.front();
   for (const std::string& f : *source.format->files()) message.add_files(f);
+  // A client on this host offers a ring; elsewhere it is not there to claim.
+  std::unique_ptr<ShmRingWriter> ring;
+  if (!request.shm_ring().empty() && request.compression() == COMPRESSION_NONE) {
+    absl::StatusOr<std::unique_ptr<ShmRingWriter>> claimed =
+        ShmRingWriter::Claim(request.shm_ring(), request.shm_session());
+    if (claimed.ok()) ring = *std::move(claimed);
+  }
 
   BatchMessage epoch_end;
   if (request.mode() == PARALLEL_EPOCHS) {
     std::unique_ptr<exec::PipelineIterator> it = pipeline->Iterate(request.epoch());
-    SLUICE_RETURN_IF_ERROR(SendAll(it.get(), request, -1, &message, write, cancelled));
+    SLUICE_RETURN_IF_ERROR(SendAll(it.get(), request, -1, &message, ring.get(), write, cancelled));
     AttachSkips(it->skipped(), &epoch_end);
   } else {
     GetSplitRequest ask;
@@ -306,7 +316,7 @@ absl::Status WorkerImpl::StreamBatches(const StreamBatchesRequest& request, cons
       if (next.state() == GetSplitResponse::FAILED) {
         SLUICE_RETURN_IF_ERROR(FailedSplit(*pipeline, request, next, write));
       } else {
-        SLUICE_RETURN_IF_ERROR(RunSplit(*pipeline, request, next, &message, write, cancelled));
+        SLUICE_RETURN_IF_ERROR(RunSplit(*pipeline, request, next, &message, ring.get(), write, cancelled));
       }
     }
   }

@@ -19,6 +19,7 @@
 #include "service.grpc.pb.h"
 #include "sluice/exec/pipeline.h"
 #include "sluice/service/security.h"
+#include "sluice/service/shm_ring.h"
 
 namespace sluice::service {
 
@@ -70,17 +71,19 @@ class WorkerImpl {
   // (a retry repeats `ask`, so a lost reply hands out nothing twice).
   absl::StatusOr<GetSplitResponse> NextSplit(const GetSplitRequest& ask, const std::function<bool()>& cancelled);
   // Runs the split `next` names for the stream (from its first_record):
-  // its batches then its split_end marker.
+  // its batches then its split_end marker. `ring`: the client's, if this
+  // worker could claim it.
   absl::Status RunSplit(const exec::Pipeline& pipeline, const StreamBatchesRequest& request,
-                        const GetSplitResponse& next, BatchMessage* header, const WriteFn& write,
-                        const std::function<bool()>& cancelled);
+                        const GetSplitResponse& next, BatchMessage* header, ShmRingWriter* ring,
+                        const WriteFn& write, const std::function<bool()>& cancelled);
   // A split the dispatcher says failed too often: skipped (told to the
   // client), or the stream's error.
   absl::Status FailedSplit(const exec::Pipeline& pipeline, const StreamBatchesRequest& request,
                            const GetSplitResponse& failed, const WriteFn& write);
   // Runs `it` to its end, sending each batch tagged with `split`.
   absl::Status SendAll(exec::PipelineIterator* it, const StreamBatchesRequest& request, int64_t split,
-                       BatchMessage* header, const WriteFn& write, const std::function<bool()>& cancelled);
+                       BatchMessage* header, ShmRingWriter* ring, const WriteFn& write,
+                       const std::function<bool()>& cancelled);
 
   const WorkerOptions options_;
   // The registry's ops (plugins are loaded before a worker starts).
@@ -91,6 +94,7 @@ class WorkerImpl {
   std::atomic<bool> draining_{false};
   std::atomic<int64_t> samples_sent_{0};
   std::atomic<int64_t> bytes_sent_{0};
+  std::atomic<int64_t> samples_sent_shared_memory_{0};
   mutable absl::Mutex mu_;
   std::string address_ ABSL_GUARDED_BY(mu_);  // where clients reach this worker
   std::string secret_ ABSL_GUARDED_BY(mu_);   // keeps worker_id_ ours at the dispatcher
