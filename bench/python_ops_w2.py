@@ -16,7 +16,9 @@ threads in it; its Python pool and the DataLoader's workers are processes
 of their own), sluice's W2 all native beside it, and sluice with the whole
 pipeline in one local worker process (`distribute(local_workers=1)` at its
 end: the trainer only takes the finished batches, through shared memory,
-as the DataLoader's main process takes its workers').
+as the DataLoader's main process takes its workers'), in the default
+distributed_epoch mode and in parallel_epochs (one worker then runs each
+epoch as one pass, with no seams between splits).
 Prints a table, then one JSON line.
 """
 
@@ -58,6 +60,9 @@ def main():
     user_blur = ops.python(w2_blur.blur, inputs="image", processes=args.processes)
     pipes = {"sluice, blur in ops.python": w2(args.data, user_blur),
              "sluice, the same on a local worker": w2(args.data, user_blur).distribute(local_workers=1),
+             # One worker runs each epoch whole: no seam between splits.
+             "sluice, on a local worker, parallel_epochs":
+                 w2(args.data, user_blur).distribute(local_workers=1, mode="parallel_epochs"),
              "sluice, all native": w2(args.data, None)}
     first = next(iter(pipes["sluice, blur in ops.python"]))
     print(f"sluice hands on {first['image'].dtype}{list(first['image'].shape)}", flush=True)
@@ -78,7 +83,7 @@ def main():
     medians = {n: statistics.median(r) for n, r in rates.items()}
     cpu = {n: statistics.median(c) for n, c in cpus.items()}
     for n in rates:
-        print(f"{n:>36}: {medians[n]:>9,.0f} samples/s, trainer CPU {cpu[n]:.3f} s per 1,000 samples", flush=True)
+        print(f"{n:>42}: {medians[n]:>9,.0f} samples/s, trainer CPU {cpu[n]:.3f} s per 1,000 samples", flush=True)
     ratio = medians["sluice, blur in ops.python"] / medians["DataLoader, same Python transforms"]
     print(f"sluice with the user's blur / DataLoader: {ratio:.2f}x")
     print(json.dumps({"bench": "python_ops_w2", "cores": os.cpu_count(), "processes": args.processes,
