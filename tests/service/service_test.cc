@@ -4,16 +4,22 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <map>
 #include <set>
 #include <thread>
 
+#include <grpcpp/grpcpp.h>
+
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
 #include "sluice/core/status_macros.h"
+#include "sluice/ops/op_registry.h"
 #include "sluice/pipeline_builder.h"
 #include "service.grpc.pb.h"
 #include "sluice/service/dispatcher_impl.h"
@@ -402,6 +408,64 @@ TEST_F(ServiceTest, AConsumerHoldingItsBatchesFillsTheRingAndTheRestComeOverTcp)
   const int64_t via_ring = StatusOf(cluster.worker(0)).samples_sent_shared_memory();
   EXPECT_GT(via_ring, 0);
   EXPECT_LT(via_ring, kRows / 4) << "a 1 MiB ring holds a few of the epoch's 15 MB";
+}
+
+// A worker whose every stream carries one message the client cannot parse
+// (a column both sent and in shared memory), then stays open: a worker as
+// broken as can be that still answers.
+class UnparsableWorker final : public ::sluice::Worker::Service {
+ public:
+  grpc::Status StreamBatches(grpc::ServerContext* context, const StreamBatchesRequest*,
+                             grpc::ServerWriter<BatchMessage>* writer) override {
+    BatchMessage message;
+    message.set_rows(1);
+    TensorData* column = message.add_columns();
+    column->set_data("abc");
+    column->set_shm_position(0);
+    writer->Write(message);
+    while (!context->IsCancelled()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    return grpc::Status::OK;
+  }
+};
+
+// The client used to wait forever for such a stream's status (gRPC's Read
+// fails as at a stream's end, but the call goes on), and so did the epoch.
+// Now it cancels the stream; the real worker runs every split.
+TEST_F(ServiceTest, AStreamWhoseMessageCannotBeParsedEndsInsteadOfHoldingTheEpoch) {
+  TestCluster cluster;
+  SLUICE_ASSERT_OK(StartCluster(cluster, 1));
+  UnparsableWorker fake;
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&fake);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  ASSERT_NE(server, nullptr);
+  auto dispatcher = ::sluice::Dispatcher::NewStub(
+      grpc::CreateChannel(cluster.address(), grpc::InsecureChannelCredentials()));
+  WorkerHeartbeatRequest join;
+  join.set_address(absl::StrCat("127.0.0.1:", port));
+  for (const ops::OpSchema* op : ops::OpRegistry::Global().List()) join.add_ops(op->name());
+  std::atomic<bool> done{false};
+  std::thread beats([&] {  // keeps the fake listed while the epoch runs
+    WorkerHeartbeatResponse joined;
+    while (!done) {
+      grpc::ClientContext context;
+      if (dispatcher->WorkerHeartbeat(&context, join, &joined).ok()) {
+        join.set_worker_id(joined.worker_id());
+        join.set_secret(joined.secret());
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // listed before the client asks
+  ASSERT_OK_AND_ASSIGN(auto pipeline, CreatePipeline(Distributed(cluster.address())));
+  absl::StatusOr<Received> r = ReadEpoch(*pipeline);
+  done = true;
+  beats.join();
+  server->Shutdown();
+  SLUICE_ASSERT_OK(r.status());
+  ExpectEachIdTimes(*r, 1);
 }
 
 // The client normalizes the uint8 images as their bytes arrive (the op

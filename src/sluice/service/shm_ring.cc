@@ -90,7 +90,7 @@ absl::StatusOr<std::shared_ptr<ShmRing>> ShmRing::Create(size_t capacity) {
   const int reserved = ::ftruncate(fd, static_cast<off_t>(total)) == 0
                            ? ::posix_fallocate(fd, 0, static_cast<off_t>(total))
                            : errno;
-  void* mapped = reserved == 0 ? ::mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0)
+  void* mapped = reserved == 0 ? ::mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
                                : MAP_FAILED;
   const int mapped_errno = errno;
   ::close(fd);
@@ -176,9 +176,9 @@ uint64_t ShmRing::released() const {
 }
 
 // A worker's mapping of a client's ring. Kept across the client's streams
-// (one per epoch): mapping and populating 64 MiB costs as much as filling
-// it with a small epoch's batches, and without populating, the page faults
-// on first writes cost more still.
+// (one per epoch): mapped anew per stream, the page faults of the first
+// writes into each page cost more than the copies (and populating the
+// whole mapping at once, 45 ms for 64 MiB, would delay the first batch).
 struct ShmRingWriter::Mapping {
   std::string name;
   ShmRingHeader* header = nullptr;
@@ -214,7 +214,7 @@ class Mappings {
     void* mapped = MAP_FAILED;
     if (::fstat(fd, &st) == 0 && st.st_size > static_cast<off_t>(kHeaderBytes)) {
       mapping->size = static_cast<size_t>(st.st_size);
-      mapped = ::mmap(nullptr, mapping->size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+      mapped = ::mmap(nullptr, mapping->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     }
     ::close(fd);
     if (mapped == MAP_FAILED) return Errno(absl::StrCat("cannot map shared-memory ring /dev/shm", name));
