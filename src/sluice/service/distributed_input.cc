@@ -256,22 +256,10 @@ void DistributedInput::CountWait(absl::Duration waited) {
   waited_ += waited;
 }
 
-void DistributedInput::CountReceived(int64_t samples, int64_t bytes, bool via_ring) {
+void DistributedInput::CountReceived(int64_t samples, int64_t bytes) {
   absl::MutexLock lock(&mu_);
   samples_ += samples;
   bytes_ += bytes;
-  ++batches_;
-  ring_batches_ += via_ring ? 1 : 0;
-}
-
-int64_t DistributedInput::ring_batches() const {
-  absl::MutexLock lock(&mu_);
-  return ring_batches_;
-}
-
-int64_t DistributedInput::batches() const {
-  absl::MutexLock lock(&mu_);
-  return batches_;
 }
 
 std::shared_ptr<ShmRing> DistributedInput::TakeRing() {

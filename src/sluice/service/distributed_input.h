@@ -75,12 +75,8 @@ class DistributedInput : public exec::RemoteInput {
   void ReportSplits(uint64_t epoch, const std::vector<int64_t>& completed,
                     const std::vector<int64_t>& abandoned);
   // Feeds the next heartbeat's throughput figures, and its share of time
-  // the consumer waited for data. `via_ring`: the batch came through a
-  // shared-memory ring.
-  void CountReceived(int64_t samples, int64_t bytes, bool via_ring);
-  // Batches received through shared-memory rings, and in all.
-  int64_t ring_batches() const;
-  int64_t batches() const;
+  // the consumer waited for data.
+  void CountReceived(int64_t samples, int64_t bytes);
   // A ring for a new stream to offer: an idle one, or a new one; null when
   // rings are off or /dev/shm has no room for one (said once).
   std::shared_ptr<ShmRing> TakeRing();
@@ -131,8 +127,6 @@ class DistributedInput : public exec::RemoteInput {
   std::map<std::string, std::shared_ptr<grpc::Channel>> channels_ ABSL_GUARDED_BY(mu_);
   int64_t samples_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t bytes_ ABSL_GUARDED_BY(mu_) = 0;
-  int64_t batches_ ABSL_GUARDED_BY(mu_) = 0;
-  int64_t ring_batches_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<std::shared_ptr<ShmRing>> idle_rings_ ABSL_GUARDED_BY(mu_);
   bool rings_failed_ ABSL_GUARDED_BY(mu_) = false;
   absl::Duration waited_ ABSL_GUARDED_BY(mu_);

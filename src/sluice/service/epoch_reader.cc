@@ -218,14 +218,13 @@ void EpochReader::Read(Stream* stream) {
     }
     split = message.split();
     const int64_t bytes = incoming.received.wire_bytes;
-    const bool via_ring = message.shm_end() != 0;
     absl::StatusOr<Batch> batch =
         DecodeBatch(std::move(incoming.received), input_->schema(), files, ctx_->pool, &receive_ops_);
     if (!batch.ok()) {  // damaged on the way: drop the stream, re-run the split
       broken = grpc::Status(grpc::StatusCode::ABORTED, std::string(batch.status().message()));
       break;
     }
-    input_->CountReceived(batch->rows, bytes, via_ring);
+    input_->CountReceived(batch->rows, bytes);
     absl::MutexLock lock(&mu_);
     if (exactly_once_ && !DropDelivered(split, &*batch)) continue;
     while (queue_.size() >= max_queued_ * std::max<size_t>(1, streams_.size()) && !stopping_ && !superseded_ &&

@@ -36,7 +36,7 @@ struct ShmRingHeader {
 
 namespace {
 
-constexpr uint64_t kMagic = 0x676e6972656369ULL;  // "iceringg"
+constexpr uint64_t kMagic = 0x676e6972656369ULL;  // "icering" in memory
 constexpr size_t kHeaderBytes = 4096;
 constexpr char kPrefix[] = "sluice-ring-";
 static_assert(sizeof(ShmRingHeader) <= kHeaderBytes);
