@@ -114,7 +114,7 @@ TEST(ShmRingTest, OnlyTheOfferedSessionClaimsTheRingAndOnlyOnce) {
   EXPECT_THAT(ShmRingWriter::Claim(ring->name(), session + 2).status(),
               StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("not offered to session")));
   EXPECT_THAT(ShmRingWriter::Claim("/sluice-ring-1-00000000000000ff", session).status(),
-              StatusIs(absl::StatusCode::kUnavailable, HasSubstr("no shared-memory ring")));
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("cannot open shared-memory ring")));
   EXPECT_THAT(ShmRingWriter::Claim("/../etc/passwd", session).status(),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("not a shared-memory ring")));
   {

@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "sluice/core/status_macros.h"
+#include "sluice/io/random_access_file.h"
 
 namespace sluice::service {
 
@@ -41,10 +42,6 @@ constexpr size_t kHeaderBytes = 4096;
 constexpr char kPrefix[] = "sluice-ring-";
 static_assert(sizeof(ShmRingHeader) <= kHeaderBytes);
 static_assert(std::atomic<uint64_t>::is_always_lock_free, "the header's atomics are shared between processes");
-
-absl::Status Errno(const std::string& what) {
-  return absl::UnavailableError(absl::StrCat(what, ": ", std::strerror(errno)));
-}
 
 // The pid in a ring's name ("/sluice-ring-PID-RANDOM"), or 0.
 int PidOf(const std::string& name) {
@@ -83,7 +80,7 @@ absl::StatusOr<std::shared_ptr<ShmRing>> ShmRing::Create(size_t capacity) {
   const std::string name =
       absl::StrCat("/", kPrefix, ::getpid(), "-", absl::Hex(absl::Uniform<uint64_t>(gen), absl::kZeroPad16));
   const int fd = ::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
-  if (fd < 0) return Errno(absl::StrCat("cannot make shared-memory ring /dev/shm", name));
+  if (fd < 0) return io::ErrnoStatus(errno, "cannot make shared-memory ring", "/dev/shm" + name);
   const size_t total = kHeaderBytes + capacity;
   // posix_fallocate reserves the pages now: on a full /dev/shm (a
   // container's 64 MB default), touching them later would be a SIGBUS.
@@ -97,7 +94,8 @@ absl::StatusOr<std::shared_ptr<ShmRing>> ShmRing::Create(size_t capacity) {
   if (reserved != 0 || mapped == MAP_FAILED) {
     ::shm_unlink(name.c_str());
     errno = reserved != 0 ? reserved : mapped_errno;
-    return Errno(absl::StrCat("no room for a ", capacity >> 20, " MiB shared-memory ring in /dev/shm"));
+    return io::ErrnoStatus(errno, absl::StrCat("no room for a ", capacity >> 20, " MiB shared-memory ring"),
+                           "/dev/shm" + name);
   }
   auto* header = new (mapped) ShmRingHeader{kMagic, capacity, 0, {0}, {0}};
   return std::shared_ptr<ShmRing>(new ShmRing(name, header, capacity));
@@ -207,7 +205,7 @@ class Mappings {
       return found;
     }
     const int fd = ::shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0);
-    if (fd < 0) return Errno(absl::StrCat("no shared-memory ring /dev/shm", name, " here"));
+    if (fd < 0) return io::ErrnoStatus(errno, "cannot open shared-memory ring", "/dev/shm" + name);
     auto mapping = std::make_shared<ShmRingWriter::Mapping>();
     mapping->name = name;
     struct stat st;
@@ -217,7 +215,7 @@ class Mappings {
       mapped = ::mmap(nullptr, mapping->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     }
     ::close(fd);
-    if (mapped == MAP_FAILED) return Errno(absl::StrCat("cannot map shared-memory ring /dev/shm", name));
+    if (mapped == MAP_FAILED) return io::ErrnoStatus(errno, "cannot map shared-memory ring", "/dev/shm" + name);
     mapping->header = static_cast<ShmRingHeader*>(mapped);
     lru_.push_front(mapping);
     if (lru_.size() > kMaxMappings) lru_.pop_back();
