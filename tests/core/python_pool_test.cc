@@ -3,6 +3,7 @@
 // bare package __init__, so no build of the extension is needed).
 #include "sluice/core/python_pool.h"
 
+#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 
@@ -84,6 +85,12 @@ class PythonPoolTest : public ::testing::Test {
   static bool Exited(pid_t pid) {
     siginfo_t info{};
     return waitid(P_PID, pid, &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid;
+  }
+
+  // Whether `fd` is readable now.
+  static bool Readable(int fd) {
+    pollfd p{fd, POLLIN, 0};
+    return poll(&p, 1, 0) == 1;
   }
 
   // Kills `pid` and waits until it has exited (unreaped).
@@ -199,6 +206,49 @@ TEST_F(PythonPoolTest, WaitingOnSeveralProcessesReturnsTheOneThatAnswered) {
   EXPECT_EQ(PythonProcess::WaitAny({got[0].get()}, &cancelled), 0u);
   EXPECT_THAT(got[0]->Receive(&failure, &cancelled), StatusIs(absl::StatusCode::kCancelled, HasSubstr("was killed")));
   pool->Release(std::move(got));
+}
+
+// A caller whose process is stuck in the user's code, with rows left to
+// run, wakes when another caller gives a process back, and takes it.
+TEST_F(PythonPoolTest, AProcessGivenBackWakesACallerWaitingWithRowsLeft) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<PythonPool> pool, Pool("sleeps_on_0", 2, 2));
+  std::vector<std::unique_ptr<PythonProcess>> mine, other;
+  SLUICE_ASSERT_OK(pool->Acquire(1, &mine));
+  SLUICE_ASSERT_OK(pool->Acquire(1, &other));
+  EXPECT_FALSE(Readable(pool->free_signal()));
+  ASSERT_OK_AND_ASSIGN(uint8_t* memory, mine[0]->Memory(kCallBytes));
+  *reinterpret_cast<int64_t*>(memory + kInputAt) = 0;
+  SLUICE_ASSERT_OK(mine[0]->Send(1));  // sleeps
+  std::thread giver([&] {
+    pool->GiveBack(std::move(other[0]));
+    pool->Release({});
+  });
+  std::atomic<bool> cancelled{false};
+  EXPECT_EQ(PythonProcess::WaitAny({mine[0].get()}, &cancelled, pool->free_signal()), 1u);
+  giver.join();
+  pool->TakeFree(1, &mine);
+  ASSERT_EQ(mine.size(), 2u);
+  EXPECT_FALSE(Readable(pool->free_signal()));  // nothing free: a wait on it would not end
+  ASSERT_OK_AND_ASSIGN(const int64_t doubled_not, Double(mine[1].get(), 3));
+  EXPECT_EQ(doubled_not, 3);  // sleeps_on_0 passes other samples through
+  // A process that dies while free is no wake-up: it is left for Acquire.
+  const pid_t killed = mine[1]->pid();
+  KillAndWait(killed);
+  pool->GiveBack(std::move(mine[1]));
+  mine.pop_back();
+  EXPECT_TRUE(Readable(pool->free_signal()));
+  pool->TakeFree(1, &mine);
+  EXPECT_EQ(mine.size(), 1u);
+  EXPECT_FALSE(Readable(pool->free_signal()));
+  cancelled = true;  // ends the sleeper
+  PythonFailure failure;
+  EXPECT_THAT(mine[0]->Receive(&failure, &cancelled), StatusIs(absl::StatusCode::kCancelled, HasSubstr("was killed")));
+  pool->Release(std::move(mine));
+  std::vector<std::unique_ptr<PythonProcess>> again;
+  SLUICE_ASSERT_OK(pool->Acquire(2, &again));  // the killed one's place is filled anew
+  ASSERT_EQ(again.size(), 2u);
+  for (const std::unique_ptr<PythonProcess>& p : again) EXPECT_NE(p->pid(), killed);
+  pool->Release(std::move(again));
 }
 
 TEST_F(PythonPoolTest, ADeadProcessIsReplacedWhenTaken) {

@@ -114,8 +114,9 @@ def _run_stalled(tmp_path, monkeypatch, split_records, parallelism=0, threads=No
 
 def test_a_process_held_up_by_a_sample_leaves_the_rest_of_the_tile_to_the_others(tmp_path, monkeypatch):
     # Sample 0 holds its process until the other has run 40 of the 64: a
-    # tile split evenly between the two would leave that one 32 (and sample
-    # 0 would fail, after 30 s).
+    # tile split evenly between the two would leave that one 32, and so
+    # would a runner waiting on sample 0 that missed the other process
+    # coming free from another runner's tile (sample 0 then fails, after 30 s).
     runs = _run_stalled(tmp_path, monkeypatch, split_records=64)
     assert sorted(int(sample) for _, sample in runs) == list(range(64))
     held = next(pid for pid, sample in runs if sample == "0")

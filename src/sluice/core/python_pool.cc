@@ -1,5 +1,8 @@
 #include "sluice/core/python_pool.h"
 
+#include <sys/eventfd.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstddef>
 #include <cstdlib>
@@ -8,6 +11,22 @@
 #include "sluice/core/status_macros.h"
 
 namespace sluice {
+
+PythonPool::PythonPool(std::string interpreter, std::string spec_json, int most, std::string what)
+    : interpreter_(std::move(interpreter)), spec_json_(std::move(spec_json)), what_(std::move(what)),
+      most_(most), free_signal_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
+
+PythonPool::~PythonPool() {
+  if (free_signal_ >= 0) close(free_signal_);
+}
+
+void PythonPool::SignalFree() {
+  if (free_signal_ < 0 || signaled_ == !free_.empty()) return;
+  uint64_t count = 1;
+  // Neither call can block (the counter is 0 or 1) nor fail on a valid eventfd.
+  const ssize_t done = signaled_ ? read(free_signal_, &count, sizeof count) : write(free_signal_, &count, sizeof count);
+  if (done == sizeof count) signaled_ = !signaled_;
+}
 
 absl::StatusOr<std::unique_ptr<PythonPool>> PythonPool::Start(std::string interpreter, std::string spec_json,
                                                                int initial, int most, std::string what) {
@@ -24,36 +43,41 @@ absl::StatusOr<std::unique_ptr<PythonPool>> PythonPool::Start(std::string interp
   SLUICE_RETURN_IF_ERROR(pool->StartInto(initial, &started));
   absl::MutexLock lock(&pool->mu_);
   pool->free_ = std::move(started);
+  pool->SignalFree();
   return pool;
 }
 
 absl::Status PythonPool::Acquire(int64_t most, std::vector<std::unique_ptr<PythonProcess>>* out) {
   std::vector<std::unique_ptr<PythonProcess>> dead;
-  int grow = 0;
+  int replace = 0;
   {
     absl::MutexLock lock(&mu_);
     // A caller may hold several processes (a tile split among them): the
     // pool grows only when each of its processes is another caller's.
     mu_.Await(absl::Condition(
         +[](PythonPool* p) ABSL_EXCLUSIVE_LOCKS_REQUIRED(p->mu_) {
-          return !p->free_.empty() || (p->size_ < p->most_ && p->holders_ >= p->size_);
+          return !p->free_.empty() || p->lost_ > 0 || (p->size_ < p->most_ && p->holders_ >= p->size_);
         },
         this));
-    if (free_.empty()) {
-      grow = 1;
-      ++size_;
-    }
     ++holders_;
     while (!free_.empty() && static_cast<int64_t>(out->size() + dead.size()) < most) {
       std::unique_ptr<PythonProcess> process = std::move(free_.back());
       free_.pop_back();
       (process->Alive() ? *out : dead).push_back(std::move(process));
     }
+    SignalFree();
+    const int64_t room = most - static_cast<int64_t>(out->size() + dead.size());
+    const int relost = static_cast<int>(std::min<int64_t>(lost_, room));
+    lost_ -= relost;
+    replace = static_cast<int>(dead.size()) + relost;
+    if (out->empty() && replace == 0) {  // none free, none to replace: the pool grows
+      replace = 1;
+      ++size_;
+    }
   }
-  const int replace = static_cast<int>(dead.size());
   dead.clear();  // reaped
   std::vector<std::unique_ptr<PythonProcess>> started;
-  absl::Status status = StartInto(grow + replace, &started);
+  absl::Status status = StartInto(replace, &started);
   for (std::unique_ptr<PythonProcess>& p : started) out->push_back(std::move(p));
   if (!status.ok()) {
     Release(std::move(*out));
@@ -84,22 +108,32 @@ void PythonPool::Release(std::vector<std::unique_ptr<PythonProcess>> processes) 
   absl::MutexLock lock(&mu_);
   --holders_;
   for (std::unique_ptr<PythonProcess>& p : processes) free_.push_back(std::move(p));
+  SignalFree();
 }
 
 void PythonPool::TakeFree(int64_t most, std::vector<std::unique_ptr<PythonProcess>>* out) {
+  std::vector<std::unique_ptr<PythonProcess>> dead;
   absl::MutexLock lock(&mu_);
   int64_t taken = 0;
   for (size_t i = free_.size(); i-- > 0 && taken < most;) {
-    if (!free_[i]->Alive()) continue;  // Acquire replaces it
-    out->push_back(std::move(free_[i]));
+    // A dead one leaves free_ (kept, it would hold free_signal_ readable
+    // with nothing to take) for the next Acquire to replace.
+    const bool alive = free_[i]->Alive();
+    (alive ? *out : dead).push_back(std::move(free_[i]));
     free_.erase(free_.begin() + static_cast<std::ptrdiff_t>(i));
-    ++taken;
+    if (alive) {
+      ++taken;
+    } else {
+      ++lost_;
+    }
   }
+  SignalFree();
 }
 
 void PythonPool::GiveBack(std::unique_ptr<PythonProcess> process) {
   absl::MutexLock lock(&mu_);
   free_.push_back(std::move(process));
+  SignalFree();
 }
 
 absl::Status PythonPool::Named(const absl::Status& status) const {

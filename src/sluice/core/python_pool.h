@@ -40,14 +40,24 @@ class PythonPool {
   // that no process idles while some caller has rows to run.
   void TakeFree(int64_t most, std::vector<std::unique_ptr<PythonProcess>>* out);
   void GiveBack(std::unique_ptr<PythonProcess> process);
+  // A descriptor readable while a process is free, for a caller with rows
+  // left to wait on beside its own processes (PythonProcess::WaitAny): a
+  // process another caller gave back is taken at once, not once one of its
+  // own answers (which may be stuck in the user's code for long).
+  int free_signal() const { return free_signal_; }
+
+  ~PythonPool();
+  PythonPool(const PythonPool&) = delete;
+  PythonPool& operator=(const PythonPool&) = delete;
 
   // `status` with `what` in front.
   absl::Status Named(const absl::Status& status) const;
 
  private:
-  PythonPool(std::string interpreter, std::string spec_json, int most, std::string what)
-      : interpreter_(std::move(interpreter)), spec_json_(std::move(spec_json)), what_(std::move(what)),
-        most_(most) {}
+  PythonPool(std::string interpreter, std::string spec_json, int most, std::string what);
+
+  // Makes free_signal_ readable exactly while free_ holds a process.
+  void SignalFree() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Starts `n` processes (their slots counted in size_) into `out`; on an
   // error none is kept and the n slots are given up.
@@ -59,6 +69,9 @@ class PythonPool {
   std::vector<std::unique_ptr<PythonProcess>> free_ ABSL_GUARDED_BY(mu_);
   int size_ ABSL_GUARDED_BY(mu_) = 0;     // processes running or starting
   int holders_ ABSL_GUARDED_BY(mu_) = 0;  // callers between Acquire and Release
+  int lost_ ABSL_GUARDED_BY(mu_) = 0;     // died while free: Acquire starts them again
+  const int free_signal_;                 // an eventfd
+  bool signaled_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 // A column as the processes' spec declares it (sluice/_python_worker.py).

@@ -229,10 +229,12 @@ absl::Status PythonProcess::Receive(PythonFailure* failure, const std::atomic<bo
   return absl::AbortedError(absl::StrCat("its Python process (pid ", pid_, ") ", Reap()));
 }
 
-size_t PythonProcess::WaitAny(const std::vector<PythonProcess*>& processes, const std::atomic<bool>* cancelled) {
-  if (processes.size() < 2) return 0;
+size_t PythonProcess::WaitAny(const std::vector<PythonProcess*>& processes, const std::atomic<bool>* cancelled,
+                              int also) {
+  if (processes.size() < 2 && also < 0) return 0;
   std::vector<pollfd> fds;
   for (const PythonProcess* p : processes) fds.push_back(pollfd{p->socket_, POLLIN, 0});
+  if (also >= 0) fds.push_back(pollfd{also, POLLIN, 0});
   for (;;) {
     const int ready = poll(fds.data(), fds.size(), 100);
     if (ready < 0 && errno != EINTR) return 0;  // its Receive reports the error

@@ -81,9 +81,11 @@ class PythonProcess {
   // stuck in the user's code or not, is killed, and the error is Cancelled.
   absl::Status Receive(PythonFailure* failure, const std::atomic<bool>* cancelled = nullptr);
   // The index of one of `processes` whose reply has come (or that ended),
-  // waiting for the first. Once `*cancelled` (may be null) turns true, any
+  // waiting for the first; processes.size() once `also` (a descriptor, -1
+  // for none) is readable. Once `*cancelled` (may be null) turns true, any
   // index: its Receive then ends the wait.
-  static size_t WaitAny(const std::vector<PythonProcess*>& processes, const std::atomic<bool>* cancelled);
+  static size_t WaitAny(const std::vector<PythonProcess*>& processes, const std::atomic<bool>* cancelled,
+                        int also = -1);
   // Send and Receive, growing the memory (its contents kept) and sending
   // again while the process needs more.
   absl::Status Call(int64_t rows, PythonFailure* failure, const std::atomic<bool>* cancelled = nullptr);

@@ -191,7 +191,10 @@ class PythonKernel : public Kernel {
       if (running.empty()) break;
       std::vector<PythonProcess*> waited;
       for (const Call& call : running) waited.push_back(call.process.get());
-      const size_t i = PythonProcess::WaitAny(waited, ctx.cancelled);
+      // Rows left: a process another caller gives back meanwhile takes some.
+      const bool rows_left = status.ok() && next < ctx.rows;
+      const size_t i = PythonProcess::WaitAny(waited, ctx.cancelled, rows_left ? pool_->free_signal() : -1);
+      if (i == running.size()) continue;
       Call call = std::move(running[i]);
       running.erase(running.begin() + static_cast<std::ptrdiff_t>(i));
       note(Receive(ctx, call, out), call.begin);
