@@ -1,5 +1,6 @@
-// What the fuzz targets share: the libFuzzer entry point's signature, and
-// the fuzzer's bytes as a file for readers that open paths.
+// What the fuzz targets share: the libFuzzer entry point's signature, the
+// fuzzer's bytes as a file for readers that open paths, and a scratch
+// directory for targets that need one.
 #ifndef SLUICE_BENCH_FUZZ_FUZZ_INPUT_H_
 #define SLUICE_BENCH_FUZZ_FUZZ_INPUT_H_
 
@@ -9,7 +10,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
+#include <system_error>
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
 
@@ -29,6 +32,27 @@ class MemoryFile {
 
  private:
   int fd_;
+};
+
+// A directory of this process's own in /dev/shm (memory speed), removed
+// when the process exits (libFuzzer's runs and the corpus replays end with
+// exit; a crash leaves it, beside the crash's input).
+class ScratchDir {
+ public:
+  explicit ScratchDir(const std::string& name)
+      : path_("/dev/shm/sluice-fuzz-" + name + "-" + std::to_string(::getpid())) {
+    std::filesystem::create_directories(path_);
+  }
+  ~ScratchDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  const std::string path_;
 };
 
 }  // namespace sluice::fuzz

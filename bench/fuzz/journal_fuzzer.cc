@@ -2,8 +2,6 @@
 // cut, damage before the end refused), then replaying what it held into
 // the dispatcher's state, which must take forged entries (unknown jobs,
 // splits out of range) without crashing.
-#include <unistd.h>
-
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -15,7 +13,8 @@
 #include "sluice/service/journal.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static const std::string dir = "/dev/shm/sluice-fuzz-journal-" + std::to_string(::getpid());
+  static const sluice::fuzz::ScratchDir scratch("journal");
+  const std::string& dir = scratch.path();
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   {

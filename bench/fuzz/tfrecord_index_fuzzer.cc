@@ -1,7 +1,5 @@
 // A TFRecord index (FILE.index) of arbitrary bytes beside a good file: read
 // it, and where it is accepted, read the file by its offsets under "skip".
-#include <unistd.h>
-
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -17,11 +15,10 @@ namespace {
 
 // A three-record file, written once per process.
 const std::string& GoodFile() {
-  static const std::string* path = [] {
-    const std::string dir = "/dev/shm/sluice-fuzz-index-" + std::to_string(::getpid());
-    std::filesystem::create_directories(dir);
-    auto* p = new std::string(dir + "/data.tfrecord");
-    auto writer = sluice::io::TfRecordWriter::Create(*p);
+  static const sluice::fuzz::ScratchDir scratch("index");
+  static const std::string path = [] {
+    std::string p = scratch.path() + "/data.tfrecord";
+    auto writer = sluice::io::TfRecordWriter::Create(p);
     if (!writer.ok()) std::abort();
     for (const char* record : {"first", "", "the third record"}) {
       if (!(*writer)->Write(record).ok()) std::abort();
@@ -29,7 +26,7 @@ const std::string& GoodFile() {
     if (!(*writer)->Close().ok()) std::abort();
     return p;
   }();
-  return *path;
+  return path;
 }
 
 }  // namespace
