@@ -70,7 +70,7 @@ absl::Status PythonPool::Acquire(int64_t most, std::vector<std::unique_ptr<Pytho
     const int relost = static_cast<int>(std::min<int64_t>(lost_, room));
     lost_ -= relost;
     replace = static_cast<int>(dead.size()) + relost;
-    if (out->empty() && replace == 0) {  // none free, none to replace: the pool grows
+    if (out->empty() && replace == 0 && free_.empty()) {  // none free, none to replace: the pool grows
       replace = 1;
       ++size_;
     }
