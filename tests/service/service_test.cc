@@ -446,19 +446,21 @@ TEST_F(ServiceTest, AStreamWhoseMessageCannotBeParsedEndsInsteadOfHoldingTheEpoc
   WorkerHeartbeatRequest join;
   join.set_address(absl::StrCat("127.0.0.1:", port));
   for (const ops::OpSchema* op : ops::OpRegistry::Global().List()) join.add_ops(op->name());
+  WorkerHeartbeatResponse joined;
+  {  // listed before the client asks
+    grpc::ClientContext context;
+    ASSERT_TRUE(dispatcher->WorkerHeartbeat(&context, join, &joined).ok());
+    join.set_worker_id(joined.worker_id());
+    join.set_secret(joined.secret());
+  }
   std::atomic<bool> done{false};
   std::thread beats([&] {  // keeps the fake listed while the epoch runs
-    WorkerHeartbeatResponse joined;
     while (!done) {
-      grpc::ClientContext context;
-      if (dispatcher->WorkerHeartbeat(&context, join, &joined).ok()) {
-        join.set_worker_id(joined.worker_id());
-        join.set_secret(joined.secret());
-      }
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      grpc::ClientContext context;
+      dispatcher->WorkerHeartbeat(&context, join, &joined);
     }
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // listed before the client asks
   ASSERT_OK_AND_ASSIGN(auto pipeline, CreatePipeline(Distributed(cluster.address())));
   absl::StatusOr<Received> r = ReadEpoch(*pipeline);
   done = true;

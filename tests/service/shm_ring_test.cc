@@ -1,5 +1,8 @@
 #include "sluice/service/shm_ring.h"
 
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -183,6 +186,30 @@ TEST(ShmRingTest, RingsOfClientsThatDiedAreRemoved) {
   EXPECT_EQ(::access(mine.c_str(), F_OK), 0);
   ring.reset();
   EXPECT_NE(::access(mine.c_str(), F_OK), 0) << "removed with the ring";
+}
+
+// Only a worker that can share this host's /dev/shm is offered a ring;
+// any other name or address is another host's (never resolved).
+TEST(AddressIsOnThisHost, LoopbackThisHostsNameAndItsInterfacesButNoOtherAddress) {
+  EXPECT_TRUE(AddressIsOnThisHost("127.0.0.1:5000"));
+  EXPECT_TRUE(AddressIsOnThisHost("127.1.2.3:5000"));
+  EXPECT_TRUE(AddressIsOnThisHost("localhost:5000"));
+  EXPECT_TRUE(AddressIsOnThisHost("[::1]:5000"));
+  char name[256] = {};
+  ASSERT_EQ(::gethostname(name, sizeof name - 1), 0);
+  EXPECT_TRUE(AddressIsOnThisHost(absl::StrCat(name, ":5000")));
+  ifaddrs* all = nullptr;
+  ASSERT_EQ(::getifaddrs(&all), 0);
+  for (const ifaddrs* i = all; i != nullptr; i = i->ifa_next) {
+    if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != AF_INET) continue;
+    char text[INET_ADDRSTRLEN] = {};
+    ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(i->ifa_addr)->sin_addr, text, sizeof text);
+    EXPECT_TRUE(AddressIsOnThisHost(absl::StrCat(text, ":5000"))) << text << " is " << i->ifa_name << "'s";
+  }
+  ::freeifaddrs(all);
+  EXPECT_FALSE(AddressIsOnThisHost("192.0.2.1:5000"));  // TEST-NET-1: documentation only
+  EXPECT_FALSE(AddressIsOnThisHost("[2001:db8::1]:5000"));
+  EXPECT_FALSE(AddressIsOnThisHost("worker-7.example.invalid:5000"));
 }
 
 }  // namespace

@@ -263,17 +263,24 @@ void DistributedInput::CountReceived(int64_t samples, int64_t bytes) {
 }
 
 std::shared_ptr<ShmRing> DistributedInput::TakeRing() {
-  absl::MutexLock lock(&mu_);
-  if (options_.shared_memory_bytes == 0 || rings_failed_) return nullptr;
-  if (!idle_rings_.empty()) {
-    std::shared_ptr<ShmRing> ring = std::move(idle_rings_.back());
-    idle_rings_.pop_back();
-    return ring;
+  {
+    absl::MutexLock lock(&mu_);
+    if (options_.shared_memory_bytes == 0 || rings_failed_) return nullptr;
+    if (!idle_rings_.empty()) {
+      std::shared_ptr<ShmRing> ring = std::move(idle_rings_.back());
+      idle_rings_.pop_back();
+      return ring;
+    }
   }
+  // Outside the lock: reserving the ring's pages takes ~20 ms, which the
+  // heartbeat and the other streams need not wait for.
   absl::StatusOr<std::shared_ptr<ShmRing>> made = ShmRing::Create(options_.shared_memory_bytes);
   if (made.ok()) return *std::move(made);
-  rings_failed_ = true;
-  Log("client", absl::StrCat(made.status().message(), "; workers on this host send over TCP instead"));
+  absl::MutexLock lock(&mu_);
+  if (!rings_failed_) {
+    rings_failed_ = true;
+    Log("client", absl::StrCat(made.status().message(), "; workers on this host send over TCP instead"));
+  }
   return nullptr;
 }
 

@@ -145,7 +145,9 @@ void EpochReader::Read(Stream* stream) {
   request.set_compression(input_->options().compression);
   // A worker on this host writes into the ring; one elsewhere cannot open it.
   std::shared_ptr<ShmRing> ring =
-      input_->options().compression == COMPRESSION_NONE ? input_->TakeRing() : nullptr;
+      input_->options().compression == COMPRESSION_NONE && AddressIsOnThisHost(stream->address)
+          ? input_->TakeRing()
+          : nullptr;
   if (ring != nullptr) {
     request.set_shm_ring(ring->name());
     request.set_shm_session(ring->Offer());

@@ -1,12 +1,16 @@
 #include "sluice/service/shm_ring.h"
 
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -70,7 +74,42 @@ void RemoveOrphans() {
   ::closedir(dir);
 }
 
+// The host part of "host:port" or "[v6]:port".
+std::string HostOf(const std::string& address) {
+  if (!address.empty() && address.front() == '[') return address.substr(1, address.find(']') - 1);
+  const size_t colon = address.rfind(':');
+  if (colon == std::string::npos || address.find(':') != colon) return address;  // no port, or a bare v6
+  return address.substr(0, colon);
+}
+
+// The numeric addresses of this host's interfaces.
+std::vector<std::string> InterfaceAddresses() {
+  std::vector<std::string> out;
+  ifaddrs* all = nullptr;
+  if (::getifaddrs(&all) != 0) return out;
+  for (const ifaddrs* i = all; i != nullptr; i = i->ifa_next) {
+    if (i->ifa_addr == nullptr) continue;
+    char text[INET6_ADDRSTRLEN] = {};
+    const int family = i->ifa_addr->sa_family;
+    const void* raw = nullptr;
+    if (family == AF_INET) raw = &reinterpret_cast<const sockaddr_in*>(i->ifa_addr)->sin_addr;
+    if (family == AF_INET6) raw = &reinterpret_cast<const sockaddr_in6*>(i->ifa_addr)->sin6_addr;
+    if (raw != nullptr && ::inet_ntop(family, raw, text, sizeof text) != nullptr) out.emplace_back(text);
+  }
+  ::freeifaddrs(all);
+  return out;
+}
+
 }  // namespace
+
+bool AddressIsOnThisHost(const std::string& address) {
+  const std::string host = HostOf(address);
+  if (host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0) return true;
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) == 0 && host == name) return true;
+  const std::vector<std::string> local = InterfaceAddresses();
+  return std::find(local.begin(), local.end(), host) != local.end();
+}
 
 absl::StatusOr<std::shared_ptr<ShmRing>> ShmRing::Create(size_t capacity) {
   RemoveOrphans();
@@ -209,13 +248,18 @@ class Mappings {
     auto mapping = std::make_shared<ShmRingWriter::Mapping>();
     mapping->name = name;
     struct stat st;
+    const bool sized = ::fstat(fd, &st) == 0 && st.st_size > static_cast<off_t>(kHeaderBytes);
     void* mapped = MAP_FAILED;
-    if (::fstat(fd, &st) == 0 && st.st_size > static_cast<off_t>(kHeaderBytes)) {
+    if (sized) {
       mapping->size = static_cast<size_t>(st.st_size);
       mapped = ::mmap(nullptr, mapping->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     }
+    const int mapped_errno = errno;
     ::close(fd);
-    if (mapped == MAP_FAILED) return io::ErrnoStatus(errno, "cannot map shared-memory ring", "/dev/shm" + name);
+    if (!sized) return absl::FailedPreconditionError(absl::StrCat("/dev/shm", name, " is no shared-memory ring"));
+    if (mapped == MAP_FAILED) {
+      return io::ErrnoStatus(mapped_errno, "cannot map shared-memory ring", "/dev/shm" + name);
+    }
     mapping->header = static_cast<ShmRingHeader*>(mapped);
     lru_.push_front(mapping);
     if (lru_.size() > kMaxMappings) lru_.pop_back();

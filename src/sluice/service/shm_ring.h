@@ -32,6 +32,13 @@ namespace sluice::service {
 
 struct ShmRingHeader;
 
+// Whether a worker reached at `address` ("host:port", "[v6]:port") runs on
+// this host and may share its /dev/shm: a loopback address, localhost,
+// this host's name, or an address of one of its interfaces. Names are not
+// resolved; an unknown one is taken for another host (its batches come
+// over TCP), so no ring is reserved for a worker that could never use it.
+bool AddressIsOnThisHost(const std::string& address);
+
 // The client's side. Thread-safe.
 class ShmRing : public std::enable_shared_from_this<ShmRing> {
  public:
