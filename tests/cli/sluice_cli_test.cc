@@ -202,6 +202,7 @@ TEST_F(SluiceCliTest, OpsAsJsonListEveryOpWithItsBackends) {
   for (const nlohmann::json& op : ops) {  // mixup and cutmix may work in place, nothing else does yet
     const bool mix = op["name"] == "mixup" || op["name"] == "cutmix";
     EXPECT_EQ(op["in_place"], mix) << op["name"];
+    EXPECT_EQ(op["whole_ranges"], op["name"] == "python") << op["name"];  // a round trip a call
   }
 }
 

@@ -1,12 +1,15 @@
 // The map plan's in-place runs (ops::OpSchema::InPlace): an op on whole
 // batches gets its input column's buffer as its output when nothing else
 // holds it, and gives the same values as when it writes a new buffer. And
-// which steps write past the caches (KernelContext::bypass_cache).
+// which steps write past the caches (KernelContext::bypass_cache), and the
+// rows a kernel gets a call (tiles, or whole ranges).
 #include "sluice/exec/map_plan.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -127,24 +130,32 @@ TEST(MapPlanInPlace, AColumnOfAnotherSpecIsNeverAliased) {
 }
 
 // A copy of a float column that records, per op key, whether the executor
-// told it to write past the caches.
-struct BypassSeen {
-  std::atomic<int> by_key[4] = {-1, -1, -1, -1};
+// told it to write past the caches, and the rows of its calls.
+struct CallsSeen {
+  std::atomic<int> bypass[4] = {-1, -1, -1, -1};
+  std::atomic<int64_t> calls[4] = {0, 0, 0, 0};
+  std::atomic<int64_t> most_rows[4] = {0, 0, 0, 0};
+  void Reset() {
+    for (int k = 0; k < 4; ++k) bypass[k] = -1, calls[k] = 0, most_rows[k] = 0;
+  }
 };
-BypassSeen& Seen() {
-  static BypassSeen seen;
+CallsSeen& Seen() {
+  static CallsSeen seen;
   return seen;
 }
-struct RecordBypassParams {
+struct RecordCallsParams {
   int64_t row_bytes;
 };
-class RecordBypassKernel : public ops::Kernel {
+class RecordCallsKernel : public ops::Kernel {
  public:
-  using Params = RecordBypassParams;
-  explicit RecordBypassKernel(const Params& p) : row_bytes_(p.row_bytes) {}
+  using Params = RecordCallsParams;
+  explicit RecordCallsKernel(const Params& p) : row_bytes_(p.row_bytes) {}
   absl::Status Run(const ops::KernelContext& ctx, absl::Span<const ops::ColumnRef> in,
                    absl::Span<const ops::ColumnRef> out) const override {
-    Seen().by_key[ctx.op_key % 4] = ctx.bypass_cache ? 1 : 0;
+    const uint64_t key = ctx.op_key % 4;
+    Seen().bypass[key] = ctx.bypass_cache ? 1 : 0;
+    ++Seen().calls[key];
+    Seen().most_rows[key] = std::max(Seen().most_rows[key].load(), ctx.rows);
     std::memcpy(out[0].data, in[0].data, static_cast<size_t>(row_bytes_ * ctx.rows));
     return absl::OkStatus();
   }
@@ -152,67 +163,100 @@ class RecordBypassKernel : public ops::Kernel {
  private:
   int64_t row_bytes_;
 };
-void RegisterRecordBypass() {
+// test_record_calls, and test_record_calls_whole, which asks for whole
+// ranges (ops::OpSchema::WholeRanges).
+void RegisterRecordCalls() {
   static const bool registered = [] {
     ops::OpRegistry& registry = ops::OpRegistry::Global();
-    EXPECT_TRUE(registry
-                    .AddOp(ops::OpSchema("test_record_bypass")
-                               .Doc("copies a float column; records KernelContext::bypass_cache")
-                               .Attr(ops::FieldAttr())
-                               .Input("field", "float32")
-                               .Output("field", "the same")
-                               .Infer([](const ops::Attrs& attrs, const Schema& schema)
-                                          -> absl::StatusOr<ops::InferredOp> {
-                                 absl::StatusOr<ops::BoundField> f = ops::BindField(attrs, schema, {DType::kFloat32});
-                                 if (!f.ok()) return f.status();
-                                 return ops::UnaryOp(f->column, f->spec, RecordBypassParams{f->spec.row_bytes()});
-                               }))
-                    .ok());
-    EXPECT_TRUE(registry.AddKernel<RecordBypassKernel>("test_record_bypass", ops::Backend::kCpu).ok());
+    for (const bool whole : {false, true}) {
+      const std::string name = whole ? "test_record_calls_whole" : "test_record_calls";
+      ops::OpSchema schema(name);
+      schema.Doc("copies a float column; records KernelContext::bypass_cache and its calls' rows")
+          .Attr(ops::FieldAttr())
+          .Input("field", "float32")
+          .Output("field", "the same")
+          .Infer([](const ops::Attrs& attrs, const Schema& schema) -> absl::StatusOr<ops::InferredOp> {
+            absl::StatusOr<ops::BoundField> f = ops::BindField(attrs, schema, {DType::kFloat32});
+            if (!f.ok()) return f.status();
+            return ops::UnaryOp(f->column, f->spec, RecordCallsParams{f->spec.row_bytes()});
+          });
+      if (whole) schema.WholeRanges();
+      EXPECT_TRUE(registry.AddOp(std::move(schema)).ok());
+      EXPECT_TRUE(registry.AddKernel<RecordCallsKernel>(name, ops::Backend::kCpu).ok());
+    }
     return true;
   }();
   (void)registered;
+}
+
+// Runs `ops` (each keyed by its place) over one chunk of `rows` rows of
+// `row_floats` floats, all 2.
+Batch RunChunk(const std::vector<OpSpec>& ops, int64_t rows, int64_t row_floats) {
+  std::vector<float> values(rows * row_floats, 1.f);
+  const PipelineDef def =
+      PipelineBuilder::Arrays({MakeArrayColumn("x", {row_floats}, values)}).Batch(rows).Map(ops).Build();
+  absl::StatusOr<graph::CompiledPipeline> compiled = graph::Compile(def);
+  EXPECT_TRUE(compiled.ok()) << compiled.status();
+  graph::CompiledNode node = compiled->nodes.back();
+  EXPECT_EQ(node.ops.size(), ops.size());
+  for (size_t i = 0; i < node.ops.size(); ++i) {
+    node.ops[i].op_key = i;  // where each records
+    absl::StatusOr<std::unique_ptr<ops::Kernel>> k =
+        ops::OpRegistry::Global().MakeKernel(node.ops[i].op, ops::Backend::kCpu, node.ops[i].inferred);
+    EXPECT_TRUE(k.ok()) << k.status();
+    node.ops[i].kernel = std::move(*k);
+  }
+  const std::unique_ptr<MapPlan> plan = MapPlan::Make(node);
+  Batch in;
+  in.rows = rows;
+  Tensor x = Tensor::Allocate(DType::kFloat32, Shape{rows, row_floats});
+  std::fill_n(x.data<float>(), rows * row_floats, 2.f);
+  in.columns.push_back(Column{std::move(x), Tensor()});
+  Seen().Reset();
+  Batch out;
+  EXPECT_TRUE(plan->Run(in, MapPlan::RunArgs(), &out).ok());
+  return out;
 }
 
 // A final column that no later step reads is written past the caches once
 // a chunk of it passes 8 MiB (it is evicted before its consumer reads it);
 // a value the next step reads, and a small chunk, stay in the caches.
 TEST(MapPlanCacheBypass, OnlyALargeChunksFinalColumnGoesPastTheCaches) {
-  RegisterRecordBypass();
+  RegisterRecordCalls();
   struct Case {
     int64_t rows, row_floats;
     bool large;
   };
   for (const Case& c : {Case{64, 1 << 16, true}, Case{64, 1 << 10, false}}) {
-    std::vector<float> values(c.rows * c.row_floats, 1.f);
-    const PipelineDef def = PipelineBuilder::Arrays({MakeArrayColumn("x", {c.row_floats}, values)})
-                                .Batch(c.rows)
-                                .Map({Op("test_record_bypass", {{"field", "x"}}),
-                                      Op("test_record_bypass", {{"field", "x"}})})
-                                .Build();
-    absl::StatusOr<graph::CompiledPipeline> compiled = graph::Compile(def);
-    ASSERT_TRUE(compiled.ok()) << compiled.status();
-    graph::CompiledNode node = compiled->nodes.back();
-    ASSERT_EQ(node.ops.size(), 2u);
-    for (size_t i = 0; i < node.ops.size(); ++i) {
-      node.ops[i].op_key = i;  // where each records
-      absl::StatusOr<std::unique_ptr<ops::Kernel>> k =
-          ops::OpRegistry::Global().MakeKernel(node.ops[i].op, ops::Backend::kCpu, node.ops[i].inferred);
-      ASSERT_TRUE(k.ok()) << k.status();
-      node.ops[i].kernel = std::move(*k);
-    }
-    const std::unique_ptr<MapPlan> plan = MapPlan::Make(node);
-    Batch in;
-    in.rows = c.rows;
-    Tensor x = Tensor::Allocate(DType::kFloat32, Shape{c.rows, c.row_floats});
-    std::fill_n(x.data<float>(), c.rows * c.row_floats, 2.f);
-    in.columns.push_back(Column{std::move(x), Tensor()});
-    Batch out;
-    SLUICE_ASSERT_OK(plan->Run(in, MapPlan::RunArgs(), &out));
-    EXPECT_EQ(Seen().by_key[0], 0) << "the first op's output is read by the second";
-    EXPECT_EQ(Seen().by_key[1], c.large ? 1 : 0) << c.rows * c.row_floats * 4 << " bytes a chunk";
+    const Batch out = RunChunk({Op("test_record_calls", {{"field", "x"}}), Op("test_record_calls", {{"field", "x"}})},
+                               c.rows, c.row_floats);
+    EXPECT_EQ(Seen().bypass[0], 0) << "the first op's output is read by the second";
+    EXPECT_EQ(Seen().bypass[1], c.large ? 1 : 0) << c.rows * c.row_floats * 4 << " bytes a chunk";
     EXPECT_EQ(out.columns[0].values.data<float>()[c.rows * c.row_floats - 1], 2.f);
   }
+}
+
+// Rows of 64 KiB keep a tile to a few rows, so that its scratch stays in
+// L2; with an op that asks for whole ranges in the chain, every op of it
+// gets the whole range in one call (the python op's processes would
+// otherwise wait on a round trip every few rows).
+TEST(MapPlanTiles, AnOpAskingForWholeRangesGetsTheRangeInOneCall) {
+  RegisterRecordCalls();
+  constexpr int64_t kChunkRows = 64, kRowFloats = 1 << 14;
+  const Batch tiled = RunChunk({Op("test_record_calls", {{"field", "x"}}), Op("test_record_calls", {{"field", "x"}})},
+                               kChunkRows, kRowFloats);
+  EXPECT_GT(Seen().calls[0], 1);
+  EXPECT_LT(Seen().most_rows[0], kChunkRows);
+  const Batch whole =
+      RunChunk({Op("test_record_calls", {{"field", "x"}}), Op("test_record_calls_whole", {{"field", "x"}})},
+               kChunkRows, kRowFloats);
+  for (int k = 0; k < 2; ++k) {
+    EXPECT_EQ(Seen().calls[k], 1) << "op " << k;
+    EXPECT_EQ(Seen().most_rows[k], kChunkRows) << "op " << k;
+  }
+  ASSERT_EQ(whole.columns[0].values.byte_size(), tiled.columns[0].values.byte_size());
+  EXPECT_EQ(std::memcmp(whole.columns[0].values.raw_data(), tiled.columns[0].values.raw_data(),
+                        tiled.columns[0].values.byte_size()), 0);
 }
 
 }  // namespace

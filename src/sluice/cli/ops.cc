@@ -55,6 +55,7 @@ nlohmann::json OpJson(const ops::OpRegistry& registry, const ops::OpSchema& op) 
           {"predicate", op.predicate()},
           {"elementwise", op.elementwise()},
           {"in_place", op.in_place()},
+          {"whole_ranges", op.whole_ranges()},
           {"backends", BackendNames(registry, op)},
           {"registrant", registry.Registrant(op.name())}};
 }
@@ -66,6 +67,7 @@ void PrintOp(const ops::OpRegistry& registry, const ops::OpSchema& op) {
   if (op.predicate()) tags.push_back("filter predicate");
   if (op.elementwise()) tags.push_back("elementwise: after a distribute node, runs as batches arrive");
   if (op.in_place()) tags.push_back("in place on an unshared batch");
+  if (op.whole_ranges()) tags.push_back("one call per runner's rows, not per tile");
   const std::string from = registry.Registrant(op.name());
   if (from != ops::kBuiltinRegistrant) tags.push_back("from " + from);
   std::printf("%s  [%s]\n  %s\n", op.name().c_str(), absl::StrJoin(tags, "; ").c_str(), op.doc().c_str());

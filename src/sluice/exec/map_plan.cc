@@ -108,6 +108,7 @@ void MapPlan::AddOp(int op_index, const graph::BoundOp& op) {
     if (i >= 0) columns_.erase(columns_.begin() + i);
   }
   whole_chunks_ = whole_chunks_ || op.level == ops::OpLevel::kBatch;
+  whole_ranges_ = whole_ranges_ || op.whole_ranges;
   if (op.in_place && op.level == ops::OpLevel::kBatch && !out_values.empty() && !in_values.empty()) {
     const Value& in = values_[in_values[0]];
     Value& out = values_[out_values[0]];
@@ -318,7 +319,7 @@ absl::Status MapPlan::RunRows(const Batch& in, int64_t begin, int64_t end, const
   if (backend_ != ops::Backend::kCpu) {
     status = RunOnDevice(in, args, outputs, &step_ns);
   } else {
-    const int64_t tile = whole_chunks_ ? std::max<int64_t>(end - begin, 1) : tile_rows_;
+    const int64_t tile = whole_chunks_ || whole_ranges_ ? std::max<int64_t>(end - begin, 1) : tile_rows_;
     // Each scratch value gets an aligned region of `tile` rows.
     Bases bases(values_.size(), nullptr);
     int64_t scratch_bytes = 0;

@@ -152,6 +152,7 @@ class MapPlan {
   ops::DeviceRuntime* runtime_ = nullptr;  // device backends
   int device_ = -1;
   bool whole_chunks_ = false;
+  bool whole_ranges_ = false;  // an op asks for one call per range (ops::OpSchema::WholeRanges)
 };
 
 }  // namespace sluice::exec

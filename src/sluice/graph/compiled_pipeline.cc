@@ -380,7 +380,7 @@ class Compiler {
     const uint64_t key = OpKey(drawn_as, before);
     if (inferred.random) ++before;
     return BoundOp{def.op(),   def.op(),    key,     std::move(inferred),
-                   op->view(), op->level(), nullptr, op->in_place()};
+                   op->view(), op->level(), nullptr, op->in_place(), op->whole_ranges()};
   }
 
   absl::Status CompileMap(const MapDef& map, const std::string& where, CompiledNode* node) {

@@ -31,6 +31,7 @@ struct BoundOp {
   // plan, as an ablation does).
   std::shared_ptr<ops::Kernel> kernel;
   bool in_place = false;  // ops::OpSchema::InPlace
+  bool whole_ranges = false;  // ops::OpSchema::WholeRanges
 };
 
 // kRemote: a distribute node on the consumer's side; its elements come from

@@ -42,6 +42,11 @@ OpSchema& OpSchema::InPlace() {
   return *this;
 }
 
+OpSchema& OpSchema::WholeRanges() {
+  whole_ranges_ = true;
+  return *this;
+}
+
 OpSchema& OpSchema::View() {
   view_ = true;
   return *this;

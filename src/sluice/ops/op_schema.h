@@ -100,6 +100,11 @@ class OpSchema {
   // afterwards, and whose output 0 replaces it with the same bytes a row:
   // the batch is then not copied (cutmix writes only its box).
   OpSchema& InPlace();
+  // Each call of its kernel costs more than its rows do (python: a round
+  // trip to its processes, which idle while the runner works the tile's
+  // other ops): the executor calls it once on a runner's whole range of
+  // rows, not on cache-sized tiles.
+  OpSchema& WholeRanges();
   // Made by the graph (parse_example, fused ops), never written in a
   // pipeline; `sluice ops` does not list it.
   OpSchema& Internal();
@@ -116,6 +121,7 @@ class OpSchema {
   bool view() const { return view_; }
   bool elementwise() const { return elementwise_; }
   bool in_place() const { return in_place_; }
+  bool whole_ranges() const { return whole_ranges_; }
   bool internal() const { return internal_; }
   const InferFn& infer() const { return infer_; }
 
@@ -130,6 +136,7 @@ class OpSchema {
   bool view_ = false;
   bool elementwise_ = false;
   bool in_place_ = false;
+  bool whole_ranges_ = false;
   bool internal_ = false;
   InferFn infer_;
 };

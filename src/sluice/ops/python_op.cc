@@ -2,9 +2,11 @@
 // import path ("module.sub:fn"), run in a pool of Python processes
 // (python_process.h) beside the native ops. Processes, not threads: the GIL
 // would run the function one call at a time (as DALI's python_function
-// does). A tile goes out in pieces to the free processes; each row's
-// draws come from the sample's identity, so the output does not depend on
-// how many processes there are or which one ran it.
+// does). It gets a map thread's whole range of rows in one call (a call is
+// a round trip to the processes), which goes out in pieces to the free
+// processes; each row's draws come from the sample's identity, so the
+// output does not depend on how many processes there are or which one ran
+// it.
 #include <algorithm>
 #include <cstddef>
 #include <cstdlib>
@@ -332,6 +334,7 @@ absl::Status RegisterPythonOps(OpRegistry* registry) {
   OpSchema batch("python_batch");
   batch.Doc("A Python function of yours on whole batches (arrays with the batch dimension first), in a pool of "
             "Python processes, as `python` does per sample.");
+  sample.WholeRanges();
   batch.BatchLevel();
   for (OpSchema* op : {&sample, &batch}) {
     for (AttrSchema& a : PythonAttrs()) op->Attr(std::move(a));
