@@ -259,5 +259,20 @@ TEST(MapPlanTiles, AnOpAskingForWholeRangesGetsTheRangeInOneCall) {
                         tiled.columns[0].values.byte_size()), 0);
 }
 
+// A whole range of large rows would take a thread hundreds of MiB of
+// scratch: the calls stop at 16 MiB of it (4 rows of 4 MiB here).
+TEST(MapPlanTiles, AWholeRangeOfLargeRowsIsCutAt16MiBOfScratch) {
+  RegisterRecordCalls();
+  constexpr int64_t kChunkRows = 8, kRowFloats = 1 << 20;
+  const Batch out =
+      RunChunk({Op("test_record_calls", {{"field", "x"}}), Op("test_record_calls_whole", {{"field", "x"}})},
+               kChunkRows, kRowFloats);
+  for (int k = 0; k < 2; ++k) {
+    EXPECT_EQ(Seen().calls[k], 2) << "op " << k;
+    EXPECT_EQ(Seen().most_rows[k], 4) << "op " << k;
+  }
+  EXPECT_EQ(out.columns[0].values.data<float>()[kChunkRows * kRowFloats - 1], 2.f);
+}
+
 }  // namespace
 }  // namespace sluice::exec

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "sluice/core/status_macros.h"
@@ -15,6 +16,10 @@ namespace {
 // through every op of the chain.
 constexpr int64_t kScratchBudgetBytes = 256 << 10;
 constexpr int64_t kMaxTileRows = 256;
+// The most scratch a thread gives a chain whose op asks for whole ranges
+// (ops::OpSchema::WholeRanges): W2's range of 512 rows takes 4.5 MiB,
+// but a range of large float images would take hundreds.
+constexpr int64_t kWholeRangeScratchBytes = 16 << 20;
 // A chunk's final column this large is evicted before its consumer reads
 // it (W1's batch of 8192 images is 25 MiB): written past the caches, each
 // line costs no read before the write, and evicts nothing the next tiles
@@ -195,6 +200,10 @@ void MapPlan::SizeTiles() {
   }
   tile_rows_ = scratch_row_bytes == 0 ? kMaxTileRows
                                       : std::clamp<int64_t>(kScratchBudgetBytes / scratch_row_bytes, 1, kMaxTileRows);
+  if (whole_ranges_) {
+    range_tile_rows_ = scratch_row_bytes == 0 ? std::numeric_limits<int64_t>::max()
+                                              : std::max(tile_rows_, kWholeRangeScratchBytes / scratch_row_bytes);
+  }
 }
 
 void MapPlan::FindWrittenOnce() {
@@ -319,7 +328,9 @@ absl::Status MapPlan::RunRows(const Batch& in, int64_t begin, int64_t end, const
   if (backend_ != ops::Backend::kCpu) {
     status = RunOnDevice(in, args, outputs, &step_ns);
   } else {
-    const int64_t tile = whole_chunks_ || whole_ranges_ ? std::max<int64_t>(end - begin, 1) : tile_rows_;
+    const int64_t tile = whole_chunks_  ? std::max<int64_t>(end - begin, 1)
+                         : whole_ranges_ ? std::clamp<int64_t>(end - begin, 1, range_tile_rows_)
+                                         : tile_rows_;
     // Each scratch value gets an aligned region of `tile` rows.
     Bases bases(values_.size(), nullptr);
     int64_t scratch_bytes = 0;

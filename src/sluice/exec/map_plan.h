@@ -148,6 +148,7 @@ class MapPlan {
   // Current value of each column, by name, in schema order (while making).
   std::vector<std::pair<ColumnSpec, int>> columns_;
   int64_t tile_rows_ = 1;
+  int64_t range_tile_rows_ = 1;  // whole_ranges_: at most this many rows a call
   ops::Backend backend_ = ops::Backend::kCpu;
   ops::DeviceRuntime* runtime_ = nullptr;  // device backends
   int device_ = -1;

@@ -103,7 +103,7 @@ class OpSchema {
   // Each call of its kernel costs more than its rows do (python: a round
   // trip to its processes, which idle while the runner works the tile's
   // other ops): the executor calls it once on a runner's whole range of
-  // rows, not on cache-sized tiles.
+  // rows (up to 16 MiB of the chain's scratch), not on cache-sized tiles.
   OpSchema& WholeRanges();
   // Made by the graph (parse_example, fused ops), never written in a
   // pipeline; `sluice ops` does not list it.
