@@ -328,7 +328,7 @@ absl::Status MapPlan::RunRows(const Batch& in, int64_t begin, int64_t end, const
   if (backend_ != ops::Backend::kCpu) {
     status = RunOnDevice(in, args, outputs, &step_ns);
   } else {
-    const int64_t tile = whole_chunks_  ? std::max<int64_t>(end - begin, 1)
+    const int64_t tile = whole_chunks_   ? std::max<int64_t>(end - begin, 1)
                          : whole_ranges_ ? std::clamp<int64_t>(end - begin, 1, range_tile_rows_)
                                          : tile_rows_;
     // Each scratch value gets an aligned region of `tile` rows.

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #undef HWY_TARGET_INCLUDE
@@ -160,6 +161,19 @@ void Blend(const float* a, float wa, const float* b, float wb, int64_t n, float*
 
 SampleWriter::~SampleWriter() {
   if (bypass_cache_) hwy::FlushStream();
+}
+
+void CopyBypassingCache(void* dst, const void* src, size_t n) {
+  // Below this a copy's lines fit the L2 cache: whoever reads them next
+  // gains from finding them there.
+  constexpr size_t kStreamFrom = 256 << 10;
+  if (n < kStreamFrom) {
+    std::memcpy(dst, src, n);
+    return;
+  }
+  HWY_DYNAMIC_DISPATCH(StreamBytesImpl)(static_cast<const uint8_t*>(src), static_cast<int64_t>(n),
+                                        static_cast<uint8_t*>(dst));
+  hwy::FlushStream();
 }
 
 void SampleWriter::Stream(const uint8_t* src, int64_t n, uint8_t* dst) {

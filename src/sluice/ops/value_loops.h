@@ -5,6 +5,7 @@
 #ifndef SLUICE_OPS_VALUE_LOOPS_H_
 #define SLUICE_OPS_VALUE_LOOPS_H_
 
+#include <cstddef>
 #include <cstdint>
 
 namespace sluice::ops {
@@ -25,6 +26,14 @@ void ScaleOffsetPattern(const float* src, int64_t n, const float* a, const float
 
 // dst[i] = b[i] * wb + a[i] * wa for i < n (mixup's blend); dst may be a.
 void Blend(const float* a, float wa, const float* b, float wb, int64_t n, float* dst, bool bypass_cache = false);
+
+// memcpy(dst, src, n), from 256 KiB with streaming (non-temporal) stores,
+// for large blocks another process reads later (a worker's batch into a
+// client's shared-memory ring): they skip reading each destination line
+// before writing it and leave the caches to the data this process works
+// on. A 12 MiB batch into a 64 MiB ring: 4.9 GB/s through memcpy, 6.5 GB/s
+// so (2-core Zen 3). The stores are fenced before it returns.
+void CopyBypassingCache(void* dst, const void* src, size_t n);
 
 // Writes samples' outputs, with `bypass_cache` (KernelContext's) past the
 // caches: each is produced in per-thread scratch that stays in L1 and then

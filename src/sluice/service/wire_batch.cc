@@ -12,9 +12,9 @@
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "google/protobuf/wire_format_lite.h"
-#include "sluice/core/copy_bypassing_cache.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/io/crc32c.h"
+#include "sluice/ops/value_loops.h"
 #include "sluice/service/batch_codec.h"
 #include "sluice/service/shm_ring.h"
 
@@ -104,7 +104,7 @@ absl::StatusOr<grpc::ByteBuffer> EncodeWireBatch(const Batch& batch, const Batch
   uint64_t position = ring_at.value_or(0);
   for (Part& p : parts) {
     if (ring_at) {  // in the ring, the bytes are not sent: no CRC over them
-      CopyBypassingCache(ring->At(position), p.data, p.size);  // the client reads it later, in its process
+      ops::CopyBypassingCache(ring->At(position), p.data, p.size);  // the client reads it later, in its process
       p.rest.set_shm_position(position);
       position += RingSpan(p.size);
       p.size = 0;

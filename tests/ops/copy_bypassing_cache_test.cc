@@ -1,11 +1,11 @@
-#include "sluice/core/copy_bypassing_cache.h"
+#include "sluice/ops/value_loops.h"
 
 #include <cstdint>
 #include <vector>
 
 #include "gtest/gtest.h"
 
-namespace sluice {
+namespace sluice::ops {
 namespace {
 
 // Every size around the streaming threshold (256 KiB) and around the 64-byte
@@ -33,4 +33,4 @@ TEST(CopyBypassingCache, CopiesExactlyTheBytesAtEveryAlignmentAndSize) {
 }
 
 }  // namespace
-}  // namespace sluice
+}  // namespace sluice::ops
