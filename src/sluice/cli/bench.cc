@@ -209,6 +209,9 @@ void AddBenchCommand(CLI::App& app, absl::Status* result) {
   cmd->add_option("--peer-batches", args->peer_batches, "timed batches per peer run (default 10 for w1, 20 for w2, 100 for w5a)");
   cmd->add_option("--seconds", args->seconds, "minimum seconds per sluice run")->default_val(3.0);
   cmd->add_flag("--no-peers", args->no_peers, "measure sluice only");
+  cmd->add_flag("--stream-only", args->stream_only,
+                "service: measure only the streaming of 1 MiB batches (over TCP and through shared memory) against "
+                "the bare gRPC loop");
   cmd->add_option("--device", args->device,
                   "w3: cuda decodes the JPEGs on the GPU (nvJPEG) against torchvision's GPU decoding and sluice on "
                   "the CPU, into torch on CUDA (needs a CUDA build with nvJPEG, a GPU, torch and torchvision)")

@@ -242,7 +242,7 @@ absl::Status BenchService(const BenchArgs& args) {
   std::string feed_cmd = absl::StrCat("/usr/bin/python3 ", peers, "/w1_grpc_feed.py --data ", args.data,
                                       "/mnist --batches ", args.peer_batches > 0 ? args.peer_batches : 10);
   std::string tfs_cmd;
-  if (!args.no_peers) {
+  if (!args.no_peers && !args.stream_only) {
     std::fprintf(stderr, "preparing the tf.data peer's virtual environment (first use installs tensorflow-cpu)\n");
     absl::StatusOr<std::string> py = LastLineOf(peers + "/ensure_peer_venv.sh");
     if (py.ok()) {
@@ -257,17 +257,26 @@ absl::Status BenchService(const BenchArgs& args) {
   for (int run = 1; run <= args.runs; ++run) {
     SLUICE_ASSIGN_OR_RETURN(double raw, RawGrpcBytesPerSecond(raw_server->port(), kBatchRows * kRowBytes,
                                                               args.seconds));
-    SLUICE_ASSIGN_OR_RETURN(Timed in_process, RunFor(w2_local, args.seconds));
     f.raw_bytes.push_back(raw);
-    f.cpu_in_process.push_back(in_process.cpu_s_per_million);
     for (const bool tcp : {false, true}) {
       const auto over = [tcp](const PipelineDef& def) { return tcp ? OverTcp(def) : def; };
       TransportFigures& t = tcp ? f.tcp : f.ring;
       SLUICE_ASSIGN_OR_RETURN(Timed stream, RunFor(over(stream_def), args.seconds));
-      SLUICE_ASSIGN_OR_RETURN(Timed offloaded, RunFor(over(w2_offloaded), args.seconds));
-      SLUICE_ASSIGN_OR_RETURN(Timed uint8_wire, RunFor(over(w2_uint8_wire), args.seconds));
       t.stream_bytes.push_back(stream.report.samples_per_s * kRowBytes);
       t.vs_raw.push_back(t.stream_bytes.back() / raw);
+    }
+    if (args.stream_only) {
+      std::fprintf(stderr, "run %d/%d: stream %.0f MB/s through shared memory, %.0f over TCP (raw gRPC %.0f)\n", run,
+                   args.runs, f.ring.stream_bytes.back() / 1e6, f.tcp.stream_bytes.back() / 1e6, raw / 1e6);
+      continue;
+    }
+    SLUICE_ASSIGN_OR_RETURN(Timed in_process, RunFor(w2_local, args.seconds));
+    f.cpu_in_process.push_back(in_process.cpu_s_per_million);
+    for (const bool tcp : {false, true}) {
+      const auto over = [tcp](const PipelineDef& def) { return tcp ? OverTcp(def) : def; };
+      TransportFigures& t = tcp ? f.tcp : f.ring;
+      SLUICE_ASSIGN_OR_RETURN(Timed offloaded, RunFor(over(w2_offloaded), args.seconds));
+      SLUICE_ASSIGN_OR_RETURN(Timed uint8_wire, RunFor(over(w2_uint8_wire), args.seconds));
       t.cpu_uint8.push_back(uint8_wire.cpu_s_per_million);
       t.cpu_float.push_back(offloaded.cpu_s_per_million);
       t.share_uint8.push_back(t.cpu_uint8.back() / f.cpu_in_process.back());
@@ -319,6 +328,19 @@ absl::Status BenchService(const BenchArgs& args) {
               Median(f.tcp.stream_bytes) / 1e6, raw / 1e6, 100 * Median(f.tcp.vs_raw));
   std::printf("    through shared memory       %10.0f MB/s   (%.0f%% of the raw loop)\n",
               Median(f.ring.stream_bytes) / 1e6, 100 * Median(f.ring.vs_raw));
+  if (args.stream_only) {
+    if (args.json) {
+      nlohmann::json j;
+      j["workload"] = "service";
+      j["runs"] = args.runs;
+      j["machine"] = MachineDescription();
+      j["raw_grpc_bytes_per_s"] = raw;
+      j["shared_memory"] = {{"stream_bytes_per_s", Median(f.ring.stream_bytes)}, {"vs_raw", Median(f.ring.vs_raw)}};
+      j["tcp"] = {{"stream_bytes_per_s", Median(f.tcp.stream_bytes)}, {"vs_raw", Median(f.tcp.vs_raw)}};
+      std::printf("%s\n", j.dump().c_str());
+    }
+    return absl::OkStatus();
+  }
   std::printf("  W1 through the service        %10s samples/s", WithCommas(w1_rate).c_str());
   if (feed > 0) std::printf("   Python gRPC feed %s (%.1fx)", WithCommas(feed).c_str(), Median(f.vs_feed));
   std::printf("\n  W2, prefix on the worker      %10s samples/s", WithCommas(w2_rate).c_str());

@@ -1,5 +1,6 @@
 #include "sluice/service/encode_ahead.h"
 
+#include "sluice/core/status_macros.h"
 #include "sluice/service/wire_batch.h"
 
 namespace sluice::service {
@@ -7,7 +8,7 @@ namespace sluice::service {
 EncodeAhead::EncodeAhead(exec::PipelineIterator* it, BatchMessage header, Compression compression,
                          ShmRingWriter* ring, size_t depth)
     : it_(it), compression_(compression), ring_(ring), depth_(depth), header_(std::move(header)) {
-  thread_ = std::thread([this] { Run(); });
+  if (depth_ > 0) thread_ = std::thread([this] { Run(); });
 }
 
 EncodeAhead::~EncodeAhead() {
@@ -16,6 +17,7 @@ EncodeAhead::~EncodeAhead() {
     stopping_ = true;
     cv_.SignalAll();
   }
+  if (!thread_.joinable()) return;
   it_->Cancel();  // a Next blocked in the pipeline returns at once
   thread_.join();
 }
@@ -27,6 +29,11 @@ void EncodeAhead::Run() {
     bool end = false;
     status = it_->Next(&batch, &end);
     if (!status.ok() || end) break;
+    {
+      absl::MutexLock lock(&mu_);
+      while (ready_.size() >= depth_ && !stopping_) cv_.Wait(&mu_);
+      if (stopping_) return;
+    }
     uint64_t ring_bytes = 0;
     absl::StatusOr<grpc::ByteBuffer> bytes = EncodeWireBatch(batch, header_, compression_, ring_, &ring_bytes);
     if (!bytes.ok()) {
@@ -35,8 +42,6 @@ void EncodeAhead::Run() {
     }
     header_.clear_files();  // sent once per stream
     absl::MutexLock lock(&mu_);
-    while (ready_.size() >= depth_ && !stopping_) cv_.Wait(&mu_);
-    if (stopping_) return;
     ready_.push_back(Encoded{*std::move(bytes), batch.rows, ring_bytes});
     cv_.SignalAll();
   }
@@ -47,6 +52,15 @@ void EncodeAhead::Run() {
 }
 
 absl::Status EncodeAhead::Next(Encoded* out, bool* end) {
+  if (depth_ == 0) {
+    Batch batch;
+    SLUICE_RETURN_IF_ERROR(it_->Next(&batch, end));
+    if (*end) return absl::OkStatus();
+    SLUICE_ASSIGN_OR_RETURN(out->bytes, EncodeWireBatch(batch, header_, compression_, ring_, &out->ring_bytes));
+    out->rows = batch.rows;
+    header_.clear_files();
+    return absl::OkStatus();
+  }
   absl::MutexLock lock(&mu_);
   while (ready_.empty() && !finished_) cv_.Wait(&mu_);
   if (!ready_.empty()) {

@@ -159,7 +159,10 @@ absl::Status WorkerImpl::SendAll(exec::PipelineIterator* it, const StreamBatches
                                  int64_t split, BatchMessage* header, ShmRingWriter* ring, const WriteFn& write,
                                  const std::function<bool()>& cancelled) {
   header->set_split(split);
-  EncodeAhead encoded(it, *header, request.compression(), ring);
+  // Over TCP an uncompressed batch is encoded as it is written (its CRC is
+  // all there is to encode); compression and the ring's copy go ahead.
+  const bool ahead = ring != nullptr || request.compression() != COMPRESSION_NONE;
+  EncodeAhead encoded(it, *header, request.compression(), ring, ahead ? 2 : 0);
   header->clear_files();  // sent once per stream
   while (!cancelled()) {
     EncodeAhead::Encoded message;
