@@ -17,9 +17,11 @@ others (so samples it had already taken arrive again: counted as
 buffers"). It reports, per dispatcher restart, the time from the restart to
 the next batch any consumer took, for restarts that no other kill follows
 before that batch and no dead consumer's splits hold up (those wait for
---client-timeout, 5 s).
+--client-timeout, 5 s). The workers hand batches over through the
+consumers' shared-memory rings, as on one host they do; with --tcp, over
+TCP, as from other machines.
 
-Usage: chaos.py [--rounds 50] [--seed 1]   (bench/chaos.sh ROUNDS runs it)
+Usage: chaos.py [--rounds 50] [--seed 1] [--tcp]   (bench/chaos.sh ROUNDS runs it)
 """
 
 import argparse
@@ -44,11 +46,13 @@ import json, sys, time
 import numpy as np
 import sluice
 address, job, rows, split_rows, throttle = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5])
+shared_memory_mb = int(sys.argv[6])
 base = sluice.arrays({"id": np.arange(rows, dtype=np.int64), "pad": np.zeros((rows, 56), np.uint8)},
                      split_records=split_rows)
 d = json.loads(base.to_json())
 d["nodes"][0]["source"]["throttle_bytes_per_s"] = throttle  # an epoch of seconds, not milliseconds
-pipe = sluice.Pipeline(d).distribute(address, job_name=job, max_outstanding=1).batch(50)
+pipe = sluice.Pipeline(d).distribute(address, job_name=job, max_outstanding=1,
+                                     shared_memory_mb=shared_memory_mb).batch(50)
 try:
     for batch in pipe:
         print(f"{time.time():.3f} " + " ".join(str(int(i)) for i in batch["id"]), flush=True)
@@ -68,9 +72,10 @@ def free_port():
 class Consumer:
     """A consumer process; a thread collects what it prints."""
 
-    def __init__(self, address, job, throttle):
+    def __init__(self, address, job, throttle, tcp):
         self.process = subprocess.Popen(
-            [sys.executable, "-c", _CONSUMER, address, job, str(ROWS), str(SPLIT_ROWS), str(throttle)],
+            [sys.executable, "-c", _CONSUMER, address, job, str(ROWS), str(SPLIT_ROWS), str(throttle),
+             "-1" if tcp else "0"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.batches = []  # (time, ids)
         self.ended = False
@@ -105,7 +110,7 @@ def start_server(args, port_line="listening on port"):
     return process
 
 
-def run_round(number, rng, port, log):
+def run_round(number, rng, port, log, tcp):
     with tempfile.TemporaryDirectory() as work:
         address = f"127.0.0.1:{port}"
         dispatcher_args = ["dispatcher", "--host", "127.0.0.1", "--port", str(port), "--work-dir", work]
@@ -114,7 +119,7 @@ def run_round(number, rng, port, log):
         workers = [start_server(worker_args) for _ in range(3)]
         # 3 workers at this rate read the epoch in about 10 s.
         throttle = ROWS * 64 / 20 / 3
-        consumers = [Consumer(address, f"chaos-{number}", throttle) for _ in range(2)]
+        consumers = [Consumer(address, f"chaos-{number}", throttle, tcp) for _ in range(2)]
         started = time.time()
         events = []
         restarts = []
@@ -198,13 +203,14 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=50)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--tcp", action="store_true", help="batches over TCP, not the consumers' rings")
     args = parser.parse_args()
     rng = random.Random(args.seed)
     port = free_port()
     passed = hangs = 0
     recoveries = []
     for number in range(1, args.rounds + 1):
-        ok, hang, rec = run_round(number, rng, port, lambda m: print(m, flush=True))
+        ok, hang, rec = run_round(number, rng, port, lambda m: print(m, flush=True), args.tcp)
         passed += ok
         hangs += hang
         recoveries += rec
