@@ -96,8 +96,9 @@ inline void MaxOfFloatRows(int64_t rows, int64_t n, int64_t k, Operand operand, 
 
 // Vectors v < kCount of rows r < kRows of sum_j w[j] * src[r * src_stride +
 // v * lanes + j * step], stored at dst + r * dst_stride + v * lanes: whole
-// vectors, but the first `last` lanes of the last row's last. Eight
-// accumulators keep both FMA units busy through their latency.
+// vectors, but the rows' last vectors stop `last` lanes past the start of
+// the last row's last (a vector wider than a row reaches rows further).
+// Eight accumulators keep both FMA units busy through their latency.
 template <int kRows, int kCount>
 inline void WeightedSumBlock(const float* src, int64_t src_stride, float* dst, int64_t dst_stride, int64_t step,
                              const float* w, int64_t k, int64_t last) {
@@ -118,9 +119,9 @@ inline void WeightedSumBlock(const float* src, int64_t src_stride, float* dst, i
     }
   }
   for (int r = 0; r < kRows; ++r) {
+    const int64_t row_last = std::min(lanes, last + (kRows - 1 - r) * dst_stride);
     for (int v = 0; v < kCount; ++v) {
-      const bool final = r == kRows - 1 && v == kCount - 1;
-      Store(a[r][v], dst + r * dst_stride + v * lanes, final ? last : lanes);
+      Store(a[r][v], dst + r * dst_stride + v * lanes, v == kCount - 1 ? row_last : lanes);
     }
   }
 }
@@ -182,7 +183,9 @@ inline void FixedSumOfRows(int64_t rows, int64_t n, const int16_t* w, int64_t k,
 void ConvolveRowsImpl(const float* src, int64_t src_stride, float* dst, int64_t dst_stride, int64_t rows, int64_t n,
                       int64_t step, const float* w, int64_t k, bool exact_end) {
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(D()));
-  const int64_t vectors = (n + lanes - 1) / lanes, tail = n - (vectors - 1) * lanes;
+  const int64_t vectors = (n + lanes - 1) / lanes;
+  // One past the output's last value, which `exact_end` must not write past.
+  const int64_t end = (rows - 1) * dst_stride + n;
   // Rows r .. r + kRows - 1 in blocks of kBlock / kRows vectors, from the
   // last: a row's last vector writes past the row into the next one's first
   // values, which must be written after it.
@@ -190,7 +193,11 @@ void ConvolveRowsImpl(const float* src, int64_t src_stride, float* dst, int64_t 
     constexpr int kRows = decltype(rows_tag)::value, kBlock = 8 / kRows;
     const float* in = src + r * src_stride;
     float* out = dst + r * dst_stride;
-    const int64_t last = exact_end && r + kRows == rows ? tail : lanes;
+    // With `exact_end`, no store past the output's end: the last row stops
+    // at its tail and, where a vector is wider than a row (16 lanes, rows of
+    // 5), the rows before it stop there too; never short of their own values.
+    const int64_t last =
+        exact_end ? std::min(lanes, end - ((r + kRows - 1) * dst_stride + (vectors - 1) * lanes)) : lanes;
     int64_t v = vectors - vectors % kBlock;
     WithCount(vectors % kBlock, [&](auto count) {
       WeightedSumBlock<kRows, decltype(count)::value>(in + v * lanes, src_stride, out + v * lanes, dst_stride, step,
