@@ -26,16 +26,14 @@ uint32_t Crc32cExtend(uint32_t crc, const void* data, size_t n) {
   return ~state;
 }
 
+// One memcpy, then the CRC of the copy: the pieces it gets (gRPC's slices,
+// 8-64 KiB) are still in L2 when checked. Copied in 8 KiB blocks, each
+// checked at once, GCC inlined a `rep movsq` for the bounded length, and
+// the service's TCP stream ran 4% slower (2-core Xeon, 6 interleaved pairs
+// of runs: 3,510 against 3,666 MB/s); the two are equal in cache.
 uint32_t CopyAndCrc32c(uint32_t crc, void* dst, const void* src, size_t n) {
-  constexpr size_t kBlock = 8192;  // copied, then checked while it is in L1
-  auto* d = static_cast<uint8_t*>(dst);
-  const auto* s = static_cast<const uint8_t*>(src);
-  for (size_t done = 0; done < n; done += kBlock) {
-    const size_t len = std::min(kBlock, n - done);
-    std::memcpy(d + done, s + done, len);
-    crc = Crc32cExtend(crc, d + done, len);
-  }
-  return crc;
+  std::memcpy(dst, src, n);
+  return Crc32cExtend(crc, dst, n);
 }
 
 }  // namespace sluice::io

@@ -12,8 +12,8 @@ namespace sluice::io {
 uint32_t Crc32cExtend(uint32_t crc, const void* data, size_t n);
 inline uint32_t Crc32c(const void* data, size_t n) { return Crc32cExtend(0, data, n); }
 // Copies src[0, n) to dst and returns the CRC32C of the bytes continuing
-// from `crc`, reading src once: it copies blocks that fit the L1 cache and
-// checks each while it is there.
+// from `crc`, read from the copy while it is in cache (for pieces that fit
+// L2, as a stream's arrive).
 uint32_t CopyAndCrc32c(uint32_t crc, void* dst, const void* src, size_t n);
 
 // TFRecord stores masked CRCs: a CRC of a string that itself holds CRCs is
