@@ -183,6 +183,7 @@ struct TransportFigures {
     nlohmann::json j;
     j["stream_bytes_per_s"] = Median(stream_bytes);
     j["vs_raw"] = Median(vs_raw);
+    if (cpu_uint8.empty()) return j;  // --stream-only
     j["client_cpu_s_per_million"] = Median(cpu_uint8);
     j["client_cpu_share"] = Median(share_uint8);
     j["client_cpu_s_per_million_float32_wire"] = Median(cpu_float);
@@ -197,10 +198,11 @@ struct Figures {
   std::vector<double> vs_feed, vs_tfs;
 };
 
-// `def` with its workers' batches sent over TCP even from a local worker.
-PipelineDef OverTcp(PipelineDef def) {
+// `def`, with `tcp` its workers' batches sent over TCP even from a local
+// worker.
+PipelineDef Over(bool tcp, PipelineDef def) {
   for (NodeDef& node : *def.mutable_nodes()) {
-    if (node.has_distribute()) node.mutable_distribute()->set_shared_memory_mb(-1);
+    if (tcp && node.has_distribute()) node.mutable_distribute()->set_shared_memory_mb(-1);
   }
   return def;
 }
@@ -259,9 +261,8 @@ absl::Status BenchService(const BenchArgs& args) {
                                                               args.seconds));
     f.raw_bytes.push_back(raw);
     for (const bool tcp : {false, true}) {
-      const auto over = [tcp](const PipelineDef& def) { return tcp ? OverTcp(def) : def; };
       TransportFigures& t = tcp ? f.tcp : f.ring;
-      SLUICE_ASSIGN_OR_RETURN(Timed stream, RunFor(over(stream_def), args.seconds));
+      SLUICE_ASSIGN_OR_RETURN(Timed stream, RunFor(Over(tcp, stream_def), args.seconds));
       t.stream_bytes.push_back(stream.report.samples_per_s * kRowBytes);
       t.vs_raw.push_back(t.stream_bytes.back() / raw);
     }
@@ -273,10 +274,9 @@ absl::Status BenchService(const BenchArgs& args) {
     SLUICE_ASSIGN_OR_RETURN(Timed in_process, RunFor(w2_local, args.seconds));
     f.cpu_in_process.push_back(in_process.cpu_s_per_million);
     for (const bool tcp : {false, true}) {
-      const auto over = [tcp](const PipelineDef& def) { return tcp ? OverTcp(def) : def; };
       TransportFigures& t = tcp ? f.tcp : f.ring;
-      SLUICE_ASSIGN_OR_RETURN(Timed offloaded, RunFor(over(w2_offloaded), args.seconds));
-      SLUICE_ASSIGN_OR_RETURN(Timed uint8_wire, RunFor(over(w2_uint8_wire), args.seconds));
+      SLUICE_ASSIGN_OR_RETURN(Timed offloaded, RunFor(Over(tcp, w2_offloaded), args.seconds));
+      SLUICE_ASSIGN_OR_RETURN(Timed uint8_wire, RunFor(Over(tcp, w2_uint8_wire), args.seconds));
       t.cpu_uint8.push_back(uint8_wire.cpu_s_per_million);
       t.cpu_float.push_back(offloaded.cpu_s_per_million);
       t.share_uint8.push_back(t.cpu_uint8.back() / f.cpu_in_process.back());
@@ -328,31 +328,20 @@ absl::Status BenchService(const BenchArgs& args) {
               Median(f.tcp.stream_bytes) / 1e6, raw / 1e6, 100 * Median(f.tcp.vs_raw));
   std::printf("    through shared memory       %10.0f MB/s   (%.0f%% of the raw loop)\n",
               Median(f.ring.stream_bytes) / 1e6, 100 * Median(f.ring.vs_raw));
-  if (args.stream_only) {
-    if (args.json) {
-      nlohmann::json j;
-      j["workload"] = "service";
-      j["runs"] = args.runs;
-      j["machine"] = MachineDescription();
-      j["raw_grpc_bytes_per_s"] = raw;
-      j["shared_memory"] = {{"stream_bytes_per_s", Median(f.ring.stream_bytes)}, {"vs_raw", Median(f.ring.vs_raw)}};
-      j["tcp"] = {{"stream_bytes_per_s", Median(f.tcp.stream_bytes)}, {"vs_raw", Median(f.tcp.vs_raw)}};
-      std::printf("%s\n", j.dump().c_str());
+  if (!args.stream_only) {
+    std::printf("  W1 through the service        %10s samples/s", WithCommas(w1_rate).c_str());
+    if (feed > 0) std::printf("   Python gRPC feed %s (%.1fx)", WithCommas(feed).c_str(), Median(f.vs_feed));
+    std::printf("\n  W2, prefix on the worker      %10s samples/s", WithCommas(w2_rate).c_str());
+    if (tfs > 0) std::printf("   tf.data service %s (%.1fx)", WithCommas(tfs).c_str(), Median(f.vs_tfs));
+    std::printf("\n  client CPU, W2 offloaded, s per 1M samples (in-process: %.2f)\n", in_process);
+    for (const bool tcp : {false, true}) {
+      const TransportFigures& t = tcp ? f.tcp : f.ring;
+      std::printf("    %-13s uint8 on the wire, rescale here %.2f (%.1f%%); float32 on the wire %.2f (%.1f%%)\n",
+                  tcp ? "TCP" : "shared memory", Median(t.cpu_uint8), 100 * Median(t.share_uint8),
+                  Median(t.cpu_float), 100 * Median(t.share_float));
     }
-    return absl::OkStatus();
+    std::printf("  client start to first batch   %10.0f ms\n", Median(f.first_batch_ms));
   }
-  std::printf("  W1 through the service        %10s samples/s", WithCommas(w1_rate).c_str());
-  if (feed > 0) std::printf("   Python gRPC feed %s (%.1fx)", WithCommas(feed).c_str(), Median(f.vs_feed));
-  std::printf("\n  W2, prefix on the worker      %10s samples/s", WithCommas(w2_rate).c_str());
-  if (tfs > 0) std::printf("   tf.data service %s (%.1fx)", WithCommas(tfs).c_str(), Median(f.vs_tfs));
-  std::printf("\n  client CPU, W2 offloaded, s per 1M samples (in-process: %.2f)\n", in_process);
-  for (const bool tcp : {false, true}) {
-    const TransportFigures& t = tcp ? f.tcp : f.ring;
-    std::printf("    %-13s uint8 on the wire, rescale here %.2f (%.1f%%); float32 on the wire %.2f (%.1f%%)\n",
-                tcp ? "TCP" : "shared memory", Median(t.cpu_uint8), 100 * Median(t.share_uint8),
-                Median(t.cpu_float), 100 * Median(t.share_float));
-  }
-  std::printf("  client start to first batch   %10.0f ms\n", Median(f.first_batch_ms));
   if (args.json) {
     nlohmann::json j;
     j["workload"] = "service";
@@ -361,14 +350,16 @@ absl::Status BenchService(const BenchArgs& args) {
     j["raw_grpc_bytes_per_s"] = raw;
     j["shared_memory"] = f.ring.Json();
     j["tcp"] = f.tcp.Json();
-    j["w1_service_samples_per_s"] = w1_rate;
-    j["python_feed_samples_per_s"] = OrNull(feed);
-    j["vs_python_feed"] = OrNull(Median(f.vs_feed));
-    j["w2_service_samples_per_s"] = w2_rate;
-    j["tfdata_service_samples_per_s"] = OrNull(tfs);
-    j["vs_tfdata_service"] = OrNull(Median(f.vs_tfs));
-    j["in_process_cpu_s_per_million"] = in_process;
-    j["first_batch_ms"] = Median(f.first_batch_ms);
+    if (!args.stream_only) {
+      j["w1_service_samples_per_s"] = w1_rate;
+      j["python_feed_samples_per_s"] = OrNull(feed);
+      j["vs_python_feed"] = OrNull(Median(f.vs_feed));
+      j["w2_service_samples_per_s"] = w2_rate;
+      j["tfdata_service_samples_per_s"] = OrNull(tfs);
+      j["vs_tfdata_service"] = OrNull(Median(f.vs_tfs));
+      j["in_process_cpu_s_per_million"] = in_process;
+      j["first_batch_ms"] = Median(f.first_batch_ms);
+    }
     std::printf("%s\n", j.dump().c_str());
   }
   return absl::OkStatus();

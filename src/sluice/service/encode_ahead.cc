@@ -34,15 +34,13 @@ void EncodeAhead::Run() {
       while (ready_.size() >= depth_ && !stopping_) cv_.Wait(&mu_);
       if (stopping_) return;
     }
-    uint64_t ring_bytes = 0;
-    absl::StatusOr<grpc::ByteBuffer> bytes = EncodeWireBatch(batch, header_, compression_, ring_, &ring_bytes);
-    if (!bytes.ok()) {
-      status = bytes.status();
+    absl::StatusOr<Encoded> encoded = Encode(batch);
+    if (!encoded.ok()) {
+      status = encoded.status();
       break;
     }
-    header_.clear_files();  // sent once per stream
     absl::MutexLock lock(&mu_);
-    ready_.push_back(Encoded{*std::move(bytes), batch.rows, ring_bytes});
+    ready_.push_back(*std::move(encoded));
     cv_.SignalAll();
   }
   absl::MutexLock lock(&mu_);
@@ -51,14 +49,20 @@ void EncodeAhead::Run() {
   cv_.SignalAll();
 }
 
+absl::StatusOr<EncodeAhead::Encoded> EncodeAhead::Encode(const Batch& batch) {
+  Encoded out;
+  out.rows = batch.rows;
+  SLUICE_ASSIGN_OR_RETURN(out.bytes, EncodeWireBatch(batch, header_, compression_, ring_, &out.ring_bytes));
+  header_.clear_files();  // sent once per stream
+  return out;
+}
+
 absl::Status EncodeAhead::Next(Encoded* out, bool* end) {
   if (depth_ == 0) {
     Batch batch;
     SLUICE_RETURN_IF_ERROR(it_->Next(&batch, end));
     if (*end) return absl::OkStatus();
-    SLUICE_ASSIGN_OR_RETURN(out->bytes, EncodeWireBatch(batch, header_, compression_, ring_, &out->ring_bytes));
-    out->rows = batch.rows;
-    header_.clear_files();
+    SLUICE_ASSIGN_OR_RETURN(*out, Encode(batch));
     return absl::OkStatus();
   }
   absl::MutexLock lock(&mu_);

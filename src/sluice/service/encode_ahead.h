@@ -15,6 +15,7 @@
 #include <grpcpp/support/byte_buffer.h>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "service.pb.h"
 #include "sluice/exec/pipeline.h"
@@ -45,6 +46,8 @@ class EncodeAhead {
 
  private:
   void Run();
+  // `batch` for the wire, with the header's files if none went before.
+  absl::StatusOr<Encoded> Encode(const Batch& batch);
 
   exec::PipelineIterator* const it_;
   const Compression compression_;
