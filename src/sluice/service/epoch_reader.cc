@@ -15,6 +15,10 @@ namespace {
 // worker whose stream broke before trying it again.
 constexpr absl::Duration kRecheck = absl::Milliseconds(100);
 constexpr absl::Duration kRetryWorker = absl::Seconds(1);
+// A split whose batches arrive damaged this often (failing their CRC or
+// malformed) fails the epoch: corruption that repeats is the network's or
+// a machine's, and running the split again would never end.
+constexpr int kMaxDamagedArrivals = 3;
 
 // A stream that ended this way lost its worker (killed, restarted, network);
 // anything else is the pipeline's own error, which the consumer must see.
@@ -249,7 +253,14 @@ void EpochReader::Read(Stream* stream) {
   absl::MutexLock lock(&mu_);
   stream->ended_epoch = ended;
   if (!ended && !stopping_) {
-    if (LostWorker(status)) {
+    if (!broken.ok() && split >= 0 && ++damaged_[split] >= kMaxDamagedArrivals) {
+      if (error_.ok()) {
+        error_ = absl::DataLossError(absl::StrCat(
+            "job ", input_->job_id(), ": split ", split, " arrived damaged ", damaged_[split], " times from worker ",
+            stream->worker_id, " at ", stream->address, " (last: ", broken.error_message(),
+            "): something between that worker and this client corrupts data"));
+      }
+    } else if (LostWorker(status)) {
       failed_at_[stream->worker_id] = absl::Now();
       if (!superseded_) {
         Log("client", absl::StrCat("stream from worker ", stream->worker_id, " at ", stream->address, " broke (",

@@ -91,6 +91,7 @@ class EpochReader : public exec::Iterator {
   absl::Status error_ ABSL_GUARDED_BY(mu_);
   std::set<int64_t> completed_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, IdRanges> delivered_ ABSL_GUARDED_BY(mu_);  // by split in flight: the ids handed on
+  std::map<int64_t, int> damaged_ ABSL_GUARDED_BY(mu_);  // by split: its arrivals that failed to decode
   std::vector<int64_t> position_of_;           // by split: its place in the epoch's order (for the ledger)
   std::deque<Batch> pending_ ABSL_GUARDED_BY(mu_);  // rebatching
   std::map<int64_t, int64_t> held_rows_ ABSL_GUARDED_BY(mu_);  // by split, in queue_

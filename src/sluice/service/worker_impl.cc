@@ -250,7 +250,7 @@ absl::Status WorkerImpl::RunSplit(const exec::Pipeline& pipeline, const StreamBa
 
 absl::Status WorkerImpl::FailedSplit(const exec::Pipeline& pipeline, const StreamBatchesRequest& request,
                                      const GetSplitResponse& failed, const WriteFn& write) {
-  const io::Split& split = pipeline.Splits()[failed.split()];
+  const io::Split split = pipeline.Splits()[failed.split()];  // Splits() returns a vector by value
   const std::string what = absl::StrCat("job ", request.job_id(), ": ", failed.error(), " (it holds ",
                                         DescribeSplit(pipeline, split), ")");
   if (!failed.skip()) return absl::DataLossError(what);
