@@ -1,8 +1,10 @@
 #include "sluice/service/shm_ring.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <ifaddrs.h>
 #include <netinet/in.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -186,6 +188,35 @@ TEST(ShmRingTest, RingsOfClientsThatDiedAreRemoved) {
   EXPECT_EQ(::access(mine.c_str(), F_OK), 0);
   ring.reset();
   EXPECT_NE(::access(mine.c_str(), F_OK), 0) << "removed with the ring";
+}
+
+// A consumer killed -9 holding rings no stream had claimed, and no client
+// after it on this host: a worker's heartbeat removes them.
+TEST(ShmRingTest, AWorkerRemovesTheRingsOfClientsThatDied) {
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  ASSERT_GT(child, 0);
+  ASSERT_EQ(::waitpid(child, nullptr, 0), child);
+  const std::string orphan = absl::StrCat("/dev/shm/sluice-ring-", child, "-00000000000000bb");
+  std::ofstream(orphan) << "left by a client killed -9";
+  const std::string alive = absl::StrCat("/dev/shm/sluice-ring-", ::getpid(), "-00000000000000bb");
+  std::ofstream(alive) << "a live client's";
+  // A live client in another pid namespace: its pid is not one here, but it
+  // holds its ring's lock.
+  const std::string elsewhere = absl::StrCat("/dev/shm/sluice-ring-", child, "-00000000000000cc");
+  std::ofstream(elsewhere) << "a live client's, in another pid namespace";
+  const int locked = ::open(elsewhere.c_str(), O_RDWR | O_CLOEXEC);
+  ASSERT_GE(locked, 0);
+  ASSERT_EQ(::flock(locked, LOCK_SH), 0);
+
+  ShmRingWriter::ReleaseRingsOfGoneClients();
+  EXPECT_NE(::access(orphan.c_str(), F_OK), 0);
+  EXPECT_EQ(::access(alive.c_str(), F_OK), 0) << "its client is alive";
+  EXPECT_EQ(::access(elsewhere.c_str(), F_OK), 0) << "its client holds the lock";
+  ::close(locked);
+  ShmRingWriter::ReleaseRingsOfGoneClients();
+  EXPECT_NE(::access(elsewhere.c_str(), F_OK), 0) << "its client died: the lock went with it";
+  ::unlink(alive.c_str());
 }
 
 // Only a worker that can share this host's /dev/shm is offered a ring;

@@ -6,6 +6,7 @@
 #include <ifaddrs.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -57,12 +58,17 @@ int PidOf(const std::string& name) {
 }
 
 // A ring whose client died without removing it (killed -9) is removed by
-// the next client or by its worker. (A process of another pid namespace
-// sharing /dev/shm may take a live client's ring for dead: the client keeps
-// its mapping, and its workers send over TCP from then on.)
+// the next client or by a worker on its host. Its client holds a shared
+// flock on the ring for its life, which the kernel drops when it dies: a
+// pid that looks dead may be a live client's in another pid namespace
+// sharing /dev/shm, whose lock keeps its ring.
 void RemoveIfOrphan(const std::string& name) {
   const int pid = PidOf(name);
-  if (pid != 0 && ::kill(pid, 0) != 0 && errno == ESRCH) ::shm_unlink(name.c_str());
+  if (pid == 0 || ::kill(pid, 0) == 0 || errno != ESRCH) return;
+  const int fd = ::shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0);
+  if (fd < 0) return;
+  if (::flock(fd, LOCK_EX | LOCK_NB) == 0) ::shm_unlink(name.c_str());
+  ::close(fd);
 }
 
 void RemoveOrphans() {
@@ -120,6 +126,7 @@ absl::StatusOr<std::shared_ptr<ShmRing>> ShmRing::Create(size_t capacity) {
       absl::StrCat("/", kPrefix, ::getpid(), "-", absl::Hex(absl::Uniform<uint64_t>(gen), absl::kZeroPad16));
   const int fd = ::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
   if (fd < 0) return io::ErrnoStatus(errno, "cannot make shared-memory ring", "/dev/shm" + name);
+  ::flock(fd, LOCK_SH);  // held while the fd is open: this client lives (RemoveIfOrphan)
   const size_t total = kHeaderBytes + capacity;
   // posix_fallocate reserves the pages now: on a full /dev/shm (a
   // container's 64 MB default), touching them later would be a SIGBUS.
@@ -129,23 +136,24 @@ absl::StatusOr<std::shared_ptr<ShmRing>> ShmRing::Create(size_t capacity) {
   void* mapped = reserved == 0 ? ::mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
                                : MAP_FAILED;
   const int mapped_errno = errno;
-  ::close(fd);
   if (reserved != 0 || mapped == MAP_FAILED) {
     ::shm_unlink(name.c_str());
+    ::close(fd);
     errno = reserved != 0 ? reserved : mapped_errno;
     return io::ErrnoStatus(errno, absl::StrCat("no room for a ", capacity >> 20, " MiB shared-memory ring"),
                            "/dev/shm" + name);
   }
   auto* header = new (mapped) ShmRingHeader{kMagic, capacity, 0, {0}, {0}};
-  return std::shared_ptr<ShmRing>(new ShmRing(name, header, capacity));
+  return std::shared_ptr<ShmRing>(new ShmRing(name, fd, header, capacity));
 }
 
-ShmRing::ShmRing(std::string name, ShmRingHeader* header, size_t capacity)
-    : name_(std::move(name)), header_(header), capacity_(capacity) {}
+ShmRing::ShmRing(std::string name, int fd, ShmRingHeader* header, size_t capacity)
+    : name_(std::move(name)), fd_(fd), header_(header), capacity_(capacity) {}
 
 ShmRing::~ShmRing() {
   ::munmap(header_, kHeaderBytes + capacity_);
   ::shm_unlink(name_.c_str());
+  ::close(fd_);
 }
 
 uint64_t ShmRing::Offer() {
@@ -298,7 +306,10 @@ absl::StatusOr<std::unique_ptr<ShmRingWriter>> ShmRingWriter::Claim(const std::s
   return std::unique_ptr<ShmRingWriter>(new ShmRingWriter(std::move(mapping), session));
 }
 
-void ShmRingWriter::ForgetRemovedRings() { Mappings::Get().ForgetRemoved(); }
+void ShmRingWriter::ReleaseRingsOfGoneClients() {
+  RemoveOrphans();
+  Mappings::Get().ForgetRemoved();
+}
 
 ShmRingWriter::ShmRingWriter(std::shared_ptr<Mapping> mapping, uint64_t session)
     : mapping_(std::move(mapping)),

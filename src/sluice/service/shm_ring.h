@@ -71,10 +71,11 @@ class ShmRing : public std::enable_shared_from_this<ShmRing> {
   uint64_t released() const;
 
  private:
-  ShmRing(std::string name, ShmRingHeader* header, size_t capacity);
+  ShmRing(std::string name, int fd, ShmRingHeader* header, size_t capacity);
   void Done(uint64_t end);  // a lease ended
 
   const std::string name_;
+  const int fd_;  // open for the ring's life: it holds the ring's flock
   ShmRingHeader* const header_;  // the mapping starts with it
   const size_t capacity_;
   uint64_t session_ = 0;  // the last one offered
@@ -103,9 +104,11 @@ class ShmRingWriter {
   std::optional<uint64_t> Reserve(uint64_t size);
   uint8_t* At(uint64_t position) const;
 
-  // A worker keeps the rings it mapped for its clients' next streams; this
-  // unmaps those whose clients removed them (the worker's heartbeat calls it).
-  static void ForgetRemovedRings();
+  // Removes the rings of clients that died (killed -9, the rings not in a
+  // stream: the next client would, but there may be none), then unmaps the
+  // removed ones a worker kept mapped for its clients' next streams. The
+  // worker's heartbeat calls it.
+  static void ReleaseRingsOfGoneClients();
 
   struct Mapping;
 

@@ -66,7 +66,7 @@ absl::Status WorkerImpl::Leave() {
 }
 
 absl::Status WorkerImpl::Heartbeat() {
-  ShmRingWriter::ForgetRemovedRings();  // clients that left no longer pin their rings here
+  ShmRingWriter::ReleaseRingsOfGoneClients();  // clients that left or died no longer pin their rings
   WorkerHeartbeatRequest request = Identity();
   request.set_active_streams(active_streams_.load());
   for (const std::string& op : ops_) request.add_ops(op);
