@@ -25,6 +25,7 @@ Usage: chaos.py [--rounds 50] [--seed 1] [--tcp]   (bench/chaos.sh ROUNDS runs i
 """
 
 import argparse
+import glob
 import json
 import os
 import random
@@ -214,8 +215,10 @@ def main():
         passed += ok
         hangs += hang
         recoveries += rec
+    # Consumers killed -9 leave their rings; a worker on the host removes them.
+    rings_left = len(glob.glob("/dev/shm/sluice-ring-*"))
     summary = {"rounds": args.rounds, "exactly_once": passed, "hangs": hangs,
-               "restarts": len(recoveries)}
+               "restarts": len(recoveries), "rings_left_in_dev_shm": rings_left}
     if recoveries:
         summary["next_batch_after_restart_s"] = {
             "median": round(statistics.median(recoveries), 3), "max": round(max(recoveries), 3)}

@@ -1,9 +1,11 @@
 #include "sluice/service/shm_ring.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <ifaddrs.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -217,6 +219,44 @@ TEST(ShmRingTest, AWorkerRemovesTheRingsOfClientsThatDied) {
   ShmRingWriter::ReleaseRingsOfGoneClients();
   EXPECT_NE(::access(elsewhere.c_str(), F_OK), 0) << "its client died: the lock went with it";
   ::unlink(alive.c_str());
+}
+
+// A client killed -9 whose parent has not waited for it yet: a zombie,
+// which kill(pid, 0) still finds, but its ring's lock is gone.
+TEST(ShmRingTest, AWorkerRemovesTheRingsOfAClientKilledButNotYetWaitedFor) {
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  const pid_t child = ::fork();
+  if (child == 0) {
+    absl::StatusOr<std::shared_ptr<ShmRing>> ring = ShmRing::Create(1 << 16);
+    const char ok = ring.ok() ? '1' : '0';
+    (void)!::write(ready[1], &ok, 1);
+    ::pause();  // killed here, the ring still made
+  }
+  ASSERT_GT(child, 0);
+  char ok = 0;
+  ASSERT_EQ(::read(ready[0], &ok, 1), 1);
+  ASSERT_EQ(ok, '1');
+  const std::string prefix = absl::StrCat("sluice-ring-", child, "-");
+  const auto rings_of_child = [&] {
+    int n = 0;
+    DIR* dir = ::opendir("/dev/shm");
+    while (const dirent* e = ::readdir(dir)) n += std::strncmp(e->d_name, prefix.c_str(), prefix.size()) == 0;
+    ::closedir(dir);
+    return n;
+  };
+  ASSERT_EQ(rings_of_child(), 1);
+  ShmRingWriter::ReleaseRingsOfGoneClients();
+  EXPECT_EQ(rings_of_child(), 1) << "its client runs";
+
+  ASSERT_EQ(::kill(child, SIGKILL), 0);
+  siginfo_t info;
+  ASSERT_EQ(::waitid(P_PID, child, &info, WEXITED | WNOWAIT), 0);  // dead, and not waited for
+  ShmRingWriter::ReleaseRingsOfGoneClients();
+  EXPECT_EQ(rings_of_child(), 0);
+  ASSERT_EQ(::waitpid(child, nullptr, 0), child);
+  ::close(ready[0]);
+  ::close(ready[1]);
 }
 
 // Only a worker that can share this host's /dev/shm is offered a ring;

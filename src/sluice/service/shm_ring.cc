@@ -15,6 +15,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <list>
 #include <new>
 #include <vector>
@@ -57,6 +58,17 @@ int PidOf(const std::string& name) {
   return parts.size() == 2 && absl::SimpleAtoi(parts[0], &pid) && pid > 0 ? pid : 0;
 }
 
+// Whether process `pid` of this pid namespace runs. One killed but not yet
+// waited for by its parent (a zombie) does not: its files and locks are gone.
+bool Running(int pid) {
+  if (::kill(pid, 0) != 0) return errno == EPERM;  // another user's
+  std::ifstream stat(absl::StrCat("/proc/", pid, "/stat"));
+  std::string line;
+  std::getline(stat, line);
+  const size_t end_of_name = line.rfind(')');
+  return end_of_name == std::string::npos || line.compare(end_of_name, 3, ") Z") != 0;
+}
+
 // A ring whose client died without removing it (killed -9) is removed by
 // the next client or by a worker on its host. Its client holds a shared
 // flock on the ring for its life, which the kernel drops when it dies: a
@@ -64,7 +76,7 @@ int PidOf(const std::string& name) {
 // sharing /dev/shm, whose lock keeps its ring.
 void RemoveIfOrphan(const std::string& name) {
   const int pid = PidOf(name);
-  if (pid == 0 || ::kill(pid, 0) == 0 || errno != ESRCH) return;
+  if (pid == 0 || Running(pid)) return;
   const int fd = ::shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0);
   if (fd < 0) return;
   if (::flock(fd, LOCK_EX | LOCK_NB) == 0) ::shm_unlink(name.c_str());
