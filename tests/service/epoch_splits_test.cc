@@ -154,6 +154,27 @@ TEST(EpochSplits, ASplitThatBreaksTooOftenIsHandedOutAsFailedNamingWhy) {
   EXPECT_EQ(Take(e, kClientA, kWorker2), 1);
 }
 
+// The client dropped a stream after its worker had taken the next split:
+// that split runs again for the client at once, not when its lease runs
+// out, and its failures stay as they were.
+TEST(EpochSplits, ASplitWhoseStreamWasDroppedRunsAgainAtOnceCountingNoFailure) {
+  SplitPolicy policy;
+  policy.max_failures = 1;
+  EpochSplits e({0, 1}, policy);
+  EXPECT_EQ(Take(e, kClientA, kWorker1), 0);
+  e.Dropped(0, kClientB, kWorker1);  // not its client's
+  e.Dropped(0, kClientA, kWorker2);  // not its worker's
+  EXPECT_EQ(Take(e, kClientA, kWorker1), 1) << "0 is still in flight";
+  e.Dropped(0, kClientA, kWorker1);
+  const GetSplitResponse again = e.Next({kClientA, kWorker2});
+  EXPECT_EQ(again.state(), GetSplitResponse::SPLIT) << "no failure counted (1 would fail it)";
+  EXPECT_EQ(again.split(), 0);
+  e.Complete(0, kClientA);
+  e.Dropped(0, kClientA, kWorker2);  // a report late: the split arrived
+  e.Complete(1, kClientA);
+  EXPECT_EQ(e.Next({kClientA, kWorker2}).state(), GetSplitResponse::END);
+}
+
 // A consumer resumed from a state saved after splits 0 and 1 (and some of
 // 2): what its killed earlier client finished or held since runs again.
 TEST(EpochSplits, AResumedClientGetsWhatItsStateLacksWhateverItsEarlierClientDid) {

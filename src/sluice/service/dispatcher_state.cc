@@ -363,15 +363,19 @@ absl::StatusOr<WorkerHeartbeatResponse> DispatcherState::WorkerHeartbeat(const W
   worker.active_streams = request.active_streams();
   worker.samples_per_s = request.samples_per_s();
   worker.ops = std::set<std::string>(request.ops().begin(), request.ops().end());
+  const auto epoch_of = [this](const JournalSplit& s) -> EpochSplits* {
+    auto job = jobs_.find(s.job_id());
+    if (job == jobs_.end()) return nullptr;
+    auto splits = job->second.epochs.find(s.epoch());
+    return splits == job->second.epochs.end() ? nullptr : &splits->second;
+  };
   for (int i = 0; i < request.running_size(); ++i) {
     const JournalSplit& running = request.running(i);
-    auto job = jobs_.find(running.job_id());
-    if (job == jobs_.end()) continue;
-    auto splits = job->second.epochs.find(running.epoch());
     const int64_t batches = i < request.running_batches_size() ? request.running_batches(i) : 0;
-    if (splits != job->second.epochs.end()) {
-      splits->second.Renew(running.split(), running.client_id(), id, batches, now);
-    }
+    if (EpochSplits* splits = epoch_of(running)) splits->Renew(running.split(), running.client_id(), id, batches, now);
+  }
+  for (const JournalSplit& dropped : request.dropped()) {
+    if (EpochSplits* splits = epoch_of(dropped)) splits->Dropped(dropped.split(), dropped.client_id(), id);
   }
   WorkerHeartbeatResponse out;
   out.set_worker_id(id);

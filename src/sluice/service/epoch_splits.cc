@@ -105,6 +105,10 @@ void EpochSplits::Abandon(int64_t split, int64_t client, const std::string& why)
   requeued_[client].push_back(split);
 }
 
+void EpochSplits::Dropped(int64_t split, int64_t client, int64_t worker) {
+  if (Valid(split) && slots_[split].worker == worker) Abandon(split, client, /*why=*/"");
+}
+
 void EpochSplits::WorkerLost(int64_t worker, bool count_failure) {
   for (int64_t s = 0; s < size(); ++s) {
     if (slots_[s].state == State::kInFlight && slots_[s].worker == worker) {

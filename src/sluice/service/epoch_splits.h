@@ -64,6 +64,11 @@ class EpochSplits {
   // The stream carrying `split` to `client` broke: run it again for them,
   // counting a failure `why` (none when empty: a replayed assignment).
   void Abandon(int64_t split, int64_t client, const std::string& why = "its stream broke");
+  // `worker`'s stream of `split` for `client` ended before the split's end
+  // (the client dropped the stream, perhaps after the worker had taken this
+  // next split): re-run it for the client now, counting no failure (the
+  // client counts what it saw). Ignored unless it is in flight so.
+  void Dropped(int64_t split, int64_t client, int64_t worker);
   // Splits in flight through `worker` are re-run for their clients; a
   // worker that left on its own (drained) counts no failure against them.
   void WorkerLost(int64_t worker, bool count_failure = true);

@@ -76,11 +76,17 @@ absl::Status WorkerImpl::Heartbeat() {
       *request.add_running() = running.split;
       request.add_running_batches(running.batches);
     }
+    for (JournalSplit& dropped : dropped_) *request.add_dropped() = std::move(dropped);
+    dropped_.clear();
   }
   WorkerHeartbeatResponse response;
-  SLUICE_RETURN_IF_ERROR(CallUnary(dispatcher_.get(), &::sluice::Dispatcher::Stub::WorkerHeartbeat,
-                                   "worker heartbeat", request, &response, options_.security.token));
+  const absl::Status sent = CallUnary(dispatcher_.get(), &::sluice::Dispatcher::Stub::WorkerHeartbeat,
+                                      "worker heartbeat", request, &response, options_.security.token);
   absl::MutexLock lock(&mu_);
+  if (!sent.ok()) {  // told with the next beat
+    dropped_.insert(dropped_.end(), request.dropped().begin(), request.dropped().end());
+    return sent;
+  }
   secret_ = response.secret();
   if (worker_id_.exchange(response.worker_id()) != response.worker_id()) {
     Log("worker", absl::StrCat("registered with dispatcher ", options_.dispatcher, " as worker ",
@@ -217,8 +223,10 @@ absl::Status WorkerImpl::RunSplit(const exec::Pipeline& pipeline, const StreamBa
   struct Done {
     WorkerImpl* self;
     uint64_t run;
+    bool finished = false;  // its end sent
     ~Done() {
       absl::MutexLock lock(&self->mu_);
+      if (!finished) self->dropped_.push_back(self->running_[run].split);
       self->running_.erase(run);
     }
   } done{this, run};
@@ -245,6 +253,7 @@ absl::Status WorkerImpl::RunSplit(const exec::Pipeline& pipeline, const StreamBa
   AttachSkips(it->skipped(), &split_end);
   grpc::ByteBuffer marker = SerializeMessage(split_end);
   if (!write(&marker)) return absl::CancelledError("the client went away");
+  done.finished = true;
   return absl::OkStatus();
 }
 

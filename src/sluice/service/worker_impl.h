@@ -111,6 +111,8 @@ class WorkerImpl {
     int64_t batches = 0;
   };
   std::map<uint64_t, Running> running_ ABSL_GUARDED_BY(mu_);
+  // Splits whose stream ended before their end, for the next heartbeat.
+  std::vector<JournalSplit> dropped_ ABSL_GUARDED_BY(mu_);
   uint64_t next_run_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<std::string, int64_t> errors_ ABSL_GUARDED_BY(mu_);  // by status code name
 };
