@@ -42,7 +42,7 @@ class EpochSplits {
     int64_t worker = 0;
     uint64_t stream = 0;  // 0: not deduplicated
     int64_t seq = 0;
-    absl::Time now;
+    absl::Time now = absl::Time();
   };
 
   // `order`: the split indices in hand-out order.
@@ -114,7 +114,7 @@ class EpochSplits {
     absl::Time lease_until = absl::InfiniteFuture();
     int64_t progress = -1;  // batches its worker last reported
     int failures = 0;
-    std::string last_failure;
+    std::string last_failure = {};
     // GetSplitResponse's, for a resumed client's partial split (a compacted
     // journal forgets it: the split runs whole, the client drops what it had).
     int64_t first_record = 0;
