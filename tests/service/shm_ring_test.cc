@@ -176,13 +176,26 @@ TEST(ShmRingTest, ForgedPositionsAreErrorsNotReadsOutsideTheRing) {
               StatusIs(absl::StatusCode::kDataLoss, HasSubstr("without a ring")));
 }
 
-TEST(ShmRingTest, RingsOfClientsThatDiedAreRemoved) {
+// The pid of a process that has exited and been waited for (-1 when fork
+// failed): a client killed -9.
+pid_t DeadPid() {
   const pid_t child = ::fork();
   if (child == 0) ::_exit(0);
-  ASSERT_GT(child, 0);
-  ASSERT_EQ(::waitpid(child, nullptr, 0), child);
-  const std::string orphan = absl::StrCat("/dev/shm/sluice-ring-", child, "-00000000000000aa");
-  std::ofstream(orphan) << "left by a client killed -9";
+  if (child > 0) ::waitpid(child, nullptr, 0);
+  return child;
+}
+
+// A ring file named for `pid`'s client, as a killed one leaves it.
+std::string RingFileOf(pid_t pid, const std::string& suffix) {
+  const std::string path = absl::StrCat("/dev/shm/sluice-ring-", pid, "-", suffix);
+  std::ofstream(path) << "a ring";
+  return path;
+}
+
+TEST(ShmRingTest, RingsOfClientsThatDiedAreRemoved) {
+  const pid_t dead = DeadPid();
+  ASSERT_GT(dead, 0);
+  const std::string orphan = RingFileOf(dead, "00000000000000aa");
   ASSERT_EQ(::access(orphan.c_str(), F_OK), 0);
   ASSERT_OK_AND_ASSIGN(std::shared_ptr<ShmRing> ring, ShmRing::Create(1 << 16));
   EXPECT_NE(::access(orphan.c_str(), F_OK), 0);
@@ -195,18 +208,13 @@ TEST(ShmRingTest, RingsOfClientsThatDiedAreRemoved) {
 // A consumer killed -9 holding rings no stream had claimed, and no client
 // after it on this host: a worker's heartbeat removes them.
 TEST(ShmRingTest, AWorkerRemovesTheRingsOfClientsThatDied) {
-  const pid_t child = ::fork();
-  if (child == 0) ::_exit(0);
-  ASSERT_GT(child, 0);
-  ASSERT_EQ(::waitpid(child, nullptr, 0), child);
-  const std::string orphan = absl::StrCat("/dev/shm/sluice-ring-", child, "-00000000000000bb");
-  std::ofstream(orphan) << "left by a client killed -9";
-  const std::string alive = absl::StrCat("/dev/shm/sluice-ring-", ::getpid(), "-00000000000000bb");
-  std::ofstream(alive) << "a live client's";
+  const pid_t dead = DeadPid();
+  ASSERT_GT(dead, 0);
+  const std::string orphan = RingFileOf(dead, "00000000000000bb");
+  const std::string alive = RingFileOf(::getpid(), "00000000000000bb");
   // A live client in another pid namespace: its pid is not one here, but it
   // holds its ring's lock.
-  const std::string elsewhere = absl::StrCat("/dev/shm/sluice-ring-", child, "-00000000000000cc");
-  std::ofstream(elsewhere) << "a live client's, in another pid namespace";
+  const std::string elsewhere = RingFileOf(dead, "00000000000000cc");
   const int locked = ::open(elsewhere.c_str(), O_RDWR | O_CLOEXEC);
   ASSERT_GE(locked, 0);
   ASSERT_EQ(::flock(locked, LOCK_SH), 0);
