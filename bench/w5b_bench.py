@@ -7,7 +7,7 @@ interpolation, fill 0, shifts up to 150/331 of the side.
 
     .venv/bin/python bench/w5b_bench.py [--data data] [--runs 3] [--epochs 2]
 
-DATA/imagenet is W3's image folder (`sluice bench w3` or the demo makes
+DATA/imagenet is W3's image folder (`sluice-bench w3` or the demo makes
 it); the DALI peer's venv is made on first use
 (bench/peers/ensure_dali_venv.sh). Prints a table, then one JSON line.
 """
@@ -50,7 +50,7 @@ def main(argv=None):
     args = p.parse_args(argv)
     folder = os.path.join(args.data, "imagenet")
     if not os.path.isdir(folder):
-        sys.exit(f"w5b_bench: {folder} is missing; `sluice bench w3 --data {args.data}` makes it")
+        sys.exit(f"w5b_bench: {folder} is missing; `sluice-bench w3 --data {args.data}` makes it")
     threads = os.cpu_count()
     dali_py = subprocess.run([os.path.join(PEERS, "ensure_dali_venv.sh")], check=True, capture_output=True,
                              text=True).stdout.strip().splitlines()[-1]

@@ -2,7 +2,7 @@
 # Builds sluice with the cuda backend (build-cuda/) and gathers a
 # self-contained folder to run it on a GPU host that has the CUDA driver but
 # none of the build's libraries (gRPC, protobuf, abseil, libjpeg-turbo...):
-#   OUT/bin/sluice, OUT/tests/ (the cuda test binaries),
+#   OUT/bin/sluice and sluice-bench, OUT/tests/ (the cuda test binaries),
 #   OUT/lib/ (libsluice and every shared library they load beyond the C
 #   runtime and the CUDA driver),
 #   OUT/python/sluice/ (given a Python's include directory: the package with
@@ -25,14 +25,14 @@ if ! compgen -G "/usr/local/cuda*/include/nvjpeg.h" >/dev/null &&
 fi
 if [[ ! -f $build/build.ninja ]]; then
   cmake -S . -B $build -G Ninja -DSLUICE_WITH_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="${SLUICE_CUDA_ARCH:-90}" \
-    -DSLUICE_BUILD_BENCHMARKS=OFF -DCMAKE_CUDA_COMPILER="$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)"
+    -DSLUICE_BUILD_BENCHMARKS=ON -DCMAKE_CUDA_COMPILER="$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)"
 fi
 cuda_tests=$(cd $build && ninja -t targets all | grep -oE '^tests/(ops_cuda_[a-z_]*|profile_gpu_tail)_test' | sort -u)
-ninja -C $build sluice sluice_cli $cuda_tests
+ninja -C $build sluice sluice_cli sluice_bench $cuda_tests
 
 rm -rf "$out"
 mkdir -p "$out/bin" "$out/lib" "$out/tests"
-cp $build/src/sluice/cli/sluice "$out/bin/"
+cp $build/src/sluice/cli/sluice $build/bench/tool/sluice-bench "$out/bin/"
 for t in $cuda_tests; do cp "$build/$t" "$out/tests/"; done
 cp -L $build/src/sluice/libsluice.so.0.1 "$out/lib/"
 

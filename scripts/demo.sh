@@ -8,6 +8,7 @@ cd "$(dirname "$0")/.."
 scripts/install_deps.sh
 scripts/build.sh
 SLUICE=build/src/sluice/cli/sluice
+BENCH=build/bench/tool/sluice-bench
 
 [[ -f data/mnist/MNIST/raw/train-images-idx3-ubyte ]] || $SLUICE make-data mnist --out data/mnist
 [[ -f data/cifar10/train-00000-of-00008.tfrecord ]] || $SLUICE make-data cifar10 --out data/cifar10
@@ -27,5 +28,5 @@ $SLUICE run pipelines/w2_service.json --epochs 3
 
 echo
 echo "== W1 and W2 beside their peers (median of ${RUNS:-3} runs)"
-$SLUICE bench w1 --runs "${RUNS:-3}"
-$SLUICE bench w2 --runs "${RUNS:-3}"
+$BENCH w1 --runs "${RUNS:-3}"
+$BENCH w2 --runs "${RUNS:-3}"

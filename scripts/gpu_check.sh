@@ -23,7 +23,8 @@ out=$(realpath -m "${2:?usage: scripts/gpu_check.sh BUNDLE OUT [tests|bench|all]
 what=${3:-all}
 mkdir -p "$out"
 export LD_LIBRARY_PATH="$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" PYTHONPATH="$bundle/python"
-export SLUICE_SOURCE_DIR=$PWD SLUICE_BIN="$bundle/bin/sluice" PATH="$bundle/bin:$PATH"
+export SLUICE_SOURCE_DIR=$PWD SLUICE_BIN="$bundle/bin/sluice" SLUICE_BINARY="$bundle/bin/sluice" \
+  SLUICE_BENCH_DIR="$PWD/bench/peers" PATH="$bundle/bin:$PATH"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv > "$out/device.txt" 2>&1
 failed=0
 if [[ $what != bench ]]; then
@@ -45,8 +46,8 @@ if [[ $what != bench ]]; then
 fi
 if [[ $what != tests ]]; then
   # One Python for the peers: the host's, which has torch with CUDA.
-  timeout 480 "$bundle/bin/sluice" bench w3 --device cuda --runs 3 --json --data "$out/data" \
+  timeout 480 "$bundle/bin/sluice-bench" w3 --device cuda --runs 3 --json --data "$out/data" \
     > "$out/bench_w3_cuda.log" 2>&1
-  echo "bench w3 --device cuda: rc=$?; $(tail -c 600 "$out/bench_w3_cuda.log")"
+  echo "sluice-bench w3 --device cuda: rc=$?; $(tail -c 600 "$out/bench_w3_cuda.log")"
 fi
 exit $failed

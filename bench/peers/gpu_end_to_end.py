@@ -2,7 +2,7 @@
 """End to end on a GPU: W1, W2 and W3 into a torch consumer on CUDA.
 
 Three contenders per workload, run interleaved, medians of --runs:
-  sluice_cpu  the whole pipeline on the CPU (as `sluice bench w1|w2|w3`),
+  sluice_cpu  the whole pipeline on the CPU (as `sluice-bench w1|w2|w3`),
               each float32 batch then copied to the GPU;
   sluice_gpu  read, parse and decode on the CPU; the tail in a map on device
               "cuda": uint8 crosses PCIe, torch gets CUDA tensors (DLPack);
@@ -25,7 +25,7 @@ Reports samples/s and the trainer's CPU seconds per 1M samples (this process
 and its worker processes). Needs torch with CUDA, torchvision, psutil and the
 sluice module. Usage:
     python3 bench/peers/gpu_end_to_end.py --data DIR [--runs 3] [--batches 30]
-DIR holds mnist/, cifar10/ and imagenet/ as `sluice bench gpu` writes them.
+DIR holds mnist/, cifar10/ and imagenet/ as `sluice-bench gpu` writes them.
 The last line on stdout is one JSON object.
 """
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""torchvision.transforms.v2 on CUDA tensors: the peer of `sluice bench gpu`'s
+"""torchvision.transforms.v2 on CUDA tensors: the peer of `sluice-bench gpu`'s
 blur and warp kernels, on the same batches already on the device.
 
   blur  W1: 8192 x 1 x 28 x 28 float32, GaussianBlur(11, sigma=(0.1, 2.0))

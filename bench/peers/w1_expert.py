@@ -14,7 +14,7 @@ Two ways to blur, chosen with --variant:
 
 Measured side by side on this project's 2-core machine, per-sample OpenCV
 was the faster (114k against 70k samples/s; bench/RESULTS.md), so it is
-the peer `sluice bench w1` runs; --variant conv stays for re-measuring.
+the peer `sluice-bench w1` runs; --variant conv stays for re-measuring.
 Runs under Debian's /usr/bin/python3 (python3-torch, python3-opencv).
 
     /usr/bin/python3 bench/peers/w1_expert.py --data DIR [--variant cv2|conv]

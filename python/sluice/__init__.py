@@ -26,6 +26,9 @@ from sluice.pipeline import (Pipeline, arrays, arrow_ipc, cifar10, file_list, fr
 from sluice.datasets import from_dataset, from_generator
 from sluice.service import dispatcher_status
 
+# The loaded libsluice's version: the one of the package, the command and
+# the C++ library (CMakeLists.txt's project() is its one source).
+__version__ = _sluice.__version__
 
 
 def load_plugin(path):
@@ -50,6 +53,7 @@ def device_decode_stats():
 
 
 __all__ = [
+    "__version__",
     "Pipeline", "tfrecord", "mnist", "cifar10", "arrays", "image_folder", "file_list", "webdataset", "parquet",
     "arrow_ipc", "from_arrow", "from_dataset", "from_generator", "ops",
     "SluiceError", "InvalidArgumentError", "NotFoundError", "DataLossError",

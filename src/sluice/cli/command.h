@@ -26,11 +26,9 @@ void AddMaterializeCommand(CLI::App& app, absl::Status* result);
 void AddInspectCommand(CLI::App& app, absl::Status* result);
 void AddIndexCommand(CLI::App& app, absl::Status* result);
 void AddOpsCommand(CLI::App& app, absl::Status* result);
-void AddBenchCommand(CLI::App& app, absl::Status* result);
 void AddDispatcherCommand(CLI::App& app, absl::Status* result);
 void AddWorkerCommand(CLI::App& app, absl::Status* result);
 void AddStatusCommand(CLI::App& app, absl::Status* result);
-void AddRawStreamServerCommand(CLI::App& app, absl::Status* result);
 
 }  // namespace sluice::cli
 

@@ -1,14 +1,16 @@
 // The `sluice` command line: one subcommand per file.
 #include <cstdio>
+#include <string>
 
 #include "sluice/cli/command.h"
+#include "sluice/version.h"
 
 int main(int argc, char** argv) {
   CLI::App app{
       "sluice: a fast input pipeline engine for deep-learning training.\n"
       "Runs read -> decode -> augment -> batch natively, in parallel, and measures it."};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "sluice 0.1.0");
+  app.set_version_flag("--version", std::string("sluice ") + sluice::LibraryVersion());
   absl::Status result;
   sluice::cli::AddMakeDataCommand(app, &result);
   sluice::cli::AddRunCommand(app, &result);
@@ -17,11 +19,9 @@ int main(int argc, char** argv) {
   sluice::cli::AddInspectCommand(app, &result);
   sluice::cli::AddIndexCommand(app, &result);
   sluice::cli::AddOpsCommand(app, &result);
-  sluice::cli::AddBenchCommand(app, &result);
   sluice::cli::AddDispatcherCommand(app, &result);
   sluice::cli::AddWorkerCommand(app, &result);
   sluice::cli::AddStatusCommand(app, &result);
-  sluice::cli::AddRawStreamServerCommand(app, &result);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,5 +1,5 @@
 // Iterates a pipeline epoch by epoch and measures it: what `sluice run` and
-// `sluice bench` report.
+// `sluice-bench` report.
 #ifndef SLUICE_CLI_PIPELINE_RUNNER_H_
 #define SLUICE_CLI_PIPELINE_RUNNER_H_
 

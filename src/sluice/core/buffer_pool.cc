@@ -96,7 +96,7 @@ uint8_t* BufferPool::AllocateBlock(size_t capacity) const {
   }
   // Batch-sized buffers (a W3 batch is 154 MB) on 4 KiB pages cost one page
   // fault per page on first touch; asking for transparent huge pages cut
-  // the faults of `sluice bench w3` from 543k to 238k at the same RSS.
+  // the faults of `sluice-bench w3` from 543k to 238k at the same RSS.
   // posix_memalign, not aligned_alloc: a size class need not be a multiple
   // of the huge page (aligned_alloc requires it; ASan's fuzzing found it).
   const bool huge = capacity >= kHugePageBytes * 2;

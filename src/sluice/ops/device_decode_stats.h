@@ -2,7 +2,7 @@
 // process: by the device's JPEG decoder (its hardware engines or its CUDA
 // decoder), or on the CPU for what the device does not decode (PNG,
 // netpbm, CMYK JPEGs, files it fails on). The cuda decode kernels count;
-// `sluice bench w3 --device cuda` and sluice.device_decode_stats() report.
+// `sluice-bench w3 --device cuda` and sluice.device_decode_stats() report.
 #ifndef SLUICE_OPS_DEVICE_DECODE_STATS_H_
 #define SLUICE_OPS_DEVICE_DECODE_STATS_H_
 

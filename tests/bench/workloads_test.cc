@@ -1,5 +1,5 @@
 // The pipelines shipped in pipelines/ are the bench's workloads.
-#include "sluice/cli/workloads.h"
+#include "workloads.h"
 
 #include <cstdlib>
 
@@ -10,7 +10,7 @@
 #include "sluice/graph/pipeline_json.h"
 #include "status_matchers.h"
 
-namespace sluice::cli {
+namespace sluice::bench {
 namespace {
 
 using graph::FindDistribute;
@@ -38,4 +38,4 @@ TEST(ShippedPipelines, EqualTheBenchWorkloads) {
 }
 
 }  // namespace
-}  // namespace sluice::cli
+}  // namespace sluice::bench

@@ -1,14 +1,14 @@
 // The reference workloads of the benchmarks (W1, W2, W5a), built with the C++
 // builder; pipelines/*.json hold the same definitions for `sluice run`.
-#ifndef SLUICE_CLI_WORKLOADS_H_
-#define SLUICE_CLI_WORKLOADS_H_
+#ifndef SLUICE_BENCH_TOOL_WORKLOADS_H_
+#define SLUICE_BENCH_TOOL_WORKLOADS_H_
 
 #include <string>
 
 #include "pipeline.pb.h"
 #include "sluice/pipeline_builder.h"
 
-namespace sluice::cli {
+namespace sluice::bench {
 
 // W1: MNIST, normalize, gaussian blur 11x11 with sigma in [0.1, 2], batch 8192.
 // `mnist_dir` is the make-data output (holding MNIST/raw/).
@@ -29,6 +29,6 @@ PipelineDef W5aPipeline(const std::string& cifar_dir);
 // from W2 by the rounding of the warped pixels to uint8 (at most 0.5/255).
 PipelineDef W2Uint8OverTheWire(const std::string& cifar_dir, const DistributeOptions& distribute);
 
-}  // namespace sluice::cli
+}  // namespace sluice::bench
 
-#endif  // SLUICE_CLI_WORKLOADS_H_
+#endif  // SLUICE_BENCH_TOOL_WORKLOADS_H_

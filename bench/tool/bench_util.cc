@@ -1,9 +1,10 @@
-#include "sluice/cli/bench_util.h"
+#include "bench_util.h"
 
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <climits>
 #include <algorithm>
 #include <array>
 #include <cstdio>
@@ -18,15 +19,23 @@
 #include "sluice/core/status_macros.h"
 #include "sluice/graph/compiled_pipeline.h"
 
+// Where the peers' scripts are: this checkout (set by the build).
 #ifndef SLUICE_SOURCE_DIR
 #define SLUICE_SOURCE_DIR "."
 #endif
 
-namespace sluice::cli {
+namespace sluice::bench {
 
 bool Exists(const std::string& path) {
   struct stat st;
   return ::stat(path.c_str(), &st) == 0;
+}
+
+absl::StatusOr<std::string> SelfPath() {
+  char self[PATH_MAX];
+  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n <= 0) return absl::InternalError("cannot read /proc/self/exe");
+  return std::string(self, n);
 }
 
 std::string PeersDir() {
@@ -156,4 +165,4 @@ absl::StatusOr<RunReport> RunForSeconds(const PipelineDef& def, double seconds, 
   return RunPipeline(*pipeline, options);
 }
 
-}  // namespace sluice::cli
+}  // namespace sluice::bench

@@ -1,9 +1,9 @@
-#include "sluice/cli/workloads.h"
+#include "workloads.h"
 
 #include "sluice/datagen/synthetic_data.h"
 #include "sluice/pipeline_builder.h"
 
-namespace sluice::cli {
+namespace sluice::bench {
 
 
 PipelineDef W1Pipeline(const std::string& mnist_dir) {
@@ -81,4 +81,4 @@ PipelineDef W2Uint8OverTheWire(const std::string& cifar_dir, const DistributeOpt
   return def;
 }
 
-}  // namespace sluice::cli
+}  // namespace sluice::bench

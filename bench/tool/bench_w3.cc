@@ -1,4 +1,4 @@
-// sluice bench w3: ImageNet-style JPEGs, decode + random-resized-crop 224 +
+// sluice-bench w3: ImageNet-style JPEGs, decode + random-resized-crop 224 +
 // flip + normalize, batch 256, against the torchvision peer (ImageFolder +
 // transforms in a DataLoader), NVIDIA DALI's CPU pipeline and SPDL (Meta's
 // thread-based loader, decoding with FFmpeg), beside the
@@ -12,7 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "nlohmann/json.hpp"
-#include "sluice/cli/bench_util.h"
+#include "bench_util.h"
 #include "sluice/cli/progress.h"
 #include "sluice/datagen/synthetic_images.h"
 #include "sluice/core/status_macros.h"
@@ -21,7 +21,7 @@
 #include "sluice/io/image_files.h"
 #include "sluice/ops/image_decoder.h"
 
-namespace sluice::cli {
+namespace sluice::bench {
 namespace {
 
 
@@ -208,4 +208,4 @@ absl::Status BenchW3(const BenchArgs& args) {
   return absl::OkStatus();
 }
 
-}  // namespace sluice::cli
+}  // namespace sluice::bench

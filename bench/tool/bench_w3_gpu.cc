@@ -1,4 +1,4 @@
-// sluice bench w3 --device cuda: W3 with the JPEGs decoded on the GPU
+// sluice-bench w3 --device cuda: W3 with the JPEGs decoded on the GPU
 // (nvJPEG in a map on device "cuda", the bytes batched on the host), into
 // a torch consumer on the GPU, against torchvision's own GPU path (batched
 // decode_jpeg(device="cuda") and the v2 transforms on the GPU) and sluice's
@@ -11,13 +11,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "sluice/cli/bench_util.h"
+#include "bench_util.h"
 #include "sluice/cli/progress.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/datagen/synthetic_images.h"
 #include "sluice/ops/op_registry.h"
 
-namespace sluice::cli {
+namespace sluice::bench {
 namespace {
 
 // "1,234 images/s, 0.80 cores per 1,000 images/s" of a contender's result.
@@ -88,4 +88,4 @@ absl::Status BenchW3Gpu(const BenchArgs& args) {
   return absl::OkStatus();
 }
 
-}  // namespace sluice::cli
+}  // namespace sluice::bench

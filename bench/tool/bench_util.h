@@ -1,8 +1,8 @@
-// What the benchmarks share: their arguments, running peers (scripts whose
+// What the benchmarks of sluice-bench share: their arguments, running peers (scripts whose
 // last stdout line is a JSON result), medians, the machine's description
 // and the reference data.
-#ifndef SLUICE_CLI_BENCH_UTIL_H_
-#define SLUICE_CLI_BENCH_UTIL_H_
+#ifndef SLUICE_BENCH_TOOL_BENCH_UTIL_H_
+#define SLUICE_BENCH_TOOL_BENCH_UTIL_H_
 
 #include <string>
 #include <utility>
@@ -12,8 +12,18 @@
 #include "nlohmann/json.hpp"
 #include "pipeline.pb.h"
 #include "sluice/cli/pipeline_runner.h"
+#include "sluice/cli/progress.h"
 
-namespace sluice::cli {
+namespace sluice::bench {
+
+// The command line's pieces the benches run pipelines and report with.
+using cli::CurrentMemoryUsage;
+using cli::MemoryUsage;
+using cli::ProgressLine;
+using cli::RunOptions;
+using cli::RunPipeline;
+using cli::RunReport;
+using cli::WithCommas;
 
 struct BenchArgs {
   std::string workload;
@@ -60,16 +70,22 @@ absl::Status EnsureData(const std::string& data, bool w1, bool w2);
 // `endless`: the pipeline repeats forever (RunOptions::endless).
 absl::StatusOr<RunReport> RunForSeconds(const PipelineDef& def, double seconds, bool endless = false);
 
-// sluice bench service (bench_service.cc).
+// sluice-bench w1|w2|w5a (bench.cc).
+absl::Status BenchInProcess(const BenchArgs& args);
+// sluice-bench service (bench_service.cc), and the bare gRPC loop's server
+// it starts (sluice-bench raw-stream-server).
 absl::Status BenchService(const BenchArgs& args);
-// sluice bench tuning (bench_tuning.cc).
+absl::Status ServeRawStream();
+// This executable's path, to start its own subcommands in processes.
+absl::StatusOr<std::string> SelfPath();
+// sluice-bench tuning (bench_tuning.cc).
 absl::Status BenchTuning(const BenchArgs& args);
-// sluice bench gpu (bench_gpu.cc).
+// sluice-bench gpu (bench_gpu.cc).
 absl::Status BenchGpu(const BenchArgs& args);
-// sluice bench w3 (bench_w3.cc), and with --device cuda (bench_w3_gpu.cc).
+// sluice-bench w3 (bench_w3.cc), and with --device cuda (bench_w3_gpu.cc).
 absl::Status BenchW3(const BenchArgs& args);
 absl::Status BenchW3Gpu(const BenchArgs& args);
 
-}  // namespace sluice::cli
+}  // namespace sluice::bench
 
-#endif  // SLUICE_CLI_BENCH_UTIL_H_
+#endif  // SLUICE_BENCH_TOOL_BENCH_UTIL_H_

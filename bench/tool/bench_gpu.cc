@@ -1,4 +1,4 @@
-// sluice bench gpu: the cuda backend against the GPU's own limits and
+// sluice-bench gpu: the cuda backend against the GPU's own limits and
 // against torchvision.transforms.v2 on CUDA tensors, in one run:
 //   - the ceilings: a device-to-device copy (bytes read + written) and a
 //     host-to-device copy from page-locked memory;
@@ -19,7 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "nlohmann/json.hpp"
-#include "sluice/cli/bench_util.h"
+#include "bench_util.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/datagen/synthetic_images.h"
 #include "sluice/exec/map_plan.h"
@@ -29,7 +29,7 @@
 #include "sluice/ops/op_registry.h"
 #include "sluice/pipeline_builder.h"
 
-namespace sluice::cli {
+namespace sluice::bench {
 namespace {
 
 constexpr int kReps = 10;
@@ -266,4 +266,4 @@ absl::Status BenchGpu(const BenchArgs& args) {
   return absl::OkStatus();
 }
 
-}  // namespace sluice::cli
+}  // namespace sluice::bench

@@ -1,4 +1,4 @@
-// sluice bench service: the preprocessing service on 127.0.0.1 against
+// sluice-bench service: the preprocessing service on 127.0.0.1 against
 //  - a bare C++ gRPC server-streaming loop of the same messages (bytes/s),
 //  - the Python gRPC data feed of the articles (W1, bench/peers/w1_grpc_feed.py),
 //  - tf.data service with the same split point (W2, w2_tfdata_service.py),
@@ -23,12 +23,11 @@
 #include "absl/strings/str_format.h"
 #include "nlohmann/json.hpp"
 #include "service.grpc.pb.h"
-#include "sluice/cli/bench_util.h"
-#include "sluice/cli/command.h"
+#include "bench_util.h"
 #include "sluice/cli/serve.h"
 #include "sluice/cli/pipeline_runner.h"
 #include "sluice/cli/progress.h"
-#include "sluice/cli/workloads.h"
+#include "workloads.h"
 #include "sluice/core/batch_builder.h"
 #include "sluice/core/heap_reuse.h"
 #include "sluice/core/status_macros.h"
@@ -39,7 +38,7 @@
 #include "sluice/service/security.h"
 #include "sluice/service/server_process.h"
 
-namespace sluice::cli {
+namespace sluice::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -105,26 +104,6 @@ absl::StatusOr<std::vector<BatchMessage>> RawMessages(const std::vector<uint8_t>
   return messages;
 }
 
-// `sluice raw-stream-server` (hidden): the bare loop's server, in a process
-// of its own as the worker is.
-absl::Status ServeRawStream() {
-  ReuseFreedHeapMemory();  // as the worker does
-  SLUICE_ASSIGN_OR_RETURN(std::vector<BatchMessage> messages, RawMessages(Blob()));
-  RawStream service(std::move(messages), kPerStream);
-  BlockTerminationSignals();
-  grpc::ServerBuilder builder;
-  int port = 0;
-  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-  builder.RegisterService(&service);
-  builder.SetMaxSendMessageSize(service::kMaxMessageBytes);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (server == nullptr) return absl::UnavailableError("raw stream server: cannot listen");
-  std::printf("raw stream listening on port %d\n", port);
-  std::fflush(stdout);
-  WaitForTermination();
-  server->Shutdown();
-  return absl::OkStatus();
-}
 
 // Payload bytes/s of the bare loop's stream, read (and parsed) by a client
 // in this process as the service's client reads the workers'.
@@ -218,17 +197,39 @@ nlohmann::json OrNull(double v) { return v > 0 ? nlohmann::json(v) : nlohmann::j
 
 }  // namespace
 
+// `sluice-bench raw-stream-server`: the bare loop's server, in a process of
+// its own as the worker is.
+absl::Status ServeRawStream() {
+  ReuseFreedHeapMemory();  // as the worker does
+  SLUICE_ASSIGN_OR_RETURN(std::vector<BatchMessage> messages, RawMessages(Blob()));
+  RawStream service(std::move(messages), kPerStream);
+  cli::BlockTerminationSignals();
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&service);
+  builder.SetMaxSendMessageSize(service::kMaxMessageBytes);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr) return absl::UnavailableError("raw stream server: cannot listen");
+  std::printf("raw stream listening on port %d\n", port);
+  std::fflush(stdout);
+  cli::WaitForTermination();
+  server->Shutdown();
+  return absl::OkStatus();
+}
+
 absl::Status BenchService(const BenchArgs& args) {
   SLUICE_RETURN_IF_ERROR(EnsureData(args.data, true, true));
   // The service's client sets this when it connects; set from the start, the
   // bare loop's client gets the same heap.
   ReuseFreedHeapMemory();
-  SLUICE_ASSIGN_OR_RETURN(const std::string self, service::FindSluiceBinary(""));
+  SLUICE_ASSIGN_OR_RETURN(const std::string sluice, service::FindSluiceBinary(""));
+  SLUICE_ASSIGN_OR_RETURN(const std::string self, SelfPath());
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<service::ServerProcess> dispatcher_process,
-                          service::ServerProcess::Start(self, {"dispatcher"}));
+                          service::ServerProcess::Start(sluice, {"dispatcher"}));
   const std::string dispatcher = absl::StrCat("127.0.0.1:", dispatcher_process->port());
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<service::ServerProcess> worker,
-                          service::ServerProcess::Start(self, {"worker", "--dispatcher", dispatcher}));
+                          service::ServerProcess::Start(sluice, {"worker", "--dispatcher", dispatcher}));
 
   // Streaming pre-made batches.
   const std::vector<uint8_t> blob = Blob();
@@ -373,10 +374,5 @@ absl::Status BenchService(const BenchArgs& args) {
   return absl::OkStatus();
 }
 
-void AddRawStreamServerCommand(CLI::App& app, absl::Status* result) {
-  CLI::App* cmd = app.add_subcommand("raw-stream-server", "the service bench's bare gRPC loop");
-  cmd->group("");  // internal: started by `sluice bench service`
-  cmd->callback([result] { *result = ServeRawStream(); });
-}
 
-}  // namespace sluice::cli
+}  // namespace sluice::bench

@@ -1,4 +1,4 @@
-// sluice bench tuning: on W1 and W2, the autotuner against the best of a
+// sluice-bench tuning: on W1 and W2, the autotuner against the best of a
 // sweep of hand-set map parallelism and prefetch depths, and what the
 // per-node statistics cost (stats on against off, in alternating order).
 // Every setting is run once per run, interleaved; medians of the runs.
@@ -8,12 +8,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "nlohmann/json.hpp"
-#include "sluice/cli/bench_util.h"
+#include "bench_util.h"
 #include "sluice/cli/progress.h"
-#include "sluice/cli/workloads.h"
+#include "workloads.h"
 #include "sluice/core/status_macros.h"
 
-namespace sluice::cli {
+namespace sluice::bench {
 namespace {
 
 struct Setting {
@@ -144,4 +144,4 @@ absl::Status BenchTuning(const BenchArgs& args) {
   return absl::OkStatus();
 }
 
-}  // namespace sluice::cli
+}  // namespace sluice::bench
