@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
-"""Fails when a source file includes a header of a layer above its own.
+"""Fails when a source file includes a header of a layer above its own, or an
+installed header (include/sluice/) one that is not installed.
 
 sluice's layers (shared/DESIGN.md, src/sluice/CMakeLists.txt), each allowed
 to include only itself and the layers listed for it:
 
     core  <- io <- datagen
-          <- io <- ops <- graph <- exec <- service, profile <- api <- cli, python
+          <- io <- kernels <- ops <- graph <- exec <- service, profile <- api <- cli, python
 
 The build enforces most of this by linking (a layer's library links only
 lower ones), but a header-only use of an upper layer links fine: this check
@@ -21,15 +22,16 @@ ALLOWED = {
     "core": {"core"},
     "io": {"core", "io"},
     "datagen": {"core", "io", "datagen", "proto"},
-    "ops": {"core", "io", "ops", "proto"},
-    "graph": {"core", "io", "ops", "graph", "proto"},
-    "exec": {"core", "io", "ops", "graph", "exec", "proto"},
-    "service": {"core", "io", "ops", "graph", "exec", "service", "proto", "service_proto"},
-    "profile": {"core", "io", "ops", "graph", "exec", "profile", "proto"},
-    "api": {"core", "io", "ops", "graph", "exec", "service", "profile", "api", "proto", "service_proto"},
-    "cli": {"core", "io", "datagen", "ops", "graph", "exec", "service", "profile", "api", "cli", "proto",
+    "kernels": {"core", "io", "kernels"},
+    "ops": {"core", "io", "kernels", "ops", "proto"},
+    "graph": {"core", "io", "kernels", "ops", "graph", "proto"},
+    "exec": {"core", "io", "kernels", "ops", "graph", "exec", "proto"},
+    "service": {"core", "io", "kernels", "ops", "graph", "exec", "service", "proto", "service_proto"},
+    "profile": {"core", "io", "kernels", "ops", "graph", "exec", "profile", "proto"},
+    "api": {"core", "io", "kernels", "ops", "graph", "exec", "service", "profile", "api", "proto", "service_proto"},
+    "cli": {"core", "io", "datagen", "kernels", "ops", "graph", "exec", "service", "profile", "api", "cli", "proto",
             "service_proto"},
-    "python": {"core", "io", "ops", "graph", "exec", "service", "profile", "api", "python", "proto",
+    "python": {"core", "io", "kernels", "ops", "graph", "exec", "service", "profile", "api", "python", "proto",
                "service_proto"},
 }
 
@@ -45,6 +47,9 @@ SPECIAL = {
     "service.pb.h": "service_proto",
     "service.grpc.pb.h": "service_proto",
 }
+
+# Headers the build generates into the installed include/sluice/.
+GENERATED = {"sluice/version.h"}
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 
@@ -69,6 +74,18 @@ def layer_of_file(root, file):
     return None
 
 
+def public_violations(root, file, lines):
+    """An installed header (include/sluice/) that includes one that is not installed."""
+    found = []
+    for number, line in enumerate(lines, 1):
+        m = INCLUDE.match(line)
+        if m and m.group(1).startswith("sluice/") and m.group(1) not in GENERATED:
+            if not (root / "include" / m.group(1)).exists():
+                found.append(f"{file.relative_to(root)}:{number}: the public header includes \"{m.group(1)}\", "
+                             "which is not installed (not under include/)")
+    return found
+
+
 def violations(root):
     root = pathlib.Path(root)
     found = []
@@ -81,7 +98,10 @@ def violations(root):
         if layer not in ALLOWED:
             found.append(f"{file.relative_to(root)}: the folder is no known layer (add it to {__file__})")
             continue
-        for number, line in enumerate(file.read_text().splitlines(), 1):
+        lines = file.read_text().splitlines()
+        if file.relative_to(root).as_posix().startswith("include/"):
+            found += public_violations(root, file, lines)
+        for number, line in enumerate(lines, 1):
             m = INCLUDE.match(line)
             if not m:
                 continue

@@ -4,19 +4,19 @@
 
 #include "fuzz_input.h"
 #include "absl/strings/string_view.h"
-#include "sluice/ops/image_decoder.h"
+#include "sluice/kernels/image_decoder.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const absl::string_view bytes(reinterpret_cast<const char*>(data), size);
-  auto info = sluice::ops::ReadImageInfo(bytes);
+  auto info = sluice::kernels::ReadImageInfo(bytes);
   if (!info.ok()) return 0;
   if (info->width <= 0 || info->height <= 0) std::abort();
   if (static_cast<int64_t>(info->width) * info->height > (int64_t{1} << 22)) return 0;
-  sluice::ops::DecodedRegion region;
-  if (sluice::ops::DecodeRegion(bytes, *info, sluice::ops::WholeImage(*info), 1, &region).ok()) {
+  sluice::kernels::DecodedRegion region;
+  if (sluice::kernels::DecodeRegion(bytes, *info, sluice::kernels::WholeImage(*info), 1, &region).ok()) {
     if (region.pixels.size() < static_cast<size_t>(region.width) * region.height * 3) std::abort();
   }
-  const sluice::ops::Window window{info->width / 4.0, info->height / 4.0, info->width / 2.0, info->height / 2.0};
-  (void)sluice::ops::DecodeRegion(bytes, *info, window, info->jpeg ? 2 : 1, &region);
+  const sluice::kernels::Window window{info->width / 4.0, info->height / 4.0, info->width / 2.0, info->height / 2.0};
+  (void)sluice::kernels::DecodeRegion(bytes, *info, window, info->jpeg ? 2 : 1, &region);
   return 0;
 }

@@ -7,7 +7,7 @@
 #include <opencv2/imgproc.hpp>
 
 #include "benchmark/benchmark.h"
-#include "sluice/ops/resample.h"
+#include "sluice/kernels/resample.h"
 
 namespace {
 
@@ -21,9 +21,9 @@ std::vector<uint8_t> Source(int w, int h) {
 void BM_SluiceResample(benchmark::State& state) {
   const int w = static_cast<int>(state.range(0)), h = static_cast<int>(state.range(1));
   std::vector<uint8_t> src = Source(w, h), dst(224 * 224 * 3);
-  const sluice::ops::Window window{0.5, 0.5, w - 1.0, h - 1.0};
+  const sluice::kernels::Window window{0.5, 0.5, w - 1.0, h - 1.0};
   for (auto _ : state) {
-    sluice::ops::ResampleBilinear(src.data(), w, h, 3, int64_t{w} * 3, window, dst.data(), 224, 224);
+    sluice::kernels::ResampleBilinear(src.data(), w, h, 3, int64_t{w} * 3, window, dst.data(), 224, 224);
     benchmark::DoNotOptimize(dst.data());
   }
   state.SetItemsProcessed(state.iterations());

@@ -17,15 +17,15 @@
 #include "sluice/core/rng.h"
 #include "sluice/io/image_files.h"
 #include "sluice/ops/crop_window.h"
-#include "sluice/ops/image_decoder.h"
-#include "sluice/ops/normalize.h"
-#include "sluice/ops/resample.h"
+#include "sluice/kernels/image_decoder.h"
+#include "sluice/ops/normalize_params.h"
+#include "sluice/kernels/resample.h"
 
 namespace {
 
-using sluice::ops::DecodedRegion;
-using sluice::ops::ImageInfo;
-using sluice::ops::Window;
+using sluice::kernels::DecodedRegion;
+using sluice::kernels::ImageInfo;
+using sluice::kernels::Window;
 
 constexpr int kOut = 224;
 
@@ -48,10 +48,10 @@ struct Crop {
 
 Crop CropOf(const std::string& bytes, int64_t index) {
   Crop c;
-  c.info = *sluice::ops::ReadImageInfo(bytes);
+  c.info = *sluice::kernels::ReadImageInfo(bytes);
   sluice::SampleRng rng(1, 2, 0, static_cast<uint64_t>(index));
   c.window = sluice::ops::RandomResizedCropWindow(c.info.width, c.info.height, rng, 0.08, 1.0, 3.0 / 4, 4.0 / 3);
-  c.denom = sluice::ops::DctScaleFor(c.info, c.window, kOut, kOut);
+  c.denom = sluice::kernels::DctScaleFor(c.info, c.window, kOut, kOut);
   return c;
 }
 
@@ -76,15 +76,15 @@ void Loop(benchmark::State& state, Stage stage) {
 
 void BM_FullDecode(benchmark::State& state) {
   Loop(state, [](const std::string& bytes, int64_t, DecodedRegion* region) {
-    const ImageInfo info = *sluice::ops::ReadImageInfo(bytes);
-    benchmark::DoNotOptimize(sluice::ops::DecodeRegion(bytes, info, sluice::ops::WholeImage(info), 1, region).ok());
+    const ImageInfo info = *sluice::kernels::ReadImageInfo(bytes);
+    benchmark::DoNotOptimize(sluice::kernels::DecodeRegion(bytes, info, sluice::kernels::WholeImage(info), 1, region).ok());
   });
 }
 
 void BM_CropDecode(benchmark::State& state) {
   Loop(state, [](const std::string& bytes, int64_t i, DecodedRegion* region) {
     const Crop c = CropOf(bytes, i);
-    benchmark::DoNotOptimize(sluice::ops::DecodeRegion(bytes, c.info, c.window, c.denom, region).ok());
+    benchmark::DoNotOptimize(sluice::kernels::DecodeRegion(bytes, c.info, c.window, c.denom, region).ok());
   });
 }
 
@@ -92,8 +92,8 @@ void BM_CropDecodeResample(benchmark::State& state) {
   std::vector<uint8_t> out(kOut * kOut * 3);
   Loop(state, [&](const std::string& bytes, int64_t i, DecodedRegion* region) {
     const Crop c = CropOf(bytes, i);
-    (void)sluice::ops::DecodeRegion(bytes, c.info, c.window, c.denom, region);
-    sluice::ops::ResampleBilinear(region->pixels.data(), region->width, region->height, 3,
+    (void)sluice::kernels::DecodeRegion(bytes, c.info, c.window, c.denom, region);
+    sluice::kernels::ResampleBilinear(region->pixels.data(), region->width, region->height, 3,
                                   int64_t{region->width} * 3, region->window, out.data(), kOut, kOut);
     benchmark::DoNotOptimize(out.data());
   });
@@ -113,9 +113,9 @@ void BM_CropDecodeResampleNormalize(benchmark::State& state) {
   std::memset(batch.get(), 0, image_bytes * kBatch);
   Loop(state, [&](const std::string& bytes, int64_t i, DecodedRegion* region) {
     const Crop c = CropOf(bytes, i);
-    (void)sluice::ops::DecodeRegion(bytes, c.info, c.window, c.denom, region);
+    (void)sluice::kernels::DecodeRegion(bytes, c.info, c.window, c.denom, region);
     uint8_t* dst = batch.get() + image_bytes * static_cast<size_t>(i % kBatch);
-    sluice::ops::ResampleBilinearPlanes(region->pixels.data(), region->width, region->height, 3,
+    sluice::kernels::ResampleBilinearPlanes(region->pixels.data(), region->width, region->height, 3,
                                         int64_t{region->width} * 3, region->window, kOut, kOut,
                                         [&](int y, const int16_t* levels, int64_t channel_stride) {
                                           normalize.Planes(levels, channel_stride, y, i % 2, dst);

@@ -5,24 +5,24 @@
 #include <vector>
 
 #include "benchmark/benchmark.h"
-#include "sluice/ops/warp.h"
+#include "sluice/kernels/warp.h"
 
 namespace {
 
 void BM_W2Warp(benchmark::State& state) {
-  const sluice::ops::ImageDims dims{32, 32, 3};
+  const sluice::ImageDims dims{32, 32, 3};
   std::vector<uint8_t> src(32 * 32 * 3);
   for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<uint8_t>((i * 2654435761u) >> 24);
   std::vector<float> dst(src.size());
-  sluice::ops::WarpSpec spec{sluice::DType::kUInt8, dims, sluice::ops::FillMode::kReflect, 0.f};
+  sluice::kernels::WarpSpec spec{sluice::DType::kUInt8, dims, sluice::kernels::FillMode::kReflect, 0.f};
   spec.chw_out = spec.rescaled = true;
   spec.scale = 1 / 255.f;
   const double angle = static_cast<double>(state.range(0)) * M_PI / 180, zoom = 1.0;
   const double centred[6] = {std::cos(angle) / zoom, -std::sin(angle) / zoom, 0,
                              std::sin(angle) / zoom, std::cos(angle) / zoom, 0};
-  const sluice::ops::Affine map = sluice::ops::FromCentred(centred, dims);
+  const sluice::kernels::Affine map = sluice::kernels::FromCentred(centred, dims);
   for (auto _ : state) {
-    sluice::ops::WarpAffine(spec, map, src.data(), reinterpret_cast<uint8_t*>(dst.data()));
+    sluice::kernels::WarpAffine(spec, map, src.data(), reinterpret_cast<uint8_t*>(dst.data()));
     benchmark::DoNotOptimize(dst.data());
   }
   state.SetItemsProcessed(state.iterations());

@@ -19,7 +19,7 @@
 #include "sluice/exec/node_stats.h"
 #include "sluice/pipeline_builder.h"
 #include "sluice/io/image_files.h"
-#include "sluice/ops/image_decoder.h"
+#include "sluice/kernels/image_decoder.h"
 
 namespace sluice::bench {
 namespace {
@@ -54,15 +54,15 @@ absl::StatusOr<double> DecodeLimit(const std::string& root, int threads, double 
   const int64_t start = exec::NowNs();
   for (int t = 0; t < threads; ++t) {
     pool.emplace_back([&] {
-      ops::DecodedRegion region;
+      kernels::DecodedRegion region;
       while (exec::NowNs() < stop_at) {
         const std::string& bytes = images[static_cast<size_t>(next++) % images.size()];
-        absl::StatusOr<ops::ImageInfo> info = ops::ReadImageInfo(bytes);
+        absl::StatusOr<kernels::ImageInfo> info = kernels::ReadImageInfo(bytes);
         if (!info.ok()) {
           failed = true;
           break;
         }
-        if (!ops::DecodeRegion(bytes, *info, ops::WholeImage(*info), 1, &region).ok()) failed = true;
+        if (!kernels::DecodeRegion(bytes, *info, kernels::WholeImage(*info), 1, &region).ok()) failed = true;
         ++done;
       }
     });

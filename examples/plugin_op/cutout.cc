@@ -17,7 +17,7 @@ using sluice::ops::AttrType;
 
 struct CutoutParams {
   DType dtype;
-  sluice::ops::ImageDims dims;
+  sluice::ImageDims dims;
   int64_t patch_h, patch_w;
   float p, value;
 };
@@ -29,7 +29,7 @@ class CutoutKernel : public sluice::ops::Kernel {
 
   absl::Status Run(const sluice::ops::KernelContext& ctx, absl::Span<const sluice::ops::ColumnRef> in,
                    absl::Span<const sluice::ops::ColumnRef> out) const override {
-    const sluice::ops::ImageDims& d = p_.dims;
+    const sluice::ImageDims& d = p_.dims;
     for (int64_t r = 0; r < ctx.rows; ++r) {
       std::memcpy(out[0].row<uint8_t>(r), in[0].row<uint8_t>(r), static_cast<size_t>(out[0].row_bytes));
       sluice::SampleRng rng = ctx.Rng(r);
@@ -61,7 +61,7 @@ class CutoutKernel : public sluice::ops::Kernel {
 absl::StatusOr<sluice::ops::InferredOp> InferCutout(const sluice::ops::Attrs& attrs, const sluice::Schema& input) {
   SLUICE_ASSIGN_OR_RETURN(sluice::ops::BoundField f,
                           sluice::ops::BindField(attrs, input, {DType::kUInt8, DType::kFloat32}));
-  SLUICE_ASSIGN_OR_RETURN(sluice::ops::ImageDims dims, sluice::ops::ImageDimsOf(f.spec));
+  SLUICE_ASSIGN_OR_RETURN(sluice::ImageDims dims, sluice::ops::ImageDimsOf(f.spec));
   const std::vector<int64_t>& size = attrs.GetInts("size");
   const int64_t h = size.front(), w = size.back();
   if (h > dims.h || w > dims.w) {

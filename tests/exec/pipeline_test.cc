@@ -16,6 +16,7 @@
 #include "sluice/core/status_macros.h"
 #include "sluice/pipeline_builder.h"
 #include "sluice/io/idx_file.h"
+#include "sluice/ops/builtin_ops.h"
 #include "sluice/io/tfrecord_index.h"
 #include "status_matchers.h"
 #include "temp_dir.h"

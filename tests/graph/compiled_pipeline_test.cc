@@ -3,7 +3,8 @@
 #include "gmock/gmock.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
-#include "sluice/ops/warp.h"
+#include "sluice/ops/builtin_ops.h"
+#include "sluice/ops/geometry_params.h"
 #include "sluice/pipeline_builder.h"
 #include "sluice/graph/pipeline_json.h"
 #include "status_matchers.h"
@@ -67,7 +68,7 @@ TEST_F(CompileTest, FoldsALayoutChangeIntoTheWarpBeforeIt) {
   // folded in) and writes float planes
   ASSERT_EQ(ops.size(), 3u);
   EXPECT_EQ(ops.back().name, "rescale+fused(random_flip+random_rotation)+hwc_to_chw");
-  const ops::WarpSpec& spec = ops.back().inferred.params<ops::FusedWarpParams>().spec;
+  const kernels::WarpSpec& spec = ops.back().inferred.params<ops::FusedWarpParams>().spec;
   EXPECT_TRUE(spec.chw_out);
   EXPECT_TRUE(spec.rescaled);
   EXPECT_EQ(spec.dtype, DType::kUInt8);

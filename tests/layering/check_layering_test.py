@@ -37,10 +37,23 @@ class CheckLayeringTest(unittest.TestCase):
                       found[0])
 
     def test_ops_including_the_service_proto_or_the_public_pipeline_fails(self):
-        self.plant("src/sluice/ops/kernel.cc", "service.pb.h")
+        self.plant("src/sluice/ops/framework/kernel.cc", "service.pb.h")
         self.plant("src/sluice/graph/fusion.h", "sluice/pipeline.h")
         found = check_layering.violations(self.tmp)
         self.assertEqual(len(found), 2, found)
+
+    def test_a_kernel_including_the_op_framework_fails(self):
+        self.plant("src/sluice/kernels/warp.cc", "sluice/ops/field.h")
+        found = check_layering.violations(self.tmp)
+        self.assertEqual(len(found), 1, found)
+        self.assertIn("layer 'kernels' includes \"sluice/ops/field.h\" of layer 'ops'", found[0])
+
+    def test_a_public_header_including_an_internal_one_fails(self):
+        self.plant("include/sluice/ops/kernel.h", "sluice/ops/builtin_ops.h")
+        found = check_layering.violations(self.tmp)
+        self.assertEqual(len(found), 1, found)
+        self.assertIn("include/sluice/ops/kernel.h:1: the public header includes \"sluice/ops/builtin_ops.h\", "
+                      "which is not installed", found[0])
 
     def test_the_command_line_exits_non_zero(self):
         self.plant("src/sluice/io/crc32c.cc", "sluice/ops/kernel.h")

@@ -4,12 +4,15 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "op_test_util.h"
-#include "sluice/ops/value_loops.h"
+#include "op_harness.h"
+#include "sluice/kernels/value_loops.h"
 #include "status_matchers.h"
 
 namespace sluice::ops {
 namespace {
+
+using kernels::ScaleOffset;
+using kernels::ScaleOffsetPattern;
 
 using ::sluice::testing::StatusIs;
 using ::testing::ElementsAre;

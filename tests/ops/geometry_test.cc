@@ -9,14 +9,20 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "op_test_util.h"
+#include "op_harness.h"
 #include "opencv2/imgproc.hpp"
 #include "sluice/core/rng.h"
-#include "sluice/ops/warp.h"
+#include "sluice/ops/geometry_params.h"
 #include "status_matchers.h"
 
 namespace sluice::ops {
 namespace {
+
+using kernels::Affine;
+using kernels::FillMode;
+using kernels::PerspectiveMap;
+using kernels::WarpAffine;
+using kernels::WarpSpec;
 
 using ::sluice::testing::StatusIs;
 using ::testing::HasSubstr;

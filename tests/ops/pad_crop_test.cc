@@ -11,7 +11,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "op_test_util.h"
+#include "op_harness.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/exec/pipeline.h"
 #include "sluice/pipeline_builder.h"

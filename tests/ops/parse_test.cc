@@ -1,6 +1,6 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "op_test_util.h"
+#include "op_harness.h"
 #include "sluice/ops/parse_example.h"
 #include "status_matchers.h"
 

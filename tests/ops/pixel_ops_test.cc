@@ -11,7 +11,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "op_test_util.h"
+#include "op_harness.h"
 #include "status_matchers.h"
 
 namespace sluice::ops {

@@ -10,7 +10,7 @@
 #include "sluice/cli/run_resumable.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/graph/pipeline_json.h"
-#include "sluice/ops/simd.h"
+#include "sluice/kernels/simd.h"
 #include "sluice/service/distributed_pipeline.h"
 
 namespace sluice::cli {
@@ -53,7 +53,7 @@ absl::Status Run(const RunArgs& args) {
     std::printf("%s: %s samples in %d epoch%s (%s batches), %.2f s: %s samples/s on %d threads (%s)\n",
                 args.pipeline.c_str(), WithCommas(r.samples).c_str(), r.epochs,
                 r.epochs == 1 ? "" : "s", WithCommas(r.batches).c_str(), r.seconds,
-                WithCommas(r.samples_per_s).c_str(), c.threads, ops::SimdTarget().c_str());
+                WithCommas(r.samples_per_s).c_str(), c.threads, kernels::SimdTarget().c_str());
     std::printf("first batch after %.1f ms; peak RSS %.1f MB after epoch 1, %.1f MB at the end\n",
                 r.first_batch_ms, rss_mb.front(), rss_mb.back());
   }
@@ -65,7 +65,7 @@ absl::Status Run(const RunArgs& args) {
         "\"peak_rss_mb_after_epoch\": [%s]}\n",
         args.pipeline.c_str(), r.epochs, static_cast<long long>(r.samples),
         static_cast<long long>(r.batches), r.seconds, r.samples_per_s, r.first_batch_ms, c.threads,
-        ops::SimdTarget().c_str(),
+        kernels::SimdTarget().c_str(),
         static_cast<long long>(r.skipped_records), static_cast<long long>(r.peak_buffered_bytes),
         absl::StrJoin(rss_mb, ", ", [](std::string* out, double v) {
           out->append(absl::StrFormat("%.1f", v));

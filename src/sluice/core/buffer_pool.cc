@@ -4,8 +4,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <vector>
 
 #include <sys/mman.h>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 
 namespace sluice {
 
@@ -52,9 +56,20 @@ size_t ClassBytes(int size_class) {
   return base + (base >> 2) * ((size_class - kPowerClasses) % 4 + 1);
 }
 
+// 9 powers of two (256 B .. 64 KiB), then 4 per power of two up to 2^48.
+constexpr int kNumClasses = kPowerClasses + 32 * 4;
+
 }  // namespace
 
-BufferPool::BufferPool(Options options) : options_(options) {}
+struct BufferPool::State {
+  absl::Mutex mu;
+  std::vector<uint8_t*> free[kNumClasses] ABSL_GUARDED_BY(mu);
+  size_t reserved_by_class[kNumClasses] ABSL_GUARDED_BY(mu) = {};
+  size_t reserved_bytes ABSL_GUARDED_BY(mu) = 0;
+  Stats stats ABSL_GUARDED_BY(mu);
+};
+
+BufferPool::BufferPool(Options options) : options_(options), state_(std::make_unique<State>()) {}
 
 BufferPool::~BufferPool() { Trim(); }
 
@@ -71,17 +86,17 @@ std::shared_ptr<Buffer> BufferPool::Allocate(size_t bytes) {
   const size_t capacity = ClassBytes(size_class);
   uint8_t* data = nullptr;
   {
-    absl::MutexLock lock(&mu_);
-    ++stats_.allocations;
-    std::vector<uint8_t*>& list = free_[size_class];
+    absl::MutexLock lock(&state_->mu);
+    ++state_->stats.allocations;
+    std::vector<uint8_t*>& list = state_->free[size_class];
     if (!list.empty()) {
       data = list.back();
       list.pop_back();
-      stats_.cached_bytes -= capacity;
-      ++stats_.reuses;
+      state_->stats.cached_bytes -= capacity;
+      ++state_->stats.reuses;
     }
-    stats_.live_bytes += capacity;
-    stats_.peak_live_bytes = std::max(stats_.peak_live_bytes, stats_.live_bytes);
+    state_->stats.live_bytes += capacity;
+    state_->stats.peak_live_bytes = std::max(state_->stats.peak_live_bytes, state_->stats.live_bytes);
   }
   if (data == nullptr) data = AllocateBlock(capacity);
   Buffer* buffer = new Buffer(data, bytes, size_class, options_.kind);
@@ -120,11 +135,11 @@ void BufferPool::Release(Buffer* buffer) {
   const size_t capacity = ClassBytes(size_class);
   delete buffer;
   {
-    absl::MutexLock lock(&mu_);
-    stats_.live_bytes -= capacity;
-    if (stats_.cached_bytes + capacity <= options_.max_cached_bytes + reserved_bytes_) {
-      free_[size_class].push_back(data);
-      stats_.cached_bytes += capacity;
+    absl::MutexLock lock(&state_->mu);
+    state_->stats.live_bytes -= capacity;
+    if (state_->stats.cached_bytes + capacity <= options_.max_cached_bytes + state_->reserved_bytes) {
+      state_->free[size_class].push_back(data);
+      state_->stats.cached_bytes += capacity;
       return;
     }
   }
@@ -135,13 +150,13 @@ void BufferPool::Reserve(size_t bytes, int count) {
   const int size_class = SizeClass(std::max<size_t>(bytes, 1));
   int have;
   {
-    absl::MutexLock lock(&mu_);
-    have = static_cast<int>(free_[size_class].size());
+    absl::MutexLock lock(&state_->mu);
+    have = static_cast<int>(state_->free[size_class].size());
     // The cache may hold what was reserved on top of max_cached_bytes.
     const size_t wanted = ClassBytes(size_class) * static_cast<size_t>(count);
-    if (wanted > reserved_by_class_[size_class]) {
-      reserved_bytes_ += wanted - reserved_by_class_[size_class];
-      reserved_by_class_[size_class] = wanted;
+    if (wanted > state_->reserved_by_class[size_class]) {
+      state_->reserved_bytes += wanted - state_->reserved_by_class[size_class];
+      state_->reserved_by_class[size_class] = wanted;
     }
   }
   std::vector<std::shared_ptr<Buffer>> held;
@@ -152,17 +167,17 @@ void BufferPool::Reserve(size_t bytes, int count) {
 }
 
 BufferPool::Stats BufferPool::stats() const {
-  absl::MutexLock lock(&mu_);
-  return stats_;
+  absl::MutexLock lock(&state_->mu);
+  return state_->stats;
 }
 
 void BufferPool::Trim() {
-  absl::MutexLock lock(&mu_);
-  for (auto& list : free_) {
+  absl::MutexLock lock(&state_->mu);
+  for (auto& list : state_->free) {
     for (uint8_t* data : list) FreeBlock(data);
     list.clear();
   }
-  stats_.cached_bytes = 0;
+  state_->stats.cached_bytes = 0;
 }
 
 }  // namespace sluice

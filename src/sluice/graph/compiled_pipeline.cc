@@ -15,7 +15,7 @@
 #include "sluice/graph/fingerprint.h"
 #include "sluice/graph/fold_receive.h"
 #include "sluice/graph/fusion.h"
-#include "sluice/ops/decode_fusion.h"
+#include "sluice/ops/decode_params.h"
 #include "sluice/io/array_source.h"
 #include "sluice/io/arrow_source.h"
 #include "sluice/io/cifar_source.h"

@@ -1,6 +1,6 @@
 #include "absl/strings/str_cat.h"
 #include "sluice/graph/fusion.h"
-#include "sluice/ops/decode_fusion.h"
+#include "sluice/ops/decode_params.h"
 
 namespace sluice::graph {
 namespace {

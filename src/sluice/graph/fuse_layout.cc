@@ -1,6 +1,6 @@
 #include "absl/strings/str_cat.h"
 #include "sluice/graph/fusion.h"
-#include "sluice/ops/warp.h"
+#include "sluice/ops/geometry_params.h"
 
 namespace sluice::graph {
 namespace {

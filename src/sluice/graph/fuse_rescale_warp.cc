@@ -1,14 +1,14 @@
 #include "absl/strings/str_cat.h"
 #include "sluice/graph/fusion.h"
-#include "sluice/ops/color.h"
-#include "sluice/ops/warp.h"
+#include "sluice/ops/color_params.h"
+#include "sluice/ops/geometry_params.h"
 
 namespace sluice::graph {
 namespace {
 
 // The spec of `op` when it resamples (a fused warp, a rotation or a zoom:
 // a flip alone copies pixels), for changing in place; null otherwise.
-ops::WarpSpec* ResamplingSpec(BoundOp* op, ops::FusedWarpParams* fused, ops::WarpParams* single) {
+kernels::WarpSpec* ResamplingSpec(BoundOp* op, ops::FusedWarpParams* fused, ops::WarpParams* single) {
   if (op->op == ops::kFusedWarpOp && op->inferred.HoldsParams<ops::FusedWarpParams>()) {
     *fused = op->inferred.params<ops::FusedWarpParams>();
     return &fused->spec;
@@ -35,7 +35,7 @@ void FuseRescaleIntoWarp(const FusionOptions& options, std::vector<BoundOp>* ops
     BoundOp& warp = (*ops)[i + 1];
     ops::FusedWarpParams fused;
     ops::WarpParams single;
-    ops::WarpSpec* spec = ResamplingSpec(&warp, &fused, &single);
+    kernels::WarpSpec* spec = ResamplingSpec(&warp, &fused, &single);
     const bool same_column = warp.inferred.inputs == op.inferred.inputs && op.inferred.outputs.size() == 1 &&
                              warp.inferred.outputs.size() == 1 &&
                              op.inferred.outputs[0].name == warp.inferred.outputs[0].name;

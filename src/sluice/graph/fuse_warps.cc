@@ -1,7 +1,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "sluice/graph/fusion.h"
-#include "sluice/ops/warp.h"
+#include "sluice/ops/geometry_params.h"
 
 namespace sluice::graph {
 namespace {

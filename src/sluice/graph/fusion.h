@@ -40,7 +40,7 @@ void FuseLayout(const FusionOptions& options, std::vector<BoundOp>* ops);
 // A decode op (decode_image, decode_random_resized_crop,
 // decode_resize_center_crop) followed by crop_mirror_normalize without a
 // crop on the same column becomes ops::kFusedDecodeNormalizeOp, which
-// resamples straight into the normalized output (ops/decode_fusion.h).
+// resamples straight into the normalized output (ops/decode_params.h).
 // Outputs are identical; the decoded image is never written as bytes and
 // read back.
 void FuseDecodeNormalize(const FusionOptions& options, std::vector<BoundOp>* ops);

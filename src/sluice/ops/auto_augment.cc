@@ -14,12 +14,31 @@
 #include "absl/strings/str_cat.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/ops/field.h"
-#include "sluice/ops/image_adjust.h"
+#include "sluice/kernels/image_adjust.h"
+#include "sluice/ops/builtin_ops.h"
 #include "sluice/ops/op_registry.h"
-#include "sluice/ops/warp.h"
+#include "sluice/kernels/warp.h"
 
 namespace sluice::ops {
 namespace {
+
+using kernels::AdjustBrightness;
+using kernels::AdjustContrast;
+using kernels::AdjustSaturation;
+using kernels::AdjustSharpness;
+using kernels::AffineArgs;
+using kernels::AffineNearest;
+using kernels::ApplyLut;
+using kernels::ChannelStretch;
+using kernels::FillMode;
+using kernels::FromCentred;
+using kernels::InverseAffineMatrix;
+using kernels::InvertLut;
+using kernels::PosterizeLut;
+using kernels::SolarizeLut;
+using kernels::StretchChannels;
+using kernels::WarpAffine;
+using kernels::WarpSpec;
 
 enum class AugOp {
   kIdentity,

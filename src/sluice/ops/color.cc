@@ -1,5 +1,5 @@
 // Element-wise value ops: cast, to_dtype, rescale, normalize.
-#include "sluice/ops/color.h"
+#include "sluice/ops/color_params.h"
 
 #include <algorithm>
 #include <cmath>
@@ -9,11 +9,15 @@
 #include "absl/strings/str_cat.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/ops/field.h"
+#include "sluice/ops/builtin_ops.h"
 #include "sluice/ops/op_registry.h"
-#include "sluice/ops/value_loops.h"
+#include "sluice/kernels/value_loops.h"
 
 namespace sluice::ops {
 namespace {
+
+using kernels::ScaleOffset;
+using kernels::ScaleOffsetPattern;
 
 // Float to integer rounds toward zero and saturates (NaN becomes 0); integer
 // narrowing saturates.

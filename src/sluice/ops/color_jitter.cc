@@ -10,11 +10,18 @@
 #include "absl/strings/str_cat.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/ops/field.h"
-#include "sluice/ops/image_adjust.h"
+#include "sluice/kernels/image_adjust.h"
+#include "sluice/ops/builtin_ops.h"
 #include "sluice/ops/op_registry.h"
 
 namespace sluice::ops {
 namespace {
+
+using kernels::AdjustBrightness;
+using kernels::AdjustContrast;
+using kernels::AdjustHue;
+using kernels::AdjustSaturation;
+using kernels::AdjustSharpness;
 
 struct JitterParams {
   ImageDims dims;

@@ -6,6 +6,8 @@
 
 namespace sluice::ops {
 
+using kernels::Window;
+
 Window RandomResizedCropWindow(int width, int height, SampleRng& rng, double scale_lo, double scale_hi,
                                double ratio_lo, double ratio_hi) {
   const double area = static_cast<double>(width) * height;

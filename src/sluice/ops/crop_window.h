@@ -13,7 +13,7 @@
 #include "sluice/ops/attrs.h"
 #include "sluice/core/rng.h"
 #include "sluice/ops/field.h"
-#include "sluice/ops/image_decoder.h"
+#include "sluice/kernels/image_decoder.h"
 #include "sluice/ops/kernel.h"
 
 namespace sluice::ops {
@@ -33,7 +33,7 @@ struct CropSpec {
 
 // The window of a width x height image that row `row` of `ctx` gets (a
 // random one draws from the row's stream).
-Window PickWindow(const CropSpec& spec, int width, int height, const KernelContext& ctx, int64_t row);
+kernels::Window PickWindow(const CropSpec& spec, int width, int height, const KernelContext& ctx, int64_t row);
 
 // The kRandomResized spec of attrs "scale" and "ratio" (RandomResizedCropAttrs);
 // InvalidArgument naming the attr when a range is reversed.
@@ -43,7 +43,7 @@ absl::StatusOr<CropSpec> RandomResizedCropSpec(const Attrs& attrs);
 // scale_hi] of the image's) and an aspect ratio (log-uniform in [ratio_lo,
 // ratio_hi]) that fit, at a uniform position; else the whole image cut to
 // the nearest allowed ratio, centred.
-Window RandomResizedCropWindow(int width, int height, SampleRng& rng, double scale_lo, double scale_hi,
+kernels::Window RandomResizedCropWindow(int width, int height, SampleRng& rng, double scale_lo, double scale_hi,
                                double ratio_lo, double ratio_hi);
 
 // An image size attr: [height, width] or [size], each in 1..65535.

@@ -9,15 +9,25 @@
 #include "absl/strings/str_cat.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/ops/crop_window.h"
-#include "sluice/ops/decode_fusion.h"
+#include "sluice/ops/decode_params.h"
 #include "sluice/ops/field.h"
-#include "sluice/ops/image_decoder.h"
-#include "sluice/ops/normalize.h"
+#include "sluice/kernels/image_decoder.h"
+#include "sluice/ops/normalize_params.h"
+#include "sluice/ops/builtin_ops.h"
 #include "sluice/ops/op_registry.h"
-#include "sluice/ops/resample.h"
+#include "sluice/kernels/resample.h"
 
 namespace sluice::ops {
 namespace {
+
+using kernels::DctScaleFor;
+using kernels::DecodeRegion;
+using kernels::DecodedRegion;
+using kernels::ImageInfo;
+using kernels::ReadImageInfo;
+using kernels::ResampleBilinear;
+using kernels::ResampleBilinearPlanes;
+using kernels::Window;
 
 thread_local DecodedRegion tls_region;
 

@@ -7,13 +7,21 @@
 #include "absl/strings/str_cat.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/ops/field.h"
-#include "sluice/ops/geometry.h"
+#include "sluice/ops/geometry_params.h"
+#include "sluice/ops/builtin_ops.h"
 #include "sluice/ops/op_registry.h"
-#include "sluice/ops/value_loops.h"
-#include "sluice/ops/warp.h"
+#include "sluice/kernels/value_loops.h"
+#include "sluice/kernels/warp.h"
 
 namespace sluice::ops {
 namespace {
+
+using kernels::Affine;
+using kernels::FillMode;
+using kernels::SampleWriter;
+using kernels::Then;
+using kernels::WarpAffine;
+using kernels::WarpSpec;
 
 // One geometric op: an affine map drawn per sample, resampled bilinearly.
 // A flip alone moves whole pixels, so it copies them instead.

@@ -7,13 +7,17 @@
 #include "sluice/core/status_macros.h"
 #include "sluice/ops/crop_window.h"
 #include "sluice/ops/field.h"
-#include "sluice/ops/image_resample.h"
-#include "sluice/ops/normalize.h"
+#include "sluice/ops/image_crop_params.h"
+#include "sluice/ops/normalize_params.h"
+#include "sluice/ops/builtin_ops.h"
 #include "sluice/ops/op_registry.h"
-#include "sluice/ops/resample.h"
+#include "sluice/kernels/resample.h"
 
 namespace sluice::ops {
 namespace {
+
+using kernels::ResampleBilinear;
+using kernels::Window;
 
 // A window of each image (all of it, or a random one), resampled to h x w.
 class ResampleKernel : public Kernel {
@@ -122,8 +126,7 @@ absl::Status RegisterImageCropOps(OpRegistry* registry) {
                                              .Input("field", kImage)
                                              .Output("field", "uint8 [height,width,C]")
                                              .Infer(InferCenterCrop)));
-  SLUICE_RETURN_IF_ERROR(registry->AddKernel<CenterCropKernel>("center_crop", Backend::kCpu));
-  return RegisterCropMirrorNormalize(registry);
+  return registry->AddKernel<CenterCropKernel>("center_crop", Backend::kCpu);
 }
 
 }  // namespace sluice::ops

@@ -11,11 +11,14 @@
 #include "absl/strings/str_cat.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/ops/field.h"
+#include "sluice/ops/builtin_ops.h"
 #include "sluice/ops/op_registry.h"
-#include "sluice/ops/value_loops.h"
+#include "sluice/kernels/value_loops.h"
 
 namespace sluice::ops {
 namespace {
+
+using kernels::Blend;
 
 // A label column as the mixing ops read it: a class index (an integer per
 // sample), or already a distribution (float32 [num_classes]).

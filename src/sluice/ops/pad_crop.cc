@@ -7,13 +7,17 @@
 
 #include "absl/strings/str_cat.h"
 #include "sluice/core/status_macros.h"
-#include "sluice/ops/border.h"
+#include "sluice/kernels/border.h"
 #include "sluice/ops/crop_window.h"
 #include "sluice/ops/field.h"
+#include "sluice/ops/builtin_ops.h"
 #include "sluice/ops/op_registry.h"
 
 namespace sluice::ops {
 namespace {
+
+using kernels::BorderIndex;
+using kernels::PadMode;
 
 // Padding of the four sides, torchvision's order of a 4-list.
 struct Sides {

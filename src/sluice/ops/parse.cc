@@ -5,6 +5,7 @@
 #include "sluice/core/status_macros.h"
 #include "sluice/io/tfrecord_source.h"
 #include "sluice/ops/field.h"
+#include "sluice/ops/builtin_ops.h"
 #include "sluice/ops/op_registry.h"
 #include "sluice/ops/parse_example.h"
 

@@ -12,12 +12,23 @@
 #include "absl/strings/str_cat.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/ops/field.h"
-#include "sluice/ops/image_adjust.h"
-#include "sluice/ops/luma.h"
+#include "sluice/kernels/image_adjust.h"
+#include "sluice/kernels/luma.h"
+#include "sluice/ops/builtin_ops.h"
 #include "sluice/ops/op_registry.h"
 
 namespace sluice::ops {
 namespace {
+
+using kernels::ApplyLut;
+using kernels::ChannelStretch;
+using kernels::InvertLut;
+using kernels::Luma;
+using kernels::Lut;
+using kernels::PosterizeLut;
+using kernels::SolarizeLut;
+using kernels::StretchChannels;
+using kernels::TorchLuma;
 
 struct PixelLutParams {
   enum class Kind {

@@ -20,6 +20,7 @@
 #include "absl/strings/strip.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/ops/field.h"
+#include "sluice/ops/builtin_ops.h"
 #include "sluice/ops/op_registry.h"
 #include "sluice/core/python_pool.h"
 

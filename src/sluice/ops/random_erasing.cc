@@ -7,11 +7,15 @@
 
 #include "absl/strings/str_cat.h"
 #include "sluice/core/status_macros.h"
+#include "sluice/kernels/value_loops.h"
 #include "sluice/ops/field.h"
+#include "sluice/ops/builtin_ops.h"
 #include "sluice/ops/op_registry.h"
 
 namespace sluice::ops {
 namespace {
+
+using kernels::StoreAs;
 
 struct ErasingParams {
   DType dtype;
@@ -131,7 +135,7 @@ absl::StatusOr<InferredOp> InferErasing(const Attrs& attrs, const Schema& schema
 
 }  // namespace
 
-absl::Status RegisterRandomErasing(OpRegistry* registry) {
+absl::Status RegisterRandomErasingOps(OpRegistry* registry) {
   SLUICE_RETURN_IF_ERROR(registry->AddOp(
       OpSchema("random_erasing")
           .Doc("With probability p, sets one box of each image to `value` (or to standard normal noise): "

@@ -14,7 +14,7 @@
 #include "google/protobuf/wire_format_lite.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/io/crc32c.h"
-#include "sluice/ops/value_loops.h"
+#include "sluice/kernels/value_loops.h"
 #include "sluice/service/batch_codec.h"
 #include "sluice/service/shm_ring.h"
 
@@ -104,7 +104,7 @@ absl::StatusOr<grpc::ByteBuffer> EncodeWireBatch(const Batch& batch, const Batch
   uint64_t position = ring_at.value_or(0);
   for (Part& p : parts) {
     if (ring_at) {  // in the ring, the bytes are not sent: no CRC over them
-      ops::CopyBypassingCache(ring->At(position), p.data, p.size);  // the client reads it later, in its process
+      kernels::CopyBypassingCache(ring->At(position), p.data, p.size);  // the client reads it later, in its process
       p.rest.set_shm_position(position);
       position += RingSpan(p.size);
       p.size = 0;

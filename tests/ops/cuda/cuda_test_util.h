@@ -1,5 +1,6 @@
 // What the cuda op tests share: a pipeline's first batch or all of them,
-// whether a GPU can be used, and a device column's bytes back on the host.
+// whether a GPU can be used, a device column's bytes back on the host, and
+// a map on "cuda" against the same map on the cpu.
 #ifndef SLUICE_TESTS_OPS_CUDA_CUDA_TEST_UTIL_H_
 #define SLUICE_TESTS_OPS_CUDA_CUDA_TEST_UTIL_H_
 
@@ -16,6 +17,7 @@
 #include "sluice/exec/pipeline.h"
 #include "sluice/ops/device_runtime.h"
 #include "sluice/ops/op_registry.h"
+#include "sluice/pipeline_builder.h"
 
 namespace sluice::ops::cuda_testing {
 
@@ -93,6 +95,18 @@ inline void ExpectSameValues(const Tensor& cpu, const Tensor& gpu, int uint8_lev
       ASSERT_EQ(std::memcmp(back->data() + i, cpu.raw_data() + i, size), 0) << "value " << i / size;
     }
   }
+}
+
+
+// `source` batched whole (`rows` a batch) and mapped by `op` on the cpu and
+// on "cuda": the same shape, dtype and values (ExpectSameValues, uint8
+// within `uint8_levels`).
+inline void ExpectCudaMapEqualsCpu(const PipelineBuilder& source, int rows, const OpSpec& op, int uint8_levels = 0) {
+  absl::StatusOr<Batch> cpu = FirstBatch(PipelineBuilder(source).Batch(rows).Map({op}).Build());
+  ASSERT_TRUE(cpu.ok()) << cpu.status();
+  absl::StatusOr<Batch> gpu = FirstBatch(PipelineBuilder(source).Batch(rows).Map({op}, 0, "cuda").Build());
+  ASSERT_TRUE(gpu.ok()) << gpu.status();
+  ExpectSameValues(cpu->columns[0].values, gpu->columns[0].values, uint8_levels);
 }
 
 }  // namespace sluice::ops::cuda_testing

@@ -1,4 +1,5 @@
-// Launchers of the cuda kernels of the element-wise value ops (color.h):
+// Launchers of the cuda kernels of the element-wise value ops (cast,
+// rescale, normalize; color_params.h):
 // plain C++ declarations, so that the kernel classes compile with the host
 // compiler and only the launchers with nvcc.
 #ifndef SLUICE_OPS_CUDA_COLOR_KERNELS_H_
@@ -7,6 +8,8 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+
+#include "sluice/ops/cuda/elem_type.h"
 
 namespace sluice::ops::cuda {
 
@@ -20,6 +23,11 @@ cudaError_t LaunchRescale(const uint8_t* in, bool in_is_float, int64_t n, float 
 cudaError_t LaunchNormalize(const uint8_t* in, bool in_is_float, int64_t n, int64_t elems, int64_t channels,
                             int64_t plane, bool channels_first, const float* a, const float* b, float* out,
                             cudaStream_t stream);
+
+// out[i] = in[i] converted for n values: float to integer rounds toward zero
+// and saturates (NaN becomes 0), integer narrowing saturates, the rest as
+// static_cast. `from` and `to` are uint8, int32, int64 or float32.
+cudaError_t LaunchCast(const uint8_t* in, ElemType from, int64_t n, ElemType to, uint8_t* out, cudaStream_t stream);
 
 }  // namespace sluice::ops::cuda
 

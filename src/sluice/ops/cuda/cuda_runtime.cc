@@ -1,5 +1,7 @@
 #include "sluice/ops/cuda/cuda_runtime.h"
 
+#include "sluice/ops/builtin_ops.h"
+
 #include <atomic>
 #include <cstdlib>
 #include <limits>
@@ -323,5 +325,23 @@ absl::StatusOr<void*> AllocateAsync(size_t bytes, cudaStream_t stream) {
 }
 
 std::unique_ptr<DeviceRuntime> MakeCudaRuntime() { return std::make_unique<CudaRuntime>(); }
+
+ElemType ElemTypeOf(DType dtype) {
+  switch (dtype) {
+    case DType::kUInt8:
+      return ElemType::kUInt8;
+    case DType::kInt32:
+      return ElemType::kInt32;
+    case DType::kInt64:
+      return ElemType::kInt64;
+    case DType::kFloat32:
+      return ElemType::kFloat32;
+    case DType::kFloat16:
+      break;
+  }
+  return ElemType::kFloat16;
+}
+
+absl::Status RegisterCudaRuntime(OpRegistry* registry) { return registry->AddRuntime(MakeCudaRuntime()); }
 
 }  // namespace sluice::ops::cuda

@@ -10,6 +10,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "sluice/core/dtype.h"
+#include "sluice/ops/cuda/elem_type.h"
 #include "sluice/ops/device_runtime.h"
 
 namespace sluice::ops::cuda {
@@ -22,6 +24,9 @@ absl::Status CudaStatus(cudaError_t error, absl::string_view what);
 // when the pool would hold more than it (SLUICE_CUDA_MEMORY_LIMIT bytes;
 // by default a quarter of the device's memory).
 absl::StatusOr<void*> AllocateAsync(size_t bytes, cudaStream_t stream);
+
+// The kernels' element type of `dtype`.
+ElemType ElemTypeOf(DType dtype);
 
 // Streams are per thread (each map runner queues on its own). Device
 // memory comes from a stream-ordered pool per device (cudaMallocAsync on a

@@ -24,7 +24,7 @@ __device__ __forceinline__ float StoreAs<float>(float v) {
   return v;
 }
 template <>
-__device__ __forceinline__ uint8_t StoreAs<uint8_t>(float v) {  // ops::StoreAs: saturate, round ties to even
+__device__ __forceinline__ uint8_t StoreAs<uint8_t>(float v) {  // kernels::StoreAs: saturate, round ties to even
   v = v < 0.f ? 0.f : (v > 255.f ? 255.f : v);
   return static_cast<uint8_t>(rintf(v));
 }

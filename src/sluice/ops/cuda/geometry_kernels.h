@@ -1,4 +1,4 @@
-// Launchers of the cuda kernels of the geometric ops (warp.h, geometry.h):
+// Launchers of the cuda kernels of the geometric ops (geometry_params.h):
 // plain C++ declarations, so that the kernel classes compile with the host
 // compiler and only the launchers with nvcc.
 #ifndef SLUICE_OPS_CUDA_GEOMETRY_KERNELS_H_
@@ -17,12 +17,12 @@ struct DeviceImages {
   bool is_float;
 };
 
-// Where bilinear taps outside the image come from (ops::FillMode).
+// Where bilinear taps outside the image come from (kernels::FillMode).
 enum class DeviceFill { kConstant, kNearest, kReflect };
 
 // dst = src resampled bilinearly through per-row affine maps (device
 // array of rows x 6 floats, output to input pixel coordinates), with the
-// cpu kernel's arithmetic and borders (ops::WarpAffine).
+// cpu kernel's arithmetic and borders (kernels::WarpAffine).
 cudaError_t LaunchWarpAffine(const DeviceImages& images, const float* maps, DeviceFill fill, float fill_value,
                              const uint8_t* src, uint8_t* dst, cudaStream_t stream);
 

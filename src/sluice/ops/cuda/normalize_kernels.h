@@ -1,5 +1,5 @@
-// Launchers of the cuda kernels of crop_mirror_normalize, cast and
-// center_crop: plain C++ declarations, so that the kernel classes compile
+// Launchers of the cuda kernels of crop_mirror_normalize and center_crop
+// (its uint8 copy): plain C++ declarations, so that the kernel classes compile
 // with the host compiler and only the launchers with nvcc.
 #ifndef SLUICE_OPS_CUDA_NORMALIZE_KERNELS_H_
 #define SLUICE_OPS_CUDA_NORMALIZE_KERNELS_H_
@@ -8,10 +8,10 @@
 
 #include <cstdint>
 
+#include "sluice/ops/cuda/elem_type.h"
+
 namespace sluice::ops::cuda {
 
-// The element types the kernels read and write (sluice's DTypes).
-enum class ElemType : uint8_t { kUInt8, kInt32, kInt64, kFloat32, kFloat16 };
 
 // Where each sample's output comes from: an h x w window at (top, left) of
 // an in_h x in_w x channels uint8 image, written CHW or HWC.
@@ -31,11 +31,6 @@ struct CropLayout {
 cudaError_t LaunchCropMirrorNormalize(const uint8_t* in, int64_t rows, const CropLayout& layout, const float* a,
                                       const float* b, const uint8_t* mirror, bool mirror_all, ElemType out_type,
                                       uint8_t* out, cudaStream_t stream);
-
-// out[i] = in[i] converted for n values: float to integer rounds toward zero
-// and saturates (NaN becomes 0), integer narrowing saturates, the rest as
-// static_cast. `from` and `to` are uint8, int32, int64 or float32.
-cudaError_t LaunchCast(const uint8_t* in, ElemType from, int64_t n, ElemType to, uint8_t* out, cudaStream_t stream);
 
 }  // namespace sluice::ops::cuda
 

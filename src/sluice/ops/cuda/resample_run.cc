@@ -10,6 +10,8 @@
 namespace sluice::ops::cuda {
 namespace {
 
+using kernels::Window;
+
 // Appends `values` to `bytes` at an 8-byte boundary; returns their offset.
 template <typename T>
 size_t Append(const std::vector<T>& values, std::vector<uint8_t>* bytes) {

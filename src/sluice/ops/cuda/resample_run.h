@@ -13,8 +13,8 @@
 
 #include "absl/status/status.h"
 #include "sluice/ops/cuda/resample_kernels.h"
-#include "sluice/ops/image_decoder.h"
-#include "sluice/ops/resample.h"
+#include "sluice/kernels/image_decoder.h"
+#include "sluice/kernels/resample.h"
 
 namespace sluice::ops::cuda {
 
@@ -25,7 +25,7 @@ class ResampleRun {
   void Clear(int channels, int out_w, int out_h);
   // Appends a sample: `window` of a src_w x src_h image whose first row is
   // `src_offset` bytes from the run's input, rows `src_stride` bytes apart.
-  void Add(int64_t src_offset, int64_t src_stride, int src_w, int src_h, const Window& window);
+  void Add(int64_t src_offset, int64_t src_stride, int src_w, int src_h, const kernels::Window& window);
   // Queues on `stream` the resampling of every sample added, from `in` to
   // `out` (dense out_h x out_w x channels images, one after another).
   absl::Status Queue(const uint8_t* in, uint8_t* out, cudaStream_t stream);
@@ -37,7 +37,7 @@ class ResampleRun {
   std::vector<ResampleSampleTaps> samples_;
   std::vector<int> v_first_, h_first_;
   std::vector<int16_t> weights_;
-  resample_internal::Taps v_, h_;
+  kernels::resample_internal::Taps v_, h_;
   std::vector<uint8_t> packed_;
 };
 

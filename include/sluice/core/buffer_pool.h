@@ -1,0 +1,130 @@
+// Pooled, aligned memory blocks for tensors.
+#ifndef SLUICE_CORE_BUFFER_POOL_H_
+#define SLUICE_CORE_BUFFER_POOL_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+
+namespace sluice {
+
+class BufferPool;
+
+// Where a buffer's bytes are: pageable host memory (the pool's), page-locked
+// host memory (fast, asynchronous copies to a GPU), or a GPU's memory (not
+// readable from the host).
+enum class MemoryKind { kHost, kPinnedHost, kDevice };
+
+const char* MemoryKindName(MemoryKind kind);
+
+// A block of at least size() bytes. Reference-counted through
+// std::shared_ptr; the last reference returns a pool's block (64-byte
+// aligned) to its pool, or releases the owner of adopted memory.
+class Buffer {
+ public:
+  uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+  MemoryKind memory_kind() const { return kind_; }
+  // The GPU holding a kDevice buffer; -1 for host memory.
+  int device() const { return device_; }
+  // What keeps adopted memory alive (null for a pool's block): a device
+  // runtime keeps its per-allocation state there.
+  const std::shared_ptr<void>& owner() const { return owner_; }
+  // Adopted memory that must not be written (a file mapped read-only):
+  // what a pipeline hands its consumer is copied out of it first.
+  bool read_only() const { return read_only_; }
+
+  // Memory owned elsewhere (a received message, a device allocation), kept
+  // alive by `owner`, so tensors can view it without a copy. Aligned only as
+  // the owner made it: kernels load unaligned.
+  static std::shared_ptr<Buffer> Adopt(uint8_t* data, size_t size, std::shared_ptr<void> owner,
+                                       MemoryKind kind = MemoryKind::kHost, int device = -1) {
+    auto* buffer = new Buffer(data, size, -1, kind, device);
+    buffer->owner_ = std::move(owner);
+    return std::shared_ptr<Buffer>(buffer);
+  }
+  static std::shared_ptr<Buffer> AdoptReadOnly(const uint8_t* data, size_t size, std::shared_ptr<void> owner) {
+    std::shared_ptr<Buffer> buffer = Adopt(const_cast<uint8_t*>(data), size, std::move(owner));
+    buffer->read_only_ = true;
+    return buffer;
+  }
+
+ private:
+  friend class BufferPool;
+  Buffer(uint8_t* data, size_t size, int size_class, MemoryKind kind = MemoryKind::kHost, int device = -1)
+      : data_(data), size_(size), size_class_(size_class), kind_(kind), device_(device) {}
+  uint8_t* data_;
+  size_t size_;
+  int size_class_;
+  MemoryKind kind_;
+  int device_;
+  std::shared_ptr<void> owner_;
+  bool read_only_ = false;
+};
+
+// Hands out Buffers from free lists of power-of-two size classes, so a
+// pipeline in steady state allocates nothing from the heap. The free lists
+// hold at most Options::max_cached_bytes; beyond that blocks go back to the
+// system, which keeps RSS bounded.
+//
+// Thread-safe. One lock per Allocate/release: callers allocate per chunk or
+// batch, never per sample.
+class BufferPool {
+ public:
+  struct Options {
+    // Bytes kept in free lists for reuse.
+    size_t max_cached_bytes = size_t{512} << 20;
+    // Where blocks come from: by default aligned pageable memory; a device
+    // runtime's staging pool supplies page-locked memory (cudaHostAlloc).
+    // `allocate` returns null when it cannot.
+    void* (*allocate)(size_t bytes) = nullptr;
+    void (*release)(void* data) = nullptr;
+    MemoryKind kind = MemoryKind::kHost;
+  };
+  struct Stats {
+    size_t live_bytes = 0;       // in Buffers held by users
+    size_t peak_live_bytes = 0;  // high-water mark of live_bytes
+    size_t cached_bytes = 0;     // in free lists
+    uint64_t allocations = 0;    // Allocate calls
+    uint64_t reuses = 0;         // Allocate calls served from a free list
+  };
+
+  BufferPool() : BufferPool(Options()) {}
+  explicit BufferPool(Options options);
+  // REQUIRES: no Buffer of this pool is alive.
+  ~BufferPool();
+  BufferPool(const BufferPool&) = delete;
+  BufferPool& operator=(const BufferPool&) = delete;
+
+  // The process-wide pool; never destroyed, so buffers may outlive main().
+  static BufferPool* Default();
+
+  // A buffer of at least `bytes` bytes (contents undefined).
+  std::shared_ptr<Buffer> Allocate(size_t bytes);
+
+  // Makes sure `count` blocks that fit `bytes` exist (live or cached), with
+  // their pages touched, so a pipeline's working set is in place before it
+  // runs: memory does not creep up as rare peaks of concurrency occur, and
+  // the hot path takes no page faults. The cache keeps what was reserved
+  // (the largest reservation per size) on top of max_cached_bytes.
+  void Reserve(size_t bytes, int count);
+
+  Stats stats() const;
+  // Returns all cached blocks to the system.
+  void Trim();
+
+ private:
+  void Release(Buffer* buffer);
+  uint8_t* AllocateBlock(size_t capacity) const;
+  void FreeBlock(uint8_t* data) const;
+
+  const Options options_;
+  // The free lists and counters, behind a lock (buffer_pool.cc).
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace sluice
+
+#endif  // SLUICE_CORE_BUFFER_POOL_H_
