@@ -5,6 +5,7 @@
 // machine, medians of several runs, and the ratios.
 #include <cstdio>
 #include <optional>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -57,6 +58,8 @@ Workload WorkloadOf(const BenchArgs& args) {
 // figures run by run and what it hands on per sample. A peer that fails is
 // reported and left out; sluice's figures stand.
 struct Peer {
+  Peer(std::string name, std::string label) : name(std::move(name)), label(std::move(label)) {}
+
   std::string name, label;
   std::optional<std::string> command;
   std::string note;

@@ -172,6 +172,82 @@ size_t Bytes(const Batch& b) {
   return n;
 }
 
+// Each kernel case on device batches: ms a batch, GB/s, samples/s, and a
+// memory-bound one's share of the copy bandwidth.
+absl::StatusOr<nlohmann::json> MeasureKernels(ops::DeviceRuntime* runtime, int device, int runs, const Ceilings& ceil) {
+  nlohmann::json kernels = nlohmann::json::array();
+  std::printf("%-52s %12s %10s %14s\n", "kernel (batch on the device; 224x224x3 x 2048 unless named)", "ms/batch",
+              "GB/s", "samples/s");
+  for (const KernelCase& c : Cases()) {
+    SLUICE_ASSIGN_OR_RETURN(CompiledMap m, CompileMap(c, runtime));
+    SLUICE_ASSIGN_OR_RETURN(Batch in, RandomBatch(runtime, device, c.dtype, c.shape, c.rows, MemoryKind::kDevice));
+    SLUICE_ASSIGN_OR_RETURN(double ms, TimeMap(*m.plan, in, runtime, device, runs));
+    Batch out;
+    SLUICE_RETURN_IF_ERROR(m.plan->Run(in, {}, &out));
+    const double gb_s = static_cast<double>(Bytes(in) + Bytes(out)) / (ms * 1e6);
+    const double samples = c.rows / (ms / 1e3);
+    std::printf("%-52s %12.3f %10.1f %14.0f", c.name.c_str(), ms, gb_s, samples);
+    nlohmann::json k{{"name", c.name}, {"ms_per_batch", ms}, {"gb_s", gb_s}, {"samples_per_s", samples}};
+    if (c.memory_bound) {
+      k["share_of_d2d"] = gb_s / ceil.d2d_gb_s;
+      std::printf("  (%.0f%% of the copy)", 100 * gb_s / ceil.d2d_gb_s);
+    }
+    std::printf("\n");
+    kernels.push_back(k);
+    SLUICE_RETURN_IF_ERROR(runtime->Synchronize(*out.columns[0].values.buffer()));
+  }
+  return kernels;
+}
+
+// The transfer: W3's tail fed host batches (256 images), page-locked and
+// pageable.
+absl::StatusOr<nlohmann::json> MeasureTransfer(ops::DeviceRuntime* runtime, int device, int runs,
+                                               const Ceilings& ceil) {
+  nlohmann::json transfer;
+  KernelCase tail = Cases()[3];
+  tail.rows = 256;
+  SLUICE_ASSIGN_OR_RETURN(CompiledMap m, CompileMap(tail, runtime));
+  for (MemoryKind kind : {MemoryKind::kPinnedHost, MemoryKind::kHost}) {
+    SLUICE_ASSIGN_OR_RETURN(Batch in, RandomBatch(runtime, device, tail.dtype, tail.shape, tail.rows, kind));
+    SLUICE_ASSIGN_OR_RETURN(double ms, TimeMap(*m.plan, in, runtime, device, runs));
+    const double gb_s = static_cast<double>(Bytes(in)) / (ms * 1e6);
+    const std::string key = kind == MemoryKind::kHost ? "pageable" : "pinned";
+    transfer[key] = {{"ms_per_batch", ms}, {"input_gb_s", gb_s}, {"share_of_h2d", gb_s / ceil.h2d_pinned_gb_s}};
+    std::printf("\nW3 tail fed %-9s host batches: %.3f ms/batch, %.1f GB/s in (%.0f%% of the page-locked copy)",
+                key.c_str(), ms, gb_s, 100 * gb_s / ceil.h2d_pinned_gb_s);
+  }
+  std::printf("\n");
+  return transfer;
+}
+
+// torchvision v2 on CUDA (drawing per sample, as sluice does, and batched
+// with one draw per batch) and the end-to-end runs into torch.
+absl::Status RunPeers(const BenchArgs& args, int runs, nlohmann::json* j) {
+  SLUICE_RETURN_IF_ERROR(EnsureData(args.data, true, true));
+  if (!Exists(args.data + "/imagenet")) {
+    SLUICE_RETURN_IF_ERROR(
+        datagen::WriteSyntheticImageFolder(args.data + "/imagenet", 2000, 10, 1, [](int64_t, int64_t) {}));
+  }
+  nlohmann::json peer = PythonPeerJson("torchvision_gpu.py", absl::StrCat("--runs ", runs));
+  if (!peer.is_null()) {
+    (*j)["torchvision"] = peer;
+    const nlohmann::json& kernels = (*j)["kernels"];
+    const double blur = kernels[5]["samples_per_s"].get<double>(), warp = kernels[7]["samples_per_s"].get<double>();
+    for (const auto& [name, rate] : {std::pair<std::string, double>{"blur", blur}, {"warp", warp}}) {
+      const double per_sample = peer[name + "_samples_per_s"].get<double>();
+      const double batched = peer[name + "_batched_samples_per_s"].get<double>();
+      (*j)["ratio_" + name + "_vs_torchvision"] = rate / per_sample;
+      (*j)["ratio_" + name + "_vs_torchvision_batched"] = rate / batched;
+      std::printf("torchvision.transforms.v2 on CUDA, %s: %.0f samples/s drawing per sample (sluice %.1fx), %.0f "
+                  "batched with one draw per batch (sluice %.2fx)\n",
+                  name.c_str(), per_sample, rate / per_sample, batched, rate / batched);
+    }
+  }
+  nlohmann::json e2e = PythonPeerJson("gpu_end_to_end.py", absl::StrCat("--data ", args.data, " --runs ", runs));
+  if (!e2e.is_null()) (*j)["end_to_end"] = e2e;
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status BenchGpu(const BenchArgs& args) {
@@ -194,74 +270,12 @@ absl::Status BenchGpu(const BenchArgs& args) {
   j["h2d_pinned_gb_s"] = ceil.h2d_pinned_gb_s;
   std::printf("device-to-device copy  %8.1f GB/s (read + written)\n", ceil.d2d_gb_s);
   std::printf("host-to-device copy    %8.1f GB/s (page-locked)\n\n", ceil.h2d_pinned_gb_s);
-
-  nlohmann::json kernels = nlohmann::json::array();
-  std::printf("%-52s %12s %10s %14s\n", "kernel (batch on the device; 224x224x3 x 2048 unless named)", "ms/batch",
-              "GB/s", "samples/s");
-  for (const KernelCase& c : Cases()) {
-    SLUICE_ASSIGN_OR_RETURN(CompiledMap m, CompileMap(c, runtime));
-    SLUICE_ASSIGN_OR_RETURN(Batch in, RandomBatch(runtime, device, c.dtype, c.shape, c.rows, MemoryKind::kDevice));
-    SLUICE_ASSIGN_OR_RETURN(double ms, TimeMap(*m.plan, in, runtime, device, runs));
-    Batch out;
-    SLUICE_RETURN_IF_ERROR(m.plan->Run(in, {}, &out));
-    const double gb_s = static_cast<double>(Bytes(in) + Bytes(out)) / (ms * 1e6);
-    const double samples = c.rows / (ms / 1e3);
-    std::printf("%-52s %12.3f %10.1f %14.0f", c.name.c_str(), ms, gb_s, samples);
-    nlohmann::json k{{"name", c.name}, {"ms_per_batch", ms}, {"gb_s", gb_s}, {"samples_per_s", samples}};
-    if (c.memory_bound) {
-      k["share_of_d2d"] = gb_s / ceil.d2d_gb_s;
-      std::printf("  (%.0f%% of the copy)", 100 * gb_s / ceil.d2d_gb_s);
-    }
-    std::printf("\n");
-    kernels.push_back(k);
-    SLUICE_RETURN_IF_ERROR(runtime->Synchronize(*out.columns[0].values.buffer()));
-  }
-  j["kernels"] = kernels;
-
-  // The transfer: W3's tail fed host batches (256 images), page-locked and
-  // pageable.
-  KernelCase tail = Cases()[3];
-  tail.rows = 256;
-  SLUICE_ASSIGN_OR_RETURN(CompiledMap m, CompileMap(tail, runtime));
-  for (MemoryKind kind : {MemoryKind::kPinnedHost, MemoryKind::kHost}) {
-    SLUICE_ASSIGN_OR_RETURN(Batch in, RandomBatch(runtime, device, tail.dtype, tail.shape, tail.rows, kind));
-    SLUICE_ASSIGN_OR_RETURN(double ms, TimeMap(*m.plan, in, runtime, device, runs));
-    const double gb_s = static_cast<double>(Bytes(in)) / (ms * 1e6);
-    const std::string key = kind == MemoryKind::kHost ? "pageable" : "pinned";
-    j["transfer"][key] = {{"ms_per_batch", ms}, {"input_gb_s", gb_s}, {"share_of_h2d", gb_s / ceil.h2d_pinned_gb_s}};
-    std::printf("\nW3 tail fed %-9s host batches: %.3f ms/batch, %.1f GB/s in (%.0f%% of the page-locked copy)",
-                key.c_str(), ms, gb_s, 100 * gb_s / ceil.h2d_pinned_gb_s);
-  }
-  std::printf("\n");
+  SLUICE_ASSIGN_OR_RETURN(j["kernels"], MeasureKernels(runtime, device, runs, ceil));
+  SLUICE_ASSIGN_OR_RETURN(j["transfer"], MeasureTransfer(runtime, device, runs, ceil));
   const ops::DeviceRuntime::MemoryStats mem = runtime->Memory(device);
   j["device_pool"] = {{"reserved_bytes", mem.reserved_bytes}, {"peak_reserved_bytes", mem.peak_reserved_bytes},
                       {"limit_bytes", mem.limit_bytes}};
-
-  if (!args.no_peers) {
-    SLUICE_RETURN_IF_ERROR(EnsureData(args.data, true, true));
-    if (!Exists(args.data + "/imagenet")) {
-      SLUICE_RETURN_IF_ERROR(
-          datagen::WriteSyntheticImageFolder(args.data + "/imagenet", 2000, 10, 1, [](int64_t, int64_t) {}));
-    }
-    nlohmann::json peer = PythonPeerJson("torchvision_gpu.py", absl::StrCat("--runs ", runs));
-    if (!peer.is_null()) {
-      j["torchvision"] = peer;
-      const double blur = kernels[5]["samples_per_s"].get<double>(), warp = kernels[7]["samples_per_s"].get<double>();
-      // Equal outputs: torchvision drawing per sample, as sluice does; the
-      // batched figure (one draw per batch) is shown beside it.
-      for (const auto& [name, rate] : {std::pair<std::string, double>{"blur", blur}, {"warp", warp}}) {
-        const double per_sample = peer[name + "_samples_per_s"].get<double>();
-        const double batched = peer[name + "_batched_samples_per_s"].get<double>();
-        j["ratio_" + name + "_vs_torchvision"] = rate / per_sample;
-        j["ratio_" + name + "_vs_torchvision_batched"] = rate / batched;
-        std::printf("torchvision.transforms.v2 on CUDA, %s: %.0f samples/s drawing per sample (sluice %.1fx), %.0f "
-                    "batched with one draw per batch (sluice %.2fx)\n",
-                    name.c_str(), per_sample, rate / per_sample, batched, rate / batched);
-      }
-    }
-    nlohmann::json e2e = PythonPeerJson("gpu_end_to_end.py", absl::StrCat("--data ", args.data, " --runs ", runs));
-    if (!e2e.is_null()) j["end_to_end"] = e2e;
-  }
+  if (!args.no_peers) SLUICE_RETURN_IF_ERROR(RunPeers(args, runs, &j));
   if (args.json) std::printf("%s\n", j.dump().c_str());
   return absl::OkStatus();
 }

@@ -218,161 +218,202 @@ absl::Status ServeRawStream() {
   return absl::OkStatus();
 }
 
+namespace {
+
+// The service's processes (a dispatcher, one worker, the bare loop's
+// server) and the pipelines each run measures, side by side.
+class ServiceBench {
+ public:
+  explicit ServiceBench(const BenchArgs& args) : args_(args) {}
+
+  absl::Status Start() {
+    SLUICE_ASSIGN_OR_RETURN(const std::string sluice, service::FindSluiceBinary(""));
+    SLUICE_ASSIGN_OR_RETURN(const std::string self, SelfPath());
+    SLUICE_ASSIGN_OR_RETURN(dispatcher_process_, service::ServerProcess::Start(sluice, {"dispatcher"}));
+    const std::string dispatcher = absl::StrCat("127.0.0.1:", dispatcher_process_->port());
+    SLUICE_ASSIGN_OR_RETURN(worker_, service::ServerProcess::Start(sluice, {"worker", "--dispatcher", dispatcher}));
+    SLUICE_ASSIGN_OR_RETURN(raw_server_, service::ServerProcess::Start(self, {"raw-stream-server"}));
+    // Streaming pre-made batches.
+    stream_ = WithDistribute(PipelineBuilder::Arrays({MakeArrayColumn("blob", {kRowBytes}, Blob())})
+                                 .Repeat(kPerStream * kBatchRows / kRows)
+                                 .Batch(kBatchRows)
+                                 .Build(),
+                             3, dispatcher, "parallel_epochs");
+    w1_ = WithDistribute(W1Pipeline(args_.data + "/mnist"), 3, dispatcher);
+    w2_local_ = W2Pipeline(args_.data + "/cifar10");
+    w2_prefix_ = WithDistribute(w2_local_, 2, dispatcher);
+    w2_offloaded_ = WithDistribute(w2_local_, w2_local_.nodes_size() - 1, dispatcher);
+    DistributeOptions to_dispatcher;
+    to_dispatcher.dispatcher = dispatcher;
+    w2_uint8_wire_ = W2Uint8OverTheWire(args_.data + "/cifar10", to_dispatcher);
+    PreparePeers();
+    return absl::OkStatus();
+  }
+
+  absl::Status Run(int run) {
+    SLUICE_ASSIGN_OR_RETURN(const double raw, RawGrpcBytesPerSecond(raw_server_->port(), kBatchRows * kRowBytes,
+                                                                    args_.seconds));
+    f_.raw_bytes.push_back(raw);
+    for (const bool tcp : {false, true}) {
+      TransportFigures& t = tcp ? f_.tcp : f_.ring;
+      SLUICE_ASSIGN_OR_RETURN(Timed stream, RunFor(Over(tcp, stream_), args_.seconds));
+      t.stream_bytes.push_back(stream.report.samples_per_s * kRowBytes);
+      t.vs_raw.push_back(t.stream_bytes.back() / raw);
+    }
+    std::string line = absl::StrFormat("run %d/%d: stream %.0f MB/s through shared memory, %.0f over TCP (raw gRPC %.0f)",
+                                       run, args_.runs, f_.ring.stream_bytes.back() / 1e6,
+                                       f_.tcp.stream_bytes.back() / 1e6, raw / 1e6);
+    if (!args_.stream_only) {
+      SLUICE_RETURN_IF_ERROR(RunOffloaded());
+      SLUICE_RETURN_IF_ERROR(RunWorkloads());
+      absl::StrAppend(&line, OffloadLine());
+      if (!args_.no_peers) RunPeers(&line);
+    }
+    std::fprintf(stderr, "%s\n", line.c_str());
+    return absl::OkStatus();
+  }
+
+  void PrintSummary() const;
+  void PrintJson() const;
+
+ private:
+  void PreparePeers() {
+    const std::string peers = PeersDir();
+    feed_cmd_ = absl::StrCat("/usr/bin/python3 ", peers, "/w1_grpc_feed.py --data ", args_.data, "/mnist --batches ",
+                             args_.peer_batches > 0 ? args_.peer_batches : 10);
+    if (args_.no_peers || args_.stream_only) return;
+    std::fprintf(stderr, "preparing the tf.data peer's virtual environment (first use installs tensorflow-cpu)\n");
+    absl::StatusOr<std::string> py = LastLineOf(peers + "/ensure_peer_venv.sh");
+    if (!py.ok()) {
+      std::fprintf(stderr, "warning: tf.data service peer unavailable: %s\n", std::string(py.status().message()).c_str());
+      return;
+    }
+    tfs_cmd_ = absl::StrCat(*py, " ", peers, "/w2_tfdata_service.py --data ", args_.data, "/cifar10 --batches ",
+                            args_.peer_batches > 0 ? args_.peer_batches : 20);
+  }
+
+  // The client's CPU receiving W2 from the worker, against W2 in-process.
+  absl::Status RunOffloaded() {
+    SLUICE_ASSIGN_OR_RETURN(Timed in_process, RunFor(w2_local_, args_.seconds));
+    f_.cpu_in_process.push_back(in_process.cpu_s_per_million);
+    for (const bool tcp : {false, true}) {
+      TransportFigures& t = tcp ? f_.tcp : f_.ring;
+      SLUICE_ASSIGN_OR_RETURN(Timed offloaded, RunFor(Over(tcp, w2_offloaded_), args_.seconds));
+      SLUICE_ASSIGN_OR_RETURN(Timed uint8_wire, RunFor(Over(tcp, w2_uint8_wire_), args_.seconds));
+      t.cpu_uint8.push_back(uint8_wire.cpu_s_per_million);
+      t.cpu_float.push_back(offloaded.cpu_s_per_million);
+      t.share_uint8.push_back(t.cpu_uint8.back() / f_.cpu_in_process.back());
+      t.share_float.push_back(t.cpu_float.back() / f_.cpu_in_process.back());
+    }
+    return absl::OkStatus();
+  }
+
+  // W1 and W2's prefix through the service, and W1's first batch.
+  absl::Status RunWorkloads() {
+    SLUICE_ASSIGN_OR_RETURN(Timed w1_run, RunFor(w1_, args_.seconds));
+    SLUICE_ASSIGN_OR_RETURN(Timed w2_run, RunFor(w2_prefix_, args_.seconds));
+    f_.w1_service.push_back(w1_run.report.samples_per_s);
+    f_.w2_service.push_back(w2_run.report.samples_per_s);
+    f_.first_batch_ms.push_back(w1_run.create_ms + w1_run.report.first_batch_ms);
+    return absl::OkStatus();
+  }
+
+  std::string OffloadLine() const {
+    return absl::StrFormat(
+        "; W1 %s samples/s; W2 prefix %s; client CPU s/1M samples, uint8 / float32 on the wire: shared memory "
+        "%.2f / %.2f, TCP %.2f / %.2f (in-process %.2f); first batch %.0f ms",
+        WithCommas(f_.w1_service.back()), WithCommas(f_.w2_service.back()), f_.ring.cpu_uint8.back(),
+        f_.ring.cpu_float.back(), f_.tcp.cpu_uint8.back(), f_.tcp.cpu_float.back(), f_.cpu_in_process.back(),
+        f_.first_batch_ms.back());
+  }
+
+  // The Python gRPC feed (W1) and tf.data service (W2); one that fails is
+  // reported and left out.
+  void RunPeers(std::string* line) {
+    absl::StatusOr<double> feed = RunPeer(feed_cmd_);
+    if (feed.ok()) {
+      f_.python_feed.push_back(*feed);
+      f_.vs_feed.push_back(f_.w1_service.back() / *feed);
+      absl::StrAppend(line, "; Python gRPC feed ", WithCommas(*feed));
+    } else {
+      std::fprintf(stderr, "warning: Python gRPC feed failed: %s\n", std::string(feed.status().message()).c_str());
+    }
+    if (tfs_cmd_.empty()) return;
+    absl::StatusOr<double> tfs = RunPeer(tfs_cmd_);
+    if (tfs.ok()) {
+      f_.tfdata_service.push_back(*tfs);
+      f_.vs_tfs.push_back(f_.w2_service.back() / *tfs);
+      absl::StrAppend(line, "; tf.data service ", WithCommas(*tfs));
+    } else {
+      std::fprintf(stderr, "warning: tf.data service failed: %s\n", std::string(tfs.status().message()).c_str());
+    }
+  }
+
+  const BenchArgs& args_;
+  std::unique_ptr<service::ServerProcess> dispatcher_process_, worker_, raw_server_;
+  PipelineDef stream_, w1_, w2_local_, w2_prefix_, w2_offloaded_, w2_uint8_wire_;
+  std::string feed_cmd_, tfs_cmd_;
+  Figures f_;
+};
+
+void ServiceBench::PrintSummary() const {
+  std::printf("\nservice on 127.0.0.1 (one local worker process), median of %d runs on %s;\n"
+              "ratios are the median of each run's ratio\n",
+              args_.runs, MachineDescription().c_str());
+  std::printf("  streaming 1 MiB batches, TCP  %10.0f MB/s   raw C++ gRPC loop %.0f MB/s (%.0f%%)\n",
+              Median(f_.tcp.stream_bytes) / 1e6, Median(f_.raw_bytes) / 1e6, 100 * Median(f_.tcp.vs_raw));
+  std::printf("    through shared memory       %10.0f MB/s   (%.0f%% of the raw loop)\n",
+              Median(f_.ring.stream_bytes) / 1e6, 100 * Median(f_.ring.vs_raw));
+  if (args_.stream_only) return;
+  const double feed = Median(f_.python_feed), tfs = Median(f_.tfdata_service);
+  std::printf("  W1 through the service        %10s samples/s", WithCommas(Median(f_.w1_service)).c_str());
+  if (feed > 0) std::printf("   Python gRPC feed %s (%.1fx)", WithCommas(feed).c_str(), Median(f_.vs_feed));
+  std::printf("\n  W2, prefix on the worker      %10s samples/s", WithCommas(Median(f_.w2_service)).c_str());
+  if (tfs > 0) std::printf("   tf.data service %s (%.1fx)", WithCommas(tfs).c_str(), Median(f_.vs_tfs));
+  std::printf("\n  client CPU, W2 offloaded, s per 1M samples (in-process: %.2f)\n", Median(f_.cpu_in_process));
+  for (const bool tcp : {false, true}) {
+    const TransportFigures& t = tcp ? f_.tcp : f_.ring;
+    std::printf("    %-13s uint8 on the wire, rescale here %.2f (%.1f%%); float32 on the wire %.2f (%.1f%%)\n",
+                tcp ? "TCP" : "shared memory", Median(t.cpu_uint8), 100 * Median(t.share_uint8), Median(t.cpu_float),
+                100 * Median(t.share_float));
+  }
+  std::printf("  client start to first batch   %10.0f ms\n", Median(f_.first_batch_ms));
+}
+
+void ServiceBench::PrintJson() const {
+  nlohmann::json j;
+  j["workload"] = "service";
+  j["runs"] = args_.runs;
+  j["machine"] = MachineDescription();
+  j["raw_grpc_bytes_per_s"] = Median(f_.raw_bytes);
+  j["shared_memory"] = f_.ring.Json();
+  j["tcp"] = f_.tcp.Json();
+  if (!args_.stream_only) {
+    j["w1_service_samples_per_s"] = Median(f_.w1_service);
+    j["python_feed_samples_per_s"] = OrNull(Median(f_.python_feed));
+    j["vs_python_feed"] = OrNull(Median(f_.vs_feed));
+    j["w2_service_samples_per_s"] = Median(f_.w2_service);
+    j["tfdata_service_samples_per_s"] = OrNull(Median(f_.tfdata_service));
+    j["vs_tfdata_service"] = OrNull(Median(f_.vs_tfs));
+    j["in_process_cpu_s_per_million"] = Median(f_.cpu_in_process);
+    j["first_batch_ms"] = Median(f_.first_batch_ms);
+  }
+  std::printf("%s\n", j.dump().c_str());
+}
+
+}  // namespace
+
 absl::Status BenchService(const BenchArgs& args) {
   SLUICE_RETURN_IF_ERROR(EnsureData(args.data, true, true));
   // The service's client sets this when it connects; set from the start, the
   // bare loop's client gets the same heap.
   ReuseFreedHeapMemory();
-  SLUICE_ASSIGN_OR_RETURN(const std::string sluice, service::FindSluiceBinary(""));
-  SLUICE_ASSIGN_OR_RETURN(const std::string self, SelfPath());
-  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<service::ServerProcess> dispatcher_process,
-                          service::ServerProcess::Start(sluice, {"dispatcher"}));
-  const std::string dispatcher = absl::StrCat("127.0.0.1:", dispatcher_process->port());
-  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<service::ServerProcess> worker,
-                          service::ServerProcess::Start(sluice, {"worker", "--dispatcher", dispatcher}));
-
-  // Streaming pre-made batches.
-  const std::vector<uint8_t> blob = Blob();
-  const PipelineDef stream_def = WithDistribute(
-      PipelineBuilder::Arrays({MakeArrayColumn("blob", {kRowBytes}, blob)})
-          .Repeat(kPerStream * kBatchRows / kRows)
-          .Batch(kBatchRows)
-          .Build(),
-      3, dispatcher, "parallel_epochs");
-  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<service::ServerProcess> raw_server,
-                          service::ServerProcess::Start(self, {"raw-stream-server"}));
-  const PipelineDef w1 = WithDistribute(W1Pipeline(args.data + "/mnist"), 3, dispatcher);
-  const PipelineDef w2_local = W2Pipeline(args.data + "/cifar10");
-  const PipelineDef w2_prefix = WithDistribute(w2_local, 2, dispatcher);
-  const PipelineDef w2_offloaded = WithDistribute(w2_local, w2_local.nodes_size() - 1, dispatcher);
-  DistributeOptions to_dispatcher;
-  to_dispatcher.dispatcher = dispatcher;
-  const PipelineDef w2_uint8_wire = W2Uint8OverTheWire(args.data + "/cifar10", to_dispatcher);
-
-  const std::string peers = PeersDir();
-  std::string feed_cmd = absl::StrCat("/usr/bin/python3 ", peers, "/w1_grpc_feed.py --data ", args.data,
-                                      "/mnist --batches ", args.peer_batches > 0 ? args.peer_batches : 10);
-  std::string tfs_cmd;
-  if (!args.no_peers && !args.stream_only) {
-    std::fprintf(stderr, "preparing the tf.data peer's virtual environment (first use installs tensorflow-cpu)\n");
-    absl::StatusOr<std::string> py = LastLineOf(peers + "/ensure_peer_venv.sh");
-    if (py.ok()) {
-      tfs_cmd = absl::StrCat(*py, " ", peers, "/w2_tfdata_service.py --data ", args.data,
-                             "/cifar10 --batches ", args.peer_batches > 0 ? args.peer_batches : 20);
-    } else {
-      std::fprintf(stderr, "warning: tf.data service peer unavailable: %s\n", std::string(py.status().message()).c_str());
-    }
-  }
-
-  Figures f;
-  for (int run = 1; run <= args.runs; ++run) {
-    SLUICE_ASSIGN_OR_RETURN(double raw, RawGrpcBytesPerSecond(raw_server->port(), kBatchRows * kRowBytes,
-                                                              args.seconds));
-    f.raw_bytes.push_back(raw);
-    for (const bool tcp : {false, true}) {
-      TransportFigures& t = tcp ? f.tcp : f.ring;
-      SLUICE_ASSIGN_OR_RETURN(Timed stream, RunFor(Over(tcp, stream_def), args.seconds));
-      t.stream_bytes.push_back(stream.report.samples_per_s * kRowBytes);
-      t.vs_raw.push_back(t.stream_bytes.back() / raw);
-    }
-    if (args.stream_only) {
-      std::fprintf(stderr, "run %d/%d: stream %.0f MB/s through shared memory, %.0f over TCP (raw gRPC %.0f)\n", run,
-                   args.runs, f.ring.stream_bytes.back() / 1e6, f.tcp.stream_bytes.back() / 1e6, raw / 1e6);
-      continue;
-    }
-    SLUICE_ASSIGN_OR_RETURN(Timed in_process, RunFor(w2_local, args.seconds));
-    f.cpu_in_process.push_back(in_process.cpu_s_per_million);
-    for (const bool tcp : {false, true}) {
-      TransportFigures& t = tcp ? f.tcp : f.ring;
-      SLUICE_ASSIGN_OR_RETURN(Timed offloaded, RunFor(Over(tcp, w2_offloaded), args.seconds));
-      SLUICE_ASSIGN_OR_RETURN(Timed uint8_wire, RunFor(Over(tcp, w2_uint8_wire), args.seconds));
-      t.cpu_uint8.push_back(uint8_wire.cpu_s_per_million);
-      t.cpu_float.push_back(offloaded.cpu_s_per_million);
-      t.share_uint8.push_back(t.cpu_uint8.back() / f.cpu_in_process.back());
-      t.share_float.push_back(t.cpu_float.back() / f.cpu_in_process.back());
-    }
-    SLUICE_ASSIGN_OR_RETURN(Timed w1_run, RunFor(w1, args.seconds));
-    SLUICE_ASSIGN_OR_RETURN(Timed w2_run, RunFor(w2_prefix, args.seconds));
-    f.w1_service.push_back(w1_run.report.samples_per_s);
-    f.w2_service.push_back(w2_run.report.samples_per_s);
-    f.first_batch_ms.push_back(w1_run.create_ms + w1_run.report.first_batch_ms);
-    std::string line = absl::StrFormat(
-        "run %d/%d: stream %.0f MB/s through shared memory, %.0f over TCP (raw gRPC %.0f); W1 %s samples/s; "
-        "W2 prefix %s; client CPU s/1M samples, uint8 / float32 on the wire: shared memory %.2f / %.2f, TCP "
-        "%.2f / %.2f (in-process %.2f); first batch %.0f ms",
-        run, args.runs, f.ring.stream_bytes.back() / 1e6, f.tcp.stream_bytes.back() / 1e6, raw / 1e6,
-        WithCommas(f.w1_service.back()), WithCommas(f.w2_service.back()), f.ring.cpu_uint8.back(),
-        f.ring.cpu_float.back(), f.tcp.cpu_uint8.back(), f.tcp.cpu_float.back(), f.cpu_in_process.back(),
-        f.first_batch_ms.back());
-    if (!args.no_peers) {
-      absl::StatusOr<double> feed = RunPeer(feed_cmd);
-      if (feed.ok()) {
-        f.python_feed.push_back(*feed);
-        f.vs_feed.push_back(f.w1_service.back() / *feed);
-        absl::StrAppend(&line, "; Python gRPC feed ", WithCommas(*feed));
-      } else {
-        std::fprintf(stderr, "warning: Python gRPC feed failed: %s\n", std::string(feed.status().message()).c_str());
-      }
-      if (!tfs_cmd.empty()) {
-        absl::StatusOr<double> tfs = RunPeer(tfs_cmd);
-        if (tfs.ok()) {
-          f.tfdata_service.push_back(*tfs);
-          f.vs_tfs.push_back(f.w2_service.back() / *tfs);
-          absl::StrAppend(&line, "; tf.data service ", WithCommas(*tfs));
-        } else {
-          std::fprintf(stderr, "warning: tf.data service failed: %s\n", std::string(tfs.status().message()).c_str());
-        }
-      }
-    }
-    std::fprintf(stderr, "%s\n", line.c_str());
-  }
-
-  const double raw = Median(f.raw_bytes), in_process = Median(f.cpu_in_process);
-  const double w1_rate = Median(f.w1_service), feed = Median(f.python_feed);
-  const double w2_rate = Median(f.w2_service), tfs = Median(f.tfdata_service);
-  std::printf("\nservice on 127.0.0.1 (one local worker process), median of %d runs on %s;\n"
-              "ratios are the median of each run's ratio\n",
-              args.runs, MachineDescription().c_str());
-  std::printf("  streaming 1 MiB batches, TCP  %10.0f MB/s   raw C++ gRPC loop %.0f MB/s (%.0f%%)\n",
-              Median(f.tcp.stream_bytes) / 1e6, raw / 1e6, 100 * Median(f.tcp.vs_raw));
-  std::printf("    through shared memory       %10.0f MB/s   (%.0f%% of the raw loop)\n",
-              Median(f.ring.stream_bytes) / 1e6, 100 * Median(f.ring.vs_raw));
-  if (!args.stream_only) {
-    std::printf("  W1 through the service        %10s samples/s", WithCommas(w1_rate).c_str());
-    if (feed > 0) std::printf("   Python gRPC feed %s (%.1fx)", WithCommas(feed).c_str(), Median(f.vs_feed));
-    std::printf("\n  W2, prefix on the worker      %10s samples/s", WithCommas(w2_rate).c_str());
-    if (tfs > 0) std::printf("   tf.data service %s (%.1fx)", WithCommas(tfs).c_str(), Median(f.vs_tfs));
-    std::printf("\n  client CPU, W2 offloaded, s per 1M samples (in-process: %.2f)\n", in_process);
-    for (const bool tcp : {false, true}) {
-      const TransportFigures& t = tcp ? f.tcp : f.ring;
-      std::printf("    %-13s uint8 on the wire, rescale here %.2f (%.1f%%); float32 on the wire %.2f (%.1f%%)\n",
-                  tcp ? "TCP" : "shared memory", Median(t.cpu_uint8), 100 * Median(t.share_uint8),
-                  Median(t.cpu_float), 100 * Median(t.share_float));
-    }
-    std::printf("  client start to first batch   %10.0f ms\n", Median(f.first_batch_ms));
-  }
-  if (args.json) {
-    nlohmann::json j;
-    j["workload"] = "service";
-    j["runs"] = args.runs;
-    j["machine"] = MachineDescription();
-    j["raw_grpc_bytes_per_s"] = raw;
-    j["shared_memory"] = f.ring.Json();
-    j["tcp"] = f.tcp.Json();
-    if (!args.stream_only) {
-      j["w1_service_samples_per_s"] = w1_rate;
-      j["python_feed_samples_per_s"] = OrNull(feed);
-      j["vs_python_feed"] = OrNull(Median(f.vs_feed));
-      j["w2_service_samples_per_s"] = w2_rate;
-      j["tfdata_service_samples_per_s"] = OrNull(tfs);
-      j["vs_tfdata_service"] = OrNull(Median(f.vs_tfs));
-      j["in_process_cpu_s_per_million"] = in_process;
-      j["first_batch_ms"] = Median(f.first_batch_ms);
-    }
-    std::printf("%s\n", j.dump().c_str());
-  }
+  ServiceBench bench(args);
+  SLUICE_RETURN_IF_ERROR(bench.Start());
+  for (int run = 1; run <= args.runs; ++run) SLUICE_RETURN_IF_ERROR(bench.Run(run));
+  bench.PrintSummary();
+  if (args.json) bench.PrintJson();
   return absl::OkStatus();
 }
-
 
 }  // namespace sluice::bench

@@ -24,7 +24,6 @@
 namespace sluice::bench {
 namespace {
 
-
 constexpr int64_t kImages = 2000;
 
 PipelineDef W3(const std::string& root, bool eval) {
@@ -72,139 +71,191 @@ absl::StatusOr<double> DecodeLimit(const std::string& root, int threads, double 
   return done / ((exec::NowNs() - start) * 1e-9);
 }
 
-}  // namespace
+absl::Status EnsureImages(const std::string& root) {
+  if (Exists(root)) return absl::OkStatus();
+  ProgressLine progress(true);
+  SLUICE_RETURN_IF_ERROR(datagen::WriteSyntheticImageFolder(root, kImages, 10, 1, [&](int64_t done, int64_t total) {
+    progress.Update([&] { return absl::StrFormat("imagenet: %d / %d images", done, total); });
+  }));
+  progress.Finish();
+  return absl::OkStatus();
+}
 
-absl::Status BenchW3(const BenchArgs& args) {
-  const std::string root = args.data + "/imagenet";
-  if (!Exists(root)) {
-    ProgressLine progress(true);
-    SLUICE_RETURN_IF_ERROR(datagen::WriteSyntheticImageFolder(root, kImages, 10, 1, [&](int64_t done, int64_t total) {
-      progress.Update([&] { return absl::StrFormat("imagenet: %d / %d images", done, total); });
-    }));
-    progress.Finish();
-  }
-  const int threads = static_cast<int>(std::thread::hardware_concurrency());
-  const std::string peers = PeersDir();
-  const std::string torch_cmd = absl::StrCat("/usr/bin/python3 ", peers, "/w3_torch.py --data ", root,
-                                             " --batches ", args.peer_batches > 0 ? args.peer_batches : 6);
-  // A peer in a virtual environment of its own, made on first use by
-  // `ensure` (empty command and a note when it cannot be).
-  auto venv_peer = [&](const char* ensure, const char* script, std::string* note) -> std::string {
-    if (args.no_peers) return "";
-    absl::StatusOr<std::string> py = LastLineOf(absl::StrCat(peers, "/", ensure));
-    if (!py.ok()) {
-      *note = std::string(py.status().message());
-      std::fprintf(stderr, "warning: %s peer unavailable: %s\n", script, note->c_str());
-      return "";
+nlohmann::json OrNull(const std::vector<double>& v) {
+  return v.empty() ? nlohmann::json(nullptr) : nlohmann::json(Median(v));
+}
+nlohmann::json OrNull(const std::string& s) { return s.empty() ? nlohmann::json(nullptr) : nlohmann::json(s); }
+
+// A peer in a virtual environment of its own (DALI, SPDL): its command
+// (empty, with a note, when it cannot run here), figures and output.
+struct VenvPeer {
+  std::string name, command, note, output;
+  std::vector<double> rates, vs_sluice;
+
+  void Run(double sluice, std::string* line) {
+    if (command.empty()) return;
+    absl::StatusOr<PeerResult> r = RunPeerResult(command);
+    if (!r.ok()) {
+      note = std::string(r.status().message());
+      std::fprintf(stderr, "warning: %s peer failed: %s\n", name.c_str(), note.c_str());
+      return;
     }
-    return absl::StrCat(*py, " ", peers, "/", script, " --data ", root, " --threads ", threads, " --batches ",
-                        args.peer_batches > 0 ? args.peer_batches : 6);
-  };
-  std::string dali_note, spdl_note;
-  const std::string dali_cmd = venv_peer("ensure_dali_venv.sh", "w3_dali.py", &dali_note);
-  const std::string spdl_cmd = venv_peer("ensure_spdl_venv.sh", "w3_spdl.py", &spdl_note);
-  std::vector<double> sluice, eval, limit, torch, torch_eval, dali, spdl, vs_torch, vs_limit, vs_dali, vs_spdl,
-      vs_torch_eval;
-  // What each contender hands on per sample ("float32[3,224,224]").
-  SLUICE_ASSIGN_OR_RETURN(const std::string sluice_output, OutputOf(W3(root, false), "image"));
-  std::string torch_output, dali_output, spdl_output;
-  for (int run = 1; run <= args.runs; ++run) {
-    SLUICE_ASSIGN_OR_RETURN(RunReport train, RunForSeconds(W3(root, false), args.seconds, /*endless=*/true));
-    SLUICE_ASSIGN_OR_RETURN(RunReport ev, RunForSeconds(W3(root, true), args.seconds, /*endless=*/true));
-    SLUICE_ASSIGN_OR_RETURN(double decode, DecodeLimit(root, threads, args.seconds));
-    sluice.push_back(train.samples_per_s);
-    eval.push_back(ev.samples_per_s);
-    limit.push_back(decode);
-    vs_limit.push_back(train.samples_per_s / decode);
+    rates.push_back(r->samples_per_s);
+    output = r->output;
+    vs_sluice.push_back(sluice / r->samples_per_s);
+    absl::StrAppend(line, "; ", name, " ", WithCommas(r->samples_per_s));
+  }
+};
+
+class W3Bench {
+ public:
+  explicit W3Bench(const BenchArgs& args)
+      : args_(args), root_(args.data + "/imagenet"), threads_(static_cast<int>(std::thread::hardware_concurrency())) {}
+
+  absl::Status Start() {
+    SLUICE_RETURN_IF_ERROR(EnsureImages(root_));
+    SLUICE_ASSIGN_OR_RETURN(sluice_output_, OutputOf(W3(root_, false), "image"));
+    torch_cmd_ = absl::StrCat("/usr/bin/python3 ", PeersDir(), "/w3_torch.py --data ", root_, " --batches ", Batches());
+    dali_ = MakeVenvPeer("DALI", "ensure_dali_venv.sh", "w3_dali.py");
+    spdl_ = MakeVenvPeer("SPDL", "ensure_spdl_venv.sh", "w3_spdl.py");
+    return absl::OkStatus();
+  }
+
+  absl::Status Run(int run) {
+    SLUICE_ASSIGN_OR_RETURN(RunReport train, RunForSeconds(W3(root_, false), args_.seconds, /*endless=*/true));
+    SLUICE_ASSIGN_OR_RETURN(RunReport ev, RunForSeconds(W3(root_, true), args_.seconds, /*endless=*/true));
+    SLUICE_ASSIGN_OR_RETURN(double decode, DecodeLimit(root_, threads_, args_.seconds));
+    sluice_.push_back(train.samples_per_s);
+    eval_.push_back(ev.samples_per_s);
+    limit_.push_back(decode);
+    vs_limit_.push_back(train.samples_per_s / decode);
     std::string line = absl::StrFormat("run %d/%d: sluice %s images/s (eval %s), full decode on %d cores %s", run,
-                                       args.runs, WithCommas(train.samples_per_s), WithCommas(ev.samples_per_s),
-                                       threads, WithCommas(decode));
-    if (!args.no_peers) {
-      absl::StatusOr<PeerResult> t = RunPeerResult(torch_cmd);
-      absl::StatusOr<double> te = RunPeer(torch_cmd + " --mode eval");
-      if (t.ok() && te.ok()) {
-        torch.push_back(t->samples_per_s);
-        torch_output = t->output;
-        torch_eval.push_back(*te);
-        vs_torch.push_back(train.samples_per_s / t->samples_per_s);
-        vs_torch_eval.push_back(ev.samples_per_s / *te);
-        absl::StrAppend(&line, "; torchvision ", WithCommas(t->samples_per_s), " (eval ", WithCommas(*te), ")");
-      } else {
-        std::fprintf(stderr, "warning: torchvision peer failed: %s\n",
-                     std::string((t.ok() ? te.status() : t.status()).message()).c_str());
-      }
-      auto run_venv_peer = [&](const std::string& cmd, const char* name, std::vector<double>* rates,
-                               std::vector<double>* ratios, std::string* output, std::string* note) {
-        if (cmd.empty()) return;
-        absl::StatusOr<PeerResult> r = RunPeerResult(cmd);
-        if (!r.ok()) {
-          *note = std::string(r.status().message());
-          std::fprintf(stderr, "warning: %s peer failed: %s\n", name, note->c_str());
-          return;
-        }
-        rates->push_back(r->samples_per_s);
-        *output = r->output;
-        ratios->push_back(train.samples_per_s / r->samples_per_s);
-        absl::StrAppend(&line, "; ", name, " ", WithCommas(r->samples_per_s));
-      };
-      run_venv_peer(dali_cmd, "DALI", &dali, &vs_dali, &dali_output, &dali_note);
-      run_venv_peer(spdl_cmd, "SPDL", &spdl, &vs_spdl, &spdl_output, &spdl_note);
+                                       args_.runs, WithCommas(train.samples_per_s), WithCommas(ev.samples_per_s),
+                                       threads_, WithCommas(decode));
+    if (!args_.no_peers) {
+      RunTorch(train.samples_per_s, ev.samples_per_s, &line);
+      dali_.Run(train.samples_per_s, &line);
+      spdl_.Run(train.samples_per_s, &line);
     }
     std::fprintf(stderr, "%s\n", line.c_str());
+    return absl::OkStatus();
   }
+
+  // The table of medians and ratios; whether the peers' outputs matched.
+  bool PrintSummary() const;
+  void PrintJson(bool equal) const;
+
+ private:
+  int Batches() const { return args_.peer_batches > 0 ? args_.peer_batches : 6; }
+
+  // `ensure` makes the peer's virtual environment on first use.
+  VenvPeer MakeVenvPeer(const char* name, const char* ensure, const char* script) const {
+    VenvPeer peer;
+    peer.name = name;
+    if (args_.no_peers) return peer;
+    absl::StatusOr<std::string> py = LastLineOf(absl::StrCat(PeersDir(), "/", ensure));
+    if (!py.ok()) {
+      peer.note = std::string(py.status().message());
+      std::fprintf(stderr, "warning: %s peer unavailable: %s\n", script, peer.note.c_str());
+      return peer;
+    }
+    peer.command = absl::StrCat(*py, " ", PeersDir(), "/", script, " --data ", root_, " --threads ", threads_,
+                                " --batches ", Batches());
+    return peer;
+  }
+
+  void RunTorch(double train, double eval, std::string* line) {
+    absl::StatusOr<PeerResult> t = RunPeerResult(torch_cmd_);
+    absl::StatusOr<double> te = RunPeer(torch_cmd_ + " --mode eval");
+    if (!t.ok() || !te.ok()) {
+      std::fprintf(stderr, "warning: torchvision peer failed: %s\n",
+                   std::string((t.ok() ? te.status() : t.status()).message()).c_str());
+      return;
+    }
+    torch_.push_back(t->samples_per_s);
+    torch_output_ = t->output;
+    torch_eval_.push_back(*te);
+    vs_torch_.push_back(train / t->samples_per_s);
+    vs_torch_eval_.push_back(eval / *te);
+    absl::StrAppend(line, "; torchvision ", WithCommas(t->samples_per_s), " (eval ", WithCommas(*te), ")");
+  }
+
+  const BenchArgs& args_;
+  const std::string root_;
+  const int threads_;
+  std::string torch_cmd_;
+  VenvPeer dali_, spdl_;
+  std::vector<double> sluice_, eval_, limit_, vs_limit_, torch_, torch_eval_, vs_torch_, vs_torch_eval_;
+  // What each contender hands on per sample ("float32[3,224,224]").
+  std::string sluice_output_, torch_output_;
+};
+
+bool W3Bench::PrintSummary() const {
   std::printf("\nw3 (decode + random-resized-crop 224 + flip + normalize, batch 256), median of %d runs on %s\n",
-              args.runs, MachineDescription().c_str());
-  std::printf("  sluice                        %10s images/s\n", WithCommas(Median(sluice)).c_str());
-  std::printf("  full-image decode, %d cores    %10s images/s  (sluice: %.0f%%)\n", threads,
-              WithCommas(Median(limit)).c_str(), 100 * Median(vs_limit));
-  if (!torch.empty()) {
-    std::printf("  torchvision DataLoader (%d)   %10s images/s  (sluice: %.1fx)\n", 2, WithCommas(Median(torch)).c_str(),
-                Median(vs_torch));
+              args_.runs, MachineDescription().c_str());
+  std::printf("  sluice                        %10s images/s\n", WithCommas(Median(sluice_)).c_str());
+  std::printf("  full-image decode, %d cores    %10s images/s  (sluice: %.0f%%)\n", threads_,
+              WithCommas(Median(limit_)).c_str(), 100 * Median(vs_limit_));
+  if (!torch_.empty()) {
+    std::printf("  torchvision DataLoader (%d)   %10s images/s  (sluice: %.1fx)\n", 2,
+                WithCommas(Median(torch_)).c_str(), Median(vs_torch_));
   }
-  if (!dali.empty()) {
-    std::printf("  DALI, CPU pipeline            %10s images/s  (sluice: %.2fx)\n", WithCommas(Median(dali)).c_str(),
-                Median(vs_dali));
+  if (!dali_.rates.empty()) {
+    std::printf("  DALI, CPU pipeline            %10s images/s  (sluice: %.2fx)\n",
+                WithCommas(Median(dali_.rates)).c_str(), Median(dali_.vs_sluice));
   }
-  if (!spdl.empty()) {
-    std::printf("  SPDL (%d threads)             %10s images/s  (sluice: %.2fx)\n", threads,
-                WithCommas(Median(spdl)).c_str(), Median(vs_spdl));
+  if (!spdl_.rates.empty()) {
+    std::printf("  SPDL (%d threads)             %10s images/s  (sluice: %.2fx)\n", threads_,
+                WithCommas(Median(spdl_.rates)).c_str(), Median(spdl_.vs_sluice));
   }
-  std::printf("  eval (resize 256, crop 224)   %10s images/s", WithCommas(Median(eval)).c_str());
-  if (!torch_eval.empty()) {
-    std::printf("  torchvision %s (%.1fx)", WithCommas(Median(torch_eval)).c_str(), Median(vs_torch_eval));
+  std::printf("  eval (resize 256, crop 224)   %10s images/s", WithCommas(Median(eval_)).c_str());
+  if (!torch_eval_.empty()) {
+    std::printf("  torchvision %s (%.1fx)", WithCommas(Median(torch_eval_)).c_str(), Median(vs_torch_eval_));
   }
   std::printf("\n");
   bool equal = true;
-  std::printf("%s\n", DescribeOutputs(sluice_output, {{"torchvision", torch_output}, {"DALI", dali_output}, {"SPDL", spdl_output}},
-                                           &equal)
+  std::printf("%s\n", DescribeOutputs(sluice_output_,
+                                      {{"torchvision", torch_output_}, {"DALI", dali_.output}, {"SPDL", spdl_.output}},
+                                      &equal)
                           .c_str());
-  if (args.json) {
-    auto or_null = [](const std::vector<double>& v) { return v.empty() ? nlohmann::json(nullptr) : nlohmann::json(Median(v)); };
-    nlohmann::json j;
-    j["workload"] = "w3";
-    j["runs"] = args.runs;
-    j["machine"] = MachineDescription();
-    j["sluice_samples_per_s"] = Median(sluice);
-    j["peer_samples_per_s"] = or_null(torch);
-    j["ratio"] = or_null(vs_torch);
-    j["decode_limit_samples_per_s"] = Median(limit);
-    j["vs_decode_limit"] = Median(vs_limit);
-    j["dali_samples_per_s"] = or_null(dali);
-    j["vs_dali"] = or_null(vs_dali);
-    if (!dali_note.empty()) j["dali_note"] = dali_note;
-    j["spdl_samples_per_s"] = or_null(spdl);
-    j["ratio_spdl"] = or_null(vs_spdl);
-    j["spdl_output"] = spdl_output.empty() ? nlohmann::json(nullptr) : nlohmann::json(spdl_output);
-    if (!spdl_note.empty()) j["spdl_note"] = spdl_note;
-    j["eval_samples_per_s"] = Median(eval);
-    j["eval_peer_samples_per_s"] = or_null(torch_eval);
-    j["eval_ratio"] = or_null(vs_torch_eval);
-    j["sluice_output"] = sluice_output;
-    j["peer_output"] = torch_output.empty() ? nlohmann::json(nullptr) : nlohmann::json(torch_output);
-    j["dali_output"] = dali_output.empty() ? nlohmann::json(nullptr) : nlohmann::json(dali_output);
-    j["equal_outputs"] = equal;
-    std::printf("%s\n", j.dump().c_str());
-  }
+  return equal;
+}
+
+void W3Bench::PrintJson(bool equal) const {
+  nlohmann::json j;
+  j["workload"] = "w3";
+  j["runs"] = args_.runs;
+  j["machine"] = MachineDescription();
+  j["sluice_samples_per_s"] = Median(sluice_);
+  j["peer_samples_per_s"] = OrNull(torch_);
+  j["ratio"] = OrNull(vs_torch_);
+  j["decode_limit_samples_per_s"] = Median(limit_);
+  j["vs_decode_limit"] = Median(vs_limit_);
+  j["dali_samples_per_s"] = OrNull(dali_.rates);
+  j["vs_dali"] = OrNull(dali_.vs_sluice);
+  if (!dali_.note.empty()) j["dali_note"] = dali_.note;
+  j["spdl_samples_per_s"] = OrNull(spdl_.rates);
+  j["ratio_spdl"] = OrNull(spdl_.vs_sluice);
+  j["spdl_output"] = OrNull(spdl_.output);
+  if (!spdl_.note.empty()) j["spdl_note"] = spdl_.note;
+  j["eval_samples_per_s"] = Median(eval_);
+  j["eval_peer_samples_per_s"] = OrNull(torch_eval_);
+  j["eval_ratio"] = OrNull(vs_torch_eval_);
+  j["sluice_output"] = sluice_output_;
+  j["peer_output"] = OrNull(torch_output_);
+  j["dali_output"] = OrNull(dali_.output);
+  j["equal_outputs"] = equal;
+  std::printf("%s\n", j.dump().c_str());
+}
+
+}  // namespace
+
+absl::Status BenchW3(const BenchArgs& args) {
+  W3Bench bench(args);
+  SLUICE_RETURN_IF_ERROR(bench.Start());
+  for (int run = 1; run <= args.runs; ++run) SLUICE_RETURN_IF_ERROR(bench.Run(run));
+  const bool equal = bench.PrintSummary();
+  if (args.json) bench.PrintJson(equal);
   return absl::OkStatus();
 }
 

@@ -146,8 +146,82 @@ absl::Status ExampleParser::Parse(absl::string_view record, uint8_t* const* out)
   return absl::OkStatus();
 }
 
-absl::Status ExampleParser::ParseFeature(int index, const uint8_t* p, const uint8_t* end,
-                                         uint8_t* out) const {
+namespace {
+
+// A BytesList's one value: copied into `out`, or (a feature of any length)
+// its view.
+absl::Status ParseBytesList(const FeatureSpec& spec, const uint8_t* list, const uint8_t* list_end, uint8_t* out) {
+  Field f;
+  int64_t n = 0, got_bytes = -1;
+  while (list < list_end) {
+    SLUICE_RETURN_IF_ERROR(NextField(list, list_end, &f));
+    if (f.number != 1 || f.wire_type != kLen) continue;
+    if (++n > 1) continue;
+    got_bytes = static_cast<int64_t>(f.size);
+    if (spec.count == kAnyLength) {
+      *reinterpret_cast<absl::string_view*>(out) = absl::string_view(reinterpret_cast<const char*>(f.data), f.size);
+    } else if (got_bytes == spec.count) {
+      std::memcpy(out, f.data, f.size);
+    }
+  }
+  if (n != 1) {
+    return absl::InvalidArgumentError(absl::StrCat("feature '", spec.name, "': expected 1 bytes value, got ", n));
+  }
+  if (spec.count != kAnyLength && got_bytes != spec.count) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("feature '", spec.name, "': expected ", spec.count, " bytes, got ", got_bytes));
+  }
+  return absl::OkStatus();
+}
+
+// An Int64List's or a FloatList's values, packed or not, into `out` (at
+// most spec.count of them); *n counts all the list holds.
+absl::Status ParseInt64List(const FeatureSpec& spec, const uint8_t* list, const uint8_t* list_end, uint8_t* out,
+                            int64_t* n) {
+  int64_t* dst = reinterpret_cast<int64_t*>(out);
+  Field f;
+  while (list < list_end) {
+    SLUICE_RETURN_IF_ERROR(NextField(list, list_end, &f));
+    if (f.number != 1) continue;
+    if (f.wire_type == kVarint) {
+      if (*n < spec.count) dst[*n] = static_cast<int64_t>(f.varint);
+      ++*n;
+    } else if (f.wire_type == kLen) {  // packed
+      const uint8_t* v = f.data;
+      const uint8_t* v_end = f.data + f.size;
+      while (v < v_end) {
+        uint64_t x;
+        if (!ReadVarint(v, v_end, &x)) return Malformed("bad packed int64");
+        if (*n < spec.count) dst[*n] = static_cast<int64_t>(x);
+        ++*n;
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParseFloatList(const FeatureSpec& spec, const uint8_t* list, const uint8_t* list_end, uint8_t* out,
+                            int64_t* n) {
+  Field f;
+  while (list < list_end) {
+    SLUICE_RETURN_IF_ERROR(NextField(list, list_end, &f));
+    if (f.number != 1) continue;
+    if (f.wire_type == kFixed32) {
+      if (*n < spec.count) std::memcpy(out + 4 * *n, f.data, 4);
+      ++*n;
+    } else if (f.wire_type == kLen) {  // packed
+      if (f.size % 4 != 0) return Malformed("bad packed float");
+      const int64_t k = static_cast<int64_t>(f.size / 4);
+      if (*n + k <= spec.count) std::memcpy(out + 4 * *n, f.data, f.size);
+      *n += k;
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ExampleParser::ParseFeature(int index, const uint8_t* p, const uint8_t* end, uint8_t* out) const {
   const FeatureSpec& spec = features_[index];
   // Feature is a oneof; the last list present wins, as in protobuf.
   uint32_t list_number = 0;
@@ -165,78 +239,18 @@ absl::Status ExampleParser::ParseFeature(int index, const uint8_t* p, const uint
   const uint32_t expected_number = spec.kind == FeatureKind::kBytes   ? 1
                                    : spec.kind == FeatureKind::kFloat ? 2
                                                                       : 3;
-  auto wrong_count = [&](int64_t got, absl::string_view unit) {
-    return absl::InvalidArgumentError(absl::StrCat("feature '", spec.name, "': expected ",
-                                                   spec.count, " ", unit, ", got ", got));
-  };
   if (list_number != expected_number && list_number != 0) {
     return absl::InvalidArgumentError(absl::StrCat("feature '", spec.name, "': expected ",
-                                                   FeatureKindName(spec.kind), ", got ",
-                                                   ListName(list_number)));
+                                                   FeatureKindName(spec.kind), ", got ", ListName(list_number)));
   }
+  if (spec.kind == FeatureKind::kBytes) return ParseBytesList(spec, list, list_end, out);
   int64_t n = 0;
-  switch (spec.kind) {
-    case FeatureKind::kBytes: {
-      int64_t got_bytes = -1;
-      while (list < list_end) {
-        SLUICE_RETURN_IF_ERROR(NextField(list, list_end, &f));
-        if (f.number != 1 || f.wire_type != kLen) continue;
-        if (++n == 1) {
-          got_bytes = static_cast<int64_t>(f.size);
-          if (spec.count == kAnyLength) {
-            *reinterpret_cast<absl::string_view*>(out) =
-                absl::string_view(reinterpret_cast<const char*>(f.data), f.size);
-          } else if (got_bytes == spec.count) {
-            std::memcpy(out, f.data, f.size);
-          }
-        }
-      }
-      if (n != 1) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "feature '", spec.name, "': expected 1 bytes value, got ", n));
-      }
-      if (spec.count != kAnyLength && got_bytes != spec.count) return wrong_count(got_bytes, "bytes");
-      return absl::OkStatus();
-    }
-    case FeatureKind::kInt64: {
-      int64_t* dst = reinterpret_cast<int64_t*>(out);
-      while (list < list_end) {
-        SLUICE_RETURN_IF_ERROR(NextField(list, list_end, &f));
-        if (f.number != 1) continue;
-        if (f.wire_type == kVarint) {
-          if (n < spec.count) dst[n] = static_cast<int64_t>(f.varint);
-          ++n;
-        } else if (f.wire_type == kLen) {  // packed
-          const uint8_t* v = f.data;
-          const uint8_t* v_end = f.data + f.size;
-          while (v < v_end) {
-            uint64_t x;
-            if (!ReadVarint(v, v_end, &x)) return Malformed("bad packed int64");
-            if (n < spec.count) dst[n] = static_cast<int64_t>(x);
-            ++n;
-          }
-        }
-      }
-      break;
-    }
-    case FeatureKind::kFloat: {
-      while (list < list_end) {
-        SLUICE_RETURN_IF_ERROR(NextField(list, list_end, &f));
-        if (f.number != 1) continue;
-        if (f.wire_type == kFixed32) {
-          if (n < spec.count) std::memcpy(out + 4 * n, f.data, 4);
-          ++n;
-        } else if (f.wire_type == kLen) {  // packed
-          if (f.size % 4 != 0) return Malformed("bad packed float");
-          const int64_t k = static_cast<int64_t>(f.size / 4);
-          if (n + k <= spec.count) std::memcpy(out + 4 * n, f.data, f.size);
-          n += k;
-        }
-      }
-      break;
-    }
+  SLUICE_RETURN_IF_ERROR(spec.kind == FeatureKind::kInt64 ? ParseInt64List(spec, list, list_end, out, &n)
+                                                          : ParseFloatList(spec, list, list_end, out, &n));
+  if (n != spec.count) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("feature '", spec.name, "': expected ", spec.count, " values, got ", n));
   }
-  if (n != spec.count) return wrong_count(n, "values");
   return absl::OkStatus();
 }
 

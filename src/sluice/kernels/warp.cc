@@ -184,167 +184,211 @@ struct RowPairs {
 // On AVX2, a vector of pixels whose taps are all inside the image loads
 // each source row's two taps with one 8-byte load (RowPairs).
 template <int kC, typename In>
-void WarpSimd(const WarpSpec& spec, const Affine& a, const In* src, float* dst) {
+class SimdWarp {
+ public:
   using D = hn::ScalableTag<float>;
   using DI = hn::RebindToSigned<D>;
   using DU = hn::RebindToUnsigned<D>;
   using VF = hn::Vec<D>;
   using VI = hn::Vec<DI>;
-  const D d;
-  const DI di;
-  const DU du;
-  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
-  const int32_t w = static_cast<int32_t>(spec.dims.w), h = static_cast<int32_t>(spec.dims.h);
-  const float* m = a.m;
-  const VF fill = hn::Set(d, FillInInputUnits(spec));
-  // Index of coordinate i on an axis of n, and whether it is inside.
-  auto map = [&](VI i, int32_t n, hn::Mask<DI>* inside) -> VI {
-    *inside = hn::And(hn::Gt(i, hn::Set(di, -1)), hn::Lt(i, hn::Set(di, n)));
-    switch (spec.fill_mode) {
-      case FillMode::kReflect: {  // period 2n: fedcba|abcdef|fedcba
-        const VI period = hn::Set(di, 2 * n);
-        VI r = i;
-        // Within one reflection of the image (a rotation's corners) no
-        // period to take off: a compare, not a division.
-        if (!hn::AllTrue(di, hn::And(hn::Gt(i, hn::Set(di, -n - 1)), hn::Lt(i, period)))) {
-          const VF q = hn::Floor(hn::Div(hn::ConvertTo(d, i), hn::ConvertTo(d, period)));
-          r = hn::Sub(i, hn::Mul(hn::ConvertTo(di, q), period));
-        }
-        r = hn::IfThenElse(hn::Lt(r, hn::Zero(di)), hn::Sub(hn::Set(di, -1), r), r);
-        r = hn::IfThenElse(hn::Gt(r, hn::Set(di, n - 1)), hn::Sub(hn::Set(di, 2 * n - 1), r), r);
-        return hn::Min(hn::Max(r, hn::Zero(di)), hn::Set(di, n - 1));
-      }
-      case FillMode::kNearest:
-      case FillMode::kConstant:
-        return hn::Min(hn::Max(i, hn::Zero(di)), hn::Set(di, n - 1));
+  using MI = hn::Mask<DI>;
+
+  SimdWarp(const WarpSpec& spec, const Affine& a, const In* src, float* dst)
+      : spec_(spec), a_(a), src_(src), dst_(dst), w_(static_cast<int32_t>(spec.dims.w)),
+        h_(static_cast<int32_t>(spec.dims.h)), lanes_(static_cast<int64_t>(hn::Lanes(d_))),
+        fill_(hn::Set(d_, FillInInputUnits(spec))), scale_(hn::Set(d_, spec.scale)),
+        offset_(hn::Set(d_, spec.offset)) {}
+
+  void Run() {
+    for (int32_t y = 0; y < h_; ++y) {
+      for (int32_t x0 = 0; x0 < w_; x0 += static_cast<int32_t>(lanes_)) Vector(y, x0);
     }
-    return i;
+  }
+
+ private:
+  // Where a vector's four taps are (element offsets: 00, 01, 10, 11), the
+  // horizontal and vertical fractions, and which taps lie inside the image.
+  struct Taps {
+    VI o[4];
+    MI inside[4];
+    VF ax, ay;
+    bool interior;  // every lane's four taps inside: no border mapping
   };
+
+  // The output pixels x0.. of row y: a vector of them.
+  HWY_INLINE void Vector(int32_t y, int32_t x0) {
+    const Taps t = TapsOf(y, x0);
+    VF out[kC];
+    if (!InterpolateRowPairs(t, out)) InterpolateGathered(t, out);
+    Store(y, x0, out);
+  }
+
+  HWY_INLINE Taps TapsOf(int32_t y, int32_t x0) const {
+    const float* m = a_.m;
+    const VF xs = hn::Iota(d_, static_cast<float>(x0));
+    VF fx = hn::MulAdd(hn::Set(d_, m[0]), xs, hn::Set(d_, m[1] * y + m[2]));
+    VF fy = hn::MulAdd(hn::Set(d_, m[3]), xs, hn::Set(d_, m[4] * y + m[5]));
+    if (a_.projective()) {  // the same for every vector of a map: predicted, nothing for affine maps
+      const VF wx = hn::MulAdd(hn::Set(d_, a_.p[0]), xs, hn::Set(d_, a_.p[1] * y + a_.p[2]));
+      fx = hn::Div(fx, wx), fy = hn::Div(fy, wx);
+    }
+    // Far-away coordinates are clamped before the int conversion.
+    const VF lo = hn::Set(d_, -1e6f), hi = hn::Set(d_, 1e6f);
+    fx = hn::Min(hn::Max(fx, lo), hi);
+    fy = hn::Min(hn::Max(fy, lo), hi);
+    const VF flx = hn::Floor(fx), fly = hn::Floor(fy);
+    Taps t;
+    t.ax = hn::Sub(fx, flx), t.ay = hn::Sub(fy, fly);
+    const VI ix = hn::ConvertTo(di_, flx), iy = hn::ConvertTo(di_, fly);
+    const VI stride = hn::Set(di_, w_ * kC), c = hn::Set(di_, kC);
+    // Most of a rotation's pixels: the offsets follow from the first.
+    t.interior = hn::AllTrue(di_, hn::And(hn::And(hn::Gt(ix, hn::Set(di_, -1)), hn::Lt(ix, hn::Set(di_, w_ - 1))),
+                                          hn::And(hn::Gt(iy, hn::Set(di_, -1)), hn::Lt(iy, hn::Set(di_, h_ - 1)))));
+    MI in_x0, in_x1, in_y0, in_y1;
+    if (t.interior) {
+      in_x0 = in_x1 = in_y0 = in_y1 = hn::FirstN(di_, lanes_);
+      t.o[0] = hn::Add(hn::Mul(iy, stride), hn::Mul(ix, c));
+      t.o[1] = hn::Add(t.o[0], c);
+      t.o[2] = hn::Add(t.o[0], stride);
+      t.o[3] = hn::Add(t.o[2], c);
+    } else {
+      const VI one = hn::Set(di_, 1);
+      const VI x0i = MapAxis(ix, w_, &in_x0), x1i = MapAxis(hn::Add(ix, one), w_, &in_x1);
+      const VI y0i = MapAxis(iy, h_, &in_y0), y1i = MapAxis(hn::Add(iy, one), h_, &in_y1);
+      const VI row0 = hn::Mul(y0i, stride), row1 = hn::Mul(y1i, stride);
+      const VI col0 = hn::Mul(x0i, c), col1 = hn::Mul(x1i, c);
+      t.o[0] = hn::Add(row0, col0), t.o[1] = hn::Add(row0, col1);
+      t.o[2] = hn::Add(row1, col0), t.o[3] = hn::Add(row1, col1);
+    }
+    t.inside[0] = hn::And(in_y0, in_x0), t.inside[1] = hn::And(in_y0, in_x1);
+    t.inside[2] = hn::And(in_y1, in_x0), t.inside[3] = hn::And(in_y1, in_x1);
+    return t;
+  }
+
+  // Index of coordinate i on an axis of n, and whether it is inside.
+  HWY_INLINE VI MapAxis(VI i, int32_t n, MI* inside) const {
+    *inside = hn::And(hn::Gt(i, hn::Set(di_, -1)), hn::Lt(i, hn::Set(di_, n)));
+    if (spec_.fill_mode != FillMode::kReflect) return hn::Min(hn::Max(i, hn::Zero(di_)), hn::Set(di_, n - 1));
+    // Period 2n: fedcba|abcdef|fedcba.
+    const VI period = hn::Set(di_, 2 * n);
+    VI r = i;
+    // Within one reflection of the image (a rotation's corners) no period
+    // to take off: a compare, not a division.
+    if (!hn::AllTrue(di_, hn::And(hn::Gt(i, hn::Set(di_, -n - 1)), hn::Lt(i, period)))) {
+      const VF q = hn::Floor(hn::Div(hn::ConvertTo(d_, i), hn::ConvertTo(d_, period)));
+      r = hn::Sub(i, hn::Mul(hn::ConvertTo(di_, q), period));
+    }
+    r = hn::IfThenElse(hn::Lt(r, hn::Zero(di_)), hn::Sub(hn::Set(di_, -1), r), r);
+    r = hn::IfThenElse(hn::Gt(r, hn::Set(di_, n - 1)), hn::Sub(hn::Set(di_, 2 * n - 1), r), r);
+    return hn::Min(hn::Max(r, hn::Zero(di_)), hn::Set(di_, n - 1));
+  }
+
+  HWY_INLINE VF Bilinear(const Taps& t, VF v00, VF v01, VF v10, VF v11) const {
+    const VF top = hn::MulAdd(t.ax, hn::Sub(v01, v00), v00);
+    const VF bottom = hn::MulAdd(t.ax, hn::Sub(v11, v10), v10);
+    const VF v = hn::MulAdd(t.ay, hn::Sub(bottom, top), top);
+    return spec_.rescaled ? hn::MulAdd(v, scale_, offset_) : v;
+  }
+
+  // On AVX2, uint8 taps all inside the image: each source row's two taps
+  // with one 8-byte load (RowPairs). False where this path does not apply.
+  HWY_INLINE bool InterpolateRowPairs([[maybe_unused]] const Taps& t, [[maybe_unused]] VF* out) const {
+#if HWY_TARGET == HWY_AVX2
+    if constexpr (!std::is_same_v<In, float>) {
+      // The last offset whose two rows' 8-byte loads end inside the image.
+      const int32_t last_pair = h_ * w_ * kC - 8 - w_ * kC;
+      if (t.interior && hn::AllTrue(di_, hn::Lt(t.o[0], hn::Set(di_, last_pair + 1)))) {
+        alignas(32) int32_t at[8];
+        hn::Store(t.o[0], di_, at);
+        const auto* bytes = reinterpret_cast<const uint8_t*>(src_);
+        const RowPairs top(bytes, at), bottom(bytes + w_ * kC, at);
+        for (int ch = 0; ch < kC; ++ch) {
+          out[ch] = Bilinear(t, top.Byte(ch), top.Byte(kC + ch), bottom.Byte(ch), bottom.Byte(kC + ch));
+        }
+        return true;
+      }
+    }
+#endif
+    return false;
+  }
+
+  // Channel ch of tap t: a gather of floats, or a byte of the tap's word. A
+  // channel at a time keeps the live vectors within AVX2's 16 registers
+  // (all twelve taps at once spilled them).
+  HWY_INLINE void InterpolateGathered(const Taps& t, VF* out) const {
+    hn::Vec<DU> words[4];
+    if constexpr (!std::is_same_v<In, float>) {
+      for (int k = 0; k < 4; ++k) words[k] = PixelWord(t.o[k]);
+    }
+    const bool constant = spec_.fill_mode == FillMode::kConstant;
+    for (int ch = 0; ch < kC; ++ch) {
+      VF v[4];
+      for (int k = 0; k < 4; ++k) {
+        if constexpr (std::is_same_v<In, float>) {
+          v[k] = hn::GatherIndex(d_, src_ + ch, t.o[k]);
+        } else {
+          const auto byte = hn::And(hn::ShiftRightSame(words[k], 8 * ch), hn::Set(du_, 0xff));
+          v[k] = hn::ConvertTo(d_, hn::BitCast(di_, byte));
+        }
+        if (constant) v[k] = hn::IfThenElse(hn::RebindMask(d_, t.inside[k]), v[k], fill_);
+      }
+      out[ch] = Bilinear(t, v[0], v[1], v[2], v[3]);
+    }
+  }
+
   // A uint8 pixel's channels as one word, channel ch in bits 8ch..8ch+7: the
   // 4 bytes read end inside the image (the last pixels read from earlier
   // and shift).
-  const int32_t last_word = h * w * kC - 4;
-  auto pixel_word = [&](VI offset) {
-    const VI at = hn::Min(offset, hn::Set(di, last_word));
-    const auto word = LoadWords(du, reinterpret_cast<const uint8_t*>(src), at);
-    return word >> hn::BitCast(du, hn::ShiftLeft<3>(hn::Sub(offset, at)));
-  };
-  // The last offset whose two rows' 8-byte loads (RowPairs) end inside the image.
-  [[maybe_unused]] const int32_t last_pair = h * w * kC - 8 - w * kC;
-  // Far-away coordinates are clamped before the int conversion.
-  const VF lo = hn::Set(d, -1e6f), hi = hn::Set(d, 1e6f);
-  const bool constant = spec.fill_mode == FillMode::kConstant;
-  const VF scale = hn::Set(d, spec.scale), offset = hn::Set(d, spec.offset);
-  alignas(64) float tail[3 * 64];
-  const bool projective = a.projective();
-  for (int32_t y = 0; y < h; ++y) {
-    const VF bx = hn::Set(d, m[1] * y + m[2]), by = hn::Set(d, m[4] * y + m[5]);
-    const VF bw = hn::Set(d, a.p[1] * y + a.p[2]);
-    for (int32_t x0 = 0; x0 < w; x0 += static_cast<int32_t>(lanes)) {
-      const VF xs = hn::Iota(d, static_cast<float>(x0));
-      VF fx = hn::MulAdd(hn::Set(d, m[0]), xs, bx), fy = hn::MulAdd(hn::Set(d, m[3]), xs, by);
-      if (projective) {  // the same for every vector of a map: predicted, nothing for affine maps
-        const VF wx = hn::MulAdd(hn::Set(d, a.p[0]), xs, bw);
-        fx = hn::Div(fx, wx), fy = hn::Div(fy, wx);
-      }
-      fx = hn::Min(hn::Max(fx, lo), hi);
-      fy = hn::Min(hn::Max(fy, lo), hi);
-      const VF flx = hn::Floor(fx), fly = hn::Floor(fy);
-      const VF ax = hn::Sub(fx, flx), ay = hn::Sub(fy, fly);
-      const VI ix = hn::ConvertTo(di, flx), iy = hn::ConvertTo(di, fly);
-      const VI one = hn::Set(di, 1);
-      const VI stride = hn::Set(di, w * kC), c = hn::Set(di, kC);
-      hn::Mask<DI> in_x0, in_x1, in_y0, in_y1;
-      VI o[4];  // the taps' element offsets: 00, 01, 10, 11
-      // Every lane's four taps inside the image (most of a rotation's
-      // pixels): the offsets follow from the first, with no border mapping.
-      const bool interior = hn::AllTrue(di, hn::And(hn::And(hn::Gt(ix, hn::Set(di, -1)), hn::Lt(ix, hn::Set(di, w - 1))),
-                                                    hn::And(hn::Gt(iy, hn::Set(di, -1)), hn::Lt(iy, hn::Set(di, h - 1)))));
-      if (interior) {
-        in_x0 = in_x1 = in_y0 = in_y1 = hn::FirstN(di, lanes);
-        o[0] = hn::Add(hn::Mul(iy, stride), hn::Mul(ix, c));
-        o[1] = hn::Add(o[0], c);
-        o[2] = hn::Add(o[0], stride);
-        o[3] = hn::Add(o[2], c);
-      } else {
-        const VI x0i = map(ix, w, &in_x0), x1i = map(hn::Add(ix, one), w, &in_x1);
-        const VI y0i = map(iy, h, &in_y0), y1i = map(hn::Add(iy, one), h, &in_y1);
-        const VI row0 = hn::Mul(y0i, stride), row1 = hn::Mul(y1i, stride);
-        const VI col0 = hn::Mul(x0i, c), col1 = hn::Mul(x1i, c);
-        o[0] = hn::Add(row0, col0), o[1] = hn::Add(row0, col1);
-        o[2] = hn::Add(row1, col0), o[3] = hn::Add(row1, col1);
-      }
-      const hn::Mask<DI> inside[4] = {hn::And(in_y0, in_x0), hn::And(in_y0, in_x1), hn::And(in_y1, in_x0),
-                                      hn::And(in_y1, in_x1)};
-      VF out[kC];
-      auto bilinear = [&](int ch, VF v00, VF v01, VF v10, VF v11) {
-        const VF top = hn::MulAdd(ax, hn::Sub(v01, v00), v00);
-        const VF bottom = hn::MulAdd(ax, hn::Sub(v11, v10), v10);
-        out[ch] = hn::MulAdd(ay, hn::Sub(bottom, top), top);
-        if (spec.rescaled) out[ch] = hn::MulAdd(out[ch], scale, offset);
-      };
-      bool interpolated = false;
-#if HWY_TARGET == HWY_AVX2
-      if constexpr (!std::is_same_v<In, float>) {
-        if (interior && hn::AllTrue(di, hn::Lt(o[0], hn::Set(di, last_pair + 1)))) {
-          alignas(32) int32_t at[8];
-          hn::Store(o[0], di, at);
-          const auto* bytes = reinterpret_cast<const uint8_t*>(src);
-          const RowPairs top(bytes, at), bottom(bytes + w * kC, at);
-          for (int ch = 0; ch < kC; ++ch) {
-            bilinear(ch, top.Byte(ch), top.Byte(kC + ch), bottom.Byte(ch), bottom.Byte(kC + ch));
-          }
-          interpolated = true;
-        }
-      }
-#endif
-      if (!interpolated) {
-        // Channel ch of tap t: a gather of floats, or a byte of the tap's
-        // word. A channel at a time keeps the live vectors within AVX2's 16
-        // registers (all twelve taps at once spilled them).
-        hn::Vec<DU> words[4];
-        if constexpr (!std::is_same_v<In, float>) {
-          for (int t = 0; t < 4; ++t) words[t] = pixel_word(o[t]);
-        }
-        for (int ch = 0; ch < kC; ++ch) {
-          VF v[4];
-          for (int t = 0; t < 4; ++t) {
-            if constexpr (std::is_same_v<In, float>) {
-              v[t] = hn::GatherIndex(d, src + ch, o[t]);
-            } else {
-              const auto byte = hn::And(hn::ShiftRightSame(words[t], 8 * ch), hn::Set(du, 0xff));
-              v[t] = hn::ConvertTo(d, hn::BitCast(di, byte));
-            }
-            if (constant) v[t] = hn::IfThenElse(hn::RebindMask(d, inside[t]), v[t], fill);
-          }
-          bilinear(ch, v[0], v[1], v[2], v[3]);
-        }
-      }
-      const int64_t count = std::min<int64_t>(lanes, w - x0);
-      const int64_t pixel = static_cast<int64_t>(y) * w + x0;
-      if (spec.chw_out && kC > 1) {  // one store per plane
-        const int64_t plane = static_cast<int64_t>(w) * h;
-        for (int ch = 0; ch < kC; ++ch) {
-          float* p = dst + ch * plane + pixel;
-          if (count == lanes) {
-            hn::StoreU(out[ch], d, p);
-          } else {
-            hn::StoreU(out[ch], d, tail);
-            std::memcpy(p, tail, count * sizeof(float));
-          }
-        }
-        continue;
-      }
-      float* p = dst + pixel * kC;
-      float* target = count == lanes ? p : tail;
-      if constexpr (kC == 1) {
-        hn::StoreU(out[0], d, target);
-      } else {
-        hn::StoreInterleaved3(out[0], out[1], out[2], d, target);
-      }
-      if (target == tail) std::memcpy(p, tail, count * kC * sizeof(float));
-    }
+  HWY_INLINE hn::Vec<DU> PixelWord(VI offset) const {
+    const VI at = hn::Min(offset, hn::Set(di_, h_ * w_ * kC - 4));
+    const auto word = LoadWords(du_, reinterpret_cast<const uint8_t*>(src_), at);
+    return word >> hn::BitCast(du_, hn::ShiftLeft<3>(hn::Sub(offset, at)));
   }
+
+  // The vector's pixels into the output: planes (one store per plane) or
+  // interleaved; the last vector of a row through `tail_`.
+  HWY_INLINE void Store(int32_t y, int32_t x0, const VF* out) {
+    const int64_t count = std::min<int64_t>(lanes_, w_ - x0);
+    const int64_t pixel = static_cast<int64_t>(y) * w_ + x0;
+    if (spec_.chw_out && kC > 1) {
+      const int64_t plane = static_cast<int64_t>(w_) * h_;
+      for (int ch = 0; ch < kC; ++ch) {
+        float* p = dst_ + ch * plane + pixel;
+        if (count == lanes_) {
+          hn::StoreU(out[ch], d_, p);
+        } else {
+          hn::StoreU(out[ch], d_, tail_);
+          std::memcpy(p, tail_, count * sizeof(float));
+        }
+      }
+      return;
+    }
+    float* p = dst_ + pixel * kC;
+    float* target = count == lanes_ ? p : tail_;
+    if constexpr (kC == 1) {
+      hn::StoreU(out[0], d_, target);
+    } else {
+      hn::StoreInterleaved3(out[0], out[1], out[2], d_, target);
+    }
+    if (target == tail_) std::memcpy(p, tail_, count * kC * sizeof(float));
+  }
+
+  const D d_;
+  const DI di_;
+  const DU du_;
+  const WarpSpec& spec_;
+  const Affine& a_;
+  const In* src_;
+  float* dst_;
+  const int32_t w_, h_;
+  const int64_t lanes_;
+  const VF fill_, scale_, offset_;
+  alignas(64) float tail_[3 * 64];
+};
+
+template <int kC, typename In>
+void WarpSimd(const WarpSpec& spec, const Affine& a, const In* src, float* dst) {
+  SimdWarp<kC, In>(spec, a, src, dst).Run();
 }
 
 template <typename T>

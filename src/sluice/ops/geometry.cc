@@ -240,81 +240,95 @@ absl::StatusOr<InferredOp> InferHwcToChw(const Attrs& attrs, const Schema& schem
   return UnaryOp(f.column, out, HwcToChwParams{d, DTypeSize(f.spec.dtype)});
 }
 
+constexpr char kImage[] = "uint8 or float32 image [H,W] or [H,W,C]";
+
+OpSchema FlipSchema() {
+  return OpSchema("random_flip")
+        .Doc("Flips each sample with probability p per direction (Keras' RandomFlip at p 1/2; torchvision's "
+             "RandomHorizontalFlip(p) and RandomVerticalFlip(p)).")
+        .Attr(FieldAttr())
+        .Attr(AttrSchema{"mode", AttrType::kString, "\"horizontal\"", "the directions that may flip"}.OneOf(
+            {"horizontal", "vertical", "horizontal_and_vertical"}))
+        .Attr(AttrSchema{"p", AttrType::kFloat, "0.5", "probability of a flip, per direction"}.Range(0, 1))
+        .Input("field", kImage)
+        .Output("field", "the same shape and dtype")
+        .Random()
+        .Infer(InferFlip);
+}
+
+OpSchema RotationSchema() {
+  return OpSchema("random_rotation")
+        .Doc("Rotates each sample about its centre by an angle drawn uniformly per sample, with bilinear "
+             "interpolation. Keras' RandomRotation(0.1) is degrees 36 (0.1 of a turn).")
+        .Attr(FieldAttr())
+        .Attr(AttrSchema{"degrees", AttrType::kFloats, "", "x for [-x, x], or [min, max]"}.Count(1, 2))
+        .Attr(FillModeAttr())
+        .Attr(FillValueAttr())
+        .Input("field", kImage)
+        .Output("field", "the same shape and dtype")
+        .Random()
+        .Infer(InferRotation);
+}
+
+OpSchema ZoomSchema() {
+  return OpSchema("random_zoom")
+        .Doc("Scales each sample about its centre by a magnification drawn uniformly per sample (> 1 enlarges), "
+             "with bilinear interpolation. Keras' RandomZoom(0.1) is about scale [0.9, 1.1].")
+        .Attr(FieldAttr())
+        .Attr(AttrSchema{"scale", AttrType::kFloats, "", "[min, max] magnification"}.Count(2, 2).Above(0))
+        .Attr(FillModeAttr())
+        .Attr(FillValueAttr())
+        .Input("field", kImage)
+        .Output("field", "the same shape and dtype")
+        .Random()
+        .Infer(InferZoom);
+}
+
+OpSchema AffineSchema() {
+  return OpSchema("random_affine")
+        .Doc("torchvision's RandomAffine with bilinear interpolation (its default is nearest): a rotation, "
+             "shift, scale and shear about the centre, each drawn per sample, resampled once (and composed "
+             "with the other warps of the column into one resampling).")
+        .Attr(FieldAttr())
+        .Attr(AttrSchema{"degrees", AttrType::kFloats, "", "x for [-x, x], or [min, max]"}.Count(1, 2))
+        .Attr(AttrSchema{"translate", AttrType::kFloats, "[]",
+                         "[a, b]: shifts up to a share a of the width and b of the height, whole pixels"}
+                  .Range(0, 1)
+                  .Count(0, 2))
+        .Attr(AttrSchema{"scale", AttrType::kFloats, "[]", "[min, max] of the scale; empty: 1"}.Above(0).Count(0, 2))
+        .Attr(AttrSchema{"shear", AttrType::kFloats, "[]",
+                         "degrees: x for x shears in [-x, x], [min, max], or [x min, x max, y min, y max]"}
+                  .Count(0, 4))
+        .Attr(TorchvisionFillModeAttr())
+        .Attr(FillValueAttr())
+        .Input("field", kImage)
+        .Output("field", "the same shape and dtype")
+        .Random()
+        .Infer(InferAffine);
+}
+
+OpSchema PerspectiveSchema() {
+  return OpSchema("random_perspective")
+        .Doc("torchvision's RandomPerspective (bilinear): with probability p, each corner moves inward by up to "
+             "distortion_scale of half the side, drawn per sample, and the image follows (one projective map, "
+             "composed with the column's other warps into one resampling).")
+        .Attr(FieldAttr())
+        .Attr(AttrSchema{"distortion_scale", AttrType::kFloat, "0.5", "how far the corners may move"}.Range(0, 1))
+        .Attr(AttrSchema{"p", AttrType::kFloat, "0.5", "probability of distorting each image"}.Range(0, 1))
+        .Attr(TorchvisionFillModeAttr())
+        .Attr(FillValueAttr())
+        .Input("field", kImage)
+        .Output("field", "the same shape and dtype")
+        .Random()
+        .Infer(InferPerspective);
+}
+
 }  // namespace
 
 absl::Status RegisterGeometryOps(OpRegistry* registry) {
-  const char* kImage = "uint8 or float32 image [H,W] or [H,W,C]";
-  SLUICE_RETURN_IF_ERROR(registry->AddOp(
-      OpSchema("random_flip")
-          .Doc("Flips each sample with probability p per direction (Keras' RandomFlip at p 1/2; torchvision's "
-               "RandomHorizontalFlip(p) and RandomVerticalFlip(p)).")
-          .Attr(FieldAttr())
-          .Attr(AttrSchema{"mode", AttrType::kString, "\"horizontal\"", "the directions that may flip"}.OneOf(
-              {"horizontal", "vertical", "horizontal_and_vertical"}))
-          .Attr(AttrSchema{"p", AttrType::kFloat, "0.5", "probability of a flip, per direction"}.Range(0, 1))
-          .Input("field", kImage)
-          .Output("field", "the same shape and dtype")
-          .Random()
-          .Infer(InferFlip)));
-  SLUICE_RETURN_IF_ERROR(registry->AddOp(
-      OpSchema("random_rotation")
-          .Doc("Rotates each sample about its centre by an angle drawn uniformly per sample, with bilinear "
-               "interpolation. Keras' RandomRotation(0.1) is degrees 36 (0.1 of a turn).")
-          .Attr(FieldAttr())
-          .Attr(AttrSchema{"degrees", AttrType::kFloats, "", "x for [-x, x], or [min, max]"}.Count(1, 2))
-          .Attr(FillModeAttr())
-          .Attr(FillValueAttr())
-          .Input("field", kImage)
-          .Output("field", "the same shape and dtype")
-          .Random()
-          .Infer(InferRotation)));
-  SLUICE_RETURN_IF_ERROR(registry->AddOp(
-      OpSchema("random_zoom")
-          .Doc("Scales each sample about its centre by a magnification drawn uniformly per sample (> 1 enlarges), "
-               "with bilinear interpolation. Keras' RandomZoom(0.1) is about scale [0.9, 1.1].")
-          .Attr(FieldAttr())
-          .Attr(AttrSchema{"scale", AttrType::kFloats, "", "[min, max] magnification"}.Count(2, 2).Above(0))
-          .Attr(FillModeAttr())
-          .Attr(FillValueAttr())
-          .Input("field", kImage)
-          .Output("field", "the same shape and dtype")
-          .Random()
-          .Infer(InferZoom)));
-  SLUICE_RETURN_IF_ERROR(registry->AddOp(
-      OpSchema("random_affine")
-          .Doc("torchvision's RandomAffine with bilinear interpolation (its default is nearest): a rotation, "
-               "shift, scale and shear about the centre, each drawn per sample, resampled once (and composed "
-               "with the other warps of the column into one resampling).")
-          .Attr(FieldAttr())
-          .Attr(AttrSchema{"degrees", AttrType::kFloats, "", "x for [-x, x], or [min, max]"}.Count(1, 2))
-          .Attr(AttrSchema{"translate", AttrType::kFloats, "[]",
-                           "[a, b]: shifts up to a share a of the width and b of the height, whole pixels"}
-                    .Range(0, 1)
-                    .Count(0, 2))
-          .Attr(AttrSchema{"scale", AttrType::kFloats, "[]", "[min, max] of the scale; empty: 1"}.Above(0).Count(0, 2))
-          .Attr(AttrSchema{"shear", AttrType::kFloats, "[]",
-                           "degrees: x for x shears in [-x, x], [min, max], or [x min, x max, y min, y max]"}
-                    .Count(0, 4))
-          .Attr(TorchvisionFillModeAttr())
-          .Attr(FillValueAttr())
-          .Input("field", kImage)
-          .Output("field", "the same shape and dtype")
-          .Random()
-          .Infer(InferAffine)));
-  SLUICE_RETURN_IF_ERROR(registry->AddOp(
-      OpSchema("random_perspective")
-          .Doc("torchvision's RandomPerspective (bilinear): with probability p, each corner moves inward by up to "
-               "distortion_scale of half the side, drawn per sample, and the image follows (one projective map, "
-               "composed with the column's other warps into one resampling).")
-          .Attr(FieldAttr())
-          .Attr(AttrSchema{"distortion_scale", AttrType::kFloat, "0.5", "how far the corners may move"}.Range(0, 1))
-          .Attr(AttrSchema{"p", AttrType::kFloat, "0.5", "probability of distorting each image"}.Range(0, 1))
-          .Attr(TorchvisionFillModeAttr())
-          .Attr(FillValueAttr())
-          .Input("field", kImage)
-          .Output("field", "the same shape and dtype")
-          .Random()
-          .Infer(InferPerspective)));
+  for (const OpSchema& schema : {FlipSchema(), RotationSchema(), ZoomSchema(), AffineSchema(), PerspectiveSchema()}) {
+    SLUICE_RETURN_IF_ERROR(registry->AddOp(schema));
+  }
   for (const char* op : {"random_flip", "random_rotation", "random_zoom", "random_affine", "random_perspective"}) {
     SLUICE_RETURN_IF_ERROR(registry->AddKernel<WarpKernel>(op, Backend::kCpu));
   }

@@ -80,6 +80,114 @@ std::string ExampleOf(const Batch& batch, const Schema& schema, int64_t r) {
   return ex.SerializeAsString();
 }
 
+// FailedPrecondition for columns no fixed feature can hold.
+absl::Status CheckWritable(const graph::CompiledNode& last) {
+  for (const ColumnSpec& c : last.output_schema.columns()) {
+    if (c.ragged) {
+      return absl::FailedPreconditionError(absl::StrCat("node '", last.name, "' outputs column '", c.name,
+                                                        "' of varying length, which cannot be written as fixed features"));
+    }
+    if (c.dtype == DType::kUInt8 && c.shape.rank() == 0) {
+      return absl::FailedPreconditionError(absl::StrCat("column '", c.name, "': a uint8 scalar cannot be materialized"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The source and the first `maps` maps, reading its splits in file order so
+// records go out in order.
+PipelineDef PrefixOf(const PipelineDef& def, int maps) {
+  PipelineDef prefix = def;
+  prefix.clear_nodes();
+  for (int i = 0; i <= maps; ++i) *prefix.add_nodes() = def.nodes(i);
+  prefix.mutable_nodes(0)->mutable_source()->set_shuffle_splits(false);
+  prefix.mutable_options()->set_unordered(false);
+  return prefix;
+}
+
+// One TFRecord writer per source file, empty ones included, so that a
+// record's file index stays; each record in its source file's order.
+class PartWriters {
+ public:
+  static absl::StatusOr<PartWriters> Create(const std::string& out_dir, const std::vector<std::string>& sources,
+                                            MaterializeResult* result) {
+    std::error_code ec;
+    std::filesystem::create_directories(out_dir, ec);
+    if (ec) return absl::PermissionDeniedError(absl::StrCat("cannot create ", out_dir, ": ", ec.message()));
+    PartWriters parts(sources, result);
+    for (size_t i = 0; i < sources.size(); ++i) {
+      const std::string path = absl::StrFormat("%s/part-%05d-of-%05d.tfrecord", out_dir, i, sources.size());
+      SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<io::TfRecordWriter> w, io::TfRecordWriter::Create(path));
+      parts.writers_.push_back(std::move(w));
+      result->files.push_back(path);
+    }
+    return parts;
+  }
+
+  // Writes row r of `batch` to its source file's part.
+  absl::Status Write(const Batch& batch, const Schema& schema, int64_t r) {
+    const RowOrigin origin = batch.provenance.Origin(r);
+    if (origin.file < 0 || origin.file >= static_cast<int>(sources_.size())) {
+      return absl::InternalError(absl::StrCat("row ", result_->records, " has no source file"));
+    }
+    int64_t& expected = next_record_[origin.file];
+    if (expected >= 0 && origin.record != expected) {
+      return absl::InternalError(absl::StrCat("records of ", sources_[origin.file], " arrived out of order (",
+                                              origin.record, " after ", expected - 1, ")"));
+    }
+    expected = origin.record + 1;
+    const std::string record = ExampleOf(batch, schema, r);
+    SLUICE_RETURN_IF_ERROR(writers_[origin.file]->Write(record));
+    result_->bytes += static_cast<int64_t>(record.size());
+    ++result_->records;
+    return absl::OkStatus();
+  }
+
+  // Closes every part and indexes it.
+  absl::Status Close() {
+    for (size_t i = 0; i < writers_.size(); ++i) {
+      SLUICE_RETURN_IF_ERROR(writers_[i]->Close());
+      SLUICE_RETURN_IF_ERROR(io::WriteTfRecordIndex(result_->files[i]).status());
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  PartWriters(const std::vector<std::string>& sources, MaterializeResult* result)
+      : sources_(sources), result_(result), next_record_(sources.size(), -1) {}
+
+  const std::vector<std::string>& sources_;
+  MaterializeResult* result_;
+  std::vector<int64_t> next_record_;  // per source file
+  std::vector<std::unique_ptr<io::TfRecordWriter>> writers_;
+};
+
+// The rewritten pipeline: the records, a map that restores dtypes and
+// shapes, then the rest under their own names (random keys depend on them).
+PipelineDef Rewritten(const PipelineDef& def, const graph::CompiledPipeline& compiled, int maps, const Schema& schema,
+                      const std::vector<std::string>& files) {
+  PipelineDef out = def;
+  out.clear_nodes();
+  NodeDef* source = out.add_nodes();
+  source->set_name(compiled.nodes[0].name);
+  const SourceDef& original = def.nodes(0).source();
+  SourceDef* s = source->mutable_source();
+  s->set_shuffle_splits(original.shuffle_splits());
+  s->set_on_corrupt(original.on_corrupt());
+  s->set_split_records(original.split_records());
+  for (const std::string& f : files) s->mutable_tfrecord()->add_files(f);
+  NodeDef* decode = out.add_nodes();
+  decode->set_name("materialized");
+  DeclareColumns(schema, s->mutable_tfrecord(), decode->mutable_map());
+  if (decode->map().ops_size() == 0) out.mutable_nodes()->RemoveLast();  // nothing to restore
+  for (int i = maps + 1; i < def.nodes_size(); ++i) {
+    NodeDef* n = out.add_nodes();
+    *n = def.nodes(i);
+    n->set_name(compiled.nodes.size() > static_cast<size_t>(i) ? compiled.nodes[i].name : def.nodes(i).name());
+  }
+  return out;
+}
+
 }  // namespace
 
 absl::StatusOr<MaterializeResult> Materialize(const PipelineDef& def, const std::string& out_dir,
@@ -90,90 +198,25 @@ absl::StatusOr<MaterializeResult> Materialize(const PipelineDef& def, const std:
     return absl::FailedPreconditionError(
         "nothing to materialize: the node after the source is not a map of ops that draw no random numbers");
   }
-  const graph::CompiledNode& last = compiled.nodes[maps];
-  for (const ColumnSpec& c : last.output_schema.columns()) {
-    if (c.ragged) {
-      return absl::FailedPreconditionError(absl::StrCat("node '", last.name, "' outputs column '", c.name,
-                                                        "' of varying length, which cannot be written as fixed features"));
-    }
-    if (c.dtype == DType::kUInt8 && c.shape.rank() == 0) {
-      return absl::FailedPreconditionError(absl::StrCat("column '", c.name, "': a uint8 scalar cannot be materialized"));
-    }
-  }
-
-  // The prefix, reading its splits in file order so records go out in order.
-  PipelineDef prefix = def;
-  prefix.clear_nodes();
-  for (int i = 0; i <= maps; ++i) *prefix.add_nodes() = def.nodes(i);
-  prefix.mutable_nodes(0)->mutable_source()->set_shuffle_splits(false);
-  prefix.mutable_options()->set_unordered(false);
-  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<exec::Pipeline> pipeline, exec::Pipeline::Create(prefix));
+  SLUICE_RETURN_IF_ERROR(CheckWritable(compiled.nodes[maps]));
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<exec::Pipeline> pipeline, exec::Pipeline::Create(PrefixOf(def, maps)));
   const Schema& schema = pipeline->output_schema();
   const std::vector<std::string>& sources = *compiled.nodes[0].format->files();
 
-  std::error_code ec;
-  std::filesystem::create_directories(out_dir, ec);
-  if (ec) return absl::PermissionDeniedError(absl::StrCat("cannot create ", out_dir, ": ", ec.message()));
   MaterializeResult result;
-  std::vector<std::unique_ptr<io::TfRecordWriter>> writers;
-  for (size_t i = 0; i < sources.size(); ++i) {  // one per source file, empty ones included: indices stay
-    const std::string path = absl::StrFormat("%s/part-%05d-of-%05d.tfrecord", out_dir, i, sources.size());
-    SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<io::TfRecordWriter> w, io::TfRecordWriter::Create(path));
-    writers.push_back(std::move(w));
-    result.files.push_back(path);
-  }
-  std::vector<int64_t> next_record(sources.size(), -1);
+  SLUICE_ASSIGN_OR_RETURN(PartWriters parts, PartWriters::Create(out_dir, sources, &result));
   std::unique_ptr<exec::PipelineIterator> it = pipeline->Iterate(0);
   while (true) {
     Batch batch;
     bool end = false;
     SLUICE_RETURN_IF_ERROR(it->Next(&batch, &end));
     if (end) break;
-    for (int64_t r = 0; r < batch.rows; ++r) {
-      const RowOrigin origin = batch.provenance.Origin(r);
-      if (origin.file < 0 || origin.file >= static_cast<int>(sources.size())) {
-        return absl::InternalError(absl::StrCat("row ", result.records, " has no source file"));
-      }
-      int64_t& expected = next_record[origin.file];
-      if (expected >= 0 && origin.record != expected) {
-        return absl::InternalError(absl::StrCat("records of ", sources[origin.file], " arrived out of order (",
-                                                origin.record, " after ", expected - 1, ")"));
-      }
-      expected = origin.record + 1;
-      const std::string record = ExampleOf(batch, schema, r);
-      SLUICE_RETURN_IF_ERROR(writers[origin.file]->Write(record));
-      result.bytes += static_cast<int64_t>(record.size());
-      ++result.records;
-    }
+    for (int64_t r = 0; r < batch.rows; ++r) SLUICE_RETURN_IF_ERROR(parts.Write(batch, schema, r));
     progress(result.records);
   }
-  for (size_t i = 0; i < writers.size(); ++i) {
-    SLUICE_RETURN_IF_ERROR(writers[i]->Close());
-    SLUICE_RETURN_IF_ERROR(io::WriteTfRecordIndex(result.files[i]).status());
-  }
+  SLUICE_RETURN_IF_ERROR(parts.Close());
 
-  // The rewritten pipeline: the records, a map that restores dtypes and
-  // shapes, then the rest under their own names (random keys depend on them).
-  PipelineDef& out = result.rewritten;
-  out = def;
-  out.clear_nodes();
-  NodeDef* source = out.add_nodes();
-  source->set_name(compiled.nodes[0].name);
-  const SourceDef& original = def.nodes(0).source();
-  SourceDef* s = source->mutable_source();
-  s->set_shuffle_splits(original.shuffle_splits());
-  s->set_on_corrupt(original.on_corrupt());
-  s->set_split_records(original.split_records());
-  for (const std::string& f : result.files) s->mutable_tfrecord()->add_files(f);
-  NodeDef* decode = out.add_nodes();
-  decode->set_name("materialized");
-  DeclareColumns(schema, s->mutable_tfrecord(), decode->mutable_map());
-  if (decode->map().ops_size() == 0) out.mutable_nodes()->RemoveLast();  // nothing to restore
-  for (int i = maps + 1; i < def.nodes_size(); ++i) {
-    NodeDef* n = out.add_nodes();
-    *n = def.nodes(i);
-    n->set_name(compiled.nodes.size() > static_cast<size_t>(i) ? compiled.nodes[i].name : def.nodes(i).name());
-  }
+  result.rewritten = Rewritten(def, compiled, maps, schema, result.files);
   for (int i = 1; i <= maps; ++i) {
     for (const graph::BoundOp& op : compiled.nodes[i].ops) {
       if (!op.view) result.ops.push_back(op.name);
@@ -181,7 +224,7 @@ absl::StatusOr<MaterializeResult> Materialize(const PipelineDef& def, const std:
   }
   result.pipeline_path = out_dir + "/pipeline.json";
   std::ofstream json(result.pipeline_path);
-  json << graph::PipelineToJson(out) << "\n";
+  json << graph::PipelineToJson(result.rewritten) << "\n";
   json.close();
   if (!json) return absl::PermissionDeniedError(absl::StrCat("cannot write ", result.pipeline_path));
   return result;

@@ -70,38 +70,40 @@ const Series* Find(const std::vector<Series>& all, const std::string& name) {
   return nullptr;
 }
 
-}  // namespace
+constexpr char kStyle[] =
+    "body{font:15px/1.45 system-ui,sans-serif;max-width:800px;margin:2em auto;color:#222}"
+    "h1{font-size:1.4em}h2{font-size:1.1em;margin-top:1.6em}"
+    ".verdict{font-size:1.15em;background:#f3f6fb;border-left:4px solid #3465a4;padding:.8em 1em}"
+    "table{border-collapse:collapse}td,th{padding:.2em .7em;text-align:right;border-bottom:1px solid #ddd}"
+    "td:first-child,th:first-child{text-align:left}svg text{font-size:12px;fill:#444}"
+    ".axis{stroke:#999}.line{fill:none;stroke:#3465a4;stroke-width:1.5}.bar{fill:#3465a4}";
 
-std::string HtmlReport(const ProfileResult& r) {
+void AppendHead(const ProfileResult& r, std::string* html) {
   const Findings& f = r.findings;
-  std::string html = absl::StrCat(
-      "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>sluice profile: ", Escape(f.pipeline),
-      "</title><style>"
-      "body{font:15px/1.45 system-ui,sans-serif;max-width:800px;margin:2em auto;color:#222}"
-      "h1{font-size:1.4em}h2{font-size:1.1em;margin-top:1.6em}"
-      ".verdict{font-size:1.15em;background:#f3f6fb;border-left:4px solid #3465a4;padding:.8em 1em}"
-      "table{border-collapse:collapse}td,th{padding:.2em .7em;text-align:right;border-bottom:1px solid #ddd}"
-      "td:first-child,th:first-child{text-align:left}svg text{font-size:12px;fill:#444}"
-      ".axis{stroke:#999}.line{fill:none;stroke:#3465a4;stroke-width:1.5}.bar{fill:#3465a4}"
-      "</style></head><body>",
-      "<h1>sluice profile: ", Escape(f.pipeline), "</h1>", "<p class=\"verdict\">", Escape(r.verdict.summary),
-      "</p>");
-  if (!r.note.empty()) absl::StrAppend(&html, "<p><em>", Escape(r.note), "</em></p>");
+  absl::StrAppend(html, "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>sluice profile: ",
+                  Escape(f.pipeline), "</title><style>", kStyle, "</style></head><body>",
+                  "<h1>sluice profile: ", Escape(f.pipeline), "</h1>", "<p class=\"verdict\">",
+                  Escape(r.verdict.summary), "</p>");
+  if (!r.note.empty()) absl::StrAppend(html, "<p><em>", Escape(r.note), "</em></p>");
+}
 
-  absl::StrAppend(&html, "<h2>Levers</h2>");
+void AppendLevers(const ProfileResult& r, std::string* html) {
+  absl::StrAppend(html, "<h2>Levers</h2>");
   if (r.verdict.levers.empty()) {
-    absl::StrAppend(&html, "<p>None needed.</p>");
-  } else {
-    absl::StrAppend(&html, "<table><tr><th>lever</th><th>predicted samples/s</th><th>why</th></tr>");
-    for (const Lever& l : r.verdict.levers) {
-      absl::StrAppend(&html, "<tr><td>", Escape(l.action), "</td><td>",
-                      l.predicted_samples_per_s > 0 ? ShortRate(l.predicted_samples_per_s) : "—", "</td><td>",
-                      Escape(l.why), "</td></tr>");
-    }
-    absl::StrAppend(&html, "</table>");
+    absl::StrAppend(html, "<p>None needed.</p>");
+    return;
   }
+  absl::StrAppend(html, "<table><tr><th>lever</th><th>predicted samples/s</th><th>why</th></tr>");
+  for (const Lever& l : r.verdict.levers) {
+    absl::StrAppend(html, "<tr><td>", Escape(l.action), "</td><td>",
+                    l.predicted_samples_per_s > 0 ? ShortRate(l.predicted_samples_per_s) : "—", "</td><td>",
+                    Escape(l.why), "</td></tr>");
+  }
+  absl::StrAppend(html, "</table>");
+}
 
-  absl::StrAppendFormat(&html,
+void AppendMeasurements(const Findings& f, std::string* html) {
+  absl::StrAppendFormat(html,
                         "<h2>Measurements</h2><table>"
                         "<tr><td>whole pipeline</td><td>%s samples/s</td></tr>"
                         "<tr><td>source alone (reading and parsing)</td><td>%s samples/s</td></tr>"
@@ -110,53 +112,70 @@ std::string HtmlReport(const ProfileResult& r) {
                         ShortRate(f.samples_per_s), ShortRate(f.input_only_samples_per_s),
                         f.cpu_s_per_sample * 1e6, f.threads);
   if (f.consumer_samples_per_s > 0) {
-    absl::StrAppendFormat(&html,
+    absl::StrAppendFormat(html,
                           "<tr><td>trainer's rate</td><td>%s samples/s</td></tr>"
                           "<tr><td>trainer waiting, paced at that rate</td><td>%.0f%%</td></tr>",
                           ShortRate(f.consumer_samples_per_s), 100 * f.paced_wait_share);
   }
-  absl::StrAppend(&html, "</table>");
+  absl::StrAppend(html, "</table>");
+}
 
+void AppendCosts(const ProfileResult& r, std::string* html) {
+  const Findings& f = r.findings;
   if (const Series* rate = Find(r.full.series, "samples/s")) {
-    absl::StrAppend(&html, "<h2>Throughput over time</h2>", LineChart(*rate, "samples/s"));
+    absl::StrAppend(html, "<h2>Throughput over time</h2>", LineChart(*rate, "samples/s"));
   }
-  absl::StrAppend(&html, "<h2>Where the CPU goes</h2>", CostBars(f.ops),
+  absl::StrAppend(html, "<h2>Where the CPU goes</h2>", CostBars(f.ops),
                   "<table><tr><th>node · op</th><th>core-s per 1,000 samples</th><th>share of CPU</th>"
                   "<th>samples/s without it</th></tr>");
   for (const OpCost& op : f.ops) {
-    absl::StrAppendFormat(&html, "<tr><td>%s</td><td>%.4f</td><td>%.1f%%</td><td>%s</td></tr>",
+    absl::StrAppendFormat(html, "<tr><td>%s</td><td>%.4f</td><td>%.1f%%</td><td>%s</td></tr>",
                           Escape(op.node_name + " · " + op.op_name + (op.view ? " (view)" : "")),
                           op.core_s_per_1k, 100 * op.cpu_share,
                           op.ablated_samples_per_s > 0 ? ShortRate(op.ablated_samples_per_s) : "—");
   }
-  absl::StrAppend(&html, "</table>");
+  absl::StrAppend(html, "</table>");
+}
 
+void AppendNodes(const ProfileResult& r, std::string* html) {
   const double seconds = std::max(r.full.seconds, 1e-9);
-  absl::StrAppend(&html,
+  absl::StrAppend(html,
                   "<h2>Nodes</h2><p>Seconds per second of the run, summed over a node's threads.</p>"
                   "<table><tr><th>node</th><th>elements</th><th>computing</th><th>waiting for input</th>"
                   "<th>waiting for room</th></tr>");
   for (const exec::NodeStatsSnapshot& n : r.full.nodes) {
-    absl::StrAppendFormat(&html, "<tr><td>%s</td><td>%d</td><td>%.2f</td><td>%.2f</td><td>%.2f</td></tr>",
+    absl::StrAppendFormat(html, "<tr><td>%s</td><td>%d</td><td>%.2f</td><td>%.2f</td><td>%.2f</td></tr>",
                           Escape(n.name), n.elements, n.busy_ns * 1e-9 / seconds, n.input_wait_ns * 1e-9 / seconds,
                           n.output_wait_ns * 1e-9 / seconds);
   }
-  absl::StrAppend(&html, "</table>");
+  absl::StrAppend(html, "</table>");
+}
 
-  if (!r.full.tuned.empty()) {
-    absl::StrAppend(&html, "<h2>Autotune</h2><table><tr><th>knob</th><th>value</th></tr>");
-    for (const exec::Knob& k : r.full.tuned) {
-      absl::StrAppend(&html, "<tr><td>", Escape(k.node_name),
-                      k.kind == exec::Knob::Kind::kParallelism ? " parallelism" : " depth", "</td><td>", k.value,
-                      "</td></tr>");
-    }
-    absl::StrAppend(&html, "</table>");
-    if (!r.full.tune_log.empty()) {
-      absl::StrAppend(&html, "<ul>");
-      for (const std::string& line : r.full.tune_log) absl::StrAppend(&html, "<li>", Escape(line), "</li>");
-      absl::StrAppend(&html, "</ul>");
-    }
+void AppendAutotune(const ProfileResult& r, std::string* html) {
+  if (r.full.tuned.empty()) return;
+  absl::StrAppend(html, "<h2>Autotune</h2><table><tr><th>knob</th><th>value</th></tr>");
+  for (const exec::Knob& k : r.full.tuned) {
+    absl::StrAppend(html, "<tr><td>", Escape(k.node_name),
+                    k.kind == exec::Knob::Kind::kParallelism ? " parallelism" : " depth", "</td><td>", k.value,
+                    "</td></tr>");
   }
+  absl::StrAppend(html, "</table>");
+  if (r.full.tune_log.empty()) return;
+  absl::StrAppend(html, "<ul>");
+  for (const std::string& line : r.full.tune_log) absl::StrAppend(html, "<li>", Escape(line), "</li>");
+  absl::StrAppend(html, "</ul>");
+}
+
+}  // namespace
+
+std::string HtmlReport(const ProfileResult& r) {
+  std::string html;
+  AppendHead(r, &html);
+  AppendLevers(r, &html);
+  AppendMeasurements(r.findings, &html);
+  AppendCosts(r, &html);
+  AppendNodes(r, &html);
+  AppendAutotune(r, &html);
   absl::StrAppend(&html, "</body></html>\n");
   return html;
 }

@@ -114,9 +114,105 @@ ReceivedBatch Received(BatchMessage message) {
   return out;
 }
 
+namespace {
+
+// The byte count of column `spec` in a batch of `rows` as sent; DataLoss
+// for a count no batch carries or one that does not fit the rows. Every
+// size is checked before anything is allocated from it: a forged one must
+// be an error, never an allocation of what it claims.
+absl::StatusOr<int64_t> ColumnBytes(const ColumnSpec& spec, const TensorData& t, int64_t rows,
+                                    const std::string& where) {
+  if (t.uncompressed_size() < 0 || t.uncompressed_size() > kMaxMessageBytes) {
+    return absl::DataLossError(
+        absl::StrCat(where, ": claims ", t.uncompressed_size(), " bytes; a batch carries 0 to ", kMaxMessageBytes));
+  }
+  if (spec.ragged) return t.uncompressed_size();
+  int64_t bytes = 0;
+  const int64_t row_bytes = spec.shape.num_elements() * static_cast<int64_t>(DTypeSize(spec.dtype));
+  if (__builtin_mul_overflow(rows, row_bytes, &bytes) || bytes != t.uncompressed_size()) {
+    return absl::DataLossError(
+        absl::StrCat(where, ": ", t.uncompressed_size(), " bytes for ", rows, " rows of ", spec.ToString()));
+  }
+  return bytes;
+}
+
+// A ragged column's offsets, checked to span its data in order.
+absl::StatusOr<Tensor> RaggedOffsets(const TensorData& t, int64_t rows, BufferPool* pool, const std::string& where) {
+  if (t.offsets().size() != (rows + 1) * sizeof(int64_t)) {
+    return absl::DataLossError(absl::StrCat(where, ": wrong offsets size"));
+  }
+  Tensor offsets = Tensor::Allocate(DType::kInt64, Shape{rows + 1}, pool);
+  std::memcpy(offsets.raw_data(), t.offsets().data(), t.offsets().size());
+  const int64_t* off = offsets.data<int64_t>();
+  if (off[0] != 0 || off[rows] != t.uncompressed_size()) {
+    return absl::DataLossError(absl::StrCat(where, ": offsets do not span the data"));
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    if (off[r + 1] < off[r]) return absl::DataLossError(absl::StrCat(where, ": offsets go backwards at row ", r + 1));
+  }
+  return offsets;
+}
+
+// Column i's values: converted on receipt (the receive op ran on the
+// arriving bytes), the bytes as sent, or decompressed; then, for a
+// compressed column with a receive op, converted.
+absl::StatusOr<Tensor> ColumnValues(const ReceivedBatch& message, size_t i, const ColumnSpec& spec, int64_t bytes,
+                                    BufferPool* pool, const ReceiveOps* ops, const std::string& where) {
+  const BatchMessage& m = message.header;
+  const bool plain = m.compression() == COMPRESSION_NONE;
+  const Tensor& sent = message.data[i];
+  const ReceiveOp* op = ops != nullptr ? ops->For(static_cast<int>(i)) : nullptr;
+  const bool ran = message.ran[i];
+  if (ran && (op == nullptr || !plain)) {
+    return absl::DataLossError(
+        absl::StrCat(where, ": converted on receipt, but ", op == nullptr ? "has no receive op" : "compressed"));
+  }
+  if (ran) {
+    const int64_t out_bytes = m.rows() * op->out_row_bytes;  // rows were checked against the bytes sent
+    if (sent.byte_size() != static_cast<size_t>(out_bytes)) {
+      return absl::DataLossError(absl::StrCat(where, ": ", sent.byte_size(), " bytes converted, expected ", out_bytes));
+    }
+    return Tensor(op->out.dtype, op->out.shape.WithLeading(m.rows()), sent.buffer());
+  }
+  const DType dtype = spec.ragged ? DType::kUInt8 : spec.dtype;
+  const Shape shape = spec.ragged ? Shape{bytes} : spec.shape.WithLeading(m.rows());
+  Tensor values;
+  if (plain) {
+    if (sent.byte_size() != static_cast<size_t>(bytes)) {
+      return absl::DataLossError(absl::StrCat(where, ": ", sent.byte_size(), " bytes, expected ", bytes));
+    }
+    values = Tensor(dtype, shape, sent.buffer());
+  } else {
+    values = Tensor::Allocate(dtype, shape, pool);
+    SLUICE_RETURN_IF_ERROR(
+        Decompress(m.compression(), sent.raw_data(), sent.byte_size(), values.raw_data(), values.byte_size(), where));
+  }
+  if (op == nullptr) return values;
+  Tensor converted = Tensor::Allocate(op->out.dtype, op->out.shape.WithLeading(m.rows()), pool);
+  SLUICE_RETURN_IF_ERROR(op->Run(values.raw_data(), m.rows(), converted.raw_data()));
+  return converted;
+}
+
+// The batch's provenance from its sample ids: a run per stretch of
+// consecutive records of one file.
+Provenance ProvenanceOf(const BatchMessage& m, std::shared_ptr<const std::vector<std::string>> files) {
+  Provenance provenance(std::move(files));
+  for (int64_t r = 0; r < m.rows(); ++r) {
+    const int64_t id = m.sample_ids(static_cast<int>(r));
+    const bool continues = r > 0 && id >= 0 && m.sample_ids(static_cast<int>(r - 1)) == id - 1 &&
+                           (id >> 40) == ((id - 1) >> 40);
+    if (!continues) {
+      provenance.AddRun(r, id < 0 ? -1 : static_cast<int32_t>(id >> 40), id < 0 ? -1 : id & ((int64_t{1} << 40) - 1));
+    }
+  }
+  return provenance;
+}
+
+}  // namespace
+
 absl::StatusOr<Batch> DecodeBatch(ReceivedBatch message, const Schema& schema,
-                                  std::shared_ptr<const std::vector<std::string>> files,
-                                  BufferPool* pool, const ReceiveOps* ops) {
+                                  std::shared_ptr<const std::vector<std::string>> files, BufferPool* pool,
+                                  const ReceiveOps* ops) {
   const BatchMessage& m = message.header;
   if (message.crc != m.crc32c()) {
     return absl::DataLossError(absl::StrCat("batch of split ", m.split(), ": CRC32C mismatch"));
@@ -124,89 +220,25 @@ absl::StatusOr<Batch> DecodeBatch(ReceivedBatch message, const Schema& schema,
   if (m.columns_size() != static_cast<int>(schema.columns().size()) ||
       message.data.size() != schema.columns().size() || message.ran.size() != message.data.size() || m.rows() < 0 ||
       m.sample_ids_size() != m.rows()) {
-    return absl::DataLossError(absl::StrCat("batch of split ", m.split(), ": ", m.columns_size(),
-                                            " columns and ", m.sample_ids_size(), " ids for ",
-                                            m.rows(), " rows; expected ", schema.columns().size(),
-                                            " columns"));
+    return absl::DataLossError(absl::StrCat("batch of split ", m.split(), ": ", m.columns_size(), " columns and ",
+                                            m.sample_ids_size(), " ids for ", m.rows(), " rows; expected ",
+                                            schema.columns().size(), " columns"));
   }
-  const bool plain = m.compression() == COMPRESSION_NONE;
   Batch batch;
   batch.rows = m.rows();
   for (size_t i = 0; i < schema.columns().size(); ++i) {
     const ColumnSpec& spec = schema.columns()[i];
     const TensorData& t = m.columns(static_cast<int>(i));
-    const Tensor& sent = message.data[i];
     const std::string where = absl::StrCat("batch of split ", m.split(), ", column '", spec.name, "'");
-    // Every size is checked before anything is allocated from it: a forged
-    // one must be an error, never an allocation of what it claims.
-    if (t.uncompressed_size() < 0 || t.uncompressed_size() > kMaxMessageBytes) {
-      return absl::DataLossError(absl::StrCat(where, ": claims ", t.uncompressed_size(),
-                                              " bytes; a batch carries 0 to ", kMaxMessageBytes));
-    }
-    const DType dtype = spec.ragged ? DType::kUInt8 : spec.dtype;
-    const Shape shape = spec.ragged ? Shape{t.uncompressed_size()} : spec.shape.WithLeading(m.rows());
-    int64_t bytes = t.uncompressed_size();
-    const int64_t row_bytes = spec.shape.num_elements() * static_cast<int64_t>(DTypeSize(dtype));
-    if (!spec.ragged && (__builtin_mul_overflow(m.rows(), row_bytes, &bytes) || bytes != t.uncompressed_size())) {
-      return absl::DataLossError(absl::StrCat(where, ": ", t.uncompressed_size(), " bytes for ",
-                                              m.rows(), " rows of ", spec.ToString()));
-    }
+    SLUICE_ASSIGN_OR_RETURN(const int64_t bytes, ColumnBytes(spec, t, m.rows(), where));
     Column column;
     if (spec.ragged) {
-      if (t.offsets().size() != (m.rows() + 1) * sizeof(int64_t)) {
-        return absl::DataLossError(absl::StrCat(where, ": wrong offsets size"));
-      }
-      column.offsets = Tensor::Allocate(DType::kInt64, Shape{m.rows() + 1}, pool);
-      std::memcpy(column.offsets.raw_data(), t.offsets().data(), t.offsets().size());
-      const int64_t* off = column.offsets.data<int64_t>();
-      if (off[0] != 0 || off[m.rows()] != t.uncompressed_size()) {
-        return absl::DataLossError(absl::StrCat(where, ": offsets do not span the data"));
-      }
-      for (int64_t r = 0; r < m.rows(); ++r) {
-        if (off[r + 1] < off[r]) {
-          return absl::DataLossError(absl::StrCat(where, ": offsets go backwards at row ", r + 1));
-        }
-      }
+      SLUICE_ASSIGN_OR_RETURN(column.offsets, RaggedOffsets(t, m.rows(), pool, where));
     }
-    const ReceiveOp* op = ops != nullptr ? ops->For(static_cast<int>(i)) : nullptr;
-    const bool ran = message.ran[i];
-    if (ran && (op == nullptr || !plain)) {
-      return absl::DataLossError(absl::StrCat(where, ": converted on receipt, but ",
-                                              op == nullptr ? "has no receive op" : "compressed"));
-    }
-    if (ran) {
-      const int64_t out_bytes = m.rows() * op->out_row_bytes;  // rows were checked against the bytes sent
-      if (sent.byte_size() != static_cast<size_t>(out_bytes)) {
-        return absl::DataLossError(absl::StrCat(where, ": ", sent.byte_size(), " bytes converted, expected ", out_bytes));
-      }
-      column.values = Tensor(op->out.dtype, op->out.shape.WithLeading(m.rows()), sent.buffer());
-    } else if (plain) {
-      if (sent.byte_size() != static_cast<size_t>(bytes)) {
-        return absl::DataLossError(absl::StrCat(where, ": ", sent.byte_size(), " bytes, expected ", bytes));
-      }
-      column.values = Tensor(dtype, shape, sent.buffer());
-    } else {
-      column.values = Tensor::Allocate(dtype, shape, pool);
-      SLUICE_RETURN_IF_ERROR(Decompress(m.compression(), sent.raw_data(), sent.byte_size(),
-                                        column.values.raw_data(), column.values.byte_size(), where));
-    }
-    if (op != nullptr && !ran) {  // compressed: the op runs on the decompressed bytes
-      Tensor converted = Tensor::Allocate(op->out.dtype, op->out.shape.WithLeading(m.rows()), pool);
-      SLUICE_RETURN_IF_ERROR(op->Run(column.values.raw_data(), m.rows(), converted.raw_data()));
-      column.values = std::move(converted);
-    }
+    SLUICE_ASSIGN_OR_RETURN(column.values, ColumnValues(message, i, spec, bytes, pool, ops, where));
     batch.columns.push_back(std::move(column));
   }
-  batch.provenance = Provenance(std::move(files));
-  for (int64_t r = 0; r < m.rows(); ++r) {
-    const int64_t id = m.sample_ids(static_cast<int>(r));
-    const bool continues = r > 0 && id >= 0 && m.sample_ids(static_cast<int>(r - 1)) == id - 1 &&
-                           (id >> 40) == ((id - 1) >> 40);
-    if (!continues) {
-      batch.provenance.AddRun(r, id < 0 ? -1 : static_cast<int32_t>(id >> 40),
-                              id < 0 ? -1 : id & ((int64_t{1} << 40) - 1));
-    }
-  }
+  batch.provenance = ProvenanceOf(m, std::move(files));
   return batch;
 }
 

@@ -33,108 +33,117 @@ absl::Status DispatcherState::Journaled(const JournalEntry& entry) {
 
 void DispatcherState::Apply(const JournalEntry& entry) {
   switch (entry.entry_case()) {
-    case JournalEntry::kRegisterPipeline: {
-      const JournalPipeline& r = entry.register_pipeline();
-      const std::string id = graph::Fingerprint(r.pipeline());
-      Pipeline& p = pipelines_[id];
-      p.def = r.pipeline();
-      p.info.set_pipeline_id(id);
-      *p.info.mutable_element() = r.element();
-      p.ops = graph::OpsUsed(p.def);
-      p.last_used = absl::Now();
-      p.origin_id = r.origin_id().empty() ? id : r.origin_id();
-      break;
-    }
-    case JournalEntry::kCreateJob: {
-      const JournalJob& j = entry.create_job();
-      jobs_[j.job_id()].def = j;
-      if (!j.job_name().empty()) named_jobs_[{j.tenant(), j.job_name()}] = j.job_id();
-      next_id_ = std::max(next_id_, j.job_id() + 1);
-      break;
-    }
-    case JournalEntry::kAddClient: {
-      const JournalClient& c = entry.add_client();
-      auto job = jobs_.find(c.job_id());
-      if (job == jobs_.end()) break;
-      job->second.clients.insert(c.client_id());
-      clients_[c.client_id()].job_id = c.job_id();
-      next_id_ = std::max(next_id_, c.client_id() + 1);
-      break;
-    }
-    case JournalEntry::kReleaseClient: {
-      const ReleaseClientRequest& r = entry.release_client();
-      auto job = jobs_.find(r.job_id());
-      if (job != jobs_.end()) {
-        job->second.clients.erase(r.client_id());
-        for (auto& [epoch, splits] : job->second.epochs) splits.ClientLost(r.client_id());
-        // A job no one reads is over: a consumer giving its name later
-        // starts a new one.
-        if (job->second.clients.empty()) {
-          auto named = named_jobs_.find({job->second.def.tenant(), job->second.def.job_name()});
-          if (named != named_jobs_.end() && named->second == job->first) named_jobs_.erase(named);
-          jobs_.erase(job);
-        }
-      }
-      clients_.erase(r.client_id());
-      break;
-    }
-    case JournalEntry::kSplitsCompleted: {
-      const ReportSplitsRequest& r = entry.splits_completed();
-      auto job = jobs_.find(r.job_id());
-      if (job == jobs_.end()) break;
-      EpochSplits& splits = Epoch(job->second, r.epoch());
-      for (int64_t s : r.completed()) splits.Complete(s, r.client_id());
-      break;
-    }
-    case JournalEntry::kResumeClient: {
-      const ResumeClientRequest& r = entry.resume_client();
-      auto job = jobs_.find(r.job_id());
-      if (job == jobs_.end()) break;
-      const std::vector<int64_t> done(r.done().begin(), r.done().end());
-      std::vector<EpochSplits::Partial> partial;
-      for (int i = 0; i < r.partial_size(); ++i) {
-        partial.push_back({r.partial(i), i < r.partial_from_size() ? r.partial_from(i) : 0});
-      }
-      Job& j = job->second;
-      const int64_t root = r.previous_client_id() >= 0 ? j.Root(r.previous_client_id()) : r.client_id();
-      std::vector<int64_t> consumer = {root, r.client_id()};
-      for (const auto& [client, first] : j.lineage) {
-        if (first == root) consumer.push_back(client);
-      }
-      j.lineage[r.client_id()] = root;
-      Epoch(j, r.epoch()).Resume(r.client_id(), consumer, done, partial);
-      // Epochs the consumer had gone on to: all of it runs again.
-      for (auto& [epoch, splits] : j.epochs) {
-        if (epoch > r.epoch()) splits.Resume(r.client_id(), consumer, {}, {});
-      }
-      break;
-    }
-    case JournalEntry::kLineage: {
-      auto job = jobs_.find(entry.lineage().job_id());
-      if (job != jobs_.end()) job->second.lineage[entry.lineage().client_id()] = entry.lineage().root();
-      break;
-    }
-    case JournalEntry::kSplitAssigned: {
-      // A replayed assignment has no live worker: it counts as abandoned,
-      // so the split re-runs for the client that may hold part of it.
-      const JournalSplit& a = entry.split_assigned();
-      auto job = jobs_.find(a.job_id());
-      if (job == jobs_.end()) break;
-      EpochSplits& splits = Epoch(job->second, a.epoch());
-      splits.Assign(a.split(), a.client_id(), -1);
-      splits.Abandon(a.split(), a.client_id(), /*why=*/"");
-      break;
-    }
+    case JournalEntry::kRegisterPipeline:
+      return ApplyRegisterPipeline(entry.register_pipeline());
+    case JournalEntry::kCreateJob:
+      return ApplyCreateJob(entry.create_job());
+    case JournalEntry::kAddClient:
+      return ApplyAddClient(entry.add_client());
+    case JournalEntry::kReleaseClient:
+      return ApplyReleaseClient(entry.release_client());
+    case JournalEntry::kSplitsCompleted:
+      return ApplySplitsCompleted(entry.splits_completed());
+    case JournalEntry::kResumeClient:
+      return ApplyResumeClient(entry.resume_client());
+    case JournalEntry::kLineage:
+      return ApplyLineage(entry.lineage());
+    case JournalEntry::kSplitAssigned:
+      return ApplySplitAssigned(entry.split_assigned());
     case JournalEntry::kAddWorker:
       worker_secrets_[entry.add_worker().worker_id()] = entry.add_worker().secret();
       next_id_ = std::max(next_id_, entry.add_worker().worker_id() + 1);
-      break;
+      return;
     case JournalEntry::kNextId:
       next_id_ = std::max(next_id_, entry.next_id());
-      break;
+      return;
     case JournalEntry::ENTRY_NOT_SET:
-      break;
+      return;
   }
+}
+
+void DispatcherState::ApplyRegisterPipeline(const JournalPipeline& r) {
+  const std::string id = graph::Fingerprint(r.pipeline());
+  Pipeline& p = pipelines_[id];
+  p.def = r.pipeline();
+  p.info.set_pipeline_id(id);
+  *p.info.mutable_element() = r.element();
+  p.ops = graph::OpsUsed(p.def);
+  p.last_used = absl::Now();
+  p.origin_id = r.origin_id().empty() ? id : r.origin_id();
+}
+
+void DispatcherState::ApplyCreateJob(const JournalJob& j) {
+  jobs_[j.job_id()].def = j;
+  if (!j.job_name().empty()) named_jobs_[{j.tenant(), j.job_name()}] = j.job_id();
+  next_id_ = std::max(next_id_, j.job_id() + 1);
+}
+
+void DispatcherState::ApplyAddClient(const JournalClient& c) {
+  auto job = jobs_.find(c.job_id());
+  if (job == jobs_.end()) return;
+  job->second.clients.insert(c.client_id());
+  clients_[c.client_id()].job_id = c.job_id();
+  next_id_ = std::max(next_id_, c.client_id() + 1);
+}
+
+void DispatcherState::ApplyReleaseClient(const ReleaseClientRequest& r) {
+  auto job = jobs_.find(r.job_id());
+  if (job != jobs_.end()) {
+    job->second.clients.erase(r.client_id());
+    for (auto& [epoch, splits] : job->second.epochs) splits.ClientLost(r.client_id());
+    // A job no one reads is over: a consumer giving its name later starts
+    // a new one.
+    if (job->second.clients.empty()) {
+      auto named = named_jobs_.find({job->second.def.tenant(), job->second.def.job_name()});
+      if (named != named_jobs_.end() && named->second == job->first) named_jobs_.erase(named);
+      jobs_.erase(job);
+    }
+  }
+  clients_.erase(r.client_id());
+}
+
+void DispatcherState::ApplySplitsCompleted(const ReportSplitsRequest& r) {
+  auto job = jobs_.find(r.job_id());
+  if (job == jobs_.end()) return;
+  EpochSplits& splits = Epoch(job->second, r.epoch());
+  for (int64_t s : r.completed()) splits.Complete(s, r.client_id());
+}
+
+void DispatcherState::ApplyResumeClient(const ResumeClientRequest& r) {
+  auto job = jobs_.find(r.job_id());
+  if (job == jobs_.end()) return;
+  const std::vector<int64_t> done(r.done().begin(), r.done().end());
+  std::vector<EpochSplits::Partial> partial;
+  for (int i = 0; i < r.partial_size(); ++i) {
+    partial.push_back({r.partial(i), i < r.partial_from_size() ? r.partial_from(i) : 0});
+  }
+  Job& j = job->second;
+  const int64_t root = r.previous_client_id() >= 0 ? j.Root(r.previous_client_id()) : r.client_id();
+  std::vector<int64_t> consumer = {root, r.client_id()};
+  for (const auto& [client, first] : j.lineage) {
+    if (first == root) consumer.push_back(client);
+  }
+  j.lineage[r.client_id()] = root;
+  Epoch(j, r.epoch()).Resume(r.client_id(), consumer, done, partial);
+  // Epochs the consumer had gone on to: all of it runs again.
+  for (auto& [epoch, splits] : j.epochs) {
+    if (epoch > r.epoch()) splits.Resume(r.client_id(), consumer, {}, {});
+  }
+}
+
+void DispatcherState::ApplyLineage(const JournalClient& l) {
+  auto job = jobs_.find(l.job_id());
+  if (job != jobs_.end()) job->second.lineage[l.client_id()] = l.root();
+}
+
+void DispatcherState::ApplySplitAssigned(const JournalSplit& a) {
+  // A replayed assignment has no live worker: it counts as abandoned, so
+  // the split re-runs for the client that may hold part of it.
+  auto job = jobs_.find(a.job_id());
+  if (job == jobs_.end()) return;
+  EpochSplits& splits = Epoch(job->second, a.epoch());
+  splits.Assign(a.split(), a.client_id(), -1);
+  splits.Abandon(a.split(), a.client_id(), /*why=*/"");
 }
 
 void DispatcherState::Recovered(absl::Time now) {

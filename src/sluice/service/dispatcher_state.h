@@ -92,6 +92,16 @@ class DispatcherState {
   DispatcherStatus Status(absl::Time now, const Caller& caller = Caller()) const;
 
  private:
+  // Apply, one entry kind each.
+  void ApplyRegisterPipeline(const JournalPipeline& r);
+  void ApplyCreateJob(const JournalJob& j);
+  void ApplyAddClient(const JournalClient& c);
+  void ApplyReleaseClient(const ReleaseClientRequest& r);
+  void ApplySplitsCompleted(const ReportSplitsRequest& r);
+  void ApplyResumeClient(const ResumeClientRequest& r);
+  void ApplyLineage(const JournalClient& l);
+  void ApplySplitAssigned(const JournalSplit& a);
+
   struct Pipeline {
     PipelineDef def;
     RegisterPipelineResponse info;

@@ -137,7 +137,31 @@ void EpochReader::OpenStreams() {
   }
 }
 
+// One stream's reading, from its open to its end.
+struct EpochReader::StreamRead {
+  std::shared_ptr<ShmRing> ring;  // a worker on this host writes into it
+  std::unique_ptr<grpc::ClientReader<ReceivingBatch>> reader;
+  std::shared_ptr<const std::vector<std::string>> files;
+  int64_t split = -1;         // the split whose rows are arriving
+  bool ended = false;         // the worker sent the epoch's end
+  bool server_ended = false;  // the worker finished the stream, with its status
+  grpc::Status broken;        // set when this side gave up on the stream
+};
+
 void EpochReader::Read(Stream* stream) {
+  StreamRead read;
+  Open(stream, &read);
+  Receive(&read);
+  // Cancelling a stream the worker ended would turn its status (the
+  // pipeline's error) into CANCELLED, which reads as a lost worker.
+  if (!read.ended && !read.server_ended) stream->context.TryCancel();
+  grpc::Status status = read.reader->Finish();
+  if (!read.broken.ok()) status = read.broken;
+  input_->ReturnRing(std::move(read.ring));
+  Finish(stream, read, status);
+}
+
+void EpochReader::Open(Stream* stream, StreamRead* read) {
   std::shared_ptr<grpc::Channel> channel = input_->ChannelTo(stream->address);
   AddToken(&stream->context, input_->options().security.token);
   StreamBatchesRequest request;
@@ -148,116 +172,122 @@ void EpochReader::Read(Stream* stream) {
   request.set_mode(input_->options().mode);
   request.set_compression(input_->options().compression);
   // A worker on this host writes into the ring; one elsewhere cannot open it.
-  std::shared_ptr<ShmRing> ring =
-      input_->options().compression == COMPRESSION_NONE && AddressIsOnThisHost(stream->address)
-          ? input_->TakeRing()
-          : nullptr;
-  if (ring != nullptr) {
-    request.set_shm_ring(ring->name());
-    request.set_shm_session(ring->Offer());
+  if (input_->options().compression == COMPRESSION_NONE && AddressIsOnThisHost(stream->address)) {
+    read->ring = input_->TakeRing();
+  }
+  if (read->ring != nullptr) {
+    request.set_shm_ring(read->ring->name());
+    request.set_shm_session(read->ring->Offer());
   }
   // The generated stub would parse BatchMessages; this reader parses
   // ReceivingBatches (see wire_batch.h) from the same method.
   static const std::string method = absl::StrCat("/", ::sluice::Worker::service_full_name(), "/StreamBatches");
   const grpc::internal::RpcMethod rpc(method.c_str(), grpc::internal::RpcMethod::SERVER_STREAMING, channel);
-  std::unique_ptr<grpc::ClientReader<ReceivingBatch>> reader(
+  read->reader.reset(
       grpc::internal::ClientReaderFactory<ReceivingBatch>::Create(channel.get(), rpc, &stream->context, request));
+}
 
-  std::shared_ptr<const std::vector<std::string>> files;
-  int64_t split = -1;  // the split whose rows are arriving
-  bool ended = false;
-  grpc::Status broken;     // set when this side gave up on the stream
-  bool server_ended = false;  // the worker finished the stream, with its status
+void EpochReader::Receive(StreamRead* read) {
   ReceivingBatch incoming;
   incoming.pool = ctx_->pool;
-  incoming.ring = ring.get();
+  incoming.ring = read->ring.get();
   // Compressed columns are not the bytes the ops take: DecodeBatch runs them.
   if (input_->options().compression == COMPRESSION_NONE) incoming.ops = &receive_ops_;
   while (true) {
-    if (!reader->Read(&incoming)) {
+    if (!read->reader->Read(&incoming)) {
       if (!incoming.error.ok()) {  // damaged on the way: drop the stream, re-run the split
-        broken = grpc::Status(grpc::StatusCode::ABORTED, std::string(incoming.error.message()));
+        read->broken = grpc::Status(grpc::StatusCode::ABORTED, std::string(incoming.error.message()));
       } else {
-        server_ended = true;
+        read->server_ended = true;
       }
-      break;
+      return;
     }
     const BatchMessage& message = incoming.received.header;
     if (message.files_size() > 0) {
-      files = std::make_shared<const std::vector<std::string>>(message.files().begin(), message.files().end());
+      read->files = std::make_shared<const std::vector<std::string>>(message.files().begin(), message.files().end());
     }
     if (message.epoch_end()) {
       CountSkips(message);
-      ended = true;
-      break;
+      read->ended = true;
+      return;
     }
-    if (message.split_skipped()) {  // failed too often; skipped under on_corrupt "skip"
-      {
-        absl::MutexLock lock(&mu_);
-        const int64_t arrived = delivered_[message.split()].size();
-        const int64_t records = message.skipped_records() < 0 ? 1 : message.skipped_records() - arrived;
-        if (completed_.insert(message.split()).second) {
-          if (records > 0) ctx_->skips.Add(message.skipped_file(), records, 0, message.skip_reason());
-          SplitArrived(message.split());
-        }
-        delivered_.erase(message.split());
+    if (message.split_skipped() || message.split_end()) {
+      if (message.split_skipped()) {
+        SplitSkipped(message);
+      } else {
+        SplitEnded(message);
       }
-      if (exactly_once_) input_->ReportSplits(epoch_, {message.split()}, {});
-      split = -1;
+      read->split = -1;
       continue;
     }
-    if (message.split_end()) {
-      bool report;
-      {
-        absl::MutexLock lock(&mu_);
-        if (completed_.insert(message.split()).second) {  // once, whatever re-ran
-          CountSkips(message);
-          SplitArrived(message.split());
-        }
-        delivered_.erase(message.split());
-        report = held_rows_.count(message.split()) == 0;
-        if (!report) ended_held_.insert(message.split());
-      }
-      if (exactly_once_ && report) input_->ReportSplits(epoch_, {message.split()}, {});
-      split = -1;
-      continue;
-    }
-    split = message.split();
-    const int64_t bytes = incoming.received.wire_bytes;
-    absl::StatusOr<Batch> batch =
-        DecodeBatch(std::move(incoming.received), input_->schema(), files, ctx_->pool, &receive_ops_);
-    if (!batch.ok()) {  // damaged on the way: drop the stream, re-run the split
-      broken = grpc::Status(grpc::StatusCode::ABORTED, std::string(batch.status().message()));
-      break;
-    }
-    input_->CountReceived(batch->rows, bytes);
-    absl::MutexLock lock(&mu_);
-    if (exactly_once_ && !DropDelivered(split, &*batch)) continue;
-    while (queue_.size() >= max_queued_ * std::max<size_t>(1, streams_.size()) && !stopping_ && !superseded_ &&
-           !ctx_->cancel.cancelled()) {
-      cv_.Wait(&mu_);
-    }
-    if (stopping_ || superseded_ || ctx_->cancel.cancelled()) break;
-    held_rows_[split] += batch->rows;
-    queue_splits_.push_back(split);
-    queue_.push_back(*std::move(batch));
-    cv_.SignalAll();
+    read->split = message.split();
+    if (!Deliver(std::move(incoming.received), read)) return;
   }
-  // Cancelling a stream the worker ended would turn its status (the
-  // pipeline's error) into CANCELLED, which reads as a lost worker.
-  if (!ended && !server_ended) stream->context.TryCancel();
-  grpc::Status status = reader->Finish();
-  if (!broken.ok()) status = broken;
-  input_->ReturnRing(std::move(ring));
+}
 
+void EpochReader::SplitSkipped(const BatchMessage& message) {
+  // Failed too often; skipped under on_corrupt "skip".
+  {
+    absl::MutexLock lock(&mu_);
+    const int64_t arrived = delivered_[message.split()].size();
+    const int64_t records = message.skipped_records() < 0 ? 1 : message.skipped_records() - arrived;
+    if (completed_.insert(message.split()).second) {
+      if (records > 0) ctx_->skips.Add(message.skipped_file(), records, 0, message.skip_reason());
+      SplitArrived(message.split());
+    }
+    delivered_.erase(message.split());
+  }
+  if (exactly_once_) input_->ReportSplits(epoch_, {message.split()}, {});
+}
+
+void EpochReader::SplitEnded(const BatchMessage& message) {
+  bool report;
+  {
+    absl::MutexLock lock(&mu_);
+    if (completed_.insert(message.split()).second) {  // once, whatever re-ran
+      CountSkips(message);
+      SplitArrived(message.split());
+    }
+    delivered_.erase(message.split());
+    report = held_rows_.count(message.split()) == 0;
+    if (!report) ended_held_.insert(message.split());
+  }
+  if (exactly_once_ && report) input_->ReportSplits(epoch_, {message.split()}, {});
+}
+
+bool EpochReader::Deliver(ReceivedBatch received, StreamRead* read) {
+  const int64_t bytes = received.wire_bytes;
+  absl::StatusOr<Batch> batch =
+      DecodeBatch(std::move(received), input_->schema(), read->files, ctx_->pool, &receive_ops_);
+  if (!batch.ok()) {  // damaged on the way: drop the stream, re-run the split
+    read->broken = grpc::Status(grpc::StatusCode::ABORTED, std::string(batch.status().message()));
+    return false;
+  }
+  input_->CountReceived(batch->rows, bytes);
   absl::MutexLock lock(&mu_);
-  stream->ended_epoch = ended;
-  if (!ended && !stopping_) {
-    if (!broken.ok() && split >= 0 && ++damaged_[split] >= kMaxDamagedArrivals) {
+  if (exactly_once_ && !DropDelivered(read->split, &*batch)) return true;
+  while (queue_.size() >= max_queued_ * std::max<size_t>(1, streams_.size()) && !stopping_ && !superseded_ &&
+         !ctx_->cancel.cancelled()) {
+    cv_.Wait(&mu_);
+  }
+  if (stopping_ || superseded_ || ctx_->cancel.cancelled()) return false;
+  held_rows_[read->split] += batch->rows;
+  queue_splits_.push_back(read->split);
+  queue_.push_back(*std::move(batch));
+  cv_.SignalAll();
+  return true;
+}
+
+void EpochReader::Finish(Stream* stream, const StreamRead& read, const grpc::Status& status) {
+  absl::MutexLock lock(&mu_);
+  stream->ended_epoch = read.ended;
+  const int64_t split = read.split;
+  if (!read.ended && !stopping_) {
+    if (!read.broken.ok() && split >= 0 && ++damaged_[split] >= kMaxDamagedArrivals) {
       if (error_.ok()) {
         error_ = absl::DataLossError(absl::StrCat(
             "job ", input_->job_id(), ": split ", split, " arrived damaged ", damaged_[split], " times from worker ",
-            stream->worker_id, " at ", stream->address, " (last: ", broken.error_message(),
+            stream->worker_id, " at ", stream->address, " (last: ", read.broken.error_message(),
             "): something between that worker and this client corrupts data"));
       }
     } else if (LostWorker(status)) {

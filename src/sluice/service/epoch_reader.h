@@ -24,6 +24,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "sluice/exec/iterator.h"
+#include "sluice/service/batch_codec.h"
 #include "sluice/service/distributed_input.h"
 #include "sluice/service/id_ranges.h"
 #include "sluice/service/receive_ops.h"
@@ -51,7 +52,23 @@ class EpochReader : public exec::Iterator {
     bool ended_epoch = false;
   };
 
+  struct StreamRead;
+
+  // A stream's thread: opens it, receives until it ends, then records how.
   void Read(Stream* stream);
+  void Open(Stream* stream, StreamRead* read);
+  void Receive(StreamRead* read);
+  // A split's end marker, or its skipped marker (it failed too often and
+  // on_corrupt is "skip"): counted once, whatever re-ran, and reported.
+  void SplitEnded(const BatchMessage& message);
+  void SplitSkipped(const BatchMessage& message);
+  // Decodes a batch of read->split and queues its rows not delivered
+  // before; false when the stream must stop (damaged on the way, or the
+  // reader stops).
+  bool Deliver(ReceivedBatch received, StreamRead* read);
+  // Why the stream ended: a lost worker (its split runs again), damage that
+  // repeats (DataLoss) or the pipeline's own error.
+  void Finish(Stream* stream, const StreamRead& read, const grpc::Status& status);
   // Adds what a worker skipped (a split_end or epoch_end marker's counts).
   void CountSkips(const BatchMessage& marker);
   // Drops rows of `batch` already delivered for its split (or done in the

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "sluice/core/status_macros.h"
+#include "sluice/kernels/image_filter.h"
 #include "sluice/ops/cuda/cuda_runtime.h"
 #include "sluice/ops/cuda/device_scratch.h"
 #include "sluice/ops/cuda/image_filter_kernels.h"
