@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/io/crc32c.h"
-#include "sluice/service/security.h"
+#include "sluice/service/channel.h"
 
 namespace sluice::service {
 namespace {

@@ -1,3 +1,4 @@
+#include "sluice/service/channel.h"
 #include "sluice/service/dispatcher_impl.h"
 
 #include "absl/strings/str_cat.h"

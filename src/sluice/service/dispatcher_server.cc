@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "sluice/core/status_macros.h"
+#include "sluice/service/grpc_status.h"
 #include "sluice/service/log.h"
 #include "sluice/service/service_metrics.h"
 

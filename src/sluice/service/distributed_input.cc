@@ -1,3 +1,4 @@
+#include "sluice/service/channel.h"
 #include "sluice/service/distributed_input.h"
 
 #include <algorithm>
@@ -5,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "sluice/core/status_macros.h"
+#include "sluice/service/grpc_status.h"
 #include "sluice/service/unary_call.h"
 #include "sluice/service/element_spec.h"
 #include "sluice/service/epoch_reader.h"

@@ -5,6 +5,7 @@
 #include "sluice/exec/row_copier.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/service/batch_codec.h"
+#include "sluice/service/grpc_status.h"
 #include "sluice/service/log.h"
 #include "sluice/service/wire_batch.h"
 

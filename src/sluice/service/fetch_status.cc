@@ -1,3 +1,4 @@
+#include "sluice/service/channel.h"
 #include "sluice/service/fetch_status.h"
 
 #include "service.grpc.pb.h"

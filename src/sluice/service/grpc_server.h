@@ -16,6 +16,7 @@
 #include "absl/base/call_once.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/notification.h"
+#include "sluice/service/channel.h"
 #include "sluice/service/security.h"
 
 namespace sluice::service {

@@ -13,7 +13,8 @@
 namespace sluice::service {
 namespace {
 
-absl::StatusOr<std::string> ReadPem(const std::string& path, const std::string& what) {
+// The whole of the file at `path`, `what` naming it in the error.
+absl::StatusOr<std::string> ReadWholeFile(const std::string& path, const std::string& what) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", what, " ", path));
   std::stringstream text;
@@ -26,7 +27,7 @@ constexpr char kTokenKey[] = "authorization";
 }  // namespace
 
 absl::Status SecurityOptions::ReadTokenFile(const std::string& path) {
-  SLUICE_ASSIGN_OR_RETURN(std::string text, ReadPem(path, "token file"));
+  SLUICE_ASSIGN_OR_RETURN(std::string text, ReadWholeFile(path, "token file"));
   token = std::string(absl::StripAsciiWhitespace(text));
   if (token.empty()) return absl::InvalidArgumentError(absl::StrCat("token file ", path, " is empty"));
   return absl::OkStatus();
@@ -49,11 +50,11 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
   grpc::SslServerCredentialsOptions ssl(options.require_client_cert
                                             ? GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY
                                             : GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
-  SLUICE_ASSIGN_OR_RETURN(std::string cert, ReadPem(options.cert_file, "certificate"));
-  SLUICE_ASSIGN_OR_RETURN(std::string key, ReadPem(options.key_file, "private key"));
+  SLUICE_ASSIGN_OR_RETURN(std::string cert, ReadWholeFile(options.cert_file, "certificate"));
+  SLUICE_ASSIGN_OR_RETURN(std::string key, ReadWholeFile(options.key_file, "private key"));
   ssl.pem_key_cert_pairs.push_back({key, cert});
   if (options.require_client_cert) {
-    SLUICE_ASSIGN_OR_RETURN(ssl.pem_root_certs, ReadPem(options.ca_file, "CA certificate"));
+    SLUICE_ASSIGN_OR_RETURN(ssl.pem_root_certs, ReadWholeFile(options.ca_file, "CA certificate"));
   }
   return grpc::SslServerCredentials(ssl);
 }
@@ -62,28 +63,12 @@ absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> MakeChannelCredentials
     const SecurityOptions& options) {
   if (options.ca_file.empty()) return grpc::InsecureChannelCredentials();
   grpc::SslCredentialsOptions ssl;
-  SLUICE_ASSIGN_OR_RETURN(ssl.pem_root_certs, ReadPem(options.ca_file, "CA certificate"));
+  SLUICE_ASSIGN_OR_RETURN(ssl.pem_root_certs, ReadWholeFile(options.ca_file, "CA certificate"));
   if (!options.cert_file.empty()) {
-    SLUICE_ASSIGN_OR_RETURN(ssl.pem_cert_chain, ReadPem(options.cert_file, "certificate"));
-    SLUICE_ASSIGN_OR_RETURN(ssl.pem_private_key, ReadPem(options.key_file, "private key"));
+    SLUICE_ASSIGN_OR_RETURN(ssl.pem_cert_chain, ReadWholeFile(options.cert_file, "certificate"));
+    SLUICE_ASSIGN_OR_RETURN(ssl.pem_private_key, ReadWholeFile(options.key_file, "private key"));
   }
   return grpc::SslCredentials(ssl);
-}
-
-absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(const std::string& target,
-                                                           const SecurityOptions& options) {
-  SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<grpc::ChannelCredentials> credentials,
-                          MakeChannelCredentials(options));
-  grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(kMaxMessageBytes);
-  args.SetMaxSendMessageSize(kMaxMessageBytes);
-  // Reconnect quickly after a dispatcher or worker restart.
-  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
-  // Re-resolve soon after a failure (the default waits 30 s).
-  args.SetInt(GRPC_ARG_DNS_MIN_TIME_BETWEEN_RESOLUTIONS_MS, 500);
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 500);
-  return grpc::CreateCustomChannel(target, credentials, args);
 }
 
 namespace {
@@ -107,7 +92,7 @@ absl::string_view RoleName(Role role) {
 }  // namespace
 
 absl::Status SecurityOptions::ReadCallersFile(const std::string& path) {
-  SLUICE_ASSIGN_OR_RETURN(std::string text, ReadPem(path, "callers file"));
+  SLUICE_ASSIGN_OR_RETURN(std::string text, ReadWholeFile(path, "callers file"));
   int line_number = 0;
   for (absl::string_view line : absl::StrSplit(text, '\n')) {
     ++line_number;
@@ -169,17 +154,6 @@ absl::StatusOr<Caller> Authorize(const grpc::ServerContextBase& context, const S
 
 void AddToken(grpc::ClientContext* context, const std::string& token) {
   if (!token.empty()) context->AddMetadata(kTokenKey, "Bearer " + token);
-}
-
-grpc::Status ToGrpc(const absl::Status& status) {
-  if (status.ok()) return grpc::Status::OK;
-  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
-}
-
-absl::Status FromGrpc(const grpc::Status& status, const std::string& call) {
-  if (status.ok()) return absl::OkStatus();
-  return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
-                      absl::StrCat(call, ": ", status.error_message()));
 }
 
 }  // namespace sluice::service

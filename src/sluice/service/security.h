@@ -61,20 +61,9 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
 absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> MakeChannelCredentials(
     const SecurityOptions& options);
 
-// A channel to `target` with sluice's message-size limits.
-absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(const std::string& target,
-                                                           const SecurityOptions& options);
-// The largest message a sluice process accepts: a batch; larger ones are
-// rejected by gRPC with RESOURCE_EXHAUSTED naming the sizes.
-inline constexpr int kMaxMessageBytes = 1 << 30;
-// The largest request the dispatcher accepts (a pipeline definition; arrays
-// sources carry their data inside it).
-inline constexpr int kMaxRequestBytes = 64 << 20;
-
+// Adds `token` (when there is one) to an outgoing call's metadata.
 void AddToken(grpc::ClientContext* context, const std::string& token);
 
-grpc::Status ToGrpc(const absl::Status& status);
-absl::Status FromGrpc(const grpc::Status& status, const std::string& call);
 
 }  // namespace sluice::service
 

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <string>
 
+#include "sluice/service/grpc_status.h"
 #include "sluice/service/security.h"
 
 namespace sluice::service {

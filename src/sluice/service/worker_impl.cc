@@ -1,3 +1,4 @@
+#include "sluice/service/channel.h"
 #include "sluice/service/worker_impl.h"
 
 #include <algorithm>

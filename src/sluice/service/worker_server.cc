@@ -1,3 +1,4 @@
+#include "sluice/service/grpc_status.h"
 #include "sluice/service/worker_server.h"
 
 #include "sluice/service/service_metrics.h"

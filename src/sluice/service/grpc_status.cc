@@ -1,0 +1,18 @@
+#include "sluice/service/grpc_status.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace sluice::service {
+
+grpc::Status ToGrpc(const absl::Status& status) {
+  if (status.ok()) return grpc::Status::OK;
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
+}
+
+absl::Status FromGrpc(const grpc::Status& status, const std::string& call) {
+  if (status.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
+                      absl::StrCat(call, ": ", status.error_message()));
+}
+
+}  // namespace sluice::service

@@ -1,0 +1,20 @@
+// The one conversion between absl::Status and grpc::Status at the service's
+// boundary: the codes are the same numbers, and a status that comes back
+// from a call is prefixed with the call that failed.
+#ifndef SLUICE_SERVICE_GRPC_STATUS_H_
+#define SLUICE_SERVICE_GRPC_STATUS_H_
+
+#include <string>
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/status/status.h"
+
+namespace sluice::service {
+
+grpc::Status ToGrpc(const absl::Status& status);
+absl::Status FromGrpc(const grpc::Status& status, const std::string& call);
+
+}  // namespace sluice::service
+
+#endif  // SLUICE_SERVICE_GRPC_STATUS_H_
