@@ -143,10 +143,15 @@ TEST_F(PythonPoolTest, ACallerHoldingEveryProcessMakesTheNextWaitNotGrow) {
   SLUICE_ASSERT_OK(pool->Acquire(8, &first));
   ASSERT_EQ(first.size(), 2u);
   std::vector<std::unique_ptr<PythonProcess>> second;
-  std::thread waiter([&] { SLUICE_EXPECT_OK(pool->Acquire(8, &second)); });
-  // Time for the waiter to reach its wait, where a wrong pool would grow;
-  // a right one passes however long this is.
-  absl::SleepFor(absl::Milliseconds(200));
+  std::atomic<bool> served{false};
+  std::thread waiter([&] {
+    SLUICE_EXPECT_OK(pool->Acquire(8, &second));
+    served = true;
+  });
+  // Until the waiter waits (a right pool) or was served at once (a wrong
+  // pool, which grew): either way the next lines tell which.
+  while (pool->waiting() == 0 && !served) std::this_thread::yield();
+  EXPECT_FALSE(served) << "the second caller was served while the first held every process";
   pool->Release(std::move(first));
   waiter.join();
   EXPECT_EQ(second.size(), 2u);

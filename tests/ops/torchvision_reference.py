@@ -31,6 +31,48 @@ import sys
 import numpy as np
 import torch
 import torchvision.transforms.functional as F
+import torchvision.transforms.functional_tensor as F_t
+
+
+def blas_free_bmm(base, theta):
+    """base [1, N, 3] times theta [1, 3, 2] as the reference BLAS computes it
+    (each product rounded to float32, summed over k in order), without
+    calling a BLAS: torch's bmm goes through the machine's BLAS, and
+    OpenBLAS sums in another order, which moves nearest-neighbour ties, so
+    the reference would depend on which BLAS the machine has."""
+    out = base[..., 0:1] * theta[:, 0:1, :]
+    out = out + base[..., 1:2] * theta[:, 1:2, :]
+    return out + base[..., 2:3] * theta[:, 2:3, :]
+
+
+def gen_affine_grid(theta, w, h, ow, oh):
+    """torchvision's _gen_affine_grid with blas_free_bmm."""
+    d = 0.5
+    base_grid = torch.empty(1, oh, ow, 3, dtype=theta.dtype)
+    base_grid[..., 0].copy_(torch.linspace(-ow * 0.5 + d, ow * 0.5 + d - 1, steps=ow))
+    base_grid[..., 1].copy_(torch.linspace(-oh * 0.5 + d, oh * 0.5 + d - 1, steps=oh).unsqueeze_(-1))
+    base_grid[..., 2].fill_(1)
+    rescaled_theta = theta.transpose(1, 2) / torch.tensor([0.5 * w, 0.5 * h], dtype=theta.dtype)
+    return blas_free_bmm(base_grid.view(1, oh * ow, 3), rescaled_theta).view(1, oh, ow, 2)
+
+
+def perspective_grid(coeffs, ow, oh, dtype, device):
+    """torchvision's _perspective_grid with blas_free_bmm."""
+    theta1 = torch.tensor([[[coeffs[0], coeffs[1], coeffs[2]], [coeffs[3], coeffs[4], coeffs[5]]]], dtype=dtype)
+    theta2 = torch.tensor([[[coeffs[6], coeffs[7], 1.0], [coeffs[6], coeffs[7], 1.0]]], dtype=dtype)
+    d = 0.5
+    base_grid = torch.empty(1, oh, ow, 3, dtype=dtype)
+    base_grid[..., 0].copy_(torch.linspace(d, ow * 1.0 + d - 1.0, steps=ow))
+    base_grid[..., 1].copy_(torch.linspace(d, oh * 1.0 + d - 1.0, steps=oh).unsqueeze_(-1))
+    base_grid[..., 2].fill_(1)
+    rescaled_theta1 = theta1.transpose(1, 2) / torch.tensor([0.5 * ow, 0.5 * oh], dtype=dtype)
+    output_grid1 = blas_free_bmm(base_grid.view(1, oh * ow, 3), rescaled_theta1)
+    output_grid2 = blas_free_bmm(base_grid.view(1, oh * ow, 3), theta2.transpose(1, 2))
+    return (output_grid1 / output_grid2 - 1.0).view(1, oh, ow, 2)
+
+
+F_t._gen_affine_grid = gen_affine_grid
+F_t._perspective_grid = perspective_grid
 
 
 def pad(chw, padding, fill, mode):

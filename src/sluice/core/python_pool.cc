@@ -54,11 +54,13 @@ absl::Status PythonPool::Acquire(int64_t most, std::vector<std::unique_ptr<Pytho
     absl::MutexLock lock(&mu_);
     // A caller may hold several processes (a tile split among them): the
     // pool grows only when each of its processes is another caller's.
+    ++waiting_;
     mu_.Await(absl::Condition(
         +[](PythonPool* p) ABSL_EXCLUSIVE_LOCKS_REQUIRED(p->mu_) {
           return !p->free_.empty() || p->lost_ > 0 || (p->size_ < p->most_ && p->holders_ >= p->size_);
         },
         this));
+    --waiting_;
     ++holders_;
     while (!free_.empty() && static_cast<int64_t>(out->size() + dead.size()) < most) {
       std::unique_ptr<PythonProcess> process = std::move(free_.back());
@@ -84,6 +86,11 @@ absl::Status PythonPool::Acquire(int64_t most, std::vector<std::unique_ptr<Pytho
     out->clear();
   }
   return status;
+}
+
+int PythonPool::waiting() const {
+  absl::MutexLock lock(&mu_);
+  return waiting_;
 }
 
 absl::Status PythonPool::StartInto(int n, std::vector<std::unique_ptr<PythonProcess>>* out) {

@@ -39,6 +39,8 @@ class PythonPool {
   // (up to `most`, without waiting) and give back ones it is done with, so
   // that no process idles while some caller has rows to run.
   void TakeFree(int64_t most, std::vector<std::unique_ptr<PythonProcess>>* out);
+  // Callers in Acquire that have not been served yet (waiting, or about to).
+  int waiting() const;
   void GiveBack(std::unique_ptr<PythonProcess> process);
   // A descriptor readable while a process is free, for a caller with rows
   // left to wait on beside its own processes (PythonProcess::WaitAny): a
@@ -65,10 +67,11 @@ class PythonPool {
 
   const std::string interpreter_, spec_json_, what_;
   const int most_;
-  absl::Mutex mu_;
+  mutable absl::Mutex mu_;
   std::vector<std::unique_ptr<PythonProcess>> free_ ABSL_GUARDED_BY(mu_);
   int size_ ABSL_GUARDED_BY(mu_) = 0;     // processes running or starting
   int holders_ ABSL_GUARDED_BY(mu_) = 0;  // callers between Acquire and Release
+  int waiting_ ABSL_GUARDED_BY(mu_) = 0;  // callers in Acquire, not yet served
   int lost_ ABSL_GUARDED_BY(mu_) = 0;     // died while free: Acquire starts them again
   const int free_signal_;                 // an eventfd
   bool signaled_ ABSL_GUARDED_BY(mu_) = false;
