@@ -6,6 +6,7 @@ import importlib.metadata
 import pathlib
 import re
 import subprocess
+import sys
 
 import sluice
 
@@ -23,3 +24,13 @@ def test_the_package_library_and_command_say_the_project_version():
     assert sluice.__version__ == version
     out = subprocess.run(["sluice", "--version"], check=True, capture_output=True, text=True).stdout
     assert out.strip() == f"sluice {version}"
+
+
+def test_a_fresh_interpreter_imports_sluice_then_hashlib_and_ssl():
+    # pyarrow's Arrow libraries, which libsluice links, carry a copy of
+    # OpenSSL's symbols: the system's libcrypto must win, or hashlib,
+    # loading after sluice, crashes the process.
+    code = "import sluice, hashlib, ssl; print(hashlib.sha256(b'sluice').hexdigest()[:8], ssl.OPENSSL_VERSION)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("0f5aec3c")
