@@ -4,7 +4,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "sluice/core/status_macros.h"
-#include "sluice/exec/pipeline.h"
+#include "op_harness.h"
 #include "sluice/pipeline_builder.h"
 #include "status_matchers.h"
 
@@ -23,25 +23,21 @@ std::vector<uint8_t> Pixels() {
   return p;
 }
 
-absl::StatusOr<Batch> RunOne(std::vector<OpSpec> ops) {
-  PipelineDef def = PipelineBuilder::Arrays({MakeArrayColumn("image", {4, 6, 3}, Pixels())})
-                        .Map(std::move(ops))
-                        .Build();
-  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<exec::Pipeline> p, exec::Pipeline::Create(def));
-  auto it = p->Iterate();
-  Batch b;
-  bool end = false;
-  SLUICE_RETURN_IF_ERROR(it->Next(&b, &end));
-  return b;
+// `op` on the image, through the kernel-level harness.
+absl::StatusOr<Tensor> RunOne(const OpSpec& op) {
+  std::vector<uint8_t> pixels = Pixels();
+  Tensor in = Tensor::Allocate(DType::kUInt8, Shape{1, 4, 6, 3});
+  std::memcpy(in.raw_data(), pixels.data(), pixels.size());
+  return testing::RunKernel(op, ColumnSpec{"image", DType::kUInt8, Shape{4, 6, 3}}, in);
 }
 
 TEST(CropMirrorNormalize, MirrorsCropsNormalizesAndGoesChw) {
-  ASSERT_OK_AND_ASSIGN(Batch b, RunOne({Op("crop_mirror_normalize", {{"crop", {2, 4}},
+  ASSERT_OK_AND_ASSIGN(Tensor b, RunOne(Op("crop_mirror_normalize", {{"crop", {2, 4}},
                                                                      {"mirror", 1.0},
                                                                      {"mean", {1.0, 2.0, 3.0}},
                                                                      {"std", {2.0, 4.0, 8.0}},
-                                                                     {"scale", 1.0}})}));
-  const Tensor& t = b.columns[0].values;
+                                                                     {"scale", 1.0}})));
+  const Tensor& t = b;
   EXPECT_EQ(t.shape(), (Shape{1, 3, 2, 4}));
   EXPECT_EQ(t.dtype(), DType::kFloat32);
   const float* v = t.data<float>();
@@ -56,47 +52,43 @@ TEST(CropMirrorNormalize, MirrorsCropsNormalizesAndGoesChw) {
 }
 
 TEST(CropMirrorNormalize, Float16AndUint8Outputs) {
-  ASSERT_OK_AND_ASSIGN(Batch half, RunOne({Op("crop_mirror_normalize", {{"mirror", 0.0},
+  ASSERT_OK_AND_ASSIGN(Tensor half, RunOne(Op("crop_mirror_normalize", {{"mirror", 0.0},
                                                                         {"mean", {0.0}},
                                                                         {"std", {1.0}},
                                                                         {"scale", 1 / 256.0},
-                                                                        {"dtype", "float16"}})}));
-  EXPECT_EQ(half.columns[0].values.dtype(), DType::kFloat16);
+                                                                        {"dtype", "float16"}})));
+  EXPECT_EQ(half.dtype(), DType::kFloat16);
   uint16_t bits[3];
-  std::memcpy(&bits[0], half.columns[0].values.raw_data(), 2);                   // 0 / 256
-  std::memcpy(&bits[1], half.columns[0].values.raw_data() + 2 * 1, 2);           // pixel (0, 1): 1 / 256
-  std::memcpy(&bits[2], half.columns[0].values.raw_data() + 2 * 24, 2);          // channel 1: 100 / 256
+  std::memcpy(&bits[0], half.raw_data(), 2);                   // 0 / 256
+  std::memcpy(&bits[1], half.raw_data() + 2 * 1, 2);           // pixel (0, 1): 1 / 256
+  std::memcpy(&bits[2], half.raw_data() + 2 * 24, 2);          // channel 1: 100 / 256
   EXPECT_EQ(bits[0], 0x0000);
   EXPECT_EQ(bits[1], 0x1c00);  // 2^-8
   EXPECT_EQ(bits[2], 0x3640);  // 0.390625
-  ASSERT_OK_AND_ASSIGN(Batch u8, RunOne({Op("crop_mirror_normalize", {{"mirror", 0.0}, {"dtype", "uint8"}})}));
-  const uint8_t* p = u8.columns[0].values.data<uint8_t>();
-  EXPECT_EQ(u8.columns[0].values.shape(), (Shape{1, 3, 4, 6}));
+  ASSERT_OK_AND_ASSIGN(Tensor u8, RunOne(Op("crop_mirror_normalize", {{"mirror", 0.0}, {"dtype", "uint8"}})));
+  const uint8_t* p = u8.data<uint8_t>();
+  EXPECT_EQ(u8.shape(), (Shape{1, 3, 4, 6}));
   EXPECT_EQ(p[1 * 24 + 2 * 6 + 5], 125);  // channel 1, row 2, column 5: 20 + 5 + 100
 }
 
 TEST(CenterCrop, TakesTheMiddleAndRefusesToGrow) {
-  ASSERT_OK_AND_ASSIGN(Batch b, RunOne({Op("center_crop", {{"size", {2, 2}}})}));
-  const uint8_t* p = b.columns[0].values.data<uint8_t>();
-  EXPECT_EQ(b.columns[0].values.shape(), (Shape{1, 2, 2, 3}));
+  ASSERT_OK_AND_ASSIGN(Tensor b, RunOne(Op("center_crop", {{"size", {2, 2}}})));
+  const uint8_t* p = b.data<uint8_t>();
+  EXPECT_EQ(b.shape(), (Shape{1, 2, 2, 3}));
   EXPECT_EQ(p[0], 12);  // (1, 2)
   EXPECT_EQ(p[3 * 3], 23);  // (2, 3)
-  EXPECT_THAT(RunOne({Op("center_crop", {{"size", {5, 2}}})}),
+  EXPECT_THAT(RunOne(Op("center_crop", {{"size", {5, 2}}})),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("larger than the image")));
 }
 
 TEST(Resize, KeepsAConstantImageConstant) {
-  std::vector<uint8_t> flat(8 * 8 * 3, 77);
-  PipelineDef def = PipelineBuilder::Arrays({MakeArrayColumn("image", {8, 8, 3}, flat)})
-                        .Map({Op("resize", {{"size", {3, 5}}})})
-                        .Build();
-  ASSERT_OK_AND_ASSIGN(std::unique_ptr<exec::Pipeline> p, exec::Pipeline::Create(def));
-  auto it = p->Iterate();
-  Batch b;
-  bool end = false;
-  SLUICE_ASSERT_OK(it->Next(&b, &end));
-  EXPECT_EQ(b.columns[0].values.shape(), (Shape{1, 3, 5, 3}));
-  for (int i = 0; i < 45; ++i) EXPECT_EQ(b.columns[0].values.data<uint8_t>()[i], 77);
+  Tensor flat = Tensor::Allocate(DType::kUInt8, Shape{1, 8, 8, 3});
+  std::memset(flat.raw_data(), 77, flat.byte_size());
+  const OpSpec resize = Op("resize", {{"size", {3, 5}}});
+  const ColumnSpec spec{"image", DType::kUInt8, Shape{8, 8, 3}};
+  ASSERT_OK_AND_ASSIGN(Tensor b, testing::RunKernel(resize, spec, flat));
+  EXPECT_EQ(b.shape(), (Shape{1, 3, 5, 3}));
+  for (int i = 0; i < 45; ++i) EXPECT_EQ(b.data<uint8_t>()[i], 77);
 }
 
 }  // namespace

@@ -1,0 +1,45 @@
+// A row normalized into CHW float32 is a * level + b per channel (one fused
+// multiply-add), mirrored on request; the planes path gives the same values.
+#include "sluice/kernels/normalize_rows.h"
+
+#include <cmath>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace sluice::kernels {
+namespace {
+
+TEST(NormalizeRow, WritesAPlanePerChannelMirroredOrNot) {
+  const int64_t w = 37, c = 3;  // a width past every SIMD width, with a tail
+  NormalizeLayout l{2, w, c, DType::kFloat32, /*chw=*/true, {0.5f, 2.f, -1.f}, {1.f, 0.f, 3.f}};
+  std::vector<uint8_t> row(w * c);
+  for (size_t i = 0; i < row.size(); ++i) row[i] = static_cast<uint8_t>(i * 7);
+  for (bool mirror : {false, true}) {
+    std::vector<float> out(2 * w * c, -99);
+    NormalizeRow(l, row.data(), /*y=*/1, mirror, reinterpret_cast<uint8_t*>(out.data()));
+    for (int64_t ch = 0; ch < c; ++ch)
+      for (int64_t x = 0; x < w; ++x) {
+        const int64_t from = mirror ? w - 1 - x : x;
+        const float want = std::fma(l.a[ch], static_cast<float>(row[from * c + ch]), l.b[ch]);
+        ASSERT_EQ(out[(ch * 2 + 1) * w + x], want) << ch << "," << x << (mirror ? " mirrored" : "");
+        ASSERT_EQ(out[(ch * 2) * w + x], -99);  // row 0 untouched
+      }
+  }
+}
+
+TEST(NormalizePlanes, GivesRowsValues) {
+  const int64_t w = 19, c = 3;
+  NormalizeLayout l{1, w, c, DType::kFloat32, /*chw=*/true, {0.25f, 0.5f, 0.75f}, {-1.f, 0.f, 1.f}};
+  std::vector<uint8_t> row(w * c);
+  std::vector<int16_t> planes(w * c);
+  for (int64_t x = 0; x < w; ++x)
+    for (int64_t ch = 0; ch < c; ++ch) row[x * c + ch] = static_cast<uint8_t>(x * 13 + ch * 50), planes[ch * w + x] = row[x * c + ch];
+  std::vector<float> a(w * c), b(w * c);
+  NormalizeRow(l, row.data(), 0, true, reinterpret_cast<uint8_t*>(a.data()));
+  NormalizePlanes(l, planes.data(), w, 0, true, reinterpret_cast<uint8_t*>(b.data()));
+  EXPECT_EQ(a, b);
+}
+
+}  // namespace
+}  // namespace sluice::kernels
