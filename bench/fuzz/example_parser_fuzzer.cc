@@ -2,8 +2,8 @@
 // kind: an error or values written within their outputs, never beyond.
 #include <vector>
 
-#include "fuzz_input.h"
 #include "absl/strings/string_view.h"
+#include "fuzz_input.h"
 #include "sluice/io/example_parser.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

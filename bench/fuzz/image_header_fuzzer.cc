@@ -2,8 +2,8 @@
 // images up to 4 MP) decoding the whole image and a window of it, scaled.
 #include <cstdlib>
 
-#include "fuzz_input.h"
 #include "absl/strings/string_view.h"
+#include "fuzz_input.h"
 #include "sluice/kernels/image_decoder.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

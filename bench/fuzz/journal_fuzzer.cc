@@ -7,8 +7,8 @@
 #include <fstream>
 #include <string>
 
-#include "fuzz_input.h"
 #include "absl/time/clock.h"
+#include "fuzz_input.h"
 #include "sluice/service/dispatcher_state.h"
 #include "sluice/service/journal.h"
 

@@ -2,8 +2,8 @@
 // float, sigma drawn from [0.1, 2] per sample, 11x11) and W2's (32x32x3
 // uint8, sigma 0.8, 11x11). Items are images.
 #include <memory>
-#include <type_traits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "benchmark/benchmark.h"
@@ -57,9 +57,7 @@ void BM_W1Blur(benchmark::State& state) { RunBlur<float>(state, {28, 28}, R"({"k
 void BM_W1BlurPastCaches(benchmark::State& state) {
   RunBlur<float>(state, {28, 28}, R"({"ksize": 11, "sigma": [0.1, 2.0]})", true);
 }
-void BM_W1BlurFixedSigma(benchmark::State& state) {
-  RunBlur<float>(state, {28, 28}, R"({"ksize": 11, "sigma": 2.0})");
-}
+void BM_W1BlurFixedSigma(benchmark::State& state) { RunBlur<float>(state, {28, 28}, R"({"ksize": 11, "sigma": 2.0})"); }
 void BM_W2Blur(benchmark::State& state) { RunBlur<uint8_t>(state, {32, 32, 3}, R"({"ksize": 11, "sigma": 0.8})"); }
 BENCHMARK(BM_W1Blur);
 BENCHMARK(BM_W1BlurPastCaches);

@@ -35,8 +35,8 @@ BENCHMARK(BM_ProtobufParse);
 
 void BM_ExampleParser(benchmark::State& state) {
   const std::string record = W2Record();
-  const sluice::io::ExampleParser parser({{"image", sluice::io::FeatureKind::kBytes, 3072},
-                                          {"label", sluice::io::FeatureKind::kInt64, 1}});
+  const sluice::io::ExampleParser parser(
+      {{"image", sluice::io::FeatureKind::kBytes, 3072}, {"label", sluice::io::FeatureKind::kInt64, 1}});
   uint8_t image[3072];
   int64_t label = 0;
   uint8_t* out[] = {image, reinterpret_cast<uint8_t*>(&label)};

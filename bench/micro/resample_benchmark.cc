@@ -2,9 +2,8 @@
 // the crops W3 makes, against OpenCV's INTER_AREA and INTER_LINEAR on the
 // same sizes for scale: OpenCV has no PIL-equivalent filter (INTER_LINEAR
 // does not antialias, INTER_AREA is a box), so sluice carries its own.
-#include <vector>
-
 #include <opencv2/imgproc.hpp>
+#include <vector>
 
 #include "benchmark/benchmark.h"
 #include "sluice/kernels/resample.h"

@@ -16,10 +16,10 @@
 #include "benchmark/benchmark.h"
 #include "sluice/core/rng.h"
 #include "sluice/io/image_files.h"
-#include "sluice/ops/crop_window.h"
 #include "sluice/kernels/image_decoder.h"
-#include "sluice/ops/normalize_params.h"
 #include "sluice/kernels/resample.h"
+#include "sluice/ops/crop_window.h"
+#include "sluice/ops/normalize_params.h"
 
 namespace {
 
@@ -77,7 +77,8 @@ void Loop(benchmark::State& state, Stage stage) {
 void BM_FullDecode(benchmark::State& state) {
   Loop(state, [](const std::string& bytes, int64_t, DecodedRegion* region) {
     const ImageInfo info = *sluice::kernels::ReadImageInfo(bytes);
-    benchmark::DoNotOptimize(sluice::kernels::DecodeRegion(bytes, info, sluice::kernels::WholeImage(info), 1, region).ok());
+    benchmark::DoNotOptimize(
+        sluice::kernels::DecodeRegion(bytes, info, sluice::kernels::WholeImage(info), 1, region).ok());
   });
 }
 
@@ -94,7 +95,7 @@ void BM_CropDecodeResample(benchmark::State& state) {
     const Crop c = CropOf(bytes, i);
     (void)sluice::kernels::DecodeRegion(bytes, c.info, c.window, c.denom, region);
     sluice::kernels::ResampleBilinear(region->pixels.data(), region->width, region->height, 3,
-                                  int64_t{region->width} * 3, region->window, out.data(), kOut, kOut);
+                                      int64_t{region->width} * 3, region->window, out.data(), kOut, kOut);
     benchmark::DoNotOptimize(out.data());
   });
 }
@@ -116,10 +117,10 @@ void BM_CropDecodeResampleNormalize(benchmark::State& state) {
     (void)sluice::kernels::DecodeRegion(bytes, c.info, c.window, c.denom, region);
     uint8_t* dst = batch.get() + image_bytes * static_cast<size_t>(i % kBatch);
     sluice::kernels::ResampleBilinearPlanes(region->pixels.data(), region->width, region->height, 3,
-                                        int64_t{region->width} * 3, region->window, kOut, kOut,
-                                        [&](int y, const int16_t* levels, int64_t channel_stride) {
-                                          normalize.Planes(levels, channel_stride, y, i % 2, dst);
-                                        });
+                                            int64_t{region->width} * 3, region->window, kOut, kOut,
+                                            [&](int y, const int16_t* levels, int64_t channel_stride) {
+                                              normalize.Planes(levels, channel_stride, y, i % 2, dst);
+                                            });
     benchmark::DoNotOptimize(dst);
   });
 }

@@ -19,7 +19,7 @@ void BM_W2Warp(benchmark::State& state) {
   spec.scale = 1 / 255.f;
   const double angle = static_cast<double>(state.range(0)) * M_PI / 180, zoom = 1.0;
   const double centred[6] = {std::cos(angle) / zoom, -std::sin(angle) / zoom, 0,
-                             std::sin(angle) / zoom, std::cos(angle) / zoom, 0};
+                             std::sin(angle) / zoom, std::cos(angle) / zoom,  0};
   const sluice::kernels::Affine map = sluice::kernels::FromCentred(centred, dims);
   for (auto _ : state) {
     sluice::kernels::WarpAffine(spec, map, src.data(), reinterpret_cast<uint8_t*>(dst.data()));

@@ -9,10 +9,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "nlohmann/json.hpp"
 #include "bench_util.h"
-#include "workloads.h"
+#include "nlohmann/json.hpp"
 #include "sluice/core/status_macros.h"
+#include "workloads.h"
 
 namespace sluice::bench {
 namespace {
@@ -48,8 +48,8 @@ Workload WorkloadOf(const BenchArgs& args) {
     return {W1Pipeline(mnist), mnist, 10, "w1_torch.py", "w1_expert.py", "expert: OpenCV (2 workers)", true, false};
   }
   if (args.workload == "w5a") {
-    return {W5aPipeline(cifar), cifar, 100, "w5a_torch.py", "w5a_torch.py --expert", "expert: numpy (2 workers)",
-            false, false};
+    return {W5aPipeline(cifar),          cifar, 100,  "w5a_torch.py", "w5a_torch.py --expert",
+            "expert: numpy (2 workers)", false, false};
   }
   return {W2Pipeline(cifar), cifar, 20, "w2_torch.py", "w2_opencv.py", "expert: OpenCV (2 workers)", true, true};
 }
@@ -92,7 +92,8 @@ struct Peer {
 
 // The expert DataLoader, the torchvision DataLoader and (W2) tf.data.
 std::vector<Peer> PeersOf(const Workload& w, const BenchArgs& args) {
-  std::vector<Peer> peers = {{"expert DataLoader", w.expert_label}, {"torch DataLoader", "torchvision DataLoader (2 w.)"}};
+  std::vector<Peer> peers = {{"expert DataLoader", w.expert_label},
+                             {"torch DataLoader", "torchvision DataLoader (2 w.)"}};
   if (w.tfdata) peers.push_back({"tf.data", "tf.data (AUTOTUNE)"});
   if (args.no_peers) return peers;
   const int batches = args.peer_batches > 0 ? args.peer_batches : w.batches;

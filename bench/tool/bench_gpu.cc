@@ -18,8 +18,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "nlohmann/json.hpp"
 #include "bench_util.h"
+#include "nlohmann/json.hpp"
 #include "sluice/core/status_macros.h"
 #include "sluice/datagen/synthetic_images.h"
 #include "sluice/exec/map_plan.h"
@@ -54,24 +54,46 @@ std::vector<KernelCase> Cases() {
   return {
       {"cast uint8->float32", DType::kUInt8, w3, kLargeBatch, {Op("cast", {{"dtype", "float32"}})}, true},
       {"rescale", DType::kUInt8, w3, kLargeBatch, {Op("rescale", {{"scale", 1 / 255.0}})}, true},
-      {"normalize", DType::kUInt8, w3, kLargeBatch,
-       {Op("normalize", {{"mean", {0.485, 0.456, 0.406}}, {"std", {0.229, 0.224, 0.225}}, {"scale", 1 / 255.0},
-                         {"layout", "HWC"}})},
+      {"normalize",
+       DType::kUInt8,
+       w3,
+       kLargeBatch,
+       {Op("normalize",
+           {{"mean", {0.485, 0.456, 0.406}}, {"std", {0.229, 0.224, 0.225}}, {"scale", 1 / 255.0}, {"layout", "HWC"}})},
        true},
-      {"crop_mirror_normalize CHW float32", DType::kUInt8, w3, kLargeBatch,
-       {Op("crop_mirror_normalize", {{"mirror", 0.5}})}, true},
+      {"crop_mirror_normalize CHW float32",
+       DType::kUInt8,
+       w3,
+       kLargeBatch,
+       {Op("crop_mirror_normalize", {{"mirror", 0.5}})},
+       true},
       {"random_flip uint8", DType::kUInt8, w3, kLargeBatch, {Op("random_flip", {{"mode", "horizontal"}})}, true},
-      {"gaussian_blur 11x11 (W1 batch)", DType::kFloat32, w1, 8192,
-       {Op("gaussian_blur", {{"ksize", 11}, {"sigma", {0.1, 2.0}}})}, false},
-      {"grey_dilation 3x3 + gaussian_blur 11x11 (W2 batch)", DType::kUInt8, w2, 1024,
-       {Op("grey_dilation", {{"size", 3}}), Op("gaussian_blur", {{"ksize", 11}, {"sigma", 0.8}})}, false},
-      {"fused warp: flip + rotation + zoom (W2 batch)", DType::kFloat32, w2, 1024,
+      {"gaussian_blur 11x11 (W1 batch)",
+       DType::kFloat32,
+       w1,
+       8192,
+       {Op("gaussian_blur", {{"ksize", 11}, {"sigma", {0.1, 2.0}}})},
+       false},
+      {"grey_dilation 3x3 + gaussian_blur 11x11 (W2 batch)",
+       DType::kUInt8,
+       w2,
+       1024,
+       {Op("grey_dilation", {{"size", 3}}), Op("gaussian_blur", {{"ksize", 11}, {"sigma", 0.8}})},
+       false},
+      {"fused warp: flip + rotation + zoom (W2 batch)",
+       DType::kFloat32,
+       w2,
+       1024,
        {Op("random_flip", {{"mode", "horizontal"}}),
         Op("random_rotation", {{"degrees", 36.0}, {"fill_mode", "reflect"}}),
         Op("random_zoom", {{"scale", {0.9, 1.1}}, {"fill_mode", "reflect"}})},
        false},
-      {"random_resized_crop 224 (500x375 photos)", DType::kUInt8, photo, 256,
-       {Op("random_resized_crop", {{"size", {224}}})}, false},
+      {"random_resized_crop 224 (500x375 photos)",
+       DType::kUInt8,
+       photo,
+       256,
+       {Op("random_resized_crop", {{"size", {224}}})},
+       false},
   };
 }
 
@@ -81,8 +103,8 @@ absl::StatusOr<Batch> RandomBatch(ops::DeviceRuntime* runtime, int device, DType
   Shape sample(shape);
   const Shape batch_shape = sample.WithLeading(rows);
   const size_t bytes = static_cast<size_t>(batch_shape.num_elements()) * DTypeSize(dtype);
-  std::shared_ptr<Buffer> host = kind == MemoryKind::kHost ? BufferPool::Default()->Allocate(bytes)
-                                                           : runtime->StagingPool()->Allocate(bytes);
+  std::shared_ptr<Buffer> host =
+      kind == MemoryKind::kHost ? BufferPool::Default()->Allocate(bytes) : runtime->StagingPool()->Allocate(bytes);
   std::mt19937 gen(7);
   if (dtype == DType::kFloat32) {
     float* v = reinterpret_cast<float*>(host->data());
@@ -238,9 +260,10 @@ absl::Status RunPeers(const BenchArgs& args, int runs, nlohmann::json* j) {
       const double batched = peer[name + "_batched_samples_per_s"].get<double>();
       (*j)["ratio_" + name + "_vs_torchvision"] = rate / per_sample;
       (*j)["ratio_" + name + "_vs_torchvision_batched"] = rate / batched;
-      std::printf("torchvision.transforms.v2 on CUDA, %s: %.0f samples/s drawing per sample (sluice %.1fx), %.0f "
-                  "batched with one draw per batch (sluice %.2fx)\n",
-                  name.c_str(), per_sample, rate / per_sample, batched, rate / batched);
+      std::printf(
+          "torchvision.transforms.v2 on CUDA, %s: %.0f samples/s drawing per sample (sluice %.1fx), %.0f "
+          "batched with one draw per batch (sluice %.2fx)\n",
+          name.c_str(), per_sample, rate / per_sample, batched, rate / batched);
     }
   }
   nlohmann::json e2e = PythonPeerJson("gpu_end_to_end.py", absl::StrCat("--data ", args.data, " --runs ", runs));
@@ -273,7 +296,8 @@ absl::Status BenchGpu(const BenchArgs& args) {
   SLUICE_ASSIGN_OR_RETURN(j["kernels"], MeasureKernels(runtime, device, runs, ceil));
   SLUICE_ASSIGN_OR_RETURN(j["transfer"], MeasureTransfer(runtime, device, runs, ceil));
   const ops::DeviceRuntime::MemoryStats mem = runtime->Memory(device);
-  j["device_pool"] = {{"reserved_bytes", mem.reserved_bytes}, {"peak_reserved_bytes", mem.peak_reserved_bytes},
+  j["device_pool"] = {{"reserved_bytes", mem.reserved_bytes},
+                      {"peak_reserved_bytes", mem.peak_reserved_bytes},
                       {"limit_bytes", mem.limit_bytes}};
   if (!args.no_peers) SLUICE_RETURN_IF_ERROR(RunPeers(args, runs, &j));
   if (args.json) std::printf("%s\n", j.dump().c_str());

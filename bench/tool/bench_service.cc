@@ -10,6 +10,7 @@
 // one worker process serve every measurement, so this process's CPU time is
 // the client's alone (a trainer does not host the dispatcher); the bare
 // loop's server is a process of its own too.
+#include <grpcpp/grpcpp.h>
 #include <sys/resource.h>
 
 #include <chrono>
@@ -17,17 +18,14 @@
 #include <cstring>
 #include <thread>
 
-#include <grpcpp/grpcpp.h>
-
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "bench_util.h"
 #include "nlohmann/json.hpp"
 #include "service.grpc.pb.h"
-#include "bench_util.h"
-#include "sluice/cli/serve.h"
 #include "sluice/cli/pipeline_runner.h"
 #include "sluice/cli/progress.h"
-#include "workloads.h"
+#include "sluice/cli/serve.h"
 #include "sluice/core/batch_builder.h"
 #include "sluice/core/heap_reuse.h"
 #include "sluice/core/status_macros.h"
@@ -39,6 +37,7 @@
 #include "sluice/service/local_cluster.h"
 #include "sluice/service/security.h"
 #include "sluice/service/server_process.h"
+#include "workloads.h"
 
 namespace sluice::bench {
 namespace {
@@ -105,7 +104,6 @@ absl::StatusOr<std::vector<BatchMessage>> RawMessages(const std::vector<uint8_t>
   }
   return messages;
 }
-
 
 // Payload bytes/s of the bare loop's stream, read (and parsed) by a client
 // in this process as the service's client reads the workers'.
@@ -253,8 +251,8 @@ class ServiceBench {
   }
 
   absl::Status Run(int run) {
-    SLUICE_ASSIGN_OR_RETURN(const double raw, RawGrpcBytesPerSecond(raw_server_->port(), kBatchRows * kRowBytes,
-                                                                    args_.seconds));
+    SLUICE_ASSIGN_OR_RETURN(const double raw,
+                            RawGrpcBytesPerSecond(raw_server_->port(), kBatchRows * kRowBytes, args_.seconds));
     f_.raw_bytes.push_back(raw);
     for (const bool tcp : {false, true}) {
       TransportFigures& t = tcp ? f_.tcp : f_.ring;
@@ -262,9 +260,9 @@ class ServiceBench {
       t.stream_bytes.push_back(stream.report.samples_per_s * kRowBytes);
       t.vs_raw.push_back(t.stream_bytes.back() / raw);
     }
-    std::string line = absl::StrFormat("run %d/%d: stream %.0f MB/s through shared memory, %.0f over TCP (raw gRPC %.0f)",
-                                       run, args_.runs, f_.ring.stream_bytes.back() / 1e6,
-                                       f_.tcp.stream_bytes.back() / 1e6, raw / 1e6);
+    std::string line =
+        absl::StrFormat("run %d/%d: stream %.0f MB/s through shared memory, %.0f over TCP (raw gRPC %.0f)", run,
+                        args_.runs, f_.ring.stream_bytes.back() / 1e6, f_.tcp.stream_bytes.back() / 1e6, raw / 1e6);
     if (!args_.stream_only) {
       SLUICE_RETURN_IF_ERROR(RunOffloaded());
       SLUICE_RETURN_IF_ERROR(RunWorkloads());
@@ -287,7 +285,8 @@ class ServiceBench {
     std::fprintf(stderr, "preparing the tf.data peer's virtual environment (first use installs tensorflow-cpu)\n");
     absl::StatusOr<std::string> py = LastLineOf(peers + "/ensure_peer_venv.sh");
     if (!py.ok()) {
-      std::fprintf(stderr, "warning: tf.data service peer unavailable: %s\n", std::string(py.status().message()).c_str());
+      std::fprintf(stderr, "warning: tf.data service peer unavailable: %s\n",
+                   std::string(py.status().message()).c_str());
       return;
     }
     tfs_cmd_ = absl::StrCat(*py, " ", peers, "/w2_tfdata_service.py --data ", args_.data, "/cifar10 --batches ",
@@ -359,9 +358,10 @@ class ServiceBench {
 };
 
 void ServiceBench::PrintSummary() const {
-  std::printf("\nservice on 127.0.0.1 (one local worker process), median of %d runs on %s;\n"
-              "ratios are the median of each run's ratio\n",
-              args_.runs, MachineDescription().c_str());
+  std::printf(
+      "\nservice on 127.0.0.1 (one local worker process), median of %d runs on %s;\n"
+      "ratios are the median of each run's ratio\n",
+      args_.runs, MachineDescription().c_str());
   std::printf("  streaming 1 MiB batches, TCP  %10.0f MB/s   raw C++ gRPC loop %.0f MB/s (%.0f%%)\n",
               Median(f_.tcp.stream_bytes) / 1e6, Median(f_.raw_bytes) / 1e6, 100 * Median(f_.tcp.vs_raw));
   std::printf("    through shared memory       %10.0f MB/s   (%.0f%% of the raw loop)\n",

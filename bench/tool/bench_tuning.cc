@@ -7,11 +7,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "nlohmann/json.hpp"
 #include "bench_util.h"
+#include "nlohmann/json.hpp"
 #include "sluice/cli/progress.h"
-#include "workloads.h"
 #include "sluice/core/status_macros.h"
+#include "workloads.h"
 
 namespace sluice::bench {
 namespace {
@@ -56,7 +56,7 @@ struct Workload {
   std::string name;
   std::vector<Setting> sweep;
   Setting autotuned, stats_on, stats_off;
-  std::vector<double> tuning;  // the autotuned pipeline's first run, while it tunes
+  std::vector<double> tuning;       // the autotuned pipeline's first run, while it tunes
   std::vector<double> stats_ratio;  // on / off, per run
 };
 

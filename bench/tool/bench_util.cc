@@ -4,9 +4,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <climits>
 #include <algorithm>
 #include <array>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -15,8 +15,8 @@
 #include "absl/strings/str_format.h"
 #include "nlohmann/json.hpp"
 #include "sluice/cli/progress.h"
-#include "sluice/datagen/synthetic_data.h"
 #include "sluice/core/status_macros.h"
+#include "sluice/datagen/synthetic_data.h"
 #include "sluice/graph/compiled_pipeline.h"
 
 // Where the peers' scripts are: this checkout (set by the build).
@@ -97,8 +97,8 @@ absl::StatusOr<double> RunPeer(const std::string& command) {
 nlohmann::json PythonPeerJson(const std::string& script, const std::string& args) {
   const std::string command = absl::StrCat("python3 ", PeersDir(), "/", script, " ", args);
   absl::StatusOr<std::string> last = LastLineOf(command);
-  nlohmann::json j = last.ok() ? nlohmann::json::parse(*last, nullptr, /*allow_exceptions=*/false)
-                               : nlohmann::json(nullptr);
+  nlohmann::json j =
+      last.ok() ? nlohmann::json::parse(*last, nullptr, /*allow_exceptions=*/false) : nlohmann::json(nullptr);
   if (j.is_discarded() || !j.is_object()) {
     std::fprintf(stderr, "bench: %s gave no result; its part is left out\n", script.c_str());
     return nullptr;
@@ -137,9 +137,7 @@ std::string MachineDescription() {
 absl::Status EnsureData(const std::string& data, bool w1, bool w2) {
   ProgressLine progress(true);
   auto report = [&](int64_t done, int64_t total) {
-    progress.Update([&] {
-      return absl::StrFormat("making data: %s / %s", WithCommas(done), WithCommas(total));
-    });
+    progress.Update([&] { return absl::StrFormat("making data: %s / %s", WithCommas(done), WithCommas(total)); });
   };
   absl::Status s;
   if (w1 && !Exists(datagen::MnistLayout(data + "/mnist").train_images)) {
@@ -147,8 +145,7 @@ absl::Status EnsureData(const std::string& data, bool w1, bool w2) {
     s = datagen::WriteSyntheticMnist(data + "/mnist", 60000, 1, report);
   }
   if (w2 && !Exists(data + "/cifar10/" + datagen::TfRecordShardName(0, 8))) {
-    std::fprintf(stderr, "generating W2 data (50,000 CIFAR-10 records in 8 TFRecords) in %s/cifar10\n",
-                 data.c_str());
+    std::fprintf(stderr, "generating W2 data (50,000 CIFAR-10 records in 8 TFRecords) in %s/cifar10\n", data.c_str());
     s = datagen::WriteSyntheticCifar10(data + "/cifar10", 50000, 8, false, 1, report);
   }
   progress.Finish();

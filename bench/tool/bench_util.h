@@ -33,7 +33,7 @@ struct BenchArgs {
   int peer_batches = 0;
   double seconds = 3;
   bool no_peers = false;
-  bool stream_only = false;  // service: the stream against the bare gRPC loop, nothing else
+  bool stream_only = false;    // service: the stream against the bare gRPC loop, nothing else
   std::string device = "cpu";  // w3: where the images are decoded
 };
 

@@ -11,15 +11,15 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "nlohmann/json.hpp"
 #include "bench_util.h"
+#include "nlohmann/json.hpp"
 #include "sluice/cli/progress.h"
-#include "sluice/datagen/synthetic_images.h"
 #include "sluice/core/status_macros.h"
+#include "sluice/datagen/synthetic_images.h"
 #include "sluice/exec/node_stats.h"
-#include "sluice/pipeline_builder.h"
 #include "sluice/io/image_files.h"
 #include "sluice/kernels/image_decoder.h"
+#include "sluice/pipeline_builder.h"
 
 namespace sluice::bench {
 namespace {
@@ -129,9 +129,9 @@ class W3Bench {
     eval_.push_back(ev.samples_per_s);
     limit_.push_back(decode);
     vs_limit_.push_back(train.samples_per_s / decode);
-    std::string line = absl::StrFormat("run %d/%d: sluice %s images/s (eval %s), full decode on %d cores %s", run,
-                                       args_.runs, WithCommas(train.samples_per_s), WithCommas(ev.samples_per_s),
-                                       threads_, WithCommas(decode));
+    std::string line =
+        absl::StrFormat("run %d/%d: sluice %s images/s (eval %s), full decode on %d cores %s", run, args_.runs,
+                        WithCommas(train.samples_per_s), WithCommas(ev.samples_per_s), threads_, WithCommas(decode));
     if (!args_.no_peers) {
       RunTorch(train.samples_per_s, ev.samples_per_s, &line);
       dali_.Run(train.samples_per_s, &line);
@@ -214,10 +214,10 @@ bool W3Bench::PrintSummary() const {
   }
   std::printf("\n");
   bool equal = true;
-  std::printf("%s\n", DescribeOutputs(sluice_output_,
-                                      {{"torchvision", torch_output_}, {"DALI", dali_.output}, {"SPDL", spdl_.output}},
-                                      &equal)
-                          .c_str());
+  std::printf("%s\n",
+              DescribeOutputs(sluice_output_,
+                              {{"torchvision", torch_output_}, {"DALI", dali_.output}, {"SPDL", spdl_.output}}, &equal)
+                  .c_str());
   return equal;
 }
 

@@ -49,8 +49,8 @@ absl::Status BenchW3Gpu(const BenchArgs& args) {
   }
   const std::string common = absl::StrCat("--data ", args.data, " --runs ", args.runs, " --workloads w3_nvjpeg");
   nlohmann::json all = PythonPeerJson(
-      "gpu_end_to_end.py",
-      absl::StrCat(common, args.no_peers ? " --contenders sluice_gpu" : " --contenders sluice_gpu,torch_gpu,sluice_cpu"));
+      "gpu_end_to_end.py", absl::StrCat(common, args.no_peers ? " --contenders sluice_gpu"
+                                                              : " --contenders sluice_gpu,torch_gpu,sluice_cpu"));
   if (all.is_null() || !all.contains("w3_nvjpeg")) {
     return absl::InternalError("bench w3 --device cuda: bench/peers/gpu_end_to_end.py gave no result (see above)");
   }
@@ -59,27 +59,30 @@ absl::Status BenchW3Gpu(const BenchArgs& args) {
   if (stats["hardware"].get<int64_t>() > 0) {
     // The same script in a process whose decoder keeps off the engines.
     setenv("SLUICE_NVJPEG_HARDWARE", "0", 1);
-    nlohmann::json cuda_only =
-        PythonPeerJson("gpu_end_to_end.py", absl::StrCat("--contenders sluice_gpu ", common));
+    nlohmann::json cuda_only = PythonPeerJson("gpu_end_to_end.py", absl::StrCat("--contenders sluice_gpu ", common));
     unsetenv("SLUICE_NVJPEG_HARDWARE");
     if (!cuda_only.is_null()) w["sluice_gpu_without_hardware"] = cuda_only["w3_nvjpeg"]["sluice_gpu"];
   }
   const int device = runtime->CurrentDevice();
   all["device"] = runtime->Describe(device);
   all["machine"] = MachineDescription();
-  std::printf("\nw3 decoded on the GPU (decode + random-resized-crop 224 + flip + normalize, batch 256, into torch "
-              "on CUDA), median of %d runs\ndevice: %s; host: %s\n",
-              args.runs, all["device"].get<std::string>().c_str(), all["machine"].get<std::string>().c_str());
+  std::printf(
+      "\nw3 decoded on the GPU (decode + random-resized-crop 224 + flip + normalize, batch 256, into torch "
+      "on CUDA), median of %d runs\ndevice: %s; host: %s\n",
+      args.runs, all["device"].get<std::string>().c_str(), all["machine"].get<std::string>().c_str());
   std::printf("  sluice, nvJPEG (%s)\n    %s\n", stats["decoder"].get<std::string>().c_str(),
               Rate(w["sluice_gpu"]).c_str());
   std::printf("    decoded: %lld on the hardware engines, %lld by CUDA, %lld on the CPU\n",
               static_cast<long long>(stats["hardware"].get<int64_t>()),
-              static_cast<long long>(stats["cuda"].get<int64_t>()), static_cast<long long>(stats["cpu"].get<int64_t>()));
+              static_cast<long long>(stats["cuda"].get<int64_t>()),
+              static_cast<long long>(stats["cpu"].get<int64_t>()));
   if (w.contains("sluice_gpu_without_hardware")) {
-    std::printf("  sluice, nvJPEG without the hardware engines\n    %s\n", Rate(w["sluice_gpu_without_hardware"]).c_str());
+    std::printf("  sluice, nvJPEG without the hardware engines\n    %s\n",
+                Rate(w["sluice_gpu_without_hardware"]).c_str());
   }
-  for (const auto& [key, name] : {std::pair<const char*, const char*>{"torch_gpu", "torchvision decode_jpeg(cuda) + v2"},
-                                  {"sluice_cpu", "sluice, all on the CPU"}}) {
+  for (const auto& [key, name] :
+       {std::pair<const char*, const char*>{"torch_gpu", "torchvision decode_jpeg(cuda) + v2"},
+        {"sluice_cpu", "sluice, all on the CPU"}}) {
     if (!w.contains(key)) continue;
     std::printf("  %s\n    %s  (GPU sluice: %.2fx)\n", name, Rate(w[key]).c_str(),
                 w["sluice_gpu"]["samples_per_s"].get<double>() / w[key]["samples_per_s"].get<double>());

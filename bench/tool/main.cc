@@ -26,21 +26,22 @@ struct Workload {
   absl::Status (*run)(const BenchArgs&);
 };
 
-absl::Status BenchW3OnDevice(const BenchArgs& args) {
-  return args.device == "cuda" ? BenchW3Gpu(args) : BenchW3(args);
-}
+absl::Status BenchW3OnDevice(const BenchArgs& args) { return args.device == "cuda" ? BenchW3Gpu(args) : BenchW3(args); }
 
 const Workload kWorkloads[] = {
     {"w1", "W1: MNIST, normalize, 11x11 blur with a random sigma, beside the expert and torchvision DataLoaders",
      BenchInProcess},
-    {"w2", "W2: CIFAR-10 TFRecords with dilation, blur and augmentation, beside the expert and torchvision "
-           "DataLoaders and tf.data",
+    {"w2",
+     "W2: CIFAR-10 TFRecords with dilation, blur and augmentation, beside the expert and torchvision "
+     "DataLoaders and tf.data",
      BenchInProcess},
-    {"w5a", "W5a: CIFAR-10's standard training augmentation (pad + random crop, flip, normalize), beside the "
-            "expert and torchvision DataLoaders",
+    {"w5a",
+     "W5a: CIFAR-10's standard training augmentation (pad + random crop, flip, normalize), beside the "
+     "expert and torchvision DataLoaders",
      BenchInProcess},
-    {"w3", "W3: JPEG class folders (decode, random-resized-crop, flip, normalize), beside torchvision, DALI's CPU "
-           "pipeline and SPDL",
+    {"w3",
+     "W3: JPEG class folders (decode, random-resized-crop, flip, normalize), beside torchvision, DALI's CPU "
+     "pipeline and SPDL",
      BenchW3OnDevice},
     {"service", "the preprocessing service against a bare gRPC loop, the Python gRPC feed and tf.data service",
      BenchService},

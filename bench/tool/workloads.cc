@@ -5,17 +5,15 @@
 
 namespace sluice::bench {
 
-
 PipelineDef W1Pipeline(const std::string& mnist_dir) {
   const datagen::MnistPaths paths = datagen::MnistLayout(mnist_dir);
-  PipelineDef def =
-      PipelineBuilder::Mnist(paths.train_images, paths.train_labels)
-          .Map({Op("normalize", {{"mean", 0.1307}, {"std", 0.3081}, {"scale", 1 / 255.0}}),
-                Op("gaussian_blur", {{"ksize", 11}, {"sigma", {0.1, 2.0}}}),
-                Op("reshape", {{"shape", {1, 28, 28}}})})  // NCHW, as torch models take it (a view)
-          .Batch(8192, /*drop_remainder=*/true)
-          .Prefetch()
-          .Build();
+  PipelineDef def = PipelineBuilder::Mnist(paths.train_images, paths.train_labels)
+                        .Map({Op("normalize", {{"mean", 0.1307}, {"std", 0.3081}, {"scale", 1 / 255.0}}),
+                              Op("gaussian_blur", {{"ksize", 11}, {"sigma", {0.1, 2.0}}}),
+                              Op("reshape", {{"shape", {1, 28, 28}}})})  // NCHW, as torch models take it (a view)
+                        .Batch(8192, /*drop_remainder=*/true)
+                        .Prefetch()
+                        .Build();
   def.set_name("w1_mnist");
   return def;
 }
@@ -25,12 +23,9 @@ namespace {
 // W2 up to its batch: parse, dilation, blur, batch 1024.
 PipelineBuilder W2Front(const std::string& cifar_dir) {
   PipelineBuilder b =
-      PipelineBuilder::TfRecord({cifar_dir + "/*.tfrecord"},
-                                {BytesFeature("image", 3072), Int64Feature("label")});
-  b.Map({Op("decode_raw", {{"dtype", "uint8"}}),
-         Op("reshape", {{"shape", {32, 32, 3}}}),
-         Op("grey_dilation", {{"size", 3}}),
-         Op("gaussian_blur", {{"ksize", 11}, {"sigma", 0.8}})})
+      PipelineBuilder::TfRecord({cifar_dir + "/*.tfrecord"}, {BytesFeature("image", 3072), Int64Feature("label")});
+  b.Map({Op("decode_raw", {{"dtype", "uint8"}}), Op("reshape", {{"shape", {32, 32, 3}}}),
+         Op("grey_dilation", {{"size", 3}}), Op("gaussian_blur", {{"ksize", 11}, {"sigma", 0.8}})})
       .Batch(1024, /*drop_remainder=*/true);
   return b;
 }
@@ -61,9 +56,8 @@ PipelineDef W5aPipeline(const std::string& cifar_dir) {
           .Map({Op("decode_raw", {{"dtype", "uint8"}}), Op("reshape", {{"shape", {32, 32, 3}}}),
                 Op("random_crop", {{"size", 32}, {"padding", 4}, {"padding_mode", "reflect"}})})
           .Batch(256, /*drop_remainder=*/true)
-          .Map({Op("crop_mirror_normalize", {{"mirror", 0.5},
-                                             {"mean", {0.4914, 0.4822, 0.4465}},
-                                             {"std", {0.2470, 0.2435, 0.2616}}})})
+          .Map({Op("crop_mirror_normalize",
+                   {{"mirror", 0.5}, {"mean", {0.4914, 0.4822, 0.4465}}, {"std", {0.2470, 0.2435, 0.2616}}})})
           .Prefetch()
           .Build();
   def.set_name("w5a_cifar10");
@@ -71,12 +65,8 @@ PipelineDef W5aPipeline(const std::string& cifar_dir) {
 }
 
 PipelineDef W2Uint8OverTheWire(const std::string& cifar_dir, const DistributeOptions& distribute) {
-  PipelineDef def = W2Front(cifar_dir)
-                        .Map(W2Augmentation())
-                        .Distribute(distribute)
-                        .Map({W2Rescale()})
-                        .Prefetch()
-                        .Build();
+  PipelineDef def =
+      W2Front(cifar_dir).Map(W2Augmentation()).Distribute(distribute).Map({W2Rescale()}).Prefetch().Build();
   def.set_name("w2_uint8_over_the_wire");
   return def;
 }

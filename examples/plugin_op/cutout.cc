@@ -36,8 +36,10 @@ class CutoutKernel : public sluice::ops::Kernel {
       if (!rng.Bernoulli(p_.p)) continue;
       const int64_t cy = rng.NextU32() % static_cast<uint32_t>(d.h);
       const int64_t cx = rng.NextU32() % static_cast<uint32_t>(d.w);
-      const int64_t y0 = std::max<int64_t>(0, cy - p_.patch_h / 2), y1 = std::min(d.h, cy - p_.patch_h / 2 + p_.patch_h);
-      const int64_t x0 = std::max<int64_t>(0, cx - p_.patch_w / 2), x1 = std::min(d.w, cx - p_.patch_w / 2 + p_.patch_w);
+      const int64_t y0 = std::max<int64_t>(0, cy - p_.patch_h / 2),
+                    y1 = std::min(d.h, cy - p_.patch_h / 2 + p_.patch_h);
+      const int64_t x0 = std::max<int64_t>(0, cx - p_.patch_w / 2),
+                    x1 = std::min(d.w, cx - p_.patch_w / 2 + p_.patch_w);
       if (p_.dtype == DType::kUInt8) {
         Fill(out[0].row<uint8_t>(r), y0, y1, x0, x1, static_cast<uint8_t>(std::clamp(p_.value, 0.f, 255.f)));
       } else {
@@ -67,10 +69,10 @@ absl::StatusOr<sluice::ops::InferredOp> InferCutout(const sluice::ops::Attrs& at
   if (h > dims.h || w > dims.w) {
     return sluice::ops::AttrError("size", "is larger than the image " + f.spec.shape.ToString());
   }
-  sluice::ops::InferredOp op = sluice::ops::UnaryOp(
-      f.column, f.spec,
-      CutoutParams{f.spec.dtype, dims, h, w, static_cast<float>(attrs.GetFloat("p")),
-                   static_cast<float>(attrs.GetFloat("value"))});
+  sluice::ops::InferredOp op =
+      sluice::ops::UnaryOp(f.column, f.spec,
+                           CutoutParams{f.spec.dtype, dims, h, w, static_cast<float>(attrs.GetFloat("p")),
+                                        static_cast<float>(attrs.GetFloat("value"))});
   op.random = true;
   return op;
 }
@@ -81,7 +83,9 @@ absl::Status RegisterCutout(sluice::ops::PluginRegistrar& r) {
           .Doc("Cutout: with probability p, a size patch centred on a random pixel of each sample is set to "
                "value (it may hang over the border).")
           .Attr(sluice::ops::FieldAttr())
-          .Attr(AttrSchema{"size", AttrType::kInts, "[8]", "[height, width] or [side] of the patch"}.Count(1, 2).AtLeast(1))
+          .Attr(
+              AttrSchema{"size", AttrType::kInts, "[8]", "[height, width] or [side] of the patch"}.Count(1, 2).AtLeast(
+                  1))
           .Attr(AttrSchema{"p", AttrType::kFloat, "1", "probability of a patch"}.Range(0, 1))
           .Attr(AttrSchema{"value", AttrType::kFloat, "0", "what the patch is set to"})
           .Input("field", "uint8 or float32 image [H,W] or [H,W,C]")

@@ -58,9 +58,9 @@ OpSpec Op(std::string name, std::initializer_list<std::pair<const char*, AttrVal
 // A tf.train.Example feature a tfrecord source declares.
 struct TfRecordFeature {
   std::string name;
-  std::string dtype;            // "bytes", "int64" or "float32"
-  std::vector<int64_t> shape;   // int64 / float32: per record (empty: a scalar)
-  int64_t length = 0;           // bytes: exact length, or 0 for any length
+  std::string dtype;           // "bytes", "int64" or "float32"
+  std::vector<int64_t> shape;  // int64 / float32: per record (empty: a scalar)
+  int64_t length = 0;          // bytes: exact length, or 0 for any length
 };
 TfRecordFeature BytesFeature(const std::string& name, int64_t length = 0);
 TfRecordFeature Int64Feature(const std::string& name, std::vector<int64_t> shape = {});
@@ -88,7 +88,7 @@ struct NamedArray {
 template <typename T>
 NamedArray MakeArrayColumn(const std::string& name, std::vector<int64_t> shape, const std::vector<T>& values) {
   return NamedArray{name, DTypeOf<T>::value, std::move(shape),
-                     std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T))};
+                    std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T))};
 }
 
 // Where the nodes before a distribute node run (docs/service.md).

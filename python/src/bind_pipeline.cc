@@ -30,8 +30,7 @@ class PyIterator {
  public:
   // Holds the pipeline: its iterators' threads use the compiled nodes, and
   // Python may drop the Pipeline object before the iterator.
-  PyIterator(std::shared_ptr<const exec::Pipeline> pipeline,
-             std::unique_ptr<exec::PipelineIterator> it, Names names)
+  PyIterator(std::shared_ptr<const exec::Pipeline> pipeline, std::unique_ptr<exec::PipelineIterator> it, Names names)
       : pipeline_(std::move(pipeline)), it_(std::move(it)), names_(std::move(names)) {}
 
   // The next element as {column: array}, via `convert`; StopIteration at the end.
@@ -157,8 +156,8 @@ py::list ListOps() {
     for (ops::Backend b : registry.Backends(op->name())) backends.append(std::string(ops::BackendName(b)));
     out.append(py::dict(py::arg("name") = op->name(), py::arg("doc") = op->doc(), py::arg("attrs") = attrs,
                         py::arg("random") = op->random(), py::arg("predicate") = op->predicate(),
-                        py::arg("batch_level") = op->level() == ops::OpLevel::kBatch,
-                        py::arg("backends") = backends, py::arg("registrant") = registry.Registrant(op->name())));
+                        py::arg("batch_level") = op->level() == ops::OpLevel::kBatch, py::arg("backends") = backends,
+                        py::arg("registrant") = registry.Registrant(op->name())));
   }
   return out;
 }

@@ -91,8 +91,9 @@ class DeviceArray {
 
 void InitTensor(py::module_& m) {
   py::class_<DeviceArray>(m, "DeviceArray")
-      .def("__dlpack__", [](DeviceArray& a, py::object stream, py::kwargs) { return a.Dlpack(stream); },
-           py::arg("stream") = py::none())
+      .def(
+          "__dlpack__", [](DeviceArray& a, py::object stream, py::kwargs) { return a.Dlpack(stream); },
+          py::arg("stream") = py::none())
       .def("__dlpack_device__", &DeviceArray::Device);
 }
 
@@ -144,12 +145,13 @@ py::object DlpackCapsule(const Tensor& t) {
   holder->managed.deleter = DeleteHolder;
   // A consumer renames the capsule "used_dltensor" and takes over the
   // deleter; an unconsumed capsule frees the tensor itself.
-  return py::capsule(&holder->managed, "dltensor", +[](PyObject* capsule) {
-    if (PyCapsule_IsValid(capsule, "dltensor")) {
-      auto* m = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule, "dltensor"));
-      m->deleter(m);
-    }
-  });
+  return py::capsule(
+      &holder->managed, "dltensor", +[](PyObject* capsule) {
+        if (PyCapsule_IsValid(capsule, "dltensor")) {
+          auto* m = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule, "dltensor"));
+          m->deleter(m);
+        }
+      });
 }
 
 }  // namespace

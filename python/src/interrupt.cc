@@ -67,8 +67,7 @@ InterruptScope::InterruptScope(exec::PipelineIterator* it) {
   if (!watching || sigaction(SIGINT, nullptr, &python_handler_) != 0) return;
   const bool has_function = (python_handler_.sa_flags & SA_SIGINFO)
                                 ? python_handler_.sa_sigaction != OnSigint
-                                : python_handler_.sa_handler != SIG_DFL &&
-                                      python_handler_.sa_handler != SIG_IGN;
+                                : python_handler_.sa_handler != SIG_DFL && python_handler_.sa_handler != SIG_IGN;
   if (!has_function) return;
   {
     absl::MutexLock lock(&g_mu);

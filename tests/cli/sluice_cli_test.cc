@@ -5,7 +5,6 @@
 #include <array>
 #include <cstdio>
 #include <cstdlib>
-
 #include <set>
 
 #include "gmock/gmock.h"
@@ -78,8 +77,8 @@ TEST_F(SluiceCliTest, InvalidPipelineExitsNonZeroNamingTheProblem) {
   Result r = Sluice("run " + dir_.Join("bad.json"));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.out, HasSubstr("(nodes[0].batch.size)"));
-  testing::WriteFileBytes(dir_.Join("glob.json"),
-                          R"({"nodes": [{"source": {"tfrecord": {"files": [")" + dir_.Join("none-*.tfrecord") + R"("]}}}]})");
+  testing::WriteFileBytes(dir_.Join("glob.json"), R"({"nodes": [{"source": {"tfrecord": {"files": [")" +
+                                                      dir_.Join("none-*.tfrecord") + R"("]}}}]})");
   r = Sluice("run " + dir_.Join("glob.json"));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.out, HasSubstr("NOT_FOUND"));
@@ -161,7 +160,8 @@ TEST_F(SluiceCliTest, APluginsOpsAreListedAndRunOnlyWhereThePluginIsLoaded) {
   ASSERT_EQ(Sluice("make-data cifar10 --out " + dir_.Join("c") + " --count 64 --files 2").exit_code, 0);
   testing::WriteFileBytes(dir_.Join("cutout.json"), R"({
     "nodes": [
-      {"source": {"tfrecord": {"files": [")" + dir_.Join("c/*.tfrecord") + R"("],
+      {"source": {"tfrecord": {"files": [")" + dir_.Join("c/*.tfrecord") +
+                                                        R"("],
                                "features": [{"name": "image", "dtype": "bytes", "length": 3072},
                                             {"name": "label", "dtype": "int64"}]}}},
       {"map": {"ops": [{"op": "reshape", "attrs": {"shape": [32, 32, 3]}},
@@ -194,9 +194,8 @@ TEST_F(SluiceCliTest, OpsAsJsonListEveryOpWithItsBackends) {
   }
   EXPECT_TRUE(names.count("gaussian_blur") && names.count("crop_mirror_normalize"));
   EXPECT_FALSE(names.count("fused_warp")) << "internal ops are not listed";
-  const nlohmann::json& flip = *std::find_if(ops.begin(), ops.end(), [](const nlohmann::json& op) {
-    return op["name"] == "random_flip";
-  });
+  const nlohmann::json& flip =
+      *std::find_if(ops.begin(), ops.end(), [](const nlohmann::json& op) { return op["name"] == "random_flip"; });
   EXPECT_EQ(flip["attrs"][1]["choices"], nlohmann::json({"horizontal", "vertical", "horizontal_and_vertical"}));
   EXPECT_EQ(flip["attrs"][1]["default"], "horizontal");
   for (const nlohmann::json& op : ops) {  // mixup and cutmix may work in place, nothing else does yet
@@ -210,7 +209,8 @@ TEST_F(SluiceCliTest, ProfileThenMaterializeAsTheVerdictSuggests) {
   ASSERT_EQ(Sluice("make-data cifar10 --out " + dir_.Join("c") + " --count 200 --files 2").exit_code, 0);
   testing::WriteFileBytes(dir_.Join("p.json"), R"({
     "nodes": [
-      {"source": {"tfrecord": {"files": [")" + dir_.Join("c") + R"(/*.tfrecord"],
+      {"source": {"tfrecord": {"files": [")" + dir_.Join("c") +
+                                                   R"(/*.tfrecord"],
         "features": [{"name": "image", "dtype": "bytes", "length": 3072}, {"name": "label", "dtype": "int64"}]}}},
       {"map": {"ops": [{"op": "reshape", "attrs": {"shape": [32, 32, 3]}},
                        {"op": "gaussian_blur", "attrs": {"ksize": 31, "sigma": 6}}]}},

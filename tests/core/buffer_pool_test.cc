@@ -54,7 +54,7 @@ TEST(BufferPool, SteadyStateAllocatesNothingNew) {
 
 TEST(BufferPool, BigBlocksWasteAtMostAQuarterAndReservationsStayCached) {
   BufferPool pool(BufferPool::Options{1 << 10});  // caches 1 KiB of its own accord
-  const size_t batch = 154'140'672;                 // a W3 batch: 256 x 3 x 224 x 224 float32
+  const size_t batch = 154'140'672;               // a W3 batch: 256 x 3 x 224 x 224 float32
   pool.Reserve(batch, 3);
   EXPECT_EQ(pool.stats().cached_bytes, 3 * size_t{167'772'160});  // 1.25 x 2^27, not 2^28
   std::vector<std::shared_ptr<Buffer>> held;

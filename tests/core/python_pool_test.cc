@@ -13,9 +13,9 @@
 #include <set>
 #include <thread>
 
+#include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "absl/time/clock.h"
 #include "sluice/core/status_macros.h"
 #include "status_matchers.h"
 #include "temp_dir.h"

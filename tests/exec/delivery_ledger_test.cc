@@ -67,7 +67,8 @@ TEST(DeliveryLedger, AResumedLedgerStartsFromWhatWasDone) {
 
 TEST(DeliveryLedger, ARowOfNoSplitIsAnErrorNamingIt) {
   DeliveryLedger ledger(Order(), {});
-  EXPECT_THAT(ledger.Done(Rows(5, 0), 0, 1), StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("none of the epoch's splits")));
+  EXPECT_THAT(ledger.Done(Rows(5, 0), 0, 1),
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("none of the epoch's splits")));
   EXPECT_THAT(ledger.Done(Provenance(), 0, 1), StatusIs(absl::StatusCode::kFailedPrecondition, ::testing::_));
 }
 

@@ -28,11 +28,11 @@ constexpr int64_t kRows = 16, kC = 3, kH = 8, kW = 6;
 graph::CompiledNode MapNode(std::vector<OpSpec> ops) {
   std::vector<float> images(kRows * kC * kH * kW, 0.f);
   std::vector<int64_t> labels(kRows, 0);
-  const PipelineDef def = PipelineBuilder::Arrays({MakeArrayColumn("image", {kC, kH, kW}, images),
-                                                   MakeArrayColumn("label", {}, labels)})
-                              .Batch(kRows)
-                              .Map(std::move(ops))
-                              .Build();
+  const PipelineDef def =
+      PipelineBuilder::Arrays({MakeArrayColumn("image", {kC, kH, kW}, images), MakeArrayColumn("label", {}, labels)})
+          .Batch(kRows)
+          .Map(std::move(ops))
+          .Build();
   absl::StatusOr<graph::CompiledPipeline> compiled = graph::Compile(def);
   EXPECT_TRUE(compiled.ok()) << compiled.status();
   graph::CompiledNode node = compiled->nodes.back();
@@ -51,7 +51,8 @@ Batch FreshBatch() {
   b.rows = kRows;
   Tensor image = Tensor::Allocate(DType::kFloat32, Shape{kRows, kC, kH, kW});
   Tensor label = Tensor::Allocate(DType::kInt64, Shape{kRows});
-  for (int64_t i = 0; i < kRows * kC * kH * kW; ++i) image.data<float>()[i] = static_cast<float>(i / (kC * kH * kW) * 1000 + i % 97);
+  for (int64_t i = 0; i < kRows * kC * kH * kW; ++i)
+    image.data<float>()[i] = static_cast<float>(i / (kC * kH * kW) * 1000 + i % 97);
   for (int64_t r = 0; r < kRows; ++r) label.data<int64_t>()[r] = r % 10;
   b.columns.push_back(Column{std::move(image), Tensor()});
   b.columns.push_back(Column{std::move(label), Tensor()});
@@ -118,8 +119,7 @@ TEST(MapPlanInPlace, AdoptedMemoryIsNeverWritten) {
 TEST(MapPlanInPlace, AColumnOfAnotherSpecIsNeverAliased) {
   // cutmix's label output (float32 soft labels) replaces an int64 column:
   // never its buffer.
-  const graph::CompiledNode node =
-      MapNode({Op("cutmix", {{"num_classes", 10}, {"p", 0.0}})});
+  const graph::CompiledNode node = MapNode({Op("cutmix", {{"num_classes", 10}, {"p", 0.0}})});
   const std::unique_ptr<MapPlan> plan = MapPlan::Make(node);
   Batch alone = FreshBatch();
   const Tensor label_before = alone.columns[1].values;  // kept: the labels must stay as they were
@@ -248,15 +248,16 @@ TEST(MapPlanTiles, AnOpAskingForWholeRangesGetsTheRangeInOneCall) {
   EXPECT_GT(Seen().calls[0], 1);
   EXPECT_LT(Seen().most_rows[0], kChunkRows);
   const Batch whole =
-      RunChunk({Op("test_record_calls", {{"field", "x"}}), Op("test_record_calls_whole", {{"field", "x"}})},
-               kChunkRows, kRowFloats);
+      RunChunk({Op("test_record_calls", {{"field", "x"}}), Op("test_record_calls_whole", {{"field", "x"}})}, kChunkRows,
+               kRowFloats);
   for (int k = 0; k < 2; ++k) {
     EXPECT_EQ(Seen().calls[k], 1) << "op " << k;
     EXPECT_EQ(Seen().most_rows[k], kChunkRows) << "op " << k;
   }
   ASSERT_EQ(whole.columns[0].values.byte_size(), tiled.columns[0].values.byte_size());
   EXPECT_EQ(std::memcmp(whole.columns[0].values.raw_data(), tiled.columns[0].values.raw_data(),
-                        tiled.columns[0].values.byte_size()), 0);
+                        tiled.columns[0].values.byte_size()),
+            0);
 }
 
 // A whole range of large rows would take a thread hundreds of MiB of
@@ -265,8 +266,8 @@ TEST(MapPlanTiles, AWholeRangeOfLargeRowsIsCutAt16MiBOfScratch) {
   RegisterRecordCalls();
   constexpr int64_t kChunkRows = 8, kRowFloats = 1 << 20;
   const Batch out =
-      RunChunk({Op("test_record_calls", {{"field", "x"}}), Op("test_record_calls_whole", {{"field", "x"}})},
-               kChunkRows, kRowFloats);
+      RunChunk({Op("test_record_calls", {{"field", "x"}}), Op("test_record_calls_whole", {{"field", "x"}})}, kChunkRows,
+               kRowFloats);
   for (int k = 0; k < 2; ++k) {
     EXPECT_EQ(Seen().calls[k], 2) << "op " << k;
     EXPECT_EQ(Seen().most_rows[k], 4) << "op " << k;

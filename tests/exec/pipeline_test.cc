@@ -3,25 +3,25 @@
 #include "sluice/exec/pipeline.h"
 
 #include <algorithm>
-#include <iterator>
-#include <map>
 #include <cstring>
 #include <filesystem>
+#include <iterator>
+#include <map>
 #include <set>
 #include <thread>
 
+#include "example.pb.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "example.pb.h"
 #include "sluice/core/status_macros.h"
-#include "sluice/pipeline_builder.h"
 #include "sluice/io/idx_file.h"
-#include "sluice/ops/builtin_ops.h"
 #include "sluice/io/tfrecord_index.h"
+#include "sluice/ops/builtin_ops.h"
+#include "sluice/pipeline_builder.h"
 #include "status_matchers.h"
 #include "temp_dir.h"
-#include "test_ops.h"
 #include "test_data.h"
+#include "test_ops.h"
 
 namespace sluice::exec {
 namespace {
@@ -31,7 +31,7 @@ using ::testing::HasSubstr;
 
 // Every element of one epoch, copied out.
 struct Output {
-  std::vector<int64_t> rows;               // per element
+  std::vector<int64_t> rows;                // per element
   std::vector<std::vector<uint8_t>> bytes;  // per element, all columns
   std::vector<int64_t> labels;              // every label, in order
   std::vector<std::vector<uint8_t>> rows0;  // every row of the first column
@@ -85,8 +85,7 @@ absl::StatusOr<Output> RunEpoch(const PipelineDef& def, uint64_t epoch = 0, Skip
 // the service's client provides it.
 class PipelineAsRemoteInput : public RemoteInput {
  public:
-  explicit PipelineAsRemoteInput(std::unique_ptr<Pipeline> workers_part)
-      : part_(std::move(workers_part)) {}
+  explicit PipelineAsRemoteInput(std::unique_ptr<Pipeline> workers_part) : part_(std::move(workers_part)) {}
   std::unique_ptr<Iterator> Open(ExecContext*, const graph::CompiledNode&, uint64_t epoch) override {
     return std::make_unique<Adapter>(part_->Iterate(epoch));
   }
@@ -111,13 +110,12 @@ class PipelineTest : public ::testing::Test {
   // W2's shape: parse, dilation, random blur, batch, rescale, random warps.
   PipelineBuilder W2Like(int threads) {
     PipelineBuilder b =
-        PipelineBuilder::TfRecord({dir_.Join("*.tfrecord")},
-                                  {BytesFeature("image", 3072), Int64Feature("label")});
+        PipelineBuilder::TfRecord({dir_.Join("*.tfrecord")}, {BytesFeature("image", 3072), Int64Feature("label")});
     b.Map({Op("reshape", {{"shape", {32, 32, 3}}}), Op("grey_dilation", {{"size", 3}}),
            Op("gaussian_blur", {{"ksize", 11}, {"sigma", {0.5, 1.5}}})})
         .Batch(16)
-        .Map({Op("rescale", {{"scale", 1 / 255.0}}), Op("random_flip"),
-              Op("random_rotation", {{"degrees", 20.0}}), Op("random_zoom", {{"scale", {0.9, 1.1}}})})
+        .Map({Op("rescale", {{"scale", 1 / 255.0}}), Op("random_flip"), Op("random_rotation", {{"degrees", 20.0}}),
+              Op("random_zoom", {{"scale", {0.9, 1.1}}})})
         .Prefetch(2)
         .Seed(1234)
         .Threads(threads);
@@ -188,9 +186,8 @@ TEST_F(PipelineTest, AParallelReadersErrorComesAtItsSplitsTurn) {
   // The second of three files is cut inside its last record.
   std::sort(files_.begin(), files_.end());
   std::filesystem::resize_file(files_[1], std::filesystem::file_size(files_[1]) - 10);
-  const PipelineDef def = PipelineBuilder::TfRecord({dir_.Join("*.tfrecord")}, {Int64Feature("label")})
-                              .ParallelReads(3)
-                              .Build();
+  const PipelineDef def =
+      PipelineBuilder::TfRecord({dir_.Join("*.tfrecord")}, {Int64Feature("label")}).ParallelReads(3).Build();
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<Pipeline> pipeline, Pipeline::Create(def));
   std::unique_ptr<PipelineIterator> it = pipeline->Iterate();
   int64_t rows = 0;
@@ -236,13 +233,12 @@ TEST_F(PipelineTest, OrderedByDefaultAndUnorderedOnRequest) {
 }
 
 TEST_F(PipelineTest, ShuffleIsAPermutationReshuffledEachEpoch) {
-  PipelineDef def =
-      PipelineBuilder::TfRecord({dir_.Join("*.tfrecord")}, {Int64Feature("label")})
-          .Map({Op("cast", {{"field", "label"}, {"dtype", "int64"}})})
-          .Shuffle(64)
-          .Batch(10)
-          .Seed(7)
-          .Build();
+  PipelineDef def = PipelineBuilder::TfRecord({dir_.Join("*.tfrecord")}, {Int64Feature("label")})
+                        .Map({Op("cast", {{"field", "label"}, {"dtype", "int64"}})})
+                        .Shuffle(64)
+                        .Batch(10)
+                        .Seed(7)
+                        .Build();
   ASSERT_OK_AND_ASSIGN(Output e0, RunEpoch(def, 0));
   ASSERT_OK_AND_ASSIGN(Output e0_again, RunEpoch(def, 0));
   ASSERT_OK_AND_ASSIGN(Output e1, RunEpoch(def, 1));
@@ -263,9 +259,7 @@ TEST_F(PipelineTest, BatchRemainderTakeRepeatAndFilter) {
     EXPECT_TRUE(out.ok()) << out.status();
     return out.ok() ? *out : Output();
   };
-  auto base = [&] {
-    return PipelineBuilder::TfRecord({dir_.Join("*.tfrecord")}, {Int64Feature("label")});
-  };
+  auto base = [&] { return PipelineBuilder::TfRecord({dir_.Join("*.tfrecord")}, {Int64Feature("label")}); };
   EXPECT_EQ(labels_of(base().Batch(30, true)).rows, (std::vector<int64_t>{30, 30, 30}));
   EXPECT_EQ(labels_of(base().Batch(30)).rows, (std::vector<int64_t>{30, 30, 30, 10}));
   EXPECT_EQ(labels_of(base().Take(7)).labels.size(), 7u);  // samples before batching
@@ -277,8 +271,8 @@ TEST_F(PipelineTest, BatchRemainderTakeRepeatAndFilter) {
 }
 
 TEST_F(PipelineTest, UnbatchedPipelinesYieldSamples) {
-  ASSERT_OK_AND_ASSIGN(
-      Output out, RunEpoch(PipelineBuilder::TfRecord({dir_.Join("*.tfrecord")}, {Int64Feature("label")}).Build()));
+  ASSERT_OK_AND_ASSIGN(Output out,
+                       RunEpoch(PipelineBuilder::TfRecord({dir_.Join("*.tfrecord")}, {Int64Feature("label")}).Build()));
   EXPECT_EQ(out.rows.size(), static_cast<size_t>(kRecords));
   EXPECT_EQ(out.rows[0], 1);
 }
@@ -308,12 +302,10 @@ TEST_F(PipelineTest, MissingFeatureNamesFeatureFileAndRecord) {
   records.push_back(bad.SerializeAsString());
   const std::string path = dir_.Join("bad.tfrecord");
   testing::WriteTfRecords(path, records);
-  EXPECT_THAT(RunEpoch(PipelineBuilder::TfRecord({path}, {BytesFeature("image", 3072),
-                                                          Int64Feature("label")})
-                           .Batch(4)
-                           .Build()),
-              StatusIs(absl::StatusCode::kNotFound,
-                       HasSubstr("record 5 of " + path + ": feature 'label' missing")));
+  EXPECT_THAT(
+      RunEpoch(
+          PipelineBuilder::TfRecord({path}, {BytesFeature("image", 3072), Int64Feature("label")}).Batch(4).Build()),
+      StatusIs(absl::StatusCode::kNotFound, HasSubstr("record 5 of " + path + ": feature 'label' missing")));
 }
 
 TEST_F(PipelineTest, WrongFeatureLengthNamesFeatureFileAndRecord) {
@@ -327,9 +319,7 @@ TEST_F(PipelineTest, CorruptRecordFailsWithFileAndOffsetOrIsSkippedAndCounted) {
   const std::string record = testing::MakeExample(testing::CifarImage(0), 0);
   const size_t offset = 2 * (16 + record.size());
   testing::IncrementByte(files_[0], offset + 12 + 100);
-  auto labels = [&] {
-    return PipelineBuilder::TfRecord({dir_.Join("*.tfrecord")}, {Int64Feature("label")});
-  };
+  auto labels = [&] { return PipelineBuilder::TfRecord({dir_.Join("*.tfrecord")}, {Int64Feature("label")}); };
   EXPECT_THAT(RunEpoch(labels().Batch(8).Build()),
               StatusIs(absl::StatusCode::kDataLoss,
                        HasSubstr("data crc mismatch) in " + files_[0] + " at offset " + std::to_string(offset))));
@@ -371,7 +361,8 @@ TEST_F(PipelineTest, UnderSkipARowAKernelRefusesIsDroppedAndCountedNotItsBatch) 
     EXPECT_EQ(labels, kept) << threads << " threads";
     EXPECT_EQ(skipped.records, static_cast<int64_t>(all.size() - kept.size()));
     EXPECT_THAT(skipped.summary, HasSubstr(files_[0] + ": " + std::to_string(all.size() - kept.size()) + " records"));
-    EXPECT_THAT(skipped.summary, HasSubstr("node 'map_1': op 'refuse_label': label 6 refused in record 6 of " + files_[0]));
+    EXPECT_THAT(skipped.summary,
+                HasSubstr("node 'map_1': op 'refuse_label': label 6 refused in record 6 of " + files_[0]));
   }
 }
 
@@ -413,9 +404,7 @@ TEST_F(PipelineTest, UnderSkipADamagedLengthCostsItsRecordsNotTheRestOfTheFile) 
 }
 
 TEST_F(PipelineTest, CardinalityIsKnownWhenEverySplitIsSized) {
-  auto labels = [&] {
-    return PipelineBuilder::TfRecord({dir_.Join("*.tfrecord")}, {Int64Feature("label")});
-  };
+  auto labels = [&] { return PipelineBuilder::TfRecord({dir_.Join("*.tfrecord")}, {Int64Feature("label")}); };
   auto cardinality = [](PipelineDef def) {
     auto p = Pipeline::Create(def);
     EXPECT_TRUE(p.ok()) << p.status();
@@ -439,8 +428,7 @@ TEST_F(PipelineTest, ArraysFeedThePipelineLikeFiles) {
     x.insert(x.end(), {float(i), float(-i)});
     label.push_back(i);
   }
-  PipelineDef def = PipelineBuilder::Arrays({MakeArrayColumn("x", {2}, x),
-                                            MakeArrayColumn("label", {}, label)})
+  PipelineDef def = PipelineBuilder::Arrays({MakeArrayColumn("x", {2}, x), MakeArrayColumn("label", {}, label)})
                         .Map({Op("rescale", {{"field", "x"}, {"scale", 2.0}})})
                         .Batch(4)
                         .Build();
@@ -485,13 +473,12 @@ TEST_F(PipelineTest, ARepeatKeepsChunksWholeAcrossItsEpochsSoBatchesPassThroughT
   // 100 records, batches of 30: each epoch ends with a 10-row chunk. The
   // repeat re-cuts, so the map after it sees 30-row chunks only (10 of
   // them for 3 epochs) and the batch node passes them through.
-  ASSERT_OK_AND_ASSIGN(
-      auto pipeline,
-      Pipeline::Create(PipelineBuilder::TfRecord({dir_.Join("*.tfrecord")}, {Int64Feature("label")})
-                           .Repeat(3)
-                           .Map({Op("cast", {{"field", "label"}, {"dtype", "float32"}})})
-                           .Batch(30)
-                           .Build()));
+  ASSERT_OK_AND_ASSIGN(auto pipeline,
+                       Pipeline::Create(PipelineBuilder::TfRecord({dir_.Join("*.tfrecord")}, {Int64Feature("label")})
+                                            .Repeat(3)
+                                            .Map({Op("cast", {{"field", "label"}, {"dtype", "float32"}})})
+                                            .Batch(30)
+                                            .Build()));
   auto it = pipeline->Iterate();
   std::vector<int64_t> rows;
   std::map<float, int> seen;
@@ -603,9 +590,7 @@ TEST_F(PipelineTest, SplitAtADistributeNodeTheTwoPartsGiveTheWholesOutput) {
 TEST_F(PipelineTest, IterateSplitsReadsOnlyTheGivenSplitsInOrder) {
   for (const std::string& f : files_) ASSERT_TRUE(io::WriteTfRecordIndex(f).ok());
   const PipelineDef def =
-      PipelineBuilder::TfRecord({dir_.Join("*.tfrecord")}, {BytesFeature("image", 3072)})
-          .SplitRecords(5)
-          .Build();
+      PipelineBuilder::TfRecord({dir_.Join("*.tfrecord")}, {BytesFeature("image", 3072)}).SplitRecords(5).Build();
   ASSERT_OK_AND_ASSIGN(auto pipeline, Pipeline::Create(def));
   ASSERT_OK_AND_ASSIGN(Output all, RunEpoch(def));
   const std::vector<io::Split> splits = pipeline->Splits();
@@ -626,10 +611,8 @@ TEST_F(PipelineTest, IterateSplitsReadsOnlyTheGivenSplitsInOrder) {
 
 TEST_F(PipelineTest, IndexedFilesSplitIntoRecordRanges) {
   for (const std::string& f : files_) ASSERT_TRUE(io::WriteTfRecordIndex(f).ok());
-  PipelineDef def = PipelineBuilder::TfRecord({dir_.Join("*.tfrecord")}, {Int64Feature("label")})
-                        .SplitRecords(5)
-                        .Batch(100)
-                        .Build();
+  PipelineDef def =
+      PipelineBuilder::TfRecord({dir_.Join("*.tfrecord")}, {Int64Feature("label")}).SplitRecords(5).Batch(100).Build();
   ASSERT_OK_AND_ASSIGN(auto pipeline, Pipeline::Create(def));
   EXPECT_EQ(pipeline->compiled().nodes[0].format->MakeSplits().size(), 21u);  // 34, 33, 33 records
   ASSERT_OK_AND_ASSIGN(Output out, RunEpoch(def));

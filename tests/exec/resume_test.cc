@@ -4,8 +4,6 @@
 // with another thread count, through filters, shuffled splits, random ops,
 // shuffle buffers, takes, batches with a remainder and unbatched samples;
 // bad states are named.
-#include "sluice/exec/pipeline.h"
-
 #include <functional>
 #include <string>
 #include <vector>
@@ -13,6 +11,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "pipeline.pb.h"
+#include "sluice/exec/pipeline.h"
 #include "sluice/io/tfrecord_index.h"
 #include "sluice/pipeline_builder.h"
 #include "status_matchers.h"
@@ -68,8 +67,8 @@ class ResumeTest : public ::testing::Test {
   // of them, batches of 16 with a remainder; with `shuffle` > 0, shuffled
   // in a buffer of that many rows before the flip.
   PipelineBuilder Augmented(int threads, bool batched = true, int64_t shuffle = 0) const {
-    PipelineBuilder b = PipelineBuilder::TfRecord({dir_.path() + "/*.tfrecord"},
-                                                  {BytesFeature("image", 3072), Int64Feature("label")});
+    PipelineBuilder b =
+        PipelineBuilder::TfRecord({dir_.path() + "/*.tfrecord"}, {BytesFeature("image", 3072), Int64Feature("label")});
     b.ShuffleSplits().SplitRecords(0).Seed(7).Threads(threads);
     if (shuffle > 0) b.Shuffle(shuffle);
     b.Map({Op("decode_raw", {{"dtype", "uint8"}}), Op("reshape", {{"shape", std::vector<int64_t>{32, 32, 3}}}),
@@ -81,8 +80,8 @@ class ResumeTest : public ::testing::Test {
 
   // The epoch cut after `cut` elements, saved, resumed by a new pipeline
   // object with `resume_threads`: the two parts, concatenated.
-  Elements CutAndResume(const PipelineBuilder& saving, const PipelineBuilder& resuming, uint64_t epoch,
-                        int64_t cut, std::string* state_out = nullptr) {
+  Elements CutAndResume(const PipelineBuilder& saving, const PipelineBuilder& resuming, uint64_t epoch, int64_t cut,
+                        std::string* state_out = nullptr) {
     Elements got;
     std::unique_ptr<Pipeline> first = Make(saving);
     std::unique_ptr<PipelineIterator> it = first->Iterate(epoch);

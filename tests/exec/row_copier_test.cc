@@ -33,9 +33,9 @@ TEST(RowCopier, RangesOfSeveralBatchesBecomeOneBatchInOrder) {
   const Batch out = copier.Finish();
   ASSERT_EQ(out.rows, 5);
   const std::vector<uint8_t> want = {3, 4, 5, 6, 7, 8, 200, 201, 202, 203, 204, 205, 206, 207, 208};
-  EXPECT_EQ(std::vector<uint8_t>(out.columns[0].values.data<uint8_t>(),
-                                 out.columns[0].values.data<uint8_t>() + want.size()),
-            want);
+  EXPECT_EQ(
+      std::vector<uint8_t>(out.columns[0].values.data<uint8_t>(), out.columns[0].values.data<uint8_t>() + want.size()),
+      want);
   EXPECT_EQ(out.provenance.Origin(0).record, 101);
   EXPECT_EQ(out.provenance.Origin(2).record, 500);
   EXPECT_EQ(out.provenance.Origin(4).record, 502);

@@ -28,9 +28,8 @@ absl::Status ReadRows(size_t split, std::vector<Batch>* chunks) {
 
 TEST(SplitReadAhead, SplitsComeOutWholeInTheirOrderWhateverTheThreads) {
   for (int threads : {1, 2, 4}) {
-    SplitReadAhead ahead(6, threads, [](size_t s, const std::atomic<bool>&, std::vector<Batch>* c) {
-      return ReadRows(s, c);
-    });
+    SplitReadAhead ahead(6, threads,
+                         [](size_t s, const std::atomic<bool>&, std::vector<Batch>* c) { return ReadRows(s, c); });
     for (size_t s = 0; s < 6; ++s) {
       std::vector<Batch> chunks;
       ASSERT_OK_AND_ASSIGN(bool more, ahead.Next(&chunks));

@@ -3,14 +3,14 @@
 #include "gmock/gmock.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
+#include "sluice/graph/pipeline_json.h"
 #include "sluice/ops/builtin_ops.h"
 #include "sluice/ops/geometry_params.h"
 #include "sluice/pipeline_builder.h"
-#include "sluice/graph/pipeline_json.h"
 #include "status_matchers.h"
 #include "temp_dir.h"
-#include "test_ops.h"
 #include "test_data.h"
+#include "test_ops.h"
 
 namespace sluice::graph {
 namespace {
@@ -23,8 +23,7 @@ class CompileTest : public ::testing::Test {
   void SetUp() override { testing::WriteCifarTfRecords(dir_.path(), 10, 2); }
 
   PipelineBuilder Cifar() {
-    return PipelineBuilder::TfRecord({dir_.Join("*.tfrecord")},
-                                     {BytesFeature("image", 3072), Int64Feature("label")});
+    return PipelineBuilder::TfRecord({dir_.Join("*.tfrecord")}, {BytesFeature("image", 3072), Int64Feature("label")});
   }
 
   testing::TempDir dir_;
@@ -33,10 +32,8 @@ class CompileTest : public ::testing::Test {
 TEST_F(CompileTest, ParsesFeaturesInTheFirstMapAndTracksTheSchema) {
   ASSERT_OK_AND_ASSIGN(
       CompiledPipeline c,
-      Compile(Cifar()
-                  .Map({Op("reshape", {{"shape", {32, 32, 3}}}), Op("rescale", {{"scale", 0.5}})})
-                  .Batch(4)
-                  .Build()));
+      Compile(
+          Cifar().Map({Op("reshape", {{"shape", {32, 32, 3}}}), Op("rescale", {{"scale", 0.5}})}).Batch(4).Build()));
   ASSERT_EQ(c.nodes.size(), 3u);
   EXPECT_EQ(c.nodes[1].ops.front().name, "parse_example");
   EXPECT_EQ(c.output_schema().ToString(), "{image: float32[32,32,3], label: int64[]}");
@@ -44,13 +41,11 @@ TEST_F(CompileTest, ParsesFeaturesInTheFirstMapAndTracksTheSchema) {
 }
 
 TEST_F(CompileTest, FusesConsecutiveWarps) {
-  ASSERT_OK_AND_ASSIGN(
-      CompiledPipeline c,
-      Compile(Cifar()
-                  .Map({Op("reshape", {{"shape", {32, 32, 3}}}), Op("random_flip"),
-                        Op("random_rotation", {{"degrees", 10.0}}),
-                        Op("random_zoom", {{"scale", {0.9, 1.1}}})})
-                  .Build()));
+  ASSERT_OK_AND_ASSIGN(CompiledPipeline c, Compile(Cifar()
+                                                       .Map({Op("reshape", {{"shape", {32, 32, 3}}}), Op("random_flip"),
+                                                             Op("random_rotation", {{"degrees", 10.0}}),
+                                                             Op("random_zoom", {{"scale", {0.9, 1.1}}})})
+                                                       .Build()));
   const std::vector<BoundOp>& ops = c.nodes[1].ops;
   ASSERT_EQ(ops.size(), 3u);  // parse, reshape, fused warp
   EXPECT_EQ(ops.back().name, "fused(random_flip+random_rotation+random_zoom)");
@@ -75,11 +70,11 @@ TEST_F(CompileTest, FoldsALayoutChangeIntoTheWarpBeforeIt) {
   EXPECT_EQ(spec.scale, 0.5f);
   EXPECT_EQ(c.output_schema().ToString(), "{image: float32[3,32,32], label: int64[]}");
   // A rescale before a flip alone (which copies pixels) stays an op.
-  ASSERT_OK_AND_ASSIGN(CompiledPipeline flip,
-                       Compile(Cifar()
-                                   .Map({Op("reshape", {{"shape", {32, 32, 3}}}), Op("rescale", {{"scale", 0.5}}),
-                                         Op("random_flip")})
-                                   .Build()));
+  ASSERT_OK_AND_ASSIGN(
+      CompiledPipeline flip,
+      Compile(Cifar()
+                  .Map({Op("reshape", {{"shape", {32, 32, 3}}}), Op("rescale", {{"scale", 0.5}}), Op("random_flip")})
+                  .Build()));
   EXPECT_EQ(flip.nodes[1].ops.size(), 4u);
   // A flip alone copies pixels: the layout change stays an op of its own.
   ASSERT_OK_AND_ASSIGN(
@@ -92,11 +87,12 @@ TEST_F(CompileTest, ACudaMapInABuildWithoutCudaNamesTheOpAndHowToGetCuda) {
   if (ops::OpRegistry::Global().runtime(ops::Backend::kCuda) != nullptr) {
     GTEST_SKIP() << "this build has the cuda backend (SLUICE_WITH_CUDA)";
   }
-  EXPECT_THAT(Compile(Cifar().Map({Op("reshape", {{"shape", {32, 32, 3}}}), Op("rescale", {{"scale", 0.5}})}, 0, "cuda")
-                          .Build()),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("node 'map_1' (nodes[1]): device \"cuda\" (op 'reshape'): this build of "
-                                 "sluice has no cuda backend: rebuild with -DSLUICE_WITH_CUDA=ON")));
+  EXPECT_THAT(
+      Compile(
+          Cifar().Map({Op("reshape", {{"shape", {32, 32, 3}}}), Op("rescale", {{"scale", 0.5}})}, 0, "cuda").Build()),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("node 'map_1' (nodes[1]): device \"cuda\" (op 'reshape'): this build of "
+                         "sluice has no cuda backend: rebuild with -DSLUICE_WITH_CUDA=ON")));
 }
 
 TEST_F(CompileTest, AMapsDeviceIsCpuOrCuda) {
@@ -125,8 +121,10 @@ TEST_F(CompileTest, UnknownOpNamesNodeAndOp) {
 
 TEST_F(CompileTest, WrongAttrTypeNamesNodeOpAndAttr) {
   EXPECT_THAT(
-      Compile(Cifar().Map({Op("reshape", {{"shape", {32, 32, 3}}}),
-                           Op("gaussian_blur", {{"ksize", "eleven"}, {"sigma", 1.0}})}).Build()),
+      Compile(Cifar()
+                  .Map({Op("reshape", {{"shape", {32, 32, 3}}}),
+                        Op("gaussian_blur", {{"ksize", "eleven"}, {"sigma", 1.0}})})
+                  .Build()),
       StatusIs(absl::StatusCode::kInvalidArgument,
                HasSubstr("node 'map_1' (nodes[1]): ops[1]: op 'gaussian_blur': attr 'ksize' must be an integer")));
 }
@@ -155,8 +153,8 @@ TEST_F(CompileTest, StructuralErrors) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("is not a predicate")));
   PipelineDef no_source = Cifar().Build();
   no_source.mutable_nodes(0)->mutable_batch()->set_size(1);
-  EXPECT_THAT(Compile(no_source), StatusIs(absl::StatusCode::kInvalidArgument,
-                                           HasSubstr("the first node must be a source")));
+  EXPECT_THAT(Compile(no_source),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("the first node must be a source")));
 }
 
 TEST_F(CompileTest, BadFeatureDeclarations) {
@@ -165,25 +163,22 @@ TEST_F(CompileTest, BadFeatureDeclarations) {
                        HasSubstr("features[0] 'image': length must be > 0, or 0 for values of any length")));
   TfRecordFeature f = Int64Feature("label");
   f.dtype = "string";
-  EXPECT_THAT(Compile(PipelineBuilder::TfRecord({dir_.Join("*.tfrecord")}, {f}).Build()),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("dtype must be \"bytes\", \"int64\" or \"float32\"")));
+  EXPECT_THAT(
+      Compile(PipelineBuilder::TfRecord({dir_.Join("*.tfrecord")}, {f}).Build()),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("dtype must be \"bytes\", \"int64\" or \"float32\"")));
 }
 
 TEST_F(CompileTest, MissingFilesAreNotFoundNamingThePattern) {
   EXPECT_THAT(Compile(PipelineBuilder::TfRecord({dir_.Join("*.tfrec")}).Build()),
-              StatusIs(absl::StatusCode::kNotFound,
-                       HasSubstr("node 'source_0' (nodes[0]): no file matches pattern '" + dir_.Join("*.tfrec") + "'")));
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("node 'source_0' (nodes[0]): no file matches pattern '" +
+                                                              dir_.Join("*.tfrec") + "'")));
 }
 
 // pipelines/*.json are what the README runs; they must stay the workloads
 // the bench measures.
 TEST_F(CompileTest, ADistributeNodeSplitsThePipelineInTwoParts) {
-  const PipelineDef def = Cifar()
-                              .Map({Op("reshape", {{"shape", {32, 32, 3}}})})
-                              .Distribute()
-                              .Batch(4)
-                              .Map({Op("random_flip")})
-                              .Build();
+  const PipelineDef def =
+      Cifar().Map({Op("reshape", {{"shape", {32, 32, 3}}})}).Distribute().Batch(4).Map({Op("random_flip")}).Build();
   ASSERT_OK_AND_ASSIGN(int d, FindDistribute(def));
   EXPECT_EQ(d, 2);
   ASSERT_OK_AND_ASSIGN(CompiledPipeline workers, Compile(def, ops::OpRegistry::Global(), {0, d, Schema(), false}));
@@ -198,8 +193,9 @@ TEST_F(CompileTest, ADistributeNodeSplitsThePipelineInTwoParts) {
 
   PipelineDef two = def;
   *two.add_nodes()->mutable_distribute() = DistributeDef();
-  EXPECT_THAT(FindDistribute(two), StatusIs(absl::StatusCode::kInvalidArgument,
-                                            HasSubstr("nodes[5]: a pipeline may have one distribute node (another is nodes[2])")));
+  EXPECT_THAT(FindDistribute(two),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("nodes[5]: a pipeline may have one distribute node (another is nodes[2])")));
   EXPECT_THAT(Compile(def, ops::OpRegistry::Global(), {1, -1, Schema(), false}),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("starts at the distribute node")));
 }
@@ -216,7 +212,8 @@ TEST(CompilePythonDatasetTest, ReadsAsManySplitsAtOnceAsItHasProcesses) {
   auto compile = [](const std::string& extra) {
     return Compile(*PipelineFromJson(
         R"({"nodes": [{"source": {"python_dataset": {"dataset": "no_such_module:make", "length": 100,
-            "columns": [{"name": "x", "dtype": "int64"}], "processes": 3)" + extra + "}}]}"));
+            "columns": [{"name": "x", "dtype": "int64"}], "processes": 3)" +
+        extra + "}}]}"));
   };
   ASSERT_OK_AND_ASSIGN(CompiledPipeline dataset, compile("}"));
   EXPECT_EQ(dataset.nodes[0].parallel_reads, 3);

@@ -33,13 +33,12 @@ TEST(OutputFingerprint, IgnoresWhatOnlyShapesTheRun) {
 TEST(OutputFingerprint, ChangesWithWhatChangesTheOutput) {
   const std::string f = OutputFingerprint(Base().Build());
   EXPECT_NE(f, OutputFingerprint(Base().Seed(4).Build()));
-  EXPECT_NE(f, OutputFingerprint(
-                   PipelineBuilder::Arrays({MakeArrayColumn("x", {4}, std::vector<float>(40, 1.f))})
-                       .Map({Op("rescale", {{"scale", 3.0}})})
-                       .Batch(5)
-                       .Prefetch(2)
-                       .Seed(3)
-                       .Build()));
+  EXPECT_NE(f, OutputFingerprint(PipelineBuilder::Arrays({MakeArrayColumn("x", {4}, std::vector<float>(40, 1.f))})
+                                     .Map({Op("rescale", {{"scale", 3.0}})})
+                                     .Batch(5)
+                                     .Prefetch(2)
+                                     .Seed(3)
+                                     .Build()));
   PipelineDef renamed = Base().Build();
   renamed.mutable_nodes(1)->set_name("another_map");  // node names key the draws
   EXPECT_NE(f, OutputFingerprint(renamed));

@@ -32,11 +32,8 @@ std::vector<std::string> OpNames(const CompiledNode& node) {
 }
 
 TEST(FoldIntoReceive, TheFirstElementwiseOpAfterTheDistributeNodeRunsAsTheColumnArrives) {
-  const PipelineDef def = Source()
-                              .Distribute()
-                              .Batch(4)
-                              .Map({Op("rescale", {{"scale", 1 / 255.0}}), Op("random_flip")})
-                              .Build();
+  const PipelineDef def =
+      Source().Distribute().Batch(4).Map({Op("rescale", {{"scale", 1 / 255.0}}), Op("random_flip")}).Build();
   ASSERT_OK_AND_ASSIGN(CompiledPipeline unfolded, ConsumerPart(def, false));
   ASSERT_OK_AND_ASSIGN(CompiledPipeline c, ConsumerPart(def));
   ASSERT_EQ(c.nodes.size(), 3u);
@@ -65,10 +62,8 @@ TEST(FoldIntoReceive, OneOpPerColumnAndAMapLeftEmptyGoesAway) {
   EXPECT_EQ(both.output_schema().ToString(), "{image: float32[4,4,3], label: float32[]}");
 
   // A second op on a column already folded stays in the map.
-  const PipelineDef twice = Source()
-                                .Distribute()
-                                .Map({Op("rescale", {{"scale", 2.0}}), Op("rescale", {{"scale", 3.0}})})
-                                .Build();
+  const PipelineDef twice =
+      Source().Distribute().Map({Op("rescale", {{"scale", 2.0}}), Op("rescale", {{"scale", 3.0}})}).Build();
   ASSERT_OK_AND_ASSIGN(CompiledPipeline c, ConsumerPart(twice));
   ASSERT_EQ(c.nodes.size(), 2u);
   EXPECT_THAT(OpNames(c.nodes[0]), ::testing::ElementsAre("rescale"));
@@ -89,8 +84,7 @@ TEST(FoldIntoReceive, NothingFoldsPastAnOpThatIsNotElementwiseOrWhenNotAsked) {
   ASSERT_EQ(kept.nodes.size(), 2u);
 
   // A shuffle in between is not a node the fold looks past.
-  const PipelineDef shuffled =
-      Source().Distribute().Shuffle(4).Map({Op("rescale", {{"scale", 2.0}})}).Build();
+  const PipelineDef shuffled = Source().Distribute().Shuffle(4).Map({Op("rescale", {{"scale", 2.0}})}).Build();
   ASSERT_OK_AND_ASSIGN(CompiledPipeline s, ConsumerPart(shuffled));
   EXPECT_TRUE(s.nodes[0].ops.empty());
 }

@@ -1,17 +1,17 @@
 // A decode op and an uncropped crop_mirror_normalize after it become one op
 // that resamples into the normalized output; a crop keeps them apart.
+#include "bound_ops.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "bound_ops.h"
 #include "sluice/ops/decode_params.h"
 
 namespace sluice::graph {
 namespace {
 
 using testing::Bind;
+using ::testing::ElementsAre;
 using testing::Names;
 using testing::OnCpu;
-using ::testing::ElementsAre;
 
 // Encoded images: a ragged uint8 column.
 Schema Encoded() {
@@ -31,8 +31,8 @@ TEST(FuseDecodeNormalize, DecodeAndNormalizeBecomeOneOpWithBothKeys) {
 }
 
 TEST(FuseDecodeNormalize, ACroppingNormalizeIsNotFused) {
-  std::vector<BoundOp> ops = Bind(Encoded(), {{"decode_random_resized_crop", R"({"size": [32]})"},
-                                              {"crop_mirror_normalize", R"({"crop": [24]})"}});
+  std::vector<BoundOp> ops = Bind(
+      Encoded(), {{"decode_random_resized_crop", R"({"size": [32]})"}, {"crop_mirror_normalize", R"({"crop": [24]})"}});
   FuseDecodeNormalize(OnCpu(), &ops);
   EXPECT_THAT(Names(ops), ElementsAre("decode_random_resized_crop", "crop_mirror_normalize"));
 }

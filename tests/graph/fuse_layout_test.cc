@@ -1,18 +1,18 @@
 // hwc_to_chw right after a resampling warp on the same column folds into it:
 // the warp writes [C,H,W].
+#include "bound_ops.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "bound_ops.h"
 #include "sluice/ops/geometry_params.h"
 
 namespace sluice::graph {
 namespace {
 
 using testing::Bind;
+using ::testing::ElementsAre;
 using testing::Image;
 using testing::Names;
 using testing::OnCpu;
-using ::testing::ElementsAre;
 
 TEST(FuseLayout, TheWarpWritesPlanes) {
   std::vector<BoundOp> ops =

@@ -1,22 +1,22 @@
 // A uint8 rescale right before a resampling warp folds into the warp, which
 // then reads uint8 and writes the rescaled float output.
+#include "bound_ops.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "bound_ops.h"
 #include "sluice/ops/geometry_params.h"
 
 namespace sluice::graph {
 namespace {
 
 using testing::Bind;
+using ::testing::ElementsAre;
 using testing::Image;
 using testing::Names;
 using testing::OnCpu;
-using ::testing::ElementsAre;
 
 TEST(FuseRescaleIntoWarp, TheWarpReadsUint8AndRescalesItsOutput) {
-  std::vector<BoundOp> ops = Bind(Image(DType::kUInt8), {{"rescale", R"({"scale": 0.5, "offset": 1})"},
-                                                         {"random_rotation", R"({"degrees": 20})"}});
+  std::vector<BoundOp> ops = Bind(
+      Image(DType::kUInt8), {{"rescale", R"({"scale": 0.5, "offset": 1})"}, {"random_rotation", R"({"degrees": 20})"}});
   FuseRescaleIntoWarp(OnCpu(), &ops);
   ASSERT_THAT(Names(ops), ElementsAre("random_rotation"));
   const kernels::WarpSpec& spec = ops[0].inferred.params<ops::WarpParams>().spec;
@@ -28,15 +28,14 @@ TEST(FuseRescaleIntoWarp, TheWarpReadsUint8AndRescalesItsOutput) {
 }
 
 TEST(FuseRescaleIntoWarp, AFlipDoesNotResampleAndKeepsItsRescale) {
-  std::vector<BoundOp> ops =
-      Bind(Image(DType::kUInt8), {{"rescale", R"({"scale": 0.5})"}, {"random_flip", "{}"}});
+  std::vector<BoundOp> ops = Bind(Image(DType::kUInt8), {{"rescale", R"({"scale": 0.5})"}, {"random_flip", "{}"}});
   FuseRescaleIntoWarp(OnCpu(), &ops);
   EXPECT_THAT(Names(ops), ElementsAre("rescale", "random_flip"));
 }
 
 TEST(FuseRescaleIntoWarp, OffTheCpuNothingFolds) {
-  std::vector<BoundOp> ops = Bind(Image(DType::kUInt8), {{"rescale", R"({"scale": 0.5})"},
-                                                         {"random_rotation", R"({"degrees": 20})"}});
+  std::vector<BoundOp> ops =
+      Bind(Image(DType::kUInt8), {{"rescale", R"({"scale": 0.5})"}, {"random_rotation", R"({"degrees": 20})"}});
   FuseRescaleIntoWarp({ops::OpRegistry::Global(), ops::Backend::kCuda}, &ops);
   EXPECT_THAT(Names(ops), ElementsAre("rescale", "random_rotation"));
 }

@@ -1,23 +1,23 @@
 // Consecutive warps on one column become one fused warp whose parts keep
 // their own keys; anything between them, or another column, keeps them apart.
+#include "bound_ops.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "bound_ops.h"
 #include "sluice/ops/geometry_params.h"
 
 namespace sluice::graph {
 namespace {
 
 using testing::Bind;
+using ::testing::ElementsAre;
 using testing::Image;
 using testing::Names;
 using testing::OnCpu;
-using ::testing::ElementsAre;
 
 TEST(FuseWarps, ConsecutiveWarpsBecomeOneWithEachPartsKey) {
-  std::vector<BoundOp> ops = Bind(Image(DType::kFloat32), {{"random_flip", "{}"},
-                                                           {"random_rotation", R"({"degrees": 20})"},
-                                                           {"random_zoom", R"({"scale": [0.9, 1.1]})"}});
+  std::vector<BoundOp> ops = Bind(
+      Image(DType::kFloat32),
+      {{"random_flip", "{}"}, {"random_rotation", R"({"degrees": 20})"}, {"random_zoom", R"({"scale": [0.9, 1.1]})"}});
   FuseWarps(OnCpu(), &ops);
   ASSERT_THAT(Names(ops), ElementsAre(ops::kFusedWarpOp));
   const auto& params = ops[0].inferred.params<ops::FusedWarpParams>();

@@ -10,18 +10,18 @@ namespace sluice {
 namespace {
 
 TEST(PipelineBuilder, WritesTheNodesAttrsAndOptionsInOrder) {
-  const PipelineDef def = PipelineBuilder::TfRecord({"a-*.tfrecord"}, {BytesFeature("image", 3072),
-                                                                       Int64Feature("label")})
-                              .ShuffleSplits()
-                              .Map({Op("reshape", {{"shape", {32, 32, 3}}}), Op("gaussian_blur", {{"sigma", 0.8}})})
-                              .Named("augment")
-                              .Shuffle(100)
-                              .Batch(16, /*drop_remainder=*/true)
-                              .Prefetch(2)
-                              .Seed(7)
-                              .Threads(3)
-                              .Name("p")
-                              .Build();
+  const PipelineDef def =
+      PipelineBuilder::TfRecord({"a-*.tfrecord"}, {BytesFeature("image", 3072), Int64Feature("label")})
+          .ShuffleSplits()
+          .Map({Op("reshape", {{"shape", {32, 32, 3}}}), Op("gaussian_blur", {{"sigma", 0.8}})})
+          .Named("augment")
+          .Shuffle(100)
+          .Batch(16, /*drop_remainder=*/true)
+          .Prefetch(2)
+          .Seed(7)
+          .Threads(3)
+          .Name("p")
+          .Build();
   ASSERT_EQ(def.nodes_size(), 5);
   EXPECT_EQ(def.name(), "p");
   EXPECT_EQ(def.seed(), 7u);

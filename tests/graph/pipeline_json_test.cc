@@ -13,8 +13,7 @@ using ::testing::HasSubstr;
 
 TEST(PipelineJson, ErrorsNameTheFieldPath) {
   EXPECT_THAT(PipelineFromJson(R"({"nodes": [{"batch": {"size": "many"}}]})"),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("invalid pipeline JSON: (nodes[0].batch.size)")));
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("invalid pipeline JSON: (nodes[0].batch.size)")));
   EXPECT_THAT(PipelineFromJson(R"({"nodes": [{"batch": {"sise": 3}}]})"),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("(nodes[0].batch) sise")));
   EXPECT_THAT(PipelineFromJson(R"({"nodes": [)"),

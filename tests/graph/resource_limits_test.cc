@@ -20,8 +20,7 @@ TEST(ResourceLimits, ABatchOverTheLimitNamesItsNodeAndBytes) {
   ASSERT_OK_AND_ASSIGN(const CompiledPipeline plan, Compile(Rows().Batch(100).Named("big").Build()));
   ResourceLimits limits;
   limits.max_batch_bytes = 50 * 1024;
-  EXPECT_THAT(CheckResourceLimits(plan, limits),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("big")));
+  EXPECT_THAT(CheckResourceLimits(plan, limits), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("big")));
   limits.max_batch_bytes = 100 * 1024;
   SLUICE_EXPECT_OK(CheckResourceLimits(plan, limits));
 }
@@ -30,8 +29,7 @@ TEST(ResourceLimits, AShuffleBufferOverTheLimitIsRefused) {
   ASSERT_OK_AND_ASSIGN(const CompiledPipeline plan, Compile(Rows().Shuffle(2000).Named("shuffled").Build()));
   ResourceLimits limits;
   limits.max_buffer_bytes = 1 << 20;
-  EXPECT_THAT(CheckResourceLimits(plan, limits),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("shuffled")));
+  EXPECT_THAT(CheckResourceLimits(plan, limits), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("shuffled")));
 }
 
 TEST(ResourceLimits, TooManyThreadsAreRefused) {

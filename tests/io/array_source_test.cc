@@ -69,16 +69,16 @@ TEST(ArraySource, ViewsRowsWithoutCopyingAndOutlivesTheSource) {
 TEST(ArraySource, RaggedBytesAndRowCountMismatchNameTheColumn) {
   std::vector<ArrayColumnData> ragged;
   ragged.push_back(Column<float>("x", DType::kFloat32, Shape{2}, {0, 1, 2}));
-  EXPECT_THAT(MakeArraySource(std::move(ragged)),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("arrays column 'x': 12 bytes is not a whole number of")));
+  EXPECT_THAT(
+      MakeArraySource(std::move(ragged)),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("arrays column 'x': 12 bytes is not a whole number of")));
 
   std::vector<ArrayColumnData> mismatch;
   mismatch.push_back(Column<float>("x", DType::kFloat32, Shape{}, {0, 1, 2}));
   mismatch.push_back(Column<int64_t>("y", DType::kInt64, Shape{}, {0, 1}));
-  EXPECT_THAT(MakeArraySource(std::move(mismatch)),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("arrays column 'y': 2 rows, but column 'x' has 3")));
+  EXPECT_THAT(
+      MakeArraySource(std::move(mismatch)),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("arrays column 'y': 2 rows, but column 'x' has 3")));
 }
 
 }  // namespace

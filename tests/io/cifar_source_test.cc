@@ -28,7 +28,7 @@ TEST(Cifar10Source, ConvertsPlanarRecordsToHwc) {
   ASSERT_EQ(n, 3);
   Batch b = out.Finish();
   const uint8_t* img = b.columns[0].values.data<uint8_t>() + 2 * 3072;  // record 2
-  const int p = 33;  // row 1, column 1
+  const int p = 33;                                                     // row 1, column 1
   EXPECT_EQ(img[3 * p + 0], (p + 2) % 256);
   EXPECT_EQ(img[3 * p + 1], (p + 50 + 2) % 256);
   EXPECT_EQ(img[3 * p + 2], (p + 100 + 2) % 256);
@@ -38,9 +38,9 @@ TEST(Cifar10Source, ConvertsPlanarRecordsToHwc) {
 TEST(Cifar10Source, WrongSizeIsDataLossNamingTheFile) {
   testing::TempDir dir;
   testing::WriteFileBytes(dir.Join("data_batch_1.bin"), std::string(3073 * 2 + 5, 'x'));
-  EXPECT_THAT(MakeCifar10Source({dir.Join("data_batch_1.bin")}),
-              StatusIs(absl::StatusCode::kDataLoss,
-                       HasSubstr("not a CIFAR-10 binary file: " + dir.Join("data_batch_1.bin"))));
+  EXPECT_THAT(
+      MakeCifar10Source({dir.Join("data_batch_1.bin")}),
+      StatusIs(absl::StatusCode::kDataLoss, HasSubstr("not a CIFAR-10 binary file: " + dir.Join("data_batch_1.bin"))));
 }
 
 }  // namespace

@@ -55,8 +55,7 @@ TEST(Crc32c, CopyAndCrcCopiesEveryByteAndContinuesTheCrc) {
   std::vector<uint8_t> src(3 * 4096 * 2 + 100), dst(src.size(), 0);
   for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<uint8_t>(i * 7 + 1);
   const uint32_t head = Crc32c("head", 4);
-  EXPECT_EQ(CopyAndCrc32c(head, dst.data(), src.data(), src.size()),
-            Crc32cExtend(head, src.data(), src.size()));
+  EXPECT_EQ(CopyAndCrc32c(head, dst.data(), src.data(), src.size()), Crc32cExtend(head, src.data(), src.size()));
   EXPECT_EQ(dst, src);
 }
 

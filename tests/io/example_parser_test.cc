@@ -16,9 +16,8 @@ using ::testing::HasSubstr;
 class ExampleParserTest : public ::testing::Test {
  protected:
   ExampleParserTest()
-      : parser_({{"image", FeatureKind::kBytes, 4},
-                 {"label", FeatureKind::kInt64, 1},
-                 {"box", FeatureKind::kFloat, 2}}) {}
+      : parser_(
+            {{"image", FeatureKind::kBytes, 4}, {"label", FeatureKind::kInt64, 1}, {"box", FeatureKind::kFloat, 2}}) {}
 
   Example Valid() {
     Example ex;
@@ -59,19 +58,19 @@ TEST_F(ExampleParserTest, MissingFeatureIsNotFound) {
 TEST_F(ExampleParserTest, WrongTypeIsInvalidArgument) {
   Example ex = Valid();
   (*ex.mutable_features()->mutable_feature())["label"].mutable_float_list()->add_value(1);
-  EXPECT_THAT(Parse(ex), StatusIs(absl::StatusCode::kInvalidArgument,
-                                  HasSubstr("feature 'label': expected int64, got float32")));
+  EXPECT_THAT(Parse(ex),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("feature 'label': expected int64, got float32")));
 }
 
 TEST_F(ExampleParserTest, WrongLengthIsInvalidArgument) {
   Example ex = Valid();
   (*ex.mutable_features()->mutable_feature())["image"].mutable_bytes_list()->set_value(0, "abc");
-  EXPECT_THAT(Parse(ex), StatusIs(absl::StatusCode::kInvalidArgument,
-                                  HasSubstr("feature 'image': expected 4 bytes, got 3")));
+  EXPECT_THAT(Parse(ex),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("feature 'image': expected 4 bytes, got 3")));
   ex = Valid();
   (*ex.mutable_features()->mutable_feature())["box"].mutable_float_list()->add_value(3);
-  EXPECT_THAT(Parse(ex), StatusIs(absl::StatusCode::kInvalidArgument,
-                                  HasSubstr("feature 'box': expected 2 values, got 3")));
+  EXPECT_THAT(Parse(ex),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("feature 'box': expected 2 values, got 3")));
 }
 
 TEST_F(ExampleParserTest, GarbageIsDataLoss) {

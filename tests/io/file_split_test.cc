@@ -21,9 +21,9 @@ TEST(ExpandFilePatterns, ExpandsGlobsSortedInPatternOrder) {
 
 TEST(ExpandFilePatterns, PatternMatchingNothingIsNotFoundNamingIt) {
   testing::TempDir dir;
-  EXPECT_THAT(ExpandFilePatterns({dir.Join("*.tfrecord")}),
-              StatusIs(absl::StatusCode::kNotFound,
-                       HasSubstr("no file matches pattern '" + dir.Join("*.tfrecord") + "'")));
+  EXPECT_THAT(
+      ExpandFilePatterns({dir.Join("*.tfrecord")}),
+      StatusIs(absl::StatusCode::kNotFound, HasSubstr("no file matches pattern '" + dir.Join("*.tfrecord") + "'")));
   EXPECT_THAT(ExpandFilePatterns({dir.Join("missing.tfrecord")}),
               StatusIs(absl::StatusCode::kNotFound, HasSubstr("missing.tfrecord")));
 }

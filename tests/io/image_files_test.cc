@@ -63,8 +63,8 @@ TEST_F(ImageFilesTest, AFileListNamesFilesRelativeToItself) {
   Put("imgs/y.jpg");
   testing::WriteFileBytes(dir_.Join("list.txt"), "# path label\nimgs/y.jpg 7\n\nimgs/x.jpg 3  # comment\n");
   ASSERT_OK_AND_ASSIGN(auto source, MakeFileListSource(dir_.Join("list.txt")));
-  EXPECT_THAT(Rows(*source), ElementsAre(std::make_pair(7, dir_.Join("imgs/y.jpg")),
-                                         std::make_pair(3, dir_.Join("imgs/x.jpg"))));
+  EXPECT_THAT(Rows(*source),
+              ElementsAre(std::make_pair(7, dir_.Join("imgs/y.jpg")), std::make_pair(3, dir_.Join("imgs/x.jpg"))));
   testing::WriteFileBytes(dir_.Join("bad.txt"), "imgs/x.jpg 3\nimgs/y.jpg seven\n");
   EXPECT_THAT(MakeFileListSource(dir_.Join("bad.txt")),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("bad.txt line 2: expected \"<path> <label>\"")));

@@ -37,8 +37,7 @@ TEST(TfRecordIndex, StaleIndexIsRejected) {
   testing::WriteTfRecords(path, {"x", "yy"});
   ASSERT_TRUE(WriteTfRecordIndex(path).ok());
   testing::WriteTfRecords(path, {"x", "yy", "zzz"});
-  EXPECT_THAT(ReadTfRecordIndex(path),
-              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("stale index")));
+  EXPECT_THAT(ReadTfRecordIndex(path), StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("stale index")));
 }
 
 TEST(TfRecordIndex, CorruptIndexIsDataLoss) {

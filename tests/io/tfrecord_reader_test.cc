@@ -43,26 +43,25 @@ class TfRecordReaderTest : public ::testing::Test {
 
 TEST_F(TfRecordReaderTest, ReadsWhatTheWriterWrote) {
   ASSERT_OK_AND_ASSIGN(auto records, ReadAll());
-  EXPECT_THAT(records, ::testing::ElementsAre(std::string(10, 'a'), std::string(20, 'b'),
-                                              std::string(30, 'c')));
+  EXPECT_THAT(records, ::testing::ElementsAre(std::string(10, 'a'), std::string(20, 'b'), std::string(30, 'c')));
 }
 
 TEST_F(TfRecordReaderTest, FlippedLengthByteIsDataLossAtItsOffset) {
   testing::IncrementByte(path_, 26 + 1);  // the length of record 1
-  EXPECT_THAT(ReadAll(), StatusIs(absl::StatusCode::kDataLoss,
-                                  HasSubstr("length crc mismatch) in " + path_ + " at offset 26")));
+  EXPECT_THAT(ReadAll(),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("length crc mismatch) in " + path_ + " at offset 26")));
 }
 
 TEST_F(TfRecordReaderTest, FlippedDataByteIsDataLossAtItsOffset) {
   testing::IncrementByte(path_, 62 + 12 + 5);  // inside record 2's data
-  EXPECT_THAT(ReadAll(), StatusIs(absl::StatusCode::kDataLoss,
-                                  HasSubstr("data crc mismatch) in " + path_ + " at offset 62")));
+  EXPECT_THAT(ReadAll(),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("data crc mismatch) in " + path_ + " at offset 62")));
 }
 
 TEST_F(TfRecordReaderTest, TruncatedDataIsDataLoss) {
   testing::TruncateFile(path_, 62 + 12 + 10);
-  EXPECT_THAT(ReadAll(), StatusIs(absl::StatusCode::kDataLoss,
-                                  HasSubstr("truncated record in " + path_ + " at offset 62")));
+  EXPECT_THAT(ReadAll(),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("truncated record in " + path_ + " at offset 62")));
 }
 
 TEST_F(TfRecordReaderTest, TruncatedHeaderIsDataLoss) {
@@ -73,8 +72,7 @@ TEST_F(TfRecordReaderTest, TruncatedHeaderIsDataLoss) {
 
 TEST_F(TfRecordReaderTest, NotATfRecordSaysSo) {
   testing::WriteFileBytes(path_, "this is a plain text file, not records\n");
-  EXPECT_THAT(ReadAll(), StatusIs(absl::StatusCode::kDataLoss,
-                                  HasSubstr("at offset 0 (is this a TFRecord file?)")));
+  EXPECT_THAT(ReadAll(), StatusIs(absl::StatusCode::kDataLoss, HasSubstr("at offset 0 (is this a TFRecord file?)")));
 }
 
 TEST_F(TfRecordReaderTest, MissingFileIsNotFound) {
@@ -98,7 +96,8 @@ TEST_F(TfRecordReaderTest, SkipPolicyResynchronizesAfterABadLengthLosingOneRecor
   EXPECT_THAT(records, ::testing::ElementsAre(std::string(10, 'a'), std::string(30, 'c')));
   EXPECT_EQ(log.skipped(), 1);
   EXPECT_EQ(log.skipped_bytes(), 36u);
-  EXPECT_THAT(log.Summary(), HasSubstr("length crc mismatch) in " + path_ + " at offset 26 (skipped 36 bytes, to "
+  EXPECT_THAT(log.Summary(), HasSubstr("length crc mismatch) in " + path_ +
+                                       " at offset 26 (skipped 36 bytes, to "
                                        "the record at offset 62)"));
   EXPECT_THAT(log.Summary(), HasSubstr(path_ + ": 1 record, 36 bytes"));
 }

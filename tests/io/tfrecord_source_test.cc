@@ -51,8 +51,8 @@ TEST(TfRecordSource, ARecordRangeYieldsExactlyItsRecordsIndexedOrNot) {
     SCOPED_TRACE(indexed);
     if (indexed) ASSERT_TRUE(WriteTfRecordIndex(path).ok());
     ASSERT_OK_AND_ASSIGN(auto source, MakeTfRecordSource({path}, indexed ? 4 : 0));
-    for (auto [begin, end, skip] : {std::tuple<int64_t, int64_t, int64_t>{2, 7, 0}, {0, 3, 1}, {5, -1, 2}, {4, 4, 0},
-                                    {6, 8, 5}}) {
+    for (auto [begin, end, skip] :
+         {std::tuple<int64_t, int64_t, int64_t>{2, 7, 0}, {0, 3, 1}, {5, -1, 2}, {4, 4, 0}, {6, 8, 5}}) {
       SCOPED_TRACE(::testing::Message() << begin << ".." << end << " skip " << skip);
       std::vector<std::pair<int64_t, std::string>> want;
       for (int64_t r = begin + skip; r < (end < 0 ? 10 : end); ++r) want.emplace_back(r, written[r]);

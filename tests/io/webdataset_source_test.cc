@@ -93,8 +93,7 @@ class WebDatasetTest : public ::testing::Test {
 TEST_F(WebDatasetTest, ReadsSamplesByKeyAcrossShardsInOrder) {
   Shard("train-000.tar", Samples(0, 5));
   Shard("train-001.tar", Samples(5, 6));
-  ASSERT_OK_AND_ASSIGN(std::unique_ptr<SourceFormat> format,
-                       MakeWebDatasetSource({dir_.Join("train-*.tar")}, {}));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<SourceFormat> format, MakeWebDatasetSource({dir_.Join("train-*.tar")}, {}));
   EXPECT_EQ(format->schema().ToString(), "{image: bytes, label: int64[]}");
   EXPECT_EQ(format->MakeSplits().size(), 2u);
   ASSERT_OK_AND_ASSIGN(Rows rows, ReadAll(*format));
@@ -106,12 +105,16 @@ TEST_F(WebDatasetTest, ReadsSamplesByKeyAcrossShardsInOrder) {
 }
 
 TEST_F(WebDatasetTest, DeclaredFieldsTakeAnyOfTheirExtensions) {
-  Shard("a.tar", {{"k1.PNG", "p1"}, {"k1.meta.json", "{1}"}, {"k1.idx", " 41 "},
-                  {"k2.jpeg", "j2"}, {"k2.meta.json", "{2}"}, {"k2.idx", "42"}});
-  ASSERT_OK_AND_ASSIGN(std::unique_ptr<SourceFormat> format,
-                       MakeWebDatasetSource({dir_.Join("a.tar")}, {{"img", {"png", "jpeg"}, false},
-                                                                  {"n", {".idx"}, true},
-                                                                  {"meta", {"meta.json"}, false}}));
+  Shard("a.tar", {{"k1.PNG", "p1"},
+                  {"k1.meta.json", "{1}"},
+                  {"k1.idx", " 41 "},
+                  {"k2.jpeg", "j2"},
+                  {"k2.meta.json", "{2}"},
+                  {"k2.idx", "42"}});
+  ASSERT_OK_AND_ASSIGN(
+      std::unique_ptr<SourceFormat> format,
+      MakeWebDatasetSource({dir_.Join("a.tar")},
+                           {{"img", {"png", "jpeg"}, false}, {"n", {".idx"}, true}, {"meta", {"meta.json"}, false}}));
   ASSERT_OK_AND_ASSIGN(Rows rows, ReadAll(*format));
   EXPECT_EQ(rows.images, (std::vector<std::string>{"p1", "j2"}));
   EXPECT_EQ(rows.labels, (std::vector<int64_t>{41, 42}));
@@ -164,16 +167,18 @@ TEST_F(WebDatasetTest, AFieldOfDeclaredLengthIsDenseAndAMemberOfAnotherLengthIsN
   EXPECT_EQ(format->schema().ToString(), "{raw: uint8[4], label: int64[]}");
   BatchBuilder b(format->schema(), 4);
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<SplitReader> reader, format->OpenSplit(format->MakeSplits()[0], nullptr));
-  EXPECT_THAT(reader->Read(4, &b).status(),
-              StatusIs(absl::StatusCode::kDataLoss, AllOf(HasSubstr("k1.bin"), HasSubstr("3 bytes, not the declared 4"))));
+  EXPECT_THAT(
+      reader->Read(4, &b).status(),
+      StatusIs(absl::StatusCode::kDataLoss, AllOf(HasSubstr("k1.bin"), HasSubstr("3 bytes, not the declared 4"))));
   EXPECT_EQ(b.rows(), 1);
   EXPECT_EQ(std::string(reinterpret_cast<const char*>(b.dense(0)), 4), "abcd");
 }
 
 TEST_F(WebDatasetTest, BadDeclarationsAndMissingShardsAreNamed) {
   Shard("x.tar", Samples(0, 1));
-  EXPECT_THAT(MakeWebDatasetSource({dir_.Join("x.tar")}, {{"a", {"jpg"}, false}, {"b", {"JPG"}, false}}).status(),
-              StatusIs(absl::StatusCode::kInvalidArgument, AllOf(HasSubstr("'jpg'"), HasSubstr("'a'"), HasSubstr("'b'"))));
+  EXPECT_THAT(
+      MakeWebDatasetSource({dir_.Join("x.tar")}, {{"a", {"jpg"}, false}, {"b", {"JPG"}, false}}).status(),
+      StatusIs(absl::StatusCode::kInvalidArgument, AllOf(HasSubstr("'jpg'"), HasSubstr("'a'"), HasSubstr("'b'"))));
   EXPECT_THAT(MakeWebDatasetSource({dir_.Join("x.tar")}, {{"a", {}, false}}).status(),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("extensions")));
   EXPECT_THAT(MakeWebDatasetSource({dir_.Join("none-*.tar")}, {}).status(),

@@ -34,7 +34,8 @@ TEST(NormalizePlanes, GivesRowsValues) {
   std::vector<uint8_t> row(w * c);
   std::vector<int16_t> planes(w * c);
   for (int64_t x = 0; x < w; ++x)
-    for (int64_t ch = 0; ch < c; ++ch) row[x * c + ch] = static_cast<uint8_t>(x * 13 + ch * 50), planes[ch * w + x] = row[x * c + ch];
+    for (int64_t ch = 0; ch < c; ++ch)
+      row[x * c + ch] = static_cast<uint8_t>(x * 13 + ch * 50), planes[ch * w + x] = row[x * c + ch];
   std::vector<float> a(w * c), b(w * c);
   NormalizeRow(l, row.data(), 0, true, reinterpret_cast<uint8_t*>(a.data()));
   NormalizePlanes(l, planes.data(), w, 0, true, reinterpret_cast<uint8_t*>(b.data()));

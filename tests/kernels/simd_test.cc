@@ -11,9 +11,9 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "op_harness.h"
-#include "sluice/ops/normalize_params.h"
 #include "sluice/kernels/resample.h"
 #include "sluice/kernels/row_kernels.h"
+#include "sluice/ops/normalize_params.h"
 #include "status_matchers.h"
 
 namespace sluice::ops {
@@ -21,6 +21,8 @@ namespace {
 
 using kernels::BorderShuffle;
 using kernels::ConvolveRows;
+using kernels::kFixedValueShift;
+using kernels::kRowSlackBytes;
 using kernels::LimitSimd;
 using kernels::PadRows;
 using kernels::ResampleBilinear;
@@ -28,8 +30,6 @@ using kernels::ResampleBilinearPlanes;
 using kernels::SimdTarget;
 using kernels::WeightedSumRows;
 using kernels::Window;
-using kernels::kFixedValueShift;
-using kernels::kRowSlackBytes;
 
 using ::sluice::testing::StatusIs;
 using ::testing::HasSubstr;
@@ -71,8 +71,8 @@ TEST_F(SimdTest, ACapLowersTheTargetAndBestRestoresIt) {
   SLUICE_ASSERT_OK(LimitSimd(CapFor(caps.back())));
   EXPECT_EQ(SimdTarget(), caps.back());
   if (caps.back() != "SSSE3") {  // a -march above the portable baseline
-    EXPECT_THAT(LimitSimd("ssse3"), StatusIs(absl::StatusCode::kInvalidArgument,
-                                              HasSubstr("is below what this build was compiled for")));
+    EXPECT_THAT(LimitSimd("ssse3"),
+                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("is below what this build was compiled for")));
     EXPECT_EQ(SimdTarget(), caps.back()) << "a refused cap keeps the one before";
   }
   SLUICE_ASSERT_OK(LimitSimd("best"));
@@ -95,11 +95,10 @@ TEST_F(SimdTest, ResamplingAndNormalizingGiveTheSameBytesOnEveryTarget) {
     ResampleBilinear(image.data(), w, h, c, int64_t{w} * c, window, reinterpret_cast<uint8_t*>(bytes.data()), out_w,
                      out_h);
     std::string planes(static_cast<size_t>(out_w) * out_h * c * 2, '\0');
-    ResampleBilinearPlanes(image.data(), w, h, c, int64_t{w} * c, window, out_w, out_h,
-                           [&](int y, const int16_t* levels, int64_t stride) {
-                             normalizer.Planes(levels, stride, y, /*mirror=*/y % 2 == 0,
-                                               reinterpret_cast<uint8_t*>(planes.data()));
-                           });
+    ResampleBilinearPlanes(
+        image.data(), w, h, c, int64_t{w} * c, window, out_w, out_h, [&](int y, const int16_t* levels, int64_t stride) {
+          normalizer.Planes(levels, stride, y, /*mirror=*/y % 2 == 0, reinterpret_cast<uint8_t*>(planes.data()));
+        });
     std::string rows(planes.size(), '\0');
     for (int y = 0; y < out_h; ++y) {
       normalizer.Row(reinterpret_cast<const uint8_t*>(bytes.data()) + y * out_w * c, y, y % 3 == 0,
@@ -244,7 +243,7 @@ TEST_F(SimdTest, PaddedRowsHoldTheBordersTheirShufflesName) {
     PadRows(src.data(), rows, n, borders, dst.data(), stride);
     for (int64_t r = 0; r < rows; ++r) {
       const uint8_t* in = src.data() + r * n;
-      const std::vector<uint8_t> expected = {in[5], in[4], in[3], 0, in[15],  // left, then right
+      const std::vector<uint8_t> expected = {in[5],  in[4],  in[3], 0, in[15],  // left, then right
                                              in[19], in[18], in[4], 0};
       std::vector<uint8_t> got(9);
       std::copy_n(dst.begin() + r * stride, 5, got.begin());

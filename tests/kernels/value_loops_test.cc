@@ -17,8 +17,17 @@ TEST(CopyBypassingCache, CopiesExactlyTheBytesAtEveryAlignmentAndSize) {
   constexpr size_t kThreshold = 256 << 10;
   std::vector<uint8_t> src(kThreshold + 512);
   for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<uint8_t>(i * 2654435761u >> 24);
-  const std::vector<size_t> sizes = {0, 1, 15, 64, 1000, kThreshold - 1, kThreshold, kThreshold + 1,
-                                     kThreshold + 63, kThreshold + 64, kThreshold + 77};
+  const std::vector<size_t> sizes = {0,
+                                     1,
+                                     15,
+                                     64,
+                                     1000,
+                                     kThreshold - 1,
+                                     kThreshold,
+                                     kThreshold + 1,
+                                     kThreshold + 63,
+                                     kThreshold + 64,
+                                     kThreshold + 77};
   for (const size_t n : sizes) {
     for (size_t from = 0; from < 17; from += 4) {
       for (size_t to = 0; to < 17; ++to) {

@@ -53,8 +53,8 @@ class AutoAugmentTest : public ::testing::Test {
   Match MatchCandidates(const std::vector<uint8_t>& out, const std::vector<uint8_t>& in, int64_t n, int64_t c,
                         nlohmann::json spec, int64_t ties) {
     spec["op"] = "augment_candidates";
-    const std::string all = TorchvisionReference(dir_.path(), std::string(in.begin(), in.end()), {n, kH, kW, c},
-                                                 "uint8", std::move(spec));
+    const std::string all =
+        TorchvisionReference(dir_.path(), std::string(in.begin(), in.end()), {n, kH, kW, c}, "uint8", std::move(spec));
     const std::vector<std::string> names =
         nlohmann::json::parse(sluice::testing::ReadFileBytes(dir_.path() + "/reference_out.raw.json"));
     const int64_t image = kH * kW * c;
@@ -78,8 +78,8 @@ class AutoAugmentTest : public ::testing::Test {
           best = off, best_differing = differing, best_name = names[k];
         }
       }
-      EXPECT_LE(best, ties) << "image " << i << ": nearest candidate " << best_name << " is off on " << best
-                            << " of " << image << " bytes";
+      EXPECT_LE(best, ties) << "image " << i << ": nearest candidate " << best_name << " is off on " << best << " of "
+                            << image << " bytes";
       m.names.push_back(best <= ties ? best_name : "");
     }
     return m;
@@ -96,12 +96,10 @@ const ColumnSpec kRgb{"image", DType::kUInt8, Shape{kH, kW, 3}};
 TEST_F(AutoAugmentTest, RandAugmentAppliesOneOfTorchvisionsOpsDrawnUniformly) {
   const int64_t n = 200;
   const std::vector<uint8_t> in = Images(n, 3);
-  const std::vector<uint8_t> out =
-      RunOp<uint8_t>("rand_augment", R"({"num_ops": 1, "magnitude": 9})", kRgb, in, n);
-  const Match m = MatchCandidates(out, in, n, 3,
-                                  {{"policy", "rand_augment"}, {"num_ops", 1}, {"magnitude", 9},
-                                   {"num_magnitude_bins", 31}},
-                                  kH * kW * 3 / 200);
+  const std::vector<uint8_t> out = RunOp<uint8_t>("rand_augment", R"({"num_ops": 1, "magnitude": 9})", kRgb, in, n);
+  const Match m = MatchCandidates(
+      out, in, n, 3, {{"policy", "rand_augment"}, {"num_ops", 1}, {"magnitude", 9}, {"num_magnitude_bins", 31}},
+      kH * kW * 3 / 200);
   std::map<std::string, int> ops;
   for (const std::string& name : m.names) ++ops[FirstOp(name)];
   // 14 ops, 1/14 each: ~14 of 200, sd 3.6.
@@ -127,17 +125,20 @@ TEST_F(AutoAugmentTest, RandAugmentBilinearWithFillAndOneChannel) {
   const std::vector<uint8_t> out =
       RunOp<uint8_t>("rand_augment", R"({"num_ops": 1, "interpolation": "bilinear"})", kRgb, in, n);
   MatchCandidates(out, in, n, 3,
-                  {{"policy", "rand_augment"}, {"num_ops", 1}, {"magnitude", 9}, {"num_magnitude_bins", 31},
+                  {{"policy", "rand_augment"},
+                   {"num_ops", 1},
+                   {"magnitude", 9},
+                   {"num_magnitude_bins", 31},
                    {"interpolation", "bilinear"}},
                   0);
   const std::vector<uint8_t> gray = Images(n, 1);
   const ColumnSpec gray_spec{"image", DType::kUInt8, Shape{kH, kW, 1}};
   const std::vector<uint8_t> gray_out =
       RunOp<uint8_t>("rand_augment", R"({"num_ops": 1, "fill": [90]})", gray_spec, gray, n);
-  MatchCandidates(gray_out, gray, n, 1,
-                  {{"policy", "rand_augment"}, {"num_ops", 1}, {"magnitude", 9}, {"num_magnitude_bins", 31},
-                   {"fill", {90.0}}},
-                  kH * kW / 100);
+  MatchCandidates(
+      gray_out, gray, n, 1,
+      {{"policy", "rand_augment"}, {"num_ops", 1}, {"magnitude", 9}, {"num_magnitude_bins", 31}, {"fill", {90.0}}},
+      kH * kW / 100);
 }
 
 TEST_F(AutoAugmentTest, TrivialAugmentWideDrawsOpsAndBins) {
@@ -151,7 +152,7 @@ TEST_F(AutoAugmentTest, TrivialAugmentWideDrawsOpsAndBins) {
   std::map<std::string, int> ops;
   std::set<std::string> draws(m.names.begin(), m.names.end());
   for (const std::string& name : m.names) ++ops[FirstOp(name)];
-  EXPECT_GE(ops.size(), 13u);   // 14 ops, 1/14 each of 120: one may be missed 1 time in 50
+  EXPECT_GE(ops.size(), 13u);  // 14 ops, 1/14 each of 120: one may be missed 1 time in 50
   // ~150 distinct images (magnitude 0 is the identity for most ops): many
   // magnitudes drawn, not one per op and sign (at most 28).
   EXPECT_GE(draws.size(), 40u);
@@ -164,8 +165,8 @@ TEST_F(AutoAugmentTest, AutoAugmentFollowsEachPolicy) {
     const std::vector<uint8_t> in = Images(n, 3);
     const std::vector<uint8_t> out =
         RunOp<uint8_t>("auto_augment", absl::StrCat(R"({"policy": ")", policy, "\"}"), kRgb, in, n);
-    const Match m = MatchCandidates(out, in, n, 3, {{"policy", "auto_augment"}, {"auto_policy", policy}},
-                                    kH * kW * 3 / 100);
+    const Match m =
+        MatchCandidates(out, in, n, 3, {{"policy", "auto_augment"}, {"auto_policy", policy}}, kH * kW * 3 / 100);
     std::set<std::string> draws(m.names.begin(), m.names.end());
     EXPECT_GE(draws.size(), 20u);
   }

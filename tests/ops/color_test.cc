@@ -42,16 +42,17 @@ TEST(ToDtype, ScalesBetweenUint8AndFloat32AsTorchvisionV2) {
   const std::vector<float> up = RunOp<float>("to_dtype", R"({"dtype": "float32", "scale": true})", u8, levels, 1);
   for (int v = 0; v < 256; ++v) EXPECT_EQ(up[v], static_cast<float>(v) * static_cast<float>(1.0 / 255)) << v;
   // float32 to uint8: x * 255.999 truncated, saturated; back from the levels gives them again.
-  const std::vector<uint8_t> back =
-      RunOp<uint8_t>("to_dtype", R"({"dtype": "uint8", "scale": true})", ColumnSpec{"image", DType::kFloat32, Shape{256}}, up, 1);
+  const std::vector<uint8_t> back = RunOp<uint8_t>("to_dtype", R"({"dtype": "uint8", "scale": true})",
+                                                   ColumnSpec{"image", DType::kFloat32, Shape{256}}, up, 1);
   for (int v = 0; v < 256; ++v) EXPECT_EQ(back[v], v);
   const std::vector<float> edges = {-0.2f, 0.f, 0.5f, 0.99999f, 1.f, 1.7f};
   EXPECT_THAT(RunOp<uint8_t>("to_dtype", R"({"dtype": "uint8", "scale": true})",
                              ColumnSpec{"image", DType::kFloat32, Shape{6}}, edges, 1),
               ElementsAre(0, 0, 127, 255, 255, 255));
   // Without scale: cast.
-  EXPECT_THAT(RunOp<uint8_t>("to_dtype", R"({"dtype": "uint8"})", ColumnSpec{"image", DType::kFloat32, Shape{6}}, edges, 1),
-              ElementsAre(0, 0, 0, 0, 1, 1));
+  EXPECT_THAT(
+      RunOp<uint8_t>("to_dtype", R"({"dtype": "uint8"})", ColumnSpec{"image", DType::kFloat32, Shape{6}}, edges, 1),
+      ElementsAre(0, 0, 0, 0, 1, 1));
   EXPECT_THAT(testing::Infer("to_dtype", R"({"dtype": "int32", "scale": true})", u8).status(),
               StatusIs(absl::StatusCode::kInvalidArgument, AllOf(HasSubstr("'scale'"), HasSubstr("uint8 to int32"))));
 }
@@ -71,15 +72,14 @@ TEST(Normalize, MatchesTheFormulaPerChannel) {
 
 TEST(Normalize, ChannelsFirst) {
   std::vector<float> in = {1, 2, 3, 4, 5, 6, 7, 8};  // 2 x 2 x 2, CHW
-  const std::vector<float> out = RunOp<float, float>(
-      "normalize", R"({"mean": [1, 5], "std": [1, 2], "layout": "CHW"})",
-      ColumnSpec{"image", DType::kFloat32, Shape{2, 2, 2}}, in, 1);
+  const std::vector<float> out = RunOp<float, float>("normalize", R"({"mean": [1, 5], "std": [1, 2], "layout": "CHW"})",
+                                                     ColumnSpec{"image", DType::kFloat32, Shape{2, 2, 2}}, in, 1);
   EXPECT_THAT(out, ElementsAre(0, 1, 2, 3, 0, 0.5, 1, 1.5));
 }
 
 TEST(Normalize, WrongChannelCountNamesTheAttr) {
   EXPECT_THAT(testing::Infer("normalize", R"({"mean": [0.1, 0.2], "std": [1, 1]})",
-                            ColumnSpec{"image", DType::kUInt8, Shape{4, 4, 3}}),
+                             ColumnSpec{"image", DType::kUInt8, Shape{4, 4, 3}}),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("op 'normalize': attr 'mean' has 2 values; column 'image' [4,4,3] has 3 channels")));
 }

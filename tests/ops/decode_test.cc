@@ -5,11 +5,11 @@
 #include <filesystem>
 #include <fstream>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "absl/strings/str_cat.h"
-#include "sluice/datagen/synthetic_images.h"
 #include "sluice/core/status_macros.h"
+#include "sluice/datagen/synthetic_images.h"
 #include "sluice/exec/pipeline.h"
 #include "sluice/pipeline_builder.h"
 #include "status_matchers.h"
@@ -138,9 +138,9 @@ TEST_F(DecodeTest, ResizingMatchesPilsAntialiasedBilinear) {
 TEST_F(DecodeTest, TheEvaluationCropMatchesTorchvisionsResizeAndCenterCrop) {
   const std::string path = Jpeg("big.jpg", datagen::PhotoLikeImage(700, 520, 5));
   const std::string pil = Pil(path, "resize_center_crop 128 112");
-  ASSERT_OK_AND_ASSIGN(std::string exact, Sluice(path, {Op("decode_resize_center_crop", {{"resize", 128},
-                                                                                          {"crop", {112}},
-                                                                                          {"dct_scaling", false}})}));
+  ASSERT_OK_AND_ASSIGN(
+      std::string exact,
+      Sluice(path, {Op("decode_resize_center_crop", {{"resize", 128}, {"crop", {112}}, {"dct_scaling", false}})}));
   Diff d = Compare(exact, pil);
   EXPECT_LE(d.max, 2);
   EXPECT_LT(d.mean, 0.3);
@@ -160,27 +160,25 @@ TEST_F(DecodeTest, TheFusedRandomResizedCropEqualsDecodingThenCropping) {
   // decode_random_resized_crop draws as random_resized_crop: the same windows.
   auto pipeline = [&]() { return PipelineBuilder::FileList(dir_.Join("list.txt")).Seed(11); };
   const OpSpec crop = Op("random_resized_crop", {{"size", {96, 128}}, {"scale", {0.05, 0.6}}});
-  ASSERT_OK_AND_ASSIGN(std::string two_steps,
+  ASSERT_OK_AND_ASSIGN(std::string two_steps, Run(pipeline()
+                                                      .Map({Op("decode_image", {{"size", {360, 480}}})})
+                                                      .Named("decode")
+                                                      .Map({crop})
+                                                      .Named("crop")
+                                                      .Build()));
+  ASSERT_OK_AND_ASSIGN(std::string fused,
                        Run(pipeline()
-                               .Map({Op("decode_image", {{"size", {360, 480}}})})
-                               .Named("decode")
-                               .Map({crop})
+                               .Map({Op("decode_random_resized_crop",
+                                        {{"size", {96, 128}}, {"scale", {0.05, 0.6}}, {"dct_scaling", false}})})
                                .Named("crop")
                                .Build()));
-  ASSERT_OK_AND_ASSIGN(std::string fused, Run(pipeline()
-                                                  .Map({Op("decode_random_resized_crop", {{"size", {96, 128}},
-                                                                                          {"scale", {0.05, 0.6}},
-                                                                                          {"dct_scaling", false}})})
-                                                  .Named("crop")
-                                                  .Build()));
   Diff d = Compare(fused, two_steps);
   EXPECT_LE(d.max, 1);
-  ASSERT_OK_AND_ASSIGN(
-      std::string scaled,
-      Run(pipeline()
-              .Map({Op("decode_random_resized_crop", {{"size", {96, 128}}, {"scale", {0.05, 0.6}}})})
-              .Named("crop")
-              .Build()));
+  ASSERT_OK_AND_ASSIGN(std::string scaled,
+                       Run(pipeline()
+                               .Map({Op("decode_random_resized_crop", {{"size", {96, 128}}, {"scale", {0.05, 0.6}}})})
+                               .Named("crop")
+                               .Build()));
   d = Compare(scaled, two_steps);
   EXPECT_LT(d.mean, 2.5);
   EXPECT_NE(fused, std::string(fused.size(), '\0'));
@@ -249,8 +247,7 @@ TEST_F(DecodeTest, DecodingStraightIntoTheNormalizationChangesNoValue) {
     };
     ASSERT_OK_AND_ASSIGN(auto fused_pipeline, exec::Pipeline::Create(pipeline(true)));
     ASSERT_EQ(fused_pipeline->compiled().nodes[1].ops.size(), 1u);
-    EXPECT_EQ(fused_pipeline->compiled().nodes[1].ops[0].name,
-              "fused(" + c.decode.op + "+crop_mirror_normalize)");
+    EXPECT_EQ(fused_pipeline->compiled().nodes[1].ops[0].name, "fused(" + c.decode.op + "+crop_mirror_normalize)");
     ASSERT_OK_AND_ASSIGN(std::string fused, Run(pipeline(true)));
     ASSERT_OK_AND_ASSIGN(std::string apart, Run(pipeline(false)));
     EXPECT_EQ(fused.size(), apart.size());

@@ -3,13 +3,13 @@
 #include <cstring>
 #include <filesystem>
 
+#include "absl/strings/str_cat.h"
 #include "example.pb.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "absl/strings/str_cat.h"
+#include "sluice/core/status_macros.h"
 #include "sluice/datagen/synthetic_data.h"
 #include "sluice/datagen/synthetic_images.h"
-#include "sluice/core/status_macros.h"
 #include "sluice/exec/pipeline.h"
 #include "sluice/graph/pipeline_json.h"
 #include "sluice/io/tfrecord_writer.h"
@@ -61,7 +61,7 @@ class DecodeTfRecordTest : public ::testing::Test {
  protected:
   void SetUp() override {
     SLUICE_ASSERT_OK(datagen::WriteSyntheticImageTfRecords(dir_.Join("shards"), kCount, kClasses, 2, kSeed,
-                                               [](int64_t, int64_t) {}));
+                                                           [](int64_t, int64_t) {}));
   }
 
   // A tfrecord source over `files` declaring the encoded image (any length)
@@ -157,9 +157,9 @@ TEST_F(DecodeTfRecordTest, AMissingOrRepeatedImageFeatureIsNamed) {
   const std::string decode =
       R"(, {"map": {"ops": [{"op": "decode_image", "attrs": {"field": "image/encoded", "size": [32]}}]}})";
   const std::string a = WriteRecords("missing.tfrecord", {missing});
-  EXPECT_THAT(RunJson(Pipeline(a, decode)),
-              StatusIs(absl::StatusCode::kNotFound,
-                       HasSubstr("record 0 of " + a + ": feature 'image/encoded' missing")));
+  EXPECT_THAT(
+      RunJson(Pipeline(a, decode)),
+      StatusIs(absl::StatusCode::kNotFound, HasSubstr("record 0 of " + a + ": feature 'image/encoded' missing")));
   const std::string b = WriteRecords("twice.tfrecord", {twice});
   EXPECT_THAT(RunJson(Pipeline(b, decode)),
               StatusIs(absl::StatusCode::kInvalidArgument,

@@ -67,24 +67,21 @@ std::vector<T> Smooth(int h, int w, int c) {
 TEST(RandomRotation, MatchesOpenCvWarpAffineForEachBorderMode) {
   const int h = 32, w = 32;
   const std::vector<float> img = Smooth<float>(h, w, 3);
-  for (auto [mode, border] : {std::pair{"reflect", cv::BORDER_REFLECT},
-                              std::pair{"nearest", cv::BORDER_REPLICATE},
+  for (auto [mode, border] : {std::pair{"reflect", cv::BORDER_REFLECT}, std::pair{"nearest", cv::BORDER_REPLICATE},
                               std::pair{"constant", cv::BORDER_CONSTANT}}) {
     std::vector<float> in;
     for (int r = 0; r < 3; ++r) in.insert(in.end(), img.begin(), img.end());
-    const std::string attrs = std::string(R"({"degrees": 36, "fill_mode": ")") + mode +
-                              R"(", "fill_value": 7})";
-    const std::vector<float> out = RunOp<float, float>(
-        "random_rotation", attrs, ColumnSpec{"image", DType::kFloat32, Shape{h, w, 3}}, in, 3);
+    const std::string attrs = std::string(R"({"degrees": 36, "fill_mode": ")") + mode + R"(", "fill_value": 7})";
+    const std::vector<float> out =
+        RunOp<float, float>("random_rotation", attrs, ColumnSpec{"image", DType::kFloat32, Shape{h, w, 3}}, in, 3);
     for (int r = 0; r < 3; ++r) {
       cv::Mat src(h, w, CV_32FC3, const_cast<float*>(img.data())), ref;
-      cv::warpAffine(src, ref, RotationMap(-36, 36, h, w, r), cv::Size(w, h),
-                     cv::INTER_LINEAR | cv::WARP_INVERSE_MAP, border, cv::Scalar::all(7));
+      cv::warpAffine(src, ref, RotationMap(-36, 36, h, w, r), cv::Size(w, h), cv::INTER_LINEAR | cv::WARP_INVERSE_MAP,
+                     border, cv::Scalar::all(7));
       SCOPED_TRACE(std::string(mode) + " sample " + std::to_string(r));
       // Where a constant fill meets the image the step is up to ~120, so
       // the quantized reference may be off by about 120/32 there.
-      ExpectClose(out.data() + r * h * w * 3, ref, h * w * 3,
-                  border == cv::BORDER_CONSTANT ? 4.0 : 1.0);
+      ExpectClose(out.data() + r * h * w * 3, ref, h * w * 3, border == cv::BORDER_CONSTANT ? 4.0 : 1.0);
     }
   }
 }
@@ -92,16 +89,15 @@ TEST(RandomRotation, MatchesOpenCvWarpAffineForEachBorderMode) {
 TEST(RandomZoom, MatchesOpenCvOnUint8) {
   const int h = 28, w = 20;
   const std::vector<uint8_t> img = Smooth<uint8_t>(h, w, 1);
-  const std::vector<uint8_t> out = RunOp<uint8_t, uint8_t>(
-      "random_zoom", R"({"scale": [0.8, 1.25], "fill_mode": "nearest"})",
-      ColumnSpec{"image", DType::kUInt8, Shape{h, w}}, img, 1);
+  const std::vector<uint8_t> out =
+      RunOp<uint8_t, uint8_t>("random_zoom", R"({"scale": [0.8, 1.25], "fill_mode": "nearest"})",
+                              ColumnSpec{"image", DType::kUInt8, Shape{h, w}}, img, 1);
   SampleRng rng(1, 42, 0, 0);
   const double inv = 1.0 / rng.Uniform(0.8f, 1.25f);
   const double cx = (w - 1) / 2.0, cy = (h - 1) / 2.0;
   cv::Mat map = (cv::Mat_<double>(2, 3) << inv, 0, cx - cx * inv, 0, inv, cy - cy * inv);
   cv::Mat src(h, w, CV_8U, const_cast<uint8_t*>(img.data())), ref;
-  cv::warpAffine(src, ref, map, cv::Size(w, h), cv::INTER_LINEAR | cv::WARP_INVERSE_MAP,
-                 cv::BORDER_REPLICATE);
+  cv::warpAffine(src, ref, map, cv::Size(w, h), cv::INTER_LINEAR | cv::WARP_INVERSE_MAP, cv::BORDER_REPLICATE);
   for (int i = 0; i < h * w; ++i) ASSERT_NEAR(out[i], ref.data[i], 1) << "at " << i;
 }
 
@@ -125,8 +121,8 @@ TEST(RandomFlip, FlipsExactlyAboutHalfTheSamples) {
   for (int r = 0; r < n; ++r) {
     for (int i = 0; i < 6; ++i) in.push_back(static_cast<uint8_t>(i));  // 1 x 2 x 3 image
   }
-  const std::vector<uint8_t> out = RunOp<uint8_t, uint8_t>(
-      "random_flip", "{}", ColumnSpec{"image", DType::kUInt8, Shape{1, 2, 3}}, in, n);
+  const std::vector<uint8_t> out =
+      RunOp<uint8_t, uint8_t>("random_flip", "{}", ColumnSpec{"image", DType::kUInt8, Shape{1, 2, 3}}, in, n);
   int flipped = 0;
   for (int r = 0; r < n; ++r) {
     const std::vector<uint8_t> sample(out.begin() + 6 * r, out.begin() + 6 * r + 6);
@@ -160,11 +156,13 @@ TEST(RandomFlip, PIsTheShareFlippedPerDirection) {
   std::vector<uint8_t> in;
   for (int r = 0; r < n; ++r) in.insert(in.end(), {1, 2});
   const ColumnSpec spec{"image", DType::kUInt8, Shape{2, 1, 1}};
-  const std::vector<uint8_t> out = RunOp<uint8_t, uint8_t>("random_flip", R"({"mode": "vertical", "p": 0.2})", spec, in, n);
+  const std::vector<uint8_t> out =
+      RunOp<uint8_t, uint8_t>("random_flip", R"({"mode": "vertical", "p": 0.2})", spec, in, n);
   int flipped = 0;
   for (int r = 0; r < n; ++r) flipped += out[2 * r] == 2 && out[2 * r + 1] == 1;
   EXPECT_NEAR(flipped, 400, 5 * 17.9);
-  const std::vector<uint8_t> all = RunOp<uint8_t, uint8_t>("random_flip", R"({"mode": "vertical", "p": 1})", spec, in, n);
+  const std::vector<uint8_t> all =
+      RunOp<uint8_t, uint8_t>("random_flip", R"({"mode": "vertical", "p": 1})", spec, in, n);
   for (int r = 0; r < n; ++r) ASSERT_EQ(all[2 * r], 2) << "row " << r;
 }
 
@@ -178,8 +176,7 @@ TEST(RandomAffine, EqualsTorchvisionsAffineWithBilinearInterpolation) {
   std::vector<float> image(kH * kW * kC);
   for (int64_t y = 0; y < kH; ++y)
     for (int64_t x = 0; x < kW; ++x)
-      for (int64_t c = 0; c < kC; ++c)
-        image[(y * kW + x) * kC + c] = 0.5f + 0.4f * std::sin(0.3f * x + 0.2f * y + c);
+      for (int64_t c = 0; c < kC; ++c) image[(y * kW + x) * kC + c] = 0.5f + 0.4f * std::sin(0.3f * x + 0.2f * y + c);
   struct Case {
     std::string attrs;
     double angle, scale, shear_x, shear_y;
@@ -196,8 +193,7 @@ TEST(RandomAffine, EqualsTorchvisionsAffineWithBilinearInterpolation) {
     SCOPED_TRACE(c.attrs);
     const std::vector<float> got = RunOp<float, float>("random_affine", c.attrs, spec, image, 1);
     const std::string want_bytes = testing::TorchvisionReference(
-        dir.path(), std::string(reinterpret_cast<const char*>(image.data()), image.size() * 4), {kH, kW, kC},
-        "float32",
+        dir.path(), std::string(reinterpret_cast<const char*>(image.data()), image.size() * 4), {kH, kW, kC}, "float32",
         {{"op", "affine"}, {"angle", c.angle}, {"scale", c.scale}, {"shear", {c.shear_x, c.shear_y}}});
     ASSERT_EQ(want_bytes.size(), got.size() * 4);
     const float* want = reinterpret_cast<const float*>(want_bytes.data());
@@ -238,8 +234,8 @@ TEST(RandomPerspective, TheMapOfGivenCornersEqualsTorchvisionsPerspective) {
     nlohmann::json endpoints = nlohmann::json::array();
     for (int i = 0; i < 4; ++i) endpoints.push_back({corners[2 * i], corners[2 * i + 1]});
     const std::string want_bytes = testing::TorchvisionReference(
-        dir.path(), std::string(reinterpret_cast<const char*>(image.data()), image.size() * 4), {kH, kW, 3},
-        "float32", {{"op", "perspective"}, {"endpoints", endpoints}});
+        dir.path(), std::string(reinterpret_cast<const char*>(image.data()), image.size() * 4), {kH, kW, 3}, "float32",
+        {{"op", "perspective"}, {"endpoints", endpoints}});
     ASSERT_EQ(want_bytes.size(), got.size() * 4);
     const float* want = reinterpret_cast<const float*>(want_bytes.data());
     float worst = 0;
@@ -334,9 +330,8 @@ TEST(RandomAffine, TranslateShiftsByWholePixelsWithinItsShare) {
   std::vector<float> in;
   for (int r = 0; r < n; ++r)
     for (int x = 0; x < 8; ++x) in.push_back(static_cast<float>(x + 1));
-  const std::vector<float> out = RunOp<float, float>(
-      "random_affine", R"({"degrees": 0, "translate": [0.25, 0]})", ColumnSpec{"image", DType::kFloat32, Shape{1, 8}},
-      in, n);
+  const std::vector<float> out = RunOp<float, float>("random_affine", R"({"degrees": 0, "translate": [0.25, 0]})",
+                                                     ColumnSpec{"image", DType::kFloat32, Shape{1, 8}}, in, n);
   std::set<int> shifts;
   for (int r = 0; r < n; ++r) {
     int shift = 99;
@@ -415,8 +410,8 @@ TEST(FuseWarps, EqualsTheOpsAppliedInTurnWithinInterpolationError) {
 
 TEST(HwcToChw, Transposes) {
   std::vector<float> in = {1, 2, 3, 4, 5, 6};  // 1 x 2 x 3
-  const std::vector<float> out = RunOp<float, float>(
-      "hwc_to_chw", "{}", ColumnSpec{"image", DType::kFloat32, Shape{1, 2, 3}}, in, 1);
+  const std::vector<float> out =
+      RunOp<float, float>("hwc_to_chw", "{}", ColumnSpec{"image", DType::kFloat32, Shape{1, 2, 3}}, in, 1);
   EXPECT_EQ(out, (std::vector<float>{1, 4, 2, 5, 3, 6}));
 }
 
@@ -502,10 +497,10 @@ TEST(WarpAffine, ARescaledWarpOfUint8EqualsTheWarpOfTheRescaledFloats) {
 }
 
 TEST(RandomRotation, BadFillModeNamesTheAttr) {
-  EXPECT_THAT(testing::Infer("random_rotation", R"({"degrees": 10, "fill_mode": "mirror"})",
-                            ColumnSpec{"image", DType::kFloat32, Shape{4, 4}}),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("op 'random_rotation': attr 'fill_mode' must be")));
+  EXPECT_THAT(
+      testing::Infer("random_rotation", R"({"degrees": 10, "fill_mode": "mirror"})",
+                     ColumnSpec{"image", DType::kFloat32, Shape{4, 4}}),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("op 'random_rotation': attr 'fill_mode' must be")));
 }
 
 }  // namespace

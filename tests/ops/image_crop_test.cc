@@ -3,8 +3,8 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "sluice/core/status_macros.h"
 #include "op_harness.h"
+#include "sluice/core/status_macros.h"
 #include "sluice/pipeline_builder.h"
 #include "status_matchers.h"
 
@@ -32,11 +32,11 @@ absl::StatusOr<Tensor> RunOne(const OpSpec& op) {
 }
 
 TEST(CropMirrorNormalize, MirrorsCropsNormalizesAndGoesChw) {
-  ASSERT_OK_AND_ASSIGN(Tensor b, RunOne(Op("crop_mirror_normalize", {{"crop", {2, 4}},
-                                                                     {"mirror", 1.0},
-                                                                     {"mean", {1.0, 2.0, 3.0}},
-                                                                     {"std", {2.0, 4.0, 8.0}},
-                                                                     {"scale", 1.0}})));
+  ASSERT_OK_AND_ASSIGN(
+      Tensor b,
+      RunOne(Op(
+          "crop_mirror_normalize",
+          {{"crop", {2, 4}}, {"mirror", 1.0}, {"mean", {1.0, 2.0, 3.0}}, {"std", {2.0, 4.0, 8.0}}, {"scale", 1.0}})));
   const Tensor& t = b;
   EXPECT_EQ(t.shape(), (Shape{1, 3, 2, 4}));
   EXPECT_EQ(t.dtype(), DType::kFloat32);
@@ -52,16 +52,15 @@ TEST(CropMirrorNormalize, MirrorsCropsNormalizesAndGoesChw) {
 }
 
 TEST(CropMirrorNormalize, Float16AndUint8Outputs) {
-  ASSERT_OK_AND_ASSIGN(Tensor half, RunOne(Op("crop_mirror_normalize", {{"mirror", 0.0},
-                                                                        {"mean", {0.0}},
-                                                                        {"std", {1.0}},
-                                                                        {"scale", 1 / 256.0},
-                                                                        {"dtype", "float16"}})));
+  ASSERT_OK_AND_ASSIGN(
+      Tensor half,
+      RunOne(Op("crop_mirror_normalize",
+                {{"mirror", 0.0}, {"mean", {0.0}}, {"std", {1.0}}, {"scale", 1 / 256.0}, {"dtype", "float16"}})));
   EXPECT_EQ(half.dtype(), DType::kFloat16);
   uint16_t bits[3];
-  std::memcpy(&bits[0], half.raw_data(), 2);                   // 0 / 256
-  std::memcpy(&bits[1], half.raw_data() + 2 * 1, 2);           // pixel (0, 1): 1 / 256
-  std::memcpy(&bits[2], half.raw_data() + 2 * 24, 2);          // channel 1: 100 / 256
+  std::memcpy(&bits[0], half.raw_data(), 2);           // 0 / 256
+  std::memcpy(&bits[1], half.raw_data() + 2 * 1, 2);   // pixel (0, 1): 1 / 256
+  std::memcpy(&bits[2], half.raw_data() + 2 * 24, 2);  // channel 1: 100 / 256
   EXPECT_EQ(bits[0], 0x0000);
   EXPECT_EQ(bits[1], 0x1c00);  // 2^-8
   EXPECT_EQ(bits[2], 0x3640);  // 0.390625
@@ -75,7 +74,7 @@ TEST(CenterCrop, TakesTheMiddleAndRefusesToGrow) {
   ASSERT_OK_AND_ASSIGN(Tensor b, RunOne(Op("center_crop", {{"size", {2, 2}}})));
   const uint8_t* p = b.data<uint8_t>();
   EXPECT_EQ(b.shape(), (Shape{1, 2, 2, 3}));
-  EXPECT_EQ(p[0], 12);  // (1, 2)
+  EXPECT_EQ(p[0], 12);      // (1, 2)
   EXPECT_EQ(p[3 * 3], 23);  // (2, 3)
   EXPECT_THAT(RunOne(Op("center_crop", {{"size", {5, 2}}})),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("larger than the image")));

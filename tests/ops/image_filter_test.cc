@@ -17,8 +17,8 @@ namespace sluice::ops {
 namespace {
 
 using ::sluice::testing::StatusIs;
-using ::testing::HasSubstr;
 using testing::Attrs;
+using ::testing::HasSubstr;
 using testing::Pattern;
 using testing::RunOp;
 
@@ -27,8 +27,7 @@ TEST(GaussianBlur, FloatMatchesOpenCvReflect101) {
     const ColumnSpec spec{"image", DType::kFloat32, c == 1 ? Shape{h, w} : Shape{h, w, c}};
     std::vector<float> in = Pattern<float>(h * w * c, h);
     for (float& v : in) v /= 255.f;
-    const std::vector<float> out =
-        RunOp<float, float>("gaussian_blur", R"({"ksize": 11, "sigma": 0.8})", spec, in, 1);
+    const std::vector<float> out = RunOp<float, float>("gaussian_blur", R"({"ksize": 11, "sigma": 0.8})", spec, in, 1);
     cv::Mat src(h, w, CV_32FC(c), in.data()), ref;
     cv::GaussianBlur(src, ref, cv::Size(11, 11), 0.8, 0.8, cv::BORDER_REFLECT_101);
     const float* r = ref.ptr<float>();
@@ -43,8 +42,8 @@ TEST(GaussianBlur, SmallSigmasSkipNegligibleTapsWithoutChangingValues) {
   std::vector<float> in = Pattern<float>(28 * 28, 5);
   for (float& v : in) v = (v / 255.f - 0.1307f) / 0.3081f;
   for (const double sigma : {0.1, 0.25, 0.5, 0.7, 0.9}) {
-    const std::vector<float> out = RunOp<float, float>(
-        "gaussian_blur", absl::StrCat(R"({"ksize": [11, 5], "sigma": )", sigma, "}"), spec, in, 1);
+    const std::vector<float> out =
+        RunOp<float, float>("gaussian_blur", absl::StrCat(R"({"ksize": [11, 5], "sigma": )", sigma, "}"), spec, in, 1);
     cv::Mat src(28, 28, CV_32FC1, in.data()), ref;
     cv::GaussianBlur(src, ref, cv::Size(5, 11), sigma, sigma, cv::BORDER_REFLECT_101);
     const float* r = ref.ptr<float>();
@@ -133,8 +132,8 @@ TEST(GaussianBlur, PastTheCachesTheImagesAreTheSame) {
 TEST(GaussianBlur, Uint8WhiteStaysWhite) {
   const ColumnSpec spec{"image", DType::kUInt8, Shape{16, 16, 3}};
   const std::vector<uint8_t> white(16 * 16 * 3, 255);
-  for (const char* attrs : {R"({"ksize": 11, "sigma": 0.8})", R"({"ksize": 1, "sigma": 1})",
-                            R"({"ksize": 3, "sigma": 0.05})"}) {
+  for (const char* attrs :
+       {R"({"ksize": 11, "sigma": 0.8})", R"({"ksize": 1, "sigma": 1})", R"({"ksize": 3, "sigma": 0.05})"}) {
     const std::vector<uint8_t> out = RunOp<uint8_t, uint8_t>("gaussian_blur", attrs, spec, white, 1);
     EXPECT_EQ(out, white) << attrs;
   }
@@ -154,7 +153,8 @@ TEST(GaussianBlur, RandomSigmaIsDrawnPerSampleFromTheRange) {
     for (double sigma = 0.1; sigma <= 2.0; sigma += 0.0005) {
       cv::Mat ref;
       cv::GaussianBlur(src, ref, cv::Size(11, 11), sigma, sigma, cv::BORDER_REFLECT_101);
-      best = std::min(best, cv::norm(ref, cv::Mat(28, 28, CV_32F, const_cast<float*>(out.data() + r * 784)), cv::NORM_INF));
+      best = std::min(best,
+                      cv::norm(ref, cv::Mat(28, 28, CV_32F, const_cast<float*>(out.data() + r * 784)), cv::NORM_INF));
     }
     EXPECT_LT(best, 0.05) << "sample " << r;
   }

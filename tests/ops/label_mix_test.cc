@@ -50,9 +50,7 @@ absl::StatusOr<std::vector<Batch>> RunAll(const PipelineDef& def) {
 
 // The batch's lam, from row 0's label: lam on its own class, 1 - lam on
 // the class of the batch's last row.
-double LamOf(const Batch& b, int first_sample) {
-  return b.columns[1].values.data<float>()[first_sample % kClasses];
-}
+double LamOf(const Batch& b, int first_sample) { return b.columns[1].values.data<float>()[first_sample % kClasses]; }
 
 void ExpectMixedLabels(const Batch& b, int first, double lam) {
   const float* labels = b.columns[1].values.data<float>();
@@ -150,11 +148,10 @@ TEST(CutMix, PastesOneBoxOfTheSampleBeforeAndMixesLabelsByArea) {
 }
 
 TEST(MixUp, WithPZeroOrAfterCutMixKeepsLabelsDistributions) {
-  ASSERT_OK_AND_ASSIGN(std::vector<Batch> plain,
-                       RunAll(Source({kC, kH, kW}, 2 * kBatch)
-                                  .Batch(kBatch)
-                                  .Map({Op("mixup", {{"num_classes", kClasses}, {"p", 0.0}})})
-                                  .Build()));
+  ASSERT_OK_AND_ASSIGN(std::vector<Batch> plain, RunAll(Source({kC, kH, kW}, 2 * kBatch)
+                                                            .Batch(kBatch)
+                                                            .Map({Op("mixup", {{"num_classes", kClasses}, {"p", 0.0}})})
+                                                            .Build()));
   for (size_t n = 0; n < plain.size(); ++n) {  // images as they were, labels one-hot
     const int first = static_cast<int>(n) * kBatch;
     EXPECT_EQ(plain[n].columns[0].values.data<float>()[kPixels + 5], Value(first + 1, 5));
@@ -162,11 +159,12 @@ TEST(MixUp, WithPZeroOrAfterCutMixKeepsLabelsDistributions) {
     for (int k = 0; k < kClasses; ++k) EXPECT_EQ(l[k], k == first % kClasses ? 1.f : 0.f);
   }
   // cutmix's soft labels go on through mixup: still distributions.
-  ASSERT_OK_AND_ASSIGN(std::vector<Batch> both,
-                       RunAll(Source({kC, kH, kW}, 4 * kBatch)
-                                  .Batch(kBatch)
-                                  .Map({Op("cutmix", {{"num_classes", kClasses}}), Op("mixup", {{"num_classes", kClasses}})})
-                                  .Build()));
+  ASSERT_OK_AND_ASSIGN(
+      std::vector<Batch> both,
+      RunAll(Source({kC, kH, kW}, 4 * kBatch)
+                 .Batch(kBatch)
+                 .Map({Op("cutmix", {{"num_classes", kClasses}}), Op("mixup", {{"num_classes", kClasses}})})
+                 .Build()));
   for (const Batch& b : both) {
     for (int r = 0; r < kBatch; ++r) {
       double sum = 0;
@@ -177,8 +175,9 @@ TEST(MixUp, WithPZeroOrAfterCutMixKeepsLabelsDistributions) {
 }
 
 TEST(OneHot, WritesOneHotsAndNamesALabelOutOfRange) {
-  ASSERT_OK_AND_ASSIGN(std::vector<Batch> batches,
-                       RunAll(Source({kPixels}, 20).Map({Op("one_hot", {{"num_classes", kClasses}})}).Batch(20).Build()));
+  ASSERT_OK_AND_ASSIGN(
+      std::vector<Batch> batches,
+      RunAll(Source({kPixels}, 20).Map({Op("one_hot", {{"num_classes", kClasses}})}).Batch(20).Build()));
   const float* l = batches[0].columns[1].values.data<float>();
   for (int s = 0; s < 20; ++s)
     for (int k = 0; k < kClasses; ++k) EXPECT_EQ(l[s * kClasses + k], k == s % kClasses ? 1.f : 0.f);
@@ -190,7 +189,8 @@ TEST(MixUp, BadPipelinesNameWhatIsWrong) {
   EXPECT_THAT(RunAll(Source({kPixels}, 32).Map({Op("mixup", {{"num_classes", kClasses}})}).Batch(16).Build()).status(),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("mixup")));
   EXPECT_THAT(
-      RunAll(Source({kPixels}, 32).Batch(16).Map({Op("mixup", {{"num_classes", kClasses}, {"label", "class"}})}).Build())
+      RunAll(
+          Source({kPixels}, 32).Batch(16).Map({Op("mixup", {{"num_classes", kClasses}, {"label", "class"}})}).Build())
           .status(),
       StatusIs(absl::StatusCode::kInvalidArgument, AllOf(HasSubstr("'label'"), HasSubstr("'class'"))));
   EXPECT_THAT(RunAll(Source({kPixels}, 32).Batch(16).Map({Op("cutmix", {{"num_classes", kClasses}})}).Build()).status(),

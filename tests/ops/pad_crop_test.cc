@@ -80,19 +80,22 @@ TEST_F(PadCropTest, PadMatchesTorchvisionInEveryMode) {
     std::vector<double> fill;
   };
   const std::vector<Case> cases = {
-      {{1, 2, 3, 4}, "constant", {10, 20, 30}}, {{2}, "constant", {99}}, {{1, 2, 3, 4}, "edge", {0}},
-      {{1, 2, 3, 4}, "reflect", {0}},           {{3, 1}, "reflect", {0}}, {{1, 2, 3, 4}, "symmetric", {0}},
+      {{1, 2, 3, 4}, "constant", {10, 20, 30}},
+      {{2}, "constant", {99}},
+      {{1, 2, 3, 4}, "edge", {0}},
+      {{1, 2, 3, 4}, "reflect", {0}},
+      {{3, 1}, "reflect", {0}},
+      {{1, 2, 3, 4}, "symmetric", {0}},
       {{9}, "reflect", {0}},  // wider than the image: the reflection repeats (numpy's pad)
       {{11, 0, 0, 6}, "symmetric", {0}},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(nlohmann::json(c.padding).dump() + " " + c.mode);
-    ASSERT_OK_AND_ASSIGN(
-        Batch b, Run(MakeArrayColumn("image", {5, 7, 3}, image),
-                     Op("pad", {{"padding", c.padding}, {"padding_mode", c.mode}, {"fill", c.fill}})));
-    const std::string want = Reference(Bytes(image), {5, 7, 3}, "uint8",
-                                       {{"op", "pad"}, {"padding", c.padding}, {"padding_mode", c.mode},
-                                        {"fill", c.fill}});
+    ASSERT_OK_AND_ASSIGN(Batch b, Run(MakeArrayColumn("image", {5, 7, 3}, image),
+                                      Op("pad", {{"padding", c.padding}, {"padding_mode", c.mode}, {"fill", c.fill}})));
+    const std::string want =
+        Reference(Bytes(image), {5, 7, 3}, "uint8",
+                  {{"op", "pad"}, {"padding", c.padding}, {"padding_mode", c.mode}, {"fill", c.fill}});
     const Shape& s = b.columns[0].values.shape();
     ASSERT_EQ(s.rank(), 4);
     EXPECT_EQ(s.dim(1) * s.dim(2) * 3, static_cast<int64_t>(want.size()));
@@ -102,16 +105,15 @@ TEST_F(PadCropTest, PadMatchesTorchvisionInEveryMode) {
 
 TEST_F(PadCropTest, PadsFloatAndOneChannelImages) {
   const std::vector<float> image = Noise<float>(4, 6, 1, 2);
-  ASSERT_OK_AND_ASSIGN(Batch b, Run(MakeArrayColumn("image", {4, 6}, image),
-                                    Op("pad", {{"padding", {2, 1}}, {"fill", 0.25}})));
+  ASSERT_OK_AND_ASSIGN(Batch b,
+                       Run(MakeArrayColumn("image", {4, 6}, image), Op("pad", {{"padding", {2, 1}}, {"fill", 0.25}})));
   EXPECT_EQ(b.columns[0].values.shape(), (Shape{1, 6, 10}));  // [H,W] stays [H,W]
-  EXPECT_TRUE(RowBytes(b, 0) == Reference(Bytes(image), {4, 6, 1}, "float32",
-                                          {{"op", "pad"}, {"padding", {2, 1}}, {"fill", {0.25}}}));
+  EXPECT_TRUE(RowBytes(b, 0) ==
+              Reference(Bytes(image), {4, 6, 1}, "float32", {{"op", "pad"}, {"padding", {2, 1}}, {"fill", {0.25}}}));
 }
 
 // Where `window` (h x w x c bytes) lies in `padded` (ph x pw x c), or (-1, -1).
-std::pair<int, int> Find(const std::string& window, const std::string& padded, int h, int w, int ph, int pw,
-                         int c) {
+std::pair<int, int> Find(const std::string& window, const std::string& padded, int h, int w, int ph, int pw, int c) {
   for (int i = 0; i + h <= ph; ++i) {
     for (int j = 0; j + w <= pw; ++j) {
       bool same = true;
@@ -165,16 +167,17 @@ TEST_F(PadCropTest, PadIfNeededPadsAgainAsTorchvisionDoes) {
   const int kRows = 50;
   std::vector<uint8_t> images;
   for (int r = 0; r < kRows; ++r) images.insert(images.end(), one.begin(), one.end());
-  ASSERT_OK_AND_ASSIGN(Batch b, Run(MakeArrayColumn("image", {5, 6, 3}, images),
-                                    Op("random_crop", {{"size", {10, 12}},
-                                                       {"padding", 1},
-                                                       {"pad_if_needed", true},
-                                                       {"padding_mode", "reflect"}})));
+  ASSERT_OK_AND_ASSIGN(
+      Batch b, Run(MakeArrayColumn("image", {5, 6, 3}, images),
+                   Op("random_crop",
+                      {{"size", {10, 12}}, {"padding", 1}, {"pad_if_needed", true}, {"padding_mode", "reflect"}})));
   ASSERT_EQ(b.columns[0].values.shape(), (Shape{kRows, 10, 12, 3}));
-  const std::string padded =
-      Reference(Bytes(one), {5, 6, 3}, "uint8",
-                {{"op", "random_crop_padded"}, {"padding", {1}}, {"pad_if_needed", true}, {"size", {10, 12}},
-                 {"padding_mode", "reflect"}});
+  const std::string padded = Reference(Bytes(one), {5, 6, 3}, "uint8",
+                                       {{"op", "random_crop_padded"},
+                                        {"padding", {1}},
+                                        {"pad_if_needed", true},
+                                        {"size", {10, 12}},
+                                        {"padding_mode", "reflect"}});
   ASSERT_EQ(padded.size(), 13u * 16 * 3);
   for (int r = 0; r < kRows; ++r) {
     EXPECT_GE(Find(RowBytes(b, r), padded, 10, 12, 13, 16, 3).first, 0) << "row " << r;
@@ -186,15 +189,16 @@ TEST_F(PadCropTest, BadAttrsNameWhatIsWrong) {
   EXPECT_THAT(Run(image, Op("random_crop", {{"size", 8}, {"padding", 1}})).status(),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        AllOf(HasSubstr("'size'"), HasSubstr("[7, 8]"), HasSubstr("pad_if_needed"))));
-  EXPECT_THAT(Run(image, Op("pad", {{"padding", 1}, {"fill", {1.0, 2.0}}})).status(),
-              StatusIs(absl::StatusCode::kInvalidArgument, AllOf(HasSubstr("'fill'"), HasSubstr("one per channel (3)"))));
+  EXPECT_THAT(
+      Run(image, Op("pad", {{"padding", 1}, {"fill", {1.0, 2.0}}})).status(),
+      StatusIs(absl::StatusCode::kInvalidArgument, AllOf(HasSubstr("'fill'"), HasSubstr("one per channel (3)"))));
   EXPECT_THAT(Run(image, Op("pad", {{"padding", {1, 2, 3}}})).status(),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("'padding'")));
   EXPECT_THAT(Run(image, Op("pad", {{"padding", 1}, {"padding_mode", "wrap"}})).status(),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("'padding_mode'")));
-  EXPECT_THAT(Run(MakeArrayColumn("image", {4}, std::vector<int64_t>{1, 2, 3, 4}), Op("pad", {{"padding", 1}}))
-                  .status(),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("image")));
+  EXPECT_THAT(
+      Run(MakeArrayColumn("image", {4}, std::vector<int64_t>{1, 2, 3, 4}), Op("pad", {{"padding", 1}})).status(),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("image")));
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // The level ops (invert, posterize, solarize, autocontrast, equalize,
-// grayscale) and the color adjustments (color_jitter, adjust_sharpness) against torchvision's functional ops on uint8 tensors, through
-// tests/ops/torchvision_reference.py under Debian's /usr/bin/python3: equal
-// bytes, as both do the same integer and float32 steps.
+// grayscale) and the color adjustments (color_jitter, adjust_sharpness) against torchvision's functional ops on uint8
+// tensors, through tests/ops/torchvision_reference.py under Debian's /usr/bin/python3: equal bytes, as both do the same
+// integer and float32 steps.
 #include <algorithm>
 #include <cmath>
 #include <random>
@@ -35,12 +35,23 @@ std::vector<uint8_t> Images() {
       for (int c = 0; c < 3; ++c) {
         uint8_t x = 0;
         switch (image) {
-          case 0: x = gen() % 256; break;
-          case 1: x = 100 + gen() % 40; break;
-          case 2: x = c == 1 ? 77 : gen() % 256; break;
-          case 3: x = (gen() % 2) ? 30 : 200; break;
-          case 4: x = static_cast<uint8_t>(i * 2 + c); break;
-          default: x = 0;
+          case 0:
+            x = gen() % 256;
+            break;
+          case 1:
+            x = 100 + gen() % 40;
+            break;
+          case 2:
+            x = c == 1 ? 77 : gen() % 256;
+            break;
+          case 3:
+            x = (gen() % 2) ? 30 : 200;
+            break;
+          case 4:
+            x = static_cast<uint8_t>(i * 2 + c);
+            break;
+          default:
+            x = 0;
         }
         v.push_back(x);
       }
@@ -157,10 +168,12 @@ TEST(PixelOps, ColorJitterDrawsItsFactorsAndOrderPerSample) {
   std::vector<uint8_t> same(kRows * 12);
   for (int64_t r = 0; r < kRows; ++r) std::copy(noise.begin(), noise.end(), same.begin() + r * 12);
   const std::vector<uint8_t> mixed = RunOp<uint8_t>(
-      "color_jitter", R"({"brightness": [1.4, 1.4], "contrast": [0.5, 0.5], "saturation": [1.5, 1.5], "hue": [0.1, 0.1]})",
-      spec, same, kRows);
+      "color_jitter",
+      R"({"brightness": [1.4, 1.4], "contrast": [0.5, 0.5], "saturation": [1.5, 1.5], "hue": [0.1, 0.1]})", spec, same,
+      kRows);
   std::set<std::vector<uint8_t>> outcomes;
-  for (int64_t r = 0; r < kRows; ++r) outcomes.insert(std::vector<uint8_t>(mixed.begin() + r * 12, mixed.begin() + r * 12 + 12));
+  for (int64_t r = 0; r < kRows; ++r)
+    outcomes.insert(std::vector<uint8_t>(mixed.begin() + r * 12, mixed.begin() + r * 12 + 12));
   EXPECT_GT(outcomes.size(), 6u);
   EXPECT_LE(outcomes.size(), 24u);  // at most the 4! orders
 }
@@ -175,8 +188,8 @@ TEST(PixelOps, ProbabilityPAppliesToThatShareOfImagesTheSameWhateverTheOrder) {
     SCOPED_TRACE(op);
     const std::vector<uint8_t> out = RunOp<uint8_t>(op, R"({"p": 0.3})", spec, in, kRows);
     int changed = 0;
-    for (int64_t r = 0; r < kRows; ++r) changed += !std::equal(in.begin() + r * 12, in.begin() + r * 12 + 12,
-                                                               out.begin() + r * 12);
+    for (int64_t r = 0; r < kRows; ++r)
+      changed += !std::equal(in.begin() + r * 12, in.begin() + r * 12 + 12, out.begin() + r * 12);
     EXPECT_NEAR(changed, 600, 103);
     // Rows 1000.. run on their own (another tile) draw as they did in the whole run.
     const std::vector<uint8_t> tail(in.begin() + 1000 * 12, in.end());

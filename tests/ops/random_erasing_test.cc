@@ -64,7 +64,8 @@ TEST(RandomErasing, ErasesOneBoxOfTheDrawnShareAndRatio) {
     share += static_cast<double>(b.area) / (kH * kW);
     // The rounded sides of an area share in [0.02, 0.33] and a ratio in [0.3, 3.3].
     EXPECT_LE(b.area, (std::sqrt(0.33 * 3.3 * kH * kW) + 0.5) * (std::sqrt(0.33 / 0.3 * kH * kW) + 0.5));
-    EXPECT_LE(static_cast<double>(b.h) / b.w, (std::sqrt(0.33 * 3.3 * kH * kW) + 0.5) / (std::sqrt(0.02 / 3.3 * kH * kW) - 0.5));
+    EXPECT_LE(static_cast<double>(b.h) / b.w,
+              (std::sqrt(0.33 * 3.3 * kH * kW) + 0.5) / (std::sqrt(0.02 / 3.3 * kH * kW) - 0.5));
   }
   // torchvision's get_params on a 20x30 image, 4,000 draws: every draw fits
   // a box within its ten tries, of mean share 0.170 (the rounded sides
@@ -76,12 +77,13 @@ TEST(RandomErasing, ErasesOneBoxOfTheDrawnShareAndRatio) {
 TEST(RandomErasing, PIsTheShareOfImagesErasedInAnyLayout) {
   const ColumnSpec spec{"image", DType::kUInt8, Shape{kH, kW, kC}};
   std::vector<uint8_t> in(2000 * kC * kH * kW, 7);
-  const std::vector<uint8_t> out = RunOp<uint8_t>("random_erasing", R"({"p": 0.3, "value": 255, "layout": "HWC"})",
-                                                  spec, in, 2000);
+  const std::vector<uint8_t> out =
+      RunOp<uint8_t>("random_erasing", R"({"p": 0.3, "value": 255, "layout": "HWC"})", spec, in, 2000);
   const int64_t n = kC * kH * kW;
   int erased = 0;
   for (int64_t r = 0; r < 2000; ++r) {
-    erased += FindBox(in.data() + r * n, out.data() + r * n, false, [](int64_t, uint8_t v) { return v == 255; }).area > 0;
+    erased +=
+        FindBox(in.data() + r * n, out.data() + r * n, false, [](int64_t, uint8_t v) { return v == 255; }).area > 0;
   }
   EXPECT_NEAR(erased, 600, 5 * 20.5);  // p of 2,000; 5 binomial deviations
 }

@@ -59,7 +59,8 @@ TEST_F(AblationTest, AblatingANoOpChangesNothing) {
 }
 
 TEST_F(AblationTest, AnAblatedOpThatKeepsTheSpecPassesItsInputThrough) {
-  ASSERT_OK_AND_ASSIGN(graph::CompiledPipeline blurred, graph::Compile(Def({Op("gaussian_blur", {{"ksize", 5}, {"sigma", 1.0}})})));
+  ASSERT_OK_AND_ASSIGN(graph::CompiledPipeline blurred,
+                       graph::Compile(Def({Op("gaussian_blur", {{"ksize", 5}, {"sigma", 1.0}})})));
   ASSERT_OK_AND_ASSIGN(graph::CompiledPipeline plain, graph::Compile(Def({})));
   SLUICE_ASSERT_OK(AblateOp(&blurred, 1, 3));
   EXPECT_EQ(Output(blurred), Output(plain));
@@ -77,8 +78,7 @@ TEST_F(AblationTest, ThereMustBeSuchAnOp) {
   ASSERT_OK_AND_ASSIGN(graph::CompiledPipeline compiled, graph::Compile(Def({})));
   EXPECT_THAT(AblateOp(&compiled, 2, 0),  // the batch node
               StatusIs(absl::StatusCode::kInvalidArgument, ::testing::HasSubstr("no op 0 in a map node 2")));
-  EXPECT_THAT(AblateOp(&compiled, 1, 9),
-              StatusIs(absl::StatusCode::kInvalidArgument, ::testing::HasSubstr("no op 9")));
+  EXPECT_THAT(AblateOp(&compiled, 1, 9), StatusIs(absl::StatusCode::kInvalidArgument, ::testing::HasSubstr("no op 9")));
 }
 
 }  // namespace

@@ -54,8 +54,7 @@ TEST(TailOnGpu, MovesW2sOpsBeforeAndAfterTheBatchIntoOneCudaMap) {
                               .Prefetch()
                               .Build();
   ASSERT_OK_AND_ASSIGN(PipelineDef gpu, TailOnGpu(def, ops::OpRegistry::Global()));
-  EXPECT_EQ(Shape(gpu),
-            "source batch cuda[decode_raw,reshape,grey_dilation,rescale,random_flip,] prefetch ");
+  EXPECT_EQ(Shape(gpu), "source batch cuda[decode_raw,reshape,grey_dilation,rescale,random_flip,] prefetch ");
 }
 
 TEST(TailOnGpu, KeepsWhatHasNoCudaKernelAndWhatComesBeforeAShuffle) {
@@ -63,26 +62,27 @@ TEST(TailOnGpu, KeepsWhatHasNoCudaKernelAndWhatComesBeforeAShuffle) {
   const PipelineDef def = PipelineBuilder::ImageFolder("/d")
                               .Map({Op("rescale", {{"scale", 0.5}})})
                               .Shuffle(100)
-                              .Map({Op("decode_random_resized_crop", {{"size", {8}}}),
-                                    Op("crop_mirror_normalize", {})})
+                              .Map({Op("decode_random_resized_crop", {{"size", {8}}}), Op("crop_mirror_normalize", {})})
                               .Batch(16)
                               .Build();
   ASSERT_OK_AND_ASSIGN(PipelineDef gpu, TailOnGpu(def, ops::OpRegistry::Global()));
   // With nvJPEG the decode moves too: the batch then carries the bytes.
-  EXPECT_EQ(Shape(gpu), ops::OpRegistry::Global().Runs("decode_random_resized_crop", ops::Backend::kCuda)
-                            ? "source map[rescale,] shuffle batch cuda[decode_random_resized_crop,crop_mirror_normalize,] "
-                            : "source map[rescale,] shuffle map[decode_random_resized_crop,] batch "
-                              "cuda[crop_mirror_normalize,] ");
+  EXPECT_EQ(Shape(gpu),
+            ops::OpRegistry::Global().Runs("decode_random_resized_crop", ops::Backend::kCuda)
+                ? "source map[rescale,] shuffle batch cuda[decode_random_resized_crop,crop_mirror_normalize,] "
+                : "source map[rescale,] shuffle map[decode_random_resized_crop,] batch "
+                  "cuda[crop_mirror_normalize,] ");
 }
 
 TEST(TailOnGpu, SaysWhyWhenThereIsNoTail) {
   const PipelineDef no_batch = Cifar().Map({Op("grey_dilation", {{"size", 3}})}).Build();
   EXPECT_THAT(TailOnGpu(no_batch, ops::OpRegistry::Global()), StatusIs(absl::StatusCode::kNotFound, _));
-  const PipelineDef cpu_last = Cifar()
-                                  .Map({Op("decode_raw", {{"dtype", "uint8"}}), Op("reshape", {{"shape", {32, 32, 3}}})})
-                                  .Batch(4)
-                                  .Map({Op("random_perspective", {})})
-                                  .Build();
+  const PipelineDef cpu_last =
+      Cifar()
+          .Map({Op("decode_raw", {{"dtype", "uint8"}}), Op("reshape", {{"shape", {32, 32, 3}}})})
+          .Batch(4)
+          .Map({Op("random_perspective", {})})
+          .Build();
   EXPECT_THAT(TailOnGpu(cpu_last, ops::OpRegistry::Global()),
               StatusIs(absl::StatusCode::kNotFound, HasSubstr("no ops at the end of the pipeline have cuda kernels")));
 }

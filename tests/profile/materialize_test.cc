@@ -5,8 +5,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "sluice/exec/pipeline.h"
-#include "sluice/pipeline_builder.h"
 #include "sluice/graph/pipeline_json.h"
+#include "sluice/pipeline_builder.h"
 #include "status_matchers.h"
 #include "temp_dir.h"
 #include "test_data.h"
@@ -46,8 +46,8 @@ class MaterializeTest : public ::testing::Test {
   }
 
   PipelineBuilder Source() {
-    PipelineBuilder b = PipelineBuilder::TfRecord(
-        {dir_.Join("in/*.tfrecord")}, {BytesFeature("image", 3072), Int64Feature("label")});
+    PipelineBuilder b =
+        PipelineBuilder::TfRecord({dir_.Join("in/*.tfrecord")}, {BytesFeature("image", 3072), Int64Feature("label")});
     return b;
   }
 
@@ -57,14 +57,15 @@ class MaterializeTest : public ::testing::Test {
 TEST_F(MaterializeTest, TheRewrittenPipelineGivesBitIdenticalOutput) {
   // A deterministic prefix ending in float32, then shuffled splits, a batch
   // and random warps keyed by each sample's file and record.
-  PipelineDef def = Source()
-                        .Map({Op("reshape", {{"shape", {32, 32, 3}}}), Op("grey_dilation", {{"size", 3}}),
-                              Op("rescale", {{"scale", 1 / 255.0}}), Op("gaussian_blur", {{"ksize", 5}, {"sigma", 1.0}})})
-                        .Batch(16)
-                        .Map({Op("random_flip"), Op("random_rotation", {{"degrees", 20.0}})})
-                        .Prefetch()
-                        .Seed(7)
-                        .Build();
+  PipelineDef def =
+      Source()
+          .Map({Op("reshape", {{"shape", {32, 32, 3}}}), Op("grey_dilation", {{"size", 3}}),
+                Op("rescale", {{"scale", 1 / 255.0}}), Op("gaussian_blur", {{"ksize", 5}, {"sigma", 1.0}})})
+          .Batch(16)
+          .Map({Op("random_flip"), Op("random_rotation", {{"degrees", 20.0}})})
+          .Prefetch()
+          .Seed(7)
+          .Build();
   def.mutable_nodes(0)->mutable_source()->set_shuffle_splits(true);
   int64_t last_progress = 0;
   ASSERT_OK_AND_ASSIGN(MaterializeResult r,

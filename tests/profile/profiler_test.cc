@@ -2,8 +2,8 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "sluice/pipeline_builder.h"
 #include "sluice/ops/op_registry.h"
+#include "sluice/pipeline_builder.h"
 #include "status_matchers.h"
 #include "temp_dir.h"
 #include "test_data.h"
@@ -23,8 +23,7 @@ class ProfilerTest : public ::testing::Test {
   void SetUp() override { testing::WriteCifarTfRecords(dir_.path(), 1024, 2); }
 
   PipelineBuilder Cifar() {
-    return PipelineBuilder::TfRecord({dir_.Join("*.tfrecord")},
-                                     {BytesFeature("image", 3072), Int64Feature("label")});
+    return PipelineBuilder::TfRecord({dir_.Join("*.tfrecord")}, {BytesFeature("image", 3072), Int64Feature("label")});
   }
 
   static ProfileOptions Quick() {
@@ -102,9 +101,8 @@ TEST_F(ProfilerTest, ASlowConsumerIsNamedAsTheBottleneck) {
 }
 
 TEST_F(ProfilerTest, AblationMeasuresEachOpThatComputes) {
-  PipelineDef def = Cifar().Map({Op("reshape", {{"shape", {32, 32, 3}}}), Op("grey_dilation", {{"size", 3}})})
-                        .Batch(8)
-                        .Build();
+  PipelineDef def =
+      Cifar().Map({Op("reshape", {{"shape", {32, 32, 3}}}), Op("grey_dilation", {{"size", 3}})}).Batch(8).Build();
   ProfileOptions options = Quick();
   options.ablation = true;
   const ProfileResult r = Run(def, options);

@@ -12,16 +12,15 @@
 namespace sluice::profile {
 namespace {
 
-
 TEST(TraceWriter, TheTraceParsesAndHasTracksSpansAndCounters) {
   testing::TempDir dir;
   testing::WriteCifarTfRecords(dir.path(), 64, 2);
-  PipelineDef def = PipelineBuilder::TfRecord({dir.Join("*.tfrecord")},
-                                                     {BytesFeature("image", 3072), Int64Feature("label")})
-                        .Map({Op("reshape", {{"shape", {32, 32, 3}}}), Op("gaussian_blur", {{"ksize", 5}, {"sigma", 1.0}})})
-                        .Batch(8)
-                        .Prefetch()
-                        .Build();
+  PipelineDef def =
+      PipelineBuilder::TfRecord({dir.Join("*.tfrecord")}, {BytesFeature("image", 3072), Int64Feature("label")})
+          .Map({Op("reshape", {{"shape", {32, 32, 3}}}), Op("gaussian_blur", {{"ksize", 5}, {"sigma", 1.0}})})
+          .Batch(8)
+          .Prefetch()
+          .Build();
   ProfileOptions options;
   options.seconds = 0.5;
   options.short_seconds = 0.2;

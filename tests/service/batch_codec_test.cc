@@ -150,8 +150,8 @@ TEST(BatchCodec, AFlippedByteOrAWrongShapeIsDataLoss) {
   (*flipped.mutable_columns(0)->mutable_data())[0] ^= 1;
   EXPECT_THAT(DecodeBatch(Received(flipped), kSchema, nullptr),
               StatusIs(absl::StatusCode::kDataLoss, HasSubstr("batch of split 7: CRC32C mismatch")));
-  const Schema wider({ColumnSpec{"image", DType::kUInt8, Shape{2, 4}},
-                      ColumnSpec{"record", DType::kUInt8, Shape{}, true}});
+  const Schema wider(
+      {ColumnSpec{"image", DType::kUInt8, Shape{2, 4}}, ColumnSpec{"record", DType::kUInt8, Shape{}, true}});
   EXPECT_THAT(DecodeBatch(Received(m), wider, nullptr),
               StatusIs(absl::StatusCode::kDataLoss, HasSubstr("column 'image': 18 bytes for 3 rows")));
 }
@@ -191,8 +191,9 @@ TEST(WireBatch, AColumnDataLengthBeyondItsColumnIsDataLoss) {
       tag(BatchMessage::kColumnsFieldNumber) + std::string(1, static_cast<char>(column.size())) + column;
   grpc::ByteBuffer wire = Wire(message);
   ReceivedBatch received;
-  EXPECT_THAT(ParseReceivedBatch(&wire, BufferPool::Default(), nullptr, nullptr, &received),
-              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("column data claims 2147483648 bytes, the column holds 3")));
+  EXPECT_THAT(
+      ParseReceivedBatch(&wire, BufferPool::Default(), nullptr, nullptr, &received),
+      StatusIs(absl::StatusCode::kDataLoss, HasSubstr("column data claims 2147483648 bytes, the column holds 3")));
 }
 
 }  // namespace

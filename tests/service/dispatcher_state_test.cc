@@ -14,8 +14,7 @@ using ::testing::HasSubstr;
 const absl::Time kT0 = absl::FromUnixSeconds(1000);
 
 PipelineDef Def(int rows) {
-  return PipelineBuilder::Arrays({MakeArrayColumn("x", {}, std::vector<int64_t>(rows, 1))})
-      .Build();
+  return PipelineBuilder::Arrays({MakeArrayColumn("x", {}, std::vector<int64_t>(rows, 1))}).Build();
 }
 
 ElementSpec Splits(int n) {
@@ -193,7 +192,8 @@ TEST_F(DispatcherStateTest, ReplayedClientsOutliveAnOutageLongerThanTheClientTim
   SLUICE_EXPECT_OK(restarted.ClientHeartbeat(hb, back + absl::Seconds(4)).status());
   SLUICE_ASSERT_OK(restarted.Expire(back + absl::Seconds(10)));
   EXPECT_THAT(restarted.ClientHeartbeat(hb, back + absl::Seconds(10)),
-              StatusIs(absl::StatusCode::kNotFound, HasSubstr("is unknown"))) << "silent 6 s since it was heard";
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("is unknown")))
+      << "silent 6 s since it was heard";
 }
 
 TEST_F(DispatcherStateTest, AWorkerIdIsNeverHandedToAnotherWorker) {
@@ -245,10 +245,11 @@ TEST_F(DispatcherStateTest, ANamedJobWithoutConsumersStartsAfreshAndAFinishedEpo
 
   const GetOrCreateJobResponse late = Job(p, "train");  // epoch 0 is over
   EXPECT_EQ(late.job_id(), first.job_id());
-  EXPECT_THAT(state_.GetSplit(Ask(late, w), kT0),
-              StatusIs(absl::StatusCode::kFailedPrecondition,
-                       HasSubstr("job " + std::to_string(first.job_id()) + " ('train') had finished epoch 0 before "
-                                 "client " + std::to_string(late.client_id()) + " joined it")));
+  EXPECT_THAT(state_.GetSplit(Ask(late, w), kT0), StatusIs(absl::StatusCode::kFailedPrecondition,
+                                                           HasSubstr("job " + std::to_string(first.job_id()) +
+                                                                     " ('train') had finished epoch 0 before "
+                                                                     "client " +
+                                                                     std::to_string(late.client_id()) + " joined it")));
   ASSERT_OK_AND_ASSIGN(GetSplitResponse next_epoch, state_.GetSplit(Ask(late, w, /*epoch=*/1), kT0));
   EXPECT_EQ(next_epoch.state(), GetSplitResponse::SPLIT);
 
@@ -330,10 +331,10 @@ TEST_F(DispatcherStateTest, TenantsKeepToTheirJobsAndClientsToTheirSplits) {
   ASSERT_OK_AND_ASSIGN(GetOrCreateJobResponse alice2, state_.GetOrCreateJob(join, "alice", kT0));
   forged.set_client_id(alice2.client_id());  // the same job, another client
   EXPECT_THAT(state_.ReportSplits(forged, kT0),
-              StatusIs(absl::StatusCode::kPermissionDenied,
-                       HasSubstr("reported split " + std::to_string(got.split()) + " of job " +
-                                 std::to_string(alice.job_id()) + " epoch 0 finished, but it was not handed to "
-                                 "that client")));
+              StatusIs(absl::StatusCode::kPermissionDenied, HasSubstr("reported split " + std::to_string(got.split()) +
+                                                                      " of job " + std::to_string(alice.job_id()) +
+                                                                      " epoch 0 finished, but it was not handed to "
+                                                                      "that client")));
   forged.set_client_id(alice.client_id());
   SLUICE_EXPECT_OK(state_.ReportSplits(forged, kT0));
   SLUICE_EXPECT_OK(state_.ReportSplits(forged, kT0));  // a repeated report is fine

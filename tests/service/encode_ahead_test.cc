@@ -19,8 +19,8 @@ constexpr int kRowBytes = 4;
 std::unique_ptr<exec::Pipeline> TenRowsInBatchesOfThree() {
   std::vector<uint8_t> values(kRows * kRowBytes);
   for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<uint8_t>(i * 7);
-  absl::StatusOr<std::unique_ptr<exec::Pipeline>> pipeline = exec::Pipeline::Create(
-      PipelineBuilder::Arrays({MakeArrayColumn("x", {kRowBytes}, values)}).Batch(3).Build());
+  absl::StatusOr<std::unique_ptr<exec::Pipeline>> pipeline =
+      exec::Pipeline::Create(PipelineBuilder::Arrays({MakeArrayColumn("x", {kRowBytes}, values)}).Batch(3).Build());
   EXPECT_TRUE(pipeline.ok()) << pipeline.status();
   return *std::move(pipeline);
 }

@@ -127,7 +127,7 @@ TEST(EpochSplits, OnlyProgressRenewsALease) {
   policy.lease = absl::Seconds(10);
   EpochSplits e({0}, policy);
   EXPECT_EQ(e.Next({kClientA, kWorker1, 0, 0, kT0}).split(), 0);
-  e.Renew(0, kClientA, kWorker1, /*batches=*/0, kT0 + absl::Seconds(5));  // started
+  e.Renew(0, kClientA, kWorker1, /*batches=*/0, kT0 + absl::Seconds(5));                       // started
   for (int t = 6; t <= 14; t += 2) e.Renew(0, kClientA, kWorker1, 0, kT0 + absl::Seconds(t));  // stuck
   e.ExpireLeases(kT0 + absl::Seconds(16));
   const GetSplitResponse again = e.Next({kClientA, kWorker2, 0, 0, kT0 + absl::Seconds(16)});
@@ -148,8 +148,9 @@ TEST(EpochSplits, ASplitThatBreaksTooOftenIsHandedOutAsFailedNamingWhy) {
   const GetSplitResponse failed = e.Next({kClientA, kWorker2});
   EXPECT_EQ(failed.state(), GetSplitResponse::FAILED);
   EXPECT_EQ(failed.split(), 0);
-  EXPECT_EQ(failed.error(), "split 0 failed 3 times (worker 11 was lost while running it): a sample in it may "
-                            "crash the pipeline");
+  EXPECT_EQ(failed.error(),
+            "split 0 failed 3 times (worker 11 was lost while running it): a sample in it may "
+            "crash the pipeline");
   e.Complete(0);  // skipped by the client
   EXPECT_EQ(Take(e, kClientA, kWorker2), 1);
 }

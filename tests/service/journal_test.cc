@@ -69,8 +69,8 @@ TEST_F(JournalTest, ReplaysWhatWasAppendedAndCutsATornTail) {
   const std::string whole = Read(path_);
   // A crash mid-append leaves part of the last frame, or its bytes unwritten
   // (zeros where its data CRC should be): either is a torn tail.
-  for (const std::string& torn : {whole.substr(0, whole.size() - 3),
-                                  whole.substr(0, whole.size() - 4) + std::string(4, '\0')}) {
+  for (const std::string& torn :
+       {whole.substr(0, whole.size() - 3), whole.substr(0, whole.size() - 4) + std::string(4, '\0')}) {
     Overwrite(path_, torn);
     replay_.clear();
     warning_.clear();
@@ -102,8 +102,7 @@ TEST_F(JournalTest, DamageBeforeTheEndIsDataLossNamingTheOffsets) {
   EXPECT_THAT(Journal::Open(work_, {}, &replay_, &warning_),
               StatusIs(absl::StatusCode::kDataLoss,
                        HasSubstr("the journal " + path_ + " is damaged at offset " + std::to_string(frame) +
-                                 " and holds good entries after it (from offset " + std::to_string(2 * frame) +
-                                 ")")));
+                                 " and holds good entries after it (from offset " + std::to_string(2 * frame) + ")")));
   EXPECT_EQ(Read(path_), bytes) << "a refused journal is left as it was";
 }
 

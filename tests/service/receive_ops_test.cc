@@ -129,10 +129,10 @@ TEST_F(ReceiveOpsTest, CompressedBatchesRunTheOpsAfterDecompressing) {
               0);
     // Fed to the ops on receipt, compressed bytes would be garbage: refused,
     // as part rows or as converted but compressed.
-    EXPECT_THAT(Receive(wire, /*run_on_receipt=*/true),
-                StatusIs(absl::StatusCode::kDataLoss,
-                         ::testing::AnyOf(HasSubstr("converted on receipt, but compressed"),
-                                          HasSubstr("no whole number of 48-byte rows"))));
+    EXPECT_THAT(
+        Receive(wire, /*run_on_receipt=*/true),
+        StatusIs(absl::StatusCode::kDataLoss, ::testing::AnyOf(HasSubstr("converted on receipt, but compressed"),
+                                                               HasSubstr("no whole number of 48-byte rows"))));
   }
   // A batch converted as it arrived that then claims to be compressed.
   ReceivedBatch received;

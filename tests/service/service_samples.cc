@@ -12,8 +12,8 @@ PipelineBuilder Samples() {
     ids[i] = i;
     for (int p = 0; p < kPixels; ++p) images[static_cast<size_t>(i) * kPixels + p] = static_cast<uint8_t>(i + p);
   }
-  PipelineBuilder b = PipelineBuilder::Arrays(
-      {MakeArrayColumn("id", {}, ids), MakeArrayColumn("image", {16, 16, 3}, images)});
+  PipelineBuilder b =
+      PipelineBuilder::Arrays({MakeArrayColumn("id", {}, ids), MakeArrayColumn("image", {16, 16, 3}, images)});
   b.SplitRecords(100).Map({Op("random_flip")}).Seed(7);
   return b;
 }

@@ -1,6 +1,7 @@
 // The service end to end: real dispatcher and worker processes on
 // 127.0.0.1, the client in this process. Each sample carries its id, so
 // every test checks which samples arrived how often.
+#include <grpcpp/grpcpp.h>
 #include <signal.h>
 #include <sys/wait.h>
 
@@ -12,22 +13,20 @@
 #include <set>
 #include <thread>
 
-#include <grpcpp/grpcpp.h>
-
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
+#include "service.grpc.pb.h"
+#include "service_samples.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/ops/op_registry.h"
 #include "sluice/pipeline_builder.h"
-#include "service.grpc.pb.h"
 #include "sluice/service/dispatcher_impl.h"
 #include "sluice/service/distributed_pipeline.h"
 #include "sluice/service/fetch_status.h"
 #include "status_matchers.h"
 #include "temp_dir.h"
-#include "service_samples.h"
 #include "test_cluster.h"
 #include "test_data.h"
 
@@ -113,8 +112,7 @@ TEST_F(ServiceTest, AWorkerKilledMidEpochLosesAndRepeatsNothing) {
   TestCluster cluster;
   SLUICE_ASSERT_OK(StartCluster(cluster, 2));
   ASSERT_OK_AND_ASSIGN(auto pipeline, CreatePipeline(Distributed(cluster.address())));
-  ASSERT_OK_AND_ASSIGN(Received r,
-                       ReadEpoch(*pipeline, 0, 40, [&] { cluster.worker(0).Stop(SIGKILL); }));
+  ASSERT_OK_AND_ASSIGN(Received r, ReadEpoch(*pipeline, 0, 40, [&] { cluster.worker(0).Stop(SIGKILL); }));
   ExpectEachIdTimes(r, 1);
 }
 
@@ -144,9 +142,8 @@ TEST_F(ServiceTest, ADispatcherRestartedFromItsWorkDirFinishesTheEpochExactlyOnc
   SLUICE_ASSERT_OK(cluster.AddWorker());
   ASSERT_OK_AND_ASSIGN(auto pipeline, CreatePipeline(Distributed(cluster.address())));
   absl::Status restarted;
-  ASSERT_OK_AND_ASSIGN(Received r, ReadEpoch(*pipeline, 0, 40, [&] {
-                         restarted = cluster.RestartDispatcher(SIGKILL, work);
-                       }));
+  ASSERT_OK_AND_ASSIGN(Received r,
+                       ReadEpoch(*pipeline, 0, 40, [&] { restarted = cluster.RestartDispatcher(SIGKILL, work); }));
   SLUICE_ASSERT_OK(restarted);
   ExpectEachIdTimes(r, 1);
 }
@@ -162,10 +159,10 @@ TEST_F(ServiceTest, ADispatcherOutageOfSecondsMidEpochLosesAndRepeatsNothing) {
   ASSERT_OK_AND_ASSIGN(auto pipeline, CreatePipeline(Distributed(cluster.address())));
   absl::Status restarted;
   std::thread outage;
-  ASSERT_OK_AND_ASSIGN(Received r, ReadEpoch(*pipeline, 0, 20, [&] {
-                         outage = std::thread(
-                             [&] { restarted = cluster.RestartDispatcher(SIGKILL, work, absl::Seconds(9)); });
-                       }));
+  ASSERT_OK_AND_ASSIGN(
+      Received r, ReadEpoch(*pipeline, 0, 20, [&] {
+        outage = std::thread([&] { restarted = cluster.RestartDispatcher(SIGKILL, work, absl::Seconds(9)); });
+      }));
   outage.join();
   SLUICE_ASSERT_OK(restarted);
   ExpectEachIdTimes(r, 1);
@@ -441,8 +438,8 @@ TEST_F(ServiceTest, AStreamWhoseMessageCannotBeParsedEndsInsteadOfHoldingTheEpoc
   builder.RegisterService(&fake);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   ASSERT_NE(server, nullptr);
-  auto dispatcher = ::sluice::Dispatcher::NewStub(
-      grpc::CreateChannel(cluster.address(), grpc::InsecureChannelCredentials()));
+  auto dispatcher =
+      ::sluice::Dispatcher::NewStub(grpc::CreateChannel(cluster.address(), grpc::InsecureChannelCredentials()));
   WorkerHeartbeatRequest join;
   join.set_address(absl::StrCat("127.0.0.1:", port));
   for (const ops::OpSchema* op : ops::OpRegistry::Global().List()) join.add_ops(op->name());
@@ -579,7 +576,8 @@ TEST_F(ServiceTest, AWrongTokenIsRejected) {
 void MakeCertificates(const testing::TempDir& dir) {
   const std::string d = dir.path();
   const std::string script =
-      "cd " + d + " && openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 2 "
+      "cd " + d +
+      " && openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 2 "
       "-subj /CN=sluice-test-ca 2>/dev/null && "
       "openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr -subj /CN=127.0.0.1 "
       "2>/dev/null && printf 'subjectAltName=IP:127.0.0.1' > san.ext && "
@@ -602,8 +600,8 @@ TEST_F(ServiceTest, CallersHaveRolesAndTenantsSeeOnlyTheirOwnJobs) {
   SLUICE_ASSERT_OK(StartCluster(cluster, 1));
   PipelineDef def = Distributed(cluster.address(), "distributed_epoch", "train");
   def.mutable_nodes(2)->mutable_distribute()->set_token_file(token("worker.token", "w-secret"));
-  EXPECT_THAT(CreatePipeline(def), StatusIs(absl::StatusCode::kPermissionDenied,
-                                            HasSubstr("worker 'fleet' may not call RegisterPipeline")));
+  EXPECT_THAT(CreatePipeline(def),
+              StatusIs(absl::StatusCode::kPermissionDenied, HasSubstr("worker 'fleet' may not call RegisterPipeline")));
   def.mutable_nodes(2)->mutable_distribute()->set_token_file(token("alice.token", "a-secret"));
   ASSERT_OK_AND_ASSIGN(auto alice, CreatePipeline(def));
   auto it = alice->Iterate(0);  // alice's job is alive while she reads
@@ -634,8 +632,8 @@ TEST_F(ServiceTest, CallersHaveRolesAndTenantsSeeOnlyTheirOwnJobs) {
 
 TEST_F(ServiceTest, MutualTlsServesCertifiedClientsAndRejectsOthers) {
   MakeCertificates(dir_);
-  TestCluster cluster({"--tls-cert", dir_.Join("server.pem"), "--tls-key", dir_.Join("server.key"),
-                       "--tls-ca", dir_.Join("ca.pem"), "--tls-require-client-cert"});
+  TestCluster cluster({"--tls-cert", dir_.Join("server.pem"), "--tls-key", dir_.Join("server.key"), "--tls-ca",
+                       dir_.Join("ca.pem"), "--tls-require-client-cert"});
   SLUICE_ASSERT_OK(StartCluster(cluster, 1));
   PipelineDef def = Distributed(cluster.address());
   DistributeDef* d = def.mutable_nodes(2)->mutable_distribute();
@@ -713,9 +711,7 @@ TEST_F(ServiceTest, AnOversizedRequestIsRefusedWithTheSizes) {
   DistributeOptions d;
   d.dispatcher = cluster.address();
   d.connect_timeout_s = 5;
-  EXPECT_THAT(CreatePipeline(PipelineBuilder::Arrays({MakeArrayColumn("x", {1 << 20}, big)})
-                                 .Distribute(d)
-                                 .Build()),
+  EXPECT_THAT(CreatePipeline(PipelineBuilder::Arrays({MakeArrayColumn("x", {1 << 20}, big)}).Distribute(d).Build()),
               StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("larger than max")));
 }
 
@@ -724,8 +720,8 @@ TEST_F(ServiceTest, AnOversizedRequestIsRefusedWithTheSizes) {
 TEST(ServerProcess, OutlivesTheThreadThatStartedIt) {
   std::unique_ptr<testing::ServiceProcess> dispatcher;
   std::thread([&] {
-    absl::StatusOr<std::unique_ptr<testing::ServiceProcess>> started = testing::ServiceProcess::Start(
-        std::getenv("SLUICE_BIN"), {"dispatcher", "--host", "127.0.0.1", "--port", "0"});
+    absl::StatusOr<std::unique_ptr<testing::ServiceProcess>> started =
+        testing::ServiceProcess::Start(std::getenv("SLUICE_BIN"), {"dispatcher", "--host", "127.0.0.1", "--port", "0"});
     SLUICE_ASSERT_OK(started.status());
     dispatcher = *std::move(started);
   }).join();

@@ -64,9 +64,8 @@ void ExpectSameBatch(const Batch& a, const Batch& b) {
   ASSERT_EQ(a.columns.size(), b.columns.size());
   for (size_t c = 0; c < a.columns.size(); ++c) {
     ASSERT_EQ(a.columns[c].values.byte_size(), b.columns[c].values.byte_size());
-    EXPECT_EQ(std::memcmp(a.columns[c].values.raw_data(), b.columns[c].values.raw_data(),
-                          a.columns[c].values.byte_size()),
-              0)
+    EXPECT_EQ(
+        std::memcmp(a.columns[c].values.raw_data(), b.columns[c].values.raw_data(), a.columns[c].values.byte_size()), 0)
         << "column " << c;
   }
   for (int64_t r = 0; r < a.rows; ++r) EXPECT_EQ(a.provenance.SampleId(r), b.provenance.SampleId(r));
@@ -169,8 +168,8 @@ TEST(ShmRingTest, ForgedPositionsAreErrorsNotReadsOutsideTheRing) {
 
   // A message naming ring bytes on a stream that offered no ring.
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<ShmRingWriter> writer, ShmRingWriter::Claim(ring->name(), ring->Offer()));
-  ASSERT_OK_AND_ASSIGN(grpc::ByteBuffer wire, EncodeWireBatch(MakeBatch(4, 1), BatchMessage(), COMPRESSION_NONE,
-                                                              writer.get()));
+  ASSERT_OK_AND_ASSIGN(grpc::ByteBuffer wire,
+                       EncodeWireBatch(MakeBatch(4, 1), BatchMessage(), COMPRESSION_NONE, writer.get()));
   ReceivedBatch received;
   EXPECT_THAT(ParseReceivedBatch(&wire, BufferPool::Default(), nullptr, nullptr, &received),
               StatusIs(absl::StatusCode::kDataLoss, HasSubstr("without a ring")));

@@ -17,9 +17,9 @@ absl::StatusOr<std::unique_ptr<ServiceProcess>> StartSluice(const std::vector<st
 }  // namespace
 
 absl::Status TestCluster::StartDispatcher(const std::string& work_dir, int port,
-                                         const std::vector<std::string>& flags) {
-  std::vector<std::string> args{"dispatcher", "--host", "127.0.0.1", "--port", std::to_string(port),
-                                "--worker-timeout", "2"};
+                                          const std::vector<std::string>& flags) {
+  std::vector<std::string> args{"dispatcher",         "--host",           "127.0.0.1", "--port",
+                                std::to_string(port), "--worker-timeout", "2"};
   if (!work_dir.empty()) args.insert(args.end(), {"--work-dir", work_dir});
   args.insert(args.end(), flags_.begin(), flags_.end());
   args.insert(args.end(), flags.begin(), flags.end());
@@ -31,7 +31,7 @@ absl::Status TestCluster::StartDispatcher(const std::string& work_dir, int port,
 }
 
 absl::Status TestCluster::AddWorker(int threads, const std::vector<std::string>& flags) {
-  std::vector<std::string> args{"worker", "--dispatcher", address(), "--host", "127.0.0.1",
+  std::vector<std::string> args{"worker",    "--dispatcher",         address(), "--host", "127.0.0.1",
                                 "--threads", std::to_string(threads)};
   args.insert(args.end(), flags_.begin(), flags_.end());
   args.insert(args.end(), flags.begin(), flags.end());

@@ -24,8 +24,8 @@ namespace sluice::ops::testing {
 // /usr/bin/python3) for `image`, the bytes of an array of `shape` (HWC, or
 // NHWC for the level ops) and `dtype`, with the op and attrs in `spec`.
 // Files go to `dir`.
-inline std::string TorchvisionReference(const std::string& dir, const std::string& image,
-                                        std::vector<int64_t> shape, const std::string& dtype, nlohmann::json spec) {
+inline std::string TorchvisionReference(const std::string& dir, const std::string& image, std::vector<int64_t> shape,
+                                        const std::string& dtype, nlohmann::json spec) {
   const std::string in = dir + "/reference_in.raw", out = dir + "/reference_out.raw";
   sluice::testing::WriteFileBytes(in, image);
   spec["shape"] = shape;
@@ -78,7 +78,8 @@ inline absl::StatusOr<ColumnSpec> RunKernel(const std::string& name, const googl
   const ColumnSpec& out_spec = inferred->outputs[0];
   const int64_t out_row_bytes = out_spec.shape.num_elements() * DTypeSize(out_spec.dtype);
   out->resize(static_cast<size_t>(out_row_bytes * rows));
-  const ColumnRef src{const_cast<uint8_t*>(in), spec.shape.num_elements() * static_cast<int64_t>(DTypeSize(spec.dtype))};
+  const ColumnRef src{const_cast<uint8_t*>(in),
+                      spec.shape.num_elements() * static_cast<int64_t>(DTypeSize(spec.dtype))};
   const ColumnRef dst{out->data(), out_row_bytes};
   KernelContext ctx;
   ctx.rows = rows;
@@ -111,8 +112,9 @@ std::vector<Out> RunOp(const std::string& name, const std::string& attrs, const 
                        const std::vector<In>& in, int64_t rows, uint64_t seed = 1, int64_t first_sample = 0,
                        uint64_t op_key = 42, bool bypass_cache = false) {
   std::vector<uint8_t> bytes;
-  const absl::StatusOr<ColumnSpec> out = RunKernel(name, Attrs(attrs), spec, reinterpret_cast<const uint8_t*>(in.data()),
-                                                   rows, &bytes, {seed, first_sample, op_key, bypass_cache});
+  const absl::StatusOr<ColumnSpec> out =
+      RunKernel(name, Attrs(attrs), spec, reinterpret_cast<const uint8_t*>(in.data()), rows, &bytes,
+                {seed, first_sample, op_key, bypass_cache});
   EXPECT_TRUE(out.ok()) << name << ": " << out.status();
   std::vector<Out> values(bytes.size() / sizeof(Out));
   std::memcpy(values.data(), bytes.data(), values.size() * sizeof(Out));

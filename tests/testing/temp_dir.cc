@@ -38,8 +38,6 @@ void IncrementByte(const std::string& path, size_t offset, int delta) {
   WriteFileBytes(path, bytes);
 }
 
-void TruncateFile(const std::string& path, size_t size) {
-  std::filesystem::resize_file(path, size);
-}
+void TruncateFile(const std::string& path, size_t size) { std::filesystem::resize_file(path, size); }
 
 }  // namespace sluice::testing

@@ -45,7 +45,8 @@ class RefuseLabelKernel : public ops::Kernel {
                    absl::Span<const ops::ColumnRef> out) const override {
     for (int64_t r = 0; r < ctx.rows; ++r) {
       const int64_t label = *in[0].row<const int64_t>(r);
-      if (label == p_.label) return absl::DataLossError("label " + std::to_string(label) + " refused in " + ctx.Where(r));
+      if (label == p_.label)
+        return absl::DataLossError("label " + std::to_string(label) + " refused in " + ctx.Where(r));
       *out[0].row<int64_t>(r) = label;
     }
     return absl::OkStatus();

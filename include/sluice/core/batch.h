@@ -7,9 +7,9 @@
 #include <cstdint>
 #include <memory>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "sluice/core/tensor.h"
 
 namespace sluice {
@@ -42,8 +42,7 @@ inline int64_t SampleIdOf(int32_t file, int64_t record) { return (int64_t{file} 
 class Provenance {
  public:
   Provenance() = default;
-  explicit Provenance(std::shared_ptr<const std::vector<std::string>> files)
-      : files_(std::move(files)) {}
+  explicit Provenance(std::shared_ptr<const std::vector<std::string>> files) : files_(std::move(files)) {}
 
   // Rows from `first_row` on come from consecutive records of `file`,
   // starting at `first_record`. Runs are added in increasing row order.

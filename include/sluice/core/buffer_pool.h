@@ -6,7 +6,6 @@
 #include <cstdint>
 #include <memory>
 
-
 namespace sluice {
 
 class BufferPool;

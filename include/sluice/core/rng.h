@@ -6,14 +6,14 @@
 
 #include <array>
 #include <cstdint>
+
 #include "absl/strings/string_view.h"
 
 namespace sluice {
 
 // Philox4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3",
 // SC'11): ten rounds of multiply-xor over a 128-bit counter with a 64-bit key.
-std::array<uint32_t, 4> Philox4x32(std::array<uint32_t, 4> counter,
-                                   std::array<uint32_t, 2> key);
+std::array<uint32_t, 4> Philox4x32(std::array<uint32_t, 4> counter, std::array<uint32_t, 2> key);
 
 // A stable 64-bit id for an op instance: the same pipeline definition gives
 // the same ids on every machine and run (FNV-1a of the node name and the

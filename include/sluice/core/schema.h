@@ -5,9 +5,9 @@
 #include <cstdint>
 #include <optional>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "sluice/core/dtype.h"
 #include "sluice/core/shape.h"
 
@@ -24,9 +24,7 @@ struct ColumnSpec {
   // "image: uint8[32,32,3]" or "record: bytes".
   std::string ToString() const;
   // Bytes of one sample's value; 0 when ragged.
-  int64_t row_bytes() const {
-    return ragged ? 0 : shape.num_elements() * static_cast<int64_t>(DTypeSize(dtype));
-  }
+  int64_t row_bytes() const { return ragged ? 0 : shape.num_elements() * static_cast<int64_t>(DTypeSize(dtype)); }
 };
 
 class Schema {

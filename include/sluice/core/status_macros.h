@@ -3,19 +3,19 @@
 #ifndef SLUICE_CORE_STATUS_MACROS_H_
 #define SLUICE_CORE_STATUS_MACROS_H_
 
-#include "absl/strings/string_view.h"
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 #define SLUICE_CONCAT_INNER_(a, b) a##b
 #define SLUICE_CONCAT_(a, b) SLUICE_CONCAT_INNER_(a, b)
 
-#define SLUICE_RETURN_IF_ERROR(expr)                       \
-  do {                                                     \
-    ::absl::Status sluice_status_ = (expr);                \
-    if (!sluice_status_.ok()) return sluice_status_;       \
+#define SLUICE_RETURN_IF_ERROR(expr)                 \
+  do {                                               \
+    ::absl::Status sluice_status_ = (expr);          \
+    if (!sluice_status_.ok()) return sluice_status_; \
   } while (0)
 
 #define SLUICE_ASSIGN_OR_RETURN(lhs, expr) \

@@ -59,8 +59,7 @@ struct AttrSchema {
   std::string Constraint() const;
 };
 
-using AttrValue = std::variant<int64_t, double, bool, std::string, std::vector<int64_t>,
-                               std::vector<double>>;
+using AttrValue = std::variant<int64_t, double, bool, std::string, std::vector<int64_t>, std::vector<double>>;
 
 // The attrs of one op instance, converted to their declared types, defaults
 // filled in. Immutable after Bind.
@@ -69,8 +68,7 @@ class Attrs {
   // Validates `values` (JSON-like, from PipelineDef) against `schema`:
   // InvalidArgument naming the attr for an unknown name, a missing required
   // attr, a value of the wrong type or one its constraints do not allow.
-  static absl::StatusOr<Attrs> Bind(const std::vector<AttrSchema>& schema,
-                                    const google::protobuf::Struct& values);
+  static absl::StatusOr<Attrs> Bind(const std::vector<AttrSchema>& schema, const google::protobuf::Struct& values);
 
   // REQUIRES: `name` is declared with the matching type.
   int64_t GetInt(absl::string_view name) const;

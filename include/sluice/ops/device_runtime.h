@@ -52,8 +52,7 @@ class DeviceRuntime {
   virtual BufferPool* StagingPool() = 0;
   // Queues a host-to-device copy on `stream`. `host_src` must stay as it is
   // until the copy is done: see MarkReady's keep_alive.
-  virtual absl::Status CopyToDevice(uint8_t* device_dst, const uint8_t* host_src, size_t bytes,
-                                    void* stream) = 0;
+  virtual absl::Status CopyToDevice(uint8_t* device_dst, const uint8_t* host_src, size_t bytes, void* stream) = 0;
 
   // Queues a copy within device memory on `stream`.
   virtual absl::Status CopyOnDevice(uint8_t* device_dst, const uint8_t* device_src, size_t bytes, void* stream) = 0;
@@ -88,7 +87,7 @@ class DeviceRuntime {
     size_t in_use_bytes = 0;    // held by buffers and scratch
     size_t reserved_bytes = 0;  // taken from the driver, in use or cached
     size_t peak_reserved_bytes = 0;
-    size_t limit_bytes = 0;     // the bound Allocate keeps to
+    size_t limit_bytes = 0;  // the bound Allocate keeps to
   };
   virtual MemoryStats Memory(int device) const = 0;
 };

@@ -26,9 +26,7 @@ struct BoundField {
 
 // The dense column named by attr "field", with one of `dtypes`.
 // InvalidArgument naming the column and listing the alternatives otherwise.
-absl::StatusOr<BoundField> BindField(const Attrs& attrs, const Schema& schema,
-                                     std::initializer_list<DType> dtypes);
-
+absl::StatusOr<BoundField> BindField(const Attrs& attrs, const Schema& schema, std::initializer_list<DType> dtypes);
 
 // ImageDims lives in core, below the kernels that take it; ops and plugins
 // name it here too.

@@ -41,9 +41,7 @@ struct ColumnRef {
   T* row(int64_t r) const {
     return reinterpret_cast<T*>(data + r * row_bytes);
   }
-  absl::string_view bytes(int64_t r) const {
-    return views != nullptr ? views[r] : ragged->RaggedRow(ragged_row + r);
-  }
+  absl::string_view bytes(int64_t r) const { return views != nullptr ? views[r] : ragged->RaggedRow(ragged_row + r); }
 };
 
 // A run of consecutive rows, the backend they are on, and what a kernel

@@ -59,8 +59,7 @@ class OpRegistry {
   absl::Status AddKernel(const std::string& op, Backend backend, KernelFactory factory,
                          const std::string& registrant = kBuiltinRegistrant);
   template <typename K>
-  absl::Status AddKernel(const std::string& op, Backend backend,
-                         const std::string& registrant = kBuiltinRegistrant) {
+  absl::Status AddKernel(const std::string& op, Backend backend, const std::string& registrant = kBuiltinRegistrant) {
     return AddKernel(op, backend, KernelOf<K>(), registrant);
   }
   // Registers a device backend's runtime (one per backend).

@@ -31,12 +31,12 @@
 // What must match between a plugin and the sluice that loads it: the op
 // API's version, the library's, the C++ standard library's string ABI and
 // abseil's release (Status crosses the boundary)...
-#define SLUICE_PLUGIN_ABI_STAMP                                                               \
-  "sluice-abi=" SLUICE_PLUGIN_STR(SLUICE_ABI_VERSION) " sluice=" SLUICE_VERSION_STRING        \
-  " cxx11abi=" SLUICE_PLUGIN_STR(_GLIBCXX_USE_CXX11_ABI) " absl=" SLUICE_PLUGIN_STR(ABSL_LTS_RELEASE_VERSION)
+#define SLUICE_PLUGIN_ABI_STAMP                                                                                        \
+  "sluice-abi=" SLUICE_PLUGIN_STR(SLUICE_ABI_VERSION) " sluice=" SLUICE_VERSION_STRING " cxx11abi=" SLUICE_PLUGIN_STR( \
+      _GLIBCXX_USE_CXX11_ABI) " absl=" SLUICE_PLUGIN_STR(ABSL_LTS_RELEASE_VERSION)
 // ...and the sizes of the types kernels and inference exchange with the
 // executor. Both are exported as C values, readable whatever the mismatch.
-#define SLUICE_PLUGIN_LAYOUT                                                         \
+#define SLUICE_PLUGIN_LAYOUT                                                        \
   (sizeof(::sluice::ops::KernelContext) + 1000 * sizeof(::sluice::ops::ColumnRef) + \
    100000 * sizeof(::sluice::ops::InferredOp) + 10000000 * sizeof(::sluice::ops::OpSchema))
 
@@ -87,16 +87,16 @@ std::vector<std::string> LoadedPlugins();
 
 // Exports the plugin's entry points; `register_fn` is
 // absl::Status(sluice::ops::PluginRegistrar&).
-#define SLUICE_PLUGIN(register_fn)                                                                  \
-  extern "C" __attribute__((visibility("default"))) const char* sluice_plugin_abi() {              \
-    return SLUICE_PLUGIN_ABI_STAMP;                                                                \
-  }                                                                                                \
-  extern "C" __attribute__((visibility("default"))) unsigned long sluice_plugin_layout() {         \
-    return SLUICE_PLUGIN_LAYOUT;                                                                   \
-  }                                                                                                \
-  extern "C" __attribute__((visibility("default"))) void sluice_plugin_register(                  \
-      ::sluice::ops::PluginRegistrar* registrar) {                                                 \
-    registrar->set_status(register_fn(*registrar));                                                \
+#define SLUICE_PLUGIN(register_fn)                                                         \
+  extern "C" __attribute__((visibility("default"))) const char* sluice_plugin_abi() {      \
+    return SLUICE_PLUGIN_ABI_STAMP;                                                        \
+  }                                                                                        \
+  extern "C" __attribute__((visibility("default"))) unsigned long sluice_plugin_layout() { \
+    return SLUICE_PLUGIN_LAYOUT;                                                           \
+  }                                                                                        \
+  extern "C" __attribute__((visibility("default"))) void sluice_plugin_register(           \
+      ::sluice::ops::PluginRegistrar* registrar) {                                         \
+    registrar->set_status(register_fn(*registrar));                                        \
   }
 
 #endif  // SLUICE_OPS_PLUGIN_H_

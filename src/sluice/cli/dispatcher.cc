@@ -41,8 +41,7 @@ absl::Status Serve(const DispatcherArgs& args) {
   options.metrics_port = args.metrics_port;
   SLUICE_ASSIGN_OR_RETURN(options.security, args.security.Options(args.host, "dispatcher"));
   BlockTerminationSignals();
-  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<service::DispatcherServer> server,
-                          service::DispatcherServer::Start(options));
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<service::DispatcherServer> server, service::DispatcherServer::Start(options));
   // Scripts and tests read the port from here when --port is 0.
   std::printf("dispatcher listening on port %d\n", server->port());
   if (server->metrics_port() >= 0) std::printf("metrics on port %d\n", server->metrics_port());
@@ -57,8 +56,8 @@ absl::Status Serve(const DispatcherArgs& args) {
 
 void AddDispatcherCommand(CLI::App& app, absl::Status* result) {
   auto args = std::make_shared<DispatcherArgs>();
-  CLI::App* cmd = app.add_subcommand(
-      "dispatcher", "Run the service's dispatcher: pipelines, jobs, workers, split assignment");
+  CLI::App* cmd =
+      app.add_subcommand("dispatcher", "Run the service's dispatcher: pipelines, jobs, workers, split assignment");
   cmd->add_option("--host", args->host,
                   "address to listen on (0.0.0.0: every interface; needs TLS and a token, or --insecure)")
       ->default_val(kDefaultHost);

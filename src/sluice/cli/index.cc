@@ -24,8 +24,8 @@ absl::Status Index(const std::vector<std::string>& patterns) {
 
 void AddIndexCommand(CLI::App& app, absl::Status* result) {
   auto files = std::make_shared<std::vector<std::string>>();
-  CLI::App* cmd = app.add_subcommand(
-      "index", "Index TFRecord files (FILE.index) so sources can split them into record ranges");
+  CLI::App* cmd =
+      app.add_subcommand("index", "Index TFRecord files (FILE.index) so sources can split them into record ranges");
   cmd->add_option("files", *files, "TFRecord files or glob patterns")->required();
   cmd->callback([files, result] { *result = Index(*files); });
 }

@@ -30,18 +30,15 @@ std::string DescribeFeature(const Feature& f) {
     case Feature::kBytesList: {
       std::vector<std::string> sizes;
       for (const std::string& v : f.bytes_list().value()) sizes.push_back(absl::StrCat(v.size()));
-      return absl::StrCat("bytes x", f.bytes_list().value_size(), " (lengths ",
-                          absl::StrJoin(sizes, ","), ")");
+      return absl::StrCat("bytes x", f.bytes_list().value_size(), " (lengths ", absl::StrJoin(sizes, ","), ")");
     }
     case Feature::kFloatList: {
       const auto& v = f.float_list().value();
-      return absl::StrCat("float32[", v.size(), "] ",
-                          absl::StrJoin(v.begin(), v.begin() + std::min(v.size(), 8), ","));
+      return absl::StrCat("float32[", v.size(), "] ", absl::StrJoin(v.begin(), v.begin() + std::min(v.size(), 8), ","));
     }
     case Feature::kInt64List: {
       const auto& v = f.int64_list().value();
-      return absl::StrCat("int64[", v.size(), "] ",
-                          absl::StrJoin(v.begin(), v.begin() + std::min(v.size(), 8), ","));
+      return absl::StrCat("int64[", v.size(), "] ", absl::StrJoin(v.begin(), v.begin() + std::min(v.size(), 8), ","));
     }
     case Feature::KIND_NOT_SET:
       break;
@@ -65,12 +62,11 @@ absl::Status InspectTfRecord(const InspectArgs& args) {
           json = "null";
         }
         std::printf("{\"index\": %lld, \"offset\": %llu, \"length\": %zu, \"example\": %s}\n",
-                    static_cast<long long>(index), static_cast<unsigned long long>(offset),
-                    record->size(), json.c_str());
+                    static_cast<long long>(index), static_cast<unsigned long long>(offset), record->size(),
+                    json.c_str());
       } else {
         std::printf("record %lld @ offset %llu, %zu bytes%s\n", static_cast<long long>(index),
-                    static_cast<unsigned long long>(offset), record->size(),
-                    parsed ? "" : " (not a tf.train.Example)");
+                    static_cast<unsigned long long>(offset), record->size(), parsed ? "" : " (not a tf.train.Example)");
         if (parsed) {
           std::map<std::string, const Feature*> sorted;
           for (const auto& [name, f] : example.features().feature()) sorted[name] = &f;
@@ -103,8 +99,8 @@ absl::Status InspectIdx(const InspectArgs& args, const io::RandomAccessFile& fil
       int64_t sum = 0;
       uint8_t lo = 255, hi = 0;
       for (uint8_t v : buf) sum += v, lo = std::min(lo, v), hi = std::max(hi, v);
-      std::printf("  [%lld] mean %.1f min %d max %d\n", static_cast<long long>(i),
-                  static_cast<double>(sum) / item, lo, hi);
+      std::printf("  [%lld] mean %.1f min %d max %d\n", static_cast<long long>(i), static_cast<double>(sum) / item, lo,
+                  hi);
     }
   }
   return absl::OkStatus();
@@ -122,8 +118,8 @@ absl::Status InspectCifar(const InspectArgs& args, const io::RandomAccessFile& f
       for (int p = 0; p < 1024; ++p) mean[c] += rec[1 + c * 1024 + p];
       mean[c] /= 1024;
     }
-    std::printf("  [%lld] label %d, mean RGB %.1f %.1f %.1f\n", static_cast<long long>(i), rec[0],
-                mean[0], mean[1], mean[2]);
+    std::printf("  [%lld] label %d, mean RGB %.1f %.1f %.1f\n", static_cast<long long>(i), rec[0], mean[0], mean[1],
+                mean[2]);
   }
   return absl::OkStatus();
 }
@@ -139,10 +135,10 @@ absl::Status Inspect(const InspectArgs& args) {
   std::memcpy(&length_crc, head + 8, 4);
   if (got == 12 && io::UnmaskCrc(length_crc) == io::Crc32c(head, 8)) return InspectTfRecord(args);
   if (file->size() > 0 && file->size() % io::kCifarRecordBytes == 0) return InspectCifar(args, *file);
-  return absl::InvalidArgumentError(absl::StrCat(
-      "cannot tell the format of ", args.file,
-      ": not a TFRecord (the first record's length CRC does not match), not IDX (no uint8 IDX "
-      "magic) and not CIFAR-10 binary (size is not a multiple of 3073)"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("cannot tell the format of ", args.file,
+                   ": not a TFRecord (the first record's length CRC does not match), not IDX (no uint8 IDX "
+                   "magic) and not CIFAR-10 binary (size is not a multiple of 3073)"));
 }
 
 }  // namespace

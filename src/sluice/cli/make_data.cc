@@ -24,9 +24,8 @@ struct MakeDataArgs {
 absl::Status MakeData(const MakeDataArgs& args) {
   ProgressLine progress(true);
   auto report = [&](int64_t done, int64_t total) {
-    progress.Update([&] {
-      return absl::StrFormat("%s: %s / %s samples", args.dataset, WithCommas(done), WithCommas(total));
-    });
+    progress.Update(
+        [&] { return absl::StrFormat("%s: %s / %s samples", args.dataset, WithCommas(done), WithCommas(total)); });
   };
   absl::Status s;
   if (args.dataset == "imagenet") {
@@ -50,7 +49,9 @@ absl::Status MakeData(const MakeDataArgs& args) {
   } else if (args.dataset == "mnist") {
     const int64_t count = args.count > 0 ? args.count : 60000;
     s = datagen::WriteSyntheticMnist(args.out, count, args.seed, report);
-    if (s.ok()) std::printf("wrote %lld MNIST samples (+ test split) under %s/MNIST/raw\n", static_cast<long long>(count), args.out.c_str());
+    if (s.ok())
+      std::printf("wrote %lld MNIST samples (+ test split) under %s/MNIST/raw\n", static_cast<long long>(count),
+                  args.out.c_str());
   } else {
     const int64_t count = args.count > 0 ? args.count : 50000;
     const bool binary = args.format == "bin";
@@ -59,8 +60,8 @@ absl::Status MakeData(const MakeDataArgs& args) {
     }
     s = datagen::WriteSyntheticCifar10(args.out, count, args.files, binary, args.seed, report);
     if (s.ok()) {
-      std::printf("wrote %lld CIFAR-10 samples in %d %s files under %s\n", static_cast<long long>(count),
-                  args.files, binary ? "binary" : "TFRecord", args.out.c_str());
+      std::printf("wrote %lld CIFAR-10 samples in %d %s files under %s\n", static_cast<long long>(count), args.files,
+                  binary ? "binary" : "TFRecord", args.out.c_str());
     }
   }
   progress.Finish();

@@ -1,5 +1,7 @@
 // sluice materialize PIPELINE.json --out DIR: write the output of the
 // pipeline's deterministic prefix once, and a pipeline that reads it.
+#include "sluice/profile/materialize.h"
+
 #include <cstdio>
 
 #include "absl/strings/str_join.h"
@@ -8,7 +10,6 @@
 #include "sluice/cli/progress.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/graph/pipeline_json.h"
-#include "sluice/profile/materialize.h"
 
 namespace sluice::cli {
 namespace {

@@ -75,7 +75,8 @@ void PrintOp(const ops::OpRegistry& registry, const ops::OpSchema& op) {
   for (const ops::AttrSchema& a : op.attrs()) name_width = std::max(name_width, static_cast<int>(a.name.size()));
   for (const ops::AttrSchema& a : op.attrs()) {
     const std::string allowed = a.Constraint();
-    std::printf("    %-*s %-7s %-22s %s%s\n", name_width, a.name.c_str(), std::string(ops::AttrTypeName(a.type)).c_str(),
+    std::printf("    %-*s %-7s %-22s %s%s\n", name_width, a.name.c_str(),
+                std::string(ops::AttrTypeName(a.type)).c_str(),
                 a.default_json.empty() ? "(required)" : ("= " + a.default_json).c_str(), a.doc.c_str(),
                 allowed.empty() ? "" : (" (" + allowed + ")").c_str());
   }

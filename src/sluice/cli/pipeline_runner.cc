@@ -37,8 +37,8 @@ absl::StatusOr<RunReport> RunPipeline(const exec::Pipeline& pipeline, const RunO
       last_batch_at = Clock::now();
       progress.Update([&] {
         const double t = std::chrono::duration<double>(Clock::now() - timed_from).count();
-        return absl::StrFormat("epoch %d  %s samples  %s samples/s", epoch + 1,
-                               WithCommas(report.samples), WithCommas(t > 0 ? timed_samples / t : 0));
+        return absl::StrFormat("epoch %d  %s samples  %s samples/s", epoch + 1, WithCommas(report.samples),
+                               WithCommas(t > 0 ? timed_samples / t : 0));
       });
       // Count the batch that crosses the deadline: its time is in `seconds`.
       if (options.endless && report.batches > 1 && elapsed() >= options.min_seconds) {
@@ -55,8 +55,7 @@ absl::StatusOr<RunReport> RunPipeline(const exec::Pipeline& pipeline, const RunO
   progress.Finish();
   // Up to the last batch: stopping the pipeline (in-flight work) is not
   // part of its throughput.
-  report.seconds =
-      report.batches > 1 ? std::chrono::duration<double>(last_batch_at - timed_from).count() : 0;
+  report.seconds = report.batches > 1 ? std::chrono::duration<double>(last_batch_at - timed_from).count() : 0;
   report.samples_per_s = report.seconds > 0 ? timed_samples / report.seconds : 0;
   return report;
 }

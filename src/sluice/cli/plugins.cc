@@ -6,8 +6,7 @@
 namespace sluice::cli {
 
 void AddPluginOption(CLI::App* cmd, std::vector<std::string>* paths) {
-  cmd->add_option("--plugin", *paths,
-                  "an op plugin (.so built against this sluice) to load first; repeat for several");
+  cmd->add_option("--plugin", *paths, "an op plugin (.so built against this sluice) to load first; repeat for several");
 }
 
 absl::Status LoadPlugins(const std::vector<std::string>& paths) {

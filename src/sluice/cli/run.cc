@@ -4,8 +4,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "sluice/cli/command.h"
-#include "sluice/cli/plugins.h"
 #include "sluice/cli/pipeline_runner.h"
+#include "sluice/cli/plugins.h"
 #include "sluice/cli/progress.h"
 #include "sluice/cli/run_resumable.h"
 #include "sluice/core/status_macros.h"
@@ -37,7 +37,8 @@ absl::Status Run(const RunArgs& args) {
   const ResumableRun& part = args.resumable;
   if (!part.resume.empty() || !part.save_state.empty() || part.stop_after > 0) {
     if (!part.save_state.empty() && part.stop_after <= 0) {
-      return absl::InvalidArgumentError("--save-state needs --stop-after N: the state of a finished epoch says nothing");
+      return absl::InvalidArgumentError(
+          "--save-state needs --stop-after N: the state of a finished epoch says nothing");
     }
     return RunResumable(**pipeline, args.pipeline, part);
   }
@@ -51,11 +52,11 @@ absl::Status Run(const RunArgs& args) {
   for (int64_t b : r.peak_rss_after_epoch) rss_mb.push_back(b / 1048576.0);
   if (!args.quiet) {
     std::printf("%s: %s samples in %d epoch%s (%s batches), %.2f s: %s samples/s on %d threads (%s)\n",
-                args.pipeline.c_str(), WithCommas(r.samples).c_str(), r.epochs,
-                r.epochs == 1 ? "" : "s", WithCommas(r.batches).c_str(), r.seconds,
-                WithCommas(r.samples_per_s).c_str(), c.threads, kernels::SimdTarget().c_str());
-    std::printf("first batch after %.1f ms; peak RSS %.1f MB after epoch 1, %.1f MB at the end\n",
-                r.first_batch_ms, rss_mb.front(), rss_mb.back());
+                args.pipeline.c_str(), WithCommas(r.samples).c_str(), r.epochs, r.epochs == 1 ? "" : "s",
+                WithCommas(r.batches).c_str(), r.seconds, WithCommas(r.samples_per_s).c_str(), c.threads,
+                kernels::SimdTarget().c_str());
+    std::printf("first batch after %.1f ms; peak RSS %.1f MB after epoch 1, %.1f MB at the end\n", r.first_batch_ms,
+                rss_mb.front(), rss_mb.back());
   }
   if (args.json) {
     std::printf(
@@ -63,9 +64,8 @@ absl::Status Run(const RunArgs& args) {
         "\"seconds\": %.4f, \"samples_per_s\": %.1f, \"first_batch_ms\": %.2f, \"threads\": %d, \"simd\": \"%s\", "
         "\"skipped_records\": %lld, \"peak_buffered_bytes\": %lld, "
         "\"peak_rss_mb_after_epoch\": [%s]}\n",
-        args.pipeline.c_str(), r.epochs, static_cast<long long>(r.samples),
-        static_cast<long long>(r.batches), r.seconds, r.samples_per_s, r.first_batch_ms, c.threads,
-        kernels::SimdTarget().c_str(),
+        args.pipeline.c_str(), r.epochs, static_cast<long long>(r.samples), static_cast<long long>(r.batches),
+        r.seconds, r.samples_per_s, r.first_batch_ms, c.threads, kernels::SimdTarget().c_str(),
         static_cast<long long>(r.skipped_records), static_cast<long long>(r.peak_buffered_bytes),
         absl::StrJoin(rss_mb, ", ", [](std::string* out, double v) {
           out->append(absl::StrFormat("%.1f", v));

@@ -34,13 +34,15 @@ absl::StatusOr<service::SecurityOptions> SecurityFlags::Options(const std::strin
   const bool tokens = !token_file.empty() || !callers_file.empty();
   const bool open = cert_file.empty() || !tokens;
   if (!Loopback(host) && open) {
-    const std::string risk = absl::StrCat(
-        "--host ", host, " listens beyond this machine without ",
-        cert_file.empty() && !tokens ? "TLS or a token" : cert_file.empty() ? "TLS" : "a token",
-        ": anyone who reaches the port can register pipelines, read their data and impersonate workers");
+    const std::string risk =
+        absl::StrCat("--host ", host, " listens beyond this machine without ",
+                     cert_file.empty() && !tokens ? "TLS or a token"
+                     : cert_file.empty()          ? "TLS"
+                                                  : "a token",
+                     ": anyone who reaches the port can register pipelines, read their data and impersonate workers");
     if (!insecure) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          risk, "; give --tls-cert/--tls-key and --token-file, or --insecure on a network you trust"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(risk, "; give --tls-cert/--tls-key and --token-file, or --insecure on a network you trust"));
     }
     service::Log(role, absl::StrCat("WARNING: ", risk, " (--insecure)"));
   }

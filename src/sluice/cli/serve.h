@@ -30,7 +30,6 @@ struct SecurityFlags {
 // --callers, --insecure.
 void AddSecurityFlags(CLI::App* cmd, SecurityFlags* flags);
 
-
 // Blocks SIGTERM and SIGINT in every thread started after it, so the
 // servers' threads leave them to WaitForTermination. Call before starting.
 void BlockTerminationSignals();

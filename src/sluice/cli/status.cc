@@ -39,13 +39,13 @@ absl::Status Show(const StatusArgs& args) {
   }
   std::printf("\n%zu job(s)\n", static_cast<size_t>(status.jobs_size()));
   for (const JobStatusEntry& j : status.jobs()) {
-    std::printf("  job %-4lld %-12s %-17s %d client(s), epoch %llu: %lld/%lld splits, %s samples/s, "
-                "waiting %.0f%% of the time, needs %d worker(s)\n",
-                static_cast<long long>(j.job_id()), j.job_name().empty() ? "-" : j.job_name().c_str(),
-                ProcessingMode_Name(j.mode()).c_str(), j.clients(),
-                static_cast<unsigned long long>(j.epoch()), static_cast<long long>(j.splits_completed()),
-                static_cast<long long>(j.num_splits()), WithCommas(j.samples_per_s()).c_str(),
-                100 * j.wait_share(), j.workers_needed());
+    std::printf(
+        "  job %-4lld %-12s %-17s %d client(s), epoch %llu: %lld/%lld splits, %s samples/s, "
+        "waiting %.0f%% of the time, needs %d worker(s)\n",
+        static_cast<long long>(j.job_id()), j.job_name().empty() ? "-" : j.job_name().c_str(),
+        ProcessingMode_Name(j.mode()).c_str(), j.clients(), static_cast<unsigned long long>(j.epoch()),
+        static_cast<long long>(j.splits_completed()), static_cast<long long>(j.num_splits()),
+        WithCommas(j.samples_per_s()).c_str(), 100 * j.wait_share(), j.workers_needed());
   }
   return absl::OkStatus();
 }

@@ -31,22 +31,19 @@ absl::Status Serve(const WorkerArgs& args) {
   service::WorkerServerOptions options;
   options.host = args.host;
   options.port = args.port;
-  options.advertise_host = !args.advertise.empty() ? args.advertise
-                           : args.host == "0.0.0.0" ? "127.0.0.1"
-                                                    : args.host;
+  options.advertise_host = !args.advertise.empty() ? args.advertise : args.host == "0.0.0.0" ? "127.0.0.1" : args.host;
   options.worker.dispatcher = args.dispatcher;
   options.worker.threads = args.threads;
   options.metrics_port = args.metrics_port;
   SLUICE_ASSIGN_OR_RETURN(options.worker.security, args.security.Options(args.host, "worker"));
   BlockTerminationSignals();
-  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<service::WorkerServer> server,
-                          service::WorkerServer::Start(options));
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<service::WorkerServer> server, service::WorkerServer::Start(options));
   std::printf("worker listening on port %d\n", server->port());
   if (server->metrics_port() >= 0) std::printf("metrics on port %d\n", server->metrics_port());
   std::fflush(stdout);
   const std::string signal = WaitForTermination();
-  service::Log("worker", absl::StrCat(signal, ": finishing the splits in hand (at most ",
-                                      args.drain_timeout_s, " s), then leaving"));
+  service::Log("worker", absl::StrCat(signal, ": finishing the splits in hand (at most ", args.drain_timeout_s,
+                                      " s), then leaving"));
   // A stream stuck in a kernel would keep the server from stopping: give up
   // on it a little after the drain, and exit saying so.
   std::thread([timeout = args.drain_timeout_s] {
@@ -64,8 +61,8 @@ absl::Status Serve(const WorkerArgs& args) {
 
 void AddWorkerCommand(CLI::App& app, absl::Status* result) {
   auto args = std::make_shared<WorkerArgs>();
-  CLI::App* cmd = app.add_subcommand(
-      "worker", "Run a service worker: runs pipelines' parts before their distribute node");
+  CLI::App* cmd =
+      app.add_subcommand("worker", "Run a service worker: runs pipelines' parts before their distribute node");
   cmd->add_option("--dispatcher", args->dispatcher, "the dispatcher, HOST:PORT")->required();
   cmd->add_option("--host", args->host,
                   "address to listen on (0.0.0.0: every interface; needs TLS and a token, or --insecure)")

@@ -8,8 +8,7 @@ namespace sluice {
 
 absl::string_view Column::RaggedRow(int64_t r) const {
   const int64_t* off = offsets.data<int64_t>();
-  return absl::string_view(reinterpret_cast<const char*>(values.raw_data()) + off[r],
-                          off[r + 1] - off[r]);
+  return absl::string_view(reinterpret_cast<const char*>(values.raw_data()) + off[r], off[r + 1] - off[r]);
 }
 
 Column Column::Slice(int64_t begin, int64_t end) const {
@@ -26,8 +25,7 @@ void Provenance::AddRow(int64_t dst_row, const Provenance& src, int64_t src_row)
   const RowOrigin o = src.Origin(src_row);
   if (!runs_.empty()) {
     const Run& last = runs_.back();
-    if (last.file == o.file && o.record >= 0 &&
-        last.first_record + (dst_row - last.first_row) == o.record) {
+    if (last.file == o.file && o.record >= 0 && last.first_record + (dst_row - last.first_row) == o.record) {
       return;  // continues the current run
     }
   }
@@ -35,8 +33,8 @@ void Provenance::AddRow(int64_t dst_row, const Provenance& src, int64_t src_row)
 }
 
 RowOrigin Provenance::Origin(int64_t row) const {
-  auto it = std::upper_bound(runs_.begin(), runs_.end(), row,
-                             [](int64_t r, const Run& run) { return r < run.first_row; });
+  auto it =
+      std::upper_bound(runs_.begin(), runs_.end(), row, [](int64_t r, const Run& run) { return r < run.first_row; });
   if (it == runs_.begin()) return RowOrigin{};
   --it;
   if (it->first_record < 0) return RowOrigin{it->file, -1};
@@ -66,8 +64,8 @@ std::string Provenance::File(int64_t row) const {
 Provenance Provenance::Slice(int64_t begin, int64_t end) const {
   Provenance out(files_);
   for (int64_t r = begin; r < end;) {
-    auto it = std::upper_bound(runs_.begin(), runs_.end(), r,
-                               [](int64_t x, const Run& run) { return x < run.first_row; });
+    auto it =
+        std::upper_bound(runs_.begin(), runs_.end(), r, [](int64_t x, const Run& run) { return x < run.first_row; });
     if (it == runs_.begin()) break;
     const Run& run = *(it - 1);
     const int64_t record = run.first_record < 0 ? -1 : run.first_record + (r - run.first_row);

@@ -5,8 +5,7 @@
 
 namespace sluice {
 
-BatchBuilder::BatchBuilder(const Schema& schema, int64_t capacity, BufferPool* pool,
-                           int64_t ragged_bytes)
+BatchBuilder::BatchBuilder(const Schema& schema, int64_t capacity, BufferPool* pool, int64_t ragged_bytes)
     : pool_(pool), capacity_(capacity) {
   if (ragged_bytes <= 0) ragged_bytes = capacity * 64;
   columns_.resize(schema.size());

@@ -4,9 +4,9 @@
 #define SLUICE_CORE_BATCH_BUILDER_H_
 
 #include <cstdint>
-#include "absl/strings/string_view.h"
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "sluice/core/batch.h"
 #include "sluice/core/schema.h"
 

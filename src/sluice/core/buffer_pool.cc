@@ -1,12 +1,12 @@
 #include "sluice/core/buffer_pool.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <new>
 #include <vector>
-
-#include <sys/mman.h>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
@@ -28,7 +28,7 @@ namespace {
 
 constexpr size_t kAlignment = 64;
 constexpr size_t kHugePageBytes = size_t{2} << 20;
-constexpr int kMinClassLog2 = 8;     // 256 bytes
+constexpr int kMinClassLog2 = 8;      // 256 bytes
 constexpr int kQuarterFromLog2 = 16;  // 64 KiB
 constexpr int kPowerClasses = kQuarterFromLog2 - kMinClassLog2 + 1;
 

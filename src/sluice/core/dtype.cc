@@ -39,8 +39,8 @@ absl::StatusOr<DType> ParseDType(absl::string_view name) {
   for (DType d : {DType::kUInt8, DType::kInt32, DType::kInt64, DType::kFloat32, DType::kFloat16}) {
     if (name == DTypeName(d)) return d;
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "unknown dtype '", name, "' (expected uint8, int32, int64, float32 or float16)"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown dtype '", name, "' (expected uint8, int32, int64, float32 or float16)"));
 }
 
 }  // namespace sluice

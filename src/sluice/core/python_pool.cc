@@ -13,8 +13,11 @@
 namespace sluice {
 
 PythonPool::PythonPool(std::string interpreter, std::string spec_json, int most, std::string what)
-    : interpreter_(std::move(interpreter)), spec_json_(std::move(spec_json)), what_(std::move(what)),
-      most_(most), free_signal_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
+    : interpreter_(std::move(interpreter)),
+      spec_json_(std::move(spec_json)),
+      what_(std::move(what)),
+      most_(most),
+      free_signal_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
 
 PythonPool::~PythonPool() {
   if (free_signal_ >= 0) close(free_signal_);
@@ -29,7 +32,7 @@ void PythonPool::SignalFree() {
 }
 
 absl::StatusOr<std::unique_ptr<PythonPool>> PythonPool::Start(std::string interpreter, std::string spec_json,
-                                                               int initial, int most, std::string what) {
+                                                              int initial, int most, std::string what) {
   std::unique_ptr<PythonPool> pool(
       new PythonPool(std::move(interpreter), std::move(spec_json), std::max(initial, most), std::move(what)));
   if (initial < 1) {
@@ -149,8 +152,10 @@ absl::Status PythonPool::Named(const absl::Status& status) const {
 }
 
 nlohmann::json PythonColumnJson(const ColumnSpec& c) {
-  return {{"name", c.name}, {"dtype", c.ragged ? "bytes" : std::string(DTypeName(c.dtype))},
-          {"shape", std::vector<int64_t>(c.shape.dims().begin(), c.shape.dims().end())}, {"ragged", c.ragged}};
+  return {{"name", c.name},
+          {"dtype", c.ragged ? "bytes" : std::string(DTypeName(c.dtype))},
+          {"shape", std::vector<int64_t>(c.shape.dims().begin(), c.shape.dims().end())},
+          {"ragged", c.ragged}};
 }
 
 std::string PythonInterpreter(const std::string& attr) {

@@ -12,8 +12,8 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "nlohmann/json.hpp"
-#include "sluice/core/schema.h"
 #include "sluice/core/python_process.h"
+#include "sluice/core/schema.h"
 
 namespace sluice {
 
@@ -22,8 +22,8 @@ class PythonPool {
   // Starts `initial` processes and waits until each is ready; the pool
   // grows on demand to `most`. Errors begin with `what` ("python op
   // 'aug:blur'").
-  static absl::StatusOr<std::unique_ptr<PythonPool>> Start(std::string interpreter, std::string spec_json,
-                                                           int initial, int most, std::string what);
+  static absl::StatusOr<std::unique_ptr<PythonPool>> Start(std::string interpreter, std::string spec_json, int initial,
+                                                           int most, std::string what);
 
   // Up to `most` free processes, at least one. A caller finding none free,
   // each process held by another caller, starts one while the pool is

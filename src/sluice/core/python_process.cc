@@ -136,8 +136,8 @@ absl::StatusOr<std::unique_ptr<PythonProcess>> PythonProcess::Spawn(const std::s
   if (spawned != 0) {
     close(sockets[0]);
     close(memory);
-    return absl::FailedPreconditionError(absl::StrCat("cannot start the Python interpreter '", interpreter,
-                                                      "': ", std::strerror(spawned)));
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot start the Python interpreter '", interpreter, "': ", std::strerror(spawned)));
   }
   return std::unique_ptr<PythonProcess>(new PythonProcess(pid, sockets[0], memory));
 }
@@ -154,7 +154,7 @@ PythonProcess::~PythonProcess() {
     const absl::Time deadline = absl::Now() + absl::Seconds(2);
     while (waitpid(pid_, nullptr, WNOHANG) == 0) {
       if (absl::Now() > deadline) {  // busy in the function: it is not coming back
-        kill(-pid_, SIGKILL);  // its group: what the user's code started too
+        kill(-pid_, SIGKILL);        // its group: what the user's code started too
         waitpid(pid_, nullptr, 0);
         break;
       }

@@ -27,15 +27,11 @@ int Schema::Set(ColumnSpec spec) {
 }
 
 std::string Schema::Names() const {
-  return absl::StrJoin(columns_, ", ", [](std::string* out, const ColumnSpec& c) {
-    out->append(c.name);
-  });
+  return absl::StrJoin(columns_, ", ", [](std::string* out, const ColumnSpec& c) { out->append(c.name); });
 }
 
 std::string Schema::ToString() const {
-  return "{" +
-         absl::StrJoin(columns_, ", ",
-                       [](std::string* out, const ColumnSpec& c) { out->append(c.ToString()); }) +
+  return "{" + absl::StrJoin(columns_, ", ", [](std::string* out, const ColumnSpec& c) { out->append(c.ToString()); }) +
          "}";
 }
 

@@ -18,9 +18,7 @@ Shape Shape::WithLeading(int64_t n) const {
   return out;
 }
 
-Shape Shape::WithoutLeading() const {
-  return Shape(absl::MakeConstSpan(dims_).subspan(1));
-}
+Shape Shape::WithoutLeading() const { return Shape(absl::MakeConstSpan(dims_).subspan(1)); }
 
 std::string Shape::ToString() const { return "[" + absl::StrJoin(dims_, ",") + "]"; }
 

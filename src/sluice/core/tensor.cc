@@ -25,8 +25,6 @@ Tensor Tensor::Reshaped(Shape shape) const {
   return Tensor(dtype_, std::move(shape), buffer_, offset_);
 }
 
-std::string Tensor::DebugString() const {
-  return absl::StrCat(DTypeName(dtype_), shape_.ToString());
-}
+std::string Tensor::DebugString() const { return absl::StrCat(DTypeName(dtype_), shape_.ToString()); }
 
 }  // namespace sluice

@@ -76,9 +76,8 @@ void DrawCifar(SampleRng& rng, uint8_t* hwc) {
   }
 }
 
-absl::Status WriteMnistSplit(const std::string& images, const std::string& labels, int64_t count,
-                             uint64_t seed, int64_t offset, int64_t total,
-                             const Progress& progress) {
+absl::Status WriteMnistSplit(const std::string& images, const std::string& labels, int64_t count, uint64_t seed,
+                             int64_t offset, int64_t total, const Progress& progress) {
   std::vector<uint8_t> pixels(count * 28 * 28);
   std::vector<uint8_t> label(count);
   for (int64_t i = 0; i < count; ++i) {
@@ -95,30 +94,27 @@ absl::Status WriteMnistSplit(const std::string& images, const std::string& label
 
 MnistPaths MnistLayout(const std::string& dir) {
   const std::string raw = dir + "/MNIST/raw/";
-  return {raw + "train-images-idx3-ubyte", raw + "train-labels-idx1-ubyte",
-          raw + "t10k-images-idx3-ubyte", raw + "t10k-labels-idx1-ubyte"};
+  return {raw + "train-images-idx3-ubyte", raw + "train-labels-idx1-ubyte", raw + "t10k-images-idx3-ubyte",
+          raw + "t10k-labels-idx1-ubyte"};
 }
 
-absl::Status WriteSyntheticMnist(const std::string& dir, int64_t count, uint64_t seed,
-                                 const Progress& progress) {
+absl::Status WriteSyntheticMnist(const std::string& dir, int64_t count, uint64_t seed, const Progress& progress) {
   if (count <= 0) return absl::InvalidArgumentError("--count must be > 0");
   const MnistPaths paths = MnistLayout(dir);
   SLUICE_RETURN_IF_ERROR(MakeDirs(dir + "/MNIST/raw"));
   const int64_t test = std::max<int64_t>(1, count / 6);
   SLUICE_RETURN_IF_ERROR(
       WriteMnistSplit(paths.train_images, paths.train_labels, count, seed, 0, count + test, progress));
-  SLUICE_RETURN_IF_ERROR(WriteMnistSplit(paths.test_images, paths.test_labels, test, seed, count,
-                                         count + test, progress));
+  SLUICE_RETURN_IF_ERROR(
+      WriteMnistSplit(paths.test_images, paths.test_labels, test, seed, count, count + test, progress));
   if (progress) progress(count + test, count + test);
   return absl::OkStatus();
 }
 
-std::string TfRecordShardName(int i, int n) {
-  return absl::StrFormat("train-%05d-of-%05d.tfrecord", i, n);
-}
+std::string TfRecordShardName(int i, int n) { return absl::StrFormat("train-%05d-of-%05d.tfrecord", i, n); }
 
-absl::Status WriteSyntheticCifar10(const std::string& dir, int64_t count, int files, bool binary,
-                                   uint64_t seed, const Progress& progress) {
+absl::Status WriteSyntheticCifar10(const std::string& dir, int64_t count, int files, bool binary, uint64_t seed,
+                                   const Progress& progress) {
   if (count <= 0) return absl::InvalidArgumentError("--count must be > 0");
   if (files <= 0) return absl::InvalidArgumentError("--files must be > 0");
   SLUICE_RETURN_IF_ERROR(MakeDirs(dir));
@@ -128,8 +124,8 @@ absl::Status WriteSyntheticCifar10(const std::string& dir, int64_t count, int fi
     const int64_t n = count / files + (f < count % files ? 1 : 0);
     std::unique_ptr<io::TfRecordWriter> writer;
     std::FILE* bin = nullptr;
-    const std::string path = binary ? absl::StrCat(dir, "/data_batch_", f + 1, ".bin")
-                                    : absl::StrCat(dir, "/", TfRecordShardName(f, files));
+    const std::string path =
+        binary ? absl::StrCat(dir, "/data_batch_", f + 1, ".bin") : absl::StrCat(dir, "/", TfRecordShardName(f, files));
     if (binary) {
       bin = std::fopen(path.c_str(), "wb");
       if (bin == nullptr) return io::ErrnoStatus(errno, "cannot create", path);

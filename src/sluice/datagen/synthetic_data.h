@@ -22,14 +22,13 @@ MnistPaths MnistLayout(const std::string& dir);
 
 // `count` training images (and count / 6 test images) of 28x28 digit-like
 // strokes, labels 0..9.
-absl::Status WriteSyntheticMnist(const std::string& dir, int64_t count, uint64_t seed,
-                                 const Progress& progress);
+absl::Status WriteSyntheticMnist(const std::string& dir, int64_t count, uint64_t seed, const Progress& progress);
 
 // `count` 32x32x3 images of smooth colour fields and blobs. As TFRecords:
 // DIR/train-0000i-of-0000n.tfrecord holding tf.train.Example {image: 3,072
 // bytes HWC, label: int64}. As binary: DIR/data_batch_i.bin.
-absl::Status WriteSyntheticCifar10(const std::string& dir, int64_t count, int files, bool binary,
-                                   uint64_t seed, const Progress& progress);
+absl::Status WriteSyntheticCifar10(const std::string& dir, int64_t count, int files, bool binary, uint64_t seed,
+                                   const Progress& progress);
 
 // The TFRecord file name of shard i of n.
 std::string TfRecordShardName(int i, int n);

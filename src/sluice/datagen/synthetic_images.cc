@@ -1,25 +1,24 @@
 #include "sluice/datagen/synthetic_images.h"
 
 // libjpeg's headers need FILE and size_t declared first.
-#include <csetjmp>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
-
 #include <jpeglib.h>
 #include <png.h>
 
 #include <algorithm>
 #include <cmath>
+#include <csetjmp>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "example.pb.h"
-#include "sluice/datagen/synthetic_data.h"
 #include "sluice/core/rng.h"
 #include "sluice/core/status_macros.h"
+#include "sluice/datagen/synthetic_data.h"
 #include "sluice/io/tfrecord_writer.h"
 
 namespace sluice::datagen {
@@ -60,8 +59,14 @@ Image PhotoLikeImage(int width, int height, uint64_t seed) {
   std::vector<Shape> shapes(static_cast<size_t>(u(8, 20)));
   for (Shape& s : shapes) {
     const double angle = u(0, 3.14159);
-    s = Shape{u(0, width), u(0, height), u(width * 0.03, width * 0.3), u(height * 0.03, height * 0.3),
-              std::cos(angle), std::sin(angle), u(0.01, 0.2), {u(0, 255), u(0, 255), u(0, 255)},
+    s = Shape{u(0, width),
+              u(0, height),
+              u(width * 0.03, width * 0.3),
+              u(height * 0.03, height * 0.3),
+              std::cos(angle),
+              std::sin(angle),
+              u(0.01, 0.2),
+              {u(0, 255), u(0, 255), u(0, 255)},
               rng.Bernoulli(0.6f)};
   }
   // Texture at two scales and sensor-like noise: the high frequencies that
@@ -209,8 +214,8 @@ absl::Status WriteSyntheticImageFolder(const std::string& dir, int64_t count, in
   return absl::OkStatus();
 }
 
-absl::Status WriteSyntheticImageTfRecords(const std::string& dir, int64_t count, int classes, int files,
-                                          uint64_t seed, const std::function<void(int64_t, int64_t)>& progress) {
+absl::Status WriteSyntheticImageTfRecords(const std::string& dir, int64_t count, int classes, int files, uint64_t seed,
+                                          const std::function<void(int64_t, int64_t)>& progress) {
   if (files <= 0) return absl::InvalidArgumentError("--files must be > 0");
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);

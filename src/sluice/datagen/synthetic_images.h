@@ -46,8 +46,8 @@ absl::Status WriteSyntheticImageFolder(const std::string& dir, int64_t count, in
 // The same images as TFRecord shards DIR/train-0000i-of-0000n.tfrecord of
 // tf.train.Example in the usual ImageNet layout: "image/encoded" (the
 // file's bytes), "image/format" ("jpeg" or "png"), "image/class/label".
-absl::Status WriteSyntheticImageTfRecords(const std::string& dir, int64_t count, int classes, int files,
-                                          uint64_t seed, const std::function<void(int64_t, int64_t)>& progress);
+absl::Status WriteSyntheticImageTfRecords(const std::string& dir, int64_t count, int classes, int files, uint64_t seed,
+                                          const std::function<void(int64_t, int64_t)>& progress);
 
 }  // namespace sluice::datagen
 

@@ -97,8 +97,8 @@ const std::vector<Knob>& Autotuner::Step(const Interval& interval) {
     tried_.insert(absl::StrCat(from, tried.knob, tried.delta > 0 ? "+" : "-"));
     // A knob raised must pay for itself; one lowered (RAM or cores given
     // back) may cost a little, but never more than that below the best.
-    const bool better = tried.delta > 0 ? rate >= base_rate_ * (1 + options_.min_gain)
-                                        : rate >= best_rate_ * (1 - options_.min_gain);
+    const bool better =
+        tried.delta > 0 ? rate >= base_rate_ * (1 + options_.min_gain) : rate >= best_rate_ * (1 - options_.min_gain);
     log_.push_back(absl::StrFormat("%s: %.0f rows/s against %.0f: %s", Describe(tried), rate, base_rate_,
                                    better ? "kept" : "put back"));
     if (better) {

@@ -61,11 +61,11 @@ class Autotuner {
  public:
   struct Options {
     int64_t ram_budget_bytes = int64_t{1} << 30;
-    int settle_intervals = 1;   // ignored after each change
+    int settle_intervals = 1;  // ignored after each change
     // Averaged to rate a setting: long enough that whole batches counted in
     // an interval do not quantize the rate by more than a few percent.
     int measure_intervals = 4;
-    double min_gain = 0.03;     // a change must beat the setting it left by this
+    double min_gain = 0.03;  // a change must beat the setting it left by this
   };
 
   Autotuner(std::vector<Knob> knobs, Options options);
@@ -121,8 +121,8 @@ struct SharedAutotuner {
 class AutotuneThread {
  public:
   // REQUIRES: `shared` is not in use; this thread holds it until destroyed.
-  AutotuneThread(const PipelineStats* stats, std::vector<NodeKnobs*> knobs,
-                 std::shared_ptr<SharedAutotuner> shared, int64_t interval_ns);
+  AutotuneThread(const PipelineStats* stats, std::vector<NodeKnobs*> knobs, std::shared_ptr<SharedAutotuner> shared,
+                 int64_t interval_ns);
   ~AutotuneThread();
 
   // The tuner's current setting and log. Thread-safe.

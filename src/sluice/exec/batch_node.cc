@@ -83,8 +83,7 @@ class BatchIterator : public Iterator {
 
 }  // namespace
 
-std::unique_ptr<Iterator> MakeBatchIterator(const IteratorArgs& args,
-                                            std::unique_ptr<Iterator> input) {
+std::unique_ptr<Iterator> MakeBatchIterator(const IteratorArgs& args, std::unique_ptr<Iterator> input) {
   return std::make_unique<BatchIterator>(args.ctx, args.output_pool(), args.node->output_schema, args.node->count,
                                          args.node->drop_remainder, std::move(input));
 }

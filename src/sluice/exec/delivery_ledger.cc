@@ -20,9 +20,9 @@ int64_t DoneRows::DonePrefixEnd(const io::Split& split) const {
   const auto file = records.find(split.file);
   if (file == records.end()) return split.begin_record;
   const auto& ranges = file->second;
-  auto r = std::upper_bound(
-      ranges.begin(), ranges.end(), split.begin_record,
-      [](int64_t record, const std::pair<int64_t, int64_t>& range) { return record < range.first; });
+  auto r =
+      std::upper_bound(ranges.begin(), ranges.end(), split.begin_record,
+                       [](int64_t record, const std::pair<int64_t, int64_t>& range) { return record < range.first; });
   if (r == ranges.begin() || std::prev(r)->second <= split.begin_record) return split.begin_record;
   const int64_t end = std::prev(r)->second;
   return split.end_record >= 0 ? std::min(end, split.end_record) : end;
@@ -70,8 +70,8 @@ absl::Status DeliveryLedger::Done(const Provenance& provenance, int64_t begin, i
     const RowOrigin o = provenance.Origin(row);
     const int64_t split = o.file < 0 || o.record < 0 ? -1 : SplitOf(o.file, o.record);
     if (split < 0) {
-      return absl::FailedPreconditionError(absl::StrCat("a row (", provenance.Describe(row),
-                                                        ") lies in none of the epoch's splits"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("a row (", provenance.Describe(row), ") lies in none of the epoch's splits"));
     }
     Partial& p = partial_[split];
     ++p.done;

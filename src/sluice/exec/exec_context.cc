@@ -20,8 +20,7 @@ void Cancellation::Register(absl::Mutex* mu, absl::CondVar* cv) {
 
 void Cancellation::Unregister(absl::CondVar* cv) {
   absl::MutexLock lock(&mu_);
-  waits_.erase(std::remove_if(waits_.begin(), waits_.end(),
-                              [cv](const auto& w) { return w.second == cv; }),
+  waits_.erase(std::remove_if(waits_.begin(), waits_.end(), [cv](const auto& w) { return w.second == cv; }),
                waits_.end());
 }
 

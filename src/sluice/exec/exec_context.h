@@ -14,8 +14,8 @@
 #include "sluice/core/buffer_pool.h"
 #include "sluice/core/core_share.h"
 #include "sluice/exec/autotune.h"
-#include "sluice/exec/node_stats.h"
 #include "sluice/exec/epoch_progress.h"
+#include "sluice/exec/node_stats.h"
 #include "sluice/exec/shuffle_state.h"
 #include "sluice/exec/trace_buffer.h"
 #include "sluice/io/corruption_log.h"
@@ -111,11 +111,7 @@ class MemoryBudget {
 
 struct ExecContext {
   ExecContext(uint64_t seed, int threads, int64_t memory_limit, bool ordered)
-      : seed(seed),
-        threads(threads),
-        ordered(ordered),
-        cpu(threads, &cancel),
-        memory(memory_limit, &cancel) {}
+      : seed(seed), threads(threads), ordered(ordered), cpu(threads, &cancel), memory(memory_limit, &cancel) {}
 
   const uint64_t seed;
   const int threads;
@@ -159,9 +155,7 @@ struct ExecContext {
   std::optional<ShuffleReplay> resume_buffer;
   std::optional<RowSelection> resume_selection;
   // `resume` when epoch `epoch` is the resumed one; null otherwise.
-  const EpochPosition* ResumeOf(uint64_t epoch) const {
-    return resume && epoch == resume_epoch ? &*resume : nullptr;
-  }
+  const EpochPosition* ResumeOf(uint64_t epoch) const { return resume && epoch == resume_epoch ? &*resume : nullptr; }
 };
 
 }  // namespace sluice::exec

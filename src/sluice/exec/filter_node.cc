@@ -65,8 +65,7 @@ class FilterIterator : public Iterator {
 
 }  // namespace
 
-std::unique_ptr<Iterator> MakeFilterIterator(const IteratorArgs& args,
-                                             std::unique_ptr<Iterator> input) {
+std::unique_ptr<Iterator> MakeFilterIterator(const IteratorArgs& args, std::unique_ptr<Iterator> input) {
   return std::make_unique<FilterIterator>(args, std::move(input));
 }
 

@@ -61,16 +61,12 @@ using InputFactory = std::function<std::unique_ptr<Iterator>(uint64_t epoch, int
 
 std::unique_ptr<Iterator> MakeSourceIterator(const IteratorArgs& args);
 std::unique_ptr<Iterator> MakeMapIterator(const IteratorArgs& args, std::unique_ptr<Iterator> input);
-std::unique_ptr<Iterator> MakeFilterIterator(const IteratorArgs& args,
-                                             std::unique_ptr<Iterator> input);
-std::unique_ptr<Iterator> MakeShuffleIterator(const IteratorArgs& args,
-                                              std::unique_ptr<Iterator> input);
-std::unique_ptr<Iterator> MakeBatchIterator(const IteratorArgs& args,
-                                            std::unique_ptr<Iterator> input);
+std::unique_ptr<Iterator> MakeFilterIterator(const IteratorArgs& args, std::unique_ptr<Iterator> input);
+std::unique_ptr<Iterator> MakeShuffleIterator(const IteratorArgs& args, std::unique_ptr<Iterator> input);
+std::unique_ptr<Iterator> MakeBatchIterator(const IteratorArgs& args, std::unique_ptr<Iterator> input);
 // Cuts `input` into chunks of args.chunk_rows rows (the last may be short).
 std::unique_ptr<Iterator> MakeRechunkIterator(const IteratorArgs& args, std::unique_ptr<Iterator> input);
-std::unique_ptr<Iterator> MakePrefetchIterator(const IteratorArgs& args,
-                                               std::unique_ptr<Iterator> input);
+std::unique_ptr<Iterator> MakePrefetchIterator(const IteratorArgs& args, std::unique_ptr<Iterator> input);
 std::unique_ptr<Iterator> MakeTakeIterator(const IteratorArgs& args, std::unique_ptr<Iterator> input);
 // Repeat creates its input anew for each epoch it runs.
 std::unique_ptr<Iterator> MakeRepeatIterator(const IteratorArgs& args, InputFactory input);

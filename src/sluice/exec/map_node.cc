@@ -7,8 +7,8 @@
 // completion order when the pipeline opts out of ordering.
 #include <atomic>
 #include <deque>
-#include <map>
 #include <limits>
+#include <map>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -25,8 +25,7 @@ constexpr int64_t kMinRangeRows = 32;
 
 class MapIterator : public Iterator {
  public:
-  MapIterator(const IteratorArgs& args, std::unique_ptr<MapPlan> plan,
-              std::unique_ptr<Iterator> input)
+  MapIterator(const IteratorArgs& args, std::unique_ptr<MapPlan> plan, std::unique_ptr<Iterator> input)
       : ctx_(args.ctx),
         pool_(args.output_pool()),
         node_(*args.node),
@@ -91,10 +90,10 @@ class MapIterator : public Iterator {
     std::vector<Tensor> outputs;
     int64_t first_sample = 0;
     int64_t range_rows = 0;
-    int64_t next_row = 0;  // first unclaimed row
-    int64_t running = 0;   // claimed ranges not yet finished
+    int64_t next_row = 0;                                     // first unclaimed row
+    int64_t running = 0;                                      // claimed ranges not yet finished
     int64_t error_row = std::numeric_limits<int64_t>::max();  // range of slot.status
-    std::map<int64_t, std::string> refused;  // rows a kernel refused, skipped (on_corrupt "skip")
+    std::map<int64_t, std::string> refused;                   // rows a kernel refused, skipped (on_corrupt "skip")
     Batch result;
     absl::Status status;
     bool open = false;  // input pulled, ranges claimable
@@ -187,8 +186,8 @@ class MapIterator : public Iterator {
     slot->input = std::move(in);
     slot->outputs = std::move(outputs);
     const int64_t active = Active();
-    slot->range_rows = plan_->whole_chunks() ? slot->input.rows
-                                             : std::max(kMinRangeRows, (slot->input.rows + active - 1) / active);
+    slot->range_rows =
+        plan_->whole_chunks() ? slot->input.rows : std::max(kMinRangeRows, (slot->input.rows + active - 1) / active);
     slot->open = true;
     ClaimRange(claim);
     cv_.SignalAll();  // idle runners can claim the other ranges
@@ -224,9 +223,14 @@ class MapIterator : public Iterator {
       {
         CpuToken token(&ctx_->cpu);
         if (!token.held()) return;
-        MapPlan::RunArgs run{ctx_->seed, epoch_, slot.first_sample, pool_,
+        MapPlan::RunArgs run{ctx_->seed,
+                             epoch_,
+                             slot.first_sample,
+                             pool_,
                              stats_ ? &stats_->op_busy_ns : nullptr,
-                             ctx_->trace.load(std::memory_order_relaxed), ctx_->cancel.flag(), &token};
+                             ctx_->trace.load(std::memory_order_relaxed),
+                             ctx_->cancel.flag(),
+                             &token};
         ScopedNs busy(stats_ ? &stats_->busy_ns : nullptr);
         status = plan_->RunRows(slot.input, claim.begin, claim.end, run, slot.outputs);
         if (!status.ok() && SkipsRowsOf(status)) status = RunRowByRow(slot, claim, run, &refused);
@@ -240,8 +244,7 @@ class MapIterator : public Iterator {
         slot.error_row = claim.begin;
       }
       --slot.running;
-      const bool finished = slot.running == 0 &&
-                            (slot.next_row >= slot.input.rows || !slot.status.ok());
+      const bool finished = slot.running == 0 && (slot.next_row >= slot.input.rows || !slot.status.ok());
       if (!finished) continue;
       if (slot.status.ok()) {
         slot.result = plan_->Assemble(slot.input, slot.outputs, pool_);
@@ -301,14 +304,13 @@ class MapIterator : public Iterator {
   // the device overlaps the previous batch's kernels.
   int Active() const {
     const int least = node_.backend != ops::Backend::kCpu ? std::min(2, parallelism_) : 1;
-    return knobs_ ? std::clamp(knobs_->parallelism.load(std::memory_order_relaxed), least, parallelism_)
-                  : parallelism_;
+    return knobs_ ? std::clamp(knobs_->parallelism.load(std::memory_order_relaxed), least, parallelism_) : parallelism_;
   }
   // Chunks in flight: one per active runner, one being opened, and the
   // finished ones kept ready (a prefetch folded into this map).
   int64_t MaxInFlight() const {
-    const int64_t depth = knobs_ && prefetch_depth_ > 0 ? knobs_->depth.load(std::memory_order_relaxed)
-                                                        : prefetch_depth_;
+    const int64_t depth =
+        knobs_ && prefetch_depth_ > 0 ? knobs_->depth.load(std::memory_order_relaxed) : prefetch_depth_;
     return Active() + 1 + depth;
   }
 
@@ -327,7 +329,7 @@ class MapIterator : public Iterator {
   BufferPool* pool_;
   const graph::CompiledNode& node_;
   NodeStats* const stats_;  // may be null
-  NodeKnobs* const knobs_;   // may be null
+  NodeKnobs* const knobs_;  // may be null
   const uint64_t epoch_;
   const int parallelism_;  // runner threads
   const int64_t prefetch_depth_;

@@ -28,13 +28,11 @@ constexpr int64_t kCacheBypassBytes = 8 << 20;
 
 int64_t AlignUp(int64_t n) { return (n + 63) & ~int64_t{63}; }
 
-
 // Rows of string_views as one contiguous ragged column.
 Column GatherViews(const absl::string_view* views, int64_t rows, BufferPool* pool) {
   int64_t total = 0;
   for (int64_t r = 0; r < rows; ++r) total += static_cast<int64_t>(views[r].size());
-  Column c{Tensor::Allocate(DType::kUInt8, Shape{total}, pool),
-           Tensor::Allocate(DType::kInt64, Shape{rows + 1}, pool)};
+  Column c{Tensor::Allocate(DType::kUInt8, Shape{total}, pool), Tensor::Allocate(DType::kInt64, Shape{rows + 1}, pool)};
   uint8_t* dst = c.values.raw_data();
   int64_t* off = c.offsets.data<int64_t>();
   off[0] = 0;
@@ -244,8 +242,7 @@ absl::StatusOr<std::vector<Tensor>> MapPlan::AllocateOutputs(const Batch& in, Bu
       // written.
       const Tensor& t = in.columns[v.alias_input].values;
       if (t.buffer() != nullptr && t.buffer().use_count() == 1 && t.buffer()->owner() == nullptr &&
-          t.raw_data() == t.buffer()->data() &&
-          t.byte_size() == static_cast<size_t>(v.row_bytes * rows)) {
+          t.raw_data() == t.buffer()->data() && t.byte_size() == static_cast<size_t>(v.row_bytes * rows)) {
         outputs.emplace_back(v.spec.dtype, v.spec.shape.WithLeading(rows), t.buffer());
         continue;
       }
@@ -438,10 +435,9 @@ Batch MapPlan::Assemble(const Batch& in, const std::vector<Tensor>& outputs, Buf
       if (c.ragged()) {
         out.columns.push_back(c);
       } else {  // aliased, possibly under a new type and shape (views)
-        out.columns.push_back(
-            Column{Tensor(oc.spec.dtype, std::move(shape), c.values.buffer(),
-                          c.values.raw_data() - c.values.buffer()->data()),
-                   Tensor()});
+        out.columns.push_back(Column{
+            Tensor(oc.spec.dtype, std::move(shape), c.values.buffer(), c.values.raw_data() - c.values.buffer()->data()),
+            Tensor()});
       }
     } else if (v.views) {
       const Tensor& t = outputs[v.output_slot];

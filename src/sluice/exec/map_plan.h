@@ -76,11 +76,11 @@ class MapPlan {
   // A value is one op output (or input column), immutable once written.
   // View ops (reshape) give a value a new spec without new storage.
   struct Value {
-    ColumnSpec spec;       // as first produced
+    ColumnSpec spec;  // as first produced
     int64_t row_bytes = 0;
     Storage storage = Storage::kScratch;
-    int input_column = -1;   // kInput
-    int output_slot = -1;    // kOutput: index into the per-run output tensors
+    int input_column = -1;  // kInput
+    int output_slot = -1;   // kOutput: index into the per-run output tensors
     // Variable-length bytes produced by an op: stored as one string_view
     // per row into the chunk's input (row_bytes is a view's size).
     bool views = false;
@@ -98,8 +98,8 @@ class MapPlan {
     int op_index;  // in the chain
     uint64_t op_key;
     const ops::Kernel* kernel;  // owned by the node's BoundOp
-    std::vector<int> inputs;   // value ids
-    std::vector<int> outputs;  // value ids
+    std::vector<int> inputs;    // value ids
+    std::vector<int> outputs;   // value ids
     // Bytes per row of its outputs when each is a final column that no
     // later step reads (0 otherwise): past kCacheBypassBytes a chunk's worth
     // is written past the caches (KernelContext::bypass_cache).
@@ -131,8 +131,8 @@ class MapPlan {
   // the run's bases (the ragged input columns come from `in`).
   ops::ColumnRef Ref(int value, const Batch& in, int64_t row0, const Bases& bases) const;
   // Runs every step on one tile of `ctx.rows` rows starting at `row0`.
-  absl::Status RunTile(const Batch& in, int64_t row0, const Bases& bases, ops::KernelContext& ctx,
-                       const RunArgs& args, absl::InlinedVector<int64_t, 16>* step_ns) const;
+  absl::Status RunTile(const Batch& in, int64_t row0, const Bases& bases, ops::KernelContext& ctx, const RunArgs& args,
+                       absl::InlinedVector<int64_t, 16>* step_ns) const;
   // RunRows on a device backend: one tile, device memory, one stream; the
   // work is queued, not waited for (the outputs carry its readiness). The
   // step times are those of queueing.

@@ -19,8 +19,7 @@
 namespace sluice::exec {
 
 inline int64_t NowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
 
@@ -39,7 +38,7 @@ struct NodeStats {
   std::atomic<int64_t> busy_ns{0};
   // The node's own threads blocked for room downstream (maps, prefetch).
   std::atomic<int64_t> output_wait_ns{0};
-  std::atomic<int64_t> buffered{0};  // finished elements ready now
+  std::atomic<int64_t> buffered{0};              // finished elements ready now
   std::vector<std::atomic<int64_t>> op_busy_ns;  // maps and filters: per op
 };
 

@@ -39,8 +39,7 @@ bool PrefetchAfterRemote(const std::vector<graph::CompiledNode>& nodes, size_t i
 // Counts a node's elements and the time its callers spend in GetNext.
 class CountingIterator : public Iterator {
  public:
-  CountingIterator(std::unique_ptr<Iterator> inner, NodeStats* stats, const ExecContext* ctx,
-                   absl::string_view name)
+  CountingIterator(std::unique_ptr<Iterator> inner, NodeStats* stats, const ExecContext* ctx, absl::string_view name)
       : inner_(std::move(inner)), stats_(stats), ctx_(ctx), name_(name) {}
 
   absl::Status GetNext(Batch* out, bool* end) override {
@@ -126,11 +125,9 @@ absl::StatusOr<std::unique_ptr<Pipeline>> Pipeline::Create(const PipelineDef& de
   return Create(def, graph::CompileRange{}, nullptr);
 }
 
-absl::StatusOr<std::unique_ptr<Pipeline>> Pipeline::Create(const PipelineDef& def,
-                                                           const graph::CompileRange& range,
+absl::StatusOr<std::unique_ptr<Pipeline>> Pipeline::Create(const PipelineDef& def, const graph::CompileRange& range,
                                                            std::shared_ptr<RemoteInput> remote) {
-  SLUICE_ASSIGN_OR_RETURN(graph::CompiledPipeline compiled,
-                          graph::Compile(def, ops::OpRegistry::Global(), range));
+  SLUICE_ASSIGN_OR_RETURN(graph::CompiledPipeline compiled, graph::Compile(def, ops::OpRegistry::Global(), range));
   if ((compiled.nodes.front().kind == graph::NodeKind::kRemote) != (remote != nullptr)) {
     return absl::InvalidArgumentError(remote ? "a remote input needs a pipeline part that starts at its distribute node"
                                              : "a distribute node needs the service's remote input");
@@ -236,8 +233,7 @@ std::vector<BufferPool*> Pipeline::OutputPools() const {
       if (n.kind == graph::NodeKind::kMap && n.backend != ops::Backend::kCpu) break;
       if (n.kind == graph::NodeKind::kRemote) break;  // the client's receive buffers
       pools[j] = runtime->StagingPool();
-      const bool views_only =
-          std::all_of(n.ops.begin(), n.ops.end(), [](const graph::BoundOp& op) { return op.view; });
+      const bool views_only = std::all_of(n.ops.begin(), n.ops.end(), [](const graph::BoundOp& op) { return op.view; });
       const bool passes_on = n.kind == graph::NodeKind::kBatch || n.kind == graph::NodeKind::kPrefetch ||
                              n.kind == graph::NodeKind::kTake || n.kind == graph::NodeKind::kRepeat ||
                              (n.kind == graph::NodeKind::kMap && views_only);
@@ -251,8 +247,7 @@ std::unique_ptr<Iterator> Pipeline::MakeIterator(ExecContext* ctx, size_t index,
                                                  int64_t first_chunk_rows) const {
   std::unique_ptr<Iterator> it = MakeNodeIterator(ctx, index, epoch, first_chunk_rows);
   if (ctx->stats == nullptr) return it;
-  return std::make_unique<CountingIterator>(std::move(it), ctx->stats->node(index), ctx,
-                                            compiled_.nodes[index].name);
+  return std::make_unique<CountingIterator>(std::move(it), ctx->stats->node(index), ctx, compiled_.nodes[index].name);
 }
 
 std::unique_ptr<Iterator> Pipeline::MakeNodeIterator(ExecContext* ctx, size_t index, uint64_t epoch,
@@ -265,15 +260,13 @@ std::unique_ptr<Iterator> Pipeline::MakeNodeIterator(ExecContext* ctx, size_t in
   if (node.kind == graph::NodeKind::kSource) return MakeSourceIterator(args);
   if (node.kind == graph::NodeKind::kRemote) return remote_->Open(ctx, node, epoch);
   if (node.kind == graph::NodeKind::kRepeat) {
-    return MakeRepeatIterator(args, [this, ctx, index](uint64_t e, int64_t first) {
-      return MakeIterator(ctx, index - 1, e, first);
-    });
+    return MakeRepeatIterator(
+        args, [this, ctx, index](uint64_t e, int64_t first) { return MakeIterator(ctx, index - 1, e, first); });
   }
   // Maps and prefetches keep their input's chunks: the hint passes through.
   const bool keeps_chunks = node.kind == graph::NodeKind::kMap || node.kind == graph::NodeKind::kPrefetch;
   const int64_t input_first_chunk_rows = keeps_chunks ? first_chunk_rows : 0;
-  if (node.kind == graph::NodeKind::kPrefetch &&
-      compiled_.nodes[index - 1].kind == graph::NodeKind::kMap) {
+  if (node.kind == graph::NodeKind::kPrefetch && compiled_.nodes[index - 1].kind == graph::NodeKind::kMap) {
     // A map already computes ahead of its consumer: a prefetch right after it
     // becomes extra depth of the map (no extra thread, no extra hand-off).
     const graph::CompiledNode& map = compiled_.nodes[index - 1];
@@ -344,8 +337,8 @@ int64_t Pipeline::Cardinality() const {
 }
 
 std::unique_ptr<PipelineIterator> Pipeline::NewIterator(bool tune) const {
-  auto ctx = std::make_unique<ExecContext>(compiled_.seed, compiled_.threads,
-                                           compiled_.memory_budget_bytes, compiled_.ordered);
+  auto ctx = std::make_unique<ExecContext>(compiled_.seed, compiled_.threads, compiled_.memory_budget_bytes,
+                                           compiled_.ordered);
   ctx->registry = compiled_.registry;
   ctx->skip_corrupt = !compiled_.nodes.empty() && compiled_.nodes.front().skip_corrupt;
   if (compiled_.stats) ctx->stats = std::make_unique<PipelineStats>(compiled_);
@@ -435,9 +428,8 @@ void Pipeline::Track(PipelineIterator* it, EpochPosition start) const {
 }
 
 void Pipeline::PlanShuffleRestore(uint64_t epoch, const ShufflePosition& p, ExecContext* ctx) const {
-  const auto shuffle = std::find_if(compiled_.nodes.begin(), compiled_.nodes.end(), [](const graph::CompiledNode& n) {
-    return n.kind == graph::NodeKind::kShuffle;
-  });
+  const auto shuffle = std::find_if(compiled_.nodes.begin(), compiled_.nodes.end(),
+                                    [](const graph::CompiledNode& n) { return n.kind == graph::NodeKind::kShuffle; });
   ShuffleReplay replay = ReplayShuffle(compiled_.seed, OpKey(shuffle->name, 0), epoch, shuffle->count, p);
   if (SourceSelectsForShuffle(compiled_)) {
     RowSelection selection;
@@ -487,8 +479,8 @@ absl::StatusOr<std::unique_ptr<PipelineIterator>> Pipeline::Resume(const std::st
   }
   const bool repeats = Has(compiled_, graph::NodeKind::kRepeat);
   if (!repeats && p.repeat > 0) {
-    return absl::InvalidArgumentError(absl::StrCat("the state is in a repeat's epoch ", p.repeat,
-                                                   " but this pipeline has no repeat"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("the state is in a repeat's epoch ", p.repeat, " but this pipeline has no repeat"));
   }
   const uint64_t epoch = repeats ? RepeatEpoch(p.epoch, p.repeat) : p.epoch;
   std::unique_ptr<PipelineIterator> it = NewIterator(/*tune=*/true);
@@ -496,12 +488,12 @@ absl::StatusOr<std::unique_ptr<PipelineIterator>> Pipeline::Resume(const std::st
   const size_t splits = it->ctx_->orders->Get(epoch)->size();
   const int64_t last_done = !p.done ? 0 : p.done->splits.empty() ? p.done->splits_below : p.done->splits.back() + 1;
   if (last_done > static_cast<int64_t>(splits)) {
-    return absl::InvalidArgumentError(absl::StrCat("the state's done splits reach split ", last_done - 1,
-                                                   " but epoch ", epoch, " has ", splits, " splits"));
+    return absl::InvalidArgumentError(absl::StrCat("the state's done splits reach split ", last_done - 1, " but epoch ",
+                                                   epoch, " has ", splits, " splits"));
   }
   if (p.split > static_cast<int64_t>(splits)) {
-    return absl::InvalidArgumentError(absl::StrCat("the state's split is ", p.split, " but epoch ", epoch, " has ",
-                                                   splits, " splits"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("the state's split is ", p.split, " but epoch ", epoch, " has ", splits, " splits"));
   }
   if (p.shuffle && p.shuffle->emitted > 0) PlanShuffleRestore(epoch, *p.shuffle, it->ctx_.get());
   it->ctx_->resume = std::move(p);
@@ -510,8 +502,7 @@ absl::StatusOr<std::unique_ptr<PipelineIterator>> Pipeline::Resume(const std::st
   return it;
 }
 
-std::unique_ptr<PipelineIterator> Pipeline::IterateSplits(uint64_t epoch,
-                                                          std::vector<io::Split> splits) const {
+std::unique_ptr<PipelineIterator> Pipeline::IterateSplits(uint64_t epoch, std::vector<io::Split> splits) const {
   // Runs of a few splits (a service worker's) are too short to tune, and
   // save no position (the service tracks the splits).
   std::unique_ptr<PipelineIterator> it = NewIterator(/*tune=*/false);

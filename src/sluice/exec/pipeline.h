@@ -53,16 +53,15 @@ class PipelineIterator {
 
  private:
   friend class Pipeline;
-  PipelineIterator(std::unique_ptr<ExecContext> ctx, bool batched)
-      : ctx_(std::move(ctx)), batched_(batched) {}
+  PipelineIterator(std::unique_ptr<ExecContext> ctx, bool batched) : ctx_(std::move(ctx)), batched_(batched) {}
 
   absl::Status NextElement(Batch* out, bool* end);
 
   std::unique_ptr<ExecContext> ctx_;
   const bool batched_;
   std::unique_ptr<AutotuneThread> autotune_;  // after ctx_: stops before it
-  std::unique_ptr<Iterator> root_;  // after ctx_: destroyed first
-  Batch chunk_;                     // unbatched pipelines: rows left to hand out
+  std::unique_ptr<Iterator> root_;            // after ctx_: destroyed first
+  Batch chunk_;                               // unbatched pipelines: rows left to hand out
   int64_t next_row_ = 0;
   // Resumable pipelines: the position after the last element;
   // `position_status_` says why there is none.
@@ -80,8 +79,7 @@ class Pipeline {
   static absl::StatusOr<std::unique_ptr<Pipeline>> Create(const PipelineDef& def);
   // The nodes `range` selects; when it starts at a distribute node, that
   // node's elements come from `remote`.
-  static absl::StatusOr<std::unique_ptr<Pipeline>> Create(const PipelineDef& def,
-                                                          const graph::CompileRange& range,
+  static absl::StatusOr<std::unique_ptr<Pipeline>> Create(const PipelineDef& def, const graph::CompileRange& range,
                                                           std::shared_ptr<RemoteInput> remote);
 
   // A pipeline from a plan compiled (and perhaps altered, as an ablation
@@ -103,8 +101,7 @@ class Pipeline {
   // when this pipeline cannot resume (CheckResumable).
   absl::StatusOr<std::unique_ptr<PipelineIterator>> Resume(const std::string& state) const;
   // Epoch `epoch` restricted to `splits` of the source, in that order.
-  std::unique_ptr<PipelineIterator> IterateSplits(uint64_t epoch,
-                                                  std::vector<io::Split> splits) const;
+  std::unique_ptr<PipelineIterator> IterateSplits(uint64_t epoch, std::vector<io::Split> splits) const;
   // The source's splits for one epoch, before any shuffle.
   std::vector<io::Split> Splits() const;
 

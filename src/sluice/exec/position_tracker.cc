@@ -58,8 +58,8 @@ absl::Status PositionTracker::Delivered(const Batch& element) {
     const std::optional<ShuffleMark> mark =
         ctx_->shuffle_log->Take(epoch(), element.provenance.SampleId(element.rows - 1));
     if (!mark) {
-      return absl::FailedPreconditionError(absl::StrCat("record ", last.record, " of file ", last.file,
-                                                        " was delivered but not logged by the shuffle"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("record ", last.record, " of file ", last.file, " was delivered but not logged by the shuffle"));
     }
     p_.shuffle = mark->position;
     next = mark->oldest_origin;

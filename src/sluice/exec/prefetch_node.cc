@@ -62,8 +62,7 @@ class PrefetchIterator : public Iterator {
       {
         absl::MutexLock lock(&mu_);
         ScopedNs waited(stats_ ? &stats_->output_wait_ns : nullptr);
-        while (!stopping_ && !ctx_->cancel.cancelled() &&
-               static_cast<int64_t>(queue_.size()) >= Depth()) {
+        while (!stopping_ && !ctx_->cancel.cancelled() && static_cast<int64_t>(queue_.size()) >= Depth()) {
           // The autotuner may deepen the queue meanwhile: look again soon.
           if (knobs_ != nullptr) {
             cv_.WaitWithTimeout(&mu_, absl::Milliseconds(20));
@@ -98,7 +97,7 @@ class PrefetchIterator : public Iterator {
 
   ExecContext* ctx_;
   NodeStats* const stats_;  // may be null
-  NodeKnobs* const knobs_;   // may be null
+  NodeKnobs* const knobs_;  // may be null
   const int64_t depth_;
   std::unique_ptr<Iterator> input_;
   absl::Mutex mu_;
@@ -106,13 +105,12 @@ class PrefetchIterator : public Iterator {
   std::deque<Item> queue_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::atomic<int64_t> buffered_{0};  // elements queued for the consumer
-  std::thread thread_;  // last: starts after the members it uses
+  std::thread thread_;                // last: starts after the members it uses
 };
 
 }  // namespace
 
-std::unique_ptr<Iterator> MakePrefetchIterator(const IteratorArgs& args,
-                                               std::unique_ptr<Iterator> input) {
+std::unique_ptr<Iterator> MakePrefetchIterator(const IteratorArgs& args, std::unique_ptr<Iterator> input) {
   return std::make_unique<PrefetchIterator>(args, std::move(input));
 }
 

@@ -1,8 +1,8 @@
 #include "sluice/exec/resume.h"
 
 #include "absl/strings/str_cat.h"
-#include "sluice/core/status_macros.h"
 #include "pipeline.pb.h"
+#include "sluice/core/status_macros.h"
 #include "sluice/version.h"
 
 namespace sluice::exec {
@@ -50,8 +50,9 @@ absl::Status CheckResumable(const graph::CompiledPipeline& compiled) {
       case graph::NodeKind::kShuffle:
         if (shuffled) return Refuse(node, "the position of a pipeline with two shuffles cannot be saved");
         if (!rows_in_file_order) {
-          return Refuse(node, "a shuffle after a batch, a take or a repeat cannot save its position (shuffle rows "
-                              "before them)");
+          return Refuse(node,
+                        "a shuffle after a batch, a take or a repeat cannot save its position (shuffle rows "
+                        "before them)");
         }
         shuffled = true;
         break;
@@ -59,19 +60,22 @@ absl::Status CheckResumable(const graph::CompiledPipeline& compiled) {
         rows_in_file_order = false;
         taken = true;
         if (DropsRowsAfter(compiled, i)) {
-          return Refuse(node, "a take followed by a filter (or a map under on_corrupt \"skip\") cannot save its "
-                              "count; take after the filter");
+          return Refuse(node,
+                        "a take followed by a filter (or a map under on_corrupt \"skip\") cannot save its "
+                        "count; take after the filter");
         }
         break;
       case graph::NodeKind::kRepeat:
         if (unordered) {
-          return Refuse(node, "an unordered pipeline's repeat mixes its epochs' rows: its position cannot be saved "
-                              "(iterate the epochs instead, or run it ordered)");
+          return Refuse(node,
+                        "an unordered pipeline's repeat mixes its epochs' rows: its position cannot be saved "
+                        "(iterate the epochs instead, or run it ordered)");
         }
         if (taken) return Refuse(node, "a take inside a repeat cannot save its count (take after the repeat)");
         if (DropsRowsAfter(compiled, i)) {
-          return Refuse(node, "a repeat followed by a filter (or a map under on_corrupt \"skip\") cannot save "
-                              "which of its epochs a row came from; filter before the repeat");
+          return Refuse(node,
+                        "a repeat followed by a filter (or a map under on_corrupt \"skip\") cannot save "
+                        "which of its epochs a row came from; filter before the repeat");
         }
         rows_in_file_order = false;
         break;
@@ -181,8 +185,8 @@ std::string SerializeState(const std::string& fingerprint, const EpochPosition& 
 absl::StatusOr<EpochPosition> ParseState(const std::string& bytes, const std::string& fingerprint) {
   IteratorState state;
   if (!state.ParseFromString(bytes) || state.magic() != kMagic) {
-    return absl::InvalidArgumentError(absl::StrCat("not a sluice iterator state (", bytes.size(),
-                                                   " bytes; truncated, or other data)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("not a sluice iterator state (", bytes.size(), " bytes; truncated, or other data)"));
   }
   if (state.format_version() != kFormatVersion) {
     return absl::InvalidArgumentError(absl::StrCat("the state's format_version is ", state.format_version(),
@@ -190,9 +194,9 @@ absl::StatusOr<EpochPosition> ParseState(const std::string& bytes, const std::st
                                                    SLUICE_VERSION_STRING, ") reads ", kFormatVersion));
   }
   if (state.pipeline_fingerprint() != fingerprint) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the state is another pipeline's: its pipeline_fingerprint is ", state.pipeline_fingerprint(),
-        ", this pipeline's ", fingerprint, " (a change to the source, an op, an attr or the seed changes it)"));
+    return absl::InvalidArgumentError(absl::StrCat("the state is another pipeline's: its pipeline_fingerprint is ",
+                                                   state.pipeline_fingerprint(), ", this pipeline's ", fingerprint,
+                                                   " (a change to the source, an op, an attr or the seed changes it)"));
   }
   if (state.split() < 0 || state.record() < 0 || state.elements() < 0 || state.rows() < 0 || state.repeat() < 0 ||
       state.repeat() >= static_cast<int64_t>(kRepeatEpochStride)) {

@@ -17,8 +17,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "sluice/graph/compiled_pipeline.h"
 #include "sluice/exec/epoch_progress.h"
+#include "sluice/graph/compiled_pipeline.h"
 
 namespace sluice::exec {
 

@@ -18,8 +18,8 @@ void RowCopier::Append(const Batch& src, int64_t begin, int64_t end) {
     if (col.ragged()) {
       for (int64_t r = begin; r < end; ++r) builder_.AppendBytes(c, col.RaggedRow(r));
     } else {
-      std::memcpy(builder_.dense(c) + dst_row * row_bytes_[c],
-                  col.values.raw_data() + begin * row_bytes_[c], (end - begin) * row_bytes_[c]);
+      std::memcpy(builder_.dense(c) + dst_row * row_bytes_[c], col.values.raw_data() + begin * row_bytes_[c],
+                  (end - begin) * row_bytes_[c]);
     }
   }
   for (int64_t r = begin; r < end; ++r) builder_.provenance().AddRow(dst_row + r - begin, src.provenance, r);

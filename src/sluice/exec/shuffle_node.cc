@@ -124,7 +124,8 @@ class ShuffleIterator : public Iterator {
     std::sort(wanted.begin(), wanted.end());
     if (!wanted.empty() && wanted.front().first != p.oldest) {
       return absl::InvalidArgumentError(absl::StrCat("shuffle '", node_.name, "': the state's oldest buffered row (",
-                                                     p.oldest, ") is not the one its draws leave (the state was "
+                                                     p.oldest,
+                                                     ") is not the one its draws leave (the state was "
                                                      "altered, or saved by another shuffle)"));
     }
     const bool selected = ctx_->resume_selection.has_value();
@@ -178,8 +179,7 @@ class ShuffleIterator : public Iterator {
 
 }  // namespace
 
-std::unique_ptr<Iterator> MakeShuffleIterator(const IteratorArgs& args,
-                                              std::unique_ptr<Iterator> input) {
+std::unique_ptr<Iterator> MakeShuffleIterator(const IteratorArgs& args, std::unique_ptr<Iterator> input) {
   return std::make_unique<ShuffleIterator>(args, std::move(input));
 }
 

@@ -37,8 +37,7 @@ struct ShuffleReplay {
 };
 
 // The buffer of `buffer_size` rows after p.emitted draws.
-ShuffleReplay ReplayShuffle(uint64_t seed, uint64_t key, uint64_t epoch, int64_t buffer_size,
-                            const ShufflePosition& p);
+ShuffleReplay ReplayShuffle(uint64_t seed, uint64_t key, uint64_t epoch, int64_t buffer_size, const ShufflePosition& p);
 
 // Which input rows are still in the buffer, oldest first: a window from the
 // oldest held row to the newest.

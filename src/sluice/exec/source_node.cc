@@ -67,8 +67,8 @@ class SourceIterator : public Iterator {
       *out = Batch();
       out->provenance = Provenance(node_.format->files());
       const Run run = NextRun();
-      absl::StatusOr<int64_t> n = run.pass > 0 ? reader_->Skip(run.pass)
-                                               : reader_->View(std::min(next_chunk_rows_, run.keep), out);
+      absl::StatusOr<int64_t> n =
+          run.pass > 0 ? reader_->Skip(run.pass) : reader_->View(std::min(next_chunk_rows_, run.keep), out);
       if (!n.ok()) return WithContext(n.status(), Where());
       row_ += *n;
       split_rows_ += *n;
@@ -337,13 +337,13 @@ class SourceIterator : public Iterator {
   int64_t ragged_hint_ = 0;
   std::unique_ptr<SplitReadAhead> read_ahead_;  // parallel_reads > 1
   std::deque<Batch> ahead_;                     // the chunks of the split being handed on
-  const DoneRows* done_ = nullptr;        // an unordered resumed epoch's
-  int64_t split_rows_ = 0;                // made of the split being read
-  std::vector<int64_t> passed_;           // per split, by SkipDonePrefixes
-  const RowSelection* select_ = nullptr;  // ExecContext::resume_selection
-  int64_t row_ = 0;                       // rows kept or passed over
-  size_t next_kept_ = 0;                  // in select_->kept
-  int32_t resume_file_ = -1;  // StartAt's, until passed
+  const DoneRows* done_ = nullptr;              // an unordered resumed epoch's
+  int64_t split_rows_ = 0;                      // made of the split being read
+  std::vector<int64_t> passed_;                 // per split, by SkipDonePrefixes
+  const RowSelection* select_ = nullptr;        // ExecContext::resume_selection
+  int64_t row_ = 0;                             // rows kept or passed over
+  size_t next_kept_ = 0;                        // in select_->kept
+  int32_t resume_file_ = -1;                    // StartAt's, until passed
   int64_t resume_record_ = 0;
   int64_t bytes_ = 0;     // delivered, for the throttle
   int64_t start_ns_ = 0;  // first GetNext, for the throttle

@@ -16,9 +16,7 @@ int64_t Delivered(const IteratorArgs& args) {
 class TakeIterator : public Iterator {
  public:
   TakeIterator(const IteratorArgs& args, std::unique_ptr<Iterator> input)
-      : left_(args.node->count - Delivered(args)),
-        per_row_(!args.node->batched),
-        input_(std::move(input)) {}
+      : left_(args.node->count - Delivered(args)), per_row_(!args.node->batched), input_(std::move(input)) {}
 
   absl::Status GetNext(Batch* out, bool* end) override {
     if (left_ <= 0) {

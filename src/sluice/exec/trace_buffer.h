@@ -17,9 +17,9 @@ namespace sluice::exec {
 struct TraceSpan {
   absl::string_view category;  // "op", "node", "consumer": string literals
   std::string name;
-  int64_t start_ns = 0;        // NowNs()
+  int64_t start_ns = 0;  // NowNs()
   int64_t end_ns = 0;
-  int thread = 0;              // kernel thread id
+  int thread = 0;  // kernel thread id
 };
 
 // Thread-safe. Bounded: past `max_spans` spans are counted, not kept.

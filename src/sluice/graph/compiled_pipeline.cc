@@ -15,7 +15,6 @@
 #include "sluice/graph/fingerprint.h"
 #include "sluice/graph/fold_receive.h"
 #include "sluice/graph/fusion.h"
-#include "sluice/ops/decode_params.h"
 #include "sluice/io/array_source.h"
 #include "sluice/io/arrow_source.h"
 #include "sluice/io/cifar_source.h"
@@ -25,6 +24,7 @@
 #include "sluice/io/python_dataset_source.h"
 #include "sluice/io/tfrecord_source.h"
 #include "sluice/io/webdataset_source.h"
+#include "sluice/ops/decode_params.h"
 #include "sluice/ops/parse_example.h"
 
 namespace sluice::graph {
@@ -36,16 +36,26 @@ constexpr int kMaxParallelReads = 64;
 
 absl::string_view KindOf(const NodeDef& node) {
   switch (node.kind_case()) {
-    case NodeDef::kSource: return "source";
-    case NodeDef::kMap: return "map";
-    case NodeDef::kFilter: return "filter";
-    case NodeDef::kShuffle: return "shuffle";
-    case NodeDef::kBatch: return "batch";
-    case NodeDef::kPrefetch: return "prefetch";
-    case NodeDef::kRepeat: return "repeat";
-    case NodeDef::kTake: return "take";
-    case NodeDef::kDistribute: return "distribute";
-    case NodeDef::KIND_NOT_SET: break;
+    case NodeDef::kSource:
+      return "source";
+    case NodeDef::kMap:
+      return "map";
+    case NodeDef::kFilter:
+      return "filter";
+    case NodeDef::kShuffle:
+      return "shuffle";
+    case NodeDef::kBatch:
+      return "batch";
+    case NodeDef::kPrefetch:
+      return "prefetch";
+    case NodeDef::kRepeat:
+      return "repeat";
+    case NodeDef::kTake:
+      return "take";
+    case NodeDef::kDistribute:
+      return "distribute";
+    case NodeDef::KIND_NOT_SET:
+      break;
   }
   return "";
 }
@@ -55,8 +65,7 @@ absl::Status NodeError(const std::string& where, absl::string_view message) {
 }
 
 // The declared features as parser specs and column shapes.
-absl::Status ParseFeatures(const TfRecordSource& src, std::vector<io::FeatureSpec>* specs,
-                           std::vector<Shape>* shapes) {
+absl::Status ParseFeatures(const TfRecordSource& src, std::vector<io::FeatureSpec>* specs, std::vector<Shape>* shapes) {
   for (int i = 0; i < src.features_size(); ++i) {
     const FeatureDef& f = src.features(i);
     const std::string where = absl::StrCat("features[", i, "] '", f.name(), "'");
@@ -70,8 +79,7 @@ absl::Status ParseFeatures(const TfRecordSource& src, std::vector<io::FeatureSpe
     Shape shape{absl::MakeConstSpan(f.shape().data(), f.shape().size())};
     if (f.dtype() == "bytes") {
       if (f.length() < 0) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(where, ": length must be > 0, or 0 for values of any length"));
+        return absl::InvalidArgumentError(absl::StrCat(where, ": length must be > 0, or 0 for values of any length"));
       }
       spec.kind = io::FeatureKind::kBytes;
       spec.count = f.length() > 0 ? f.length() : io::kAnyLength;
@@ -83,8 +91,8 @@ absl::Status ParseFeatures(const TfRecordSource& src, std::vector<io::FeatureSpe
       }
       spec.count = shape.num_elements();
     } else {
-      return absl::InvalidArgumentError(absl::StrCat(
-          where, ": dtype must be \"bytes\", \"int64\" or \"float32\", got \"", f.dtype(), "\""));
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": dtype must be \"bytes\", \"int64\" or \"float32\", got \"", f.dtype(), "\""));
     }
     specs->push_back(spec);
     shapes->push_back(shape);
@@ -130,7 +138,8 @@ absl::StatusOr<std::vector<io::WebDatasetField>> ParseWebDatasetFields(const Web
     if (f.length() < 0) {
       return absl::InvalidArgumentError(absl::StrCat("webdataset field '", f.name(), "': length must be >= 0"));
     }
-    fields.push_back(io::WebDatasetField{f.name(), std::vector<std::string>(f.extensions().begin(), f.extensions().end()),
+    fields.push_back(io::WebDatasetField{f.name(),
+                                         std::vector<std::string>(f.extensions().begin(), f.extensions().end()),
                                          f.dtype() == "int64", f.length()});
   }
   return fields;
@@ -167,7 +176,7 @@ absl::StatusOr<io::PythonDatasetOptions> PythonDatasetFrom(const PythonDatasetSo
     o.columns.push_back(std::move(spec));
   }
   o.generator = d.generator();
-  o.processes = d.generator()     ? 1  // one iterator
+  o.processes = d.generator()       ? 1  // one iterator
                 : d.processes() > 0 ? d.processes()
                                     : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   o.interpreter = PythonInterpreter(d.python());
@@ -175,8 +184,8 @@ absl::StatusOr<io::PythonDatasetOptions> PythonDatasetFrom(const PythonDatasetSo
   return o;
 }
 
-absl::Status CompileSource(const SourceDef& def, CompiledNode* node,
-                           std::vector<io::FeatureSpec>* features, std::vector<Shape>* shapes) {
+absl::Status CompileSource(const SourceDef& def, CompiledNode* node, std::vector<io::FeatureSpec>* features,
+                           std::vector<Shape>* shapes) {
   absl::StatusOr<std::unique_ptr<io::SourceFormat>> format;
   int default_reads = 1;  // splits read at once unless parallel_reads says
   switch (def.format_case()) {
@@ -230,8 +239,8 @@ absl::Status CompileSource(const SourceDef& def, CompiledNode* node,
   }
   if (!format.ok()) return format.status();
   if (def.on_corrupt() != "" && def.on_corrupt() != "error" && def.on_corrupt() != "skip") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "on_corrupt must be \"error\" or \"skip\", got \"", def.on_corrupt(), "\""));
+    return absl::InvalidArgumentError(
+        absl::StrCat("on_corrupt must be \"error\" or \"skip\", got \"", def.on_corrupt(), "\""));
   }
   if (def.split_records() < 0) return absl::InvalidArgumentError("split_records must be >= 0");
   node->format = std::move(*format);
@@ -239,8 +248,8 @@ absl::Status CompileSource(const SourceDef& def, CompiledNode* node,
   node->shuffle_splits = def.shuffle_splits();
   node->skip_corrupt = def.on_corrupt() == "skip";
   if (def.throttle_bytes_per_s() < 0) {
-    return absl::InvalidArgumentError(absl::StrCat("node '", node->name, "': throttle_bytes_per_s must be >= 0, got ",
-                                                   def.throttle_bytes_per_s()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("node '", node->name, "': throttle_bytes_per_s must be >= 0, got ", def.throttle_bytes_per_s()));
   }
   node->throttle_bytes_per_s = def.throttle_bytes_per_s();
   if (def.parallel_reads() < 0 || def.parallel_reads() > kMaxParallelReads) {
@@ -282,8 +291,12 @@ class Compiler {
  public:
   Compiler(const PipelineDef& def, const ops::OpRegistry& registry, const CompileRange& range, int distribute,
            CompiledPipeline* out)
-      : def_(def), registry_(registry), distribute_(distribute), out_(out),
-        schema_(range.input), batched_(range.input_batched) {
+      : def_(def),
+        registry_(registry),
+        distribute_(distribute),
+        out_(out),
+        schema_(range.input),
+        batched_(range.input_batched) {
     // Ops of the nodes compiled elsewhere (a service's workers) count by
     // whether their op can draw at all: their attrs are not inferred here.
     auto count = [&](const OpDef& op) {
@@ -356,8 +369,9 @@ class Compiler {
       return NodeError(where, "a pipeline part that does not start at the source starts at the distribute node");
     }
     if (nd.kind_case() == NodeDef::kDistribute && !first) {
-      return NodeError(where, "the nodes before a distribute node run on the service's workers: "
-                              "create this pipeline through the service client");
+      return NodeError(where,
+                       "the nodes before a distribute node run on the service's workers: "
+                       "create this pipeline through the service client");
     }
     return absl::OkStatus();
   }
@@ -371,16 +385,16 @@ class Compiler {
                          : absl::StrCat("op '", def.op(), "' is a predicate; use it in a filter node"));
     }
     if (op != nullptr && op->level() == ops::OpLevel::kBatch && !batched_) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "op '", def.op(), "' works on whole batches: put it in a map after the batch node"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("op '", def.op(), "' works on whole batches: put it in a map after the batch node"));
     }
     SLUICE_ASSIGN_OR_RETURN(ops::InferredOp inferred, registry_.Infer(def.op(), def.attrs(), schema));
     const std::string drawn_as = DrawsAs(def.op());
     int& before = random_ops_before_[drawn_as];
     const uint64_t key = OpKey(drawn_as, before);
     if (inferred.random) ++before;
-    return BoundOp{def.op(),   def.op(),    key,     std::move(inferred),
-                   op->view(), op->level(), nullptr, op->in_place(), op->whole_ranges()};
+    return BoundOp{def.op(),       def.op(),          key, std::move(inferred), op->view(), op->level(), nullptr,
+                   op->in_place(), op->whole_ranges()};
   }
 
   absl::Status CompileMap(const MapDef& map, const std::string& where, CompiledNode* node) {
@@ -497,8 +511,13 @@ class Compiler {
     const std::string map_name = next_is_map && !def_.nodes(1).name().empty()
                                      ? def_.nodes(1).name()
                                      : (next_is_map ? "map_1" : ops::kParseExampleOp);
-    pending_parse_ = BoundOp{ops::kParseExampleOp, ops::kParseExampleOp, OpKey(map_name, -1), std::move(parse),
-                             false, ops::OpLevel::kSample, nullptr};
+    pending_parse_ = BoundOp{ops::kParseExampleOp,
+                             ops::kParseExampleOp,
+                             OpKey(map_name, -1),
+                             std::move(parse),
+                             false,
+                             ops::OpLevel::kSample,
+                             nullptr};
     ApplyToSchema(pending_parse_->inferred, &schema_);
     if (next_is_map) return absl::OkStatus();
     CompiledNode node;
@@ -540,8 +559,8 @@ CompiledPipeline CompileOptions(const PipelineDef& def, const ops::OpRegistry& r
   out.registry = &registry;
   out.name = def.name();
   out.seed = def.seed();
-  out.threads = def.options().threads() > 0 ? def.options().threads()
-                                            : std::max(1u, std::thread::hardware_concurrency());
+  out.threads =
+      def.options().threads() > 0 ? def.options().threads() : std::max(1u, std::thread::hardware_concurrency());
   out.memory_budget_bytes =
       def.options().memory_budget_bytes() > 0 ? def.options().memory_budget_bytes() : kDefaultMemoryBudget;
   out.ordered = !def.options().unordered();
@@ -554,15 +573,24 @@ CompiledPipeline CompileOptions(const PipelineDef& def, const ops::OpRegistry& r
 
 absl::string_view NodeKindName(NodeKind kind) {
   switch (kind) {
-    case NodeKind::kSource: return "source";
-    case NodeKind::kMap: return "map";
-    case NodeKind::kFilter: return "filter";
-    case NodeKind::kShuffle: return "shuffle";
-    case NodeKind::kBatch: return "batch";
-    case NodeKind::kPrefetch: return "prefetch";
-    case NodeKind::kRepeat: return "repeat";
-    case NodeKind::kTake: return "take";
-    case NodeKind::kRemote: return "distribute";
+    case NodeKind::kSource:
+      return "source";
+    case NodeKind::kMap:
+      return "map";
+    case NodeKind::kFilter:
+      return "filter";
+    case NodeKind::kShuffle:
+      return "shuffle";
+    case NodeKind::kBatch:
+      return "batch";
+    case NodeKind::kPrefetch:
+      return "prefetch";
+    case NodeKind::kRepeat:
+      return "repeat";
+    case NodeKind::kTake:
+      return "take";
+    case NodeKind::kRemote:
+      return "distribute";
   }
   return "?";
 }
@@ -572,8 +600,8 @@ absl::StatusOr<int> FindDistribute(const PipelineDef& def) {
   for (int i = 0; i < def.nodes_size(); ++i) {
     if (def.nodes(i).kind_case() != NodeDef::kDistribute) continue;
     if (found >= 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "nodes[", i, "]: a pipeline may have one distribute node (another is nodes[", found, "])"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("nodes[", i, "]: a pipeline may have one distribute node (another is nodes[", found, "])"));
     }
     if (i == 0) return absl::InvalidArgumentError("nodes[0]: the first node must be a source");
     found = i;

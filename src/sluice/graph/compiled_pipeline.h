@@ -30,7 +30,7 @@ struct BoundOp {
   // a Pipeline is created from the plan (or put here by whoever alters the
   // plan, as an ablation does).
   std::shared_ptr<ops::Kernel> kernel;
-  bool in_place = false;  // ops::OpSchema::InPlace
+  bool in_place = false;      // ops::OpSchema::InPlace
   bool whole_ranges = false;  // ops::OpSchema::WholeRanges
 };
 
@@ -49,7 +49,7 @@ struct CompiledNode {
   bool shuffle_splits = false;
   bool skip_corrupt = false;
   double throttle_bytes_per_s = 0;  // 0: unthrottled
-  int parallel_reads = 1;  // kSource: splits read at once (SourceDef.parallel_reads)
+  int parallel_reads = 1;           // kSource: splits read at once (SourceDef.parallel_reads)
   // kMap (the chain), kFilter (one predicate); kRemote: elementwise ops, at
   // most one per column, that the receiver runs on a column as it arrives
   // (fold_receive.h)
@@ -74,8 +74,8 @@ struct CompiledPipeline {
   int threads = 1;
   int64_t memory_budget_bytes = 0;
   bool ordered = true;
-  bool stats = true;     // per-node statistics (exec/node_stats.h)
-  bool autotune = true;  // implies stats
+  bool stats = true;               // per-node statistics (exec/node_stats.h)
+  bool autotune = true;            // implies stats
   std::string output_fingerprint;  // graph::OutputFingerprint of the definition
 
   const Schema& output_schema() const { return nodes.back().output_schema; }

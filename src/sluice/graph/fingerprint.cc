@@ -1,8 +1,8 @@
 #include "sluice/graph/fingerprint.h"
 
-#include <algorithm>
-
 #include <openssl/sha.h>
+
+#include <algorithm>
 
 #include "absl/strings/escaping.h"
 #include "google/protobuf/io/coded_stream.h"

@@ -22,8 +22,7 @@ void FoldIntoReceive(const ops::OpRegistry& registry, CompiledPipeline* compiled
   std::vector<CompiledNode>& nodes = compiled->nodes;
   if (nodes.empty() || nodes.front().kind != NodeKind::kRemote) return;
   size_t map = 1;
-  while (map < nodes.size() &&
-         (nodes[map].kind == NodeKind::kBatch || nodes[map].kind == NodeKind::kPrefetch)) {
+  while (map < nodes.size() && (nodes[map].kind == NodeKind::kBatch || nodes[map].kind == NodeKind::kPrefetch)) {
     ++map;
   }
   if (map == nodes.size() || nodes[map].kind != NodeKind::kMap || nodes[map].backend != ops::Backend::kCpu) return;
@@ -36,7 +35,7 @@ void FoldIntoReceive(const ops::OpRegistry& registry, CompiledPipeline* compiled
     const int column = chain[folded].inferred.inputs[0];
     const bool column_taken = std::any_of(remote.ops.begin(), remote.ops.end(),
                                           [&](const BoundOp& op) { return op.inferred.inputs[0] == column; });
-    if (column_taken) break;  // one op per column: the receiver applies one
+    if (column_taken) break;                        // one op per column: the receiver applies one
     schema.Set(chain[folded].inferred.outputs[0]);  // in place: same index
     remote.ops.push_back(std::move(chain[folded]));
   }

@@ -8,8 +8,7 @@ namespace {
 // Whether `decode` then `normalize` can run as one op.
 bool Fusable(const BoundOp& decode, const BoundOp& normalize) {
   return ops::IsDecodeOp(decode.op) && decode.inferred.HoldsParams<ops::DecodeParams>() &&
-         normalize.op == "crop_mirror_normalize" &&
-         normalize.inferred.HoldsParams<ops::CropMirrorNormalizeParams>() &&
+         normalize.op == "crop_mirror_normalize" && normalize.inferred.HoldsParams<ops::CropMirrorNormalizeParams>() &&
          !normalize.inferred.params<ops::CropMirrorNormalizeParams>().crops() &&
          normalize.inferred.inputs == decode.inferred.inputs;
 }
@@ -27,8 +26,8 @@ void FuseDecodeNormalize(const FusionOptions& options, std::vector<BoundOp>* ops
       both.op = ops::kFusedDecodeNormalizeOp;
       both.name = absl::StrCat("fused(", both.name, "+", next.name, ")");
       both.inferred.SetParams(ops::FusedDecodeNormalizeParams{
-          both.inferred.params<ops::DecodeParams>(),
-          next.inferred.params<ops::CropMirrorNormalizeParams>().normalizer, next.op_key});
+          both.inferred.params<ops::DecodeParams>(), next.inferred.params<ops::CropMirrorNormalizeParams>().normalizer,
+          next.op_key});
       both.inferred.outputs = next.inferred.outputs;
       both.inferred.random = both.inferred.random || next.inferred.random;
       out.push_back(std::move(both));

@@ -14,8 +14,7 @@ absl::StatusOr<PipelineDef> PipelineFromJson(absl::string_view json) {
   const auto status = google::protobuf::util::JsonStringToMessage(
       google::protobuf::StringPiece(json.data(), json.size()), &def, options);
   if (!status.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("invalid pipeline JSON: ", std::string(status.message())));
+    return absl::InvalidArgumentError(absl::StrCat("invalid pipeline JSON: ", std::string(status.message())));
   }
   return def;
 }

@@ -28,8 +28,8 @@ class ArraySplitReader : public FixedRecordSplitReader {
   absl::Status ReadRecords(int64_t first, int64_t n, int64_t row, BatchBuilder* out) override {
     for (size_t c = 0; c < columns_.size(); ++c) {
       const int64_t row_bytes = columns_[c].spec.row_bytes();
-      std::memcpy(out->dense(static_cast<int>(c)) + row * row_bytes,
-                  columns_[c].data->data() + first * row_bytes, n * row_bytes);
+      std::memcpy(out->dense(static_cast<int>(c)) + row * row_bytes, columns_[c].data->data() + first * row_bytes,
+                  n * row_bytes);
     }
     return absl::OkStatus();
   }
@@ -55,8 +55,7 @@ class ArraySource : public SourceFormat {
   ArraySource(std::vector<ArrayColumnData> columns, int64_t rows, int64_t split_records)
       : rows_(rows),
         split_records_(split_records),
-        files_(std::make_shared<const std::vector<std::string>>(
-            std::vector<std::string>{"<arrays>"})) {
+        files_(std::make_shared<const std::vector<std::string>>(std::vector<std::string>{"<arrays>"})) {
     std::vector<ColumnSpec> specs;
     for (ArrayColumnData& c : columns) {
       specs.push_back(c.spec);
@@ -67,12 +66,9 @@ class ArraySource : public SourceFormat {
 
   const Schema& schema() const override { return schema_; }
   const std::shared_ptr<const std::vector<std::string>>& files() const override { return files_; }
-  std::vector<Split> MakeSplits() const override {
-    return MakeRecordSplits({rows_}, split_records_);
-  }
+  std::vector<Split> MakeSplits() const override { return MakeRecordSplits({rows_}, split_records_); }
   bool SeeksRecords() const override { return true; }
-  absl::StatusOr<std::unique_ptr<SplitReader>> OpenSplit(const Split& split,
-                                                         CorruptionLog*) const override {
+  absl::StatusOr<std::unique_ptr<SplitReader>> OpenSplit(const Split& split, CorruptionLog*) const override {
     return std::unique_ptr<SplitReader>(new ArraySplitReader(columns_, split));
   }
 
@@ -86,8 +82,8 @@ class ArraySource : public SourceFormat {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<SourceFormat>> MakeArraySource(
-    std::vector<ArrayColumnData> columns, int64_t split_records) {
+absl::StatusOr<std::unique_ptr<SourceFormat>> MakeArraySource(std::vector<ArrayColumnData> columns,
+                                                              int64_t split_records) {
   if (columns.empty()) return absl::InvalidArgumentError("arrays: no columns");
   int64_t rows = -1;
   for (size_t i = 0; i < columns.size(); ++i) {
@@ -101,12 +97,12 @@ absl::StatusOr<std::unique_ptr<SourceFormat>> MakeArraySource(
     const int64_t row_bytes = spec.row_bytes();
     const int64_t size = static_cast<int64_t>(columns[i].data.size());
     if (row_bytes <= 0 || size % row_bytes != 0) {
-      return absl::InvalidArgumentError(absl::StrCat(where, ": ", size, " bytes is not a whole number of ",
-                                                     spec.ToString(), " rows"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": ", size, " bytes is not a whole number of ", spec.ToString(), " rows"));
     }
     if (rows >= 0 && size / row_bytes != rows) {
-      return absl::InvalidArgumentError(absl::StrCat(where, ": ", size / row_bytes, " rows, but column '",
-                                                     columns[0].spec.name, "' has ", rows));
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": ", size / row_bytes, " rows, but column '", columns[0].spec.name, "' has ", rows));
     }
     rows = size / row_bytes;
   }

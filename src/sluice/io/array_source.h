@@ -21,8 +21,8 @@ struct ArrayColumnData {
 // InvalidArgument naming the column when its bytes are not a whole number of
 // rows, when the columns disagree on the row count, or when a name repeats.
 // Rows are fixed-size, so `split_records` > 0 splits into row ranges.
-absl::StatusOr<std::unique_ptr<SourceFormat>> MakeArraySource(
-    std::vector<ArrayColumnData> columns, int64_t split_records = 0);
+absl::StatusOr<std::unique_ptr<SourceFormat>> MakeArraySource(std::vector<ArrayColumnData> columns,
+                                                              int64_t split_records = 0);
 
 }  // namespace sluice::io
 

@@ -161,15 +161,24 @@ void ConvertValues(const arrow::Array& leaf, int64_t from, int64_t n, Out* out) 
   };
   const std::shared_ptr<arrow::ArrayData>& data = leaf.data();
   switch (leaf.type_id()) {
-    case arrow::Type::INT8: return copy(data->GetValues<int8_t>(1));
-    case arrow::Type::INT16: return copy(data->GetValues<int16_t>(1));
-    case arrow::Type::UINT16: return copy(data->GetValues<uint16_t>(1));
-    case arrow::Type::INT32: return copy(data->GetValues<int32_t>(1));
-    case arrow::Type::INT64: return copy(data->GetValues<int64_t>(1));
-    case arrow::Type::UINT32: return copy(data->GetValues<uint32_t>(1));
-    case arrow::Type::UINT8: return copy(data->GetValues<uint8_t>(1));
-    case arrow::Type::FLOAT: return copy(data->GetValues<float>(1));
-    case arrow::Type::DOUBLE: return copy(data->GetValues<double>(1));
+    case arrow::Type::INT8:
+      return copy(data->GetValues<int8_t>(1));
+    case arrow::Type::INT16:
+      return copy(data->GetValues<int16_t>(1));
+    case arrow::Type::UINT16:
+      return copy(data->GetValues<uint16_t>(1));
+    case arrow::Type::INT32:
+      return copy(data->GetValues<int32_t>(1));
+    case arrow::Type::INT64:
+      return copy(data->GetValues<int64_t>(1));
+    case arrow::Type::UINT32:
+      return copy(data->GetValues<uint32_t>(1));
+    case arrow::Type::UINT8:
+      return copy(data->GetValues<uint8_t>(1));
+    case arrow::Type::FLOAT:
+      return copy(data->GetValues<float>(1));
+    case arrow::Type::DOUBLE:
+      return copy(data->GetValues<double>(1));
     case arrow::Type::BOOL: {
       const auto& bools = static_cast<const arrow::BooleanArray&>(leaf);
       for (int64_t i = 0; i < n; ++i) out[i] = static_cast<Out>(bools.Value(from + i));
@@ -177,7 +186,8 @@ void ConvertValues(const arrow::Array& leaf, int64_t from, int64_t n, Out* out) 
     }
     case arrow::Type::HALF_FLOAT: {
       const uint16_t* bits = data->GetValues<uint16_t>(1);
-      for (int64_t i = 0; i < n; ++i) out[i] = static_cast<Out>(arrow::util::Float16::FromBits(bits[from + i]).ToFloat());
+      for (int64_t i = 0; i < n; ++i)
+        out[i] = static_cast<Out>(arrow::util::Float16::FromBits(bits[from + i]).ToFloat());
       return;
     }
     default:
@@ -188,10 +198,14 @@ void ConvertValues(const arrow::Array& leaf, int64_t from, int64_t n, Out* out) 
 // n values of a leaf array from `from` into `dst`, as `dtype`.
 void ConvertInto(const arrow::Array& leaf, int64_t from, int64_t n, DType dtype, uint8_t* dst) {
   switch (dtype) {
-    case DType::kInt32: return ConvertValues(leaf, from, n, reinterpret_cast<int32_t*>(dst));
-    case DType::kInt64: return ConvertValues(leaf, from, n, reinterpret_cast<int64_t*>(dst));
-    case DType::kUInt8: return ConvertValues(leaf, from, n, dst);
-    default: return ConvertValues(leaf, from, n, reinterpret_cast<float*>(dst));
+    case DType::kInt32:
+      return ConvertValues(leaf, from, n, reinterpret_cast<int32_t*>(dst));
+    case DType::kInt64:
+      return ConvertValues(leaf, from, n, reinterpret_cast<int64_t*>(dst));
+    case DType::kUInt8:
+      return ConvertValues(leaf, from, n, dst);
+    default:
+      return ConvertValues(leaf, from, n, reinterpret_cast<float*>(dst));
   }
 }
 
@@ -259,7 +273,7 @@ struct SourceShape {
   ColumnarFormat format;
   std::vector<std::string> names;
   std::vector<ColumnPlan> plans;
-  Schema schema;  // the plans' specs
+  Schema schema;                                       // the plans' specs
   std::vector<std::shared_ptr<const HeldArrow>> held;  // kMemory: per "file"
 };
 
@@ -298,7 +312,8 @@ absl::StatusOr<FileLayout> ReadLayout(ColumnarFormat format, const std::string& 
   if (format == ColumnarFormat::kParquet) {
     auto reader = parquet::arrow::OpenFile(*opened, arrow::default_memory_pool());
     if (!reader.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(path, " is not a readable Parquet file: ", reader.status().ToString()));
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, " is not a readable Parquet file: ", reader.status().ToString()));
     }
     SLUICE_RETURN_IF_ERROR(FromArrow((*reader)->GetSchema(&layout.schema), absl::StrCat("the schema of ", path)));
     const std::shared_ptr<parquet::FileMetaData> meta = (*reader)->parquet_reader()->metadata();
@@ -307,7 +322,8 @@ absl::StatusOr<FileLayout> ReadLayout(ColumnarFormat format, const std::string& 
   }
   auto reader = arrow::ipc::RecordBatchFileReader::Open(*opened);
   if (!reader.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(path, " is not a readable Arrow IPC file: ", reader.status().ToString()));
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, " is not a readable Arrow IPC file: ", reader.status().ToString()));
   }
   layout.schema = (*reader)->schema();
   for (int b = 0; b < (*reader)->num_record_batches(); ++b) {
@@ -415,8 +431,7 @@ class ColumnarReader : public SplitReader {
         // The values buffer as it is; its offsets (int32 or int64) as int64.
         col.offsets = Tensor::Allocate(DType::kInt64, Shape{n + 1});
         int64_t* offsets = col.offsets.data<int64_t>();
-        const bool large =
-            array.type_id() == arrow::Type::LARGE_BINARY || array.type_id() == arrow::Type::LARGE_STRING;
+        const bool large = array.type_id() == arrow::Type::LARGE_BINARY || array.type_id() == arrow::Type::LARGE_STRING;
         for (int64_t i = 0; i <= n; ++i) {
           offsets[i] = large ? static_cast<const arrow::LargeBinaryArray&>(array).value_offset(from + i)
                              : static_cast<const arrow::BinaryArray&>(array).value_offset(from + i);
@@ -443,8 +458,8 @@ class ColumnarReader : public SplitReader {
   }
 
   absl::Status Load() {
-    const std::string where = absl::StrCat(shape_.format == ColumnarFormat::kParquet ? "row group " : "record batch ",
-                                           group_, " of ", path_);
+    const std::string where =
+        absl::StrCat(shape_.format == ColumnarFormat::kParquet ? "row group " : "record batch ", group_, " of ", path_);
     if (shape_.format == ColumnarFormat::kMemory) return TakeColumns(shape_.held[file_]->batches[group_], where);
     std::shared_ptr<arrow::RecordBatch> batch;
     // Memory-mapped: an Arrow IPC file's columns are the file's pages.
@@ -538,7 +553,8 @@ class ColumnarSource : public SourceFormat {
     std::vector<Split> splits;
     for (size_t f = 0; f < starts_.size(); ++f) {
       for (size_t g = 0; g + 1 < starts_[f].size(); ++g) {
-        if (starts_[f][g + 1] > starts_[f][g]) splits.push_back(Split{static_cast<int32_t>(f), starts_[f][g], starts_[f][g + 1]});
+        if (starts_[f][g + 1] > starts_[f][g])
+          splits.push_back(Split{static_cast<int32_t>(f), starts_[f][g], starts_[f][g + 1]});
       }
     }
     return splits;
@@ -547,8 +563,8 @@ class ColumnarSource : public SourceFormat {
     const std::vector<int64_t>& starts = starts_[split.file];
     const auto it = std::lower_bound(starts.begin(), starts.end(), split.begin_record);
     if (it == starts.end() || *it != split.begin_record) {
-      return absl::InvalidArgumentError(absl::StrCat("no row group of ", (*paths_)[split.file], " starts at row ",
-                                                     split.begin_record));
+      return absl::InvalidArgumentError(
+          absl::StrCat("no row group of ", (*paths_)[split.file], " starts at row ", split.begin_record));
     }
     const int group = static_cast<int>(it - starts.begin());
     return std::unique_ptr<SplitReader>(
@@ -576,8 +592,8 @@ absl::StatusOr<std::string> HoldArrowStream(void* arrow_array_stream) {
     std::shared_ptr<arrow::RecordBatch> batch;
     const arrow::Status s = (*reader)->ReadNext(&batch);
     if (!s.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("reading the Arrow stream failed after ", held->batches.size(),
-                                                     " batches: ", s.ToString()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("reading the Arrow stream failed after ", held->batches.size(), " batches: ", s.ToString()));
     }
     if (batch == nullptr) break;
     held->batches.push_back(std::move(batch));
@@ -612,9 +628,9 @@ absl::StatusOr<std::unique_ptr<SourceFormat>> MakeColumnarSource(ColumnarFormat 
     for (const std::string& name : shape.names) {
       const std::shared_ptr<arrow::Field> field = layout.schema->GetFieldByName(name);
       if (field == nullptr) {
-        return absl::InvalidArgumentError(absl::StrCat(FormatName(format), " ", paths[f], " has no column '",
-                                                       name, "' (columns: ",
-                                                       absl::StrJoin(layout.schema->field_names(), ", "), ")"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(FormatName(format), " ", paths[f], " has no column '", name,
+                         "' (columns: ", absl::StrJoin(layout.schema->field_names(), ", "), ")"));
       }
       SLUICE_ASSIGN_OR_RETURN(ColumnPlan plan, PlanColumn(*field, paths[f]));
       plans.push_back(std::move(plan));

@@ -14,8 +14,7 @@ constexpr int64_t kPixels = 1024;
 
 class CifarSplitReader : public FixedRecordSplitReader {
  public:
-  CifarSplitReader(const RandomAccessFile& file, Split split)
-      : FixedRecordSplitReader(split), file_(file) {}
+  CifarSplitReader(const RandomAccessFile& file, Split split) : FixedRecordSplitReader(split), file_(file) {}
 
  protected:
   absl::Status ReadRecords(int64_t first, int64_t n, int64_t row, BatchBuilder* out) override {
@@ -43,13 +42,12 @@ class CifarSplitReader : public FixedRecordSplitReader {
 
 class Cifar10Source : public SourceFormat {
  public:
-  Cifar10Source(std::vector<std::unique_ptr<RandomAccessFile>> files,
-                std::vector<std::string> paths, int64_t split_records)
+  Cifar10Source(std::vector<std::unique_ptr<RandomAccessFile>> files, std::vector<std::string> paths,
+                int64_t split_records)
       : files_(std::move(files)),
         paths_(std::make_shared<const std::vector<std::string>>(std::move(paths))),
         split_records_(split_records),
-        schema_({ColumnSpec{"image", DType::kUInt8, Shape{32, 32, 3}},
-                 ColumnSpec{"label", DType::kInt64, Shape{}}}) {}
+        schema_({ColumnSpec{"image", DType::kUInt8, Shape{32, 32, 3}}, ColumnSpec{"label", DType::kInt64, Shape{}}}) {}
 
   const Schema& schema() const override { return schema_; }
   const std::shared_ptr<const std::vector<std::string>>& files() const override { return paths_; }
@@ -59,8 +57,7 @@ class Cifar10Source : public SourceFormat {
     return MakeRecordSplits(records, split_records_);
   }
   bool SeeksRecords() const override { return true; }
-  absl::StatusOr<std::unique_ptr<SplitReader>> OpenSplit(const Split& split,
-                                                         CorruptionLog*) const override {
+  absl::StatusOr<std::unique_ptr<SplitReader>> OpenSplit(const Split& split, CorruptionLog*) const override {
     return std::unique_ptr<SplitReader>(new CifarSplitReader(*files_[split.file], split));
   }
 
@@ -73,21 +70,19 @@ class Cifar10Source : public SourceFormat {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<SourceFormat>> MakeCifar10Source(
-    const std::vector<std::string>& patterns, int64_t split_records) {
+absl::StatusOr<std::unique_ptr<SourceFormat>> MakeCifar10Source(const std::vector<std::string>& patterns,
+                                                                int64_t split_records) {
   SLUICE_ASSIGN_OR_RETURN(std::vector<std::string> paths, ExpandFilePatterns(patterns));
   std::vector<std::unique_ptr<RandomAccessFile>> files;
   for (const std::string& path : paths) {
     SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file, RandomAccessFile::Open(path));
     if (file->size() == 0 || file->size() % kCifarRecordBytes != 0) {
-      return absl::DataLossError(absl::StrCat(
-          "not a CIFAR-10 binary file: ", path, " has ", file->size(),
-          " bytes, not a positive multiple of the 3073-byte record"));
+      return absl::DataLossError(absl::StrCat("not a CIFAR-10 binary file: ", path, " has ", file->size(),
+                                              " bytes, not a positive multiple of the 3073-byte record"));
     }
     files.push_back(std::move(file));
   }
-  return std::unique_ptr<SourceFormat>(
-      new Cifar10Source(std::move(files), std::move(paths), split_records));
+  return std::unique_ptr<SourceFormat>(new Cifar10Source(std::move(files), std::move(paths), split_records));
 }
 
 }  // namespace sluice::io

@@ -16,8 +16,8 @@ namespace sluice::io {
 inline constexpr int64_t kCifarRecordBytes = 3073;
 
 // DataLoss naming the file when its size is not a whole number of records.
-absl::StatusOr<std::unique_ptr<SourceFormat>> MakeCifar10Source(
-    const std::vector<std::string>& patterns, int64_t split_records = 0);
+absl::StatusOr<std::unique_ptr<SourceFormat>> MakeCifar10Source(const std::vector<std::string>& patterns,
+                                                                int64_t split_records = 0);
 
 }  // namespace sluice::io
 

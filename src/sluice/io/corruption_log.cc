@@ -67,7 +67,8 @@ std::string CorruptionLog::Summary() const {
   }
   if (records == 0) return "";
   if (files.size() > per_file.size()) per_file.push_back(absl::StrCat("... ", files.size(), " files in all"));
-  return absl::StrCat("skipped ", records, " corrupt record", records == 1 ? "" : "s", ", ", bytes, " bytes (", absl::StrJoin(per_file, "; "), "): ", absl::StrJoin(messages, "; "),
+  return absl::StrCat("skipped ", records, " corrupt record", records == 1 ? "" : "s", ", ", bytes, " bytes (",
+                      absl::StrJoin(per_file, "; "), "): ", absl::StrJoin(messages, "; "),
                       records > static_cast<int64_t>(messages.size()) ? "; ..." : "");
 }
 

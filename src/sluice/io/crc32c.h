@@ -18,9 +18,7 @@ uint32_t CopyAndCrc32c(uint32_t crc, void* dst, const void* src, size_t n);
 
 // TFRecord stores masked CRCs: a CRC of a string that itself holds CRCs is
 // weak, so the stored value is rotated and offset (as in leveldb's log).
-inline uint32_t MaskCrc(uint32_t crc) {
-  return ((crc >> 15) | (crc << 17)) + 0xa282ead8u;
-}
+inline uint32_t MaskCrc(uint32_t crc) { return ((crc >> 15) | (crc << 17)) + 0xa282ead8u; }
 inline uint32_t UnmaskCrc(uint32_t masked) {
   const uint32_t rot = masked - 0xa282ead8u;
   return (rot >> 17) | (rot << 15);

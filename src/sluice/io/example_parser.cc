@@ -236,12 +236,10 @@ absl::Status ExampleParser::ParseFeature(int index, const uint8_t* p, const uint
       list_end = f.data + f.size;
     }
   }
-  const uint32_t expected_number = spec.kind == FeatureKind::kBytes   ? 1
-                                   : spec.kind == FeatureKind::kFloat ? 2
-                                                                      : 3;
+  const uint32_t expected_number = spec.kind == FeatureKind::kBytes ? 1 : spec.kind == FeatureKind::kFloat ? 2 : 3;
   if (list_number != expected_number && list_number != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("feature '", spec.name, "': expected ",
-                                                   FeatureKindName(spec.kind), ", got ", ListName(list_number)));
+    return absl::InvalidArgumentError(absl::StrCat("feature '", spec.name, "': expected ", FeatureKindName(spec.kind),
+                                                   ", got ", ListName(list_number)));
   }
   if (spec.kind == FeatureKind::kBytes) return ParseBytesList(spec, list, list_end, out);
   int64_t n = 0;

@@ -9,8 +9,7 @@
 
 namespace sluice::io {
 
-absl::StatusOr<std::vector<std::string>> ExpandFilePatterns(
-    const std::vector<std::string>& patterns) {
+absl::StatusOr<std::vector<std::string>> ExpandFilePatterns(const std::vector<std::string>& patterns) {
   if (patterns.empty()) return absl::InvalidArgumentError("no files given");
   std::vector<std::string> files;
   for (const std::string& pattern : patterns) {
@@ -19,9 +18,8 @@ absl::StatusOr<std::vector<std::string>> ExpandFilePatterns(
     if (rc == GLOB_NOMATCH || (rc == 0 && g.gl_pathc == 0)) {
       ::globfree(&g);
       const bool is_pattern = pattern.find_first_of("*?[") != std::string::npos;
-      return absl::NotFoundError(is_pattern
-                                     ? absl::StrCat("no file matches pattern '", pattern, "'")
-                                     : absl::StrCat("file not found: '", pattern, "'"));
+      return absl::NotFoundError(is_pattern ? absl::StrCat("no file matches pattern '", pattern, "'")
+                                            : absl::StrCat("file not found: '", pattern, "'"));
     }
     if (rc != 0) {
       ::globfree(&g);
@@ -44,8 +42,7 @@ std::string GlobEscape(const std::string& path) {
   return out;
 }
 
-std::vector<Split> MakeRecordSplits(const std::vector<int64_t>& records_per_file,
-                                    int64_t split_records) {
+std::vector<Split> MakeRecordSplits(const std::vector<int64_t>& records_per_file, int64_t split_records) {
   std::vector<Split> splits;
   for (size_t f = 0; f < records_per_file.size(); ++f) {
     const int64_t n = records_per_file[f];

@@ -14,23 +14,21 @@ namespace sluice::io {
 
 // Expands paths and glob patterns, in order, each pattern's matches sorted.
 // NotFound naming the pattern when it matches nothing.
-absl::StatusOr<std::vector<std::string>> ExpandFilePatterns(
-    const std::vector<std::string>& patterns);
+absl::StatusOr<std::vector<std::string>> ExpandFilePatterns(const std::vector<std::string>& patterns);
 
 // `path` with glob's special characters escaped: ExpandFilePatterns of it
 // yields exactly `path` (a file list resolved earlier, taken literally).
 std::string GlobEscape(const std::string& path);
 
 struct Split {
-  int32_t file = 0;           // index into the source's file list
-  int64_t begin_record = 0;   // first record
-  int64_t end_record = -1;    // one past the last; -1: to the end of the file
+  int32_t file = 0;          // index into the source's file list
+  int64_t begin_record = 0;  // first record
+  int64_t end_record = -1;   // one past the last; -1: to the end of the file
 };
 
 // Splits of `records_per_file[i]` records each, `split_records` per split
 // (0: one split per file).
-std::vector<Split> MakeRecordSplits(const std::vector<int64_t>& records_per_file,
-                                    int64_t split_records);
+std::vector<Split> MakeRecordSplits(const std::vector<int64_t>& records_per_file, int64_t split_records);
 
 }  // namespace sluice::io
 

@@ -45,9 +45,7 @@ class FixedRecordSplitReader : public SplitReader {
  protected:
   // Records [first, first + n) as columns viewing the reader's memory.
   // REQUIRES: views().
-  virtual absl::StatusOr<std::vector<Column>> ViewRecords(int64_t first, int64_t n) {
-    return std::vector<Column>();
-  }
+  virtual absl::StatusOr<std::vector<Column>> ViewRecords(int64_t first, int64_t n) { return std::vector<Column>(); }
 
   // Writes records [first, first + n) of the file to rows [row, row + n).
   virtual absl::Status ReadRecords(int64_t first, int64_t n, int64_t row, BatchBuilder* out) = 0;

@@ -14,12 +14,12 @@ absl::StatusOr<IdxHeader> ReadIdxHeader(const RandomAccessFile& file, int expect
   uint8_t magic[4] = {0, 0, 0, 0};
   SLUICE_ASSIGN_OR_RETURN(size_t got, file.Read(0, 4, magic));
   const uint32_t expected_magic = 0x00000800u | static_cast<uint32_t>(expected_rank);
-  const uint32_t magic_value = (uint32_t{magic[0]} << 24) | (uint32_t{magic[1]} << 16) |
-                               (uint32_t{magic[2]} << 8) | magic[3];
+  const uint32_t magic_value =
+      (uint32_t{magic[0]} << 24) | (uint32_t{magic[1]} << 16) | (uint32_t{magic[2]} << 8) | magic[3];
   if (got < 4 || magic_value != expected_magic) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "not a uint8 IDX file of rank %d: %s starts with 0x%08x, expected magic 0x%08x",
-        expected_rank, file.path(), magic_value, expected_magic));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("not a uint8 IDX file of rank %d: %s starts with 0x%08x, expected magic 0x%08x", expected_rank,
+                        file.path(), magic_value, expected_magic));
   }
   IdxHeader header;
   header.data_offset = 4 + 4 * static_cast<uint64_t>(expected_rank);
@@ -29,10 +29,10 @@ absl::StatusOr<IdxHeader> ReadIdxHeader(const RandomAccessFile& file, int expect
   bool overflow = false;
   for (int i = 0; i < expected_rank; ++i) {
     const uint8_t* p = raw.data() + 4 * i;
-    header.dims.push_back((int64_t{p[0]} << 24) | (int64_t{p[1]} << 16) | (int64_t{p[2]} << 8) |
-                          p[3]);
+    header.dims.push_back((int64_t{p[0]} << 24) | (int64_t{p[1]} << 16) | (int64_t{p[2]} << 8) | p[3]);
     overflow |= __builtin_mul_overflow(bytes, static_cast<uint64_t>(header.dims.back()), &bytes);
-    if (i > 0) overflow |= __builtin_mul_overflow(bytes_per_row, static_cast<uint64_t>(header.dims.back()), &bytes_per_row);
+    if (i > 0)
+      overflow |= __builtin_mul_overflow(bytes_per_row, static_cast<uint64_t>(header.dims.back()), &bytes_per_row);
     if (i > 0 && header.dims.back() == 0) {
       return absl::DataLossError(absl::StrCat("IDX file ", file.path(), ": dimension ", i, " of its header (",
                                               absl::StrJoin(header.dims, " x "), ") is 0"));
@@ -53,15 +53,13 @@ absl::StatusOr<IdxHeader> ReadIdxHeader(const RandomAccessFile& file, int expect
                                             " bytes, more than ", kMaxIdxRowBytes));
   }
   if (file.size() != header.data_offset + bytes) {
-    return absl::DataLossError(absl::StrCat(
-        "IDX file ", file.path(), " has ", file.size(), " bytes, but its header (",
-        absl::StrJoin(header.dims, " x "), ") needs ", header.data_offset + bytes));
+    return absl::DataLossError(absl::StrCat("IDX file ", file.path(), " has ", file.size(), " bytes, but its header (",
+                                            absl::StrJoin(header.dims, " x "), ") needs ", header.data_offset + bytes));
   }
   return header;
 }
 
-absl::Status WriteIdxFile(const std::string& path, const std::vector<int64_t>& dims,
-                          const uint8_t* data) {
+absl::Status WriteIdxFile(const std::string& path, const std::vector<int64_t>& dims, const uint8_t* data) {
   std::string header = {0, 0, 0x08, static_cast<char>(dims.size())};
   uint64_t bytes = 1;
   for (int64_t d : dims) {
@@ -70,8 +68,8 @@ absl::Status WriteIdxFile(const std::string& path, const std::vector<int64_t>& d
   }
   std::FILE* f = std::fopen(path.c_str(), "wb");
   if (f == nullptr) return ErrnoStatus(errno, "cannot create", path);
-  const bool ok = std::fwrite(header.data(), 1, header.size(), f) == header.size() &&
-                  std::fwrite(data, 1, bytes, f) == bytes;
+  const bool ok =
+      std::fwrite(header.data(), 1, header.size(), f) == header.size() && std::fwrite(data, 1, bytes, f) == bytes;
   if (std::fclose(f) != 0 || !ok) return ErrnoStatus(errno, "cannot write", path);
   return absl::OkStatus();
 }

@@ -27,8 +27,7 @@ struct IdxHeader {
 absl::StatusOr<IdxHeader> ReadIdxHeader(const RandomAccessFile& file, int expected_rank);
 
 // Writes a uint8 IDX file.
-absl::Status WriteIdxFile(const std::string& path, const std::vector<int64_t>& dims,
-                          const uint8_t* data);
+absl::Status WriteIdxFile(const std::string& path, const std::vector<int64_t>& dims, const uint8_t* data);
 
 }  // namespace sluice::io
 

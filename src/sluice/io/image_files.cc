@@ -109,7 +109,8 @@ absl::StatusOr<std::unique_ptr<SourceFormat>> MakeFileListSource(const std::stri
 
 absl::StatusOr<LabeledFiles> ListImageFolder(const std::string& root) {
   std::error_code ec;
-  if (!fs::is_directory(root, ec)) return absl::NotFoundError(absl::StrCat("image folder ", root, " is not a directory"));
+  if (!fs::is_directory(root, ec))
+    return absl::NotFoundError(absl::StrCat("image folder ", root, " is not a directory"));
   std::vector<std::string> classes;
   for (const fs::directory_entry& e : fs::directory_iterator(root, ec)) {
     if (e.is_directory()) classes.push_back(e.path().filename().string());
@@ -133,8 +134,8 @@ absl::StatusOr<LabeledFiles> ListImageFolder(const std::string& root) {
     }
   }
   if (paths.empty()) {
-    return absl::NotFoundError(absl::StrCat("image folder ", root,
-                                            " holds no .jpg, .jpeg or .png files in class folders"));
+    return absl::NotFoundError(
+        absl::StrCat("image folder ", root, " holds no .jpg, .jpeg or .png files in class folders"));
   }
   return LabeledFiles{std::move(paths), std::move(labels)};
 }
@@ -164,9 +165,8 @@ absl::StatusOr<LabeledFiles> ReadFileList(const std::string& list_path) {
     const size_t space = text.find_last_of(" \t");
     int64_t label = 0;
     if (space == std::string::npos || !absl::SimpleAtoi(text.substr(space + 1), &label) || label < 0) {
-      return absl::InvalidArgumentError(absl::StrCat(list_path, " line ", number,
-                                                     ": expected \"<path> <label>\" with a label >= 0, got \"",
-                                                     text, "\""));
+      return absl::InvalidArgumentError(absl::StrCat(
+          list_path, " line ", number, ": expected \"<path> <label>\" with a label >= 0, got \"", text, "\""));
     }
     const fs::path p(std::string(absl::StripAsciiWhitespace(text.substr(0, space))));
     paths.push_back(p.is_absolute() ? p.string() : (base / p).string());

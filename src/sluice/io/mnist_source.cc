@@ -34,18 +34,17 @@ class MnistSplitReader : public FixedRecordSplitReader {
     SLUICE_RETURN_IF_ERROR(pair_.images->CheckHolds(offset + bytes));
     std::vector<Column> columns(2);
     const std::shared_ptr<const FileMapping>& map = pair_.mapped_images;
-    columns[0].values = Tensor(DType::kUInt8, Shape{n, pair_.image_header.dims[1], pair_.image_header.dims[2]},
-                               Buffer::AdoptReadOnly(map->data() + offset, bytes,
-                                                     std::const_pointer_cast<FileMapping>(map)));
+    columns[0].values =
+        Tensor(DType::kUInt8, Shape{n, pair_.image_header.dims[1], pair_.image_header.dims[2]},
+               Buffer::AdoptReadOnly(map->data() + offset, bytes, std::const_pointer_cast<FileMapping>(map)));
     columns[1].values = Tensor::Allocate(DType::kInt64, Shape{n});
     SLUICE_RETURN_IF_ERROR(ReadLabels(first, n, columns[1].values.data<int64_t>()));
     return columns;
   }
 
   absl::Status ReadRecords(int64_t first, int64_t n, int64_t row, BatchBuilder* out) override {
-    SLUICE_RETURN_IF_ERROR(pair_.images->ReadExact(
-        pair_.image_header.data_offset + first * pair_.image_bytes, n * pair_.image_bytes,
-        out->dense(0) + row * pair_.image_bytes));
+    SLUICE_RETURN_IF_ERROR(pair_.images->ReadExact(pair_.image_header.data_offset + first * pair_.image_bytes,
+                                                   n * pair_.image_bytes, out->dense(0) + row * pair_.image_bytes));
     return ReadLabels(first, n, reinterpret_cast<int64_t*>(out->dense(1)) + row);
   }
 
@@ -67,8 +66,7 @@ class MnistSource : public SourceFormat {
       : pair_(std::move(pair)),
         files_(std::make_shared<const std::vector<std::string>>(std::move(files))),
         split_records_(split_records),
-        schema_({ColumnSpec{"image", DType::kUInt8,
-                            Shape{pair_.image_header.dims[1], pair_.image_header.dims[2]}},
+        schema_({ColumnSpec{"image", DType::kUInt8, Shape{pair_.image_header.dims[1], pair_.image_header.dims[2]}},
                  ColumnSpec{"label", DType::kInt64, Shape{}}}) {}
 
   const Schema& schema() const override { return schema_; }
@@ -77,8 +75,7 @@ class MnistSource : public SourceFormat {
     return MakeRecordSplits({pair_.image_header.dims[0]}, split_records_);
   }
   bool SeeksRecords() const override { return true; }
-  absl::StatusOr<std::unique_ptr<SplitReader>> OpenSplit(const Split& split,
-                                                         CorruptionLog*) const override {
+  absl::StatusOr<std::unique_ptr<SplitReader>> OpenSplit(const Split& split, CorruptionLog*) const override {
     return std::unique_ptr<SplitReader>(new MnistSplitReader(pair_, split));
   }
 
@@ -91,8 +88,7 @@ class MnistSource : public SourceFormat {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<SourceFormat>> MakeMnistSource(const std::string& images,
-                                                              const std::string& labels,
+absl::StatusOr<std::unique_ptr<SourceFormat>> MakeMnistSource(const std::string& images, const std::string& labels,
                                                               int64_t split_records) {
   IdxPair pair;
   SLUICE_ASSIGN_OR_RETURN(pair.images, RandomAccessFile::Open(images));
@@ -100,15 +96,14 @@ absl::StatusOr<std::unique_ptr<SourceFormat>> MakeMnistSource(const std::string&
   SLUICE_ASSIGN_OR_RETURN(pair.image_header, ReadIdxHeader(*pair.images, 3));
   SLUICE_ASSIGN_OR_RETURN(pair.label_header, ReadIdxHeader(*pair.labels, 1));
   if (pair.image_header.dims[0] != pair.label_header.dims[0]) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "MNIST files disagree: ", images, " has ", pair.image_header.dims[0], " images but ",
-        labels, " has ", pair.label_header.dims[0], " labels"));
+    return absl::InvalidArgumentError(absl::StrCat("MNIST files disagree: ", images, " has ", pair.image_header.dims[0],
+                                                   " images but ", labels, " has ", pair.label_header.dims[0],
+                                                   " labels"));
   }
   pair.image_bytes = pair.image_header.dims[1] * pair.image_header.dims[2];
   absl::StatusOr<std::shared_ptr<const FileMapping>> mapped = pair.images->Map();
   if (mapped.ok()) pair.mapped_images = *std::move(mapped);  // else read with pread
-  return std::unique_ptr<SourceFormat>(
-      new MnistSource(std::move(pair), {images, labels}, split_records));
+  return std::unique_ptr<SourceFormat>(new MnistSource(std::move(pair), {images, labels}, split_records));
 }
 
 }  // namespace sluice::io

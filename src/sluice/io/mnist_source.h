@@ -13,8 +13,7 @@ namespace sluice::io {
 
 // Checks both headers and that the counts agree. Records are fixed-size, so
 // `split_records` > 0 splits into record ranges.
-absl::StatusOr<std::unique_ptr<SourceFormat>> MakeMnistSource(const std::string& images,
-                                                              const std::string& labels,
+absl::StatusOr<std::unique_ptr<SourceFormat>> MakeMnistSource(const std::string& images, const std::string& labels,
                                                               int64_t split_records = 0);
 
 }  // namespace sluice::io

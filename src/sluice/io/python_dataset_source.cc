@@ -22,9 +22,8 @@ class LazyPool {
         what_(absl::StrCat(o.generator ? "python generator '" : "python dataset '", o.name, "'")) {}
 
   absl::StatusOr<PythonPool*> Get() {
-    absl::call_once(once_, [this] {
-      started_ = PythonPool::Start(o_.interpreter, spec_, o_.processes, o_.processes, what_);
-    });
+    absl::call_once(once_,
+                    [this] { started_ = PythonPool::Start(o_.interpreter, spec_, o_.processes, o_.processes, what_); });
     if (!started_.ok()) return started_.status();
     return started_->get();
   }
@@ -56,7 +55,7 @@ class ItemMaker {
   // process asks for more memory when they do not fit).
   absl::StatusOr<int64_t> Make(int64_t first, int64_t n, int64_t row, BatchBuilder* out,
                                const std::atomic<bool>* cancelled) const {
-    SLUICE_ASSIGN_OR_RETURN(PythonPool* pool, pool_->Get());
+    SLUICE_ASSIGN_OR_RETURN(PythonPool * pool, pool_->Get());
     std::vector<std::unique_ptr<PythonProcess>> held;
     SLUICE_RETURN_IF_ERROR(pool->Acquire(1, &held));
     absl::StatusOr<int64_t> made = Run(held[0].get(), first, n, row, out, cancelled);
@@ -186,7 +185,9 @@ class PythonDatasetSource : public SourceFormat {
       : o_(std::move(o)),
         schema_(o_.columns),
         files_(std::make_shared<const std::vector<std::string>>(std::vector<std::string>{o_.name})) {
-    nlohmann::json spec = {{"kind", "dataset"}, {"dataset", o_.dataset}, {"main", o_.main_script},
+    nlohmann::json spec = {{"kind", "dataset"},
+                           {"dataset", o_.dataset},
+                           {"main", o_.main_script},
                            {"generator", o_.generator},
                            {"outputs", nlohmann::json::array()}};
     for (const ColumnSpec& c : o_.columns) {

@@ -41,8 +41,7 @@ absl::StatusOr<std::unique_ptr<RandomAccessFile>> RandomAccessFile::Open(const s
     ::close(fd);
     return absl::InvalidArgumentError(absl::StrCat(path, " is a directory, not a file"));
   }
-  return std::unique_ptr<RandomAccessFile>(
-      new RandomAccessFile(path, fd, static_cast<uint64_t>(st.st_size)));
+  return std::unique_ptr<RandomAccessFile>(new RandomAccessFile(path, fd, static_cast<uint64_t>(st.st_size)));
 }
 
 RandomAccessFile::~RandomAccessFile() { ::close(fd_); }
@@ -53,8 +52,7 @@ absl::StatusOr<size_t> RandomAccessFile::Read(uint64_t offset, size_t n, void* d
     const ssize_t r = ::pread(fd_, static_cast<char*>(dst) + done, n - done, offset + done);
     if (r < 0) {
       if (errno == EINTR) continue;
-      return ErrnoStatus(errno, absl::StrCat("cannot read at offset ", offset + done, " of"),
-                         path_);
+      return ErrnoStatus(errno, absl::StrCat("cannot read at offset ", offset + done, " of"), path_);
     }
     if (r == 0) break;
     done += static_cast<size_t>(r);
@@ -66,9 +64,8 @@ absl::Status RandomAccessFile::ReadExact(uint64_t offset, size_t n, void* dst) c
   absl::StatusOr<size_t> got = Read(offset, n, dst);
   if (!got.ok()) return got.status();
   if (*got != n) {
-    return absl::DataLossError(absl::StrCat("truncated file ", path_, ": wanted ", n,
-                                            " bytes at offset ", offset, ", file ends after ",
-                                            *got));
+    return absl::DataLossError(absl::StrCat("truncated file ", path_, ": wanted ", n, " bytes at offset ", offset,
+                                            ", file ends after ", *got));
   }
   return absl::OkStatus();
 }

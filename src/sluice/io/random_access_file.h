@@ -53,8 +53,7 @@ class RandomAccessFile {
   absl::Status CheckHolds(uint64_t bytes) const;
 
  private:
-  RandomAccessFile(std::string path, int fd, uint64_t size)
-      : path_(std::move(path)), fd_(fd), size_(size) {}
+  RandomAccessFile(std::string path, int fd, uint64_t size) : path_(std::move(path)), fd_(fd), size_(size) {}
   std::string path_;
   int fd_;
   uint64_t size_;

@@ -71,8 +71,7 @@ class SourceFormat {
   // registration, so code that cannot load fails there, not mid-epoch.
   virtual absl::Status Load() const { return absl::OkStatus(); }
   // `skip_log` (may be null) receives skipped corrupt records.
-  virtual absl::StatusOr<std::unique_ptr<SplitReader>> OpenSplit(const Split& split,
-                                                                 CorruptionLog* skip_log) const = 0;
+  virtual absl::StatusOr<std::unique_ptr<SplitReader>> OpenSplit(const Split& split, CorruptionLog* skip_log) const = 0;
 };
 
 }  // namespace sluice::io

@@ -32,13 +32,10 @@ T Load(const char* p) {
 
 }  // namespace
 
-std::string TfRecordIndexPath(const std::string& tfrecord_path) {
-  return tfrecord_path + ".index";
-}
+std::string TfRecordIndexPath(const std::string& tfrecord_path) { return tfrecord_path + ".index"; }
 
 absl::StatusOr<int64_t> WriteTfRecordIndex(const std::string& tfrecord_path) {
-  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<TfRecordReader> reader,
-                          TfRecordReader::Open(tfrecord_path));
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<TfRecordReader> reader, TfRecordReader::Open(tfrecord_path));
   std::vector<uint64_t> offsets;
   while (true) {
     const uint64_t offset = reader->offset();
@@ -65,8 +62,7 @@ absl::StatusOr<int64_t> WriteTfRecordIndex(const std::string& tfrecord_path) {
   return static_cast<int64_t>(offsets.size());
 }
 
-absl::StatusOr<std::optional<std::vector<uint64_t>>> ReadTfRecordIndex(
-    const std::string& tfrecord_path) {
+absl::StatusOr<std::optional<std::vector<uint64_t>>> ReadTfRecordIndex(const std::string& tfrecord_path) {
   const std::string path = TfRecordIndexPath(tfrecord_path);
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) return std::optional<std::vector<uint64_t>>();
@@ -74,8 +70,7 @@ absl::StatusOr<std::optional<std::vector<uint64_t>>> ReadTfRecordIndex(
   std::string data(file->size(), '\0');
   SLUICE_RETURN_IF_ERROR(file->ReadExact(0, data.size(), data.data()));
   auto corrupt = [&](absl::string_view why) {
-    return absl::DataLossError(
-        absl::StrCat("corrupt index ", path, ": ", why, "; re-create it with `sluice index`"));
+    return absl::DataLossError(absl::StrCat("corrupt index ", path, ": ", why, "; re-create it with `sluice index`"));
   };
   if (data.size() < kHeaderBytes + 4 || std::memcmp(data.data(), kMagic, 8) != 0) {
     return corrupt("bad magic");
@@ -90,13 +85,12 @@ absl::StatusOr<std::optional<std::vector<uint64_t>>> ReadTfRecordIndex(
   if ((body - kHeaderBytes) % 8 != 0 || count != (body - kHeaderBytes) / 8) {
     return corrupt(absl::StrCat("a count of ", count, " records does not match its size of ", data.size(), " bytes"));
   }
-  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> records,
-                          RandomAccessFile::Open(tfrecord_path));
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> records, RandomAccessFile::Open(tfrecord_path));
   const uint64_t indexed_size = Load<uint64_t>(data.data() + 16);
   if (indexed_size != records->size()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("stale index ", path, ": written for a file of ", indexed_size,
-                     " bytes, the file has ", records->size(), "; re-run `sluice index`"));
+    return absl::FailedPreconditionError(absl::StrCat("stale index ", path, ": written for a file of ", indexed_size,
+                                                      " bytes, the file has ", records->size(),
+                                                      "; re-run `sluice index`"));
   }
   std::vector<uint64_t> offsets(count);
   std::memcpy(offsets.data(), data.data() + kHeaderBytes, 8 * count);

@@ -25,8 +25,7 @@ absl::StatusOr<int64_t> WriteTfRecordIndex(const std::string& tfrecord_path);
 // The record offsets of `tfrecord_path` from its index, or nullopt when it
 // has none. DataLoss when the index is corrupt; FailedPrecondition when it
 // was written for a different version of the file.
-absl::StatusOr<std::optional<std::vector<uint64_t>>> ReadTfRecordIndex(
-    const std::string& tfrecord_path);
+absl::StatusOr<std::optional<std::vector<uint64_t>>> ReadTfRecordIndex(const std::string& tfrecord_path);
 
 }  // namespace sluice::io
 

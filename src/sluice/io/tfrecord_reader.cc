@@ -27,8 +27,7 @@ uint32_t LoadU32(const uint8_t* p) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<TfRecordReader>> TfRecordReader::Open(const std::string& path,
-                                                                      Options options) {
+absl::StatusOr<std::unique_ptr<TfRecordReader>> TfRecordReader::Open(const std::string& path, Options options) {
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file, RandomAccessFile::Open(path));
   return std::unique_ptr<TfRecordReader>(new TfRecordReader(std::move(file), options));
 }
@@ -60,8 +59,8 @@ absl::StatusOr<size_t> TfRecordReader::Fill(size_t n) {
   buf_start_ = offset_;
   buf_len_ = keep;
   if (n > buf_.size()) buf_.resize(n);
-  SLUICE_ASSIGN_OR_RETURN(
-      size_t got, file_->Read(buf_start_ + buf_len_, buf_.size() - buf_len_, buf_.data() + buf_len_));
+  SLUICE_ASSIGN_OR_RETURN(size_t got,
+                          file_->Read(buf_start_ + buf_len_, buf_.size() - buf_len_, buf_.data() + buf_len_));
   buf_len_ += got;
   return std::min(n, buf_len_);
 }
@@ -154,27 +153,27 @@ absl::StatusOr<std::optional<absl::string_view>> TfRecordReader::Step() {
     case Frame::kOk:
       offset_ = start + kHeaderBytes + length + kFooterBytes;
       ++record_index_;
-      return std::optional<absl::string_view>(absl::string_view(
-          reinterpret_cast<const char*>(buf_.data() + (start - buf_start_) + kHeaderBytes), length));
+      return std::optional<absl::string_view>(
+          absl::string_view(reinterpret_cast<const char*>(buf_.data() + (start - buf_start_) + kHeaderBytes), length));
     case Frame::kTruncatedHeader:
       SLUICE_RETURN_IF_ERROR(Corrupt(absl::DataLossError(absl::StrCat("truncated record header", where(), ": ",
                                                                       file_->size() - start, " of 12 bytes")),
                                      start, file_->size()));
       break;
     case Frame::kTruncatedFrame:
-      SLUICE_RETURN_IF_ERROR(Corrupt(
-          absl::DataLossError(absl::StrCat("truncated record", where(), ": frame of ",
-                                           kHeaderBytes + length + kFooterBytes, " bytes, file has ",
-                                           file_->size() - start, " left")),
-          start, file_->size()));
+      SLUICE_RETURN_IF_ERROR(
+          Corrupt(absl::DataLossError(absl::StrCat("truncated record", where(), ": frame of ",
+                                                   kHeaderBytes + length + kFooterBytes, " bytes, file has ",
+                                                   file_->size() - start, " left")),
+                  start, file_->size()));
       break;
     case Frame::kBadDataCrc:
       SLUICE_RETURN_IF_ERROR(Corrupt(absl::DataLossError(absl::StrCat("corrupted record (data crc mismatch)", where())),
                                      start, start + kHeaderBytes + length + kFooterBytes));
       break;
     case Frame::kBadLengthCrc: {
-      const absl::Status error = absl::DataLossError(absl::StrCat(
-          "corrupted record (length crc mismatch)", where(), start == 0 ? " (is this a TFRecord file?)" : ""));
+      const absl::Status error = absl::DataLossError(absl::StrCat("corrupted record (length crc mismatch)", where(),
+                                                                  start == 0 ? " (is this a TFRecord file?)" : ""));
       if (options_.skip_log == nullptr) return error;
       SLUICE_ASSIGN_OR_RETURN(uint64_t next, Resync(start + 1));
       SLUICE_RETURN_IF_ERROR(Corrupt(error, start, next));

@@ -38,11 +38,8 @@ class TfRecordReader {
     size_t buffer_bytes = size_t{1} << 20;
   };
 
-  static absl::StatusOr<std::unique_ptr<TfRecordReader>> Open(const std::string& path,
-                                                              Options options);
-  static absl::StatusOr<std::unique_ptr<TfRecordReader>> Open(const std::string& path) {
-    return Open(path, Options());
-  }
+  static absl::StatusOr<std::unique_ptr<TfRecordReader>> Open(const std::string& path, Options options);
+  static absl::StatusOr<std::unique_ptr<TfRecordReader>> Open(const std::string& path) { return Open(path, Options()); }
 
   // Continues reading at `offset`, which is the start of record `record_index`.
   void Seek(uint64_t offset, int64_t record_index);

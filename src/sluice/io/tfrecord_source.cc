@@ -58,8 +58,7 @@ class TfRecordSplitReader : public SplitReader {
 
 class TfRecordSource : public SourceFormat {
  public:
-  TfRecordSource(std::vector<std::string> files, std::vector<std::vector<uint64_t>> offsets,
-                 int64_t split_records)
+  TfRecordSource(std::vector<std::string> files, std::vector<std::vector<uint64_t>> offsets, int64_t split_records)
       : files_(std::make_shared<const std::vector<std::string>>(std::move(files))),
         offsets_(std::move(offsets)),
         split_records_(split_records),
@@ -87,8 +86,7 @@ class TfRecordSource : public SourceFormat {
   // reading only their headers.
   bool SeeksRecords() const override { return true; }
 
-  absl::StatusOr<std::unique_ptr<SplitReader>> OpenSplit(const Split& split,
-                                                         CorruptionLog* skip_log) const override {
+  absl::StatusOr<std::unique_ptr<SplitReader>> OpenSplit(const Split& split, CorruptionLog* skip_log) const override {
     TfRecordReader::Options options;
     options.skip_log = skip_log;
     const std::vector<uint64_t>& offsets = offsets_[split.file];
@@ -114,19 +112,17 @@ class TfRecordSource : public SourceFormat {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<SourceFormat>> MakeTfRecordSource(
-    const std::vector<std::string>& patterns, int64_t split_records) {
+absl::StatusOr<std::unique_ptr<SourceFormat>> MakeTfRecordSource(const std::vector<std::string>& patterns,
+                                                                 int64_t split_records) {
   SLUICE_ASSIGN_OR_RETURN(std::vector<std::string> files, ExpandFilePatterns(patterns));
   std::vector<std::vector<uint64_t>> offsets(files.size());
   if (split_records > 0) {
     for (size_t f = 0; f < files.size(); ++f) {
-      SLUICE_ASSIGN_OR_RETURN(std::optional<std::vector<uint64_t>> index,
-                              ReadTfRecordIndex(files[f]));
+      SLUICE_ASSIGN_OR_RETURN(std::optional<std::vector<uint64_t>> index, ReadTfRecordIndex(files[f]));
       if (index) offsets[f] = std::move(*index);
     }
   }
-  return std::unique_ptr<SourceFormat>(
-      new TfRecordSource(std::move(files), std::move(offsets), split_records));
+  return std::unique_ptr<SourceFormat>(new TfRecordSource(std::move(files), std::move(offsets), split_records));
 }
 
 }  // namespace sluice::io

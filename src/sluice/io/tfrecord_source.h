@@ -17,8 +17,8 @@ inline constexpr char kRecordColumn[] = "record";
 // `patterns`: paths or globs (NotFound naming a pattern that matches nothing).
 // With `split_records` > 0, files that have an index (`sluice index`) are
 // split into ranges of that many records; others are read whole.
-absl::StatusOr<std::unique_ptr<SourceFormat>> MakeTfRecordSource(
-    const std::vector<std::string>& patterns, int64_t split_records = 0);
+absl::StatusOr<std::unique_ptr<SourceFormat>> MakeTfRecordSource(const std::vector<std::string>& patterns,
+                                                                 int64_t split_records = 0);
 
 }  // namespace sluice::io
 

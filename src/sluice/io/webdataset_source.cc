@@ -87,8 +87,8 @@ class WebDatasetReader : public SplitReader {
     archive_read_support_format_gnutar(archive_);
     if (archive_read_open_filename(archive_, path_.c_str(), 1 << 20) != ARCHIVE_OK) {
       done_ = true;
-      return absl::NotFoundError(absl::StrCat("cannot open WebDataset shard ", path_, ": ",
-                                              archive_error_string(archive_)));
+      return absl::NotFoundError(
+          absl::StrCat("cannot open WebDataset shard ", path_, ": ", archive_error_string(archive_)));
     }
     return absl::OkStatus();
   }
@@ -137,8 +137,7 @@ class WebDatasetReader : public SplitReader {
                                     s.values[f]->size(), " bytes, not the declared ", field.length),
                        s.bytes);
       }
-      if (field.integer &&
-          !absl::SimpleAtoi(absl::StripAsciiWhitespace(*s.values[f]), &integers[f])) {
+      if (field.integer && !absl::SimpleAtoi(absl::StripAsciiWhitespace(*s.values[f]), &integers[f])) {
         return Corrupt(absl::StrCat("member ", s.key, ".", field.extensions[0], " of field '", field.name,
                                     "' is not an integer: \"", s.values[f]->substr(0, 32), "\""),
                        s.bytes);

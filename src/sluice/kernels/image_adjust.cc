@@ -186,12 +186,23 @@ void AdjustHue(double factor, const ImageDims& d, uint8_t* img) {
     const float t = std::clamp(v * (1.0f - s * (1.0f - f)), 0.0f, 1.0f);
     float out[3];
     switch (((static_cast<int>(fi) % 6) + 6) % 6) {
-      case 0: out[0] = v, out[1] = t, out[2] = p; break;
-      case 1: out[0] = q, out[1] = v, out[2] = p; break;
-      case 2: out[0] = p, out[1] = v, out[2] = t; break;
-      case 3: out[0] = p, out[1] = q, out[2] = v; break;
-      case 4: out[0] = t, out[1] = p, out[2] = v; break;
-      default: out[0] = v, out[1] = p, out[2] = q;
+      case 0:
+        out[0] = v, out[1] = t, out[2] = p;
+        break;
+      case 1:
+        out[0] = q, out[1] = v, out[2] = p;
+        break;
+      case 2:
+        out[0] = p, out[1] = v, out[2] = t;
+        break;
+      case 3:
+        out[0] = p, out[1] = q, out[2] = v;
+        break;
+      case 4:
+        out[0] = t, out[1] = p, out[2] = v;
+        break;
+      default:
+        out[0] = v, out[1] = p, out[2] = q;
     }
     for (int ch = 0; ch < 3; ++ch) px[ch] = static_cast<uint8_t>(out[ch] * 255.0f);
   }
@@ -228,8 +239,7 @@ void AdjustSharpness(double factor, const ImageDims& d, const uint8_t* src, uint
   keep((d.h - 1) * stride, d.h * stride);
 }
 
-void AffineNearest(const ImageDims& d, const double inverse[6], const uint8_t* fill, const uint8_t* src,
-                   uint8_t* dst) {
+void AffineNearest(const ImageDims& d, const double inverse[6], const uint8_t* fill, const uint8_t* src, uint8_t* dst) {
   // _gen_affine_grid: theta (float32) over [w / 2, h / 2] maps the centred
   // output pixel to [-1, 1]; grid_sample's unnormalize, (g + 1) w / 2 - 1/2,
   // and its rounding then pick the input pixel.

@@ -51,16 +51,14 @@ void AdjustSharpness(double factor, const ImageDims& d, const uint8_t* src, uint
 // computed and rounded as torch's affine_grid and grid_sample do (float32,
 // ties to even). Pixels whose nearest source lies outside get `fill` (one
 // level per channel).
-void AffineNearest(const ImageDims& d, const double inverse[6], const uint8_t* fill, const uint8_t* src,
-                   uint8_t* dst);
+void AffineNearest(const ImageDims& d, const double inverse[6], const uint8_t* fill, const uint8_t* src, uint8_t* dst);
 
 // _get_inverse_affine_matrix(center, angle, translate, scale, shear): the
 // output-to-input map of a rotation by `angle` degrees, a scale and shears
 // (degrees, x and y) about `center`, then a shift, all in centred
 // coordinates.
 struct AffineArgs {
-  double center_x = 0, center_y = 0, angle = 0, translate_x = 0, translate_y = 0, scale = 1, shear_x = 0,
-         shear_y = 0;
+  double center_x = 0, center_y = 0, angle = 0, translate_x = 0, translate_y = 0, scale = 1, shear_x = 0, shear_y = 0;
 };
 void InverseAffineMatrix(const AffineArgs& a, double m[6]);
 

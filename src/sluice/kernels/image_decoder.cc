@@ -1,15 +1,14 @@
 #include "sluice/kernels/image_decoder.h"
 
 // libjpeg's headers need FILE and size_t declared first.
-#include <csetjmp>
-#include <cstdio>
-#include <cstring>
-
 #include <jpeglib.h>
 #include <png.h>
 
 #include <algorithm>
 #include <cmath>
+#include <csetjmp>
+#include <cstdio>
+#include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "sluice/io/image_framing.h"
@@ -18,7 +17,9 @@
 namespace sluice::kernels {
 namespace {
 
-bool IsPng(absl::string_view b) { return b.size() >= 8 && png_sig_cmp(reinterpret_cast<png_const_bytep>(b.data()), 0, 8) == 0; }
+bool IsPng(absl::string_view b) {
+  return b.size() >= 8 && png_sig_cmp(reinterpret_cast<png_const_bytep>(b.data()), 0, 8) == 0;
+}
 
 // libjpeg reports errors through error_exit, which must not return: it
 // jumps back to the decoder with the message kept.
@@ -55,9 +56,7 @@ class Jpeg {
   JpegError error_;
 };
 
-absl::Status JpegFailure(const JpegError& e) {
-  return absl::DataLossError(absl::StrCat("corrupt JPEG: ", e.message));
-}
+absl::Status JpegFailure(const JpegError& e) { return absl::DataLossError(absl::StrCat("corrupt JPEG: ", e.message)); }
 
 // Grows, never shrinks: a vector shrunk and grown again zero-fills the
 // regrown part, a memset per image for nothing.
@@ -97,11 +96,11 @@ absl::Status DecodeJpeg(Jpeg& jpeg, absl::string_view bytes, const ImageInfo& in
   // The window in decoded pixels, widened to whole pixels (and one more for
   // the filter's reach at its edges).
   JDIMENSION x0 = static_cast<JDIMENSION>(std::max(0.0, std::floor(window.x * sx) - 1));
-  const JDIMENSION x1 = static_cast<JDIMENSION>(
-      std::min<double>(cinfo->output_width, std::ceil((window.x + window.w) * sx) + 1));
+  const JDIMENSION x1 =
+      static_cast<JDIMENSION>(std::min<double>(cinfo->output_width, std::ceil((window.x + window.w) * sx) + 1));
   const JDIMENSION y0 = static_cast<JDIMENSION>(std::max(0.0, std::floor(window.y * sy) - 1));
-  const JDIMENSION y1 = static_cast<JDIMENSION>(
-      std::min<double>(cinfo->output_height, std::ceil((window.y + window.h) * sy) + 1));
+  const JDIMENSION y1 =
+      static_cast<JDIMENSION>(std::min<double>(cinfo->output_height, std::ceil((window.y + window.h) * sy) + 1));
   JDIMENSION width = x1 - x0;
   if (width < cinfo->output_width) jpeg_crop_scanline(cinfo, &x0, &width);  // moves x0 to an iMCU boundary
   if (y0 > 0) jpeg_skip_scanlines(cinfo, y0);

@@ -17,9 +17,9 @@ namespace {
 // to dilate), grown once and reused for every image.
 template <typename S>
 struct Scratch {
-  std::vector<S> padded;  // the image with horizontal borders
-  std::vector<S> rows;    // after the horizontal pass
-  std::vector<S> fill;    // one row of the fill value
+  std::vector<S> padded;       // the image with horizontal borders
+  std::vector<S> rows;         // after the horizontal pass
+  std::vector<S> fill;         // one row of the fill value
   std::vector<uint8_t> bytes;  // uint8 rows with their borders, before they are held as S
   std::vector<const S*> in_ptrs, window;
   std::vector<S*> mid_ptrs;
@@ -216,8 +216,8 @@ void BlurFloatImage(const float* src, float* dst, const FilterShape& f, const fl
   float* padded = s.Get(s.padded, d.h * padded_row);
   const std::vector<int32_t>& left = f.borders.left;
   const std::vector<int32_t>& right = f.borders.right;
-  PadRows(src, d.h, n, left.data(), static_cast<int64_t>(left.size()), right.data(),
-          static_cast<int64_t>(right.size()), padded, padded_row);
+  PadRows(src, d.h, n, left.data(), static_cast<int64_t>(left.size()), right.data(), static_cast<int64_t>(right.size()),
+          padded, padded_row);
   const int64_t skip_x = NegligibleEnds(wx, f.kw), skip_y = NegligibleEnds(wy, f.kh);
   const int64_t kx = f.kw - 2 * skip_x, ky = f.kh - 2 * skip_y, ry = ky / 2;
   float* rows = s.Get(s.rows, (d.h + ky - 1) * n + slack);  // image row y is row ry + y

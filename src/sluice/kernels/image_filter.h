@@ -54,8 +54,12 @@ struct FilterShape {
   // first and last 16 bytes (small kernels on rows of 16 bytes or more).
   std::optional<BorderShuffle> shuffle;
   FilterShape(ImageDims d, int64_t kh, int64_t kw, bool reflect)
-      : dims(d), kh(kh), kw(kw), ymap(BorderMap(d.h, kh / 2, reflect)),
-        borders(BorderMap(d.w, kw / 2, reflect), d.w, kw / 2, d.c), shuffle(ShuffleOf(borders, d.row_elems())) {}
+      : dims(d),
+        kh(kh),
+        kw(kw),
+        ymap(BorderMap(d.h, kh / 2, reflect)),
+        borders(BorderMap(d.w, kw / 2, reflect), d.w, kw / 2, d.c),
+        shuffle(ShuffleOf(borders, d.row_elems())) {}
 
   static std::optional<BorderShuffle> ShuffleOf(const RowBorders& b, int64_t n) {
     if (n < 16 || b.left.size() > 16 || b.right.size() > 16) return std::nullopt;

@@ -57,8 +57,8 @@ absl::StatusOr<NetpbmHeader> ReadNetpbmHeader(absl::string_view bytes) {
   h.pixels_at = at + 1;
   const uint64_t needed = static_cast<uint64_t>(width) * static_cast<uint64_t>(height) * h.channels;
   if (bytes.size() - h.pixels_at < needed) {
-    return absl::DataLossError(absl::StrCat("truncated netpbm image: ", width, "x", height, "x", h.channels,
-                                            " needs ", needed, " pixel bytes, has ", bytes.size() - h.pixels_at));
+    return absl::DataLossError(absl::StrCat("truncated netpbm image: ", width, "x", height, "x", h.channels, " needs ",
+                                            needed, " pixel bytes, has ", bytes.size() - h.pixels_at));
   }
   return h;
 }

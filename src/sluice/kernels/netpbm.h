@@ -14,8 +14,8 @@ namespace sluice::kernels {
 
 struct NetpbmHeader {
   int width = 0, height = 0;
-  int channels = 0;       // 1 (P5) or 3 (P6)
-  size_t pixels_at = 0;   // where the pixel rows start
+  int channels = 0;      // 1 (P5) or 3 (P6)
+  size_t pixels_at = 0;  // where the pixel rows start
 };
 
 // Whether the bytes start as a binary netpbm image does.

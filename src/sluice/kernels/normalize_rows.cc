@@ -16,7 +16,6 @@
 #include <immintrin.h>
 #endif
 
-
 #ifndef SLUICE_KERNELS_NORMALIZE_ONCE_
 #define SLUICE_KERNELS_NORMALIZE_ONCE_
 namespace sluice::kernels::normalize_internal {
@@ -98,9 +97,9 @@ void DeinterleaveRgb16(const uint8_t* p, __m256i* r, __m256i* g, __m256i* b) {
 
 // Sixteen int16 in reverse order.
 __m256i Reversed(__m256i v) {
-  const __m256i in_lanes = _mm256_shuffle_epi8(
-      v, _mm256_setr_epi8(14, 15, 12, 13, 10, 11, 8, 9, 6, 7, 4, 5, 2, 3, 0, 1, 14, 15, 12, 13, 10, 11, 8, 9, 6, 7, 4,
-                          5, 2, 3, 0, 1));
+  const __m256i in_lanes =
+      _mm256_shuffle_epi8(v, _mm256_setr_epi8(14, 15, 12, 13, 10, 11, 8, 9, 6, 7, 4, 5, 2, 3, 0, 1, 14, 15, 12, 13, 10,
+                                              11, 8, 9, 6, 7, 4, 5, 2, 3, 0, 1));
   return _mm256_permute4x64_epi64(in_lanes, 0x4e);
 }
 

@@ -21,7 +21,6 @@
 #define SLUICE_KERNELS_RESAMPLE_ONCE_
 namespace sluice::kernels::resample_internal {
 
-
 // Sixteen lanes per AVX2 vector of the fixed-point values (resample.h),
 // twice float's, and no int/float conversions. Every path, SIMD or scalar,
 // computes exactly the same roundings, so results do not depend on the CPU.
@@ -232,14 +231,22 @@ std::pair<VerticalFn, HorizontalFn> KernelsFor() {
 
 std::pair<VerticalFn, HorizontalFn> SelectKernels(int taps) {
   switch (taps) {
-    case 2: return KernelsFor<2>();
-    case 3: return KernelsFor<3>();
-    case 4: return KernelsFor<4>();
-    case 5: return KernelsFor<5>();
-    case 6: return KernelsFor<6>();
-    case 7: return KernelsFor<7>();
-    case 8: return KernelsFor<8>();
-    default: return KernelsFor<0>();
+    case 2:
+      return KernelsFor<2>();
+    case 3:
+      return KernelsFor<3>();
+    case 4:
+      return KernelsFor<4>();
+    case 5:
+      return KernelsFor<5>();
+    case 6:
+      return KernelsFor<6>();
+    case 7:
+      return KernelsFor<7>();
+    case 8:
+      return KernelsFor<8>();
+    default:
+      return KernelsFor<0>();
   }
 }
 
@@ -313,8 +320,8 @@ void Resample(const uint8_t* src, int src_w, int src_h, int channels, int64_t sr
 
 }  // namespace
 
-void ResampleBytesImpl(const uint8_t* src, int src_w, int src_h, int channels, int64_t src_stride,
-                       const Window& window, uint8_t* dst, int out_w, int out_h) {
+void ResampleBytesImpl(const uint8_t* src, int src_w, int src_h, int channels, int64_t src_stride, const Window& window,
+                       uint8_t* dst, int out_w, int out_h) {
   const int n = out_w * channels;
   Resample(src, src_w, src_h, channels, src_stride, window, out_w, out_h, /*planar=*/false,
            [&](int y, const int16_t* levels) { ToBytes(levels, n, dst + static_cast<int64_t>(y) * n); });
@@ -340,8 +347,8 @@ namespace sluice::kernels {
 HWY_EXPORT(ResampleBytesImpl);
 HWY_EXPORT(ResamplePlanesImpl);
 
-void ResampleBilinear(const uint8_t* src, int src_w, int src_h, int channels, int64_t src_stride,
-                      const Window& window, uint8_t* dst, int out_w, int out_h) {
+void ResampleBilinear(const uint8_t* src, int src_w, int src_h, int channels, int64_t src_stride, const Window& window,
+                      uint8_t* dst, int out_w, int out_h) {
   HWY_DYNAMIC_DISPATCH(ResampleBytesImpl)(src, src_w, src_h, channels, src_stride, window, dst, out_w, out_h);
 }
 

@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "absl/functional/function_ref.h"
-
 #include "sluice/kernels/image_decoder.h"
 
 namespace sluice::kernels {
@@ -18,8 +17,8 @@ namespace sluice::kernels {
 // Resizes `window` of `src` (src_w x src_h x channels, rows of src_stride
 // bytes) to out_w x out_h x channels at `dst` (rows of out_w * channels).
 // Thread-safe (scratch is per thread).
-void ResampleBilinear(const uint8_t* src, int src_w, int src_h, int channels, int64_t src_stride,
-                      const Window& window, uint8_t* dst, int out_w, int out_h);
+void ResampleBilinear(const uint8_t* src, int src_w, int src_h, int channels, int64_t src_stride, const Window& window,
+                      uint8_t* dst, int out_w, int out_h);
 
 // The same, handing each output row y to `row(y, levels, channel_stride)`
 // channel by channel instead of writing it: channel c's out_w levels

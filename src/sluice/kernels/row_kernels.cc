@@ -53,8 +53,7 @@ inline void Store(V v, float* p, int64_t count) {
 // first(p, count) starts the reduction, add(acc, j, p, count) takes operand
 // j, store(v, r, i, count) writes the result (count < lanes at a row's end).
 template <class D, class Operand, class First, class Add, class StoreRow>
-inline void ReduceRows(D d, int64_t rows, int64_t n, int64_t k, Operand operand, First first, Add add,
-                       StoreRow store) {
+inline void ReduceRows(D d, int64_t rows, int64_t n, int64_t k, Operand operand, First first, Add add, StoreRow store) {
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
   int64_t r = 0;
   for (; r + 4 <= rows; r += 4) {
@@ -130,14 +129,22 @@ inline void WeightedSumBlock(const float* src, int64_t src_stride, float* dst, i
 template <typename F>
 inline void WithCount(int64_t count, F f) {
   switch (count) {
-    case 1: return f(std::integral_constant<int, 1>());
-    case 2: return f(std::integral_constant<int, 2>());
-    case 3: return f(std::integral_constant<int, 3>());
-    case 4: return f(std::integral_constant<int, 4>());
-    case 5: return f(std::integral_constant<int, 5>());
-    case 6: return f(std::integral_constant<int, 6>());
-    case 7: return f(std::integral_constant<int, 7>());
-    default: return;
+    case 1:
+      return f(std::integral_constant<int, 1>());
+    case 2:
+      return f(std::integral_constant<int, 2>());
+    case 3:
+      return f(std::integral_constant<int, 3>());
+    case 4:
+      return f(std::integral_constant<int, 4>());
+    case 5:
+      return f(std::integral_constant<int, 5>());
+    case 6:
+      return f(std::integral_constant<int, 6>());
+    case 7:
+      return f(std::integral_constant<int, 7>());
+    default:
+      return;
   }
 }
 
@@ -165,8 +172,7 @@ inline void MaxOfRows(int64_t rows, int64_t n, int64_t k, Operand operand, T* co
 // Fixed-point rows: the saturated sum of operand * w[j] / 32768, each
 // product rounded (pmulhrsw); `finish` turns the sum into what is stored.
 template <typename Operand, typename Finish>
-inline void FixedSumOfRows(int64_t rows, int64_t n, const int16_t* w, int64_t k, Operand operand,
-                           Finish finish) {
+inline void FixedSumOfRows(int64_t rows, int64_t n, const int16_t* w, int64_t k, Operand operand, Finish finish) {
   const hn::ScalableTag<int16_t> d;
   using VI = hn::Vec<decltype(d)>;
   ReduceRows(
@@ -200,8 +206,8 @@ void ConvolveRowsImpl(const float* src, int64_t src_stride, float* dst, int64_t 
         exact_end ? std::min(lanes, end - ((r + kRows - 1) * dst_stride + (vectors - 1) * lanes)) : lanes;
     int64_t v = vectors - vectors % kBlock;
     WithCount(vectors % kBlock, [&](auto count) {
-      WeightedSumBlock<kRows, decltype(count)::value>(in + v * lanes, src_stride, out + v * lanes, dst_stride, step,
-                                                      w, k, last);
+      WeightedSumBlock<kRows, decltype(count)::value>(in + v * lanes, src_stride, out + v * lanes, dst_stride, step, w,
+                                                      k, last);
     });
     while (v > 0) {
       v -= kBlock;
@@ -214,13 +220,11 @@ void ConvolveRowsImpl(const float* src, int64_t src_stride, float* dst, int64_t 
   if (r < rows) run_rows(std::integral_constant<int, 1>(), r);
 }
 
-void MaxRowsImpl(const float* const* src, float* const* dst, int64_t rows, int64_t n, int64_t step,
-                 int64_t k) {
+void MaxRowsImpl(const float* const* src, float* const* dst, int64_t rows, int64_t n, int64_t step, int64_t k) {
   MaxOfFloatRows(rows, n, k, [&](int64_t r, int64_t j) { return src[r] + j * step; }, dst);
 }
 
-void MaxWindowRowsImpl(const float* const* window, float* const* dst, int64_t rows, int64_t n,
-                       int64_t k) {
+void MaxWindowRowsImpl(const float* const* window, float* const* dst, int64_t rows, int64_t n, int64_t k) {
   MaxOfFloatRows(rows, n, k, [&](int64_t r, int64_t j) { return window[r + j]; }, dst);
 }
 
@@ -273,8 +277,9 @@ void U8ToFixedImpl(const uint8_t* src, int64_t n, int16_t* dst) {
 void ConvolveRowsFixedImpl(const int16_t* const* src, int16_t* const* dst, int64_t rows, int64_t n, int64_t step,
                            const int16_t* w, int64_t k) {
   const hn::ScalableTag<int16_t> d;
-  FixedSumOfRows(rows, n, w, k, [&](int64_t r, int64_t j) { return src[r] + j * step; },
-                 [&](hn::Vec<decltype(d)> v, int64_t r, int64_t i, int64_t) { hn::StoreU(v, d, dst[r] + i); });
+  FixedSumOfRows(
+      rows, n, w, k, [&](int64_t r, int64_t j) { return src[r] + j * step; },
+      [&](hn::Vec<decltype(d)> v, int64_t r, int64_t i, int64_t) { hn::StoreU(v, d, dst[r] + i); });
 }
 
 void WeightedSumRowsFixedImpl(const int16_t* const* window, uint8_t* const* dst, int64_t rows, int64_t n,
@@ -282,16 +287,16 @@ void WeightedSumRowsFixedImpl(const int16_t* const* window, uint8_t* const* dst,
   const hn::ScalableTag<int16_t> d;
   const hn::Rebind<uint8_t, decltype(d)> du8;
   const auto half = hn::Set(d, int16_t{1 << (kFixedValueShift - 1)});
-  FixedSumOfRows(rows, n, w, k, [&](int64_t r, int64_t j) { return window[r + j]; },
-                 [&](hn::Vec<decltype(d)> v, int64_t r, int64_t i, int64_t c) {
-                   // Rounded to the nearest level (halves up); DemoteTo saturates.
-                   const auto level = hn::ShiftRight<kFixedValueShift>(hn::SaturatedAdd(v, half));
-                   StoreFirst(du8, hn::DemoteTo(du8, level), dst[r] + i, c);
-                 });
+  FixedSumOfRows(
+      rows, n, w, k, [&](int64_t r, int64_t j) { return window[r + j]; },
+      [&](hn::Vec<decltype(d)> v, int64_t r, int64_t i, int64_t c) {
+        // Rounded to the nearest level (halves up); DemoteTo saturates.
+        const auto level = hn::ShiftRight<kFixedValueShift>(hn::SaturatedAdd(v, half));
+        StoreFirst(du8, hn::DemoteTo(du8, level), dst[r] + i, c);
+      });
 }
 
-void MaxRowsU8Impl(const uint8_t* const* src, uint8_t* const* dst, int64_t rows, int64_t n, int64_t step,
-                   int64_t k) {
+void MaxRowsU8Impl(const uint8_t* const* src, uint8_t* const* dst, int64_t rows, int64_t n, int64_t step, int64_t k) {
   MaxOfRows<uint8_t>(rows, n, k, [&](int64_t r, int64_t j) { return src[r] + j * step; }, dst);
 }
 
@@ -370,13 +375,12 @@ void MaxWindowRows(const uint8_t* const* window, uint8_t* const* dst, int64_t ro
   HWY_DYNAMIC_DISPATCH(MaxWindowRowsU8Impl)(window, dst, rows, n, k);
 }
 
-void PadRows(const uint8_t* src, int64_t rows, int64_t n, const BorderShuffle& borders, uint8_t* dst,
-             int64_t stride) {
+void PadRows(const uint8_t* src, int64_t rows, int64_t n, const BorderShuffle& borders, uint8_t* dst, int64_t stride) {
   HWY_DYNAMIC_DISPATCH(PadRowsImpl)(src, rows, n, borders, dst, stride);
 }
 
-void PadRows(const float* src, int64_t rows, int64_t n, const int32_t* left, int64_t left_count,
-             const int32_t* right, int64_t right_count, float* dst, int64_t stride) {
+void PadRows(const float* src, int64_t rows, int64_t n, const int32_t* left, int64_t left_count, const int32_t* right,
+             int64_t right_count, float* dst, int64_t stride) {
   HWY_DYNAMIC_DISPATCH(PadFloatRowsImpl)(src, rows, n, left, left_count, right, right_count, dst, stride);
 }
 

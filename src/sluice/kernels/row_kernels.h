@@ -26,15 +26,13 @@ void ConvolveRows(const float* src, int64_t src_stride, float* dst, int64_t dst_
 // dst + r * stride: value i of the left border copies the row's value
 // left[i], of the right border right[i]. Writes up to a vector past the
 // right border; reads the rows' values only.
-void PadRows(const float* src, int64_t rows, int64_t n, const int32_t* left, int64_t left_count,
-             const int32_t* right, int64_t right_count, float* dst, int64_t stride);
+void PadRows(const float* src, int64_t rows, int64_t n, const int32_t* left, int64_t left_count, const int32_t* right,
+             int64_t right_count, float* dst, int64_t stride);
 // The max of a row's k operands (horizontal) and of k rows of a window
 // (vertical), as float (dilation); `window` holds rows + k - 1 row pointers
 // (with the border rows already resolved).
-void MaxRows(const float* const* src, float* const* dst, int64_t rows, int64_t n, int64_t step,
-             int64_t k);
-void MaxWindowRows(const float* const* window, float* const* dst, int64_t rows, int64_t n,
-                   int64_t k);
+void MaxRows(const float* const* src, float* const* dst, int64_t rows, int64_t n, int64_t step, int64_t k);
+void MaxWindowRows(const float* const* window, float* const* dst, int64_t rows, int64_t n, int64_t k);
 
 // uint8 images are filtered in 16-bit fixed point, exactly where they take
 // the max, and within 0.1 of the exact weighted sum where they blur, which
@@ -52,10 +50,9 @@ void U8ToFixed(const uint8_t* src, int64_t n, int16_t* dst);
 // The passes above in fixed point; the vertical one rounds to uint8.
 void ConvolveRows(const int16_t* const* src, int16_t* const* dst, int64_t rows, int64_t n, int64_t step,
                   const int16_t* w, int64_t k);
-void WeightedSumRows(const int16_t* const* window, uint8_t* const* dst, int64_t rows, int64_t n,
-                     const int16_t* w, int64_t k);
-void MaxRows(const uint8_t* const* src, uint8_t* const* dst, int64_t rows, int64_t n, int64_t step,
-             int64_t k);
+void WeightedSumRows(const int16_t* const* window, uint8_t* const* dst, int64_t rows, int64_t n, const int16_t* w,
+                     int64_t k);
+void MaxRows(const uint8_t* const* src, uint8_t* const* dst, int64_t rows, int64_t n, int64_t step, int64_t k);
 void MaxWindowRows(const uint8_t* const* window, uint8_t* const* dst, int64_t rows, int64_t n, int64_t k);
 
 // A uint8 row's borders as byte shuffles of its first and last 16 bytes:
@@ -67,8 +64,7 @@ struct BorderShuffle {
 };
 // Each of `rows` rows of n >= 16 bytes at src + r * n, with its borders, to
 // dst + r * stride; writes up to 16 bytes past the right border.
-void PadRows(const uint8_t* src, int64_t rows, int64_t n, const BorderShuffle& borders, uint8_t* dst,
-             int64_t stride);
+void PadRows(const uint8_t* src, int64_t rows, int64_t n, const BorderShuffle& borders, uint8_t* dst, int64_t stride);
 
 }  // namespace sluice::kernels
 

@@ -39,9 +39,9 @@ absl::Status LimitSimd(absl::string_view name) {
   hwy::DisableTargets(0);  // what the CPU has, uncapped
   if ((hwy::SupportedTargets() & HWY_TARGETS & ~*disabled) == 0) {
     hwy::DisableTargets(capped.load());  // the cap stays as it was
-    return absl::InvalidArgumentError(absl::StrCat(
-        "SIMD target \"", name, "\" is below what this build was compiled for (", hwy::TargetName(HWY_STATIC_TARGET),
-        ", SLUICE_MARCH): its kernels cannot run there"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("SIMD target \"", name, "\" is below what this build was compiled for (",
+                     hwy::TargetName(HWY_STATIC_TARGET), ", SLUICE_MARCH): its kernels cannot run there"));
   }
   hwy::DisableTargets(*disabled);
   capped.store(*disabled);

@@ -5,8 +5,8 @@
 #ifndef SLUICE_KERNELS_VALUE_LOOPS_H_
 #define SLUICE_KERNELS_VALUE_LOOPS_H_
 
-#include <cstddef>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 
 namespace sluice::kernels {

@@ -80,8 +80,7 @@ void Warp(const WarpSpec& spec, const Affine& a, const In* src, Out* dst) {
         const In* p = src + y0 * stride + x0 * c;
         for (int64_t ch = 0; ch < c; ++ch) {
           const float top = p[ch] + ax * (static_cast<float>(p[ch + c]) - p[ch]);
-          const float bottom =
-              p[ch + stride] + ax * (static_cast<float>(p[ch + stride + c]) - p[ch + stride]);
+          const float bottom = p[ch + stride] + ax * (static_cast<float>(p[ch + stride + c]) - p[ch + stride]);
           out[ch * channel_step] = Output<Out>(spec, top + ay * (bottom - top));
         }
         continue;
@@ -194,9 +193,15 @@ class SimdWarp {
   using MI = hn::Mask<DI>;
 
   SimdWarp(const WarpSpec& spec, const Affine& a, const In* src, float* dst)
-      : spec_(spec), a_(a), src_(src), dst_(dst), w_(static_cast<int32_t>(spec.dims.w)),
-        h_(static_cast<int32_t>(spec.dims.h)), lanes_(static_cast<int64_t>(hn::Lanes(d_))),
-        fill_(hn::Set(d_, FillInInputUnits(spec))), scale_(hn::Set(d_, spec.scale)),
+      : spec_(spec),
+        a_(a),
+        src_(src),
+        dst_(dst),
+        w_(static_cast<int32_t>(spec.dims.w)),
+        h_(static_cast<int32_t>(spec.dims.h)),
+        lanes_(static_cast<int64_t>(hn::Lanes(d_))),
+        fill_(hn::Set(d_, FillInInputUnits(spec))),
+        scale_(hn::Set(d_, spec.scale)),
         offset_(hn::Set(d_, spec.offset)) {}
 
   void Run() {
@@ -439,9 +444,8 @@ void WarpAffine(const WarpSpec& spec, const Affine& map, const uint8_t* src, uin
 
 // The 3x3 product first * second of two maps, one of them projective.
 Affine ThenProjective(const Affine& first, const Affine& second) {
-  const float f[3][3] = {{first.m[0], first.m[1], first.m[2]},
-                         {first.m[3], first.m[4], first.m[5]},
-                         {first.p[0], first.p[1], first.p[2]}};
+  const float f[3][3] = {
+      {first.m[0], first.m[1], first.m[2]}, {first.m[3], first.m[4], first.m[5]}, {first.p[0], first.p[1], first.p[2]}};
   const float s[3][3] = {{second.m[0], second.m[1], second.m[2]},
                          {second.m[3], second.m[4], second.m[5]},
                          {second.p[0], second.p[1], second.p[2]}};

@@ -13,11 +13,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "sluice/core/status_macros.h"
-#include "sluice/ops/field.h"
 #include "sluice/kernels/image_adjust.h"
-#include "sluice/ops/builtin_ops.h"
-#include "sluice/ops/op_registry.h"
 #include "sluice/kernels/warp.h"
+#include "sluice/ops/builtin_ops.h"
+#include "sluice/ops/field.h"
+#include "sluice/ops/op_registry.h"
 
 namespace sluice::ops {
 namespace {
@@ -138,48 +138,73 @@ using SubPolicy = std::array<PolicyStep, 2>;
 std::vector<SubPolicy> Policy(const std::string& name) {
   using A = AugOp;
   if (name == "cifar10") {
-    return {{{{A::kInvert, 0.1f, -1}, {A::kContrast, 0.2f, 6}}},          {{{A::kRotate, 0.7f, 2}, {A::kTranslateX, 0.3f, 9}}},
-            {{{A::kSharpness, 0.8f, 1}, {A::kSharpness, 0.9f, 3}}},       {{{A::kShearY, 0.5f, 8}, {A::kTranslateY, 0.7f, 9}}},
-            {{{A::kAutoContrast, 0.5f, -1}, {A::kEqualize, 0.9f, -1}}},   {{{A::kShearY, 0.2f, 7}, {A::kPosterize, 0.3f, 7}}},
-            {{{A::kColor, 0.4f, 3}, {A::kBrightness, 0.6f, 7}}},          {{{A::kSharpness, 0.3f, 9}, {A::kBrightness, 0.7f, 9}}},
-            {{{A::kEqualize, 0.6f, -1}, {A::kEqualize, 0.5f, -1}}},       {{{A::kContrast, 0.6f, 7}, {A::kSharpness, 0.6f, 5}}},
-            {{{A::kColor, 0.7f, 7}, {A::kTranslateX, 0.5f, 8}}},          {{{A::kEqualize, 0.3f, -1}, {A::kAutoContrast, 0.4f, -1}}},
-            {{{A::kTranslateY, 0.4f, 3}, {A::kSharpness, 0.2f, 6}}},      {{{A::kBrightness, 0.9f, 6}, {A::kColor, 0.2f, 8}}},
-            {{{A::kSolarize, 0.5f, 2}, {A::kInvert, 0.0f, -1}}},          {{{A::kEqualize, 0.2f, -1}, {A::kAutoContrast, 0.6f, -1}}},
-            {{{A::kEqualize, 0.2f, -1}, {A::kEqualize, 0.6f, -1}}},       {{{A::kColor, 0.9f, 9}, {A::kEqualize, 0.6f, -1}}},
-            {{{A::kAutoContrast, 0.8f, -1}, {A::kSolarize, 0.2f, 8}}},    {{{A::kBrightness, 0.1f, 3}, {A::kColor, 0.7f, 0}}},
-            {{{A::kSolarize, 0.4f, 5}, {A::kAutoContrast, 0.9f, -1}}},    {{{A::kTranslateY, 0.9f, 9}, {A::kTranslateY, 0.7f, 9}}},
-            {{{A::kAutoContrast, 0.9f, -1}, {A::kSolarize, 0.8f, 3}}},    {{{A::kEqualize, 0.8f, -1}, {A::kInvert, 0.1f, -1}}},
+    return {{{{A::kInvert, 0.1f, -1}, {A::kContrast, 0.2f, 6}}},
+            {{{A::kRotate, 0.7f, 2}, {A::kTranslateX, 0.3f, 9}}},
+            {{{A::kSharpness, 0.8f, 1}, {A::kSharpness, 0.9f, 3}}},
+            {{{A::kShearY, 0.5f, 8}, {A::kTranslateY, 0.7f, 9}}},
+            {{{A::kAutoContrast, 0.5f, -1}, {A::kEqualize, 0.9f, -1}}},
+            {{{A::kShearY, 0.2f, 7}, {A::kPosterize, 0.3f, 7}}},
+            {{{A::kColor, 0.4f, 3}, {A::kBrightness, 0.6f, 7}}},
+            {{{A::kSharpness, 0.3f, 9}, {A::kBrightness, 0.7f, 9}}},
+            {{{A::kEqualize, 0.6f, -1}, {A::kEqualize, 0.5f, -1}}},
+            {{{A::kContrast, 0.6f, 7}, {A::kSharpness, 0.6f, 5}}},
+            {{{A::kColor, 0.7f, 7}, {A::kTranslateX, 0.5f, 8}}},
+            {{{A::kEqualize, 0.3f, -1}, {A::kAutoContrast, 0.4f, -1}}},
+            {{{A::kTranslateY, 0.4f, 3}, {A::kSharpness, 0.2f, 6}}},
+            {{{A::kBrightness, 0.9f, 6}, {A::kColor, 0.2f, 8}}},
+            {{{A::kSolarize, 0.5f, 2}, {A::kInvert, 0.0f, -1}}},
+            {{{A::kEqualize, 0.2f, -1}, {A::kAutoContrast, 0.6f, -1}}},
+            {{{A::kEqualize, 0.2f, -1}, {A::kEqualize, 0.6f, -1}}},
+            {{{A::kColor, 0.9f, 9}, {A::kEqualize, 0.6f, -1}}},
+            {{{A::kAutoContrast, 0.8f, -1}, {A::kSolarize, 0.2f, 8}}},
+            {{{A::kBrightness, 0.1f, 3}, {A::kColor, 0.7f, 0}}},
+            {{{A::kSolarize, 0.4f, 5}, {A::kAutoContrast, 0.9f, -1}}},
+            {{{A::kTranslateY, 0.9f, 9}, {A::kTranslateY, 0.7f, 9}}},
+            {{{A::kAutoContrast, 0.9f, -1}, {A::kSolarize, 0.8f, 3}}},
+            {{{A::kEqualize, 0.8f, -1}, {A::kInvert, 0.1f, -1}}},
             {{{A::kTranslateY, 0.7f, 9}, {A::kAutoContrast, 0.9f, -1}}}};
   }
   if (name == "svhn") {
-    return {{{{A::kShearX, 0.9f, 4}, {A::kInvert, 0.2f, -1}}},          {{{A::kShearY, 0.9f, 8}, {A::kInvert, 0.7f, -1}}},
-            {{{A::kEqualize, 0.6f, -1}, {A::kSolarize, 0.6f, 6}}},      {{{A::kInvert, 0.9f, -1}, {A::kEqualize, 0.6f, -1}}},
-            {{{A::kEqualize, 0.6f, -1}, {A::kRotate, 0.9f, 3}}},        {{{A::kShearX, 0.9f, 4}, {A::kAutoContrast, 0.8f, -1}}},
-            {{{A::kShearY, 0.9f, 8}, {A::kInvert, 0.4f, -1}}},          {{{A::kShearY, 0.9f, 5}, {A::kSolarize, 0.2f, 6}}},
-            {{{A::kInvert, 0.9f, -1}, {A::kAutoContrast, 0.8f, -1}}},   {{{A::kEqualize, 0.6f, -1}, {A::kRotate, 0.9f, 3}}},
-            {{{A::kShearX, 0.9f, 4}, {A::kSolarize, 0.3f, 3}}},         {{{A::kShearY, 0.8f, 8}, {A::kInvert, 0.7f, -1}}},
-            {{{A::kEqualize, 0.9f, -1}, {A::kTranslateY, 0.6f, 6}}},    {{{A::kInvert, 0.9f, -1}, {A::kEqualize, 0.6f, -1}}},
-            {{{A::kContrast, 0.3f, 3}, {A::kRotate, 0.8f, 4}}},         {{{A::kInvert, 0.8f, -1}, {A::kTranslateY, 0.0f, 2}}},
-            {{{A::kShearY, 0.7f, 6}, {A::kSolarize, 0.4f, 8}}},         {{{A::kInvert, 0.6f, -1}, {A::kRotate, 0.8f, 4}}},
-            {{{A::kShearY, 0.3f, 7}, {A::kTranslateX, 0.9f, 3}}},       {{{A::kShearX, 0.1f, 6}, {A::kInvert, 0.6f, -1}}},
-            {{{A::kSolarize, 0.7f, 2}, {A::kTranslateY, 0.6f, 7}}},     {{{A::kShearY, 0.8f, 4}, {A::kInvert, 0.8f, -1}}},
-            {{{A::kShearX, 0.7f, 9}, {A::kTranslateY, 0.8f, 3}}},       {{{A::kShearY, 0.8f, 5}, {A::kAutoContrast, 0.7f, -1}}},
+    return {{{{A::kShearX, 0.9f, 4}, {A::kInvert, 0.2f, -1}}},
+            {{{A::kShearY, 0.9f, 8}, {A::kInvert, 0.7f, -1}}},
+            {{{A::kEqualize, 0.6f, -1}, {A::kSolarize, 0.6f, 6}}},
+            {{{A::kInvert, 0.9f, -1}, {A::kEqualize, 0.6f, -1}}},
+            {{{A::kEqualize, 0.6f, -1}, {A::kRotate, 0.9f, 3}}},
+            {{{A::kShearX, 0.9f, 4}, {A::kAutoContrast, 0.8f, -1}}},
+            {{{A::kShearY, 0.9f, 8}, {A::kInvert, 0.4f, -1}}},
+            {{{A::kShearY, 0.9f, 5}, {A::kSolarize, 0.2f, 6}}},
+            {{{A::kInvert, 0.9f, -1}, {A::kAutoContrast, 0.8f, -1}}},
+            {{{A::kEqualize, 0.6f, -1}, {A::kRotate, 0.9f, 3}}},
+            {{{A::kShearX, 0.9f, 4}, {A::kSolarize, 0.3f, 3}}},
+            {{{A::kShearY, 0.8f, 8}, {A::kInvert, 0.7f, -1}}},
+            {{{A::kEqualize, 0.9f, -1}, {A::kTranslateY, 0.6f, 6}}},
+            {{{A::kInvert, 0.9f, -1}, {A::kEqualize, 0.6f, -1}}},
+            {{{A::kContrast, 0.3f, 3}, {A::kRotate, 0.8f, 4}}},
+            {{{A::kInvert, 0.8f, -1}, {A::kTranslateY, 0.0f, 2}}},
+            {{{A::kShearY, 0.7f, 6}, {A::kSolarize, 0.4f, 8}}},
+            {{{A::kInvert, 0.6f, -1}, {A::kRotate, 0.8f, 4}}},
+            {{{A::kShearY, 0.3f, 7}, {A::kTranslateX, 0.9f, 3}}},
+            {{{A::kShearX, 0.1f, 6}, {A::kInvert, 0.6f, -1}}},
+            {{{A::kSolarize, 0.7f, 2}, {A::kTranslateY, 0.6f, 7}}},
+            {{{A::kShearY, 0.8f, 4}, {A::kInvert, 0.8f, -1}}},
+            {{{A::kShearX, 0.7f, 9}, {A::kTranslateY, 0.8f, 3}}},
+            {{{A::kShearY, 0.8f, 5}, {A::kAutoContrast, 0.7f, -1}}},
             {{{A::kShearX, 0.7f, 2}, {A::kInvert, 0.1f, -1}}}};
   }
-  return {{{{A::kPosterize, 0.4f, 8}, {A::kRotate, 0.6f, 9}}},        {{{A::kSolarize, 0.6f, 5}, {A::kAutoContrast, 0.6f, -1}}},
-          {{{A::kEqualize, 0.8f, -1}, {A::kEqualize, 0.6f, -1}}},     {{{A::kPosterize, 0.6f, 7}, {A::kPosterize, 0.6f, 6}}},
-          {{{A::kEqualize, 0.4f, -1}, {A::kSolarize, 0.2f, 4}}},      {{{A::kEqualize, 0.4f, -1}, {A::kRotate, 0.8f, 8}}},
-          {{{A::kSolarize, 0.6f, 3}, {A::kEqualize, 0.6f, -1}}},      {{{A::kPosterize, 0.8f, 5}, {A::kEqualize, 1.0f, -1}}},
-          {{{A::kRotate, 0.2f, 3}, {A::kSolarize, 0.6f, 8}}},         {{{A::kEqualize, 0.6f, -1}, {A::kPosterize, 0.4f, 6}}},
-          {{{A::kRotate, 0.8f, 8}, {A::kColor, 0.4f, 0}}},            {{{A::kRotate, 0.4f, 9}, {A::kEqualize, 0.6f, -1}}},
-          {{{A::kEqualize, 0.0f, -1}, {A::kEqualize, 0.8f, -1}}},     {{{A::kInvert, 0.6f, -1}, {A::kEqualize, 1.0f, -1}}},
-          {{{A::kColor, 0.6f, 4}, {A::kContrast, 1.0f, 8}}},          {{{A::kRotate, 0.8f, 8}, {A::kColor, 1.0f, 2}}},
-          {{{A::kColor, 0.8f, 8}, {A::kSolarize, 0.8f, 7}}},          {{{A::kSharpness, 0.4f, 7}, {A::kInvert, 0.6f, -1}}},
-          {{{A::kShearX, 0.6f, 5}, {A::kEqualize, 1.0f, -1}}},        {{{A::kColor, 0.4f, 0}, {A::kEqualize, 0.6f, -1}}},
-          {{{A::kEqualize, 0.4f, -1}, {A::kSolarize, 0.2f, 4}}},      {{{A::kSolarize, 0.6f, 5}, {A::kAutoContrast, 0.6f, -1}}},
-          {{{A::kInvert, 0.6f, -1}, {A::kEqualize, 1.0f, -1}}},       {{{A::kColor, 0.6f, 4}, {A::kContrast, 1.0f, 8}}},
-          {{{A::kEqualize, 0.8f, -1}, {A::kEqualize, 0.6f, -1}}}};
+  return {
+      {{{A::kPosterize, 0.4f, 8}, {A::kRotate, 0.6f, 9}}},    {{{A::kSolarize, 0.6f, 5}, {A::kAutoContrast, 0.6f, -1}}},
+      {{{A::kEqualize, 0.8f, -1}, {A::kEqualize, 0.6f, -1}}}, {{{A::kPosterize, 0.6f, 7}, {A::kPosterize, 0.6f, 6}}},
+      {{{A::kEqualize, 0.4f, -1}, {A::kSolarize, 0.2f, 4}}},  {{{A::kEqualize, 0.4f, -1}, {A::kRotate, 0.8f, 8}}},
+      {{{A::kSolarize, 0.6f, 3}, {A::kEqualize, 0.6f, -1}}},  {{{A::kPosterize, 0.8f, 5}, {A::kEqualize, 1.0f, -1}}},
+      {{{A::kRotate, 0.2f, 3}, {A::kSolarize, 0.6f, 8}}},     {{{A::kEqualize, 0.6f, -1}, {A::kPosterize, 0.4f, 6}}},
+      {{{A::kRotate, 0.8f, 8}, {A::kColor, 0.4f, 0}}},        {{{A::kRotate, 0.4f, 9}, {A::kEqualize, 0.6f, -1}}},
+      {{{A::kEqualize, 0.0f, -1}, {A::kEqualize, 0.8f, -1}}}, {{{A::kInvert, 0.6f, -1}, {A::kEqualize, 1.0f, -1}}},
+      {{{A::kColor, 0.6f, 4}, {A::kContrast, 1.0f, 8}}},      {{{A::kRotate, 0.8f, 8}, {A::kColor, 1.0f, 2}}},
+      {{{A::kColor, 0.8f, 8}, {A::kSolarize, 0.8f, 7}}},      {{{A::kSharpness, 0.4f, 7}, {A::kInvert, 0.6f, -1}}},
+      {{{A::kShearX, 0.6f, 5}, {A::kEqualize, 1.0f, -1}}},    {{{A::kColor, 0.4f, 0}, {A::kEqualize, 0.6f, -1}}},
+      {{{A::kEqualize, 0.4f, -1}, {A::kSolarize, 0.2f, 4}}},  {{{A::kSolarize, 0.6f, 5}, {A::kAutoContrast, 0.6f, -1}}},
+      {{{A::kInvert, 0.6f, -1}, {A::kEqualize, 1.0f, -1}}},   {{{A::kColor, 0.6f, 4}, {A::kContrast, 1.0f, 8}}},
+      {{{A::kEqualize, 0.8f, -1}, {A::kEqualize, 0.6f, -1}}}};
 }
 
 struct AugmentParams {
@@ -366,8 +391,8 @@ absl::StatusOr<InferredOp> InferRandAugment(const Attrs& attrs, const Schema& sc
   SLUICE_ASSIGN_OR_RETURN(const int bins, BindBins(attrs));
   const int64_t magnitude = attrs.GetInt("magnitude");
   if (magnitude >= bins) {
-    return AttrError("magnitude", absl::StrCat("is a bin of num_magnitude_bins (", bins, "): 0..", bins - 1,
-                                               "; got ", magnitude));
+    return AttrError("magnitude",
+                     absl::StrCat("is a bin of num_magnitude_bins (", bins, "): 0..", bins - 1, "; got ", magnitude));
   }
   p.space = RandAugmentSpace(bins, p.dims);
   p.num_ops = static_cast<int>(attrs.GetInt("num_ops"));
@@ -400,7 +425,6 @@ AttrSchema InterpolationAttr() {
       .OneOf({"nearest", "bilinear"});
 }
 
-
 // A policy op: its own attrs between the field and the interpolation and
 // fill that every policy has.
 absl::Status AddPolicyOp(OpRegistry* registry, const char* name, const char* doc, std::vector<AttrSchema> attrs,
@@ -418,9 +442,7 @@ absl::Status AddPolicyOp(OpRegistry* registry, const char* name, const char* doc
   return registry->AddKernel<AugmentKernel>(name, Backend::kCpu);
 }
 
-AttrSchema BinsAttr() {
-  return {"num_magnitude_bins", AttrType::kInt, "31", "bins from no change to the strongest"};
-}
+AttrSchema BinsAttr() { return {"num_magnitude_bins", AttrType::kInt, "31", "bins from no change to the strongest"}; }
 
 }  // namespace
 

@@ -1,6 +1,4 @@
 // Element-wise value ops: cast, to_dtype, rescale, normalize.
-#include "sluice/ops/color_params.h"
-
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -8,10 +6,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "sluice/core/status_macros.h"
-#include "sluice/ops/field.h"
-#include "sluice/ops/builtin_ops.h"
-#include "sluice/ops/op_registry.h"
 #include "sluice/kernels/value_loops.h"
+#include "sluice/ops/builtin_ops.h"
+#include "sluice/ops/color_params.h"
+#include "sluice/ops/field.h"
+#include "sluice/ops/op_registry.h"
 
 namespace sluice::ops {
 namespace {
@@ -83,9 +82,8 @@ class CastKernel : public Kernel {
 };
 
 absl::StatusOr<InferredOp> InferCast(const Attrs& attrs, const Schema& schema) {
-  SLUICE_ASSIGN_OR_RETURN(
-      BoundField f,
-      BindField(attrs, schema, {DType::kUInt8, DType::kInt32, DType::kInt64, DType::kFloat32}));
+  SLUICE_ASSIGN_OR_RETURN(BoundField f,
+                          BindField(attrs, schema, {DType::kUInt8, DType::kInt32, DType::kInt64, DType::kFloat32}));
   // The attr's choices are dtypes.
   const absl::StatusOr<DType> to = ParseDType(attrs.GetString("dtype"));
   ColumnSpec out = f.spec;
@@ -192,19 +190,17 @@ absl::StatusOr<InferredOp> InferNormalize(const Attrs& attrs, const Schema& sche
   const std::string& layout = attrs.GetString("layout");
   const bool channels_first = layout == "CHW";
   const Shape& s = f.spec.shape;
-  const int64_t channels =
-      s.rank() == 0 ? 1 : (channels_first ? s.dim(0) : s.dim(s.rank() - 1));
+  const int64_t channels = s.rank() == 0 ? 1 : (channels_first ? s.dim(0) : s.dim(s.rank() - 1));
   if (s.rank() < 3 && channels_first) {
-    return AttrError("layout", absl::StrCat("\"CHW\" needs a rank-3 column, '", f.spec.name,
-                                            "' is ", s.ToString()));
+    return AttrError("layout", absl::StrCat("\"CHW\" needs a rank-3 column, '", f.spec.name, "' is ", s.ToString()));
   }
   const size_t c = mean.size();
   if (c != stddev.size()) {
     return AttrError("std", absl::StrCat("has ", stddev.size(), " values but 'mean' has ", c));
   }
   if (c != 1 && static_cast<int64_t>(c) != channels) {
-    return AttrError("mean", absl::StrCat("has ", c, " values; column '", f.spec.name, "' ",
-                                          s.ToString(), " has ", channels, " channels"));
+    return AttrError("mean", absl::StrCat("has ", c, " values; column '", f.spec.name, "' ", s.ToString(), " has ",
+                                          channels, " channels"));
   }
   const size_t nc = channels_first || c > 1 ? static_cast<size_t>(channels) : 1;
   std::vector<float> a(nc), b(nc);
@@ -246,16 +242,16 @@ absl::Status RegisterColorOps(OpRegistry* registry) {
           .Output("field", "`dtype`, the same shape")
           .Infer(InferToDtype)));
   SLUICE_RETURN_IF_ERROR(registry->AddKernel<CastKernel>("to_dtype", Backend::kCpu));
-  SLUICE_RETURN_IF_ERROR(registry->AddOp(
-      OpSchema("rescale")
-          .Doc("out = in * scale + offset, as float32 (e.g. scale 1/255 maps uint8 pixels to [0, 1]).")
-          .Attr(FieldAttr())
-          .Attr({"scale", AttrType::kFloat, "", "multiplier"})
-          .Attr({"offset", AttrType::kFloat, "0", "added after scaling"})
-          .Input("field", "uint8 or float32")
-          .Output("field", "float32, same shape")
-          .Elementwise()
-          .Infer(InferRescale)));
+  SLUICE_RETURN_IF_ERROR(
+      registry->AddOp(OpSchema("rescale")
+                          .Doc("out = in * scale + offset, as float32 (e.g. scale 1/255 maps uint8 pixels to [0, 1]).")
+                          .Attr(FieldAttr())
+                          .Attr({"scale", AttrType::kFloat, "", "multiplier"})
+                          .Attr({"offset", AttrType::kFloat, "0", "added after scaling"})
+                          .Input("field", "uint8 or float32")
+                          .Output("field", "float32, same shape")
+                          .Elementwise()
+                          .Infer(InferRescale)));
   SLUICE_RETURN_IF_ERROR(registry->AddKernel<RescaleKernel>("rescale", Backend::kCpu));
   SLUICE_RETURN_IF_ERROR(registry->AddOp(
       OpSchema("normalize")

@@ -9,9 +9,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "sluice/core/status_macros.h"
-#include "sluice/ops/field.h"
 #include "sluice/kernels/image_adjust.h"
 #include "sluice/ops/builtin_ops.h"
+#include "sluice/ops/field.h"
 #include "sluice/ops/op_registry.h"
 
 namespace sluice::ops {

@@ -13,7 +13,7 @@ namespace sluice::ops {
 
 struct CastParams {
   DType from, to;
-  int64_t elems;  // per sample
+  int64_t elems;    // per sample
   float scale = 1;  // to_dtype with scale: each value times this first, in float32
 };
 
@@ -27,7 +27,7 @@ struct RescaleParams {
 // out = in * a[c] + b[c] as float32, c the channel of each value:
 // (in * scale - mean[c]) / std[c] folded into one multiply-add.
 struct NormalizeParams {
-  DType from;  // uint8 or float32
+  DType from;   // uint8 or float32
   Shape shape;  // per sample
   bool channels_first;
   std::vector<float> a, b;  // one per channel (one in all for a single mean and std on HWC data)

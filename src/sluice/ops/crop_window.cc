@@ -8,8 +8,8 @@ namespace sluice::ops {
 
 using kernels::Window;
 
-Window RandomResizedCropWindow(int width, int height, SampleRng& rng, double scale_lo, double scale_hi,
-                               double ratio_lo, double ratio_hi) {
+Window RandomResizedCropWindow(int width, int height, SampleRng& rng, double scale_lo, double scale_hi, double ratio_lo,
+                               double ratio_hi) {
   const double area = static_cast<double>(width) * height;
   const double log_lo = std::log(ratio_lo), log_hi = std::log(ratio_hi);
   for (int attempt = 0; attempt < 10; ++attempt) {
@@ -56,9 +56,8 @@ Window PickWindow(const CropSpec& spec, int width, int height, const KernelConte
 }
 
 AttrSchema ImageSizeAttr(const char* name, const char* default_json) {
-  return AttrSchema{name, AttrType::kInts, default_json, "[height, width] or [size] of the output"}
-      .Count(1, 2)
-      .Range(1, 65535);
+  return AttrSchema{name, AttrType::kInts, default_json, "[height, width] or [size] of the output"}.Count(1, 2).Range(
+      1, 65535);
 }
 
 std::pair<int, int> ImageSize(const Attrs& attrs, absl::string_view name) {

@@ -5,15 +5,14 @@
 #define SLUICE_OPS_CROP_WINDOW_H_
 
 #include <cmath>
-
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "sluice/ops/attrs.h"
 #include "sluice/core/rng.h"
-#include "sluice/ops/field.h"
 #include "sluice/kernels/image_decoder.h"
+#include "sluice/ops/attrs.h"
+#include "sluice/ops/field.h"
 #include "sluice/ops/kernel.h"
 
 namespace sluice::ops {
@@ -27,8 +26,8 @@ struct CropSpec {
   };
   Kind kind = Kind::kWhole;
   double scale_lo = 0, scale_hi = 0, ratio_lo = 0, ratio_hi = 0;  // kRandomResized
-  int64_t resize = 0;                                            // kResizeCenter
-  int crop_h = 0, crop_w = 0;                                    // kResizeCenter
+  int64_t resize = 0;                                             // kResizeCenter
+  int crop_h = 0, crop_w = 0;                                     // kResizeCenter
 };
 
 // The window of a width x height image that row `row` of `ctx` gets (a
@@ -44,7 +43,7 @@ absl::StatusOr<CropSpec> RandomResizedCropSpec(const Attrs& attrs);
 // ratio_hi]) that fit, at a uniform position; else the whole image cut to
 // the nearest allowed ratio, centred.
 kernels::Window RandomResizedCropWindow(int width, int height, SampleRng& rng, double scale_lo, double scale_hi,
-                               double ratio_lo, double ratio_hi);
+                                        double ratio_lo, double ratio_hi);
 
 // An image size attr: [height, width] or [size], each in 1..65535.
 AttrSchema ImageSizeAttr(const char* name, const char* default_json);

@@ -3,26 +3,26 @@
 // with the crop and resize that fix the size fused into the decode, so the
 // decoder only produces the pixels the output needs.
 #include <cmath>
-#include <tuple>
 #include <optional>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "sluice/core/status_macros.h"
+#include "sluice/kernels/image_decoder.h"
+#include "sluice/kernels/resample.h"
+#include "sluice/ops/builtin_ops.h"
 #include "sluice/ops/crop_window.h"
 #include "sluice/ops/decode_params.h"
 #include "sluice/ops/field.h"
-#include "sluice/kernels/image_decoder.h"
 #include "sluice/ops/normalize_params.h"
-#include "sluice/ops/builtin_ops.h"
 #include "sluice/ops/op_registry.h"
-#include "sluice/kernels/resample.h"
 
 namespace sluice::ops {
 namespace {
 
 using kernels::DctScaleFor;
-using kernels::DecodeRegion;
 using kernels::DecodedRegion;
+using kernels::DecodeRegion;
 using kernels::ImageInfo;
 using kernels::ReadImageInfo;
 using kernels::ResampleBilinear;
@@ -61,13 +61,14 @@ class DecodeKernel : public Kernel {
     DecodedRegion& region = tls_region;
     SLUICE_RETURN_IF_ERROR(DecodeRegion(bytes, info, window, denom, &region));
     if (!normalize_) {
-      ResampleBilinear(region.pixels.data(), region.width, region.height, 3, int64_t{region.width} * 3,
-                       region.window, dst, p_.out_w, p_.out_h);
+      ResampleBilinear(region.pixels.data(), region.width, region.height, 3, int64_t{region.width} * 3, region.window,
+                       dst, p_.out_w, p_.out_h);
       return absl::OkStatus();
     }
     const bool mirror = normalize_->Mirror(ctx, r, normalize_key_);
     ResampleBilinearPlanes(region.pixels.data(), region.width, region.height, 3, int64_t{region.width} * 3,
-                           region.window, p_.out_w, p_.out_h, [&](int y, const int16_t* levels, int64_t channel_stride) {
+                           region.window, p_.out_w, p_.out_h,
+                           [&](int y, const int16_t* levels, int64_t channel_stride) {
                              normalize_->Planes(levels, channel_stride, y, mirror, dst);
                            });
     return absl::OkStatus();
@@ -192,13 +193,13 @@ absl::Status RegisterDecodeOps(OpRegistry* registry) {
           .Random()
           .Infer(InferDecodeRandomResizedCrop)));
   SLUICE_RETURN_IF_ERROR(registry->AddOp(
-      DecodeSchema("decode_resize_center_crop",
-                   "Evaluation's transform fused into the decode: the shorter side resized to `resize` "
-                   "(torchvision's Resize(resize)), then the centre `crop` (CenterCrop), decoding only what the crop "
-                   "needs.",
-                   {AttrSchema{"resize", AttrType::kInt, "256", "the shorter side's length before the crop"}.Range(
-                        1, 65535),
-                    ImageSizeAttr("crop", "[224]")})
+      DecodeSchema(
+          "decode_resize_center_crop",
+          "Evaluation's transform fused into the decode: the shorter side resized to `resize` "
+          "(torchvision's Resize(resize)), then the centre `crop` (CenterCrop), decoding only what the crop "
+          "needs.",
+          {AttrSchema{"resize", AttrType::kInt, "256", "the shorter side's length before the crop"}.Range(1, 65535),
+           ImageSizeAttr("crop", "[224]")})
           .Infer(InferDecodeResizeCenterCrop)));
   for (const char* op : {"decode_image", "decode_random_resized_crop", "decode_resize_center_crop"}) {
     SLUICE_RETURN_IF_ERROR(registry->AddKernel<DecodeKernel>(op, Backend::kCpu));

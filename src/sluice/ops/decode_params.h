@@ -11,8 +11,8 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "sluice/ops/crop_window.h"
 #include "sluice/kernels/image_decoder.h"
+#include "sluice/ops/crop_window.h"
 #include "sluice/ops/normalize_params.h"
 
 namespace sluice::ops {

@@ -6,12 +6,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "sluice/core/status_macros.h"
-#include "sluice/ops/field.h"
-#include "sluice/ops/geometry_params.h"
-#include "sluice/ops/builtin_ops.h"
-#include "sluice/ops/op_registry.h"
 #include "sluice/kernels/value_loops.h"
 #include "sluice/kernels/warp.h"
+#include "sluice/ops/builtin_ops.h"
+#include "sluice/ops/field.h"
+#include "sluice/ops/geometry_params.h"
+#include "sluice/ops/op_registry.h"
 
 namespace sluice::ops {
 namespace {
@@ -103,9 +103,7 @@ AttrSchema TorchvisionFillModeAttr() {
       .OneOf({"reflect", "nearest", "constant"});
 }
 
-AttrSchema FillValueAttr() {
-  return {"fill_value", AttrType::kFloat, "0", "value used by fill_mode \"constant\""};
-}
+AttrSchema FillValueAttr() { return {"fill_value", AttrType::kFloat, "0", "value used by fill_mode \"constant\""}; }
 
 absl::StatusOr<WarpSpec> BindWarpSpec(const Attrs& attrs, const ColumnSpec& spec, bool has_fill) {
   SLUICE_ASSIGN_OR_RETURN(ImageDims dims, ImageDimsOf(spec));
@@ -227,12 +225,11 @@ class HwcToChwKernel : public Kernel {
 };
 
 absl::StatusOr<InferredOp> InferHwcToChw(const Attrs& attrs, const Schema& schema) {
-  SLUICE_ASSIGN_OR_RETURN(
-      BoundField f,
-      BindField(attrs, schema, {DType::kUInt8, DType::kInt32, DType::kInt64, DType::kFloat32}));
+  SLUICE_ASSIGN_OR_RETURN(BoundField f,
+                          BindField(attrs, schema, {DType::kUInt8, DType::kInt32, DType::kInt64, DType::kFloat32}));
   if (f.spec.shape.rank() != 3) {
-    return AttrError("field", absl::StrCat("column '", f.spec.name, "' is ", f.spec.shape.ToString(),
-                                           "; hwc_to_chw needs [H,W,C]"));
+    return AttrError(
+        "field", absl::StrCat("column '", f.spec.name, "' is ", f.spec.shape.ToString(), "; hwc_to_chw needs [H,W,C]"));
   }
   SLUICE_ASSIGN_OR_RETURN(ImageDims d, ImageDimsOf(f.spec));
   ColumnSpec out = f.spec;
@@ -244,83 +241,88 @@ constexpr char kImage[] = "uint8 or float32 image [H,W] or [H,W,C]";
 
 OpSchema FlipSchema() {
   return OpSchema("random_flip")
-        .Doc("Flips each sample with probability p per direction (Keras' RandomFlip at p 1/2; torchvision's "
-             "RandomHorizontalFlip(p) and RandomVerticalFlip(p)).")
-        .Attr(FieldAttr())
-        .Attr(AttrSchema{"mode", AttrType::kString, "\"horizontal\"", "the directions that may flip"}.OneOf(
-            {"horizontal", "vertical", "horizontal_and_vertical"}))
-        .Attr(AttrSchema{"p", AttrType::kFloat, "0.5", "probability of a flip, per direction"}.Range(0, 1))
-        .Input("field", kImage)
-        .Output("field", "the same shape and dtype")
-        .Random()
-        .Infer(InferFlip);
+      .Doc(
+          "Flips each sample with probability p per direction (Keras' RandomFlip at p 1/2; torchvision's "
+          "RandomHorizontalFlip(p) and RandomVerticalFlip(p)).")
+      .Attr(FieldAttr())
+      .Attr(AttrSchema{"mode", AttrType::kString, "\"horizontal\"", "the directions that may flip"}.OneOf(
+          {"horizontal", "vertical", "horizontal_and_vertical"}))
+      .Attr(AttrSchema{"p", AttrType::kFloat, "0.5", "probability of a flip, per direction"}.Range(0, 1))
+      .Input("field", kImage)
+      .Output("field", "the same shape and dtype")
+      .Random()
+      .Infer(InferFlip);
 }
 
 OpSchema RotationSchema() {
   return OpSchema("random_rotation")
-        .Doc("Rotates each sample about its centre by an angle drawn uniformly per sample, with bilinear "
-             "interpolation. Keras' RandomRotation(0.1) is degrees 36 (0.1 of a turn).")
-        .Attr(FieldAttr())
-        .Attr(AttrSchema{"degrees", AttrType::kFloats, "", "x for [-x, x], or [min, max]"}.Count(1, 2))
-        .Attr(FillModeAttr())
-        .Attr(FillValueAttr())
-        .Input("field", kImage)
-        .Output("field", "the same shape and dtype")
-        .Random()
-        .Infer(InferRotation);
+      .Doc(
+          "Rotates each sample about its centre by an angle drawn uniformly per sample, with bilinear "
+          "interpolation. Keras' RandomRotation(0.1) is degrees 36 (0.1 of a turn).")
+      .Attr(FieldAttr())
+      .Attr(AttrSchema{"degrees", AttrType::kFloats, "", "x for [-x, x], or [min, max]"}.Count(1, 2))
+      .Attr(FillModeAttr())
+      .Attr(FillValueAttr())
+      .Input("field", kImage)
+      .Output("field", "the same shape and dtype")
+      .Random()
+      .Infer(InferRotation);
 }
 
 OpSchema ZoomSchema() {
   return OpSchema("random_zoom")
-        .Doc("Scales each sample about its centre by a magnification drawn uniformly per sample (> 1 enlarges), "
-             "with bilinear interpolation. Keras' RandomZoom(0.1) is about scale [0.9, 1.1].")
-        .Attr(FieldAttr())
-        .Attr(AttrSchema{"scale", AttrType::kFloats, "", "[min, max] magnification"}.Count(2, 2).Above(0))
-        .Attr(FillModeAttr())
-        .Attr(FillValueAttr())
-        .Input("field", kImage)
-        .Output("field", "the same shape and dtype")
-        .Random()
-        .Infer(InferZoom);
+      .Doc(
+          "Scales each sample about its centre by a magnification drawn uniformly per sample (> 1 enlarges), "
+          "with bilinear interpolation. Keras' RandomZoom(0.1) is about scale [0.9, 1.1].")
+      .Attr(FieldAttr())
+      .Attr(AttrSchema{"scale", AttrType::kFloats, "", "[min, max] magnification"}.Count(2, 2).Above(0))
+      .Attr(FillModeAttr())
+      .Attr(FillValueAttr())
+      .Input("field", kImage)
+      .Output("field", "the same shape and dtype")
+      .Random()
+      .Infer(InferZoom);
 }
 
 OpSchema AffineSchema() {
   return OpSchema("random_affine")
-        .Doc("torchvision's RandomAffine with bilinear interpolation (its default is nearest): a rotation, "
-             "shift, scale and shear about the centre, each drawn per sample, resampled once (and composed "
-             "with the other warps of the column into one resampling).")
-        .Attr(FieldAttr())
-        .Attr(AttrSchema{"degrees", AttrType::kFloats, "", "x for [-x, x], or [min, max]"}.Count(1, 2))
-        .Attr(AttrSchema{"translate", AttrType::kFloats, "[]",
-                         "[a, b]: shifts up to a share a of the width and b of the height, whole pixels"}
-                  .Range(0, 1)
-                  .Count(0, 2))
-        .Attr(AttrSchema{"scale", AttrType::kFloats, "[]", "[min, max] of the scale; empty: 1"}.Above(0).Count(0, 2))
-        .Attr(AttrSchema{"shear", AttrType::kFloats, "[]",
-                         "degrees: x for x shears in [-x, x], [min, max], or [x min, x max, y min, y max]"}
-                  .Count(0, 4))
-        .Attr(TorchvisionFillModeAttr())
-        .Attr(FillValueAttr())
-        .Input("field", kImage)
-        .Output("field", "the same shape and dtype")
-        .Random()
-        .Infer(InferAffine);
+      .Doc(
+          "torchvision's RandomAffine with bilinear interpolation (its default is nearest): a rotation, "
+          "shift, scale and shear about the centre, each drawn per sample, resampled once (and composed "
+          "with the other warps of the column into one resampling).")
+      .Attr(FieldAttr())
+      .Attr(AttrSchema{"degrees", AttrType::kFloats, "", "x for [-x, x], or [min, max]"}.Count(1, 2))
+      .Attr(AttrSchema{"translate", AttrType::kFloats, "[]",
+                       "[a, b]: shifts up to a share a of the width and b of the height, whole pixels"}
+                .Range(0, 1)
+                .Count(0, 2))
+      .Attr(AttrSchema{"scale", AttrType::kFloats, "[]", "[min, max] of the scale; empty: 1"}.Above(0).Count(0, 2))
+      .Attr(AttrSchema{"shear", AttrType::kFloats, "[]",
+                       "degrees: x for x shears in [-x, x], [min, max], or [x min, x max, y min, y max]"}
+                .Count(0, 4))
+      .Attr(TorchvisionFillModeAttr())
+      .Attr(FillValueAttr())
+      .Input("field", kImage)
+      .Output("field", "the same shape and dtype")
+      .Random()
+      .Infer(InferAffine);
 }
 
 OpSchema PerspectiveSchema() {
   return OpSchema("random_perspective")
-        .Doc("torchvision's RandomPerspective (bilinear): with probability p, each corner moves inward by up to "
-             "distortion_scale of half the side, drawn per sample, and the image follows (one projective map, "
-             "composed with the column's other warps into one resampling).")
-        .Attr(FieldAttr())
-        .Attr(AttrSchema{"distortion_scale", AttrType::kFloat, "0.5", "how far the corners may move"}.Range(0, 1))
-        .Attr(AttrSchema{"p", AttrType::kFloat, "0.5", "probability of distorting each image"}.Range(0, 1))
-        .Attr(TorchvisionFillModeAttr())
-        .Attr(FillValueAttr())
-        .Input("field", kImage)
-        .Output("field", "the same shape and dtype")
-        .Random()
-        .Infer(InferPerspective);
+      .Doc(
+          "torchvision's RandomPerspective (bilinear): with probability p, each corner moves inward by up to "
+          "distortion_scale of half the side, drawn per sample, and the image follows (one projective map, "
+          "composed with the column's other warps into one resampling).")
+      .Attr(FieldAttr())
+      .Attr(AttrSchema{"distortion_scale", AttrType::kFloat, "0.5", "how far the corners may move"}.Range(0, 1))
+      .Attr(AttrSchema{"p", AttrType::kFloat, "0.5", "probability of distorting each image"}.Range(0, 1))
+      .Attr(TorchvisionFillModeAttr())
+      .Attr(FillValueAttr())
+      .Input("field", kImage)
+      .Output("field", "the same shape and dtype")
+      .Random()
+      .Infer(InferPerspective);
 }
 
 }  // namespace
@@ -342,13 +344,13 @@ absl::Status RegisterGeometryOps(OpRegistry* registry) {
           .Random()
           .Internal()));
   SLUICE_RETURN_IF_ERROR(registry->AddKernel<FusedWarpKernel>(kFusedWarpOp, Backend::kCpu));
-  SLUICE_RETURN_IF_ERROR(registry->AddOp(
-      OpSchema("hwc_to_chw")
-          .Doc("Transposes an [H,W,C] sample to [C,H,W] (the layout torch models take).")
-          .Attr(FieldAttr())
-          .Input("field", "[H,W,C] of any dtype")
-          .Output("field", "[C,H,W]")
-          .Infer(InferHwcToChw)));
+  SLUICE_RETURN_IF_ERROR(
+      registry->AddOp(OpSchema("hwc_to_chw")
+                          .Doc("Transposes an [H,W,C] sample to [C,H,W] (the layout torch models take).")
+                          .Attr(FieldAttr())
+                          .Input("field", "[H,W,C] of any dtype")
+                          .Output("field", "[C,H,W]")
+                          .Infer(InferHwcToChw)));
   return registry->AddKernel<HwcToChwKernel>("hwc_to_chw", Backend::kCpu);
 }
 

@@ -68,10 +68,10 @@ Affine SampleMap(const WarpPart& part, const ImageDims& dims, SampleRng& rng) {
       auto draw = [&](int lo, int hi) {  // torch.randint(lo, hi): [lo, hi)
         return lo + static_cast<int>(rng.NextU32() % static_cast<uint32_t>(hi - lo));
       };
-      const int corners[8] = {draw(0, dx + 1),         draw(0, dy + 1),          // top-left
-                              draw(w - dx - 1, w),     draw(0, dy + 1),          // top-right
-                              draw(w - dx - 1, w),     draw(h - dy - 1, h),      // bottom-right
-                              draw(0, dx + 1),         draw(h - dy - 1, h)};     // bottom-left
+      const int corners[8] = {draw(0, dx + 1),     draw(0, dy + 1),       // top-left
+                              draw(w - dx - 1, w), draw(0, dy + 1),       // top-right
+                              draw(w - dx - 1, w), draw(h - dy - 1, h),   // bottom-right
+                              draw(0, dx + 1),     draw(h - dy - 1, h)};  // bottom-left
       if (apply) a = PerspectiveMap(corners, dims);
       break;
     }
@@ -93,9 +93,8 @@ bool IsResamplingWarpOp(const std::string& op) {
 }
 
 bool CanFuse(const WarpSpec& a, const WarpSpec& b) {
-  return a.dtype == b.dtype && a.dims.h == b.dims.h && a.dims.w == b.dims.w &&
-         a.dims.c == b.dims.c && a.fill_mode == b.fill_mode && a.fill_value == b.fill_value &&
-         a.chw_out == b.chw_out;
+  return a.dtype == b.dtype && a.dims.h == b.dims.h && a.dims.w == b.dims.w && a.dims.c == b.dims.c &&
+         a.fill_mode == b.fill_mode && a.fill_value == b.fill_value && a.chw_out == b.chw_out;
 }
 
 }  // namespace sluice::ops

@@ -41,7 +41,6 @@ struct WarpPart {
   float shear_x_lo = 0, shear_x_hi = 0, shear_y_lo = 0, shear_y_hi = 0;
 };
 
-
 // The ops whose params are WarpParams (the graph fuses them), and those of
 // them that resample (every one but random_flip, which moves whole pixels).
 bool IsWarpOp(const std::string& op);

@@ -5,13 +5,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "sluice/core/status_macros.h"
+#include "sluice/kernels/resample.h"
+#include "sluice/ops/builtin_ops.h"
 #include "sluice/ops/crop_window.h"
 #include "sluice/ops/field.h"
 #include "sluice/ops/image_crop_params.h"
 #include "sluice/ops/normalize_params.h"
-#include "sluice/ops/builtin_ops.h"
 #include "sluice/ops/op_registry.h"
-#include "sluice/kernels/resample.h"
 
 namespace sluice::ops {
 namespace {
@@ -31,8 +31,7 @@ class ResampleKernel : public Kernel {
     for (int64_t r = 0; r < ctx.rows; ++r) {
       const Window window = PickWindow(p_.window, static_cast<int>(d.w), static_cast<int>(d.h), ctx, r);
       ResampleBilinear(in[0].row<uint8_t>(r), static_cast<int>(d.w), static_cast<int>(d.h), static_cast<int>(d.c),
-                       d.row_elems(), window, out[0].row<uint8_t>(r), static_cast<int>(p_.w),
-                       static_cast<int>(p_.h));
+                       d.row_elems(), window, out[0].row<uint8_t>(r), static_cast<int>(p_.w), static_cast<int>(p_.h));
     }
     return absl::OkStatus();
   }
@@ -110,22 +109,22 @@ absl::Status RegisterImageCropOps(OpRegistry* registry) {
           .Infer(InferResize)));
   SLUICE_RETURN_IF_ERROR(registry->AddKernel<ResampleKernel>("resize", Backend::kCpu));
   OpSchema rrc("random_resized_crop");
-  rrc.Doc("A random crop of each decoded uint8 image [H,W,C], resized to `size`: torchvision's RandomResizedCrop "
-          "(decode_random_resized_crop does the same inside the decoder, faster).")
+  rrc.Doc(
+         "A random crop of each decoded uint8 image [H,W,C], resized to `size`: torchvision's RandomResizedCrop "
+         "(decode_random_resized_crop does the same inside the decoder, faster).")
       .Attr(FieldAttr());
   for (AttrSchema& a : RandomResizedCropAttrs()) rrc.Attr(std::move(a));
-  SLUICE_RETURN_IF_ERROR(registry->AddOp(std::move(rrc.Input("field", kImage)
-                                                       .Output("field", "uint8 [height,width,C]")
-                                                       .Random()
-                                                       .Infer(InferRandomResizedCrop))));
+  SLUICE_RETURN_IF_ERROR(registry->AddOp(std::move(
+      rrc.Input("field", kImage).Output("field", "uint8 [height,width,C]").Random().Infer(InferRandomResizedCrop))));
   SLUICE_RETURN_IF_ERROR(registry->AddKernel<ResampleKernel>("random_resized_crop", Backend::kCpu));
-  SLUICE_RETURN_IF_ERROR(registry->AddOp(OpSchema("center_crop")
-                                             .Doc("The centre `size` of uint8 images [H,W,C] (torchvision's CenterCrop).")
-                                             .Attr(FieldAttr())
-                                             .Attr(ImageSizeAttr("size", ""))
-                                             .Input("field", kImage)
-                                             .Output("field", "uint8 [height,width,C]")
-                                             .Infer(InferCenterCrop)));
+  SLUICE_RETURN_IF_ERROR(
+      registry->AddOp(OpSchema("center_crop")
+                          .Doc("The centre `size` of uint8 images [H,W,C] (torchvision's CenterCrop).")
+                          .Attr(FieldAttr())
+                          .Attr(ImageSizeAttr("size", ""))
+                          .Input("field", kImage)
+                          .Output("field", "uint8 [height,width,C]")
+                          .Infer(InferCenterCrop)));
   return registry->AddKernel<CenterCropKernel>("center_crop", Backend::kCpu);
 }
 

@@ -1,16 +1,17 @@
 // The neighbourhood filters gaussian_blur and grey_dilation: their schemas,
 // inference and cpu kernels over kernels/image_filter.h. uint8 images stay
 // integers (16-bit fixed point to blur).
+#include "sluice/kernels/image_filter.h"
+
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "sluice/core/status_macros.h"
-#include "sluice/kernels/image_filter.h"
 #include "sluice/kernels/value_loops.h"
+#include "sluice/ops/builtin_ops.h"
 #include "sluice/ops/field.h"
 #include "sluice/ops/image_filter_params.h"
-#include "sluice/ops/builtin_ops.h"
 #include "sluice/ops/op_registry.h"
 
 namespace sluice::ops {
@@ -27,7 +28,10 @@ class GaussianBlurKernel : public Kernel {
  public:
   using Params = FilterParams;
   explicit GaussianBlurKernel(const Params& p)
-      : dtype_(p.dtype), sigma_lo_(p.sigma_lo), sigma_hi_(p.sigma_hi), fixed_(FixedSigmaTaps(p)),
+      : dtype_(p.dtype),
+        sigma_lo_(p.sigma_lo),
+        sigma_hi_(p.sigma_hi),
+        fixed_(FixedSigmaTaps(p)),
         shape_(p.dims, fixed_.kh, fixed_.kw, /*reflect=*/true) {}
 
   absl::Status Run(const KernelContext& ctx, absl::Span<const ColumnRef> in,
@@ -86,7 +90,7 @@ AttrSchema KernelSizeAttr(const char* name, const char* doc) {
 // The image column named by "field" filtered with the kernel size in attr
 // `size_attr`.
 absl::StatusOr<std::pair<BoundField, FilterParams>> InferFilter(const Attrs& attrs, const Schema& schema,
-                                                                 const char* size_attr) {
+                                                                const char* size_attr) {
   SLUICE_ASSIGN_OR_RETURN(BoundField f, BindField(attrs, schema, {DType::kUInt8, DType::kFloat32}));
   SLUICE_ASSIGN_OR_RETURN(ImageDims dims, ImageDimsOf(f.spec));
   const std::vector<int64_t>& k = attrs.GetInts(size_attr);

@@ -10,10 +10,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "sluice/core/status_macros.h"
-#include "sluice/ops/field.h"
-#include "sluice/ops/builtin_ops.h"
-#include "sluice/ops/op_registry.h"
 #include "sluice/kernels/value_loops.h"
+#include "sluice/ops/builtin_ops.h"
+#include "sluice/ops/field.h"
+#include "sluice/ops/op_registry.h"
 
 namespace sluice::ops {
 namespace {
@@ -69,9 +69,9 @@ absl::StatusOr<std::pair<int, LabelSpec>> BindLabel(const Attrs& attrs, const Sc
                      spec.shape.num_elements() == 1 && !spec.ragged;
   const bool soft = soft_ok && spec.dtype == DType::kFloat32 && spec.shape == Shape{l.num_classes};
   if (!index && !soft) {
-    return AttrError(attr, absl::StrCat("column ", spec.ToString(), " must hold one integer class per sample",
-                                        soft_ok ? absl::StrCat(" or float32 [", l.num_classes, "] (soft labels)")
-                                                : std::string()));
+    return AttrError(
+        attr, absl::StrCat("column ", spec.ToString(), " must hold one integer class per sample",
+                           soft_ok ? absl::StrCat(" or float32 [", l.num_classes, "] (soft labels)") : std::string()));
   }
   return std::make_pair(*column, l);
 }
@@ -191,13 +191,20 @@ class MixKernel : public Kernel {
 };
 
 absl::StatusOr<InferredOp> InferMix(const Attrs& attrs, const Schema& schema, bool cutmix) {
-  SLUICE_ASSIGN_OR_RETURN(
-      BoundField image,
-      cutmix ? BindField(attrs, schema, {DType::kUInt8, DType::kInt32, DType::kInt64, DType::kFloat32})
-             : BindField(attrs, schema, {DType::kFloat32}));
+  SLUICE_ASSIGN_OR_RETURN(BoundField image,
+                          cutmix
+                              ? BindField(attrs, schema, {DType::kUInt8, DType::kInt32, DType::kInt64, DType::kFloat32})
+                              : BindField(attrs, schema, {DType::kFloat32}));
   SLUICE_ASSIGN_OR_RETURN(auto label, BindLabel(attrs, schema, "label", true));
-  MixParams p{cutmix, static_cast<float>(attrs.GetFloat("alpha")), static_cast<float>(attrs.GetFloat("p")),
-              label.second, image.spec.dtype, 0, 0, 1, false};
+  MixParams p{cutmix,
+              static_cast<float>(attrs.GetFloat("alpha")),
+              static_cast<float>(attrs.GetFloat("p")),
+              label.second,
+              image.spec.dtype,
+              0,
+              0,
+              1,
+              false};
   if (cutmix) {
     SLUICE_ASSIGN_OR_RETURN(LaidOutImage laid, BindLayout(attrs, image.spec, "cutmix"));
     p.h = laid.dims.h, p.w = laid.dims.w, p.c = laid.dims.c, p.chw = laid.chw;
@@ -221,12 +228,12 @@ absl::StatusOr<InferredOp> InferCutMix(const Attrs& attrs, const Schema& schema)
 
 // The attrs mixup and cutmix share.
 std::vector<AttrSchema> MixAttrs() {
-  return {FieldAttr(),
-          AttrSchema{"label", AttrType::kString, "\"label\"",
-                     "the label column: a class per sample, or float32 [num_classes]"},
-          NumClassesAttr(),
-          AttrSchema{"alpha", AttrType::kFloat, "1", "lam ~ Beta(alpha, alpha), one per batch"}.Above(0),
-          AttrSchema{"p", AttrType::kFloat, "1", "probability of mixing a batch (else labels are one-hot)"}.Range(0, 1)};
+  return {
+      FieldAttr(),
+      AttrSchema{"label", AttrType::kString, "\"label\"",
+                 "the label column: a class per sample, or float32 [num_classes]"},
+      NumClassesAttr(), AttrSchema{"alpha", AttrType::kFloat, "1", "lam ~ Beta(alpha, alpha), one per batch"}.Above(0),
+      AttrSchema{"p", AttrType::kFloat, "1", "probability of mixing a batch (else labels are one-hot)"}.Range(0, 1)};
 }
 
 }  // namespace
@@ -243,13 +250,15 @@ absl::Status RegisterLabelMixOps(OpRegistry* registry) {
           .Infer(InferOneHot)));
   SLUICE_RETURN_IF_ERROR(registry->AddKernel<OneHotKernel>("one_hot", Backend::kCpu));
   OpSchema mixup("mixup");
-  mixup.Doc("torchvision's MixUp (transforms.v2) on a whole batch: lam ~ Beta(alpha, alpha); each sample becomes "
-            "lam x[i] + (1 - lam) x[i-1] (the batch rolled by one), its label lam y[i] + (1 - lam) y[i-1] as "
-            "float32 [num_classes].");
+  mixup.Doc(
+      "torchvision's MixUp (transforms.v2) on a whole batch: lam ~ Beta(alpha, alpha); each sample becomes "
+      "lam x[i] + (1 - lam) x[i-1] (the batch rolled by one), its label lam y[i] + (1 - lam) y[i-1] as "
+      "float32 [num_classes].");
   OpSchema cutmix("cutmix");
-  cutmix.Doc("torchvision's CutMix (transforms.v2) on a whole batch: each image gets the box of image i-1 (the "
-             "batch rolled by one) whose area is a 1 - lam share, lam ~ Beta(alpha, alpha), at a uniform centre "
-             "cut at the borders; labels mix by the share of the image kept, as float32 [num_classes].");
+  cutmix.Doc(
+      "torchvision's CutMix (transforms.v2) on a whole batch: each image gets the box of image i-1 (the "
+      "batch rolled by one) whose area is a 1 - lam share, lam ~ Beta(alpha, alpha), at a uniform centre "
+      "cut at the borders; labels mix by the share of the image kept, as float32 [num_classes].");
   for (AttrSchema& a : MixAttrs()) mixup.Attr(a);
   for (AttrSchema& a : MixAttrs()) cutmix.Attr(std::move(a));
   cutmix.Attr(LayoutAttr());

@@ -1,8 +1,6 @@
 // crop_mirror_normalize, the last step before a model (DALI's
 // CropMirrorNormalize): its schema, inference and cpu kernel; the rows are
 // normalized by kernels/normalize_rows.h.
-#include "sluice/ops/normalize_params.h"
-
 #include <utility>
 #include <vector>
 
@@ -11,6 +9,7 @@
 #include "sluice/kernels/normalize_rows.h"
 #include "sluice/ops/builtin_ops.h"
 #include "sluice/ops/crop_window.h"
+#include "sluice/ops/normalize_params.h"
 
 namespace sluice::ops {
 
@@ -21,7 +20,6 @@ Normalizer::Normalizer(int64_t h, int64_t w, int64_t channels, DType out, bool c
               out == DType::kUInt8 ? std::vector<float>(static_cast<size_t>(channels), 1.f) : std::move(a),
               out == DType::kUInt8 ? std::vector<float>(static_cast<size_t>(channels), 0.f) : std::move(b)},
       mirror_p_(mirror_p) {}
-
 
 bool Normalizer::Mirror(const KernelContext& ctx, int64_t r, uint64_t key) const {
   if (!random()) return mirror_p_ >= 1;
@@ -89,10 +87,11 @@ absl::StatusOr<InferredOp> InferCropMirrorNormalize(const Attrs& attrs, const Sc
   ColumnSpec out = f.spec;
   out.dtype = *dtype;
   out.shape = layout == "CHW" ? Shape{d.c, crop.first, crop.second} : Shape{crop.first, crop.second, d.c};
-  InferredOp op = UnaryOp(f.column, out,
-                          CropMirrorNormalizeParams{d, crop.first, crop.second,
-                                                    Normalizer(crop.first, crop.second, d.c, *dtype, layout == "CHW",
-                                                               static_cast<float>(mirror), std::move(a), std::move(b))});
+  InferredOp op =
+      UnaryOp(f.column, out,
+              CropMirrorNormalizeParams{d, crop.first, crop.second,
+                                        Normalizer(crop.first, crop.second, d.c, *dtype, layout == "CHW",
+                                                   static_cast<float>(mirror), std::move(a), std::move(b))});
   op.random = mirror > 0 && mirror < 1;
   return op;
 }

@@ -51,7 +51,6 @@ struct CropMirrorNormalizeParams {
   bool crops() const { return h != in.h || w != in.w; }
 };
 
-
 }  // namespace sluice::ops
 
 #endif  // SLUICE_OPS_NORMALIZE_PARAMS_H_

@@ -8,9 +8,9 @@
 #include "absl/strings/str_cat.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/kernels/border.h"
+#include "sluice/ops/builtin_ops.h"
 #include "sluice/ops/crop_window.h"
 #include "sluice/ops/field.h"
-#include "sluice/ops/builtin_ops.h"
 #include "sluice/ops/op_registry.h"
 
 namespace sluice::ops {
@@ -52,7 +52,7 @@ struct PadCropParams {
   int64_t pixel_bytes;
   AxisMap ys, xs;
   int64_t out_h, out_w;
-  bool random;                 // a window drawn per sample, else the whole padded image
+  bool random;                // a window drawn per sample, else the whole padded image
   std::vector<uint8_t> fill;  // one pixel of the fill value, in the column's dtype
 };
 
@@ -159,8 +159,8 @@ PadMode ParsePadMode(const std::string& mode) {  // one of PaddingModeAttr's cho
 
 // The image column named by "field", padded by `pad`, then by `extra`; a
 // window of out_h x out_w of it (random), or all of it.
-absl::StatusOr<InferredOp> InferPadCrop(const Attrs& attrs, const Schema& schema, Sides pad, Sides extra,
-                                        int64_t out_h, int64_t out_w, bool random) {
+absl::StatusOr<InferredOp> InferPadCrop(const Attrs& attrs, const Schema& schema, Sides pad, Sides extra, int64_t out_h,
+                                        int64_t out_w, bool random) {
   SLUICE_ASSIGN_OR_RETURN(BoundField f, BindField(attrs, schema, {DType::kUInt8, DType::kFloat32}));
   SLUICE_ASSIGN_OR_RETURN(ImageDims d, ImageDimsOf(f.spec));
   SLUICE_ASSIGN_OR_RETURN(std::vector<uint8_t> fill, FillPixel(attrs.GetFloats("fill"), f.spec.dtype, d.c));
@@ -230,8 +230,9 @@ absl::Status RegisterPadCropOps(OpRegistry* registry) {
                "the window reads the padding where it overlaps it.")
           .Attr(FieldAttr())
           .Attr(ImageSizeAttr("size", ""))
-          .Attr(PaddingAttr("[]", "before the crop: none, p (every side), [left/right, top/bottom] or "
-                                  "[left, top, right, bottom]"))
+          .Attr(PaddingAttr("[]",
+                            "before the crop: none, p (every side), [left/right, top/bottom] or "
+                            "[left, top, right, bottom]"))
           .Attr(AttrSchema{"pad_if_needed", AttrType::kBool, "false",
                            "pad a side shorter than `size` by the shortfall on both ends, rather than fail"})
           .Attr(FillAttr("the value of padding_mode \"constant\""))

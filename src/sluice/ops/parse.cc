@@ -4,8 +4,8 @@
 #include "absl/strings/str_cat.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/io/tfrecord_source.h"
-#include "sluice/ops/field.h"
 #include "sluice/ops/builtin_ops.h"
+#include "sluice/ops/field.h"
 #include "sluice/ops/op_registry.h"
 #include "sluice/ops/parse_example.h"
 
@@ -27,8 +27,8 @@ class ParseExampleKernel : public Kernel {
     const size_t n = out.size();
     for (int64_t r = 0; r < ctx.rows; ++r) {
       for (size_t i = 0; i < n; ++i) {
-        dst[i] = out[i].views != nullptr ? reinterpret_cast<uint8_t*>(&out[i].views[r])
-                                         : out[i].data + r * out[i].row_bytes;
+        dst[i] =
+            out[i].views != nullptr ? reinterpret_cast<uint8_t*>(&out[i].views[r]) : out[i].data + r * out[i].row_bytes;
       }
       absl::Status s = parser_.Parse(in[0].bytes(r), dst);
       if (!s.ok()) return WithContext(s, ctx.Where(r));
@@ -54,9 +54,8 @@ absl::StatusOr<InferredOp> InferDecodeRaw(const Attrs& attrs, const Schema& sche
   const int64_t bytes = f.spec.shape.num_elements();
   const int64_t size = static_cast<int64_t>(DTypeSize(*to));
   if (bytes % size != 0) {
-    return AttrError("dtype", absl::StrCat("cannot decode ", bytes, " bytes of column '",
-                                           f.spec.name, "' as ", DTypeName(*to), " (", size,
-                                           " bytes each)"));
+    return AttrError("dtype", absl::StrCat("cannot decode ", bytes, " bytes of column '", f.spec.name, "' as ",
+                                           DTypeName(*to), " (", size, " bytes each)"));
   }
   ColumnSpec out = f.spec;
   out.dtype = *to;
@@ -65,9 +64,8 @@ absl::StatusOr<InferredOp> InferDecodeRaw(const Attrs& attrs, const Schema& sche
 }
 
 absl::StatusOr<InferredOp> InferReshape(const Attrs& attrs, const Schema& schema) {
-  SLUICE_ASSIGN_OR_RETURN(
-      BoundField f,
-      BindField(attrs, schema, {DType::kUInt8, DType::kInt32, DType::kInt64, DType::kFloat32}));
+  SLUICE_ASSIGN_OR_RETURN(BoundField f,
+                          BindField(attrs, schema, {DType::kUInt8, DType::kInt32, DType::kInt64, DType::kFloat32}));
   std::vector<int64_t> dims = attrs.GetInts("shape");
   const int64_t total = f.spec.shape.num_elements();
   int64_t known = 1;
@@ -76,8 +74,7 @@ absl::StatusOr<InferredOp> InferReshape(const Attrs& attrs, const Schema& schema
     if (dims[i] == -1 && infer < 0) {
       infer = static_cast<int>(i);
     } else if (dims[i] <= 0) {
-      return AttrError("shape", absl::StrCat("dimensions must be positive (one may be -1), got ",
-                                             dims[i]));
+      return AttrError("shape", absl::StrCat("dimensions must be positive (one may be -1), got ", dims[i]));
     } else {
       known *= dims[i];
     }
@@ -85,9 +82,9 @@ absl::StatusOr<InferredOp> InferReshape(const Attrs& attrs, const Schema& schema
   if (infer >= 0 && known > 0 && total % known == 0) dims[infer] = total / known;
   const Shape shape{absl::MakeConstSpan(dims)};
   if (shape.num_elements() != total || (infer >= 0 && dims[infer] <= 0)) {
-    return AttrError("shape", absl::StrCat("cannot reshape column '", f.spec.name, "' ",
-                                           f.spec.shape.ToString(), " (", total, " values) to ",
-                                           Shape{absl::MakeConstSpan(attrs.GetInts("shape"))}.ToString()));
+    return AttrError("shape",
+                     absl::StrCat("cannot reshape column '", f.spec.name, "' ", f.spec.shape.ToString(), " (", total,
+                                  " values) to ", Shape{absl::MakeConstSpan(attrs.GetInts("shape"))}.ToString()));
   }
   ColumnSpec out = f.spec;
   out.shape = shape;
@@ -97,12 +94,10 @@ absl::StatusOr<InferredOp> InferReshape(const Attrs& attrs, const Schema& schema
 }  // namespace
 
 absl::StatusOr<InferredOp> InferParseExample(const std::vector<io::FeatureSpec>& features,
-                                           const std::vector<Shape>& shapes,
-                                           const Schema& input) {
+                                             const std::vector<Shape>& shapes, const Schema& input) {
   std::optional<int> record = input.Find(io::kRecordColumn);
   if (!record || !input.column(*record).ragged) {
-    return absl::InvalidArgumentError(
-        "parse_example needs the raw 'record' column of a tfrecord source");
+    return absl::InvalidArgumentError("parse_example needs the raw 'record' column of a tfrecord source");
   }
   if (features.size() > 64) {
     return absl::InvalidArgumentError("at most 64 features can be declared");

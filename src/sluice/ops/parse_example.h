@@ -20,8 +20,7 @@ inline constexpr char kParseExampleOp[] = "parse_example";
 // the records when of any length; int64 and float32 features take their
 // declared shape. Errors name the feature, the file and the record.
 absl::StatusOr<InferredOp> InferParseExample(const std::vector<io::FeatureSpec>& features,
-                                           const std::vector<Shape>& shapes,
-                                           const Schema& input);
+                                             const std::vector<Shape>& shapes, const Schema& input);
 
 }  // namespace sluice::ops
 

@@ -11,10 +11,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "sluice/core/status_macros.h"
-#include "sluice/ops/field.h"
 #include "sluice/kernels/image_adjust.h"
 #include "sluice/kernels/luma.h"
 #include "sluice/ops/builtin_ops.h"
+#include "sluice/ops/field.h"
 #include "sluice/ops/op_registry.h"
 
 namespace sluice::ops {
@@ -113,8 +113,8 @@ class GrayscaleKernel : public Kernel {
 };
 
 AttrSchema ProbabilityAttr(const char* default_json, const char* what) {
-  return AttrSchema{"p", AttrType::kFloat, default_json, absl::StrCat("probability of ", what, " each image")}
-      .Range(0, 1);
+  return AttrSchema{"p", AttrType::kFloat, default_json, absl::StrCat("probability of ", what, " each image")}.Range(0,
+                                                                                                                     1);
 }
 
 // The uint8 image column named by "field" ([H,W] or [H,W,C]).
@@ -124,8 +124,7 @@ absl::StatusOr<std::pair<BoundField, ImageDims>> BindLevels(const Attrs& attrs, 
   return std::make_pair(std::move(f), d);
 }
 
-absl::StatusOr<InferredOp> InferLut(const Attrs& attrs, const Schema& schema, PixelLutParams::Kind kind,
-                                    Lut lut) {
+absl::StatusOr<InferredOp> InferLut(const Attrs& attrs, const Schema& schema, PixelLutParams::Kind kind, Lut lut) {
   SLUICE_ASSIGN_OR_RETURN(auto bound, BindLevels(attrs, schema));
   const float p = static_cast<float>(attrs.GetFloat("p"));
   InferredOp op = UnaryOp(bound.first.column, bound.first.spec, PixelLutParams{kind, bound.second, lut, p});
@@ -214,7 +213,11 @@ absl::Status RegisterPixelOps(OpRegistry* registry) {
     OpSchema schema(o.name);
     schema.Doc(o.doc).Attr(FieldAttr());
     for (const AttrSchema& a : o.attrs) schema.Attr(a);
-    schema.Attr(ProbabilityAttr("1", "changing")).Input("field", kLevels).Output("field", kSame).Random().Infer(o.infer);
+    schema.Attr(ProbabilityAttr("1", "changing"))
+        .Input("field", kLevels)
+        .Output("field", kSame)
+        .Random()
+        .Infer(o.infer);
     SLUICE_RETURN_IF_ERROR(registry->AddOp(std::move(schema)));
     SLUICE_RETURN_IF_ERROR(registry->AddKernel<PixelLutKernel>(o.name, Backend::kCpu));
   }

@@ -1,8 +1,8 @@
 // Predicates for filter nodes: one keep (1) or drop (0) byte per sample.
 #include "absl/strings/str_cat.h"
 #include "sluice/core/status_macros.h"
-#include "sluice/ops/field.h"
 #include "sluice/ops/builtin_ops.h"
+#include "sluice/ops/field.h"
 #include "sluice/ops/op_registry.h"
 
 namespace sluice::ops {
@@ -42,12 +42,24 @@ class KeepIfKernel : public Kernel {
       }
       bool keep = false;
       switch (cmp_) {
-        case Cmp::kEq: keep = x == value_; break;
-        case Cmp::kNe: keep = x != value_; break;
-        case Cmp::kLt: keep = x < value_; break;
-        case Cmp::kLe: keep = x <= value_; break;
-        case Cmp::kGt: keep = x > value_; break;
-        case Cmp::kGe: keep = x >= value_; break;
+        case Cmp::kEq:
+          keep = x == value_;
+          break;
+        case Cmp::kNe:
+          keep = x != value_;
+          break;
+        case Cmp::kLt:
+          keep = x < value_;
+          break;
+        case Cmp::kLe:
+          keep = x <= value_;
+          break;
+        case Cmp::kGt:
+          keep = x > value_;
+          break;
+        case Cmp::kGe:
+          keep = x >= value_;
+          break;
       }
       *out[0].row<uint8_t>(r) = keep ? 1 : 0;
     }
@@ -61,15 +73,14 @@ class KeepIfKernel : public Kernel {
 };
 
 absl::StatusOr<InferredOp> InferKeepIf(const Attrs& attrs, const Schema& schema) {
-  SLUICE_ASSIGN_OR_RETURN(
-      BoundField f,
-      BindField(attrs, schema, {DType::kUInt8, DType::kInt32, DType::kInt64, DType::kFloat32}));
+  SLUICE_ASSIGN_OR_RETURN(BoundField f,
+                          BindField(attrs, schema, {DType::kUInt8, DType::kInt32, DType::kInt64, DType::kFloat32}));
   if (f.spec.shape.num_elements() != 1) {
     return AttrError("field", absl::StrCat("column '", f.spec.name, "' is ", f.spec.shape.ToString(),
                                            "; keep_if compares one value per sample"));
   }
   const std::string& op = attrs.GetString("cmp");  // one of the attr's choices
-  const Cmp cmp = op == "==" ? Cmp::kEq
+  const Cmp cmp = op == "=="   ? Cmp::kEq
                   : op == "!=" ? Cmp::kNe
                   : op == "<"  ? Cmp::kLt
                   : op == "<=" ? Cmp::kLe

@@ -18,11 +18,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "sluice/core/status_macros.h"
-#include "sluice/ops/field.h"
-#include "sluice/ops/builtin_ops.h"
-#include "sluice/ops/op_registry.h"
 #include "sluice/core/python_pool.h"
+#include "sluice/core/status_macros.h"
+#include "sluice/ops/builtin_ops.h"
+#include "sluice/ops/field.h"
+#include "sluice/ops/op_registry.h"
 
 namespace sluice::ops {
 namespace {
@@ -46,8 +46,10 @@ absl::StatusOr<ColumnSpec> ParseOutput(absl::string_view text, const std::vector
     for (const ColumnSpec& in : inputs) {
       if (in.name == name && !in.ragged) return in;
     }
-    return AttrError("outputs", absl::StrCat("'", name, "' is not a fixed-shape input: give its dtype and shape, "
-                                             "e.g. '", name, ": uint8[32,32,3]'"));
+    return AttrError("outputs", absl::StrCat("'", name,
+                                             "' is not a fixed-shape input: give its dtype and shape, "
+                                             "e.g. '",
+                                             name, ": uint8[32,32,3]'"));
   }
   absl::string_view type = absl::StripAsciiWhitespace(parts[1]);
   const size_t open = type.find('[');
@@ -110,8 +112,11 @@ absl::StatusOr<InferredOp> InferPython(const Attrs& attrs, const Schema& schema,
   const int64_t processes = attrs.GetInt("processes");
   p.processes = processes > 0 ? static_cast<int>(processes) : 1;
   p.most_processes = processes > 0 ? p.processes : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  nlohmann::json spec = {{"function", p.function}, {"batched", batched}, {"rng", attrs.GetBool("rng")},
-                         {"inputs", nlohmann::json::array()}, {"outputs", nlohmann::json::array()}};
+  nlohmann::json spec = {{"function", p.function},
+                         {"batched", batched},
+                         {"rng", attrs.GetBool("rng")},
+                         {"inputs", nlohmann::json::array()},
+                         {"outputs", nlohmann::json::array()}};
   for (const ColumnSpec& c : p.inputs) spec["inputs"].push_back(PythonColumnJson(c));
   for (const ColumnSpec& c : p.outputs) spec["outputs"].push_back(PythonColumnJson(c));
   p.spec_json = spec.dump();
@@ -290,13 +295,13 @@ class PythonKernel : public Kernel {
                       const PythonFailure& failure) const {
     if (status.ok() && failure.message.empty()) return absl::OkStatus();
     if (absl::IsCancelled(status)) return status;  // torn down: no sample to blame
-    const std::string where = failure.row >= 0 ? ctx.Where(begin + failure.row)
-                                               : absl::StrCat("the rows from ", ctx.Where(begin), " on");
+    const std::string where =
+        failure.row >= 0 ? ctx.Where(begin + failure.row) : absl::StrCat("the rows from ", ctx.Where(begin), " on");
     if (!status.ok()) {
       return absl::AbortedError(absl::StrCat("python op '", p_.function, "': ", status.message(), " running ", where));
     }
-    return absl::InvalidArgumentError(absl::StrCat("python op '", p_.function, "' failed on ", where, ":\n",
-                                                   failure.message));
+    return absl::InvalidArgumentError(
+        absl::StrCat("python op '", p_.function, "' failed on ", where, ":\n", failure.message));
   }
 
   const Params p_;
@@ -318,7 +323,8 @@ std::vector<AttrSchema> PythonAttrs() {
                  "it gets whenever it has that parameter: marks the op random"},
       AttrSchema{"processes", AttrType::kInt, "0",
                  "Python processes in its pool (0: as many as its map runs at once, which the autotuner sets, up "
-                 "to one per core)"}.Range(0, 1024),
+                 "to one per core)"}
+          .Range(0, 1024),
       AttrSchema{"python", AttrType::kString, "\"\"",
                  "the interpreter to run (empty: $SLUICE_PYTHON, which the Python front sets, else python3)"},
   };
@@ -328,13 +334,15 @@ std::vector<AttrSchema> PythonAttrs() {
 
 absl::Status RegisterPythonOps(OpRegistry* registry) {
   OpSchema sample("python");
-  sample.Doc("A Python function of yours on each sample, in a pool of Python processes (no GIL between them); "
-             "tensors cross through shared memory. An exception is an error naming the sample, with its "
-             "traceback; a wrong output names the column and both specs; a process that dies is an error "
-             "naming the sample it ran.");
+  sample.Doc(
+      "A Python function of yours on each sample, in a pool of Python processes (no GIL between them); "
+      "tensors cross through shared memory. An exception is an error naming the sample, with its "
+      "traceback; a wrong output names the column and both specs; a process that dies is an error "
+      "naming the sample it ran.");
   OpSchema batch("python_batch");
-  batch.Doc("A Python function of yours on whole batches (arrays with the batch dimension first), in a pool of "
-            "Python processes, as `python` does per sample.");
+  batch.Doc(
+      "A Python function of yours on whole batches (arrays with the batch dimension first), in a pool of "
+      "Python processes, as `python` does per sample.");
   sample.WholeRanges();
   batch.BatchLevel();
   for (OpSchema* op : {&sample, &batch}) {

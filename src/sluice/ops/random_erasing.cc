@@ -8,8 +8,8 @@
 #include "absl/strings/str_cat.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/kernels/value_loops.h"
-#include "sluice/ops/field.h"
 #include "sluice/ops/builtin_ops.h"
+#include "sluice/ops/field.h"
 #include "sluice/ops/op_registry.h"
 
 namespace sluice::ops {
@@ -103,8 +103,8 @@ class ErasingKernel : public Kernel {
 absl::StatusOr<InferredOp> InferErasing(const Attrs& attrs, const Schema& schema) {
   SLUICE_ASSIGN_OR_RETURN(BoundField f, BindField(attrs, schema, {DType::kUInt8, DType::kFloat32}));
   SLUICE_ASSIGN_OR_RETURN(LaidOutImage laid, BindLayout(attrs, f.spec, "random_erasing"));
-  ErasingParams p{f.spec.dtype,  laid.dims.c, laid.dims.h, laid.dims.w,
-                  laid.chw,      static_cast<float>(attrs.GetFloat("p"))};
+  ErasingParams p{f.spec.dtype, laid.dims.c, laid.dims.h,
+                  laid.dims.w,  laid.chw,    static_cast<float>(attrs.GetFloat("p"))};
   const std::vector<double>& scale = attrs.GetFloats("scale");
   const std::vector<double>& ratio = attrs.GetFloats("ratio");
   if (scale[0] > scale[1]) return AttrError("scale", "must be [min, max] with min <= max");
@@ -146,9 +146,9 @@ absl::Status RegisterRandomErasingOps(OpRegistry* registry) {
           .Attr(AttrSchema{"scale", AttrType::kFloats, "[0.02, 0.33]", "range of the box's share of the area"}
                     .Range(0, 1)
                     .Count(2, 2))
-          .Attr(AttrSchema{"ratio", AttrType::kFloats, "[0.3, 3.3]", "range of the box's height / width"}
-                    .Above(0)
-                    .Count(2, 2))
+          .Attr(
+              AttrSchema{"ratio", AttrType::kFloats, "[0.3, 3.3]", "range of the box's height / width"}.Above(0).Count(
+                  2, 2))
           .Attr(AttrSchema{"value", AttrType::kFloats, "0", "the box's value: one, or one per channel"})
           .Attr(AttrSchema{"random_value", AttrType::kBool, "false",
                            "standard normal noise instead of `value` (torchvision's value=\"random\"; float32)"})

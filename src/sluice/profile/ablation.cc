@@ -32,7 +32,8 @@ absl::Status AblateOp(graph::CompiledPipeline* pipeline, int node, int op) {
     return absl::InvalidArgumentError(absl::StrCat("no op ", op, " in a map node ", node, " to ablate"));
   }
   if (pipeline->nodes[node].backend != ops::Backend::kCpu) {
-    return absl::InvalidArgumentError(absl::StrCat("node ", node, " runs on a device: ablation stands in on the cpu only"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("node ", node, " runs on a device: ablation stands in on the cpu only"));
   }
   graph::BoundOp& bound = pipeline->nodes[node].ops[op];
   if (!bound.view) bound.kernel = std::make_shared<StandInKernel>();

@@ -32,8 +32,7 @@ void AddComputeLevers(const Findings& f, double target, Verdict* v) {
     const double predicted = std::min(f.samples_per_s / (1 - f.materializable_share),
                                       f.input_only_samples_per_s > 0 ? f.input_only_samples_per_s : 1e18);
     v->levers.push_back(Lever{
-        absl::StrCat("materialize ", f.materializable, " (sluice materialize): done once, not every epoch"),
-        predicted,
+        absl::StrCat("materialize ", f.materializable, " (sluice materialize): done once, not every epoch"), predicted,
         absl::StrCat("they are ", Percent(f.materializable_share), " of the CPU and draw no random numbers")});
   }
   if (f.front_share >= 0.2 && c > 0) {
@@ -48,7 +47,8 @@ void AddComputeLevers(const Findings& f, double target, Verdict* v) {
     if (predicted > f.samples_per_s * 1.05) {
       v->levers.push_back(Lever{
           absl::StrCat("offload the per-sample front (", Percent(f.front_share), " of the CPU) to ", workers,
-                       workers == 1 ? " worker" : " workers", " of ", cores, " cores (a distribute node before the batch)"),
+                       workers == 1 ? " worker" : " workers", " of ", cores,
+                       " cores (a distribute node before the batch)"),
           predicted,
           absl::StrFormat("the client then runs the rest and receives %.0f bytes a sample", f.front_bytes_per_sample)});
     }
@@ -56,26 +56,24 @@ void AddComputeLevers(const Findings& f, double target, Verdict* v) {
   if (f.gpu_tail_share >= 0.1 && f.gpu_tail_share < 1 && c > 0) {
     // The CPU keeps the rest; the kernels run at millions of samples a
     // second (bench/RESULTS.md), far from binding.
-    const double predicted =
-        f.gpu_tail_samples_per_s > 0
-            ? f.gpu_tail_samples_per_s
-            : std::min(cores / (c * (1 - f.gpu_tail_share)),
-                       f.input_only_samples_per_s > 0 ? f.input_only_samples_per_s : 1e18);
+    const double predicted = f.gpu_tail_samples_per_s > 0
+                                 ? f.gpu_tail_samples_per_s
+                                 : std::min(cores / (c * (1 - f.gpu_tail_share)),
+                                            f.input_only_samples_per_s > 0 ? f.input_only_samples_per_s : 1e18);
     if (predicted > f.samples_per_s * 1.05) {
-      v->levers.push_back(Lever{
-          absl::StrCat("move ", f.gpu_tail, " (", Percent(f.gpu_tail_share),
-                       " of the CPU) to the GPU: a map with device \"cuda\" after the batch"),
-          predicted,
-          absl::StrCat("they have cuda kernels; uint8 crosses PCIe and the CPU keeps the rest",
-                       f.gpu_tail_samples_per_s > 0 ? " (measured here on the GPU)"
-                       : f.gpu_available        ? ""
-                                                : " (needs a CUDA build of sluice and a GPU; this process has none)")});
+      v->levers.push_back(
+          Lever{absl::StrCat("move ", f.gpu_tail, " (", Percent(f.gpu_tail_share),
+                             " of the CPU) to the GPU: a map with device \"cuda\" after the batch"),
+                predicted,
+                absl::StrCat("they have cuda kernels; uint8 crosses PCIe and the CPU keeps the rest",
+                             f.gpu_tail_samples_per_s > 0 ? " (measured here on the GPU)"
+                             : f.gpu_available ? ""
+                                               : " (needs a CUDA build of sluice and a GPU; this process has none)")});
     }
   }
   if (target > f.samples_per_s && c > 0) {
     const double needed = target * c;
-    v->levers.push_back(Lever{absl::StrFormat("run on %.0f cores instead of %d", std::ceil(needed), f.threads),
-                              target,
+    v->levers.push_back(Lever{absl::StrFormat("run on %.0f cores instead of %d", std::ceil(needed), f.threads), target,
                               absl::StrFormat("%.1f core-µs per sample", c * 1e6)});
   }
   const OpCost* best = nullptr;
@@ -128,11 +126,12 @@ Verdict Analyze(const Findings& f) {
 
   std::string head;
   if (trainer > 0) {
-    head = absl::StrFormat("input-bound: %s, the trainer %s; the trainer waits %s of its time, and with a cached "
-                           "batch it would run at %s (%.1fx)",
-                           pipeline, ShortRate(trainer),
-                           Percent(f.paced_wait_share > 0 ? f.paced_wait_share : 1 - f.samples_per_s / trainer),
-                           ShortRate(trainer), trainer / f.samples_per_s);
+    head = absl::StrFormat(
+        "input-bound: %s, the trainer %s; the trainer waits %s of its time, and with a cached "
+        "batch it would run at %s (%.1fx)",
+        pipeline, ShortRate(trainer),
+        Percent(f.paced_wait_share > 0 ? f.paced_wait_share : 1 - f.samples_per_s / trainer), ShortRate(trainer),
+        trainer / f.samples_per_s);
   } else {
     head = absl::StrCat(pipeline, " (give --consumer-rate to compare with the trainer)");
   }
@@ -141,9 +140,9 @@ Verdict Analyze(const Findings& f) {
     v.bottleneck = "reading";
     v.summary = absl::StrCat(head, "; bound by reading: the source alone (reading and parsing) delivers ",
                              ShortRate(f.input_only_samples_per_s), " samples/s", cost_note);
-    v.levers.push_back(Lever{
-        "read faster: more splits read at once (the source's parallel_reads), faster storage, or a local copy", 0,
-        "the ops are not what limits the rate"});
+    v.levers.push_back(
+        Lever{"read faster: more splits read at once (the source's parallel_reads), faster storage, or a local copy", 0,
+              "the ops are not what limits the rate"});
     return v;
   }
   v.bound = Verdict::Bound::kCompute;

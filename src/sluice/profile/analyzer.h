@@ -14,18 +14,18 @@ struct OpCost {
   int node = 0;  // index in the pipeline
   int op = 0;    // index in the node's chain; -1: the source's reading
   std::string node_name, op_name;
-  bool view = false;    // reinterprets bytes: costs nothing
-  bool random = false;  // draws random numbers (cannot be materialized)
-  double core_s_per_1k = 0;  // core-seconds per 1,000 samples delivered
-  double cpu_share = 0;      // of the pipeline's measured compute
+  bool view = false;                 // reinterprets bytes: costs nothing
+  bool random = false;               // draws random numbers (cannot be materialized)
+  double core_s_per_1k = 0;          // core-seconds per 1,000 samples delivered
+  double cpu_share = 0;              // of the pipeline's measured compute
   double ablated_samples_per_s = 0;  // with this op stood in for; 0: not measured
 };
 
 struct Findings {
   std::string pipeline;
   int threads = 1;
-  double samples_per_s = 0;      // the whole pipeline, consumed as fast as it comes
-  double cpu_s_per_sample = 0;   // this process's CPU per sample delivered
+  double samples_per_s = 0;             // the whole pipeline, consumed as fast as it comes
+  double cpu_s_per_sample = 0;          // this process's CPU per sample delivered
   double input_only_samples_per_s = 0;  // the source alone (reading and parsing)
   std::vector<OpCost> ops;
   double consumer_samples_per_s = 0;  // the trainer's rate; 0: unknown

@@ -8,8 +8,7 @@ namespace sluice::profile {
 namespace {
 
 bool IsBarrier(const NodeDef& n) {
-  return n.has_source() || n.has_filter() || n.has_shuffle() || n.has_repeat() || n.has_take() ||
-         n.has_distribute();
+  return n.has_source() || n.has_filter() || n.has_shuffle() || n.has_repeat() || n.has_take() || n.has_distribute();
 }
 
 }  // namespace

@@ -84,11 +84,13 @@ std::string ExampleOf(const Batch& batch, const Schema& schema, int64_t r) {
 absl::Status CheckWritable(const graph::CompiledNode& last) {
   for (const ColumnSpec& c : last.output_schema.columns()) {
     if (c.ragged) {
-      return absl::FailedPreconditionError(absl::StrCat("node '", last.name, "' outputs column '", c.name,
-                                                        "' of varying length, which cannot be written as fixed features"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("node '", last.name, "' outputs column '", c.name,
+                       "' of varying length, which cannot be written as fixed features"));
     }
     if (c.dtype == DType::kUInt8 && c.shape.rank() == 0) {
-      return absl::FailedPreconditionError(absl::StrCat("column '", c.name, "': a uint8 scalar cannot be materialized"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("column '", c.name, "': a uint8 scalar cannot be materialized"));
     }
   }
   return absl::OkStatus();

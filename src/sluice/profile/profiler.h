@@ -18,8 +18,8 @@
 namespace sluice::profile {
 
 struct ProfileOptions {
-  double seconds = 3;        // the whole pipeline
-  double short_seconds = 1;  // the source alone, each ablation, the paced run
+  double seconds = 3;                 // the whole pipeline
+  double short_seconds = 1;           // the source alone, each ablation, the paced run
   double consumer_samples_per_s = 0;  // the trainer's rate; 0: unknown
   double target_samples_per_s = 0;    // 0: the trainer's rate
   bool ablation = true;
@@ -29,7 +29,7 @@ struct ProfileOptions {
 struct ProfileResult {
   Findings findings;
   Verdict verdict;
-  RunMeasurement full;  // the whole pipeline
+  RunMeasurement full;                 // the whole pipeline
   std::vector<exec::TraceSpan> spans;  // when traced
   int64_t dropped_spans = 0;
   std::string note;  // e.g. that a distribute node was profiled in-process

@@ -109,8 +109,8 @@ void AppendMeasurements(const Findings& f, std::string* html) {
                         "<tr><td>source alone (reading and parsing)</td><td>%s samples/s</td></tr>"
                         "<tr><td>CPU per sample</td><td>%.1f core-µs</td></tr>"
                         "<tr><td>threads</td><td>%d</td></tr>",
-                        ShortRate(f.samples_per_s), ShortRate(f.input_only_samples_per_s),
-                        f.cpu_s_per_sample * 1e6, f.threads);
+                        ShortRate(f.samples_per_s), ShortRate(f.input_only_samples_per_s), f.cpu_s_per_sample * 1e6,
+                        f.threads);
   if (f.consumer_samples_per_s > 0) {
     absl::StrAppendFormat(html,
                           "<tr><td>trainer's rate</td><td>%s samples/s</td></tr>"
@@ -130,9 +130,8 @@ void AppendCosts(const ProfileResult& r, std::string* html) {
                   "<th>samples/s without it</th></tr>");
   for (const OpCost& op : f.ops) {
     absl::StrAppendFormat(html, "<tr><td>%s</td><td>%.4f</td><td>%.1f%%</td><td>%s</td></tr>",
-                          Escape(op.node_name + " · " + op.op_name + (op.view ? " (view)" : "")),
-                          op.core_s_per_1k, 100 * op.cpu_share,
-                          op.ablated_samples_per_s > 0 ? ShortRate(op.ablated_samples_per_s) : "—");
+                          Escape(op.node_name + " · " + op.op_name + (op.view ? " (view)" : "")), op.core_s_per_1k,
+                          100 * op.cpu_share, op.ablated_samples_per_s > 0 ? ShortRate(op.ablated_samples_per_s) : "—");
   }
   absl::StrAppend(html, "</table>");
 }

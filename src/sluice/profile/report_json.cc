@@ -22,7 +22,8 @@ std::string JsonReport(const ProfileResult& r) {
                   {"summary", r.verdict.summary}};
   j["levers"] = nlohmann::json::array();
   for (const Lever& l : r.verdict.levers) {
-    j["levers"].push_back({{"action", l.action}, {"predicted_samples_per_s", l.predicted_samples_per_s}, {"why", l.why}});
+    j["levers"].push_back(
+        {{"action", l.action}, {"predicted_samples_per_s", l.predicted_samples_per_s}, {"why", l.why}});
   }
   j["ops"] = nlohmann::json::array();
   for (const OpCost& op : f.ops) {

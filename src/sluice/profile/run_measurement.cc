@@ -3,8 +3,8 @@
 #include <dirent.h>
 #include <sys/resource.h>
 
-#include <fstream>
 #include <atomic>
+#include <fstream>
 #include <map>
 #include <thread>
 

@@ -32,16 +32,16 @@ struct Series {
 
 struct RunMeasurement {
   int64_t samples = 0;
-  double seconds = 0;         // from the first element on
-  double samples_per_s = 0;   // over `seconds`
-  double cpu_seconds = 0;     // this process's, over `seconds`
+  double seconds = 0;        // from the first element on
+  double samples_per_s = 0;  // over `seconds`
+  double cpu_seconds = 0;    // this process's, over `seconds`
   double first_element_ms = 0;
   double consumer_wait_share = 0;  // of the timed part, spent blocked in next()
   // Totals over the timed part, per node.
   std::vector<exec::NodeStatsSnapshot> nodes;
   // "samples/s", "consumer wait", and "<node> buffered" per node.
   std::vector<Series> series;
-  int64_t start_ns = 0;  // NowNs() at the first element: the trace's zero
+  int64_t start_ns = 0;           // NowNs() at the first element: the trace's zero
   std::vector<exec::Knob> tuned;  // the autotuner's setting at the end
   std::vector<std::string> tune_log;
   std::vector<std::pair<int, std::string>> thread_names;  // kernel id, name

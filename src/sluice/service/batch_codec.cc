@@ -24,8 +24,8 @@ absl::Status Compress(Compression c, const uint8_t* data, size_t size, std::stri
     out->resize(n);
   } else if (c == COMPRESSION_LZ4) {
     out->resize(LZ4_compressBound(static_cast<int>(size)));
-    const int n = LZ4_compress_default(reinterpret_cast<const char*>(data), out->data(),
-                                       static_cast<int>(size), static_cast<int>(out->size()));
+    const int n = LZ4_compress_default(reinterpret_cast<const char*>(data), out->data(), static_cast<int>(size),
+                                       static_cast<int>(out->size()));
     if (n <= 0) return absl::InternalError("lz4: compression failed");
     out->resize(n);
   } else {
@@ -199,8 +199,8 @@ Provenance ProvenanceOf(const BatchMessage& m, std::shared_ptr<const std::vector
   Provenance provenance(std::move(files));
   for (int64_t r = 0; r < m.rows(); ++r) {
     const int64_t id = m.sample_ids(static_cast<int>(r));
-    const bool continues = r > 0 && id >= 0 && m.sample_ids(static_cast<int>(r - 1)) == id - 1 &&
-                           (id >> 40) == ((id - 1) >> 40);
+    const bool continues =
+        r > 0 && id >= 0 && m.sample_ids(static_cast<int>(r - 1)) == id - 1 && (id >> 40) == ((id - 1) >> 40);
     if (!continues) {
       provenance.AddRun(r, id < 0 ? -1 : static_cast<int32_t>(id >> 40), id < 0 ? -1 : id & ((int64_t{1} << 40) - 1));
     }
@@ -217,9 +217,8 @@ absl::StatusOr<Batch> DecodeBatch(ReceivedBatch message, const Schema& schema,
   if (message.crc != m.crc32c()) {
     return absl::DataLossError(absl::StrCat("batch of split ", m.split(), ": CRC32C mismatch"));
   }
-  if (m.columns_size() != static_cast<int>(schema.columns().size()) ||
-      message.data.size() != schema.columns().size() || message.ran.size() != message.data.size() || m.rows() < 0 ||
-      m.sample_ids_size() != m.rows()) {
+  if (m.columns_size() != static_cast<int>(schema.columns().size()) || message.data.size() != schema.columns().size() ||
+      message.ran.size() != message.data.size() || m.rows() < 0 || m.sample_ids_size() != m.rows()) {
     return absl::DataLossError(absl::StrCat("batch of split ", m.split(), ": ", m.columns_size(), " columns and ",
                                             m.sample_ids_size(), " ids for ", m.rows(), " rows; expected ",
                                             schema.columns().size(), " columns"));

@@ -28,11 +28,11 @@ absl::Status EncodeBatch(const Batch& batch, Compression compression, BatchMessa
 // as they arrived (the client's parser, ParseReceivedBatch, does both while
 // copying each column once out of gRPC's buffers).
 struct ReceivedBatch {
-  BatchMessage header;               // every field but the columns' data
-  std::vector<Tensor> data;          // per column, uint8 [bytes] at offset 0 of its buffer, as sent
-  std::vector<bool> ran;             // per column: `data` is its receive op's output, not as sent
-  uint32_t crc = 0;                  // as received
-  int64_t wire_bytes = 0;            // of the columns' data, as sent
+  BatchMessage header;       // every field but the columns' data
+  std::vector<Tensor> data;  // per column, uint8 [bytes] at offset 0 of its buffer, as sent
+  std::vector<bool> ran;     // per column: `data` is its receive op's output, not as sent
+  uint32_t crc = 0;          // as received
+  int64_t wire_bytes = 0;    // of the columns' data, as sent
 };
 
 // `message` split into a ReceivedBatch, its data moved, not copied.

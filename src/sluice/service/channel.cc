@@ -4,10 +4,8 @@
 
 namespace sluice::service {
 
-absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(const std::string& target,
-                                                           const SecurityOptions& options) {
-  SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<grpc::ChannelCredentials> credentials,
-                          MakeChannelCredentials(options));
+absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(const std::string& target, const SecurityOptions& options) {
+  SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<grpc::ChannelCredentials> credentials, MakeChannelCredentials(options));
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(kMaxMessageBytes);
   args.SetMaxSendMessageSize(kMaxMessageBytes);

@@ -4,10 +4,10 @@
 #ifndef SLUICE_SERVICE_CHANNEL_H_
 #define SLUICE_SERVICE_CHANNEL_H_
 
+#include <grpcpp/grpcpp.h>
+
 #include <memory>
 #include <string>
-
-#include <grpcpp/grpcpp.h>
 
 #include "absl/status/statusor.h"
 #include "sluice/service/security.h"
@@ -15,8 +15,7 @@
 namespace sluice::service {
 
 // A channel to `target` with sluice's message-size limits.
-absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(const std::string& target,
-                                                           const SecurityOptions& options);
+absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(const std::string& target, const SecurityOptions& options);
 // The largest message a sluice process accepts: a batch; larger ones are
 // rejected by gRPC with RESOURCE_EXHAUSTED naming the sizes.
 inline constexpr int kMaxMessageBytes = 1 << 30;

@@ -1,4 +1,3 @@
-#include "sluice/service/channel.h"
 #include "sluice/service/dispatcher_impl.h"
 
 #include "absl/strings/str_cat.h"
@@ -11,6 +10,7 @@
 #include "sluice/graph/pin_files.h"
 #include "sluice/ops/op_registry.h"
 #include "sluice/service/backoff.h"
+#include "sluice/service/channel.h"
 #include "sluice/service/element_spec.h"
 #include "sluice/service/log.h"
 #include "sluice/service/unary_call.h"
@@ -76,8 +76,8 @@ absl::StatusOr<ElementSpec> DispatcherImpl::DescribeOnAWorker(const PipelineDef&
   if (!address.ok()) {
     std::vector<std::string> known;
     for (const ops::OpSchema* op : ops::OpRegistry::Global().List()) known.push_back(op->name());
-    return absl::Status(address.status().code(), absl::StrCat(address.status().message(), "; the dispatcher's ops: ",
-                                                              absl::StrJoin(known, ", ")));
+    return absl::Status(address.status().code(), absl::StrCat(address.status().message(),
+                                                              "; the dispatcher's ops: ", absl::StrJoin(known, ", ")));
   }
   SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<grpc::Channel> channel, MakeChannel(*address, security_));
   std::unique_ptr<::sluice::Worker::Stub> worker = ::sluice::Worker::NewStub(channel);
@@ -91,8 +91,7 @@ absl::StatusOr<ElementSpec> DispatcherImpl::DescribeOnAWorker(const PipelineDef&
   return element;
 }
 
-absl::StatusOr<RegisterPipelineResponse> DispatcherImpl::RegisterPipeline(
-    const RegisterPipelineRequest& request) {
+absl::StatusOr<RegisterPipelineResponse> DispatcherImpl::RegisterPipeline(const RegisterPipelineRequest& request) {
   // Ops the dispatcher does not have (a plugin's) are compiled by a worker
   // that has them; without one, the registration fails now, naming the op,
   // rather than a job failing mid-epoch. So are maps on a device, which the
@@ -109,9 +108,9 @@ absl::StatusOr<RegisterPipelineResponse> DispatcherImpl::RegisterPipeline(
     if (ops::OpRegistry::Global().Find(op) == nullptr) missing.push_back(op);
   }
   const bool on_a_worker = graph::UsesDevice(pinned) || graph::RunsPython(pinned);
-  absl::StatusOr<ElementSpec> element =
-      missing.empty() && !on_a_worker ? DescribeElements(pinned, limits_)
-                                      : DescribeOnAWorker(pinned, on_a_worker ? used : missing);
+  absl::StatusOr<ElementSpec> element = missing.empty() && !on_a_worker
+                                            ? DescribeElements(pinned, limits_)
+                                            : DescribeOnAWorker(pinned, on_a_worker ? used : missing);
   if (!element.ok()) return WithContext(element.status(), "pipeline rejected");
   SLUICE_ASSIGN_OR_RETURN(std::string id, Durably([&]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
                             return state_.RegisterPipeline(pinned, *element, graph::Fingerprint(request.pipeline()));
@@ -158,9 +157,9 @@ absl::Status DispatcherImpl::ResumeClient(const ResumeClientRequest& request, co
     SLUICE_RETURN_IF_ERROR(state_.CheckTenant(request.job_id(), caller));
     return state_.ResumeClient(request, absl::Now());
   }));
-  Log("dispatcher", absl::StrCat("client ", request.client_id(), " of job ", request.job_id(), " resumed epoch ",
-                                 request.epoch(), " from a saved state (", request.done_size(), " splits done, ",
-                                 request.partial_size(), " partly)"));
+  Log("dispatcher",
+      absl::StrCat("client ", request.client_id(), " of job ", request.job_id(), " resumed epoch ", request.epoch(),
+                   " from a saved state (", request.done_size(), " splits done, ", request.partial_size(), " partly)"));
   return absl::OkStatus();
 }
 

@@ -20,7 +20,7 @@ namespace sluice::service {
 
 struct DispatcherOptions {
   std::string host = "127.0.0.1";  // beyond loopback: see docs/service.md#security
-  int port = 0;  // 0: any free port (see DispatcherServer::port)
+  int port = 0;                    // 0: any free port (see DispatcherServer::port)
   // Empty: no journal (state is lost on restart).
   std::string work_dir;
   // Its server's, and how it calls workers (the same CA, certificate and

@@ -13,12 +13,11 @@ class DispatcherServer::Service final : public ::sluice::Dispatcher::Service {
  public:
   Service(DispatcherImpl* impl, SecurityOptions security) : impl_(impl), security_(std::move(security)) {}
 
-#define SLUICE_RPC(Method, Request, Response, roles, call)                                    \
-  grpc::Status Method(grpc::ServerContext* context, const Request* request, Response* response) \
-      override {                                                                              \
-    absl::StatusOr<Caller> caller = Authorize(*context, security_, roles, #Method);           \
-    if (!caller.ok()) return ToGrpc(caller.status());                                         \
-    return call;                                                                              \
+#define SLUICE_RPC(Method, Request, Response, roles, call)                                                 \
+  grpc::Status Method(grpc::ServerContext* context, const Request* request, Response* response) override { \
+    absl::StatusOr<Caller> caller = Authorize(*context, security_, roles, #Method);                        \
+    if (!caller.ok()) return ToGrpc(caller.status());                                                      \
+    return call;                                                                                           \
   }
 #define SLUICE_CLIENTS {Role::kClient}
 #define SLUICE_WORKERS {Role::kWorker}
@@ -84,7 +83,8 @@ absl::StatusOr<std::unique_ptr<DispatcherServer>> DispatcherServer::Start(const 
   }
   const std::string callers = !options.security.callers.empty()
                                   ? absl::StrCat(" (", options.security.callers.size(), " callers)")
-                                  : options.security.token.empty() ? "" : " (token required)";
+                              : options.security.token.empty() ? ""
+                                                               : " (token required)";
   Log("dispatcher", absl::StrCat("listening on ", options.host, ":", server->port(),
                                  options.security.cert_file.empty() ? "" : " (TLS)", callers));
   return server;

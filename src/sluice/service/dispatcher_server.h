@@ -5,10 +5,10 @@
 #ifndef SLUICE_SERVICE_DISPATCHER_SERVER_H_
 #define SLUICE_SERVICE_DISPATCHER_SERVER_H_
 
+#include <grpcpp/grpcpp.h>
+
 #include <memory>
 #include <string>
-
-#include <grpcpp/grpcpp.h>
 
 #include "absl/status/statusor.h"
 #include "service.grpc.pb.h"
@@ -40,7 +40,7 @@ class DispatcherServer {
 
   std::unique_ptr<DispatcherImpl> impl_;
   std::unique_ptr<Service> service_;
-  std::unique_ptr<GrpcServer> server_;  // stops before what it serves
+  std::unique_ptr<GrpcServer> server_;      // stops before what it serves
   std::unique_ptr<MetricsServer> metrics_;  // last: stops first
 };
 

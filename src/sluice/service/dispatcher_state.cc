@@ -182,13 +182,12 @@ absl::Status DispatcherState::CheckTenant(int64_t job_id, const Caller& caller) 
       absl::StrCat("job ", job_id, " is not tenant '", caller.name, "''s: a client sees only its tenant's jobs"));
 }
 
-absl::StatusOr<GetOrCreateJobResponse> DispatcherState::GetOrCreateJob(
-    const GetOrCreateJobRequest& request, const std::string& tenant, absl::Time now) {
+absl::StatusOr<GetOrCreateJobResponse> DispatcherState::GetOrCreateJob(const GetOrCreateJobRequest& request,
+                                                                       const std::string& tenant, absl::Time now) {
   if (pipelines_.count(request.pipeline_id()) == 0) {
     return absl::NotFoundError(absl::StrCat("no pipeline ", request.pipeline_id(), " is registered"));
   }
-  const ProcessingMode mode =
-      request.mode() == PROCESSING_MODE_UNSET ? DISTRIBUTED_EPOCH : request.mode();
+  const ProcessingMode mode = request.mode() == PROCESSING_MODE_UNSET ? DISTRIBUTED_EPOCH : request.mode();
   int64_t job_id = 0;
   auto named = request.job_name().empty() ? named_jobs_.end() : named_jobs_.find({tenant, request.job_name()});
   if (named != named_jobs_.end()) {
@@ -199,9 +198,9 @@ absl::StatusOr<GetOrCreateJobResponse> DispatcherState::GetOrCreateJob(
     const bool same = job_pipeline != pipelines_.end() &&
                       job_pipeline->second.origin_id == pipelines_[request.pipeline_id()].origin_id;
     if (!same || existing.mode() != mode) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "job '", request.job_name(), "' exists with another pipeline or mode (",
-          ProcessingMode_Name(existing.mode()), "); name a new job"));
+      return absl::InvalidArgumentError(absl::StrCat("job '", request.job_name(),
+                                                     "' exists with another pipeline or mode (",
+                                                     ProcessingMode_Name(existing.mode()), "); name a new job"));
     }
     job_id = named->second;
   } else {
@@ -234,20 +233,19 @@ absl::StatusOr<GetOrCreateJobResponse> DispatcherState::GetOrCreateJob(
   return out;
 }
 
-absl::StatusOr<DispatcherState::Client*> DispatcherState::FindClient(int64_t job_id,
-                                                                     int64_t client_id,
+absl::StatusOr<DispatcherState::Client*> DispatcherState::FindClient(int64_t job_id, int64_t client_id,
                                                                      absl::Time now) {
   auto it = clients_.find(client_id);
   if (it == clients_.end() || it->second.job_id != job_id) {
-    return absl::NotFoundError(absl::StrCat("client ", client_id, " of job ", job_id,
-                                            " is unknown (released, or silent for too long)"));
+    return absl::NotFoundError(
+        absl::StrCat("client ", client_id, " of job ", job_id, " is unknown (released, or silent for too long)"));
   }
   it->second.last_seen = now;
   return &it->second;
 }
 
-absl::StatusOr<ClientHeartbeatResponse> DispatcherState::ClientHeartbeat(
-    const ClientHeartbeatRequest& request, absl::Time now) {
+absl::StatusOr<ClientHeartbeatResponse> DispatcherState::ClientHeartbeat(const ClientHeartbeatRequest& request,
+                                                                         absl::Time now) {
   SLUICE_ASSIGN_OR_RETURN(Client * client, FindClient(request.job_id(), request.client_id(), now));
   client->epoch = request.epoch();
   client->samples_per_s = request.samples_per_s();
@@ -269,8 +267,8 @@ absl::Status DispatcherState::ReportSplits(const ReportSplitsRequest& request, a
   EpochSplits& held = Epoch(jobs_[request.job_id()], request.epoch());
   for (int64_t s : request.completed()) {
     if (!held.MayComplete(s, request.client_id())) {
-      return absl::PermissionDeniedError(absl::StrCat("client ", request.client_id(), " reported split ", s,
-                                                      " of job ", request.job_id(), " epoch ", request.epoch(),
+      return absl::PermissionDeniedError(absl::StrCat("client ", request.client_id(), " reported split ", s, " of job ",
+                                                      request.job_id(), " epoch ", request.epoch(),
                                                       " finished, but it was not handed to that client"));
     }
   }
@@ -290,7 +288,8 @@ absl::Status DispatcherState::ResumeClient(const ResumeClientRequest& request, a
   SLUICE_ASSIGN_OR_RETURN(Client * client, FindClient(request.job_id(), request.client_id(), now));
   Job& job = jobs_[request.job_id()];
   if (job.def.mode() != DISTRIBUTED_EPOCH) {
-    return absl::FailedPreconditionError(absl::StrCat("job ", job.def.job_id(), " is not distributed_epoch: "
+    return absl::FailedPreconditionError(absl::StrCat("job ", job.def.job_id(),
+                                                      " is not distributed_epoch: "
                                                       "only a distributed_epoch job's progress can be resumed"));
   }
   const int64_t splits = pipelines_[job.def.pipeline_id()].info.element().num_splits();
@@ -353,9 +352,11 @@ absl::StatusOr<WorkerHeartbeatResponse> DispatcherState::WorkerHeartbeat(const W
     SLUICE_RETURN_IF_ERROR(Journaled(entry));
     id = added->worker_id();
   } else if (known->second != request.secret()) {
-    return absl::PermissionDeniedError(absl::StrCat(
-        "worker id ", id, " is another worker's: only the worker this dispatcher gave it to (with its secret) keeps "
-        "it; ", request.address(), " asked with ", request.secret().empty() ? "no secret" : "a wrong secret"));
+    return absl::PermissionDeniedError(
+        absl::StrCat("worker id ", id,
+                     " is another worker's: only the worker this dispatcher gave it to (with its secret) keeps "
+                     "it; ",
+                     request.address(), " asked with ", request.secret().empty() ? "no secret" : "a wrong secret"));
   }
   if (request.leaving()) {
     workers_.erase(id);
@@ -394,12 +395,12 @@ absl::StatusOr<WorkerHeartbeatResponse> DispatcherState::WorkerHeartbeat(const W
 
 absl::StatusOr<std::string> DispatcherState::CapableWorker(const std::vector<std::string>& ops) const {
   for (const std::string& op : ops) {
-    const bool anyone = std::any_of(workers_.begin(), workers_.end(),
-                                    [&op](const auto& w) { return w.second.ops.count(op) > 0; });
+    const bool anyone =
+        std::any_of(workers_.begin(), workers_.end(), [&op](const auto& w) { return w.second.ops.count(op) > 0; });
     if (!anyone) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "op '", op, "' is not registered on the dispatcher and no live worker has it (",
-          workers_.size(), " workers; start workers with --plugin <the .so that registers it>)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("op '", op, "' is not registered on the dispatcher and no live worker has it (", workers_.size(),
+                       " workers; start workers with --plugin <the .so that registers it>)"));
     }
   }
   for (const auto& [id, worker] : workers_) {
@@ -416,8 +417,7 @@ EpochSplits& DispatcherState::Epoch(Job& job, uint64_t epoch) {
   return job.epochs.emplace(epoch, EpochSplits(std::move(order), options_.splits)).first->second;
 }
 
-absl::StatusOr<GetSplitResponse> DispatcherState::GetSplit(const GetSplitRequest& request,
-                                                           absl::Time now) {
+absl::StatusOr<GetSplitResponse> DispatcherState::GetSplit(const GetSplitRequest& request, absl::Time now) {
   SLUICE_ASSIGN_OR_RETURN(Client * client, FindClient(request.job_id(), request.client_id(), now));
   Job& job = jobs_[request.job_id()];
   if (job.def.mode() != DISTRIBUTED_EPOCH) {

@@ -17,8 +17,8 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "service.pb.h"
-#include "sluice/service/security.h"
 #include "sluice/service/epoch_splits.h"
+#include "sluice/service/security.h"
 
 namespace sluice::service {
 
@@ -56,13 +56,12 @@ class DispatcherState {
   const PipelineDef* FindPipelineDef(const std::string& id) const;
 
   // Job names are the tenant's own: two tenants' "train" are two jobs.
-  absl::StatusOr<GetOrCreateJobResponse> GetOrCreateJob(const GetOrCreateJobRequest& request,
-                                                        const std::string& tenant, absl::Time now);
+  absl::StatusOr<GetOrCreateJobResponse> GetOrCreateJob(const GetOrCreateJobRequest& request, const std::string& tenant,
+                                                        absl::Time now);
   // PermissionDenied unless `caller` is an admin or the tenant of job
   // `job_id` (OK for unknown jobs: the call itself says so).
   absl::Status CheckTenant(int64_t job_id, const Caller& caller) const;
-  absl::StatusOr<ClientHeartbeatResponse> ClientHeartbeat(const ClientHeartbeatRequest& request,
-                                                          absl::Time now);
+  absl::StatusOr<ClientHeartbeatResponse> ClientHeartbeat(const ClientHeartbeatRequest& request, absl::Time now);
   absl::Status ReportSplits(const ReportSplitsRequest& request, absl::Time now);
   absl::Status ReleaseClient(const ReleaseClientRequest& request);
   // The client takes over the progress its consumer saved (see
@@ -161,10 +160,10 @@ class DispatcherState {
   std::map<int64_t, Job> jobs_;
   std::map<std::pair<std::string, std::string>, int64_t> named_jobs_;  // by tenant and name
   std::map<int64_t, Client> clients_;
-  std::map<int64_t, Worker> workers_;  // live
+  std::map<int64_t, Worker> workers_;              // live
   std::map<int64_t, std::string> worker_secrets_;  // every id handed out
-  int64_t next_id_ = 1;  // jobs, clients and workers share one sequence
-  std::map<std::string, int64_t> errors_;  // DispatcherStatus.errors
+  int64_t next_id_ = 1;                            // jobs, clients and workers share one sequence
+  std::map<std::string, int64_t> errors_;          // DispatcherStatus.errors
 };
 
 }  // namespace sluice::service

@@ -1,4 +1,3 @@
-#include "sluice/service/channel.h"
 #include "sluice/service/distributed_input.h"
 
 #include <algorithm>
@@ -6,12 +5,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "sluice/core/status_macros.h"
-#include "sluice/service/grpc_status.h"
-#include "sluice/service/unary_call.h"
+#include "sluice/service/backoff.h"
+#include "sluice/service/channel.h"
 #include "sluice/service/element_spec.h"
 #include "sluice/service/epoch_reader.h"
-#include "sluice/service/backoff.h"
+#include "sluice/service/grpc_status.h"
 #include "sluice/service/log.h"
+#include "sluice/service/unary_call.h"
 
 namespace sluice::service {
 namespace {
@@ -58,7 +58,7 @@ std::vector<io::Split> ToSplits(const ElementSpec& element) {
 }  // namespace
 
 absl::StatusOr<std::shared_ptr<DistributedInput>> DistributedInput::Connect(ClientOptions options,
-                                                                           const PipelineDef& workers_part) {
+                                                                            const PipelineDef& workers_part) {
   std::shared_ptr<DistributedInput> input(new DistributedInput(std::move(options)));
   const std::string& token = input->options_.security.token;
   SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<grpc::Channel> channel,
@@ -89,7 +89,7 @@ absl::StatusOr<std::shared_ptr<DistributedInput>> DistributedInput::Connect(Clie
   job.set_job_name(input->options_.job_name);
   GetOrCreateJobResponse joined;
   SLUICE_RETURN_IF_ERROR(CallUnary(input->dispatcher_.get(), &::sluice::Dispatcher::Stub::GetOrCreateJob,
-                              "get or create job", job, &joined, token));
+                                   "get or create job", job, &joined, token));
   input->job_id_ = joined.job_id();
   input->client_id_ = joined.client_id();
   input->job_uid_ = joined.job_uid();
@@ -112,12 +112,11 @@ void DistributedInput::BeatUntilStopped() {
   while (true) {
     {
       absl::MutexLock lock(&mu_);
-      mu_.AwaitWithDeadline(absl::Condition(
-                                +[](DistributedInput* in) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-                                  return in->stop_ || !in->reports_.empty();
-                                },
-                                this),
-                            next_beat);
+      mu_.AwaitWithDeadline(
+          absl::Condition(
+              +[](DistributedInput* in) ABSL_NO_THREAD_SAFETY_ANALYSIS { return in->stop_ || !in->reports_.empty(); },
+              this),
+          next_beat);
       if (stop_) return;
       unsent.insert(unsent.end(), reports_.begin(), reports_.end());
       reports_.clear();
@@ -143,14 +142,13 @@ void DistributedInput::BeatUntilStopped() {
       const absl::Time now = absl::Now();
       if (unreachable_since == absl::InfiniteFuture()) {
         unreachable_since = now;
-        Log("client", absl::StrCat(s.ToString(), "; retrying for ",
-                                   absl::FormatDuration(options_.dispatcher_timeout)));
+        Log("client", absl::StrCat(s.ToString(), "; retrying for ", absl::FormatDuration(options_.dispatcher_timeout)));
       }
       if (now - unreachable_since > options_.dispatcher_timeout) {
-        fatal = absl::UnavailableError(absl::StrCat(
-            "the dispatcher at ", options_.dispatcher, " has been unreachable for ",
-            absl::FormatDuration(options_.dispatcher_timeout), " (distribute's dispatcher_timeout_s); last error: ",
-            s.message()));
+        fatal =
+            absl::UnavailableError(absl::StrCat("the dispatcher at ", options_.dispatcher, " has been unreachable for ",
+                                                absl::FormatDuration(options_.dispatcher_timeout),
+                                                " (distribute's dispatcher_timeout_s); last error: ", s.message()));
       }
     } else {
       fatal = s;  // refused (a wrong token, a changed certificate): retrying will not help
@@ -195,8 +193,8 @@ DistributedInput::~DistributedInput() {
   release.set_client_id(client_id_);
   ReleaseClientResponse ignored;
   if (dispatcher_ && client_id_ > 0) {
-    (void)CallUnary(dispatcher_.get(), &::sluice::Dispatcher::Stub::ReleaseClient, "release client", release,
-               &ignored, options_.security.token);
+    (void)CallUnary(dispatcher_.get(), &::sluice::Dispatcher::Stub::ReleaseClient, "release client", release, &ignored,
+                    options_.security.token);
   }
 }
 
@@ -218,8 +216,8 @@ absl::Status DistributedInput::Heartbeat() {
     last_heartbeat_ = absl::Now();
   }
   ClientHeartbeatResponse response;
-  SLUICE_RETURN_IF_ERROR(CallUnary(dispatcher_.get(), &::sluice::Dispatcher::Stub::ClientHeartbeat,
-                              "client heartbeat", request, &response, options_.security.token));
+  SLUICE_RETURN_IF_ERROR(CallUnary(dispatcher_.get(), &::sluice::Dispatcher::Stub::ClientHeartbeat, "client heartbeat",
+                                   request, &response, options_.security.token));
   absl::MutexLock lock(&mu_);
   tasks_.assign(response.tasks().begin(), response.tasks().end());
   return absl::OkStatus();
@@ -314,8 +312,9 @@ std::unique_ptr<exec::Iterator> DistributedInput::Open(exec::ExecContext* ctx, c
 
 absl::Status DistributedInput::CheckResumable() const {
   if (options_.mode != DISTRIBUTED_EPOCH) {
-    return absl::UnimplementedError("node 'distribute': in parallel_epochs mode every worker runs whole epochs: a "
-                                    "consumer's position cannot be saved (use distributed_epoch)");
+    return absl::UnimplementedError(
+        "node 'distribute': in parallel_epochs mode every worker runs whole epochs: a "
+        "consumer's position cannot be saved (use distributed_epoch)");
   }
   if (static_cast<int64_t>(splits_.size()) != element_.num_splits() || job_uid_.empty()) {
     return absl::UnimplementedError(absl::StrCat("node 'distribute': the dispatcher at ", options_.dispatcher,
@@ -375,9 +374,10 @@ absl::Status DistributedInput::ResumeClient(uint64_t epoch, const exec::EpochPos
   const absl::Time give_up = absl::Now() + options_.connect_timeout;
   {
     absl::MutexLock lock(&mu_);
-    const absl::Condition sent(+[](DistributedInput* in) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-      return in->unsent_reports_ == 0 || !in->fatal_.ok();
-    }, this);
+    const absl::Condition sent(
+        +[](DistributedInput* in)
+             ABSL_NO_THREAD_SAFETY_ANALYSIS { return in->unsent_reports_ == 0 || !in->fatal_.ok(); },
+        this);
     if (!mu_.AwaitWithDeadline(sent, give_up)) {
       return absl::DeadlineExceededError(absl::StrCat("the dispatcher at ", options_.dispatcher,
                                                       " took no split reports for ",
@@ -388,8 +388,8 @@ absl::Status DistributedInput::ResumeClient(uint64_t epoch, const exec::EpochPos
   Backoff backoff(absl::Milliseconds(100), absl::Seconds(2));
   while (true) {
     ResumeClientResponse ignored;
-    absl::Status s = CallUnary(dispatcher_.get(), &::sluice::Dispatcher::Stub::ResumeClient, "resume client",
-                               request, &ignored, options_.security.token);
+    absl::Status s = CallUnary(dispatcher_.get(), &::sluice::Dispatcher::Stub::ResumeClient, "resume client", request,
+                               &ignored, options_.security.token);
     if (!absl::IsUnavailable(s) || absl::Now() > give_up) return s;
     absl::SleepFor(backoff.Next());
   }

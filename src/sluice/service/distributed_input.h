@@ -72,8 +72,7 @@ class DistributedInput : public exec::RemoteInput {
   // Reports splits of `epoch`: queued, and sent by the heartbeat thread at
   // once (retried while the dispatcher restarts), so a stream never waits
   // on the dispatcher.
-  void ReportSplits(uint64_t epoch, const std::vector<int64_t>& completed,
-                    const std::vector<int64_t>& abandoned);
+  void ReportSplits(uint64_t epoch, const std::vector<int64_t>& completed, const std::vector<int64_t>& abandoned);
   // Feeds the next heartbeat's throughput figures, and its share of time
   // the consumer waited for data.
   void CountReceived(int64_t samples, int64_t bytes);
@@ -133,7 +132,7 @@ class DistributedInput : public exec::RemoteInput {
   absl::Time last_heartbeat_ ABSL_GUARDED_BY(mu_);
   absl::Status fatal_ ABSL_GUARDED_BY(mu_);
   std::vector<ReportSplitsRequest> reports_ ABSL_GUARDED_BY(mu_);  // for the heartbeat thread to send
-  int64_t unsent_reports_ ABSL_GUARDED_BY(mu_) = 0;  // queued, or sent and not yet answered
+  int64_t unsent_reports_ ABSL_GUARDED_BY(mu_) = 0;                // queued, or sent and not yet answered
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
 
   std::thread heartbeats_;

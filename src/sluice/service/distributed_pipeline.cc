@@ -20,8 +20,8 @@ absl::StatusOr<ClientOptions> ToClientOptions(const DistributeDef& d) {
   } else if (d.mode() == "parallel_epochs") {
     options.mode = PARALLEL_EPOCHS;
   } else {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "mode must be \"distributed_epoch\" or \"parallel_epochs\", got \"", d.mode(), "\""));
+    return absl::InvalidArgumentError(
+        absl::StrCat("mode must be \"distributed_epoch\" or \"parallel_epochs\", got \"", d.mode(), "\""));
   }
   options.job_name = d.job_name();
   SLUICE_ASSIGN_OR_RETURN(options.compression, ParseCompression(d.compression()));
@@ -32,8 +32,8 @@ absl::StatusOr<ClientOptions> ToClientOptions(const DistributeDef& d) {
   if (d.dispatcher_timeout_s() < 0) return absl::InvalidArgumentError("dispatcher_timeout_s must be >= 0");
   if (d.dispatcher_timeout_s() > 0) options.dispatcher_timeout = absl::Seconds(d.dispatcher_timeout_s());
   if (d.shared_memory_mb() < -1 || d.shared_memory_mb() > 65536) {
-    return absl::InvalidArgumentError(absl::StrCat("shared_memory_mb must be -1 (off), 0 (64) or up to 65536, not ",
-                                                   d.shared_memory_mb()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("shared_memory_mb must be -1 (off), 0 (64) or up to 65536, not ", d.shared_memory_mb()));
   }
   if (d.shared_memory_mb() != 0) {
     options.shared_memory_bytes = static_cast<size_t>(std::max(d.shared_memory_mb(), 0)) << 20;
@@ -58,9 +58,10 @@ absl::Status CheckWorkersPart(const PipelineDef& def, int index, ProcessingMode 
   for (int i = 0; i < index; ++i) {
     const NodeDef& n = def.nodes(i);
     if (n.kind_case() == NodeDef::kRepeat || n.kind_case() == NodeDef::kTake) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "nodes[", i, "]: in distributed_epoch mode repeat and take go after the distribute node "
-          "(workers run splits, not whole epochs)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("nodes[", i,
+                       "]: in distributed_epoch mode repeat and take go after the distribute node "
+                       "(workers run splits, not whole epochs)"));
     }
   }
   return absl::OkStatus();

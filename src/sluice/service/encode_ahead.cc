@@ -5,8 +5,8 @@
 
 namespace sluice::service {
 
-EncodeAhead::EncodeAhead(exec::PipelineIterator* it, BatchMessage header, Compression compression,
-                         ShmRingWriter* ring, size_t depth)
+EncodeAhead::EncodeAhead(exec::PipelineIterator* it, BatchMessage header, Compression compression, ShmRingWriter* ring,
+                         size_t depth)
     : it_(it), compression_(compression), ring_(ring), depth_(depth), header_(std::move(header)) {
   if (depth_ > 0) thread_ = std::thread([this] { Run(); });
 }

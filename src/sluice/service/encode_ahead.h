@@ -9,10 +9,10 @@
 #ifndef SLUICE_SERVICE_ENCODE_AHEAD_H_
 #define SLUICE_SERVICE_ENCODE_AHEAD_H_
 
+#include <grpcpp/support/byte_buffer.h>
+
 #include <deque>
 #include <thread>
-
-#include <grpcpp/support/byte_buffer.h>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"

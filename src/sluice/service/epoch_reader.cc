@@ -2,8 +2,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "sluice/exec/row_copier.h"
 #include "sluice/core/status_macros.h"
+#include "sluice/exec/row_copier.h"
 #include "sluice/service/batch_codec.h"
 #include "sluice/service/grpc_status.h"
 #include "sluice/service/log.h"
@@ -24,10 +24,8 @@ constexpr int kMaxDamagedArrivals = 3;
 // A stream that ended this way lost its worker (killed, restarted, network);
 // anything else is the pipeline's own error, which the consumer must see.
 bool LostWorker(const grpc::Status& status) {
-  return status.error_code() == grpc::StatusCode::UNAVAILABLE ||
-         status.error_code() == grpc::StatusCode::CANCELLED ||
-         status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED ||
-         status.error_code() == grpc::StatusCode::ABORTED;
+  return status.error_code() == grpc::StatusCode::UNAVAILABLE || status.error_code() == grpc::StatusCode::CANCELLED ||
+         status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED || status.error_code() == grpc::StatusCode::ABORTED;
 }
 
 }  // namespace
@@ -102,9 +100,10 @@ void EpochReader::Supersede() {
   absl::MutexLock lock(&mu_);
   superseded_ = true;
   if (error_.ok()) {
-    error_ = absl::FailedPreconditionError(absl::StrCat(
-        "epoch ", epoch_, " of job ", input_->job_id(), " is read by a newer iterator of the same distributed "
-        "pipeline: one client reads an epoch once (make a new pipeline for a second consumer)"));
+    error_ = absl::FailedPreconditionError(
+        absl::StrCat("epoch ", epoch_, " of job ", input_->job_id(),
+                     " is read by a newer iterator of the same distributed "
+                     "pipeline: one client reads an epoch once (make a new pipeline for a second consumer)"));
   }
   for (auto& [id, stream] : streams_) stream->context.TryCancel();
   cv_.SignalAll();
@@ -286,10 +285,10 @@ void EpochReader::Finish(Stream* stream, const StreamRead& read, const grpc::Sta
   if (!read.ended && !stopping_) {
     if (!read.broken.ok() && split >= 0 && ++damaged_[split] >= kMaxDamagedArrivals) {
       if (error_.ok()) {
-        error_ = absl::DataLossError(absl::StrCat(
-            "job ", input_->job_id(), ": split ", split, " arrived damaged ", damaged_[split], " times from worker ",
-            stream->worker_id, " at ", stream->address, " (last: ", read.broken.error_message(),
-            "): something between that worker and this client corrupts data"));
+        error_ = absl::DataLossError(absl::StrCat("job ", input_->job_id(), ": split ", split, " arrived damaged ",
+                                                  damaged_[split], " times from worker ", stream->worker_id, " at ",
+                                                  stream->address, " (last: ", read.broken.error_message(),
+                                                  "): something between that worker and this client corrupts data"));
       }
     } else if (LostWorker(status)) {
       failed_at_[stream->worker_id] = absl::Now();

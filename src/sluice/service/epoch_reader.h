@@ -102,14 +102,14 @@ class EpochReader : public exec::Iterator {
   absl::Mutex mu_;
   absl::CondVar cv_;
   std::map<int64_t, std::unique_ptr<Stream>> streams_ ABSL_GUARDED_BY(mu_);  // by worker
-  std::map<int64_t, absl::Time> failed_at_ ABSL_GUARDED_BY(mu_);  // workers whose stream broke
+  std::map<int64_t, absl::Time> failed_at_ ABSL_GUARDED_BY(mu_);             // workers whose stream broke
   std::deque<Batch> queue_ ABSL_GUARDED_BY(mu_);
   std::deque<int64_t> queue_splits_ ABSL_GUARDED_BY(mu_);  // the split of each queued batch
   absl::Status error_ ABSL_GUARDED_BY(mu_);
   std::set<int64_t> completed_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, IdRanges> delivered_ ABSL_GUARDED_BY(mu_);  // by split in flight: the ids handed on
-  std::map<int64_t, int> damaged_ ABSL_GUARDED_BY(mu_);  // by split: its arrivals that failed to decode
-  std::vector<int64_t> position_of_;           // by split: its place in the epoch's order (for the ledger)
+  std::map<int64_t, int> damaged_ ABSL_GUARDED_BY(mu_);         // by split: its arrivals that failed to decode
+  std::vector<int64_t> position_of_;                // by split: its place in the epoch's order (for the ledger)
   std::deque<Batch> pending_ ABSL_GUARDED_BY(mu_);  // rebatching
   std::map<int64_t, int64_t> held_rows_ ABSL_GUARDED_BY(mu_);  // by split, in queue_
   std::set<int64_t> ended_held_ ABSL_GUARDED_BY(mu_);          // all arrived, some rows still held

@@ -203,5 +203,4 @@ void EpochSplits::Unqueue(int64_t split) {
   if (queue != nullptr) queue->erase(std::remove(queue->begin(), queue->end(), split), queue->end());
 }
 
-
 }  // namespace sluice::service

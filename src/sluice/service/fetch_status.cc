@@ -1,14 +1,13 @@
-#include "sluice/service/channel.h"
 #include "sluice/service/fetch_status.h"
 
 #include "service.grpc.pb.h"
 #include "sluice/core/status_macros.h"
+#include "sluice/service/channel.h"
 #include "sluice/service/unary_call.h"
 
 namespace sluice::service {
 
-absl::StatusOr<DispatcherStatus> FetchDispatcherStatus(const std::string& dispatcher,
-                                                       const SecurityOptions& security) {
+absl::StatusOr<DispatcherStatus> FetchDispatcherStatus(const std::string& dispatcher, const SecurityOptions& security) {
   SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<grpc::Channel> channel, MakeChannel(dispatcher, security));
   auto stub = ::sluice::Dispatcher::NewStub(channel);
   DispatcherStatus status;

@@ -11,8 +11,7 @@
 
 namespace sluice::service {
 
-absl::StatusOr<DispatcherStatus> FetchDispatcherStatus(const std::string& dispatcher,
-                                                       const SecurityOptions& security);
+absl::StatusOr<DispatcherStatus> FetchDispatcherStatus(const std::string& dispatcher, const SecurityOptions& security);
 
 }  // namespace sluice::service
 

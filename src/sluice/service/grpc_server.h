@@ -6,12 +6,12 @@
 #ifndef SLUICE_SERVICE_GRPC_SERVER_H_
 #define SLUICE_SERVICE_GRPC_SERVER_H_
 
+#include <grpcpp/grpcpp.h>
+
 #include <functional>
 #include <memory>
 #include <string>
 #include <thread>
-
-#include <grpcpp/grpcpp.h>
 
 #include "absl/base/call_once.h"
 #include "absl/status/statusor.h"
@@ -27,7 +27,7 @@ class GrpcServer {
   struct Options {
     std::string role;  // "dispatcher", "worker": names it in messages
     std::string host = "127.0.0.1";
-    int port = 0;      // 0: any free port (see port())
+    int port = 0;  // 0: any free port (see port())
     SecurityOptions security;
     int max_receive_bytes = kMaxRequestBytes;
     int max_send_bytes = kMaxMessageBytes;

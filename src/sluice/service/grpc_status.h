@@ -4,9 +4,9 @@
 #ifndef SLUICE_SERVICE_GRPC_STATUS_H_
 #define SLUICE_SERVICE_GRPC_STATUS_H_
 
-#include <string>
-
 #include <grpcpp/grpcpp.h>
+
+#include <string>
 
 #include "absl/status/status.h"
 

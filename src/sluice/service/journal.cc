@@ -33,8 +33,7 @@ absl::StatusOr<std::optional<uint64_t>> NextGoodFrame(const std::string& path, u
 
 // Reads every entry up to the end or a torn tail; returns the byte length
 // of the good part.
-absl::StatusOr<uint64_t> ReadEntries(const std::string& path, std::vector<JournalEntry>* out,
-                                     std::string* warning) {
+absl::StatusOr<uint64_t> ReadEntries(const std::string& path, std::vector<JournalEntry>* out, std::string* warning) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) return 0;  // a new journal
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<io::TfRecordReader> reader, io::TfRecordReader::Open(path));
@@ -44,10 +43,10 @@ absl::StatusOr<uint64_t> ReadEntries(const std::string& path, std::vector<Journa
     if (!record.ok()) {
       SLUICE_ASSIGN_OR_RETURN(std::optional<uint64_t> good, NextGoodFrame(path, offset));
       if (good.has_value()) {
-        return absl::DataLossError(absl::StrCat(
-            "the journal ", path, " is damaged at offset ", offset, " and holds good entries after it (from offset ",
-            *good, "): ", record.status().message(),
-            "; refusing to replay around the hole (move the file aside to start the dispatcher empty)"));
+        return absl::DataLossError(
+            absl::StrCat("the journal ", path, " is damaged at offset ", offset,
+                         " and holds good entries after it (from offset ", *good, "): ", record.status().message(),
+                         "; refusing to replay around the hole (move the file aside to start the dispatcher empty)"));
       }
       *warning = absl::StrCat("cut a torn tail of ", static_cast<uint64_t>(st.st_size) - offset, " bytes off ", path,
                               " at offset ", offset, " (", record.status().message(), ")");
@@ -111,9 +110,10 @@ Journal::~Journal() {
 }
 
 absl::Status Journal::Failed(absl::Status error) {
-  failed_ = absl::UnavailableError(absl::StrCat(
-      error.message(), ": the dispatcher accepts no work it cannot journal until it is restarted (with the same "
-                       "--work-dir, once the disk is fixed)"));
+  failed_ = absl::UnavailableError(
+      absl::StrCat(error.message(),
+                   ": the dispatcher accepts no work it cannot journal until it is restarted (with the same "
+                   "--work-dir, once the disk is fixed)"));
   return failed_;
 }
 

@@ -61,8 +61,8 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(int workers, i
   SLUICE_ASSIGN_OR_RETURN(cluster->dispatcher_, DispatcherServer::Start(options));
   const std::string dispatcher = cluster->dispatcher_address();
   // The workers run what this process can: the plugins it loaded too.
-  std::vector<std::string> args = {binary, "worker", "--dispatcher", dispatcher, "--host", "127.0.0.1",
-                                   "--threads", std::to_string(threads_per_worker)};
+  std::vector<std::string> args = {binary,   "worker",    "--dispatcher", dispatcher,
+                                   "--host", "127.0.0.1", "--threads",    std::to_string(threads_per_worker)};
   for (const std::string& plugin : ops::LoadedPlugins()) args.insert(args.end(), {"--plugin", plugin});
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());

@@ -33,8 +33,7 @@ absl::Status SecurityOptions::ReadTokenFile(const std::string& path) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
-    const SecurityOptions& options) {
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(const SecurityOptions& options) {
   if (options.cert_file.empty() != options.key_file.empty()) {
     return absl::InvalidArgumentError("TLS needs both a certificate and its key");
   }
@@ -59,8 +58,7 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
   return grpc::SslServerCredentials(ssl);
 }
 
-absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> MakeChannelCredentials(
-    const SecurityOptions& options) {
+absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> MakeChannelCredentials(const SecurityOptions& options) {
   if (options.ca_file.empty()) return grpc::InsecureChannelCredentials();
   grpc::SslCredentialsOptions ssl;
   SLUICE_ASSIGN_OR_RETURN(ssl.pem_root_certs, ReadWholeFile(options.ca_file, "CA certificate"));
@@ -101,8 +99,8 @@ absl::Status SecurityOptions::ReadCallersFile(const std::string& path) {
     const std::vector<std::string> fields = absl::StrSplit(line, absl::ByAnyChar(" \t"), absl::SkipEmpty());
     const std::string where = absl::StrCat(path, ":", line_number);
     if (fields.size() != 3) {
-      return absl::InvalidArgumentError(absl::StrCat(where, ": expected \"ROLE NAME TOKEN\", got ",
-                                                     fields.size(), " fields"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": expected \"ROLE NAME TOKEN\", got ", fields.size(), " fields"));
     }
     Caller caller{Role::kClient, fields[1], fields[2]};
     if (fields[0] == "worker") {
@@ -115,8 +113,8 @@ absl::Status SecurityOptions::ReadCallersFile(const std::string& path) {
     }
     for (const Caller& other : callers) {
       if (SameToken(other.token, caller.token)) {
-        return absl::InvalidArgumentError(absl::StrCat(where, ": the token of '", caller.name,
-                                                       "' is also '", other.name, "''s"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, ": the token of '", caller.name, "' is also '", other.name, "''s"));
       }
     }
     callers.push_back(std::move(caller));
@@ -148,8 +146,7 @@ absl::StatusOr<Caller> Authorize(const grpc::ServerContextBase& context, const S
   for (Role role : allowed) {
     if (caller->role == role || caller->admin()) return Caller{caller->role, caller->name, ""};
   }
-  return absl::PermissionDeniedError(
-      absl::StrCat(RoleName(caller->role), " '", caller->name, "' may not call ", call));
+  return absl::PermissionDeniedError(absl::StrCat(RoleName(caller->role), " '", caller->name, "' may not call ", call));
 }
 
 void AddToken(grpc::ClientContext* context, const std::string& token) {

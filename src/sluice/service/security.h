@@ -11,12 +11,12 @@
 #ifndef SLUICE_SERVICE_SECURITY_H_
 #define SLUICE_SERVICE_SECURITY_H_
 
-#include <memory>
+#include <grpcpp/grpcpp.h>
+
 #include <initializer_list>
+#include <memory>
 #include <string>
 #include <vector>
-
-#include <grpcpp/grpcpp.h>
 
 #include "absl/status/statusor.h"
 
@@ -34,9 +34,9 @@ struct Caller {
 };
 
 struct SecurityOptions {
-  std::string cert_file;  // this process's certificate chain (PEM)
-  std::string key_file;   // its private key (PEM)
-  std::string ca_file;    // the CA that signs the service's certificates (PEM)
+  std::string cert_file;             // this process's certificate chain (PEM)
+  std::string key_file;              // its private key (PEM)
+  std::string ca_file;               // the CA that signs the service's certificates (PEM)
   bool require_client_cert = false;  // servers: mutual TLS
   // What this process presents when it calls; also what its server accepts
   // from everyone when it has no `callers`. Empty: no token.
@@ -56,14 +56,11 @@ struct SecurityOptions {
 absl::StatusOr<Caller> Authorize(const grpc::ServerContextBase& context, const SecurityOptions& options,
                                  std::initializer_list<Role> allowed, absl::string_view call);
 
-absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
-    const SecurityOptions& options);
-absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> MakeChannelCredentials(
-    const SecurityOptions& options);
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(const SecurityOptions& options);
+absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> MakeChannelCredentials(const SecurityOptions& options);
 
 // Adds `token` (when there is one) to an outgoing call's metadata.
 void AddToken(grpc::ClientContext* context, const std::string& token);
-
 
 }  // namespace sluice::service
 

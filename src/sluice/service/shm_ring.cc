@@ -142,11 +142,9 @@ absl::StatusOr<std::shared_ptr<ShmRing>> ShmRing::Create(size_t capacity) {
   const size_t total = kHeaderBytes + capacity;
   // posix_fallocate reserves the pages now: on a full /dev/shm (a
   // container's 64 MB default), touching them later would be a SIGBUS.
-  const int reserved = ::ftruncate(fd, static_cast<off_t>(total)) == 0
-                           ? ::posix_fallocate(fd, 0, static_cast<off_t>(total))
-                           : errno;
-  void* mapped = reserved == 0 ? ::mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
-                               : MAP_FAILED;
+  const int reserved =
+      ::ftruncate(fd, static_cast<off_t>(total)) == 0 ? ::posix_fallocate(fd, 0, static_cast<off_t>(total)) : errno;
+  void* mapped = reserved == 0 ? ::mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
   const int mapped_errno = errno;
   if (reserved != 0 || mapped == MAP_FAILED) {
     ::shm_unlink(name.c_str());
@@ -303,8 +301,8 @@ class Mappings {
 
 absl::StatusOr<std::unique_ptr<ShmRingWriter>> ShmRingWriter::Claim(const std::string& name, uint64_t session) {
   // Only a ring's name: a request must not make a worker write elsewhere.
-  if (name.rfind(absl::StrCat("/", kPrefix), 0) != 0 || name.find('/', 1) != std::string::npos ||
-      session == 0 || session % 2 != 0) {
+  if (name.rfind(absl::StrCat("/", kPrefix), 0) != 0 || name.find('/', 1) != std::string::npos || session == 0 ||
+      session % 2 != 0) {
     return absl::InvalidArgumentError(absl::StrCat("not a shared-memory ring: '", name, "' session ", session));
   }
   SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<Mapping> mapping, Mappings::Get().Map(name));

@@ -75,7 +75,7 @@ class ShmRing : public std::enable_shared_from_this<ShmRing> {
   void Done(uint64_t end);  // a lease ended
 
   const std::string name_;
-  const int fd_;  // open for the ring's life: it holds the ring's flock
+  const int fd_;                 // open for the ring's life: it holds the ring's flock
   ShmRingHeader* const header_;  // the mapping starts with it
   const size_t capacity_;
   uint64_t session_ = 0;  // the last one offered
@@ -87,7 +87,7 @@ class ShmRing : public std::enable_shared_from_this<ShmRing> {
   };
   std::deque<Held> held_ ABSL_GUARDED_BY(mu_);  // in the order received
   uint64_t released_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t held_begin_ ABSL_GUARDED_BY(mu_) = 0;   // where the message before the last held ends
+  uint64_t held_begin_ ABSL_GUARDED_BY(mu_) = 0;    // where the message before the last held ends
   uint64_t received_end_ ABSL_GUARDED_BY(mu_) = 0;  // where the last message held ends
 };
 

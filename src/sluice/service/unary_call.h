@@ -14,8 +14,8 @@
 namespace sluice::service {
 
 template <typename Stub, typename Request, typename Response, typename Method>
-absl::Status CallUnary(Stub* stub, Method method, const std::string& name, const Request& request,
-                       Response* response, const std::string& token) {
+absl::Status CallUnary(Stub* stub, Method method, const std::string& name, const Request& request, Response* response,
+                       const std::string& token) {
   grpc::ClientContext context;
   AddToken(&context, token);
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));

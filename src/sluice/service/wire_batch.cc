@@ -1,12 +1,12 @@
 #include "sluice/service/wire_batch.h"
 
+#include <grpcpp/support/proto_buffer_reader.h>
+
 #include <cstring>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <grpcpp/support/proto_buffer_reader.h>
 
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/io/coded_stream.h"
@@ -48,15 +48,14 @@ size_t TagAndLengthSize(int field, uint64_t length) {
 
 grpc::Slice OwnedSlice(std::string bytes) {
   auto* owned = new std::string(std::move(bytes));
-  return grpc::Slice(owned->data(), owned->size(), [](void* p) { delete static_cast<std::string*>(p); },
-                     owned);
+  return grpc::Slice(owned->data(), owned->size(), [](void* p) { delete static_cast<std::string*>(p); }, owned);
 }
 
 // A slice over tensor memory that holds the buffer until gRPC is done.
 grpc::Slice BorrowedSlice(const Tensor& t, const uint8_t* data, size_t size) {
   auto* keep = new std::shared_ptr<Buffer>(t.buffer());
-  return grpc::Slice(const_cast<uint8_t*>(data), size,
-                     [](void* p) { delete static_cast<std::shared_ptr<Buffer>*>(p); }, keep);
+  return grpc::Slice(
+      const_cast<uint8_t*>(data), size, [](void* p) { delete static_cast<std::shared_ptr<Buffer>*>(p); }, keep);
 }
 
 }  // namespace
@@ -239,7 +238,7 @@ absl::Status ViewRing(ShmRing* ring, const ReceiveOps* ops, BufferPool* pool, Re
       SLUICE_ASSIGN_OR_RETURN(lease, ring->Hold(m.shm_end()));
     }
     const uint64_t size = static_cast<uint64_t>(t.uncompressed_size());
-    SLUICE_ASSIGN_OR_RETURN(uint8_t * bytes, ring->At(t.shm_position(), size, m.shm_end()));
+    SLUICE_ASSIGN_OR_RETURN(uint8_t* bytes, ring->At(t.shm_position(), size, m.shm_end()));
     const ReceiveOp* op = ops != nullptr ? ops->For(i) : nullptr;
     if (op == nullptr) {
       out->data[i] = Tensor(DType::kUInt8, Shape{static_cast<int64_t>(size)}, Buffer::Adopt(bytes, size, lease));
@@ -274,8 +273,7 @@ absl::Status ParseReceivedBatch(grpc::ByteBuffer* bytes, BufferPool* pool, const
         continue;
       }
       uint32_t size = 0;
-      if (WireFormatLite::GetTagWireType(tag) != WireFormatLite::WIRETYPE_LENGTH_DELIMITED ||
-          !in.ReadVarint32(&size)) {
+      if (WireFormatLite::GetTagWireType(tag) != WireFormatLite::WIRETYPE_LENGTH_DELIMITED || !in.ReadVarint32(&size)) {
         return Malformed("column");
       }
       const CodedInputStream::Limit limit = in.PushLimit(static_cast<int>(size));

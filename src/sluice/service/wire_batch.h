@@ -8,8 +8,8 @@
 #ifndef SLUICE_SERVICE_WIRE_BATCH_H_
 #define SLUICE_SERVICE_WIRE_BATCH_H_
 
-#include <grpcpp/support/byte_buffer.h>
 #include <grpcpp/impl/serialization_traits.h>
+#include <grpcpp/support/byte_buffer.h>
 #include <grpcpp/support/status.h>
 
 #include "absl/status/statusor.h"
@@ -89,8 +89,8 @@ class SerializationTraits<sluice::service::ReceivingBatch, void> {
     return Status(StatusCode::UNIMPLEMENTED, "a ReceivingBatch is only ever received");
   }
   static Status Deserialize(ByteBuffer* bytes, sluice::service::ReceivingBatch* message) {
-    message->error = sluice::service::ParseReceivedBatch(bytes, message->pool, message->ops, message->ring,
-                                                         &message->received);
+    message->error =
+        sluice::service::ParseReceivedBatch(bytes, message->pool, message->ops, message->ring, &message->received);
     bytes->Clear();
     return message->error.ok() ? Status::OK : Status(StatusCode::INTERNAL, std::string(message->error.message()));
   }

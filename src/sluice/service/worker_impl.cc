@@ -1,4 +1,3 @@
-#include "sluice/service/channel.h"
 #include "sluice/service/worker_impl.h"
 
 #include <algorithm>
@@ -7,13 +6,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "sluice/core/status_macros.h"
-#include "sluice/service/unary_call.h"
 #include "sluice/ops/op_registry.h"
 #include "sluice/service/backoff.h"
+#include "sluice/service/channel.h"
 #include "sluice/service/element_spec.h"
 #include "sluice/service/encode_ahead.h"
-#include "sluice/service/wire_batch.h"
 #include "sluice/service/log.h"
+#include "sluice/service/unary_call.h"
+#include "sluice/service/wire_batch.h"
 
 namespace sluice::service {
 
@@ -90,8 +90,8 @@ absl::Status WorkerImpl::Heartbeat() {
   }
   secret_ = response.secret();
   if (worker_id_.exchange(response.worker_id()) != response.worker_id()) {
-    Log("worker", absl::StrCat("registered with dispatcher ", options_.dispatcher, " as worker ",
-                               response.worker_id(), " at ", request.address()));
+    Log("worker", absl::StrCat("registered with dispatcher ", options_.dispatcher, " as worker ", response.worker_id(),
+                               " at ", request.address()));
   }
   return absl::OkStatus();
 }
@@ -134,8 +134,8 @@ absl::StatusOr<std::shared_ptr<const exec::Pipeline>> WorkerImpl::GetPipeline(co
   GetPipelineRequest request;
   request.set_pipeline_id(id);
   GetPipelineResponse response;
-  SLUICE_RETURN_IF_ERROR(CallUnary(dispatcher_.get(), &::sluice::Dispatcher::Stub::GetPipeline, "get pipeline",
-                              request, &response, options_.security.token));
+  SLUICE_RETURN_IF_ERROR(CallUnary(dispatcher_.get(), &::sluice::Dispatcher::Stub::GetPipeline, "get pipeline", request,
+                                   &response, options_.security.token));
   PipelineDef def = response.pipeline();
   if (options_.threads > 0) def.mutable_options()->set_threads(options_.threads);
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<exec::Pipeline> pipeline, exec::Pipeline::Create(def));
@@ -152,8 +152,8 @@ absl::StatusOr<GetSplitResponse> WorkerImpl::NextSplit(const GetSplitRequest& as
   Backoff backoff(absl::Milliseconds(5), absl::Milliseconds(200));
   while (!cancelled()) {
     GetSplitResponse response;
-    absl::Status s = CallUnary(dispatcher_.get(), &::sluice::Dispatcher::Stub::GetSplit, "get split", ask,
-                               &response, options_.security.token);
+    absl::Status s = CallUnary(dispatcher_.get(), &::sluice::Dispatcher::Stub::GetSplit, "get split", ask, &response,
+                               options_.security.token);
     if (s.ok() && response.state() != GetSplitResponse::WAIT) return response;
     if (!s.ok() && !absl::IsUnavailable(s) && !absl::IsDeadlineExceeded(s)) return s;
     if (!s.ok() && absl::Now() > give_up) return s;
@@ -162,8 +162,8 @@ absl::StatusOr<GetSplitResponse> WorkerImpl::NextSplit(const GetSplitRequest& as
   return absl::CancelledError("stream cancelled by the client");
 }
 
-absl::Status WorkerImpl::SendAll(exec::PipelineIterator* it, const StreamBatchesRequest& request,
-                                 int64_t split, BatchMessage* header, ShmRingWriter* ring, const WriteFn& write,
+absl::Status WorkerImpl::SendAll(exec::PipelineIterator* it, const StreamBatchesRequest& request, int64_t split,
+                                 BatchMessage* header, ShmRingWriter* ring, const WriteFn& write,
                                  const std::function<bool()>& cancelled) {
   header->set_split(split);
   // Over TCP an uncompressed batch is encoded as it is written (its CRC is
@@ -261,8 +261,8 @@ absl::Status WorkerImpl::RunSplit(const exec::Pipeline& pipeline, const StreamBa
 absl::Status WorkerImpl::FailedSplit(const exec::Pipeline& pipeline, const StreamBatchesRequest& request,
                                      const GetSplitResponse& failed, const WriteFn& write) {
   const io::Split split = pipeline.Splits()[failed.split()];  // Splits() returns a vector by value
-  const std::string what = absl::StrCat("job ", request.job_id(), ": ", failed.error(), " (it holds ",
-                                        DescribeSplit(pipeline, split), ")");
+  const std::string what =
+      absl::StrCat("job ", request.job_id(), ": ", failed.error(), " (it holds ", DescribeSplit(pipeline, split), ")");
   if (!failed.skip()) return absl::DataLossError(what);
   Log("worker", absl::StrCat(what, "; skipped (on_corrupt \"skip\")"));
   BatchMessage skipped;
@@ -322,9 +322,9 @@ absl::Status WorkerImpl::StreamBatches(const StreamBatchesRequest& request, cons
       SLUICE_ASSIGN_OR_RETURN(GetSplitResponse next, std::move(asked));
       if (next.state() == GetSplitResponse::END) break;
       if (next.split() < 0 || next.split() >= splits) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "the dispatcher handed out split ", next.split(), " of ", splits,
-            ": do the dispatcher and this worker see the same files?"));
+        return absl::FailedPreconditionError(absl::StrCat("the dispatcher handed out split ", next.split(), " of ",
+                                                          splits,
+                                                          ": do the dispatcher and this worker see the same files?"));
       }
       if (next.state() == GetSplitResponse::FAILED) {
         SLUICE_RETURN_IF_ERROR(FailedSplit(*pipeline, request, next, write));

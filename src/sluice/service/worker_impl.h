@@ -8,10 +8,10 @@
 #include <atomic>
 #include <functional>
 #include <map>
-#include <set>
-#include <tuple>
 #include <memory>
+#include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -74,8 +74,8 @@ class WorkerImpl {
   // its batches then its split_end marker. `ring`: the client's, if this
   // worker could claim it.
   absl::Status RunSplit(const exec::Pipeline& pipeline, const StreamBatchesRequest& request,
-                        const GetSplitResponse& next, BatchMessage* header, ShmRingWriter* ring,
-                        const WriteFn& write, const std::function<bool()>& cancelled);
+                        const GetSplitResponse& next, BatchMessage* header, ShmRingWriter* ring, const WriteFn& write,
+                        const std::function<bool()>& cancelled);
   // A split the dispatcher says failed too often: skipped (told to the
   // client), or the stream's error.
   absl::Status FailedSplit(const exec::Pipeline& pipeline, const StreamBatchesRequest& request,

@@ -1,18 +1,17 @@
-#include "sluice/service/grpc_status.h"
 #include "sluice/service/worker_server.h"
-
-#include "sluice/service/service_metrics.h"
 
 #include <grpcpp/impl/codegen/method_handler.h>
 #include <grpcpp/impl/rpc_service_method.h>
 
 #include "absl/strings/str_cat.h"
-#include "sluice/core/status_macros.h"
 #include "service.grpc.pb.h"
+#include "sluice/core/status_macros.h"
 #include "sluice/service/backoff.h"
+#include "sluice/service/grpc_status.h"
 #include "sluice/service/log.h"
-#include "sluice/service/wire_batch.h"
 #include "sluice/service/security.h"
+#include "sluice/service/service_metrics.h"
+#include "sluice/service/wire_batch.h"
 
 namespace sluice::service {
 
@@ -26,8 +25,7 @@ class WorkerServer::Service final : public grpc::Service {
   Service(WorkerImpl* impl, SecurityOptions security) : impl_(impl), security_(std::move(security)) {
     static const std::string stream = absl::StrCat("/", ::sluice::Worker::service_full_name(), "/StreamBatches");
     static const std::string status = absl::StrCat("/", ::sluice::Worker::service_full_name(), "/GetStatus");
-    static const std::string describe =
-        absl::StrCat("/", ::sluice::Worker::service_full_name(), "/DescribePipeline");
+    static const std::string describe = absl::StrCat("/", ::sluice::Worker::service_full_name(), "/DescribePipeline");
     AddMethod(new grpc::internal::RpcServiceMethod(
         stream.c_str(), grpc::internal::RpcMethod::SERVER_STREAMING,
         new grpc::internal::ServerStreamingHandler<Service, StreamBatchesRequest, WireBatch>(
@@ -47,8 +45,8 @@ class WorkerServer::Service final : public grpc::Service {
             this)));
     AddMethod(new grpc::internal::RpcServiceMethod(
         describe.c_str(), grpc::internal::RpcMethod::NORMAL_RPC,
-        new grpc::internal::RpcMethodHandler<Service, DescribePipelineRequest, ElementSpec,
-                                             grpc::protobuf::MessageLite, grpc::protobuf::MessageLite>(
+        new grpc::internal::RpcMethodHandler<Service, DescribePipelineRequest, ElementSpec, grpc::protobuf::MessageLite,
+                                             grpc::protobuf::MessageLite>(
             [](Service* service, grpc::ServerContext* context, const DescribePipelineRequest* request,
                ElementSpec* response) {
               // The dispatcher asks, with a worker's credentials.
@@ -116,12 +114,11 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(WorkerServerOp
     } while (backoff.Wait(stopping));
   });
   if (options.metrics_port >= 0) {
-    SLUICE_ASSIGN_OR_RETURN(server->metrics_, MetricsServer::Start(options.host, options.metrics_port, [impl] {
-                              return WorkerMetrics(impl->Status());
-                            }));
+    SLUICE_ASSIGN_OR_RETURN(server->metrics_, MetricsServer::Start(options.host, options.metrics_port,
+                                                                   [impl] { return WorkerMetrics(impl->Status()); }));
   }
-  Log("worker", absl::StrCat("listening on ", options.host, ":", server->port(), ", dispatcher ",
-                             options.worker.dispatcher));
+  Log("worker",
+      absl::StrCat("listening on ", options.host, ":", server->port(), ", dispatcher ", options.worker.dispatcher));
   return server;
 }
 

@@ -4,10 +4,10 @@
 #ifndef SLUICE_SERVICE_WORKER_SERVER_H_
 #define SLUICE_SERVICE_WORKER_SERVER_H_
 
+#include <grpcpp/grpcpp.h>
+
 #include <memory>
 #include <string>
-
-#include <grpcpp/grpcpp.h>
 
 #include "absl/status/statusor.h"
 #include "sluice/service/grpc_server.h"
@@ -17,11 +17,11 @@
 namespace sluice::service {
 
 struct WorkerServerOptions {
-  std::string host = "127.0.0.1";  // beyond loopback: see docs/service.md#security
-  int port = 0;                   // 0: any free port
+  std::string host = "127.0.0.1";            // beyond loopback: see docs/service.md#security
+  int port = 0;                              // 0: any free port
   std::string advertise_host = "127.0.0.1";  // the host clients dial
-  WorkerOptions worker;           // its address is set from the port
-  int metrics_port = -1;          // Prometheus metrics on `host` (0: any free port; -1: none)
+  WorkerOptions worker;                      // its address is set from the port
+  int metrics_port = -1;                     // Prometheus metrics on `host` (0: any free port; -1: none)
 };
 
 class WorkerServer {
@@ -46,7 +46,7 @@ class WorkerServer {
 
   std::unique_ptr<WorkerImpl> impl_;
   std::unique_ptr<Service> service_;
-  std::unique_ptr<GrpcServer> server_;  // stops before what it serves
+  std::unique_ptr<GrpcServer> server_;      // stops before what it serves
   std::unique_ptr<MetricsServer> metrics_;  // last: stops first
 };
 

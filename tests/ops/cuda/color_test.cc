@@ -4,16 +4,16 @@
 // tests that need a GPU skip, saying why, where there is none.
 
 #include <fstream>
-#include <vector>
-#include <type_traits>
-#include <limits>
 #include <iterator>
+#include <limits>
+#include <type_traits>
+#include <vector>
 
+#include "cuda_test_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "sluice/exec/pipeline.h"
 #include "sluice/pipeline_builder.h"
-#include "cuda_test_util.h"
 #include "status_matchers.h"
 
 namespace sluice::ops {
@@ -34,8 +34,8 @@ PipelineBuilder Images() {
   for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<uint8_t>((i * 37 + 11) % 256);
   std::vector<int64_t> labels(kRows);
   for (int r = 0; r < kRows; ++r) labels[r] = r;
-  return PipelineBuilder::Arrays({MakeArrayColumn("image", {kH, kW, kC}, pixels),
-                                  MakeArrayColumn("label", {}, labels)});
+  return PipelineBuilder::Arrays(
+      {MakeArrayColumn("image", {kH, kW, kC}, pixels), MakeArrayColumn("label", {}, labels)});
 }
 
 std::vector<OpSpec> Tail() {
@@ -89,12 +89,13 @@ TEST(CudaBackend, RescaleAndNormalizeOnTheDeviceEqualTheCpuKernels) {
 // odd counts, so that the vectorized kernel's tail runs.
 template <typename T>
 std::vector<T> Edgy(int n) {
-  const double specials[] = {0,     1,     -1,   0.5,  -0.5,  255.9, 256,   -129,        1e10,       -1e10,
-                             2147483647.0, -2147483648.0, 4e9, 9.3e18, -9.3e18, 1e30, -1e30};
+  const double specials[] = {0,   1,      -1,      0.5,   -0.5,         255.9,
+                             256, -129,   1e10,    -1e10, 2147483647.0, -2147483648.0,
+                             4e9, 9.3e18, -9.3e18, 1e30,  -1e30};
   std::vector<T> values(n);
   for (int i = 0; i < n; ++i) {
-    const double v = i < static_cast<int>(std::size(specials)) ? specials[i]
-                                                               : ((i * 2654435761u) % 100000) * 0.37 - 9000;
+    const double v =
+        i < static_cast<int>(std::size(specials)) ? specials[i] : ((i * 2654435761u) % 100000) * 0.37 - 9000;
     if constexpr (std::is_floating_point_v<T>) {
       values[i] = static_cast<T>(v);
     } else {
@@ -128,7 +129,7 @@ TEST(CudaBackend, CastEqualsTheCpuKernelForEveryDtypePair) {
   }
   // Many values: the vectorized kernel over several blocks, and a batch of 1.
   ExpectCudaMapEqualsCpu(PipelineBuilder::Arrays({MakeArrayColumn("x", {100003}, Edgy<float>(100003))}), 1,
-                      Op("cast", {{"field", "x"}, {"dtype", "uint8"}}));
+                         Op("cast", {{"field", "x"}, {"dtype", "uint8"}}));
 }
 
 }  // namespace

@@ -27,9 +27,9 @@ using cuda_testing::HostBytes;
 
 DeviceRuntime* Runtime() { return cuda_testing::CudaRuntime(); }
 
-#define SKIP_WITHOUT_GPU()                                      \
-  if (absl::Status gpu = GpuAvailable(); !gpu.ok()) {          \
-    GTEST_SKIP() << gpu.message();                              \
+#define SKIP_WITHOUT_GPU()                            \
+  if (absl::Status gpu = GpuAvailable(); !gpu.ok()) { \
+    GTEST_SKIP() << gpu.message();                    \
   }
 
 TEST(CudaRuntime, StagingMemoryIsPageLockedAndPooled) {
@@ -70,8 +70,7 @@ TEST(CudaRuntime, TheDevicePoolIsBoundedAndSaysSo) {
   const size_t limit = Runtime()->Memory(device).limit_bytes;
   ASSERT_GT(limit, 0u);
   EXPECT_THAT(Runtime()->Allocate(limit + 1, device, stream),
-              StatusIs(absl::StatusCode::kResourceExhausted,
-                       HasSubstr("over its bound of " + std::to_string(limit))));
+              StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("over its bound of " + std::to_string(limit))));
 }
 
 TEST(CudaRuntime, OutputsAreOrderedAfterTheirWorkForTheHostAndForAnotherStream) {
@@ -133,12 +132,12 @@ TEST(CudaRuntime, TheNodesFeedingADeviceMapWritePageLockedMemory) {
   SKIP_WITHOUT_GPU();
   testing::TempDir dir;
   testing::WriteCifarTfRecords(dir.path(), 64, 2);
-  PipelineDef def = PipelineBuilder::TfRecord({dir.path() + "/*.tfrecord"},
-                                              {BytesFeature("image", 3072), Int64Feature("label")})
-                        .Map({Op("decode_raw", {{"dtype", "uint8"}}), Op("reshape", {{"shape", {32, 32, 3}}})})
-                        .Batch(16)
-                        .Map({Op("rescale", {{"scale", 0.5}})}, 0, "cuda")
-                        .Build();
+  PipelineDef def =
+      PipelineBuilder::TfRecord({dir.path() + "/*.tfrecord"}, {BytesFeature("image", 3072), Int64Feature("label")})
+          .Map({Op("decode_raw", {{"dtype", "uint8"}}), Op("reshape", {{"shape", {32, 32, 3}}})})
+          .Batch(16)
+          .Map({Op("rescale", {{"scale", 0.5}})}, 0, "cuda")
+          .Build();
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<exec::Pipeline> pipeline, exec::Pipeline::Create(def));
   std::unique_ptr<exec::PipelineIterator> it = pipeline->Iterate();
   Batch b;

@@ -97,7 +97,6 @@ inline void ExpectSameValues(const Tensor& cpu, const Tensor& gpu, int uint8_lev
   }
 }
 
-
 // `source` batched whole (`rows` a batch) and mapped by `op` on the cpu and
 // on "cuda": the same shape, dtype and values (ExpectSameValues, uint8
 // within `uint8_levels`).

@@ -10,12 +10,12 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "cuda_test_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "sluice/datagen/synthetic_images.h"
 #include "sluice/ops/device_decode_stats.h"
 #include "sluice/pipeline_builder.h"
-#include "cuda_test_util.h"
 #include "status_matchers.h"
 #include "temp_dir.h"
 
@@ -127,8 +127,8 @@ TEST_F(DecodeCudaTest, WhatNvjpegDoesNotTakeIsDecodedOnTheCpuInTheSameBatch) {
   const Image rgb = datagen::PhotoLikeImage(160, 120, 4);
   absl::StatusOr<std::string> png = datagen::EncodePng(rgb);
   ASSERT_TRUE(png.ok());
-  const std::string ppm = absl::StrCat("P6\n", rgb.width, " ", rgb.height, "\n255\n",
-                                       std::string(rgb.pixels.begin(), rgb.pixels.end()));
+  const std::string ppm =
+      absl::StrCat("P6\n", rgb.width, " ", rgb.height, "\n255\n", std::string(rgb.pixels.begin(), rgb.pixels.end()));
   const std::string list = List({{"a.jpg", Jpeg(rgb)},
                                  {"b.png", *png},
                                  {"c.jpg", Jpeg(datagen::ToCmyk(rgb))},
@@ -147,10 +147,10 @@ TEST_F(DecodeCudaTest, ACorruptFileFailsNamingIt) {
   std::string bytes = Jpeg(datagen::PhotoLikeImage(64, 48, 7));
   for (size_t i = 20; i < 80; ++i) bytes[i] = static_cast<char>(0x7f);  // the tables after the header
   const std::string list = List({{"ok.jpg", Jpeg(datagen::PhotoLikeImage(64, 48, 8))}, {"garbled.jpg", bytes}});
-  EXPECT_THAT(FirstBatch(PipelineBuilder::FileList(list).Batch(2).Map({Op("decode_image", {{"size", {48, 64}}})}, 0,
-                                                                      "cuda")
-                             .Build()),
-              StatusIs(absl::StatusCode::kDataLoss, HasSubstr(dir_.Join("garbled.jpg"))));
+  EXPECT_THAT(
+      FirstBatch(
+          PipelineBuilder::FileList(list).Batch(2).Map({Op("decode_image", {{"size", {48, 64}}})}, 0, "cuda").Build()),
+      StatusIs(absl::StatusCode::kDataLoss, HasSubstr(dir_.Join("garbled.jpg"))));
 }
 
 }  // namespace

@@ -10,14 +10,14 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "cuda_test_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "sluice/exec/pipeline.h"
 #include "sluice/graph/compiled_pipeline.h"
-#include "sluice/ops/op_registry.h"
 #include "sluice/ops/geometry_params.h"
+#include "sluice/ops/op_registry.h"
 #include "sluice/pipeline_builder.h"
-#include "cuda_test_util.h"
 #include "status_matchers.h"
 
 namespace sluice::ops {

@@ -5,11 +5,11 @@
 
 #include <cstdlib>
 
+#include "cuda_test_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "sluice/exec/pipeline.h"
 #include "sluice/pipeline_builder.h"
-#include "cuda_test_util.h"
 #include "status_matchers.h"
 
 namespace sluice::ops {
@@ -57,7 +57,7 @@ TEST(ResampleCuda, ResizeEqualsTheCpuKernel) {
   ExpectBackendsAgree({9, 7, 1}, 1, Op("resize", {{"size", {1}}}));
   ExpectBackendsAgree({5, 6, 4}, 2, Op("resize", {{"size", {11, 2}}}));
   ExpectBackendsAgree({13, 8, 1}, 3, Op("resize", {{"size", {13, 8}}}));  // the same size
-  ExpectBackendsAgree({300, 2, 1}, 2, Op("resize", {{"size", {3, 1}}}));   // many taps
+  ExpectBackendsAgree({300, 2, 1}, 2, Op("resize", {{"size", {3, 1}}}));  // many taps
 }
 
 TEST(ResampleCuda, RandomResizedCropDrawsTheCpuKernelsWindows) {
@@ -73,11 +73,12 @@ TEST(ResampleCuda, CenterCropEqualsTheCpuKernel) {
   if (absl::Status gpu = GpuAvailable(); !gpu.ok()) GTEST_SKIP() << gpu.message();
   // Edge sizes, channel counts with (1, 3, 4) and without (2, 5) a dedicated
   // kernel, crops with odd margins.
-  const std::vector<std::vector<int64_t>> shapes = {{1, 1, 3}, {5, 7, 3}, {9, 13, 1}, {6, 10, 4},
+  const std::vector<std::vector<int64_t>> shapes = {{1, 1, 3},   {5, 7, 3}, {9, 13, 1}, {6, 10, 4},
                                                     {11, 17, 2}, {7, 5, 5}, {64, 64, 3}};
   for (const std::vector<int64_t>& shape : shapes) {
     for (const std::vector<int64_t>& size : {std::vector<int64_t>{shape[0], shape[1]},
-                                             std::vector<int64_t>{(shape[0] + 1) / 2, (shape[1] + 2) / 3}, {1}}) {
+                                             std::vector<int64_t>{(shape[0] + 1) / 2, (shape[1] + 2) / 3},
+                                             {1}}) {
       ExpectBackendsAgree(shape, 3, Op("center_crop", {{"size", size}}), /*levels=*/0);
     }
   }

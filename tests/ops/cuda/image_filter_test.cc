@@ -10,11 +10,11 @@
 #include <type_traits>
 #include <vector>
 
+#include "cuda_test_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "sluice/exec/pipeline.h"
 #include "sluice/pipeline_builder.h"
-#include "cuda_test_util.h"
 #include "status_matchers.h"
 
 namespace sluice::ops {
@@ -67,8 +67,8 @@ TEST(CudaFilters, BlurWithASigmaDrawnPerSampleEqualsTheCpu) {
 TEST(CudaFilters, DilationThenBlurOnUint8EqualsTheCpu) {
   if (absl::Status gpu = GpuAvailable(); !gpu.ok()) GTEST_SKIP() << gpu.message();
   // W2's chain on uint8 32x32x3.
-  ExpectCudaEqualsCpu<uint8_t>({32, 32, 3}, 37,
-                               {Op("grey_dilation", {{"size", 3}}), Op("gaussian_blur", {{"ksize", 11}, {"sigma", 0.8}})});
+  ExpectCudaEqualsCpu<uint8_t>(
+      {32, 32, 3}, 37, {Op("grey_dilation", {{"size", 3}}), Op("gaussian_blur", {{"ksize", 11}, {"sigma", 0.8}})});
 }
 
 TEST(CudaFilters, EdgeSizesEqualTheCpu) {

@@ -9,10 +9,10 @@ namespace sluice::ops {
 namespace {
 
 using ::sluice::testing::StatusIs;
+using testing::Attrs;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
-using testing::Attrs;
 
 const std::vector<AttrSchema> kSchema = {
     {"k", AttrType::kInt, "3", ""},
@@ -30,9 +30,9 @@ TEST(Attrs, ConvertsValuesAndFillsDefaults) {
 }
 
 TEST(Attrs, ErrorsNameTheAttr) {
-  EXPECT_THAT(Attrs::Bind(kSchema, Attrs(R"({"sigma": 1, "sgima": 2})")),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("attr 'sgima' is unknown (attrs: k, sigma, mode, on)")));
+  EXPECT_THAT(
+      Attrs::Bind(kSchema, Attrs(R"({"sigma": 1, "sgima": 2})")),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("attr 'sgima' is unknown (attrs: k, sigma, mode, on)")));
   EXPECT_THAT(Attrs::Bind(kSchema, Attrs(R"({})")),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("attr 'sigma' is required")));
   EXPECT_THAT(Attrs::Bind(kSchema, Attrs(R"({"sigma": 1, "k": 2.5})")),

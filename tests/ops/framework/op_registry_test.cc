@@ -58,15 +58,17 @@ TEST(OpRegistry, ANameRegisteredTwiceNamesBothRegistrants) {
 }
 
 TEST(OpRegistry, ABuiltinNameTakenByAPluginNamesBoth) {
-  EXPECT_THAT(OpRegistry::Global().AddOp(CopySchema("rescale"), "plugin /p/mine.so"),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("op 'rescale' is registered twice: by sluice's built-in ops and by plugin /p/mine.so")));
+  EXPECT_THAT(
+      OpRegistry::Global().AddOp(CopySchema("rescale"), "plugin /p/mine.so"),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("op 'rescale' is registered twice: by sluice's built-in ops and by plugin /p/mine.so")));
 }
 
 TEST(OpRegistry, IncompleteSchemasAndStrayKernelsAreRefused) {
   OpRegistry registry;
-  EXPECT_THAT(registry.AddOp(OpSchema("x").Doc("d")), StatusIs(absl::StatusCode::kInvalidArgument,
-                                                             HasSubstr("op 'x' (sluice's built-in ops) has no inference")));
+  EXPECT_THAT(
+      registry.AddOp(OpSchema("x").Doc("d")),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("op 'x' (sluice's built-in ops) has no inference")));
   EXPECT_THAT(registry.AddOp(OpSchema("x").Infer(InferCopy)),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("has no doc")));
   EXPECT_THAT(registry.AddKernel<CopyKernel>("nothing", Backend::kCpu),
@@ -80,8 +82,8 @@ TEST(OpRegistry, KernelsAreLookedUpPerBackend) {
   EXPECT_THAT(registry.Backends("copy"), ElementsAre(Backend::kCpu));
   EXPECT_TRUE(registry.Runs("copy", Backend::kCpu));
   EXPECT_FALSE(registry.Runs("copy", Backend::kCuda));
-  ASSERT_OK_AND_ASSIGN(InferredOp op, registry.Infer("copy", testing::Attrs("{}"),
-                                                     Schema({ColumnSpec{"x", DType::kUInt8, Shape{4}}})));
+  ASSERT_OK_AND_ASSIGN(
+      InferredOp op, registry.Infer("copy", testing::Attrs("{}"), Schema({ColumnSpec{"x", DType::kUInt8, Shape{4}}})));
   EXPECT_FALSE(op.random) << "an op whose schema never draws has no random instance";
   SLUICE_ASSERT_OK(registry.MakeKernel("copy", Backend::kCpu, op).status());
   EXPECT_THAT(registry.MakeKernel("copy", Backend::kCuda, op),

@@ -2,14 +2,13 @@
 // built against the installed package) runs like a built-in, and bad
 // plugins are refused naming the file and the reason. Links the shared
 // libsluice, as a plugin does: one process, one copy of the registry.
-#include "sluice/ops/plugin.h"
-
 #include <cstdlib>
 #include <set>
 #include <string>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "sluice/ops/plugin.h"
 #include "sluice/pipeline.h"
 #include "status_matchers.h"
 
@@ -131,11 +130,12 @@ TEST(PluginLoader, APluginBuiltForAnotherSluiceIsRefusedNamingTheFile) {
 }
 
 TEST(PluginLoader, AMissingSymbolIsRefusedNamingTheFileAndTheSymbol) {
-  EXPECT_THAT(LoadPlugin(TestPlugin("missing_symbol")),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("libtest_plugin_missing_symbol.so: cannot be loaded: ")));
-  EXPECT_THAT(LoadPlugin(TestPlugin("missing_symbol")),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("undefined symbol: sluice_test_no_such_function")));
+  EXPECT_THAT(
+      LoadPlugin(TestPlugin("missing_symbol")),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("libtest_plugin_missing_symbol.so: cannot be loaded: ")));
+  EXPECT_THAT(
+      LoadPlugin(TestPlugin("missing_symbol")),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("undefined symbol: sluice_test_no_such_function")));
 }
 
 TEST(PluginLoader, ASharedObjectWithoutEntryPointsIsNotAPlugin) {

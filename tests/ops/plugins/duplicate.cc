@@ -4,11 +4,12 @@
 namespace {
 
 absl::Status Register(sluice::ops::PluginRegistrar& r) {
-  return r.AddOp(sluice::ops::OpSchema("rescale")
-                     .Doc("a second rescale (a test plugin)")
-                     .Infer([](const sluice::ops::Attrs&, const sluice::Schema&) -> absl::StatusOr<sluice::ops::InferredOp> {
-                       return sluice::ops::InferredOp();
-                     }));
+  return r.AddOp(
+      sluice::ops::OpSchema("rescale")
+          .Doc("a second rescale (a test plugin)")
+          .Infer([](const sluice::ops::Attrs&, const sluice::Schema&) -> absl::StatusOr<sluice::ops::InferredOp> {
+            return sluice::ops::InferredOp();
+          }));
 }
 
 }  // namespace

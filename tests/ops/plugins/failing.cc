@@ -39,7 +39,8 @@ class FailAtLabelKernel : public sluice::ops::Kernel {
 
 absl::StatusOr<sluice::ops::InferredOp> InferFail(const sluice::ops::Attrs& attrs, const sluice::Schema& input) {
   SLUICE_ASSIGN_OR_RETURN(sluice::ops::BoundField f, sluice::ops::BindField(attrs, input, {sluice::DType::kInt64}));
-  return sluice::ops::UnaryOp(f.column, f.spec, FailParams{attrs.GetInt("label"), attrs.GetBool("crash"), attrs.GetBool("hang")});
+  return sluice::ops::UnaryOp(f.column, f.spec,
+                              FailParams{attrs.GetInt("label"), attrs.GetBool("crash"), attrs.GetBool("hang")});
 }
 
 absl::Status Register(sluice::ops::PluginRegistrar& r) {

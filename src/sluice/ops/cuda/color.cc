@@ -2,11 +2,11 @@
 // cpu kernels (color_params.h), the launches on the run's stream.
 #include "absl/strings/str_cat.h"
 #include "sluice/core/status_macros.h"
+#include "sluice/ops/builtin_ops.h"
 #include "sluice/ops/color_params.h"
 #include "sluice/ops/cuda/color_kernels.h"
 #include "sluice/ops/cuda/cuda_runtime.h"
 #include "sluice/ops/cuda/device_scratch.h"
-#include "sluice/ops/builtin_ops.h"
 #include "sluice/ops/op_registry.h"
 
 namespace sluice::ops::cuda {
@@ -38,7 +38,8 @@ class NormalizeCudaKernel : public Kernel {
   absl::Status Setup(const SetupContext& ctx) override {
     const size_t c = p_.a.size();
     SLUICE_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(ctx.device), "cudaSetDevice"));
-    SLUICE_RETURN_IF_ERROR(CudaStatus(cudaMalloc(reinterpret_cast<void**>(&factors_), 2 * c * sizeof(float)), "cudaMalloc"));
+    SLUICE_RETURN_IF_ERROR(
+        CudaStatus(cudaMalloc(reinterpret_cast<void**>(&factors_), 2 * c * sizeof(float)), "cudaMalloc"));
     std::vector<float> host = p_.a;
     host.insert(host.end(), p_.b.begin(), p_.b.end());
     return CudaStatus(cudaMemcpy(factors_, host.data(), 2 * c * sizeof(float), cudaMemcpyHostToDevice),
@@ -68,9 +69,9 @@ class CastCudaKernel : public Kernel {
 
   absl::Status Run(const KernelContext& ctx, absl::Span<const ColumnRef> in,
                    absl::Span<const ColumnRef> out) const override {
-    return CudaStatus(LaunchCast(in[0].data, ElemTypeOf(p_.from), ctx.rows * p_.elems, ElemTypeOf(p_.to),
-                                 out[0].data, Stream(ctx)),
-                      "cast's launch");
+    return CudaStatus(
+        LaunchCast(in[0].data, ElemTypeOf(p_.from), ctx.rows * p_.elems, ElemTypeOf(p_.to), out[0].data, Stream(ctx)),
+        "cast's launch");
   }
 
  private:

@@ -1,8 +1,7 @@
-#include "sluice/ops/cuda/color_kernels.h"
-
 #include <cstdint>
 #include <type_traits>
 
+#include "sluice/ops/cuda/color_kernels.h"
 #include "sluice/ops/cuda/pack.cuh"
 
 namespace sluice::ops::cuda {

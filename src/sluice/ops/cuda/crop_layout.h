@@ -13,7 +13,7 @@ namespace sluice::ops::cuda {
 
 // The centre h x w window of `in` images, as the cpu kernels place it.
 inline CropLayout CenterCropLayout(const ImageDims& in, int64_t h, int64_t w, bool chw, const ColumnRef& src,
-                            const ColumnRef& dst) {
+                                   const ColumnRef& dst) {
   const auto [top, left] = CenterOffsets(in, h, w);
   return CropLayout{in.h, in.w, in.c, top, left, h, w, chw, src.row_bytes, dst.row_bytes};
 }

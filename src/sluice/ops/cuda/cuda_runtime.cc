@@ -1,7 +1,5 @@
 #include "sluice/ops/cuda/cuda_runtime.h"
 
-#include "sluice/ops/builtin_ops.h"
-
 #include <atomic>
 #include <cstdlib>
 #include <limits>
@@ -12,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
+#include "sluice/ops/builtin_ops.h"
 
 namespace sluice::ops::cuda {
 namespace {
@@ -116,7 +115,7 @@ struct ReadyState {
 // What a device Buffer owns: its pool memory, back in stream order.
 struct DeviceBlock {
   void* data = nullptr;
-  cudaStream_t stream = nullptr;  // the allocating runner's, alive during its run
+  cudaStream_t stream = nullptr;      // the allocating runner's, alive during its run
   std::shared_ptr<ReadyState> ready;  // set before the buffer is shared
   std::atomic<cudaStream_t> consumer{nullptr};
 
@@ -198,9 +197,9 @@ class CudaRuntime : public DeviceRuntime {
   }
 
   absl::Status CopyOnDevice(uint8_t* device_dst, const uint8_t* device_src, size_t bytes, void* stream) override {
-    return CudaStatus(cudaMemcpyAsync(device_dst, device_src, bytes, cudaMemcpyDeviceToDevice,
-                                      static_cast<cudaStream_t>(stream)),
-                      "cudaMemcpyAsync on the device");
+    return CudaStatus(
+        cudaMemcpyAsync(device_dst, device_src, bytes, cudaMemcpyDeviceToDevice, static_cast<cudaStream_t>(stream)),
+        "cudaMemcpyAsync on the device");
   }
 
   absl::StatusOr<double> TimeQueued(int device, int reps, const std::function<absl::Status()>& queue) override {
@@ -229,8 +228,7 @@ class CudaRuntime : public DeviceRuntime {
                          std::vector<std::shared_ptr<Buffer>> keep_alive) override {
     auto ready = std::make_shared<ReadyState>();
     ready->stream = static_cast<cudaStream_t>(stream);
-    if (absl::Status s = CudaStatus(cudaEventCreateWithFlags(&ready->event, cudaEventDisableTiming),
-                                    "cudaEventCreate");
+    if (absl::Status s = CudaStatus(cudaEventCreateWithFlags(&ready->event, cudaEventDisableTiming), "cudaEventCreate");
         !s.ok()) {
       return s;
     }
@@ -311,9 +309,9 @@ absl::StatusOr<void*> AllocateAsync(size_t bytes, cudaStream_t stream) {
   const size_t limit = pools.Limit(device);
   const uint64_t used = PoolAttribute(*pool, cudaMemPoolAttrUsedMemCurrent);
   if (used + bytes > limit) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "device ", device, "'s memory pool would hold ", used + bytes, " bytes, over its bound of ", limit,
-        " (SLUICE_CUDA_MEMORY_LIMIT sets it; fewer batches in flight or smaller batches use less)"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("device ", device, "'s memory pool would hold ", used + bytes, " bytes, over its bound of ", limit,
+                     " (SLUICE_CUDA_MEMORY_LIMIT sets it; fewer batches in flight or smaller batches use less)"));
   }
   void* data = nullptr;
   if (absl::Status s = CudaStatus(cudaMallocFromPoolAsync(&data, bytes, *pool, stream),

@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "sluice/core/status_macros.h"
+#include "sluice/ops/builtin_ops.h"
 #include "sluice/ops/crop_window.h"
 #include "sluice/ops/cuda/cuda_runtime.h"
 #include "sluice/ops/cuda/device_scratch.h"
@@ -21,14 +22,13 @@
 #include "sluice/ops/cuda/resample_run.h"
 #include "sluice/ops/decode_params.h"
 #include "sluice/ops/device_decode_stats.h"
-#include "sluice/ops/builtin_ops.h"
 #include "sluice/ops/op_registry.h"
 
 namespace sluice::ops::cuda {
 namespace {
 
-using kernels::DecodeRegion;
 using kernels::DecodedRegion;
+using kernels::DecodeRegion;
 using kernels::ImageInfo;
 using kernels::Window;
 
@@ -52,7 +52,7 @@ struct Plan {
   std::vector<int64_t> jpeg_rows;  // the row of each of jpegs
   std::vector<NvjpegDecoder::Path> paths;
   std::vector<bool> on_device;  // per row of the group: decoded by nvJPEG
-  DecodedRegion region;  // a CPU decode's pixels
+  DecodedRegion region;         // a CPU decode's pixels
 };
 
 class DecodeCudaKernel : public Kernel {

@@ -7,13 +7,12 @@
 #include <vector>
 
 #include "sluice/core/status_macros.h"
+#include "sluice/ops/builtin_ops.h"
 #include "sluice/ops/cuda/cuda_runtime.h"
 #include "sluice/ops/cuda/device_scratch.h"
 #include "sluice/ops/cuda/geometry_kernels.h"
 #include "sluice/ops/geometry_params.h"
-#include "sluice/ops/builtin_ops.h"
 #include "sluice/ops/op_registry.h"
-#include "sluice/ops/geometry_params.h"
 
 namespace sluice::ops::cuda {
 namespace {
@@ -24,8 +23,8 @@ using kernels::Then;
 using kernels::WarpSpec;
 
 DeviceImages ImagesOf(const WarpSpec& spec, int64_t rows) {
-  return DeviceImages{rows, static_cast<int>(spec.dims.h), static_cast<int>(spec.dims.w),
-                      static_cast<int>(spec.dims.c), spec.dtype == DType::kFloat32};
+  return DeviceImages{rows, static_cast<int>(spec.dims.h), static_cast<int>(spec.dims.w), static_cast<int>(spec.dims.c),
+                      spec.dtype == DType::kFloat32};
 }
 
 DeviceFill FillOf(FillMode mode) {
@@ -55,8 +54,8 @@ absl::StatusOr<DeviceScratch> UploadMaps(const KernelContext& ctx, MapOf map_of)
   return DeviceScratch::Upload(maps.data(), maps.size() * sizeof(float), Stream(ctx));
 }
 
-absl::Status LaunchWarp(const KernelContext& ctx, const WarpSpec& spec, const DeviceScratch& maps,
-                        const ColumnRef& in, const ColumnRef& out) {
+absl::Status LaunchWarp(const KernelContext& ctx, const WarpSpec& spec, const DeviceScratch& maps, const ColumnRef& in,
+                        const ColumnRef& out) {
   return CudaStatus(LaunchWarpAffine(ImagesOf(spec, ctx.rows), maps.as<float>(), FillOf(spec.fill_mode),
                                      spec.fill_value, in.data, out.data, Stream(ctx)),
                     "the warp's launch");
@@ -76,9 +75,8 @@ class WarpCudaKernel : public Kernel {
                               return SampleMap(p_.part, p_.spec.dims, rng);
                             }));
     if (p_.part.kind != WarpPart::Kind::kFlip) return LaunchWarp(ctx, p_.spec, maps, in[0], out[0]);
-    return CudaStatus(
-        LaunchFlip(ImagesOf(p_.spec, ctx.rows), maps.as<float>(), in[0].data, out[0].data, Stream(ctx)),
-        "the flip's launch");
+    return CudaStatus(LaunchFlip(ImagesOf(p_.spec, ctx.rows), maps.as<float>(), in[0].data, out[0].data, Stream(ctx)),
+                      "the flip's launch");
   }
 
  private:
@@ -116,8 +114,8 @@ class HwcToChwCudaKernel : public Kernel {
 
   absl::Status Run(const KernelContext& ctx, absl::Span<const ColumnRef> in,
                    absl::Span<const ColumnRef> out) const override {
-    return CudaStatus(LaunchHwcToChw(in[0].data, ctx.rows, p_.dims.h * p_.dims.w, p_.dims.c,
-                                     static_cast<int>(p_.elem), out[0].data, Stream(ctx)),
+    return CudaStatus(LaunchHwcToChw(in[0].data, ctx.rows, p_.dims.h * p_.dims.w, p_.dims.c, static_cast<int>(p_.elem),
+                                     out[0].data, Stream(ctx)),
                       "hwc_to_chw's launch");
   }
 

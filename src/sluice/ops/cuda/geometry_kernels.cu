@@ -86,8 +86,8 @@ __global__ void WarpAffineKernel(const T* __restrict__ src, T* __restrict__ dst,
     };
 #pragma unroll
     for (int ch = 0; ch < c; ++ch) {
-      out[ch] = StoreAs<T>(Bilinear(tap(yi0, xi0, ch), tap(yi0, xi1, ch), tap(yi1, xi0, ch), tap(yi1, xi1, ch), ax,
-                                    ay));
+      out[ch] =
+          StoreAs<T>(Bilinear(tap(yi0, xi0, ch), tap(yi0, xi1, ch), tap(yi1, xi0, ch), tap(yi1, xi1, ch), ax, ay));
     }
   }
 }
@@ -169,8 +169,7 @@ struct alignas(sizeof(T) * kVec) Group {
 // One thread per kVec outputs of one channel plane: coalesced vector
 // stores; the strided loads of a warp share cache lines.
 template <typename T, int kVec>
-__global__ void HwcToChwKernel(const T* __restrict__ src, T* __restrict__ dst, int64_t rows, int plane,
-                               int channels) {
+__global__ void HwcToChwKernel(const T* __restrict__ src, T* __restrict__ dst, int64_t rows, int plane, int channels) {
   const int o = (blockIdx.x * blockDim.x + threadIdx.x) * kVec;
   const int sample = plane * channels;
   if (o >= sample) return;
@@ -185,8 +184,8 @@ __global__ void HwcToChwKernel(const T* __restrict__ src, T* __restrict__ dst, i
 }
 
 template <typename T>
-cudaError_t WarpTyped(const DeviceImages& im, const float* maps, DeviceFill fill, float fill_value,
-                      const uint8_t* src, uint8_t* dst, cudaStream_t stream) {
+cudaError_t WarpTyped(const DeviceImages& im, const float* maps, DeviceFill fill, float fill_value, const uint8_t* src,
+                      uint8_t* dst, cudaStream_t stream) {
   const T* in = reinterpret_cast<const T*>(src);
   T* out = reinterpret_cast<T*>(dst);
   const dim3 grid = Grid(int64_t{im.h} * im.w, im.rows);
@@ -199,8 +198,7 @@ cudaError_t WarpTyped(const DeviceImages& im, const float* maps, DeviceFill fill
       WarpAffineKernel<T, 3><<<grid, kThreads, 0, stream>>>(in, out, maps, im.rows, im.h, im.w, 3, fill, fill_value);
       break;
     default:
-      WarpAffineKernel<T, 0>
-          <<<grid, kThreads, 0, stream>>>(in, out, maps, im.rows, im.h, im.w, im.c, fill, fill_value);
+      WarpAffineKernel<T, 0><<<grid, kThreads, 0, stream>>>(in, out, maps, im.rows, im.h, im.w, im.c, fill, fill_value);
   }
   return cudaGetLastError();
 }
@@ -217,7 +215,7 @@ cudaError_t HwcToChwTyped(const uint8_t* src, int64_t rows, int64_t plane, int64
         in, out, rows, static_cast<int>(plane), static_cast<int>(channels));
   } else {
     HwcToChwKernel<T, 1><<<Grid(plane * channels, rows), kThreads, 0, stream>>>(in, out, rows, static_cast<int>(plane),
-                                                                               static_cast<int>(channels));
+                                                                                static_cast<int>(channels));
   }
   return cudaGetLastError();
 }
@@ -238,8 +236,8 @@ cudaError_t LaunchFlip(const DeviceImages& im, const float* maps, const uint8_t*
   if (!FitsInt(int64_t{im.h} * im.w * im.c)) return cudaErrorInvalidValue;
   const int pixel_bytes = im.c * (im.is_float ? 4 : 1);
   const int64_t row_bytes = int64_t{im.w} * pixel_bytes;
-  const bool words = row_bytes % 4 == 0 && reinterpret_cast<uintptr_t>(src) % 4 == 0 &&
-                     reinterpret_cast<uintptr_t>(dst) % 4 == 0;
+  const bool words =
+      row_bytes % 4 == 0 && reinterpret_cast<uintptr_t>(src) % 4 == 0 && reinterpret_cast<uintptr_t>(dst) % 4 == 0;
   if (words && row_bytes <= kMaxStagedRowBytes) {
     const int warps = kThreads / 32;
     const int64_t blocks = (im.rows * im.h + warps - 1) / warps;
@@ -250,8 +248,8 @@ cudaError_t LaunchFlip(const DeviceImages& im, const float* maps, const uint8_t*
     FlipPixelsKernel<<<Grid(int64_t{im.h} * im.w, im.rows), kThreads, 0, stream>>>(
         reinterpret_cast<const float*>(src), reinterpret_cast<float*>(dst), maps, im.rows, im.h, im.w, im.c);
   } else {
-    FlipPixelsKernel<<<Grid(int64_t{im.h} * im.w, im.rows), kThreads, 0, stream>>>(src, dst, maps, im.rows, im.h,
-                                                                                    im.w, im.c);
+    FlipPixelsKernel<<<Grid(int64_t{im.h} * im.w, im.rows), kThreads, 0, stream>>>(src, dst, maps, im.rows, im.h, im.w,
+                                                                                   im.c);
   }
   return cudaGetLastError();
 }

@@ -2,13 +2,13 @@
 // drawn on the host by the cpu kernel's own code, crop_window.h, its taps
 // made and resampled by ResampleRun) and of center_crop.
 #include "sluice/core/status_macros.h"
+#include "sluice/ops/builtin_ops.h"
 #include "sluice/ops/crop_window.h"
 #include "sluice/ops/cuda/crop_layout.h"
 #include "sluice/ops/cuda/cuda_runtime.h"
 #include "sluice/ops/cuda/device_scratch.h"
 #include "sluice/ops/cuda/resample_run.h"
 #include "sluice/ops/image_crop_params.h"
-#include "sluice/ops/builtin_ops.h"
 #include "sluice/ops/op_registry.h"
 
 namespace sluice::ops::cuda {
@@ -27,8 +27,7 @@ class ResampleCudaKernel : public Kernel {
     thread_local ResampleRun run;
     run.Clear(static_cast<int>(p_.in.c), static_cast<int>(p_.w), static_cast<int>(p_.h));
     for (int64_t r = 0; r < ctx.rows; ++r) {
-      run.Add(r * in[0].row_bytes, int64_t{src_w} * p_.in.c, src_w, src_h,
-              PickWindow(p_.window, src_w, src_h, ctx, r));
+      run.Add(r * in[0].row_bytes, int64_t{src_w} * p_.in.c, src_w, src_h, PickWindow(p_.window, src_w, src_h, ctx, r));
     }
     return run.Queue(in[0].data, out[0].data, Stream(ctx));
   }

@@ -1,17 +1,18 @@
 // The cuda kernels of gaussian_blur and grey_dilation: the same params,
 // border maps and taps as the cpu kernels (kernels/image_filter.h), the launches on
 // the run's stream.
+#include "sluice/kernels/image_filter.h"
+
 #include <limits>
 #include <utility>
 #include <vector>
 
 #include "sluice/core/status_macros.h"
-#include "sluice/kernels/image_filter.h"
+#include "sluice/ops/builtin_ops.h"
 #include "sluice/ops/cuda/cuda_runtime.h"
 #include "sluice/ops/cuda/device_scratch.h"
 #include "sluice/ops/cuda/image_filter_kernels.h"
 #include "sluice/ops/image_filter_params.h"
-#include "sluice/ops/builtin_ops.h"
 #include "sluice/ops/op_registry.h"
 
 namespace sluice::ops::cuda {
@@ -53,8 +54,19 @@ class FilterCudaKernel : public Kernel {
     SLUICE_ASSIGN_OR_RETURN(
         DeviceScratch mid,
         DeviceScratch::Allocate(FilterScratchFloats(ctx.rows, d.h, d.w, d.c, kh, kw) * sizeof(float), Stream(ctx)));
-    const FilterBatch batch{in.data, out.data, p_.dtype == DType::kFloat32, ctx.rows, d.h, d.w, d.c, kh, kw,
-                            maps_, maps_ + d.w + kw - 1, fill, mid.as<float>()};
+    const FilterBatch batch{in.data,
+                            out.data,
+                            p_.dtype == DType::kFloat32,
+                            ctx.rows,
+                            d.h,
+                            d.w,
+                            d.c,
+                            kh,
+                            kw,
+                            maps_,
+                            maps_ + d.w + kw - 1,
+                            fill,
+                            mid.as<float>()};
     return CudaStatus(launch(batch), what);
   }
 
@@ -97,9 +109,9 @@ class GaussianBlurCudaKernel : public FilterCudaKernel {
                             DeviceScratch::Upload(sigmas.data(), sigmas.size() * sizeof(float), Stream(ctx)));
     SLUICE_ASSIGN_OR_RETURN(DeviceScratch taps,
                             DeviceScratch::Allocate(ctx.rows * per_row * sizeof(float), Stream(ctx)));
-    SLUICE_RETURN_IF_ERROR(CudaStatus(LaunchGaussianTaps(device_sigmas.as<float>(), ctx.rows, p_.kw, p_.kh,
-                                                         taps.as<float>(), per_row, Stream(ctx)),
-                                      "gaussian_blur's taps launch"));
+    SLUICE_RETURN_IF_ERROR(CudaStatus(
+        LaunchGaussianTaps(device_sigmas.as<float>(), ctx.rows, p_.kw, p_.kh, taps.as<float>(), per_row, Stream(ctx)),
+        "gaussian_blur's taps launch"));
     return RunFilter(ctx, in[0], out[0], 0.f, "gaussian_blur's launch", [&](const FilterBatch& batch) {
       return LaunchGaussianBlur(batch, taps.as<float>(), per_row, y_offset, Stream(ctx));
     });

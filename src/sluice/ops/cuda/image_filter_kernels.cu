@@ -1,6 +1,6 @@
-#include "sluice/ops/cuda/image_filter_kernels.h"
-
 #include <cstddef>
+
+#include "sluice/ops/cuda/image_filter_kernels.h"
 
 namespace sluice::ops::cuda {
 namespace {

@@ -4,12 +4,12 @@
 #include <vector>
 
 #include "sluice/core/status_macros.h"
+#include "sluice/ops/builtin_ops.h"
 #include "sluice/ops/cuda/crop_layout.h"
 #include "sluice/ops/cuda/cuda_runtime.h"
 #include "sluice/ops/cuda/device_scratch.h"
 #include "sluice/ops/cuda/normalize_kernels.h"
 #include "sluice/ops/normalize_params.h"
-#include "sluice/ops/builtin_ops.h"
 #include "sluice/ops/op_registry.h"
 
 namespace sluice::ops::cuda {

@@ -1,7 +1,6 @@
-#include "sluice/ops/cuda/normalize_kernels.h"
-
 #include <cuda_fp16.h>
 
+#include "sluice/ops/cuda/normalize_kernels.h"
 #include "sluice/ops/cuda/pack.cuh"
 
 namespace sluice::ops::cuda {

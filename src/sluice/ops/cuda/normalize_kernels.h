@@ -12,7 +12,6 @@
 
 namespace sluice::ops::cuda {
 
-
 // Where each sample's output comes from: an h x w window at (top, left) of
 // an in_h x in_w x channels uint8 image, written CHW or HWC.
 struct CropLayout {

@@ -90,9 +90,8 @@ absl::Status NvjpegDecoder::Init(int device) {
       NvjpegStatus(nvjpegCreateEx(NVJPEG_BACKEND_DEFAULT, nullptr, nullptr, NVJPEG_FLAGS_DEFAULT, &cuda_),
                    "creating the CUDA decoder"));
   // Fails on a GPU without JPEG engines: the CUDA decoder then takes all.
-  if (HardwareAllowed() &&
-      nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr, NVJPEG_FLAGS_DEFAULT, &hardware_) !=
-          NVJPEG_STATUS_SUCCESS) {
+  if (HardwareAllowed() && nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr, NVJPEG_FLAGS_DEFAULT,
+                                          &hardware_) != NVJPEG_STATUS_SUCCESS) {
     hardware_ = nullptr;
   }
   unsigned engines = 0, cores = 0;
@@ -224,8 +223,8 @@ void NvjpegDecoder::DecodeGroup(nvjpegHandle_t handle, nvjpegJpegState_t batch_s
   // decoder, which takes everything nvJPEG can decode; what fails stays kNone.
   for (size_t k = 0; k < indices.size(); ++k) {
     if (state->single != nullptr &&
-        nvjpegDecode(cuda_, state->single, state->data[k], state->sizes[k], NVJPEG_OUTPUT_RGBI,
-                     &state->destinations[k], stream) == NVJPEG_STATUS_SUCCESS) {
+        nvjpegDecode(cuda_, state->single, state->data[k], state->sizes[k], NVJPEG_OUTPUT_RGBI, &state->destinations[k],
+                     stream) == NVJPEG_STATUS_SUCCESS) {
       (*paths)[indices[k]] = Path::kCuda;
     }
   }

@@ -31,8 +31,8 @@ __global__ void __launch_bounds__(kThreads)
     if (e >= taps.cols) continue;
     const int n = min(kVertical, taps.cols - e);
     const int64_t stride = taps.src_stride;
-    const uint8_t* __restrict__ src = in + taps.src_offset + t.v_first[s * shape.out_h + j] * stride +
-                                      int64_t{taps.x_lo} * shape.channels + e;
+    const uint8_t* __restrict__ src =
+        in + taps.src_offset + t.v_first[s * shape.out_h + j] * stride + int64_t{taps.x_lo} * shape.channels + e;
     const int16_t* __restrict__ w = t.weights + taps.v_weights + int64_t{j} * taps.v_taps;
     int sum[kVertical] = {};
     for (int k = 0; k < taps.v_taps; ++k) {

@@ -33,9 +33,9 @@ struct ResampleSampleTaps {
 // Device arrays, for `rows` samples.
 struct ResampleTables {
   const ResampleSampleTaps* samples = nullptr;  // one per sample
-  const int* v_first = nullptr;  // out_h per sample: each output row's first source row
-  const int* h_first = nullptr;  // out_w per sample: each output column's first column, from x_lo
-  const int16_t* weights = nullptr;  // Q15
+  const int* v_first = nullptr;                 // out_h per sample: each output row's first source row
+  const int* h_first = nullptr;                 // out_w per sample: each output column's first column, from x_lo
+  const int16_t* weights = nullptr;             // Q15
 };
 
 struct ResampleShape {

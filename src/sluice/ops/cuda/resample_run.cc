@@ -78,9 +78,8 @@ absl::Status ResampleRun::Queue(const uint8_t* in, uint8_t* out, cudaStream_t st
   tables.v_first = reinterpret_cast<const int*>(base + v_first_at);
   tables.h_first = reinterpret_cast<const int*>(base + h_first_at);
   tables.weights = reinterpret_cast<const int16_t*>(base + weights_at);
-  SLUICE_ASSIGN_OR_RETURN(
-      DeviceScratch intermediate,
-      DeviceScratch::Allocate(static_cast<size_t>(inter_elems_) * sizeof(int16_t), stream));
+  SLUICE_ASSIGN_OR_RETURN(DeviceScratch intermediate,
+                          DeviceScratch::Allocate(static_cast<size_t>(inter_elems_) * sizeof(int16_t), stream));
   return CudaStatus(LaunchResample(in, shape, tables, intermediate.as<int16_t>(), out, stream), "resample's launch");
 }
 

@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "sluice/ops/cuda/resample_kernels.h"
 #include "sluice/kernels/image_decoder.h"
 #include "sluice/kernels/resample.h"
+#include "sluice/ops/cuda/resample_kernels.h"
 
 namespace sluice::ops::cuda {
 

@@ -50,8 +50,7 @@ absl::StatusOr<std::vector<T>> ToList(const AttrSchema& s, const Value& v, Conve
   for (const Value& item : v.list_value().values()) {
     absl::StatusOr<T> x = convert(s, item);
     if (!x.ok()) {
-      return AttrError(s.name, absl::StrCat("must be a list of ", AttrTypeName(s.type), ", got ",
-                                            Describe(v)));
+      return AttrError(s.name, absl::StrCat("must be a list of ", AttrTypeName(s.type), ", got ", Describe(v)));
     }
     out.push_back(*x);
   }
@@ -65,7 +64,8 @@ std::string Number(double v) {
 }
 
 std::string Quoted(const std::vector<std::string>& values) {
-  return absl::StrJoin(values, ", ", [](std::string* out, const std::string& v) { absl::StrAppend(out, "\"", v, "\""); });
+  return absl::StrJoin(values, ", ",
+                       [](std::string* out, const std::string& v) { absl::StrAppend(out, "\"", v, "\""); });
 }
 
 bool InRange(const AttrSchema& s, double v) {
@@ -98,7 +98,8 @@ absl::Status CheckConstraints(const AttrSchema& s, const AttrValue& value) {
     list = true;
   }
   const std::string written =
-      list ? absl::StrCat("[", absl::StrJoin(numbers, ", ", [](std::string* out, double v) { out->append(Number(v)); }), "]")
+      list ? absl::StrCat("[", absl::StrJoin(numbers, ", ", [](std::string* out, double v) { out->append(Number(v)); }),
+                          "]")
            : (numbers.empty() ? "" : Number(numbers[0]));
   const int n = static_cast<int>(numbers.size());
   if (list && (n < s.min_count || (s.max_count > 0 && n > s.max_count))) return fail(written);
@@ -211,8 +212,7 @@ absl::Status AttrError(absl::string_view name, absl::string_view message) {
   return absl::InvalidArgumentError(absl::StrCat("attr '", name, "' ", message));
 }
 
-absl::StatusOr<Attrs> Attrs::Bind(const std::vector<AttrSchema>& schema,
-                                  const google::protobuf::Struct& values) {
+absl::StatusOr<Attrs> Attrs::Bind(const std::vector<AttrSchema>& schema, const google::protobuf::Struct& values) {
   Attrs attrs;
   for (const auto& [name, value] : values.fields()) {
     const AttrSchema* s = nullptr;
@@ -220,12 +220,11 @@ absl::StatusOr<Attrs> Attrs::Bind(const std::vector<AttrSchema>& schema,
       if (candidate.name == name) s = &candidate;
     }
     if (s == nullptr) {
-      return AttrError(name, absl::StrCat("is unknown (attrs: ",
-                                          absl::StrJoin(schema, ", ",
-                                                        [](std::string* out, const AttrSchema& a) {
-                                                          out->append(a.name);
-                                                        }),
-                                          ")"));
+      return AttrError(
+          name,
+          absl::StrCat("is unknown (attrs: ",
+                       absl::StrJoin(schema, ", ", [](std::string* out, const AttrSchema& a) { out->append(a.name); }),
+                       ")"));
     }
     SLUICE_ASSIGN_OR_RETURN(attrs.values_[name], Convert(*s, value));
     SLUICE_RETURN_IF_ERROR(CheckConstraints(*s, attrs.values_[name]));
@@ -254,9 +253,7 @@ const AttrValue& Attrs::Get(absl::string_view name) const {
 int64_t Attrs::GetInt(absl::string_view name) const { return std::get<int64_t>(Get(name)); }
 double Attrs::GetFloat(absl::string_view name) const { return std::get<double>(Get(name)); }
 bool Attrs::GetBool(absl::string_view name) const { return std::get<bool>(Get(name)); }
-const std::string& Attrs::GetString(absl::string_view name) const {
-  return std::get<std::string>(Get(name));
-}
+const std::string& Attrs::GetString(absl::string_view name) const { return std::get<std::string>(Get(name)); }
 const std::vector<int64_t>& Attrs::GetInts(absl::string_view name) const {
   return std::get<std::vector<int64_t>>(Get(name));
 }

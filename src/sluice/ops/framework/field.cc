@@ -1,52 +1,43 @@
 #include "sluice/ops/field.h"
 
-#include "sluice/kernels/value_loops.h"
-
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "sluice/core/status_macros.h"
+#include "sluice/kernels/value_loops.h"
 
 namespace sluice::ops {
 
 using kernels::StoreAs;
 
-AttrSchema FieldAttr() {
-  return {"field", AttrType::kString, "\"image\"", "the column to transform"};
-}
+AttrSchema FieldAttr() { return {"field", AttrType::kString, "\"image\"", "the column to transform"}; }
 
-absl::StatusOr<BoundField> BindField(const Attrs& attrs, const Schema& schema,
-                                     std::initializer_list<DType> dtypes) {
+absl::StatusOr<BoundField> BindField(const Attrs& attrs, const Schema& schema, std::initializer_list<DType> dtypes) {
   const std::string& name = attrs.GetString("field");
   std::optional<int> column = schema.Find(name);
   if (!column) {
-    return AttrError("field", absl::StrCat("names no column: '", name, "' (columns: ",
-                                           schema.Names(), ")"));
+    return AttrError("field", absl::StrCat("names no column: '", name, "' (columns: ", schema.Names(), ")"));
   }
   const ColumnSpec& spec = schema.column(*column);
   if (spec.ragged) {
-    return AttrError("field", absl::StrCat("column '", name,
-                                           "' holds variable-length bytes; decode it first"));
+    return AttrError("field", absl::StrCat("column '", name, "' holds variable-length bytes; decode it first"));
   }
   for (DType d : dtypes) {
     if (spec.dtype == d) return BoundField{*column, spec};
   }
-  return AttrError("field", absl::StrCat("column '", name, "' is ", DTypeName(spec.dtype),
-                                         ", this op takes ",
-                                         absl::StrJoin(dtypes, " or ",
-                                                       [](std::string* out, DType d) {
-                                                         out->append(std::string(DTypeName(d)));
-                                                       })));
+  return AttrError("field", absl::StrCat("column '", name, "' is ", DTypeName(spec.dtype), ", this op takes ",
+                                         absl::StrJoin(dtypes, " or ", [](std::string* out, DType d) {
+                                           out->append(std::string(DTypeName(d)));
+                                         })));
 }
 
 absl::StatusOr<ImageDims> ImageDimsOf(const ColumnSpec& spec) {
   const Shape& s = spec.shape;
   if (s.rank() == 2) return ImageDims{s.dim(0), s.dim(1), 1};
   if (s.rank() == 3) return ImageDims{s.dim(0), s.dim(1), s.dim(2)};
-  return absl::InvalidArgumentError(absl::StrCat(
-      "column '", spec.name, "' has shape ", s.ToString(),
-      " but this op needs an image [H,W] or [H,W,C] (reshape it first)"));
+  return absl::InvalidArgumentError(absl::StrCat("column '", spec.name, "' has shape ", s.ToString(),
+                                                 " but this op needs an image [H,W] or [H,W,C] (reshape it first)"));
 }
 
 AttrSchema LayoutAttr() {
@@ -90,8 +81,8 @@ AttrSchema FillAttr(const char* what) {
 
 absl::StatusOr<std::vector<uint8_t>> FillPixel(const std::vector<double>& fill, DType dtype, int64_t channels) {
   if (fill.size() != 1 && static_cast<int64_t>(fill.size()) != channels) {
-    return AttrError("fill", absl::StrCat("has ", fill.size(), " values; give one, or one per channel (", channels,
-                                          ")"));
+    return AttrError("fill",
+                     absl::StrCat("has ", fill.size(), " values; give one, or one per channel (", channels, ")"));
   }
   std::vector<uint8_t> pixel(channels * DTypeSize(dtype));
   DispatchImageType(dtype, [&](auto t) {

@@ -4,9 +4,7 @@
 
 namespace sluice::ops {
 
-absl::string_view BackendName(Backend backend) {
-  return backend == Backend::kCuda ? "cuda" : "cpu";
-}
+absl::string_view BackendName(Backend backend) { return backend == Backend::kCuda ? "cuda" : "cpu"; }
 
 absl::StatusOr<Backend> ParseBackend(absl::string_view name) {
   if (name.empty() || name == "cpu") return Backend::kCpu;

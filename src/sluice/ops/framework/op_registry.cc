@@ -96,8 +96,8 @@ absl::Status OpRegistry::AddOp(OpSchema schema, const std::string& registrant) {
   absl::MutexLock lock(&impl_->mu);
   auto it = impl_->ops.find(name);
   if (it != impl_->ops.end()) {
-    return absl::InvalidArgumentError(absl::StrCat("op '", name, "' is registered twice: by ",
-                                                   it->second->registrant, " and by ", registrant));
+    return absl::InvalidArgumentError(
+        absl::StrCat("op '", name, "' is registered twice: by ", it->second->registrant, " and by ", registrant));
   }
   auto entry = std::make_unique<Impl::Entry>(std::move(schema));
   entry->registrant = registrant;

@@ -20,7 +20,7 @@ using RegisterFn = void (*)(PluginRegistrar*);
 
 struct LoadedPlugin {
   const OpRegistry* registry;
-  std::string path;  // canonical
+  std::string path;     // canonical
   absl::Status status;  // what loading it returned
 };
 
@@ -45,8 +45,9 @@ absl::Status Load(const std::string& file, OpRegistry* registry) {
   const auto register_ops = reinterpret_cast<RegisterFn>(dlsym(handle, "sluice_plugin_register"));
   if (abi == nullptr || layout == nullptr || register_ops == nullptr) {
     dlclose(handle);
-    return PluginError(file, "is not a sluice plugin (it exports no sluice_plugin_abi, sluice_plugin_layout and "
-                             "sluice_plugin_register: end its source with SLUICE_PLUGIN(<register function>))");
+    return PluginError(file,
+                       "is not a sluice plugin (it exports no sluice_plugin_abi, sluice_plugin_layout and "
+                       "sluice_plugin_register: end its source with SLUICE_PLUGIN(<register function>))");
   }
   const std::string theirs = abi();
   const unsigned long their_layout = layout();
