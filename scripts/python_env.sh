@@ -14,6 +14,7 @@ fi
 # torch==2.13.0 is the CPU build; an unpinned torch pulls GBs of CUDA wheels.
 .venv/bin/python -m pip install -q numpy pytest "torch==2.13.0" scikit-build-core pybind11 "pyarrow==26.0.1" \
   "kubernetes==37.0.2" "pyyaml==6.0.3" \
-  "ray==2.60.0"  # the Kubernetes manifests' schema check; sluice.ray's workers
+  "ray==2.60.0" \
+  "clang-format==23.1.3" "lizard==1.24.3"  # the manifests' schema check; sluice.ray's workers; the style check
 SKBUILD_CMAKE_DEFINE="SLUICE_PREBUILT_DIR=$(pwd)/build" .venv/bin/python -m pip install -q --no-build-isolation .
 echo "python_env: $(.venv/bin/python -c 'import sluice, torch; print("sluice", sluice.__file__, "torch", torch.__version__)')"
