@@ -1,5 +1,5 @@
-"""Two builds of sluice side by side on the reference workloads: W1, W2, W3
-and W2 with its prefix on the embedded service (one local worker), each
+"""Two builds of sluice side by side on the reference workloads: W1, W2,
+W5a, W3 and W2 with its prefix on the embedded service (one local worker), each
 pipeline run by both `sluice` commands in turn, `--runs` times, the order
 alternating. Prints the median samples/s of each and the median of the
 per-run ratios new/old.
@@ -28,6 +28,7 @@ WORKLOADS = {
     "w1": ("pipelines/w1_mnist.json", 30),
     "w2": ("pipelines/w2_cifar10.json", 8),
     "w3": ("pipelines/w3_imagenet.json", 3),
+    "w5a": ("pipelines/w5a_cifar10.json", 30),
     "service": ("pipelines/w2_service.json", 3),
 }
 DATA = {"mnist": "mnist/MNIST/raw/train-images-idx3-ubyte", "cifar10": "cifar10/*.tfrecord",
@@ -67,7 +68,7 @@ def main():
     p.add_argument("--old-env", action="append", help="KEY=VALUE for the old build's runs (repeatable)")
     p.add_argument("--new-env", action="append", help="KEY=VALUE for the new build's runs (repeatable)")
     p.add_argument("--runs", type=int, default=5)
-    p.add_argument("--workloads", default="w1,w2,w3,service")
+    p.add_argument("--workloads", default="w1,w2,w5a,w3,service")
     p.add_argument("--data", default="data", help="where the datasets are (relative to the checkout)")
     p.add_argument("--json", action="store_true", help="print one JSON object last")
     args = p.parse_args()

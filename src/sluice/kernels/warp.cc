@@ -192,6 +192,8 @@ class SimdWarp {
   using VI = hn::Vec<DI>;
   using MI = hn::Mask<DI>;
 
+  // The spec and map are copied: stores through `dst` could otherwise alias
+  // them, and the loop would reload them after every store.
   SimdWarp(const WarpSpec& spec, const Affine& a, const In* src, float* dst)
       : spec_(spec),
         a_(a),
@@ -200,13 +202,21 @@ class SimdWarp {
         w_(static_cast<int32_t>(spec.dims.w)),
         h_(static_cast<int32_t>(spec.dims.h)),
         lanes_(static_cast<int64_t>(hn::Lanes(d_))),
+        constant_(spec.fill_mode == FillMode::kConstant),
+        reflect_(spec.fill_mode == FillMode::kReflect),
+        projective_(a.projective()),
         fill_(hn::Set(d_, FillInInputUnits(spec))),
         scale_(hn::Set(d_, spec.scale)),
         offset_(hn::Set(d_, spec.offset)) {}
 
   void Run() {
+    // The last vector of a row goes out through here (a local: the object
+    // holding the loop's constants must not be written through a pointer).
+    alignas(64) float tail[3 * 64];
     for (int32_t y = 0; y < h_; ++y) {
-      for (int32_t x0 = 0; x0 < w_; x0 += static_cast<int32_t>(lanes_)) Vector(y, x0);
+      const RowBase row{hn::Set(d_, a_.m[1] * y + a_.m[2]), hn::Set(d_, a_.m[4] * y + a_.m[5]),
+                        hn::Set(d_, a_.p[1] * y + a_.p[2])};
+      for (int32_t x0 = 0; x0 < w_; x0 += static_cast<int32_t>(lanes_)) Vector(y, x0, row, tail);
     }
   }
 
@@ -220,21 +230,26 @@ class SimdWarp {
     bool interior;  // every lane's four taps inside: no border mapping
   };
 
+  // What a row's vectors share: the map's terms in y.
+  struct RowBase {
+    VF bx, by, bw;
+  };
+
   // The output pixels x0.. of row y: a vector of them.
-  HWY_INLINE void Vector(int32_t y, int32_t x0) {
-    const Taps t = TapsOf(y, x0);
+  HWY_INLINE void Vector(int32_t y, int32_t x0, const RowBase& row, float* tail) const {
+    const Taps t = TapsOf(x0, row);
     VF out[kC];
     if (!InterpolateRowPairs(t, out)) InterpolateGathered(t, out);
-    Store(y, x0, out);
+    Store(y, x0, out, tail);
   }
 
-  HWY_INLINE Taps TapsOf(int32_t y, int32_t x0) const {
+  HWY_INLINE Taps TapsOf(int32_t x0, const RowBase& row) const {
     const float* m = a_.m;
     const VF xs = hn::Iota(d_, static_cast<float>(x0));
-    VF fx = hn::MulAdd(hn::Set(d_, m[0]), xs, hn::Set(d_, m[1] * y + m[2]));
-    VF fy = hn::MulAdd(hn::Set(d_, m[3]), xs, hn::Set(d_, m[4] * y + m[5]));
-    if (a_.projective()) {  // the same for every vector of a map: predicted, nothing for affine maps
-      const VF wx = hn::MulAdd(hn::Set(d_, a_.p[0]), xs, hn::Set(d_, a_.p[1] * y + a_.p[2]));
+    VF fx = hn::MulAdd(hn::Set(d_, m[0]), xs, row.bx);
+    VF fy = hn::MulAdd(hn::Set(d_, m[3]), xs, row.by);
+    if (projective_) {  // the same for every vector of a map: predicted, nothing for affine maps
+      const VF wx = hn::MulAdd(hn::Set(d_, a_.p[0]), xs, row.bw);
       fx = hn::Div(fx, wx), fy = hn::Div(fy, wx);
     }
     // Far-away coordinates are clamped before the int conversion.
@@ -273,7 +288,7 @@ class SimdWarp {
   // Index of coordinate i on an axis of n, and whether it is inside.
   HWY_INLINE VI MapAxis(VI i, int32_t n, MI* inside) const {
     *inside = hn::And(hn::Gt(i, hn::Set(di_, -1)), hn::Lt(i, hn::Set(di_, n)));
-    if (spec_.fill_mode != FillMode::kReflect) return hn::Min(hn::Max(i, hn::Zero(di_)), hn::Set(di_, n - 1));
+    if (!reflect_) return hn::Min(hn::Max(i, hn::Zero(di_)), hn::Set(di_, n - 1));
     // Period 2n: fedcba|abcdef|fedcba.
     const VI period = hn::Set(di_, 2 * n);
     VI r = i;
@@ -292,7 +307,7 @@ class SimdWarp {
     const VF top = hn::MulAdd(t.ax, hn::Sub(v01, v00), v00);
     const VF bottom = hn::MulAdd(t.ax, hn::Sub(v11, v10), v10);
     const VF v = hn::MulAdd(t.ay, hn::Sub(bottom, top), top);
-    return spec_.rescaled ? hn::MulAdd(v, scale_, offset_) : v;
+    return rescaled_ ? hn::MulAdd(v, scale_, offset_) : v;
   }
 
   // On AVX2, uint8 taps all inside the image: each source row's two taps
@@ -325,7 +340,6 @@ class SimdWarp {
     if constexpr (!std::is_same_v<In, float>) {
       for (int k = 0; k < 4; ++k) words[k] = PixelWord(t.o[k]);
     }
-    const bool constant = spec_.fill_mode == FillMode::kConstant;
     for (int ch = 0; ch < kC; ++ch) {
       VF v[4];
       for (int k = 0; k < 4; ++k) {
@@ -335,7 +349,7 @@ class SimdWarp {
           const auto byte = hn::And(hn::ShiftRightSame(words[k], 8 * ch), hn::Set(du_, 0xff));
           v[k] = hn::ConvertTo(d_, hn::BitCast(di_, byte));
         }
-        if (constant) v[k] = hn::IfThenElse(hn::RebindMask(d_, t.inside[k]), v[k], fill_);
+        if (constant_) v[k] = hn::IfThenElse(hn::RebindMask(d_, t.inside[k]), v[k], fill_);
       }
       out[ch] = Bilinear(t, v[0], v[1], v[2], v[3]);
     }
@@ -351,44 +365,45 @@ class SimdWarp {
   }
 
   // The vector's pixels into the output: planes (one store per plane) or
-  // interleaved; the last vector of a row through `tail_`.
-  HWY_INLINE void Store(int32_t y, int32_t x0, const VF* out) {
+  // interleaved; the last vector of a row through `tail`.
+  HWY_INLINE void Store(int32_t y, int32_t x0, const VF* out, float* tail) const {
     const int64_t count = std::min<int64_t>(lanes_, w_ - x0);
     const int64_t pixel = static_cast<int64_t>(y) * w_ + x0;
-    if (spec_.chw_out && kC > 1) {
+    if (chw_out_ && kC > 1) {
       const int64_t plane = static_cast<int64_t>(w_) * h_;
       for (int ch = 0; ch < kC; ++ch) {
         float* p = dst_ + ch * plane + pixel;
         if (count == lanes_) {
           hn::StoreU(out[ch], d_, p);
         } else {
-          hn::StoreU(out[ch], d_, tail_);
-          std::memcpy(p, tail_, count * sizeof(float));
+          hn::StoreU(out[ch], d_, tail);
+          std::memcpy(p, tail, count * sizeof(float));
         }
       }
       return;
     }
     float* p = dst_ + pixel * kC;
-    float* target = count == lanes_ ? p : tail_;
+    float* target = count == lanes_ ? p : tail;
     if constexpr (kC == 1) {
       hn::StoreU(out[0], d_, target);
     } else {
       hn::StoreInterleaved3(out[0], out[1], out[2], d_, target);
     }
-    if (target == tail_) std::memcpy(p, tail_, count * kC * sizeof(float));
+    if (target == tail) std::memcpy(p, tail, count * kC * sizeof(float));
   }
 
   const D d_;
   const DI di_;
   const DU du_;
-  const WarpSpec& spec_;
-  const Affine& a_;
+  const WarpSpec spec_;
+  const Affine a_;
   const In* src_;
   float* dst_;
   const int32_t w_, h_;
   const int64_t lanes_;
+  const bool constant_, reflect_, projective_;
+  const bool rescaled_ = spec_.rescaled, chw_out_ = spec_.chw_out;
   const VF fill_, scale_, offset_;
-  alignas(64) float tail_[3 * 64];
 };
 
 template <int kC, typename In>
