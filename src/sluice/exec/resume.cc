@@ -202,8 +202,9 @@ absl::StatusOr<EpochPosition> ParseState(const std::string& bytes, const std::st
       state.repeat() >= static_cast<int64_t>(kRepeatEpochStride)) {
     return absl::InvalidArgumentError("the state's repeat, split, record, elements and rows must be >= 0");
   }
-  EpochPosition p{state.epoch(),    state.repeat(), state.split(), state.record(),
-                  state.elements(), state.rows(),   std::nullopt};
+  EpochPosition p;
+  p.epoch = state.epoch(), p.repeat = state.repeat(), p.split = state.split(), p.record = state.record();
+  p.elements = state.elements(), p.rows = state.rows();
   if (state.has_shuffle()) {
     const ShuffleState& shuffle = state.shuffle();
     if (shuffle.emitted() < 0 || shuffle.oldest() < 0 || shuffle.input_rows() < -1) {

@@ -103,8 +103,9 @@ class ErasingKernel : public Kernel {
 absl::StatusOr<InferredOp> InferErasing(const Attrs& attrs, const Schema& schema) {
   SLUICE_ASSIGN_OR_RETURN(BoundField f, BindField(attrs, schema, {DType::kUInt8, DType::kFloat32}));
   SLUICE_ASSIGN_OR_RETURN(LaidOutImage laid, BindLayout(attrs, f.spec, "random_erasing"));
-  ErasingParams p{f.spec.dtype, laid.dims.c, laid.dims.h,
-                  laid.dims.w,  laid.chw,    static_cast<float>(attrs.GetFloat("p"))};
+  ErasingParams p{};
+  p.dtype = f.spec.dtype, p.c = laid.dims.c, p.h = laid.dims.h, p.w = laid.dims.w, p.chw = laid.chw;
+  p.p = static_cast<float>(attrs.GetFloat("p"));
   const std::vector<double>& scale = attrs.GetFloats("scale");
   const std::vector<double>& ratio = attrs.GetFloats("ratio");
   if (scale[0] > scale[1]) return AttrError("scale", "must be [min, max] with min <= max");
