@@ -139,6 +139,10 @@ class PipelineBuilder {
   PipelineBuilder& Prefetch(int64_t buffer_size = 0);
   PipelineBuilder& Repeat(int64_t count = -1);
   PipelineBuilder& Take(int64_t count);
+  // Data-parallel training: shard `index` of `num_shards` takes its part of
+  // every global batch (ShardDef; 0 shards: the job's, from WORLD_SIZE and
+  // RANK). `uneven`: "drop" or "pad".
+  PipelineBuilder& Shard(int num_shards = 0, int index = 0, const std::string& uneven = "drop");
   // The split point: what comes before runs on the service's workers.
   PipelineBuilder& Distribute(const DistributeOptions& options = {});
   // Names the node added last (names key its ops' random draws; the

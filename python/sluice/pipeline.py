@@ -295,6 +295,30 @@ class Pipeline:
         """Runs the pipeline `count` times (forever when <= 0), each time a new epoch."""
         return self._with_node({"repeat": {"count": count}})
 
+    def shard(self, num_shards=0, index=0, *, uneven="drop"):
+        """Data-parallel training: this process's share of every epoch.
+
+        The epoch's rows at this point (one function of the seed and the
+        epoch) are cut into global batches of `num_shards` x the batch size
+        after it; shard `index` takes its slice of each, so the shards'
+        parts are disjoint and together the epoch, every shard yields the
+        same number of batches, and the global batch of a step is the same
+        samples whatever the number of shards. `num_shards=0` takes the
+        job's from WORLD_SIZE and RANK (torchrun's); sluice.torch's
+        TorchIterable adds a shard after the source by itself under
+        torch.distributed. `uneven`: "drop" (the rows that make no whole
+        global batch are left out, as DistributedSampler(drop_last=True))
+        or "pad" (the last global batch filled with the epoch's first rows,
+        marked 1 in an added uint8 column "is_padding"). Place it right
+        after the source, so each shard reads and decodes its own rows only;
+        before it may come maps, filters and a shuffle, after it maps, one
+        batch and prefetches. See docs/distributed.md."""
+        if uneven not in ("drop", "pad"):
+            raise ValueError(f'uneven must be "drop" or "pad", got {uneven!r}')
+        if num_shards < 0 or (num_shards > 0 and not 0 <= index < num_shards):
+            raise ValueError(f"index must be in [0, num_shards), got index {index} of {num_shards} shards")
+        return self._with_node({"shard": {"num_shards": num_shards, "index": index, "uneven": uneven}})
+
     def take(self, count):
         """The first `count` elements (samples before batch, batches after it)."""
         return self._with_node({"take": {"count": count}})

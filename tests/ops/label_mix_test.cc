@@ -113,7 +113,9 @@ int BoxArea(const float* image, int s, int prev, bool chw) {
       x1 = std::min(x1, x), y1 = std::min(y1, y), x2 = std::max(x2, x), y2 = std::max(y2, y);
     }
   }
-  if (area > 0) EXPECT_EQ(area, (x2 - x1 + 1) * (y2 - y1 + 1)) << "not a box";
+  if (area > 0) {
+    EXPECT_EQ(area, (x2 - x1 + 1) * (y2 - y1 + 1)) << "not a box";
+  }
   return area;
 }
 

@@ -43,6 +43,16 @@ struct EpochPosition {
   // consumer's client id in it (whose progress a resumed consumer takes over).
   std::string remote_job;
   int64_t remote_client = 0;
+  // A sharded pipeline (shard_log.h): the global batches done, every shard
+  // having delivered its part of them; split, record and shuffle are where
+  // the stream at the shard node stood after them.
+  struct Sharded {
+    int64_t global_batches = 0;
+    int64_t global_batch_size = 0;
+    int num_shards = 0;  // that saved it (for messages)
+    bool pad = false;
+  };
+  std::optional<Sharded> shard;
 };
 
 // The rows a resumed source hands on, counted from its first: of the first

@@ -16,6 +16,7 @@
 #include "sluice/exec/autotune.h"
 #include "sluice/exec/epoch_progress.h"
 #include "sluice/exec/node_stats.h"
+#include "sluice/exec/shard_log.h"
 #include "sluice/exec/shuffle_state.h"
 #include "sluice/exec/trace_buffer.h"
 #include "sluice/io/corruption_log.h"
@@ -146,6 +147,7 @@ struct ExecContext {
   std::unique_ptr<ShuffleLog> shuffle_log;
   std::unique_ptr<RepeatSeams> repeat_seams;
   std::unique_ptr<DeliveryLedger> ledger;  // unordered mode
+  std::unique_ptr<ShardLog> shard_log;     // a sharded pipeline
   // A resumed epoch: where it stood, and the number of the epoch (a
   // repeat's) whose source and shuffle start there.
   std::optional<EpochPosition> resume;

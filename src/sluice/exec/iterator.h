@@ -68,6 +68,7 @@ std::unique_ptr<Iterator> MakeBatchIterator(const IteratorArgs& args, std::uniqu
 std::unique_ptr<Iterator> MakeRechunkIterator(const IteratorArgs& args, std::unique_ptr<Iterator> input);
 std::unique_ptr<Iterator> MakePrefetchIterator(const IteratorArgs& args, std::unique_ptr<Iterator> input);
 std::unique_ptr<Iterator> MakeTakeIterator(const IteratorArgs& args, std::unique_ptr<Iterator> input);
+std::unique_ptr<Iterator> MakeShardIterator(const IteratorArgs& args, std::unique_ptr<Iterator> input);
 // Repeat creates its input anew for each epoch it runs.
 std::unique_ptr<Iterator> MakeRepeatIterator(const IteratorArgs& args, InputFactory input);
 

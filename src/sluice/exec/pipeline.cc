@@ -293,6 +293,8 @@ std::unique_ptr<Iterator> Pipeline::MakeNodeIterator(ExecContext* ctx, size_t in
       return MakePrefetchIterator(args, std::move(input));
     case graph::NodeKind::kTake:
       return MakeTakeIterator(args, std::move(input));
+    case graph::NodeKind::kShard:
+      return MakeShardIterator(args, std::move(input));
     case graph::NodeKind::kSource:
     case graph::NodeKind::kRepeat:
     case graph::NodeKind::kRemote:
@@ -326,6 +328,9 @@ int64_t Pipeline::Cardinality() const {
         break;
       case graph::NodeKind::kTake:
         if (n >= 0 || n == kInfinite) n = n == kInfinite ? node.count : std::min(n, node.count);
+        break;
+      case graph::NodeKind::kShard:
+        if (n >= 0) n = node.shard.RowsOf(n);
         break;
       case graph::NodeKind::kMap:
       case graph::NodeKind::kShuffle:
@@ -410,6 +415,13 @@ std::vector<Knob> Pipeline::MakeKnobs(ExecContext* ctx) const {
   return tunable;
 }
 
+const graph::CompiledNode* Pipeline::ShardNode() const {
+  for (const graph::CompiledNode& node : compiled_.nodes) {
+    if (node.kind == graph::NodeKind::kShard) return &node;
+  }
+  return nullptr;
+}
+
 void Pipeline::Track(PipelineIterator* it, EpochPosition start) const {
   ExecContext* ctx = it->ctx_.get();
   if (remote_) {
@@ -424,6 +436,14 @@ void Pipeline::Track(PipelineIterator* it, EpochPosition start) const {
   const bool repeats = Has(compiled_, graph::NodeKind::kRepeat);
   if (repeats) ctx->repeat_seams = std::make_unique<RepeatSeams>();
   it->fingerprint_ = compiled_.output_fingerprint;
+  if (const graph::CompiledNode* shard = ShardNode()) {
+    ctx->shard_log = std::make_unique<ShardLog>();
+    if (!start.shard) {
+      start.shard = EpochPosition::Sharded{0, shard->shard.global_batch(), shard->shard.num_shards, shard->shard.pad};
+    }
+    it->tracker_ = std::make_unique<ShardTracker>(ctx, std::move(start));
+    return;
+  }
   it->tracker_ = std::make_unique<PositionTracker>(ctx, repeats, std::move(start));
 }
 
@@ -477,6 +497,7 @@ absl::StatusOr<std::unique_ptr<PipelineIterator>> Pipeline::Resume(const std::st
     return absl::InvalidArgumentError(p.shuffle ? "the state has a shuffle's position but this pipeline has no shuffle"
                                                 : "this pipeline shuffles but the state has no shuffle position");
   }
+  SLUICE_RETURN_IF_ERROR(CheckSharding(p));
   const bool repeats = Has(compiled_, graph::NodeKind::kRepeat);
   if (!repeats && p.repeat > 0) {
     return absl::InvalidArgumentError(
@@ -500,6 +521,29 @@ absl::StatusOr<std::unique_ptr<PipelineIterator>> Pipeline::Resume(const std::st
   it->ctx_->resume_epoch = epoch;
   it->root_ = MakeIterator(it->ctx_.get(), compiled_.nodes.size() - 1, it->ctx_->resume->epoch);
   return it;
+}
+
+// A state restores on any number of shards, but with the global batch and
+// the uneven mode it was saved with: another would make other global
+// batches of the rest of the epoch.
+absl::Status Pipeline::CheckSharding(const EpochPosition& p) const {
+  const graph::CompiledNode* shard = ShardNode();
+  // A state of a pipeline with or without a shard has that pipeline's
+  // fingerprint: ParseState refused another's.
+  if (!p.shard || shard == nullptr) return absl::OkStatus();
+  const graph::ShardSpec& s = shard->shard;
+  auto describe = [](int64_t global, int shards, bool pad) {
+    return absl::StrCat("a global batch of ", global, " (", shards, " shards of ", global / std::max(shards, 1),
+                        ", uneven \"", pad ? "pad" : "drop", "\")");
+  };
+  if (p.shard->global_batch_size != s.global_batch() || p.shard->pad != s.pad) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the state was saved with ", describe(p.shard->global_batch_size, p.shard->num_shards, p.shard->pad),
+        " but this pipeline has ", describe(s.global_batch(), s.num_shards, s.pad),
+        ": another number of shards needs the same global batch (each shard's batch the global one divided by the "
+        "shards)"));
+  }
+  return absl::OkStatus();
 }
 
 std::unique_ptr<PipelineIterator> Pipeline::IterateSplits(uint64_t epoch, std::vector<io::Split> splits) const {

@@ -67,7 +67,7 @@ class PipelineIterator {
   // `position_status_` says why there is none.
   absl::Status position_status_;
   std::string fingerprint_;
-  std::unique_ptr<PositionTracker> tracker_;
+  std::unique_ptr<ElementTracker> tracker_;
 };
 
 // Immutable after Create but for the autotuner's state, which carries tuning
@@ -132,6 +132,11 @@ class Pipeline {
   void Track(PipelineIterator* it, EpochPosition start) const;
   // The resumed shuffle's buffer, and the rows the source then reads.
   void PlanShuffleRestore(uint64_t epoch, const ShufflePosition& p, ExecContext* ctx) const;
+  // The shard node, if the pipeline has one.
+  const graph::CompiledNode* ShardNode() const;
+  // InvalidArgument naming both when a state's sharding does not fit this
+  // pipeline's.
+  absl::Status CheckSharding(const EpochPosition& p) const;
   std::vector<Knob> MakeKnobs(ExecContext* ctx) const;
   void ReserveWorkingSet() const;
   std::vector<BufferPool*> OutputPools() const;

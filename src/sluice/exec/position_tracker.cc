@@ -82,4 +82,18 @@ absl::Status PositionTracker::Delivered(const Batch& element) {
   return absl::OkStatus();
 }
 
+absl::Status ShardTracker::Delivered(const Batch& element) {
+  const int64_t global_batches = (p_.shard ? p_.shard->global_batches : 0) + 1;
+  std::optional<EpochPosition> p = ctx_->shard_log->Take(global_batches);
+  if (!p) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("the shard node logged no position for global batch ", global_batches));
+  }
+  const int64_t elements = p_.elements + 1, rows = p_.rows + element.rows;
+  p_ = *std::move(p);
+  p_.elements = elements;
+  p_.rows = rows;
+  return absl::OkStatus();
+}
+
 }  // namespace sluice::exec

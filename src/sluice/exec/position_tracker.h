@@ -17,8 +17,17 @@
 
 namespace sluice::exec {
 
-// Thread-compatible: the consumer's thread calls it.
-class PositionTracker {
+// What the pipeline's iterator tells as it delivers elements, and asks for
+// a saved state. Thread-compatible: the consumer's thread calls it.
+class ElementTracker {
+ public:
+  virtual ~ElementTracker() = default;
+  // Moves past `element` (a batch, or one sample).
+  virtual absl::Status Delivered(const Batch& element) = 0;
+  virtual EpochPosition Position() const = 0;
+};
+
+class PositionTracker : public ElementTracker {
  public:
   // `start`: where delivery starts (an epoch's start, or a resumed
   // position). REQUIRES: ctx->orders is set, and ctx->shuffle_log and
@@ -28,9 +37,9 @@ class PositionTracker {
 
   // Moves past `element` (a batch, or one sample). FailedPrecondition when
   // its last row's origin is unknown or not where the epoch's splits say.
-  absl::Status Delivered(const Batch& element);
+  absl::Status Delivered(const Batch& element) override;
   // Unordered mode (ctx->ledger set): with what is done as of now.
-  EpochPosition Position() const;
+  EpochPosition Position() const override;
 
  private:
   // The number of the epoch the position is in (a repeat's, inside one).
@@ -40,6 +49,22 @@ class PositionTracker {
   const bool repeats_;
   EpochPosition p_;
   std::shared_ptr<const std::vector<io::Split>> order_;  // of epoch()
+};
+
+// A sharded pipeline delivers one element per global batch (the shard's
+// part of it): its position is what the shard node logged for that global
+// batch (shard_log.h). REQUIRES: ctx->shard_log is set; `ctx` outlives this.
+class ShardTracker : public ElementTracker {
+ public:
+  // `start`: where delivery starts (an epoch's start, or a resumed one).
+  ShardTracker(ExecContext* ctx, EpochPosition start) : ctx_(ctx), p_(std::move(start)) {}
+  // FailedPrecondition when the shard node logged no position for it.
+  absl::Status Delivered(const Batch& element) override;
+  EpochPosition Position() const override { return p_; }
+
+ private:
+  ExecContext* const ctx_;
+  EpochPosition p_;
 };
 
 }  // namespace sluice::exec

@@ -82,6 +82,8 @@ absl::Status CheckResumable(const graph::CompiledPipeline& compiled) {
       case graph::NodeKind::kRemote:
         if (i != 0) return Refuse(node, "a remote input must come first");
         break;
+      case graph::NodeKind::kShard:  // its own position (shard_log.h); compilation placed it
+        break;
     }
   }
   return absl::OkStatus();
@@ -173,6 +175,13 @@ std::string SerializeState(const std::string& fingerprint, const EpochPosition& 
       }
     }
   }
+  if (p.shard) {
+    ShardProgress* shard = state.mutable_shard();
+    shard->set_global_batches(p.shard->global_batches);
+    shard->set_global_batch_size(p.shard->global_batch_size);
+    shard->set_num_shards(p.shard->num_shards);
+    shard->set_pad(p.shard->pad);
+  }
   if (p.shuffle) {
     ShuffleState* shuffle = state.mutable_shuffle();
     shuffle->set_emitted(p.shuffle->emitted);
@@ -217,6 +226,15 @@ absl::StatusOr<EpochPosition> ParseState(const std::string& bytes, const std::st
   }
   p.remote_job = state.remote().job();
   p.remote_client = state.remote().client();
+  if (state.has_shard()) {
+    const ShardProgress& shard = state.shard();
+    if (shard.global_batches() < 0 || shard.global_batch_size() < 1 || shard.num_shards() < 1) {
+      return absl::InvalidArgumentError(
+          "the state's shard progress is malformed: global_batches must be >= 0, its size and shards >= 1");
+    }
+    p.shard = EpochPosition::Sharded{shard.global_batches(), shard.global_batch_size(), shard.num_shards(),
+                                     shard.pad()};
+  }
   return p;
 }
 

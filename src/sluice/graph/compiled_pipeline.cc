@@ -1,11 +1,13 @@
 #include "sluice/graph/compiled_pipeline.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <optional>
 #include <string>
 #include <thread>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
@@ -54,6 +56,8 @@ absl::string_view KindOf(const NodeDef& node) {
       return "take";
     case NodeDef::kDistribute:
       return "distribute";
+    case NodeDef::kShard:
+      return "shard";
     case NodeDef::KIND_NOT_SET:
       break;
   }
@@ -335,12 +339,17 @@ class Compiler {
       case NodeDef::kFilter:
         s = CompileFilter(nd.filter(), where, &node);
         break;
+      case NodeDef::kShard:
+        s = CompileShard(nd.shard(), i, where, &node);
+        break;
       default:
         s = CompileStructural(nd, where, &node);
         break;
     }
     if (!s.ok()) return nd.kind_case() == NodeDef::kSource ? WithContext(s, where) : s;
-    if (node.kind != NodeKind::kSource && node.kind != NodeKind::kMap) node.output_schema = schema_;
+    if (node.kind != NodeKind::kSource && node.kind != NodeKind::kMap && node.kind != NodeKind::kShard) {
+      node.output_schema = schema_;
+    }
     node.batched = batched_;
     out_->nodes.push_back(std::move(node));
     if (i == 0 && !features_.empty()) return AddParseStep(end);
@@ -359,7 +368,7 @@ class Compiler {
     if (kind.empty()) {
       return NodeError(absl::StrCat("nodes[", i, "]"),
                        "no kind set (expected source, map, filter, shuffle, batch, prefetch, "
-                       "repeat, take or distribute)");
+                       "repeat, take, distribute or shard)");
     }
     if ((i == 0) != (nd.kind_case() == NodeDef::kSource)) {
       return NodeError(where, i == 0 ? "the first node must be a source" : "only the first node may be a source");
@@ -490,6 +499,87 @@ class Compiler {
     }
   }
 
+  absl::Status CompileShard(const ShardDef& shard, int i, const std::string& where, CompiledNode* node) {
+    node->kind = NodeKind::kShard;
+    SLUICE_ASSIGN_OR_RETURN(node->shard, ShardSpecOf(shard, where));
+    SLUICE_ASSIGN_OR_RETURN(node->shard.batch, ShardBatch(i, where));
+    // Rows a map after it will parse pass as the source made them.
+    const Schema data = pending_parse_ ? out_->nodes.back().output_schema : schema_;
+    node->input_schema = node->output_schema = data;
+    if (node->shard.pad) {
+      const ColumnSpec padding{"is_padding", DType::kUInt8, Shape{}};
+      if (schema_.Find(padding.name)) return NodeError(where, "uneven \"pad\" adds a column \"is_padding\", which exists");
+      node->output_schema.Set(padding);
+      schema_.Set(padding);
+    }
+    return absl::OkStatus();
+  }
+
+  // num_shards and index as given, or the job's (WORLD_SIZE and RANK, as
+  // torchrun sets them), checked; and the uneven mode.
+  static absl::StatusOr<ShardSpec> ShardSpecOf(const ShardDef& shard, const std::string& where) {
+    ShardSpec spec;
+    spec.num_shards = shard.num_shards();
+    spec.index = shard.index();
+    if (spec.num_shards == 0) {
+      SLUICE_ASSIGN_OR_RETURN(spec.num_shards, EnvInt("WORLD_SIZE", 1, where));
+      SLUICE_ASSIGN_OR_RETURN(spec.index, EnvInt("RANK", 0, where));
+    }
+    if (spec.num_shards < 1) {
+      return NodeError(where, absl::StrCat("num_shards must be >= 1 (0: the job's), got ", spec.num_shards));
+    }
+    if (spec.index < 0 || spec.index >= spec.num_shards) {
+      return NodeError(where, absl::StrCat("index must be in [0, ", spec.num_shards, "), got ", spec.index));
+    }
+    if (shard.uneven() != "" && shard.uneven() != "drop" && shard.uneven() != "pad") {
+      return NodeError(where, absl::StrCat("uneven must be \"drop\" or \"pad\", got \"", shard.uneven(), "\""));
+    }
+    spec.pad = shard.uneven() == "pad";
+    return spec;
+  }
+
+  static absl::StatusOr<int> EnvInt(const char* name, int fallback, const std::string& where) {
+    const char* value = std::getenv(name);
+    if (value == nullptr || *value == '\0') return fallback;
+    int n = 0;
+    if (!absl::SimpleAtoi(value, &n)) {
+      return NodeError(where, absl::StrCat("num_shards 0 takes the job's from $", name, ", which is \"", value,
+                                           "\", not a number"));
+    }
+    return n;
+  }
+
+  // The per-shard batch: the batch node's after the shard, where only
+  // nodes that keep every row in order lie between (1 without a batch);
+  // and nothing before the shard but what keeps the epoch's stream one
+  // function of the seed and epoch. Checked on the whole definition (a
+  // service's workers compile the part before a distribute node).
+  absl::StatusOr<int64_t> ShardBatch(int i, const std::string& where) const {
+    for (int j = 1; j < i; ++j) {
+      const NodeDef::KindCase k = def_.nodes(j).kind_case();
+      if (k != NodeDef::kMap && k != NodeDef::kFilter && k != NodeDef::kShuffle && k != NodeDef::kPrefetch) {
+        return NodeError(where, absl::StrCat("a shard follows the source, maps, filters, a shuffle and prefetches; "
+                                             "not a ", KindOf(def_.nodes(j)), " (nodes[", j, "])"));
+      }
+    }
+    if (def_.options().unordered()) {
+      return NodeError(where, "a shard takes its rows by their place in the epoch: options unordered cannot have one");
+    }
+    int64_t batch = 1;  // a pipeline batches once (CompileBatch)
+    for (int j = i + 1; j < def_.nodes_size(); ++j) {
+      const NodeDef& nd = def_.nodes(j);
+      const NodeDef::KindCase k = nd.kind_case();
+      if (k == NodeDef::kBatch) {
+        batch = nd.batch().size();
+      } else if (k != NodeDef::kMap && k != NodeDef::kPrefetch && k != NodeDef::kDistribute) {
+        return NodeError(where, absl::StrCat("after a shard come maps, prefetches, one batch and a distribute node; "
+                                             "not a ", KindOf(nd), " (nodes[", j, "]): every shard must yield the "
+                                             "same number of batches"));
+      }
+    }
+    return std::max<int64_t>(batch, 1);
+  }
+
   absl::Status CompileBatch(const BatchDef& batch, const std::string& where, CompiledNode* node) {
     node->kind = NodeKind::kBatch;
     node->count = batch.size();
@@ -505,12 +595,14 @@ class Compiler {
   // parallel rather than in the serial reader.
   absl::Status AddParseStep(int end) {
     SLUICE_ASSIGN_OR_RETURN(ops::InferredOp parse, ops::InferParseExample(features_, feature_shapes_, schema_));
-    // Parsing runs on the cpu: only a cpu map takes it in.
-    const bool next_is_map = end > 1 && def_.nodes(1).kind_case() == NodeDef::kMap &&
-                             (def_.nodes(1).map().device().empty() || def_.nodes(1).map().device() == "cpu");
-    const std::string map_name = next_is_map && !def_.nodes(1).name().empty()
-                                     ? def_.nodes(1).name()
-                                     : (next_is_map ? "map_1" : ops::kParseExampleOp);
+    // Parsing runs on the cpu: only a cpu map takes it in; past a shard
+    // right after the source, so that each shard parses its own rows only.
+    const int next = end > 2 && def_.nodes(1).kind_case() == NodeDef::kShard ? 2 : 1;
+    const bool next_is_map = end > next && def_.nodes(next).kind_case() == NodeDef::kMap &&
+                             (def_.nodes(next).map().device().empty() || def_.nodes(next).map().device() == "cpu");
+    const std::string map_name = next_is_map && !def_.nodes(next).name().empty()
+                                     ? def_.nodes(next).name()
+                                     : (next_is_map ? absl::StrCat("map_", next) : ops::kParseExampleOp);
     pending_parse_ = BoundOp{ops::kParseExampleOp,
                              ops::kParseExampleOp,
                              OpKey(map_name, -1),
@@ -591,6 +683,8 @@ absl::string_view NodeKindName(NodeKind kind) {
       return "take";
     case NodeKind::kRemote:
       return "distribute";
+    case NodeKind::kShard:
+      return "shard";
   }
   return "?";
 }

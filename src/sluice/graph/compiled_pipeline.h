@@ -36,7 +36,23 @@ struct BoundOp {
 
 // kRemote: a distribute node on the consumer's side; its elements come from
 // the service's workers.
-enum class NodeKind { kSource, kMap, kFilter, kShuffle, kBatch, kPrefetch, kRepeat, kTake, kRemote };
+enum class NodeKind { kSource, kMap, kFilter, kShuffle, kBatch, kPrefetch, kRepeat, kTake, kRemote, kShard };
+
+// A shard node's share: shard `index` of `num_shards` takes rows
+// [index * batch, (index + 1) * batch) of every global batch of
+// num_shards * batch rows of its input (ShardDef).
+struct ShardSpec {
+  int num_shards = 1;
+  int index = 0;
+  int64_t batch = 1;  // the per-shard batch: the batch node's after it, or 1
+  bool pad = false;   // uneven "pad" (else "drop")
+  int64_t global_batch() const { return num_shards * batch; }
+  // The rows this shard yields of an epoch of `rows` at the shard node.
+  int64_t RowsOf(int64_t rows) const {
+    const int64_t global = global_batch();
+    return (pad ? (rows + global - 1) / global : rows / global) * batch;
+  }
+};
 
 struct CompiledNode {
   NodeKind kind = NodeKind::kSource;
@@ -62,6 +78,7 @@ struct CompiledNode {
   int64_t count = 0;
   bool drop_remainder = false;
   bool auto_depth = false;  // kPrefetch: written as 0, the autotuner's to choose
+  ShardSpec shard;          // kShard
 };
 
 struct CompiledPipeline {

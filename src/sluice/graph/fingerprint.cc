@@ -35,7 +35,17 @@ std::string OutputFingerprint(const PipelineDef& def) {
   auto* nodes = output.mutable_nodes();
   nodes->erase(std::remove_if(nodes->begin(), nodes->end(), [](const NodeDef& n) { return n.has_distribute(); }),
                nodes->end());
+  bool after_shard = false;
   for (NodeDef& node : *output.mutable_nodes()) {
+    // A sharded pipeline's state restores on any number of shards: their
+    // count, the index and the per-shard batch (the global batch the state
+    // keeps is checked on its own) are the run's shape.
+    if (node.has_shard()) {
+      node.mutable_shard()->clear_num_shards();
+      node.mutable_shard()->clear_index();
+      after_shard = true;
+    }
+    if (node.has_batch() && after_shard) node.mutable_batch()->clear_size();
     if (node.has_map()) node.mutable_map()->clear_parallelism();
     if (node.has_prefetch()) node.mutable_prefetch()->clear_buffer_size();
     if (node.has_source()) {

@@ -16,10 +16,11 @@ std::string Fingerprint(const PipelineDef& def);
 // The fingerprint of what `def` outputs: its definition without what only
 // shapes the run (threads, map parallelism, prefetch depths, parallel
 // reads, throttle, memory budget, statistics, autotuning, the pipeline's
-// name; node names key random draws and stay), nor where it runs or in
-// what order rows arrive (a distribute node, options unordered), so a saved
-// iterator state restores under another thread count, with or without a
-// service's workers.
+// name, a shard node's count and index and the per-shard batch after it;
+// node names key random draws and stay), nor where it runs or in what order
+// rows arrive (a distribute node, options unordered), so a saved iterator
+// state restores under another thread count, with or without a service's
+// workers, on another number of shards.
 std::string OutputFingerprint(const PipelineDef& def);
 
 }  // namespace sluice::graph

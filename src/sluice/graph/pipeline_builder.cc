@@ -209,6 +209,14 @@ PipelineBuilder& PipelineBuilder::Take(int64_t count) {
   return *this;
 }
 
+PipelineBuilder& PipelineBuilder::Shard(int num_shards, int index, const std::string& uneven) {
+  ShardDef* shard = def_->add_nodes()->mutable_shard();
+  shard->set_num_shards(num_shards);
+  shard->set_index(index);
+  shard->set_uneven(uneven);
+  return *this;
+}
+
 PipelineBuilder& PipelineBuilder::Named(const std::string& node_name) {
   def_->mutable_nodes(def_->nodes_size() - 1)->set_name(node_name);
   return *this;
