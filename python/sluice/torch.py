@@ -12,11 +12,14 @@ batch_size=None)`` works too (batching and parallelism stay in sluice: keep
 num_workers=0).
 """
 
+import sys
 import time
 import warnings
 
 import torch
 import torch.utils.data
+
+from sluice import _distributed
 
 
 class TorchIterable(torch.utils.data.IterableDataset):
@@ -37,11 +40,33 @@ class TorchIterable(torch.utils.data.IterableDataset):
     sluice's device memory (no copy): on torch's current device, or on
     `device` (e.g. "cuda:1"). torch's current stream waits for sluice's
     kernels (DLPack's stream protocol), so the loop needs no synchronization.
+
+    Data-parallel jobs (``torchrun``, DDP): each rank gets its exact share of
+    every epoch, every rank the same number of batches (``len(loader)`` is
+    equal on all), and a step's global batch is the same samples whatever
+    the number of ranks (docs/distributed.md). The rank and world size come
+    from torch.distributed when it is initialized, else from torchrun's
+    RANK and WORLD_SIZE, unless `rank` and `world_size` are given; the
+    pipeline's batch is each rank's. A pipeline without a shard node gets
+    one right after its source; one whose shard node leaves the count to
+    the job (``pipe.shard()``) gets this rank's. What it took is said in one
+    line on stderr (`quiet=True` keeps it silent). Under torch.distributed
+    the ranks check, at the first pass, that they run the same pipeline and
+    seed and resume from the same state, and fail naming the ranks that
+    differ rather than hang.
     """
 
-    def __init__(self, pipeline, *, pin_memory=False, device=None):
+    def __init__(self, pipeline, *, pin_memory=False, device=None, rank=None, world_size=None, quiet=False):
         super().__init__()
+        self.rank, self.world_size, source = _distributed.job(rank, world_size)
+        definition, how = _distributed.sharded(pipeline._def, self.rank, self.world_size, source)
+        if definition != pipeline._def:
+            pipeline = type(pipeline)(definition, pipeline._hold)
+        if not quiet and source != "one process":
+            print(f"sluice.torch: rank {self.rank} of {self.world_size} ({source}): {how}", file=sys.stderr,
+                  flush=True)
         self._pipeline = pipeline
+        self._checked = False
         if _uses_cuda(pipeline):
             # The engine's device maps run on the device current when it is made.
             with torch.cuda.device(torch.device(device) if device is not None else torch.cuda.current_device()):
@@ -77,9 +102,12 @@ class TorchIterable(torch.utils.data.IterableDataset):
         holding it beside the model's): the position in the pass in
         progress (a few dozen bytes, see docs/checkpoint.md), the next
         epoch, and `samples`. Take it between steps, after the batch the
-        model last trained on."""
+        model last trained on. In a data-parallel job every rank's is the
+        same (the global batches done): save rank 0's, and load it on every
+        rank of a job of any size with the same global batch."""
         position = self._it.state() if self._it is not None else self._resume
-        return {"position": position, "next_epoch": self._epoch, "samples": self.samples}
+        return {"position": position, "next_epoch": self._epoch, "samples": self.samples,
+                "world_size": self.world_size}
 
     def load_state_dict(self, state):
         """Restores a `state_dict()`: the next pass yields exactly the
@@ -89,9 +117,14 @@ class TorchIterable(torch.utils.data.IterableDataset):
         the same as once."""
         self._resume = state["position"]
         self._epoch = state["next_epoch"]
+        self._checked = False  # the ranks check they resume alike
         self.samples = state.get("samples", 0)
 
     def __iter__(self):
+        if not self._checked:
+            _distributed.check_ranks_agree(self._pipeline.engine.fingerprint, self._pipeline._def.get("seed", 0),
+                                           self.world_size, self._resume)
+            self._checked = True
         if self._resume is not None:
             it = self._pipeline.engine.resume(bytes(self._resume))
             self._resume = None

@@ -123,6 +123,10 @@ class PyPipeline {
     return std::make_unique<PyIterator>(pipeline_, *std::move(it), names_);
   }
 
+  // graph::OutputFingerprint of the definition: equal on every rank of a
+  // job running the same pipeline, whatever its shard.
+  std::string fingerprint() const { return pipeline_->compiled().output_fingerprint; }
+
   // [(name, dtype, per-sample shape)]
   py::list Schema() const {
     py::list out;
@@ -187,7 +191,8 @@ void InitPipeline(py::module_& m) {
       .def("resume", &PyPipeline::Resume, py::arg("state"))
       .def("schema", &PyPipeline::Schema)
       .def_property_readonly("batched", &PyPipeline::batched)
-      .def_property_readonly("cardinality", &PyPipeline::cardinality);
+      .def_property_readonly("cardinality", &PyPipeline::cardinality)
+      .def_property_readonly("fingerprint", &PyPipeline::fingerprint);
   m.def("ops", &ListOps, "The registered ops with their docs and attrs.");
   m.def("load_plugin", &LoadPlugin, py::arg("path"), "Loads an op plugin (.so) into the process's registry.");
   m.def(

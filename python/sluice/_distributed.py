@@ -1,0 +1,97 @@
+"""The data-parallel job a process runs in: its rank and world size, and the
+pipeline's shard for it (docs/distributed.md)."""
+
+import copy
+import hashlib
+import os
+
+
+def job(rank=None, world_size=None):
+    """(rank, world size, where they came from): as given, else from
+    torch.distributed when it is initialized, else from torchrun's RANK and
+    WORLD_SIZE, else one process."""
+    if (rank is None) != (world_size is None):
+        raise ValueError("give both rank and world_size, or neither")
+    if rank is not None:
+        return _checked(rank, world_size, "given")
+    dist = _dist()
+    if dist is not None:
+        return _checked(dist.get_rank(), dist.get_world_size(), "torch.distributed")
+    if "WORLD_SIZE" in os.environ:
+        try:
+            return _checked(int(os.environ.get("RANK", "0")), int(os.environ["WORLD_SIZE"]), "RANK/WORLD_SIZE")
+        except ValueError:
+            raise ValueError(f"RANK={os.environ.get('RANK')!r} and WORLD_SIZE={os.environ['WORLD_SIZE']!r} "
+                             "are not numbers") from None
+    return 0, 1, "one process"
+
+
+def _checked(rank, world_size, source):
+    if world_size < 1 or not 0 <= rank < world_size:
+        raise ValueError(f"rank {rank} of world size {world_size} ({source}): the rank must be in [0, world_size)")
+    return rank, world_size, source
+
+
+def _dist():
+    """torch.distributed when it is initialized, else None."""
+    try:
+        import torch.distributed as dist
+    except ImportError:
+        return None
+    return dist if dist.is_available() and dist.is_initialized() else None
+
+
+def sharded(definition, rank, world_size, source):
+    """`definition` (a PipelineDef as a dict) for shard `rank` of
+    `world_size` (`source`: where job() found them), and a line saying what
+    was done: a shard node that takes the job's (num_shards 0) gets this
+    one; one with its own shards is kept; with none, in a data-parallel job
+    (of any size: one rank then takes the same global batches as N), one
+    goes right after the source, so each rank reads and decodes its own
+    rows only."""
+    definition = copy.deepcopy(definition)
+    nodes = definition["nodes"]
+    shard = next((n["shard"] for n in nodes if "shard" in n), None)
+    if shard is not None and shard.get("num_shards", 0) > 0:
+        if shard["num_shards"] != world_size:
+            raise ValueError(f"the pipeline's shard node says {shard['num_shards']} shards but the job has "
+                             f"{world_size} ranks; leave num_shards 0 to take the job's")
+        return definition, f"its shard {shard.get('index', 0)} of {shard['num_shards']}"
+    if shard is not None:
+        shard.update({"num_shards": world_size, "index": rank})
+        return definition, f"shard {rank} of {world_size} in its shard node"
+    if source == "one process":
+        return definition, "no shard (one process)"
+    # As early as it may go: after the source, or after the last shuffle or
+    # filter before the batch (what comes after a shard keeps every row).
+    at = 1
+    for i, node in enumerate(nodes):
+        if "batch" in node:
+            break
+        if "shuffle" in node or "filter" in node:
+            at = i + 1
+    nodes.insert(at, {"shard": {"num_shards": world_size, "index": rank, "uneven": "drop"}})
+    after = "the source" if at == 1 else f"nodes[{at - 1}] ({next(iter(nodes[at - 1]))})"
+    return definition, f"shard {rank} of {world_size} after {after} (uneven \"drop\")"
+
+
+def check_ranks_agree(fingerprint, seed, world_size, resume):
+    """Under torch.distributed, raises ValueError naming the ranks when they
+    run different pipelines or seeds, see different world sizes, or resume
+    from different states: their batches would differ in number or in
+    samples, and DDP would hang or train on a wrong epoch. Every rank must
+    call it (a collective)."""
+    dist = _dist()
+    if dist is None:
+        return
+    digest = hashlib.sha256(bytes(resume)).hexdigest()[:16] if resume is not None else None
+    mine = {"world size": world_size, "seed": seed, "pipeline": fingerprint, "resumed state": digest}
+    everyone = [None] * dist.get_world_size()
+    dist.all_gather_object(everyone, mine)
+    for what in mine:
+        values = {}
+        for rank, theirs in enumerate(everyone):
+            values.setdefault(theirs[what], []).append(rank)
+        if len(values) > 1:
+            detail = "; ".join(f"ranks {ranks}: {value}" for value, ranks in values.items())
+            raise ValueError(f"the ranks disagree on the {what}: {detail}")

@@ -1,0 +1,87 @@
+"""A data-parallel training job for the tests, run under torchrun (gloo on
+the CPU): a small model trained with DDP on a sluice pipeline, each rank
+logging the sample ids it trained on, rank 0 checkpointing model and loader
+after every step.
+
+    python -m torch.distributed.run --nproc_per_node=N ddp_job.py OUT [--epochs E]
+        [--resume] [--slow-after STEP] [--seed S] [--global-batch G]
+
+OUT/rank<R>.log gets one line per step trained: "epoch step id id ...".
+OUT/ckpt.pt holds the last checkpoint (written atomically). --slow-after
+makes every step past STEP of the last epoch sleep, so that a test can kill
+a rank mid-epoch. --seed-per-rank gives each rank another seed (the ranks'
+check must refuse it).
+"""
+
+import argparse
+import os
+import time
+
+import numpy as np
+import torch
+import torch.distributed as dist
+
+import sluice
+import sluice.torch
+from sluice import ops
+
+ROWS = 300
+
+
+def pipeline(seed):
+    ids = np.arange(ROWS, dtype=np.int64)
+    images = (np.arange(ROWS * 8 * 8 * 3) % 251).astype(np.uint8).reshape(ROWS, 8, 8, 3)
+    return (sluice.arrays({"id": ids, "image": images}, split_records=20)
+            .shuffle(32)
+            .map(ops.random_flip(), ops.rescale(scale=1 / 255))
+            .with_options(seed=seed))
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("out")
+    p.add_argument("--epochs", type=int, default=2)
+    p.add_argument("--resume", action="store_true")
+    p.add_argument("--slow-after", type=int, default=-1)
+    p.add_argument("--seed", type=int, default=5)
+    p.add_argument("--seed-per-rank", action="store_true")
+    p.add_argument("--global-batch", type=int, default=24)
+    args = p.parse_args()
+    dist.init_process_group("gloo")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    seed = args.seed + rank if args.seed_per_rank else args.seed
+    loader = sluice.torch.TorchIterable(pipeline(seed).batch(args.global_batch // world))
+    torch.manual_seed(0)
+    model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(8 * 8 * 3, 4))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    ckpt = os.path.join(args.out, "ckpt.pt")
+    step = 0
+    if args.resume:
+        state = torch.load(ckpt, weights_only=False)
+        model.module.load_state_dict(state["model"])
+        loader.load_state_dict(state["loader"])
+        step = state["step"]
+    first_epoch = loader.state_dict()["next_epoch"] - (1 if args.resume and state["loader"]["position"] else 0)
+    log = open(os.path.join(args.out, f"rank{rank}.log"), "a")
+    for epoch in range(max(first_epoch, 0), args.epochs):
+        for batch in loader:
+            loss = model(batch["image"].reshape(len(batch["id"]), -1)).square().mean()
+            optimizer.zero_grad()
+            loss.backward()  # DDP's all-reduce: every rank must take as many steps
+            optimizer.step()
+            step += 1
+            log.write(f"{epoch} {step} " + " ".join(str(int(i)) for i in batch["id"]) + "\n")
+            log.flush()
+            if rank == 0:
+                tmp = ckpt + ".tmp"
+                torch.save({"model": model.module.state_dict(), "loader": loader.state_dict(), "step": step}, tmp)
+                os.replace(tmp, ckpt)
+            dist.barrier()  # the checkpoint of this step is on disk before any rank goes on
+            if epoch == args.epochs - 1 and 0 <= args.slow_after < step:
+                time.sleep(0.5)
+    log.close()
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,146 @@
+"""Data-parallel jobs: each rank's share of every epoch, in one process
+(simulated ranks) and under real torchrun with the gloo backend; a DDP job
+with a rank killed by SIGKILL mid-epoch, restarted from its checkpoint;
+the ranks' agreement check; bad shards."""
+
+import collections
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+import sluice
+import sluice.torch
+
+HERE = pathlib.Path(__file__).resolve().parent
+JOB = HERE / "ddp_job.py"
+
+
+def rows(n=103):
+    ids = np.arange(n, dtype=np.int64)
+    images = (np.arange(n * 4 * 4 * 3) % 251).astype(np.uint8).reshape(n, 4, 4, 3)
+    return (sluice.arrays({"id": ids, "image": images}, split_records=10)
+            .shuffle(17).map(sluice.ops.random_flip()).with_options(seed=3))
+
+
+def ids_of(loader):
+    return [[int(i) for i in batch["id"]] for batch in loader]
+
+
+def test_simulated_ranks_share_each_epoch_exactly_once_with_equal_steps(capsys):
+    for world in range(1, 9):
+        parts = [ids_of(sluice.torch.TorchIterable(rows().batch(3), rank=r, world_size=world, quiet=True))
+                 for r in range(world)]
+        assert len({len(p) for p in parts}) == 1, f"{world} ranks: unequal steps"
+        seen = [i for p in parts for batch in p for i in batch]
+        assert len(seen) == len(set(seen)) == 103 // (3 * world) * 3 * world
+    assert capsys.readouterr().err == ""  # quiet
+
+
+def test_a_rank_says_in_one_line_what_it_took(capsys):
+    loader = sluice.torch.TorchIterable(rows().batch(4), rank=1, world_size=2)
+    assert len(loader) == 103 // 8
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ['sluice.torch: rank 1 of 2 (given): shard 1 of 2 after nodes[1] (shuffle) (uneven "drop")']
+
+
+def test_the_job_comes_from_torchruns_environment(monkeypatch):
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("WORLD_SIZE", "3")
+    loader = sluice.torch.TorchIterable(rows().shard().batch(2), quiet=True)
+    assert (loader.rank, loader.world_size) == (1, 3)
+    assert len(loader) == 103 // 6
+
+
+def test_bad_shards_are_named():
+    with pytest.raises(ValueError, match=r"index must be in \[0, num_shards\), got index 2 of 2"):
+        rows().shard(2, 2)
+    with pytest.raises(ValueError, match='uneven must be "drop" or "pad"'):
+        rows().shard(2, 0, uneven="even")
+    with pytest.raises(ValueError, match=r"the rank must be in \[0, world_size\)"):
+        sluice.torch.TorchIterable(rows(), rank=3, world_size=2)
+    with pytest.raises(ValueError, match="says 4 shards but the job has 2 ranks"):
+        sluice.torch.TorchIterable(rows().shard(4, 0), rank=0, world_size=2)
+    with pytest.raises(sluice.InvalidArgumentError, match="not a filter"):
+        rows().shard(2, 0).filter(sluice.ops.keep_if(field="id", cmp="<", value=3)).engine
+    with pytest.raises(sluice.InvalidArgumentError, match="the epoch has 3 rows for 4 shards"):
+        list(sluice.torch.TorchIterable(rows(3).shard(uneven="pad"), rank=0, world_size=4, quiet=True))
+
+
+def torchrun(out, ranks, *args, **popen):
+    """Starts ddp_job.py under torchrun with `ranks` processes."""
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    return subprocess.Popen([sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={ranks}",
+                             "--standalone", "--max_restarts=0", str(JOB), str(out), *args],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen)
+
+
+def read_logs(out):
+    """{(epoch, step): {rank: ids}}."""
+    steps = collections.defaultdict(dict)
+    for log in out.glob("rank*.log"):
+        rank = int(log.stem[4:])
+        for line in log.read_text().splitlines():
+            epoch, step, *ids = map(int, line.split())
+            steps[(epoch, step)][rank] = ids
+    return steps
+
+
+def test_torchrun_ranks_get_disjoint_equal_shares_of_each_epoch(tmp_path):
+    job = torchrun(tmp_path, 2, "--epochs", "2")
+    stdout, stderr = job.communicate(timeout=240)
+    assert job.returncode == 0, stderr[-3000:]
+    assert "sluice.torch: rank 0 of 2 (torch.distributed): shard 0 of 2 after nodes[1] (shuffle)" in stderr
+    steps = read_logs(tmp_path)
+    for epoch in (0, 1):
+        trained = [i for (e, _), by_rank in steps.items() if e == epoch for ids in by_rank.values() for i in ids]
+        assert len(trained) == len(set(trained)) == 300 // 24 * 24
+    assert all(len(by_rank) == 2 for by_rank in steps.values())  # both ranks took every step
+    # The global batches are the same samples as one rank's batches of 24.
+    one = tmp_path / "one"
+    one.mkdir()
+    single = torchrun(one, 1, "--epochs", "1")
+    single.communicate(timeout=240)
+    alone = read_logs(one)
+    for (epoch, step), by_rank in steps.items():
+        if epoch == 0:
+            assert by_rank[0] + by_rank[1] == alone[(0, step)][0], f"step {step}"
+
+
+def test_a_rank_killed_mid_epoch_restarts_from_the_checkpoint_and_trains_each_sample_once(tmp_path):
+    job = torchrun(tmp_path, 2, "--epochs", "2", "--slow-after", "14")
+    deadline = time.time() + 240
+    while time.time() < deadline and max((s for (e, s) in read_logs(tmp_path)), default=0) < 17:
+        time.sleep(0.2)
+    victim = [p for p in subprocess.run(["pgrep", "-f", f"ddp_job.py {tmp_path}"], capture_output=True,
+                                        text=True).stdout.split() if int(p) != job.pid]
+    assert victim, "no rank process to kill"
+    os.kill(int(victim[-1]), signal.SIGKILL)
+    job.communicate(timeout=120)
+    assert job.returncode != 0
+    import torch
+    checkpointed = torch.load(tmp_path / "ckpt.pt", weights_only=False)["step"]
+    before = {k: v for k, v in read_logs(tmp_path).items() if k[1] <= checkpointed}
+    for log in tmp_path.glob("rank*.log"):
+        log.rename(log.with_suffix(".before"))
+    restarted = torchrun(tmp_path, 2, "--epochs", "2", "--resume")
+    _, stderr = restarted.communicate(timeout=240)
+    assert restarted.returncode == 0, stderr[-3000:]
+    after = read_logs(tmp_path)
+    assert min(s for (_, s) in after) == checkpointed + 1
+    killed_epoch = max(e for (e, _) in before)
+    trained = [i for steps in (before, after) for (e, _), by_rank in steps.items() if e == killed_epoch
+               for ids in by_rank.values() for i in ids]
+    assert len(trained) == len(set(trained)) == 300 // 24 * 24
+
+
+def test_ranks_with_different_seeds_fail_naming_them(tmp_path):
+    job = torchrun(tmp_path, 2, "--epochs", "1", "--seed-per-rank")
+    _, stderr = job.communicate(timeout=240)
+    assert job.returncode != 0
+    assert "the ranks disagree on the seed: ranks [0]: 5; ranks [1]: 6" in stderr
