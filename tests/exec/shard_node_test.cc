@@ -62,7 +62,8 @@ Element Copy(const Batch& b, std::optional<int> padding) {
   Element e;
   const int64_t* ids = b.columns[0].values.data<int64_t>();
   e.ids.assign(ids, ids + b.rows);
-  for (const Column& c : b.columns) e.bytes.insert(e.bytes.end(), c.values.raw_data(), c.values.raw_data() + c.values.byte_size());
+  for (const Column& c : b.columns)
+    e.bytes.insert(e.bytes.end(), c.values.raw_data(), c.values.raw_data() + c.values.byte_size());
   if (padding) {
     const uint8_t* p = b.columns[*padding].values.data<uint8_t>();
     e.padding.assign(p, p + b.rows);
@@ -121,7 +122,7 @@ TEST(ShardNode, TheShardsPartsAreTheEpochExactlyOnceForOneToEightShards) {
       EXPECT_EQ(shard.size(), parts[0].size());  // the same steps on every shard
       for (const Element& e : shard) seen.insert(e.ids.begin(), e.ids.end());
     }
-    EXPECT_EQ(seen.size(), static_cast<size_t>(kRows / global * global));  // less fewer than one global batch
+    EXPECT_EQ(seen.size(), static_cast<size_t>(kRows / global * global));        // less fewer than one global batch
     EXPECT_EQ(std::set<int64_t>(seen.begin(), seen.end()).size(), seen.size());  // none twice
   }
 }
@@ -265,7 +266,9 @@ TEST(ShardNode, BadShardsAndPlacesAreNamed) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("uneven must be \"drop\" or \"pad\"")));
   EXPECT_THAT(Pipeline::Create(Rows().Batch(4).Shard(2, 0).Build()).status(),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("not a batch (nodes[1])")));
-  EXPECT_THAT(Pipeline::Create(Rows().Shard(2, 0).Filter(Op("keep_if", {{"field", "id"}, {"cmp", "<"}, {"value", 3.0}})).Build()).status(),
+  EXPECT_THAT(Pipeline::Create(
+                  Rows().Shard(2, 0).Filter(Op("keep_if", {{"field", "id"}, {"cmp", "<"}, {"value", 3.0}})).Build())
+                  .status(),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("not a filter (nodes[2])")));
 }
 

@@ -232,8 +232,8 @@ absl::StatusOr<EpochPosition> ParseState(const std::string& bytes, const std::st
       return absl::InvalidArgumentError(
           "the state's shard progress is malformed: global_batches must be >= 0, its size and shards >= 1");
     }
-    p.shard = EpochPosition::Sharded{shard.global_batches(), shard.global_batch_size(), shard.num_shards(),
-                                     shard.pad()};
+    p.shard =
+        EpochPosition::Sharded{shard.global_batches(), shard.global_batch_size(), shard.num_shards(), shard.pad()};
   }
   return p;
 }

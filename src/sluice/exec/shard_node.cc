@@ -64,7 +64,7 @@ class ShardIterator : public Iterator {
   bool Advance() {
     const int64_t lo = spec_.index * spec_.batch, hi = lo + spec_.batch, global = spec_.global_batch();
     const int64_t left = chunk_.rows - row_;
-    const int64_t run = pos_ < lo ? std::min(left, lo - pos_)
+    const int64_t run = pos_ < lo   ? std::min(left, lo - pos_)
                         : pos_ < hi ? std::min(left, hi - pos_)
                                     : std::min(left, global - pos_);
     if (pos_ >= lo && pos_ < hi) part_->Append(chunk_, row_, row_ + run);
@@ -121,10 +121,11 @@ class ShardIterator : public Iterator {
                                                      spec_.num_shards, " shards: every shard needs one at least"));
     }
     if (before_ + done_ == 0 && !spec_.pad) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "node '", node_.name, "': the epoch's ", rows, " rows make no global batch of ", spec_.global_batch(), " (",
-          spec_.num_shards, " shards of ", spec_.batch, "), and uneven \"drop\" leaves them out: use uneven \"pad\" "
-          "or a smaller batch"));
+      return absl::InvalidArgumentError(absl::StrCat("node '", node_.name, "': the epoch's ", rows,
+                                                     " rows make no global batch of ", spec_.global_batch(), " (",
+                                                     spec_.num_shards, " shards of ", spec_.batch,
+                                                     "), and uneven \"drop\" leaves them out: use uneven \"pad\" "
+                                                     "or a smaller batch"));
     }
     return absl::OkStatus();
   }

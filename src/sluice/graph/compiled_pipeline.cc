@@ -508,7 +508,8 @@ class Compiler {
     node->input_schema = node->output_schema = data;
     if (node->shard.pad) {
       const ColumnSpec padding{"is_padding", DType::kUInt8, Shape{}};
-      if (schema_.Find(padding.name)) return NodeError(where, "uneven \"pad\" adds a column \"is_padding\", which exists");
+      if (schema_.Find(padding.name))
+        return NodeError(where, "uneven \"pad\" adds a column \"is_padding\", which exists");
       node->output_schema.Set(padding);
       schema_.Set(padding);
     }
@@ -543,8 +544,8 @@ class Compiler {
     if (value == nullptr || *value == '\0') return fallback;
     int n = 0;
     if (!absl::SimpleAtoi(value, &n)) {
-      return NodeError(where, absl::StrCat("num_shards 0 takes the job's from $", name, ", which is \"", value,
-                                           "\", not a number"));
+      return NodeError(
+          where, absl::StrCat("num_shards 0 takes the job's from $", name, ", which is \"", value, "\", not a number"));
     }
     return n;
   }
@@ -559,7 +560,8 @@ class Compiler {
       const NodeDef::KindCase k = def_.nodes(j).kind_case();
       if (k != NodeDef::kMap && k != NodeDef::kFilter && k != NodeDef::kShuffle && k != NodeDef::kPrefetch) {
         return NodeError(where, absl::StrCat("a shard follows the source, maps, filters, a shuffle and prefetches; "
-                                             "not a ", KindOf(def_.nodes(j)), " (nodes[", j, "])"));
+                                             "not a ",
+                                             KindOf(def_.nodes(j)), " (nodes[", j, "])"));
       }
     }
     if (def_.options().unordered()) {
@@ -573,7 +575,9 @@ class Compiler {
         batch = nd.batch().size();
       } else if (k != NodeDef::kMap && k != NodeDef::kPrefetch && k != NodeDef::kDistribute) {
         return NodeError(where, absl::StrCat("after a shard come maps, prefetches, one batch and a distribute node; "
-                                             "not a ", KindOf(nd), " (nodes[", j, "]): every shard must yield the "
+                                             "not a ",
+                                             KindOf(nd), " (nodes[", j,
+                                             "]): every shard must yield the "
                                              "same number of batches"));
       }
     }
