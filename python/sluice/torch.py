@@ -19,7 +19,7 @@ import warnings
 import torch
 import torch.utils.data
 
-from sluice import _distributed
+from sluice import _distributed, _node_pool
 
 
 class TorchIterable(torch.utils.data.IterableDataset):
@@ -54,12 +54,28 @@ class TorchIterable(torch.utils.data.IterableDataset):
     the ranks check, at the first pass, that they run the same pipeline and
     seed and resume from the same state, and fail naming the ranks that
     differ rather than hang.
+
+    `node_pool=True` (under torch.distributed) runs every rank's pipeline up
+    to its batch in one set of processes per node, sized to the node's
+    cores, rather than in a thread pool per rank: local rank 0 starts them,
+    each rank reads its shard's batches through shared memory
+    (docs/distributed.md). The batches, the states and the checks are the
+    same as in-process.
     """
 
-    def __init__(self, pipeline, *, pin_memory=False, device=None, rank=None, world_size=None, quiet=False):
+    def __init__(self, pipeline, *, pin_memory=False, device=None, rank=None, world_size=None, quiet=False,
+                 node_pool=False):
         super().__init__()
         self.rank, self.world_size, source = _distributed.job(rank, world_size)
         definition, how = _distributed.sharded(pipeline._def, self.rank, self.world_size, source)
+        if node_pool:
+            dist = _distributed._dist()
+            if dist is None:
+                raise ValueError("sluice.torch: node_pool=True needs torch.distributed initialized (the node's ranks "
+                                 "share the pool's address through it)")
+            dispatcher = _node_pool.address(dist)
+            definition = _node_pool.through_pool(definition, dispatcher)
+            how += f"; through the node's pool (dispatcher {dispatcher})"
         if definition != pipeline._def:
             pipeline = type(pipeline)(definition, pipeline._hold)
         if not quiet and source != "one process":

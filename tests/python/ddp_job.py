@@ -4,13 +4,14 @@ logging the sample ids it trained on, rank 0 checkpointing model and loader
 after every step.
 
     python -m torch.distributed.run --nproc_per_node=N ddp_job.py OUT [--epochs E]
-        [--resume] [--slow-after STEP] [--seed S] [--global-batch G]
+        [--resume] [--slow-after STEP] [--seed S] [--global-batch G] [--node-pool]
 
 OUT/rank<R>.log gets one line per step trained: "epoch step id id ...".
 OUT/ckpt.pt holds the last checkpoint (written atomically). --slow-after
 makes every step past STEP of the last epoch sleep, so that a test can kill
 a rank mid-epoch. --seed-per-rank gives each rank another seed (the ranks'
-check must refuse it).
+check must refuse it). --node-pool runs the ranks' pipelines in the node's
+pool of sluice processes.
 """
 
 import argparse
@@ -46,11 +47,12 @@ def main():
     p.add_argument("--seed", type=int, default=5)
     p.add_argument("--seed-per-rank", action="store_true")
     p.add_argument("--global-batch", type=int, default=24)
+    p.add_argument("--node-pool", action="store_true")
     args = p.parse_args()
     dist.init_process_group("gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
     seed = args.seed + rank if args.seed_per_rank else args.seed
-    loader = sluice.torch.TorchIterable(pipeline(seed).batch(args.global_batch // world))
+    loader = sluice.torch.TorchIterable(pipeline(seed).batch(args.global_batch // world), node_pool=args.node_pool)
     torch.manual_seed(0)
     model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(8 * 8 * 3, 4))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)

@@ -112,8 +112,22 @@ def test_torchrun_ranks_get_disjoint_equal_shares_of_each_epoch(tmp_path):
             assert by_rank[0] + by_rank[1] == alone[(0, step)][0], f"step {step}"
 
 
-def test_a_rank_killed_mid_epoch_restarts_from_the_checkpoint_and_trains_each_sample_once(tmp_path):
-    job = torchrun(tmp_path, 2, "--epochs", "2", "--slow-after", "14")
+def test_the_node_pool_gives_each_rank_the_batches_it_makes_in_process(tmp_path):
+    pooled = torchrun(tmp_path, 2, "--epochs", "2", "--node-pool")
+    _, stderr = pooled.communicate(timeout=240)
+    assert pooled.returncode == 0, stderr[-3000:]
+    assert "through the node's pool (dispatcher 127.0.0.1:" in stderr
+    local = tmp_path / "local"
+    local.mkdir()
+    in_process = torchrun(local, 2, "--epochs", "2")
+    in_process.communicate(timeout=240)
+    assert read_logs(tmp_path) == read_logs(local)
+    assert len(read_logs(tmp_path)) == 2 * (300 // 24)
+
+
+@pytest.mark.parametrize("pool", [[], ["--node-pool"]], ids=["in_process", "node_pool"])
+def test_a_rank_killed_mid_epoch_restarts_from_the_checkpoint_and_trains_each_sample_once(tmp_path, pool):
+    job = torchrun(tmp_path, 2, "--epochs", "2", "--slow-after", "14", *pool)
     deadline = time.time() + 240
     while time.time() < deadline and max((s for (e, s) in read_logs(tmp_path)), default=0) < 17:
         time.sleep(0.2)
@@ -128,7 +142,7 @@ def test_a_rank_killed_mid_epoch_restarts_from_the_checkpoint_and_trains_each_sa
     before = {k: v for k, v in read_logs(tmp_path).items() if k[1] <= checkpointed}
     for log in tmp_path.glob("rank*.log"):
         log.rename(log.with_suffix(".before"))
-    restarted = torchrun(tmp_path, 2, "--epochs", "2", "--resume")
+    restarted = torchrun(tmp_path, 2, "--epochs", "2", "--resume", *pool)
     _, stderr = restarted.communicate(timeout=240)
     assert restarted.returncode == 0, stderr[-3000:]
     after = read_logs(tmp_path)

@@ -22,11 +22,13 @@ struct DispatcherArgs {
   int max_split_failures = 3;
   uint64_t journal_compact_bytes = service::Journal::Options().compact_bytes;
   int metrics_port = -1;
+  int exit_with = 0;
   graph::ResourceLimits limits;
   SecurityFlags security;
 };
 
 absl::Status Serve(const DispatcherArgs& args) {
+  if (args.exit_with > 0) SLUICE_RETURN_IF_ERROR(ExitWithParent(args.exit_with));
   service::DispatcherOptions options;
   options.host = args.host;
   options.port = args.port;
@@ -103,6 +105,7 @@ void AddDispatcherCommand(CLI::App& app, absl::Status* result) {
       ->default_val(defaults.max_threads);
   cmd->add_option("--metrics-port", args->metrics_port,
                   "serve Prometheus metrics on http://HOST:PORT/metrics (0: any free port, printed; default: none)");
+  AddExitWithOption(cmd, &args->exit_with);
   AddSecurityFlags(cmd, &args->security);
   cmd->callback([args, result] { *result = Serve(*args); });
 }

@@ -9,6 +9,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "sluice/cli/command.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/service/log.h"
 
@@ -97,6 +98,13 @@ absl::Status ExitWithParent(int parent_pid) {
                                                       getppid(), " (has process ", parent_pid, " exited?)"));
   }
   return absl::OkStatus();
+}
+
+void AddExitWithOption(CLI::App* cmd, int* parent_pid) {
+  cmd->add_option("--exit-with", *parent_pid,
+                  "the pid of this process's parent, its supervisor (a Ray actor, a training rank): exit at once "
+                  "when it does")
+      ->check(kPositive);
 }
 
 }  // namespace sluice::cli

@@ -43,6 +43,8 @@ std::string WaitForTermination();
 // lives as long as it (a Ray actor's main thread). Fails if that process is
 // not the parent (it died already, or the pid is wrong).
 absl::Status ExitWithParent(int parent_pid);
+// --exit-with PID, for ExitWithParent.
+void AddExitWithOption(CLI::App* cmd, int* parent_pid);
 
 }  // namespace sluice::cli
 

@@ -77,9 +77,7 @@ void AddWorkerCommand(CLI::App& app, absl::Status* result) {
       ->check(kPositive);
   cmd->add_option("--metrics-port", args->metrics_port,
                   "serve Prometheus metrics on http://HOST:PORT/metrics (0: any free port, printed; default: none)");
-  cmd->add_option("--exit-with", args->exit_with,
-                  "the pid of this process's parent, a supervisor (a Ray actor): exit at once when it does")
-      ->check(kPositive);
+  AddExitWithOption(cmd, &args->exit_with);
   AddSecurityFlags(cmd, &args->security);
   AddPluginOption(cmd, &args->plugins);
   cmd->callback([args, result] { *result = Serve(*args); });

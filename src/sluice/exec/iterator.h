@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -97,6 +98,10 @@ class RemoteInput {
   virtual std::vector<io::Split> SplitOrder(uint64_t epoch) const { return {}; }
   // Names in `p` what the remote side keeps of this consumer's progress.
   virtual void Identify(EpochPosition* p) const {}
+  // A sharded remote part (one shard's stream, made in order): its shard.
+  // Open then logs the remote part's position after each element it yields
+  // in ctx->shard_log, and resumes from ctx->ResumeOf(epoch) as given.
+  virtual std::optional<graph::ShardSpec> Sharding() const { return std::nullopt; }
 };
 
 }  // namespace sluice::exec

@@ -415,11 +415,11 @@ std::vector<Knob> Pipeline::MakeKnobs(ExecContext* ctx) const {
   return tunable;
 }
 
-const graph::CompiledNode* Pipeline::ShardNode() const {
+std::optional<graph::ShardSpec> Pipeline::Sharding() const {
   for (const graph::CompiledNode& node : compiled_.nodes) {
-    if (node.kind == graph::NodeKind::kShard) return &node;
+    if (node.kind == graph::NodeKind::kShard) return node.shard;
   }
-  return nullptr;
+  return remote_ ? remote_->Sharding() : std::nullopt;
 }
 
 void Pipeline::Track(PipelineIterator* it, EpochPosition start) const {
@@ -436,11 +436,9 @@ void Pipeline::Track(PipelineIterator* it, EpochPosition start) const {
   const bool repeats = Has(compiled_, graph::NodeKind::kRepeat);
   if (repeats) ctx->repeat_seams = std::make_unique<RepeatSeams>();
   it->fingerprint_ = compiled_.output_fingerprint;
-  if (const graph::CompiledNode* shard = ShardNode()) {
+  if (const std::optional<graph::ShardSpec> shard = Sharding()) {
     ctx->shard_log = std::make_unique<ShardLog>();
-    if (!start.shard) {
-      start.shard = EpochPosition::Sharded{0, shard->shard.global_batch(), shard->shard.num_shards, shard->shard.pad};
-    }
+    if (!start.shard) start.shard = EpochPosition::Sharded{0, shard->global_batch(), shard->num_shards, shard->pad};
     it->tracker_ = std::make_unique<ShardTracker>(ctx, std::move(start));
     return;
   }
@@ -493,7 +491,8 @@ absl::StatusOr<std::unique_ptr<PipelineIterator>> Pipeline::Resume(const std::st
                : "the state was saved ordered but this pipeline runs unordered (or through a distribute node, whose "
                  "rows arrive as they come)");
   }
-  if (!Unordered() && p.shuffle.has_value() != Has(compiled_, graph::NodeKind::kShuffle)) {
+  // A remote part's shuffle is the workers' to check.
+  if (!Unordered() && !remote_ && p.shuffle.has_value() != Has(compiled_, graph::NodeKind::kShuffle)) {
     return absl::InvalidArgumentError(p.shuffle ? "the state has a shuffle's position but this pipeline has no shuffle"
                                                 : "this pipeline shuffles but the state has no shuffle position");
   }
@@ -516,7 +515,7 @@ absl::StatusOr<std::unique_ptr<PipelineIterator>> Pipeline::Resume(const std::st
     return absl::InvalidArgumentError(
         absl::StrCat("the state's split is ", p.split, " but epoch ", epoch, " has ", splits, " splits"));
   }
-  if (p.shuffle && p.shuffle->emitted > 0) PlanShuffleRestore(epoch, *p.shuffle, it->ctx_.get());
+  if (!remote_ && p.shuffle && p.shuffle->emitted > 0) PlanShuffleRestore(epoch, *p.shuffle, it->ctx_.get());
   it->ctx_->resume = std::move(p);
   it->ctx_->resume_epoch = epoch;
   it->root_ = MakeIterator(it->ctx_.get(), compiled_.nodes.size() - 1, it->ctx_->resume->epoch);
@@ -527,11 +526,11 @@ absl::StatusOr<std::unique_ptr<PipelineIterator>> Pipeline::Resume(const std::st
 // the uneven mode it was saved with: another would make other global
 // batches of the rest of the epoch.
 absl::Status Pipeline::CheckSharding(const EpochPosition& p) const {
-  const graph::CompiledNode* shard = ShardNode();
+  const std::optional<graph::ShardSpec> shard = Sharding();
   // A state of a pipeline with or without a shard has that pipeline's
   // fingerprint: ParseState refused another's.
-  if (!p.shard || shard == nullptr) return absl::OkStatus();
-  const graph::ShardSpec& s = shard->shard;
+  if (!p.shard || !shard) return absl::OkStatus();
+  const graph::ShardSpec& s = *shard;
   auto describe = [](int64_t global, int shards, bool pad) {
     return absl::StrCat("a global batch of ", global, " (", shards, " shards of ", global / std::max(shards, 1),
                         ", uneven \"", pad ? "pad" : "drop", "\")");

@@ -126,14 +126,15 @@ class Pipeline {
   std::unique_ptr<PipelineIterator> NewIterator(bool tune) const;
   // exec::CheckResumable, and the remote input's.
   absl::Status CheckResumable() const;
-  // Rows arrive as they come: options unordered, or from a service.
-  bool Unordered() const { return !compiled_.ordered || remote_ != nullptr; }
+  // Rows arrive as they come: options unordered, or from a service (but for
+  // a shard's stream, which one worker makes in order).
+  bool Unordered() const { return !compiled_.ordered || (remote_ != nullptr && !remote_->Sharding()); }
   // Makes `it` follow its position from `start` (CheckResumable passed).
   void Track(PipelineIterator* it, EpochPosition start) const;
   // The resumed shuffle's buffer, and the rows the source then reads.
   void PlanShuffleRestore(uint64_t epoch, const ShufflePosition& p, ExecContext* ctx) const;
-  // The shard node, if the pipeline has one.
-  const graph::CompiledNode* ShardNode() const;
+  // The shard node's, or the sharded remote part's; nullopt without one.
+  std::optional<graph::ShardSpec> Sharding() const;
   // InvalidArgument naming both when a state's sharding does not fit this
   // pipeline's.
   absl::Status CheckSharding(const EpochPosition& p) const;

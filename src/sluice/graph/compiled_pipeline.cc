@@ -68,6 +68,17 @@ absl::Status NodeError(const std::string& where, absl::string_view message) {
   return absl::InvalidArgumentError(absl::StrCat(where, ": ", message));
 }
 
+absl::StatusOr<int> EnvInt(const char* name, int fallback, const std::string& where) {
+  const char* value = std::getenv(name);
+  if (value == nullptr || *value == '\0') return fallback;
+  int n = 0;
+  if (!absl::SimpleAtoi(value, &n)) {
+    return NodeError(
+        where, absl::StrCat("num_shards 0 takes the job's from $", name, ", which is \"", value, "\", not a number"));
+  }
+  return n;
+}
+
 // The declared features as parser specs and column shapes.
 absl::Status ParseFeatures(const TfRecordSource& src, std::vector<io::FeatureSpec>* specs, std::vector<Shape>* shapes) {
   for (int i = 0; i < src.features_size(); ++i) {
@@ -516,40 +527,6 @@ class Compiler {
     return absl::OkStatus();
   }
 
-  // num_shards and index as given, or the job's (WORLD_SIZE and RANK, as
-  // torchrun sets them), checked; and the uneven mode.
-  static absl::StatusOr<ShardSpec> ShardSpecOf(const ShardDef& shard, const std::string& where) {
-    ShardSpec spec;
-    spec.num_shards = shard.num_shards();
-    spec.index = shard.index();
-    if (spec.num_shards == 0) {
-      SLUICE_ASSIGN_OR_RETURN(spec.num_shards, EnvInt("WORLD_SIZE", 1, where));
-      SLUICE_ASSIGN_OR_RETURN(spec.index, EnvInt("RANK", 0, where));
-    }
-    if (spec.num_shards < 1) {
-      return NodeError(where, absl::StrCat("num_shards must be >= 1 (0: the job's), got ", spec.num_shards));
-    }
-    if (spec.index < 0 || spec.index >= spec.num_shards) {
-      return NodeError(where, absl::StrCat("index must be in [0, ", spec.num_shards, "), got ", spec.index));
-    }
-    if (shard.uneven() != "" && shard.uneven() != "drop" && shard.uneven() != "pad") {
-      return NodeError(where, absl::StrCat("uneven must be \"drop\" or \"pad\", got \"", shard.uneven(), "\""));
-    }
-    spec.pad = shard.uneven() == "pad";
-    return spec;
-  }
-
-  static absl::StatusOr<int> EnvInt(const char* name, int fallback, const std::string& where) {
-    const char* value = std::getenv(name);
-    if (value == nullptr || *value == '\0') return fallback;
-    int n = 0;
-    if (!absl::SimpleAtoi(value, &n)) {
-      return NodeError(
-          where, absl::StrCat("num_shards 0 takes the job's from $", name, ", which is \"", value, "\", not a number"));
-    }
-    return n;
-  }
-
   // The per-shard batch: the batch node's after the shard, where only
   // nodes that keep every row in order lie between (1 without a batch);
   // and nothing before the shard but what keeps the epoch's stream one
@@ -666,6 +643,38 @@ CompiledPipeline CompileOptions(const PipelineDef& def, const ops::OpRegistry& r
 }
 
 }  // namespace
+
+absl::StatusOr<ShardSpec> ShardSpecOf(const ShardDef& shard, const std::string& where) {
+  ShardSpec spec;
+  spec.num_shards = shard.num_shards();
+  spec.index = shard.index();
+  if (spec.num_shards == 0) {
+    SLUICE_ASSIGN_OR_RETURN(spec.num_shards, EnvInt("WORLD_SIZE", 1, where));
+    SLUICE_ASSIGN_OR_RETURN(spec.index, EnvInt("RANK", 0, where));
+  }
+  if (spec.num_shards < 1) {
+    return NodeError(where, absl::StrCat("num_shards must be >= 1 (0: the job's), got ", spec.num_shards));
+  }
+  if (spec.index < 0 || spec.index >= spec.num_shards) {
+    return NodeError(where, absl::StrCat("index must be in [0, ", spec.num_shards, "), got ", spec.index));
+  }
+  if (shard.uneven() != "" && shard.uneven() != "drop" && shard.uneven() != "pad") {
+    return NodeError(where, absl::StrCat("uneven must be \"drop\" or \"pad\", got \"", shard.uneven(), "\""));
+  }
+  spec.pad = shard.uneven() == "pad";
+  return spec;
+}
+
+absl::Status ResolveShards(PipelineDef* def) {
+  for (int i = 0; i < def->nodes_size(); ++i) {
+    if (!def->nodes(i).has_shard() || def->nodes(i).shard().num_shards() != 0) continue;
+    ShardDef* shard = def->mutable_nodes(i)->mutable_shard();
+    SLUICE_ASSIGN_OR_RETURN(const ShardSpec spec, ShardSpecOf(*shard, absl::StrCat("nodes[", i, "] (shard)")));
+    shard->set_num_shards(spec.num_shards);
+    shard->set_index(spec.index);
+  }
+  return absl::OkStatus();
+}
 
 absl::string_view NodeKindName(NodeKind kind) {
   switch (kind) {

@@ -131,6 +131,15 @@ bool UsesDevice(const PipelineDef& def);
 // dataset): the code the service's workers, not its dispatcher, load.
 bool RunsPython(const PipelineDef& def);
 
+// A shard node's count and index as given, or the job's when num_shards is
+// 0 ($WORLD_SIZE and $RANK as torchrun sets them; one shard without them),
+// checked; and its uneven mode. The per-shard batch is left at 1.
+// InvalidArgument prefixed with `where`.
+absl::StatusOr<ShardSpec> ShardSpecOf(const ShardDef& shard, const std::string& where);
+// Writes the job's count and index into every shard node whose num_shards
+// is 0, so that a service's workers run this process's shard, not theirs.
+absl::Status ResolveShards(PipelineDef* def);
+
 // Index of the distribute node, -1 when there is none; InvalidArgument when
 // there are several or it comes first.
 absl::StatusOr<int> FindDistribute(const PipelineDef& def);

@@ -51,6 +51,7 @@ std::string OutputFingerprint(const PipelineDef& def) {
     if (node.has_source()) {
       node.mutable_source()->clear_parallel_reads();
       node.mutable_source()->clear_throttle_bytes_per_s();
+      node.mutable_source()->clear_pinned();  // the service's resolution of the source's own glob
       if (node.source().has_python_dataset()) {
         PythonDatasetSource* d = node.mutable_source()->mutable_python_dataset();
         if (!d->digest().empty()) d->clear_dataset();  // a temporary file's name

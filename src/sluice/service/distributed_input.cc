@@ -5,16 +5,31 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "sluice/core/status_macros.h"
+#include "sluice/graph/fingerprint.h"
 #include "sluice/service/backoff.h"
 #include "sluice/service/channel.h"
 #include "sluice/service/element_spec.h"
 #include "sluice/service/epoch_reader.h"
 #include "sluice/service/grpc_status.h"
 #include "sluice/service/log.h"
+#include "sluice/service/rank_stream_reader.h"
 #include "sluice/service/unary_call.h"
 
 namespace sluice::service {
 namespace {
+
+// The workers' part's shard (its count and index resolved: ResolveShards),
+// whose per-shard batch is the part's.
+absl::StatusOr<std::optional<graph::ShardSpec>> ShardingOf(const PipelineDef& part, const ElementSpec& element) {
+  for (int i = 0; i < part.nodes_size(); ++i) {
+    if (!part.nodes(i).has_shard()) continue;
+    SLUICE_ASSIGN_OR_RETURN(graph::ShardSpec spec,
+                            graph::ShardSpecOf(part.nodes(i).shard(), absl::StrCat("nodes[", i, "] (shard)")));
+    spec.batch = element.batched() ? element.batch_size() : 1;
+    return spec;
+  }
+  return std::nullopt;
+}
 
 constexpr absl::Duration kHeartbeatPeriod = absl::Milliseconds(200);
 
@@ -78,6 +93,7 @@ absl::StatusOr<std::shared_ptr<DistributedInput>> DistributedInput::Connect(Clie
                                     absl::StrCat("dispatcher ", input->options_.dispatcher)));
   }
   input->workers_part_ = workers_part;
+  input->workers_fingerprint_ = graph::OutputFingerprint(workers_part);
   input->pipeline_id_ = registered.pipeline_id();
   input->element_ = registered.element();
   SLUICE_ASSIGN_OR_RETURN(input->schema_, ToSchema(input->element_));
@@ -98,6 +114,7 @@ absl::StatusOr<std::shared_ptr<DistributedInput>> DistributedInput::Connect(Clie
     input->splits_ = ToSplits(input->element_);
   }
   if (!joined.pipeline_id().empty()) input->pipeline_id_ = joined.pipeline_id();  // the job's pin
+  SLUICE_ASSIGN_OR_RETURN(input->sharding_, ShardingOf(workers_part, input->element_));
   SLUICE_RETURN_IF_ERROR(input->Heartbeat());
   DistributedInput* raw = input.get();
   input->heartbeats_ = std::thread([raw] { raw->BeatUntilStopped(); });
@@ -238,6 +255,33 @@ std::shared_ptr<grpc::Channel> DistributedInput::ChannelTo(const std::string& ad
   return channel;
 }
 
+std::unique_ptr<grpc::ClientReader<ReceivingBatch>> DistributedInput::OpenStream(const std::string& address,
+                                                                                 uint64_t epoch,
+                                                                                 StreamBatchesRequest request,
+                                                                                 grpc::ClientContext* context,
+                                                                                 std::shared_ptr<ShmRing>* ring) {
+  std::shared_ptr<grpc::Channel> channel = ChannelTo(address);
+  AddToken(context, options_.security.token);
+  request.set_job_id(job_id_);
+  request.set_client_id(client_id_);
+  request.set_epoch(epoch);
+  request.set_pipeline_id(pipeline_id_);
+  request.set_mode(options_.mode);
+  request.set_compression(options_.compression);
+  // A worker on this host writes into the ring; one elsewhere cannot open it.
+  if (options_.compression == COMPRESSION_NONE && AddressIsOnThisHost(address)) *ring = TakeRing();
+  if (*ring != nullptr) {
+    request.set_shm_ring((*ring)->name());
+    request.set_shm_session((*ring)->Offer());
+  }
+  // The generated stub would parse BatchMessages; the readers parse
+  // ReceivingBatches (see wire_batch.h) from the same method.
+  static const std::string method = absl::StrCat("/", ::sluice::Worker::service_full_name(), "/StreamBatches");
+  const grpc::internal::RpcMethod rpc(method.c_str(), grpc::internal::RpcMethod::SERVER_STREAMING, channel);
+  return std::unique_ptr<grpc::ClientReader<ReceivingBatch>>(
+      grpc::internal::ClientReaderFactory<ReceivingBatch>::Create(channel.get(), rpc, context, request));
+}
+
 void DistributedInput::ReportSplits(uint64_t epoch, const std::vector<int64_t>& completed,
                                     const std::vector<int64_t>& abandoned) {
   ReportSplitsRequest request;
@@ -307,10 +351,12 @@ void DistributedInput::Closed(EpochReader* reader, uint64_t epoch) {
 std::unique_ptr<exec::Iterator> DistributedInput::Open(exec::ExecContext* ctx, const graph::CompiledNode& node,
                                                        uint64_t epoch) {
   epoch_ = epoch;
+  if (sharding_) return std::make_unique<RankStreamReader>(this, ctx, node, epoch);
   return std::make_unique<EpochReader>(this, ctx, node, epoch);
 }
 
 absl::Status DistributedInput::CheckResumable() const {
+  if (sharding_) return absl::OkStatus();  // the workers' states come with the batches
   if (options_.mode != DISTRIBUTED_EPOCH) {
     return absl::UnimplementedError(
         "node 'distribute': in parallel_epochs mode every worker runs whole epochs: a "

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -20,6 +21,7 @@
 #include "sluice/service/epoch_splits.h"
 #include "sluice/service/security.h"
 #include "sluice/service/shm_ring.h"
+#include "sluice/service/wire_batch.h"
 
 namespace sluice::service {
 
@@ -53,6 +55,7 @@ class DistributedInput : public exec::RemoteInput {
   absl::Status CheckResumable() const override;
   std::vector<io::Split> SplitOrder(uint64_t epoch) const override;
   void Identify(exec::EpochPosition* p) const override;
+  std::optional<graph::ShardSpec> Sharding() const override { return sharding_; }
 
   const ElementSpec& element() const { return element_; }
   const Schema& schema() const { return schema_; }
@@ -69,6 +72,16 @@ class DistributedInput : public exec::RemoteInput {
   // the timeout, or no longer knowing this client. OK while it can.
   absl::Status Fatal() const;
   std::shared_ptr<grpc::Channel> ChannelTo(const std::string& address);
+  // Opens a stream of `epoch`'s batches from the worker at `address`
+  // (`request` adds to the job's fields, e.g. a resume state), offering it a
+  // ring (*ring) when the worker is on this host.
+  std::unique_ptr<grpc::ClientReader<ReceivingBatch>> OpenStream(const std::string& address, uint64_t epoch,
+                                                                 StreamBatchesRequest request,
+                                                                 grpc::ClientContext* context,
+                                                                 std::shared_ptr<ShmRing>* ring);
+  // A sharded part's: the fingerprint of the workers' part, which its
+  // states carry (exec/resume.h).
+  const std::string& workers_fingerprint() const { return workers_fingerprint_; }
   // Reports splits of `epoch`: queued, and sent by the heartbeat thread at
   // once (retried while the dispatcher restarts), so a stream never waits
   // on the dispatcher.
@@ -115,6 +128,8 @@ class DistributedInput : public exec::RemoteInput {
   ElementSpec element_;
   Schema schema_;
   std::vector<io::Split> splits_;  // the pipeline's, before any shuffle
+  std::optional<graph::ShardSpec> sharding_;
+  std::string workers_fingerprint_;
   std::string pipeline_id_;
   std::string job_uid_;
   int64_t job_id_ = 0;

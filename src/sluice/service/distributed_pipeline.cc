@@ -67,6 +67,36 @@ absl::Status CheckWorkersPart(const PipelineDef& def, int index, ProcessingMode 
   return absl::OkStatus();
 }
 
+// A shard before the distribute node: its part of each global batch is one
+// stream, made in order by one worker, whose batches the consumer takes as
+// they come.
+absl::Status CheckShardedPart(const PipelineDef& def, int index, ProcessingMode mode) {
+  int shard = -1, batch = -1;
+  for (int i = 0; i < index; ++i) {
+    if (def.nodes(i).has_shard()) shard = i;
+    if (def.nodes(i).has_batch()) batch = i;
+  }
+  if (shard < 0) return absl::OkStatus();
+  const std::string where = absl::StrCat("nodes[", shard, "] (shard)");
+  if (mode != PARALLEL_EPOCHS) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        where,
+        ": a shard's rows are one stream in the epoch's order, which one worker makes: the distribute node "
+        "after it needs mode \"parallel_epochs\" (distributed_epoch hands splits to whoever asks)"));
+  }
+  if (batch < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": with a shard before the distribute node, the batch goes before it too"));
+  }
+  for (int i = index + 1; i < def.nodes_size(); ++i) {
+    if (!def.nodes(i).has_map() && !def.nodes(i).has_prefetch()) {
+      return absl::InvalidArgumentError(absl::StrCat("nodes[", i, "]: after a distribute node that follows a shard ",
+                                                     "come only maps and prefetches"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 PipelineDef WorkersPart(const PipelineDef& def, int index) {
@@ -75,14 +105,18 @@ PipelineDef WorkersPart(const PipelineDef& def, int index) {
   return part;
 }
 
-absl::StatusOr<std::unique_ptr<exec::Pipeline>> CreatePipeline(const PipelineDef& def) {
-  SLUICE_ASSIGN_OR_RETURN(const int index, graph::FindDistribute(def));
-  if (index < 0) return exec::Pipeline::Create(def);
+absl::StatusOr<std::unique_ptr<exec::Pipeline>> CreatePipeline(const PipelineDef& given) {
+  SLUICE_ASSIGN_OR_RETURN(const int index, graph::FindDistribute(given));
+  if (index < 0) return exec::Pipeline::Create(given);
+  // The workers run this process's shard, not the one their environment says.
+  PipelineDef def = given;
+  SLUICE_RETURN_IF_ERROR(graph::ResolveShards(&def));
   const std::string where = absl::StrCat("node 'distribute' (nodes[", index, "])");
   const DistributeDef& d = def.nodes(index).distribute();
   absl::StatusOr<ClientOptions> options = ToClientOptions(d);
   if (!options.ok()) return WithContext(options.status(), where);
   SLUICE_RETURN_IF_ERROR(CheckWorkersPart(def, index, options->mode));
+  SLUICE_RETURN_IF_ERROR(CheckShardedPart(def, index, options->mode));
   std::shared_ptr<LocalCluster> cluster;
   if (options->dispatcher.empty()) {
     const int threads = def.options().threads();

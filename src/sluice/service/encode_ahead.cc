@@ -6,8 +6,13 @@
 namespace sluice::service {
 
 EncodeAhead::EncodeAhead(exec::PipelineIterator* it, BatchMessage header, Compression compression, ShmRingWriter* ring,
-                         size_t depth)
-    : it_(it), compression_(compression), ring_(ring), depth_(depth), header_(std::move(header)) {
+                         size_t depth, bool with_state)
+    : it_(it),
+      compression_(compression),
+      ring_(ring),
+      depth_(depth),
+      with_state_(with_state),
+      header_(std::move(header)) {
   if (depth_ > 0) thread_ = std::thread([this] { Run(); });
 }
 
@@ -52,6 +57,10 @@ void EncodeAhead::Run() {
 absl::StatusOr<EncodeAhead::Encoded> EncodeAhead::Encode(const Batch& batch) {
   Encoded out;
   out.rows = batch.rows;
+  if (with_state_) {  // called right after it_->Next, on the same thread
+    SLUICE_ASSIGN_OR_RETURN(std::string state, it_->SaveState());
+    header_.set_state(std::move(state));
+  }
   SLUICE_ASSIGN_OR_RETURN(out.bytes, EncodeWireBatch(batch, header_, compression_, ring_, &out.ring_bytes));
   header_.clear_files();  // sent once per stream
   return out;

@@ -35,9 +35,10 @@ class EncodeAhead {
 
   // REQUIRES: `it` and `ring` (null: none) outlive this object. `header` is
   // copied into every message; its files only into the first. At most
-  // `depth` batches wait encoded.
+  // `depth` batches wait encoded. `with_state`: each message carries the
+  // iterator's state after its batch (BatchMessage.state).
   EncodeAhead(exec::PipelineIterator* it, BatchMessage header, Compression compression, ShmRingWriter* ring,
-              size_t depth);
+              size_t depth, bool with_state = false);
   ~EncodeAhead();
 
   // The next encoded batch; *end after the last. A pipeline or encoding
@@ -53,6 +54,7 @@ class EncodeAhead {
   const Compression compression_;
   ShmRingWriter* const ring_;
   const size_t depth_;
+  const bool with_state_;
   BatchMessage header_;  // used by the thread only (at depth 0, by Next)
 
   absl::Mutex mu_;

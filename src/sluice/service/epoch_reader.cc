@@ -21,13 +21,6 @@ constexpr absl::Duration kRetryWorker = absl::Seconds(1);
 // a machine's, and running the split again would never end.
 constexpr int kMaxDamagedArrivals = 3;
 
-// A stream that ended this way lost its worker (killed, restarted, network);
-// anything else is the pipeline's own error, which the consumer must see.
-bool LostWorker(const grpc::Status& status) {
-  return status.error_code() == grpc::StatusCode::UNAVAILABLE || status.error_code() == grpc::StatusCode::CANCELLED ||
-         status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED || status.error_code() == grpc::StatusCode::ABORTED;
-}
-
 }  // namespace
 
 EpochReader::EpochReader(DistributedInput* input, exec::ExecContext* ctx, const graph::CompiledNode& node,
@@ -162,29 +155,7 @@ void EpochReader::Read(Stream* stream) {
 }
 
 void EpochReader::Open(Stream* stream, StreamRead* read) {
-  std::shared_ptr<grpc::Channel> channel = input_->ChannelTo(stream->address);
-  AddToken(&stream->context, input_->options().security.token);
-  StreamBatchesRequest request;
-  request.set_job_id(input_->job_id());
-  request.set_client_id(input_->client_id());
-  request.set_epoch(epoch_);
-  request.set_pipeline_id(input_->pipeline_id());
-  request.set_mode(input_->options().mode);
-  request.set_compression(input_->options().compression);
-  // A worker on this host writes into the ring; one elsewhere cannot open it.
-  if (input_->options().compression == COMPRESSION_NONE && AddressIsOnThisHost(stream->address)) {
-    read->ring = input_->TakeRing();
-  }
-  if (read->ring != nullptr) {
-    request.set_shm_ring(read->ring->name());
-    request.set_shm_session(read->ring->Offer());
-  }
-  // The generated stub would parse BatchMessages; this reader parses
-  // ReceivingBatches (see wire_batch.h) from the same method.
-  static const std::string method = absl::StrCat("/", ::sluice::Worker::service_full_name(), "/StreamBatches");
-  const grpc::internal::RpcMethod rpc(method.c_str(), grpc::internal::RpcMethod::SERVER_STREAMING, channel);
-  read->reader.reset(
-      grpc::internal::ClientReaderFactory<ReceivingBatch>::Create(channel.get(), rpc, &stream->context, request));
+  read->reader = input_->OpenStream(stream->address, epoch_, StreamBatchesRequest(), &stream->context, &read->ring);
 }
 
 void EpochReader::Receive(StreamRead* read) {

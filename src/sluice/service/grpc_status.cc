@@ -15,4 +15,9 @@ absl::Status FromGrpc(const grpc::Status& status, const std::string& call) {
                       absl::StrCat(call, ": ", status.error_message()));
 }
 
+bool LostWorker(const grpc::Status& status) {
+  return status.error_code() == grpc::StatusCode::UNAVAILABLE || status.error_code() == grpc::StatusCode::CANCELLED ||
+         status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED || status.error_code() == grpc::StatusCode::ABORTED;
+}
+
 }  // namespace sluice::service

@@ -15,6 +15,10 @@ namespace sluice::service {
 grpc::Status ToGrpc(const absl::Status& status);
 absl::Status FromGrpc(const grpc::Status& status, const std::string& call);
 
+// A stream that ended this way lost its worker (killed, restarted, network);
+// anything else is the pipeline's own error, which the consumer must see.
+bool LostWorker(const grpc::Status& status);
+
 }  // namespace sluice::service
 
 #endif  // SLUICE_SERVICE_GRPC_STATUS_H_

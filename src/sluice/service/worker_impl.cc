@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "sluice/core/status_macros.h"
+#include "sluice/exec/resume.h"
 #include "sluice/ops/op_registry.h"
 #include "sluice/service/backoff.h"
 #include "sluice/service/channel.h"
@@ -164,12 +165,12 @@ absl::StatusOr<GetSplitResponse> WorkerImpl::NextSplit(const GetSplitRequest& as
 
 absl::Status WorkerImpl::SendAll(exec::PipelineIterator* it, const StreamBatchesRequest& request, int64_t split,
                                  BatchMessage* header, ShmRingWriter* ring, const WriteFn& write,
-                                 const std::function<bool()>& cancelled) {
+                                 const std::function<bool()>& cancelled, bool with_state) {
   header->set_split(split);
   // Over TCP an uncompressed batch is encoded as it is written (its CRC is
   // all there is to encode); compression and the ring's copy go ahead.
   const bool ahead = ring != nullptr || request.compression() != COMPRESSION_NONE;
-  EncodeAhead encoded(it, *header, request.compression(), ring, ahead ? 2 : 0);
+  EncodeAhead encoded(it, *header, request.compression(), ring, ahead ? 2 : 0, with_state);
   header->clear_files();  // sent once per stream
   while (!cancelled()) {
     EncodeAhead::Encoded message;
@@ -276,6 +277,23 @@ absl::Status WorkerImpl::FailedSplit(const exec::Pipeline& pipeline, const Strea
   return absl::OkStatus();
 }
 
+absl::Status WorkerImpl::SendEpoch(const exec::Pipeline& pipeline, const StreamBatchesRequest& request,
+                                   BatchMessage* header, ShmRingWriter* ring, const WriteFn& write,
+                                   const std::function<bool()>& cancelled, BatchMessage* epoch_end) {
+  std::unique_ptr<exec::PipelineIterator> it;
+  if (request.resume_state().empty()) {
+    it = pipeline.Iterate(request.epoch());
+  } else {
+    absl::StatusOr<std::unique_ptr<exec::PipelineIterator>> resumed = pipeline.Resume(request.resume_state());
+    if (!resumed.ok()) return WithContext(resumed.status(), absl::StrCat("job ", request.job_id(), ": resuming"));
+    it = *std::move(resumed);
+  }
+  const bool sharded = exec::Has(pipeline.compiled(), graph::NodeKind::kShard);
+  SLUICE_RETURN_IF_ERROR(SendAll(it.get(), request, -1, header, ring, write, cancelled, sharded));
+  AttachSkips(it->skipped(), epoch_end);
+  return absl::OkStatus();
+}
+
 absl::Status WorkerImpl::StreamBatches(const StreamBatchesRequest& request, const WriteFn& write,
                                        const std::function<bool()>& cancelled) {
   const auto shutting_down = [this] {
@@ -303,9 +321,7 @@ absl::Status WorkerImpl::StreamBatches(const StreamBatchesRequest& request, cons
 
   BatchMessage epoch_end;
   if (request.mode() == PARALLEL_EPOCHS) {
-    std::unique_ptr<exec::PipelineIterator> it = pipeline->Iterate(request.epoch());
-    SLUICE_RETURN_IF_ERROR(SendAll(it.get(), request, -1, &message, ring.get(), write, cancelled));
-    AttachSkips(it->skipped(), &epoch_end);
+    SLUICE_RETURN_IF_ERROR(SendEpoch(*pipeline, request, &message, ring.get(), write, cancelled, &epoch_end));
   } else {
     GetSplitRequest ask;
     ask.set_job_id(request.job_id());

@@ -80,10 +80,17 @@ class WorkerImpl {
   // client), or the stream's error.
   absl::Status FailedSplit(const exec::Pipeline& pipeline, const StreamBatchesRequest& request,
                            const GetSplitResponse& failed, const WriteFn& write);
-  // Runs `it` to its end, sending each batch tagged with `split`.
+  // Runs `it` to its end, sending each batch tagged with `split` (and with
+  // the iterator's state after it when `with_state`).
   absl::Status SendAll(exec::PipelineIterator* it, const StreamBatchesRequest& request, int64_t split,
                        BatchMessage* header, ShmRingWriter* ring, const WriteFn& write,
-                       const std::function<bool()>& cancelled);
+                       const std::function<bool()>& cancelled, bool with_state = false);
+  // parallel_epochs: the pipeline's whole epoch, or the rest of it from the
+  // request's resume state; a sharded part's batches carry their state, from
+  // which another worker can go on. What it skipped goes into `epoch_end`.
+  absl::Status SendEpoch(const exec::Pipeline& pipeline, const StreamBatchesRequest& request, BatchMessage* header,
+                         ShmRingWriter* ring, const WriteFn& write, const std::function<bool()>& cancelled,
+                         BatchMessage* epoch_end);
 
   const WorkerOptions options_;
   // The registry's ops (plugins are loaded before a worker starts).

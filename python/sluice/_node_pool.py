@@ -1,0 +1,99 @@
+"""One set of sluice processes per node serving every rank of the node
+(docs/distributed.md, "One pool per node"): the node's local rank 0 starts a
+dispatcher and one worker on 127.0.0.1 with a thread per core; the node's
+ranks learn the dispatcher's address through torch.distributed; each rank's
+pipeline then runs on that worker up to its batch (its shard's stream, in
+order, through a shared-memory ring) and the rest in the rank's process.
+Eight ranks with a pool of their own threads each would run eight times as
+many threads as the node has cores."""
+
+import atexit
+import os
+import socket
+import subprocess
+import sys
+import threading
+
+_BINARY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bin", "sluice")
+_pool = None  # (address, processes) of the pool this process started
+_lock = threading.Lock()
+
+
+def address(dist):
+    """The dispatcher of this node's pool, started here when this is the
+    node's local rank 0. A collective: every rank calls it."""
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    local_world = int(os.environ.get("LOCAL_WORLD_SIZE", str(dist.get_world_size())))
+    mine = _start(local_world) if local_rank == 0 else None
+    everyone = [None] * dist.get_world_size()
+    dist.all_gather_object(everyone, (socket.gethostname(), local_rank, mine))
+    for host, rank, started in everyone:
+        if host == socket.gethostname() and rank == 0 and started is not None:
+            return started
+    raise RuntimeError(f"sluice.torch node_pool: no rank on {socket.gethostname()} has LOCAL_RANK 0 to start the "
+                       "node's pool (run under torchrun, which sets LOCAL_RANK and LOCAL_WORLD_SIZE)")
+
+
+def _start(local_world):
+    """Starts the node's dispatcher and worker once per process; both exit
+    when this process does (--exit-with)."""
+    global _pool
+    with _lock:
+        if _pool is None:
+            threads = max(1, len(os.sched_getaffinity(0)) // max(1, local_world))
+            dispatcher, port = _spawn(["dispatcher", "--port", "0"], "dispatcher listening on port")
+            dispatcher_address = f"127.0.0.1:{port}"
+            worker, _ = _spawn(["worker", "--dispatcher", dispatcher_address, "--threads", str(threads)],
+                               "worker listening on port")
+            _pool = (dispatcher_address, [worker, dispatcher])
+            atexit.register(_stop)
+        return _pool[0]
+
+
+def _spawn(args, ready):
+    """Runs `sluice ARGS` until it prints `ready` and its port; its stderr
+    goes to this process's."""
+    process = subprocess.Popen([_BINARY, *args, "--exit-with", str(os.getpid())], stdout=subprocess.PIPE,
+                               text=True)
+    for line in process.stdout:
+        if line.startswith(ready):
+            port = int(line.split()[-1])
+            # Its stdout is read for its whole life: a full pipe would block it.
+            threading.Thread(target=_forward, args=(process.stdout,), daemon=True).start()
+            return process, port
+    code = process.wait()
+    raise RuntimeError(f"sluice.torch node_pool: `sluice {' '.join(args)}` exited with status {code} before "
+                       "listening (its words are above)")
+
+
+def _forward(stream):
+    for line in stream:
+        sys.stdout.write(line)
+
+
+def _stop():
+    for process in _pool[1]:
+        process.terminate()
+    for process in _pool[1]:
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+def through_pool(definition, dispatcher):
+    """`definition` (sharded, as a dict) with a distribute node to
+    `dispatcher` right after its batch, or before the first map on a CUDA
+    device after it (device maps run in the rank's process)."""
+    nodes = definition["nodes"]
+    batch = next((i for i, n in enumerate(nodes) if "batch" in n), None)
+    if batch is None:
+        raise ValueError("sluice.torch node_pool: the pipeline has no batch node; the pool streams each rank's "
+                         "batches")
+    at = len(nodes)
+    for i in range(batch + 1, len(nodes)):
+        if nodes[i].get("map", {}).get("device", "cpu") not in ("", "cpu"):
+            at = i
+            break
+    distribute = {"dispatcher": dispatcher, "mode": "parallel_epochs"}
+    return {**definition, "nodes": nodes[:at] + [{"distribute": distribute}] + nodes[at:]}
