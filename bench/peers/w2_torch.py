@@ -150,7 +150,8 @@ def tfrecord_dataset(files, example_pb2, transform):
     return TFRecordExamples()
 
 
-def build_dataset(files, example_pb2):
+def make_transform():
+    """W2's per-sample transform: image bytes to a CHW float32 tensor."""
     import torch
     import torch.nn.functional as F
     from torchvision import transforms as T
@@ -174,7 +175,11 @@ def build_dataset(files, example_pb2):
         x = x * (1.0 / 255.0)
         return augment(x)
 
-    return tfrecord_dataset(files, example_pb2, transform)
+    return transform
+
+
+def build_dataset(files, example_pb2):
+    return tfrecord_dataset(files, example_pb2, make_transform())
 
 
 def worker_init(_worker_id):

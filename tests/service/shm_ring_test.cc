@@ -13,6 +13,7 @@
 
 #include <cstring>
 #include <fstream>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -112,6 +113,23 @@ TEST(ShmRingTest, ABatchThatDoesNotFitGoesOverTheWireInstead) {
   ASSERT_OK_AND_ASSIGN(Received d, RoundTrip(huge, writer.get(), ring.get()));
   EXPECT_FALSE(d.via_ring);
   ExpectSameBatch(huge, d.batch);
+}
+
+TEST(ShmRingTest, AWorkerWaitsForRoomAConsumerGivesBackButNotForAHeldBatch) {
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<ShmRing> ring, ShmRing::Create(16 << 10));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<ShmRingWriter> writer, ShmRingWriter::Claim(ring->name(), ring->Offer()));
+  const uint64_t span = 48 * kImageBytes + 48 * 8;  // a 48-row batch: more than half the ring
+  ASSERT_OK_AND_ASSIGN(Received a, RoundTrip(MakeBatch(48, 1), writer.get(), ring.get()));
+  ASSERT_TRUE(a.via_ring);
+  // A consumer that frees its batch while the worker waits: the room is
+  // taken (the patience is far longer than the free can take).
+  std::thread consumer([&] { a.batch = Batch(); });
+  EXPECT_TRUE(writer->ReserveWithin(span, absl::Minutes(5)).has_value());
+  consumer.join();
+  // Now the ring holds that reservation and nothing is given back: the
+  // first wait runs out, and the next one does not wait at all.
+  EXPECT_FALSE(writer->ReserveWithin(span, absl::Milliseconds(10)).has_value());
+  EXPECT_FALSE(writer->ReserveWithin(span, absl::Minutes(5)).has_value());
 }
 
 TEST(ShmRingTest, OnlyTheOfferedSessionClaimsTheRingAndOnlyOnce) {

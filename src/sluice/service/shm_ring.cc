@@ -24,6 +24,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/io/random_access_file.h"
 
@@ -342,6 +343,23 @@ std::optional<uint64_t> ShmRingWriter::Reserve(uint64_t size) {
   if (position + size - header_->released.load(std::memory_order_acquire) > capacity_) return std::nullopt;
   next_ = position + size;
   return position;
+}
+
+std::optional<uint64_t> ShmRingWriter::ReserveWithin(uint64_t size, absl::Duration patience) {
+  if (size == 0 || size > capacity_) return std::nullopt;
+  const absl::Time deadline = absl::Now() + patience;
+  absl::Duration pause = absl::Microseconds(20);
+  while (true) {
+    if (std::optional<uint64_t> at = Reserve(size)) return at;
+    const uint64_t released = header_->released.load(std::memory_order_acquire);
+    if (released == released_when_waited_) return std::nullopt;  // held: waiting would not help
+    if (absl::Now() >= deadline) {
+      released_when_waited_ = released;
+      return std::nullopt;
+    }
+    absl::SleepFor(pause);
+    pause = std::min(pause * 2, absl::Milliseconds(2));
+  }
 }
 
 uint8_t* ShmRingWriter::At(uint64_t position) const {

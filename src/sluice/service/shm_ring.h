@@ -27,6 +27,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 
 namespace sluice::service {
 
@@ -102,6 +103,12 @@ class ShmRingWriter {
   // Room for `size` contiguous bytes, or nullopt while the consumer holds
   // too much of the ring (or `size` exceeds it): the position to write at.
   std::optional<uint64_t> Reserve(uint64_t size);
+  // Reserve, waiting up to `patience` for the consumer to give back room: a
+  // consumer slower than the worker holds the ring full, and sending its
+  // batches over TCP instead would cost it the receive and a copy. A
+  // consumer that gave nothing back since the last wait ran out holds a
+  // batch (the ring is given back in order): then nothing waits.
+  std::optional<uint64_t> ReserveWithin(uint64_t size, absl::Duration patience);
   uint8_t* At(uint64_t position) const;
 
   // Removes the rings of clients that died (killed -9, the rings not in a
@@ -119,7 +126,8 @@ class ShmRingWriter {
   ShmRingHeader* const header_;
   const uint64_t capacity_;  // as mapped: not read again from the client's memory
   const uint64_t session_;
-  uint64_t next_;  // where the next message goes
+  uint64_t released_when_waited_ = UINT64_MAX;  // after the last wait that ran out
+  uint64_t next_;                               // where the next message goes
 };
 
 }  // namespace sluice::service

@@ -27,6 +27,10 @@ using google::protobuf::internal::WireFormatLite;
 // written around the tensor bytes.
 constexpr int kColumnsField = BatchMessage::kColumnsFieldNumber;
 constexpr int kDataField = TensorData::kDataFieldNumber;
+// How long a worker waits for its consumer to give back room in the ring
+// before sending a batch over TCP: longer than a trainer's usual step, so
+// that a consumer slower than the worker paces it through the ring.
+constexpr absl::Duration kRingPatience = absl::Seconds(1);
 
 void AppendTagAndLength(int field, uint64_t length, std::string* out) {
   uint8_t buf[20];
@@ -98,7 +102,8 @@ absl::StatusOr<grpc::ByteBuffer> EncodeWireBatch(const Batch& batch, const Batch
     ring_bytes += RingSpan(p.size);
     parts.push_back(std::move(p));
   }
-  const std::optional<uint64_t> ring_at = ring != nullptr ? ring->Reserve(ring_bytes) : std::nullopt;
+  const std::optional<uint64_t> ring_at =
+      ring != nullptr ? ring->ReserveWithin(ring_bytes, kRingPatience) : std::nullopt;
   uint32_t crc = 0;
   uint64_t position = ring_at.value_or(0);
   for (Part& p : parts) {
