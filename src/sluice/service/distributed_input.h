@@ -35,8 +35,10 @@ struct ClientOptions {
   // Unreachable longer than this mid-epoch, the dispatcher is given up on.
   absl::Duration dispatcher_timeout = absl::Seconds(60);
   // Workers on this host write batches into a shared-memory ring of this
-  // many bytes per stream (shm_ring.h); 0: every batch over TCP.
+  // many bytes per stream (shm_ring.h); 0: every batch over TCP. When
+  // `shared_memory_auto`, a ring grows to hold a few of the part's batches.
   size_t shared_memory_bytes = size_t{64} << 20;
+  bool shared_memory_auto = true;
   SecurityOptions security;
 };
 
@@ -130,6 +132,7 @@ class DistributedInput : public exec::RemoteInput {
   std::vector<io::Split> splits_;  // the pipeline's, before any shuffle
   std::optional<graph::ShardSpec> sharding_;
   std::string workers_fingerprint_;
+  size_t ring_bytes_ = 0;  // of each stream's ring
   std::string pipeline_id_;
   std::string job_uid_;
   int64_t job_id_ = 0;

@@ -36,6 +36,7 @@ absl::StatusOr<ClientOptions> ToClientOptions(const DistributeDef& d) {
         absl::StrCat("shared_memory_mb must be -1 (off), 0 (64) or up to 65536, not ", d.shared_memory_mb()));
   }
   if (d.shared_memory_mb() != 0) {
+    options.shared_memory_auto = false;
     options.shared_memory_bytes = static_cast<size_t>(std::max(d.shared_memory_mb(), 0)) << 20;
   }
   options.security.ca_file = d.tls_ca_file();
