@@ -104,7 +104,8 @@ struct DistributeOptions {
   double connect_timeout_s = 0;     // 0 means 30 s
   double dispatcher_timeout_s = 0;  // unreachable mid-epoch this long, reading fails; 0 means 60 s
   // Workers on this host hand batches over in a shared-memory ring of this
-  // many MiB per stream instead of TCP; 0 means 64, -1 turns it off.
+  // many MiB per stream instead of TCP; 0 means 64, or three of the
+  // stream's batches when larger (up to 1 GiB); -1 turns it off.
   int shared_memory_mb = 0;
 };
 

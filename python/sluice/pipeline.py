@@ -341,7 +341,8 @@ class Pipeline:
         (default 60) how long it may stay unreachable mid-epoch (a restart)
         before reading fails saying so. Workers on this machine hand batches
         over through a shared-memory ring of `shared_memory_mb` MiB per
-        worker (default 64; -1 sends everything over TCP). The rest of the
+        worker stream (default 64, or three batches when they are larger; -1
+        sends everything over TCP). The rest of the
         pipeline runs here.
         """
         d = {"mode": mode, "local_workers": local_workers, "max_outstanding": max_outstanding,

@@ -23,6 +23,7 @@ namespace sluice::service {
 namespace {
 
 using ::sluice::testing::StatusIs;
+using ::sluice::testing::StatusOf;
 using ::sluice::testing::TestCluster;
 using ::testing::HasSubstr;
 
@@ -161,6 +162,30 @@ TEST(ServiceShardTest, StatesMoveBetweenInProcessAndThePoolOnAnotherNumberOfShar
   SLUICE_ASSERT_OK(ReadAll(back.get(), &tail));
   ASSERT_OK_AND_ASSIGN(Stream shard_1_all, InProcessStream(2, 1));
   EXPECT_TRUE(Stream(shard_1_all.begin() + 15, shard_1_all.end()) == tail);
+}
+
+TEST(ServiceShardTest, BatchesLargerThanADefaultRingComeThroughARingSizedForThem) {
+  TestCluster cluster;
+  SLUICE_ASSERT_OK(cluster.StartDispatcher());
+  SLUICE_ASSERT_OK(cluster.AddWorker(2));
+  DistributeOptions d;
+  d.dispatcher = cluster.address();
+  d.mode = "parallel_epochs";
+  // 64 images of 512x512x3: 50 MB a batch, which a 64 MB ring holds once.
+  PipelineBuilder big = Sharded(1, 0);
+  big.Map({Op("resize", {{"size", {512, 512}}})}).Distribute(d);
+  ASSERT_OK_AND_ASSIGN(auto pipeline, CreatePipeline(big.Build()));
+  std::unique_ptr<exec::PipelineIterator> it = pipeline->Iterate(0);
+  Batch previous, next;  // a loop holds the last batch while it takes the next
+  for (int i = 0; i < 8; ++i) {
+    bool end = false;
+    SLUICE_ASSERT_OK(it->Next(&next, &end));
+    ASSERT_FALSE(end);
+    previous = std::move(next);
+  }
+  const WorkerStatus status = StatusOf(cluster.worker(0));
+  EXPECT_GE(status.samples_sent(), 8 * kGlobalBatch);
+  EXPECT_EQ(status.samples_sent_shared_memory(), status.samples_sent()) << "batches fell back to TCP";
 }
 
 TEST(ServiceShardTest, AShardBeforeTheDistributeNodeNeedsParallelEpochsAndItsBatch) {

@@ -34,6 +34,7 @@ namespace sluice::service {
 namespace {
 
 using ::sluice::testing::StatusIs;
+using ::sluice::testing::StatusOf;
 using ::sluice::testing::TestCluster;
 using ::testing::HasSubstr;
 
@@ -65,16 +66,6 @@ TEST_F(ServiceTest, TheServiceYieldsWhatTheLocalRunYields) {
     ASSERT_OK_AND_ASSIGN(Received here, ReadEpoch(*local, epoch));
     EXPECT_TRUE(remote.images_by_id == here.images_by_id) << "epoch " << epoch;  // random flips included
   }
-}
-
-// A worker process's GetStatus.
-WorkerStatus StatusOf(const testing::ServiceProcess& worker) {
-  auto stub = ::sluice::Worker::NewStub(
-      grpc::CreateChannel("127.0.0.1:" + std::to_string(worker.port()), grpc::InsecureChannelCredentials()));
-  grpc::ClientContext context;
-  WorkerStatus status;
-  EXPECT_TRUE(stub->GetStatus(&context, GetStatusRequest(), &status).ok());
-  return status;
 }
 
 // The samples a worker process has sent.

@@ -1,8 +1,12 @@
 #include "test_cluster.h"
 
+#include <grpcpp/grpcpp.h>
+
 #include <cstdlib>
 
 #include "absl/time/clock.h"
+#include "gtest/gtest.h"
+#include "service.grpc.pb.h"
 
 namespace sluice::testing {
 
@@ -45,6 +49,15 @@ absl::Status TestCluster::RestartDispatcher(int signal, const std::string& work_
   dispatcher_->Stop(signal);
   absl::SleepFor(outage);
   return StartDispatcher(work_dir, dispatcher_port_);
+}
+
+WorkerStatus StatusOf(const ServiceProcess& worker) {
+  auto stub = ::sluice::Worker::NewStub(
+      grpc::CreateChannel("127.0.0.1:" + std::to_string(worker.port()), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  WorkerStatus status;
+  EXPECT_TRUE(stub->GetStatus(&context, GetStatusRequest(), &status).ok());
+  return status;
 }
 
 }  // namespace sluice::testing

@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "service.pb.h"
 #include "sluice/service/server_process.h"
 
 namespace sluice::testing {
@@ -41,6 +42,9 @@ class TestCluster {
   int dispatcher_port_ = 0;
   std::vector<std::unique_ptr<ServiceProcess>> workers_;
 };
+
+// A worker process's GetStatus (expects it to answer).
+WorkerStatus StatusOf(const ServiceProcess& worker);
 
 }  // namespace sluice::testing
 
