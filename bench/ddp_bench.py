@@ -4,8 +4,9 @@ DDP model on its loader's NCHW float32 batches (bench/peers/ddp_loop.py):
 
 - sluice in-process per rank (threads: every core, and cores / ranks),
 - sluice through the node's pool (node_pool=True),
-- DataLoader + DistributedSampler, 2 workers per rank (torchvision, under
-  Debian's /usr/bin/python3).
+- DataLoader + DistributedSampler, 2 workers per rank, under Debian's
+  /usr/bin/python3: torchvision's transforms, and for W2 the OpenCV expert's
+  (bench/peers/w2_opencv.py: whole batches by a BatchSampler).
 
 Then resuming: a state saved on 2 ranks restored on 1, and one saved on 1
 restored on 2, against fresh starts (the first batch's latency, the state's
@@ -36,7 +37,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SLUICE = os.path.join(os.path.dirname(sluice.__file__), "bin", "sluice")
 RANKS = 2
 # Timed steps per job: a few seconds each on 2 cores.
-STEPS = {("w2", "sluice"): 150, ("w2", "torch"): 12, ("w3", "sluice"): 24, ("w3", "torch"): 6}
+STEPS = {("w2", "sluice"): 150, ("w2", "torchvision"): 12, ("w2", "expert"): 60, ("w3", "sluice"): 24,
+         ("w3", "torchvision"): 6}
 
 
 def log(message):
@@ -83,14 +85,19 @@ def configurations(workload, data):
     steps = ["--warmup", "3", "--steps"]
     sluice_job = [os.path.join(REPO, "bench", "ddp_sluice.py"), "--workload", workload, "--data", data,
                   *steps, str(STEPS[(workload, "sluice")])]
-    peer = ["/usr/bin/python3", os.path.join(REPO, "bench", "peers", "ddp_torch.py"), "--workload", workload,
-            "--data", data, "--workers", "2", *steps, str(STEPS[(workload, "torch")])]
+    def peer(kind):
+        return ["/usr/bin/python3", os.path.join(REPO, "bench", "peers", "ddp_torch.py"), "--workload", workload,
+                "--peer", kind, "--data", data, "--workers", "2", *steps, str(STEPS[(workload, kind)])]
+
     cores = len(os.sched_getaffinity(0))
-    return [("sluice in-process", sluice_job, "torchrun"),
-            (f"sluice in-process, {max(1, cores // RANKS)} thread(s)/rank",
-             sluice_job + ["--threads", str(max(1, cores // RANKS))], "torchrun"),
-            ("sluice node pool", sluice_job + ["--node-pool"], "torchrun"),
-            ("DataLoader+DistributedSampler", peer, "env")]
+    configs = [("sluice in-process", sluice_job, "torchrun"),
+               (f"sluice in-process, {max(1, cores // RANKS)} thread(s)/rank",
+                sluice_job + ["--threads", str(max(1, cores // RANKS))], "torchrun"),
+               ("sluice node pool", sluice_job + ["--node-pool"], "torchrun"),
+               ("DataLoader+DistributedSampler", peer("torchvision"), "env")]
+    if workload == "w2":
+        configs.append(("DataLoader+DistributedSampler, OpenCV expert", peer("expert"), "env"))
+    return configs
 
 
 def throughput(workloads, root, runs, tmp):
@@ -163,10 +170,10 @@ def main():
             results["resume"] = resume(workloads, args.data, args.runs, tmp)
     results["seconds"] = round(time.time() - started)
     for workload, by_loader in results["throughput"].items():
-        peer = by_loader["DataLoader+DistributedSampler"]["samples_per_s"]
+        peer = max(r["samples_per_s"] for name, r in by_loader.items() if name.startswith("DataLoader"))
         for name, r in by_loader.items():
-            print(f"{workload}  {name:42s} {r['samples_per_s']:>10,.0f} samples/s  {r['samples_per_s'] / peer:6.2f}x "
-                  f"the DataLoader  trainer CPU {r['trainer_cpu']:.2f}  {r['output']}")
+            print(f"{workload}  {name:46s} {r['samples_per_s']:>10,.0f} samples/s  {r['samples_per_s'] / peer:6.2f}x "
+                  f"the strongest DataLoader  trainer CPU {r['trainer_cpu']:.2f}  {r['output']}")
     for workload, by_move in results.get("resume", {}).items():
         for key, r in by_move.items():
             print(f"{workload}  resume {key}: first batch {r['first_batch_ms']:.0f} ms, fresh "

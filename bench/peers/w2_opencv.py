@@ -61,36 +61,55 @@ def augment_matrix(rng, m):
     return m
 
 
+class ExpertTransform:
+    """The expert's per-sample work: dilation, blur and one warp for the
+    flip, rotation and zoom, written into a uint8 HWC batch."""
+
+    def __init__(self, blur="sepfilter"):
+        import cv2
+        import numpy as np
+        self.cv2, self.blur = cv2, blur
+        self.kernel = np.ones((3, 3), np.uint8)
+        self.taps = cv2.getGaussianKernel(11, 0.8)
+        self.rng = np.random.default_rng()
+        self.matrix = np.empty((2, 3))
+
+    def __call__(self, raw, out):
+        import numpy as np
+        cv2 = self.cv2
+        img = np.frombuffer(raw, np.uint8).reshape(32, 32, 3)
+        img = cv2.dilate(img, self.kernel)
+        if self.blur == "gaussian":
+            img = cv2.GaussianBlur(img, (11, 11), 0.8)
+        else:
+            img = cv2.sepFilter2D(img, -1, self.taps, self.taps)
+        cv2.warpAffine(img, augment_matrix(self.rng, self.matrix), (32, 32), dst=out, flags=cv2.INTER_LINEAR,
+                       borderMode=cv2.BORDER_REFLECT)
+
+
+def to_nchw_float(images):
+    """A uint8 NHWC batch as NCHW float32 / 255, once per batch."""
+    import torch
+    return torch.from_numpy(images).permute(0, 3, 1, 2).float().mul_(1 / 255.0).contiguous()
+
+
 def build_dataset(files, example_pb2, batch_size, blur="sepfilter"):
-    import cv2
     import numpy as np
     import torch
     from torch.utils.data import IterableDataset
 
-    kernel = np.ones((3, 3), np.uint8)
-    taps = cv2.getGaussianKernel(11, 0.8)
-
     class Batches(IterableDataset):
         def __iter__(self):
-            rng = np.random.default_rng()
+            transform = ExpertTransform(blur)
             images = np.empty((batch_size, 32, 32, 3), np.uint8)
             labels = np.empty(batch_size, np.int64)
-            matrix = np.empty((2, 3))
             n = 0
             for raw, label in cifar_examples(example_pb2, *worker_share(files)):
-                img = np.frombuffer(raw, np.uint8).reshape(32, 32, 3)
-                img = cv2.dilate(img, kernel)
-                if blur == "gaussian":
-                    img = cv2.GaussianBlur(img, (11, 11), 0.8)
-                else:
-                    img = cv2.sepFilter2D(img, -1, taps, taps)
-                cv2.warpAffine(img, augment_matrix(rng, matrix), (32, 32), dst=images[n], flags=cv2.INTER_LINEAR,
-                               borderMode=cv2.BORDER_REFLECT)
+                transform(raw, images[n])
                 labels[n] = label
                 n += 1
                 if n == batch_size:
-                    x = torch.from_numpy(images).permute(0, 3, 1, 2).float().mul_(1 / 255.0)
-                    yield x.contiguous(), torch.from_numpy(labels.copy())
+                    yield to_nchw_float(images), torch.from_numpy(labels.copy())
                     n = 0
             # the partial last batch is dropped, as drop_last=True would
 
