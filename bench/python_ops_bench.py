@@ -1,5 +1,7 @@
 """The cost of the `python` op: an identity function of the user's, per
-sample and per batch, against the same pipeline without it.
+sample and per batch, against the same pipeline without it; per sample
+also as a function named by import path ("identity:same", imported by the
+processes), a lambda and a callable object (both sent by value).
 
     .venv/bin/python bench/python_ops_bench.py [--rows 50000] [--runs 5] [--processes 2]
 
@@ -43,9 +45,11 @@ def main():
     args = parser.parse_args()
     images = np.random.default_rng(0).integers(0, 256, (args.rows, 32, 32, 3), dtype=np.uint8)
     source = sluice.arrays({"id": np.arange(args.rows, dtype=np.int64), "image": images})
+    per_sample = {"per sample": identity.same, "by name": "identity:same", "lambda": lambda sample: sample,
+                  "object": identity.Same()}
     pipes = {
         "without": source.batch(BATCH),
-        "per sample": source.map(ops.python(identity.same, processes=args.processes)).batch(BATCH),
+        **{name: source.map(ops.python(fn, processes=args.processes)).batch(BATCH) for name, fn in per_sample.items()},
         "per batch": source.batch(BATCH).map(ops.python(identity.same_batch, batched=True,
                                                         processes=args.processes)),
     }
@@ -57,16 +61,18 @@ def main():
             rates[name].append(rate(pipe))
     medians = {name: statistics.median(r) for name, r in rates.items()}
     base = medians["without"]
-    per_sample_us = (1 / medians["per sample"] - 1 / base) * 1e6
+    per_sample_us = {name: round((1 / medians[name] - 1 / base) * 1e6, 2) for name in per_sample}
     per_batch_us = (1 / medians["per batch"] - 1 / base) * 1e6 * BATCH
     for name, r in medians.items():
         print(f"{name:>10}: {r:,.0f} samples/s")
-    print(f"identity ops.python: {per_sample_us:.2f} us a sample per sample; "
+    print(f"identity ops.python: {per_sample_us['per sample']:.2f} us a sample per sample "
+          f"(by name {per_sample_us['by name']:.2f}, a lambda {per_sample_us['lambda']:.2f}, "
+          f"a callable object {per_sample_us['object']:.2f}); "
           f"{per_batch_us:.1f} us a batch of {BATCH} with batched=True ({per_batch_us / BATCH:.3f} us a sample)")
     print(json.dumps({"bench": "python_ops", "cores": os.cpu_count(), "processes": args.processes, "batch": BATCH,
                       "samples_per_s": {k: round(v) for k, v in medians.items()},
                       "runs": {k: [round(x) for x in v] for k, v in rates.items()},
-                      "per_sample_us": round(per_sample_us, 2), "per_batch_us": round(per_batch_us, 1)}))
+                      "per_sample_us": per_sample_us, "per_batch_us": round(per_batch_us, 1)}))
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 """W2 with its blur as the user's own Python function (cv2.GaussianBlur
-in an `ops.python`, everything else native) against a torch DataLoader
+in an `ops.python`, everything else native; also as a transform object
+holding its sigma, given the image column) against a torch DataLoader
 running the same Python transforms with 2 workers.
 
     .venv/bin/python bench/python_ops_w2.py [--data data] [--runs 5] [--processes 2]
@@ -58,7 +59,9 @@ def main():
         sys.exit("python_ops_w2: no cv2 in this interpreter: .venv/bin/python -m pip install opencv-python-headless")
     data = os.path.join(args.data, "cifar10")
     user_blur = ops.python(w2_blur.blur, inputs="image", processes=args.processes)
+    blur_object = ops.python(w2_blur.GaussianBlur(0.8), column="image", processes=args.processes)
     pipes = {"sluice, blur in ops.python": w2(args.data, user_blur),
+             "sluice, blur as a transform object": w2(args.data, blur_object),
              "sluice, the same on a local worker": w2(args.data, user_blur).distribute(local_workers=1),
              # One worker runs each epoch whole: no seam between splits.
              "sluice, on a local worker, parallel_epochs":
@@ -85,11 +88,13 @@ def main():
     for n in rates:
         print(f"{n:>42}: {medians[n]:>9,.0f} samples/s, trainer CPU {cpu[n]:.3f} s per 1,000 samples", flush=True)
     ratio = medians["sluice, blur in ops.python"] / medians["DataLoader, same Python transforms"]
-    print(f"sluice with the user's blur / DataLoader: {ratio:.2f}x")
+    object_ratio = medians["sluice, blur as a transform object"] / medians["DataLoader, same Python transforms"]
+    print(f"sluice with the user's blur / DataLoader: {ratio:.2f}x (as a transform object: {object_ratio:.2f}x)")
     print(json.dumps({"bench": "python_ops_w2", "cores": os.cpu_count(), "processes": args.processes,
                       "workers": args.workers, "samples_per_s": {n: round(v) for n, v in medians.items()},
                       "trainer_cpu_s_per_1k": {n: round(v, 4) for n, v in cpu.items()},
-                      "runs": {n: [round(x) for x in r] for n, r in rates.items()}, "ratio": round(ratio, 3)}))
+                      "runs": {n: [round(x) for x in r] for n, r in rates.items()}, "ratio": round(ratio, 3),
+                      "object_ratio": round(object_ratio, 3)}))
 
 
 if __name__ == "__main__":

@@ -15,6 +15,10 @@ fi
 .venv/bin/python -m pip install -q numpy pytest "torch==2.13.0" scikit-build-core pybind11 "pyarrow==26.0.1" \
   "kubernetes==37.0.2" "pyyaml==6.0.3" \
   "ray==2.60.0" \
-  "clang-format==23.1.3" "lizard==1.24.3"  # the manifests' schema check; sluice.ray's workers; the style check
+  "clang-format==23.1.3" "lizard==1.24.3" \
+  "cloudpickle==3.1.2" "jupyter-client==8.10.0" "ipykernel==7.4.0" \
+  "albumentations==2.0.8" "opencv-python-headless==5.0.0.93"
+# the manifests' schema check; sluice.ray's workers; the style check; callables by value; a real notebook
+# kernel; a transform library's pipeline in ops.python
 SKBUILD_CMAKE_DEFINE="SLUICE_PREBUILT_DIR=$(pwd)/build" .venv/bin/python -m pip install -q --no-build-isolation .
 echo "python_env: $(.venv/bin/python -c 'import sluice, torch; print("sluice", sluice.__file__, "torch", torch.__version__)')"

@@ -4,7 +4,7 @@ sluice's engine puts in shared memory (fd 4), told when over a socket
 (fd 3). The layout and protocol are in src/sluice/core/python_process.h;
 this is the other end.
 
-    python -m sluice._python_worker SPEC_JSON
+    python -m sluice._python_worker SPEC_BYTES   (the spec's JSON: fd 4's first bytes)
 """
 
 import inspect
@@ -12,7 +12,6 @@ import json
 import mmap
 import os
 import pickle
-import runpy
 import signal
 import socket
 import struct
@@ -20,10 +19,10 @@ import sys
 import threading
 import time
 import traceback
-import types
 
 import numpy as np
 
+from sluice import _shipping
 from sluice._imports import iterate as _iterate, load as _load
 
 _REQUEST = struct.Struct("<QQqq")
@@ -124,6 +123,17 @@ def _takes_rng(fn):
         return False
 
 
+_OWN_FILES = os.path.dirname(os.path.abspath(__file__))
+
+
+def _user_traceback():
+    """The exception being handled, less sluice's own frames: what the
+    user's code did, once."""
+    error = traceback.TracebackException(*sys.exc_info())
+    error.stack = traceback.StackSummary.from_list([f for f in error.stack if not f.filename.startswith(_OWN_FILES)])
+    return "".join(error.format())
+
+
 def _reply(sock, code, row=-1, message=""):
     data = message.encode("utf-8", "replace")
     sock.sendall(_REPLY.pack(code, row, len(data), 0) + data)
@@ -143,17 +153,19 @@ def _serve(sock, memory_fd, fn, columns, rng):
         try:
             columns.run(fn, rng, memory, rows, header)
         except Exception:  # the user's code: anything it raises is the sample's error
-            _reply(sock, 1, -1 if columns.batched else int(header[0]), traceback.format_exc())
+            _reply(sock, 1, -1 if columns.batched else int(header[0]), _user_traceback())
             continue
         _reply(sock, 0)
 
 
-def _load_dataset(target, main_script, generator):
-    if target.startswith("pickle:"):
-        if main_script:  # the pickle names classes of the trainer's script as __main__'s
-            main = types.ModuleType("__main__")
-            main.__dict__.update(runpy.run_path(main_script, run_name="__sluice_main__"))
-            sys.modules["__main__"] = main
+def _load_function(spec):
+    """The op's callable: sent by value (the front's cloudpickle), or
+    imported by name."""
+    return _shipping.decode(spec["pickled"]) if spec.get("pickled") else _load(spec["function"])
+
+
+def _load_dataset(target, generator):
+    if target.startswith("pickle:"):  # by value (cloudpickle): nothing of the trainer's script runs here
         with open(target[len("pickle:"):], "rb") as f:
             loaded = pickle.load(f)
     else:
@@ -283,7 +295,7 @@ def _serve_dataset(sock, memory_fd, dataset, items):
             except _End:
                 pass  # fewer rows made: the engine ends the split
             except Exception:
-                _reply(sock, 1, row, traceback.format_exc())
+                _reply(sock, 1, row, _user_traceback())
                 continue
         at = _aligned(64 + 8 * rows)
         dense = []
@@ -355,17 +367,20 @@ def main():
     _die_with_the_engine()
     for fd in (3, 4):
         os.set_inheritable(fd, False)  # a subprocess of the user's code must not hold them
-    spec = json.loads(sys.argv[1])
+    # The spec is at the start of the shared memory (it may hold a callable
+    # too large for a command line); argv says its length.
+    spec = json.loads(os.pread(4, int(sys.argv[1]), 0))
     sock = socket.socket(fileno=3)
     dataset = spec.get("kind") == "dataset"
     try:
         if dataset:
-            loaded, work = _load_dataset(spec["dataset"], spec.get("main"), spec.get("generator")), _Items(spec)
+            loaded, work = _load_dataset(spec["dataset"], spec.get("generator")), _Items(spec)
         else:
-            loaded, work = _load(spec["function"]), _Columns(spec, spec["batched"])
+            loaded, work = _load_function(spec), _Columns(spec, spec["batched"])
     except BaseException:  # an import runs the user's module: report whatever it raises
         try:
-            _reply(sock, 1, -1, f"cannot load {spec['dataset' if dataset else 'function']}:\n{traceback.format_exc()}")
+            _reply(sock, 1, -1, f"cannot load {spec['dataset' if dataset else 'function']} in {sys.executable}:\n"
+                                f"{_user_traceback()}")
         except BrokenPipeError:
             pass  # the engine is gone already
         return
@@ -374,7 +389,7 @@ def main():
     if dataset:
         _serve_dataset(sock, 4, loaded, work)
     else:
-        _serve(sock, 4, loaded, work, _takes_rng(loaded))
+        _serve(sock, 4, loaded, work, spec["rng"] or _takes_rng(loaded))  # the attr, or a named function's own
 
 
 if __name__ == "__main__":

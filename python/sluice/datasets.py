@@ -2,15 +2,12 @@
 a pool of Python processes (sluice.from_dataset), or an iterable's items in
 order in one process (sluice.from_generator)."""
 
-import hashlib
 import os
-import pickle
-import sys
 import tempfile
 
 import numpy as np
 
-from sluice import _interpreter
+from sluice import _interpreter, _shipping
 from sluice._imports import iterate as _iterate, load as _load
 from sluice.pipeline import Pipeline
 
@@ -18,22 +15,23 @@ _DTYPES = ("uint8", "int32", "int64", "float32", "float16")
 
 
 class _PickleFile:
-    """The dataset pickled for the processes to load; removed with the last
-    pipeline made of it."""
+    """The dataset pickled by value (cloudpickle: its class may be the
+    script's or a notebook's) for the processes to load; removed with the
+    last pipeline made of it."""
 
-    def __init__(self, dataset):
-        data = pickle.dumps(dataset, protocol=pickle.HIGHEST_PROTOCOL)
-        self.digest = hashlib.sha256(data).hexdigest()
-        # Whether it names anything of the script being run (its class, or a
-        # function it holds): the processes must run that script first.
-        self.names_main = b"__main__" in data
+    path = None  # until the file is written: a dataset that cannot be sent has none
+
+    def __init__(self, dataset, who):
+        data = _shipping.dumps(dataset, who)
+        self.digest = _shipping.identity(dataset)
         with tempfile.NamedTemporaryFile(prefix="sluice-dataset-", suffix=".pickle", delete=False) as f:
             self.path = f.name
             f.write(data)
 
     def __del__(self):
         try:
-            os.unlink(self.path)
+            if self.path is not None:
+                os.unlink(self.path)
         except OSError:
             pass
 
@@ -74,11 +72,8 @@ def _columns(item, names, images, who):
 def _source(target, hold, name, columns, processes, **fields):
     """The python_dataset source node of `target` ("module:function" or the
     pickle in `hold`)."""
-    main = sys.modules["__main__"]
-    main_script = (os.path.abspath(main.__file__) if hold is not None and getattr(main, "__file__", None)
-                   and hold.names_main else "")
     return {"python_dataset": {"dataset": target if hold is None else f"pickle:{hold.path}", "name": name,
-                               "columns": columns, "processes": processes, "main_script": main_script,
+                               "columns": columns, "processes": processes,
                                "digest": hold.digest if hold is not None else "", **fields}}
 
 
@@ -98,18 +93,20 @@ def from_dataset(dataset, *, names=None, images=(), processes=0, split_records=6
     `split_records` indices, shuffled each epoch when `shuffle` (sluice's
     seed), so a shuffle op, `distribute` and checkpoints work as on files.
 
-    The processes get the dataset pickled (as torch's DataLoader does with
-    spawn): its class must be importable. Or give "module:function", a
-    function returning the dataset, which each process calls: what a
-    `distribute`d pipeline's remote workers need. An exception in
-    __getitem__ fails the pipeline naming the index, with the traceback.
+    The processes get the dataset by value (cloudpickle), its class defined
+    anywhere (a module, the script, a notebook); one that cannot be sent (it
+    holds a lock or a socket) is a TypeError naming it. Or give
+    "module:function", a function returning the dataset, which each
+    process calls: what a `distribute`d pipeline's remote workers need. An
+    exception in __getitem__ fails the pipeline naming the index, with the
+    traceback.
     """
     _interpreter.export()
     hold = None
     if isinstance(dataset, str):
         target, dataset = dataset, _load(dataset)()
     else:
-        target, hold = None, _PickleFile(dataset)
+        target, hold = None, _PickleFile(dataset, "from_dataset")
     length = len(dataset)
     if length == 0:
         raise ValueError("from_dataset: the dataset is empty")
@@ -141,7 +138,7 @@ def from_generator(generator, *, names=None, images=()):
         if hasattr(generator, "__next__") and not isinstance(generator, type):
             raise TypeError("from_generator: an iterator runs once, and each epoch starts anew: give the function "
                             "that makes it (from_generator(make), not from_generator(make()))")
-        target, hold, made = None, _PickleFile(generator), generator
+        target, hold, made = None, _PickleFile(generator, "from_generator"), generator
     try:
         first = next(_iterate(made))
     except StopIteration:

@@ -5,11 +5,11 @@ Each function returns the op's definition for `Pipeline.map` (or `filter`);
 the attrs are checked when the pipeline is compiled.
 """
 
-import os
+import inspect
 
 import numpy as np
 
-from sluice import _interpreter, _sluice
+from sluice import _interpreter, _shipping, _sluice
 
 
 def _make(schema):
@@ -51,22 +51,51 @@ def _refresh():
 _refresh()
 
 
-def _import_path(fn):
-    """'module:qualname' for a function importable by name; '/path/script.py:fn'
-    for one defined in the script being run."""
-    if isinstance(fn, str):
-        return fn
-    qualname = getattr(fn, "__qualname__", "")
-    if not callable(fn) or "<lambda>" in qualname or "<locals>" in qualname:
-        raise TypeError(f"ops.python needs a function importable by name (a module-level def, or "
-                        f"'module:function'), not {fn!r}: its processes import it")
-    if fn.__module__ == "__main__":
-        import __main__
-        if not getattr(__main__, "__file__", None):
-            raise TypeError(f"ops.python: {qualname} is defined in an interactive session; its processes can "
-                            "import it only from a module or a script file")
-        return f"{os.path.abspath(__main__.__file__)}:{qualname}"
-    return f"{fn.__module__}:{qualname}"
+def _readable_name(fn):
+    """'module:qualname' of a callable, or of its type for an object."""
+    target = fn if hasattr(fn, "__qualname__") else type(fn)
+    return f"{getattr(target, '__module__', None) or '?'}:{getattr(target, '__qualname__', type(fn).__name__)}"
+
+
+class _OnColumn:
+    """A transform of one value (as torchvision's take an image) as a
+    function of the sample: its result replaces that column."""
+
+    def __init__(self, transform, column):
+        self.transform = transform
+        self.column = column
+
+    def __call__(self, sample, **kwargs):  # kwargs: the op's rng, when the transform takes one
+        return {self.column: self.transform(sample[self.column], **kwargs)}
+
+
+def _on_column(fn, column, batched, inputs):
+    """`fn` of one column's value as a function of the sample, and its inputs."""
+    if isinstance(fn, str) or batched or inputs is not None:
+        raise ValueError("ops.python: column= takes a callable run one sample at a time on that column "
+                         "(no function by name, no batched=True, no inputs=)")
+    _check_callable(fn)
+    return _OnColumn(fn, column), [column]
+
+
+def _check_callable(fn):
+    if not callable(fn):
+        raise TypeError(f"ops.python needs a callable (a function, or an object with __call__), not {fn!r}")
+
+
+def _shipped(fn):
+    """The attrs that send `fn` by value."""
+    _check_callable(fn)
+    shown = fn.transform if isinstance(fn, _OnColumn) else fn
+    return {"function": _readable_name(shown), "pickled": _shipping.encode(_shipping.dumps(fn, "ops.python")),
+            "identity": _shipping.identity(fn), "rng": _takes_rng(shown)}
+
+
+def _takes_rng(fn):
+    try:
+        return "rng" in inspect.signature(fn).parameters
+    except (TypeError, ValueError):  # a builtin without a signature
+        return False
 
 
 def _spec(name, value):
@@ -76,17 +105,26 @@ def _spec(name, value):
     return f"{name}: {np.dtype(dtype).name}[{','.join(str(int(d)) for d in shape)}]"
 
 
-def python(fn, outputs=None, *, batched=False, inputs=None, processes=0):
+def python(fn, outputs=None, *, batched=False, inputs=None, column=None, processes=0):
     """Your own Python function as an op, run in a pool of `processes`
     Python processes beside the native ops (0: as many as the op's map
     runs at once, which the autotuner sets, up to one per core).
 
     `fn` takes a dict of numpy arrays (one sample's, or with `batched=True`
     a whole batch's, batch dimension first; bytes columns come as uint8
-    arrays) and returns a dict of arrays. It is given to the processes by
-    import path: a module-level function (or "module.sub:fn"), not a lambda.
-    If it has an `rng` parameter it gets a numpy.random.Generator seeded
-    from (seed, op, epoch, sample), the same whichever process runs it.
+    arrays) and returns a dict of arrays: a function, a lambda, a closure, a
+    functools.partial, a bound method or an object with ``__call__``,
+    defined anywhere (a module, the script, a notebook). With `column`,
+    `fn` takes that column's value instead and its result (an array, a
+    torch tensor, a PIL image) replaces the column: a torchvision
+    transform as it is, ``ops.python(T.Compose([...]), column="image")``
+    (an albumentations pipeline takes the sample's names already:
+    ``lambda s: aug(image=s["image"])``). It goes to the processes by
+    value (cloudpickle) once each; one that cannot (it holds a lock or a
+    socket) is a TypeError naming it, here. "module.sub:fn" names a
+    function by import path instead. If it has an `rng` parameter it gets
+    a numpy.random.Generator seeded from (seed, op, epoch, sample), the
+    same whichever process runs it.
     `inputs` lists the columns it gets (default: all); `outputs` declares
     what it returns, {"name": (dtype, shape)} or {"name": None} for "as the
     input of that name" (default: its inputs, as they are); outputs replace
@@ -94,12 +132,11 @@ def python(fn, outputs=None, *, batched=False, inputs=None, processes=0):
     sample (file and record) with the traceback; a wrong dtype or shape
     names the column and both specs.
     """
-    import inspect
-
-    target = _import_path(fn)
-    takes_rng = not isinstance(fn, str) and "rng" in inspect.signature(fn).parameters
     _interpreter.export()
-    attrs = {"function": target, "rng": takes_rng, "processes": processes}
+    if column is not None:
+        fn, inputs = _on_column(fn, column, batched, inputs)
+    attrs = {"function": fn, "rng": False} if isinstance(fn, str) else _shipped(fn)
+    attrs["processes"] = processes
     if inputs is not None:
         attrs["inputs"] = ",".join([inputs] if isinstance(inputs, str) else inputs)
     if outputs is not None:

@@ -52,7 +52,7 @@ class PythonPoolTest : public ::testing::Test {
     const fs::path source = fs::path(std::getenv("SLUICE_SOURCE_DIR")) / "python" / "sluice";
     fs::create_directories(dir_.Join("sluice"));
     testing::WriteFileBytes(dir_.Join("sluice/__init__.py"), "");
-    for (const char* module : {"_python_worker.py", "_imports.py"}) {
+    for (const char* module : {"_python_worker.py", "_imports.py", "_shipping.py"}) {
       fs::copy_file(source / module, dir_.Join(std::string("sluice/") + module));
     }
     testing::WriteFileBytes(dir_.Join("pool_test_code.py"), kUserCode);

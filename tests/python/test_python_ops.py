@@ -177,11 +177,6 @@ def test_a_function_that_cannot_be_imported_fails_before_the_first_batch():
         pipe.engine  # noqa: B018 (compiling starts the processes, which import it)
 
 
-def test_a_lambda_is_refused_saying_why():
-    with pytest.raises(TypeError, match="importable by name"):
-        ops.python(lambda s: s)
-
-
 # Prints "first" after the first batch, then reads on with the function
 # named argv[2] (or from the dataset class of user_code named argv[3]);
 # argv[1] is the directory of user_code.py.

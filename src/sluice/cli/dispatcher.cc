@@ -23,6 +23,7 @@ struct DispatcherArgs {
   uint64_t journal_compact_bytes = service::Journal::Options().compact_bytes;
   int metrics_port = -1;
   int exit_with = 0;
+  bool no_python = false;
   graph::ResourceLimits limits;
   SecurityFlags security;
 };
@@ -41,6 +42,7 @@ absl::Status Serve(const DispatcherArgs& args) {
   options.limits = args.limits;
   options.journal.compact_bytes = args.journal_compact_bytes;
   options.metrics_port = args.metrics_port;
+  options.allow_python = !args.no_python;
   SLUICE_ASSIGN_OR_RETURN(options.security, args.security.Options(args.host, "dispatcher"));
   BlockTerminationSignals();
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<service::DispatcherServer> server, service::DispatcherServer::Start(options));
@@ -103,6 +105,9 @@ void AddDispatcherCommand(CLI::App& app, absl::Status* result) {
   cmd->add_option("--max-threads", args->limits.max_threads,
                   "refuse pipelines asking for more threads (options.threads, a map's parallelism)")
       ->default_val(defaults.max_threads);
+  cmd->add_flag("--no-python", args->no_python,
+                "refuse pipelines with Python code (a python op, a Python dataset): code a consumer sends, which "
+                "the workers would run");
   cmd->add_option("--metrics-port", args->metrics_port,
                   "serve Prometheus metrics on http://HOST:PORT/metrics (0: any free port, printed; default: none)");
   AddExitWithOption(cmd, &args->exit_with);

@@ -23,6 +23,7 @@ struct WorkerArgs {
   double drain_timeout_s = 30;
   int metrics_port = -1;
   int exit_with = 0;
+  bool no_python = false;
 };
 
 absl::Status Serve(const WorkerArgs& args) {
@@ -34,6 +35,7 @@ absl::Status Serve(const WorkerArgs& args) {
   options.advertise_host = !args.advertise.empty() ? args.advertise : args.host == "0.0.0.0" ? "127.0.0.1" : args.host;
   options.worker.dispatcher = args.dispatcher;
   options.worker.threads = args.threads;
+  options.worker.allow_python = !args.no_python;
   options.metrics_port = args.metrics_port;
   SLUICE_ASSIGN_OR_RETURN(options.worker.security, args.security.Options(args.host, "worker"));
   BlockTerminationSignals();
@@ -78,6 +80,8 @@ void AddWorkerCommand(CLI::App& app, absl::Status* result) {
   cmd->add_option("--metrics-port", args->metrics_port,
                   "serve Prometheus metrics on http://HOST:PORT/metrics (0: any free port, printed; default: none)");
   AddExitWithOption(cmd, &args->exit_with);
+  cmd->add_flag("--no-python", args->no_python,
+                "refuse pipelines with Python code (a python op, a Python dataset): code a consumer sends runs here");
   AddSecurityFlags(cmd, &args->security);
   AddPluginOption(cmd, &args->plugins);
   cmd->callback([args, result] { *result = Serve(*args); });

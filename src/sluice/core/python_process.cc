@@ -101,7 +101,16 @@ absl::StatusOr<std::unique_ptr<PythonProcess>> PythonProcess::Spawn(const std::s
   sigemptyset(&defaults);
   for (int sig : {SIGINT, SIGTERM, SIGPIPE, SIGCHLD}) sigaddset(&defaults, sig);
   posix_spawnattr_setsigdefault(&attr, &defaults);
-  std::vector<std::string> args = {interpreter, "-m", "sluice._python_worker", spec_json};
+  // The spec goes at the start of the shared memory, not on the command
+  // line: it may hold a callable larger than an argument may be (128 KiB).
+  if (pwrite(memory, spec_json.data(), spec_json.size(), 0) != static_cast<ssize_t>(spec_json.size())) {
+    const absl::Status error = Errno("writing the spec into the shared memory");
+    close(sockets[0]);
+    close(sockets[1]);
+    close(memory);
+    return error;
+  }
+  std::vector<std::string> args = {interpreter, "-m", "sluice._python_worker", std::to_string(spec_json.size())};
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);

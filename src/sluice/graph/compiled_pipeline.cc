@@ -176,7 +176,6 @@ absl::StatusOr<io::PythonDatasetOptions> PythonDatasetFrom(const PythonDatasetSo
   io::PythonDatasetOptions o;
   o.dataset = d.dataset();
   o.name = d.name().empty() ? d.dataset() : d.name();
-  o.main_script = d.main_script();
   o.length = d.length();
   for (const PythonColumn& c : d.columns()) {
     ColumnSpec spec;

@@ -46,7 +46,11 @@ std::string OutputFingerprint(const PipelineDef& def) {
       after_shard = true;
     }
     if (node.has_batch() && after_shard) node.mutable_batch()->clear_size();
-    if (node.has_map()) node.mutable_map()->clear_parallelism();
+    if (node.has_map()) {
+      node.mutable_map()->clear_parallelism();
+      for (OpDef& op : *node.mutable_map()->mutable_ops())
+        op.mutable_attrs()->mutable_fields()->erase("pickled");  // see `identity`
+    }
     if (node.has_prefetch()) node.mutable_prefetch()->clear_buffer_size();
     if (node.has_source()) {
       node.mutable_source()->clear_parallel_reads();
@@ -57,7 +61,6 @@ std::string OutputFingerprint(const PipelineDef& def) {
         if (!d->digest().empty()) d->clear_dataset();  // a temporary file's name
         d->clear_processes();
         d->clear_python();
-        d->clear_main_script();
       }
     }
   }

@@ -15,8 +15,10 @@ std::string Fingerprint(const PipelineDef& def);
 
 // The fingerprint of what `def` outputs: its definition without what only
 // shapes the run (threads, map parallelism, prefetch depths, parallel
-// reads, throttle, the files a service pinned, memory budget, statistics, autotuning, the pipeline's
-// name, a shard node's count and index and the per-shard batch after it;
+// reads, throttle, the files a service pinned, a Python op's pickled
+// callable (its `identity` attr stays), memory budget, statistics,
+// autotuning, the pipeline's name, a shard node's count and index and the
+// per-shard batch after it;
 // node names key random draws and stay), nor where it runs or in what order
 // rows arrive (a distribute node, options unordered), so a saved iterator
 // state restores under another thread count, with or without a service's

@@ -187,7 +187,6 @@ class PythonDatasetSource : public SourceFormat {
         files_(std::make_shared<const std::vector<std::string>>(std::vector<std::string>{o_.name})) {
     nlohmann::json spec = {{"kind", "dataset"},
                            {"dataset", o_.dataset},
-                           {"main", o_.main_script},
                            {"generator", o_.generator},
                            {"outputs", nlohmann::json::array()}};
     for (const ColumnSpec& c : o_.columns) {

@@ -23,7 +23,6 @@ namespace sluice::io {
 struct PythonDatasetOptions {
   std::string dataset;              // "module.sub:factory" or "pickle:/path/file"
   std::string name;                 // for provenance and errors ("MyDataset")
-  std::string main_script;          // run first when the pickle names __main__'s classes
   int64_t length = 0;               // unused for a generator
   bool generator = false;           // `dataset` is an iterable's factory
   std::vector<ColumnSpec> columns;  // what each item becomes; ragged: bytes

@@ -75,7 +75,8 @@ absl::StatusOr<ColumnSpec> ParseOutput(absl::string_view text, const std::vector
 absl::StatusOr<InferredOp> InferPython(const Attrs& attrs, const Schema& schema, bool batched) {
   PythonOpParams p;
   p.function = attrs.GetString("function");
-  if (p.function.find(':') == std::string::npos) {
+  const std::string& pickled = attrs.GetString("pickled");
+  if (pickled.empty() && p.function.find(':') == std::string::npos) {
     return AttrError("function", absl::StrCat("'", p.function, "' is not 'module.sub:function'"));
   }
   InferredOp op;
@@ -113,6 +114,7 @@ absl::StatusOr<InferredOp> InferPython(const Attrs& attrs, const Schema& schema,
   p.processes = processes > 0 ? static_cast<int>(processes) : 1;
   p.most_processes = processes > 0 ? p.processes : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   nlohmann::json spec = {{"function", p.function},
+                         {"pickled", pickled},
                          {"batched", batched},
                          {"rng", attrs.GetBool("rng")},
                          {"inputs", nlohmann::json::array()},
@@ -312,7 +314,13 @@ std::vector<AttrSchema> PythonAttrs() {
   return {
       AttrSchema{"function", AttrType::kString, "",
                  "the function, by import path: 'module.sub:fn' (or '/path/script.py:fn'); it takes a dict of numpy "
-                 "arrays and returns one"},
+                 "arrays and returns one. With `pickled`, the callable's name, for messages"},
+      AttrSchema{"pickled", AttrType::kString, "\"\"",
+                 "the callable itself, as sluice's Python front sends it by value: 'cloudpickle:' and its bytes in "
+                 "base64 (empty: `function` is imported)"},
+      AttrSchema{"identity", AttrType::kString, "\"\"",
+                 "what names the pickled callable in a saved state's fingerprint (its plain pickle's digest, or "
+                 "its name): cloudpickle's bytes differ from run to run"},
       AttrSchema{"inputs", AttrType::kString, "\"\"",
                  "the columns it gets, comma-separated (empty: all); bytes columns come as uint8 arrays"},
       AttrSchema{"outputs", AttrType::kString, "\"\"",

@@ -39,6 +39,7 @@ DispatcherImpl::DispatcherImpl(const DispatcherOptions& options)
       security_(options.security),
       worker_timeout_(options.timeouts.worker_timeout),
       limits_(options.limits),
+      allow_python_(options.allow_python),
       state_(options.timeouts, [this](const JournalEntry& entry) {
         return journal_ ? journal_->Append(entry).status() : absl::OkStatus();
       }) {}
@@ -100,6 +101,11 @@ absl::StatusOr<RegisterPipelineResponse> DispatcherImpl::RegisterPipeline(const 
   // file headers: outside the lock.
   // Pinned: the files the pattern or folder names now are the ones every
   // worker reads, whatever changes there later.
+  if (!allow_python_ && graph::RunsPython(request.pipeline())) {
+    return absl::PermissionDeniedError(
+        "pipeline rejected: this dispatcher takes no Python code (--no-python), and the pipeline has a python op or "
+        "a Python dataset: code its consumer sent, which the workers would run");
+  }
   PipelineDef pinned = request.pipeline();
   if (absl::Status s = graph::PinFiles(&pinned); !s.ok()) return WithContext(s, "pipeline rejected");
   const std::vector<std::string> used = graph::OpsUsed(pinned);

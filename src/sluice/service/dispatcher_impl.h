@@ -31,6 +31,9 @@ struct DispatcherOptions {
   graph::ResourceLimits limits;
   Journal::Options journal;
   int metrics_port = -1;  // Prometheus metrics on `host` (0: any free port; -1: none)
+  // False: pipelines with Python code (code a consumer sends, which workers
+  // would run) are refused at registration.
+  bool allow_python = true;
 };
 
 // Thread-safe.
@@ -71,6 +74,7 @@ class DispatcherImpl {
   const SecurityOptions security_;
   const absl::Duration worker_timeout_;
   const graph::ResourceLimits limits_;
+  const bool allow_python_;
   absl::Mutex mu_;
   std::unique_ptr<Journal> journal_;  // set before serving; thread-safe itself
   DispatcherState state_ ABSL_GUARDED_BY(mu_);

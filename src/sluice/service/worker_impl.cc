@@ -7,6 +7,7 @@
 #include "absl/time/clock.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/exec/resume.h"
+#include "sluice/graph/compiled_pipeline.h"
 #include "sluice/ops/op_registry.h"
 #include "sluice/service/backoff.h"
 #include "sluice/service/channel.h"
@@ -98,7 +99,15 @@ absl::Status WorkerImpl::Heartbeat() {
 }
 
 absl::StatusOr<ElementSpec> WorkerImpl::Describe(const DescribePipelineRequest& request) const {
+  SLUICE_RETURN_IF_ERROR(CheckPython(request.pipeline()));
   return DescribeElements(request.pipeline(), FromProto(request.limits()));
+}
+
+absl::Status WorkerImpl::CheckPython(const PipelineDef& def) const {
+  if (options_.allow_python || !graph::RunsPython(def)) return absl::OkStatus();
+  return absl::PermissionDeniedError(
+      "this worker runs no Python code (--no-python), and the pipeline has a python op or a Python dataset: code its "
+      "consumer sent");
 }
 
 WorkerStatus WorkerImpl::Status() const {
@@ -138,6 +147,7 @@ absl::StatusOr<std::shared_ptr<const exec::Pipeline>> WorkerImpl::GetPipeline(co
   SLUICE_RETURN_IF_ERROR(CallUnary(dispatcher_.get(), &::sluice::Dispatcher::Stub::GetPipeline, "get pipeline", request,
                                    &response, options_.security.token));
   PipelineDef def = response.pipeline();
+  SLUICE_RETURN_IF_ERROR(CheckPython(def));
   if (options_.threads > 0) def.mutable_options()->set_threads(options_.threads);
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<exec::Pipeline> pipeline, exec::Pipeline::Create(def));
   absl::MutexLock lock(&mu_);

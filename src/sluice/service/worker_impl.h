@@ -30,6 +30,9 @@ struct WorkerOptions {
   // How long a stream retries an unreachable dispatcher (a restart) before
   // it gives up.
   absl::Duration dispatcher_grace = absl::Seconds(60);
+  // False: a pipeline with Python code (a python op, a Python dataset),
+  // which a consumer sent and this worker would run, is refused.
+  bool allow_python = true;
 };
 
 // Thread-safe.
@@ -80,6 +83,8 @@ class WorkerImpl {
   // client), or the stream's error.
   absl::Status FailedSplit(const exec::Pipeline& pipeline, const StreamBatchesRequest& request,
                            const GetSplitResponse& failed, const WriteFn& write);
+  // PermissionDenied when `def` runs Python code and this worker may not.
+  absl::Status CheckPython(const PipelineDef& def) const;
   // Runs `it` to its end, sending each batch tagged with `split` (and with
   // the iterator's state after it when `with_state`).
   absl::Status SendAll(exec::PipelineIterator* it, const StreamBatchesRequest& request, int64_t split,
