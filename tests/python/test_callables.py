@@ -283,3 +283,14 @@ def test_a_torchvision_compose_runs_on_a_column_as_it_runs_here(tmp_path):
     run = subprocess.run([system, "-c", _TORCHVISION], capture_output=True, text=True, env=env, timeout=300)
     assert run.returncode == 0, run.stderr[-3000:]
     assert run.stdout.split() == ["max", "difference", "0.0"], run.stdout
+
+
+def test_a_generator_defined_here_with_what_it_captured_is_sent_by_value():
+    start = 100
+
+    def counting():
+        for i in range(30):
+            yield {"x": np.int64(start + i)}
+
+    got = np.concatenate([b["x"] for b in sluice.from_generator(counting).batch(10)])
+    np.testing.assert_array_equal(got, np.arange(100, 130))
