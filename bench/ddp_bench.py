@@ -112,7 +112,8 @@ def throughput(workloads, root, runs, tmp):
                 result = run_job(command + ["--out", out], RANKS, launcher, out)
                 got[name].append(result)
                 log(f"{workload} round {round_ + 1}/{runs}: {name}: {result['samples_per_s']:,.0f} samples/s, "
-                    f"trainer CPU {result['trainer_cpu']}, output {result['output']}")
+                    f"trainer CPU {result['trainer_cpu']}, machine CPU {result['machine_cpu_ms_per_1k']:.1f} ms "
+                    f"per 1,000 samples ({result['machine_cores_busy']:.2f} cores busy), output {result['output']}")
         results[workload] = {name: summarize(rs) for name, rs in got.items()}
     return results
 
@@ -121,6 +122,8 @@ def summarize(results):
     return {"samples_per_s": statistics.median(r["samples_per_s"] for r in results),
             "runs": [round(r["samples_per_s"]) for r in results],
             "trainer_cpu": statistics.median(statistics.mean(r["trainer_cpu"]) for r in results),
+            "machine_cpu_ms_per_1k": statistics.median(r["machine_cpu_ms_per_1k"] for r in results),
+            "machine_cores_busy": statistics.median(r["machine_cores_busy"] for r in results),
             "output": results[0]["output"]}
 
 
@@ -173,7 +176,8 @@ def main():
         peer = max(r["samples_per_s"] for name, r in by_loader.items() if name.startswith("DataLoader"))
         for name, r in by_loader.items():
             print(f"{workload}  {name:46s} {r['samples_per_s']:>10,.0f} samples/s  {r['samples_per_s'] / peer:6.2f}x "
-                  f"the strongest DataLoader  trainer CPU {r['trainer_cpu']:.2f}  {r['output']}")
+                  f"the strongest DataLoader  trainer CPU {r['trainer_cpu']:.2f}  machine CPU "
+                  f"{r['machine_cpu_ms_per_1k']:.1f} ms/1k samples ({r['machine_cores_busy']:.2f} cores)  {r['output']}")
     for workload, by_move in results.get("resume", {}).items():
         for key, r in by_move.items():
             print(f"{workload}  resume {key}: first batch {r['first_batch_ms']:.0f} ms, fresh "

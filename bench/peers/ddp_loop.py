@@ -7,10 +7,13 @@ DataLoader peer, the CPU wheel in .venv for sluice).
 Rank 0 writes one JSON object to OUT: the job's samples/s (every rank's
 samples over the timed wall time), each rank's process CPU over that time
 (the trainer's own, not its DataLoader workers'), the first batch's
-latency and the output's dtype and shape.
+latency and the output's dtype and shape, and the whole machine's busy CPU
+over that time per 1,000 samples (/proc/stat: trainers, loaders, a node
+pool's processes alike), which says whether the cores were the bound.
 """
 
 import json
+import os
 import resource
 import time
 
@@ -21,6 +24,14 @@ import torch.distributed as dist
 def _cpu_seconds():
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
+
+
+def _machine_busy_seconds():
+    """CPU seconds every core of the machine has spent busy since boot."""
+    with open("/proc/stat") as f:
+        ticks = [int(t) for t in f.readline().split()[1:]]
+    idle = ticks[3] + ticks[4]  # idle and iowait
+    return (sum(ticks[:8]) - idle) / os.sysconf("SC_CLK_TCK")  # user..steal; guest time is within user
 
 
 def _epochs(loader, set_epoch):
@@ -59,15 +70,17 @@ def run(loader, set_epoch, image_of, warmup, steps, out, extra=None):
     for _ in range(warmup):
         step(image_of(next(batches)))
     dist.barrier()
-    t0, cpu0 = time.perf_counter(), _cpu_seconds()
+    t0, cpu0, busy0 = time.perf_counter(), _cpu_seconds(), _machine_busy_seconds()
     samples = sum(step(image_of(next(batches))) for _ in range(steps))
     dist.barrier()
-    seconds = time.perf_counter() - t0
+    seconds, busy = time.perf_counter() - t0, _machine_busy_seconds() - busy0
     mine = {"samples": samples, "cpu_share": (_cpu_seconds() - cpu0) / seconds, "first_batch_s": first_batch_s}
     everyone = [None] * dist.get_world_size()
     dist.all_gather_object(everyone, mine)
     if rank == 0:
-        result = {"samples_per_s": sum(r["samples"] for r in everyone) / seconds, "seconds": seconds,
+        total = sum(r["samples"] for r in everyone)
+        result = {"samples_per_s": total / seconds, "seconds": seconds,
+                  "machine_cpu_ms_per_1k": busy / total * 1e6, "machine_cores_busy": busy / seconds,
                   "trainer_cpu": [round(r["cpu_share"], 3) for r in everyone],
                   "first_batch_s": max(r["first_batch_s"] for r in everyone),
                   "output": output,
