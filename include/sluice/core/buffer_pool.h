@@ -102,12 +102,13 @@ class BufferPool {
   // A buffer of at least `bytes` bytes (contents undefined).
   std::shared_ptr<Buffer> Allocate(size_t bytes);
 
-  // Makes sure `count` blocks that fit `bytes` exist (live or cached), with
-  // their pages touched, so a pipeline's working set is in place before it
-  // runs: memory does not creep up as rare peaks of concurrency occur, and
-  // the hot path takes no page faults. The cache keeps what was reserved
-  // (the largest reservation per size) on top of max_cached_bytes.
-  void Reserve(size_t bytes, int count);
+  // Lets the cache keep up to `count` blocks that fit `bytes` on top of
+  // max_cached_bytes (the largest count per size), so a pipeline's working
+  // set, once its first epoch has used it, is reused rather than freed and
+  // faulted in again. Allocates nothing: pages are touched as the pipeline
+  // first writes them, not when it is created, and what the pool reports
+  // holding is memory that was used.
+  void KeepCached(size_t bytes, int count);
 
   Stats stats() const;
   // Returns all cached blocks to the system.

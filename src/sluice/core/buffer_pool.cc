@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <cstring>
 #include <new>
 #include <vector>
 
@@ -146,23 +145,13 @@ void BufferPool::Release(Buffer* buffer) {
   FreeBlock(data);
 }
 
-void BufferPool::Reserve(size_t bytes, int count) {
+void BufferPool::KeepCached(size_t bytes, int count) {
   const int size_class = SizeClass(std::max<size_t>(bytes, 1));
-  int have;
-  {
-    absl::MutexLock lock(&state_->mu);
-    have = static_cast<int>(state_->free[size_class].size());
-    // The cache may hold what was reserved on top of max_cached_bytes.
-    const size_t wanted = ClassBytes(size_class) * static_cast<size_t>(count);
-    if (wanted > state_->reserved_by_class[size_class]) {
-      state_->reserved_bytes += wanted - state_->reserved_by_class[size_class];
-      state_->reserved_by_class[size_class] = wanted;
-    }
-  }
-  std::vector<std::shared_ptr<Buffer>> held;
-  for (int i = have; i < count; ++i) {
-    held.push_back(Allocate(bytes));
-    std::memset(held.back()->data(), 0, bytes);
+  absl::MutexLock lock(&state_->mu);
+  const size_t wanted = ClassBytes(size_class) * static_cast<size_t>(count);
+  if (wanted > state_->reserved_by_class[size_class]) {
+    state_->reserved_bytes += wanted - state_->reserved_by_class[size_class];
+    state_->reserved_by_class[size_class] = wanted;
   }
 }
 

@@ -181,8 +181,9 @@ absl::Status PrepareKernels(graph::CompiledPipeline* compiled) {
 // The map nodes' output buffers are the bulk of a pipeline's memory. At its
 // busiest a map node holds its own in-flight chunks (parallelism + 1), the
 // next map node holds as many as inputs, a prefetch after it its depth plus
-// one in transit, and the consumer one. Reserving that many up front makes
-// the footprint of the first epoch the footprint of the whole run.
+// one in transit, and the consumer one. The pool keeps that many once they
+// are used, so the footprint of the first epoch is that of the whole run;
+// nothing is allocated or touched before the pipeline runs.
 void Pipeline::ReserveWorkingSet() const {
   const std::vector<graph::CompiledNode>& nodes = compiled_.nodes;
   auto parallelism = [&](const graph::CompiledNode& n) {
@@ -200,7 +201,7 @@ void Pipeline::ReserveWorkingSet() const {
     }
     const std::unique_ptr<MapPlan> plan = MapPlan::Make(nodes[i]);
     BufferPool* pool = output_pools_[i] != nullptr ? output_pools_[i] : BufferPool::Default();
-    for (size_t bytes : plan->OutputBytes(chunk_rows_)) pool->Reserve(bytes, copies);
+    for (size_t bytes : plan->OutputBytes(chunk_rows_)) pool->KeepCached(bytes, copies);
   }
 }
 
