@@ -380,6 +380,15 @@ class Pipeline:
         """[(column, dtype, per-sample shape)] of what the pipeline yields."""
         return self.engine.schema()
 
+    def memory(self):
+        """What the engine holds, in bytes, by kind: its buffers ``in_use``
+        (being made, buffered between stages, and handed to you and not yet
+        released), ``cached`` for reuse, ``held`` (the two together) and
+        the peaks of both; with the ``budget`` that bounds them and, when
+        the options set none, ``budget_default`` saying how it was sized.
+        See docs/memory.md."""
+        return self.engine.memory()
+
     def __len__(self):
         """Elements per epoch (batches after `batch()`), when the sources' sizes are known."""
         n = self.engine.cardinality

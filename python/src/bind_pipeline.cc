@@ -137,6 +137,21 @@ class PyPipeline {
     return out;
   }
 
+  // The engine's bytes by kind (see Pipeline.memory in pipeline.py).
+  py::dict Memory() const {
+    const BufferPool::Stats m = pipeline_->memory();
+    py::dict out;
+    out["budget"] = pipeline_->memory_budget();
+    out["budget_default"] = pipeline_->compiled().memory_budget_default;
+    out["in_use"] = m.live_bytes;
+    out["cached"] = m.cached_bytes;
+    out["rings"] = pipeline_->ring_bytes();
+    out["held"] = m.live_bytes + m.cached_bytes + pipeline_->ring_bytes();
+    out["peak_in_use"] = m.peak_live_bytes;
+    out["peak_held"] = m.peak_held_bytes + pipeline_->ring_bytes();
+    return out;
+  }
+
   bool batched() const { return pipeline_->batched(); }
   // Elements per epoch; -1 unknown, -2 endless.
   int64_t cardinality() const { return pipeline_->Cardinality(); }
@@ -192,7 +207,8 @@ void InitPipeline(py::module_& m) {
       .def("schema", &PyPipeline::Schema)
       .def_property_readonly("batched", &PyPipeline::batched)
       .def_property_readonly("cardinality", &PyPipeline::cardinality)
-      .def_property_readonly("fingerprint", &PyPipeline::fingerprint);
+      .def_property_readonly("fingerprint", &PyPipeline::fingerprint)
+      .def("memory", &PyPipeline::Memory);
   m.def("ops", &ListOps, "The registered ops with their docs and attrs.");
   m.def("load_plugin", &LoadPlugin, py::arg("path"), "Loads an op plugin (.so) into the process's registry.");
   m.def(

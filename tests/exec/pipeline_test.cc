@@ -27,6 +27,7 @@ namespace sluice::exec {
 namespace {
 
 using ::sluice::testing::StatusIs;
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 // Every element of one epoch, copied out.
@@ -277,21 +278,60 @@ TEST_F(PipelineTest, UnbatchedPipelinesYieldSamples) {
   EXPECT_EQ(out.rows[0], 1);
 }
 
-TEST_F(PipelineTest, MemoryBudgetBoundsBufferedBytes) {
+TEST_F(PipelineTest, MemoryBudgetBoundsWhatTheEngineHoldsAndWhatTheConsumerKeeps) {
+  // One chunk of the first map's outputs (16 x 3072 uint8) and of the
+  // second's (16 x 3072 float32) is the least the pipeline can run in.
+  const int64_t least = 16 * 3072 + 16 * 3072 * 4;
+  const int64_t budget = least + (150 << 10);
   PipelineDef def = W2Like(2).Prefetch(8).Build();
-  def.mutable_options()->set_memory_budget_bytes(100 << 10);  // less than two batches
-  auto pipeline = Pipeline::Create(def);
-  ASSERT_TRUE(pipeline.ok());
-  auto it = (*pipeline)->Iterate(0);
-  Batch b;
+  def.mutable_options()->set_memory_budget_bytes(budget);
+  ASSERT_OK_AND_ASSIGN(auto pipeline, Pipeline::Create(def));
+  auto it = pipeline->Iterate(0);
+  // The consumer keeps each batch until it has the next, as a training
+  // loop's `for batch in loader` does.
+  Batch held, next;
   bool end = false;
   int n = 0;
-  while (it->Next(&b, &end).ok() && !end) ++n;
+  while (it->Next(&next, &end).ok() && !end) {
+    held = std::move(next);
+    ++n;
+  }
   EXPECT_EQ(n, 7);
-  const int64_t batch_bytes = 16 * (32 * 32 * 3 * 4 + 8);
-  // At most the budget plus what a producer finishes while over it: one
-  // element per producing stage.
-  EXPECT_LE(it->peak_buffered_bytes(), (100 << 10) + 3 * batch_bytes);
+  // Unbounded, eight prefetched float batches alone would take 1.5 MB. Over
+  // the budget by at most the element each stage may finish (64 KiB blocks
+  // for the source's records and the first map, 192 KiB for the second).
+  const BufferPool::Stats memory = pipeline->memory();
+  EXPECT_LE(static_cast<int64_t>(memory.peak_held_bytes), budget + (64 << 10) * 2 + (192 << 10));
+  EXPECT_GE(memory.peak_held_bytes, memory.peak_live_bytes);
+}
+
+TEST_F(PipelineTest, MemoryBudgetTooSmallForOneChunkOfEachMapNamesTheMinimumAndTheNodes) {
+  PipelineDef def = W2Like(2).Build();
+  def.mutable_options()->set_memory_budget_bytes(100 << 10);
+  // Each map's outputs: 16 images, uint8 then float32 (and the label).
+  EXPECT_THAT(Pipeline::Create(def).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("memory_budget_bytes 102400 is less than the "), HasSubstr("16 rows"),
+                             HasSubstr("node 'map_1' 49"), HasSubstr("node 'map_3' 196"))));
+}
+
+TEST_F(PipelineTest, DefaultMemoryBudgetIsSizedToTheMachineAndTheRanksOnIt) {
+  ASSERT_OK_AND_ASSIGN(auto pipeline, Pipeline::Create(W2Like(1).Build()));
+  const graph::CompiledPipeline& c = pipeline->compiled();
+  EXPECT_GE(c.memory_budget_bytes, int64_t{256} << 20);
+  EXPECT_LE(c.memory_budget_bytes, int64_t{2048} << 20);
+  EXPECT_THAT(c.memory_budget_default, HasSubstr("for 1 rank)"));
+  // Four ranks on the node (torchrun's LOCAL_WORLD_SIZE) share it.
+  setenv("LOCAL_WORLD_SIZE", "4", 1);
+  absl::StatusOr<std::unique_ptr<Pipeline>> shared = Pipeline::Create(W2Like(1).Build());
+  unsetenv("LOCAL_WORLD_SIZE");
+  SLUICE_ASSERT_OK(shared.status());
+  EXPECT_THAT((*shared)->compiled().memory_budget_default, HasSubstr("for 4 ranks)"));
+  const int64_t quarter = (*shared)->compiled().memory_budget_bytes;
+  EXPECT_LE(quarter, c.memory_budget_bytes);
+  if (c.memory_budget_bytes < (int64_t{2048} << 20)) {  // not at the ceiling: a share of the machine
+    EXPECT_EQ(quarter, std::max(int64_t{256} << 20, c.memory_budget_bytes / 4));
+  }
 }
 
 TEST_F(PipelineTest, MissingFeatureNamesFeatureFileAndRecord) {

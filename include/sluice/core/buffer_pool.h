@@ -64,16 +64,21 @@ class Buffer {
 
 // Hands out Buffers from free lists of power-of-two size classes, so a
 // pipeline in steady state allocates nothing from the heap. The free lists
-// hold at most Options::max_cached_bytes; beyond that blocks go back to the
-// system, which keeps RSS bounded.
+// hold at most Options::max_cached_bytes, and with Options::max_held_bytes
+// set, at most what keeps the blocks in use plus those cached under it;
+// beyond that blocks go back to the system, which keeps RSS bounded.
 //
 // Thread-safe. One lock per Allocate/release: callers allocate per chunk or
-// batch, never per sample.
+// batch, never per sample. Buffers may outlive their pool: the last one
+// frees what the pool still held.
 class BufferPool {
  public:
   struct Options {
     // Bytes kept in free lists for reuse.
     size_t max_cached_bytes = size_t{512} << 20;
+    // When > 0: a released block is cached only while the blocks in use and
+    // cached stay within this (a pipeline's memory budget).
+    size_t max_held_bytes = 0;
     // Where blocks come from: by default aligned pageable memory; a device
     // runtime's staging pool supplies page-locked memory (cudaHostAlloc).
     // `allocate` returns null when it cannot.
@@ -85,18 +90,27 @@ class BufferPool {
     size_t live_bytes = 0;       // in Buffers held by users
     size_t peak_live_bytes = 0;  // high-water mark of live_bytes
     size_t cached_bytes = 0;     // in free lists
+    size_t peak_held_bytes = 0;  // high-water mark of live_bytes + cached_bytes
     uint64_t allocations = 0;    // Allocate calls
     uint64_t reuses = 0;         // Allocate calls served from a free list
+  };
+  // Told each time a block goes back to the pool, after the pool's lock is
+  // released (a memory budget waits for room). Must be removed before it
+  // is destroyed.
+  class Observer {
+   public:
+    virtual ~Observer() = default;
+    virtual void OnRelease() = 0;
   };
 
   BufferPool() : BufferPool(Options()) {}
   explicit BufferPool(Options options);
-  // REQUIRES: no Buffer of this pool is alive.
+  // Frees the cached blocks; blocks still in use are freed when released.
   ~BufferPool();
   BufferPool(const BufferPool&) = delete;
   BufferPool& operator=(const BufferPool&) = delete;
 
-  // The process-wide pool; never destroyed, so buffers may outlive main().
+  // The process-wide pool; never destroyed.
   static BufferPool* Default();
 
   // A buffer of at least `bytes` bytes (contents undefined).
@@ -111,18 +125,19 @@ class BufferPool {
   void KeepCached(size_t bytes, int count);
 
   Stats stats() const;
-  // Returns all cached blocks to the system.
-  void Trim();
+  // Returns cached blocks to the system, the largest first, until at most
+  // `keep_bytes` stay cached.
+  void TrimTo(size_t keep_bytes);
+  void Trim() { TrimTo(0); }
+
+  void AddObserver(Observer* observer);
+  void RemoveObserver(Observer* observer);
 
  private:
-  void Release(Buffer* buffer);
-  uint8_t* AllocateBlock(size_t capacity) const;
-  void FreeBlock(uint8_t* data) const;
-
-  const Options options_;
-  // The free lists and counters, behind a lock (buffer_pool.cc).
+  // The free lists, counters and observers (buffer_pool.cc), shared with
+  // the buffers handed out so that they may outlive the pool.
   struct State;
-  std::unique_ptr<State> state_;
+  std::shared_ptr<State> state_;
 };
 
 }  // namespace sluice

@@ -53,6 +53,8 @@ absl::StatusOr<RunReport> RunPipeline(const exec::Pipeline& pipeline, const RunO
     report.peak_buffered_bytes = std::max(report.peak_buffered_bytes, it->peak_buffered_bytes());
   }
   progress.Finish();
+  report.memory = pipeline.memory();
+  report.ring_bytes = pipeline.ring_bytes();
   // Up to the last batch: stopping the pipeline (in-flight work) is not
   // part of its throughput.
   report.seconds = report.batches > 1 ? std::chrono::duration<double>(last_batch_at - timed_from).count() : 0;

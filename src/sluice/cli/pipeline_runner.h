@@ -37,6 +37,10 @@ struct RunReport {
   int64_t skipped_records = 0;
   std::string skip_summary;
   int64_t peak_buffered_bytes = 0;
+  // The pipeline's buffer pool at the end: its peaks are what the engine
+  // held at most (in use, and in use plus cached).
+  BufferPool::Stats memory;
+  int64_t ring_bytes = 0;  // the service client's shared-memory rings
 };
 
 absl::StatusOr<RunReport> RunPipeline(const exec::Pipeline& pipeline, const RunOptions& options);

@@ -27,6 +27,49 @@ struct RunArgs {
   std::vector<std::string> plugins;
 };
 
+// "2 threads, memory budget 256 MiB (1/128 of 23.5 GiB for 1 rank)".
+std::string DescribeSettings(const graph::CompiledPipeline& c) {
+  const std::string budget = c.memory_budget_default.empty()
+                                 ? absl::StrFormat("%d MiB (set)", c.memory_budget_bytes >> 20)
+                                 : c.memory_budget_default;
+  return absl::StrFormat("%d thread%s, memory budget %s", c.threads, c.threads == 1 ? "" : "s", budget);
+}
+
+std::vector<double> RssMb(const RunReport& r) {
+  std::vector<double> mb;
+  for (int64_t b : r.peak_rss_after_epoch) mb.push_back(b / 1048576.0);
+  return mb;
+}
+
+void PrintSummary(const std::string& path, const graph::CompiledPipeline& c, const RunReport& r) {
+  const std::vector<double> rss_mb = RssMb(r);
+  std::printf("%s: %s samples in %d epoch%s (%s batches), %.2f s: %s samples/s on %d threads (%s)\n", path.c_str(),
+              WithCommas(r.samples).c_str(), r.epochs, r.epochs == 1 ? "" : "s", WithCommas(r.batches).c_str(),
+              r.seconds, WithCommas(r.samples_per_s).c_str(), c.threads, kernels::SimdTarget().c_str());
+  std::printf("first batch after %.1f ms; peak RSS %.1f MB after epoch 1, %.1f MB at the end\n", r.first_batch_ms,
+              rss_mb.front(), rss_mb.back());
+  std::printf("engine's buffers: at most %.1f MB held (%.1f MB in use at once), %.1f MB cached at the end",
+              r.memory.peak_held_bytes / 1e6, r.memory.peak_live_bytes / 1e6, r.memory.cached_bytes / 1e6);
+  if (r.ring_bytes > 0) std::printf("; %.1f MB of shared-memory rings", r.ring_bytes / 1e6);
+  std::printf("\n");
+}
+
+void PrintJson(const std::string& path, const graph::CompiledPipeline& c, const RunReport& r) {
+  const std::string rss_mb =
+      absl::StrJoin(RssMb(r), ", ", [](std::string* out, double v) { out->append(absl::StrFormat("%.1f", v)); });
+  std::printf(
+      "{\"pipeline\": \"%s\", \"epochs\": %d, \"samples\": %lld, \"batches\": %lld, "
+      "\"seconds\": %.4f, \"samples_per_s\": %.1f, \"first_batch_ms\": %.2f, \"threads\": %d, \"simd\": \"%s\", "
+      "\"skipped_records\": %lld, \"peak_buffered_bytes\": %lld, \"memory_budget_bytes\": %lld, "
+      "\"engine_peak_bytes\": %zu, \"engine_peak_in_use_bytes\": %zu, \"engine_cached_bytes\": %zu, "
+      "\"engine_ring_bytes\": %lld, \"peak_rss_mb_after_epoch\": [%s]}\n",
+      path.c_str(), r.epochs, static_cast<long long>(r.samples), static_cast<long long>(r.batches), r.seconds,
+      r.samples_per_s, r.first_batch_ms, c.threads, kernels::SimdTarget().c_str(),
+      static_cast<long long>(r.skipped_records), static_cast<long long>(r.peak_buffered_bytes),
+      static_cast<long long>(c.memory_budget_bytes), r.memory.peak_held_bytes, r.memory.peak_live_bytes,
+      r.memory.cached_bytes, static_cast<long long>(r.ring_bytes), rss_mb.c_str());
+}
+
 absl::Status Run(const RunArgs& args) {
   SLUICE_RETURN_IF_ERROR(LoadPlugins(args.plugins));
   SLUICE_ASSIGN_OR_RETURN(PipelineDef def, graph::PipelineFromJsonFile(args.pipeline));
@@ -45,32 +88,12 @@ absl::Status Run(const RunArgs& args) {
   RunOptions options;
   options.epochs = args.epochs;
   options.progress = !args.quiet;
-  SLUICE_ASSIGN_OR_RETURN(RunReport r, RunPipeline(**pipeline, options));
   const graph::CompiledPipeline& c = (*pipeline)->compiled();
+  if (!args.quiet) std::printf("%s: %s\n", args.pipeline.c_str(), DescribeSettings(c).c_str());
+  SLUICE_ASSIGN_OR_RETURN(RunReport r, RunPipeline(**pipeline, options));
   if (r.skipped_records > 0) std::fprintf(stderr, "warning: %s\n", r.skip_summary.c_str());
-  std::vector<double> rss_mb;
-  for (int64_t b : r.peak_rss_after_epoch) rss_mb.push_back(b / 1048576.0);
-  if (!args.quiet) {
-    std::printf("%s: %s samples in %d epoch%s (%s batches), %.2f s: %s samples/s on %d threads (%s)\n",
-                args.pipeline.c_str(), WithCommas(r.samples).c_str(), r.epochs, r.epochs == 1 ? "" : "s",
-                WithCommas(r.batches).c_str(), r.seconds, WithCommas(r.samples_per_s).c_str(), c.threads,
-                kernels::SimdTarget().c_str());
-    std::printf("first batch after %.1f ms; peak RSS %.1f MB after epoch 1, %.1f MB at the end\n", r.first_batch_ms,
-                rss_mb.front(), rss_mb.back());
-  }
-  if (args.json) {
-    std::printf(
-        "{\"pipeline\": \"%s\", \"epochs\": %d, \"samples\": %lld, \"batches\": %lld, "
-        "\"seconds\": %.4f, \"samples_per_s\": %.1f, \"first_batch_ms\": %.2f, \"threads\": %d, \"simd\": \"%s\", "
-        "\"skipped_records\": %lld, \"peak_buffered_bytes\": %lld, "
-        "\"peak_rss_mb_after_epoch\": [%s]}\n",
-        args.pipeline.c_str(), r.epochs, static_cast<long long>(r.samples), static_cast<long long>(r.batches),
-        r.seconds, r.samples_per_s, r.first_batch_ms, c.threads, kernels::SimdTarget().c_str(),
-        static_cast<long long>(r.skipped_records), static_cast<long long>(r.peak_buffered_bytes),
-        absl::StrJoin(rss_mb, ", ", [](std::string* out, double v) {
-          out->append(absl::StrFormat("%.1f", v));
-        }).c_str());
-  }
+  if (!args.quiet) PrintSummary(args.pipeline, c, r);
+  if (args.json) PrintJson(args.pipeline, c, r);
   return absl::OkStatus();
 }
 

@@ -27,6 +27,7 @@ namespace {
 
 constexpr size_t kAlignment = 64;
 constexpr size_t kHugePageBytes = size_t{2} << 20;
+constexpr size_t kMappedFromBytes = size_t{1} << 20;
 constexpr int kMinClassLog2 = 8;      // 256 bytes
 constexpr int kQuarterFromLog2 = 16;  // 64 KiB
 constexpr int kPowerClasses = kQuarterFromLog2 - kMinClassLog2 + 1;
@@ -58,19 +59,49 @@ size_t ClassBytes(int size_class) {
 // 9 powers of two (256 B .. 64 KiB), then 4 per power of two up to 2^48.
 constexpr int kNumClasses = kPowerClasses + 32 * 4;
 
+// A cached block on its way back to the system.
+struct Block {
+  uint8_t* data;
+  size_t capacity;
+};
+
 }  // namespace
 
 struct BufferPool::State {
+  explicit State(const Options& options) : options(options) {}
+  ~State() { TrimTo(0); }
+
+  uint8_t* AllocateBlock(size_t capacity) const;
+  void FreeBlock(uint8_t* data, size_t capacity) const;
+  // A block back from a buffer: cached within the limits, else freed.
+  void Release(uint8_t* data, int size_class);
+  void TrimTo(size_t keep_bytes);
+  // Takes cached blocks, the largest first, until the blocks in use and
+  // cached fit max_held_bytes again (a new block is about to be used);
+  // the caller frees them outside the lock.
+  std::vector<Block> EvictOverLimit() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+  // Takes cached blocks, the largest first, until at most `keep_bytes` stay.
+  std::vector<Block> TakeCachedOver(size_t keep_bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+
+  const Options options;
   absl::Mutex mu;
   std::vector<uint8_t*> free[kNumClasses] ABSL_GUARDED_BY(mu);
   size_t reserved_by_class[kNumClasses] ABSL_GUARDED_BY(mu) = {};
   size_t reserved_bytes ABSL_GUARDED_BY(mu) = 0;
+  // Set when the pool is destroyed: blocks released later are freed.
+  bool closed ABSL_GUARDED_BY(mu) = false;
   Stats stats ABSL_GUARDED_BY(mu);
+  // Held while observers are told, so one is never told after its removal.
+  absl::Mutex observers_mu;
+  std::vector<Observer*> observers ABSL_GUARDED_BY(observers_mu);
 };
 
-BufferPool::BufferPool(Options options) : options_(options), state_(std::make_unique<State>()) {}
+BufferPool::BufferPool(Options options) : state_(std::make_shared<State>(options)) {}
 
-BufferPool::~BufferPool() { Trim(); }
+BufferPool::~BufferPool() {
+  absl::MutexLock lock(&state_->mu);
+  state_->closed = true;
+}
 
 BufferPool* BufferPool::Default() {
   static BufferPool* pool = new BufferPool();
@@ -84,65 +115,96 @@ std::shared_ptr<Buffer> BufferPool::Allocate(size_t bytes) {
   const int size_class = SizeClass(std::max<size_t>(bytes, 1));
   const size_t capacity = ClassBytes(size_class);
   uint8_t* data = nullptr;
+  std::vector<Block> evicted;
   {
     absl::MutexLock lock(&state_->mu);
-    ++state_->stats.allocations;
+    Stats& stats = state_->stats;
+    ++stats.allocations;
     std::vector<uint8_t*>& list = state_->free[size_class];
     if (!list.empty()) {
       data = list.back();
       list.pop_back();
-      state_->stats.cached_bytes -= capacity;
-      ++state_->stats.reuses;
+      stats.cached_bytes -= capacity;
+      ++stats.reuses;
     }
-    state_->stats.live_bytes += capacity;
-    state_->stats.peak_live_bytes = std::max(state_->stats.peak_live_bytes, state_->stats.live_bytes);
+    stats.live_bytes += capacity;
+    if (data == nullptr) evicted = state_->EvictOverLimit();
+    stats.peak_live_bytes = std::max(stats.peak_live_bytes, stats.live_bytes);
+    stats.peak_held_bytes = std::max(stats.peak_held_bytes, stats.live_bytes + stats.cached_bytes);
   }
-  if (data == nullptr) data = AllocateBlock(capacity);
-  Buffer* buffer = new Buffer(data, bytes, size_class, options_.kind);
-  return std::shared_ptr<Buffer>(buffer, [this](Buffer* b) { Release(b); });
+  for (const Block& block : evicted) state_->FreeBlock(block.data, block.capacity);
+  if (data == nullptr) data = state_->AllocateBlock(capacity);
+  Buffer* buffer = new Buffer(data, bytes, size_class, state_->options.kind);
+  return std::shared_ptr<Buffer>(buffer, [state = state_](Buffer* b) {
+    uint8_t* block = b->data_;
+    const int block_class = b->size_class_;
+    delete b;
+    state->Release(block, block_class);
+  });
 }
 
-uint8_t* BufferPool::AllocateBlock(size_t capacity) const {
-  if (options_.allocate != nullptr) {
-    void* memory = options_.allocate(capacity);
+uint8_t* BufferPool::State::AllocateBlock(size_t capacity) const {
+  if (options.allocate != nullptr) {
+    void* memory = options.allocate(capacity);
     if (memory == nullptr) throw std::bad_alloc();
     return static_cast<uint8_t*>(memory);
   }
-  // Batch-sized buffers (a W3 batch is 154 MB) on 4 KiB pages cost one page
-  // fault per page on first touch; asking for transparent huge pages cut
-  // the faults of `sluice-bench w3` from 543k to 238k at the same RSS.
-  // posix_memalign, not aligned_alloc: a size class need not be a multiple
-  // of the huge page (aligned_alloc requires it; ASan's fuzzing found it).
+  if (capacity < kMappedFromBytes) {
+    void* memory = nullptr;
+    if (posix_memalign(&memory, kAlignment, capacity) != 0) throw std::bad_alloc();
+    return static_cast<uint8_t*>(memory);
+  }
+  // Blocks of a MiB and more are mapped, not taken from the heap: freeing
+  // one returns its pages at once, where the heap (its trim threshold
+  // raised for gRPC's and libjpeg's buffers, heap_reuse.h) kept them and
+  // fragmented: W2 under a 64 MiB budget grew to 184 MB of RSS over three
+  // epochs with 66 MB held. Batch-sized blocks (a W3 batch is 154 MB) on
+  // 4 KiB pages cost one fault per page on first touch; transparent huge
+  // pages, on a range aligned to them, cut `sluice-bench w3`'s faults
+  // from 543k to 238k.
   const bool huge = capacity >= kHugePageBytes * 2;
-  void* memory = nullptr;
-  if (posix_memalign(&memory, huge ? kHugePageBytes : kAlignment, capacity) != 0) throw std::bad_alloc();
-  if (huge) madvise(memory, capacity, MADV_HUGEPAGE);
-  return static_cast<uint8_t*>(memory);
+  const size_t slack = huge ? kHugePageBytes : 0;
+  void* mapped = mmap(nullptr, capacity + slack, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (mapped == MAP_FAILED) throw std::bad_alloc();
+  auto* start = static_cast<uint8_t*>(mapped);
+  if (huge) {
+    auto* aligned = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(start) + slack - 1) & ~(slack - 1));
+    if (aligned > start) munmap(start, aligned - start);
+    if (aligned + capacity < start + capacity + slack) munmap(aligned + capacity, start + slack - aligned);
+    madvise(aligned, capacity, MADV_HUGEPAGE);
+    start = aligned;
+  }
+  return start;
 }
 
-void BufferPool::FreeBlock(uint8_t* data) const {
-  if (options_.release != nullptr) {
-    options_.release(data);
-  } else {
+void BufferPool::State::FreeBlock(uint8_t* data, size_t capacity) const {
+  if (options.release != nullptr) {
+    options.release(data);
+  } else if (capacity < kMappedFromBytes) {
     std::free(data);
+  } else {
+    munmap(data, capacity);
   }
 }
 
-void BufferPool::Release(Buffer* buffer) {
-  uint8_t* data = buffer->data_;
-  const int size_class = buffer->size_class_;
+void BufferPool::State::Release(uint8_t* data, int size_class) {
   const size_t capacity = ClassBytes(size_class);
-  delete buffer;
+  bool cached = false;
   {
-    absl::MutexLock lock(&state_->mu);
-    state_->stats.live_bytes -= capacity;
-    if (state_->stats.cached_bytes + capacity <= options_.max_cached_bytes + state_->reserved_bytes) {
-      state_->free[size_class].push_back(data);
-      state_->stats.cached_bytes += capacity;
-      return;
+    absl::MutexLock lock(&mu);
+    stats.live_bytes -= capacity;
+    const bool within_cache = stats.cached_bytes + capacity <= options.max_cached_bytes + reserved_bytes;
+    const bool within_held =
+        options.max_held_bytes == 0 || stats.live_bytes + stats.cached_bytes + capacity <= options.max_held_bytes;
+    if (!closed && within_cache && within_held) {
+      free[size_class].push_back(data);
+      stats.cached_bytes += capacity;
+      cached = true;
     }
   }
-  FreeBlock(data);
+  if (!cached) FreeBlock(data, capacity);
+  absl::MutexLock lock(&observers_mu);
+  for (Observer* observer : observers) observer->OnRelease();
 }
 
 void BufferPool::KeepCached(size_t bytes, int count) {
@@ -160,13 +222,44 @@ BufferPool::Stats BufferPool::stats() const {
   return state_->stats;
 }
 
-void BufferPool::Trim() {
-  absl::MutexLock lock(&state_->mu);
-  for (auto& list : state_->free) {
-    for (uint8_t* data : list) FreeBlock(data);
-    list.clear();
+void BufferPool::TrimTo(size_t keep_bytes) { state_->TrimTo(keep_bytes); }
+
+void BufferPool::State::TrimTo(size_t keep_bytes) {
+  std::vector<Block> freed;
+  {
+    absl::MutexLock lock(&mu);
+    freed = TakeCachedOver(keep_bytes);
   }
-  state_->stats.cached_bytes = 0;
+  for (const Block& block : freed) FreeBlock(block.data, block.capacity);
+}
+
+std::vector<Block> BufferPool::State::EvictOverLimit() {
+  if (options.max_held_bytes == 0 || stats.live_bytes + stats.cached_bytes <= options.max_held_bytes) return {};
+  const size_t room = options.max_held_bytes > stats.live_bytes ? options.max_held_bytes - stats.live_bytes : 0;
+  return TakeCachedOver(room);
+}
+
+std::vector<Block> BufferPool::State::TakeCachedOver(size_t keep_bytes) {
+  std::vector<Block> taken;
+  for (int c = kNumClasses - 1; c >= 0 && stats.cached_bytes > keep_bytes; --c) {
+    while (!free[c].empty() && stats.cached_bytes > keep_bytes) {
+      taken.push_back(Block{free[c].back(), ClassBytes(c)});
+      free[c].pop_back();
+      stats.cached_bytes -= ClassBytes(c);
+    }
+  }
+  return taken;
+}
+
+void BufferPool::AddObserver(Observer* observer) {
+  absl::MutexLock lock(&state_->observers_mu);
+  state_->observers.push_back(observer);
+}
+
+void BufferPool::RemoveObserver(Observer* observer) {
+  absl::MutexLock lock(&state_->observers_mu);
+  std::vector<Observer*>& list = state_->observers;
+  list.erase(std::remove(list.begin(), list.end(), observer), list.end());
 }
 
 }  // namespace sluice

@@ -16,4 +16,14 @@ void ReuseFreedHeapMemory() {
 #endif
 }
 
+void GiveBackUnused(BufferPool* pool) {
+  const BufferPool::Stats stats = pool->stats();
+  const size_t keep = stats.peak_live_bytes - stats.live_bytes;
+  if (stats.cached_bytes <= keep) return;
+  pool->TrimTo(keep);
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
+}
+
 }  // namespace sluice

@@ -2,6 +2,8 @@
 #ifndef SLUICE_CORE_HEAP_REUSE_H_
 #define SLUICE_CORE_HEAP_REUSE_H_
 
+#include "sluice/core/buffer_pool.h"
+
 namespace sluice {
 
 // glibc returns a heap's free top to the kernel once it passes 128 KiB, so
@@ -13,6 +15,11 @@ namespace sluice {
 // which setting the first would otherwise pin at 128 KiB. Process-wide;
 // idempotent. Called when a pipeline is created.
 void ReuseFreedHeapMemory();
+
+// At an epoch's end: the blocks `pool` caches beyond the most it has had in
+// use at once (sizes the pipeline moved past) go back to the system, and
+// with them the heap's free memory that the trim threshold above keeps.
+void GiveBackUnused(BufferPool* pool);
 
 }  // namespace sluice
 

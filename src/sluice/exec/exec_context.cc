@@ -44,15 +44,21 @@ void CpuBudget::Release() {
   cv_.Signal();
 }
 
-MemoryBudget::MemoryBudget(int64_t limit, Cancellation* cancel) : limit_(limit), cancel_(cancel) {
+MemoryBudget::MemoryBudget(int64_t limit, BufferPool* pool, Cancellation* cancel)
+    : limit_(limit), pool_(pool), cancel_(cancel) {
   cancel_->Register(&mu_, &cv_);
+  pool_->AddObserver(this);
 }
 
-MemoryBudget::~MemoryBudget() { cancel_->Unregister(&cv_); }
+MemoryBudget::~MemoryBudget() {
+  pool_->RemoveObserver(this);
+  cancel_->Unregister(&cv_);
+}
 
-bool MemoryBudget::WaitForRoom(const std::atomic<int64_t>* owed) {
+bool MemoryBudget::WaitForRoom(const std::atomic<int64_t>* owed, int64_t wanted) {
   absl::MutexLock lock(&mu_);
-  while (used_ >= limit_ && owed->load() > 0 && !cancel_->cancelled()) cv_.Wait(&mu_);
+  auto full = [&] { return static_cast<int64_t>(pool_->stats().live_bytes) + wanted > limit_; };
+  while (owed->load() > 0 && !cancel_->cancelled() && full()) cv_.Wait(&mu_);
   return !cancel_->cancelled();
 }
 

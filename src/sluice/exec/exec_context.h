@@ -81,28 +81,35 @@ class CpuToken : public CoreShare {
   bool held_;
 };
 
-// Bytes of finished elements buffered between nodes. A node about to make a
-// new element waits while the budget is exceeded, but only while it still
-// owes an element of its own (finished and not taken, or, for a map node,
-// admitted and running): a node that owes none may be what the consumer
-// waits on, so it always proceeds. Hence no deadlock, and the overshoot is
-// at most one element per node. Thread-safe.
-class MemoryBudget {
+// Bounds the bytes in use in the pipeline's buffer pool (what nodes make,
+// hold and hand on, and what the consumer still holds). A node about to
+// make a new element waits while that element would not fit, but only
+// while it still owes an element of its own (finished and not taken, or,
+// for a map node, admitted and running): a node that owes none may be what
+// the consumer waits on, so it always proceeds. Hence no deadlock, and the
+// overshoot is at most one element per node. Also counts the bytes of
+// finished elements buffered between nodes, for the statistics.
+// Thread-safe.
+class MemoryBudget : public BufferPool::Observer {
  public:
-  MemoryBudget(int64_t limit, Cancellation* cancel);
-  ~MemoryBudget();
-  // Blocks while over budget and *owed > 0 (the caller's count of elements
-  // it owes); false when cancelled.
-  bool WaitForRoom(const std::atomic<int64_t>* owed);
+  MemoryBudget(int64_t limit, BufferPool* pool, Cancellation* cancel);
+  ~MemoryBudget() override;
+  // Blocks while the pool's bytes in use plus `wanted` exceed the limit and
+  // *owed > 0 (the caller's count of elements it owes); false when
+  // cancelled.
+  bool WaitForRoom(const std::atomic<int64_t>* owed, int64_t wanted);
   void Add(int64_t bytes);
   void Remove(int64_t bytes);
   // Wakes the waiters: a count they wait on went down.
   void Notify();
+  void OnRelease() override { Notify(); }
+  // High-water mark of the bytes buffered between nodes.
   int64_t peak() const;
   int64_t limit() const { return limit_; }
 
  private:
   const int64_t limit_;
+  BufferPool* const pool_;
   Cancellation* cancel_;
   mutable absl::Mutex mu_;
   absl::CondVar cv_;
@@ -111,12 +118,22 @@ class MemoryBudget {
 };
 
 struct ExecContext {
-  ExecContext(uint64_t seed, int threads, int64_t memory_limit, bool ordered)
-      : seed(seed), threads(threads), ordered(ordered), cpu(threads, &cancel), memory(memory_limit, &cancel) {}
+  // `pool`: the pipeline's, which the memory budget bounds; shared, as an
+  // iterator may outlive its pipeline.
+  ExecContext(uint64_t seed, int threads, int64_t memory_limit, bool ordered, std::shared_ptr<BufferPool> shared_pool)
+      : seed(seed),
+        threads(threads),
+        ordered(ordered),
+        pool_owner(std::move(shared_pool)),
+        pool(pool_owner.get()),
+        cpu(threads, &cancel),
+        memory(memory_limit, pool_owner.get(), &cancel) {}
 
   const uint64_t seed;
   const int threads;
   const bool ordered;
+  const std::shared_ptr<BufferPool> pool_owner;
+  BufferPool* const pool;
   Cancellation cancel;
   CpuBudget cpu;
   MemoryBudget memory;
@@ -124,7 +141,6 @@ struct ExecContext {
   // on_corrupt "skip": a row a kernel refuses is dropped and logged in
   // `skips`, not the pipeline's error.
   bool skip_corrupt = false;
-  BufferPool* pool = BufferPool::Default();
   // The registry the pipeline was compiled with (its device runtimes).
   const ops::OpRegistry* registry = nullptr;
   // `backend`'s runtime; null for cpu.

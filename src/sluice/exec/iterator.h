@@ -102,6 +102,9 @@ class RemoteInput {
   // Open then logs the remote part's position after each element it yields
   // in ctx->shard_log, and resumes from ctx->ResumeOf(epoch) as given.
   virtual std::optional<graph::ShardSpec> Sharding() const { return std::nullopt; }
+  // Bytes it holds outside the pipeline's buffer pool (the shared-memory
+  // rings that workers on this host write batches into).
+  virtual int64_t HeldBytes() const { return 0; }
 };
 
 }  // namespace sluice::exec

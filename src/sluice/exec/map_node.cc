@@ -23,6 +23,13 @@ namespace {
 // Ranges smaller than this are not worth a hand-off between threads.
 constexpr int64_t kMinRangeRows = 32;
 
+// What one chunk's outputs take from the pool.
+int64_t PooledBytes(const MapPlan& plan, int64_t rows) {
+  int64_t bytes = 0;
+  for (size_t b : plan.OutputBytes(rows)) bytes += static_cast<int64_t>(b);
+  return bytes;
+}
+
 class MapIterator : public Iterator {
  public:
   MapIterator(const IteratorArgs& args, std::unique_ptr<MapPlan> plan, std::unique_ptr<Iterator> input)
@@ -35,6 +42,7 @@ class MapIterator : public Iterator {
         parallelism_(node_.parallelism > 0 ? node_.parallelism : ctx_->threads),
         prefetch_depth_(args.prefetch_depth),
         plan_(std::move(plan)),
+        element_bytes_(pool_ == ctx_->pool ? PooledBytes(*plan_, args.chunk_rows) : 0),
         input_(std::move(input)) {
     ctx_->cancel.Register(&mu_, &cv_);
     for (int i = 0; i < parallelism_; ++i) {
@@ -159,7 +167,7 @@ class MapIterator : public Iterator {
       // Under input_mu_: one runner of this node at a time is admitted, so
       // the node owes at most one element beyond the budget.
       ScopedNs waited(stats_ ? &stats_->output_wait_ns : nullptr);
-      if (!ctx_->memory.WaitForRoom(&owed_)) return false;
+      if (!ctx_->memory.WaitForRoom(&owed_, element_bytes_)) return false;
       ++owed_;
     }
     bool end = false;
@@ -334,6 +342,7 @@ class MapIterator : public Iterator {
   const int parallelism_;  // runner threads
   const int64_t prefetch_depth_;
   std::unique_ptr<MapPlan> plan_;
+  const int64_t element_bytes_;  // what admitting a chunk takes from the budgeted pool
   std::unique_ptr<Iterator> input_;
 
   absl::Mutex input_mu_;  // serializes pulls from input_, so slots keep input order

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "sluice/core/heap_reuse.h"
 #include "sluice/core/rng.h"
 #include "sluice/core/status_macros.h"
@@ -68,6 +70,7 @@ class CountingIterator : public Iterator {
 PipelineIterator::~PipelineIterator() {
   ctx_->cancel.Cancel();
   root_.reset();
+  GiveBackUnused(ctx_->pool);
 }
 
 namespace {
@@ -146,6 +149,7 @@ absl::StatusOr<std::unique_ptr<Pipeline>> Pipeline::Make(graph::CompiledPipeline
                                                          std::shared_ptr<RemoteInput> remote) {
   SLUICE_RETURN_IF_ERROR(PrepareKernels(&compiled));
   std::unique_ptr<Pipeline> pipeline(new Pipeline(std::move(compiled), std::move(remote)));
+  SLUICE_RETURN_IF_ERROR(pipeline->CheckMemoryBudget());
   pipeline->ReserveWorkingSet();
   ReuseFreedHeapMemory();
   return pipeline;
@@ -178,6 +182,26 @@ absl::Status PrepareKernels(graph::CompiledPipeline* compiled) {
   return absl::OkStatus();
 }
 
+// Each map node must be able to hold one chunk of its outputs (a whole
+// batch when the batch node passes chunks on) for the pipeline to go on.
+absl::Status Pipeline::CheckMemoryBudget() const {
+  int64_t needed = 0;
+  std::vector<std::string> parts;
+  for (size_t i = 0; i < compiled_.nodes.size(); ++i) {
+    const graph::CompiledNode& node = compiled_.nodes[i];
+    if (node.kind != graph::NodeKind::kMap || output_pools_[i] != nullptr) continue;
+    int64_t bytes = 0;
+    for (size_t b : MapPlan::Make(node)->OutputBytes(chunk_rows_)) bytes += static_cast<int64_t>(b);
+    needed += bytes;
+    parts.push_back(absl::StrFormat("node '%s' %d", node.name, bytes));
+  }
+  if (compiled_.memory_budget_bytes >= needed) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrFormat(
+      "memory_budget_bytes %d is less than the %d bytes this pipeline needs to make progress: one chunk of %d rows "
+      "from each map node (%s); raise it, or leave it unset for a default sized to the machine",
+      compiled_.memory_budget_bytes, needed, chunk_rows_, absl::StrJoin(parts, ", ")));
+}
+
 // The map nodes' output buffers are the bulk of a pipeline's memory. At its
 // busiest a map node holds its own in-flight chunks (parallelism + 1), the
 // next map node holds as many as inputs, a prefetch after it its depth plus
@@ -200,7 +224,7 @@ void Pipeline::ReserveWorkingSet() const {
       break;
     }
     const std::unique_ptr<MapPlan> plan = MapPlan::Make(nodes[i]);
-    BufferPool* pool = output_pools_[i] != nullptr ? output_pools_[i] : BufferPool::Default();
+    BufferPool* pool = output_pools_[i] != nullptr ? output_pools_[i] : pool_.get();
     for (size_t bytes : plan->OutputBytes(chunk_rows_)) pool->KeepCached(bytes, copies);
   }
 }
@@ -213,6 +237,9 @@ Pipeline::Pipeline(graph::CompiledPipeline compiled, std::shared_ptr<RemoteInput
   for (const graph::CompiledNode& node : compiled_.nodes) {
     if (node.kind == graph::NodeKind::kBatch) chunk_rows_ = node.count;
   }
+  BufferPool::Options pool;
+  pool.max_cached_bytes = pool.max_held_bytes = static_cast<size_t>(compiled_.memory_budget_bytes);
+  pool_ = std::make_shared<BufferPool>(pool);
   output_pools_ = OutputPools();
 }
 
@@ -344,7 +371,7 @@ int64_t Pipeline::Cardinality() const {
 
 std::unique_ptr<PipelineIterator> Pipeline::NewIterator(bool tune) const {
   auto ctx = std::make_unique<ExecContext>(compiled_.seed, compiled_.threads, compiled_.memory_budget_bytes,
-                                           compiled_.ordered);
+                                           compiled_.ordered, pool_);
   ctx->registry = compiled_.registry;
   ctx->skip_corrupt = !compiled_.nodes.empty() && compiled_.nodes.front().skip_corrupt;
   if (compiled_.stats) ctx->stats = std::make_unique<PipelineStats>(compiled_);

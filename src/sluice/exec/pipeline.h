@@ -112,6 +112,14 @@ class Pipeline {
   // intervenes; kUnknown otherwise, kInfinite for an endless repeat.
   int64_t Cardinality() const;
 
+  // The memory budget in bytes, and where the pipeline's buffers come from
+  // (its bytes in use, cached, and their peak: what the engine holds).
+  int64_t memory_budget() const { return compiled_.memory_budget_bytes; }
+  BufferPool::Stats memory() const { return pool_->stats(); }
+  // What the pipeline holds outside its pool: the service client's
+  // shared-memory rings.
+  int64_t ring_bytes() const { return remote_ ? remote_->HeldBytes() : 0; }
+
  private:
   Pipeline(graph::CompiledPipeline compiled, std::shared_ptr<RemoteInput> remote);
   static absl::StatusOr<std::unique_ptr<Pipeline>> Make(graph::CompiledPipeline compiled,
@@ -139,12 +147,18 @@ class Pipeline {
   // pipeline's.
   absl::Status CheckSharding(const EpochPosition& p) const;
   std::vector<Knob> MakeKnobs(ExecContext* ctx) const;
+  // InvalidArgument when the memory budget cannot hold one element of
+  // each stage, naming the minimum and the stages.
+  absl::Status CheckMemoryBudget() const;
   void ReserveWorkingSet() const;
   std::vector<BufferPool*> OutputPools() const;
 
   graph::CompiledPipeline compiled_;
   std::shared_ptr<RemoteInput> remote_;
   int64_t chunk_rows_;
+  // The pipeline's buffers, bounded by the memory budget; shared by the
+  // iterators of every epoch, so an epoch reuses the last one's blocks.
+  std::shared_ptr<BufferPool> pool_;
   // Per node: where its output buffers come from (null: the context's pool).
   std::vector<BufferPool*> output_pools_;
   // Tuning goes on across the iterators of successive epochs.

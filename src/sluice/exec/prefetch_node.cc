@@ -74,7 +74,7 @@ class PrefetchIterator : public Iterator {
       }
       {
         ScopedNs waited(stats_ ? &stats_->output_wait_ns : nullptr);
-        if (!ctx_->memory.WaitForRoom(&buffered_)) return;
+        if (!ctx_->memory.WaitForRoom(&buffered_, 0)) return;
       }
       Item item;
       item.status = input_->GetNext(&item.batch, &item.end);

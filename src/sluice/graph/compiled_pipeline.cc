@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
+#include "sluice/core/memory_default.h"
 #include "sluice/core/python_pool.h"
 #include "sluice/core/rng.h"
 #include "sluice/core/status_macros.h"
@@ -32,7 +33,6 @@
 namespace sluice::graph {
 namespace {
 
-constexpr int64_t kDefaultMemoryBudget = int64_t{1} << 30;
 // Reader threads a source may have: each holds a split in memory.
 constexpr int kMaxParallelReads = 64;
 
@@ -633,8 +633,12 @@ CompiledPipeline CompileOptions(const PipelineDef& def, const ops::OpRegistry& r
   out.seed = def.seed();
   out.threads =
       def.options().threads() > 0 ? def.options().threads() : std::max(1u, std::thread::hardware_concurrency());
-  out.memory_budget_bytes =
-      def.options().memory_budget_bytes() > 0 ? def.options().memory_budget_bytes() : kDefaultMemoryBudget;
+  out.memory_budget_bytes = def.options().memory_budget_bytes();
+  if (out.memory_budget_bytes <= 0) {
+    const DefaultMemoryBudget budget = DefaultMemoryBudgetOfMachine();
+    out.memory_budget_bytes = budget.bytes;
+    out.memory_budget_default = budget.Describe();
+  }
   out.ordered = !def.options().unordered();
   out.autotune = !def.options().no_autotune();
   out.stats = !def.options().no_stats() || out.autotune;

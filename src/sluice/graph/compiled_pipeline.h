@@ -90,6 +90,9 @@ struct CompiledPipeline {
   uint64_t seed = 0;
   int threads = 1;
   int64_t memory_budget_bytes = 0;
+  // How the default budget was sized ("256 MiB (1/128 of 23.5 GiB for 1
+  // rank)"); empty when the options set it.
+  std::string memory_budget_default;
   bool ordered = true;
   bool stats = true;               // per-node statistics (exec/node_stats.h)
   bool autotune = true;            // implies stats

@@ -333,8 +333,11 @@ std::shared_ptr<ShmRing> DistributedInput::TakeRing() {
   // Outside the lock: reserving the ring's pages takes ~20 ms, which the
   // heartbeat and the other streams need not wait for.
   absl::StatusOr<std::shared_ptr<ShmRing>> made = ShmRing::Create(ring_bytes_);
-  if (made.ok()) return *std::move(made);
   absl::MutexLock lock(&mu_);
+  if (made.ok()) {
+    ++rings_held_;
+    return *std::move(made);
+  }
   if (!rings_failed_) {
     rings_failed_ = true;
     Log("client", absl::StrCat(made.status().message(), "; workers on this host send over TCP instead"));
@@ -343,9 +346,19 @@ std::shared_ptr<ShmRing> DistributedInput::TakeRing() {
 }
 
 void DistributedInput::ReturnRing(std::shared_ptr<ShmRing> ring) {
-  if (ring == nullptr || !ring->Reclaim()) return;
+  if (ring == nullptr) return;
+  const bool reusable = ring->Reclaim();
   absl::MutexLock lock(&mu_);
-  idle_rings_.push_back(std::move(ring));
+  if (reusable) {
+    idle_rings_.push_back(std::move(ring));
+  } else {
+    --rings_held_;  // unmapped when the last batch viewing it goes
+  }
+}
+
+int64_t DistributedInput::HeldBytes() const {
+  absl::MutexLock lock(&mu_);
+  return rings_held_ * static_cast<int64_t>(ring_bytes_);
 }
 
 void DistributedInput::Opened(EpochReader* reader, uint64_t epoch) {

@@ -58,6 +58,7 @@ class DistributedInput : public exec::RemoteInput {
   std::vector<io::Split> SplitOrder(uint64_t epoch) const override;
   void Identify(exec::EpochPosition* p) const override;
   std::optional<graph::ShardSpec> Sharding() const override { return sharding_; }
+  int64_t HeldBytes() const override;
 
   const ElementSpec& element() const { return element_; }
   const Schema& schema() const { return schema_; }
@@ -146,6 +147,7 @@ class DistributedInput : public exec::RemoteInput {
   int64_t bytes_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<std::shared_ptr<ShmRing>> idle_rings_ ABSL_GUARDED_BY(mu_);
   bool rings_failed_ ABSL_GUARDED_BY(mu_) = false;
+  int64_t rings_held_ ABSL_GUARDED_BY(mu_) = 0;  // made and not dropped
   absl::Duration waited_ ABSL_GUARDED_BY(mu_);
   absl::Time last_heartbeat_ ABSL_GUARDED_BY(mu_);
   absl::Status fatal_ ABSL_GUARDED_BY(mu_);

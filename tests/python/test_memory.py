@@ -1,0 +1,105 @@
+"""The memory budget against the process's RSS (docs/memory.md): what the
+engine reports holding, the bound it keeps, the error for a budget too
+small to run in, and the memory it gives back."""
+
+import time
+
+import numpy as np
+import pytest
+
+import sluice
+from sluice import ops
+
+MIB = 1 << 20
+ROW = MIB // 4  # float32 values: 1 MiB a sample
+ROWS = 512
+BATCH = 16      # 16 MiB a batch, 512 MiB an epoch
+
+
+def rss():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * 4096
+
+
+def one_mib_of(sample):
+    return {"x": np.full(ROW, float(sample["i"]), np.float32)}
+
+
+def big_rows(budget_mib):
+    """Tiny rows shuffled, then a python op making 1 MiB of each, batched and
+    prefetched far ahead: unbounded, the whole epoch can pile up."""
+    return (sluice.arrays({"i": np.arange(ROWS, dtype=np.int64)})
+            .shuffle(64)
+            .map(ops.python(one_mib_of, outputs={"x": ("float32", [ROW])}, processes=1))
+            .batch(BATCH)
+            .prefetch(64)
+            .with_options(memory_budget_bytes=budget_mib * MIB, seed=3))
+
+
+def watch(pipe, until, seconds):
+    """Takes one batch, then keeps it while the pipeline works ahead: the
+    highest RSS over baseline and the engine's bytes in use, sampled until
+    `until(in_use)` or `seconds` pass."""
+    baseline = rss()
+    it = iter(pipe)
+    first = next(it)
+    assert first["x"].shape == (BATCH, ROW)
+    most_rss, most_in_use = 0, 0
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        most_rss = max(most_rss, rss() - baseline)
+        most_in_use = max(most_in_use, pipe.memory()["in_use"])
+        if until(most_in_use):
+            break
+        time.sleep(0.05)
+    rest = sum(b["x"].shape[0] for b in it)
+    assert rest == ROWS - BATCH  # nothing dropped while held back
+    return most_rss, most_in_use
+
+
+def test_unbounded_the_prefetch_piles_up_the_epoch():
+    # The control: the same pipeline with room for it holds far more than
+    # the budget of the next test (polled up to a minute on a busy host).
+    _, in_use = watch(big_rows(2048), lambda b: b >= 300 * MIB, seconds=60)
+    assert in_use >= 300 * MIB
+
+
+def test_the_budget_bounds_rss_with_a_shuffle_a_python_op_and_prefetch():
+    budget = 96
+    pipe = big_rows(budget)
+    grew, in_use = watch(pipe, lambda b: False, seconds=3)
+    # Over the budget by at most one element per stage (a 16 MiB chunk of the
+    # map and of the batch node); 100 MiB more for the python op's shared
+    # memory and the Python objects of the batches taken.
+    assert in_use <= (budget + 2 * 16) * MIB
+    assert grew <= (budget + 2 * 16 + 100) * MIB, f"RSS grew {grew / MIB:.0f} MiB"
+    m = pipe.memory()
+    assert m["peak_in_use"] <= (budget + 2 * 16) * MIB
+    assert m["held"] == m["in_use"] + m["cached"] + m["rings"]
+    assert m["peak_held"] >= m["peak_in_use"]
+
+
+def test_a_budget_too_small_for_one_batch_names_the_minimum_and_the_node():
+    with pytest.raises(sluice.InvalidArgumentError, match=r"memory_budget_bytes 8388608 is less than the 1677\d+ "
+                                                          r"bytes .* one chunk of 16 rows .*node 'map_2' 1677\d+"):
+        big_rows(8).memory()
+
+
+def test_the_default_budget_is_sized_to_the_machine_and_printed():
+    m = sluice.arrays({"i": np.arange(4, dtype=np.int64)}).memory()
+    assert 256 * MIB <= m["budget"] <= 2048 * MIB
+    assert m["budget_default"].startswith(f"{m['budget'] // MIB} MiB (1/128 of ")
+
+
+def test_the_pipeline_gives_its_memory_back():
+    baseline = rss()
+    pipe = big_rows(256)
+    for batch in pipe:
+        pass
+    del batch
+    m = pipe.memory()
+    assert m["in_use"] == 0
+    assert 0 < m["cached"] <= m["peak_in_use"]  # at most its working set, kept for the next epoch
+    del pipe
+    # The blocks go back with the pipeline (a process-wide cache kept them).
+    assert rss() - baseline < 64 * MIB
