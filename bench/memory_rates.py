@@ -1,5 +1,6 @@
 """Throughput, time to the first batch and peak RSS of `sluice run` under
-memory budgets, interleaved runs, medians; optionally beside another build
+memory budgets, interleaved runs (each round starting one configuration
+later), medians; optionally beside another build
 of `sluice` (the one before a change).
 
     .venv/bin/python bench/memory_rates.py --data data [--runs 5]
@@ -67,7 +68,10 @@ def main(argv=None):
         results = {c[0]: [] for c in configs}
         for i in range(args.runs):
             print(f"run {i + 1}/{args.runs}", file=sys.stderr, flush=True)
-            for label, binary, path, epochs in configs:
+            # Each round starts one configuration later, so none always
+            # follows the same one (the first W3 run after W2's ran 5-10%
+            # slower, whichever it was).
+            for label, binary, path, epochs in configs[i % len(configs):] + configs[:i % len(configs)]:
                 results[label].append(run(binary, path, epochs))
     rows = []
     for label, runs in results.items():
