@@ -334,6 +334,33 @@ TEST_F(PipelineTest, DefaultMemoryBudgetIsSizedToTheMachineAndTheRanksOnIt) {
   }
 }
 
+TEST_F(PipelineTest, AShuffleBufferHoldsAboutItsRowsNotTheChunksTheyCameIn) {
+  // Rows of 3 KiB (float32 16 x 16 x 3) in chunks of 64; a buffer of 2048
+  // rows keeps rows alive for ~2048 draws each, so a chunk lives until its
+  // last row is drawn: ~5x the buffer's rows without compaction.
+  constexpr int kTotal = 20000, kBuffer = 2048, kBatch = 64;
+  const int64_t row_bytes = 16 * 16 * 3 * 4;
+  std::vector<uint8_t> pixels(static_cast<size_t>(kTotal) * 16 * 16 * 3);
+  for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<uint8_t>(i % 251);
+  PipelineDef def = PipelineBuilder::Arrays({MakeArrayColumn("image", {16, 16, 3}, pixels)})
+                        .Map({Op("rescale", {{"scale", 1 / 255.0}})}, 1)
+                        .Shuffle(kBuffer)
+                        .Batch(kBatch)
+                        .Threads(1)
+                        .Build();
+  ASSERT_OK_AND_ASSIGN(auto pipeline, Pipeline::Create(def));
+  auto it = pipeline->Iterate(0);
+  Batch b;
+  bool end = false;
+  int64_t rows = 0;
+  while (it->Next(&b, &end).ok() && !end) rows += b.rows;
+  EXPECT_EQ(rows, kTotal);
+  // The buffer's rows three times over, plus a few chunks in flight around
+  // it (without compaction: ~10,000 rows).
+  const int64_t in_use = static_cast<int64_t>(pipeline->memory().peak_live_bytes);
+  EXPECT_LE(in_use, (3 * kBuffer + 8 * kBatch) * row_bytes) << in_use / row_bytes << " rows";
+}
+
 TEST_F(PipelineTest, MissingFeatureNamesFeatureFileAndRecord) {
   std::vector<std::string> records;
   for (int i = 0; i < 5; ++i) records.push_back(testing::MakeExample(testing::CifarImage(i), i));

@@ -65,6 +65,9 @@ absl::Status Profile(const ProfileArgs& args) {
   }
   std::printf("\nsource alone: %s samples/s; CPU per sample: %.1f core-µs\n",
               profile::ShortRate(r.findings.input_only_samples_per_s).c_str(), r.findings.cpu_s_per_sample * 1e6);
+  std::printf("memory: budget %lld MiB; the engine's buffers held at most %.1f MB (%.1f MB in use at once)\n",
+              static_cast<long long>(r.full.memory_budget >> 20), r.full.memory.peak_held_bytes / 1e6,
+              r.full.memory.peak_live_bytes / 1e6);
   if (!r.verdict.levers.empty()) std::printf("\nlevers:\n");
   for (const profile::Lever& l : r.verdict.levers) {
     std::printf("  - %s%s (%s)\n", l.action.c_str(),

@@ -3,10 +3,14 @@
 // tf.data's shuffle. The draws are keyed by (seed, node, epoch, draw), so
 // every epoch has its own order, a seed reproduces it, and the order does
 // not depend on how the input was cut into chunks (which makes the position
-// savable: shuffle_state.h).
+// savable: shuffle_state.h). The buffer holds rows, not the chunks they
+// came in: once the chunks it keeps alive hold more than three times its
+// rows, the rows of chunks mostly drawn already are copied into dense
+// chunks, so a buffer of N rows costs a few N rows, not N chunks.
 #include <algorithm>
 #include <memory>
 #include <optional>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -38,6 +42,7 @@ class ShuffleIterator : public Iterator {
       const EpochPosition* resume = ctx_->ResumeOf(epoch_);
       const bool restore = resume != nullptr && ctx_->resume_buffer;
       SLUICE_RETURN_IF_ERROR(restore ? Restore(*resume->shuffle, *ctx_->resume_buffer) : Fill());
+      compact_above_ = 3 * static_cast<int64_t>(buffer_.size()) + chunk_rows_;
       started_ = true;
     }
     if (buffer_.empty()) {
@@ -52,6 +57,7 @@ class ShuffleIterator : public Iterator {
       const size_t i = ShuffleDraw(ctx_->seed, key_, epoch_, emitted_++, buffer_.size());
       Row& row = buffer_[i];
       copier.Append(*row.chunk, row.row, row.row + 1);
+      Leave(row);
       if (log_ != nullptr) {
         held_.Release(row.index);
         marks.push_back(ShuffleMark{epoch_, row.chunk->provenance.SampleId(row.row), {}, {}});
@@ -64,6 +70,7 @@ class ShuffleIterator : public Iterator {
       }
       if (PendingLeft()) {
         row = TakePending();
+        Enter(row);
         if (log_ != nullptr) held_.Add(row.chunk->provenance.Origin(row.row), true);
       } else {
         row = std::move(buffer_.back());
@@ -75,6 +82,7 @@ class ShuffleIterator : public Iterator {
       }
     }
     if (log_ != nullptr) log_->Add(marks);
+    if (chunk_rows_held_ > compact_above_) Compact();
     *end = false;
     *out = copier.Finish();
     return absl::OkStatus();
@@ -102,12 +110,54 @@ class ShuffleIterator : public Iterator {
 
   Row TakePending() { return Row{pending_, pending_row_++, next_index_++}; }
 
+  // A row came into the buffer, or left it: counts the rows of the chunks
+  // the buffer keeps alive.
+  void Enter(const Row& row) {
+    if (live_[row.chunk.get()]++ == 0) chunk_rows_held_ += row.chunk->rows;
+  }
+  void Leave(const Row& row) {
+    auto it = live_.find(row.chunk.get());
+    if (--it->second > 0) return;
+    chunk_rows_held_ -= row.chunk->rows;
+    live_.erase(it);
+  }
+
+  // Copies the rows of chunks that keep fewer than half of their rows in
+  // the buffer into dense chunks of chunk_rows_, letting go of those; the
+  // next compaction waits until the chunks held grow by the buffer's size
+  // again, so no row is copied more than about once.
+  void Compact() {
+    std::vector<size_t> sparse;
+    for (size_t i = 0; i < buffer_.size(); ++i) {
+      if (live_[buffer_[i].chunk.get()] * 2 < buffer_[i].chunk->rows) sparse.push_back(i);
+    }
+    for (size_t first = 0; first < sparse.size(); first += chunk_rows_) {
+      const size_t last = std::min(sparse.size(), first + static_cast<size_t>(chunk_rows_));
+      RowCopier copier(node_.input_schema, static_cast<int64_t>(last - first), pool_);
+      for (size_t k = first; k < last; ++k) {
+        const Row& row = buffer_[sparse[k]];
+        copier.Append(*row.chunk, row.row, row.row + 1);
+      }
+      auto dense = std::make_shared<const Batch>(copier.Finish());
+      for (size_t k = first; k < last; ++k) {
+        Row& row = buffer_[sparse[k]];
+        Leave(row);
+        row.chunk = dense;
+        row.row = static_cast<int64_t>(k - first);
+        Enter(row);
+      }
+    }
+    compact_above_ = std::max(2 * static_cast<int64_t>(buffer_.size()), chunk_rows_held_) +
+                     static_cast<int64_t>(buffer_.size()) + chunk_rows_;
+  }
+
   // The epoch's first buffer_size rows.
   absl::Status Fill() {
     while (static_cast<int64_t>(buffer_.size()) < node_.count) {
       SLUICE_RETURN_IF_ERROR(Pull());
       if (!PendingLeft()) break;
       buffer_.push_back(TakePending());
+      Enter(buffer_.back());
       if (log_ != nullptr) held_.Add(buffer_.back().chunk->provenance.Origin(buffer_.back().row), true);
     }
     return absl::OkStatus();
@@ -144,7 +194,11 @@ class ShuffleIterator : public Iterator {
       const Row row = TakePending();
       const bool held = want != wanted.end() && want->first == row.index;
       if (log_ != nullptr) held_.Add(row.chunk->provenance.Origin(row.row), held);
-      if (held) buffer_[(want++)->second] = row;
+      if (held) {
+        buffer_[want->second] = row;
+        Enter(row);
+        ++want;
+      }
     }
     PassOver(replay.next);
     emitted_ = p.emitted;
@@ -173,6 +227,10 @@ class ShuffleIterator : public Iterator {
   int64_t pending_row_ = 0;
   int64_t next_index_ = 0;  // of the next input row
   std::vector<Row> buffer_;
+  // Rows of each chunk still in buffer_, and all the rows of those chunks.
+  std::unordered_map<const Batch*, int64_t> live_;
+  int64_t chunk_rows_held_ = 0;
+  int64_t compact_above_ = 0;  // chunk_rows_held_ past which to compact
   int64_t emitted_ = 0;
   HeldRows held_;  // tracked with log_
 };

@@ -52,6 +52,10 @@ std::string JsonReport(const ProfileResult& r) {
                              {"value", k.value}});
   }
   j["autotune_log"] = r.full.tune_log;
+  j["memory"] = {{"budget", r.full.memory_budget},
+                 {"peak_held", r.full.memory.peak_held_bytes},
+                 {"peak_in_use", r.full.memory.peak_live_bytes},
+                 {"cached", r.full.memory.cached_bytes}};
   j["seconds"] = r.full.seconds;
   if (!r.note.empty()) j["note"] = r.note;
   return j.dump();

@@ -217,6 +217,8 @@ absl::StatusOr<RunMeasurement> MeasureRun(const exec::Pipeline& pipeline, const 
     for (const auto& [tid, name] : options.trace->thread_names()) names[tid] = name;
   }
   for (const auto& [tid, name] : names) m.thread_names.emplace_back(tid, name);
+  m.memory = pipeline.memory();
+  m.memory_budget = pipeline.memory_budget();
   return m;
 }
 

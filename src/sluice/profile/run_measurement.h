@@ -45,6 +45,9 @@ struct RunMeasurement {
   std::vector<exec::Knob> tuned;  // the autotuner's setting at the end
   std::vector<std::string> tune_log;
   std::vector<std::pair<int, std::string>> thread_names;  // kernel id, name
+  // The pipeline's buffer pool at the end, and its budget (docs/memory.md).
+  BufferPool::Stats memory;
+  int64_t memory_budget = 0;
 };
 
 absl::StatusOr<RunMeasurement> MeasureRun(const exec::Pipeline& pipeline, const MeasureOptions& options);
