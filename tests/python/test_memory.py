@@ -103,3 +103,24 @@ def test_the_pipeline_gives_its_memory_back():
     del pipe
     # The blocks go back with the pipeline (a process-wide cache kept them).
     assert rss() - baseline < 64 * MIB
+
+
+def test_the_budget_counts_a_local_workers_rings():
+    # The python op runs on a local worker, which hands its rows over a
+    # shared-memory ring; the ring's bytes count against the budget here.
+    budget = 160
+    pipe = (sluice.arrays({"i": np.arange(ROWS, dtype=np.int64)})
+            .shuffle(64)
+            .map(ops.python(one_mib_of, outputs={"x": ("float32", [ROW])}, processes=1))
+            .distribute(local_workers=1)
+            .batch(BATCH)
+            .prefetch(64)
+            .with_options(memory_budget_bytes=budget * MIB, seed=3))
+    grew, in_use = watch(pipe, lambda b: False, seconds=3)
+    m = pipe.memory()
+    assert m["rings"] >= 16 * MIB
+    assert m["held"] == m["in_use"] + m["cached"] + m["rings"]
+    # Batches in the pool, beside the ring, within the budget but for the
+    # 16 MiB batch each stage may finish (unbounded: the whole 512 MiB epoch).
+    assert in_use <= budget * MIB - m["rings"] + 2 * 16 * MIB
+    assert grew <= (budget + 2 * 16 + 100) * MIB, f"RSS grew {grew / MIB:.0f} MiB"

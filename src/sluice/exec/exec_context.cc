@@ -57,7 +57,10 @@ MemoryBudget::~MemoryBudget() {
 
 bool MemoryBudget::WaitForRoom(const std::atomic<int64_t>* owed, int64_t wanted) {
   absl::MutexLock lock(&mu_);
-  auto full = [&] { return static_cast<int64_t>(pool_->stats().live_bytes) + wanted > limit_; };
+  auto full = [&] {
+    const int64_t outside = outside_ ? outside_() : 0;
+    return static_cast<int64_t>(pool_->stats().live_bytes) + outside + wanted > limit_;
+  };
   while (owed->load() > 0 && !cancel_->cancelled() && full()) cv_.Wait(&mu_);
   return !cancel_->cancelled();
 }

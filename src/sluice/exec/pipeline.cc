@@ -373,6 +373,7 @@ std::unique_ptr<PipelineIterator> Pipeline::NewIterator(bool tune) const {
   auto ctx = std::make_unique<ExecContext>(compiled_.seed, compiled_.threads, compiled_.memory_budget_bytes,
                                            compiled_.ordered, pool_);
   ctx->registry = compiled_.registry;
+  if (remote_ != nullptr) ctx->memory.CountAlso([remote = remote_] { return remote->HeldBytes(); });
   ctx->skip_corrupt = !compiled_.nodes.empty() && compiled_.nodes.front().skip_corrupt;
   if (compiled_.stats) ctx->stats = std::make_unique<PipelineStats>(compiled_);
   std::vector<Knob> tunable = MakeKnobs(ctx.get());
