@@ -3,7 +3,7 @@ against what the engine says it holds (`pipe.memory()`), one fresh process
 per workload.
 
     .venv/bin/python bench/memory_bench.py [--data data] [--epochs 100]
-        [--w3-epochs 20] [--worker-epochs 20]
+        [--w3-epochs 20] [--worker-epochs 100]
         [--workloads w1,w2,w3,w5b,w2_worker]
         [--budget-mb 0]
 
@@ -121,8 +121,8 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--data", default="data")
     p.add_argument("--epochs", type=int, default=100)
-    p.add_argument("--w3-epochs", type=int, default=20, help="epochs of W3 and W5b (JPEG decoding is slow)")
-    p.add_argument("--worker-epochs", type=int, default=20, help="epochs of W2 through a local worker")
+    p.add_argument("--w3-epochs", type=int, default=20, help="epochs of W3")
+    p.add_argument("--worker-epochs", type=int, default=100, help="epochs of W2 through a local worker")
     p.add_argument("--workloads", default=",".join(WORKLOADS))
     p.add_argument("--budget-mb", type=int, default=0, help="memory_budget_bytes in MiB (0: the default)")
     p.add_argument("--child", help=argparse.SUPPRESS)
@@ -133,7 +133,7 @@ def main(argv=None):
     for name in args.workloads.split(","):
         if name not in WORKLOADS:
             p.error(f"unknown workload {name!r}: one of {', '.join(WORKLOADS)}")
-        epochs = {"w3": args.w3_epochs, "w5b": args.w3_epochs, "w2_worker": args.worker_epochs}.get(name, args.epochs)
+        epochs = {"w3": args.w3_epochs, "w2_worker": args.worker_epochs}.get(name, args.epochs)
         print(f"{name}: {epochs} epochs ...", file=sys.stderr, flush=True)
         out = subprocess.run([sys.executable, __file__, "--child", name, "--data", args.data,
                               "--epochs", str(epochs), "--budget-mb", str(args.budget_mb)],
