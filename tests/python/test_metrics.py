@@ -61,6 +61,7 @@ def test_metrics_move_as_a_job_runs():
     try:
         before = _scrape(worker_metrics)
         assert _find(before, "sluice_worker_samples_sent_total") == 0
+        assert _find(before, "sluice_worker_engine_bytes", kind="in_use") == 0  # no pipeline yet
         _wait_for(dispatcher_metrics, lambda v: _find(v, "sluice_workers") == 1)  # the worker registered
         pipe = (sluice.arrays({"id": np.arange(ROWS, dtype=np.int64),
                                "image": np.zeros((ROWS, 8, 8, 3), np.uint8)}, split_records=100)
@@ -85,6 +86,9 @@ def test_metrics_move_as_a_job_runs():
         after_worker, after = _scrape(worker_metrics), _scrape(dispatcher_metrics)
         assert _find(after_worker, "sluice_worker_samples_sent_total") >= ROWS
         assert _find(after_worker, "sluice_worker_bytes_sent_total") > ROWS * 64 * 64 * 3
+        # The pipeline it ran keeps its buffers for the next epoch (docs/memory.md).
+        held = sum(_find(after_worker, "sluice_worker_engine_bytes", kind=k) for k in ("in_use", "cached"))
+        assert held >= 10 * 64 * 64 * 3, held  # a batch's worth at least
         assert _find(after, "sluice_job_splits", job="metered", state="done") == ROWS // 100
         assert _find(after, "sluice_job_splits", job="metered", state="pending") == 0
         assert _find(after, "sluice_process_resident_bytes") > 0

@@ -115,6 +115,11 @@ std::vector<prometheus::MetricFamily> WorkerMetrics(const WorkerStatus& status) 
             "samples this worker handed to consumers on its host through shared memory", worker,
             static_cast<double>(status.samples_sent_shared_memory()));
   f.Gauge("sluice_worker_active_streams", "streams this worker is serving", worker, status.active_streams());
+  const std::string engine_help = "bytes of its pipelines' buffers, in use and cached for reuse";
+  f.Gauge("sluice_worker_engine_bytes", engine_help, {worker[0], {"kind", "in_use"}},
+          static_cast<double>(status.engine_bytes_in_use()));
+  f.Gauge("sluice_worker_engine_bytes", engine_help, {worker[0], {"kind", "cached"}},
+          static_cast<double>(status.engine_bytes_cached()));
   f.Errors("sluice_worker_errors_total", "streams that failed since the worker started, by status code",
            status.errors());
   f.Process();

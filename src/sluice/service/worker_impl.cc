@@ -120,6 +120,11 @@ WorkerStatus WorkerImpl::Status() const {
   out.set_samples_sent_shared_memory(samples_sent_shared_memory_.load());
   absl::MutexLock lock(&mu_);
   for (const auto& [kind, n] : errors_) (*out.mutable_errors())[kind] = n;
+  for (const auto& [id, cached] : pipelines_) {
+    const BufferPool::Stats memory = cached.pipeline->memory();
+    out.set_engine_bytes_in_use(out.engine_bytes_in_use() + static_cast<int64_t>(memory.live_bytes));
+    out.set_engine_bytes_cached(out.engine_bytes_cached() + static_cast<int64_t>(memory.cached_bytes));
+  }
   return out;
 }
 
