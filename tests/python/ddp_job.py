@@ -15,6 +15,7 @@ pool of sluice processes.
 """
 
 import argparse
+import faulthandler
 import os
 import time
 
@@ -39,6 +40,7 @@ def pipeline(seed):
 
 
 def main():
+    faulthandler.enable()  # a rank that aborts shows where each thread was
     p = argparse.ArgumentParser()
     p.add_argument("out")
     p.add_argument("--epochs", type=int, default=2)
