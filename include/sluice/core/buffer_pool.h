@@ -105,7 +105,8 @@ class BufferPool {
 
   BufferPool() : BufferPool(Options()) {}
   explicit BufferPool(Options options);
-  // Frees the cached blocks; blocks still in use are freed when released.
+  // Frees the cached blocks now; blocks still in use are freed when
+  // released.
   ~BufferPool();
   BufferPool(const BufferPool&) = delete;
   BufferPool& operator=(const BufferPool&) = delete;

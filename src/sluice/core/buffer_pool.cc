@@ -99,8 +99,11 @@ struct BufferPool::State {
 BufferPool::BufferPool(Options options) : state_(std::make_shared<State>(options)) {}
 
 BufferPool::~BufferPool() {
-  absl::MutexLock lock(&state_->mu);
-  state_->closed = true;
+  {
+    absl::MutexLock lock(&state_->mu);
+    state_->closed = true;
+  }
+  state_->TrimTo(0);  // now, not when the last buffer still held goes
 }
 
 BufferPool* BufferPool::Default() {
