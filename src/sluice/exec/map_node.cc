@@ -23,13 +23,6 @@ namespace {
 // Ranges smaller than this are not worth a hand-off between threads.
 constexpr int64_t kMinRangeRows = 32;
 
-// What one chunk's outputs take from the pool.
-int64_t PooledBytes(const MapPlan& plan, int64_t rows) {
-  int64_t bytes = 0;
-  for (size_t b : plan.OutputBytes(rows)) bytes += static_cast<int64_t>(b);
-  return bytes;
-}
-
 class MapIterator : public Iterator {
  public:
   MapIterator(const IteratorArgs& args, std::unique_ptr<MapPlan> plan, std::unique_ptr<Iterator> input)
@@ -42,7 +35,7 @@ class MapIterator : public Iterator {
         parallelism_(node_.parallelism > 0 ? node_.parallelism : ctx_->threads),
         prefetch_depth_(args.prefetch_depth),
         plan_(std::move(plan)),
-        element_bytes_(pool_ == ctx_->pool ? PooledBytes(*plan_, args.chunk_rows) : 0),
+        element_bytes_(pool_ == ctx_->pool ? plan_->ChunkBytes(args.chunk_rows) : 0),
         input_(std::move(input)) {
     ctx_->cancel.Register(&mu_, &cv_);
     for (int i = 0; i < parallelism_; ++i) {

@@ -259,6 +259,12 @@ std::vector<size_t> MapPlan::OutputBytes(int64_t rows) const {
   return bytes;
 }
 
+int64_t MapPlan::ChunkBytes(int64_t rows) const {
+  int64_t bytes = 0;
+  for (size_t b : OutputBytes(rows)) bytes += static_cast<int64_t>(b);
+  return bytes;
+}
+
 ops::ColumnRef MapPlan::Ref(int value, const Batch& in, int64_t row0, const Bases& bases) const {
   const Value& v = values_[value];
   ops::ColumnRef r;

@@ -61,8 +61,9 @@ class MapPlan {
   // an in-place op's output is its input column's buffer, when nothing
   // else holds that),
   absl::StatusOr<std::vector<Tensor>> AllocateOutputs(const Batch& in, BufferPool* pool) const;
-  // (their sizes in bytes),
+  // (their sizes in bytes, and their sum),
   std::vector<size_t> OutputBytes(int64_t rows) const;
+  int64_t ChunkBytes(int64_t rows) const;
   // the chain on rows [begin, end) (safe on disjoint ranges concurrently;
   // REQUIRES: the whole chunk when whole_chunks()),
   absl::Status RunRows(const Batch& in, int64_t begin, int64_t end, const RunArgs& args,

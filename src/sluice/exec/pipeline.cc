@@ -190,8 +190,7 @@ absl::Status Pipeline::CheckMemoryBudget() const {
   for (size_t i = 0; i < compiled_.nodes.size(); ++i) {
     const graph::CompiledNode& node = compiled_.nodes[i];
     if (node.kind != graph::NodeKind::kMap || output_pools_[i] != nullptr) continue;
-    int64_t bytes = 0;
-    for (size_t b : MapPlan::Make(node)->OutputBytes(chunk_rows_)) bytes += static_cast<int64_t>(b);
+    const int64_t bytes = MapPlan::Make(node)->ChunkBytes(chunk_rows_);
     needed += bytes;
     parts.push_back(absl::StrFormat("node '%s' %d", node.name, bytes));
   }
@@ -205,17 +204,20 @@ absl::Status Pipeline::CheckMemoryBudget() const {
 // The map nodes' output buffers are the bulk of a pipeline's memory. At its
 // busiest a map node holds its own in-flight chunks (parallelism + 1), the
 // next map node holds as many as inputs, a prefetch after it its depth plus
-// one in transit, and the consumer one. The pool keeps that many once they
-// are used, so the footprint of the first epoch is that of the whole run;
-// nothing is allocated or touched before the pipeline runs.
+// one in transit, and the consumer one. A page-locked staging pool (for a
+// device map) keeps that many once they are used, so the footprint of the
+// first epoch is that of the whole run; nothing is allocated or touched
+// before the pipeline runs. The pipeline's own pool needs no such count:
+// it caches whatever the memory budget leaves room for.
 void Pipeline::ReserveWorkingSet() const {
   const std::vector<graph::CompiledNode>& nodes = compiled_.nodes;
   auto parallelism = [&](const graph::CompiledNode& n) {
     return n.parallelism > 0 ? n.parallelism : compiled_.threads;
   };
   for (size_t i = 0; i < nodes.size(); ++i) {
-    // Device maps' outputs are device memory, not the pool's.
+    // Device maps' outputs are device memory, not a pool's.
     if (nodes[i].kind != graph::NodeKind::kMap || nodes[i].backend != ops::Backend::kCpu) continue;
+    if (output_pools_[i] == nullptr) continue;
     int copies = parallelism(nodes[i]) + 1 + 1;
     for (size_t j = i + 1; j < nodes.size(); ++j) {
       if (nodes[j].kind == graph::NodeKind::kBatch) continue;  // passes chunks through
@@ -224,8 +226,7 @@ void Pipeline::ReserveWorkingSet() const {
       break;
     }
     const std::unique_ptr<MapPlan> plan = MapPlan::Make(nodes[i]);
-    BufferPool* pool = output_pools_[i] != nullptr ? output_pools_[i] : pool_.get();
-    for (size_t bytes : plan->OutputBytes(chunk_rows_)) pool->KeepCached(bytes, copies);
+    for (size_t bytes : plan->OutputBytes(chunk_rows_)) output_pools_[i]->KeepCached(bytes, copies);
   }
 }
 
@@ -426,8 +427,7 @@ std::vector<Knob> Pipeline::MakeKnobs(ExecContext* ctx) const {
       ctx->knobs[i] = std::make_unique<NodeKnobs>();
       ctx->knobs[i]->parallelism = runners;
       if (node.parallelism == 0 && runners > 1) {
-        int64_t bytes = 0;
-        for (size_t b : MapPlan::Make(node)->OutputBytes(chunk_rows_)) bytes += b;
+        const int64_t bytes = MapPlan::Make(node)->ChunkBytes(chunk_rows_);
         tunable.push_back(Knob{Knob::Kind::kParallelism, static_cast<int>(i), node.name, runners, 1, runners, bytes});
       }
     } else if (node.kind == graph::NodeKind::kPrefetch && !PrefetchAfterRemote(nodes, i)) {
