@@ -59,10 +59,18 @@ bool MemoryBudget::WaitForRoom(const std::atomic<int64_t>* owed, int64_t wanted)
   absl::MutexLock lock(&mu_);
   auto full = [&] {
     const int64_t outside = outside_ ? outside_() : 0;
-    return static_cast<int64_t>(pool_->stats().live_bytes) + outside + wanted > limit_;
+    return static_cast<int64_t>(pool_->stats().live_bytes) + outside + reserved_ + wanted > limit_;
   };
   while (owed->load() > 0 && !cancel_->cancelled() && full()) cv_.Wait(&mu_);
-  return !cancel_->cancelled();
+  if (cancel_->cancelled()) return false;
+  reserved_ += wanted;
+  return true;
+}
+
+void MemoryBudget::Unreserve(int64_t bytes) {
+  absl::MutexLock lock(&mu_);
+  reserved_ -= bytes;
+  cv_.SignalAll();
 }
 
 void MemoryBudget::Notify() {

@@ -95,10 +95,16 @@ class MemoryBudget : public BufferPool::Observer {
  public:
   MemoryBudget(int64_t limit, BufferPool* pool, Cancellation* cancel);
   ~MemoryBudget() override;
-  // Blocks while the pool's bytes in use plus `wanted` exceed the limit and
-  // *owed > 0 (the caller's count of elements it owes); false when
-  // cancelled.
+  // Blocks while the pool's bytes in use, the bytes reserved and `wanted`
+  // exceed the limit and *owed > 0 (the caller's count of elements it
+  // owes); false when cancelled. Otherwise reserves `wanted` until
+  // Unreserve: a node admitted and still pulling its input has not yet
+  // taken its outputs from the pool, and a second admission meanwhile must
+  // count them (two map runners admitted at once went a whole element
+  // over).
   bool WaitForRoom(const std::atomic<int64_t>* owed, int64_t wanted);
+  // The reserved bytes are now in the pool's bytes in use, or never will be.
+  void Unreserve(int64_t bytes);
   void Add(int64_t bytes);
   void Remove(int64_t bytes);
   // Wakes the waiters: a count they wait on went down.
@@ -119,6 +125,7 @@ class MemoryBudget : public BufferPool::Observer {
   mutable absl::Mutex mu_;
   absl::CondVar cv_;
   int64_t used_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t reserved_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t peak_ ABSL_GUARDED_BY(mu_) = 0;
 };
 

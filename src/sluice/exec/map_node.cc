@@ -172,6 +172,7 @@ class MapIterator : public Iterator {
       if (allocated.ok()) outputs = *std::move(allocated);
       status = WithContext(allocated.status(), absl::StrCat("node '", node_.name, "'"));
     }
+    ctx_->memory.Unreserve(element_bytes_);
     absl::MutexLock lock(&mu_);
     slot->first_sample = next_sample_;
     next_sample_ += in.rows;
