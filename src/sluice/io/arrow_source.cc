@@ -21,6 +21,8 @@
 #include "absl/synchronization/mutex.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/io/file_split.h"
+#include "sluice/io/object_store.h"
+#include "sluice/io/object_store_arrow.h"
 
 namespace sluice::io {
 namespace {
@@ -290,6 +292,20 @@ struct FileLayout {
   std::vector<int64_t> starts;
 };
 
+// A local file (memory-mapped when `mapped`: an Arrow IPC file's columns
+// are then the file's pages) or an object in a store.
+absl::StatusOr<std::shared_ptr<arrow::io::RandomAccessFile>> OpenColumnarFile(const std::string& path, bool mapped) {
+  if (IsObjectUrl(path)) return OpenArrowObject(path);
+  arrow::Result<std::shared_ptr<arrow::io::RandomAccessFile>> file;
+  if (mapped) {
+    file = arrow::io::MemoryMappedFile::Open(path, arrow::io::FileMode::READ);
+  } else {
+    file = arrow::io::ReadableFile::Open(path);
+  }
+  if (!file.ok()) return absl::NotFoundError(absl::StrCat("cannot open ", path, ": ", file.status().ToString()));
+  return *std::move(file);
+}
+
 absl::StatusOr<FileLayout> ReadLayout(ColumnarFormat format, const std::string& path,
                                       std::shared_ptr<const HeldArrow>* held) {
   FileLayout layout;
@@ -305,12 +321,11 @@ absl::StatusOr<FileLayout> ReadLayout(ColumnarFormat format, const std::string& 
     for (const auto& b : (*held)->batches) layout.starts.push_back(layout.starts.back() + b->num_rows());
     return layout;
   }
-  auto opened = arrow::io::ReadableFile::Open(path);
-  if (!opened.ok()) return absl::NotFoundError(absl::StrCat("cannot open ", path, ": ", opened.status().ToString()));
+  SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<arrow::io::RandomAccessFile> opened, OpenColumnarFile(path, false));
   int64_t rows = 0;
   layout.starts.push_back(0);
   if (format == ColumnarFormat::kParquet) {
-    auto reader = parquet::arrow::OpenFile(*opened, arrow::default_memory_pool());
+    auto reader = parquet::arrow::OpenFile(opened, arrow::default_memory_pool());
     if (!reader.ok()) {
       return absl::InvalidArgumentError(
           absl::StrCat(path, " is not a readable Parquet file: ", reader.status().ToString()));
@@ -320,7 +335,7 @@ absl::StatusOr<FileLayout> ReadLayout(ColumnarFormat format, const std::string& 
     for (int g = 0; g < meta->num_row_groups(); ++g) layout.starts.push_back(rows += meta->RowGroup(g)->num_rows());
     return layout;
   }
-  auto reader = arrow::ipc::RecordBatchFileReader::Open(*opened);
+  auto reader = arrow::ipc::RecordBatchFileReader::Open(opened);
   if (!reader.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat(path, " is not a readable Arrow IPC file: ", reader.status().ToString()));
@@ -462,9 +477,8 @@ class ColumnarReader : public SplitReader {
         absl::StrCat(shape_.format == ColumnarFormat::kParquet ? "row group " : "record batch ", group_, " of ", path_);
     if (shape_.format == ColumnarFormat::kMemory) return TakeColumns(shape_.held[file_]->batches[group_], where);
     std::shared_ptr<arrow::RecordBatch> batch;
-    // Memory-mapped: an Arrow IPC file's columns are the file's pages.
-    auto file = arrow::io::MemoryMappedFile::Open(path_, arrow::io::FileMode::READ);
-    if (!file.ok()) return absl::NotFoundError(absl::StrCat("cannot open ", path_, ": ", file.status().ToString()));
+    absl::StatusOr<std::shared_ptr<arrow::io::RandomAccessFile>> file = OpenColumnarFile(path_, true);
+    if (!file.ok()) return file.status();
     if (shape_.format == ColumnarFormat::kParquet) {
       auto reader = parquet::arrow::OpenFile(*file, DecodePool());
       SLUICE_RETURN_IF_ERROR(FromArrow(reader.status(), absl::StrCat("cannot read ", path_)));

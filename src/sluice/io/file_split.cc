@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "sluice/io/object_store.h"
 
 namespace sluice::io {
 
@@ -13,6 +14,12 @@ absl::StatusOr<std::vector<std::string>> ExpandFilePatterns(const std::vector<st
   if (patterns.empty()) return absl::InvalidArgumentError("no files given");
   std::vector<std::string> files;
   for (const std::string& pattern : patterns) {
+    if (IsObjectUrl(pattern)) {
+      absl::StatusOr<std::vector<std::string>> objects = ListObjects(pattern);
+      if (!objects.ok()) return objects.status();
+      files.insert(files.end(), objects->begin(), objects->end());
+      continue;
+    }
     glob_t g{};
     const int rc = ::glob(pattern.c_str(), GLOB_ERR, nullptr, &g);
     if (rc == GLOB_NOMATCH || (rc == 0 && g.gl_pathc == 0)) {
@@ -34,12 +41,15 @@ absl::StatusOr<std::vector<std::string>> ExpandFilePatterns(const std::vector<st
 }
 
 std::string GlobEscape(const std::string& path) {
+  // An object URL's '?' starts its query, which is taken as it is.
+  const size_t end = IsObjectUrl(path) ? std::min(path.find('?'), path.size()) : path.size();
   std::string out;
-  for (char c : path) {
+  for (size_t i = 0; i < end; ++i) {
+    const char c = path[i];
     if (c == '*' || c == '?' || c == '[' || c == '\\') out.push_back('\\');
     out.push_back(c);
   }
-  return out;
+  return out + path.substr(end);
 }
 
 std::vector<Split> MakeRecordSplits(const std::vector<int64_t>& records_per_file, int64_t split_records) {

@@ -2,14 +2,16 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
+#include <map>
 #include <sstream>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/io/image_framing.h"
+#include "sluice/io/object_store.h"
 #include "sluice/io/random_access_file.h"
 
 namespace sluice::io {
@@ -107,7 +109,41 @@ absl::StatusOr<std::unique_ptr<SourceFormat>> MakeFileListSource(const std::stri
   return MakeImageFilesSource(std::move(files));
 }
 
+namespace {
+
+// An image folder in an object store: the images under `root`, the first
+// part of each one's key below it naming its class.
+absl::StatusOr<LabeledFiles> ListObjectImageFolder(const std::string& root) {
+  SLUICE_ASSIGN_OR_RETURN(std::vector<std::string> objects, ListObjectsUnder(root));
+  auto without_query = [](const std::string& url) { return url.substr(0, url.find('?')); };
+  const std::string base = absl::StrCat(absl::StripSuffix(without_query(root), "/"), "/");
+  std::map<std::string, std::vector<std::string>> by_class;
+  for (std::string& url : objects) {
+    const std::string key = without_query(url);
+    const size_t slash = key.find('/', base.size());
+    if (slash == std::string::npos || !IsImage(fs::path(key))) continue;
+    by_class[key.substr(base.size(), slash - base.size())].push_back(std::move(url));
+  }
+  LabeledFiles files;
+  int64_t label = 0;
+  for (auto& [name, urls] : by_class) {
+    for (std::string& url : urls) {
+      files.paths.push_back(std::move(url));
+      files.labels.push_back(label);
+    }
+    ++label;
+  }
+  if (files.paths.empty()) {
+    return absl::NotFoundError(
+        absl::StrCat("image folder ", root, " holds no .jpg, .jpeg or .png objects in class folders"));
+  }
+  return files;
+}
+
+}  // namespace
+
 absl::StatusOr<LabeledFiles> ListImageFolder(const std::string& root) {
+  if (IsObjectUrl(root)) return ListObjectImageFolder(root);
   std::error_code ec;
   if (!fs::is_directory(root, ec))
     return absl::NotFoundError(absl::StrCat("image folder ", root, " is not a directory"));
@@ -153,9 +189,16 @@ absl::StatusOr<std::vector<std::string>> ReadImageFolder(const std::string& root
 }
 
 absl::StatusOr<LabeledFiles> ReadFileList(const std::string& list_path) {
-  std::ifstream in(list_path);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot open file list ", list_path));
-  const fs::path base = fs::path(list_path).parent_path();
+  absl::StatusOr<std::unique_ptr<RandomAccessFile>> list = RandomAccessFile::Open(list_path);
+  if (!list.ok()) return WithContext(list.status(), "cannot open file list");
+  std::string text_of_list((*list)->size(), '\0');
+  SLUICE_RETURN_IF_ERROR((*list)->ReadExact(0, text_of_list.size(), text_of_list.data()));
+  std::istringstream in(text_of_list);
+  // Relative paths are relative to the list's folder (or prefix).
+  const size_t query = std::min(list_path.find('?'), list_path.size());
+  const std::string list_url = list_path.substr(0, query);
+  const std::string base =
+      IsObjectUrl(list_path) ? list_url.substr(0, list_url.rfind('/')) : fs::path(list_path).parent_path().string();
   std::vector<std::string> paths;
   std::vector<int64_t> labels;
   std::string line;
@@ -168,8 +211,13 @@ absl::StatusOr<LabeledFiles> ReadFileList(const std::string& list_path) {
       return absl::InvalidArgumentError(absl::StrCat(
           list_path, " line ", number, ": expected \"<path> <label>\" with a label >= 0, got \"", text, "\""));
     }
-    const fs::path p(std::string(absl::StripAsciiWhitespace(text.substr(0, space))));
-    paths.push_back(p.is_absolute() ? p.string() : (base / p).string());
+    const std::string p(absl::StripAsciiWhitespace(text.substr(0, space)));
+    if (IsObjectUrl(p) || fs::path(p).is_absolute()) {
+      paths.push_back(p);
+    } else {
+      paths.push_back(IsObjectUrl(list_path) ? absl::StrCat(base, "/", p, list_path.substr(query))
+                                             : (fs::path(base) / p).string());
+    }
     labels.push_back(label);
   }
   if (paths.empty()) return absl::NotFoundError(absl::StrCat("file list ", list_path, " names no files"));

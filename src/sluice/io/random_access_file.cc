@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "sluice/io/object_store.h"
 
 namespace sluice::io {
 
@@ -28,7 +29,22 @@ absl::Status ErrnoStatus(int err, const std::string& what, const std::string& pa
   }
 }
 
+// A local file read with pread(2).
+class LocalFile : public RandomAccessFile {
+ public:
+  LocalFile(std::string path, int fd, uint64_t size) : RandomAccessFile(std::move(path), size), fd_(fd) {}
+  ~LocalFile() override { ::close(fd_); }
+
+  absl::StatusOr<size_t> Read(uint64_t offset, size_t n, void* dst) const override;
+  absl::StatusOr<std::shared_ptr<const FileMapping>> Map() const override;
+  absl::Status CheckHolds(uint64_t bytes) const override;
+
+ private:
+  int fd_;
+};
+
 absl::StatusOr<std::unique_ptr<RandomAccessFile>> RandomAccessFile::Open(const std::string& path) {
+  if (IsObjectUrl(path)) return OpenObject(path);
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return ErrnoStatus(errno, "cannot open", path);
   struct stat st;
@@ -41,18 +57,25 @@ absl::StatusOr<std::unique_ptr<RandomAccessFile>> RandomAccessFile::Open(const s
     ::close(fd);
     return absl::InvalidArgumentError(absl::StrCat(path, " is a directory, not a file"));
   }
-  return std::unique_ptr<RandomAccessFile>(new RandomAccessFile(path, fd, static_cast<uint64_t>(st.st_size)));
+  return std::make_unique<LocalFile>(path, fd, static_cast<uint64_t>(st.st_size));
 }
 
-RandomAccessFile::~RandomAccessFile() { ::close(fd_); }
+absl::StatusOr<std::shared_ptr<const FileMapping>> RandomAccessFile::Map() const {
+  return absl::UnimplementedError(absl::StrCat("cannot map ", path_, ": only local files can be mapped"));
+}
 
-absl::StatusOr<size_t> RandomAccessFile::Read(uint64_t offset, size_t n, void* dst) const {
+absl::Status RandomAccessFile::CheckHolds(uint64_t bytes) const {
+  if (size_ >= bytes) return absl::OkStatus();
+  return absl::DataLossError(absl::StrCat(path_, " holds ", size_, " bytes, and ", bytes, " are needed"));
+}
+
+absl::StatusOr<size_t> LocalFile::Read(uint64_t offset, size_t n, void* dst) const {
   size_t done = 0;
   while (done < n) {
     const ssize_t r = ::pread(fd_, static_cast<char*>(dst) + done, n - done, offset + done);
     if (r < 0) {
       if (errno == EINTR) continue;
-      return ErrnoStatus(errno, absl::StrCat("cannot read at offset ", offset + done, " of"), path_);
+      return ErrnoStatus(errno, absl::StrCat("cannot read at offset ", offset + done, " of"), path());
     }
     if (r == 0) break;
     done += static_cast<size_t>(r);
@@ -70,24 +93,24 @@ absl::Status RandomAccessFile::ReadExact(uint64_t offset, size_t n, void* dst) c
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::shared_ptr<const FileMapping>> RandomAccessFile::Map() const {
-  if (size_ == 0) return absl::InvalidArgumentError(absl::StrCat("cannot map ", path_, ": it is empty"));
-  void* p = ::mmap(nullptr, size_, PROT_READ, MAP_SHARED, fd_, 0);
-  if (p == MAP_FAILED) return ErrnoStatus(errno, "cannot map", path_);
-  ::madvise(p, size_, MADV_WILLNEED);  // read ahead now: the first epoch faults in fewer pages
-  return std::shared_ptr<const FileMapping>(new FileMapping(static_cast<const uint8_t*>(p), size_));
+absl::StatusOr<std::shared_ptr<const FileMapping>> LocalFile::Map() const {
+  if (size() == 0) return absl::InvalidArgumentError(absl::StrCat("cannot map ", path(), ": it is empty"));
+  void* p = ::mmap(nullptr, size(), PROT_READ, MAP_SHARED, fd_, 0);
+  if (p == MAP_FAILED) return ErrnoStatus(errno, "cannot map", path());
+  ::madvise(p, size(), MADV_WILLNEED);  // read ahead now: the first epoch faults in fewer pages
+  return std::shared_ptr<const FileMapping>(new FileMapping(static_cast<const uint8_t*>(p), size()));
 }
 
-absl::Status RandomAccessFile::CheckHolds(uint64_t bytes) const {
+absl::Status LocalFile::CheckHolds(uint64_t bytes) const {
   struct stat st;
-  if (::fstat(fd_, &st) != 0) return ErrnoStatus(errno, "cannot stat", path_);
+  if (::fstat(fd_, &st) != 0) return ErrnoStatus(errno, "cannot stat", path());
   if (static_cast<uint64_t>(st.st_size) < bytes) {
-    return absl::DataLossError(absl::StrCat("truncated file ", path_, ": it was cut to ", st.st_size,
+    return absl::DataLossError(absl::StrCat("truncated file ", path(), ": it was cut to ", st.st_size,
                                             " bytes while being read, and ", bytes, " are needed"));
   }
   return absl::OkStatus();
 }
 
-FileMapping::~FileMapping() { ::munmap(const_cast<uint8_t*>(data_), size_); }
+FileMapping::~FileMapping() { ::munmap(const_cast<uint8_t*>(data_), size()); }
 
 }  // namespace sluice::io

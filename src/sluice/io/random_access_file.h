@@ -1,4 +1,5 @@
-// A file read with pread(2): positional reads, safe to share across threads.
+// Positional reads of a local file or of an object in a store, safe to
+// share across threads.
 #ifndef SLUICE_IO_RANDOM_ACCESS_FILE_H_
 #define SLUICE_IO_RANDOM_ACCESS_FILE_H_
 
@@ -21,18 +22,20 @@ class FileMapping {
   uint64_t size() const { return size_; }
 
  private:
-  friend class RandomAccessFile;
+  friend class LocalFile;
   FileMapping(const uint8_t* data, uint64_t size) : data_(data), size_(size) {}
   const uint8_t* data_;
   uint64_t size_;
 };
 
-// Thread-safe (pread has no shared file position). Closes on destruction.
+// A local file (pread) or an object in a store (s3://, gs://; see
+// object_store.h). Thread-safe: reads are positional. Closes on destruction.
 class RandomAccessFile {
  public:
-  // NotFound when the path does not exist; PermissionDenied etc. otherwise.
+  // A local path or an object's URL. NotFound when it does not exist;
+  // PermissionDenied etc. otherwise, each naming it.
   static absl::StatusOr<std::unique_ptr<RandomAccessFile>> Open(const std::string& path);
-  ~RandomAccessFile();
+  virtual ~RandomAccessFile() = default;
   RandomAccessFile(const RandomAccessFile&) = delete;
   RandomAccessFile& operator=(const RandomAccessFile&) = delete;
 
@@ -40,22 +43,23 @@ class RandomAccessFile {
   uint64_t size() const { return size_; }
 
   // Reads up to n bytes at `offset` into dst; fewer only at end of file.
-  absl::StatusOr<size_t> Read(uint64_t offset, size_t n, void* dst) const;
+  virtual absl::StatusOr<size_t> Read(uint64_t offset, size_t n, void* dst) const = 0;
   // Reads exactly n bytes; DataLoss naming the file and offset if it ends first.
   absl::Status ReadExact(uint64_t offset, size_t n, void* dst) const;
 
   // The file's size() bytes mapped; an error naming the file where it cannot
-  // be mapped (a pipe, a file system without mmap).
-  absl::StatusOr<std::shared_ptr<const FileMapping>> Map() const;
+  // be mapped (a pipe, a file system without mmap, an object in a store).
+  virtual absl::StatusOr<std::shared_ptr<const FileMapping>> Map() const;
   // OK while the file still holds `bytes` bytes; DataLoss naming it once it
   // was cut shorter after opening (reading a mapping past the end of its file
   // would kill the process with SIGBUS, so readers of mappings ask first).
-  absl::Status CheckHolds(uint64_t bytes) const;
+  virtual absl::Status CheckHolds(uint64_t bytes) const;
+
+ protected:
+  RandomAccessFile(std::string path, uint64_t size) : path_(std::move(path)), size_(size) {}
 
  private:
-  RandomAccessFile(std::string path, int fd, uint64_t size) : path_(std::move(path)), fd_(fd), size_(size) {}
   std::string path_;
-  int fd_;
   uint64_t size_;
 };
 

@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "sluice/core/status_macros.h"
+#include "sluice/io/archive_stream.h"
 #include "sluice/io/file_split.h"
 
 namespace sluice::io {
@@ -82,14 +83,15 @@ class WebDatasetReader : public SplitReader {
 
  private:
   absl::Status Open() {
+    done_ = true;  // until opened
+    absl::StatusOr<std::unique_ptr<RandomAccessFile>> file = RandomAccessFile::Open(path_);
+    if (!file.ok()) return WithContext(file.status(), "cannot open WebDataset shard");
+    stream_ = std::make_unique<ArchiveStream>(*std::move(file));
     archive_ = archive_read_new();
     archive_read_support_format_tar(archive_);
     archive_read_support_format_gnutar(archive_);
-    if (archive_read_open_filename(archive_, path_.c_str(), 1 << 20) != ARCHIVE_OK) {
-      done_ = true;
-      return absl::NotFoundError(
-          absl::StrCat("cannot open WebDataset shard ", path_, ": ", archive_error_string(archive_)));
-    }
+    SLUICE_RETURN_IF_ERROR(stream_->OpenArchive(archive_));
+    done_ = false;
     return absl::OkStatus();
   }
 
@@ -170,6 +172,7 @@ class WebDatasetReader : public SplitReader {
   // The shard cannot be read on (truncated or damaged): the rest is lost.
   absl::Status Damaged(const std::string& where) {
     done_ = true;
+    if (!stream_->read_status().ok()) return stream_->read_status();  // the store's error, not damage
     const char* why = archive_error_string(archive_);
     return Corrupt(absl::StrCat("the tar is truncated or damaged ", where, " (", why ? why : "unknown", ")"));
   }
@@ -179,6 +182,7 @@ class WebDatasetReader : public SplitReader {
   const std::vector<WebDatasetField>& fields_;
   const std::map<std::string, int>& field_of_;
   CorruptionLog* skip_log_;
+  std::unique_ptr<ArchiveStream> stream_;  // outlives archive_: declared first
   archive* archive_ = nullptr;
   bool done_ = false;
   PendingSample sample_;

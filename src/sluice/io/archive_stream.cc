@@ -1,0 +1,41 @@
+#include "sluice/io/archive_stream.h"
+
+#include <algorithm>
+#include <cerrno>
+
+#include "absl/strings/str_cat.h"
+
+namespace sluice::io {
+
+absl::Status ArchiveStream::OpenArchive(archive* a) {
+  archive_read_set_read_callback(a, &ArchiveStream::Read);
+  archive_read_set_skip_callback(a, &ArchiveStream::Skip);
+  archive_read_set_callback_data(a, this);
+  if (archive_read_open1(a) == ARCHIVE_OK) return absl::OkStatus();
+  if (!read_status_.ok()) return read_status_;
+  const char* why = archive_error_string(a);
+  return absl::DataLossError(absl::StrCat("cannot read ", file_->path(), " as an archive: ", why ? why : "unknown"));
+}
+
+la_ssize_t ArchiveStream::Read(archive* a, void* self, const void** out) {
+  auto* s = static_cast<ArchiveStream*>(self);
+  absl::StatusOr<size_t> got = s->file_->Read(s->offset_, s->buffer_.size(), s->buffer_.data());
+  if (!got.ok()) {
+    s->read_status_ = got.status();
+    archive_set_error(a, EIO, "%s", std::string(got.status().message()).c_str());
+    return -1;
+  }
+  s->offset_ += *got;
+  *out = s->buffer_.data();
+  return static_cast<la_ssize_t>(*got);
+}
+
+la_int64_t ArchiveStream::Skip(archive*, void* self, la_int64_t request) {
+  auto* s = static_cast<ArchiveStream*>(self);
+  const uint64_t left = s->file_->size() - std::min(s->offset_, s->file_->size());
+  const uint64_t skipped = std::min<uint64_t>(static_cast<uint64_t>(std::max<la_int64_t>(request, 0)), left);
+  s->offset_ += skipped;
+  return static_cast<la_int64_t>(skipped);
+}
+
+}  // namespace sluice::io

@@ -1,0 +1,42 @@
+// libarchive reading an archive through a RandomAccessFile (a local file or
+// an object in a store), a MiB per read, skipping unread members' data
+// without reading it.
+#ifndef SLUICE_IO_ARCHIVE_STREAM_H_
+#define SLUICE_IO_ARCHIVE_STREAM_H_
+
+#include <archive.h>
+
+#include <memory>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "sluice/io/random_access_file.h"
+
+namespace sluice::io {
+
+class ArchiveStream {
+ public:
+  explicit ArchiveStream(std::unique_ptr<RandomAccessFile> file) : file_(std::move(file)) {}
+  ArchiveStream(const ArchiveStream&) = delete;
+  ArchiveStream& operator=(const ArchiveStream&) = delete;
+
+  // Opens `a` (its formats chosen) on this stream, which must outlive it.
+  // An error naming the file when libarchive refuses it.
+  absl::Status OpenArchive(archive* a);
+  // The error of the last read that failed (the file's, not the archive's:
+  // a store that went away is no damage to the data); OK if none did.
+  const absl::Status& read_status() const { return read_status_; }
+
+ private:
+  static la_ssize_t Read(archive* a, void* self, const void** out);
+  static la_int64_t Skip(archive* a, void* self, la_int64_t request);
+
+  std::unique_ptr<RandomAccessFile> file_;
+  uint64_t offset_ = 0;
+  std::vector<char> buffer_ = std::vector<char>(1 << 20);
+  absl::Status read_status_;
+};
+
+}  // namespace sluice::io
+
+#endif  // SLUICE_IO_ARCHIVE_STREAM_H_

@@ -1,0 +1,223 @@
+#include "sluice/io/object_store.h"
+
+#include <fnmatch.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "arrow/filesystem/filesystem.h"
+#include "arrow/filesystem/s3fs.h"
+#include "arrow/io/interfaces.h"
+#include "arrow/util/io_util.h"
+#include "sluice/io/object_store_arrow.h"
+
+namespace sluice::io {
+namespace {
+
+// scheme://bucket/key?query, split. The query holds Arrow's per-URL
+// options (endpoint_override, scheme, region, anonymous, ...).
+struct ObjectUrl {
+  std::string scheme, bucket, key, query;
+
+  std::string Url(absl::string_view bucket_and_key) const {
+    return absl::StrCat(scheme, "://", bucket_and_key, query.empty() ? "" : "?", query);
+  }
+  std::string Path() const { return key.empty() ? bucket : absl::StrCat(bucket, "/", key); }
+};
+
+absl::StatusOr<ObjectUrl> ParseObjectUrl(const std::string& url) {
+  ObjectUrl u;
+  const size_t colon = url.find("://");
+  u.scheme = url.substr(0, colon);
+  std::string rest = url.substr(colon + 3);
+  if (const size_t q = rest.find('?'); q != std::string::npos) {
+    u.query = rest.substr(q + 1);
+    rest.resize(q);
+  }
+  const size_t slash = rest.find('/');
+  u.bucket = rest.substr(0, slash);
+  if (slash != std::string::npos) u.key = rest.substr(slash + 1);
+  if (u.bucket.find('@') != std::string::npos) {
+    // Named without what precedes the '@': that is the secret.
+    return absl::InvalidArgumentError(
+        absl::StrCat(u.scheme, "://…@", u.bucket.substr(u.bucket.rfind('@') + 1),
+                     "/…: a URL must not carry credentials; give them through the environment (AWS_ACCESS_KEY_ID, "
+                     "AWS_SECRET_ACCESS_KEY), a profile file or the machine's role"));
+  }
+  if (u.bucket.empty() || u.bucket.find_first_of("*?[") != std::string::npos) {
+    return absl::InvalidArgumentError(absl::StrCat("'", url, "' names no bucket (wildcards go in the key only)"));
+  }
+  return u;
+}
+
+// Where `key`'s first wildcard is, passing over those escaped with '\\';
+// npos if none.
+size_t FirstWildcard(const std::string& key) {
+  for (size_t i = 0; i < key.size(); ++i) {
+    if (key[i] == '\\') {
+      ++i;
+    } else if (key[i] == '*' || key[i] == '?' || key[i] == '[') {
+      return i;
+    }
+  }
+  return std::string::npos;
+}
+
+std::string Unescaped(const std::string& key) {
+  std::string out;
+  for (size_t i = 0; i < key.size(); ++i) {
+    if (key[i] == '\\' && i + 1 < key.size()) ++i;
+    out.push_back(key[i]);
+  }
+  return out;
+}
+
+// An Arrow error as a status naming `what` and the URL. Arrow's messages
+// name the bucket and key, never a credential.
+absl::Status ToStatus(const arrow::Status& st, absl::string_view what, absl::string_view url) {
+  const std::string msg = absl::StrCat(what, " ", url, ": ", st.message());
+  if (arrow::internal::ErrnoFromStatus(st) == ENOENT) return absl::NotFoundError(msg);
+  const std::string& m = st.message();
+  for (const char* refused : {"ACCESS_DENIED", "AccessDenied", "PERMISSION_DENIED", "SIGNATURE_DOES_NOT_MATCH",
+                              "INVALID_ACCESS_KEY_ID", "InvalidAccessKeyId", "403"}) {
+    if (m.find(refused) == std::string::npos) continue;
+    return absl::PermissionDeniedError(msg);
+  }
+  if (m.find("NO_SUCH_BUCKET") != std::string::npos || m.find("NoSuchBucket") != std::string::npos) {
+    return absl::NotFoundError(msg);
+  }
+  if (st.IsInvalid()) return absl::InvalidArgumentError(msg);
+  return absl::UnavailableError(msg);
+}
+
+// One file system per bucket and options, made once: making one resolves
+// credentials (and, for S3 without an endpoint, the bucket's region).
+absl::StatusOr<std::shared_ptr<arrow::fs::FileSystem>> FileSystemFor(const ObjectUrl& u) {
+  static std::mutex mu;
+  static auto* made = new std::map<std::string, std::shared_ptr<arrow::fs::FileSystem>>();
+  const std::string key = u.Url(u.bucket);
+  std::lock_guard<std::mutex> lock(mu);
+  if (auto it = made->find(key); it != made->end()) return it->second;
+  arrow::Result<std::shared_ptr<arrow::fs::FileSystem>> fs = arrow::fs::FileSystemFromUri(key);
+  if (!fs.ok()) return ToStatus(fs.status(), "cannot reach the store of", key);
+  if (u.scheme == "s3") {
+    // The AWS SDK must be shut down before the process exits, or it may
+    // crash there. Registered once the first client exists, so that it
+    // runs before Arrow's statics go (and its check at exit); idempotent
+    // beside pyarrow's own finalizer.
+    static const bool finalized_at_exit = std::atexit([] { (void)arrow::fs::EnsureS3Finalized(); }) == 0;
+    (void)finalized_at_exit;
+  }
+  made->emplace(key, *fs);
+  return *fs;
+}
+
+// An object read with ranged GETs.
+class ObjectFile : public RandomAccessFile {
+ public:
+  ObjectFile(std::string url, uint64_t size, std::shared_ptr<arrow::io::RandomAccessFile> in)
+      : RandomAccessFile(std::move(url), size), in_(std::move(in)) {}
+
+  absl::StatusOr<size_t> Read(uint64_t offset, size_t n, void* dst) const override {
+    if (offset >= size()) return 0;
+    n = static_cast<size_t>(std::min<uint64_t>(n, size() - offset));
+    arrow::Result<int64_t> got = in_->ReadAt(static_cast<int64_t>(offset), static_cast<int64_t>(n), dst);
+    if (!got.ok())
+      return ToStatus(got.status(), absl::StrCat("cannot read ", n, " bytes at offset ", offset, " of"), path());
+    if (static_cast<size_t>(*got) < n) {
+      return absl::DataLossError(absl::StrCat("object ", path(), " changed while being read: it held ", size(),
+                                              " bytes when opened and ends at ", offset + *got, " now"));
+    }
+    return n;
+  }
+
+ private:
+  std::shared_ptr<arrow::io::RandomAccessFile> in_;
+};
+
+// The sorted URLs of the objects under `dir` (and deeper when
+// `recursive`) whose paths `keep` accepts; Arrow's error as it is.
+template <typename Keep>
+arrow::Result<std::vector<std::string>> ListMatching(arrow::fs::FileSystem& fs, const ObjectUrl& u,
+                                                     const std::string& dir, bool recursive, Keep keep) {
+  arrow::fs::FileSelector selector;
+  selector.base_dir = dir;
+  selector.recursive = recursive;
+  selector.allow_not_found = true;
+  ARROW_ASSIGN_OR_RAISE(std::vector<arrow::fs::FileInfo> infos, fs.GetFileInfo(selector));
+  std::vector<std::string> urls;
+  for (const arrow::fs::FileInfo& info : infos) {
+    if (info.IsFile() && keep(info.path())) urls.push_back(u.Url(info.path()));
+  }
+  std::sort(urls.begin(), urls.end());
+  return urls;
+}
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<arrow::io::RandomAccessFile>> OpenArrowObject(const std::string& url) {
+  absl::StatusOr<ObjectUrl> u = ParseObjectUrl(url);
+  if (!u.ok()) return u.status();
+  absl::StatusOr<std::shared_ptr<arrow::fs::FileSystem>> fs = FileSystemFor(*u);
+  if (!fs.ok()) return fs.status();
+  arrow::Result<std::shared_ptr<arrow::io::RandomAccessFile>> in = (*fs)->OpenInputFile(u->Path());
+  if (!in.ok()) return ToStatus(in.status(), "cannot open", url);
+  return *std::move(in);
+}
+
+absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenObject(const std::string& url) {
+  absl::StatusOr<std::shared_ptr<arrow::io::RandomAccessFile>> in = OpenArrowObject(url);
+  if (!in.ok()) return in.status();
+  arrow::Result<int64_t> size = (*in)->GetSize();
+  if (!size.ok()) return ToStatus(size.status(), "cannot size", url);
+  return std::make_unique<ObjectFile>(url, static_cast<uint64_t>(*size), *std::move(in));
+}
+
+absl::StatusOr<std::vector<std::string>> ListObjects(const std::string& pattern) {
+  absl::StatusOr<ObjectUrl> u = ParseObjectUrl(pattern);
+  if (!u.ok()) return u.status();
+  absl::StatusOr<std::shared_ptr<arrow::fs::FileSystem>> fs = FileSystemFor(*u);
+  if (!fs.ok()) return fs.status();
+  const size_t wild = FirstWildcard(u->key);
+  if (wild == std::string::npos) {
+    u->key = Unescaped(u->key);
+    arrow::Result<arrow::fs::FileInfo> info = (*fs)->GetFileInfo(u->Path());
+    if (!info.ok()) return ToStatus(info.status(), "cannot look up", pattern);
+    if (info->type() == arrow::fs::FileType::NotFound) {
+      return absl::NotFoundError(absl::StrCat("object not found: '", pattern, "'"));
+    }
+    if (!info->IsFile()) return absl::InvalidArgumentError(absl::StrCat(pattern, " is a prefix, not an object"));
+    return std::vector<std::string>{u->Url(u->Path())};
+  }
+  const size_t slash = u->key.rfind('/', wild);
+  const std::string dir =
+      slash == std::string::npos ? u->bucket : absl::StrCat(u->bucket, "/", Unescaped(u->key.substr(0, slash)));
+  const std::string wanted = u->Path();
+  arrow::Result<std::vector<std::string>> urls =
+      ListMatching(**fs, *u, dir, u->key.find('/', wild) != std::string::npos,
+                   [&](const std::string& path) { return ::fnmatch(wanted.c_str(), path.c_str(), FNM_PATHNAME) == 0; });
+  if (!urls.ok()) return ToStatus(urls.status(), "cannot list", pattern);
+  if (urls->empty()) return absl::NotFoundError(absl::StrCat("no object matches pattern '", pattern, "'"));
+  return *std::move(urls);
+}
+
+absl::StatusOr<std::vector<std::string>> ListObjectsUnder(const std::string& prefix_url) {
+  absl::StatusOr<ObjectUrl> u = ParseObjectUrl(prefix_url);
+  if (!u.ok()) return u.status();
+  absl::StatusOr<std::shared_ptr<arrow::fs::FileSystem>> fs = FileSystemFor(*u);
+  if (!fs.ok()) return fs.status();
+  while (absl::EndsWith(u->key, "/")) u->key.pop_back();
+  arrow::Result<std::vector<std::string>> urls =
+      ListMatching(**fs, *u, u->Path(), true, [](const std::string&) { return true; });
+  if (!urls.ok()) return ToStatus(urls.status(), "cannot list", prefix_url);
+  if (urls->empty()) return absl::NotFoundError(absl::StrCat("no object is under ", prefix_url));
+  return *std::move(urls);
+}
+
+}  // namespace sluice::io

@@ -1,0 +1,44 @@
+// Objects in S3-compatible stores (s3://bucket/key) and Google Cloud Storage
+// (gs://bucket/key), read with Apache Arrow's file systems: the AWS and
+// Google clients' credential chains, retries and ranged GETs, from the
+// pyarrow wheel the build already links for Parquet. A build without it
+// reports that it cannot read objects.
+#ifndef SLUICE_IO_OBJECT_STORE_H_
+#define SLUICE_IO_OBJECT_STORE_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/match.h"
+#include "absl/strings/string_view.h"
+#include "sluice/io/random_access_file.h"
+
+namespace sluice::io {
+
+// Whether `path` is an object's URL rather than a local path.
+inline bool IsObjectUrl(absl::string_view path) {
+  return absl::StartsWith(path, "s3://") || absl::StartsWith(path, "gs://") || absl::StartsWith(path, "gcs://");
+}
+
+// Opens the object at `url` for ranged reads. Its size is read once; a
+// later read past a shorter object is DataLoss naming it. Errors name the
+// URL, never a credential: NotFound for a missing object or bucket,
+// PermissionDenied when the store refuses, InvalidArgument for a URL that
+// carries credentials of its own.
+absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenObject(const std::string& url);
+
+// The objects' URLs matching `pattern` (a URL whose key may hold glob's
+// `*`, `?` and `[...]`, none crossing a `/`), sorted; one listing of the
+// longest prefix without a wildcard. A URL without wildcards must name an
+// object. NotFound naming the pattern when nothing matches.
+absl::StatusOr<std::vector<std::string>> ListObjects(const std::string& pattern);
+
+// Every object whose key starts with `prefix_url`'s key and a '/' (the
+// objects "under" it, at any depth), sorted. NotFound when there is none.
+absl::StatusOr<std::vector<std::string>> ListObjectsUnder(const std::string& prefix_url);
+
+}  // namespace sluice::io
+
+#endif  // SLUICE_IO_OBJECT_STORE_H_

@@ -1,0 +1,19 @@
+// An object as Arrow's own input file, for the sources that read with
+// Arrow's readers (Parquet, Arrow IPC). Only in builds with Arrow.
+#ifndef SLUICE_IO_OBJECT_STORE_ARROW_H_
+#define SLUICE_IO_OBJECT_STORE_ARROW_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "arrow/io/interfaces.h"
+
+namespace sluice::io {
+
+// As OpenObject (object_store.h), with the same errors.
+absl::StatusOr<std::shared_ptr<arrow::io::RandomAccessFile>> OpenArrowObject(const std::string& url);
+
+}  // namespace sluice::io
+
+#endif  // SLUICE_IO_OBJECT_STORE_ARROW_H_

@@ -1,0 +1,24 @@
+// Object stores in a build without Arrow's C++ libraries.
+#include "absl/strings/str_cat.h"
+#include "sluice/io/object_store.h"
+
+namespace sluice::io {
+namespace {
+
+absl::Status NotInThisBuild(const std::string& url) {
+  return absl::UnimplementedError(absl::StrCat("cannot read ", url,
+                                               ": this build of sluice reads no object stores (it was built "
+                                               "without pyarrow's Arrow C++ libraries)"));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenObject(const std::string& url) { return NotInThisBuild(url); }
+
+absl::StatusOr<std::vector<std::string>> ListObjects(const std::string& pattern) { return NotInThisBuild(pattern); }
+
+absl::StatusOr<std::vector<std::string>> ListObjectsUnder(const std::string& prefix_url) {
+  return NotInThisBuild(prefix_url);
+}
+
+}  // namespace sluice::io

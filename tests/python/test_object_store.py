@@ -1,0 +1,161 @@
+"""Sources reading objects from a real S3-compatible server (SeaweedFS on
+127.0.0.1): the same bytes as the local files, errors that name the URL and
+never a credential, and processes that exit cleanly after using the store."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import sluice
+from sluice import ops
+
+CIFAR = {"image": ("bytes", 3072), "label": "int64"}
+
+
+@pytest.fixture(scope="module")
+def store(s3_store, cifar_dir, mnist_dir):
+    s3_store.upload("train", sorted(cifar_dir.glob("*.tfrecord")), "cifar")
+    s3_store.upload("train", sorted(mnist_dir.glob("*-ubyte")), "mnist")
+    saved = dict(os.environ)
+    os.environ.update(s3_store.env())
+    yield s3_store
+    os.environ.clear()
+    os.environ.update(saved)
+
+
+def augmented(files):
+    return (sluice.tfrecord(files, CIFAR)
+            .map(ops.reshape(shape=[32, 32, 3]), ops.random_flip(), ops.gaussian_blur(ksize=3, sigma=1.0))
+            .batch(32).with_options(seed=7))
+
+
+def assert_same_batches(a, b):
+    a, b = list(a), list(b)
+    assert len(a) == len(b) > 0
+    for x, y in zip(a, b):
+        assert x.keys() == y.keys()
+        for k in x:
+            np.testing.assert_array_equal(x[k], y[k])
+
+
+def test_a_glob_of_objects_gives_the_local_files_batches(store, cifar_dir):
+    assert_same_batches(augmented("s3://train/cifar/*.tfrecord"), augmented(str(cifar_dir / "*.tfrecord")))
+
+
+def test_idx_objects_are_read_as_the_local_files(store, mnist_dir):
+    def mnist(d):
+        return sluice.mnist(f"{d}/train-images-idx3-ubyte", f"{d}/train-labels-idx1-ubyte").batch(100)
+    assert_same_batches(mnist("s3://train/mnist"), mnist(str(mnist_dir)))
+
+
+@pytest.mark.parametrize("url, message", [
+    ("s3://train/cifar/nope-*.tfrecord", "no object matches pattern 's3://train/cifar/nope-*.tfrecord'"),
+    ("s3://train/cifar/nope.tfrecord", "object not found: 's3://train/cifar/nope.tfrecord'"),
+    ("s3://no-such-bucket/x.tfrecord", "s3://no-such-bucket/x.tfrecord"),
+])
+def test_missing_objects_and_buckets_are_named(store, url, message):
+    with pytest.raises(sluice.NotFoundError) as raised:
+        list(sluice.tfrecord(url, CIFAR))
+    assert message in str(raised.value)
+
+
+def run_sluice_python(code, env):
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_refused_credentials_name_the_url_and_never_the_secret(store):
+    wrong = "wrong-secret-that-must-not-show"
+    out = run_sluice_python("import sluice\nlist(sluice.tfrecord('s3://train/cifar/*.tfrecord', {'label': 'int64'}))",
+                            store.env(AWS_SECRET_ACCESS_KEY=wrong))
+    assert out.returncode != 0
+    assert "s3://train/cifar/*.tfrecord" in out.stderr
+    assert "SIGNATURE_DOES_NOT_MATCH" in out.stderr
+    for secret in (wrong, store.secret_key):
+        assert secret not in out.stderr + out.stdout
+
+
+def test_a_url_carrying_credentials_is_refused_without_printing_them(store):
+    url = f"s3://{store.access_key}:{store.secret_key}@train/cifar/*.tfrecord"
+    with pytest.raises(sluice.InvalidArgumentError) as raised:
+        list(sluice.tfrecord(url, CIFAR))
+    assert "must not carry credentials" in str(raised.value)
+    assert store.secret_key not in str(raised.value)
+    assert store.access_key not in str(raised.value)
+
+
+def test_the_command_and_a_process_with_pyarrow_exit_cleanly_after_reading(store, tmp_path):
+    pipeline = json.loads(augmented("s3://train/cifar/*.tfrecord").to_json())
+    (tmp_path / "p.json").write_text(json.dumps(pipeline))
+    run = subprocess.run(["sluice", "run", str(tmp_path / "p.json"), "--epochs", "2", "--json"], env=store.env(),
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout.splitlines()[-1])["samples"] == 2 * 300
+    # pyarrow's S3 and sluice's share one AWS SDK in one process.
+    both = run_sluice_python(
+        "import pyarrow.fs, sluice\n"
+        "fs, path = pyarrow.fs.FileSystem.from_uri('s3://train/cifar')\n"
+        "n = len(fs.get_file_info(pyarrow.fs.FileSelector(path)))\n"
+        "rows = sum(len(b['label']) for b in sluice.tfrecord('s3://train/cifar/*.tfrecord', {'label': 'int64'}).batch(64))\n"
+        "print(n, rows)\n", store.env())
+    assert both.returncode == 0, both.stderr
+    assert both.stdout.split() == ["3", "300"]
+    for out in (run, both):
+        assert "FinalizeS3 was not called" not in out.stderr
+
+
+def upload_tree(store, root, bucket, prefix):
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        store.put(f"{bucket}/{prefix}/{path.relative_to(root)}", path.read_bytes())
+
+
+def rows(pipe):
+    return [{k: np.array(v) for k, v in row.items()} for row in pipe]
+
+
+def assert_same_rows(a, b):
+    a, b = rows(a), rows(b)
+    assert len(a) == len(b) > 0
+    for x, y in zip(a, b):
+        assert x.keys() == y.keys()
+        for k in x:
+            np.testing.assert_array_equal(x[k], y[k])
+
+
+def test_webdataset_shards_and_parquet_objects_read_as_the_local_files(store, tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from test_webdataset import shards
+    (tmp_path / "wds").mkdir()
+    (tmp_path / "pq").mkdir()
+    local_shards = shards(tmp_path / "wds")
+    fields = {"pixels": ("raw", "bytes", 60), "label": ("cls", "int64")}
+    for i in range(2):
+        table = pa.table({"id": pa.array(np.arange(i * 20, i * 20 + 20), pa.int64()),
+                          "x": pa.array(np.linspace(0, 1, 20) + i, pa.float64())})
+        pq.write_table(table, tmp_path / "pq" / f"part-{i}.parquet", row_group_size=6)
+    upload_tree(store, tmp_path, "train", "tree")
+    assert_same_rows(sluice.webdataset("s3://train/tree/wds/shard-*.tar", fields, shuffle=False),
+                     sluice.webdataset(local_shards, fields, shuffle=False))
+    assert_same_rows(sluice.parquet("s3://train/tree/pq/part-*.parquet", shuffle=False),
+                     sluice.parquet(str(tmp_path / "pq" / "part-*.parquet"), shuffle=False))
+
+
+def test_an_image_folder_and_a_file_list_in_a_bucket_read_as_local_ones(store, tmp_path):
+    import cv2
+    root = tmp_path / "images"
+    for i, (label, ext) in enumerate([("cat", "png"), ("cat", "jpg"), ("dog", "png"), ("emu", "jpeg")]):
+        (root / label).mkdir(parents=True, exist_ok=True)
+        image = np.full((6 + i, 5, 3), 40 * i, np.uint8)
+        (root / label / f"{i}.{ext}").write_bytes(cv2.imencode(f".{ext}", image)[1].tobytes())
+    (root / "list.txt").write_text("dog/2.png 1\ncat/0.png 0\n")
+    upload_tree(store, root, "train", "images")
+    folder = rows(sluice.image_folder("s3://train/images", shuffle=False))
+    assert [int(r["label"][0]) for r in folder] == [0, 0, 1, 2]
+    assert_same_rows(sluice.image_folder("s3://train/images/", shuffle=False),
+                     sluice.image_folder(str(root), shuffle=False))
+    assert_same_rows(sluice.file_list("s3://train/images/list.txt", shuffle=False),
+                     sluice.file_list(str(root / "list.txt"), shuffle=False))
