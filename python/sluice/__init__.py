@@ -52,10 +52,18 @@ def device_decode_stats():
     return _sluice.device_decode_stats()
 
 
+def object_store_stats():
+    """Object stores' transient failures (5xx, connections refused or reset,
+    timeouts) retried so far in this process: {"retries": n}. See
+    docs/formats.md, "Object stores"."""
+    return _sluice.object_store_stats()
+
+
 __all__ = [
     "__version__",
     "Pipeline", "tfrecord", "mnist", "cifar10", "arrays", "image_folder", "file_list", "webdataset", "parquet",
     "arrow_ipc", "from_arrow", "from_dataset", "from_generator", "ops",
     "SluiceError", "InvalidArgumentError", "NotFoundError", "DataLossError",
     "CancelledError", "load_plugin", "dispatcher_status", "device_decode_stats",
+    "object_store_stats",
 ]

@@ -8,6 +8,7 @@
 #include "sluice/exec/pipeline.h"
 #include "sluice/graph/pipeline_json.h"
 #include "sluice/io/arrow_source.h"
+#include "sluice/io/object_store.h"
 #include "sluice/ops/device_decode_stats.h"
 #include "sluice/ops/op_registry.h"
 #include "sluice/ops/plugin.h"
@@ -234,6 +235,14 @@ void InitPipeline(py::module_& m) {
         return d;
       },
       "Where the images of decode ops on a GPU were decoded so far in this process.");
+  m.def(
+      "object_store_stats",
+      [] {
+        py::dict d;
+        d["retries"] = io::ObjectStoreRetries();
+        return d;
+      },
+      "Object stores' transient failures retried so far in this process.");
 }
 
 }  // namespace sluice::python

@@ -6,6 +6,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -64,15 +65,30 @@ class S3Store:
         (root / "data").mkdir()
         master, master_grpc, volume, volume_grpc, filer, filer_grpc, s3, s3_grpc = _free_ports(8)
         self.endpoint = f"http://127.0.0.1:{s3}"
-        self.process = subprocess.Popen(
-            [weed, "server", f"-dir={root / 'data'}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
-             f"-master.port={master}", f"-master.port.grpc={master_grpc}",
-             f"-volume.port={volume}", f"-volume.port.grpc={volume_grpc}",
-             f"-filer.port={filer}", f"-filer.port.grpc={filer_grpc}",
-             "-s3", f"-s3.port={s3}", f"-s3.port.grpc={s3_grpc}", "-s3.port.iceberg=0", "-s3.port.lance=0",
-             f"-s3.config={config}"],
-            stdout=subprocess.DEVNULL, stderr=open(root / "weed.log", "w"))
-        self.client = self._wait_until_serving(root)
+        self.root = root
+        self.started = False
+        self.command = [
+            weed, "server", f"-dir={root / 'data'}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
+            f"-master.port={master}", f"-master.port.grpc={master_grpc}", "-master.volumeSizeLimitMB=64",
+            "-volume.max=200",  # every bucket takes volumes of its own
+            f"-volume.port={volume}", f"-volume.port.grpc={volume_grpc}",
+            f"-filer.port={filer}", f"-filer.port.grpc={filer_grpc}",
+            "-s3", f"-s3.port={s3}", f"-s3.port.grpc={s3_grpc}", "-s3.port.iceberg=0", "-s3.port.lance=0",
+            f"-s3.config={config}"]
+        self.start()
+
+    def start(self):
+        """Starts the server (again: same ports, same data) and returns once
+        it takes writes (once it serves reads, when started again)."""
+        self.process = subprocess.Popen(self.command, stdout=subprocess.DEVNULL,
+                                        stderr=open(self.root / "weed.log", "a"))
+        self.client = self._wait_until_serving(self.root)
+        self.started = True
+
+    def kill(self):
+        """The store goes away at once, as a machine that dies."""
+        self.process.kill()
+        self.process.wait()
 
     def _wait_until_serving(self, root):
         """An S3 client of this store (pyarrow's: the tests upload with it)
@@ -85,9 +101,12 @@ class S3Store:
             if self.process.poll() is not None:
                 pytest.fail(f"weed exited: {(root / 'weed.log').read_text()[-3000:]}")
             try:
-                client.create_dir("probe")
-                with client.open_output_stream("probe/k") as out:
-                    out.write(b"x")
+                if self.started:  # a restart: reads are what the tests wait for
+                    client.open_input_file("probe/k").read()
+                else:
+                    client.create_dir("probe")
+                    with client.open_output_stream("probe/k") as out:
+                        out.write(b"x")
                 return client
             except OSError:
                 time.sleep(0.1)
@@ -123,3 +142,62 @@ def s3_store(tmp_path_factory):
     store = S3Store(tmp_path_factory.mktemp("s3"))
     yield store
     store.stop()
+
+
+def _pump(source, sink, rewrite):
+    try:
+        while chunk := source.recv(1 << 16):
+            sink.sendall(rewrite(chunk) if rewrite else chunk)
+    except OSError:
+        pass
+    finally:
+        for s in (source, sink):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
+class TcpProxy:
+    """Forwards the connections made to `host`:`port` (a free port when 0)
+    to 127.0.0.1:`target`; `reply` rewrites what comes back. `cut()` drops
+    every connection and refuses new ones, as a network partition does;
+    `mend()` listens again on the same port."""
+
+    def __init__(self, target, host="127.0.0.1", port=0, reply=None):
+        self.target, self.host, self.port, self.reply = target, host, port, reply
+        self._connections = []
+        self._lock = threading.Lock()
+        self.mend()
+
+    def mend(self):
+        self._listener = socket.create_server((self.host, self.port))
+        self.port = self._listener.getsockname()[1]
+        threading.Thread(target=self._accept, args=(self._listener,), daemon=True).start()
+
+    def cut(self):
+        self._listener.shutdown(socket.SHUT_RDWR)  # wakes the accept
+        self._listener.close()
+        with self._lock:
+            connections, self._connections = self._connections, []
+        for s in connections:
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def _accept(self, listener):
+        while True:
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return
+            try:
+                server = socket.create_connection(("127.0.0.1", self.target))
+            except OSError:  # the server stopped
+                client.close()
+                continue
+            with self._lock:
+                self._connections += [client, server]
+            threading.Thread(target=_pump, args=(client, server, None), daemon=True).start()
+            threading.Thread(target=_pump, args=(server, client, self.reply), daemon=True).start()

@@ -6,11 +6,13 @@ import json
 import os
 import subprocess
 import sys
+import threading
 
 import numpy as np
 import pytest
 
 import sluice
+from conftest import TcpProxy
 from sluice import ops
 
 CIFAR = {"image": ("bytes", 3072), "label": "int64"}
@@ -159,3 +161,49 @@ def test_an_image_folder_and_a_file_list_in_a_bucket_read_as_local_ones(store, t
                      sluice.image_folder(str(root), shuffle=False))
     assert_same_rows(sluice.file_list("s3://train/images/list.txt", shuffle=False),
                      sluice.file_list(str(root / "list.txt"), shuffle=False))
+
+
+def test_reads_spanning_many_fetched_blocks_give_the_same_bytes(store, cifar_dir, mnist_dir, monkeypatch):
+    # Blocks far smaller than a record: every read spans several, and the
+    # IDX source's reads at offsets restart the blocks fetched ahead.
+    monkeypatch.setenv("SLUICE_OBJECT_BLOCK_BYTES", "1000")
+    monkeypatch.setenv("SLUICE_OBJECT_READ_AHEAD", "3")
+    assert_same_batches(augmented("s3://train/cifar/*.tfrecord"), augmented(str(cifar_dir / "*.tfrecord")))
+
+    def mnist(d):
+        return sluice.mnist(f"{d}/train-images-idx3-ubyte", f"{d}/train-labels-idx1-ubyte").shuffle(64).batch(50)
+    assert_same_batches(mnist("s3://train/mnist"), mnist(str(mnist_dir)))
+
+
+def test_a_store_that_goes_away_mid_epoch_is_waited_for_and_nothing_is_lost(store, tmp_path, monkeypatch):
+    subprocess.run(["sluice", "make-data", "cifar10", "--out", str(tmp_path / "data"), "--count", "3000",
+                    "--files", "2"], check=True, capture_output=True)
+    store.upload("faults", sorted((tmp_path / "data").glob("*.tfrecord")), "cifar")
+    # The store is reached through a proxy that cuts the network for 2 s.
+    proxy = TcpProxy(int(store.endpoint.rsplit(":", 1)[1]))
+    monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{proxy.port}")
+    monkeypatch.setenv("SLUICE_OBJECT_BLOCK_BYTES", "16384")  # the reads go on hitting the store
+    monkeypatch.setenv("SLUICE_OBJECT_READ_AHEAD", "1")
+
+    def labels(files):
+        it = iter(sluice.tfrecord(files, CIFAR).batch(100))
+        first = next(it)
+        if files.startswith("s3://"):
+            proxy.cut()
+            threading.Timer(2.0, proxy.mend).start()
+        return np.concatenate([first["label"], *(b["label"] for b in it)])
+    retried = sluice.object_store_stats()["retries"]
+    np.testing.assert_array_equal(labels("s3://faults/cifar/*.tfrecord"),
+                                  labels(str(tmp_path / "data" / "*.tfrecord")))
+    assert sluice.object_store_stats()["retries"] > retried
+
+
+def test_a_store_gone_past_the_timeout_fails_saying_so(tmp_path):
+    from conftest import _free_ports
+    env = dict(os.environ, AWS_ENDPOINT_URL=f"http://127.0.0.1:{_free_ports(1)[0]}", AWS_ACCESS_KEY_ID="AKIANOBODY",
+               AWS_SECRET_ACCESS_KEY="nobody-secret", AWS_REGION="us-east-1", SLUICE_OBJECT_STORE_TIMEOUT_S="2")
+    out = run_sluice_python("import sluice\nlist(sluice.tfrecord('s3://gone/*.tfrecord', {'label': 'int64'}))", env)
+    assert out.returncode != 0
+    assert "s3://gone/*.tfrecord" in out.stderr or "s3://gone" in out.stderr
+    assert "retried for 2s, the store's timeout" in out.stderr
+    assert "nobody-secret" not in out.stderr

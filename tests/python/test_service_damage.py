@@ -9,11 +9,10 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
 
 import pytest
 
-from conftest import start_server
+from conftest import TcpProxy, start_server
 
 MARKER = b"sluice-marker-16"
 DAMAGED = b"Sluice-marker-16"
@@ -34,36 +33,6 @@ print("end", flush=True)
 """ % MARKER
 
 
-def _pump(source, sink, damage):
-    try:
-        while chunk := source.recv(1 << 16):
-            sink.sendall(chunk.replace(MARKER, DAMAGED) if damage else chunk)
-    except OSError:
-        pass
-    finally:
-        for s in (source, sink):
-            try:
-                s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-
-
-def _proxy(listener, port):
-    """Forwards each connection to 127.0.0.1:`port`, damaging what comes back."""
-    while True:
-        try:
-            client, _ = listener.accept()
-        except OSError:
-            return
-        try:
-            worker = socket.create_connection(("127.0.0.1", port))
-        except OSError:  # the worker stopped
-            client.close()
-            continue
-        threading.Thread(target=_pump, args=(client, worker, False), daemon=True).start()
-        threading.Thread(target=_pump, args=(worker, client, True), daemon=True).start()
-
-
 def test_a_split_whose_batches_always_arrive_damaged_fails_the_epoch_naming_it_and_its_worker():
     try:
         listener = socket.create_server(("127.0.0.2", 0))
@@ -74,13 +43,13 @@ def test_a_split_whose_batches_always_arrive_damaged_fails_the_epoch_naming_it_a
     address = f"127.0.0.1:{port}"
     worker, worker_port = start_server(["worker", "--dispatcher", address, "--host", "127.0.0.1",
                                         "--advertise", "127.0.0.2", "--threads", "1"])
-    listener = socket.create_server(("127.0.0.2", worker_port))
-    threading.Thread(target=_proxy, args=(listener, worker_port), daemon=True).start()
+    proxy = TcpProxy(worker_port, host="127.0.0.2", port=worker_port,
+                     reply=lambda chunk: chunk.replace(MARKER, DAMAGED))
     try:
         consumer = subprocess.run([sys.executable, "-c", _CONSUMER, address], capture_output=True, text=True,
                                   timeout=300)  # a hang guard: without a cap the epoch never ends
     finally:
-        listener.close()
+        proxy.cut()
         for process in (worker, dispatcher):
             process.send_signal(signal.SIGTERM)
             process.wait(timeout=30)

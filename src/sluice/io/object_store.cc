@@ -3,18 +3,22 @@
 #include <fnmatch.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <map>
 #include <mutex>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "arrow/filesystem/filesystem.h"
 #include "arrow/filesystem/s3fs.h"
 #include "arrow/io/interfaces.h"
 #include "arrow/util/io_util.h"
+#include "sluice/core/backoff.h"
+#include "sluice/io/object_read_ahead.h"
 #include "sluice/io/object_store_arrow.h"
 
 namespace sluice::io {
@@ -96,6 +100,56 @@ absl::Status ToStatus(const arrow::Status& st, absl::string_view what, absl::str
   return absl::UnavailableError(msg);
 }
 
+std::atomic<int64_t> retries{0};
+
+// `attempt()` (an absl::StatusOr) until it succeeds, fails otherwise than
+// Unavailable, or the store has been unavailable for ObjectStoreTimeout().
+template <typename Attempt>
+auto WithRetries(Attempt attempt) -> decltype(attempt()) {
+  const absl::Duration timeout = ObjectStoreTimeout();
+  const absl::Time deadline = absl::Now() + timeout;
+  Backoff backoff(absl::Milliseconds(100), absl::Seconds(5));
+  while (true) {
+    auto result = attempt();
+    if (result.ok() || !absl::IsUnavailable(result.status())) return result;
+    const absl::Duration pause = backoff.Next();
+    if (absl::Now() + pause > deadline) {
+      return absl::UnavailableError(absl::StrCat(result.status().message(), " (retried for ",
+                                                 absl::FormatDuration(timeout),
+                                                 ", the store's timeout; set "
+                                                 "SLUICE_OBJECT_STORE_TIMEOUT_S to wait longer)"));
+    }
+    retries.fetch_add(1, std::memory_order_relaxed);
+    absl::SleepFor(pause);
+  }
+}
+
+// The AWS client's own retries (a 5xx, a throttle, a connection refused or
+// reset), counted, with the project's backoff: 100 ms doubling, six times
+// (6.3 s in all) before the failure reaches WithRetries.
+class CountedS3Retries : public arrow::fs::S3RetryStrategy {
+ public:
+  bool ShouldRetry(const AWSErrorDetail& error, int64_t attempted_retries) override {
+    if (!error.should_retry || attempted_retries >= kRetries) return false;
+    retries.fetch_add(1, std::memory_order_relaxed);
+    return true;
+  }
+  int64_t CalculateDelayBeforeNextRetry(const AWSErrorDetail&, int64_t attempted_retries) override {
+    return int64_t{100} << std::min<int64_t>(attempted_retries, 5);
+  }
+
+ private:
+  static constexpr int64_t kRetries = 6;
+};
+
+arrow::Result<std::shared_ptr<arrow::fs::FileSystem>> MakeFileSystem(const ObjectUrl& u, const std::string& url) {
+  if (u.scheme != "s3") return arrow::fs::FileSystemFromUri(url);
+  ARROW_RETURN_NOT_OK(arrow::fs::EnsureS3Initialized());
+  ARROW_ASSIGN_OR_RAISE(arrow::fs::S3Options options, arrow::fs::S3Options::FromUri(url));
+  options.retry_strategy = std::make_shared<CountedS3Retries>();
+  return arrow::fs::S3FileSystem::Make(options);
+}
+
 // One file system per bucket and options, made once: making one resolves
 // credentials (and, for S3 without an endpoint, the bucket's region).
 absl::StatusOr<std::shared_ptr<arrow::fs::FileSystem>> FileSystemFor(const ObjectUrl& u) {
@@ -104,7 +158,7 @@ absl::StatusOr<std::shared_ptr<arrow::fs::FileSystem>> FileSystemFor(const Objec
   const std::string key = u.Url(u.bucket);
   std::lock_guard<std::mutex> lock(mu);
   if (auto it = made->find(key); it != made->end()) return it->second;
-  arrow::Result<std::shared_ptr<arrow::fs::FileSystem>> fs = arrow::fs::FileSystemFromUri(key);
+  arrow::Result<std::shared_ptr<arrow::fs::FileSystem>> fs = MakeFileSystem(u, key);
   if (!fs.ok()) return ToStatus(fs.status(), "cannot reach the store of", key);
   if (u.scheme == "s3") {
     // The AWS SDK must be shut down before the process exits, or it may
@@ -118,41 +172,54 @@ absl::StatusOr<std::shared_ptr<arrow::fs::FileSystem>> FileSystemFor(const Objec
   return *fs;
 }
 
-// An object read with ranged GETs.
+// An object read with ranged GETs, fetched ahead.
 class ObjectFile : public RandomAccessFile {
  public:
   ObjectFile(std::string url, uint64_t size, std::shared_ptr<arrow::io::RandomAccessFile> in)
-      : RandomAccessFile(std::move(url), size), in_(std::move(in)) {}
+      : RandomAccessFile(std::move(url), size), blocks_(std::move(in), size, ObjectReadAhead::FromEnvironment()) {}
 
   absl::StatusOr<size_t> Read(uint64_t offset, size_t n, void* dst) const override {
-    if (offset >= size()) return 0;
-    n = static_cast<size_t>(std::min<uint64_t>(n, size() - offset));
-    arrow::Result<int64_t> got = in_->ReadAt(static_cast<int64_t>(offset), static_cast<int64_t>(n), dst);
-    if (!got.ok())
-      return ToStatus(got.status(), absl::StrCat("cannot read ", n, " bytes at offset ", offset, " of"), path());
-    if (static_cast<size_t>(*got) < n) {
-      return absl::DataLossError(absl::StrCat("object ", path(), " changed while being read: it held ", size(),
-                                              " bytes when opened and ends at ", offset + *got, " now"));
+    size_t done = 0;
+    while (done < n && offset + done < size()) {
+      absl::StatusOr<size_t> got = WithRetries([&]() -> absl::StatusOr<size_t> {
+        arrow::Result<size_t> read = blocks_.Read(offset + done, n - done, static_cast<uint8_t*>(dst) + done);
+        if (read.ok()) return *read;
+        blocks_.Forget();  // fetch them again
+        return ToStatus(read.status(), absl::StrCat("cannot read ", n, " bytes at offset ", offset, " of"), path());
+      });
+      if (!got.ok()) return got.status();
+      if (*got == 0) {
+        return absl::DataLossError(absl::StrCat("object ", path(), " changed while being read: it held ", size(),
+                                                " bytes when opened and ends before ", offset + done, " now"));
+      }
+      done += *got;
     }
-    return n;
+    return done;
   }
 
  private:
-  std::shared_ptr<arrow::io::RandomAccessFile> in_;
+  mutable ObjectReadAhead blocks_;
 };
 
 // The sorted URLs of the objects under `dir` (and deeper when
-// `recursive`) whose paths `keep` accepts; Arrow's error as it is.
+// `recursive`) whose paths `keep` accepts; errors name `what`.
 template <typename Keep>
-arrow::Result<std::vector<std::string>> ListMatching(arrow::fs::FileSystem& fs, const ObjectUrl& u,
-                                                     const std::string& dir, bool recursive, Keep keep) {
+absl::StatusOr<std::vector<std::string>> ListMatching(arrow::fs::FileSystem& fs, const ObjectUrl& u,
+                                                      const std::string& dir, bool recursive, Keep keep,
+                                                      const std::string& what) {
   arrow::fs::FileSelector selector;
   selector.base_dir = dir;
   selector.recursive = recursive;
   selector.allow_not_found = true;
-  ARROW_ASSIGN_OR_RAISE(std::vector<arrow::fs::FileInfo> infos, fs.GetFileInfo(selector));
+  absl::StatusOr<std::vector<arrow::fs::FileInfo>> infos =
+      WithRetries([&]() -> absl::StatusOr<std::vector<arrow::fs::FileInfo>> {
+        arrow::Result<std::vector<arrow::fs::FileInfo>> listed = fs.GetFileInfo(selector);
+        if (!listed.ok()) return ToStatus(listed.status(), "cannot list", what);
+        return *std::move(listed);
+      });
+  if (!infos.ok()) return infos.status();
   std::vector<std::string> urls;
-  for (const arrow::fs::FileInfo& info : infos) {
+  for (const arrow::fs::FileInfo& info : *infos) {
     if (info.IsFile() && keep(info.path())) urls.push_back(u.Url(info.path()));
   }
   std::sort(urls.begin(), urls.end());
@@ -161,14 +228,28 @@ arrow::Result<std::vector<std::string>> ListMatching(arrow::fs::FileSystem& fs, 
 
 }  // namespace
 
+absl::Duration ObjectStoreTimeout() {
+  static const absl::Duration timeout = [] {
+    const char* text = std::getenv("SLUICE_OBJECT_STORE_TIMEOUT_S");
+    double seconds = 0;
+    return text != nullptr && absl::SimpleAtod(text, &seconds) && seconds >= 0 ? absl::Seconds(seconds)
+                                                                               : absl::Seconds(60);
+  }();
+  return timeout;
+}
+
+int64_t ObjectStoreRetries() { return retries.load(std::memory_order_relaxed); }
+
 absl::StatusOr<std::shared_ptr<arrow::io::RandomAccessFile>> OpenArrowObject(const std::string& url) {
   absl::StatusOr<ObjectUrl> u = ParseObjectUrl(url);
   if (!u.ok()) return u.status();
-  absl::StatusOr<std::shared_ptr<arrow::fs::FileSystem>> fs = FileSystemFor(*u);
-  if (!fs.ok()) return fs.status();
-  arrow::Result<std::shared_ptr<arrow::io::RandomAccessFile>> in = (*fs)->OpenInputFile(u->Path());
-  if (!in.ok()) return ToStatus(in.status(), "cannot open", url);
-  return *std::move(in);
+  return WithRetries([&]() -> absl::StatusOr<std::shared_ptr<arrow::io::RandomAccessFile>> {
+    absl::StatusOr<std::shared_ptr<arrow::fs::FileSystem>> fs = FileSystemFor(*u);
+    if (!fs.ok()) return fs.status();
+    arrow::Result<std::shared_ptr<arrow::io::RandomAccessFile>> in = (*fs)->OpenInputFile(u->Path());
+    if (!in.ok()) return ToStatus(in.status(), "cannot open", url);
+    return *std::move(in);
+  });
 }
 
 absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenObject(const std::string& url) {
@@ -187,8 +268,12 @@ absl::StatusOr<std::vector<std::string>> ListObjects(const std::string& pattern)
   const size_t wild = FirstWildcard(u->key);
   if (wild == std::string::npos) {
     u->key = Unescaped(u->key);
-    arrow::Result<arrow::fs::FileInfo> info = (*fs)->GetFileInfo(u->Path());
-    if (!info.ok()) return ToStatus(info.status(), "cannot look up", pattern);
+    absl::StatusOr<arrow::fs::FileInfo> info = WithRetries([&]() -> absl::StatusOr<arrow::fs::FileInfo> {
+      arrow::Result<arrow::fs::FileInfo> looked_up = (*fs)->GetFileInfo(u->Path());
+      if (!looked_up.ok()) return ToStatus(looked_up.status(), "cannot look up", pattern);
+      return *looked_up;
+    });
+    if (!info.ok()) return info.status();
     if (info->type() == arrow::fs::FileType::NotFound) {
       return absl::NotFoundError(absl::StrCat("object not found: '", pattern, "'"));
     }
@@ -199,10 +284,10 @@ absl::StatusOr<std::vector<std::string>> ListObjects(const std::string& pattern)
   const std::string dir =
       slash == std::string::npos ? u->bucket : absl::StrCat(u->bucket, "/", Unescaped(u->key.substr(0, slash)));
   const std::string wanted = u->Path();
-  arrow::Result<std::vector<std::string>> urls =
-      ListMatching(**fs, *u, dir, u->key.find('/', wild) != std::string::npos,
-                   [&](const std::string& path) { return ::fnmatch(wanted.c_str(), path.c_str(), FNM_PATHNAME) == 0; });
-  if (!urls.ok()) return ToStatus(urls.status(), "cannot list", pattern);
+  absl::StatusOr<std::vector<std::string>> urls = ListMatching(
+      **fs, *u, dir, u->key.find('/', wild) != std::string::npos,
+      [&](const std::string& path) { return ::fnmatch(wanted.c_str(), path.c_str(), FNM_PATHNAME) == 0; }, pattern);
+  if (!urls.ok()) return urls.status();
   if (urls->empty()) return absl::NotFoundError(absl::StrCat("no object matches pattern '", pattern, "'"));
   return *std::move(urls);
 }
@@ -213,9 +298,9 @@ absl::StatusOr<std::vector<std::string>> ListObjectsUnder(const std::string& pre
   absl::StatusOr<std::shared_ptr<arrow::fs::FileSystem>> fs = FileSystemFor(*u);
   if (!fs.ok()) return fs.status();
   while (absl::EndsWith(u->key, "/")) u->key.pop_back();
-  arrow::Result<std::vector<std::string>> urls =
-      ListMatching(**fs, *u, u->Path(), true, [](const std::string&) { return true; });
-  if (!urls.ok()) return ToStatus(urls.status(), "cannot list", prefix_url);
+  absl::StatusOr<std::vector<std::string>> urls =
+      ListMatching(**fs, *u, u->Path(), true, [](const std::string&) { return true; }, prefix_url);
+  if (!urls.ok()) return urls.status();
   if (urls->empty()) return absl::NotFoundError(absl::StrCat("no object is under ", prefix_url));
   return *std::move(urls);
 }

@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/match.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 #include "sluice/io/random_access_file.h"
 
 namespace sluice::io {
@@ -21,6 +22,14 @@ namespace sluice::io {
 inline bool IsObjectUrl(absl::string_view path) {
   return absl::StartsWith(path, "s3://") || absl::StartsWith(path, "gs://") || absl::StartsWith(path, "gcs://");
 }
+
+// Transient failures of a store (5xx after the client's own retries, a
+// connection refused or reset, a request past its timeout) are retried
+// with backoff for this long from the first (SLUICE_OBJECT_STORE_TIMEOUT_S,
+// seconds; default 60) before they fail naming it.
+absl::Duration ObjectStoreTimeout();
+// Transient failures retried so far in this process.
+int64_t ObjectStoreRetries();
 
 // Opens the object at `url` for ranged reads. Its size is read once; a
 // later read past a shorter object is DataLoss naming it. Errors name the

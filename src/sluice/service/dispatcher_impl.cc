@@ -9,7 +9,7 @@
 #include "sluice/graph/fingerprint.h"
 #include "sluice/graph/pin_files.h"
 #include "sluice/ops/op_registry.h"
-#include "sluice/service/backoff.h"
+#include "sluice/core/backoff.h"
 #include "sluice/service/channel.h"
 #include "sluice/service/element_spec.h"
 #include "sluice/service/log.h"

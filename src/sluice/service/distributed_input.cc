@@ -6,7 +6,7 @@
 #include "absl/time/clock.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/graph/fingerprint.h"
-#include "sluice/service/backoff.h"
+#include "sluice/core/backoff.h"
 #include "sluice/service/channel.h"
 #include "sluice/service/element_spec.h"
 #include "sluice/service/epoch_reader.h"

@@ -9,7 +9,7 @@
 #include "sluice/exec/resume.h"
 #include "sluice/graph/compiled_pipeline.h"
 #include "sluice/ops/op_registry.h"
-#include "sluice/service/backoff.h"
+#include "sluice/core/backoff.h"
 #include "sluice/service/channel.h"
 #include "sluice/service/element_spec.h"
 #include "sluice/service/encode_ahead.h"

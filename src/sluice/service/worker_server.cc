@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "service.grpc.pb.h"
 #include "sluice/core/status_macros.h"
-#include "sluice/service/backoff.h"
+#include "sluice/core/backoff.h"
 #include "sluice/service/grpc_status.h"
 #include "sluice/service/log.h"
 #include "sluice/service/security.h"

@@ -1,7 +1,8 @@
-// Capped exponential backoff, the one way the service retries: the pause
-// doubles from `initial` up to `max`, and starts over after a success.
-#ifndef SLUICE_SERVICE_BACKOFF_H_
-#define SLUICE_SERVICE_BACKOFF_H_
+// Capped exponential backoff, the one way sluice retries (the service, object
+// stores): the pause doubles from `initial` up to `max`, and starts over
+// after a success.
+#ifndef SLUICE_CORE_BACKOFF_H_
+#define SLUICE_CORE_BACKOFF_H_
 
 #include <algorithm>
 
@@ -9,7 +10,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 
-namespace sluice::service {
+namespace sluice {
 
 // Thread-compatible: one per retry loop.
 class Backoff {
@@ -38,6 +39,6 @@ class Backoff {
   absl::Duration next_;
 };
 
-}  // namespace sluice::service
+}  // namespace sluice
 
-#endif  // SLUICE_SERVICE_BACKOFF_H_
+#endif  // SLUICE_CORE_BACKOFF_H_

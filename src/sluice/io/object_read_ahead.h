@@ -1,0 +1,59 @@
+// Reads of an object served from blocks fetched ahead: a reader going
+// through an object in order always has the next ranged GETs in flight,
+// which a store needs to deliver its bandwidth (on a local SeaweedFS, one
+// GET of 1 MiB at a time gave 323 MB/s, 8 MiB ones 842 MB/s, 4 in flight
+// 1.1 GB/s). Only in builds with Arrow.
+#ifndef SLUICE_IO_OBJECT_READ_AHEAD_H_
+#define SLUICE_IO_OBJECT_READ_AHEAD_H_
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+
+#include "absl/synchronization/mutex.h"
+#include "arrow/buffer.h"
+#include "arrow/io/interfaces.h"
+#include "arrow/util/future.h"
+
+namespace sluice::io {
+
+class ObjectReadAhead {
+ public:
+  struct Options {
+    int64_t block_bytes = int64_t{8} << 20;
+    int depth = 2;  // blocks in flight, the one being read included
+  };
+  // The defaults, or SLUICE_OBJECT_BLOCK_BYTES and SLUICE_OBJECT_READ_AHEAD
+  // from the environment.
+  static Options FromEnvironment();
+
+  ObjectReadAhead(std::shared_ptr<arrow::io::RandomAccessFile> in, uint64_t size, Options options)
+      : in_(std::move(in)), size_(size), options_(options) {}
+
+  // Copies up to n bytes at `offset` (< size) into dst, from the block
+  // holding `offset`: at least one byte, fewer than n at a block's end.
+  // Reading elsewhere than the blocks fetched starts them over there.
+  // Arrow's error as it is; thread-safe.
+  arrow::Result<size_t> Read(uint64_t offset, size_t n, uint8_t* dst);
+  // Drops the blocks fetched or in flight (one failed: fetch them again).
+  void Forget();
+
+ private:
+  struct Block {
+    uint64_t index;
+    arrow::Future<std::shared_ptr<arrow::Buffer>> data;
+  };
+  // Keeps blocks `first`, `first` + 1, ... (depth of them, within the
+  // object) fetched or in flight.
+  void FetchFrom(uint64_t first) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const std::shared_ptr<arrow::io::RandomAccessFile> in_;
+  const uint64_t size_;
+  const Options options_;
+  absl::Mutex mu_;
+  std::deque<Block> blocks_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace sluice::io
+
+#endif  // SLUICE_IO_OBJECT_READ_AHEAD_H_
