@@ -4,6 +4,7 @@ never a credential, and processes that exit cleanly after using the store."""
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -12,7 +13,7 @@ import numpy as np
 import pytest
 
 import sluice
-from conftest import TcpProxy
+from conftest import TcpProxy, start_server
 from sluice import ops
 
 CIFAR = {"image": ("bytes", 3072), "label": "int64"}
@@ -207,3 +208,30 @@ def test_a_store_gone_past_the_timeout_fails_saying_so(tmp_path):
     assert "s3://gone/*.tfrecord" in out.stderr or "s3://gone" in out.stderr
     assert "retried for 2s, the store's timeout" in out.stderr
     assert "nobody-secret" not in out.stderr
+
+
+def test_an_epoch_cut_on_objects_resumes_to_the_uninterrupted_rest(store):
+    pipe = (sluice.tfrecord("s3://train/cifar/*.tfrecord", CIFAR).shuffle(100)
+            .map(ops.reshape(shape=[32, 32, 3]), ops.random_flip()).batch(32))
+    whole = [{k: v.copy() for k, v in b.items()} for b in pipe.iterate(2)]
+    it = pipe.iterate(2)
+    for _ in range(4):
+        next(it)
+    assert_same_batches(pipe.iterate(state=it.state()), whole[4:])
+
+
+def test_service_workers_read_the_objects_the_dispatcher_listed_once(store, cifar_dir):
+    dispatcher, port = start_server(["dispatcher", "--host", "127.0.0.1", "--port", "0"], env=store.env())
+    address = f"127.0.0.1:{port}"
+    worker, _ = start_server(["worker", "--dispatcher", address, "--host", "127.0.0.1", "--threads", "1"],
+                             env=store.env())
+    try:
+        remote = sluice.tfrecord("s3://train/cifar/*.tfrecord", CIFAR).distribute(address, connect_timeout_s=30)
+        got = sorted((int(b["label"][i]), b["image"][i].tobytes())
+                     for b in remote.batch(50) for i in range(len(b["label"])))
+    finally:
+        for process in (worker, dispatcher):
+            process.send_signal(signal.SIGTERM)
+            process.wait(timeout=30)
+    local = sluice.tfrecord(str(cifar_dir / "*.tfrecord"), CIFAR).batch(50)
+    assert got == sorted((int(b["label"][i]), b["image"][i].tobytes()) for b in local for i in range(len(b["label"])))
