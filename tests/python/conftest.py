@@ -201,3 +201,29 @@ class TcpProxy:
                 self._connections += [client, server]
             threading.Thread(target=_pump, args=(client, server, None), daemon=True).start()
             threading.Thread(target=_pump, args=(server, client, self.reply), daemon=True).start()
+
+
+@pytest.fixture(scope="session")
+def gcs_store():
+    """A Google Cloud Storage emulator (gcp-storage-emulator) on 127.0.0.1,
+    its bucket "gtrain" reachable anonymously; yields (pyarrow client, the
+    query a gs:// URL needs to reach it)."""
+    import pyarrow.fs
+    emulator = shutil.which("gcp-storage-emulator") or os.path.join(os.path.dirname(sys.executable),
+                                                                    "gcp-storage-emulator")
+    port = _free_ports(1)[0]
+    process = subprocess.Popen([emulator, "start", "--host", "127.0.0.1", "--port", str(port), "--in-memory",
+                                "--default-bucket=gtrain"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    client = pyarrow.fs.GcsFileSystem(anonymous=True, endpoint_override=f"127.0.0.1:{port}", scheme="http",
+                                      retry_time_limit=None)
+    for _ in range(300):
+        try:
+            client.get_file_info(pyarrow.fs.FileSelector("gtrain"))
+            break
+        except OSError:
+            time.sleep(0.1)
+    else:
+        pytest.fail("the GCS emulator did not answer in 30 s")
+    yield client, f"endpoint_override=127.0.0.1:{port}&scheme=http&anonymous=true"
+    process.kill()
+    process.wait()

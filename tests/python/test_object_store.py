@@ -235,3 +235,13 @@ def test_service_workers_read_the_objects_the_dispatcher_listed_once(store, cifa
             process.wait(timeout=30)
     local = sluice.tfrecord(str(cifar_dir / "*.tfrecord"), CIFAR).batch(50)
     assert got == sorted((int(b["label"][i]), b["image"][i].tobytes()) for b in local for i in range(len(b["label"])))
+
+
+def test_google_cloud_storage_objects_read_as_the_local_files(gcs_store, cifar_dir):
+    client, query = gcs_store
+    for f in sorted(cifar_dir.glob("*.tfrecord")):
+        with client.open_output_stream(f"gtrain/cifar/{f.name}") as out:
+            out.write(f.read_bytes())
+    assert_same_batches(augmented(f"gs://gtrain/cifar/*.tfrecord?{query}"), augmented(str(cifar_dir / "*.tfrecord")))
+    with pytest.raises(sluice.NotFoundError, match="no object matches pattern 'gs://gtrain/cifar/nope-"):
+        list(sluice.tfrecord(f"gs://gtrain/cifar/nope-*.tfrecord?{query}", CIFAR))

@@ -12,8 +12,10 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "arrow/filesystem/filesystem.h"
+#include "arrow/filesystem/gcsfs.h"
 #include "arrow/filesystem/s3fs.h"
 #include "arrow/io/interfaces.h"
 #include "arrow/util/io_util.h"
@@ -142,8 +144,23 @@ class CountedS3Retries : public arrow::fs::S3RetryStrategy {
   static constexpr int64_t kRetries = 6;
 };
 
+// Google Cloud Storage: Arrow's options from the URL, and `anonymous=true`
+// (which S3 URLs take from Arrow itself) for public buckets. The client's
+// own retries stop after 10 s, WithRetries' after the store's timeout.
+arrow::Result<std::shared_ptr<arrow::fs::FileSystem>> MakeGcsFileSystem(const ObjectUrl& u) {
+  ObjectUrl rest = u;
+  std::vector<std::string> params = absl::StrSplit(u.query, '&', absl::SkipEmpty());
+  const size_t given = params.size();
+  params.erase(std::remove(params.begin(), params.end(), "anonymous=true"), params.end());
+  rest.query = absl::StrJoin(params, "&");
+  ARROW_ASSIGN_OR_RAISE(arrow::fs::GcsOptions options, arrow::fs::GcsOptions::FromUri(rest.Url(rest.bucket), nullptr));
+  if (params.size() != given) options.credentials = arrow::fs::GcsOptions::Anonymous().credentials;
+  options.retry_limit_seconds = 10;
+  return arrow::fs::GcsFileSystem::Make(options);
+}
+
 arrow::Result<std::shared_ptr<arrow::fs::FileSystem>> MakeFileSystem(const ObjectUrl& u, const std::string& url) {
-  if (u.scheme != "s3") return arrow::fs::FileSystemFromUri(url);
+  if (u.scheme != "s3") return MakeGcsFileSystem(u);
   ARROW_RETURN_NOT_OK(arrow::fs::EnsureS3Initialized());
   ARROW_ASSIGN_OR_RAISE(arrow::fs::S3Options options, arrow::fs::S3Options::FromUri(url));
   options.retry_strategy = std::make_shared<CountedS3Retries>();
