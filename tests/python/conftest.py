@@ -61,7 +61,9 @@ class S3Store:
         config = root / "s3.json"
         config.write_text(json.dumps({"identities": [{
             "name": "tester", "credentials": [{"accessKey": self.access_key, "secretKey": self.secret_key}],
-            "actions": ["Admin", "Read", "Write", "List", "Tagging"]}]}))
+            "actions": ["Admin", "Read", "Write", "List", "Tagging"]},
+            # anyone may read and list the bucket "public"
+            {"name": "anonymous", "actions": ["Read:public", "List:public"]}]}))
         (root / "data").mkdir()
         master, master_grpc, volume, volume_grpc, filer, filer_grpc, s3, s3_grpc = _free_ports(8)
         self.endpoint = f"http://127.0.0.1:{s3}"

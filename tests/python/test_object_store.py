@@ -245,3 +245,22 @@ def test_google_cloud_storage_objects_read_as_the_local_files(gcs_store, cifar_d
     assert_same_batches(augmented(f"gs://gtrain/cifar/*.tfrecord?{query}"), augmented(str(cifar_dir / "*.tfrecord")))
     with pytest.raises(sluice.NotFoundError, match="no object matches pattern 'gs://gtrain/cifar/nope-"):
         list(sluice.tfrecord(f"gs://gtrain/cifar/nope-*.tfrecord?{query}", CIFAR))
+
+
+def test_a_public_bucket_is_read_anonymously_and_a_private_one_refused(store, cifar_dir, tmp_path):
+    store.upload("public", sorted(cifar_dir.glob("*.tfrecord")), "cifar")
+    env = store.env()
+    for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        del env[k]
+    code = ("import sluice\n"
+            "for url in ('s3://public/cifar/*.tfrecord?anonymous=true', 's3://train/cifar/*.tfrecord?anonymous=true'):\n"
+            "    try:\n"
+            "        print(sum(len(b['label']) for b in sluice.tfrecord(url, {'label': 'int64'}).batch(64)))\n"
+            "    except sluice.SluiceError as e:\n"
+            "        print(type(e).__name__, e)\n")
+    out = run_sluice_python(code, env)
+    assert out.returncode == 0, out.stderr
+    public, private = out.stdout.strip().split("\n")
+    assert public == "300"
+    assert private.startswith("SluiceError") and "s3://train/cifar/*.tfrecord?anonymous=true" in private
+    assert "ACCESS_DENIED" in private or "AccessDenied" in private, private

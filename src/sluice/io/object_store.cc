@@ -144,27 +144,33 @@ class CountedS3Retries : public arrow::fs::S3RetryStrategy {
   static constexpr int64_t kRetries = 6;
 };
 
-// Google Cloud Storage: Arrow's options from the URL, and `anonymous=true`
-// (which S3 URLs take from Arrow itself) for public buckets. The client's
-// own retries stop after 10 s, WithRetries' after the store's timeout.
-arrow::Result<std::shared_ptr<arrow::fs::FileSystem>> MakeGcsFileSystem(const ObjectUrl& u) {
-  ObjectUrl rest = u;
-  std::vector<std::string> params = absl::StrSplit(u.query, '&', absl::SkipEmpty());
+// Takes `anonymous=true` (public buckets) out of the URL's query, where
+// Arrow's URLs have no such option; whether it was there.
+bool TakeAnonymous(ObjectUrl* u) {
+  std::vector<std::string> params = absl::StrSplit(u->query, '&', absl::SkipEmpty());
   const size_t given = params.size();
   params.erase(std::remove(params.begin(), params.end(), "anonymous=true"), params.end());
-  rest.query = absl::StrJoin(params, "&");
-  ARROW_ASSIGN_OR_RAISE(arrow::fs::GcsOptions options, arrow::fs::GcsOptions::FromUri(rest.Url(rest.bucket), nullptr));
-  if (params.size() != given) options.credentials = arrow::fs::GcsOptions::Anonymous().credentials;
-  options.retry_limit_seconds = 10;
-  return arrow::fs::GcsFileSystem::Make(options);
+  u->query = absl::StrJoin(params, "&");
+  return params.size() != given;
 }
 
-arrow::Result<std::shared_ptr<arrow::fs::FileSystem>> MakeFileSystem(const ObjectUrl& u, const std::string& url) {
-  if (u.scheme != "s3") return MakeGcsFileSystem(u);
-  ARROW_RETURN_NOT_OK(arrow::fs::EnsureS3Initialized());
-  ARROW_ASSIGN_OR_RAISE(arrow::fs::S3Options options, arrow::fs::S3Options::FromUri(url));
-  options.retry_strategy = std::make_shared<CountedS3Retries>();
-  return arrow::fs::S3FileSystem::Make(options);
+// Arrow's options from the URL. S3's client retries as CountedS3Retries
+// says; Google's stops after 10 s. WithRetries goes on to the store's
+// timeout.
+arrow::Result<std::shared_ptr<arrow::fs::FileSystem>> MakeFileSystem(ObjectUrl u) {
+  const bool anonymous = TakeAnonymous(&u);
+  const std::string url = u.Url(u.bucket);
+  if (u.scheme == "s3") {
+    ARROW_RETURN_NOT_OK(arrow::fs::EnsureS3Initialized());
+    ARROW_ASSIGN_OR_RAISE(arrow::fs::S3Options options, arrow::fs::S3Options::FromUri(url));
+    if (anonymous) options.ConfigureAnonymousCredentials();
+    options.retry_strategy = std::make_shared<CountedS3Retries>();
+    return arrow::fs::S3FileSystem::Make(options);
+  }
+  ARROW_ASSIGN_OR_RAISE(arrow::fs::GcsOptions options, arrow::fs::GcsOptions::FromUri(url, nullptr));
+  if (anonymous) options.credentials = arrow::fs::GcsOptions::Anonymous().credentials;
+  options.retry_limit_seconds = 10;
+  return arrow::fs::GcsFileSystem::Make(options);
 }
 
 // One file system per bucket and options, made once: making one resolves
@@ -175,7 +181,7 @@ absl::StatusOr<std::shared_ptr<arrow::fs::FileSystem>> FileSystemFor(const Objec
   const std::string key = u.Url(u.bucket);
   std::lock_guard<std::mutex> lock(mu);
   if (auto it = made->find(key); it != made->end()) return it->second;
-  arrow::Result<std::shared_ptr<arrow::fs::FileSystem>> fs = MakeFileSystem(u, key);
+  arrow::Result<std::shared_ptr<arrow::fs::FileSystem>> fs = MakeFileSystem(u);
   if (!fs.ok()) return ToStatus(fs.status(), "cannot reach the store of", key);
   if (u.scheme == "s3") {
     // The AWS SDK must be shut down before the process exits, or it may

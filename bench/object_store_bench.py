@@ -1,0 +1,148 @@
+"""Reading from an S3-compatible store against reading local files: W2's
+CIFAR-10 TFRecords uploaded to a SeaweedFS server started here (on this
+host's loopback, sharing its cores), `sluice run --json` of a read-only
+pipeline (source and batch) and of W2 on the local files and on the
+objects, interleaved, medians; beside the store's own bandwidth as a
+skilled client gets it (pyarrow, 8 MiB ranged reads, 4 in flight).
+
+    .venv/bin/python bench/object_store_bench.py --data data [--runs 5] [--epochs 2]
+
+`--data` holds cifar10/*.tfrecord (`sluice make-data cifar10`). Prints a
+table, then one JSON line.
+"""
+
+import argparse
+import concurrent.futures
+import glob
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import pyarrow.fs
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+SLUICE = os.path.join(ROOT, "build", "src", "sluice", "cli", "sluice")
+KEY, SECRET = "AKIABENCH", "bench-secret"
+
+
+def free_ports(n):
+    sockets = [socket.create_server(("127.0.0.1", 0)) for _ in range(n)]
+    ports = [s.getsockname()[1] for s in sockets]
+    for s in sockets:
+        s.close()
+    return ports
+
+
+def start_store(root):
+    """A SeaweedFS server with one user; returns (process, endpoint, client)."""
+    with open(os.path.join(root, "s3.json"), "w") as f:
+        json.dump({"identities": [{"name": "bench", "credentials": [{"accessKey": KEY, "secretKey": SECRET}],
+                                   "actions": ["Admin", "Read", "Write", "List"]}]}, f)
+    os.mkdir(os.path.join(root, "data"))
+    p = free_ports(8)
+    weed = os.path.join(os.path.dirname(sys.executable), "weed")
+    process = subprocess.Popen(
+        [weed, "server", f"-dir={root}/data", "-ip=127.0.0.1", "-ip.bind=127.0.0.1", "-volume.max=200",
+         f"-master.port={p[0]}", f"-master.port.grpc={p[1]}", f"-volume.port={p[2]}", f"-volume.port.grpc={p[3]}",
+         f"-filer.port={p[4]}", f"-filer.port.grpc={p[5]}", "-s3", f"-s3.port={p[6]}", f"-s3.port.grpc={p[7]}",
+         "-s3.port.iceberg=0", "-s3.port.lance=0", f"-s3.config={root}/s3.json"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    endpoint = f"http://127.0.0.1:{p[6]}"
+    client = pyarrow.fs.S3FileSystem(access_key=KEY, secret_key=SECRET, endpoint_override=endpoint,
+                                     region="us-east-1", allow_bucket_creation=True)
+    for _ in range(600):
+        try:
+            client.create_dir("bench")
+            return process, endpoint, client
+        except OSError:
+            time.sleep(0.1)
+    sys.exit("SeaweedFS did not start in 60 s")
+
+
+def store_bandwidth(client, paths):
+    """MB/s of reading every object once: 8 MiB ranged reads, 4 in flight."""
+    def read(path):
+        f = client.open_input_file(path)
+        size, offset = f.size(), 0
+        while offset < size:
+            offset += len(f.read_at(min(8 << 20, size - offset), offset))
+        return size
+    start = time.perf_counter()
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        total = sum(pool.map(read, paths))
+    return total / (time.perf_counter() - start) / 1e6
+
+
+def pipelines(data, tmp):
+    """{name: JSON file}: read-only and W2, on the local files and the objects."""
+    w2 = json.load(open(os.path.join(ROOT, "pipelines", "w2_cifar10.json")))
+    source = w2["nodes"][0]
+    read_only = {"nodes": [source, {"batch": {"size": 256}}]}
+    out = {}
+    for name, spec in (("read", read_only), ("w2", w2)):
+        for where, files in (("local", f"{data}/cifar10/*.tfrecord"), ("s3", "s3://bench/cifar10/*.tfrecord")):
+            text = json.dumps(spec).replace('"data/cifar10/*.tfrecord"', json.dumps(files))
+            path = os.path.join(tmp, f"{name}_{where}.json")
+            with open(path, "w") as f:
+                f.write(text)
+            out[f"{name} {where}"] = path
+    return out
+
+
+def run(path, epochs, env):
+    out = subprocess.run([SLUICE, "run", path, "--epochs", str(epochs), "--json", "--quiet"], env=env,
+                         capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.splitlines()[-1])
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", required=True, help="folder holding cifar10/*.tfrecord")
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--epochs", type=int, default=2)
+    args = parser.parse_args()
+    files = sorted(glob.glob(os.path.join(args.data, "cifar10", "*.tfrecord")))
+    if not files:
+        sys.exit(f"no {args.data}/cifar10/*.tfrecord: write them with `sluice make-data cifar10`")
+    with tempfile.TemporaryDirectory() as tmp:
+        process, endpoint, client = start_store(tmp)
+        try:
+            print(f"uploading {len(files)} files to {endpoint} ...", file=sys.stderr)
+            for f in files:
+                with client.open_output_stream(f"bench/cifar10/{os.path.basename(f)}") as out:
+                    out.write(open(f, "rb").read())
+            env = dict(os.environ, AWS_ENDPOINT_URL=endpoint, AWS_ACCESS_KEY_ID=KEY, AWS_SECRET_ACCESS_KEY=SECRET,
+                       AWS_REGION="us-east-1")
+            configs = pipelines(args.data, tmp)
+            names = list(configs) + ["store bandwidth"]
+            rates = {name: [] for name in names}
+            for r in range(args.runs):
+                order = names[r % len(names):] + names[:r % len(names)]  # each round starts one later
+                for name in order:
+                    if name == "store bandwidth":
+                        rates[name].append(store_bandwidth(client, [f"bench/cifar10/{os.path.basename(f)}"
+                                                                    for f in files]))
+                    else:
+                        rates[name].append(run(configs[name], args.epochs, env)["samples_per_s"])
+                print(f"round {r + 1}/{args.runs} done", file=sys.stderr)
+        finally:
+            process.kill()
+            process.wait()
+    medians = {name: statistics.median(v) for name, v in rates.items()}
+    print(f"{'configuration':<18} {'median':>12}  runs")
+    for name in names:
+        unit = "MB/s" if name == "store bandwidth" else "samples/s"
+        print(f"{name:<18} {medians[name]:>12,.0f}  {unit}; " + ", ".join(f"{v:,.0f}" for v in rates[name]))
+    for name in ("read", "w2"):
+        print(f"{name}: objects / local files = {medians[name + ' s3'] / medians[name + ' local']:.2f}")
+    print(json.dumps({"medians": medians, "runs": rates}))
+
+
+if __name__ == "__main__":
+    main()
