@@ -62,6 +62,7 @@ def test_metrics_move_as_a_job_runs():
         before = _scrape(worker_metrics)
         assert _find(before, "sluice_worker_samples_sent_total") == 0
         assert _find(before, "sluice_worker_engine_bytes", kind="in_use") == 0  # no pipeline yet
+        assert _find(before, "sluice_worker_object_store_retries_total") == 0  # no object read yet
         _wait_for(dispatcher_metrics, lambda v: _find(v, "sluice_workers") == 1)  # the worker registered
         pipe = (sluice.arrays({"id": np.arange(ROWS, dtype=np.int64),
                                "image": np.zeros((ROWS, 8, 8, 3), np.uint8)}, split_records=100)

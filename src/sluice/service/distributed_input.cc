@@ -4,9 +4,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "sluice/core/backoff.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/graph/fingerprint.h"
-#include "sluice/core/backoff.h"
 #include "sluice/service/channel.h"
 #include "sluice/service/element_spec.h"
 #include "sluice/service/epoch_reader.h"

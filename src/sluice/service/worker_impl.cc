@@ -5,11 +5,12 @@
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "sluice/core/backoff.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/exec/resume.h"
 #include "sluice/graph/compiled_pipeline.h"
+#include "sluice/io/object_store.h"
 #include "sluice/ops/op_registry.h"
-#include "sluice/core/backoff.h"
 #include "sluice/service/channel.h"
 #include "sluice/service/element_spec.h"
 #include "sluice/service/encode_ahead.h"
@@ -118,6 +119,7 @@ WorkerStatus WorkerImpl::Status() const {
   out.set_samples_sent(samples_sent_.load());
   out.set_bytes_sent(bytes_sent_.load());
   out.set_samples_sent_shared_memory(samples_sent_shared_memory_.load());
+  out.set_object_store_retries(io::ObjectStoreRetries());
   absl::MutexLock lock(&mu_);
   for (const auto& [kind, n] : errors_) (*out.mutable_errors())[kind] = n;
   for (const auto& [id, cached] : pipelines_) {

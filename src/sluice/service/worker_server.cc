@@ -5,8 +5,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "service.grpc.pb.h"
-#include "sluice/core/status_macros.h"
 #include "sluice/core/backoff.h"
+#include "sluice/core/status_macros.h"
 #include "sluice/service/grpc_status.h"
 #include "sluice/service/log.h"
 #include "sluice/service/security.h"
