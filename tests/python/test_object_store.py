@@ -120,12 +120,7 @@ def rows(pipe):
 
 
 def assert_same_rows(a, b):
-    a, b = rows(a), rows(b)
-    assert len(a) == len(b) > 0
-    for x, y in zip(a, b):
-        assert x.keys() == y.keys()
-        for k in x:
-            np.testing.assert_array_equal(x[k], y[k])
+    assert_same_batches(rows(a), rows(b))
 
 
 def test_webdataset_shards_and_parquet_objects_read_as_the_local_files(store, tmp_path):
