@@ -383,8 +383,10 @@ class Pipeline:
     def memory(self):
         """What the engine holds, in bytes, by kind: its buffers ``in_use``
         (being made, buffered between stages, and handed to you and not yet
-        released), ``cached`` for reuse, ``held`` (the two together) and
-        the peaks of both; with the ``budget`` that bounds them and, when
+        released), ``cached`` for reuse, ``rings`` (a local service worker's
+        shared memory), ``object_blocks`` (the blocks of objects in S3 or GCS
+        fetched ahead, in this process), ``held`` (all of them) and the
+        peaks of in use and held; with the ``budget`` that bounds them and, when
         the options set none, ``budget_default`` saying how it was sized.
         See docs/memory.md."""
         return self.engine.memory()

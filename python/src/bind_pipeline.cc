@@ -147,9 +147,11 @@ class PyPipeline {
     out["in_use"] = m.live_bytes;
     out["cached"] = m.cached_bytes;
     out["rings"] = pipeline_->ring_bytes();
-    out["held"] = m.live_bytes + m.cached_bytes + pipeline_->ring_bytes();
+    const int64_t blocks = io::ObjectBlockBytes();
+    out["object_blocks"] = blocks;
+    out["held"] = m.live_bytes + m.cached_bytes + pipeline_->ring_bytes() + blocks;
     out["peak_in_use"] = m.peak_live_bytes;
-    out["peak_held"] = m.peak_held_bytes + pipeline_->ring_bytes();
+    out["peak_held"] = m.peak_held_bytes + pipeline_->ring_bytes() + blocks;
     return out;
   }
 

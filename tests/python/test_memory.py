@@ -75,7 +75,7 @@ def test_the_budget_bounds_rss_with_a_shuffle_a_python_op_and_prefetch():
     assert grew <= (budget + 2 * 16 + 100) * MIB, f"RSS grew {grew / MIB:.0f} MiB"
     m = pipe.memory()
     assert m["peak_in_use"] <= (budget + 2 * 16) * MIB
-    assert m["held"] == m["in_use"] + m["cached"] + m["rings"]
+    assert m["held"] == m["in_use"] + m["cached"] + m["rings"] + m["object_blocks"]
     assert m["peak_held"] >= m["peak_in_use"]
 
 
@@ -119,7 +119,7 @@ def test_the_budget_counts_a_local_workers_rings():
     grew, in_use = watch(pipe, lambda b: False, seconds=3)
     m = pipe.memory()
     assert m["rings"] >= 16 * MIB
-    assert m["held"] == m["in_use"] + m["cached"] + m["rings"]
+    assert m["held"] == m["in_use"] + m["cached"] + m["rings"] + m["object_blocks"]
     # Batches in the pool, beside the ring, within the budget but for the
     # 16 MiB batch each stage may finish (unbounded: the whole 512 MiB epoch).
     assert in_use <= budget * MIB - m["rings"] + 2 * 16 * MIB

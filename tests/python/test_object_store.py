@@ -259,3 +259,19 @@ def test_a_public_bucket_is_read_anonymously_and_a_private_one_refused(store, ci
     assert public == "300"
     assert private.startswith("SluiceError") and "s3://train/cifar/*.tfrecord?anonymous=true" in private
     assert "ACCESS_DENIED" in private or "AccessDenied" in private, private
+
+
+def test_blocks_fetched_ahead_are_reported_and_given_back(store, monkeypatch):
+    monkeypatch.setenv("SLUICE_OBJECT_BLOCK_BYTES", str(64 << 10))
+    monkeypatch.setenv("SLUICE_OBJECT_READ_AHEAD", "2")
+    pipe = sluice.tfrecord("s3://train/cifar/*.tfrecord", CIFAR).batch(16)
+    before = pipe.memory()["object_blocks"]
+    it = iter(pipe)
+    next(it)
+    during = pipe.memory()
+    # At most two blocks of each of the three objects, read at once.
+    assert 0 < during["object_blocks"] - before <= 3 * 2 * (64 << 10)
+    assert during["held"] == during["in_use"] + during["cached"] + during["rings"] + during["object_blocks"]
+    list(it)
+    del it
+    assert pipe.memory()["object_blocks"] == before

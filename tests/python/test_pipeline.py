@@ -173,9 +173,14 @@ def test_running_100_epochs_keeps_memory_flat(cifar_dir):
         for _ in pipe:
             pass
         rss.append(rss_mb())
-    # Medians of 20 epochs, as RSS moves by a few MB from one epoch to the
-    # next (heap fragments): a leak of 100 KB per epoch adds 8 MB between them.
-    assert statistics.median(rss[-20:]) - statistics.median(rss[:20]) < 8, rss
+    # Medians of 20 epochs at the start, middle and end: RSS moves by a few
+    # MB between epochs, and in a process that ran many other tests it once
+    # stepped up by 8 MB and stayed there (the heap's arenas, as threads
+    # come and go). A leak grows in both halves: 100 KB per epoch adds 4 MB
+    # to each.
+    start, middle, end = (statistics.median(rss[i:i + 20]) for i in (0, 40, 80))
+    assert min(middle - start, end - middle) < 3, rss
+    assert end - start < 16, rss
 
 
 def test_arrays_source_yields_the_arrays_rows():

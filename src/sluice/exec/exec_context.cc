@@ -58,7 +58,8 @@ MemoryBudget::~MemoryBudget() {
 bool MemoryBudget::WaitForRoom(const std::atomic<int64_t>* owed, int64_t wanted) {
   absl::MutexLock lock(&mu_);
   auto full = [&] {
-    const int64_t outside = outside_ ? outside_() : 0;
+    int64_t outside = 0;
+    for (const std::function<int64_t()>& bytes : outside_) outside += bytes();
     return static_cast<int64_t>(pool_->stats().live_bytes) + outside + reserved_ + wanted > limit_;
   };
   while (owed->load() > 0 && !cancel_->cancelled() && full()) cv_.Wait(&mu_);

@@ -111,8 +111,9 @@ class MemoryBudget : public BufferPool::Observer {
   void Notify();
   void OnRelease() override { Notify(); }
   // Counts `bytes()` too, memory the pipeline holds outside the pool (the
-  // service client's rings). REQUIRES: before the pipeline runs.
-  void CountAlso(std::function<int64_t()> bytes) { outside_ = std::move(bytes); }
+  // service client's rings, object blocks fetched ahead). REQUIRES: before
+  // the pipeline runs.
+  void CountAlso(std::function<int64_t()> bytes) { outside_.push_back(std::move(bytes)); }
   // High-water mark of the bytes buffered between nodes.
   int64_t peak() const;
   int64_t limit() const { return limit_; }
@@ -120,7 +121,7 @@ class MemoryBudget : public BufferPool::Observer {
  private:
   const int64_t limit_;
   BufferPool* const pool_;
-  std::function<int64_t()> outside_;
+  std::vector<std::function<int64_t()>> outside_;
   Cancellation* cancel_;
   mutable absl::Mutex mu_;
   absl::CondVar cv_;

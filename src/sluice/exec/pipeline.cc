@@ -9,6 +9,7 @@
 #include "sluice/core/rng.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/exec/map_plan.h"
+#include "sluice/io/object_store.h"
 #include "sluice/ops/device_runtime.h"
 
 namespace sluice::exec {
@@ -375,6 +376,7 @@ std::unique_ptr<PipelineIterator> Pipeline::NewIterator(bool tune) const {
                                            compiled_.ordered, pool_);
   ctx->registry = compiled_.registry;
   if (remote_ != nullptr) ctx->memory.CountAlso([remote = remote_] { return remote->HeldBytes(); });
+  ctx->memory.CountAlso(&io::ObjectBlockBytes);
   ctx->skip_corrupt = !compiled_.nodes.empty() && compiled_.nodes.front().skip_corrupt;
   if (compiled_.stats) ctx->stats = std::make_unique<PipelineStats>(compiled_);
   std::vector<Knob> tunable = MakeKnobs(ctx.get());

@@ -1,10 +1,12 @@
 #include "sluice/io/object_read_ahead.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 
 #include "absl/strings/numbers.h"
+#include "sluice/io/object_store.h"
 
 namespace sluice::io {
 namespace {
@@ -15,7 +17,35 @@ int64_t PositiveFromEnvironment(const char* name, int64_t fallback) {
   return text != nullptr && absl::SimpleAtoi(text, &value) && value > 0 ? value : fallback;
 }
 
+std::atomic<int64_t> block_bytes{0};
+std::atomic<int64_t> block_peak_bytes{0};
+
+void CountBlock(int64_t bytes) {
+  const int64_t now = block_bytes.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+  int64_t peak = block_peak_bytes.load(std::memory_order_relaxed);
+  while (now > peak && !block_peak_bytes.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
+  }
+}
+
 }  // namespace
+
+int64_t ObjectBlockBytes() { return block_bytes.load(std::memory_order_relaxed); }
+
+int64_t ObjectBlockPeakBytes() { return block_peak_bytes.load(std::memory_order_relaxed); }
+
+ObjectReadAhead::~ObjectReadAhead() {
+  absl::MutexLock lock(&mu_);
+  DropAll();
+}
+
+void ObjectReadAhead::DropFront() {
+  CountBlock(-blocks_.front().bytes);
+  blocks_.pop_front();
+}
+
+void ObjectReadAhead::DropAll() {
+  while (!blocks_.empty()) DropFront();
+}
 
 ObjectReadAhead::Options ObjectReadAhead::FromEnvironment() {
   Options options;
@@ -26,15 +56,16 @@ ObjectReadAhead::Options ObjectReadAhead::FromEnvironment() {
 }
 
 void ObjectReadAhead::FetchFrom(uint64_t first) {
-  while (!blocks_.empty() && blocks_.front().index < first) blocks_.pop_front();
-  if (!blocks_.empty() && blocks_.front().index != first) blocks_.clear();
+  while (!blocks_.empty() && blocks_.front().index < first) DropFront();
+  if (!blocks_.empty() && blocks_.front().index != first) DropAll();
   const uint64_t block = static_cast<uint64_t>(options_.block_bytes);
   const uint64_t blocks_in_object = (size_ + block - 1) / block;
   uint64_t next = blocks_.empty() ? first : blocks_.back().index + 1;
   while (blocks_.size() < static_cast<size_t>(options_.depth) && next < blocks_in_object) {
     const uint64_t begin = next * block;
     const int64_t bytes = static_cast<int64_t>(std::min(block, size_ - begin));
-    blocks_.push_back(Block{next, in_->ReadAsync(static_cast<int64_t>(begin), bytes)});
+    blocks_.push_back(Block{next, bytes, in_->ReadAsync(static_cast<int64_t>(begin), bytes)});
+    CountBlock(bytes);
     ++next;
   }
 }
@@ -54,7 +85,7 @@ arrow::Result<size_t> ObjectReadAhead::Read(uint64_t offset, size_t n, uint8_t* 
 
 void ObjectReadAhead::Forget() {
   absl::MutexLock lock(&mu_);
-  blocks_.clear();
+  DropAll();
 }
 
 }  // namespace sluice::io

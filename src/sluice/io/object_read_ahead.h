@@ -29,6 +29,9 @@ class ObjectReadAhead {
 
   ObjectReadAhead(std::shared_ptr<arrow::io::RandomAccessFile> in, uint64_t size, Options options)
       : in_(std::move(in)), size_(size), options_(options) {}
+  ~ObjectReadAhead();
+  ObjectReadAhead(const ObjectReadAhead&) = delete;
+  ObjectReadAhead& operator=(const ObjectReadAhead&) = delete;
 
   // Copies up to n bytes at `offset` (< size) into dst, from the block
   // holding `offset`: at least one byte, fewer than n at a block's end.
@@ -41,11 +44,15 @@ class ObjectReadAhead {
  private:
   struct Block {
     uint64_t index;
+    int64_t bytes;
     arrow::Future<std::shared_ptr<arrow::Buffer>> data;
   };
   // Keeps blocks `first`, `first` + 1, ... (depth of them, within the
   // object) fetched or in flight.
   void FetchFrom(uint64_t first) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Drops blocks, no longer counted in ObjectBlockBytes().
+  void DropFront() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void DropAll() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::shared_ptr<arrow::io::RandomAccessFile> in_;
   const uint64_t size_;

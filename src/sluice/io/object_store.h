@@ -30,6 +30,12 @@ inline bool IsObjectUrl(absl::string_view path) {
 absl::Duration ObjectStoreTimeout();
 // Transient failures retried so far in this process.
 int64_t ObjectStoreRetries();
+// Bytes of the blocks of objects fetched ahead or in flight in this
+// process (object_read_ahead.h): now, and at most so far. They are the
+// object clients' buffers, outside every pipeline's pool; each pipeline's
+// memory budget counts them.
+int64_t ObjectBlockBytes();
+int64_t ObjectBlockPeakBytes();
 
 // Opens the object at `url` for ranged reads. Its size is read once; a
 // later read past a shorter object is DataLoss naming it. Errors name the

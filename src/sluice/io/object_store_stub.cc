@@ -17,6 +17,10 @@ absl::Duration ObjectStoreTimeout() { return absl::ZeroDuration(); }
 
 int64_t ObjectStoreRetries() { return 0; }
 
+int64_t ObjectBlockBytes() { return 0; }
+
+int64_t ObjectBlockPeakBytes() { return 0; }
+
 absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenObject(const std::string& url) { return NotInThisBuild(url); }
 
 absl::StatusOr<std::vector<std::string>> ListObjects(const std::string& pattern) { return NotInThisBuild(pattern); }
