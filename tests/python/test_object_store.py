@@ -275,3 +275,15 @@ def test_blocks_fetched_ahead_are_reported_and_given_back(store, monkeypatch):
     list(it)
     del it
     assert pipe.memory()["object_blocks"] == before
+
+
+def test_index_objects_beside_the_tfrecords_give_a_length_and_record_splits(store, cifar_dir, tmp_path):
+    for f in cifar_dir.glob("*.tfrecord"):
+        (tmp_path / f.name).write_bytes(f.read_bytes())
+    subprocess.run(["sluice", "index", *map(str, sorted(tmp_path.glob("*.tfrecord")))], check=True,
+                   capture_output=True)
+    store.upload("indexed", sorted(tmp_path.glob("*.tfrecord*")), "cifar")
+    remote = sluice.tfrecord("s3://indexed/cifar/*.tfrecord", CIFAR, split_records=32).batch(50)
+    local = sluice.tfrecord(str(tmp_path / "*.tfrecord"), CIFAR, split_records=32).batch(50)
+    assert len(remote) == len(local) == 6
+    assert_same_batches(remote, local)

@@ -1,7 +1,5 @@
 #include "sluice/io/tfrecord_index.h"
 
-#include <sys/stat.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -10,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/io/crc32c.h"
+#include "sluice/io/object_store.h"
 #include "sluice/io/random_access_file.h"
 #include "sluice/io/tfrecord_reader.h"
 
@@ -32,7 +31,12 @@ T Load(const char* p) {
 
 }  // namespace
 
-std::string TfRecordIndexPath(const std::string& tfrecord_path) { return tfrecord_path + ".index"; }
+std::string TfRecordIndexPath(const std::string& tfrecord_path) {
+  // An object's URL keeps its query (the store's options) at the end.
+  const size_t query = IsObjectUrl(tfrecord_path) ? tfrecord_path.find('?') : std::string::npos;
+  if (query == std::string::npos) return tfrecord_path + ".index";
+  return absl::StrCat(tfrecord_path.substr(0, query), ".index", tfrecord_path.substr(query));
+}
 
 absl::StatusOr<int64_t> WriteTfRecordIndex(const std::string& tfrecord_path) {
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<TfRecordReader> reader, TfRecordReader::Open(tfrecord_path));
@@ -64,9 +68,10 @@ absl::StatusOr<int64_t> WriteTfRecordIndex(const std::string& tfrecord_path) {
 
 absl::StatusOr<std::optional<std::vector<uint64_t>>> ReadTfRecordIndex(const std::string& tfrecord_path) {
   const std::string path = TfRecordIndexPath(tfrecord_path);
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0) return std::optional<std::vector<uint64_t>>();
-  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file, RandomAccessFile::Open(path));
+  absl::StatusOr<std::unique_ptr<RandomAccessFile>> opened = RandomAccessFile::Open(path);
+  if (absl::IsNotFound(opened.status())) return std::optional<std::vector<uint64_t>>();  // not indexed
+  if (!opened.ok()) return opened.status();
+  std::unique_ptr<RandomAccessFile> file = *std::move(opened);
   std::string data(file->size(), '\0');
   SLUICE_RETURN_IF_ERROR(file->ReadExact(0, data.size(), data.data()));
   auto corrupt = [&](absl::string_view why) {
