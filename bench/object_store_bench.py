@@ -1,14 +1,16 @@
 """Reading from an S3-compatible store against reading local files: W2's
-CIFAR-10 TFRecords uploaded to a SeaweedFS server started here (on this
-host's loopback, sharing its cores), `sluice run --json` of a read-only
-pipeline (source and batch) and of W2 on the local files and on the
-objects, interleaved, medians; beside the store's own bandwidth as a
-skilled client gets it (pyarrow, 8 MiB ranged reads, 4 in flight).
+CIFAR-10 TFRecords and W3's image folder (one object per JPEG) uploaded to
+a SeaweedFS server started here (on this host's loopback, sharing its
+cores), `sluice run --json` of a read-only pipeline (source and batch), of
+W2 and of W3 on the local files and on the objects, interleaved, medians;
+beside the store's own bandwidth as a skilled client gets it (pyarrow,
+8 MiB ranged reads, 4 in flight).
 
     .venv/bin/python bench/object_store_bench.py --data data [--runs 5] [--epochs 2]
 
-`--data` holds cifar10/*.tfrecord (`sluice make-data cifar10`). Prints a
-table, then one JSON line.
+`--data` holds cifar10/*.tfrecord and imagenet/<class>/*.jpg (`sluice
+make-data cifar10`, `sluice make-data imagenet`). Prints a table, then one
+JSON line.
 """
 
 import argparse
@@ -80,14 +82,14 @@ def store_bandwidth(client, paths):
 
 
 def pipelines(data, tmp):
-    """{name: JSON file}: read-only and W2, on the local files and the objects."""
+    """{name: JSON file}: read-only, W2 and W3, on the local files and the objects."""
     w2 = json.load(open(os.path.join(ROOT, "pipelines", "w2_cifar10.json")))
-    source = w2["nodes"][0]
-    read_only = {"nodes": [source, {"batch": {"size": 256}}]}
+    w3 = json.load(open(os.path.join(ROOT, "pipelines", "w3_imagenet.json")))
+    read_only = {"nodes": [w2["nodes"][0], {"batch": {"size": 256}}]}
     out = {}
-    for name, spec in (("read", read_only), ("w2", w2)):
-        for where, files in (("local", f"{data}/cifar10/*.tfrecord"), ("s3", "s3://bench/cifar10/*.tfrecord")):
-            text = json.dumps(spec).replace('"data/cifar10/*.tfrecord"', json.dumps(files))
+    for name, spec in (("read", read_only), ("w2", w2), ("w3", w3)):
+        for where, prefix in (("local", f"{data}/"), ("s3", "s3://bench/")):
+            text = json.dumps(spec).replace('"data/', json.dumps(prefix)[:-1])
             path = os.path.join(tmp, f"{name}_{where}.json")
             with open(path, "w") as f:
                 f.write(text)
@@ -108,14 +110,16 @@ def main():
     parser.add_argument("--epochs", type=int, default=2)
     args = parser.parse_args()
     files = sorted(glob.glob(os.path.join(args.data, "cifar10", "*.tfrecord")))
-    if not files:
-        sys.exit(f"no {args.data}/cifar10/*.tfrecord: write them with `sluice make-data cifar10`")
+    if not files or not glob.glob(os.path.join(args.data, "imagenet", "*", "*.jpg")):
+        sys.exit(f"no {args.data}/cifar10/*.tfrecord or {args.data}/imagenet/*/*.jpg: write them with "
+                 "`sluice make-data cifar10` and `sluice make-data imagenet`")
     with tempfile.TemporaryDirectory() as tmp:
         process, endpoint, client = start_store(tmp)
         try:
-            print(f"uploading {len(files)} files to {endpoint} ...", file=sys.stderr)
-            for f in files:
-                with client.open_output_stream(f"bench/cifar10/{os.path.basename(f)}") as out:
+            images = sorted(glob.glob(os.path.join(args.data, "imagenet", "*", "*.jpg")))
+            print(f"uploading {len(files)} files and {len(images)} images to {endpoint} ...", file=sys.stderr)
+            for f in files + images:
+                with client.open_output_stream(f"bench/{os.path.relpath(f, args.data)}") as out:
                     out.write(open(f, "rb").read())
             env = dict(os.environ, AWS_ENDPOINT_URL=endpoint, AWS_ACCESS_KEY_ID=KEY, AWS_SECRET_ACCESS_KEY=SECRET,
                        AWS_REGION="us-east-1")
@@ -139,7 +143,7 @@ def main():
     for name in names:
         unit = "MB/s" if name == "store bandwidth" else "samples/s"
         print(f"{name:<18} {medians[name]:>12,.0f}  {unit}; " + ", ".join(f"{v:,.0f}" for v in rates[name]))
-    for name in ("read", "w2"):
+    for name in ("read", "w2", "w3"):
         print(f"{name}: objects / local files = {medians[name + ' s3'] / medians[name + ' local']:.2f}")
     print(json.dumps({"medians": medians, "runs": rates}))
 
