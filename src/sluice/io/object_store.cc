@@ -85,13 +85,14 @@ std::string Unescaped(const std::string& key) {
 }
 
 // An Arrow error as a status naming `what` and the URL. Arrow's messages
-// name the bucket and key, never a credential.
+// name the bucket and key, never a credential. Matched on the AWS and
+// Google error names, not on status numbers: a request ID may hold "403".
 absl::Status ToStatus(const arrow::Status& st, absl::string_view what, absl::string_view url) {
   const std::string msg = absl::StrCat(what, " ", url, ": ", st.message());
   if (arrow::internal::ErrnoFromStatus(st) == ENOENT) return absl::NotFoundError(msg);
   const std::string& m = st.message();
   for (const char* refused : {"ACCESS_DENIED", "AccessDenied", "PERMISSION_DENIED", "SIGNATURE_DOES_NOT_MATCH",
-                              "INVALID_ACCESS_KEY_ID", "InvalidAccessKeyId", "403"}) {
+                              "INVALID_ACCESS_KEY_ID", "InvalidAccessKeyId"}) {
     if (m.find(refused) == std::string::npos) continue;
     return absl::PermissionDeniedError(msg);
   }
