@@ -162,6 +162,9 @@ class PipelineBuilder {
   // Reads `readers` splits at once, handing them on in order (each reader
   // holds a whole split in memory: keep splits small with SplitRecords).
   PipelineBuilder& ParallelReads(int readers);
+  // Keeps a local copy of the objects read (s3://, gs://) in `dir`, at most
+  // `max_bytes`, so that later epochs read local disk (docs/formats.md).
+  PipelineBuilder& CacheObjects(const std::string& dir, int64_t max_bytes);
 
   // The definition as JSON.
   std::string ToJson() const;

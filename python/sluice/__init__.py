@@ -54,8 +54,11 @@ def device_decode_stats():
 
 def object_store_stats():
     """Object stores' transient failures (5xx, connections refused or reset,
-    timeouts) retried so far in this process: {"retries": n}. See
-    docs/formats.md, "Object stores"."""
+    timeouts) retried so far in this process: {"retries": n}; with an object
+    cache (Pipeline.cache_objects), "cache": its folder and counts of hits,
+    misses, corrupt entries fetched again, entries evicted, objects not
+    cached (larger than the bound, or a full disk) and the bytes it holds.
+    See docs/formats.md, "Object stores"."""
     return _sluice.object_store_stats()
 
 

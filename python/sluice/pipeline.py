@@ -368,6 +368,20 @@ class Pipeline:
                 options[key] = value
         return Pipeline(definition, self._hold)
 
+    def cache_objects(self, dir, max_bytes):
+        """The same pipeline keeping a local copy of the objects it reads
+        (s3://, gs://) in the folder `dir`, at most `max_bytes` of them (the
+        least recently used go first), so that later epochs read local disk.
+        Each copy is checksummed and checked when first opened; a corrupt or
+        partial one is fetched again. The cache is the process's: the latest
+        pipeline created that names one sets it, and ranks on a node may
+        share the folder. See docs/formats.md, "Object stores"."""
+        if int(max_bytes) <= 0:
+            raise ValueError(f"max_bytes must be > 0, got {max_bytes}")
+        definition = copy.deepcopy(self._def)
+        definition["nodes"][0]["source"]["object_cache"] = {"dir": str(dir), "max_bytes": int(max_bytes)}
+        return Pipeline(definition, self._hold)
+
     @property
     def engine(self):
         """The compiled C++ pipeline (validated on first use)."""

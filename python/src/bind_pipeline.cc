@@ -8,6 +8,7 @@
 #include "sluice/exec/pipeline.h"
 #include "sluice/graph/pipeline_json.h"
 #include "sluice/io/arrow_source.h"
+#include "sluice/io/object_cache.h"
 #include "sluice/io/object_store.h"
 #include "sluice/ops/device_decode_stats.h"
 #include "sluice/ops/op_registry.h"
@@ -242,9 +243,21 @@ void InitPipeline(py::module_& m) {
       [] {
         py::dict d;
         d["retries"] = io::ObjectStoreRetries();
+        if (const io::ObjectCache* cache = io::ObjectCache::Get()) {
+          const io::ObjectCache::Stats s = cache->stats();
+          py::dict c;
+          c["dir"] = cache->dir();
+          c["hits"] = s.hits;
+          c["misses"] = s.misses;
+          c["corrupt"] = s.corrupt;
+          c["evicted"] = s.evicted;
+          c["uncacheable"] = s.uncacheable;
+          c["bytes"] = s.bytes;
+          d["cache"] = c;
+        }
         return d;
       },
-      "Object stores' transient failures retried so far in this process.");
+      "Object stores' transient failures retried so far in this process, and the object cache's counts.");
 }
 
 }  // namespace sluice::python

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -287,3 +288,76 @@ def test_index_objects_beside_the_tfrecords_give_a_length_and_record_splits(stor
     local = sluice.tfrecord(str(tmp_path / "*.tfrecord"), CIFAR, split_records=32).batch(50)
     assert len(remote) == len(local) == 6
     assert_same_batches(remote, local)
+
+
+def one_cifar_file(cifar_dir):
+    return sorted(cifar_dir.glob("*.tfrecord"))[0].read_bytes()
+
+
+def test_an_object_rewritten_after_the_listing_is_data_loss_naming_it(store, cifar_dir):
+    data = one_cifar_file(cifar_dir)
+    store.client.create_dir("changing")
+    for name, rewritten in (("longer", data + data[:100]), ("same-length", data[::-1])):
+        store.put(f"changing/{name}.tfrecord", data)
+        pipe = sluice.tfrecord(f"s3://changing/{name}.tfrecord", CIFAR)
+        pipe.schema  # the listing: the pipeline is made
+        time.sleep(1.1)  # the rewrite is stamped a later second than the listing saw
+        store.put(f"changing/{name}.tfrecord", rewritten)
+        with pytest.raises(sluice.DataLossError, match=f"object s3://changing/{name}.tfrecord changed after it "
+                                                       "was listed: the listing found"):
+            list(pipe)
+
+
+def test_an_object_rewritten_while_open_is_data_loss_naming_it(store, tmp_path, monkeypatch):
+    subprocess.run(["sluice", "make-data", "cifar10", "--format", "bin", "--out", str(tmp_path), "--count", "20", "--files", "1"], check=True,
+                   capture_output=True)
+    data = sorted(tmp_path.glob("*.bin"))[0].read_bytes()
+    store.client.create_dir("rewritten")
+    store.put("rewritten/batch.bin", data)
+    # CIFAR-10 files are opened when the pipeline is made; read in blocks
+    # of 4 KiB, so the object takes many GETs.
+    monkeypatch.setenv("SLUICE_OBJECT_BLOCK_BYTES", "4096")
+    pipe = sluice.cifar10("s3://rewritten/batch.bin")
+    pipe.schema
+    store.put("rewritten/batch.bin", bytes(len(data)))  # same length, other bytes
+    with pytest.raises(sluice.DataLossError, match="object s3://rewritten/batch.bin changed while being read: "
+                                                   "its ETag was .* when opened and is .* now"):
+        list(pipe)
+
+
+def test_the_object_cache_serves_later_epochs_without_the_store(store, cifar_dir, tmp_path, monkeypatch):
+    store.upload("cached", sorted(cifar_dir.glob("*.tfrecord")), "cifar")
+    proxy = TcpProxy(int(store.endpoint.rsplit(":", 1)[1]))
+    monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{proxy.port}")
+    cache = tmp_path / "cache"
+    pipe = augmented("s3://cached/cifar/*.tfrecord").cache_objects(cache, 1 << 30)
+    local = augmented(str(cifar_dir / "*.tfrecord"))
+    files = len(list(cifar_dir.glob("*.tfrecord")))
+
+    assert_same_batches(pipe.iterate(0), local.iterate(0))
+    stats = sluice.object_store_stats()["cache"]
+    assert (stats["dir"], stats["misses"], stats["hits"]) == (str(cache), files, 0)
+    assert stats["bytes"] > sum(p.stat().st_size for p in cifar_dir.glob("*.tfrecord"))
+
+    proxy.cut()  # the store is out of reach: the copies serve the epoch
+    assert_same_batches(pipe.iterate(1), local.iterate(1))
+    stats = sluice.object_store_stats()["cache"]
+    assert (stats["misses"], stats["hits"], stats["corrupt"]) == (files, files, 0)
+
+    proxy.mend()
+    entry = sorted(cache.iterdir())[0]
+    damaged = bytearray(entry.read_bytes())
+    damaged[1000] ^= 0x40
+    entry.write_bytes(bytes(damaged))
+    assert_same_batches(pipe.iterate(2), local.iterate(2))
+    stats = sluice.object_store_stats()["cache"]
+    assert (stats["misses"], stats["hits"], stats["corrupt"]) == (files + 1, 2 * files - 1, 1)
+
+
+def test_an_object_cache_of_a_bad_folder_or_bound_is_refused(store, tmp_path):
+    with pytest.raises(ValueError, match="max_bytes must be > 0"):
+        sluice.cifar10("s3://train/x").cache_objects(tmp_path, 0)
+    (tmp_path / "file").write_text("not a folder")
+    with pytest.raises(sluice.InvalidArgumentError, match=f"object cache: cannot make or write the folder "
+                                                          f"{tmp_path / 'file'}"):
+        sluice.tfrecord("s3://train/cifar/*.tfrecord", CIFAR).cache_objects(tmp_path / "file", 1 << 20).schema

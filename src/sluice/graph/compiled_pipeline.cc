@@ -18,12 +18,14 @@
 #include "sluice/graph/fingerprint.h"
 #include "sluice/graph/fold_receive.h"
 #include "sluice/graph/fusion.h"
+#include "sluice/graph/pin_files.h"
 #include "sluice/io/array_source.h"
 #include "sluice/io/arrow_source.h"
 #include "sluice/io/cifar_source.h"
 #include "sluice/io/file_split.h"
 #include "sluice/io/image_files.h"
 #include "sluice/io/mnist_source.h"
+#include "sluice/io/object_cache.h"
 #include "sluice/io/python_dataset_source.h"
 #include "sluice/io/tfrecord_source.h"
 #include "sluice/io/webdataset_source.h"
@@ -200,6 +202,9 @@ absl::StatusOr<io::PythonDatasetOptions> PythonDatasetFrom(const PythonDatasetSo
 
 absl::Status CompileSource(const SourceDef& def, CompiledNode* node, std::vector<io::FeatureSpec>* features,
                            std::vector<Shape>* shapes) {
+  if (def.has_object_cache()) {
+    SLUICE_RETURN_IF_ERROR(io::ObjectCache::Configure(def.object_cache().dir(), def.object_cache().max_bytes()));
+  }
   absl::StatusOr<std::unique_ptr<io::SourceFormat>> format;
   int default_reads = 1;  // splits read at once unless parallel_reads says
   switch (def.format_case()) {
@@ -257,6 +262,7 @@ absl::Status CompileSource(const SourceDef& def, CompiledNode* node, std::vector
         absl::StrCat("on_corrupt must be \"error\" or \"skip\", got \"", def.on_corrupt(), "\""));
   }
   if (def.split_records() < 0) return absl::InvalidArgumentError("split_records must be >= 0");
+  RecallPinnedVersions(def);  // after the format's own look at its files
   node->format = std::move(*format);
   node->output_schema = node->format->schema();
   node->shuffle_splits = def.shuffle_splits();

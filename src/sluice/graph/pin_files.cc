@@ -6,6 +6,8 @@
 #include "sluice/core/status_macros.h"
 #include "sluice/io/file_split.h"
 #include "sluice/io/image_files.h"
+#include "sluice/io/object_listing.h"
+#include "sluice/io/object_store.h"
 
 namespace sluice::graph {
 namespace {
@@ -22,6 +24,19 @@ absl::Status PinLabeled(absl::StatusOr<io::LabeledFiles> listed, PinnedFiles* ou
   for (std::string& f : listed->paths) out->add_files(std::move(f));
   for (int64_t label : listed->labels) out->add_labels(label);
   return absl::OkStatus();
+}
+
+// The listing's versions of the objects among the files, for workers to
+// check what they open against (io/object_listing.h).
+void PinListedVersions(PinnedFiles* out) {
+  bool any = false;
+  for (const std::string& f : out->files()) any |= io::IsObjectUrl(f);
+  if (!any) return;
+  for (const std::string& f : out->files()) {
+    const io::ObjectVersion v = io::ListedVersion(f).value_or(io::ObjectVersion{});
+    out->add_listed_sizes(v.size);
+    out->add_listed_modified_s(v.modified_s);
+  }
 }
 
 }  // namespace
@@ -56,8 +71,18 @@ absl::Status PinFiles(PipelineDef* def) {
     default:
       return absl::OkStatus();
   }
+  PinListedVersions(&pinned);
   *source->mutable_pinned() = std::move(pinned);
   return absl::OkStatus();
+}
+
+void RecallPinnedVersions(const SourceDef& source) {
+  const PinnedFiles& p = source.pinned();
+  if (p.listed_sizes_size() != p.files_size() || p.listed_modified_s_size() != p.files_size()) return;
+  for (int i = 0; i < p.files_size(); ++i) {
+    if (!io::IsObjectUrl(p.files(i))) continue;
+    io::RememberListed(p.files(i), io::ObjectVersion{p.listed_sizes(i), p.listed_modified_s(i)});
+  }
 }
 
 }  // namespace sluice::graph

@@ -16,6 +16,11 @@ namespace sluice::graph {
 // format's errors: a pattern matching nothing, a missing folder or list.
 absl::Status PinFiles(PipelineDef* def);
 
+// Takes what the pinning listing found of each pinned object as what this
+// process listed (io/object_listing.h): an object rewritten since the
+// dispatcher listed it is then DataLoss on any worker that opens it.
+void RecallPinnedVersions(const SourceDef& source);
+
 }  // namespace sluice::graph
 
 #endif  // SLUICE_GRAPH_PIN_FILES_H_

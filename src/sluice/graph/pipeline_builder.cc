@@ -262,6 +262,13 @@ PipelineBuilder& PipelineBuilder::ParallelReads(int readers) {
   return *this;
 }
 
+PipelineBuilder& PipelineBuilder::CacheObjects(const std::string& dir, int64_t max_bytes) {
+  ObjectCacheDef* cache = def_->mutable_nodes(0)->mutable_source()->mutable_object_cache();
+  cache->set_dir(dir);
+  cache->set_max_bytes(max_bytes);
+  return *this;
+}
+
 std::string PipelineBuilder::ToJson() const { return graph::PipelineToJson(*def_); }
 
 PipelineDef PipelineBuilder::Build() const { return *def_; }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -19,12 +20,14 @@
 #include "arrow/filesystem/s3fs.h"
 #include "arrow/io/interfaces.h"
 #include "arrow/util/io_util.h"
-#include "sluice/core/backoff.h"
-#include "sluice/io/object_read_ahead.h"
+#include "sluice/io/object_listing.h"
 #include "sluice/io/object_store_arrow.h"
+#include "sluice/io/object_store_retry.h"
 
 namespace sluice::io {
 namespace {
+
+std::atomic<int64_t> retries{0};
 
 // scheme://bucket/key?query, split. The query holds Arrow's per-URL
 // options (endpoint_override, scheme, region, anonymous, ...).
@@ -84,49 +87,6 @@ std::string Unescaped(const std::string& key) {
   return out;
 }
 
-// An Arrow error as a status naming `what` and the URL. Arrow's messages
-// name the bucket and key, never a credential. Matched on the AWS and
-// Google error names, not on status numbers: a request ID may hold "403".
-absl::Status ToStatus(const arrow::Status& st, absl::string_view what, absl::string_view url) {
-  const std::string msg = absl::StrCat(what, " ", url, ": ", st.message());
-  if (arrow::internal::ErrnoFromStatus(st) == ENOENT) return absl::NotFoundError(msg);
-  const std::string& m = st.message();
-  for (const char* refused : {"ACCESS_DENIED", "AccessDenied", "PERMISSION_DENIED", "SIGNATURE_DOES_NOT_MATCH",
-                              "INVALID_ACCESS_KEY_ID", "InvalidAccessKeyId"}) {
-    if (m.find(refused) == std::string::npos) continue;
-    return absl::PermissionDeniedError(msg);
-  }
-  if (m.find("NO_SUCH_BUCKET") != std::string::npos || m.find("NoSuchBucket") != std::string::npos) {
-    return absl::NotFoundError(msg);
-  }
-  if (st.IsInvalid()) return absl::InvalidArgumentError(msg);
-  return absl::UnavailableError(msg);
-}
-
-std::atomic<int64_t> retries{0};
-
-// `attempt()` (an absl::StatusOr) until it succeeds, fails otherwise than
-// Unavailable, or the store has been unavailable for ObjectStoreTimeout().
-template <typename Attempt>
-auto WithRetries(Attempt attempt) -> decltype(attempt()) {
-  const absl::Duration timeout = ObjectStoreTimeout();
-  const absl::Time deadline = absl::Now() + timeout;
-  Backoff backoff(absl::Milliseconds(100), absl::Seconds(5));
-  while (true) {
-    auto result = attempt();
-    if (result.ok() || !absl::IsUnavailable(result.status())) return result;
-    const absl::Duration pause = backoff.Next();
-    if (absl::Now() + pause > deadline) {
-      return absl::UnavailableError(absl::StrCat(result.status().message(), " (retried for ",
-                                                 absl::FormatDuration(timeout),
-                                                 ", the store's timeout; set "
-                                                 "SLUICE_OBJECT_STORE_TIMEOUT_S to wait longer)"));
-    }
-    retries.fetch_add(1, std::memory_order_relaxed);
-    absl::SleepFor(pause);
-  }
-}
-
 // The AWS client's own retries (a 5xx, a throttle, a connection refused or
 // reset), counted, with the project's backoff: 100 ms doubling, six times
 // (6.3 s in all) before the failure reaches WithRetries.
@@ -134,7 +94,7 @@ class CountedS3Retries : public arrow::fs::S3RetryStrategy {
  public:
   bool ShouldRetry(const AWSErrorDetail& error, int64_t attempted_retries) override {
     if (!error.should_retry || attempted_retries >= kRetries) return false;
-    retries.fetch_add(1, std::memory_order_relaxed);
+    CountRetry();
     return true;
   }
   int64_t CalculateDelayBeforeNextRetry(const AWSErrorDetail&, int64_t attempted_retries) override {
@@ -196,34 +156,10 @@ absl::StatusOr<std::shared_ptr<arrow::fs::FileSystem>> FileSystemFor(const Objec
   return *fs;
 }
 
-// An object read with ranged GETs, fetched ahead.
-class ObjectFile : public RandomAccessFile {
- public:
-  ObjectFile(std::string url, uint64_t size, std::shared_ptr<arrow::io::RandomAccessFile> in)
-      : RandomAccessFile(std::move(url), size), blocks_(std::move(in), size, ObjectReadAhead::FromEnvironment()) {}
-
-  absl::StatusOr<size_t> Read(uint64_t offset, size_t n, void* dst) const override {
-    size_t done = 0;
-    while (done < n && offset + done < size()) {
-      absl::StatusOr<size_t> got = WithRetries([&]() -> absl::StatusOr<size_t> {
-        arrow::Result<size_t> read = blocks_.Read(offset + done, n - done, static_cast<uint8_t*>(dst) + done);
-        if (read.ok()) return *read;
-        blocks_.Forget();  // fetch them again
-        return ToStatus(read.status(), absl::StrCat("cannot read ", n, " bytes at offset ", offset, " of"), path());
-      });
-      if (!got.ok()) return got.status();
-      if (*got == 0) {
-        return absl::DataLossError(absl::StrCat("object ", path(), " changed while being read: it held ", size(),
-                                                " bytes when opened and ends before ", offset + done, " now"));
-      }
-      done += *got;
-    }
-    return done;
-  }
-
- private:
-  mutable ObjectReadAhead blocks_;
-};
+ObjectVersion VersionOf(const arrow::fs::FileInfo& info) {
+  const int64_t since_epoch = std::chrono::duration_cast<std::chrono::seconds>(info.mtime().time_since_epoch()).count();
+  return ObjectVersion{info.size(), std::max<int64_t>(since_epoch, 0)};
+}
 
 // The sorted URLs of the objects under `dir` (and deeper when
 // `recursive`) whose paths `keep` accepts; errors name `what`.
@@ -244,7 +180,9 @@ absl::StatusOr<std::vector<std::string>> ListMatching(arrow::fs::FileSystem& fs,
   if (!infos.ok()) return infos.status();
   std::vector<std::string> urls;
   for (const arrow::fs::FileInfo& info : *infos) {
-    if (info.IsFile() && keep(info.path())) urls.push_back(u.Url(info.path()));
+    if (!info.IsFile() || !keep(info.path())) continue;
+    urls.push_back(u.Url(info.path()));
+    RememberListed(urls.back(), VersionOf(info));
   }
   std::sort(urls.begin(), urls.end());
   return urls;
@@ -264,6 +202,24 @@ absl::Duration ObjectStoreTimeout() {
 
 int64_t ObjectStoreRetries() { return retries.load(std::memory_order_relaxed); }
 
+void CountRetry() { retries.fetch_add(1, std::memory_order_relaxed); }
+
+absl::Status ToStatus(const arrow::Status& st, absl::string_view what, absl::string_view url) {
+  const std::string msg = absl::StrCat(what, " ", url, ": ", st.message());
+  if (arrow::internal::ErrnoFromStatus(st) == ENOENT) return absl::NotFoundError(msg);
+  const std::string& m = st.message();
+  for (const char* refused : {"ACCESS_DENIED", "AccessDenied", "PERMISSION_DENIED", "SIGNATURE_DOES_NOT_MATCH",
+                              "INVALID_ACCESS_KEY_ID", "InvalidAccessKeyId"}) {
+    if (m.find(refused) == std::string::npos) continue;
+    return absl::PermissionDeniedError(msg);
+  }
+  if (m.find("NO_SUCH_BUCKET") != std::string::npos || m.find("NoSuchBucket") != std::string::npos) {
+    return absl::NotFoundError(msg);
+  }
+  if (st.IsInvalid()) return absl::InvalidArgumentError(msg);
+  return absl::UnavailableError(msg);
+}
+
 absl::StatusOr<std::shared_ptr<arrow::io::RandomAccessFile>> OpenArrowObject(const std::string& url) {
   absl::StatusOr<ObjectUrl> u = ParseObjectUrl(url);
   if (!u.ok()) return u.status();
@@ -274,14 +230,6 @@ absl::StatusOr<std::shared_ptr<arrow::io::RandomAccessFile>> OpenArrowObject(con
     if (!in.ok()) return ToStatus(in.status(), "cannot open", url);
     return *std::move(in);
   });
-}
-
-absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenObject(const std::string& url) {
-  absl::StatusOr<std::shared_ptr<arrow::io::RandomAccessFile>> in = OpenArrowObject(url);
-  if (!in.ok()) return in.status();
-  arrow::Result<int64_t> size = (*in)->GetSize();
-  if (!size.ok()) return ToStatus(size.status(), "cannot size", url);
-  return std::make_unique<ObjectFile>(url, static_cast<uint64_t>(*size), *std::move(in));
 }
 
 absl::StatusOr<std::vector<std::string>> ListObjects(const std::string& pattern) {
@@ -302,7 +250,9 @@ absl::StatusOr<std::vector<std::string>> ListObjects(const std::string& pattern)
       return absl::NotFoundError(absl::StrCat("object not found: '", pattern, "'"));
     }
     if (!info->IsFile()) return absl::InvalidArgumentError(absl::StrCat(pattern, " is a prefix, not an object"));
-    return std::vector<std::string>{u->Url(u->Path())};
+    std::string url = u->Url(u->Path());
+    RememberListed(url, VersionOf(*info));
+    return std::vector<std::string>{std::move(url)};
   }
   const size_t slash = u->key.rfind('/', wild);
   const std::string dir =

@@ -1,0 +1,147 @@
+// Opening an object: its version checked against the listing's, its bytes
+// read with ranged GETs fetched ahead, or from the process's object cache.
+#include <atomic>
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "arrow/util/key_value_metadata.h"
+#include "sluice/core/status_macros.h"
+#include "sluice/io/object_cache.h"
+#include "sluice/io/object_listing.h"
+#include "sluice/io/object_read_ahead.h"
+#include "sluice/io/object_store.h"
+#include "sluice/io/object_store_arrow.h"
+#include "sluice/io/object_store_retry.h"
+
+namespace sluice::io {
+namespace {
+
+// What the store says of an opened object.
+struct Described {
+  ObjectVersion version;
+  std::string etag;  // empty when the store did not say
+};
+
+std::string MetadataValue(const arrow::KeyValueMetadata* metadata, const std::string& key) {
+  if (metadata == nullptr) return "";
+  arrow::Result<std::string> value = metadata->Get(key);
+  return value.ok() ? *value : "";
+}
+
+absl::StatusOr<Described> Describe(arrow::io::RandomAccessFile& in, const std::string& url) {
+  arrow::Result<int64_t> size = in.GetSize();
+  if (!size.ok()) return ToStatus(size.status(), "cannot size", url);
+  arrow::Result<std::shared_ptr<const arrow::KeyValueMetadata>> metadata = in.ReadMetadata();
+  const arrow::KeyValueMetadata* m = metadata.ok() ? metadata->get() : nullptr;
+  Described d{ObjectVersion{*size, 0}, MetadataValue(m, "ETag")};
+  absl::Time modified;
+  std::string error;
+  if (absl::ParseTime(absl::RFC3339_full, MetadataValue(m, "Last-Modified"), &modified, &error)) {
+    d.version.modified_s = absl::ToUnixSeconds(modified);
+  }
+  return d;
+}
+
+std::string Said(const ObjectVersion& v) {
+  return v.modified_s == 0 ? absl::StrCat(v.size, " bytes")
+                           : absl::StrCat(v.size, " bytes written at ",
+                                          absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::FromUnixSeconds(v.modified_s),
+                                                           absl::UTCTimeZone()));
+}
+
+// DataLoss when the store's object is not the one its listing found.
+absl::Status CheckListed(const std::string& url, const ObjectVersion& now) {
+  const std::optional<ObjectVersion> listed = ListedVersion(url);
+  if (!listed.has_value()) return absl::OkStatus();
+  const bool same_time = listed->modified_s == 0 || now.modified_s == 0 || listed->modified_s == now.modified_s;
+  if (listed->size == now.size && same_time) return absl::OkStatus();
+  return absl::DataLossError(absl::StrCat("object ", url, " changed after it was listed: the listing found ",
+                                          Said(*listed), ", the store now holds ", Said(now),
+                                          "; a dataset must not change while a job reads it"));
+}
+
+// An object read with ranged GETs, fetched ahead. An object of more than
+// one block is read with several GETs, which a rewrite between them would
+// mix: its ETag is asked again once it has been read to its end.
+class ObjectFile : public RandomAccessFile {
+ public:
+  ObjectFile(std::string url, Described described, std::shared_ptr<arrow::io::RandomAccessFile> in)
+      : RandomAccessFile(std::move(url), static_cast<uint64_t>(described.version.size)),
+        described_(std::move(described)),
+        options_(ObjectReadAhead::FromEnvironment()),
+        blocks_(std::move(in), size(), options_) {}
+
+  const ObjectVersion& version() const { return described_.version; }
+
+  absl::StatusOr<size_t> Read(uint64_t offset, size_t n, void* dst) const override {
+    size_t done = 0;
+    while (done < n && offset + done < size()) {
+      absl::StatusOr<size_t> got = WithRetries([&]() -> absl::StatusOr<size_t> {
+        arrow::Result<size_t> read = blocks_.Read(offset + done, n - done, static_cast<uint8_t*>(dst) + done);
+        if (read.ok()) return *read;
+        blocks_.Forget();  // fetch them again
+        return ToStatus(read.status(), absl::StrCat("cannot read ", n, " bytes at offset ", offset, " of"), path());
+      });
+      if (!got.ok()) return got.status();
+      if (*got == 0) {
+        return absl::DataLossError(absl::StrCat("object ", path(), " changed while being read: it held ", size(),
+                                                " bytes when opened and ends before ", offset + done, " now"));
+      }
+      done += *got;
+    }
+    if (offset + done == size()) SLUICE_RETURN_IF_ERROR(CheckUnchangedAtEnd());
+    return done;
+  }
+
+ private:
+  absl::Status CheckUnchangedAtEnd() const {
+    if (size() <= static_cast<uint64_t>(options_.block_bytes) || described_.etag.empty() ||
+        checked_at_end_.exchange(true)) {
+      return absl::OkStatus();
+    }
+    absl::StatusOr<std::shared_ptr<arrow::io::RandomAccessFile>> again = OpenArrowObject(path());
+    if (!again.ok()) return again.status();
+    absl::StatusOr<Described> now = Describe(**again, path());
+    if (!now.ok()) return now.status();
+    if (now->etag == described_.etag) return absl::OkStatus();
+    return absl::DataLossError(absl::StrCat("object ", path(), " changed while being read: its ETag was ",
+                                            described_.etag, " when opened and is ", now->etag,
+                                            " now; a dataset must not change while a job reads it"));
+  }
+
+  const Described described_;
+  const ObjectReadAhead::Options options_;
+  mutable ObjectReadAhead blocks_;
+  mutable std::atomic<bool> checked_at_end_{false};
+};
+
+absl::StatusOr<std::unique_ptr<ObjectFile>> OpenFromStore(const std::string& url) {
+  absl::StatusOr<std::shared_ptr<arrow::io::RandomAccessFile>> in = OpenArrowObject(url);
+  if (!in.ok()) return in.status();
+  absl::StatusOr<Described> described = Describe(**in, url);
+  if (!described.ok()) return described.status();
+  SLUICE_RETURN_IF_ERROR(CheckListed(url, described->version));
+  return std::make_unique<ObjectFile>(url, *std::move(described), *std::move(in));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenObject(const std::string& url) {
+  ObjectCache* cache = ObjectCache::Get();
+  const std::optional<ObjectVersion> listed = ListedVersion(url);
+  // Listed: a cached copy of that version is read without asking the store.
+  if (cache != nullptr && listed.has_value()) {
+    return cache->Open(url, *listed,
+                       [&]() -> absl::StatusOr<std::unique_ptr<RandomAccessFile>> { return OpenFromStore(url); });
+  }
+  absl::StatusOr<std::unique_ptr<ObjectFile>> object = OpenFromStore(url);
+  if (!object.ok()) return object.status();
+  if (cache == nullptr) return *std::move(object);
+  const ObjectVersion version = (*object)->version();
+  return cache->Open(url, version, [&]() -> absl::StatusOr<std::unique_ptr<RandomAccessFile>> {
+    return std::unique_ptr<RandomAccessFile>(std::move(*object));
+  });
+}
+
+}  // namespace sluice::io

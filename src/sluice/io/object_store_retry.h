@@ -1,0 +1,48 @@
+// How the object store's code turns Arrow's errors into statuses and
+// retries the transient ones. Only in builds with Arrow.
+#ifndef SLUICE_IO_OBJECT_STORE_RETRY_H_
+#define SLUICE_IO_OBJECT_STORE_RETRY_H_
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/clock.h"
+#include "arrow/status.h"
+#include "sluice/core/backoff.h"
+#include "sluice/io/object_store.h"
+
+namespace sluice::io {
+
+// An Arrow error as a status naming `what` and the URL. Arrow's messages
+// name the bucket and key, never a credential. Matched on the AWS and
+// Google error names, not on status numbers: a request ID may hold "403".
+absl::Status ToStatus(const arrow::Status& st, absl::string_view what, absl::string_view url);
+
+// Counts one transient failure retried (ObjectStoreRetries()).
+void CountRetry();
+
+// `attempt()` (an absl::StatusOr) until it succeeds, fails otherwise than
+// Unavailable, or the store has been unavailable for ObjectStoreTimeout().
+template <typename Attempt>
+auto WithRetries(Attempt attempt) -> decltype(attempt()) {
+  const absl::Duration timeout = ObjectStoreTimeout();
+  const absl::Time deadline = absl::Now() + timeout;
+  Backoff backoff(absl::Milliseconds(100), absl::Seconds(5));
+  while (true) {
+    auto result = attempt();
+    if (result.ok() || !absl::IsUnavailable(result.status())) return result;
+    const absl::Duration pause = backoff.Next();
+    if (absl::Now() + pause > deadline) {
+      return absl::UnavailableError(absl::StrCat(result.status().message(), " (retried for ",
+                                                 absl::FormatDuration(timeout),
+                                                 ", the store's timeout; set "
+                                                 "SLUICE_OBJECT_STORE_TIMEOUT_S to wait longer)"));
+    }
+    CountRetry();
+    absl::SleepFor(pause);
+  }
+}
+
+}  // namespace sluice::io
+
+#endif  // SLUICE_IO_OBJECT_STORE_RETRY_H_

@@ -1,0 +1,192 @@
+#include "sluice/io/object_cache.h"
+
+#include <dirent.h>
+
+#include <atomic>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "status_matchers.h"
+#include "temp_dir.h"
+
+namespace sluice::io {
+namespace {
+
+using ::sluice::testing::StatusIs;
+using ::testing::HasSubstr;
+
+// The "store": local files standing for objects, each fetch counted.
+struct Store {
+  testing::TempDir dir;
+  std::atomic<int> fetches{0};
+
+  std::string Put(const std::string& name, const std::string& bytes) {
+    testing::WriteFileBytes(dir.Join(name), bytes);
+    return "s3://bucket/" + name;
+  }
+  ObjectCache::Fetch FetchOf(const std::string& url) {
+    return [this, url]() -> absl::StatusOr<std::unique_ptr<RandomAccessFile>> {
+      ++fetches;
+      return RandomAccessFile::Open(dir.Join(url.substr(url.rfind('/') + 1)));
+    };
+  }
+};
+
+std::string ReadAll(const RandomAccessFile& f) {
+  std::string out(f.size(), '\0');
+  SLUICE_EXPECT_OK(f.ReadExact(0, out.size(), out.data()));
+  return out;
+}
+
+std::vector<std::string> Entries(const std::string& dir) {
+  std::vector<std::string> names;
+  DIR* d = ::opendir(dir.c_str());
+  while (const struct dirent* e = ::readdir(d)) {
+    if (e->d_name[0] != '.') names.push_back(dir + "/" + e->d_name);
+  }
+  ::closedir(d);
+  return names;
+}
+
+ObjectCache& Configured(const std::string& dir, int64_t max_bytes) {
+  SLUICE_EXPECT_OK(ObjectCache::Configure(dir, max_bytes));
+  return *ObjectCache::Get();
+}
+
+const std::string kBytes = std::string(3000, 'a') + "the end";
+
+TEST(ObjectCache, SecondOpenReadsTheCopyNotTheStore) {
+  Store store;
+  testing::TempDir cache_dir;
+  ObjectCache& cache = Configured(cache_dir.path(), 1 << 20);
+  const std::string url = store.Put("a.tar", kBytes);
+  const ObjectVersion v{static_cast<int64_t>(kBytes.size()), 1700000000};
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_OK_AND_ASSIGN(auto f, cache.Open(url, v, store.FetchOf(url)));
+    EXPECT_EQ(f->path(), url);
+    EXPECT_EQ(ReadAll(*f), kBytes);
+  }
+  EXPECT_EQ(store.fetches, 1);
+  EXPECT_EQ(cache.stats().hits, 2);
+  EXPECT_EQ(cache.stats().misses, 1);
+  EXPECT_EQ(Entries(cache_dir.path()).size(), 1u);
+}
+
+TEST(ObjectCache, AnotherVersionIsAnotherEntry) {
+  Store store;
+  testing::TempDir cache_dir;
+  ObjectCache& cache = Configured(cache_dir.path(), 1 << 20);
+  const std::string url = store.Put("a.tar", kBytes);
+  SLUICE_ASSERT_OK(cache.Open(url, {static_cast<int64_t>(kBytes.size()), 1}, store.FetchOf(url)).status());
+  store.Put("a.tar", "new");
+  ASSERT_OK_AND_ASSIGN(auto f, cache.Open(url, {3, 2}, store.FetchOf(url)));
+  EXPECT_EQ(ReadAll(*f), "new");
+  EXPECT_EQ(store.fetches, 2);
+}
+
+TEST(ObjectCache, CorruptOrTruncatedEntryIsFetchedAgain) {
+  Store store;
+  testing::TempDir cache_dir;
+  const std::string url = store.Put("a.tar", kBytes);
+  const ObjectVersion v{static_cast<int64_t>(kBytes.size()), 7};
+  {
+    ObjectCache& cache = Configured(cache_dir.path(), 1 << 20);
+    SLUICE_ASSERT_OK(cache.Open(url, v, store.FetchOf(url)).status());
+  }
+  const std::string entry = Entries(cache_dir.path()).at(0);
+  testing::IncrementByte(entry, 100);
+  // A cache made anew, as another process would: it checks the entry.
+  ObjectCache& fresh = Configured(cache_dir.path(), (1 << 20) + 1);
+  ASSERT_OK_AND_ASSIGN(auto f, fresh.Open(url, v, store.FetchOf(url)));
+  EXPECT_EQ(ReadAll(*f), kBytes);
+  EXPECT_EQ(fresh.stats().corrupt, 1);
+  EXPECT_EQ(store.fetches, 2);
+
+  testing::TruncateFile(entry, 1000);
+  ObjectCache& again = Configured(cache_dir.path(), (1 << 20) + 2);
+  ASSERT_OK_AND_ASSIGN(f, again.Open(url, v, store.FetchOf(url)));
+  EXPECT_EQ(ReadAll(*f), kBytes);
+  EXPECT_EQ(again.stats().corrupt, 1);
+  EXPECT_EQ(store.fetches, 3);
+}
+
+TEST(ObjectCache, PartialEntriesOfGoneProcessesAreRemoved) {
+  testing::TempDir cache_dir;
+  // No process has pid 2^22 + 1 (above Linux's pid_max limit).
+  testing::WriteFileBytes(cache_dir.Join("0123456789abcdef.part-4194305-0"), "half");
+  SLUICE_ASSERT_OK(ObjectCache::Configure(cache_dir.path(), 1 << 20));
+  EXPECT_TRUE(Entries(cache_dir.path()).empty());
+}
+
+TEST(ObjectCache, LeastRecentlyUsedGoFirstWithinTheBound) {
+  Store store;
+  testing::TempDir cache_dir;
+  const int64_t entry = static_cast<int64_t>(kBytes.size()) + 100;  // with its URL and trailer, about
+  ObjectCache& cache = Configured(cache_dir.path(), 2 * entry);
+  std::vector<std::string> urls;
+  for (const char* name : {"a", "b", "c"}) urls.push_back(store.Put(name, kBytes));
+  const ObjectVersion v{static_cast<int64_t>(kBytes.size()), 1};
+  SLUICE_ASSERT_OK(cache.Open(urls[0], v, store.FetchOf(urls[0])).status());
+  SLUICE_ASSERT_OK(cache.Open(urls[1], v, store.FetchOf(urls[1])).status());
+  SLUICE_ASSERT_OK(cache.Open(urls[0], v, store.FetchOf(urls[0])).status());  // "a" used after "b"
+  SLUICE_ASSERT_OK(cache.Open(urls[2], v, store.FetchOf(urls[2])).status());  // "b" goes
+  EXPECT_EQ(cache.stats().evicted, 1);
+  EXPECT_LE(cache.stats().bytes, 2 * entry);
+  EXPECT_EQ(Entries(cache_dir.path()).size(), 2u);
+  const int before = store.fetches;
+  SLUICE_ASSERT_OK(cache.Open(urls[0], v, store.FetchOf(urls[0])).status());
+  EXPECT_EQ(store.fetches, before);
+  SLUICE_ASSERT_OK(cache.Open(urls[1], v, store.FetchOf(urls[1])).status());
+  EXPECT_EQ(store.fetches, before + 1);
+}
+
+TEST(ObjectCache, ObjectLargerThanTheBoundIsReadFromTheStore) {
+  Store store;
+  testing::TempDir cache_dir;
+  ObjectCache& cache = Configured(cache_dir.path(), 1000);
+  const std::string url = store.Put("big", kBytes);
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_OK_AND_ASSIGN(auto f, cache.Open(url, {static_cast<int64_t>(kBytes.size()), 1}, store.FetchOf(url)));
+    EXPECT_EQ(ReadAll(*f), kBytes);
+  }
+  EXPECT_EQ(store.fetches, 2);
+  EXPECT_EQ(cache.stats().uncacheable, 2);
+  EXPECT_TRUE(Entries(cache_dir.path()).empty());
+}
+
+TEST(ObjectCache, ConcurrentOpensFetchOnce) {
+  Store store;
+  testing::TempDir cache_dir;
+  ObjectCache& cache = Configured(cache_dir.path(), 1 << 20);
+  const std::string url = store.Put("a", kBytes);
+  std::vector<std::thread> threads;
+  std::atomic<int> right{0};
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&] {
+      auto f = cache.Open(url, {static_cast<int64_t>(kBytes.size()), 1}, store.FetchOf(url));
+      if (f.ok() && ReadAll(**f) == kBytes) ++right;
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(right, 8);
+  EXPECT_EQ(store.fetches, 1);
+}
+
+TEST(ObjectCache, StoreErrorsPassThroughAndBadBoundsAreRefused) {
+  testing::TempDir cache_dir;
+  ObjectCache& cache = Configured(cache_dir.path(), 1 << 20);
+  auto failing = []() -> absl::StatusOr<std::unique_ptr<RandomAccessFile>> {
+    return absl::NotFoundError("object not found: 's3://bucket/x'");
+  };
+  EXPECT_THAT(cache.Open("s3://bucket/x", {1, 1}, failing), StatusIs(absl::StatusCode::kNotFound, HasSubstr("x")));
+  EXPECT_THAT(ObjectCache::Configure(cache_dir.path(), 0),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("max_bytes must be > 0")));
+  EXPECT_THAT(ObjectCache::Configure("/proc/no-such/cache", 10),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("/proc/no-such/cache")));
+}
+
+}  // namespace
+}  // namespace sluice::io
