@@ -361,3 +361,36 @@ def test_an_object_cache_of_a_bad_folder_or_bound_is_refused(store, tmp_path):
     with pytest.raises(sluice.InvalidArgumentError, match=f"object cache: cannot make or write the folder "
                                                           f"{tmp_path / 'file'}"):
         sluice.tfrecord("s3://train/cifar/*.tfrecord", CIFAR).cache_objects(tmp_path / "file", 1 << 20).schema
+
+
+def test_a_worker_finds_an_object_rewritten_since_the_dispatcher_listed_it(store, cifar_dir):
+    data = one_cifar_file(cifar_dir)
+    store.client.create_dir("relisted")
+    store.put("relisted/a.tfrecord", data)
+    dispatcher, port = start_server(["dispatcher", "--host", "127.0.0.1", "--port", "0"], env=store.env())
+    address = f"127.0.0.1:{port}"
+    failure = []
+
+    def read():
+        try:
+            list(sluice.tfrecord("s3://relisted/*.tfrecord", CIFAR).distribute(address, connect_timeout_s=60))
+        except sluice.SluiceError as e:
+            failure.append(e)
+    reader = threading.Thread(target=read)
+    reader.start()
+    worker = None
+    try:
+        while not sluice.dispatcher_status(address).get("jobs"):  # registered: listed and pinned
+            time.sleep(0.05)
+        store.put("relisted/a.tfrecord", data + data[:64])
+        worker, _ = start_server(["worker", "--dispatcher", address, "--host", "127.0.0.1", "--threads", "1"],
+                                 env=store.env())
+        reader.join(timeout=120)
+    finally:
+        for process in (worker, dispatcher):
+            if process is not None:
+                process.send_signal(signal.SIGTERM)
+                process.wait(timeout=30)
+    assert not reader.is_alive()
+    assert len(failure) == 1 and isinstance(failure[0], sluice.DataLossError), failure
+    assert "object s3://relisted/a.tfrecord changed after it was listed" in str(failure[0])
