@@ -4,7 +4,10 @@ a SeaweedFS server started here (on this host's loopback, sharing its
 cores), `sluice run --json` of a read-only pipeline (source and batch), of
 W2 and of W3 on the local files and on the objects, interleaved, medians;
 beside the store's own bandwidth as a skilled client gets it (pyarrow,
-8 MiB ranged reads, 4 in flight).
+8 MiB ranged reads, 4 in flight). W2 also runs on the objects through the
+object cache (filled once before the runs: later epochs), and through a
+proxy without and with --latency-ms added to every request, with one
+split read at a time (the default) and with parallel_reads 8.
 
     .venv/bin/python bench/object_store_bench.py --data data [--runs 5] [--epochs 2]
 
@@ -23,6 +26,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 import pyarrow.fs
@@ -67,6 +71,41 @@ def start_store(root):
     sys.exit("SeaweedFS did not start in 60 s")
 
 
+class DelayProxy:
+    """Forwards connections to 127.0.0.1:`target`, holding each chunk a
+    client sends for `delay_s` first: a GET (one chunk: HTTP/1.1 sends one
+    request at a time on a connection) waits that much longer, as across a
+    network. netem would do it in the kernel; these hosts have no netem."""
+
+    def __init__(self, target, delay_s):
+        self.target, self.delay_s = target, delay_s
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            client, _ = self.listener.accept()
+            server = socket.create_connection(("127.0.0.1", self.target))
+            for a, b, delay in ((client, server, self.delay_s), (server, client, 0)):
+                threading.Thread(target=self._pump, args=(a, b, delay), daemon=True).start()
+
+    @staticmethod
+    def _pump(src, dst, delay_s):
+        try:
+            while data := src.recv(1 << 20):
+                if delay_s:
+                    time.sleep(delay_s)
+                dst.sendall(data)
+        except OSError:
+            pass
+        for s in (src, dst):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
 def store_bandwidth(client, paths):
     """MB/s of reading every object once: 8 MiB ranged reads, 4 in flight."""
     def read(path):
@@ -81,8 +120,9 @@ def store_bandwidth(client, paths):
     return total / (time.perf_counter() - start) / 1e6
 
 
-def pipelines(data, tmp):
-    """{name: JSON file}: read-only, W2 and W3, on the local files and the objects."""
+def pipelines(data, tmp, cache):
+    """{name: JSON file}: read-only, W2 and W3, on the local files and the
+    objects; W2 on the objects through the object cache `cache`."""
     w2 = json.load(open(os.path.join(ROOT, "pipelines", "w2_cifar10.json")))
     w3 = json.load(open(os.path.join(ROOT, "pipelines", "w3_imagenet.json")))
     read_only = {"nodes": [w2["nodes"][0], {"batch": {"size": 256}}]}
@@ -94,6 +134,16 @@ def pipelines(data, tmp):
             with open(path, "w") as f:
                 f.write(text)
             out[f"{name} {where}"] = path
+    readers = json.loads(open(out["w2 s3"]).read())
+    readers["nodes"][0]["source"]["parallel_reads"] = 8
+    out["w2 s3 8 reads"] = os.path.join(tmp, "w2_s3_8_reads.json")
+    with open(out["w2 s3 8 reads"], "w") as f:
+        json.dump(readers, f)
+    cached = json.loads(open(out["w2 s3"]).read())
+    cached["nodes"][0]["source"]["object_cache"] = {"dir": cache, "max_bytes": 8 << 30}
+    out["w2 s3 cached"] = os.path.join(tmp, "w2_s3_cached.json")
+    with open(out["w2 s3 cached"], "w") as f:
+        json.dump(cached, f)
     return out
 
 
@@ -108,6 +158,7 @@ def main():
     parser.add_argument("--data", required=True, help="folder holding cifar10/*.tfrecord")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--epochs", type=int, default=2)
+    parser.add_argument("--latency-ms", type=int, default=20, help="added to each request through a proxy")
     args = parser.parse_args()
     files = sorted(glob.glob(os.path.join(args.data, "cifar10", "*.tfrecord")))
     if not files or not glob.glob(os.path.join(args.data, "imagenet", "*", "*.jpg")):
@@ -123,13 +174,21 @@ def main():
                     out.write(open(f, "rb").read())
             env = dict(os.environ, AWS_ENDPOINT_URL=endpoint, AWS_ACCESS_KEY_ID=KEY, AWS_SECRET_ACCESS_KEY=SECRET,
                        AWS_REGION="us-east-1")
-            configs = pipelines(args.data, tmp)
-            names = list(configs) + ["store bandwidth"]
+            configs = pipelines(args.data, tmp, os.path.join(tmp, "cache"))
+            run(configs["w2 s3 cached"], 1, env)  # fills the cache: the runs read its copies
+            port = int(endpoint.rsplit(":", 1)[1])
+            proxies = {f"{name} +{ms}ms": (name, DelayProxy(port, ms / 1000))
+                       for name in ("w2 s3", "w2 s3 8 reads") for ms in (0, args.latency_ms)}
+            names = list(configs) + list(proxies) + ["store bandwidth"]
             rates = {name: [] for name in names}
             for r in range(args.runs):
                 order = names[r % len(names):] + names[:r % len(names)]  # each round starts one later
                 for name in order:
-                    if name == "store bandwidth":
+                    if name in proxies:
+                        config, proxy = proxies[name]
+                        proxied = dict(env, AWS_ENDPOINT_URL=f"http://127.0.0.1:{proxy.port}")
+                        rates[name].append(run(configs[config], args.epochs, proxied)["samples_per_s"])
+                    elif name == "store bandwidth":
                         rates[name].append(store_bandwidth(client, [f"bench/cifar10/{os.path.basename(f)}"
                                                                     for f in files]))
                     else:
@@ -145,6 +204,10 @@ def main():
         print(f"{name:<18} {medians[name]:>12,.0f}  {unit}; " + ", ".join(f"{v:,.0f}" for v in rates[name]))
     for name in ("read", "w2", "w3"):
         print(f"{name}: objects / local files = {medians[name + ' s3'] / medians[name + ' local']:.2f}")
+    print(f"w2: cached objects / local files = {medians['w2 s3 cached'] / medians['w2 local']:.2f}")
+    for name in ("w2 s3", "w2 s3 8 reads"):
+        print(f"{name}: +{args.latency_ms} ms a request / through the same proxy without = "
+              f"{medians[f'{name} +{args.latency_ms}ms'] / medians[f'{name} +0ms']:.2f}")
     print(json.dumps({"medians": medians, "runs": rates}))
 
 

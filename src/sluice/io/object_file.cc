@@ -128,6 +128,9 @@ absl::StatusOr<std::unique_ptr<ObjectFile>> OpenFromStore(const std::string& url
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenObject(const std::string& url) {
+  if (ListedAbsent(url)) {
+    return absl::NotFoundError(absl::StrCat("object not found: '", url, "' (not in the listing of its folder)"));
+  }
   ObjectCache* cache = ObjectCache::Get();
   const std::optional<ObjectVersion> listed = ListedVersion(url);
   // Listed: a cached copy of that version is read without asking the store.

@@ -12,6 +12,7 @@ namespace {
 struct Listings {
   absl::Mutex mu;
   absl::flat_hash_map<size_t, ObjectVersion> versions ABSL_GUARDED_BY(mu);
+  absl::flat_hash_map<std::string, bool> folders ABSL_GUARDED_BY(mu);  // URL -> recursive
 };
 
 Listings& TheListings() {
@@ -33,6 +34,29 @@ std::optional<ObjectVersion> ListedVersion(const std::string& url) {
   auto it = l.versions.find(absl::HashOf(url));
   if (it == l.versions.end()) return std::nullopt;
   return it->second;
+}
+
+void RememberListedFolder(const std::string& folder_url, bool recursive) {
+  Listings& l = TheListings();
+  absl::MutexLock lock(&l.mu);
+  bool& r = l.folders[folder_url];
+  r = r || recursive;
+}
+
+bool ListedAbsent(const std::string& url) {
+  const size_t q = url.find('?');
+  const std::string query = q == std::string::npos ? "" : url.substr(q);
+  std::string folder = url.substr(0, q);
+  const size_t bucket_end = folder.find('/', folder.find("://") + 3);
+  Listings& l = TheListings();
+  absl::MutexLock lock(&l.mu);
+  if (l.versions.contains(absl::HashOf(url))) return false;
+  for (bool parent = true; folder.size() > bucket_end && bucket_end != std::string::npos; parent = false) {
+    folder.resize(folder.rfind('/'));
+    auto it = l.folders.find(folder + query);
+    if (it != l.folders.end() && (parent || it->second)) return true;
+  }
+  return false;
 }
 
 }  // namespace sluice::io

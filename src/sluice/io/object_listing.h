@@ -25,6 +25,15 @@ void RememberListed(const std::string& url, ObjectVersion version);
 // What the latest listing said of `url`, if it was listed.
 std::optional<ObjectVersion> ListedVersion(const std::string& url);
 
+// Records that a listing took in every object directly in `folder_url` (a
+// URL of a key prefix without its last '/'), or at any depth under it when
+// `recursive`: each was remembered, matching the listing's pattern or not.
+void RememberListedFolder(const std::string& folder_url, bool recursive);
+// Whether `url` was missing from a listing of a folder holding it: a
+// companion looked up beside listed objects (a TFRecord's index) is known
+// absent without asking the store, once per object.
+bool ListedAbsent(const std::string& url);
+
 }  // namespace sluice::io
 
 #endif  // SLUICE_IO_OBJECT_LISTING_H_

@@ -180,10 +180,12 @@ absl::StatusOr<std::vector<std::string>> ListMatching(arrow::fs::FileSystem& fs,
   if (!infos.ok()) return infos.status();
   std::vector<std::string> urls;
   for (const arrow::fs::FileInfo& info : *infos) {
-    if (!info.IsFile() || !keep(info.path())) continue;
-    urls.push_back(u.Url(info.path()));
-    RememberListed(urls.back(), VersionOf(info));
+    if (!info.IsFile()) continue;
+    std::string url = u.Url(info.path());
+    RememberListed(url, VersionOf(info));
+    if (keep(info.path())) urls.push_back(std::move(url));
   }
+  RememberListedFolder(u.Url(dir), recursive);
   std::sort(urls.begin(), urls.end());
   return urls;
 }
