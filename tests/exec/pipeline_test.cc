@@ -15,6 +15,7 @@
 #include "gtest/gtest.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/io/idx_file.h"
+#include "sluice/io/object_cache.h"
 #include "sluice/io/tfrecord_index.h"
 #include "sluice/ops/builtin_ops.h"
 #include "sluice/pipeline_builder.h"
@@ -202,6 +203,19 @@ TEST_F(PipelineTest, AParallelReadersErrorComesAtItsSplitsTurn) {
   }
   EXPECT_THAT(status, StatusIs(absl::StatusCode::kDataLoss, HasSubstr(files_[1])));
   EXPECT_EQ(rows, 34) << "the first file's rows came first, none of the third's";
+}
+
+TEST_F(PipelineTest, AnObjectCacheIsSetUpWhenThePipelineIsMadeOrRefusedNamingItsFolder) {
+  const std::string cache = dir_.Join("object-cache");
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Pipeline> pipeline,
+                       Pipeline::Create(W2Like(2).CacheObjects(cache, 1 << 20).Build()));
+  ASSERT_NE(io::ObjectCache::Get(), nullptr);
+  EXPECT_EQ(io::ObjectCache::Get()->dir(), cache);
+  EXPECT_TRUE(std::filesystem::is_directory(cache));
+  EXPECT_THAT(Pipeline::Create(W2Like(2).CacheObjects(files_[0] + "/cache", 1 << 20).Build()).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(files_[0] + "/cache")));
+  EXPECT_THAT(Pipeline::Create(W2Like(2).CacheObjects(cache, 0).Build()).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("max_bytes must be > 0")));
 }
 
 TEST_F(PipelineTest, AParallelReadersPipelineStopsMidEpoch) {
