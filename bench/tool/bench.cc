@@ -48,8 +48,14 @@ Workload WorkloadOf(const BenchArgs& args) {
     return {W1Pipeline(mnist), mnist, 10, "w1_torch.py", "w1_expert.py", "expert: OpenCV (2 workers)", true, false};
   }
   if (args.workload == "w5a") {
-    return {W5aPipeline(cifar),          cifar, 100,  "w5a_torch.py", "w5a_torch.py --expert",
-            "expert: numpy (2 workers)", false, false};
+    return {W5aPipeline(cifar),
+            cifar,
+            100,
+            "w5a_torch.py",
+            "w5a_torch.py --expert",
+            "expert: in memory, torch or numpy",
+            false,
+            false};
   }
   return {W2Pipeline(cifar), cifar, 20, "w2_torch.py", "w2_opencv.py", "expert: OpenCV (2 workers)", true, true};
 }
