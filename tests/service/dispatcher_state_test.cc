@@ -118,6 +118,18 @@ TEST_F(DispatcherStateTest, OnlyWorkersWithEveryOpOfAPipelineServeItsJobs) {
   EXPECT_EQ(s.state(), GetSplitResponse::SPLIT);
 }
 
+TEST_F(DispatcherStateTest, AWorkerThatRefusedACallIsPassedOverForItsOps) {
+  Worker("plugged:1", kT0, 0, {"random_cutout"});
+  Worker("plugged:2", kT0, 0, {"random_cutout"});
+  Worker("plain:3", kT0, 0, {"rescale"});
+  ASSERT_OK_AND_ASSIGN(std::string other, state_.CapableWorker({"random_cutout"}, {"plugged:1"}));
+  EXPECT_EQ(other, "plugged:2");
+  EXPECT_THAT(state_.CapableWorker({"random_cutout"}, {"plugged:1", "plugged:2"}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("op 'random_cutout' is not registered on the dispatcher and no live worker has it (3 "
+                                 "workers, 2 of them refusing connections")));
+}
+
 TEST_F(DispatcherStateTest, ASilentWorkersSplitsGoBackToTheirClient) {
   ASSERT_OK_AND_ASSIGN(std::string p, state_.RegisterPipeline(Def(4), Splits(3)));
   const GetOrCreateJobResponse job = Job(p);

@@ -99,6 +99,18 @@ TEST_F(ServiceTest, WithoutAWorkerThatHasItsOpsAPipelineIsRefusedNamingTheOp) {
                        HasSubstr("op 'random_cutout' is not registered on the dispatcher and no live worker has it")));
 }
 
+TEST_F(ServiceTest, WithItsOnlyCapableWorkerJustKilledAPipelineIsRefusedNamingTheOp) {
+  TestCluster cluster;
+  SLUICE_ASSERT_OK(cluster.StartDispatcher());
+  SLUICE_ASSERT_OK(cluster.AddWorker(1, {"--plugin", std::getenv("SLUICE_EXAMPLE_PLUGIN")}));
+  SLUICE_ASSERT_OK(cluster.AddWorker(1));
+  cluster.worker(0).Stop(SIGKILL);  // its heartbeats have not timed out yet
+  EXPECT_THAT(CreatePipeline(WithCutout(cluster.address())),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("op 'random_cutout' is not registered on the dispatcher and no live worker has it (2 "
+                                 "workers, 1 of them refusing connections")));
+}
+
 TEST_F(ServiceTest, AWorkerKilledMidEpochLosesAndRepeatsNothing) {
   TestCluster cluster;
   SLUICE_ASSERT_OK(StartCluster(cluster, 2));

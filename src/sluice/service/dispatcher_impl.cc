@@ -58,6 +58,21 @@ uint64_t DispatcherImpl::AfterChange() {
 
 absl::StatusOr<ElementSpec> DispatcherImpl::DescribeOnAWorker(const PipelineDef& def,
                                                               const std::vector<std::string>& ops) {
+  // A worker that refuses the call (killed, its heartbeats not yet timed
+  // out) counts as lost for this decision: another capable one is asked.
+  std::set<std::string> unreachable;
+  while (true) {
+    SLUICE_ASSIGN_OR_RETURN(const std::string address, WaitForCapableWorker(ops, unreachable));
+    absl::StatusOr<ElementSpec> element = DescribeOn(address, def);
+    if (element.ok() || !absl::IsUnavailable(element.status())) return element;
+    Log("dispatcher", absl::StrCat("worker ", address,
+                                   " refused to describe a pipeline, asking another: ", element.status().message()));
+    unreachable.insert(address);
+  }
+}
+
+absl::StatusOr<std::string> DispatcherImpl::WaitForCapableWorker(const std::vector<std::string>& ops,
+                                                                 const std::set<std::string>& unreachable) {
   // Workers starting with the dispatcher may not have announced themselves
   // yet: while none is alive, wait for one as long as a silent worker
   // counts as alive. Live workers none of which has an op fail at once.
@@ -68,26 +83,28 @@ absl::StatusOr<ElementSpec> DispatcherImpl::DescribeOnAWorker(const PipelineDef&
     int workers;
     {
       absl::MutexLock lock(&mu_);
-      address = state_.CapableWorker(ops);
+      address = state_.CapableWorker(ops, unreachable);
       workers = state_.workers();
     }
     if (address.ok() || workers > 0 || absl::Now() > give_up) break;
     backoff.Wait();
   }
-  if (!address.ok()) {
-    std::vector<std::string> known;
-    for (const ops::OpSchema* op : ops::OpRegistry::Global().List()) known.push_back(op->name());
-    return absl::Status(address.status().code(), absl::StrCat(address.status().message(),
-                                                              "; the dispatcher's ops: ", absl::StrJoin(known, ", ")));
-  }
-  SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<grpc::Channel> channel, MakeChannel(*address, security_));
+  if (address.ok()) return address;
+  std::vector<std::string> known;
+  for (const ops::OpSchema* op : ops::OpRegistry::Global().List()) known.push_back(op->name());
+  return absl::Status(address.status().code(),
+                      absl::StrCat(address.status().message(), "; the dispatcher's ops: ", absl::StrJoin(known, ", ")));
+}
+
+absl::StatusOr<ElementSpec> DispatcherImpl::DescribeOn(const std::string& address, const PipelineDef& def) {
+  SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<grpc::Channel> channel, MakeChannel(address, security_));
   std::unique_ptr<::sluice::Worker::Stub> worker = ::sluice::Worker::NewStub(channel);
   DescribePipelineRequest request;
   *request.mutable_pipeline() = def;
   *request.mutable_limits() = ToProto(limits_);
   ElementSpec element;
   SLUICE_RETURN_IF_ERROR(CallUnary(worker.get(), &::sluice::Worker::Stub::DescribePipeline,
-                                   absl::StrCat("describe the pipeline on worker ", *address), request, &element,
+                                   absl::StrCat("describe the pipeline on worker ", address), request, &element,
                                    security_.token));
   return element;
 }

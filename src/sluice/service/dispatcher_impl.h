@@ -6,6 +6,7 @@
 #define SLUICE_SERVICE_DISPATCHER_IMPL_H_
 
 #include <memory>
+#include <set>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -61,6 +62,13 @@ class DispatcherImpl {
   explicit DispatcherImpl(const DispatcherOptions& options);
   // What `def` yields, asked of a live worker that has `ops`.
   absl::StatusOr<ElementSpec> DescribeOnAWorker(const PipelineDef& def, const std::vector<std::string>& ops);
+  // The address of a live worker that has `ops`, none at `unreachable`;
+  // with no worker alive, waits up to the worker timeout for one. The
+  // error names the op no worker has, and the dispatcher's ops.
+  absl::StatusOr<std::string> WaitForCapableWorker(const std::vector<std::string>& ops,
+                                                   const std::set<std::string>& unreachable);
+  // What `def` yields, asked of the worker at `address`.
+  absl::StatusOr<ElementSpec> DescribeOn(const std::string& address, const PipelineDef& def);
   // Runs `change` (a call on state_) under the lock, compacts the journal
   // when it is due, and returns once what the change journaled is durable:
   // the RPC answers only then, and concurrent changes share one sync.

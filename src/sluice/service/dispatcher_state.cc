@@ -393,20 +393,25 @@ absl::StatusOr<WorkerHeartbeatResponse> DispatcherState::WorkerHeartbeat(const W
   return out;
 }
 
-absl::StatusOr<std::string> DispatcherState::CapableWorker(const std::vector<std::string>& ops) const {
+absl::StatusOr<std::string> DispatcherState::CapableWorker(const std::vector<std::string>& ops,
+                                                           const std::set<std::string>& unreachable) const {
+  auto reachable = [&](const Worker& w) { return unreachable.count(w.address) == 0; };
+  const std::string lost =
+      unreachable.empty() ? "" : absl::StrCat(", ", unreachable.size(), " of them refusing connections");
   for (const std::string& op : ops) {
-    const bool anyone =
-        std::any_of(workers_.begin(), workers_.end(), [&op](const auto& w) { return w.second.ops.count(op) > 0; });
+    const bool anyone = std::any_of(workers_.begin(), workers_.end(),
+                                    [&](const auto& w) { return reachable(w.second) && w.second.ops.count(op) > 0; });
     if (!anyone) {
       return absl::InvalidArgumentError(
           absl::StrCat("op '", op, "' is not registered on the dispatcher and no live worker has it (", workers_.size(),
-                       " workers; start workers with --plugin <the .so that registers it>)"));
+                       " workers", lost, "; start workers with --plugin <the .so that registers it>)"));
     }
   }
   for (const auto& [id, worker] : workers_) {
-    if (worker.Runs(ops)) return worker.address;
+    if (reachable(worker) && worker.Runs(ops)) return worker.address;
   }
-  return absl::InvalidArgumentError("no live worker has all of the pipeline's ops; give every worker the same plugins");
+  return absl::InvalidArgumentError(absl::StrCat("no live worker has all of the pipeline's ops (", workers_.size(),
+                                                 " workers", lost, "); give every worker the same plugins"));
 }
 
 EpochSplits& DispatcherState::Epoch(Job& job, uint64_t epoch) {

@@ -73,10 +73,12 @@ class DispatcherState {
   // this dispatcher never gave gets a new one; a known id with the wrong
   // secret is PermissionDenied (no worker can take over another's record).
   absl::StatusOr<WorkerHeartbeatResponse> WorkerHeartbeat(const WorkerHeartbeatRequest& request, absl::Time now);
-  // The address of a live worker that runs every op of `ops`.
-  // InvalidArgument naming the first op no live worker has (or saying that
-  // none has them all).
-  absl::StatusOr<std::string> CapableWorker(const std::vector<std::string>& ops) const;
+  // The address of a live worker that runs every op of `ops`, none of
+  // those at `unreachable` (they refused a call: lost, for this decision,
+  // though their heartbeats have not yet timed out). InvalidArgument naming
+  // the first op no other live worker has (or saying that none has them all).
+  absl::StatusOr<std::string> CapableWorker(const std::vector<std::string>& ops,
+                                            const std::set<std::string>& unreachable = {}) const;
   // Workers heard from within the worker timeout.
   int workers() const { return static_cast<int>(workers_.size()); }
   absl::StatusOr<GetSplitResponse> GetSplit(const GetSplitRequest& request, absl::Time now);
