@@ -4,7 +4,9 @@ a SeaweedFS server started here (on this host's loopback, sharing its
 cores), `sluice run --json` of a read-only pipeline (source and batch), of
 W2 and of W3 on the local files and on the objects, interleaved, medians;
 beside the store's own bandwidth as a skilled client gets it (pyarrow,
-8 MiB ranged reads, 4 in flight). W2 also runs on the objects through the
+8 MiB ranged reads, 4 in flight). W3 also runs from WebDataset shards
+(bench/peers/make_shards.py), beside the webdataset library reading the
+same objects as its docs say (`pipe:curl`, S3-signed). W2 also runs on the objects through the
 object cache (filled once before the runs: later epochs), and through a
 proxy without and with --latency-ms added to every request, with one
 split read at a time (the default) and with parallel_reads 8.
@@ -121,13 +123,17 @@ def store_bandwidth(client, paths):
 
 
 def pipelines(data, tmp, cache):
-    """{name: JSON file}: read-only, W2 and W3, on the local files and the
-    objects; W2 on the objects through the object cache `cache`."""
+    """{name: JSON file}: read-only, W2, W3 (an image folder) and W3 from
+    WebDataset shards, on the local files and the objects; W2 on the
+    objects through the object cache `cache`."""
     w2 = json.load(open(os.path.join(ROOT, "pipelines", "w2_cifar10.json")))
     w3 = json.load(open(os.path.join(ROOT, "pipelines", "w3_imagenet.json")))
     read_only = {"nodes": [w2["nodes"][0], {"batch": {"size": 256}}]}
+    w3_shards = json.loads(json.dumps(w3))
+    w3_shards["nodes"][0] = {"source": {"webdataset": {"files": ["data/imagenet-shards/*.tar"]},
+                                        "shuffle_splits": True}}
     out = {}
-    for name, spec in (("read", read_only), ("w2", w2), ("w3", w3)):
+    for name, spec in (("read", read_only), ("w2", w2), ("w3", w3), ("w3 shards", w3_shards)):
         for where, prefix in (("local", f"{data}/"), ("s3", "s3://bench/")):
             text = json.dumps(spec).replace('"data/', json.dumps(prefix)[:-1])
             path = os.path.join(tmp, f"{name}_{where}.json")
@@ -145,6 +151,25 @@ def pipelines(data, tmp, cache):
     with open(out["w2 s3 cached"], "w") as f:
         json.dump(cached, f)
     return out
+
+
+def webdataset_peer(data, endpoint, tmp):
+    """The webdataset library's W3 reading the shards from the store, each
+    through `pipe:curl` with S3's request signing; returns its command."""
+    peer_py = subprocess.run([os.path.join(HERE, "peers", "ensure_wds_venv.sh")], check=True, capture_output=True,
+                             text=True).stdout.strip().splitlines()[-1]
+    urls = os.path.join(tmp, "shard-urls.txt")
+    with open(urls, "w") as f:
+        for shard in sorted(glob.glob(os.path.join(data, "imagenet-shards", "*.tar"))):
+            f.write(f"pipe:curl -sf --aws-sigv4 aws:amz:us-east-1:s3 --user {KEY}:{SECRET} "
+                    f"{endpoint}/bench/imagenet-shards/{os.path.basename(shard)}\n")
+    return [peer_py, os.path.join(HERE, "peers", "w3_webdataset.py"), "--data", data, "--urls", urls,
+            "--batches", "6"]
+
+
+def run_peer(command):
+    out = subprocess.run(command, capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])["samples_per_s"]
 
 
 def run(path, epochs, env):
@@ -167,7 +192,11 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         process, endpoint, client = start_store(tmp)
         try:
+            subprocess.run(["/usr/bin/python3", os.path.join(HERE, "peers", "make_shards.py"), "--data",
+                            os.path.join(args.data, "imagenet"), "--out", os.path.join(args.data, "imagenet-shards")],
+                           check=True)
             images = sorted(glob.glob(os.path.join(args.data, "imagenet", "*", "*.jpg")))
+            images += sorted(glob.glob(os.path.join(args.data, "imagenet-shards", "*.tar")))
             print(f"uploading {len(files)} files and {len(images)} images to {endpoint} ...", file=sys.stderr)
             for f in files + images:
                 with client.open_output_stream(f"bench/{os.path.relpath(f, args.data)}") as out:
@@ -179,7 +208,8 @@ def main():
             port = int(endpoint.rsplit(":", 1)[1])
             proxies = {f"{name} +{ms}ms": (name, DelayProxy(port, ms / 1000))
                        for name in ("w2 s3", "w2 s3 8 reads") for ms in (0, args.latency_ms)}
-            names = list(configs) + list(proxies) + ["store bandwidth"]
+            peer = webdataset_peer(args.data, endpoint, tmp)
+            names = list(configs) + list(proxies) + ["webdataset s3", "store bandwidth"]
             rates = {name: [] for name in names}
             for r in range(args.runs):
                 order = names[r % len(names):] + names[:r % len(names)]  # each round starts one later
@@ -188,6 +218,8 @@ def main():
                         config, proxy = proxies[name]
                         proxied = dict(env, AWS_ENDPOINT_URL=f"http://127.0.0.1:{proxy.port}")
                         rates[name].append(run(configs[config], args.epochs, proxied)["samples_per_s"])
+                    elif name == "webdataset s3":
+                        rates[name].append(run_peer(peer))
                     elif name == "store bandwidth":
                         rates[name].append(store_bandwidth(client, [f"bench/cifar10/{os.path.basename(f)}"
                                                                     for f in files]))
@@ -202,8 +234,10 @@ def main():
     for name in names:
         unit = "MB/s" if name == "store bandwidth" else "samples/s"
         print(f"{name:<18} {medians[name]:>12,.0f}  {unit}; " + ", ".join(f"{v:,.0f}" for v in rates[name]))
-    for name in ("read", "w2", "w3"):
+    for name in ("read", "w2", "w3", "w3 shards"):
         print(f"{name}: objects / local files = {medians[name + ' s3'] / medians[name + ' local']:.2f}")
+    print(f"w3 shards from objects: sluice / the webdataset library = "
+          f"{medians['w3 shards s3'] / medians['webdataset s3']:.2f}")
     print(f"w2: cached objects / local files = {medians['w2 s3 cached'] / medians['w2 local']:.2f}")
     for name in ("w2 s3", "w2 s3 8 reads"):
         print(f"{name}: +{args.latency_ms} ms a request / through the same proxy without = "

@@ -8,10 +8,13 @@ Runs in the venv of bench/peers/ensure_wds_venv.sh (webdataset over
 Debian's python3 with python3-torch, python3-torchvision, python3-pil).
 
     PY bench/peers/w3_webdataset.py --data DIR [--batches 8] [--warmup 1]
-        [--workers 2] [--batch-size 256]
+        [--workers 2] [--batch-size 256] [--urls FILE]
 
-DIR holds the *.tar shards (bench/peers/make_shards.py). The last line on
-stdout is one JSON object with "samples_per_s".
+DIR holds the *.tar shards (bench/peers/make_shards.py). --urls reads the
+shards' URLs from FILE instead, one a line, as the library takes them: a
+shard in an object store is `pipe:` a command that writes it to stdout, as
+its docs show (`pipe:curl -s URL`; for S3, curl with --aws-sigv4). The last
+line on stdout is one JSON object with "samples_per_s".
 """
 
 import argparse
@@ -29,11 +32,16 @@ log = make_logger("w3_webdataset")
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     add_common_args(p, "folder of WebDataset *.tar shards", 256, workers_help="DataLoader worker processes")
+    p.add_argument("--urls", help="a file of shard URLs, one a line (then --data only names them)")
     args = p.parse_args(argv)
     check_loader_args(p, args)
-    shards = sorted(glob.glob(os.path.join(args.data, "*.tar")))
+    if args.urls:
+        with open(args.urls) as f:
+            shards = [line.strip() for line in f if line.strip()]
+    else:
+        shards = sorted(glob.glob(os.path.join(args.data, "*.tar")))
     if not shards:
-        sys.exit(f"w3_webdataset: no *.tar shards in {args.data}")
+        sys.exit(f"w3_webdataset: no *.tar shards in {args.urls or args.data}")
 
     import torch
     import webdataset as wds
