@@ -394,3 +394,40 @@ def test_a_worker_finds_an_object_rewritten_since_the_dispatcher_listed_it(store
     assert not reader.is_alive()
     assert len(failure) == 1 and isinstance(failure[0], sluice.DataLossError), failure
     assert "object s3://relisted/a.tfrecord changed after it was listed" in str(failure[0])
+
+
+def test_a_pipeline_dropped_while_the_store_is_down_stops_waiting_for_it(store, tmp_path):
+    # 36 MB read in 4 KiB GETs, up to 1,000 batches ahead of a consumer that
+    # took one: the reader is still at it when the store is cut.
+    subprocess.run(["sluice", "make-data", "cifar10", "--out", str(tmp_path / "data"), "--count", "12000",
+                    "--files", "2"], check=True, capture_output=True)
+    store.upload("cancelled", sorted((tmp_path / "data").glob("*.tfrecord")), "cifar")
+    proxy = TcpProxy(int(store.endpoint.rsplit(":", 1)[1]))
+    # Small blocks, one at a time, and a store timeout of 10 minutes: the
+    # reader goes on asking the store, and without cancellation dropping
+    # the pipeline would wait that long.
+    env = store.env(AWS_ENDPOINT_URL=f"http://127.0.0.1:{proxy.port}", SLUICE_OBJECT_BLOCK_BYTES="4096",
+                    SLUICE_OBJECT_READ_AHEAD="1", SLUICE_OBJECT_STORE_TIMEOUT_S="600")
+    code = ("import gc, sys, time, sluice\n"
+            "pipe = sluice.tfrecord('s3://cancelled/cifar/*.tfrecord', {'label': 'int64'}).batch(10).prefetch(1000)\n"
+            "it = iter(pipe)\n"
+            "next(it)\n"
+            "print('reading', flush=True)\n"
+            "sys.stdin.readline()  # the store is cut\n"
+            "while sluice.object_store_stats()['retries'] == 0:\n"
+            "    time.sleep(0.05)\n"
+            "del it, pipe\n"
+            "gc.collect()\n"
+            "print('dropped', flush=True)\n")
+    child = subprocess.Popen([sys.executable, "-c", code], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline().strip() == "reading"
+        proxy.cut()
+        child.stdin.write("go\n")
+        child.stdin.flush()
+        out, err = child.communicate(timeout=120)
+    finally:
+        child.kill()
+    assert child.returncode == 0, err
+    assert out.strip() == "dropped"

@@ -14,6 +14,7 @@
 #include "sluice/exec/iterator.h"
 #include "sluice/exec/row_copier.h"
 #include "sluice/exec/split_read_ahead.h"
+#include "sluice/io/thread_cancel.h"
 
 namespace sluice::exec {
 namespace {
@@ -45,6 +46,7 @@ class SourceIterator : public Iterator {
   }
 
   absl::Status GetNext(Batch* out, bool* end) override {
+    const io::ScopedThreadCancel cancel(ctx_->cancel.flag());
     while (true) {
       SLUICE_RETURN_IF_ERROR(Throttle());
       absl::Status s = Read(out, end);
@@ -139,6 +141,7 @@ class SourceIterator : public Iterator {
   // All of split `split`, in chunks of chunk_rows_ (on a reader thread).
   absl::Status ReadSplit(size_t split, const std::atomic<bool>& stop, std::vector<Batch>* chunks) const {
     if (done_ != nullptr && done_->SplitDone(static_cast<int64_t>(split))) return absl::OkStatus();
+    const io::ScopedThreadCancel cancel(ctx_->cancel.flag());
     absl::StatusOr<std::unique_ptr<io::SplitReader>> reader =
         node_.format->OpenSplit(splits_[split], node_.skip_corrupt ? &ctx_->skips : nullptr);
     if (!reader.ok()) return WithContext(reader.status(), Where());

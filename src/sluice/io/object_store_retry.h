@@ -10,6 +10,7 @@
 #include "arrow/status.h"
 #include "sluice/core/backoff.h"
 #include "sluice/io/object_store.h"
+#include "sluice/io/thread_cancel.h"
 
 namespace sluice::io {
 
@@ -22,7 +23,8 @@ absl::Status ToStatus(const arrow::Status& st, absl::string_view what, absl::str
 void CountRetry();
 
 // `attempt()` (an absl::StatusOr) until it succeeds, fails otherwise than
-// Unavailable, or the store has been unavailable for ObjectStoreTimeout().
+// Unavailable, the store has been unavailable for ObjectStoreTimeout(), or
+// the thread's pipeline is cancelled (thread_cancel.h).
 template <typename Attempt>
 auto WithRetries(Attempt attempt) -> decltype(attempt()) {
   const absl::Duration timeout = ObjectStoreTimeout();
@@ -39,7 +41,10 @@ auto WithRetries(Attempt attempt) -> decltype(attempt()) {
                                                  "SLUICE_OBJECT_STORE_TIMEOUT_S to wait longer)"));
     }
     CountRetry();
-    absl::SleepFor(pause);
+    if (SleepUnlessCancelled(pause)) {
+      return absl::CancelledError(
+          absl::StrCat("pipeline cancelled while waiting for the store: ", result.status().message()));
+    }
   }
 }
 
