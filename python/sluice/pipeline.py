@@ -399,7 +399,9 @@ class Pipeline:
         (being made, buffered between stages, and handed to you and not yet
         released), ``cached`` for reuse, ``rings`` (a local service worker's
         shared memory), ``object_blocks`` (the blocks of objects in S3 or GCS
-        fetched ahead, in this process), ``held`` (all of them) and the
+        fetched ahead, in this process), ``python_shared`` (the shared memory
+        of the processes of python ops and Python datasets, in this
+        process), ``held`` (all of them) and the
         peaks of in use and held; with the ``budget`` that bounds them and, when
         the options set none, ``budget_default`` saying how it was sized.
         See docs/memory.md."""

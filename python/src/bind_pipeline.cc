@@ -5,6 +5,7 @@
 
 #include "bindings.h"
 #include "interrupt.h"
+#include "sluice/core/python_process.h"
 #include "sluice/exec/pipeline.h"
 #include "sluice/graph/pipeline_json.h"
 #include "sluice/io/arrow_source.h"
@@ -148,11 +149,12 @@ class PyPipeline {
     out["in_use"] = m.live_bytes;
     out["cached"] = m.cached_bytes;
     out["rings"] = pipeline_->ring_bytes();
-    const int64_t blocks = io::ObjectBlockBytes();
-    out["object_blocks"] = blocks;
-    out["held"] = m.live_bytes + m.cached_bytes + pipeline_->ring_bytes() + blocks;
+    const int64_t outside = io::ObjectBlockBytes() + PythonSharedBytes();  // the pool's neighbours
+    out["object_blocks"] = io::ObjectBlockBytes();
+    out["python_shared"] = PythonSharedBytes();
+    out["held"] = m.live_bytes + m.cached_bytes + pipeline_->ring_bytes() + outside;
     out["peak_in_use"] = m.peak_live_bytes;
-    out["peak_held"] = m.peak_held_bytes + pipeline_->ring_bytes() + blocks;
+    out["peak_held"] = m.peak_held_bytes + pipeline_->ring_bytes() + outside;
     return out;
   }
 

@@ -49,6 +49,11 @@ struct PythonFailure {
 inline constexpr size_t kPythonHeaderBytes = 64;
 inline size_t PythonAligned(size_t bytes) { return (bytes + 63) & ~size_t{63}; }
 
+// Bytes of shared memory the Python processes of this process have mapped
+// now: a python op's or dataset's rows on their way, outside every
+// pipeline's pool; each pipeline's memory budget counts them.
+int64_t PythonSharedBytes();
+
 // Codes of a reply.
 inline constexpr int64_t kPythonOk = 0, kPythonFailed = 1, kPythonNeedsMemory = 2;
 

@@ -6,6 +6,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "sluice/core/heap_reuse.h"
+#include "sluice/core/python_process.h"
 #include "sluice/core/rng.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/exec/map_plan.h"
@@ -377,6 +378,7 @@ std::unique_ptr<PipelineIterator> Pipeline::NewIterator(bool tune) const {
   ctx->registry = compiled_.registry;
   if (remote_ != nullptr) ctx->memory.CountAlso([remote = remote_] { return remote->HeldBytes(); });
   ctx->memory.CountAlso(&io::ObjectBlockBytes);
+  ctx->memory.CountAlso(&PythonSharedBytes);
   ctx->skip_corrupt = !compiled_.nodes.empty() && compiled_.nodes.front().skip_corrupt;
   if (compiled_.stats) ctx->stats = std::make_unique<PipelineStats>(compiled_);
   std::vector<Knob> tunable = MakeKnobs(ctx.get());
