@@ -1,0 +1,174 @@
+"""The loader beside a trainer that needs the CPU too: what each way of
+loading costs the training step, and what the job gets.
+
+Two kinds of trainer, each at a light and a heavy load, run in the
+loader's process on CPU torch with one thread:
+
+- "model": a small convolutional net trained on each batch (forward,
+  backward, SGD);
+- "launcher": a thread waking every 300 us to run a small op, as the thread
+  of a GPU trainer that launches kernels does; a step is 100 wake-ups.
+
+For W1 and W2 it runs sluice in the process, sluice through a local worker
+process (the shared-memory rings of `distribute()`), and the expert
+DataLoader (bench/peers, 2 workers), each alone (the loader's own rate)
+and under each trainer load, beside the trainer with its data ready (one
+batch made ahead: loading free). It reports the trainer's median step
+time (its compute, not its wait for data), the job's steps/s and
+samples/s.
+
+    .venv/bin/python bench/trainer_bench.py --data DATA [--runs 3] [--steps 40]
+
+DATA holds mnist/MNIST/raw (`sluice make-data mnist`) and cifar10/*.tfrecord
+(`sluice make-data cifar10`). Prints a table, then one JSON line.
+"""
+
+import argparse
+import glob
+import json
+import os
+import statistics
+import sys
+import threading
+import time
+
+import numpy as np
+import torch
+
+import sluice
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "peers"))
+
+# (kind, size, hidden): a model on the batch pooled to size x size with
+# `hidden` channels and units; a launcher's op on a size x size tensor.
+LOADS = {"none": None, "model light": ("model", 8, 16), "model heavy": ("model", 16, 32),
+         "launcher light": ("launcher", 64, 0), "launcher heavy": ("launcher", 512, 0)}
+# "data ready": one batch made ahead, handed again and again: the trainer's
+# step with loading free.
+LOADERS = ("data ready", "sluice", "sluice local worker", "expert DataLoader")
+
+
+def sluice_pipeline(workload, data, local_worker):
+    with open(os.path.join(HERE, "..", "pipelines", f"{workload}.json")) as f:
+        text = f.read().replace('"data/', json.dumps(data + "/")[:-1])
+    spec = json.loads(text)
+    if local_worker:  # all but the prefetch on a worker process; batches come back through its ring
+        spec["nodes"].insert(len(spec["nodes"]) - 1, {"distribute": {"local_workers": 1}})
+    return sluice.Pipeline.from_json(json.dumps(spec))
+
+
+def sluice_batches(pipe):
+    while True:
+        for b in pipe:
+            yield torch.from_numpy(b["image"]), torch.from_numpy(b["label"])
+
+
+def expert_batches(workload, data):
+    from torch.utils.data import DataLoader
+    if workload == "w1_mnist":
+        import w1_expert
+        raw = os.path.join(data, "mnist", "MNIST", "raw")
+        images = w1_expert.read_idx(os.path.join(raw, "train-images-idx3-ubyte"), 3)
+        labels = w1_expert.read_idx(os.path.join(raw, "train-labels-idx1-ubyte"), 1)
+        from torch.utils.data import BatchSampler, SequentialSampler
+        sampler = BatchSampler(SequentialSampler(range(len(images))), 8192, drop_last=True)
+        loader = DataLoader(w1_expert.Batches(images, labels, "cv2"), sampler=sampler, batch_size=None,
+                            num_workers=2, persistent_workers=True, worker_init_fn=w1_expert.worker_init)
+    else:
+        import w2_opencv
+        import w2_torch
+        files = sorted(glob.glob(os.path.join(data, "cifar10", "*.tfrecord")))
+        loader = DataLoader(w2_opencv.build_dataset(files, w2_torch.load_example_pb2(), 1024), batch_size=None,
+                            num_workers=2, persistent_workers=True, worker_init_fn=w2_opencv.worker_init)
+    while True:
+        yield from loader
+
+
+class ModelTrainer:
+    """A small conv net on the batch pooled to `size` x `size`, with
+    `hidden` channels and units, trained on each batch."""
+
+    def __init__(self, in_channels, size, hidden):
+        nn = torch.nn
+        self.net = nn.Sequential(nn.AdaptiveAvgPool2d(size), nn.Conv2d(in_channels, hidden, 3, padding=1),
+                                 nn.ReLU(), nn.AdaptiveAvgPool2d(4), nn.Flatten(), nn.Linear(hidden * 16, hidden),
+                                 nn.ReLU(), nn.Linear(hidden, 10))
+        self.opt = torch.optim.SGD(self.net.parameters(), lr=0.01)
+
+    def step(self, x, y):
+        self.opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(self.net(x), y % 10)
+        loss.backward()
+        self.opt.step()
+
+
+class LauncherTrainer:
+    """100 wake-ups 300 us apart, each an op on a `size` x `size` tensor."""
+
+    def __init__(self, size):
+        self.a = torch.rand(size, size)
+
+    def step(self, x, y):
+        for _ in range(100):
+            time.sleep(0.0003)
+            self.a.mul_(0.5).add_(1.0)
+
+
+def trainer_of(load, in_channels):
+    kind, a, b = LOADS[load]
+    return ModelTrainer(in_channels, a, b) if kind == "model" else LauncherTrainer(a)
+
+
+def measure(batches, trainer, steps, warmup=3):
+    """(median trainer step in ms, steps/s, samples/s) over `steps` steps."""
+    for _ in range(warmup):
+        x, y = next(batches)
+        if trainer is not None:
+            trainer.step(x, y)
+    compute, samples = [], 0
+    start = time.perf_counter()
+    for _ in range(steps):
+        x, y = next(batches)
+        samples += int(y.shape[0])
+        if trainer is not None:
+            t = time.perf_counter()
+            trainer.step(x, y)
+            compute.append(time.perf_counter() - t)
+    seconds = time.perf_counter() - start
+    return (statistics.median(compute) * 1e3 if compute else 0.0), steps / seconds, samples / seconds
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--data", required=True)
+    p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--steps", type=int, default=40)
+    p.add_argument("--workloads", default="w1_mnist,w2_cifar10")
+    args = p.parse_args(argv)
+    torch.set_num_threads(1)
+    results = {}
+    for workload in args.workloads.split(","):
+        in_channels = 1 if workload == "w1_mnist" else 3
+        for loader in LOADERS:
+            print(f"{workload}, {loader} ...", file=sys.stderr, flush=True)
+            if loader == "data ready":
+                batch = next(sluice_batches(sluice_pipeline(workload, args.data, False)))
+                batches = iter(lambda: batch, None)
+            elif loader == "expert DataLoader":
+                batches = expert_batches(workload, args.data)
+            else:
+                batches = sluice_batches(sluice_pipeline(workload, args.data, loader != "sluice"))
+            for load in LOADS:
+                runs = [measure(batches, None if LOADS[load] is None else trainer_of(load, in_channels),
+                                args.steps) for _ in range(args.runs)]
+                results[f"{workload} | {loader} | {load}"] = [statistics.median(r[i] for r in runs) for i in range(3)]
+            del batches
+    print(f"{'workload | loader | trainer load':<52} {'step ms':>8} {'steps/s':>8} {'samples/s':>11}")
+    for name, (step_ms, steps_s, samples_s) in results.items():
+        print(f"{name:<52} {step_ms:>8.2f} {steps_s:>8.2f} {samples_s:>11,.0f}")
+    print(json.dumps(results))
+
+
+if __name__ == "__main__":
+    main()
