@@ -2,6 +2,9 @@
 engine reports holding, the bound it keeps, the error for a budget too
 small to run in, and the memory it gives back."""
 
+import json
+import os
+import subprocess
 import time
 
 import numpy as np
@@ -128,3 +131,22 @@ def test_the_budget_counts_a_local_workers_rings():
     # 16 MiB batch each stage may finish (unbounded: the whole 512 MiB epoch).
     assert in_use <= budget * MIB - m["rings"] + 2 * 16 * MIB
     assert grew <= (budget + 2 * 16 + 100) * MIB, f"RSS grew {grew / MIB:.0f} MiB"
+
+
+def test_sluice_run_reports_the_python_processes_shared_memory(tmp_path):
+    import user_code
+    rows = np.arange(64 * 4096, dtype=np.uint8).reshape(64, 4096)
+    pipe = (sluice.arrays({"image": rows})
+            .map(ops.python(user_code.invert, outputs={"image": ("uint8", [4096])}, processes=1))
+            .batch(16))
+    (tmp_path / "p.json").write_text(pipe.to_json())
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.abspath(__file__)))
+    run = subprocess.run(["sluice", "run", str(tmp_path / "p.json"), "--json"], env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    report = json.loads(run.stdout.splitlines()[-1])
+    assert report["samples"] == 64
+    assert report["python_shared_peak_bytes"] >= 4096  # at least a row went through it
+    text = subprocess.run(["sluice", "run", str(tmp_path / "p.json")], env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert "shared with Python processes" in text.stdout

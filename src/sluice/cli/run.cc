@@ -8,6 +8,7 @@
 #include "sluice/cli/plugins.h"
 #include "sluice/cli/progress.h"
 #include "sluice/cli/run_resumable.h"
+#include "sluice/core/python_process.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/graph/pipeline_json.h"
 #include "sluice/io/object_store.h"
@@ -52,6 +53,9 @@ void PrintSummary(const std::string& path, const graph::CompiledPipeline& c, con
   std::printf("engine's buffers: at most %.1f MB held (%.1f MB in use at once), %.1f MB cached at the end",
               r.memory.peak_held_bytes / 1e6, r.memory.peak_live_bytes / 1e6, r.memory.cached_bytes / 1e6);
   if (r.ring_bytes > 0) std::printf("; %.1f MB of shared-memory rings", r.ring_bytes / 1e6);
+  if (const int64_t shared = PythonSharedPeakBytes(); shared > 0) {
+    std::printf("; at most %.1f MB shared with Python processes", shared / 1e6);
+  }
   std::printf("\n");
   if (const int64_t blocks = io::ObjectBlockPeakBytes(); blocks > 0) {
     std::printf("object stores: at most %.1f MB of blocks fetched ahead, %lld transient failures retried\n",
@@ -68,13 +72,14 @@ void PrintJson(const std::string& path, const graph::CompiledPipeline& c, const 
       "\"skipped_records\": %lld, \"peak_buffered_bytes\": %lld, \"memory_budget_bytes\": %lld, "
       "\"engine_peak_bytes\": %zu, \"engine_peak_in_use_bytes\": %zu, \"engine_cached_bytes\": %zu, "
       "\"engine_ring_bytes\": %lld, \"object_store_retries\": %lld, \"object_block_peak_bytes\": %lld, "
-      "\"peak_rss_mb_after_epoch\": [%s]}\n",
+      "\"python_shared_peak_bytes\": %lld, \"peak_rss_mb_after_epoch\": [%s]}\n",
       path.c_str(), r.epochs, static_cast<long long>(r.samples), static_cast<long long>(r.batches), r.seconds,
       r.samples_per_s, r.first_batch_ms, c.threads, kernels::SimdTarget().c_str(),
       static_cast<long long>(r.skipped_records), static_cast<long long>(r.peak_buffered_bytes),
       static_cast<long long>(c.memory_budget_bytes), r.memory.peak_held_bytes, r.memory.peak_live_bytes,
       r.memory.cached_bytes, static_cast<long long>(r.ring_bytes), static_cast<long long>(io::ObjectStoreRetries()),
-      static_cast<long long>(io::ObjectBlockPeakBytes()), rss_mb.c_str());
+      static_cast<long long>(io::ObjectBlockPeakBytes()), static_cast<long long>(PythonSharedPeakBytes()),
+      rss_mb.c_str());
 }
 
 absl::Status Run(const RunArgs& args) {

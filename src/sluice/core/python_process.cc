@@ -72,12 +72,20 @@ bool WriteAll(int fd, const void* data, size_t bytes) {
 }
 
 std::atomic<int64_t> shared_bytes{0};
+std::atomic<int64_t> shared_peak_bytes{0};
 
-void CountShared(int64_t bytes) { shared_bytes.fetch_add(bytes, std::memory_order_relaxed); }
+void CountShared(int64_t bytes) {
+  const int64_t now = shared_bytes.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+  int64_t peak = shared_peak_bytes.load(std::memory_order_relaxed);
+  while (now > peak && !shared_peak_bytes.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
+  }
+}
 
 }  // namespace
 
 int64_t PythonSharedBytes() { return shared_bytes.load(std::memory_order_relaxed); }
+
+int64_t PythonSharedPeakBytes() { return shared_peak_bytes.load(std::memory_order_relaxed); }
 
 absl::StatusOr<std::unique_ptr<PythonProcess>> PythonProcess::Spawn(const std::string& interpreter,
                                                                     const std::string& spec_json) {

@@ -53,6 +53,8 @@ inline size_t PythonAligned(size_t bytes) { return (bytes + 63) & ~size_t{63}; }
 // now: a python op's or dataset's rows on their way, outside every
 // pipeline's pool; each pipeline's memory budget counts them.
 int64_t PythonSharedBytes();
+// The most there was at once so far.
+int64_t PythonSharedPeakBytes();
 
 // Codes of a reply.
 inline constexpr int64_t kPythonOk = 0, kPythonFailed = 1, kPythonNeedsMemory = 2;
