@@ -34,3 +34,10 @@ def test_a_fresh_interpreter_imports_sluice_then_hashlib_and_ssl():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("0f5aec3c")
+
+
+def test_the_kubernetes_manifests_run_the_image_of_the_project_version():
+    version = project_version()
+    tags = [m.group(1) for path in sorted((ROOT / "deploy" / "kubernetes").glob("*.yaml"))
+            for m in re.finditer(r"image:\s*\S+/sluice:(\S+)", path.read_text())]
+    assert tags and set(tags) == {version}, tags
