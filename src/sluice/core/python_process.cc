@@ -8,13 +8,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "sluice/core/byte_gauge.h"
 #include "sluice/core/status_macros.h"
 
 extern char** environ;
@@ -71,21 +71,13 @@ bool WriteAll(int fd, const void* data, size_t bytes) {
   return true;
 }
 
-std::atomic<int64_t> shared_bytes{0};
-std::atomic<int64_t> shared_peak_bytes{0};
-
-void CountShared(int64_t bytes) {
-  const int64_t now = shared_bytes.fetch_add(bytes, std::memory_order_relaxed) + bytes;
-  int64_t peak = shared_peak_bytes.load(std::memory_order_relaxed);
-  while (now > peak && !shared_peak_bytes.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
-  }
-}
+ByteGauge shared_bytes;
 
 }  // namespace
 
-int64_t PythonSharedBytes() { return shared_bytes.load(std::memory_order_relaxed); }
+int64_t PythonSharedBytes() { return shared_bytes.now(); }
 
-int64_t PythonSharedPeakBytes() { return shared_peak_bytes.load(std::memory_order_relaxed); }
+int64_t PythonSharedPeakBytes() { return shared_bytes.peak(); }
 
 absl::StatusOr<std::unique_ptr<PythonProcess>> PythonProcess::Spawn(const std::string& interpreter,
                                                                     const std::string& spec_json) {
@@ -186,7 +178,7 @@ PythonProcess::~PythonProcess() {
     }
   }
   if (mapped_ != nullptr) munmap(mapped_, mapped_bytes_);
-  CountShared(-static_cast<int64_t>(mapped_bytes_));
+  shared_bytes.Add(-static_cast<int64_t>(mapped_bytes_));
   close(memory_);
 }
 
@@ -200,7 +192,7 @@ absl::StatusOr<uint8_t*> PythonProcess::Memory(size_t bytes) {
   const size_t grown = std::max(bytes, mapped_bytes_ * 2);
   if (ftruncate(memory_, static_cast<off_t>(grown)) != 0) return Errno("growing the Python op's shared memory");
   if (mapped_ != nullptr) munmap(mapped_, mapped_bytes_);
-  CountShared(-static_cast<int64_t>(mapped_bytes_));
+  shared_bytes.Add(-static_cast<int64_t>(mapped_bytes_));
   void* p = mmap(nullptr, grown, PROT_READ | PROT_WRITE, MAP_SHARED, memory_, 0);
   if (p == MAP_FAILED) {
     mapped_ = nullptr;
@@ -209,7 +201,7 @@ absl::StatusOr<uint8_t*> PythonProcess::Memory(size_t bytes) {
   }
   mapped_ = static_cast<uint8_t*>(p);
   mapped_bytes_ = grown;
-  CountShared(static_cast<int64_t>(grown));
+  shared_bytes.Add(static_cast<int64_t>(grown));
   return mapped_;
 }
 

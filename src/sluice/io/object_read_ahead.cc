@@ -1,11 +1,11 @@
 #include "sluice/io/object_read_ahead.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cstdlib>
 #include <cstring>
 
 #include "absl/strings/numbers.h"
+#include "sluice/core/byte_gauge.h"
 #include "sluice/io/object_store.h"
 
 namespace sluice::io {
@@ -17,21 +17,13 @@ int64_t PositiveFromEnvironment(const char* name, int64_t fallback) {
   return text != nullptr && absl::SimpleAtoi(text, &value) && value > 0 ? value : fallback;
 }
 
-std::atomic<int64_t> block_bytes{0};
-std::atomic<int64_t> block_peak_bytes{0};
-
-void CountBlock(int64_t bytes) {
-  const int64_t now = block_bytes.fetch_add(bytes, std::memory_order_relaxed) + bytes;
-  int64_t peak = block_peak_bytes.load(std::memory_order_relaxed);
-  while (now > peak && !block_peak_bytes.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
-  }
-}
+ByteGauge block_bytes;
 
 }  // namespace
 
-int64_t ObjectBlockBytes() { return block_bytes.load(std::memory_order_relaxed); }
+int64_t ObjectBlockBytes() { return block_bytes.now(); }
 
-int64_t ObjectBlockPeakBytes() { return block_peak_bytes.load(std::memory_order_relaxed); }
+int64_t ObjectBlockPeakBytes() { return block_bytes.peak(); }
 
 ObjectReadAhead::~ObjectReadAhead() {
   absl::MutexLock lock(&mu_);
@@ -39,7 +31,7 @@ ObjectReadAhead::~ObjectReadAhead() {
 }
 
 void ObjectReadAhead::DropFront() {
-  CountBlock(-blocks_.front().bytes);
+  block_bytes.Add(-blocks_.front().bytes);
   blocks_.pop_front();
 }
 
@@ -65,7 +57,7 @@ void ObjectReadAhead::FetchFrom(uint64_t first) {
     const uint64_t begin = next * block;
     const int64_t bytes = static_cast<int64_t>(std::min(block, size_ - begin));
     blocks_.push_back(Block{next, bytes, in_->ReadAsync(static_cast<int64_t>(begin), bytes)});
-    CountBlock(bytes);
+    block_bytes.Add(bytes);
     ++next;
   }
 }
