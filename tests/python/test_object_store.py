@@ -431,3 +431,16 @@ def test_a_pipeline_dropped_while_the_store_is_down_stops_waiting_for_it(store, 
         child.kill()
     assert child.returncode == 0, err
     assert out.strip() == "dropped"
+
+
+def test_sluice_run_reads_later_epochs_from_the_object_cache_and_says_so(store, tmp_path):
+    cached = augmented("s3://train/cifar/*.tfrecord").cache_objects(tmp_path / "cache", 1 << 30)
+    (tmp_path / "p.json").write_text(cached.to_json())
+    run = subprocess.run(["sluice", "run", str(tmp_path / "p.json"), "--epochs", "2", "--json"], env=store.env(),
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    report = json.loads(run.stdout.splitlines()[-1])
+    assert (report["samples"], report["object_cache_misses"], report["object_cache_hits"]) == (2 * 300, 3, 3)
+    text = subprocess.run(["sluice", "run", str(tmp_path / "p.json")], env=store.env(), capture_output=True,
+                          text=True, timeout=300)
+    assert f"object cache {tmp_path / 'cache'}: 3 hits, 0 misses" in text.stdout, text.stdout

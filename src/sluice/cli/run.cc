@@ -11,6 +11,7 @@
 #include "sluice/core/python_process.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/graph/pipeline_json.h"
+#include "sluice/io/object_cache.h"
 #include "sluice/io/object_store.h"
 #include "sluice/kernels/simd.h"
 #include "sluice/service/distributed_pipeline.h"
@@ -61,9 +62,18 @@ void PrintSummary(const std::string& path, const graph::CompiledPipeline& c, con
     std::printf("object stores: at most %.1f MB of blocks fetched ahead, %lld transient failures retried\n",
                 blocks / 1e6, static_cast<long long>(io::ObjectStoreRetries()));
   }
+  if (const io::ObjectCache* cache = io::ObjectCache::Get()) {
+    const io::ObjectCache::Stats s = cache->stats();
+    std::printf(
+        "object cache %s: %lld hits, %lld misses, %lld corrupt entries fetched again, %lld evicted, %.1f MB held\n",
+        cache->dir().c_str(), static_cast<long long>(s.hits), static_cast<long long>(s.misses),
+        static_cast<long long>(s.corrupt), static_cast<long long>(s.evicted), s.bytes / 1e6);
+  }
 }
 
 void PrintJson(const std::string& path, const graph::CompiledPipeline& c, const RunReport& r) {
+  const io::ObjectCache* object_cache = io::ObjectCache::Get();
+  const io::ObjectCache::Stats cache = object_cache != nullptr ? object_cache->stats() : io::ObjectCache::Stats{};
   const std::string rss_mb =
       absl::StrJoin(RssMb(r), ", ", [](std::string* out, double v) { out->append(absl::StrFormat("%.1f", v)); });
   std::printf(
@@ -72,14 +82,15 @@ void PrintJson(const std::string& path, const graph::CompiledPipeline& c, const 
       "\"skipped_records\": %lld, \"peak_buffered_bytes\": %lld, \"memory_budget_bytes\": %lld, "
       "\"engine_peak_bytes\": %zu, \"engine_peak_in_use_bytes\": %zu, \"engine_cached_bytes\": %zu, "
       "\"engine_ring_bytes\": %lld, \"object_store_retries\": %lld, \"object_block_peak_bytes\": %lld, "
-      "\"python_shared_peak_bytes\": %lld, \"peak_rss_mb_after_epoch\": [%s]}\n",
+      "\"python_shared_peak_bytes\": %lld, \"object_cache_hits\": %lld, \"object_cache_misses\": %lld, "
+      "\"peak_rss_mb_after_epoch\": [%s]}\n",
       path.c_str(), r.epochs, static_cast<long long>(r.samples), static_cast<long long>(r.batches), r.seconds,
       r.samples_per_s, r.first_batch_ms, c.threads, kernels::SimdTarget().c_str(),
       static_cast<long long>(r.skipped_records), static_cast<long long>(r.peak_buffered_bytes),
       static_cast<long long>(c.memory_budget_bytes), r.memory.peak_held_bytes, r.memory.peak_live_bytes,
       r.memory.cached_bytes, static_cast<long long>(r.ring_bytes), static_cast<long long>(io::ObjectStoreRetries()),
       static_cast<long long>(io::ObjectBlockPeakBytes()), static_cast<long long>(PythonSharedPeakBytes()),
-      rss_mb.c_str());
+      static_cast<long long>(cache.hits), static_cast<long long>(cache.misses), rss_mb.c_str());
 }
 
 absl::Status Run(const RunArgs& args) {
