@@ -245,7 +245,7 @@ void InitPipeline(py::module_& m) {
       [] {
         py::dict d;
         d["retries"] = io::ObjectStoreRetries();
-        if (const io::ObjectCache* cache = io::ObjectCache::Get()) {
+        if (const std::shared_ptr<io::ObjectCache> cache = io::ObjectCache::Get()) {
           const io::ObjectCache::Stats s = cache->stats();
           py::dict c;
           c["dir"] = cache->dir();

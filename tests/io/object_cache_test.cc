@@ -3,6 +3,7 @@
 #include <dirent.h>
 
 #include <atomic>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -51,9 +52,9 @@ std::vector<std::string> Entries(const std::string& dir) {
   return names;
 }
 
-ObjectCache& Configured(const std::string& dir, int64_t max_bytes) {
+std::shared_ptr<ObjectCache> Configured(const std::string& dir, int64_t max_bytes) {
   SLUICE_EXPECT_OK(ObjectCache::Configure(dir, max_bytes));
-  return *ObjectCache::Get();
+  return ObjectCache::Get();
 }
 
 const std::string kBytes = std::string(3000, 'a') + "the end";
@@ -61,28 +62,28 @@ const std::string kBytes = std::string(3000, 'a') + "the end";
 TEST(ObjectCache, SecondOpenReadsTheCopyNotTheStore) {
   Store store;
   testing::TempDir cache_dir;
-  ObjectCache& cache = Configured(cache_dir.path(), 1 << 20);
+  const std::shared_ptr<ObjectCache> cache = Configured(cache_dir.path(), 1 << 20);
   const std::string url = store.Put("a.tar", kBytes);
   const ObjectVersion v{static_cast<int64_t>(kBytes.size()), 1700000000};
   for (int i = 0; i < 3; ++i) {
-    ASSERT_OK_AND_ASSIGN(auto f, cache.Open(url, v, store.FetchOf(url)));
+    ASSERT_OK_AND_ASSIGN(auto f, cache->Open(url, v, store.FetchOf(url)));
     EXPECT_EQ(f->path(), url);
     EXPECT_EQ(ReadAll(*f), kBytes);
   }
   EXPECT_EQ(store.fetches, 1);
-  EXPECT_EQ(cache.stats().hits, 2);
-  EXPECT_EQ(cache.stats().misses, 1);
+  EXPECT_EQ(cache->stats().hits, 2);
+  EXPECT_EQ(cache->stats().misses, 1);
   EXPECT_EQ(Entries(cache_dir.path()).size(), 1u);
 }
 
 TEST(ObjectCache, AnotherVersionIsAnotherEntry) {
   Store store;
   testing::TempDir cache_dir;
-  ObjectCache& cache = Configured(cache_dir.path(), 1 << 20);
+  const std::shared_ptr<ObjectCache> cache = Configured(cache_dir.path(), 1 << 20);
   const std::string url = store.Put("a.tar", kBytes);
-  SLUICE_ASSERT_OK(cache.Open(url, {static_cast<int64_t>(kBytes.size()), 1}, store.FetchOf(url)).status());
+  SLUICE_ASSERT_OK(cache->Open(url, {static_cast<int64_t>(kBytes.size()), 1}, store.FetchOf(url)).status());
   store.Put("a.tar", "new");
-  ASSERT_OK_AND_ASSIGN(auto f, cache.Open(url, {3, 2}, store.FetchOf(url)));
+  ASSERT_OK_AND_ASSIGN(auto f, cache->Open(url, {3, 2}, store.FetchOf(url)));
   EXPECT_EQ(ReadAll(*f), "new");
   EXPECT_EQ(store.fetches, 2);
 }
@@ -93,23 +94,23 @@ TEST(ObjectCache, CorruptOrTruncatedEntryIsFetchedAgain) {
   const std::string url = store.Put("a.tar", kBytes);
   const ObjectVersion v{static_cast<int64_t>(kBytes.size()), 7};
   {
-    ObjectCache& cache = Configured(cache_dir.path(), 1 << 20);
-    SLUICE_ASSERT_OK(cache.Open(url, v, store.FetchOf(url)).status());
+    const std::shared_ptr<ObjectCache> cache = Configured(cache_dir.path(), 1 << 20);
+    SLUICE_ASSERT_OK(cache->Open(url, v, store.FetchOf(url)).status());
   }
   const std::string entry = Entries(cache_dir.path()).at(0);
   testing::IncrementByte(entry, 100);
   // A cache made anew, as another process would: it checks the entry.
-  ObjectCache& fresh = Configured(cache_dir.path(), (1 << 20) + 1);
-  ASSERT_OK_AND_ASSIGN(auto f, fresh.Open(url, v, store.FetchOf(url)));
+  const std::shared_ptr<ObjectCache> fresh = Configured(cache_dir.path(), (1 << 20) + 1);
+  ASSERT_OK_AND_ASSIGN(auto f, fresh->Open(url, v, store.FetchOf(url)));
   EXPECT_EQ(ReadAll(*f), kBytes);
-  EXPECT_EQ(fresh.stats().corrupt, 1);
+  EXPECT_EQ(fresh->stats().corrupt, 1);
   EXPECT_EQ(store.fetches, 2);
 
   testing::TruncateFile(entry, 1000);
-  ObjectCache& again = Configured(cache_dir.path(), (1 << 20) + 2);
-  ASSERT_OK_AND_ASSIGN(f, again.Open(url, v, store.FetchOf(url)));
+  const std::shared_ptr<ObjectCache> again = Configured(cache_dir.path(), (1 << 20) + 2);
+  ASSERT_OK_AND_ASSIGN(f, again->Open(url, v, store.FetchOf(url)));
   EXPECT_EQ(ReadAll(*f), kBytes);
-  EXPECT_EQ(again.stats().corrupt, 1);
+  EXPECT_EQ(again->stats().corrupt, 1);
   EXPECT_EQ(store.fetches, 3);
 }
 
@@ -125,48 +126,48 @@ TEST(ObjectCache, LeastRecentlyUsedGoFirstWithinTheBound) {
   Store store;
   testing::TempDir cache_dir;
   const int64_t entry = static_cast<int64_t>(kBytes.size()) + 100;  // with its URL and trailer, about
-  ObjectCache& cache = Configured(cache_dir.path(), 2 * entry);
+  const std::shared_ptr<ObjectCache> cache = Configured(cache_dir.path(), 2 * entry);
   std::vector<std::string> urls;
   for (const char* name : {"a", "b", "c"}) urls.push_back(store.Put(name, kBytes));
   const ObjectVersion v{static_cast<int64_t>(kBytes.size()), 1};
-  SLUICE_ASSERT_OK(cache.Open(urls[0], v, store.FetchOf(urls[0])).status());
-  SLUICE_ASSERT_OK(cache.Open(urls[1], v, store.FetchOf(urls[1])).status());
-  SLUICE_ASSERT_OK(cache.Open(urls[0], v, store.FetchOf(urls[0])).status());  // "a" used after "b"
-  SLUICE_ASSERT_OK(cache.Open(urls[2], v, store.FetchOf(urls[2])).status());  // "b" goes
-  EXPECT_EQ(cache.stats().evicted, 1);
-  EXPECT_LE(cache.stats().bytes, 2 * entry);
+  SLUICE_ASSERT_OK(cache->Open(urls[0], v, store.FetchOf(urls[0])).status());
+  SLUICE_ASSERT_OK(cache->Open(urls[1], v, store.FetchOf(urls[1])).status());
+  SLUICE_ASSERT_OK(cache->Open(urls[0], v, store.FetchOf(urls[0])).status());  // "a" used after "b"
+  SLUICE_ASSERT_OK(cache->Open(urls[2], v, store.FetchOf(urls[2])).status());  // "b" goes
+  EXPECT_EQ(cache->stats().evicted, 1);
+  EXPECT_LE(cache->stats().bytes, 2 * entry);
   EXPECT_EQ(Entries(cache_dir.path()).size(), 2u);
   const int before = store.fetches;
-  SLUICE_ASSERT_OK(cache.Open(urls[0], v, store.FetchOf(urls[0])).status());
+  SLUICE_ASSERT_OK(cache->Open(urls[0], v, store.FetchOf(urls[0])).status());
   EXPECT_EQ(store.fetches, before);
-  SLUICE_ASSERT_OK(cache.Open(urls[1], v, store.FetchOf(urls[1])).status());
+  SLUICE_ASSERT_OK(cache->Open(urls[1], v, store.FetchOf(urls[1])).status());
   EXPECT_EQ(store.fetches, before + 1);
 }
 
 TEST(ObjectCache, ObjectLargerThanTheBoundIsReadFromTheStore) {
   Store store;
   testing::TempDir cache_dir;
-  ObjectCache& cache = Configured(cache_dir.path(), 1000);
+  const std::shared_ptr<ObjectCache> cache = Configured(cache_dir.path(), 1000);
   const std::string url = store.Put("big", kBytes);
   for (int i = 0; i < 2; ++i) {
-    ASSERT_OK_AND_ASSIGN(auto f, cache.Open(url, {static_cast<int64_t>(kBytes.size()), 1}, store.FetchOf(url)));
+    ASSERT_OK_AND_ASSIGN(auto f, cache->Open(url, {static_cast<int64_t>(kBytes.size()), 1}, store.FetchOf(url)));
     EXPECT_EQ(ReadAll(*f), kBytes);
   }
   EXPECT_EQ(store.fetches, 2);
-  EXPECT_EQ(cache.stats().uncacheable, 2);
+  EXPECT_EQ(cache->stats().uncacheable, 2);
   EXPECT_TRUE(Entries(cache_dir.path()).empty());
 }
 
 TEST(ObjectCache, ConcurrentOpensFetchOnce) {
   Store store;
   testing::TempDir cache_dir;
-  ObjectCache& cache = Configured(cache_dir.path(), 1 << 20);
+  const std::shared_ptr<ObjectCache> cache = Configured(cache_dir.path(), 1 << 20);
   const std::string url = store.Put("a", kBytes);
   std::vector<std::thread> threads;
   std::atomic<int> right{0};
   for (int t = 0; t < 8; ++t) {
     threads.emplace_back([&] {
-      auto f = cache.Open(url, {static_cast<int64_t>(kBytes.size()), 1}, store.FetchOf(url));
+      auto f = cache->Open(url, {static_cast<int64_t>(kBytes.size()), 1}, store.FetchOf(url));
       if (f.ok() && ReadAll(**f) == kBytes) ++right;
     });
   }
@@ -175,13 +176,25 @@ TEST(ObjectCache, ConcurrentOpensFetchOnce) {
   EXPECT_EQ(store.fetches, 1);
 }
 
+TEST(ObjectCache, ACacheReplacedByAnotherLivesOnWhileHeld) {
+  Store store;
+  testing::TempDir first_dir, second_dir;
+  const std::shared_ptr<ObjectCache> first = Configured(first_dir.path(), 1 << 20);
+  const std::shared_ptr<ObjectCache> second = Configured(second_dir.path(), 1 << 20);
+  EXPECT_EQ(ObjectCache::Get(), second);
+  const std::string url = store.Put("a", kBytes);
+  ASSERT_OK_AND_ASSIGN(auto f, first->Open(url, {static_cast<int64_t>(kBytes.size()), 1}, store.FetchOf(url)));
+  EXPECT_EQ(ReadAll(*f), kBytes);
+  EXPECT_EQ(Entries(first_dir.path()).size(), 1u);
+}
+
 TEST(ObjectCache, StoreErrorsPassThroughAndBadBoundsAreRefused) {
   testing::TempDir cache_dir;
-  ObjectCache& cache = Configured(cache_dir.path(), 1 << 20);
+  const std::shared_ptr<ObjectCache> cache = Configured(cache_dir.path(), 1 << 20);
   auto failing = []() -> absl::StatusOr<std::unique_ptr<RandomAccessFile>> {
     return absl::NotFoundError("object not found: 's3://bucket/x'");
   };
-  EXPECT_THAT(cache.Open("s3://bucket/x", {1, 1}, failing), StatusIs(absl::StatusCode::kNotFound, HasSubstr("x")));
+  EXPECT_THAT(cache->Open("s3://bucket/x", {1, 1}, failing), StatusIs(absl::StatusCode::kNotFound, HasSubstr("x")));
   EXPECT_THAT(ObjectCache::Configure(cache_dir.path(), 0),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("max_bytes must be > 0")));
   EXPECT_THAT(ObjectCache::Configure("/proc/no-such/cache", 10),

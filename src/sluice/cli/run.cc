@@ -62,7 +62,7 @@ void PrintSummary(const std::string& path, const graph::CompiledPipeline& c, con
     std::printf("object stores: at most %.1f MB of blocks fetched ahead, %lld transient failures retried\n",
                 blocks / 1e6, static_cast<long long>(io::ObjectStoreRetries()));
   }
-  if (const io::ObjectCache* cache = io::ObjectCache::Get()) {
+  if (const std::shared_ptr<io::ObjectCache> cache = io::ObjectCache::Get()) {
     const io::ObjectCache::Stats s = cache->stats();
     std::printf(
         "object cache %s: %lld hits, %lld misses, %lld corrupt entries fetched again, %lld evicted, %.1f MB held\n",
@@ -72,7 +72,7 @@ void PrintSummary(const std::string& path, const graph::CompiledPipeline& c, con
 }
 
 void PrintJson(const std::string& path, const graph::CompiledPipeline& c, const RunReport& r) {
-  const io::ObjectCache* object_cache = io::ObjectCache::Get();
+  const std::shared_ptr<io::ObjectCache> object_cache = io::ObjectCache::Get();
   const io::ObjectCache::Stats cache = object_cache != nullptr ? object_cache->stats() : io::ObjectCache::Stats{};
   const std::string rss_mb =
       absl::StrJoin(RssMb(r), ", ", [](std::string* out, double v) { out->append(absl::StrFormat("%.1f", v)); });

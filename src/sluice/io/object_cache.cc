@@ -178,15 +178,14 @@ absl::Status ObjectCache::Configure(const std::string& dir, int64_t max_bytes) {
   int64_t held = 0;
   for (const Entry& e : ScanEntries(dir)) held += e.bytes;
   cache->stats_.bytes = held;
-  // The caches replaced stay alive: a pipeline may be reading through one.
   if (the_cache == nullptr) the_cache = new std::shared_ptr<ObjectCache>();
   *the_cache = std::move(cache);
   return absl::OkStatus();
 }
 
-ObjectCache* ObjectCache::Get() {
+std::shared_ptr<ObjectCache> ObjectCache::Get() {
   absl::MutexLock lock(&configure_mu);
-  return the_cache == nullptr ? nullptr : the_cache->get();
+  return the_cache == nullptr ? nullptr : *the_cache;
 }
 
 std::string ObjectCache::EntryPath(const std::string& url, const ObjectVersion& version) const {

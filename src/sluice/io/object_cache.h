@@ -34,8 +34,9 @@ class ObjectCache {
   // use, or max_bytes <= 0; an error naming the folder when it cannot be
   // made. Removes the partial entries of processes that are gone.
   static absl::Status Configure(const std::string& dir, int64_t max_bytes);
-  // The process's cache; nullptr when none is configured.
-  static ObjectCache* Get();
+  // The process's cache; null when none is configured. Shared: a cache
+  // replaced by a later Configure lives on while an open holds it.
+  static std::shared_ptr<ObjectCache> Get();
 
   // `url` at `version`: its copy in the cache when there is a sound one,
   // else `fetch()`'s object, copied into the cache on the way (an object

@@ -131,7 +131,7 @@ absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenObject(const std::string& 
   if (ListedAbsent(url)) {
     return absl::NotFoundError(absl::StrCat("object not found: '", url, "' (not in the listing of its folder)"));
   }
-  ObjectCache* cache = ObjectCache::Get();
+  const std::shared_ptr<ObjectCache> cache = ObjectCache::Get();  // held through the open
   const std::optional<ObjectVersion> listed = ListedVersion(url);
   // Listed: a cached copy of that version is read without asking the store.
   if (cache != nullptr && listed.has_value()) {
