@@ -1,5 +1,6 @@
 // Splits read ahead on several threads come out whole and in order; an
-// error comes at its split's turn; never more splits held than threads.
+// error comes at its split's turn; never more splits held than threads,
+// nor than the memory budget has room for.
 #include "sluice/exec/split_read_ahead.h"
 
 #include <atomic>
@@ -8,6 +9,7 @@
 #include "absl/synchronization/mutex.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "sluice/exec/exec_context.h"
 #include "status_matchers.h"
 
 namespace sluice::exec {
@@ -23,6 +25,17 @@ absl::Status ReadRows(size_t split, std::vector<Batch>* chunks) {
     b.rows = static_cast<int64_t>(split);
     chunks->push_back(std::move(b));
   }
+  return absl::OkStatus();
+}
+
+constexpr int64_t kMib = int64_t{1} << 20;
+
+// A split of one chunk of a MiB from `pool`.
+absl::Status ReadMib(BufferPool* pool, std::vector<Batch>* chunks) {
+  Batch b;
+  b.rows = 1;
+  b.columns.push_back(Column{Tensor::Allocate(DType::kUInt8, Shape({1, kMib}), pool), Tensor()});
+  chunks->push_back(std::move(b));
   return absl::OkStatus();
 }
 
@@ -68,6 +81,69 @@ TEST(SplitReadAhead, NoMoreSplitsAreReadOrHeldAheadThanThreads) {
     mu.Await(absl::Condition(+[](int* n) { return *n >= 2; }, &started));
   }
   EXPECT_EQ(started, 2);  // splits 0 and 1: none taken, so the window never moved
+}
+
+TEST(SplitReadAhead, SplitsReadAheadWaitForRoomInTheMemoryBudget) {
+  BufferPool pool;
+  Cancellation cancel;
+  MemoryBudget budget(3 * kMib + kMib / 2, &pool, &cancel);
+  absl::Mutex mu;
+  int started = 0;
+  {
+    SplitReadAhead ahead(
+        20, 8,
+        [&](size_t, const std::atomic<bool>&, std::vector<Batch>* c) {
+          {
+            absl::MutexLock lock(&mu);
+            ++started;
+          }
+          return ReadMib(&pool, c);
+        },
+        &budget);
+    // Eight readers, but room for three splits of a MiB: the fourth waits.
+    absl::MutexLock lock(&mu);
+    mu.Await(absl::Condition(+[](int* n) { return *n >= 3; }, &started));
+  }
+  EXPECT_EQ(started, 3);
+  EXPECT_LE(pool.stats().peak_live_bytes, static_cast<size_t>(3 * kMib));
+}
+
+TEST(SplitReadAhead, TheSplitTheConsumerAwaitsIsReadWhateverTheBudget) {
+  BufferPool pool;
+  Cancellation cancel;
+  MemoryBudget budget(kMib / 2, &pool, &cancel);  // not even one split fits
+  SplitReadAhead ahead(
+      6, 4, [&](size_t, const std::atomic<bool>&, std::vector<Batch>* c) { return ReadMib(&pool, c); }, &budget);
+  std::vector<Batch> held;  // the consumer keeps the last split it took
+  for (int s = 0; s < 6; ++s) {
+    std::vector<Batch> chunks;
+    ASSERT_OK_AND_ASSIGN(bool more, ahead.Next(&chunks));
+    ASSERT_TRUE(more);
+    held = std::move(chunks);
+  }
+  // At most the split held, the one just taken (both, until the loop's
+  // assignment) and the one awaited: never one read ahead.
+  EXPECT_LE(pool.stats().peak_live_bytes, static_cast<size_t>(3 * kMib));
+}
+
+TEST(SplitReadAhead, AReaderWaitingForRoomHearsTheCancellation) {
+  BufferPool pool;
+  Cancellation cancel;
+  MemoryBudget budget(kMib / 2, &pool, &cancel);
+  SplitReadAhead ahead(
+      6, 2, [&](size_t, const std::atomic<bool>&, std::vector<Batch>* c) { return ReadMib(&pool, c); }, &budget);
+  std::vector<Batch> first;
+  ASSERT_OK_AND_ASSIGN(bool more, ahead.Next(&first));  // split 2's reader now waits for room
+  ASSERT_TRUE(more);
+  cancel.Cancel();
+  // The splits after hand on the cancellation, at the latest split 2 (its
+  // reader was waiting), instead of each being read when its turn comes.
+  absl::Status status;
+  for (int s = 1; s < 6 && status.ok(); ++s) {
+    std::vector<Batch> chunks;
+    status = ahead.Next(&chunks).status();
+  }
+  EXPECT_THAT(status, StatusIs(absl::StatusCode::kCancelled, ::testing::_));
 }
 
 }  // namespace

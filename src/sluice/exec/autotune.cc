@@ -20,6 +20,36 @@ const char* KindName(Knob::Kind kind) { return kind == Knob::Kind::kParallelism 
 Autotuner::Autotuner(std::vector<Knob> knobs, Options options)
     : knobs_(std::move(knobs)), options_(options), pressure_sum_(knobs_.size(), 0.0) {
   if (knobs_.empty()) phase_ = Phase::kConverged;
+  FitToBudget();
+}
+
+int64_t Autotuner::Bytes(const Move& move) const {
+  int64_t bytes = 0;
+  for (size_t i = 0; i < knobs_.size(); ++i) {
+    bytes += (i == move.knob ? knobs_[i].value + move.delta : knobs_[i].value) * knobs_[i].bytes_per_unit;
+  }
+  return bytes;
+}
+
+// Prefetch depth goes first (it only smooths bursts), then the runners of
+// the map holding the most: what the budget cannot hold would only wait
+// for room, and the measurements would credit a setting that never ran.
+void Autotuner::FitToBudget() {
+  while (Bytes() > options_.ram_budget_bytes) {
+    Knob* cut = nullptr;
+    for (Knob& k : knobs_) {
+      if (k.value <= k.min || k.bytes_per_unit <= 0) continue;
+      const bool depth_first = k.kind == Knob::Kind::kDepth && cut != nullptr && cut->kind != Knob::Kind::kDepth;
+      const bool same_kind_bigger =
+          cut != nullptr && k.kind == cut->kind && k.value * k.bytes_per_unit > cut->value * cut->bytes_per_unit;
+      if (cut == nullptr || depth_first || same_kind_bigger) cut = &k;
+    }
+    if (cut == nullptr) return;
+    log_.push_back(absl::StrFormat("%s %s %d -> %d: the setting holds %d bytes, past the memory budget of %d",
+                                   cut->node_name, KindName(cut->kind), cut->value, cut->value - 1, Bytes(),
+                                   options_.ram_budget_bytes));
+    --cut->value;
+  }
 }
 
 std::string Autotuner::Key() const {
@@ -37,11 +67,7 @@ bool Autotuner::Fits(const Move& move) const {
   const Knob& k = knobs_[move.knob];
   const int64_t value = k.value + move.delta;
   if (value < k.min || value > k.max) return false;
-  int64_t bytes = 0;
-  for (size_t i = 0; i < knobs_.size(); ++i) {
-    bytes += (i == move.knob ? value : knobs_[i].value) * knobs_[i].bytes_per_unit;
-  }
-  return move.delta < 0 || bytes <= options_.ram_budget_bytes;
+  return move.delta < 0 || Bytes(move) <= options_.ram_budget_bytes;
 }
 
 bool Autotuner::NextMove(const std::vector<double>& pressure, Move* move) const {

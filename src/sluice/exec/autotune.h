@@ -90,6 +90,10 @@ class Autotuner {
   // false when none is left.
   bool NextMove(const std::vector<double>& pressure, Move* move) const;
   bool Fits(const Move& move) const;
+  // What the setting's knobs hold, with `move` made.
+  int64_t Bytes(const Move& move = Move{0, 0}) const;
+  // Lowers a setting that would hold more than the RAM budget (logged).
+  void FitToBudget();
   std::string Key() const;  // the current setting, for the tried-moves table
   std::string Describe(const Move& move) const;
 

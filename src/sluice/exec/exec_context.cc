@@ -56,13 +56,17 @@ MemoryBudget::~MemoryBudget() {
 }
 
 bool MemoryBudget::WaitForRoom(const std::atomic<int64_t>* owed, int64_t wanted) {
+  return WaitForRoom([owed] { return owed->load() > 0; }, wanted);
+}
+
+bool MemoryBudget::WaitForRoom(const std::function<bool()>& may_wait, int64_t wanted) {
   absl::MutexLock lock(&mu_);
   auto full = [&] {
     int64_t outside = 0;
     for (const std::function<int64_t()>& bytes : outside_) outside += bytes();
     return static_cast<int64_t>(pool_->stats().live_bytes) + outside + reserved_ + wanted > limit_;
   };
-  while (owed->load() > 0 && !cancel_->cancelled() && full()) cv_.Wait(&mu_);
+  while (may_wait() && !cancel_->cancelled() && full()) cv_.Wait(&mu_);
   if (cancel_->cancelled()) return false;
   reserved_ += wanted;
   return true;

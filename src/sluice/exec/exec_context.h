@@ -103,6 +103,9 @@ class MemoryBudget : public BufferPool::Observer {
   // count them (two map runners admitted at once went a whole element
   // over).
   bool WaitForRoom(const std::atomic<int64_t>* owed, int64_t wanted);
+  // The same, waiting only while may_wait() holds (it is asked again on
+  // each wake-up, under the budget's lock: it may read atomics only).
+  bool WaitForRoom(const std::function<bool()>& may_wait, int64_t wanted);
   // The reserved bytes are now in the pool's bytes in use, or never will be.
   void Unreserve(int64_t bytes);
   void Add(int64_t bytes);
@@ -150,6 +153,9 @@ struct ExecContext {
   Cancellation cancel;
   CpuBudget cpu;
   MemoryBudget memory;
+  // Device maps' page-locked staging pools, beside `pool`: their bytes in
+  // use count against `memory`; their caches are trimmed with the pool's.
+  std::vector<BufferPool*> staging_pools;
   io::CorruptionLog skips;
   // on_corrupt "skip": a row a kernel refuses is dropped and logged in
   // `skips`, not the pipeline's error.

@@ -73,6 +73,7 @@ PipelineIterator::~PipelineIterator() {
   ctx_->cancel.Cancel();
   root_.reset();
   GiveBackUnused(ctx_->pool);
+  for (BufferPool* staging : ctx_->staging_pools) GiveBackUnused(staging);
 }
 
 namespace {
@@ -244,6 +245,20 @@ Pipeline::Pipeline(graph::CompiledPipeline compiled, std::shared_ptr<RemoteInput
   pool.max_cached_bytes = pool.max_held_bytes = static_cast<size_t>(compiled_.memory_budget_bytes);
   pool_ = std::make_shared<BufferPool>(pool);
   output_pools_ = OutputPools();
+  for (BufferPool* p : output_pools_) {
+    if (p != nullptr && std::find(staging_pools_.begin(), staging_pools_.end(), p) == staging_pools_.end()) {
+      staging_pools_.push_back(p);
+    }
+  }
+}
+
+int64_t Pipeline::staging_bytes() const {
+  int64_t bytes = 0;
+  for (const BufferPool* p : staging_pools_) {
+    const BufferPool::Stats stats = p->stats();
+    bytes += static_cast<int64_t>(stats.live_bytes + stats.cached_bytes);
+  }
+  return bytes;
 }
 
 // A device map copies its input batches to the device asynchronously only
@@ -379,6 +394,10 @@ std::unique_ptr<PipelineIterator> Pipeline::NewIterator(bool tune) const {
   if (remote_ != nullptr) ctx->memory.CountAlso([remote = remote_] { return remote->HeldBytes(); });
   ctx->memory.CountAlso(&io::ObjectBlockBytes);
   ctx->memory.CountAlso(&PythonSharedBytes);
+  ctx->staging_pools = staging_pools_;
+  for (BufferPool* staging : staging_pools_) {
+    ctx->memory.CountAlso([staging] { return static_cast<int64_t>(staging->stats().live_bytes); });
+  }
   ctx->skip_corrupt = !compiled_.nodes.empty() && compiled_.nodes.front().skip_corrupt;
   if (compiled_.stats) ctx->stats = std::make_unique<PipelineStats>(compiled_);
   std::vector<Knob> tunable = MakeKnobs(ctx.get());

@@ -119,6 +119,9 @@ class Pipeline {
   // What the pipeline holds outside its pool: the service client's
   // shared-memory rings.
   int64_t ring_bytes() const { return remote_ ? remote_->HeldBytes() : 0; }
+  // The page-locked staging buffers of its device maps, in use and cached
+  // (a device runtime's pool, shared by the process's pipelines).
+  int64_t staging_bytes() const;
 
  private:
   Pipeline(graph::CompiledPipeline compiled, std::shared_ptr<RemoteInput> remote);
@@ -161,6 +164,8 @@ class Pipeline {
   std::shared_ptr<BufferPool> pool_;
   // Per node: where its output buffers come from (null: the context's pool).
   std::vector<BufferPool*> output_pools_;
+  // The distinct pools among them: device runtimes' staging pools.
+  std::vector<BufferPool*> staging_pools_;
   // Tuning goes on across the iterators of successive epochs.
   mutable absl::Mutex autotuner_mu_;
   mutable std::shared_ptr<SharedAutotuner> autotuner_ ABSL_GUARDED_BY(autotuner_mu_);

@@ -120,7 +120,8 @@ class SourceIterator : public Iterator {
           splits_.size(), node_.parallel_reads,
           [this](size_t split, const std::atomic<bool>& stop, std::vector<Batch>* chunks) {
             return ReadSplit(split, stop, chunks);
-          });
+          },
+          &ctx_->memory);
     }
     while (ahead_.empty()) {
       std::vector<Batch> chunks;

@@ -1,11 +1,14 @@
 #include "sluice/exec/split_read_ahead.h"
 
+#include <algorithm>
 #include <utility>
+
+#include "sluice/exec/exec_context.h"
 
 namespace sluice::exec {
 
-SplitReadAhead::SplitReadAhead(size_t splits, int threads, ReadSplit read)
-    : splits_(splits), window_(static_cast<size_t>(threads)), read_(std::move(read)) {
+SplitReadAhead::SplitReadAhead(size_t splits, int threads, ReadSplit read, MemoryBudget* budget)
+    : splits_(splits), window_(static_cast<size_t>(threads)), read_(std::move(read)), budget_(budget) {
   for (int i = 0; i < threads; ++i) readers_.emplace_back([this] { Reader(); });
 }
 
@@ -14,6 +17,7 @@ SplitReadAhead::~SplitReadAhead() {
     absl::MutexLock lock(&mu_);
     stop_ = true;
   }
+  if (budget_ != nullptr) budget_->Notify();  // readers waiting for room
   for (std::thread& t : readers_) t.join();
 }
 
@@ -23,6 +27,12 @@ bool SplitReadAhead::CanStart() const {
 
 bool SplitReadAhead::NextIsRead() const { return slots_.count(next_to_hand_) > 0; }
 
+bool SplitReadAhead::SizeKnownOrNext(std::pair<const SplitReadAhead*, size_t>* reader) {
+  const SplitReadAhead& self = *reader->first;
+  self.mu_.AssertHeld();
+  return self.stop_ || self.sized_ || reader->second <= self.next_to_hand_;
+}
+
 void SplitReadAhead::Reader() {
   while (true) {
     size_t split;
@@ -31,12 +41,43 @@ void SplitReadAhead::Reader() {
       mu_.Await(absl::Condition(this, &SplitReadAhead::CanStart));
       if (stop_ || next_to_read_ == splits_) return;
       split = next_to_read_++;
+      std::pair<const SplitReadAhead*, size_t> reader(this, split);
+      if (budget_ != nullptr) mu_.Await(absl::Condition(&SplitReadAhead::SizeKnownOrNext, &reader));
     }
-    Slot slot;
-    slot.status = read_(split, stop_, &slot.chunks);
-    absl::MutexLock lock(&mu_);
-    slots_[split] = std::move(slot);
+    const int64_t reserved = WaitForRoom(split);
+    if (reserved < 0) {  // stopped, or the pipeline cancelled: a consumer still waiting must hear it
+      Store(split, Slot{absl::CancelledError("pipeline cancelled"), {}});
+      return;
+    }
+    Read(split);
+    if (budget_ != nullptr) budget_->Unreserve(reserved);  // the chunks are in the pool's bytes now
   }
+}
+
+int64_t SplitReadAhead::WaitForRoom(size_t split) {
+  if (budget_ == nullptr) return 0;
+  const int64_t wanted = split_bytes_.load();
+  const bool room = budget_->WaitForRoom([this, split] { return !stop_ && split > handed_.load(); }, wanted);
+  if (room && !stop_) return wanted;
+  if (room) budget_->Unreserve(wanted);
+  return -1;
+}
+
+void SplitReadAhead::Read(size_t split) {
+  Slot slot;
+  slot.status = read_(split, stop_, &slot.chunks);
+  int64_t bytes = 0;
+  for (const Batch& chunk : slot.chunks) bytes += static_cast<int64_t>(chunk.ByteSize());
+  int64_t most = split_bytes_.load();
+  while (bytes > most && !split_bytes_.compare_exchange_weak(most, bytes)) {
+  }
+  sized_ = true;
+  Store(split, std::move(slot));
+}
+
+void SplitReadAhead::Store(size_t split, Slot slot) {
+  absl::MutexLock lock(&mu_);
+  slots_[split] = std::move(slot);
 }
 
 absl::StatusOr<bool> SplitReadAhead::Next(std::vector<Batch>* chunks) {
@@ -47,6 +88,8 @@ absl::StatusOr<bool> SplitReadAhead::Next(std::vector<Batch>* chunks) {
   Slot slot = std::move(it->second);
   slots_.erase(it);
   ++next_to_hand_;  // the window moves on: a reader may start the next split
+  handed_ = next_to_hand_;
+  if (budget_ != nullptr) budget_->Notify();  // and the next split's reader may go on
   if (!slot.status.ok()) return slot.status;
   *chunks = std::move(slot.chunks);
   return true;

@@ -3,7 +3,9 @@
 // at the rate of several readers (tf.data's parallel interleave, but
 // deterministic and in order). At most `threads` splits are read or held
 // ahead of the one the consumer is waiting for, so memory stays bounded by
-// that many splits: small splits (split_records) keep it small.
+// that many splits: small splits (split_records) keep it small. With a
+// memory budget, a split read ahead also waits for room for one more
+// split's bytes; the split the consumer waits for never does.
 #ifndef SLUICE_EXEC_SPLIT_READ_AHEAD_H_
 #define SLUICE_EXEC_SPLIT_READ_AHEAD_H_
 
@@ -12,6 +14,7 @@
 #include <functional>
 #include <map>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -21,13 +24,16 @@
 
 namespace sluice::exec {
 
+class MemoryBudget;
+
 class SplitReadAhead {
  public:
   // Reads split `split` into `chunks`, giving up when `stop` becomes true.
   using ReadSplit =
       std::function<absl::Status(size_t split, const std::atomic<bool>& stop, std::vector<Batch>* chunks)>;
 
-  SplitReadAhead(size_t splits, int threads, ReadSplit read);
+  // `budget` may be null (no waiting for room).
+  SplitReadAhead(size_t splits, int threads, ReadSplit read, MemoryBudget* budget = nullptr);
   // Stops the readers (a split being read is abandoned) and joins them.
   ~SplitReadAhead();
   SplitReadAhead(const SplitReadAhead&) = delete;
@@ -43,14 +49,28 @@ class SplitReadAhead {
     std::vector<Batch> chunks;
   };
   void Reader();
+  // Waits until one more split fits the budget, unless `split` is the one
+  // the consumer waits for; returns the bytes reserved, or -1 when stopped.
+  int64_t WaitForRoom(size_t split);
+  void Read(size_t split);
+  void Store(size_t split, Slot slot);
   // Await conditions.
   bool CanStart() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool NextIsRead() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A split read ahead first waits for one split to be read: its bytes are
+  // the room it waits for.
+  static bool SizeKnownOrNext(std::pair<const SplitReadAhead*, size_t>* reader);
 
   const size_t splits_;
   const size_t window_;
   const ReadSplit read_;
+  MemoryBudget* const budget_;
   std::atomic<bool> stop_{false};
+  // next_to_hand_, for WaitForRoom's condition outside mu_.
+  std::atomic<size_t> handed_{0};
+  // The most bytes one split has held: the room a split read ahead waits for.
+  std::atomic<int64_t> split_bytes_{0};
+  std::atomic<bool> sized_{false};
   mutable absl::Mutex mu_;
   size_t next_to_read_ ABSL_GUARDED_BY(mu_) = 0;
   size_t next_to_hand_ ABSL_GUARDED_BY(mu_) = 0;
