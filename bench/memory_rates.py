@@ -4,11 +4,12 @@ later), medians; optionally beside another build
 of `sluice` (the one before a change).
 
     .venv/bin/python bench/memory_rates.py --data data [--runs 5]
-        [--before /path/to/old/sluice] [--w2-epochs 3] [--w3-epochs 3]
+        [--before /path/to/old/sluice] [--w2-epochs 3] [--w3-epochs 3] [--shards]
 
 Configurations: W3 and W2 at the default budget, W3 under 256 MiB and
-2 GiB, W2 under 64 MiB and 2 GiB, and each workload at the default of the
-`--before` build when given. Prints a table, then one JSON line.
+2 GiB, W2 under 64 MiB and 2 GiB, with --shards W3 from WebDataset shards
+with eight read ahead under 256 MiB and 2 GiB, and each workload at its
+first budget in the `--before` build when given. Prints a table, then one JSON line.
 """
 
 import argparse
@@ -24,15 +25,25 @@ ROOT = os.path.dirname(HERE)
 BUILT = os.path.join(ROOT, "build", "src", "sluice", "cli", "sluice")
 
 
-def pipeline_file(name, data, budget_mib, tmp):
-    """The workload's JSON with its data under `data` and the budget set
-    (0: left unset)."""
+def shards_read_ahead(spec):
+    """W3 from its WebDataset shards (bench/peers/make_shards.py), eight
+    shards read ahead: the source's read-ahead waits for room too."""
+    spec["nodes"][0] = {"source": {"webdataset": {"files": ["data/imagenet-shards/*.tar"]},
+                                   "shuffle_splits": True, "parallel_reads": 8}}
+    return spec
+
+
+def pipeline_file(name, data, budget_mib, tmp, change=None):
+    """The workload's JSON, changed by `change`, with its data under `data`
+    and the budget set (0: left unset)."""
     spec = json.load(open(os.path.join(ROOT, "pipelines", name)))
+    if change:
+        spec = change(spec)
     text = json.dumps(spec).replace('"data/', f'"{data}/')
     spec = json.loads(text)
     if budget_mib:
         spec.setdefault("options", {})["memory_budget_bytes"] = budget_mib << 20
-    path = os.path.join(tmp, f"{name[:-5]}_{budget_mib}.json")
+    path = os.path.join(tmp, f"{name[:-5]}_{change.__name__ if change else ''}_{budget_mib}.json")
     with open(path, "w") as f:
         json.dump(spec, f)
     return path
@@ -54,17 +65,23 @@ def main(argv=None):
     p.add_argument("--sluice", default=BUILT, help="the sluice binary to measure")
     p.add_argument("--w2-epochs", type=int, default=3)
     p.add_argument("--w3-epochs", type=int, default=3)
+    p.add_argument("--shards", action="store_true",
+                   help="also W3 from WebDataset shards (under --data) with eight read ahead")
     args = p.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         configs = []
-        for label, name, epochs, budgets in (("W3", "w3_imagenet.json", args.w3_epochs, (0, 256, 2048)),
-                                             ("W2", "w2_cifar10.json", args.w2_epochs, (0, 64, 2048))):
+        workloads = [("W3", "w3_imagenet.json", args.w3_epochs, (0, 256, 2048), None),
+                     ("W2", "w2_cifar10.json", args.w2_epochs, (0, 64, 2048), None)]
+        if args.shards:
+            workloads.append(("W3 shards x8", "w3_imagenet.json", args.w3_epochs, (256, 2048), shards_read_ahead))
+        for label, name, epochs, budgets, change in workloads:
             for budget in budgets:
                 configs.append((f"{label} {'default' if budget == 0 else f'{budget} MiB'}", args.sluice,
-                                pipeline_file(name, args.data, budget, tmp), epochs))
+                                pipeline_file(name, args.data, budget, tmp, change), epochs))
             if args.before:
-                configs.append((f"{label} before, default", args.before, pipeline_file(name, args.data, 0, tmp),
-                                epochs))
+                budget = budgets[0]
+                configs.append((f"{label} before, {'default' if budget == 0 else f'{budget} MiB'}", args.before,
+                                pipeline_file(name, args.data, budget, tmp, change), epochs))
         results = {c[0]: [] for c in configs}
         for i in range(args.runs):
             print(f"run {i + 1}/{args.runs}", file=sys.stderr, flush=True)
@@ -77,9 +94,9 @@ def main(argv=None):
     for label, runs in results.items():
         rows.append({"config": label, **{k: statistics.median(r[k] for r in runs) for k in runs[0]},
                      "runs": runs})
-    print(f"{'config':<22} {'samples/s':>10} {'first batch ms':>15} {'peak RSS MB':>12}")
+    print(f"{'config':<28} {'samples/s':>10} {'first batch ms':>15} {'peak RSS MB':>12}")
     for r in rows:
-        print(f"{r['config']:<22} {r['samples_per_s']:>10,.0f} {r['first_batch_ms']:>15.1f} {r['peak_rss_mb']:>12.1f}")
+        print(f"{r['config']:<28} {r['samples_per_s']:>10,.0f} {r['first_batch_ms']:>15.1f} {r['peak_rss_mb']:>12.1f}")
     print(json.dumps(rows))
 
 

@@ -401,7 +401,8 @@ class Pipeline:
         shared memory), ``object_blocks`` (the blocks of objects in S3 or GCS
         fetched ahead, in this process), ``python_shared`` (the shared memory
         of the processes of python ops and Python datasets, in this
-        process), ``held`` (all of them) and the
+        process), ``staging`` (the page-locked buffers that feed a GPU
+        tail, in use and cached), ``held`` (all of them) and the
         peaks of in use and held; with the ``budget`` that bounds them and, when
         the options set none, ``budget_default`` saying how it was sized.
         See docs/memory.md."""

@@ -149,9 +149,11 @@ class PyPipeline {
     out["in_use"] = m.live_bytes;
     out["cached"] = m.cached_bytes;
     out["rings"] = pipeline_->ring_bytes();
-    const int64_t outside = io::ObjectBlockBytes() + PythonSharedBytes();  // the pool's neighbours
+    // The pool's neighbours.
+    const int64_t outside = io::ObjectBlockBytes() + PythonSharedBytes() + pipeline_->staging_bytes();
     out["object_blocks"] = io::ObjectBlockBytes();
     out["python_shared"] = PythonSharedBytes();
+    out["staging"] = pipeline_->staging_bytes();
     out["held"] = m.live_bytes + m.cached_bytes + pipeline_->ring_bytes() + outside;
     out["peak_in_use"] = m.peak_live_bytes;
     out["peak_held"] = m.peak_held_bytes + pipeline_->ring_bytes() + outside;

@@ -82,7 +82,7 @@ def test_the_budget_bounds_rss_with_a_shuffle_a_python_op_and_prefetch():
     # back (with a header, in a mapping grown by doubling).
     assert MIB < m["python_shared"] <= 64 * MIB
     assert m["in_use"] + m["python_shared"] <= (budget + 2 * 16) * MIB  # counted in the budget
-    assert m["held"] == m["in_use"] + m["cached"] + m["rings"] + m["object_blocks"] + m["python_shared"]
+    assert m["held"] == m["in_use"] + m["cached"] + m["rings"] + m["object_blocks"] + m["python_shared"] + m["staging"]
     assert m["peak_held"] >= m["peak_in_use"]
 
 
@@ -126,7 +126,7 @@ def test_the_budget_counts_a_local_workers_rings():
     grew, in_use = watch(pipe, lambda b: False, seconds=3)
     m = pipe.memory()
     assert m["rings"] >= 16 * MIB
-    assert m["held"] == m["in_use"] + m["cached"] + m["rings"] + m["object_blocks"] + m["python_shared"]
+    assert m["held"] == m["in_use"] + m["cached"] + m["rings"] + m["object_blocks"] + m["python_shared"] + m["staging"]
     # Batches in the pool, beside the ring, within the budget but for the
     # 16 MiB batch each stage may finish (unbounded: the whole 512 MiB epoch).
     assert in_use <= budget * MIB - m["rings"] + 2 * 16 * MIB

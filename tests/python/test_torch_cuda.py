@@ -106,3 +106,20 @@ def test_jpegs_decoded_on_the_gpu_equal_the_cpu_decode_into_torch(tmp_path):
         assert per_image.max().item() < 2 / 255 / 0.224, per_image
     decoded = sum(after[k] - before[k] for k in ("hardware", "cuda", "cpu"))
     assert decoded == 64 and after["decoder"]
+
+
+def test_the_page_locked_staging_counts_in_the_memory_budget():
+    """The batches feeding a cuda map are written in page-locked staging
+    buffers: pipe.memory() reports them, and the budget bounds them."""
+    pipe = (images(4096).shuffle(512).batch(512).map(*tail(), device="cuda")
+            .with_options(memory_budget_bytes=32 << 20))
+    for b in sluice.torch.TorchIterable(pipe):
+        b["image"].sum().item()
+    m = pipe.memory()
+    one_batch = 512 * 32 * 32 * 3  # uint8 rows before the tail
+    assert m["staging"] >= one_batch, "the staging buffers are reported"
+    assert m["held"] == (m["in_use"] + m["cached"] + m["rings"] + m["object_blocks"] + m["python_shared"]
+                         + m["staging"])
+    # Cached staging buffers beyond the most in use at once go back at the
+    # epoch's end; at most one batch per stage over the budget was in use.
+    assert m["staging"] <= (32 << 20) + 4 * one_batch
