@@ -83,25 +83,27 @@ TEST(Autotuner, StaysWithinBoundsAndTheRamBudget) {
   EXPECT_TRUE(tuner.converged());
 }
 
-TEST(Autotuner, ASettingPastTheRamBudgetIsLoweredBeforeItRunsDepthFirst) {
+TEST(Autotuner, DepthsPastTheRamBudgetAreLoweredBeforeTheyRun) {
   Autotuner::Options o = Opts();
   o.ram_budget_bytes = 500;
-  // 4 runners and a depth of 4, 100 bytes each: 800 bytes. The depth goes
-  // down to its minimum (1) first, then the runners, to 500 bytes.
-  std::vector<Knob> knobs = MapAndPrefetch(4, 4, 100);
+  // 4 runners and a depth of 5, 100 bytes each: 900 bytes. The depth goes
+  // down to 1; the runners stay (they wait for room themselves).
+  std::vector<Knob> knobs = MapAndPrefetch(4, 5, 100);
   knobs[0].bytes_per_unit = 100;
   Autotuner tuner(knobs, o);
   EXPECT_THAT(Values(tuner.knobs()), ElementsAre(4, 1));
-  ASSERT_EQ(tuner.log().size(), 3u);
-  EXPECT_THAT(tuner.log()[0], HasSubstr("prefetch_2 depth 4 -> 3: the setting holds 800 bytes, past the memory "
+  ASSERT_EQ(tuner.log().size(), 4u);
+  EXPECT_THAT(tuner.log()[0], HasSubstr("prefetch_2 depth 5 -> 4: the setting holds 900 bytes, past the memory "
                                         "budget of 500"));
-  o.ram_budget_bytes = 300;
-  Autotuner tighter(knobs, o);
-  EXPECT_THAT(Values(tighter.knobs()), ElementsAre(2, 1));
   // Never below the minimum, even if the budget cannot hold that.
   o.ram_budget_bytes = 10;
   Autotuner tightest(knobs, o);
-  EXPECT_THAT(Values(tightest.knobs()), ElementsAre(1, 1));
+  EXPECT_THAT(Values(tightest.knobs()), ElementsAre(4, 1));
+  // A setting within the budget is left as it is.
+  o.ram_budget_bytes = 900;
+  Autotuner roomy(knobs, o);
+  EXPECT_THAT(Values(roomy.knobs()), ElementsAre(4, 5));
+  EXPECT_TRUE(roomy.log().empty());
 }
 
 TEST(Autotuner, WithoutKnobsThereIsNothingToDo) {

@@ -83,6 +83,7 @@ absl::Status Profile(const ProfileArgs& args) {
                   k.kind == exec::Knob::Kind::kParallelism ? "parallelism" : "depth", static_cast<long long>(k.value));
     }
     std::printf("\n");
+    for (const std::string& change : r.full.tune_log) std::printf("  - %s\n", change.c_str());
   }
   if (!args.trace.empty()) std::printf("trace: %s (open in Perfetto or chrome://tracing)\n", args.trace.c_str());
   if (!args.report.empty()) std::printf("report: %s\n", args.report.c_str());

@@ -31,18 +31,15 @@ int64_t Autotuner::Bytes(const Move& move) const {
   return bytes;
 }
 
-// Prefetch depth goes first (it only smooths bursts), then the runners of
-// the map holding the most: what the budget cannot hold would only wait
-// for room, and the measurements would credit a setting that never ran.
+// Only depths are lowered: a queue's places each hold a whole element,
+// while a map's runners may share one chunk (its ranges) and wait for room
+// themselves when they would pass the budget.
 void Autotuner::FitToBudget() {
   while (Bytes() > options_.ram_budget_bytes) {
     Knob* cut = nullptr;
     for (Knob& k : knobs_) {
-      if (k.value <= k.min || k.bytes_per_unit <= 0) continue;
-      const bool depth_first = k.kind == Knob::Kind::kDepth && cut != nullptr && cut->kind != Knob::Kind::kDepth;
-      const bool same_kind_bigger =
-          cut != nullptr && k.kind == cut->kind && k.value * k.bytes_per_unit > cut->value * cut->bytes_per_unit;
-      if (cut == nullptr || depth_first || same_kind_bigger) cut = &k;
+      if (k.kind != Knob::Kind::kDepth || k.value <= k.min || k.bytes_per_unit <= 0) continue;
+      if (cut == nullptr || k.value * k.bytes_per_unit > cut->value * cut->bytes_per_unit) cut = &k;
     }
     if (cut == nullptr) return;
     log_.push_back(absl::StrFormat("%s %s %d -> %d: the setting holds %d bytes, past the memory budget of %d",

@@ -92,7 +92,8 @@ class Autotuner {
   bool Fits(const Move& move) const;
   // What the setting's knobs hold, with `move` made.
   int64_t Bytes(const Move& move = Move{0, 0}) const;
-  // Lowers a setting that would hold more than the RAM budget (logged).
+  // Lowers the depths of a setting that would hold more than the RAM
+  // budget (logged).
   void FitToBudget();
   std::string Key() const;  // the current setting, for the tried-moves table
   std::string Describe(const Move& move) const;

@@ -156,6 +156,9 @@ struct ExecContext {
   // Device maps' page-locked staging pools, beside `pool`: their bytes in
   // use count against `memory`; their caches are trimmed with the pool's.
   std::vector<BufferPool*> staging_pools;
+  // The most bytes a source split read ahead has held, kept by the
+  // pipeline from epoch to epoch (SplitReadAhead).
+  std::shared_ptr<std::atomic<int64_t>> split_bytes = std::make_shared<std::atomic<int64_t>>(0);
   io::CorruptionLog skips;
   // on_corrupt "skip": a row a kernel refuses is dropped and logged in
   // `skips`, not the pipeline's error.

@@ -395,6 +395,7 @@ std::unique_ptr<PipelineIterator> Pipeline::NewIterator(bool tune) const {
   ctx->memory.CountAlso(&io::ObjectBlockBytes);
   ctx->memory.CountAlso(&PythonSharedBytes);
   ctx->staging_pools = staging_pools_;
+  ctx->split_bytes = split_bytes_;
   for (BufferPool* staging : staging_pools_) {
     ctx->memory.CountAlso([staging] { return static_cast<int64_t>(staging->stats().live_bytes); });
   }

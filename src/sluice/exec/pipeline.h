@@ -3,6 +3,7 @@
 #ifndef SLUICE_EXEC_PIPELINE_H_
 #define SLUICE_EXEC_PIPELINE_H_
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 
@@ -166,6 +167,8 @@ class Pipeline {
   std::vector<BufferPool*> output_pools_;
   // The distinct pools among them: device runtimes' staging pools.
   std::vector<BufferPool*> staging_pools_;
+  // ExecContext::split_bytes of every iterator.
+  std::shared_ptr<std::atomic<int64_t>> split_bytes_ = std::make_shared<std::atomic<int64_t>>(0);
   // Tuning goes on across the iterators of successive epochs.
   mutable absl::Mutex autotuner_mu_;
   mutable std::shared_ptr<SharedAutotuner> autotuner_ ABSL_GUARDED_BY(autotuner_mu_);

@@ -121,7 +121,7 @@ class SourceIterator : public Iterator {
           [this](size_t split, const std::atomic<bool>& stop, std::vector<Batch>* chunks) {
             return ReadSplit(split, stop, chunks);
           },
-          &ctx_->memory);
+          &ctx_->memory, ctx_->split_bytes.get());
     }
     while (ahead_.empty()) {
       std::vector<Batch> chunks;

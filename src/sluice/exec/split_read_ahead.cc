@@ -1,14 +1,39 @@
 #include "sluice/exec/split_read_ahead.h"
 
 #include <algorithm>
+#include <set>
 #include <utility>
 
 #include "sluice/exec/exec_context.h"
 
 namespace sluice::exec {
 
-SplitReadAhead::SplitReadAhead(size_t splits, int threads, ReadSplit read, MemoryBudget* budget)
-    : splits_(splits), window_(static_cast<size_t>(threads)), read_(std::move(read)), budget_(budget) {
+namespace {
+
+// The blocks the chunks hold (their capacity: what the budget counts), each
+// block once.
+int64_t PoolBytes(const std::vector<Batch>& chunks) {
+  std::set<const Buffer*> seen;
+  int64_t bytes = 0;
+  for (const Batch& chunk : chunks) {
+    for (const Column& c : chunk.columns) {
+      for (const Tensor* t : {&c.values, &c.offsets}) {
+        if (t->buffer() != nullptr && seen.insert(t->buffer().get()).second) bytes += t->buffer()->size();
+      }
+    }
+  }
+  return bytes;
+}
+
+}  // namespace
+
+SplitReadAhead::SplitReadAhead(size_t splits, int threads, ReadSplit read, MemoryBudget* budget,
+                               std::atomic<int64_t>* split_bytes)
+    : splits_(splits),
+      window_(static_cast<size_t>(threads)),
+      read_(std::move(read)),
+      budget_(budget),
+      split_bytes_(split_bytes != nullptr ? split_bytes : &own_split_bytes_) {
   for (int i = 0; i < threads; ++i) readers_.emplace_back([this] { Reader(); });
 }
 
@@ -30,7 +55,7 @@ bool SplitReadAhead::NextIsRead() const { return slots_.count(next_to_hand_) > 0
 bool SplitReadAhead::SizeKnownOrNext(std::pair<const SplitReadAhead*, size_t>* reader) {
   const SplitReadAhead& self = *reader->first;
   self.mu_.AssertHeld();
-  return self.stop_ || self.sized_ || reader->second <= self.next_to_hand_;
+  return self.stop_ || self.sized_ || self.split_bytes_->load() > 0 || reader->second <= self.next_to_hand_;
 }
 
 void SplitReadAhead::Reader() {
@@ -56,7 +81,7 @@ void SplitReadAhead::Reader() {
 
 int64_t SplitReadAhead::WaitForRoom(size_t split) {
   if (budget_ == nullptr) return 0;
-  const int64_t wanted = split_bytes_.load();
+  const int64_t wanted = split_bytes_->load();
   const bool room = budget_->WaitForRoom([this, split] { return !stop_ && split > handed_.load(); }, wanted);
   if (room && !stop_) return wanted;
   if (room) budget_->Unreserve(wanted);
@@ -66,10 +91,9 @@ int64_t SplitReadAhead::WaitForRoom(size_t split) {
 void SplitReadAhead::Read(size_t split) {
   Slot slot;
   slot.status = read_(split, stop_, &slot.chunks);
-  int64_t bytes = 0;
-  for (const Batch& chunk : slot.chunks) bytes += static_cast<int64_t>(chunk.ByteSize());
-  int64_t most = split_bytes_.load();
-  while (bytes > most && !split_bytes_.compare_exchange_weak(most, bytes)) {
+  const int64_t bytes = PoolBytes(slot.chunks);
+  int64_t most = split_bytes_->load();
+  while (bytes > most && !split_bytes_->compare_exchange_weak(most, bytes)) {
   }
   sized_ = true;
   Store(split, std::move(slot));

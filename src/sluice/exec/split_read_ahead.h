@@ -32,8 +32,11 @@ class SplitReadAhead {
   using ReadSplit =
       std::function<absl::Status(size_t split, const std::atomic<bool>& stop, std::vector<Batch>* chunks)>;
 
-  // `budget` may be null (no waiting for room).
-  SplitReadAhead(size_t splits, int threads, ReadSplit read, MemoryBudget* budget = nullptr);
+  // `budget` may be null (no waiting for room). `split_bytes`, the most
+  // bytes a split has held, may outlive this read-ahead (the next epoch's
+  // starts from it); null: its own.
+  SplitReadAhead(size_t splits, int threads, ReadSplit read, MemoryBudget* budget = nullptr,
+                 std::atomic<int64_t>* split_bytes = nullptr);
   // Stops the readers (a split being read is abandoned) and joins them.
   ~SplitReadAhead();
   SplitReadAhead(const SplitReadAhead&) = delete;
@@ -69,7 +72,8 @@ class SplitReadAhead {
   // next_to_hand_, for WaitForRoom's condition outside mu_.
   std::atomic<size_t> handed_{0};
   // The most bytes one split has held: the room a split read ahead waits for.
-  std::atomic<int64_t> split_bytes_{0};
+  std::atomic<int64_t> own_split_bytes_{0};
+  std::atomic<int64_t>* const split_bytes_;
   std::atomic<bool> sized_{false};
   mutable absl::Mutex mu_;
   size_t next_to_read_ ABSL_GUARDED_BY(mu_) = 0;
