@@ -89,6 +89,7 @@ TEST(SplitReadAhead, SplitsReadAheadWaitForRoomInTheMemoryBudget) {
   MemoryBudget budget(3 * kMib + kMib / 2, &pool, &cancel);
   absl::Mutex mu;
   int started = 0;
+  std::atomic<int64_t> split_bytes{kMib};  // known from an epoch before
   {
     SplitReadAhead ahead(
         20, 8,
@@ -99,7 +100,7 @@ TEST(SplitReadAhead, SplitsReadAheadWaitForRoomInTheMemoryBudget) {
           }
           return ReadMib(&pool, c);
         },
-        &budget);
+        &budget, &split_bytes);
     // Eight readers, but room for three splits of a MiB: the fourth waits.
     absl::MutexLock lock(&mu);
     mu.Await(absl::Condition(+[](int* n) { return *n >= 3; }, &started));
@@ -112,8 +113,10 @@ TEST(SplitReadAhead, TheSplitTheConsumerAwaitsIsReadWhateverTheBudget) {
   BufferPool pool;
   Cancellation cancel;
   MemoryBudget budget(kMib / 2, &pool, &cancel);  // not even one split fits
+  std::atomic<int64_t> split_bytes{kMib};
   SplitReadAhead ahead(
-      6, 4, [&](size_t, const std::atomic<bool>&, std::vector<Batch>* c) { return ReadMib(&pool, c); }, &budget);
+      6, 4, [&](size_t, const std::atomic<bool>&, std::vector<Batch>* c) { return ReadMib(&pool, c); }, &budget,
+      &split_bytes);
   std::vector<Batch> held;  // the consumer keeps the last split it took
   for (int s = 0; s < 6; ++s) {
     std::vector<Batch> chunks;
@@ -126,12 +129,40 @@ TEST(SplitReadAhead, TheSplitTheConsumerAwaitsIsReadWhateverTheBudget) {
   EXPECT_LE(pool.stats().peak_live_bytes, static_cast<size_t>(3 * kMib));
 }
 
+TEST(SplitReadAhead, BeforeASplitIsReadTheReadersStartWhileThePoolIsWithinTheBudget) {
+  BufferPool pool;
+  Cancellation cancel;
+  MemoryBudget budget(kMib / 2, &pool, &cancel);
+  std::atomic<int64_t> split_bytes{0};
+  Tensor full = Tensor::Allocate(DType::kUInt8, Shape({kMib}), &pool);  // the pool is already past the budget
+  absl::Mutex mu;
+  int started = 0;
+  {
+    SplitReadAhead ahead(
+        6, 4,
+        [&](size_t, const std::atomic<bool>&, std::vector<Batch>* c) {
+          {
+            absl::MutexLock lock(&mu);
+            ++started;
+          }
+          return ReadMib(&pool, c);
+        },
+        &budget, &split_bytes);
+    absl::MutexLock lock(&mu);
+    mu.Await(absl::Condition(+[](int* n) { return *n >= 1; }, &started));
+  }
+  EXPECT_EQ(started, 1);                // only the split awaited
+  EXPECT_EQ(split_bytes.load(), kMib);  // what the next epoch's read-ahead starts from
+}
+
 TEST(SplitReadAhead, AReaderWaitingForRoomHearsTheCancellation) {
   BufferPool pool;
   Cancellation cancel;
   MemoryBudget budget(kMib / 2, &pool, &cancel);
+  std::atomic<int64_t> split_bytes{kMib};
   SplitReadAhead ahead(
-      6, 2, [&](size_t, const std::atomic<bool>&, std::vector<Batch>* c) { return ReadMib(&pool, c); }, &budget);
+      6, 2, [&](size_t, const std::atomic<bool>&, std::vector<Batch>* c) { return ReadMib(&pool, c); }, &budget,
+      &split_bytes);
   std::vector<Batch> first;
   ASSERT_OK_AND_ASSIGN(bool more, ahead.Next(&first));  // split 2's reader now waits for room
   ASSERT_TRUE(more);

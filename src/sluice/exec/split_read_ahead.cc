@@ -52,12 +52,6 @@ bool SplitReadAhead::CanStart() const {
 
 bool SplitReadAhead::NextIsRead() const { return slots_.count(next_to_hand_) > 0; }
 
-bool SplitReadAhead::SizeKnownOrNext(std::pair<const SplitReadAhead*, size_t>* reader) {
-  const SplitReadAhead& self = *reader->first;
-  self.mu_.AssertHeld();
-  return self.stop_ || self.sized_ || self.split_bytes_->load() > 0 || reader->second <= self.next_to_hand_;
-}
-
 void SplitReadAhead::Reader() {
   while (true) {
     size_t split;
@@ -66,8 +60,6 @@ void SplitReadAhead::Reader() {
       mu_.Await(absl::Condition(this, &SplitReadAhead::CanStart));
       if (stop_ || next_to_read_ == splits_) return;
       split = next_to_read_++;
-      std::pair<const SplitReadAhead*, size_t> reader(this, split);
-      if (budget_ != nullptr) mu_.Await(absl::Condition(&SplitReadAhead::SizeKnownOrNext, &reader));
     }
     const int64_t reserved = WaitForRoom(split);
     if (reserved < 0) {  // stopped, or the pipeline cancelled: a consumer still waiting must hear it
@@ -95,7 +87,6 @@ void SplitReadAhead::Read(size_t split) {
   int64_t most = split_bytes_->load();
   while (bytes > most && !split_bytes_->compare_exchange_weak(most, bytes)) {
   }
-  sized_ = true;
   Store(split, std::move(slot));
 }
 

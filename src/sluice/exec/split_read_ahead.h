@@ -5,7 +5,8 @@
 // ahead of the one the consumer is waiting for, so memory stays bounded by
 // that many splits: small splits (split_records) keep it small. With a
 // memory budget, a split read ahead also waits for room for one more
-// split's bytes; the split the consumer waits for never does.
+// split's bytes (the most one has taken, none before the first is read);
+// the split the consumer waits for never does.
 #ifndef SLUICE_EXEC_SPLIT_READ_AHEAD_H_
 #define SLUICE_EXEC_SPLIT_READ_AHEAD_H_
 
@@ -14,7 +15,6 @@
 #include <functional>
 #include <map>
 #include <thread>
-#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -60,9 +60,6 @@ class SplitReadAhead {
   // Await conditions.
   bool CanStart() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool NextIsRead() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // A split read ahead first waits for one split to be read: its bytes are
-  // the room it waits for.
-  static bool SizeKnownOrNext(std::pair<const SplitReadAhead*, size_t>* reader);
 
   const size_t splits_;
   const size_t window_;
@@ -74,7 +71,6 @@ class SplitReadAhead {
   // The most bytes one split has held: the room a split read ahead waits for.
   std::atomic<int64_t> own_split_bytes_{0};
   std::atomic<int64_t>* const split_bytes_;
-  std::atomic<bool> sized_{false};
   mutable absl::Mutex mu_;
   size_t next_to_read_ ABSL_GUARDED_BY(mu_) = 0;
   size_t next_to_hand_ ABSL_GUARDED_BY(mu_) = 0;
