@@ -4,6 +4,7 @@
 #include "sluice/exec/split_read_ahead.h"
 
 #include <atomic>
+#include <utility>
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
@@ -37,6 +38,31 @@ absl::Status ReadMib(BufferPool* pool, std::vector<Batch>* chunks) {
   b.columns.push_back(Column{Tensor::Allocate(DType::kUInt8, Shape({1, kMib}), pool), Tensor()});
   chunks->push_back(std::move(b));
   return absl::OkStatus();
+}
+
+// Reads splits of a MiB from `pool`, counting the reads started; destroys
+// the read-ahead once `n` have started (its readers stop) and returns how
+// many had started by then.
+int StartedBeforeStopping(int threads, BufferPool* pool, MemoryBudget* budget, std::atomic<int64_t>* split_bytes,
+                          int n) {
+  absl::Mutex mu;
+  int started = 0;
+  {
+    SplitReadAhead ahead(
+        20, threads,
+        [&](size_t, const std::atomic<bool>&, std::vector<Batch>* c) {
+          {
+            absl::MutexLock lock(&mu);
+            ++started;
+          }
+          return ReadMib(pool, c);
+        },
+        budget, split_bytes);
+    std::pair<int*, int> wait(&started, n);
+    absl::MutexLock lock(&mu);
+    mu.Await(absl::Condition(+[](std::pair<int*, int>* a) { return *a->first >= a->second; }, &wait));
+  }
+  return started;
 }
 
 TEST(SplitReadAhead, SplitsComeOutWholeInTheirOrderWhateverTheThreads) {
@@ -87,25 +113,9 @@ TEST(SplitReadAhead, SplitsReadAheadWaitForRoomInTheMemoryBudget) {
   BufferPool pool;
   Cancellation cancel;
   MemoryBudget budget(3 * kMib + kMib / 2, &pool, &cancel);
-  absl::Mutex mu;
-  int started = 0;
   std::atomic<int64_t> split_bytes{kMib};  // known from an epoch before
-  {
-    SplitReadAhead ahead(
-        20, 8,
-        [&](size_t, const std::atomic<bool>&, std::vector<Batch>* c) {
-          {
-            absl::MutexLock lock(&mu);
-            ++started;
-          }
-          return ReadMib(&pool, c);
-        },
-        &budget, &split_bytes);
-    // Eight readers, but room for three splits of a MiB: the fourth waits.
-    absl::MutexLock lock(&mu);
-    mu.Await(absl::Condition(+[](int* n) { return *n >= 3; }, &started));
-  }
-  EXPECT_EQ(started, 3);
+  // Eight readers, but room for three splits of a MiB: the fourth waits.
+  EXPECT_EQ(StartedBeforeStopping(8, &pool, &budget, &split_bytes, 3), 3);
   EXPECT_LE(pool.stats().peak_live_bytes, static_cast<size_t>(3 * kMib));
 }
 
@@ -134,24 +144,8 @@ TEST(SplitReadAhead, BeforeASplitIsReadTheReadersStartWhileThePoolIsWithinTheBud
   Cancellation cancel;
   MemoryBudget budget(kMib / 2, &pool, &cancel);
   std::atomic<int64_t> split_bytes{0};
-  Tensor full = Tensor::Allocate(DType::kUInt8, Shape({kMib}), &pool);  // the pool is already past the budget
-  absl::Mutex mu;
-  int started = 0;
-  {
-    SplitReadAhead ahead(
-        6, 4,
-        [&](size_t, const std::atomic<bool>&, std::vector<Batch>* c) {
-          {
-            absl::MutexLock lock(&mu);
-            ++started;
-          }
-          return ReadMib(&pool, c);
-        },
-        &budget, &split_bytes);
-    absl::MutexLock lock(&mu);
-    mu.Await(absl::Condition(+[](int* n) { return *n >= 1; }, &started));
-  }
-  EXPECT_EQ(started, 1);                // only the split awaited
+  Tensor full = Tensor::Allocate(DType::kUInt8, Shape({kMib}), &pool);      // the pool is already past the budget
+  EXPECT_EQ(StartedBeforeStopping(4, &pool, &budget, &split_bytes, 1), 1);  // only the split awaited
   EXPECT_EQ(split_bytes.load(), kMib);  // what the next epoch's read-ahead starts from
 }
 
