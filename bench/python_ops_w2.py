@@ -37,12 +37,18 @@ sys.path.insert(0, os.path.join(HERE, "python_ops"))
 from side_by_side import arguments, peer_run, sluice_run  # noqa: E402
 
 
-def w2(data, blur_op):
+def w2(data, blur_op, distribute=None):
+    """W2 with `blur_op` for its blur (None: the native one); with
+    `distribute` (a distribute node's options), the nodes before the batch
+    run there."""
     with open(os.path.join(ROOT, "pipelines", "w2_cifar10.json")) as f:
         definition = json.loads(f.read().replace('"data/', f'"{data}/'))
     if blur_op is not None:
         ops_list = definition["nodes"][1]["map"]["ops"]
         ops_list[[o["op"] for o in ops_list].index("gaussian_blur")] = blur_op
+    if distribute is not None:
+        batch = next(i for i, n in enumerate(definition["nodes"]) if "batch" in n)
+        definition["nodes"].insert(batch, {"distribute": distribute})
     return sluice.Pipeline(definition)
 
 
@@ -62,10 +68,10 @@ def main():
     blur_object = ops.python(w2_blur.GaussianBlur(0.8), column="image", processes=args.processes)
     pipes = {"sluice, blur in ops.python": w2(args.data, user_blur),
              "sluice, blur as a transform object": w2(args.data, blur_object),
-             "sluice, the same on a local worker": w2(args.data, user_blur).distribute(local_workers=1),
-             # One worker runs each epoch whole: no seam between splits.
+             "sluice, the same on a local worker": w2(args.data, user_blur, {"local_workers": 1}),
+             # One worker runs each epoch whole, in order.
              "sluice, on a local worker, parallel_epochs":
-                 w2(args.data, user_blur).distribute(local_workers=1, mode="parallel_epochs"),
+                 w2(args.data, user_blur, {"local_workers": 1, "mode": "parallel_epochs"}),
              "sluice, all native": w2(args.data, None)}
     first = next(iter(pipes["sluice, blur in ops.python"]))
     print(f"sluice hands on {first['image'].dtype}{list(first['image'].shape)}", flush=True)

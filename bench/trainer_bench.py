@@ -9,7 +9,7 @@ loader's process on CPU torch with one thread:
 - "launcher": a thread waking every 300 us to run a small op, as the thread
   of a GPU trainer that launches kernels does; a step is 100 wake-ups.
 
-For W1 and W2 it runs sluice in the process, sluice through a local worker
+For W1, W2 and W3 it runs sluice in the process, sluice through a local worker
 process (the shared-memory rings of `distribute()`), and the expert
 DataLoader (bench/peers, 2 workers), each alone (the loader's own rate)
 and under each trainer load, beside the trainer with its data ready (one
@@ -18,9 +18,12 @@ time (its compute, not its wait for data), the job's steps/s and
 samples/s.
 
     .venv/bin/python bench/trainer_bench.py --data DATA [--runs 3] [--steps 40]
+        [--workloads w1_mnist,w2_cifar10,w3_imagenet]
 
-DATA holds mnist/MNIST/raw (`sluice make-data mnist`) and cifar10/*.tfrecord
-(`sluice make-data cifar10`). Prints a table, then one JSON line.
+DATA holds mnist/MNIST/raw (`sluice make-data mnist`), cifar10/*.tfrecord
+(`sluice make-data cifar10`) and imagenet/ (`sluice make-data imagenet`).
+W3's expert DataLoader is bench/peers/w3_opencv.py (OpenCV, as torchvision
+is not in .venv). Prints a table, then one JSON line.
 """
 
 import argparse
@@ -53,8 +56,9 @@ def sluice_pipeline(workload, data, local_worker):
     with open(os.path.join(HERE, "..", "pipelines", f"{workload}.json")) as f:
         text = f.read().replace('"data/', json.dumps(data + "/")[:-1])
     spec = json.loads(text)
-    if local_worker:  # all but the prefetch on a worker process; batches come back through its ring
-        spec["nodes"].insert(len(spec["nodes"]) - 1, {"distribute": {"local_workers": 1}})
+    if local_worker:  # the maps before the batch on a worker process; rows come back through its ring
+        batch = next(i for i, n in enumerate(spec["nodes"]) if "batch" in n)
+        spec["nodes"].insert(batch, {"distribute": {"local_workers": 1}})
     return sluice.Pipeline.from_json(json.dumps(spec))
 
 
@@ -75,6 +79,9 @@ def expert_batches(workload, data):
         sampler = BatchSampler(SequentialSampler(range(len(images))), 8192, drop_last=True)
         loader = DataLoader(w1_expert.Batches(images, labels, "cv2"), sampler=sampler, batch_size=None,
                             num_workers=2, persistent_workers=True, worker_init_fn=w1_expert.worker_init)
+    elif workload == "w3_imagenet":
+        import w3_opencv
+        loader = w3_opencv.make_loader(os.path.join(data, "imagenet"), 256, 2)
     else:
         import w2_opencv
         import w2_torch

@@ -666,6 +666,11 @@ TEST(DistributedPipeline, InvalidDistributeOptionsNameTheNodeAndField) {
   EXPECT_THAT(CreatePipeline(Samples().Repeat(2).Distribute(d).Build()),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("nodes[2]: in distributed_epoch mode repeat and take go after")));
+  // A batch dropping its remainder per split would silently lose rows.
+  EXPECT_THAT(CreatePipeline(Samples().Batch(16, /*drop_remainder=*/true).Distribute(d).Build()),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("nodes[2] (batch): in distributed_epoch mode a batch before the distribute node "
+                                 "is cut from each split on its own, so drop_remainder would drop every split's")));
 }
 
 TEST(DispatcherImpl, RefusesPipelinesWithOpsThatAreNotRegistered) {

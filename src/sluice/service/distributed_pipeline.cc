@@ -47,7 +47,9 @@ absl::StatusOr<ClientOptions> ToClientOptions(const DistributeDef& d) {
 }
 
 // Workers run distributed_epoch splits one at a time: a repeat or take
-// before the split point would act per split, not per epoch.
+// before the split point would act per split, not per epoch, and a batch
+// that drops its remainder would drop each split's last rows (every row,
+// where a split is one image of a folder).
 absl::Status CheckWorkersPart(const PipelineDef& def, int index, ProcessingMode mode) {
   if (mode != DISTRIBUTED_EPOCH) return absl::OkStatus();
   if (def.nodes(0).source().python_dataset().generator()) {
@@ -63,6 +65,13 @@ absl::Status CheckWorkersPart(const PipelineDef& def, int index, ProcessingMode 
           absl::StrCat("nodes[", i,
                        "]: in distributed_epoch mode repeat and take go after the distribute node "
                        "(workers run splits, not whole epochs)"));
+    }
+    if (n.has_batch() && n.batch().drop_remainder()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "nodes[", i,
+          "] (batch): in distributed_epoch mode a batch before the distribute node is cut from each split on "
+          "its own, so drop_remainder would drop every split's last rows: put the batch after the distribute "
+          "node (the client batches across splits), drop_remainder false, or mode \"parallel_epochs\""));
     }
   }
   return absl::OkStatus();

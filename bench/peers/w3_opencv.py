@@ -1,0 +1,136 @@
+#!/usr/bin/python3
+"""W3 expert peer: an all-OpenCV torch DataLoader over an image folder, as a
+skilled user writes it without torchvision.
+
+Per sample: cv2.imdecode, torchvision's RandomResizedCrop box (scale 0.08-1,
+ratio 3/4-4/3, ten tries, then the centre crop), the crop resized to 224 by
+cv2.resize (bilinear), a horizontal flip half the time, written into a
+uint8 NHWC batch. Each worker fills whole batches and turns each into NCHW
+float32 normalized by ImageNet's mean and std once, with torch ops; the
+DataLoader hands those batches on (batch_size=None). The same outputs as
+pipelines/w3_imagenet.json. Runs under any python with numpy, OpenCV and
+torch (.venv, or Debian's /usr/bin/python3 with python3-opencv).
+
+    python bench/peers/w3_opencv.py --data DIR [--batches 8] [--warmup 1]
+        [--workers 2] [--batch-size 256]
+
+Progress goes to stderr; the last line on stdout is one JSON object, as
+peer_timing.print_result writes it.
+"""
+
+import argparse
+import math
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from peer_timing import (add_common_args, check_loader_args, epochs, make_logger,  # noqa: E402
+                         print_result, time_batches)
+
+log = make_logger("w3_opencv")
+SIZE = 224
+MEAN = (0.485, 0.456, 0.406)
+STD = (0.229, 0.224, 0.225)
+
+
+def list_images(root):
+    """[(path, label)] of an ImageFolder: class folders in sorted order."""
+    classes = sorted(d for d in os.listdir(root) if os.path.isdir(os.path.join(root, d)))
+    return [(os.path.join(root, c, f), label) for label, c in enumerate(classes)
+            for f in sorted(os.listdir(os.path.join(root, c)))]
+
+
+def crop_box(rng, height, width):
+    """torchvision's RandomResizedCrop.get_params: (top, left, h, w)."""
+    area = height * width
+    for _ in range(10):
+        target = area * rng.uniform(0.08, 1.0)
+        ratio = math.exp(rng.uniform(math.log(3 / 4), math.log(4 / 3)))
+        w = int(round(math.sqrt(target * ratio)))
+        h = int(round(math.sqrt(target / ratio)))
+        if 0 < w <= width and 0 < h <= height:
+            return int(rng.integers(0, height - h + 1)), int(rng.integers(0, width - w + 1)), h, w
+    ratio = width / height
+    if ratio < 3 / 4:
+        w, h = width, int(round(width / (3 / 4)))
+    elif ratio > 4 / 3:
+        h, w = height, int(round(height * 4 / 3))
+    else:
+        w, h = width, height
+    return (height - h) // 2, (width - w) // 2, h, w
+
+
+def build_dataset(root, batch_size, seed=0):
+    import cv2
+    import numpy as np
+    import torch
+    from torch.utils.data import IterableDataset, get_worker_info
+
+    items = list_images(root)
+    mean = torch.tensor(MEAN).view(1, 3, 1, 1) * 255
+    inv_std = 1 / (torch.tensor(STD).view(1, 3, 1, 1) * 255)
+
+    class Batches(IterableDataset):
+        epoch = 0  # per worker process: persistent workers count their epochs
+
+        def __iter__(self):
+            info = get_worker_info()
+            worker, workers = (info.id, info.num_workers) if info else (0, 1)
+            rng = np.random.default_rng((seed, self.epoch, worker))
+            self.epoch += 1
+            order = rng.permutation(len(items))[worker::workers]
+            images = np.empty((batch_size, SIZE, SIZE, 3), np.uint8)
+            labels = np.empty(batch_size, np.int64)
+            n = 0
+            for i in order:
+                path, label = items[i]
+                img = cv2.imdecode(np.fromfile(path, np.uint8), cv2.IMREAD_COLOR)
+                top, left, h, w = crop_box(rng, *img.shape[:2])
+                cv2.resize(img[top:top + h, left:left + w], (SIZE, SIZE), dst=images[n],
+                           interpolation=cv2.INTER_LINEAR)
+                if rng.random() < 0.5:
+                    cv2.flip(images[n], 1, dst=images[n])
+                labels[n] = label
+                n += 1
+                if n == batch_size:
+                    # BGR to RGB, NHWC to NCHW, normalized: once per batch.
+                    x = torch.from_numpy(images[..., ::-1].copy()).permute(0, 3, 1, 2).float()
+                    yield x.sub_(mean).mul_(inv_std).contiguous(), torch.from_numpy(labels.copy())
+                    n = 0
+            # the partial last batch is dropped, as drop_last=True would
+
+    return Batches()
+
+
+def worker_init(_worker_id):
+    import cv2
+    import torch
+    torch.set_num_threads(1)
+    cv2.setNumThreads(1)
+
+
+def make_loader(root, batch_size, workers):
+    from torch.utils.data import DataLoader
+    return DataLoader(build_dataset(root, batch_size), batch_size=None, num_workers=workers,
+                      persistent_workers=workers > 0, worker_init_fn=worker_init if workers > 0 else None)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    add_common_args(p, "ImageFolder root (class folders of JPEGs)", 256, workers_help="DataLoader worker processes")
+    args = p.parse_args(argv)
+    check_loader_args(p, args)
+    loader = make_loader(args.data, args.batch_size, args.workers)
+    if args.workers == 0:
+        worker_init(0)
+    log(f"{len(list_images(args.data))} images, batch {args.batch_size}, {args.workers} workers; "
+        f"warmup {args.warmup}, timed {args.batches}")
+    result = time_batches(epochs(loader, "w3_opencv", args.batch_size), args.warmup, args.batches,
+                          "expert (OpenCV)", "w3", log)
+    del loader
+    print_result(result)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
