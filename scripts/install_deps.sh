@@ -26,6 +26,8 @@ PACKAGES=(
   python3-torch python3-torchvision python3-protobuf python3-numpy python3-venv python3-pil
   # the service bench's Python gRPC feed peer
   python3-grpcio
+  # the container image's root filesystem without a container builder (scripts/container_rootfs.sh)
+  debootstrap
 )
 
 missing=()
