@@ -19,18 +19,17 @@ peer_timing.print_result writes it.
 """
 
 import argparse
-import math
 import os
+import random
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from peer_timing import (add_common_args, check_loader_args, epochs, make_logger,  # noqa: E402
                          print_result, time_batches)
+from w3_spdl import MEAN, STD, crop_window  # noqa: E402  (torchvision's crop box; imports no SPDL)
 
 log = make_logger("w3_opencv")
 SIZE = 224
-MEAN = (0.485, 0.456, 0.406)
-STD = (0.229, 0.224, 0.225)
 
 
 def list_images(root):
@@ -38,26 +37,6 @@ def list_images(root):
     classes = sorted(d for d in os.listdir(root) if os.path.isdir(os.path.join(root, d)))
     return [(os.path.join(root, c, f), label) for label, c in enumerate(classes)
             for f in sorted(os.listdir(os.path.join(root, c)))]
-
-
-def crop_box(rng, height, width):
-    """torchvision's RandomResizedCrop.get_params: (top, left, h, w)."""
-    area = height * width
-    for _ in range(10):
-        target = area * rng.uniform(0.08, 1.0)
-        ratio = math.exp(rng.uniform(math.log(3 / 4), math.log(4 / 3)))
-        w = int(round(math.sqrt(target * ratio)))
-        h = int(round(math.sqrt(target / ratio)))
-        if 0 < w <= width and 0 < h <= height:
-            return int(rng.integers(0, height - h + 1)), int(rng.integers(0, width - w + 1)), h, w
-    ratio = width / height
-    if ratio < 3 / 4:
-        w, h = width, int(round(width / (3 / 4)))
-    elif ratio > 4 / 3:
-        h, w = height, int(round(height * 4 / 3))
-    else:
-        w, h = width, height
-    return (height - h) // 2, (width - w) // 2, h, w
 
 
 def build_dataset(root, batch_size, seed=0):
@@ -76,18 +55,20 @@ def build_dataset(root, batch_size, seed=0):
         def __iter__(self):
             info = get_worker_info()
             worker, workers = (info.id, info.num_workers) if info else (0, 1)
-            rng = np.random.default_rng((seed, self.epoch, worker))
+            # One order for all workers (each takes every workers-th item),
+            # draws of each worker's own.
+            order = list(range(len(items)))
+            random.Random(f"{seed} {self.epoch}").shuffle(order)
+            rng = random.Random(f"{seed} {self.epoch} {worker}")
             self.epoch += 1
-            order = rng.permutation(len(items))[worker::workers]
             images = np.empty((batch_size, SIZE, SIZE, 3), np.uint8)
             labels = np.empty(batch_size, np.int64)
             n = 0
-            for i in order:
+            for i in order[worker::workers]:
                 path, label = items[i]
                 img = cv2.imdecode(np.fromfile(path, np.uint8), cv2.IMREAD_COLOR)
-                top, left, h, w = crop_box(rng, *img.shape[:2])
-                cv2.resize(img[top:top + h, left:left + w], (SIZE, SIZE), dst=images[n],
-                           interpolation=cv2.INTER_LINEAR)
+                x, y, w, h = crop_window(img.shape[1], img.shape[0], rng)
+                cv2.resize(img[y:y + h, x:x + w], (SIZE, SIZE), dst=images[n], interpolation=cv2.INTER_LINEAR)
                 if rng.random() < 0.5:
                     cv2.flip(images[n], 1, dst=images[n])
                 labels[n] = label
