@@ -1,6 +1,5 @@
 #include "sluice/exec/split_read_ahead.h"
 
-#include <algorithm>
 #include <set>
 #include <utility>
 
