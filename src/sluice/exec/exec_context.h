@@ -157,8 +157,8 @@ struct ExecContext {
   // use count against `memory`; their caches are trimmed with the pool's.
   std::vector<BufferPool*> staging_pools;
   // The most bytes a source split read ahead has held, kept by the
-  // pipeline from epoch to epoch (SplitReadAhead).
-  std::shared_ptr<std::atomic<int64_t>> split_bytes = std::make_shared<std::atomic<int64_t>>(0);
+  // pipeline from epoch to epoch (SplitReadAhead); null: each read-ahead's own.
+  std::shared_ptr<std::atomic<int64_t>> split_bytes;
   io::CorruptionLog skips;
   // on_corrupt "skip": a row a kernel refuses is dropped and logged in
   // `skips`, not the pipeline's error.
