@@ -6,12 +6,16 @@ W2 and of W3 on the local files and on the objects, interleaved, medians;
 beside the store's own bandwidth as a skilled client gets it (pyarrow,
 8 MiB ranged reads, 4 in flight). W3 also runs from WebDataset shards
 (bench/peers/make_shards.py), beside the webdataset library reading the
-same objects as its docs say (`pipe:curl`, S3-signed). W2 also runs on the objects through the
+same objects as its docs say (`pipe:curl`, S3-signed), and beside LitData
+and MosaicML Streaming reading the same images in their own formats from
+the store (bench/peers/w3_streaming.py: a fresh cache each run, the first
+epoch timed, as the webdataset peer). W2 also runs on the objects through the
 object cache (filled once before the runs: later epochs), and through a
 proxy without and with --latency-ms added to every request, with one
 split read at a time (the default) and with parallel_reads 8.
 
     .venv/bin/python bench/object_store_bench.py --data data [--runs 5] [--epochs 2]
+        [--only "w3 shards s3,litdata s3"]
 
 `--data` holds cifar10/*.tfrecord and imagenet/<class>/*.jpg (`sluice
 make-data cifar10`, `sluice make-data imagenet`). Prints a table, then one
@@ -167,8 +171,38 @@ def webdataset_peer(data, endpoint, tmp):
             "--batches", "6"]
 
 
-def run_peer(command):
-    out = subprocess.run(command, capture_output=True, text=True, check=True)
+def streaming_peers(data, client, tmp):
+    """LitData and MosaicML Streaming: W3's images written in each one's
+    format (bench/peers/w3_streaming.py) and uploaded under bench/litdata
+    and bench/mds; returns {name: a function of a fresh cache folder giving
+    the reading command}."""
+    peer_py = subprocess.run([os.path.join(HERE, "peers", "ensure_stream_venv.sh")], check=True,
+                             capture_output=True, text=True).stdout.strip().splitlines()[-1]
+    script = os.path.join(HERE, "peers", "w3_streaming.py")
+    commands = {}
+    for library, prefix in (("litdata", "litdata"), ("mosaic", "mds")):
+        out = os.path.join(tmp, prefix)
+        subprocess.run([peer_py, script, "write", "--library", library, "--data", os.path.join(data, "imagenet"),
+                        "--out", out], check=True, stdout=sys.stderr)  # its progress: not the table's
+        for name in sorted(os.listdir(out)):
+            with client.open_output_stream(f"bench/{prefix}/{name}") as f:
+                f.write(open(os.path.join(out, name), "rb").read())
+        commands[f"{library} s3"] = lambda cache, library=library, prefix=prefix: [
+            peer_py, script, "read", "--library", library, "--data", f"s3://bench/{prefix}", "--cache", cache,
+            "--warmup", "1", "--batches", "6"]
+    return commands
+
+
+class PeerFailed(Exception):
+    pass
+
+
+def run_peer(command, env=None):
+    """The peer's samples/s; PeerFailed with its last error line when it fails."""
+    out = subprocess.run(command, capture_output=True, text=True, env=env)
+    if out.returncode != 0:
+        print(out.stderr[-4000:], file=sys.stderr)
+        raise PeerFailed(out.stderr.strip().splitlines()[-1] if out.stderr.strip() else f"exit {out.returncode}")
     return json.loads(out.stdout.strip().splitlines()[-1])["samples_per_s"]
 
 
@@ -184,6 +218,7 @@ def main():
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--latency-ms", type=int, default=20, help="added to each request through a proxy")
+    parser.add_argument("--only", help="run only these configurations (comma-separated names as the table prints)")
     args = parser.parse_args()
     files = sorted(glob.glob(os.path.join(args.data, "cifar10", "*.tfrecord")))
     if not files or not glob.glob(os.path.join(args.data, "imagenet", "*", "*.jpg")):
@@ -209,8 +244,12 @@ def main():
             proxies = {f"{name} +{ms}ms": (name, DelayProxy(port, ms / 1000))
                        for name in ("w2 s3", "w2 s3 8 reads") for ms in (0, args.latency_ms)}
             peer = webdataset_peer(args.data, endpoint, tmp)
-            names = list(configs) + list(proxies) + ["webdataset s3", "store bandwidth"]
+            streaming = streaming_peers(args.data, client, tmp)
+            names = list(configs) + list(proxies) + ["webdataset s3"] + list(streaming) + ["store bandwidth"]
+            if args.only:
+                names = [name for name in names if name in args.only.split(",")]
             rates = {name: [] for name in names}
+            failures = {}
             for r in range(args.runs):
                 order = names[r % len(names):] + names[:r % len(names)]  # each round starts one later
                 for name in order:
@@ -220,6 +259,13 @@ def main():
                         rates[name].append(run(configs[config], args.epochs, proxied)["samples_per_s"])
                     elif name == "webdataset s3":
                         rates[name].append(run_peer(peer))
+                    elif name in streaming:
+                        cache = tempfile.mkdtemp(dir=tmp)  # a fresh job: nothing downloaded yet
+                        # MosaicML Streaming takes the endpoint from S3_ENDPOINT_URL.
+                        try:
+                            rates[name].append(run_peer(streaming[name](cache), dict(env, S3_ENDPOINT_URL=endpoint)))
+                        except PeerFailed as e:  # counted and shown, not hidden in a median
+                            failures.setdefault(name, []).append(str(e))
                     elif name == "store bandwidth":
                         rates[name].append(store_bandwidth(client, [f"bench/cifar10/{os.path.basename(f)}"
                                                                     for f in files]))
@@ -229,20 +275,25 @@ def main():
         finally:
             process.kill()
             process.wait()
-    medians = {name: statistics.median(v) for name, v in rates.items()}
+    medians = {name: statistics.median(v) for name, v in rates.items() if v}
     print(f"{'configuration':<18} {'median':>12}  runs")
     for name in names:
         unit = "MB/s" if name == "store bandwidth" else "samples/s"
-        print(f"{name:<18} {medians[name]:>12,.0f}  {unit}; " + ", ".join(f"{v:,.0f}" for v in rates[name]))
-    for name in ("read", "w2", "w3", "w3 shards"):
-        print(f"{name}: objects / local files = {medians[name + ' s3'] / medians[name + ' local']:.2f}")
-    print(f"w3 shards from objects: sluice / the webdataset library = "
-          f"{medians['w3 shards s3'] / medians['webdataset s3']:.2f}")
-    print(f"w2: cached objects / local files = {medians['w2 s3 cached'] / medians['w2 local']:.2f}")
-    for name in ("w2 s3", "w2 s3 8 reads"):
-        print(f"{name}: +{args.latency_ms} ms a request / through the same proxy without = "
-              f"{medians[f'{name} +{args.latency_ms}ms'] / medians[f'{name} +0ms']:.2f}")
-    print(json.dumps({"medians": medians, "runs": rates}))
+        if name in medians:
+            print(f"{name:<18} {medians[name]:>12,.0f}  {unit}; " + ", ".join(f"{v:,.0f}" for v in rates[name]))
+        for error in failures.get(name, []):
+            print(f"{name:<18} {'failed':>12}  {error}")
+    ratios = [(f"{name}: objects / local files", f"{name} s3", f"{name} local")
+              for name in ("read", "w2", "w3", "w3 shards")]
+    ratios += [(f"w3 shards from objects: sluice / {peer}", "w3 shards s3", peer)
+               for peer in ("webdataset s3", "litdata s3", "mosaic s3")]
+    ratios.append(("w2: cached objects / local files", "w2 s3 cached", "w2 local"))
+    ratios += [(f"{name}: +{args.latency_ms} ms a request / through the same proxy without",
+                f"{name} +{args.latency_ms}ms", f"{name} +0ms") for name in ("w2 s3", "w2 s3 8 reads")]
+    for label, a, b in ratios:
+        if a in medians and b in medians:
+            print(f"{label} = {medians[a] / medians[b]:.2f}")
+    print(json.dumps({"medians": medians, "runs": rates, "failures": failures}))
 
 
 if __name__ == "__main__":

@@ -39,15 +39,36 @@ def list_images(root):
             for f in sorted(os.listdir(os.path.join(root, c)))]
 
 
-def build_dataset(root, batch_size, seed=0):
+def augment_into(encoded, rng, out):
+    """Decodes the image bytes `encoded` (a uint8 array), crops
+    torchvision's RandomResizedCrop box, resizes it into `out` (SIZE x SIZE
+    x 3 uint8, BGR) and flips it half the time; `rng` is a random.Random."""
     import cv2
+    img = cv2.imdecode(encoded, cv2.IMREAD_COLOR)
+    if img is None:
+        raise ValueError(f"cv2.imdecode cannot decode {len(encoded)} bytes starting {bytes(encoded[:8]).hex()}")
+    x, y, w, h = crop_window(img.shape[1], img.shape[0], rng)
+    cv2.resize(img[y:y + h, x:x + w], (SIZE, SIZE), dst=out, interpolation=cv2.INTER_LINEAR)
+    if rng.random() < 0.5:
+        cv2.flip(out, 1, dst=out)
+
+
+def to_nchw(images):
+    """A uint8 NHWC BGR batch (numpy) as NCHW float32 RGB, normalized by
+    ImageNet's mean and std: once per batch, with torch ops."""
+    import torch
+    mean = torch.tensor(MEAN).view(1, 3, 1, 1) * 255
+    inv_std = 1 / (torch.tensor(STD).view(1, 3, 1, 1) * 255)
+    x = torch.from_numpy(images[..., ::-1].copy()).permute(0, 3, 1, 2).float()
+    return x.sub_(mean).mul_(inv_std).contiguous()
+
+
+def build_dataset(root, batch_size, seed=0):
     import numpy as np
     import torch
     from torch.utils.data import IterableDataset, get_worker_info
 
     items = list_images(root)
-    mean = torch.tensor(MEAN).view(1, 3, 1, 1) * 255
-    inv_std = 1 / (torch.tensor(STD).view(1, 3, 1, 1) * 255)
 
     class Batches(IterableDataset):
         epoch = 0  # per worker process: persistent workers count their epochs
@@ -66,17 +87,11 @@ def build_dataset(root, batch_size, seed=0):
             n = 0
             for i in order[worker::workers]:
                 path, label = items[i]
-                img = cv2.imdecode(np.fromfile(path, np.uint8), cv2.IMREAD_COLOR)
-                x, y, w, h = crop_window(img.shape[1], img.shape[0], rng)
-                cv2.resize(img[y:y + h, x:x + w], (SIZE, SIZE), dst=images[n], interpolation=cv2.INTER_LINEAR)
-                if rng.random() < 0.5:
-                    cv2.flip(images[n], 1, dst=images[n])
+                augment_into(np.fromfile(path, np.uint8), rng, images[n])
                 labels[n] = label
                 n += 1
                 if n == batch_size:
-                    # BGR to RGB, NHWC to NCHW, normalized: once per batch.
-                    x = torch.from_numpy(images[..., ::-1].copy()).permute(0, 3, 1, 2).float()
-                    yield x.sub_(mean).mul_(inv_std).contiguous(), torch.from_numpy(labels.copy())
+                    yield to_nchw(images), torch.from_numpy(labels.copy())
                     n = 0
             # the partial last batch is dropped, as drop_last=True would
 
