@@ -1,9 +1,14 @@
 // Batch node: cuts the input rows into batches of `size`. When an input
-// chunk already is a whole batch (the source cuts chunks of the batch size
-// whenever nothing in between changes row counts) it passes through with no
-// copy; otherwise rows are copied into a new batch. The same cutting keeps
-// a repeat's chunks whole across its epochs (MakeRechunkIterator).
-#include <deque>
+// chunk holds a whole batch (the source cuts chunks of the batch size
+// whenever nothing in between changes row counts) the batch is a view of
+// it, no copy. Smaller chunks are copied into the batch as they arrive, not
+// held until it fills: a chunk may view memory its producer needs back (a
+// service worker's shared-memory ring, where a batch of single images
+// would not fit). The same cutting keeps a repeat's chunks whole across its
+// epochs (MakeRechunkIterator).
+#include <algorithm>
+#include <memory>
+#include <optional>
 
 #include "sluice/core/status_macros.h"
 #include "sluice/exec/iterator.h"
@@ -24,52 +29,55 @@ class BatchIterator : public Iterator {
         input_(std::move(input)) {}
 
   absl::Status GetNext(Batch* out, bool* end) override {
-    const int64_t size = size_;
-    while (!input_end_ && pending_rows_ < size) {
+    *end = false;
+    while (true) {
+      if (!filling_ && rest_.rows >= size_) {  // zero-copy: (a slice of) one chunk
+        TakeWhole(out);
+        return absl::OkStatus();
+      }
+      if (rest_.rows > 0) {
+        SLUICE_RETURN_IF_ERROR(CopyRest());
+        if (filling_->rows() == size_) {
+          *out = filling_->Finish();
+          filling_.reset();
+          return absl::OkStatus();
+        }
+        continue;
+      }
+      if (input_end_) break;
       Batch chunk;
       SLUICE_RETURN_IF_ERROR(input_->GetNext(&chunk, &input_end_));
-      if (input_end_ || chunk.rows == 0) continue;
-      pending_rows_ += chunk.rows;
-      pending_.push_back(std::move(chunk));
+      if (!input_end_) rest_ = std::move(chunk);
     }
-    int64_t take = std::min(size, pending_rows_);
-    if (take == 0 || (take < size && drop_remainder_)) {
-      pending_.clear();
-      pending_rows_ = 0;
-      *end = true;
-      return absl::OkStatus();
-    }
-    *end = false;
-    pending_rows_ -= take;
-    Batch& front = pending_.front();
-    if (front.rows >= take) {  // zero-copy: the batch is (a slice of) one chunk
-      *out = front.rows == take ? std::move(front) : front.Slice(0, take);
-      if (front.rows == take) {
-        pending_.pop_front();
-      } else {
-        front = front.Slice(take, front.rows);
-      }
-      return absl::OkStatus();
-    }
-    CpuToken token(&ctx_->cpu);
-    if (!token.held()) return absl::CancelledError("pipeline cancelled");
-    RowCopier copier(schema_, take, pool_);
-    while (take > 0) {
-      Batch& chunk = pending_.front();
-      const int64_t n = std::min(take, chunk.rows);
-      copier.Append(chunk, 0, n);
-      take -= n;
-      if (n == chunk.rows) {
-        pending_.pop_front();
-      } else {
-        chunk = chunk.Slice(n, chunk.rows);
-      }
-    }
-    *out = copier.Finish();
+    const bool remainder = filling_ && filling_->rows() > 0 && !drop_remainder_;
+    if (remainder) *out = filling_->Finish();
+    filling_.reset();
+    *end = !remainder;
     return absl::OkStatus();
   }
 
  private:
+  void TakeWhole(Batch* out) {
+    if (rest_.rows == size_) {
+      *out = std::move(rest_);
+      rest_ = Batch();
+    } else {
+      *out = rest_.Slice(0, size_);
+      rest_ = rest_.Slice(size_, rest_.rows);
+    }
+  }
+
+  // Copies what of rest_ the batch being filled has room for.
+  absl::Status CopyRest() {
+    CpuToken token(&ctx_->cpu);
+    if (!token.held()) return absl::CancelledError("pipeline cancelled");
+    if (!filling_) filling_.emplace(schema_, size_, pool_);
+    const int64_t n = std::min(rest_.rows, size_ - filling_->rows());
+    filling_->Append(rest_, 0, n);
+    rest_ = n == rest_.rows ? Batch() : rest_.Slice(n, rest_.rows);
+    return absl::OkStatus();
+  }
+
   ExecContext* ctx_;
   BufferPool* pool_;
   const Schema& schema_;
@@ -77,8 +85,8 @@ class BatchIterator : public Iterator {
   const bool drop_remainder_;
   std::unique_ptr<Iterator> input_;
   bool input_end_ = false;
-  std::deque<Batch> pending_;
-  int64_t pending_rows_ = 0;
+  Batch rest_;                        // input rows not yet in a batch
+  std::optional<RowCopier> filling_;  // the batch being copied together
 };
 
 }  // namespace
