@@ -1,5 +1,6 @@
 """Two builds of sluice side by side on the reference workloads: W1, W2,
-W5a, W3 and W2 with its prefix on the embedded service (one local worker), each
+W5a, W3, and W2 and W3 with their prefix on the embedded service (one local
+worker; `--workloads w3_service` to add W3's), each
 pipeline run by both `sluice` commands in turn, `--runs` times, the order
 alternating. Prints the median samples/s of each and the median of the
 per-run ratios new/old.
@@ -30,6 +31,7 @@ WORKLOADS = {
     "w3": ("pipelines/w3_imagenet.json", 3),
     "w5a": ("pipelines/w5a_cifar10.json", 30),
     "service": ("pipelines/w2_service.json", 3),
+    "w3_service": ("pipelines/w3_service.json", 3),
 }
 DATA = {"mnist": "mnist/MNIST/raw/train-images-idx3-ubyte", "cifar10": "cifar10/*.tfrecord",
         "imagenet": "imagenet/*/*"}

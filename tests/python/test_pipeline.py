@@ -329,6 +329,24 @@ def test_image_folder_decodes_crops_and_normalizes(tmp_path):
     assert one["image"].shape == (1, 32, 48, 3) and one["label"].tolist() == [5]
 
 
+def test_an_image_folder_through_a_local_worker_yields_every_image_once_an_epoch(tmp_path):
+    # One image a split: the worker gets a stream per core, each a ring, and
+    # the batch after the distribute copies the images as they come.
+    import subprocess
+    subprocess.run(["sluice", "make-data", "imagenet", "--out", str(tmp_path / "imgs"), "--count", "61",
+                    "--classes", "3"], check=True, capture_output=True)
+    local = sluice.image_folder(tmp_path / "imgs").map(ops.decode_image(size=[32, 48]))
+    distributed = local.distribute(local_workers=1).batch(16)
+    by_label = lambda batches: sorted(
+        (int(l), img.tobytes()) for b in batches for l, img in zip(b["label"], b["image"]))
+    want = by_label(local.batch(16))
+    assert len(want) == 61
+    for _ in range(2):
+        batches = list(distributed)
+        assert [len(b["label"]) for b in batches] == [16, 16, 16, 13]
+        assert by_label(batches) == want
+
+
 def test_device_decode_stats_count_nothing_without_a_gpu_decode():
     stats = sluice.device_decode_stats()
     assert set(stats) == {"hardware", "cuda", "cpu", "decoder"}

@@ -258,6 +258,7 @@ absl::StatusOr<ClientHeartbeatResponse> DispatcherState::ClientHeartbeat(const C
     TaskInfo* task = out.add_tasks();
     task->set_worker_id(id);
     task->set_worker_address(worker.address);
+    task->set_worker_cores(worker.cores);
   }
   return out;
 }
@@ -371,6 +372,7 @@ absl::StatusOr<WorkerHeartbeatResponse> DispatcherState::WorkerHeartbeat(const W
   worker.address = request.address();
   worker.last_seen = now;
   worker.active_streams = request.active_streams();
+  worker.cores = request.cores();
   worker.samples_per_s = request.samples_per_s();
   worker.ops = std::set<std::string>(request.ops().begin(), request.ops().end());
   const auto epoch_of = [this](const JournalSplit& s) -> EpochSplits* {

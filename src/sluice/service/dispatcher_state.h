@@ -124,6 +124,7 @@ class DispatcherState {
     std::string address;
     absl::Time last_seen;
     int active_streams = 0;
+    int cores = 0;
     double samples_per_s = 0;
     std::set<std::string> ops;
 

@@ -20,16 +20,30 @@ namespace {
 
 // The workers' part's shard (its count and index resolved: ResolveShards),
 // whose per-shard batch is the part's.
+bool OneRecordEach(const std::vector<io::Split>& splits) {
+  return !splits.empty() && std::all_of(splits.begin(), splits.end(), [](const io::Split& s) {
+    return s.end_record >= 0 && s.end_record - s.begin_record == 1;
+  });
+}
+
 // A stream's ring: as configured, or (by default) grown to hold a few of
 // the part's batches, so that a worker a little ahead of its consumer never
-// falls back to TCP (W3's 128 images of 224x224 are 77 MB a batch).
-size_t RingBytes(const ClientOptions& options, const Schema& schema, const ElementSpec& element) {
+// falls back to TCP (W3's 128 images of 224x224 are 77 MB a batch). A job
+// of one-record splits has a stream per worker core, each carrying one row
+// at a time: its rings hold the stream's outstanding rows, not 64 MiB each.
+size_t RingBytes(const ClientOptions& options, const Schema& schema, const ElementSpec& element,
+                 bool one_record_splits) {
   if (!options.shared_memory_auto || options.shared_memory_bytes == 0) return options.shared_memory_bytes;
   constexpr size_t kBatchesHeld = 3;
   constexpr size_t kMaxAutoBytes = size_t{1} << 30;
-  size_t batch = 0;
-  for (const ColumnSpec& c : schema.columns()) batch += static_cast<size_t>(c.row_bytes());
-  if (element.batched()) batch *= static_cast<size_t>(std::max<int64_t>(element.batch_size(), 1));
+  constexpr size_t kMinRowRingBytes = size_t{8} << 20;
+  size_t row = 0;
+  for (const ColumnSpec& c : schema.columns()) row += static_cast<size_t>(c.row_bytes());
+  if (one_record_splits) {
+    const size_t rows_held = static_cast<size_t>(std::max(1, options.max_outstanding)) + 2;
+    return std::min(std::max(kMinRowRingBytes, rows_held * row), kMaxAutoBytes);
+  }
+  const size_t batch = element.batched() ? row * static_cast<size_t>(std::max<int64_t>(element.batch_size(), 1)) : row;
   return std::max(options.shared_memory_bytes, std::min(kBatchesHeld * batch, kMaxAutoBytes));
 }
 
@@ -128,7 +142,8 @@ absl::StatusOr<std::shared_ptr<DistributedInput>> DistributedInput::Connect(Clie
   }
   if (!joined.pipeline_id().empty()) input->pipeline_id_ = joined.pipeline_id();  // the job's pin
   SLUICE_ASSIGN_OR_RETURN(input->sharding_, ShardingOf(workers_part, input->element_));
-  input->ring_bytes_ = RingBytes(input->options_, input->schema_, input->element_);
+  input->one_record_splits_ = input->options_.mode == DISTRIBUTED_EPOCH && OneRecordEach(input->splits_);
+  input->ring_bytes_ = RingBytes(input->options_, input->schema_, input->element_, input->one_record_splits_);
   SLUICE_RETURN_IF_ERROR(input->Heartbeat());
   DistributedInput* raw = input.get();
   input->heartbeats_ = std::thread([raw] { raw->BeatUntilStopped(); });

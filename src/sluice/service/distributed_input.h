@@ -66,6 +66,10 @@ class DistributedInput : public exec::RemoteInput {
   const std::string& pipeline_id() const { return pipeline_id_; }
   // The pipeline's splits, before any shuffle.
   const std::vector<io::Split>& splits() const { return splits_; }
+  // distributed_epoch over splits of one record each (an image folder, a
+  // file list): a stream carries one split at a time, so a worker gets a
+  // stream per core, or it would run one image at a time.
+  bool one_record_splits() const { return one_record_splits_; }
   int64_t job_id() const { return job_id_; }
   int64_t client_id() const { return client_id_; }
 
@@ -131,6 +135,7 @@ class DistributedInput : public exec::RemoteInput {
   ElementSpec element_;
   Schema schema_;
   std::vector<io::Split> splits_;  // the pipeline's, before any shuffle
+  bool one_record_splits_ = false;
   std::optional<graph::ShardSpec> sharding_;
   std::string workers_fingerprint_;
   size_t ring_bytes_ = 0;  // of each stream's ring

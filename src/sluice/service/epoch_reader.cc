@@ -1,5 +1,7 @@
 #include "sluice/service/epoch_reader.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "sluice/core/status_macros.h"
@@ -20,6 +22,9 @@ constexpr absl::Duration kRetryWorker = absl::Seconds(1);
 // malformed) fails the epoch: corruption that repeats is the network's or
 // a machine's, and running the split again would never end.
 constexpr int kMaxDamagedArrivals = 3;
+// Streams a worker gets for one-record splits, however many cores it has:
+// each holds a shared-memory ring.
+constexpr int kMaxStreamsPerWorker = 32;
 
 }  // namespace
 
@@ -112,22 +117,32 @@ void EpochReader::Supersede() {
 void EpochReader::OpenStreams() {
   last_open_ = absl::Now();
   for (const TaskInfo& task : input_->Tasks()) {
-    auto it = streams_.find(task.worker_id());
-    if (it != streams_.end()) {
-      const Stream& s = *it->second;
-      if (s.running || s.ended_epoch) continue;
-      auto failed = failed_at_.find(task.worker_id());
-      if (failed != failed_at_.end() && absl::Now() - failed->second < kRetryWorker) continue;
-      it->second->thread.join();  // finished: joins at once
-      streams_.erase(it);
-    }
-    auto stream = std::make_unique<Stream>();
-    stream->worker_id = task.worker_id();
-    stream->address = task.worker_address();
-    Stream* raw = stream.get();
-    streams_[task.worker_id()] = std::move(stream);
-    raw->thread = std::thread([this, raw] { Read(raw); });
+    const int lanes = StreamsPerWorker(task);
+    for (int lane = 0; lane < lanes; ++lane) OpenStream(task, lane);
   }
+}
+
+void EpochReader::OpenStream(const TaskInfo& task, int lane) {
+  const std::pair<int64_t, int> key{task.worker_id(), lane};
+  auto it = streams_.find(key);
+  if (it != streams_.end()) {
+    const Stream& s = *it->second;
+    if (s.running || s.ended_epoch) return;
+    auto failed = failed_at_.find(task.worker_id());
+    if (failed != failed_at_.end() && absl::Now() - failed->second < kRetryWorker) return;
+    it->second->thread.join();  // finished: joins at once
+    streams_.erase(it);
+  }
+  auto stream = std::make_unique<Stream>();
+  stream->worker_id = task.worker_id();
+  stream->address = task.worker_address();
+  Stream* raw = stream.get();
+  streams_[key] = std::move(stream);
+  raw->thread = std::thread([this, raw] { Read(raw); });
+}
+
+int EpochReader::StreamsPerWorker(const TaskInfo& task) const {
+  return input_->one_record_splits() ? std::clamp(task.worker_cores(), 1, kMaxStreamsPerWorker) : 1;
 }
 
 // One stream's reading, from its open to its end.

@@ -1,5 +1,6 @@
 // One epoch of a distributed pipeline on the consumer's side: a stream per
-// worker, each on its own thread, feeding one bounded queue. In
+// worker (per worker core, for splits of one record), each on its own
+// thread, feeding one bounded queue. In
 // distributed_epoch it keeps, per split in flight, the identities of the
 // samples delivered, so when a worker dies and its split is run again
 // elsewhere, the samples that already arrived are dropped: every sample
@@ -81,6 +82,9 @@ class EpochReader : public exec::Iterator {
   void SeedDone(const exec::DoneRows& done) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Opens streams to listed workers that have none. REQUIRES: mu_ held.
   void OpenStreams() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Opens (or opens again, once finished) the stream of `task`'s `lane`.
+  void OpenStream(const TaskInfo& task, int lane) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  int StreamsPerWorker(const TaskInfo& task) const;
   bool EpochOver() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The next batch of the batch size from pending_ (or the remainder at the end).
   bool TakeRebatched(bool at_end, Batch* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -101,8 +105,10 @@ class EpochReader : public exec::Iterator {
 
   absl::Mutex mu_;
   absl::CondVar cv_;
-  std::map<int64_t, std::unique_ptr<Stream>> streams_ ABSL_GUARDED_BY(mu_);  // by worker
-  std::map<int64_t, absl::Time> failed_at_ ABSL_GUARDED_BY(mu_);             // workers whose stream broke
+  // By worker and lane: a worker runs a job's one-record splits on several
+  // streams at once (StreamsPerWorker), its other splits on one.
+  std::map<std::pair<int64_t, int>, std::unique_ptr<Stream>> streams_ ABSL_GUARDED_BY(mu_);
+  std::map<int64_t, absl::Time> failed_at_ ABSL_GUARDED_BY(mu_);  // workers whose stream broke
   std::deque<Batch> queue_ ABSL_GUARDED_BY(mu_);
   std::deque<int64_t> queue_splits_ ABSL_GUARDED_BY(mu_);  // the split of each queued batch
   absl::Status error_ ABSL_GUARDED_BY(mu_);

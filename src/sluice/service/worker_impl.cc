@@ -1,6 +1,7 @@
 #include "sluice/service/worker_impl.h"
 
 #include <algorithm>
+#include <thread>
 
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
@@ -73,6 +74,8 @@ absl::Status WorkerImpl::Heartbeat() {
   ShmRingWriter::ReleaseRingsOfGoneClients();  // clients that left or died no longer pin their rings
   WorkerHeartbeatRequest request = Identity();
   request.set_active_streams(active_streams_.load());
+  request.set_cores(options_.threads > 0 ? options_.threads
+                                         : std::max(1, static_cast<int>(std::thread::hardware_concurrency())));
   for (const std::string& op : ops_) request.add_ops(op);
   {
     absl::MutexLock lock(&mu_);
