@@ -157,6 +157,22 @@ TEST_F(DispatcherStateTest, ASilentWorkersSplitsGoBackToTheirClient) {
   EXPECT_EQ(rerun.split(), 0);
 }
 
+TEST_F(DispatcherStateTest, ClientsLearnEachWorkersCores) {
+  // A client opens a stream per core of a worker for one-record splits.
+  ASSERT_OK_AND_ASSIGN(std::string p, state_.RegisterPipeline(Def(4), Splits(3)));
+  const GetOrCreateJobResponse job = Job(p);
+  WorkerHeartbeatRequest w;
+  w.set_address("a:1");
+  w.set_cores(6);
+  SLUICE_ASSERT_OK(state_.WorkerHeartbeat(w, kT0).status());
+  ClientHeartbeatRequest hb;
+  hb.set_job_id(job.job_id());
+  hb.set_client_id(job.client_id());
+  ASSERT_OK_AND_ASSIGN(ClientHeartbeatResponse tasks, state_.ClientHeartbeat(hb, kT0));
+  ASSERT_EQ(tasks.tasks_size(), 1);
+  EXPECT_EQ(tasks.tasks(0).worker_cores(), 6);
+}
+
 TEST_F(DispatcherStateTest, ARestartFromTheJournalKeepsJobsAndProgress) {
   ASSERT_OK_AND_ASSIGN(std::string p, state_.RegisterPipeline(Def(4), Splits(3)));
   const GetOrCreateJobResponse job = Job(p, "train");

@@ -18,8 +18,7 @@
 namespace sluice::service {
 namespace {
 
-// The workers' part's shard (its count and index resolved: ResolveShards),
-// whose per-shard batch is the part's.
+// Splits of one record each: an image folder's, a file list's.
 bool OneRecordEach(const std::vector<io::Split>& splits) {
   return !splits.empty() && std::all_of(splits.begin(), splits.end(), [](const io::Split& s) {
     return s.end_record >= 0 && s.end_record - s.begin_record == 1;
@@ -47,6 +46,8 @@ size_t RingBytes(const ClientOptions& options, const Schema& schema, const Eleme
   return std::max(options.shared_memory_bytes, std::min(kBatchesHeld * batch, kMaxAutoBytes));
 }
 
+// The workers' part's shard (its count and index resolved: ResolveShards),
+// whose per-shard batch is the part's.
 absl::StatusOr<std::optional<graph::ShardSpec>> ShardingOf(const PipelineDef& part, const ElementSpec& element) {
   for (int i = 0; i < part.nodes_size(); ++i) {
     if (!part.nodes(i).has_shard()) continue;
