@@ -184,6 +184,29 @@ TEST_F(PipelineTest, ParallelReadsGiveTheSameBatchesAsOneReader) {
   EXPECT_EQ(shuffled_parallel.labels, shuffled.labels);
 }
 
+TEST_F(PipelineTest, ParallelReadsCutChunksAcrossSplitsAsOneReaderDoes) {
+  // Files of 34, 33 and 33 records, batches of 16: one reader cuts the
+  // source's chunks as the batches are, 6 of 16 and the last of 4.
+  // Parallel reads once cut one at each file's end as well (16, 16, 2, ...:
+  // 9 chunks), so the batch node had to copy those batches together.
+  for (int readers : {1, 2, 3}) {
+    const PipelineDef def = PipelineBuilder::TfRecord({dir_.Join("*.tfrecord")}, {Int64Feature("label")})
+                                .Batch(16)
+                                .ParallelReads(readers)
+                                .Build();
+    ASSERT_OK_AND_ASSIGN(std::unique_ptr<Pipeline> pipeline, Pipeline::Create(def));
+    std::unique_ptr<PipelineIterator> it = pipeline->Iterate();
+    absl::Status status;
+    const Output out = Collect(it.get(), pipeline->output_schema(), &status);
+    SLUICE_ASSERT_OK(status);
+    EXPECT_EQ(out.rows, (std::vector<int64_t>{16, 16, 16, 16, 16, 16, 4})) << readers << " readers";
+    ASSERT_NE(it->stats(), nullptr);
+    const NodeStatsSnapshot source = it->stats()->Snapshot().nodes[0];
+    EXPECT_EQ(source.elements, 7) << readers << " readers";
+    EXPECT_EQ(source.rows, kRecords) << readers << " readers";
+  }
+}
+
 TEST_F(PipelineTest, AParallelReadersErrorComesAtItsSplitsTurn) {
   // The second of three files is cut inside its last record.
   std::sort(files_.begin(), files_.end());

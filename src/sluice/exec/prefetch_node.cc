@@ -74,14 +74,20 @@ class PrefetchIterator : public Iterator {
       }
       {
         ScopedNs waited(stats_ ? &stats_->output_wait_ns : nullptr);
-        if (!ctx_->memory.WaitForRoom(&buffered_, 0)) return;
+        // While one is buffered, the next starts only once it fits beside
+        // it (as big as the last); the nodes below count it as they make it.
+        if (!ctx_->memory.WaitForRoom(&buffered_, last_bytes_)) return;
+        ctx_->memory.Unreserve(last_bytes_);
       }
       Item item;
       item.status = input_->GetNext(&item.batch, &item.end);
       item.bytes = item.status.ok() && !item.end ? static_cast<int64_t>(item.batch.ByteSize()) : 0;
       const bool last = !item.status.ok() || item.end;
       absl::MutexLock lock(&mu_);
-      if (!last) SetBuffered(++buffered_);
+      if (!last) {
+        SetBuffered(++buffered_);
+        last_bytes_ = item.bytes;
+      }
       ctx_->memory.Add(item.bytes);
       queue_.push_back(std::move(item));
       cv_.SignalAll();
@@ -105,6 +111,7 @@ class PrefetchIterator : public Iterator {
   std::deque<Item> queue_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::atomic<int64_t> buffered_{0};  // elements queued for the consumer
+  int64_t last_bytes_ = 0;            // of the last element made (Produce's own)
   std::thread thread_;                // last: starts after the members it uses
 };
 
