@@ -303,6 +303,25 @@ def test_distribute_runs_the_prefix_on_local_workers_and_yields_the_same_samples
     assert by_label(distributed) == by_label(local)
 
 
+def test_local_workers_leave_the_scripts_stdout_its_own(cifar_dir):
+    """A training script's stdout holds what it prints, nothing of the
+    worker processes (their announcements and logs go to stderr)."""
+    import subprocess
+    import sys
+    script = (
+        "import sys, sluice\n"
+        "from sluice import ops\n"
+        "p = (sluice.tfrecord(sys.argv[1], {'image': ('bytes', 3072), 'label': 'int64'})\n"
+        "     .map(ops.reshape(field='image', shape=[32, 32, 3]))\n"
+        "     .distribute(local_workers=1).batch(50))\n"
+        "print('rows', sum(len(b['label']) for b in p))\n")
+    run = subprocess.run([sys.executable, "-c", script, str(cifar_dir / "*.tfrecord")], capture_output=True,
+                         text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout == "rows 300\n"
+    assert "worker listening on port" in run.stderr
+
+
 def test_distribute_builder_names_the_dispatcher_and_mode():
     p = sluice.arrays({"x": np.arange(4)}).distribute("host:1234", mode="parallel_epochs",
                                                       job_name="train", compression="zstd")

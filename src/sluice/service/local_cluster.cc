@@ -72,9 +72,12 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(int workers, i
     const pid_t pid = ::fork();
     if (pid < 0) return io::ErrnoStatus(errno, "cannot start a worker process for", binary);
     if (pid == 0) {
-      // The child: die with the parent, then become `sluice worker`.
+      // The child: die with the parent, then become `sluice worker`. Its
+      // announcement goes with its log to stderr: the user's stdout is the
+      // training script's own.
       ::prctl(PR_SET_PDEATHSIG, SIGTERM);
       if (::getppid() != parent) ::_exit(1);
+      ::dup2(2, 1);
       ::execv(binary.c_str(), argv.data());
       ::_exit(127);
     }
