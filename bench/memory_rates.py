@@ -1,5 +1,5 @@
-"""Throughput, time to the first batch and peak RSS of `sluice run` under
-memory budgets, interleaved runs (each round starting one configuration
+"""Throughput, time to the first batch, peak RSS and the engine's peak in
+use of `sluice run` under memory budgets, interleaved runs (each round starting one configuration
 later), medians; optionally beside another build
 of `sluice` (the one before a change).
 
@@ -54,7 +54,8 @@ def run(binary, path, epochs):
                          check=True, capture_output=True, text=True).stdout
     r = json.loads(out.strip().splitlines()[-1])
     return {"samples_per_s": r["samples_per_s"], "first_batch_ms": r["first_batch_ms"],
-            "peak_rss_mb": r["peak_rss_mb_after_epoch"][-1]}
+            "peak_rss_mb": r["peak_rss_mb_after_epoch"][-1],
+            "engine_peak_in_use_mb": r["engine_peak_in_use_bytes"] / 1e6}
 
 
 def main(argv=None):
@@ -94,9 +95,10 @@ def main(argv=None):
     for label, runs in results.items():
         rows.append({"config": label, **{k: statistics.median(r[k] for r in runs) for k in runs[0]},
                      "runs": runs})
-    print(f"{'config':<28} {'samples/s':>10} {'first batch ms':>15} {'peak RSS MB':>12}")
+    print(f"{'config':<28} {'samples/s':>10} {'first batch ms':>15} {'peak RSS MB':>12} {'in use MB':>10}")
     for r in rows:
-        print(f"{r['config']:<28} {r['samples_per_s']:>10,.0f} {r['first_batch_ms']:>15.1f} {r['peak_rss_mb']:>12.1f}")
+        print(f"{r['config']:<28} {r['samples_per_s']:>10,.0f} {r['first_batch_ms']:>15.1f} {r['peak_rss_mb']:>12.1f}"
+              f" {r['engine_peak_in_use_mb']:>10.1f}")
     print(json.dumps(rows))
 
 

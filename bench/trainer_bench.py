@@ -9,7 +9,7 @@ loader's process on CPU torch with one thread:
 - "launcher": a thread waking every 300 us to run a small op, as the thread
   of a GPU trainer that launches kernels does; a step is 100 wake-ups.
 
-For W1, W2 and W3 it runs sluice in the process, sluice through a local worker
+For W1, W2, W3 and W5b it runs sluice in the process, sluice through a local worker
 process (the shared-memory rings of `distribute()`), and the expert
 DataLoader (bench/peers, 2 workers), each alone (the loader's own rate)
 and under each trainer load, beside the trainer with its data ready (one
@@ -18,12 +18,16 @@ time (its compute, not its wait for data), the job's steps/s and
 samples/s.
 
     .venv/bin/python bench/trainer_bench.py --data DATA [--runs 3] [--steps 40]
-        [--workloads w1_mnist,w2_cifar10,w3_imagenet]
+        [--workloads w1_mnist,w2_cifar10,w3_imagenet,w5b_imagenet]
 
 DATA holds mnist/MNIST/raw (`sluice make-data mnist`), cifar10/*.tfrecord
 (`sluice make-data cifar10`) and imagenet/ (`sluice make-data imagenet`).
 W3's expert DataLoader is bench/peers/w3_opencv.py (OpenCV, as torchvision
-is not in .venv). Prints a table, then one JSON line.
+is not in .venv). W5b's is torchvision's RandAugment (bench/peers/w3_torch.py),
+which only Debian's /usr/bin/python3 has here: with w5b_imagenet the bench
+runs itself again there, with sluice (and nothing else) from .venv on its
+path, so its trainer runs on Debian's torch. Prints a table, then one JSON
+line.
 """
 
 import argparse
@@ -32,7 +36,7 @@ import json
 import os
 import statistics
 import sys
-import threading
+import tempfile
 import time
 
 import numpy as np
@@ -82,6 +86,9 @@ def expert_batches(workload, data):
     elif workload == "w3_imagenet":
         import w3_opencv
         loader = w3_opencv.make_loader(os.path.join(data, "imagenet"), 256, 2)
+    elif workload == "w5b_imagenet":
+        import w3_torch
+        loader = w3_torch.make_loader(os.path.join(data, "imagenet"), 256, 2, rand_augment=True)
     else:
         import w2_opencv
         import w2_torch
@@ -146,13 +153,29 @@ def measure(batches, trainer, steps, warmup=3):
     return (statistics.median(compute) * 1e3 if compute else 0.0), steps / seconds, samples / seconds
 
 
+def rerun_under_debian_python(argv):
+    """Runs this bench again under Debian's python3 (torchvision), with only
+    this environment's sluice on its path: .venv's torch and numpy would
+    not load there."""
+    path = tempfile.mkdtemp(prefix="sluice-only-")
+    os.symlink(os.path.dirname(sluice.__file__), os.path.join(path, "sluice"))
+    env = dict(os.environ, PYTHONPATH=path)
+    os.execve("/usr/bin/python3", ["/usr/bin/python3", os.path.abspath(__file__), *argv], env)
+
+
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--data", required=True)
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--steps", type=int, default=40)
     p.add_argument("--workloads", default="w1_mnist,w2_cifar10")
     args = p.parse_args(argv)
+    if "w5b_imagenet" in args.workloads.split(","):
+        try:
+            import torchvision  # noqa: F401
+        except ImportError:
+            rerun_under_debian_python(argv)
     torch.set_num_threads(1)
     results = {}
     for workload in args.workloads.split(","):

@@ -1,5 +1,6 @@
-"""W5b, ImageNet-style JPEGs with RandAugment: random-resized-crop 224,
-horizontal flip, RandAugment(2, 9), normalize, batch 256. sluice against a
+"""W5b, ImageNet-style JPEGs with RandAugment (pipelines/w5b_imagenet.json):
+random-resized-crop 224, horizontal flip, RandAugment(2, 9), normalize,
+batch 256. sluice against a
 torch DataLoader with torchvision's RandAugment (2 workers) and DALI's CPU
 pipeline with its auto_aug.rand_augment, side by side, interleaved runs,
 medians. All three use torchvision's RandAugment settings: nearest
@@ -20,7 +21,6 @@ import subprocess
 import sys
 
 import sluice
-from sluice import ops
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from sluice_rate import rate  # noqa: E402
@@ -30,10 +30,11 @@ PEERS = os.path.join(HERE, "peers")
 
 
 def w5b(folder):
-    return (sluice.image_folder(folder)
-            .map(ops.decode_random_resized_crop(size=[224]), ops.random_flip(mode="horizontal"),
-                 ops.rand_augment(num_ops=2, magnitude=9), ops.crop_mirror_normalize(mirror=0))
-            .batch(256, drop_remainder=True).prefetch())
+    """pipelines/w5b_imagenet.json, reading `folder`."""
+    with open(os.path.join(HERE, "..", "pipelines", "w5b_imagenet.json")) as f:
+        spec = json.load(f)
+    spec["nodes"][0]["source"]["image_folder"]["root"] = folder
+    return sluice.Pipeline.from_json(json.dumps(spec))
 
 
 def peer(cmd):

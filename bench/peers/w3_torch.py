@@ -25,6 +25,24 @@ from peer_timing import (add_common_args, check_batches, epochs, make_logger,  #
 log = make_logger("w3_torch")
 
 
+def make_loader(folder, batch_size, workers, mode="train", rand_augment=False):
+    """The DataLoader of W3 (or W5b with rand_augment, or W3's eval
+    transforms with mode "eval") over the image folder `folder`."""
+    from torch.utils.data import DataLoader
+    from torchvision import datasets, transforms
+    normalize = transforms.Normalize(mean=[0.485, 0.456, 0.406], std=[0.229, 0.224, 0.225])
+    if mode == "train":
+        augment = [transforms.RandAugment(num_ops=2, magnitude=9)] if rand_augment else []
+        tf = transforms.Compose([transforms.RandomResizedCrop(224), transforms.RandomHorizontalFlip(), *augment,
+                                 transforms.ToTensor(), normalize])
+    else:
+        tf = transforms.Compose([transforms.Resize(256), transforms.CenterCrop(224),
+                                 transforms.ToTensor(), normalize])
+    dataset = datasets.ImageFolder(folder, transform=tf)
+    return DataLoader(dataset, batch_size=batch_size, shuffle=True, num_workers=workers,
+                      drop_last=True, persistent_workers=workers > 0)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     add_common_args(p, "ImageFolder root (class folders of JPEGs)", 256,
@@ -35,21 +53,8 @@ def main(argv=None):
     check_batches(p, args)
 
     import torch
-    from torch.utils.data import DataLoader
-    from torchvision import datasets, transforms
-
-    normalize = transforms.Normalize(mean=[0.485, 0.456, 0.406], std=[0.229, 0.224, 0.225])
-    if args.mode == "train":
-        augment = [transforms.RandAugment(num_ops=2, magnitude=9)] if args.rand_augment else []
-        tf = transforms.Compose([transforms.RandomResizedCrop(224), transforms.RandomHorizontalFlip(), *augment,
-                                 transforms.ToTensor(), normalize])
-    else:
-        tf = transforms.Compose([transforms.Resize(256), transforms.CenterCrop(224),
-                                 transforms.ToTensor(), normalize])
-    dataset = datasets.ImageFolder(args.data, transform=tf)
-    loader = DataLoader(dataset, batch_size=args.batch_size, shuffle=True, num_workers=args.workers,
-                        drop_last=True, persistent_workers=args.workers > 0)
-    log(f"{len(dataset)} images, mode {args.mode}, torch {torch.__version__}, {args.workers} workers")
+    loader = make_loader(args.data, args.batch_size, args.workers, args.mode, args.rand_augment)
+    log(f"{len(loader.dataset)} images, mode {args.mode}, torch {torch.__version__}, {args.workers} workers")
     # The loader repeats: an epoch of the dataset may be shorter than the run.
     workload = "w5b" if args.rand_augment else "w3" if args.mode == "train" else "w3_eval"
     print_result(time_batches(epochs(loader, "w3_torch", args.batch_size), args.warmup, args.batches, "torch",

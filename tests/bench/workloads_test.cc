@@ -46,6 +46,31 @@ TEST(ShippedPipelines, EqualTheBenchWorkloads) {
   EXPECT_TRUE(diff.Compare(W5aPipeline("data/cifar10"), w5a)) << report;
 }
 
+// W5b is W3 with a horizontal flip and RandAugment(2, 9) before the
+// normalization, which then mirrors nothing itself.
+TEST(ShippedPipelines, W5bIsW3WithAFlipAndRandAugment) {
+  ASSERT_OK_AND_ASSIGN(PipelineDef w3, PipelineFromJsonFile(Root() + "/pipelines/w3_imagenet.json"));
+  ASSERT_OK_AND_ASSIGN(PipelineDef w5b, PipelineFromJsonFile(Root() + "/pipelines/w5b_imagenet.json"));
+  ASSERT_EQ(w5b.nodes_size(), w3.nodes_size());
+  ASSERT_EQ(w5b.nodes(1).map().ops_size(), 4);
+  const OpDef& flip = w5b.nodes(1).map().ops(1);
+  const OpDef& augment = w5b.nodes(1).map().ops(2);
+  EXPECT_EQ(flip.op(), "random_flip");
+  EXPECT_EQ(flip.attrs().fields().at("mode").string_value(), "horizontal");
+  EXPECT_EQ(augment.op(), "rand_augment");
+  EXPECT_EQ(augment.attrs().fields().at("num_ops").number_value(), 2);
+  EXPECT_EQ(augment.attrs().fields().at("magnitude").number_value(), 9);
+  EXPECT_EQ(w5b.nodes(1).map().ops(3).attrs().fields().at("mirror").number_value(), 0);
+  w5b.mutable_nodes(1)->mutable_map()->mutable_ops()->DeleteSubrange(1, 2);
+  (*w5b.mutable_nodes(1)->mutable_map()->mutable_ops(1)->mutable_attrs()->mutable_fields())["mirror"].set_number_value(
+      0.5);
+  w5b.set_name(w3.name());
+  google::protobuf::util::MessageDifferencer diff;
+  std::string report;
+  diff.ReportDifferencesToString(&report);
+  EXPECT_TRUE(diff.Compare(w3, w5b)) << report;
+}
+
 TEST(ShippedPipelines, TheServiceDemosAreTheWorkloadsOnOneLocalWorker) {
   ExpectOnOneLocalWorker("w2_service.json", "w2_cifar10.json");
   ExpectOnOneLocalWorker("w3_service.json", "w3_imagenet.json");
