@@ -19,6 +19,7 @@ samples/s.
 
     .venv/bin/python bench/trainer_bench.py --data DATA [--runs 3] [--steps 40]
         [--workloads w1_mnist,w2_cifar10,w3_imagenet,w5b_imagenet]
+        [--loaders "data ready,sluice,sluice local worker,expert DataLoader"]
 
 DATA holds mnist/MNIST/raw (`sluice make-data mnist`), cifar10/*.tfrecord
 (`sluice make-data cifar10`) and imagenet/ (`sluice make-data imagenet`).
@@ -170,7 +171,11 @@ def main(argv=None):
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--steps", type=int, default=40)
     p.add_argument("--workloads", default="w1_mnist,w2_cifar10")
+    p.add_argument("--loaders", default=",".join(LOADERS), help="a comma-separated subset of: " + ", ".join(LOADERS))
     args = p.parse_args(argv)
+    loaders = args.loaders.split(",")
+    if not set(loaders) <= set(LOADERS):
+        p.error(f"--loaders: unknown {', '.join(sorted(set(loaders) - set(LOADERS)))}")
     if "w5b_imagenet" in args.workloads.split(","):
         try:
             import torchvision  # noqa: F401
@@ -180,7 +185,7 @@ def main(argv=None):
     results = {}
     for workload in args.workloads.split(","):
         in_channels = 1 if workload == "w1_mnist" else 3
-        for loader in LOADERS:
+        for loader in loaders:
             print(f"{workload}, {loader} ...", file=sys.stderr, flush=True)
             if loader == "data ready":
                 batch = next(sluice_batches(sluice_pipeline(workload, args.data, False)))
