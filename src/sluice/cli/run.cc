@@ -112,7 +112,10 @@ absl::Status Run(const RunArgs& args) {
   options.epochs = args.epochs;
   options.progress = !args.quiet;
   const graph::CompiledPipeline& c = (*pipeline)->compiled();
-  if (!args.quiet) std::printf("%s: %s\n", args.pipeline.c_str(), DescribeSettings(c).c_str());
+  if (!args.quiet) {
+    std::printf("%s: %s\n", args.pipeline.c_str(), DescribeSettings(c).c_str());
+    std::fflush(stdout);  // first in a log that takes stdout and stderr, not after the run's own lines
+  }
   SLUICE_ASSIGN_OR_RETURN(RunReport r, RunPipeline(**pipeline, options));
   if (r.skipped_records > 0) std::fprintf(stderr, "warning: %s\n", r.skip_summary.c_str());
   if (!args.quiet) PrintSummary(args.pipeline, c, r);
