@@ -28,19 +28,26 @@ bool OneRecordEach(const std::vector<io::Split>& splits) {
 // A stream's ring: as configured, or (by default) grown to hold a few of
 // the part's batches, so that a worker a little ahead of its consumer never
 // falls back to TCP (W3's 128 images of 224x224 are 77 MB a batch). A job
-// of one-record splits has a stream per worker core, each carrying one row
-// at a time: its rings hold the stream's outstanding rows, not 64 MiB each.
+// of one-record splits has a few streams per worker core, each carrying one
+// row at a time: its rings hold twice the stream's outstanding rows, not
+// 64 MiB each; 8 MiB when a row's size is not known (ragged columns).
 size_t RingBytes(const ClientOptions& options, const Schema& schema, const ElementSpec& element,
                  bool one_record_splits) {
   if (!options.shared_memory_auto || options.shared_memory_bytes == 0) return options.shared_memory_bytes;
   constexpr size_t kBatchesHeld = 3;
   constexpr size_t kMaxAutoBytes = size_t{1} << 30;
-  constexpr size_t kMinRowRingBytes = size_t{8} << 20;
+  constexpr size_t kRaggedRowRingBytes = size_t{8} << 20;
+  constexpr size_t kMinRowRingBytes = size_t{1} << 20;
   size_t row = 0;
-  for (const ColumnSpec& c : schema.columns()) row += static_cast<size_t>(c.row_bytes());
+  bool ragged = false;
+  for (const ColumnSpec& c : schema.columns()) {
+    row += static_cast<size_t>(c.row_bytes());
+    ragged = ragged || c.ragged;
+  }
   if (one_record_splits) {
     const size_t rows_held = static_cast<size_t>(std::max(1, options.max_outstanding)) + 2;
-    return std::min(std::max(kMinRowRingBytes, rows_held * row), kMaxAutoBytes);
+    const size_t least = ragged ? kRaggedRowRingBytes : kMinRowRingBytes;
+    return std::min(std::max(least, 2 * rows_held * row), kMaxAutoBytes);
   }
   const size_t batch = element.batched() ? row * static_cast<size_t>(std::max<int64_t>(element.batch_size(), 1)) : row;
   return std::max(options.shared_memory_bytes, std::min(kBatchesHeld * batch, kMaxAutoBytes));

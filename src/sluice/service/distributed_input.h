@@ -68,7 +68,7 @@ class DistributedInput : public exec::RemoteInput {
   const std::vector<io::Split>& splits() const { return splits_; }
   // distributed_epoch over splits of one record each (an image folder, a
   // file list): a stream carries one split at a time, so a worker gets a
-  // stream per core, or it would run one image at a time.
+  // few streams per core, or it would run one image at a time.
   bool one_record_splits() const { return one_record_splits_; }
   int64_t job_id() const { return job_id_; }
   int64_t client_id() const { return client_id_; }

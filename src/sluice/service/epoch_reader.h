@@ -1,5 +1,5 @@
 // One epoch of a distributed pipeline on the consumer's side: a stream per
-// worker (per worker core, for splits of one record), each on its own
+// worker (a few per worker core, for splits of one record), each on its own
 // thread, feeding one bounded queue. In
 // distributed_epoch it keeps, per split in flight, the identities of the
 // samples delivered, so when a worker dies and its split is run again
