@@ -716,6 +716,34 @@ TEST_F(PipelineTest, IterateSplitsReadsOnlyTheGivenSplitsInOrder) {
   EXPECT_TRUE(got.rows0 == expected);
 }
 
+// A service worker runs thousands of one-image splits an epoch, each with
+// an iterator of its own: one over a single record runs on one thread (one
+// map runner), not on each of the pipeline's.
+TEST_F(PipelineTest, AnIteratorOverOneRecordRunsOnOneThread) {
+  for (const std::string& f : files_) ASSERT_TRUE(io::WriteTfRecordIndex(f).ok());
+  auto def = [&](int64_t split_records) {
+    return PipelineBuilder::TfRecord({dir_.Join("*.tfrecord")}, {BytesFeature("image", 3072)})
+        .SplitRecords(split_records)
+        .Map({Op("reshape", {{"shape", {32, 32, 3}}}), Op("random_flip")})
+        .Threads(8)
+        .Build();
+  };
+  ASSERT_OK_AND_ASSIGN(auto single, Pipeline::Create(def(1)));
+  ASSERT_OK_AND_ASSIGN(auto ranges, Pipeline::Create(def(5)));
+  const std::vector<io::Split> records = single->Splits();
+  EXPECT_EQ(single->IterateSplits(0, {records[3]})->threads(), 1);
+  EXPECT_EQ(single->IterateSplits(0, {records[3], records[4], records[9]})->threads(), 3);
+  EXPECT_EQ(ranges->IterateSplits(0, {ranges->Splits()[0], ranges->Splits()[1]})->threads(), 8);
+  EXPECT_EQ(single->Iterate(0)->threads(), 8);
+  auto one = single->IterateSplits(0, {records[3]});
+  absl::Status status;
+  const Output got = Collect(one.get(), single->output_schema(), &status);
+  SLUICE_ASSERT_OK(status);
+  ASSERT_OK_AND_ASSIGN(Output all, RunEpoch(def(1)));
+  ASSERT_EQ(got.rows0.size(), 1u);
+  EXPECT_EQ(got.rows0[0], all.rows0[3]);
+}
+
 TEST_F(PipelineTest, IndexedFilesSplitIntoRecordRanges) {
   for (const std::string& f : files_) ASSERT_TRUE(io::WriteTfRecordIndex(f).ok());
   PipelineDef def =

@@ -387,9 +387,9 @@ int64_t Pipeline::Cardinality() const {
   return n;
 }
 
-std::unique_ptr<PipelineIterator> Pipeline::NewIterator(bool tune) const {
-  auto ctx = std::make_unique<ExecContext>(compiled_.seed, compiled_.threads, compiled_.memory_budget_bytes,
-                                           compiled_.ordered, pool_);
+std::unique_ptr<PipelineIterator> Pipeline::NewIterator(bool tune, int threads) const {
+  auto ctx = std::make_unique<ExecContext>(compiled_.seed, threads > 0 ? threads : compiled_.threads,
+                                           compiled_.memory_budget_bytes, compiled_.ordered, pool_);
   ctx->registry = compiled_.registry;
   if (remote_ != nullptr) ctx->memory.CountAlso([remote = remote_] { return remote->HeldBytes(); });
   ctx->memory.CountAlso(&io::ObjectBlockBytes);
@@ -600,13 +600,25 @@ absl::Status Pipeline::CheckSharding(const EpochPosition& p) const {
 
 std::unique_ptr<PipelineIterator> Pipeline::IterateSplits(uint64_t epoch, std::vector<io::Split> splits) const {
   // Runs of a few splits (a service worker's) are too short to tune, and
-  // save no position (the service tracks the splits).
-  std::unique_ptr<PipelineIterator> it = NewIterator(/*tune=*/false);
+  // save no position (the service tracks the splits). Splits of fewer
+  // records than threads (an image) get no more threads than records:
+  // the others would only be started and joined (a worker runs thousands
+  // of such splits an epoch).
+  std::unique_ptr<PipelineIterator> it = NewIterator(/*tune=*/false, ThreadsFor(splits));
   it->position_status_ = absl::UnimplementedError("an iterator over given splits saves no position");
   it->ctx_->splits = std::move(splits);
   it->ctx_->only_splits = true;
   it->root_ = MakeIterator(it->ctx_.get(), compiled_.nodes.size() - 1, epoch);
   return it;
+}
+
+int Pipeline::ThreadsFor(const std::vector<io::Split>& splits) const {
+  int64_t records = 0;
+  for (const io::Split& s : splits) {
+    if (s.end_record < 0) return compiled_.threads;  // a whole file: its count unknown
+    records += s.end_record - s.begin_record;
+  }
+  return static_cast<int>(std::clamp<int64_t>(records, 1, compiled_.threads));
 }
 
 std::vector<io::Split> Pipeline::Splits() const {

@@ -39,6 +39,10 @@ class PipelineIterator {
   // Every node's counters as of now; null when the pipeline opted out of
   // statistics. Thread-safe.
   const PipelineStats* stats() const { return ctx_->stats.get(); }
+  // The threads its nodes compute on at once (and a map's runners, unless
+  // its parallelism is set): the pipeline's, or fewer for a run of fewer
+  // records (Pipeline::IterateSplits).
+  int threads() const { return ctx_->threads; }
   // Records spans into `trace` from now on (null stops). REQUIRES: the
   // buffer outlives the iterator or is detached first.
   void AttachTrace(TraceBuffer* trace) { ctx_->trace.store(trace, std::memory_order_relaxed); }
@@ -135,7 +139,11 @@ class Pipeline {
                                          int64_t first_chunk_rows = 0) const;
   std::unique_ptr<Iterator> MakeNodeIterator(ExecContext* ctx, size_t index, uint64_t epoch,
                                              int64_t first_chunk_rows) const;
-  std::unique_ptr<PipelineIterator> NewIterator(bool tune) const;
+  // An iterator's context and knobs; `threads` > 0 stands for the
+  // pipeline's thread count.
+  std::unique_ptr<PipelineIterator> NewIterator(bool tune, int threads = 0) const;
+  // The threads a run of `splits` can use: no more than their records.
+  int ThreadsFor(const std::vector<io::Split>& splits) const;
   // exec::CheckResumable, and the remote input's.
   absl::Status CheckResumable() const;
   // Rows arrive as they come: options unordered, or from a service (but for
