@@ -3,6 +3,7 @@
 #include "sluice/exec/row_copier.h"
 
 #include <cstring>
+#include <deque>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -39,6 +40,27 @@ TEST(RowCopier, RangesOfSeveralBatchesBecomeOneBatchInOrder) {
   EXPECT_EQ(out.provenance.Origin(0).record, 101);
   EXPECT_EQ(out.provenance.Origin(2).record, 500);
   EXPECT_EQ(out.provenance.Origin(4).record, 502);
+}
+
+TEST(RowCopier, TakeFrontTakesWholeBatchesAndLeavesTheRestOfOne) {
+  const Schema schema({ColumnSpec{"x", DType::kUInt8, Shape{3}}});
+  std::deque<Batch> queue;
+  queue.push_back(Rows(2, 0, 10));
+  queue.push_back(Rows(3, 100, 20));
+  RowCopier copier(schema, 4);
+  EXPECT_EQ(copier.TakeFront(&queue, 4), 2);  // the first whole
+  EXPECT_EQ(copier.TakeFront(&queue, 2), 2);  // two of the second's three
+  ASSERT_EQ(queue.size(), 1u);
+  EXPECT_EQ(queue.front().rows, 1);
+  EXPECT_EQ(queue.front().columns[0].values.data<uint8_t>()[0], 106);
+  EXPECT_EQ(queue.front().provenance.Origin(0).record, 22);
+  const Batch out = copier.Finish();
+  ASSERT_EQ(out.rows, 4);
+  EXPECT_EQ(out.columns[0].values.data<uint8_t>()[9], 103);  // row 3: the second's row 1
+  EXPECT_EQ(out.provenance.Origin(3).record, 21);
+  std::deque<Batch> empty;
+  RowCopier none(schema, 1);
+  EXPECT_EQ(none.TakeFront(&empty, 1), 0);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "sluice/exec/row_copier.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace sluice::exec {
@@ -24,6 +25,19 @@ void RowCopier::Append(const Batch& src, int64_t begin, int64_t end) {
   }
   for (int64_t r = begin; r < end; ++r) builder_.provenance().AddRow(dst_row + r - begin, src.provenance, r);
   builder_.AddRows(end - begin);
+}
+
+int64_t RowCopier::TakeFront(std::deque<Batch>* queue, int64_t max_rows) {
+  if (queue->empty()) return 0;
+  Batch& front = queue->front();
+  const int64_t n = std::min(front.rows, max_rows);
+  Append(front, 0, n);
+  if (n == front.rows) {
+    queue->pop_front();
+  } else {
+    front = front.Slice(n, front.rows);
+  }
+  return n;
 }
 
 }  // namespace sluice::exec

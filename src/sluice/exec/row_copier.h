@@ -5,6 +5,7 @@
 #define SLUICE_EXEC_ROW_COPIER_H_
 
 #include <cstdint>
+#include <deque>
 
 #include "sluice/core/batch.h"
 #include "sluice/core/batch_builder.h"
@@ -22,6 +23,10 @@ class RowCopier {
   // Appends rows [begin, end) of `src`. REQUIRES: src has the schema's
   // layout and rows() + (end - begin) <= capacity.
   void Append(const Batch& src, int64_t begin, int64_t end);
+  // Appends up to `max_rows` rows from the front of `queue`, then drops
+  // them from it (a batch taken in part stays as the slice after them).
+  // Returns the rows appended. REQUIRES: rows() + max_rows <= capacity.
+  int64_t TakeFront(std::deque<Batch>* queue, int64_t max_rows);
   Batch Finish() { return builder_.Finish(); }
 
  private:

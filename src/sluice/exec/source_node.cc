@@ -134,14 +134,7 @@ class SourceIterator : public Iterator {
     }
     RowCopier copier(node_.output_schema, want, pool_);
     while (copier.rows() < want && more) {
-      Batch& front = ahead_.front();
-      const int64_t n = std::min(front.rows, want - copier.rows());
-      copier.Append(front, 0, n);
-      if (n == front.rows) {
-        ahead_.pop_front();
-      } else {
-        front = front.Slice(n, front.rows);
-      }
+      copier.TakeFront(&ahead_, want - copier.rows());
       if (copier.rows() < want) {
         absl::StatusOr<bool> next = AwaitAhead();
         if (!next.ok()) ahead_error_ = next.status();  // after the rows before it

@@ -373,16 +373,7 @@ bool EpochReader::TakeRebatched(bool at_end, Batch* out) {
   }
   const int64_t rows = std::min(size, pending_rows_);
   exec::RowCopier copier(schema_, rows, ctx_->pool);
-  while (copier.rows() < rows) {
-    Batch& front = pending_.front();
-    const int64_t n = std::min(front.rows, rows - copier.rows());
-    copier.Append(front, 0, n);
-    if (n == front.rows) {
-      pending_.pop_front();
-    } else {
-      front = front.Slice(n, front.rows);
-    }
-  }
+  while (copier.rows() < rows) copier.TakeFront(&pending_, rows - copier.rows());
   pending_rows_ -= rows;
   *out = copier.Finish();
   return true;
