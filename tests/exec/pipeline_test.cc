@@ -701,6 +701,7 @@ TEST_F(PipelineTest, IterateSplitsReadsOnlyTheGivenSplitsInOrder) {
   ASSERT_OK_AND_ASSIGN(auto pipeline, Pipeline::Create(def));
   ASSERT_OK_AND_ASSIGN(Output all, RunEpoch(def));
   const std::vector<io::Split> splits = pipeline->Splits();
+  EXPECT_EQ(&pipeline->Splits(), &pipeline->Splits()) << "listed once, not on each call";
   std::vector<int64_t> first_row{0};  // of each split in a whole epoch
   for (const io::Split& s : splits) first_row.push_back(first_row.back() + s.end_record - s.begin_record);
 

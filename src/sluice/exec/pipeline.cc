@@ -621,9 +621,12 @@ int Pipeline::ThreadsFor(const std::vector<io::Split>& splits) const {
   return static_cast<int>(std::clamp<int64_t>(records, 1, compiled_.threads));
 }
 
-std::vector<io::Split> Pipeline::Splits() const {
-  const graph::CompiledNode& first = compiled_.nodes.front();
-  return first.kind == graph::NodeKind::kSource ? first.format->MakeSplits() : std::vector<io::Split>{};
+const std::vector<io::Split>& Pipeline::Splits() const {
+  absl::call_once(splits_once_, [this] {
+    const graph::CompiledNode& first = compiled_.nodes.front();
+    if (first.kind == graph::NodeKind::kSource) splits_ = first.format->MakeSplits();
+  });
+  return splits_;
 }
 
 }  // namespace sluice::exec

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "absl/base/call_once.h"
 #include "absl/status/statusor.h"
 #include "pipeline.pb.h"
 #include "sluice/core/batch.h"
@@ -107,8 +108,10 @@ class Pipeline {
   absl::StatusOr<std::unique_ptr<PipelineIterator>> Resume(const std::string& state) const;
   // Epoch `epoch` restricted to `splits` of the source, in that order.
   std::unique_ptr<PipelineIterator> IterateSplits(uint64_t epoch, std::vector<io::Split> splits) const;
-  // The source's splits for one epoch, before any shuffle.
-  std::vector<io::Split> Splits() const;
+  // The source's splits for one epoch, before any shuffle: listed once (a
+  // service worker looks one up for every split it runs, and an image
+  // folder has a split per image). Thread-safe.
+  const std::vector<io::Split>& Splits() const;
 
   static constexpr int64_t kUnknown = -1;
   static constexpr int64_t kInfinite = -2;
@@ -178,6 +181,8 @@ class Pipeline {
   // ExecContext::split_bytes of every iterator.
   std::shared_ptr<std::atomic<int64_t>> split_bytes_ = std::make_shared<std::atomic<int64_t>>(0);
   // Tuning goes on across the iterators of successive epochs.
+  mutable absl::once_flag splits_once_;
+  mutable std::vector<io::Split> splits_;  // Splits(), once listed
   mutable absl::Mutex autotuner_mu_;
   mutable std::shared_ptr<SharedAutotuner> autotuner_ ABSL_GUARDED_BY(autotuner_mu_);
 };

@@ -51,7 +51,7 @@ absl::StatusOr<ElementSpec> DescribeElements(const PipelineDef& def, const graph
     }
   }
   out.set_cardinality(pipeline->Cardinality());
-  const std::vector<io::Split> splits = pipeline->Splits();
+  const std::vector<io::Split>& splits = pipeline->Splits();
   out.set_num_splits(static_cast<int64_t>(splits.size()));
   out.mutable_splits()->Reserve(static_cast<int>(3 * splits.size()));
   for (const io::Split& split : splits) {

@@ -86,10 +86,11 @@ class WorkerImpl {
   // PermissionDenied when `def` runs Python code and this worker may not.
   absl::Status CheckPython(const PipelineDef& def) const;
   // Runs `it` to its end, sending each batch tagged with `split` (and with
-  // the iterator's state after it when `with_state`).
+  // the iterator's state after it when `with_state`). `one_record`: `it`
+  // makes one message, so nothing is encoded ahead of the next.
   absl::Status SendAll(exec::PipelineIterator* it, const StreamBatchesRequest& request, int64_t split,
                        BatchMessage* header, ShmRingWriter* ring, const WriteFn& write,
-                       const std::function<bool()>& cancelled, bool with_state = false);
+                       const std::function<bool()>& cancelled, bool with_state = false, bool one_record = false);
   // parallel_epochs: the pipeline's whole epoch, or the rest of it from the
   // request's resume state; a sharded part's batches carry their state, from
   // which another worker can go on. What it skipped goes into `epoch_end`.
