@@ -180,9 +180,9 @@ class Pipeline {
   std::vector<BufferPool*> staging_pools_;
   // ExecContext::split_bytes of every iterator.
   std::shared_ptr<std::atomic<int64_t>> split_bytes_ = std::make_shared<std::atomic<int64_t>>(0);
-  // Tuning goes on across the iterators of successive epochs.
   mutable absl::once_flag splits_once_;
   mutable std::vector<io::Split> splits_;  // Splits(), once listed
+  // Tuning goes on across the iterators of successive epochs.
   mutable absl::Mutex autotuner_mu_;
   mutable std::shared_ptr<SharedAutotuner> autotuner_ ABSL_GUARDED_BY(autotuner_mu_);
 };
