@@ -138,31 +138,37 @@ void WorkerImpl::CountError(absl::StatusCode code) {
   ++errors_[absl::StatusCodeToString(code)];
 }
 
-absl::StatusOr<std::shared_ptr<const exec::Pipeline>> WorkerImpl::GetPipeline(const std::string& id) {
-  {
-    absl::MutexLock lock(&mu_);
-    const absl::Time now = absl::Now();
-    for (auto it = pipelines_.begin(); it != pipelines_.end();) {
-      it = now - it->second.last_used > kPipelineIdle ? pipelines_.erase(it) : std::next(it);
-    }
-    auto it = pipelines_.find(id);
-    if (it != pipelines_.end()) {
-      it->second.last_used = now;
-      return it->second.pipeline;
-    }
+std::shared_ptr<const exec::Pipeline> WorkerImpl::FindPipeline(const std::string& id) {
+  absl::MutexLock lock(&mu_);
+  const absl::Time now = absl::Now();
+  for (auto it = pipelines_.begin(); it != pipelines_.end();) {
+    it = now - it->second.last_used > kPipelineIdle ? pipelines_.erase(it) : std::next(it);
   }
+  auto it = pipelines_.find(id);
+  if (it == pipelines_.end()) return nullptr;
+  it->second.last_used = now;
+  return it->second.pipeline;
+}
+
+absl::StatusOr<std::shared_ptr<const exec::Pipeline>> WorkerImpl::GetPipeline(const std::string& id) {
+  if (std::shared_ptr<const exec::Pipeline> cached = FindPipeline(id)) return cached;
+  // One stream fetches and builds a pipeline while the others opened with
+  // it wait: a definition pinning a million files is a GB and seconds to
+  // build, and six streams opened at once built it six times.
+  absl::MutexLock building(&build_mu_);
+  if (std::shared_ptr<const exec::Pipeline> cached = FindPipeline(id)) return cached;
   GetPipelineRequest request;
   request.set_pipeline_id(id);
   GetPipelineResponse response;
   SLUICE_RETURN_IF_ERROR(CallUnary(dispatcher_.get(), &::sluice::Dispatcher::Stub::GetPipeline, "get pipeline", request,
                                    &response, options_.security.token));
-  PipelineDef def = response.pipeline();
+  PipelineDef def = std::move(*response.mutable_pipeline());
   SLUICE_RETURN_IF_ERROR(CheckPython(def));
   if (options_.threads > 0) def.mutable_options()->set_threads(options_.threads);
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<exec::Pipeline> pipeline, exec::Pipeline::Create(def));
   absl::MutexLock lock(&mu_);
   CachedPipeline& cached = pipelines_[id];
-  if (cached.pipeline == nullptr) cached.pipeline = std::move(pipeline);
+  cached.pipeline = std::move(pipeline);
   cached.last_used = absl::Now();
   return cached.pipeline;
 }

@@ -69,7 +69,11 @@ class WorkerImpl {
   // A heartbeat carrying who this worker is: its id, secret and address.
   WorkerHeartbeatRequest Identity() const;
   explicit WorkerImpl(WorkerOptions options);
+  // Pipeline `id`, built from the dispatcher's definition on first use and
+  // kept while in use (dropped after kPipelineIdle unused).
   absl::StatusOr<std::shared_ptr<const exec::Pipeline>> GetPipeline(const std::string& id);
+  // The cached pipeline `id` (null when none), dropping idle ones.
+  std::shared_ptr<const exec::Pipeline> FindPipeline(const std::string& id);
   // The dispatcher's next split for the stream, retrying while it restarts
   // (a retry repeats `ask`, so a lost reply hands out nothing twice).
   absl::StatusOr<GetSplitResponse> NextSplit(const GetSplitRequest& ask, const std::function<bool()>& cancelled);
@@ -108,6 +112,7 @@ class WorkerImpl {
   std::atomic<int64_t> samples_sent_{0};
   std::atomic<int64_t> bytes_sent_{0};
   std::atomic<int64_t> samples_sent_shared_memory_{0};
+  absl::Mutex build_mu_;  // one pipeline built at a time (GetPipeline)
   mutable absl::Mutex mu_;
   std::string address_ ABSL_GUARDED_BY(mu_);  // where clients reach this worker
   std::string secret_ ABSL_GUARDED_BY(mu_);   // keeps worker_id_ ours at the dispatcher
