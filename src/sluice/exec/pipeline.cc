@@ -356,8 +356,8 @@ int64_t Pipeline::Cardinality() const {
       case graph::NodeKind::kSource:
         n = 0;
         for (const io::Split& split : node.format->MakeSplits()) {
-          if (split.end_record < 0) return kUnknown;  // unindexed TFRecord
-          n += split.end_record - split.begin_record;
+          if (split.records() < 0) return kUnknown;  // unindexed TFRecord
+          n += split.records();
         }
         break;
       case graph::NodeKind::kRemote:
@@ -615,8 +615,8 @@ std::unique_ptr<PipelineIterator> Pipeline::IterateSplits(uint64_t epoch, std::v
 int Pipeline::ThreadsFor(const std::vector<io::Split>& splits) const {
   int64_t records = 0;
   for (const io::Split& s : splits) {
-    if (s.end_record < 0) return compiled_.threads;  // a whole file: its count unknown
-    records += s.end_record - s.begin_record;
+    if (s.records() < 0) return compiled_.threads;  // a whole file: its count unknown
+    records += s.records();
   }
   return static_cast<int>(std::clamp<int64_t>(records, 1, compiled_.threads));
 }

@@ -24,6 +24,9 @@ struct Split {
   int32_t file = 0;          // index into the source's file list
   int64_t begin_record = 0;  // first record
   int64_t end_record = -1;   // one past the last; -1: to the end of the file
+
+  // Its records; -1 when it runs to the end of its file (count unknown).
+  int64_t records() const { return end_record < 0 ? -1 : end_record - begin_record; }
 };
 
 // Splits of `records_per_file[i]` records each, `split_records` per split

@@ -20,9 +20,8 @@ namespace {
 
 // Splits of one record each: an image folder's, a file list's.
 bool OneRecordEach(const std::vector<io::Split>& splits) {
-  return !splits.empty() && std::all_of(splits.begin(), splits.end(), [](const io::Split& s) {
-    return s.end_record >= 0 && s.end_record - s.begin_record == 1;
-  });
+  return !splits.empty() &&
+         std::all_of(splits.begin(), splits.end(), [](const io::Split& s) { return s.records() == 1; });
 }
 
 // A stream's ring: as configured, or (by default) grown to hold a few of

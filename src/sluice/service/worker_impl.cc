@@ -277,8 +277,8 @@ absl::Status WorkerImpl::RunSplit(const exec::Pipeline& pipeline, const StreamBa
     part.begin_record = next.first_record();
   }
   std::unique_ptr<exec::PipelineIterator> it = pipeline.IterateSplits(request.epoch(), {part});
-  const bool one_record = part.end_record >= 0 && part.end_record - part.begin_record == 1;
-  SLUICE_RETURN_IF_ERROR(SendAll(it.get(), request, split, header, ring, counted, cancelled, false, one_record));
+  SLUICE_RETURN_IF_ERROR(
+      SendAll(it.get(), request, split, header, ring, counted, cancelled, false, part.records() == 1));
   BatchMessage split_end;
   split_end.set_split(split);
   split_end.set_split_end(true);
@@ -300,7 +300,7 @@ absl::Status WorkerImpl::FailedSplit(const exec::Pipeline& pipeline, const Strea
   skipped.set_split(failed.split());
   skipped.set_split_skipped(true);
   skipped.set_skip_reason(what);
-  skipped.set_skipped_records(split.end_record < 0 ? -1 : split.end_record - split.begin_record);
+  skipped.set_skipped_records(split.records());
   skipped.set_skipped_file((*pipeline.compiled().nodes.front().format->files())[split.file]);
   grpc::ByteBuffer marker = SerializeMessage(skipped);
   if (!write(&marker)) return absl::CancelledError("the client went away");
