@@ -1,5 +1,5 @@
 # The README's two commands, and the pieces they are made of.
-.PHONY: demo test build deps clean
+.PHONY: demo test build deps manylinux clean
 
 demo:
 	scripts/demo.sh
@@ -12,6 +12,11 @@ build:
 
 deps:
 	scripts/install_deps.sh
+
+# The self-contained wheel (dist/manylinux/), built in a Debian 11 root:
+# needs root; about 45 minutes the first time (docs/install.md).
+manylinux:
+	scripts/manylinux/build.sh
 
 clean:
 	rm -rf build

@@ -15,9 +15,8 @@ wheel=$(realpath "$2")
 [[ $(id -u) -eq 0 ]] || { echo "container_rootfs: needs root (debootstrap, chroot)" >&2; exit 1; }
 command -v debootstrap >/dev/null || { echo "container_rootfs: debootstrap is not installed" >&2; exit 1; }
 
-mirror=$(awk '/^URIs:/ {print $2; exit}' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)
-[[ -n $mirror ]] || mirror=$(awk '$1 == "deb" {print $2; exit}' /etc/apt/sources.list 2>/dev/null || true)
-[[ -n $mirror ]] || { echo "container_rootfs: no Debian mirror in this host's apt sources" >&2; exit 1; }
+source scripts/lib/debian_mirror.sh
+mirror=$(debian_mirror)
 
 echo "container_rootfs: Debian 12 (minbase) in $dir"
 debootstrap --variant=minbase bookworm "$dir" "$mirror" >"$dir.debootstrap.log" 2>&1 ||

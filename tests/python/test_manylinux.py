@@ -1,0 +1,151 @@
+"""The manylinux wheel (scripts/manylinux/build.sh writes it to
+dist/manylinux/) on an older Linux than it was built for: a fresh Debian 11
+root (glibc 2.31, none of the build's -dev packages) made by
+scripts/manylinux/try_root.sh, the wheel in a fresh virtual environment
+beside the CPU torch wheel and pyarrow. There: auditwheel's verdict, the
+command on a reference pipeline, the service in dispatcher and worker
+processes, and Python with sluice, pyarrow and torch in one process, values
+checked with numpy. Skips, saying why, without root, debootstrap or a built
+wheel (building it takes about 45 minutes: `make manylinux`)."""
+
+import glob
+import json
+import os
+import re
+import shutil
+import subprocess
+import textwrap
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# The root runs CPython 3.11 (scripts/manylinux/try_root.sh).
+WHEELS = sorted(glob.glob(os.path.join(ROOT, "dist", "manylinux", "sluice-*-cp311-*manylinux*.whl")))
+BUILD_ROOT = os.environ.get("SLUICE_MANYLINUX_ROOT", os.path.join(ROOT, "build", "manylinux-root"))
+
+if os.geteuid() != 0:
+    pytest.skip("a Debian 11 root needs root (debootstrap, chroot)", allow_module_level=True)
+if shutil.which("debootstrap") is None:
+    pytest.skip("debootstrap is not installed (scripts/install_deps.sh installs it)", allow_module_level=True)
+if not WHEELS:
+    pytest.skip("no manylinux wheel in dist/manylinux/ (`make manylinux` builds it, about 45 minutes)",
+                allow_module_level=True)
+CHROOT = shutil.which("chroot") or "/usr/sbin/chroot"
+WHEEL = WHEELS[-1]
+CPYTHON_EXT = "cpython-311-x86_64-linux-gnu.so"
+
+
+@pytest.fixture(scope="module")
+def debian11(tmp_path_factory):
+    path = str(tmp_path_factory.mktemp("manylinux") / "debian11")
+    subprocess.run([os.path.join(ROOT, "scripts", "manylinux", "try_root.sh"), path, WHEEL, BUILD_ROOT],
+                   check=True, timeout=1800)
+    subprocess.run(["mount", "-t", "proc", "proc", os.path.join(path, "proc")], check=True)
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", os.path.join(path, "proc")], check=False)
+
+
+def run(root, *command, timeout=300):
+    """`command` in the Debian 11 root, its virtual environment first on PATH,
+    in a clean environment."""
+    env = {"HOME": "/root", "PATH": "/venv/bin:/usr/bin:/bin"}
+    r = subprocess.run([CHROOT, root, *command], env=env, capture_output=True, text=True, timeout=timeout, cwd="/")
+    assert r.returncode == 0, f"{command}: {r.stderr[-3000:]}"
+    return r.stdout
+
+
+def python(root, script, timeout=300):
+    return run(root, "/venv/bin/python", "-c", textwrap.dedent(script), timeout=timeout)
+
+
+def test_the_root_is_debian_11_with_glibc_2_31(debian11):
+    assert run(debian11, "cat", "/etc/debian_version").startswith("11.")
+    assert "2.31" in run(debian11, "ldd", "--version").splitlines()[0]
+
+
+def test_auditwheel_finds_no_library_outside_the_policy_but_pyarrows(debian11):
+    name = os.path.basename(WHEEL)
+    tag = name.rsplit("-", 1)[1].removesuffix(".whl")
+    assert tag.startswith("manylinux_2_") and int(tag.split("_")[2]) <= 31, tag
+    report = json.loads(run(debian11, "/venv/bin/python", "-m", "auditwheel", "show", "--json", "/wheels/" + name))
+    assert report["sym_tag"] == tag  # no symbol of a newer glibc or libstdc++
+    # Outside the wheel and the policy's system libraries: only the Arrow
+    # libraries of the pyarrow the wheel depends on.
+    assert report["external_libs"], "auditwheel saw no Arrow: is the report what this test reads?"
+    assert all(re.fullmatch(r"lib(arrow|arrow_s3|parquet)\.so\.\d+", lib) for lib in report["external_libs"]), \
+        report["external_libs"]
+    # Installed, every library the module and the command load resolves.
+    installed = python(debian11, "import os, sluice; print(os.path.dirname(sluice.__file__))").strip()
+    for elf in ("lib/libsluice.so.0.1", "bin/sluice", f"_sluice.{CPYTHON_EXT}"):
+        ldd = run(debian11, "ldd", f"{installed}/{elf}")
+        assert "not found" not in ldd, ldd
+
+
+def test_the_command_runs_a_reference_pipeline(debian11):
+    version = run(debian11, "sluice", "--version").split()[-1]
+    assert os.path.basename(WHEEL).split("-")[1] == version
+    spec = json.load(open(os.path.join(ROOT, "pipelines", "w2_cifar10.json")))
+    os.makedirs(os.path.join(debian11, "work"), exist_ok=True)
+    with open(os.path.join(debian11, "work", "w2.json"), "w") as f:
+        json.dump(spec, f)
+    out = run(debian11, "sh", "-c", "cd /work && sluice make-data cifar10 --out data/cifar10 --count 4096 "
+              "&& sluice run w2.json --epochs 2 --json --quiet")
+    result = json.loads(out.strip().splitlines()[-1])
+    assert result["samples"] == 2 * 4 * 1024  # 4 batches of 1024 each epoch (the partial one dropped)
+
+
+def test_sluice_pyarrow_and_torch_share_one_process(debian11):
+    out = python(debian11, """
+        import numpy as np, pyarrow as pa, pyarrow.parquet as pq, torch
+        import sluice
+        from sluice import ops
+        from sluice.torch import TorchIterable
+
+        ids = np.arange(500, dtype=np.int64)
+        emb = np.random.default_rng(0).standard_normal((500, 3)).astype(np.float32)
+        pq.write_table(pa.table({"id": ids, "emb": pa.FixedSizeListArray.from_arrays(pa.array(emb.ravel()), 3)}),
+                       "/tmp/t.parquet", row_group_size=64)
+        got = {int(i): e for b in sluice.parquet("/tmp/t.parquet").batch(50) for i, e in zip(b["id"], b["emb"])}
+        assert sorted(got) == list(range(500))
+        assert np.array_equal(np.stack([got[i] for i in range(500)]), emb)
+
+        x = np.arange(24, dtype=np.float32).reshape(6, 4)
+        pipe = sluice.arrays({"image": x}).map(ops.rescale(scale=0.5)).batch(3)
+        batches = list(TorchIterable(pipe, rank=0, world_size=1, quiet=True))
+        assert all(isinstance(b["image"], torch.Tensor) for b in batches)
+        assert np.array_equal(torch.cat([b["image"] for b in batches]).numpy(), x * 0.5)
+        print(pa.__version__, torch.__version__, sluice.__version__)
+        """)
+    pyarrow_version, torch_version, _ = out.split()
+    assert pyarrow_version.startswith("26.") and torch_version.startswith("2.13")
+
+
+def test_the_service_runs_in_dispatcher_and_worker_processes(debian11):
+    out = python(debian11, """
+        import signal, subprocess
+        import numpy as np
+        import sluice
+
+        def start(*args):
+            process = subprocess.Popen(["sluice", *args], stdout=subprocess.PIPE, text=True)
+            line = process.stdout.readline()
+            assert "listening on port" in line, line
+            return process, int(line.split()[-1])
+
+        dispatcher, port = start("dispatcher", "--host", "127.0.0.1", "--port", "0")
+        address = f"127.0.0.1:{port}"
+        worker, _ = start("worker", "--dispatcher", address, "--host", "127.0.0.1", "--threads", "2")
+        try:
+            pipe = (sluice.arrays({"id": np.arange(3000, dtype=np.int64)}, split_records=100)
+                    .distribute(address, connect_timeout_s=30).batch(64))
+            ids = sorted(int(i) for batch in pipe for i in batch["id"])
+            assert ids == list(range(3000)), len(ids)
+            print(len(ids))
+        finally:
+            for process in (worker, dispatcher):
+                process.send_signal(signal.SIGTERM)
+                assert process.wait(timeout=30) == 0
+        """)
+    assert out.split() == ["3000"]
