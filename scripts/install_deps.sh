@@ -26,8 +26,9 @@ PACKAGES=(
   python3-torch python3-torchvision python3-protobuf python3-numpy python3-venv python3-pil
   # the service bench's Python gRPC feed peer
   python3-grpcio
-  # the container image's root filesystem without a container builder (scripts/container_rootfs.sh)
-  debootstrap
+  # the container image's root filesystem without a container builder (scripts/container_rootfs.sh), the
+  # manylinux wheel's Debian 11 roots (scripts/manylinux/), and the image built by a real builder
+  debootstrap podman
 )
 
 missing=()

@@ -1,6 +1,7 @@
-"""The image's root filesystem, built by the Containerfile's own step
+"""The image, built by podman from deploy/container/Containerfile where it
+runs, and its root filesystem built by the Containerfile's own step
 (deploy/container/install.sh) on a fresh Debian 12 by
-scripts/container_rootfs.sh, runs sluice as the image does: as the non-root
+scripts/container_rootfs.sh, each run sluice as the image does: as the non-root
 user `sluice`, the command (`sluice worker --help`, a W2 pipeline on
 CIFAR-10 TFRecords it writes), and Python (`import sluice` beside pyarrow, a
 pipeline's values checked with numpy). The wheel is the manylinux one
@@ -36,17 +37,79 @@ def image_wheel():
     return out.strip().splitlines()[-1]
 
 
-@pytest.fixture(scope="module")
-def rootfs(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("container")
-    wheel = image_wheel()
+def debootstrapped(tmp):
+    """The image's root filesystem made by scripts/container_rootfs.sh."""
     path = str(tmp / "rootfs")
-    subprocess.run([os.path.join(ROOT, "scripts", "container_rootfs.sh"), path, wheel], check=True, timeout=1200)
-    subprocess.run(["mount", "-t", "proc", "proc", os.path.join(path, "proc")], check=True)
+    subprocess.run([os.path.join(ROOT, "scripts", "container_rootfs.sh"), path, image_wheel()], check=True,
+                   timeout=1200)
+    yield path
+
+
+# No registry is reachable here, so the Containerfile's base, debian:12-slim,
+# is Debian 12 minbase made by debootstrap and imported under that name; the
+# build reaches Debian's mirror and PyPI as a user's does. This machine lets
+# no OCI runtime run (crun may not set rlimits), so podman builds with
+# chroot isolation and the tests run in a container's mounted filesystem.
+BASE_IMAGE = "docker.io/library/debian:12-slim"
+HOST_CA = "/etc/ssl/certs/ca-certificates.crt"
+
+
+def podman(*args, timeout=900):
+    r = subprocess.run(["podman", *args], capture_output=True, text=True, timeout=timeout)
+    assert r.returncode == 0, f"podman {args[0]}: {r.stderr[-3000:]}"
+    return r.stdout.strip()
+
+
+def import_base_image(tmp):
+    if subprocess.run(["podman", "image", "exists", BASE_IMAGE]).returncode == 0:
+        return
+    mirror = subprocess.run(["bash", "-c", "source scripts/lib/debian_mirror.sh && debian_mirror"], cwd=ROOT,
+                            check=True, capture_output=True, text=True).stdout.strip()
+    base = str(tmp / "debian12")
+    subprocess.run(["debootstrap", "--variant=minbase", "bookworm", base, mirror], check=True, capture_output=True,
+                   timeout=1200)
+    tar = subprocess.Popen(["tar", "-C", base, "-c", "."], stdout=subprocess.PIPE)
+    subprocess.run(["podman", "import", "-", BASE_IMAGE], stdin=tar.stdout, check=True, capture_output=True)
+    assert tar.wait() == 0
+
+
+def built_by_podman(tmp):
+    """The image podman builds from deploy/container/Containerfile: a
+    container of it, its file system mounted."""
+    if shutil.which("podman") is None:
+        pytest.skip("no container builder (podman) here: the debootstrapped root stands in for it")
+    import_base_image(tmp)
+    context = tmp / "context"
+    shutil.copytree(os.path.join(ROOT, "deploy", "container"), context / "deploy" / "container")
+    os.makedirs(context / "wheels")
+    shutil.copy(image_wheel(), context / "wheels")
+    import sluice
+
+    tag = f"localhost/sluice-test:{sluice.__version__}"
+    # The host's CA bundle, for pip behind a TLS-inspecting proxy as here.
+    podman("build", "--isolation=chroot", "--network=host", "--pull=never", "-v", f"{HOST_CA}:/run/host-ca.crt:ro",
+           "--build-arg", "WHEELS=wheels", "--build-arg", "PIP_OPTIONS=--cert /run/host-ca.crt",
+           "-f", str(context / "deploy" / "container" / "Containerfile"), "-t", tag, str(context), timeout=1800)
+    assert podman("image", "inspect", "--format", "{{.Config.User}}", tag) == "10001"
+    container = podman("create", tag)
     try:
-        yield path
+        yield podman("mount", container)
     finally:
-        subprocess.run(["umount", os.path.join(path, "proc")], check=False)
+        podman("umount", container)
+        podman("rm", container)
+        podman("rmi", tag)
+
+
+@pytest.fixture(scope="module", params=["debootstrap", "podman"])
+def rootfs(request, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp(request.param)
+    make = debootstrapped if request.param == "debootstrap" else built_by_podman
+    for path in make(tmp):
+        subprocess.run(["mount", "-t", "proc", "proc", os.path.join(path, "proc")], check=True)
+        try:
+            yield path
+        finally:
+            subprocess.run(["umount", os.path.join(path, "proc")], check=False)
 
 
 def as_user(rootfs, *command, timeout=300):
@@ -88,3 +151,4 @@ def test_the_images_python_imports_sluice_beside_pyarrow(rootfs):
     pyarrow_version, total = r.stdout.split()
     assert pyarrow_version.startswith("26.")
     assert float(total) == pytest.approx(np.arange(24).sum() * 0.5)
+
