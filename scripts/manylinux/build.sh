@@ -20,7 +20,11 @@ cuda=0
 [[ ${1:-} == --cuda ]] && { cuda=1; shift; }
 root=$(realpath -m "${1:-build/manylinux-root}")
 toolkit=${CUDA_HOME:-/usr/local/cuda}
-[[ $cuda == 0 || -x $toolkit/bin/nvcc ]] || { echo "manylinux: no CUDA toolkit at $toolkit (set CUDA_HOME)" >&2; exit 1; }
+cuda_release=""
+if [[ $cuda == 1 ]]; then
+  [[ -x $toolkit/bin/nvcc ]] || { echo "manylinux: no CUDA toolkit at $toolkit (set CUDA_HOME)" >&2; exit 1; }
+  cuda_release=$("$toolkit/bin/nvcc" --version | sed -n 's/.*release \([0-9.]*\),.*/\1/p')
+fi
 [[ $(id -u) -eq 0 ]] || { echo "manylinux: needs root (debootstrap, chroot)" >&2; exit 1; }
 command -v debootstrap >/dev/null || { echo "manylinux: debootstrap is not installed (scripts/install_deps.sh)" >&2; exit 1; }
 source scripts/lib/debian_mirror.sh
@@ -57,6 +61,7 @@ fetch_sources() {
   [[ -e $root/src/.sluice-sources ]] && return
   echo "manylinux: Debian 12's sources of ${SOURCES[*]}; CPython 3.13's"
   local apt=$root/apt-src
+  rm -rf "$root/src"  # what an interrupted fetch left
   mkdir -p "$apt/lists/partial" "$root/src"
   echo "deb-src $mirror bookworm main" >"$apt/sources.list"
   local opts=(-o "Dir::Etc::SourceList=$apt/sources.list" -o Dir::Etc::SourceParts=/dev/null
@@ -87,8 +92,7 @@ fetch_wheels() {
   done
   # nvJPEG's header and library of the toolkit's release, for the CUDA build.
   [[ $cuda == 0 ]] || "${PYTHON:-.venv/bin/python}" -m pip download -q --no-deps --only-binary=:all: \
-    "${PIP_PLATFORMS[@]}" -d "$root/wheels" "nvidia-nvjpeg==$("$toolkit/bin/nvcc" --version |
-      sed -n 's/.*release \([0-9.]*\),.*/\1/p').*" 2> >(grep -v "is ignored" >&2)
+    "${PIP_PLATFORMS[@]}" -d "$root/wheels" "nvidia-nvjpeg==$cuda_release.*" 2> >(grep -v "is ignored" >&2)
 }
 
 copy_checkout() {
@@ -99,7 +103,7 @@ copy_checkout() {
 
 in_root() {
   env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root JOBS="$(nproc)" PYTHONS="$PYTHONS" CUDA="${CUDA:-0}" \
-    chroot "$root" bash "$@"
+    CUDA_RELEASE="$cuda_release" chroot "$root" bash "$@"
 }
 
 unmount() {

@@ -6,10 +6,11 @@
 # the wheel depends on pyarrow). Output: /out. ccache makes the builds after
 # the first compile little more than the Python module.
 #
-# CUDA=1 builds the CUDA wheels instead, `sluice-cu13`, with the toolkit
-# mounted at /usr/local/cuda: the CUDA runtime and nvJPEG stay NVIDIA's
-# wheels (nvidia-cuda-runtime, nvidia-nvjpeg), dependencies of the wheel
-# found beside it in site-packages (nvidia/cu13/lib), never copied in.
+# CUDA=1 builds the CUDA wheels instead, `sluice-cu13`, with the toolkit of
+# release $CUDA_RELEASE (e.g. 13.0) mounted at /usr/local/cuda: the CUDA
+# runtime and nvJPEG stay NVIDIA's wheels (nvidia-cuda-runtime,
+# nvidia-nvjpeg), dependencies of the wheel found beside it in
+# site-packages (nvidia/cu13/lib), never copied in.
 set -euo pipefail
 PREFIX=${PREFIX:-/opt/sluice-deps}
 PYTHONS=${PYTHONS:-3.11 3.13}
@@ -39,10 +40,9 @@ open(path, "w").write(text)
 PY
 }
 
-cuda_release() { /usr/local/cuda/bin/nvcc --version | sed -n 's/.*release \([0-9.]*\),.*/\1/p'; }
-
 if [[ $CUDA == 1 ]]; then
-  [[ -x /usr/local/cuda/bin/nvcc ]] || { echo "manylinux wheel: no CUDA toolkit at /usr/local/cuda" >&2; exit 1; }
+  [[ -x /usr/local/cuda/bin/nvcc && -n ${CUDA_RELEASE:-} ]] ||
+    { echo "manylinux wheel: no CUDA toolkit at /usr/local/cuda, or no CUDA_RELEASE" >&2; exit 1; }
   cuda_project
   project=/src/sluice-cu13 variant=-cu13 out=/out/cu13
 else
@@ -60,7 +60,7 @@ for version in $PYTHONS; do
     # nvJPEG's header from its wheel of the toolkit's release; not the CUDA
     # runtime's wheel, whose headers would shadow the toolkit's.
     "$py" -m pip uninstall -q -y nvidia-cuda-runtime >/dev/null 2>&1 || true
-    "$py" -m pip install -q --no-index --find-links /wheels "nvidia-nvjpeg==$(cuda_release).*"
+    "$py" -m pip install -q --no-index --find-links /wheels "nvidia-nvjpeg==$CUDA_RELEASE.*"
     defines+=";SLUICE_WITH_CUDA=ON;CMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc;SLUICE_NVJPEG_ROOT=$site/nvidia/cu13"
   fi
   echo "manylinux wheel: building sluice$variant for CPython $version"
