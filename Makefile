@@ -14,7 +14,7 @@ deps:
 	scripts/install_deps.sh
 
 # The self-contained wheel (dist/manylinux/), built in a Debian 11 root:
-# needs root; about 45 minutes the first time (docs/install.md).
+# needs root; about half an hour the first time (docs/install.md).
 manylinux:
 	scripts/manylinux/build.sh
 

@@ -6,7 +6,7 @@ beside the CPU torch wheel and pyarrow. There: auditwheel's verdict, the
 command on a reference pipeline, the service in dispatcher and worker
 processes, and Python with sluice, pyarrow and torch in one process, values
 checked with numpy. Skips, saying why, without root, debootstrap or a built
-wheel (building it takes about 45 minutes: `make manylinux`)."""
+wheel (building it takes about half an hour: `make manylinux`)."""
 
 import glob
 import json
@@ -28,7 +28,7 @@ if os.geteuid() != 0:
 if shutil.which("debootstrap") is None:
     pytest.skip("debootstrap is not installed (scripts/install_deps.sh installs it)", allow_module_level=True)
 if not WHEELS:
-    pytest.skip("no manylinux wheel in dist/manylinux/ (`make manylinux` builds it, about 45 minutes)",
+    pytest.skip("no manylinux wheel in dist/manylinux/ (`make manylinux` builds it, about half an hour)",
                 allow_module_level=True)
 CHROOT = shutil.which("chroot") or "/usr/sbin/chroot"
 WHEEL = WHEELS[-1]
