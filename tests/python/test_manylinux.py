@@ -56,10 +56,8 @@ def cuda_venv(debian11):
         pytest.skip("no CUDA wheel in dist/manylinux/ (`scripts/manylinux/build.sh --cuda` builds it)")
     wheel = CUDA_WHEELS[-1]
     shutil.copy(wheel, os.path.join(debian11, "wheels"))
-    platforms = [f"--platform=manylinux_{v}_x86_64" for v in ("2_31", "2_28", "2_17")]
-    subprocess.run([os.path.join(ROOT, ".venv", "bin", "python"), "-m", "pip", "download", "-q", "--only-binary=:all:",
-                    *platforms, "--python-version", "3.11", "--implementation", "cp", "--abi", "cp311",
-                    "-d", os.path.join(debian11, "wheels"), wheel, "pytest"], check=True, timeout=600)
+    subprocess.run(["bash", "-c", 'source scripts/lib/manylinux_pip.sh && manylinux_download 3.11 "$@"', "bash",
+                    os.path.join(debian11, "wheels"), wheel, "pytest"], cwd=ROOT, check=True, timeout=600)
     run(debian11, "sh", "-c", "/opt/python3.11/bin/python3 -m venv /venv-cu13 && /venv-cu13/bin/pip install -q "
         f"--no-index --find-links /wheels /wheels/{os.path.basename(wheel)} torch pytest", timeout=900)
     return "/venv-cu13"
