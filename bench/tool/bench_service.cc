@@ -148,7 +148,7 @@ struct Timed {
 absl::StatusOr<Timed> RunFor(const PipelineDef& def, double seconds) {
   Timed t;
   const Clock::time_point t0 = Clock::now();
-  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<exec::Pipeline> pipeline, service::CreatePipeline(def));
+  SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<placement::PlacedPipeline> pipeline, placement::PlacedPipeline::Create(def));
   t.create_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
   RunOptions options;
   options.epochs = 1;

@@ -85,7 +85,8 @@ absl::Status BenchTuning(const BenchArgs& args) {
     for (Workload& w : workloads) {
       // The autotuned pipeline tunes during a first run (its tuner lives
       // in the Pipeline) and is measured in a second.
-      SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<exec::Pipeline> tuned, exec::Pipeline::Create(w.autotuned.def));
+      SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<placement::PlacedPipeline> tuned,
+                              placement::PlacedPipeline::Create(w.autotuned.def));
       RunOptions options;
       options.progress = false;
       options.min_seconds = 2 * args.seconds;

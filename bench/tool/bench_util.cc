@@ -153,7 +153,7 @@ absl::Status EnsureData(const std::string& data, bool w1, bool w2) {
 }
 
 absl::StatusOr<RunReport> RunForSeconds(const PipelineDef& def, double seconds, bool endless) {
-  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<exec::Pipeline> pipeline, exec::Pipeline::Create(def));
+  SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<placement::PlacedPipeline> pipeline, placement::PlacedPipeline::Create(def));
   RunOptions options;
   options.epochs = 1;
   options.min_seconds = seconds;

@@ -26,10 +26,10 @@
 
 namespace sluice {
 
-namespace exec {
-class Pipeline;
-class PipelineIterator;
-}  // namespace exec
+namespace placement {
+class PlacedPipeline;
+class PlacedIterator;
+}  // namespace placement
 
 // One epoch of a pipeline. Movable; destroying it stops the pipeline's
 // threads. One consumer at a time; Cancel may come from any thread.
@@ -54,9 +54,8 @@ class Iterator {
 
  private:
   friend class Pipeline;
-  Iterator(std::shared_ptr<const exec::Pipeline> pipeline, std::unique_ptr<exec::PipelineIterator> it);
-  std::shared_ptr<const exec::Pipeline> pipeline_;
-  std::unique_ptr<exec::PipelineIterator> it_;  // after pipeline_: destroyed first
+  explicit Iterator(std::unique_ptr<placement::PlacedIterator> it);
+  std::unique_ptr<placement::PlacedIterator> it_;
 };
 
 // A compiled pipeline. Copies share it; Iterate may be called from several
@@ -84,9 +83,15 @@ class Pipeline {
   // epoch, same batches).
   Iterator Iterate(uint64_t epoch = 0) const;
 
+  // Where it runs, and under options placement "auto" what was decided
+  // and why, with the measurements behind each decision (JSON; see
+  // docs/placement.md).
+  std::string PlacementReport() const;
+
  private:
-  explicit Pipeline(std::shared_ptr<const exec::Pipeline> impl) : impl_(std::move(impl)) {}
-  std::shared_ptr<const exec::Pipeline> impl_;
+  static absl::StatusOr<Pipeline> FromDef(const PipelineDef& def);
+  explicit Pipeline(std::shared_ptr<placement::PlacedPipeline> impl) : impl_(std::move(impl)) {}
+  std::shared_ptr<placement::PlacedPipeline> impl_;
 };
 
 }  // namespace sluice

@@ -356,14 +356,24 @@ class Pipeline:
                 d[key] = value
         return self._with_node({"distribute": d})
 
-    def with_options(self, *, seed=None, threads=None, memory_budget_bytes=None, unordered=None):
-        """The same pipeline with a seed and executor options."""
+    def with_options(self, *, seed=None, threads=None, memory_budget_bytes=None, unordered=None,
+                     placement=None):
+        """The same pipeline with a seed and executor options.
+
+        `placement` "auto" lets sluice choose where the pipeline runs from
+        what the running job measures (its threads in this process, or a
+        local worker process), moving between placements without changing
+        a sample; "manual" (the default) runs it as written. A thread count
+        or a distribute node you give is kept. See `placement()` and
+        docs/placement.md."""
+        if placement not in (None, "auto", "manual"):
+            raise ValueError(f'placement must be "auto" or "manual", got {placement!r}')
         definition = copy.deepcopy(self._def)
         if seed is not None:
             definition["seed"] = seed
         options = definition.setdefault("options", {})
         for key, value in (("threads", threads), ("memory_budget_bytes", memory_budget_bytes),
-                           ("unordered", unordered)):
+                           ("unordered", unordered), ("placement", placement)):
             if value is not None:
                 options[key] = value
         return Pipeline(definition, self._hold)
@@ -407,6 +417,17 @@ class Pipeline:
         the options set none, ``budget_default`` saying how it was sized.
         See docs/memory.md."""
         return self.engine.memory()
+
+    def placement(self):
+        """Where the pipeline runs now and, under ``placement="auto"``, what
+        was decided and why: a dict with ``mode``, ``placement`` (threads,
+        local_workers, a ``description``), the ``levers`` sluice may move
+        (a thread count or distribute node you gave is yours), every
+        ``decisions`` line with the rates behind it, the ``last_window``'s
+        measurements (the job's and the trainer's samples/s, the trainer's
+        wait, the cores the trainer and the engine computed on) and the
+        ``alternatives`` with their predicted samples/s."""
+        return json.loads(self.engine.placement())
 
     def __len__(self):
         """Elements per epoch (batches after `batch()`), when the sources' sizes are known."""

@@ -7,6 +7,7 @@
 #include "interrupt.h"
 #include "sluice/core/python_process.h"
 #include "sluice/exec/pipeline.h"
+#include "sluice/placement/placed_pipeline.h"
 #include "sluice/graph/pipeline_json.h"
 #include "sluice/io/arrow_source.h"
 #include "sluice/io/object_cache.h"
@@ -33,7 +34,8 @@ class PyIterator {
  public:
   // Holds the pipeline: its iterators' threads use the compiled nodes, and
   // Python may drop the Pipeline object before the iterator.
-  PyIterator(std::shared_ptr<const exec::Pipeline> pipeline, std::unique_ptr<exec::PipelineIterator> it, Names names)
+  PyIterator(std::shared_ptr<placement::PlacedPipeline> pipeline, std::unique_ptr<placement::PlacedIterator> it,
+             Names names)
       : pipeline_(std::move(pipeline)), it_(std::move(it)), names_(std::move(names)) {}
 
   // The next element as {column: array}, via `convert`; StopIteration at the end.
@@ -59,7 +61,7 @@ class PyIterator {
     for (size_t i = 0; i < names_.size(); ++i) {
       const Column& c = batch.columns[i];
       out[py::str(names_[i])] =
-          c.ragged() ? RaggedRows(c, batch.rows, pipeline_->batched(), convert) : convert(c.values);
+          c.ragged() ? RaggedRows(c, batch.rows, pipeline_->first().batched(), convert) : convert(c.values);
     }
     samples_ += batch.rows;
     return out;
@@ -85,12 +87,20 @@ class PyIterator {
   }
 
   int64_t samples() const { return samples_; }
-  int64_t skipped() const { return it_->skipped().skipped(); }
-  std::string skip_summary() const { return it_->skipped().Summary(); }
+  int64_t skipped() const { return it_->skipped(); }
+  std::string skip_summary() const { return it_->skip_summary(); }
+  // The placement the epoch runs in now (PlacedIterator::MoveTo's test seam).
+  bool MoveTo(int threads, int local_workers) {
+    placement::Placement to = it_->placement();
+    to.threads = threads;
+    to.local_workers = local_workers;
+    py::gil_scoped_release release;
+    return it_->MoveTo(to);
+  }
 
  private:
-  std::shared_ptr<const exec::Pipeline> pipeline_;
-  std::unique_ptr<exec::PipelineIterator> it_;  // after pipeline_: destroyed first
+  std::shared_ptr<placement::PlacedPipeline> pipeline_;
+  std::unique_ptr<placement::PlacedIterator> it_;
   Names names_;
   int64_t samples_ = 0;
 };
@@ -98,15 +108,15 @@ class PyIterator {
 class PyPipeline {
  public:
   explicit PyPipeline(const std::string& json) {
-    absl::StatusOr<std::unique_ptr<exec::Pipeline>> pipeline;
+    absl::StatusOr<std::shared_ptr<placement::PlacedPipeline>> pipeline;
     {
       py::gil_scoped_release release;
       absl::StatusOr<PipelineDef> def = graph::PipelineFromJson(json);
-      pipeline = def.ok() ? service::CreatePipeline(*def) : def.status();
+      pipeline = def.ok() ? placement::PlacedPipeline::Create(*def) : def.status();
     }
     ThrowIfError(pipeline.status());
     pipeline_ = *std::move(pipeline);
-    for (const ColumnSpec& c : pipeline_->output_schema().columns()) names_.push_back(c.name);
+    for (const ColumnSpec& c : pipeline_->first().output_schema().columns()) names_.push_back(c.name);
   }
 
   std::unique_ptr<PyIterator> Iterate(uint64_t epoch) {
@@ -117,7 +127,7 @@ class PyPipeline {
   // The rest of the epoch a PyIterator::State() was saved in.
   std::unique_ptr<PyIterator> Resume(const py::bytes& state) {
     const std::string bytes = state;
-    absl::StatusOr<std::unique_ptr<exec::PipelineIterator>> it;
+    absl::StatusOr<std::unique_ptr<placement::PlacedIterator>> it;
     {
       py::gil_scoped_release release;
       it = pipeline_->Resume(bytes);
@@ -128,12 +138,12 @@ class PyPipeline {
 
   // graph::OutputFingerprint of the definition: equal on every rank of a
   // job running the same pipeline, whatever its shard.
-  std::string fingerprint() const { return pipeline_->compiled().output_fingerprint; }
+  std::string fingerprint() const { return pipeline_->first().compiled().output_fingerprint; }
 
   // [(name, dtype, per-sample shape)]
   py::list Schema() const {
     py::list out;
-    for (const ColumnSpec& c : pipeline_->output_schema().columns()) {
+    for (const ColumnSpec& c : pipeline_->first().output_schema().columns()) {
       std::vector<int64_t> shape(c.shape.dims().begin(), c.shape.dims().end());
       out.append(py::make_tuple(c.name, std::string(DTypeName(c.dtype)), shape));
     }
@@ -142,30 +152,34 @@ class PyPipeline {
 
   // The engine's bytes by kind (see Pipeline.memory in pipeline.py).
   py::dict Memory() const {
-    const BufferPool::Stats m = pipeline_->memory();
+    const placement::PlacedPipeline::Holdings h = pipeline_->held();
+    const graph::CompiledPipeline& c = pipeline_->first().compiled();
     py::dict out;
-    out["budget"] = pipeline_->memory_budget();
-    out["budget_default"] = pipeline_->compiled().memory_budget_default;
-    out["in_use"] = m.live_bytes;
-    out["cached"] = m.cached_bytes;
-    out["rings"] = pipeline_->ring_bytes();
+    out["budget"] = c.memory_budget_bytes;
+    out["budget_default"] = c.memory_budget_default;
+    out["in_use"] = h.pool.live_bytes;
+    out["cached"] = h.pool.cached_bytes;
+    out["rings"] = h.rings;
     // The pool's neighbours.
-    const int64_t outside = io::ObjectBlockBytes() + PythonSharedBytes() + pipeline_->staging_bytes();
+    const int64_t outside = io::ObjectBlockBytes() + PythonSharedBytes() + h.staging;
     out["object_blocks"] = io::ObjectBlockBytes();
     out["python_shared"] = PythonSharedBytes();
-    out["staging"] = pipeline_->staging_bytes();
-    out["held"] = m.live_bytes + m.cached_bytes + pipeline_->ring_bytes() + outside;
-    out["peak_in_use"] = m.peak_live_bytes;
-    out["peak_held"] = m.peak_held_bytes + pipeline_->ring_bytes() + outside;
+    out["staging"] = h.staging;
+    out["held"] = h.pool.live_bytes + h.pool.cached_bytes + h.rings + outside;
+    out["peak_in_use"] = h.pool.peak_live_bytes;
+    out["peak_held"] = h.pool.peak_held_bytes + h.rings + outside;
     return out;
   }
 
-  bool batched() const { return pipeline_->batched(); }
+  // Where it runs and what placement "auto" decided (JSON).
+  std::string Placement() const { return pipeline_->report().ToJson(); }
+
+  bool batched() const { return pipeline_->first().batched(); }
   // Elements per epoch; -1 unknown, -2 endless.
-  int64_t cardinality() const { return pipeline_->Cardinality(); }
+  int64_t cardinality() const { return pipeline_->first().Cardinality(); }
 
  private:
-  std::shared_ptr<const exec::Pipeline> pipeline_;
+  std::shared_ptr<placement::PlacedPipeline> pipeline_;
   Names names_;
 };
 
@@ -205,6 +219,7 @@ void InitPipeline(py::module_& m) {
       .def("next_numpy", [](PyIterator& it) { return it.Next(&ToNumpy); })
       .def("next_dlpack", [](PyIterator& it) { return it.Next(&ToDlpack); })
       .def("state", &PyIterator::State)
+      .def("_move_to", &PyIterator::MoveTo, py::arg("threads"), py::arg("local_workers"))
       .def_property_readonly("samples", &PyIterator::samples)
       .def_property_readonly("skipped", &PyIterator::skipped)
       .def_property_readonly("skip_summary", &PyIterator::skip_summary);
@@ -216,7 +231,8 @@ void InitPipeline(py::module_& m) {
       .def_property_readonly("batched", &PyPipeline::batched)
       .def_property_readonly("cardinality", &PyPipeline::cardinality)
       .def_property_readonly("fingerprint", &PyPipeline::fingerprint)
-      .def("memory", &PyPipeline::Memory);
+      .def("memory", &PyPipeline::Memory)
+      .def("placement", &PyPipeline::Placement);
   m.def("ops", &ListOps, "The registered ops with their docs and attrs.");
   m.def("load_plugin", &LoadPlugin, py::arg("path"), "Loads an op plugin (.so) into the process's registry.");
   m.def(

@@ -21,7 +21,7 @@ struct sigaction g_python_handler;  // chained to; set before ours is installed
 unsigned long g_main_thread = 0;
 
 absl::Mutex g_mu;
-exec::PipelineIterator* g_target ABSL_GUARDED_BY(g_mu) = nullptr;
+placement::PlacedIterator* g_target ABSL_GUARDED_BY(g_mu) = nullptr;
 uint64_t g_signals_before ABSL_GUARDED_BY(g_mu) = 0;  // g_signals when the scope began
 bool g_interrupted ABSL_GUARDED_BY(g_mu) = false;
 
@@ -61,7 +61,7 @@ bool StartWatcher() {
 
 void InitInterrupts() { g_main_thread = PyThread_get_thread_ident(); }
 
-InterruptScope::InterruptScope(exec::PipelineIterator* it) {
+InterruptScope::InterruptScope(placement::PlacedIterator* it) {
   if (PyThread_get_thread_ident() != g_main_thread) return;
   static const bool watching = StartWatcher();
   if (!watching || sigaction(SIGINT, nullptr, &python_handler_) != 0) return;

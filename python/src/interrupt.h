@@ -11,7 +11,7 @@
 
 #include <cstdint>
 
-#include "sluice/exec/pipeline.h"
+#include "sluice/placement/placed_pipeline.h"
 
 namespace sluice::python {
 
@@ -20,7 +20,7 @@ class InterruptScope {
   // Cancels `it` on SIGINT. Inactive off the main thread (Python handles
   // signals there only) and when SIGINT is ignored or left to the default
   // action. REQUIRES: the GIL is held.
-  explicit InterruptScope(exec::PipelineIterator* it);
+  explicit InterruptScope(placement::PlacedIterator* it);
   ~InterruptScope();
   InterruptScope(const InterruptScope&) = delete;
   InterruptScope& operator=(const InterruptScope&) = delete;

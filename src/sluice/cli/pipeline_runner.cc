@@ -9,7 +9,7 @@
 
 namespace sluice::cli {
 
-absl::StatusOr<RunReport> RunPipeline(const exec::Pipeline& pipeline, const RunOptions& options) {
+absl::StatusOr<RunReport> RunPipeline(placement::PlacedPipeline& pipeline, const RunOptions& options) {
   using Clock = std::chrono::steady_clock;
   RunReport report;
   ProgressLine progress(options.progress);
@@ -20,7 +20,7 @@ absl::StatusOr<RunReport> RunPipeline(const exec::Pipeline& pipeline, const RunO
   bool stop = false;
   for (int epoch = 0; !stop; ++epoch) {
     if (epoch >= options.epochs && elapsed() >= options.min_seconds) break;
-    std::unique_ptr<exec::PipelineIterator> it = pipeline.Iterate(epoch);
+    std::unique_ptr<placement::PlacedIterator> it = pipeline.Iterate(epoch);
     while (true) {
       Batch batch;
       bool end = false;
@@ -48,13 +48,14 @@ absl::StatusOr<RunReport> RunPipeline(const exec::Pipeline& pipeline, const RunO
     }
     report.epochs = epoch + 1;
     report.peak_rss_after_epoch.push_back(CurrentMemoryUsage().peak_rss);
-    report.skipped_records += it->skipped().skipped();
-    if (it->skipped().skipped() > 0) report.skip_summary = it->skipped().Summary();
+    report.skipped_records += it->skipped();
+    if (it->skipped() > 0) report.skip_summary = it->skip_summary();
     report.peak_buffered_bytes = std::max(report.peak_buffered_bytes, it->peak_buffered_bytes());
   }
   progress.Finish();
-  report.memory = pipeline.memory();
-  report.ring_bytes = pipeline.ring_bytes();
+  const placement::PlacedPipeline::Holdings held = pipeline.held();
+  report.memory = held.pool;
+  report.ring_bytes = held.rings;
   // Up to the last batch: stopping the pipeline (in-flight work) is not
   // part of its throughput.
   report.seconds = report.batches > 1 ? std::chrono::duration<double>(last_batch_at - timed_from).count() : 0;

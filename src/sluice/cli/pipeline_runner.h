@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "sluice/exec/pipeline.h"
+#include "sluice/placement/placed_pipeline.h"
 
 namespace sluice::cli {
 
@@ -43,7 +43,7 @@ struct RunReport {
   int64_t ring_bytes = 0;  // the service client's shared-memory rings
 };
 
-absl::StatusOr<RunReport> RunPipeline(const exec::Pipeline& pipeline, const RunOptions& options);
+absl::StatusOr<RunReport> RunPipeline(placement::PlacedPipeline& pipeline, const RunOptions& options);
 
 }  // namespace sluice::cli
 

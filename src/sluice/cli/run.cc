@@ -14,7 +14,7 @@
 #include "sluice/io/object_cache.h"
 #include "sluice/io/object_store.h"
 #include "sluice/kernels/simd.h"
-#include "sluice/service/distributed_pipeline.h"
+#include "sluice/placement/placed_pipeline.h"
 
 namespace sluice::cli {
 namespace {
@@ -71,7 +71,8 @@ void PrintSummary(const std::string& path, const graph::CompiledPipeline& c, con
   }
 }
 
-void PrintJson(const std::string& path, const graph::CompiledPipeline& c, const RunReport& r) {
+void PrintJson(const std::string& path, const graph::CompiledPipeline& c, const RunReport& r,
+               const placement::Report& placement) {
   const std::shared_ptr<io::ObjectCache> object_cache = io::ObjectCache::Get();
   const io::ObjectCache::Stats cache = object_cache != nullptr ? object_cache->stats() : io::ObjectCache::Stats{};
   const std::string rss_mb =
@@ -83,14 +84,15 @@ void PrintJson(const std::string& path, const graph::CompiledPipeline& c, const 
       "\"engine_peak_bytes\": %zu, \"engine_peak_in_use_bytes\": %zu, \"engine_cached_bytes\": %zu, "
       "\"engine_ring_bytes\": %lld, \"object_store_retries\": %lld, \"object_block_peak_bytes\": %lld, "
       "\"python_shared_peak_bytes\": %lld, \"object_cache_hits\": %lld, \"object_cache_misses\": %lld, "
-      "\"peak_rss_mb_after_epoch\": [%s]}\n",
+      "\"peak_rss_mb_after_epoch\": [%s], \"placement\": %s}\n",
       path.c_str(), r.epochs, static_cast<long long>(r.samples), static_cast<long long>(r.batches), r.seconds,
       r.samples_per_s, r.first_batch_ms, c.threads, kernels::SimdTarget().c_str(),
       static_cast<long long>(r.skipped_records), static_cast<long long>(r.peak_buffered_bytes),
       static_cast<long long>(c.memory_budget_bytes), r.memory.peak_held_bytes, r.memory.peak_live_bytes,
       r.memory.cached_bytes, static_cast<long long>(r.ring_bytes), static_cast<long long>(io::ObjectStoreRetries()),
       static_cast<long long>(io::ObjectBlockPeakBytes()), static_cast<long long>(PythonSharedPeakBytes()),
-      static_cast<long long>(cache.hits), static_cast<long long>(cache.misses), rss_mb.c_str());
+      static_cast<long long>(cache.hits), static_cast<long long>(cache.misses), rss_mb.c_str(),
+      placement.ToJson().c_str());
 }
 
 absl::Status Run(const RunArgs& args) {
@@ -98,7 +100,7 @@ absl::Status Run(const RunArgs& args) {
   SLUICE_ASSIGN_OR_RETURN(PipelineDef def, graph::PipelineFromJsonFile(args.pipeline));
   if (args.threads > 0) def.mutable_options()->set_threads(args.threads);
   if (args.seed >= 0) def.set_seed(static_cast<uint64_t>(args.seed));
-  absl::StatusOr<std::unique_ptr<exec::Pipeline>> pipeline = service::CreatePipeline(def);
+  absl::StatusOr<std::shared_ptr<placement::PlacedPipeline>> pipeline = placement::PlacedPipeline::Create(def);
   if (!pipeline.ok()) return WithContext(pipeline.status(), args.pipeline);
   const ResumableRun& part = args.resumable;
   if (!part.resume.empty() || !part.save_state.empty() || part.stop_after > 0) {
@@ -106,20 +108,23 @@ absl::Status Run(const RunArgs& args) {
       return absl::InvalidArgumentError(
           "--save-state needs --stop-after N: the state of a finished epoch says nothing");
     }
-    return RunResumable(**pipeline, args.pipeline, part);
+    return RunResumable((*pipeline)->first(), args.pipeline, part);
   }
   RunOptions options;
   options.epochs = args.epochs;
   options.progress = !args.quiet;
-  const graph::CompiledPipeline& c = (*pipeline)->compiled();
+  const graph::CompiledPipeline& c = (*pipeline)->first().compiled();
   if (!args.quiet) {
     std::printf("%s: %s\n", args.pipeline.c_str(), DescribeSettings(c).c_str());
     std::fflush(stdout);  // first in a log that takes stdout and stderr, not after the run's own lines
   }
   SLUICE_ASSIGN_OR_RETURN(RunReport r, RunPipeline(**pipeline, options));
   if (r.skipped_records > 0) std::fprintf(stderr, "warning: %s\n", r.skip_summary.c_str());
-  if (!args.quiet) PrintSummary(args.pipeline, c, r);
-  if (args.json) PrintJson(args.pipeline, c, r);
+  if (!args.quiet) {
+    PrintSummary(args.pipeline, c, r);
+    if ((*pipeline)->automatic()) std::printf("%s", (*pipeline)->report().ToText().c_str());
+  }
+  if (args.json) PrintJson(args.pipeline, c, r, (*pipeline)->report());
   return absl::OkStatus();
 }
 

@@ -124,6 +124,9 @@ class Pipeline {
   // (its bytes in use, cached, and their peak: what the engine holds).
   int64_t memory_budget() const { return compiled_.memory_budget_bytes; }
   BufferPool::Stats memory() const { return pool_->stats(); }
+  // Frees the blocks its pool caches for reuse (a placement it no longer
+  // runs in keeps none).
+  void TrimCache() const { pool_->Trim(); }
   // What the pipeline holds outside its pool: the service client's
   // shared-memory rings.
   int64_t ring_bytes() const { return remote_ ? remote_->HeldBytes() : 0; }

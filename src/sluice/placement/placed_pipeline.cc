@@ -1,0 +1,246 @@
+#include "sluice/placement/placed_pipeline.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "sluice/placement/variant.h"
+#include "sluice/service/distributed_pipeline.h"
+
+namespace sluice::placement {
+namespace {
+
+absl::StatusOr<std::shared_ptr<const exec::Pipeline>> Compile(const PipelineDef& def) {
+  absl::StatusOr<std::unique_ptr<exec::Pipeline>> p = service::CreatePipeline(def);
+  if (!p.ok()) return p.status();
+  return std::shared_ptr<const exec::Pipeline>(*std::move(p));
+}
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<PlacedPipeline>> PlacedPipeline::Create(const PipelineDef& def) {
+  if (absl::Status s = CheckPlacementOption(def); !s.ok()) return s;
+  const bool automatic = IsAuto(def);
+  const Placement start = StartingPlacement(def, UsableCores());
+  absl::StatusOr<std::shared_ptr<const exec::Pipeline>> first = Compile(automatic ? Variant(def, start) : def);
+  if (!first.ok()) return first.status();
+  return std::shared_ptr<PlacedPipeline>(
+      new PlacedPipeline(def, automatic, start, automatic ? FreeLevers(def) : Levers{false, false, false, false},
+                         *std::move(first)));
+}
+
+PlacedPipeline::PlacedPipeline(PipelineDef def, bool automatic, Placement start, Levers levers,
+                               std::shared_ptr<const exec::Pipeline> first)
+    : def_(std::move(def)),
+      automatic_(automatic),
+      first_(first),
+      policy_(start, levers),
+      levers_(levers),
+      current_(first) {
+  variants_.emplace_back(start, std::move(first));
+}
+
+std::shared_ptr<const exec::Pipeline> PlacedPipeline::current() const {
+  absl::MutexLock lock(&mu_);
+  return current_;
+}
+
+absl::StatusOr<std::shared_ptr<const exec::Pipeline>> PlacedPipeline::VariantAt(const Placement& p) {
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [placement, pipeline] : variants_) {
+      if (placement == p) return MakeCurrent(p, pipeline);
+    }
+  }
+  // Compiled outside the lock: a variant with workers starts their processes.
+  absl::StatusOr<std::shared_ptr<const exec::Pipeline>> made = Compile(Variant(def_, p));
+  absl::MutexLock lock(&mu_);
+  if (!made.ok()) {
+    policy_.Refuse(absl::StrCat(p.Describe(), " could not start: ", made.status().message()));
+    return made.status();
+  }
+  variants_.emplace_back(p, *made);
+  return MakeCurrent(p, *made);
+}
+
+std::shared_ptr<const exec::Pipeline> PlacedPipeline::MakeCurrent(const Placement& p,
+                                                                  std::shared_ptr<const exec::Pipeline> pipeline) {
+  // Only the first placement (the schema's) and the current one stay
+  // compiled; worker processes stop with theirs once its iterators end.
+  variants_.erase(std::remove_if(variants_.begin(), variants_.end(),
+                                 [&](const auto& v) { return v.second != first_ && !(v.first == p); }),
+                  variants_.end());
+  if (pipeline != first_) first_->TrimCache();
+  return current_ = std::move(pipeline);
+}
+
+Placement PlacedPipeline::Observe(const Measurements& m) {
+  absl::MutexLock lock(&mu_);
+  last_ = m;
+  // A window of a placement the policy has left (a move waiting for the
+  // epoch's end) says nothing about the one it chose.
+  if (m.placement != policy_.current()) return policy_.current();
+  Decision d = policy_.Observe(m);
+  if (!d.alternatives.empty()) alternatives_ = std::move(d.alternatives);
+  return d.next;
+}
+
+void PlacedPipeline::Bank(const WindowMeter& meter, const Placement& placement) {
+  absl::MutexLock lock(&mu_);
+  carried_ = meter;
+  carried_placement_ = placement;
+}
+
+WindowMeter PlacedPipeline::Carried(const Placement& placement) {
+  absl::MutexLock lock(&mu_);
+  WindowMeter meter = std::exchange(carried_, WindowMeter());
+  return carried_placement_ == placement ? meter : WindowMeter();
+}
+
+bool PlacedPipeline::MovesMidEpoch(const Placement& from, const Placement& to) const {
+  // A thread count is not in the state; workers deliver unordered, and an
+  // unordered state moves between them and this process.
+  return from.local_workers == to.local_workers || def_.options().unordered();
+}
+
+std::unique_ptr<PlacedIterator> PlacedPipeline::Iterate(uint64_t epoch) {
+  Placement p;
+  {
+    absl::MutexLock lock(&mu_);
+    p = policy_.current();
+  }
+  absl::StatusOr<std::shared_ptr<const exec::Pipeline>> pipeline = VariantAt(p);
+  if (!pipeline.ok()) {  // refused: the policy is back in this process, compiled already
+    absl::MutexLock lock(&mu_);
+    p = policy_.current();
+    auto found = std::find_if(variants_.begin(), variants_.end(), [&](const auto& v) { return v.first == p; });
+    if (found == variants_.end()) found = variants_.begin();
+    p = found->first;
+    pipeline = current_ = found->second;
+  }
+  std::unique_ptr<exec::PipelineIterator> inner = (*pipeline)->Iterate(epoch);
+  return std::unique_ptr<PlacedIterator>(
+      new PlacedIterator(shared_from_this(), *std::move(pipeline), std::move(inner), p, epoch));
+}
+
+absl::StatusOr<std::unique_ptr<PlacedIterator>> PlacedPipeline::Resume(const std::string& state) {
+  Placement p;
+  {
+    absl::MutexLock lock(&mu_);
+    p = policy_.current();
+  }
+  // An ordered state restores in this process only.
+  if (!def_.options().unordered()) p.local_workers = 0;
+  absl::StatusOr<std::shared_ptr<const exec::Pipeline>> pipeline = VariantAt(p);
+  if (!pipeline.ok()) return pipeline.status();
+  absl::StatusOr<std::unique_ptr<exec::PipelineIterator>> inner = (*pipeline)->Resume(state);
+  if (!inner.ok()) return inner.status();
+  return std::unique_ptr<PlacedIterator>(
+      new PlacedIterator(shared_from_this(), *std::move(pipeline), *std::move(inner), p, 0));
+}
+
+PlacedPipeline::Holdings PlacedPipeline::held() const {
+  absl::MutexLock lock(&mu_);
+  Holdings h;
+  for (const auto& [placement, pipeline] : variants_) {
+    const BufferPool::Stats s = pipeline->memory();
+    h.pool.live_bytes += s.live_bytes;
+    h.pool.cached_bytes += s.cached_bytes;
+    h.pool.peak_live_bytes += s.peak_live_bytes;
+    h.pool.peak_held_bytes += s.peak_held_bytes;
+    h.rings += pipeline->ring_bytes();
+    h.staging = std::max(h.staging, pipeline->staging_bytes());  // one pool per device runtime
+  }
+  return h;
+}
+
+Report PlacedPipeline::report() const {
+  absl::MutexLock lock(&mu_);
+  Report r;
+  r.automatic = automatic_;
+  r.placement = policy_.current();
+  r.levers = levers_;
+  r.decisions = policy_.log();
+  r.last = last_;
+  r.alternatives = alternatives_;
+  return r;
+}
+
+PlacedIterator::PlacedIterator(std::shared_ptr<PlacedPipeline> owner, std::shared_ptr<const exec::Pipeline> pipeline,
+                               std::unique_ptr<exec::PipelineIterator> inner, Placement placement, uint64_t epoch)
+    : owner_(std::move(owner)),
+      pipeline_(std::move(pipeline)),
+      inner_(std::move(inner)),
+      placement_(placement),
+      epoch_(epoch) {
+  if (!owner_->automatic()) return;
+  meter_ = owner_->Carried(placement_);
+  meter_.Start(*inner_);
+}
+
+PlacedIterator::~PlacedIterator() { Bank(); }
+
+void PlacedIterator::Bank() {
+  if (!owner_->automatic() || banked_) return;
+  banked_ = true;
+  meter_.Fold(*inner_);
+  owner_->Bank(meter_, placement_);
+}
+
+absl::Status PlacedIterator::Next(Batch* out, bool* end) {
+  if (cancelled_.load()) return absl::CancelledError("the pipeline was cancelled");
+  if (!owner_->automatic()) return inner_->Next(out, end);
+  const int64_t start = exec::NowNs();
+  absl::Status status = inner_->Next(out, end);
+  if (status.ok() && *end) Bank();
+  if (!status.ok() || *end) return status;
+  meter_.Count(out->rows, exec::NowNs() - start);
+  if (!meter_.Due()) return status;
+  Measurements m = meter_.Take(*pipeline_, *inner_, placement_);
+  m.epochs_repeat = epoch_ > 0;
+  const Placement next = owner_->Observe(m);
+  if (next != placement_ && owner_->MovesMidEpoch(placement_, next)) MoveTo(next);
+  return status;
+}
+
+bool PlacedIterator::MoveTo(const Placement& to) {
+  absl::StatusOr<std::string> state = inner_->SaveState();
+  if (!state.ok()) return false;
+  absl::StatusOr<std::shared_ptr<const exec::Pipeline>> pipeline = owner_->VariantAt(to);
+  if (!pipeline.ok()) return false;
+  absl::StatusOr<std::unique_ptr<exec::PipelineIterator>> resumed = (*pipeline)->Resume(*state);
+  if (!resumed.ok()) return false;
+  skipped_before_ += inner_->skipped().skipped();
+  if (inner_->skipped().skipped() > 0) absl::StrAppend(&skip_summary_before_, inner_->skipped().Summary(), "; ");
+  peak_before_ = std::max(peak_before_, inner_->peak_buffered_bytes());
+  Install(*std::move(pipeline), *std::move(resumed));
+  placement_ = to;
+  meter_.Start(*inner_);
+  return true;
+}
+
+void PlacedIterator::Install(std::shared_ptr<const exec::Pipeline> pipeline,
+                             std::unique_ptr<exec::PipelineIterator> inner) {
+  std::shared_ptr<const exec::Pipeline> old_pipeline;
+  std::unique_ptr<exec::PipelineIterator> old_inner;  // destroyed first: it runs on old_pipeline
+  absl::MutexLock lock(&move_mu_);
+  old_pipeline = std::exchange(pipeline_, std::move(pipeline));
+  old_inner = std::exchange(inner_, std::move(inner));
+  if (cancelled_.load()) inner_->Cancel();
+}
+
+void PlacedIterator::Cancel() {
+  cancelled_.store(true);
+  if (move_mu_.TryLock()) {
+    inner_->Cancel();
+    move_mu_.Unlock();
+  }
+}
+
+int64_t PlacedIterator::skipped() const { return skipped_before_ + inner_->skipped().skipped(); }
+
+std::string PlacedIterator::skip_summary() const { return skip_summary_before_ + inner_->skipped().Summary(); }
+
+int64_t PlacedIterator::peak_buffered_bytes() const { return std::max(peak_before_, inner_->peak_buffered_bytes()); }
+
+}  // namespace sluice::placement

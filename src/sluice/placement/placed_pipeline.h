@@ -1,0 +1,151 @@
+// A pipeline that runs where its placement puts it. As written ("manual"),
+// one compiled pipeline runs every epoch. Under `placement: "auto"` it
+// measures each window of the running job, asks the Policy where to run
+// next, and moves there: mid-epoch through the iterator's state when the
+// state moves between the two placements exactly (a thread count always;
+// worker processes when rows arrive unordered), else at the epoch's end.
+// Every sample is delivered once, with the draws keyed by its identity.
+#ifndef SLUICE_PLACEMENT_PLACED_PIPELINE_H_
+#define SLUICE_PLACEMENT_PLACED_PIPELINE_H_
+
+#include <atomic>
+#include <utility>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "pipeline.pb.h"
+#include "sluice/exec/pipeline.h"
+#include "sluice/placement/meter.h"
+#include "sluice/placement/policy.h"
+
+namespace sluice::placement {
+
+class PlacedIterator;
+
+// What was decided and why: the placement now, every decision with its
+// numbers, the last window's measurements and the alternatives' predicted
+// rates. Under "manual" only the placement.
+struct Report {
+  bool automatic = false;
+  Placement placement;
+  Levers levers;
+  std::vector<std::string> decisions;
+  Measurements last;  // seconds == 0: none yet
+  std::vector<Candidate> alternatives;
+  std::string ToJson() const;
+  // A few lines for `sluice run`.
+  std::string ToText() const;
+};
+
+class PlacedPipeline : public std::enable_shared_from_this<PlacedPipeline> {
+ public:
+  // InvalidArgument for a bad definition (graph::Compile's errors) or
+  // placement option.
+  static absl::StatusOr<std::shared_ptr<PlacedPipeline>> Create(const PipelineDef& def);
+
+  // REQUIRES: the PlacedPipeline is held by a shared_ptr (Create's).
+  std::unique_ptr<PlacedIterator> Iterate(uint64_t epoch);
+  absl::StatusOr<std::unique_ptr<PlacedIterator>> Resume(const std::string& state);
+
+  // The compiled pipeline of the current placement (its schema, memory,
+  // statistics).
+  std::shared_ptr<const exec::Pipeline> current() const;
+  // The placement it started in, compiled: the same schema, length and
+  // fingerprint as every other. Lives as long as this.
+  const exec::Pipeline& first() const { return *first_; }
+  Report report() const;
+  // What its compiled placements hold: their pools summed, their rings,
+  // and the process's staging buffers.
+  struct Holdings {
+    BufferPool::Stats pool;
+    int64_t rings = 0;
+    int64_t staging = 0;
+  };
+  Holdings held() const;
+  bool automatic() const { return automatic_; }
+
+ private:
+  friend class PlacedIterator;
+  PlacedPipeline(PipelineDef def, bool automatic, Placement start, Levers levers,
+                 std::shared_ptr<const exec::Pipeline> first);
+
+  // The compiled variant at `p`, now the current one. A variant that
+  // cannot start is refused (the policy goes back) and its error returned.
+  absl::StatusOr<std::shared_ptr<const exec::Pipeline>> VariantAt(const Placement& p);
+  std::shared_ptr<const exec::Pipeline> MakeCurrent(const Placement& p, std::shared_ptr<const exec::Pipeline> pipeline)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A window's measurements in; the placement to run now out.
+  Placement Observe(const Measurements& m);
+  // An iterator ends: the window it measured goes on in the next epoch's,
+  // when that runs in the same placement.
+  void Bank(const WindowMeter& meter, const Placement& placement);
+  WindowMeter Carried(const Placement& placement);
+  // Whether an epoch under `from` can go on under `to` through its state.
+  bool MovesMidEpoch(const Placement& from, const Placement& to) const;
+
+  const PipelineDef def_;
+  const bool automatic_;
+  const std::shared_ptr<const exec::Pipeline> first_;
+  mutable absl::Mutex mu_;
+  Policy policy_ ABSL_GUARDED_BY(mu_);
+  Levers levers_;
+  // Compiled placements: the first and the current one.
+  std::vector<std::pair<Placement, std::shared_ptr<const exec::Pipeline>>> variants_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<const exec::Pipeline> current_ ABSL_GUARDED_BY(mu_);
+  Measurements last_ ABSL_GUARDED_BY(mu_);
+  std::vector<Candidate> alternatives_ ABSL_GUARDED_BY(mu_);
+  WindowMeter carried_ ABSL_GUARDED_BY(mu_);
+  Placement carried_placement_ ABSL_GUARDED_BY(mu_);
+};
+
+// One epoch of a PlacedPipeline, in whichever placement it runs. One
+// consumer at a time; Cancel may come from any thread or a signal handler.
+class PlacedIterator {
+ public:
+  ~PlacedIterator();
+
+  absl::Status Next(Batch* out, bool* end);
+  void Cancel();
+  absl::StatusOr<std::string> SaveState() const { return inner_->SaveState(); }
+  // Corrupt records skipped so far, in every placement the epoch ran in.
+  int64_t skipped() const;
+  std::string skip_summary() const;
+  int64_t peak_buffered_bytes() const;
+  // The iterator of the placement running now.
+  const exec::PipelineIterator& inner() const { return *inner_; }
+  const Placement& placement() const { return placement_; }
+
+  // Moves the rest of the epoch to `to` through the state; false (and
+  // nothing changed) when the state cannot move there exactly.
+  bool MoveTo(const Placement& to);
+
+ private:
+  friend class PlacedPipeline;
+  PlacedIterator(std::shared_ptr<PlacedPipeline> owner, std::shared_ptr<const exec::Pipeline> pipeline,
+                 std::unique_ptr<exec::PipelineIterator> inner, Placement placement, uint64_t epoch);
+  void Install(std::shared_ptr<const exec::Pipeline> pipeline, std::unique_ptr<exec::PipelineIterator> inner);
+  // Hands the window measured so far to the pipeline, once.
+  void Bank();
+
+  std::shared_ptr<PlacedPipeline> owner_;
+  std::shared_ptr<const exec::Pipeline> pipeline_;
+  std::unique_ptr<exec::PipelineIterator> inner_;  // after pipeline_: destroyed first
+  Placement placement_;
+  const uint64_t epoch_;
+  WindowMeter meter_;
+  bool banked_ = false;
+  // Cancel against a move: Cancel cancels inner_ only when it holds
+  // `move_mu_`; a move that finds `cancelled_` set cancels its new inner.
+  std::atomic<bool> cancelled_{false};
+  absl::Mutex move_mu_;
+  int64_t skipped_before_ = 0;  // in placements the epoch left
+  std::string skip_summary_before_;
+  int64_t peak_before_ = 0;
+};
+
+}  // namespace sluice::placement
+
+#endif  // SLUICE_PLACEMENT_PLACED_PIPELINE_H_

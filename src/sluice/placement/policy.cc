@@ -1,0 +1,178 @@
+#include "sluice/placement/policy.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace sluice::placement {
+namespace {
+
+// Below this share of the compute a lever moves too little to pay for
+// the move.
+constexpr double kWorthwhileShare = 0.2;
+
+std::string Key(const Placement& p) {
+  return absl::StrCat(p.threads, "/", p.local_workers, "/", p.gpu_tail, "/", p.keep_prefix);
+}
+
+std::string Rate(double r) { return absl::StrFormat("%.0f samples/s", r); }
+
+}  // namespace
+
+std::string Placement::Describe() const {
+  std::string out = local_workers > 0
+                        ? absl::StrCat(local_workers, " local worker process", local_workers > 1 ? "es" : "",
+                                       ", the rest in the trainer's process on ", threads, " thread",
+                                       threads > 1 ? "s" : "")
+                        : absl::StrCat("in the trainer's process on ", threads, " thread", threads > 1 ? "s" : "");
+  if (gpu_tail) absl::StrAppend(&out, ", the tail on the GPU");
+  if (keep_prefix) absl::StrAppend(&out, ", the deterministic prefix kept");
+  return out;
+}
+
+double TrainerRate(const Measurements& m) { return m.rate / std::max(1 - m.wait_share, 0.02); }
+double TrainerCores(const Measurements& m) { return std::max(0.0, m.process_cores - m.engine_cores); }
+
+Policy::Policy(Placement start, Levers levers, Options options)
+    : levers_(levers), options_(options), current_(start), settling_(options.settle_windows) {}
+
+std::vector<Candidate> Policy::Candidates(const Measurements& m) const {
+  std::vector<Candidate> out;
+  const double trainer = TrainerRate(m), trainer_cores = TrainerCores(m);
+  const double free_cores = std::max(0.5, m.cores - trainer_cores);
+  const bool loader_bound = m.wait_share >= options_.loader_bound_wait;
+  // What `threads` in this process make of the cores the trainer leaves,
+  // and what the job then takes.
+  auto capacity = [&](int threads) {
+    return m.cpu_s_per_sample > 0 ? std::min<double>(threads, free_cores) / m.cpu_s_per_sample : 0.0;
+  };
+  auto in_process = [&](int threads) { return std::min(trainer, capacity(threads)); };
+  const bool in_proc = current_.local_workers == 0;
+  if (levers_.threads && in_proc && loader_bound && current_.threads < m.cores) {
+    Placement p = current_;
+    p.threads = m.cores;
+    out.push_back({p, in_process(m.cores),
+                   absl::StrFormat("the trainer waits %.0f%% of its time and %d of %d cores compute for the pipeline",
+                                   100 * m.wait_share, current_.threads, m.cores)});
+  }
+  const int leave_trainer = std::max(1, static_cast<int>(std::lround(m.cores - trainer_cores)));
+  if (levers_.threads && in_proc && m.wait_share < options_.fed_wait && trainer_cores >= 0.5 &&
+      leave_trainer < current_.threads && capacity(leave_trainer) >= 1.1 * m.rate) {
+    Placement p = current_;
+    p.threads = leave_trainer;
+    out.push_back({p, m.rate,
+                   absl::StrFormat("the trainer is fed (waits %.0f%%) and computes on %.1f cores: %d threads "
+                                   "still make %s, leaving it its cores",
+                                   100 * m.wait_share, trainer_cores, leave_trainer, Rate(capacity(leave_trainer)))});
+  }
+  if (levers_.local_workers && in_proc && loader_bound && trainer_cores >= 0.5 && free_cores >= 2 &&
+      m.worker_ring_bytes <= m.memory_free_bytes) {
+    Placement p = current_;
+    p.local_workers = 1;
+    out.push_back({p, 0,
+                   absl::StrFormat("the trainer waits %.0f%% and computes on %.1f cores beside the pipeline's "
+                                   "threads; a worker process's gain is measured by trying it",
+                                   100 * m.wait_share, trainer_cores)});
+  }
+  if (levers_.local_workers && !in_proc) {
+    Placement p = current_;
+    p.local_workers = 0;
+    out.push_back({p, 0, "the pipeline back in the trainer's process: measured by trying it"});
+  }
+  if (levers_.gpu_tail && !current_.gpu_tail && loader_bound && m.gpu_tail_share >= kWorthwhileShare) {
+    Placement p = current_;
+    p.gpu_tail = true;
+    out.push_back({p, std::min(trainer, m.rate / (1 - m.gpu_tail_share)),
+                   absl::StrFormat("the ops a GPU runs are %.0f%% of the compute", 100 * m.gpu_tail_share)});
+  }
+  if (levers_.keep_prefix && !current_.keep_prefix && loader_bound && m.epochs_repeat &&
+      m.prefix_share >= kWorthwhileShare && m.prefix_bytes <= m.memory_free_bytes) {
+    Placement p = current_;
+    p.keep_prefix = true;
+    out.push_back({p, std::min(trainer, m.rate / (1 - m.prefix_share)),
+                   absl::StrFormat("epochs repeat and the deterministic prefix is %.0f%% of the compute (%d MB "
+                                   "kept, %d MB free in the budget)",
+                                   100 * m.prefix_share, m.prefix_bytes >> 20, m.memory_free_bytes >> 20)});
+  }
+  // Predicted gains first, then what only a trial can rate.
+  std::stable_sort(out.begin(), out.end(), [](const Candidate& a, const Candidate& b) {
+    return (a.predicted_rate == 0 ? -1 : a.predicted_rate) > (b.predicted_rate == 0 ? -1 : b.predicted_rate);
+  });
+  return out;
+}
+
+bool Policy::Tried(const Placement& p) const { return tried_.count(Key(p)) > 0; }
+
+Decision Policy::Observe(const Measurements& m) {
+  if (settling_ > 0) {
+    --settling_;
+    return {current_, "settling after a move", {}, false};
+  }
+  if (trial_) return Judge(m);
+  const double trainer = TrainerRate(m);
+  if (trainer_rate_ > 0 && std::abs(trainer / trainer_rate_ - 1) > options_.change) Forget();
+  trainer_rate_ = trainer;
+  tried_[Key(current_)] = m.rate;
+  Decision d{current_, "", Candidates(m), false};
+  for (const Candidate& c : d.alternatives) {
+    if (Tried(c.placement)) continue;
+    const bool frees = c.placement.threads < current_.threads;
+    if (c.predicted_rate == 0 || frees || c.predicted_rate >= m.rate * (1 + options_.min_gain)) return Move(c, m, d.alternatives);
+  }
+  d.reason = absl::StrFormat("stays %s at %s (the trainer waits %.0f%%): no move predicted to gain %.0f%%",
+                             current_.Describe(), Rate(m.rate), 100 * m.wait_share, 100 * options_.min_gain);
+  return d;
+}
+
+Decision Policy::Move(Candidate c, const Measurements& m, std::vector<Candidate> alternatives) {
+  before_ = current_;
+  before_rate_ = m.rate;
+  current_ = c.placement;
+  trial_ = true;
+  settling_ = options_.settle_windows;
+  std::string reason = absl::StrCat("moves to ", current_.Describe(), " from ", before_.Describe(), " at ",
+                                    Rate(m.rate), ": ", c.why);
+  if (c.predicted_rate > 0) absl::StrAppend(&reason, "; predicted ", Rate(c.predicted_rate));
+  log_.push_back(reason);
+  return {current_, reason, std::move(alternatives), false};
+}
+
+Decision Policy::Judge(const Measurements& m) {
+  trial_ = false;
+  tried_[Key(current_)] = m.rate;
+  // A move that frees cores is kept unless it costs; one that spends more
+  // is kept only when it pays.
+  const bool frees = current_.threads < before_.threads && current_.local_workers == before_.local_workers;
+  const double needed = before_rate_ * (frees ? 1 - options_.min_gain : 1 + options_.min_gain);
+  if (m.rate >= needed) {
+    trainer_rate_ = TrainerRate(m);
+    std::string reason = absl::StrCat("keeps ", current_.Describe(), ": ", Rate(m.rate), " against ",
+                                      Rate(before_rate_), " before");
+    log_.push_back(reason);
+    return {current_, reason, {}, false};
+  }
+  std::string reason = absl::StrCat("undoes ", current_.Describe(), ": ", Rate(m.rate), " against ",
+                                    Rate(before_rate_), " before; back to ", before_.Describe());
+  log_.push_back(reason);
+  current_ = before_;
+  settling_ = options_.settle_windows;
+  return {current_, reason, {}, true};
+}
+
+void Policy::Refuse(const std::string& why) {
+  tried_[Key(current_)] = 0;
+  log_.push_back(absl::StrCat("refused: ", why));
+  if (!trial_) return;
+  trial_ = false;
+  current_ = before_;
+  settling_ = options_.settle_windows;
+}
+
+void Policy::Forget() {
+  tried_.clear();
+  log_.push_back("the trainer's rate changed: every placement may be tried again");
+}
+
+}  // namespace sluice::placement

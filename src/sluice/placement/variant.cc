@@ -1,0 +1,67 @@
+#include "sluice/placement/variant.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+
+namespace sluice::placement {
+namespace {
+
+// Where a distribute node goes: before the batch node, or at the end.
+int FrontEnd(const PipelineDef& def) {
+  for (int i = 0; i < def.nodes_size(); ++i) {
+    if (def.nodes(i).has_batch()) return i;
+  }
+  return def.nodes_size();
+}
+
+bool ReadableByWorkers(const SourceDef& source) {
+  return !source.has_python_dataset() && !source.has_arrow_memory();
+}
+
+}  // namespace
+
+absl::Status CheckPlacementOption(const PipelineDef& def) {
+  const std::string& p = def.options().placement();
+  if (p.empty() || p == "manual" || p == "auto") return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("options.placement: \"", p, "\" is not a placement; use \"auto\" or \"manual\""));
+}
+
+bool IsAuto(const PipelineDef& def) { return def.options().placement() == "auto"; }
+
+Levers FreeLevers(const PipelineDef& def) {
+  Levers levers;
+  levers.threads = def.options().threads() <= 0;
+  levers.local_workers = def.nodes_size() > 0 && def.nodes(0).has_source() && ReadableByWorkers(def.nodes(0).source());
+  for (int i = 1; i < FrontEnd(def); ++i) {
+    const NodeDef& n = def.nodes(i);
+    if (!n.has_map() && !n.has_filter() && !n.has_shuffle() && !n.has_prefetch()) levers.local_workers = false;
+  }
+  for (const NodeDef& n : def.nodes()) {
+    if (n.has_distribute() || n.has_shard()) levers.local_workers = false;
+  }
+  return levers;
+}
+
+Placement StartingPlacement(const PipelineDef& def, int cores) {
+  Placement p;
+  p.threads = def.options().threads() > 0 ? def.options().threads() : cores;
+  return p;
+}
+
+PipelineDef Variant(const PipelineDef& def, const Placement& placement) {
+  PipelineDef out = def;
+  out.mutable_options()->clear_placement();
+  out.mutable_options()->set_threads(placement.threads);
+  if (placement.local_workers > 0) {
+    NodeDef distribute;
+    distribute.mutable_distribute()->set_local_workers(placement.local_workers);
+    auto* nodes = out.mutable_nodes();
+    nodes->Add(std::move(distribute));
+    std::rotate(nodes->begin() + FrontEnd(def), nodes->end() - 1, nodes->end());
+  }
+  return out;
+}
+
+}  // namespace sluice::placement

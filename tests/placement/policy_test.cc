@@ -1,0 +1,191 @@
+#include "sluice/placement/policy.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace sluice::placement {
+namespace {
+
+using ::testing::HasSubstr;
+
+Placement InProcess(int threads) {
+  Placement p;
+  p.threads = threads;
+  return p;
+}
+
+Levers AllLevers() {
+  Levers l;
+  l.threads = l.local_workers = l.gpu_tail = l.keep_prefix = true;
+  return l;
+}
+
+// A window on `cores` cores: the job takes `rate` samples/s with the trainer
+// waiting `wait` of its time; the trainer computes on `trainer_cores`, the
+// engine on `engine_cores`, at `cpu_us` microseconds of compute a sample.
+Measurements Window(const Placement& p, int cores, double rate, double wait, double trainer_cores,
+                    double engine_cores, double cpu_us) {
+  Measurements m;
+  m.placement = p;
+  m.seconds = 3;
+  m.cores = cores;
+  m.rate = rate;
+  m.wait_share = wait;
+  m.process_cores = trainer_cores + engine_cores;
+  m.engine_cores = engine_cores;
+  m.cpu_s_per_sample = cpu_us * 1e-6;
+  m.memory_free_bytes = int64_t{1} << 30;
+  m.worker_ring_bytes = int64_t{64} << 20;
+  return m;
+}
+
+// Feeds the settling window, then `m`; returns the decision on `m`.
+Decision AfterSettling(Policy* policy, const Measurements& m) {
+  policy->Observe(m);
+  return policy->Observe(m);
+}
+
+TEST(Policy, AFedTrainerWithNothingToGainStays) {
+  Policy policy(InProcess(16), AllLevers());
+  // The trainer waits 1% and computes on 0.2 cores: nothing to free, nothing to speed up.
+  const Decision d = AfterSettling(&policy, Window(InProcess(16), 16, 1000, 0.01, 0.2, 2, 2000));
+  EXPECT_EQ(d.next, InProcess(16));
+  EXPECT_THAT(d.reason, HasSubstr("stays in the trainer's process on 16 threads"));
+  EXPECT_TRUE(policy.log().empty());
+}
+
+TEST(Policy, RaisesThreadsWhenTheTrainerWaitsAndCoresAreIdle) {
+  Policy policy(InProcess(2), AllLevers());
+  // 2 of 8 cores at 1 ms a sample make 2,000/s; the trainer waits half its time.
+  Decision d = AfterSettling(&policy, Window(InProcess(2), 8, 2000, 0.5, 0.3, 2, 1000));
+  EXPECT_EQ(d.next.threads, 8);
+  EXPECT_EQ(d.next.local_workers, 0);
+  ASSERT_FALSE(d.alternatives.empty());
+  EXPECT_NEAR(d.alternatives[0].predicted_rate, 4000, 1);  // capped by the trainer's 4,000/s
+  EXPECT_THAT(d.reason, HasSubstr("moves to in the trainer's process on 8 threads"));
+  policy.Observe(Window(d.next, 8, 3900, 0.02, 0.3, 4, 1000));  // settling
+  d = policy.Observe(Window(d.next, 8, 3900, 0.02, 0.3, 4, 1000));
+  EXPECT_EQ(d.next.threads, 8);
+  EXPECT_FALSE(d.undo);
+  EXPECT_THAT(policy.log().back(), HasSubstr("keeps in the trainer's process on 8 threads"));
+}
+
+TEST(Policy, LeavesAFedTrainerItsCoresAndKeepsThatUnlessItCosts) {
+  Policy policy(InProcess(4), AllLevers());
+  // The trainer computes on 1.5 of 4 cores and waits 1%; 3 threads at
+  // 500 us a sample make 5,000/s against the 1,000/s taken.
+  Decision d = AfterSettling(&policy, Window(InProcess(4), 4, 1000, 0.01, 1.5, 0.5, 500));
+  EXPECT_EQ(d.next.threads, 3);  // 4 - 1.5, rounded
+  policy.Observe(Window(d.next, 4, 990, 0.01, 1.5, 0.5, 500));
+  d = policy.Observe(Window(d.next, 4, 990, 0.01, 1.5, 0.5, 500));  // 1% lower: within the margin
+  EXPECT_EQ(d.next.threads, 3);
+  EXPECT_FALSE(d.undo);
+}
+
+TEST(Policy, DoesNotTakeThreadsAPipelineNeeds) {
+  Policy policy(InProcess(4), AllLevers());
+  // Fed, but 3 threads at 3 ms a sample make 1,000/s: no margin over the 1,000/s taken.
+  const Decision d = AfterSettling(&policy, Window(InProcess(4), 4, 1000, 0.01, 1.5, 3, 3000));
+  EXPECT_EQ(d.next, InProcess(4));
+}
+
+TEST(Policy, TriesALocalWorkerWhenTheTrainerCompetesAndUndoesItWhenItLoses) {
+  Policy policy(InProcess(16), AllLevers());
+  // Loader-bound on all 16 cores with the trainer on 2 of them.
+  Decision d = AfterSettling(&policy, Window(InProcess(16), 16, 5000, 0.3, 2, 13, 2600));
+  EXPECT_EQ(d.next.local_workers, 1);
+  EXPECT_THAT(d.reason, HasSubstr("measured by trying"));
+  policy.Observe(Window(d.next, 16, 4500, 0.35, 2, 1, 2600));
+  d = policy.Observe(Window(d.next, 16, 4500, 0.35, 2, 1, 2600));
+  EXPECT_TRUE(d.undo);
+  EXPECT_EQ(d.next, InProcess(16));
+  EXPECT_THAT(policy.log().back(), HasSubstr("undoes 1 local worker process"));
+  // Undone, it is not tried again while the measurements hold.
+  policy.Observe(Window(InProcess(16), 16, 5000, 0.3, 2, 13, 2600));
+  d = policy.Observe(Window(InProcess(16), 16, 5000, 0.3, 2, 13, 2600));
+  EXPECT_EQ(d.next, InProcess(16));
+  // The trainer's rate changes by more than a quarter: worth a new try.
+  d = policy.Observe(Window(InProcess(16), 16, 5000, 0.6, 2, 13, 2600));
+  EXPECT_EQ(d.next.local_workers, 1);
+}
+
+TEST(Policy, KeepsALocalWorkerThatPays) {
+  Policy policy(InProcess(16), AllLevers());
+  Decision d = AfterSettling(&policy, Window(InProcess(16), 16, 5000, 0.3, 2, 13, 2600));
+  ASSERT_EQ(d.next.local_workers, 1);
+  policy.Observe(Window(d.next, 16, 6500, 0.1, 2, 1, 2600));
+  d = policy.Observe(Window(d.next, 16, 6500, 0.1, 2, 1, 2600));
+  EXPECT_FALSE(d.undo);
+  EXPECT_EQ(d.next.local_workers, 1);
+}
+
+TEST(Policy, NoWorkerProcessWithoutACoreForIt) {
+  Policy policy(InProcess(2), AllLevers());
+  // 2 cores, the trainer on 0.8 of them: no two cores free for a worker process.
+  const Decision d = AfterSettling(&policy, Window(InProcess(2), 2, 1000, 0.4, 0.8, 1.2, 1200));
+  EXPECT_EQ(d.next.local_workers, 0);
+}
+
+TEST(Policy, NoWorkerProcessWhoseRingTheBudgetCannotHold) {
+  Policy policy(InProcess(16), AllLevers());
+  Measurements m = Window(InProcess(16), 16, 5000, 0.3, 2, 13, 2600);
+  m.memory_free_bytes = int64_t{32} << 20;  // a 64 MiB ring does not fit
+  const Decision d = AfterSettling(&policy, m);
+  EXPECT_EQ(d.next.local_workers, 0);
+}
+
+TEST(Policy, AUsersExplicitChoicesAreKept) {
+  Levers none;  // threads given, a distribute node written, no GPU, no prefix
+  none.threads = none.local_workers = false;
+  Policy policy(InProcess(2), none);
+  const Decision d = AfterSettling(&policy, Window(InProcess(2), 16, 1000, 0.6, 2, 2, 2000));
+  EXPECT_EQ(d.next, InProcess(2));
+}
+
+TEST(Policy, MovesTheTailToTheGpuOnlyWhenItIsAvailableAndWorthIt) {
+  Measurements m = Window(InProcess(8), 8, 2000, 0.5, 0.5, 7.5, 3750);
+  m.gpu_tail_share = 0.6;
+  Levers no_gpu = AllLevers();
+  no_gpu.gpu_tail = false;
+  Policy without(InProcess(8), no_gpu);
+  EXPECT_FALSE(AfterSettling(&without, m).next.gpu_tail);
+  Policy with(InProcess(8), AllLevers());
+  const Decision d = AfterSettling(&with, m);
+  EXPECT_TRUE(d.next.gpu_tail);
+  EXPECT_NEAR(d.alternatives[0].predicted_rate, 4000, 1);  // 2,000 / 0.4, capped by the trainer's 4,000
+  m.gpu_tail_share = 0.1;
+  Policy small(InProcess(8), AllLevers());
+  EXPECT_FALSE(AfterSettling(&small, m).next.gpu_tail);
+}
+
+TEST(Policy, KeepsThePrefixOnlyWhenEpochsRepeatAndItFits) {
+  Measurements m = Window(InProcess(8), 8, 2000, 0.5, 0.5, 7.5, 3750);
+  m.prefix_share = 0.5;
+  m.prefix_bytes = int64_t{512} << 20;
+  Levers prefix_only = AllLevers();
+  prefix_only.local_workers = prefix_only.gpu_tail = false;
+  Policy first_epoch(InProcess(8), prefix_only);
+  EXPECT_FALSE(AfterSettling(&first_epoch, m).next.keep_prefix);
+  m.epochs_repeat = true;
+  Policy later(InProcess(8), prefix_only);
+  const Decision d = AfterSettling(&later, m);
+  EXPECT_TRUE(d.next.keep_prefix);
+  EXPECT_THAT(d.reason, HasSubstr("512 MB kept"));
+  m.prefix_bytes = int64_t{2} << 30;  // more than the 1 GiB free
+  Policy too_big(InProcess(8), prefix_only);
+  EXPECT_FALSE(AfterSettling(&too_big, m).next.keep_prefix);
+}
+
+TEST(Policy, IgnoresTheWindowAfterEachMove) {
+  Policy policy(InProcess(2), AllLevers());
+  const Measurements loader_bound = Window(InProcess(2), 8, 2000, 0.5, 0.3, 2, 1000);
+  EXPECT_EQ(policy.Observe(loader_bound).next, InProcess(2));  // start-up
+  const Decision d = policy.Observe(loader_bound);
+  ASSERT_EQ(d.next.threads, 8);
+  // A bad first window after the move is start-up, not a verdict.
+  EXPECT_FALSE(policy.Observe(Window(d.next, 8, 10, 0.99, 0.3, 0.1, 1000)).undo);
+  EXPECT_FALSE(policy.Observe(Window(d.next, 8, 3900, 0.02, 0.3, 4, 1000)).undo);
+}
+
+}  // namespace
+}  // namespace sluice::placement

@@ -1,0 +1,117 @@
+"""placement "auto": the options, the report, the levers a user's choices
+hold fixed, and moves mid-epoch between the trainer's process and a local
+worker process that keep every sample exactly once with the same bytes."""
+
+import json
+import time
+
+import numpy as np
+import pytest
+
+import sluice
+from sluice import ops
+
+ROWS = 2000
+
+
+def _pipe(unordered=True, **options):
+    images = (np.arange(ROWS * 8 * 8 * 3, dtype=np.int64) % 251).reshape(-1, 8, 8, 3).astype(np.uint8)
+    return (sluice.arrays({"id": np.arange(ROWS, dtype=np.int64), "image": images}, split_records=50)
+            .map(ops.random_flip(mode="horizontal"), ops.color_jitter(brightness=0.5))
+            .batch(20)
+            .with_options(seed=11, unordered=unordered, placement="auto", **options))
+
+
+def _take(it, n=None):
+    """{id: image bytes} of `n` batches of `it` (all when None), checking no id twice."""
+    out = {}
+    for k, batch in enumerate(it):
+        for i, image in zip(batch["id"], batch["image"]):
+            assert int(i) not in out, f"sample {i} delivered twice"
+            out[int(i)] = image.tobytes()
+        if n is not None and k + 1 == n:
+            break
+    return out
+
+
+def _reference():
+    """Each sample's bytes in an uninterrupted epoch 0 as written."""
+    manual = _pipe(unordered=False).with_options(placement="manual")
+    return _take(manual.iterate(0))
+
+
+def test_moves_to_a_local_worker_and_back_mid_epoch_exactly_once():
+    reference = _reference()
+    pipe = _pipe()
+    it = pipe.iterate(0)
+    got = _take(it, 20)
+    assert it._it._move_to(threads=1, local_workers=1)
+    got_worker = _take(it, 40)
+    assert not set(got) & set(got_worker)
+    got.update(got_worker)
+    assert it._it._move_to(threads=2, local_workers=0)
+    rest = _take(it)
+    assert not set(got) & set(rest)
+    got.update(rest)
+    assert sorted(got) == list(range(ROWS))
+    assert got == reference  # each sample's augmentation, whichever process made it
+
+
+def test_an_ordered_epoch_moves_threads_mid_epoch_but_not_to_a_worker():
+    pipe = _pipe(unordered=False)
+    manual = _pipe(unordered=False).with_options(placement="manual")
+    ids = [b["id"].tolist() for b in manual.iterate(0)]
+    it = pipe.iterate(0)
+    first = [next(it)["id"].tolist() for _ in range(10)]
+    # An ordered state does not move to workers, which deliver as rows come.
+    assert not it._it._move_to(threads=2, local_workers=1)
+    assert it._it._move_to(threads=1, local_workers=0)
+    rest = [b["id"].tolist() for b in it]
+    assert first + rest == ids
+
+
+def test_the_report_says_where_it_runs_and_what_may_move():
+    report = _pipe().placement()
+    assert report["mode"] == "auto"
+    assert report["placement"]["local_workers"] == 0
+    assert "in the trainer's process" in report["placement"]["description"]
+    assert report["levers"]["threads"] and report["levers"]["local_workers"]
+    assert report["decisions"] == [] and report["last_window"] is None
+    manual = _pipe().with_options(placement="manual").placement()
+    assert manual["mode"] == "manual"
+
+
+def test_a_users_explicit_choices_are_kept():
+    assert not _pipe(threads=1).placement()["levers"]["threads"]
+    images = np.zeros((10, 4), np.uint8)
+    written = (sluice.arrays({"image": images}).distribute(local_workers=1).batch(5)
+               .with_options(placement="auto"))
+    assert not json.loads(written.engine.placement())["levers"]["local_workers"]
+    # Arrow data held by this process cannot be read by a worker process.
+    pa = pytest.importorskip("pyarrow")
+    table = pa.table({"x": np.arange(10, dtype=np.int64)})
+    held = sluice.from_arrow(table).batch(5).with_options(placement="auto")
+    assert not held.placement()["levers"]["local_workers"]
+
+
+def test_a_run_long_enough_reports_its_measurements():
+    pipe = _pipe()
+    window, deadline = None, time.monotonic() + 120  # a window is 2 s of the job, across epochs
+    while window is None and time.monotonic() < deadline:
+        for _ in pipe:
+            pass
+        window = pipe.placement()["last_window"]
+    assert window is not None
+    assert window["samples_per_s"] > 0
+    assert 0 <= window["trainer_wait_share"] <= 1
+    assert window["cores"] >= 1
+    assert window["placement"]["local_workers"] in (0, 1)
+
+
+def test_a_bad_placement_is_named():
+    with pytest.raises(ValueError, match="placement"):
+        _pipe().with_options(placement="sideways")
+    definition = json.loads(_pipe().to_json())
+    definition["options"]["placement"] = "sideways"
+    with pytest.raises(Exception, match=r'options.placement: "sideways" is not a placement'):
+        sluice.Pipeline.from_json(json.dumps(definition)).schema
