@@ -7,7 +7,6 @@
 #include "interrupt.h"
 #include "sluice/core/python_process.h"
 #include "sluice/exec/pipeline.h"
-#include "sluice/placement/placed_pipeline.h"
 #include "sluice/graph/pipeline_json.h"
 #include "sluice/io/arrow_source.h"
 #include "sluice/io/object_cache.h"
@@ -15,6 +14,7 @@
 #include "sluice/ops/device_decode_stats.h"
 #include "sluice/ops/op_registry.h"
 #include "sluice/ops/plugin.h"
+#include "sluice/placement/placed_pipeline.h"
 #include "sluice/service/distributed_pipeline.h"
 
 namespace sluice::python {

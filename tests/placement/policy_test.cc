@@ -23,8 +23,8 @@ Levers AllLevers() {
 // A window on `cores` cores: the job takes `rate` samples/s with the trainer
 // waiting `wait` of its time; the trainer computes on `trainer_cores`, the
 // engine on `engine_cores`, at `cpu_us` microseconds of compute a sample.
-Measurements Window(const Placement& p, int cores, double rate, double wait, double trainer_cores,
-                    double engine_cores, double cpu_us) {
+Measurements Window(const Placement& p, int cores, double rate, double wait, double trainer_cores, double engine_cores,
+                    double cpu_us) {
   Measurements m;
   m.placement = p;
   m.seconds = 3;

@@ -40,9 +40,7 @@ void WindowMeter::Start(const exec::PipelineIterator& it) {
   stats_start_ = Snapshot(it);
 }
 
-bool WindowMeter::Due() const {
-  return elements_ >= kMinElements && ns_ + exec::NowNs() - start_ns_ >= kMinWindowNs;
-}
+bool WindowMeter::Due() const { return elements_ >= kMinElements && ns_ + exec::NowNs() - start_ns_ >= kMinWindowNs; }
 
 void WindowMeter::Fold(const exec::PipelineIterator& it) {
   const exec::PipelineStatsSnapshot now = Snapshot(it);
@@ -82,8 +80,8 @@ Measurements WindowMeter::Take(const exec::Pipeline& pipeline, const exec::Pipel
   }
   if (busy_ns_ > 0) m.front_share = static_cast<double>(front_ns_) / busy_ns_;
   const BufferPool::Stats pool = pipeline.memory();
-  m.memory_free_bytes = std::max<int64_t>(0, pipeline.memory_budget() - static_cast<int64_t>(pool.peak_held_bytes) -
-                                                 pipeline.ring_bytes());
+  m.memory_free_bytes = std::max<int64_t>(
+      0, pipeline.memory_budget() - static_cast<int64_t>(pool.peak_held_bytes) - pipeline.ring_bytes());
   // A local worker's ring: the service's default (distribute()'s
   // shared_memory_mb), or three batches when they are larger.
   m.worker_ring_bytes = std::max<int64_t>(int64_t{64} << 20, batches_ > 0 ? 3 * batch_bytes_ / batches_ : 0);

@@ -24,9 +24,8 @@ absl::StatusOr<std::shared_ptr<PlacedPipeline>> PlacedPipeline::Create(const Pip
   const Placement start = StartingPlacement(def, UsableCores());
   absl::StatusOr<std::shared_ptr<const exec::Pipeline>> first = Compile(automatic ? Variant(def, start) : def);
   if (!first.ok()) return first.status();
-  return std::shared_ptr<PlacedPipeline>(
-      new PlacedPipeline(def, automatic, start, automatic ? FreeLevers(def) : Levers{false, false, false, false},
-                         *std::move(first)));
+  return std::shared_ptr<PlacedPipeline>(new PlacedPipeline(
+      def, automatic, start, automatic ? FreeLevers(def) : Levers{false, false, false, false}, *std::move(first)));
 }
 
 PlacedPipeline::PlacedPipeline(PipelineDef def, bool automatic, Placement start, Levers levers,

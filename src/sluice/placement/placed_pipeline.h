@@ -9,9 +9,9 @@
 #define SLUICE_PLACEMENT_PLACED_PIPELINE_H_
 
 #include <atomic>
-#include <utility>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"

@@ -22,11 +22,11 @@ std::string Rate(double r) { return absl::StrFormat("%.0f samples/s", r); }
 }  // namespace
 
 std::string Placement::Describe() const {
-  std::string out = local_workers > 0
-                        ? absl::StrCat(local_workers, " local worker process", local_workers > 1 ? "es" : "",
-                                       ", the rest in the trainer's process on ", threads, " thread",
-                                       threads > 1 ? "s" : "")
-                        : absl::StrCat("in the trainer's process on ", threads, " thread", threads > 1 ? "s" : "");
+  std::string out =
+      local_workers > 0
+          ? absl::StrCat(local_workers, " local worker process", local_workers > 1 ? "es" : "",
+                         ", the rest in the trainer's process on ", threads, " thread", threads > 1 ? "s" : "")
+          : absl::StrCat("in the trainer's process on ", threads, " thread", threads > 1 ? "s" : "");
   if (gpu_tail) absl::StrAppend(&out, ", the tail on the GPU");
   if (keep_prefix) absl::StrAppend(&out, ", the deterministic prefix kept");
   return out;
@@ -119,7 +119,8 @@ Decision Policy::Observe(const Measurements& m) {
   for (const Candidate& c : d.alternatives) {
     if (Tried(c.placement)) continue;
     const bool frees = c.placement.threads < current_.threads;
-    if (c.predicted_rate == 0 || frees || c.predicted_rate >= m.rate * (1 + options_.min_gain)) return Move(c, m, d.alternatives);
+    if (c.predicted_rate == 0 || frees || c.predicted_rate >= m.rate * (1 + options_.min_gain))
+      return Move(c, m, d.alternatives);
   }
   d.reason = absl::StrFormat("stays %s at %s (the trainer waits %.0f%%): no move predicted to gain %.0f%%",
                              current_.Describe(), Rate(m.rate), 100 * m.wait_share, 100 * options_.min_gain);
@@ -132,8 +133,8 @@ Decision Policy::Move(Candidate c, const Measurements& m, std::vector<Candidate>
   current_ = c.placement;
   trial_ = true;
   settling_ = options_.settle_windows;
-  std::string reason = absl::StrCat("moves to ", current_.Describe(), " from ", before_.Describe(), " at ",
-                                    Rate(m.rate), ": ", c.why);
+  std::string reason =
+      absl::StrCat("moves to ", current_.Describe(), " from ", before_.Describe(), " at ", Rate(m.rate), ": ", c.why);
   if (c.predicted_rate > 0) absl::StrAppend(&reason, "; predicted ", Rate(c.predicted_rate));
   log_.push_back(reason);
   return {current_, reason, std::move(alternatives), false};
@@ -148,13 +149,13 @@ Decision Policy::Judge(const Measurements& m) {
   const double needed = before_rate_ * (frees ? 1 - options_.min_gain : 1 + options_.min_gain);
   if (m.rate >= needed) {
     trainer_rate_ = TrainerRate(m);
-    std::string reason = absl::StrCat("keeps ", current_.Describe(), ": ", Rate(m.rate), " against ",
-                                      Rate(before_rate_), " before");
+    std::string reason =
+        absl::StrCat("keeps ", current_.Describe(), ": ", Rate(m.rate), " against ", Rate(before_rate_), " before");
     log_.push_back(reason);
     return {current_, reason, {}, false};
   }
-  std::string reason = absl::StrCat("undoes ", current_.Describe(), ": ", Rate(m.rate), " against ",
-                                    Rate(before_rate_), " before; back to ", before_.Describe());
+  std::string reason = absl::StrCat("undoes ", current_.Describe(), ": ", Rate(m.rate), " against ", Rate(before_rate_),
+                                    " before; back to ", before_.Describe());
   log_.push_back(reason);
   current_ = before_;
   settling_ = options_.settle_windows;

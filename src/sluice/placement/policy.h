@@ -24,9 +24,9 @@ namespace sluice::placement {
 
 // Where the pipeline runs.
 struct Placement {
-  int threads = 1;        // compute threads in the trainer's process
-  int local_workers = 0;  // > 0: the per-sample part runs in that many worker processes
-  bool gpu_tail = false;  // the ops after the batch on the GPU
+  int threads = 1;           // compute threads in the trainer's process
+  int local_workers = 0;     // > 0: the per-sample part runs in that many worker processes
+  bool gpu_tail = false;     // the ops after the batch on the GPU
   bool keep_prefix = false;  // the deterministic prefix kept after its first epoch
   bool operator==(const Placement& o) const {
     return threads == o.threads && local_workers == o.local_workers && gpu_tail == o.gpu_tail &&
@@ -60,9 +60,9 @@ struct Measurements {
   double cpu_s_per_sample = 0;
   double front_share = 1;
   double front_bytes_per_sample = 0;
-  double gpu_tail_share = 0;  // of the compute, the ops a GPU tail takes over
-  double prefix_share = 0;    // of the compute, the deterministic prefix
-  int64_t prefix_bytes = 0;   // what keeping the prefix holds
+  double gpu_tail_share = 0;      // of the compute, the ops a GPU tail takes over
+  double prefix_share = 0;        // of the compute, the deterministic prefix
+  int64_t prefix_bytes = 0;       // what keeping the prefix holds
   int64_t memory_free_bytes = 0;  // the memory budget less what the pipeline holds at its peak
   int64_t worker_ring_bytes = 0;  // what one local worker's ring holds
   bool epochs_repeat = false;     // a later epoch is running: a kept prefix would be read again
@@ -75,20 +75,20 @@ struct Candidate {
 };
 
 struct Decision {
-  Placement next;        // == the current placement: stay
-  std::string reason;    // what was decided and why, with the numbers
+  Placement next;      // == the current placement: stay
+  std::string reason;  // what was decided and why, with the numbers
   std::vector<Candidate> alternatives;
-  bool undo = false;     // a move undone: its measured rate was lower
+  bool undo = false;  // a move undone: its measured rate was lower
 };
 
 class Policy {
  public:
   struct Options {
-    double min_gain = 0.03;       // a move must beat the placement it left by this
+    double min_gain = 0.03;           // a move must beat the placement it left by this
     double loader_bound_wait = 0.10;  // the trainer waits this share or more: the loader bounds the job
     double fed_wait = 0.03;           // under this share the trainer is fed
-    double change = 0.25;  // the trainer's rate moving by this much makes tried moves worth trying again
-    int settle_windows = 1;  // ignored after each move (start-up)
+    double change = 0.25;             // the trainer's rate moving by this much makes tried moves worth trying again
+    int settle_windows = 1;           // ignored after each move (start-up)
   };
 
   Policy(Placement start, Levers levers, Options options);
@@ -119,10 +119,10 @@ class Policy {
   Options options_;
   Placement current_;
   int settling_ = 0;
-  bool trial_ = false;     // current_ is a move being judged
-  Placement before_;       // what the trial left
+  bool trial_ = false;  // current_ is a move being judged
+  Placement before_;    // what the trial left
   double before_rate_ = 0;
-  double trainer_rate_ = 0;  // at the last decision, to notice a change
+  double trainer_rate_ = 0;              // at the last decision, to notice a change
   std::map<std::string, double> tried_;  // a placement's key -> its measured rate
   std::vector<std::string> log_;
 };

@@ -9,8 +9,11 @@ namespace sluice::placement {
 namespace {
 
 nlohmann::json PlacementJson(const Placement& p) {
-  return {{"threads", p.threads},   {"local_workers", p.local_workers}, {"gpu_tail", p.gpu_tail},
-          {"keep_prefix", p.keep_prefix}, {"description", p.Describe()}};
+  return {{"threads", p.threads},
+          {"local_workers", p.local_workers},
+          {"gpu_tail", p.gpu_tail},
+          {"keep_prefix", p.keep_prefix},
+          {"description", p.Describe()}};
 }
 
 nlohmann::json MeasurementsJson(const Measurements& m) {

@@ -15,9 +15,7 @@ int FrontEnd(const PipelineDef& def) {
   return def.nodes_size();
 }
 
-bool ReadableByWorkers(const SourceDef& source) {
-  return !source.has_python_dataset() && !source.has_arrow_memory();
-}
+bool ReadableByWorkers(const SourceDef& source) { return !source.has_python_dataset() && !source.has_arrow_memory(); }
 
 }  // namespace
 
