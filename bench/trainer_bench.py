@@ -9,8 +9,9 @@ loader's process on CPU torch with one thread:
 - "launcher": a thread waking every 300 us to run a small op, as the thread
   of a GPU trainer that launches kernels does; a step is 100 wake-ups.
 
-For W1, W2, W3 and W5b it runs sluice in the process, sluice through a local worker
-process (the shared-memory rings of `distribute()`), and the expert
+For W1, W2, W3 and W5b it runs sluice in the process (on every core, and
+on one thread), sluice through a local worker process (the shared-memory
+rings of `distribute()`), sluice with placement "auto", and the expert
 DataLoader (bench/peers, 2 workers), each alone (the loader's own rate)
 and under each trainer load, beside the trainer with its data ready (one
 batch made ahead: loading free). It reports the trainer's median step
@@ -54,16 +55,26 @@ LOADS = {"none": None, "model light": ("model", 8, 16), "model heavy": ("model",
          "launcher light": ("launcher", 64, 0), "launcher heavy": ("launcher", 512, 0)}
 # "data ready": one batch made ahead, handed again and again: the trainer's
 # step with loading free.
-LOADERS = ("data ready", "sluice", "sluice local worker", "expert DataLoader")
+# The sluice loaders: the hand-chosen placements a sweep tries (the
+# default, one thread in the trainer's process, a local worker process) and
+# placement "auto".
+SLUICE_LOADERS = {"sluice": {}, "sluice 1 thread": {"threads": 1}, "sluice local worker": {"local_worker": True},
+                  "sluice auto": {"auto": True}}
+LOADERS = ("data ready", *SLUICE_LOADERS, "expert DataLoader")
 
 
-def sluice_pipeline(workload, data, local_worker):
+def sluice_pipeline(workload, data, local_worker=False, threads=0, auto=False):
     with open(os.path.join(HERE, "..", "pipelines", f"{workload}.json")) as f:
         text = f.read().replace('"data/', json.dumps(data + "/")[:-1])
     spec = json.loads(text)
     if local_worker:  # the maps before the batch on a worker process; rows come back through its ring
         batch = next(i for i, n in enumerate(spec["nodes"]) if "batch" in n)
         spec["nodes"].insert(batch, {"distribute": {"local_workers": 1}})
+    options = spec.setdefault("options", {})
+    if threads:
+        options["threads"] = threads
+    if auto:
+        options["placement"] = "auto"
     return sluice.Pipeline.from_json(json.dumps(spec))
 
 
@@ -135,12 +146,16 @@ def trainer_of(load, in_channels):
     return ModelTrainer(in_channels, a, b) if kind == "model" else LauncherTrainer(a)
 
 
-def measure(batches, trainer, steps, warmup=3):
-    """(median trainer step in ms, steps/s, samples/s) over `steps` steps."""
-    for _ in range(warmup):
+def measure(batches, trainer, steps, warmup=3, warmup_s=0.0):
+    """(median trainer step in ms, steps/s, samples/s) over `steps` steps,
+    after `warmup` steps and at least `warmup_s` seconds of them."""
+    start = time.perf_counter()
+    done = 0
+    while done < warmup or time.perf_counter() - start < warmup_s:
         x, y = next(batches)
         if trainer is not None:
             trainer.step(x, y)
+        done += 1
     compute, samples = [], 0
     start = time.perf_counter()
     for _ in range(steps):
@@ -172,6 +187,9 @@ def main(argv=None):
     p.add_argument("--steps", type=int, default=40)
     p.add_argument("--workloads", default="w1_mnist,w2_cifar10")
     p.add_argument("--loaders", default=",".join(LOADERS), help="a comma-separated subset of: " + ", ".join(LOADERS))
+    p.add_argument("--auto-warmup", type=float, default=15.0,
+                   help="seconds placement auto runs under each trainer load before it is measured (its windows "
+                        "are 2 s; a move is judged on the window after the next)")
     args = p.parse_args(argv)
     loaders = args.loaders.split(",")
     if not set(loaders) <= set(LOADERS):
@@ -193,10 +211,20 @@ def main(argv=None):
             elif loader == "expert DataLoader":
                 batches = expert_batches(workload, args.data)
             else:
-                batches = sluice_batches(sluice_pipeline(workload, args.data, loader != "sluice"))
+                pipe = sluice_pipeline(workload, args.data, **SLUICE_LOADERS[loader])
+                batches = sluice_batches(pipe)
+            warmup_s = args.auto_warmup if loader == "sluice auto" else 0.0
+            decided = 0
             for load in LOADS:
-                runs = [measure(batches, None if LOADS[load] is None else trainer_of(load, in_channels),
-                                args.steps) for _ in range(args.runs)]
+                trainer = None if LOADS[load] is None else trainer_of(load, in_channels)
+                runs = [measure(batches, trainer, args.steps, warmup_s=warmup_s if run == 0 else 0.0)
+                        for run in range(args.runs)]
+                if loader == "sluice auto":  # where it ran, and what it decided under this load
+                    placement = pipe.placement()
+                    print(f"  {load}: {placement['placement']['description']}", file=sys.stderr, flush=True)
+                    for line in placement["decisions"][decided:]:
+                        print(f"    {line}", file=sys.stderr, flush=True)
+                    decided = len(placement["decisions"])
                 results[f"{workload} | {loader} | {load}"] = [statistics.median(r[i] for r in runs) for i in range(3)]
             del batches
     print(f"{'workload | loader | trainer load':<52} {'step ms':>8} {'steps/s':>8} {'samples/s':>11}")

@@ -6,7 +6,7 @@ sluice's layers (shared/DESIGN.md, src/sluice/CMakeLists.txt), each allowed
 to include only itself and the layers listed for it:
 
     core  <- io <- datagen
-          <- io <- kernels <- ops <- graph <- exec <- service, profile <- api <- cli, python
+          <- io <- kernels <- ops <- graph <- exec <- service, profile <- placement <- api <- cli, python
 
 The build enforces most of this by linking (a layer's library links only
 lower ones), but a header-only use of an upper layer links fine: this check
@@ -28,11 +28,14 @@ ALLOWED = {
     "exec": {"core", "io", "kernels", "ops", "graph", "exec", "proto"},
     "service": {"core", "io", "kernels", "ops", "graph", "exec", "service", "proto", "service_proto"},
     "profile": {"core", "io", "kernels", "ops", "graph", "exec", "profile", "proto"},
-    "api": {"core", "io", "kernels", "ops", "graph", "exec", "service", "profile", "api", "proto", "service_proto"},
-    "cli": {"core", "io", "datagen", "kernels", "ops", "graph", "exec", "service", "profile", "api", "cli", "proto",
+    "placement": {"core", "io", "kernels", "ops", "graph", "exec", "service", "profile", "placement", "proto",
+                  "service_proto"},
+    "api": {"core", "io", "kernels", "ops", "graph", "exec", "service", "profile", "placement", "api", "proto",
             "service_proto"},
-    "python": {"core", "io", "kernels", "ops", "graph", "exec", "service", "profile", "api", "python", "proto",
-               "service_proto"},
+    "cli": {"core", "io", "datagen", "kernels", "ops", "graph", "exec", "service", "profile", "placement", "api", "cli",
+            "proto", "service_proto"},
+    "python": {"core", "io", "kernels", "ops", "graph", "exec", "service", "profile", "placement", "api", "python",
+               "proto", "service_proto"},
 }
 
 # Headers outside src/sluice/<layer>/: the public ones in include/sluice/,

@@ -155,6 +155,9 @@ class PipelineBuilder {
   PipelineBuilder& Threads(int threads);
   // Elements as they complete instead of in the source's order.
   PipelineBuilder& Unordered(bool unordered = true);
+  // "auto": sluice chooses where the pipeline runs from what the job
+  // measures (docs/placement.md); "manual" (the default): as written.
+  PipelineBuilder& Placement(const std::string& placement);
   // Source options.
   PipelineBuilder& ShuffleSplits();
   PipelineBuilder& SkipCorruptRecords();

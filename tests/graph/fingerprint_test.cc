@@ -28,6 +28,9 @@ TEST(OutputFingerprint, IgnoresWhatOnlyShapesTheRun) {
   const std::string f = OutputFingerprint(Base().Build());
   EXPECT_EQ(f, OutputFingerprint(Base(/*prefetch=*/3).Threads(4).Name("other").Build()));
   EXPECT_EQ(f, OutputFingerprint(Base().Unordered().Build()));
+  // A state moves between the placements "auto" chooses.
+  EXPECT_EQ(f, OutputFingerprint(Base().Placement("auto").Build()));
+  EXPECT_EQ(Base().Placement("auto").Build().options().placement(), "auto");
 }
 
 TEST(OutputFingerprint, ChangesWithWhatChangesTheOutput) {

@@ -242,6 +242,11 @@ PipelineBuilder& PipelineBuilder::Unordered(bool unordered) {
   return *this;
 }
 
+PipelineBuilder& PipelineBuilder::Placement(const std::string& placement) {
+  def_->mutable_options()->set_placement(placement);
+  return *this;
+}
+
 PipelineBuilder& PipelineBuilder::ShuffleSplits() {
   def_->mutable_nodes(0)->mutable_source()->set_shuffle_splits(true);
   return *this;
