@@ -146,12 +146,14 @@ def trainer_of(load, in_channels):
     return ModelTrainer(in_channels, a, b) if kind == "model" else LauncherTrainer(a)
 
 
-def measure(batches, trainer, steps, warmup=3, warmup_s=0.0):
+def measure(batches, trainer, steps, warmup=3, warmup_s=0.0, pending=lambda: False):
     """(median trainer step in ms, steps/s, samples/s) over `steps` steps,
-    after `warmup` steps and at least `warmup_s` seconds of them."""
+    after `warmup` steps and at least `warmup_s` seconds of them, and
+    while `pending()` holds, up to 4 x `warmup_s`."""
     start = time.perf_counter()
     done = 0
-    while done < warmup or time.perf_counter() - start < warmup_s:
+    while done < warmup or time.perf_counter() - start < warmup_s or (
+            pending() and time.perf_counter() - start < 4 * warmup_s):
         x, y = next(batches)
         if trainer is not None:
             trainer.step(x, y)
@@ -187,9 +189,10 @@ def main(argv=None):
     p.add_argument("--steps", type=int, default=40)
     p.add_argument("--workloads", default="w1_mnist,w2_cifar10")
     p.add_argument("--loaders", default=",".join(LOADERS), help="a comma-separated subset of: " + ", ".join(LOADERS))
-    p.add_argument("--auto-warmup", type=float, default=15.0,
-                   help="seconds placement auto runs under each trainer load before it is measured (its windows "
-                        "are 2 s; a move is judged on the window after the next)")
+    p.add_argument("--auto-warmup", type=float, default=20.0,
+                   help="seconds placement auto runs under each trainer load before it is measured, and on while a "
+                        "move is being judged (up to 4x): it rates a placement on two windows of 2 s or 8 batches, "
+                        "after one of start-up")
     args = p.parse_args(argv)
     loaders = args.loaders.split(",")
     if not set(loaders) <= set(LOADERS):
@@ -217,8 +220,10 @@ def main(argv=None):
             decided = 0
             for load in LOADS:
                 trainer = None if LOADS[load] is None else trainer_of(load, in_channels)
-                runs = [measure(batches, trainer, args.steps, warmup_s=warmup_s if run == 0 else 0.0)
-                        for run in range(args.runs)]
+                # placement auto warms up until the move it tries is judged.
+                pending = (lambda: pipe.placement()["judging"]) if loader == "sluice auto" else (lambda: False)
+                runs = [measure(batches, trainer, args.steps, warmup_s=warmup_s if run == 0 else 0.0,
+                                pending=pending) for run in range(args.runs)]
                 if loader == "sluice auto":  # where it ran, and what it decided under this load
                     placement = pipe.placement()
                     print(f"  {load}: {placement['placement']['description']}", file=sys.stderr, flush=True)

@@ -39,6 +39,13 @@ Measurements Window(const Placement& p, int cores, double rate, double wait, dou
   return m;
 }
 
+// Rates a placement on one window, so that each Observe below decides.
+Policy::Options OneWindow() {
+  Policy::Options o;
+  o.measure_windows = 1;
+  return o;
+}
+
 // Feeds the settling window, then `m`; returns the decision on `m`.
 Decision AfterSettling(Policy* policy, const Measurements& m) {
   policy->Observe(m);
@@ -46,7 +53,7 @@ Decision AfterSettling(Policy* policy, const Measurements& m) {
 }
 
 TEST(Policy, AFedTrainerWithNothingToGainStays) {
-  Policy policy(InProcess(16), AllLevers());
+  Policy policy(InProcess(16), AllLevers(), OneWindow());
   // The trainer waits 1% and computes on 0.2 cores: nothing to free, nothing to speed up.
   const Decision d = AfterSettling(&policy, Window(InProcess(16), 16, 1000, 0.01, 0.2, 2, 2000));
   EXPECT_EQ(d.next, InProcess(16));
@@ -55,7 +62,7 @@ TEST(Policy, AFedTrainerWithNothingToGainStays) {
 }
 
 TEST(Policy, RaisesThreadsWhenTheTrainerWaitsAndCoresAreIdle) {
-  Policy policy(InProcess(2), AllLevers());
+  Policy policy(InProcess(2), AllLevers(), OneWindow());
   // 2 of 8 cores at 1 ms a sample make 2,000/s; the trainer waits half its time.
   Decision d = AfterSettling(&policy, Window(InProcess(2), 8, 2000, 0.5, 0.3, 2, 1000));
   EXPECT_EQ(d.next.threads, 8);
@@ -71,7 +78,7 @@ TEST(Policy, RaisesThreadsWhenTheTrainerWaitsAndCoresAreIdle) {
 }
 
 TEST(Policy, LeavesAFedTrainerItsCoresAndKeepsThatUnlessItCosts) {
-  Policy policy(InProcess(4), AllLevers());
+  Policy policy(InProcess(4), AllLevers(), OneWindow());
   // The trainer computes on 1.5 of 4 cores and waits 1%; 3 threads at
   // 500 us a sample make 5,000/s against the 1,000/s taken.
   Decision d = AfterSettling(&policy, Window(InProcess(4), 4, 1000, 0.01, 1.5, 0.5, 500));
@@ -83,14 +90,14 @@ TEST(Policy, LeavesAFedTrainerItsCoresAndKeepsThatUnlessItCosts) {
 }
 
 TEST(Policy, DoesNotTakeThreadsAPipelineNeeds) {
-  Policy policy(InProcess(4), AllLevers());
+  Policy policy(InProcess(4), AllLevers(), OneWindow());
   // Fed, but 3 threads at 3 ms a sample make 1,000/s: no margin over the 1,000/s taken.
   const Decision d = AfterSettling(&policy, Window(InProcess(4), 4, 1000, 0.01, 1.5, 3, 3000));
   EXPECT_EQ(d.next, InProcess(4));
 }
 
 TEST(Policy, TriesALocalWorkerWhenTheTrainerCompetesAndUndoesItWhenItLoses) {
-  Policy policy(InProcess(16), AllLevers());
+  Policy policy(InProcess(16), AllLevers(), OneWindow());
   // Loader-bound on all 16 cores with the trainer on 2 of them.
   Decision d = AfterSettling(&policy, Window(InProcess(16), 16, 5000, 0.3, 2, 13, 2600));
   EXPECT_EQ(d.next.local_workers, 1);
@@ -110,7 +117,7 @@ TEST(Policy, TriesALocalWorkerWhenTheTrainerCompetesAndUndoesItWhenItLoses) {
 }
 
 TEST(Policy, KeepsALocalWorkerThatPays) {
-  Policy policy(InProcess(16), AllLevers());
+  Policy policy(InProcess(16), AllLevers(), OneWindow());
   Decision d = AfterSettling(&policy, Window(InProcess(16), 16, 5000, 0.3, 2, 13, 2600));
   ASSERT_EQ(d.next.local_workers, 1);
   policy.Observe(Window(d.next, 16, 6500, 0.1, 2, 1, 2600));
@@ -120,14 +127,14 @@ TEST(Policy, KeepsALocalWorkerThatPays) {
 }
 
 TEST(Policy, NoWorkerProcessWithoutACoreForIt) {
-  Policy policy(InProcess(2), AllLevers());
+  Policy policy(InProcess(2), AllLevers(), OneWindow());
   // 2 cores, the trainer on 0.8 of them: no two cores free for a worker process.
   const Decision d = AfterSettling(&policy, Window(InProcess(2), 2, 1000, 0.4, 0.8, 1.2, 1200));
   EXPECT_EQ(d.next.local_workers, 0);
 }
 
 TEST(Policy, NoWorkerProcessWhoseRingTheBudgetCannotHold) {
-  Policy policy(InProcess(16), AllLevers());
+  Policy policy(InProcess(16), AllLevers(), OneWindow());
   Measurements m = Window(InProcess(16), 16, 5000, 0.3, 2, 13, 2600);
   m.memory_free_bytes = int64_t{32} << 20;  // a 64 MiB ring does not fit
   const Decision d = AfterSettling(&policy, m);
@@ -137,7 +144,7 @@ TEST(Policy, NoWorkerProcessWhoseRingTheBudgetCannotHold) {
 TEST(Policy, AUsersExplicitChoicesAreKept) {
   Levers none;  // threads given, a distribute node written, no GPU, no prefix
   none.threads = none.local_workers = false;
-  Policy policy(InProcess(2), none);
+  Policy policy(InProcess(2), none, OneWindow());
   const Decision d = AfterSettling(&policy, Window(InProcess(2), 16, 1000, 0.6, 2, 2, 2000));
   EXPECT_EQ(d.next, InProcess(2));
 }
@@ -147,14 +154,14 @@ TEST(Policy, MovesTheTailToTheGpuOnlyWhenItIsAvailableAndWorthIt) {
   m.gpu_tail_share = 0.6;
   Levers no_gpu = AllLevers();
   no_gpu.gpu_tail = false;
-  Policy without(InProcess(8), no_gpu);
+  Policy without(InProcess(8), no_gpu, OneWindow());
   EXPECT_FALSE(AfterSettling(&without, m).next.gpu_tail);
-  Policy with(InProcess(8), AllLevers());
+  Policy with(InProcess(8), AllLevers(), OneWindow());
   const Decision d = AfterSettling(&with, m);
   EXPECT_TRUE(d.next.gpu_tail);
   EXPECT_NEAR(d.alternatives[0].predicted_rate, 4000, 1);  // 2,000 / 0.4, capped by the trainer's 4,000
   m.gpu_tail_share = 0.1;
-  Policy small(InProcess(8), AllLevers());
+  Policy small(InProcess(8), AllLevers(), OneWindow());
   EXPECT_FALSE(AfterSettling(&small, m).next.gpu_tail);
 }
 
@@ -164,20 +171,20 @@ TEST(Policy, KeepsThePrefixOnlyWhenEpochsRepeatAndItFits) {
   m.prefix_bytes = int64_t{512} << 20;
   Levers prefix_only = AllLevers();
   prefix_only.local_workers = prefix_only.gpu_tail = false;
-  Policy first_epoch(InProcess(8), prefix_only);
+  Policy first_epoch(InProcess(8), prefix_only, OneWindow());
   EXPECT_FALSE(AfterSettling(&first_epoch, m).next.keep_prefix);
   m.epochs_repeat = true;
-  Policy later(InProcess(8), prefix_only);
+  Policy later(InProcess(8), prefix_only, OneWindow());
   const Decision d = AfterSettling(&later, m);
   EXPECT_TRUE(d.next.keep_prefix);
   EXPECT_THAT(d.reason, HasSubstr("512 MB kept"));
   m.prefix_bytes = int64_t{2} << 30;  // more than the 1 GiB free
-  Policy too_big(InProcess(8), prefix_only);
+  Policy too_big(InProcess(8), prefix_only, OneWindow());
   EXPECT_FALSE(AfterSettling(&too_big, m).next.keep_prefix);
 }
 
 TEST(Policy, IgnoresTheWindowAfterEachMove) {
-  Policy policy(InProcess(2), AllLevers());
+  Policy policy(InProcess(2), AllLevers(), OneWindow());
   const Measurements loader_bound = Window(InProcess(2), 8, 2000, 0.5, 0.3, 2, 1000);
   EXPECT_EQ(policy.Observe(loader_bound).next, InProcess(2));  // start-up
   const Decision d = policy.Observe(loader_bound);
@@ -185,6 +192,34 @@ TEST(Policy, IgnoresTheWindowAfterEachMove) {
   // A bad first window after the move is start-up, not a verdict.
   EXPECT_FALSE(policy.Observe(Window(d.next, 8, 10, 0.99, 0.3, 0.1, 1000)).undo);
   EXPECT_FALSE(policy.Observe(Window(d.next, 8, 3900, 0.02, 0.3, 4, 1000)).undo);
+}
+
+TEST(Policy, RatesAPlacementOnTheMeanOfItsWindows) {
+  Policy policy(InProcess(4), AllLevers());  // two windows a rating
+  const Measurements fed = Window(InProcess(4), 4, 1000, 0.01, 1.5, 0.5, 500);
+  policy.Observe(fed);                                // start-up
+  EXPECT_EQ(policy.Observe(fed).next, InProcess(4));  // one window: still measuring
+  const Decision d = policy.Observe(fed);             // the second: a decision
+  ASSERT_EQ(d.next.threads, 3);
+  EXPECT_TRUE(policy.judging());
+  policy.Observe(Window(d.next, 4, 10, 0.01, 1.5, 0.5, 500));  // start-up of the move
+  // 1,200/s, then 700/s: the mean, 950/s, is 5% below the 1,000/s before:
+  // undone. The first window alone would have kept the move.
+  EXPECT_FALSE(policy.Observe(Window(d.next, 4, 1200, 0.01, 1.5, 0.5, 500)).undo);
+  EXPECT_TRUE(policy.Observe(Window(d.next, 4, 700, 0.01, 1.5, 0.5, 500)).undo);
+  EXPECT_FALSE(policy.judging());
+}
+
+TEST(Policy, AveragesWindowsByTheirLength) {
+  Measurements a = Window(InProcess(2), 2, 1000, 0.2, 0.5, 1, 1000);
+  Measurements b = Window(InProcess(2), 2, 4000, 0.6, 0.5, 1, 1000);
+  a.seconds = 3;
+  b.seconds = 1;
+  const Measurements mean = Average({a, b});
+  EXPECT_DOUBLE_EQ(mean.seconds, 4);
+  EXPECT_DOUBLE_EQ(mean.rate, (1000 * 3 + 4000 * 1) / 4.0);
+  EXPECT_DOUBLE_EQ(mean.wait_share, (0.2 * 3 + 0.6 * 1) / 4.0);
+  EXPECT_DOUBLE_EQ(mean.cpu_s_per_sample, 1.0 * 4 / 7000);
 }
 
 }  // namespace

@@ -158,6 +158,7 @@ Report PlacedPipeline::report() const {
   Report r;
   r.automatic = automatic_;
   r.placement = policy_.current();
+  r.judging = policy_.judging();
   r.levers = levers_;
   r.decisions = policy_.log();
   r.last = last_;

@@ -31,6 +31,7 @@ class PlacedIterator;
 struct Report {
   bool automatic = false;
   Placement placement;
+  bool judging = false;  // a move is being tried
   Levers levers;
   std::vector<std::string> decisions;
   Measurements last;  // seconds == 0: none yet

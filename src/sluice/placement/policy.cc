@@ -32,11 +32,31 @@ std::string Placement::Describe() const {
   return out;
 }
 
+Measurements Average(const std::vector<Measurements>& windows) {
+  Measurements mean = windows.back();
+  double seconds = 0, rows = 0, wait = 0, process = 0, engine = 0;
+  for (const Measurements& w : windows) {
+    seconds += w.seconds;
+    rows += w.rate * w.seconds;
+    wait += w.wait_share * w.seconds;
+    process += w.process_cores * w.seconds;
+    engine += w.engine_cores * w.seconds;
+  }
+  mean.seconds = seconds;
+  mean.rate = rows / seconds;
+  mean.wait_share = wait / seconds;
+  mean.process_cores = process / seconds;
+  mean.engine_cores = engine / seconds;
+  mean.cpu_s_per_sample = rows > 0 ? engine / rows : 0;
+  return mean;
+}
+
 double TrainerRate(const Measurements& m) { return m.rate / std::max(1 - m.wait_share, 0.02); }
 double TrainerCores(const Measurements& m) { return std::max(0.0, m.process_cores - m.engine_cores); }
 
-Policy::Policy(Placement start, Levers levers, Options options)
-    : levers_(levers), options_(options), current_(start), settling_(options.settle_windows) {}
+Policy::Policy(Placement start, Levers levers, Options options) : levers_(levers), options_(options), current_(start) {
+  Settle();
+}
 
 std::vector<Candidate> Policy::Candidates(const Measurements& m) const {
   std::vector<Candidate> out;
@@ -105,11 +125,15 @@ std::vector<Candidate> Policy::Candidates(const Measurements& m) const {
 
 bool Policy::Tried(const Placement& p) const { return tried_.count(Key(p)) > 0; }
 
-Decision Policy::Observe(const Measurements& m) {
+Decision Policy::Observe(const Measurements& window) {
   if (settling_ > 0) {
     --settling_;
     return {current_, "settling after a move", {}, false};
   }
+  windows_.push_back(window);
+  if (static_cast<int>(windows_.size()) < options_.measure_windows) return {current_, "measuring", {}, false};
+  const Measurements m = Average(windows_);
+  windows_.clear();
   if (trial_) return Judge(m);
   const double trainer = TrainerRate(m);
   if (trainer_rate_ > 0 && std::abs(trainer / trainer_rate_ - 1) > options_.change) Forget();
@@ -132,7 +156,7 @@ Decision Policy::Move(Candidate c, const Measurements& m, std::vector<Candidate>
   before_rate_ = m.rate;
   current_ = c.placement;
   trial_ = true;
-  settling_ = options_.settle_windows;
+  Settle();
   std::string reason =
       absl::StrCat("moves to ", current_.Describe(), " from ", before_.Describe(), " at ", Rate(m.rate), ": ", c.why);
   if (c.predicted_rate > 0) absl::StrAppend(&reason, "; predicted ", Rate(c.predicted_rate));
@@ -158,7 +182,7 @@ Decision Policy::Judge(const Measurements& m) {
                                     " before; back to ", before_.Describe());
   log_.push_back(reason);
   current_ = before_;
-  settling_ = options_.settle_windows;
+  Settle();
   return {current_, reason, {}, true};
 }
 
@@ -168,7 +192,12 @@ void Policy::Refuse(const std::string& why) {
   if (!trial_) return;
   trial_ = false;
   current_ = before_;
+  Settle();
+}
+
+void Policy::Settle() {
   settling_ = options_.settle_windows;
+  windows_.clear();
 }
 
 void Policy::Forget() {

@@ -89,6 +89,7 @@ class Policy {
     double fed_wait = 0.03;           // under this share the trainer is fed
     double change = 0.25;             // the trainer's rate moving by this much makes tried moves worth trying again
     int settle_windows = 1;           // ignored after each move (start-up)
+    int measure_windows = 2;          // averaged to rate a placement: one window's rate is noisy
   };
 
   Policy(Placement start, Levers levers, Options options);
@@ -102,6 +103,8 @@ class Policy {
   void Refuse(const std::string& why);
 
   const Placement& current() const { return current_; }
+  // A move is being tried: its rate is not yet known.
+  bool judging() const { return trial_; }
   const std::vector<std::string>& log() const { return log_; }
 
  private:
@@ -113,20 +116,26 @@ class Policy {
   Decision Move(Candidate c, const Measurements& m, std::vector<Candidate> alternatives);
   // The trial's window is in: keep the move or undo it.
   Decision Judge(const Measurements& m);
-  void Forget();  // the measurements changed: every move may be tried again
+  void Forget();
+  // After a move: the windows that follow are start-up, then a new rating.
+  void Settle();  // the measurements changed: every move may be tried again
 
   Levers levers_;
   Options options_;
   Placement current_;
   int settling_ = 0;
-  bool trial_ = false;  // current_ is a move being judged
-  Placement before_;    // what the trial left
+  std::vector<Measurements> windows_;  // of the placement being rated
+  bool trial_ = false;                 // current_ is a move being judged
+  Placement before_;                   // what the trial left
   double before_rate_ = 0;
   double trainer_rate_ = 0;              // at the last decision, to notice a change
   std::map<std::string, double> tried_;  // a placement's key -> its measured rate
   std::vector<std::string> log_;
 };
 
+// The mean of `windows` (their rates, waits, cores and costs; the rest
+// from the last).
+Measurements Average(const std::vector<Measurements>& windows);
 // The rate the trainer would take with data always ready.
 double TrainerRate(const Measurements& m);
 // The cores the trainer's own threads use.

@@ -38,6 +38,7 @@ std::string Report::ToJson() const {
   nlohmann::json j;
   j["mode"] = automatic ? "auto" : "manual";
   j["placement"] = PlacementJson(placement);
+  j["judging"] = judging;
   j["levers"] = {{"threads", levers.threads},
                  {"local_workers", levers.local_workers},
                  {"gpu_tail", levers.gpu_tail},
