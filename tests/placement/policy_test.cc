@@ -111,7 +111,11 @@ TEST(Policy, TriesALocalWorkerWhenTheTrainerCompetesAndUndoesItWhenItLoses) {
   policy.Observe(Window(InProcess(16), 16, 5000, 0.3, 2, 13, 2600));
   d = policy.Observe(Window(InProcess(16), 16, 5000, 0.3, 2, 13, 2600));
   EXPECT_EQ(d.next, InProcess(16));
-  // The trainer's rate changes by more than a quarter: worth a new try.
+  // The trainer's rate changes by more than a quarter: rated again (its
+  // windows may straddle the change), then worth a new try.
+  d = policy.Observe(Window(InProcess(16), 16, 5000, 0.6, 2, 13, 2600));
+  EXPECT_EQ(d.next, InProcess(16));
+  EXPECT_THAT(d.reason, HasSubstr("rating the placement again"));
   d = policy.Observe(Window(InProcess(16), 16, 5000, 0.6, 2, 13, 2600));
   EXPECT_EQ(d.next.local_workers, 1);
 }

@@ -136,8 +136,13 @@ Decision Policy::Observe(const Measurements& window) {
   windows_.clear();
   if (trial_) return Judge(m);
   const double trainer = TrainerRate(m);
-  if (trainer_rate_ > 0 && std::abs(trainer / trainer_rate_ - 1) > options_.change) Forget();
+  const bool changed = trainer_rate_ > 0 && std::abs(trainer / trainer_rate_ - 1) > options_.change;
   trainer_rate_ = trainer;
+  if (changed) {
+    // Its windows may straddle the change: rated again before any move.
+    Forget();
+    return {current_, "the trainer's rate changed: rating the placement again", {}, false};
+  }
   tried_[Key(current_)] = m.rate;
   Decision d{current_, "", Candidates(m), false};
   for (const Candidate& c : d.alternatives) {
