@@ -189,10 +189,10 @@ def main(argv=None):
     p.add_argument("--steps", type=int, default=40)
     p.add_argument("--workloads", default="w1_mnist,w2_cifar10")
     p.add_argument("--loaders", default=",".join(LOADERS), help="a comma-separated subset of: " + ", ".join(LOADERS))
-    p.add_argument("--auto-warmup", type=float, default=20.0,
-                   help="seconds placement auto runs under each trainer load before it is measured, and on while a "
-                        "move is being judged (up to 4x): it rates a placement on two windows of 2 s or 8 batches, "
-                        "after one of start-up")
+    p.add_argument("--warmup", type=float, default=12.0,
+                   help="seconds each loader runs under each trainer load before it is measured; placement auto "
+                        "runs on while a move is being judged (up to 4x: it rates a placement on two windows of 2 s "
+                        "or 8 batches, after one of start-up)")
     args = p.parse_args(argv)
     loaders = args.loaders.split(",")
     if not set(loaders) <= set(LOADERS):
@@ -216,7 +216,10 @@ def main(argv=None):
             else:
                 pipe = sluice_pipeline(workload, args.data, **SLUICE_LOADERS[loader])
                 batches = sluice_batches(pipe)
-            warmup_s = args.auto_warmup if loader == "sluice auto" else 0.0
+            # Every loader warms up as long under each load (sluice's
+            # autotuner settles meanwhile); placement auto on until the
+            # move it tries is judged.
+            warmup_s = args.warmup if loader != "data ready" else 0.0
             decided = 0
             for load in LOADS:
                 trainer = None if LOADS[load] is None else trainer_of(load, in_channels)

@@ -69,8 +69,20 @@ std::shared_ptr<const exec::Pipeline> PlacedPipeline::MakeCurrent(const Placemen
   variants_.erase(std::remove_if(variants_.begin(), variants_.end(),
                                  [&](const auto& v) { return v.second != first_ && !(v.first == p); }),
                   variants_.end());
-  if (pipeline != first_) first_->TrimCache();
-  return current_ = std::move(pipeline);
+  current_ = std::move(pipeline);
+  TrimIdleLocked();
+  return current_;
+}
+
+void PlacedPipeline::TrimIdle() {
+  absl::MutexLock lock(&mu_);
+  TrimIdleLocked();
+}
+
+void PlacedPipeline::TrimIdleLocked() {
+  for (const auto& [placement, pipeline] : variants_) {
+    if (pipeline != current_) pipeline->TrimCache();
+  }
 }
 
 Placement PlacedPipeline::Observe(const Measurements& m) {
@@ -214,6 +226,7 @@ bool PlacedIterator::MoveTo(const Placement& to) {
   if (inner_->skipped().skipped() > 0) absl::StrAppend(&skip_summary_before_, inner_->skipped().Summary(), "; ");
   peak_before_ = std::max(peak_before_, inner_->peak_buffered_bytes());
   Install(*std::move(pipeline), *std::move(resumed));
+  owner_->TrimIdle();  // the old placement's blocks are back in its pool
   placement_ = to;
   meter_.Start(*inner_);
   return true;

@@ -80,6 +80,10 @@ class PlacedPipeline : public std::enable_shared_from_this<PlacedPipeline> {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A window's measurements in; the placement to run now out.
   Placement Observe(const Measurements& m);
+  // Frees what the pools of placements not running now cache (an
+  // iterator that ran there has since returned its blocks).
+  void TrimIdle();
+  void TrimIdleLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // An iterator ends: the window it measured goes on in the next epoch's,
   // when that runs in the same placement.
   void Bank(const WindowMeter& meter, const Placement& placement);

@@ -1,6 +1,7 @@
 #include "sluice/placement/policy.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -17,7 +18,19 @@ std::string Key(const Placement& p) {
   return absl::StrCat(p.threads, "/", p.local_workers, "/", p.gpu_tail, "/", p.keep_prefix);
 }
 
-std::string Rate(double r) { return absl::StrFormat("%.0f samples/s", r); }
+// What tells a new phase of the job: the trainer's rate, but for a
+// trainer that mostly waits, whose own rate the job's barely shows (and
+// noise in its wait multiplies), the job's: the loader's.
+double Demand(const Measurements& m) { return m.rate / std::max(1 - m.wait_share, 0.5); }
+
+// "46,667 samples/s": a judge's figures to the sample.
+std::string Rate(double r) {
+  std::string digits = absl::StrFormat("%.0f", r);
+  for (int i = static_cast<int>(digits.size()) - 3; i > 0 && std::isdigit(digits[i - 1]); i -= 3) {
+    digits.insert(i, ",");
+  }
+  return absl::StrCat(digits, " samples/s");
+}
 
 }  // namespace
 
@@ -135,7 +148,7 @@ Decision Policy::Observe(const Measurements& window) {
   const Measurements m = Average(windows_);
   windows_.clear();
   if (trial_) return Judge(m);
-  const double trainer = TrainerRate(m);
+  const double trainer = Demand(m);
   const bool changed = trainer_rate_ > 0 && std::abs(trainer / trainer_rate_ - 1) > options_.change;
   trainer_rate_ = trainer;
   if (changed) {
@@ -177,7 +190,7 @@ Decision Policy::Judge(const Measurements& m) {
   const bool frees = current_.threads < before_.threads && current_.local_workers == before_.local_workers;
   const double needed = before_rate_ * (frees ? 1 - options_.min_gain : 1 + options_.min_gain);
   if (m.rate >= needed) {
-    trainer_rate_ = TrainerRate(m);
+    trainer_rate_ = Demand(m);
     std::string reason =
         absl::StrCat("keeps ", current_.Describe(), ": ", Rate(m.rate), " against ", Rate(before_rate_), " before");
     log_.push_back(reason);

@@ -128,7 +128,7 @@ class Policy {
   bool trial_ = false;                 // current_ is a move being judged
   Placement before_;                   // what the trial left
   double before_rate_ = 0;
-  double trainer_rate_ = 0;              // at the last decision, to notice a change
+  double trainer_rate_ = 0;              // Demand at the last rating, to notice a change
   std::map<std::string, double> tried_;  // a placement's key -> its measured rate
   std::vector<std::string> log_;
 };
