@@ -18,7 +18,7 @@ batch made ahead: loading free). It reports the trainer's median step
 time (its compute, not its wait for data), the job's steps/s and
 samples/s.
 
-    .venv/bin/python bench/trainer_bench.py --data DATA [--runs 3] [--steps 40]
+    .venv/bin/python bench/trainer_bench.py --data DATA [--runs 3] [--steps 40] [--warmup 12]
         [--workloads w1_mnist,w2_cifar10,w3_imagenet,w5b_imagenet]
         [--loaders "data ready,sluice,sluice local worker,expert DataLoader"]
 
