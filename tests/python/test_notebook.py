@@ -61,7 +61,9 @@ def execute(client, code, on_output=None, timeout=120):
         elif kind == "status" and content["execution_state"] == "idle":
             break
     reply = client.get_shell_msg(timeout=timeout)
-    return reply["content"]["status"], "".join(out), error
+    # The reply names the error too: the one to trust, as an iopub message
+    # may come after the kernel says it is idle.
+    return reply["content"]["status"], "".join(out), reply["content"].get("ename", error)
 
 
 def test_a_notebook_defines_iterates_is_interrupted_and_iterates_again(kernel):
