@@ -30,12 +30,7 @@ absl::StatusOr<std::shared_ptr<PlacedPipeline>> PlacedPipeline::Create(const Pip
 
 PlacedPipeline::PlacedPipeline(PipelineDef def, bool automatic, Placement start, Levers levers,
                                std::shared_ptr<const exec::Pipeline> first)
-    : def_(std::move(def)),
-      automatic_(automatic),
-      first_(first),
-      policy_(start, levers),
-      levers_(levers),
-      current_(first) {
+    : def_(std::move(def)), automatic_(automatic), first_(first), policy_(start, levers), current_(first) {
   variants_.emplace_back(start, std::move(first));
 }
 
@@ -171,7 +166,7 @@ Report PlacedPipeline::report() const {
   r.automatic = automatic_;
   r.placement = policy_.current();
   r.judging = policy_.judging();
-  r.levers = levers_;
+  r.levers = policy_.levers();
   r.decisions = policy_.log();
   r.last = last_;
   r.alternatives = alternatives_;

@@ -96,7 +96,6 @@ class PlacedPipeline : public std::enable_shared_from_this<PlacedPipeline> {
   const std::shared_ptr<const exec::Pipeline> first_;
   mutable absl::Mutex mu_;
   Policy policy_ ABSL_GUARDED_BY(mu_);
-  Levers levers_;
   // Compiled placements: the first and the current one.
   std::vector<std::pair<Placement, std::shared_ptr<const exec::Pipeline>>> variants_ ABSL_GUARDED_BY(mu_);
   std::shared_ptr<const exec::Pipeline> current_ ABSL_GUARDED_BY(mu_);

@@ -103,6 +103,7 @@ class Policy {
   void Refuse(const std::string& why);
 
   const Placement& current() const { return current_; }
+  const Levers& levers() const { return levers_; }
   // A move is being tried: its rate is not yet known.
   bool judging() const { return trial_; }
   const std::vector<std::string>& log() const { return log_; }
