@@ -252,6 +252,34 @@ TEST_F(PipelineTest, AParallelReadersPipelineStopsMidEpoch) {
   }  // destroyed with readers still reading: no hang, no crash
 }
 
+// A service worker sends what NextRows hands it as one message: an
+// unbatched pipeline's chunks whole, not a sample at a time, every row once.
+TEST_F(PipelineTest, NextRowsHandsOutAnUnbatchedPipelinesChunksWholeAndSavesNoPosition) {
+  constexpr int kTotal = 1000;
+  std::vector<int64_t> ids(kTotal);
+  for (int i = 0; i < kTotal; ++i) ids[i] = i;
+  ASSERT_OK_AND_ASSIGN(auto pipeline, Pipeline::Create(PipelineBuilder::Arrays({MakeArrayColumn("id", {}, ids)})
+                                                           .Map({Op("cast", {{"field", "id"}, {"dtype", "float32"}})})
+                                                           .Build()));
+  auto it = pipeline->Iterate(0);
+  std::vector<int64_t> sizes;
+  std::vector<float> seen;
+  while (true) {
+    Batch b;
+    bool end = false;
+    SLUICE_ASSERT_OK(it->NextRows(&b, &end));
+    if (end) break;
+    sizes.push_back(b.rows);
+    const float* v = b.columns[0].values.data<float>();
+    seen.insert(seen.end(), v, v + b.rows);
+  }
+  ASSERT_EQ(seen.size(), static_cast<size_t>(kTotal));
+  for (int i = 0; i < kTotal; ++i) ASSERT_EQ(seen[i], static_cast<float>(i)) << "row " << i;
+  EXPECT_GT(sizes.size(), 1u);
+  EXPECT_EQ(*std::min_element(sizes.begin(), sizes.end() - 1), 128) << "a chunk's rows, not one sample";
+  EXPECT_THAT(it->SaveState().status(), StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("NextRows")));
+}
+
 TEST_F(PipelineTest, OrderedByDefaultAndUnorderedOnRequest) {
   ASSERT_OK_AND_ASSIGN(Output w2, RunEpoch(W2Like(2).Build()));
   std::vector<int64_t> expected;

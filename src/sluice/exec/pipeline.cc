@@ -93,10 +93,17 @@ void CopyReadOnlyColumns(Batch* batch) {
 
 }  // namespace
 
-absl::Status PipelineIterator::Next(Batch* out, bool* end) {
+absl::Status PipelineIterator::Next(Batch* out, bool* end) { return Take(out, end, /*whole_chunk=*/false); }
+
+absl::Status PipelineIterator::NextRows(Batch* out, bool* end) { return Take(out, end, /*whole_chunk=*/true); }
+
+absl::Status PipelineIterator::Take(Batch* out, bool* end, bool whole_chunk) {
   const int64_t start = ctx_->stats == nullptr ? 0 : NowNs();
-  absl::Status s = NextElement(out, end);
+  absl::Status s = NextElement(out, end, whole_chunk);
   if (s.ok() && !*end) CopyReadOnlyColumns(out);
+  if (whole_chunk && !batched_ && position_status_.ok()) {  // the tracker counts samples one by one
+    position_status_ = absl::FailedPreconditionError("an iterator read in whole chunks (NextRows) saves no position");
+  }
   if (s.ok() && !*end && position_status_.ok()) {
     position_status_ = tracker_->Delivered(*out);
     // A position lost stays lost: the shuffle need not log for it.
@@ -114,7 +121,7 @@ absl::StatusOr<std::string> PipelineIterator::SaveState() const {
   return SerializeState(fingerprint_, tracker_->Position());
 }
 
-absl::Status PipelineIterator::NextElement(Batch* out, bool* end) {
+absl::Status PipelineIterator::NextElement(Batch* out, bool* end, bool whole_chunk) {
   if (batched_) return root_->GetNext(out, end);
   if (next_row_ >= chunk_.rows) {
     SLUICE_RETURN_IF_ERROR(root_->GetNext(&chunk_, end));
@@ -122,8 +129,9 @@ absl::Status PipelineIterator::NextElement(Batch* out, bool* end) {
     if (*end) return absl::OkStatus();
   }
   *end = false;
-  *out = chunk_.Slice(next_row_, next_row_ + 1);
-  ++next_row_;
+  const int64_t stop = whole_chunk ? chunk_.rows : next_row_ + 1;
+  *out = chunk_.Slice(next_row_, stop);
+  next_row_ = stop;
   return absl::OkStatus();
 }
 

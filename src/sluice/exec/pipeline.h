@@ -28,6 +28,10 @@ class PipelineIterator {
   // The next batch (when the pipeline has a batch node) or the next sample
   // (a batch of one row). *end becomes true after the last one.
   absl::Status Next(Batch* out, bool* end);
+  // Next, but an unbatched pipeline hands out the rest of its current chunk
+  // (one or more samples) at once: a service worker sends them as one
+  // message, not a message a sample. The iterator then saves no position.
+  absl::Status NextRows(Batch* out, bool* end);
 
   // Stops the pipeline from any thread (e.g. on Ctrl-C): a Next() blocked now
   // or called later returns Cancelled. Thread-safe.
@@ -61,7 +65,8 @@ class PipelineIterator {
   friend class Pipeline;
   PipelineIterator(std::unique_ptr<ExecContext> ctx, bool batched) : ctx_(std::move(ctx)), batched_(batched) {}
 
-  absl::Status NextElement(Batch* out, bool* end);
+  absl::Status Take(Batch* out, bool* end, bool whole_chunk);
+  absl::Status NextElement(Batch* out, bool* end, bool whole_chunk);
 
   std::unique_ptr<ExecContext> ctx_;
   const bool batched_;

@@ -32,7 +32,7 @@ void EncodeAhead::Run() {
   while (true) {
     Batch batch;
     bool end = false;
-    status = it_->Next(&batch, &end);
+    status = it_->NextRows(&batch, &end);
     if (!status.ok() || end) break;
     {
       absl::MutexLock lock(&mu_);
@@ -69,7 +69,7 @@ absl::StatusOr<EncodeAhead::Encoded> EncodeAhead::Encode(const Batch& batch) {
 absl::Status EncodeAhead::Next(Encoded* out, bool* end) {
   if (depth_ == 0) {
     Batch batch;
-    SLUICE_RETURN_IF_ERROR(it_->Next(&batch, end));
+    SLUICE_RETURN_IF_ERROR(it_->NextRows(&batch, end));
     if (*end) return absl::OkStatus();
     SLUICE_ASSIGN_OR_RETURN(*out, Encode(batch));
     return absl::OkStatus();

@@ -387,15 +387,20 @@ void EpochReader::Taken(int64_t split, int64_t rows) {
 }
 
 absl::Status EpochReader::GetNext(Batch* out, bool* end) {
-  std::vector<int64_t> finished;
-  absl::Status s;
-  {
-    absl::MutexLock lock(&mu_);
-    s = NextLocked(out, end);
-    finished.swap(finished_);
-  }
-  if (exactly_once_ && !finished.empty()) input_->ReportSplits(epoch_, finished, {});
+  absl::MutexLock lock(&mu_);
+  absl::Status s = NextLocked(out, end);
+  ReportFinished();
   return s;
+}
+
+void EpochReader::ReportFinished() {
+  if (finished_.empty()) return;
+  std::vector<int64_t> finished;
+  finished.swap(finished_);
+  // Outside the lock: a Cancel must not wait on the dispatcher.
+  mu_.Unlock();
+  if (exactly_once_) input_->ReportSplits(epoch_, finished, {});
+  mu_.Lock();
 }
 
 absl::Status EpochReader::NextLocked(Batch* out, bool* end) {
@@ -426,6 +431,10 @@ absl::Status EpochReader::NextLocked(Batch* out, bool* end) {
     if (streams_.empty() && !waiting_logged_ && absl::Now() - opened_at_ > absl::Seconds(2)) {
       Log("client", absl::StrCat("job ", input_->job_id(), ": waiting for workers"));
       waiting_logged_ = true;
+    }
+    if (!finished_.empty()) {  // before waiting: the workers' epoch end may wait for this report
+      ReportFinished();
+      continue;
     }
     const absl::Time waiting = absl::Now();
     cv_.WaitWithTimeout(&mu_, kRecheck);

@@ -94,6 +94,11 @@ class EpochReader : public exec::Iterator {
   // re-issued, not lost.
   void Taken(int64_t split, int64_t rows) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status NextLocked(Batch* out, bool* end) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Tells the dispatcher of the splits in finished_, with mu_ let go
+  // meanwhile: as a batch is handed out, and before the consumer waits (a
+  // split's last rows may wait in pending_ for the epoch's end, which the
+  // workers send only once every split is reported).
+  void ReportFinished() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   DistributedInput* const input_;
   exec::ExecContext* const ctx_;
