@@ -239,12 +239,16 @@ class ServiceBench {
                                  .Batch(kBatchRows)
                                  .Build(),
                              3, dispatcher, "parallel_epochs");
-    w1_ = WithDistribute(W1Pipeline(args_.data + "/mnist"), 3, dispatcher);
+    // Where the worker batches too (drop_remainder), parallel_epochs: with
+    // one worker that is the epoch once, batched across it as in-process
+    // (distributed_epoch refuses such a batch: it cuts it from each split).
+    w1_ = WithDistribute(W1Pipeline(args_.data + "/mnist"), 3, dispatcher, "parallel_epochs");
     w2_local_ = W2Pipeline(args_.data + "/cifar10");
     w2_prefix_ = WithDistribute(w2_local_, 2, dispatcher);
-    w2_offloaded_ = WithDistribute(w2_local_, w2_local_.nodes_size() - 1, dispatcher);
+    w2_offloaded_ = WithDistribute(w2_local_, w2_local_.nodes_size() - 1, dispatcher, "parallel_epochs");
     DistributeOptions to_dispatcher;
     to_dispatcher.dispatcher = dispatcher;
+    to_dispatcher.mode = "parallel_epochs";
     w2_uint8_wire_ = W2Uint8OverTheWire(args_.data + "/cifar10", to_dispatcher);
     PreparePeers();
     return absl::OkStatus();
