@@ -228,6 +228,8 @@ TEST_F(SluiceCliTest, ProfileThenMaterializeAsTheVerdictSuggests) {
   const nlohmann::json j = JsonLine(profile.out, "{\"autotune\"");
   ASSERT_FALSE(j.is_null()) << profile.out;
   EXPECT_EQ(j["verdict"]["bottleneck"], "gaussian_blur");
+  EXPECT_EQ(j["placement"]["mode"], "manual");
+  EXPECT_THAT(profile.out, HasSubstr("placement: as written, in the trainer's process"));
   EXPECT_THAT(profile.out, HasSubstr("materialize parse_example, gaussian_blur"));
   EXPECT_THAT(testing::ReadFileBytes(dir_.Join("r.html")), HasSubstr("gaussian_blur"));
   EXPECT_NO_THROW(nlohmann::json::parse(testing::ReadFileBytes(dir_.Join("t.json"))));
@@ -238,6 +240,32 @@ TEST_F(SluiceCliTest, ProfileThenMaterializeAsTheVerdictSuggests) {
   const Result run = Sluice("run " + dir_.Join("m/pipeline.json") + " --json");
   ASSERT_EQ(run.exit_code, 0) << run.out;
   EXPECT_EQ(JsonLine(run.out, "{\"pipeline\"")["samples"], 200);
+}
+
+// Under placement "auto", the profile runs the pipeline through its
+// placement long enough to judge a move and says what it decided, with the
+// last window's numbers behind it.
+TEST_F(SluiceCliTest, ProfileSaysWhatPlacementAutoDecided) {
+  ASSERT_EQ(Sluice("make-data cifar10 --out " + dir_.Join("c") + " --count 200 --files 2").exit_code, 0);
+  testing::WriteFileBytes(dir_.Join("p.json"), R"({
+    "options": {"placement": "auto"},
+    "nodes": [
+      {"source": {"tfrecord": {"files": [")" + dir_.Join("c") +
+                                                   R"(/*.tfrecord"],
+        "features": [{"name": "image", "dtype": "bytes", "length": 3072}, {"name": "label", "dtype": "int64"}]}}},
+      {"map": {"ops": [{"op": "reshape", "attrs": {"shape": [32, 32, 3]}},
+                       {"op": "gaussian_blur", "attrs": {"ksize": 5, "sigma": 1}}]}},
+      {"batch": {"size": 20}}
+    ]})");
+  const Result profile = Sluice("profile " + dir_.Join("p.json") + " --seconds 0.5 --no-ablation --json");
+  ASSERT_EQ(profile.exit_code, 0) << profile.out;
+  const nlohmann::json j = JsonLine(profile.out, "{\"autotune\"");
+  ASSERT_FALSE(j.is_null()) << profile.out;
+  EXPECT_EQ(j["placement"]["mode"], "auto");
+  EXPECT_GT(j["placement"]["last_window"]["samples_per_s"].get<double>(), 0) << profile.out;
+  EXPECT_THAT(profile.out, HasSubstr("measuring placement auto for 12 s"));
+  EXPECT_THAT(profile.out, HasSubstr("placement: auto, now "));
+  EXPECT_THAT(profile.out, HasSubstr("last window: "));
 }
 
 TEST_F(SluiceCliTest, ProfileAndMaterializeErrorsNameTheProblem) {

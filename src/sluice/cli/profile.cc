@@ -4,7 +4,9 @@
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
+#include "nlohmann/json.hpp"
 #include "sluice/cli/command.h"
+#include "sluice/cli/pipeline_runner.h"
 #include "sluice/cli/plugins.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/graph/pipeline_json.h"
@@ -37,6 +39,26 @@ absl::Status WriteText(const std::string& path, const std::string& text) {
   return absl::OkStatus();
 }
 
+// Under placement "auto": the pipeline run through its placement long
+// enough for a move and its judgement (windows of 2 s), this command its
+// consumer (no trainer in the process), and what was decided and why.
+absl::StatusOr<placement::Report> PlacementRun(const PipelineDef& def, double seconds) {
+  SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<placement::PlacedPipeline> pipeline, placement::PlacedPipeline::Create(def));
+  if (!pipeline->automatic()) return pipeline->report();
+  std::fprintf(stderr, "measuring placement auto for %.0f s\n", seconds);
+  RunOptions options;
+  options.min_seconds = seconds;
+  options.progress = false;
+  SLUICE_RETURN_IF_ERROR(RunPipeline(*pipeline, options).status());
+  return pipeline->report();
+}
+
+std::string JsonWithPlacement(const profile::ProfileResult& r, const placement::Report& placed) {
+  nlohmann::json j = nlohmann::json::parse(profile::JsonReport(r));
+  j["placement"] = nlohmann::json::parse(placed.ToJson());
+  return j.dump();
+}
+
 absl::Status Profile(const ProfileArgs& args) {
   SLUICE_RETURN_IF_ERROR(LoadPlugins(args.plugins));
   SLUICE_ASSIGN_OR_RETURN(PipelineDef def, graph::PipelineFromJsonFile(args.pipeline));
@@ -52,6 +74,9 @@ absl::Status Profile(const ProfileArgs& args) {
       def, options, [](const std::string& line) { std::fprintf(stderr, "measuring %s\n", line.c_str()); });
   if (!result.ok()) return WithContext(result.status(), args.pipeline);
   const profile::ProfileResult& r = *result;
+  constexpr double kLeastPlacementSeconds = 12;
+  absl::StatusOr<placement::Report> placed = PlacementRun(def, std::max(kLeastPlacementSeconds, 4 * args.seconds));
+  if (!placed.ok()) return WithContext(placed.status(), args.pipeline);
   if (!args.trace.empty()) SLUICE_RETURN_IF_ERROR(WriteText(args.trace, profile::ChromeTraceJson(r)));
   if (!args.report.empty()) SLUICE_RETURN_IF_ERROR(WriteText(args.report, profile::HtmlReport(r)));
 
@@ -85,9 +110,11 @@ absl::Status Profile(const ProfileArgs& args) {
     std::printf("\n");
     for (const std::string& change : r.full.tune_log) std::printf("  - %s\n", change.c_str());
   }
+  std::printf("\n%s%s", placed->automatic ? "with this command as the consumer (no trainer in its process):\n" : "",
+              placed->ToText().c_str());
   if (!args.trace.empty()) std::printf("trace: %s (open in Perfetto or chrome://tracing)\n", args.trace.c_str());
   if (!args.report.empty()) std::printf("report: %s\n", args.report.c_str());
-  if (args.json) std::printf("%s\n", profile::JsonReport(r).c_str());
+  if (args.json) std::printf("%s\n", JsonWithPlacement(r, *placed).c_str());
   return absl::OkStatus();
 }
 
