@@ -254,7 +254,7 @@ TEST_F(PipelineTest, AParallelReadersPipelineStopsMidEpoch) {
 
 // A service worker sends what NextRows hands it as one message: an
 // unbatched pipeline's chunks whole, not a sample at a time, every row once.
-TEST_F(PipelineTest, NextRowsHandsOutAnUnbatchedPipelinesChunksWholeAndSavesNoPosition) {
+TEST_F(PipelineTest, NextRowsHandsOutAnUnbatchedPipelinesChunksUpToASizeAndSavesNoPosition) {
   constexpr int kTotal = 1000;
   std::vector<int64_t> ids(kTotal);
   for (int i = 0; i < kTotal; ++i) ids[i] = i;
@@ -267,7 +267,7 @@ TEST_F(PipelineTest, NextRowsHandsOutAnUnbatchedPipelinesChunksWholeAndSavesNoPo
   while (true) {
     Batch b;
     bool end = false;
-    SLUICE_ASSERT_OK(it->NextRows(&b, &end));
+    SLUICE_ASSERT_OK(it->NextRows(&b, &end, size_t{1} << 20));
     if (end) break;
     sizes.push_back(b.rows);
     const float* v = b.columns[0].values.data<float>();
@@ -278,6 +278,23 @@ TEST_F(PipelineTest, NextRowsHandsOutAnUnbatchedPipelinesChunksWholeAndSavesNoPo
   EXPECT_GT(sizes.size(), 1u);
   EXPECT_EQ(*std::min_element(sizes.begin(), sizes.end() - 1), 128) << "a chunk's rows, not one sample";
   EXPECT_THAT(it->SaveState().status(), StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("NextRows")));
+
+  // At most `max_bytes` of rows (4 bytes each): a chunk of big rows is
+  // cut, every row still once.
+  it = pipeline->Iterate(1);
+  int64_t rows = 0, short_ones = 0;
+  while (true) {
+    Batch b;
+    bool end = false;
+    SLUICE_ASSERT_OK(it->NextRows(&b, &end, 40));
+    if (end) break;
+    ASSERT_LE(b.rows, 10);
+    short_ones += b.rows < 10;  // a chunk's last rows
+    ASSERT_EQ(b.columns[0].values.data<float>()[0], static_cast<float>(rows));
+    rows += b.rows;
+  }
+  EXPECT_EQ(rows, kTotal);
+  EXPECT_LE(short_ones, (kTotal + 127) / 128);
 }
 
 TEST_F(PipelineTest, OrderedByDefaultAndUnorderedOnRequest) {

@@ -93,16 +93,18 @@ void CopyReadOnlyColumns(Batch* batch) {
 
 }  // namespace
 
-absl::Status PipelineIterator::Next(Batch* out, bool* end) { return Take(out, end, /*whole_chunk=*/false); }
+absl::Status PipelineIterator::Next(Batch* out, bool* end) { return Take(out, end, 0); }
 
-absl::Status PipelineIterator::NextRows(Batch* out, bool* end) { return Take(out, end, /*whole_chunk=*/true); }
+absl::Status PipelineIterator::NextRows(Batch* out, bool* end, size_t max_bytes) {
+  return Take(out, end, std::max<size_t>(max_bytes, 1));
+}
 
-absl::Status PipelineIterator::Take(Batch* out, bool* end, bool whole_chunk) {
+absl::Status PipelineIterator::Take(Batch* out, bool* end, size_t max_rows_bytes) {
   const int64_t start = ctx_->stats == nullptr ? 0 : NowNs();
-  absl::Status s = NextElement(out, end, whole_chunk);
+  absl::Status s = NextElement(out, end, max_rows_bytes);
   if (s.ok() && !*end) CopyReadOnlyColumns(out);
-  if (whole_chunk && !batched_ && position_status_.ok()) {  // the tracker counts samples one by one
-    position_status_ = absl::FailedPreconditionError("an iterator read in whole chunks (NextRows) saves no position");
+  if (max_rows_bytes > 0 && !batched_ && position_status_.ok()) {  // the tracker counts samples one by one
+    position_status_ = absl::FailedPreconditionError("an iterator read in chunks (NextRows) saves no position");
   }
   if (s.ok() && !*end && position_status_.ok()) {
     position_status_ = tracker_->Delivered(*out);
@@ -121,7 +123,7 @@ absl::StatusOr<std::string> PipelineIterator::SaveState() const {
   return SerializeState(fingerprint_, tracker_->Position());
 }
 
-absl::Status PipelineIterator::NextElement(Batch* out, bool* end, bool whole_chunk) {
+absl::Status PipelineIterator::NextElement(Batch* out, bool* end, size_t max_rows_bytes) {
   if (batched_) return root_->GetNext(out, end);
   if (next_row_ >= chunk_.rows) {
     SLUICE_RETURN_IF_ERROR(root_->GetNext(&chunk_, end));
@@ -129,7 +131,11 @@ absl::Status PipelineIterator::NextElement(Batch* out, bool* end, bool whole_chu
     if (*end) return absl::OkStatus();
   }
   *end = false;
-  const int64_t stop = whole_chunk ? chunk_.rows : next_row_ + 1;
+  int64_t stop = next_row_ + 1;
+  if (max_rows_bytes > 0) {  // rows of about the chunk's mean size
+    const size_t row_bytes = std::max<size_t>(chunk_.ByteSize() / static_cast<size_t>(chunk_.rows), 1);
+    stop = std::min(chunk_.rows, next_row_ + std::max<int64_t>(static_cast<int64_t>(max_rows_bytes / row_bytes), 1));
+  }
   *out = chunk_.Slice(next_row_, stop);
   next_row_ = stop;
   return absl::OkStatus();

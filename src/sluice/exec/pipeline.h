@@ -29,9 +29,10 @@ class PipelineIterator {
   // (a batch of one row). *end becomes true after the last one.
   absl::Status Next(Batch* out, bool* end);
   // Next, but an unbatched pipeline hands out the rest of its current chunk
-  // (one or more samples) at once: a service worker sends them as one
-  // message, not a message a sample. The iterator then saves no position.
-  absl::Status NextRows(Batch* out, bool* end);
+  // at once, or as many of its rows as fit `max_bytes` (at least one): a
+  // service worker sends them as one message, not a message a sample. The
+  // iterator then saves no position.
+  absl::Status NextRows(Batch* out, bool* end, size_t max_bytes);
 
   // Stops the pipeline from any thread (e.g. on Ctrl-C): a Next() blocked now
   // or called later returns Cancelled. Thread-safe.
@@ -65,8 +66,9 @@ class PipelineIterator {
   friend class Pipeline;
   PipelineIterator(std::unique_ptr<ExecContext> ctx, bool batched) : ctx_(std::move(ctx)), batched_(batched) {}
 
-  absl::Status Take(Batch* out, bool* end, bool whole_chunk);
-  absl::Status NextElement(Batch* out, bool* end, bool whole_chunk);
+  // `max_rows_bytes` 0: one sample (or batch); else NextRows's `max_bytes`.
+  absl::Status Take(Batch* out, bool* end, size_t max_rows_bytes);
+  absl::Status NextElement(Batch* out, bool* end, size_t max_rows_bytes);
 
   std::unique_ptr<ExecContext> ctx_;
   const bool batched_;

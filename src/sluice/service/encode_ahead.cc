@@ -4,6 +4,15 @@
 #include "sluice/service/wire_batch.h"
 
 namespace sluice::service {
+namespace {
+
+// An unbatched part's rows go in messages of about a MiB, not a message a
+// row (W1's 36k messages/s were its ceiling), nor a whole chunk: 128 rows
+// of a MiB would be one message, too big for the client's ring and held
+// whole by the client past its memory budget.
+constexpr size_t kRowsMessageBytes = size_t{1} << 20;
+
+}  // namespace
 
 EncodeAhead::EncodeAhead(exec::PipelineIterator* it, BatchMessage header, Compression compression, ShmRingWriter* ring,
                          size_t depth, bool with_state)
@@ -32,7 +41,7 @@ void EncodeAhead::Run() {
   while (true) {
     Batch batch;
     bool end = false;
-    status = it_->NextRows(&batch, &end);
+    status = it_->NextRows(&batch, &end, kRowsMessageBytes);
     if (!status.ok() || end) break;
     {
       absl::MutexLock lock(&mu_);
@@ -69,7 +78,7 @@ absl::StatusOr<EncodeAhead::Encoded> EncodeAhead::Encode(const Batch& batch) {
 absl::Status EncodeAhead::Next(Encoded* out, bool* end) {
   if (depth_ == 0) {
     Batch batch;
-    SLUICE_RETURN_IF_ERROR(it_->NextRows(&batch, end));
+    SLUICE_RETURN_IF_ERROR(it_->NextRows(&batch, end, kRowsMessageBytes));
     if (*end) return absl::OkStatus();
     SLUICE_ASSIGN_OR_RETURN(*out, Encode(batch));
     return absl::OkStatus();
