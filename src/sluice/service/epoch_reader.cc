@@ -357,26 +357,42 @@ bool EpochReader::EpochOver() const {
 bool EpochReader::TakeRebatched(bool at_end, Batch* out) {
   const ElementSpec& element = input_->element();
   if (pending_.empty()) return false;
-  if (!element.batched()) {
-    *out = std::move(pending_.front());
-    pending_.pop_front();
-    pending_rows_ -= out->rows;
+  if (!element.batched()) {  // a row at a time: a batch node after this one pulls no row it does not batch yet
+    PopPending(1, out);
     return true;
   }
   const int64_t size = element.batch_size();
   if (pending_rows_ < size && (!at_end || element.drop_remainder())) return false;
   if (pending_.front().rows == size) {  // a whole batch: no copy
-    *out = std::move(pending_.front());
-    pending_.pop_front();
-    pending_rows_ -= size;
+    PopPending(size, out);
     return true;
   }
   const int64_t rows = std::min(size, pending_rows_);
   exec::RowCopier copier(schema_, rows, ctx_->pool);
-  while (copier.rows() < rows) copier.TakeFront(&pending_, rows - copier.rows());
-  pending_rows_ -= rows;
+  while (copier.rows() < rows) TakePending(&copier, rows - copier.rows());
   *out = copier.Finish();
   return true;
+}
+
+void EpochReader::PopPending(int64_t rows, Batch* out) {
+  Batch& front = pending_.front();
+  const int64_t split = pending_splits_.front();
+  if (rows >= front.rows) {
+    *out = std::move(front);
+    pending_.pop_front();
+    pending_splits_.pop_front();
+  } else {
+    *out = front.Slice(0, rows);
+    front = front.Slice(rows, front.rows);
+  }
+  pending_rows_ -= out->rows;
+  if (!input_->element().batched()) Taken(split, out->rows);
+}
+
+void EpochReader::TakePending(exec::RowCopier* copier, int64_t max_rows) {
+  const size_t batches = pending_.size();
+  pending_rows_ -= copier->TakeFront(&pending_, max_rows);
+  if (pending_.size() < batches) pending_splits_.pop_front();
 }
 
 void EpochReader::Taken(int64_t split, int64_t rows) {
@@ -415,9 +431,12 @@ absl::Status EpochReader::NextLocked(Batch* out, bool* end) {
     }
     if (!queue_.empty()) {
       pending_rows_ += queue_.front().rows;
-      // Taken: at most a batch's rows wait in pending_, and the epoch's last
-      // ones wait there for the workers' end, which waits for this report.
-      Taken(queue_splits_.front(), queue_.front().rows);
+      // Batches the workers made count as taken here: at most a batch's
+      // rows wait in pending_, and the epoch's last ones wait there for
+      // the workers' end, which waits for this report. Rows are taken as
+      // they are handed out one by one (PopPending).
+      if (input_->element().batched()) Taken(queue_splits_.front(), queue_.front().rows);
+      pending_splits_.push_back(queue_splits_.front());
       pending_.push_back(std::move(queue_.front()));
       queue_.pop_front();
       queue_splits_.pop_front();

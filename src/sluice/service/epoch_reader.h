@@ -25,6 +25,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "sluice/exec/iterator.h"
+#include "sluice/exec/row_copier.h"
 #include "sluice/service/batch_codec.h"
 #include "sluice/service/distributed_input.h"
 #include "sluice/service/id_ranges.h"
@@ -88,16 +89,22 @@ class EpochReader : public exec::Iterator {
   bool EpochOver() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The next batch of the batch size from pending_ (or the remainder at the end).
   bool TakeRebatched(bool at_end, Batch* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // `rows` of `split` left the queue for the pipeline: a split whose every
-  // row arrived and left is reported finished (to finished_), not before.
-  // A consumer killed with rows of a split still queued has that split
+  // `rows` of `split` left for the consumer (rows the workers did not
+  // batch) or for rebatching (batches they made): a split whose every row
+  // arrived and left is reported finished (to finished_), not before. A
+  // consumer that leaves with rows of a split still queued has that split
   // re-issued, not lost.
   void Taken(int64_t split, int64_t rows) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Up to `max_rows` rows from pending_'s front into `copier`.
+  void TakePending(exec::RowCopier* copier, int64_t max_rows) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Up to `rows` rows off pending_'s front batch, no copy (Taken where the
+  // workers did not batch).
+  void PopPending(int64_t rows, Batch* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status NextLocked(Batch* out, bool* end) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Tells the dispatcher of the splits in finished_, with mu_ let go
-  // meanwhile: as a batch is handed out, and before the consumer waits (a
-  // split's last rows may wait in pending_ for the epoch's end, which the
-  // workers send only once every split is reported).
+  // meanwhile: as an element is handed out, and before the consumer waits
+  // (a split's last rows may wait in pending_ for the epoch's end, which
+  // the workers send only once every split is reported).
   void ReportFinished() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   DistributedInput* const input_;
@@ -122,7 +129,8 @@ class EpochReader : public exec::Iterator {
   std::map<int64_t, int> damaged_ ABSL_GUARDED_BY(mu_);         // by split: its arrivals that failed to decode
   std::vector<int64_t> position_of_;                // by split: its place in the epoch's order (for the ledger)
   std::deque<Batch> pending_ ABSL_GUARDED_BY(mu_);  // rebatching
-  std::map<int64_t, int64_t> held_rows_ ABSL_GUARDED_BY(mu_);  // by split, in queue_
+  std::deque<int64_t> pending_splits_ ABSL_GUARDED_BY(mu_);    // the split of each pending batch
+  std::map<int64_t, int64_t> held_rows_ ABSL_GUARDED_BY(mu_);  // by split, not yet Taken
   std::set<int64_t> ended_held_ ABSL_GUARDED_BY(mu_);          // all arrived, some rows still held
   std::vector<int64_t> finished_ ABSL_GUARDED_BY(mu_);         // to report
   int64_t pending_rows_ ABSL_GUARDED_BY(mu_) = 0;
