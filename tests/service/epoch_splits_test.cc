@@ -176,6 +176,41 @@ TEST(EpochSplits, ASplitWhoseStreamWasDroppedRunsAgainAtOnceCountingNoFailure) {
   EXPECT_EQ(e.Next({kClientA, kWorker2}).state(), GetSplitResponse::END);
 }
 
+// A worker sent splits 0 and 1 whole into a stream its client dropped
+// after a damaged message in 0: 0 counts its failure, 1 (never read) runs
+// again at once counting none, the client's other stream keeps its own, and
+// the ended stream gets no more.
+TEST(EpochSplits, AnEndedStreamsSplitsRunAgainAtOnceAndOnlyThatStreams) {
+  SplitPolicy policy;
+  policy.max_failures = 1;
+  EpochSplits e({0, 1, 2, 3}, policy);
+  constexpr uint64_t kStream = 7, kOtherStream = 8;
+  EXPECT_EQ(e.Next({kClientA, kWorker1, kStream, 1}).split(), 0);
+  EXPECT_EQ(e.Next({kClientA, kWorker1, kStream, 2}).split(), 1);
+  EXPECT_EQ(e.Next({kClientA, kWorker1, kOtherStream, 1}).split(), 2);
+  e.StreamEnded(kStream, kClientB);  // not its client's
+  EXPECT_EQ(Take(e, kClientA, kWorker2), 3) << "nothing came back";
+  e.Abandon(0, kClientA, "arrived damaged");
+  e.StreamEnded(kStream, kClientA);
+  e.StreamEnded(kStream, kClientA);  // a repeated report changes nothing
+  EXPECT_EQ(e.Next({kClientA, kWorker1, kStream, 3}).state(), GetSplitResponse::END)
+      << "the ended stream's worker, asking on, gets nothing to send into it";
+  EXPECT_EQ(e.Next({kClientA, kWorker2}).state(), GetSplitResponse::FAILED) << "0 failed once";
+  const GetSplitResponse again = e.Next({kClientA, kWorker2, kOtherStream + 1, 1});
+  EXPECT_EQ(again.state(), GetSplitResponse::SPLIT) << "no failure counted for 1";
+  EXPECT_EQ(again.split(), 1);
+  EXPECT_EQ(e.Next({kClientA, kWorker2}).state(), GetSplitResponse::WAIT) << "2 stays on its own stream";
+  // The ended stream's worker reports its run of 1 dropped late: the newer
+  // run on another stream of the same worker is not touched.
+  e.Dropped(1, kClientA, kWorker2, kStream);
+  e.Complete(0, kClientA);
+  e.Complete(2, kClientA);
+  e.Complete(3, kClientA);
+  EXPECT_EQ(e.Next({kClientA, kWorker2}).state(), GetSplitResponse::WAIT) << "1 is still in flight";
+  e.Complete(1, kClientA);
+  EXPECT_EQ(e.Next({kClientA, kWorker2}).state(), GetSplitResponse::END);
+}
+
 // A consumer resumed from a state saved after splits 0 and 1 (and some of
 // 2): what its killed earlier client finished or held since runs again.
 TEST(EpochSplits, AResumedClientGetsWhatItsStateLacksWhateverItsEarlierClientDid) {

@@ -277,11 +277,14 @@ absl::Status DispatcherState::ReportSplits(const ReportSplitsRequest& request, a
     JournalEntry entry;
     *entry.mutable_splits_completed() = request;
     entry.mutable_splits_completed()->clear_abandoned();
+    entry.mutable_splits_completed()->clear_ended_streams();
     SLUICE_RETURN_IF_ERROR(Journaled(entry));
   }
   EpochSplits& splits = Epoch(jobs_[request.job_id()], request.epoch());
   for (int64_t s : request.abandoned()) splits.Abandon(s, request.client_id());
   CountErrors("stream_broke", request.abandoned_size());
+  // After the abandoned ones: the split that broke counts its failure.
+  for (uint64_t stream : request.ended_streams()) splits.StreamEnded(stream, request.client_id());
   return absl::OkStatus();
 }
 
@@ -387,7 +390,9 @@ absl::StatusOr<WorkerHeartbeatResponse> DispatcherState::WorkerHeartbeat(const W
     if (EpochSplits* splits = epoch_of(running)) splits->Renew(running.split(), running.client_id(), id, batches, now);
   }
   for (const JournalSplit& dropped : request.dropped()) {
-    if (EpochSplits* splits = epoch_of(dropped)) splits->Dropped(dropped.split(), dropped.client_id(), id);
+    if (EpochSplits* splits = epoch_of(dropped)) {
+      splits->Dropped(dropped.split(), dropped.client_id(), id, dropped.stream_id());
+    }
   }
   WorkerHeartbeatResponse out;
   out.set_worker_id(id);

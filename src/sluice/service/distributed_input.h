@@ -91,8 +91,10 @@ class DistributedInput : public exec::RemoteInput {
   const std::string& workers_fingerprint() const { return workers_fingerprint_; }
   // Reports splits of `epoch`: queued, and sent by the heartbeat thread at
   // once (retried while the dispatcher restarts), so a stream never waits
-  // on the dispatcher.
-  void ReportSplits(uint64_t epoch, const std::vector<int64_t>& completed, const std::vector<int64_t>& abandoned);
+  // on the dispatcher. `ended_stream`: a stream (StreamBatchesRequest's
+  // stream_id) that ended before the epoch's end, 0 for none.
+  void ReportSplits(uint64_t epoch, const std::vector<int64_t>& completed, const std::vector<int64_t>& abandoned,
+                    uint64_t ended_stream = 0);
   // Feeds the next heartbeat's throughput figures, and its share of time
   // the consumer waited for data.
   void CountReceived(int64_t samples, int64_t bytes);

@@ -6,14 +6,13 @@
 namespace sluice::service {
 namespace {
 
-// An unbatched part's rows go one a message for now. Messages of up to a
-// MiB made W2 through a local worker 6x faster (39k to 253k samples/s),
-// but then a worker can finish sending a whole split on a stream its
-// client has already dropped (a damaged message before it): the split
-// stays in flight until its 30 s lease runs out and counts a failure
-// (tests/python/test_service_damage.py under load). NextRows takes the
-// bound; raise it once a dropped stream gives back every split it held.
-constexpr size_t kRowsMessageBytes = 1;
+// An unbatched part's rows go in messages of about a MiB, not a message a
+// row (W1's 36k messages/s were its ceiling), nor a whole chunk: 128 rows
+// of a MiB would be one message, too big for the client's ring and held
+// whole by the client past its memory budget. A whole split can then sit
+// in a stream its client has dropped: the client names the stream when it
+// reports it ended, and the dispatcher re-runs what was in flight on it.
+constexpr size_t kRowsMessageBytes = size_t{1} << 20;
 
 }  // namespace
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "sluice/core/status_macros.h"
@@ -155,6 +156,7 @@ struct EpochReader::StreamRead {
   std::shared_ptr<ShmRing> ring;  // a worker on this host writes into it
   std::unique_ptr<grpc::ClientReader<ReceivingBatch>> reader;
   std::shared_ptr<const std::vector<std::string>> files;
+  uint64_t id = 0;            // StreamBatchesRequest's stream_id
   int64_t split = -1;         // the split whose rows are arriving
   bool ended = false;         // the worker sent the epoch's end
   bool server_ended = false;  // the worker finished the stream, with its status
@@ -175,7 +177,10 @@ void EpochReader::Read(Stream* stream) {
 }
 
 void EpochReader::Open(Stream* stream, StreamRead* read) {
-  read->reader = input_->OpenStream(stream->address, epoch_, StreamBatchesRequest(), &stream->context, &read->ring);
+  StreamBatchesRequest request;
+  read->id = absl::Uniform<uint64_t>(absl::BitGen(), 1, UINT64_MAX);
+  request.set_stream_id(read->id);
+  read->reader = input_->OpenStream(stream->address, epoch_, std::move(request), &stream->context, &read->ring);
 }
 
 void EpochReader::Receive(StreamRead* read) {
@@ -289,8 +294,10 @@ void EpochReader::Finish(Stream* stream, const StreamRead& read, const grpc::Sta
                                    exactly_once_ && split >= 0 ? absl::StrCat("; split ", split, " runs again") : ""));
       }
       // Queued before the stream counts as ended: a superseding reader
-      // waits for that, then for the reports to reach the dispatcher.
-      if (exactly_once_ && split >= 0) input_->ReportSplits(epoch_, {}, {split});
+      // waits for that, then for the reports to reach the dispatcher. The
+      // splits the worker sent whole into the stream after `split`, unread,
+      // run again too (the dispatcher knows them by the stream).
+      if (exactly_once_) input_->ReportSplits(epoch_, {}, split >= 0 ? std::vector<int64_t>{split} : std::vector<int64_t>{}, read.id);
     } else if (error_.ok()) {
       error_ = FromGrpc(status, absl::StrCat("worker ", stream->worker_id, " at ", stream->address));
     }

@@ -17,6 +17,7 @@ void EpochSplits::ReturnToPool(std::vector<int64_t> splits) {
   for (int64_t s : splits) {
     slots_[s].state = State::kPool;
     slots_[s].client = slots_[s].worker = -1;
+    slots_[s].stream = 0;
     slots_[s].lease_until = absl::InfiniteFuture();
     slots_[s].first_record = 0;  // a partial split's start was its client's alone
   }
@@ -37,6 +38,10 @@ GetSplitResponse EpochSplits::Next(const Ask& ask) {
 
 GetSplitResponse EpochSplits::Hand(const Ask& ask) {
   GetSplitResponse out;
+  if (ended_streams_.count(ask.stream) > 0) {
+    out.set_state(GetSplitResponse::END);  // for nobody: its client is gone
+    return out;
+  }
   std::deque<int64_t>* source = nullptr;
   auto requeued = requeued_.find(ask.client);
   if (requeued != requeued_.end() && !requeued->second.empty()) {
@@ -55,6 +60,7 @@ GetSplitResponse EpochSplits::Hand(const Ask& ask) {
   slot.state = State::kInFlight;
   slot.client = ask.client;
   slot.worker = ask.worker;
+  slot.stream = ask.stream;
   slot.lease_until = ask.now + policy_.lease;
   slot.progress = -1;
   out.set_split(split);
@@ -76,6 +82,7 @@ void EpochSplits::Assign(int64_t split, int64_t client, int64_t worker) {
   slot.state = State::kInFlight;
   slot.client = client;
   slot.worker = worker;
+  slot.stream = 0;
   slot.lease_until = absl::InfiniteFuture();
 }
 
@@ -98,6 +105,7 @@ void EpochSplits::Abandon(int64_t split, int64_t client, const std::string& why)
   Slot& slot = slots_[split];
   slot.state = State::kRequeued;
   slot.worker = -1;
+  slot.stream = 0;
   if (!why.empty()) {
     ++slot.failures;
     slot.last_failure = why;
@@ -105,8 +113,18 @@ void EpochSplits::Abandon(int64_t split, int64_t client, const std::string& why)
   requeued_[client].push_back(split);
 }
 
-void EpochSplits::Dropped(int64_t split, int64_t client, int64_t worker) {
-  if (Valid(split) && slots_[split].worker == worker) Abandon(split, client, /*why=*/"");
+void EpochSplits::Dropped(int64_t split, int64_t client, int64_t worker, uint64_t stream) {
+  if (!Valid(split) || slots_[split].worker != worker) return;
+  if (stream != 0 && slots_[split].stream != stream) return;
+  Abandon(split, client, /*why=*/"");
+}
+
+void EpochSplits::StreamEnded(uint64_t stream, int64_t client) {
+  if (stream == 0) return;
+  ended_streams_.insert(stream);
+  for (int64_t s = 0; s < size(); ++s) {
+    if (slots_[s].state == State::kInFlight && slots_[s].stream == stream) Abandon(s, client, /*why=*/"");
+  }
 }
 
 void EpochSplits::WorkerLost(int64_t worker, bool count_failure) {

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -67,8 +68,15 @@ class EpochSplits {
   // `worker`'s stream of `split` for `client` ended before the split's end
   // (the client dropped the stream, perhaps after the worker had taken this
   // next split): re-run it for the client now, counting no failure (the
-  // client counts what it saw). Ignored unless it is in flight so.
-  void Dropped(int64_t split, int64_t client, int64_t worker);
+  // client counts what it saw). Ignored unless it is in flight so (on
+  // `stream`, when known: the split may run again there on a newer one).
+  void Dropped(int64_t split, int64_t client, int64_t worker, uint64_t stream = 0);
+  // `client` dropped or lost the stream `stream` (Ask::stream): the splits
+  // in flight on it (sent whole into a stream the client no longer reads,
+  // or still running) are re-run for the client now, counting no failure,
+  // and the stream's worker, asking on, gets END: a write into a stream
+  // its client cancelled can still succeed.
+  void StreamEnded(uint64_t stream, int64_t client);
   // Splits in flight through `worker` are re-run for their clients; a
   // worker that left on its own (drained) counts no failure against them.
   void WorkerLost(int64_t worker, bool count_failure = true);
@@ -111,6 +119,7 @@ class EpochSplits {
     State state = State::kPool;
     int64_t client = -1;
     int64_t worker = -1;
+    uint64_t stream = 0;  // the asking stream's (0: unknown)
     absl::Time lease_until = absl::InfiniteFuture();
     int64_t progress = -1;  // batches its worker last reported
     int failures = 0;
@@ -140,6 +149,7 @@ class EpochSplits {
     GetSplitResponse response;
   };
   std::map<uint64_t, Answered> last_answer_;  // by stream
+  std::set<uint64_t> ended_streams_;
 };
 
 }  // namespace sluice::service

@@ -250,6 +250,7 @@ absl::Status WorkerImpl::RunSplit(const exec::Pipeline& pipeline, const StreamBa
     s.set_epoch(request.epoch());
     s.set_client_id(request.client_id());
     s.set_split(split);
+    s.set_stream_id(request.stream_id());
   }
   struct Done {
     WorkerImpl* self;
@@ -357,7 +358,8 @@ absl::Status WorkerImpl::StreamBatches(const StreamBatchesRequest& request, cons
     ask.set_job_id(request.job_id());
     ask.set_client_id(request.client_id());
     ask.set_epoch(request.epoch());
-    ask.set_stream_id(absl::Uniform<uint64_t>(absl::BitGen(), 1, UINT64_MAX));
+    ask.set_stream_id(request.stream_id() != 0 ? request.stream_id()
+                                               : absl::Uniform<uint64_t>(absl::BitGen(), 1, UINT64_MAX));
     const int64_t splits = static_cast<int64_t>(pipeline->Splits().size());
     for (int64_t seq = 1;; ++seq) {
       if (draining_) return shutting_down();  // between splits: nothing of one is lost
