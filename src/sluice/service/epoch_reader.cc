@@ -297,7 +297,8 @@ void EpochReader::Finish(Stream* stream, const StreamRead& read, const grpc::Sta
       // waits for that, then for the reports to reach the dispatcher. The
       // splits the worker sent whole into the stream after `split`, unread,
       // run again too (the dispatcher knows them by the stream).
-      if (exactly_once_) input_->ReportSplits(epoch_, {}, split >= 0 ? std::vector<int64_t>{split} : std::vector<int64_t>{}, read.id);
+      if (exactly_once_)
+        input_->ReportSplits(epoch_, {}, split >= 0 ? std::vector<int64_t>{split} : std::vector<int64_t>{}, read.id);
     } else if (error_.ok()) {
       error_ = FromGrpc(status, absl::StrCat("worker ", stream->worker_id, " at ", stream->address));
     }
