@@ -188,11 +188,11 @@ TEST(EpochSplits, AnEndedStreamsSplitsRunAgainAtOnceAndOnlyThatStreams) {
   EXPECT_EQ(e.Next({kClientA, kWorker1, kStream, 1}).split(), 0);
   EXPECT_EQ(e.Next({kClientA, kWorker1, kStream, 2}).split(), 1);
   EXPECT_EQ(e.Next({kClientA, kWorker1, kOtherStream, 1}).split(), 2);
-  e.StreamEnded(kStream, kClientB);  // not its client's
+  e.StreamEnded(kStream, kClientB, "");  // not its client's
   EXPECT_EQ(Take(e, kClientA, kWorker2), 3) << "nothing came back";
   e.Abandon(0, kClientA, "arrived damaged");
-  e.StreamEnded(kStream, kClientA);
-  e.StreamEnded(kStream, kClientA);  // a repeated report changes nothing
+  e.StreamEnded(kStream, kClientA, /*why=*/"");  // dropped by the client
+  e.StreamEnded(kStream, kClientA);              // a repeated report changes nothing
   EXPECT_EQ(e.Next({kClientA, kWorker1, kStream, 3}).state(), GetSplitResponse::END)
       << "the ended stream's worker, asking on, gets nothing to send into it";
   EXPECT_EQ(e.Next({kClientA, kWorker2}).state(), GetSplitResponse::FAILED) << "0 failed once";
@@ -209,6 +209,20 @@ TEST(EpochSplits, AnEndedStreamsSplitsRunAgainAtOnceAndOnlyThatStreams) {
   EXPECT_EQ(e.Next({kClientA, kWorker2}).state(), GetSplitResponse::WAIT) << "1 is still in flight";
   e.Complete(1, kClientA);
   EXPECT_EQ(e.Next({kClientA, kWorker2}).state(), GetSplitResponse::END);
+}
+
+// A stream that broke under its client (the worker died in a split that
+// crashes it, before the client saw a row of it): the split counts a failure.
+TEST(EpochSplits, ABrokenStreamsSplitsCountAFailure) {
+  SplitPolicy policy;
+  policy.max_failures = 1;
+  EpochSplits e({0, 1}, policy);
+  EXPECT_EQ(e.Next({kClientA, kWorker1, /*stream=*/7, 1}).split(), 0);
+  e.StreamEnded(7, kClientA);
+  const GetSplitResponse failed = e.Next({kClientA, kWorker2});
+  EXPECT_EQ(failed.state(), GetSplitResponse::FAILED);
+  EXPECT_EQ(failed.split(), 0);
+  EXPECT_EQ(failed.error(), "split 0 failed 1 time (its stream broke): a sample in it may crash the pipeline");
 }
 
 // A consumer resumed from a state saved after splits 0 and 1 (and some of

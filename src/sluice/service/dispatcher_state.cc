@@ -277,14 +277,16 @@ absl::Status DispatcherState::ReportSplits(const ReportSplitsRequest& request, a
     JournalEntry entry;
     *entry.mutable_splits_completed() = request;
     entry.mutable_splits_completed()->clear_abandoned();
-    entry.mutable_splits_completed()->clear_ended_streams();
+    entry.mutable_splits_completed()->clear_dropped_streams();
+    entry.mutable_splits_completed()->clear_broken_streams();
     SLUICE_RETURN_IF_ERROR(Journaled(entry));
   }
   EpochSplits& splits = Epoch(jobs_[request.job_id()], request.epoch());
   for (int64_t s : request.abandoned()) splits.Abandon(s, request.client_id());
   CountErrors("stream_broke", request.abandoned_size());
-  // After the abandoned ones: the split that broke counts its failure.
-  for (uint64_t stream : request.ended_streams()) splits.StreamEnded(stream, request.client_id());
+  // After the abandoned ones, which count their failure once.
+  for (uint64_t stream : request.dropped_streams()) splits.StreamEnded(stream, request.client_id(), /*why=*/"");
+  for (uint64_t stream : request.broken_streams()) splits.StreamEnded(stream, request.client_id());
   return absl::OkStatus();
 }
 

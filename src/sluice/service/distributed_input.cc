@@ -319,14 +319,15 @@ std::unique_ptr<grpc::ClientReader<ReceivingBatch>> DistributedInput::OpenStream
 }
 
 void DistributedInput::ReportSplits(uint64_t epoch, const std::vector<int64_t>& completed,
-                                    const std::vector<int64_t>& abandoned, uint64_t ended_stream) {
+                                    const std::vector<int64_t>& abandoned, uint64_t ended_stream, bool dropped) {
   ReportSplitsRequest request;
   request.set_job_id(job_id_);
   request.set_client_id(client_id_);
   request.set_epoch(epoch);
   for (int64_t s : completed) request.add_completed(s);
   for (int64_t s : abandoned) request.add_abandoned(s);
-  if (ended_stream != 0) request.add_ended_streams(ended_stream);
+  if (ended_stream != 0 && dropped) request.add_dropped_streams(ended_stream);
+  if (ended_stream != 0 && !dropped) request.add_broken_streams(ended_stream);
   absl::MutexLock lock(&mu_);
   reports_.push_back(std::move(request));
   ++unsent_reports_;

@@ -92,9 +92,10 @@ class DistributedInput : public exec::RemoteInput {
   // Reports splits of `epoch`: queued, and sent by the heartbeat thread at
   // once (retried while the dispatcher restarts), so a stream never waits
   // on the dispatcher. `ended_stream`: a stream (StreamBatchesRequest's
-  // stream_id) that ended before the epoch's end, 0 for none.
+  // stream_id) that ended before the epoch's end, 0 for none; `dropped`:
+  // this client dropped it, else it broke under it.
   void ReportSplits(uint64_t epoch, const std::vector<int64_t>& completed, const std::vector<int64_t>& abandoned,
-                    uint64_t ended_stream = 0);
+                    uint64_t ended_stream = 0, bool dropped = false);
   // Feeds the next heartbeat's throughput figures, and its share of time
   // the consumer waited for data.
   void CountReceived(int64_t samples, int64_t bytes);

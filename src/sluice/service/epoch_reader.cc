@@ -296,9 +296,11 @@ void EpochReader::Finish(Stream* stream, const StreamRead& read, const grpc::Sta
       // Queued before the stream counts as ended: a superseding reader
       // waits for that, then for the reports to reach the dispatcher. The
       // splits the worker sent whole into the stream after `split`, unread,
-      // run again too (the dispatcher knows them by the stream).
-      if (exactly_once_)
-        input_->ReportSplits(epoch_, {}, split >= 0 ? std::vector<int64_t>{split} : std::vector<int64_t>{}, read.id);
+      // or ran when it died, run again too (the dispatcher knows them by
+      // the stream).
+      std::vector<int64_t> abandoned;
+      if (split >= 0) abandoned.push_back(split);
+      if (exactly_once_) input_->ReportSplits(epoch_, {}, abandoned, read.id, /*dropped=*/!read.broken.ok());
     } else if (error_.ok()) {
       error_ = FromGrpc(status, absl::StrCat("worker ", stream->worker_id, " at ", stream->address));
     }

@@ -119,11 +119,11 @@ void EpochSplits::Dropped(int64_t split, int64_t client, int64_t worker, uint64_
   Abandon(split, client, /*why=*/"");
 }
 
-void EpochSplits::StreamEnded(uint64_t stream, int64_t client) {
+void EpochSplits::StreamEnded(uint64_t stream, int64_t client, const std::string& why) {
   if (stream == 0) return;
   ended_streams_.insert(stream);
   for (int64_t s = 0; s < size(); ++s) {
-    if (slots_[s].state == State::kInFlight && slots_[s].stream == stream) Abandon(s, client, /*why=*/"");
+    if (slots_[s].state == State::kInFlight && slots_[s].stream == stream) Abandon(s, client, why);
   }
 }
 

@@ -71,12 +71,13 @@ class EpochSplits {
   // client counts what it saw). Ignored unless it is in flight so (on
   // `stream`, when known: the split may run again there on a newer one).
   void Dropped(int64_t split, int64_t client, int64_t worker, uint64_t stream = 0);
-  // `client` dropped or lost the stream `stream` (Ask::stream): the splits
-  // in flight on it (sent whole into a stream the client no longer reads,
-  // or still running) are re-run for the client now, counting no failure,
-  // and the stream's worker, asking on, gets END: a write into a stream
-  // its client cancelled can still succeed.
-  void StreamEnded(uint64_t stream, int64_t client);
+  // `client`'s stream `stream` (Ask::stream) ended early: the splits in
+  // flight on it (sent whole into a stream the client no longer reads, or
+  // still running) are re-run for the client now, counting a failure `why`
+  // (none when empty: the client dropped the stream), and the stream's
+  // worker, asking on, gets END: a write into a stream its client
+  // cancelled can still succeed.
+  void StreamEnded(uint64_t stream, int64_t client, const std::string& why = "its stream broke");
   // Splits in flight through `worker` are re-run for their clients; a
   // worker that left on its own (drained) counts no failure against them.
   void WorkerLost(int64_t worker, bool count_failure = true);
