@@ -38,8 +38,12 @@ class Chunks : public Iterator {
     return absl::OkStatus();
   }
 
+  void LimitNextRows(int64_t rows) override { limits_.push_back(rows); }
+
   // The most chunks something held when the next one was asked for.
   int max_held() const { return max_held_; }
+  // What the consumer said it takes next, before each chunk it asked for.
+  const std::vector<int64_t>& limits() const { return limits_; }
 
  private:
   // Chunks whose buffer something still holds.
@@ -54,6 +58,7 @@ class Chunks : public Iterator {
   int64_t row_ = 0;
   std::vector<std::weak_ptr<void>> buffers_;
   int max_held_ = 0;
+  std::vector<int64_t> limits_;
 };
 
 struct Batched {
@@ -61,6 +66,7 @@ struct Batched {
   std::vector<int64_t> values;   // every row's, in order
   std::vector<int64_t> records;  // every row's origin
   int max_held = 0;              // chunks held while the next was read
+  std::vector<int64_t> limits;   // the input's LimitNextRows calls
 };
 
 Batched BatchAll(std::vector<int64_t> sizes, int64_t batch, bool drop_remainder) {
@@ -86,6 +92,7 @@ Batched BatchAll(std::vector<int64_t> sizes, int64_t batch, bool drop_remainder)
     out = Batch();
   }
   got.max_held = chunks->max_held();
+  got.limits = chunks->limits();
   return got;
 }
 
@@ -112,6 +119,18 @@ TEST(BatchNode, ChunksOfABatchOrMorePassAsViewsAndTheRestIsCopied) {
   EXPECT_EQ(got.rows, (std::vector<int64_t>{4, 4, 4, 4, 1}));
   EXPECT_EQ(got.values, Iota(17));
   EXPECT_EQ(got.records, Iota(17));
+}
+
+// An input that hands out rows in pieces (the service's client) is told
+// how many the batch still needs, so it hands out none the batch node
+// would hold past its batch (rows a leaving consumer would lose).
+TEST(BatchNode, TellsItsInputTheRowsTheBatchStillNeedsBeforeEachPull) {
+  const Batched got = BatchAll({3, 3, 3, 1}, 4, /*drop_remainder=*/false);
+  EXPECT_EQ(got.rows, (std::vector<int64_t>{4, 4, 2}));
+  EXPECT_EQ(got.values, Iota(10));
+  // 4 for an empty batch, 1 after 3 rows, 2 after the 2 rows left over,
+  // 3 after the 1 left then, 2 after the last chunk's row (then the end).
+  EXPECT_EQ(got.limits, (std::vector<int64_t>{4, 1, 2, 3, 2}));
 }
 
 TEST(BatchNode, DropRemainderDropsOnlyTheLastPartialBatch) {

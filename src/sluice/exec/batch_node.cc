@@ -45,6 +45,7 @@ class BatchIterator : public Iterator {
         continue;
       }
       if (input_end_) break;
+      input_->LimitNextRows(size_ - (filling_ ? filling_->rows() : 0));
       Batch chunk;
       SLUICE_RETURN_IF_ERROR(input_->GetNext(&chunk, &input_end_));
       if (!input_end_) rest_ = std::move(chunk);

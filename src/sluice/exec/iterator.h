@@ -27,6 +27,11 @@ class Iterator {
  public:
   virtual ~Iterator() = default;
   virtual absl::Status GetNext(Batch* out, bool* end) = 0;
+  // A consumer that takes `rows` more rows for its current element says so
+  // before its next GetNext: an input that hands out the rows it received
+  // in pieces (the service's client) then hands out up to that many at
+  // once, and none the consumer would hold past its element. Others ignore it.
+  virtual void LimitNextRows(int64_t rows) {}
 };
 
 // What a node needs to create its iterator for one epoch.

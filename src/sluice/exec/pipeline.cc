@@ -59,6 +59,7 @@ class CountingIterator : public Iterator {
     }
     return s;
   }
+  void LimitNextRows(int64_t rows) override { inner_->LimitNextRows(rows); }
 
  private:
   std::unique_ptr<Iterator> inner_;

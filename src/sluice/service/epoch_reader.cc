@@ -367,8 +367,9 @@ bool EpochReader::EpochOver() const {
 bool EpochReader::TakeRebatched(bool at_end, Batch* out) {
   const ElementSpec& element = input_->element();
   if (pending_.empty()) return false;
-  if (!element.batched()) {  // a row at a time: a batch node after this one pulls no row it does not batch yet
-    PopPending(1, out);
+  if (!element.batched()) {  // no more than a batch node after this one batches next: it holds none past its batch
+    PopPending(next_rows_, out);
+    next_rows_ = 1;
     return true;
   }
   const int64_t size = element.batch_size();
@@ -412,6 +413,11 @@ void EpochReader::Taken(int64_t split, int64_t rows) {
   if (ended_held_.erase(split) > 0) finished_.push_back(split);
 }
 
+void EpochReader::LimitNextRows(int64_t rows) {
+  absl::MutexLock lock(&mu_);
+  next_rows_ = std::max<int64_t>(1, rows);
+}
+
 absl::Status EpochReader::GetNext(Batch* out, bool* end) {
   absl::MutexLock lock(&mu_);
   absl::Status s = NextLocked(out, end);
@@ -444,7 +450,7 @@ absl::Status EpochReader::NextLocked(Batch* out, bool* end) {
       // Batches the workers made count as taken here: at most a batch's
       // rows wait in pending_, and the epoch's last ones wait there for
       // the workers' end, which waits for this report. Rows are taken as
-      // they are handed out one by one (PopPending).
+      // they are handed out (PopPending).
       if (input_->element().batched()) Taken(queue_splits_.front(), queue_.front().rows);
       pending_splits_.push_back(queue_splits_.front());
       pending_.push_back(std::move(queue_.front()));

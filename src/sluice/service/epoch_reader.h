@@ -40,6 +40,7 @@ class EpochReader : public exec::Iterator {
   ~EpochReader() override;  // cancels and joins the streams
 
   absl::Status GetNext(Batch* out, bool* end) override;
+  void LimitNextRows(int64_t rows) override;
   // A newer reader of the same client and epoch took over: this one stops
   // its streams (their splits go back to the client) and fails from now on.
   void Supersede();
@@ -134,6 +135,9 @@ class EpochReader : public exec::Iterator {
   std::set<int64_t> ended_held_ ABSL_GUARDED_BY(mu_);          // all arrived, some rows still held
   std::vector<int64_t> finished_ ABSL_GUARDED_BY(mu_);         // to report
   int64_t pending_rows_ ABSL_GUARDED_BY(mu_) = 0;
+  // Rows the next GetNext may hand out where the workers did not batch
+  // (LimitNextRows); one unless the consumer said.
+  int64_t next_rows_ ABSL_GUARDED_BY(mu_) = 1;
   absl::Time opened_at_ ABSL_GUARDED_BY(mu_);
   absl::Time last_open_ ABSL_GUARDED_BY(mu_);
   bool waiting_logged_ ABSL_GUARDED_BY(mu_) = false;
