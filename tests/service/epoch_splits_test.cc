@@ -195,6 +195,8 @@ TEST(EpochSplits, AnEndedStreamsSplitsRunAgainAtOnceAndOnlyThatStreams) {
   e.StreamEnded(kStream, kClientA);              // a repeated report changes nothing
   EXPECT_EQ(e.Next({kClientA, kWorker1, kStream, 3}).state(), GetSplitResponse::END)
       << "the ended stream's worker, asking on, gets nothing to send into it";
+  EXPECT_EQ(e.Next({kClientA, kWorker1, kStream, 2}).state(), GetSplitResponse::END)
+      << "nor does a retry of a request it had an answer to";
   EXPECT_EQ(e.Next({kClientA, kWorker2}).state(), GetSplitResponse::FAILED) << "0 failed once";
   const GetSplitResponse again = e.Next({kClientA, kWorker2, kOtherStream + 1, 1});
   EXPECT_EQ(again.state(), GetSplitResponse::SPLIT) << "no failure counted for 1";

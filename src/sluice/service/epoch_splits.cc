@@ -26,6 +26,11 @@ void EpochSplits::ReturnToPool(std::vector<int64_t> splits) {
 }
 
 GetSplitResponse EpochSplits::Next(const Ask& ask) {
+  if (ended_streams_.count(ask.stream) > 0) {  // its client reads it no more, retries included
+    GetSplitResponse end;
+    end.set_state(GetSplitResponse::END);
+    return end;
+  }
   if (ask.stream != 0) {
     auto last = last_answer_.find(ask.stream);
     if (last != last_answer_.end() && last->second.seq == ask.seq) return last->second.response;
@@ -38,10 +43,6 @@ GetSplitResponse EpochSplits::Next(const Ask& ask) {
 
 GetSplitResponse EpochSplits::Hand(const Ask& ask) {
   GetSplitResponse out;
-  if (ended_streams_.count(ask.stream) > 0) {
-    out.set_state(GetSplitResponse::END);  // for nobody: its client is gone
-    return out;
-  }
   std::deque<int64_t>* source = nullptr;
   auto requeued = requeued_.find(ask.client);
   if (requeued != requeued_.end() && !requeued->second.empty()) {
@@ -122,6 +123,7 @@ void EpochSplits::Dropped(int64_t split, int64_t client, int64_t worker, uint64_
 void EpochSplits::StreamEnded(uint64_t stream, int64_t client, const std::string& why) {
   if (stream == 0) return;
   ended_streams_.insert(stream);
+  last_answer_.erase(stream);
   for (int64_t s = 0; s < size(); ++s) {
     if (slots_[s].state == State::kInFlight && slots_[s].stream == stream) Abandon(s, client, why);
   }
