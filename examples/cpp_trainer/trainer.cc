@@ -5,7 +5,9 @@
 //     (--workers N: a distribute node, worker processes on 127.0.0.1);
 //   - an op of the trainer's own registered in-process (`trainer_clip`),
 //     used in the part of the pipeline that runs in this process;
-//   - batches as named tensors, read without a copy.
+//   - batches as named tensors, read without a copy;
+//   - Prometheus metrics of the pipeline, its rate, wait, memory and
+//     placement (--metrics-port P: http://127.0.0.1:P/metrics, 0: any).
 // It prints the loss, accuracy and samples/s per epoch, and fails (exit 1)
 // on any error or on a batch of the wrong shape or size.
 #include <algorithm>
@@ -113,19 +115,26 @@ int Fail(const absl::Status& status) {
 
 int main(int argc, char** argv) {
   std::string mnist;
-  int epochs = 2, workers = 0;
+  int epochs = 2, workers = 0, metrics_port = -1;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--mnist") == 0) mnist = argv[i + 1];
     if (std::strcmp(argv[i], "--epochs") == 0) epochs = std::atoi(argv[i + 1]);
     if (std::strcmp(argv[i], "--workers") == 0) workers = std::atoi(argv[i + 1]);
+    if (std::strcmp(argv[i], "--metrics-port") == 0) metrics_port = std::atoi(argv[i + 1]);
   }
   if (mnist.empty() || epochs <= 0 || workers < 0) {
     std::fprintf(stderr,
-                 "usage: cpp_trainer --mnist DIR [--epochs N] [--workers N]\n"
-                 "  DIR: `sluice make-data mnist --out DIR`'s output; --workers N: the blur on N local workers\n");
+                 "usage: cpp_trainer --mnist DIR [--epochs N] [--workers N] [--metrics-port P]\n"
+                 "  DIR: `sluice make-data mnist --out DIR`'s output; --workers N: the blur on N local workers\n"
+                 "  --metrics-port P: serve the pipeline's Prometheus metrics on 127.0.0.1:P (0: any free port)\n");
     return 2;
   }
   if (absl::Status s = RegisterClip(); !s.ok()) return Fail(s);
+  if (metrics_port >= 0) {
+    absl::StatusOr<int> port = sluice::ServeMetrics("127.0.0.1", metrics_port);
+    if (!port.ok()) return Fail(port.status());
+    std::printf("metrics on http://127.0.0.1:%d/metrics\n", *port);
+  }
 
   const std::string raw = mnist + "/MNIST/raw/";
   sluice::PipelineBuilder builder =

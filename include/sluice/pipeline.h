@@ -94,6 +94,14 @@ class Pipeline {
   std::shared_ptr<placement::PlacedPipeline> impl_;
 };
 
+// Serves Prometheus metrics of this process's pipelines (what each
+// delivered, its consumer's wait, the engine's bytes by kind, its
+// placement and decisions) on http://HOST:PORT/metrics from now on;
+// returns the port (`port` 0: any free one). One endpoint per process:
+// serving again returns it, or FailedPrecondition for another port.
+// docs/placement.md, "Metrics", lists every name.
+absl::StatusOr<int> ServeMetrics(const std::string& host = "127.0.0.1", int port = 0);
+
 }  // namespace sluice
 
 #endif  // SLUICE_PIPELINE_H_

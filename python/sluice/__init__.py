@@ -62,11 +62,27 @@ def object_store_stats():
     return _sluice.object_store_stats()
 
 
+def serve_metrics(port=0, host="127.0.0.1"):
+    """Serves Prometheus metrics of this process's pipelines on
+    http://HOST:PORT/metrics and returns the port (`port` 0: any free one).
+    Each live pipeline, labelled by its number in the process, reports the
+    samples and elements it delivered and its consumer's time waiting for
+    them (counted from this call on), the engine's bytes by kind and its
+    budget, and its placement: threads, local workers and, under
+    placement="auto", every decision's count, the latest one's text, the
+    last measured window and the alternatives' predicted rates. One
+    endpoint per process: calling again returns the same port (a different
+    `port` raises). Under torchrun give each rank its own port, as
+    `9400 + int(os.environ["LOCAL_RANK"])`. See docs/placement.md,
+    "Metrics"."""
+    return _sluice.serve_metrics(host, int(port))
+
+
 __all__ = [
     "__version__",
     "Pipeline", "tfrecord", "mnist", "cifar10", "arrays", "image_folder", "file_list", "webdataset", "parquet",
     "arrow_ipc", "from_arrow", "from_dataset", "from_generator", "ops",
     "SluiceError", "InvalidArgumentError", "NotFoundError", "DataLossError",
     "CancelledError", "load_plugin", "dispatcher_status", "device_decode_stats",
-    "object_store_stats",
+    "object_store_stats", "serve_metrics",
 ]

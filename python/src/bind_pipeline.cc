@@ -5,7 +5,6 @@
 
 #include "bindings.h"
 #include "interrupt.h"
-#include "sluice/core/python_process.h"
 #include "sluice/exec/pipeline.h"
 #include "sluice/graph/pipeline_json.h"
 #include "sluice/io/arrow_source.h"
@@ -14,6 +13,7 @@
 #include "sluice/ops/device_decode_stats.h"
 #include "sluice/ops/op_registry.h"
 #include "sluice/ops/plugin.h"
+#include "sluice/placement/pipeline_metrics.h"
 #include "sluice/placement/placed_pipeline.h"
 #include "sluice/service/distributed_pipeline.h"
 
@@ -152,22 +152,19 @@ class PyPipeline {
 
   // The engine's bytes by kind (see Pipeline.memory in pipeline.py).
   py::dict Memory() const {
-    const placement::PlacedPipeline::Holdings h = pipeline_->held();
-    const graph::CompiledPipeline& c = pipeline_->first().compiled();
+    const placement::PlacedPipeline::Memory m = pipeline_->memory();
     py::dict out;
-    out["budget"] = c.memory_budget_bytes;
-    out["budget_default"] = c.memory_budget_default;
-    out["in_use"] = h.pool.live_bytes;
-    out["cached"] = h.pool.cached_bytes;
-    out["rings"] = h.rings;
-    // The pool's neighbours.
-    const int64_t outside = io::ObjectBlockBytes() + PythonSharedBytes() + h.staging;
-    out["object_blocks"] = io::ObjectBlockBytes();
-    out["python_shared"] = PythonSharedBytes();
-    out["staging"] = h.staging;
-    out["held"] = h.pool.live_bytes + h.pool.cached_bytes + h.rings + outside;
-    out["peak_in_use"] = h.pool.peak_live_bytes;
-    out["peak_held"] = h.pool.peak_held_bytes + h.rings + outside;
+    out["budget"] = m.budget;
+    out["budget_default"] = m.budget_default;
+    out["in_use"] = m.in_use;
+    out["cached"] = m.cached;
+    out["rings"] = m.rings;
+    out["object_blocks"] = m.object_blocks;
+    out["python_shared"] = m.python_shared;
+    out["staging"] = m.staging;
+    out["held"] = m.held;
+    out["peak_in_use"] = m.peak_in_use;
+    out["peak_held"] = m.peak_held;
     return out;
   }
 
@@ -234,6 +231,18 @@ void InitPipeline(py::module_& m) {
       .def("memory", &PyPipeline::Memory)
       .def("placement", &PyPipeline::Placement);
   m.def("ops", &ListOps, "The registered ops with their docs and attrs.");
+  m.def(
+      "serve_metrics",
+      [](const std::string& host, int port) {
+        absl::StatusOr<int> served;
+        {
+          py::gil_scoped_release release;
+          served = placement::ServePipelineMetrics(host, port);
+        }
+        ThrowIfError(served.status());
+        return *served;
+      },
+      py::arg("host"), py::arg("port"), "Serves the process's pipelines' Prometheus metrics; returns the port.");
   m.def("load_plugin", &LoadPlugin, py::arg("path"), "Loads an op plugin (.so) into the process's registry.");
   m.def(
       "hold_arrow_stream",

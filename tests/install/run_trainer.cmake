@@ -11,6 +11,7 @@ endfunction()
 
 file(REMOVE_RECURSE ${WORK})
 run("wrote 3000 MNIST samples" ${PREFIX}/bin/sluice make-data mnist --out ${WORK} --count 3000)
-run("epoch 1: 3000 samples" ${TRAINER} --mnist ${WORK} --epochs 2)
+run("metrics on http://127.0.0.1:[0-9]+/metrics.*epoch 1: 3000 samples" ${TRAINER} --mnist ${WORK} --epochs 2
+    --metrics-port 0)
 run("epoch 0: 3000 samples.*" ${CMAKE_COMMAND} -E env --unset=SLUICE_BINARY PATH=/usr/bin:/bin
     ${TRAINER} --mnist ${WORK} --epochs 1 --workers 1)

@@ -8,6 +8,7 @@ import time
 import urllib.request
 
 import numpy as np
+import pytest
 
 import sluice
 from sluice import ops
@@ -104,3 +105,65 @@ def test_metrics_move_as_a_job_runs():
         for process in (worker, dispatcher):
             process.send_signal(signal.SIGTERM)
             process.wait(timeout=30)
+
+
+def _ids_pipe(rows, **options):
+    return (sluice.arrays({"id": np.arange(rows, dtype=np.int64),
+                           "image": np.zeros((rows, 8, 8, 3), np.uint8)}, split_records=50)
+            .map(ops.random_flip(mode="horizontal"))
+            .batch(25)
+            .with_options(seed=3, unordered=True, **options))
+
+
+def test_a_training_process_serves_its_pipelines_metrics():
+    port = sluice.serve_metrics()
+    assert sluice.serve_metrics() == port == sluice.serve_metrics(port)  # one endpoint per process
+    with pytest.raises(sluice.SluiceError, match=f"already serves its metrics on 127.0.0.1:{port}"):
+        sluice.serve_metrics(port + 1)
+    pipe = _ids_pipe(1500, placement="auto")
+    it = pipe.iterate(0)
+    seen = sum(len(next(it)["id"]) for _ in range(20))
+    assert it._it._move_to(threads=1, local_workers=1)  # the rest of the epoch in a worker process
+    seen += sum(len(next(it)["id"]) for _ in range(10))
+    report = pipe.placement()
+    label = str(report["pipeline"])
+    during = _scrape(port)
+    assert _find(during, "sluice_pipeline_samples_total", pipeline=label) == seen == 750
+    assert _find(during, "sluice_pipeline_elements_total", pipeline=label) == 30
+    assert _find(during, "sluice_placement_local_workers", pipeline=label) == 1
+    assert _find(during, "sluice_placement_info", pipeline=label, mode="auto",
+                 placement=report["running"]["description"]) == 1
+    assert report["running"]["local_workers"] == 1
+    assert _find(during, "sluice_placement_decisions_total", pipeline=label) == len(report["decisions"])
+    assert _find(during, "sluice_pipeline_engine_bytes", pipeline=label, kind="rings") > 0  # the worker's ring
+    seen += sum(len(b["id"]) for b in it)
+    assert seen == 1500
+    after = _scrape(port)
+    assert _find(after, "sluice_pipeline_samples_total", pipeline=label) == 1500
+    assert _find(after, "sluice_pipeline_wait_seconds_total", pipeline=label) > 0
+    memory = pipe.memory()
+    for kind in ("in_use", "cached", "rings"):
+        assert _find(after, "sluice_pipeline_engine_bytes", pipeline=label, kind=kind) == memory[kind], kind
+    for kind in ("object_blocks", "python_shared", "staging"):
+        assert _find(after, "sluice_process_engine_bytes", kind=kind) == memory[kind], kind
+    assert _find(after, "sluice_pipeline_memory_budget_bytes", pipeline=label) == memory["budget"]
+    del it, pipe
+    gone = _scrape(port)
+    assert not any(name.startswith("sluice_pipeline_") and f'pipeline="{label}"' in text for name, text in gone)
+
+
+def test_sluice_run_serves_the_metrics_of_the_pipeline_it_runs(tmp_path):
+    spec = tmp_path / "ids.json"
+    spec.write_text(_ids_pipe(1000).to_json())
+    run = subprocess.Popen(["sluice", "run", str(spec), "--epochs", "1000000", "--quiet", "--metrics-port", "0"],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        line = run.stderr.readline()
+        m = re.match(r"^metrics on http://127\.0\.0\.1:(\d+)/metrics$", line.strip())
+        assert m, line
+        values = _wait_for(int(m.group(1)), lambda v: v.get(("sluice_pipeline_samples_total", '{pipeline="0"}'), 0) > 0)
+        assert _find(values, "sluice_placement_info", pipeline="0", mode="manual") == 1
+        assert _find(values, "sluice_pipeline_samples_total", pipeline="0") % 25 == 0  # whole batches
+    finally:
+        run.send_signal(signal.SIGTERM)
+        run.wait(timeout=30)

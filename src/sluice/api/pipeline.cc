@@ -6,6 +6,7 @@
 #include "pipeline.pb.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/graph/pipeline_json.h"
+#include "sluice/placement/pipeline_metrics.h"
 #include "sluice/placement/placed_pipeline.h"
 
 namespace sluice {
@@ -48,5 +49,9 @@ int64_t Pipeline::Cardinality() const { return impl_->first().Cardinality(); }
 Iterator Pipeline::Iterate(uint64_t epoch) const { return Iterator(impl_->Iterate(epoch)); }
 
 std::string Pipeline::PlacementReport() const { return impl_->report().ToJson(); }
+
+absl::StatusOr<int> ServeMetrics(const std::string& host, int port) {
+  return placement::ServePipelineMetrics(host, port);
+}
 
 }  // namespace sluice

@@ -14,6 +14,7 @@
 #include "sluice/io/object_cache.h"
 #include "sluice/io/object_store.h"
 #include "sluice/kernels/simd.h"
+#include "sluice/placement/pipeline_metrics.h"
 #include "sluice/placement/placed_pipeline.h"
 
 namespace sluice::cli {
@@ -28,6 +29,8 @@ struct RunArgs {
   bool quiet = false;
   ResumableRun resumable;
   std::vector<std::string> plugins;
+  int metrics_port = -1;
+  std::string metrics_host = "127.0.0.1";
 };
 
 // "2 threads, memory budget 256 MiB (1/128 of 23.5 GiB for 1 rank)".
@@ -98,6 +101,11 @@ void PrintJson(const std::string& path, const graph::CompiledPipeline& c, const 
 absl::Status Run(const RunArgs& args) {
   SLUICE_RETURN_IF_ERROR(LoadPlugins(args.plugins));
   SLUICE_ASSIGN_OR_RETURN(PipelineDef def, graph::PipelineFromJsonFile(args.pipeline));
+  if (args.metrics_port >= 0) {
+    SLUICE_ASSIGN_OR_RETURN(const int port, placement::ServePipelineMetrics(args.metrics_host, args.metrics_port));
+    // stderr: a --json line on stdout stays the last, and port 0's choice is still seen.
+    std::fprintf(stderr, "metrics on http://%s:%d/metrics\n", args.metrics_host.c_str(), port);
+  }
   if (args.threads > 0) def.mutable_options()->set_threads(args.threads);
   if (args.seed >= 0) def.set_seed(static_cast<uint64_t>(args.seed));
   absl::StatusOr<std::shared_ptr<placement::PlacedPipeline>> pipeline = placement::PlacedPipeline::Create(def);
@@ -146,6 +154,10 @@ void AddRunCommand(CLI::App& app, absl::Status* result) {
                   "write where the epoch stands when the run stops to FILE (needs --stop-after)");
   cmd->add_option("--resume", args->resumable.resume,
                   "go on with the epoch a --save-state FILE stopped in: exactly the elements that were left");
+  cmd->add_option("--metrics-port", args->metrics_port,
+                  "serve the pipeline's Prometheus metrics (rate, wait, memory, placement) on "
+                  "http://HOST:PORT/metrics while it runs (0: any free port, printed; default: none)");
+  cmd->add_option("--metrics-host", args->metrics_host, "the address the metrics listen on")->default_val("127.0.0.1");
   AddPluginOption(cmd, &args->plugins);
   cmd->callback([args, result] {
     args->resumable.quiet = args->quiet;

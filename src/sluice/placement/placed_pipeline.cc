@@ -4,6 +4,9 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "sluice/core/python_process.h"
+#include "sluice/io/object_store.h"
+#include "sluice/placement/pipeline_metrics.h"
 #include "sluice/placement/variant.h"
 #include "sluice/service/distributed_pipeline.h"
 
@@ -24,13 +27,20 @@ absl::StatusOr<std::shared_ptr<PlacedPipeline>> PlacedPipeline::Create(const Pip
   const Placement start = StartingPlacement(def, UsableCores());
   absl::StatusOr<std::shared_ptr<const exec::Pipeline>> first = Compile(automatic ? Variant(def, start) : def);
   if (!first.ok()) return first.status();
-  return std::shared_ptr<PlacedPipeline>(new PlacedPipeline(
+  std::shared_ptr<PlacedPipeline> placed(new PlacedPipeline(
       def, automatic, start, automatic ? FreeLevers(def) : Levers{false, false, false, false}, *std::move(first)));
+  placed->number_ = RegisterForMetrics(placed);
+  return placed;
 }
 
 PlacedPipeline::PlacedPipeline(PipelineDef def, bool automatic, Placement start, Levers levers,
                                std::shared_ptr<const exec::Pipeline> first)
-    : def_(std::move(def)), automatic_(automatic), first_(first), policy_(start, levers), current_(first) {
+    : def_(std::move(def)),
+      automatic_(automatic),
+      first_(first),
+      policy_(start, levers),
+      current_(first),
+      current_placement_(start) {
   variants_.emplace_back(start, std::move(first));
 }
 
@@ -65,6 +75,7 @@ std::shared_ptr<const exec::Pipeline> PlacedPipeline::MakeCurrent(const Placemen
                                  [&](const auto& v) { return v.second != first_ && !(v.first == p); }),
                   variants_.end());
   current_ = std::move(pipeline);
+  current_placement_ = p;
   TrimIdleLocked();
   return current_;
 }
@@ -160,11 +171,43 @@ PlacedPipeline::Holdings PlacedPipeline::held() const {
   return h;
 }
 
+PlacedPipeline::Memory PlacedPipeline::memory() const {
+  const Holdings h = held();
+  const graph::CompiledPipeline& c = first_->compiled();
+  Memory m;
+  m.budget = c.memory_budget_bytes;
+  m.budget_default = c.memory_budget_default;
+  m.in_use = h.pool.live_bytes;
+  m.cached = h.pool.cached_bytes;
+  m.rings = h.rings;
+  m.staging = h.staging;
+  m.object_blocks = io::ObjectBlockBytes();
+  m.python_shared = PythonSharedBytes();
+  const int64_t beside_pool = m.rings + m.staging + m.object_blocks + m.python_shared;
+  m.held = m.in_use + m.cached + beside_pool;
+  m.peak_in_use = h.pool.peak_live_bytes;
+  m.peak_held = h.pool.peak_held_bytes + beside_pool;
+  return m;
+}
+
+void PlacedPipeline::CountDelivery(int64_t rows, int64_t wait_ns) {
+  samples_.fetch_add(rows, std::memory_order_relaxed);
+  elements_.fetch_add(1, std::memory_order_relaxed);
+  wait_ns_.fetch_add(wait_ns, std::memory_order_relaxed);
+}
+
+PlacedPipeline::Deliveries PlacedPipeline::delivered() const {
+  return {samples_.load(std::memory_order_relaxed), elements_.load(std::memory_order_relaxed),
+          wait_ns_.load(std::memory_order_relaxed)};
+}
+
 Report PlacedPipeline::report() const {
   absl::MutexLock lock(&mu_);
   Report r;
+  r.pipeline = number_;
   r.automatic = automatic_;
   r.placement = policy_.current();
+  r.running = current_placement_;
   r.judging = policy_.judging();
   r.levers = policy_.levers();
   r.decisions = policy_.log();
@@ -196,12 +239,15 @@ void PlacedIterator::Bank() {
 
 absl::Status PlacedIterator::Next(Batch* out, bool* end) {
   if (cancelled_.load()) return absl::CancelledError("the pipeline was cancelled");
-  if (!owner_->automatic()) return inner_->Next(out, end);
+  if (!owner_->automatic() && !PipelineMetricsServed()) return inner_->Next(out, end);
   const int64_t start = exec::NowNs();
   absl::Status status = inner_->Next(out, end);
   if (status.ok() && *end) Bank();
   if (!status.ok() || *end) return status;
-  meter_.Count(out->rows, exec::NowNs() - start);
+  const int64_t wait_ns = exec::NowNs() - start;
+  owner_->CountDelivery(out->rows, wait_ns);
+  if (!owner_->automatic()) return status;
+  meter_.Count(out->rows, wait_ns);
   if (!meter_.Due()) return status;
   Measurements m = meter_.Take(*pipeline_, *inner_, placement_);
   m.epochs_repeat = epoch_ > 0;

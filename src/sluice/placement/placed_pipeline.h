@@ -29,8 +29,12 @@ class PlacedIterator;
 // numbers, the last window's measurements and the alternatives' predicted
 // rates. Under "manual" only the placement.
 struct Report {
+  int64_t pipeline = 0;  // its number in the process (the metrics' label)
   bool automatic = false;
-  Placement placement;
+  Placement placement;  // the policy's choice
+  // Where it runs now: the choice, or the placement before it while a
+  // move waits for the epoch's end.
+  Placement running;
   bool judging = false;  // a move is being tried
   Levers levers;
   std::vector<std::string> decisions;
@@ -66,6 +70,26 @@ class PlacedPipeline : public std::enable_shared_from_this<PlacedPipeline> {
     int64_t staging = 0;
   };
   Holdings held() const;
+  // The engine's host bytes by kind, as pipe.memory() and the metrics say
+  // them: its pools, rings and staging, and beside them the process's
+  // objects' blocks and the python op's shared memory.
+  struct Memory {
+    int64_t budget = 0;
+    std::string budget_default;  // how the machine sized it; empty when set
+    int64_t in_use = 0, cached = 0, rings = 0, staging = 0;
+    int64_t object_blocks = 0, python_shared = 0;
+    int64_t held = 0;  // all of the above
+    int64_t peak_in_use = 0, peak_held = 0;
+  };
+  Memory memory() const;
+  // What its iterators delivered since metrics were served (counted only
+  // then, or under "auto"): rows, elements and the consumer's wait in Next.
+  struct Deliveries {
+    int64_t samples = 0, elements = 0, wait_ns = 0;
+  };
+  Deliveries delivered() const;
+  // Its number among the process's pipelines (the metrics' `pipeline`).
+  int64_t number() const { return number_; }
   bool automatic() const { return automatic_; }
 
  private:
@@ -90,6 +114,7 @@ class PlacedPipeline : public std::enable_shared_from_this<PlacedPipeline> {
   WindowMeter Carried(const Placement& placement);
   // Whether an epoch under `from` can go on under `to` through its state.
   bool MovesMidEpoch(const Placement& from, const Placement& to) const;
+  void CountDelivery(int64_t rows, int64_t wait_ns);
 
   const PipelineDef def_;
   const bool automatic_;
@@ -99,10 +124,13 @@ class PlacedPipeline : public std::enable_shared_from_this<PlacedPipeline> {
   // Compiled placements: the first and the current one.
   std::vector<std::pair<Placement, std::shared_ptr<const exec::Pipeline>>> variants_ ABSL_GUARDED_BY(mu_);
   std::shared_ptr<const exec::Pipeline> current_ ABSL_GUARDED_BY(mu_);
+  Placement current_placement_ ABSL_GUARDED_BY(mu_);
   Measurements last_ ABSL_GUARDED_BY(mu_);
   std::vector<Candidate> alternatives_ ABSL_GUARDED_BY(mu_);
   WindowMeter carried_ ABSL_GUARDED_BY(mu_);
   Placement carried_placement_ ABSL_GUARDED_BY(mu_);
+  int64_t number_ = 0;
+  std::atomic<int64_t> samples_{0}, elements_{0}, wait_ns_{0};
 };
 
 // One epoch of a PlacedPipeline, in whichever placement it runs. One

@@ -36,8 +36,10 @@ nlohmann::json MeasurementsJson(const Measurements& m) {
 
 std::string Report::ToJson() const {
   nlohmann::json j;
+  j["pipeline"] = pipeline;
   j["mode"] = automatic ? "auto" : "manual";
   j["placement"] = PlacementJson(placement);
+  j["running"] = PlacementJson(running);
   j["judging"] = judging;
   j["levers"] = {{"threads", levers.threads},
                  {"local_workers", levers.local_workers},

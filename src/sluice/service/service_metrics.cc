@@ -1,73 +1,19 @@
 #include "sluice/service/service_metrics.h"
 
-#include <sys/resource.h>
-#include <unistd.h>
-
-#include <fstream>
-#include <map>
 #include <string>
 #include <utility>
+
+#include "sluice/service/metric_families.h"
 
 namespace sluice::service {
 namespace {
 
-using Labels = std::vector<prometheus::ClientMetric::Label>;
-
-// Families by name, each metric added to its family.
-class Families {
- public:
-  void Gauge(const std::string& name, const std::string& help, Labels labels, double value) {
-    Add(name, help, prometheus::MetricType::Gauge, std::move(labels)).gauge.value = value;
-  }
-  void Counter(const std::string& name, const std::string& help, Labels labels, double value) {
-    Add(name, help, prometheus::MetricType::Counter, std::move(labels)).counter.value = value;
-  }
-  // A counter per kind that happened (a series Prometheus has not seen
-  // reads as none yet).
-  void Errors(const std::string& name, const std::string& help,
-              const google::protobuf::Map<std::string, int64_t>& by_kind) {
-    std::map<std::string, int64_t> sorted(by_kind.begin(), by_kind.end());
-    for (const auto& [kind, n] : sorted) Counter(name, help, {{"kind", kind}}, static_cast<double>(n));
-  }
-  // This process's CPU time and resident memory.
-  void Process() {
-    rusage usage{};
-    getrusage(RUSAGE_SELF, &usage);
-    const double cpu = static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
-                       static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
-    Counter("sluice_process_cpu_seconds_total", "CPU time of this process (user and system)", {}, cpu);
-    long pages = 0, resident = 0;
-    std::ifstream statm("/proc/self/statm");
-    if (statm >> pages >> resident) {
-      Gauge("sluice_process_resident_bytes", "resident memory of this process", {},
-            static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE)));
-    }
-  }
-  std::vector<prometheus::MetricFamily> Take() {
-    std::vector<prometheus::MetricFamily> out;
-    for (auto& [name, family] : families_) out.push_back(std::move(family));
-    return out;
-  }
-
- private:
-  prometheus::ClientMetric& Add(const std::string& name, const std::string& help, prometheus::MetricType type,
-                                Labels labels) {
-    prometheus::MetricFamily& family = families_[name];
-    family.name = name;
-    family.help = help;
-    family.type = type;
-    family.metric.emplace_back();
-    family.metric.back().label = std::move(labels);
-    return family.metric.back();
-  }
-
-  std::map<std::string, prometheus::MetricFamily> families_;
-};
+using Labels = MetricFamilies::Labels;
 
 }  // namespace
 
 std::vector<prometheus::MetricFamily> DispatcherMetrics(const DispatcherStatus& status) {
-  Families f;
+  MetricFamilies f;
   f.Gauge("sluice_workers", "live workers", {}, status.workers_size());
   f.Gauge("sluice_pipelines", "registered pipelines", {}, status.pipelines());
   f.Gauge("sluice_journal_bytes", "size of the dispatcher's journal (0 without --work-dir)", {},
@@ -105,7 +51,7 @@ std::vector<prometheus::MetricFamily> DispatcherMetrics(const DispatcherStatus& 
 }
 
 std::vector<prometheus::MetricFamily> WorkerMetrics(const WorkerStatus& status) {
-  Families f;
+  MetricFamilies f;
   const Labels worker = {{"worker", std::to_string(status.worker_id())}};
   f.Counter("sluice_worker_samples_sent_total", "samples this worker sent to consumers", worker,
             static_cast<double>(status.samples_sent()));
