@@ -1,6 +1,7 @@
 """Prometheus metrics of a real dispatcher and worker, scraped over HTTP
 while a job runs: the values move as the job does."""
 
+import json
 import re
 import signal
 import subprocess
@@ -147,6 +148,16 @@ def test_a_training_process_serves_its_pipelines_metrics():
     for kind in ("object_blocks", "python_shared", "staging"):
         assert _find(after, "sluice_process_engine_bytes", kind=kind) == memory[kind], kind
     assert _find(after, "sluice_pipeline_memory_budget_bytes", pipeline=label) == memory["budget"]
+    status = json.loads(subprocess.run(["sluice", "status", "--process", f"127.0.0.1:{port}", "--json"],
+                                       check=True, capture_output=True, text=True).stdout)
+    mine = next(p for p in status["pipelines"] if p["pipeline"] == int(label))
+    assert mine["values"]["sluice_pipeline_samples_total"] == 1500
+    assert mine["values"]["sluice_placement_local_workers"] == 1
+    assert mine["labels"]["placement"] == pipe.placement()["running"]["description"]
+    text = subprocess.run(["sluice", "status", "--process", f"127.0.0.1:{port}"], check=True, capture_output=True,
+                          text=True).stdout
+    assert f"pipeline {label}  auto: {mine['labels']['placement']}" in text, text
+    assert "delivered 1,500 samples in 60 elements" in text, text
     del it, pipe
     gone = _scrape(port)
     assert not any(name.startswith("sluice_pipeline_") and f'pipeline="{label}"' in text for name, text in gone)

@@ -1,9 +1,15 @@
 // sluice status --dispatcher HOST:P: workers, jobs and throughput.
+// sluice status --process HOST:P: a training process's pipelines, from the
+// metrics it serves: what each delivered, its memory, its placement and
+// what placement "auto" decided.
 #include <cstdio>
+#include <map>
 
 #include "absl/strings/str_format.h"
 #include "google/protobuf/util/json_util.h"
+#include "nlohmann/json.hpp"
 #include "sluice/cli/command.h"
+#include "sluice/cli/metrics_scrape.h"
 #include "sluice/cli/progress.h"
 #include "sluice/cli/serve.h"
 #include "sluice/core/status_macros.h"
@@ -14,6 +20,7 @@ namespace {
 
 struct StatusArgs {
   std::string dispatcher;
+  std::string process;
   bool json = false;
   SecurityFlags security;
 };
@@ -50,15 +57,101 @@ absl::Status Show(const StatusArgs& args) {
   return absl::OkStatus();
 }
 
+// A process's series by pipeline: {pipeline: {"name" or "name/kind": value}}
+// and the labels of its info series.
+struct ProcessView {
+  std::map<int, std::map<std::string, double>> values;
+  std::map<int, std::map<std::string, std::string>> info;
+  std::map<std::string, double> process;
+};
+
+ProcessView ViewOf(const std::vector<MetricSample>& samples) {
+  ProcessView view;
+  for (const MetricSample& s : samples) {
+    auto pipeline = s.labels.find("pipeline");
+    if (pipeline == s.labels.end()) {
+      auto kind = s.labels.find("kind");
+      view.process[kind == s.labels.end() ? s.name : s.name + "/" + kind->second] = s.value;
+      continue;
+    }
+    const int p = std::atoi(pipeline->second.c_str());
+    if (s.name == "sluice_placement_info" || s.name == "sluice_placement_last_decision_info") {
+      for (const auto& [k, v] : s.labels) view.info[p][k] = v;
+      continue;
+    }
+    auto kind = s.labels.find("kind");
+    auto placement = s.labels.find("placement");
+    std::string key = s.name;
+    if (kind != s.labels.end()) key += "/" + kind->second;
+    if (placement != s.labels.end()) key += "/" + placement->second;
+    view.values[p][key] = s.value;
+  }
+  return view;
+}
+
+void PrintPipeline(int p, std::map<std::string, double>& v, std::map<std::string, std::string>& info) {
+  const double held = v["sluice_pipeline_engine_bytes/in_use"] + v["sluice_pipeline_engine_bytes/cached"] +
+                      v["sluice_pipeline_engine_bytes/rings"];
+  std::printf("  pipeline %d  %s: %s%s\n", p, info["mode"].c_str(), info["placement"].c_str(),
+              info["chosen"] != info["placement"] ? (" (moving to " + info["chosen"] + ")").c_str() : "");
+  std::printf("    delivered %s samples in %s elements; its consumer waited %.1f s\n",
+              WithCommas(v["sluice_pipeline_samples_total"]).c_str(),
+              WithCommas(v["sluice_pipeline_elements_total"]).c_str(), v["sluice_pipeline_wait_seconds_total"]);
+  std::printf("    engine: %.1f MB held (%.1f MB in use, %.1f MB cached, %.1f MB rings), budget %.0f MiB\n", held / 1e6,
+              v["sluice_pipeline_engine_bytes/in_use"] / 1e6, v["sluice_pipeline_engine_bytes/cached"] / 1e6,
+              v["sluice_pipeline_engine_bytes/rings"] / 1e6, v["sluice_pipeline_memory_budget_bytes"] / 1048576);
+  if (v.count("sluice_placement_window_samples_per_second") > 0) {
+    std::printf(
+        "    last window: %s samples/s, the trainer waited %.0f%%, the engine on %.1f cores, the trainer on %.1f\n",
+        WithCommas(v["sluice_placement_window_samples_per_second"]).c_str(),
+        100 * v["sluice_placement_window_trainer_wait_share"], v["sluice_placement_window_engine_cores"],
+        v["sluice_placement_window_trainer_cores"]);
+  }
+  if (info["mode"] == "auto") {
+    const auto latest = info.find("decision");
+    std::printf("    %.0f decision(s)%s%s\n", v["sluice_placement_decisions_total"],
+                latest != info.end() ? "; the latest: " : "", latest != info.end() ? latest->second.c_str() : "");
+  }
+}
+
+absl::Status ShowProcess(const StatusArgs& args) {
+  SLUICE_ASSIGN_OR_RETURN(const std::vector<MetricSample> samples, ScrapeMetrics(args.process));
+  ProcessView view = ViewOf(samples);
+  if (args.json) {
+    nlohmann::json j = {{"process", view.process}, {"pipelines", nlohmann::json::array()}};
+    for (auto& [p, values] : view.values) {
+      j["pipelines"].push_back({{"pipeline", p}, {"values", values}, {"labels", view.info[p]}});
+    }
+    std::printf("%s\n", j.dump().c_str());
+    return absl::OkStatus();
+  }
+  std::printf("process %s: %zu pipeline(s), %.1f MB resident, %.1f CPU s\n", args.process.c_str(), view.values.size(),
+              view.process["sluice_process_resident_bytes"] / 1e6, view.process["sluice_process_cpu_seconds_total"]);
+  for (auto& [p, values] : view.values) PrintPipeline(p, values, view.info[p]);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 void AddStatusCommand(CLI::App& app, absl::Status* result) {
   auto args = std::make_shared<StatusArgs>();
-  CLI::App* cmd = app.add_subcommand("status", "Show a dispatcher's workers, jobs and throughput");
-  cmd->add_option("--dispatcher", args->dispatcher, "the dispatcher, HOST:PORT")->required();
+  CLI::App* cmd = app.add_subcommand(
+      "status", "Show a dispatcher's workers, jobs and throughput, or a training process's pipelines");
+  CLI::Option* dispatcher = cmd->add_option("--dispatcher", args->dispatcher, "the dispatcher, HOST:PORT");
+  CLI::Option* process =
+      cmd->add_option("--process", args->process,
+                      "a training process's metrics, HOST:PORT (sluice.serve_metrics, sluice run --metrics-port): each "
+                      "pipeline's deliveries, memory and placement");
+  dispatcher->excludes(process);
   cmd->add_flag("--json", args->json, "print the status as JSON");
   AddSecurityFlags(cmd, &args->security);
-  cmd->callback([args, result] { *result = Show(*args); });
+  cmd->callback([args, result] {
+    if (args->dispatcher.empty() && args->process.empty()) {
+      *result = absl::InvalidArgumentError("say which: --dispatcher HOST:PORT or --process HOST:PORT");
+      return;
+    }
+    *result = args->process.empty() ? Show(*args) : ShowProcess(*args);
+  });
 }
 
 }  // namespace sluice::cli
