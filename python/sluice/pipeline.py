@@ -420,8 +420,11 @@ class Pipeline:
 
     def placement(self):
         """Where the pipeline runs now and, under ``placement="auto"``, what
-        was decided and why: a dict with ``mode``, ``placement`` (threads,
-        local_workers, a ``description``), the ``levers`` sluice may move
+        was decided and why: a dict with ``pipeline`` (its number in the
+        process, the metrics' label), ``mode``, ``placement`` (the chosen
+        one: threads, local_workers, a ``description``), ``running`` (where
+        it runs now: the chosen one, or the one before while a move waits
+        for the epoch's end), the ``levers`` sluice may move
         (a thread count or distribute node you gave is yours), every
         ``decisions`` line with the rates behind it, the ``last_window``'s
         measurements (the job's and the trainer's samples/s, the trainer's

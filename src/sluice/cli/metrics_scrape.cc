@@ -1,6 +1,6 @@
 #include "sluice/cli/metrics_scrape.h"
 
-#include <cstdlib>
+#include <utility>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"

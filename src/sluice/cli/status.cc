@@ -3,6 +3,7 @@
 // metrics it serves: what each delivered, its memory, its placement and
 // what placement "auto" decided.
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 
 #include "absl/strings/str_format.h"

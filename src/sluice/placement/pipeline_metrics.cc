@@ -1,5 +1,6 @@
 #include "sluice/placement/pipeline_metrics.h"
 
+#include <algorithm>
 #include <atomic>
 #include <utility>
 
@@ -148,6 +149,10 @@ bool PipelineMetricsServed() { return served.load(std::memory_order_relaxed); }
 int64_t RegisterForMetrics(const std::shared_ptr<const PlacedPipeline>& pipeline) {
   Registry& r = TheRegistry();
   absl::MutexLock lock(&r.mu);
+  // Pipelines that ended go here too: a process that makes many and is
+  // never scraped keeps none of them.
+  r.pipelines.erase(std::remove_if(r.pipelines.begin(), r.pipelines.end(), [](const auto& p) { return p.expired(); }),
+                    r.pipelines.end());
   r.pipelines.push_back(pipeline);
   return r.next_number++;
 }
