@@ -278,6 +278,31 @@ def test_blocks_fetched_ahead_are_reported_and_given_back(store, monkeypatch):
     assert pipe.memory()["object_blocks"] == before
 
 
+def test_blocks_fetched_ahead_stay_within_a_quarter_of_the_budget(store, tmp_path):
+    block = 16 << 10  # the three objects of ~300 KB are ~19 blocks each
+
+    def peak(budget):
+        """`sluice run`'s peak of objects' blocks (a fresh process: its own peak), and the rows read."""
+        spec = tmp_path / f"{budget}.json"
+        spec.write_text(sluice.tfrecord("s3://train/cifar/*.tfrecord", CIFAR, parallel_reads=3).batch(10)
+                        .with_options(memory_budget_bytes=budget).to_json())
+        env = store.env(SLUICE_OBJECT_BLOCK_BYTES=str(block), SLUICE_OBJECT_READ_AHEAD="8")
+        out = subprocess.run(["sluice", "run", str(spec), "--quiet", "--json"], check=True, capture_output=True,
+                             text=True, env={**os.environ, **env}).stdout
+        summary = json.loads(out.strip().splitlines()[-1])
+        return summary["object_block_peak_bytes"], summary["samples"]
+
+    budget = 256 << 10
+    bound = budget // 4 + 3 * block  # a quarter of the budget, and the block each of the 3 readers is on
+    capped, rows = peak(budget)
+    assert rows == 300  # nothing lost
+    assert 0 < capped <= bound
+    # One reader alone asks for its 8 blocks at once where nothing bounds them (a 256 MiB budget).
+    free, rows = peak(256 << 20)
+    assert rows == 300
+    assert free >= 8 * block > bound
+
+
 def test_index_objects_beside_the_tfrecords_give_a_length_and_record_splits(store, cifar_dir, tmp_path):
     for f in cifar_dir.glob("*.tfrecord"):
         (tmp_path / f.name).write_bytes(f.read_bytes())

@@ -12,16 +12,26 @@ namespace sluice {
 class ByteGauge {
  public:
   // Adds `bytes` (negative: gives them back).
-  void Add(int64_t bytes) {
-    const int64_t now = now_.fetch_add(bytes, std::memory_order_relaxed) + bytes;
-    int64_t peak = peak_.load(std::memory_order_relaxed);
-    while (now > peak && !peak_.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
-    }
+  void Add(int64_t bytes) { RaisePeak(now_.fetch_add(bytes, std::memory_order_relaxed) + bytes); }
+  // Adds `bytes` only if the total stays within `limit`; whether it did.
+  bool AddWithin(int64_t bytes, int64_t limit) {
+    int64_t now = now_.load(std::memory_order_relaxed);
+    do {
+      if (now + bytes > limit) return false;
+    } while (!now_.compare_exchange_weak(now, now + bytes, std::memory_order_relaxed));
+    RaisePeak(now + bytes);
+    return true;
   }
   int64_t now() const { return now_.load(std::memory_order_relaxed); }
   int64_t peak() const { return peak_.load(std::memory_order_relaxed); }
 
  private:
+  void RaisePeak(int64_t now) {
+    int64_t peak = peak_.load(std::memory_order_relaxed);
+    while (now > peak && !peak_.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
+    }
+  }
+
   std::atomic<int64_t> now_{0};
   std::atomic<int64_t> peak_{0};
 };

@@ -249,7 +249,9 @@ void Pipeline::ReserveWorkingSet() const {
 }
 
 Pipeline::Pipeline(graph::CompiledPipeline compiled, std::shared_ptr<RemoteInput> remote)
-    : compiled_(std::move(compiled)), remote_(std::move(remote)) {
+    : compiled_(std::move(compiled)),
+      remote_(std::move(remote)),
+      object_block_limit_(compiled_.memory_budget_bytes / io::ObjectBlockLimit::kBudgetShare) {
   // Sources cut chunks of the batch size, so batches pass through with no
   // copy when nothing in between changes row counts.
   chunk_rows_ = kDefaultChunkRows;

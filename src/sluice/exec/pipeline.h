@@ -16,6 +16,7 @@
 #include "sluice/exec/position_tracker.h"
 #include "sluice/exec/resume.h"
 #include "sluice/graph/compiled_pipeline.h"
+#include "sluice/io/object_block_limit.h"
 
 namespace sluice::exec {
 
@@ -192,6 +193,8 @@ class Pipeline {
   std::shared_ptr<std::atomic<int64_t>> split_bytes_ = std::make_shared<std::atomic<int64_t>>(0);
   mutable absl::once_flag splits_once_;
   mutable std::vector<io::Split> splits_;  // Splits(), once listed
+  // Objects' blocks fetched ahead held to a share of the budget while it lives.
+  io::ObjectBlockLimit object_block_limit_;
   // Tuning goes on across the iterators of successive epochs.
   mutable absl::Mutex autotuner_mu_;
   mutable std::shared_ptr<SharedAutotuner> autotuner_ ABSL_GUARDED_BY(autotuner_mu_);

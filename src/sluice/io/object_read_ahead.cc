@@ -6,6 +6,7 @@
 
 #include "absl/strings/numbers.h"
 #include "sluice/core/byte_gauge.h"
+#include "sluice/io/object_block_limit.h"
 #include "sluice/io/object_store.h"
 
 namespace sluice::io {
@@ -56,8 +57,13 @@ void ObjectReadAhead::FetchFrom(uint64_t first) {
   while (blocks_.size() < static_cast<size_t>(options_.depth) && next < blocks_in_object) {
     const uint64_t begin = next * block;
     const int64_t bytes = static_cast<int64_t>(std::min(block, size_ - begin));
+    // The block read now always comes; those after it only within the bound.
+    if (blocks_.empty()) {
+      block_bytes.Add(bytes);
+    } else if (!block_bytes.AddWithin(bytes, ObjectBlockLimitBytes())) {
+      break;
+    }
     blocks_.push_back(Block{next, bytes, in_->ReadAsync(static_cast<int64_t>(begin), bytes)});
-    block_bytes.Add(bytes);
     ++next;
   }
 }
