@@ -2,7 +2,11 @@
 hold fixed, and moves mid-epoch between the trainer's process and a local
 worker process that keep every sample exactly once with the same bytes."""
 
+import glob
 import json
+import os
+import signal
+import threading
 import time
 
 import numpy as np
@@ -115,3 +119,40 @@ def test_a_bad_placement_is_named():
     definition["options"]["placement"] = "sideways"
     with pytest.raises(Exception, match=r'options.placement: "sideways" is not a placement'):
         sluice.Pipeline.from_json(json.dumps(definition)).schema
+
+
+def _local_workers():
+    """The pids of this process's `sluice worker` children."""
+    pids = []
+    for status in glob.glob("/proc/[0-9]*/status"):
+        try:
+            ppid = next(line for line in open(status) if line.startswith("PPid:")).split()[1]
+            cmdline = open(status.replace("status", "cmdline"), "rb").read().split(b"\0")
+        except (OSError, StopIteration):
+            continue  # gone meanwhile
+        if int(ppid) == os.getpid() and b"worker" in cmdline[1:2]:
+            pids.append(int(status.split("/")[2]))
+    return pids
+
+
+def test_a_local_worker_killed_mid_epoch_is_replaced_and_every_sample_comes_once_with_its_bytes():
+    reference = _reference()
+    pipe = _pipe()
+    it = pipe.iterate(0)
+    assert it._it._move_to(threads=1, local_workers=1)
+    got = _take(it, 20)
+    workers = _local_workers()
+    assert workers, "no local worker process found"
+    for pid in workers:
+        os.kill(pid, signal.SIGKILL)
+    done = {}
+    taker = threading.Thread(target=lambda: done.update(rest=_take(it)), daemon=True)
+    taker.start()
+    taker.join(120)  # a hang guard, not a timing assertion: it takes about a second
+    assert "rest" in done, "the epoch did not go on after its only worker process was killed"
+    rest = done["rest"]
+    assert not set(got) & set(rest)
+    got.update(rest)
+    assert sorted(got) == list(range(ROWS))
+    assert got == reference
+    assert not set(_local_workers()) & set(workers)  # replaced

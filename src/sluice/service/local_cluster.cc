@@ -61,36 +61,83 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(int workers, i
   SLUICE_ASSIGN_OR_RETURN(cluster->dispatcher_, DispatcherServer::Start(options));
   const std::string dispatcher = cluster->dispatcher_address();
   // The workers run what this process can: the plugins it loaded too.
-  std::vector<std::string> args = {binary,   "worker",    "--dispatcher", dispatcher,
-                                   "--host", "127.0.0.1", "--threads",    std::to_string(threads_per_worker)};
-  for (const std::string& plugin : ops::LoadedPlugins()) args.insert(args.end(), {"--plugin", plugin});
+  cluster->args_ = {binary,   "worker",    "--dispatcher", dispatcher,
+                    "--host", "127.0.0.1", "--threads",    std::to_string(threads_per_worker)};
+  for (const std::string& plugin : ops::LoadedPlugins())
+    cluster->args_.insert(cluster->args_.end(), {"--plugin", plugin});
+  for (int i = 0; i < std::max(1, workers); ++i) {
+    SLUICE_ASSIGN_OR_RETURN(const pid_t pid, cluster->StartWorker());
+    absl::MutexLock lock(&cluster->mu_);
+    cluster->pids_.push_back(pid);
+  }
+  Log("client", absl::StrCat("embedded service: dispatcher at ", dispatcher, ", ", std::max(1, workers),
+                             " local worker process(es)"));
+  cluster->watcher_ = std::thread([c = cluster.get()] { c->Watch(); });
+  return cluster;
+}
+
+absl::StatusOr<pid_t> LocalCluster::StartWorker() {
+  std::vector<std::string> args = args_;
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   const pid_t parent = ::getpid();
-  for (int i = 0; i < std::max(1, workers); ++i) {
-    const pid_t pid = ::fork();
-    if (pid < 0) return io::ErrnoStatus(errno, "cannot start a worker process for", binary);
-    if (pid == 0) {
-      // The child: die with the parent, then become `sluice worker`. Its
-      // announcement goes with its log to stderr: the user's stdout is the
-      // training script's own.
-      ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-      if (::getppid() != parent) ::_exit(1);
-      ::dup2(2, 1);
-      ::execv(binary.c_str(), argv.data());
-      ::_exit(127);
-    }
-    cluster->pids_.push_back(pid);
+  const pid_t pid = ::fork();
+  if (pid < 0) return io::ErrnoStatus(errno, "cannot start a worker process for", args_[0]);
+  if (pid == 0) {
+    // The child: die with the parent, then become `sluice worker`. Its
+    // announcement goes with its log to stderr: the user's stdout is the
+    // training script's own.
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (::getppid() != parent) ::_exit(1);
+    ::dup2(2, 1);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
   }
-  Log("client", absl::StrCat("embedded service: dispatcher at ", dispatcher, ", ", cluster->pids_.size(),
-                             " local worker process(es)"));
-  return cluster;
+  return pid;
+}
+
+void LocalCluster::Watch() {
+  absl::MutexLock lock(&mu_);
+  while (!mu_.AwaitWithTimeout(absl::Condition(&stopping_), absl::Seconds(1))) {
+    for (pid_t& pid : pids_) {
+      int status = 0;
+      if (::waitpid(pid, &status, WNOHANG) != pid) continue;
+      const std::string how = WIFSIGNALED(status) ? absl::StrCat("was killed by signal ", WTERMSIG(status))
+                                                  : absl::StrCat("exited with status ", WEXITSTATUS(status));
+      absl::StatusOr<pid_t> replacement = StartWorker();
+      if (!replacement.ok()) {
+        Log("client", absl::StrCat("local worker process ", pid, " ", how,
+                                   "; cannot start another: ", replacement.status().message()));
+        continue;  // tried again on the next round
+      }
+      Log("client", absl::StrCat("local worker process ", pid, " ", how, "; started ", *replacement,
+                                 " in its place (its splits run again)"));
+      pid = *replacement;
+      ++replaced_;
+    }
+  }
+}
+
+std::vector<pid_t> LocalCluster::worker_pids() const {
+  absl::MutexLock lock(&mu_);
+  return pids_;
+}
+
+int LocalCluster::replaced() const {
+  absl::MutexLock lock(&mu_);
+  return replaced_;
 }
 
 LocalCluster::~LocalCluster() {
-  for (pid_t pid : pids_) ::kill(pid, SIGTERM);
-  for (pid_t pid : pids_) ::waitpid(pid, nullptr, 0);
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  if (watcher_.joinable()) watcher_.join();
+  const std::vector<pid_t> pids = worker_pids();
+  for (pid_t pid : pids) ::kill(pid, SIGTERM);
+  for (pid_t pid : pids) ::waitpid(pid, nullptr, 0);
   if (dispatcher_) dispatcher_->Stop();
 }
 

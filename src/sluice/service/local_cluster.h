@@ -1,6 +1,9 @@
 // The embedded default: a dispatcher in this process and worker processes
 // (`sluice worker`) on 127.0.0.1, started for a pipeline whose distribute
-// node names no dispatcher, and stopped with it.
+// node names no dispatcher, and stopped with it. A worker process that
+// ends (killed, crashed) is replaced, at most once a second for each
+// place: its splits run again on the others and the new one, so the job
+// goes on rather than waiting for a worker that will not come back.
 #ifndef SLUICE_SERVICE_LOCAL_CLUSTER_H_
 #define SLUICE_SERVICE_LOCAL_CLUSTER_H_
 
@@ -8,9 +11,11 @@
 
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "sluice/service/dispatcher_server.h"
 
 namespace sluice::service {
@@ -25,12 +30,25 @@ class LocalCluster {
   ~LocalCluster();  // SIGTERM to the workers, then waits for them
 
   std::string dispatcher_address() const { return dispatcher_->local_address(); }
-  const std::vector<pid_t>& worker_pids() const { return pids_; }
+  // The worker processes now (a replaced one's pid changes).
+  std::vector<pid_t> worker_pids() const;
+  // Worker processes that ended and were replaced so far.
+  int replaced() const;
 
  private:
   LocalCluster() = default;
+  // Forks and execs `sluice worker` (args_).
+  absl::StatusOr<pid_t> StartWorker();
+  // Replaces the workers that ended until the cluster stops.
+  void Watch();
+
   std::unique_ptr<DispatcherServer> dispatcher_;
-  std::vector<pid_t> pids_;
+  std::vector<std::string> args_;
+  mutable absl::Mutex mu_;
+  std::vector<pid_t> pids_ ABSL_GUARDED_BY(mu_);
+  int replaced_ ABSL_GUARDED_BY(mu_) = 0;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread watcher_;
 };
 
 // The path of the `sluice` executable (see LocalCluster::Start).
