@@ -114,7 +114,6 @@ void LocalCluster::Watch() {
       Log("client", absl::StrCat("local worker process ", pid, " ", how, "; started ", *replacement,
                                  " in its place (its splits run again)"));
       pid = *replacement;
-      ++replaced_;
     }
   }
 }
@@ -122,11 +121,6 @@ void LocalCluster::Watch() {
 std::vector<pid_t> LocalCluster::worker_pids() const {
   absl::MutexLock lock(&mu_);
   return pids_;
-}
-
-int LocalCluster::replaced() const {
-  absl::MutexLock lock(&mu_);
-  return replaced_;
 }
 
 LocalCluster::~LocalCluster() {

@@ -32,8 +32,6 @@ class LocalCluster {
   std::string dispatcher_address() const { return dispatcher_->local_address(); }
   // The worker processes now (a replaced one's pid changes).
   std::vector<pid_t> worker_pids() const;
-  // Worker processes that ended and were replaced so far.
-  int replaced() const;
 
  private:
   LocalCluster() = default;
@@ -46,7 +44,6 @@ class LocalCluster {
   std::vector<std::string> args_;
   mutable absl::Mutex mu_;
   std::vector<pid_t> pids_ ABSL_GUARDED_BY(mu_);
-  int replaced_ ABSL_GUARDED_BY(mu_) = 0;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread watcher_;
 };
