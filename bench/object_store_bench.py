@@ -15,7 +15,7 @@ proxy without and with --latency-ms added to every request, with one
 split read at a time (the default) and with parallel_reads 8.
 
     .venv/bin/python bench/object_store_bench.py --data data [--runs 5] [--epochs 2]
-        [--only "w3 shards s3,litdata s3"]
+        [--only "w3 shards s3,litdata s3"] [--store-core]
 
 `--data` holds cifar10/*.tfrecord and imagenet/<class>/*.jpg (`sluice
 make-data cifar10`, `sluice make-data imagenet`). Prints a table, then one
@@ -51,8 +51,9 @@ def free_ports(n):
     return ports
 
 
-def start_store(root):
-    """A SeaweedFS server with one user; returns (process, endpoint, client)."""
+def start_store(root, cores=None):
+    """A SeaweedFS server with one user, on `cores` (all when None); returns
+    (process, endpoint, client)."""
     with open(os.path.join(root, "s3.json"), "w") as f:
         json.dump({"identities": [{"name": "bench", "credentials": [{"accessKey": KEY, "secretKey": SECRET}],
                                    "actions": ["Admin", "Read", "Write", "List"]}]}, f)
@@ -64,7 +65,8 @@ def start_store(root):
          f"-master.port={p[0]}", f"-master.port.grpc={p[1]}", f"-volume.port={p[2]}", f"-volume.port.grpc={p[3]}",
          f"-filer.port={p[4]}", f"-filer.port.grpc={p[5]}", "-s3", f"-s3.port={p[6]}", f"-s3.port.grpc={p[7]}",
          "-s3.port.iceberg=0", "-s3.port.lance=0", f"-s3.config={root}/s3.json"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        preexec_fn=(lambda: os.sched_setaffinity(0, cores)) if cores else None)
     endpoint = f"http://127.0.0.1:{p[6]}"
     client = pyarrow.fs.S3FileSystem(access_key=KEY, secret_key=SECRET, endpoint_override=endpoint,
                                      region="us-east-1", allow_bucket_creation=True)
@@ -219,13 +221,22 @@ def main():
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--latency-ms", type=int, default=20, help="added to each request through a proxy")
     parser.add_argument("--only", help="run only these configurations (comma-separated names as the table prints)")
+    parser.add_argument("--store-core", action="store_true",
+                        help="the store on this host's last core and every loader on the others, as a store on "
+                             "another machine: a loader has the same CPUs reading objects as reading local files")
     args = parser.parse_args()
     files = sorted(glob.glob(os.path.join(args.data, "cifar10", "*.tfrecord")))
     if not files or not glob.glob(os.path.join(args.data, "imagenet", "*", "*.jpg")):
         sys.exit(f"no {args.data}/cifar10/*.tfrecord or {args.data}/imagenet/*/*.jpg: write them with "
                  "`sluice make-data cifar10` and `sluice make-data imagenet`")
     with tempfile.TemporaryDirectory() as tmp:
-        process, endpoint, client = start_store(tmp)
+        cores = sorted(os.sched_getaffinity(0))
+        if args.store_core and len(cores) < 2:
+            sys.exit("--store-core needs two cores or more")
+        process, endpoint, client = start_store(tmp, {cores[-1]} if args.store_core else None)
+        if args.store_core:
+            os.sched_setaffinity(0, cores[:-1])  # every loader started from here inherits it
+            print(f"the store on core {cores[-1]}, the loaders on {cores[:-1]}", file=sys.stderr)
         try:
             subprocess.run(["/usr/bin/python3", os.path.join(HERE, "peers", "make_shards.py"), "--data",
                             os.path.join(args.data, "imagenet"), "--out", os.path.join(args.data, "imagenet-shards")],
@@ -243,11 +254,12 @@ def main():
             port = int(endpoint.rsplit(":", 1)[1])
             proxies = {f"{name} +{ms}ms": (name, DelayProxy(port, ms / 1000))
                        for name in ("w2 s3", "w2 s3 8 reads") for ms in (0, args.latency_ms)}
-            peer = webdataset_peer(args.data, endpoint, tmp)
-            streaming = streaming_peers(args.data, client, tmp)
-            names = list(configs) + list(proxies) + ["webdataset s3"] + list(streaming) + ["store bandwidth"]
+            names = list(configs) + list(proxies) + ["webdataset s3", "litdata s3", "mosaic s3", "store bandwidth"]
             if args.only:
                 names = [name for name in names if name in args.only.split(",")]
+            peer = webdataset_peer(args.data, endpoint, tmp) if "webdataset s3" in names else None
+            streaming = (streaming_peers(args.data, client, tmp)
+                         if {"litdata s3", "mosaic s3"} & set(names) else {})
             rates = {name: [] for name in names}
             failures = {}
             for r in range(args.runs):

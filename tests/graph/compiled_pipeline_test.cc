@@ -1,8 +1,11 @@
 #include "sluice/graph/compiled_pipeline.h"
 
+#include <sched.h>
+
 #include "gmock/gmock.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
+#include "sluice/core/usable_cores.h"
 #include "sluice/graph/pipeline_json.h"
 #include "sluice/ops/builtin_ops.h"
 #include "sluice/ops/geometry_params.h"
@@ -38,6 +41,27 @@ TEST_F(CompileTest, ParsesFeaturesInTheFirstMapAndTracksTheSchema) {
   EXPECT_EQ(c.nodes[1].ops.front().name, "parse_example");
   EXPECT_EQ(c.output_schema().ToString(), "{image: float32[32,32,3], label: int64[]}");
   EXPECT_TRUE(c.batched());
+}
+
+TEST_F(CompileTest, DefaultThreadsAreTheCoresThisProcessMayRunOn) {
+  cpu_set_t all;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(all), &all), 0);
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (CPU_ISSET(cpu, &all)) {
+      CPU_SET(cpu, &one);
+      break;
+    }
+  }
+  ASSERT_EQ(sched_setaffinity(0, sizeof(one), &one), 0);  // as `taskset -c N` or a container's cpuset
+  absl::StatusOr<CompiledPipeline> c = Compile(Cifar().Batch(4).Build());
+  const int usable = UsableCores();
+  ASSERT_EQ(sched_setaffinity(0, sizeof(all), &all), 0);
+  SLUICE_ASSERT_OK(c.status());
+  EXPECT_EQ(usable, 1);
+  EXPECT_EQ(c->threads, 1);
+  EXPECT_EQ(UsableCores(), CPU_COUNT(&all));
 }
 
 TEST_F(CompileTest, FusesConsecutiveWarps) {

@@ -5,7 +5,6 @@
 #include <map>
 #include <optional>
 #include <string>
-#include <thread>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -15,6 +14,7 @@
 #include "sluice/core/python_pool.h"
 #include "sluice/core/rng.h"
 #include "sluice/core/status_macros.h"
+#include "sluice/core/usable_cores.h"
 #include "sluice/graph/fingerprint.h"
 #include "sluice/graph/fold_receive.h"
 #include "sluice/graph/fusion.h"
@@ -194,7 +194,7 @@ absl::StatusOr<io::PythonDatasetOptions> PythonDatasetFrom(const PythonDatasetSo
   o.generator = d.generator();
   o.processes = d.generator()       ? 1  // one iterator
                 : d.processes() > 0 ? d.processes()
-                                    : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+                                    : UsableCores();
   o.interpreter = PythonInterpreter(d.python());
   o.split_records = split_records;
   return o;
@@ -638,7 +638,7 @@ CompiledPipeline CompileOptions(const PipelineDef& def, const ops::OpRegistry& r
   out.name = def.name();
   out.seed = def.seed();
   out.threads =
-      def.options().threads() > 0 ? def.options().threads() : std::max(1u, std::thread::hardware_concurrency());
+      def.options().threads() > 0 ? def.options().threads() : UsableCores();
   out.memory_budget_bytes = def.options().memory_budget_bytes();
   if (out.memory_budget_bytes <= 0) {
     const DefaultMemoryBudget budget = DefaultMemoryBudgetOfMachine();

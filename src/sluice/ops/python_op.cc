@@ -11,7 +11,6 @@
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
-#include <thread>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -20,6 +19,7 @@
 #include "absl/strings/strip.h"
 #include "sluice/core/python_pool.h"
 #include "sluice/core/status_macros.h"
+#include "sluice/core/usable_cores.h"
 #include "sluice/ops/builtin_ops.h"
 #include "sluice/ops/field.h"
 #include "sluice/ops/op_registry.h"
@@ -112,7 +112,7 @@ absl::StatusOr<InferredOp> InferPython(const Attrs& attrs, const Schema& schema,
   // which the autotuner sets) run at once, up to one per core.
   const int64_t processes = attrs.GetInt("processes");
   p.processes = processes > 0 ? static_cast<int>(processes) : 1;
-  p.most_processes = processes > 0 ? p.processes : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  p.most_processes = processes > 0 ? p.processes : UsableCores();
   nlohmann::json spec = {{"function", p.function},
                          {"pickled", pickled},
                          {"batched", batched},

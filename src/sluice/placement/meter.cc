@@ -1,6 +1,5 @@
 #include "sluice/placement/meter.h"
 
-#include <sched.h>
 #include <time.h>
 
 #include <algorithm>
@@ -27,12 +26,6 @@ size_t BatchIndex(const exec::PipelineStatsSnapshot& s) {
 }
 
 }  // namespace
-
-int UsableCores() {
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
-  return 1;
-}
 
 void WindowMeter::Start(const exec::PipelineIterator& it) {
   start_ns_ = exec::NowNs();

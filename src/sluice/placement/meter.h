@@ -8,13 +8,11 @@
 
 #include <cstdint>
 
+#include "sluice/core/usable_cores.h"
 #include "sluice/exec/pipeline.h"
 #include "sluice/placement/policy.h"
 
 namespace sluice::placement {
-
-// The CPUs this process may run on.
-int UsableCores();
 
 class WindowMeter {
  public:

@@ -1,13 +1,13 @@
 #include "sluice/service/worker_impl.h"
 
 #include <algorithm>
-#include <thread>
 
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "sluice/core/backoff.h"
 #include "sluice/core/status_macros.h"
+#include "sluice/core/usable_cores.h"
 #include "sluice/exec/resume.h"
 #include "sluice/graph/compiled_pipeline.h"
 #include "sluice/io/object_store.h"
@@ -75,7 +75,7 @@ absl::Status WorkerImpl::Heartbeat() {
   WorkerHeartbeatRequest request = Identity();
   request.set_active_streams(active_streams_.load());
   request.set_cores(options_.threads > 0 ? options_.threads
-                                         : std::max(1, static_cast<int>(std::thread::hardware_concurrency())));
+                                         : UsableCores());
   for (const std::string& op : ops_) request.add_ops(op);
   {
     absl::MutexLock lock(&mu_);
