@@ -637,8 +637,7 @@ CompiledPipeline CompileOptions(const PipelineDef& def, const ops::OpRegistry& r
   out.registry = &registry;
   out.name = def.name();
   out.seed = def.seed();
-  out.threads =
-      def.options().threads() > 0 ? def.options().threads() : UsableCores();
+  out.threads = def.options().threads() > 0 ? def.options().threads() : UsableCores();
   out.memory_budget_bytes = def.options().memory_budget_bytes();
   if (out.memory_budget_bytes <= 0) {
     const DefaultMemoryBudget budget = DefaultMemoryBudgetOfMachine();

@@ -74,8 +74,7 @@ absl::Status WorkerImpl::Heartbeat() {
   ShmRingWriter::ReleaseRingsOfGoneClients();  // clients that left or died no longer pin their rings
   WorkerHeartbeatRequest request = Identity();
   request.set_active_streams(active_streams_.load());
-  request.set_cores(options_.threads > 0 ? options_.threads
-                                         : UsableCores());
+  request.set_cores(options_.threads > 0 ? options_.threads : UsableCores());
   for (const std::string& op : ops_) request.add_ops(op);
   {
     absl::MutexLock lock(&mu_);
