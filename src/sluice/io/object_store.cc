@@ -19,6 +19,7 @@
 #include "arrow/filesystem/gcsfs.h"
 #include "arrow/filesystem/s3fs.h"
 #include "arrow/io/interfaces.h"
+#include "arrow/memory_pool.h"
 #include "arrow/util/io_util.h"
 #include "sluice/io/object_listing.h"
 #include "sluice/io/object_store_arrow.h"
@@ -115,6 +116,13 @@ bool TakeAnonymous(ObjectUrl* u) {
   return params.size() != given;
 }
 
+// The blocks read from a store come from the C library's heap, which keeps
+// what is freed for the next block (heap_reuse.h). Arrow's default pool
+// (mimalloc in pyarrow's wheel) hands each 8 MiB block back to the kernel,
+// and zeroing the pages of every block anew took 11% of W2's CPU on
+// objects (bench/RESULTS.md).
+arrow::io::IOContext BlockIoContext() { return arrow::io::IOContext(arrow::system_memory_pool()); }
+
 // Arrow's options from the URL. S3's client retries as CountedS3Retries
 // says; Google's stops after 10 s. WithRetries goes on to the store's
 // timeout.
@@ -126,12 +134,12 @@ arrow::Result<std::shared_ptr<arrow::fs::FileSystem>> MakeFileSystem(ObjectUrl u
     ARROW_ASSIGN_OR_RAISE(arrow::fs::S3Options options, arrow::fs::S3Options::FromUri(url));
     if (anonymous) options.ConfigureAnonymousCredentials();
     options.retry_strategy = std::make_shared<CountedS3Retries>();
-    return arrow::fs::S3FileSystem::Make(options);
+    return arrow::fs::S3FileSystem::Make(options, BlockIoContext());
   }
   ARROW_ASSIGN_OR_RAISE(arrow::fs::GcsOptions options, arrow::fs::GcsOptions::FromUri(url, nullptr));
   if (anonymous) options.credentials = arrow::fs::GcsOptions::Anonymous().credentials;
   options.retry_limit_seconds = 10;
-  return arrow::fs::GcsFileSystem::Make(options);
+  return arrow::fs::GcsFileSystem::Make(options, BlockIoContext());
 }
 
 // One file system per bucket and options, made once: making one resolves
