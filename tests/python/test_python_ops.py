@@ -179,9 +179,13 @@ def test_a_function_that_cannot_be_imported_fails_before_the_first_batch():
 
 # Prints "first" after the first batch, then reads on with the function
 # named argv[2] (or from the dataset class of user_code named argv[3]);
-# argv[1] is the directory of user_code.py.
+# argv[1] is the directory of user_code.py. It sets Python's own SIGINT
+# handler, as in a terminal: a runner started in the background (`cmd &`)
+# passes SIGINT on ignored, and Python then leaves it ignored.
 _TRAINER = r"""
+import signal
 import sys
+signal.signal(signal.SIGINT, signal.default_int_handler)
 import numpy as np
 sys.path.insert(0, sys.argv[1])
 import sluice
