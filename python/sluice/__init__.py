@@ -54,7 +54,9 @@ def device_decode_stats():
 
 def object_store_stats():
     """Object stores' transient failures (5xx, connections refused or reset,
-    timeouts) retried so far in this process: {"retries": n}; with an object
+    timeouts) retried so far in this process, and the opens that found their
+    object already opened ahead (a source opens its next split's object
+    while it reads one): {"retries": n, "opened_ahead": n}; with an object
     cache (Pipeline.cache_objects), "cache": its folder and counts of hits,
     misses, corrupt entries fetched again, entries evicted, objects not
     cached (larger than the bound, or a full disk) and the bytes it holds.

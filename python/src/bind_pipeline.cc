@@ -272,6 +272,7 @@ void InitPipeline(py::module_& m) {
       [] {
         py::dict d;
         d["retries"] = io::ObjectStoreRetries();
+        d["opened_ahead"] = io::ObjectsOpenedAhead();
         if (const std::shared_ptr<io::ObjectCache> cache = io::ObjectCache::Get()) {
           const io::ObjectCache::Stats s = cache->stats();
           py::dict c;

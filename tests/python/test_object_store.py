@@ -278,6 +278,26 @@ def test_blocks_fetched_ahead_are_reported_and_given_back(store, monkeypatch):
     assert pipe.memory()["object_blocks"] == before
 
 
+def test_a_source_opens_its_next_object_while_it_reads_one(store, cifar_dir):
+    files = sorted(cifar_dir.glob("*.tfrecord"))
+    assert len(files) > 1
+    before = sluice.object_store_stats()["opened_ahead"]
+    assert_same_batches(augmented("s3://train/cifar/*.tfrecord"), augmented(str(cifar_dir / "*.tfrecord")))
+    # Every object after the epoch's first was opened while the one before it was read.
+    assert sluice.object_store_stats()["opened_ahead"] - before == len(files) - 1
+    # A pipeline dropped mid-epoch leaves no object opened ahead, nor its
+    # blocks (once the open under way, if any, has ended).
+    pipe = augmented("s3://train/cifar/*.tfrecord")
+    idle = pipe.memory()["object_blocks"]
+    it = iter(pipe)
+    next(it)
+    del it
+    deadline = time.monotonic() + 60  # a hang guard, not a timing
+    while pipe.memory()["object_blocks"] != idle:
+        assert time.monotonic() < deadline, "an object opened ahead kept its blocks"
+        time.sleep(0.05)
+
+
 def test_blocks_fetched_ahead_stay_within_a_quarter_of_the_budget(store, tmp_path):
     block = 16 << 10  # the three objects of ~300 KB are ~19 blocks each
 

@@ -62,8 +62,11 @@ void PrintSummary(const std::string& path, const graph::CompiledPipeline& c, con
   }
   std::printf("\n");
   if (const int64_t blocks = io::ObjectBlockPeakBytes(); blocks > 0) {
-    std::printf("object stores: at most %.1f MB of blocks fetched ahead, %lld transient failures retried\n",
-                blocks / 1e6, static_cast<long long>(io::ObjectStoreRetries()));
+    std::printf(
+        "object stores: at most %.1f MB of blocks fetched ahead, %lld objects opened ahead of their reader, %lld "
+        "transient failures retried\n",
+        blocks / 1e6, static_cast<long long>(io::ObjectsOpenedAhead()),
+        static_cast<long long>(io::ObjectStoreRetries()));
   }
   if (const std::shared_ptr<io::ObjectCache> cache = io::ObjectCache::Get()) {
     const io::ObjectCache::Stats s = cache->stats();

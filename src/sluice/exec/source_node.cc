@@ -14,6 +14,7 @@
 #include "sluice/exec/iterator.h"
 #include "sluice/exec/row_copier.h"
 #include "sluice/exec/split_read_ahead.h"
+#include "sluice/io/object_store.h"
 #include "sluice/io/thread_cancel.h"
 
 namespace sluice::exec {
@@ -223,7 +224,17 @@ class SourceIterator : public Iterator {
     if (!reader.ok()) return WithContext(reader.status(), Where());
     reader_ = *std::move(reader);
     reader_->WatchCancellation(ctx_->cancel.flag());
+    OpenNextObjectAhead();
     return true;
+  }
+
+  // The next split's object starts opening while this one is read: its
+  // round trips to the store overlap this split's reading.
+  void OpenNextObjectAhead() {
+    next_object_.reset();  // taken by this split's open, or never to be
+    if (next_split_ == splits_.size() || splits_[next_split_].file == splits_[next_split_ - 1].file) return;
+    const std::string next = node_.format->FileReadFromStart(splits_[next_split_]);
+    if (!next.empty()) next_object_ = io::OpenObjectAhead(next);
   }
 
   std::string Where() const { return absl::StrCat("node '", node_.name, "'"); }
@@ -364,7 +375,8 @@ class SourceIterator : public Iterator {
   std::vector<io::Split> splits_;
   size_t next_split_ = 0;
   std::unique_ptr<io::SplitReader> reader_;
-  absl::Status ahead_error_;  // a split's, met while topping up a chunk
+  std::shared_ptr<const void> next_object_;  // the next split's object, opening ahead
+  absl::Status ahead_error_;                 // a split's, met while topping up a chunk
   int64_t ragged_hint_ = 0;
   std::unique_ptr<SplitReadAhead> read_ahead_;  // parallel_reads > 1
   std::deque<Batch> ahead_;                     // the chunks of the split being handed on

@@ -1,7 +1,14 @@
 // Opening an object: its version checked against the listing's, its bytes
 // read with ranged GETs fetched ahead, or from the process's object cache.
+#include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <optional>
+#include <thread>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
@@ -13,6 +20,7 @@
 #include "sluice/io/object_store.h"
 #include "sluice/io/object_store_arrow.h"
 #include "sluice/io/object_store_retry.h"
+#include "sluice/io/thread_cancel.h"
 
 namespace sluice::io {
 namespace {
@@ -73,6 +81,7 @@ class ObjectFile : public RandomAccessFile {
         blocks_(std::move(in), size(), options_) {}
 
   const ObjectVersion& version() const { return described_.version; }
+  void FetchFirstBlock() { blocks_.FetchFirst(); }
 
   absl::StatusOr<size_t> Read(uint64_t offset, size_t n, void* dst) const override {
     size_t done = 0;
@@ -125,7 +134,72 @@ absl::StatusOr<std::unique_ptr<ObjectFile>> OpenFromStore(const std::string& url
   return std::make_unique<ObjectFile>(url, *std::move(described), *std::move(in));
 }
 
+// An object being opened ahead of its reader, on a thread of its own.
+struct OpenedAhead {
+  std::string url;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  absl::StatusOr<std::unique_ptr<ObjectFile>> file;
+};
+
+// The objects opened ahead and not yet taken, while their sources hold
+// them. Leaked: an open may still run on its thread when the process exits.
+std::mutex ahead_mu;
+auto* const opened_ahead = new std::vector<std::weak_ptr<OpenedAhead>>;
+std::atomic<int64_t> taken_ahead{0};
+
+// The object at `url` opened ahead, waited for while it is still opening
+// (unless this thread's pipeline is cancelled); null when there is none or
+// its open failed (the caller opens it again, and reports the error).
+std::unique_ptr<ObjectFile> TakeOpenedAhead(const std::string& url) {
+  std::shared_ptr<OpenedAhead> entry;
+  {
+    std::lock_guard<std::mutex> lock(ahead_mu);
+    for (auto it = opened_ahead->begin(); it != opened_ahead->end(); ++it) {
+      std::shared_ptr<OpenedAhead> e = it->lock();
+      if (e == nullptr || e->url != url) continue;
+      entry = std::move(e);
+      opened_ahead->erase(it);
+      break;
+    }
+  }
+  if (entry == nullptr) return nullptr;
+  std::unique_lock<std::mutex> lock(entry->mu);
+  while (!entry->done) {
+    if (ThreadCancelled()) return nullptr;
+    entry->cv.wait_for(lock, std::chrono::milliseconds(100));
+  }
+  if (!entry->file.ok()) return nullptr;
+  taken_ahead.fetch_add(1, std::memory_order_relaxed);
+  return *std::move(entry->file);
+}
+
 }  // namespace
+
+std::shared_ptr<const void> OpenObjectAhead(const std::string& url) {
+  if (!IsObjectUrl(url) || ListedAbsent(url) || ObjectCache::Get() != nullptr) return nullptr;
+  auto entry = std::make_shared<OpenedAhead>();
+  entry->url = url;
+  {
+    std::lock_guard<std::mutex> lock(ahead_mu);
+    opened_ahead->erase(std::remove_if(opened_ahead->begin(), opened_ahead->end(),
+                                       [](const std::weak_ptr<OpenedAhead>& e) { return e.expired(); }),
+                        opened_ahead->end());
+    opened_ahead->push_back(entry);
+  }
+  std::thread([entry] {
+    absl::StatusOr<std::unique_ptr<ObjectFile>> file = OpenFromStore(entry->url);
+    if (file.ok()) (*file)->FetchFirstBlock();
+    std::lock_guard<std::mutex> lock(entry->mu);
+    entry->file = std::move(file);
+    entry->done = true;
+    entry->cv.notify_all();
+  }).detach();
+  return entry;
+}
+
+int64_t ObjectsOpenedAhead() { return taken_ahead.load(std::memory_order_relaxed); }
 
 absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenObject(const std::string& url) {
   if (ListedAbsent(url)) {
@@ -137,6 +211,10 @@ absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenObject(const std::string& 
   if (cache != nullptr && listed.has_value()) {
     return cache->Open(url, *listed,
                        [&]() -> absl::StatusOr<std::unique_ptr<RandomAccessFile>> { return OpenFromStore(url); });
+  }
+  if (cache == nullptr) {
+    std::unique_ptr<ObjectFile> ahead = TakeOpenedAhead(url);
+    if (ahead != nullptr) return std::unique_ptr<RandomAccessFile>(std::move(ahead));
   }
   absl::StatusOr<std::unique_ptr<ObjectFile>> object = OpenFromStore(url);
   if (!object.ok()) return object.status();

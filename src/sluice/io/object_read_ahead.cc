@@ -81,6 +81,13 @@ arrow::Result<size_t> ObjectReadAhead::Read(uint64_t offset, size_t n, uint8_t* 
   return copied;
 }
 
+void ObjectReadAhead::FetchFirst() {
+  absl::MutexLock lock(&mu_);
+  const int64_t bytes = static_cast<int64_t>(std::min<uint64_t>(options_.block_bytes, size_));
+  if (!blocks_.empty() || bytes == 0 || !block_bytes.AddWithin(bytes, ObjectBlockLimitBytes())) return;
+  blocks_.push_back(Block{0, bytes, in_->ReadAsync(0, bytes)});
+}
+
 void ObjectReadAhead::Forget() {
   absl::MutexLock lock(&mu_);
   DropAll();

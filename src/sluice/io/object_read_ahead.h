@@ -38,6 +38,9 @@ class ObjectReadAhead {
   // Reading elsewhere than the blocks fetched starts them over there.
   // Arrow's error as it is; thread-safe.
   arrow::Result<size_t> Read(uint64_t offset, size_t n, uint8_t* dst);
+  // Starts fetching the first block before any read, within the blocks'
+  // bound (an object opened ahead of its reader).
+  void FetchFirst();
   // Drops the blocks fetched or in flight (one failed: fetch them again).
   void Forget();
 

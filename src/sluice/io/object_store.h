@@ -44,6 +44,17 @@ int64_t ObjectBlockPeakBytes();
 // carries credentials of its own.
 absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenObject(const std::string& url);
 
+// Starts opening the object at `url` in the background (its HEAD, and its
+// first block within the blocks' bound) for the next OpenObject of it to
+// take while the returned handle is held: a source calls it for its next
+// split's object, so that a store's round trips at the start of an object
+// overlap the reading of the one before, and drops the handle with the
+// split. Null for a local path, or with an object cache (the copy is
+// local).
+std::shared_ptr<const void> OpenObjectAhead(const std::string& url);
+// Opens so far in this process that took an object opened ahead.
+int64_t ObjectsOpenedAhead();
+
 // The objects' URLs matching `pattern` (a URL whose key may hold glob's
 // `*`, `?` and `[...]`, none crossing a `/`), sorted; one listing of the
 // longest prefix without a wildcard. A URL without wildcards must name an

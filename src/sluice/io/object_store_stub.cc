@@ -23,6 +23,10 @@ int64_t ObjectBlockPeakBytes() { return 0; }
 
 absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenObject(const std::string& url) { return NotInThisBuild(url); }
 
+std::shared_ptr<const void> OpenObjectAhead(const std::string&) { return nullptr; }
+
+int64_t ObjectsOpenedAhead() { return 0; }
+
 absl::StatusOr<std::vector<std::string>> ListObjects(const std::string& pattern) { return NotInThisBuild(pattern); }
 
 absl::StatusOr<std::vector<std::string>> ListObjectsUnder(const std::string& prefix_url) {

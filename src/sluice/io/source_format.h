@@ -72,6 +72,10 @@ class SourceFormat {
   virtual absl::Status Load() const { return absl::OkStatus(); }
   // `skip_log` (may be null) receives skipped corrupt records.
   virtual absl::StatusOr<std::unique_ptr<SplitReader>> OpenSplit(const Split& split, CorruptionLog* skip_log) const = 0;
+  // The file OpenSplit(split) opens and reads from its start, which a source
+  // may open ahead (io::OpenObjectAhead); empty where OpenSplit opens none
+  // (files kept open, or opened by another library) or starts mid-file.
+  virtual std::string FileReadFromStart(const Split&) const { return ""; }
 };
 
 }  // namespace sluice::io

@@ -86,6 +86,10 @@ class TfRecordSource : public SourceFormat {
   // reading only their headers.
   bool SeeksRecords() const override { return true; }
 
+  std::string FileReadFromStart(const Split& split) const override {
+    return split.begin_record == 0 ? (*files_)[split.file] : "";
+  }
+
   absl::StatusOr<std::unique_ptr<SplitReader>> OpenSplit(const Split& split, CorruptionLog* skip_log) const override {
     TfRecordReader::Options options;
     options.skip_log = skip_log;

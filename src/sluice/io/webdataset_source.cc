@@ -210,6 +210,7 @@ class WebDatasetSource : public SourceFormat {
     return std::unique_ptr<SplitReader>(
         new WebDatasetReader((*paths_)[split.file], split.file, fields_, field_of_, skip_log));
   }
+  std::string FileReadFromStart(const Split& split) const override { return (*paths_)[split.file]; }
 
  private:
   std::shared_ptr<const std::vector<std::string>> paths_;
