@@ -278,13 +278,24 @@ def test_blocks_fetched_ahead_are_reported_and_given_back(store, monkeypatch):
     assert pipe.memory()["object_blocks"] == before
 
 
-def test_a_source_opens_its_next_object_while_it_reads_one(store, cifar_dir):
+def test_a_source_opens_its_next_object_while_it_reads_one(store, cifar_dir, tmp_path):
+    from test_webdataset import shards
     files = sorted(cifar_dir.glob("*.tfrecord"))
     assert len(files) > 1
     before = sluice.object_store_stats()["opened_ahead"]
     assert_same_batches(augmented("s3://train/cifar/*.tfrecord"), augmented(str(cifar_dir / "*.tfrecord")))
     # Every object after the epoch's first was opened while the one before it was read.
     assert sluice.object_store_stats()["opened_ahead"] - before == len(files) - 1
+    # WebDataset shards too, which a reader opens on its first read.
+    (tmp_path / "wds").mkdir()
+    local_shards = shards(tmp_path / "wds")
+    upload_tree(store, tmp_path / "wds", "train", "ahead")
+    fields = {"pixels": ("raw", "bytes", 60), "label": ("cls", "int64")}
+    before = sluice.object_store_stats()["opened_ahead"]
+    assert_same_rows(sluice.webdataset("s3://train/ahead/shard-*.tar", fields, shuffle=False),
+                     sluice.webdataset(local_shards, fields, shuffle=False))
+    n_shards = len(list((tmp_path / "wds").glob("shard-*.tar")))
+    assert sluice.object_store_stats()["opened_ahead"] - before == n_shards - 1
     # A pipeline dropped mid-epoch leaves no object opened ahead, nor its
     # blocks (once the open under way, if any, has ended).
     pipe = augmented("s3://train/cifar/*.tfrecord")

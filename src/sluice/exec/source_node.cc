@@ -229,9 +229,11 @@ class SourceIterator : public Iterator {
   }
 
   // The next split's object starts opening while this one is read: its
-  // round trips to the store overlap this split's reading.
+  // round trips to the store overlap this split's reading. This split's
+  // object, opened ahead before, is held until the next split: a reader may
+  // open its file on its first read.
   void OpenNextObjectAhead() {
-    next_object_.reset();  // taken by this split's open, or never to be
+    this_object_ = std::move(next_object_);
     if (next_split_ == splits_.size() || splits_[next_split_].file == splits_[next_split_ - 1].file) return;
     const std::string next = node_.format->FileReadFromStart(splits_[next_split_]);
     if (!next.empty()) next_object_ = io::OpenObjectAhead(next);
@@ -375,8 +377,10 @@ class SourceIterator : public Iterator {
   std::vector<io::Split> splits_;
   size_t next_split_ = 0;
   std::unique_ptr<io::SplitReader> reader_;
-  std::shared_ptr<const void> next_object_;  // the next split's object, opening ahead
-  absl::Status ahead_error_;                 // a split's, met while topping up a chunk
+  // Objects opened ahead (io::OpenObjectAhead): this split's and the next's.
+  std::shared_ptr<const void> this_object_;
+  std::shared_ptr<const void> next_object_;
+  absl::Status ahead_error_;  // a split's, met while topping up a chunk
   int64_t ragged_hint_ = 0;
   std::unique_ptr<SplitReadAhead> read_ahead_;  // parallel_reads > 1
   std::deque<Batch> ahead_;                     // the chunks of the split being handed on
