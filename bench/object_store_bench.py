@@ -1,8 +1,9 @@
 """Reading from an S3-compatible store against reading local files: W2's
 CIFAR-10 TFRecords and W3's image folder (one object per JPEG) uploaded to
 a SeaweedFS server started here (on this host's loopback, sharing its
-cores; with --store-core on a core of its own, the loaders on the rest), `sluice run --json` of a read-only pipeline (source and batch), of
-W2 and of W3 on the local files and on the objects, interleaved, medians;
+cores; with --store-core on a core of its own, the loaders on the rest),
+`sluice run --json` of a read-only pipeline (source and batch), of W2 and
+of W3 on the local files and on the objects, interleaved, medians;
 beside the store's own bandwidth as a skilled client gets it (pyarrow,
 8 MiB ranged reads, 4 in flight). W3 also runs from WebDataset shards
 (bench/peers/make_shards.py), beside the webdataset library reading the

@@ -212,9 +212,9 @@ absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenObject(const std::string& 
     return cache->Open(url, *listed,
                        [&]() -> absl::StatusOr<std::unique_ptr<RandomAccessFile>> { return OpenFromStore(url); });
   }
-  if (cache == nullptr) {
-    std::unique_ptr<ObjectFile> ahead = TakeOpenedAhead(url);
-    if (ahead != nullptr) return std::unique_ptr<RandomAccessFile>(std::move(ahead));
+  // Without a cache, an object opened ahead is taken (OpenObjectAhead opens none with one).
+  if (std::unique_ptr<ObjectFile> ahead = TakeOpenedAhead(url)) {
+    return std::unique_ptr<RandomAccessFile>(std::move(ahead));
   }
   absl::StatusOr<std::unique_ptr<ObjectFile>> object = OpenFromStore(url);
   if (!object.ok()) return object.status();
