@@ -2,11 +2,8 @@
 // read with ranged GETs fetched ahead, or from the process's object cache.
 #include <algorithm>
 #include <atomic>
-#include <chrono>
-#include <condition_variable>
 #include <mutex>
 #include <optional>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -14,13 +11,13 @@
 #include "absl/time/time.h"
 #include "arrow/util/key_value_metadata.h"
 #include "sluice/core/status_macros.h"
+#include "sluice/io/background_result.h"
 #include "sluice/io/object_cache.h"
 #include "sluice/io/object_listing.h"
 #include "sluice/io/object_read_ahead.h"
 #include "sluice/io/object_store.h"
 #include "sluice/io/object_store_arrow.h"
 #include "sluice/io/object_store_retry.h"
-#include "sluice/io/thread_cancel.h"
 
 namespace sluice::io {
 namespace {
@@ -98,30 +95,52 @@ class ObjectFile : public RandomAccessFile {
                                                 " bytes when opened and ends before ", offset + done, " now"));
       }
       done += *got;
+      if (offset + done > LastBlockStart()) StartEndCheck();  // the last block has come
     }
     if (offset + done == size()) SLUICE_RETURN_IF_ERROR(CheckUnchangedAtEnd());
     return done;
   }
 
  private:
-  absl::Status CheckUnchangedAtEnd() const {
-    if (size() <= static_cast<uint64_t>(options_.block_bytes) || described_.etag.empty() ||
-        checked_at_end_.exchange(true)) {
-      return absl::OkStatus();
-    }
-    absl::StatusOr<std::shared_ptr<arrow::io::RandomAccessFile>> again = OpenArrowObject(path());
+  bool ChecksAtEnd() const { return size() > static_cast<uint64_t>(options_.block_bytes) && !described_.etag.empty(); }
+  uint64_t LastBlockStart() const {
+    const uint64_t block = static_cast<uint64_t>(options_.block_bytes);
+    return (size() - 1) / block * block;
+  }
+
+  // Asks the ETag again on a thread of its own once the last block has
+  // come, so that the round trip overlaps the reading of that block.
+  void StartEndCheck() const {
+    std::call_once(end_check_started_, [this] {
+      if (!ChecksAtEnd()) return;
+      end_check_ = BackgroundResult<absl::Status>::Start(
+          [url = path(), etag = described_.etag] { return CompareETag(url, etag); });
+    });
+  }
+
+  static absl::Status CompareETag(const std::string& url, const std::string& etag) {
+    absl::StatusOr<std::shared_ptr<arrow::io::RandomAccessFile>> again = OpenArrowObject(url);
     if (!again.ok()) return again.status();
-    absl::StatusOr<Described> now = Describe(**again, path());
+    absl::StatusOr<Described> now = Describe(**again, url);
     if (!now.ok()) return now.status();
-    if (now->etag == described_.etag) return absl::OkStatus();
-    return absl::DataLossError(absl::StrCat("object ", path(), " changed while being read: its ETag was ",
-                                            described_.etag, " when opened and is ", now->etag,
+    if (now->etag == etag) return absl::OkStatus();
+    return absl::DataLossError(absl::StrCat("object ", url, " changed while being read: its ETag was ", etag,
+                                            " when opened and is ", now->etag,
                                             " now; a dataset must not change while a job reads it"));
+  }
+
+  absl::Status CheckUnchangedAtEnd() const {
+    if (!ChecksAtEnd() || checked_at_end_.exchange(true)) return absl::OkStatus();
+    StartEndCheck();
+    absl::Status* status = end_check_->Wait();
+    return status != nullptr ? *status : absl::CancelledError(absl::StrCat("pipeline stopped reading ", path()));
   }
 
   const Described described_;
   const ObjectReadAhead::Options options_;
   mutable ObjectReadAhead blocks_;
+  mutable std::once_flag end_check_started_;
+  mutable std::shared_ptr<BackgroundResult<absl::Status>> end_check_;
   mutable std::atomic<bool> checked_at_end_{false};
 };
 
@@ -134,13 +153,10 @@ absl::StatusOr<std::unique_ptr<ObjectFile>> OpenFromStore(const std::string& url
   return std::make_unique<ObjectFile>(url, *std::move(described), *std::move(in));
 }
 
-// An object being opened ahead of its reader, on a thread of its own.
+// An object being opened ahead of its reader.
 struct OpenedAhead {
   std::string url;
-  std::mutex mu;
-  std::condition_variable cv;
-  bool done = false;
-  absl::StatusOr<std::unique_ptr<ObjectFile>> file;
+  std::shared_ptr<BackgroundResult<absl::StatusOr<std::unique_ptr<ObjectFile>>>> file;
 };
 
 // The objects opened ahead and not yet taken, while their sources hold
@@ -165,14 +181,10 @@ std::unique_ptr<ObjectFile> TakeOpenedAhead(const std::string& url) {
     }
   }
   if (entry == nullptr) return nullptr;
-  std::unique_lock<std::mutex> lock(entry->mu);
-  while (!entry->done) {
-    if (ThreadCancelled()) return nullptr;
-    entry->cv.wait_for(lock, std::chrono::milliseconds(100));
-  }
-  if (!entry->file.ok()) return nullptr;
+  absl::StatusOr<std::unique_ptr<ObjectFile>>* file = entry->file->Wait();
+  if (file == nullptr || !file->ok()) return nullptr;
   taken_ahead.fetch_add(1, std::memory_order_relaxed);
-  return *std::move(entry->file);
+  return *std::move(*file);
 }
 
 }  // namespace
@@ -181,21 +193,16 @@ std::shared_ptr<const void> OpenObjectAhead(const std::string& url) {
   if (!IsObjectUrl(url) || ListedAbsent(url) || ObjectCache::Get() != nullptr) return nullptr;
   auto entry = std::make_shared<OpenedAhead>();
   entry->url = url;
-  {
-    std::lock_guard<std::mutex> lock(ahead_mu);
-    opened_ahead->erase(std::remove_if(opened_ahead->begin(), opened_ahead->end(),
-                                       [](const std::weak_ptr<OpenedAhead>& e) { return e.expired(); }),
-                        opened_ahead->end());
-    opened_ahead->push_back(entry);
-  }
-  std::thread([entry] {
-    absl::StatusOr<std::unique_ptr<ObjectFile>> file = OpenFromStore(entry->url);
+  entry->file = BackgroundResult<absl::StatusOr<std::unique_ptr<ObjectFile>>>::Start([url] {
+    absl::StatusOr<std::unique_ptr<ObjectFile>> file = OpenFromStore(url);
     if (file.ok()) (*file)->FetchFirstBlock();
-    std::lock_guard<std::mutex> lock(entry->mu);
-    entry->file = std::move(file);
-    entry->done = true;
-    entry->cv.notify_all();
-  }).detach();
+    return file;
+  });
+  std::lock_guard<std::mutex> lock(ahead_mu);
+  opened_ahead->erase(std::remove_if(opened_ahead->begin(), opened_ahead->end(),
+                                     [](const std::weak_ptr<OpenedAhead>& e) { return e.expired(); }),
+                      opened_ahead->end());
+  opened_ahead->push_back(entry);
   return entry;
 }
 
