@@ -130,8 +130,8 @@ class ObjectFile : public RandomAccessFile {
   }
 
   absl::Status CheckUnchangedAtEnd() const {
-    if (!ChecksAtEnd() || checked_at_end_.exchange(true)) return absl::OkStatus();
     StartEndCheck();
+    if (end_check_ == nullptr) return absl::OkStatus();  // one block, or no ETag to compare
     absl::Status* status = end_check_->Wait();
     return status != nullptr ? *status : absl::CancelledError(absl::StrCat("pipeline stopped reading ", path()));
   }
@@ -141,7 +141,6 @@ class ObjectFile : public RandomAccessFile {
   mutable ObjectReadAhead blocks_;
   mutable std::once_flag end_check_started_;
   mutable std::shared_ptr<BackgroundResult<absl::Status>> end_check_;
-  mutable std::atomic<bool> checked_at_end_{false};
 };
 
 absl::StatusOr<std::unique_ptr<ObjectFile>> OpenFromStore(const std::string& url) {
