@@ -5,7 +5,9 @@
 # (gRPC, protobuf, abseil, Highway, prometheus-cpp, CLI11, nlohmann-json)
 # or with more than it needs (libarchive) or slower (libjpeg-turbo),
 # and CPython 3.11 and 3.13, built there (deps.sh); a wheel for each Python
-# built and repaired with auditwheel there (wheel.sh). The root is kept and
+# built and repaired with auditwheel there (wheel.sh); and the C++ package,
+# headers, CMake package and libraries, as one archive (dev_archive.sh).
+# The root is kept and
 # reused: a second run rebuilds only the wheels. Needs root (debootstrap,
 # chroot) and about half an hour on 2 cores the first time.
 #
@@ -113,18 +115,19 @@ make_root
 fetch_sources
 fetch_wheels
 copy_checkout
-cp scripts/manylinux/deps.sh scripts/manylinux/wheel.sh "$root/"
+cp scripts/manylinux/deps.sh scripts/manylinux/wheel.sh scripts/manylinux/dev_archive.sh "$root/"
 trap unmount EXIT
 mountpoint -q "$root/proc" || mount -t proc proc "$root/proc"
 in_root /deps.sh
 in_root /wheel.sh
+in_root /dev_archive.sh
 mkdir -p dist/manylinux
-rm -f dist/manylinux/*.whl
-cp "$root"/out/sluice-*.whl dist/manylinux/
+rm -f dist/manylinux/*.whl dist/manylinux/sluice-dev-*.tar.gz
+cp "$root"/out/sluice-*.whl "$root"/out/sluice-dev-*.tar.gz dist/manylinux/
 if [[ $cuda == 1 ]]; then
   mkdir -p "$root/usr/local/cuda"
   mount --bind -o ro "$(realpath "$toolkit")" "$root/usr/local/cuda"
   CUDA=1 in_root /wheel.sh
   cp "$root"/out/cu13/sluice_cu13-*.whl dist/manylinux/
 fi
-ls -l dist/manylinux/*.whl
+ls -l dist/manylinux/*.whl dist/manylinux/*.tar.gz

@@ -5,7 +5,9 @@ scripts/manylinux/try_root.sh, the wheel in a fresh virtual environment
 beside the CPU torch wheel and pyarrow. There: auditwheel's verdict, the
 command on a reference pipeline, the service in dispatcher and worker
 processes, and Python with sluice, pyarrow and torch in one process, values
-checked with numpy. Skips, saying why, without root, debootstrap or a built
+checked with numpy; and the C++ package (the -dev archive beside the wheel)
+building and running examples/cpp_trainer and examples/plugin_op there with
+Debian 11's compiler. Skips, saying why, without root, debootstrap or a built
 wheel (building it takes about half an hour: `make manylinux`)."""
 
 import glob
@@ -34,6 +36,7 @@ CHROOT = shutil.which("chroot") or "/usr/sbin/chroot"
 WHEEL = WHEELS[-1]
 CUDA_WHEELS = sorted(glob.glob(os.path.join(ROOT, "dist", "manylinux", "sluice_cu13-*-cp311-*manylinux*.whl")))
 CPYTHON_EXT = "cpython-311-x86_64-linux-gnu.so"
+DEV_ARCHIVES = sorted(glob.glob(os.path.join(ROOT, "dist", "manylinux", "sluice-dev-*-manylinux*.tar.gz")))
 
 
 @pytest.fixture(scope="module")
@@ -165,6 +168,69 @@ def test_the_service_runs_in_dispatcher_and_worker_processes(debian11):
                 assert process.wait(timeout=30) == 0
         """)
     assert out.split() == ["3000"]
+
+
+@pytest.fixture(scope="module")
+def dev_prefix(debian11):
+    """The -dev archive unpacked in the root, with Debian 11's g++ and the
+    cmake and ninja wheels: a C++ developer's machine without one of the
+    build's libraries."""
+    if not DEV_ARCHIVES:
+        pytest.skip("no -dev archive in dist/manylinux/ (`make manylinux` builds it)")
+    archive = DEV_ARCHIVES[-1]
+    subprocess.run(["tar", "-C", os.path.join(debian11, "opt"), "-xzf", archive], check=True)
+    subprocess.run(["bash", "-c", 'source scripts/lib/manylinux_pip.sh && manylinux_download 3.11 "$@"', "bash",
+                    os.path.join(debian11, "wheels"), "cmake==3.31.10", "ninja"], cwd=ROOT, check=True, timeout=600)
+    run(debian11, "sh", "-c", "DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends g++ && "
+        "/venv/bin/pip install -q --no-index --find-links /wheels cmake ninja", timeout=900)
+    shutil.copytree(os.path.join(ROOT, "examples"), os.path.join(debian11, "src", "examples"), dirs_exist_ok=True)
+    return "/opt/" + os.path.basename(archive).removesuffix(".tar.gz")
+
+
+def build_example(root, prefix, name):
+    """examples/NAME configured with only PREFIX to find sluice in."""
+    build = f"/src/build/{name}"
+    run(root, "cmake", "-S", f"/src/examples/{name}", "-B", build, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release",
+        f"-DCMAKE_PREFIX_PATH={prefix}", "-DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF", timeout=300)
+    run(root, "cmake", "--build", build, timeout=900)
+    return build
+
+
+def test_the_dev_archive_builds_a_cpp_trainer_that_trains_on_another_linux(debian11, dev_prefix):
+    version = os.path.basename(WHEEL).split("-")[1]
+    assert f"sluice-dev-{version}-" in dev_prefix  # one version: the wheel's and the archive's
+    assert run(debian11, f"{dev_prefix}/bin/sluice", "--version").split()[-1] == version
+    trainer = build_example(debian11, dev_prefix, "cpp_trainer") + "/cpp_trainer"
+    # Every library it loads is the archive's, or glibc's and GCC's runtime.
+    for line in run(debian11, "ldd", trainer).splitlines():
+        assert "not found" not in line, line
+        if "=>" in line and "/" in line:
+            soname, path = line.split()[0], line.split("=>")[1].split()[0]
+            assert path.startswith(dev_prefix + "/lib/") or re.match(r"lib(c|m|stdc\+\+|gcc_s|pthread|dl|rt)\.so",
+                                                                        soname), line
+    run(debian11, f"{dev_prefix}/bin/sluice", "make-data", "mnist", "--out", "/src/mnist", "--count", "3000")
+    out = run(debian11, trainer, "--mnist", "/src/mnist", "--epochs", "2")
+    assert re.search(r"epoch 1: 3000 samples", out), out
+    # Its front on a local worker process: the archive's command, found beside its library.
+    out = run(debian11, trainer, "--mnist", "/src/mnist", "--epochs", "1", "--workers", "1", timeout=600)
+    assert re.search(r"epoch 0: 3000 samples", out), out
+
+
+def test_the_dev_archive_builds_an_op_plugin_its_command_runs(debian11, dev_prefix):
+    plugin = build_example(debian11, dev_prefix, "plugin_op") + "/libsluice_cutout.so"
+    doc = run(debian11, f"{dev_prefix}/bin/sluice", "ops", "random_cutout", "--plugin", plugin)
+    assert doc.startswith("random_cutout") and f"from {plugin}" in doc, doc
+    run(debian11, f"{dev_prefix}/bin/sluice", "make-data", "mnist", "--out", "/src/cutout", "--count", "1000")
+    spec = {"name": "cutout", "seed": 0, "nodes": [
+        {"source": {"mnist": {"images": "/src/cutout/MNIST/raw/train-images-idx3-ubyte",
+                              "labels": "/src/cutout/MNIST/raw/train-labels-idx1-ubyte"}}},
+        {"map": {"ops": [{"op": "random_cutout", "attrs": {"size": [4, 4], "value": 255}}]}},
+        {"batch": {"size": 100}}]}
+    with open(os.path.join(debian11, "src", "cutout.json"), "w") as f:
+        json.dump(spec, f)
+    out = run(debian11, f"{dev_prefix}/bin/sluice", "run", "/src/cutout.json", "--epochs", "2", "--json", "--quiet",
+              "--plugin", plugin)
+    assert json.loads(out.strip().splitlines()[-1])["samples"] == 2000
 
 
 def test_the_cuda_wheel_loads_nvidias_runtime_and_nvjpeg_from_their_wheels(debian11, cuda_venv):
