@@ -157,6 +157,11 @@ TEST_F(SluiceCliTest, APluginsOpsAreListedAndRunOnlyWhereThePluginIsLoaded) {
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_THAT(r.out, HasSubstr("random_cutout  [cpu; random; from "));
   EXPECT_THAT(r.out, HasSubstr("libsluice_cutout.so]"));
+  // The name after the option is the op's, not a second plugin; the option
+  // repeats (the same plugin twice is loaded once).
+  r = Sluice("ops --plugin " + plugin + " --plugin " + plugin + " random_cutout");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("random_cutout  [cpu; random; from "));
   ASSERT_EQ(Sluice("make-data cifar10 --out " + dir_.Join("c") + " --count 64 --files 2").exit_code, 0);
   testing::WriteFileBytes(dir_.Join("cutout.json"), R"({
     "nodes": [

@@ -6,7 +6,10 @@
 namespace sluice::cli {
 
 void AddPluginOption(CLI::App* cmd, std::vector<std::string>* paths) {
-  cmd->add_option("--plugin", *paths, "an op plugin (.so built against this sluice) to load first; repeat for several");
+  // One path per --plugin, so that a positional after it (`ops --plugin X
+  // NAME`) is not taken for a second plugin.
+  cmd->add_option("--plugin", *paths, "an op plugin (.so built against this sluice) to load first; repeat for several")
+      ->allow_extra_args(false);
 }
 
 absl::Status LoadPlugins(const std::vector<std::string>& paths) {
