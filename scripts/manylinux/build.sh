@@ -7,9 +7,9 @@
 # and CPython 3.11 and 3.13, built there (deps.sh); a wheel for each Python
 # built and repaired with auditwheel there (wheel.sh); and the C++ package,
 # headers, CMake package and libraries, as one archive (dev_archive.sh).
-# The root is kept and
-# reused: a second run rebuilds only the wheels. Needs root (debootstrap,
-# chroot) and about half an hour on 2 cores the first time.
+# The root is kept and reused: a second run rebuilds only the wheels and the
+# archive. Needs root (debootstrap, chroot) and about half an hour on 2 cores
+# the first time.
 #
 # --cuda also builds the CUDA wheels (sluice-cu13, dist/manylinux/) with
 # this host's CUDA toolkit ($CUDA_HOME, default /usr/local/cuda), mounted

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs inside the build root after deps.sh: the C++ package of sluice, for
+# Runs inside the build root after deps.sh (beside wheel.sh): the C++ package of sluice, for
 # trainers and op plugins on any Linux the wheel runs on, as one relocatable
 # archive, /out/sluice-dev-VERSION-PLAT.tar.gz:
 #   bin/sluice                         the command (workers, make-data, run)
@@ -8,7 +8,7 @@
 #   lib/libsluice.so*, lib/cmake/      the library; CMake packages of sluice
 #                                      and of that abseil
 #   lib/*.so*                          every library the two load outside
-#                                      glibc and libstdc++ (gRPC, protobuf,
+#                                      glibc and GCC's runtime (gRPC, protobuf,
 #                                      abseil, Arrow, OpenSSL, ...), found
 #                                      through RUNPATH $ORIGIN
 # Unpacked anywhere: find_package(sluice) with CMAKE_PREFIX_PATH=<its folder>.
