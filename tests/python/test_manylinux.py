@@ -233,6 +233,30 @@ def test_the_dev_archive_builds_an_op_plugin_its_command_runs(debian11, dev_pref
     assert json.loads(out.strip().splitlines()[-1])["samples"] == 2000
 
 
+def test_the_dev_archive_links_beside_a_system_abseil_of_the_same_soname(tmp_path):
+    """On this host (Debian 12) the system's abseil has the archive's sonames
+    (libabsl_*.so.20220623) in another namespace: the trainer must link and
+    load the archive's alone."""
+    system_absl = glob.glob("/usr/lib/x86_64-linux-gnu/libabsl_raw_hash_set.so.20220623")
+    if not DEV_ARCHIVES or not system_absl:
+        pytest.skip("needs the -dev archive and a system abseil 20220623 (Debian 12's libabsl20220623)")
+    subprocess.run(["tar", "-C", str(tmp_path), "-xzf", DEV_ARCHIVES[-1]], check=True)
+    prefix = str(tmp_path / os.path.basename(DEV_ARCHIVES[-1]).removesuffix(".tar.gz"))
+    build = str(tmp_path / "trainer")
+    subprocess.run(["cmake", "-S", os.path.join(ROOT, "examples", "cpp_trainer"), "-B", build,
+                    "-DCMAKE_BUILD_TYPE=Release", f"-DCMAKE_PREFIX_PATH={prefix}",
+                    "-DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF"], check=True, capture_output=True, timeout=300)
+    r = subprocess.run(["cmake", "--build", build], capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stdout[-3000:]
+    ldd = subprocess.run(["ldd", os.path.join(build, "cpp_trainer")], capture_output=True, text=True).stdout
+    assert "libabsl" in ldd and "/usr/lib/x86_64-linux-gnu/libabsl" not in ldd, ldd
+    subprocess.run([os.path.join(prefix, "bin", "sluice"), "make-data", "mnist", "--out", str(tmp_path / "mnist"),
+                    "--count", "1000"], check=True, capture_output=True, timeout=300)
+    out = subprocess.run([os.path.join(build, "cpp_trainer"), "--mnist", str(tmp_path / "mnist"), "--epochs", "1"],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and "epoch 0: 1000 samples" in out.stdout, out.stdout + out.stderr
+
+
 def test_the_cuda_wheel_loads_nvidias_runtime_and_nvjpeg_from_their_wheels(debian11, cuda_venv):
     installed = python(debian11, "import os, sluice; print(os.path.dirname(sluice.__file__))", venv=cuda_venv).strip()
     ldd = run(debian11, "ldd", f"{installed}/lib/libsluice.so.0.1")
