@@ -419,6 +419,31 @@ TEST_F(PipelineTest, DefaultMemoryBudgetIsSizedToTheMachineAndTheRanksOnIt) {
   }
 }
 
+TEST_F(PipelineTest, ADefaultBudgetMakesRoomForABatchWhileTheConsumerHoldsOne) {
+  // Batches of 100,000 CIFAR-sized images: 307 MB of uint8 from the first
+  // map, 1.2 GB of float32 from the second, past the default's 2 GiB cap.
+  // Creating the pipeline allocates none of it.
+  constexpr int64_t kRows = 100000;
+  PipelineDef def =
+      PipelineBuilder::TfRecord({dir_.Join("*.tfrecord")}, {BytesFeature("image", 3072), Int64Feature("label")})
+          .Map({Op("reshape", {{"shape", {32, 32, 3}}}), Op("grey_dilation", {{"size", 3}})})
+          .Batch(kRows)
+          .Map({Op("rescale", {{"scale", 1 / 255.0}})})
+          .Build();
+  ASSERT_OK_AND_ASSIGN(auto pipeline, Pipeline::Create(def));
+  // The images' bytes; the labels add under 2 MB.
+  const int64_t first = kRows * 3072, second = kRows * 3072 * 4;
+  const graph::CompiledPipeline& c = pipeline->compiled();
+  EXPECT_GE(c.memory_budget_bytes, first + 2 * second);
+  EXPECT_LT(c.memory_budget_bytes, first + 2 * second + (int64_t{4} << 20));
+  EXPECT_THAT(c.memory_budget_default,
+              AllOf(HasSubstr("room to make a batch while the consumer holds one"), HasSubstr("for 1 rank)")));
+  // Set by the options, the same budget less a byte is refused.
+  def.mutable_options()->set_memory_budget_bytes(first + second - 1);
+  EXPECT_THAT(Pipeline::Create(def).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("needs to make progress")));
+}
+
 TEST_F(PipelineTest, AShuffleBufferHoldsAboutItsRowsNotTheChunksTheyCameIn) {
   // Rows of 3 KiB (float32 16 x 16 x 3) in chunks of 64; a buffer of 2048
   // rows keeps rows alive for ~2048 draws each, so a chunk lives until its

@@ -20,10 +20,8 @@ struct DefaultMemoryBudget {
 
 // A 128th of the memory this process may use, divided by the ranks on the
 // node (LOCAL_WORLD_SIZE, as torchrun sets it), within [256 MiB, 2 GiB]:
-// the loaders of eight ranks take a sixteenth of the node together. Enough
-// to make a batch while the trainer holds the last one: W3's batches of
-// 154 MB run at the same rate under 256 MiB as under 2 GiB
-// (bench/RESULTS.md).
+// the loaders of eight ranks take a sixteenth of the node together. A
+// pipeline whose batches need more raises it (exec/memory_minimum.h).
 DefaultMemoryBudget DefaultMemoryBudgetOfMachine();
 
 }  // namespace sluice

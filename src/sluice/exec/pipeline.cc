@@ -3,13 +3,13 @@
 #include <algorithm>
 #include <cstring>
 
-#include "absl/strings/str_format.h"
-#include "absl/strings/str_join.h"
+#include "absl/strings/str_cat.h"
 #include "sluice/core/heap_reuse.h"
 #include "sluice/core/python_process.h"
 #include "sluice/core/rng.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/exec/map_plan.h"
+#include "sluice/exec/memory_minimum.h"
 #include "sluice/io/object_store.h"
 #include "sluice/ops/device_runtime.h"
 
@@ -166,8 +166,10 @@ absl::StatusOr<std::unique_ptr<Pipeline>> Pipeline::FromCompiled(graph::Compiled
 absl::StatusOr<std::unique_ptr<Pipeline>> Pipeline::Make(graph::CompiledPipeline compiled,
                                                          std::shared_ptr<RemoteInput> remote) {
   SLUICE_RETURN_IF_ERROR(PrepareKernels(&compiled));
+  const MemoryMinimum minimum = MeasureMemoryMinimum(compiled, ChunkRows(compiled), OutputPools(compiled));
+  FitDefaultMemoryBudget(minimum, &compiled);
+  SLUICE_RETURN_IF_ERROR(CheckMemoryBudget(compiled, minimum));
   std::unique_ptr<Pipeline> pipeline(new Pipeline(std::move(compiled), std::move(remote)));
-  SLUICE_RETURN_IF_ERROR(pipeline->CheckMemoryBudget());
   pipeline->ReserveWorkingSet();
   ReuseFreedHeapMemory();
   return pipeline;
@@ -198,25 +200,6 @@ absl::Status PrepareKernels(graph::CompiledPipeline* compiled) {
     }
   }
   return absl::OkStatus();
-}
-
-// Each map node must be able to hold one chunk of its outputs (a whole
-// batch when the batch node passes chunks on) for the pipeline to go on.
-absl::Status Pipeline::CheckMemoryBudget() const {
-  int64_t needed = 0;
-  std::vector<std::string> parts;
-  for (size_t i = 0; i < compiled_.nodes.size(); ++i) {
-    const graph::CompiledNode& node = compiled_.nodes[i];
-    if (node.kind != graph::NodeKind::kMap || output_pools_[i] != nullptr) continue;
-    const int64_t bytes = MapPlan::Make(node)->ChunkBytes(chunk_rows_);
-    needed += bytes;
-    parts.push_back(absl::StrFormat("node '%s' %d", node.name, bytes));
-  }
-  if (compiled_.memory_budget_bytes >= needed) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrFormat(
-      "memory_budget_bytes %d is less than the %d bytes this pipeline needs to make progress: one chunk of %d rows "
-      "from each map node (%s); raise it, or leave it unset for a default sized to the machine",
-      compiled_.memory_budget_bytes, needed, chunk_rows_, absl::StrJoin(parts, ", ")));
 }
 
 // The map nodes' output buffers are the bulk of a pipeline's memory. At its
@@ -252,16 +235,11 @@ Pipeline::Pipeline(graph::CompiledPipeline compiled, std::shared_ptr<RemoteInput
     : compiled_(std::move(compiled)),
       remote_(std::move(remote)),
       object_block_limit_(compiled_.memory_budget_bytes / io::ObjectBlockLimit::kBudgetShare) {
-  // Sources cut chunks of the batch size, so batches pass through with no
-  // copy when nothing in between changes row counts.
-  chunk_rows_ = kDefaultChunkRows;
-  for (const graph::CompiledNode& node : compiled_.nodes) {
-    if (node.kind == graph::NodeKind::kBatch) chunk_rows_ = node.count;
-  }
+  chunk_rows_ = ChunkRows(compiled_);
   BufferPool::Options pool;
   pool.max_cached_bytes = pool.max_held_bytes = static_cast<size_t>(compiled_.memory_budget_bytes);
   pool_ = std::make_shared<BufferPool>(pool);
-  output_pools_ = OutputPools();
+  output_pools_ = OutputPools(compiled_);
   for (BufferPool* p : output_pools_) {
     if (p != nullptr && std::find(staging_pools_.begin(), staging_pools_.end(), p) == staging_pools_.end()) {
       staging_pools_.push_back(p);
@@ -284,12 +262,22 @@ int64_t Pipeline::staging_bytes() const {
 // write page-locked memory from the start: back from the map through the
 // nodes that pass chunks on (batch, prefetch, take, repeat) or only view
 // them (maps of views), to the first that writes every column anew.
-std::vector<BufferPool*> Pipeline::OutputPools() const {
-  const std::vector<graph::CompiledNode>& nodes = compiled_.nodes;
+// Sources cut chunks of the batch size, so batches pass through with no copy
+// when nothing in between changes row counts.
+int64_t Pipeline::ChunkRows(const graph::CompiledPipeline& compiled) {
+  int64_t rows = kDefaultChunkRows;
+  for (const graph::CompiledNode& node : compiled.nodes) {
+    if (node.kind == graph::NodeKind::kBatch) rows = node.count;
+  }
+  return rows;
+}
+
+std::vector<BufferPool*> Pipeline::OutputPools(const graph::CompiledPipeline& compiled) {
+  const std::vector<graph::CompiledNode>& nodes = compiled.nodes;
   std::vector<BufferPool*> pools(nodes.size(), nullptr);
   for (size_t k = 0; k < nodes.size(); ++k) {
     if (nodes[k].kind != graph::NodeKind::kMap || nodes[k].backend == ops::Backend::kCpu) continue;
-    ops::DeviceRuntime* runtime = compiled_.registry->runtime(nodes[k].backend);
+    ops::DeviceRuntime* runtime = compiled.registry->runtime(nodes[k].backend);
     if (runtime == nullptr) continue;
     for (size_t j = k; j-- > 0;) {
       const graph::CompiledNode& n = nodes[j];

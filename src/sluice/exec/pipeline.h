@@ -173,11 +173,10 @@ class Pipeline {
   // pipeline's.
   absl::Status CheckSharding(const EpochPosition& p) const;
   std::vector<Knob> MakeKnobs(ExecContext* ctx) const;
-  // InvalidArgument when the memory budget cannot hold one element of
-  // each stage, naming the minimum and the stages.
-  absl::Status CheckMemoryBudget() const;
   void ReserveWorkingSet() const;
-  std::vector<BufferPool*> OutputPools() const;
+  static int64_t ChunkRows(const graph::CompiledPipeline& compiled);
+  // Per node: where its output buffers come from (null: the pipeline's pool).
+  static std::vector<BufferPool*> OutputPools(const graph::CompiledPipeline& compiled);
 
   graph::CompiledPipeline compiled_;
   std::shared_ptr<RemoteInput> remote_;
