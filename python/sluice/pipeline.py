@@ -412,7 +412,9 @@ class Pipeline:
         fetched ahead, in this process), ``python_shared`` (the shared memory
         of the processes of python ops and Python datasets, in this
         process), ``staging`` (the page-locked buffers that feed a GPU
-        tail, in use and cached), ``held`` (all of them) and the
+        tail, in use and cached), ``mapped_files`` (files such as MNIST's
+        that sources map, in this process: page cache that RSS counts, not
+        bounded by the budget), ``held`` (all of them) and the
         peaks of in use and held; with the ``budget`` that bounds them and, when
         the options set none, ``budget_default`` saying how it was sized.
         See docs/memory.md."""

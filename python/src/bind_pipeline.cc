@@ -161,6 +161,7 @@ class PyPipeline {
     out["rings"] = m.rings;
     out["object_blocks"] = m.object_blocks;
     out["python_shared"] = m.python_shared;
+    out["mapped_files"] = m.mapped_files;
     out["staging"] = m.staging;
     out["held"] = m.held;
     out["peak_in_use"] = m.peak_in_use;

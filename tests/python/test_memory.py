@@ -82,8 +82,47 @@ def test_the_budget_bounds_rss_with_a_shuffle_a_python_op_and_prefetch():
     # back (with a header, in a mapping grown by doubling).
     assert MIB < m["python_shared"] <= 64 * MIB
     assert m["in_use"] + m["python_shared"] <= (budget + 2 * 16) * MIB  # counted in the budget
-    assert m["held"] == m["in_use"] + m["cached"] + m["rings"] + m["object_blocks"] + m["python_shared"] + m["staging"]
+    assert m["held"] == (m["in_use"] + m["cached"] + m["rings"] + m["object_blocks"] + m["python_shared"] + m["staging"]
+                         + m["mapped_files"])
     assert m["peak_held"] >= m["peak_in_use"]
+
+
+def rss_file():
+    """The process's resident pages of mapped files, in bytes."""
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) * 1024 for line in f if line.startswith("RssFile:"))
+
+
+def write_idx(path, array):
+    """An IDX file (MNIST's format): uint8, its dimensions big-endian."""
+    with open(path, "wb") as f:
+        f.write(bytes([0, 0, 8, array.ndim]) + b"".join(int(d).to_bytes(4, "big") for d in array.shape))
+        f.write(array.tobytes())
+
+
+def test_the_files_a_source_maps_are_reported_while_it_reads_them(tmp_path):
+    # 20,000 MNIST-sized images: 15.7 MB mapped, counted in RSS as they are read.
+    images = np.random.default_rng(0).integers(0, 256, (20000, 28, 28), dtype=np.uint8)
+    write_idx(tmp_path / "images", images)
+    write_idx(tmp_path / "labels", np.zeros(20000, np.uint8))
+    outside = sluice.arrays({"i": np.arange(4, dtype=np.int64)}).memory()["mapped_files"]
+    pipe = sluice.mnist(str(tmp_path / "images"), str(tmp_path / "labels")).batch(1000)
+    file_pages = rss_file()
+    rows, most_file_rss, mapped = 0, 0, []
+    for batch in pipe:
+        rows += len(batch["image"])
+        most_file_rss = max(most_file_rss, rss_file() - file_pages)
+        m = pipe.memory()
+        mapped.append(m["mapped_files"] - outside)
+        assert m["held"] >= m["mapped_files"]
+    assert rows == 20000
+    size = os.path.getsize(tmp_path / "images")
+    assert min(mapped) == size  # the images' file, the labels are read
+    # What RSS counts of them is at most what is reported (1 MiB for the
+    # pages of other files the process touched meanwhile).
+    assert most_file_rss <= size + MIB
+    del pipe, batch
+    assert sluice.arrays({"i": np.arange(4, dtype=np.int64)}).memory()["mapped_files"] == outside
 
 
 def test_a_budget_too_small_for_one_batch_names_the_minimum_and_the_node():
@@ -126,7 +165,8 @@ def test_the_budget_counts_a_local_workers_rings():
     grew, in_use = watch(pipe, lambda b: False, seconds=3)
     m = pipe.memory()
     assert m["rings"] >= 16 * MIB
-    assert m["held"] == m["in_use"] + m["cached"] + m["rings"] + m["object_blocks"] + m["python_shared"] + m["staging"]
+    assert m["held"] == (m["in_use"] + m["cached"] + m["rings"] + m["object_blocks"] + m["python_shared"] + m["staging"]
+                         + m["mapped_files"])
     # Batches in the pool, beside the ring, within the budget but for the
     # 16 MiB batch each stage may finish (unbounded: the whole 512 MiB epoch).
     assert in_use <= budget * MIB - m["rings"] + 2 * 16 * MIB

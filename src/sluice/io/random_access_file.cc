@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 
@@ -111,6 +112,19 @@ absl::Status LocalFile::CheckHolds(uint64_t bytes) const {
   return absl::OkStatus();
 }
 
-FileMapping::~FileMapping() { ::munmap(const_cast<uint8_t*>(data_), size()); }
+namespace {
+std::atomic<int64_t> mapped_bytes{0};
+}  // namespace
+
+int64_t MappedFileBytes() { return mapped_bytes.load(std::memory_order_relaxed); }
+
+FileMapping::FileMapping(const uint8_t* data, uint64_t size) : data_(data), size_(size) {
+  mapped_bytes.fetch_add(static_cast<int64_t>(size), std::memory_order_relaxed);
+}
+
+FileMapping::~FileMapping() {
+  ::munmap(const_cast<uint8_t*>(data_), size());
+  mapped_bytes.fetch_sub(static_cast<int64_t>(size_), std::memory_order_relaxed);
+}
 
 }  // namespace sluice::io

@@ -23,10 +23,15 @@ class FileMapping {
 
  private:
   friend class LocalFile;
-  FileMapping(const uint8_t* data, uint64_t size) : data_(data), size_(size) {}
+  FileMapping(const uint8_t* data, uint64_t size);
   const uint8_t* data_;
   uint64_t size_;
 };
+
+// The bytes of the files this process has mapped now. Their pages count in
+// RSS once read, though they are the page cache's (the kernel may drop
+// them): what the engine holds beside its buffers, outside the budget.
+int64_t MappedFileBytes();
 
 // A local file (pread) or an object in a store (s3://, gs://; see
 // object_store.h). Thread-safe: reads are positional. Closes on destruction.

@@ -76,6 +76,7 @@ void AddProcessMemory(const PlacedPipeline::Memory& m, MetricFamilies& f) {
   const std::string help = "host bytes the engine holds for the whole process beside the pipelines' pools, by kind";
   for (const auto& [kind, bytes] : {std::pair<const char*, int64_t>{"object_blocks", m.object_blocks},
                                     {"python_shared", m.python_shared},
+                                    {"mapped_files", m.mapped_files},
                                     {"staging", m.staging}}) {
     f.Gauge("sluice_process_engine_bytes", help, {{"kind", kind}}, static_cast<double>(bytes));
   }

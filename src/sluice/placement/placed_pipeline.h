@@ -72,12 +72,12 @@ class PlacedPipeline : public std::enable_shared_from_this<PlacedPipeline> {
   Holdings held() const;
   // The engine's host bytes by kind, as pipe.memory() and the metrics say
   // them: its pools, rings and staging, and beside them the process's
-  // objects' blocks and the python op's shared memory.
+  // objects' blocks, the python op's shared memory and mapped files.
   struct Memory {
     int64_t budget = 0;
     std::string budget_default;  // how the machine sized it; empty when set
     int64_t in_use = 0, cached = 0, rings = 0, staging = 0;
-    int64_t object_blocks = 0, python_shared = 0;
+    int64_t object_blocks = 0, python_shared = 0, mapped_files = 0;
     int64_t held = 0;  // all of the above
     int64_t peak_in_use = 0, peak_held = 0;
   };
