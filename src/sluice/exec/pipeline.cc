@@ -166,10 +166,13 @@ absl::StatusOr<std::unique_ptr<Pipeline>> Pipeline::FromCompiled(graph::Compiled
 absl::StatusOr<std::unique_ptr<Pipeline>> Pipeline::Make(graph::CompiledPipeline compiled,
                                                          std::shared_ptr<RemoteInput> remote) {
   SLUICE_RETURN_IF_ERROR(PrepareKernels(&compiled));
-  const MemoryMinimum minimum = MeasureMemoryMinimum(compiled, ChunkRows(compiled), OutputPools(compiled));
+  const int64_t chunk_rows = ChunkRows(compiled);
+  std::vector<BufferPool*> output_pools = OutputPools(compiled);
+  const MemoryMinimum minimum = MeasureMemoryMinimum(compiled, chunk_rows, output_pools);
   FitDefaultMemoryBudget(minimum, &compiled);
   SLUICE_RETURN_IF_ERROR(CheckMemoryBudget(compiled, minimum));
-  std::unique_ptr<Pipeline> pipeline(new Pipeline(std::move(compiled), std::move(remote)));
+  std::unique_ptr<Pipeline> pipeline(
+      new Pipeline(std::move(compiled), std::move(remote), chunk_rows, std::move(output_pools)));
   pipeline->ReserveWorkingSet();
   ReuseFreedHeapMemory();
   return pipeline;
@@ -231,15 +234,16 @@ void Pipeline::ReserveWorkingSet() const {
   }
 }
 
-Pipeline::Pipeline(graph::CompiledPipeline compiled, std::shared_ptr<RemoteInput> remote)
+Pipeline::Pipeline(graph::CompiledPipeline compiled, std::shared_ptr<RemoteInput> remote, int64_t chunk_rows,
+                   std::vector<BufferPool*> output_pools)
     : compiled_(std::move(compiled)),
       remote_(std::move(remote)),
+      chunk_rows_(chunk_rows),
+      output_pools_(std::move(output_pools)),
       object_block_limit_(compiled_.memory_budget_bytes / io::ObjectBlockLimit::kBudgetShare) {
-  chunk_rows_ = ChunkRows(compiled_);
   BufferPool::Options pool;
   pool.max_cached_bytes = pool.max_held_bytes = static_cast<size_t>(compiled_.memory_budget_bytes);
   pool_ = std::make_shared<BufferPool>(pool);
-  output_pools_ = OutputPools(compiled_);
   for (BufferPool* p : output_pools_) {
     if (p != nullptr && std::find(staging_pools_.begin(), staging_pools_.end(), p) == staging_pools_.end()) {
       staging_pools_.push_back(p);

@@ -143,7 +143,9 @@ class Pipeline {
   int64_t staging_bytes() const;
 
  private:
-  Pipeline(graph::CompiledPipeline compiled, std::shared_ptr<RemoteInput> remote);
+  // `chunk_rows` and `output_pools`: ChunkRows and OutputPools of `compiled`.
+  Pipeline(graph::CompiledPipeline compiled, std::shared_ptr<RemoteInput> remote, int64_t chunk_rows,
+           std::vector<BufferPool*> output_pools);
   static absl::StatusOr<std::unique_ptr<Pipeline>> Make(graph::CompiledPipeline compiled,
                                                         std::shared_ptr<RemoteInput> remote);
   // nodes[0..index] for an epoch, counted when statistics are on.
