@@ -12,6 +12,15 @@ Schema TwoColumns() {
   return Schema({ColumnSpec{"x", DType::kInt64, Shape{2}}, ColumnSpec{"b", DType::kUInt8, Shape{}, true}});
 }
 
+// Three rows of TwoColumns(), in blocks of the default pool.
+Batch TwoColumnsBatch() {
+  const Schema schema = TwoColumns();
+  BatchBuilder builder(schema, 4);
+  for (int i = 0; i < 3; ++i) builder.AppendBytes(1, "r");
+  builder.AddRows(3);
+  return builder.Finish();
+}
+
 TEST(BatchBuilder, BuildsDenseAndRaggedColumns) {
   const Schema schema = TwoColumns();
   BatchBuilder builder(schema, 4, BufferPool::Default(), /*ragged_bytes=*/2);
@@ -33,6 +42,53 @@ TEST(BatchBuilder, BuildsDenseAndRaggedColumns) {
   EXPECT_EQ(tail.rows, 2);
   EXPECT_EQ(tail.columns[0].values.data<int64_t>()[0], 1);
   EXPECT_EQ(tail.columns[1].RaggedRow(0), "bb");
+}
+
+// Rows 0..rows-1 of one int64 pair column, in a pool block with room for
+// `room` rows.
+Batch PairRows(int64_t rows, int64_t room, BufferPool* pool) {
+  Batch b;
+  b.rows = rows;
+  Tensor t(DType::kInt64, Shape{rows, 2}, pool->Allocate(static_cast<size_t>(room) * 16));
+  for (int64_t i = 0; i < 2 * rows; ++i) t.data<int64_t>()[i] = i;
+  b.columns.push_back(Column{std::move(t)});
+  return b;
+}
+
+TEST(BatchBuilder, GoesOnFromABatchWithRoomWhereItsRowsAre) {
+  const Schema schema({ColumnSpec{"x", DType::kInt64, Shape{2}}});
+  BufferPool pool;
+  Batch start = PairRows(3, 8, &pool);
+  const uint8_t* block = start.columns[0].values.raw_data();
+  ASSERT_TRUE(BatchBuilder::ExtendsInPlace(start, 8, MemoryKind::kHost));
+  BatchBuilder builder(schema, 8, std::move(start));
+  EXPECT_EQ(builder.rows(), 3);
+  int64_t* x = reinterpret_cast<int64_t*>(builder.dense(0));
+  for (int64_t i = 6; i < 16; ++i) x[i] = 100 + i;
+  builder.AddRows(5);
+  Batch b = builder.Finish();
+  ASSERT_EQ(b.rows, 8);
+  EXPECT_EQ(b.columns[0].values.shape(), (Shape{8, 2}));
+  EXPECT_EQ(b.columns[0].values.raw_data(), block);  // no copy
+  for (int64_t i = 0; i < 16; ++i) EXPECT_EQ(b.columns[0].values.data<int64_t>()[i], i < 6 ? i : 100 + i) << i;
+}
+
+TEST(BatchBuilder, GoesOnInPlaceOnlyFromABlockItAloneHoldsWithRoom) {
+  BufferPool pool;
+  EXPECT_FALSE(BatchBuilder::ExtendsInPlace(PairRows(3, 3, &pool), 8, MemoryKind::kHost));  // no room
+  EXPECT_FALSE(BatchBuilder::ExtendsInPlace(PairRows(3, 8, &pool), 8, MemoryKind::kPinnedHost));
+  Batch shared = PairRows(3, 8, &pool);
+  const Batch view = shared;  // another holder: its rows must not change
+  EXPECT_FALSE(BatchBuilder::ExtendsInPlace(shared, 8, MemoryKind::kHost));
+  Batch later = PairRows(4, 8, &pool).Slice(1, 4);  // does not start its block
+  EXPECT_FALSE(BatchBuilder::ExtendsInPlace(later, 8, MemoryKind::kHost));
+  std::vector<uint8_t> bytes(8 * 16);
+  Batch adopted;
+  adopted.rows = 3;
+  adopted.columns.push_back(
+      Column{Tensor(DType::kInt64, Shape{3, 2}, Buffer::Adopt(bytes.data(), bytes.size(), std::make_shared<int>(0)))});
+  EXPECT_FALSE(BatchBuilder::ExtendsInPlace(adopted, 8, MemoryKind::kHost));            // memory owned elsewhere
+  EXPECT_FALSE(BatchBuilder::ExtendsInPlace(TwoColumnsBatch(), 8, MemoryKind::kHost));  // ragged
 }
 
 TEST(Provenance, NamesFileAndRecordOfEachRow) {

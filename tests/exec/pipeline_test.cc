@@ -379,25 +379,78 @@ TEST_F(PipelineTest, MemoryBudgetBoundsWhatTheEngineHoldsAndWhatTheConsumerKeeps
     ++n;
   }
   EXPECT_EQ(n, 7);
-  // Unbounded, eight prefetched float batches alone would take 1.5 MB. Over
-  // the budget by at most the element each stage may owe and the input each
-  // map is working on: 64 KiB blocks for the source's records, the first
-  // map's output and the second map's input; 192 KiB for the second map's
-  // output and the prefetch's (one of the second's). The consumer's two
-  // batches (the one it keeps and the one just returned) fill the budget.
+  // Unbounded, eight prefetched float batches alone would take 1.5 MB. A
+  // node makes an element past the budget only while the consumer waits on
+  // it, and this one gives each batch back before it asks for the one after
+  // next: over the budget by at most the input each map is working on, in
+  // 64 KiB blocks: the first map's output and the source's records it is
+  // made from, two of each where a batch spans two files.
   const BufferPool::Stats memory = pipeline->memory();
-  EXPECT_LE(static_cast<int64_t>(memory.peak_held_bytes), budget + (64 << 10) * 3 + (192 << 10) * 2);
+  EXPECT_LE(static_cast<int64_t>(memory.peak_held_bytes), budget + (64 << 10) * 4);
   EXPECT_GE(memory.peak_held_bytes, memory.peak_live_bytes);
+}
+
+TEST_F(PipelineTest, AConsumerThatKeepsEveryBatchGetsThemAllPastTheBudget) {
+  // The budget holds two float batches; the consumer keeps seven. The nodes
+  // it waits on go past the budget rather than wait for memory it will
+  // never give back.
+  PipelineDef def = W2Like(2).Build();
+  def.mutable_options()->set_memory_budget_bytes((64 << 10) + 2 * (192 << 10) + (64 << 10));
+  ASSERT_OK_AND_ASSIGN(auto pipeline, Pipeline::Create(def));
+  auto it = pipeline->Iterate(0);
+  std::vector<Batch> kept;
+  Batch next;
+  bool end = false;
+  while (it->Next(&next, &end).ok() && !end) kept.push_back(std::move(next));
+  EXPECT_EQ(kept.size(), 7u);
+  EXPECT_GE(static_cast<int64_t>(pipeline->memory().live_bytes), int64_t{7} * 16 * 3072 * 4);
+}
+
+TEST_F(PipelineTest, BatchesThatSpanTwoFilesHoldTheRowsOfBoth) {
+  // Three files of about 33 records in batches of 16: a file's last chunk is
+  // short, and its batch takes the rest of its rows from the next file. The
+  // map gives a short chunk blocks with room for 16 rows, and the rest is
+  // copied in after its rows (BatchBuilder's in-place path): the batches
+  // hold the same bytes as the rows of the pipeline without the batch.
+  auto build = [&](bool batched) {
+    PipelineBuilder b = PipelineBuilder::TfRecord({dir_.Join("*.tfrecord")}, {BytesFeature("image", 3072)});
+    b.Map({Op("reshape", {{"shape", {32, 32, 3}}}), Op("grey_dilation", {{"size", 3}})}).Threads(1);
+    if (batched) b.Batch(16);
+    return b.Build();
+  };
+  ASSERT_OK_AND_ASSIGN(auto rows_pipeline, Pipeline::Create(build(false)));
+  std::string rows;
+  auto rows_it = rows_pipeline->Iterate(0);
+  Batch row;
+  bool end = false;
+  while (rows_it->Next(&row, &end).ok() && !end) {
+    rows.append(reinterpret_cast<const char*>(row.columns[0].values.raw_data()), row.columns[0].values.byte_size());
+  }
+  ASSERT_OK_AND_ASSIGN(auto batched_pipeline, Pipeline::Create(build(true)));
+  std::string batches;
+  auto it = batched_pipeline->Iterate(0);
+  Batch batch;
+  end = false;
+  int spanning = 0;
+  while (it->Next(&batch, &end).ok() && !end) {
+    if (batch.provenance.File(0) != batch.provenance.File(batch.rows - 1)) ++spanning;
+    batches.append(reinterpret_cast<const char*>(batch.columns[0].values.raw_data()),
+                   batch.columns[0].values.byte_size());
+  }
+  EXPECT_GT(spanning, 0);
+  EXPECT_EQ(batches.size(), size_t{kRecords} * 3072);
+  EXPECT_TRUE(batches == rows) << "the batches' bytes differ from the rows'";
 }
 
 TEST_F(PipelineTest, MemoryBudgetTooSmallForOneChunkOfEachMapNamesTheMinimumAndTheNodes) {
   PipelineDef def = W2Like(2).Build();
   def.mutable_options()->set_memory_budget_bytes(100 << 10);
-  // Each map's outputs: 16 images, uint8 then float32 (and the label).
+  // Each map's outputs: 16 images, uint8 then float32 (and the first's
+  // label), each in a block of the pool (64 KiB, 192 KiB and 256 bytes).
   EXPECT_THAT(Pipeline::Create(def).status(),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        AllOf(HasSubstr("memory_budget_bytes 102400 is less than the "), HasSubstr("16 rows"),
-                             HasSubstr("node 'map_1' 49"), HasSubstr("node 'map_3' 196"))));
+                             HasSubstr("node 'map_1' 65792"), HasSubstr("node 'map_3' 196608"))));
 }
 
 TEST_F(PipelineTest, DefaultMemoryBudgetIsSizedToTheMachineAndTheRanksOnIt) {
@@ -431,8 +484,8 @@ TEST_F(PipelineTest, ADefaultBudgetMakesRoomForABatchWhileTheConsumerHoldsOne) {
           .Map({Op("rescale", {{"scale", 1 / 255.0}})})
           .Build();
   ASSERT_OK_AND_ASSIGN(auto pipeline, Pipeline::Create(def));
-  // The images' bytes; the labels add under 2 MB.
-  const int64_t first = kRows * 3072, second = kRows * 3072 * 4;
+  // The images' blocks of the pool; the labels add under 3 MB.
+  const int64_t first = BufferPool::BlockBytes(kRows * 3072), second = BufferPool::BlockBytes(kRows * 3072 * 4);
   const graph::CompiledPipeline& c = pipeline->compiled();
   EXPECT_GE(c.memory_budget_bytes, first + 2 * second);
   EXPECT_LT(c.memory_budget_bytes, first + 2 * second + (int64_t{4} << 20));

@@ -116,6 +116,11 @@ class BufferPool {
 
   // A buffer of at least `bytes` bytes (contents undefined).
   std::shared_ptr<Buffer> Allocate(size_t bytes);
+  // What a buffer of `bytes` bytes holds of a pool: its block, `bytes`
+  // rounded up to a size class. Stats count blocks, and so do budgets.
+  static size_t BlockBytes(size_t bytes);
+  // The memory its blocks are.
+  MemoryKind kind() const;
 
   // Lets the cache keep up to `count` blocks that fit `bytes` on top of
   // max_cached_bytes (the largest count per size), so a pipeline's working

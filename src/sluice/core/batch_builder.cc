@@ -22,6 +22,33 @@ BatchBuilder::BatchBuilder(const Schema& schema, int64_t capacity, BufferPool* p
   }
 }
 
+BatchBuilder::BatchBuilder(const Schema& schema, int64_t capacity, Batch start)
+    : pool_(nullptr),
+      capacity_(capacity),
+      rows_(start.rows),
+      ragged_(start.columns.size()),
+      provenance_(std::move(start.provenance)) {
+  for (int i = 0; i < schema.size(); ++i) {
+    const ColumnSpec& spec = schema.column(i);
+    columns_.push_back(Column{Tensor(spec.dtype, spec.shape.WithLeading(capacity), start.columns[i].values.buffer())});
+  }
+}
+
+bool BatchBuilder::ExtendsInPlace(const Batch& batch, int64_t capacity, MemoryKind kind) {
+  if (batch.rows == 0) return false;
+  for (const Column& c : batch.columns) {
+    const Tensor& t = c.values;
+    if (c.ragged() || !t.valid() || t.buffer().use_count() != 1) return false;
+    const Buffer& block = *t.buffer();
+    const size_t row_bytes = t.byte_size() / static_cast<size_t>(batch.rows);
+    if (block.owner() != nullptr || block.read_only() || block.memory_kind() != kind || t.raw_data() != block.data() ||
+        block.size() < row_bytes * static_cast<size_t>(capacity)) {
+      return false;
+    }
+  }
+  return true;
+}
+
 void BatchBuilder::AppendBytes(int col, absl::string_view bytes) {
   std::memcpy(AppendUninitialized(col, static_cast<int64_t>(bytes.size())), bytes.data(), bytes.size());
 }

@@ -19,6 +19,13 @@ class BatchBuilder {
   // `ragged_bytes` bytes (default: 64 per row) and grow as needed.
   BatchBuilder(const Schema& schema, int64_t capacity, BufferPool* pool = BufferPool::Default(),
                int64_t ragged_bytes = 0);
+  // Goes on from `start`'s rows where they are, no copy.
+  // REQUIRES: ExtendsInPlace(start, capacity, ...).
+  BatchBuilder(const Schema& schema, int64_t capacity, Batch start);
+  // Whether `batch` can be gone on from in place up to `capacity` rows:
+  // each column dense and the only holder of a writable block of `kind`
+  // memory, which it starts, with room for `capacity` rows.
+  static bool ExtendsInPlace(const Batch& batch, int64_t capacity, MemoryKind kind);
 
   int64_t rows() const { return rows_; }
   int64_t capacity() const { return capacity_; }

@@ -146,6 +146,10 @@ std::shared_ptr<Buffer> BufferPool::Allocate(size_t bytes) {
   });
 }
 
+size_t BufferPool::BlockBytes(size_t bytes) { return ClassBytes(SizeClass(std::max<size_t>(bytes, 1))); }
+
+MemoryKind BufferPool::kind() const { return state_->options.kind; }
+
 uint8_t* BufferPool::State::AllocateBlock(size_t capacity) const {
   if (options.allocate != nullptr) {
     void* memory = options.allocate(capacity);

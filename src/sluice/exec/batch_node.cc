@@ -72,6 +72,14 @@ class BatchIterator : public Iterator {
   absl::Status CopyRest() {
     CpuToken token(&ctx_->cpu);
     if (!token.held()) return absl::CancelledError("pipeline cancelled");
+    if (!filling_ && BatchBuilder::ExtendsInPlace(rest_, size_, pool_->kind())) {
+      // A chunk cut short (a split's end) whose blocks have room for the
+      // batch: the rest is copied in after its rows, and no batch more is
+      // held while it is.
+      filling_.emplace(schema_, size_, std::move(rest_));
+      rest_ = Batch();
+      return absl::OkStatus();
+    }
     if (!filling_) filling_.emplace(schema_, size_, pool_);
     const int64_t n = std::min(rest_.rows, size_ - filling_->rows());
     filling_->Append(rest_, 0, n);

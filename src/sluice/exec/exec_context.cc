@@ -55,8 +55,8 @@ MemoryBudget::~MemoryBudget() {
   cancel_->Unregister(&cv_);
 }
 
-bool MemoryBudget::WaitForRoom(const std::atomic<int64_t>* owed, int64_t wanted) {
-  return WaitForRoom([owed] { return owed->load() > 0; }, wanted);
+bool MemoryBudget::WaitForRoom(const std::atomic<int64_t>* owed, const std::atomic<int64_t>* waiting, int64_t wanted) {
+  return WaitForRoom([owed, waiting] { return owed->load() > 0 || waiting->load() == 0; }, wanted);
 }
 
 bool MemoryBudget::WaitForRoom(const std::function<bool()>& may_wait, int64_t wanted) {

@@ -84,25 +84,29 @@ class CpuToken : public CoreShare {
 
 // Bounds the bytes in use in the pipeline's buffer pool (what nodes make,
 // hold and hand on, and what the consumer still holds). A node about to
-// make a new element waits while that element would not fit, but only
-// while it still owes an element of its own (finished and not taken, or,
-// for a map node, admitted and running): a node that owes none may be what
-// the consumer waits on, so it always proceeds. Hence no deadlock, and the
-// overshoot is at most one element per node. Also counts the bytes of
-// finished elements buffered between nodes, for the statistics.
-// Thread-safe.
+// make a new element waits while that element would not fit, as long as
+// it still owes an element of its own (finished and not taken, or, for a
+// map node, admitted and running) or no one waits on its next element. A
+// node that owes none while a caller waits on it may be what the consumer
+// waits on, so it proceeds: no deadlock, even for a consumer that keeps
+// every batch, and the overshoot is then at most one element per node.
+// A consumer that gives each batch back before it asks for the one after
+// next (a training loop) keeps the nodes within the budget. Also counts
+// the bytes of finished elements buffered between nodes, for the
+// statistics. Thread-safe.
 class MemoryBudget : public BufferPool::Observer {
  public:
   MemoryBudget(int64_t limit, BufferPool* pool, Cancellation* cancel);
   ~MemoryBudget() override;
   // Blocks while the pool's bytes in use, the bytes reserved and `wanted`
-  // exceed the limit and *owed > 0 (the caller's count of elements it
-  // owes); false when cancelled. Otherwise reserves `wanted` until
+  // exceed the limit, and *owed > 0 (the caller's count of elements it
+  // owes) or *waiting == 0 (the threads waiting on its next element, see
+  // Demand); false when cancelled. Otherwise reserves `wanted` until
   // Unreserve: a node admitted and still pulling its input has not yet
   // taken its outputs from the pool, and a second admission meanwhile must
   // count them (two map runners admitted at once went a whole element
   // over).
-  bool WaitForRoom(const std::atomic<int64_t>* owed, int64_t wanted);
+  bool WaitForRoom(const std::atomic<int64_t>* owed, const std::atomic<int64_t>* waiting, int64_t wanted);
   // The same, waiting only while may_wait() holds (it is asked again on
   // each wake-up, under the budget's lock: it may read atomics only).
   bool WaitForRoom(const std::function<bool()>& may_wait, int64_t wanted);
@@ -110,8 +114,23 @@ class MemoryBudget : public BufferPool::Observer {
   void Unreserve(int64_t bytes);
   void Add(int64_t bytes);
   void Remove(int64_t bytes);
-  // Wakes the waiters: a count they wait on went down.
+  // Wakes the waiters: a count they wait on changed.
   void Notify();
+  // Counts a thread waiting on a node's next element while it lives, and
+  // wakes the node's producers waiting for room: that element is wanted.
+  class Demand {
+   public:
+    Demand(std::atomic<int64_t>* waiting, MemoryBudget* budget) : waiting_(waiting) {
+      waiting_->fetch_add(1);
+      budget->Notify();
+    }
+    ~Demand() { waiting_->fetch_sub(1); }
+    Demand(const Demand&) = delete;
+    Demand& operator=(const Demand&) = delete;
+
+   private:
+    std::atomic<int64_t>* waiting_;
+  };
   void OnRelease() override { Notify(); }
   // Counts `bytes()` too, memory the pipeline holds outside the pool (the
   // service client's rings, object blocks fetched ahead). REQUIRES: before

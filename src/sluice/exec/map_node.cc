@@ -35,7 +35,8 @@ class MapIterator : public Iterator {
         parallelism_(node_.parallelism > 0 ? node_.parallelism : ctx_->threads),
         prefetch_depth_(args.prefetch_depth),
         plan_(std::move(plan)),
-        element_bytes_(pool_ == ctx_->pool ? plan_->ChunkBytes(args.chunk_rows) : 0),
+        chunk_rows_(args.chunk_rows),
+        element_bytes_(pool_ == ctx_->pool ? plan_->ChunkBlockBytes(args.chunk_rows) : 0),
         input_(std::move(input)) {
     ctx_->cancel.Register(&mu_, &cv_);
     for (int i = 0; i < parallelism_; ++i) {
@@ -80,6 +81,7 @@ class MapIterator : public Iterator {
         *out = std::move(slot->result);
         return absl::OkStatus();
       }
+      MemoryBudget::Demand demand(&waiting_, &ctx_->memory);
       cv_.Wait(&mu_);
     }
   }
@@ -160,7 +162,7 @@ class MapIterator : public Iterator {
       // Under input_mu_: one runner of this node at a time is admitted, so
       // the node owes at most one element beyond the budget.
       ScopedNs waited(stats_ ? &stats_->output_wait_ns : nullptr);
-      if (!ctx_->memory.WaitForRoom(&owed_, element_bytes_)) return false;
+      if (!ctx_->memory.WaitForRoom(&owed_, &waiting_, element_bytes_)) return false;
       ++owed_;
     }
     bool end = false;
@@ -168,7 +170,7 @@ class MapIterator : public Iterator {
     absl::Status status = input_->GetNext(&in, &end);
     std::vector<Tensor> outputs;
     if (status.ok() && !end) {
-      absl::StatusOr<std::vector<Tensor>> allocated = plan_->AllocateOutputs(in, pool_);
+      absl::StatusOr<std::vector<Tensor>> allocated = plan_->AllocateOutputs(in, pool_, chunk_rows_);
       if (allocated.ok()) outputs = *std::move(allocated);
       status = WithContext(allocated.status(), absl::StrCat("node '", node_.name, "'"));
     }
@@ -336,6 +338,9 @@ class MapIterator : public Iterator {
   const int parallelism_;  // runner threads
   const int64_t prefetch_depth_;
   std::unique_ptr<MapPlan> plan_;
+  // Rows of a whole chunk: a short one's blocks have room for them (the
+  // rest of its batch is copied in after it), as the budget counts.
+  const int64_t chunk_rows_;
   const int64_t element_bytes_;  // what admitting a chunk takes from the budgeted pool
   std::unique_ptr<Iterator> input_;
 
@@ -351,6 +356,7 @@ class MapIterator : public Iterator {
   // Slots admitted past the memory budget that are running, or finished and
   // not yet taken: what a runner waits on while the budget is exceeded.
   std::atomic<int64_t> owed_{0};
+  std::atomic<int64_t> waiting_{0};  // threads in GetNext waiting for a slot
   // Last member: threads start after everything they use exists.
   std::vector<std::thread> runners_;
 };

@@ -219,8 +219,10 @@ void MapPlan::FindWrittenOnce() {
   }
 }
 
-absl::StatusOr<std::vector<Tensor>> MapPlan::AllocateOutputs(const Batch& in, BufferPool* pool) const {
+absl::StatusOr<std::vector<Tensor>> MapPlan::AllocateOutputs(const Batch& in, BufferPool* pool,
+                                                             int64_t room_rows) const {
   const int64_t rows = in.rows;
+  const int64_t room = std::max(rows, room_rows);
   std::vector<Tensor> outputs;
   outputs.reserve(output_slot_values_.size());
   void* stream = nullptr;
@@ -247,8 +249,9 @@ absl::StatusOr<std::vector<Tensor>> MapPlan::AllocateOutputs(const Batch& in, Bu
         continue;
       }
     }
-    outputs.push_back(v.views ? Tensor::Allocate(DType::kUInt8, Shape{rows, v.row_bytes}, pool)
-                              : Tensor::Allocate(v.spec.dtype, v.spec.shape.WithLeading(rows), pool));
+    std::shared_ptr<Buffer> block = pool->Allocate(static_cast<size_t>(v.row_bytes * room));
+    outputs.push_back(v.views ? Tensor(DType::kUInt8, Shape{rows, v.row_bytes}, std::move(block))
+                              : Tensor(v.spec.dtype, v.spec.shape.WithLeading(rows), std::move(block)));
   }
   return outputs;
 }
@@ -259,9 +262,9 @@ std::vector<size_t> MapPlan::OutputBytes(int64_t rows) const {
   return bytes;
 }
 
-int64_t MapPlan::ChunkBytes(int64_t rows) const {
+int64_t MapPlan::ChunkBlockBytes(int64_t rows) const {
   int64_t bytes = 0;
-  for (size_t b : OutputBytes(rows)) bytes += static_cast<int64_t>(b);
+  for (size_t b : OutputBytes(rows)) bytes += static_cast<int64_t>(BufferPool::BlockBytes(b));
   return bytes;
 }
 

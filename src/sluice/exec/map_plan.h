@@ -60,10 +60,12 @@ class MapPlan {
   // the output buffers of chunk `in` (device memory on a device backend;
   // an in-place op's output is its input column's buffer, when nothing
   // else holds that),
-  absl::StatusOr<std::vector<Tensor>> AllocateOutputs(const Batch& in, BufferPool* pool) const;
-  // (their sizes in bytes, and their sum),
+  // A pool's blocks have room for `room_rows` rows when in has fewer (the
+  // rest of a batch can then be copied in place, see BatchBuilder).
+  absl::StatusOr<std::vector<Tensor>> AllocateOutputs(const Batch& in, BufferPool* pool, int64_t room_rows = 0) const;
+  // (their sizes in bytes, and the pool's blocks they take together),
   std::vector<size_t> OutputBytes(int64_t rows) const;
-  int64_t ChunkBytes(int64_t rows) const;
+  int64_t ChunkBlockBytes(int64_t rows) const;
   // the chain on rows [begin, end) (safe on disjoint ranges concurrently;
   // REQUIRES: the whole chunk when whole_chunks()),
   absl::Status RunRows(const Batch& in, int64_t begin, int64_t end, const RunArgs& args,

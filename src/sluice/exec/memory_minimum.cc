@@ -15,7 +15,7 @@ MemoryMinimum MeasureMemoryMinimum(const graph::CompiledPipeline& c, int64_t chu
   for (size_t i = 0; i < c.nodes.size(); ++i) {
     const graph::CompiledNode& node = c.nodes[i];
     if (node.kind != graph::NodeKind::kMap || output_pools[i] != nullptr) continue;
-    const int64_t bytes = MapPlan::Make(node)->ChunkBytes(chunk_rows);
+    const int64_t bytes = MapPlan::Make(node)->ChunkBlockBytes(chunk_rows);
     m.bytes += bytes;
     m.largest = std::max(m.largest, bytes);
     m.parts.push_back(absl::StrFormat("node '%s' %d", node.name, bytes));

@@ -460,7 +460,7 @@ std::vector<Knob> Pipeline::MakeKnobs(ExecContext* ctx) const {
       ctx->knobs[i] = std::make_unique<NodeKnobs>();
       ctx->knobs[i]->parallelism = runners;
       if (node.parallelism == 0 && runners > 1) {
-        const int64_t bytes = MapPlan::Make(node)->ChunkBytes(chunk_rows_);
+        const int64_t bytes = MapPlan::Make(node)->ChunkBlockBytes(chunk_rows_);
         tunable.push_back(Knob{Knob::Kind::kParallelism, static_cast<int>(i), node.name, runners, 1, runners, bytes});
       }
     } else if (node.kind == graph::NodeKind::kPrefetch && !PrefetchAfterRemote(nodes, i)) {

@@ -33,7 +33,10 @@ class PrefetchIterator : public Iterator {
 
   absl::Status GetNext(Batch* out, bool* end) override {
     absl::MutexLock lock(&mu_);
-    while (queue_.empty() && !ctx_->cancel.cancelled()) cv_.Wait(&mu_);
+    while (queue_.empty() && !ctx_->cancel.cancelled()) {
+      MemoryBudget::Demand demand(&waiting_, &ctx_->memory);
+      cv_.Wait(&mu_);
+    }
     if (queue_.empty()) return absl::CancelledError("pipeline cancelled");
     Item& item = queue_.front();
     if (!item.status.ok() || item.end) {  // stays queued: repeat the answer
@@ -76,7 +79,7 @@ class PrefetchIterator : public Iterator {
         ScopedNs waited(stats_ ? &stats_->output_wait_ns : nullptr);
         // While one is buffered, the next starts only once it fits beside
         // it (as big as the last); the nodes below count it as they make it.
-        if (!ctx_->memory.WaitForRoom(&buffered_, last_bytes_)) return;
+        if (!ctx_->memory.WaitForRoom(&buffered_, &waiting_, last_bytes_)) return;
         ctx_->memory.Unreserve(last_bytes_);
       }
       Item item;
@@ -111,6 +114,7 @@ class PrefetchIterator : public Iterator {
   std::deque<Item> queue_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::atomic<int64_t> buffered_{0};  // elements queued for the consumer
+  std::atomic<int64_t> waiting_{0};   // threads in GetNext waiting for one
   int64_t last_bytes_ = 0;            // of the last element made (Produce's own)
   std::thread thread_;                // last: starts after the members it uses
 };

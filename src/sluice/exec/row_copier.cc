@@ -5,12 +5,21 @@
 
 namespace sluice::exec {
 
-RowCopier::RowCopier(const Schema& schema, int64_t capacity, BufferPool* pool)
-    : schema_(schema), builder_(schema, capacity, pool) {
-  for (const ColumnSpec& c : schema.columns()) {
-    row_bytes_.push_back(c.row_bytes());
-  }
+namespace {
+
+std::vector<int64_t> RowBytes(const Schema& schema) {
+  std::vector<int64_t> bytes;
+  for (const ColumnSpec& c : schema.columns()) bytes.push_back(c.row_bytes());
+  return bytes;
 }
+
+}  // namespace
+
+RowCopier::RowCopier(const Schema& schema, int64_t capacity, BufferPool* pool)
+    : schema_(schema), row_bytes_(RowBytes(schema)), builder_(schema, capacity, pool) {}
+
+RowCopier::RowCopier(const Schema& schema, int64_t capacity, Batch start)
+    : schema_(schema), row_bytes_(RowBytes(schema)), builder_(schema, capacity, std::move(start)) {}
 
 void RowCopier::Append(const Batch& src, int64_t begin, int64_t end) {
   const int64_t dst_row = builder_.rows();

@@ -18,6 +18,8 @@ class RowCopier {
  public:
   // `schema` must outlive the copier.
   RowCopier(const Schema& schema, int64_t capacity, BufferPool* pool = BufferPool::Default());
+  // Goes on from `start`'s rows in place (BatchBuilder::ExtendsInPlace).
+  RowCopier(const Schema& schema, int64_t capacity, Batch start);
 
   int64_t rows() const { return builder_.rows(); }
   // Appends rows [begin, end) of `src`. REQUIRES: src has the schema's
