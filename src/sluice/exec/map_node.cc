@@ -170,7 +170,7 @@ class MapIterator : public Iterator {
     absl::Status status = input_->GetNext(&in, &end);
     std::vector<Tensor> outputs;
     if (status.ok() && !end) {
-      absl::StatusOr<std::vector<Tensor>> allocated = plan_->AllocateOutputs(in, pool_, chunk_rows_);
+      absl::StatusOr<std::vector<Tensor>> allocated = plan_->AllocateOutputs(in, pool_, RoomRows(in.rows));
       if (allocated.ok()) outputs = *std::move(allocated);
       status = WithContext(allocated.status(), absl::StrCat("node '", node_.name, "'"));
     }
@@ -318,6 +318,12 @@ class MapIterator : public Iterator {
     return Active() + 1 + depth;
   }
 
+  // Rows a chunk's blocks have room for: a whole chunk's for one cut short
+  // at a split's end (half a chunk or more), so the rest of its batch is
+  // copied in after it; a smaller one (a source's short reads, the rest
+  // of a batch) gets its own rows, not blocks mostly empty.
+  int64_t RoomRows(int64_t rows) const { return rows * 2 >= chunk_rows_ ? chunk_rows_ : rows; }
+
   // An admitted slot that yields no element (an error, the end, no rows):
   // the node owes it no longer, and a runner waiting on that may go on.
   void Forgive() {
@@ -338,9 +344,7 @@ class MapIterator : public Iterator {
   const int parallelism_;  // runner threads
   const int64_t prefetch_depth_;
   std::unique_ptr<MapPlan> plan_;
-  // Rows of a whole chunk: a short one's blocks have room for them (the
-  // rest of its batch is copied in after it), as the budget counts.
-  const int64_t chunk_rows_;
+  const int64_t chunk_rows_;     // of a whole chunk, as the budget counts one
   const int64_t element_bytes_;  // what admitting a chunk takes from the budgeted pool
   std::unique_ptr<Iterator> input_;
 
