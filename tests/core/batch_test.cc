@@ -91,6 +91,20 @@ TEST(BatchBuilder, GoesOnInPlaceOnlyFromABlockItAloneHoldsWithRoom) {
   EXPECT_FALSE(BatchBuilder::ExtendsInPlace(TwoColumnsBatch(), 8, MemoryKind::kHost));  // ragged
 }
 
+TEST(BatchBuilder, ARaggedColumnSizedALittleShortGrowsToAboutWhatItsRowsNeed) {
+  // 100 rows of 1,000 bytes in room for 90,000: past it, the column grows
+  // to what the rows left need at the mean so far (doubling took 180,000).
+  const Schema schema({ColumnSpec{"b", DType::kUInt8, Shape{}, true}});
+  BatchBuilder builder(schema, 100, BufferPool::Default(), /*ragged_bytes=*/90000);
+  for (int i = 0; i < 100; ++i) builder.AppendBytes(0, std::string(1000, static_cast<char>('a' + i % 26)));
+  builder.AddRows(100);
+  Batch b = builder.Finish();
+  ASSERT_EQ(b.rows, 100);
+  EXPECT_EQ(b.columns[0].RaggedRow(99), std::string(1000, static_cast<char>('a' + 99 % 26)));
+  EXPECT_EQ(b.columns[0].RaggedRow(0), std::string(1000, 'a'));
+  EXPECT_LE(b.columns[0].values.buffer()->size(), size_t{125000});
+}
+
 TEST(Provenance, NamesFileAndRecordOfEachRow) {
   auto files = std::make_shared<const std::vector<std::string>>(std::vector<std::string>{"a.tfrecord", "b.tfrecord"});
   Provenance p(files);
