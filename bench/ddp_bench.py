@@ -136,12 +136,16 @@ def resume(workloads, root, runs, tmp):
         job = [os.path.join(REPO, "bench", "ddp_sluice.py"), "--workload", workload, "--data", data,
                "--warmup", "0", "--steps", "5"]
         got = {}
-        for _ in range(runs):
+        for round_ in range(runs):
             for saved_on, resumed_on in ((2, 1), (1, 2)):
                 state, out = os.path.join(tmp, "state.pt"), os.path.join(tmp, "result.json")
                 run_job(job + ["--out", out, "--save-state", state], saved_on, "torchrun", out)
-                resumed = run_job(job + ["--out", out, "--resume", state], resumed_on, "torchrun", out)
-                fresh = run_job(job + ["--out", out], resumed_on, "torchrun", out)
+                # Every other round the fresh job goes first: the job after
+                # the save ran slower or faster by which job it followed.
+                order = ("resumed", "fresh") if round_ % 2 == 0 else ("fresh", "resumed")
+                ran = {kind: run_job(job + ["--out", out] + (["--resume", state] if kind == "resumed" else []),
+                                     resumed_on, "torchrun", out) for kind in order}
+                resumed, fresh = ran["resumed"], ran["fresh"]
                 key = f"{saved_on} -> {resumed_on}"
                 got.setdefault(key, []).append((resumed["first_batch_s"], fresh["first_batch_s"],
                                                 resumed["resumed_state_bytes"]))

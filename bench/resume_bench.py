@@ -14,9 +14,12 @@ of the TFRecords in record ranges of 1,024; "shuffle buffer" shuffles the
 records in a buffer of 10,000 before decoding them, where tf.data's guides
 place it; "unordered" delivers batches as they complete; "through the
 service" runs the source and first map on 2 embedded workers (its state
-holds the job's progress; a restore has the dispatcher take it over).
-`--only TEXT` runs the pipelines whose name contains TEXT. Prints a table,
-then one JSON line.
+holds the job's progress; a restore has the dispatcher take it over);
+"large records" is W3's images decoded and center-cropped once (`sluice
+materialize`) into two TFRecord files of 150 KB records without an index,
+as a job's own shards often are. `--only TEXT` runs the pipelines whose
+name contains TEXT; `--sluice PATH` runs another build's CLI. Prints a
+table, then one JSON line.
 """
 
 import argparse
@@ -65,6 +68,7 @@ def pipelines(data, tmp):
     served["nodes"].insert(2, {"distribute": {"local_workers": 2}})
     w1, w3 = load("w1_mnist.json", data), load("w3_imagenet.json", data)
     w2_batches = batches(indexed)
+    large = large_records(w3, tmp)
     return [("W1 (MNIST, blur)", w1, batches(w1)),
             ("W2 (CIFAR-10 TFRecords, no index)", w2, w2_batches),
             ("W2, indexed", indexed, w2_batches),
@@ -72,7 +76,36 @@ def pipelines(data, tmp):
             ("W2, indexed, shuffle buffer 10,000", shuffled(indexed), w2_batches),
             ("W2, unordered", unordered, w2_batches),
             ("W2 through the service (2 embedded workers)", served, w2_batches),
-            ("W3 (JPEG folders, shuffled)", w3, batches(w3))]
+            ("W3 (JPEG folders, shuffled)", w3, batches(w3)),
+            ("W3 decoded, large records (two TFRecord files, no index)", large, batches(w3))]
+
+
+def large_records(w3, tmp):
+    """W3 from two TFRecord files of its images decoded and center-cropped
+    (150 KB records), unindexed: `sluice materialize` writes a file per
+    record, concatenated here into two."""
+    prefix = copy.deepcopy(w3)
+    prefix["nodes"][1:2] = [{"map": {"ops": [{"op": "decode_resize_center_crop", "attrs": {"resize": 256, "crop": 224}}]}},
+                            {"map": {"ops": [{"op": "crop_mirror_normalize", "attrs": {"mirror": 0.5}}]}}]
+    prefix["nodes"][0]["source"].pop("shuffle_splits", None)
+    path, out = os.path.join(tmp, "prefix.json"), os.path.join(tmp, "materialized")
+    with open(path, "w") as f:
+        json.dump(prefix, f)
+    subprocess.run([SLUICE, "materialize", path, "--out", out], check=True, capture_output=True)
+    with open(os.path.join(out, "pipeline.json")) as f:
+        pipe = json.load(f)
+    parts = sorted(glob.glob(f"{out}/part-*.tfrecord"))
+    files = []
+    for i, chunk in enumerate((parts[:len(parts) // 2], parts[len(parts) // 2:])):
+        files.append(os.path.join(tmp, f"large-{i}.tfrecord"))
+        with open(files[-1], "wb") as whole:
+            for part in chunk:
+                with open(part, "rb") as f:
+                    shutil.copyfileobj(f, whole)
+    tfrecord = pipe["nodes"][0]["source"]["tfrecord"]
+    tfrecord["files"] = files
+    shutil.rmtree(out)
+    return pipe
 
 
 def batches(pipe):
@@ -88,11 +121,14 @@ def run(args):
 
 
 def main(argv=None):
+    global SLUICE
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--data", default="data")
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--only", default="", help="run only the pipelines whose name contains this")
+    p.add_argument("--sluice", default=SLUICE, help="the sluice CLI to run (another build's)")
     a = p.parse_args(argv)
+    SLUICE = a.sluice
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for name, pipe, epoch_batches in pipelines(a.data, tmp):

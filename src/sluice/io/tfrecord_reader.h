@@ -64,9 +64,11 @@ class TfRecordReader {
   TfRecordReader(std::unique_ptr<RandomAccessFile> file, Options options);
   enum class Frame { kOk, kTruncatedHeader, kBadLengthCrc, kTruncatedFrame, kBadDataCrc };
 
-  // Makes bytes [offset_, offset_ + n) resident in buf_; returns how many of
-  // them the file has (fewer only at its end).
-  absl::StatusOr<size_t> Fill(size_t n);
+  // Makes bytes [offset_, offset_ + n) resident in buf_, reading from
+  // offset_ what the buffer holds, `read_at_most` at most (n at least);
+  // returns how many of the n the file has (fewer only at its end).
+  absl::StatusOr<size_t> Fill(size_t n, size_t read_at_most);
+  absl::StatusOr<size_t> Fill(size_t n) { return Fill(n, buf_.size()); }
   // Checks the frame at offset_, leaving it resident; sets *length when the
   // length's CRC checks.
   absl::StatusOr<Frame> CheckFrame(uint64_t* length);
