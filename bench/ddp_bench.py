@@ -140,8 +140,10 @@ def resume(workloads, root, runs, tmp):
             for saved_on, resumed_on in ((2, 1), (1, 2)):
                 state, out = os.path.join(tmp, "state.pt"), os.path.join(tmp, "result.json")
                 run_job(job + ["--out", out, "--save-state", state], saved_on, "torchrun", out)
-                # Every other round the fresh job goes first: the job after
-                # the save ran slower or faster by which job it followed.
+                # The first job after the save ran slower, whichever it was
+                # (on 2 ranks after 1, up to 2x): one of the resumed size
+                # goes first, not counted, and the two counted alternate.
+                run_job(job + ["--out", out], resumed_on, "torchrun", out)
                 order = ("resumed", "fresh") if round_ % 2 == 0 else ("fresh", "resumed")
                 ran = {kind: run_job(job + ["--out", out] + (["--resume", state] if kind == "resumed" else []),
                                      resumed_on, "torchrun", out) for kind in order}

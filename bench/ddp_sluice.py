@@ -71,8 +71,8 @@ def main():
     ddp_loop.run(loader, lambda epoch: None, lambda batch: batch["image"], args.warmup, args.steps, args.out, extra)
     if args.save_state and dist.get_rank() == 0:
         torch.save(loader.state_dict(), args.save_state)
-    dist.destroy_process_group()
 
 
 if __name__ == "__main__":
     main()
+    ddp_loop.end_job()

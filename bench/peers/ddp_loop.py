@@ -12,9 +12,12 @@ over that time per 1,000 samples (/proc/stat: trainers, loaders, a node
 pool's processes alike), which says whether the cores were the bound.
 """
 
+import atexit
+import gc
 import json
 import os
 import resource
+import sys
 import time
 
 import torch
@@ -88,3 +91,21 @@ def run(loader, set_epoch, image_of, warmup, steps, out, extra=None):
         with open(out, "w") as f:
             json.dump(result, f)
     dist.barrier()
+
+
+def end_job():
+    """Leaves the process group and exits this rank's process once its work
+    is written, called after the job's function returned: what it dropped
+    is collected (a loader's shared-memory rings go), atexit handlers run
+    (a node pool's processes stop), then the process exits without
+    finalizing the interpreter. Gloo's worker threads
+    can still be freeing the last collective's tensors, which takes the GIL;
+    during finalization that aborts the process ("terminate called without
+    an active exception", pytorch/pytorch#190489): 1 job in 10 to 40 here,
+    DDP keeping the process group alive past destroy_process_group()."""
+    gc.collect()
+    dist.destroy_process_group()
+    atexit._run_exitfuncs()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)

@@ -107,8 +107,8 @@ def main():
     ddp_loop.run(loader, sampler.set_epoch, lambda batch: batch[0], args.warmup, args.steps, args.out,
                  {"loader": f"DataLoader+DistributedSampler, {args.peer} ({args.workers} workers/rank)",
                   "torch": torch.__version__})
-    dist.destroy_process_group()
 
 
 if __name__ == "__main__":
     main()
+    ddp_loop.end_job()
