@@ -98,11 +98,11 @@ def end_job():
     is written, called after the job's function returned: what it dropped
     is collected (a loader's shared-memory rings go), atexit handlers run
     (a node pool's processes stop), then the process exits without
-    finalizing the interpreter. Gloo's worker threads
-    can still be freeing the last collective's tensors, which takes the GIL;
-    during finalization that aborts the process ("terminate called without
-    an active exception", pytorch/pytorch#190489): 1 job in 10 to 40 here,
-    DDP keeping the process group alive past destroy_process_group()."""
+    finalizing the interpreter. Gloo's worker threads can still be freeing
+    the last collective's tensors, which takes the GIL; during finalization
+    that aborts the process ("terminate called without an active
+    exception", pytorch/pytorch#190489): 1 job in 10 to 40 here, DDP
+    keeping the process group alive past destroy_process_group()."""
     gc.collect()
     dist.destroy_process_group()
     atexit._run_exitfuncs()
