@@ -61,5 +61,34 @@ TEST(TfRecordSource, ARecordRangeYieldsExactlyItsRecordsIndexedOrNot) {
   }
 }
 
+// A resumed split of a file read whole (no record ranges asked for) seeks
+// to its record through the file's index: opening it reads the index, not
+// the 1.1 MiB of records before it. Where corrupt records are skipped it
+// passes over them by their headers, numbering them as reading does.
+TEST(TfRecordSource, AResumedSplitOfAFileReadWholeSeeksThroughItsIndex) {
+  testing::TempDir dir;
+  std::vector<std::string> written;
+  for (int i = 0; i < 40; ++i) written.push_back(std::string(32 << 10, static_cast<char>('a' + i % 26)));
+  const std::string path = dir.Join("data.tfrecord");
+  testing::WriteTfRecords(path, written);
+  ASSERT_TRUE(WriteTfRecordIndex(path).ok());
+  ASSERT_OK_AND_ASSIGN(auto source, MakeTfRecordSource({path}, 0));
+  const int64_t before = testing::BytesReadByThisProcess();
+  ASSERT_GE(before, 0) << "no /proc/self/io";
+  ASSERT_OK_AND_ASSIGN(auto opened, source->OpenSplit(Split{0, 35, -1}, nullptr));
+  const int64_t read = testing::BytesReadByThisProcess() - before;
+  EXPECT_LT(read, 64 << 10) << "read " << read << " bytes to open a split at record 35";
+  std::vector<std::pair<int64_t, std::string>> want;
+  for (int64_t r = 35; r < 40; ++r) want.emplace_back(r, written[r]);
+  EXPECT_EQ(ReadSplit(*source, Split{0, 35, -1}), want);
+  CorruptionLog log;
+  ASSERT_OK_AND_ASSIGN(auto skipping, source->OpenSplit(Split{0, 35, -1}, &log));
+  BatchBuilder builder(source->schema(), 10);
+  builder.provenance() = Provenance(source->files());
+  ASSERT_OK_AND_ASSIGN(const int64_t rows, skipping->Read(10, &builder));
+  EXPECT_EQ(rows, 5);
+  EXPECT_EQ(builder.Finish().provenance.Origin(0).record, 35);
+}
+
 }  // namespace
 }  // namespace sluice::io

@@ -40,4 +40,14 @@ void IncrementByte(const std::string& path, size_t offset, int delta) {
 
 void TruncateFile(const std::string& path, size_t size) { std::filesystem::resize_file(path, size); }
 
+int64_t BytesReadByThisProcess() {
+  std::ifstream io("/proc/self/io");
+  std::string key;
+  int64_t value = 0;
+  while (io >> key >> value) {
+    if (key == "rchar:") return value;
+  }
+  return -1;
+}
+
 }  // namespace sluice::testing

@@ -2,6 +2,7 @@
 #ifndef SLUICE_TESTS_TESTING_TEMP_DIR_H_
 #define SLUICE_TESTS_TESTING_TEMP_DIR_H_
 
+#include <cstdint>
 #include <string>
 
 namespace sluice::testing {
@@ -27,6 +28,9 @@ void WriteFileBytes(const std::string& path, const std::string& bytes);
 void IncrementByte(const std::string& path, size_t offset, int delta = 1);
 // Cuts the file to `size` bytes.
 void TruncateFile(const std::string& path, size_t size);
+// Bytes this process has read through read(2) and pread(2) so far
+// (/proc/self/io's rchar), or -1 where the kernel does not say.
+int64_t BytesReadByThisProcess();
 
 }  // namespace sluice::testing
 

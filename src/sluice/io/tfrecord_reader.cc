@@ -12,9 +12,10 @@ namespace {
 
 constexpr size_t kHeaderBytes = 12;  // length + masked CRC of the length
 constexpr size_t kFooterBytes = 4;   // masked CRC of the data
-// Skip reads a page for the next header after a record this large, not the
-// whole buffer: passing over ImageNet-sized records (110 KB) by refilling
-// 1 MiB read every byte of them.
+// Where a file cannot be mapped (an object in a store), Skip reads a page
+// for the next header after a record this large, not the whole buffer:
+// passing over ImageNet-sized records (110 KB) by refilling 1 MiB read
+// every byte of them.
 constexpr uint64_t kLargeRecordBytes = uint64_t{64} << 10;
 constexpr size_t kHeaderReadBytes = 4096;
 
@@ -125,6 +126,12 @@ absl::Status TfRecordReader::Corrupt(const absl::Status& error, uint64_t start, 
 
 absl::Status TfRecordReader::Skip(int64_t records) {
   const int64_t target = record_index_ + records;
+  // A local file's headers are read where the kernel maps them: copying
+  // W2's 6,144 records (19 MB) through the buffer to find them took 6 ms.
+  if (records > 1) {
+    absl::StatusOr<std::shared_ptr<const FileMapping>> mapping = file_->Map();
+    if (mapping.ok()) SkipMapped(**mapping, target);
+  }
   size_t read = kHeaderReadBytes;  // a page first, the buffer once records are small
   while (record_index_ < target && offset_ < end()) {
     SLUICE_ASSIGN_OR_RETURN(const size_t have, Fill(kHeaderBytes, read));
@@ -141,6 +148,23 @@ absl::Status TfRecordReader::Skip(int64_t records) {
     SLUICE_RETURN_IF_ERROR(Step().status());
   }
   return absl::OkStatus();
+}
+
+void TfRecordReader::SkipMapped(const FileMapping& file, int64_t target) {
+  if (!file_->CheckHolds(file.size()).ok()) return;  // cut shorter: reading says how
+  uint64_t at = offset_;
+  int64_t index = record_index_;
+  const uint64_t stop = std::min<uint64_t>(end(), file.size());
+  while (index < target && at < stop && file.size() - at >= kHeaderBytes) {
+    const uint8_t* header = file.data() + at;
+    if (UnmaskCrc(LoadU32(header + 8)) != Crc32c(header, 8)) break;
+    const uint64_t length = LoadU64(header);
+    const uint64_t left = file.size() - at;
+    if (length > left || kHeaderBytes + length + kFooterBytes > left) break;
+    at += kHeaderBytes + length + kFooterBytes;
+    ++index;
+  }
+  Seek(at, index);
 }
 
 absl::StatusOr<std::optional<absl::string_view>> TfRecordReader::Next() {

@@ -79,6 +79,10 @@ class TfRecordReader {
   // Handles the corrupt frame at `start`: an error, or (when skipping) a log
   // entry and a move to `next`, the offset reading goes on from.
   absl::Status Corrupt(const absl::Status& error, uint64_t start, uint64_t next);
+  // Skip's walk over a mapped file's headers towards record `target`: it
+  // stops at the first frame it cannot pass (damaged, cut short), which the
+  // buffered walk then handles as reading does.
+  void SkipMapped(const FileMapping& file, int64_t target);
   // Reads the frame at offset_: its record, or nullopt when it was corrupt
   // and passed over (or an error, when not skipping).
   absl::StatusOr<std::optional<absl::string_view>> Step();
