@@ -12,12 +12,6 @@ namespace {
 
 constexpr size_t kHeaderBytes = 12;  // length + masked CRC of the length
 constexpr size_t kFooterBytes = 4;   // masked CRC of the data
-// Where a file cannot be mapped (an object in a store), Skip reads a page
-// for the next header after a record this large, not the whole buffer:
-// passing over ImageNet-sized records (110 KB) by refilling 1 MiB read
-// every byte of them.
-constexpr uint64_t kLargeRecordBytes = uint64_t{64} << 10;
-constexpr size_t kHeaderReadBytes = 4096;
 
 uint64_t LoadU64(const uint8_t* p) {
   uint64_t v;
@@ -56,7 +50,7 @@ void TfRecordReader::SetEnd(uint64_t end_offset) { end_offset_ = end_offset; }
 
 uint64_t TfRecordReader::end() const { return std::min(end_offset_, file_->size()); }
 
-absl::StatusOr<size_t> TfRecordReader::Fill(size_t n, size_t read_at_most) {
+absl::StatusOr<size_t> TfRecordReader::Fill(size_t n) {
   const uint64_t end = buf_start_ + buf_len_;
   if (offset_ + n <= end) return n;
   // Keep the unread tail, then read behind it.
@@ -65,8 +59,8 @@ absl::StatusOr<size_t> TfRecordReader::Fill(size_t n, size_t read_at_most) {
   buf_start_ = offset_;
   buf_len_ = keep;
   if (n > buf_.size()) buf_.resize(n);
-  const size_t upto = std::max(n, std::min(read_at_most, buf_.size()));
-  SLUICE_ASSIGN_OR_RETURN(size_t got, file_->Read(buf_start_ + buf_len_, upto - buf_len_, buf_.data() + buf_len_));
+  SLUICE_ASSIGN_OR_RETURN(size_t got,
+                          file_->Read(buf_start_ + buf_len_, buf_.size() - buf_len_, buf_.data() + buf_len_));
   buf_len_ += got;
   return std::min(n, buf_len_);
 }
@@ -132,22 +126,25 @@ absl::Status TfRecordReader::Skip(int64_t records) {
     absl::StatusOr<std::shared_ptr<const FileMapping>> mapping = file_->Map();
     if (mapping.ok()) SkipMapped(**mapping, target);
   }
-  size_t read = kHeaderReadBytes;  // a page first, the buffer once records are small
   while (record_index_ < target && offset_ < end()) {
-    SLUICE_ASSIGN_OR_RETURN(const size_t have, Fill(kHeaderBytes, read));
-    const uint8_t* header = buf_.data() + (offset_ - buf_start_);
-    if (have == kHeaderBytes && UnmaskCrc(LoadU32(header + 8)) == Crc32c(header, 8)) {
-      const uint64_t length = LoadU64(header);
-      const uint64_t left = file_->size() - offset_;
-      if (length <= left && kHeaderBytes + length + kFooterBytes <= left) {
-        Seek(offset_ + kHeaderBytes + length + kFooterBytes, record_index_ + 1);
-        read = length >= kLargeRecordBytes ? kHeaderReadBytes : buf_.size();
-        continue;
-      }
+    SLUICE_ASSIGN_OR_RETURN(const size_t have, Fill(kHeaderBytes));
+    const std::optional<uint64_t> next =
+        have == kHeaderBytes ? FrameEnd(buf_.data() + (offset_ - buf_start_), offset_) : std::nullopt;
+    if (next) {
+      Seek(*next, record_index_ + 1);
+    } else {
+      SLUICE_RETURN_IF_ERROR(Step().status());
     }
-    SLUICE_RETURN_IF_ERROR(Step().status());
   }
   return absl::OkStatus();
+}
+
+std::optional<uint64_t> TfRecordReader::FrameEnd(const uint8_t* header, uint64_t at) const {
+  if (UnmaskCrc(LoadU32(header + 8)) != Crc32c(header, 8)) return std::nullopt;
+  const uint64_t length = LoadU64(header);
+  const uint64_t left = file_->size() - at;
+  if (length > left || kHeaderBytes + length + kFooterBytes > left) return std::nullopt;
+  return at + kHeaderBytes + length + kFooterBytes;
 }
 
 void TfRecordReader::SkipMapped(const FileMapping& file, int64_t target) {
@@ -156,12 +153,9 @@ void TfRecordReader::SkipMapped(const FileMapping& file, int64_t target) {
   int64_t index = record_index_;
   const uint64_t stop = std::min<uint64_t>(end(), file.size());
   while (index < target && at < stop && file.size() - at >= kHeaderBytes) {
-    const uint8_t* header = file.data() + at;
-    if (UnmaskCrc(LoadU32(header + 8)) != Crc32c(header, 8)) break;
-    const uint64_t length = LoadU64(header);
-    const uint64_t left = file.size() - at;
-    if (length > left || kHeaderBytes + length + kFooterBytes > left) break;
-    at += kHeaderBytes + length + kFooterBytes;
+    const std::optional<uint64_t> next = FrameEnd(file.data() + at, at);
+    if (!next) break;
+    at = *next;
     ++index;
   }
   Seek(at, index);

@@ -64,11 +64,9 @@ class TfRecordReader {
   TfRecordReader(std::unique_ptr<RandomAccessFile> file, Options options);
   enum class Frame { kOk, kTruncatedHeader, kBadLengthCrc, kTruncatedFrame, kBadDataCrc };
 
-  // Makes bytes [offset_, offset_ + n) resident in buf_, reading from
-  // offset_ what the buffer holds, `read_at_most` at most (n at least);
-  // returns how many of the n the file has (fewer only at its end).
-  absl::StatusOr<size_t> Fill(size_t n, size_t read_at_most);
-  absl::StatusOr<size_t> Fill(size_t n) { return Fill(n, buf_.size()); }
+  // Makes bytes [offset_, offset_ + n) resident in buf_; returns how many of
+  // them the file has (fewer only at its end).
+  absl::StatusOr<size_t> Fill(size_t n);
   // Checks the frame at offset_, leaving it resident; sets *length when the
   // length's CRC checks.
   absl::StatusOr<Frame> CheckFrame(uint64_t* length);
@@ -79,6 +77,9 @@ class TfRecordReader {
   // Handles the corrupt frame at `start`: an error, or (when skipping) a log
   // entry and a move to `next`, the offset reading goes on from.
   absl::Status Corrupt(const absl::Status& error, uint64_t start, uint64_t next);
+  // Where the frame at `at`, whose 12 header bytes are `header`, ends: when
+  // its length's CRC checks and the frame fits in the file.
+  std::optional<uint64_t> FrameEnd(const uint8_t* header, uint64_t at) const;
   // Skip's walk over a mapped file's headers towards record `target`: it
   // stops at the first frame it cannot pass (damaged, cut short), which the
   // buffered walk then handles as reading does.
