@@ -12,13 +12,16 @@ peak of RSS minus it, the engine's own peak (its buffers in use and cached
 together, and the shared-memory rings of a local worker), their ratio
 (goal <= 1.25), and how much RSS grows from epoch 2 on: the highest RSS of
 the first tenth of the epochs after the first against that of the last
-tenth (goal within 5%). The consumer keeps each batch until it has the
+tenth (goal within 5%), and the same for the level RSS returns to, the
+median of each tenth's epoch peaks (a block that one epoch needed and the
+pool gave back later moves the first, not the second). The consumer keeps each batch until it has the
 next, as a training loop does. Prints a table, then one JSON line.
 """
 
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import threading
@@ -107,13 +110,16 @@ def child(args):
     # Early (epochs 2 on) against late: the highest sampled RSS of a tenth of
     # the run at each end, so one 100 ms sample's luck is not growth.
     k = max(1, (len(epoch_peaks) - 1) // 10)
-    early, late = max(epoch_peaks[1:1 + k] or epoch_peaks), max(epoch_peaks[-k:])
+    early_peaks, late_peaks = epoch_peaks[1:1 + k] or epoch_peaks, epoch_peaks[-k:]
+    early, late = max(early_peaks), max(late_peaks)
+    early_level, late_level = statistics.median(early_peaks), statistics.median(late_peaks)
     print(json.dumps({
         "workload": args.child, "epochs": args.epochs, "samples_per_s": samples / seconds,
         "baseline_mb": baseline / 1e6, "rss_growth_mb": growth / 1e6,
         "engine_peak_mb": memory["peak_held"] / 1e6, "engine_peak_in_use_mb": memory["peak_in_use"] / 1e6,
         "budget_mb": memory["budget"] / 1e6, "ratio": growth / max(1, memory["peak_held"]),
         "growth_from_epoch_2": (late - early) / early,
+        "level_growth_from_epoch_2": (late_level - early_level) / early_level,
         "epoch_peak_rss_mb": [round(p / 1e6, 1) for p in epoch_peaks]}))
 
 
@@ -140,11 +146,11 @@ def main(argv=None):
                              check=True, capture_output=True, text=True).stdout
         rows.append(json.loads(out.strip().splitlines()[-1]))
     print(f"{'workload':<10} {'epochs':>6} {'samples/s':>10} {'base MB':>8} {'RSS+ MB':>8} {'engine MB':>9} "
-          f"{'ratio':>6} {'growth':>7}")
+          f"{'ratio':>6} {'growth':>7} {'level':>7}")
     for r in rows:
         print(f"{r['workload']:<10} {r['epochs']:>6} {r['samples_per_s']:>10,.0f} {r['baseline_mb']:>8.1f} "
               f"{r['rss_growth_mb']:>8.1f} {r['engine_peak_mb']:>9.1f} {r['ratio']:>6.2f} "
-              f"{100 * r['growth_from_epoch_2']:>6.1f}%")
+              f"{100 * r['growth_from_epoch_2']:>6.1f}% {100 * r['level_growth_from_epoch_2']:>6.1f}%")
     print(json.dumps(rows))
 
 

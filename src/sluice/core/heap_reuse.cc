@@ -17,8 +17,13 @@ void ReuseFreedHeapMemory() {
 }
 
 void GiveBackUnused(BufferPool* pool) {
+  // Not only the last epoch's peak: W1's varies by a 28 MiB batch from one
+  // epoch to the next, and giving it back each time faulted it in again
+  // (7% of W1's rate).
+  constexpr int kEpochsRemembered = 8;
+  const size_t peak = pool->EndPeakWindow(kEpochsRemembered);
   const BufferPool::Stats stats = pool->stats();
-  const size_t keep = stats.peak_live_bytes - stats.live_bytes;
+  const size_t keep = peak > stats.live_bytes ? peak - stats.live_bytes : 0;
   if (stats.cached_bytes <= keep) return;
   pool->TrimTo(keep);
 #if defined(__GLIBC__)

@@ -16,9 +16,11 @@ namespace sluice {
 // idempotent. Called when a pipeline is created.
 void ReuseFreedHeapMemory();
 
-// At an epoch's end: the blocks `pool` caches beyond the most it has had in
-// use at once (sizes the pipeline moved past) go back to the system, and
-// with them the heap's free memory that the trim threshold above keeps.
+// At an epoch's end: the blocks `pool` caches beyond the most the last 8
+// epochs had in use at once go back to the system (sizes the pipeline moved
+// past, and the block more that a stalled consumer once let the prefetch
+// fill, which a peak over the whole run would keep for good), and with
+// them the heap's free memory that the trim threshold above keeps.
 void GiveBackUnused(BufferPool* pool);
 
 }  // namespace sluice
