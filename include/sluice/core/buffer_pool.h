@@ -89,8 +89,6 @@ class BufferPool {
   struct Stats {
     size_t live_bytes = 0;       // in Buffers held by users
     size_t peak_live_bytes = 0;  // high-water mark of live_bytes
-    // High-water mark of live_bytes since the last EndPeakWindow().
-    size_t window_peak_live_bytes = 0;
     size_t cached_bytes = 0;     // in free lists
     size_t peak_held_bytes = 0;  // high-water mark of live_bytes + cached_bytes
     uint64_t allocations = 0;    // Allocate calls
@@ -133,9 +131,9 @@ class BufferPool {
   void KeepCached(size_t bytes, int count);
 
   Stats stats() const;
-  // Ends the window window_peak_live_bytes measured (an epoch), starts the
-  // next from what is in use now, and returns the most in use at once over
-  // the last `windows` windows.
+  // Ends a window of the pool's use (an epoch), starts the next from what
+  // is in use now, and returns the most in use at once over the last
+  // `windows` windows.
   size_t EndPeakWindow(int windows);
   // Returns cached blocks to the system, the largest first, until at most
   // `keep_bytes` stay cached.

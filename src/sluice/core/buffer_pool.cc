@@ -92,7 +92,10 @@ struct BufferPool::State {
   // Set when the pool is destroyed: blocks released later are freed.
   bool closed ABSL_GUARDED_BY(mu) = false;
   Stats stats ABSL_GUARDED_BY(mu);
-  std::deque<size_t> window_peaks ABSL_GUARDED_BY(mu);  // EndPeakWindow's, the latest last
+  // High-water mark of stats.live_bytes since the last EndPeakWindow, and
+  // those of the windows before it, the latest last.
+  size_t window_peak ABSL_GUARDED_BY(mu) = 0;
+  std::deque<size_t> window_peaks ABSL_GUARDED_BY(mu);
   // Held while observers are told, so one is never told after its removal.
   absl::Mutex observers_mu;
   std::vector<Observer*> observers ABSL_GUARDED_BY(observers_mu);
@@ -135,7 +138,7 @@ std::shared_ptr<Buffer> BufferPool::Allocate(size_t bytes) {
     stats.live_bytes += capacity;
     if (data == nullptr) evicted = state_->EvictOverLimit();
     stats.peak_live_bytes = std::max(stats.peak_live_bytes, stats.live_bytes);
-    stats.window_peak_live_bytes = std::max(stats.window_peak_live_bytes, stats.live_bytes);
+    state_->window_peak = std::max(state_->window_peak, stats.live_bytes);
     stats.peak_held_bytes = std::max(stats.peak_held_bytes, stats.live_bytes + stats.cached_bytes);
   }
   for (const Block& block : evicted) state_->FreeBlock(block.data, block.capacity);
@@ -235,9 +238,9 @@ BufferPool::Stats BufferPool::stats() const {
 size_t BufferPool::EndPeakWindow(int windows) {
   absl::MutexLock lock(&state_->mu);
   std::deque<size_t>& peaks = state_->window_peaks;
-  peaks.push_back(state_->stats.window_peak_live_bytes);
+  peaks.push_back(state_->window_peak);
   while (peaks.size() > static_cast<size_t>(std::max(windows, 1))) peaks.pop_front();
-  state_->stats.window_peak_live_bytes = state_->stats.live_bytes;
+  state_->window_peak = state_->stats.live_bytes;
   return *std::max_element(peaks.begin(), peaks.end());
 }
 
