@@ -75,4 +75,4 @@ def main():
 
 if __name__ == "__main__":
     main()
-    ddp_loop.end_job()
+    sluice.torch.exit_rank()

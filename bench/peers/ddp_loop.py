@@ -94,15 +94,9 @@ def run(loader, set_epoch, image_of, warmup, steps, out, extra=None):
 
 
 def end_job():
-    """Leaves the process group and exits this rank's process once its work
-    is written, called after the job's function returned: what it dropped
-    is collected (a loader's shared-memory rings go), atexit handlers run
-    (a node pool's processes stop), then the process exits without
-    finalizing the interpreter. Gloo's worker threads can still be freeing
-    the last collective's tensors, which takes the GIL; during finalization
-    that aborts the process ("terminate called without an active
-    exception", pytorch/pytorch#190489): 1 job in 10 to 40 here, DDP
-    keeping the process group alive past destroy_process_group()."""
+    """Ends a peer's rank as sluice.torch.exit_rank() ends sluice's (see its
+    reason there): the DataLoader peers run under Debian's python3, which
+    has torchvision but not sluice."""
     gc.collect()
     dist.destroy_process_group()
     atexit._run_exitfuncs()

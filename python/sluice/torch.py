@@ -12,6 +12,9 @@ batch_size=None)`` works too (batching and parallelism stay in sluice: keep
 num_workers=0).
 """
 
+import atexit
+import gc
+import os
 import sys
 import time
 import warnings
@@ -167,6 +170,29 @@ class TorchIterable(torch.utils.data.IterableDataset):
             # The loop's step on this batch: the time until it asks again.
             self._consumer_seconds += time.perf_counter() - handed
             self._consumed += rows
+
+
+def exit_rank():
+    """Ends this rank's process with status 0 once its work is saved: for
+    the last line of a DDP script, after the function that trained (its
+    loader and model local to it) returned.
+
+    What the job dropped is collected (a loader's shared-memory rings go),
+    the process group is destroyed where one is initialized, atexit
+    handlers run (a node pool's processes stop), then the process exits
+    without finalizing the interpreter. Finalizing it can abort a gloo rank
+    ("terminate called without an active exception", pytorch/pytorch#190489):
+    gloo's worker threads may still be freeing the last collective's
+    tensors, which takes the GIL, and DDP keeps the process group alive past
+    destroy_process_group(). That aborted 1 two-rank job in 10 to 40 here.
+    """
+    gc.collect()
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        torch.distributed.destroy_process_group()
+    atexit._run_exitfuncs()  # what os._exit skips
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def _each(column, fn):

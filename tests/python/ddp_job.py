@@ -15,11 +15,8 @@ pool of sluice processes.
 """
 
 import argparse
-import atexit
 import faulthandler
-import gc
 import os
-import sys
 import time
 
 import numpy as np
@@ -91,13 +88,4 @@ def main():
 
 if __name__ == "__main__":
     main()
-    gc.collect()  # the loader and its rings go while the interpreter runs
-    dist.destroy_process_group()
-    # Exits without finalizing the interpreter, atexit handlers run first:
-    # gloo's threads can still be freeing the last collective's tensors,
-    # which takes the GIL, and during finalization that aborts the rank
-    # (SIGABRT; pytorch/pytorch#190489), DDP keeping its process group alive.
-    atexit._run_exitfuncs()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)
+    sluice.torch.exit_rank()
