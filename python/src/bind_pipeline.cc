@@ -90,10 +90,11 @@ class PyIterator {
   int64_t skipped() const { return it_->skipped(); }
   std::string skip_summary() const { return it_->skip_summary(); }
   // The placement the epoch runs in now (PlacedIterator::MoveTo's test seam).
-  bool MoveTo(int threads, int local_workers) {
+  bool MoveTo(int threads, int local_workers, bool keep_prefix) {
     placement::Placement to = it_->placement();
     to.threads = threads;
     to.local_workers = local_workers;
+    to.keep_prefix = keep_prefix;
     py::gil_scoped_release release;
     return it_->MoveTo(to);
   }
@@ -171,6 +172,15 @@ class PyPipeline {
 
   // Where it runs and what placement "auto" decided (JSON).
   std::string Placement() const { return pipeline_->report().ToJson(); }
+  // Writes the deterministic prefix to keep now (PlacedPipeline's test seam).
+  void KeepPrefix() {
+    absl::Status status;
+    {
+      py::gil_scoped_release release;
+      status = pipeline_->KeepPrefixNow();
+    }
+    ThrowIfError(status);
+  }
 
   bool batched() const { return pipeline_->first().batched(); }
   // Elements per epoch; -1 unknown, -2 endless.
@@ -217,7 +227,8 @@ void InitPipeline(py::module_& m) {
       .def("next_numpy", [](PyIterator& it) { return it.Next(&ToNumpy); })
       .def("next_dlpack", [](PyIterator& it) { return it.Next(&ToDlpack); })
       .def("state", &PyIterator::State)
-      .def("_move_to", &PyIterator::MoveTo, py::arg("threads"), py::arg("local_workers"))
+      .def("_move_to", &PyIterator::MoveTo, py::arg("threads"), py::arg("local_workers"),
+           py::arg("keep_prefix") = false)
       .def_property_readonly("samples", &PyIterator::samples)
       .def_property_readonly("skipped", &PyIterator::skipped)
       .def_property_readonly("skip_summary", &PyIterator::skip_summary);
@@ -230,7 +241,8 @@ void InitPipeline(py::module_& m) {
       .def_property_readonly("cardinality", &PyPipeline::cardinality)
       .def_property_readonly("fingerprint", &PyPipeline::fingerprint)
       .def("memory", &PyPipeline::Memory)
-      .def("placement", &PyPipeline::Placement);
+      .def("placement", &PyPipeline::Placement)
+      .def("_keep_prefix", &PyPipeline::KeepPrefix);
   m.def("ops", &ListOps, "The registered ops with their docs and attrs.");
   m.def(
       "serve_metrics",

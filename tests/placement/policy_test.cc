@@ -169,10 +169,11 @@ TEST(Policy, MovesTheTailToTheGpuOnlyWhenItIsAvailableAndWorthIt) {
   EXPECT_FALSE(AfterSettling(&small, m).next.gpu_tail);
 }
 
-TEST(Policy, KeepsThePrefixOnlyWhenEpochsRepeatAndItFits) {
+TEST(Policy, KeepsThePrefixOnlyWhenEpochsRepeatAndItFitsOnHalfTheDisk) {
   Measurements m = Window(InProcess(8), 8, 2000, 0.5, 0.5, 7.5, 3750);
   m.prefix_share = 0.5;
   m.prefix_bytes = int64_t{512} << 20;
+  m.prefix_room_bytes = int64_t{2} << 30;
   Levers prefix_only = AllLevers();
   prefix_only.local_workers = prefix_only.gpu_tail = false;
   Policy first_epoch(InProcess(8), prefix_only, OneWindow());
@@ -181,8 +182,8 @@ TEST(Policy, KeepsThePrefixOnlyWhenEpochsRepeatAndItFits) {
   Policy later(InProcess(8), prefix_only, OneWindow());
   const Decision d = AfterSettling(&later, m);
   EXPECT_TRUE(d.next.keep_prefix);
-  EXPECT_THAT(d.reason, HasSubstr("512 MB kept"));
-  m.prefix_bytes = int64_t{2} << 30;  // more than the 1 GiB free
+  EXPECT_THAT(d.reason, HasSubstr("512 MB to write once, 2048 MB free on its disk"));
+  m.prefix_bytes = (int64_t{1} << 30) + 1;  // more than half the room: the disk is left its other half
   Policy too_big(InProcess(8), prefix_only, OneWindow());
   EXPECT_FALSE(AfterSettling(&too_big, m).next.keep_prefix);
 }

@@ -5,6 +5,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "sluice/exec/pipeline.h"
+#include "sluice/graph/fingerprint.h"
 #include "sluice/graph/pipeline_json.h"
 #include "sluice/pipeline_builder.h"
 #include "status_matchers.h"
@@ -80,6 +81,59 @@ TEST_F(MaterializeTest, TheRewrittenPipelineGivesBitIdenticalOutput) {
   // The pipeline written next to the records is the rewritten one.
   ASSERT_OK_AND_ASSIGN(PipelineDef written, graph::PipelineFromJsonFile(r.pipeline_path));
   EXPECT_TRUE(Output(written) == original);
+}
+
+// Every column's bytes of the rest of epoch 1 from `state`.
+std::string Rest(const PipelineDef& def, const std::string& state) {
+  absl::StatusOr<std::unique_ptr<exec::Pipeline>> p = exec::Pipeline::Create(def);
+  EXPECT_TRUE(p.ok()) << p.status();
+  if (!p.ok()) return "";
+  absl::StatusOr<std::unique_ptr<exec::PipelineIterator>> it = (*p)->Resume(state);
+  EXPECT_TRUE(it.ok()) << it.status();
+  if (!it.ok()) return "";
+  std::string out;
+  while (true) {
+    Batch b;
+    bool end = false;
+    EXPECT_TRUE((*it)->Next(&b, &end).ok());
+    if (end) break;
+    for (const Column& c : b.columns)
+      out.append(reinterpret_cast<const char*>(c.values.raw_data()), c.values.byte_size());
+  }
+  return out;
+}
+
+TEST_F(MaterializeTest, AStateRestoresInTheOriginalAndTheRewrittenAlike) {
+  PipelineDef def = Source()
+                        .Map({Op("reshape", {{"shape", {32, 32, 3}}}), Op("grey_dilation", {{"size", 3}})})
+                        .Shuffle(40)
+                        .Batch(10)
+                        .Map({Op("random_flip")})
+                        .Seed(3)
+                        .Build();
+  def.mutable_nodes(0)->mutable_source()->set_shuffle_splits(true);
+  def.mutable_nodes(0)->mutable_source()->set_split_records(10);
+  ASSERT_OK_AND_ASSIGN(MaterializeResult r, Materialize(def, dir_.Join("out"), [](int64_t) {}));
+  EXPECT_EQ(graph::OutputFingerprint(r.rewritten), graph::OutputFingerprint(def));
+  EXPECT_TRUE(Output(r.rewritten) == Output(def)) << "the rewritten pipeline's output differs";
+  // Three batches into epoch 1 of the original, its state; the rest of the
+  // epoch from it, in either pipeline.
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<exec::Pipeline> original, exec::Pipeline::Create(def));
+  std::unique_ptr<exec::PipelineIterator> it = original->Iterate(1);
+  for (int i = 0; i < 3; ++i) {
+    Batch b;
+    bool end = false;
+    SLUICE_ASSERT_OK(it->Next(&b, &end));
+  }
+  ASSERT_OK_AND_ASSIGN(std::string state, it->SaveState());
+  const std::string rest = Rest(def, state);
+  ASSERT_FALSE(rest.empty());
+  EXPECT_TRUE(Rest(r.rewritten, state) == rest) << "the rewritten pipeline resumed elsewhere";
+  // Edited, the rewritten pipeline is one of its own: another's state is
+  // refused.
+  PipelineDef edited = r.rewritten;
+  edited.mutable_nodes()->rbegin()->mutable_map()->mutable_ops(0)->set_op("random_erasing");
+  EXPECT_NE(graph::OutputFingerprint(edited), graph::OutputFingerprint(def));
 }
 
 TEST_F(MaterializeTest, APipelineThatStartsRandomHasNothingToMaterialize) {

@@ -2,6 +2,7 @@
 hold fixed, and moves mid-epoch between the trainer's process and a local
 worker process that keep every sample exactly once with the same bytes."""
 
+import gc
 import glob
 import json
 import os
@@ -110,6 +111,63 @@ def test_a_run_long_enough_reports_its_measurements():
     assert 0 <= window["trainer_wait_share"] <= 1
     assert window["cores"] >= 1
     assert window["placement"]["local_workers"] in (0, 1)
+
+
+def _prefix_pipe(cifar_dir, **options):
+    """Reads CIFAR records, dilates and blurs them (no random draws: a
+    prefix to keep), then shuffles rows and flips at random."""
+    return (sluice.tfrecord(str(cifar_dir / "*.tfrecord"), {"image": ("bytes", 3072), "label": "int64"},
+                            shuffle_splits=True, split_records=20)
+            .map(ops.reshape(shape=[32, 32, 3]), ops.grey_dilation(size=3), ops.gaussian_blur(ksize=5, sigma=1.0))
+            .shuffle(64)
+            .batch(10)
+            .map(ops.random_flip(mode="horizontal"))
+            .with_options(seed=5, placement="auto", **options))
+
+
+def _batches(it, n=None):
+    """Each batch's labels and image bytes."""
+    out = []
+    for batch in it:
+        out.append((batch["label"].tobytes(), batch["image"].tobytes()))
+        if n is not None and len(out) == n:
+            break
+    return out
+
+
+def test_the_kept_prefix_takes_an_epoch_over_and_back_with_the_same_bytes(cifar_dir, tmp_path, monkeypatch):
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    reference = _batches(_prefix_pipe(cifar_dir).with_options(placement="manual").iterate(1))
+    pipe = _prefix_pipe(cifar_dir)
+    assert pipe.placement()["levers"]["keep_prefix"]
+    pipe.engine._keep_prefix()
+    kept = glob.glob(str(tmp_path / "sluice-prefix-*" / "part-*.tfrecord"))
+    assert len(kept) == 3
+    assert "300 records" in pipe.placement()["kept_prefix"]
+    it = pipe.iterate(1)
+    got = _batches(it, 5)
+    assert it._it._move_to(threads=2, local_workers=0, keep_prefix=True)
+    got += _batches(it, 10)
+    assert it._it._move_to(threads=1, local_workers=0, keep_prefix=False)
+    got += _batches(it)
+    assert got == reference  # every row once, in order, with its own flip
+    # A state saved on the kept prefix restores where it is not kept.
+    it = pipe.iterate(1)
+    assert it._it._move_to(threads=2, local_workers=0, keep_prefix=True)
+    got = _batches(it, 7)
+    state = it.state()
+    resumed = _prefix_pipe(cifar_dir).with_options(placement="manual").iterate(state=state)
+    assert got + _batches(resumed) == reference
+    del it, pipe
+    gc.collect()
+    assert not glob.glob(str(tmp_path / "sluice-prefix-*")), "the kept prefix outlived its pipeline"
+
+
+def test_a_pipeline_without_a_deterministic_prefix_keeps_none():
+    pipe = _pipe()  # random from its first map on
+    assert not pipe.placement()["levers"]["keep_prefix"]
+    with pytest.raises(Exception, match="no deterministic prefix to keep"):
+        pipe.engine._keep_prefix()
 
 
 def test_a_bad_placement_is_named():

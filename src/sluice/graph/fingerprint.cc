@@ -24,6 +24,13 @@ std::string Fingerprint(const PipelineDef& def) {
 }
 
 std::string OutputFingerprint(const PipelineDef& def) {
+  if (def.options().has_materialized_from()) {
+    PipelineDef rewritten = def;
+    rewritten.mutable_options()->clear_materialized_from();
+    const MaterializedFrom& from = def.options().materialized_from();
+    const std::string own = OutputFingerprint(rewritten);
+    return own == from.rewritten_fingerprint() ? from.output_fingerprint() : own;
+  }
   PipelineDef output = def;
   output.clear_name();
   ExecOptions* options = output.mutable_options();

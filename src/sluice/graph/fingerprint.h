@@ -22,7 +22,8 @@ std::string Fingerprint(const PipelineDef& def);
 // node names key random draws and stay), nor where it runs or in what order
 // rows arrive (a distribute node, options unordered), so a saved iterator
 // state restores under another thread count, with or without a service's
-// workers, on another number of shards.
+// workers, on another number of shards. A pipeline `sluice materialize`
+// rewrote, as it wrote it, has the original's (options.materialized_from).
 std::string OutputFingerprint(const PipelineDef& def);
 
 }  // namespace sluice::graph

@@ -3,6 +3,9 @@
 #include <time.h>
 
 #include <algorithm>
+#include <limits>
+
+#include "sluice/placement/kept_prefix.h"
 
 namespace sluice::placement {
 namespace {
@@ -27,6 +30,15 @@ size_t BatchIndex(const exec::PipelineStatsSnapshot& s) {
 
 }  // namespace
 
+void WindowMeter::MeasurePrefix(int64_t epoch_rows, Measurements* m) const {
+  if (busy_ns_ > 0) m->prefix_share = static_cast<double>(prefix_ns_) / busy_ns_;
+  // An epoch of its output, from what the rows of the window took.
+  m->prefix_bytes = epoch_rows > 0 && rows_ > 0
+                        ? static_cast<int64_t>(static_cast<double>(prefix_bytes_) / rows_ * epoch_rows)
+                        : std::numeric_limits<int64_t>::max();
+  m->prefix_room_bytes = KeptPrefix::Room();
+}
+
 void WindowMeter::Start(const exec::PipelineIterator& it) {
   start_ns_ = exec::NowNs();
   cpu_start_ns_ = ProcessCpuNs();
@@ -44,6 +56,9 @@ void WindowMeter::Fold(const exec::PipelineIterator& it) {
     const int64_t ns = now.nodes[i].busy_ns - stats_start_.nodes[i].busy_ns;
     busy_ns_ += ns;
     if (i < batch) front_ns_ += ns;
+    if (i >= 1 && i <= static_cast<size_t>(prefix_maps_)) prefix_ns_ += ns;
+    if (i == static_cast<size_t>(prefix_maps_) && i > 0)
+      prefix_bytes_ += now.nodes[i].bytes - stats_start_.nodes[i].bytes;
     if (i + 1 == batch) front_bytes_ += now.nodes[i].bytes - stats_start_.nodes[i].bytes;
     if (i == batch) {
       batch_bytes_ += now.nodes[i].bytes - stats_start_.nodes[i].bytes;
@@ -54,8 +69,9 @@ void WindowMeter::Fold(const exec::PipelineIterator& it) {
 }
 
 Measurements WindowMeter::Take(const exec::Pipeline& pipeline, const exec::PipelineIterator& it,
-                               const Placement& placement) {
+                               const Placement& placement, int64_t epoch_rows) {
   Fold(it);
+  const int prefix_maps = prefix_maps_;
   const double seconds = std::max<int64_t>(1, ns_) * 1e-9;
   Measurements m;
   m.placement = placement;
@@ -72,6 +88,7 @@ Measurements WindowMeter::Take(const exec::Pipeline& pipeline, const exec::Pipel
     m.front_bytes_per_sample = static_cast<double>(front_bytes_) / rows_;
   }
   if (busy_ns_ > 0) m.front_share = static_cast<double>(front_ns_) / busy_ns_;
+  if (prefix_maps_ > 0) MeasurePrefix(epoch_rows, &m);
   const BufferPool::Stats pool = pipeline.memory();
   m.memory_free_bytes = std::max<int64_t>(
       0, pipeline.memory_budget() - static_cast<int64_t>(pool.peak_held_bytes) - pipeline.ring_bytes());
@@ -79,6 +96,7 @@ Measurements WindowMeter::Take(const exec::Pipeline& pipeline, const exec::Pipel
   // shared_memory_mb), or three batches when they are larger.
   m.worker_ring_bytes = std::max<int64_t>(int64_t{64} << 20, batches_ > 0 ? 3 * batch_bytes_ / batches_ : 0);
   *this = WindowMeter();
+  prefix_maps_ = prefix_maps;
   Start(it);
   return m;
 }

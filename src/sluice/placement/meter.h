@@ -27,14 +27,21 @@ class WindowMeter {
     wait_ns_ += wait_ns;
     ++elements_;
   }
+  // The deterministic prefix's maps in the pipeline measured (nodes 1 to
+  // `maps`), whose share of the compute and output it reports.
+  void set_prefix_maps(int maps) { prefix_maps_ = maps; }
   bool Due() const;
   // Adds what `it` did since Start (or the last Fold) to the window.
   void Fold(const exec::PipelineIterator& it);
-  // The window, `it`'s part folded in, under `placement` of `pipeline`;
-  // starts the next one.
-  Measurements Take(const exec::Pipeline& pipeline, const exec::PipelineIterator& it, const Placement& placement);
+  // The window, `it`'s part folded in, under `placement` of `pipeline`,
+  // whose last whole epoch delivered `epoch_rows` (0: none yet); starts the
+  // next one.
+  Measurements Take(const exec::Pipeline& pipeline, const exec::PipelineIterator& it, const Placement& placement,
+                    int64_t epoch_rows);
 
  private:
+  void MeasurePrefix(int64_t epoch_rows, Measurements* m) const;
+
   // Where `it` stood when measuring it began (or was last folded).
   int64_t start_ns_ = 0, cpu_start_ns_ = 0;
   exec::PipelineStatsSnapshot stats_start_;
@@ -43,6 +50,8 @@ class WindowMeter {
   int64_t busy_ns_ = 0, front_ns_ = 0;  // the engine's compute; of it, before the batch
   int64_t front_bytes_ = 0;             // out of the node before the batch
   int64_t batch_bytes_ = 0, batches_ = 0;
+  int prefix_maps_ = 0;
+  int64_t prefix_ns_ = 0, prefix_bytes_ = 0;  // the prefix's compute, and out of its last map
 };
 
 }  // namespace sluice::placement

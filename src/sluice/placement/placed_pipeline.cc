@@ -9,6 +9,7 @@
 #include "sluice/io/random_access_file.h"
 #include "sluice/placement/pipeline_metrics.h"
 #include "sluice/placement/variant.h"
+#include "sluice/profile/materialize.h"
 #include "sluice/service/distributed_pipeline.h"
 
 namespace sluice::placement {
@@ -28,8 +29,12 @@ absl::StatusOr<std::shared_ptr<PlacedPipeline>> PlacedPipeline::Create(const Pip
   const Placement start = StartingPlacement(def, UsableCores());
   absl::StatusOr<std::shared_ptr<const exec::Pipeline>> first = Compile(automatic ? Variant(def, start) : def);
   if (!first.ok()) return first.status();
-  std::shared_ptr<PlacedPipeline> placed(new PlacedPipeline(
-      def, automatic, start, automatic ? FreeLevers(def) : Levers{false, false, false, false}, *std::move(first)));
+  Levers levers{false, false, false, false};
+  if (automatic) {
+    levers = FreeLevers(def);
+    levers.keep_prefix = KeptPrefix::Keepable(def, (*first)->compiled());
+  }
+  std::shared_ptr<PlacedPipeline> placed(new PlacedPipeline(def, automatic, start, levers, *std::move(first)));
   placed->number_ = RegisterForMetrics(placed);
   return placed;
 }
@@ -39,6 +44,7 @@ PlacedPipeline::PlacedPipeline(PipelineDef def, bool automatic, Placement start,
     : def_(std::move(def)),
       automatic_(automatic),
       first_(first),
+      kept_(levers.keep_prefix ? std::make_unique<KeptPrefix>(def_) : nullptr),
       policy_(start, levers),
       current_(first),
       current_placement_(start) {
@@ -57,8 +63,15 @@ absl::StatusOr<std::shared_ptr<const exec::Pipeline>> PlacedPipeline::VariantAt(
       if (placement == p) return MakeCurrent(p, pipeline);
     }
   }
+  const PipelineDef* written = &def_;
+  if (p.keep_prefix) {
+    if (kept_ == nullptr || kept_->state() != KeptPrefix::State::kReady) {
+      return absl::FailedPreconditionError("the deterministic prefix is not kept (yet)");
+    }
+    written = &kept_->rewritten();
+  }
   // Compiled outside the lock: a variant with workers starts their processes.
-  absl::StatusOr<std::shared_ptr<const exec::Pipeline>> made = Compile(Variant(def_, p));
+  absl::StatusOr<std::shared_ptr<const exec::Pipeline>> made = Compile(Variant(*written, p));
   absl::MutexLock lock(&mu_);
   if (!made.ok()) {
     policy_.Refuse(absl::StrCat(p.Describe(), " could not start: ", made.status().message()));
@@ -103,6 +116,41 @@ Placement PlacedPipeline::Observe(const Measurements& m) {
   return d.next;
 }
 
+Placement PlacedPipeline::Runnable(Placement p) {
+  if (!p.keep_prefix) return p;
+  if (kept_ == nullptr) {
+    p.keep_prefix = false;
+    return p;
+  }
+  kept_->Start();
+  const KeptPrefix::State state = kept_->state();
+  absl::MutexLock lock(&mu_);
+  if (state == KeptPrefix::State::kReady) {
+    if (!std::exchange(prefix_noted_, true)) policy_.Note(kept_->summary());
+    return p;
+  }
+  if (state == KeptPrefix::State::kFailed && policy_.current().keep_prefix) policy_.Refuse(kept_->summary());
+  p.keep_prefix = false;
+  return p;
+}
+
+int PlacedPipeline::PrefixMaps(const exec::Pipeline& pipeline, const Placement& placement) const {
+  if (kept_ == nullptr || placement.keep_prefix) return 0;
+  return profile::MaterializableMaps(pipeline.compiled());
+}
+
+absl::Status PlacedPipeline::KeepPrefixNow() {
+  if (kept_ == nullptr) {
+    return absl::FailedPreconditionError(
+        "no deterministic prefix to keep: the placement is not \"auto\", or no map after the source is free of "
+        "random draws");
+  }
+  kept_->Start();
+  kept_->Wait();
+  if (kept_->state() != KeptPrefix::State::kReady) return absl::FailedPreconditionError(kept_->summary());
+  return absl::OkStatus();
+}
+
 void PlacedPipeline::Bank(const WindowMeter& meter, const Placement& placement) {
   absl::MutexLock lock(&mu_);
   carried_ = meter;
@@ -127,6 +175,7 @@ std::unique_ptr<PlacedIterator> PlacedPipeline::Iterate(uint64_t epoch) {
     absl::MutexLock lock(&mu_);
     p = policy_.current();
   }
+  p = Runnable(p);
   absl::StatusOr<std::shared_ptr<const exec::Pipeline>> pipeline = VariantAt(p);
   if (!pipeline.ok()) {  // refused: the policy is back in this process, compiled already
     absl::MutexLock lock(&mu_);
@@ -147,14 +196,17 @@ absl::StatusOr<std::unique_ptr<PlacedIterator>> PlacedPipeline::Resume(const std
     absl::MutexLock lock(&mu_);
     p = policy_.current();
   }
+  p = Runnable(p);
   // An ordered state restores in this process only.
   if (!def_.options().unordered()) p.local_workers = 0;
   absl::StatusOr<std::shared_ptr<const exec::Pipeline>> pipeline = VariantAt(p);
   if (!pipeline.ok()) return pipeline.status();
   absl::StatusOr<std::unique_ptr<exec::PipelineIterator>> inner = (*pipeline)->Resume(state);
   if (!inner.ok()) return inner.status();
-  return std::unique_ptr<PlacedIterator>(
+  std::unique_ptr<PlacedIterator> it(
       new PlacedIterator(shared_from_this(), *std::move(pipeline), *std::move(inner), p, 0));
+  it->whole_epoch_ = false;
+  return it;
 }
 
 PlacedPipeline::Holdings PlacedPipeline::held() const {
@@ -213,6 +265,9 @@ Report PlacedPipeline::report() const {
   r.judging = policy_.judging();
   r.levers = policy_.levers();
   r.decisions = policy_.log();
+  if (kept_ != nullptr && kept_->state() != KeptPrefix::State::kIdle) {
+    r.kept_prefix = kept_->state() == KeptPrefix::State::kWriting ? "being written" : kept_->summary();
+  }
   r.last = last_;
   r.alternatives = alternatives_;
   return r;
@@ -227,6 +282,7 @@ PlacedIterator::PlacedIterator(std::shared_ptr<PlacedPipeline> owner, std::share
       epoch_(epoch) {
   if (!owner_->automatic()) return;
   meter_ = owner_->Carried(placement_);
+  meter_.set_prefix_maps(owner_->PrefixMaps(*pipeline_, placement_));
   meter_.Start(*inner_);
 }
 
@@ -244,16 +300,20 @@ absl::Status PlacedIterator::Next(Batch* out, bool* end) {
   if (!owner_->automatic() && !PipelineMetricsServed()) return inner_->Next(out, end);
   const int64_t start = exec::NowNs();
   absl::Status status = inner_->Next(out, end);
-  if (status.ok() && *end) Bank();
+  if (status.ok() && *end) {
+    Bank();
+    if (owner_->automatic() && whole_epoch_) owner_->EpochDelivered(rows_);
+  }
   if (!status.ok() || *end) return status;
   const int64_t wait_ns = exec::NowNs() - start;
   owner_->CountDelivery(out->rows, wait_ns);
   if (!owner_->automatic()) return status;
+  rows_ += out->rows;
   meter_.Count(out->rows, wait_ns);
   if (!meter_.Due()) return status;
-  Measurements m = meter_.Take(*pipeline_, *inner_, placement_);
+  Measurements m = meter_.Take(*pipeline_, *inner_, placement_, owner_->epoch_rows_.load(std::memory_order_relaxed));
   m.epochs_repeat = epoch_ > 0;
-  const Placement next = owner_->Observe(m);
+  const Placement next = owner_->Runnable(owner_->Observe(m));
   if (next != placement_ && owner_->MovesMidEpoch(placement_, next)) MoveTo(next);
   return status;
 }
@@ -271,6 +331,7 @@ bool PlacedIterator::MoveTo(const Placement& to) {
   Install(*std::move(pipeline), *std::move(resumed));
   owner_->TrimIdle();  // the old placement's blocks are back in its pool
   placement_ = to;
+  meter_.set_prefix_maps(owner_->PrefixMaps(*pipeline_, placement_));
   meter_.Start(*inner_);
   return true;
 }

@@ -18,6 +18,7 @@
 #include "absl/synchronization/mutex.h"
 #include "pipeline.pb.h"
 #include "sluice/exec/pipeline.h"
+#include "sluice/placement/kept_prefix.h"
 #include "sluice/placement/meter.h"
 #include "sluice/placement/policy.h"
 
@@ -38,6 +39,9 @@ struct Report {
   bool judging = false;  // a move is being tried
   Levers levers;
   std::vector<std::string> decisions;
+  // The deterministic prefix kept: being written, what was written, or why
+  // it could not be; empty until a move asks for it.
+  std::string kept_prefix;
   Measurements last;  // seconds == 0: none yet
   std::vector<Candidate> alternatives;
   std::string ToJson() const;
@@ -91,6 +95,9 @@ class PlacedPipeline : public std::enable_shared_from_this<PlacedPipeline> {
   // Its number among the process's pipelines (the metrics' `pipeline`).
   int64_t number() const { return number_; }
   bool automatic() const { return automatic_; }
+  // Writes the deterministic prefix now, if not yet, and waits for it (a
+  // test seam: under "auto" a move to keep it starts it in the background).
+  absl::Status KeepPrefixNow();
 
  private:
   friend class PlacedIterator;
@@ -104,6 +111,12 @@ class PlacedPipeline : public std::enable_shared_from_this<PlacedPipeline> {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A window's measurements in; the placement to run now out.
   Placement Observe(const Measurements& m);
+  // `p` as it can run now: without the kept prefix while it is written
+  // (started here) or when it could not be (the policy goes back).
+  Placement Runnable(Placement p);
+  // The deterministic prefix's maps in `pipeline` for the meter, when the
+  // prefix may be kept and is not.
+  int PrefixMaps(const exec::Pipeline& pipeline, const Placement& placement) const;
   // Frees what the pools of placements not running now cache (an
   // iterator that ran there has since returned its blocks).
   void TrimIdle();
@@ -115,10 +128,16 @@ class PlacedPipeline : public std::enable_shared_from_this<PlacedPipeline> {
   // Whether an epoch under `from` can go on under `to` through its state.
   bool MovesMidEpoch(const Placement& from, const Placement& to) const;
   void CountDelivery(int64_t rows, int64_t wait_ns);
+  // A whole epoch delivered `rows` (under "auto"): what keeping the prefix
+  // would write is measured by it.
+  void EpochDelivered(int64_t rows) { epoch_rows_.store(rows, std::memory_order_relaxed); }
 
   const PipelineDef def_;
   const bool automatic_;
   const std::shared_ptr<const exec::Pipeline> first_;
+  // Null unless the prefix may be kept; destroyed after the variants that
+  // read it.
+  const std::unique_ptr<KeptPrefix> kept_;
   mutable absl::Mutex mu_;
   Policy policy_ ABSL_GUARDED_BY(mu_);
   // Compiled placements: the first and the current one.
@@ -127,10 +146,12 @@ class PlacedPipeline : public std::enable_shared_from_this<PlacedPipeline> {
   Placement current_placement_ ABSL_GUARDED_BY(mu_);
   Measurements last_ ABSL_GUARDED_BY(mu_);
   std::vector<Candidate> alternatives_ ABSL_GUARDED_BY(mu_);
+  bool prefix_noted_ ABSL_GUARDED_BY(mu_) = false;  // its summary in the policy's log
   WindowMeter carried_ ABSL_GUARDED_BY(mu_);
   Placement carried_placement_ ABSL_GUARDED_BY(mu_);
   int64_t number_ = 0;
   std::atomic<int64_t> samples_{0}, elements_{0}, wait_ns_{0};
+  std::atomic<int64_t> epoch_rows_{0};  // the last whole epoch's
 };
 
 // One epoch of a PlacedPipeline, in whichever placement it runs. One
@@ -176,6 +197,8 @@ class PlacedIterator {
   int64_t skipped_before_ = 0;  // in placements the epoch left
   std::string skip_summary_before_;
   int64_t peak_before_ = 0;
+  int64_t rows_ = 0;         // delivered (counted under "auto")
+  bool whole_epoch_ = true;  // from its start, not resumed
 };
 
 }  // namespace sluice::placement

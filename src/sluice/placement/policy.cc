@@ -122,13 +122,13 @@ std::vector<Candidate> Policy::Candidates(const Measurements& m) const {
                    absl::StrFormat("the ops a GPU runs are %.0f%% of the compute", 100 * m.gpu_tail_share)});
   }
   if (levers_.keep_prefix && !current_.keep_prefix && loader_bound && m.epochs_repeat &&
-      m.prefix_share >= kWorthwhileShare && m.prefix_bytes <= m.memory_free_bytes) {
+      m.prefix_share >= kWorthwhileShare && m.prefix_bytes <= m.prefix_room_bytes / 2) {
     Placement p = current_;
     p.keep_prefix = true;
     out.push_back({p, std::min(trainer, m.rate / (1 - m.prefix_share)),
                    absl::StrFormat("epochs repeat and the deterministic prefix is %.0f%% of the compute (%d MB "
-                                   "kept, %d MB free in the budget)",
-                                   100 * m.prefix_share, m.prefix_bytes >> 20, m.memory_free_bytes >> 20)});
+                                   "to write once, %d MB free on its disk)",
+                                   100 * m.prefix_share, m.prefix_bytes >> 20, m.prefix_room_bytes >> 20)});
   }
   // Predicted gains first, then what only a trial can rate.
   std::stable_sort(out.begin(), out.end(), [](const Candidate& a, const Candidate& b) {

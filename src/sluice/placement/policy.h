@@ -62,7 +62,8 @@ struct Measurements {
   double front_bytes_per_sample = 0;
   double gpu_tail_share = 0;      // of the compute, the ops a GPU tail takes over
   double prefix_share = 0;        // of the compute, the deterministic prefix
-  int64_t prefix_bytes = 0;       // what keeping the prefix holds
+  int64_t prefix_bytes = 0;       // what keeping the prefix writes (an epoch of its output)
+  int64_t prefix_room_bytes = 0;  // free on the disk it would be written to
   int64_t memory_free_bytes = 0;  // the memory budget less what the pipeline holds at its peak
   int64_t worker_ring_bytes = 0;  // what one local worker's ring holds
   bool epochs_repeat = false;     // a later epoch is running: a kept prefix would be read again
@@ -101,6 +102,8 @@ class Policy {
   // The placement a move went to could not start: back to where it was,
   // never tried again.
   void Refuse(const std::string& why);
+  // Something done for a move (the prefix written), for the log.
+  void Note(std::string what) { log_.push_back(std::move(what)); }
 
   const Placement& current() const { return current_; }
   const Levers& levers() const { return levers_; }

@@ -29,7 +29,10 @@ nlohmann::json MeasurementsJson(const Measurements& m) {
           {"cpu_s_per_sample", m.cpu_s_per_sample},
           {"front_share", m.front_share},
           {"front_bytes_per_sample", m.front_bytes_per_sample},
-          {"memory_free_bytes", m.memory_free_bytes}};
+          {"memory_free_bytes", m.memory_free_bytes},
+          {"prefix_share", m.prefix_share},
+          {"prefix_bytes", m.prefix_bytes},
+          {"prefix_room_bytes", m.prefix_room_bytes}};
 }
 
 }  // namespace
@@ -46,6 +49,7 @@ std::string Report::ToJson() const {
                  {"gpu_tail", levers.gpu_tail},
                  {"keep_prefix", levers.keep_prefix}};
   j["decisions"] = decisions;
+  j["kept_prefix"] = kept_prefix.empty() ? nlohmann::json() : nlohmann::json(kept_prefix);
   j["last_window"] = last.seconds > 0 ? MeasurementsJson(last) : nlohmann::json();
   j["alternatives"] = nlohmann::json::array();
   for (const Candidate& c : alternatives) {

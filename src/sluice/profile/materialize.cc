@@ -8,6 +8,8 @@
 #include "example.pb.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/exec/pipeline.h"
+#include "sluice/exec/resume.h"
+#include "sluice/graph/fingerprint.h"
 #include "sluice/graph/pipeline_json.h"
 #include "sluice/io/tfrecord_index.h"
 #include "sluice/io/tfrecord_writer.h"
@@ -164,19 +166,45 @@ class PartWriters {
   std::vector<std::unique_ptr<io::TfRecordWriter>> writers_;
 };
 
+bool WholeFiles(const std::vector<io::Split>& splits) {
+  for (const io::Split& split : splits) {
+    if (split.begin_record != 0 || split.end_record >= 0) return false;
+  }
+  return true;
+}
+
+// The rewritten pipeline reads its records in the original's order: the
+// same splits (the epoch's order is a permutation of them) and shuffle.
+absl::Status CheckSameOrder(const graph::CompiledPipeline& original, const PipelineDef& rewritten) {
+  SLUICE_ASSIGN_OR_RETURN(graph::CompiledPipeline compiled, graph::Compile(rewritten));
+  const std::vector<io::Split> a = original.nodes[0].format->MakeSplits();
+  const std::vector<io::Split> b = compiled.nodes[0].format->MakeSplits();
+  bool same =
+      a.size() == b.size() && exec::SourceSelectsForShuffle(original) == exec::SourceSelectsForShuffle(compiled);
+  for (size_t i = 0; same && i < a.size(); ++i) {
+    same = a[i].file == b[i].file && a[i].begin_record == b[i].begin_record &&
+           (a[i].end_record < 0 || a[i].end_record == b[i].end_record);
+  }
+  if (same) return absl::OkStatus();
+  return absl::InternalError("the rewritten pipeline would read the records in another order than the source's");
+}
+
 // The rewritten pipeline: the records, a map that restores dtypes and
 // shapes, then the rest under their own names (random keys depend on them).
 PipelineDef Rewritten(const PipelineDef& def, const graph::CompiledPipeline& compiled, int maps, const Schema& schema,
                       const std::vector<std::string>& files) {
   PipelineDef out = def;
   out.clear_nodes();
+  out.mutable_options()->clear_materialized_from();
   NodeDef* source = out.add_nodes();
   source->set_name(compiled.nodes[0].name);
   const SourceDef& original = def.nodes(0).source();
   SourceDef* s = source->mutable_source();
   s->set_shuffle_splits(original.shuffle_splits());
   s->set_on_corrupt(original.on_corrupt());
-  s->set_split_records(original.split_records());
+  // Splits as the source's: whole files where it could not cut them
+  // (records it cannot seek to without an index).
+  s->set_split_records(WholeFiles(compiled.nodes[0].format->MakeSplits()) ? 0 : original.split_records());
   for (const std::string& f : files) s->mutable_tfrecord()->add_files(f);
   NodeDef* decode = out.add_nodes();
   decode->set_name("materialized");
@@ -187,13 +215,26 @@ PipelineDef Rewritten(const PipelineDef& def, const graph::CompiledPipeline& com
     *n = def.nodes(i);
     n->set_name(compiled.nodes.size() > static_cast<size_t>(i) ? compiled.nodes[i].name : def.nodes(i).name());
   }
+  MaterializedFrom* from = out.mutable_options()->mutable_materialized_from();
+  from->set_rewritten_fingerprint(graph::OutputFingerprint(out));
+  from->set_output_fingerprint(graph::OutputFingerprint(def));
   return out;
 }
 
 }  // namespace
 
+int MaterializableMaps(const graph::CompiledPipeline& compiled) {
+  if (compiled.nodes.empty() || compiled.nodes[0].kind != graph::NodeKind::kSource ||
+      compiled.nodes[0].format->files() == nullptr) {
+    return 0;
+  }
+  const int maps = DeterministicMaps(compiled);
+  return maps > 0 && CheckWritable(compiled.nodes[maps]).ok() ? maps : 0;
+}
+
 absl::StatusOr<MaterializeResult> Materialize(const PipelineDef& def, const std::string& out_dir,
-                                              const std::function<void(int64_t records)>& progress) {
+                                              const std::function<void(int64_t records)>& progress,
+                                              const std::atomic<bool>* stop) {
   SLUICE_ASSIGN_OR_RETURN(graph::CompiledPipeline compiled, graph::Compile(def));
   const int maps = DeterministicMaps(compiled);
   if (maps == 0) {
@@ -213,12 +254,14 @@ absl::StatusOr<MaterializeResult> Materialize(const PipelineDef& def, const std:
     bool end = false;
     SLUICE_RETURN_IF_ERROR(it->Next(&batch, &end));
     if (end) break;
+    if (stop != nullptr && stop->load()) return absl::CancelledError("materializing was stopped");
     for (int64_t r = 0; r < batch.rows; ++r) SLUICE_RETURN_IF_ERROR(parts.Write(batch, schema, r));
     progress(result.records);
   }
   SLUICE_RETURN_IF_ERROR(parts.Close());
 
   result.rewritten = Rewritten(def, compiled, maps, schema, result.files);
+  SLUICE_RETURN_IF_ERROR(CheckSameOrder(compiled, result.rewritten));
   for (int i = 1; i <= maps; ++i) {
     for (const graph::BoundOp& op : compiled.nodes[i].ops) {
       if (!op.view) result.ops.push_back(op.name);

@@ -10,12 +10,14 @@
 #ifndef SLUICE_PROFILE_MATERIALIZE_H_
 #define SLUICE_PROFILE_MATERIALIZE_H_
 
+#include <atomic>
 #include <functional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "pipeline.pb.h"
+#include "sluice/graph/compiled_pipeline.h"
 
 namespace sluice::profile {
 
@@ -30,9 +32,17 @@ struct MaterializeResult {
 
 // FailedPrecondition when there is no deterministic prefix to write (the
 // node after the source draws random numbers, or is not a map), or when
-// its output has a ragged column.
+// its output has a ragged column; Cancelled once `stop` (may be null) is
+// set. The rewritten pipeline's output fingerprint is `def`'s
+// (options.materialized_from).
 absl::StatusOr<MaterializeResult> Materialize(const PipelineDef& def, const std::string& out_dir,
-                                              const std::function<void(int64_t records)>& progress);
+                                              const std::function<void(int64_t records)>& progress,
+                                              const std::atomic<bool>* stop = nullptr);
+
+// How many map nodes after the source Materialize would write (the
+// deterministic prefix), 0 when it would refuse: none, a column it cannot
+// write, or a source that reads no files.
+int MaterializableMaps(const graph::CompiledPipeline& compiled);
 
 }  // namespace sluice::profile
 

@@ -1,0 +1,103 @@
+#include "sluice/placement/kept_prefix.h"
+
+#include <stdlib.h>
+#include <sys/statvfs.h>
+
+#include <filesystem>
+
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "sluice/exec/node_stats.h"
+#include "sluice/placement/variant.h"
+
+namespace sluice::placement {
+namespace {
+
+std::string TempRoot() {
+  std::error_code ec;
+  std::filesystem::path root = std::filesystem::temp_directory_path(ec);
+  return ec ? "/tmp" : root.string();
+}
+
+// A directory of its own under the temporary directory.
+absl::StatusOr<std::string> MakeDirectory() {
+  std::string pattern = TempRoot() + "/sluice-prefix-XXXXXX";
+  if (mkdtemp(pattern.data()) == nullptr) {
+    return absl::PermissionDeniedError(absl::StrFormat("cannot create a directory under %s", TempRoot()));
+  }
+  return pattern;
+}
+
+}  // namespace
+
+bool KeptPrefix::Keepable(const PipelineDef& def, const graph::CompiledPipeline& compiled) {
+  for (const NodeDef& n : def.nodes()) {
+    if (n.has_distribute()) return false;
+  }
+  return profile::MaterializableMaps(compiled) > 0;
+}
+
+int64_t KeptPrefix::Room() {
+  struct statvfs fs{};
+  if (statvfs(TempRoot().c_str(), &fs) != 0) return 0;
+  return static_cast<int64_t>(fs.f_bavail) * static_cast<int64_t>(fs.f_frsize);
+}
+
+KeptPrefix::~KeptPrefix() {
+  stop_.store(true);
+  if (writer_.joinable()) writer_.join();
+  absl::MutexLock lock(&mu_);
+  std::error_code ec;
+  if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
+}
+
+void KeptPrefix::Start() {
+  absl::MutexLock lock(&mu_);
+  if (state_ != State::kIdle) return;
+  state_ = State::kWriting;
+  writer_ = std::thread([this] { Write(); });
+}
+
+KeptPrefix::State KeptPrefix::state() const {
+  absl::MutexLock lock(&mu_);
+  return state_;
+}
+
+void KeptPrefix::Wait() const {
+  absl::MutexLock lock(&mu_);
+  mu_.Await(absl::Condition(+[](const State* s) { return *s != State::kWriting; }, &state_));
+}
+
+std::string KeptPrefix::summary() const {
+  absl::MutexLock lock(&mu_);
+  return summary_;
+}
+
+void KeptPrefix::Write() {
+  const int64_t start = exec::NowNs();
+  absl::StatusOr<profile::MaterializeResult> written = Materialize();
+  absl::MutexLock lock(&mu_);
+  if (!written.ok()) {
+    state_ = State::kFailed;
+    summary_ = absl::StrFormat("the deterministic prefix could not be kept: %s", written.status().message());
+    return;
+  }
+  rewritten_ = written->rewritten;
+  summary_ = absl::StrFormat("the deterministic prefix (%s) kept: %d records, %.1f MB under %s, written in %.1f s",
+                             absl::StrJoin(written->ops, ", "), written->records, written->bytes / 1e6, dir_,
+                             (exec::NowNs() - start) * 1e-9);
+  state_ = State::kReady;
+}
+
+absl::StatusOr<profile::MaterializeResult> KeptPrefix::Materialize() {
+  absl::StatusOr<std::string> dir = MakeDirectory();
+  if (!dir.ok()) return dir.status();
+  {
+    absl::MutexLock lock(&mu_);
+    dir_ = *dir;
+  }
+  // One thread: the running epoch and the trainer keep the rest.
+  return profile::Materialize(Variant(def_, Placement()), *dir, [](int64_t) {}, &stop_);
+}
+
+}  // namespace sluice::placement
