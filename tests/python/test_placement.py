@@ -7,6 +7,7 @@ import glob
 import json
 import os
 import signal
+import struct
 import threading
 import time
 
@@ -161,6 +162,27 @@ def test_the_kept_prefix_takes_an_epoch_over_and_back_with_the_same_bytes(cifar_
     del it, pipe
     gc.collect()
     assert not glob.glob(str(tmp_path / "sluice-prefix-*")), "the kept prefix outlived its pipeline"
+
+
+def test_a_prefix_that_cannot_be_kept_says_why_and_the_pipeline_runs_as_written(cifar_dir, tmp_path, monkeypatch):
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    data = bytearray((cifar_dir / "train-00000-of-00003.tfrecord").read_bytes())
+    frame = 16 + struct.unpack("<Q", data[:8])[0]
+    data[frame + 12 + 50] ^= 0xFF  # record 1's data
+    path = tmp_path / "bad.tfrecord"
+    path.write_bytes(bytes(data))
+    pipe = (sluice.tfrecord(str(path), {"image": ("bytes", 3072), "label": "int64"}, on_corrupt="skip")
+            .map(ops.reshape(shape=[32, 32, 3]), ops.grey_dilation(size=3)).batch(11)
+            .with_options(placement="auto"))
+    with pytest.raises(Exception, match=f"record 1 of {path} was skipped as corrupt"):
+        pipe.engine._keep_prefix()
+    assert "could not be kept" in pipe.placement()["kept_prefix"]
+    assert sum(len(b["label"]) for b in pipe) == 99
+    # A directory a killed process left is removed by the next that keeps a prefix.
+    stale = tmp_path / "sluice-prefix-999999999-abcdef"
+    stale.mkdir()
+    _prefix_pipe(cifar_dir).engine._keep_prefix()
+    assert not stale.exists()
 
 
 def test_a_pipeline_without_a_deterministic_prefix_keeps_none():

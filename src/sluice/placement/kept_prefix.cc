@@ -1,8 +1,13 @@
 #include "sluice/placement/kept_prefix.h"
 
+#include <signal.h>
 #include <stdlib.h>
 #include <sys/statvfs.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
 
 #include "absl/strings/str_format.h"
@@ -19,11 +24,29 @@ std::string TempRoot() {
   return ec ? "/tmp" : root.string();
 }
 
-// A directory of its own under the temporary directory.
+constexpr char kPrefix[] = "sluice-prefix-";
+
+// Removes what processes killed before they could left: directories
+// named for a process that no longer runs.
+void RemoveStale(const std::string& root) {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(root, ec)) {
+    const std::string name = entry.path().filename().string();
+    int pid = 0;
+    if (name.rfind(kPrefix, 0) != 0 || std::sscanf(name.c_str() + sizeof(kPrefix) - 1, "%d-", &pid) != 1) continue;
+    if (pid > 0 && kill(pid, 0) != 0 && errno == ESRCH) std::filesystem::remove_all(entry.path(), ec);
+  }
+}
+
+// A directory of its own under the temporary directory, named for this
+// process.
 absl::StatusOr<std::string> MakeDirectory() {
-  std::string pattern = TempRoot() + "/sluice-prefix-XXXXXX";
+  const std::string root = TempRoot();
+  RemoveStale(root);
+  std::string pattern = absl::StrFormat("%s/%s%d-XXXXXX", root, kPrefix, getpid());
   if (mkdtemp(pattern.data()) == nullptr) {
-    return absl::PermissionDeniedError(absl::StrFormat("cannot create a directory under %s", TempRoot()));
+    return absl::PermissionDeniedError(
+        absl::StrFormat("cannot create a directory under %s: %s", root, std::strerror(errno)));
   }
   return pattern;
 }

@@ -2,7 +2,8 @@
 // output of the source and the maps after it that draw no random numbers,
 // written once in the background beside the running epoch by
 // `sluice materialize`'s writer, into a directory of its own under the
-// temporary directory (TMPDIR), removed with this. The pipeline that reads
+// temporary directory (TMPDIR), removed with this (or by the next process
+// that keeps a prefix there, when this one was killed). The pipeline that reads
 // it gives the same output under the same output fingerprint, so an epoch
 // moves to it and back through its state.
 #ifndef SLUICE_PLACEMENT_KEPT_PREFIX_H_

@@ -1,5 +1,6 @@
 #include "sluice/profile/materialize.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -135,6 +136,12 @@ class PartWriters {
       return absl::InternalError(absl::StrCat("row ", result_->records, " has no source file"));
     }
     int64_t& expected = next_record_[origin.file];
+    if (origin.record > std::max<int64_t>(expected, 0)) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "record ", std::max<int64_t>(expected, 0), " of ", sources_[origin.file],
+          " was skipped as corrupt: the records written would be numbered otherwise, and the draws keyed by "
+          "their numbers would change"));
+    }
     if (expected >= 0 && origin.record != expected) {
       return absl::InternalError(absl::StrCat("records of ", sources_[origin.file], " arrived out of order (",
                                               origin.record, " after ", expected - 1, ")"));
