@@ -188,6 +188,27 @@ TEST(Policy, KeepsThePrefixOnlyWhenEpochsRepeatAndItFitsOnHalfTheDisk) {
   EXPECT_FALSE(AfterSettling(&too_big, m).next.keep_prefix);
 }
 
+TEST(Policy, APrefixThatCouldNotBeKeptIsNeverTriedAgain) {
+  Measurements m = Window(InProcess(8), 8, 2000, 0.5, 0.5, 7.5, 3750);
+  m.prefix_share = 0.5;
+  m.prefix_bytes = int64_t{1} << 20;
+  m.prefix_room_bytes = int64_t{1} << 30;
+  m.epochs_repeat = true;
+  Levers prefix_only = AllLevers();
+  prefix_only.local_workers = prefix_only.gpu_tail = false;
+  Policy policy(InProcess(8), prefix_only, OneWindow());
+  ASSERT_TRUE(AfterSettling(&policy, m).next.keep_prefix);
+  policy.Withdraw("the disk is full");
+  EXPECT_EQ(policy.current(), InProcess(8));
+  EXPECT_FALSE(policy.levers().keep_prefix);
+  EXPECT_THAT(policy.log().back(), HasSubstr("refused: the disk is full"));
+  // The trainer's rate changes (every move may be tried again), and the
+  // same windows call for the prefix: it stays where it is.
+  m.rate = 4000;
+  AfterSettling(&policy, m);
+  EXPECT_FALSE(AfterSettling(&policy, m).next.keep_prefix);
+}
+
 TEST(Policy, IgnoresTheWindowAfterEachMove) {
   Policy policy(InProcess(2), AllLevers(), OneWindow());
   const Measurements loader_bound = Window(InProcess(2), 8, 2000, 0.5, 0.3, 2, 1000);

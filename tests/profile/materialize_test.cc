@@ -134,6 +134,9 @@ TEST_F(MaterializeTest, AStateRestoresInTheOriginalAndTheRewrittenAlike) {
   PipelineDef edited = r.rewritten;
   edited.mutable_nodes()->rbegin()->mutable_map()->mutable_ops(0)->set_op("random_erasing");
   EXPECT_NE(graph::OutputFingerprint(edited), graph::OutputFingerprint(def));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<exec::Pipeline> other, exec::Pipeline::Create(edited));
+  EXPECT_THAT(other->Resume(state).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("the state is another pipeline's")));
 }
 
 TEST_F(MaterializeTest, APipelineThatStartsRandomHasNothingToMaterialize) {

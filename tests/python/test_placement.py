@@ -2,12 +2,14 @@
 hold fixed, and moves mid-epoch between the trainer's process and a local
 worker process that keep every sample exactly once with the same bytes."""
 
+import fcntl
 import gc
 import glob
 import json
 import os
 import signal
 import struct
+import subprocess
 import threading
 import time
 
@@ -178,18 +180,35 @@ def test_a_prefix_that_cannot_be_kept_says_why_and_the_pipeline_runs_as_written(
         pipe.engine._keep_prefix()
     assert "could not be kept" in pipe.placement()["kept_prefix"]
     assert sum(len(b["label"]) for b in pipe) == 99
-    # A directory a killed process left is removed by the next that keeps a prefix.
-    stale = tmp_path / "sluice-prefix-999999999-abcdef"
-    stale.mkdir()
+    # A directory a killed process left is removed by the next that keeps a
+    # prefix there; one a live process holds the lock of stays.
+    stale, live = tmp_path / "sluice-prefix-1-abcdef", tmp_path / "sluice-prefix-2-abcdef"
+    for d in (stale, live):
+        d.mkdir()
+        os.utime(d, (time.time() - 120, time.time() - 120))
+    held = os.open(live, os.O_RDONLY)
+    fcntl.flock(held, fcntl.LOCK_EX)
     _prefix_pipe(cifar_dir).engine._keep_prefix()
-    assert not stale.exists()
+    assert not stale.exists() and live.exists()
+    os.close(held)
 
 
-def test_a_pipeline_without_a_deterministic_prefix_keeps_none():
-    pipe = _pipe()  # random from its first map on
-    assert not pipe.placement()["levers"]["keep_prefix"]
-    with pytest.raises(Exception, match="no deterministic prefix to keep"):
-        pipe.engine._keep_prefix()
+def test_a_pipeline_without_a_deterministic_prefix_keeps_none(cifar_dir, tmp_path):
+    def never_kept(pipe):
+        assert not pipe.placement()["levers"]["keep_prefix"]
+        with pytest.raises(Exception, match="no deterministic prefix to keep"):
+            pipe.engine._keep_prefix()
+
+    never_kept(_pipe())  # random from its first map on, and data this process holds
+    records = sluice.tfrecord(str(cifar_dir / "*.tfrecord"), {"image": ("bytes", 3072), "label": "int64"})
+    # A Python op's draws are its own: sluice cannot see them.
+    never_kept(records.map(ops.python(lambda s: s)).batch(10).with_options(placement="auto"))
+    # A shuffle over images read whole draws from a buffer: the records
+    # written would be picked by number, in another order.
+    subprocess.run(["sluice", "make-data", "imagenet", "--out", str(tmp_path / "images"), "--count", "4",
+                    "--classes", "1"], check=True, capture_output=True)
+    never_kept(sluice.image_folder(tmp_path / "images", shuffle=False)
+               .map(ops.decode_image(size=[8, 8])).shuffle(4).batch(2).with_options(placement="auto"))
 
 
 def test_a_bad_placement_is_named():

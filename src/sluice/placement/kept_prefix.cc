@@ -1,14 +1,17 @@
 #include "sluice/placement/kept_prefix.h"
 
-#include <signal.h>
+#include <fcntl.h>
 #include <stdlib.h>
+#include <sys/file.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdio>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <system_error>
+#include <utility>
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -26,21 +29,42 @@ std::string TempRoot() {
 
 constexpr char kPrefix[] = "sluice-prefix-";
 
-// Removes what processes killed before they could left: directories
-// named for a process that no longer runs.
+// `dir` locked for as long as the returned descriptor is open (-1: could
+// not be): a process holds its kept prefix's lock while it lives, in any
+// PID namespace that shares the directory.
+int LockDirectory(const std::string& dir, bool wait) {
+  const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  if (flock(fd, LOCK_EX | (wait ? 0 : LOCK_NB)) == 0) return fd;
+  close(fd);
+  return -1;
+}
+
+// Removes what processes killed before they could left: directories no
+// process holds the lock of (a minute after they were last written, past
+// a new one's moment between its creation and its lock).
 void RemoveStale(const std::string& root) {
   std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(root, ec)) {
-    const std::string name = entry.path().filename().string();
-    int pid = 0;
-    if (name.rfind(kPrefix, 0) != 0 || std::sscanf(name.c_str() + sizeof(kPrefix) - 1, "%d-", &pid) != 1) continue;
-    if (pid > 0 && kill(pid, 0) != 0 && errno == ESRCH) std::filesystem::remove_all(entry.path(), ec);
+  const auto recent = std::filesystem::file_time_type::clock::now() - std::chrono::minutes(1);
+  for (auto it = std::filesystem::directory_iterator(root, ec); !ec && it != std::filesystem::directory_iterator();
+       it.increment(ec)) {
+    const std::filesystem::path path = it->path();
+    std::error_code time_ec;
+    if (path.filename().string().rfind(kPrefix, 0) != 0 || std::filesystem::last_write_time(path, time_ec) > recent ||
+        time_ec) {
+      continue;
+    }
+    const int lock = LockDirectory(path.string(), false);
+    if (lock < 0) continue;
+    std::error_code remove_ec;
+    std::filesystem::remove_all(path, remove_ec);
+    close(lock);
   }
 }
 
 // A directory of its own under the temporary directory, named for this
-// process.
-absl::StatusOr<std::string> MakeDirectory() {
+// process and locked (the descriptor returned beside it).
+absl::StatusOr<std::pair<std::string, int>> MakeDirectory() {
   const std::string root = TempRoot();
   RemoveStale(root);
   std::string pattern = absl::StrFormat("%s/%s%d-XXXXXX", root, kPrefix, getpid());
@@ -48,16 +72,20 @@ absl::StatusOr<std::string> MakeDirectory() {
     return absl::PermissionDeniedError(
         absl::StrFormat("cannot create a directory under %s: %s", root, std::strerror(errno)));
   }
-  return pattern;
+  return std::make_pair(pattern, LockDirectory(pattern, true));
 }
 
 }  // namespace
 
-bool KeptPrefix::Keepable(const PipelineDef& def, const graph::CompiledPipeline& compiled) {
+int KeptPrefix::Maps(const PipelineDef& def, const graph::CompiledPipeline& compiled) {
+  // Data this process holds, or a Python dataset's items (which may draw
+  // numbers of their own), is not read again from files.
+  const SourceDef& source = def.nodes(0).source();
+  if (source.has_python_dataset() || source.has_arrow_memory() || source.has_arrays()) return 0;
   for (const NodeDef& n : def.nodes()) {
-    if (n.has_distribute()) return false;
+    if (n.has_distribute()) return 0;
   }
-  return profile::MaterializableMaps(compiled) > 0;
+  return profile::MaterializableMaps(def, compiled);
 }
 
 int64_t KeptPrefix::Room() {
@@ -70,15 +98,27 @@ KeptPrefix::~KeptPrefix() {
   stop_.store(true);
   if (writer_.joinable()) writer_.join();
   absl::MutexLock lock(&mu_);
+  Remove();
+}
+
+void KeptPrefix::Remove() {
   std::error_code ec;
   if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
+  if (lock_fd_ >= 0) close(lock_fd_);
+  dir_.clear();
+  lock_fd_ = -1;
 }
 
 void KeptPrefix::Start() {
   absl::MutexLock lock(&mu_);
   if (state_ != State::kIdle) return;
   state_ = State::kWriting;
-  writer_ = std::thread([this] { Write(); });
+  try {
+    writer_ = std::thread([this] { Write(); });
+  } catch (const std::system_error& e) {
+    state_ = State::kFailed;
+    summary_ = absl::StrFormat("the deterministic prefix could not be kept: no thread to write it (%s)", e.what());
+  }
 }
 
 KeptPrefix::State KeptPrefix::state() const {
@@ -101,6 +141,7 @@ void KeptPrefix::Write() {
   absl::StatusOr<profile::MaterializeResult> written = Materialize();
   absl::MutexLock lock(&mu_);
   if (!written.ok()) {
+    Remove();  // what was written so far: a full disk stays full otherwise
     state_ = State::kFailed;
     summary_ = absl::StrFormat("the deterministic prefix could not be kept: %s", written.status().message());
     return;
@@ -113,14 +154,16 @@ void KeptPrefix::Write() {
 }
 
 absl::StatusOr<profile::MaterializeResult> KeptPrefix::Materialize() {
-  absl::StatusOr<std::string> dir = MakeDirectory();
-  if (!dir.ok()) return dir.status();
+  absl::StatusOr<std::pair<std::string, int>> made = MakeDirectory();
+  if (!made.ok()) return made.status();
+  const std::string dir = made->first;
   {
     absl::MutexLock lock(&mu_);
-    dir_ = *dir;
+    dir_ = dir;
+    lock_fd_ = made->second;
   }
   // One thread: the running epoch and the trainer keep the rest.
-  return profile::Materialize(Variant(def_, Placement()), *dir, [](int64_t) {}, &stop_);
+  return profile::Materialize(Variant(def_, Placement()), dir, [](int64_t) {}, &stop_);
 }
 
 }  // namespace sluice::placement

@@ -9,7 +9,6 @@
 #include "sluice/io/random_access_file.h"
 #include "sluice/placement/pipeline_metrics.h"
 #include "sluice/placement/variant.h"
-#include "sluice/profile/materialize.h"
 #include "sluice/service/distributed_pipeline.h"
 
 namespace sluice::placement {
@@ -30,21 +29,24 @@ absl::StatusOr<std::shared_ptr<PlacedPipeline>> PlacedPipeline::Create(const Pip
   absl::StatusOr<std::shared_ptr<const exec::Pipeline>> first = Compile(automatic ? Variant(def, start) : def);
   if (!first.ok()) return first.status();
   Levers levers{false, false, false, false};
+  int prefix_maps = 0;
   if (automatic) {
     levers = FreeLevers(def);
-    levers.keep_prefix = KeptPrefix::Keepable(def, (*first)->compiled());
+    prefix_maps = KeptPrefix::Maps(def, (*first)->compiled());
+    levers.keep_prefix = prefix_maps > 0;
   }
-  std::shared_ptr<PlacedPipeline> placed(new PlacedPipeline(def, automatic, start, levers, *std::move(first)));
+  std::shared_ptr<PlacedPipeline> placed(
+      new PlacedPipeline(def, automatic, start, levers, prefix_maps, *std::move(first)));
   placed->number_ = RegisterForMetrics(placed);
   return placed;
 }
 
-PlacedPipeline::PlacedPipeline(PipelineDef def, bool automatic, Placement start, Levers levers,
+PlacedPipeline::PlacedPipeline(PipelineDef def, bool automatic, Placement start, Levers levers, int prefix_maps,
                                std::shared_ptr<const exec::Pipeline> first)
     : def_(std::move(def)),
       automatic_(automatic),
       first_(first),
-      kept_(levers.keep_prefix ? std::make_unique<KeptPrefix>(def_) : nullptr),
+      kept_(prefix_maps > 0 ? std::make_unique<KeptPrefix>(def_, prefix_maps) : nullptr),
       policy_(start, levers),
       current_(first),
       current_placement_(start) {
@@ -129,21 +131,22 @@ Placement PlacedPipeline::Runnable(Placement p) {
     if (!std::exchange(prefix_noted_, true)) policy_.Note(kept_->summary());
     return p;
   }
-  if (state == KeptPrefix::State::kFailed && policy_.current().keep_prefix) policy_.Refuse(kept_->summary());
+  if (state == KeptPrefix::State::kFailed && policy_.levers().keep_prefix) policy_.Withdraw(kept_->summary());
   p.keep_prefix = false;
   return p;
 }
 
-int PlacedPipeline::PrefixMaps(const exec::Pipeline& pipeline, const Placement& placement) const {
-  if (kept_ == nullptr || placement.keep_prefix) return 0;
-  return profile::MaterializableMaps(pipeline.compiled());
+int PlacedPipeline::PrefixMaps(const Placement& placement) const {
+  // Its variants insert nodes after the prefix only.
+  return kept_ == nullptr || placement.keep_prefix ? 0 : kept_->maps();
 }
 
 absl::Status PlacedPipeline::KeepPrefixNow() {
   if (kept_ == nullptr) {
     return absl::FailedPreconditionError(
-        "no deterministic prefix to keep: the placement is not \"auto\", or no map after the source is free of "
-        "random draws");
+        "no deterministic prefix to keep: the placement is not \"auto\", or no map on the CPU after a source that "
+        "reads files is free of random draws and Python ops, writable and read back in the same order, or a "
+        "distribute node runs the pipeline on a service's workers");
   }
   kept_->Start();
   kept_->Wait();
@@ -282,7 +285,7 @@ PlacedIterator::PlacedIterator(std::shared_ptr<PlacedPipeline> owner, std::share
       epoch_(epoch) {
   if (!owner_->automatic()) return;
   meter_ = owner_->Carried(placement_);
-  meter_.set_prefix_maps(owner_->PrefixMaps(*pipeline_, placement_));
+  meter_.set_prefix_maps(owner_->PrefixMaps(placement_));
   meter_.Start(*inner_);
 }
 
@@ -331,7 +334,7 @@ bool PlacedIterator::MoveTo(const Placement& to) {
   Install(*std::move(pipeline), *std::move(resumed));
   owner_->TrimIdle();  // the old placement's blocks are back in its pool
   placement_ = to;
-  meter_.set_prefix_maps(owner_->PrefixMaps(*pipeline_, placement_));
+  meter_.set_prefix_maps(owner_->PrefixMaps(placement_));
   meter_.Start(*inner_);
   return true;
 }

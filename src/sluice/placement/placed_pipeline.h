@@ -101,7 +101,7 @@ class PlacedPipeline : public std::enable_shared_from_this<PlacedPipeline> {
 
  private:
   friend class PlacedIterator;
-  PlacedPipeline(PipelineDef def, bool automatic, Placement start, Levers levers,
+  PlacedPipeline(PipelineDef def, bool automatic, Placement start, Levers levers, int prefix_maps,
                  std::shared_ptr<const exec::Pipeline> first);
 
   // The compiled variant at `p`, now the current one. A variant that
@@ -114,9 +114,9 @@ class PlacedPipeline : public std::enable_shared_from_this<PlacedPipeline> {
   // `p` as it can run now: without the kept prefix while it is written
   // (started here) or when it could not be (the policy goes back).
   Placement Runnable(Placement p);
-  // The deterministic prefix's maps in `pipeline` for the meter, when the
-  // prefix may be kept and is not.
-  int PrefixMaps(const exec::Pipeline& pipeline, const Placement& placement) const;
+  // The deterministic prefix's maps for the meter, when the prefix may be
+  // kept and is not kept at `placement`.
+  int PrefixMaps(const Placement& placement) const;
   // Frees what the pools of placements not running now cache (an
   // iterator that ran there has since returned its blocks).
   void TrimIdle();

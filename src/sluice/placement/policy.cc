@@ -214,6 +214,19 @@ void Policy::Refuse(const std::string& why) {
   Settle();
 }
 
+void Policy::Withdraw(const std::string& why) {
+  levers_.keep_prefix = false;
+  log_.push_back(absl::StrCat("refused: ", why));
+  if (!current_.keep_prefix) return;
+  if (trial_) {
+    trial_ = false;
+    current_ = before_;
+  } else {
+    current_.keep_prefix = false;
+  }
+  Settle();
+}
+
 void Policy::Settle() {
   settling_ = options_.settle_windows;
   windows_.clear();

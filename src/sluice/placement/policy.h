@@ -102,6 +102,9 @@ class Policy {
   // The placement a move went to could not start: back to where it was,
   // never tried again.
   void Refuse(const std::string& why);
+  // The kept prefix could not be written: the lever is off for good, and
+  // a move to it goes back (as Refuse).
+  void Withdraw(const std::string& why);
   // Something done for a move (the prefix written), for the log.
   void Note(std::string what) { log_.push_back(std::move(what)); }
 

@@ -18,14 +18,18 @@
 namespace sluice::profile {
 namespace {
 
-// Leading map nodes after the source whose ops all draw no random numbers.
-int DeterministicMaps(const graph::CompiledPipeline& compiled) {
+bool IsPython(const graph::BoundOp& op) { return op.name == "python" || op.name == "python_batch"; }
+
+// Leading map nodes after the source, on the CPU, whose ops all draw no
+// random numbers; a Python op's own word for it (its `rng` attr) counts
+// only where `trust_python`.
+int DeterministicMaps(const graph::CompiledPipeline& compiled, bool trust_python) {
   int n = 0;
   for (size_t i = 1; i < compiled.nodes.size(); ++i) {
     const graph::CompiledNode& node = compiled.nodes[i];
-    if (node.kind != graph::NodeKind::kMap) break;
+    if (node.kind != graph::NodeKind::kMap || node.backend != ops::Backend::kCpu) break;
     for (const graph::BoundOp& op : node.ops) {
-      if (op.inferred.random) return n;
+      if (op.inferred.random || (!trust_python && IsPython(op))) return n;
     }
     ++n;
   }
@@ -180,6 +184,40 @@ bool WholeFiles(const std::vector<io::Split>& splits) {
   return true;
 }
 
+// Whether the records written can be read in the source's order: its
+// splits are whole files or runs of `split_records` (not a format's own,
+// such as Parquet's row groups), and a shuffle that selects records by
+// number (which the records written allow) does so in the source too.
+absl::Status CheckReproducibleOrder(const graph::CompiledPipeline& compiled, int64_t split_records) {
+  const graph::CompiledNode& source = compiled.nodes[0];
+  const std::vector<io::Split> splits = source.format->MakeSplits();
+  if (!WholeFiles(splits)) {
+    std::vector<int64_t> records(source.format->files()->size(), 0);
+    bool known = true;
+    for (const io::Split& split : splits) {
+      known = known && split.end_record >= 0;
+      records[split.file] = std::max(records[split.file], split.end_record);
+    }
+    const std::vector<io::Split> cut = io::MakeRecordSplits(records, split_records);
+    bool same = known && cut.size() == splits.size();
+    for (size_t i = 0; same && i < cut.size(); ++i) {
+      same = cut[i].file == splits[i].file && cut[i].begin_record == splits[i].begin_record &&
+             cut[i].end_record == splits[i].end_record;
+    }
+    if (!same) {
+      return absl::FailedPreconditionError(
+          "the source's splits are its format's own (row groups, shards): the records written could not be read "
+          "in the same order");
+    }
+  }
+  if (!source.format->SeeksRecords() && exec::Has(compiled, graph::NodeKind::kShuffle)) {
+    return absl::FailedPreconditionError(
+        "the shuffle draws from a buffer of what this source reads, where it would pick the records written by "
+        "number: they would come in another order");
+  }
+  return absl::OkStatus();
+}
+
 // The rewritten pipeline reads its records in the original's order: the
 // same splits (the epoch's order is a permutation of them) and shuffle.
 absl::Status CheckSameOrder(const graph::CompiledPipeline& original, const PipelineDef& rewritten) {
@@ -209,6 +247,7 @@ PipelineDef Rewritten(const PipelineDef& def, const graph::CompiledPipeline& com
   SourceDef* s = source->mutable_source();
   s->set_shuffle_splits(original.shuffle_splits());
   s->set_on_corrupt(original.on_corrupt());
+  s->set_parallel_reads(original.parallel_reads());
   // Splits as the source's: whole files where it could not cut them
   // (records it cannot seek to without an index).
   s->set_split_records(WholeFiles(compiled.nodes[0].format->MakeSplits()) ? 0 : original.split_records());
@@ -222,33 +261,33 @@ PipelineDef Rewritten(const PipelineDef& def, const graph::CompiledPipeline& com
     *n = def.nodes(i);
     n->set_name(compiled.nodes.size() > static_cast<size_t>(i) ? compiled.nodes[i].name : def.nodes(i).name());
   }
+  const std::string rewritten = graph::OutputFingerprint(out);
   MaterializedFrom* from = out.mutable_options()->mutable_materialized_from();
-  from->set_rewritten_fingerprint(graph::OutputFingerprint(out));
+  from->set_rewritten_fingerprint(rewritten);
   from->set_output_fingerprint(graph::OutputFingerprint(def));
   return out;
 }
 
 }  // namespace
 
-int MaterializableMaps(const graph::CompiledPipeline& compiled) {
-  if (compiled.nodes.empty() || compiled.nodes[0].kind != graph::NodeKind::kSource ||
-      compiled.nodes[0].format->files() == nullptr) {
-    return 0;
-  }
-  const int maps = DeterministicMaps(compiled);
-  return maps > 0 && CheckWritable(compiled.nodes[maps]).ok() ? maps : 0;
+int MaterializableMaps(const PipelineDef& def, const graph::CompiledPipeline& compiled) {
+  if (compiled.nodes.empty() || compiled.nodes[0].kind != graph::NodeKind::kSource) return 0;
+  const int maps = DeterministicMaps(compiled, false);
+  if (maps == 0 || !CheckWritable(compiled.nodes[maps]).ok()) return 0;
+  return CheckReproducibleOrder(compiled, def.nodes(0).source().split_records()).ok() ? maps : 0;
 }
 
 absl::StatusOr<MaterializeResult> Materialize(const PipelineDef& def, const std::string& out_dir,
                                               const std::function<void(int64_t records)>& progress,
                                               const std::atomic<bool>* stop) {
   SLUICE_ASSIGN_OR_RETURN(graph::CompiledPipeline compiled, graph::Compile(def));
-  const int maps = DeterministicMaps(compiled);
+  const int maps = DeterministicMaps(compiled, true);
   if (maps == 0) {
     return absl::FailedPreconditionError(
         "nothing to materialize: the node after the source is not a map of ops that draw no random numbers");
   }
   SLUICE_RETURN_IF_ERROR(CheckWritable(compiled.nodes[maps]));
+  SLUICE_RETURN_IF_ERROR(CheckReproducibleOrder(compiled, def.nodes(0).source().split_records()));
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<exec::Pipeline> pipeline, exec::Pipeline::Create(PrefixOf(def, maps)));
   const Schema& schema = pipeline->output_schema();
   const std::vector<std::string>& sources = *compiled.nodes[0].format->files();

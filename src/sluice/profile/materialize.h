@@ -31,18 +31,21 @@ struct MaterializeResult {
 };
 
 // FailedPrecondition when there is no deterministic prefix to write (the
-// node after the source draws random numbers, or is not a map), or when
-// its output has a ragged column; Cancelled once `stop` (may be null) is
+// node after the source draws random numbers, or is not a map on the CPU),
+// when its output has a ragged column, or when the records written could
+// not be read in the source's order (splits of its format's own, a shuffle
+// over a source that cannot seek its records); Cancelled once `stop` (may be null) is
 // set. The rewritten pipeline's output fingerprint is `def`'s
 // (options.materialized_from).
 absl::StatusOr<MaterializeResult> Materialize(const PipelineDef& def, const std::string& out_dir,
                                               const std::function<void(int64_t records)>& progress,
                                               const std::atomic<bool>* stop = nullptr);
 
-// How many map nodes after the source Materialize would write (the
-// deterministic prefix), 0 when it would refuse: none, a column it cannot
-// write, or a source that reads no files.
-int MaterializableMaps(const graph::CompiledPipeline& compiled);
+// How many map nodes after the source `def` (`compiled`) has whose output
+// can be written once and read back in the same order, for placement
+// "auto" to keep: as Materialize's, but stopping at a Python op, whose
+// draws sluice cannot see; 0 when there are none.
+int MaterializableMaps(const PipelineDef& def, const graph::CompiledPipeline& compiled);
 
 }  // namespace sluice::profile
 
