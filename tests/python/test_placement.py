@@ -166,6 +166,30 @@ def test_the_kept_prefix_takes_an_epoch_over_and_back_with_the_same_bytes(cifar_
     assert not glob.glob(str(tmp_path / "sluice-prefix-*")), "the kept prefix outlived its pipeline"
 
 
+def _rows(it, n=None):
+    """Each row's label and image bytes, of `n` batches of `it` (all when None)."""
+    out = []
+    for k, batch in enumerate(it):
+        out += [(int(label), image.tobytes()) for label, image in zip(batch["label"], batch["image"])]
+        if n is not None and k + 1 == n:
+            break
+    return out
+
+
+def test_the_kept_prefix_moves_to_a_local_worker_and_back_exactly_once(cifar_dir, tmp_path, monkeypatch):
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    reference = sorted(_rows(_prefix_pipe(cifar_dir, unordered=True).with_options(placement="manual").iterate(1)))
+    pipe = _prefix_pipe(cifar_dir, unordered=True)
+    pipe.engine._keep_prefix()
+    it = pipe.iterate(1)
+    got = _rows(it, 4)
+    assert it._it._move_to(threads=1, local_workers=1, keep_prefix=True)
+    got += _rows(it, 10)
+    assert it._it._move_to(threads=2, local_workers=0, keep_prefix=False)
+    got += _rows(it)
+    assert sorted(got) == reference  # every row once, each with its own flip
+
+
 def test_a_prefix_that_cannot_be_kept_says_why_and_the_pipeline_runs_as_written(cifar_dir, tmp_path, monkeypatch):
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     data = bytearray((cifar_dir / "train-00000-of-00003.tfrecord").read_bytes())
