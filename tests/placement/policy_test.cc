@@ -188,6 +188,32 @@ TEST(Policy, KeepsThePrefixOnlyWhenEpochsRepeatAndItFitsOnHalfTheDisk) {
   EXPECT_FALSE(AfterSettling(&too_big, m).next.keep_prefix);
 }
 
+TEST(Policy, KeepsThePrefixForAFedTrainerThatComputesAndKeepsItUnlessItCosts) {
+  // Fed (waits 1%), the trainer on a whole core beside 1 of the engine's.
+  Measurements m = Window(InProcess(2), 2, 60000, 0.01, 1.0, 1.0, 16);
+  m.prefix_share = 0.3;
+  m.prefix_bytes = int64_t{150} << 20;
+  m.prefix_room_bytes = int64_t{1} << 30;
+  m.epochs_repeat = true;
+  Levers prefix_only = AllLevers();
+  prefix_only.threads = prefix_only.local_workers = prefix_only.gpu_tail = false;
+  Policy policy(InProcess(2), prefix_only, OneWindow());
+  const Decision d = AfterSettling(&policy, m);
+  ASSERT_TRUE(d.next.keep_prefix);
+  EXPECT_THAT(d.reason, HasSubstr("the trainer is fed (waits 1%) and computes on 1.0 cores"));
+  EXPECT_NEAR(d.alternatives[0].predicted_rate, 60000, 1);  // the same rate, for less CPU
+  // Judged as a move that frees CPU: 2% slower is within the noise, kept.
+  Measurements after = m;
+  after.placement = d.next;
+  after.rate = 58800;
+  EXPECT_TRUE(AfterSettling(&policy, after).next.keep_prefix);
+  // A trainer that computes on a fifth of a core gains nothing from it.
+  Measurements idle = m;
+  idle.process_cores = 1.2;
+  Policy stays(InProcess(2), prefix_only, OneWindow());
+  EXPECT_FALSE(AfterSettling(&stays, idle).next.keep_prefix);
+}
+
 TEST(Policy, APrefixThatCouldNotBeKeptIsNeverTriedAgain) {
   Measurements m = Window(InProcess(8), 8, 2000, 0.5, 0.5, 7.5, 3750);
   m.prefix_share = 0.5;

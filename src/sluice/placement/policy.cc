@@ -121,20 +121,38 @@ std::vector<Candidate> Policy::Candidates(const Measurements& m) const {
     out.push_back({p, std::min(trainer, m.rate / (1 - m.gpu_tail_share)),
                    absl::StrFormat("the ops a GPU runs are %.0f%% of the compute", 100 * m.gpu_tail_share)});
   }
-  if (levers_.keep_prefix && !current_.keep_prefix && loader_bound && m.epochs_repeat &&
-      m.prefix_share >= kWorthwhileShare && m.prefix_bytes <= m.prefix_room_bytes / 2) {
-    Placement p = current_;
-    p.keep_prefix = true;
-    out.push_back({p, std::min(trainer, m.rate / (1 - m.prefix_share)),
-                   absl::StrFormat("epochs repeat and the deterministic prefix is %.0f%% of the compute (%d MB "
-                                   "to write once, %d MB free on its disk)",
-                                   100 * m.prefix_share, m.prefix_bytes >> 20, m.prefix_room_bytes >> 20)});
-  }
+  AddKeepPrefix(m, &out);
   // Predicted gains first, then what only a trial can rate.
   std::stable_sort(out.begin(), out.end(), [](const Candidate& a, const Candidate& b) {
     return (a.predicted_rate == 0 ? -1 : a.predicted_rate) > (b.predicted_rate == 0 ? -1 : b.predicted_rate);
   });
   return out;
+}
+
+void Policy::AddKeepPrefix(const Measurements& m, std::vector<Candidate>* out) const {
+  if (!levers_.keep_prefix || current_.keep_prefix || !m.epochs_repeat || m.prefix_share < kWorthwhileShare ||
+      m.prefix_bytes > m.prefix_room_bytes / 2) {
+    return;
+  }
+  Placement p = current_;
+  p.keep_prefix = true;
+  const std::string kept = absl::StrFormat(
+      "the deterministic prefix is %.0f%% of the compute and epochs repeat (%d MB to write once, "
+      "%d MB free on its disk)",
+      100 * m.prefix_share, m.prefix_bytes >> 20, m.prefix_room_bytes >> 20);
+  if (m.wait_share >= options_.loader_bound_wait) {
+    out->push_back({p, std::min(TrainerRate(m), m.rate / (1 - m.prefix_share)), kept});
+  } else if (m.wait_share < options_.fed_wait && TrainerCores(m) >= 0.5) {
+    // The same rate for less of the CPU the trainer computes on.
+    out->push_back({p, m.rate,
+                    absl::StrFormat("the trainer is fed (waits %.0f%%) and computes on %.1f cores beside the "
+                                    "pipeline; %s",
+                                    100 * m.wait_share, TrainerCores(m), kept)});
+  }
+}
+
+bool Frees(const Placement& to, const Placement& from) {
+  return to.local_workers == from.local_workers && (to.threads < from.threads || (to.keep_prefix && !from.keep_prefix));
 }
 
 bool Policy::Tried(const Placement& p) const { return tried_.count(Key(p)) > 0; }
@@ -161,7 +179,7 @@ Decision Policy::Observe(const Measurements& window) {
   Decision d{current_, "", Candidates(m), false};
   for (const Candidate& c : d.alternatives) {
     if (Tried(c.placement)) continue;
-    const bool frees = c.placement.threads < current_.threads;
+    const bool frees = Frees(c.placement, current_);
     if (c.predicted_rate == 0 || frees || c.predicted_rate >= m.rate * (1 + options_.min_gain))
       return Move(c, m, d.alternatives);
   }
@@ -188,7 +206,7 @@ Decision Policy::Judge(const Measurements& m) {
   tried_[Key(current_)] = m.rate;
   // A move that frees cores is kept unless it costs; one that spends more
   // is kept only when it pays.
-  const bool frees = current_.threads < before_.threads && current_.local_workers == before_.local_workers;
+  const bool frees = Frees(current_, before_);
   const double needed = before_rate_ * (frees ? 1 - options_.min_gain : 1 + options_.min_gain);
   if (m.rate >= needed) {
     trainer_rate_ = Demand(m);

@@ -118,6 +118,10 @@ class Policy {
   // The alternatives to the current placement that its measurements call
   // for, most promising first, each with its predicted rate.
   std::vector<Candidate> Candidates(const Measurements& m) const;
+  // Keeping the deterministic prefix, when its measurements call for it:
+  // the loader bounds the job (faster), or a fed trainer computes beside
+  // the pipeline (the same rate for less CPU).
+  void AddKeepPrefix(const Measurements& m, std::vector<Candidate>* out) const;
   bool Tried(const Placement& p) const;
   // `c` out of `alternatives` (the current placement's candidates).
   Decision Move(Candidate c, const Measurements& m, std::vector<Candidate> alternatives);
@@ -140,6 +144,9 @@ class Policy {
   std::vector<std::string> log_;
 };
 
+// Whether `to` spends less CPU in this process than `from` (fewer threads,
+// the prefix kept) in the same process.
+bool Frees(const Placement& to, const Placement& from);
 // The mean of `windows` (their rates, waits, cores and costs; the rest
 // from the last).
 Measurements Average(const std::vector<Measurements>& windows);
