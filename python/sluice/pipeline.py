@@ -361,9 +361,10 @@ class Pipeline:
         """The same pipeline with a seed and executor options.
 
         `placement` "auto" lets sluice choose where the pipeline runs from
-        what the running job measures (its threads in this process, or a
-        local worker process), moving between placements without changing
-        a sample; "manual" (the default) runs it as written. A thread count
+        what the running job measures (its threads in this process, a
+        local worker process, or the deterministic prefix written once to
+        TMPDIR and read back in later epochs), moving between placements
+        without changing a sample; "manual" (the default) runs it as written. A thread count
         or a distribute node you give is kept. See `placement()` and
         docs/placement.md."""
         if placement not in (None, "auto", "manual"):
@@ -424,14 +425,17 @@ class Pipeline:
         """Where the pipeline runs now and, under ``placement="auto"``, what
         was decided and why: a dict with ``pipeline`` (its number in the
         process, the metrics' label), ``mode``, ``placement`` (the chosen
-        one: threads, local_workers, a ``description``), ``running`` (where
+        one: threads, local_workers, keep_prefix, a ``description``),
+        ``running`` (where
         it runs now: the chosen one, or the one before while a move waits
         for the epoch's end), the ``levers`` sluice may move
         (a thread count or distribute node you gave is yours), every
         ``decisions`` line with the rates behind it, the ``last_window``'s
         measurements (the job's and the trainer's samples/s, the trainer's
         wait, the cores the trainer and the engine computed on) and the
-        ``alternatives`` with their predicted samples/s."""
+        ``alternatives`` with their predicted samples/s, and ``kept_prefix``:
+        what keeping the deterministic prefix wrote, where and in how long
+        (or "being written", or why it could not be; None until asked)."""
         return json.loads(self.engine.placement())
 
     def __len__(self):
