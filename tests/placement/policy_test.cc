@@ -39,6 +39,25 @@ Measurements Window(const Placement& p, int cores, double rate, double wait, dou
   return m;
 }
 
+// `m` with a deterministic prefix of `share` of the compute, `bytes` to
+// write, room for `room` on its disk, in a later epoch.
+Measurements WithPrefix(Measurements m, double share, int64_t bytes, int64_t room) {
+  m.prefix_share = share;
+  m.prefix_bytes = bytes;
+  m.prefix_room_bytes = room;
+  m.epochs_repeat = true;
+  return m;
+}
+
+// Every lever but the prefix and, where `threads`, the thread count.
+Levers PrefixOnly(bool threads) {
+  Levers l;
+  l.threads = threads;
+  l.local_workers = l.gpu_tail = false;
+  l.keep_prefix = true;
+  return l;
+}
+
 // Rates a placement on one window, so that each Observe below decides.
 Policy::Options OneWindow() {
   Policy::Options o;
@@ -170,12 +189,10 @@ TEST(Policy, MovesTheTailToTheGpuOnlyWhenItIsAvailableAndWorthIt) {
 }
 
 TEST(Policy, KeepsThePrefixOnlyWhenEpochsRepeatAndItFitsOnHalfTheDisk) {
-  Measurements m = Window(InProcess(8), 8, 2000, 0.5, 0.5, 7.5, 3750);
-  m.prefix_share = 0.5;
-  m.prefix_bytes = int64_t{512} << 20;
-  m.prefix_room_bytes = int64_t{2} << 30;
-  Levers prefix_only = AllLevers();
-  prefix_only.local_workers = prefix_only.gpu_tail = false;
+  Measurements m =
+      WithPrefix(Window(InProcess(8), 8, 2000, 0.5, 0.5, 7.5, 3750), 0.5, int64_t{512} << 20, int64_t{2} << 30);
+  m.epochs_repeat = false;
+  const Levers prefix_only = PrefixOnly(true);
   Policy first_epoch(InProcess(8), prefix_only, OneWindow());
   EXPECT_FALSE(AfterSettling(&first_epoch, m).next.keep_prefix);
   m.epochs_repeat = true;
@@ -190,14 +207,9 @@ TEST(Policy, KeepsThePrefixOnlyWhenEpochsRepeatAndItFitsOnHalfTheDisk) {
 
 TEST(Policy, KeepsThePrefixForAFedTrainerThatComputesAndKeepsItUnlessItCosts) {
   // Fed (waits 1%), the trainer on a whole core beside 1 of the engine's.
-  Measurements m = Window(InProcess(2), 2, 60000, 0.01, 1.0, 1.0, 16);
-  m.prefix_share = 0.3;
-  m.prefix_bytes = int64_t{150} << 20;
-  m.prefix_room_bytes = int64_t{1} << 30;
-  m.epochs_repeat = true;
-  Levers prefix_only = AllLevers();
-  prefix_only.threads = prefix_only.local_workers = prefix_only.gpu_tail = false;
-  Policy policy(InProcess(2), prefix_only, OneWindow());
+  const Measurements m =
+      WithPrefix(Window(InProcess(2), 2, 60000, 0.01, 1.0, 1.0, 16), 0.3, int64_t{150} << 20, int64_t{1} << 30);
+  Policy policy(InProcess(2), PrefixOnly(false), OneWindow());
   const Decision d = AfterSettling(&policy, m);
   ASSERT_TRUE(d.next.keep_prefix);
   EXPECT_THAT(d.reason, HasSubstr("the trainer is fed (waits 1%) and computes on 1.0 cores"));
@@ -210,19 +222,14 @@ TEST(Policy, KeepsThePrefixForAFedTrainerThatComputesAndKeepsItUnlessItCosts) {
   // A trainer that computes on a fifth of a core gains nothing from it.
   Measurements idle = m;
   idle.process_cores = 1.2;
-  Policy stays(InProcess(2), prefix_only, OneWindow());
+  Policy stays(InProcess(2), PrefixOnly(false), OneWindow());
   EXPECT_FALSE(AfterSettling(&stays, idle).next.keep_prefix);
 }
 
 TEST(Policy, APrefixThatCouldNotBeKeptIsNeverTriedAgain) {
-  Measurements m = Window(InProcess(8), 8, 2000, 0.5, 0.5, 7.5, 3750);
-  m.prefix_share = 0.5;
-  m.prefix_bytes = int64_t{1} << 20;
-  m.prefix_room_bytes = int64_t{1} << 30;
-  m.epochs_repeat = true;
-  Levers prefix_only = AllLevers();
-  prefix_only.local_workers = prefix_only.gpu_tail = false;
-  Policy policy(InProcess(8), prefix_only, OneWindow());
+  Measurements m =
+      WithPrefix(Window(InProcess(8), 8, 2000, 0.5, 0.5, 7.5, 3750), 0.5, int64_t{1} << 20, int64_t{1} << 30);
+  Policy policy(InProcess(8), PrefixOnly(true), OneWindow());
   ASSERT_TRUE(AfterSettling(&policy, m).next.keep_prefix);
   policy.Withdraw("the disk is full");
   EXPECT_EQ(policy.current(), InProcess(8));

@@ -128,6 +128,19 @@ def _prefix_pipe(cifar_dir, **options):
             .with_options(seed=5, placement="auto", **options))
 
 
+def _over_the_kept_prefix(pipe, take, worker):
+    """Epoch 1 of `pipe` (`take`n): 5 elements as written, 10 with its
+    prefix kept (in a local worker process when `worker`), the rest as
+    written again."""
+    pipe.engine._keep_prefix()
+    it = pipe.iterate(1)
+    got = take(it, 5)
+    assert it._it._move_to(threads=1 if worker else 2, local_workers=int(worker), keep_prefix=True)
+    got += take(it, 10)
+    assert it._it._move_to(threads=2, local_workers=0, keep_prefix=False)
+    return got + take(it)
+
+
 def _batches(it, n=None):
     """Each batch's labels and image bytes."""
     out = []
@@ -143,16 +156,9 @@ def test_the_kept_prefix_takes_an_epoch_over_and_back_with_the_same_bytes(cifar_
     reference = _batches(_prefix_pipe(cifar_dir).with_options(placement="manual").iterate(1))
     pipe = _prefix_pipe(cifar_dir)
     assert pipe.placement()["levers"]["keep_prefix"]
-    pipe.engine._keep_prefix()
-    kept = glob.glob(str(tmp_path / "sluice-prefix-*" / "part-*.tfrecord"))
-    assert len(kept) == 3
+    got = _over_the_kept_prefix(pipe, _batches, worker=False)
+    assert len(glob.glob(str(tmp_path / "sluice-prefix-*" / "part-*.tfrecord"))) == 3
     assert "300 records" in pipe.placement()["kept_prefix"]
-    it = pipe.iterate(1)
-    got = _batches(it, 5)
-    assert it._it._move_to(threads=2, local_workers=0, keep_prefix=True)
-    got += _batches(it, 10)
-    assert it._it._move_to(threads=1, local_workers=0, keep_prefix=False)
-    got += _batches(it)
     assert got == reference  # every row once, in order, with its own flip
     # A state saved on the kept prefix restores where it is not kept.
     it = pipe.iterate(1)
@@ -179,14 +185,7 @@ def _rows(it, n=None):
 def test_the_kept_prefix_moves_to_a_local_worker_and_back_exactly_once(cifar_dir, tmp_path, monkeypatch):
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     reference = sorted(_rows(_prefix_pipe(cifar_dir, unordered=True).with_options(placement="manual").iterate(1)))
-    pipe = _prefix_pipe(cifar_dir, unordered=True)
-    pipe.engine._keep_prefix()
-    it = pipe.iterate(1)
-    got = _rows(it, 4)
-    assert it._it._move_to(threads=1, local_workers=1, keep_prefix=True)
-    got += _rows(it, 10)
-    assert it._it._move_to(threads=2, local_workers=0, keep_prefix=False)
-    got += _rows(it)
+    got = _over_the_kept_prefix(_prefix_pipe(cifar_dir, unordered=True), _rows, worker=True)
     assert sorted(got) == reference  # every row once, each with its own flip
 
 
