@@ -219,6 +219,14 @@ TEST(Policy, KeepsThePrefixForAFedTrainerThatComputesAndKeepsItUnlessItCosts) {
   after.placement = d.next;
   after.rate = 58800;
   EXPECT_TRUE(AfterSettling(&policy, after).next.keep_prefix);
+  // With the thread count free too, the prefix comes first: fewer threads
+  // spread the same work thinner.
+  const Measurements cheap =
+      WithPrefix(Window(InProcess(2), 2, 60000, 0.01, 1.0, 0.5, 8), 0.3, int64_t{150} << 20, int64_t{1} << 30);
+  Policy both(InProcess(2), PrefixOnly(true), OneWindow());
+  const Decision first = AfterSettling(&both, cheap);
+  ASSERT_EQ(first.alternatives.size(), 2u);  // the engine on half a core: 1 thread makes 120,000 samples/s
+  EXPECT_EQ(first.next, (Placement{2, 0, false, true}));
   // A trainer that computes on a fifth of a core gains nothing from it.
   Measurements idle = m;
   idle.process_cores = 1.2;

@@ -83,6 +83,9 @@ std::vector<Candidate> Policy::Candidates(const Measurements& m) const {
   };
   auto in_process = [&](int threads) { return std::min(trainer, capacity(threads)); };
   const bool in_proc = current_.local_workers == 0;
+  // First among moves of equal predicted rates: it spends less CPU for
+  // every sample, where fewer threads only spread the same work thinner.
+  AddKeepPrefix(m, &out);
   if (levers_.threads && in_proc && loader_bound && current_.threads < m.cores) {
     Placement p = current_;
     p.threads = m.cores;
@@ -121,7 +124,6 @@ std::vector<Candidate> Policy::Candidates(const Measurements& m) const {
     out.push_back({p, std::min(trainer, m.rate / (1 - m.gpu_tail_share)),
                    absl::StrFormat("the ops a GPU runs are %.0f%% of the compute", 100 * m.gpu_tail_share)});
   }
-  AddKeepPrefix(m, &out);
   // Predicted gains first, then what only a trial can rate.
   std::stable_sort(out.begin(), out.end(), [](const Candidate& a, const Candidate& b) {
     return (a.predicted_rate == 0 ? -1 : a.predicted_rate) > (b.predicted_rate == 0 ? -1 : b.predicted_rate);
