@@ -218,22 +218,6 @@ absl::Status CheckReproducibleOrder(const graph::CompiledPipeline& compiled, int
   return absl::OkStatus();
 }
 
-// The rewritten pipeline reads its records in the original's order: the
-// same splits (the epoch's order is a permutation of them) and shuffle.
-absl::Status CheckSameOrder(const graph::CompiledPipeline& original, const PipelineDef& rewritten) {
-  SLUICE_ASSIGN_OR_RETURN(graph::CompiledPipeline compiled, graph::Compile(rewritten));
-  const std::vector<io::Split> a = original.nodes[0].format->MakeSplits();
-  const std::vector<io::Split> b = compiled.nodes[0].format->MakeSplits();
-  bool same =
-      a.size() == b.size() && exec::SourceSelectsForShuffle(original) == exec::SourceSelectsForShuffle(compiled);
-  for (size_t i = 0; same && i < a.size(); ++i) {
-    same = a[i].file == b[i].file && a[i].begin_record == b[i].begin_record &&
-           (a[i].end_record < 0 || a[i].end_record == b[i].end_record);
-  }
-  if (same) return absl::OkStatus();
-  return absl::InternalError("the rewritten pipeline would read the records in another order than the source's");
-}
-
 // The rewritten pipeline: the records, a map that restores dtypes and
 // shapes, then the rest under their own names (random keys depend on them).
 PipelineDef Rewritten(const PipelineDef& def, const graph::CompiledPipeline& compiled, int maps, const Schema& schema,
@@ -307,7 +291,6 @@ absl::StatusOr<MaterializeResult> Materialize(const PipelineDef& def, const std:
   SLUICE_RETURN_IF_ERROR(parts.Close());
 
   result.rewritten = Rewritten(def, compiled, maps, schema, result.files);
-  SLUICE_RETURN_IF_ERROR(CheckSameOrder(compiled, result.rewritten));
   for (int i = 1; i <= maps; ++i) {
     for (const graph::BoundOp& op : compiled.nodes[i].ops) {
       if (!op.view) result.ops.push_back(op.name);
