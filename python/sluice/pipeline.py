@@ -357,7 +357,7 @@ class Pipeline:
         return self._with_node({"distribute": d})
 
     def with_options(self, *, seed=None, threads=None, memory_budget_bytes=None, unordered=None,
-                     placement=None):
+                     placement=None, placement_service=None):
         """The same pipeline with a seed and executor options.
 
         `placement` "auto" lets sluice choose where the pipeline runs from
@@ -365,16 +365,23 @@ class Pipeline:
         local worker process, or the deterministic prefix written once to
         TMPDIR and read back in later epochs), moving between placements
         without changing a sample; "manual" (the default) runs it as written. A thread count
-        or a distribute node you give is kept. See `placement()` and
-        docs/placement.md."""
+        or a distribute node you give is kept. `placement_service`, under
+        "auto", names a dispatcher whose workers it may move the part before
+        the batch to when the trainer waits and this machine's cores are
+        spent: "host:port", or a dict of `distribute()`'s arguments
+        (`{"dispatcher": "host:port", "token_file": ..., "job_name": ...}`).
+        See `placement()` and docs/placement.md."""
         if placement not in (None, "auto", "manual"):
             raise ValueError(f'placement must be "auto" or "manual", got {placement!r}')
+        if isinstance(placement_service, str):
+            placement_service = {"dispatcher": placement_service}
         definition = copy.deepcopy(self._def)
         if seed is not None:
             definition["seed"] = seed
         options = definition.setdefault("options", {})
         for key, value in (("threads", threads), ("memory_budget_bytes", memory_budget_bytes),
-                           ("unordered", unordered), ("placement", placement)):
+                           ("unordered", unordered), ("placement", placement),
+                           ("placement_service", placement_service)):
             if value is not None:
                 options[key] = value
         return Pipeline(definition, self._hold)

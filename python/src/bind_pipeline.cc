@@ -90,10 +90,11 @@ class PyIterator {
   int64_t skipped() const { return it_->skipped(); }
   std::string skip_summary() const { return it_->skip_summary(); }
   // The placement the epoch runs in now (PlacedIterator::MoveTo's test seam).
-  bool MoveTo(int threads, int local_workers, std::optional<bool> keep_prefix) {
+  bool MoveTo(int threads, int local_workers, std::optional<bool> keep_prefix, bool service_workers) {
     placement::Placement to = it_->placement();
     to.threads = threads;
     to.local_workers = local_workers;
+    to.service_workers = service_workers;
     to.keep_prefix = keep_prefix.value_or(to.keep_prefix);
     py::gil_scoped_release release;
     return it_->MoveTo(to);
@@ -228,7 +229,7 @@ void InitPipeline(py::module_& m) {
       .def("next_dlpack", [](PyIterator& it) { return it.Next(&ToDlpack); })
       .def("state", &PyIterator::State)
       .def("_move_to", &PyIterator::MoveTo, py::arg("threads"), py::arg("local_workers"),
-           py::arg("keep_prefix") = py::none())
+           py::arg("keep_prefix") = py::none(), py::arg("service_workers") = false)
       .def_property_readonly("samples", &PyIterator::samples)
       .def_property_readonly("skipped", &PyIterator::skipped)
       .def_property_readonly("skip_summary", &PyIterator::skip_summary);

@@ -102,6 +102,7 @@ TEST(PipelineMetrics, CountDeliveriesOnceServedAndReportEachLivePipelinesMemoryA
   const Report report = (*automatic)->report();
   EXPECT_EQ(s["sluice_placement_threads" + a], report.placement.threads);
   EXPECT_EQ(s["sluice_placement_local_workers" + a], 0);
+  EXPECT_EQ(s["sluice_placement_service_workers" + a], 0);
   EXPECT_EQ(s["sluice_placement_decisions_total" + a], report.decisions.size());
   const std::string where = (*manual)->report().running.Describe();
   EXPECT_EQ(s["sluice_placement_info{" + pipeline_m + ",mode=manual,placement=" + where + ",chosen=" + where + "}"], 1);

@@ -156,6 +156,60 @@ TEST(Policy, NoWorkerProcessWithoutACoreForIt) {
   EXPECT_EQ(d.next.local_workers, 0);
 }
 
+Levers WithService() {
+  Levers l = AllLevers();
+  l.service_workers = true;
+  return l;
+}
+
+TEST(Policy, TriesTheDispatchersWorkersWhenThisMachinesCoresAreSpent) {
+  Policy policy(InProcess(2), WithService(), OneWindow());
+  // 2 cores busy, the trainer waiting 40%: no core for a worker process here.
+  Decision d = AfterSettling(&policy, Window(InProcess(2), 2, 1000, 0.4, 0.8, 1.2, 1200));
+  EXPECT_TRUE(d.next.service_workers);
+  EXPECT_EQ(d.next.local_workers, 0);
+  EXPECT_THAT(d.reason, HasSubstr("moves to the dispatcher's workers"));
+  EXPECT_THAT(d.reason, HasSubstr("autoscaling signal"));
+  // It spends another machine's CPU: kept only when the job gains.
+  policy.Observe(Window(d.next, 2, 1010, 0.4, 0.8, 0.1, 1200));
+  d = policy.Observe(Window(d.next, 2, 1010, 0.4, 0.8, 0.1, 1200));
+  EXPECT_TRUE(d.undo);
+  EXPECT_EQ(d.next, InProcess(2));
+}
+
+TEST(Policy, KeepsTheDispatchersWorkersThatPayAndComesBackWhenTheJobChanges) {
+  Policy policy(InProcess(2), WithService(), OneWindow());
+  Decision d = AfterSettling(&policy, Window(InProcess(2), 2, 1000, 0.4, 0.8, 1.2, 1200));
+  ASSERT_TRUE(d.next.service_workers);
+  policy.Observe(Window(d.next, 2, 1600, 0.05, 0.8, 0.1, 1200));
+  d = policy.Observe(Window(d.next, 2, 1600, 0.05, 0.8, 0.1, 1200));
+  EXPECT_FALSE(d.undo);
+  EXPECT_TRUE(d.next.service_workers);
+  // The trainer slows by far more than a quarter (a heavier phase): rated
+  // again, then the trainer's process is worth a new try.
+  policy.Observe(Window(d.next, 2, 400, 0.01, 1.8, 0.1, 1200));
+  d = policy.Observe(Window(d.next, 2, 400, 0.01, 1.8, 0.1, 1200));
+  EXPECT_FALSE(d.next.service_workers);
+  EXPECT_THAT(d.reason, HasSubstr("back in the trainer's process"));
+}
+
+TEST(Policy, NoDispatchersWorkersWithoutADispatcherOrWithTheKeptPrefix) {
+  Policy without(InProcess(2), AllLevers(), OneWindow());
+  EXPECT_FALSE(AfterSettling(&without, Window(InProcess(2), 2, 1000, 0.4, 0.8, 1.2, 1200)).next.service_workers);
+  // The kept prefix lies on this machine's disk, where the workers cannot read it.
+  Placement kept = InProcess(2);
+  kept.keep_prefix = true;
+  Policy with_prefix(kept, WithService(), OneWindow());
+  EXPECT_FALSE(AfterSettling(&with_prefix, Window(kept, 2, 1000, 0.4, 0.8, 1.2, 1200)).next.service_workers);
+  // Nor the prefix kept while the workers run the front.
+  Placement served = InProcess(2);
+  served.service_workers = true;
+  Policy on_service(served, WithService(), OneWindow());
+  const Decision d = AfterSettling(
+      &on_service, WithPrefix(Window(served, 2, 1000, 0.4, 0.8, 0.2, 1200), 0.5, int64_t{1} << 20, int64_t{1} << 30));
+  EXPECT_FALSE(d.next.keep_prefix);
+}
+
 TEST(Policy, NoWorkerProcessWhoseRingTheBudgetCannotHold) {
   Policy policy(InProcess(16), AllLevers(), OneWindow());
   Measurements m = Window(InProcess(16), 16, 5000, 0.3, 2, 13, 2600);
@@ -226,7 +280,9 @@ TEST(Policy, KeepsThePrefixForAFedTrainerThatComputesAndKeepsItUnlessItCosts) {
   Policy both(InProcess(2), PrefixOnly(true), OneWindow());
   const Decision first = AfterSettling(&both, cheap);
   ASSERT_EQ(first.alternatives.size(), 2u);  // the engine on half a core: 1 thread makes 120,000 samples/s
-  EXPECT_EQ(first.next, (Placement{2, 0, false, true}));
+  Placement kept = InProcess(2);
+  kept.keep_prefix = true;
+  EXPECT_EQ(first.next, kept);
   // A trainer that computes on a fifth of a core gains nothing from it.
   Measurements idle = m;
   idle.process_cores = 1.2;

@@ -46,6 +46,32 @@ TEST(Variant, AnUnbatchedPipelineRunsWhollyOnItsWorkers) {
   EXPECT_TRUE(v.nodes(2).has_distribute());
 }
 
+TEST(Variant, TheDispatchersWorkersRunTheFrontThroughTheOptionsService) {
+  const PipelineDef def = Def(std::string(kSource) + "," + kMap + "," + kBatch,
+                              R"({"placement": "auto", "placement_service": {"dispatcher": "10.0.0.5:7000",
+                                  "job_name": "train", "token_file": "/run/token"}})");
+  EXPECT_TRUE(FreeLevers(def).service_workers);
+  Placement p;
+  p.threads = 2;
+  p.service_workers = true;
+  const PipelineDef v = Variant(def, p);
+  ASSERT_EQ(v.nodes_size(), 4);
+  ASSERT_TRUE(v.nodes(2).has_distribute());
+  EXPECT_EQ(v.nodes(2).distribute().dispatcher(), "10.0.0.5:7000");
+  EXPECT_EQ(v.nodes(2).distribute().job_name(), "train");
+  EXPECT_EQ(v.nodes(2).distribute().token_file(), "/run/token");
+  EXPECT_EQ(v.nodes(2).distribute().connect_timeout_s(), 3);  // a move refused soon, not after 30 s
+  EXPECT_FALSE(v.options().has_placement_service());
+  EXPECT_EQ(graph::OutputFingerprint(v), graph::OutputFingerprint(def));
+  EXPECT_EQ(graph::OutputFingerprint(def),
+            graph::OutputFingerprint(Def(std::string(kSource) + "," + kMap + "," + kBatch)));
+  // No dispatcher named, or a front a worker cannot run: the lever is off.
+  EXPECT_FALSE(FreeLevers(Def(std::string(kSource) + "," + kMap + "," + kBatch)).service_workers);
+  EXPECT_FALSE(FreeLevers(Def(R"({"source": {"python_dataset": {}}}, )" + std::string(kBatch),
+                              R"({"placement": "auto", "placement_service": {"dispatcher": "h:1"}})"))
+                   .service_workers);
+}
+
 TEST(Variant, LeversAUserFixedStayFixed) {
   const std::string nodes = std::string(kSource) + "," + kMap + "," + kBatch;
   Levers free = FreeLevers(Def(nodes));
@@ -73,6 +99,13 @@ TEST(Variant, ABadPlacementIsNamed) {
   const absl::Status s = CheckPlacementOption(Def(kSource, R"({"placement": "fast"})"));
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(s.message(), HasSubstr("options.placement: \"fast\" is not a placement"));
+  const absl::Status manual = CheckPlacementOption(Def(kSource, R"({"placement_service": {"dispatcher": "h:1"}})"));
+  EXPECT_EQ(manual.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(manual.message(), HasSubstr("options.placement_service names a dispatcher for placement \"auto\""));
+  const absl::Status empty =
+      CheckPlacementOption(Def(kSource, R"({"placement": "auto", "placement_service": {"job_name": "x"}})"));
+  EXPECT_EQ(empty.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(empty.message(), HasSubstr("options.placement_service.dispatcher is empty"));
 }
 
 }  // namespace

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import sluice
+from conftest import start_server
 from sluice import ops
 
 ROWS = 2000
@@ -65,6 +66,59 @@ def test_moves_to_a_local_worker_and_back_mid_epoch_exactly_once():
     assert got == reference  # each sample's augmentation, whichever process made it
 
 
+def test_moves_to_the_dispatchers_workers_and_back_mid_epoch_exactly_once():
+    dispatcher, port = start_server(["dispatcher", "--host", "127.0.0.1", "--port", "0"])
+    worker, _ = start_server(["worker", "--dispatcher", f"127.0.0.1:{port}", "--host", "127.0.0.1",
+                              "--threads", "1"])
+    try:
+        reference = _reference()
+        pipe = _pipe(placement_service=f"127.0.0.1:{port}")
+        report = pipe.placement()
+        assert report["levers"]["service_workers"]
+        it = pipe.iterate(0)
+        got = _take(it, 20)
+        assert it._it._move_to(threads=1, local_workers=0, service_workers=True)
+        assert pipe.placement()["running"]["service_workers"]
+        assert "the dispatcher's workers" in pipe.placement()["running"]["description"]
+        got_served = _take(it, 40)
+        assert not set(got) & set(got_served)
+        got.update(got_served)
+        assert it._it._move_to(threads=2, local_workers=0, service_workers=False)
+        rest = _take(it)
+        assert not set(got) & set(rest)
+        got.update(rest)
+        assert sorted(got) == list(range(ROWS))
+        assert got == reference  # each sample's augmentation, wherever it was made
+    finally:
+        worker.kill()
+        dispatcher.kill()
+
+
+def test_a_trainer_that_waits_with_every_core_busy_gets_the_dispatchers_workers():
+    """Nothing else can help: the threads are at the cores, the trainer
+    computes on no core (so no local worker process), the source is not
+    files (no prefix to keep). The policy tries the dispatcher's workers;
+    every epoch, before and after, is exactly once with the same bytes."""
+    dispatcher, port = start_server(["dispatcher", "--host", "127.0.0.1", "--port", "0"])
+    worker, _ = start_server(["worker", "--dispatcher", f"127.0.0.1:{port}", "--host", "127.0.0.1",
+                              "--threads", "1"])
+    try:
+        pipe = _pipe(placement_service=f"127.0.0.1:{port}")
+        manual = _pipe().with_options(placement="manual")
+        moved, epoch, deadline = False, 0, time.monotonic() + 240
+        while not moved and time.monotonic() < deadline:
+            got = _take(pipe.iterate(epoch))
+            assert got == _take(manual.iterate(epoch)), f"epoch {epoch}"
+            moved = any("moves to the dispatcher's workers" in d for d in pipe.placement()["decisions"])
+            epoch += 1
+        assert moved, pipe.placement()
+        got = _take(pipe.iterate(epoch))
+        assert got == _take(manual.iterate(epoch))
+    finally:
+        worker.kill()
+        dispatcher.kill()
+
+
 def test_an_ordered_epoch_moves_threads_mid_epoch_but_not_to_a_worker():
     pipe = _pipe(unordered=False)
     manual = _pipe(unordered=False).with_options(placement="manual")
@@ -87,6 +141,23 @@ def test_the_report_says_where_it_runs_and_what_may_move():
     assert report["decisions"] == [] and report["last_window"] is None
     manual = _pipe().with_options(placement="manual").placement()
     assert manual["mode"] == "manual"
+    assert not report["levers"]["service_workers"]  # no dispatcher named
+
+
+def test_a_dispatcher_for_placement_is_checked():
+    with pytest.raises(ValueError, match='placement_service names a dispatcher for placement "auto"'):
+        _pipe(placement_service="127.0.0.1:1").with_options(placement="manual").engine
+    with pytest.raises(ValueError, match="placement_service.dispatcher is empty"):
+        _pipe(placement_service={"job_name": "train"}).engine
+    # Named but unreachable: the pipeline starts in this process; the move
+    # there is refused and undone, with the dispatcher's address in the reason.
+    pipe = _pipe(placement_service={"dispatcher": "127.0.0.1:1", "connect_timeout_s": 1})
+    it = pipe.iterate(0)
+    got = _take(it, 5)
+    assert not it._it._move_to(threads=1, local_workers=0, service_workers=True)
+    assert any("127.0.0.1:1" in d for d in pipe.placement()["decisions"])
+    got.update(_take(it))
+    assert sorted(got) == list(range(ROWS))
 
 
 def test_a_users_explicit_choices_are_kept():

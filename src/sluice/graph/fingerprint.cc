@@ -40,6 +40,7 @@ std::string OutputFingerprint(const PipelineDef& def) {
   options->clear_no_autotune();
   options->clear_unordered();
   options->clear_placement();
+  options->clear_placement_service();
   auto* nodes = output.mutable_nodes();
   nodes->erase(std::remove_if(nodes->begin(), nodes->end(), [](const NodeDef& n) { return n.has_distribute(); }),
                nodes->end());

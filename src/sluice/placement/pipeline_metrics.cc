@@ -94,6 +94,8 @@ void AddPlacement(const Report& r, const Labels& pipeline, MetricFamilies& f) {
   f.Gauge("sluice_placement_threads", "compute threads in the consumer's process", pipeline, r.running.threads);
   f.Gauge("sluice_placement_local_workers", "local worker processes running its per-sample part", pipeline,
           r.running.local_workers);
+  f.Gauge("sluice_placement_service_workers", "1 when the dispatcher's workers run its per-sample part", pipeline,
+          r.running.service_workers ? 1 : 0);
   f.Gauge("sluice_placement_gpu_tail", "1 when the ops after the batch run on the GPU", pipeline,
           r.running.gpu_tail ? 1 : 0);
   f.Gauge("sluice_placement_keep_prefix", "1 when the deterministic prefix is kept after its first epoch", pipeline,

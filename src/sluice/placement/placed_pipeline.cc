@@ -169,7 +169,8 @@ WindowMeter PlacedPipeline::Carried(const Placement& placement) {
 bool PlacedPipeline::MovesMidEpoch(const Placement& from, const Placement& to) const {
   // A thread count is not in the state; workers deliver unordered, and an
   // unordered state moves between them and this process.
-  return from.local_workers == to.local_workers || def_.options().unordered();
+  return (from.local_workers == to.local_workers && from.service_workers == to.service_workers) ||
+         def_.options().unordered();
 }
 
 std::unique_ptr<PlacedIterator> PlacedPipeline::Iterate(uint64_t epoch) {
@@ -201,7 +202,10 @@ absl::StatusOr<std::unique_ptr<PlacedIterator>> PlacedPipeline::Resume(const std
   }
   p = Runnable(p);
   // An ordered state restores in this process only.
-  if (!def_.options().unordered()) p.local_workers = 0;
+  if (!def_.options().unordered()) {
+    p.local_workers = 0;
+    p.service_workers = false;
+  }
   absl::StatusOr<std::shared_ptr<const exec::Pipeline>> pipeline = VariantAt(p);
   if (!pipeline.ok()) return pipeline.status();
   absl::StatusOr<std::unique_ptr<exec::PipelineIterator>> inner = (*pipeline)->Resume(state);

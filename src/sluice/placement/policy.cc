@@ -15,7 +15,7 @@ namespace {
 constexpr double kWorthwhileShare = 0.2;
 
 std::string Key(const Placement& p) {
-  return absl::StrCat(p.threads, "/", p.local_workers, "/", p.gpu_tail, "/", p.keep_prefix);
+  return absl::StrCat(p.threads, "/", p.local_workers, "/", p.service_workers, "/", p.gpu_tail, "/", p.keep_prefix);
 }
 
 // What tells a new phase of the job: the trainer's rate, but for a
@@ -35,11 +35,12 @@ std::string Rate(double r) {
 }  // namespace
 
 std::string Placement::Describe() const {
+  const std::string here = absl::StrCat(threads, " thread", threads > 1 ? "s" : "");
   std::string out =
-      local_workers > 0
-          ? absl::StrCat(local_workers, " local worker process", local_workers > 1 ? "es" : "",
-                         ", the rest in the trainer's process on ", threads, " thread", threads > 1 ? "s" : "")
-          : absl::StrCat("in the trainer's process on ", threads, " thread", threads > 1 ? "s" : "");
+      local_workers > 0 ? absl::StrCat(local_workers, " local worker process", local_workers > 1 ? "es" : "",
+                                       ", the rest in the trainer's process on ", here)
+      : service_workers ? absl::StrCat("the dispatcher's workers, the rest in the trainer's process on ", here)
+                        : absl::StrCat("in the trainer's process on ", here);
   if (gpu_tail) absl::StrAppend(&out, ", the tail on the GPU");
   if (keep_prefix) absl::StrAppend(&out, ", the deterministic prefix kept");
   return out;
@@ -82,7 +83,7 @@ std::vector<Candidate> Policy::Candidates(const Measurements& m) const {
     return m.cpu_s_per_sample > 0 ? std::min<double>(threads, free_cores) / m.cpu_s_per_sample : 0.0;
   };
   auto in_process = [&](int threads) { return std::min(trainer, capacity(threads)); };
-  const bool in_proc = current_.local_workers == 0;
+  const bool in_proc = current_.in_process();
   // First among moves of equal predicted rates: it spends less CPU for
   // every sample, where fewer threads only spread the same work thinner.
   AddKeepPrefix(m, &out);
@@ -113,9 +114,21 @@ std::vector<Candidate> Policy::Candidates(const Measurements& m) const {
                                    "threads; a worker process's gain is measured by trying it",
                                    100 * m.wait_share, trainer_cores)});
   }
-  if (levers_.local_workers && !in_proc) {
+  // More CPUs than this machine's: after the moves that stay on it (a
+  // candidate of its own, as a local worker's gain is not predictable).
+  if (levers_.service_workers && in_proc && !current_.keep_prefix && loader_bound) {
+    Placement p = current_;
+    p.service_workers = true;
+    out.push_back({p, 0,
+                   absl::StrFormat("the trainer waits %.0f%% with %.1f of %d cores busy; the dispatcher's workers' "
+                                   "gain is measured by trying it, and its autoscaling signal asks for the workers "
+                                   "the job needs",
+                                   100 * m.wait_share, m.process_cores, m.cores)});
+  }
+  if (!in_proc) {
     Placement p = current_;
     p.local_workers = 0;
+    p.service_workers = false;
     out.push_back({p, 0, "the pipeline back in the trainer's process: measured by trying it"});
   }
   if (levers_.gpu_tail && !current_.gpu_tail && loader_bound && m.gpu_tail_share >= kWorthwhileShare) {
@@ -132,8 +145,9 @@ std::vector<Candidate> Policy::Candidates(const Measurements& m) const {
 }
 
 void Policy::AddKeepPrefix(const Measurements& m, std::vector<Candidate>* out) const {
-  if (!levers_.keep_prefix || current_.keep_prefix || !m.epochs_repeat || m.prefix_share < kWorthwhileShare ||
-      m.prefix_bytes > m.prefix_room_bytes / 2) {
+  // A kept prefix lies on this machine's disk, out of a dispatcher's workers' reach.
+  if (!levers_.keep_prefix || current_.keep_prefix || current_.service_workers || !m.epochs_repeat ||
+      m.prefix_share < kWorthwhileShare || m.prefix_bytes > m.prefix_room_bytes / 2) {
     return;
   }
   Placement p = current_;
@@ -154,7 +168,8 @@ void Policy::AddKeepPrefix(const Measurements& m, std::vector<Candidate>* out) c
 }
 
 bool Frees(const Placement& to, const Placement& from) {
-  return to.local_workers == from.local_workers && (to.threads < from.threads || (to.keep_prefix && !from.keep_prefix));
+  return to.local_workers == from.local_workers && to.service_workers == from.service_workers &&
+         (to.threads < from.threads || (to.keep_prefix && !from.keep_prefix));
 }
 
 bool Policy::Tried(const Placement& p) const { return tried_.count(Key(p)) > 0; }

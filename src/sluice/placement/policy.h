@@ -24,15 +24,20 @@ namespace sluice::placement {
 
 // Where the pipeline runs.
 struct Placement {
-  int threads = 1;           // compute threads in the trainer's process
-  int local_workers = 0;     // > 0: the per-sample part runs in that many worker processes
+  int threads = 1;        // compute threads in the trainer's process
+  int local_workers = 0;  // > 0: the per-sample part runs in that many worker processes
+  // The per-sample part on the workers of the dispatcher the options name
+  // (options.placement_service); never with local workers.
+  bool service_workers = false;
   bool gpu_tail = false;     // the ops after the batch on the GPU
   bool keep_prefix = false;  // the deterministic prefix kept after its first epoch
   bool operator==(const Placement& o) const {
-    return threads == o.threads && local_workers == o.local_workers && gpu_tail == o.gpu_tail &&
-           keep_prefix == o.keep_prefix;
+    return threads == o.threads && local_workers == o.local_workers && service_workers == o.service_workers &&
+           gpu_tail == o.gpu_tail && keep_prefix == o.keep_prefix;
   }
   bool operator!=(const Placement& o) const { return !(*this == o); }
+  // The per-sample part runs in this process.
+  bool in_process() const { return local_workers == 0 && !service_workers; }
   // "in the trainer's process on 2 threads", "1 local worker process, ...".
   std::string Describe() const;
 };
@@ -42,8 +47,10 @@ struct Placement {
 struct Levers {
   bool threads = true;        // the user gave no thread count
   bool local_workers = true;  // no distribute node, and the front can run in a worker process
-  bool gpu_tail = false;      // a CUDA build, a GPU, a tail with cuda kernels, no device set by the user
-  bool keep_prefix = false;   // a deterministic prefix worth keeping, and a way to keep it
+  // The same, and the options name a dispatcher (options.placement_service).
+  bool service_workers = false;
+  bool gpu_tail = false;     // a CUDA build, a GPU, a tail with cuda kernels, no device set by the user
+  bool keep_prefix = false;  // a deterministic prefix worth keeping, and a way to keep it
 };
 
 // One window of a running job under `placement`.
@@ -145,7 +152,7 @@ class Policy {
 };
 
 // Whether `to` spends less CPU in this process than `from` (fewer threads,
-// the prefix kept) in the same process.
+// the prefix kept) with the per-sample part where it was.
 bool Frees(const Placement& to, const Placement& from);
 // The mean of `windows` (their rates, waits, cores and costs; the rest
 // from the last).

@@ -9,11 +9,8 @@ namespace sluice::placement {
 namespace {
 
 nlohmann::json PlacementJson(const Placement& p) {
-  return {{"threads", p.threads},
-          {"local_workers", p.local_workers},
-          {"gpu_tail", p.gpu_tail},
-          {"keep_prefix", p.keep_prefix},
-          {"description", p.Describe()}};
+  return {{"threads", p.threads},   {"local_workers", p.local_workers}, {"service_workers", p.service_workers},
+          {"gpu_tail", p.gpu_tail}, {"keep_prefix", p.keep_prefix},     {"description", p.Describe()}};
 }
 
 nlohmann::json MeasurementsJson(const Measurements& m) {
@@ -46,6 +43,7 @@ std::string Report::ToJson() const {
   j["judging"] = judging;
   j["levers"] = {{"threads", levers.threads},
                  {"local_workers", levers.local_workers},
+                 {"service_workers", levers.service_workers},
                  {"gpu_tail", levers.gpu_tail},
                  {"keep_prefix", levers.keep_prefix}};
   j["decisions"] = decisions;

@@ -15,15 +15,30 @@ int FrontEnd(const PipelineDef& def) {
   return def.nodes_size();
 }
 
+constexpr double kServiceConnectTimeoutS = 3;
+
 bool ReadableByWorkers(const SourceDef& source) { return !source.has_python_dataset() && !source.has_arrow_memory(); }
 
 }  // namespace
 
 absl::Status CheckPlacementOption(const PipelineDef& def) {
   const std::string& p = def.options().placement();
-  if (p.empty() || p == "manual" || p == "auto") return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      absl::StrCat("options.placement: \"", p, "\" is not a placement; use \"auto\" or \"manual\""));
+  if (!p.empty() && p != "manual" && p != "auto") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("options.placement: \"", p, "\" is not a placement; use \"auto\" or \"manual\""));
+  }
+  if (!def.options().has_placement_service()) return absl::OkStatus();
+  if (p != "auto") {
+    return absl::InvalidArgumentError(
+        "options.placement_service names a dispatcher for placement \"auto\" to move work to; set placement "
+        "\"auto\", or put a distribute node where the work should go");
+  }
+  if (def.options().placement_service().dispatcher().empty()) {
+    return absl::InvalidArgumentError(
+        "options.placement_service.dispatcher is empty: give the dispatcher's host:port (local worker processes "
+        "need no dispatcher: placement \"auto\" starts them itself)");
+  }
+  return absl::OkStatus();
 }
 
 bool IsAuto(const PipelineDef& def) { return def.options().placement() == "auto"; }
@@ -39,6 +54,7 @@ Levers FreeLevers(const PipelineDef& def) {
   for (const NodeDef& n : def.nodes()) {
     if (n.has_distribute() || n.has_shard()) levers.local_workers = false;
   }
+  levers.service_workers = levers.local_workers && !def.options().placement_service().dispatcher().empty();
   return levers;
 }
 
@@ -51,10 +67,19 @@ Placement StartingPlacement(const PipelineDef& def, int cores) {
 PipelineDef Variant(const PipelineDef& def, const Placement& placement) {
   PipelineDef out = def;
   out.mutable_options()->clear_placement();
+  out.mutable_options()->clear_placement_service();
   out.mutable_options()->set_threads(placement.threads);
-  if (placement.local_workers > 0) {
+  if (!placement.in_process()) {
     NodeDef distribute;
-    distribute.mutable_distribute()->set_local_workers(placement.local_workers);
+    if (placement.service_workers) {
+      DistributeDef* service = distribute.mutable_distribute();
+      *service = def.options().placement_service();
+      // The trainer waits while a move connects: a dispatcher that does not
+      // answer refuses the move soon, not after a distribute node's 30 s.
+      if (service->connect_timeout_s() <= 0) service->set_connect_timeout_s(kServiceConnectTimeoutS);
+    } else {
+      distribute.mutable_distribute()->set_local_workers(placement.local_workers);
+    }
     auto* nodes = out.mutable_nodes();
     nodes->Add(std::move(distribute));
     std::rotate(nodes->begin() + FrontEnd(def), nodes->end() - 1, nodes->end());

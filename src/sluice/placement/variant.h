@@ -11,15 +11,16 @@
 
 namespace sluice::placement {
 
-// OK for "", "manual" and "auto"; InvalidArgument naming the option
-// otherwise.
+// OK for "", "manual" and "auto" (and a placement_service naming a
+// dispatcher under "auto"); InvalidArgument naming the option otherwise.
 absl::Status CheckPlacementOption(const PipelineDef& def);
 bool IsAuto(const PipelineDef& def);
 
 // The levers `def` leaves to sluice: threads unless the options give a
 // count; local workers unless it has a distribute or shard node, a source
 // only this process can read (Python datasets, Arrow data in memory) or a
-// node before its batch that a worker's part cannot end at.
+// node before its batch that a worker's part cannot end at; the
+// dispatcher's workers as local ones, when the options name a dispatcher.
 Levers FreeLevers(const PipelineDef& def);
 
 // Where `def` starts: its thread count, or one per core.
@@ -27,7 +28,8 @@ Placement StartingPlacement(const PipelineDef& def, int cores);
 
 // `def` at `placement`: its threads, and with local workers a distribute
 // node (embedded dispatcher) before the batch node, or at the end when
-// there is none.
+// there is none; with the dispatcher's workers, options.placement_service
+// as that node.
 PipelineDef Variant(const PipelineDef& def, const Placement& placement);
 
 }  // namespace sluice::placement
