@@ -65,7 +65,7 @@ SLUICE_LOADERS = {"sluice": {}, "sluice 1 thread": {"threads": 1}, "sluice local
 LOADERS = ("data ready", *SLUICE_LOADERS, "expert DataLoader")
 
 
-def sluice_pipeline(workload, data, local_worker=False, threads=0, auto=False, materialized=False):
+def sluice_pipeline(workload, data, local_worker=False, threads=0, auto=False, materialized=False, service=None):
     with open(os.path.join(HERE, "..", "pipelines", f"{workload}.json")) as f:
         text = f.read().replace('"data/', json.dumps(data + "/")[:-1])
     spec = json.loads(text)
@@ -77,6 +77,8 @@ def sluice_pipeline(workload, data, local_worker=False, threads=0, auto=False, m
         options["threads"] = threads
     if auto:
         options["placement"] = "auto"
+    if service:  # a dispatcher placement "auto" may move the front to
+        options["placement_service"] = {"dispatcher": service}
     pipe = sluice.Pipeline.from_json(json.dumps(spec))
     # Written before the run, as by hand; not timed.
     return pipe.materialize(tempfile.mkdtemp(prefix="sluice-bench-prefix-")) if materialized else pipe
@@ -148,6 +150,12 @@ class LauncherTrainer:
 def trainer_of(load, in_channels):
     kind, a, b = LOADS[load]
     return ModelTrainer(in_channels, a, b) if kind == "model" else LauncherTrainer(a)
+
+
+def deciding(pipe):
+    """placement "auto" is trying a move, or a move waits for the epoch's end."""
+    report = pipe.placement()
+    return report["judging"] or report["running"] != report["placement"]
 
 
 def measure(batches, trainer, steps, warmup=3, warmup_s=0.0, pending=lambda: False):
@@ -232,7 +240,7 @@ def main(argv=None):
             for load in LOADS:
                 trainer = None if LOADS[load] is None else trainer_of(load, in_channels)
                 # placement auto warms up until the move it tries is judged.
-                pending = (lambda: pipe.placement()["judging"]) if loader == "sluice auto" else (lambda: False)
+                pending = (lambda: deciding(pipe)) if loader == "sluice auto" else (lambda: False)
                 runs = [measure(batches, trainer, args.steps, warmup_s=warmup_s if run == 0 else 0.0,
                                 pending=pending) for run in range(args.runs)]
                 if loader == "sluice auto":  # where it ran, and what it decided under this load
