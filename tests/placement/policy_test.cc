@@ -193,6 +193,22 @@ TEST(Policy, KeepsTheDispatchersWorkersThatPayAndComesBackWhenTheJobChanges) {
   EXPECT_THAT(d.reason, HasSubstr("back in the trainer's process"));
 }
 
+TEST(Policy, ALostDispatcherSendsTheJobBackAndIsNotTriedAgainUntilTheJobChanges) {
+  Policy policy(InProcess(2), WithService(), OneWindow());
+  Decision d = AfterSettling(&policy, Window(InProcess(2), 2, 1000, 0.4, 0.8, 1.2, 1200));
+  ASSERT_TRUE(d.next.service_workers);
+  policy.LoseService("the dispatcher at h:1 has been unreachable for 1s");
+  EXPECT_EQ(policy.current(), InProcess(2));
+  EXPECT_FALSE(policy.judging());
+  EXPECT_THAT(policy.log().back(), HasSubstr("the dispatcher's workers were lost (the dispatcher at h:1"));
+  d = AfterSettling(&policy, Window(InProcess(2), 2, 1000, 0.4, 0.8, 1.2, 1200));
+  EXPECT_FALSE(d.next.service_workers);
+  // A new phase of the job: worth trying again.
+  policy.Observe(Window(InProcess(2), 2, 2000, 0.4, 0.8, 1.2, 600));
+  d = policy.Observe(Window(InProcess(2), 2, 2000, 0.4, 0.8, 1.2, 600));
+  EXPECT_TRUE(d.next.service_workers);
+}
+
 TEST(Policy, NoDispatchersWorkersWithoutADispatcherOrWithTheKeptPrefix) {
   Policy without(InProcess(2), AllLevers(), OneWindow());
   EXPECT_FALSE(AfterSettling(&without, Window(InProcess(2), 2, 1000, 0.4, 0.8, 1.2, 1200)).next.service_workers);

@@ -94,6 +94,35 @@ def test_moves_to_the_dispatchers_workers_and_back_mid_epoch_exactly_once():
         dispatcher.kill()
 
 
+def test_an_epoch_on_the_dispatchers_workers_goes_on_here_when_the_dispatcher_is_lost():
+    dispatcher, port = start_server(["dispatcher", "--host", "127.0.0.1", "--port", "0"])
+    worker, _ = start_server(["worker", "--dispatcher", f"127.0.0.1:{port}", "--host", "127.0.0.1",
+                              "--threads", "1"])
+    try:
+        reference = _reference()
+        pipe = _pipe(placement_service={"dispatcher": f"127.0.0.1:{port}", "dispatcher_timeout_s": 1})
+        it = pipe.iterate(0)
+        got = _take(it, 10)
+        assert it._it._move_to(threads=2, local_workers=0, service_workers=True)
+        served = _take(it, 10)
+        assert not set(got) & set(served)
+        got.update(served)
+        dispatcher.kill()
+        dispatcher.wait()
+        rest = _take(it)
+        assert not set(got) & set(rest)
+        got.update(rest)
+        assert sorted(got) == list(range(ROWS))
+        assert got == reference
+        report = pipe.placement()
+        assert not report["running"]["service_workers"]
+        assert any("the dispatcher's workers were lost" in d and f"127.0.0.1:{port}" in d
+                   for d in report["decisions"]), report["decisions"]
+    finally:
+        worker.kill()
+        dispatcher.kill()
+
+
 def test_a_trainer_that_waits_with_every_core_busy_gets_the_dispatchers_workers():
     """Nothing else can help: the threads are at the cores, the trainer
     computes on no core (so no local worker process), the source is not

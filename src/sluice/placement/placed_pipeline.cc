@@ -118,6 +118,11 @@ Placement PlacedPipeline::Observe(const Measurements& m) {
   return d.next;
 }
 
+void PlacedPipeline::LoseService(const absl::Status& error) {
+  absl::MutexLock lock(&mu_);
+  policy_.LoseService(std::string(error.message()));
+}
+
 Placement PlacedPipeline::Runnable(Placement p) {
   if (!p.keep_prefix) return p;
   if (kept_ == nullptr) {
@@ -307,6 +312,7 @@ absl::Status PlacedIterator::Next(Batch* out, bool* end) {
   if (!owner_->automatic() && !PipelineMetricsServed()) return inner_->Next(out, end);
   const int64_t start = exec::NowNs();
   absl::Status status = inner_->Next(out, end);
+  if (!status.ok() && FallBack(status)) status = inner_->Next(out, end);
   if (status.ok() && *end) {
     Bank();
     if (owner_->automatic() && whole_epoch_) owner_->EpochDelivered(rows_);
@@ -341,6 +347,15 @@ bool PlacedIterator::MoveTo(const Placement& to) {
   meter_.set_prefix_maps(owner_->PrefixMaps(placement_));
   meter_.Start(*inner_);
   return true;
+}
+
+bool PlacedIterator::FallBack(const absl::Status& error) {
+  if (!placement_.service_workers || (!absl::IsUnavailable(error) && !absl::IsDeadlineExceeded(error))) return false;
+  Placement here = placement_;
+  here.service_workers = false;
+  if (!owner_->MovesMidEpoch(placement_, here)) return false;
+  owner_->LoseService(error);
+  return MoveTo(here);
 }
 
 void PlacedIterator::Install(std::shared_ptr<const exec::Pipeline> pipeline,

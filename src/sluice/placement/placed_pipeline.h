@@ -111,6 +111,7 @@ class PlacedPipeline : public std::enable_shared_from_this<PlacedPipeline> {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A window's measurements in; the placement to run now out.
   Placement Observe(const Measurements& m);
+  void LoseService(const absl::Status& error);
   // `p` as it can run now: without the kept prefix while it is written
   // (started here) or when it could not be (the policy goes back).
   Placement Runnable(Placement p);
@@ -174,6 +175,10 @@ class PlacedIterator {
   // Moves the rest of the epoch to `to` through the state; false (and
   // nothing changed) when the state cannot move there exactly.
   bool MoveTo(const Placement& to);
+  // The dispatcher's workers failed the epoch with `error` (the dispatcher
+  // unreachable past its timeout): moves the rest of it into this process
+  // through its state, when the state moves exactly. False: `error` stands.
+  bool FallBack(const absl::Status& error);
 
  private:
   friend class PlacedPipeline;

@@ -252,12 +252,23 @@ void Policy::Refuse(const std::string& why) {
 void Policy::Withdraw(const std::string& why) {
   levers_.keep_prefix = false;
   log_.push_back(absl::StrCat("refused: ", why));
-  if (!current_.keep_prefix) return;
+  Leave(&Placement::keep_prefix);
+}
+
+void Policy::LoseService(const std::string& why) {
+  log_.push_back(
+      absl::StrCat("the dispatcher's workers were lost (", why, "): the epoch goes on in the trainer's process"));
+  if (current_.service_workers) tried_[Key(current_)] = 0;
+  Leave(&Placement::service_workers);
+}
+
+void Policy::Leave(bool Placement::* lever) {
+  if (!(current_.*lever)) return;
   if (trial_) {
     trial_ = false;
     current_ = before_;
   } else {
-    current_.keep_prefix = false;
+    current_.*lever = false;
   }
   Settle();
 }

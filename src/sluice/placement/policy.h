@@ -112,6 +112,10 @@ class Policy {
   // The kept prefix could not be written: the lever is off for good, and
   // a move to it goes back (as Refuse).
   void Withdraw(const std::string& why);
+  // The dispatcher's workers could not go on (the dispatcher unreachable
+  // past its timeout): back in the trainer's process, and not tried again
+  // until the measurements change.
+  void LoseService(const std::string& why);
   // Something done for a move (the prefix written), for the log.
   void Note(std::string what) { log_.push_back(std::move(what)); }
 
@@ -135,6 +139,9 @@ class Policy {
   // The trial's window is in: keep the move or undo it.
   Decision Judge(const Measurements& m);
   void Forget();
+  // Off `lever` in the current placement: back to the placement a trial
+  // left, or the same without it.
+  void Leave(bool Placement::* lever);
   // After a move: the windows that follow are start-up, then a new rating.
   void Settle();  // the measurements changed: every move may be tried again
 
