@@ -44,7 +44,8 @@ def start_service(core):
 
 
 def block(args, loader):
-    """(step ms, steps/s, samples/s) of one fresh pipeline, and its placement."""
+    """(step ms, steps/s, samples/s) of one fresh pipeline, and its placement
+    with the decisions that led there."""
     service = args.service if loader == "sluice auto service" else None
     pipe = tb.sluice_pipeline(args.workload, args.data, service=service, **LOADERS[loader])
     batches = tb.sluice_batches(pipe)
@@ -52,7 +53,8 @@ def block(args, loader):
     trainer = None if load is None else tb.trainer_of(args.load, 1 if args.workload == "w1_mnist" else 3)
     pending = (lambda: tb.deciding(pipe)) if LOADERS[loader].get("auto") else (lambda: False)
     result = tb.measure(batches, trainer, args.steps, warmup_s=args.warmup, pending=pending)
-    return result, pipe.placement()["running"]["description"]
+    report = pipe.placement()
+    return result, "; ".join([report["running"]["description"], *report["decisions"]])
 
 
 def main():
