@@ -73,6 +73,7 @@ class CountingIterator : public Iterator {
 PipelineIterator::~PipelineIterator() {
   ctx_->cancel.Cancel();
   root_.reset();
+  if (!ends_epoch_) return;
   GiveBackUnused(ctx_->pool);
   for (BufferPool* staging : ctx_->staging_pools) GiveBackUnused(staging);
 }
@@ -615,6 +616,7 @@ std::unique_ptr<PipelineIterator> Pipeline::IterateSplits(uint64_t epoch, std::v
   // of such splits an epoch).
   std::unique_ptr<PipelineIterator> it = NewIterator(/*tune=*/false, ThreadsFor(splits));
   it->position_status_ = absl::UnimplementedError("an iterator over given splits saves no position");
+  it->ends_epoch_ = false;
   it->ctx_->splits = std::move(splits);
   it->ctx_->only_splits = true;
   it->root_ = MakeIterator(it->ctx_.get(), compiled_.nodes.size() - 1, epoch);

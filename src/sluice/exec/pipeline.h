@@ -82,6 +82,9 @@ class PipelineIterator {
   absl::Status position_status_;
   std::string fingerprint_;
   std::unique_ptr<ElementTracker> tracker_;
+  // An epoch's end gives back what the pool no longer needs; a run of a
+  // few splits (a service worker's, thousands an epoch) is not one.
+  bool ends_epoch_ = true;
 };
 
 // Immutable after Create but for the autotuner's state, which carries tuning
