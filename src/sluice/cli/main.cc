@@ -3,9 +3,11 @@
 #include <string>
 
 #include "sluice/cli/command.h"
+#include "sluice/core/mutex_checks.h"
 #include "sluice/version.h"
 
 int main(int argc, char** argv) {
+  sluice::SkipDebugDeadlockChecks();  // the dispatcher's and workers' locks too
   CLI::App app{
       "sluice: a fast input pipeline engine for deep-learning training.\n"
       "Runs read -> decode -> augment -> batch natively, in parallel, and measures it."};

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "sluice/core/heap_reuse.h"
+#include "sluice/core/mutex_checks.h"
 #include "sluice/core/python_process.h"
 #include "sluice/core/rng.h"
 #include "sluice/core/status_macros.h"
@@ -176,6 +177,7 @@ absl::StatusOr<std::unique_ptr<Pipeline>> Pipeline::Make(graph::CompiledPipeline
       new Pipeline(std::move(compiled), std::move(remote), chunk_rows, std::move(output_pools)));
   pipeline->ReserveWorkingSet();
   ReuseFreedHeapMemory();
+  SkipDebugDeadlockChecks();
   return pipeline;
 }
 
