@@ -55,97 +55,82 @@ def test_moves_to_a_local_worker_and_back_mid_epoch_exactly_once():
     it = pipe.iterate(0)
     got = _take(it, 20)
     assert it._it._move_to(threads=1, local_workers=1)
-    got_worker = _take(it, 40)
-    assert not set(got) & set(got_worker)
-    got.update(got_worker)
+    _merge(got, _take(it, 40))
     assert it._it._move_to(threads=2, local_workers=0)
-    rest = _take(it)
-    assert not set(got) & set(rest)
-    got.update(rest)
+    _merge(got, _take(it))
     assert sorted(got) == list(range(ROWS))
     assert got == reference  # each sample's augmentation, whichever process made it
 
 
-def test_moves_to_the_dispatchers_workers_and_back_mid_epoch_exactly_once():
+@pytest.fixture
+def service():
+    """A real dispatcher and one worker on 127.0.0.1: (its address, the
+    dispatcher's process)."""
     dispatcher, port = start_server(["dispatcher", "--host", "127.0.0.1", "--port", "0"])
     worker, _ = start_server(["worker", "--dispatcher", f"127.0.0.1:{port}", "--host", "127.0.0.1",
                               "--threads", "1"])
-    try:
-        reference = _reference()
-        pipe = _pipe(placement_service=f"127.0.0.1:{port}")
-        report = pipe.placement()
-        assert report["levers"]["service_workers"]
-        it = pipe.iterate(0)
-        got = _take(it, 20)
-        assert it._it._move_to(threads=1, local_workers=0, service_workers=True)
-        assert pipe.placement()["running"]["service_workers"]
-        assert "the dispatcher's workers" in pipe.placement()["running"]["description"]
-        got_served = _take(it, 40)
-        assert not set(got) & set(got_served)
-        got.update(got_served)
-        assert it._it._move_to(threads=2, local_workers=0, service_workers=False)
-        rest = _take(it)
-        assert not set(got) & set(rest)
-        got.update(rest)
-        assert sorted(got) == list(range(ROWS))
-        assert got == reference  # each sample's augmentation, wherever it was made
-    finally:
-        worker.kill()
-        dispatcher.kill()
+    yield f"127.0.0.1:{port}", dispatcher
+    worker.kill()
+    dispatcher.kill()
 
 
-def test_an_epoch_on_the_dispatchers_workers_goes_on_here_when_the_dispatcher_is_lost():
-    dispatcher, port = start_server(["dispatcher", "--host", "127.0.0.1", "--port", "0"])
-    worker, _ = start_server(["worker", "--dispatcher", f"127.0.0.1:{port}", "--host", "127.0.0.1",
-                              "--threads", "1"])
-    try:
-        reference = _reference()
-        pipe = _pipe(placement_service={"dispatcher": f"127.0.0.1:{port}", "dispatcher_timeout_s": 1})
-        it = pipe.iterate(0)
-        got = _take(it, 10)
-        assert it._it._move_to(threads=2, local_workers=0, service_workers=True)
-        served = _take(it, 10)
-        assert not set(got) & set(served)
-        got.update(served)
-        dispatcher.kill()
-        dispatcher.wait()
-        rest = _take(it)
-        assert not set(got) & set(rest)
-        got.update(rest)
-        assert sorted(got) == list(range(ROWS))
-        assert got == reference
-        report = pipe.placement()
-        assert not report["running"]["service_workers"]
-        assert any("the dispatcher's workers were lost" in d and f"127.0.0.1:{port}" in d
-                   for d in report["decisions"]), report["decisions"]
-    finally:
-        worker.kill()
-        dispatcher.kill()
+def _merge(got, more):
+    """`more` added to `got`, checking no sample came twice."""
+    assert not set(got) & set(more)
+    got.update(more)
 
 
-def test_a_trainer_that_waits_with_every_core_busy_gets_the_dispatchers_workers():
+def test_moves_to_the_dispatchers_workers_and_back_mid_epoch_exactly_once(service):
+    address, _ = service
+    reference = _reference()
+    pipe = _pipe(placement_service=address)
+    assert pipe.placement()["levers"]["service_workers"]
+    it = pipe.iterate(0)
+    got = _take(it, 20)
+    assert it._it._move_to(threads=1, local_workers=0, service_workers=True)
+    assert pipe.placement()["running"]["service_workers"]
+    assert "the dispatcher's workers" in pipe.placement()["running"]["description"]
+    _merge(got, _take(it, 40))
+    assert it._it._move_to(threads=2, local_workers=0, service_workers=False)
+    _merge(got, _take(it))
+    assert sorted(got) == list(range(ROWS))
+    assert got == reference  # each sample's augmentation, wherever it was made
+
+
+def test_an_epoch_on_the_dispatchers_workers_goes_on_here_when_the_dispatcher_is_lost(service):
+    address, dispatcher = service
+    reference = _reference()
+    pipe = _pipe(placement_service={"dispatcher": address, "dispatcher_timeout_s": 1})
+    it = pipe.iterate(0)
+    got = _take(it, 10)
+    assert it._it._move_to(threads=2, local_workers=0, service_workers=True)
+    _merge(got, _take(it, 10))
+    dispatcher.kill()
+    dispatcher.wait()
+    _merge(got, _take(it))
+    assert sorted(got) == list(range(ROWS))
+    assert got == reference
+    report = pipe.placement()
+    assert not report["running"]["service_workers"]
+    assert any("the dispatcher's workers were lost" in d and address in d
+               for d in report["decisions"]), report["decisions"]
+
+
+def test_a_trainer_that_waits_with_every_core_busy_gets_the_dispatchers_workers(service):
     """Nothing else can help: the threads are at the cores, the trainer
     computes on no core (so no local worker process), the source is not
     files (no prefix to keep). The policy tries the dispatcher's workers;
     every epoch, before and after, is exactly once with the same bytes."""
-    dispatcher, port = start_server(["dispatcher", "--host", "127.0.0.1", "--port", "0"])
-    worker, _ = start_server(["worker", "--dispatcher", f"127.0.0.1:{port}", "--host", "127.0.0.1",
-                              "--threads", "1"])
-    try:
-        pipe = _pipe(placement_service=f"127.0.0.1:{port}")
-        manual = _pipe().with_options(placement="manual")
-        moved, epoch, deadline = False, 0, time.monotonic() + 240
-        while not moved and time.monotonic() < deadline:
-            got = _take(pipe.iterate(epoch))
-            assert got == _take(manual.iterate(epoch)), f"epoch {epoch}"
-            moved = any("moves to the dispatcher's workers" in d for d in pipe.placement()["decisions"])
-            epoch += 1
-        assert moved, pipe.placement()
-        got = _take(pipe.iterate(epoch))
-        assert got == _take(manual.iterate(epoch))
-    finally:
-        worker.kill()
-        dispatcher.kill()
+    address, _ = service
+    pipe = _pipe(placement_service=address)
+    manual = _pipe().with_options(placement="manual")
+    moved, epoch, deadline = False, 0, time.monotonic() + 240
+    while not moved and time.monotonic() < deadline:
+        assert _take(pipe.iterate(epoch)) == _take(manual.iterate(epoch)), f"epoch {epoch}"
+        moved = any("moves to the dispatcher's workers" in d for d in pipe.placement()["decisions"])
+        epoch += 1
+    assert moved, pipe.placement()
+    assert _take(pipe.iterate(epoch)) == _take(manual.iterate(epoch))
 
 
 def test_an_ordered_epoch_moves_threads_mid_epoch_but_not_to_a_worker():
@@ -372,9 +357,7 @@ def test_a_local_worker_killed_mid_epoch_is_replaced_and_every_sample_comes_once
     taker.start()
     taker.join(120)  # a hang guard, not a timing assertion: it takes about a second
     assert "rest" in done, "the epoch did not go on after its only worker process was killed"
-    rest = done["rest"]
-    assert not set(got) & set(rest)
-    got.update(rest)
+    _merge(got, done["rest"])
     assert sorted(got) == list(range(ROWS))
     assert got == reference
     assert not set(_local_workers()) & set(workers)  # replaced
