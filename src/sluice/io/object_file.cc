@@ -74,8 +74,7 @@ class ObjectFile : public RandomAccessFile {
   ObjectFile(std::string url, Described described, std::shared_ptr<arrow::io::RandomAccessFile> in)
       : RandomAccessFile(std::move(url), static_cast<uint64_t>(described.version.size)),
         described_(std::move(described)),
-        options_(ObjectReadAhead::FromEnvironment()),
-        blocks_(std::move(in), size(), options_) {}
+        blocks_(std::move(in), size(), ObjectReadAhead::FromEnvironment()) {}
 
   const ObjectVersion& version() const { return described_.version; }
   void FetchFirstBlock() { blocks_.FetchFirst(); }
@@ -102,11 +101,8 @@ class ObjectFile : public RandomAccessFile {
   }
 
  private:
-  bool ChecksAtEnd() const { return size() > static_cast<uint64_t>(options_.block_bytes) && !described_.etag.empty(); }
-  uint64_t LastBlockStart() const {
-    const uint64_t block = static_cast<uint64_t>(options_.block_bytes);
-    return (size() - 1) / block * block;
-  }
+  bool ChecksAtEnd() const { return blocks_.BlockCount() > 1 && !described_.etag.empty(); }
+  uint64_t LastBlockStart() const { return blocks_.BlockBegin(blocks_.BlockCount() - 1); }
 
   // Asks the ETag again on a thread of its own once the last block has
   // come, so that the round trip overlaps the reading of that block.
@@ -137,7 +133,6 @@ class ObjectFile : public RandomAccessFile {
   }
 
   const Described described_;
-  const ObjectReadAhead::Options options_;
   mutable ObjectReadAhead blocks_;
   mutable std::once_flag end_check_started_;
   mutable std::shared_ptr<BackgroundResult<absl::Status>> end_check_;

@@ -26,6 +26,12 @@ int64_t ObjectBlockBytes() { return block_bytes.now(); }
 
 int64_t ObjectBlockPeakBytes() { return block_bytes.peak(); }
 
+ObjectReadAhead::ObjectReadAhead(std::shared_ptr<arrow::io::RandomAccessFile> in, uint64_t size, Options options)
+    : in_(std::move(in)),
+      size_(size),
+      options_(options),
+      first_bytes_(static_cast<uint64_t>(std::min(options.first_block_bytes, options.block_bytes))) {}
+
 ObjectReadAhead::~ObjectReadAhead() {
   absl::MutexLock lock(&mu_);
   DropAll();
@@ -43,38 +49,55 @@ void ObjectReadAhead::DropAll() {
 ObjectReadAhead::Options ObjectReadAhead::FromEnvironment() {
   Options options;
   options.block_bytes = PositiveFromEnvironment("SLUICE_OBJECT_BLOCK_BYTES", options.block_bytes);
+  options.first_block_bytes = PositiveFromEnvironment("SLUICE_OBJECT_FIRST_BLOCK_BYTES", options.first_block_bytes);
   options.depth =
       static_cast<int>(std::min<int64_t>(PositiveFromEnvironment("SLUICE_OBJECT_READ_AHEAD", options.depth), 64));
   return options;
 }
 
+uint64_t ObjectReadAhead::BlockBegin(uint64_t index) const {
+  return index == 0 ? 0 : first_bytes_ + (index - 1) * static_cast<uint64_t>(options_.block_bytes);
+}
+
+uint64_t ObjectReadAhead::BlockOf(uint64_t offset) const {
+  return offset < first_bytes_ ? 0 : 1 + (offset - first_bytes_) / static_cast<uint64_t>(options_.block_bytes);
+}
+
+uint64_t ObjectReadAhead::BlockCount() const { return size_ == 0 ? 0 : BlockOf(size_ - 1) + 1; }
+
+int64_t ObjectReadAhead::BlockBytes(uint64_t index) const {
+  return static_cast<int64_t>(std::min(BlockBegin(index + 1), size_) - BlockBegin(index));
+}
+
+ObjectReadAhead::Block ObjectReadAhead::Fetch(uint64_t index) const {
+  const int64_t bytes = BlockBytes(index);
+  return Block{index, bytes, in_->ReadAsync(static_cast<int64_t>(BlockBegin(index)), bytes)};
+}
+
 void ObjectReadAhead::FetchFrom(uint64_t first) {
   while (!blocks_.empty() && blocks_.front().index < first) DropFront();
   if (!blocks_.empty() && blocks_.front().index != first) DropAll();
-  const uint64_t block = static_cast<uint64_t>(options_.block_bytes);
-  const uint64_t blocks_in_object = (size_ + block - 1) / block;
+  const uint64_t count = BlockCount();
   uint64_t next = blocks_.empty() ? first : blocks_.back().index + 1;
-  while (blocks_.size() < static_cast<size_t>(options_.depth) && next < blocks_in_object) {
-    const uint64_t begin = next * block;
-    const int64_t bytes = static_cast<int64_t>(std::min(block, size_ - begin));
+  while (blocks_.size() < static_cast<size_t>(options_.depth) && next < count) {
+    const int64_t bytes = BlockBytes(next);
     // The block read now always comes; those after it only within the bound.
     if (blocks_.empty()) {
       block_bytes.Add(bytes);
     } else if (!block_bytes.AddWithin(bytes, ObjectBlockLimitBytes())) {
       break;
     }
-    blocks_.push_back(Block{next, bytes, in_->ReadAsync(static_cast<int64_t>(begin), bytes)});
+    blocks_.push_back(Fetch(next));
     ++next;
   }
 }
 
 arrow::Result<size_t> ObjectReadAhead::Read(uint64_t offset, size_t n, uint8_t* dst) {
-  const uint64_t block = static_cast<uint64_t>(options_.block_bytes);
   absl::MutexLock lock(&mu_);
-  FetchFrom(offset / block);
+  FetchFrom(BlockOf(offset));
   // Waited for under the lock: one reader reads one object.
   ARROW_ASSIGN_OR_RAISE(std::shared_ptr<arrow::Buffer> data, blocks_.front().data.result());
-  const uint64_t in_block = offset - blocks_.front().index * block;
+  const uint64_t in_block = offset - BlockBegin(blocks_.front().index);
   if (in_block >= static_cast<uint64_t>(data->size())) return 0;  // the object shrank
   const size_t copied = static_cast<size_t>(std::min<uint64_t>(n, static_cast<uint64_t>(data->size()) - in_block));
   std::memcpy(dst, data->data() + in_block, copied);
@@ -83,9 +106,13 @@ arrow::Result<size_t> ObjectReadAhead::Read(uint64_t offset, size_t n, uint8_t* 
 
 void ObjectReadAhead::FetchFirst() {
   absl::MutexLock lock(&mu_);
-  const int64_t bytes = static_cast<int64_t>(std::min<uint64_t>(options_.block_bytes, size_));
-  if (!blocks_.empty() || bytes == 0 || !block_bytes.AddWithin(bytes, ObjectBlockLimitBytes())) return;
-  blocks_.push_back(Block{0, bytes, in_->ReadAsync(0, bytes)});
+  if (!blocks_.empty()) return;
+  // As many as a reader keeps in flight, all within the bound: the first is
+  // short, and a reader that found only it would wait for the next at once.
+  for (uint64_t index = 0; index < std::min<uint64_t>(options_.depth, BlockCount()); ++index) {
+    if (!block_bytes.AddWithin(BlockBytes(index), ObjectBlockLimitBytes())) return;
+    blocks_.push_back(Fetch(index));
+  }
 }
 
 void ObjectReadAhead::Forget() {
