@@ -11,6 +11,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "op_harness.h"
+#include "sluice/kernels/planes.h"
 #include "sluice/kernels/resample.h"
 #include "sluice/kernels/row_kernels.h"
 #include "sluice/ops/normalize_params.h"
@@ -21,6 +22,7 @@ namespace {
 
 using kernels::BorderShuffle;
 using kernels::ConvolveRows;
+using kernels::HwcToChw;
 using kernels::kFixedValueShift;
 using kernels::kRowSlackBytes;
 using kernels::LimitSimd;
@@ -137,6 +139,37 @@ TEST_F(SimdTest, FloatRowSumsEqualAPlainLoopOnEveryTarget) {
         if (exact_end) {
           EXPECT_TRUE(std::all_of(dst.begin() + rows * n, dst.end(), [](float v) { return v == -1.f; }))
               << target << " n " << n << ": wrote past the end";
+        }
+      }
+    }
+  }
+}
+
+// Every element size hwc_to_chw takes, channel counts with and without a
+// vector path, and pixel counts that end mid-vector: each plane holds its
+// channel, and nothing is written past the image.
+TEST_F(SimdTest, PlanesEqualAPlainTranspositionOnEveryTarget) {
+  for (const size_t elem : {1, 2, 4, 8}) {
+    for (const int64_t c : {1, 2, 3, 4, 5}) {
+      for (const ImageDims d : {ImageDims{1, 1, c}, ImageDims{7, 5, c}, ImageDims{32, 32, c}, ImageDims{3, 67, c}}) {
+        const size_t bytes = static_cast<size_t>(d.elems()) * elem;
+        std::vector<uint8_t> src(bytes);
+        for (size_t i = 0; i < bytes; ++i) src[i] = static_cast<uint8_t>(i * 2654435761u >> 24);
+        std::vector<uint8_t> want(bytes);
+        const int64_t pixels = d.h * d.w;
+        for (int64_t p = 0; p < pixels; ++p) {
+          for (int64_t ch = 0; ch < c; ++ch) {
+            std::copy_n(&src[(p * c + ch) * elem], elem, &want[(ch * pixels + p) * elem]);
+          }
+        }
+        for (const std::string& target : Caps()) {
+          SLUICE_ASSERT_OK(LimitSimd(CapFor(target)));
+          std::vector<uint8_t> dst(bytes + 64, 0xee);
+          HwcToChw(d, elem, src.data(), dst.data());
+          ASSERT_TRUE(std::equal(want.begin(), want.end(), dst.begin()))
+              << target << " elem " << elem << " " << d.h << "x" << d.w << "x" << c;
+          EXPECT_TRUE(std::all_of(dst.begin() + bytes, dst.end(), [](uint8_t v) { return v == 0xee; }))
+              << target << ": wrote past the image";
         }
       }
     }

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "sluice/core/status_macros.h"
+#include "sluice/kernels/planes.h"
 #include "sluice/kernels/value_loops.h"
 #include "sluice/kernels/warp.h"
 #include "sluice/ops/builtin_ops.h"
@@ -206,15 +207,8 @@ class HwcToChwKernel : public Kernel {
   explicit HwcToChwKernel(const Params& p) : dims_(p.dims), elem_(p.elem) {}
   absl::Status Run(const KernelContext& ctx, absl::Span<const ColumnRef> in,
                    absl::Span<const ColumnRef> out) const override {
-    const int64_t plane = dims_.h * dims_.w;
     for (int64_t r = 0; r < ctx.rows; ++r) {
-      const uint8_t* src = in[0].row<const uint8_t>(r);
-      uint8_t* dst = out[0].row<uint8_t>(r);
-      for (int64_t ch = 0; ch < dims_.c; ++ch) {
-        for (int64_t p = 0; p < plane; ++p) {
-          std::memcpy(dst + (ch * plane + p) * elem_, src + (p * dims_.c + ch) * elem_, elem_);
-        }
-      }
+      kernels::HwcToChw(dims_, elem_, in[0].row<const uint8_t>(r), out[0].row<uint8_t>(r));
     }
     return absl::OkStatus();
   }
