@@ -11,7 +11,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "op_harness.h"
-#include "sluice/kernels/planes.h"
+#include "sluice/kernels/layout.h"
 #include "sluice/kernels/resample.h"
 #include "sluice/kernels/row_kernels.h"
 #include "sluice/ops/normalize_params.h"

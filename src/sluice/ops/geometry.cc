@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "sluice/core/status_macros.h"
-#include "sluice/kernels/planes.h"
+#include "sluice/kernels/layout.h"
 #include "sluice/kernels/value_loops.h"
 #include "sluice/kernels/warp.h"
 #include "sluice/ops/builtin_ops.h"
@@ -60,7 +60,7 @@ class WarpKernel : public Kernel {
         std::memcpy(o, s, row_bytes);
         continue;
       }
-      for (int64_t x = 0; x < d.w; ++x) std::memcpy(o + x * pixel, s + (d.w - 1 - x) * pixel, pixel);
+      kernels::MirrorRow(s, d.w, static_cast<size_t>(pixel), o);
     }
   }
 

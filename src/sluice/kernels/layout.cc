@@ -2,12 +2,12 @@
 // foreach_target) and the best the CPU has is chosen at run time. A memcpy
 // of each element, as this op first did, took 4.5 us a 32x32x3 float image
 // on the Xeon of bench/RESULTS.md.
-#include "sluice/kernels/planes.h"
+#include "sluice/kernels/layout.h"
 
 #include <cstring>
 
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "sluice/kernels/planes.cc"
+#define HWY_TARGET_INCLUDE "sluice/kernels/layout.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 
@@ -81,6 +81,37 @@ HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
 namespace sluice::kernels {
+namespace {
+
+template <size_t kBytes>
+void MirrorFixed(const uint8_t* src, int64_t w, uint8_t* dst) {
+  for (int64_t x = 0; x < w; ++x) std::memcpy(dst + x * kBytes, src + (w - 1 - x) * kBytes, kBytes);
+}
+
+}  // namespace
+
+void MirrorRow(const uint8_t* src, int64_t w, size_t pixel_bytes, uint8_t* dst) {
+  switch (pixel_bytes) {
+    case 1:
+      return MirrorFixed<1>(src, w, dst);
+    case 2:
+      return MirrorFixed<2>(src, w, dst);
+    case 3:
+      return MirrorFixed<3>(src, w, dst);
+    case 4:
+      return MirrorFixed<4>(src, w, dst);
+    case 6:
+      return MirrorFixed<6>(src, w, dst);
+    case 8:
+      return MirrorFixed<8>(src, w, dst);
+    case 12:
+      return MirrorFixed<12>(src, w, dst);
+    case 16:
+      return MirrorFixed<16>(src, w, dst);
+    default:
+      for (int64_t x = 0; x < w; ++x) std::memcpy(dst + x * pixel_bytes, src + (w - 1 - x) * pixel_bytes, pixel_bytes);
+  }
+}
 
 HWY_EXPORT(HwcToChwImpl);
 
