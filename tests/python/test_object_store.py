@@ -91,6 +91,30 @@ def test_a_url_carrying_credentials_is_refused_without_printing_them(store):
     assert store.access_key not in str(raised.value)
 
 
+@pytest.mark.parametrize("query", ["secret_key={secret}", "access_key={key}&secret_key={secret}",
+                                   "region=us-east-1&session_token={secret}", "X-Amz-Signature={secret}"])
+def test_a_query_carrying_credentials_is_refused_naming_the_parameter_only(store, query):
+    url = "s3://train/cifar/*.tfrecord?" + query.format(key=store.access_key, secret=store.secret_key)
+    with pytest.raises(sluice.InvalidArgumentError) as raised:
+        list(sluice.tfrecord(url, CIFAR))
+    assert "must not carry credentials" in str(raised.value)
+    assert "s3://train/cifar/*.tfrecord?" in str(raised.value)
+    assert store.secret_key not in str(raised.value)
+    assert store.access_key not in str(raised.value)
+
+
+def test_a_url_option_the_store_refuses_fails_and_the_process_exits_cleanly(store):
+    # The AWS SDK starts before Arrow reads the URL's options: it must be
+    # shut down at exit even though no client was made (it crashed there).
+    code = ("import sluice\n"
+            "try:\n    list(sluice.tfrecord('s3://train/cifar/*.tfrecord?bogus=1', {'label': 'int64'}))\n"
+            "except sluice.InvalidArgumentError as e:\n    print('refused:', e)\n")
+    for _ in range(4):
+        out = run_sluice_python(code, store.env())
+        assert out.returncode == 0, out.stderr
+        assert "refused:" in out.stdout and "bogus" in out.stdout
+
+
 def test_the_command_and_a_process_with_pyarrow_exit_cleanly_after_reading(store, tmp_path):
     pipeline = json.loads(augmented("s3://train/cifar/*.tfrecord").to_json())
     (tmp_path / "p.json").write_text(json.dumps(pipeline))

@@ -10,6 +10,7 @@
 #include <map>
 #include <mutex>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -41,6 +42,25 @@ struct ObjectUrl {
   std::string Path() const { return key.empty() ? bucket : absl::StrCat(bucket, "/", key); }
 };
 
+// A query parameter that would hold a credential (Arrow's access_key,
+// secret_key and session_token, a password, a presigned URL's signature).
+bool NamesCredential(absl::string_view name) {
+  const std::string lower = absl::AsciiStrToLower(name);
+  for (const char* word : {"key", "secret", "token", "password", "credential", "signature"}) {
+    if (absl::StrContains(lower, word)) return true;
+  }
+  return false;
+}
+
+// The error for a URL that carries credentials, named by `where` (without
+// them: a URL ends up in logs, errors, saved states and profiles).
+absl::Status CarriesCredentials(const std::string& where) {
+  return absl::InvalidArgumentError(
+      absl::StrCat(where,
+                   ": a URL must not carry credentials; give them through the environment (AWS_ACCESS_KEY_ID, "
+                   "AWS_SECRET_ACCESS_KEY), a profile file or the machine's role"));
+}
+
 absl::StatusOr<ObjectUrl> ParseObjectUrl(const std::string& url) {
   ObjectUrl u;
   const size_t colon = url.find("://");
@@ -55,10 +75,13 @@ absl::StatusOr<ObjectUrl> ParseObjectUrl(const std::string& url) {
   if (slash != std::string::npos) u.key = rest.substr(slash + 1);
   if (u.bucket.find('@') != std::string::npos) {
     // Named without what precedes the '@': that is the secret.
-    return absl::InvalidArgumentError(
-        absl::StrCat(u.scheme, "://…@", u.bucket.substr(u.bucket.rfind('@') + 1),
-                     "/…: a URL must not carry credentials; give them through the environment (AWS_ACCESS_KEY_ID, "
-                     "AWS_SECRET_ACCESS_KEY), a profile file or the machine's role"));
+    return CarriesCredentials(absl::StrCat(u.scheme, "://…@", u.bucket.substr(u.bucket.rfind('@') + 1), "/…"));
+  }
+  for (absl::string_view param : absl::StrSplit(u.query, '&', absl::SkipEmpty())) {
+    const absl::string_view name = param.substr(0, param.find('='));
+    if (NamesCredential(name)) {
+      return CarriesCredentials(absl::StrCat(u.scheme, "://", u.Path(), "?… (its parameter '", name, "')"));
+    }
   }
   if (u.bucket.empty() || u.bucket.find_first_of("*?[") != std::string::npos) {
     return absl::InvalidArgumentError(absl::StrCat("'", url, "' names no bucket (wildcards go in the key only)"));
@@ -151,15 +174,16 @@ absl::StatusOr<std::shared_ptr<arrow::fs::FileSystem>> FileSystemFor(const Objec
   std::lock_guard<std::mutex> lock(mu);
   if (auto it = made->find(key); it != made->end()) return it->second;
   arrow::Result<std::shared_ptr<arrow::fs::FileSystem>> fs = MakeFileSystem(u);
-  if (!fs.ok()) return ToStatus(fs.status(), "cannot reach the store of", key);
   if (u.scheme == "s3") {
     // The AWS SDK must be shut down before the process exits, or it may
-    // crash there. Registered once the first client exists, so that it
-    // runs before Arrow's statics go (and its check at exit); idempotent
-    // beside pyarrow's own finalizer.
+    // crash there. Registered once a client was made, or refused (options
+    // Arrow refuses still start the SDK), so that it runs before the statics
+    // making one created go (and Arrow's check at exit); idempotent beside
+    // pyarrow's own finalizer.
     static const bool finalized_at_exit = std::atexit([] { (void)arrow::fs::EnsureS3Finalized(); }) == 0;
     (void)finalized_at_exit;
   }
+  if (!fs.ok()) return ToStatus(fs.status(), "cannot reach the store of", key);
   made->emplace(key, *fs);
   return *fs;
 }
