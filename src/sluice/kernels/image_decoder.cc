@@ -2,7 +2,6 @@
 
 // libjpeg's headers need FILE and size_t declared first.
 #include <jpeglib.h>
-#include <png.h>
 
 #include <algorithm>
 #include <cmath>
@@ -11,15 +10,13 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "sluice/core/status_macros.h"
 #include "sluice/io/image_framing.h"
 #include "sluice/kernels/netpbm.h"
+#include "sluice/kernels/png_decode.h"
 
 namespace sluice::kernels {
 namespace {
-
-bool IsPng(absl::string_view b) {
-  return b.size() >= 8 && png_sig_cmp(reinterpret_cast<png_const_bytep>(b.data()), 0, 8) == 0;
-}
 
 // libjpeg reports errors through error_exit, which must not return: it
 // jumps back to the decoder with the message kept.
@@ -121,21 +118,7 @@ absl::Status DecodeJpeg(Jpeg& jpeg, absl::string_view bytes, const ImageInfo& in
 }
 
 absl::Status DecodePng(absl::string_view bytes, const Window& window, DecodedRegion* out) {
-  png_image image;
-  std::memset(&image, 0, sizeof(image));
-  image.version = PNG_IMAGE_VERSION;
-  if (!png_image_begin_read_from_memory(&image, bytes.data(), bytes.size())) {
-    return absl::DataLossError(absl::StrCat("corrupt PNG: ", image.message));
-  }
-  image.format = PNG_FORMAT_RGB;
-  out->width = static_cast<int>(image.width);
-  out->height = static_cast<int>(image.height);
-  GrowTo(PNG_IMAGE_SIZE(image), &out->pixels);
-  if (!png_image_finish_read(&image, nullptr, out->pixels.data(), 0, nullptr)) {
-    const std::string message = image.message;
-    png_image_free(&image);
-    return absl::DataLossError(absl::StrCat("corrupt PNG: ", message));
-  }
+  SLUICE_RETURN_IF_ERROR(DecodePngRgb(bytes, &out->width, &out->height, &out->pixels));
   out->window = window;
   return absl::OkStatus();
 }
@@ -182,15 +165,7 @@ absl::StatusOr<ImageInfo> ReadImageInfo(absl::string_view bytes) {
     return info;
   }
   if (IsPng(bytes)) {
-    png_image image;
-    std::memset(&image, 0, sizeof(image));
-    image.version = PNG_IMAGE_VERSION;
-    if (!png_image_begin_read_from_memory(&image, bytes.data(), bytes.size())) {
-      return absl::DataLossError(absl::StrCat("corrupt PNG: ", image.message));
-    }
-    info.width = static_cast<int>(image.width);
-    info.height = static_cast<int>(image.height);
-    png_image_free(&image);
+    SLUICE_RETURN_IF_ERROR(ReadPngSize(bytes, &info.width, &info.height));
     return info;
   }
   Jpeg jpeg;
