@@ -75,17 +75,23 @@ def sharded(definition, rank, world_size, source):
     return definition, f"shard {rank} of {world_size} after {after} (uneven \"drop\")"
 
 
-def check_ranks_agree(fingerprint, seed, world_size, resume):
-    """Under torch.distributed, raises ValueError naming the ranks when they
-    run different pipelines or seeds, see different world sizes, or resume
-    from different states: their batches would differ in number or in
-    samples, and DDP would hang or train on a wrong epoch. Every rank must
-    call it (a collective)."""
+def check_ranks_agree(fingerprint, definition, world_size, resume):
+    """Under torch.distributed, when the loader spans the process group
+    (`world_size` is the group's), raises ValueError naming the ranks that
+    run different pipelines, seeds or batch sizes, or resume from different
+    states: their batches would differ in number or in samples, and DDP
+    would hang or train on a wrong epoch. Every rank of the group must call
+    it then (a collective). A loader of its own (another world size: one
+    rank evaluating alone) checks nothing."""
     dist = _dist()
-    if dist is None:
+    if dist is None or world_size != dist.get_world_size():
         return
     digest = hashlib.sha256(bytes(resume)).hexdigest()[:16] if resume is not None else None
-    mine = {"world size": world_size, "seed": seed, "pipeline": fingerprint, "resumed state": digest}
+    # A sharded pipeline's fingerprint leaves its batch size out (a state
+    # moves between world sizes whose global batch is the same).
+    batch = next((node["batch"].get("size") for node in definition["nodes"] if "batch" in node), None)
+    mine = {"world size": world_size, "seed": definition.get("seed", 0), "batch size": batch,
+            "pipeline": fingerprint, "resumed state": digest}
     everyone = [None] * dist.get_world_size()
     dist.all_gather_object(everyone, mine)
     for what in mine:

@@ -53,10 +53,13 @@ class TorchIterable(torch.utils.data.IterableDataset):
     pipeline's batch is each rank's. A pipeline without a shard node gets
     one right after its source; one whose shard node leaves the count to
     the job (``pipe.shard()``) gets this rank's. What it took is said in one
-    line on stderr (`quiet=True` keeps it silent). Under torch.distributed
-    the ranks check, at the first pass, that they run the same pipeline and
-    seed and resume from the same state, and fail naming the ranks that
-    differ rather than hang.
+    line on stderr (`quiet=True` keeps it silent). Under torch.distributed,
+    a loader whose world size is the process group's checks at its first
+    pass (a collective: every rank's loader takes that pass) that the ranks
+    run the same pipeline, seed and batch size and resume from the same
+    state, and fails naming the ranks that differ rather than hang. A loader
+    of one rank's own (``rank=0, world_size=1``: an evaluation on rank 0)
+    checks nothing with the others.
 
     `node_pool=True` (under torch.distributed) runs every rank's pipeline up
     to its batch in one set of processes per node, sized to the node's
@@ -71,16 +74,19 @@ class TorchIterable(torch.utils.data.IterableDataset):
         super().__init__()
         self.rank, self.world_size, source = _distributed.job(rank, world_size)
         definition, how = _distributed.sharded(pipeline._def, self.rank, self.world_size, source)
+        if definition != pipeline._def:
+            pipeline = type(pipeline)(definition, pipeline._hold)
+        # Its length: the pool's pipeline reads batches from a dispatcher,
+        # whose count it cannot know; the same pipeline in-process does.
+        self._sized = pipeline
         if node_pool:
             dist = _distributed._dist()
             if dist is None:
                 raise ValueError("sluice.torch: node_pool=True needs torch.distributed initialized (the node's ranks "
                                  "share the pool's address through it)")
             dispatcher = _node_pool.address(dist)
-            definition = _node_pool.through_pool(definition, dispatcher)
+            pipeline = type(pipeline)(_node_pool.through_pool(definition, dispatcher), pipeline._hold)
             how += f"; through the node's pool (dispatcher {dispatcher})"
-        if definition != pipeline._def:
-            pipeline = type(pipeline)(definition, pipeline._hold)
         if not quiet and source != "one process":
             print(f"sluice.torch: rank {self.rank} of {self.world_size} ({source}): {how}", file=sys.stderr,
                   flush=True)
@@ -110,7 +116,7 @@ class TorchIterable(torch.utils.data.IterableDataset):
 
     def __len__(self):
         """Batches per epoch, when known (see sluice.Pipeline.__len__)."""
-        return len(self._pipeline)
+        return len(self._sized)
 
     def set_epoch(self, epoch):
         """Makes the next pass epoch `epoch` (as DistributedSampler.set_epoch)."""
@@ -140,8 +146,12 @@ class TorchIterable(torch.utils.data.IterableDataset):
         self.samples = state.get("samples", 0)
 
     def __iter__(self):
+        if torch.utils.data.get_worker_info() is not None:
+            raise RuntimeError("sluice.torch.TorchIterable is iterated in a DataLoader worker: each worker would "
+                               "deliver the whole epoch. sluice runs its own threads; give the DataLoader "
+                               "num_workers=0 (and batch_size=None)")
         if not self._checked:
-            _distributed.check_ranks_agree(self._pipeline.engine.fingerprint, self._pipeline._def.get("seed", 0),
+            _distributed.check_ranks_agree(self._pipeline.engine.fingerprint, self._pipeline._def,
                                            self.world_size, self._resume)
             self._checked = True
         if self._resume is not None:

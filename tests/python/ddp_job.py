@@ -5,13 +5,18 @@ after every step.
 
     python -m torch.distributed.run --nproc_per_node=N ddp_job.py OUT [--epochs E]
         [--resume] [--slow-after STEP] [--seed S] [--global-batch G] [--node-pool]
+        [--batch-skew] [--eval-on-rank0]
 
 OUT/rank<R>.log gets one line per step trained: "epoch step id id ...".
 OUT/ckpt.pt holds the last checkpoint (written atomically). --slow-after
 makes every step past STEP of the last epoch sleep, so that a test can kill
 a rank mid-epoch. --seed-per-rank gives each rank another seed (the ranks'
-check must refuse it). --node-pool runs the ranks' pipelines in the node's
-pool of sluice processes.
+check must refuse it), --batch-skew another batch size. --node-pool runs
+the ranks' pipelines in the node's pool of sluice processes. OUT/len<R>.txt
+holds len(loader) on rank R. --eval-on-rank0 has rank 0 read the whole
+pipeline once more after training, with a loader of its own (rank 0 of 1)
+while the others wait at a barrier, and write its sample count to
+OUT/eval.txt.
 """
 
 import argparse
@@ -50,11 +55,16 @@ def main():
     p.add_argument("--seed-per-rank", action="store_true")
     p.add_argument("--global-batch", type=int, default=24)
     p.add_argument("--node-pool", action="store_true")
+    p.add_argument("--batch-skew", action="store_true")
+    p.add_argument("--eval-on-rank0", action="store_true")
     args = p.parse_args()
     dist.init_process_group("gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
     seed = args.seed + rank if args.seed_per_rank else args.seed
-    loader = sluice.torch.TorchIterable(pipeline(seed).batch(args.global_batch // world), node_pool=args.node_pool)
+    batch = args.global_batch // world + (rank if args.batch_skew else 0)
+    loader = sluice.torch.TorchIterable(pipeline(seed).batch(batch), node_pool=args.node_pool)
+    with open(os.path.join(args.out, f"len{rank}.txt"), "w") as f:
+        f.write(str(len(loader)))
     torch.manual_seed(0)
     model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(8 * 8 * 3, 4))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
@@ -84,6 +94,12 @@ def main():
             if epoch == args.epochs - 1 and 0 <= args.slow_after < step:
                 time.sleep(0.5)
     log.close()
+    if args.eval_on_rank0:
+        if rank == 0:
+            alone = sluice.torch.TorchIterable(pipeline(seed).batch(10), rank=0, world_size=1, quiet=True)
+            with open(os.path.join(args.out, "eval.txt"), "w") as f:
+                f.write(str(sum(len(b["id"]) for b in alone)))
+        dist.barrier()
 
 
 if __name__ == "__main__":

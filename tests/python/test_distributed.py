@@ -123,6 +123,8 @@ def test_the_node_pool_gives_each_rank_the_batches_it_makes_in_process(tmp_path)
     in_process.communicate(timeout=240)
     assert read_logs(tmp_path) == read_logs(local)
     assert len(read_logs(tmp_path)) == 2 * (300 // 24)
+    # len(loader) through the pool is the in-process pipeline's.
+    assert [(tmp_path / f"len{r}.txt").read_text() for r in (0, 1)] == [str(300 // 24)] * 2
 
 
 @pytest.mark.parametrize("pool", [[], ["--node-pool"]], ids=["in_process", "node_pool"])
@@ -162,3 +164,29 @@ def test_ranks_with_different_seeds_fail_naming_them(tmp_path):
     _, stderr = job.communicate(timeout=240)
     assert job.returncode != 0
     assert "the ranks disagree on the seed: ranks [0]: 5; ranks [1]: 6" in stderr
+
+
+def test_ranks_with_different_batch_sizes_fail_naming_them(tmp_path):
+    # A sharded pipeline's fingerprint leaves the batch size out; the ranks
+    # would take 12 and 13 rows a step and end their epochs apart.
+    job = torchrun(tmp_path, 2, "--epochs", "1", "--batch-skew")
+    _, stderr = job.communicate(timeout=240)
+    assert job.returncode != 0
+    assert "the ranks disagree on the batch size: ranks [0]: 12; ranks [1]: 13" in stderr
+
+
+def test_a_loader_of_rank_zero_alone_checks_nothing_with_the_other_ranks(tmp_path):
+    # The evaluation on rank 0 while the others wait at a barrier: a
+    # collective check there would hang both.
+    job = torchrun(tmp_path, 2, "--epochs", "1", "--eval-on-rank0")
+    _, stderr = job.communicate(timeout=240)
+    assert job.returncode == 0, stderr[-3000:]
+    assert (tmp_path / "eval.txt").read_text() == "300"
+
+
+def test_a_dataloader_worker_iterating_the_loader_is_refused():
+    import torch.utils.data
+    loader = torch.utils.data.DataLoader(sluice.torch.TorchIterable(rows(), quiet=True), batch_size=None,
+                                         num_workers=1)
+    with pytest.raises(RuntimeError, match="num_workers=0"):
+        list(loader)
