@@ -308,7 +308,7 @@ class Pipeline:
         TorchIterable adds a shard after the source by itself under
         torch.distributed. `uneven`: "drop" (the rows that make no whole
         global batch are left out, as DistributedSampler(drop_last=True))
-        or "pad" (the last global batch filled with the epoch's first rows,
+        or "pad" (the last global batch filled by repeating its own rows,
         marked 1 in an added uint8 column "is_padding"). Place it right
         after the source, so each shard reads and decodes its own rows only;
         before it may come maps, filters and a shuffle, after it maps, one

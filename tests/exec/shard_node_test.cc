@@ -176,7 +176,7 @@ TEST(ShardNode, FilesOfVeryDifferentLengthsGiveEveryShardAsManyBatches) {
   }
 }
 
-TEST(ShardNode, PadMarksTheFillAndFillsWithTheEpochsFirstRows) {
+TEST(ShardNode, PadMarksTheFillAndFillsWithTheShortBatchsOwnRows) {
   // 103 rows, global batches of 12: 8 whole, a ninth with 7 rows and 5 pads.
   std::vector<Element> all;
   for (int r = 0; r < 3; ++r) {
@@ -185,7 +185,6 @@ TEST(ShardNode, PadMarksTheFillAndFillsWithTheEpochsFirstRows) {
     all.push_back(e.back());
   }
   ASSERT_OK_AND_ASSIGN(std::vector<Element> unsharded, Epoch(Rows().Batch(12).Seed(1).Build()));
-  const std::vector<int64_t>& first = unsharded.front().ids;
   std::vector<int64_t> last_ids, last_padding;
   for (const Element& e : all) {
     last_ids.insert(last_ids.end(), e.ids.begin(), e.ids.end());
@@ -195,8 +194,28 @@ TEST(ShardNode, PadMarksTheFillAndFillsWithTheEpochsFirstRows) {
   ASSERT_EQ(real.size(), 7u);
   EXPECT_EQ(std::vector<int64_t>(last_ids.begin(), last_ids.begin() + 7), real);
   EXPECT_EQ(std::vector<int64_t>(last_ids.begin() + 7, last_ids.end()),
-            std::vector<int64_t>(first.begin(), first.begin() + 5));
+            std::vector<int64_t>(real.begin(), real.begin() + 5));
   EXPECT_EQ(last_padding, (std::vector<int64_t>{0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1}));
+}
+
+// The fill comes from rows a resumed epoch reads too: its last batches are
+// the uninterrupted epoch's, fill and all.
+TEST(ShardNode, APaddedEpochResumedMidwayEndsWithTheSameFill) {
+  for (int r = 0; r < 3; ++r) {
+    const PipelineDef def = Rows().Shuffle(20).Shard(3, r, "pad").Batch(4).Seed(1).Build();
+    ASSERT_OK_AND_ASSIGN(const std::vector<Element> whole, Epoch(def));
+    ASSERT_OK_AND_ASSIGN(std::unique_ptr<Pipeline> p, Pipeline::Create(def));
+    std::unique_ptr<PipelineIterator> it = p->Iterate(0);
+    SLUICE_ASSERT_OK(Drain(it.get(), std::nullopt, 3).status());
+    ASSERT_OK_AND_ASSIGN(const std::string state, it->SaveState());
+    ASSERT_OK_AND_ASSIGN(std::unique_ptr<PipelineIterator> resumed, p->Resume(state));
+    ASSERT_OK_AND_ASSIGN(const std::vector<Element> rest, Drain(resumed.get(), p->output_schema().Find("is_padding")));
+    ASSERT_EQ(rest.size(), whole.size() - 3);
+    for (size_t s = 0; s < rest.size(); ++s) {
+      EXPECT_EQ(rest[s].ids, whole[s + 3].ids) << "shard " << r << " step " << s + 3;
+      EXPECT_EQ(rest[s].padding, whole[s + 3].padding) << "shard " << r << " step " << s + 3;
+    }
+  }
 }
 
 // Shard `index` of `shards`, resumed from `state` (or from the start).

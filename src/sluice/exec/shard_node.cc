@@ -4,10 +4,12 @@
 // [index * batch, (index + 1) * batch) of each are handed on as one element
 // once the global batch is whole, so every shard yields one element per
 // global batch. A last global batch short of rows is left out (uneven
-// "drop") or filled with the epoch's first rows again (uneven "pad", the
-// fill marked 1 in "is_padding").
+// "drop") or filled by repeating its own rows (uneven "pad", the fill
+// marked 1 in "is_padding"): they are read again in a resumed epoch, where
+// the epoch's first rows are not.
 #include <algorithm>
 #include <optional>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "sluice/core/status_macros.h"
@@ -36,7 +38,6 @@ class ShardIterator : public Iterator {
       tracker_.emplace(ctx_, /*repeats=*/false, resumed != nullptr ? *resumed : start);
     }
     part_.emplace(node_.input_schema, spec_.batch, pool_);
-    if (spec_.pad) head_.emplace(node_.input_schema, spec_.global_batch(), pool_);
   }
 
   absl::Status GetNext(Batch* out, bool* end) override {
@@ -68,14 +69,13 @@ class ShardIterator : public Iterator {
                         : pos_ < hi ? std::min(left, hi - pos_)
                                     : std::min(left, global - pos_);
     if (pos_ >= lo && pos_ < hi) part_->Append(chunk_, row_, row_ + run);
-    if (head_ && head_->rows() < global) {
-      head_->Append(chunk_, row_, row_ + std::min(run, global - head_->rows()));
-    }
+    if (spec_.pad) in_progress_.push_back(chunk_.Slice(row_, row_ + run));
     pos_ += run;
     row_ += run;
     rows_ += run;
     if (pos_ < global) return false;
     pos_ = 0;
+    in_progress_.clear();
     ++done_;
     Log(chunk_.Slice(row_ - 1, row_));
     return true;
@@ -95,20 +95,28 @@ class ShardIterator : public Iterator {
     *end = true;
     SLUICE_RETURN_IF_ERROR(CheckEnough());
     if (pos_ == 0 || !spec_.pad) return absl::OkStatus();
-    // Positions [pos_, global) are the epoch's first rows again, in order.
-    const Batch head = head_->Finish();
+    // Positions [pos_, global) are the short batch's rows [0, pos_) again,
+    // in order, as often as it takes.
     const int64_t lo = spec_.index * spec_.batch, hi = lo + spec_.batch;
     const int64_t real = part_->rows();
-    for (int64_t q = std::max(lo, pos_); q < hi; ++q) {
-      const int64_t j = (q - pos_) % head.rows;
-      part_->Append(head, j, j + 1);
-    }
+    for (int64_t q = std::max(lo, pos_); q < hi; ++q) AppendInProgressRow((q - pos_) % pos_);
     *out = part_->Finish();
     AddPaddingColumn(out, real);
     ++done_;
     Log(last_);
     *end = false;
     return absl::OkStatus();
+  }
+
+  // Row `j` of the global batch in progress onto this shard's part.
+  void AppendInProgressRow(int64_t j) {
+    for (const Batch& run : in_progress_) {
+      if (j < run.rows) {
+        part_->Append(run, j, j + 1);
+        return;
+      }
+      j -= run.rows;
+    }
   }
 
   // Every shard needs rows of its own, and a shard that drops the last
@@ -159,7 +167,7 @@ class ShardIterator : public Iterator {
   std::optional<PositionTracker> tracker_;  // when the pipeline tracks its position
   absl::Status position_;                   // the tracker's; lost stays lost
   std::optional<RowCopier> part_;           // this shard's rows of the global batch in progress
-  std::optional<RowCopier> head_;           // uneven "pad": the epoch's first global batch of rows
+  std::vector<Batch> in_progress_;          // uneven "pad": the global batch in progress, views of its runs
   Batch chunk_;                             // the input's, being cut
   Batch last_;                              // the last row read
   int64_t row_ = 0;                         // in chunk_
