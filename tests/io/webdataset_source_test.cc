@@ -160,6 +160,34 @@ TEST_F(WebDatasetTest, ATruncatedShardNamesItselfAndKeepsWhatCameBefore) {
   EXPECT_EQ(log.skipped(), 1);
 }
 
+// A file with no tar in it (empty, another format) is DataLoss naming it,
+// or under skip is skipped whole and counted, the shards around it read.
+TEST_F(WebDatasetTest, AFileThatIsNoTarIsNamedOrSkippedWholeKeepingTheOthers) {
+  Shard("a-0.tar", Samples(0, 3));
+  testing::WriteFileBytes(dir_.Join("a-1.tar"), "this is not a tar archive at all, just text");
+  testing::WriteFileBytes(dir_.Join("a-2.tar"), "");
+  Shard("a-3.tar", Samples(3, 2));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<SourceFormat> format, MakeWebDatasetSource({dir_.Join("a-*.tar")}, {}));
+  EXPECT_THAT(ReadAll(*format).status(),
+              StatusIs(absl::StatusCode::kDataLoss, AllOf(HasSubstr(dir_.Join("a-1.tar")), HasSubstr("archive"))));
+  CorruptionLog log;
+  ASSERT_OK_AND_ASSIGN(Rows rows, ReadAll(*format, &log));
+  EXPECT_EQ(rows.labels, (std::vector<int64_t>{0, 1, 2, 3, 4}));
+  EXPECT_EQ(log.skipped(), 2);
+}
+
+// Members named without an extension or without a key belong to no sample
+// (the webdataset library passes over them), wherever they lie.
+TEST_F(WebDatasetTest, MembersWithoutKeyOrExtensionArePassedOver) {
+  Members m = Samples(0, 3);
+  m.insert(m.begin() + 1, {"README", "hello"});
+  m.insert(m.begin() + 4, {"dir/.DS_Store", "finder"});
+  m.push_back({"LICENSE", "text"});
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<SourceFormat> format, MakeWebDatasetSource({Shard("m.tar", m)}, {}));
+  ASSERT_OK_AND_ASSIGN(Rows rows, ReadAll(*format));
+  EXPECT_EQ(rows.labels, (std::vector<int64_t>{0, 1, 2}));
+}
+
 TEST_F(WebDatasetTest, AFieldOfDeclaredLengthIsDenseAndAMemberOfAnotherLengthIsNamed) {
   const std::string shard = Shard("d.tar", {{"k0.bin", "abcd"}, {"k0.cls", "0"}, {"k1.bin", "abc"}, {"k1.cls", "1"}});
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<SourceFormat> format,

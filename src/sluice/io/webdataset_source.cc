@@ -19,15 +19,17 @@
 namespace sluice::io {
 namespace {
 
-// A member's path split at the first dot of its file name.
+// A member's path split at the first dot of its file name; both empty for a
+// name with no dot or nothing before its first (README, .DS_Store), which
+// belongs to no sample, as the webdataset library reads them.
 struct KeyAndExtension {
   std::string key, extension;
 };
 
 KeyAndExtension SplitMemberPath(const std::string& path) {
-  const size_t slash = path.rfind('/');
-  const size_t dot = path.find('.', slash == std::string::npos ? 0 : slash + 1);
-  if (dot == std::string::npos) return {path, ""};
+  const size_t name = path.rfind('/') == std::string::npos ? 0 : path.rfind('/') + 1;
+  const size_t dot = path.find('.', name);
+  if (dot == std::string::npos || dot == name) return {"", ""};
   return {path.substr(0, dot), absl::AsciiStrToLower(path.substr(dot + 1))};
 }
 
@@ -68,6 +70,10 @@ class WebDatasetReader : public SplitReader {
       if (archive_entry_filetype(entry) != AE_IFREG) continue;
       const std::string member = archive_entry_pathname(entry);
       const KeyAndExtension ke = SplitMemberPath(member);
+      if (ke.key.empty()) {
+        archive_read_data_skip(archive_);  // no sample's member
+        continue;
+      }
       if (ke.key != sample_.key && !sample_.key.empty()) SLUICE_RETURN_IF_ERROR(Emit(out, &rows));
       if (sample_.key.empty()) Start(ke.key, member);
       last_member_ = member;
@@ -86,11 +92,20 @@ class WebDatasetReader : public SplitReader {
     done_ = true;  // until opened
     absl::StatusOr<std::unique_ptr<RandomAccessFile>> file = RandomAccessFile::Open(path_);
     if (!file.ok()) return WithContext(file.status(), "cannot open WebDataset shard");
+    const uint64_t size = (*file)->size();
     stream_ = std::make_unique<ArchiveStream>(*std::move(file));
     archive_ = archive_read_new();
     archive_read_support_format_tar(archive_);
     archive_read_support_format_gnutar(archive_);
-    SLUICE_RETURN_IF_ERROR(stream_->OpenArchive(archive_));
+    const absl::Status opened = stream_->OpenArchive(archive_);
+    if (!opened.ok()) {
+      // No tar at all (an empty file, another format): under on_corrupt
+      // "skip" the whole file is skipped and counted. A store's error
+      // reading it is no damage.
+      if (skip_log_ == nullptr || !stream_->read_status().ok()) return opened;
+      skip_log_->Add(path_, 1, size, std::string(opened.message()));
+      return absl::OkStatus();
+    }
     done_ = false;
     return absl::OkStatus();
   }
