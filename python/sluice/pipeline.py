@@ -229,6 +229,11 @@ class _EpochIterator:
         """Corrupt records skipped so far (on_corrupt="skip")."""
         return self._it.skipped
 
+    @property
+    def skip_summary(self):
+        """What was skipped, per file, in words ("" when nothing was)."""
+        return self._it.skip_summary
+
 
 class Pipeline:
     """An input pipeline. Iterate it for dicts of numpy arrays (one per

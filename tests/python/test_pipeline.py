@@ -138,6 +138,9 @@ def test_corrupt_record_is_data_loss_or_counted_skip(tmp_path, cifar_dir):
     it = pipe.engine.iterate(0)
     batch = it.next_numpy()
     assert batch["label"].shape[0] == 99 and it.skipped == 1
+    epoch = pipe.iterate(0)  # the public iterator says the same
+    assert sum(len(b["label"]) for b in epoch) == 99 and epoch.skipped == 1
+    assert str(path) in epoch.skip_summary and "data crc mismatch" in epoch.skip_summary
 
 
 def test_dropping_pipelines_and_batches_keeps_memory_flat(mnist_dir):
