@@ -9,6 +9,7 @@ namespace sluice::io {
 namespace {
 
 using ::sluice::testing::StatusIs;
+using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
@@ -26,6 +27,10 @@ TEST(ExpandFilePatterns, PatternMatchingNothingIsNotFoundNamingIt) {
       StatusIs(absl::StatusCode::kNotFound, HasSubstr("no file matches pattern '" + dir.Join("*.tfrecord") + "'")));
   EXPECT_THAT(ExpandFilePatterns({dir.Join("missing.tfrecord")}),
               StatusIs(absl::StatusCode::kNotFound, HasSubstr("missing.tfrecord")));
+  // A pattern under a folder that does not exist names the folder.
+  EXPECT_THAT(ExpandFilePatterns({dir.Join("gone/*.tfrecord")}),
+              StatusIs(absl::StatusCode::kNotFound, AllOf(HasSubstr("no file matches pattern"),
+                                                          HasSubstr("cannot read folder " + dir.Join("gone")))));
 }
 
 TEST(MakeRecordSplits, CutsFilesIntoRanges) {

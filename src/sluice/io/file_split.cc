@@ -3,12 +3,30 @@
 #include <glob.h>
 
 #include <algorithm>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "sluice/io/object_store.h"
+#include "sluice/io/random_access_file.h"
 
 namespace sluice::io {
+namespace {
+
+// The folder glob() could not read, and why: its callback takes no user
+// data, and each thread expands its own patterns.
+struct GlobError {
+  std::string path;
+  int err = 0;
+};
+thread_local GlobError glob_error;
+
+int OnGlobError(const char* path, int err) {
+  glob_error = GlobError{path, err};
+  return 1;  // stop: GLOB_ERR asks for it anyway
+}
+
+}  // namespace
 
 absl::StatusOr<std::vector<std::string>> ExpandFilePatterns(const std::vector<std::string>& patterns) {
   if (patterns.empty()) return absl::InvalidArgumentError("no files given");
@@ -21,7 +39,8 @@ absl::StatusOr<std::vector<std::string>> ExpandFilePatterns(const std::vector<st
       continue;
     }
     glob_t g{};
-    const int rc = ::glob(pattern.c_str(), GLOB_ERR, nullptr, &g);
+    glob_error = GlobError{};
+    const int rc = ::glob(pattern.c_str(), GLOB_ERR, OnGlobError, &g);
     if (rc == GLOB_NOMATCH || (rc == 0 && g.gl_pathc == 0)) {
       ::globfree(&g);
       const bool is_pattern = pattern.find_first_of("*?[") != std::string::npos;
@@ -30,7 +49,9 @@ absl::StatusOr<std::vector<std::string>> ExpandFilePatterns(const std::vector<st
     }
     if (rc != 0) {
       ::globfree(&g);
-      return absl::UnknownError(absl::StrCat("cannot expand pattern '", pattern, "'"));
+      if (glob_error.err == 0) return absl::UnknownError(absl::StrCat("cannot expand pattern '", pattern, "'"));
+      const absl::Status folder = ErrnoStatus(glob_error.err, "cannot read folder", glob_error.path);
+      return absl::Status(folder.code(), absl::StrCat("no file matches pattern '", pattern, "': ", folder.message()));
     }
     std::vector<std::string> matches(g.gl_pathv, g.gl_pathv + g.gl_pathc);
     ::globfree(&g);
