@@ -58,13 +58,21 @@ class PyIterator {
     ThrowIfError(status);
     if (end) throw py::stop_iteration();
     py::dict out;
+    const bool batched = pipeline_->first().batched();
     for (size_t i = 0; i < names_.size(); ++i) {
       const Column& c = batch.columns[i];
-      out[py::str(names_[i])] =
-          c.ragged() ? RaggedRows(c, batch.rows, pipeline_->first().batched(), convert) : convert(c.values);
+      out[py::str(names_[i])] = c.ragged() ? RaggedRows(c, batch.rows, batched, convert)
+                                           : convert(batched ? c.values : SampleOf(c.values));
     }
     samples_ += batch.rows;
     return out;
+  }
+
+  // An unbatched pipeline's element is one sample: its values without the
+  // rows' dimension, the shape `schema` gives (a label an array of rank 0).
+  static Tensor SampleOf(const Tensor& values) {
+    const absl::Span<const int64_t> dims = values.shape().dims();
+    return values.Reshaped(Shape(dims.subspan(1)));
   }
 
   // A ragged column (bytes of any length): its values hold the whole

@@ -2,15 +2,25 @@
 // sources can split it into record ranges.
 #include <cstdio>
 
+#include "absl/strings/str_cat.h"
 #include "sluice/cli/command.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/io/file_split.h"
+#include "sluice/io/object_store.h"
 #include "sluice/io/tfrecord_index.h"
 
 namespace sluice::cli {
 namespace {
 
 absl::Status Index(const std::vector<std::string>& patterns) {
+  for (const std::string& pattern : patterns) {
+    if (io::IsObjectUrl(pattern)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(pattern,
+                       ": an index is written beside a local file; index a local copy and upload its .index beside "
+                       "the object (docs/formats.md, TFRecord indexes)"));
+    }
+  }
   SLUICE_ASSIGN_OR_RETURN(std::vector<std::string> files, io::ExpandFilePatterns(patterns));
   for (const std::string& file : files) {
     SLUICE_ASSIGN_OR_RETURN(int64_t records, io::WriteTfRecordIndex(file));

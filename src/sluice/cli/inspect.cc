@@ -126,6 +126,10 @@ absl::Status InspectCifar(const InspectArgs& args, const io::RandomAccessFile& f
 
 absl::Status Inspect(const InspectArgs& args) {
   SLUICE_ASSIGN_OR_RETURN(auto file, io::RandomAccessFile::Open(args.file));
+  if (file->size() == 0) {
+    std::printf("%s: empty (0 bytes): no records in any format\n", args.file.c_str());
+    return absl::OkStatus();
+  }
   uint8_t head[12] = {0};
   SLUICE_ASSIGN_OR_RETURN(size_t got, file->Read(0, sizeof(head), head));
   if (got >= 4 && head[0] == 0 && head[1] == 0 && head[2] == 0x08 && (head[3] == 1 || head[3] == 3)) {

@@ -11,6 +11,7 @@ int main(int argc, char** argv) {
   CLI::App app{
       "sluice: a fast input pipeline engine for deep-learning training.\n"
       "Runs read -> decode -> augment -> batch natively, in parallel, and measures it."};
+  app.name("sluice");  // not argv[0] (a wheel's path) in usage lines
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("sluice ") + sluice::LibraryVersion());
   absl::Status result;

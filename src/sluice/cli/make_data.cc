@@ -47,6 +47,10 @@ absl::Status MakeData(const MakeDataArgs& args) {
       }
     }
   } else if (args.dataset == "mnist") {
+    if (!args.format.empty() && args.format != "idx") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--format for mnist must be idx (its only one), got ", args.format));
+    }
     const int64_t count = args.count > 0 ? args.count : 60000;
     s = datagen::WriteSyntheticMnist(args.out, count, args.seed, report);
     if (s.ok())
@@ -84,7 +88,7 @@ void AddMakeDataCommand(CLI::App& app, absl::Status* result) {
   cmd->add_option("--format", args->format,
                   "cifar10: tfrecord (W2, the default) or bin (CIFAR-10 binary); imagenet: folder (class "
                   "folders, the default) or tfrecord (tf.train.Example with image/encoded, "
-                  "image/class/label)");
+                  "image/class/label); mnist: idx (the only one)");
   cmd->add_option("--seed", args->seed, "generator seed")->default_val(1);
   cmd->callback([args, result] { *result = MakeData(*args); });
 }

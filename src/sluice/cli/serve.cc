@@ -57,18 +57,21 @@ absl::StatusOr<service::SecurityOptions> SecurityFlags::Options(const std::strin
   return options;
 }
 
-void AddSecurityFlags(CLI::App* cmd, SecurityFlags* flags) {
+void AddSecurityFlags(CLI::App* cmd, SecurityFlags* flags, bool server) {
   cmd->add_option("--tls-cert", flags->cert_file,
-                  "this server's certificate chain (PEM): turns TLS on; also presented when dialing, "
-                  "for mutual TLS");
+                  server ? "this server's certificate chain (PEM): turns TLS on; also presented when dialing, "
+                           "for mutual TLS"
+                         : "a certificate chain (PEM) presented when dialing, for mutual TLS");
   cmd->add_option("--tls-key", flags->key_file, "the private key of --tls-cert (PEM)");
   cmd->add_option("--tls-ca", flags->ca_file,
                   "the CA that signs the service's certificates: dial other servers with TLS");
+  cmd->add_option("--token-file", flags->token_file,
+                  server ? "a file holding the token this process presents; without --callers, the shared token "
+                           "every call to it must carry too"
+                         : "a file holding the token this process presents");
+  if (!server) return;
   cmd->add_flag("--tls-require-client-cert", flags->require_client_cert,
                 "mutual TLS: refuse callers without a certificate signed by --tls-ca");
-  cmd->add_option("--token-file", flags->token_file,
-                  "a file holding the token this process presents; without --callers, the shared token every "
-                  "call to it must carry too");
   cmd->add_option("--callers", flags->callers_file,
                   "who may call this server: lines \"ROLE NAME TOKEN\" (ROLE client, worker or admin; a client's "
                   "NAME is its tenant, which sees only its own jobs)");

@@ -26,9 +26,9 @@ struct SecurityFlags {
                                                    const std::string& role = "") const;
 };
 
-// --tls-cert, --tls-key, --tls-ca, --tls-require-client-cert, --token-file,
-// --callers, --insecure.
-void AddSecurityFlags(CLI::App* cmd, SecurityFlags* flags);
+// --tls-cert, --tls-key, --tls-ca and --token-file; a server's also
+// --tls-require-client-cert, --callers and --insecure.
+void AddSecurityFlags(CLI::App* cmd, SecurityFlags* flags, bool server = true);
 
 // Blocks SIGTERM and SIGINT in every thread started after it, so the
 // servers' threads leave them to WaitForTermination. Call before starting.

@@ -145,7 +145,7 @@ void AddStatusCommand(CLI::App& app, absl::Status* result) {
                       "pipeline's deliveries, memory and placement");
   dispatcher->excludes(process);
   cmd->add_flag("--json", args->json, "print the status as JSON");
-  AddSecurityFlags(cmd, &args->security);
+  AddSecurityFlags(cmd, &args->security, /*server=*/false);
   cmd->callback([args, result] {
     if (args->dispatcher.empty() && args->process.empty()) {
       *result = absl::InvalidArgumentError("say which: --dispatcher HOST:PORT or --process HOST:PORT");
