@@ -237,7 +237,8 @@ class _EpochIterator:
 
 class Pipeline:
     """An input pipeline. Iterate it for dicts of numpy arrays (one per
-    column), one batch at a time after `batch()`, else one sample at a time.
+    column), one batch at a time after `batch()`, else one sample at a time
+    (each array of the sample's own shape, as `schema` gives it).
     Each pass over it is a new epoch (new shuffle, new random draws); the
     arrays share memory with sluice's buffers, which return to its pool when
     Python drops them.
@@ -320,7 +321,9 @@ class Pipeline:
         batch and prefetches. See docs/distributed.md."""
         if uneven not in ("drop", "pad"):
             raise ValueError(f'uneven must be "drop" or "pad", got {uneven!r}')
-        if num_shards < 0 or (num_shards > 0 and not 0 <= index < num_shards):
+        if num_shards < 0:
+            raise ValueError(f"num_shards must be >= 1 (0: the job's), got {num_shards}")
+        if num_shards > 0 and not 0 <= index < num_shards:
             raise ValueError(f"index must be in [0, num_shards), got index {index} of {num_shards} shards")
         return self._with_node({"shard": {"num_shards": num_shards, "index": index, "uneven": uneven}})
 

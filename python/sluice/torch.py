@@ -108,6 +108,14 @@ class TorchIterable(torch.utils.data.IterableDataset):
         self._resume = None  # a loaded position: the next pass goes on from it
 
     @property
+    def pipeline(self):
+        """The pipeline this loader iterates: the one given, with this rank's
+        shard (and the node's pool) where the job added them. Its
+        ``memory()``, ``placement()`` and ``profile()`` are the running
+        engine's; the pipeline given to the loader is another engine."""
+        return self._pipeline
+
+    @property
     def consumer_rate(self):
         """Samples/s the loop consumed, counting only its own time (None before two batches)."""
         if self._consumer_seconds <= 0:
@@ -162,6 +170,7 @@ class TorchIterable(torch.utils.data.IterableDataset):
             self._epoch += 1
             it = self._pipeline.engine.iterate(epoch)
         self._it = it
+        batched = self._pipeline.engine.batched
         while True:
             try:
                 capsules = it.next_dlpack()
@@ -173,7 +182,7 @@ class TorchIterable(torch.utils.data.IterableDataset):
             batch = {name: _each(c, torch.from_dlpack) for name, c in capsules.items()}
             if self._pin:
                 batch = {name: _each(t, torch.Tensor.pin_memory) for name, t in batch.items()}
-            rows = len(next(iter(batch.values())))
+            rows = len(next(iter(batch.values()))) if batched else 1  # a sample's arrays have no rows
             self.samples += rows
             handed = time.perf_counter()
             yield batch

@@ -92,7 +92,7 @@ def rows_of(pipe):
     out = {}
     for row in pipe:
         for k, v in row.items():
-            out.setdefault(k, []).append(v if k in ("blob", "caption") else v[0])
+            out.setdefault(k, []).append(v)
     return {k: v if k in ("blob", "caption") else np.stack(v) for k, v in out.items()}
 
 

@@ -4,6 +4,7 @@ with a rank killed by SIGKILL mid-epoch, restarted from its checkpoint;
 the ranks' agreement check; bad shards."""
 
 import collections
+import json
 import os
 import pathlib
 import signal
@@ -42,6 +43,14 @@ def test_simulated_ranks_share_each_epoch_exactly_once_with_equal_steps(capsys):
     assert capsys.readouterr().err == ""  # quiet
 
 
+def test_the_loader_names_the_pipeline_it_runs():
+    loader = sluice.torch.TorchIterable(rows(), rank=1, world_size=2, quiet=True)
+    shard = [n["shard"] for n in json.loads(loader.pipeline.to_json())["nodes"] if "shard" in n]
+    assert shard == [{"num_shards": 2, "index": 1, "uneven": "drop"}]
+    list(loader)
+    assert loader.pipeline.memory()["peak_in_use"] > 0  # the engine that ran
+
+
 def test_a_rank_says_in_one_line_what_it_took(capsys):
     loader = sluice.torch.TorchIterable(rows().batch(4), rank=1, world_size=2)
     assert len(loader) == 103 // 8
@@ -60,6 +69,8 @@ def test_the_job_comes_from_torchruns_environment(monkeypatch):
 def test_bad_shards_are_named():
     with pytest.raises(ValueError, match=r"index must be in \[0, num_shards\), got index 2 of 2"):
         rows().shard(2, 2)
+    with pytest.raises(ValueError, match=r"num_shards must be >= 1 \(0: the job's\), got -1"):
+        rows().shard(-1, 0)
     with pytest.raises(ValueError, match='uneven must be "drop" or "pad"'):
         rows().shard(2, 0, uneven="even")
     with pytest.raises(ValueError, match=r"the rank must be in \[0, world_size\)"):

@@ -50,7 +50,7 @@ def test_bytes_of_any_length_and_python_scalars_keep_their_values():
     rows = {}
     for row in sluice.from_dataset(user_code.Blobs(), processes=2):
         assert row["score"].dtype == np.float32
-        rows[int(row["score"][0] * 2)] = (bytes(row["blob"]), bytes(row["tail"]))
+        rows[int(row["score"] * 2)] = (bytes(row["blob"]), bytes(row["tail"]))
     assert rows == {i: (user_code.blob(i), bytes([255 - i % 256]) * (i * 7 % 13)) for i in range(120)}
 
 
@@ -135,7 +135,7 @@ def triple(i):  # the script's own function, held by an importable class
 
 if __name__ == "__main__":
     pipe = sluice.from_dataset(user_code.Mapped(50, triple), processes=1, shuffle=False)
-    print(" ".join(str(int(row["0"][0])) for row in pipe))
+    print(" ".join(str(int(row["0"])) for row in pipe))
 """
 
 

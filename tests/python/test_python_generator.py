@@ -29,7 +29,7 @@ def test_a_generator_function_gives_its_items_in_order_every_epoch():
 
 
 def test_an_iterable_and_an_import_path_work_as_a_function_does():
-    rows = [(float(r["0"][0]), int(r["1"][0])) for r in sluice.from_generator(user_code.Stream(130))]
+    rows = [(float(r["0"]), int(r["1"])) for r in sluice.from_generator(user_code.Stream(130))]
     assert rows == [(i / 2, i) for i in range(130)]
     assert _ids(sluice.from_generator("user_code:numbers").batch(100)) == list(range(250))
 
@@ -87,5 +87,5 @@ def test_image_pixels_arrive_exactly_and_non_images_are_refused():
 
 
 def test_bytes_of_any_length_come_whole_up_to_the_end():
-    rows = [(int(r["i"][0]), bytes(r["blob"])) for r in sluice.from_generator(user_code.blob_stream)]
+    rows = [(int(r["i"]), bytes(r["blob"])) for r in sluice.from_generator(user_code.blob_stream)]
     assert rows == [(i, user_code.blob(i)) for i in range(90)]

@@ -1,6 +1,7 @@
 """sluice.torch: torch tensors without a copy, in a plain loop, in a
 DataLoader, and in a few training steps."""
 
+import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -34,6 +35,17 @@ def test_works_inside_a_dataloader_and_counts_samples(mnist_dir):
     assert len(loader) == 6
     assert sum(b["label"].shape[0] for b in dl) == 600
     assert loader.samples == 600
+
+
+def test_an_unbatched_pipeline_gives_samples_of_the_schemas_shape(mnist_dir):
+    pipe = sluice.mnist(str(mnist_dir / "train-images-idx3-ubyte"), str(mnist_dir / "train-labels-idx1-ubyte"))
+    assert pipe.schema == [("image", "uint8", [28, 28]), ("label", "int64", [])]
+    loader = sluice.torch.TorchIterable(pipe)
+    samples = list(loader)
+    assert len(samples) == loader.samples == 600
+    assert samples[0]["image"].shape == (28, 28) and samples[0]["label"].shape == ()
+    labels = np.frombuffer((mnist_dir / "train-labels-idx1-ubyte").read_bytes()[8:], np.uint8)
+    assert [int(s["label"]) for s in samples] == labels.tolist()
 
 
 def test_a_few_training_steps_lower_the_loss(mnist_dir):
