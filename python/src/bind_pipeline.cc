@@ -61,8 +61,8 @@ class PyIterator {
     const bool batched = pipeline_->first().batched();
     for (size_t i = 0; i < names_.size(); ++i) {
       const Column& c = batch.columns[i];
-      out[py::str(names_[i])] = c.ragged() ? RaggedRows(c, batch.rows, batched, convert)
-                                           : convert(batched ? c.values : SampleOf(c.values));
+      out[py::str(names_[i])] =
+          c.ragged() ? RaggedRows(c, batch.rows, batched, convert) : convert(batched ? c.values : SampleOf(c.values));
     }
     samples_ += batch.rows;
     return out;
