@@ -80,6 +80,17 @@ TEST(CenterCrop, TakesTheMiddleAndRefusesToGrow) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("larger than the image")));
 }
 
+// torchvision's int(round(margin / 2)): Python rounds a half to the even
+// neighbour. Margins of 1 and 5 over 4x6 give a 3x1 crop at top round(0.5)
+// = 0 and left round(2.5) = 2 (rounding halves up gave 1 and 3); margins of
+// 3 and 3 a 1x3 crop at round(1.5) = 2 and 2.
+TEST(CenterCrop, HalfPixelMarginsRoundToEvenAsTorchvisionDoes) {
+  ASSERT_OK_AND_ASSIGN(Tensor tall, RunOne(Op("center_crop", {{"size", {3, 1}}})));
+  EXPECT_EQ(tall.data<uint8_t>()[0], 2);  // (0, 2)
+  ASSERT_OK_AND_ASSIGN(Tensor wide, RunOne(Op("center_crop", {{"size", {1, 3}}})));
+  EXPECT_EQ(wide.data<uint8_t>()[0], 22);  // (2, 2)
+}
+
 TEST(Resize, KeepsAConstantImageConstant) {
   Tensor flat = Tensor::Allocate(DType::kUInt8, Shape{1, 8, 8, 3});
   std::memset(flat.raw_data(), 77, flat.byte_size());

@@ -70,8 +70,9 @@ def service():
     worker, _ = start_server(["worker", "--dispatcher", f"127.0.0.1:{port}", "--host", "127.0.0.1",
                               "--threads", "1"])
     yield f"127.0.0.1:{port}", dispatcher
-    worker.kill()
-    dispatcher.kill()
+    for process in (worker, dispatcher):
+        process.kill()
+        process.wait()  # reaped: a zombie would show in later tests' checks for processes left behind
 
 
 def _merge(got, more):

@@ -53,8 +53,15 @@ std::pair<int, int> ImageSize(const Attrs& attrs, absl::string_view name);
 // The attrs of a random resized crop: size, scale, ratio.
 std::vector<AttrSchema> RandomResizedCropAttrs();
 
-// CenterCrop's top and left: rounded halves of the margins.
-inline double CenterOffset(double size, double crop) { return std::round((size - crop) / 2.0); }
+// CenterCrop's top and left: int(round(margin / 2)) in Python, whose round
+// takes a half to the even neighbour (8.5 to 8, 9.5 to 10; std::round took
+// 8.5 to 9, a pixel off torchvision's crop).
+inline double CenterOffset(double size, double crop) {
+  const double half = (size - crop) / 2.0;
+  const double down = std::floor(half);
+  if (half - down != 0.5) return std::round(half);
+  return std::fmod(down, 2.0) == 0 ? down : down + 1;
+}
 
 // (top, left) of an h x w centre crop of an image of `d`'s size.
 inline std::pair<int64_t, int64_t> CenterOffsets(const ImageDims& d, int64_t h, int64_t w) {
