@@ -101,6 +101,9 @@ def _takes_rng(fn):
 def _spec(name, value):
     if value is None:
         return name
+    if not isinstance(value, (tuple, list)) or len(value) != 2:
+        raise ValueError(f"ops.python: outputs[{name!r}] must be (dtype, shape), e.g. (\"uint8\", [32, 32, 3]), "
+                         f"or None (as the input of that name); got {value!r}")
     dtype, shape = value
     return f"{name}: {np.dtype(dtype).name}[{','.join(str(int(d)) for d in shape)}]"
 
@@ -140,5 +143,8 @@ def python(fn, outputs=None, *, batched=False, inputs=None, column=None, process
     if inputs is not None:
         attrs["inputs"] = ",".join([inputs] if isinstance(inputs, str) else inputs)
     if outputs is not None:
+        if not outputs:
+            raise ValueError("ops.python: outputs={} declares no column; the function must return one at least "
+                             "(leave outputs out to return its inputs)")
         attrs["outputs"] = "; ".join(_spec(name, value) for name, value in outputs.items())
     return {"op": "python_batch" if batched else "python", "attrs": attrs}

@@ -381,6 +381,8 @@ class Pipeline:
         See `placement()` and docs/placement.md."""
         if placement not in (None, "auto", "manual"):
             raise ValueError(f'placement must be "auto" or "manual", got {placement!r}')
+        if unordered is not None and not isinstance(unordered, bool):
+            raise TypeError(f"unordered must be True or False, got {unordered!r}")
         if isinstance(placement_service, str):
             placement_service = {"dispatcher": placement_service}
         definition = copy.deepcopy(self._def)

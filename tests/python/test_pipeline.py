@@ -106,6 +106,15 @@ def test_errors_are_builtin_exceptions_with_the_cpp_message(tmp_path, cifar_dir)
         sluice.Pipeline.from_json('{"nodes": [{"batch": {"size": "big"}}]}').schema
     with pytest.raises(TypeError, match="unknown attrs"):
         ops.gaussian_blur(sigmaa=1)
+    # Options no pipeline can take, named.
+    rows = sluice.arrays({"x": np.zeros(4, np.float32)})
+    with pytest.raises(ValueError, match=r"options.memory_budget_bytes must be >= 0 \(0: sized to the machine\), "
+                                         r"got -5"):
+        rows.with_options(memory_budget_bytes=-5).schema
+    with pytest.raises(ValueError, match=r"options.threads must be >= 0 \(0: one per usable core\), got -1"):
+        rows.with_options(threads=-1).schema
+    with pytest.raises(TypeError, match="unordered must be True or False, got 'yes'"):
+        rows.with_options(unordered="yes")
     # A feature the records lack: NotFound naming feature, record and file.
     pipe = sluice.tfrecord(str(cifar_dir / "*.tfrecord"), {"box": ("float32", [4])})
     with pytest.raises(FileNotFoundError, match=r"record 0 of .*train-00000-of-00003.tfrecord: feature 'box' missing"):

@@ -143,6 +143,13 @@ def test_an_exception_names_the_sample_and_carries_the_traceback():
     assert "ValueError: id 37 is cursed" in message and "user_code.py" in message
 
 
+def test_an_outputs_declaration_that_declares_nothing_or_no_spec_is_refused():
+    with pytest.raises(ValueError, match=r"outputs=\{\} declares no column"):
+        ops.python(fns.invert, outputs={})
+    with pytest.raises(ValueError, match=r"outputs\['image'\] must be \(dtype, shape\).*got 'uint8'"):
+        ops.python(fns.invert, outputs={"image": "uint8"})
+
+
 def test_a_wrong_output_names_the_column_and_both_specs():
     assert "output 'image' is float32[8, 8, 3], declared uint8[8, 8, 3]" in _error(fns.wrong_dtype, inputs="image")
     message = _error(fns.forgets_image, inputs="image")

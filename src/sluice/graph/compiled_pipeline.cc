@@ -631,6 +631,20 @@ class Compiler {
   std::map<std::string, int> random_ops_before_;
 };
 
+// InvalidArgument naming an option whose number no pipeline can take (0
+// leaves threads and the budget to the machine).
+absl::Status CheckNumericOptions(const ExecOptions& options) {
+  if (options.threads() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("options.threads must be >= 0 (0: one per usable core), got ", options.threads()));
+  }
+  if (options.memory_budget_bytes() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "options.memory_budget_bytes must be >= 0 (0: sized to the machine), got ", options.memory_budget_bytes()));
+  }
+  return absl::OkStatus();
+}
+
 // The pipeline-wide settings of `def`, before any node.
 CompiledPipeline CompileOptions(const PipelineDef& def, const ops::OpRegistry& registry) {
   CompiledPipeline out;
@@ -758,6 +772,7 @@ bool UsesDevice(const PipelineDef& def) {
 
 absl::StatusOr<CompiledPipeline> Compile(const PipelineDef& def, const ops::OpRegistry& registry,
                                          const CompileRange& range) {
+  SLUICE_RETURN_IF_ERROR(CheckNumericOptions(def.options()));
   CompiledPipeline out = CompileOptions(def, registry);
   if (def.nodes_size() == 0) return absl::InvalidArgumentError("pipeline has no nodes");
   out.output_fingerprint = OutputFingerprint(def);

@@ -298,7 +298,7 @@ class PythonKernel : public Kernel {
     if (status.ok() && failure.message.empty()) return absl::OkStatus();
     if (absl::IsCancelled(status)) return status;  // torn down: no sample to blame
     const std::string where =
-        failure.row >= 0 ? ctx.Where(begin + failure.row) : absl::StrCat("the rows from ", ctx.Where(begin), " on");
+        failure.row >= 0 ? ctx.Where(begin + failure.row) : absl::StrCat("the batch starting at ", ctx.Where(begin));
     if (!status.ok()) {
       return absl::AbortedError(absl::StrCat("python op '", p_.function, "': ", status.message(), " running ", where));
     }
