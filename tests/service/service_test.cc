@@ -43,6 +43,20 @@ class ServiceTest : public ::testing::Test {
   testing::TempDir dir_;
 };
 
+// gRPC's SO_REUSEPORT would let the second start and take a share of the
+// first's calls.
+TEST_F(ServiceTest, AServerOnAPortInUseFailsToStartRatherThanShareIt) {
+  TestCluster cluster;
+  SLUICE_ASSERT_OK(cluster.StartDispatcher());
+  const char* bin = std::getenv("SLUICE_BIN");
+  ASSERT_NE(bin, nullptr);
+  for (const char* role : {"dispatcher", "worker"}) {
+    std::vector<std::string> args{role, "--host", "127.0.0.1", "--port", std::to_string(cluster.dispatcher().port())};
+    if (std::string(role) == "worker") args.insert(args.end(), {"--dispatcher", cluster.address()});
+    EXPECT_FALSE(ServerProcess::Start(bin, args).ok()) << role << " started on a port in use";
+  }
+}
+
 TEST_F(ServiceTest, DistributedEpochDeliversEachSampleOnceParallelEpochsOncePerWorker) {
   TestCluster cluster;
   SLUICE_ASSERT_OK(StartCluster(cluster, 2));

@@ -15,13 +15,18 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Start(const Options& opt
                           MakeServerCredentials(options.security));
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
+  // gRPC sets SO_REUSEPORT by default: a second server on a port in use
+  // would start and take a share of its calls (two dispatchers each with
+  // some of the workers and clients). Off, it fails to listen.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.AddListeningPort(absl::StrCat(options.host, ":", options.port), credentials, &server->port_);
   builder.RegisterService(service);
   builder.SetMaxReceiveMessageSize(options.max_receive_bytes);
   builder.SetMaxSendMessageSize(options.max_send_bytes);
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || server->port_ == 0) {
-    return absl::UnavailableError(absl::StrCat(options.role, ": cannot listen on ", options.host, ":", options.port));
+    return absl::UnavailableError(absl::StrCat(options.role, ": cannot listen on ", options.host, ":", options.port,
+                                               " (is another process listening there?)"));
   }
   server->server_->GetHealthCheckService()->SetServingStatus(true);
   return server;
