@@ -510,11 +510,16 @@ class Pipeline:
         perhaps in another process), the rest of the epoch it was saved in:
         exactly the elements the saving iterator would have yielded next,
         with the same augmentation (unordered: exactly the samples it had not
-        yielded). See docs/checkpoint.md."""
+        yielded); the next pass without an epoch is then the epoch after
+        it. See docs/checkpoint.md."""
         if state is not None:
             if epoch is not None:
                 raise ValueError("iterate(): give an epoch or a state, not both (the state holds its epoch)")
-            return _EpochIterator(self.engine.resume(bytes(state)), self._hold)
+            it = _EpochIterator(self.engine.resume(bytes(state)), self._hold)
+            saved_in = _sluice.state_epoch(bytes(state))
+            if saved_in is not None:
+                self._epoch = saved_in + 1  # the next pass goes on after the resumed epoch
+            return it
         if epoch is None:
             epoch = self._epoch
             self._epoch += 1

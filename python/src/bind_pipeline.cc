@@ -6,6 +6,7 @@
 #include "bindings.h"
 #include "interrupt.h"
 #include "sluice/exec/pipeline.h"
+#include "sluice/exec/resume.h"
 #include "sluice/graph/pipeline_json.h"
 #include "sluice/io/arrow_source.h"
 #include "sluice/io/object_cache.h"
@@ -253,6 +254,9 @@ void InitPipeline(py::module_& m) {
       .def("placement", &PyPipeline::Placement)
       .def("_keep_prefix", &PyPipeline::KeepPrefix);
   m.def("ops", &ListOps, "The registered ops with their docs and attrs.");
+  m.def(
+      "state_epoch", [](const py::bytes& state) { return exec::StateEpoch(std::string(state)); }, py::arg("state"),
+      "The epoch an iterator's state was saved in; None for bytes that are no state.");
   m.def(
       "serve_metrics",
       [](const std::string& host, int port) {

@@ -115,3 +115,18 @@ def test_an_unordered_epoch_resumes_with_exactly_the_rows_left():
     state = it.state()
     rest = rows(pipe.with_options(threads=1).iterate(state=state))
     assert sorted(first + rest) == whole  # the same multiset: nothing twice, nothing lost
+
+
+def test_the_pass_after_a_resumed_epoch_is_the_next_epoch():
+    pipe = sluice.arrays({"id": np.arange(100, dtype=np.int64)}).shuffle(30).batch(10)
+    first = pipe.iterate(3)
+    for _ in range(4):
+        next(first)
+    state = first.state()
+    again = sluice.arrays({"id": np.arange(100, dtype=np.int64)}).shuffle(30).batch(10)
+    assert len(list(again.iterate(state=state))) == 6
+    assert sluice._sluice.state_epoch(state) == 3
+    # Not epoch 0 again: a training loop that resumed goes on with epoch 4.
+    following = np.concatenate([b["id"] for b in again])
+    np.testing.assert_array_equal(following, np.concatenate([b["id"] for b in pipe.iterate(4)]))
+    assert sluice._sluice.state_epoch(b"not a state") is None

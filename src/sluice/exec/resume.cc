@@ -191,6 +191,12 @@ std::string SerializeState(const std::string& fingerprint, const EpochPosition& 
   return state.SerializeAsString();
 }
 
+std::optional<uint64_t> StateEpoch(const std::string& bytes) {
+  IteratorState state;
+  if (!state.ParseFromString(bytes) || state.magic() != kMagic) return std::nullopt;
+  return state.epoch();
+}
+
 absl::StatusOr<EpochPosition> ParseState(const std::string& bytes, const std::string& fingerprint) {
   IteratorState state;
   if (!state.ParseFromString(bytes) || state.magic() != kMagic) {

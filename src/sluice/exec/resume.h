@@ -13,6 +13,7 @@
 #define SLUICE_EXEC_RESUME_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "absl/status/status.h"
@@ -46,6 +47,9 @@ bool Has(const graph::CompiledPipeline& compiled, graph::NodeKind kind);
 // (its fingerprint), a split beyond the epoch's.
 std::string SerializeState(const std::string& fingerprint, const EpochPosition& p);
 absl::StatusOr<EpochPosition> ParseState(const std::string& bytes, const std::string& fingerprint);
+// The epoch a state was saved in, read before any check (a front that
+// counts epochs goes on after it); nullopt for bytes that are no state.
+std::optional<uint64_t> StateEpoch(const std::string& bytes);
 
 }  // namespace sluice::exec
 
