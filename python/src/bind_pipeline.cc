@@ -230,6 +230,35 @@ void LoadPlugin(const std::string& path) {
   ThrowIfError(status);
 }
 
+py::dict DeviceDecodeStats() {
+  const ops::DeviceDecodeStats s = ops::GetDeviceDecodeStats();
+  py::dict d;
+  d["hardware"] = s.hardware;
+  d["cuda"] = s.cuda;
+  d["cpu"] = s.cpu;
+  d["decoder"] = s.decoder;
+  return d;
+}
+
+py::dict ObjectStoreStats() {
+  py::dict d;
+  d["retries"] = io::ObjectStoreRetries();
+  d["opened_ahead"] = io::ObjectsOpenedAhead();
+  if (const std::shared_ptr<io::ObjectCache> cache = io::ObjectCache::Get()) {
+    const io::ObjectCache::Stats s = cache->stats();
+    py::dict c;
+    c["dir"] = cache->dir();
+    c["hits"] = s.hits;
+    c["misses"] = s.misses;
+    c["corrupt"] = s.corrupt;
+    c["evicted"] = s.evicted;
+    c["uncacheable"] = s.uncacheable;
+    c["bytes"] = s.bytes;
+    d["cache"] = c;
+  }
+  return d;
+}
+
 }  // namespace
 
 void InitPipeline(py::module_& m) {
@@ -281,39 +310,10 @@ void InitPipeline(py::module_& m) {
       },
       py::arg("stream"), "Imports an Arrow C stream's batches (zero-copy) and holds them; returns their name.");
   m.def("release_arrow_stream", &io::ReleaseArrowStream, py::arg("name"), "Drops a hold of hold_arrow_stream.");
-  m.def(
-      "device_decode_stats",
-      [] {
-        const ops::DeviceDecodeStats s = ops::GetDeviceDecodeStats();
-        py::dict d;
-        d["hardware"] = s.hardware;
-        d["cuda"] = s.cuda;
-        d["cpu"] = s.cpu;
-        d["decoder"] = s.decoder;
-        return d;
-      },
-      "Where the images of decode ops on a GPU were decoded so far in this process.");
-  m.def(
-      "object_store_stats",
-      [] {
-        py::dict d;
-        d["retries"] = io::ObjectStoreRetries();
-        d["opened_ahead"] = io::ObjectsOpenedAhead();
-        if (const std::shared_ptr<io::ObjectCache> cache = io::ObjectCache::Get()) {
-          const io::ObjectCache::Stats s = cache->stats();
-          py::dict c;
-          c["dir"] = cache->dir();
-          c["hits"] = s.hits;
-          c["misses"] = s.misses;
-          c["corrupt"] = s.corrupt;
-          c["evicted"] = s.evicted;
-          c["uncacheable"] = s.uncacheable;
-          c["bytes"] = s.bytes;
-          d["cache"] = c;
-        }
-        return d;
-      },
-      "Object stores' transient failures retried so far in this process, and the object cache's counts.");
+  m.def("device_decode_stats", &DeviceDecodeStats,
+        "Where the images of decode ops on a GPU were decoded so far in this process.");
+  m.def("object_store_stats", &ObjectStoreStats,
+        "Object stores' transient failures retried so far in this process, and the object cache's counts.");
 }
 
 }  // namespace sluice::python
