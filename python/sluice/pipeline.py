@@ -510,8 +510,8 @@ class Pipeline:
         perhaps in another process), the rest of the epoch it was saved in:
         exactly the elements the saving iterator would have yielded next,
         with the same augmentation (unordered: exactly the samples it had not
-        yielded); the next pass without an epoch is then the epoch after
-        it. See docs/checkpoint.md."""
+        yielded). A pass without an epoch after either is the epoch after
+        it (and after any before). See docs/checkpoint.md."""
         if state is not None:
             if epoch is not None:
                 raise ValueError("iterate(): give an epoch or a state, not both (the state holds its epoch)")
@@ -522,7 +522,7 @@ class Pipeline:
             return it
         if epoch is None:
             epoch = self._epoch
-            self._epoch += 1
+        self._epoch = max(self._epoch, epoch + 1)  # a pass without a number goes on after it
         return _EpochIterator(self.engine.iterate(epoch), self._hold)
 
     def __iter__(self):

@@ -116,6 +116,25 @@ def test_a_job_name_used_again_after_its_consumers_left_yields_the_data_again(cl
         del pipe  # the consumer leaves the job
 
 
+def test_an_epoch_read_again_through_the_same_job_is_refused_not_empty(cluster):
+    import numpy as np
+    import sluice
+
+    def make():
+        return sluice.arrays({"id": np.arange(300, dtype=np.int64)}, split_records=50).distribute(cluster).batch(32)
+
+    def ids(batches):
+        return sorted(int(i) for batch in batches for i in batch["id"])
+
+    pipe = make()
+    assert ids(pipe.iterate(0)) == list(range(300))
+    # The job hands out epoch 0 once: read again it came back empty.
+    with pytest.raises(sluice.SluiceError, match="epoch 0 of this pipeline's job at dispatcher .* was read already"):
+        ids(pipe.iterate(0))
+    assert ids(pipe) == list(range(300))  # the next pass is epoch 1
+    assert ids(make().iterate(0)) == list(range(300))  # a pipeline made again has a job of its own
+
+
 # A supervisor (as a Ray actor is) starts a worker with --exit-with its pid,
 # prints the worker's pid, and waits.
 _SUPERVISOR = r"""

@@ -399,8 +399,32 @@ void DistributedInput::Closed(EpochReader* reader, uint64_t epoch) {
   if (it != readers_.end() && it->second == reader) readers_.erase(it);
 }
 
+namespace {
+
+// An epoch this consumer already read from its start: the job hands each
+// epoch's splits out once, so reading it again would end at once, empty.
+class ReadAgainIterator : public exec::Iterator {
+ public:
+  explicit ReadAgainIterator(absl::Status error) : error_(std::move(error)) {}
+  absl::Status GetNext(Batch*, bool*) override { return error_; }
+
+ private:
+  const absl::Status error_;
+};
+
+}  // namespace
+
 std::unique_ptr<exec::Iterator> DistributedInput::Open(exec::ExecContext* ctx, const graph::CompiledNode& node,
                                                        uint64_t epoch) {
+  if (ctx->ResumeOf(epoch) == nullptr) {
+    absl::MutexLock lock(&readers_mu_);
+    if (!started_.insert(epoch).second) {
+      return std::make_unique<ReadAgainIterator>(absl::FailedPreconditionError(absl::StrCat(
+          "node 'distribute': epoch ", epoch, " of this pipeline's job at dispatcher ", options_.dispatcher,
+          " was read already; a job hands out each epoch's samples once. Iterate the next epoch (a pass without "
+          "an epoch number), or make the pipeline again for a job of its own")));
+    }
+  }
   epoch_ = epoch;
   if (sharding_) return std::make_unique<RankStreamReader>(this, ctx, node, epoch);
   return std::make_unique<EpochReader>(this, ctx, node, epoch);

@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -167,6 +168,7 @@ class DistributedInput : public exec::RemoteInput {
 
   absl::Mutex readers_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   std::map<uint64_t, EpochReader*> readers_ ABSL_GUARDED_BY(readers_mu_);  // open, by epoch
+  std::set<uint64_t> started_ ABSL_GUARDED_BY(readers_mu_);                // opened from their start
 };
 
 }  // namespace sluice::service
