@@ -135,6 +135,28 @@ def test_an_epoch_read_again_through_the_same_job_is_refused_not_empty(cluster):
     assert ids(make().iterate(0)) == list(range(300))  # a pipeline made again has a job of its own
 
 
+def test_a_worker_busy_sending_reports_its_rate(cluster):
+    import json
+    import threading
+
+    import numpy as np
+    import sluice
+
+    spec = json.loads(sluice.arrays({"id": np.arange(4000, dtype=np.int64)}, split_records=100).to_json())
+    spec["nodes"][0]["source"]["throttle_bytes_per_s"] = 4000.0  # 500 rows a second: an epoch of 8 s
+    pipe = sluice.Pipeline.from_json(json.dumps(spec)).distribute(cluster).batch(50)
+    done = threading.Event()
+    reader = threading.Thread(target=lambda: (sum(1 for _ in pipe), done.set()), daemon=True)
+    reader.start()
+    rates = []
+    deadline = time.time() + 60  # a hang guard: a rate shows at the first heartbeat after rows went out
+    while not done.is_set() and time.time() < deadline and not any(r > 0 for r in rates):
+        rates = [w.get("samples_per_s", 0) for w in sluice.dispatcher_status(cluster)["workers"]]
+        time.sleep(0.2)
+    assert any(r > 0 for r in rates), f"no worker reported a rate while sending: {rates}"
+    reader.join(timeout=60)
+
+
 # A supervisor (as a Ray actor is) starts a worker with --exit-with its pid,
 # prints the worker's pid, and waits.
 _SUPERVISOR = r"""

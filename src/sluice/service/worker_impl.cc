@@ -78,6 +78,16 @@ absl::Status WorkerImpl::Heartbeat() {
   for (const std::string& op : ops_) request.add_ops(op);
   {
     absl::MutexLock lock(&mu_);
+    // What it sent per second since the last beat: the dispatcher's
+    // per-worker rate (status, sluice_worker_samples_per_second).
+    const absl::Time now = absl::Now();
+    const int64_t sent = samples_sent_.load();
+    if (last_beat_ != absl::InfinitePast() && now > last_beat_) {
+      request.set_samples_per_s(static_cast<double>(sent - sent_at_last_beat_) /
+                                absl::ToDoubleSeconds(now - last_beat_));
+    }
+    last_beat_ = now;
+    sent_at_last_beat_ = sent;
     for (const auto& [run, running] : running_) {
       *request.add_running() = running.split;
       request.add_running_batches(running.batches);

@@ -16,6 +16,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "service.grpc.pb.h"
 #include "sluice/exec/pipeline.h"
 #include "sluice/service/security.h"
@@ -116,6 +117,9 @@ class WorkerImpl {
   mutable absl::Mutex mu_;
   std::string address_ ABSL_GUARDED_BY(mu_);  // where clients reach this worker
   std::string secret_ ABSL_GUARDED_BY(mu_);   // keeps worker_id_ ours at the dispatcher
+  // The last heartbeat's time and samples_sent_ then: its rate since.
+  absl::Time last_beat_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  int64_t sent_at_last_beat_ ABSL_GUARDED_BY(mu_) = 0;
   // Compiled pipelines by id; one unused for kPipelineIdle is dropped.
   struct CachedPipeline {
     std::shared_ptr<const exec::Pipeline> pipeline;
