@@ -57,6 +57,14 @@ TEST_F(ServiceTest, AServerOnAPortInUseFailsToStartRatherThanShareIt) {
   }
 }
 
+// gRPC answers a call the server lacks with UNIMPLEMENTED and no message.
+TEST_F(ServiceTest, AWorkersAddressGivenForTheDispatchersSaysWhatItMayBe) {
+  TestCluster cluster;
+  SLUICE_ASSERT_OK(StartCluster(cluster, 1));
+  EXPECT_THAT(service::FetchDispatcherStatus("127.0.0.1:" + std::to_string(cluster.worker(0).port()), {}).status(),
+              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("a worker's given for the dispatcher's")));
+}
+
 TEST_F(ServiceTest, DistributedEpochDeliversEachSampleOnceParallelEpochsOncePerWorker) {
   TestCluster cluster;
   SLUICE_ASSERT_OK(StartCluster(cluster, 2));
