@@ -157,6 +157,17 @@ def test_a_worker_busy_sending_reports_its_rate(cluster):
     reader.join(timeout=60)
 
 
+def test_no_dispatcher_at_the_address_is_named_as_unreachable():
+    import numpy as np
+    import sluice
+    from conftest import _free_ports
+
+    address = f"127.0.0.1:{_free_ports(1)[0]}"
+    pipe = sluice.arrays({"id": np.arange(20)}).distribute(address, connect_timeout_s=1).batch(4)
+    with pytest.raises(sluice.SluiceError, match=f"dispatcher {address}: not reachable within connect_timeout_s"):
+        list(pipe)
+
+
 # A supervisor (as a Ray actor is) starts a worker with --exit-with its pid,
 # prints the worker's pid, and waits.
 _SUPERVISOR = r"""

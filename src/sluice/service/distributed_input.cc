@@ -123,8 +123,16 @@ absl::StatusOr<std::shared_ptr<DistributedInput>> DistributedInput::Connect(Clie
     AddToken(&context, token);
     context.set_wait_for_ready(true);
     context.set_deadline(absl::ToChronoTime(absl::Now() + input->options_.connect_timeout));
-    SLUICE_RETURN_IF_ERROR(FromGrpc(input->dispatcher_->RegisterPipeline(&context, reg, &registered),
-                                    absl::StrCat("dispatcher ", input->options_.dispatcher)));
+    const grpc::Status called = input->dispatcher_->RegisterPipeline(&context, reg, &registered);
+    if (called.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED &&
+        channel->GetState(/*try_to_connect=*/false) != GRPC_CHANNEL_READY) {
+      // Waiting for it to come up ran out: gRPC says only "Deadline Exceeded".
+      return absl::UnavailableError(absl::StrCat(
+          "dispatcher ", input->options_.dispatcher, ": not reachable within connect_timeout_s (",
+          absl::FormatDuration(input->options_.connect_timeout),
+          "): no dispatcher listening there (not started, another port or host), or the network refuses it"));
+    }
+    SLUICE_RETURN_IF_ERROR(FromGrpc(called, absl::StrCat("dispatcher ", input->options_.dispatcher)));
   }
   input->workers_part_ = workers_part;
   input->workers_fingerprint_ = graph::OutputFingerprint(workers_part);
