@@ -1,5 +1,6 @@
 #include "sluice/service/dispatcher_state.h"
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "sluice/pipeline_builder.h"
@@ -9,6 +10,8 @@ namespace sluice::service {
 namespace {
 
 using ::sluice::testing::StatusIs;
+using ::testing::AllOf;
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 const absl::Time kT0 = absl::FromUnixSeconds(1000);
@@ -150,6 +153,10 @@ TEST_F(DispatcherStateTest, ASilentWorkersSplitsGoBackToTheirClient) {
   Worker("b:2", later, w2);
   SLUICE_ASSERT_OK(state_.ClientHeartbeat(hb, later).status());
   SLUICE_ASSERT_OK(state_.Expire(later));
+  // The log's line for it, once.
+  EXPECT_THAT(state_.TakeLostWorkers(),
+              ElementsAre(AllOf(HasSubstr(absl::StrCat("worker ", w1, " at a:1 lost")), HasSubstr("silent for 10s"))));
+  EXPECT_TRUE(state_.TakeLostWorkers().empty());
   ASSERT_OK_AND_ASSIGN(tasks, state_.ClientHeartbeat(hb, later));
   ASSERT_EQ(tasks.tasks_size(), 1);
   EXPECT_EQ(tasks.tasks(0).worker_address(), "b:2");

@@ -221,7 +221,14 @@ DispatcherStatus DispatcherImpl::Status(const Caller& caller) {
 }
 
 absl::Status DispatcherImpl::Expire() {
-  return Durably([&]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return state_.Expire(absl::Now()); });
+  const absl::Status expired = Durably([&]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return state_.Expire(absl::Now()); });
+  std::vector<std::string> lost;
+  {
+    absl::MutexLock lock(&mu_);
+    lost = state_.TakeLostWorkers();
+  }
+  for (const std::string& line : lost) Log("dispatcher", line);
+  return expired;
 }
 
 }  // namespace sluice::service

@@ -1,6 +1,7 @@
 #include "sluice/service/dispatcher_state.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
@@ -468,6 +469,8 @@ absl::StatusOr<GetSplitResponse> DispatcherState::GetSplit(const GetSplitRequest
   return out;
 }
 
+std::vector<std::string> DispatcherState::TakeLostWorkers() { return std::exchange(lost_workers_, {}); }
+
 absl::Status DispatcherState::Expire(absl::Time now) {
   for (auto& [id, job] : jobs_) {
     for (auto& [epoch, splits] : job.epochs) CountErrors("lease_expired", splits.ExpireLeases(now));
@@ -481,6 +484,10 @@ absl::Status DispatcherState::Expire(absl::Time now) {
       for (auto& [epoch, splits] : job.epochs) splits.WorkerLost(it->first);
     }
     CountErrors("worker_lost", 1);
+    lost_workers_.push_back(
+        absl::StrCat("worker ", it->first, " at ", it->second.address, " lost: silent for ",
+                     absl::FormatDuration(absl::Trunc(now - it->second.last_seen, absl::Milliseconds(100))),
+                     "; its splits go to other workers"));
     it = workers_.erase(it);
   }
   std::vector<ReleaseClientRequest> silent;

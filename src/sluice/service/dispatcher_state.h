@@ -89,6 +89,8 @@ class DispatcherState {
 
   // Drops workers and clients silent for longer than their timeouts.
   absl::Status Expire(absl::Time now);
+  // The workers Expire dropped since the last call, each in words.
+  std::vector<std::string> TakeLostWorkers();
   // What `caller` may see: a client tenant only its own jobs.
   DispatcherStatus Status(absl::Time now, const Caller& caller = Caller()) const;
 
@@ -164,6 +166,7 @@ class DispatcherState {
   std::map<std::pair<std::string, std::string>, int64_t> named_jobs_;  // by tenant and name
   std::map<int64_t, Client> clients_;
   std::map<int64_t, Worker> workers_;              // live
+  std::vector<std::string> lost_workers_;          // dropped by Expire, for the log
   std::map<int64_t, std::string> worker_secrets_;  // every id handed out
   int64_t next_id_ = 1;                            // jobs, clients and workers share one sequence
   std::map<std::string, int64_t> errors_;          // DispatcherStatus.errors
