@@ -72,6 +72,34 @@ TEST_F(SluiceCliTest, MakeDataThenRunReportsEverySample) {
   EXPECT_EQ(j["peak_rss_mb_after_epoch"].size(), 2u);
 }
 
+// One epoch in two processes: the parts add up to the epoch, each says so
+// in its JSON line, and --epochs, which a run in parts cannot honour, is
+// refused.
+TEST_F(SluiceCliTest, AnEpochRunInPartsReportsEachPartAsJson) {
+  ASSERT_EQ(Sluice("make-data mnist --out " + dir_.Join("mnist") + " --count 500").exit_code, 0);
+  const std::string raw = dir_.Join("mnist/MNIST/raw/");
+  testing::WriteFileBytes(dir_.Join("p.json"), R"({"nodes": [
+      {"source": {"mnist": {"images": ")" + raw + R"(train-images-idx3-ubyte",
+                            "labels": ")" + raw + R"(train-labels-idx1-ubyte"}}},
+      {"batch": {"size": 64}}]})");
+  const std::string run = "run " + dir_.Join("p.json") + " --quiet --json ";
+  const std::string state = dir_.Join("state.bin");
+  Result r = Sluice(run + "--stop-after 3 --save-state " + state);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  nlohmann::json j = JsonLine(r.out, "{\"elements\"");
+  EXPECT_EQ(j["samples"], 192);
+  EXPECT_EQ(j["epoch_ended"], false);
+  EXPECT_GT(j["state_bytes"].get<int>(), 0);
+  r = Sluice(run + "--resume " + state);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  j = JsonLine(r.out, "{\"elements\"");
+  EXPECT_EQ(j["samples"], 500 - 192);
+  EXPECT_EQ(j["epoch_ended"], true);
+  r = Sluice(run + "--resume " + state + " --epochs 2");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.out, HasSubstr("--epochs with --stop-after or --resume"));
+}
+
 TEST_F(SluiceCliTest, InvalidPipelineExitsNonZeroNamingTheProblem) {
   testing::WriteFileBytes(dir_.Join("bad.json"), R"({"nodes": [{"batch": {"size": "big"}}]})");
   Result r = Sluice("run " + dir_.Join("bad.json"));

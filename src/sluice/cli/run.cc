@@ -23,6 +23,7 @@ namespace {
 struct RunArgs {
   std::string pipeline;
   int epochs = 1;
+  bool epochs_given = false;  // --epochs on the command line
   int threads = 0;
   int64_t seed = -1;
   bool json = false;
@@ -119,6 +120,11 @@ absl::Status Run(const RunArgs& args) {
       return absl::InvalidArgumentError(
           "--save-state needs --stop-after N: the state of a finished epoch says nothing");
     }
+    if (args.epochs_given) {
+      return absl::InvalidArgumentError(
+          "--epochs with --stop-after or --resume: a run in parts is one epoch (epoch 0, or the rest of the one the "
+          "state was saved in); run later epochs without them");
+    }
     return RunResumable((*pipeline)->first(), args.pipeline, part);
   }
   RunOptions options;
@@ -145,7 +151,7 @@ void AddRunCommand(CLI::App& app, absl::Status* result) {
   auto args = std::make_shared<RunArgs>();
   CLI::App* cmd = app.add_subcommand("run", "Run a pipeline (JSON PipelineDef) and report samples/s");
   cmd->add_option("pipeline", args->pipeline, "pipeline definition (JSON)")->required();
-  cmd->add_option("--epochs", args->epochs, "epochs to run")->default_val(1)->check(kPositive);
+  CLI::Option* epochs = cmd->add_option("--epochs", args->epochs, "epochs to run")->default_val(1)->check(kPositive);
   cmd->add_option("--threads", args->threads, "compute threads (default: the pipeline's, or all cores)");
   cmd->add_option("--seed", args->seed, "override the pipeline's seed");
   cmd->add_flag("--json", args->json, "print a JSON summary as the last line");
@@ -162,8 +168,10 @@ void AddRunCommand(CLI::App& app, absl::Status* result) {
                   "http://HOST:PORT/metrics while it runs (0: any free port, printed; default: none)");
   cmd->add_option("--metrics-host", args->metrics_host, "the address the metrics listen on")->default_val("127.0.0.1");
   AddPluginOption(cmd, &args->plugins);
-  cmd->callback([args, result] {
+  cmd->callback([args, result, epochs] {
     args->resumable.quiet = args->quiet;
+    args->resumable.json = args->json;
+    args->epochs_given = epochs->count() > 0;
     *result = Run(*args);
   });
 }

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "nlohmann/json.hpp"
 #include "sluice/core/status_macros.h"
 
 namespace sluice::cli {
@@ -74,6 +75,17 @@ absl::Status RunResumable(const exec::Pipeline& pipeline, const std::string& nam
     if (!run.save_state.empty()) {
       std::printf("state (%zu bytes) saved to %s in %.2f ms\n", state_bytes, run.save_state.c_str(), save_ms);
     }
+  }
+  if (run.json) {
+    nlohmann::json j{{"pipeline", name},
+                     {"elements", elements},
+                     {"samples", samples},
+                     {"epoch_ended", end},
+                     {"first_element_ms", first_ms},
+                     {"resumed_from", run.resume},
+                     {"state_file", run.save_state},
+                     {"state_bytes", state_bytes}};
+    std::printf("%s\n", j.dump().c_str());
   }
   return absl::OkStatus();
 }

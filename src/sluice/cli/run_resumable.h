@@ -17,9 +17,11 @@ struct ResumableRun {
   std::string save_state;  // where to write the state when the run stops; empty: nowhere
   int64_t stop_after = 0;  // elements to deliver before stopping; 0: to the epoch's end
   bool quiet = false;
+  bool json = false;  // a JSON summary as the last line
 };
 
-// Runs the part and prints what it delivered (elements and samples). The
+// Runs the part and prints what it delivered (elements and samples; with
+// `json`, also as a JSON line). The
 // state file is written whole or not at all (a temporary file renamed).
 absl::Status RunResumable(const exec::Pipeline& pipeline, const std::string& name, const ResumableRun& run);
 
