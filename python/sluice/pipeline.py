@@ -518,7 +518,7 @@ class Pipeline:
             it = _EpochIterator(self.engine.resume(bytes(state)), self._hold)
             saved_in = _sluice.state_epoch(bytes(state))
             if saved_in is not None:
-                self._epoch = saved_in + 1  # the next pass goes on after the resumed epoch
+                self._epoch = max(self._epoch, saved_in + 1)  # the next pass goes on after the resumed epoch
             return it
         if epoch is None:
             epoch = self._epoch

@@ -424,7 +424,8 @@ class ReadAgainIterator : public exec::Iterator {
 
 std::unique_ptr<exec::Iterator> DistributedInput::Open(exec::ExecContext* ctx, const graph::CompiledNode& node,
                                                        uint64_t epoch) {
-  if (ctx->ResumeOf(epoch) == nullptr) {
+  // parallel_epochs (and a rank's stream) runs each epoch whole per read.
+  if (options_.mode == DISTRIBUTED_EPOCH && !sharding_ && ctx->ResumeOf(epoch) == nullptr) {
     absl::MutexLock lock(&readers_mu_);
     if (!started_.insert(epoch).second) {
       return std::make_unique<ReadAgainIterator>(absl::FailedPreconditionError(absl::StrCat(
