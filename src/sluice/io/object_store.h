@@ -44,8 +44,9 @@ int64_t ObjectBlockPeakBytes();
 // carries credentials of its own.
 absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenObject(const std::string& url);
 
-// Starts opening the object at `url` in the background (its HEAD, and its
-// first block within the blocks' bound) for the next OpenObject of it to
+// Starts opening the object at `url` in the background (its HEAD, and the
+// blocks a reader keeps in flight, within the blocks' bound) for the next
+// OpenObject of it to
 // take while the returned handle is held: a source calls it for its next
 // split's object, so that a store's round trips at the start of an object
 // overlap the reading of the one before, and drops the handle with the
