@@ -263,6 +263,22 @@ TEST_F(DispatcherStateTest, AWorkerIdIsNeverHandedToAnotherWorker) {
   EXPECT_NE(c_id.worker_id(), b_id.worker_id());
 }
 
+// A drained worker's last heartbeat can reach the dispatcher after its
+// leave; it must not bring the worker back until the worker timeout.
+TEST_F(DispatcherStateTest, AHeartbeatHeardAfterAWorkersLeaveDoesNotBringItBack) {
+  const int64_t a = Worker("a:1");
+  Worker("b:2");
+  WorkerHeartbeatRequest leave;
+  leave.set_worker_id(a);
+  leave.set_address("a:1");
+  leave.set_secret(secrets_[a]);
+  leave.set_leaving(true);
+  SLUICE_ASSERT_OK(state_.WorkerHeartbeat(leave, kT0).status());
+  EXPECT_EQ(state_.workers(), 1);
+  EXPECT_EQ(Worker("a:1", kT0, a), a);
+  EXPECT_EQ(state_.workers(), 1) << "the overtaken heartbeat registered it again";
+}
+
 // Reusing a job's name once its consumers left starts the epochs afresh
 // (before, it yielded nothing); joining a live job whose epoch is over is
 // an error naming it, never an empty epoch.

@@ -365,7 +365,13 @@ absl::StatusOr<WorkerHeartbeatResponse> DispatcherState::WorkerHeartbeat(const W
                      "it; ",
                      request.address(), " asked with ", request.secret().empty() ? "no secret" : "a wrong secret"));
   }
+  if (left_workers_.count(id) > 0) {  // a heartbeat overtaken by the worker's leave
+    WorkerHeartbeatResponse out;
+    out.set_worker_id(id);
+    return out;
+  }
   if (request.leaving()) {
+    left_workers_.insert(id);
     workers_.erase(id);
     for (auto& [job_id, job] : jobs_) {
       for (auto& [epoch, splits] : job.epochs) splits.WorkerLost(id, /*count_failure=*/false);

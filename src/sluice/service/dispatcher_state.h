@@ -168,8 +168,11 @@ class DispatcherState {
   std::map<int64_t, Worker> workers_;              // live
   std::vector<std::string> lost_workers_;          // dropped by Expire, for the log
   std::map<int64_t, std::string> worker_secrets_;  // every id handed out
-  int64_t next_id_ = 1;                            // jobs, clients and workers share one sequence
-  std::map<std::string, int64_t> errors_;          // DispatcherStatus.errors
+  // Ids of workers that said they leave: a heartbeat sent before the leave
+  // but heard after it must not bring the worker back.
+  std::set<int64_t> left_workers_;
+  int64_t next_id_ = 1;                    // jobs, clients and workers share one sequence
+  std::map<std::string, int64_t> errors_;  // DispatcherStatus.errors
 };
 
 }  // namespace sluice::service
