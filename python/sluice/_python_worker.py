@@ -362,7 +362,23 @@ def _seed_global_generators():
         sys.modules["torch"].manual_seed(seed)
 
 
+def _restore_stderr():
+    """Until here fd 2 was a file the engine reads should this process die
+    early (its error then says why); from here on it is the caller's."""
+    fd = os.environ.pop("SLUICE_STDERR_FD", None)
+    if fd is None:
+        return
+    sys.stderr.flush()
+    early = os.pread(2, 1 << 20, 0)  # warnings of the imports: the caller sees them still
+    os.ftruncate(2, 0)  # a later death must not show them as its cause
+    os.dup2(int(fd), 2)
+    os.close(int(fd))
+    if early:
+        os.write(2, early)
+
+
 def main():
+    _restore_stderr()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the trainer handles Ctrl-C and stops this process
     _die_with_the_engine()
     for fd in (3, 4):

@@ -163,6 +163,24 @@ def test_a_process_that_dies_is_an_error_naming_the_sample(fn, how):
     assert how in message and "running record 37 of <arrays>" in message, message
 
 
+def test_a_process_that_dies_before_its_code_runs_says_why(tmp_path, monkeypatch):
+    (tmp_path / "numpy").mkdir()  # what the op's interpreter finds first: a broken numpy
+    (tmp_path / "numpy" / "__init__.py").write_text("raise ImportError('numpy is broken on this host')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))  # the op's processes get this process's import path
+    message = _error(fns.invert, inputs="image")
+    assert "exited with status 1; it printed" in message, message
+    assert "ImportError: numpy is broken on this host" in message, message
+
+
+def test_what_a_process_prints_before_its_code_runs_reaches_stderr_and_is_no_later_deaths_cause(
+        tmp_path, monkeypatch, capfd):
+    (tmp_path / "sitecustomize.py").write_text("import sys; print('words at start-up', file=sys.stderr)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))  # the op's processes get this process's import path
+    message = _error(fns.exits_on_37, inputs="id")
+    assert "exited with status 3" in message and "words at start-up" not in message, message
+    assert "words at start-up" in capfd.readouterr().err
+
+
 def test_no_process_is_left_behind():
     for fn in (fns.invert, fns.killed_on_37):
         pipe = _source().map(ops.python(fn, inputs="image" if fn is fns.invert else "id", processes=3)).batch(64)

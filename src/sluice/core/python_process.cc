@@ -1,17 +1,21 @@
 #include "sluice/core/python_process.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "sluice/core/byte_gauge.h"
@@ -31,6 +35,9 @@ struct Request {
 
 // A reply's message (a traceback) longer than this, or a request for more
 // shared memory than kMaxSharedBytes, means the process is out of step.
+// Where the child finds the caller's stderr while its own fd 2 is the file
+// that keeps what it prints before sluice._python_worker runs.
+constexpr int kCallersStderr = 5;
 constexpr uint64_t kMaxMessageBytes = 16 << 20;
 constexpr int64_t kMaxSharedBytes = int64_t{16} << 30;
 
@@ -73,6 +80,47 @@ bool WriteAll(int fd, const void* data, size_t bytes) {
 
 ByteGauge shared_bytes;
 
+// The caller's environment, but PYTHONPATH led by the trainer's import
+// path, so that the child finds sluice (and the user's modules) where the
+// trainer did.
+std::vector<std::string> ChildEnvironment(bool stderr_captured) {
+  std::vector<std::string> env;
+  const char* path = std::getenv("SLUICE_PYTHONPATH");
+  const char* inherited = std::getenv("PYTHONPATH");
+  for (char** e = environ; *e != nullptr; ++e) {
+    if (std::strncmp(*e, "PYTHONPATH=", 11) != 0) env.emplace_back(*e);
+  }
+  std::string python_path = path != nullptr ? path : "";
+  if (inherited != nullptr && *inherited != '\0') {
+    python_path += (python_path.empty() ? "" : ":") + std::string(inherited);
+  }
+  if (!python_path.empty()) env.push_back("PYTHONPATH=" + python_path);
+  // The pool's processes are the parallelism: the libraries in each run one
+  // thread (as a torch DataLoader's workers run torch), or a pool of N
+  // processes on N cores runs up to N x N threads. A variable the user set
+  // stays.
+  for (const char* threads : {"OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OPENCV_FOR_THREADS_NUM"}) {
+    if (std::getenv(threads) == nullptr) env.push_back(std::string(threads) + "=1");
+  }
+  if (stderr_captured) env.push_back(absl::StrCat("SLUICE_STDERR_FD=", kCallersStderr));
+  return env;
+}
+
+// What a process that died printed before it could report through its
+// socket: the last lines, for the error.
+std::string EarlyWords(int file) {
+  constexpr off_t kTail = 1024;
+  struct stat st;
+  if (file < 0 || fstat(file, &st) != 0 || st.st_size == 0) return "";
+  const off_t from = std::max<off_t>(0, st.st_size - kTail);
+  std::string text(static_cast<size_t>(st.st_size - from), '\0');
+  const ssize_t got = pread(file, text.data(), text.size(), from);
+  text.resize(got > 0 ? static_cast<size_t>(got) : 0);
+  absl::StripTrailingAsciiWhitespace(&text);
+  if (text.empty()) return "";
+  return absl::StrCat("; it printed", from > 0 ? " (the end)" : "", ":\n", text);
+}
+
 }  // namespace
 
 int64_t PythonSharedBytes() { return shared_bytes.now(); }
@@ -95,6 +143,15 @@ absl::StatusOr<std::unique_ptr<PythonProcess>> PythonProcess::Spawn(const std::s
   // gets these two (the child marks them not inheritable for its own).
   posix_spawn_file_actions_adddup2(&files, sockets[1], 3);
   posix_spawn_file_actions_adddup2(&files, memory, 4);
+  // Until sluice._python_worker runs, the child's stderr is a file: a
+  // process that dies before (no sluice or numpy where that interpreter
+  // looks) then says why in the error, not only on a terminal or in a
+  // service worker's log. The worker then writes to the caller's again.
+  const int early_stderr = fcntl(STDERR_FILENO, F_GETFD) >= 0 ? memfd_create("sluice-python-stderr", MFD_CLOEXEC) : -1;
+  if (early_stderr >= 0) {
+    posix_spawn_file_actions_adddup2(&files, STDERR_FILENO, kCallersStderr);
+    posix_spawn_file_actions_adddup2(&files, early_stderr, STDERR_FILENO);
+  }
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
   // Its own process group (a terminal's Ctrl-C is the trainer's to handle),
@@ -121,26 +178,7 @@ absl::StatusOr<std::unique_ptr<PythonProcess>> PythonProcess::Spawn(const std::s
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
-  // The trainer's import path goes first, so that the child finds sluice
-  // (and the user's modules) where the trainer did.
-  std::vector<std::string> env;
-  const char* path = std::getenv("SLUICE_PYTHONPATH");
-  const char* inherited = std::getenv("PYTHONPATH");
-  for (char** e = environ; *e != nullptr; ++e) {
-    if (std::strncmp(*e, "PYTHONPATH=", 11) != 0) env.emplace_back(*e);
-  }
-  std::string python_path = path != nullptr ? path : "";
-  if (inherited != nullptr && *inherited != '\0') {
-    python_path += (python_path.empty() ? "" : ":") + std::string(inherited);
-  }
-  if (!python_path.empty()) env.push_back("PYTHONPATH=" + python_path);
-  // The pool's processes are the parallelism: the libraries in each run one
-  // thread (as a torch DataLoader's workers run torch), or a pool of N
-  // processes on N cores runs up to N x N threads. A variable the user set
-  // stays.
-  for (const char* threads : {"OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OPENCV_FOR_THREADS_NUM"}) {
-    if (std::getenv(threads) == nullptr) env.push_back(std::string(threads) + "=1");
-  }
+  std::vector<std::string> env = ChildEnvironment(early_stderr >= 0);
   std::vector<char*> envp;
   for (std::string& e : env) envp.push_back(e.data());
   envp.push_back(nullptr);
@@ -152,10 +190,11 @@ absl::StatusOr<std::unique_ptr<PythonProcess>> PythonProcess::Spawn(const std::s
   if (spawned != 0) {
     close(sockets[0]);
     close(memory);
+    if (early_stderr >= 0) close(early_stderr);
     return absl::FailedPreconditionError(
         absl::StrCat("cannot start the Python interpreter '", interpreter, "': ", std::strerror(spawned)));
   }
-  return std::unique_ptr<PythonProcess>(new PythonProcess(pid, sockets[0], memory));
+  return std::unique_ptr<PythonProcess>(new PythonProcess(pid, sockets[0], memory, early_stderr));
 }
 
 absl::Status PythonProcess::Ready() {
@@ -180,6 +219,7 @@ PythonProcess::~PythonProcess() {
   if (mapped_ != nullptr) munmap(mapped_, mapped_bytes_);
   shared_bytes.Add(-static_cast<int64_t>(mapped_bytes_));
   close(memory_);
+  if (early_stderr_ >= 0) close(early_stderr_);
 }
 
 bool PythonProcess::Alive() {
@@ -286,9 +326,10 @@ std::string PythonProcess::Reap() {
   if (WIFSIGNALED(status)) {
     const int sig = WTERMSIG(status);
     return absl::StrCat("was killed by signal ", sig, " (", strsignal(sig), ")",
-                        sig == SIGKILL ? ": out of memory, or killed by someone" : "");
+                        sig == SIGKILL ? ": out of memory, or killed by someone" : "", EarlyWords(early_stderr_));
   }
-  return absl::StrCat("exited with status ", WEXITSTATUS(status));
+  if (WEXITSTATUS(status) == 0) return "exited with status 0";
+  return absl::StrCat("exited with status ", WEXITSTATUS(status), EarlyWords(early_stderr_));
 }
 
 }  // namespace sluice

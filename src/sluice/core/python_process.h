@@ -98,13 +98,15 @@ class PythonProcess {
   absl::Status Call(int64_t rows, PythonFailure* failure, const std::atomic<bool>* cancelled = nullptr);
 
  private:
-  PythonProcess(pid_t pid, int socket, int memory) : pid_(pid), socket_(socket), memory_(memory) {}
+  PythonProcess(pid_t pid, int socket, int memory, int early_stderr)
+      : pid_(pid), socket_(socket), memory_(memory), early_stderr_(early_stderr) {}
   // Why the process ended ("killed by signal 9 (Killed)"); reaps it.
   std::string Reap();
 
   pid_t pid_;
   int socket_;
   int memory_;
+  int early_stderr_;  // what it printed before its own code ran; -1 if not kept
   uint8_t* mapped_ = nullptr;
   size_t mapped_bytes_ = 0;
   bool alive_ = true;
