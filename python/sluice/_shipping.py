@@ -7,16 +7,23 @@ processes never run the user's script: it has no main guard to need.
 
 Each shipped object also gets a stable identity for the pipeline's
 fingerprint (a saved state names the pipeline it came from): the digest of
-its plain pickle where it has one (deterministic; by reference for what is
-importable, with the state of objects), else its qualified name. cloudpickle's
-own bytes are no identity: classes defined in `__main__` carry a random
-tracker id.
+its plain pickle (by reference for what is importable, with the state of
+objects), made the same in every process: sets in a sorted order (string
+hashes differ between processes), tensors as dtype, shape and bytes
+(torch's pickle carries a random id), and functions that are not
+importable (lambdas, closures) as their code without its line numbers
+(a comment added above one is no other pipeline), their defaults and
+closure. What even that cannot pickle is named by its qualified name.
+cloudpickle's own bytes are no identity: classes defined in `__main__`
+carry a random tracker id.
 """
 
 import base64
 import hashlib
-import marshal
+import io
 import pickle
+import sys
+import types
 
 _PREFIX = "cloudpickle:"
 
@@ -50,12 +57,80 @@ def decode(text):
 def identity(obj):
     """A name for `obj` that is the same in every process that makes it."""
     try:
-        return _digest(pickle.dumps(obj, protocol=4))
-    except Exception:  # noqa: BLE001 (a lambda, a closure, a local class: its name and code then)
+        return _digest(_canonical_bytes(obj))
+    except Exception:  # noqa: BLE001 (a local class, something that holds a lock: its name then)
         target = obj if hasattr(obj, "__qualname__") else type(obj)
-        name = f"{getattr(target, '__module__', '?')}:{getattr(target, '__qualname__', type(obj).__name__)}"
-        code = getattr(target, "__code__", None)
-        return name if code is None else f"{name}@{_digest(marshal.dumps(code))}"
+        return f"{getattr(target, '__module__', '?')}:{getattr(target, '__qualname__', type(obj).__name__)}"
+
+
+class _CanonicalPickler(pickle.Pickler):
+    """Pickles what a plain pickle would, but the same way in every process.
+    persistent_id (called for every object, where reducer_override is not
+    for sets) swaps in a canonical form; its bytes are hashed, never loaded."""
+
+    def persistent_id(self, obj):
+        kind = type(obj)
+        if kind in (set, frozenset):
+            return (kind.__name__, sorted(_canonical_bytes(item) for item in obj))
+        if isinstance(obj, types.CodeType):
+            return ("code", _code_fields(obj))
+        if isinstance(obj, types.FunctionType) and not _importable(obj):
+            return ("function", obj.__module__, obj.__qualname__, _canonical_bytes(
+                (obj.__code__, obj.__defaults__, obj.__kwdefaults__)), _referenced(obj))
+        torch = sys.modules.get("torch")
+        if torch is not None and isinstance(obj, torch.Tensor):
+            flat = obj.detach().cpu().contiguous().reshape(-1)
+            return ("tensor", kind.__qualname__, str(obj.dtype), tuple(obj.shape),
+                    flat.view(torch.uint8).numpy().tobytes())
+        return None
+
+
+def _canonical_bytes(obj):
+    out = io.BytesIO()
+    _CanonicalPickler(out, protocol=4).dump(obj)
+    return out.getvalue()
+
+
+def _code_fields(code):
+    """What a code object does, without where it is (file, line numbers)."""
+    return (code.co_argcount, code.co_posonlyargcount, code.co_kwonlyargcount, code.co_flags, code.co_code,
+            _canonical_bytes(code.co_consts), code.co_names, code.co_varnames, code.co_freevars, code.co_cellvars,
+            code.co_name, getattr(code, "co_exceptiontable", b""))
+
+
+def _referenced(fn):
+    """What a function reads besides its arguments, as cloudpickle ships it:
+    its closure and the globals its code names (a module by its name)."""
+    cells = [c.cell_contents for c in fn.__closure__ or ()]
+    names = sorted(n for n in _names(fn.__code__) if n in fn.__globals__)
+    values = [fn.__globals__[n] for n in names]
+    return tuple(_value_bytes(v) for v in cells), tuple(zip(names, map(_value_bytes, values)))
+
+
+def _names(code):
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _names(const)
+    return names
+
+
+def _value_bytes(value):
+    if isinstance(value, types.ModuleType):
+        return value.__name__.encode()
+    try:
+        return _canonical_bytes(value)
+    except Exception:  # noqa: BLE001 (a lock, a socket: what it is, then)
+        return f"{type(value).__module__}.{type(value).__qualname__}".encode()
+
+
+def _importable(fn):
+    """Whether a plain pickle names `fn` by reference: its module holds it
+    under its qualified name."""
+    target = sys.modules.get(fn.__module__)
+    for part in fn.__qualname__.split("."):
+        target = getattr(target, part, None)
+    return target is fn
 
 
 def _digest(data):

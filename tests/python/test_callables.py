@@ -120,17 +120,43 @@ def test_what_cannot_be_sent_is_named_with_the_reason_at_creation():
         sluice.from_dataset(HoldsASocket(s))
 
 
-def test_a_fingerprint_is_the_same_in_every_process_that_builds_the_pipeline():
-    code = ("import sys; sys.path.insert(0, sys.argv[1]); import numpy as np, sluice; from sluice import ops\n"
-            "class Scale:\n"
-            "    def __init__(self, by): self.by = by\n"
-            "    def __call__(self, s): return {'image': s['image'] // self.by}\n"
-            "pipe = sluice.arrays({'image': np.zeros((4, 2), np.uint8)}).map(ops.python(Scale(2)))\n"
-            "print(pipe.engine.fingerprint)\n")
+_FINGERPRINTED = """import sys; sys.path.insert(0, sys.argv[1]); import numpy as np, sluice, torch; from sluice import ops
+class Scale:
+    def __init__(self, by): self.by = by
+    def __call__(self, s): return {'image': s['image'] // self.by}
+class Normalize:  # as torchvision's: tensors of its own
+    def __init__(self, mean): self.mean = torch.tensor(mean)
+    def __call__(self, s): return s
+class Keep:  # a set of strings: its order follows the process's string hashes
+    def __init__(self, keys): self.keys = set(keys)
+    def __call__(self, s): return s
+class Labels:
+    def __init__(self): self.labels = torch.arange(8)
+    def __len__(self): return 8
+    def __getitem__(self, i): return {'image': np.zeros(2, np.uint8) + int(self.labels[i])}
+K = int(sys.argv[2])
+%s
+pipe = sluice.from_dataset(Labels()).map(ops.python(Scale(2)), ops.python(Normalize([0.5, 0.25])),
+                                         ops.python(Keep(['image', 'label', 'mask', 'x'])),
+                                         ops.python(lambda s: {'image': s['image'] * K}))
+print(pipe.engine.fingerprint)
+"""
+
+
+def _fingerprint(lines_above="", seed="1", k=2):
     here = os.path.dirname(os.path.abspath(__file__))
-    prints = {subprocess.run([sys.executable, "-c", code, here], capture_output=True, text=True,
-                             check=True).stdout for _ in range(2)}
+    return subprocess.run([sys.executable, "-c", _FINGERPRINTED % lines_above, here, str(k)], capture_output=True,
+                          text=True, check=True, env=dict(os.environ, PYTHONHASHSEED=seed)).stdout
+
+
+def test_a_fingerprint_is_the_same_in_every_process_that_builds_the_pipeline():
+    prints = {_fingerprint(), _fingerprint(seed="2"), _fingerprint(seed="random"),
+              _fingerprint(lines_above="# a comment above the lambda\n\n")}
     assert len(prints) == 1, prints
+
+
+def test_a_fingerprint_follows_what_a_lambda_holds():
+    assert _fingerprint(k=2) != _fingerprint(k=3), "K is no other pipeline?"
 
 
 # A script as people write them: no main guard, a transform object and a
