@@ -6,7 +6,8 @@
 // global batch. A last global batch short of rows is left out (uneven
 // "drop") or filled by repeating its own rows (uneven "pad", the fill
 // marked 1 in "is_padding"): they are read again in a resumed epoch, where
-// the epoch's first rows are not.
+// the epoch's first rows are not. The one shard of a one-rank job keeps it
+// when the batch after it would (ShardSpec::keep_short).
 #include <algorithm>
 #include <optional>
 #include <vector>
@@ -89,12 +90,20 @@ class ShardIterator : public Iterator {
     return absl::OkStatus();
   }
 
-  // The input ended: the last, short global batch is left out or padded.
+  // The input ended: the last, short global batch is left out, padded or
+  // (one shard) kept.
   absl::Status Finish(Batch* out, bool* end) {
     ended_ = true;
     *end = true;
     SLUICE_RETURN_IF_ERROR(CheckEnough());
-    if (pos_ == 0 || !spec_.pad) return absl::OkStatus();
+    if (pos_ == 0 || !(spec_.pad || spec_.keep_short)) return absl::OkStatus();
+    if (spec_.keep_short) {
+      *out = part_->Finish();
+      ++done_;
+      Log(last_);
+      *end = false;
+      return absl::OkStatus();
+    }
     // Positions [pos_, global) are the short batch's rows [0, pos_) again,
     // in order, as often as it takes.
     const int64_t lo = spec_.index * spec_.batch, hi = lo + spec_.batch;
@@ -128,7 +137,7 @@ class ShardIterator : public Iterator {
       return absl::InvalidArgumentError(absl::StrCat("node '", node_.name, "': the epoch has ", rows, " rows for ",
                                                      spec_.num_shards, " shards: every shard needs one at least"));
     }
-    if (before_ + done_ == 0 && !spec_.pad) {
+    if (before_ + done_ == 0 && !spec_.pad && !spec_.keep_short) {
       return absl::InvalidArgumentError(absl::StrCat("node '", node_.name, "': the epoch's ", rows,
                                                      " rows make no global batch of ", spec_.global_batch(), " (",
                                                      spec_.num_shards, " shards of ", spec_.batch,

@@ -519,6 +519,7 @@ class Compiler {
     node->kind = NodeKind::kShard;
     SLUICE_ASSIGN_OR_RETURN(node->shard, ShardSpecOf(shard, where));
     SLUICE_ASSIGN_OR_RETURN(node->shard.batch, ShardBatch(i, where));
+    node->shard.keep_short = node->shard.num_shards == 1 && !node->shard.pad && !BatchDropsRemainder(i);
     // Rows a map after it will parse pass as the source made them.
     const Schema data = pending_parse_ ? out_->nodes.back().output_schema : schema_;
     node->input_schema = node->output_schema = data;
@@ -530,6 +531,13 @@ class Compiler {
       schema_.Set(padding);
     }
     return absl::OkStatus();
+  }
+
+  bool BatchDropsRemainder(int shard) const {
+    for (int j = shard + 1; j < def_.nodes_size(); ++j) {
+      if (def_.nodes(j).has_batch()) return def_.nodes(j).batch().drop_remainder();
+    }
+    return false;
   }
 
   // The per-shard batch: the batch node's after the shard, where only

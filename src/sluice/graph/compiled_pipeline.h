@@ -46,10 +46,15 @@ struct ShardSpec {
   int index = 0;
   int64_t batch = 1;  // the per-shard batch: the batch node's after it, or 1
   bool pad = false;   // uneven "pad" (else "drop")
+  // The one shard of a one-rank job, before a batch that keeps its short
+  // last batch: the epoch's last rows go on as they are (evaluation on one
+  // rank sees every sample), where N shards leave them out.
+  bool keep_short = false;
   int64_t global_batch() const { return num_shards * batch; }
   // The rows this shard yields of an epoch of `rows` at the shard node.
   int64_t RowsOf(int64_t rows) const {
     const int64_t global = global_batch();
+    if (keep_short) return rows;
     return (pad ? (rows + global - 1) / global : rows / global) * batch;
   }
 };
