@@ -92,12 +92,34 @@ def check_ranks_agree(fingerprint, definition, world_size, resume):
     batch = next((node["batch"].get("size") for node in definition["nodes"] if "batch" in node), None)
     mine = {"world size": world_size, "seed": definition.get("seed", 0), "batch size": batch,
             "pipeline": fingerprint, "resumed state": digest}
+    index = next((node["shard"].get("index", 0) for node in definition["nodes"] if "shard" in node), None)
     everyone = [None] * dist.get_world_size()
-    dist.all_gather_object(everyone, mine)
+    try:
+        dist.all_gather_object(everyone, (mine, index))
+    except RuntimeError as e:
+        raise RuntimeError(
+            f"sluice.torch: the ranks' check of this loader failed ({e}). Every rank of the process group iterates "
+            "a loader that spans the group, at the same time; a loader one rank iterates alone (evaluation on rank "
+            "0) takes rank=0, world_size=1") from e
     for what in mine:
         values = {}
-        for rank, theirs in enumerate(everyone):
+        for rank, (theirs, _) in enumerate(everyone):
             values.setdefault(theirs[what], []).append(rank)
         if len(values) > 1:
             detail = "; ".join(f"ranks {ranks}: {value}" for value, ranks in values.items())
             raise ValueError(f"the ranks disagree on the {what}: {detail}")
+    _check_own_shards([theirs_index for _, theirs_index in everyone])
+
+
+def _check_own_shards(indexes):
+    """Each rank reads a shard of its own: a pipeline with its own shard
+    node (pipe.shard(n, 0) on every rank) would train every rank on the same
+    samples."""
+    by_index = {}
+    for rank, index in enumerate(indexes):
+        by_index.setdefault(index, []).append(rank)
+    shared = {index: ranks for index, ranks in by_index.items() if len(ranks) > 1}
+    if shared:
+        detail = "; ".join(f"ranks {ranks} read shard {index}" for index, ranks in shared.items())
+        raise ValueError(f"the ranks read the same shard: {detail}; each rank needs its own (pipe.shard(n, rank), "
+                         "or pipe.shard() to take the job's)")

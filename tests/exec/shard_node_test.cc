@@ -262,7 +262,7 @@ TEST(ShardNode, AStateSavedByNShardsResumesOnMWithTheRestOfTheEpochAndItsAugment
   }
 }
 
-TEST(ShardNode, AStateOfAnotherGlobalBatchIsRefusedNamingBoth) {
+TEST(ShardNode, AStateOfAnotherGlobalBatchOrUnevenModeIsRefusedNamingBoth) {
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<Pipeline> p, Pipeline::Create(Sharded(Rows(), 2, 0, 12)));
   std::unique_ptr<PipelineIterator> it = p->Iterate(0);
   SLUICE_ASSERT_OK(Drain(it.get(), std::nullopt, 2).status());
@@ -272,6 +272,11 @@ TEST(ShardNode, AStateOfAnotherGlobalBatchIsRefusedNamingBoth) {
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("saved with a global batch of 12 (2 shards of 6, uneven \"drop\") but this pipeline "
                                  "has a global batch of 16 (2 shards of 8")));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Pipeline> padded, Pipeline::Create(Sharded(Rows(), 1, 0, 12, "pad")));
+  EXPECT_THAT(padded->Resume(state).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("but this pipeline has a global batch of 12 (1 shard of 12, uneven \"pad\"): the rest "
+                                 "of the epoch needs the uneven mode it was saved with")));
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<Pipeline> unsharded,
                        Pipeline::Create(Rows().Shuffle(17).Map({Op("random_flip")}).Batch(6).Seed(9).Build()));
   EXPECT_THAT(unsharded->Resume(state).status(),

@@ -5,7 +5,7 @@ after every step.
 
     python -m torch.distributed.run --nproc_per_node=N ddp_job.py OUT [--epochs E]
         [--resume] [--slow-after STEP] [--seed S] [--global-batch G] [--node-pool]
-        [--batch-skew] [--eval-on-rank0]
+        [--batch-skew] [--eval-on-rank0] [--same-shard] [--alone-unmarked]
 
 OUT/rank<R>.log gets one line per step trained: "epoch step id id ...".
 OUT/ckpt.pt holds the last checkpoint (written atomically). --slow-after
@@ -16,10 +16,14 @@ the ranks' pipelines in the node's pool of sluice processes. OUT/len<R>.txt
 holds len(loader) on rank R. --eval-on-rank0 has rank 0 read the whole
 pipeline once more after training, with a loader of its own (rank 0 of 1)
 while the others wait at a barrier, and write its sample count to
-OUT/eval.txt.
+OUT/eval.txt. --same-shard gives every rank shard 0 (the ranks' check
+must refuse it). --alone-unmarked has rank 0 iterate a loader alone
+without saying rank=0, world_size=1 (the process group's timeout is 5 s
+then): its check waits for ranks that never come and must fail saying why.
 """
 
 import argparse
+import datetime
 import faulthandler
 import os
 import time
@@ -57,12 +61,21 @@ def main():
     p.add_argument("--node-pool", action="store_true")
     p.add_argument("--batch-skew", action="store_true")
     p.add_argument("--eval-on-rank0", action="store_true")
+    p.add_argument("--same-shard", action="store_true")
+    p.add_argument("--alone-unmarked", action="store_true")
     args = p.parse_args()
+    if args.alone_unmarked:
+        dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=5))
+        if dist.get_rank() == 0:
+            list(sluice.torch.TorchIterable(pipeline(args.seed).batch(10), quiet=True))
+        dist.barrier()
+        return
     dist.init_process_group("gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
     seed = args.seed + rank if args.seed_per_rank else args.seed
     batch = args.global_batch // world + (rank if args.batch_skew else 0)
-    loader = sluice.torch.TorchIterable(pipeline(seed).batch(batch), node_pool=args.node_pool)
+    sharded = pipeline(seed).shard(world, 0) if args.same_shard else pipeline(seed)
+    loader = sluice.torch.TorchIterable(sharded.batch(batch), node_pool=args.node_pool)
     with open(os.path.join(args.out, f"len{rank}.txt"), "w") as f:
         f.write(str(len(loader)))
     torch.manual_seed(0)

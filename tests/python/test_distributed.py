@@ -195,6 +195,21 @@ def test_ranks_with_different_batch_sizes_fail_naming_them(tmp_path):
     assert "the ranks disagree on the batch size: ranks [0]: 12; ranks [1]: 13" in stderr
 
 
+def test_ranks_reading_the_same_shard_fail_naming_them(tmp_path):
+    job = torchrun(tmp_path, 2, "--epochs", "1", "--same-shard")
+    _, stderr = job.communicate(timeout=240)
+    assert job.returncode != 0
+    assert "the ranks read the same shard: ranks [0, 1] read shard 0" in stderr
+
+
+def test_a_loader_one_rank_iterates_alone_unmarked_fails_saying_what_it_needs(tmp_path):
+    job = torchrun(tmp_path, 2, "--alone-unmarked")
+    _, stderr = job.communicate(timeout=240)
+    assert job.returncode != 0
+    assert "the ranks' check of this loader failed" in stderr and "takes rank=0, world_size=1" in stderr, \
+        stderr[-3000:]
+
+
 def test_a_loader_of_rank_zero_alone_checks_nothing_with_the_other_ranks(tmp_path):
     # The evaluation on rank 0 while the others wait at a barrier: a
     # collective check there would hang both.

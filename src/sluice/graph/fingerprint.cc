@@ -47,11 +47,13 @@ std::string OutputFingerprint(const PipelineDef& def) {
   bool after_shard = false;
   for (NodeDef& node : *output.mutable_nodes()) {
     // A sharded pipeline's state restores on any number of shards: their
-    // count, the index and the per-shard batch (the global batch the state
-    // keeps is checked on its own) are the run's shape.
+    // count, the index and the per-shard batch are the run's shape (the
+    // global batch and the uneven mode the state keeps are checked on their
+    // own, with an error naming both).
     if (node.has_shard()) {
       node.mutable_shard()->clear_num_shards();
       node.mutable_shard()->clear_index();
+      node.mutable_shard()->clear_uneven();
       after_shard = true;
     }
     if (node.has_batch() && after_shard) node.mutable_batch()->clear_size();
