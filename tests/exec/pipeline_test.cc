@@ -642,6 +642,7 @@ TEST_F(PipelineTest, CardinalityIsKnownWhenEverySplitIsSized) {
   };
   EXPECT_EQ(cardinality(labels().Batch(30).Build()), Pipeline::kUnknown);  // unindexed
   for (const std::string& f : files_) ASSERT_TRUE(io::WriteTfRecordIndex(f).ok());
+  EXPECT_EQ(cardinality(labels().Batch(30).Build()), 4) << "files read whole count by their index";
   EXPECT_EQ(cardinality(labels().SplitRecords(10).Build()), kRecords);
   EXPECT_EQ(cardinality(labels().SplitRecords(10).Batch(30).Build()), 4);
   EXPECT_EQ(cardinality(labels().SplitRecords(10).Batch(30, true).Repeat(2).Build()), 6);

@@ -368,8 +368,9 @@ int64_t Pipeline::Cardinality() const {
       case graph::NodeKind::kSource:
         n = 0;
         for (const io::Split& split : node.format->MakeSplits()) {
-          if (split.records() < 0) return kUnknown;  // unindexed TFRecord
-          n += split.records();
+          const int64_t records = node.format->CountRecords(split);
+          if (records < 0) return kUnknown;  // an unindexed TFRecord
+          n += records;
         }
         break;
       case graph::NodeKind::kRemote:
@@ -601,10 +602,10 @@ absl::Status Pipeline::CheckSharding(const EpochPosition& p) const {
                         global / std::max(shards, 1), ", uneven \"", pad ? "pad" : "drop", "\")");
   };
   if (p.shard->global_batch_size != s.global_batch() || p.shard->pad != s.pad) {
-    const std::string why =
-        p.shard->pad != s.pad ? "the rest of the epoch needs the uneven mode it was saved with"
-                              : "another number of shards needs the same global batch (each shard's batch the global "
-                                "one divided by the shards)";
+    const std::string why = p.shard->pad != s.pad
+                                ? "the rest of the epoch needs the uneven mode it was saved with"
+                                : "another number of shards needs the same global batch (each shard's batch the global "
+                                  "one divided by the shards)";
     return absl::InvalidArgumentError(absl::StrCat(
         "the state was saved with ", describe(p.shard->global_batch_size, p.shard->num_shards, p.shard->pad),
         " but this pipeline has ", describe(s.global_batch(), s.num_shards, s.pad), ": ", why));

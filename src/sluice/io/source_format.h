@@ -61,6 +61,10 @@ class SourceFormat {
   virtual const std::shared_ptr<const std::vector<std::string>>& files() const = 0;
   // The splits of one epoch, in file order.
   virtual std::vector<Split> MakeSplits() const = 0;
+  // The records of `split`, where its records() is unknown but the format
+  // can tell without reading it (a TFRecord read whole that has an index
+  // file); -1 if it cannot.
+  virtual int64_t CountRecords(const Split& split) const { return split.records(); }
   // Whether OpenSplit honours any begin_record within a split (a resumed
   // epoch starts there instead of reading and dropping the records before
   // it): record-addressed formats, and TFRecords, which pass over records

@@ -82,6 +82,13 @@ class TfRecordSource : public SourceFormat {
     return splits;
   }
 
+  // A file read whole (split_records 0) counts by its index, if it has one.
+  int64_t CountRecords(const Split& split) const override {
+    if (split.records() >= 0) return split.records();
+    absl::StatusOr<std::optional<std::vector<uint64_t>>> index = ReadTfRecordIndex((*files_)[split.file]);
+    return index.ok() && index->has_value() ? static_cast<int64_t>((**index).size()) : -1;
+  }
+
   // Indexed files seek to a record (files read whole too, where they have
   // an index); others pass over the records before it by their headers.
   bool SeeksRecords() const override { return true; }
