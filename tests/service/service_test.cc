@@ -578,7 +578,7 @@ TEST_F(ServiceTest, AnElementwiseOpAfterTheDistributeNodeRunsOnArrivalAndYieldsT
   }
 }
 
-TEST_F(ServiceTest, MoreClientsThanWorkersShareANamedJobAndALeavingClientStallsNoOne) {
+TEST_F(ServiceTest, MoreClientsThanWorkersShareANamedJobAndALeavingClientOrLoopStallsNoOne) {
   TestCluster cluster;
   SLUICE_ASSERT_OK(StartCluster(cluster, 1));
   std::vector<std::unique_ptr<exec::Pipeline>> clients;
@@ -600,18 +600,20 @@ TEST_F(ServiceTest, MoreClientsThanWorkersShareANamedJobAndALeavingClientStallsN
   ASSERT_EQ(all.size(), static_cast<size_t>(kRows));
   for (const auto& [id, n] : all) ASSERT_EQ(n, 1) << "id " << id;
 
-  // Epoch 1: one client reads a little and leaves; the others still finish,
-  // and between them and what the leaver took, nothing is missing.
-  Received leaver;
-  {
-    auto it = clients[0]->Iterate(1);
+  // Five batches of `epoch`, the iterator then dropped.
+  auto read_a_little = [](exec::Pipeline& p, uint64_t epoch, Received* got) {
+    auto it = p.Iterate(epoch);
     for (int b = 0; b < 5; ++b) {
       Batch batch;
       bool end = false;
       SLUICE_ASSERT_OK(it->Next(&batch, &end));
-      for (int64_t r = 0; r < batch.rows; ++r) ++leaver.count[batch.columns[0].values.data<int64_t>()[r]];
+      for (int64_t r = 0; r < batch.rows; ++r) ++got->count[batch.columns[0].values.data<int64_t>()[r]];
     }
-  }
+  };
+  // Epoch 1: one client reads a little and leaves; the others still finish,
+  // and between them and what the leaver took, nothing is missing.
+  Received leaver;
+  read_a_little(*clients[0], 1, &leaver);
   clients[0].reset();
   std::vector<absl::StatusOr<Received>> rest(2, absl::UnknownError("not run"));
   {
@@ -625,6 +627,16 @@ TEST_F(ServiceTest, MoreClientsThanWorkersShareANamedJobAndALeavingClientStallsN
     for (const auto& [id, n] : g->count) seen[id] += n;
   }
   EXPECT_EQ(seen.size(), static_cast<size_t>(kRows));
+
+  // Epoch 2: one leaves the loop early but its pipeline lives on (its
+  // client still beats): the other gets what it held at once, not when
+  // that pipeline goes (before, it waited for it forever).
+  Received early;
+  read_a_little(*clients[1], 2, &early);
+  ASSERT_OK_AND_ASSIGN(Received last, ReadEpoch(*clients[2], 2));
+  std::map<int64_t, int> both = early.count;
+  for (const auto& [id, n] : last.count) both[id] += n;
+  EXPECT_EQ(both.size(), static_cast<size_t>(kRows));
 }
 
 TEST_F(ServiceTest, AWrongTokenIsRejected) {

@@ -288,6 +288,7 @@ absl::Status DispatcherState::ReportSplits(const ReportSplitsRequest& request, a
   // After the abandoned ones, which count their failure once.
   for (uint64_t stream : request.dropped_streams()) splits.StreamEnded(stream, request.client_id(), /*why=*/"");
   for (uint64_t stream : request.broken_streams()) splits.StreamEnded(stream, request.client_id());
+  if (request.left_epoch()) splits.ClientLost(request.client_id());
   return absl::OkStatus();
 }
 

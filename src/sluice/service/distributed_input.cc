@@ -341,6 +341,17 @@ void DistributedInput::ReportSplits(uint64_t epoch, const std::vector<int64_t>& 
   ++unsent_reports_;
 }
 
+void DistributedInput::LeaveEpoch(uint64_t epoch) {
+  ReportSplitsRequest request;
+  request.set_job_id(job_id_);
+  request.set_client_id(client_id_);
+  request.set_epoch(epoch);
+  request.set_left_epoch(true);
+  absl::MutexLock lock(&mu_);
+  reports_.push_back(std::move(request));
+  ++unsent_reports_;
+}
+
 void DistributedInput::CountWait(absl::Duration waited) {
   absl::MutexLock lock(&mu_);
   waited_ += waited;

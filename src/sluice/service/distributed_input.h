@@ -97,6 +97,9 @@ class DistributedInput : public exec::RemoteInput {
   // this client dropped it, else it broke under it.
   void ReportSplits(uint64_t epoch, const std::vector<int64_t>& completed, const std::vector<int64_t>& abandoned,
                     uint64_t ended_stream = 0, bool dropped = false);
+  // Queues word that this consumer left `epoch` before its end: the
+  // dispatcher gives what it held of it to the job's other consumers.
+  void LeaveEpoch(uint64_t epoch);
   // Feeds the next heartbeat's throughput figures, and its share of time
   // the consumer waited for data.
   void CountReceived(int64_t samples, int64_t bytes);

@@ -93,6 +93,14 @@ EpochReader::~EpochReader() {
     if (stream->thread.joinable()) stream->thread.join();
   }
   ctx_->cancel.Unregister(&cv_);
+  absl::MutexLock lock(&mu_);
+  // A consumer that left the loop early: the job's other consumers must
+  // not wait for what it held until its pipeline goes. What it finished
+  // stays finished; a split it was reading runs again whole for them.
+  if (exactly_once_ && !superseded_ && !EpochOver()) {
+    ReportFinished();
+    input_->LeaveEpoch(epoch_);
+  }
 }
 
 void EpochReader::Supersede() {
