@@ -173,6 +173,23 @@ def test_the_budget_counts_a_local_workers_rings():
     assert grew <= (budget + 2 * 16 + 100) * MIB, f"RSS grew {grew / MIB:.0f} MiB"
 
 
+def test_a_local_workers_ring_takes_at_most_half_the_budget_and_the_pool_the_rest():
+    # A ring sized by three batches would be 64 MiB, twice this budget: it
+    # shrinks to half the budget, and the pool caches no more than the rest.
+    budget = 32
+    pipe = (sluice.arrays({"id": np.arange(8000, dtype=np.int64),
+                           "image": np.zeros((8000, 3072), np.uint8)}, split_records=500)
+            .distribute(local_workers=1)
+            .batch(1000)
+            .map(ops.rescale(field="image", scale=1 / 255))
+            .with_options(memory_budget_bytes=budget * MIB))
+    ids = np.concatenate([b["id"] for b in pipe])
+    assert np.array_equal(np.sort(ids), np.arange(8000))
+    m = pipe.memory()
+    assert 0 < m["rings"] <= budget * MIB // 2
+    assert m["held"] <= budget * MIB, m
+
+
 def test_sluice_run_reports_the_python_processes_shared_memory(tmp_path):
     import user_code
     rows = np.arange(64 * 4096, dtype=np.uint8).reshape(64, 4096)

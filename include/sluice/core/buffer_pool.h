@@ -139,6 +139,9 @@ class BufferPool {
   // `keep_bytes` stay cached.
   void TrimTo(size_t keep_bytes);
   void Trim() { TrimTo(0); }
+  // Replaces Options::max_held_bytes (a budget less what its pipeline now
+  // holds beside the pool); cached blocks over it go back at once.
+  void LimitHeld(size_t bytes);
 
   void AddObserver(Observer* observer);
   void RemoveObserver(Observer* observer);

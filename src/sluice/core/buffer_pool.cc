@@ -69,7 +69,7 @@ struct Block {
 }  // namespace
 
 struct BufferPool::State {
-  explicit State(const Options& options) : options(options) {}
+  explicit State(const Options& options) : options(options), max_held(options.max_held_bytes) {}
   ~State() { TrimTo(0); }
 
   uint8_t* AllocateBlock(size_t capacity) const;
@@ -77,8 +77,9 @@ struct BufferPool::State {
   // A block back from a buffer: cached within the limits, else freed.
   void Release(uint8_t* data, int size_class);
   void TrimTo(size_t keep_bytes);
+  void LimitHeld(size_t bytes);
   // Takes cached blocks, the largest first, until the blocks in use and
-  // cached fit max_held_bytes again (a new block is about to be used);
+  // cached fit max_held again (a new block is about to be used);
   // the caller frees them outside the lock.
   std::vector<Block> EvictOverLimit() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
   // Takes cached blocks, the largest first, until at most `keep_bytes` stay.
@@ -86,6 +87,7 @@ struct BufferPool::State {
 
   const Options options;
   absl::Mutex mu;
+  size_t max_held ABSL_GUARDED_BY(mu);  // options.max_held_bytes, or what LimitHeld set
   std::vector<uint8_t*> free[kNumClasses] ABSL_GUARDED_BY(mu);
   size_t reserved_by_class[kNumClasses] ABSL_GUARDED_BY(mu) = {};
   size_t reserved_bytes ABSL_GUARDED_BY(mu) = 0;
@@ -207,8 +209,7 @@ void BufferPool::State::Release(uint8_t* data, int size_class) {
     absl::MutexLock lock(&mu);
     stats.live_bytes -= capacity;
     const bool within_cache = stats.cached_bytes + capacity <= options.max_cached_bytes + reserved_bytes;
-    const bool within_held =
-        options.max_held_bytes == 0 || stats.live_bytes + stats.cached_bytes + capacity <= options.max_held_bytes;
+    const bool within_held = max_held == 0 || stats.live_bytes + stats.cached_bytes + capacity <= max_held;
     if (!closed && within_cache && within_held) {
       free[size_class].push_back(data);
       stats.cached_bytes += capacity;
@@ -255,9 +256,22 @@ void BufferPool::State::TrimTo(size_t keep_bytes) {
   for (const Block& block : freed) FreeBlock(block.data, block.capacity);
 }
 
+void BufferPool::LimitHeld(size_t bytes) { state_->LimitHeld(bytes); }
+
+void BufferPool::State::LimitHeld(size_t bytes) {
+  std::vector<Block> freed;
+  {
+    absl::MutexLock lock(&mu);
+    if (max_held == bytes) return;
+    max_held = bytes;
+    freed = EvictOverLimit();
+  }
+  for (const Block& block : freed) FreeBlock(block.data, block.capacity);
+}
+
 std::vector<Block> BufferPool::State::EvictOverLimit() {
-  if (options.max_held_bytes == 0 || stats.live_bytes + stats.cached_bytes <= options.max_held_bytes) return {};
-  const size_t room = options.max_held_bytes > stats.live_bytes ? options.max_held_bytes - stats.live_bytes : 0;
+  if (max_held == 0 || stats.live_bytes + stats.cached_bytes <= max_held) return {};
+  const size_t room = max_held > stats.live_bytes ? max_held - stats.live_bytes : 0;
   return TakeCachedOver(room);
 }
 

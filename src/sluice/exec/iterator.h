@@ -4,6 +4,7 @@
 #define SLUICE_EXEC_ITERATOR_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -110,6 +111,10 @@ class RemoteInput {
   // Bytes it holds outside the pipeline's buffer pool (the shared-memory
   // rings that workers on this host write batches into).
   virtual int64_t HeldBytes() const { return 0; }
+  // The most it may hold outside the pool (a share of the pipeline's
+  // memory budget), and whom to tell what it holds when that changes (the
+  // pool, which caches that much less).
+  virtual void LimitHeldBytes(int64_t bytes, std::function<void(int64_t)> held_changed) {}
 };
 
 }  // namespace sluice::exec

@@ -247,6 +247,14 @@ Pipeline::Pipeline(graph::CompiledPipeline compiled, std::shared_ptr<RemoteInput
   BufferPool::Options pool;
   pool.max_cached_bytes = pool.max_held_bytes = static_cast<size_t>(compiled_.memory_budget_bytes);
   pool_ = std::make_shared<BufferPool>(pool);
+  if (remote_ != nullptr) {
+    // The service client's rings take at most half the budget, and the
+    // pool caches what they leave of it.
+    const int64_t budget = compiled_.memory_budget_bytes;
+    remote_->LimitHeldBytes(budget / 2, [pool = std::weak_ptr<BufferPool>(pool_), budget](int64_t held) {
+      if (auto p = pool.lock()) p->LimitHeld(static_cast<size_t>(std::max<int64_t>(1, budget - held)));
+    });
+  }
   for (BufferPool* p : output_pools_) {
     if (p != nullptr && std::find(staging_pools_.begin(), staging_pools_.end(), p) == staging_pools_.end()) {
       staging_pools_.push_back(p);

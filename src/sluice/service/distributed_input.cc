@@ -372,6 +372,7 @@ std::shared_ptr<ShmRing> DistributedInput::TakeRing() {
       idle_rings_.pop_back();
       return ring;
     }
+    if (!RingFits()) return nullptr;
   }
   // Outside the lock: reserving the ring's pages takes ~20 ms, which the
   // heartbeat and the other streams need not wait for.
@@ -379,6 +380,7 @@ std::shared_ptr<ShmRing> DistributedInput::TakeRing() {
   absl::MutexLock lock(&mu_);
   if (made.ok()) {
     ++rings_held_;
+    if (held_changed_) held_changed_(rings_held_ * static_cast<int64_t>(ring_bytes_));
     return *std::move(made);
   }
   if (!rings_failed_) {
@@ -396,6 +398,33 @@ void DistributedInput::ReturnRing(std::shared_ptr<ShmRing> ring) {
     idle_rings_.push_back(std::move(ring));
   } else {
     --rings_held_;  // unmapped when the last batch viewing it goes
+    if (held_changed_) held_changed_(rings_held_ * static_cast<int64_t>(ring_bytes_));
+  }
+}
+
+// Rings take at most their share of the budget (LimitHeldBytes); a
+// stream that finds no room gets its batches over TCP.
+bool DistributedInput::RingFits() {
+  const int64_t after = (rings_held_ + 1) * static_cast<int64_t>(ring_bytes_);
+  if (held_limit_ <= 0 || after <= held_limit_) return true;
+  if (!rings_limited_) {
+    rings_limited_ = true;
+    Log("client", absl::StrCat("job ", job_id_, ": a shared-memory ring of ", ring_bytes_ >> 20,
+                               " MiB more would pass ", held_limit_ >> 20,
+                               " MiB, half of memory_budget_bytes: a stream of a worker on this "
+                               "host comes over TCP instead (raise the budget, or lower shared_memory_mb)"));
+  }
+  return false;
+}
+
+void DistributedInput::LimitHeldBytes(int64_t bytes, std::function<void(int64_t)> held_changed) {
+  absl::MutexLock lock(&mu_);
+  held_limit_ = bytes;
+  held_changed_ = std::move(held_changed);
+  // A ring sized by the batches (3 of them) shrinks to the share: a ring
+  // of two large batches still saves their copies over TCP.
+  if (options_.shared_memory_auto && bytes > 0 && ring_bytes_ > static_cast<size_t>(bytes)) {
+    ring_bytes_ = static_cast<size_t>(bytes);
   }
 }
 

@@ -60,6 +60,7 @@ class DistributedInput : public exec::RemoteInput {
   void Identify(exec::EpochPosition* p) const override;
   std::optional<graph::ShardSpec> Sharding() const override { return sharding_; }
   int64_t HeldBytes() const override;
+  void LimitHeldBytes(int64_t bytes, std::function<void(int64_t)> held_changed) override;
 
   const ElementSpec& element() const { return element_; }
   const Schema& schema() const { return schema_; }
@@ -160,6 +161,10 @@ class DistributedInput : public exec::RemoteInput {
   std::vector<std::shared_ptr<ShmRing>> idle_rings_ ABSL_GUARDED_BY(mu_);
   bool rings_failed_ ABSL_GUARDED_BY(mu_) = false;
   int64_t rings_held_ ABSL_GUARDED_BY(mu_) = 0;  // made and not dropped
+  int64_t held_limit_ ABSL_GUARDED_BY(mu_) = 0;  // the rings' share of the budget; 0: none set
+  std::function<void(int64_t)> held_changed_ ABSL_GUARDED_BY(mu_);
+  bool rings_limited_ ABSL_GUARDED_BY(mu_) = false;
+  bool RingFits() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);  // said once that a stream went over TCP for it
   absl::Duration waited_ ABSL_GUARDED_BY(mu_);
   absl::Time last_heartbeat_ ABSL_GUARDED_BY(mu_);
   absl::Status fatal_ ABSL_GUARDED_BY(mu_);
