@@ -497,6 +497,19 @@ TEST_F(PipelineTest, ADefaultBudgetMakesRoomForABatchWhileTheConsumerHoldsOne) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("needs to make progress")));
 }
 
+// A shuffle's buffer holds its rows whatever the budget: one larger than
+// the budget is refused at creation, naming the node and its bytes.
+TEST_F(PipelineTest, AShuffleBufferLargerThanTheBudgetIsRefusedNamingIt) {
+  std::vector<uint8_t> pixels(size_t{4096} * 1024);
+  PipelineBuilder rows = PipelineBuilder::Arrays({MakeArrayColumn("image", {1024}, pixels)});
+  PipelineDef def = rows.Shuffle(2048).Batch(64).Build();
+  def.mutable_options()->set_memory_budget_bytes(int64_t{1} << 20);
+  EXPECT_THAT(Pipeline::Create(def).status(), StatusIs(absl::StatusCode::kInvalidArgument,
+                                                       HasSubstr("node 'shuffle_1' 2097152 (a buffer of 2048 rows)")));
+  def.mutable_options()->set_memory_budget_bytes(int64_t{4} << 20);
+  SLUICE_EXPECT_OK(Pipeline::Create(def).status());
+}
+
 TEST_F(PipelineTest, AShuffleBufferHoldsAboutItsRowsNotTheChunksTheyCameIn) {
   // Rows of 3 KiB (float32 16 x 16 x 3) in chunks of 64; a buffer of 2048
   // rows keeps rows alive for ~2048 draws each, so a chunk lives until its

@@ -14,6 +14,16 @@ MemoryMinimum MeasureMemoryMinimum(const graph::CompiledPipeline& c, int64_t chu
   m.chunk_rows = chunk_rows;
   for (size_t i = 0; i < c.nodes.size(); ++i) {
     const graph::CompiledNode& node = c.nodes[i];
+    if (node.kind == graph::NodeKind::kShuffle) {
+      // Its buffer's rows, at the least (ragged columns' bytes unknown here).
+      int64_t row = 0;
+      for (const ColumnSpec& column : node.input_schema.columns()) row += column.row_bytes();
+      const int64_t bytes = node.count * row;
+      if (bytes == 0) continue;
+      m.bytes += bytes;
+      m.parts.push_back(absl::StrFormat("node '%s' %d (a buffer of %d rows)", node.name, bytes, node.count));
+      continue;
+    }
     if (node.kind != graph::NodeKind::kMap || output_pools[i] != nullptr) continue;
     const int64_t bytes = MapPlan::Make(node)->ChunkBlockBytes(chunk_rows);
     m.bytes += bytes;
@@ -27,7 +37,8 @@ absl::Status CheckMemoryBudget(const graph::CompiledPipeline& c, const MemoryMin
   if (c.memory_budget_bytes >= minimum.bytes) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrFormat(
       "memory_budget_bytes %d is less than the %d bytes this pipeline needs to make progress: one chunk of %d rows "
-      "from each map node (%s); raise it, or leave it unset for a default sized to the machine and the pipeline",
+      "from each map node and every shuffle's buffer (%s); raise it, or leave it unset for a default sized to the "
+      "machine and the pipeline",
       c.memory_budget_bytes, minimum.bytes, minimum.chunk_rows, absl::StrJoin(minimum.parts, ", ")));
 }
 
