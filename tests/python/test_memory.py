@@ -190,6 +190,18 @@ def test_a_local_workers_ring_takes_at_most_half_the_budget_and_the_pool_the_res
     assert m["held"] <= budget * MIB, m
 
 
+def test_a_budget_too_small_for_the_maps_after_a_distribute_node_is_refused():
+    # The client runs them on each batch as it arrives: 1000 rows of 3072
+    # float32 values need 12 MiB.
+    pipe = (sluice.arrays({"image": np.zeros((4000, 3072), np.uint8)})
+            .distribute(local_workers=1)
+            .batch(1000)
+            .map(ops.rescale(field="image", scale=1 / 255))
+            .with_options(memory_budget_bytes=MIB))
+    with pytest.raises(sluice.InvalidArgumentError, match=r"needs to make progress.*node 'distribute_1' 12582912"):
+        pipe.engine
+
+
 def test_sluice_run_reports_the_python_processes_shared_memory(tmp_path):
     import user_code
     rows = np.arange(64 * 4096, dtype=np.uint8).reshape(64, 4096)

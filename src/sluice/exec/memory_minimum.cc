@@ -24,7 +24,11 @@ MemoryMinimum MeasureMemoryMinimum(const graph::CompiledPipeline& c, int64_t chu
       m.parts.push_back(absl::StrFormat("node '%s' %d (a buffer of %d rows)", node.name, bytes, node.count));
       continue;
     }
-    if (node.kind != graph::NodeKind::kMap || output_pools[i] != nullptr) continue;
+    // A service client's remote node runs the maps folded into it (its ops)
+    // on each batch as it arrives, as a map node would.
+    const bool maps =
+        node.kind == graph::NodeKind::kMap || (node.kind == graph::NodeKind::kRemote && !node.ops.empty());
+    if (!maps || output_pools[i] != nullptr) continue;
     const int64_t bytes = MapPlan::Make(node)->ChunkBlockBytes(chunk_rows);
     m.bytes += bytes;
     m.largest = std::max(m.largest, bytes);
