@@ -168,6 +168,17 @@ def test_no_dispatcher_at_the_address_is_named_as_unreachable():
         list(pipe)
 
 
+def test_an_address_without_a_port_or_whose_host_does_not_resolve_is_named():
+    import numpy as np
+    import sluice
+
+    rows = sluice.arrays({"id": np.arange(20)})
+    with pytest.raises(sluice.SluiceError, match=r"address '127.0.0.1' is not host:port \(a port is needed"):
+        list(rows.distribute("127.0.0.1", connect_timeout_s=1).batch(4))
+    with pytest.raises(sluice.SluiceError, match=r"its host 'no-such-host.invalid' does not resolve"):
+        list(rows.distribute("no-such-host.invalid:4000", connect_timeout_s=1).batch(4))
+
+
 # A supervisor (as a Ray actor is) starts a worker with --exit-with its pid,
 # prints the worker's pid, and waits.
 _SUPERVISOR = r"""

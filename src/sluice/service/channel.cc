@@ -1,10 +1,57 @@
 #include "sluice/service/channel.h"
 
+#include <netdb.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "sluice/core/status_macros.h"
 
 namespace sluice::service {
+namespace {
+
+// "host:port" or "[v6]:port", or a gRPC URI ("dns:///h:p", "unix:/path").
+bool HasScheme(const std::string& target) {
+  for (const char* scheme : {"dns:", "unix:", "unix-abstract:", "ipv4:", "ipv6:", "vsock:"}) {
+    if (absl::StartsWith(target, scheme)) return true;
+  }
+  return false;
+}
+
+// The host and port of a plain "host:port" target; empty host when it has
+// no port (gRPC would dial port 443 for it).
+std::pair<std::string, std::string> HostAndPort(const std::string& target) {
+  const size_t colon = target.rfind(':');
+  if (colon == std::string::npos || colon + 1 == target.size()) return {"", ""};
+  const std::string port = target.substr(colon + 1);
+  if (!std::all_of(port.begin(), port.end(), absl::ascii_isdigit)) return {"", ""};
+  std::string host = target.substr(0, colon);
+  if (host.find(':') != std::string::npos) {  // IPv6: only in brackets
+    if (host.size() < 2 || host.front() != '[' || host.back() != ']') return {"", ""};
+    host = host.substr(1, host.size() - 2);
+  }
+  return {host, port};
+}
+
+}  // namespace
+
+std::string WhyUnreachable(const std::string& target) {
+  if (HasScheme(target)) return "";
+  const std::string host = HostAndPort(target).first;
+  addrinfo* found = nullptr;
+  const int error = getaddrinfo(host.c_str(), nullptr, nullptr, &found);
+  if (found != nullptr) freeaddrinfo(found);
+  return error == 0 ? "" : absl::StrCat("its host '", host, "' does not resolve (", gai_strerror(error), ")");
+}
 
 absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(const std::string& target, const SecurityOptions& options) {
+  if (!HasScheme(target) && HostAndPort(target).first.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("address '", target, "' is not host:port (a port is needed: '", target, ":50051'?)"));
+  }
   SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<grpc::ChannelCredentials> credentials, MakeChannelCredentials(options));
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(kMaxMessageBytes);

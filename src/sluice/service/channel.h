@@ -14,8 +14,12 @@
 
 namespace sluice::service {
 
-// A channel to `target` with sluice's message-size limits.
+// A channel to `target` with sluice's message-size limits; InvalidArgument
+// for a target that is neither host:port nor a gRPC URI.
 absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(const std::string& target, const SecurityOptions& options);
+// Why `target` cannot be reached that can be told without it ("its host
+// 'x' does not resolve ..."); empty when nothing is known.
+std::string WhyUnreachable(const std::string& target);
 // The largest message a sluice process accepts: a batch; larger ones are
 // rejected by gRPC with RESOURCE_EXHAUSTED naming the sizes.
 inline constexpr int kMaxMessageBytes = 1 << 30;

@@ -127,10 +127,12 @@ absl::StatusOr<std::shared_ptr<DistributedInput>> DistributedInput::Connect(Clie
     if (called.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED &&
         channel->GetState(/*try_to_connect=*/false) != GRPC_CHANNEL_READY) {
       // Waiting for it to come up ran out: gRPC says only "Deadline Exceeded".
+      const std::string why = WhyUnreachable(input->options_.dispatcher);
       return absl::UnavailableError(absl::StrCat(
           "dispatcher ", input->options_.dispatcher, ": not reachable within connect_timeout_s (",
-          absl::FormatDuration(input->options_.connect_timeout),
-          "): no dispatcher listening there (not started, another port or host), or the network refuses it"));
+          absl::FormatDuration(input->options_.connect_timeout), "): ",
+          why.empty() ? "no dispatcher listening there (not started, another port or host), or the network refuses it"
+                      : why));
     }
     SLUICE_RETURN_IF_ERROR(FromGrpc(called, absl::StrCat("dispatcher ", input->options_.dispatcher)));
   }

@@ -140,8 +140,10 @@ absl::StatusOr<Caller> Authorize(const grpc::ServerContextBase& context, const S
   }
   if (caller == nullptr) {
     return absl::UnauthenticatedError(options.callers.empty()
-                                          ? "missing or wrong token (give the shared token with --token-file)"
-                                          : "missing or unknown token (give yours with --token-file)");
+                                          ? "missing or wrong token (give the shared token: --token-file, or "
+                                            "distribute(token_file=...) in Python)"
+                                          : "missing or unknown token (give yours: --token-file, or "
+                                            "distribute(token_file=...) in Python)");
   }
   for (Role role : allowed) {
     if (caller->role == role || caller->admin()) return Caller{caller->role, caller->name, ""};
