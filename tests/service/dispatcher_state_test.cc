@@ -87,8 +87,16 @@ TEST_F(DispatcherStateTest, PipelinesAreDeduplicatedAndNamedJobsShared) {
   other_mode.set_pipeline_id(a);
   other_mode.set_job_name("shared");
   other_mode.set_mode(PARALLEL_EPOCHS);
-  EXPECT_THAT(state_.GetOrCreateJob(other_mode, "", kT0),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("job 'shared' exists")));
+  EXPECT_THAT(
+      state_.GetOrCreateJob(other_mode, "", kT0),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("job 'shared' exists with mode DISTRIBUTED_EPOCH (this one asks for PARALLEL_EPOCHS)")));
+  GetOrCreateJobRequest other_pipeline;
+  other_pipeline.set_pipeline_id(b);
+  other_pipeline.set_job_name("shared");
+  EXPECT_THAT(state_.GetOrCreateJob(other_pipeline, "", kT0),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("job 'shared' exists with another pipeline (" + a + "; this one is " + b)));
   GetOrCreateJobRequest unknown;
   unknown.set_pipeline_id("feed");
   EXPECT_THAT(state_.GetOrCreateJob(unknown, "", kT0),

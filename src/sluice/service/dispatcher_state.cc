@@ -199,9 +199,13 @@ absl::StatusOr<GetOrCreateJobResponse> DispatcherState::GetOrCreateJob(const Get
     const bool same = job_pipeline != pipelines_.end() &&
                       job_pipeline->second.origin_id == pipelines_[request.pipeline_id()].origin_id;
     if (!same || existing.mode() != mode) {
-      return absl::InvalidArgumentError(absl::StrCat("job '", request.job_name(),
-                                                     "' exists with another pipeline or mode (",
-                                                     ProcessingMode_Name(existing.mode()), "); name a new job"));
+      const std::string differs =
+          !same ? absl::StrCat("another pipeline (", existing.pipeline_id(), "; this one is ", request.pipeline_id(),
+                               ": a change to the source, an op, an attr or the seed)")
+                : absl::StrCat("mode ", ProcessingMode_Name(existing.mode()), " (this one asks for ",
+                               ProcessingMode_Name(mode), ")");
+      return absl::InvalidArgumentError(
+          absl::StrCat("job '", request.job_name(), "' exists with ", differs, "; name a new job"));
     }
     job_id = named->second;
   } else {
