@@ -366,15 +366,18 @@ def _restore_stderr():
     """Until here fd 2 was a file the engine reads should this process die
     early (its error then says why); from here on it is the caller's."""
     fd = os.environ.pop("SLUICE_STDERR_FD", None)
-    if fd is None:
+    if fd is None or not os.readlink("/proc/self/fd/2").startswith("/memfd:sluice-python-stderr"):
         return
     sys.stderr.flush()
     early = os.pread(2, 1 << 20, 0)  # warnings of the imports: the caller sees them still
     os.ftruncate(2, 0)  # a later death must not show them as its cause
     os.dup2(int(fd), 2)
     os.close(int(fd))
-    if early:
-        os.write(2, early)
+    try:
+        sys.stderr.buffer.write(early)
+        sys.stderr.flush()
+    except OSError:
+        pass  # the caller's stderr is closed: nothing to show them on
 
 
 def main():

@@ -12,8 +12,9 @@ objects), made the same in every process: sets in a sorted order (string
 hashes differ between processes), tensors as dtype, shape and bytes
 (torch's pickle carries a random id), and functions that are not
 importable (lambdas, closures) as their code without its line numbers
-(a comment added above one is no other pipeline), their defaults and
-closure. What even that cannot pickle is named by its qualified name.
+(a comment added above one is no other pipeline) and their defaults,
+not the values they read. What even that cannot pickle is named by its
+qualified name.
 cloudpickle's own bytes are no identity: classes defined in `__main__`
 carry a random tracker id.
 """
@@ -75,8 +76,12 @@ class _CanonicalPickler(pickle.Pickler):
         if isinstance(obj, types.CodeType):
             return ("code", _code_fields(obj))
         if isinstance(obj, types.FunctionType) and not _importable(obj):
-            return ("function", obj.__module__, obj.__qualname__, _canonical_bytes(
-                (obj.__code__, obj.__defaults__, obj.__kwdefaults__)), _referenced(obj))
+            # Its code and defaults, not what it reads (a closure's cells,
+            # globals): those hold run-specific things (argparse's args, a
+            # rank, a run directory) that would make every restart and rank
+            # another pipeline.
+            return ("function", obj.__module__, obj.__qualname__,
+                    _canonical_bytes((obj.__code__, obj.__defaults__, obj.__kwdefaults__)))
         torch = sys.modules.get("torch")
         if torch is not None and isinstance(obj, torch.Tensor):
             flat = obj.detach().cpu().contiguous().reshape(-1)
@@ -96,32 +101,6 @@ def _code_fields(code):
     return (code.co_argcount, code.co_posonlyargcount, code.co_kwonlyargcount, code.co_flags, code.co_code,
             _canonical_bytes(code.co_consts), code.co_names, code.co_varnames, code.co_freevars, code.co_cellvars,
             code.co_name, getattr(code, "co_exceptiontable", b""))
-
-
-def _referenced(fn):
-    """What a function reads besides its arguments, as cloudpickle ships it:
-    its closure and the globals its code names (a module by its name)."""
-    cells = [c.cell_contents for c in fn.__closure__ or ()]
-    names = sorted(n for n in _names(fn.__code__) if n in fn.__globals__)
-    values = [fn.__globals__[n] for n in names]
-    return tuple(_value_bytes(v) for v in cells), tuple(zip(names, map(_value_bytes, values)))
-
-
-def _names(code):
-    names = set(code.co_names)
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            names |= _names(const)
-    return names
-
-
-def _value_bytes(value):
-    if isinstance(value, types.ModuleType):
-        return value.__name__.encode()
-    try:
-        return _canonical_bytes(value)
-    except Exception:  # noqa: BLE001 (a lock, a socket: what it is, then)
-        return f"{type(value).__module__}.{type(value).__qualname__}".encode()
 
 
 def _importable(fn):

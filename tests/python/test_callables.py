@@ -144,6 +144,7 @@ print(pipe.engine.fingerprint)
 
 
 def _fingerprint(lines_above="", seed="1", k=2):
+    pytest.importorskip("torch")
     here = os.path.dirname(os.path.abspath(__file__))
     return subprocess.run([sys.executable, "-c", _FINGERPRINTED % lines_above, here, str(k)], capture_output=True,
                           text=True, check=True, env=dict(os.environ, PYTHONHASHSEED=seed)).stdout
@@ -155,8 +156,10 @@ def test_a_fingerprint_is_the_same_in_every_process_that_builds_the_pipeline():
     assert len(prints) == 1, prints
 
 
-def test_a_fingerprint_follows_what_a_lambda_holds():
-    assert _fingerprint(k=2) != _fingerprint(k=3), "K is no other pipeline?"
+def test_a_lambdas_fingerprint_is_its_code_not_the_values_it_reads():
+    # Those hold what differs by run and rank (argparse's args, a run
+    # directory): a restart and every rank would be another pipeline.
+    assert _fingerprint(k=2) == _fingerprint(k=3)
 
 
 # A script as people write them: no main guard, a transform object and a

@@ -57,6 +57,22 @@ TEST(EpochSplits, AnAbandonedSplitReturnsToItsClientAndALostClientsToThePool) {
   EXPECT_EQ(Take(e, kClientB, kWorker2), 0);
 }
 
+// A client that left the epoch's loop: what it held goes to the others,
+// a late ask of one of its streams gets nothing, a split it abandons
+// afterwards goes to the pool, and a resume makes it a reader again.
+TEST(EpochSplits, AClientThatLeftTheEpochIsHandedNothingAndWhatItDropsGoesToThePool) {
+  EpochSplits e({0, 1, 2, 3});
+  EXPECT_EQ(Take(e, kClientA, kWorker1), 0);
+  e.ClientLeft(kClientA);
+  EXPECT_EQ(e.Next({kClientA, kWorker1}).state(), GetSplitResponse::END) << "a cancelled stream's late ask";
+  EXPECT_EQ(Take(e, kClientB, kWorker2), 0);
+  e.Assign(1, kClientA, kWorker1);  // a replayed assignment of the leaver's
+  e.Abandon(1, kClientA);
+  EXPECT_EQ(Take(e, kClientB, kWorker2), 1);
+  e.Resume(kClientA, {}, {}, {});
+  EXPECT_EQ(Take(e, kClientA, kWorker1), 2);
+}
+
 TEST(EpochSplits, AReplayedAssignmentTakesTheSplitOutOfThePool) {
   EpochSplits e({0, 1});
   e.Assign(1, kClientA, -1);

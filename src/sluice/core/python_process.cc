@@ -33,11 +33,11 @@ struct Request {
   int64_t unused;
 };
 
-// A reply's message (a traceback) longer than this, or a request for more
-// shared memory than kMaxSharedBytes, means the process is out of step.
 // Where the child finds the caller's stderr while its own fd 2 is the file
 // that keeps what it prints before sluice._python_worker runs.
 constexpr int kCallersStderr = 5;
+// A reply's message (a traceback) longer than this, or a request for more
+// shared memory than kMaxSharedBytes, means the process is out of step.
 constexpr uint64_t kMaxMessageBytes = 16 << 20;
 constexpr int64_t kMaxSharedBytes = int64_t{16} << 30;
 
@@ -121,6 +121,16 @@ std::string EarlyWords(int file) {
   return absl::StrCat("; it printed", from > 0 ? " (the end)" : "", ":\n", text);
 }
 
+// `fd` moved to 10 or above (close-on-exec), so that the spawn's dup2s
+// onto 2 to 5 never overwrite a source they copy later (a caller with
+// stdin closed gets its new descriptors from 0 up).
+int AboveTheChildsNumbers(int fd) {
+  if (fd < 0 || fd >= 10) return fd;
+  const int moved = fcntl(fd, F_DUPFD_CLOEXEC, 10);
+  close(fd);
+  return moved;
+}
+
 }  // namespace
 
 int64_t PythonSharedBytes() { return shared_bytes.now(); }
@@ -131,11 +141,14 @@ absl::StatusOr<std::unique_ptr<PythonProcess>> PythonProcess::Spawn(const std::s
                                                                     const std::string& spec_json) {
   int sockets[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sockets) != 0) return Errno("socketpair");
-  const int memory = memfd_create("sluice-python-op", MFD_CLOEXEC);
-  if (memory < 0) {
+  sockets[1] = AboveTheChildsNumbers(sockets[1]);
+  const int memory = AboveTheChildsNumbers(memfd_create("sluice-python-op", MFD_CLOEXEC));
+  if (memory < 0 || sockets[1] < 0) {
+    const absl::Status error = Errno("making the Python process's descriptors");
     close(sockets[0]);
-    close(sockets[1]);
-    return Errno("memfd_create");
+    if (sockets[1] >= 0) close(sockets[1]);
+    if (memory >= 0) close(memory);
+    return error;
   }
   posix_spawn_file_actions_t files;
   posix_spawn_file_actions_init(&files);
@@ -147,7 +160,9 @@ absl::StatusOr<std::unique_ptr<PythonProcess>> PythonProcess::Spawn(const std::s
   // process that dies before (no sluice or numpy where that interpreter
   // looks) then says why in the error, not only on a terminal or in a
   // service worker's log. The worker then writes to the caller's again.
-  const int early_stderr = fcntl(STDERR_FILENO, F_GETFD) >= 0 ? memfd_create("sluice-python-stderr", MFD_CLOEXEC) : -1;
+  const int early_stderr = fcntl(STDERR_FILENO, F_GETFD) >= 0
+                               ? AboveTheChildsNumbers(memfd_create("sluice-python-stderr", MFD_CLOEXEC))
+                               : -1;
   if (early_stderr >= 0) {
     posix_spawn_file_actions_adddup2(&files, STDERR_FILENO, kCallersStderr);
     posix_spawn_file_actions_adddup2(&files, early_stderr, STDERR_FILENO);
@@ -172,6 +187,7 @@ absl::StatusOr<std::unique_ptr<PythonProcess>> PythonProcess::Spawn(const std::s
     close(sockets[0]);
     close(sockets[1]);
     close(memory);
+    if (early_stderr >= 0) close(early_stderr);
     return error;
   }
   std::vector<std::string> args = {interpreter, "-m", "sluice._python_worker", std::to_string(spec_json.size())};

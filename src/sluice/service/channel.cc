@@ -13,8 +13,10 @@
 namespace sluice::service {
 namespace {
 
-// "host:port" or "[v6]:port", or a gRPC URI ("dns:///h:p", "unix:/path").
+// A gRPC URI ("dns:///h:p", "xds:///svc", "unix:/path") rather than
+// "host:port" or "[v6]:port".
 bool HasScheme(const std::string& target) {
+  if (absl::StrContains(target, "://")) return true;
   for (const char* scheme : {"dns:", "unix:", "unix-abstract:", "ipv4:", "ipv6:", "vsock:"}) {
     if (absl::StartsWith(target, scheme)) return true;
   }
@@ -44,14 +46,19 @@ std::string WhyUnreachable(const std::string& target) {
   addrinfo* found = nullptr;
   const int error = getaddrinfo(host.c_str(), nullptr, nullptr, &found);
   if (found != nullptr) freeaddrinfo(found);
-  return error == 0 ? "" : absl::StrCat("its host '", host, "' does not resolve (", gai_strerror(error), ")");
+  if (error == 0) return "";
+  return absl::StrCat("its host '", host, error == EAI_AGAIN ? "' did not resolve now (" : "' does not resolve (",
+                      gai_strerror(error), ")");
+}
+
+absl::Status CheckAddress(const std::string& target) {
+  if (HasScheme(target) || !HostAndPort(target).first.empty()) return absl::OkStatus();
+  const bool v6 = std::count(target.begin(), target.end(), ':') > 1 && target.front() != '[';
+  const std::string example = v6 ? absl::StrCat("[", target, "]:50051") : absl::StrCat(target, ":50051");
+  return absl::InvalidArgumentError(absl::StrCat("address '", target, "' is not host:port ('", example, "'?)"));
 }
 
 absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(const std::string& target, const SecurityOptions& options) {
-  if (!HasScheme(target) && HostAndPort(target).first.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("address '", target, "' is not host:port (a port is needed: '", target, ":50051'?)"));
-  }
   SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<grpc::ChannelCredentials> credentials, MakeChannelCredentials(options));
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(kMaxMessageBytes);

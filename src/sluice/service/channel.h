@@ -14,9 +14,11 @@
 
 namespace sluice::service {
 
-// A channel to `target` with sluice's message-size limits; InvalidArgument
-// for a target that is neither host:port nor a gRPC URI.
+// A channel to `target` with sluice's message-size limits.
 absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(const std::string& target, const SecurityOptions& options);
+// InvalidArgument for an address a user gave that is neither host:port
+// nor a gRPC URI (gRPC would dial port 443 for "host").
+absl::Status CheckAddress(const std::string& target);
 // Why `target` cannot be reached that can be told without it ("its host
 // 'x' does not resolve ..."); empty when nothing is known.
 std::string WhyUnreachable(const std::string& target);

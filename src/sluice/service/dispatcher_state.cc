@@ -108,6 +108,7 @@ void DispatcherState::ApplySplitsCompleted(const ReportSplitsRequest& r) {
   if (job == jobs_.end()) return;
   EpochSplits& splits = Epoch(job->second, r.epoch());
   for (int64_t s : r.completed()) splits.Complete(s, r.client_id());
+  if (r.left_epoch()) splits.ClientLeft(r.client_id());
 }
 
 void DispatcherState::ApplyResumeClient(const ResumeClientRequest& r) {
@@ -278,7 +279,7 @@ absl::Status DispatcherState::ReportSplits(const ReportSplitsRequest& request, a
                                                       " finished, but it was not handed to that client"));
     }
   }
-  if (request.completed_size() > 0) {
+  if (request.completed_size() > 0 || request.left_epoch()) {
     JournalEntry entry;
     *entry.mutable_splits_completed() = request;
     entry.mutable_splits_completed()->clear_abandoned();
@@ -292,7 +293,6 @@ absl::Status DispatcherState::ReportSplits(const ReportSplitsRequest& request, a
   // After the abandoned ones, which count their failure once.
   for (uint64_t stream : request.dropped_streams()) splits.StreamEnded(stream, request.client_id(), /*why=*/"");
   for (uint64_t stream : request.broken_streams()) splits.StreamEnded(stream, request.client_id());
-  if (request.left_epoch()) splits.ClientLost(request.client_id());
   return absl::OkStatus();
 }
 

@@ -108,6 +108,7 @@ std::vector<io::Split> ToSplits(const ElementSpec& element) {
 
 absl::StatusOr<std::shared_ptr<DistributedInput>> DistributedInput::Connect(ClientOptions options,
                                                                             const PipelineDef& workers_part) {
+  SLUICE_RETURN_IF_ERROR(CheckAddress(options.dispatcher));
   std::shared_ptr<DistributedInput> input(new DistributedInput(std::move(options)));
   const std::string& token = input->options_.security.token;
   SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<grpc::Channel> channel,
@@ -343,17 +344,6 @@ void DistributedInput::ReportSplits(uint64_t epoch, const std::vector<int64_t>& 
   ++unsent_reports_;
 }
 
-void DistributedInput::LeaveEpoch(uint64_t epoch) {
-  ReportSplitsRequest request;
-  request.set_job_id(job_id_);
-  request.set_client_id(client_id_);
-  request.set_epoch(epoch);
-  request.set_left_epoch(true);
-  absl::MutexLock lock(&mu_);
-  reports_.push_back(std::move(request));
-  ++unsent_reports_;
-}
-
 void DistributedInput::CountWait(absl::Duration waited) {
   absl::MutexLock lock(&mu_);
   waited_ += waited;
@@ -366,6 +356,7 @@ void DistributedInput::CountReceived(int64_t samples, int64_t bytes) {
 }
 
 std::shared_ptr<ShmRing> DistributedInput::TakeRing() {
+  size_t bytes = 0;
   {
     absl::MutexLock lock(&mu_);
     if (ring_bytes_ == 0 || rings_failed_) return nullptr;
@@ -375,16 +366,17 @@ std::shared_ptr<ShmRing> DistributedInput::TakeRing() {
       return ring;
     }
     if (!RingFits()) return nullptr;
+    ++rings_held_;  // before it is made: streams opening at once must see it
+    bytes = ring_bytes_;
+    if (held_changed_) held_changed_(rings_held_ * static_cast<int64_t>(bytes));
   }
   // Outside the lock: reserving the ring's pages takes ~20 ms, which the
   // heartbeat and the other streams need not wait for.
-  absl::StatusOr<std::shared_ptr<ShmRing>> made = ShmRing::Create(ring_bytes_);
+  absl::StatusOr<std::shared_ptr<ShmRing>> made = ShmRing::Create(bytes);
+  if (made.ok()) return *std::move(made);
   absl::MutexLock lock(&mu_);
-  if (made.ok()) {
-    ++rings_held_;
-    if (held_changed_) held_changed_(rings_held_ * static_cast<int64_t>(ring_bytes_));
-    return *std::move(made);
-  }
+  --rings_held_;
+  if (held_changed_) held_changed_(rings_held_ * static_cast<int64_t>(ring_bytes_));
   if (!rings_failed_) {
     rings_failed_ = true;
     Log("client", absl::StrCat(made.status().message(), "; workers on this host send over TCP instead"));
@@ -402,6 +394,12 @@ void DistributedInput::ReturnRing(std::shared_ptr<ShmRing> ring) {
     --rings_held_;  // unmapped when the last batch viewing it goes
     if (held_changed_) held_changed_(rings_held_ * static_cast<int64_t>(ring_bytes_));
   }
+}
+
+size_t DistributedInput::BatchBytes() const {
+  size_t row = 0;
+  for (const ColumnSpec& c : schema_.columns()) row += static_cast<size_t>(c.row_bytes());
+  return element_.batched() ? row * static_cast<size_t>(std::max<int64_t>(element_.batch_size(), 1)) : row;
 }
 
 // Rings take at most their share of the budget (LimitHeldBytes); a
@@ -424,9 +422,10 @@ void DistributedInput::LimitHeldBytes(int64_t bytes, std::function<void(int64_t)
   held_limit_ = bytes;
   held_changed_ = std::move(held_changed);
   // A ring sized by the batches (3 of them) shrinks to the share: a ring
-  // of two large batches still saves their copies over TCP.
+  // of two large batches still saves their copies over TCP. One that would
+  // not hold two is none: its batches would all come over TCP anyway.
   if (options_.shared_memory_auto && bytes > 0 && ring_bytes_ > static_cast<size_t>(bytes)) {
-    ring_bytes_ = static_cast<size_t>(bytes);
+    ring_bytes_ = static_cast<size_t>(bytes) >= 2 * BatchBytes() ? static_cast<size_t>(bytes) : 0;
   }
 }
 
@@ -443,10 +442,22 @@ void DistributedInput::Opened(EpochReader* reader, uint64_t epoch) {
   open = reader;
 }
 
-void DistributedInput::Closed(EpochReader* reader, uint64_t epoch) {
+void DistributedInput::Closed(EpochReader* reader, uint64_t epoch,
+                              const std::optional<std::vector<uint64_t>>& leaving) {
   absl::MutexLock lock(&readers_mu_);
   auto it = readers_.find(epoch);
-  if (it != readers_.end() && it->second == reader) readers_.erase(it);
+  if (it == readers_.end() || it->second != reader) return;  // a newer reader of the epoch goes on
+  readers_.erase(it);
+  if (!leaving) return;
+  ReportSplitsRequest request;
+  request.set_job_id(job_id_);
+  request.set_client_id(client_id_);
+  request.set_epoch(epoch);
+  request.set_left_epoch(true);
+  for (uint64_t stream : *leaving) request.add_dropped_streams(stream);
+  absl::MutexLock reports(&mu_);
+  reports_.push_back(std::move(request));
+  ++unsent_reports_;
 }
 
 namespace {

@@ -98,9 +98,6 @@ class DistributedInput : public exec::RemoteInput {
   // this client dropped it, else it broke under it.
   void ReportSplits(uint64_t epoch, const std::vector<int64_t>& completed, const std::vector<int64_t>& abandoned,
                     uint64_t ended_stream = 0, bool dropped = false);
-  // Queues word that this consumer left `epoch` before its end: the
-  // dispatcher gives what it held of it to the job's other consumers.
-  void LeaveEpoch(uint64_t epoch);
   // Feeds the next heartbeat's throughput figures, and its share of time
   // the consumer waited for data.
   void CountReceived(int64_t samples, int64_t bytes);
@@ -121,9 +118,11 @@ class DistributedInput : public exec::RemoteInput {
   // `epoch` (see ResumeClientRequest).
   absl::Status ResumeClient(uint64_t epoch, const exec::EpochPosition& resumed);
   // The reader of `epoch` opened (superseding an older one of the same
-  // epoch: one client reads an epoch once), and closed.
+  // epoch: one client reads an epoch once), and closed; `leaving` (its
+  // streams) when it closed before the epoch's end and no newer reader of
+  // the epoch replaced it: the dispatcher gives what it held to others.
   void Opened(EpochReader* reader, uint64_t epoch);
-  void Closed(EpochReader* reader, uint64_t epoch);
+  void Closed(EpochReader* reader, uint64_t epoch, const std::optional<std::vector<uint64_t>>& leaving);
   // Keeps `owned` (an embedded cluster) alive as long as this input.
   void KeepAlive(std::shared_ptr<void> owned) { owned_ = std::move(owned); }
 
@@ -163,8 +162,11 @@ class DistributedInput : public exec::RemoteInput {
   int64_t rings_held_ ABSL_GUARDED_BY(mu_) = 0;  // made and not dropped
   int64_t held_limit_ ABSL_GUARDED_BY(mu_) = 0;  // the rings' share of the budget; 0: none set
   std::function<void(int64_t)> held_changed_ ABSL_GUARDED_BY(mu_);
-  bool rings_limited_ ABSL_GUARDED_BY(mu_) = false;
-  bool RingFits() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);  // said once that a stream went over TCP for it
+  bool rings_limited_ ABSL_GUARDED_BY(mu_) = false;  // said once that a stream went over TCP for it
+  // Whether one ring more stays within held_limit_; says so once if not.
+  bool RingFits() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // One batch's bytes as the workers send it (ragged columns count nothing).
+  size_t BatchBytes() const;
   absl::Duration waited_ ABSL_GUARDED_BY(mu_);
   absl::Time last_heartbeat_ ABSL_GUARDED_BY(mu_);
   absl::Status fatal_ ABSL_GUARDED_BY(mu_);

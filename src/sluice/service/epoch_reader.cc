@@ -82,7 +82,6 @@ void EpochReader::SeedDone(const exec::DoneRows& done) {
 }
 
 EpochReader::~EpochReader() {
-  input_->Closed(this, epoch_);
   {
     absl::MutexLock lock(&mu_);
     stopping_ = true;
@@ -93,14 +92,22 @@ EpochReader::~EpochReader() {
     if (stream->thread.joinable()) stream->thread.join();
   }
   ctx_->cancel.Unregister(&cv_);
-  absl::MutexLock lock(&mu_);
   // A consumer that left the loop early: the job's other consumers must
   // not wait for what it held until its pipeline goes. What it finished
-  // stays finished; a split it was reading runs again whole for them.
-  if (exactly_once_ && !superseded_ && !EpochOver()) {
-    ReportFinished();
-    input_->LeaveEpoch(epoch_);
+  // stays finished; a split it was reading runs again whole for them; its
+  // streams' late asks get nothing.
+  std::optional<std::vector<uint64_t>> leaving;
+  {
+    absl::MutexLock lock(&mu_);
+    if (exactly_once_ && !superseded_ && !EpochOver()) {
+      ReportFinished();
+      leaving.emplace();
+      for (const auto& [id, stream] : streams_) {
+        if (stream->id != 0) leaving->push_back(stream->id);
+      }
+    }
   }
+  input_->Closed(this, epoch_, leaving);
 }
 
 void EpochReader::Supersede() {
@@ -187,6 +194,10 @@ void EpochReader::Read(Stream* stream) {
 void EpochReader::Open(Stream* stream, StreamRead* read) {
   StreamBatchesRequest request;
   read->id = absl::Uniform<uint64_t>(absl::BitGen(), 1, UINT64_MAX);
+  {
+    absl::MutexLock lock(&mu_);
+    stream->id = read->id;
+  }
   request.set_stream_id(read->id);
   read->reader = input_->OpenStream(stream->address, epoch_, std::move(request), &stream->context, &read->ring);
 }

@@ -53,6 +53,7 @@ class EpochReader : public exec::Iterator {
     std::thread thread;
     bool running = true;
     bool ended_epoch = false;
+    uint64_t id = 0;  // StreamBatchesRequest's stream_id, once opened
   };
 
   struct StreamRead;

@@ -43,6 +43,10 @@ GetSplitResponse EpochSplits::Next(const Ask& ask) {
 
 GetSplitResponse EpochSplits::Hand(const Ask& ask) {
   GetSplitResponse out;
+  if (left_.count(ask.client) > 0) {
+    out.set_state(GetSplitResponse::END);
+    return out;
+  }
   std::deque<int64_t>* source = nullptr;
   auto requeued = requeued_.find(ask.client);
   if (requeued != requeued_.end() && !requeued->second.empty()) {
@@ -103,6 +107,10 @@ bool EpochSplits::MayComplete(int64_t split, int64_t client) const {
 
 void EpochSplits::Abandon(int64_t split, int64_t client, const std::string& why) {
   if (!Valid(split) || slots_[split].state != State::kInFlight || slots_[split].client != client) return;
+  if (left_.count(client) > 0) {
+    ReturnToPool({split});
+    return;
+  }
   Slot& slot = slots_[split];
   slot.state = State::kRequeued;
   slot.worker = -1;
@@ -139,6 +147,11 @@ void EpochSplits::WorkerLost(int64_t worker, bool count_failure) {
 
 void EpochSplits::ClientLost(int64_t client) { ReturnToPool(Release(client, /*finished_too=*/false)); }
 
+void EpochSplits::ClientLeft(int64_t client) {
+  left_.insert(client);
+  ClientLost(client);
+}
+
 std::vector<int64_t> EpochSplits::Release(int64_t client, bool finished_too) {
   requeued_.erase(client);
   std::vector<int64_t> released;
@@ -157,6 +170,7 @@ std::vector<int64_t> EpochSplits::Release(int64_t client, bool finished_too) {
 
 void EpochSplits::Resume(int64_t client, const std::vector<int64_t>& previous, const std::vector<int64_t>& done,
                          const std::vector<Partial>& partial) {
+  left_.erase(client);
   std::vector<int64_t> reopened;
   for (int64_t c : std::set<int64_t>(previous.begin(), previous.end())) {  // each client once
     for (int64_t s : Release(c, /*finished_too=*/true)) reopened.push_back(s);

@@ -83,6 +83,11 @@ class EpochSplits {
   void WorkerLost(int64_t worker, bool count_failure = true);
   // A client that left: its splits return to the pool for the others.
   void ClientLost(int64_t client);
+  // The client stopped reading this epoch (it left its loop): what it held
+  // goes to the pool, and it is handed nothing more here (a cancelled
+  // stream's late ask gets END; a split abandoned by it goes to the pool),
+  // until it resumes the epoch.
+  void ClientLeft(int64_t client);
   // A split some samples of which a resumed client has: it runs from
   // `first_record` (its records before were done).
   struct Partial {
@@ -144,6 +149,7 @@ class EpochSplits {
   std::vector<int64_t> position_;  // by split: its place in the epoch's order
   std::deque<int64_t> pool_;
   std::map<int64_t, std::deque<int64_t>> requeued_;  // by client
+  std::set<int64_t> left_;                           // clients that left (ClientLeft)
   int64_t completed_ = 0;
   struct Answered {
     int64_t seq;
