@@ -90,13 +90,18 @@ def check_ranks_agree(fingerprint, definition, world_size, resume):
     # A sharded pipeline's fingerprint leaves its batch size out (a state
     # moves between world sizes whose global batch is the same).
     batch = next((node["batch"].get("size") for node in definition["nodes"] if "batch" in node), None)
+    shard = next((node["shard"] for node in definition["nodes"] if "shard" in node), {})
+    # The fingerprint leaves the uneven mode out too (a state checks it on
+    # its own): drop and pad give other step counts.
     mine = {"world size": world_size, "seed": definition.get("seed", 0), "batch size": batch,
-            "pipeline": fingerprint, "resumed state": digest}
-    index = next((node["shard"].get("index", 0) for node in definition["nodes"] if "shard" in node), None)
+            "uneven mode": shard.get("uneven") or "drop", "pipeline": fingerprint, "resumed state": digest}
+    index = shard.get("index", 0) if shard else None
     everyone = [None] * dist.get_world_size()
     try:
         dist.all_gather_object(everyone, (mine, index))
     except RuntimeError as e:
+        if "imed out" not in str(e):
+            raise  # not the wait for other ranks: the backend's own failure
         raise RuntimeError(
             f"sluice.torch: the ranks' check of this loader failed ({e}). Every rank of the process group iterates "
             "a loader that spans the group, at the same time; a loader one rank iterates alone (evaluation on rank "

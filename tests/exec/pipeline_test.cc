@@ -508,6 +508,11 @@ TEST_F(PipelineTest, AShuffleBufferLargerThanTheBudgetIsRefusedNamingIt) {
                                                        HasSubstr("node 'shuffle_1' 2097152 (a buffer of 2048 rows)")));
   def.mutable_options()->set_memory_budget_bytes(int64_t{4} << 20);
   SLUICE_EXPECT_OK(Pipeline::Create(def).status());
+  // "Shuffle everything" holds the epoch's 4096 rows, not a billion.
+  PipelineDef everything =
+      PipelineBuilder::Arrays({MakeArrayColumn("image", {1024}, pixels)}).Shuffle(1000000000).Batch(64).Build();
+  everything.mutable_options()->set_memory_budget_bytes(int64_t{8} << 20);
+  SLUICE_EXPECT_OK(Pipeline::Create(everything).status());
 }
 
 TEST_F(PipelineTest, AShuffleBufferHoldsAboutItsRowsNotTheChunksTheyCameIn) {

@@ -1,6 +1,7 @@
 #include "sluice/exec/memory_minimum.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -8,20 +9,40 @@
 
 namespace sluice::exec {
 
+namespace {
+
+// The source's rows where every split says its count; -1 otherwise.
+int64_t KnownRows(const graph::CompiledPipeline& c) {
+  if (c.nodes.empty() || c.nodes.front().kind != graph::NodeKind::kSource) return -1;
+  int64_t rows = 0;
+  for (const io::Split& split : c.nodes.front().format->MakeSplits()) {
+    if (split.records() < 0) return -1;
+    rows += split.records();
+  }
+  return rows;
+}
+
+}  // namespace
+
 MemoryMinimum MeasureMemoryMinimum(const graph::CompiledPipeline& c, int64_t chunk_rows,
                                    const std::vector<BufferPool*>& output_pools) {
   MemoryMinimum m;
   m.chunk_rows = chunk_rows;
+  int64_t epoch_rows = -2;  // the source's rows, once a shuffle asks (-1: unknown)
   for (size_t i = 0; i < c.nodes.size(); ++i) {
     const graph::CompiledNode& node = c.nodes[i];
     if (node.kind == graph::NodeKind::kShuffle) {
-      // Its buffer's rows, at the least (ragged columns' bytes unknown here).
+      // Its buffer's rows, at the least (ragged columns' bytes unknown
+      // here), or the epoch's where it has fewer ("shuffle everything").
       int64_t row = 0;
       for (const ColumnSpec& column : node.input_schema.columns()) row += column.row_bytes();
-      const int64_t bytes = node.count * row;
-      if (bytes == 0) continue;
+      if (epoch_rows == -2) epoch_rows = KnownRows(c);
+      const int64_t rows = epoch_rows >= 0 ? std::min(node.count, epoch_rows) : node.count;
+      if (row == 0) continue;
+      const int64_t bytes =
+          rows > std::numeric_limits<int64_t>::max() / row ? std::numeric_limits<int64_t>::max() : rows * row;
       m.bytes += bytes;
-      m.parts.push_back(absl::StrFormat("node '%s' %d (a buffer of %d rows)", node.name, bytes, node.count));
+      m.parts.push_back(absl::StrFormat("node '%s' %d (a buffer of %d rows)", node.name, bytes, rows));
       continue;
     }
     // A service client's remote node runs the maps folded into it (its ops)

@@ -373,6 +373,7 @@ absl::StatusOr<WorkerHeartbeatResponse> DispatcherState::WorkerHeartbeat(const W
   if (left_workers_.count(id) > 0) {  // a heartbeat overtaken by the worker's leave
     WorkerHeartbeatResponse out;
     out.set_worker_id(id);
+    out.set_secret(worker_secrets_[id]);
     return out;
   }
   if (request.leaving()) {
