@@ -64,6 +64,9 @@ def identity(obj):
         return f"{getattr(target, '__module__', '?')}:{getattr(target, '__qualname__', type(obj).__name__)}"
 
 
+_PLAIN = frozenset((str, int, float, bytes, bool, type(None), tuple, list, dict))
+
+
 class _CanonicalPickler(pickle.Pickler):
     """Pickles what a plain pickle would, but the same way in every process.
     persistent_id (called for every object, where reducer_override is not
@@ -71,6 +74,8 @@ class _CanonicalPickler(pickle.Pickler):
 
     def persistent_id(self, obj):
         kind = type(obj)
+        if kind in _PLAIN:
+            return None
         if kind in (set, frozenset):
             return (kind.__name__, sorted(_canonical_bytes(item) for item in obj))
         if isinstance(obj, types.CodeType):
