@@ -99,13 +99,11 @@ def check_ranks_agree(fingerprint, definition, world_size, resume):
     everyone = [None] * dist.get_world_size()
     try:
         dist.all_gather_object(everyone, (mine, index))
-    except RuntimeError as e:
-        if "imed out" not in str(e):
-            raise  # not the wait for other ranks: the backend's own failure
+    except RuntimeError as e:  # a timeout, or a rank gone after its own timeout
         raise RuntimeError(
-            f"sluice.torch: the ranks' check of this loader failed ({e}). Every rank of the process group iterates "
-            "a loader that spans the group, at the same time; a loader one rank iterates alone (evaluation on rank "
-            "0) takes rank=0, world_size=1") from e
+            f"sluice.torch: the ranks' check of this loader failed ({e}). If it waited for ranks that never came: "
+            "every rank of the process group iterates a loader that spans the group, at the same time; a loader "
+            "one rank iterates alone (evaluation on rank 0) takes rank=0, world_size=1") from e
     for what in mine:
         values = {}
         for rank, (theirs, _) in enumerate(everyone):
