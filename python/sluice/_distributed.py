@@ -70,9 +70,23 @@ def sharded(definition, rank, world_size, source):
             break
         if "shuffle" in node or "filter" in node:
             at = i + 1
-    nodes.insert(at, {"shard": {"num_shards": world_size, "index": rank, "uneven": "drop"}})
     after = "the source" if at == 1 else f"nodes[{at - 1}] ({next(iter(nodes[at - 1]))})"
+    _check_after_the_shard(nodes, at, after)
+    nodes.insert(at, {"shard": {"num_shards": world_size, "index": rank, "uneven": "drop"}})
     return definition, f"shard {rank} of {world_size} after {after} (uneven \"drop\")"
+
+
+def _check_after_the_shard(nodes, at, after):
+    """What follows the shard sluice.torch inserts keeps every rank's
+    batches equal in number; a take or a repeat would not."""
+    for i in range(at, len(nodes)):
+        kind = next(iter(nodes[i]))
+        if kind not in ("map", "prefetch", "batch", "distribute"):
+            raise ValueError(
+                f"sluice.torch shards this pipeline by rank after {after}; after that come only maps, prefetches, "
+                f"one batch and a distribute node, not a {kind} (nodes[{i}]): every rank must yield as many batches. "
+                "Limit an epoch's steps in the loop (itertools.islice(loader, steps)) and repeat epochs with a loop "
+                "over them")
 
 
 def check_ranks_agree(fingerprint, definition, world_size, resume):

@@ -90,6 +90,9 @@ def test_bad_shards_are_named():
         rows().shard(2, 0).filter(sluice.ops.keep_if(field="id", cmp="<", value=3)).engine
     with pytest.raises(sluice.InvalidArgumentError, match="the epoch has 3 rows for 4 shards"):
         list(sluice.torch.TorchIterable(rows(3).shard(uneven="pad"), rank=0, world_size=4, quiet=True))
+    with pytest.raises(ValueError, match=r"shards this pipeline by rank after nodes\[1\] \(shuffle\);.*not a take "
+                                         r"\(nodes\[4\]\).*itertools.islice"):
+        sluice.torch.TorchIterable(rows().batch(4).take(3), rank=0, world_size=2)
 
 
 def torchrun(out, ranks, *args, **popen):

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 #include <optional>
 
+#include "absl/synchronization/mutex.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/io/tfrecord_index.h"
 #include "sluice/io/tfrecord_reader.h"
@@ -82,11 +84,16 @@ class TfRecordSource : public SourceFormat {
     return splits;
   }
 
-  // A file read whole (split_records 0) counts by its index, if it has one.
+  // A file read whole (split_records 0) counts by its index, if it has
+  // one; read once (len() asks at every call, the files may be objects).
   int64_t CountRecords(const Split& split) const override {
     if (split.records() >= 0) return split.records();
+    absl::MutexLock lock(&counted_mu_);
+    auto [it, added] = counted_.try_emplace(split.file, -1);
+    if (!added) return it->second;
     absl::StatusOr<std::optional<std::vector<uint64_t>>> index = ReadTfRecordIndex((*files_)[split.file]);
-    return index.ok() && index->has_value() ? static_cast<int64_t>((**index).size()) : -1;
+    if (index.ok() && index->has_value()) it->second = static_cast<int64_t>((**index).size());
+    return it->second;
   }
 
   // Indexed files seek to a record (files read whole too, where they have
@@ -139,6 +146,8 @@ class TfRecordSource : public SourceFormat {
   std::vector<std::vector<uint64_t>> offsets_;
   int64_t split_records_;
   Schema schema_;
+  mutable absl::Mutex counted_mu_;
+  mutable std::map<int32_t, int64_t> counted_ ABSL_GUARDED_BY(counted_mu_);  // CountRecords' answers by file
 };
 
 }  // namespace
