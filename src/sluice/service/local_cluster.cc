@@ -65,14 +65,18 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(int workers, i
                     "--host", "127.0.0.1", "--threads",    std::to_string(threads_per_worker)};
   for (const std::string& plugin : ops::LoadedPlugins())
     cluster->args_.insert(cluster->args_.end(), {"--plugin", plugin});
-  for (int i = 0; i < std::max(1, workers); ++i) {
-    SLUICE_ASSIGN_OR_RETURN(const pid_t pid, cluster->StartWorker());
+  // The watcher forks every worker: a child's death signal follows the
+  // thread that forked it, and the watcher lives as long as the cluster
+  // (workers forked by the caller's thread died when it ended: a pipeline
+  // made in a thread of the user's lost them, and a replacement ran).
+  const int count = std::max(1, workers);
+  cluster->watcher_ = std::thread([c = cluster.get(), count] { c->Watch(count); });
+  {
     absl::MutexLock lock(&cluster->mu_);
-    cluster->pids_.push_back(pid);
+    cluster->mu_.Await(absl::Condition(&cluster->started_));
+    SLUICE_RETURN_IF_ERROR(cluster->start_status_);
   }
-  Log("client", absl::StrCat("embedded service: dispatcher at ", dispatcher, ", ", std::max(1, workers),
-                             " local worker process(es)"));
-  cluster->watcher_ = std::thread([c = cluster.get()] { c->Watch(); });
+  Log("client", absl::StrCat("embedded service: dispatcher at ", dispatcher, ", ", count, " local worker process(es)"));
   return cluster;
 }
 
@@ -97,8 +101,15 @@ absl::StatusOr<pid_t> LocalCluster::StartWorker() {
   return pid;
 }
 
-void LocalCluster::Watch() {
+void LocalCluster::Watch(int workers) {
   absl::MutexLock lock(&mu_);
+  for (int i = 0; i < workers && start_status_.ok(); ++i) {
+    absl::StatusOr<pid_t> pid = StartWorker();
+    if (pid.ok()) pids_.push_back(*pid);
+    start_status_ = pid.status();
+  }
+  started_ = true;
+  if (!start_status_.ok()) return;
   while (!mu_.AwaitWithTimeout(absl::Condition(&stopping_), absl::Seconds(1))) {
     for (pid_t& pid : pids_) {
       int status = 0;

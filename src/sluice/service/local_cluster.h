@@ -37,14 +37,16 @@ class LocalCluster {
   LocalCluster() = default;
   // Forks and execs `sluice worker` (args_).
   absl::StatusOr<pid_t> StartWorker();
-  // Replaces the workers that ended until the cluster stops.
-  void Watch();
+  // Starts `workers`, then replaces those that end until the cluster stops.
+  void Watch(int workers);
 
   std::unique_ptr<DispatcherServer> dispatcher_;
   std::vector<std::string> args_;
   mutable absl::Mutex mu_;
   std::vector<pid_t> pids_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool started_ ABSL_GUARDED_BY(mu_) = false;  // the first workers were started, or start_status_ says why not
+  absl::Status start_status_ ABSL_GUARDED_BY(mu_);
   std::thread watcher_;
 };
 
