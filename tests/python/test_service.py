@@ -240,3 +240,67 @@ def test_dispatcher_status_reports_the_workers_or_says_why_not(cluster, tmp_path
         sluice.dispatcher_status("127.0.0.1:1")
     with pytest.raises(sluice.SluiceError, match="no-such-token"):
         sluice.dispatcher_status(cluster, token_file=str(tmp_path / "no-such-token"))
+
+
+def test_a_worker_whose_token_the_dispatcher_refuses_exits_saying_so(tmp_path):
+    (tmp_path / "right").write_text("the-right-token\n")
+    (tmp_path / "wrong").write_text("a-wrong-token\n")
+    dispatcher, port = start_server(["dispatcher", "--port", "0", "--token-file", str(tmp_path / "right")])
+    try:
+        # Retrying could never succeed: it exits, so its supervisor shows it.
+        worker = subprocess.run(["sluice", "worker", "--dispatcher", f"127.0.0.1:{port}",
+                                 "--token-file", str(tmp_path / "wrong")], capture_output=True, text=True, timeout=60)
+    finally:
+        dispatcher.send_signal(signal.SIGTERM)
+        dispatcher.wait(timeout=30)
+    assert worker.returncode == 1
+    assert f"dispatcher 127.0.0.1:{port} refused this worker" in worker.stderr
+    assert "missing or wrong token" in worker.stderr
+    assert "a-wrong-token" not in worker.stderr + worker.stdout
+
+
+def _registered(address, worker_address=None):
+    """The dispatcher's workers once one (at worker_address, if given) is
+    registered; waits for heartbeats, not for a clock."""
+    import sluice
+
+    deadline = time.monotonic() + 60
+    while True:
+        workers = sluice.dispatcher_status(address)["workers"]
+        if any(worker_address in (None, w["address"]) for w in workers):
+            return workers
+        assert time.monotonic() < deadline, f"no worker registered at {address}: {workers}"
+        time.sleep(0.1)
+
+
+def test_a_worker_whose_id_is_another_workers_at_a_restarted_dispatcher_registers_afresh(tmp_path):
+    # A journal in which another worker holds the first id.
+    journaled, port = start_server(["dispatcher", "--port", "0", "--work-dir", str(tmp_path)])
+    other, _ = start_server(["worker", "--dispatcher", f"127.0.0.1:{port}"])
+    taken = {w["worker_id"] for w in _registered(f"127.0.0.1:{port}")}
+    other.kill()
+    journaled.send_signal(signal.SIGTERM)
+    journaled.wait(timeout=30)
+    # Our worker gets that id from a dispatcher without a journal...
+    first, port = start_server(["dispatcher", "--port", "0"])
+    address = f"127.0.0.1:{port}"
+    worker = subprocess.Popen(["sluice", "worker", "--dispatcher", address], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    try:
+        worker_address = f"127.0.0.1:{worker.stdout.readline().split()[-1]}"
+        assert {w["worker_id"] for w in _registered(address, worker_address)} == taken
+        first.send_signal(signal.SIGTERM)
+        first.wait(timeout=30)
+        # ...which is replaced, on its port, by the one with the journal.
+        second, _ = start_server(["dispatcher", "--port", str(port), "--work-dir", str(tmp_path)])
+        try:
+            mine = [w for w in _registered(address, worker_address) if w["address"] == worker_address]
+            assert mine[0]["worker_id"] not in taken
+            assert worker.poll() is None
+        finally:
+            second.send_signal(signal.SIGTERM)
+            second.wait(timeout=30)
+    finally:
+        worker.kill()
+        _, err = worker.communicate(timeout=30)
+    assert "is another worker's" in err and "registering again as a new worker" in err

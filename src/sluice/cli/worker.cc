@@ -1,4 +1,6 @@
 // sluice worker --dispatcher HOST:P [--port Q] [--threads N]: a worker.
+#include <cstdio>
+#include <cstdlib>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -38,6 +40,15 @@ absl::Status Serve(const WorkerArgs& args) {
   options.worker.allow_python = !args.no_python;
   options.metrics_port = args.metrics_port;
   SLUICE_ASSIGN_OR_RETURN(options.worker.security, args.security.Options(args.host, "worker"));
+  // A wrong token never starts working: exit, so that a supervisor
+  // (Kubernetes, Ray) shows the failure rather than a worker that never
+  // serves.
+  options.on_refused = [dispatcher = args.dispatcher](const absl::Status& why) {
+    std::fprintf(stderr, "sluice worker: error: dispatcher %s refused this worker: %s\n", dispatcher.c_str(),
+                 why.ToString().c_str());
+    std::fflush(stderr);
+    std::_Exit(1);
+  };
   BlockTerminationSignals();
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<service::WorkerServer> server, service::WorkerServer::Start(options));
   std::printf("worker listening on port %d\n", server->port());

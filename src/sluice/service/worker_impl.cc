@@ -101,6 +101,13 @@ absl::Status WorkerImpl::Heartbeat() {
   absl::MutexLock lock(&mu_);
   if (!sent.ok()) {  // told with the next beat
     dropped_.insert(dropped_.end(), request.dropped().begin(), request.dropped().end());
+    if (absl::IsPermissionDenied(sent) && request.worker_id() != 0) {
+      // Its id is another worker's there (a dispatcher that lost its
+      // journal): the next beat registers it as a new worker.
+      worker_id_ = 0;
+      secret_.clear();
+      return absl::AbortedError(absl::StrCat(sent.message(), "; registering again as a new worker"));
+    }
     return sent;
   }
   secret_ = response.secret();

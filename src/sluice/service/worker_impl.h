@@ -48,7 +48,8 @@ class WorkerImpl {
   absl::Status StreamBatches(const StreamBatchesRequest& request, const WriteFn& write,
                              const std::function<bool()>& cancelled);
   // One heartbeat to the dispatcher (registering on the first), with the
-  // ops this worker can run.
+  // ops this worker can run. An id the dispatcher says is another worker's
+  // is forgotten (Aborted): the next beat registers afresh.
   absl::Status Heartbeat();
   // What the pipeline part yields, compiled with this worker's ops.
   absl::StatusOr<ElementSpec> Describe(const DescribePipelineRequest& request) const;

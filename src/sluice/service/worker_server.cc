@@ -98,7 +98,7 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(WorkerServerOp
   // runs; heartbeats, which announce it, start after that.
   server->impl_->set_address(absl::StrCat(options.advertise_host, ":", server->port()));
   WorkerImpl* impl = server->impl_.get();
-  server->server_->RunLoop([impl](absl::Notification* stopping) {
+  server->server_->RunLoop([impl, on_refused = options.on_refused](absl::Notification* stopping) {
     // Every 500 ms; after a failure, backing off to every 2 s.
     Backoff backoff(absl::Milliseconds(500), absl::Seconds(2));
     bool reported = false;
@@ -107,6 +107,8 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(WorkerServerOp
       if (s.ok()) {
         backoff.Reset();
         reported = false;
+      } else if (on_refused && (absl::IsUnauthenticated(s) || absl::IsPermissionDenied(s))) {
+        return on_refused(s);
       } else {
         if (!reported) Log("worker", absl::StrCat(s.ToString(), "; retrying"));
         reported = true;

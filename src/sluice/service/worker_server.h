@@ -6,6 +6,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -22,6 +23,11 @@ struct WorkerServerOptions {
   std::string advertise_host = "127.0.0.1";  // the host clients dial
   WorkerOptions worker;                      // its address is set from the port
   int metrics_port = -1;                     // Prometheus metrics on `host` (0: any free port; -1: none)
+  // Called once, from the heartbeat thread, when the dispatcher refuses
+  // this worker's credentials (a wrong token, or a caller whose role may
+  // not serve): no retry can succeed. Unset, the worker logs it and keeps
+  // retrying.
+  std::function<void(const absl::Status&)> on_refused;
 };
 
 class WorkerServer {
