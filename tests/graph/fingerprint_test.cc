@@ -47,5 +47,22 @@ TEST(OutputFingerprint, ChangesWithWhatChangesTheOutput) {
   EXPECT_NE(f, OutputFingerprint(renamed));
 }
 
+// A python op as the Python front writes it: the callable pickled, and
+// its identity (what stays the same in every process).
+PipelineDef WithPythonOp(const std::string& pickled, const std::string& identity) {
+  return PipelineBuilder::Arrays({MakeArrayColumn("x", {4}, std::vector<float>(40, 1.f))})
+      .Map({Op("python", {{"pickled", pickled}, {"identity", identity}})})
+      .Build();
+}
+
+TEST(DefinitionFingerprint, CountsPythonCodeByItsIdentityNotItsPickledBytes) {
+  const std::string f = DefinitionFingerprint(WithPythonOp("bytes of process 1", "AddOne()"));
+  EXPECT_EQ(f, DefinitionFingerprint(WithPythonOp("bytes of process 2", "AddOne()")));
+  EXPECT_NE(f, DefinitionFingerprint(WithPythonOp("bytes of process 1", "AddTwo()")));
+  EXPECT_NE(Fingerprint(WithPythonOp("bytes of process 1", "AddOne()")),
+            Fingerprint(WithPythonOp("bytes of process 2", "AddOne()")));
+  EXPECT_NE(DefinitionFingerprint(Base().Build()), DefinitionFingerprint(Base().Threads(4).Build()));
+}
+
 }  // namespace
 }  // namespace sluice::graph

@@ -304,3 +304,58 @@ def test_a_worker_whose_id_is_another_workers_at_a_restarted_dispatcher_register
         worker.kill()
         _, err = worker.communicate(timeout=30)
     assert "is another worker's" in err and "registering again as a new worker" in err
+
+
+# A consumer of the job "by_identity" whose python op is an object of a
+# class defined in its own __main__: pickled with a random id, different
+# bytes in every process. argv[2]: a file to wait for after the first batch.
+_TRANSFORM_CONSUMER = r"""
+import os
+import sys
+import time
+import numpy as np
+import sluice
+from sluice import ops
+
+class AddOne:
+    def __call__(self, sample):
+        return {"id": sample["id"] + 1}
+
+pipe = (sluice.arrays({"id": np.arange(2000, dtype=np.int64)}, split_records=50)
+        .map(ops.python(AddOne(), inputs="id"))
+        .distribute(sys.argv[1], job_name="by_identity", connect_timeout_s=30)
+        .batch(10))
+for i, batch in enumerate(pipe):
+    print(" ".join(str(int(v) - 1) for v in batch["id"]), flush=True)
+    while i == 0 and sys.argv[2] != "-" and not os.path.exists(sys.argv[2]):
+        time.sleep(0.05)
+print("end", flush=True)
+"""
+
+
+def test_consumers_of_one_job_whose_transform_pickles_differently_share_it(cluster, tmp_path):
+    import sluice
+
+    go = tmp_path / "go"
+    first = subprocess.Popen([sys.executable, "-c", _TRANSFORM_CONSUMER, cluster, str(go)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    first_lines = [first.stdout.readline().strip()]
+    second = subprocess.Popen([sys.executable, "-c", _TRANSFORM_CONSUMER, cluster, "-"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # The first waits until the second has joined (or failed to): the job
+    # then has its two consumers whatever their buffers took.
+    deadline = time.monotonic() + 60
+    while second.poll() is None:
+        jobs = sluice.dispatcher_status(cluster)["jobs"]
+        if any(j.get("job_name") == "by_identity" and int(j.get("clients", 0)) == 2 for j in jobs):
+            break
+        assert time.monotonic() < deadline, jobs
+        time.sleep(0.05)
+    go.write_text("")
+    out, err = second.communicate(timeout=120)
+    assert second.returncode == 0, err
+    second_lines = out.splitlines()
+    out, err = first.communicate(timeout=120)
+    assert first.returncode == 0, err
+    first_lines += out.splitlines()
+    assert sorted(_ids(first_lines) + _ids(second_lines)) == list(range(2000))

@@ -23,6 +23,30 @@ std::string Fingerprint(const PipelineDef& def) {
   return absl::BytesToHexString(absl::string_view(reinterpret_cast<const char*>(digest), 16));
 }
 
+namespace {
+
+// The user's Python code by its identity: a python op's `identity` attr
+// and a Python dataset's digest stay, the pickled bytes (which differ from
+// process to process: a class defined in __main__, a set) and the
+// temporary file holding them go.
+void CountCodeByIdentity(NodeDef* node) {
+  if (node->has_map()) {
+    for (OpDef& op : *node->mutable_map()->mutable_ops()) op.mutable_attrs()->mutable_fields()->erase("pickled");
+  }
+  if (node->has_source() && node->source().has_python_dataset()) {
+    PythonDatasetSource* d = node->mutable_source()->mutable_python_dataset();
+    if (!d->digest().empty()) d->clear_dataset();
+  }
+}
+
+}  // namespace
+
+std::string DefinitionFingerprint(const PipelineDef& def) {
+  PipelineDef same = def;
+  for (NodeDef& node : *same.mutable_nodes()) CountCodeByIdentity(&node);
+  return Fingerprint(same);
+}
+
 std::string OutputFingerprint(const PipelineDef& def) {
   if (def.options().has_materialized_from()) {
     PipelineDef rewritten = def;
@@ -57,21 +81,16 @@ std::string OutputFingerprint(const PipelineDef& def) {
       after_shard = true;
     }
     if (node.has_batch() && after_shard) node.mutable_batch()->clear_size();
-    if (node.has_map()) {
-      node.mutable_map()->clear_parallelism();
-      for (OpDef& op : *node.mutable_map()->mutable_ops())
-        op.mutable_attrs()->mutable_fields()->erase("pickled");  // see `identity`
-    }
+    CountCodeByIdentity(&node);
+    if (node.has_map()) node.mutable_map()->clear_parallelism();
     if (node.has_prefetch()) node.mutable_prefetch()->clear_buffer_size();
     if (node.has_source()) {
       node.mutable_source()->clear_parallel_reads();
       node.mutable_source()->clear_throttle_bytes_per_s();
       node.mutable_source()->clear_pinned();  // the service's resolution of the source's own glob
       if (node.source().has_python_dataset()) {
-        PythonDatasetSource* d = node.mutable_source()->mutable_python_dataset();
-        if (!d->digest().empty()) d->clear_dataset();  // a temporary file's name
-        d->clear_processes();
-        d->clear_python();
+        node.mutable_source()->mutable_python_dataset()->clear_processes();
+        node.mutable_source()->mutable_python_dataset()->clear_python();
       }
     }
   }

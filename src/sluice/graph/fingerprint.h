@@ -13,6 +13,13 @@ namespace sluice::graph {
 // protobuf serialization (map keys sorted).
 std::string Fingerprint(const PipelineDef& def);
 
+// The fingerprint of the definition with the user's Python code counted by
+// its identity (a python op's `identity` attr, a Python dataset's digest)
+// rather than by its pickled bytes, which differ from process to process:
+// equal in every process that builds the same pipeline (the service's test
+// of whether two consumers of a named job run one pipeline).
+std::string DefinitionFingerprint(const PipelineDef& def);
+
 // The fingerprint of what `def` outputs: its definition without what only
 // shapes the run (threads, map parallelism, prefetch depths, parallel
 // reads, throttle, the files a service pinned, a Python op's pickled

@@ -136,7 +136,8 @@ absl::StatusOr<RegisterPipelineResponse> DispatcherImpl::RegisterPipeline(const 
                                             : DescribeOnAWorker(pinned, on_a_worker ? used : missing);
   if (!element.ok()) return WithContext(element.status(), "pipeline rejected");
   SLUICE_ASSIGN_OR_RETURN(std::string id, Durably([&]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
-                            return state_.RegisterPipeline(pinned, *element, graph::Fingerprint(request.pipeline()));
+                            return state_.RegisterPipeline(pinned, *element,
+                                                           graph::DefinitionFingerprint(request.pipeline()));
                           }));
   RegisterPipelineResponse out;
   out.set_pipeline_id(id);

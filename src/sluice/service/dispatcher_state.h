@@ -48,7 +48,8 @@ class DispatcherState {
 
   // Returns the pipeline's id; `element` is what its validation found.
   // `origin_id`: the fingerprint of the definition before its files were
-  // pinned (default: `def`'s own).
+  // pinned, its Python code by identity (graph::DefinitionFingerprint;
+  // default: `def`'s own fingerprint).
   absl::StatusOr<std::string> RegisterPipeline(const PipelineDef& def, const ElementSpec& element,
                                                const std::string& origin_id = "");
   // nullptr when unknown.
