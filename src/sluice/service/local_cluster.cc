@@ -94,6 +94,10 @@ absl::StatusOr<pid_t> LocalCluster::StartWorker() {
     // training script's own.
     ::prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (::getppid() != parent) ::_exit(1);
+    // A process group of its own: Ctrl-C in a terminal, or a notebook's
+    // interrupt, signals the trainer's group, and must not drain (and
+    // restart) the workers of every pipeline it holds.
+    ::setpgid(0, 0);
     ::dup2(2, 1);
     ::execv(argv[0], argv.data());
     ::_exit(127);
