@@ -359,3 +359,27 @@ def test_consumers_of_one_job_whose_transform_pickles_differently_share_it(clust
     assert first.returncode == 0, err
     first_lines += out.splitlines()
     assert sorted(_ids(first_lines) + _ids(second_lines)) == list(range(2000))
+
+
+def test_a_worker_that_cannot_serve_its_metrics_exits_before_it_registers():
+    import socket
+
+    import sluice
+
+    dispatcher, port = start_server(["dispatcher", "--port", "0"])
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    metrics_port = taken.getsockname()[1]
+    try:
+        worker = subprocess.run(["sluice", "worker", "--dispatcher", f"127.0.0.1:{port}", "--metrics-port",
+                                 str(metrics_port)], capture_output=True, text=True, timeout=60)
+        workers = sluice.dispatcher_status(f"127.0.0.1:{port}")["workers"]
+    finally:
+        taken.close()
+        dispatcher.send_signal(signal.SIGTERM)
+        dispatcher.wait(timeout=30)
+    assert worker.returncode == 1
+    assert f"cannot serve metrics on 127.0.0.1:{metrics_port} (is another process listening there?)" in worker.stderr
+    assert "Civet" not in worker.stderr
+    assert workers == []

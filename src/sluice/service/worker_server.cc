@@ -98,6 +98,12 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(WorkerServerOp
   // runs; heartbeats, which announce it, start after that.
   server->impl_->set_address(absl::StrCat(options.advertise_host, ":", server->port()));
   WorkerImpl* impl = server->impl_.get();
+  // Before the first heartbeat: a worker that cannot serve its metrics
+  // exits without having registered (a dispatcher would count it live).
+  if (options.metrics_port >= 0) {
+    SLUICE_ASSIGN_OR_RETURN(server->metrics_, MetricsServer::Start(options.host, options.metrics_port,
+                                                                   [impl] { return WorkerMetrics(impl->Status()); }));
+  }
   server->server_->RunLoop([impl, on_refused = options.on_refused](absl::Notification* stopping) {
     // Every 500 ms; after a failure, backing off to every 2 s.
     Backoff backoff(absl::Milliseconds(500), absl::Seconds(2));
@@ -115,10 +121,6 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(WorkerServerOp
       }
     } while (backoff.Wait(stopping));
   });
-  if (options.metrics_port >= 0) {
-    SLUICE_ASSIGN_OR_RETURN(server->metrics_, MetricsServer::Start(options.host, options.metrics_port,
-                                                                   [impl] { return WorkerMetrics(impl->Status()); }));
-  }
   Log("worker",
       absl::StrCat("listening on ", options.host, ":", server->port(), ", dispatcher ", options.worker.dispatcher));
   return server;
