@@ -383,3 +383,25 @@ def test_a_worker_that_cannot_serve_its_metrics_exits_before_it_registers():
     assert f"cannot serve metrics on 127.0.0.1:{metrics_port} (is another process listening there?)" in worker.stderr
     assert "Civet" not in worker.stderr
     assert workers == []
+
+
+def test_python_code_with_no_worker_to_check_it_on_says_so_not_that_an_op_is_missing():
+    import numpy as np
+
+    import sluice
+    from sluice import ops
+
+    dispatcher, port = start_server(["dispatcher", "--port", "0", "--worker-timeout", "1"])
+    try:
+        pipe = (sluice.arrays({"id": np.arange(10, dtype=np.int64)})
+                .map(ops.cast(field="id", dtype="float32"), ops.python(lambda s: s, inputs="id"))
+                .distribute(f"127.0.0.1:{port}"))
+        with pytest.raises(sluice.SluiceError) as raised:
+            next(iter(pipe))
+    finally:
+        dispatcher.send_signal(signal.SIGTERM)
+        dispatcher.wait(timeout=30)
+    message = str(raised.value)
+    assert "its Python code (a python op or a Python dataset) is checked on a worker: no live worker (0 workers)" \
+        in message
+    assert "not registered" not in message

@@ -56,13 +56,29 @@ uint64_t DispatcherImpl::AfterChange() {
   return journal_->appended();
 }
 
+namespace {
+
+// Why registering `def` needs a worker, when the dispatcher has its ops.
+std::string WhyAWorkerChecksIt(const PipelineDef& def) {
+  if (graph::RunsPython(def)) return "its Python code (a python op or a Python dataset) is checked on a worker";
+  return "its maps on a device are checked on a worker";
+}
+
+}  // namespace
+
 absl::StatusOr<ElementSpec> DispatcherImpl::DescribeOnAWorker(const PipelineDef& def,
                                                               const std::vector<std::string>& ops) {
   // A worker that refuses the call (killed, its heartbeats not yet timed
   // out) counts as lost for this decision: another capable one is asked.
   std::set<std::string> unreachable;
   while (true) {
-    SLUICE_ASSIGN_OR_RETURN(const std::string address, WaitForCapableWorker(ops, unreachable));
+    absl::StatusOr<std::string> capable = WaitForCapableWorker(ops, unreachable);
+    if (absl::IsFailedPrecondition(capable.status())) {  // no live worker at all
+      return absl::FailedPreconditionError(absl::StrCat(WhyAWorkerChecksIt(def), ": ", capable.status().message(),
+                                                        "; one is waited for up to the worker timeout (",
+                                                        absl::FormatDuration(worker_timeout_), "): start a worker"));
+    }
+    SLUICE_ASSIGN_OR_RETURN(const std::string address, capable);
     absl::StatusOr<ElementSpec> element = DescribeOn(address, def);
     if (element.ok() || !absl::IsUnavailable(element.status())) return element;
     Log("dispatcher", absl::StrCat("worker ", address,
@@ -90,6 +106,7 @@ absl::StatusOr<std::string> DispatcherImpl::WaitForCapableWorker(const std::vect
     backoff.Wait();
   }
   if (address.ok()) return address;
+  if (!absl::IsInvalidArgument(address.status())) return address.status();  // no live worker at all
   std::vector<std::string> known;
   for (const ops::OpSchema* op : ops::OpRegistry::Global().List()) known.push_back(op->name());
   return absl::Status(address.status().code(),

@@ -9,6 +9,7 @@
 #include "sluice/core/status_macros.h"
 #include "sluice/graph/compiled_pipeline.h"
 #include "sluice/graph/fingerprint.h"
+#include "sluice/ops/op_registry.h"
 #include "sluice/service/autoscale.h"
 #include "sluice/service/element_spec.h"
 
@@ -421,6 +422,7 @@ absl::StatusOr<std::string> DispatcherState::CapableWorker(const std::vector<std
   const std::string lost =
       unreachable.empty() ? "" : absl::StrCat(", ", unreachable.size(), " of them refusing connections");
   for (const std::string& op : ops) {
+    if (ops::OpRegistry::Global().Find(op) != nullptr) continue;  // any worker has it; checked below
     const bool anyone = std::any_of(workers_.begin(), workers_.end(),
                                     [&](const auto& w) { return reachable(w.second) && w.second.ops.count(op) > 0; });
     if (!anyone) {
@@ -428,6 +430,9 @@ absl::StatusOr<std::string> DispatcherState::CapableWorker(const std::vector<std
           absl::StrCat("op '", op, "' is not registered on the dispatcher and no live worker has it (", workers_.size(),
                        " workers", lost, "; start workers with --plugin <the .so that registers it>)"));
     }
+  }
+  if (std::none_of(workers_.begin(), workers_.end(), [&](const auto& w) { return reachable(w.second); })) {
+    return absl::FailedPreconditionError(absl::StrCat("no live worker (", workers_.size(), " workers", lost, ")"));
   }
   for (const auto& [id, worker] : workers_) {
     if (reachable(worker) && worker.Runs(ops)) return worker.address;
