@@ -202,6 +202,20 @@ def test_a_budget_too_small_for_the_maps_after_a_distribute_node_is_refused():
         pipe.engine
 
 
+def test_a_local_workers_chunks_of_large_rows_fit_a_budget_that_runs_in_process():
+    # Rows of 768 KiB before the distribute node: a worker's part has no
+    # batch, and chunks of 128 of them (96 MiB a map) were its minimum.
+    def make(local):
+        pipe = (sluice.arrays({"id": np.arange(40, dtype=np.int64), "image": np.zeros((40, 8, 8, 3), np.uint8)})
+                .map(ops.resize(field="image", size=[512])))
+        pipe = pipe.distribute(local_workers=1) if local else pipe
+        return pipe.batch(4).with_options(memory_budget_bytes=48 * MIB)
+    for local in (False, True):
+        pipe = make(local)
+        assert sorted(int(i) for b in pipe for i in b["id"]) == list(range(40))
+        assert pipe.memory()["peak_in_use"] <= 48 * MIB
+
+
 def test_sluice_run_reports_the_python_processes_shared_memory(tmp_path):
     import user_code
     rows = np.arange(64 * 4096, dtype=np.uint8).reshape(64, 4096)

@@ -17,9 +17,13 @@
 namespace sluice::exec {
 namespace {
 
-// Chunk size for pipelines without a batch node: large enough to amortize
-// per-chunk work, small enough to keep the first sample quick.
+// Chunk size for pipelines without a batch node (a service worker's part
+// before the distribute node): large enough to amortize per-chunk work,
+// small enough to keep the first sample quick; fewer rows where a chunk
+// of 128 would pass kChunkTargetBytes, so that a map's chunk of large rows
+// (4 MiB each: 512 MiB) does not set the pipeline's memory minimum.
 constexpr int64_t kDefaultChunkRows = 128;
+constexpr int64_t kChunkTargetBytes = int64_t{4} << 20;
 
 // How often the autotuner measures and may change a setting, and the
 // deepest prefetch it tries.
@@ -280,11 +284,13 @@ int64_t Pipeline::staging_bytes() const {
 // Sources cut chunks of the batch size, so batches pass through with no copy
 // when nothing in between changes row counts.
 int64_t Pipeline::ChunkRows(const graph::CompiledPipeline& compiled) {
-  int64_t rows = kDefaultChunkRows;
+  int64_t batch = 0, row_bytes = 0;
   for (const graph::CompiledNode& node : compiled.nodes) {
-    if (node.kind == graph::NodeKind::kBatch) rows = node.count;
+    if (node.kind == graph::NodeKind::kBatch) batch = node.count;
+    row_bytes = std::max(row_bytes, ElementBytes(node.output_schema, 1));
   }
-  return rows;
+  if (batch > 0) return batch;
+  return std::clamp<int64_t>(kChunkTargetBytes / std::max<int64_t>(row_bytes, 1), 1, kDefaultChunkRows);
 }
 
 std::vector<BufferPool*> Pipeline::OutputPools(const graph::CompiledPipeline& compiled) {
