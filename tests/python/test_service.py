@@ -405,3 +405,23 @@ def test_python_code_with_no_worker_to_check_it_on_says_so_not_that_an_op_is_mis
     assert "its Python code (a python op or a Python dataset) is checked on a worker: no live worker (0 workers)" \
         in message
     assert "not registered" not in message
+
+
+def test_a_second_consumer_of_a_named_job_in_one_process_is_told_of_the_first(cluster, capfd):
+    import numpy as np
+
+    import sluice
+
+    def make():
+        return (sluice.arrays({"id": np.arange(400, dtype=np.int64)}, split_records=50)
+                .distribute(cluster, job_name="cell", connect_timeout_s=30).batch(10))
+
+    earlier = iter(make())  # a cell run before, its iterator kept
+    next(earlier)
+    capfd.readouterr()
+    again = make()
+    again.engine  # joins the job
+    assert "this process already consumes job 'cell' through 1 other pipeline(s)" in capfd.readouterr().err
+    del earlier  # gives its share back
+    ids = [int(i) for b in again for i in b["id"]]
+    assert len(ids) == len(set(ids)) and len(ids) > 0

@@ -11,6 +11,7 @@
 #include "sluice/service/element_spec.h"
 #include "sluice/service/epoch_reader.h"
 #include "sluice/service/grpc_status.h"
+#include "sluice/service/job_consumers.h"
 #include "sluice/service/log.h"
 #include "sluice/service/rank_stream_reader.h"
 #include "sluice/service/unary_call.h"
@@ -159,6 +160,7 @@ absl::StatusOr<std::shared_ptr<DistributedInput>> DistributedInput::Connect(Clie
     input->splits_ = ToSplits(input->element_);
   }
   if (!joined.pipeline_id().empty()) input->pipeline_id_ = joined.pipeline_id();  // the job's pin
+  if (!input->options_.job_name.empty()) input->WarnOfAnotherConsumerHere();
   SLUICE_ASSIGN_OR_RETURN(input->sharding_, ShardingOf(workers_part, input->element_));
   input->one_record_splits_ = input->options_.mode == DISTRIBUTED_EPOCH && OneRecordEach(input->splits_);
   input->ring_bytes_ = RingBytes(input->options_, input->schema_, input->element_, input->one_record_splits_);
@@ -166,6 +168,16 @@ absl::StatusOr<std::shared_ptr<DistributedInput>> DistributedInput::Connect(Clie
   DistributedInput* raw = input.get();
   input->heartbeats_ = std::thread([raw] { raw->BeatUntilStopped(); });
   return input;
+}
+
+void DistributedInput::WarnOfAnotherConsumerHere() {
+  int others = 0;
+  job_consumer_ = CountJobConsumer(absl::StrCat(options_.dispatcher, "/", job_id_), &others);
+  if (others == 0) return;
+  Log("client", absl::StrCat("this process already consumes job '", options_.job_name, "' through ", others,
+                             " other pipeline(s): they share each epoch's samples, and an epoch ends for each only "
+                             "once the others have taken theirs. An earlier cell's iterator no longer read holds "
+                             "its share until it is dropped (del it and its pipeline)"));
 }
 
 void DistributedInput::BeatUntilStopped() {

@@ -132,6 +132,9 @@ class DistributedInput : public exec::RemoteInput {
   // The heartbeat thread: beats until stopped, backing off while the
   // dispatcher is unreachable, and sets fatal_ when it must give up.
   void BeatUntilStopped();
+  // Counts this consumer of its named job in this process, and logs when
+  // the process already had one (job_consumers.h).
+  void WarnOfAnotherConsumerHere();
   // Sends `reports` in order, removing each once the dispatcher has it.
   absl::Status SendReports(std::vector<ReportSplitsRequest>* reports);
 
@@ -174,6 +177,7 @@ class DistributedInput : public exec::RemoteInput {
   int64_t unsent_reports_ ABSL_GUARDED_BY(mu_) = 0;                // queued, or sent and not yet answered
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
 
+  std::shared_ptr<void> job_consumer_;  // counts this consumer of a named job (job_consumers.h)
   std::thread heartbeats_;
 
   absl::Mutex readers_mu_ ABSL_ACQUIRED_BEFORE(mu_);
