@@ -245,7 +245,9 @@ absl::StatusOr<DispatcherState::Client*> DispatcherState::FindClient(int64_t job
   auto it = clients_.find(client_id);
   if (it == clients_.end() || it->second.job_id != job_id) {
     return absl::NotFoundError(
-        absl::StrCat("client ", client_id, " of job ", job_id, " is unknown (released, or silent for too long)"));
+        absl::StrCat("client ", client_id, " of job ", job_id,
+                     " is unknown to the dispatcher (released; silent longer than its --client-timeout; or the "
+                     "dispatcher restarted without its --work-dir journal): the epoch cannot go on exactly once"));
   }
   it->second.last_seen = now;
   return &it->second;
