@@ -295,7 +295,7 @@ struct FileLayout {
 // A local file (memory-mapped when `mapped`: an Arrow IPC file's columns
 // are then the file's pages) or an object in a store.
 absl::StatusOr<std::shared_ptr<arrow::io::RandomAccessFile>> OpenColumnarFile(const std::string& path, bool mapped) {
-  if (IsObjectUrl(path)) return OpenArrowObject(path);
+  if (IsObjectUrl(path)) return OpenObjectForArrow(path);
   arrow::Result<std::shared_ptr<arrow::io::RandomAccessFile>> file;
   if (mapped) {
     file = arrow::io::MemoryMappedFile::Open(path, arrow::io::FileMode::READ);

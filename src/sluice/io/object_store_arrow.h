@@ -11,8 +11,14 @@
 
 namespace sluice::io {
 
-// As OpenObject (object_store.h), with the same errors.
+// The store's object through Arrow's file system, with OpenObject's
+// (object_store.h) errors: what OpenObject itself reads blocks from.
 absl::StatusOr<std::shared_ptr<arrow::io::RandomAccessFile>> OpenArrowObject(const std::string& url);
+
+// OpenObject's file (its version checked against the listing, its blocks
+// fetched ahead, the object cache) as Arrow's input file, for the sources
+// that read with Arrow's readers.
+absl::StatusOr<std::shared_ptr<arrow::io::RandomAccessFile>> OpenObjectForArrow(const std::string& url);
 
 }  // namespace sluice::io
 
