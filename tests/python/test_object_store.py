@@ -107,12 +107,28 @@ def test_a_url_option_the_store_refuses_fails_and_the_process_exits_cleanly(stor
     # The AWS SDK starts before Arrow reads the URL's options: it must be
     # shut down at exit even though no client was made (it crashed there).
     code = ("import sluice\n"
-            "try:\n    list(sluice.tfrecord('s3://train/cifar/*.tfrecord?bogus=1', {'label': 'int64'}))\n"
+            "try:\n    list(sluice.tfrecord('s3://train/cifar/*.tfrecord?tls_verify_certificates=maybe', "
+            "{'label': 'int64'}))\n"
             "except sluice.InvalidArgumentError as e:\n    print('refused:', e)\n")
     for _ in range(4):
         out = run_sluice_python(code, store.env())
         assert out.returncode == 0, out.stderr
-        assert "refused:" in out.stdout and "bogus" in out.stdout
+        assert "refused:" in out.stdout and "not a valid boolean value" in out.stdout
+
+
+@pytest.mark.parametrize("url, message, hidden", [
+    ("s3://train/cifar/*.tfrecord?sig=SECRETVALUE", "'sig' is not an option of the store (its value is not shown)",
+     "SECRETVALUE"),
+    ("s3://train/cifar/train-0000?-of-00003.tfrecord", "'?' starts an object URL's options", "-of-00003"),
+    ("https://train.s3.example/cifar/x.tfrecord?X-Amz-Signature=SECRETVALUE",
+     "sources read local paths and s3:// and gs:// URLs, not https://", "SECRETVALUE"),
+    ("S3://train/cifar/*.tfrecord", "a URL's scheme is written in lower case (s3://)", "file not found"),
+])
+def test_a_url_no_store_takes_is_refused_saying_why_and_never_printing_its_query(store, url, message, hidden):
+    with pytest.raises(sluice.InvalidArgumentError) as raised:
+        list(sluice.tfrecord(url, CIFAR))
+    assert message in str(raised.value)
+    assert hidden not in str(raised.value)
 
 
 def test_the_command_and_a_process_with_pyarrow_exit_cleanly_after_reading(store, tmp_path):

@@ -3,8 +3,11 @@
 #include <glob.h>
 
 #include <algorithm>
+#include <cctype>
+#include <optional>
 #include <string>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "sluice/io/object_store.h"
@@ -26,6 +29,26 @@ int OnGlobError(const char* path, int err) {
   return 1;  // stop: GLOB_ERR asks for it anyway
 }
 
+// A URL of a scheme no source reads (https://, a presigned URL; S3:// in
+// capitals), refused rather than looked for as a local path: named without
+// its query, which may hold a signature.
+std::optional<absl::Status> UnreadableUrl(const std::string& pattern) {
+  const size_t colon = pattern.find("://");
+  if (colon == std::string::npos || colon == 0) return std::nullopt;
+  const std::string scheme = pattern.substr(0, colon);
+  if (!std::all_of(scheme.begin(), scheme.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)); })) {
+    return std::nullopt;
+  }
+  const std::string shown = pattern.substr(0, pattern.find('?'));
+  const std::string lower = absl::AsciiStrToLower(scheme);
+  const bool capitals = lower != scheme && IsObjectUrl(lower + "://");
+  return absl::InvalidArgumentError(absl::StrCat(
+      "'", shown, pattern.size() > shown.size() ? "?…'" : "'", ": ",
+      capitals ? absl::StrCat("a URL's scheme is written in lower case (", lower, "://)")
+               : absl::StrCat("sources read local paths and s3:// and gs:// URLs, not ", scheme,
+                              ":// (a presigned URL neither: give the object's s3:// URL and credentials)")));
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<std::string>> ExpandFilePatterns(const std::vector<std::string>& patterns) {
@@ -38,6 +61,7 @@ absl::StatusOr<std::vector<std::string>> ExpandFilePatterns(const std::vector<st
       files.insert(files.end(), objects->begin(), objects->end());
       continue;
     }
+    if (std::optional<absl::Status> refused = UnreadableUrl(pattern)) return *refused;
     glob_t g{};
     glob_error = GlobError{};
     const int rc = ::glob(pattern.c_str(), GLOB_ERR, OnGlobError, &g);

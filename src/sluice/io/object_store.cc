@@ -22,6 +22,7 @@
 #include "arrow/io/interfaces.h"
 #include "arrow/memory_pool.h"
 #include "arrow/util/io_util.h"
+#include "sluice/core/status_macros.h"
 #include "sluice/io/object_listing.h"
 #include "sluice/io/object_store_arrow.h"
 #include "sluice/io/object_store_retry.h"
@@ -61,6 +62,44 @@ absl::Status CarriesCredentials(const std::string& where) {
                    "AWS_SECRET_ACCESS_KEY), a profile file or the machine's role"));
 }
 
+// The URL options the stores' clients take (Arrow's S3Options and
+// GcsOptions::FromUri, less the credentials), and `anonymous`.
+constexpr const char* kS3Options[] = {"region",
+                                      "scheme",
+                                      "endpoint_override",
+                                      "allow_bucket_creation",
+                                      "allow_bucket_deletion",
+                                      "tls_ca_file_path",
+                                      "tls_verify_certificates",
+                                      "allow_delayed_open",
+                                      "smart_defaults",
+                                      "anonymous"};
+constexpr const char* kGcsOptions[] = {"scheme", "endpoint_override", "retry_limit_seconds", "anonymous"};
+
+// InvalidArgument for a query parameter that is not such an option, named
+// without its value (a presigned URL's signature, a token under a name of
+// its own); also for a key's '?' meant as a wildcard, which starts the
+// query instead.
+absl::Status CheckOption(const ObjectUrl& u, absl::string_view param) {
+  const absl::string_view name = param.substr(0, param.find('='));
+  if (NamesCredential(name)) {
+    return CarriesCredentials(absl::StrCat(u.scheme, "://", u.Path(), "?… (its parameter '", name, "')"));
+  }
+  const bool s3 = u.scheme == "s3";
+  const auto* begin = s3 ? std::begin(kS3Options) : std::begin(kGcsOptions);
+  const auto* end = s3 ? std::end(kS3Options) : std::end(kGcsOptions);
+  if (param.find('=') != absl::string_view::npos && std::find(begin, end, name) != end) return absl::OkStatus();
+  if (param.find('=') == absl::string_view::npos) {
+    return absl::InvalidArgumentError(absl::StrCat("'", u.scheme, "://", u.Path(),
+                                                   "?…': '?' starts an object URL's options (name=value); a key's "
+                                                   "wildcard for one character is written [...] (or *)"));
+  }
+  std::vector<std::string> names(begin, end);
+  return absl::InvalidArgumentError(
+      absl::StrCat("'", u.scheme, "://", u.Path(), "?…': '", name,
+                   "' is not an option of the store (its value is not shown); options: ", absl::StrJoin(names, ", ")));
+}
+
 absl::StatusOr<ObjectUrl> ParseObjectUrl(const std::string& url) {
   ObjectUrl u;
   const size_t colon = url.find("://");
@@ -78,10 +117,7 @@ absl::StatusOr<ObjectUrl> ParseObjectUrl(const std::string& url) {
     return CarriesCredentials(absl::StrCat(u.scheme, "://…@", u.bucket.substr(u.bucket.rfind('@') + 1), "/…"));
   }
   for (absl::string_view param : absl::StrSplit(u.query, '&', absl::SkipEmpty())) {
-    const absl::string_view name = param.substr(0, param.find('='));
-    if (NamesCredential(name)) {
-      return CarriesCredentials(absl::StrCat(u.scheme, "://", u.Path(), "?… (its parameter '", name, "')"));
-    }
+    SLUICE_RETURN_IF_ERROR(CheckOption(u, param));
   }
   if (u.bucket.empty() || u.bucket.find_first_of("*?[") != std::string::npos) {
     return absl::InvalidArgumentError(absl::StrCat("'", url, "' names no bucket (wildcards go in the key only)"));
