@@ -88,6 +88,10 @@ class ObjectFile : public RandomAccessFile {
         blocks_.Forget();  // fetch them again
         return ToStatus(read.status(), absl::StrCat("cannot read ", n, " bytes at offset ", offset, " of"), path());
       });
+      if (absl::IsNotFound(got.status()) || absl::IsOutOfRange(got.status())) {  // gone, or cut shorter
+        return absl::DataLossError(absl::StrCat("object ", path(), " changed while being read: it held ", size(),
+                                                " bytes when opened; now ", got.status().message()));
+      }
       if (!got.ok()) return got.status();
       if (*got == 0) {
         return absl::DataLossError(absl::StrCat("object ", path(), " changed while being read: it held ", size(),

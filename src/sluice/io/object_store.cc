@@ -283,8 +283,12 @@ absl::Status ToStatus(const arrow::Status& st, absl::string_view what, absl::str
     if (m.find(refused) == std::string::npos) continue;
     return absl::PermissionDeniedError(msg);
   }
-  if (m.find("NO_SUCH_BUCKET") != std::string::npos || m.find("NoSuchBucket") != std::string::npos) {
-    return absl::NotFoundError(msg);
+  for (const char* missing : {"NO_SUCH_BUCKET", "NoSuchBucket", "NO_SUCH_KEY", "NoSuchKey", "RESOURCE_NOT_FOUND"}) {
+    if (m.find(missing) != std::string::npos) return absl::NotFoundError(msg);
+  }
+  // A range past the object's end: it is shorter than it was.
+  if (m.find("HTTP status 416") != std::string::npos || m.find("InvalidRange") != std::string::npos) {
+    return absl::OutOfRangeError(msg);
   }
   if (st.IsInvalid()) return absl::InvalidArgumentError(msg);
   return absl::UnavailableError(msg);
