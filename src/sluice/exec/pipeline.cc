@@ -127,7 +127,7 @@ absl::Status PipelineIterator::Take(Batch* out, bool* end, size_t max_rows_bytes
 
 absl::StatusOr<std::string> PipelineIterator::SaveState() const {
   if (!position_status_.ok()) return position_status_;
-  return SerializeState(fingerprint_, tracker_->Position());
+  return SerializeState(fingerprint_, tracker_->Position(), listing_);
 }
 
 absl::Status PipelineIterator::NextElement(Batch* out, bool* end, size_t max_rows_bytes) {
@@ -516,6 +516,7 @@ void Pipeline::Track(PipelineIterator* it, EpochPosition start) const {
   const bool repeats = Has(compiled_, graph::NodeKind::kRepeat);
   if (repeats) ctx->repeat_seams = std::make_unique<RepeatSeams>();
   it->fingerprint_ = compiled_.output_fingerprint;
+  it->listing_ = Listing();
   if (const std::optional<graph::ShardSpec> shard = Sharding()) {
     ctx->shard_log = std::make_unique<ShardLog>();
     if (!start.shard) start.shard = EpochPosition::Sharded{0, shard->global_batch(), shard->num_shards, shard->pad};
@@ -563,7 +564,7 @@ absl::Status Pipeline::CheckResumable() const {
 
 absl::StatusOr<std::unique_ptr<PipelineIterator>> Pipeline::Resume(const std::string& state) const {
   SLUICE_RETURN_IF_ERROR(CheckResumable());
-  SLUICE_ASSIGN_OR_RETURN(EpochPosition p, ParseState(state, compiled_.output_fingerprint));
+  SLUICE_ASSIGN_OR_RETURN(EpochPosition p, ParseState(state, compiled_.output_fingerprint, Listing()));
   if (p.done.has_value() != Unordered()) {
     return absl::InvalidArgumentError(
         p.done ? "the state was saved unordered (or through a distribute node) but this pipeline runs ordered: "
@@ -649,6 +650,21 @@ int Pipeline::ThreadsFor(const std::vector<io::Split>& splits) const {
     records += s.records();
   }
   return static_cast<int>(std::clamp<int64_t>(records, 1, compiled_.threads));
+}
+
+const std::string& Pipeline::Listing() const {
+  absl::call_once(listing_once_, [this] {
+    // A service's workers list (their part's state has its own check); a
+    // materialized pipeline's files stand for the original's, whose states
+    // it restores (and the other way round).
+    const graph::CompiledNode& first = compiled_.nodes.front();
+    if (remote_ || compiled_.materialized || first.kind != graph::NodeKind::kSource ||
+        first.format->files() == nullptr) {
+      return;
+    }
+    listing_ = ListingOf(*first.format->files(), Splits());
+  });
+  return listing_;
 }
 
 const std::vector<io::Split>& Pipeline::Splits() const {

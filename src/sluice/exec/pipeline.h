@@ -81,6 +81,7 @@ class PipelineIterator {
   // `position_status_` says why there is none.
   absl::Status position_status_;
   std::string fingerprint_;
+  std::string listing_;  // Pipeline::Listing, saved with the state
   std::unique_ptr<ElementTracker> tracker_;
   // An epoch's end gives back what the pool no longer needs; a run of a
   // few splits (a service worker's, thousands an epoch) is not one.
@@ -179,6 +180,8 @@ class Pipeline {
   absl::Status CheckSharding(const EpochPosition& p) const;
   std::vector<Knob> MakeKnobs(ExecContext* ctx) const;
   void ReserveWorkingSet() const;
+  // What the source listed (ListingOf), "" for a remote part.
+  const std::string& Listing() const;
   static int64_t ChunkRows(const graph::CompiledPipeline& compiled);
   // Per node: where its output buffers come from (null: the pipeline's pool).
   static std::vector<BufferPool*> OutputPools(const graph::CompiledPipeline& compiled);
@@ -197,6 +200,8 @@ class Pipeline {
   std::shared_ptr<std::atomic<int64_t>> split_bytes_ = std::make_shared<std::atomic<int64_t>>(0);
   mutable absl::once_flag splits_once_;
   mutable std::vector<io::Split> splits_;  // Splits(), once listed
+  mutable absl::once_flag listing_once_;
+  mutable std::string listing_;  // Listing(), once digested
   // Objects' blocks fetched ahead held to a share of the budget while it lives.
   io::ObjectBlockLimit object_block_limit_;
   // Tuning goes on across the iterators of successive epochs.

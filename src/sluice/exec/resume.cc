@@ -146,8 +146,22 @@ absl::StatusOr<DoneRows> ParseDone(const DoneRowsState& state) {
 
 }  // namespace
 
-std::string SerializeState(const std::string& fingerprint, const EpochPosition& p) {
+std::string ListingOf(const std::vector<std::string>& files, const std::vector<io::Split>& splits) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  auto mix = [&h](const void* data, size_t n) {
+    for (size_t i = 0; i < n; ++i) h = (h ^ static_cast<const unsigned char*>(data)[i]) * 0x100000001b3ull;
+  };
+  for (const std::string& file : files) mix(file.c_str(), file.size() + 1);
+  for (const io::Split& s : splits) {
+    const int64_t fields[3] = {s.file, s.begin_record, s.end_record};
+    mix(fields, sizeof(fields));
+  }
+  return absl::StrCat(files.size(), " files, ", splits.size(), " splits, ", absl::Hex(h, absl::kZeroPad16));
+}
+
+std::string SerializeState(const std::string& fingerprint, const EpochPosition& p, const std::string& listing) {
   IteratorState state;
+  state.set_listing(listing);
   state.set_magic(kMagic);
   state.set_format_version(kFormatVersion);
   state.set_sluice_version(SLUICE_VERSION_STRING);
@@ -197,7 +211,8 @@ std::optional<uint64_t> StateEpoch(const std::string& bytes) {
   return state.epoch();
 }
 
-absl::StatusOr<EpochPosition> ParseState(const std::string& bytes, const std::string& fingerprint) {
+absl::StatusOr<EpochPosition> ParseState(const std::string& bytes, const std::string& fingerprint,
+                                         const std::string& listing) {
   IteratorState state;
   if (!state.ParseFromString(bytes) || state.magic() != kMagic) {
     return absl::InvalidArgumentError(
@@ -212,6 +227,13 @@ absl::StatusOr<EpochPosition> ParseState(const std::string& bytes, const std::st
     return absl::InvalidArgumentError(absl::StrCat("the state is another pipeline's: its pipeline_fingerprint is ",
                                                    state.pipeline_fingerprint(), ", this pipeline's ", fingerprint,
                                                    " (a change to the source, an op, an attr or the seed changes it)"));
+  }
+  if (!state.listing().empty() && !listing.empty() && state.listing() != listing) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the state was saved over another listing of the source's files (", state.listing(),
+                     "; this pipeline's: ", listing,
+                     "): files were added, removed, renamed or resized since, and resuming would deliver some samples "
+                     "twice and skip others; start the epoch again"));
   }
   if (state.split() < 0 || state.record() < 0 || state.elements() < 0 || state.rows() < 0 || state.repeat() < 0 ||
       state.repeat() >= static_cast<int64_t>(kRepeatEpochStride)) {

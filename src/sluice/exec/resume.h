@@ -15,11 +15,13 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "sluice/exec/epoch_progress.h"
 #include "sluice/graph/compiled_pipeline.h"
+#include "sluice/io/file_split.h"
 
 namespace sluice::exec {
 
@@ -44,9 +46,15 @@ bool Has(const graph::CompiledPipeline& compiled, graph::NodeKind kind);
 // The state as bytes (an IteratorState message), and back. ParseState
 // fails with InvalidArgument naming what does not match: not a state
 // (truncated or other bytes), another format version, another pipeline
-// (its fingerprint), a split beyond the epoch's.
-std::string SerializeState(const std::string& fingerprint, const EpochPosition& p);
-absl::StatusOr<EpochPosition> ParseState(const std::string& bytes, const std::string& fingerprint);
+// (its fingerprint), another listing of the source's files (when both
+// the state and the caller have one: ListingOf), a split beyond the
+// epoch's.
+std::string SerializeState(const std::string& fingerprint, const EpochPosition& p, const std::string& listing = "");
+absl::StatusOr<EpochPosition> ParseState(const std::string& bytes, const std::string& fingerprint,
+                                         const std::string& listing = "");
+// What a source listed: its files and splits, counted and digested
+// (FNV-1a over the names and record ranges: the same in every process).
+std::string ListingOf(const std::vector<std::string>& files, const std::vector<io::Split>& splits);
 // The epoch a state was saved in, read before any check (a front that
 // counts epochs goes on after it); nullopt for bytes that are no state.
 std::optional<uint64_t> StateEpoch(const std::string& bytes);

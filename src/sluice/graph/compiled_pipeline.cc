@@ -784,6 +784,7 @@ absl::StatusOr<CompiledPipeline> Compile(const PipelineDef& def, const ops::OpRe
   CompiledPipeline out = CompileOptions(def, registry);
   if (def.nodes_size() == 0) return absl::InvalidArgumentError("pipeline has no nodes");
   out.output_fingerprint = OutputFingerprint(def);
+  out.materialized = def.options().has_materialized_from();
   const int end = range.end < 0 ? def.nodes_size() : std::min(range.end, def.nodes_size());
   if (range.begin < 0 || range.begin >= end) {
     return absl::InvalidArgumentError(absl::StrCat("no nodes in [", range.begin, ", ", end, ")"));

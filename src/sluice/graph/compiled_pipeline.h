@@ -102,6 +102,9 @@ struct CompiledPipeline {
   bool stats = true;               // per-node statistics (exec/node_stats.h)
   bool autotune = true;            // implies stats
   std::string output_fingerprint;  // graph::OutputFingerprint of the definition
+  // `sluice materialize` rewrote it: it reads the files it wrote, in place
+  // of the original's (a state moves between the two).
+  bool materialized = false;
 
   const Schema& output_schema() const { return nodes.back().output_schema; }
   bool batched() const { return nodes.back().batched; }
