@@ -612,3 +612,14 @@ def test_an_object_deleted_or_cut_while_read_is_data_loss_at_once(store, cifar_d
         store.put(f"{bucket}/f.tfrecord", data[:len(data) // 4])
     with pytest.raises(sluice.DataLossError, match=f"object s3://{bucket}/f.tfrecord changed while being read"):
         list(batches)
+
+
+def test_an_endpoint_without_a_scheme_fails_at_once_saying_so(store):
+    # Taken as https:// in front of a plain HTTP store: TLS fails on every
+    # try, so it is not retried for the store's timeout.
+    host_port = store.endpoint.split("://", 1)[1]
+    out = run_sluice_python("import sluice\nlist(sluice.tfrecord('s3://train/cifar/*.tfrecord', {'label': 'int64'}))",
+                            store.env(AWS_ENDPOINT_URL=host_port, SLUICE_OBJECT_STORE_TIMEOUT_S="600"))
+    assert out.returncode != 0
+    assert "an endpoint without a scheme is taken as https://" in out.stderr
+    assert "retried for" not in out.stderr

@@ -291,6 +291,14 @@ absl::Status ToStatus(const arrow::Status& st, absl::string_view what, absl::str
     return absl::OutOfRangeError(msg);
   }
   if (st.IsInvalid()) return absl::InvalidArgumentError(msg);
+  // TLS that fails to start does so on every try: most often an endpoint
+  // without a scheme (https is assumed) in front of a plain HTTP store.
+  if (m.find("SSL connect error") != std::string::npos || m.find("wrong version number") != std::string::npos) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(msg,
+                     " (TLS could not start: an endpoint without a scheme is taken as https://; a plain HTTP store's "
+                     "AWS_ENDPOINT_URL or endpoint_override starts with http://)"));
+  }
   return absl::UnavailableError(msg);
 }
 
