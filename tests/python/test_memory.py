@@ -233,3 +233,21 @@ def test_sluice_run_reports_the_python_processes_shared_memory(tmp_path):
     text = subprocess.run(["sluice", "run", str(tmp_path / "p.json")], env=env, capture_output=True, text=True,
                           timeout=300)
     assert "shared with Python processes" in text.stdout
+
+
+def test_parallel_reads_stay_within_the_budget_from_the_first_split(tmp_path):
+    # Eight files of ~3 MiB read 8 at a time under an 8 MiB budget: before
+    # a split's size is known, readers after the next split wait for one.
+    subprocess.run(["sluice", "make-data", "cifar10", "--out", str(tmp_path), "--count", "8000", "--files", "8"],
+                   check=True, capture_output=True)
+    split = max(f.stat().st_size for f in tmp_path.glob("*.tfrecord"))
+    pipe = (sluice.tfrecord(str(tmp_path / "*.tfrecord"), {"image": ("bytes", 3072), "label": "int64"},
+                            parallel_reads=8)
+            .batch(256)
+            .with_options(memory_budget_bytes=8 * MIB))
+    assert sum(len(b["label"]) for b in pipe) == 8000 // 256 * 256 + 8000 % 256
+    # Past the budget at most: the split handed on (its chunks queued for
+    # the batch), the next one (read whatever the budget: the pipeline
+    # waits for it) and the batch being made. Eight readers at once held
+    # eight splits.
+    assert pipe.memory()["peak_in_use"] <= 8 * MIB + 2 * split + 256 * 3080, pipe.memory()
