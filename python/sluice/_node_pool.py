@@ -13,10 +13,12 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 
 _BINARY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bin", "sluice")
-_pool = None  # (address, processes) of the pool this process started
+_pool = None  # (address, [worker, dispatcher]) of the pool this process started
 _lock = threading.Lock()
+_stopping = threading.Event()
 
 
 def address(dist):
@@ -43,11 +45,34 @@ def _start(local_world):
             threads = max(1, len(os.sched_getaffinity(0)) // max(1, local_world))
             dispatcher, port = _spawn(["dispatcher", "--port", "0"], "dispatcher listening on port")
             dispatcher_address = f"127.0.0.1:{port}"
-            worker, _ = _spawn(["worker", "--dispatcher", dispatcher_address, "--threads", str(threads)],
-                               "worker listening on port")
+            worker_args = ["worker", "--dispatcher", dispatcher_address, "--threads", str(threads)]
+            worker, _ = _spawn(worker_args, "worker listening on port")
             _pool = (dispatcher_address, [worker, dispatcher])
             atexit.register(_stop)
+            threading.Thread(target=_keep_a_worker, args=(worker_args,), daemon=True).start()
         return _pool[0]
+
+
+def _keep_a_worker(worker_args):
+    """Starts another worker when the node's dies (killed for memory, say):
+    the ranks' streams go on from where they were on it, rather than every
+    rank waiting for a worker that never comes."""
+    while not _stopping.wait(0.5):
+        worker = _pool[1][0]
+        if worker.poll() is None:
+            continue
+        with _lock:
+            if _stopping.is_set():
+                return
+            try:
+                replacement, _ = _spawn(worker_args, "worker listening on port")
+            except RuntimeError as e:
+                sys.stderr.write(f"sluice.torch node_pool: {e}\n")
+                time.sleep(2)
+                continue
+            _pool[1][0] = replacement
+        sys.stderr.write(f"sluice.torch node_pool: the node's worker (pid {worker.pid}) exited with status "
+                         f"{worker.returncode}; started {replacement.pid} in its place (the ranks' streams go on)\n")
 
 
 def _spawn(args, ready):
@@ -72,6 +97,9 @@ def _forward(stream):
 
 
 def _stop():
+    _stopping.set()
+    with _lock:
+        pass  # a replacement being started is in _pool now
     for process in _pool[1]:
         process.terminate()
     for process in _pool[1]:

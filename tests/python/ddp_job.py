@@ -26,6 +26,7 @@ import argparse
 import datetime
 import faulthandler
 import os
+import signal
 import time
 
 import numpy as np
@@ -63,6 +64,7 @@ def main():
     p.add_argument("--eval-on-rank0", action="store_true")
     p.add_argument("--same-shard", action="store_true")
     p.add_argument("--alone-unmarked", action="store_true")
+    p.add_argument("--kill-pool-worker", type=int, default=-1)
     args = p.parse_args()
     if args.alone_unmarked:
         dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=5))
@@ -104,6 +106,9 @@ def main():
                 torch.save({"model": model.module.state_dict(), "loader": loader.state_dict(), "step": step}, tmp)
                 os.replace(tmp, ckpt)
             dist.barrier()  # the checkpoint of this step is on disk before any rank goes on
+            if rank == 0 and step == args.kill_pool_worker:  # as the OOM killer would
+                from sluice import _node_pool
+                os.kill(_node_pool._pool[1][0].pid, signal.SIGKILL)
             if epoch == args.epochs - 1 and 0 <= args.slow_after < step:
                 time.sleep(0.5)
     log.close()

@@ -135,11 +135,14 @@ def test_torchrun_ranks_get_disjoint_equal_shares_of_each_epoch(tmp_path):
             assert by_rank[0] + by_rank[1] == alone[(0, step)][0], f"step {step}"
 
 
-def test_the_node_pool_gives_each_rank_the_batches_it_makes_in_process(tmp_path):
-    pooled = torchrun(tmp_path, 2, "--epochs", "2", "--node-pool")
+@pytest.mark.parametrize("kill", [[], ["--kill-pool-worker", "5"]], ids=["", "its_worker_killed"])
+def test_the_node_pool_gives_each_rank_the_batches_it_makes_in_process(tmp_path, kill):
+    pooled = torchrun(tmp_path, 2, "--epochs", "2", "--node-pool", *kill)
     _, stderr = pooled.communicate(timeout=240)
     assert pooled.returncode == 0, stderr[-3000:]
     assert "through the node's pool (dispatcher 127.0.0.1:" in stderr
+    if kill:  # another worker took over, the ranks' streams going on
+        assert "sluice.torch node_pool: the node's worker (pid" in stderr and "in its place" in stderr
     local = tmp_path / "local"
     local.mkdir()
     in_process = torchrun(local, 2, "--epochs", "2")
