@@ -159,8 +159,9 @@ class TorchIterable(torch.utils.data.IterableDataset):
                                "deliver the whole epoch. sluice runs its own threads; give the DataLoader "
                                "num_workers=0 (and batch_size=None)")
         if not self._checked:
-            _distributed.check_ranks_agree(self._pipeline.engine.fingerprint, self._pipeline._def,
-                                           self.world_size, self._resume)
+            engine = self._pipeline.engine
+            _distributed.check_ranks_agree(engine.fingerprint, engine.listing, self._pipeline._def, self.world_size,
+                                           self._resume)
             self._checked = True
         if self._resume is not None:
             it = self._pipeline.engine.resume(bytes(self._resume))

@@ -150,6 +150,9 @@ class PyPipeline {
   // graph::OutputFingerprint of the definition: equal on every rank of a
   // job running the same pipeline, whatever its shard.
   std::string fingerprint() const { return pipeline_->first().compiled().output_fingerprint; }
+  // What the source listed (exec::ListingOf): equal on every rank whose
+  // files are the same.
+  std::string listing() const { return pipeline_->first().Listing(); }
 
   // [(name, dtype, per-sample shape)]
   py::list Schema() const {
@@ -279,6 +282,7 @@ void InitPipeline(py::module_& m) {
       .def_property_readonly("batched", &PyPipeline::batched)
       .def_property_readonly("cardinality", &PyPipeline::cardinality)
       .def_property_readonly("fingerprint", &PyPipeline::fingerprint)
+      .def_property_readonly("listing", &PyPipeline::listing)
       .def("memory", &PyPipeline::Memory)
       .def("placement", &PyPipeline::Placement)
       .def("_keep_prefix", &PyPipeline::KeepPrefix);

@@ -65,6 +65,7 @@ def main():
     p.add_argument("--same-shard", action="store_true")
     p.add_argument("--alone-unmarked", action="store_true")
     p.add_argument("--kill-pool-worker", type=int, default=-1)
+    p.add_argument("--files-in", default="")
     args = p.parse_args()
     if args.alone_unmarked:
         dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=5))
@@ -74,6 +75,10 @@ def main():
         return
     dist.init_process_group("gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
+    if args.files_in:  # one pattern, each rank's own folder (a node-local copy)
+        os.chdir(os.path.join(args.files_in, str(rank)))
+        next(iter(sluice.torch.TorchIterable(sluice.tfrecord("*.tfrecord", {"label": "int64"}).batch(4))))
+        return
     seed = args.seed + rank if args.seed_per_rank else args.seed
     batch = args.global_batch // world + (rank if args.batch_skew else 0)
     sharded = pipeline(seed).shard(world, 0) if args.same_shard else pipeline(seed)

@@ -202,6 +202,20 @@ def test_ranks_that_would_train_wrongly_fail_naming_why(tmp_path, args, said):
         assert words in stderr, stderr[-3000:]
 
 
+def test_ranks_whose_pattern_matches_other_files_fail_naming_them(tmp_path, cifar_dir):
+    import shutil
+    files = sorted(cifar_dir.glob("*.tfrecord"))
+    for rank, count in ((0, 2), (1, 3)):  # a node-local copy missing a file
+        (tmp_path / "files" / str(rank)).mkdir(parents=True)
+        for f in files[:count]:
+            shutil.copy(f, tmp_path / "files" / str(rank))
+    job = torchrun(tmp_path, 2, "--files-in", str(tmp_path / "files"))
+    _, stderr = job.communicate(timeout=240)
+    assert job.returncode != 0
+    assert "the ranks disagree on the files: ranks [0]: 2 files, 2 splits" in stderr, stderr[-3000:]
+    assert "ranks [1]: 3 files, 3 splits" in stderr
+
+
 def test_a_loader_of_rank_zero_alone_checks_nothing_with_the_other_ranks(tmp_path):
     # The evaluation on rank 0 while the others wait at a barrier: a
     # collective check there would hang both.

@@ -124,6 +124,9 @@ class Pipeline {
   // service worker looks one up for every split it runs, and an image
   // folder has a split per image). Thread-safe.
   const std::vector<io::Split>& Splits() const;
+  // What the source listed (ListingOf: its files and splits, counted and
+  // digested), saved with a state; "" for a remote or materialized part.
+  const std::string& Listing() const;
 
   static constexpr int64_t kUnknown = -1;
   static constexpr int64_t kInfinite = -2;
@@ -180,8 +183,6 @@ class Pipeline {
   absl::Status CheckSharding(const EpochPosition& p) const;
   std::vector<Knob> MakeKnobs(ExecContext* ctx) const;
   void ReserveWorkingSet() const;
-  // What the source listed (ListingOf), "" for a remote part.
-  const std::string& Listing() const;
   static int64_t ChunkRows(const graph::CompiledPipeline& compiled);
   // Per node: where its output buffers come from (null: the pipeline's pool).
   static std::vector<BufferPool*> OutputPools(const graph::CompiledPipeline& compiled);
