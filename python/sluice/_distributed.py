@@ -13,16 +13,25 @@ def job(rank=None, world_size=None):
     if (rank is None) != (world_size is None):
         raise ValueError("give both rank and world_size, or neither")
     if rank is not None:
-        return _checked(rank, world_size, "given")
+        dist = _dist()
+        if dist is None or world_size in (1, dist.get_world_size()):
+            return _checked(rank, world_size, "given")
+        return _checked(rank, world_size, f"given; the process group has {dist.get_world_size()} ranks, so the "
+                                          "ranks are not checked against each other: leave rank and world_size "
+                                          "out for a loader that spans the group")
     dist = _dist()
     if dist is not None:
         return _checked(dist.get_rank(), dist.get_world_size(), "torch.distributed")
     if "WORLD_SIZE" in os.environ:
+        if "RANK" not in os.environ:
+            raise ValueError(f"WORLD_SIZE={os.environ['WORLD_SIZE']!r} is set but RANK is not (torchrun sets both; "
+                             "LOCAL_RANK is the rank on its node only): set RANK, or give rank and world_size")
         try:
-            return _checked(int(os.environ.get("RANK", "0")), int(os.environ["WORLD_SIZE"]), "RANK/WORLD_SIZE")
+            rank, world_size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
         except ValueError:
-            raise ValueError(f"RANK={os.environ.get('RANK')!r} and WORLD_SIZE={os.environ['WORLD_SIZE']!r} "
+            raise ValueError(f"RANK={os.environ['RANK']!r} and WORLD_SIZE={os.environ['WORLD_SIZE']!r} "
                              "are not numbers") from None
+        return _checked(rank, world_size, "RANK/WORLD_SIZE")
     return 0, 1, "one process"
 
 

@@ -22,7 +22,7 @@ import warnings
 import torch
 import torch.utils.data
 
-from sluice import _distributed, _node_pool
+from sluice import _distributed, _node_pool, _sluice
 
 
 class TorchIterable(torch.utils.data.IterableDataset):
@@ -84,6 +84,10 @@ class TorchIterable(torch.utils.data.IterableDataset):
             if dist is None:
                 raise ValueError("sluice.torch: node_pool=True needs torch.distributed initialized (the node's ranks "
                                  "share the pool's address through it)")
+            if self.world_size != dist.get_world_size():
+                raise ValueError(f"sluice.torch: node_pool=True serves the loaders that span the process group; this "
+                                 f"one is rank {self.rank} of {self.world_size} of its own (an evaluation): leave "
+                                 "node_pool out (starting the pool is a collective every rank would have to join)")
             dispatcher = _node_pool.address(dist)
             pipeline = type(pipeline)(_node_pool.through_pool(definition, dispatcher), pipeline._hold)
             how += f"; through the node's pool (dispatcher {dispatcher})"
@@ -127,7 +131,19 @@ class TorchIterable(torch.utils.data.IterableDataset):
         return len(self._sized)
 
     def set_epoch(self, epoch):
-        """Makes the next pass epoch `epoch` (as DistributedSampler.set_epoch)."""
+        """Makes the next pass epoch `epoch` (as DistributedSampler.set_epoch).
+        With a loaded state pending, the next pass resumes the state's epoch:
+        another epoch raises ValueError rather than skip what it had left."""
+        if self._resume is not None:
+            saved_in = _sluice.state_epoch(bytes(self._resume))
+            if saved_in is not None and epoch != saved_in:
+                raise ValueError(
+                    f"set_epoch({epoch}) with a loaded state of epoch {saved_in} pending: the next pass resumes "
+                    f"epoch {saved_in} with the batches it had left (none if it had ended), then epoch "
+                    f"{saved_in + 1} follows. Start the loop at the state's epoch (state['next_epoch'] - 1 when "
+                    f"its position is set), or call set_epoch({saved_in})")
+            if saved_in is not None:
+                return  # the resumed pass is that epoch; the next one follows it
         self._epoch = epoch
 
     def state_dict(self):

@@ -140,3 +140,32 @@ def test_state_dict_before_a_pass_and_loading_twice_never_restart_the_epoch(mnis
     assert all(torch.equal(a, b) for a, b in zip(resumed, rest))
     # Then the next epoch, whole.
     assert sum(1 for _ in again) == 6
+
+
+def test_set_epoch_with_a_loaded_state_resumes_its_epoch_or_refuses_another(mnist_dir):
+    loader = sluice.torch.TorchIterable(mnist(mnist_dir))
+    for _ in loader:  # epoch 0, to its end
+        state = loader.state_dict()
+    again = sluice.torch.TorchIterable(mnist(mnist_dir))
+    again.load_state_dict(state)
+    # The loop started at next_epoch would skip epoch 1: the resumed pass is epoch 0's end.
+    with pytest.raises(ValueError, match=r"set_epoch\(1\) with a loaded state of epoch 0 pending"):
+        again.set_epoch(1)
+    again.set_epoch(0)
+    assert sum(1 for _ in again) == 0  # what epoch 0 had left
+    again.set_epoch(1)
+    assert sum(1 for _ in again) == 6
+
+
+@pytest.mark.parametrize("env, said", [
+    ({"WORLD_SIZE": "2", "RANK": "2"}, "rank 2 of world size 2 (RANK/WORLD_SIZE): the rank must be in [0, world_size)"),
+    ({"WORLD_SIZE": "2", "LOCAL_RANK": "1"}, "WORLD_SIZE='2' is set but RANK is not"),
+])
+def test_a_rank_from_the_environment_that_cannot_be_is_named(mnist_dir, monkeypatch, env, said):
+    for key in ("WORLD_SIZE", "RANK", "LOCAL_RANK"):
+        monkeypatch.delenv(key, raising=False)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    with pytest.raises(ValueError) as raised:
+        sluice.torch.TorchIterable(mnist(mnist_dir))
+    assert said in str(raised.value)
