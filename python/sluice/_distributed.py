@@ -98,12 +98,12 @@ def _check_after_the_shard(nodes, at, after):
                 "over them")
 
 
-def check_ranks_agree(fingerprint, listing, definition, world_size, resume):
+def check_ranks_agree(fingerprint, listing, definition, world_size, resume, epoch):
     """Under torch.distributed, when the loader spans the process group
     (`world_size` is the group's), raises ValueError naming the ranks that
     run different pipelines, seeds or batch sizes, read different files
-    (`listing`: a pattern that matches another file on one node), or resume
-    from different states: their batches would differ in number or in samples, and DDP
+    (`listing`: a pattern that matches another file on one node), start on
+    different epochs (`epoch`: set_epoch), or resume from different states: their batches would differ in number or in samples, and DDP
     would hang or train on a wrong epoch. Every rank of the group must call
     it then (a collective). A loader of its own (another world size: one
     rank evaluating alone) checks nothing."""
@@ -119,7 +119,7 @@ def check_ranks_agree(fingerprint, listing, definition, world_size, resume):
     # its own): drop and pad give other step counts.
     mine = {"world size": world_size, "seed": definition.get("seed", 0), "batch size": batch,
             "uneven mode": shard.get("uneven") or "drop", "pipeline": fingerprint, "files": listing,
-            "resumed state": digest}
+            "epoch": epoch, "resumed state": digest}
     index = shard.get("index", 0) if shard else None
     everyone = [None] * dist.get_world_size()
     try:

@@ -177,7 +177,7 @@ class TorchIterable(torch.utils.data.IterableDataset):
         if not self._checked:
             engine = self._pipeline.engine
             _distributed.check_ranks_agree(engine.fingerprint, engine.listing, self._pipeline._def, self.world_size,
-                                           self._resume)
+                                           self._resume, self._epoch)
             self._checked = True
         if self._resume is not None:
             it = self._pipeline.engine.resume(bytes(self._resume))

@@ -66,6 +66,7 @@ def main():
     p.add_argument("--alone-unmarked", action="store_true")
     p.add_argument("--kill-pool-worker", type=int, default=-1)
     p.add_argument("--files-in", default="")
+    p.add_argument("--epoch-per-rank", action="store_true")
     args = p.parse_args()
     if args.alone_unmarked:
         dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=5))
@@ -83,6 +84,8 @@ def main():
     batch = args.global_batch // world + (rank if args.batch_skew else 0)
     sharded = pipeline(seed).shard(world, 0) if args.same_shard else pipeline(seed)
     loader = sluice.torch.TorchIterable(sharded.batch(batch), node_pool=args.node_pool)
+    if args.epoch_per_rank:
+        loader.set_epoch(rank)
     with open(os.path.join(args.out, f"len{rank}.txt"), "w") as f:
         f.write(str(len(loader)))
     torch.manual_seed(0)

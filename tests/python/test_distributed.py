@@ -192,6 +192,7 @@ def test_a_rank_killed_mid_epoch_restarts_from_the_checkpoint_and_trains_each_sa
     (["--epochs", "1", "--seed-per-rank"], ["the ranks disagree on the seed: ranks [0]: 5; ranks [1]: 6"]),
     (["--epochs", "1", "--batch-skew"], ["the ranks disagree on the batch size: ranks [0]: 12; ranks [1]: 13"]),
     (["--epochs", "1", "--same-shard"], ["the ranks read the same shard: ranks [0, 1] read shard 0"]),
+    (["--epochs", "2", "--epoch-per-rank"], ["the ranks disagree on the epoch: ranks [0]: 0; ranks [1]: 1"]),
     (["--alone-unmarked"], ["the ranks' check of this loader failed", "takes rank=0, world_size=1"]),
 ])
 def test_ranks_that_would_train_wrongly_fail_naming_why(tmp_path, args, said):
