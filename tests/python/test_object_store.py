@@ -458,6 +458,28 @@ def test_an_object_rewritten_while_open_is_data_loss_naming_it(store, tmp_path, 
         list(pipe)
 
 
+@pytest.mark.parametrize("change", ["deleted", "cut shorter"])
+def test_an_object_deleted_or_cut_while_read_is_data_loss_at_once(store, cifar_dir, monkeypatch, change):
+    data = one_cifar_file(cifar_dir) * 20  # records end to end: a longer file
+    bucket = f"going-{change.replace(' ', '-')}"
+    store.client.create_dir(bucket)
+    store.put(f"{bucket}/f.tfrecord", data)
+    # Before any test sets the process's object cache (a copy made at the
+    # open would be read instead). Many GETs, a few ahead.
+    monkeypatch.setenv("SLUICE_OBJECT_BLOCK_BYTES", "4096")
+    monkeypatch.setenv("SLUICE_OBJECT_STORE_TIMEOUT_S", "600")  # a retry would wait, not fail
+    # A small budget keeps the pipeline from reading far ahead of the batch taken.
+    batches = iter(sluice.tfrecord(f"s3://{bucket}/f.tfrecord", CIFAR).batch(10)
+                   .with_options(memory_budget_bytes=1 << 20))
+    next(batches)
+    if change == "deleted":
+        store.client.delete_file(f"{bucket}/f.tfrecord")
+    else:
+        store.put(f"{bucket}/f.tfrecord", data[:len(data) // 4])
+    with pytest.raises(sluice.DataLossError, match=f"object s3://{bucket}/f.tfrecord changed while being read"):
+        list(batches)
+
+
 def test_the_object_cache_serves_later_epochs_without_the_store(store, cifar_dir, tmp_path, monkeypatch):
     store.upload("cached", sorted(cifar_dir.glob("*.tfrecord")), "cifar")
     proxy = TcpProxy(int(store.endpoint.rsplit(":", 1)[1]))
@@ -592,26 +614,6 @@ def test_columnar_objects_are_served_from_the_object_cache(store, tmp_path, kind
     proxy.cut()  # the store is out of reach: the copies serve the epoch
     assert_same_batches(rows(pipe), first)
     assert sluice.object_store_stats()["cache"]["bytes"] > 0
-
-
-@pytest.mark.parametrize("change", ["deleted", "cut shorter"])
-def test_an_object_deleted_or_cut_while_read_is_data_loss_at_once(store, cifar_dir, monkeypatch, change):
-    data = one_cifar_file(cifar_dir) * 20  # records end to end: a longer file
-    bucket = f"going-{change.replace(' ', '-')}"
-    store.client.create_dir(bucket)
-    store.put(f"{bucket}/f.tfrecord", data)
-    monkeypatch.setenv("SLUICE_OBJECT_BLOCK_BYTES", "4096")  # many GETs, a few ahead
-    monkeypatch.setenv("SLUICE_OBJECT_STORE_TIMEOUT_S", "600")  # a retry would wait, not fail
-    # A small budget keeps the pipeline from reading far ahead of the batch taken.
-    batches = iter(sluice.tfrecord(f"s3://{bucket}/f.tfrecord", CIFAR).batch(10)
-                   .with_options(memory_budget_bytes=1 << 20))
-    next(batches)
-    if change == "deleted":
-        store.client.delete_file(f"{bucket}/f.tfrecord")
-    else:
-        store.put(f"{bucket}/f.tfrecord", data[:len(data) // 4])
-    with pytest.raises(sluice.DataLossError, match=f"object s3://{bucket}/f.tfrecord changed while being read"):
-        list(batches)
 
 
 def test_an_endpoint_without_a_scheme_fails_at_once_saying_so(store):
