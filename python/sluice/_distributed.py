@@ -23,13 +23,13 @@ def job(rank=None, world_size=None):
     if dist is not None:
         return _checked(dist.get_rank(), dist.get_world_size(), "torch.distributed")
     if "WORLD_SIZE" in os.environ:
-        if "RANK" not in os.environ:
+        if "RANK" not in os.environ and os.environ["WORLD_SIZE"].strip() != "1":
             raise ValueError(f"WORLD_SIZE={os.environ['WORLD_SIZE']!r} is set but RANK is not (torchrun sets both; "
                              "LOCAL_RANK is the rank on its node only): set RANK, or give rank and world_size")
         try:
-            rank, world_size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+            rank, world_size = int(os.environ.get("RANK", "0")), int(os.environ["WORLD_SIZE"])
         except ValueError:
-            raise ValueError(f"RANK={os.environ['RANK']!r} and WORLD_SIZE={os.environ['WORLD_SIZE']!r} "
+            raise ValueError(f"RANK={os.environ.get('RANK')!r} and WORLD_SIZE={os.environ['WORLD_SIZE']!r} "
                              "are not numbers") from None
         return _checked(rank, world_size, "RANK/WORLD_SIZE")
     return 0, 1, "one process"

@@ -61,16 +61,20 @@ def _keep_a_worker(worker_args):
         worker = _pool[1][0]
         if worker.poll() is None:
             continue
+        failure = None
         with _lock:
             if _stopping.is_set():
                 return
             try:
                 replacement, _ = _spawn(worker_args, "worker listening on port")
-            except RuntimeError as e:
-                sys.stderr.write(f"sluice.torch node_pool: {e}\n")
-                time.sleep(2)
-                continue
-            _pool[1][0] = replacement
+                _pool[1][0] = replacement
+            except Exception as e:  # noqa: BLE001 (said, and tried again: the ranks wait for a worker)
+                failure = e
+        if failure is not None:
+            sys.stderr.write(f"sluice.torch node_pool: cannot start a worker in place of the one that exited: "
+                             f"{failure}; trying again in 5 s\n")
+            time.sleep(5)
+            continue
         sys.stderr.write(f"sluice.torch node_pool: the node's worker (pid {worker.pid}) exited with status "
                          f"{worker.returncode}; started {replacement.pid} in its place (the ranks' streams go on)\n")
 

@@ -232,7 +232,7 @@ absl::StatusOr<EpochPosition> ParseState(const std::string& bytes, const std::st
     return absl::InvalidArgumentError(
         absl::StrCat("the state was saved over another listing of the source's files (", state.listing(),
                      "; this pipeline's: ", listing,
-                     "): files were added, removed, renamed or resized since, and resuming would deliver some samples "
+                     "): files were added, removed or renamed since, and resuming would deliver some samples "
                      "twice and skip others; start the epoch again"));
   }
   if (state.split() < 0 || state.record() < 0 || state.elements() < 0 || state.rows() < 0 || state.repeat() < 0 ||

@@ -39,7 +39,10 @@ std::optional<absl::Status> UnreadableUrl(const std::string& pattern) {
   if (!std::all_of(scheme.begin(), scheme.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)); })) {
     return std::nullopt;
   }
-  const std::string shown = pattern.substr(0, pattern.find('?'));
+  std::string shown = pattern.substr(0, pattern.find('?'));
+  // user:password@ before the host is a secret too.
+  const size_t host = colon + 3, at = shown.find('@', host);
+  if (at != std::string::npos && at < shown.find('/', host)) shown = shown.substr(0, host) + "…" + shown.substr(at);
   const std::string lower = absl::AsciiStrToLower(scheme);
   const bool capitals = lower != scheme && IsObjectUrl(lower + "://");
   return absl::InvalidArgumentError(absl::StrCat(

@@ -1,13 +1,13 @@
-// An object opened as every other source opens it (OpenObject: its
-// version checked against the listing, its blocks fetched ahead, the
-// object cache), handed to Arrow's Parquet and IPC readers as Arrow's own
-// input file.
+// An object for Arrow's Parquet and IPC readers, its version checked
+// against the listing: the object cache's copy (through OpenObject) as
+// Arrow's own input file, or Arrow's file when there is no cache.
 #include <algorithm>
 #include <mutex>
 
 #include "absl/strings/str_cat.h"
 #include "arrow/buffer.h"
 #include "arrow/io/concurrency.h"
+#include "sluice/io/object_cache.h"
 #include "sluice/io/object_store.h"
 #include "sluice/io/object_store_arrow.h"
 #include "sluice/io/random_access_file.h"
@@ -81,6 +81,7 @@ class ArrowObjectFile : public arrow::io::internal::RandomAccessFileConcurrencyW
 }  // namespace
 
 absl::StatusOr<std::shared_ptr<arrow::io::RandomAccessFile>> OpenObjectForArrow(const std::string& url) {
+  if (ObjectCache::Get() == nullptr) return OpenListedArrowObject(url);
   absl::StatusOr<std::unique_ptr<io::RandomAccessFile>> object = OpenObject(url);
   if (!object.ok()) return object.status();
   return std::make_shared<ArrowObjectFile>(*std::move(object));

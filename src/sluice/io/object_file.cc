@@ -142,13 +142,20 @@ class ObjectFile : public RandomAccessFile {
   mutable std::shared_ptr<BackgroundResult<absl::Status>> end_check_;
 };
 
-absl::StatusOr<std::unique_ptr<ObjectFile>> OpenFromStore(const std::string& url) {
+// The store's object through Arrow's file system, its version checked
+// against the listing's.
+absl::StatusOr<std::pair<std::shared_ptr<arrow::io::RandomAccessFile>, Described>> OpenListed(const std::string& url) {
   absl::StatusOr<std::shared_ptr<arrow::io::RandomAccessFile>> in = OpenArrowObject(url);
   if (!in.ok()) return in.status();
   absl::StatusOr<Described> described = Describe(**in, url);
   if (!described.ok()) return described.status();
   SLUICE_RETURN_IF_ERROR(CheckListed(url, described->version));
-  return std::make_unique<ObjectFile>(url, *std::move(described), *std::move(in));
+  return std::make_pair(*std::move(in), *std::move(described));
+}
+
+absl::StatusOr<std::unique_ptr<ObjectFile>> OpenFromStore(const std::string& url) {
+  SLUICE_ASSIGN_OR_RETURN(auto listed, OpenListed(url));
+  return std::make_unique<ObjectFile>(url, std::move(listed.second), std::move(listed.first));
 }
 
 // An object being opened ahead of its reader.
@@ -205,6 +212,11 @@ std::shared_ptr<const void> OpenObjectAhead(const std::string& url) {
 }
 
 int64_t ObjectsOpenedAhead() { return taken_ahead.load(std::memory_order_relaxed); }
+
+absl::StatusOr<std::shared_ptr<arrow::io::RandomAccessFile>> OpenListedArrowObject(const std::string& url) {
+  SLUICE_ASSIGN_OR_RETURN(auto listed, OpenListed(url));
+  return std::move(listed.first);
+}
 
 absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenObject(const std::string& url) {
   if (ListedAbsent(url)) {

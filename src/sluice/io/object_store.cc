@@ -74,7 +74,7 @@ constexpr const char* kS3Options[] = {"region",
                                       "allow_delayed_open",
                                       "smart_defaults",
                                       "anonymous"};
-constexpr const char* kGcsOptions[] = {"scheme", "endpoint_override", "retry_limit_seconds", "anonymous"};
+constexpr const char* kGcsOptions[] = {"scheme", "endpoint_override", "retry_limit_seconds", "location", "anonymous"};
 
 // InvalidArgument for a query parameter that is not such an option, named
 // without its value (a presigned URL's signature, a token under a name of
@@ -197,7 +197,7 @@ arrow::Result<std::shared_ptr<arrow::fs::FileSystem>> MakeFileSystem(ObjectUrl u
   }
   ARROW_ASSIGN_OR_RAISE(arrow::fs::GcsOptions options, arrow::fs::GcsOptions::FromUri(url, nullptr));
   if (anonymous) options.credentials = arrow::fs::GcsOptions::Anonymous().credentials;
-  options.retry_limit_seconds = 10;
+  if (url.find("retry_limit_seconds=") == std::string::npos) options.retry_limit_seconds = 10;
   return arrow::fs::GcsFileSystem::Make(options, BlockIoContext());
 }
 
@@ -293,7 +293,7 @@ absl::Status ToStatus(const arrow::Status& st, absl::string_view what, absl::str
   if (st.IsInvalid()) return absl::InvalidArgumentError(msg);
   // TLS that fails to start does so on every try: most often an endpoint
   // without a scheme (https is assumed) in front of a plain HTTP store.
-  if (m.find("SSL connect error") != std::string::npos || m.find("wrong version number") != std::string::npos) {
+  if (m.find("wrong version number") != std::string::npos) {
     return absl::FailedPreconditionError(
         absl::StrCat(msg,
                      " (TLS could not start: an endpoint without a scheme is taken as https://; a plain HTTP store's "

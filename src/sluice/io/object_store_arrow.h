@@ -15,10 +15,14 @@ namespace sluice::io {
 // (object_store.h) errors: what OpenObject itself reads blocks from.
 absl::StatusOr<std::shared_ptr<arrow::io::RandomAccessFile>> OpenArrowObject(const std::string& url);
 
-// OpenObject's file (its version checked against the listing, its blocks
-// fetched ahead, the object cache) as Arrow's input file, for the sources
-// that read with Arrow's readers.
+// The object for the sources that read with Arrow's readers (Parquet,
+// Arrow IPC), its version checked against the listing: with an object
+// cache, OpenObject's file (the cache's copy) as Arrow's input file;
+// without, Arrow's own file, whose ranged reads fetch the byte ranges the
+// reader asks for (a footer, a row group's columns) rather than blocks.
 absl::StatusOr<std::shared_ptr<arrow::io::RandomAccessFile>> OpenObjectForArrow(const std::string& url);
+// OpenArrowObject, its version checked against the listing's.
+absl::StatusOr<std::shared_ptr<arrow::io::RandomAccessFile>> OpenListedArrowObject(const std::string& url);
 
 }  // namespace sluice::io
 

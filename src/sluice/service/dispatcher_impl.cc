@@ -75,7 +75,7 @@ absl::StatusOr<ElementSpec> DispatcherImpl::DescribeOnAWorker(const PipelineDef&
     absl::StatusOr<std::string> capable = WaitForCapableWorker(ops, unreachable);
     if (absl::IsFailedPrecondition(capable.status())) {  // no live worker at all
       return absl::FailedPreconditionError(absl::StrCat(WhyAWorkerChecksIt(def), ": ", capable.status().message(),
-                                                        "; one is waited for up to the worker timeout (",
+                                                        "; a new one is waited for up to the worker timeout (",
                                                         absl::FormatDuration(worker_timeout_), "): start a worker"));
     }
     SLUICE_ASSIGN_OR_RETURN(const std::string address, capable);

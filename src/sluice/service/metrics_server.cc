@@ -24,8 +24,9 @@ absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(const std::s
   try {  // prometheus-cpp reports a failed bind by throwing
     server->exposer_ = std::make_unique<prometheus::Exposer>(address, /*num_threads=*/1);
   } catch (const std::exception&) {  // its text names its web server's internals, not the cause
-    return absl::UnavailableError(
-        absl::StrCat("cannot serve metrics on ", address, " (is another process listening there?)"));
+    return absl::UnavailableError(absl::StrCat("cannot serve metrics on ", address,
+                                               " (is another process listening there, or is the "
+                                               "address not this machine's?)"));
   }
   server->collector_ = std::make_shared<Collector>(std::move(collect));
   server->exposer_->RegisterCollectable(server->collector_);
