@@ -51,8 +51,9 @@ class ArrowObjectFile : public arrow::io::internal::RandomAccessFileConcurrencyW
     return b;
   }
 
-  // Arrow's readers call this from several threads; the object's blocks
-  // are read one caller at a time.
+  // Arrow's readers call this from several threads; the file (a cached
+  // copy, or an uncacheable object's blocks fetched ahead) is read one
+  // caller at a time.
   arrow::Result<int64_t> DoReadAt(int64_t position, int64_t nbytes, bool allow_short_read, void* out) {
     const int64_t size = static_cast<int64_t>(object_->size());
     const int64_t n = std::max<int64_t>(0, std::min(nbytes, size - position));
