@@ -52,6 +52,41 @@ def test_a_loader_of_one_rank_evaluating_alone_sees_every_sample():
     assert len(dropping) == 10 and len(ids_of(dropping)) == 10
 
 
+def _image_folder_with_one_oversized(root, count=24):
+    """`count` 8x8 JPEGs in one class folder; file 005's header claims 32x32."""
+    import cv2
+    (root / "c").mkdir(parents=True)
+    for i in range(count):
+        side = 32 if i == 5 else 8
+        image = (np.arange(side * side * 3) * (i + 1) % 251).astype(np.uint8).reshape(side, side, 3)
+        (root / "c" / f"{i:03d}.jpg").write_bytes(cv2.imencode(".jpg", image)[1].tobytes())
+
+
+def test_a_row_a_rank_skips_as_corrupt_after_the_shard_shortens_its_batch_not_its_epoch(tmp_path):
+    # The decode runs after the shard, so only the rank holding the bad
+    # image refuses it; every rank must still yield one batch per global
+    # batch, or the others would wait for it in an all-reduce.
+    _image_folder_with_one_oversized(tmp_path)
+    decode = sluice.ops.decode_resize_center_crop(resize=8, crop=[8], max_pixels=100)
+
+    def rank(index, batch):
+        pipe = (sluice.image_folder(str(tmp_path), on_corrupt="skip").shard(2, index).map(decode)
+                .batch(batch, drop_remainder=True).with_options(seed=1))
+        it = pipe.iterate(0)
+        return [len(b["label"]) for b in it], it.skipped
+
+    parts = [rank(r, 4) for r in range(2)]
+    assert [len(sizes) for sizes, _ in parts] == [3, 3]
+    assert sorted(sum(sizes) for sizes, _ in parts) == [11, 12]
+    assert sorted(skipped for _, skipped in parts) == [0, 1]
+    assert sorted(s for sizes, _ in parts for s in sizes) == [3] + [4] * 5
+    # A rank whose whole part of a global batch was refused cannot keep step.
+    with pytest.raises(sluice.DataLossError, match=r"node 'batch_3': every row of this shard's part of its global "
+                                                   r"batch \d+ \(this run's\) was skipped as corrupt"):
+        for r in range(2):
+            rank(r, 1)
+
+
 def test_the_loader_names_the_pipeline_it_runs():
     loader = sluice.torch.TorchIterable(rows(), rank=1, world_size=2, quiet=True)
     shard = [n["shard"] for n in json.loads(loader.pipeline.to_json())["nodes"] if "shard" in n]

@@ -5,11 +5,13 @@
 // held until it fills: a chunk may view memory its producer needs back (a
 // service worker's shared-memory ring, where a batch of single images
 // would not fit). The same cutting keeps a repeat's chunks whole across its
-// epochs (MakeRechunkIterator).
+// epochs (MakeRechunkIterator). After a shard, each of the shard's elements
+// is one batch (ShardBatchIterator).
 #include <algorithm>
 #include <memory>
 #include <optional>
 
+#include "absl/strings/str_cat.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/exec/iterator.h"
 #include "sluice/exec/row_copier.h"
@@ -98,9 +100,38 @@ class BatchIterator : public Iterator {
   std::optional<RowCopier> filling_;  // the batch being copied together
 };
 
+// A shard hands on its part of each global batch as one element of the
+// batch size. A map after it that skips corrupt rows (on_corrupt "skip")
+// shortens that element: it stays one batch, short, rather than borrowing
+// rows of the next, so that every shard still yields one batch per global
+// batch (a rank a batch behind the others would hang them in an
+// all-reduce at the epoch's end).
+class ShardBatchIterator : public Iterator {
+ public:
+  ShardBatchIterator(const graph::CompiledNode& node, std::unique_ptr<Iterator> input)
+      : node_(node), input_(std::move(input)) {}
+
+  absl::Status GetNext(Batch* out, bool* end) override {
+    SLUICE_RETURN_IF_ERROR(input_->GetNext(out, end));
+    if (*end) return absl::OkStatus();
+    ++batches_;
+    if (out->rows > 0) return absl::OkStatus();
+    return absl::DataLossError(absl::StrCat(
+        "node '", node_.name, "': every row of this shard's part of its global batch ", batches_,
+        " (this run's) was skipped as corrupt (on_corrupt \"skip\"), and a shard must yield one batch per global "
+        "batch for the ranks to stay in step: use a larger batch per shard, or decode before the shard"));
+  }
+
+ private:
+  const graph::CompiledNode& node_;
+  std::unique_ptr<Iterator> input_;
+  int64_t batches_ = 0;
+};
+
 }  // namespace
 
 std::unique_ptr<Iterator> MakeBatchIterator(const IteratorArgs& args, std::unique_ptr<Iterator> input) {
+  if (args.node->per_shard_element) return std::make_unique<ShardBatchIterator>(*args.node, std::move(input));
   return std::make_unique<BatchIterator>(args.ctx, args.output_pool(), args.node->output_schema, args.node->count,
                                          args.node->drop_remainder, std::move(input));
 }

@@ -578,6 +578,8 @@ class Compiler {
     node->kind = NodeKind::kBatch;
     node->count = batch.size();
     node->drop_remainder = batch.drop_remainder();
+    node->per_shard_element = std::any_of(out_->nodes.begin(), out_->nodes.end(),
+                                          [](const CompiledNode& n) { return n.kind == NodeKind::kShard; });
     if (node->count <= 0) return NodeError(where, absl::StrCat("size must be > 0, got ", node->count));
     if (batched_) return NodeError(where, "a pipeline may batch only once");
     batched_ = true;
