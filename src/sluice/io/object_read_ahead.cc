@@ -1,22 +1,15 @@
 #include "sluice/io/object_read_ahead.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 
-#include "absl/strings/numbers.h"
 #include "sluice/core/byte_gauge.h"
+#include "sluice/core/environment_number.h"
 #include "sluice/io/object_block_limit.h"
 #include "sluice/io/object_store.h"
 
 namespace sluice::io {
 namespace {
-
-int64_t PositiveFromEnvironment(const char* name, int64_t fallback) {
-  const char* text = std::getenv(name);
-  int64_t value = 0;
-  return text != nullptr && absl::SimpleAtoi(text, &value) && value > 0 ? value : fallback;
-}
 
 ByteGauge block_bytes;
 
@@ -48,10 +41,10 @@ void ObjectReadAhead::DropAll() {
 
 ObjectReadAhead::Options ObjectReadAhead::FromEnvironment() {
   Options options;
-  options.block_bytes = PositiveFromEnvironment("SLUICE_OBJECT_BLOCK_BYTES", options.block_bytes);
-  options.first_block_bytes = PositiveFromEnvironment("SLUICE_OBJECT_FIRST_BLOCK_BYTES", options.first_block_bytes);
+  options.block_bytes = IntFromEnvironment("SLUICE_OBJECT_BLOCK_BYTES", options.block_bytes, 1);
+  options.first_block_bytes = IntFromEnvironment("SLUICE_OBJECT_FIRST_BLOCK_BYTES", options.first_block_bytes, 1);
   options.depth =
-      static_cast<int>(std::min<int64_t>(PositiveFromEnvironment("SLUICE_OBJECT_READ_AHEAD", options.depth), 64));
+      static_cast<int>(std::min<int64_t>(IntFromEnvironment("SLUICE_OBJECT_READ_AHEAD", options.depth, 1), 64));
   return options;
 }
 

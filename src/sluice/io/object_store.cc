@@ -6,13 +6,11 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
-#include <cstdlib>
 #include <map>
 #include <mutex>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -22,6 +20,7 @@
 #include "arrow/io/interfaces.h"
 #include "arrow/memory_pool.h"
 #include "arrow/util/io_util.h"
+#include "sluice/core/environment_number.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/io/object_listing.h"
 #include "sluice/io/object_store_arrow.h"
@@ -261,12 +260,7 @@ absl::StatusOr<std::vector<std::string>> ListMatching(arrow::fs::FileSystem& fs,
 }  // namespace
 
 absl::Duration ObjectStoreTimeout() {
-  static const absl::Duration timeout = [] {
-    const char* text = std::getenv("SLUICE_OBJECT_STORE_TIMEOUT_S");
-    double seconds = 0;
-    return text != nullptr && absl::SimpleAtod(text, &seconds) && seconds >= 0 ? absl::Seconds(seconds)
-                                                                               : absl::Seconds(60);
-  }();
+  static const absl::Duration timeout = absl::Seconds(DoubleFromEnvironment("SLUICE_OBJECT_STORE_TIMEOUT_S", 60, 0));
   return timeout;
 }
 

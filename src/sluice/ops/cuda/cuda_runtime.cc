@@ -1,15 +1,14 @@
 #include "sluice/ops/cuda/cuda_runtime.h"
 
 #include <atomic>
-#include <cstdlib>
 #include <limits>
 #include <map>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
+#include "sluice/core/environment_number.h"
 #include "sluice/ops/builtin_ops.h"
 
 namespace sluice::ops::cuda {
@@ -83,10 +82,7 @@ class DevicePools {
     size_t limit;
   };
   static size_t LimitBytes(size_t total) {
-    uint64_t bytes = 0;
-    const char* env = std::getenv("SLUICE_CUDA_MEMORY_LIMIT");
-    if (env != nullptr && absl::SimpleAtoi(env, &bytes) && bytes > 0) return bytes;
-    return total / 4;
+    return static_cast<size_t>(IntFromEnvironment("SLUICE_CUDA_MEMORY_LIMIT", static_cast<int64_t>(total / 4), 1));
   }
   mutable absl::Mutex mu_;
   std::map<int, Entry> pools_ ABSL_GUARDED_BY(mu_);
