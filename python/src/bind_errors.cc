@@ -1,8 +1,9 @@
 // absl::Status codes become Python exceptions. Every one is a SluiceError
 // (itself a RuntimeError), and each also subclasses the built-in a Python
 // user would catch (as pyarrow's do): bad pipelines and attrs are
-// ValueError, missing files and features FileNotFoundError. The C++ message
-// is kept whole.
+// ValueError, missing files and features FileNotFoundError, a store's 403
+// PermissionError, a server gone ConnectionError, a wait past its limit
+// TimeoutError. The C++ message is kept whole.
 #include "bindings.h"
 
 namespace sluice::python {
@@ -12,6 +13,9 @@ PyObject* g_invalid_argument = nullptr;
 PyObject* g_not_found = nullptr;
 PyObject* g_data_loss = nullptr;
 PyObject* g_cancelled = nullptr;
+PyObject* g_permission_denied = nullptr;
+PyObject* g_unavailable = nullptr;
+PyObject* g_deadline_exceeded = nullptr;
 PyObject* g_error = nullptr;
 
 // A new exception class sluice.<name> with `bases`, added to `m`.
@@ -32,6 +36,9 @@ void InitErrors(py::module_& m) {
   g_not_found = NewError(m, "NotFoundError", py::make_tuple(error, py::handle(PyExc_FileNotFoundError)));
   g_data_loss = NewError(m, "DataLossError", py::make_tuple(error));
   g_cancelled = NewError(m, "CancelledError", py::make_tuple(error));
+  g_permission_denied = NewError(m, "PermissionDeniedError", py::make_tuple(error, py::handle(PyExc_PermissionError)));
+  g_unavailable = NewError(m, "UnavailableError", py::make_tuple(error, py::handle(PyExc_ConnectionError)));
+  g_deadline_exceeded = NewError(m, "DeadlineExceededError", py::make_tuple(error, py::handle(PyExc_TimeoutError)));
 }
 
 void ThrowIfError(const absl::Status& status) {
@@ -51,6 +58,16 @@ void ThrowIfError(const absl::Status& status) {
       break;
     case absl::StatusCode::kCancelled:
       type = g_cancelled;
+      break;
+    case absl::StatusCode::kPermissionDenied:
+    case absl::StatusCode::kUnauthenticated:
+      type = g_permission_denied;
+      break;
+    case absl::StatusCode::kUnavailable:
+      type = g_unavailable;
+      break;
+    case absl::StatusCode::kDeadlineExceeded:
+      type = g_deadline_exceeded;
       break;
     default:
       break;

@@ -164,8 +164,9 @@ def test_no_dispatcher_at_the_address_is_named_as_unreachable():
 
     address = f"127.0.0.1:{_free_ports(1)[0]}"
     pipe = sluice.arrays({"id": np.arange(20)}).distribute(address, connect_timeout_s=1).batch(4)
-    with pytest.raises(sluice.SluiceError, match=f"dispatcher {address}: not reachable within connect_timeout_s"):
+    with pytest.raises(ConnectionError, match=f"dispatcher {address}: not reachable within connect_timeout_s") as e:
         list(pipe)
+    assert isinstance(e.value, sluice.UnavailableError) and isinstance(e.value, sluice.SluiceError)
 
 
 def test_an_address_without_a_port_or_whose_host_does_not_resolve_is_named():
