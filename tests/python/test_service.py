@@ -292,8 +292,12 @@ def test_a_worker_whose_id_is_another_workers_at_a_restarted_dispatcher_register
         assert {w["worker_id"] for w in _registered(address, worker_address)} == taken
         first.send_signal(signal.SIGTERM)
         first.wait(timeout=30)
-        # ...which is replaced, on its port, by the one with the journal.
-        second, _ = start_server(["dispatcher", "--port", str(port), "--work-dir", str(tmp_path)])
+        # ...which is replaced, on its port, by the one with the journal. That
+        # one keeps the other worker for longer than a busy host may take
+        # to bring our worker's next heartbeat (else it would have expired
+        # and the id be nobody's).
+        second, _ = start_server(["dispatcher", "--port", str(port), "--work-dir", str(tmp_path),
+                                  "--worker-timeout", "300"])
         try:
             mine = [w for w in _registered(address, worker_address) if w["address"] == worker_address]
             assert mine[0]["worker_id"] not in taken

@@ -107,18 +107,19 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(WorkerServerOp
   server->server_->RunLoop([impl, on_refused = options.on_refused](absl::Notification* stopping) {
     // Every 500 ms; after a failure, backing off to every 2 s.
     Backoff backoff(absl::Milliseconds(500), absl::Seconds(2));
-    bool reported = false;
+    // A run of failures is said once, and again when its kind changes (a
+    // dispatcher that was away answers, but refuses the worker's id).
+    absl::StatusCode reported = absl::StatusCode::kOk;
     do {
       absl::Status s = impl->Heartbeat();
       if (s.ok()) {
         backoff.Reset();
-        reported = false;
       } else if (on_refused && (absl::IsUnauthenticated(s) || absl::IsPermissionDenied(s))) {
         return on_refused(s);
-      } else {
-        if (!reported) Log("worker", absl::StrCat(s.ToString(), "; retrying"));
-        reported = true;
+      } else if (s.code() != reported) {
+        Log("worker", absl::StrCat(s.ToString(), "; retrying"));
       }
+      reported = s.code();
     } while (backoff.Wait(stopping));
   });
   Log("worker",
