@@ -11,6 +11,9 @@
 //     bool end = false;
 //     while (it.Next(&batch, &end).ok() && !end) train(batch.columns[0].values);
 //   }
+//
+// A checkpoint keeps `it.SaveState()`; `pipeline->Resume(state)` goes on
+// from it.
 #ifndef SLUICE_PIPELINE_H_
 #define SLUICE_PIPELINE_H_
 
@@ -51,6 +54,11 @@ class Iterator {
   // what and where they were.
   int64_t skipped() const;
   std::string skip_summary() const;
+  // Where the epoch stands after the last element Next() returned, for a
+  // checkpoint: a few dozen bytes that name no file and hold no secret
+  // (docs/checkpoint.md). Unimplemented, naming the node, for a pipeline
+  // whose position cannot be saved.
+  absl::StatusOr<std::string> SaveState() const;
 
  private:
   friend class Pipeline;
@@ -82,6 +90,12 @@ class Pipeline {
   // Epoch `epoch`: shuffles and random ops are keyed by it (same seed and
   // epoch, same batches).
   Iterator Iterate(uint64_t epoch = 0) const;
+  // The rest of the epoch a saved state (Iterator::SaveState) stood in:
+  // exactly the elements the saving iterator had not yet returned, with
+  // the same random draws, at any thread count. InvalidArgument for a
+  // state of another pipeline, another listing of its files or another
+  // sharding, naming both.
+  absl::StatusOr<Iterator> Resume(const std::string& state) const;
 
   // Where it runs, and under options placement "auto" what was decided
   // and why, with the measurements behind each decision (JSON; see

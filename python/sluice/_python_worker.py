@@ -404,11 +404,14 @@ def main():
             pass  # the engine is gone already
         return
     _seed_global_generators()
-    _reply(sock, 0)
-    if dataset:
-        _serve_dataset(sock, 4, loaded, work)
-    else:
-        _serve(sock, 4, loaded, work, spec["rng"] or _takes_rng(loaded))  # the attr, or a named function's own
+    try:
+        _reply(sock, 0)
+        if dataset:
+            _serve_dataset(sock, 4, loaded, work)
+        else:
+            _serve(sock, 4, loaded, work, spec["rng"] or _takes_rng(loaded))  # the attr, or a named function's own
+    except (BrokenPipeError, ConnectionResetError):
+        pass  # the engine closed its end mid-call (stopped, Ctrl-C): no one is left to answer
 
 
 if __name__ == "__main__":

@@ -111,8 +111,14 @@ def test_errors_are_builtin_exceptions_with_the_cpp_message(tmp_path, cifar_dir)
     with pytest.raises(ValueError, match=r"options.memory_budget_bytes must be >= 0 \(0: sized to the machine\), "
                                          r"got -5"):
         rows.with_options(memory_budget_bytes=-5).schema
-    with pytest.raises(ValueError, match=r"options.threads must be >= 0 \(0: one per usable core\), got -1"):
-        rows.with_options(threads=-1).schema
+    for threads in (-1, 100000):  # beyond the cap, starting them would abort at the process's thread limit
+        with pytest.raises(ValueError, match=rf"options.threads must be in \[0, 1024\] \(0: one per usable core\), "
+                                             rf"got {threads}"):
+            rows.with_options(threads=threads).schema
+    with pytest.raises(ValueError, match=r"node 'map_1' \(nodes\[1\]\): parallelism must be in \[0, 1024\]"):
+        rows.map(ops.random_flip(), parallelism=5000).schema
+    with pytest.raises(ValueError, match=r"node 'prefetch_1' \(nodes\[1\]\): buffer_size must be >= 0"):
+        rows.prefetch(-3).schema
     with pytest.raises(TypeError, match="unordered must be True or False, got 'yes'"):
         rows.with_options(unordered="yes")
     # A feature the records lack: NotFound naming feature, record and file.

@@ -19,6 +19,7 @@ absl::Status Iterator::Next(Batch* out, bool* end) { return it_->Next(out, end);
 void Iterator::Cancel() { it_->Cancel(); }
 int64_t Iterator::skipped() const { return it_->skipped(); }
 std::string Iterator::skip_summary() const { return it_->skip_summary(); }
+absl::StatusOr<std::string> Iterator::SaveState() const { return it_->SaveState(); }
 
 absl::StatusOr<Pipeline> Pipeline::FromJson(const std::string& json) {
   absl::StatusOr<PipelineDef> def = graph::PipelineFromJson(json);
@@ -47,6 +48,12 @@ bool Pipeline::batched() const { return impl_->first().batched(); }
 int64_t Pipeline::Cardinality() const { return impl_->first().Cardinality(); }
 
 Iterator Pipeline::Iterate(uint64_t epoch) const { return Iterator(impl_->Iterate(epoch)); }
+
+absl::StatusOr<Iterator> Pipeline::Resume(const std::string& state) const {
+  absl::StatusOr<std::unique_ptr<placement::PlacedIterator>> it = impl_->Resume(state);
+  if (!it.ok()) return it.status();
+  return Iterator(*std::move(it));
+}
 
 std::string Pipeline::PlacementReport() const { return impl_->report().ToJson(); }
 

@@ -4,8 +4,11 @@
 #ifndef SLUICE_CLI_COMMAND_H_
 #define SLUICE_CLI_COMMAND_H_
 
+#include <string>
+
 #include "CLI/CLI.hpp"
 #include "absl/status/status.h"
+#include "sluice/graph/thread_limit.h"
 
 namespace sluice::cli {
 
@@ -18,6 +21,16 @@ inline const CLI::Validator kPositive(
       return "";
     },
     "> 0");
+
+// A --threads value: 0 (the pipeline's, or one per core) up to the most a
+// pipeline may ask for.
+inline const CLI::Validator kThreadCount(
+    [](std::string& value) -> std::string {
+      int v = 0;
+      if (CLI::detail::lexical_cast(value, v) && v >= 0 && v <= graph::kMaxThreads) return "";
+      return "must be in [0, " + std::to_string(graph::kMaxThreads) + "], got " + value;
+    },
+    "0.." + std::to_string(graph::kMaxThreads));
 
 void AddMakeDataCommand(CLI::App& app, absl::Status* result);
 void AddRunCommand(CLI::App& app, absl::Status* result);

@@ -1,4 +1,5 @@
 // sluice make-data mnist|cifar10|imagenet --out DIR: synthetic data in real formats.
+#include <algorithm>
 #include <cstdio>
 
 #include "absl/strings/str_cat.h"
@@ -42,8 +43,8 @@ absl::Status MakeData(const MakeDataArgs& args) {
     } else {
       s = datagen::WriteSyntheticImageFolder(args.out, count, args.classes, args.seed, report);
       if (s.ok()) {
-        std::printf("wrote %lld JPEG/PNG images in %d class folders under %s\n", static_cast<long long>(count),
-                    args.classes, args.out.c_str());
+        std::printf("wrote %lld JPEG/PNG images in %lld class folders under %s\n", static_cast<long long>(count),
+                    static_cast<long long>(std::min<int64_t>(args.classes, count)), args.out.c_str());
       }
     }
   } else if (args.dataset == "mnist") {
@@ -82,9 +83,12 @@ void AddMakeDataCommand(CLI::App& app, absl::Status* result) {
       ->required()
       ->check(CLI::IsMember({"mnist", "cifar10", "imagenet"}));
   cmd->add_option("--out", args->out, "output directory")->required();
-  cmd->add_option("--count", args->count, "samples (default: 60000 for mnist, 50000 for cifar10, 2000 for imagenet)");
-  cmd->add_option("--classes", args->classes, "imagenet: class folders")->default_val(10);
-  cmd->add_option("--files", args->files, "cifar10, imagenet as tfrecord: number of files")->default_val(8);
+  cmd->add_option("--count", args->count, "samples (default: 60000 for mnist, 50000 for cifar10, 2000 for imagenet)")
+      ->check(kPositive);
+  cmd->add_option("--classes", args->classes, "imagenet: class folders")->default_val(10)->check(kPositive);
+  cmd->add_option("--files", args->files, "cifar10, imagenet as tfrecord: number of files")
+      ->default_val(8)
+      ->check(kPositive);
   cmd->add_option("--format", args->format,
                   "cifar10: tfrecord (W2, the default) or bin (CIFAR-10 binary); imagenet: folder (class "
                   "folders, the default) or tfrecord (tf.train.Example with image/encoded, "

@@ -134,7 +134,8 @@ void AddProfileCommand(CLI::App& app, absl::Status* result) {
   cmd->add_option("--seconds", args->seconds, "seconds of the whole-pipeline run (the other runs take a third)")
       ->default_val(3)
       ->check(kPositive);
-  cmd->add_option("--threads", args->threads, "compute threads (default: the pipeline's, or all cores)");
+  cmd->add_option("--threads", args->threads, "compute threads (default: the pipeline's, or all cores)")
+      ->check(kThreadCount);
   cmd->add_option("--trace", args->trace, "write a Chrome trace (JSON) of the whole-pipeline run");
   cmd->add_option("--report", args->report, "write a self-contained HTML report");
   cmd->add_flag("--no-ablation", args->no_ablation, "skip re-measuring with each op removed");

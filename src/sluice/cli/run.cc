@@ -152,7 +152,8 @@ void AddRunCommand(CLI::App& app, absl::Status* result) {
   CLI::App* cmd = app.add_subcommand("run", "Run a pipeline (JSON PipelineDef) and report samples/s");
   cmd->add_option("pipeline", args->pipeline, "pipeline definition (JSON)")->required();
   CLI::Option* epochs = cmd->add_option("--epochs", args->epochs, "epochs to run")->default_val(1)->check(kPositive);
-  cmd->add_option("--threads", args->threads, "compute threads (default: the pipeline's, or all cores)");
+  cmd->add_option("--threads", args->threads, "compute threads (default: the pipeline's, or all cores)")
+      ->check(kThreadCount);
   cmd->add_option("--seed", args->seed, "override the pipeline's seed");
   cmd->add_flag("--json", args->json, "print a JSON summary as the last line");
   cmd->add_flag("--quiet", args->quiet, "no progress line or text summary");

@@ -83,7 +83,7 @@ void AddWorkerCommand(CLI::App& app, absl::Status* result) {
   cmd->add_option("--port", args->port, "port to listen on (0: any free port, printed)")->default_val(0);
   cmd->add_option("--advertise", args->advertise,
                   "the host clients dial to reach this worker (default: --host, or 127.0.0.1)");
-  cmd->add_option("--threads", args->threads, "compute threads per stream (default: all cores)");
+  cmd->add_option("--threads", args->threads, "compute threads per stream (default: all cores)")->check(kThreadCount);
   cmd->add_option("--drain-timeout", args->drain_timeout_s,
                   "on SIGTERM, seconds to let streams finish the split in hand before cutting them off")
       ->default_val(30)

@@ -426,7 +426,10 @@ class Compiler {
     node->kind = NodeKind::kMap;
     if (map.ops().empty()) return NodeError(where, "a map needs at least one op");
     node->parallelism = map.parallelism();
-    if (node->parallelism < 0) return NodeError(where, "parallelism must be >= 0");
+    if (node->parallelism < 0 || node->parallelism > kMaxThreads) {
+      return NodeError(where, absl::StrCat("parallelism must be in [0, ", kMaxThreads,
+                                           "] (0: the pipeline's threads), got ", node->parallelism));
+    }
     absl::StatusOr<ops::Backend> backend = ops::ParseBackend(map.device());
     if (!backend.ok()) return WithContext(backend.status(), where);
     node->backend = *backend;
@@ -494,6 +497,10 @@ class Compiler {
       case NodeDef::kBatch:
         return CompileBatch(nd.batch(), where, node);
       case NodeDef::kPrefetch:
+        if (nd.prefetch().buffer_size() < 0) {
+          return NodeError(where, absl::StrCat("buffer_size must be >= 0 (0: the autotuner's depth), got ",
+                                               nd.prefetch().buffer_size()));
+        }
         node->kind = NodeKind::kPrefetch;
         node->count = nd.prefetch().buffer_size() > 0 ? nd.prefetch().buffer_size() : 2;
         node->auto_depth = nd.prefetch().buffer_size() <= 0;
@@ -644,9 +651,9 @@ class Compiler {
 // InvalidArgument naming an option whose number no pipeline can take (0
 // leaves threads and the budget to the machine).
 absl::Status CheckNumericOptions(const ExecOptions& options) {
-  if (options.threads() < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("options.threads must be >= 0 (0: one per usable core), got ", options.threads()));
+  if (options.threads() < 0 || options.threads() > kMaxThreads) {
+    return absl::InvalidArgumentError(absl::StrCat("options.threads must be in [0, ", kMaxThreads,
+                                                   "] (0: one per usable core), got ", options.threads()));
   }
   if (options.memory_budget_bytes() < 0) {
     return absl::InvalidArgumentError(absl::StrCat(

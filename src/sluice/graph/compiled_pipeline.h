@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "pipeline.pb.h"
 #include "sluice/core/schema.h"
+#include "sluice/graph/thread_limit.h"
 #include "sluice/io/source_format.h"
 #include "sluice/ops/op_registry.h"
 

@@ -1,0 +1,85 @@
+// The public C++ API (include/sluice/pipeline.h) as a trainer uses it: a
+// checkpoint's SaveState and a new Pipeline's Resume give exactly the rest
+// of the epoch; a state of another pipeline is refused naming why.
+#include "sluice/pipeline.h"
+
+#include <cstdint>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "sluice/pipeline_builder.h"
+#include "status_matchers.h"
+
+namespace sluice {
+namespace {
+
+using ::sluice::testing::StatusIs;
+using ::testing::HasSubstr;
+
+PipelineBuilder Ids(int64_t rows, int64_t batch) {
+  std::vector<int64_t> ids(rows);
+  std::iota(ids.begin(), ids.end(), 0);
+  return std::move(PipelineBuilder::Arrays({MakeArrayColumn("id", {}, ids)})
+                       .SplitRecords(10)
+                       .ShuffleSplits()
+                       .Shuffle(16)
+                       .Batch(batch)
+                       .Seed(7));
+}
+
+// The ids of up to `limit` more batches (all that are left when < 0).
+std::vector<int64_t> Drain(Iterator* it, int limit) {
+  std::vector<int64_t> ids;
+  for (int n = 0; limit < 0 || n < limit; ++n) {
+    Batch b;
+    bool end = false;
+    EXPECT_TRUE(it->Next(&b, &end).ok());
+    if (end) break;
+    const int64_t* v = b.columns[0].values.data<int64_t>();
+    ids.insert(ids.end(), v, v + b.rows);
+  }
+  return ids;
+}
+
+TEST(PublicPipeline, AStateSavedMidEpochResumesExactlyTheRestInANewPipeline) {
+  absl::StatusOr<Pipeline> whole = Pipeline::FromBuilder(Ids(103, 8));
+  ASSERT_TRUE(whole.ok()) << whole.status();
+  Iterator uninterrupted = whole->Iterate(2);
+  const std::vector<int64_t> want = Drain(&uninterrupted, -1);
+
+  absl::StatusOr<Pipeline> first = Pipeline::FromBuilder(Ids(103, 8));
+  ASSERT_TRUE(first.ok());
+  Iterator it = first->Iterate(2);
+  std::vector<int64_t> got = Drain(&it, 5);
+  absl::StatusOr<std::string> state = it.SaveState();
+  ASSERT_TRUE(state.ok()) << state.status();
+
+  absl::StatusOr<Pipeline> restarted = Pipeline::FromBuilder(Ids(103, 8));
+  ASSERT_TRUE(restarted.ok());
+  absl::StatusOr<Iterator> rest = restarted->Resume(*state);
+  ASSERT_TRUE(rest.ok()) << rest.status();
+  const std::vector<int64_t> after = Drain(&*rest, -1);
+  got.insert(got.end(), after.begin(), after.end());
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(want.size(), 103u);
+}
+
+TEST(PublicPipeline, AStateOfAnotherPipelineIsRefused) {
+  absl::StatusOr<Pipeline> saving = Pipeline::FromBuilder(Ids(103, 8));
+  ASSERT_TRUE(saving.ok());
+  Iterator it = saving->Iterate(0);
+  Drain(&it, 2);
+  absl::StatusOr<std::string> state = it.SaveState();
+  ASSERT_TRUE(state.ok());
+  absl::StatusOr<Pipeline> other = Pipeline::FromBuilder(Ids(103, 9));
+  ASSERT_TRUE(other.ok());
+  EXPECT_THAT(other->Resume(*state).status(), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("fingerprint")));
+  EXPECT_THAT(other->Resume("not a state").status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("not a sluice iterator state")));
+}
+
+}  // namespace
+}  // namespace sluice
