@@ -51,6 +51,44 @@ def test_materialize_gives_the_same_batches(cifar_dir, tmp_path):
         _cifar(cifar_dir).map(ops.reshape(shape=[32, 32, 3]), ops.random_flip()).materialize(tmp_path / "n")
 
 
+def test_a_filter_or_shuffle_after_a_tfrecord_source_materializes_its_parse_and_keeps_the_batches(cifar_dir,
+                                                                                                    tmp_path):
+    # The parse of the source's features is a map of its own here: what is
+    # written is the parsed records, and the filter or shuffle stays after.
+    for n, middle in enumerate([lambda p: p.filter(ops.keep_if(field="label", cmp="<", value=5)),
+                                lambda p: p.shuffle(64)]):
+        pipe = (middle(_cifar(cifar_dir)).map(ops.reshape(shape=[32, 32, 3]), ops.random_flip())
+                .batch(10).with_options(seed=5))
+        fast = pipe.materialize(tmp_path / f"m{n}")
+        got, want = list(fast), list(pipe)
+        assert len(got) == len(want) > 0
+        for a, b in zip(want, got):
+            np.testing.assert_array_equal(a["image"], b["image"])
+            np.testing.assert_array_equal(a["label"], b["label"])
+
+
+def test_a_materialization_that_fails_leaves_the_one_before_it_whole(cifar_dir, tmp_path):
+    good = _cifar(cifar_dir).map(ops.reshape(shape=[32, 32, 3]), ops.grey_dilation(size=3)).batch(50)
+    first = good.materialize(tmp_path / "m")
+    want = [b["image"].copy() for b in first]
+    # The same pipeline over a copy of the files whose last record is cut
+    # short: it fails once most records are written.
+    damaged = tmp_path / "damaged"
+    damaged.mkdir()
+    for f in sorted(cifar_dir.glob("*.tfrecord")):
+        (damaged / f.name).write_bytes(f.read_bytes())
+    last = sorted(damaged.glob("*.tfrecord"))[-1]
+    last.write_bytes(last.read_bytes()[:-100])
+    bad = (sluice.tfrecord(str(damaged / "*.tfrecord"), {"image": ("bytes", 3072), "label": "int64"})
+           .map(ops.reshape(shape=[32, 32, 3]), ops.grey_dilation(size=3)).batch(50))
+    with pytest.raises(sluice.DataLossError, match="truncated"):
+        bad.materialize(tmp_path / "m")
+    again = sluice.Pipeline.from_json((tmp_path / "m" / "pipeline.json").read_text())
+    for a, b in zip(want, [b["image"] for b in again], strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert [p.name for p in (tmp_path / "m").iterdir() if p.name.startswith(".")] == []  # no staging left
+
+
 def test_torch_adapter_measures_the_trainers_rate(mnist_dir):
     torch_mod = pytest.importorskip("sluice.torch")
     pipe = sluice.mnist(str(mnist_dir / "train-images-idx3-ubyte"),

@@ -2,6 +2,8 @@
 // pipeline's deterministic prefix once, and a pipeline that reads it.
 #include "sluice/profile/materialize.h"
 
+#include <atomic>
+#include <csignal>
 #include <cstdio>
 
 #include "absl/strings/str_join.h"
@@ -20,13 +22,26 @@ struct MaterializeArgs {
   std::vector<std::string> plugins;
 };
 
+// Set by Ctrl-C or SIGTERM: materializing stops between batches and removes
+// what it wrote, leaving the output folder as it was.
+std::atomic<bool> interrupted{false};
+
+void StopOnInterrupt() {
+  struct sigaction action = {};
+  action.sa_handler = [](int) { interrupted.store(true); };
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+}
+
 absl::Status Materialize(const MaterializeArgs& args) {
   SLUICE_RETURN_IF_ERROR(LoadPlugins(args.plugins));
   SLUICE_ASSIGN_OR_RETURN(PipelineDef def, graph::PipelineFromJsonFile(args.pipeline));
   ProgressLine progress(true);
-  absl::StatusOr<profile::MaterializeResult> r = profile::Materialize(def, args.out, [&](int64_t records) {
-    progress.Update([&] { return absl::StrCat(WithCommas(records), " records written"); });
-  });
+  StopOnInterrupt();
+  absl::StatusOr<profile::MaterializeResult> r = profile::Materialize(
+      def, args.out,
+      [&](int64_t records) { progress.Update([&] { return absl::StrCat(WithCommas(records), " records written"); }); },
+      &interrupted);
   progress.Finish();
   if (!r.ok()) return WithContext(r.status(), args.pipeline);
   std::printf("materialized %s: %s records (%.1f MB) in %zu files under %s\n", absl::StrJoin(r->ops, ", ").c_str(),

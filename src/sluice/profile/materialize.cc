@@ -14,6 +14,7 @@
 #include "sluice/graph/pipeline_json.h"
 #include "sluice/io/tfrecord_index.h"
 #include "sluice/io/tfrecord_writer.h"
+#include "sluice/profile/staged_directory.h"
 
 namespace sluice::profile {
 namespace {
@@ -34,6 +35,16 @@ int DeterministicMaps(const graph::CompiledPipeline& compiled, bool trust_python
     ++n;
   }
   return n;
+}
+
+// 1 when compiling added a map of its own after the source, parsing a
+// TFRecord source's features (the node after it in `def` is no CPU map to
+// take the parse in): compiled node i is then def node i - 1.
+int AddedParseMaps(const PipelineDef& def, const graph::CompiledPipeline& compiled) {
+  if (compiled.nodes.size() < 2 || compiled.nodes[1].kind != graph::NodeKind::kMap) return 0;
+  if (def.nodes_size() < 2 || def.nodes(1).kind_case() != NodeDef::kMap) return 1;
+  const std::string& device = def.nodes(1).map().device();
+  return device.empty() || device == "cpu" ? 0 : 1;
 }
 
 // How each column is stored and read back: int64 and float32 as numeric
@@ -120,9 +131,6 @@ class PartWriters {
  public:
   static absl::StatusOr<PartWriters> Create(const std::string& out_dir, const std::vector<std::string>& sources,
                                             MaterializeResult* result) {
-    std::error_code ec;
-    std::filesystem::create_directories(out_dir, ec);
-    if (ec) return absl::PermissionDeniedError(absl::StrCat("cannot create ", out_dir, ": ", ec.message()));
     PartWriters parts(sources, result);
     for (size_t i = 0; i < sources.size(); ++i) {
       const std::string path = absl::StrFormat("%s/part-%05d-of-%05d.tfrecord", out_dir, i, sources.size());
@@ -219,9 +227,11 @@ absl::Status CheckReproducibleOrder(const graph::CompiledPipeline& compiled, int
 }
 
 // The rewritten pipeline: the records, a map that restores dtypes and
-// shapes, then the rest under their own names (random keys depend on them).
+// shapes, then the rest of `def` after its first `maps` maps, under their
+// own names (random keys depend on them).
 PipelineDef Rewritten(const PipelineDef& def, const graph::CompiledPipeline& compiled, int maps, const Schema& schema,
                       const std::vector<std::string>& files) {
+  const size_t added = AddedParseMaps(def, compiled);
   PipelineDef out = def;
   out.clear_nodes();
   out.mutable_options()->clear_materialized_from();
@@ -243,13 +253,22 @@ PipelineDef Rewritten(const PipelineDef& def, const graph::CompiledPipeline& com
   for (int i = maps + 1; i < def.nodes_size(); ++i) {
     NodeDef* n = out.add_nodes();
     *n = def.nodes(i);
-    n->set_name(compiled.nodes.size() > static_cast<size_t>(i) ? compiled.nodes[i].name : def.nodes(i).name());
+    const size_t at = static_cast<size_t>(i) + added;
+    n->set_name(compiled.nodes.size() > at ? compiled.nodes[at].name : def.nodes(i).name());
   }
   const std::string rewritten = graph::OutputFingerprint(out);
   MaterializedFrom* from = out.mutable_options()->mutable_materialized_from();
   from->set_rewritten_fingerprint(rewritten);
   from->set_output_fingerprint(graph::OutputFingerprint(def));
   return out;
+}
+
+absl::Status WriteJson(const PipelineDef& def, const std::string& path) {
+  std::ofstream json(path);
+  json << graph::PipelineToJson(def) << "\n";
+  json.close();
+  if (!json) return absl::PermissionDeniedError(absl::StrCat("cannot write ", path));
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -272,12 +291,16 @@ absl::StatusOr<MaterializeResult> Materialize(const PipelineDef& def, const std:
   }
   SLUICE_RETURN_IF_ERROR(CheckWritable(compiled.nodes[maps]));
   SLUICE_RETURN_IF_ERROR(CheckReproducibleOrder(compiled, def.nodes(0).source().split_records()));
-  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<exec::Pipeline> pipeline, exec::Pipeline::Create(PrefixOf(def, maps)));
+  // The maps of `def` the compiled ones are (a parse compiling added is
+  // the source's own).
+  const int def_maps = maps - AddedParseMaps(def, compiled);
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<exec::Pipeline> pipeline, exec::Pipeline::Create(PrefixOf(def, def_maps)));
   const Schema& schema = pipeline->output_schema();
   const std::vector<std::string>& sources = *compiled.nodes[0].format->files();
 
   MaterializeResult result;
-  SLUICE_ASSIGN_OR_RETURN(PartWriters parts, PartWriters::Create(out_dir, sources, &result));
+  SLUICE_ASSIGN_OR_RETURN(StagedDirectory staged, StagedDirectory::Create(out_dir));
+  SLUICE_ASSIGN_OR_RETURN(PartWriters parts, PartWriters::Create(staged.staging(), sources, &result));
   std::unique_ptr<exec::PipelineIterator> it = pipeline->Iterate(0);
   while (true) {
     Batch batch;
@@ -290,17 +313,16 @@ absl::StatusOr<MaterializeResult> Materialize(const PipelineDef& def, const std:
   }
   SLUICE_RETURN_IF_ERROR(parts.Close());
 
-  result.rewritten = Rewritten(def, compiled, maps, schema, result.files);
+  for (std::string& f : result.files) f = staged.Final(std::filesystem::path(f).filename().string());
+  result.rewritten = Rewritten(def, compiled, def_maps, schema, result.files);
   for (int i = 1; i <= maps; ++i) {
     for (const graph::BoundOp& op : compiled.nodes[i].ops) {
       if (!op.view) result.ops.push_back(op.name);
     }
   }
-  result.pipeline_path = out_dir + "/pipeline.json";
-  std::ofstream json(result.pipeline_path);
-  json << graph::PipelineToJson(result.rewritten) << "\n";
-  json.close();
-  if (!json) return absl::PermissionDeniedError(absl::StrCat("cannot write ", result.pipeline_path));
+  SLUICE_RETURN_IF_ERROR(WriteJson(result.rewritten, staged.staging() + "/pipeline.json"));
+  SLUICE_RETURN_IF_ERROR(staged.Commit("pipeline.json"));
+  result.pipeline_path = staged.Final("pipeline.json");
   return result;
 }
 
