@@ -143,6 +143,9 @@ def python(fn, outputs=None, *, batched=False, inputs=None, column=None, process
     if inputs is not None:
         attrs["inputs"] = ",".join([inputs] if isinstance(inputs, str) else inputs)
     if outputs is not None:
+        if not isinstance(outputs, dict):
+            raise TypeError(f"ops.python: outputs must be a dict {{name: (dtype, shape)}} of the columns the function "
+                            f"returns, got {outputs!r} (leave it out to return its inputs)")
         if not outputs:
             raise ValueError("ops.python: outputs={} declares no column; the function must return one at least "
                              "(leave outputs out to return its inputs)")

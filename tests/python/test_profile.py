@@ -30,6 +30,15 @@ def test_profile_names_a_costly_op_and_writes_trace_and_report(cifar_dir, tmp_pa
     assert "gaussian_blur" in (tmp_path / "r.html").read_text()
 
 
+def test_the_cpu_per_sample_counts_the_python_ops_processes(cifar_dir):
+    import user_code
+    pipe = (_cifar(cifar_dir).map(ops.python(user_code.burns_2ms_of_cpu, inputs="label"))
+            .batch(10).repeat())
+    result = pipe.profile(seconds=0.6, ablation=False)
+    # Each sample ran 2 ms of CPU in an op's process, outside the engine's.
+    assert result["cpu_s_per_sample"] >= 0.002 * 0.9, result["cpu_s_per_sample"]
+
+
 def test_profile_with_a_slow_trainer_says_trainer_bound(cifar_dir):
     pipe = _cifar(cifar_dir).map(ops.reshape(shape=[32, 32, 3])).batch(8)
     result = pipe.profile(consumer_rate=300, seconds=0.6, ablation=False)

@@ -146,6 +146,8 @@ def test_an_exception_names_the_sample_and_carries_the_traceback():
 def test_an_outputs_declaration_that_declares_nothing_or_no_spec_is_refused():
     with pytest.raises(ValueError, match=r"outputs=\{\} declares no column"):
         ops.python(fns.invert, outputs={})
+    with pytest.raises(TypeError, match=r"outputs must be a dict \{name: \(dtype, shape\)\}.*got 'label'"):
+        ops.python(fns.invert, outputs="label")
     with pytest.raises(ValueError, match=r"outputs\['image'\] must be \(dtype, shape\).*got 'uint8'"):
         ops.python(fns.invert, outputs={"image": "uint8"})
 

@@ -106,6 +106,15 @@ def slow(sample):
     return {"id": sample["id"]}
 
 
+def burns_2ms_of_cpu(sample):
+    """Runs 2 ms of this process's CPU time (not the wall clock's) on each sample."""
+    import time
+    start = time.process_time()
+    while time.process_time() - start < 0.002:
+        pass
+    return sample
+
+
 def stalls_on_0(sample):
     """Each sample leaves a file naming its process in $STALL_DIR; sample 0
     waits until the other processes left $STALL_FOR files, and fails after
