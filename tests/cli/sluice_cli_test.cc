@@ -16,6 +16,7 @@ namespace sluice::cli {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 struct Result {
   int exit_code;
@@ -311,6 +312,25 @@ TEST_F(SluiceCliTest, ProfileAndMaterializeErrorsNameTheProblem) {
   const Result mat = Sluice("materialize " + dir_.Join("random.json") + " --out " + dir_.Join("m"));
   EXPECT_NE(mat.exit_code, 0);
   EXPECT_THAT(mat.out, HasSubstr("nothing to materialize"));
+  // An output it could not write is said before any measuring.
+  const Result trace = Sluice("profile " + dir_.Join("random.json") + " --trace " + dir_.Join("no-such-dir/t.json"));
+  EXPECT_NE(trace.exit_code, 0);
+  EXPECT_THAT(trace.out, HasSubstr("NOT_FOUND: --trace " + dir_.Join("no-such-dir/t.json") +
+                                   ": there is no directory " + dir_.Join("no-such-dir")));
+  EXPECT_THAT(trace.out, Not(HasSubstr("measuring")));
+}
+
+// Numbers no run can take are refused by name, not met with an abort or
+// a silent default.
+TEST_F(SluiceCliTest, ImpossibleCountsAreRefusedByName) {
+  const Result threads = Sluice("run " + dir_.Join("any.json") + " --threads 99999");
+  EXPECT_NE(threads.exit_code, 0);
+  EXPECT_THAT(threads.out, HasSubstr("--threads: must be in [0, 1024], got 99999"));
+  for (const std::string& flag : {"--count 0", "--count -5", "--classes 0", "--files 0"}) {
+    const Result made = Sluice("make-data imagenet --out " + dir_.Join("md") + " " + flag);
+    EXPECT_NE(made.exit_code, 0) << flag;
+    EXPECT_THAT(made.out, HasSubstr("must be > 0")) << flag;
+  }
 }
 
 }  // namespace

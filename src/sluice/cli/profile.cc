@@ -1,7 +1,11 @@
 // sluice profile PIPELINE.json: where the pipeline's bottleneck is, in plain
 // words with numbers, and which lever to pull.
+#include <unistd.h>
+
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
+#include <system_error>
 
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
@@ -30,6 +34,21 @@ struct ProfileArgs {
   bool json = false;
   std::vector<std::string> plugins;
 };
+
+// Said before any measuring, rather than after a run of many seconds.
+absl::Status CheckCanWrite(const std::string& path, const char* flag) {
+  if (path.empty()) return absl::OkStatus();
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  const std::string dir = parent.empty() ? "." : parent.string();
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) {
+    return absl::NotFoundError(absl::StrCat(flag, " ", path, ": there is no directory ", dir));
+  }
+  if (access(dir.c_str(), W_OK) != 0) {
+    return absl::PermissionDeniedError(absl::StrCat(flag, " ", path, ": cannot write in ", dir));
+  }
+  return absl::OkStatus();
+}
 
 absl::Status WriteText(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary);
@@ -60,6 +79,8 @@ std::string JsonWithPlacement(const profile::ProfileResult& r, const placement::
 }
 
 absl::Status Profile(const ProfileArgs& args) {
+  SLUICE_RETURN_IF_ERROR(CheckCanWrite(args.trace, "--trace"));
+  SLUICE_RETURN_IF_ERROR(CheckCanWrite(args.report, "--report"));
   SLUICE_RETURN_IF_ERROR(LoadPlugins(args.plugins));
   SLUICE_ASSIGN_OR_RETURN(PipelineDef def, graph::PipelineFromJsonFile(args.pipeline));
   if (args.threads > 0) def.mutable_options()->set_threads(args.threads);

@@ -50,9 +50,14 @@ std::vector<double> RssMb(const RunReport& r) {
 
 void PrintSummary(const std::string& path, const graph::CompiledPipeline& c, const RunReport& r) {
   const std::vector<double> rss_mb = RssMb(r);
-  std::printf("%s: %s samples in %d epoch%s (%s batches), %.2f s: %s samples/s on %d threads (%s)\n", path.c_str(),
+  // The rate is the steady one: from the first batch to the last (the
+  // first batch's latency is its own line).
+  const std::string rate = r.batches > 1 ? absl::StrFormat("%.2f s after the first batch: %s samples/s", r.seconds,
+                                                           WithCommas(r.samples_per_s))
+                                         : std::string("one batch, too few for a rate");
+  std::printf("%s: %s samples in %d epoch%s (%s batches), %s on %d threads (%s)\n", path.c_str(),
               WithCommas(r.samples).c_str(), r.epochs, r.epochs == 1 ? "" : "s", WithCommas(r.batches).c_str(),
-              r.seconds, WithCommas(r.samples_per_s).c_str(), c.threads, kernels::SimdTarget().c_str());
+              rate.c_str(), c.threads, kernels::SimdTarget().c_str());
   std::printf("first batch after %.1f ms; peak RSS %.1f MB after epoch 1, %.1f MB at the end\n", r.first_batch_ms,
               rss_mb.front(), rss_mb.back());
   std::printf("engine's buffers: at most %.1f MB held (%.1f MB in use at once), %.1f MB cached at the end",
