@@ -322,6 +322,12 @@ TEST_F(SluiceCliTest, ProfileAndMaterializeErrorsNameTheProblem) {
 
 // Numbers no run can take are refused by name, not met with an abort or
 // a silent default.
+TEST_F(SluiceCliTest, AMistypedCommandIsNamedWithTheCommands) {
+  const Result r = Sluice("runn x.json");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.out, HasSubstr("unknown command 'runn' (commands: make-data, run, profile,"));
+}
+
 TEST_F(SluiceCliTest, ImpossibleCountsAreRefusedByName) {
   const Result threads = Sluice("run " + dir_.Join("any.json") + " --threads 99999");
   EXPECT_NE(threads.exit_code, 0);

@@ -28,6 +28,17 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
+    // CLI11 says only "A subcommand is required" for a mistyped one.
+    std::string known;
+    bool listed = false;
+    for (const CLI::App* sub : app.get_subcommands({})) {
+      known += (known.empty() ? "" : ", ") + sub->get_name();
+      listed = listed || (argc > 1 && sub->get_name() == argv[1]);
+    }
+    if (argc > 1 && argv[1][0] != '-' && !listed) {
+      std::fprintf(stderr, "sluice: unknown command '%s' (commands: %s; sluice --help)\n", argv[1], known.c_str());
+      return 2;
+    }
     return app.exit(e);
   }
   if (!result.ok()) {
