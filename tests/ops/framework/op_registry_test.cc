@@ -57,6 +57,16 @@ TEST(OpRegistry, ANameRegisteredTwiceNamesBothRegistrants) {
                                  "plugin /b/second.so")));
 }
 
+TEST(OpRegistry, ADefaultTheAttrCannotTakeIsRefusedWhenTheOpIsAdded) {
+  OpRegistry registry;
+  EXPECT_THAT(registry.AddOp(CopySchema("lo").Attr({"lo", AttrType::kFloat, "abc", "x"}), "plugin /p/mine.so"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("op 'lo' (plugin /p/mine.so): attr 'lo': its "
+                                                                     "default abc is no JSON value it takes")));
+  EXPECT_THAT(registry.AddOp(CopySchema("field").Attr({"field", AttrType::kString, "label", "x"}), "plugin /p/mine.so"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("quoted: \"\\\"image\\\"\"")));
+  SLUICE_EXPECT_OK(registry.AddOp(CopySchema("quoted").Attr({"field", AttrType::kString, "\"label\"", "x"}), "p"));
+}
+
 TEST(OpRegistry, ABuiltinNameTakenByAPluginNamesBoth) {
   EXPECT_THAT(
       OpRegistry::Global().AddOp(CopySchema("rescale"), "plugin /p/mine.so"),

@@ -212,6 +212,22 @@ absl::Status AttrError(absl::string_view name, absl::string_view message) {
   return absl::InvalidArgumentError(absl::StrCat("attr '", name, "' ", message));
 }
 
+absl::Status Attrs::CheckDefaults(const std::vector<AttrSchema>& schema) {
+  for (const AttrSchema& s : schema) {
+    if (s.default_json.empty()) continue;
+    Value v;
+    absl::StatusOr<AttrValue> value = absl::InvalidArgumentError("not JSON");
+    if (google::protobuf::util::JsonStringToMessage(s.default_json, &v).ok()) value = Convert(s, v);
+    absl::Status checked = value.ok() ? CheckConstraints(s, *value) : value.status();
+    if (!checked.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("attr '", s.name, "': its default ", s.default_json,
+                                                     " is no JSON value it takes (", checked.message(),
+                                                     "); a string default is JSON text, quoted: \"\\\"image\\\"\""));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<Attrs> Attrs::Bind(const std::vector<AttrSchema>& schema, const google::protobuf::Struct& values) {
   Attrs attrs;
   for (const auto& [name, value] : values.fields()) {

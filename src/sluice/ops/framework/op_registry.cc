@@ -12,6 +12,7 @@
 #include "google/protobuf/struct.pb.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/kernels/simd.h"
+#include "sluice/ops/attrs.h"
 #include "sluice/ops/builtin_ops.h"
 
 namespace sluice::ops {
@@ -92,6 +93,9 @@ absl::Status OpRegistry::AddOp(OpSchema schema, const std::string& registrant) {
   }
   if (schema.doc().empty()) {
     return absl::InvalidArgumentError(absl::StrCat("op '", name, "' (", registrant, ") has no doc"));
+  }
+  if (absl::Status defaults = Attrs::CheckDefaults(schema.attrs()); !defaults.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("op '", name, "' (", registrant, "): ", defaults.message()));
   }
   absl::MutexLock lock(&impl_->mu);
   auto it = impl_->ops.find(name);
