@@ -252,8 +252,9 @@ class Pipeline:
 
     @staticmethod
     def from_json(text):
-        """A pipeline from PipelineDef JSON (as `sluice run` reads)."""
-        return Pipeline(json.loads(text))
+        """A pipeline from PipelineDef JSON (as `sluice run` reads), with or
+        without the byte-order mark some editors write."""
+        return Pipeline(json.loads(text.removeprefix("\ufeff")))
 
     def to_json(self):
         """The PipelineDef as JSON."""

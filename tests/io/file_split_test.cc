@@ -20,6 +20,16 @@ TEST(ExpandFilePatterns, ExpandsGlobsSortedInPatternOrder) {
   EXPECT_THAT(files, ElementsAre(dir.Join("c.txt"), dir.Join("a.rec"), dir.Join("b.rec")));
 }
 
+TEST(ExpandFilePatterns, AFolderGlobTakesTheFilesNotTheirIndexesBesideThem) {
+  testing::TempDir dir;
+  for (const char* name : {"a.tfrecord", "a.tfrecord.index", "b.tfrecord", "orphan.index"}) {
+    testing::WriteFileBytes(dir.Join(name), "x");
+  }
+  ASSERT_OK_AND_ASSIGN(auto files, ExpandFilePatterns({dir.Join("*")}));
+  // An .index without its file beside it is no index of sluice's: kept.
+  EXPECT_THAT(files, ElementsAre(dir.Join("a.tfrecord"), dir.Join("b.tfrecord"), dir.Join("orphan.index")));
+}
+
 TEST(ExpandFilePatterns, PatternMatchingNothingIsNotFoundNamingIt) {
   testing::TempDir dir;
   EXPECT_THAT(

@@ -127,6 +127,12 @@ def test_errors_are_builtin_exceptions_with_the_cpp_message(tmp_path, cifar_dir)
         list(pipe)
 
 
+def test_a_definition_saved_with_a_byte_order_mark_reads_as_without(tmp_path):
+    pipe = sluice.arrays({"x": np.arange(6, dtype=np.int64)}).batch(4)
+    again = sluice.Pipeline.from_json("\ufeff" + pipe.to_json())
+    assert [len(b["x"]) for b in again] == [4, 2]
+
+
 def test_every_error_is_a_sluice_error_and_the_builtin_users_catch():
     assert issubclass(sluice.InvalidArgumentError, sluice.SluiceError)
     assert issubclass(sluice.InvalidArgumentError, ValueError)

@@ -4,11 +4,13 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "google/protobuf/util/json_util.h"
 
 namespace sluice::graph {
 
 absl::StatusOr<PipelineDef> PipelineFromJson(absl::string_view json) {
+  absl::ConsumePrefix(&json, "\xEF\xBB\xBF");  // a byte-order mark some editors write
   PipelineDef def;
   google::protobuf::util::JsonParseOptions options;
   const auto status = google::protobuf::util::JsonStringToMessage(

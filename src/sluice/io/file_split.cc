@@ -6,8 +6,10 @@
 #include <cctype>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "sluice/io/object_store.h"
@@ -52,6 +54,19 @@ std::optional<absl::Status> UnreadableUrl(const std::string& pattern) {
                               ":// (a presigned URL neither: give the object's s3:// URL and credentials)")));
 }
 
+// `sluice index` writes F.index beside F: a pattern matching both (a
+// folder's *) means F, whose index is found beside it, not the index as
+// data.
+void DropSiblingIndexes(std::vector<std::string>* matches) {
+  const std::vector<std::string> all = *matches;
+  matches->erase(std::remove_if(matches->begin(), matches->end(),
+                                [&](const std::string& f) {
+                                  return absl::EndsWith(f, ".index") &&
+                                         std::binary_search(all.begin(), all.end(), f.substr(0, f.size() - 6));
+                                }),
+                 matches->end());
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<std::string>> ExpandFilePatterns(const std::vector<std::string>& patterns) {
@@ -83,6 +98,7 @@ absl::StatusOr<std::vector<std::string>> ExpandFilePatterns(const std::vector<st
     std::vector<std::string> matches(g.gl_pathv, g.gl_pathv + g.gl_pathc);
     ::globfree(&g);
     std::sort(matches.begin(), matches.end());
+    DropSiblingIndexes(&matches);
     files.insert(files.end(), matches.begin(), matches.end());
   }
   return files;
