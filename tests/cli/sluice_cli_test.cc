@@ -322,6 +322,16 @@ TEST_F(SluiceCliTest, ProfileAndMaterializeErrorsNameTheProblem) {
 
 // Numbers no run can take are refused by name, not met with an abort or
 // a silent default.
+TEST_F(SluiceCliTest, ARunThatYieldsNothingSaysSo) {
+  testing::WriteFileBytes(dir_.Join("empty.json"), R"({"nodes": [
+      {"source": {"arrays": {"columns": [{"name": "x", "dtype": "uint8", "shape": [2, 2], "data": "AAECAwQFBgc="}]}}},
+      {"batch": {"size": 8, "drop_remainder": true}}]})");
+  const Result r = Sluice("run " + dir_.Join("empty.json"));
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_THAT(r.out, HasSubstr("warning: the pipeline yielded nothing"));
+  EXPECT_THAT(r.out, HasSubstr("0 samples in 1 epoch (0 batches), no rate"));
+}
+
 TEST_F(SluiceCliTest, AMistypedCommandIsNamedWithTheCommands) {
   const Result r = Sluice("runn x.json");
   EXPECT_EQ(r.exit_code, 2);

@@ -54,7 +54,7 @@ void PrintSummary(const std::string& path, const graph::CompiledPipeline& c, con
   // first batch's latency is its own line).
   const std::string rate = r.batches > 1 ? absl::StrFormat("%.2f s after the first batch: %s samples/s", r.seconds,
                                                            WithCommas(r.samples_per_s))
-                                         : std::string("one batch, too few for a rate");
+                                         : std::string(r.batches == 1 ? "one batch, too few for a rate" : "no rate");
   std::printf("%s: %s samples in %d epoch%s (%s batches), %s on %d threads (%s)\n", path.c_str(),
               WithCommas(r.samples).c_str(), r.epochs, r.epochs == 1 ? "" : "s", WithCommas(r.batches).c_str(),
               rate.c_str(), c.threads, kernels::SimdTarget().c_str());
@@ -142,6 +142,11 @@ absl::Status Run(const RunArgs& args) {
   }
   SLUICE_ASSIGN_OR_RETURN(RunReport r, RunPipeline(**pipeline, options));
   if (r.skipped_records > 0) std::fprintf(stderr, "warning: %s\n", r.skip_summary.c_str());
+  if (r.batches == 0) {
+    std::fprintf(stderr,
+                 "warning: the pipeline yielded nothing (a batch with drop_remainder larger than the epoch, a filter "
+                 "that keeps no sample, a take of 0?)\n");
+  }
   if (!args.quiet) {
     PrintSummary(args.pipeline, c, r);
     if ((*pipeline)->automatic()) std::printf("%s", (*pipeline)->report().ToText().c_str());
