@@ -21,24 +21,26 @@ void SayIgnoredOnce(const char* name, const char* text, const std::string& fallb
                fallback.c_str());
 }
 
-}  // namespace
-
-int64_t IntFromEnvironment(const char* name, int64_t fallback, int64_t least) {
+template <typename T, typename Parse>
+T NumberFromEnvironment(const char* name, T fallback, T least, Parse parse) {
   const char* text = std::getenv(name);
   if (text == nullptr) return fallback;
-  int64_t value = 0;
-  if (absl::SimpleAtoi(text, &value) && value >= least) return value;
+  T value = 0;
+  if (parse(text, &value) && value >= least) return value;
   SayIgnoredOnce(name, text, absl::StrCat(fallback), absl::StrCat(least));
   return fallback;
 }
 
+}  // namespace
+
+int64_t IntFromEnvironment(const char* name, int64_t fallback, int64_t least) {
+  return NumberFromEnvironment(name, fallback, least,
+                               [](const char* text, int64_t* v) { return absl::SimpleAtoi(text, v); });
+}
+
 double DoubleFromEnvironment(const char* name, double fallback, double least) {
-  const char* text = std::getenv(name);
-  if (text == nullptr) return fallback;
-  double value = 0;
-  if (absl::SimpleAtod(text, &value) && value >= least) return value;
-  SayIgnoredOnce(name, text, absl::StrCat(fallback), absl::StrCat(least));
-  return fallback;
+  return NumberFromEnvironment(name, fallback, least,
+                               [](const char* text, double* v) { return absl::SimpleAtod(text, v); });
 }
 
 }  // namespace sluice
