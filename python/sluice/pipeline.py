@@ -254,7 +254,7 @@ class Pipeline:
     def from_json(text):
         """A pipeline from PipelineDef JSON (as `sluice run` reads), with or
         without the byte-order mark some editors write."""
-        return Pipeline(json.loads(text.removeprefix("\ufeff")))
+        return Pipeline(json.loads(text.removeprefix("\ufeff") if isinstance(text, str) else text))
 
     def to_json(self):
         """The PipelineDef as JSON."""

@@ -320,8 +320,6 @@ TEST_F(SluiceCliTest, ProfileAndMaterializeErrorsNameTheProblem) {
   EXPECT_THAT(trace.out, Not(HasSubstr("measuring")));
 }
 
-// Numbers no run can take are refused by name, not met with an abort or
-// a silent default.
 TEST_F(SluiceCliTest, ARunThatYieldsNothingSaysSo) {
   testing::WriteFileBytes(dir_.Join("empty.json"), R"({"nodes": [
       {"source": {"arrays": {"columns": [{"name": "x", "dtype": "uint8", "shape": [2, 2], "data": "AAECAwQFBgc="}]}}},
@@ -338,6 +336,8 @@ TEST_F(SluiceCliTest, AMistypedCommandIsNamedWithTheCommands) {
   EXPECT_THAT(r.out, HasSubstr("unknown command 'runn' (commands: make-data, run, profile,"));
 }
 
+// Numbers no run can take are refused by name, not met with an abort or
+// a silent default.
 TEST_F(SluiceCliTest, ImpossibleCountsAreRefusedByName) {
   const Result threads = Sluice("run " + dir_.Join("any.json") + " --threads 99999");
   EXPECT_NE(threads.exit_code, 0);

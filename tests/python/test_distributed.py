@@ -80,6 +80,10 @@ def test_a_row_a_rank_skips_as_corrupt_after_the_shard_shortens_its_batch_not_it
     assert sorted(sum(sizes) for sizes, _ in parts) == [11, 12]
     assert sorted(skipped for _, skipped in parts) == [0, 1]
     assert sorted(s for sizes, _ in parts for s in sizes) == [3] + [4] * 5
+    # One shard has no rank to keep in step with: its batches stay whole.
+    pipe = (sluice.image_folder(str(tmp_path), on_corrupt="skip").shard(1, 0).map(decode)
+            .batch(4, drop_remainder=True).with_options(seed=1))
+    assert [len(b["label"]) for b in pipe] == [4] * 5  # 23 rows
     # A rank whose whole part of a global batch was refused cannot keep step.
     with pytest.raises(sluice.DataLossError, match=r"node 'batch_3': every row of this shard's part of its global "
                                                    r"batch \d+ \(this run's\) was skipped as corrupt"):

@@ -69,9 +69,10 @@ class Attrs {
   // InvalidArgument naming the attr for an unknown name, a missing required
   // attr, a value of the wrong type or one its constraints do not allow.
   static absl::StatusOr<Attrs> Bind(const std::vector<AttrSchema>& schema, const google::protobuf::Struct& values);
-  // Whether every default in `schema` is JSON of its attr's type that its
-  // constraints allow: InvalidArgument naming the attr and the default
-  // otherwise (a string default is JSON text, quoted: "\"image\"").
+  // Whether every default in `schema` is JSON of its attr's type (its
+  // constraints aside: one out of range may mean "unset"): InvalidArgument
+  // naming the attr and the default otherwise (a string default is JSON
+  // text, quoted: "\"image\"").
   static absl::Status CheckDefaults(const std::vector<AttrSchema>& schema);
 
   // REQUIRES: `name` is declared with the matching type.

@@ -29,6 +29,7 @@ std::atomic<bool> interrupted{false};
 void StopOnInterrupt() {
   struct sigaction action = {};
   action.sa_handler = [](int) { interrupted.store(true); };
+  action.sa_flags = SA_RESETHAND | SA_RESTART;  // a second Ctrl-C stops it at once
   sigaction(SIGINT, &action, nullptr);
   sigaction(SIGTERM, &action, nullptr);
 }

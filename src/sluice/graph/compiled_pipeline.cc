@@ -585,8 +585,10 @@ class Compiler {
     node->kind = NodeKind::kBatch;
     node->count = batch.size();
     node->drop_remainder = batch.drop_remainder();
-    node->per_shard_element = std::any_of(out_->nodes.begin(), out_->nodes.end(),
-                                          [](const CompiledNode& n) { return n.kind == NodeKind::kShard; });
+    // One shard has no other rank to keep in step: its batches regroup.
+    node->per_shard_element = std::any_of(out_->nodes.begin(), out_->nodes.end(), [](const CompiledNode& n) {
+      return n.kind == NodeKind::kShard && n.shard.num_shards > 1;
+    });
     if (node->count <= 0) return NodeError(where, absl::StrCat("size must be > 0, got ", node->count));
     if (batched_) return NodeError(where, "a pipeline may batch only once");
     batched_ = true;
@@ -668,7 +670,7 @@ CompiledPipeline CompileOptions(const PipelineDef& def, const ops::OpRegistry& r
   out.registry = &registry;
   out.name = def.name();
   out.seed = def.seed();
-  out.threads = def.options().threads() > 0 ? def.options().threads() : UsableCores();
+  out.threads = def.options().threads() > 0 ? def.options().threads() : std::min(UsableCores(), kMaxThreads);
   out.memory_budget_bytes = def.options().memory_budget_bytes();
   if (out.memory_budget_bytes <= 0) {
     const DefaultMemoryBudget budget = DefaultMemoryBudgetOfMachine();

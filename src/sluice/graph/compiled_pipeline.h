@@ -83,7 +83,7 @@ struct CompiledNode {
   // kRepeat: epochs (<= 0 forever); kTake: elements
   int64_t count = 0;
   bool drop_remainder = false;
-  // kBatch after a shard of the same pipeline part: each of the shard's
+  // kBatch after a shard of more than one of the same pipeline part: each of the shard's
   // elements is one batch, short when a map skipped some of its rows, so
   // that every shard yields one batch per global batch.
   bool per_shard_element = false;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "sluice/graph/thread_limit.h"
 
 namespace sluice::placement {
 namespace {
@@ -60,7 +61,7 @@ Levers FreeLevers(const PipelineDef& def) {
 
 Placement StartingPlacement(const PipelineDef& def, int cores) {
   Placement p;
-  p.threads = def.options().threads() > 0 ? def.options().threads() : cores;
+  p.threads = def.options().threads() > 0 ? def.options().threads() : std::min(cores, graph::kMaxThreads);
   return p;
 }
 

@@ -36,13 +36,16 @@ double CpuSecondsOf(const std::string& pid) {
   return (utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
 }
 
-// CPU seconds of this process and of its live child processes: a python
-// op's or dataset's processes and local workers do the pipeline's work
-// too, and RUSAGE_CHILDREN counts only children that have ended.
+// CPU seconds of this process and of its child processes, live (from
+// /proc) and ended (RUSAGE_CHILDREN, which counts only those): a python
+// op's or dataset's processes and local workers do the pipeline's work too.
 double ProcessCpuSeconds() {
-  rusage u;
-  ::getrusage(RUSAGE_SELF, &u);
-  double seconds = u.ru_utime.tv_sec + u.ru_utime.tv_usec * 1e-6 + u.ru_stime.tv_sec + u.ru_stime.tv_usec * 1e-6;
+  double seconds = 0;
+  for (const int who : {RUSAGE_SELF, RUSAGE_CHILDREN}) {  // the children that ended, waited for
+    rusage u;
+    ::getrusage(who, &u);
+    seconds += u.ru_utime.tv_sec + u.ru_utime.tv_usec * 1e-6 + u.ru_stime.tv_sec + u.ru_stime.tv_usec * 1e-6;
+  }
   DIR* tasks = opendir("/proc/self/task");
   if (tasks == nullptr) return seconds;
   while (dirent* task = readdir(tasks)) {

@@ -12,8 +12,10 @@ namespace sluice::profile {
 
 // A run that fails or is stopped (Ctrl-C) leaves what `dir` held before,
 // say a good earlier materialization whose pipeline.json names its files,
-// as it was: the new files are written into `dir`/.staging-<pid> and
-// renamed into `dir` by Commit, the file the others are found by last.
+// as it was: the new files are written into `dir`/.staging-<pid>-<n> and
+// renamed into `dir` by Commit, the file the others are found by last
+// (removed first). A staging folder whose process is gone is removed by
+// the next run into `dir`.
 class StagedDirectory {
  public:
   static absl::StatusOr<StagedDirectory> Create(const std::string& dir);

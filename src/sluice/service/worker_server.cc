@@ -3,6 +3,8 @@
 #include <grpcpp/impl/codegen/method_handler.h>
 #include <grpcpp/impl/rpc_service_method.h>
 
+#include <set>
+
 #include "absl/strings/str_cat.h"
 #include "service.grpc.pb.h"
 #include "sluice/core/backoff.h"
@@ -107,19 +109,19 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(WorkerServerOp
   server->server_->RunLoop([impl, on_refused = options.on_refused](absl::Notification* stopping) {
     // Every 500 ms; after a failure, backing off to every 2 s.
     Backoff backoff(absl::Milliseconds(500), absl::Seconds(2));
-    // A run of failures is said once, and again when its kind changes (a
-    // dispatcher that was away answers, but refuses the worker's id).
-    absl::StatusCode reported = absl::StatusCode::kOk;
+    // A run of failures says each kind once (a dispatcher that was away
+    // answers, but refuses the worker's id).
+    std::set<absl::StatusCode> reported;
     do {
       absl::Status s = impl->Heartbeat();
       if (s.ok()) {
         backoff.Reset();
+        reported.clear();
       } else if (on_refused && (absl::IsUnauthenticated(s) || absl::IsPermissionDenied(s))) {
         return on_refused(s);
-      } else if (s.code() != reported) {
+      } else if (reported.insert(s.code()).second) {
         Log("worker", absl::StrCat(s.ToString(), "; retrying"));
       }
-      reported = s.code();
     } while (backoff.Wait(stopping));
   });
   Log("worker",
