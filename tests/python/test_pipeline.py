@@ -445,3 +445,34 @@ def test_jpeg_bytes_in_tfrecord_features_decode_like_files(tmp_path):
     # Same images, different orders (records by index, folders by class).
     by_label = lambda images, labels: sorted((int(l), bytes(i)) for i, l in zip(images, labels))
     assert by_label(r["image/encoded"], r["image/class/label"]) == by_label(f["image"], f["label"])
+
+
+@pytest.mark.parametrize("source", ["arrays", "arrow_ipc", "parquet"])
+def test_a_batch_written_in_place_changes_nothing_the_source_gives_again(tmp_path, source):
+    # These sources hand out views of memory every epoch reads again (the
+    # arrays, an IPC file's mapping): a training loop's in-place write must
+    # reach neither the next epoch nor, for a mapped file, crash it.
+    x = np.arange(64, dtype=np.int64)
+    if source == "arrays":
+        pipe = sluice.arrays({"x": x})
+    else:
+        import pyarrow as pa
+        import pyarrow.ipc
+        import pyarrow.parquet
+        path = str(tmp_path / f"t.{source}")
+        table = pa.table({"x": x})
+        if source == "parquet":
+            pyarrow.parquet.write_table(table, path)
+        else:
+            with pa.OSFile(path, "wb") as f, pa.ipc.new_file(f, table.schema) as w:
+                w.write_table(table)
+        pipe = getattr(sluice, source)(path)
+    for variant in (pipe, pipe.batch(8), pipe.batch(8).take(4).prefetch(2), pipe.batch(8).repeat(2)):
+        want = np.concatenate([b["x"].reshape(-1) for b in variant])
+        for _ in range(2):
+            got = []
+            for b in variant:
+                got.append(b["x"].reshape(-1).copy())
+                b["x"][...] = -1
+            np.testing.assert_array_equal(np.concatenate(got), want)
+        assert want[:8].tolist() == list(range(8))

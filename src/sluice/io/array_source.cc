@@ -39,9 +39,11 @@ class ArraySplitReader : public FixedRecordSplitReader {
     for (size_t c = 0; c < columns_.size(); ++c) {
       const HeldColumn& held = columns_[c];
       const int64_t row_bytes = held.spec.row_bytes();
-      auto* begin = reinterpret_cast<uint8_t*>(held.data->data()) + first * row_bytes;
+      // Read-only: every epoch views these rows, so the hand-over copies
+      // them rather than let a consumer's in-place write reach the next.
+      const auto* begin = reinterpret_cast<const uint8_t*>(held.data->data()) + first * row_bytes;
       out[c].values = Tensor(held.spec.dtype, held.spec.shape.WithLeading(n),
-                             Buffer::Adopt(begin, static_cast<size_t>(n * row_bytes), held.data));
+                             Buffer::AdoptReadOnly(begin, static_cast<size_t>(n * row_bytes), held.data));
     }
     return out;
   }

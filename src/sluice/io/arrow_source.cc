@@ -432,9 +432,10 @@ class ColumnarReader : public SplitReader {
   Column ViewColumn(size_t c, int64_t from, int64_t n) const {
     const ColumnPlan& plan = shape_.plans[c];
     const arrow::Array& array = *columns_[c];
+    // Read-only: an Arrow IPC file's buffers are its mapping (a write would
+    // crash), and Arrow's are immutable; the hand-over copies them.
     auto view = [&](const uint8_t* data, int64_t bytes, Shape shape) {
-      return Tensor(plan.spec.dtype, std::move(shape),
-                    Buffer::Adopt(const_cast<uint8_t*>(data), static_cast<size_t>(bytes), batch_));
+      return Tensor(plan.spec.dtype, std::move(shape), Buffer::AdoptReadOnly(data, static_cast<size_t>(bytes), batch_));
     };
     Column col;
     switch (plan.kind) {
