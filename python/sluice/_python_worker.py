@@ -51,6 +51,7 @@ class _Columns:
         self.batched = batched
         # What each output is checked against: (name, numpy dtype, row shape).
         self.checks = [(c["name"], c["np_dtype"], tuple(c["shape"])) for c in self.outputs]
+        self.known = {c["name"] for c in self.inputs + self.outputs}
 
     def map(self, memory, rows):
         """(seeds, {name: input array or list of row arrays}, {name: output array})"""
@@ -79,6 +80,11 @@ class _Columns:
         to plain lookups and one copy a column."""
         if not isinstance(result, dict):
             raise TypeError(f"the function returned {type(result).__name__}, not a dict of arrays")
+        if len(result) > len(self.checks):  # an input it passed back is left as it was
+            new = [name for name in result if name not in self.known]
+            if new:
+                raise KeyError(f"the function returned {new}, which its outputs do not declare and would be lost; "
+                               f"declare new columns, e.g. outputs={{..., '{new[0]}': (dtype, shape)}}")
         for name, dtype, shape in self.checks:
             if name not in result:
                 raise KeyError(f"the function's result has no '{name}' (it has {sorted(result)}); declared: "

@@ -21,6 +21,7 @@ carry a random tracker id.
 
 import base64
 import hashlib
+import importlib
 import io
 import pickle
 import sys
@@ -34,11 +35,33 @@ def dumps(obj, who):
     when it cannot be sent (it holds a lock, a socket, a file open for writing...)."""
     import cloudpickle  # here, not at the top: a process that only loads needs no cloudpickle to import this
 
+    class Pickler(cloudpickle.Pickler):
+        def reducer_override(self, obj):
+            name = _module_subclass_name(obj)
+            if name is not None:
+                return importlib.import_module, (name,)
+            return super().reducer_override(obj)
+
     try:
-        return cloudpickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+        out = io.BytesIO()
+        Pickler(out, protocol=pickle.HIGHEST_PROTOCOL).dump(obj)
+        return out.getvalue()
     except Exception as e:  # noqa: BLE001 (whatever the pickler raises is the reason)
         raise TypeError(f"{who}: {_describe(obj)} cannot be sent to sluice's Python processes: "
                         f"{type(e).__name__}: {e}") from None
+
+
+def _module_subclass_name(obj):
+    """The name in sys.modules of a module of a ModuleType subclass (torch's
+    `torch.classes` and `torch.ops`), which cloudpickle, looking modules up
+    by their exact type, cannot pickle; it takes them as submodules of a
+    function that reads an attribute of that name (`self.classes`)."""
+    if not isinstance(obj, types.ModuleType) or type(obj) is types.ModuleType:
+        return None
+    name = getattr(obj, "__name__", None)
+    if isinstance(name, str) and sys.modules.get(name) is obj:
+        return name
+    return next((key for key, module in list(sys.modules.items()) if module is obj), None)
 
 
 def encode(data):

@@ -200,6 +200,40 @@ def test_a_script_without_a_main_guard_stdin_and_dash_c_run_once(how, tmp_path):
     assert run.stdout.split() == ["sum", str(want)], "the script ran more than once, or computed otherwise"
 
 
+# torch registers `torch.classes` and `torch.ops`, modules of ModuleType
+# subclasses, in sys.modules; a method reading `self.classes` beside a torch
+# call made cloudpickle take `torch.classes` as a submodule it must send.
+_TORCH_CLASSES_SCRIPT = """
+import numpy as np
+import torch
+import sluice
+from sluice import ops
+
+class Folder(torch.utils.data.Dataset):
+    def __init__(self):
+        self.classes = ["cat", "dog", "eel"]
+    def __len__(self):
+        return 9
+    def __getitem__(self, i):
+        return {"label": torch.tensor(i % len(self.classes)).numpy()}
+
+class Relabel:
+    def __init__(self):
+        self.ops = 2
+    def __call__(self, sample):
+        return {"label": torch.as_tensor(sample["label"]).numpy() * self.ops}
+
+pipe = sluice.from_dataset(Folder(), processes=1, shuffle=False).map(ops.python(Relabel(), processes=1)).batch(9)
+print(next(iter(pipe))["label"].tolist())
+"""
+
+
+def test_a_dataset_and_a_transform_whose_attributes_share_torchs_module_names_are_sent():
+    run = subprocess.run([sys.executable, "-c", _TORCH_CLASSES_SCRIPT], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert run.stdout.strip() == str([i % 3 * 2 for i in range(9)])
+
+
 def test_an_exception_shows_the_users_traceback_once_naming_the_sample():
     def fails_on_7(sample):
         if int(sample["id"]) == 7:

@@ -158,6 +158,15 @@ def test_a_wrong_output_names_the_column_and_both_specs():
     assert "has no 'image' (it has ['picture']); declared: image: uint8[8, 8, 3]" in message
 
 
+def test_a_returned_column_the_outputs_do_not_declare_is_an_error_not_dropped():
+    assert ("the function returned ['mask'], which its outputs do not declare and would be lost"
+            in _error(fns.adds_undeclared_mask, inputs="image"))
+    # The sample passed back whole: its undeclared inputs stay as they were.
+    pipe = _source().map(ops.python(fns.inverts_in_the_whole_sample, outputs={"image": None})).batch(64)
+    np.testing.assert_array_equal(_column(pipe, "image"), 255 - IMAGES)
+    np.testing.assert_array_equal(_column(pipe, "id"), np.arange(ROWS))
+
+
 @pytest.mark.parametrize("fn, how", [(fns.exits_on_37, "exited with status 3"),
                                      (fns.killed_on_37, "was killed by signal 9")])
 def test_a_process_that_dies_is_an_error_naming_the_sample(fn, how):

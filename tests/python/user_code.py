@@ -37,6 +37,15 @@ def forgets_image(sample):
     return {"picture": sample["image"]}
 
 
+def adds_undeclared_mask(sample):
+    return {"image": sample["image"], "mask": sample["image"][..., 0] > 127}
+
+
+def inverts_in_the_whole_sample(sample):
+    sample["image"] = 255 - sample["image"]
+    return sample
+
+
 def exits_on_37(sample):
     if int(sample["id"]) == 37:
         os._exit(3)
