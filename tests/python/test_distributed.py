@@ -91,6 +91,34 @@ def test_a_row_a_rank_skips_as_corrupt_after_the_shard_shortens_its_batch_not_it
             rank(r, 1)
 
 
+def test_a_row_skipped_after_the_shard_keeps_padded_and_resumed_ranks_in_step(tmp_path):
+    # 22 images, 2 ranks of batch 4: two whole global batches of 8, and a
+    # last one of 6 rows padded to 8. File 005 is refused on its rank.
+    _image_folder_with_one_oversized(tmp_path, count=22)
+    decode = sluice.ops.decode_resize_center_crop(resize=8, crop=[8], max_pixels=100)
+
+    def pipe(index):
+        return (sluice.image_folder(str(tmp_path), on_corrupt="skip").shuffle(22).shard(2, index, uneven="pad")
+                .map(decode).batch(4).with_options(seed=1))
+
+    def rows_of(batches):
+        return [[(int(label), bytes(image.tobytes())) for label, image in zip(b["label"], b["image"])]
+                for b in batches]
+
+    whole = [rows_of(pipe(r).iterate(0)) for r in range(2)]
+    assert [len(w) for w in whole] == [3, 3]
+    padding = [int(b["is_padding"].sum()) for r in range(2) for b in pipe(r).iterate(0)]
+    assert sum(padding) == 2
+    sizes = sorted(len(b) for w in whole for b in w)
+    assert sizes == [3] + [4] * 5  # the skipped row shortens one batch only
+    # Each rank saved after its first batch resumes to the rest of its epoch.
+    for r in range(2):
+        it = pipe(r).iterate(0)
+        first = rows_of([next(it)])
+        rest = rows_of(pipe(r).iterate(state=it.state()))
+        assert first + rest == whole[r], f"rank {r}"
+
+
 def test_the_loader_names_the_pipeline_it_runs():
     loader = sluice.torch.TorchIterable(rows(), rank=1, world_size=2, quiet=True)
     shard = [n["shard"] for n in json.loads(loader.pipeline.to_json())["nodes"] if "shard" in n]
