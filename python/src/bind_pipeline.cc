@@ -196,8 +196,13 @@ class PyPipeline {
   }
 
   bool batched() const { return pipeline_->first().batched(); }
-  // Elements per epoch; -1 unknown, -2 endless.
-  int64_t cardinality() const { return pipeline_->first().Cardinality(); }
+  // Elements per epoch; -1 unknown, -2 endless. Without the GIL: it may
+  // read index files or ask an object store, and the process's other
+  // threads (a notebook's, a proxy's) run meanwhile.
+  int64_t cardinality() const {
+    py::gil_scoped_release release;
+    return pipeline_->first().Cardinality();
+  }
 
  private:
   std::shared_ptr<placement::PlacedPipeline> pipeline_;

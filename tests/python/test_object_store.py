@@ -15,9 +15,12 @@ import pytest
 
 import sluice
 from conftest import TcpProxy, start_server
+from http_faults import FaultProxy
 from sluice import ops
 
 CIFAR = {"image": ("bytes", 3072), "label": "int64"}
+# A stalled body outlasts the client's wait for its next bytes.
+STALL_S = 120
 
 
 @pytest.fixture(scope="module")
@@ -626,3 +629,35 @@ def test_an_endpoint_without_a_scheme_fails_at_once_saying_so(store):
     assert out.returncode != 0
     assert "an endpoint without a scheme is taken as https://" in out.stderr
     assert "retried for" not in out.stderr
+
+
+# Each fault on every third GET and HEAD (the listing's too), blocks of
+# 64 KiB so that each object takes several GETs.
+@pytest.mark.parametrize("fault", ["503", "reset", "truncate", "stall"])
+def test_a_stores_transient_faults_are_retried_and_every_sample_read_once(store, cifar_dir, fault, monkeypatch):
+    proxy = FaultProxy(int(store.endpoint.rsplit(":", 1)[1]), [fault], every=3, stall_s=STALL_S)
+    monkeypatch.setenv("SLUICE_OBJECT_BLOCK_BYTES", "65536")
+    try:
+        retried = sluice.object_store_stats()["retries"]
+        assert_same_batches(augmented(f"s3://train/cifar/*.tfrecord?{proxy.url_query()}"),
+                            augmented(str(cifar_dir / "*.tfrecord")))
+        assert proxy.injected[fault] > 0
+        assert sluice.object_store_stats()["retries"] - retried >= proxy.total()
+    finally:
+        proxy.close()
+
+
+def test_a_description_cut_in_its_headers_is_asked_again_never_read_as_an_empty_object(store, cifar_dir):
+    # curl takes a HEAD's reply that ends after its first header as whole:
+    # no size (0 bytes) and no date. Cut: the listing's HEAD and its first
+    # retry, then the next HEAD (the object's open, or its index's).
+    proxy = FaultProxy(int(store.endpoint.rsplit(":", 1)[1]), ["truncate"], methods=("HEAD",), at={1, 2, 4})
+    name = sorted(cifar_dir.glob("*.tfrecord"))[0].name
+    try:
+        retried = sluice.object_store_stats()["retries"]
+        assert_same_batches(augmented(f"s3://train/cifar/{name}?{proxy.url_query()}"), augmented(str(cifar_dir / name)))
+        assert proxy.injected["truncate"] == 3
+        assert proxy.log[0][:2] == proxy.log[1][:2] == proxy.log[2][:2]  # the listing's, asked again
+        assert sluice.object_store_stats()["retries"] - retried >= 2
+    finally:
+        proxy.close()

@@ -48,6 +48,21 @@ absl::StatusOr<Described> Describe(arrow::io::RandomAccessFile& in, const std::s
   return d;
 }
 
+absl::StatusOr<std::pair<std::shared_ptr<arrow::io::RandomAccessFile>, Described>> OpenDescribed(
+    const std::string& url) {
+  absl::StatusOr<std::shared_ptr<arrow::io::RandomAccessFile>> in = OpenArrowObject(url);
+  if (!in.ok()) return in.status();
+  absl::StatusOr<Described> described = Describe(**in, url);
+  if (!described.ok()) return described.status();
+  return std::make_pair(*std::move(in), *std::move(described));
+}
+
+// What the store says of the object now.
+absl::StatusOr<Described> Look(const std::string& url) {
+  SLUICE_ASSIGN_OR_RETURN(auto opened, OpenDescribed(url));
+  return std::move(opened.second);
+}
+
 std::string Said(const ObjectVersion& v) {
   return v.modified_s == 0 ? absl::StrCat(v.size, " bytes")
                            : absl::StrCat(v.size, " bytes written at ",
@@ -118,10 +133,11 @@ class ObjectFile : public RandomAccessFile {
     });
   }
 
+  // A changed ETag is taken from a second look: a reply cut in its headers
+  // may lack it.
   static absl::Status CompareETag(const std::string& url, const std::string& etag) {
-    absl::StatusOr<std::shared_ptr<arrow::io::RandomAccessFile>> again = OpenArrowObject(url);
-    if (!again.ok()) return again.status();
-    absl::StatusOr<Described> now = Describe(**again, url);
+    absl::StatusOr<Described> now = Look(url);
+    if (now.ok() && now->etag != etag) now = Look(url);
     if (!now.ok()) return now.status();
     if (now->etag == etag) return absl::OkStatus();
     return absl::DataLossError(absl::StrCat("object ", url, " changed while being read: its ETag was ", etag,
@@ -143,14 +159,14 @@ class ObjectFile : public RandomAccessFile {
 };
 
 // The store's object through Arrow's file system, its version checked
-// against the listing's.
+// against the listing's: a version that differs is taken from a second look
+// (a reply cut after its date reads as 0 bytes).
 absl::StatusOr<std::pair<std::shared_ptr<arrow::io::RandomAccessFile>, Described>> OpenListed(const std::string& url) {
-  absl::StatusOr<std::shared_ptr<arrow::io::RandomAccessFile>> in = OpenArrowObject(url);
-  if (!in.ok()) return in.status();
-  absl::StatusOr<Described> described = Describe(**in, url);
-  if (!described.ok()) return described.status();
-  SLUICE_RETURN_IF_ERROR(CheckListed(url, described->version));
-  return std::make_pair(*std::move(in), *std::move(described));
+  absl::StatusOr<std::pair<std::shared_ptr<arrow::io::RandomAccessFile>, Described>> opened = OpenDescribed(url);
+  if (opened.ok() && !CheckListed(url, opened->second.version).ok()) opened = OpenDescribed(url);
+  if (!opened.ok()) return opened.status();
+  SLUICE_RETURN_IF_ERROR(CheckListed(url, opened->second.version));
+  return opened;
 }
 
 absl::StatusOr<std::unique_ptr<ObjectFile>> OpenFromStore(const std::string& url) {

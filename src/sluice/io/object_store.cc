@@ -20,6 +20,7 @@
 #include "arrow/io/interfaces.h"
 #include "arrow/memory_pool.h"
 #include "arrow/util/io_util.h"
+#include "arrow/util/key_value_metadata.h"
 #include "sluice/core/environment_number.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/io/object_listing.h"
@@ -223,6 +224,27 @@ absl::StatusOr<std::shared_ptr<arrow::fs::FileSystem>> FileSystemFor(const Objec
   return *fs;
 }
 
+// An HTTP client takes a reply that ends in its headers as whole (curl does
+// so for a HEAD): the headers that never came read as size 0 and no date.
+// An S3 store always sends an object's Last-Modified, so a description
+// without it was cut short, and is asked again.
+absl::Status WholeDescription(const ObjectUrl& u, bool dated, const std::string& url) {
+  if (u.scheme != "s3" || dated) return absl::OkStatus();
+  return absl::UnavailableError(
+      absl::StrCat("the store's reply describing ", url, " ended before its Last-Modified header"));
+}
+
+// The object's FileInfo from the store (a HEAD), with retries.
+absl::StatusOr<arrow::fs::FileInfo> LookUp(arrow::fs::FileSystem& fs, const ObjectUrl& u, const std::string& what) {
+  return WithRetries([&]() -> absl::StatusOr<arrow::fs::FileInfo> {
+    arrow::Result<arrow::fs::FileInfo> looked_up = fs.GetFileInfo(u.Path());
+    if (!looked_up.ok()) return ToStatus(looked_up.status(), "cannot look up", what);
+    const bool dated = looked_up->mtime().time_since_epoch().count() > 0;
+    if (looked_up->IsFile()) SLUICE_RETURN_IF_ERROR(WholeDescription(u, dated, what));
+    return *looked_up;
+  });
+}
+
 ObjectVersion VersionOf(const arrow::fs::FileInfo& info) {
   const int64_t since_epoch = std::chrono::duration_cast<std::chrono::seconds>(info.mtime().time_since_epoch()).count();
   return ObjectVersion{info.size(), std::max<int64_t>(since_epoch, 0)};
@@ -304,6 +326,9 @@ absl::StatusOr<std::shared_ptr<arrow::io::RandomAccessFile>> OpenArrowObject(con
     if (!fs.ok()) return fs.status();
     arrow::Result<std::shared_ptr<arrow::io::RandomAccessFile>> in = (*fs)->OpenInputFile(u->Path());
     if (!in.ok()) return ToStatus(in.status(), "cannot open", url);
+    arrow::Result<std::shared_ptr<const arrow::KeyValueMetadata>> metadata = (*in)->ReadMetadata();
+    const bool dated = metadata.ok() && *metadata != nullptr && (*metadata)->Contains("Last-Modified");
+    SLUICE_RETURN_IF_ERROR(WholeDescription(*u, dated, url));
     return *std::move(in);
   });
 }
@@ -316,11 +341,10 @@ absl::StatusOr<std::vector<std::string>> ListObjects(const std::string& pattern)
   const size_t wild = FirstWildcard(u->key);
   if (wild == std::string::npos) {
     u->key = Unescaped(u->key);
-    absl::StatusOr<arrow::fs::FileInfo> info = WithRetries([&]() -> absl::StatusOr<arrow::fs::FileInfo> {
-      arrow::Result<arrow::fs::FileInfo> looked_up = (*fs)->GetFileInfo(u->Path());
-      if (!looked_up.ok()) return ToStatus(looked_up.status(), "cannot look up", pattern);
-      return *looked_up;
-    });
+    absl::StatusOr<arrow::fs::FileInfo> info = LookUp(**fs, *u, pattern);
+    // A reply cut after its date and before its size reads as 0 bytes: a
+    // size of 0 is taken from a second look.
+    if (info.ok() && info->IsFile() && info->size() == 0) info = LookUp(**fs, *u, pattern);
     if (!info.ok()) return info.status();
     if (info->type() == arrow::fs::FileType::NotFound) {
       return absl::NotFoundError(absl::StrCat("object not found: '", pattern, "'"));
