@@ -347,6 +347,13 @@ TEST_F(SluiceCliTest, ImpossibleCountsAreRefusedByName) {
     EXPECT_NE(made.exit_code, 0) << flag;
     EXPECT_THAT(made.out, HasSubstr("must be > 0")) << flag;
   }
+  // A port past 65535 used to wrap (99999 listened on 34463).
+  for (const std::string& command :
+       {"dispatcher --port 99999", "worker --dispatcher 127.0.0.1:1 --port 65536", "dispatcher --metrics-port 70000"}) {
+    const Result port = Sluice(command);
+    EXPECT_NE(port.exit_code, 0) << command;
+    EXPECT_THAT(port.out, HasSubstr("not in range 0 to 65535")) << command;
+  }
 }
 
 }  // namespace

@@ -21,9 +21,15 @@ class FaultProxy:
     `faults` are among "503", "reset", "stall" and "truncate"; `injected`
     counts the faults sent, by kind."""
 
-    def __init__(self, target, faults, every=3, methods=("GET", "HEAD"), stall_s=30.0, at=None):
+    def __init__(self, target, faults, every=3, methods=("GET", "HEAD"), stall_s=30.0, at=None, match="",
+                 head_cut="first"):
         self.target, self.faults, self.every, self.methods, self.stall_s = target, faults, every, methods, stall_s
         self.at = at  # the numbers (from 1) of the requests to fault, in place of every `every`-th
+        self.match = match  # only requests whose path holds it are counted and faulted
+        # A cut reply without a body (a HEAD's) ends after its first header
+        # ("first"), or holds only its Last-Modified ("date": as a cut where
+        # the size comes last, as S3's own replies order it).
+        self.head_cut = head_cut
         self.injected = {f: 0 for f in faults}
         self.requests = 0
         self.log = []
@@ -43,7 +49,7 @@ class FaultProxy:
         path and range) goes to `log` beside it."""
         with self._lock:
             fault = None
-            if method in self.methods:
+            if method in self.methods and self.match in what:
                 self.requests += 1
                 if (self.requests in self.at) if self.at is not None else self.requests % self.every == 0:
                     fault = self.faults[(self.requests // self.every) % len(self.faults)]
@@ -102,10 +108,13 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             if fault is None:
                 self.wfile.write(head + payload)
                 return None
-            # Half the body; the first line and header of a reply without one
-            # (a HEAD's): its size and date never come.
-            cut = len(head) + len(payload) // 2 if payload else head.index(b"\r\n", head.index(b"\r\n") + 2) + 2
-            self.wfile.write((head + payload)[:cut])
+            if payload:  # half the body
+                self.wfile.write((head + payload)[:len(head) + len(payload) // 2])
+            elif proxy.head_cut == "date":
+                dated = [(k, v) for k, v in headers if k.lower() == "last-modified"]
+                self.wfile.write(_head(reply.status, reply.reason, dated)[:-2])
+            else:  # its size and date never come
+                self.wfile.write(head[:head.index(b"\r\n", head.index(b"\r\n") + 2) + 2])
             self.wfile.flush()
             if fault == "stall":
                 time.sleep(proxy.stall_s)

@@ -661,3 +661,20 @@ def test_a_description_cut_in_its_headers_is_asked_again_never_read_as_an_empty_
         assert sluice.object_store_stats()["retries"] - retried >= 2
     finally:
         proxy.close()
+
+
+def test_a_description_cut_after_its_date_is_looked_at_again_never_read_as_empty_or_changed(store, cifar_dir,
+                                                                                             monkeypatch):
+    # A reply holding its Last-Modified and no size (S3 sends the size
+    # last) reads as 0 bytes written at the right time. Cut: the object's
+    # listing, its open, and its ETag asked again at the end of the read
+    # (5 blocks of 64 KiB).
+    monkeypatch.setenv("SLUICE_OBJECT_BLOCK_BYTES", "65536")
+    name = sorted(cifar_dir.glob("*.tfrecord"))[1].name
+    proxy = FaultProxy(int(store.endpoint.rsplit(":", 1)[1]), ["truncate"], methods=("HEAD",), at={1, 3, 5},
+                       match=f"{name} ", head_cut="date")
+    try:
+        assert_same_batches(augmented(f"s3://train/cifar/{name}?{proxy.url_query()}"), augmented(str(cifar_dir / name)))
+        assert proxy.injected["truncate"] == 3
+    finally:
+        proxy.close()

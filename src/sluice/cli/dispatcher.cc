@@ -65,7 +65,9 @@ void AddDispatcherCommand(CLI::App& app, absl::Status* result) {
   cmd->add_option("--host", args->host,
                   "address to listen on (0.0.0.0: every interface; needs TLS and a token, or --insecure)")
       ->default_val(kDefaultHost);
-  cmd->add_option("--port", args->port, "port to listen on (0: any free port, printed)")->default_val(0);
+  cmd->add_option("--port", args->port, "port to listen on (0: any free port, printed)")
+      ->default_val(0)
+      ->check(CLI::Range(0, 65535));
   cmd->add_option("--work-dir", args->work_dir,
                   "directory for the journal; a restart with the same one recovers pipelines, jobs "
                   "and split progress");
@@ -109,7 +111,8 @@ void AddDispatcherCommand(CLI::App& app, absl::Status* result) {
                 "refuse pipelines with Python code (a python op, a Python dataset): code a consumer sends, which "
                 "the workers would run");
   cmd->add_option("--metrics-port", args->metrics_port,
-                  "serve Prometheus metrics on http://HOST:PORT/metrics (0: any free port, printed; default: none)");
+                  "serve Prometheus metrics on http://HOST:PORT/metrics (0: any free port, printed; default: none)")
+      ->check(CLI::Range(0, 65535));
   AddExitWithOption(cmd, &args->exit_with);
   AddSecurityFlags(cmd, &args->security);
   cmd->callback([args, result] { *result = Serve(*args); });

@@ -176,7 +176,8 @@ void AddRunCommand(CLI::App& app, absl::Status* result) {
                   "go on with the epoch a --save-state FILE stopped in: exactly the elements that were left");
   cmd->add_option("--metrics-port", args->metrics_port,
                   "serve the pipeline's Prometheus metrics (rate, wait, memory, placement) on "
-                  "http://HOST:PORT/metrics while it runs (0: any free port, printed; default: none)");
+                  "http://HOST:PORT/metrics while it runs (0: any free port, printed; default: none)")
+      ->check(CLI::Range(0, 65535));
   cmd->add_option("--metrics-host", args->metrics_host, "the address the metrics listen on")->default_val("127.0.0.1");
   AddPluginOption(cmd, &args->plugins);
   cmd->callback([args, result, epochs] {

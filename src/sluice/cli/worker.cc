@@ -80,7 +80,9 @@ void AddWorkerCommand(CLI::App& app, absl::Status* result) {
   cmd->add_option("--host", args->host,
                   "address to listen on (0.0.0.0: every interface; needs TLS and a token, or --insecure)")
       ->default_val(kDefaultHost);
-  cmd->add_option("--port", args->port, "port to listen on (0: any free port, printed)")->default_val(0);
+  cmd->add_option("--port", args->port, "port to listen on (0: any free port, printed)")
+      ->default_val(0)
+      ->check(CLI::Range(0, 65535));
   cmd->add_option("--advertise", args->advertise,
                   "the host clients dial to reach this worker (default: --host, or 127.0.0.1)");
   cmd->add_option("--threads", args->threads, "compute threads per stream (default: all cores)")->check(kThreadCount);
@@ -89,7 +91,8 @@ void AddWorkerCommand(CLI::App& app, absl::Status* result) {
       ->default_val(30)
       ->check(kPositive);
   cmd->add_option("--metrics-port", args->metrics_port,
-                  "serve Prometheus metrics on http://HOST:PORT/metrics (0: any free port, printed; default: none)");
+                  "serve Prometheus metrics on http://HOST:PORT/metrics (0: any free port, printed; default: none)")
+      ->check(CLI::Range(0, 65535));
   AddExitWithOption(cmd, &args->exit_with);
   cmd->add_flag("--no-python", args->no_python,
                 "refuse pipelines with Python code (a python op, a Python dataset): code a consumer sends runs here");

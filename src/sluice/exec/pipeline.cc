@@ -85,15 +85,33 @@ PipelineIterator::~PipelineIterator() {
 
 namespace {
 
-// Columns viewing read-only memory (a mapped file) are copied out of it:
-// the consumer owns what it gets and may write it (numpy arrays from the
-// Python front are writable views of the batch).
-void CopyReadOnlyColumns(Batch* batch) {
+bool ReadOnly(const Tensor& t) { return t.buffer() != nullptr && t.buffer()->read_only(); }
+
+// A ragged column's own rows: the bytes its offsets span (a view may hold a
+// whole row group's values), with offsets from 0.
+Column CopiedRagged(const Column& c, BufferPool* pool) {
+  const int64_t rows = c.offsets.num_elements() - 1;
+  const int64_t* off = c.offsets.data<int64_t>();
+  Column copy{Tensor::Allocate(c.values.dtype(), Shape{off[rows] - off[0]}, pool),
+              Tensor::Allocate(DType::kInt64, Shape{rows + 1}, pool)};
+  std::memcpy(copy.values.raw_data(), c.values.raw_data() + off[0], static_cast<size_t>(off[rows] - off[0]));
+  int64_t* rebased = copy.offsets.data<int64_t>();
+  for (int64_t r = 0; r <= rows; ++r) rebased[r] = off[r] - off[0];
+  return copy;
+}
+
+// Columns viewing read-only memory (a mapped file, a source's arrays) are
+// copied out of it: the consumer owns what it gets and may write it (numpy
+// arrays from the Python front are writable views of the batch).
+void CopyReadOnlyColumns(Batch* batch, BufferPool* pool) {
   for (Column& c : batch->columns) {
-    const Tensor& t = c.values;
-    if (t.buffer() == nullptr || !t.buffer()->read_only()) continue;
-    Tensor copy = Tensor::Allocate(t.dtype(), t.shape());
-    std::memcpy(copy.raw_data(), t.raw_data(), t.byte_size());
+    if (c.ragged()) {
+      if (ReadOnly(c.values) || ReadOnly(c.offsets)) c = CopiedRagged(c, pool);
+      continue;
+    }
+    if (!ReadOnly(c.values)) continue;
+    Tensor copy = Tensor::Allocate(c.values.dtype(), c.values.shape(), pool);
+    std::memcpy(copy.raw_data(), c.values.raw_data(), c.values.byte_size());
     c.values = std::move(copy);
   }
 }
@@ -109,7 +127,7 @@ absl::Status PipelineIterator::NextRows(Batch* out, bool* end, size_t max_bytes)
 absl::Status PipelineIterator::Take(Batch* out, bool* end, size_t max_rows_bytes) {
   const int64_t start = ctx_->stats == nullptr ? 0 : NowNs();
   absl::Status s = NextElement(out, end, max_rows_bytes);
-  if (s.ok() && !*end) CopyReadOnlyColumns(out);
+  if (s.ok() && !*end) CopyReadOnlyColumns(out, ctx_->pool);
   if (max_rows_bytes > 0 && !batched_ && position_status_.ok()) {  // the tracker counts samples one by one
     position_status_ = absl::FailedPreconditionError("an iterator read in chunks (NextRows) saves no position");
   }

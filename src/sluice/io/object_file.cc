@@ -159,11 +159,13 @@ class ObjectFile : public RandomAccessFile {
 };
 
 // The store's object through Arrow's file system, its version checked
-// against the listing's: a version that differs is taken from a second look
-// (a reply cut after its date reads as 0 bytes).
+// against the listing's: a size of 0 or a version that differs is taken
+// from a second look (a reply cut after its date reads as 0 bytes).
 absl::StatusOr<std::pair<std::shared_ptr<arrow::io::RandomAccessFile>, Described>> OpenListed(const std::string& url) {
   absl::StatusOr<std::pair<std::shared_ptr<arrow::io::RandomAccessFile>, Described>> opened = OpenDescribed(url);
-  if (opened.ok() && !CheckListed(url, opened->second.version).ok()) opened = OpenDescribed(url);
+  if (opened.ok() && (opened->second.version.size == 0 || !CheckListed(url, opened->second.version).ok())) {
+    opened = OpenDescribed(url);
+  }
   if (!opened.ok()) return opened.status();
   SLUICE_RETURN_IF_ERROR(CheckListed(url, opened->second.version));
   return opened;

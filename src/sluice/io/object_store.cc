@@ -226,21 +226,23 @@ absl::StatusOr<std::shared_ptr<arrow::fs::FileSystem>> FileSystemFor(const Objec
 
 // An HTTP client takes a reply that ends in its headers as whole (curl does
 // so for a HEAD): the headers that never came read as size 0 and no date.
-// An S3 store always sends an object's Last-Modified, so a description
-// without it was cut short, and is asked again.
-absl::Status WholeDescription(const ObjectUrl& u, bool dated, const std::string& url) {
-  if (u.scheme != "s3" || dated) return absl::OkStatus();
+// S3 stores send an object's Last-Modified, so a description without it
+// was likely cut short, and is asked again twice (`*asked` counts); a
+// store that never sends one is then taken at its word.
+absl::Status WholeDescription(const ObjectUrl& u, bool dated, const std::string& url, int* asked) {
+  if (u.scheme != "s3" || dated || ++*asked > 2) return absl::OkStatus();
   return absl::UnavailableError(
       absl::StrCat("the store's reply describing ", url, " ended before its Last-Modified header"));
 }
 
 // The object's FileInfo from the store (a HEAD), with retries.
 absl::StatusOr<arrow::fs::FileInfo> LookUp(arrow::fs::FileSystem& fs, const ObjectUrl& u, const std::string& what) {
+  int undated = 0;
   return WithRetries([&]() -> absl::StatusOr<arrow::fs::FileInfo> {
     arrow::Result<arrow::fs::FileInfo> looked_up = fs.GetFileInfo(u.Path());
     if (!looked_up.ok()) return ToStatus(looked_up.status(), "cannot look up", what);
     const bool dated = looked_up->mtime().time_since_epoch().count() > 0;
-    if (looked_up->IsFile()) SLUICE_RETURN_IF_ERROR(WholeDescription(u, dated, what));
+    if (looked_up->IsFile()) SLUICE_RETURN_IF_ERROR(WholeDescription(u, dated, what, &undated));
     return *looked_up;
   });
 }
@@ -321,6 +323,7 @@ absl::Status ToStatus(const arrow::Status& st, absl::string_view what, absl::str
 absl::StatusOr<std::shared_ptr<arrow::io::RandomAccessFile>> OpenArrowObject(const std::string& url) {
   absl::StatusOr<ObjectUrl> u = ParseObjectUrl(url);
   if (!u.ok()) return u.status();
+  int undated = 0;
   return WithRetries([&]() -> absl::StatusOr<std::shared_ptr<arrow::io::RandomAccessFile>> {
     absl::StatusOr<std::shared_ptr<arrow::fs::FileSystem>> fs = FileSystemFor(*u);
     if (!fs.ok()) return fs.status();
@@ -328,7 +331,7 @@ absl::StatusOr<std::shared_ptr<arrow::io::RandomAccessFile>> OpenArrowObject(con
     if (!in.ok()) return ToStatus(in.status(), "cannot open", url);
     arrow::Result<std::shared_ptr<const arrow::KeyValueMetadata>> metadata = (*in)->ReadMetadata();
     const bool dated = metadata.ok() && *metadata != nullptr && (*metadata)->Contains("Last-Modified");
-    SLUICE_RETURN_IF_ERROR(WholeDescription(*u, dated, url));
+    SLUICE_RETURN_IF_ERROR(WholeDescription(*u, dated, url, &undated));
     return *std::move(in);
   });
 }
