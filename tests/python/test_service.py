@@ -5,6 +5,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -74,6 +75,33 @@ def test_a_consumer_killed_mid_epoch_loses_the_others_nothing(cluster):
     assert lines[-1] == "end"
     # The victim finished no split: the survivor gets every sample, once.
     assert sorted(_ids(lines)) == list(range(ROWS))
+
+
+def test_a_hung_worker_the_dispatcher_found_lost_does_not_hold_back_the_epochs_end(cluster):
+    # A second worker, then one of the two stopped (SIGSTOP: hung, not dead,
+    # its connections open). The dispatcher finds it lost (--worker-timeout
+    # 2) and its splits run on the other; the consumer's stream from it must
+    # not keep the epoch from ending.
+    second, _ = start_server(["worker", "--dispatcher", cluster, "--host", "127.0.0.1", "--threads", "1"])
+    consumer = _consumer(cluster, "read")
+    try:
+        first = _ids([consumer.stdout.readline().strip()])
+        assert len(first) == 4
+        second.send_signal(signal.SIGSTOP)
+        guard = threading.Timer(120, consumer.kill)  # a hang guard, not a timing assertion
+        guard.start()
+        lines = consumer.stdout.read().strip().split("\n")  # the rest, after what readline buffered
+        guard.cancel()
+        err = consumer.stderr.read()
+        assert consumer.wait() == 0, err
+        assert lines[-1] == "end"
+        got = first + _ids(lines)
+        assert sorted(got) == list(range(ROWS)), (sorted(set(range(ROWS)) - set(got)), err[-3000:])
+    finally:
+        second.send_signal(signal.SIGCONT)
+        second.kill()
+        second.wait()
+        consumer.kill()
 
 
 def test_a_dispatcher_whose_disk_refuses_its_journal_says_so_and_takes_no_work(tmp_path):

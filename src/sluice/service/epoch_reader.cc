@@ -19,6 +19,10 @@ namespace {
 // worker whose stream broke before trying it again.
 constexpr absl::Duration kRecheck = absl::Milliseconds(100);
 constexpr absl::Duration kRetryWorker = absl::Seconds(1);
+// How long a stream's worker may be missing from the dispatcher's list
+// (a restarted dispatcher lists workers as they register again) before the
+// stream is dropped.
+constexpr absl::Duration kUnlistedGrace = absl::Seconds(3);
 // A split whose batches arrive damaged this often (failing their CRC or
 // malformed) fails the epoch: corruption that repeats is the network's or
 // a machine's, and running the split again would never end.
@@ -132,9 +136,30 @@ void EpochReader::Supersede() {
 
 void EpochReader::OpenStreams() {
   last_open_ = absl::Now();
-  for (const TaskInfo& task : input_->Tasks()) {
+  const std::vector<TaskInfo> tasks = input_->Tasks();
+  for (const TaskInfo& task : tasks) {
     const int lanes = StreamsPerWorker(task);
     for (int lane = 0; lane < lanes; ++lane) OpenStream(task, lane);
+  }
+  DropUnlistedStreams(tasks);
+}
+
+void EpochReader::DropUnlistedStreams(const std::vector<TaskInfo>& tasks) {
+  const absl::Time now = absl::Now();
+  for (auto& [key, stream] : streams_) {
+    const bool listed =
+        std::any_of(tasks.begin(), tasks.end(), [&](const TaskInfo& t) { return t.worker_id() == stream->worker_id; });
+    if (listed || !stream->running) {
+      stream->unlisted_since = absl::InfiniteFuture();
+      continue;
+    }
+    if (stream->unlisted_since == absl::InfinitePast()) continue;  // dropped already
+    if (stream->unlisted_since == absl::InfiniteFuture()) stream->unlisted_since = now;
+    if (now - stream->unlisted_since < kUnlistedGrace) continue;
+    Log("client", absl::StrCat("worker ", stream->worker_id, " at ", stream->address,
+                               " is no longer listed by the dispatcher (lost): its stream is dropped"));
+    stream->context.TryCancel();
+    stream->unlisted_since = absl::InfinitePast();  // cancelled once
   }
 }
 
@@ -317,9 +342,15 @@ void EpochReader::Finish(Stream* stream, const StreamRead& read, const grpc::Sta
       // splits the worker sent whole into the stream after `split`, unread,
       // or ran when it died, run again too (the dispatcher knows them by
       // the stream).
+      // A stream dropped because the dispatcher found its worker lost
+      // reports nothing: the dispatcher gave its split out again already,
+      // and another stream may be running it for this client now.
       std::vector<int64_t> abandoned;
       if (split >= 0) abandoned.push_back(split);
-      if (exactly_once_) input_->ReportSplits(epoch_, {}, abandoned, read.id, /*dropped=*/!read.broken.ok());
+      const bool unlisted = stream->unlisted_since == absl::InfinitePast();
+      if (exactly_once_ && !unlisted) {
+        input_->ReportSplits(epoch_, {}, abandoned, read.id, /*dropped=*/!read.broken.ok());
+      }
     } else if (error_.ok()) {
       error_ = FromGrpc(status, absl::StrCat("worker ", stream->worker_id, " at ", stream->address));
     }

@@ -53,7 +53,8 @@ class EpochReader : public exec::Iterator {
     std::thread thread;
     bool running = true;
     bool ended_epoch = false;
-    uint64_t id = 0;  // StreamBatchesRequest's stream_id, once opened
+    uint64_t id = 0;                                     // StreamBatchesRequest's stream_id, once opened
+    absl::Time unlisted_since = absl::InfiniteFuture();  // when the dispatcher stopped listing its worker
   };
 
   struct StreamRead;
@@ -83,8 +84,13 @@ class EpochReader : public exec::Iterator {
   void SplitArrived(int64_t split) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A resumed epoch: what the state counts done is done. REQUIRES: mu_ held.
   void SeedDone(const exec::DoneRows& done) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Opens streams to listed workers that have none. REQUIRES: mu_ held.
+  // Opens streams to listed workers that have none, and drops those of
+  // workers no longer listed. REQUIRES: mu_ held.
   void OpenStreams() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Cancels the running streams of workers the dispatcher has not listed
+  // for a while (it found them lost): a hung worker's open stream would
+  // keep the epoch from ending. REQUIRES: mu_ held.
+  void DropUnlistedStreams(const std::vector<TaskInfo>& tasks) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Opens (or opens again, once finished) the stream of `task`'s `lane`.
   void OpenStream(const TaskInfo& task, int lane) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   int StreamsPerWorker(const TaskInfo& task) const;
