@@ -165,7 +165,8 @@ def from_arrow(data, columns=None, *, shuffle=True, on_corrupt="error"):
     split. Columns map as `parquet`'s; the columns sluice reads as they are
     (fixed-size binary, int32/int64/uint8/float32 values and fixed-size
     lists of them, the bytes of binary columns) are views of the Arrow
-    buffers. Read only in this process: a `distribute`d pipeline's remote
+    buffers inside the pipeline; what it hands out is its own copy (a write
+    to it never reaches the Arrow data). Read only in this process: a `distribute`d pipeline's remote
     workers cannot see it."""
     export = getattr(data, "__arrow_c_stream__", None)
     if export is None:
