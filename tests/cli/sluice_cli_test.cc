@@ -347,6 +347,12 @@ TEST_F(SluiceCliTest, ImpossibleCountsAreRefusedByName) {
     EXPECT_NE(made.exit_code, 0) << flag;
     EXPECT_THAT(made.out, HasSubstr("must be > 0")) << flag;
   }
+  // A dispatcher without a port, or past 65535, used to be retried forever.
+  for (const std::string& address : {"foo", "127.0.0.1:70000"}) {
+    const Result worker = Sluice("worker --dispatcher " + address);
+    EXPECT_NE(worker.exit_code, 0) << address;
+    EXPECT_THAT(worker.out, HasSubstr("--dispatcher: address '" + address + "'")) << address;
+  }
   // A port past 65535 used to wrap (99999 listened on 34463).
   for (const std::string& command :
        {"dispatcher --port 99999", "worker --dispatcher 127.0.0.1:1 --port 65536", "dispatcher --metrics-port 70000"}) {

@@ -8,6 +8,7 @@
 #include "sluice/cli/plugins.h"
 #include "sluice/cli/serve.h"
 #include "sluice/core/status_macros.h"
+#include "sluice/service/channel.h"
 #include "sluice/service/log.h"
 #include "sluice/service/worker_server.h"
 
@@ -29,6 +30,10 @@ struct WorkerArgs {
 };
 
 absl::Status Serve(const WorkerArgs& args) {
+  // At once, as the Python client does: gRPC would retry a bad one forever.
+  if (absl::Status bad = service::CheckAddress(args.dispatcher); !bad.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--dispatcher: ", bad.message()));
+  }
   if (args.exit_with > 0) SLUICE_RETURN_IF_ERROR(ExitWithParent(args.exit_with));
   SLUICE_RETURN_IF_ERROR(LoadPlugins(args.plugins));
   service::WorkerServerOptions options;

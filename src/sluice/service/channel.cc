@@ -52,7 +52,13 @@ std::string WhyUnreachable(const std::string& target) {
 }
 
 absl::Status CheckAddress(const std::string& target) {
-  if (HasScheme(target) || !HostAndPort(target).first.empty()) return absl::OkStatus();
+  if (HasScheme(target)) return absl::OkStatus();
+  const auto [host, port] = HostAndPort(target);
+  if (!host.empty()) {
+    // gRPC takes the port modulo 65536 (":70000" dials 4464).
+    if (port.size() <= 5 && std::stoi(port) >= 1 && std::stoi(port) <= 65535) return absl::OkStatus();
+    return absl::InvalidArgumentError(absl::StrCat("address '", target, "': port ", port, " is not in 1..65535"));
+  }
   const bool v6 = std::count(target.begin(), target.end(), ':') > 1 && target.front() != '[';
   const std::string example = v6 ? absl::StrCat("[", target, "]:50051") : absl::StrCat(target, ":50051");
   return absl::InvalidArgumentError(absl::StrCat("address '", target, "' is not host:port ('", example, "'?)"));
