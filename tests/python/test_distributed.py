@@ -17,6 +17,7 @@ import pytest
 
 import sluice
 import sluice.torch
+import user_code
 
 HERE = pathlib.Path(__file__).resolve().parent
 JOB = HERE / "ddp_job.py"
@@ -50,6 +51,61 @@ def test_a_loader_of_one_rank_evaluating_alone_sees_every_sample():
     assert len(alone) == 11 and sorted(i for b in ids_of(alone) for i in b) == list(range(1003))
     dropping = sluice.torch.TorchIterable(val.batch(100, drop_remainder=True), rank=0, world_size=1, quiet=True)
     assert len(dropping) == 10 and len(ids_of(dropping)) == 10
+
+
+def _logged_ranks(tmp_path, world, n, uneven):
+    """Each rank's batches of a sharded from_dataset (its own log of the
+    items its processes made), and the logs' index lists."""
+    batches, made = [], []
+    for r in range(world):
+        log = tmp_path / f"rank{r}.log"
+        pipe = sluice.from_dataset(user_code.LoggedSquares(n, log), names=("image", "label"), split_records=10)
+        log.write_text("")  # from_dataset made dataset[0] to learn the columns
+        batches.append(list(pipe.shard(world, r, uneven=uneven).batch(4).with_options(seed=5).iterate()))
+        made.append([int(i) for i in log.read_text().split()])
+    return batches, made
+
+
+@pytest.mark.parametrize("uneven", ["drop", "pad"])
+def test_a_rank_makes_only_the_items_of_a_python_dataset_it_keeps(tmp_path, uneven):
+    # 203 items, global batches of 16: 12 whole ones, then 11 items that
+    # "drop" leaves out and "pad" fills from (every rank makes those).
+    world, n, tail = 4, 203, 11
+    batches, made = _logged_ranks(tmp_path, world, n, uneven)
+    kept = []
+    for rank_batches, rank_made in zip(batches, made):
+        assert len(rank_made) == len(set(rank_made)), "an item made twice"
+        rank_kept = set()
+        for b in rank_batches:
+            assert (b["image"] == (b["label"] % 256)[:, None, None, None].astype(np.uint8)).all()  # not hollow
+            padding = b["is_padding"] if uneven == "pad" else np.zeros(len(b["label"]))
+            rank_kept |= {int(label) for label, pad in zip(b["label"], padding) if not pad}
+        kept.append(rank_kept)
+    assert sum(map(len, kept)) == len(set().union(*kept)) == (n - tail if uneven == "drop" else n)
+    common = set.intersection(*map(set, made))  # the padded tail, which every rank makes
+    assert len(common) == (0 if uneven == "drop" else tail)
+    for rank_made, rank_kept in zip(made, kept):
+        assert set(rank_made) == rank_kept | common, f"made for nothing: {sorted(set(rank_made) - rank_kept)}"
+
+
+def test_a_rank_resumed_mid_epoch_makes_the_right_items_of_a_python_dataset(tmp_path):
+    log = tmp_path / "made.log"  # one dataset, as a state's fingerprint asks
+
+    def rank1():
+        pipe = sluice.from_dataset(user_code.LoggedSquares(203, log), names=("image", "label"), split_records=10)
+        return pipe.shard(4, 1, uneven="pad").batch(4).with_options(seed=5)
+
+    whole = [[int(i) for i in b["label"]] for b in rank1().iterate()]
+    it = rank1().iterate()
+    first = [[int(i) for i in next(it)["label"]] for _ in range(5)]
+    state = it.state()
+    rest, resumed = [], rank1()
+    log.write_text("")
+    for b in resumed.iterate(state=state):
+        assert (b["image"] == (b["label"] % 256)[:, None, None, None].astype(np.uint8)).all()
+        rest.append([int(i) for i in b["label"]])
+    assert first + rest == whole
+    assert len(log.read_text().split()) < 203 // 2  # its own share, not the epoch
 
 
 def _image_folder_with_one_oversized(root, count=24):

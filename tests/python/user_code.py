@@ -72,6 +72,20 @@ class Squares:
         return torch.full((4, 4, 3), i % 256, dtype=torch.uint8), i
 
 
+class LoggedSquares(Squares):
+    """Squares that appends each index it makes to the file `log`, a line
+    each, from whichever process makes it."""
+
+    def __init__(self, n, log):
+        super().__init__(n)
+        self.log = str(log)
+
+    def __getitem__(self, i):
+        with open(self.log, "a") as f:
+            f.write(f"{i}\n")
+        return super().__getitem__(i)
+
+
 def make_squares():
     return Squares(200)
 

@@ -44,6 +44,7 @@ class SourceIterator : public Iterator {
         if (ctx_->resume_selection) select_ = &*ctx_->resume_selection;
       }
     }
+    PlaceSplits();
   }
 
   absl::Status GetNext(Batch* out, bool* end) override {
@@ -173,6 +174,7 @@ class SourceIterator : public Iterator {
     absl::StatusOr<std::unique_ptr<io::SplitReader>> reader =
         node_.format->OpenSplit(splits_[split], node_.skip_corrupt ? &ctx_->skips : nullptr);
     if (!reader.ok()) return WithContext(reader.status(), Where());
+    if (!places_.empty()) (*reader)->KeepOnly(KeptOf(split));
     // The pipeline's, not the read-ahead's `stop`: a read stopped early (an
     // epoch cut by a take) lets a slow Python item finish, and teardown
     // must not wait for a stuck one (its consumer holds the read-ahead).
@@ -223,6 +225,7 @@ class SourceIterator : public Iterator {
         node_.format->OpenSplit(splits_[next_split_++], node_.skip_corrupt ? &ctx_->skips : nullptr);
     if (!reader.ok()) return WithContext(reader.status(), Where());
     reader_ = *std::move(reader);
+    if (!places_.empty()) reader_->KeepOnly(KeptOf(next_split_ - 1));
     reader_->WatchCancellation(ctx_->cancel.flag());
     OpenNextObjectAhead();
     return true;
@@ -240,6 +243,41 @@ class SourceIterator : public Iterator {
   }
 
   std::string Where() const { return absl::StrCat("node '", node_.name, "'"); }
+
+  // A shard right after the source keeps some of its rows (kept_by_shard):
+  // places each split's first row, counted from the source's first, for
+  // its reader to know which (KeptOf). Places nothing where rows may be
+  // dropped or passed over before the shard counts them (a resumed or
+  // unordered epoch's, corrupt records skipped), or where a split's length
+  // is unknown: there every row is made.
+  void PlaceSplits() {
+    if (!node_.kept_by_shard || ctx_->only_splits || ctx_->ledger != nullptr || done_ != nullptr ||
+        select_ != nullptr || resume_file_ >= 0 || node_.skip_corrupt) {
+      return;
+    }
+    int64_t place = 0;
+    for (const io::Split& split : splits_) {
+      if (split.end_record < 0) {
+        places_.clear();
+        return;
+      }
+      places_.push_back(place);
+      place += split.end_record - split.begin_record;
+    }
+    epoch_rows_ = place;
+  }
+
+  io::KeptRows KeptOf(size_t split) const {
+    const graph::ShardSpec& shard = *node_.kept_by_shard;
+    io::KeptRows kept;
+    kept.first = places_[split];
+    kept.period = shard.global_batch();
+    kept.lo = shard.index * shard.batch;
+    kept.hi = kept.lo + shard.batch;
+    kept.tail_from = epoch_rows_ - epoch_rows_ % kept.period;
+    kept.tail_kept = shard.pad;
+    return kept;
+  }
 
   // Rows to pass over next, or else to keep (select_: a resumed shuffle's
   // replay); one of the two is 0.
@@ -392,8 +430,10 @@ class SourceIterator : public Iterator {
   size_t next_kept_ = 0;                        // in select_->kept
   int32_t resume_file_ = -1;                    // StartAt's, until passed
   int64_t resume_record_ = 0;
-  int64_t bytes_ = 0;     // delivered, for the throttle
-  int64_t start_ns_ = 0;  // first GetNext, for the throttle
+  std::vector<int64_t> places_;  // PlaceSplits'
+  int64_t epoch_rows_ = 0;       // this epoch's at the source, when placed
+  int64_t bytes_ = 0;            // delivered, for the throttle
+  int64_t start_ns_ = 0;         // first GetNext, for the throttle
 };
 
 }  // namespace

@@ -683,6 +683,19 @@ CompiledPipeline CompileOptions(const PipelineDef& def, const ops::OpRegistry& r
   return out;
 }
 
+// A source whose rows go to a shard of more than one with nothing but
+// prefetches between learns the shard's spec: its readers may leave the
+// rows of other shards unmade.
+void MarkRowsKeptByShard(CompiledPipeline* out) {
+  if (out->nodes.empty() || out->nodes[0].kind != NodeKind::kSource) return;
+  for (size_t i = 1; i < out->nodes.size(); ++i) {
+    const CompiledNode& node = out->nodes[i];
+    if (node.kind == NodeKind::kPrefetch) continue;
+    if (node.kind == NodeKind::kShard && node.shard.num_shards > 1) out->nodes[0].kept_by_shard = node.shard;
+    return;
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<ShardSpec> ShardSpecOf(const ShardDef& shard, const std::string& where) {
@@ -804,6 +817,7 @@ absl::StatusOr<CompiledPipeline> Compile(const PipelineDef& def, const ops::OpRe
   Compiler compiler(def, registry, range, distribute, &out);
   for (int i = range.begin; i < end; ++i) SLUICE_RETURN_IF_ERROR(compiler.AddNode(i, end));
   if (range.fold_into_remote && !def.options().no_fuse_receive()) FoldIntoReceive(registry, &out);
+  MarkRowsKeptByShard(&out);
   return out;
 }
 

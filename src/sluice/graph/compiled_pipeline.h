@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -72,6 +73,9 @@ struct CompiledNode {
   bool skip_corrupt = false;
   double throttle_bytes_per_s = 0;  // 0: unthrottled
   int parallel_reads = 1;           // kSource: splits read at once (SourceDef.parallel_reads)
+  // kSource followed by a shard of more than one (prefetches between): the
+  // shard's, whose rows alone its readers need make (io::KeptRows).
+  std::optional<ShardSpec> kept_by_shard;
   // kMap (the chain), kFilter (one predicate); kRemote: elementwise ops, at
   // most one per column, that the receiver runs on a column as it arrives
   // (fold_receive.h)

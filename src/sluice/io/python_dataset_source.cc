@@ -1,6 +1,8 @@
 #include "sluice/io/python_dataset_source.h"
 
 #include <cstring>
+#include <optional>
+#include <vector>
 
 #include "absl/base/call_once.h"
 #include "absl/strings/str_cat.h"
@@ -52,40 +54,53 @@ class ItemMaker {
   // Items [first, first + n) into rows from `row` on: returns how many the
   // process made (fewer only when a generator ended). Dense columns are at
   // their offsets, ragged ones after them as offsets and bytes (the
-  // process asks for more memory when they do not fit).
+  // process asks for more memory when they do not fit). With `kept`, only
+  // the items it keeps are made, the others' rows left hollow (KeptRows);
+  // kept->first is item `first`'s place.
   absl::StatusOr<int64_t> Make(int64_t first, int64_t n, int64_t row, BatchBuilder* out,
-                               const std::atomic<bool>* cancelled) const {
+                               const std::atomic<bool>* cancelled, const KeptRows* kept = nullptr) const {
+    std::vector<int64_t> items;
+    for (int64_t i = 0; i < n; ++i) {
+      if (kept == nullptr || kept->Keeps(kept->first + i)) items.push_back(first + i);
+    }
+    if (items.empty()) {
+      FillHollow(0, n, row, out);
+      return 0;
+    }
     SLUICE_ASSIGN_OR_RETURN(PythonPool * pool, pool_->Get());
     std::vector<std::unique_ptr<PythonProcess>> held;
     SLUICE_RETURN_IF_ERROR(pool->Acquire(1, &held));
-    absl::StatusOr<int64_t> made = Run(held[0].get(), first, n, row, out, cancelled);
+    absl::StatusOr<int64_t> made = Run(held[0].get(), items, first, n, row, out, cancelled);
     pool->Release(std::move(held));
     return made;
   }
 
  private:
-  absl::StatusOr<int64_t> Run(PythonProcess* process, int64_t first, int64_t n, int64_t row, BatchBuilder* out,
-                              const std::atomic<bool>* cancelled) const {
-    size_t at = PythonAligned(kPythonHeaderBytes + n * sizeof(int64_t));
+  absl::StatusOr<int64_t> Run(PythonProcess* process, const std::vector<int64_t>& items, int64_t first, int64_t n,
+                              int64_t row, BatchBuilder* out, const std::atomic<bool>* cancelled) const {
+    const int64_t m = static_cast<int64_t>(items.size());
+    size_t at = PythonAligned(kPythonHeaderBytes + m * sizeof(int64_t));
     std::vector<size_t> dense_at;
     for (const ColumnSpec& c : o_.columns) {
       dense_at.push_back(at);
-      if (!c.ragged) at = PythonAligned(at + n * c.row_bytes());
+      if (!c.ragged) at = PythonAligned(at + m * c.row_bytes());
     }
-    SLUICE_ASSIGN_OR_RETURN(uint8_t* memory, process->Memory(at + n * 64));
-    auto* header = reinterpret_cast<int64_t*>(memory);
-    header[0] = -1;
-    auto* indices = reinterpret_cast<int64_t*>(memory + kPythonHeaderBytes);
-    for (int64_t i = 0; i < n; ++i) indices[i] = first + i;
+    SLUICE_ASSIGN_OR_RETURN(uint8_t* memory, process->Memory(at + m * 64));
+    reinterpret_cast<int64_t*>(memory)[0] = -1;
+    std::memcpy(memory + kPythonHeaderBytes, items.data(), m * sizeof(int64_t));
     PythonFailure failure;
-    const absl::Status status = process->Call(n, &failure, cancelled);
-    if (!status.ok() || !failure.message.empty()) return Failed(status, failure, first, n);
-    SLUICE_ASSIGN_OR_RETURN(memory, process->Memory(0));
-    header = reinterpret_cast<int64_t*>(memory);
-    const int64_t made = header[1];
-    if (made < 0 || made > n || (!o_.generator && made != n)) {
-      return Garbled(absl::StrCat("made ", made, " of ", n, " items"), first, n);
+    const absl::Status status = process->Call(m, &failure, cancelled);
+    if (!status.ok() || !failure.message.empty()) {
+      return Failed(status, failure, failure.row >= 0 && failure.row < m ? items[failure.row] : -1, first, n);
     }
+    SLUICE_ASSIGN_OR_RETURN(memory, process->Memory(0));
+    const int64_t made = reinterpret_cast<int64_t*>(memory)[1];
+    if (made < 0 || made > m || (!o_.generator && made != m)) {
+      return Garbled(absl::StrCat("made ", made, " of ", m, " items"), first, n);
+    }
+    // Items made, and the rows they fill: a generator's first `made`, or a
+    // dataset's n rows with the items not kept hollow.
+    const Placed placed{items, first, row, m == n ? made : n};
     const size_t mapped = process->mapped_bytes();
     // Ragged columns follow the dense ones, in column order; their offsets
     // come from the process, so they are checked before any byte is read.
@@ -93,30 +108,75 @@ class ItemMaker {
     for (size_t c = 0; c < o_.columns.size(); ++c) {
       const ColumnSpec& spec = o_.columns[c];
       if (!spec.ragged) {
-        std::memcpy(out->dense(static_cast<int>(c)) + row * spec.row_bytes(), memory + dense_at[c],
-                    made * spec.row_bytes());
+        CopyDense(static_cast<int>(c), memory + dense_at[c], placed, out);
         continue;
       }
       const auto* offsets = reinterpret_cast<const int64_t*>(memory + ragged_at);
-      const size_t bytes_at = ragged_at + (n + 1) * sizeof(int64_t);
+      const size_t bytes_at = ragged_at + (m + 1) * sizeof(int64_t);
       bool valid = bytes_at <= mapped && offsets[0] == 0;
       for (int64_t i = 0; valid && i < made; ++i) valid = offsets[i + 1] >= offsets[i];
       if (!valid || bytes_at + static_cast<size_t>(offsets[made]) > mapped) {
         return Garbled(absl::StrCat("column '", spec.name, "' has offsets out of bounds"), first, n);
       }
-      const uint8_t* bytes = memory + bytes_at;
-      for (int64_t i = 0; i < made; ++i) {
-        out->AppendBytes(static_cast<int>(c), absl::string_view(reinterpret_cast<const char*>(bytes + offsets[i]),
-                                                                offsets[i + 1] - offsets[i]));
-      }
-      ragged_at = PythonAligned(ragged_at + (n + 1) * sizeof(int64_t) + offsets[made]);
+      AppendRagged(static_cast<int>(c), memory + bytes_at, offsets, placed, out);
+      ragged_at = PythonAligned(ragged_at + (m + 1) * sizeof(int64_t) + offsets[made]);
     }
     return made;
   }
 
-  absl::Status Failed(const absl::Status& status, const PythonFailure& failure, int64_t first, int64_t n) const {
+  // The items a process made (in `items` order) and the rows they go to:
+  // item items[j] to row `row + items[j] - first`, of `rows` rows.
+  struct Placed {
+    const std::vector<int64_t>& items;
+    int64_t first, row, rows;
+  };
+
+  // One dense column's rows, the hollow ones zeroed.
+  void CopyDense(int col, const uint8_t* made, const Placed& p, BatchBuilder* out) const {
+    const size_t row_bytes = o_.columns[col].row_bytes();
+    uint8_t* rows = out->dense(col) + p.row * row_bytes;
+    if (static_cast<int64_t>(p.items.size()) >= p.rows) {  // all made, in order
+      std::memcpy(rows, made, p.rows * row_bytes);
+      return;
+    }
+    std::memset(rows, 0, p.rows * row_bytes);
+    for (size_t j = 0; j < p.items.size(); ++j) {
+      std::memcpy(rows + (p.items[j] - p.first) * row_bytes, made + j * row_bytes, row_bytes);
+    }
+  }
+
+  // One ragged column's rows in order, the hollow ones empty.
+  static void AppendRagged(int col, const uint8_t* bytes, const int64_t* offsets, const Placed& p, BatchBuilder* out) {
+    size_t j = 0;
+    for (int64_t i = 0; i < p.rows; ++i) {
+      if (j == p.items.size() || p.items[j] != p.first + i) {
+        out->AppendBytes(col, absl::string_view());
+        continue;
+      }
+      out->AppendBytes(
+          col, absl::string_view(reinterpret_cast<const char*>(bytes + offsets[j]), offsets[j + 1] - offsets[j]));
+      ++j;
+    }
+  }
+
+  // Rows [row, row + n), none of them made.
+  void FillHollow(int64_t from, int64_t n, int64_t row, BatchBuilder* out) const {
+    static const std::vector<int64_t> kNone;
+    const Placed none{kNone, from, row, n};
+    for (size_t c = 0; c < o_.columns.size(); ++c) {
+      if (o_.columns[c].ragged) {
+        AppendRagged(static_cast<int>(c), nullptr, nullptr, none, out);
+      } else {
+        CopyDense(static_cast<int>(c), nullptr, none, out);
+      }
+    }
+  }
+
+  // `failed`: the item the process was making, or -1.
+  absl::Status Failed(const absl::Status& status, const PythonFailure& failure, int64_t failed, int64_t first,
+                      int64_t n) const {
     if (absl::IsCancelled(status)) return status;  // torn down: no item to blame
-    const std::string item = failure.row >= 0 ? Items(first + failure.row, 1) : Items(first, n);
+    const std::string item = failed >= 0 ? Items(failed, 1) : Items(first, n);
     if (!status.ok()) return absl::AbortedError(absl::StrCat(What(), ": ", status.message(), " making ", item));
     return absl::InvalidArgumentError(absl::StrCat(What(), " failed making ", item, ":\n", failure.message));
   }
@@ -144,17 +204,27 @@ class ItemMaker {
   LazyPool* pool_;
 };
 
+// A dataset's items of one split, in order; those a shard after the
+// source will not keep are not made (KeepOnly).
 class PythonDatasetReader : public FixedRecordSplitReader {
  public:
-  PythonDatasetReader(const ItemMaker* maker, Split split) : FixedRecordSplitReader(split), maker_(maker) {}
+  PythonDatasetReader(const ItemMaker* maker, Split split)
+      : FixedRecordSplitReader(split), maker_(maker), begin_(split.begin_record) {}
+
+  void KeepOnly(const KeptRows& kept) override { kept_ = kept; }
 
  protected:
   absl::Status ReadRecords(int64_t first, int64_t n, int64_t row, BatchBuilder* out) override {
-    return maker_->Make(first, n, row, out, cancelled_).status();
+    if (!kept_) return maker_->Make(first, n, row, out, cancelled_).status();
+    KeptRows here = *kept_;
+    here.first += first - begin_;
+    return maker_->Make(first, n, row, out, cancelled_, &here).status();
   }
 
  private:
   const ItemMaker* maker_;
+  const int64_t begin_;
+  std::optional<KeptRows> kept_;
 };
 
 // A generator's items in order, until it ends. A split resumed at

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -16,6 +17,26 @@
 #include "sluice/io/file_split.h"
 
 namespace sluice::io {
+
+// The rows of a split that a shard right after the source keeps. Rows are
+// placed by their count from the source's first row; the shard keeps those
+// whose place p has p mod period in [lo, hi), and from tail_from on (the
+// epoch's last, partial global batch) all rows when it pads, none when it
+// drops them.
+struct KeptRows {
+  int64_t first = 0;  // the place of the split's first row
+  int64_t period = 1;
+  int64_t lo = 0;
+  int64_t hi = 1;
+  int64_t tail_from = std::numeric_limits<int64_t>::max();
+  bool tail_kept = false;
+
+  bool Keeps(int64_t place) const {
+    if (place >= tail_from) return tail_kept;
+    const int64_t q = place % period;
+    return q >= lo && q < hi;
+  }
+};
 
 // Reads the records of one split in order. Thread-compatible.
 class SplitReader {
@@ -41,6 +62,11 @@ class SplitReader {
   virtual absl::StatusOr<int64_t> View(int64_t max_rows, Batch* out) {
     return absl::UnimplementedError("this reader copies its records");
   }
+
+  // Only the rows `kept` names will be used. A reader whose rows cost more
+  // to make than to pass over (a Python dataset's items) may leave the
+  // others hollow: zero bytes and empty strings, with their provenance.
+  virtual void KeepOnly(const KeptRows& kept) {}
 
   // A reader that waits on something outside the engine (a Python process
   // running the user's code) stops waiting once `*cancelled` (may be null)
