@@ -108,6 +108,30 @@ def test_a_rank_resumed_mid_epoch_makes_the_right_items_of_a_python_dataset(tmp_
     assert len(log.read_text().split()) < 203 // 2  # its own share, not the epoch
 
 
+def test_a_rank_reads_only_the_image_files_it_keeps(tmp_path):
+    # 24 files, 4 ranks of 2: file 007 is cut short, which only the rank
+    # that keeps it reads, and fails on naming it; the others never open it.
+    import cv2
+    (tmp_path / "c").mkdir()
+    files = {}
+    for i in range(24):
+        image = (np.arange(8 * 8 * 3) * (i + 1) % 251).astype(np.uint8).reshape(8, 8, 3)
+        files[i] = cv2.imencode(".jpg", image)[1].tobytes()
+        (tmp_path / "c" / f"{i:03d}.jpg").write_bytes(files[i][:-20] if i == 7 else files[i])
+    delivered, failed = [], []
+    for r in range(4):
+        pipe = sluice.image_folder(str(tmp_path)).shard(4, r).batch(2).with_options(seed=1)
+        try:
+            delivered.append([bytes(image) for b in pipe.iterate(0) for image in b["image"]])
+        except sluice.DataLossError as e:
+            failed.append((r, str(e)))
+    assert len(failed) == 1 and "007.jpg" in failed[0][1], failed
+    assert [len(d) for d in delivered] == [6, 6, 6]
+    whole = {data for i, data in files.items() if i != 7}
+    assert all(image in whole for d in delivered for image in d)  # read, not hollow
+    assert len({image for d in delivered for image in d}) == 18
+
+
 def _image_folder_with_one_oversized(root, count=24):
     """`count` 8x8 JPEGs in one class folder; file 005's header claims 32x32."""
     import cv2

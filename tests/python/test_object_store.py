@@ -4,6 +4,7 @@ never a credential, and processes that exit cleanly after using the store."""
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -633,6 +634,31 @@ def test_an_endpoint_without_a_scheme_fails_at_once_saying_so(store):
 
 # Each fault on every third GET and HEAD (the listing's too), blocks of
 # 64 KiB so that each object takes several GETs.
+def test_each_rank_gets_only_the_image_objects_it_keeps(store, tmp_path):
+    import cv2
+    root = tmp_path / "ranked"
+    (root / "c").mkdir(parents=True)
+    files = {}
+    for i in range(16):
+        files[i] = cv2.imencode(".jpg", np.full((6, 5, 3), 15 * i, np.uint8))[1].tobytes()
+        (root / "c" / f"{i:03d}.jpg").write_bytes(files[i])
+    upload_tree(store, root, "train", "ranked")
+    by_bytes = {data: i for i, data in files.items()}
+    seen = []
+    for rank in range(2):
+        proxy = FaultProxy(int(store.endpoint.rsplit(":", 1)[1]), [], at=set())
+        try:
+            pipe = sluice.image_folder(f"s3://train/ranked?{proxy.url_query()}").shard(2, rank).batch(2)
+            kept = {by_bytes[bytes(image)] for b in pipe.with_options(seed=1).iterate(0) for image in b["image"]}
+            got = {int(m) for method, what, _ in proxy.log if method == "GET"
+                   for m in re.findall(r"/(\d{3})\.jpg", what)}
+        finally:
+            proxy.close()
+        assert len(kept) == 8 and got == kept, f"rank {rank} kept {sorted(kept)}, fetched {sorted(got)}"
+        seen.append(kept)
+    assert seen[0] | seen[1] == set(range(16))
+
+
 @pytest.mark.parametrize("fault", ["503", "reset", "truncate", "stall"])
 def test_a_stores_transient_faults_are_retried_and_every_sample_read_once(store, cifar_dir, fault, monkeypatch):
     proxy = FaultProxy(int(store.endpoint.rsplit(":", 1)[1]), [fault], every=3, stall_s=STALL_S)

@@ -24,14 +24,36 @@ bool IsImage(const fs::path& p) {
   return ext == ".jpg" || ext == ".jpeg" || ext == ".png";
 }
 
+// One image file's bytes and its label. A file a shard after the source
+// will not keep is not read: its row is hollow (KeptRows), which spares the
+// other ranks' reads (and GETs, on an object store).
 class ImageFileReader : public SplitReader {
  public:
   ImageFileReader(const std::string& path, int64_t label, int32_t file, CorruptionLog* skip_log)
       : path_(path), label_(label), file_(file), skip_log_(skip_log) {}
 
+  void KeepOnly(const KeptRows& kept) override { hollow_ = !kept.Keeps(kept.first); }
+
   absl::StatusOr<int64_t> Read(int64_t max_rows, BatchBuilder* out) override {
     if (done_ || max_rows <= 0) return 0;
     done_ = true;
+    const int64_t row = out->rows();
+    if (hollow_) {
+      out->AppendUninitialized(0, 0);
+    } else {
+      SLUICE_ASSIGN_OR_RETURN(const bool framed, ReadFile(out));
+      if (!framed) return 0;
+    }
+    reinterpret_cast<int64_t*>(out->dense(1))[row] = label_;
+    out->provenance().AddRun(row, file_, 0);
+    out->AddRows(1);
+    return 1;
+  }
+
+ private:
+  // Appends the file's bytes; false when its framing is broken and the
+  // skip log took it.
+  absl::StatusOr<bool> ReadFile(BatchBuilder* out) const {
     SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> f, RandomAccessFile::Open(path_));
     const int64_t size = static_cast<int64_t>(f->size());
     char head[8], tail[kFramingTail];
@@ -45,22 +67,18 @@ class ImageFileReader : public SplitReader {
       const std::string message = absl::StrCat(problem, " in ", path_);
       if (skip_log_ == nullptr) return absl::DataLossError(message);
       skip_log_->Add(path_, 1, static_cast<uint64_t>(size), message);
-      return 0;
+      return false;
     }
-    const int64_t row = out->rows();
     SLUICE_RETURN_IF_ERROR(f->ReadExact(0, static_cast<size_t>(size), out->AppendUninitialized(0, size)));
-    reinterpret_cast<int64_t*>(out->dense(1))[row] = label_;
-    out->provenance().AddRun(row, file_, 0);
-    out->AddRows(1);
-    return 1;
+    return true;
   }
 
- private:
   const std::string& path_;
   const int64_t label_;
   const int32_t file_;
   CorruptionLog* skip_log_;
   bool done_ = false;
+  bool hollow_ = false;
 };
 
 class ImageFilesSource : public SourceFormat {
