@@ -221,6 +221,28 @@ TEST_F(ServiceTest, ADispatcherGoneForLongerThanTheTimeoutFailsTheEpochSayingSo)
                        HasSubstr("the dispatcher at " + cluster.address() + " has been unreachable for 1s")));
 }
 
+// A hung dispatcher (stopped: its connections open, no answer) holds each
+// call to its deadline; the consumer still fails once dispatcher_timeout_s
+// has passed, not a call's deadline later (it took 11 s for a timeout of 1).
+TEST_F(ServiceTest, AHungDispatcherFailsTheEpochOnceTheTimeoutHasPassed) {
+  TestCluster cluster;
+  SLUICE_ASSERT_OK(StartCluster(cluster, 1));
+  DistributeOptions d;
+  d.dispatcher = cluster.address();
+  d.connect_timeout_s = 5;
+  d.dispatcher_timeout_s = 1;
+  ASSERT_OK_AND_ASSIGN(auto pipeline, CreatePipeline(Samples().Distribute(d).Batch(64).Build()));
+  absl::Time stopped = absl::InfiniteFuture();
+  const absl::StatusOr<Received> read = ReadEpoch(*pipeline, 0, 20, [&] {
+    stopped = absl::Now();
+    kill(cluster.dispatcher().pid(), SIGSTOP);
+  });
+  const absl::Duration waited = absl::Now() - stopped;
+  kill(cluster.dispatcher().pid(), SIGCONT);
+  EXPECT_THAT(read, StatusIs(absl::StatusCode::kUnavailable, HasSubstr("has been unreachable for 1s")));
+  EXPECT_LT(waited, absl::Seconds(8)) << "a call's deadline of 10 s ran past the timeout";
+}
+
 // A sample that crashes the worker running it would kill every worker in
 // turn: after three tries its split fails the epoch, naming its records,
 // or under on_corrupt "skip" is skipped and counted.

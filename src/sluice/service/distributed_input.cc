@@ -197,6 +197,9 @@ void DistributedInput::BeatUntilStopped() {
       unsent.insert(unsent.end(), reports_.begin(), reports_.end());
       reports_.clear();
     }
+    // A hung dispatcher holds each call to its deadline: the wait counts
+    // from the unanswered call's start, and no call outlasts the timeout.
+    const absl::Time attempt = absl::Now();
     absl::Status s = SendReports(&unsent);
     const bool beat = absl::Now() >= next_beat;
     if (s.ok() && beat) s = Heartbeat();
@@ -217,10 +220,13 @@ void DistributedInput::BeatUntilStopped() {
     } else if (absl::IsUnavailable(s) || absl::IsDeadlineExceeded(s)) {
       const absl::Time now = absl::Now();
       if (unreachable_since == absl::InfiniteFuture()) {
-        unreachable_since = now;
-        Log("client", absl::StrCat(s.ToString(), "; retrying for ", absl::FormatDuration(options_.dispatcher_timeout)));
+        unreachable_since = attempt;
+        if (now - attempt < options_.dispatcher_timeout) {
+          Log("client",
+              absl::StrCat(s.ToString(), "; retrying for ", absl::FormatDuration(options_.dispatcher_timeout)));
+        }
       }
-      if (now - unreachable_since > options_.dispatcher_timeout) {
+      if (now - unreachable_since >= options_.dispatcher_timeout) {
         fatal =
             absl::UnavailableError(absl::StrCat("the dispatcher at ", options_.dispatcher, " has been unreachable for ",
                                                 absl::FormatDuration(options_.dispatcher_timeout),
@@ -242,7 +248,7 @@ absl::Status DistributedInput::SendReports(std::vector<ReportSplitsRequest>* rep
   while (!reports->empty()) {
     ReportSplitsResponse ignored;
     SLUICE_RETURN_IF_ERROR(CallUnary(dispatcher_.get(), &::sluice::Dispatcher::Stub::ReportSplits, "report splits",
-                                     reports->front(), &ignored, options_.security.token));
+                                     reports->front(), &ignored, options_.security.token, DispatcherCallTimeout()));
     reports->erase(reports->begin());
     absl::MutexLock lock(&mu_);
     --unsent_reports_;
@@ -274,6 +280,10 @@ DistributedInput::~DistributedInput() {
   }
 }
 
+absl::Duration DistributedInput::DispatcherCallTimeout() const {
+  return std::min(absl::Seconds(10), options_.dispatcher_timeout);
+}
+
 absl::Status DistributedInput::Heartbeat() {
   ClientHeartbeatRequest request;
   request.set_job_id(job_id_);
@@ -293,7 +303,7 @@ absl::Status DistributedInput::Heartbeat() {
   }
   ClientHeartbeatResponse response;
   SLUICE_RETURN_IF_ERROR(CallUnary(dispatcher_.get(), &::sluice::Dispatcher::Stub::ClientHeartbeat, "client heartbeat",
-                                   request, &response, options_.security.token));
+                                   request, &response, options_.security.token, DispatcherCallTimeout()));
   absl::MutexLock lock(&mu_);
   tasks_.assign(response.tasks().begin(), response.tasks().end());
   return absl::OkStatus();

@@ -129,6 +129,9 @@ class DistributedInput : public exec::RemoteInput {
  private:
   explicit DistributedInput(ClientOptions options) : options_(std::move(options)) {}
   absl::Status Heartbeat();
+  // A heartbeat's or report's deadline: within dispatcher_timeout, which a
+  // hung dispatcher must not outlast.
+  absl::Duration DispatcherCallTimeout() const;
   // The heartbeat thread: beats until stopped, backing off while the
   // dispatcher is unreachable, and sets fatal_ when it must give up.
   void BeatUntilStopped();

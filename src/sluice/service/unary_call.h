@@ -1,13 +1,14 @@
 // One unary call to a sluice server (the dispatcher, or a worker), as
 // workers, clients and the dispatcher make them: with the token, a
-// deadline, and the gRPC status turned into an absl::Status that names the
-// call.
+// deadline (`timeout` from now), and the gRPC status turned into an
+// absl::Status that names the call.
 #ifndef SLUICE_SERVICE_UNARY_CALL_H_
 #define SLUICE_SERVICE_UNARY_CALL_H_
 
-#include <chrono>
 #include <string>
 
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "sluice/service/grpc_status.h"
 #include "sluice/service/security.h"
 
@@ -15,10 +16,10 @@ namespace sluice::service {
 
 template <typename Stub, typename Request, typename Response, typename Method>
 absl::Status CallUnary(Stub* stub, Method method, const std::string& name, const Request& request, Response* response,
-                       const std::string& token) {
+                       const std::string& token, absl::Duration timeout = absl::Seconds(10)) {
   grpc::ClientContext context;
   AddToken(&context, token);
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
   return FromGrpc((stub->*method)(&context, request, response), name);
 }
 
