@@ -463,3 +463,15 @@ def test_a_second_consumer_of_a_named_job_in_one_process_is_told_of_the_first(cl
     del earlier  # gives its share back
     ids = [int(i) for b in again for i in b["id"]]
     assert len(ids) == len(set(ids)) and len(ids) > 0
+
+
+def test_arrays_too_large_to_register_are_refused_naming_the_node_and_what_to_do(cluster):
+    import numpy as np
+    import sluice
+
+    images = np.zeros((100_000, 28, 28), np.uint8)  # 75 MiB, inline in the pipeline
+    pipe = sluice.arrays({"image": images}).distribute(cluster).batch(32)
+    with pytest.raises(sluice.InvalidArgumentError,
+                       match=r"the pipeline to register is 75 MiB, past the 64 MiB a dispatcher takes; nodes\[0\] is "
+                             r"75 MiB of it \(a source of arrays in memory .*\): write them to files"):
+        next(iter(pipe))

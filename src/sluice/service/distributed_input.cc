@@ -105,11 +105,34 @@ std::vector<io::Split> ToSplits(const ElementSpec& element) {
   return splits;
 }
 
+// A pipeline past what a dispatcher takes in a request, which gRPC would
+// refuse naming only sizes: says how large it is and which node makes it
+// so (an arrays source carries its data inside the pipeline).
+absl::Status CheckRegistrable(const PipelineDef& part, const std::string& dispatcher) {
+  constexpr size_t kMiB = 1 << 20;
+  const size_t bytes = part.ByteSizeLong();
+  if (bytes + kMiB / 16 <= static_cast<size_t>(kMaxRequestBytes)) return absl::OkStatus();  // room for the rest
+  int largest = 0;
+  for (int i = 1; i < part.nodes_size(); ++i) {
+    if (part.nodes(i).ByteSizeLong() > part.nodes(largest).ByteSizeLong()) largest = i;
+  }
+  const NodeDef& node = part.nodes(largest);
+  const bool inline_data = node.has_source() && (node.source().has_arrays() || node.source().has_arrow_memory());
+  return absl::InvalidArgumentError(absl::StrCat(
+      "dispatcher ", dispatcher, ": the pipeline to register is ", (bytes + kMiB - 1) / kMiB, " MiB, past the ",
+      kMaxRequestBytes / kMiB, " MiB a dispatcher takes; nodes[", largest, "] is ",
+      (node.ByteSizeLong() + kMiB - 1) / kMiB, " MiB of it",
+      inline_data ? " (a source of arrays in memory carries them inside the pipeline): write them to files the "
+                    "workers can read (Parquet, Arrow IPC, TFRecord) and distribute a source of those"
+                  : ""));
+}
+
 }  // namespace
 
 absl::StatusOr<std::shared_ptr<DistributedInput>> DistributedInput::Connect(ClientOptions options,
                                                                             const PipelineDef& workers_part) {
   SLUICE_RETURN_IF_ERROR(CheckAddress(options.dispatcher));
+  SLUICE_RETURN_IF_ERROR(CheckRegistrable(workers_part, options.dispatcher));
   std::shared_ptr<DistributedInput> input(new DistributedInput(std::move(options)));
   const std::string& token = input->options_.security.token;
   SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<grpc::Channel> channel,
