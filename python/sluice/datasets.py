@@ -40,7 +40,12 @@ def _column(name, value, images, who):
     """The column the first item's value declares."""
     if isinstance(value, (bytes, bytearray, memoryview)):
         return {"name": name, "dtype": "bytes", "shape": []}
-    a = np.asarray(value)
+    try:
+        a = np.asarray(value)
+    except (TypeError, RuntimeError, ValueError) as e:  # a bfloat16 tensor, a ragged list
+        raise TypeError(f"{who}: '{name}' is no numpy array ({e}); sluice holds {', '.join(_DTYPES)} (float64 and "
+                        "bool become float32 and uint8) or bytes: convert it in __getitem__ (a bfloat16 tensor: "
+                        ".float())") from e
     if name in images:
         if a.dtype != np.uint8 or a.ndim not in (2, 3) or a.ndim == 3 and a.shape[2] not in (1, 3):
             raise TypeError(f"{who}: '{name}' is {a.dtype}{list(a.shape)}: an image column holds uint8 arrays "

@@ -102,6 +102,21 @@ def test_an_empty_dataset_or_a_wrong_name_count_is_refused():
         sluice.from_dataset(user_code.Squares(5), names=("a", "b", "c"))
 
 
+def test_a_value_numpy_cannot_hold_is_refused_naming_its_column():
+    import torch
+
+    class Half:
+        def __len__(self):
+            return 4
+
+        def __getitem__(self, i):
+            return {"x": torch.zeros(3, dtype=torch.bfloat16), "label": i}
+
+    with pytest.raises(TypeError, match=r"from_dataset: dataset\[0\]: 'x' is no numpy array \(.*BFloat16.*\).*"
+                                        r"a bfloat16 tensor: \.float\(\)"):
+        sluice.from_dataset(Half())
+
+
 def test_an_iterator_outliving_its_pipeline_object_still_reads():
     import gc
 

@@ -25,6 +25,7 @@
 #include "sluice/service/dispatcher_impl.h"
 #include "sluice/service/distributed_pipeline.h"
 #include "sluice/service/fetch_status.h"
+#include "sluice/service/grpc_status.h"
 #include "status_matchers.h"
 #include "temp_dir.h"
 #include "test_cluster.h"
@@ -815,6 +816,9 @@ TEST(DispatcherImpl, RefusesPipelinesOverItsResourceLimits) {
   SLUICE_EXPECT_OK(dispatcher->RegisterPipeline(request).status());
 }
 
+// The client refuses a pipeline past the dispatcher's limit before sending
+// it, naming what makes it large; one sent all the same (another client)
+// is refused by the dispatcher with the sizes.
 TEST_F(ServiceTest, AnOversizedRequestIsRefusedWithTheSizes) {
   TestCluster cluster;
   SLUICE_ASSERT_OK(cluster.StartDispatcher());
@@ -822,7 +826,18 @@ TEST_F(ServiceTest, AnOversizedRequestIsRefusedWithTheSizes) {
   DistributeOptions d;
   d.dispatcher = cluster.address();
   d.connect_timeout_s = 5;
-  EXPECT_THAT(CreatePipeline(PipelineBuilder::Arrays({MakeArrayColumn("x", {1 << 20}, big)}).Distribute(d).Build()),
+  const PipelineDef def = PipelineBuilder::Arrays({MakeArrayColumn("x", {1 << 20}, big)}).Distribute(d).Build();
+  EXPECT_THAT(CreatePipeline(def),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("the pipeline to register is 71 MiB, past the 64 MiB a dispatcher takes; nodes[0] "
+                                 "is 71 MiB of it (a source of arrays in memory")));
+  auto dispatcher =
+      ::sluice::Dispatcher::NewStub(grpc::CreateChannel(cluster.address(), grpc::InsecureChannelCredentials()));
+  RegisterPipelineRequest request;
+  *request.mutable_pipeline() = def;
+  RegisterPipelineResponse response;
+  grpc::ClientContext context;
+  EXPECT_THAT(service::FromGrpc(dispatcher->RegisterPipeline(&context, request, &response), "register"),
               StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("larger than max")));
 }
 
