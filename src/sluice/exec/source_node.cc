@@ -247,9 +247,10 @@ class SourceIterator : public Iterator {
   // A shard right after the source keeps some of its rows (kept_by_shard):
   // places each split's first row, counted from the source's first, for
   // its reader to know which (KeptOf). Places nothing where rows may be
-  // dropped or passed over before the shard counts them (a resumed or
-  // unordered epoch's, corrupt records skipped), or where a split's length
-  // is unknown: there every row is made.
+  // dropped or passed over before the shard counts them (an epoch resumed
+  // mid-split of a format that cannot start there, a shuffle's replay, an
+  // unordered epoch, corrupt records skipped), or where a split's length is
+  // unknown: there every row is made.
   void PlaceSplits() {
     if (!node_.kept_by_shard || ctx_->only_splits || ctx_->ledger != nullptr || done_ != nullptr ||
         select_ != nullptr || resume_file_ >= 0 || node_.skip_corrupt) {

@@ -64,7 +64,7 @@ class ItemMaker {
       if (kept == nullptr || kept->Keeps(kept->first + i)) items.push_back(first + i);
     }
     if (items.empty()) {
-      FillHollow(0, n, row, out);
+      FillHollow(n, row, out);
       return 0;
     }
     SLUICE_ASSIGN_OR_RETURN(PythonPool * pool, pool_->Get());
@@ -160,9 +160,9 @@ class ItemMaker {
   }
 
   // Rows [row, row + n), none of them made.
-  void FillHollow(int64_t from, int64_t n, int64_t row, BatchBuilder* out) const {
+  void FillHollow(int64_t n, int64_t row, BatchBuilder* out) const {
     static const std::vector<int64_t> kNone;
-    const Placed none{kNone, from, row, n};
+    const Placed none{kNone, 0, row, n};
     for (size_t c = 0; c < o_.columns.size(); ++c) {
       if (o_.columns[c].ragged) {
         AppendRagged(static_cast<int>(c), nullptr, nullptr, none, out);

@@ -64,8 +64,9 @@ class SplitReader {
   }
 
   // Only the rows `kept` names will be used. A reader whose rows cost more
-  // to make than to pass over (a Python dataset's items) may leave the
-  // others hollow: zero bytes and empty strings, with their provenance.
+  // to make than to pass over (a Python dataset's items, image files) may
+  // leave the others hollow: zero bytes and empty strings, with their
+  // provenance.
   virtual void KeepOnly(const KeptRows& kept) {}
 
   // A reader that waits on something outside the engine (a Python process

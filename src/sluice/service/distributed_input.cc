@@ -187,7 +187,7 @@ absl::StatusOr<std::shared_ptr<DistributedInput>> DistributedInput::Connect(Clie
   SLUICE_ASSIGN_OR_RETURN(input->sharding_, ShardingOf(workers_part, input->element_));
   input->one_record_splits_ = input->options_.mode == DISTRIBUTED_EPOCH && OneRecordEach(input->splits_);
   input->ring_bytes_ = RingBytes(input->options_, input->schema_, input->element_, input->one_record_splits_);
-  SLUICE_RETURN_IF_ERROR(input->Heartbeat());
+  SLUICE_RETURN_IF_ERROR(input->Heartbeat(input->DispatcherCallTimeout()));
   DistributedInput* raw = input.get();
   input->heartbeats_ = std::thread([raw] { raw->BeatUntilStopped(); });
   return input;
@@ -223,9 +223,10 @@ void DistributedInput::BeatUntilStopped() {
     // A hung dispatcher holds each call to its deadline: the wait counts
     // from the unanswered call's start, and no call outlasts the timeout.
     const absl::Time attempt = absl::Now();
-    absl::Status s = SendReports(&unsent);
+    const absl::Duration timeout = DispatcherCallTimeout(unreachable_since);
+    absl::Status s = SendReports(&unsent, timeout);
     const bool beat = absl::Now() >= next_beat;
-    if (s.ok() && beat) s = Heartbeat();
+    if (s.ok() && beat) s = Heartbeat(timeout);
     if (s.ok()) {
       if (unreachable_since != absl::InfiniteFuture()) Log("client", "dispatcher reachable again");
       unreachable_since = absl::InfiniteFuture();
@@ -267,11 +268,11 @@ void DistributedInput::BeatUntilStopped() {
   }
 }
 
-absl::Status DistributedInput::SendReports(std::vector<ReportSplitsRequest>* reports) {
+absl::Status DistributedInput::SendReports(std::vector<ReportSplitsRequest>* reports, absl::Duration timeout) {
   while (!reports->empty()) {
     ReportSplitsResponse ignored;
     SLUICE_RETURN_IF_ERROR(CallUnary(dispatcher_.get(), &::sluice::Dispatcher::Stub::ReportSplits, "report splits",
-                                     reports->front(), &ignored, options_.security.token, DispatcherCallTimeout()));
+                                     reports->front(), &ignored, options_.security.token, timeout));
     reports->erase(reports->begin());
     absl::MutexLock lock(&mu_);
     --unsent_reports_;
@@ -292,22 +293,25 @@ DistributedInput::~DistributedInput() {
     last.swap(reports_);
   }
   if (heartbeats_.joinable()) heartbeats_.join();
-  if (dispatcher_ && Fatal().ok()) (void)SendReports(&last);  // one try: the job ends with this client
+  if (dispatcher_ && Fatal().ok()) (void)SendReports(&last, DispatcherCallTimeout());  // one try: the job ends
   ReleaseClientRequest release;
   release.set_job_id(job_id_);
   release.set_client_id(client_id_);
   ReleaseClientResponse ignored;
-  if (dispatcher_ && client_id_ > 0) {
+  if (dispatcher_ && client_id_ > 0) {  // a dispatcher found lost is given a moment only
     (void)CallUnary(dispatcher_.get(), &::sluice::Dispatcher::Stub::ReleaseClient, "release client", release, &ignored,
-                    options_.security.token);
+                    options_.security.token, Fatal().ok() ? DispatcherCallTimeout() : absl::Seconds(1));
   }
 }
 
-absl::Duration DistributedInput::DispatcherCallTimeout() const {
-  return std::min(absl::Seconds(10), options_.dispatcher_timeout);
+absl::Duration DistributedInput::DispatcherCallTimeout(absl::Time unreachable_since) const {
+  const absl::Duration left = unreachable_since == absl::InfiniteFuture()
+                                  ? options_.dispatcher_timeout
+                                  : unreachable_since + options_.dispatcher_timeout - absl::Now();
+  return std::clamp(left, absl::Milliseconds(1), absl::Seconds(10));
 }
 
-absl::Status DistributedInput::Heartbeat() {
+absl::Status DistributedInput::Heartbeat(absl::Duration timeout) {
   ClientHeartbeatRequest request;
   request.set_job_id(job_id_);
   request.set_client_id(client_id_);
@@ -326,7 +330,7 @@ absl::Status DistributedInput::Heartbeat() {
   }
   ClientHeartbeatResponse response;
   SLUICE_RETURN_IF_ERROR(CallUnary(dispatcher_.get(), &::sluice::Dispatcher::Stub::ClientHeartbeat, "client heartbeat",
-                                   request, &response, options_.security.token, DispatcherCallTimeout()));
+                                   request, &response, options_.security.token, timeout));
   absl::MutexLock lock(&mu_);
   tasks_.assign(response.tasks().begin(), response.tasks().end());
   return absl::OkStatus();

@@ -128,10 +128,12 @@ class DistributedInput : public exec::RemoteInput {
 
  private:
   explicit DistributedInput(ClientOptions options) : options_(std::move(options)) {}
-  absl::Status Heartbeat();
-  // A heartbeat's or report's deadline: within dispatcher_timeout, which a
-  // hung dispatcher must not outlast.
-  absl::Duration DispatcherCallTimeout() const;
+  absl::Status Heartbeat(absl::Duration timeout);
+  // A heartbeat's or report's deadline: 10 s at most, and no later than
+  // dispatcher_timeout after `unreachable_since` (the start of the first
+  // call left unanswered; InfiniteFuture: none was), which a hung
+  // dispatcher must not outlast.
+  absl::Duration DispatcherCallTimeout(absl::Time unreachable_since = absl::InfiniteFuture()) const;
   // The heartbeat thread: beats until stopped, backing off while the
   // dispatcher is unreachable, and sets fatal_ when it must give up.
   void BeatUntilStopped();
@@ -139,7 +141,7 @@ class DistributedInput : public exec::RemoteInput {
   // the process already had one (job_consumers.h).
   void WarnOfAnotherConsumerHere();
   // Sends `reports` in order, removing each once the dispatcher has it.
-  absl::Status SendReports(std::vector<ReportSplitsRequest>* reports);
+  absl::Status SendReports(std::vector<ReportSplitsRequest>* reports, absl::Duration timeout);
 
   std::shared_ptr<void> owned_;  // first: destroyed last
   const ClientOptions options_;
