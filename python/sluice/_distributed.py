@@ -98,6 +98,11 @@ def _check_after_the_shard(nodes, at, after):
                 "over them")
 
 
+_WHY = {"pipeline": " (a source, an op or its attrs differ; so does a Python object the pipeline holds, a Dataset "
+                    "or a transform, whose state differs between ranks: an attribute set per rank, such as the rank "
+                    "or a path of its own, makes another pipeline)"}
+
+
 def check_ranks_agree(fingerprint, listing, definition, world_size, resume, epoch):
     """Under torch.distributed, when the loader spans the process group
     (`world_size` is the group's), raises ValueError naming the ranks that
@@ -135,7 +140,7 @@ def check_ranks_agree(fingerprint, listing, definition, world_size, resume, epoc
             values.setdefault(theirs[what], []).append(rank)
         if len(values) > 1:
             detail = "; ".join(f"ranks {ranks}: {value}" for value, ranks in values.items())
-            raise ValueError(f"the ranks disagree on the {what}: {detail}")
+            raise ValueError(f"the ranks disagree on the {what}: {detail}" + _WHY.get(what, ""))
     _check_own_shards([theirs_index for _, theirs_index in everyone])
 
 

@@ -11,7 +11,8 @@ OUT/rank<R>.log gets one line per step trained: "epoch step id id ...".
 OUT/ckpt.pt holds the last checkpoint (written atomically). --slow-after
 makes every step past STEP of the last epoch sleep, so that a test can kill
 a rank mid-epoch. --seed-per-rank gives each rank another seed (the ranks'
-check must refuse it), --batch-skew another batch size. --node-pool runs
+check must refuse it), --batch-skew another batch size, --scale-per-rank
+another attr of an op. --node-pool runs
 the ranks' pipelines in the node's pool of sluice processes. OUT/len<R>.txt
 holds len(loader) on rank R. --eval-on-rank0 has rank 0 read the whole
 pipeline once more after training, with a loader of its own (rank 0 of 1)
@@ -40,12 +41,12 @@ from sluice import ops
 ROWS = 300
 
 
-def pipeline(seed):
+def pipeline(seed, scale=1 / 255):
     ids = np.arange(ROWS, dtype=np.int64)
     images = (np.arange(ROWS * 8 * 8 * 3) % 251).astype(np.uint8).reshape(ROWS, 8, 8, 3)
     return (sluice.arrays({"id": ids, "image": images}, split_records=20)
             .shuffle(32)
-            .map(ops.random_flip(), ops.rescale(scale=1 / 255))
+            .map(ops.random_flip(), ops.rescale(scale=scale))
             .with_options(seed=seed))
 
 
@@ -67,6 +68,7 @@ def main():
     p.add_argument("--kill-pool-worker", type=int, default=-1)
     p.add_argument("--files-in", default="")
     p.add_argument("--epoch-per-rank", action="store_true")
+    p.add_argument("--scale-per-rank", action="store_true")
     args = p.parse_args()
     if args.alone_unmarked:
         dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=5))
@@ -82,7 +84,8 @@ def main():
         return
     seed = args.seed + rank if args.seed_per_rank else args.seed
     batch = args.global_batch // world + (rank if args.batch_skew else 0)
-    sharded = pipeline(seed).shard(world, 0) if args.same_shard else pipeline(seed)
+    made = pipeline(seed, 1 / (255 + rank)) if args.scale_per_rank else pipeline(seed)
+    sharded = made.shard(world, 0) if args.same_shard else made
     loader = sluice.torch.TorchIterable(sharded.batch(batch), node_pool=args.node_pool)
     if args.epoch_per_rank:
         loader.set_epoch(rank)

@@ -340,6 +340,8 @@ def test_a_rank_killed_mid_epoch_restarts_from_the_checkpoint_and_trains_each_sa
     (["--epochs", "1", "--batch-skew"], ["the ranks disagree on the batch size: ranks [0]: 12; ranks [1]: 13"]),
     (["--epochs", "1", "--same-shard"], ["the ranks read the same shard: ranks [0, 1] read shard 0"]),
     (["--epochs", "2", "--epoch-per-rank"], ["the ranks disagree on the epoch: ranks [0]: 0; ranks [1]: 1"]),
+    (["--epochs", "1", "--scale-per-rank"], ["the ranks disagree on the pipeline: ranks [0]: ",
+                                             "an attribute set per rank, such as the rank or a path of its own"]),
     (["--alone-unmarked"], ["the ranks' check of this loader failed", "takes rank=0, world_size=1"]),
 ])
 def test_ranks_that_would_train_wrongly_fail_naming_why(tmp_path, args, said):
