@@ -97,6 +97,9 @@ def from_dataset(dataset, *, names=None, images=(), processes=0, split_records=6
     as they take JPEGs, with nothing to decode. Splits are ranges of
     `split_records` indices, shuffled each epoch when `shuffle` (sluice's
     seed), so a shuffle op, `distribute` and checkpoints work as on files.
+    Sharded by rank right after it (sluice.torch's shard of a pipeline
+    without a shuffle or filter op before its batch), each rank's processes
+    make only the rank's items (docs/distributed.md).
 
     The processes get the dataset by value (cloudpickle), its class defined
     anywhere (a module, the script, a notebook); one that cannot be sent (it
