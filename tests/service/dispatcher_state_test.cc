@@ -162,14 +162,50 @@ TEST_F(DispatcherStateTest, ASilentWorkersSplitsGoBackToTheirClient) {
   SLUICE_ASSERT_OK(state_.ClientHeartbeat(hb, later).status());
   SLUICE_ASSERT_OK(state_.Expire(later));
   // The log's line for it, once.
-  EXPECT_THAT(state_.TakeLostWorkers(),
+  EXPECT_THAT(state_.TakeDropped(),
               ElementsAre(AllOf(HasSubstr(absl::StrCat("worker ", w1, " at a:1 lost")), HasSubstr("silent for 10s"))));
-  EXPECT_TRUE(state_.TakeLostWorkers().empty());
+  EXPECT_TRUE(state_.TakeDropped().empty());
   ASSERT_OK_AND_ASSIGN(tasks, state_.ClientHeartbeat(hb, later));
   ASSERT_EQ(tasks.tasks_size(), 1);
   EXPECT_EQ(tasks.tasks(0).worker_address(), "b:2");
   ASSERT_OK_AND_ASSIGN(GetSplitResponse rerun, state_.GetSplit(Ask(job, w2), later));
   EXPECT_EQ(rerun.split(), 0);
+}
+
+// A stopped consumer (SIGSTOP) keeps its streams open, and their workers go
+// on asking for its splits; only its own calls keep it alive, so it is
+// dropped after its timeout and the split it held goes to the other
+// consumer at once, not when the split's lease runs out.
+TEST_F(DispatcherStateTest, AWorkersAsksForASilentClientDoNotKeepItAlive) {
+  ASSERT_OK_AND_ASSIGN(std::string p, state_.RegisterPipeline(Def(4), Splits(2)));
+  const int64_t w = Worker("a:1");
+  const GetOrCreateJobResponse stopped = Job(p, "train");
+  const GetOrCreateJobResponse other = Job(p, "train");
+  ASSERT_OK_AND_ASSIGN(GetSplitResponse held, state_.GetSplit(Ask(stopped, w), kT0));
+  ASSERT_OK_AND_ASSIGN(GetSplitResponse taken, state_.GetSplit(Ask(other, w), kT0));
+  ASSERT_EQ(held.state(), GetSplitResponse::SPLIT);
+  ASSERT_EQ(taken.state(), GetSplitResponse::SPLIT);
+  ReportSplitsRequest done;
+  done.set_job_id(other.job_id());
+  done.set_client_id(other.client_id());
+  done.add_completed(taken.split());
+  ClientHeartbeatRequest hb;
+  hb.set_job_id(other.job_id());
+  hb.set_client_id(other.client_id());
+  const absl::Time later = kT0 + absl::Seconds(6);  // past the 5 s default
+  SLUICE_ASSERT_OK(state_.ReportSplits(done, later));
+  SLUICE_ASSERT_OK(state_.ClientHeartbeat(hb, later).status());
+  ASSERT_OK_AND_ASSIGN(GetSplitResponse wait, state_.GetSplit(Ask(stopped, w), later));
+  EXPECT_EQ(wait.state(), GetSplitResponse::WAIT);
+  Worker("a:1", later, w);
+  SLUICE_ASSERT_OK(state_.Expire(later));
+  EXPECT_THAT(state_.TakeDropped(),
+              ElementsAre(AllOf(HasSubstr(absl::StrCat("client ", stopped.client_id(), " of job ", stopped.job_id(),
+                                                       " dropped: silent for 6s")),
+                                HasSubstr("other consumers"))));
+  ASSERT_OK_AND_ASSIGN(GetSplitResponse rerun, state_.GetSplit(Ask(other, w), later));
+  EXPECT_EQ(rerun.state(), GetSplitResponse::SPLIT);
+  EXPECT_EQ(rerun.split(), held.split());
 }
 
 TEST_F(DispatcherStateTest, ClientsLearnEachWorkersCores) {

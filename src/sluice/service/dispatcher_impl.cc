@@ -243,7 +243,7 @@ absl::Status DispatcherImpl::Expire() {
   std::vector<std::string> lost;
   {
     absl::MutexLock lock(&mu_);
-    lost = state_.TakeLostWorkers();
+    lost = state_.TakeDropped();
   }
   for (const std::string& line : lost) Log("dispatcher", line);
   return expired;

@@ -242,6 +242,12 @@ absl::StatusOr<GetOrCreateJobResponse> DispatcherState::GetOrCreateJob(const Get
 
 absl::StatusOr<DispatcherState::Client*> DispatcherState::FindClient(int64_t job_id, int64_t client_id,
                                                                      absl::Time now) {
+  SLUICE_ASSIGN_OR_RETURN(Client * client, LookUpClient(job_id, client_id));
+  client->last_seen = now;
+  return client;
+}
+
+absl::StatusOr<DispatcherState::Client*> DispatcherState::LookUpClient(int64_t job_id, int64_t client_id) {
   auto it = clients_.find(client_id);
   if (it == clients_.end() || it->second.job_id != job_id) {
     return absl::NotFoundError(
@@ -249,7 +255,6 @@ absl::StatusOr<DispatcherState::Client*> DispatcherState::FindClient(int64_t job
                      " is unknown to the dispatcher (released; silent longer than its --client-timeout; or the "
                      "dispatcher restarted without its --work-dir journal): the epoch cannot go on exactly once"));
   }
-  it->second.last_seen = now;
   return &it->second;
 }
 
@@ -452,7 +457,7 @@ EpochSplits& DispatcherState::Epoch(Job& job, uint64_t epoch) {
 }
 
 absl::StatusOr<GetSplitResponse> DispatcherState::GetSplit(const GetSplitRequest& request, absl::Time now) {
-  SLUICE_ASSIGN_OR_RETURN(Client * client, FindClient(request.job_id(), request.client_id(), now));
+  SLUICE_ASSIGN_OR_RETURN(Client * client, LookUpClient(request.job_id(), request.client_id()));
   Job& job = jobs_[request.job_id()];
   if (job.def.mode() != DISTRIBUTED_EPOCH) {
     return absl::FailedPreconditionError(absl::StrCat("job ", job.def.job_id(), " is not distributed_epoch"));
@@ -488,7 +493,7 @@ absl::StatusOr<GetSplitResponse> DispatcherState::GetSplit(const GetSplitRequest
   return out;
 }
 
-std::vector<std::string> DispatcherState::TakeLostWorkers() { return std::exchange(lost_workers_, {}); }
+std::vector<std::string> DispatcherState::TakeDropped() { return std::exchange(dropped_, {}); }
 
 absl::Status DispatcherState::Expire(absl::Time now) {
   for (auto& [id, job] : jobs_) {
@@ -503,7 +508,7 @@ absl::Status DispatcherState::Expire(absl::Time now) {
       for (auto& [epoch, splits] : job.epochs) splits.WorkerLost(it->first);
     }
     CountErrors("worker_lost", 1);
-    lost_workers_.push_back(
+    dropped_.push_back(
         absl::StrCat("worker ", it->first, " at ", it->second.address, " lost: silent for ",
                      absl::FormatDuration(absl::Trunc(now - it->second.last_seen, absl::Milliseconds(100))),
                      "; its splits go to other workers"));
@@ -515,6 +520,10 @@ absl::Status DispatcherState::Expire(absl::Time now) {
       silent.emplace_back();
       silent.back().set_job_id(client.job_id);
       silent.back().set_client_id(id);
+      dropped_.push_back(
+          absl::StrCat("client ", id, " of job ", client.job_id, " dropped: silent for ",
+                       absl::FormatDuration(absl::Trunc(now - client.last_seen, absl::Milliseconds(100))),
+                       " (--client-timeout); its unfinished splits go to the job's other consumers"));
     }
   }
   for (const ReleaseClientRequest& r : silent) {

@@ -90,8 +90,9 @@ class DispatcherState {
 
   // Drops workers and clients silent for longer than their timeouts.
   absl::Status Expire(absl::Time now);
-  // The workers Expire dropped since the last call, each in words.
-  std::vector<std::string> TakeLostWorkers();
+  // The workers and clients Expire dropped since the last call, each in
+  // words.
+  std::vector<std::string> TakeDropped();
   // What `caller` may see: a client tenant only its own jobs.
   DispatcherStatus Status(absl::Time now, const Caller& caller = Caller()) const;
 
@@ -149,7 +150,12 @@ class DispatcherState {
     }
   };
 
+  // A call from the client itself: it is alive at `now`.
   absl::StatusOr<Client*> FindClient(int64_t job_id, int64_t client_id, absl::Time now);
+  // A call on the client's behalf (a worker's): it says nothing of whether
+  // the client is alive. A stopped consumer, whose streams' workers go on
+  // asking for its splits, must still be dropped after its timeout.
+  absl::StatusOr<Client*> LookUpClient(int64_t job_id, int64_t client_id);
   // Forgets epochs every client of `job` is past, and pipelines idle for
   // longer than their timeout.
   void CollectGarbage(absl::Time now);
@@ -167,7 +173,7 @@ class DispatcherState {
   std::map<std::pair<std::string, std::string>, int64_t> named_jobs_;  // by tenant and name
   std::map<int64_t, Client> clients_;
   std::map<int64_t, Worker> workers_;              // live
-  std::vector<std::string> lost_workers_;          // dropped by Expire, for the log
+  std::vector<std::string> dropped_;               // workers and clients dropped by Expire, for the log
   std::map<int64_t, std::string> worker_secrets_;  // every id handed out
   // Ids of workers that said they leave: a heartbeat sent before the leave
   // but heard after it must not bring the worker back.
