@@ -88,6 +88,24 @@ def test_a_rank_makes_only_the_items_of_a_python_dataset_it_keeps(tmp_path, unev
         assert set(rank_made) == rank_kept | common, f"made for nothing: {sorted(set(rank_made) - rank_kept)}"
 
 
+def test_profiling_a_rank_makes_only_its_items_the_source_alone_too(tmp_path):
+    # The profile's run of the source alone keeps the shard after it: its
+    # rate counts the rows the rank reads, as the whole pipeline's does. An
+    # epoch takes far longer than the profile (2 ms an item): it measures
+    # epoch 0 only, whose rows each rank has differ from the next epoch's.
+    log = tmp_path / "made.log"
+    pipe = sluice.from_dataset(user_code.LoggedSquares(2000, log, delay=0.002), names=("image", "label"),
+                               split_records=10)
+    ranks = pipe.shard(2, 1).batch(4)
+    own = {int(i) for b in ranks.iterate() for i in b["label"]}
+    assert len(own) == 1000
+    log.write_text("")
+    result = ranks.profile(seconds=0.3, ablation=False)
+    assert result["input_only_samples_per_s"] > 0
+    made = {int(i) for i in log.read_text().split()}
+    assert made and made <= own, f"made for the other rank: {sorted(made - own)[:10]}"
+
+
 def test_a_rank_resumed_mid_epoch_makes_the_right_items_of_a_python_dataset(tmp_path):
     log = tmp_path / "made.log"  # one dataset, as a state's fingerprint asks
 

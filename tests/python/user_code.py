@@ -2,6 +2,7 @@
 
 import os
 import signal
+import time
 
 import numpy as np
 
@@ -74,13 +75,15 @@ class Squares:
 
 class LoggedSquares(Squares):
     """Squares that appends each index it makes to the file `log`, a line
-    each, from whichever process makes it."""
+    each, from whichever process makes it, taking `delay` seconds an item."""
 
-    def __init__(self, n, log):
+    def __init__(self, n, log, delay=0.0):
         super().__init__(n)
         self.log = str(log)
+        self.delay = delay
 
     def __getitem__(self, i):
+        time.sleep(self.delay)
         with open(self.log, "a") as f:
             f.write(f"{i}\n")
         return super().__getitem__(i)

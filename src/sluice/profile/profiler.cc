@@ -1,5 +1,7 @@
 #include "sluice/profile/profiler.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "sluice/core/status_macros.h"
@@ -35,11 +37,32 @@ PipelineDef InProcess(const PipelineDef& def, std::string* note) {
 }
 
 // The source alone: what reading (and parsing declared features) delivers.
+// With a shard right after it (prefetches aside), with the shard too: the
+// rank's rows are what the whole pipeline's rate counts, and the source
+// reads only those where it can.
 PipelineDef SourceOnly(const PipelineDef& def) {
   PipelineDef out = def;
   out.clear_nodes();
   *out.add_nodes() = def.nodes(0);
+  int shard = 1;
+  while (shard < def.nodes_size() && def.nodes(shard).has_prefetch()) ++shard;
+  if (shard == def.nodes_size() || !def.nodes(shard).has_shard()) return out;
+  for (int i = 1; i <= shard; ++i) *out.add_nodes() = def.nodes(i);
   return out;
+}
+
+// The shard of `whole` for `part` (SourceOnly's): each rank's rows are
+// grouped by the batch after the shard, which `part` lacks.
+void TakeShardOf(const graph::CompiledPipeline& whole, graph::CompiledPipeline* part) {
+  auto shard = [](auto& nodes) {
+    return std::find_if(nodes.begin(), nodes.end(),
+                        [](const graph::CompiledNode& n) { return n.kind == graph::NodeKind::kShard; });
+  };
+  auto from = shard(whole.nodes);
+  auto to = shard(part->nodes);
+  if (from == whole.nodes.end() || to == part->nodes.end()) return;
+  to->shard = from->shard;
+  part->nodes.front().kept_by_shard = whole.nodes.front().kept_by_shard;
 }
 
 absl::StatusOr<RunMeasurement> Measure(const graph::CompiledPipeline& compiled, MeasureOptions options) {
@@ -176,6 +199,7 @@ absl::StatusOr<ProfileResult> RunProfile(const PipelineDef& def, const ProfileOp
   short_options.min_seconds = options.short_seconds;
   progress(absl::StrCat("the source alone (", options.short_seconds, " s)"));
   SLUICE_ASSIGN_OR_RETURN(graph::CompiledPipeline source_only, graph::Compile(SourceOnly(local)));
+  TakeShardOf(compiled, &source_only);
   SLUICE_ASSIGN_OR_RETURN(RunMeasurement input, Measure(source_only, short_options));
   f.input_only_samples_per_s = input.samples_per_s;
 
