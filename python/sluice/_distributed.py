@@ -14,8 +14,12 @@ def job(rank=None, world_size=None):
         raise ValueError("give both rank and world_size, or neither")
     if rank is not None:
         dist = _dist()
-        if dist is None or world_size in (1, dist.get_world_size()):
+        if dist is None or world_size == dist.get_world_size():
             return _checked(rank, world_size, "given")
+        if world_size == 1:
+            return _checked(rank, world_size, f"given: a loader of this rank's own, in a process group of "
+                                              f"{dist.get_world_size()} ranks; the ranks are not checked against "
+                                              "each other")
         return _checked(rank, world_size, f"given; the process group has {dist.get_world_size()} ranks, so the "
                                           "ranks are not checked against each other: leave rank and world_size "
                                           "out for a loader that spans the group")
@@ -122,9 +126,11 @@ def check_ranks_agree(fingerprint, listing, definition, world_size, resume, epoc
     shard = next((node["shard"] for node in definition["nodes"] if "shard" in node), {})
     # The fingerprint leaves the uneven mode out too (a state checks it on
     # its own): drop and pad give other step counts.
+    # The resumed state before the epoch: a state loaded on some ranks only
+    # is what differs then, not the epoch it holds.
     mine = {"world size": world_size, "seed": definition.get("seed", 0), "batch size": batch,
             "uneven mode": shard.get("uneven") or "drop", "pipeline": fingerprint, "files": listing,
-            "epoch": epoch, "resumed state": digest}
+            "resumed state": digest or "none (no state loaded)", "epoch": epoch}
     index = shard.get("index", 0) if shard else None
     everyone = [None] * dist.get_world_size()
     try:

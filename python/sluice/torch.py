@@ -29,7 +29,8 @@ class TorchIterable(torch.utils.data.IterableDataset):
     """Iterates `pipeline` (a sluice.Pipeline) as dicts of torch tensors.
 
     Each pass is a new epoch unless `set_epoch` chose one. `samples` counts
-    the samples delivered so far, over all passes. `consumer_rate` is the
+    the samples delivered so far, over all passes (this rank's; a state
+    loaded on another number of ranks brings its share of the job's). `consumer_rate` is the
     trainer's own speed in samples/s, measured from the time the loop spent
     between batches (outside sluice): what ``pipeline.profile(
     consumer_rate=...)`` compares the pipeline with.
@@ -167,7 +168,8 @@ class TorchIterable(torch.utils.data.IterableDataset):
         self._resume = state["position"]
         self._epoch = state["next_epoch"]
         self._checked = False  # the ranks check they resume alike
-        self.samples = state.get("samples", 0)
+        # The saving job's samples, divided among this job's ranks.
+        self.samples = state.get("samples", 0) * state.get("world_size", self.world_size) // self.world_size
 
     def __iter__(self):
         if torch.utils.data.get_worker_info() is not None:
@@ -179,6 +181,16 @@ class TorchIterable(torch.utils.data.IterableDataset):
             _distributed.check_ranks_agree(engine.fingerprint, engine.listing, self._pipeline._def, self.world_size,
                                            self._resume, self._epoch)
             self._checked = True
+        try:
+            yield from self._batches()
+        except _sluice.SluiceError as e:
+            # Other launchers than torchrun prefix no rank to a rank's output.
+            if self.world_size > 1:
+                e.args = (f"rank {self.rank} of {self.world_size}: {e}",)
+            raise
+
+    def _batches(self):
+        """The pass's batches, as dicts of torch tensors."""
         if self._resume is not None:
             it = self._pipeline.engine.resume(bytes(self._resume))
             self._resume = None

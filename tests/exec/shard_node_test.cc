@@ -25,6 +25,7 @@ namespace sluice::exec {
 namespace {
 
 using ::sluice::testing::StatusIs;
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 constexpr int kRows = 103;
@@ -280,7 +281,18 @@ TEST(ShardNode, AStateOfAnotherGlobalBatchOrUnevenModeIsRefusedNamingBoth) {
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<Pipeline> unsharded,
                        Pipeline::Create(Rows().Shuffle(17).Map({Op("random_flip")}).Batch(6).Seed(9).Build()));
   EXPECT_THAT(unsharded->Resume(state).status(),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("the state is another pipeline's")));
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("the state is another pipeline's"),
+                             HasSubstr("saved by a rank of a data-parallel job (a shard node of 2 shards) and this "
+                                       "pipeline has no shard node"))));
+  // The reverse: one process's state, without a shard node, on a rank.
+  std::unique_ptr<PipelineIterator> alone = unsharded->Iterate(0);
+  SLUICE_ASSERT_OK(Drain(alone.get(), std::nullopt, 2).status());
+  ASSERT_OK_AND_ASSIGN(std::string unsharded_state, alone->SaveState());
+  EXPECT_THAT(p->Resume(unsharded_state).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("saved without a shard node (by one process, outside a data-parallel job) and this "
+                                 "pipeline shards its epochs (2 shards)")));
 }
 
 TEST(ShardNode, BadShardsAndPlacesAreNamed) {

@@ -5,14 +5,15 @@ after every step.
 
     python -m torch.distributed.run --nproc_per_node=N ddp_job.py OUT [--epochs E]
         [--resume] [--slow-after STEP] [--seed S] [--global-batch G] [--node-pool]
-        [--batch-skew] [--eval-on-rank0] [--same-shard] [--alone-unmarked]
+        [--batch-skew] [--eval-on-rank0] [--same-shard] [--alone-unmarked] [--resume-rank0-only]
 
 OUT/rank<R>.log gets one line per step trained: "epoch step id id ...".
 OUT/ckpt.pt holds the last checkpoint (written atomically). --slow-after
 makes every step past STEP of the last epoch sleep, so that a test can kill
 a rank mid-epoch. --seed-per-rank gives each rank another seed (the ranks'
 check must refuse it), --batch-skew another batch size, --scale-per-rank
-another attr of an op. --node-pool runs
+another attr of an op, --resume-rank0-only loads the checkpoint's loader
+state on rank 0 alone. --node-pool runs
 the ranks' pipelines in the node's pool of sluice processes. OUT/len<R>.txt
 holds len(loader) on rank R. --eval-on-rank0 has rank 0 read the whole
 pipeline once more after training, with a loader of its own (rank 0 of 1)
@@ -69,6 +70,7 @@ def main():
     p.add_argument("--files-in", default="")
     p.add_argument("--epoch-per-rank", action="store_true")
     p.add_argument("--scale-per-rank", action="store_true")
+    p.add_argument("--resume-rank0-only", action="store_true")
     args = p.parse_args()
     if args.alone_unmarked:
         dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=5))
@@ -99,9 +101,11 @@ def main():
     if args.resume:
         state = torch.load(ckpt, weights_only=False)
         model.module.load_state_dict(state["model"])
-        loader.load_state_dict(state["loader"])
+        if rank == 0 or not args.resume_rank0_only:
+            loader.load_state_dict(state["loader"])
         step = state["step"]
-    first_epoch = loader.state_dict()["next_epoch"] - (1 if args.resume and state["loader"]["position"] else 0)
+    resumed = args.resume and loader.state_dict()["position"]
+    first_epoch = loader.state_dict()["next_epoch"] - (1 if resumed else 0)
     log = open(os.path.join(args.out, f"rank{rank}.log"), "a")
     for epoch in range(max(first_epoch, 0), args.epochs):
         for batch in loader:

@@ -232,6 +232,33 @@ def test_a_rank_says_in_one_line_what_it_took(capsys):
     assert err == ['sluice.torch: rank 1 of 2 (given): shard 1 of 2 after nodes[1] (shuffle) (uneven "drop")']
 
 
+def test_an_error_names_the_rank_it_failed_on():
+    # Launchers other than torchrun prefix no rank to a rank's output.
+    failed = {}
+    for rank in range(2):
+        loader = sluice.torch.TorchIterable(sluice.from_dataset(user_code.Faulty("raise")).batch(4), rank=rank,
+                                            world_size=2, quiet=True)
+        try:
+            list(loader)
+        except sluice.SluiceError as e:
+            failed[rank] = str(e)
+    assert len(failed) == 1, failed  # the rank that keeps dataset[37]
+    [(rank, message)] = failed.items()
+    assert message.startswith(f"rank {rank} of 2: ") and "dataset[37]" in message, message
+
+
+def test_an_evaluation_loader_of_its_own_says_so(capsys, monkeypatch):
+    class Group:  # torch.distributed as a two-rank job's rank 0 sees it
+        @staticmethod
+        def get_world_size():
+            return 2
+
+    monkeypatch.setattr(sluice._distributed, "_dist", lambda: Group)
+    sluice.torch.TorchIterable(rows().batch(4), rank=0, world_size=1)
+    assert "a loader of this rank's own, in a process group of 2 ranks; the ranks are not checked against each " \
+        "other" in capsys.readouterr().err
+
+
 def test_the_job_comes_from_torchruns_environment(monkeypatch):
     monkeypatch.setenv("RANK", "1")
     monkeypatch.setenv("WORLD_SIZE", "3")
@@ -358,11 +385,18 @@ def test_a_rank_killed_mid_epoch_restarts_from_the_checkpoint_and_trains_each_sa
     (["--epochs", "1", "--batch-skew"], ["the ranks disagree on the batch size: ranks [0]: 12; ranks [1]: 13"]),
     (["--epochs", "1", "--same-shard"], ["the ranks read the same shard: ranks [0, 1] read shard 0"]),
     (["--epochs", "2", "--epoch-per-rank"], ["the ranks disagree on the epoch: ranks [0]: 0; ranks [1]: 1"]),
+    # A state loaded on rank 0 only: the state differs, not the epoch it holds.
+    (["--epochs", "1", "--resume", "--resume-rank0-only"], ["the ranks disagree on the resumed state: ranks [0]: ",
+                                                             "ranks [1]: none (no state loaded)"]),
     (["--epochs", "1", "--scale-per-rank"], ["the ranks disagree on the pipeline: ranks [0]: ",
                                              "an attribute set per rank, such as the rank or a path of its own"]),
     (["--alone-unmarked"], ["the ranks' check of this loader failed", "takes rank=0, world_size=1"]),
 ])
 def test_ranks_that_would_train_wrongly_fail_naming_why(tmp_path, args, said):
+    if "--resume" in args:  # a checkpoint first
+        saving = torchrun(tmp_path, 2, "--epochs", "1")
+        _, err = saving.communicate(timeout=240)
+        assert saving.returncode == 0, err[-3000:]
     job = torchrun(tmp_path, 2, *args)
     _, stderr = job.communicate(timeout=240)
     assert job.returncode != 0

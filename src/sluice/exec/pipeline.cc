@@ -582,7 +582,9 @@ absl::Status Pipeline::CheckResumable() const {
 
 absl::StatusOr<std::unique_ptr<PipelineIterator>> Pipeline::Resume(const std::string& state) const {
   SLUICE_RETURN_IF_ERROR(CheckResumable());
-  SLUICE_ASSIGN_OR_RETURN(EpochPosition p, ParseState(state, compiled_.output_fingerprint, Listing()));
+  absl::StatusOr<EpochPosition> parsed = ParseState(state, compiled_.output_fingerprint, Listing());
+  if (!parsed.ok()) return WithShardingHint(parsed.status(), state);
+  EpochPosition p = *std::move(parsed);
   if (p.done.has_value() != Unordered()) {
     return absl::InvalidArgumentError(
         p.done ? "the state was saved unordered (or through a distribute node) but this pipeline runs ordered: "
@@ -644,6 +646,26 @@ absl::Status Pipeline::CheckSharding(const EpochPosition& p) const {
         " but this pipeline has ", describe(s.global_batch(), s.num_shards, s.pad), ": ", why));
   }
   return absl::OkStatus();
+}
+
+absl::Status Pipeline::WithShardingHint(const absl::Status& refused, const std::string& state) const {
+  const std::optional<int> saved = StateShards(state);
+  const std::optional<graph::ShardSpec> shard = Sharding();
+  if (!saved || (*saved > 0) == shard.has_value()) return refused;
+  if (*saved > 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        refused.message(), "; the state was saved by a rank of a data-parallel job (a shard node of ", *saved,
+        " shards) and this pipeline has no shard node: resume it through pipe.shard() with the same global batch, on "
+        "any number of ranks"));
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      refused.message(),
+      "; the state was saved without a shard node (by one process, outside a data-parallel job) "
+      "and this pipeline shards its epochs (",
+      shard->num_shards,
+      " shards): such a state resumes in one process only. "
+      "A one-process pipeline with a shard node where the job puts it, before the batch (.shard(1, 0)), saves states "
+      "that resume on any number of ranks"));
 }
 
 std::unique_ptr<PipelineIterator> Pipeline::IterateSplits(uint64_t epoch, std::vector<io::Split> splits) const {

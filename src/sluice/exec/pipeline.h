@@ -181,6 +181,10 @@ class Pipeline {
   // InvalidArgument naming both when a state's sharding does not fit this
   // pipeline's.
   absl::Status CheckSharding(const EpochPosition& p) const;
+  // `refused` (a state ParseState refused), saying so when the state was
+  // saved with a shard node and this pipeline has none, or the reverse:
+  // their fingerprints differ by it.
+  absl::Status WithShardingHint(const absl::Status& refused, const std::string& state) const;
   std::vector<Knob> MakeKnobs(ExecContext* ctx) const;
   void ReserveWorkingSet() const;
   static int64_t ChunkRows(const graph::CompiledPipeline& compiled);

@@ -211,6 +211,12 @@ std::optional<uint64_t> StateEpoch(const std::string& bytes) {
   return state.epoch();
 }
 
+std::optional<int> StateShards(const std::string& bytes) {
+  IteratorState state;
+  if (!state.ParseFromString(bytes) || state.magic() != kMagic) return std::nullopt;
+  return state.has_shard() ? state.shard().num_shards() : 0;
+}
+
 absl::StatusOr<EpochPosition> ParseState(const std::string& bytes, const std::string& fingerprint,
                                          const std::string& listing) {
   IteratorState state;

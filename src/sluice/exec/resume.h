@@ -58,6 +58,9 @@ std::string ListingOf(const std::vector<std::string>& files, const std::vector<i
 // The epoch a state was saved in, read before any check (a front that
 // counts epochs goes on after it); nullopt for bytes that are no state.
 std::optional<uint64_t> StateEpoch(const std::string& bytes);
+// The shards of the pipeline that saved a state (0: it had no shard node),
+// read before any check; nullopt for bytes that are no state.
+std::optional<int> StateShards(const std::string& bytes);
 
 }  // namespace sluice::exec
 
