@@ -130,7 +130,9 @@ absl::StatusOr<std::unique_ptr<SourceFormat>> MakeFileListSource(const std::stri
 namespace {
 
 // An image folder in an object store: the images under `root`, the first
-// part of each one's key below it naming its class.
+// part of each one's key below it naming its class. A class folder without
+// images still takes its label, as on disk, when an object is in it (a
+// folder marker "class/" or another file): a store has no empty folders.
 absl::StatusOr<LabeledFiles> ListObjectImageFolder(const std::string& root) {
   SLUICE_ASSIGN_OR_RETURN(std::vector<std::string> objects, ListObjectsUnder(root));
   auto without_query = [](const std::string& url) { return url.substr(0, url.find('?')); };
@@ -139,8 +141,9 @@ absl::StatusOr<LabeledFiles> ListObjectImageFolder(const std::string& root) {
   for (std::string& url : objects) {
     const std::string key = without_query(url);
     const size_t slash = key.find('/', base.size());
-    if (slash == std::string::npos || !IsImage(fs::path(key))) continue;
-    by_class[key.substr(base.size(), slash - base.size())].push_back(std::move(url));
+    if (slash == std::string::npos) continue;
+    std::vector<std::string>& in_class = by_class[key.substr(base.size(), slash - base.size())];
+    if (IsImage(fs::path(key))) in_class.push_back(std::move(url));
   }
   LabeledFiles files;
   int64_t label = 0;

@@ -91,9 +91,13 @@ class CachedFile : public RandomAccessFile {
   absl::StatusOr<size_t> Read(uint64_t offset, size_t n, void* dst) const override {
     if (offset >= size()) return 0;
     n = static_cast<size_t>(std::min<uint64_t>(n, size() - offset));
+    errno = 0;
     if (!ReadAllAt(fd_, offset, n, dst)) {
-      return absl::DataLossError(absl::StrCat("cannot read ", n, " bytes at offset ", offset, " of the cached copy ",
-                                              local_, " of ", path(), ": ", std::strerror(errno)));
+      // No errno: the copy ends early, cut since it was checked.
+      const std::string why = errno != 0 ? std::strerror(errno) : "it is shorter than when it was checked";
+      return absl::DataLossError(
+          absl::StrCat("cannot read ", n, " bytes at offset ", offset, " of the cached copy ", local_, " of ", path(),
+                       ": ", why, "; a pipeline made again finds the copy unsound and fetches the object again"));
     }
     return n;
   }
@@ -239,8 +243,12 @@ std::unique_ptr<RandomAccessFile> ObjectCache::Find(const std::string& path, con
     }
   }
   if (!sound) {
+    const bool sized = ::fstat(fd, &st) == 0;
     ::close(fd);
-    ::unlink(path.c_str());
+    if (::unlink(path.c_str()) == 0 && sized) {
+      absl::MutexLock lock(&mu_);
+      stats_.bytes = std::max<int64_t>(0, stats_.bytes - static_cast<int64_t>(st.st_size));  // fetched again
+    }
     Count(&Stats::corrupt);
     return nullptr;
   }

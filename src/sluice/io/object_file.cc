@@ -2,12 +2,14 @@
 // read with ranged GETs fetched ahead, or from the process's object cache.
 #include <algorithm>
 #include <atomic>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "arrow/util/key_value_metadata.h"
 #include "sluice/core/status_macros.h"
@@ -83,7 +85,8 @@ absl::Status CheckListed(const std::string& url, const ObjectVersion& now) {
 
 // An object read with ranged GETs, fetched ahead. An object of more than
 // one block is read with several GETs, which a rewrite between them would
-// mix: its ETag is asked again once it has been read to its end.
+// mix: its ETag is asked again after each block's GET, and no byte of the
+// block is handed on before the answer is the ETag it was opened with.
 class ObjectFile : public RandomAccessFile {
  public:
   ObjectFile(std::string url, Described described, std::shared_ptr<arrow::io::RandomAccessFile> in)
@@ -100,7 +103,7 @@ class ObjectFile : public RandomAccessFile {
       absl::StatusOr<size_t> got = WithRetries([&]() -> absl::StatusOr<size_t> {
         arrow::Result<size_t> read = blocks_.Read(offset + done, n - done, static_cast<uint8_t*>(dst) + done);
         if (read.ok()) return *read;
-        blocks_.Forget();  // fetch them again
+        ForgetBlocks();  // fetch them again
         return ToStatus(read.status(), absl::StrCat("cannot read ", n, " bytes at offset ", offset, " of"), path());
       });
       if (absl::IsNotFound(got.status()) || absl::IsOutOfRange(got.status())) {  // gone, or cut shorter
@@ -113,24 +116,47 @@ class ObjectFile : public RandomAccessFile {
                                                 " bytes when opened and ends before ", offset + done, " now"));
       }
       done += *got;
-      if (offset + done > LastBlockStart()) StartEndCheck();  // the last block has come
+      SLUICE_RETURN_IF_ERROR(CheckUnchanged(blocks_.BlockOf(offset + done - 1)));
     }
-    if (offset + done == size()) SLUICE_RETURN_IF_ERROR(CheckUnchangedAtEnd());
     return done;
   }
 
  private:
-  bool ChecksAtEnd() const { return blocks_.BlockCount() > 1 && !described_.etag.empty(); }
-  uint64_t LastBlockStart() const { return blocks_.BlockBegin(blocks_.BlockCount() - 1); }
+  using Check = std::shared_ptr<BackgroundResult<absl::Status>>;
 
-  // Asks the ETag again on a thread of its own once the last block has
-  // come, so that the round trip overlaps the reading of that block.
-  void StartEndCheck() const {
-    std::call_once(end_check_started_, [this] {
-      if (!ChecksAtEnd()) return;
-      end_check_ = BackgroundResult<absl::Status>::Start(
+  bool Checks() const { return blocks_.BlockCount() > 1 && !described_.etag.empty(); }
+
+  void ForgetBlocks() const {
+    blocks_.Forget();
+    absl::MutexLock lock(&checks_mu_);
+    checks_.clear();  // fetched again, checked again
+  }
+
+  // Block `index`'s check (its GET came), started on a thread of its own
+  // when it has not been yet.
+  Check StartCheck(uint64_t index) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(checks_mu_) {
+    Check& check = checks_[index];
+    if (check == nullptr) {
+      check = BackgroundResult<absl::Status>::Start(
           [url = path(), etag = described_.etag] { return CompareETag(url, etag); });
-    });
+    }
+    return check;
+  }
+
+  // Waits until the ETag asked after block `index` came is the one opened.
+  // The next block's check starts too when its GET has come already, so
+  // that a reader slower than the store never waits for one.
+  absl::Status CheckUnchanged(uint64_t index) const {
+    if (!Checks()) return absl::OkStatus();
+    Check check;
+    {
+      absl::MutexLock lock(&checks_mu_);
+      checks_.erase(checks_.begin(), checks_.lower_bound(index));
+      check = StartCheck(index);
+      if (index + 1 < blocks_.BlockCount() && blocks_.Fetched(index + 1)) StartCheck(index + 1);
+    }
+    absl::Status* status = check->Wait();
+    return status != nullptr ? *status : absl::CancelledError(absl::StrCat("pipeline stopped reading ", path()));
   }
 
   // A changed ETag is taken from a second look: a reply cut in its headers
@@ -138,6 +164,11 @@ class ObjectFile : public RandomAccessFile {
   static absl::Status CompareETag(const std::string& url, const std::string& etag) {
     absl::StatusOr<Described> now = Look(url);
     if (now.ok() && now->etag != etag) now = Look(url);
+    if (absl::IsNotFound(now.status())) {
+      return absl::DataLossError(absl::StrCat("object ", url, " changed while being read: it is gone now (",
+                                              now.status().message(),
+                                              "); a dataset must not change while a job reads it"));
+    }
     if (!now.ok()) return now.status();
     if (now->etag == etag) return absl::OkStatus();
     return absl::DataLossError(absl::StrCat("object ", url, " changed while being read: its ETag was ", etag,
@@ -145,17 +176,10 @@ class ObjectFile : public RandomAccessFile {
                                             " now; a dataset must not change while a job reads it"));
   }
 
-  absl::Status CheckUnchangedAtEnd() const {
-    StartEndCheck();
-    if (end_check_ == nullptr) return absl::OkStatus();  // one block, or no ETag to compare
-    absl::Status* status = end_check_->Wait();
-    return status != nullptr ? *status : absl::CancelledError(absl::StrCat("pipeline stopped reading ", path()));
-  }
-
   const Described described_;
   mutable ObjectReadAhead blocks_;
-  mutable std::once_flag end_check_started_;
-  mutable std::shared_ptr<BackgroundResult<absl::Status>> end_check_;
+  mutable absl::Mutex checks_mu_;
+  mutable std::map<uint64_t, Check> checks_ ABSL_GUARDED_BY(checks_mu_);  // by block
 };
 
 // The store's object through Arrow's file system, its version checked

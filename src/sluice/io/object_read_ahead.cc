@@ -113,4 +113,12 @@ void ObjectReadAhead::Forget() {
   DropAll();
 }
 
+bool ObjectReadAhead::Fetched(uint64_t index) {
+  absl::MutexLock lock(&mu_);
+  for (const Block& b : blocks_) {
+    if (b.index == index) return b.data.is_finished();
+  }
+  return false;
+}
+
 }  // namespace sluice::io

@@ -45,6 +45,8 @@ class ObjectReadAhead {
   void FetchFirst();
   // Drops the blocks fetched or in flight (one failed: fetch them again).
   void Forget();
+  // Whether block `index` has come (not only in flight).
+  bool Fetched(uint64_t index);
 
   // Where block `index` starts, the block holding byte `offset`, how many
   // blocks the object has, and block `index`'s size.

@@ -253,11 +253,12 @@ ObjectVersion VersionOf(const arrow::fs::FileInfo& info) {
 }
 
 // The sorted URLs of the objects under `dir` (and deeper when
-// `recursive`) whose paths `keep` accepts; errors name `what`.
+// `recursive`) whose paths `keep` accepts, with the folders' (ending in
+// '/') when `folders`; errors name `what`.
 template <typename Keep>
 absl::StatusOr<std::vector<std::string>> ListMatching(arrow::fs::FileSystem& fs, const ObjectUrl& u,
                                                       const std::string& dir, bool recursive, Keep keep,
-                                                      const std::string& what) {
+                                                      const std::string& what, bool folders = false) {
   arrow::fs::FileSelector selector;
   selector.base_dir = dir;
   selector.recursive = recursive;
@@ -271,7 +272,10 @@ absl::StatusOr<std::vector<std::string>> ListMatching(arrow::fs::FileSystem& fs,
   if (!infos.ok()) return infos.status();
   std::vector<std::string> urls;
   for (const arrow::fs::FileInfo& info : *infos) {
-    if (!info.IsFile()) continue;
+    if (!info.IsFile()) {
+      if (folders && info.IsDirectory()) urls.push_back(u.Url(info.path()) + "/");
+      continue;
+    }
     std::string url = u.Url(info.path());
     RememberListed(url, VersionOf(info));
     if (keep(info.path())) urls.push_back(std::move(url));
@@ -376,7 +380,7 @@ absl::StatusOr<std::vector<std::string>> ListObjectsUnder(const std::string& pre
   if (!fs.ok()) return fs.status();
   while (absl::EndsWith(u->key, "/")) u->key.pop_back();
   absl::StatusOr<std::vector<std::string>> urls =
-      ListMatching(**fs, *u, u->Path(), true, [](const std::string&) { return true; }, prefix_url);
+      ListMatching(**fs, *u, u->Path(), true, [](const std::string&) { return true; }, prefix_url, /*folders=*/true);
   if (!urls.ok()) return urls.status();
   if (urls->empty()) return absl::NotFoundError(absl::StrCat("no object is under ", prefix_url));
   return *std::move(urls);

@@ -63,7 +63,9 @@ int64_t ObjectsOpenedAhead();
 absl::StatusOr<std::vector<std::string>> ListObjects(const std::string& pattern);
 
 // Every object whose key starts with `prefix_url`'s key and a '/' (the
-// objects "under" it, at any depth), sorted. NotFound when there is none.
+// objects "under" it, at any depth), and every folder there (a URL ending
+// in '/': a folder marker, or a prefix of a key), sorted. NotFound when
+// there is none.
 absl::StatusOr<std::vector<std::string>> ListObjectsUnder(const std::string& prefix_url);
 
 }  // namespace sluice::io

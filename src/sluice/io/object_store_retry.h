@@ -28,17 +28,18 @@ void CountRetry();
 template <typename Attempt>
 auto WithRetries(Attempt attempt) -> decltype(attempt()) {
   const absl::Duration timeout = ObjectStoreTimeout();
-  const absl::Time deadline = absl::Now() + timeout;
+  const absl::Time start = absl::Now(), deadline = start + timeout;
   Backoff backoff(absl::Milliseconds(100), absl::Seconds(5));
   while (true) {
     auto result = attempt();
     if (result.ok() || !absl::IsUnavailable(result.status())) return result;
     const absl::Duration pause = backoff.Next();
     if (absl::Now() + pause > deadline) {
-      return absl::UnavailableError(absl::StrCat(result.status().message(), " (retried for ",
-                                                 absl::FormatDuration(timeout),
-                                                 ", the store's timeout; set "
-                                                 "SLUICE_OBJECT_STORE_TIMEOUT_S to wait longer)"));
+      // A request's own retries can outlast the timeout: the wait is said as it was.
+      return absl::UnavailableError(absl::StrCat(
+          result.status().message(), " (retried for ",
+          absl::FormatDuration(absl::Trunc(absl::Now() - start, absl::Seconds(1))), ", past the store's timeout of ",
+          absl::FormatDuration(timeout), "; set SLUICE_OBJECT_STORE_TIMEOUT_S to wait longer)"));
     }
     CountRetry();
     if (SleepUnlessCancelled(pause)) {
