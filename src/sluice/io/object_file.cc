@@ -83,16 +83,75 @@ absl::Status CheckListed(const std::string& url, const ObjectVersion& now) {
                                           "; a dataset must not change while a job reads it"));
 }
 
+// A changed ETag is taken from a second look: a reply cut in its headers
+// may lack it.
+absl::Status CompareETag(const std::string& url, const std::string& etag) {
+  absl::StatusOr<Described> now = Look(url);
+  if (now.ok() && now->etag != etag) now = Look(url);
+  if (absl::IsNotFound(now.status())) {
+    return absl::DataLossError(absl::StrCat("object ", url, " changed while being read: it is gone now (",
+                                            now.status().message(),
+                                            "); a dataset must not change while a job reads it"));
+  }
+  if (!now.ok()) return now.status();
+  if (now->etag == etag) return absl::OkStatus();
+  return absl::DataLossError(absl::StrCat("object ", url, " changed while being read: its ETag was ", etag,
+                                          " when opened and is ", now->etag,
+                                          " now; a dataset must not change while a job reads it"));
+}
+
+// The ETag checks of an object's GETs, by GET: each asked on a thread of
+// its own as soon as its GET came (a reader slower than the store never
+// waits for one), and waited for before that GET's bytes go on.
+class FetchChecks {
+ public:
+  using Check = std::shared_ptr<BackgroundResult<absl::Status>>;
+
+  FetchChecks(std::string url, std::string etag) : url_(std::move(url)), etag_(std::move(etag)) {}
+
+  // GET `fetch`'s check, started when it was not yet.
+  Check Start(uint64_t fetch) {
+    absl::MutexLock lock(&mu_);
+    Check& check = checks_[fetch];
+    if (check == nullptr) {
+      check = BackgroundResult<absl::Status>::Start([url = url_, etag = etag_] { return CompareETag(url, etag); });
+    }
+    return check;
+  }
+
+  // Waits for GET `fetch`'s check. The read-ahead serves its GETs in the
+  // order they were made: earlier ones' blocks are gone.
+  absl::Status Wait(uint64_t fetch) {
+    const Check check = Start(fetch);
+    {
+      absl::MutexLock lock(&mu_);
+      checks_.erase(checks_.begin(), checks_.lower_bound(fetch));
+    }
+    absl::Status* status = check->Wait();
+    return status != nullptr ? *status : absl::CancelledError(absl::StrCat("pipeline stopped reading ", url_));
+  }
+
+ private:
+  const std::string url_, etag_;
+  absl::Mutex mu_;
+  std::map<uint64_t, Check> checks_ ABSL_GUARDED_BY(mu_);
+};
+
 // An object read with ranged GETs, fetched ahead. An object of more than
 // one block is read with several GETs, which a rewrite between them would
-// mix: its ETag is asked again after each block's GET, and no byte of the
-// block is handed on before the answer is the ETag it was opened with.
+// mix: its ETag is asked again after each GET, and no byte of a block goes
+// on before the answer for its GET is the ETag the object was opened with.
 class ObjectFile : public RandomAccessFile {
  public:
-  ObjectFile(std::string url, Described described, std::shared_ptr<arrow::io::RandomAccessFile> in)
+  ObjectFile(std::string url, Described described, std::shared_ptr<arrow::io::RandomAccessFile> in,
+             ObjectReadAhead::Options options = ObjectReadAhead::FromEnvironment())
       : RandomAccessFile(std::move(url), static_cast<uint64_t>(described.version.size)),
         described_(std::move(described)),
-        blocks_(std::move(in), size(), ObjectReadAhead::FromEnvironment()) {}
+        checks_(size() > static_cast<uint64_t>(std::min(options.first_block_bytes, options.block_bytes)) &&
+                        !described_.etag.empty()
+                    ? std::make_shared<FetchChecks>(path(), described_.etag)
+                    : nullptr),
+        blocks_(std::move(in), size(), options, StartsChecks(checks_)) {}
 
   const ObjectVersion& version() const { return described_.version; }
   void FetchFirstBlock() { blocks_.FetchFirst(); }
@@ -100,10 +159,11 @@ class ObjectFile : public RandomAccessFile {
   absl::StatusOr<size_t> Read(uint64_t offset, size_t n, void* dst) const override {
     size_t done = 0;
     while (done < n && offset + done < size()) {
+      uint64_t fetch = 0;
       absl::StatusOr<size_t> got = WithRetries([&]() -> absl::StatusOr<size_t> {
-        arrow::Result<size_t> read = blocks_.Read(offset + done, n - done, static_cast<uint8_t*>(dst) + done);
+        arrow::Result<size_t> read = blocks_.Read(offset + done, n - done, static_cast<uint8_t*>(dst) + done, &fetch);
         if (read.ok()) return *read;
-        ForgetBlocks();  // fetch them again
+        blocks_.Forget();  // fetch them again
         return ToStatus(read.status(), absl::StrCat("cannot read ", n, " bytes at offset ", offset, " of"), path());
       });
       if (absl::IsNotFound(got.status()) || absl::IsOutOfRange(got.status())) {  // gone, or cut shorter
@@ -115,71 +175,21 @@ class ObjectFile : public RandomAccessFile {
         return absl::DataLossError(absl::StrCat("object ", path(), " changed while being read: it held ", size(),
                                                 " bytes when opened and ends before ", offset + done, " now"));
       }
+      if (checks_ != nullptr) SLUICE_RETURN_IF_ERROR(checks_->Wait(fetch));
       done += *got;
-      SLUICE_RETURN_IF_ERROR(CheckUnchanged(blocks_.BlockOf(offset + done - 1)));
     }
     return done;
   }
 
  private:
-  using Check = std::shared_ptr<BackgroundResult<absl::Status>>;
-
-  bool Checks() const { return blocks_.BlockCount() > 1 && !described_.etag.empty(); }
-
-  void ForgetBlocks() const {
-    blocks_.Forget();
-    absl::MutexLock lock(&checks_mu_);
-    checks_.clear();  // fetched again, checked again
-  }
-
-  // Block `index`'s check (its GET came), started on a thread of its own
-  // when it has not been yet.
-  Check StartCheck(uint64_t index) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(checks_mu_) {
-    Check& check = checks_[index];
-    if (check == nullptr) {
-      check = BackgroundResult<absl::Status>::Start(
-          [url = path(), etag = described_.etag] { return CompareETag(url, etag); });
-    }
-    return check;
-  }
-
-  // Waits until the ETag asked after block `index` came is the one opened.
-  // The next block's check starts too when its GET has come already, so
-  // that a reader slower than the store never waits for one.
-  absl::Status CheckUnchanged(uint64_t index) const {
-    if (!Checks()) return absl::OkStatus();
-    Check check;
-    {
-      absl::MutexLock lock(&checks_mu_);
-      checks_.erase(checks_.begin(), checks_.lower_bound(index));
-      check = StartCheck(index);
-      if (index + 1 < blocks_.BlockCount() && blocks_.Fetched(index + 1)) StartCheck(index + 1);
-    }
-    absl::Status* status = check->Wait();
-    return status != nullptr ? *status : absl::CancelledError(absl::StrCat("pipeline stopped reading ", path()));
-  }
-
-  // A changed ETag is taken from a second look: a reply cut in its headers
-  // may lack it.
-  static absl::Status CompareETag(const std::string& url, const std::string& etag) {
-    absl::StatusOr<Described> now = Look(url);
-    if (now.ok() && now->etag != etag) now = Look(url);
-    if (absl::IsNotFound(now.status())) {
-      return absl::DataLossError(absl::StrCat("object ", url, " changed while being read: it is gone now (",
-                                              now.status().message(),
-                                              "); a dataset must not change while a job reads it"));
-    }
-    if (!now.ok()) return now.status();
-    if (now->etag == etag) return absl::OkStatus();
-    return absl::DataLossError(absl::StrCat("object ", url, " changed while being read: its ETag was ", etag,
-                                            " when opened and is ", now->etag,
-                                            " now; a dataset must not change while a job reads it"));
+  static ObjectReadAhead::Fetched StartsChecks(const std::shared_ptr<FetchChecks>& checks) {
+    if (checks == nullptr) return nullptr;
+    return [checks](uint64_t /*index*/, uint64_t fetch) { checks->Start(fetch); };
   }
 
   const Described described_;
+  const std::shared_ptr<FetchChecks> checks_;  // none: one GET, or no ETag to compare
   mutable ObjectReadAhead blocks_;
-  mutable absl::Mutex checks_mu_;
-  mutable std::map<uint64_t, Check> checks_ ABSL_GUARDED_BY(checks_mu_);  // by block
 };
 
 // The store's object through Arrow's file system, its version checked

@@ -19,11 +19,13 @@ int64_t ObjectBlockBytes() { return block_bytes.now(); }
 
 int64_t ObjectBlockPeakBytes() { return block_bytes.peak(); }
 
-ObjectReadAhead::ObjectReadAhead(std::shared_ptr<arrow::io::RandomAccessFile> in, uint64_t size, Options options)
+ObjectReadAhead::ObjectReadAhead(std::shared_ptr<arrow::io::RandomAccessFile> in, uint64_t size, Options options,
+                                 Fetched fetched)
     : in_(std::move(in)),
       size_(size),
       options_(options),
-      first_bytes_(static_cast<uint64_t>(std::min(options.first_block_bytes, options.block_bytes))) {}
+      first_bytes_(static_cast<uint64_t>(std::min(options.first_block_bytes, options.block_bytes))),
+      fetched_(std::move(fetched)) {}
 
 ObjectReadAhead::~ObjectReadAhead() {
   absl::MutexLock lock(&mu_);
@@ -62,9 +64,16 @@ int64_t ObjectReadAhead::BlockBytes(uint64_t index) const {
   return static_cast<int64_t>(std::min(BlockBegin(index + 1), size_) - BlockBegin(index));
 }
 
-ObjectReadAhead::Block ObjectReadAhead::Fetch(uint64_t index) const {
+ObjectReadAhead::Block ObjectReadAhead::Fetch(uint64_t index) {
   const int64_t bytes = BlockBytes(index);
-  return Block{index, bytes, in_->ReadAsync(static_cast<int64_t>(BlockBegin(index)), bytes)};
+  Block block{index, bytes, ++fetches_, in_->ReadAsync(static_cast<int64_t>(BlockBegin(index)), bytes)};
+  if (fetched_) {
+    block.data.AddCallback(
+        [fetched = fetched_, index, fetch = block.fetch](const arrow::Result<std::shared_ptr<arrow::Buffer>>& got) {
+          if (got.ok()) fetched(index, fetch);
+        });
+  }
+  return block;
 }
 
 void ObjectReadAhead::FetchFrom(uint64_t first) {
@@ -85,11 +94,12 @@ void ObjectReadAhead::FetchFrom(uint64_t first) {
   }
 }
 
-arrow::Result<size_t> ObjectReadAhead::Read(uint64_t offset, size_t n, uint8_t* dst) {
+arrow::Result<size_t> ObjectReadAhead::Read(uint64_t offset, size_t n, uint8_t* dst, uint64_t* fetch) {
   absl::MutexLock lock(&mu_);
   FetchFrom(BlockOf(offset));
   // Waited for under the lock: one reader reads one object.
   ARROW_ASSIGN_OR_RAISE(std::shared_ptr<arrow::Buffer> data, blocks_.front().data.result());
+  if (fetch != nullptr) *fetch = blocks_.front().fetch;
   const uint64_t in_block = offset - BlockBegin(blocks_.front().index);
   if (in_block >= static_cast<uint64_t>(data->size())) return 0;  // the object shrank
   const size_t copied = static_cast<size_t>(std::min<uint64_t>(n, static_cast<uint64_t>(data->size()) - in_block));
@@ -111,14 +121,6 @@ void ObjectReadAhead::FetchFirst() {
 void ObjectReadAhead::Forget() {
   absl::MutexLock lock(&mu_);
   DropAll();
-}
-
-bool ObjectReadAhead::Fetched(uint64_t index) {
-  absl::MutexLock lock(&mu_);
-  for (const Block& b : blocks_) {
-    if (b.index == index) return b.data.is_finished();
-  }
-  return false;
 }
 
 }  // namespace sluice::io

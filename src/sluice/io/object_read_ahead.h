@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 
 #include "absl/synchronization/mutex.h"
@@ -30,23 +31,27 @@ class ObjectReadAhead {
   // and SLUICE_OBJECT_READ_AHEAD from the environment.
   static Options FromEnvironment();
 
-  ObjectReadAhead(std::shared_ptr<arrow::io::RandomAccessFile> in, uint64_t size, Options options);
+  // Called, on the thread that completed it, once a block's GET came:
+  // the block's index and the fetch's number (each GET has its own).
+  using Fetched = std::function<void(uint64_t index, uint64_t fetch)>;
+
+  ObjectReadAhead(std::shared_ptr<arrow::io::RandomAccessFile> in, uint64_t size, Options options,
+                  Fetched fetched = nullptr);
   ~ObjectReadAhead();
   ObjectReadAhead(const ObjectReadAhead&) = delete;
   ObjectReadAhead& operator=(const ObjectReadAhead&) = delete;
 
   // Copies up to n bytes at `offset` (< size) into dst, from the block
-  // holding `offset`: at least one byte, fewer than n at a block's end.
-  // Reading elsewhere than the blocks fetched starts them over there.
-  // Arrow's error as it is; thread-safe.
-  arrow::Result<size_t> Read(uint64_t offset, size_t n, uint8_t* dst);
+  // holding `offset`: at least one byte, fewer than n at a block's end;
+  // `fetch` gets the number of the GET they came from. Reading elsewhere
+  // than the blocks fetched starts them over there. Arrow's error as it
+  // is; thread-safe.
+  arrow::Result<size_t> Read(uint64_t offset, size_t n, uint8_t* dst, uint64_t* fetch = nullptr);
   // Starts fetching the first blocks before any read, within the blocks'
   // bound (an object opened ahead of its reader).
   void FetchFirst();
   // Drops the blocks fetched or in flight (one failed: fetch them again).
   void Forget();
-  // Whether block `index` has come (not only in flight).
-  bool Fetched(uint64_t index);
 
   // Where block `index` starts, the block holding byte `offset`, how many
   // blocks the object has, and block `index`'s size.
@@ -59,10 +64,11 @@ class ObjectReadAhead {
   struct Block {
     uint64_t index;
     int64_t bytes;
+    uint64_t fetch;
     arrow::Future<std::shared_ptr<arrow::Buffer>> data;
   };
   // Starts fetching block `index`.
-  Block Fetch(uint64_t index) const;
+  Block Fetch(uint64_t index) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Keeps blocks `first`, `first` + 1, ... (depth of them, within the
   // object) fetched or in flight.
   void FetchFrom(uint64_t first) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -74,8 +80,10 @@ class ObjectReadAhead {
   const uint64_t size_;
   const Options options_;
   const uint64_t first_bytes_;  // the first block's
+  const Fetched fetched_;
   absl::Mutex mu_;
   std::deque<Block> blocks_ ABSL_GUARDED_BY(mu_);
+  uint64_t fetches_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace sluice::io

@@ -273,7 +273,7 @@ absl::StatusOr<std::vector<std::string>> ListMatching(arrow::fs::FileSystem& fs,
   std::vector<std::string> urls;
   for (const arrow::fs::FileInfo& info : *infos) {
     if (!info.IsFile()) {
-      if (folders && info.IsDirectory()) urls.push_back(u.Url(info.path()) + "/");
+      if (folders && info.IsDirectory()) urls.push_back(u.Url(info.path() + "/"));
       continue;
     }
     std::string url = u.Url(info.path());

@@ -38,8 +38,8 @@ auto WithRetries(Attempt attempt) -> decltype(attempt()) {
       // A request's own retries can outlast the timeout: the wait is said as it was.
       return absl::UnavailableError(absl::StrCat(
           result.status().message(), " (retried for ",
-          absl::FormatDuration(absl::Trunc(absl::Now() - start, absl::Seconds(1))), ", past the store's timeout of ",
-          absl::FormatDuration(timeout), "; set SLUICE_OBJECT_STORE_TIMEOUT_S to wait longer)"));
+          absl::FormatDuration(absl::Trunc(absl::Now() - start, absl::Milliseconds(100))), "; the store's timeout is ",
+          absl::FormatDuration(timeout), ": set SLUICE_OBJECT_STORE_TIMEOUT_S to wait longer)"));
     }
     CountRetry();
     if (SleepUnlessCancelled(pause)) {
