@@ -10,14 +10,19 @@
 
 namespace sluice::graph {
 
-std::string Fingerprint(const PipelineDef& def) {
+std::string DeterministicBytes(const google::protobuf::Message& message) {
   std::string bytes;
   {
     google::protobuf::io::StringOutputStream stream(&bytes);
     google::protobuf::io::CodedOutputStream out(&stream);
     out.SetSerializationDeterministic(true);
-    def.SerializeToCodedStream(&out);
-  }
+    message.SerializeToCodedStream(&out);
+  }  // the stream writes its last bytes as it goes
+  return bytes;
+}
+
+std::string Fingerprint(const PipelineDef& def) {
+  const std::string bytes = DeterministicBytes(def);
   unsigned char digest[SHA256_DIGEST_LENGTH];
   SHA256(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(), digest);
   return absl::BytesToHexString(absl::string_view(reinterpret_cast<const char*>(digest), 16));

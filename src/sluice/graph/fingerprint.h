@@ -9,8 +9,12 @@
 
 namespace sluice::graph {
 
-// 32 hex digits: the first 128 bits of SHA-256 over the deterministic
-// protobuf serialization (map keys sorted).
+// The message's bytes with map entries in key order: equal messages give
+// equal bytes in every process (a plain serialization writes a map in the
+// order of its hash, which is seeded per process).
+std::string DeterministicBytes(const google::protobuf::Message& message);
+
+// 32 hex digits: the first 128 bits of SHA-256 over DeterministicBytes.
 std::string Fingerprint(const PipelineDef& def);
 
 // The fingerprint of the definition with the user's Python code counted by

@@ -95,7 +95,7 @@ std::string ExampleOf(const Batch& batch, const Schema& schema, int64_t r) {
       f.mutable_bytes_list()->add_value(reinterpret_cast<const char*>(t.raw_data()) + r * bytes, bytes);
     }
   }
-  return ex.SerializeAsString();
+  return graph::DeterministicBytes(ex);  // features in name order: the same file from every run
 }
 
 // FailedPrecondition for columns no fixed feature can hold.
