@@ -184,7 +184,7 @@ class ObjectFile : public RandomAccessFile {
  private:
   static ObjectReadAhead::Fetched StartsChecks(const std::shared_ptr<FetchChecks>& checks) {
     if (checks == nullptr) return nullptr;
-    return [checks](uint64_t /*index*/, uint64_t fetch) { checks->Start(fetch); };
+    return [checks](uint64_t fetch) { checks->Start(fetch); };
   }
 
   const Described described_;

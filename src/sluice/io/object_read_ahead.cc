@@ -69,8 +69,8 @@ ObjectReadAhead::Block ObjectReadAhead::Fetch(uint64_t index) {
   Block block{index, bytes, ++fetches_, in_->ReadAsync(static_cast<int64_t>(BlockBegin(index)), bytes)};
   if (fetched_) {
     block.data.AddCallback(
-        [fetched = fetched_, index, fetch = block.fetch](const arrow::Result<std::shared_ptr<arrow::Buffer>>& got) {
-          if (got.ok()) fetched(index, fetch);
+        [fetched = fetched_, fetch = block.fetch](const arrow::Result<std::shared_ptr<arrow::Buffer>>& got) {
+          if (got.ok()) fetched(fetch);
         });
   }
   return block;

@@ -31,9 +31,10 @@ class ObjectReadAhead {
   // and SLUICE_OBJECT_READ_AHEAD from the environment.
   static Options FromEnvironment();
 
-  // Called, on the thread that completed it, once a block's GET came:
-  // the block's index and the fetch's number (each GET has its own).
-  using Fetched = std::function<void(uint64_t index, uint64_t fetch)>;
+  // Called, on the thread that completed it, once a block's GET came,
+  // with the fetch's number (each GET has its own; Read says which one a
+  // read's bytes came from).
+  using Fetched = std::function<void(uint64_t fetch)>;
 
   ObjectReadAhead(std::shared_ptr<arrow::io::RandomAccessFile> in, uint64_t size, Options options,
                   Fetched fetched = nullptr);
