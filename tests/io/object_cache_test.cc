@@ -144,6 +144,29 @@ TEST(ObjectCache, LeastRecentlyUsedGoFirstWithinTheBound) {
   EXPECT_EQ(store.fetches, before + 1);
 }
 
+// Two caches on one folder stand for two processes (a node's ranks): each
+// counts the folder again as it fills, so neither's own count lets the
+// folder grow past the bound.
+TEST(ObjectCache, TwoProcessesOnOneFolderKeepItsBound) {
+  Store store;
+  testing::TempDir cache_dir, elsewhere;
+  const int64_t entry = static_cast<int64_t>(kBytes.size()) + 100;  // with its URL and trailer, about
+  const std::shared_ptr<ObjectCache> first = Configured(cache_dir.path(), 4 * entry);
+  const ObjectVersion v{static_cast<int64_t>(kBytes.size()), 1};
+  auto open = [&](const std::shared_ptr<ObjectCache>& cache, const std::string& name) {
+    const std::string url = store.Put(name, kBytes);
+    SLUICE_ASSERT_OK(cache->Open(url, v, store.FetchOf(url)).status());
+  };
+  for (const char* name : {"a1", "a2", "a3"}) open(first, name);
+  Configured(elsewhere.path(), 4 * entry);
+  const std::shared_ptr<ObjectCache> second = Configured(cache_dir.path(), 4 * entry);  // a cache of its own
+  ASSERT_NE(first, second);
+  for (const char* name : {"b1", "b2"}) open(second, name);
+  open(first, "a4");  // the first's own count (3 entries) has room; the folder (4) has not
+  EXPECT_EQ(Entries(cache_dir.path()).size(), 4u);
+  EXPECT_EQ(first->stats().evicted, 1);
+}
+
 TEST(ObjectCache, ObjectLargerThanTheBoundIsReadFromTheStore) {
   Store store;
   testing::TempDir cache_dir;

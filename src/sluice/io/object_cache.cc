@@ -260,7 +260,9 @@ std::unique_ptr<RandomAccessFile> ObjectCache::Find(const std::string& path, con
 void ObjectCache::MakeRoom(int64_t incoming) {
   {
     absl::MutexLock lock(&mu_);
-    if (stats_.bytes + incoming <= max_bytes_) return;
+    filled_since_count_ += incoming;
+    if (stats_.bytes + incoming <= max_bytes_ && filled_since_count_ <= max_bytes_ / 8) return;
+    filled_since_count_ = 0;
   }
   std::vector<Entry> entries = ScanEntries(dir_);
   std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {

@@ -62,6 +62,9 @@ class ObjectCache {
   absl::StatusOr<std::unique_ptr<RandomAccessFile>> FetchAndFill(const std::string& path, const std::string& url,
                                                                  const ObjectVersion& version, const Fetch& fetch);
   // Removes the least recently used entries until `incoming` more bytes fit.
+  // Other processes (a node's ranks) may fill the same folder: this one's
+  // own count is trusted for an eighth of the bound filled, then the folder
+  // is counted again.
   void MakeRoom(int64_t incoming);
   void Count(int64_t Stats::* counter, int64_t n = 1);
 
@@ -69,6 +72,7 @@ class ObjectCache {
   const int64_t max_bytes_;
   mutable absl::Mutex mu_;
   Stats stats_ ABSL_GUARDED_BY(mu_);
+  int64_t filled_since_count_ ABSL_GUARDED_BY(mu_) = 0;  // bytes this process added since it counted the folder
   absl::flat_hash_set<std::string> filling_ ABSL_GUARDED_BY(mu_);
   // Entries checked this process, by path, inode, length and change time:
   // each is read through once, not at every open of one of its splits.
