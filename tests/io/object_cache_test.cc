@@ -1,6 +1,7 @@
 #include "sluice/io/object_cache.h"
 
 #include <dirent.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <memory>
@@ -8,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "status_matchers.h"
@@ -165,6 +167,24 @@ TEST(ObjectCache, TwoProcessesOnOneFolderKeepItsBound) {
   open(first, "a4");  // the first's own count (3 entries) has room; the folder (4) has not
   EXPECT_EQ(Entries(cache_dir.path()).size(), 4u);
   EXPECT_EQ(first->stats().evicted, 1);
+}
+
+// A copy another process (here: this one, under a name no open uses) is
+// making takes its room before it lands, at the length it will have.
+TEST(ObjectCache, AnEntryBeingCopiedInCountsTowardsTheBound) {
+  Store store;
+  testing::TempDir cache_dir;
+  const int64_t entry = static_cast<int64_t>(kBytes.size()) + 100;  // with its URL and trailer, about
+  testing::WriteFileBytes(cache_dir.Join(absl::StrCat("0123456789abcdef.part-", ::getpid(), "-99")),
+                          std::string(2 * entry, 'p'));
+  const std::shared_ptr<ObjectCache> cache = Configured(cache_dir.path(), 4 * entry);
+  const ObjectVersion v{static_cast<int64_t>(kBytes.size()), 1};
+  for (const char* name : {"a", "b", "c"}) {
+    const std::string url = store.Put(name, kBytes);
+    SLUICE_ASSERT_OK(cache->Open(url, v, store.FetchOf(url)).status());
+  }
+  EXPECT_EQ(Entries(cache_dir.path()).size(), 3u);  // the copy under way and two entries
+  EXPECT_EQ(cache->stats().evicted, 1);
 }
 
 TEST(ObjectCache, ObjectLargerThanTheBoundIsReadFromTheStore) {

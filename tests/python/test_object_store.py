@@ -703,7 +703,8 @@ def test_a_stores_transient_faults_are_retried_and_every_sample_read_once(store,
         assert_same_batches(augmented(f"s3://train/cifar/*.tfrecord?{proxy.url_query()}"),
                             augmented(str(cifar_dir / "*.tfrecord")))
         assert proxy.injected[fault] > 0
-        assert sluice.object_store_stats()["retries"] - retried >= proxy.total()
+        faulted = "\n".join(f"{method} {what}" for method, what, f in proxy.log if f)
+        assert sluice.object_store_stats()["retries"] - retried >= proxy.total(), faulted
     finally:
         proxy.close()
 

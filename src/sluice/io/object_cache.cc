@@ -129,27 +129,36 @@ struct Entry {
   struct timespec used;
 };
 
-// The folder's complete entries; partial ones of processes that are gone
-// are removed on the way.
-std::vector<Entry> ScanEntries(const std::string& dir) {
-  std::vector<Entry> entries;
+struct Folder {
+  std::vector<Entry> entries;  // complete
+  int64_t filling_bytes = 0;   // the entries live processes are copying in, at their final length
+};
+
+// What the folder holds; partial entries of processes that are gone are
+// removed on the way.
+Folder ScanFolder(const std::string& dir) {
+  Folder folder;
   DIR* d = ::opendir(dir.c_str());
-  if (d == nullptr) return entries;
+  if (d == nullptr) return folder;
   while (const struct dirent* e = ::readdir(d)) {
     const std::string name = e->d_name;
     if (name == "." || name == "..") continue;
     const std::string path = absl::StrCat(dir, "/", name);
+    struct stat st;
     if (const pid_t owner = PartOwner(name); owner != 0) {
-      if (::kill(owner, 0) != 0 && errno == ESRCH) ::unlink(path.c_str());
+      if (::kill(owner, 0) != 0 && errno == ESRCH) {
+        ::unlink(path.c_str());
+      } else if (::stat(path.c_str(), &st) == 0) {
+        folder.filling_bytes += static_cast<int64_t>(st.st_size);
+      }
       continue;
     }
-    struct stat st;
     if (::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
-      entries.push_back(Entry{path, static_cast<int64_t>(st.st_size), st.st_atim});
+      folder.entries.push_back(Entry{path, static_cast<int64_t>(st.st_size), st.st_atim});
     }
   }
   ::closedir(d);
-  return entries;
+  return folder;
 }
 
 // Whether no open of `path` is filling its entry (mu_ held).
@@ -180,7 +189,7 @@ absl::Status ObjectCache::Configure(const std::string& dir, int64_t max_bytes) {
   }
   auto cache = std::shared_ptr<ObjectCache>(new ObjectCache(dir, max_bytes));
   int64_t held = 0;
-  for (const Entry& e : ScanEntries(dir)) held += e.bytes;
+  for (const Entry& e : ScanFolder(dir).entries) held += e.bytes;
   cache->stats_.bytes = held;
   if (the_cache == nullptr) the_cache = new std::shared_ptr<ObjectCache>();
   *the_cache = std::move(cache);
@@ -264,11 +273,12 @@ void ObjectCache::MakeRoom(int64_t incoming) {
     if (stats_.bytes + incoming <= max_bytes_ && filled_since_count_ <= max_bytes_ / 8) return;
     filled_since_count_ = 0;
   }
-  std::vector<Entry> entries = ScanEntries(dir_);
+  Folder folder = ScanFolder(dir_);
+  std::vector<Entry>& entries = folder.entries;
   std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
     return std::tie(a.used.tv_sec, a.used.tv_nsec) < std::tie(b.used.tv_sec, b.used.tv_nsec);
   });
-  int64_t held = 0;
+  int64_t held = folder.filling_bytes;  // copies under way take their room before they land
   for (const Entry& e : entries) held += e.bytes;
   int64_t evicted = 0;
   for (const Entry& e : entries) {
@@ -279,7 +289,7 @@ void ObjectCache::MakeRoom(int64_t incoming) {
     }
   }
   absl::MutexLock lock(&mu_);
-  stats_.bytes = held;
+  stats_.bytes = held - folder.filling_bytes;
   stats_.evicted += evicted;
 }
 
@@ -294,9 +304,15 @@ absl::StatusOr<std::unique_ptr<RandomAccessFile>> ObjectCache::Fill(const std::s
     ::close(fd);
     ::unlink(part.c_str());
   };
+  const uint64_t size = static_cast<uint64_t>(version.size);
+  // At its final length from the start, so that other processes making
+  // room count the copy before it lands (the bytes fill in as they come).
+  if (::ftruncate(fd, static_cast<off_t>(size + url.size() + sizeof(Trailer))) != 0) {
+    abandon();
+    return nullptr;
+  }
   std::vector<char> buf(kCopyBytes);
   uint32_t crc = 0;
-  const uint64_t size = static_cast<uint64_t>(version.size);
   for (uint64_t off = 0; off < size;) {
     const size_t want = static_cast<size_t>(std::min<uint64_t>(buf.size(), size - off));
     absl::Status read = object.ReadExact(off, want, buf.data());

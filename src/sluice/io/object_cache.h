@@ -64,7 +64,7 @@ class ObjectCache {
   // Removes the least recently used entries until `incoming` more bytes fit.
   // Other processes (a node's ranks) may fill the same folder: this one's
   // own count is trusted for an eighth of the bound filled, then the folder
-  // is counted again.
+  // is counted again, with the copies under way at their final length.
   void MakeRoom(int64_t incoming);
   void Count(int64_t Stats::* counter, int64_t n = 1);
 

@@ -83,11 +83,14 @@ absl::Status CheckListed(const std::string& url, const ObjectVersion& now) {
                                           "; a dataset must not change while a job reads it"));
 }
 
-// A changed ETag is taken from a second look: a reply cut in its headers
-// may lack it.
+// A changed ETag is taken from a second look (counted as a retry): a reply
+// cut in its headers may lack it.
 absl::Status CompareETag(const std::string& url, const std::string& etag) {
   absl::StatusOr<Described> now = Look(url);
-  if (now.ok() && now->etag != etag) now = Look(url);
+  if (now.ok() && now->etag != etag) {
+    CountRetry();
+    now = Look(url);
+  }
   if (absl::IsNotFound(now.status())) {
     return absl::DataLossError(absl::StrCat("object ", url, " changed while being read: it is gone now (",
                                             now.status().message(),
@@ -194,10 +197,12 @@ class ObjectFile : public RandomAccessFile {
 
 // The store's object through Arrow's file system, its version checked
 // against the listing's: a size of 0 or a version that differs is taken
-// from a second look (a reply cut after its date reads as 0 bytes).
+// from a second look, counted as a retry (a reply cut after its date
+// reads as 0 bytes).
 absl::StatusOr<std::pair<std::shared_ptr<arrow::io::RandomAccessFile>, Described>> OpenListed(const std::string& url) {
   absl::StatusOr<std::pair<std::shared_ptr<arrow::io::RandomAccessFile>, Described>> opened = OpenDescribed(url);
   if (opened.ok() && (opened->second.version.size == 0 || !CheckListed(url, opened->second.version).ok())) {
+    CountRetry();
     opened = OpenDescribed(url);
   }
   if (!opened.ok()) return opened.status();
