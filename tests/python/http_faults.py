@@ -33,6 +33,7 @@ class FaultProxy:
         self.injected = {f: 0 for f in faults}
         self.requests = 0
         self.log = []
+        self.headers = []  # (method, path, {header name in lower case: value}) of each request
         self._lock = threading.Lock()
         self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
         self._server.daemon_threads = True
@@ -93,6 +94,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         proxy = self.server.proxy
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else None
+        with proxy._lock:
+            proxy.headers.append((self.command, self.path, {k.lower(): v for k, v in self.headers.items()}))
         fault = proxy.draw(self.command, f"{self.path} {self.headers.get('Range', '')}")
         if fault == "503":
             return self._slow_down()

@@ -694,6 +694,29 @@ def test_each_rank_gets_only_the_image_objects_it_keeps(store, tmp_path):
     assert seen[0] | seen[1] == set(range(16))
 
 
+# A ranged GET's reply carries no checksum; asking for one costs the AWS
+# client a third of the read's CPU. The user's choice stands, and the
+# process's environment is as it was.
+@pytest.mark.parametrize("chosen", [None, "when_supported"])
+def test_gets_ask_for_checksums_only_when_the_user_does(store, cifar_dir, chosen, monkeypatch):
+    import ctypes
+    if chosen is None:
+        monkeypatch.delenv("AWS_RESPONSE_CHECKSUM_VALIDATION", raising=False)
+    else:
+        monkeypatch.setenv("AWS_RESPONSE_CHECKSUM_VALIDATION", chosen)
+    name = sorted(cifar_dir.glob("*.tfrecord"))[0].name
+    proxy = FaultProxy(int(store.endpoint.rsplit(":", 1)[1]), [])
+    try:
+        assert_same_batches(augmented(f"s3://train/cifar/{name}?{proxy.url_query()}"), augmented(str(cifar_dir / name)))
+        gets = [headers for method, path, headers in proxy.headers if method == "GET" and name in path]
+    finally:
+        proxy.close()
+    assert gets and all(("x-amz-checksum-mode" in h) == (chosen is not None) for h in gets), gets
+    getenv = ctypes.CDLL(None).getenv
+    getenv.restype = ctypes.c_char_p
+    assert getenv(b"AWS_RESPONSE_CHECKSUM_VALIDATION") == (chosen.encode() if chosen else None)
+
+
 @pytest.mark.parametrize("fault", ["503", "reset", "truncate", "stall"])
 def test_a_stores_transient_faults_are_retried_and_every_sample_read_once(store, cifar_dir, fault, monkeypatch):
     proxy = FaultProxy(int(store.endpoint.rsplit(":", 1)[1]), [fault], every=3, stall_s=STALL_S)

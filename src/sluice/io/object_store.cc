@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 
@@ -182,6 +183,30 @@ bool TakeAnonymous(ObjectUrl* u) {
 // objects (bench/RESULTS.md).
 arrow::io::IOContext BlockIoContext() { return arrow::io::IOContext(arrow::system_memory_pool()); }
 
+// The AWS SDK checks each GET's body against the checksum a store may
+// send with it ("when_supported"). A ranged GET, which is all sluice
+// sends, comes without one, yet the check spells out each checksum
+// header's name for every 16 KiB the body arrives in: a third of the CPU
+// of reading CIFAR's TFRecords from SeaweedFS (bench/RESULTS.md). Unless
+// the user chose, the client is made with "when_required"; the
+// environment, which the SDK reads as a client is made, is put back at
+// once, so that other S3 clients in the process keep their default.
+class ResponseChecksumsWhenRequired {
+ public:
+  ResponseChecksumsWhenRequired() {
+    if (std::getenv(kVariable) == nullptr) set_ = ::setenv(kVariable, "when_required", 0) == 0;
+  }
+  ~ResponseChecksumsWhenRequired() {
+    if (set_) ::unsetenv(kVariable);
+  }
+  ResponseChecksumsWhenRequired(const ResponseChecksumsWhenRequired&) = delete;
+  ResponseChecksumsWhenRequired& operator=(const ResponseChecksumsWhenRequired&) = delete;
+
+ private:
+  static constexpr char kVariable[] = "AWS_RESPONSE_CHECKSUM_VALIDATION";
+  bool set_ = false;
+};
+
 // Arrow's options from the URL. S3's client retries as CountedS3Retries
 // says; Google's stops after 10 s. WithRetries goes on to the store's
 // timeout.
@@ -193,6 +218,7 @@ arrow::Result<std::shared_ptr<arrow::fs::FileSystem>> MakeFileSystem(ObjectUrl u
     ARROW_ASSIGN_OR_RAISE(arrow::fs::S3Options options, arrow::fs::S3Options::FromUri(url));
     if (anonymous) options.ConfigureAnonymousCredentials();
     options.retry_strategy = std::make_shared<CountedS3Retries>();
+    const ResponseChecksumsWhenRequired checksums;
     return arrow::fs::S3FileSystem::Make(options, BlockIoContext());
   }
   ARROW_ASSIGN_OR_RAISE(arrow::fs::GcsOptions options, arrow::fs::GcsOptions::FromUri(url, nullptr));
