@@ -22,7 +22,7 @@ class FaultProxy:
     counts the faults sent, by kind."""
 
     def __init__(self, target, faults, every=3, methods=("GET", "HEAD"), stall_s=30.0, at=None, match="",
-                 head_cut="first"):
+                 head_cut="first", on_request=None):
         self.target, self.faults, self.every, self.methods, self.stall_s = target, faults, every, methods, stall_s
         self.at = at  # the numbers (from 1) of the requests to fault, in place of every `every`-th
         self.match = match  # only requests whose path holds it are counted and faulted
@@ -30,6 +30,7 @@ class FaultProxy:
         # ("first"), or holds only its Last-Modified ("date": as a cut where
         # the size comes last, as S3's own replies order it).
         self.head_cut = head_cut
+        self.on_request = on_request  # called with each request's method and path before it is forwarded
         self.injected = {f: 0 for f in faults}
         self.requests = 0
         self.log = []
@@ -97,6 +98,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         with proxy._lock:
             proxy.headers.append((self.command, self.path, {k.lower(): v for k, v in self.headers.items()}))
         fault = proxy.draw(self.command, f"{self.path} {self.headers.get('Range', '')}")
+        if proxy.on_request is not None:
+            proxy.on_request(self.command, self.path)
         if fault == "503":
             return self._slow_down()
         upstream = http.client.HTTPConnection("127.0.0.1", proxy.target, timeout=60)

@@ -455,6 +455,51 @@ def test_a_columnar_object_rewritten_after_the_listing_is_data_loss_naming_it(st
         list(pipe)
 
 
+@pytest.mark.parametrize("kind", ["parquet", "arrow_ipc"])
+def test_a_columnar_object_rewritten_while_a_split_is_read_hands_on_none_of_it(store, tmp_path, kind):
+    # Without a cache, Arrow's readers fetch a split's footer and columns in
+    # several GETs. The object is rewritten (same length, other values) as
+    # the first GET after a split's open arrives (after the layout's reads):
+    # the split's rows are the new version's, and none may go on.
+    import pyarrow as pa
+    import pyarrow.feather as feather
+    import pyarrow.parquet as pq
+    write = {"parquet": lambda t, p: pq.write_table(t, p, row_group_size=6, compression="none",
+                                                    use_dictionary=False, write_statistics=False),
+             "arrow_ipc": lambda t, p: feather.write_feather(t, p, compression="uncompressed")}[kind]
+    versions = []
+    for first in (0, 1000):
+        write(pa.table({"id": pa.array(np.arange(first, first + 20), pa.int64())}), tmp_path / f"v{first}")
+        versions.append((tmp_path / f"v{first}").read_bytes())
+    assert len(versions[0]) == len(versions[1])
+    bucket = f"midsplit-{kind.replace('_', '-')}"
+    store.client.create_dir(bucket)
+    store.put(f"{bucket}/part-0", versions[0])
+    seen = {"get": False, "reopened": False, "rewritten": False}
+
+    def rewrite_as_a_split_reads(method, path):
+        if path.split("?")[0] != f"/{bucket}/part-0":
+            return
+        if method == "HEAD" and seen["get"]:
+            seen["reopened"] = True
+        elif method == "GET":
+            if seen["reopened"] and not seen["rewritten"]:
+                seen["rewritten"] = True
+                store.put(f"{bucket}/part-0", versions[1])
+            seen["get"] = True
+    proxy = FaultProxy(int(store.endpoint.rsplit(":", 1)[1]), [], at=set(), on_request=rewrite_as_a_split_reads)
+    delivered = []
+    try:
+        with pytest.raises(sluice.DataLossError,
+                           match=f"object s3://{bucket}/part-0\\?.* changed while being read: its ETag"):
+            for b in getattr(sluice, kind)(f"s3://{bucket}/part-0?{proxy.url_query()}", shuffle=False).batch(2):
+                delivered.extend(int(i) for i in b["id"])
+    finally:
+        proxy.close()
+    assert seen["rewritten"]
+    assert all(i < 1000 for i in delivered), f"rows of the new version went on: {delivered}"
+
+
 def test_an_object_rewritten_while_open_is_data_loss_naming_it(store, tmp_path, monkeypatch):
     subprocess.run(["sluice", "make-data", "cifar10", "--format", "bin", "--out", str(tmp_path), "--count", "20", "--files", "1"], check=True,
                    capture_output=True)

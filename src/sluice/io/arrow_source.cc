@@ -294,7 +294,7 @@ struct FileLayout {
 
 // A local file (memory-mapped when `mapped`: an Arrow IPC file's columns
 // are then the file's pages) or an object in a store.
-absl::StatusOr<std::shared_ptr<arrow::io::RandomAccessFile>> OpenColumnarFile(const std::string& path, bool mapped) {
+absl::StatusOr<ArrowObject> OpenColumnarFile(const std::string& path, bool mapped) {
   if (IsObjectUrl(path)) return OpenObjectForArrow(path);
   arrow::Result<std::shared_ptr<arrow::io::RandomAccessFile>> file;
   if (mapped) {
@@ -303,7 +303,7 @@ absl::StatusOr<std::shared_ptr<arrow::io::RandomAccessFile>> OpenColumnarFile(co
     file = arrow::io::ReadableFile::Open(path);
   }
   if (!file.ok()) return absl::NotFoundError(absl::StrCat("cannot open ", path, ": ", file.status().ToString()));
-  return *std::move(file);
+  return ArrowObject{*std::move(file), nullptr};
 }
 
 absl::StatusOr<FileLayout> ReadLayout(ColumnarFormat format, const std::string& path,
@@ -321,7 +321,8 @@ absl::StatusOr<FileLayout> ReadLayout(ColumnarFormat format, const std::string& 
     for (const auto& b : (*held)->batches) layout.starts.push_back(layout.starts.back() + b->num_rows());
     return layout;
   }
-  SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<arrow::io::RandomAccessFile> opened, OpenColumnarFile(path, false));
+  SLUICE_ASSIGN_OR_RETURN(const ArrowObject object, OpenColumnarFile(path, false));
+  const std::shared_ptr<arrow::io::RandomAccessFile>& opened = object.file;
   int64_t rows = 0;
   layout.starts.push_back(0);
   if (format == ColumnarFormat::kParquet) {
@@ -478,10 +479,11 @@ class ColumnarReader : public SplitReader {
         absl::StrCat(shape_.format == ColumnarFormat::kParquet ? "row group " : "record batch ", group_, " of ", path_);
     if (shape_.format == ColumnarFormat::kMemory) return TakeColumns(shape_.held[file_]->batches[group_], where);
     std::shared_ptr<arrow::RecordBatch> batch;
-    absl::StatusOr<std::shared_ptr<arrow::io::RandomAccessFile>> file = OpenColumnarFile(path_, true);
-    if (!file.ok()) return file.status();
+    absl::StatusOr<ArrowObject> object = OpenColumnarFile(path_, true);
+    if (!object.ok()) return object.status();
+    const std::shared_ptr<arrow::io::RandomAccessFile>& file = object->file;
     if (shape_.format == ColumnarFormat::kParquet) {
-      auto reader = parquet::arrow::OpenFile(*file, DecodePool());
+      auto reader = parquet::arrow::OpenFile(file, DecodePool());
       SLUICE_RETURN_IF_ERROR(FromArrow(reader.status(), absl::StrCat("cannot read ", path_)));
       // The leaf columns of the fields read.
       std::vector<int> leaves;
@@ -496,13 +498,16 @@ class ColumnarReader : public SplitReader {
       SLUICE_RETURN_IF_ERROR(FromArrow(combined.status(), absl::StrCat("cannot read ", where)));
       batch = *combined;
     } else {
-      auto reader = arrow::ipc::RecordBatchFileReader::Open(*file);
+      auto reader = arrow::ipc::RecordBatchFileReader::Open(file);
       SLUICE_RETURN_IF_ERROR(FromArrow(reader.status(), absl::StrCat("cannot read ", path_)));
       auto read = (*reader)->ReadRecordBatch(group_);
       SLUICE_RETURN_IF_ERROR(FromArrow(read.status(), absl::StrCat("cannot read ", where)));
       batch = *read;
       SLUICE_RETURN_IF_ERROR(FromArrow(batch->ValidateFull(), absl::StrCat("damaged ", where)));
     }
+    // An object's footer and columns came in several GETs: none of its rows
+    // go on unless it is still the version opened.
+    if (object->unchanged) SLUICE_RETURN_IF_ERROR(object->unchanged());
     return TakeColumns(batch, where);
   }
 

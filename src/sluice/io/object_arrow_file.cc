@@ -81,11 +81,11 @@ class ArrowObjectFile : public arrow::io::internal::RandomAccessFileConcurrencyW
 
 }  // namespace
 
-absl::StatusOr<std::shared_ptr<arrow::io::RandomAccessFile>> OpenObjectForArrow(const std::string& url) {
+absl::StatusOr<ArrowObject> OpenObjectForArrow(const std::string& url) {
   if (ObjectCache::Get() == nullptr) return OpenListedArrowObject(url);
   absl::StatusOr<std::unique_ptr<io::RandomAccessFile>> object = OpenObject(url);
   if (!object.ok()) return object.status();
-  return std::make_shared<ArrowObjectFile>(*std::move(object));
+  return ArrowObject{std::make_shared<ArrowObjectFile>(*std::move(object)), nullptr};
 }
 
 }  // namespace sluice::io

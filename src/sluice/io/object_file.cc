@@ -270,9 +270,13 @@ std::shared_ptr<const void> OpenObjectAhead(const std::string& url) {
 
 int64_t ObjectsOpenedAhead() { return taken_ahead.load(std::memory_order_relaxed); }
 
-absl::StatusOr<std::shared_ptr<arrow::io::RandomAccessFile>> OpenListedArrowObject(const std::string& url) {
+absl::StatusOr<ArrowObject> OpenListedArrowObject(const std::string& url) {
   SLUICE_ASSIGN_OR_RETURN(auto listed, OpenListed(url));
-  return std::move(listed.first);
+  ArrowObject object{std::move(listed.first), nullptr};
+  if (!listed.second.etag.empty()) {
+    object.unchanged = [url, etag = listed.second.etag] { return CompareETag(url, etag); };
+  }
+  return object;
 }
 
 absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenObject(const std::string& url) {
