@@ -38,6 +38,7 @@ using ::sluice::testing::StatusIs;
 using ::sluice::testing::StatusOf;
 using ::sluice::testing::TestCluster;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 class ServiceTest : public ::testing::Test {
  protected:
@@ -127,11 +128,16 @@ TEST_F(ServiceTest, WithItsOnlyCapableWorkerJustKilledAPipelineIsRefusedNamingTh
   SLUICE_ASSERT_OK(cluster.StartDispatcher());
   SLUICE_ASSERT_OK(cluster.AddWorker(1, {"--plugin", std::getenv("SLUICE_EXAMPLE_PLUGIN")}));
   SLUICE_ASSERT_OK(cluster.AddWorker(1));
-  cluster.worker(0).Stop(SIGKILL);  // its heartbeats have not timed out yet
-  EXPECT_THAT(CreatePipeline(WithCutout(cluster.address())),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("op 'random_cutout' is not registered on the dispatcher and no live worker has it (2 "
-                                 "workers, 1 of them refusing connections")));
+  cluster.worker(0).Stop(SIGKILL);  // its heartbeats have likely not timed out yet
+  // Whether the dispatcher still counts the killed worker ("2 workers, 1 of
+  // them refusing connections") or has dropped it ("1 workers") depends on
+  // how busy the machine is; either way the error names the op, never the
+  // refused connection.
+  const absl::StatusOr<std::unique_ptr<exec::Pipeline>> created = CreatePipeline(WithCutout(cluster.address()));
+  EXPECT_THAT(created, StatusIs(absl::StatusCode::kInvalidArgument,
+                                HasSubstr("op 'random_cutout' is not registered on the dispatcher and no live worker "
+                                          "has it")));
+  EXPECT_THAT(created.status().message(), Not(HasSubstr("Connection refused")));
 }
 
 TEST_F(ServiceTest, AWorkerKilledMidEpochLosesAndRepeatsNothing) {
