@@ -149,6 +149,39 @@ def test_a_rank_reads_only_the_image_files_it_keeps(tmp_path):
     assert len({image for d in delivered for image in d}) == 18
 
 
+def test_a_rank_resumed_mid_epoch_reads_only_the_image_files_it_keeps(tmp_path):
+    # 24 files, 4 ranks of 2, shuffled: rank 1 saves after its first batch.
+    # A file rank 0 keeps later in the epoch is then broken (its size kept):
+    # the resumed rank 1 never opens it, and yields the rest of its part.
+    import cv2
+    (tmp_path / "c").mkdir()
+    file_of = {}
+    for i in range(24):
+        image = (np.arange(8 * 8 * 3) * (i + 1) % 251).astype(np.uint8).reshape(8, 8, 3)
+        data = cv2.imencode(".jpg", image)[1].tobytes()
+        file_of[data] = tmp_path / "c" / f"{i:03d}.jpg"
+        file_of[data].write_bytes(data)
+
+    def rank(r):
+        return sluice.image_folder(str(tmp_path)).shard(4, r).batch(2).with_options(seed=1)
+
+    def files(batch):
+        return [file_of[bytes(image)].name for image in batch["image"]]
+
+    whole = [files(b) for b in rank(1).iterate(0)]
+    other = [files(b) for b in rank(0).iterate(0)]
+    it = rank(1).iterate(0)
+    first = [files(next(it))]
+    state = it.state()
+    broken = tmp_path / "c" / other[2][0]
+    data = broken.read_bytes()
+    broken.write_bytes(data[:-2] + b"\0\0")  # no end-of-image marker
+    rest = [files(b) for b in rank(1).iterate(state=state)]
+    assert first + rest == whole and len(whole) == 3
+    with pytest.raises(sluice.DataLossError, match=other[2][0]):
+        list(rank(0).iterate(state=state))
+
+
 def _image_folder_with_one_oversized(root, count=24):
     """`count` 8x8 JPEGs in one class folder; file 005's header claims 32x32."""
     import cv2

@@ -246,17 +246,21 @@ class SourceIterator : public Iterator {
 
   // A shard right after the source keeps some of its rows (kept_by_shard):
   // places each split's first row, counted from the source's first, for
-  // its reader to know which (KeptOf). Places nothing where rows may be
-  // dropped or passed over before the shard counts them (an epoch resumed
-  // mid-split of a format that cannot start there, a shuffle's replay, an
-  // unordered epoch, corrupt records skipped), or where a split's length is
-  // unknown: there every row is made.
+  // its reader to know which (KeptOf). A resumed epoch starts at a global
+  // batch's first row, so its rows are placed from there: those of the
+  // resumed split that a format which cannot start mid-split reads again
+  // (DropResumed) just before it. Places nothing where rows may be passed
+  // over before the shard counts them (a shuffle's replay, an unordered
+  // epoch, corrupt records skipped), or where a split's length is unknown:
+  // there every row is made.
   void PlaceSplits() {
     if (!node_.kept_by_shard || ctx_->only_splits || ctx_->ledger != nullptr || done_ != nullptr ||
-        select_ != nullptr || resume_file_ >= 0 || node_.skip_corrupt) {
+        select_ != nullptr || node_.skip_corrupt || splits_.empty()) {
       return;
     }
-    int64_t place = 0;
+    const int64_t period = node_.kept_by_shard->global_batch();
+    const int64_t again = resume_file_ >= 0 ? std::max<int64_t>(0, resume_record_ - splits_.front().begin_record) : 0;
+    int64_t place = (again + period - 1) / period * period - again;
     for (const io::Split& split : splits_) {
       if (split.end_record < 0) {
         places_.clear();
