@@ -46,5 +46,29 @@ TEST(PipelineStats, SnapshotsDeriveTheBusyTimeOfCallerThreadNodes) {
   EXPECT_EQ(s.consumer_wait_ns, 100);
 }
 
+TEST(PipelineStats, AMapRunBeforeItsBatchGetsItsOpsTimeBack) {
+  // source -> map "augment" (blur, flip) -> batch -> map "tail" (rotate),
+  // whose op runs in augment's threads and is counted there after its own.
+  graph::CompiledPipeline plan = Plan();
+  graph::CompiledNode tail;
+  tail.kind = graph::NodeKind::kMap;
+  tail.name = "tail";
+  tail.ops.resize(1);
+  tail.ops[0].name = "rotate";
+  plan.nodes.push_back(std::move(tail));
+  PipelineStats stats(plan, {false, false, false, true});
+  ASSERT_EQ(stats.node(1)->op_busy_ns.size(), 3u);
+  stats.node(1)->busy_ns = 10000;  // 8000 in ops, a fifth of it in the tail's
+  stats.node(1)->op_busy_ns[0] = 4000;
+  stats.node(1)->op_busy_ns[1] = 2400;
+  stats.node(1)->op_busy_ns[2] = 1600;
+  const PipelineStatsSnapshot s = stats.Snapshot();
+  EXPECT_EQ(s.nodes[1].op_busy_ns, (std::vector<int64_t>{4000, 2400}));
+  EXPECT_EQ(s.nodes[3].op_names, (std::vector<std::string>{"rotate"}));
+  EXPECT_EQ(s.nodes[3].op_busy_ns, (std::vector<int64_t>{1600}));
+  EXPECT_EQ(s.nodes[3].busy_ns, 2000);
+  EXPECT_EQ(s.nodes[1].busy_ns, 8000);
+}
+
 }  // namespace
 }  // namespace sluice::exec

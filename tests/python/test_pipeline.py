@@ -72,6 +72,41 @@ def test_one_seed_gives_identical_batches_whatever_the_thread_count(cifar_dir):
         np.testing.assert_array_equal(a, b)
 
 
+def _thread_names():
+    import pathlib
+    return {(t / "comm").read_text().strip() for t in pathlib.Path("/proc/self/task").iterdir()}
+
+
+def test_a_map_after_the_batch_runs_in_the_map_before_it_with_the_same_batches(cifar_dir):
+    # The executor runs map_3's per-sample ops in map_1's threads, before
+    # the batch (one set of runners, no batches handed between them); a
+    # prefetch between the batch and the map keeps them apart. Same bytes,
+    # same draws (keyed by each sample's identity), over two epochs.
+    def pipe(apart):
+        front = (cifar(cifar_dir).map(ops.reshape(shape=[32, 32, 3]), ops.grey_dilation(size=3))
+                 .batch(32, drop_remainder=True))
+        if apart:
+            front = front.prefetch(2)
+        return (front.map(ops.rescale(scale=1 / 255), ops.random_flip(), ops.random_rotation(degrees=36),
+                          ops.random_zoom(scale=[0.9, 1.1]), ops.hwc_to_chw())
+                .with_options(seed=7, threads=2))
+
+    merged, apart = pipe(False), pipe(True)
+    for epoch in range(2):
+        it = merged.iterate(epoch)
+        first = next(it)
+        running = _thread_names()
+        batches = [first] + list(it)
+        expected = list(apart.iterate(epoch))
+        assert len(batches) == len(expected) == 9
+        for a, b in zip(batches, expected):
+            assert a["image"].shape == (32, 3, 32, 32)
+            np.testing.assert_array_equal(a["image"], b["image"])
+            np.testing.assert_array_equal(a["label"], b["label"])
+        assert any(name.startswith("map_1+map_3/") for name in running), running
+        assert not any(name.startswith("map_3/") for name in running), running
+
+
 def test_parallel_reads_give_the_rows_of_one_reader_in_its_order(cifar_dir):
     def run(readers):
         pipe = (sluice.tfrecord(str(cifar_dir / "*.tfrecord"), {"image": ("bytes", 3072), "label": "int64"},

@@ -2,10 +2,27 @@
 
 namespace sluice::exec {
 
-PipelineStats::PipelineStats(const graph::CompiledPipeline& pipeline) : pipeline_(pipeline) {
-  for (const graph::CompiledNode& node : pipeline.nodes) {
-    nodes_.push_back(std::make_unique<NodeStats>(node.ops.size()));
+PipelineStats::PipelineStats(const graph::CompiledPipeline& pipeline, std::vector<bool> runs_before_batch)
+    : pipeline_(pipeline), runs_before_batch_(std::move(runs_before_batch)) {
+  for (size_t i = 0; i < pipeline.nodes.size(); ++i) {
+    size_t ops = pipeline.nodes[i].ops.size();
+    if (i + 2 < runs_before_batch_.size() && runs_before_batch_[i + 2]) ops += pipeline.nodes[i + 2].ops.size();
+    nodes_.push_back(std::make_unique<NodeStats>(ops));
   }
+}
+
+void PipelineStats::GiveBack(NodeStatsSnapshot* before, NodeStatsSnapshot* after, const NodeStats& counted) {
+  int64_t own = 0, moved = 0;
+  for (int64_t ns : before->op_busy_ns) own += ns;
+  for (size_t op = 0; op < after->op_names.size(); ++op) {
+    after->op_busy_ns[op] = counted.op_busy_ns[before->op_busy_ns.size() + op].load(std::memory_order_relaxed);
+    moved += after->op_busy_ns[op];
+  }
+  // The runners' time outside the ops (claiming ranges, assembling
+  // batches) is split as the ops' is.
+  after->busy_ns =
+      own + moved > 0 ? static_cast<int64_t>(static_cast<double>(before->busy_ns) * moved / (own + moved)) : 0;
+  before->busy_ns -= after->busy_ns;
 }
 
 PipelineStatsSnapshot PipelineStats::Snapshot() const {
@@ -45,6 +62,9 @@ PipelineStatsSnapshot PipelineStats::Snapshot() const {
         n.busy_ns = std::max<int64_t>(0, n.get_next_ns - n.input_wait_ns);
     }
     out.nodes.push_back(std::move(n));
+    if (i < runs_before_batch_.size() && runs_before_batch_[i]) {
+      GiveBack(&out.nodes[i - 2], &out.nodes[i], *nodes_[i - 2]);
+    }
   }
   return out;
 }

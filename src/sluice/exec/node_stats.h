@@ -65,7 +65,10 @@ struct PipelineStatsSnapshot {
 // One per running pipeline (ExecContext). Thread-safe.
 class PipelineStats {
  public:
-  explicit PipelineStats(const graph::CompiledPipeline& pipeline);
+  // runs_before_batch[i]: map i runs its ops in map i - 2's threads
+  // (map_merge.h), whose counters count them after its own; a snapshot
+  // gives them back to map i.
+  explicit PipelineStats(const graph::CompiledPipeline& pipeline, std::vector<bool> runs_before_batch = {});
 
   NodeStats* node(size_t index) { return nodes_[index].get(); }
   void CountConsumerWait(int64_t ns) {
@@ -79,7 +82,11 @@ class PipelineStats {
   PipelineStatsSnapshot Snapshot() const;
 
  private:
+  // Map `after`'s share of map `before`'s computing, moved to it.
+  static void GiveBack(NodeStatsSnapshot* before, NodeStatsSnapshot* after, const NodeStats& counted);
+
   const graph::CompiledPipeline& pipeline_;
+  const std::vector<bool> runs_before_batch_;
   std::vector<std::unique_ptr<NodeStats>> nodes_;
   std::atomic<int64_t> consumer_calls_{0};
   std::atomic<int64_t> consumer_wait_ns_{0};

@@ -239,7 +239,7 @@ absl::Status PrepareKernels(graph::CompiledPipeline* compiled) {
 // before the pipeline runs. The pipeline's own pool needs no such count:
 // it caches whatever the memory budget leaves room for.
 void Pipeline::ReserveWorkingSet() const {
-  const std::vector<graph::CompiledNode>& nodes = compiled_.nodes;
+  const std::vector<graph::CompiledNode>& nodes = run_.nodes;
   auto parallelism = [&](const graph::CompiledNode& n) {
     return n.parallelism > 0 ? n.parallelism : compiled_.threads;
   };
@@ -249,7 +249,8 @@ void Pipeline::ReserveWorkingSet() const {
     if (output_pools_[i] == nullptr) continue;
     int copies = parallelism(nodes[i]) + 1 + 1;
     for (size_t j = i + 1; j < nodes.size(); ++j) {
-      if (nodes[j].kind == graph::NodeKind::kBatch) continue;  // passes chunks through
+      // A batch passes chunks through; a map run before it holds none.
+      if (nodes[j].kind == graph::NodeKind::kBatch || run_.runs_before_batch[j]) continue;
       if (nodes[j].kind == graph::NodeKind::kMap) copies += parallelism(nodes[j]) + 1;
       if (nodes[j].kind == graph::NodeKind::kPrefetch) copies += static_cast<int>(nodes[j].count) + 1;
       break;
@@ -262,6 +263,7 @@ void Pipeline::ReserveWorkingSet() const {
 Pipeline::Pipeline(graph::CompiledPipeline compiled, std::shared_ptr<RemoteInput> remote, int64_t chunk_rows,
                    std::vector<BufferPool*> output_pools)
     : compiled_(std::move(compiled)),
+      run_(PlanRun(compiled_)),
       remote_(std::move(remote)),
       chunk_rows_(chunk_rows),
       output_pools_(std::move(output_pools)),
@@ -342,7 +344,9 @@ std::unique_ptr<Iterator> Pipeline::MakeIterator(ExecContext* ctx, size_t index,
 
 std::unique_ptr<Iterator> Pipeline::MakeNodeIterator(ExecContext* ctx, size_t index, uint64_t epoch,
                                                      int64_t first_chunk_rows) const {
-  const graph::CompiledNode& node = compiled_.nodes[index];
+  // Its ops run in the map before the batch that is its input.
+  if (run_.runs_before_batch[index]) return MakeIterator(ctx, index - 1, epoch, first_chunk_rows);
+  const graph::CompiledNode& node = run_.nodes[index];
   NodeStats* stats = ctx->stats ? ctx->stats->node(index) : nullptr;
   IteratorArgs args{ctx, &node, epoch, chunk_rows_, 0, stats, ctx->knobs[index].get()};
   args.first_chunk_rows = first_chunk_rows;
@@ -356,10 +360,8 @@ std::unique_ptr<Iterator> Pipeline::MakeNodeIterator(ExecContext* ctx, size_t in
   // Maps and prefetches keep their input's chunks: the hint passes through.
   const bool keeps_chunks = node.kind == graph::NodeKind::kMap || node.kind == graph::NodeKind::kPrefetch;
   const int64_t input_first_chunk_rows = keeps_chunks ? first_chunk_rows : 0;
-  if (node.kind == graph::NodeKind::kPrefetch && compiled_.nodes[index - 1].kind == graph::NodeKind::kMap) {
-    // A map already computes ahead of its consumer: a prefetch right after it
-    // becomes extra depth of the map (no extra thread, no extra hand-off).
-    const graph::CompiledNode& map = compiled_.nodes[index - 1];
+  if (FoldsIntoMap(index)) {
+    const graph::CompiledNode& map = run_.nodes[index - 1];
     NodeStats* map_stats = ctx->stats ? ctx->stats->node(index - 1) : nullptr;
     IteratorArgs map_args{ctx, &map, epoch, chunk_rows_, node.count, map_stats, ctx->knobs[index - 1].get()};
     map_args.pool = output_pools_[index - 1];
@@ -445,7 +447,7 @@ std::unique_ptr<PipelineIterator> Pipeline::NewIterator(bool tune, int threads) 
     ctx->memory.CountAlso([staging] { return static_cast<int64_t>(staging->stats().live_bytes); });
   }
   ctx->skip_corrupt = !compiled_.nodes.empty() && compiled_.nodes.front().skip_corrupt;
-  if (compiled_.stats) ctx->stats = std::make_unique<PipelineStats>(compiled_);
+  if (compiled_.stats) ctx->stats = std::make_unique<PipelineStats>(compiled_, run_.runs_before_batch);
   std::vector<Knob> tunable = MakeKnobs(ctx.get());
   std::unique_ptr<PipelineIterator> it(new PipelineIterator(std::move(ctx), compiled_.batched()));
   if (compiled_.autotune && !tunable.empty() && tune) {
@@ -481,12 +483,21 @@ std::unique_ptr<PipelineIterator> Pipeline::NewIterator(bool tune, int threads) 
   return it;
 }
 
+// A map already computes ahead of its consumer: a prefetch right after it
+// becomes extra depth of the map (no extra thread, no extra hand-off),
+// unless the map runs before its batch (its iterator is the batch's).
+bool Pipeline::FoldsIntoMap(size_t index) const {
+  const std::vector<graph::CompiledNode>& nodes = run_.nodes;
+  return nodes[index].kind == graph::NodeKind::kPrefetch && nodes[index - 1].kind == graph::NodeKind::kMap &&
+         !run_.runs_before_batch[index - 1];
+}
+
 // Every map runs with knobs (its runner count, and the depth of a prefetch
 // folded into it); a prefetch after anything else has its own. The ones
 // the definition left open (parallelism 0, buffer_size 0) are returned as
 // the autotuner's to change.
 std::vector<Knob> Pipeline::MakeKnobs(ExecContext* ctx) const {
-  const std::vector<graph::CompiledNode>& nodes = compiled_.nodes;
+  const std::vector<graph::CompiledNode>& nodes = run_.nodes;
   ctx->knobs.resize(nodes.size());
   std::vector<Knob> tunable;
   for (size_t i = 0; i < nodes.size(); ++i) {
@@ -495,12 +506,12 @@ std::vector<Knob> Pipeline::MakeKnobs(ExecContext* ctx) const {
       const int runners = node.parallelism > 0 ? node.parallelism : compiled_.threads;
       ctx->knobs[i] = std::make_unique<NodeKnobs>();
       ctx->knobs[i]->parallelism = runners;
-      if (node.parallelism == 0 && runners > 1) {
+      if (node.parallelism == 0 && runners > 1 && !run_.runs_before_batch[i]) {
         const int64_t bytes = MapPlan::Make(node)->ChunkBlockBytes(chunk_rows_);
         tunable.push_back(Knob{Knob::Kind::kParallelism, static_cast<int>(i), node.name, runners, 1, runners, bytes});
       }
     } else if (node.kind == graph::NodeKind::kPrefetch && !PrefetchAfterRemote(nodes, i)) {
-      const bool folded = nodes[i - 1].kind == graph::NodeKind::kMap;
+      const bool folded = FoldsIntoMap(i);
       const int owner = folded ? static_cast<int>(i) - 1 : static_cast<int>(i);
       if (!folded) ctx->knobs[i] = std::make_unique<NodeKnobs>();
       ctx->knobs[owner]->depth = node.count;

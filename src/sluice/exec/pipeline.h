@@ -13,6 +13,7 @@
 #include "sluice/core/batch.h"
 #include "sluice/exec/exec_context.h"
 #include "sluice/exec/iterator.h"
+#include "sluice/exec/map_merge.h"
 #include "sluice/exec/position_tracker.h"
 #include "sluice/exec/resume.h"
 #include "sluice/graph/compiled_pipeline.h"
@@ -186,12 +187,15 @@ class Pipeline {
   // their fingerprints differ by it.
   absl::Status WithShardingHint(const absl::Status& refused, const std::string& state) const;
   std::vector<Knob> MakeKnobs(ExecContext* ctx) const;
+  // A prefetch at `index` that a map right before it runs as its depth.
+  bool FoldsIntoMap(size_t index) const;
   void ReserveWorkingSet() const;
   static int64_t ChunkRows(const graph::CompiledPipeline& compiled);
   // Per node: where its output buffers come from (null: the pipeline's pool).
   static std::vector<BufferPool*> OutputPools(const graph::CompiledPipeline& compiled);
 
   graph::CompiledPipeline compiled_;
+  RunPlan run_;  // compiled_'s nodes as the iterators run them (map_merge.h)
   std::shared_ptr<RemoteInput> remote_;
   int64_t chunk_rows_;
   // The pipeline's buffers, bounded by the memory budget; shared by the
