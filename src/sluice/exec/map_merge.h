@@ -4,7 +4,7 @@
 // identity, not by the node), from one set of runners instead of two
 // handing batches over. Torchvision- and Keras-style pipelines put their
 // augmentation after the batch; W2 measured (bench/RESULTS.md, 2026-12-05):
-// 184% of 2 cores in use instead of 163%, +15% samples/s.
+// 178-185% of 2 cores in use instead of 160-168%, 1.16x the samples/s.
 //
 // Only the executor runs the merged map: the compiled pipeline (what
 // profiles, statistics and placement see) keeps the nodes as written.
