@@ -458,7 +458,11 @@ class Pipeline:
         return json.loads(self.engine.placement())
 
     def __len__(self):
-        """Elements per epoch (batches after `batch()`), when the sources' sizes are known."""
+        """Elements per epoch (batches after `batch()`), when the sources' sizes are known.
+
+        Records that ``on_corrupt="skip"`` passes over are found only as
+        they are read: an epoch that skips some can yield fewer elements
+        than this (on every rank alike, when the source is before the shard)."""
         n = self.engine.cardinality
         if n == -2:
             raise TypeError("the pipeline repeats forever: it has no length")
