@@ -5,6 +5,7 @@
 // quantizes weights to 1/32 pixel: within 1.0 on a smooth image).
 #include "sluice/kernels/warp.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -99,6 +100,42 @@ TEST(WarpAffine, ARotationMatchesOpenCv) {
   const cv::Mat map = (cv::Mat_<double>(2, 3) << a.m[0], a.m[1], a.m[2], a.m[3], a.m[4], a.m[5]);
   cv::warpAffine(in, ref, map, in.size(), cv::INTER_LINEAR | cv::WARP_INVERSE_MAP, cv::BORDER_REFLECT);
   for (size_t i = 0; i < out.size(); ++i) ASSERT_NEAR(out[i], ref.ptr<float>()[i], 1.0) << i;
+}
+
+// Streamed (non-temporal) stores write the same bytes as plain ones: into
+// planes and one channel, from uint8 and float, for a width of whole
+// vectors and one that is not, at an aligned destination and one float
+// past it (which falls back to plain stores).
+TEST(WarpAffine, StreamedOutputIsTheStoredOutput) {
+  for (const int w : {32, 21}) {
+    for (const int c : {1, 3}) {
+      for (const bool rescaled : {true, false}) {
+        WarpSpec spec{rescaled ? DType::kUInt8 : DType::kFloat32, ImageDims{17, w, c}, FillMode::kReflect, 0.f};
+        spec.chw_out = true;
+        spec.rescaled = rescaled;
+        spec.scale = rescaled ? 1 / 255.f : 1.f;
+        ASSERT_TRUE(WarpStreams(spec));
+        const int n = 17 * w * c;
+        std::vector<uint8_t> bytes(n);
+        std::vector<float> floats(n);
+        for (int i = 0; i < n; ++i) bytes[i] = static_cast<uint8_t>(i * 37), floats[i] = bytes[i];
+        const uint8_t* src = rescaled ? bytes.data() : reinterpret_cast<const uint8_t*>(floats.data());
+        Affine map;
+        map.m[0] = 0.9f, map.m[1] = -0.3f, map.m[2] = 4.f, map.m[3] = 0.3f, map.m[4] = 0.9f, map.m[5] = -2.f;
+        std::vector<float> plain(n);
+        WarpAffine(spec, map, src, reinterpret_cast<uint8_t*>(plain.data()));
+        spec.stream = true;
+        for (const int skew : {0, 1}) {
+          alignas(64) static float streamed[2 * 17 * 32 * 3 + 16];
+          WarpAffine(spec, map, src, reinterpret_cast<uint8_t*>(streamed + skew));
+          EXPECT_TRUE(std::equal(plain.begin(), plain.end(), streamed + skew))
+              << "w " << w << ", c " << c << ", rescaled " << rescaled << ", skew " << skew;
+        }
+      }
+    }
+  }
+  WarpSpec interleaved{DType::kFloat32, ImageDims{17, 32, 3}, FillMode::kReflect, 0.f};
+  EXPECT_FALSE(WarpStreams(interleaved));  // a SampleWriter streams those
 }
 
 TEST(Then, ComposesMapsInOrder) {

@@ -218,6 +218,9 @@ class SimdWarp {
                         hn::Set(d_, a_.p[1] * y + a_.p[2])};
       for (int32_t x0 = 0; x0 < w_; x0 += static_cast<int32_t>(lanes_)) Vector(y, x0, row, tail);
     }
+#if HWY_ARCH_X86
+    if (stream_) _mm_sfence();  // the streamed stores are seen before the sample is handed on
+#endif
   }
 
  private:
@@ -374,7 +377,7 @@ class SimdWarp {
       for (int ch = 0; ch < kC; ++ch) {
         float* p = dst_ + ch * plane + pixel;
         if (count == lanes_) {
-          hn::StoreU(out[ch], d_, p);
+          StoreWhole(out[ch], p);
         } else {
           hn::StoreU(out[ch], d_, tail);
           std::memcpy(p, tail, count * sizeof(float));
@@ -385,11 +388,25 @@ class SimdWarp {
     float* p = dst_ + pixel * kC;
     float* target = count == lanes_ ? p : tail;
     if constexpr (kC == 1) {
-      hn::StoreU(out[0], d_, target);
+      if (target == p) {
+        StoreWhole(out[0], p);
+      } else {
+        hn::StoreU(out[0], d_, tail);
+      }
     } else {
       hn::StoreInterleaved3(out[0], out[1], out[2], d_, target);
     }
     if (target == tail) std::memcpy(p, tail, count * kC * sizeof(float));
+  }
+
+  // A whole vector of the output at `p`: past the caches when streaming and
+  // p is aligned to the vector (rows of whole vectors in an aligned batch).
+  HWY_INLINE void StoreWhole(VF v, float* p) const {
+    if (stream_ && reinterpret_cast<uintptr_t>(p) % (lanes_ * sizeof(float)) == 0) {
+      hn::Stream(v, d_, p);
+    } else {
+      hn::StoreU(v, d_, p);
+    }
   }
 
   const D d_;
@@ -402,7 +419,7 @@ class SimdWarp {
   const int32_t w_, h_;
   const int64_t lanes_;
   const bool constant_, reflect_, projective_;
-  const bool rescaled_ = spec_.rescaled, chw_out_ = spec_.chw_out;
+  const bool rescaled_ = spec_.rescaled, chw_out_ = spec_.chw_out, stream_ = spec_.stream;
   const VF fill_, scale_, offset_;
 };
 
@@ -471,6 +488,11 @@ Affine ThenProjective(const Affine& first, const Affine& second) {
   Affine out;
   for (int j = 0; j < 3; ++j) out.m[j] = r[0][j], out.m[3 + j] = r[1][j], out.p[j] = r[2][j];
   return out;
+}
+
+bool WarpStreams(const WarpSpec& spec) {
+  const bool simd = spec.rescaled || spec.dtype == DType::kFloat32;  // SimdWarp's inputs
+  return simd && (spec.dims.c == 1 || (spec.dims.c == 3 && spec.chw_out));
 }
 
 Affine Then(const Affine& first, const Affine& second) {

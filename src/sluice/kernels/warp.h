@@ -51,7 +51,17 @@ struct WarpSpec {
   // of the bytes. fill_value stays in output units.
   bool rescaled = false;
   float scale = 1, offset = 0;
+  // The output is written once and read much later
+  // (ops::KernelContext::bypass_cache): whole vectors of it go past the
+  // caches (non-temporal stores) where WarpStreams(spec) says so.
+  bool stream = false;
 };
+
+// True when WarpAffine with spec.stream writes its output past the caches
+// itself, a whole vector at a time (float planes, or one channel), so that
+// no scratch copy is needed: W2 1.05x against writing each sample into L1
+// scratch and streaming that out (bench/RESULTS.md, 2026-12-05).
+bool WarpStreams(const WarpSpec& spec);
 
 // Bilinear resampling of one image [H,W,C] into `dst` ([H,W,C], or [C,H,W]
 // with spec.chw_out). Each of the four neighbours outside the image is

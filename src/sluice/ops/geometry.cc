@@ -24,6 +24,13 @@ using kernels::Then;
 using kernels::WarpAffine;
 using kernels::WarpSpec;
 
+// `spec`, writing its output past the caches itself when `bypass_cache` and
+// the warp can (kernels::WarpStreams); else a SampleWriter streams it.
+WarpSpec Streamed(WarpSpec spec, bool bypass_cache) {
+  spec.stream = bypass_cache && kernels::WarpStreams(spec);
+  return spec;
+}
+
 // One geometric op: an affine map drawn per sample, resampled bilinearly.
 // A flip alone moves whole pixels, so it copies them instead.
 class WarpKernel : public Kernel {
@@ -33,15 +40,17 @@ class WarpKernel : public Kernel {
 
   absl::Status Run(const KernelContext& ctx, absl::Span<const ColumnRef> in,
                    absl::Span<const ColumnRef> out) const override {
-    SampleWriter write(ctx.bypass_cache);
+    const bool flip = p_.part.kind == WarpPart::Kind::kFlip;
+    const WarpSpec spec = Streamed(p_.spec, ctx.bypass_cache && !flip);
+    SampleWriter write(ctx.bypass_cache && !spec.stream);
     for (int64_t r = 0; r < ctx.rows; ++r) {
       SampleRng rng = ctx.Rng(r);
       const Affine map = SampleMap(p_.part, p_.spec.dims, rng);
       write(out[0].row<uint8_t>(r), out[0].row_bytes, [&](uint8_t* dst) {
-        if (p_.part.kind == WarpPart::Kind::kFlip) {
+        if (flip) {
           CopyFlipped(map.m[0] < 0, map.m[4] < 0, in[0].row<const uint8_t>(r), dst);
         } else {
-          WarpAffine(p_.spec, map, in[0].row<uint8_t>(r), dst);
+          WarpAffine(spec, map, in[0].row<uint8_t>(r), dst);
         }
       });
     }
@@ -75,7 +84,8 @@ class FusedWarpKernel : public Kernel {
 
   absl::Status Run(const KernelContext& ctx, absl::Span<const ColumnRef> in,
                    absl::Span<const ColumnRef> out) const override {
-    SampleWriter write(ctx.bypass_cache);
+    const WarpSpec spec = Streamed(p_.spec, ctx.bypass_cache);
+    SampleWriter write(ctx.bypass_cache && !spec.stream);
     for (int64_t r = 0; r < ctx.rows; ++r) {
       Affine map;
       for (const auto& [part, op_key] : p_.parts) {
@@ -83,7 +93,7 @@ class FusedWarpKernel : public Kernel {
         map = Then(map, SampleMap(part, p_.spec.dims, rng));
       }
       write(out[0].row<uint8_t>(r), out[0].row_bytes,
-            [&](uint8_t* dst) { WarpAffine(p_.spec, map, in[0].row<uint8_t>(r), dst); });
+            [&](uint8_t* dst) { WarpAffine(spec, map, in[0].row<uint8_t>(r), dst); });
     }
     return absl::OkStatus();
   }
