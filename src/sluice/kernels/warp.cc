@@ -226,11 +226,18 @@ class SimdWarp {
  private:
   // Where a vector's four taps are (element offsets: 00, 01, 10, 11), the
   // horizontal and vertical fractions, and which taps lie inside the image.
+  // Each row's taps as a pair of adjacent pixels too, where they are one:
+  // `pair` (top, bottom) is the pair's left pixel, and `right` (for taps
+  // x0 and x1) where a tap is the pair's right one. Not so near a constant
+  // border, whose taps outside are no pixel.
   struct Taps {
     VI o[4];
     MI inside[4];
     VF ax, ay;
     bool interior;  // every lane's four taps inside: no border mapping
+    bool paired;
+    VI pair[2];
+    MI right[2];
   };
 
   // What a row's vectors share: the map's terms in y.
@@ -267,40 +274,66 @@ class SimdWarp {
     // Most of a rotation's pixels: the offsets follow from the first.
     t.interior = hn::AllTrue(di_, hn::And(hn::And(hn::Gt(ix, hn::Set(di_, -1)), hn::Lt(ix, hn::Set(di_, w_ - 1))),
                                           hn::And(hn::Gt(iy, hn::Set(di_, -1)), hn::Lt(iy, hn::Set(di_, h_ - 1)))));
-    MI in_x0, in_x1, in_y0, in_y1;
     if (t.interior) {
-      in_x0 = in_x1 = in_y0 = in_y1 = hn::FirstN(di_, lanes_);
       t.o[0] = hn::Add(hn::Mul(iy, stride), hn::Mul(ix, c));
       t.o[1] = hn::Add(t.o[0], c);
       t.o[2] = hn::Add(t.o[0], stride);
       t.o[3] = hn::Add(t.o[2], c);
-    } else {
-      const VI one = hn::Set(di_, 1);
-      const VI x0i = MapAxis(ix, w_, &in_x0), x1i = MapAxis(hn::Add(ix, one), w_, &in_x1);
-      const VI y0i = MapAxis(iy, h_, &in_y0), y1i = MapAxis(hn::Add(iy, one), h_, &in_y1);
-      const VI row0 = hn::Mul(y0i, stride), row1 = hn::Mul(y1i, stride);
-      const VI col0 = hn::Mul(x0i, c), col1 = hn::Mul(x1i, c);
-      t.o[0] = hn::Add(row0, col0), t.o[1] = hn::Add(row0, col1);
-      t.o[2] = hn::Add(row1, col0), t.o[3] = hn::Add(row1, col1);
+      for (MI& in : t.inside) in = hn::FirstN(di_, lanes_);
+      t.pair[0] = t.o[0], t.pair[1] = t.o[2];
+      t.right[0] = hn::FirstN(di_, 0), t.right[1] = hn::FirstN(di_, lanes_);
+      t.paired = kPairedTaps && PairsEndInside(t);
+      return t;
     }
-    t.inside[0] = hn::And(in_y0, in_x0), t.inside[1] = hn::And(in_y0, in_x1);
-    t.inside[2] = hn::And(in_y1, in_x0), t.inside[3] = hn::And(in_y1, in_x1);
+    // Only a constant fill asks which taps are inside.
+    MI in_x0, in_x1, in_y0, in_y1;
+    const VI one = hn::Set(di_, 1);
+    const VI x0i = MapAxis(ix, w_, &in_x0), x1i = MapAxis(hn::Add(ix, one), w_, &in_x1);
+    const VI y0i = MapAxis(iy, h_, &in_y0), y1i = MapAxis(hn::Add(iy, one), h_, &in_y1);
+    const VI row0 = hn::Mul(y0i, stride), row1 = hn::Mul(y1i, stride);
+    // Nearest and reflect map neighbours to neighbours or to one pixel:
+    // the pair starting at the lesser, kept within the row.
+    if (kPairedTaps && !constant_ && w_ > 1) {
+      const VI left = hn::Min(hn::Min(x0i, x1i), hn::Set(di_, w_ - 2));
+      const VI col = hn::Mul(left, c);
+      t.pair[0] = hn::Add(row0, col), t.pair[1] = hn::Add(row1, col);
+      t.right[0] = hn::Gt(x0i, left), t.right[1] = hn::Gt(x1i, left);
+      t.paired = PairsEndInside(t);
+      if (t.paired) return t;
+    }
+    t.paired = false;
+    const VI col0 = hn::Mul(x0i, c), col1 = hn::Mul(x1i, c);
+    t.o[0] = hn::Add(row0, col0), t.o[1] = hn::Add(row0, col1);
+    t.o[2] = hn::Add(row1, col0), t.o[3] = hn::Add(row1, col1);
+    if (constant_) {
+      t.inside[0] = hn::And(in_y0, in_x0), t.inside[1] = hn::And(in_y0, in_x1);
+      t.inside[2] = hn::And(in_y1, in_x0), t.inside[3] = hn::And(in_y1, in_x1);
+    }
     return t;
   }
 
-  // Index of coordinate i on an axis of n, and whether it is inside.
+  // Whether each pair's 8 bytes end inside the image.
+  HWY_INLINE bool PairsEndInside(const Taps& t) const {
+    const VI end = hn::Set(di_, h_ * w_ * kC - 7);  // the first offset whose 8 bytes end past the image
+    return hn::AllTrue(di_, hn::And(hn::Lt(t.pair[0], end), hn::Lt(t.pair[1], end)));
+  }
+
+  // Index of coordinate i on an axis of n, and (for a constant fill)
+  // whether it is inside.
   HWY_INLINE VI MapAxis(VI i, int32_t n, MI* inside) const {
-    *inside = hn::And(hn::Gt(i, hn::Set(di_, -1)), hn::Lt(i, hn::Set(di_, n)));
+    if (constant_) *inside = hn::And(hn::Gt(i, hn::Set(di_, -1)), hn::Lt(i, hn::Set(di_, n)));
     if (!reflect_) return hn::Min(hn::Max(i, hn::Zero(di_)), hn::Set(di_, n - 1));
     // Period 2n: fedcba|abcdef|fedcba.
     const VI period = hn::Set(di_, 2 * n);
-    VI r = i;
     // Within one reflection of the image (a rotation's corners) no period
-    // to take off: a compare, not a division.
-    if (!hn::AllTrue(di_, hn::And(hn::Gt(i, hn::Set(di_, -n - 1)), hn::Lt(i, period)))) {
-      const VF q = hn::Floor(hn::Div(hn::ConvertTo(d_, i), hn::ConvertTo(d_, period)));
-      r = hn::Sub(i, hn::Mul(hn::ConvertTo(di_, q), period));
+    // to take off: i past the end comes back as 2n - 1 - i, before the
+    // start as -1 - i.
+    if (hn::AllTrue(di_, hn::And(hn::Gt(i, hn::Set(di_, -n - 1)), hn::Lt(i, period)))) {
+      const VI r = hn::Min(i, hn::Sub(hn::Set(di_, 2 * n - 1), i));
+      return hn::Max(r, hn::Sub(hn::Set(di_, -1), r));
     }
+    const VF q = hn::Floor(hn::Div(hn::ConvertTo(d_, i), hn::ConvertTo(d_, period)));
+    VI r = hn::Sub(i, hn::Mul(hn::ConvertTo(di_, q), period));
     r = hn::IfThenElse(hn::Lt(r, hn::Zero(di_)), hn::Sub(hn::Set(di_, -1), r), r);
     r = hn::IfThenElse(hn::Gt(r, hn::Set(di_, n - 1)), hn::Sub(hn::Set(di_, 2 * n - 1), r), r);
     return hn::Min(hn::Max(r, hn::Zero(di_)), hn::Set(di_, n - 1));
@@ -341,7 +374,9 @@ class SimdWarp {
   HWY_INLINE void InterpolateGathered(const Taps& t, VF* out) const {
     hn::Vec<DU> words[4];
     if constexpr (!std::is_same_v<In, float>) {
-      for (int k = 0; k < 4; ++k) words[k] = PixelWord(t.o[k]);
+      if (!PairWords(t, words)) {
+        for (int k = 0; k < 4; ++k) words[k] = PixelWord(t.o[k]);
+      }
     }
     for (int ch = 0; ch < kC; ++ch) {
       VF v[4];
@@ -356,6 +391,35 @@ class SimdWarp {
       }
       out[ch] = Bilinear(t, v[0], v[1], v[2], v[3]);
     }
+  }
+
+  // On AVX-512, the four taps' words of paired taps: each row's pair of
+  // pixels gathered as one 8-byte word, half the lanes of gathering a
+  // word a tap. Gathers bound this loop on the Xeon of bench/RESULTS.md
+  // (2026-12-05), where this (with MapAxis' two-op reflection) made W2's
+  // warp 1.16x faster. False where the taps are not paired.
+  HWY_INLINE bool PairWords([[maybe_unused]] const Taps& t, [[maybe_unused]] hn::Vec<DU>* words) const {
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+    if constexpr (kPairedTaps) {
+      if (!t.paired) return false;
+      for (int row = 0; row < 2; ++row) {
+        const __m512i at = t.pair[row].raw;
+        const __m512i lo = _mm512_i32gather_epi64(_mm512_castsi512_si256(at), src_, 1);
+        const __m512i hi = _mm512_i32gather_epi64(_mm512_extracti64x4_epi64(at, 1), src_, 1);
+        // Each lane's word: the low half of its pixel pair's 8 bytes, from
+        // the left pixel or, shifted, the right one.
+        const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+        const __m512i left = _mm512_permutex2var_epi32(lo, even, hi);
+        const __m512i right =
+            _mm512_permutex2var_epi32(_mm512_srli_epi64(lo, 8 * kC), even, _mm512_srli_epi64(hi, 8 * kC));
+        for (int k = 0; k < 2; ++k) {
+          words[2 * row + k] = hn::Vec<DU>{_mm512_mask_blend_epi32(t.right[k].raw, left, right)};
+        }
+      }
+      return true;
+    }
+#endif
+    return false;
   }
 
   // A uint8 pixel's channels as one word, channel ch in bits 8ch..8ch+7: the
@@ -408,6 +472,8 @@ class SimdWarp {
       hn::StoreU(v, d_, p);
     }
   }
+
+  static constexpr bool kPairedTaps = HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3 && !std::is_same_v<In, float> && kC <= 3;
 
   const D d_;
   const DI di_;
