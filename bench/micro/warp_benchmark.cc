@@ -1,15 +1,19 @@
 // W2's fused warp (uint8 32x32x3 in, rescaled float planes out, reflect
 // borders) per image, by rotation: a rotation's corners sample outside the
-// image, and those vectors take the warp's border path.
+// image, and those vectors take the warp's border path. SLUICE_SIMD caps
+// the SIMD target, as for `sluice run`.
 #include <cmath>
 #include <vector>
 
 #include "benchmark/benchmark.h"
+#include "sluice/kernels/simd.h"
 #include "sluice/kernels/warp.h"
 
 namespace {
 
 void BM_W2Warp(benchmark::State& state) {
+  sluice::kernels::LimitSimdFromEnvironment();
+  state.SetLabel(sluice::kernels::SimdTarget());
   const sluice::ImageDims dims{32, 32, 3};
   std::vector<uint8_t> src(32 * 32 * 3);
   for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<uint8_t>((i * 2654435761u) >> 24);
