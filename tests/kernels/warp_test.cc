@@ -118,8 +118,12 @@ std::vector<float> ReferenceWarp(const WarpSpec& spec, const Affine& a, const st
   std::vector<float> out(h * w * c);
   for (int64_t y = 0; y < h; ++y) {
     for (int64_t x = 0; x < w; ++x) {
-      const float fx = std::fma(a.m[0], static_cast<float>(x), a.m[1] * y + a.m[2]);
-      const float fy = std::fma(a.m[3], static_cast<float>(x), a.m[4] * y + a.m[5]);
+      float fx = std::fma(a.m[0], static_cast<float>(x), a.m[1] * y + a.m[2]);
+      float fy = std::fma(a.m[3], static_cast<float>(x), a.m[4] * y + a.m[5]);
+      if (a.projective()) {
+        const float wx = std::fma(a.p[0], static_cast<float>(x), a.p[1] * y + a.p[2]);
+        fx = std::clamp(fx / wx, -1e6f, 1e6f), fy = std::clamp(fy / wx, -1e6f, 1e6f);
+      }
       const int64_t x0 = static_cast<int64_t>(std::floor(fx)), y0 = static_cast<int64_t>(std::floor(fy));
       const double ax = fx - std::floor(fx), ay = fy - std::floor(fy);
       for (int64_t ch = 0; ch < c; ++ch) {
@@ -153,14 +157,18 @@ void ExpectRescaledWarpsMatchTheReference() {
             const double t = degrees * M_PI / 180;
             const double centred[6] = {std::cos(t) / zoom, -std::sin(t) / zoom, shift * dims.w,
                                        std::sin(t) / zoom, std::cos(t) / zoom,  -0.4 * shift * dims.h};
-            const Affine map = FromCentred(centred, dims);
-            std::vector<float> out(src.size());
-            WarpAffine(spec, map, src.data(), reinterpret_cast<uint8_t*>(out.data()));
-            const std::vector<float> want = ReferenceWarp(spec, map, src);
-            for (size_t i = 0; i < want.size(); ++i) {
-              ASSERT_NEAR(out[i], want[i], 1e-4)
-                  << dims.h << "x" << dims.w << "x" << dims.c << ", mode " << static_cast<int>(mode) << ", " << degrees
-                  << " degrees, zoom " << zoom << ", shift " << shift << ", element " << i;
+            for (const bool projective : {false, true}) {
+              Affine map = FromCentred(centred, dims);
+              if (projective) map.p[0] = 0.004f, map.p[1] = -0.003f, map.p[2] = 1.05f;
+              std::vector<float> out(src.size());
+              WarpAffine(spec, map, src.data(), reinterpret_cast<uint8_t*>(out.data()));
+              const std::vector<float> want = ReferenceWarp(spec, map, src);
+              for (size_t i = 0; i < want.size(); ++i) {
+                ASSERT_NEAR(out[i], want[i], 1e-4)
+                    << dims.h << "x" << dims.w << "x" << dims.c << ", mode " << static_cast<int>(mode) << ", "
+                    << degrees << " degrees, zoom " << zoom << ", shift " << shift << ", projective " << projective
+                    << ", element " << i;
+              }
             }
           }
         }
@@ -171,8 +179,9 @@ void ExpectRescaledWarpsMatchTheReference() {
 
 // W2's kind of warp (uint8 in, rescaled float planes out) against the
 // reference on images of random bytes, whose taps taken from the wrong
-// pixel show: rotations whose corners sample outside, zooms, and shifts
-// by several images (reflect's later periods), at every fill mode, on
+// pixel show: rotations whose corners sample outside, zooms, shifts by
+// several images (reflect's later periods) and projective maps, at every
+// fill mode, on
 // images of one row or column and of odd sizes, on each SIMD target the
 // CPU has. Within 1e-4 of values in [0, 1].
 TEST(WarpAffine, RescaledUint8WarpsMatchAPlainReferenceAtEveryBorder) {
