@@ -15,6 +15,7 @@
 #include "sluice/core/status_macros.h"
 #include "sluice/exec/iterator.h"
 #include "sluice/exec/map_plan.h"
+#include "sluice/exec/read_pacing.h"
 #include "sluice/exec/row_copier.h"
 
 namespace sluice::exec {
@@ -22,6 +23,9 @@ namespace {
 
 // Ranges smaller than this are not worth a hand-off between threads.
 constexpr int64_t kMinRangeRows = 32;
+// Ranges a chunk is cut into per runner: small enough that while one runner
+// pulls the next chunk, the others still find rows to claim (ReadPacing).
+constexpr int64_t kRangesPerRunner = 4;
 
 class MapIterator : public Iterator {
  public:
@@ -141,22 +145,46 @@ class MapIterator : public Iterator {
     return false;
   }
 
+  // Rows of open slots that no runner has claimed yet.
+  int64_t UnclaimedRows() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    int64_t rows = 0;
+    for (const std::shared_ptr<Slot>& slot : slots_) {
+      if (slot->open && slot->status.ok()) rows += std::max<int64_t>(0, slot->input.rows - slot->next_row);
+    }
+    return rows;
+  }
+  // Whether the other runners would run out of rows during a pull.
+  bool LowOnWork() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return pacing_.PullNow(UnclaimedRows(), Active() - 1, chunk_rows_);
+  }
+
+  // Whether a runner should pull the next chunk before claiming a range.
+  bool ReadsAhead() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return Active() > 1 && !reading_ && !input_done_ && !plan_->whole_chunks() &&
+           static_cast<int64_t>(slots_.size()) < MaxInFlight() && LowOnWork();
+  }
+
   // Pulls the next input chunk into a new slot and claims its first range.
   // Returns false when the runner should exit.
-  bool OpenSlot(Claim* claim) {
+  bool OpenSlot(Claim* claim, bool ahead) {
     absl::MutexLock input_lock(&input_mu_);
     std::shared_ptr<Slot> slot;
     {
       absl::MutexLock lock(&mu_);
       while (true) {
-        if (stopping_ || input_done_ || ctx_->cancel.cancelled()) return false;
-        if (ClaimRange(claim)) return true;  // opened by another runner meanwhile
-        if (static_cast<int64_t>(slots_.size()) < MaxInFlight()) break;
+        if (stopping_ || ctx_->cancel.cancelled()) return false;
+        const bool room = !input_done_ && static_cast<int64_t>(slots_.size()) < MaxInFlight();
+        // A range (of a chunk another runner opened meanwhile), unless this
+        // runner is to read ahead and still may.
+        if (!(ahead && room && LowOnWork()) && ClaimRange(claim)) return true;
+        if (input_done_) return false;
+        if (room) break;
         ScopedNs waited(stats_ ? &stats_->output_wait_ns : nullptr);  // downstream holds every slot
         cv_.Wait(&mu_);
       }
       slot = std::make_shared<Slot>();
       slots_.push_back(slot);  // reserved in input order
+      reading_ = true;
     }
     {
       // Under input_mu_: one runner of this node at a time is admitted, so
@@ -167,7 +195,9 @@ class MapIterator : public Iterator {
     }
     bool end = false;
     Batch in;
+    const int64_t pull_start = NowNs();
     absl::Status status = input_->GetNext(&in, &end);
+    const int64_t pull_ns = NowNs() - pull_start;
     std::vector<Tensor> outputs;
     if (status.ok() && !end) {
       absl::StatusOr<std::vector<Tensor>> allocated = plan_->AllocateOutputs(in, pool_, RoomRows(in.rows));
@@ -176,6 +206,8 @@ class MapIterator : public Iterator {
     }
     ctx_->memory.Unreserve(element_bytes_);
     absl::MutexLock lock(&mu_);
+    reading_ = false;
+    pacing_.Pulled(in.rows, pull_ns);
     slot->first_sample = next_sample_;
     next_sample_ += in.rows;
     if (!status.ok() || end || in.rows == 0) {
@@ -190,8 +222,9 @@ class MapIterator : public Iterator {
     slot->input = std::move(in);
     slot->outputs = std::move(outputs);
     const int64_t active = Active();
+    const int64_t ranges = kRangesPerRunner * active;
     slot->range_rows =
-        plan_->whole_chunks() ? slot->input.rows : std::max(kMinRangeRows, (slot->input.rows + active - 1) / active);
+        plan_->whole_chunks() ? slot->input.rows : std::max(kMinRangeRows, (slot->input.rows + ranges - 1) / ranges);
     slot->open = true;
     ClaimRange(claim);
     cv_.SignalAll();  // idle runners can claim the other ranges
@@ -214,19 +247,22 @@ class MapIterator : public Iterator {
         continue;
       }
       Claim claim;
-      bool claimed;
+      bool claimed = false, ahead = false;
       {
         absl::MutexLock lock(&mu_);
-        claimed = ClaimRange(&claim);
+        ahead = ReadsAhead();
+        if (!ahead) claimed = ClaimRange(&claim);
       }
-      if (!claimed && !OpenSlot(&claim)) return;
+      if (!claimed && !OpenSlot(&claim, ahead)) return;
       if (claim.slot == nullptr) continue;  // an empty chunk: nothing to run
       Slot& slot = *claim.slot;
       absl::Status status;
       std::map<int64_t, std::string> refused;
+      int64_t ran_ns = 0;
       {
         CpuToken token(&ctx_->cpu);
         if (!token.held()) return;
+        const int64_t run_start = NowNs();
         MapPlan::RunArgs run{ctx_->seed,
                              epoch_,
                              slot.first_sample,
@@ -238,8 +274,10 @@ class MapIterator : public Iterator {
         ScopedNs busy(stats_ ? &stats_->busy_ns : nullptr);
         status = plan_->RunRows(slot.input, claim.begin, claim.end, run, slot.outputs);
         if (!status.ok() && SkipsRowsOf(status)) status = RunRowByRow(slot, claim, run, &refused);
+        ran_ns = NowNs() - run_start;
       }
       absl::MutexLock lock(&mu_);
+      pacing_.Ran(claim.end - claim.begin, ran_ns);
       slot.refused.insert(refused.begin(), refused.end());
       // Report the first failing row whichever thread finds it first, so
       // errors are as deterministic as the data.
@@ -355,6 +393,8 @@ class MapIterator : public Iterator {
   std::deque<std::shared_ptr<Slot>> slots_ ABSL_GUARDED_BY(mu_);
   int64_t next_sample_ ABSL_GUARDED_BY(mu_) = 0;
   bool input_done_ ABSL_GUARDED_BY(mu_) = false;
+  bool reading_ ABSL_GUARDED_BY(mu_) = false;  // a runner is pulling input
+  ReadPacing pacing_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::atomic<int64_t> buffered_{0};  // finished slots not yet taken
   // Slots admitted past the memory budget that are running, or finished and
