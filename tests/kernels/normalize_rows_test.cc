@@ -28,6 +28,30 @@ TEST(NormalizeRow, WritesAPlanePerChannelMirroredOrNot) {
   }
 }
 
+TEST(NormalizeRows, AnImageInOneCallEqualsItsRowsOneByOne) {
+  const int64_t h = 5, w = 37, c = 3, stride = w * c + 7;  // rows apart by more than a row
+  std::vector<uint8_t> image(h * stride);
+  for (size_t i = 0; i < image.size(); ++i) image[i] = static_cast<uint8_t>(i * 11 + 3);
+  for (DType out : {DType::kFloat32, DType::kFloat16, DType::kUInt8}) {
+    for (bool chw : {true, false}) {
+      NormalizeLayout l{h, w, c, out, chw, {0.5f, 2.f, -1.f}, {1.f, 0.f, 3.f}};
+      if (out == DType::kUInt8) l.a = {1.f, 1.f, 1.f}, l.b = {0.f, 0.f, 0.f};
+      const size_t bytes = static_cast<size_t>(h * w * c) * DTypeSize(out);
+      for (bool mirror : {false, true}) {
+        std::vector<uint8_t> whole(bytes, 0xAB), by_row(bytes, 0xAB);
+        // Rows 1..3 of the image, in one call and row by row.
+        NormalizeRows(l, image.data() + stride, stride, /*y0=*/1, /*n=*/3, mirror, whole.data());
+        for (int64_t y = 1; y < 4; ++y) NormalizeRow(l, image.data() + y * stride, y, mirror, by_row.data());
+        ASSERT_EQ(whole, by_row) << DTypeName(out) << (chw ? " CHW" : " HWC") << (mirror ? " mirrored" : "");
+        EXPECT_EQ(whole[chw ? 0 : bytes - 1], 0xAB);  // rows 0 and 4 untouched
+        if (out != DType::kFloat32 || !chw) continue;
+        const float* v = reinterpret_cast<const float*>(whole.data());
+        EXPECT_EQ(v[(2 * h + 3) * w + 0], std::fma(l.a[2], image[3 * stride + (mirror ? w - 1 : 0) * c + 2], l.b[2]));
+      }
+    }
+  }
+}
+
 TEST(NormalizePlanes, GivesRowsValues) {
   const int64_t w = 19, c = 3;
   NormalizeLayout l{1, w, c, DType::kFloat32, /*chw=*/true, {0.25f, 0.5f, 0.75f}, {-1.f, 0.f, 1.f}};

@@ -33,6 +33,10 @@ struct NormalizeLayout {
 // the sample's output at `dst`, x mirrored or not. uint8 output copies the
 // levels (a and b are then 1 and 0).
 void NormalizeRow(const NormalizeLayout& layout, const uint8_t* row, int64_t y, bool mirror, uint8_t* dst);
+// Rows y0 .. y0 + n - 1 the same way, row y's values at rows + (y - y0) *
+// stride: one call for a whole image.
+void NormalizeRows(const NormalizeLayout& layout, const uint8_t* rows, int64_t stride, int64_t y0, int64_t n,
+                   bool mirror, uint8_t* dst);
 // The same from levels held channel by channel (0..255 as int16): channel
 // c's w values at levels + c * channel_stride. Values identical to
 // NormalizeRow's.

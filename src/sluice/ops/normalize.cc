@@ -31,6 +31,10 @@ void Normalizer::Row(const uint8_t* row, int64_t y, bool mirror, uint8_t* dst) c
   kernels::NormalizeRow(layout_, row, y, mirror, dst);
 }
 
+void Normalizer::Rows(const uint8_t* rows, int64_t stride, bool mirror, uint8_t* dst) const {
+  kernels::NormalizeRows(layout_, rows, stride, 0, layout_.h, mirror, dst);
+}
+
 void Normalizer::Planes(const int16_t* levels, int64_t channel_stride, int64_t y, bool mirror, uint8_t* dst) const {
   kernels::NormalizePlanes(layout_, levels, channel_stride, y, mirror, dst);
 }
@@ -50,7 +54,7 @@ class CropMirrorNormalizeKernel : public Kernel {
       const bool mirror = p_.normalizer.Mirror(ctx, r, ctx.op_key);
       const uint8_t* src = in[0].row<uint8_t>(r) + (top * d.w + left) * d.c;
       uint8_t* dst = out[0].data + r * out[0].row_bytes;
-      for (int64_t y = 0; y < p_.h; ++y) p_.normalizer.Row(src + y * d.row_elems(), y, mirror, dst);
+      p_.normalizer.Rows(src, d.row_elems(), mirror, dst);
     }
     return absl::OkStatus();
   }

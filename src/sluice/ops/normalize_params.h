@@ -28,6 +28,8 @@ class Normalizer {
   // Writes row y of a sample, from w * channels values at `row` (HWC),
   // into the sample's output at `dst`.
   void Row(const uint8_t* row, int64_t y, bool mirror, uint8_t* dst) const;
+  // All h rows of a sample, row y's values at rows + y * stride.
+  void Rows(const uint8_t* rows, int64_t stride, bool mirror, uint8_t* dst) const;
   // The same from levels held channel by channel (0..255 as int16): channel
   // c's w values at levels + c * channel_stride. Values identical to Row's.
   void Planes(const int16_t* levels, int64_t channel_stride, int64_t y, bool mirror, uint8_t* dst) const;
