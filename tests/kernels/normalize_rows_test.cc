@@ -6,6 +6,8 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "sluice/kernels/simd.h"
+#include "status_matchers.h"
 
 namespace sluice::kernels {
 namespace {
@@ -43,6 +45,15 @@ TEST(NormalizeRows, AnImageInOneCallEqualsItsRowsOneByOne) {
         NormalizeRows(l, image.data() + stride, stride, /*y0=*/1, /*n=*/3, mirror, whole.data());
         for (int64_t y = 1; y < 4; ++y) NormalizeRow(l, image.data() + y * stride, y, mirror, by_row.data());
         ASSERT_EQ(whole, by_row) << DTypeName(out) << (chw ? " CHW" : " HWC") << (mirror ? " mirrored" : "");
+        // The same bytes from every SIMD path down to the plain loop (SSE4).
+        for (const char* cap : {"avx2", "sse4"}) {
+          if (!LimitSimd(cap).ok()) continue;
+          std::vector<uint8_t> capped(bytes, 0xAB);
+          NormalizeRows(l, image.data() + stride, stride, 1, 3, mirror, capped.data());
+          SLUICE_ASSERT_OK(LimitSimd("best"));
+          ASSERT_EQ(whole, capped) << cap << " " << DTypeName(out) << (chw ? " CHW" : " HWC")
+                                   << (mirror ? " mirrored" : "");
+        }
         EXPECT_EQ(whole[chw ? 0 : bytes - 1], 0xAB);  // rows 0 and 4 untouched
         if (out != DType::kFloat32 || !chw) continue;
         const float* v = reinterpret_cast<const float*>(whole.data());
