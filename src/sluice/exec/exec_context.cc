@@ -59,15 +59,23 @@ bool MemoryBudget::WaitForRoom(const std::atomic<int64_t>* owed, const std::atom
   return WaitForRoom([owed, waiting] { return owed->load() > 0 || waiting->load() == 0; }, wanted);
 }
 
+bool MemoryBudget::Full(int64_t wanted) const {
+  int64_t outside = 0;
+  for (const std::function<int64_t()>& bytes : outside_) outside += bytes();
+  return static_cast<int64_t>(pool_->stats().live_bytes) + outside + reserved_ + wanted > limit_;
+}
+
 bool MemoryBudget::WaitForRoom(const std::function<bool()>& may_wait, int64_t wanted) {
   absl::MutexLock lock(&mu_);
-  auto full = [&] {
-    int64_t outside = 0;
-    for (const std::function<int64_t()>& bytes : outside_) outside += bytes();
-    return static_cast<int64_t>(pool_->stats().live_bytes) + outside + reserved_ + wanted > limit_;
-  };
-  while (may_wait() && !cancel_->cancelled() && full()) cv_.Wait(&mu_);
+  while (may_wait() && !cancel_->cancelled() && Full(wanted)) cv_.Wait(&mu_);
   if (cancel_->cancelled()) return false;
+  reserved_ += wanted;
+  return true;
+}
+
+bool MemoryBudget::TryReserve(int64_t wanted) {
+  absl::MutexLock lock(&mu_);
+  if (cancel_->cancelled() || Full(wanted)) return false;
   reserved_ += wanted;
   return true;
 }

@@ -110,6 +110,8 @@ class MemoryBudget : public BufferPool::Observer {
   // The same, waiting only while may_wait() holds (it is asked again on
   // each wake-up, under the budget's lock: it may read atomics only).
   bool WaitForRoom(const std::function<bool()>& may_wait, int64_t wanted);
+  // Reserves `wanted` as WaitForRoom does if it fits now; never waits.
+  bool TryReserve(int64_t wanted);
   // The reserved bytes are now in the pool's bytes in use, or never will be.
   void Unreserve(int64_t bytes);
   void Add(int64_t bytes);
@@ -149,6 +151,8 @@ class MemoryBudget : public BufferPool::Observer {
   absl::CondVar cv_;
   int64_t used_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t reserved_ ABSL_GUARDED_BY(mu_) = 0;
+  // Whether `wanted` more bytes would pass the limit.
+  bool Full(int64_t wanted) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   int64_t peak_ ABSL_GUARDED_BY(mu_) = 0;
 };
 

@@ -166,33 +166,60 @@ class MapIterator : public Iterator {
 
   // Pulls the next input chunk into a new slot and claims its first range.
   // Returns false when the runner should exit.
-  bool OpenSlot(Claim* claim, bool ahead) {
+  bool OpenSlot(Claim* claim) {
     absl::MutexLock input_lock(&input_mu_);
     std::shared_ptr<Slot> slot;
     {
       absl::MutexLock lock(&mu_);
       while (true) {
-        if (stopping_ || ctx_->cancel.cancelled()) return false;
-        const bool room = !input_done_ && static_cast<int64_t>(slots_.size()) < MaxInFlight();
-        // A range (of a chunk another runner opened meanwhile), unless this
-        // runner is to read ahead and still may.
-        if (!(ahead && room && LowOnWork()) && ClaimRange(claim)) return true;
-        if (input_done_) return false;
-        if (room) break;
+        if (stopping_ || input_done_ || ctx_->cancel.cancelled()) return false;
+        if (ClaimRange(claim)) return true;  // opened by another runner meanwhile
+        if (static_cast<int64_t>(slots_.size()) < MaxInFlight()) break;
         ScopedNs waited(stats_ ? &stats_->output_wait_ns : nullptr);  // downstream holds every slot
         cv_.Wait(&mu_);
       }
-      slot = std::make_shared<Slot>();
-      slots_.push_back(slot);  // reserved in input order
-      reading_ = true;
+      slot = ReserveSlot();
     }
     {
       // Under input_mu_: one runner of this node at a time is admitted, so
       // the node owes at most one element beyond the budget.
       ScopedNs waited(stats_ ? &stats_->output_wait_ns : nullptr);
       if (!ctx_->memory.WaitForRoom(&owed_, &waiting_, element_bytes_)) return false;
-      ++owed_;
     }
+    return Fill(slot, claim);
+  }
+
+  // Pulls the next chunk ahead (ReadsAhead) and claims its first range, if
+  // no other runner is pulling and the budget has room now. It never
+  // waits: the rows it leaves unclaimed meanwhile may be the ones the
+  // consumer waits on, and a pull ahead that waited for room kept the
+  // runner that would have run them waiting on the input's lock.
+  void PullAhead(Claim* claim) {
+    if (!input_mu_.TryLock()) return;
+    std::shared_ptr<Slot> slot;
+    {
+      absl::MutexLock lock(&mu_);
+      if (!stopping_ && !ctx_->cancel.cancelled() && ReadsAhead() && ctx_->memory.TryReserve(element_bytes_)) {
+        slot = ReserveSlot();
+      }
+    }
+    if (slot != nullptr) Fill(slot, claim);  // at the input's end the runner goes on claiming
+    input_mu_.Unlock();
+  }
+
+  // A new slot, in input order. REQUIRES: input_mu_ held.
+  std::shared_ptr<Slot> ReserveSlot() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    auto slot = std::make_shared<Slot>();
+    slots_.push_back(slot);
+    reading_ = true;
+    return slot;
+  }
+
+  // Pulls the next input chunk into `slot`, admitted with element_bytes_
+  // reserved, and claims its first range. Returns false at the input's end
+  // or on its error. REQUIRES: input_mu_ held.
+  bool Fill(const std::shared_ptr<Slot>& slot, Claim* claim) {
+    ++owed_;
     bool end = false;
     Batch in;
     const int64_t pull_start = NowNs();
@@ -247,13 +274,18 @@ class MapIterator : public Iterator {
         continue;
       }
       Claim claim;
-      bool claimed = false, ahead = false;
+      bool ahead = false;
       {
         absl::MutexLock lock(&mu_);
         ahead = ReadsAhead();
-        if (!ahead) claimed = ClaimRange(&claim);
       }
-      if (!claimed && !OpenSlot(&claim, ahead)) return;
+      if (ahead) PullAhead(&claim);
+      bool claimed = claim.slot != nullptr;
+      if (!claimed) {
+        absl::MutexLock lock(&mu_);
+        claimed = ClaimRange(&claim);
+      }
+      if (!claimed && !OpenSlot(&claim)) return;
       if (claim.slot == nullptr) continue;  // an empty chunk: nothing to run
       Slot& slot = *claim.slot;
       absl::Status status;
