@@ -158,9 +158,10 @@ class MapIterator : public Iterator {
     return pacing_.PullNow(UnclaimedRows(), Active() - 1, chunk_rows_);
   }
 
-  // Whether a runner should pull the next chunk before claiming a range.
+  // Whether a runner should pull the next chunk before claiming a range
+  // (PullAhead then tries the input's lock: a runner holding it is pulling).
   bool ReadsAhead() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return Active() > 1 && !reading_ && !input_done_ && !plan_->whole_chunks() &&
+    return Active() > 1 && !input_done_ && !plan_->whole_chunks() &&
            static_cast<int64_t>(slots_.size()) < MaxInFlight() && LowOnWork();
   }
 
@@ -211,7 +212,6 @@ class MapIterator : public Iterator {
   std::shared_ptr<Slot> ReserveSlot() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     auto slot = std::make_shared<Slot>();
     slots_.push_back(slot);
-    reading_ = true;
     return slot;
   }
 
@@ -233,7 +233,6 @@ class MapIterator : public Iterator {
     }
     ctx_->memory.Unreserve(element_bytes_);
     absl::MutexLock lock(&mu_);
-    reading_ = false;
     pacing_.Pulled(in.rows, pull_ns);
     slot->first_sample = next_sample_;
     next_sample_ += in.rows;
@@ -425,7 +424,6 @@ class MapIterator : public Iterator {
   std::deque<std::shared_ptr<Slot>> slots_ ABSL_GUARDED_BY(mu_);
   int64_t next_sample_ ABSL_GUARDED_BY(mu_) = 0;
   bool input_done_ ABSL_GUARDED_BY(mu_) = false;
-  bool reading_ ABSL_GUARDED_BY(mu_) = false;  // a runner is pulling input
   ReadPacing pacing_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::atomic<int64_t> buffered_{0};  // finished slots not yet taken
