@@ -161,11 +161,11 @@ Folder ScanFolder(const std::string& dir) {
   return folder;
 }
 
-// Whether no open of `path` is filling its entry (mu_ held).
-struct NotFilling {
-  const absl::flat_hash_set<std::string>* filling;
+// Whether no open of `path` is under way (mu_ held).
+struct NotOpening {
+  const absl::flat_hash_set<std::string>* opening;
   const std::string* path;
-  static bool Holds(NotFilling* n) { return !n->filling->contains(*n->path); }
+  static bool Holds(NotOpening* n) { return !n->opening->contains(*n->path); }
 };
 
 absl::Mutex configure_mu;
@@ -348,22 +348,22 @@ absl::StatusOr<std::unique_ptr<RandomAccessFile>> ObjectCache::Fill(const std::s
 absl::StatusOr<std::unique_ptr<RandomAccessFile>> ObjectCache::Open(const std::string& url,
                                                                     const ObjectVersion& version, const Fetch& fetch) {
   const std::string path = EntryPath(url, version);
-  while (true) {
-    {
-      absl::MutexLock lock(&mu_);
-      NotFilling other{&filling_, &path};
-      mu_.Await(absl::Condition(&NotFilling::Holds, &other));
-    }
-    if (std::unique_ptr<RandomAccessFile> found = Find(path, url, version)) {
-      Count(&Stats::hits);
-      return found;
-    }
+  {
+    // One open of a path at a time looks and fills: an open that looked
+    // before another's copy landed would fetch the object again.
     absl::MutexLock lock(&mu_);
-    if (filling_.insert(path).second) break;  // else another open of it began meanwhile
+    NotOpening other{&opening_, &path};
+    mu_.Await(absl::Condition(&NotOpening::Holds, &other));
+    opening_.insert(path);
   }
-  absl::StatusOr<std::unique_ptr<RandomAccessFile>> out = FetchAndFill(path, url, version, fetch);
+  absl::StatusOr<std::unique_ptr<RandomAccessFile>> out = Find(path, url, version);
+  if (*out != nullptr) {
+    Count(&Stats::hits);
+  } else {
+    out = FetchAndFill(path, url, version, fetch);
+  }
   absl::MutexLock lock(&mu_);
-  filling_.erase(path);
+  opening_.erase(path);
   return out;
 }
 

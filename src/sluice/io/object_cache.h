@@ -73,7 +73,7 @@ class ObjectCache {
   mutable absl::Mutex mu_;
   Stats stats_ ABSL_GUARDED_BY(mu_);
   int64_t filled_since_count_ ABSL_GUARDED_BY(mu_) = 0;  // bytes this process added since it counted the folder
-  absl::flat_hash_set<std::string> filling_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_set<std::string> opening_ ABSL_GUARDED_BY(mu_);  // paths an open is looking up or filling
   // Entries checked this process, by path, inode, length and change time:
   // each is read through once, not at every open of one of its splits.
   absl::flat_hash_set<std::string> checked_ ABSL_GUARDED_BY(mu_);
