@@ -63,7 +63,10 @@ def test_idx_objects_are_read_as_the_local_files(store, mnist_dir):
 @pytest.mark.parametrize("url, message", [
     ("s3://train/cifar/nope-*.tfrecord", "no object matches pattern 's3://train/cifar/nope-*.tfrecord'"),
     ("s3://train/cifar/nope.tfrecord", "object not found: 's3://train/cifar/nope.tfrecord'"),
-    ("s3://no-such-bucket/x.tfrecord", "s3://no-such-bucket/x.tfrecord"),
+    ("s3://no-such-bucket/x.tfrecord",
+     "object not found: 's3://no-such-bucket/x.tfrecord': the store has no bucket 'no-such-bucket'"),
+    ("s3://no-such-bucket/cifar/*.tfrecord",
+     "no object matches pattern 's3://no-such-bucket/cifar/*.tfrecord': the store has no bucket 'no-such-bucket'"),
 ])
 def test_missing_objects_and_buckets_are_named(store, url, message):
     with pytest.raises(sluice.NotFoundError) as raised:

@@ -311,6 +311,17 @@ absl::StatusOr<std::vector<std::string>> ListMatching(arrow::fs::FileSystem& fs,
   return urls;
 }
 
+// NotFound for a listing that found nothing: `message`, and the bucket
+// named when it is the bucket that is missing (a listing under a missing
+// bucket finds nothing, like one under an empty prefix).
+absl::Status NothingListed(arrow::fs::FileSystem& fs, const ObjectUrl& u, const std::string& message) {
+  arrow::Result<arrow::fs::FileInfo> bucket = fs.GetFileInfo(u.bucket);
+  if (bucket.ok() && bucket->type() == arrow::fs::FileType::NotFound) {
+    return absl::NotFoundError(absl::StrCat(message, ": the store has no bucket '", u.bucket, "'"));
+  }
+  return absl::NotFoundError(message);
+}
+
 }  // namespace
 
 absl::Duration ObjectStoreTimeout() {
@@ -380,7 +391,7 @@ absl::StatusOr<std::vector<std::string>> ListObjects(const std::string& pattern)
     if (info.ok() && info->IsFile() && info->size() == 0) info = LookUp(**fs, *u, pattern);
     if (!info.ok()) return info.status();
     if (info->type() == arrow::fs::FileType::NotFound) {
-      return absl::NotFoundError(absl::StrCat("object not found: '", pattern, "'"));
+      return NothingListed(**fs, *u, absl::StrCat("object not found: '", pattern, "'"));
     }
     if (!info->IsFile()) return absl::InvalidArgumentError(absl::StrCat(pattern, " is a prefix, not an object"));
     std::string url = u->Url(u->Path());
@@ -395,7 +406,7 @@ absl::StatusOr<std::vector<std::string>> ListObjects(const std::string& pattern)
       **fs, *u, dir, u->key.find('/', wild) != std::string::npos,
       [&](const std::string& path) { return ::fnmatch(wanted.c_str(), path.c_str(), FNM_PATHNAME) == 0; }, pattern);
   if (!urls.ok()) return urls.status();
-  if (urls->empty()) return absl::NotFoundError(absl::StrCat("no object matches pattern '", pattern, "'"));
+  if (urls->empty()) return NothingListed(**fs, *u, absl::StrCat("no object matches pattern '", pattern, "'"));
   return *std::move(urls);
 }
 
@@ -408,7 +419,7 @@ absl::StatusOr<std::vector<std::string>> ListObjectsUnder(const std::string& pre
   absl::StatusOr<std::vector<std::string>> urls =
       ListMatching(**fs, *u, u->Path(), true, [](const std::string&) { return true; }, prefix_url, /*folders=*/true);
   if (!urls.ok()) return urls.status();
-  if (urls->empty()) return absl::NotFoundError(absl::StrCat("no object is under ", prefix_url));
+  if (urls->empty()) return NothingListed(**fs, *u, absl::StrCat("no object is under ", prefix_url));
   return *std::move(urls);
 }
 
