@@ -12,6 +12,7 @@ using ::sluice::testing::StatusIs;
 using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 TEST(ExpandFilePatterns, ExpandsGlobsSortedInPatternOrder) {
   testing::TempDir dir;
@@ -41,6 +42,20 @@ TEST(ExpandFilePatterns, PatternMatchingNothingIsNotFoundNamingIt) {
   EXPECT_THAT(ExpandFilePatterns({dir.Join("gone/*.tfrecord")}),
               StatusIs(absl::StatusCode::kNotFound, AllOf(HasSubstr("no file matches pattern"),
                                                           HasSubstr("cannot read folder " + dir.Join("gone")))));
+}
+
+TEST(ExpandFilePatterns, APathLikeAMistypedObjectUrlSaysHowToWriteOne) {
+  const auto hint = [](const std::string& scheme) {
+    return HasSubstr("(an object's URL is written " + scheme + "//bucket/key)");
+  };
+  EXPECT_THAT(ExpandFilePatterns({"s3:/bucket/train-0.tfrecord"}),
+              StatusIs(absl::StatusCode::kNotFound,
+                       AllOf(HasSubstr("file not found: 's3:/bucket/train-0.tfrecord'"), hint("s3:"))));
+  EXPECT_THAT(ExpandFilePatterns({"gs:bucket/*.tfrecord"}), StatusIs(absl::StatusCode::kNotFound, hint("gs:")));
+  EXPECT_THAT(ExpandFilePatterns({"s3:/bucket/*.tfrecord"}), StatusIs(absl::StatusCode::kNotFound, hint("s3:")));
+  testing::TempDir dir;
+  EXPECT_THAT(ExpandFilePatterns({dir.Join("s3:/missing.tfrecord")}),
+              StatusIs(absl::StatusCode::kNotFound, Not(HasSubstr("an object's URL"))));
 }
 
 TEST(MakeRecordSplits, CutsFilesIntoRanges) {

@@ -54,6 +54,17 @@ std::optional<absl::Status> UnreadableUrl(const std::string& pattern) {
                               ":// (a presigned URL neither: give the object's s3:// URL and credentials)")));
 }
 
+// For a local path not found that reads like a mistyped object URL
+// (s3:/bucket/key, gs:bucket/key): how to write one.
+std::string MistypedUrlHint(const std::string& pattern) {
+  for (const char* scheme : {"s3:", "gs:"}) {
+    if (absl::StartsWithIgnoreCase(pattern, scheme)) {
+      return absl::StrCat(" (an object's URL is written ", scheme, "//bucket/key)");
+    }
+  }
+  return "";
+}
+
 // `sluice index` writes F.index beside F: a pattern matching both (a
 // folder's *) means F, whose index is found beside it, not the index as
 // data.
@@ -86,14 +97,15 @@ absl::StatusOr<std::vector<std::string>> ExpandFilePatterns(const std::vector<st
     if (rc == GLOB_NOMATCH || (rc == 0 && g.gl_pathc == 0)) {
       ::globfree(&g);
       const bool is_pattern = pattern.find_first_of("*?[") != std::string::npos;
-      return absl::NotFoundError(is_pattern ? absl::StrCat("no file matches pattern '", pattern, "'")
-                                            : absl::StrCat("file not found: '", pattern, "'"));
+      return absl::NotFoundError(absl::StrCat(is_pattern ? "no file matches pattern '" : "file not found: '", pattern,
+                                              "'", MistypedUrlHint(pattern)));
     }
     if (rc != 0) {
       ::globfree(&g);
       if (glob_error.err == 0) return absl::UnknownError(absl::StrCat("cannot expand pattern '", pattern, "'"));
       const absl::Status folder = ErrnoStatus(glob_error.err, "cannot read folder", glob_error.path);
-      return absl::Status(folder.code(), absl::StrCat("no file matches pattern '", pattern, "': ", folder.message()));
+      return absl::Status(folder.code(), absl::StrCat("no file matches pattern '", pattern, "': ", folder.message(),
+                                                      MistypedUrlHint(pattern)));
     }
     std::vector<std::string> matches(g.gl_pathv, g.gl_pathv + g.gl_pathc);
     ::globfree(&g);
