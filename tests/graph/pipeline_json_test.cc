@@ -9,7 +9,9 @@ namespace sluice::graph {
 namespace {
 
 using ::sluice::testing::StatusIs;
+using ::testing::AllOf;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 TEST(PipelineJson, ErrorsNameTheFieldPath) {
   EXPECT_THAT(PipelineFromJson(R"({"nodes": [{"batch": {"size": "many"}}]})"),
@@ -18,6 +20,22 @@ TEST(PipelineJson, ErrorsNameTheFieldPath) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("(nodes[0].batch) sise")));
   EXPECT_THAT(PipelineFromJson(R"({"nodes": [)"),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("invalid pipeline JSON")));
+}
+
+TEST(PipelineJson, AnUnknownFieldIsAnsweredWithTheNearestNameAndThoseAllowed) {
+  EXPECT_THAT(PipelineFromJson(R"({"nodes": [{"bach": {"size": 4}}]})"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("(nodes[0]) bach: Cannot find field. Did you mean 'batch'?"),
+                             HasSubstr("(nodes[0] takes name, source, map,"))));
+  EXPECT_THAT(PipelineFromJson(R"({"nodse": []})"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("Did you mean 'nodes'? (a pipeline takes name, nodes, seed, options)")));
+  EXPECT_THAT(PipelineFromJson(R"({"nodes": [{"source": {"tfrecord": {"file": ["x"]}}}]})"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("Did you mean 'files'?")));
+  // Nothing near: only the names allowed.
+  EXPECT_THAT(PipelineFromJson(R"({"nodes": [{"augment": {}}]})"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("(nodes[0] takes name, source,"), Not(HasSubstr("Did you mean")))));
 }
 
 TEST(PipelineJson, RoundTrips) {

@@ -1,13 +1,81 @@
 #include "sluice/graph/pipeline_json.h"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "google/protobuf/util/json_util.h"
 
 namespace sluice::graph {
+namespace {
+
+// Edits (insertions, deletions, substitutions) between a and b.
+size_t EditDistance(absl::string_view a, absl::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+// The message at `path` ("nodes[0].source.tfrecord"; empty: the pipeline)
+// of a PipelineDef, or null where the path leaves messages.
+const google::protobuf::Descriptor* MessageAt(absl::string_view path) {
+  const google::protobuf::Descriptor* message = PipelineDef::descriptor();
+  if (path.empty()) return message;
+  for (absl::string_view step : absl::StrSplit(path, '.')) {
+    step = step.substr(0, step.find('['));
+    const google::protobuf::FieldDescriptor* field = message->FindFieldByName(std::string(step));
+    if (field == nullptr) field = message->FindFieldByCamelcaseName(std::string(step));
+    if (field == nullptr || field->message_type() == nullptr) return nullptr;
+    message = field->message_type();
+  }
+  return message;
+}
+
+// For protobuf's "(where) name: Cannot find field.": the names allowed
+// there, the nearest first when it is a likely misspelling.
+std::string UnknownFieldHint(absl::string_view error) {
+  absl::string_view rest = error, path;
+  if (absl::ConsumePrefix(&rest, "(")) {
+    const size_t close = rest.find(") ");
+    if (close == absl::string_view::npos) return "";
+    path = rest.substr(0, close);
+    rest.remove_prefix(close + 2);
+  }
+  const size_t colon = rest.find(": Cannot find field");
+  const google::protobuf::Descriptor* message = colon == absl::string_view::npos ? nullptr : MessageAt(path);
+  if (message == nullptr) return "";
+  const absl::string_view name = rest.substr(0, colon);
+  std::vector<std::string> names;
+  const google::protobuf::FieldDescriptor* nearest = nullptr;
+  size_t nearest_edits = 0;
+  for (int i = 0; i < message->field_count(); ++i) {
+    const google::protobuf::FieldDescriptor* field = message->field(i);
+    names.push_back(field->name());
+    const size_t edits = EditDistance(name, field->name());
+    if (nearest == nullptr || edits < nearest_edits) nearest = field, nearest_edits = edits;
+  }
+  std::string hint = absl::StrCat(" (", path.empty() ? "a pipeline" : path, " takes ", absl::StrJoin(names, ", "), ")");
+  if (nearest != nullptr && nearest_edits <= std::max<size_t>(2, name.size() / 3)) {
+    hint = absl::StrCat(" Did you mean '", nearest->name(), "'?", hint);
+  }
+  return hint;
+}
+
+}  // namespace
 
 absl::StatusOr<PipelineDef> PipelineFromJson(absl::string_view json) {
   absl::ConsumePrefix(&json, "\xEF\xBB\xBF");  // a byte-order mark some editors write
@@ -16,7 +84,8 @@ absl::StatusOr<PipelineDef> PipelineFromJson(absl::string_view json) {
   const auto status = google::protobuf::util::JsonStringToMessage(
       google::protobuf::StringPiece(json.data(), json.size()), &def, options);
   if (!status.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("invalid pipeline JSON: ", std::string(status.message())));
+    const std::string error(status.message());
+    return absl::InvalidArgumentError(absl::StrCat("invalid pipeline JSON: ", error, UnknownFieldHint(error)));
   }
   return def;
 }
