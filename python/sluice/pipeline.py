@@ -35,6 +35,16 @@ def _feature(name, spec):
     return out
 
 
+def _as_op(op):
+    """An op of a map: one of sluice.ops', or a Python callable as ``ops.python(op)``."""
+    if isinstance(op, dict):
+        return op
+    if callable(op):
+        from sluice import ops  # sluice.ops builds on this module
+        return ops.python(op)
+    raise TypeError(f"map takes ops from sluice.ops or Python callables, got {type(op).__name__}: {op!r:.80}")
+
+
 def tfrecord(files, features=None, *, on_corrupt="error", shuffle_splits=False, split_records=0,
              parallel_reads=0):
     """A pipeline reading TFRecord files (paths or glob patterns).
@@ -269,6 +279,10 @@ class Pipeline:
     def map(self, *ops, parallelism=0, device="cpu"):
         """Applies ops (from `sluice.ops`) in order to every sample, or to every row of a batch.
 
+        A plain Python callable among them runs as ``ops.python(fn)``: it
+        takes the sample's dict of numpy arrays and returns the dict with
+        each column of the same dtype and shape (``ops.python`` declares
+        others, picks columns, or runs it once per batch).
         `parallelism` 0 lets the autotuner choose the runner threads.
         `device` "cuda" runs the ops on the GPU (a CUDA build of sluice;
         every op needs a cuda kernel: `sluice ops` lists each op's); the
@@ -277,7 +291,7 @@ class Pipeline:
             raise ValueError(f'device must be "cpu" or "cuda", got {device!r}')
         flat = []
         for op in ops:
-            flat.extend(op if isinstance(op, (list, tuple)) else [op])
+            flat.extend(_as_op(o) for o in (op if isinstance(op, (list, tuple)) else [op]))
         node = {"ops": flat, "parallelism": parallelism}
         if device != "cpu":
             node["device"] = device

@@ -38,6 +38,18 @@ def test_a_function_per_sample_gives_what_numpy_gives(processes):
     assert np.array_equal(np.concatenate([b["id"] for b in batches]), np.arange(ROWS))  # the other column untouched
 
 
+def test_a_plain_callable_in_map_runs_as_the_python_op():
+    def brighten(sample):  # a function of the test's own, sent by value
+        return {"id": sample["id"], "image": np.minimum(sample["image"].astype(np.int16) + 10, 255).astype(np.uint8)}
+    batches = list(_source().map(brighten, ops.rescale(scale=0.5)).batch(64))
+    want = np.minimum(IMAGES.astype(np.int16) + 10, 255).astype(np.float32) * 0.5
+    assert np.array_equal(np.concatenate([b["image"] for b in batches]), want)
+    assert np.array_equal(np.concatenate([b["id"] for b in batches]), np.arange(ROWS))
+    for not_an_op in (3, "rescale"):
+        with pytest.raises(TypeError, match="map takes ops from sluice.ops or Python callables, got"):
+            _source().map(not_an_op)
+
+
 def _noise(processes, unordered=False, epoch=0):
     pipe = (_source().map(ops.python(fns.noise, inputs="id", outputs={"noise": ("float32", (4,))},
                                      processes=processes))
