@@ -299,6 +299,11 @@ class Pipeline:
 
     def filter(self, predicate):
         """Keeps the samples for which `predicate` (e.g. ops.keep_if) holds."""
+        if not isinstance(predicate, dict):
+            raise TypeError(
+                f"filter takes a predicate op such as ops.keep_if(field=..., cmp=..., value=...), got "
+                f"{type(predicate).__name__}: {predicate!r:.80} (a Python test can write a column with "
+                f"ops.python for keep_if to compare)")
         return self._with_node({"filter": {"predicate": predicate}})
 
     def shuffle(self, buffer_size):

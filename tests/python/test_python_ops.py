@@ -48,6 +48,8 @@ def test_a_plain_callable_in_map_runs_as_the_python_op():
     for not_an_op in (3, "rescale"):
         with pytest.raises(TypeError, match="map takes ops from sluice.ops or Python callables, got"):
             _source().map(not_an_op)
+    with pytest.raises(TypeError, match="filter takes a predicate op such as ops.keep_if"):
+        _source().filter(lambda sample: sample["id"] < 5)
 
 
 def _noise(processes, unordered=False, epoch=0):
