@@ -28,10 +28,10 @@ def cifar_dir(tmp_path_factory):
     return out
 
 
-def start_server(args, **popen):
+def start_server(args, command="sluice", **popen):
     """Starts `sluice ARGS` (a dispatcher or worker) and returns (process,
     port) once it listens; `popen` goes to Popen (env, cwd)."""
-    process = subprocess.Popen(["sluice", *args], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+    process = subprocess.Popen([command, *args], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                                **popen)
     line = process.stdout.readline()
     assert "listening on port" in line, line

@@ -296,6 +296,50 @@ def test_the_pool_replaces_a_process_that_died():
     assert np.array_equal(_column(ok, "image"), 255 - IMAGES)
 
 
+def test_the_installed_command_runs_a_workers_python_ops_in_its_own_interpreter(tmp_path):
+    """Started by its full path, without this environment's bin on PATH
+    (as a service manager starts it): the ops run in the interpreter that
+    holds the package, not in a `python3` found on PATH."""
+    command = os.path.join(os.path.dirname(sys.executable), "sluice")
+    env = {k: v for k, v in os.environ.items() if k not in ("SLUICE_PYTHON", "SLUICE_PYTHONPATH", "PYTHONPATH")}
+    env["PATH"] = os.pathsep.join(p for p in env["PATH"].split(os.pathsep)
+                                  if os.path.abspath(p) != os.path.dirname(sys.executable))
+    servers = []
+    try:
+        servers.append(start_server(["dispatcher", "--host", "127.0.0.1", "--port", "0"], command, env=env))
+        address = f"127.0.0.1:{servers[0][1]}"
+        servers.append(start_server(["worker", "--dispatcher", address, "--host", "127.0.0.1"], command,
+                                    env=env, cwd=tmp_path))
+        pipe = _source().map(lambda s: {"id": s["id"], "image": 255 - s["image"]}).distribute(address).batch(300)
+        got = next(iter(pipe))
+        order = np.argsort(got["id"])
+        assert np.array_equal(got["image"][order], 255 - IMAGES)
+    finally:
+        for process, _ in servers:
+            process.send_signal(signal.SIGTERM)
+            process.wait(timeout=30)
+
+
+def test_a_worker_whose_interpreter_has_no_sluice_says_what_to_set(tmp_path):
+    bare = tmp_path / "python-without-packages"
+    bare.write_text(f'#!/bin/sh\nexec {sys.executable} -I -S "$@"\n')  # no site-packages: no sluice
+    bare.chmod(0o755)
+    env = dict(os.environ, SLUICE_PYTHON=str(bare))
+    dispatcher, port = start_server(["dispatcher", "--host", "127.0.0.1", "--port", "0"], env=env)
+    worker, _ = start_server(["worker", "--dispatcher", f"127.0.0.1:{port}", "--host", "127.0.0.1"], env=env)
+    try:
+        pipe = _source().map(lambda s: {"id": s["id"], "image": 255 - s["image"]}).distribute(f"127.0.0.1:{port}")
+        with pytest.raises(sluice.SluiceError) as raised:
+            next(iter(pipe.batch(10)))
+        message = str(raised.value)
+        assert "No module named 'sluice'" in message, message
+        assert "(that interpreter has no sluice package: set SLUICE_PYTHON to one that has)" in message, message
+    finally:
+        for process in (worker, dispatcher):
+            process.send_signal(signal.SIGTERM)
+            process.wait(timeout=30)
+
+
 @pytest.fixture
 def worker_without_user_code(tmp_path):
     """A dispatcher that could import user_code and a worker that cannot:

@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "sluice/core/byte_gauge.h"
@@ -118,7 +119,10 @@ std::string EarlyWords(int file) {
   text.resize(got > 0 ? static_cast<size_t>(got) : 0);
   absl::StripTrailingAsciiWhitespace(&text);
   if (text.empty()) return "";
-  return absl::StrCat("; it printed", from > 0 ? " (the end)" : "", ":\n", text);
+  // The interpreter ($SLUICE_PYTHON, else python3) is not the one sluice is installed in.
+  const bool no_sluice = absl::StrContains(text, "No module named 'sluice'");
+  return absl::StrCat("; it printed", from > 0 ? " (the end)" : "", ":\n", text,
+                      no_sluice ? "\n(that interpreter has no sluice package: set SLUICE_PYTHON to one that has)" : "");
 }
 
 // `fd` moved to 10 or above (close-on-exec), so that the spawn's dup2s
