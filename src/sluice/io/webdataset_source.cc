@@ -38,6 +38,7 @@ struct PendingSample {
   std::string key;
   std::vector<std::optional<std::string>> values;  // per field
   std::string first_member;                        // for messages
+  std::vector<std::string> extensions;             // its members', for messages
   int64_t bytes = 0;
   bool skipped = false;  // found corrupt and counted already (on_corrupt "skip")
 };
@@ -77,6 +78,7 @@ class WebDatasetReader : public SplitReader {
       if (ke.key != sample_.key && !sample_.key.empty()) SLUICE_RETURN_IF_ERROR(Emit(out, &rows));
       if (sample_.key.empty()) Start(ke.key, member);
       last_member_ = member;
+      sample_.extensions.push_back(ke.extension);
       const auto field = field_of_.find(ke.extension);
       if (field == field_of_.end()) {
         archive_read_data_skip(archive_);  // a member no field asks for
@@ -146,7 +148,8 @@ class WebDatasetReader : public SplitReader {
       const WebDatasetField& field = fields_[f];
       if (!s.values[f].has_value()) {
         return Corrupt(absl::StrCat("sample '", s.key, "' (member ", s.first_member, ") has no member for field '",
-                                    field.name, "' (", absl::StrJoin(field.extensions, ", "), ")"),
+                                    field.name, "' (extensions ", absl::StrJoin(field.extensions, ", "),
+                                    "); its members' extensions: ", absl::StrJoin(s.extensions, ", ")),
                        s.bytes);
       }
       if (field.length > 0 && static_cast<int64_t>(s.values[f]->size()) != field.length) {
