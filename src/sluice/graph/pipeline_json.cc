@@ -10,25 +10,10 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "google/protobuf/util/json_util.h"
+#include "sluice/core/edit_distance.h"
 
 namespace sluice::graph {
 namespace {
-
-// Edits (insertions, deletions, substitutions) between a and b.
-size_t EditDistance(absl::string_view a, absl::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t above = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
-}
 
 // The message at `path` ("nodes[0].source.tfrecord"; empty: the pipeline)
 // of a PipelineDef, or null where the path leaves messages.
