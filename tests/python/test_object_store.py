@@ -89,6 +89,19 @@ def test_refused_credentials_name_the_url_and_never_the_secret(store):
         assert secret not in out.stderr + out.stdout
 
 
+def test_a_refusal_without_credentials_says_none_were_found(store, tmp_path):
+    env = {k: v for k, v in store.env(HOME=str(tmp_path), AWS_EC2_METADATA_DISABLED="true").items()
+           if k not in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_PROFILE", "AWS_SHARED_CREDENTIALS_FILE")}
+    out = run_sluice_python("import sluice\nlist(sluice.tfrecord('s3://train/cifar/*.tfrecord', {'label': 'int64'}))",
+                            env)
+    assert "PermissionDeniedError" in out.stderr and "s3://train/cifar/*.tfrecord" in out.stderr, out.stderr
+    assert "(no credentials were found for s3://train: set AWS_ACCESS_KEY_ID" in out.stderr, out.stderr
+    # With credentials, a refusal does not say so.
+    refused = run_sluice_python("import sluice\nlist(sluice.tfrecord('s3://train/cifar/*.tfrecord', {'label': 'int64'}))",
+                                store.env(AWS_SECRET_ACCESS_KEY="wrong"))
+    assert "PermissionDeniedError" in refused.stderr and "no credentials were found" not in refused.stderr
+
+
 def test_a_url_carrying_credentials_is_refused_without_printing_them(store):
     url = f"s3://{store.access_key}:{store.secret_key}@train/cifar/*.tfrecord"
     with pytest.raises(sluice.InvalidArgumentError) as raised:

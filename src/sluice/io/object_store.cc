@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <set>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -207,6 +208,28 @@ class ResponseChecksumsWhenRequired {
   bool set_ = false;
 };
 
+// The S3 stores, as s3://bucket, whose clients found no credentials (none
+// in the environment, a profile file or the machine's role): a refusal
+// there says so.
+std::mutex uncredentialed_mu;
+auto* const uncredentialed = new std::set<std::string>;
+
+std::string BucketOf(absl::string_view url) {
+  const size_t host = url.find("://");
+  if (host == absl::string_view::npos) return "";
+  return std::string(url.substr(0, url.find_first_of("/?", host + 3)));
+}
+
+// Why a store may have refused `url`, when its client had no credentials.
+std::string RefusalHint(absl::string_view url) {
+  const std::string bucket = BucketOf(url);
+  std::lock_guard<std::mutex> lock(uncredentialed_mu);
+  if (uncredentialed->count(bucket) == 0) return "";
+  return absl::StrCat(" (no credentials were found for ", bucket,
+                      ": set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE, or write "
+                      "~/.aws/credentials; a public bucket is read with ?anonymous=true)");
+}
+
 // Arrow's options from the URL. S3's client retries as CountedS3Retries
 // says; Google's stops after 10 s. WithRetries goes on to the store's
 // timeout.
@@ -219,7 +242,13 @@ arrow::Result<std::shared_ptr<arrow::fs::FileSystem>> MakeFileSystem(ObjectUrl u
     if (anonymous) options.ConfigureAnonymousCredentials();
     options.retry_strategy = std::make_shared<CountedS3Retries>();
     const ResponseChecksumsWhenRequired checksums;
-    return arrow::fs::S3FileSystem::Make(options, BlockIoContext());
+    ARROW_ASSIGN_OR_RAISE(std::shared_ptr<arrow::fs::S3FileSystem> fs,
+                          arrow::fs::S3FileSystem::Make(options, BlockIoContext()));
+    if (!anonymous && fs->options().GetAccessKey().empty()) {
+      std::lock_guard<std::mutex> lock(uncredentialed_mu);
+      uncredentialed->insert(BucketOf(url));
+    }
+    return fs;
   }
   ARROW_ASSIGN_OR_RAISE(arrow::fs::GcsOptions options, arrow::fs::GcsOptions::FromUri(url, nullptr));
   if (anonymous) options.credentials = arrow::fs::GcsOptions::Anonymous().credentials;
@@ -340,7 +369,7 @@ absl::Status ToStatus(const arrow::Status& st, absl::string_view what, absl::str
   for (const char* refused : {"ACCESS_DENIED", "AccessDenied", "PERMISSION_DENIED", "SIGNATURE_DOES_NOT_MATCH",
                               "INVALID_ACCESS_KEY_ID", "InvalidAccessKeyId"}) {
     if (m.find(refused) == std::string::npos) continue;
-    return absl::PermissionDeniedError(msg);
+    return absl::PermissionDeniedError(absl::StrCat(msg, RefusalHint(url)));
   }
   for (const char* missing : {"NO_SUCH_BUCKET", "NoSuchBucket", "NO_SUCH_KEY", "NoSuchKey", "RESOURCE_NOT_FOUND"}) {
     if (m.find(missing) != std::string::npos) return absl::NotFoundError(msg);
