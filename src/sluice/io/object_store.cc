@@ -9,7 +9,6 @@
 #include <cstdlib>
 #include <map>
 #include <mutex>
-#include <set>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -208,11 +207,10 @@ class ResponseChecksumsWhenRequired {
   bool set_ = false;
 };
 
-// The S3 stores, as s3://bucket, whose clients found no credentials (none
-// in the environment, a profile file or the machine's role): a refusal
-// there says so.
-std::mutex uncredentialed_mu;
-auto* const uncredentialed = new std::set<std::string>;
+// The S3 stores' clients that sign their requests, by s3://bucket: asked,
+// once a store refused one, whether their credential chain found any.
+std::mutex signing_mu;
+auto* const signing = new std::map<std::string, std::shared_ptr<arrow::fs::S3FileSystem>>;
 
 std::string BucketOf(absl::string_view url) {
   const size_t host = url.find("://");
@@ -220,11 +218,16 @@ std::string BucketOf(absl::string_view url) {
   return std::string(url.substr(0, url.find_first_of("/?", host + 3)));
 }
 
-// Why a store may have refused `url`, when its client had no credentials.
+// Why a store may have refused `url`, when its client had no credentials
+// (none in the environment, a profile file or the machine's role).
 std::string RefusalHint(absl::string_view url) {
   const std::string bucket = BucketOf(url);
-  std::lock_guard<std::mutex> lock(uncredentialed_mu);
-  if (uncredentialed->count(bucket) == 0) return "";
+  std::shared_ptr<arrow::fs::S3FileSystem> fs;
+  {
+    std::lock_guard<std::mutex> lock(signing_mu);
+    if (auto it = signing->find(bucket); it != signing->end()) fs = it->second;
+  }
+  if (fs == nullptr || !fs->options().GetAccessKey().empty()) return "";
   return absl::StrCat(" (no credentials were found for ", bucket,
                       ": set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE, or write "
                       "~/.aws/credentials; a public bucket is read with ?anonymous=true)");
@@ -244,9 +247,9 @@ arrow::Result<std::shared_ptr<arrow::fs::FileSystem>> MakeFileSystem(ObjectUrl u
     const ResponseChecksumsWhenRequired checksums;
     ARROW_ASSIGN_OR_RAISE(std::shared_ptr<arrow::fs::S3FileSystem> fs,
                           arrow::fs::S3FileSystem::Make(options, BlockIoContext()));
-    if (!anonymous && fs->options().GetAccessKey().empty()) {
-      std::lock_guard<std::mutex> lock(uncredentialed_mu);
-      uncredentialed->insert(BucketOf(url));
+    if (!anonymous) {
+      std::lock_guard<std::mutex> lock(signing_mu);
+      (*signing)[BucketOf(url)] = fs;
     }
     return fs;
   }
