@@ -100,7 +100,9 @@ void AddWorkerCommand(CLI::App& app, absl::Status* result) {
       ->check(CLI::Range(0, 65535));
   AddExitWithOption(cmd, &args->exit_with);
   cmd->add_flag("--no-python", args->no_python,
-                "refuse pipelines with Python code (a python op, a Python dataset): code a consumer sends runs here");
+                "refuse pipelines with Python code (a python op, a Python dataset): code a consumer sends runs here, "
+                "in $SLUICE_PYTHON (set by the installed `sluice` command to its environment's interpreter; else "
+                "python3)");
   AddSecurityFlags(cmd, &args->security);
   AddPluginOption(cmd, &args->plugins);
   cmd->callback([args, result] { *result = Serve(*args); });
