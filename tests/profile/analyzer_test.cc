@@ -6,7 +6,10 @@
 namespace sluice::profile {
 namespace {
 
+using ::testing::Contains;
+using ::testing::Field;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 OpCost Op(int node, int op, const std::string& name, double share, bool random = false) {
   OpCost c;
@@ -94,6 +97,28 @@ TEST(Analyzer, ReadingIsTheBoundWhenTheSourceAloneIsNoFaster) {
   EXPECT_THAT(v.summary, HasSubstr("bound by reading: the source alone (reading and parsing) delivers 45k"));
   ASSERT_EQ(v.levers.size(), 1u);
   EXPECT_THAT(v.levers[0].action, HasSubstr("read faster"));
+}
+
+TEST(Analyzer, ObjectsReadEveryEpochAreOfferedALocalCopy) {
+  Findings f = ComputeBound();
+  f.uncached_objects = true;
+  f.input_only_samples_per_s = 45'000;  // reading-bound: offered first
+  Verdict v = Analyze(f);
+  ASSERT_EQ(v.levers.size(), 2u);
+  EXPECT_THAT(v.levers[0].action, HasSubstr("the source's object_cache {dir, max_bytes}"));
+  EXPECT_THAT(v.levers[1].action, HasSubstr("read faster"));
+  // Compute-bound: offered when reading is a tenth of the CPU or more.
+  f = ComputeBound();
+  f.uncached_objects = true;
+  f.ops.push_back(Op(0, -1, "read", 0.05));
+  EXPECT_THAT(Analyze(f).levers, Not(Contains(Field(&Lever::action, HasSubstr("object_cache")))));
+  f.ops.back().cpu_share = 0.2;
+  v = Analyze(f);
+  ASSERT_THAT(v.levers, Contains(Field(&Lever::action, HasSubstr("object_cache"))));
+  EXPECT_THAT(v.levers[0].why, HasSubstr("reading is 20% of the CPU"));
+  // Cached (or local files): never.
+  f.uncached_objects = false;
+  EXPECT_THAT(Analyze(f).levers, Not(Contains(Field(&Lever::action, HasSubstr("object_cache")))));
 }
 
 TEST(Analyzer, TheTrainerIsTheBoundWhenTheInputKeepsUp) {

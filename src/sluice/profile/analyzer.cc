@@ -25,7 +25,24 @@ const OpCost* Costliest(const std::vector<OpCost>& ops) {
   return best;
 }
 
+// A local copy of the objects the source reads every epoch, when their
+// reading is worth it: the pipeline's bound, or at least `min_share` of its
+// CPU (an object's bytes cost more CPU than a local file's).
+void AddObjectCacheLever(const Findings& f, double min_share, Verdict* v) {
+  if (!f.uncached_objects) return;
+  double reading = 0;
+  for (const OpCost& op : f.ops) reading += op.op < 0 ? op.cpu_share : 0;
+  if (reading < min_share) return;
+  v->levers.push_back(Lever{
+      "keep a local copy of the objects (the source's object_cache {dir, max_bytes}): epochs after the first read "
+      "local disk",
+      0,
+      absl::StrCat("the source reads its objects from the store every epoch; reading is ", Percent(reading),
+                   " of the CPU")});
+}
+
 void AddComputeLevers(const Findings& f, double target, Verdict* v) {
+  AddObjectCacheLever(f, 0.1, v);
   const double c = f.cpu_s_per_sample;
   const double cores = std::max(1, f.threads);
   if (f.materializable_share >= 0.05 && f.materializable_share < 1) {
@@ -140,6 +157,7 @@ Verdict Analyze(const Findings& f) {
     v.bottleneck = "reading";
     v.summary = absl::StrCat(head, "; bound by reading: the source alone (reading and parsing) delivers ",
                              ShortRate(f.input_only_samples_per_s), " samples/s", cost_note);
+    AddObjectCacheLever(f, 0, &v);
     v.levers.push_back(
         Lever{"read faster: more splits read at once (the source's parallel_reads), faster storage, or a local copy", 0,
               "the ops are not what limits the rate"});

@@ -45,6 +45,9 @@ struct Findings {
   std::string gpu_tail;  // their names
   bool gpu_available = false;
   double gpu_tail_samples_per_s = 0;  // measured with them on the GPU; 0: not measured
+  // The source reads objects from a store (s3://, gs://) every epoch: it
+  // has no object_cache.
+  bool uncached_objects = false;
 };
 
 struct Lever {

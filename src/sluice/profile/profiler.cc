@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "sluice/core/status_macros.h"
+#include "sluice/io/object_store.h"
 #include "sluice/ops/device_runtime.h"
 #include "sluice/ops/op_registry.h"
 #include "sluice/profile/ablation.h"
@@ -166,6 +167,16 @@ void GpuTail(const graph::CompiledPipeline& compiled, const std::vector<OpCost>&
   f->gpu_tail = absl::StrJoin(names, ", ");
 }
 
+// Whether the source reads objects from a store (s3://, gs://).
+bool ReadsObjects(const graph::CompiledPipeline& compiled) {
+  const graph::CompiledNode& source = compiled.nodes.front();
+  if (source.kind != graph::NodeKind::kSource || source.format == nullptr) return false;
+  for (const std::string& file : *source.format->files()) {
+    if (io::IsObjectUrl(file)) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 absl::StatusOr<ProfileResult> RunProfile(const PipelineDef& def, const ProfileOptions& options,
@@ -194,6 +205,7 @@ absl::StatusOr<ProfileResult> RunProfile(const PipelineDef& def, const ProfileOp
   f.ops = Costs(compiled, result.full);
   Prefixes(compiled, f.ops, &f);
   GpuTail(compiled, f.ops, &f);
+  f.uncached_objects = !local.nodes(0).source().has_object_cache() && ReadsObjects(compiled);
 
   MeasureOptions short_options;
   short_options.min_seconds = options.short_seconds;
