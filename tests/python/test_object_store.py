@@ -151,6 +151,18 @@ def test_a_url_no_store_takes_is_refused_saying_why_and_never_printing_its_query
     assert hidden not in str(raised.value)
 
 
+def test_the_profile_knows_a_source_reads_objects_every_epoch_unless_cached(store, tmp_path):
+    pipeline = json.loads(augmented("s3://train/cifar/*.tfrecord").to_json())
+    cached = json.loads(json.dumps(pipeline))
+    cached["nodes"][0]["source"]["object_cache"] = {"dir": str(tmp_path / "cache"), "max_bytes": 1 << 30}
+    for definition, uncached in ((pipeline, True), (cached, False)):
+        (tmp_path / "p.json").write_text(json.dumps(definition))
+        run = subprocess.run(["sluice", "profile", str(tmp_path / "p.json"), "--seconds", "0.3", "--no-ablation",
+                              "--json"], env=store.env(), capture_output=True, text=True, timeout=300)
+        assert run.returncode == 0, run.stderr
+        assert json.loads(run.stdout.splitlines()[-1])["uncached_objects"] is uncached
+
+
 def test_the_command_and_a_process_with_pyarrow_exit_cleanly_after_reading(store, tmp_path):
     pipeline = json.loads(augmented("s3://train/cifar/*.tfrecord").to_json())
     (tmp_path / "p.json").write_text(json.dumps(pipeline))

@@ -16,6 +16,7 @@ std::string JsonReport(const ProfileResult& r) {
   j["paced_wait_share"] = f.paced_wait_share;
   j["materializable_share"] = f.materializable_share;
   j["front_share"] = f.front_share;
+  j["uncached_objects"] = f.uncached_objects;
   static const char* kBounds[] = {"reading", "compute", "trainer"};
   j["verdict"] = {{"bound", kBounds[static_cast<int>(r.verdict.bound)]},
                   {"bottleneck", r.verdict.bottleneck},
