@@ -5,6 +5,8 @@ import copy
 import hashlib
 import os
 
+from sluice import _checks
+
 
 def job(rank=None, world_size=None):
     """(rank, world size, where they came from): as given, else from
@@ -13,6 +15,7 @@ def job(rank=None, world_size=None):
     if (rank is None) != (world_size is None):
         raise ValueError("give both rank and world_size, or neither")
     if rank is not None:
+        rank, world_size = _checks.whole("rank", rank), _checks.whole("world_size", world_size)
         dist = _dist()
         if dist is None or world_size == dist.get_world_size():
             return _checked(rank, world_size, "given")
@@ -66,9 +69,12 @@ def sharded(definition, rank, world_size, source):
     nodes = definition["nodes"]
     shard = next((n["shard"] for n in nodes if "shard" in n), None)
     if shard is not None and shard.get("num_shards", 0) > 0:
-        if shard["num_shards"] != world_size:
+        # One process with shards of its own (its launcher is not torch's) reads the one it names.
+        if shard["num_shards"] != world_size and source != "one process":
+            ranks = f"{world_size} rank" + ("s" if world_size != 1 else "")
             raise ValueError(f"the pipeline's shard node says {shard['num_shards']} shards but the job has "
-                             f"{world_size} ranks; leave num_shards 0 to take the job's")
+                             f"{ranks} ({source}); leave num_shards 0 to take the job's, or give TorchIterable "
+                             "the rank and world_size the shards are of")
         return definition, f"its shard {shard.get('index', 0)} of {shard['num_shards']}"
     if shard is not None:
         shard.update({"num_shards": world_size, "index": rank})

@@ -11,7 +11,7 @@ import json
 
 import numpy as np
 
-from sluice import _sluice
+from sluice import _checks, _sluice
 
 _FEATURE_DTYPES = ("bytes", "int64", "float32")
 
@@ -312,6 +312,7 @@ class Pipeline:
 
     def batch(self, size, drop_remainder=False):
         """Groups samples into batches of `size`."""
+        size = _checks.whole("batch size", size, minimum=1)
         return self._with_node({"batch": {"size": size, "drop_remainder": drop_remainder}})
 
     def prefetch(self, buffer_size=0):
@@ -342,6 +343,10 @@ class Pipeline:
         batch and prefetches. See docs/distributed.md."""
         if uneven not in ("drop", "pad"):
             raise ValueError(f'uneven must be "drop" or "pad", got {uneven!r}')
+        num_shards, index = _checks.whole("num_shards", num_shards), _checks.whole("index", index)
+        if num_shards == 0 and index != 0:
+            raise ValueError(f"index {index} with num_shards 0: the job's shards come with the job's index (RANK); "
+                             "give num_shards too, or leave index out")
         if num_shards < 0:
             raise ValueError(f"num_shards must be >= 1 (0: the job's), got {num_shards}")
         if num_shards > 0 and not 0 <= index < num_shards:
@@ -350,7 +355,7 @@ class Pipeline:
 
     def take(self, count):
         """The first `count` elements (samples before batch, batches after it)."""
-        return self._with_node({"take": {"count": count}})
+        return self._with_node({"take": {"count": _checks.whole("take's count", count)}})
 
     def distribute(self, dispatcher=None, *, mode="distributed_epoch", job_name=None,
                    local_workers=1, compression=None, max_outstanding=0, token_file=None,
@@ -527,7 +532,7 @@ class Pipeline:
 
     def set_epoch(self, epoch):
         """Makes the next pass epoch `epoch`."""
-        self._epoch = epoch
+        self._epoch = _checks.whole("epoch", epoch, minimum=0)
 
     def iterate(self, epoch=None, *, state=None):
         """The elements of epoch `epoch` (default: the next) as dicts of numpy

@@ -22,7 +22,8 @@ import warnings
 import torch
 import torch.utils.data
 
-from sluice import _distributed, _node_pool, _sluice
+from sluice import _checks, _distributed, _node_pool, _sluice
+from sluice.pipeline import Pipeline
 
 
 class TorchIterable(torch.utils.data.IterableDataset):
@@ -73,34 +74,13 @@ class TorchIterable(torch.utils.data.IterableDataset):
     def __init__(self, pipeline, *, pin_memory=False, device=None, rank=None, world_size=None, quiet=False,
                  node_pool=False):
         super().__init__()
-        self.rank, self.world_size, source = _distributed.job(rank, world_size)
-        definition, how = _distributed.sharded(pipeline._def, self.rank, self.world_size, source)
-        if definition != pipeline._def:
-            pipeline = type(pipeline)(definition, pipeline._hold)
-        # Its length: the pool's pipeline reads batches from a dispatcher,
-        # whose count it cannot know; the same pipeline in-process does.
-        self._sized = pipeline
-        if node_pool:
-            dist = _distributed._dist()
-            if dist is None:
-                raise ValueError("sluice.torch: node_pool=True needs torch.distributed initialized (the node's ranks "
-                                 "share the pool's address through it)")
-            if self.world_size != dist.get_world_size():
-                raise ValueError(f"sluice.torch: node_pool=True serves the loaders that span the process group; this "
-                                 f"one is rank {self.rank} of {self.world_size} of its own (an evaluation): leave "
-                                 "node_pool out (starting the pool is a collective every rank would have to join)")
-            dispatcher = _node_pool.address(dist)
-            pipeline = type(pipeline)(_node_pool.through_pool(definition, dispatcher), pipeline._hold)
-            how += f"; through the node's pool (dispatcher {dispatcher})"
-        if not quiet and source != "one process":
-            print(f"sluice.torch: rank {self.rank} of {self.world_size} ({source}): {how}", file=sys.stderr,
-                  flush=True)
-        self._pipeline = pipeline
-        self._checked = False
-        if _uses_cuda(pipeline):
-            # The engine's device maps run on the device current when it is made.
-            with torch.cuda.device(torch.device(device) if device is not None else torch.cuda.current_device()):
-                pipeline.engine  # noqa: B018 (made here, on that device)
+        if not isinstance(pipeline, Pipeline):
+            raise TypeError(f"TorchIterable takes a sluice.Pipeline, got {type(pipeline).__name__} "
+                            "(sluice.from_dataset(ds) reads a torch Dataset, sluice.Pipeline.from_json(text) a "
+                            "pipeline's JSON)")
+        self._given = pipeline
+        self._options = {"device": device, "quiet": quiet, "node_pool": node_pool}
+        self._bind(*_distributed.job(rank, world_size))
         self._epoch = 0
         self._pin = pin_memory and torch.cuda.is_available()
         if pin_memory and not self._pin:
@@ -111,6 +91,51 @@ class TorchIterable(torch.utils.data.IterableDataset):
         self._consumed = 0
         self._it = None      # the engine iterator of the pass in progress
         self._resume = None  # a loaded position: the next pass goes on from it
+
+    def _bind(self, rank, world_size, source):
+        """Runs the given pipeline as rank `rank` of `world_size` (found in
+        `source`): its shard, and the node's pool where asked."""
+        self.rank, self.world_size, self._source = rank, world_size, source
+        pipeline = self._given
+        definition, how = _distributed.sharded(pipeline._def, rank, world_size, source)
+        if definition != pipeline._def:
+            pipeline = type(pipeline)(definition, pipeline._hold)
+        # Its length: the pool's pipeline reads batches from a dispatcher,
+        # whose count it cannot know; the same pipeline in-process does.
+        self._sized = pipeline
+        if self._options["node_pool"]:
+            dist = _distributed._dist()
+            if dist is None:
+                raise ValueError("sluice.torch: node_pool=True needs torch.distributed initialized (the node's ranks "
+                                 "share the pool's address through it)")
+            if world_size != dist.get_world_size():
+                raise ValueError(f"sluice.torch: node_pool=True serves the loaders that span the process group; this "
+                                 f"one is rank {rank} of {world_size} of its own (an evaluation): leave "
+                                 "node_pool out (starting the pool is a collective every rank would have to join)")
+            dispatcher = _node_pool.address(dist)
+            pipeline = type(pipeline)(_node_pool.through_pool(definition, dispatcher), pipeline._hold)
+            how += f"; through the node's pool (dispatcher {dispatcher})"
+        if not self._options["quiet"] and source != "one process":
+            # One write: the ranks' lines must not run into each other.
+            sys.stderr.write(f"sluice.torch: rank {rank} of {world_size} ({source}): {how}\n")
+            sys.stderr.flush()
+        self._pipeline = pipeline
+        self._checked = False
+        if _uses_cuda(pipeline):
+            # The engine's device maps run on the device current when it is made.
+            device = self._options["device"]
+            with torch.cuda.device(torch.device(device) if device is not None else torch.cuda.current_device()):
+                pipeline.engine  # noqa: B018 (made here, on that device)
+
+    def _bind_late_process_group(self):
+        """A loader made before init_process_group took the job for one
+        process: every rank would train on the whole epoch. It takes the
+        group's ranks at its first pass instead."""
+        dist = _distributed._dist()
+        if self._source != "one process" or dist is None or dist.get_world_size() == 1:
+            return
+        self._bind(dist.get_rank(), dist.get_world_size(),
+                   "torch.distributed, initialized after this loader was made")
 
     @property
     def pipeline(self):
@@ -129,12 +154,14 @@ class TorchIterable(torch.utils.data.IterableDataset):
 
     def __len__(self):
         """Batches per epoch, when known (see sluice.Pipeline.__len__)."""
+        self._bind_late_process_group()
         return len(self._sized)
 
     def set_epoch(self, epoch):
         """Makes the next pass epoch `epoch` (as DistributedSampler.set_epoch).
         With a loaded state pending, the next pass resumes the state's epoch:
         another epoch raises ValueError rather than skip what it had left."""
+        epoch = _checks.whole("epoch", epoch, minimum=0)
         if self._resume is not None:
             saved_in = _sluice.state_epoch(bytes(self._resume))
             if saved_in is not None and epoch != saved_in:
@@ -165,6 +192,10 @@ class TorchIterable(torch.utils.data.IterableDataset):
         thread count too), then epochs go on from there. Loading applies to
         the next ``iter()``, whatever came before it, and loading twice is
         the same as once."""
+        if not isinstance(state, dict) or "position" not in state or "next_epoch" not in state:
+            raise TypeError("load_state_dict takes what a TorchIterable's state_dict() returned: a dict with "
+                            f"'position' and 'next_epoch', got {type(state).__name__}"
+                            + (f" with keys {sorted(state)}" if isinstance(state, dict) else ""))
         self._resume = state["position"]
         self._epoch = state["next_epoch"]
         self._checked = False  # the ranks check they resume alike
@@ -177,6 +208,7 @@ class TorchIterable(torch.utils.data.IterableDataset):
                                "deliver the whole epoch. sluice runs its own threads; give the DataLoader "
                                "num_workers=0 (and batch_size=None)")
         if not self._checked:
+            self._bind_late_process_group()
             engine = self._pipeline.engine
             _distributed.check_ranks_agree(engine.fingerprint, engine.listing, self._pipeline._def, self.world_size,
                                            self._resume, self._epoch)

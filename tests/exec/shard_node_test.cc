@@ -272,7 +272,13 @@ TEST(ShardNode, AStateOfAnotherGlobalBatchOrUnevenModeIsRefusedNamingBoth) {
   EXPECT_THAT(other->Resume(state).status(),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("saved with a global batch of 12 (2 shards of 6, uneven \"drop\") but this pipeline "
-                                 "has a global batch of 16 (2 shards of 8")));
+                                 "has a global batch of 16 (2 shards of 8, uneven \"drop\"): the rest of the epoch "
+                                 "needs the batch size it was saved with")));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Pipeline> more, Pipeline::Create(Sharded(Rows(), 4, 0, 16)));
+  EXPECT_THAT(more->Resume(state).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("(4 shards of 4, uneven \"drop\"): another number of shards needs the same global "
+                                 "batch")));
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<Pipeline> padded, Pipeline::Create(Sharded(Rows(), 1, 0, 12, "pad")));
   EXPECT_THAT(padded->Resume(state).status(),
               StatusIs(absl::StatusCode::kInvalidArgument,
@@ -308,6 +314,30 @@ TEST(ShardNode, BadShardsAndPlacesAreNamed) {
                   Rows().Shard(2, 0).Filter(Op("keep_if", {{"field", "id"}, {"cmp", "<"}, {"value", 3.0}})).Build())
                   .status(),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("not a filter (nodes[2])")));
+}
+
+// num_shards 0 takes the job's from torchrun's $WORLD_SIZE and $RANK; a
+// launcher that set only the first (and LOCAL_RANK) would give every rank
+// shard 0.
+TEST(ShardNode, TheJobsShardsFromTheEnvironmentAreCheckedAndNamed) {
+  setenv("WORLD_SIZE", "2", 1);
+  setenv("LOCAL_RANK", "1", 1);
+  EXPECT_THAT(Pipeline::Create(Rows().Shard(0, 0).Build()).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("$WORLD_SIZE is 2 but $RANK is not set (torchrun sets both; LOCAL_RANK is the rank "
+                                 "on its node only)")));
+  setenv("RANK", "-1", 1);
+  EXPECT_THAT(Pipeline::Create(Rows().Shard(0, 0).Build()).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("index must be in [0, 2), got -1 (from $RANK)")));
+  setenv("RANK", "1", 1);
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Pipeline> p, Pipeline::Create(Rows().Shard(0, 0).Batch(4).Build()));
+  EXPECT_EQ(p->Cardinality(), kRows / 8);
+  EXPECT_THAT(Pipeline::Create(Rows().Shard(0, 1).Build()).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("index 1 with num_shards 0")));
+  setenv("WORLD_SIZE", "0", 1);
+  EXPECT_THAT(Pipeline::Create(Rows().Shard(0, 0).Build()).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("got 0 (from $WORLD_SIZE)")));
+  for (const char* name : {"WORLD_SIZE", "LOCAL_RANK", "RANK"}) unsetenv(name);
 }
 
 TEST(ShardNode, AnEpochWithFewerRowsThanShardsFailsSayingSo) {

@@ -18,6 +18,7 @@ import pytest
 import sluice
 import sluice.torch
 import user_code
+from conftest import _free_ports
 
 HERE = pathlib.Path(__file__).resolve().parent
 JOB = HERE / "ddp_job.py"
@@ -317,6 +318,73 @@ def test_bad_shards_are_named():
     with pytest.raises(ValueError, match=r"shards this pipeline by rank after nodes\[1\] \(shuffle\);.*not a take "
                                          r"\(nodes\[4\]\).*itertools.islice"):
         sluice.torch.TorchIterable(rows().batch(4).take(3), rank=0, world_size=2)
+
+
+def test_arguments_of_another_kind_are_named():
+    with pytest.raises(TypeError, match="num_shards must be a whole number, got '2' \\(str\\)"):
+        rows().shard("2", "1")
+    with pytest.raises(ValueError, match="index 5 with num_shards 0"):
+        rows().shard(0, 5)
+    with pytest.raises(TypeError, match="rank must be a whole number, got 1.0"):
+        sluice.torch.TorchIterable(rows(), rank=1.0, world_size=2)
+    with pytest.raises(TypeError, match="TorchIterable takes a sluice.Pipeline, got list"):
+        sluice.torch.TorchIterable([1, 2])
+    loader = sluice.torch.TorchIterable(rows().batch(4), rank=np.int64(1), world_size=np.int64(2), quiet=True)
+    assert (loader.rank, loader.world_size) == (1, 2)
+    with pytest.raises(ValueError, match="epoch must be >= 0, got -1"):
+        loader.set_epoch(-1)
+    with pytest.raises(TypeError, match="a dict with 'position' and 'next_epoch', got NoneType"):
+        loader.load_state_dict(None)
+
+
+def test_a_process_of_its_own_reads_the_shard_its_pipeline_names():
+    # Not under torch's launcher: its shard node's count is its own.
+    everyone = ids_of(rows().batch(2))
+    loader = sluice.torch.TorchIterable(rows().shard(2, 1).batch(2))
+    # The global batches of 4 whole, shard 1 the second half of each.
+    assert ids_of(loader) == [ids for step, ids in enumerate(everyone[:103 // 4 * 2]) if step % 2 == 1]
+
+
+def test_the_job_of_the_environment_without_its_rank_is_refused_by_the_shard_node(monkeypatch):
+    monkeypatch.delenv("RANK", raising=False)
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    with pytest.raises(sluice.InvalidArgumentError, match=r"\$WORLD_SIZE is 2 but \$RANK is not set"):
+        rows().shard().batch(2).engine
+    monkeypatch.setenv("RANK", "-1")
+    with pytest.raises(sluice.InvalidArgumentError, match=r"got -1 \(from \$RANK\)"):
+        rows().shard().batch(2).engine
+
+
+LOADER_BEFORE_THE_GROUP = """
+import sys, torch.distributed as dist, numpy as np, sluice, sluice.torch
+rank, port, out = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+loader = sluice.torch.TorchIterable(sluice.arrays({"id": np.arange(103)}).shuffle(16).batch(4))
+dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2)
+steps = len(loader)
+ids = [int(i) for batch in loader for i in batch["id"]]
+open(f"{out}/rank{rank}.txt", "w").write(f"{steps} " + " ".join(map(str, ids)))
+dist.destroy_process_group()
+"""
+
+
+def test_a_loader_made_before_the_process_group_takes_the_groups_ranks(tmp_path):
+    # As scripts started by mp.spawn (no RANK or WORLD_SIZE) often do.
+    script = tmp_path / "job.py"
+    script.write_text(LOADER_BEFORE_THE_GROUP)
+    port = _free_ports(1)[0]
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    for key in ("RANK", "WORLD_SIZE", "LOCAL_RANK"):
+        env.pop(key, None)
+    ranks = [subprocess.Popen([sys.executable, str(script), str(r), str(port), str(tmp_path)], env=env,
+                              stderr=subprocess.PIPE, text=True) for r in range(2)]
+    errors = [rank.communicate(timeout=240)[1] for rank in ranks]
+    assert [rank.returncode for rank in ranks] == [0, 0], errors
+    assert "rank 1 of 2 (torch.distributed, initialized after this loader was made): shard 1 of 2" in errors[1]
+    steps, ids = zip(*((int(words[0]), words[1:]) for words in
+                       ((tmp_path / f"rank{r}.txt").read_text().split() for r in range(2))))
+    assert steps == (103 // 8, 103 // 8)
+    assert [len(i) for i in ids] == [103 // 8 * 4] * 2
+    assert not set(ids[0]) & set(ids[1])
 
 
 def torchrun(out, ranks, *args, **popen):

@@ -648,10 +648,12 @@ absl::Status Pipeline::CheckSharding(const EpochPosition& p) const {
                         global / std::max(shards, 1), ", uneven \"", pad ? "pad" : "drop", "\")");
   };
   if (p.shard->global_batch_size != s.global_batch() || p.shard->pad != s.pad) {
-    const std::string why = p.shard->pad != s.pad
-                                ? "the rest of the epoch needs the uneven mode it was saved with"
-                                : "another number of shards needs the same global batch (each shard's batch the global "
-                                  "one divided by the shards)";
+    const std::string why =
+        p.shard->pad != s.pad ? "the rest of the epoch needs the uneven mode it was saved with"
+        : p.shard->num_shards == s.num_shards
+            ? "the rest of the epoch needs the batch size it was saved with"
+            : "another number of shards needs the same global batch (each shard's batch the global one divided by "
+              "the shards)";
     return absl::InvalidArgumentError(absl::StrCat(
         "the state was saved with ", describe(p.shard->global_batch_size, p.shard->num_shards, p.shard->pad),
         " but this pipeline has ", describe(s.global_batch(), s.num_shards, s.pad), ": ", why));

@@ -81,6 +81,17 @@ absl::StatusOr<int> EnvInt(const char* name, int fallback, const std::string& wh
   return n;
 }
 
+// A job of several ranks whose launcher set $WORLD_SIZE but not $RANK
+// (LOCAL_RANK is the rank on its node only) would read shard 0 on every
+// rank.
+absl::Status CheckRankIsSet(int num_shards, const std::string& where) {
+  const char* rank = std::getenv("RANK");
+  if (num_shards <= 1 || (rank != nullptr && *rank != '\0')) return absl::OkStatus();
+  return NodeError(where, absl::StrCat("num_shards 0 takes the job's: $WORLD_SIZE is ", num_shards,
+                                       " but $RANK is not set (torchrun sets both; LOCAL_RANK is the rank on its "
+                                       "node only): set RANK, or give num_shards and index"));
+}
+
 // The declared features as parser specs and column shapes.
 absl::Status ParseFeatures(const TfRecordSource& src, std::vector<io::FeatureSpec>* specs, std::vector<Shape>* shapes) {
   for (int i = 0; i < src.features_size(); ++i) {
@@ -702,15 +713,25 @@ absl::StatusOr<ShardSpec> ShardSpecOf(const ShardDef& shard, const std::string& 
   ShardSpec spec;
   spec.num_shards = shard.num_shards();
   spec.index = shard.index();
+  // Where the count and index came from, for the errors: the job's are $WORLD_SIZE's and $RANK's.
+  std::string count_from, index_from;
   if (spec.num_shards == 0) {
+    if (spec.index != 0) {
+      return NodeError(where, absl::StrCat("index ", spec.index,
+                                           " with num_shards 0: the job's shards come with the job's index ($RANK); "
+                                           "give num_shards too, or leave index out"));
+    }
     SLUICE_ASSIGN_OR_RETURN(spec.num_shards, EnvInt("WORLD_SIZE", 1, where));
     SLUICE_ASSIGN_OR_RETURN(spec.index, EnvInt("RANK", 0, where));
+    SLUICE_RETURN_IF_ERROR(CheckRankIsSet(spec.num_shards, where));
+    count_from = " (from $WORLD_SIZE)";
+    index_from = " (from $RANK)";
   }
   if (spec.num_shards < 1) {
-    return NodeError(where, absl::StrCat("num_shards must be >= 1 (0: the job's), got ", spec.num_shards));
+    return NodeError(where, absl::StrCat("num_shards must be >= 1 (0: the job's), got ", spec.num_shards, count_from));
   }
   if (spec.index < 0 || spec.index >= spec.num_shards) {
-    return NodeError(where, absl::StrCat("index must be in [0, ", spec.num_shards, "), got ", spec.index));
+    return NodeError(where, absl::StrCat("index must be in [0, ", spec.num_shards, "), got ", spec.index, index_from));
   }
   if (shard.uneven() != "" && shard.uneven() != "drop" && shard.uneven() != "pad") {
     return NodeError(where, absl::StrCat("uneven must be \"drop\" or \"pad\", got \"", shard.uneven(), "\""));

@@ -1,0 +1,18 @@
+"""Checks of the arguments users pass, before they reach a PipelineDef."""
+
+import operator
+
+
+def whole(name, value, minimum=None):
+    """`value` as an int when it is a whole number (an int, a numpy integer,
+    a one-element integer tensor); TypeError naming `name` otherwise, and
+    ValueError below `minimum`."""
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be a whole number, got {value!r}")
+    try:
+        number = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be a whole number, got {value!r} ({type(value).__name__})") from None
+    if minimum is not None and number < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {number}")
+    return number
