@@ -43,9 +43,9 @@ def _start(local_world):
     with _lock:
         if _pool is None:
             threads = max(1, len(os.sched_getaffinity(0)) // max(1, local_world))
-            dispatcher, port = _spawn(["dispatcher", "--port", "0"], "dispatcher listening on port")
+            dispatcher, port = _spawn(["dispatcher", "--port", "0", "--quiet"], "dispatcher listening on port")
             dispatcher_address = f"127.0.0.1:{port}"
-            worker_args = ["worker", "--dispatcher", dispatcher_address, "--threads", str(threads)]
+            worker_args = ["worker", "--dispatcher", dispatcher_address, "--threads", str(threads), "--quiet"]
             worker, _ = _spawn(worker_args, "worker listening on port")
             _pool = (dispatcher_address, [worker, dispatcher])
             atexit.register(_stop)

@@ -433,6 +433,8 @@ def test_the_node_pool_gives_each_rank_the_batches_it_makes_in_process(tmp_path,
     _, stderr = pooled.communicate(timeout=240)
     assert pooled.returncode == 0, stderr[-3000:]
     assert "through the node's pool (dispatcher 127.0.0.1:" in stderr
+    # The pool's routine events stay out of the trainer's log (--quiet).
+    assert "joined" not in stderr and "listening on" not in stderr, stderr[-3000:]
     if kill:  # another worker took over, the ranks' streams going on
         assert "sluice.torch node_pool: the node's worker (pid" in stderr and "in its place" in stderr
     local = tmp_path / "local"

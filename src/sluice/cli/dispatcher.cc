@@ -114,6 +114,7 @@ void AddDispatcherCommand(CLI::App& app, absl::Status* result) {
                   "serve Prometheus metrics on http://HOST:PORT/metrics (0: any free port, printed; default: none)")
       ->check(CLI::Range(0, 65535));
   AddExitWithOption(cmd, &args->exit_with);
+  AddQuietFlag(cmd);
   AddSecurityFlags(cmd, &args->security);
   cmd->callback([args, result] { *result = Serve(*args); });
 }

@@ -110,4 +110,11 @@ void AddExitWithOption(CLI::App* cmd, int* parent_pid) {
       ->check(kPositive);
 }
 
+void AddQuietFlag(CLI::App* cmd) {
+  cmd->add_flag_callback(
+      "--quiet", [] { service::SetRoutineLogging(false); },
+      "log only what goes wrong or needs a look (lost workers, failures, warnings), not routine events (listening, "
+      "joins)");
+}
+
 }  // namespace sluice::cli

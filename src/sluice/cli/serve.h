@@ -45,6 +45,8 @@ std::string WaitForTermination();
 absl::Status ExitWithParent(int parent_pid);
 // --exit-with PID, for ExitWithParent.
 void AddExitWithOption(CLI::App* cmd, int* parent_pid);
+// --quiet: routine events are not logged (service::SetRoutineLogging).
+void AddQuietFlag(CLI::App* cmd);
 
 }  // namespace sluice::cli
 

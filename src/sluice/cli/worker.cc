@@ -99,6 +99,7 @@ void AddWorkerCommand(CLI::App& app, absl::Status* result) {
                   "serve Prometheus metrics on http://HOST:PORT/metrics (0: any free port, printed; default: none)")
       ->check(CLI::Range(0, 65535));
   AddExitWithOption(cmd, &args->exit_with);
+  AddQuietFlag(cmd);
   cmd->add_flag("--no-python", args->no_python,
                 "refuse pipelines with Python code (a python op, a Python dataset): code a consumer sends runs here, "
                 "in $SLUICE_PYTHON (set by the installed `sluice` command to its environment's interpreter; else "

@@ -30,7 +30,7 @@ absl::StatusOr<std::unique_ptr<DispatcherImpl>> DispatcherImpl::Create(const Dis
   impl->state_.Recovered(absl::Now());
   impl->journal_ = std::move(journal);
   impl->AfterChange();  // a journal past its size compacts now
-  Log("dispatcher", absl::StrCat("journal ", impl->journal_->path(), ": replayed ", replay.size(), " entries"));
+  LogRoutine("dispatcher", absl::StrCat("journal ", impl->journal_->path(), ": replayed ", replay.size(), " entries"));
   return impl;
 }
 
@@ -167,8 +167,8 @@ absl::StatusOr<GetOrCreateJobResponse> DispatcherImpl::GetOrCreateJob(const GetO
   SLUICE_ASSIGN_OR_RETURN(GetOrCreateJobResponse out, Durably([&]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
                             return state_.GetOrCreateJob(request, caller.name, absl::Now());
                           }));
-  Log("dispatcher", absl::StrCat("client ", out.client_id(), " joined job ", out.job_id(), " (",
-                                 ProcessingMode_Name(request.mode()), ")"));
+  LogRoutine("dispatcher", absl::StrCat("client ", out.client_id(), " joined job ", out.job_id(), " (",
+                                        ProcessingMode_Name(request.mode()), ")"));
   return out;
 }
 
@@ -198,9 +198,9 @@ absl::Status DispatcherImpl::ResumeClient(const ResumeClientRequest& request, co
     SLUICE_RETURN_IF_ERROR(state_.CheckTenant(request.job_id(), caller));
     return state_.ResumeClient(request, absl::Now());
   }));
-  Log("dispatcher",
-      absl::StrCat("client ", request.client_id(), " of job ", request.job_id(), " resumed epoch ", request.epoch(),
-                   " from a saved state (", request.done_size(), " splits done, ", request.partial_size(), " partly)"));
+  LogRoutine("dispatcher", absl::StrCat("client ", request.client_id(), " of job ", request.job_id(), " resumed epoch ",
+                                        request.epoch(), " from a saved state (", request.done_size(), " splits done, ",
+                                        request.partial_size(), " partly)"));
   return absl::OkStatus();
 }
 
@@ -209,10 +209,11 @@ absl::StatusOr<WorkerHeartbeatResponse> DispatcherImpl::WorkerHeartbeat(const Wo
                             return state_.WorkerHeartbeat(request, absl::Now());
                           }));
   if (out.worker_id() != request.worker_id()) {
-    Log("dispatcher", absl::StrCat("worker ", out.worker_id(), " joined at ", request.address(),
-                                   request.worker_id() > 0 ? absl::StrCat(" (it was ", request.worker_id(),
-                                                                          " for a dispatcher that kept no journal)")
-                                                           : ""));
+    LogRoutine("dispatcher",
+               absl::StrCat("worker ", out.worker_id(), " joined at ", request.address(),
+                            request.worker_id() > 0 ? absl::StrCat(" (it was ", request.worker_id(),
+                                                                   " for a dispatcher that kept no journal)")
+                                                    : ""));
   }
   return out;
 }

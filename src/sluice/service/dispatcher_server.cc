@@ -85,8 +85,8 @@ absl::StatusOr<std::unique_ptr<DispatcherServer>> DispatcherServer::Start(const 
                                   ? absl::StrCat(" (", options.security.callers.size(), " callers)")
                               : options.security.token.empty() ? ""
                                                                : " (token required)";
-  Log("dispatcher", absl::StrCat("listening on ", options.host, ":", server->port(),
-                                 options.security.cert_file.empty() ? "" : " (TLS)", callers));
+  LogRoutine("dispatcher", absl::StrCat("listening on ", options.host, ":", server->port(),
+                                        options.security.cert_file.empty() ? "" : " (TLS)", callers));
   return server;
 }
 

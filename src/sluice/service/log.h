@@ -7,7 +7,12 @@
 
 namespace sluice::service {
 
+// What goes wrong, or needs the operator's eye: always logged.
 void Log(absl::string_view who, absl::string_view message);
+// Routine events (listening, joins, a journal replayed): logged unless
+// routine logging is off (`--quiet`, a pool that its trainer starts).
+void LogRoutine(absl::string_view who, absl::string_view message);
+void SetRoutineLogging(bool on);
 
 }  // namespace sluice::service
 

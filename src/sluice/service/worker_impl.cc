@@ -112,8 +112,8 @@ absl::Status WorkerImpl::Heartbeat() {
   }
   secret_ = response.secret();
   if (worker_id_.exchange(response.worker_id()) != response.worker_id()) {
-    Log("worker", absl::StrCat("registered with dispatcher ", options_.dispatcher, " as worker ", response.worker_id(),
-                               " at ", request.address()));
+    LogRoutine("worker", absl::StrCat("registered with dispatcher ", options_.dispatcher, " as worker ",
+                                      response.worker_id(), " at ", request.address()));
   }
   return absl::OkStatus();
 }

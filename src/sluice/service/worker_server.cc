@@ -124,8 +124,8 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(WorkerServerOp
       }
     } while (backoff.Wait(stopping));
   });
-  Log("worker",
-      absl::StrCat("listening on ", options.host, ":", server->port(), ", dispatcher ", options.worker.dispatcher));
+  LogRoutine("worker", absl::StrCat("listening on ", options.host, ":", server->port(), ", dispatcher ",
+                                    options.worker.dispatcher));
   return server;
 }
 
