@@ -11,6 +11,7 @@
 #include "sluice/io/arrow_source.h"
 #include "sluice/io/object_cache.h"
 #include "sluice/io/object_store.h"
+#include "sluice/io/thread_cancel.h"
 #include "sluice/ops/device_decode_stats.h"
 #include "sluice/ops/op_registry.h"
 #include "sluice/ops/plugin.h"
@@ -45,7 +46,7 @@ class PyIterator {
     bool end = false;
     absl::Status status;
     {
-      InterruptScope interrupt(it_.get());
+      InterruptScope interrupt([it = it_.get()] { it->Cancel(); });
       // A Ctrl-C from just before the scope took over SIGINT is pending in
       // Python; without this check it would wait for a next() that may
       // never return.
@@ -121,9 +122,17 @@ class PyPipeline {
   explicit PyPipeline(const std::string& json) {
     absl::StatusOr<std::shared_ptr<placement::PlacedPipeline>> pipeline;
     {
-      py::gil_scoped_release release;
-      absl::StatusOr<PipelineDef> def = graph::PipelineFromJson(json);
-      pipeline = def.ok() ? placement::PlacedPipeline::Create(*def) : def.status();
+      // Making it may list a store's objects, whose retries Ctrl-C stops.
+      std::atomic<bool> cancelled{false};
+      InterruptScope interrupt([&cancelled] { cancelled.store(true, std::memory_order_release); });
+      if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+      {
+        py::gil_scoped_release release;
+        const io::ScopedThreadCancel cancel(&cancelled);
+        absl::StatusOr<PipelineDef> def = graph::PipelineFromJson(json);
+        pipeline = def.ok() ? placement::PlacedPipeline::Create(*def) : def.status();
+      }
+      if (interrupt.interrupted()) RaiseInterrupt();
     }
     ThrowIfError(pipeline.status());
     pipeline_ = *std::move(pipeline);

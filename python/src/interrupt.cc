@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cerrno>
 #include <thread>
+#include <utility>
 
 #include "absl/synchronization/mutex.h"
 #include "bindings.h"
@@ -21,7 +22,7 @@ struct sigaction g_python_handler;  // chained to; set before ours is installed
 unsigned long g_main_thread = 0;
 
 absl::Mutex g_mu;
-placement::PlacedIterator* g_target ABSL_GUARDED_BY(g_mu) = nullptr;
+std::function<void()>* g_cancel ABSL_GUARDED_BY(g_mu) = nullptr;
 uint64_t g_signals_before ABSL_GUARDED_BY(g_mu) = 0;  // g_signals when the scope began
 bool g_interrupted ABSL_GUARDED_BY(g_mu) = false;
 
@@ -44,9 +45,9 @@ void WatchSignals() {
     if (read(g_wake[0], &byte, 1) < 0 && errno != EINTR) return;
     absl::MutexLock lock(&g_mu);
     // A signal from before the current scope (read late) is not its own.
-    if (g_target != nullptr && g_signals.load(std::memory_order_relaxed) > g_signals_before) {
+    if (g_cancel != nullptr && g_signals.load(std::memory_order_relaxed) > g_signals_before) {
       g_interrupted = true;
-      g_target->Cancel();
+      (*g_cancel)();
     }
   }
 }
@@ -61,7 +62,7 @@ bool StartWatcher() {
 
 void InitInterrupts() { g_main_thread = PyThread_get_thread_ident(); }
 
-InterruptScope::InterruptScope(placement::PlacedIterator* it) {
+InterruptScope::InterruptScope(std::function<void()> cancel) : cancel_(std::move(cancel)) {
   if (PyThread_get_thread_ident() != g_main_thread) return;
   static const bool watching = StartWatcher();
   if (!watching || sigaction(SIGINT, nullptr, &python_handler_) != 0) return;
@@ -71,7 +72,7 @@ InterruptScope::InterruptScope(placement::PlacedIterator* it) {
   if (!has_function) return;
   {
     absl::MutexLock lock(&g_mu);
-    g_target = it;
+    g_cancel = &cancel_;
     g_signals_before = g_signals.load(std::memory_order_relaxed);
     g_interrupted = false;
   }
@@ -83,7 +84,7 @@ InterruptScope::InterruptScope(placement::PlacedIterator* it) {
   active_ = sigaction(SIGINT, &ours, nullptr) == 0;
   if (!active_) {
     absl::MutexLock lock(&g_mu);
-    g_target = nullptr;
+    g_cancel = nullptr;
   }
 }
 
@@ -91,7 +92,7 @@ InterruptScope::~InterruptScope() {
   if (!active_) return;
   sigaction(SIGINT, &python_handler_, nullptr);
   absl::MutexLock lock(&g_mu);
-  g_target = nullptr;
+  g_cancel = nullptr;
 }
 
 bool InterruptScope::interrupted() const {

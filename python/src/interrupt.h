@@ -2,7 +2,8 @@
 // own SIGINT handler only flags the signal for the interpreter, which cannot
 // act until the wait ends, so a pipeline that is slow to yield would make
 // Ctrl-C seem dead. While an InterruptScope lives, a handler chained in front
-// of Python's also cancels the pipeline; the wait returns at once and Python
+// of Python's also cancels the pipeline (or the pipeline's making: a
+// listing that retries a store); the wait returns at once and Python
 // raises KeyboardInterrupt as usual.
 #ifndef SLUICE_PYTHON_INTERRUPT_H_
 #define SLUICE_PYTHON_INTERRUPT_H_
@@ -10,17 +11,17 @@
 #include <signal.h>
 
 #include <cstdint>
-
-#include "sluice/placement/placed_pipeline.h"
+#include <functional>
 
 namespace sluice::python {
 
 class InterruptScope {
  public:
-  // Cancels `it` on SIGINT. Inactive off the main thread (Python handles
-  // signals there only) and when SIGINT is ignored or left to the default
-  // action. REQUIRES: the GIL is held.
-  explicit InterruptScope(placement::PlacedIterator* it);
+  // Calls `cancel` on SIGINT (from a thread of its own: it may take
+  // locks). Inactive off the main thread (Python handles signals there
+  // only) and when SIGINT is ignored or left to the default action.
+  // REQUIRES: the GIL is held.
+  explicit InterruptScope(std::function<void()> cancel);
   ~InterruptScope();
   InterruptScope(const InterruptScope&) = delete;
   InterruptScope& operator=(const InterruptScope&) = delete;
@@ -29,6 +30,7 @@ class InterruptScope {
   bool interrupted() const;
 
  private:
+  std::function<void()> cancel_;
   bool active_ = false;
   struct sigaction python_handler_;
 };

@@ -54,6 +54,27 @@ def test_a_glob_of_objects_gives_the_local_files_batches(store, cifar_dir):
     assert_same_batches(augmented("s3://train/cifar/*.tfrecord"), augmented(str(cifar_dir / "*.tfrecord")))
 
 
+def test_keys_with_question_marks_and_percents_are_listed_and_named(store, cifar_dir):
+    files = sorted(cifar_dir.glob("*.tfrecord"))[:3]
+    names = ["what?.tfrecord", "100%.tfrecord", "a%3Fb.tfrecord"]
+    for f, name in zip(files, names):
+        store.put(f"train/odd/{name}", f.read_bytes())
+    whole = sluice.tfrecord([str(f) for f in files], {"label": "int64"})
+    listed = sluice.tfrecord("s3://train/odd/*.tfrecord", {"label": "int64"})
+    # The listing's order is the keys' ("1" < "a" < "w").
+    order = [files[1], files[2], files[0]]
+    assert [int(r["label"]) for r in listed] == [int(r["label"]) for r in
+                                                   sluice.tfrecord([str(f) for f in order], {"label": "int64"})]
+    assert sum(1 for _ in whole) == sum(1 for _ in listed)
+    # A key's own '?' is written %3F, its '%' before 25 or 3F %25.
+    named = sluice.tfrecord("s3://train/odd/what%3F.tfrecord", {"label": "int64"})
+    assert [int(r["label"]) for r in named] == [int(r["label"]) for r in sluice.tfrecord(str(files[0]),
+                                                                                          {"label": "int64"})]
+    assert sum(1 for _ in sluice.tfrecord("s3://train/odd/a%253Fb.tfrecord", {"label": "int64"})) > 0
+    with pytest.raises(ValueError, match="a key's own '\\?' %3F"):
+        sluice.tfrecord("s3://train/odd/what?.tfrecord", {"label": "int64"}).engine
+
+
 def test_idx_objects_are_read_as_the_local_files(store, mnist_dir):
     def mnist(d):
         return sluice.mnist(f"{d}/train-images-idx3-ubyte", f"{d}/train-labels-idx1-ubyte").batch(100)
@@ -278,6 +299,45 @@ def test_a_store_that_goes_away_mid_epoch_is_waited_for_and_nothing_is_lost(stor
     assert sluice.object_store_stats()["retries"] > retried
 
 
+_LISTING_A_DEAD_STORE = """
+import signal, sys, threading, time
+signal.signal(signal.SIGINT, signal.default_int_handler)
+import sluice
+main = threading.main_thread().ident
+
+
+def announce():  # once the main thread makes the engine, whose listing retries the store
+    while sys._current_frames()[main].f_code.co_name != "engine":
+        time.sleep(0.001)
+    print("listing", flush=True)
+
+
+threading.Thread(target=announce, daemon=True).start()
+try:
+    sluice.tfrecord("s3://train/cifar/*.tfrecord", {"label": "int64"}).engine
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+print("after", len(list(sluice.arrays({"x": [1, 2, 3]}))), flush=True)
+"""
+
+
+def test_ctrl_c_stops_a_listing_that_waits_for_a_store(tmp_path):
+    import signal
+    from conftest import _free_ports
+    env = dict(os.environ, AWS_ENDPOINT_URL=f"http://127.0.0.1:{_free_ports(1)[0]}", AWS_ACCESS_KEY_ID="AKIANOBODY",
+               AWS_SECRET_ACCESS_KEY="nobody-secret", SLUICE_OBJECT_STORE_TIMEOUT_S="600")
+    child = subprocess.Popen([sys.executable, "-c", _LISTING_A_DEAD_STORE], env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline().strip() == "listing"
+        child.send_signal(signal.SIGINT)
+        out, err = child.communicate(timeout=120)  # a hang guard: the store's timeout is 600 s
+    finally:
+        child.kill()
+    assert child.returncode == 0, err
+    assert out.split() == ["interrupted", "after", "3"]
+
+
 def test_a_store_gone_past_the_timeout_fails_saying_so(tmp_path):
     from conftest import _free_ports
     env = dict(os.environ, AWS_ENDPOINT_URL=f"http://127.0.0.1:{_free_ports(1)[0]}", AWS_ACCESS_KEY_ID="AKIANOBODY",
@@ -324,6 +384,20 @@ def test_google_cloud_storage_objects_read_as_the_local_files(gcs_store, cifar_d
     assert_same_batches(augmented(f"gs://gtrain/cifar/*.tfrecord?{query}"), augmented(str(cifar_dir / "*.tfrecord")))
     with pytest.raises(sluice.NotFoundError, match="no object matches pattern 'gs://gtrain/cifar/nope-"):
         list(sluice.tfrecord(f"gs://gtrain/cifar/nope-*.tfrecord?{query}", CIFAR))
+
+
+def test_google_credentials_that_give_no_token_are_refused_at_once_saying_what_to_set(gcs_store, tmp_path):
+    _, query = gcs_store
+    env = dict(os.environ, GOOGLE_APPLICATION_CREDENTIALS=str(tmp_path / "missing-key.json"),
+               SLUICE_OBJECT_STORE_TIMEOUT_S="600")
+    query = "&".join(p for p in query.split("&") if not p.startswith("anonymous"))
+    out = run_sluice_python(f"import sluice\nlist(sluice.tfrecord('gs://gtrain/cifar/*.tfrecord?{query}', "
+                            "{'label': 'int64'}))", env)
+    # Not retried for the store's 600 s: a permanent refusal, named.
+    assert "PermissionDeniedError" in out.stderr, out.stderr[-2000:]
+    assert "gs://gtrain/cifar/*.tfrecord" in out.stderr
+    assert f"could not get an access token (Cannot open credentials file {tmp_path}/missing-key.json)" in out.stderr
+    assert "set GOOGLE_APPLICATION_CREDENTIALS" in out.stderr
 
 
 def test_a_public_bucket_is_read_anonymously_and_a_private_one_refused(store, cifar_dir, tmp_path):

@@ -10,7 +10,6 @@
 #include <map>
 #include <mutex>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -27,126 +26,12 @@
 #include "sluice/io/object_listing.h"
 #include "sluice/io/object_store_arrow.h"
 #include "sluice/io/object_store_retry.h"
+#include "sluice/io/object_url.h"
 
 namespace sluice::io {
 namespace {
 
 std::atomic<int64_t> retries{0};
-
-// scheme://bucket/key?query, split. The query holds Arrow's per-URL
-// options (endpoint_override, scheme, region, anonymous, ...).
-struct ObjectUrl {
-  std::string scheme, bucket, key, query;
-
-  std::string Url(absl::string_view bucket_and_key) const {
-    return absl::StrCat(scheme, "://", bucket_and_key, query.empty() ? "" : "?", query);
-  }
-  std::string Path() const { return key.empty() ? bucket : absl::StrCat(bucket, "/", key); }
-};
-
-// A query parameter that would hold a credential (Arrow's access_key,
-// secret_key and session_token, a password, a presigned URL's signature).
-bool NamesCredential(absl::string_view name) {
-  const std::string lower = absl::AsciiStrToLower(name);
-  for (const char* word : {"key", "secret", "token", "password", "credential", "signature"}) {
-    if (absl::StrContains(lower, word)) return true;
-  }
-  return false;
-}
-
-// The error for a URL that carries credentials, named by `where` (without
-// them: a URL ends up in logs, errors, saved states and profiles).
-absl::Status CarriesCredentials(const std::string& where) {
-  return absl::InvalidArgumentError(
-      absl::StrCat(where,
-                   ": a URL must not carry credentials; give them through the environment (AWS_ACCESS_KEY_ID, "
-                   "AWS_SECRET_ACCESS_KEY), a profile file or the machine's role"));
-}
-
-// The URL options the stores' clients take (Arrow's S3Options and
-// GcsOptions::FromUri, less the credentials), and `anonymous`.
-constexpr const char* kS3Options[] = {"region",
-                                      "scheme",
-                                      "endpoint_override",
-                                      "allow_bucket_creation",
-                                      "allow_bucket_deletion",
-                                      "tls_ca_file_path",
-                                      "tls_verify_certificates",
-                                      "allow_delayed_open",
-                                      "smart_defaults",
-                                      "anonymous"};
-constexpr const char* kGcsOptions[] = {"scheme", "endpoint_override", "retry_limit_seconds", "location", "anonymous"};
-
-// InvalidArgument for a query parameter that is not such an option, named
-// without its value (a presigned URL's signature, a token under a name of
-// its own); also for a key's '?' meant as a wildcard, which starts the
-// query instead.
-absl::Status CheckOption(const ObjectUrl& u, absl::string_view param) {
-  const absl::string_view name = param.substr(0, param.find('='));
-  if (NamesCredential(name)) {
-    return CarriesCredentials(absl::StrCat(u.scheme, "://", u.Path(), "?… (its parameter '", name, "')"));
-  }
-  const bool s3 = u.scheme == "s3";
-  const auto* begin = s3 ? std::begin(kS3Options) : std::begin(kGcsOptions);
-  const auto* end = s3 ? std::end(kS3Options) : std::end(kGcsOptions);
-  if (param.find('=') != absl::string_view::npos && std::find(begin, end, name) != end) return absl::OkStatus();
-  if (param.find('=') == absl::string_view::npos) {
-    return absl::InvalidArgumentError(absl::StrCat("'", u.scheme, "://", u.Path(),
-                                                   "?…': '?' starts an object URL's options (name=value); a key's "
-                                                   "wildcard for one character is written [...] (or *)"));
-  }
-  std::vector<std::string> names(begin, end);
-  return absl::InvalidArgumentError(
-      absl::StrCat("'", u.scheme, "://", u.Path(), "?…': '", name,
-                   "' is not an option of the store (its value is not shown); options: ", absl::StrJoin(names, ", ")));
-}
-
-absl::StatusOr<ObjectUrl> ParseObjectUrl(const std::string& url) {
-  ObjectUrl u;
-  const size_t colon = url.find("://");
-  u.scheme = url.substr(0, colon);
-  std::string rest = url.substr(colon + 3);
-  if (const size_t q = rest.find('?'); q != std::string::npos) {
-    u.query = rest.substr(q + 1);
-    rest.resize(q);
-  }
-  const size_t slash = rest.find('/');
-  u.bucket = rest.substr(0, slash);
-  if (slash != std::string::npos) u.key = rest.substr(slash + 1);
-  if (u.bucket.find('@') != std::string::npos) {
-    // Named without what precedes the '@': that is the secret.
-    return CarriesCredentials(absl::StrCat(u.scheme, "://…@", u.bucket.substr(u.bucket.rfind('@') + 1), "/…"));
-  }
-  for (absl::string_view param : absl::StrSplit(u.query, '&', absl::SkipEmpty())) {
-    SLUICE_RETURN_IF_ERROR(CheckOption(u, param));
-  }
-  if (u.bucket.empty() || u.bucket.find_first_of("*?[") != std::string::npos) {
-    return absl::InvalidArgumentError(absl::StrCat("'", url, "' names no bucket (wildcards go in the key only)"));
-  }
-  return u;
-}
-
-// Where `key`'s first wildcard is, passing over those escaped with '\\';
-// npos if none.
-size_t FirstWildcard(const std::string& key) {
-  for (size_t i = 0; i < key.size(); ++i) {
-    if (key[i] == '\\') {
-      ++i;
-    } else if (key[i] == '*' || key[i] == '?' || key[i] == '[') {
-      return i;
-    }
-  }
-  return std::string::npos;
-}
-
-std::string Unescaped(const std::string& key) {
-  std::string out;
-  for (size_t i = 0; i < key.size(); ++i) {
-    if (key[i] == '\\' && i + 1 < key.size()) ++i;
-    out.push_back(key[i]);
-  }
-  return out;
-}
 
 // The AWS client's own retries (a 5xx, a throttle, a connection refused or
 // reset), counted, with the project's backoff: 100 ms doubling, six times
@@ -166,14 +51,16 @@ class CountedS3Retries : public arrow::fs::S3RetryStrategy {
   static constexpr int64_t kRetries = 6;
 };
 
-// Takes `anonymous=true` (public buckets) out of the URL's query, where
-// Arrow's URLs have no such option; whether it was there.
+// Takes `anonymous=true` (public buckets) or `=false` out of the URL's
+// query, where Arrow's URLs have no such option; whether it was true.
 bool TakeAnonymous(ObjectUrl* u) {
   std::vector<std::string> params = absl::StrSplit(u->query, '&', absl::SkipEmpty());
-  const size_t given = params.size();
-  params.erase(std::remove(params.begin(), params.end(), "anonymous=true"), params.end());
+  const bool anonymous = std::find(params.begin(), params.end(), "anonymous=true") != params.end();
+  params.erase(std::remove_if(params.begin(), params.end(),
+                              [](const std::string& p) { return absl::StartsWith(p, "anonymous="); }),
+               params.end());
   u->query = absl::StrJoin(params, "&");
-  return params.size() != given;
+  return anonymous;
 }
 
 // The blocks read from a store come from the C library's heap, which keeps
@@ -354,6 +241,24 @@ absl::Status NothingListed(arrow::fs::FileSystem& fs, const ObjectUrl& u, const 
   return absl::NotFoundError(message);
 }
 
+// Google's client fails so when it cannot get an access token: no
+// credentials found (without a metadata server to ask), or a key file that
+// cannot be read. Retrying does not help, however the client words it.
+constexpr char kNoGoogleToken[] = "Could not create a OAuth2 access token";
+
+absl::Status NoGoogleToken(const std::string& message, absl::string_view what, absl::string_view url) {
+  constexpr char kWhy[] = "The underlying error message was: ";
+  std::string why = "no credentials were found";
+  if (const size_t at = message.find(kWhy); at != std::string::npos) {
+    const size_t from = at + sizeof(kWhy) - 1;
+    why = message.substr(from, message.find(" error_info=", from) - from);
+  }
+  return absl::PermissionDeniedError(
+      absl::StrCat(what, " ", url, ": Google's client could not get an access token (", why,
+                   "): set GOOGLE_APPLICATION_CREDENTIALS to a service account's key file, or run `gcloud auth "
+                   "application-default login`; a public bucket is read with ?anonymous=true"));
+}
+
 }  // namespace
 
 absl::Duration ObjectStoreTimeout() {
@@ -366,6 +271,7 @@ int64_t ObjectStoreRetries() { return retries.load(std::memory_order_relaxed); }
 void CountRetry() { retries.fetch_add(1, std::memory_order_relaxed); }
 
 absl::Status ToStatus(const arrow::Status& st, absl::string_view what, absl::string_view url) {
+  if (st.message().find(kNoGoogleToken) != std::string::npos) return NoGoogleToken(st.message(), what, url);
   const std::string msg = absl::StrCat(what, " ", url, ": ", st.message());
   if (arrow::internal::ErrnoFromStatus(st) == ENOENT) return absl::NotFoundError(msg);
   const std::string& m = st.message();
@@ -410,7 +316,7 @@ absl::StatusOr<std::shared_ptr<arrow::io::RandomAccessFile>> OpenArrowObject(con
 }
 
 absl::StatusOr<std::vector<std::string>> ListObjects(const std::string& pattern) {
-  absl::StatusOr<ObjectUrl> u = ParseObjectUrl(pattern);
+  absl::StatusOr<ObjectUrl> u = ParseObjectUrl(pattern, KeyAs::kPattern);
   if (!u.ok()) return u.status();
   absl::StatusOr<std::shared_ptr<arrow::fs::FileSystem>> fs = FileSystemFor(*u);
   if (!fs.ok()) return fs.status();
