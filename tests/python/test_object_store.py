@@ -121,6 +121,12 @@ def test_a_refusal_without_credentials_says_none_were_found(store, tmp_path):
     refused = run_sluice_python("import sluice\nlist(sluice.tfrecord('s3://train/cifar/*.tfrecord', {'label': 'int64'}))",
                                 store.env(AWS_SECRET_ACCESS_KEY="wrong"))
     assert "PermissionDeniedError" in refused.stderr and "no credentials were found" not in refused.stderr
+    assert "the store refused the credentials found" in refused.stderr, refused.stderr
+    # A profile that names none says so.
+    profiled = run_sluice_python("import sluice\nlist(sluice.tfrecord('s3://train/cifar/*.tfrecord', "
+                                 "{'label': 'int64'}))", dict(env, AWS_PROFILE="nosuch"))
+    assert "AWS_PROFILE is 'nosuch', and ~/.aws/credentials and ~/.aws/config gave none for it" in profiled.stderr, \
+        profiled.stderr[-2000:]
 
 
 def test_a_url_carrying_credentials_is_refused_without_printing_them(store):
@@ -260,6 +266,8 @@ def test_an_image_folder_and_a_file_list_in_a_bucket_read_as_local_ones(store, t
                      sluice.image_folder(str(root), shuffle=False))
     assert_same_rows(sluice.image_folder("s3://train/images?region=us-east-1", shuffle=False),
                      sluice.image_folder(str(root), shuffle=False))  # the URL's options after the folders
+    with pytest.raises(ValueError, match="s3://train/images/cat/0.png is an object, not a folder of them"):
+        sluice.image_folder("s3://train/images/cat/0.png").engine
 
 
 def test_reads_spanning_many_fetched_blocks_give_the_same_bytes(store, cifar_dir, mnist_dir, monkeypatch):

@@ -105,8 +105,8 @@ std::string BucketOf(absl::string_view url) {
   return std::string(url.substr(0, url.find_first_of("/?", host + 3)));
 }
 
-// Why a store may have refused `url`, when its client had no credentials
-// (none in the environment, a profile file or the machine's role).
+// Why a store may have refused `url`: the credentials its client found, or
+// none found (in the environment, a profile file or the machine's role).
 std::string RefusalHint(absl::string_view url) {
   const std::string bucket = BucketOf(url);
   std::shared_ptr<arrow::fs::S3FileSystem> fs;
@@ -114,7 +114,16 @@ std::string RefusalHint(absl::string_view url) {
     std::lock_guard<std::mutex> lock(signing_mu);
     if (auto it = signing->find(bucket); it != signing->end()) fs = it->second;
   }
-  if (fs == nullptr || !fs->options().GetAccessKey().empty()) return "";
+  if (fs == nullptr) return "";
+  if (!fs->options().GetAccessKey().empty()) {
+    return " (the store refused the credentials found: wrong ones for this store, or ones not allowed to read "
+           "this; a HEAD's refusal carries no reason)";
+  }
+  const char* profile = std::getenv("AWS_PROFILE");
+  if (profile != nullptr && *profile != '\0') {
+    return absl::StrCat(" (no credentials were found for ", bucket, ": AWS_PROFILE is '", profile,
+                        "', and ~/.aws/credentials and ~/.aws/config gave none for it)");
+  }
   return absl::StrCat(" (no credentials were found for ", bucket,
                       ": set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE, or write "
                       "~/.aws/credentials; a public bucket is read with ?anonymous=true)");
@@ -357,7 +366,13 @@ absl::StatusOr<std::vector<std::string>> ListObjectsUnder(const std::string& pre
   absl::StatusOr<std::vector<std::string>> urls =
       ListMatching(**fs, *u, u->Path(), true, [](const std::string&) { return true; }, prefix_url, /*folders=*/true);
   if (!urls.ok()) return urls.status();
-  if (urls->empty()) return NothingListed(**fs, *u, absl::StrCat("no object is under ", prefix_url));
+  if (urls->empty()) {
+    arrow::Result<arrow::fs::FileInfo> itself = (*fs)->GetFileInfo(u->Path());
+    if (itself.ok() && itself->IsFile()) {
+      return absl::InvalidArgumentError(absl::StrCat(prefix_url, " is an object, not a folder of them"));
+    }
+    return NothingListed(**fs, *u, absl::StrCat("no object is under ", prefix_url));
+  }
   return *std::move(urls);
 }
 
