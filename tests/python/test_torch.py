@@ -142,6 +142,21 @@ def test_state_dict_before_a_pass_and_loading_twice_never_restart_the_epoch(mnis
     assert sum(1 for _ in again) == 6
 
 
+def test_a_state_after_leaving_a_pass_early_is_where_it_stopped(mnist_dir):
+    import itertools
+    whole = [b["label"].clone() for b in sluice.torch.TorchIterable(mnist(mnist_dir))]
+    loader = sluice.torch.TorchIterable(mnist(mnist_dir))
+    capped = [b["label"].clone() for b in itertools.islice(loader, 2)]
+    state = loader.state_dict()
+    # The live loader's next pass is a new epoch, as a DataLoader's.
+    assert sum(1 for _ in loader) == 6
+    restarted = sluice.torch.TorchIterable(mnist(mnist_dir))
+    restarted.load_state_dict(state)
+    rest = [b["label"] for b in restarted]
+    assert len(rest) == 4
+    assert all(torch.equal(a, b) for a, b in zip(capped + rest, whole))
+
+
 def test_set_epoch_with_a_loaded_state_resumes_its_epoch_or_refuses_another(mnist_dir):
     loader = sluice.torch.TorchIterable(mnist(mnist_dir))
     for _ in loader:  # epoch 0, to its end
