@@ -35,6 +35,19 @@ def _feature(name, spec):
     return out
 
 
+def _features(features):
+    """The declared features from tfrecord's `features`: a dict of short
+    forms, or the JSON's list of {"name": ..., "dtype": ...}."""
+    if features is None:
+        return []
+    if isinstance(features, dict):
+        return [_feature(n, s) for n, s in features.items()]
+    if isinstance(features, (list, tuple)) and all(isinstance(f, dict) and "name" in f for f in features):
+        return [dict(f) for f in features]
+    raise TypeError("features is a dict such as {\"image\": (\"bytes\", 3072), \"label\": \"int64\"}, or the "
+                    f"JSON's list of {{\"name\": ..., \"dtype\": ...}}, got {features!r:.80}")
+
+
 def _as_op(op):
     """An op of a map: one of sluice.ops', or a Python callable as ``ops.python(op)``."""
     if isinstance(op, dict):
@@ -60,8 +73,7 @@ def tfrecord(files, features=None, *, on_corrupt="error", shuffle_splits=False, 
     same rows as one reader; each reader holds a whole split in memory).
     """
     files = [files] if isinstance(files, str) else list(files)
-    source = {"tfrecord": {"files": files,
-                           "features": [_feature(n, s) for n, s in (features or {}).items()]},
+    source = {"tfrecord": {"files": files, "features": _features(features)},
               "on_corrupt": on_corrupt, "shuffle_splits": shuffle_splits,
               "split_records": split_records, "parallel_reads": parallel_reads}
     return Pipeline({"nodes": [{"source": source}]})

@@ -554,6 +554,17 @@ TEST_F(PipelineTest, MissingFeatureNamesFeatureFileAndRecord) {
       RunEpoch(
           PipelineBuilder::TfRecord({path}, {BytesFeature("image", 3072), Int64Feature("label")}).Batch(4).Build()),
       StatusIs(absl::StatusCode::kNotFound, HasSubstr("record 5 of " + path + ": feature 'label' missing")));
+  // Under "skip", that record alone is left out, and counted.
+  Skipped skipped;
+  ASSERT_OK_AND_ASSIGN(Output out,
+                       RunEpoch(PipelineBuilder::TfRecord({path}, {BytesFeature("image", 3072), Int64Feature("label")})
+                                    .SkipCorruptRecords()
+                                    .Batch(4)
+                                    .Build(),
+                                0, &skipped));
+  EXPECT_EQ(out.labels, (std::vector<int64_t>{0, 1, 2, 3, 4}));
+  EXPECT_EQ(skipped.records, 1);
+  EXPECT_THAT(skipped.summary, HasSubstr("feature 'label' missing"));
 }
 
 TEST_F(PipelineTest, WrongFeatureLengthNamesFeatureFileAndRecord) {

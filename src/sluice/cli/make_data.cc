@@ -29,16 +29,18 @@ absl::Status MakeData(const MakeDataArgs& args) {
         [&] { return absl::StrFormat("%s: %s / %s samples", args.dataset, WithCommas(done), WithCommas(total)); });
   };
   absl::Status s;
+  // No empty files: fewer samples than files make one file per sample.
+  const auto files_for = [&](int64_t count) { return static_cast<int>(std::min<int64_t>(args.files, count)); };
   if (args.dataset == "imagenet") {
     const int64_t count = args.count > 0 ? args.count : 2000;
     if (args.format != "" && args.format != "folder" && args.format != "tfrecord") {
       return absl::InvalidArgumentError(absl::StrCat("--format must be folder or tfrecord, got ", args.format));
     }
     if (args.format == "tfrecord") {
-      s = datagen::WriteSyntheticImageTfRecords(args.out, count, args.classes, args.files, args.seed, report);
+      s = datagen::WriteSyntheticImageTfRecords(args.out, count, args.classes, files_for(count), args.seed, report);
       if (s.ok()) {
         std::printf("wrote %lld JPEG/PNG images as tf.train.Example in %d TFRecord files under %s\n",
-                    static_cast<long long>(count), args.files, args.out.c_str());
+                    static_cast<long long>(count), files_for(count), args.out.c_str());
       }
     } else {
       s = datagen::WriteSyntheticImageFolder(args.out, count, args.classes, args.seed, report);
@@ -63,10 +65,10 @@ absl::Status MakeData(const MakeDataArgs& args) {
     if (!binary && args.format != "tfrecord" && !args.format.empty()) {
       return absl::InvalidArgumentError(absl::StrCat("--format must be tfrecord or bin, got ", args.format));
     }
-    s = datagen::WriteSyntheticCifar10(args.out, count, args.files, binary, args.seed, report);
+    s = datagen::WriteSyntheticCifar10(args.out, count, files_for(count), binary, args.seed, report);
     if (s.ok()) {
-      std::printf("wrote %lld CIFAR-10 samples in %d %s files under %s\n", static_cast<long long>(count), args.files,
-                  binary ? "binary" : "TFRecord", args.out.c_str());
+      std::printf("wrote %lld CIFAR-10 samples in %d %s files under %s\n", static_cast<long long>(count),
+                  files_for(count), binary ? "binary" : "TFRecord", args.out.c_str());
     }
   }
   progress.Finish();

@@ -3,6 +3,7 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "nlohmann/json.hpp"
 #include "sluice/cli/command.h"
 #include "sluice/cli/pipeline_runner.h"
 #include "sluice/cli/plugins.h"
@@ -44,7 +45,7 @@ std::string DescribeSettings(const graph::CompiledPipeline& c) {
 
 std::vector<double> RssMb(const RunReport& r) {
   std::vector<double> mb;
-  for (int64_t b : r.peak_rss_after_epoch) mb.push_back(b / 1048576.0);
+  for (int64_t b : r.peak_rss_after_epoch) mb.push_back(b / 1e6);  // MB, as the engine's figures
   return mb;
 }
 
@@ -90,21 +91,21 @@ void PrintJson(const std::string& path, const graph::CompiledPipeline& c, const 
   const std::string rss_mb =
       absl::StrJoin(RssMb(r), ", ", [](std::string* out, double v) { out->append(absl::StrFormat("%.1f", v)); });
   std::printf(
-      "{\"pipeline\": \"%s\", \"epochs\": %d, \"samples\": %lld, \"batches\": %lld, "
+      "{\"pipeline\": %s, \"epochs\": %d, \"samples\": %lld, \"batches\": %lld, "
       "\"seconds\": %.4f, \"samples_per_s\": %.1f, \"first_batch_ms\": %.2f, \"threads\": %d, \"simd\": \"%s\", "
       "\"skipped_records\": %lld, \"peak_buffered_bytes\": %lld, \"memory_budget_bytes\": %lld, "
       "\"engine_peak_bytes\": %zu, \"engine_peak_in_use_bytes\": %zu, \"engine_cached_bytes\": %zu, "
       "\"engine_ring_bytes\": %lld, \"object_store_retries\": %lld, \"object_block_peak_bytes\": %lld, "
       "\"python_shared_peak_bytes\": %lld, \"object_cache_hits\": %lld, \"object_cache_misses\": %lld, "
       "\"peak_rss_mb_after_epoch\": [%s], \"placement\": %s}\n",
-      path.c_str(), r.epochs, static_cast<long long>(r.samples), static_cast<long long>(r.batches), r.seconds,
-      r.samples_per_s, r.first_batch_ms, c.threads, kernels::SimdTarget().c_str(),
-      static_cast<long long>(r.skipped_records), static_cast<long long>(r.peak_buffered_bytes),
-      static_cast<long long>(c.memory_budget_bytes), r.memory.peak_held_bytes, r.memory.peak_live_bytes,
-      r.memory.cached_bytes, static_cast<long long>(r.ring_bytes), static_cast<long long>(io::ObjectStoreRetries()),
-      static_cast<long long>(io::ObjectBlockPeakBytes()), static_cast<long long>(PythonSharedPeakBytes()),
-      static_cast<long long>(cache.hits), static_cast<long long>(cache.misses), rss_mb.c_str(),
-      placement.ToJson().c_str());
+      nlohmann::json(path).dump().c_str(), r.epochs, static_cast<long long>(r.samples),
+      static_cast<long long>(r.batches), r.seconds, r.samples_per_s, r.first_batch_ms, c.threads,
+      kernels::SimdTarget().c_str(), static_cast<long long>(r.skipped_records),
+      static_cast<long long>(r.peak_buffered_bytes), static_cast<long long>(c.memory_budget_bytes),
+      r.memory.peak_held_bytes, r.memory.peak_live_bytes, r.memory.cached_bytes, static_cast<long long>(r.ring_bytes),
+      static_cast<long long>(io::ObjectStoreRetries()), static_cast<long long>(io::ObjectBlockPeakBytes()),
+      static_cast<long long>(PythonSharedPeakBytes()), static_cast<long long>(cache.hits),
+      static_cast<long long>(cache.misses), rss_mb.c_str(), placement.ToJson().c_str());
 }
 
 absl::Status Run(const RunArgs& args) {

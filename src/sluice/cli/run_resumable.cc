@@ -21,23 +21,42 @@ absl::StatusOr<std::string> ReadState(const std::string& path) {
   return bytes.str();
 }
 
+// Before the run: a state file that could not be written would be found
+// only after it.
+absl::Status CheckStateWritable(const std::string& path) {
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error)) {
+    return absl::InvalidArgumentError(absl::StrCat("--save-state ", path, " is a directory; give a file's path"));
+  }
+  const std::filesystem::path folder = std::filesystem::path(path).parent_path();
+  if (!folder.empty() && !std::filesystem::is_directory(folder, error)) {
+    return absl::NotFoundError(absl::StrCat("--save-state ", path, ": no folder ", folder.string()));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status WriteState(const std::string& path, const std::string& state) {
   const std::string temporary = path + ".tmp";
   {
     std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
     out.write(state.data(), static_cast<std::streamsize>(state.size()));
     out.close();
-    if (!out) return absl::InternalError(absl::StrCat("cannot write the state file ", temporary));
+    if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot write the state file ", temporary));
   }
   std::error_code error;
   std::filesystem::rename(temporary, path, error);
-  if (error) return absl::InternalError(absl::StrCat("cannot rename ", temporary, " to ", path, ": ", error.message()));
+  if (error) {
+    const std::string why = error.message();
+    std::filesystem::remove(temporary, error);
+    return absl::PermissionDeniedError(absl::StrCat("cannot rename ", temporary, " to ", path, ": ", why));
+  }
   return absl::OkStatus();
 }
 
 }  // namespace
 
 absl::Status RunResumable(const exec::Pipeline& pipeline, const std::string& name, const ResumableRun& run) {
+  if (!run.save_state.empty()) SLUICE_RETURN_IF_ERROR(CheckStateWritable(run.save_state));
   const absl::Time start = absl::Now();
   std::unique_ptr<exec::PipelineIterator> it;
   if (run.resume.empty()) {

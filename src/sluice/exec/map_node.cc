@@ -338,10 +338,12 @@ class MapIterator : public Iterator {
   }
 
   // Under on_corrupt "skip", a kernel's refusal of some rows (bad data, not
-  // a failure of the machine) costs those rows, not the batch.
+  // a failure of the machine: a declared feature missing from a record is
+  // NotFound) costs those rows, not the batch.
   bool SkipsRowsOf(const absl::Status& status) const {
     return ctx_->skip_corrupt && !plan_->whole_chunks() &&
-           (absl::IsDataLoss(status) || absl::IsInvalidArgument(status) || absl::IsOutOfRange(status));
+           (absl::IsDataLoss(status) || absl::IsInvalidArgument(status) || absl::IsOutOfRange(status) ||
+            absl::IsNotFound(status));
   }
 
   // Runs the claimed rows one at a time, noting those refused.

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "sluice/core/memory_default.h"
 #include "sluice/exec/map_plan.h"
 
 namespace sluice::exec {
@@ -67,16 +68,25 @@ absl::Status CheckMemoryBudget(const graph::CompiledPipeline& c, const MemoryMin
       c.memory_budget_bytes, minimum.bytes, minimum.chunk_rows, absl::StrJoin(minimum.parts, ", ")));
 }
 
-void FitDefaultMemoryBudget(const MemoryMinimum& minimum, graph::CompiledPipeline* c) {
-  if (c->memory_budget_default.empty()) return;  // set by the options
+absl::Status FitDefaultMemoryBudget(const MemoryMinimum& minimum, graph::CompiledPipeline* c) {
+  if (c->memory_budget_default.empty()) return absl::OkStatus();  // set by the options
   const int64_t needed = minimum.bytes + minimum.largest;
-  if (c->memory_budget_bytes >= needed) return;
+  if (c->memory_budget_bytes >= needed) return absl::OkStatus();
   constexpr int64_t kMiB = int64_t{1} << 20;
+  const int64_t machine = DefaultMemoryBudgetOfMachine().machine_bytes;
+  if (machine > 0 && needed > machine) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "this pipeline needs %d MiB to make a batch while the consumer holds one, more than the %d MiB of memory this "
+        "process may use: one chunk of %d rows from each map node and every shuffle's buffer (%s); make the batch "
+        "or the shuffle buffer smaller",
+        needed / kMiB, machine / kMiB, minimum.chunk_rows, absl::StrJoin(minimum.parts, ", ")));
+  }
   const int64_t raised = (needed + kMiB - 1) / kMiB * kMiB;
   c->memory_budget_default =
       absl::StrFormat("%d MiB (room to make a batch while the consumer holds one; the machine's share, %s, is less)",
                       raised / kMiB, c->memory_budget_default);
   c->memory_budget_bytes = raised;
+  return absl::OkStatus();
 }
 
 }  // namespace sluice::exec

@@ -36,8 +36,9 @@ absl::Status CheckMemoryBudget(const graph::CompiledPipeline& c, const MemoryMin
 // the pipeline: one whose batches are large for the machine needs more to
 // make a batch while its consumer holds the last, as a training loop's
 // `for batch in loader` does. Such a budget is raised to that, and its
-// description says so.
-void FitDefaultMemoryBudget(const MemoryMinimum& minimum, graph::CompiledPipeline* c);
+// description says so; InvalidArgument when that is more than the memory
+// the process may use.
+absl::Status FitDefaultMemoryBudget(const MemoryMinimum& minimum, graph::CompiledPipeline* c);
 
 }  // namespace sluice::exec
 

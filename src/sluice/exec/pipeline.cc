@@ -193,7 +193,7 @@ absl::StatusOr<std::unique_ptr<Pipeline>> Pipeline::Make(graph::CompiledPipeline
   const int64_t chunk_rows = ChunkRows(compiled);
   std::vector<BufferPool*> output_pools = OutputPools(compiled);
   const MemoryMinimum minimum = MeasureMemoryMinimum(compiled, chunk_rows, output_pools);
-  FitDefaultMemoryBudget(minimum, &compiled);
+  SLUICE_RETURN_IF_ERROR(FitDefaultMemoryBudget(minimum, &compiled));
   SLUICE_RETURN_IF_ERROR(CheckMemoryBudget(compiled, minimum));
   std::unique_ptr<Pipeline> pipeline(
       new Pipeline(std::move(compiled), std::move(remote), chunk_rows, std::move(output_pools)));

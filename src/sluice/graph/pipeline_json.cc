@@ -1,6 +1,7 @@
 #include "sluice/graph/pipeline_json.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <vector>
@@ -10,7 +11,9 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "google/protobuf/util/json_util.h"
+#include "nlohmann/json.hpp"
 #include "sluice/core/edit_distance.h"
+#include "sluice/core/status_macros.h"
 
 namespace sluice::graph {
 namespace {
@@ -60,10 +63,24 @@ std::string UnknownFieldHint(absl::string_view error) {
   return hint;
 }
 
+// Protobuf's parser says where JSON's syntax breaks by a snippet only; a
+// strict parser says which line and column (and refuses trailing commas).
+absl::Status CheckSyntax(absl::string_view json) {
+  try {
+    (void)nlohmann::json::parse(json.begin(), json.end());
+  } catch (const nlohmann::json::parse_error& e) {
+    std::string what = e.what();
+    if (const size_t at = what.find("] "); at != std::string::npos) what.erase(0, at + 2);  // "[json.exception...] "
+    return absl::InvalidArgumentError(absl::StrCat("invalid pipeline JSON: ", what));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<PipelineDef> PipelineFromJson(absl::string_view json) {
   absl::ConsumePrefix(&json, "\xEF\xBB\xBF");  // a byte-order mark some editors write
+  SLUICE_RETURN_IF_ERROR(CheckSyntax(json));
   PipelineDef def;
   google::protobuf::util::JsonParseOptions options;
   const auto status = google::protobuf::util::JsonStringToMessage(
@@ -76,6 +93,10 @@ absl::StatusOr<PipelineDef> PipelineFromJson(absl::string_view json) {
 }
 
 absl::StatusOr<PipelineDef> PipelineFromJsonFile(const std::string& path) {
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error)) {
+    return absl::InvalidArgumentError(absl::StrCat("'", path, "' is a directory, not a pipeline's JSON file"));
+  }
   std::ifstream in(path);
   if (!in) return absl::NotFoundError(absl::StrCat("cannot open pipeline file '", path, "'"));
   std::stringstream text;

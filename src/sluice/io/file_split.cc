@@ -65,6 +65,13 @@ std::string MistypedUrlHint(const std::string& pattern) {
   return "";
 }
 
+// For a pattern that matched nothing: a mistyped URL's form, or where a
+// relative one was looked for.
+std::string MissingPathHint(const std::string& pattern) {
+  const std::string mistyped = MistypedUrlHint(pattern);
+  return mistyped.empty() ? RelativePathHint(pattern) : mistyped;
+}
+
 // `sluice index` writes F.index beside F: a pattern matching both (a
 // folder's *) means F, whose index is found beside it, not the index as
 // data.
@@ -98,7 +105,7 @@ absl::StatusOr<std::vector<std::string>> ExpandFilePatterns(const std::vector<st
       ::globfree(&g);
       const bool is_pattern = pattern.find_first_of("*?[") != std::string::npos;
       return absl::NotFoundError(absl::StrCat(is_pattern ? "no file matches pattern '" : "file not found: '", pattern,
-                                              "'", MistypedUrlHint(pattern)));
+                                              "'", MissingPathHint(pattern)));
     }
     if (rc != 0) {
       ::globfree(&g);

@@ -8,14 +8,23 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 
 #include "absl/strings/str_cat.h"
 #include "sluice/io/object_store.h"
 
 namespace sluice::io {
 
+std::string RelativePathHint(const std::string& path) {
+  if (path.empty() || path[0] == '/') return "";
+  std::error_code error;
+  const std::filesystem::path here = std::filesystem::current_path(error);
+  return error ? "" : absl::StrCat(" (a relative path, taken from the current folder ", here.string(), ")");
+}
+
 absl::Status ErrnoStatus(int err, const std::string& what, const std::string& path) {
-  const std::string msg = absl::StrCat(what, " ", path, ": ", std::strerror(err));
+  const std::string msg =
+      absl::StrCat(what, " ", path, ": ", std::strerror(err), err == ENOENT ? RelativePathHint(path) : "");
   switch (err) {
     case ENOENT:
     case ENOTDIR:

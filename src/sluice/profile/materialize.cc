@@ -313,7 +313,10 @@ absl::StatusOr<MaterializeResult> Materialize(const PipelineDef& def, const std:
   }
   SLUICE_RETURN_IF_ERROR(parts.Close());
 
-  for (std::string& f : result.files) f = staged.Final(std::filesystem::path(f).filename().string());
+  // Absolute: the rewritten pipeline runs from any folder.
+  for (std::string& f : result.files) {
+    f = std::filesystem::absolute(staged.Final(std::filesystem::path(f).filename().string())).lexically_normal();
+  }
   result.rewritten = Rewritten(def, compiled, def_maps, schema, result.files);
   for (int i = 1; i <= maps; ++i) {
     for (const graph::BoundOp& op : compiled.nodes[i].ops) {

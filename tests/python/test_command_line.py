@@ -1,0 +1,73 @@
+"""The `sluice` command as users run it, from folders of their own: what
+it writes runs from elsewhere, what it prints parses, and mistakes are
+named before a run rather than after it."""
+
+import json
+import subprocess
+
+
+def sluice(*args, cwd=None):
+    return subprocess.run(["sluice", *args], cwd=cwd, capture_output=True, text=True, timeout=300)
+
+
+def write_pipeline(path, cifar_dir, batch=32):
+    path.write_text(json.dumps({"nodes": [
+        {"source": {"tfrecord": {"files": [str(cifar_dir / "*.tfrecord")],
+                                 "features": [{"name": "image", "dtype": "bytes", "length": 3072},
+                                              {"name": "label", "dtype": "int64"}]}}},
+        {"map": {"ops": [{"op": "reshape", "attrs": {"shape": [32, 32, 3]}},
+                         {"op": "grey_dilation", "attrs": {"size": 3}}]}},
+        {"batch": {"size": batch}}]}))
+    return path
+
+
+def test_a_materialized_pipeline_runs_from_any_folder(cifar_dir, tmp_path):
+    (tmp_path / "work").mkdir()
+    write_pipeline(tmp_path / "work" / "p.json", cifar_dir)
+    made = sluice("materialize", "p.json", "--out", "m", cwd=tmp_path / "work")
+    assert made.returncode == 0, made.stderr
+    ran = sluice("run", str(tmp_path / "work" / "m" / "pipeline.json"), "--json", "--quiet", cwd="/")
+    assert ran.returncode == 0, ran.stderr
+    assert json.loads(ran.stdout.splitlines()[-1])["samples"] == 300
+
+
+def test_the_json_summary_parses_whatever_the_pipelines_path(cifar_dir, tmp_path):
+    odd = write_pipeline(tmp_path / 'we"ird\\name.json', cifar_dir)
+    ran = sluice("run", str(odd), "--json", "--quiet")
+    assert ran.returncode == 0, ran.stderr
+    assert json.loads(ran.stdout.splitlines()[-1])["pipeline"] == str(odd)
+
+
+def test_mistakes_are_named_before_the_run(cifar_dir, tmp_path):
+    p = write_pipeline(tmp_path / "p.json", cifar_dir)
+    into_folder = sluice("run", str(p), "--stop-after", "2", "--save-state", str(tmp_path))
+    assert into_folder.returncode == 1
+    assert f"--save-state {tmp_path} is a directory" in into_folder.stderr
+    assert not (tmp_path.parent / f"{tmp_path.name}.tmp").exists()
+    nowhere = sluice("run", str(p), "--stop-after", "2", "--save-state", str(tmp_path / "no" / "s.state"))
+    assert f"NOT_FOUND: --save-state {tmp_path}/no/s.state: no folder {tmp_path}/no" in nowhere.stderr
+    folder = sluice("run", str(tmp_path))
+    assert f"'{tmp_path}' is a directory, not a pipeline's JSON file" in folder.stderr
+    p.write_text(p.read_text().replace('"nodes": [', '"nodes": [\n', 1).replace("}}]}", "}},]}", 1))
+    syntax = sluice("run", str(p))
+    assert "invalid pipeline JSON: parse error at line 2" in syntax.stderr, syntax.stderr
+
+
+def test_a_batch_no_machine_can_hold_is_refused_by_name(cifar_dir, tmp_path):
+    p = write_pipeline(tmp_path / "p.json", cifar_dir, batch=10 ** 9)
+    ran = sluice("run", str(p))
+    assert ran.returncode == 1, ran.stderr  # not killed by the allocator
+    assert "more than the" in ran.stderr and "make the batch or the shuffle buffer smaller" in ran.stderr
+
+
+def test_a_relative_path_not_found_says_where_it_was_looked_for(tmp_path):
+    p = tmp_path / "p.json"
+    p.write_text(json.dumps({"nodes": [{"source": {"tfrecord": {"files": ["data/*.tfrecord"]}}}]}))
+    ran = sluice("run", str(p), cwd=tmp_path)
+    assert f"(a relative path, taken from the current folder {tmp_path})" in ran.stderr, ran.stderr
+
+
+def test_make_data_writes_no_empty_files(tmp_path):
+    made = sluice("make-data", "cifar10", "--format", "bin", "--count", "5", "--out", str(tmp_path / "c"))
+    assert made.returncode == 0, made.stderr
+    assert sorted(f.stat().st_size for f in (tmp_path / "c").iterdir()) == [3073] * 5
