@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "pipeline.pb.h"
 #include "sluice/core/status_macros.h"
+#include "sluice/io/crc32c.h"
 #include "sluice/version.h"
 
 namespace sluice::exec {
@@ -159,6 +160,23 @@ std::string ListingOf(const std::vector<std::string>& files, const std::vector<i
   return absl::StrCat(files.size(), " files, ", splits.size(), " splits, ", absl::Hex(h, absl::kZeroPad16));
 }
 
+namespace {
+
+// The state's checksum against its fields as parsed: a changed byte
+// parses to other fields, which serialize to other bytes.
+absl::Status CheckSum(IteratorState state) {
+  if (!state.has_checksum()) return absl::OkStatus();  // saved before states had one
+  const uint32_t saved = state.checksum();
+  state.clear_checksum();
+  const std::string unsummed = state.SerializeAsString();
+  if (io::Crc32c(unsummed.data(), unsummed.size()) == saved) return absl::OkStatus();
+  return absl::DataLossError(
+      "the iterator state is damaged: its checksum does not match its contents (changed "
+      "on disk or in transit); resuming from it would deliver the wrong samples");
+}
+
+}  // namespace
+
 std::string SerializeState(const std::string& fingerprint, const EpochPosition& p, const std::string& listing) {
   IteratorState state;
   state.set_listing(listing);
@@ -202,6 +220,8 @@ std::string SerializeState(const std::string& fingerprint, const EpochPosition& 
     shuffle->set_oldest(p.shuffle->oldest);
     shuffle->set_input_rows(p.shuffle->input_rows);
   }
+  const std::string unsummed = state.SerializeAsString();
+  state.set_checksum(io::Crc32c(unsummed.data(), unsummed.size()));
   return state.SerializeAsString();
 }
 
@@ -224,6 +244,7 @@ absl::StatusOr<EpochPosition> ParseState(const std::string& bytes, const std::st
     return absl::InvalidArgumentError(
         absl::StrCat("not a sluice iterator state (", bytes.size(), " bytes; truncated, or other data)"));
   }
+  SLUICE_RETURN_IF_ERROR(CheckSum(state));
   if (state.format_version() != kFormatVersion) {
     return absl::InvalidArgumentError(absl::StrCat("the state's format_version is ", state.format_version(),
                                                    " (saved by sluice ", state.sluice_version(), "); this sluice (",
