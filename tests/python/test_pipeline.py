@@ -317,6 +317,10 @@ def test_ctrl_c_stops_a_pipeline_blocked_in_next(cifar_dir):
      r"length crc mismatch\) in {path} at offset 0"),
     (lambda d: b"this is not a TFRecord file at all, just text", sluice.DataLossError,
      r"in {path} at offset 0 \(is this a TFRecord file\?\)"),
+    (lambda d: __import__("gzip").compress(d), sluice.DataLossError,
+     r"in {path} at offset 0 \(the file is GZIP-compressed; sluice reads uncompressed TFRecords"),
+    (lambda d: __import__("zlib").compress(d), sluice.DataLossError,
+     r"in {path} at offset 0 \(the file looks ZLIB-compressed"),
 ])
 def test_each_corrupt_tfrecord_is_data_loss_naming_file_and_offset(tmp_path, cifar_dir, damage,
                                                                    error, message):

@@ -55,6 +55,21 @@ def test_samples_come_by_key_and_each_once_per_shuffled_epoch(tmp_path):
             assert run == list(range(run[0], run[0] + 25))
 
 
+@pytest.mark.parametrize("mode, suffix", [("w:gz", ".tar.gz"), ("w:xz", ".tar.xz")])
+def test_compressed_shards_read_as_plain_ones(tmp_path, mode, suffix):
+    shards(tmp_path)
+    for plain in sorted(tmp_path.glob("shard-*.tar")):
+        with tarfile.open(plain) as src, tarfile.open(str(plain).replace(".tar", suffix), mode) as dst:
+            for member in src.getmembers():
+                dst.addfile(member, src.extractfile(member))
+
+    def rows(pattern):
+        return [(int(r["label"]), bytes(r["pixels"])) for r in
+                sluice.webdataset(pattern, {"pixels": ("raw", "bytes", 60), "label": ("cls", "int64")},
+                                  shuffle=False)]
+    assert rows(str(tmp_path / f"shard-*{suffix}")) == rows(str(tmp_path / "shard-*.tar"))
+
+
 def test_a_missing_field_or_a_truncated_shard_is_named_or_skipped(tmp_path):
     write_shard(tmp_path / "a.tar", [("k0", {"jpg": b"x", "cls": b"1"}), ("k1", {"jpg": b"y"}),
                                      ("k2", {"jpg": b"z", "cls": b"2"})])

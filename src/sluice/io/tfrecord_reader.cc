@@ -167,6 +167,24 @@ void TfRecordReader::SkipMapped(const FileMapping& file, int64_t target) {
   Seek(at, index);
 }
 
+namespace {
+
+// Why a file's first frame does not check, from its first bytes (a
+// header's 12 were read): TensorFlow's writers compress with GZIP or ZLIB
+// when asked.
+std::string FirstFrameHint(const uint8_t* header) {
+  const char* unsupported = " sluice reads uncompressed TFRecords: write them with compression_type None, or ";
+  if (header[0] == 0x1f && header[1] == 0x8b) {
+    return absl::StrCat(" (the file is GZIP-compressed;", unsupported, "gunzip it)");
+  }
+  if (header[0] == 0x78 && (header[0] * 256 + header[1]) % 31 == 0) {
+    return absl::StrCat(" (the file looks ZLIB-compressed;", unsupported, "inflate it)");
+  }
+  return " (is this a TFRecord file?)";
+}
+
+}  // namespace
+
 absl::StatusOr<std::optional<absl::string_view>> TfRecordReader::Next() {
   while (offset_ < end()) {
     SLUICE_ASSIGN_OR_RETURN(std::optional<absl::string_view> record, Step());
@@ -203,8 +221,9 @@ absl::StatusOr<std::optional<absl::string_view>> TfRecordReader::Step() {
                                      start, start + kHeaderBytes + length + kFooterBytes));
       break;
     case Frame::kBadLengthCrc: {
-      const absl::Status error = absl::DataLossError(absl::StrCat("corrupted record (length crc mismatch)", where(),
-                                                                  start == 0 ? " (is this a TFRecord file?)" : ""));
+      const absl::Status error =
+          absl::DataLossError(absl::StrCat("corrupted record (length crc mismatch)", where(),
+                                           start == 0 ? FirstFrameHint(buf_.data() + (start - buf_start_)) : ""));
       if (options_.skip_log == nullptr) return error;
       SLUICE_ASSIGN_OR_RETURN(uint64_t next, Resync(start + 1));
       SLUICE_RETURN_IF_ERROR(Corrupt(error, start, next));

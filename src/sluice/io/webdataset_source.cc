@@ -99,6 +99,8 @@ class WebDatasetReader : public SplitReader {
     archive_ = archive_read_new();
     archive_read_support_format_tar(archive_);
     archive_read_support_format_gnutar(archive_);
+    // Compressed shards (.tar.gz, .tgz, .tar.xz, .tar.zst), as webdataset reads them.
+    archive_read_support_filter_all(archive_);
     const absl::Status opened = stream_->OpenArchive(archive_);
     if (!opened.ok()) {
       // No tar at all (an empty file, another format): under on_corrupt
