@@ -143,7 +143,7 @@ absl::Status Run(const RunArgs& args) {
   }
   SLUICE_ASSIGN_OR_RETURN(RunReport r, RunPipeline(**pipeline, options));
   if (r.skipped_records > 0) std::fprintf(stderr, "warning: %s\n", r.skip_summary.c_str());
-  if (r.batches == 0) {
+  if (r.batches == 0 && r.skipped_records == 0) {
     std::fprintf(stderr,
                  "warning: the pipeline yielded nothing (a batch with drop_remainder larger than the epoch, a filter "
                  "that keeps no sample, a take of 0?)\n");

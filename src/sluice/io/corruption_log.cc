@@ -8,6 +8,10 @@ namespace {
 
 std::string Records(int64_t n) { return absl::StrCat(n, " record", n == 1 ? "" : "s"); }
 
+// ", N bytes"; nothing where the bytes are unknown (0: a sample a map op
+// refused, counted without its record's extent).
+std::string Bytes(uint64_t bytes) { return bytes == 0 ? "" : absl::StrCat(", ", bytes, " bytes"); }
+
 }  // namespace
 
 void CorruptionLog::Add(const std::string& file, int64_t records, uint64_t bytes, std::string message) {
@@ -62,12 +66,12 @@ std::string CorruptionLog::Summary() const {
     records += f.records;
     bytes += f.bytes;
     if (per_file.size() < kMaxMessages) {
-      per_file.push_back(absl::StrCat(f.file, ": ", Records(f.records), ", ", f.bytes, " bytes"));
+      per_file.push_back(absl::StrCat(f.file, ": ", Records(f.records), Bytes(f.bytes)));
     }
   }
   if (records == 0) return "";
   if (files.size() > per_file.size()) per_file.push_back(absl::StrCat("... ", files.size(), " files in all"));
-  return absl::StrCat("skipped ", records, " corrupt record", records == 1 ? "" : "s", ", ", bytes, " bytes (",
+  return absl::StrCat("skipped ", records, " corrupt record", records == 1 ? "" : "s", Bytes(bytes), " (",
                       absl::StrJoin(per_file, "; "), "): ", absl::StrJoin(messages, "; "),
                       records > static_cast<int64_t>(messages.size()) ? "; ..." : "");
 }
