@@ -74,6 +74,8 @@ class OpRegistry {
   std::vector<Backend> Backends(absl::string_view op) const;
   // Who registered `op` ("" when unknown).
   std::string Registrant(absl::string_view op) const;
+  // The listed op a mistyped `name` likely means (a near miss), or "".
+  std::string NearestName(absl::string_view name) const;
   // nullptr when this build has no runtime for `backend` (cpu has none:
   // it needs none).
   DeviceRuntime* runtime(Backend backend) const;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "nlohmann/json.hpp"
 #include "sluice/cli/command.h"
@@ -99,7 +100,12 @@ absl::Status ListOps(const OpsArgs& args) {
       PrintOp(registry, *op);
     }
   }
-  if (!found) return absl::NotFoundError("no op named '" + args.only + "'; run `sluice ops` for the list");
+  if (!found) {
+    const std::string nearest = registry.NearestName(args.only);
+    return absl::NotFoundError(absl::StrCat("no op named '", args.only, "'",
+                                            nearest.empty() ? "" : absl::StrCat("; did you mean '", nearest, "'?"),
+                                            "; run `sluice ops` for the list"));
+  }
   if (args.json) std::printf("%s\n", all.dump(2).c_str());
   return absl::OkStatus();
 }

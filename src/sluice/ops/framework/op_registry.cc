@@ -158,19 +158,23 @@ DeviceRuntime* OpRegistry::runtime(Backend backend) const {
   return it == impl_->runtimes.end() ? nullptr : it->second.get();
 }
 
+std::string OpRegistry::NearestName(absl::string_view name) const {
+  std::string nearest;
+  size_t nearest_edits = 3;  // a suggestion only for a near miss (a typo)
+  for (const OpSchema* op : List()) {
+    const size_t edits = EditDistance(name, op->name());
+    if (edits < nearest_edits) nearest_edits = edits, nearest = op->name();
+  }
+  return nearest;
+}
+
 absl::StatusOr<InferredOp> OpRegistry::Infer(absl::string_view name, const google::protobuf::Struct& attrs,
                                              const Schema& input) const {
   const OpSchema* schema = Find(name);
   if (schema == nullptr || schema->internal()) {
     std::vector<std::string> names;
-    std::string nearest;
-    size_t nearest_edits = 3;  // a suggestion only for a near miss (a typo)
-    for (const OpSchema* op : List()) {
-      if (op->internal()) continue;
-      names.push_back(op->name());
-      const size_t edits = EditDistance(name, op->name());
-      if (edits < nearest_edits) nearest_edits = edits, nearest = op->name();
-    }
+    for (const OpSchema* op : List()) names.push_back(op->name());
+    const std::string nearest = NearestName(name);
     return absl::InvalidArgumentError(
         absl::StrCat("unknown op '", name, "'", nearest.empty() ? "" : absl::StrCat("; did you mean '", nearest, "'?"),
                      " (ops: ", absl::StrJoin(names, ", "), "; a plugin's ops exist once it is loaded: --plugin)"));
