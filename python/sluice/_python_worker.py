@@ -172,7 +172,13 @@ def _load_function(spec):
 
 def _load_dataset(target, generator):
     if target.startswith("pickle:"):  # by value (cloudpickle): nothing of the trainer's script runs here
-        with open(target[len("pickle:"):], "rb") as f:
+        path = target[len("pickle:"):]
+        if not os.path.exists(path):
+            raise FileNotFoundError(
+                f"the dataset's pickle {path} is not on this machine: a dataset given as an object travels as a "
+                "file on the trainer's machine only; for workers on other machines, give "
+                "sluice.from_dataset(\"module:function\"), a function returning the dataset, importable there")
+        with open(path, "rb") as f:
             loaded = pickle.load(f)
     else:
         loaded = _load(target)

@@ -206,6 +206,11 @@ def test_an_address_without_a_port_or_whose_host_does_not_resolve_is_named():
         list(rows.distribute("127.0.0.1", connect_timeout_s=1).batch(4))
     with pytest.raises(sluice.SluiceError, match=r"its host 'no-such-host.invalid' does not resolve"):
         list(rows.distribute("no-such-host.invalid:4000", connect_timeout_s=1).batch(4))
+    with pytest.raises(sluice.SluiceError, match=r"address 'localhost:7070x': port '7070x' is not a number"):
+        list(rows.distribute("localhost:7070x", connect_timeout_s=1).batch(4))
+    status = subprocess.run(["sluice", "status", "--dispatcher", "127.0.0.1"], capture_output=True, text=True,
+                            timeout=60)
+    assert "address '127.0.0.1' is not host:port" in status.stderr, status.stderr
 
 
 # A supervisor (as a Ray actor is) starts a worker with --exit-with its pid,
@@ -474,4 +479,19 @@ def test_arrays_too_large_to_register_are_refused_naming_the_node_and_what_to_do
     with pytest.raises(sluice.InvalidArgumentError,
                        match=r"the pipeline to register is 75 MiB, past the 64 MiB a dispatcher takes; nodes\[0\] is "
                              r"75 MiB of it \(a source of arrays in memory .*\): write them to files"):
+        next(iter(pipe))
+
+
+def test_rows_too_large_for_the_service_are_refused_saying_where_to_make_them(cluster):
+    import numpy as np
+    import sluice
+    from sluice import ops
+    # 20,000 x 20,000 x 3 bytes a row (1.2 GB), from a 4x4 image: the
+    # element spec says so before any pixel is made.
+    pipe = (sluice.arrays({"image": np.zeros((2, 4, 4, 3), np.uint8)})
+            .map(ops.resize(size=[20000, 20000]))
+            .distribute(cluster, connect_timeout_s=30))
+    with pytest.raises(sluice.InvalidArgumentError, match="has rows of more than 1073741824 bytes, the most one "
+                                                          "message of the service carries: run the op that makes it "
+                                                          "after the distribute node"):
         next(iter(pipe))

@@ -14,6 +14,7 @@
 #include "sluice/cli/progress.h"
 #include "sluice/cli/serve.h"
 #include "sluice/core/status_macros.h"
+#include "sluice/service/channel.h"
 #include "sluice/service/fetch_status.h"
 
 namespace sluice::cli {
@@ -28,6 +29,7 @@ struct StatusArgs {
 
 absl::Status Show(const StatusArgs& args) {
   SLUICE_ASSIGN_OR_RETURN(service::SecurityOptions security, args.security.Options());
+  SLUICE_RETURN_IF_ERROR(service::CheckAddress(args.dispatcher));
   SLUICE_ASSIGN_OR_RETURN(const DispatcherStatus status, service::FetchDispatcherStatus(args.dispatcher, security));
   if (args.json) {
     std::string text;

@@ -59,7 +59,12 @@ absl::Status CheckAddress(const std::string& target) {
     if (port.size() <= 5 && std::stoi(port) >= 1 && std::stoi(port) <= 65535) return absl::OkStatus();
     return absl::InvalidArgumentError(absl::StrCat("address '", target, "': port ", port, " is not in 1..65535"));
   }
+  const size_t colon = target.rfind(':');
   const bool v6 = std::count(target.begin(), target.end(), ':') > 1 && target.front() != '[';
+  if (!v6 && colon != std::string::npos && colon + 1 < target.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("address '", target, "': port '", target.substr(colon + 1), "' is not a number"));
+  }
   const std::string example = v6 ? absl::StrCat("[", target, "]:50051") : absl::StrCat(target, ":50051");
   return absl::InvalidArgumentError(absl::StrCat("address '", target, "' is not host:port ('", example, "'?)"));
 }

@@ -79,10 +79,15 @@ absl::StatusOr<Schema> ToSchema(const ElementSpec& element) {
     // by this schema.
     int64_t row_bytes = static_cast<int64_t>(DTypeSize(c.dtype));
     for (int64_t d : p.shape()) {
-      if (d < 0 || __builtin_mul_overflow(row_bytes, d, &row_bytes) || row_bytes > kMaxMessageBytes) {
+      if (d < 0) {
         return absl::DataLossError(absl::StrCat("the dispatcher's element spec: column '", p.name(), "' of shape ",
-                                                c.shape.ToString(), " has rows of more than ", kMaxMessageBytes,
-                                                " bytes, or a negative dimension"));
+                                                c.shape.ToString(), " has a negative dimension"));
+      }
+      if (__builtin_mul_overflow(row_bytes, d, &row_bytes) || row_bytes > kMaxMessageBytes) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "column '", p.name(), "' of shape ", c.shape.ToString(), " has rows of more than ", kMaxMessageBytes,
+            " bytes, the most one message of the service carries: run the op that makes it after the distribute node, "
+            "or make its rows smaller"));
       }
     }
     c.ragged = p.ragged();
