@@ -495,3 +495,46 @@ def test_rows_too_large_for_the_service_are_refused_saying_where_to_make_them(cl
                                                           "message of the service carries: run the op that makes it "
                                                           "after the distribute node"):
         next(iter(pipe))
+
+
+# A consumer whose Python op never returns on one record: prints how the
+# epoch ended.
+_HUNG_OP_CONSUMER = r"""
+import sys, time
+import numpy as np
+import sluice
+
+def op(sample):
+    if int(sample["x"]) == 123:
+        time.sleep(100000)  # a kernel that never returns
+    return {"x": sample["x"]}
+
+pipe = (sluice.arrays({"x": np.arange(400, dtype=np.int64)}, split_records=100)
+        .map(op).distribute(sys.argv[1], connect_timeout_s=30).batch(50))
+try:
+    print(sum(len(b["x"]) for b in pipe))
+except sluice.DataLossError as e:
+    print("DataLossError:", e)
+"""
+
+
+def test_an_op_that_never_returns_on_a_worker_fails_the_epoch_naming_its_split():
+    # Each try's stream stays stuck in the op: the client drops it when its
+    # split's lease runs out, so the split can run again and, after three
+    # tries, fail the epoch as the faults table says (not wait forever).
+    dispatcher, port = start_server(["dispatcher", "--host", "127.0.0.1", "--port", "0", "--split-lease", "2"])
+    address = f"127.0.0.1:{port}"
+    workers = [start_server(["worker", "--dispatcher", address, "--host", "127.0.0.1", "--threads", "1"])[0]
+               for _ in range(2)]
+    try:
+        consumer = subprocess.Popen([sys.executable, "-c", _HUNG_OP_CONSUMER, address], stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True)
+        out, err = consumer.communicate(timeout=180)  # a hang guard, not a timing assertion
+    finally:
+        for process in (*workers, dispatcher):  # a worker stuck in the op would drain for 30 s
+            process.kill()
+            process.wait(timeout=30)
+    assert "DataLossError:" in out, out + err[-3000:]
+    assert "split 1 failed 3 times (it made no progress for 2s)" in out
+    assert "it holds records 100 to 199 of <arrays>" in out
+    assert "made no progress for the dispatcher's --split-lease (stuck in an op?): dropped" in err

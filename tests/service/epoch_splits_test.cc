@@ -142,10 +142,18 @@ TEST(EpochSplits, OnlyProgressRenewsALease) {
   SplitPolicy policy;
   policy.lease = absl::Seconds(10);
   EpochSplits e({0}, policy);
-  EXPECT_EQ(e.Next({kClientA, kWorker1, 0, 0, kT0}).split(), 0);
+  constexpr uint64_t kStream = 77;
+  EXPECT_EQ(e.Next({kClientA, kWorker1, kStream, 0, kT0}).split(), 0);
   e.Renew(0, kClientA, kWorker1, /*batches=*/0, kT0 + absl::Seconds(5));                       // started
   for (int t = 6; t <= 14; t += 2) e.Renew(0, kClientA, kWorker1, 0, kT0 + absl::Seconds(t));  // stuck
-  e.ExpireLeases(kT0 + absl::Seconds(16));
+  // The stream it was stuck on is named, for its client to drop: it would
+  // ask for no other split.
+  const std::vector<EpochSplits::ExpiredStream> expired = e.ExpireLeases(kT0 + absl::Seconds(16));
+  ASSERT_EQ(expired.size(), 1u);
+  EXPECT_EQ(expired[0].split, 0);
+  EXPECT_EQ(expired[0].client, kClientA);
+  EXPECT_EQ(expired[0].worker, kWorker1);
+  EXPECT_EQ(expired[0].stream, kStream);
   const GetSplitResponse again = e.Next({kClientA, kWorker2, 0, 0, kT0 + absl::Seconds(16)});
   EXPECT_EQ(again.state(), GetSplitResponse::SPLIT);
   EXPECT_EQ(again.split(), 0) << "stuck since 5 s, the lease of 10 s ran out at 15 s";

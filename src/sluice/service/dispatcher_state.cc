@@ -267,6 +267,7 @@ absl::StatusOr<ClientHeartbeatResponse> DispatcherState::ClientHeartbeat(const C
   // Only workers that have every op of the job's pipeline serve it.
   const std::vector<std::string>& ops = pipelines_[jobs_[request.job_id()].def.pipeline_id()].ops;
   ClientHeartbeatResponse out;
+  for (uint64_t stream : std::exchange(client->expired_streams, {})) out.add_expired_streams(stream);
   for (const auto& [id, worker] : workers_) {
     if (!worker.Runs(ops)) continue;
     TaskInfo* task = out.add_tasks();
@@ -497,7 +498,18 @@ std::vector<std::string> DispatcherState::TakeDropped() { return std::exchange(d
 
 absl::Status DispatcherState::Expire(absl::Time now) {
   for (auto& [id, job] : jobs_) {
-    for (auto& [epoch, splits] : job.epochs) CountErrors("lease_expired", splits.ExpireLeases(now));
+    for (auto& [epoch, splits] : job.epochs) {
+      const std::vector<EpochSplits::ExpiredStream> expired = splits.ExpireLeases(now);
+      CountErrors("lease_expired", static_cast<int>(expired.size()));
+      for (const EpochSplits::ExpiredStream& e : expired) {
+        dropped_.push_back(absl::StrCat("split ", e.split, " of job ", id, ", epoch ", epoch, " (client ", e.client,
+                                        ") made no progress on worker ", e.worker,
+                                        " for its --split-lease: it runs "
+                                        "again, and the client drops the stream"));
+        auto client = clients_.find(e.client);
+        if (client != clients_.end() && e.stream != 0) client->second.expired_streams.push_back(e.stream);
+      }
+    }
   }
   for (auto it = workers_.begin(); it != workers_.end();) {
     if (now - it->second.last_seen <= options_.worker_timeout) {

@@ -123,6 +123,8 @@ class DispatcherState {
     // The job's epochs that were over when the client joined: asking for
     // one is an error, not an empty epoch.
     std::set<uint64_t> finished_before_join;
+    // Its streams whose split's lease ran out, for its next heartbeat.
+    std::vector<uint64_t> expired_streams;
   };
   struct Worker {
     std::string address;

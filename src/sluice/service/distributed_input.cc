@@ -338,7 +338,13 @@ absl::Status DistributedInput::Heartbeat(absl::Duration timeout) {
                                    request, &response, options_.security.token, timeout));
   absl::MutexLock lock(&mu_);
   tasks_.assign(response.tasks().begin(), response.tasks().end());
+  expired_streams_.insert(expired_streams_.end(), response.expired_streams().begin(), response.expired_streams().end());
   return absl::OkStatus();
+}
+
+std::vector<uint64_t> DistributedInput::TakeExpiredStreams() {
+  absl::MutexLock lock(&mu_);
+  return std::exchange(expired_streams_, {});
 }
 
 std::vector<TaskInfo> DistributedInput::Tasks() const {

@@ -77,6 +77,9 @@ class DistributedInput : public exec::RemoteInput {
 
   // The workers the dispatcher listed last.
   std::vector<TaskInfo> Tasks() const;
+  // The streams whose split's lease ran out, as heartbeats brought them
+  // since the last call.
+  std::vector<uint64_t> TakeExpiredStreams();
   // Why reading cannot go on: the dispatcher unreachable for longer than
   // the timeout, or no longer knowing this client. OK while it can.
   absl::Status Fatal() const;
@@ -162,6 +165,7 @@ class DistributedInput : public exec::RemoteInput {
 
   mutable absl::Mutex mu_;
   std::vector<TaskInfo> tasks_ ABSL_GUARDED_BY(mu_);
+  std::vector<uint64_t> expired_streams_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::shared_ptr<grpc::Channel>> channels_ ABSL_GUARDED_BY(mu_);
   int64_t samples_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t bytes_ ABSL_GUARDED_BY(mu_) = 0;

@@ -142,6 +142,18 @@ void EpochReader::OpenStreams() {
     for (int lane = 0; lane < lanes; ++lane) OpenStream(task, lane);
   }
   DropUnlistedStreams(tasks);
+  DropExpiredStreams(input_->TakeExpiredStreams());
+}
+
+void EpochReader::DropExpiredStreams(const std::vector<uint64_t>& ids) {
+  for (auto& [key, stream] : streams_) {
+    if (!stream->running || stream->expired || std::find(ids.begin(), ids.end(), stream->id) == ids.end()) continue;
+    Log("client", absl::StrCat("stream from worker ", stream->worker_id, " at ", stream->address,
+                               " made no progress for the dispatcher's --split-lease (stuck in an op?): dropped; its "
+                               "split runs again"));
+    stream->expired = true;
+    stream->context.TryCancel();
+  }
 }
 
 void EpochReader::DropUnlistedStreams(const std::vector<TaskInfo>& tasks) {
@@ -332,7 +344,7 @@ void EpochReader::Finish(Stream* stream, const StreamRead& read, const grpc::Sta
       }
     } else if (LostWorker(status)) {
       failed_at_[stream->worker_id] = absl::Now();
-      if (!superseded_) {
+      if (!superseded_ && !stream->expired) {  // a dropped stream's line was its drop's
         Log("client", absl::StrCat("stream from worker ", stream->worker_id, " at ", stream->address, " broke (",
                                    status.error_message(), ")",
                                    exactly_once_ && split >= 0 ? absl::StrCat("; split ", split, " runs again") : ""));
@@ -344,12 +356,15 @@ void EpochReader::Finish(Stream* stream, const StreamRead& read, const grpc::Sta
       // the stream).
       // A stream dropped because the dispatcher found its worker lost
       // reports nothing: the dispatcher gave its split out again already,
-      // and another stream may be running it for this client now.
+      // and another stream may be running it for this client now. One
+      // whose split's lease ran out reports only that it ended (its split
+      // was given out again; the others it carried run again, counting no
+      // failure).
       std::vector<int64_t> abandoned;
-      if (split >= 0) abandoned.push_back(split);
+      if (split >= 0 && !stream->expired) abandoned.push_back(split);
       const bool unlisted = stream->unlisted_since == absl::InfinitePast();
       if (exactly_once_ && !unlisted) {
-        input_->ReportSplits(epoch_, {}, abandoned, read.id, /*dropped=*/!read.broken.ok());
+        input_->ReportSplits(epoch_, {}, abandoned, read.id, /*dropped=*/!read.broken.ok() || stream->expired);
       }
     } else if (error_.ok()) {
       error_ = FromGrpc(status, absl::StrCat("worker ", stream->worker_id, " at ", stream->address));

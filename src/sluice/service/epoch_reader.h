@@ -55,6 +55,7 @@ class EpochReader : public exec::Iterator {
     bool ended_epoch = false;
     uint64_t id = 0;                                     // StreamBatchesRequest's stream_id, once opened
     absl::Time unlisted_since = absl::InfiniteFuture();  // when the dispatcher stopped listing its worker
+    bool expired = false;  // dropped: its split's lease ran out (the dispatcher gave the split out again)
   };
 
   struct StreamRead;
@@ -91,6 +92,10 @@ class EpochReader : public exec::Iterator {
   // for a while (it found them lost): a hung worker's open stream would
   // keep the epoch from ending. REQUIRES: mu_ held.
   void DropUnlistedStreams(const std::vector<TaskInfo>& tasks) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Cancels the running streams whose split's lease ran out (`ids`): stuck
+  // in a kernel that never returns, they would ask for no other split, and
+  // the epoch could not end; the lanes open again. REQUIRES: mu_ held.
+  void DropExpiredStreams(const std::vector<uint64_t>& ids) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Opens (or opens again, once finished) the stream of `task`'s `lane`.
   void OpenStream(const TaskInfo& task, int lane) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   int StreamsPerWorker(const TaskInfo& task) const;

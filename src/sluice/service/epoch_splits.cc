@@ -199,13 +199,13 @@ void EpochSplits::Renew(int64_t split, int64_t client, int64_t worker, int64_t b
   }
 }
 
-int EpochSplits::ExpireLeases(absl::Time now) {
-  int expired = 0;
+std::vector<EpochSplits::ExpiredStream> EpochSplits::ExpireLeases(absl::Time now) {
+  std::vector<ExpiredStream> expired;
   for (int64_t s = 0; s < size(); ++s) {
     const Slot& slot = slots_[s];
     if (slot.state == State::kInFlight && slot.lease_until < now) {
+      expired.push_back({s, slot.client, slot.worker, slot.stream});
       Abandon(s, slot.client, absl::StrCat("it made no progress for ", absl::FormatDuration(policy_.lease)));
-      ++expired;
     }
   }
   return expired;

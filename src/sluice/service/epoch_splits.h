@@ -105,9 +105,17 @@ class EpochSplits {
   // when that moved since its last report (or it is the first), the lease
   // runs from `now`. A split stuck in a kernel renews nothing.
   void Renew(int64_t split, int64_t client, int64_t worker, int64_t batches, absl::Time now);
+  // A stream whose split's lease ran out: stuck (in a kernel that never
+  // returns), it will not ask for another split, so its client drops it.
+  struct ExpiredStream {
+    int64_t split = 0;
+    int64_t client = 0;
+    int64_t worker = 0;
+    uint64_t stream = 0;
+  };
   // Splits whose lease ran out by `now` are re-run for their clients;
-  // returns how many.
-  int ExpireLeases(absl::Time now);
+  // returns the streams they were running on.
+  std::vector<ExpiredStream> ExpireLeases(absl::Time now);
 
   // The splits every sample of which arrived, by the client they reached
   // (-1: not recorded).
