@@ -40,6 +40,9 @@ def _column(name, value, images, who):
     """The column the first item's value declares."""
     if isinstance(value, (bytes, bytearray, memoryview)):
         return {"name": name, "dtype": "bytes", "shape": []}
+    if value is None:
+        raise TypeError(f"{who}: '{name}' is None: each item's values are arrays, numbers or bytes (did the "
+                        "function return or yield nothing?)")
     try:
         a = np.asarray(value)
     except (TypeError, RuntimeError, ValueError) as e:  # a bfloat16 tensor, a ragged list

@@ -41,6 +41,15 @@ def test_an_iterator_or_an_empty_generator_is_refused_saying_why():
         sluice.from_generator(user_code.Stream(0))
 
 
+def test_an_item_that_is_none_is_named_as_such():
+    def nothing():
+        for _ in range(3):
+            yield None
+
+    with pytest.raises(TypeError, match="'0' is None: each item's values are arrays, numbers or bytes"):
+        sluice.from_generator(nothing)
+
+
 def test_an_exception_names_the_item_with_the_traceback():
     with pytest.raises(sluice.SluiceError,
                        match="(?s)python generator 'fails_at_37' failed making item 37:.*"
