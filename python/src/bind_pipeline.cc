@@ -205,12 +205,18 @@ class PyPipeline {
   }
 
   bool batched() const { return pipeline_->first().batched(); }
-  // Elements per epoch; -1 unknown, -2 endless. Without the GIL: it may
-  // read index files or ask an object store, and the process's other
-  // threads (a notebook's, a proxy's) run meanwhile.
+  // Elements per epoch; -1 unknown, -2 endless; raises the error an epoch
+  // would end in where that is known (a shard with no rows). Without the
+  // GIL: it may read index files or ask an object store, and the process's
+  // other threads (a notebook's, a proxy's) run meanwhile.
   int64_t cardinality() const {
-    py::gil_scoped_release release;
-    return pipeline_->first().Cardinality();
+    absl::StatusOr<int64_t> n;
+    {
+      py::gil_scoped_release release;
+      n = pipeline_->first().Length();
+    }
+    ThrowIfError(n.status());
+    return *n;
   }
 
  private:

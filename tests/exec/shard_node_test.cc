@@ -340,15 +340,25 @@ TEST(ShardNode, TheJobsShardsFromTheEnvironmentAreCheckedAndNamed) {
   for (const char* name : {"WORLD_SIZE", "LOCAL_RANK", "RANK"}) unsetenv(name);
 }
 
+// The length says it before the epoch does: not 0 batches, the error.
 TEST(ShardNode, AnEpochWithFewerRowsThanShardsFailsSayingSo) {
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<Pipeline> p, Pipeline::Create(Rows(3).Shard(4, 0, "pad").Build()));
   std::unique_ptr<PipelineIterator> it = p->Iterate(0);
   EXPECT_THAT(Drain(it.get(), std::nullopt).status(),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("the epoch has 3 rows for 4 shards")));
+  EXPECT_THAT(p->Length().status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("the epoch has 3 rows for 4 shards")));
+  EXPECT_EQ(p->Cardinality(), Pipeline::kUnknown);
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<Pipeline> q, Pipeline::Create(Rows(10).Shard(2, 1).Batch(8).Build()));
   it = q->Iterate(0);
   EXPECT_THAT(Drain(it.get(), std::nullopt).status(),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("make no global batch of 16")));
+  EXPECT_THAT(q->Length().status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("make no global batch of 16")));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Pipeline> padded,
+                       Pipeline::Create(Rows(10).Shard(2, 1, "pad").Batch(8).Build()));
+  ASSERT_OK_AND_ASSIGN(const int64_t batches, padded->Length());
+  EXPECT_EQ(batches, 1);
 }
 
 // A one-rank job (evaluation on rank 0) sees every sample: its one shard

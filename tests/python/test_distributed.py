@@ -313,8 +313,13 @@ def test_bad_shards_are_named():
         sluice.torch.TorchIterable(rows().shard(4, 0), rank=0, world_size=2)
     with pytest.raises(sluice.InvalidArgumentError, match="not a filter"):
         rows().shard(2, 0).filter(sluice.ops.keep_if(field="id", cmp="<", value=3)).engine
+    too_few = sluice.torch.TorchIterable(rows(3).shard(uneven="pad"), rank=0, world_size=4, quiet=True)
     with pytest.raises(sluice.InvalidArgumentError, match="the epoch has 3 rows for 4 shards"):
-        list(sluice.torch.TorchIterable(rows(3).shard(uneven="pad"), rank=0, world_size=4, quiet=True))
+        list(too_few)
+    with pytest.raises(sluice.InvalidArgumentError, match="the epoch has 3 rows for 4 shards"):
+        len(too_few)  # not 0 batches
+    with pytest.raises(sluice.InvalidArgumentError, match="make no global batch of 12"):
+        len(rows(10).shard(2, 1).batch(6))
     with pytest.raises(ValueError, match=r"shards this pipeline by rank after nodes\[1\] \(shuffle\);.*not a take "
                                          r"\(nodes\[4\]\).*itertools.islice"):
         sluice.torch.TorchIterable(rows().batch(4).take(3), rank=0, world_size=2)

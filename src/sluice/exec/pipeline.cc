@@ -396,6 +396,11 @@ std::unique_ptr<Iterator> Pipeline::MakeNodeIterator(ExecContext* ctx, size_t in
 }
 
 int64_t Pipeline::Cardinality() const {
+  absl::StatusOr<int64_t> n = Length();
+  return n.ok() ? *n : kUnknown;
+}
+
+absl::StatusOr<int64_t> Pipeline::Length() const {
   int64_t n = kUnknown;
   for (const graph::CompiledNode& node : compiled_.nodes) {
     switch (node.kind) {
@@ -423,7 +428,9 @@ int64_t Pipeline::Cardinality() const {
         if (n >= 0 || n == kInfinite) n = n == kInfinite ? node.count : std::min(n, node.count);
         break;
       case graph::NodeKind::kShard:
-        if (n >= 0) n = node.shard.RowsOf(n);
+        if (n < 0) break;
+        SLUICE_RETURN_IF_ERROR(node.shard.CheckRows(node.name, n));
+        n = node.shard.RowsOf(n);
         break;
       case graph::NodeKind::kMap:
       case graph::NodeKind::kShuffle:

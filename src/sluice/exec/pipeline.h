@@ -134,6 +134,10 @@ class Pipeline {
   // Elements (batches after the batch node, else samples) one epoch yields:
   // known when every source split has a known record count and no filter
   // intervenes; kUnknown otherwise, kInfinite for an endless repeat.
+  // Length: the same, or the error the epoch would end in where it is
+  // known before (a shard with no rows of its own); Cardinality is then
+  // kUnknown.
+  absl::StatusOr<int64_t> Length() const;
   int64_t Cardinality() const;
 
   // The memory budget in bytes, and where the pipeline's buffers come from

@@ -12,7 +12,6 @@
 #include <optional>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/exec/iterator.h"
 #include "sluice/exec/position_tracker.h"
@@ -130,22 +129,7 @@ class ShardIterator : public Iterator {
 
   // Every shard needs rows of its own, and a shard that drops the last
   // global batch needs one whole.
-  absl::Status CheckEnough() const {
-    const int64_t rows = before_ * spec_.global_batch() + rows_;
-    if (rows == 0) return absl::OkStatus();
-    if (rows < spec_.num_shards) {
-      return absl::InvalidArgumentError(absl::StrCat("node '", node_.name, "': the epoch has ", rows, " rows for ",
-                                                     spec_.num_shards, " shards: every shard needs one at least"));
-    }
-    if (before_ + done_ == 0 && !spec_.pad && !spec_.keep_short) {
-      return absl::InvalidArgumentError(absl::StrCat("node '", node_.name, "': the epoch's ", rows,
-                                                     " rows make no global batch of ", spec_.global_batch(), " (",
-                                                     spec_.num_shards, " shards of ", spec_.batch,
-                                                     "), and uneven \"drop\" leaves them out: use uneven \"pad\" "
-                                                     "or a smaller batch"));
-    }
-    return absl::OkStatus();
-  }
+  absl::Status CheckEnough() const { return spec_.CheckRows(node_.name, before_ * spec_.global_batch() + rows_); }
 
   // Appends "is_padding": 0 for the first `real` rows, 1 after them.
   void AddPaddingColumn(Batch* b, int64_t real) const {

@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "pipeline.pb.h"
 #include "sluice/core/schema.h"
+#include "sluice/graph/shard_spec.h"
 #include "sluice/graph/thread_limit.h"
 #include "sluice/io/source_format.h"
 #include "sluice/ops/op_registry.h"
@@ -39,27 +40,6 @@ struct BoundOp {
 // kRemote: a distribute node on the consumer's side; its elements come from
 // the service's workers.
 enum class NodeKind { kSource, kMap, kFilter, kShuffle, kBatch, kPrefetch, kRepeat, kTake, kRemote, kShard };
-
-// A shard node's share: shard `index` of `num_shards` takes rows
-// [index * batch, (index + 1) * batch) of every global batch of
-// num_shards * batch rows of its input (ShardDef).
-struct ShardSpec {
-  int num_shards = 1;
-  int index = 0;
-  int64_t batch = 1;  // the per-shard batch: the batch node's after it, or 1
-  bool pad = false;   // uneven "pad" (else "drop")
-  // The one shard of a one-rank job, before a batch that keeps its short
-  // last batch: the epoch's last rows go on as they are (evaluation on one
-  // rank sees every sample), where N shards leave them out.
-  bool keep_short = false;
-  int64_t global_batch() const { return num_shards * batch; }
-  // The rows this shard yields of an epoch of `rows` at the shard node.
-  int64_t RowsOf(int64_t rows) const {
-    const int64_t global = global_batch();
-    if (keep_short) return rows;
-    return (pad ? (rows + global - 1) / global : rows / global) * batch;
-  }
-};
 
 struct CompiledNode {
   NodeKind kind = NodeKind::kSource;
