@@ -123,6 +123,24 @@ def test_row_groups_are_splits_every_row_once_per_shuffled_epoch(tmp_path):
     assert any(r == list(range(r[0], r[0] + len(r))) for r in runs)
 
 
+def test_an_empty_row_group_or_record_batch_hides_none_after_it(tmp_path):
+    schema = pa.schema([("x", pa.int64())])
+    parts = [[], [1, 2], [], [], [3, 4, 5], [6]]
+    with pq.ParquetWriter(tmp_path / "gaps.parquet", schema) as w:
+        for part in parts:
+            w.write_table(pa.table({"x": pa.array(part, pa.int64())}, schema=schema))
+    batches = [pa.record_batch({"x": pa.array(part, pa.int64())}, schema=schema) for part in parts]
+    with pa.ipc.new_file(str(tmp_path / "gaps.arrow"), schema) as w:
+        for b in batches:
+            w.write_batch(b)
+    assert pq.ParquetFile(tmp_path / "gaps.parquet").metadata.num_row_groups == len(parts)
+    for pipe in (sluice.parquet(str(tmp_path / "gaps.parquet"), shuffle=True),
+                 sluice.arrow_ipc(str(tmp_path / "gaps.arrow"), shuffle=True),
+                 sluice.from_arrow(pa.Table.from_batches(batches), shuffle=True)):
+        assert len(pipe) == 6
+        assert sorted(int(r["x"]) for r in pipe) == [1, 2, 3, 4, 5, 6]
+
+
 def test_columns_pick_and_order_and_feed_ops(tmp_path):
     pattern = write_parquet(tmp_path, files=1)
     pipe = (sluice.parquet(pattern, ["grid", "id"], shuffle=False)

@@ -581,8 +581,10 @@ class ColumnarSource : public SourceFormat {
   }
   absl::StatusOr<std::unique_ptr<SplitReader>> OpenSplit(const Split& split, CorruptionLog* skip_log) const override {
     const std::vector<int64_t>& starts = starts_[split.file];
-    const auto it = std::lower_bound(starts.begin(), starts.end(), split.begin_record);
-    if (it == starts.end() || *it != split.begin_record) {
+    // The last group starting there: empty groups before it start there too.
+    auto it = std::upper_bound(starts.begin(), starts.end(), split.begin_record);
+    if (it != starts.begin()) --it;
+    if (*it != split.begin_record || it + 1 == starts.end()) {
       return absl::InvalidArgumentError(
           absl::StrCat("no row group of ", (*paths_)[split.file], " starts at row ", split.begin_record));
     }
