@@ -6,6 +6,7 @@
 #include <archive_entry.h>
 
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -160,6 +161,40 @@ TEST_F(WebDatasetTest, ATruncatedShardNamesItselfAndKeepsWhatCameBefore) {
   EXPECT_LT(rows.labels.size(), 6u);
   for (size_t i = 0; i < rows.labels.size(); ++i) EXPECT_EQ(rows.labels[i], static_cast<int64_t>(i % 7));
   EXPECT_EQ(log.skipped(), 1);
+}
+
+// Where member `m`'s 512-byte ustar header starts in a shard of `members`.
+std::uintmax_t HeaderOffset(const Members& members, size_t m) {
+  std::uintmax_t offset = 0;
+  for (size_t i = 0; i < m; ++i) offset += 512 + (members[i].second.size() + 511) / 512 * 512;
+  return offset;
+}
+
+// A cut inside a header, or a header whose checksum fails (which
+// libarchive would skip past, losing its member): the shard ends there,
+// named, and every whole sample before it is kept.
+TEST_F(WebDatasetTest, ADamagedOrCutHeaderEndsTheShardKeepingTheWholeSamplesBefore) {
+  const Members members = Samples(0, 6);
+  const std::uintmax_t sample3 = HeaderOffset(members, 9);  // 3 members a sample
+  for (const bool cut : {true, false}) {
+    const std::string shard = Shard(cut ? "cut.tar" : "flipped.tar", members);
+    if (cut) {
+      std::filesystem::resize_file(shard, sample3 + 200);
+    } else {
+      std::fstream f(shard, std::ios::in | std::ios::out | std::ios::binary);
+      f.seekp(static_cast<std::streamoff>(sample3 + 1));
+      f.put('#');  // the name's second byte: the header's checksum fails
+    }
+    ASSERT_OK_AND_ASSIGN(std::unique_ptr<SourceFormat> format, MakeWebDatasetSource({shard}, {}));
+    EXPECT_THAT(ReadAll(*format).status(),
+                StatusIs(absl::StatusCode::kDataLoss,
+                         AllOf(HasSubstr("truncated or damaged after member dir/sample2.json"), HasSubstr(shard))))
+        << shard;
+    CorruptionLog log;
+    ASSERT_OK_AND_ASSIGN(Rows rows, ReadAll(*format, &log));
+    EXPECT_THAT(rows.labels, ::testing::ElementsAre(0, 1, 2)) << shard;
+    EXPECT_EQ(log.skipped(), 1);
+  }
 }
 
 // A file with no tar in it (empty, another format) is DataLoss naming it,

@@ -3,6 +3,7 @@
 #include <archive.h>
 #include <archive_entry.h>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <optional>
@@ -41,6 +42,10 @@ struct PendingSample {
   std::vector<std::string> extensions;             // its members', for messages
   int64_t bytes = 0;
   bool skipped = false;  // found corrupt and counted already (on_corrupt "skip")
+  // Begun, and holding a member for every field (kept when damage follows).
+  bool Whole() const {
+    return !key.empty() && std::all_of(values.begin(), values.end(), [](const auto& v) { return v.has_value(); });
+  }
 };
 
 class WebDatasetReader : public SplitReader {
@@ -64,7 +69,10 @@ class WebDatasetReader : public SplitReader {
         if (!sample_.key.empty()) SLUICE_RETURN_IF_ERROR(Emit(out, &rows));
         break;
       }
-      if (r < ARCHIVE_WARN) {
+      // ARCHIVE_RETRY is a damaged header (libarchive would scan past it
+      // and lose the members it held); ARCHIVE_WARN a readable one.
+      if (r != ARCHIVE_OK && r != ARCHIVE_WARN) {
+        if (sample_.Whole()) SLUICE_RETURN_IF_ERROR(Emit(out, &rows));
         SLUICE_RETURN_IF_ERROR(Damaged(absl::StrCat("after member ", last_member_)));
         break;
       }
