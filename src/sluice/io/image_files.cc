@@ -1,6 +1,7 @@
 #include "sluice/io/image_files.h"
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <sstream>
@@ -61,15 +62,26 @@ class ImageFileReader : public SplitReader {
     const size_t tail_size = static_cast<size_t>(std::min<int64_t>(size, kFramingTail));
     SLUICE_RETURN_IF_ERROR(f->ReadExact(0, head_size, head));
     SLUICE_RETURN_IF_ERROR(f->ReadExact(static_cast<uint64_t>(size) - tail_size, tail_size, tail));
-    const std::string problem =
-        ImageFramingProblem(absl::string_view(head, head_size), absl::string_view(tail, tail_size));
+    std::string problem = ImageFramingProblem(absl::string_view(head, head_size), absl::string_view(tail, tail_size));
+    if (!problem.empty()) return ReadWholeToCheck(*f, size, problem, out);
+    SLUICE_RETURN_IF_ERROR(f->ReadExact(0, static_cast<size_t>(size), out->AppendUninitialized(0, size)));
+    return true;
+  }
+
+  // An image the quick look at its ends refused: read whole, it may have
+  // data after its end marker.
+  absl::StatusOr<bool> ReadWholeToCheck(RandomAccessFile& f, int64_t size, std::string problem,
+                                        BatchBuilder* out) const {
+    std::string image(static_cast<size_t>(size), '\0');
+    SLUICE_RETURN_IF_ERROR(f.ReadExact(0, image.size(), image.data()));
+    problem = ImageFramingProblem(image);
     if (!problem.empty()) {
       const std::string message = absl::StrCat(problem, " in ", path_);
       if (skip_log_ == nullptr) return absl::DataLossError(message);
       skip_log_->Add(path_, 1, static_cast<uint64_t>(size), message);
       return false;
     }
-    SLUICE_RETURN_IF_ERROR(f->ReadExact(0, static_cast<size_t>(size), out->AppendUninitialized(0, size)));
+    std::memcpy(out->AppendUninitialized(0, size), image.data(), image.size());
     return true;
   }
 

@@ -1,6 +1,6 @@
 // A cheap check of an encoded image's framing: the signature at its head
-// and the end marker near its tail. It catches truncated and foreign
-// images before any decoding (decoders fill a truncated JPEG's missing rows
+// and the end marker near its tail (or, for a whole image, within it). It
+// catches truncated and foreign images before any decoding (decoders fill a truncated JPEG's missing rows
 // with grey and carry on, silently). Netpbm images pass: their header's
 // size is checked against the whole image when it is read.
 #ifndef SLUICE_IO_IMAGE_FRAMING_H_
@@ -18,7 +18,8 @@ inline constexpr size_t kFramingTail = 64;
 // What is wrong, or "" if nothing is: `head` is the first 8 bytes (fewer
 // for a shorter image), `tail` the last kFramingTail (or all).
 std::string ImageFramingProblem(absl::string_view head, absl::string_view tail);
-// The same for a whole image in memory.
+// The same for a whole image in memory, which may also hold data after
+// its end marker (found by walking its segments when the tail lacks it).
 std::string ImageFramingProblem(absl::string_view image);
 
 }  // namespace sluice::io
