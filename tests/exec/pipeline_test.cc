@@ -504,8 +504,10 @@ TEST_F(PipelineTest, AShuffleBufferLargerThanTheBudgetIsRefusedNamingIt) {
   PipelineBuilder rows = PipelineBuilder::Arrays({MakeArrayColumn("image", {1024}, pixels)});
   PipelineDef def = rows.Shuffle(2048).Batch(64).Build();
   def.mutable_options()->set_memory_budget_bytes(int64_t{1} << 20);
-  EXPECT_THAT(Pipeline::Create(def).status(), StatusIs(absl::StatusCode::kInvalidArgument,
-                                                       HasSubstr("node 'shuffle_1' 2097152 (a buffer of 2048 rows)")));
+  EXPECT_THAT(Pipeline::Create(def).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("node 'shuffle_1' 3145728 (a buffer of 2048 rows, in chunks "
+                                 "of up to 3072 rows)")));
   def.mutable_options()->set_memory_budget_bytes(int64_t{4} << 20);
   SLUICE_EXPECT_OK(Pipeline::Create(def).status());
   // "Shuffle everything" holds the epoch's 4096 rows, not a billion.
@@ -540,6 +542,18 @@ TEST_F(PipelineTest, AShuffleBufferHoldsAboutItsRowsNotTheChunksTheyCameIn) {
   // it (without compaction: ~10,000 rows).
   const int64_t in_use = static_cast<int64_t>(pipeline->memory().peak_live_bytes);
   EXPECT_LE(in_use, (3 * kBuffer + 8 * kBatch) * row_bytes) << in_use / row_bytes << " rows";
+
+  // At a budget of 3/2 of the buffer and a few chunks, it compacts sooner
+  // and keeps within the budget but for the elements in flight.
+  const int64_t budget = (kBuffer * 3 / 2 + 4 * kBatch) * row_bytes;
+  def.mutable_options()->set_memory_budget_bytes(budget);
+  ASSERT_OK_AND_ASSIGN(auto bounded, Pipeline::Create(def));
+  it = bounded->Iterate(0);
+  rows = 0;
+  while (it->Next(&b, &end).ok() && !end) rows += b.rows;
+  EXPECT_EQ(rows, kTotal);
+  const int64_t bounded_in_use = static_cast<int64_t>(bounded->memory().peak_live_bytes);
+  EXPECT_LE(bounded_in_use, budget + 2 * kBatch * row_bytes) << bounded_in_use / row_bytes << " rows";
 }
 
 TEST_F(PipelineTest, MissingFeatureNamesFeatureFileAndRecord) {

@@ -65,6 +65,11 @@ bool MemoryBudget::Full(int64_t wanted) const {
   return static_cast<int64_t>(pool_->stats().live_bytes) + outside + reserved_ + wanted > limit_;
 }
 
+bool MemoryBudget::Tight(int64_t wanted) const {
+  absl::MutexLock lock(&mu_);
+  return Full(wanted);
+}
+
 bool MemoryBudget::WaitForRoom(const std::function<bool()>& may_wait, int64_t wanted) {
   absl::MutexLock lock(&mu_);
   while (may_wait() && !cancel_->cancelled() && Full(wanted)) cv_.Wait(&mu_);

@@ -112,6 +112,9 @@ class MemoryBudget : public BufferPool::Observer {
   bool WaitForRoom(const std::function<bool()>& may_wait, int64_t wanted);
   // Reserves `wanted` as WaitForRoom does if it fits now; never waits.
   bool TryReserve(int64_t wanted);
+  // Whether `wanted` more bytes would pass the limit now (a node that can
+  // give memory back at a cost, as a shuffle by compacting, does it then).
+  bool Tight(int64_t wanted) const;
   // The reserved bytes are now in the pool's bytes in use, or never will be.
   void Unreserve(int64_t bytes);
   void Add(int64_t bytes);

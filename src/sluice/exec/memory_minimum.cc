@@ -34,16 +34,20 @@ MemoryMinimum MeasureMemoryMinimum(const graph::CompiledPipeline& c, int64_t chu
     const graph::CompiledNode& node = c.nodes[i];
     if (node.kind == graph::NodeKind::kShuffle) {
       // Its buffer's rows, at the least (ragged columns' bytes unknown
-      // here), or the epoch's where it has fewer ("shuffle everything").
+      // here), or the epoch's where it has fewer ("shuffle everything"),
+      // and half as many again: at the budget, the chunks its rows came in
+      // hold up to 3/2 of them before it compacts (shuffle_node.cc).
       int64_t row = 0;
       for (const ColumnSpec& column : node.input_schema.columns()) row += column.row_bytes();
       if (epoch_rows == -2) epoch_rows = KnownRows(c);
       const int64_t rows = epoch_rows >= 0 ? std::min(node.count, epoch_rows) : node.count;
       if (row == 0) continue;
+      const int64_t held = rows + rows / 2;
       const int64_t bytes =
-          rows > std::numeric_limits<int64_t>::max() / row ? std::numeric_limits<int64_t>::max() : rows * row;
+          held > std::numeric_limits<int64_t>::max() / row ? std::numeric_limits<int64_t>::max() : held * row;
       m.bytes += bytes;
-      m.parts.push_back(absl::StrFormat("node '%s' %d (a buffer of %d rows)", node.name, bytes, rows));
+      m.parts.push_back(absl::StrFormat("node '%s' %d (a buffer of %d rows, in chunks of up to %d rows)", node.name,
+                                        bytes, rows, held));
       continue;
     }
     // A service client's remote node runs the maps folded into it (its ops)

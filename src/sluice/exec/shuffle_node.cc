@@ -6,7 +6,8 @@
 // savable: shuffle_state.h). The buffer holds rows, not the chunks they
 // came in: once the chunks it keeps alive hold more than three times its
 // rows, the rows of chunks mostly drawn already are copied into dense
-// chunks, so a buffer of N rows costs a few N rows, not N chunks.
+// chunks, so a buffer of N rows costs a few N rows, not N chunks; at the
+// memory budget, once they hold 3/2 of its rows, and under 4/3 after.
 #include <algorithm>
 #include <memory>
 #include <optional>
@@ -82,9 +83,14 @@ class ShuffleIterator : public Iterator {
       }
     }
     if (log_ != nullptr) log_->Add(marks);
-    if (chunk_rows_held_ > compact_above_) Compact();
     *end = false;
     *out = copier.Finish();
+    if (chunk_rows_held_ > compact_above_) {
+      Compact(1, 2);
+    } else if (chunk_rows_held_ > 3 * static_cast<int64_t>(buffer_.size()) / 2 + chunk_rows_ &&
+               ctx_->memory.Tight(static_cast<int64_t>(out->ByteSize()))) {
+      Compact(3, 4);  // at the budget: memory before the copies' cost
+    }
     return absl::OkStatus();
   }
 
@@ -122,15 +128,21 @@ class ShuffleIterator : public Iterator {
     live_.erase(it);
   }
 
-  // Copies the rows of chunks that keep fewer than half of their rows in
-  // the buffer into dense chunks of chunk_rows_, letting go of those; the
-  // next compaction waits until the chunks held grow by the buffer's size
-  // again, so no row is copied more than about once.
-  void Compact() {
+  // Copies the rows of chunks that keep fewer than num/den of their rows
+  // in the buffer into dense chunks of chunk_rows_, letting go of those
+  // chunk by chunk; the next compaction waits until the chunks held grow by
+  // the buffer's size again, so at 1/2 no row is copied more than about
+  // once (at 3/4, about three times, and the chunks hold under 4/3 of the
+  // buffer's rows).
+  void Compact(int64_t num, int64_t den) {
     std::vector<size_t> sparse;
     for (size_t i = 0; i < buffer_.size(); ++i) {
-      if (live_[buffer_[i].chunk.get()] * 2 < buffer_[i].chunk->rows) sparse.push_back(i);
+      if (live_[buffer_[i].chunk.get()] * den < buffer_[i].chunk->rows * num) sparse.push_back(i);
     }
+    // A chunk's rows together: each chunk is let go as soon as its rows
+    // are copied, not after all the copies are made.
+    std::stable_sort(sparse.begin(), sparse.end(),
+                     [&](size_t a, size_t b) { return buffer_[a].chunk.get() < buffer_[b].chunk.get(); });
     for (size_t first = 0; first < sparse.size(); first += chunk_rows_) {
       const size_t last = std::min(sparse.size(), first + static_cast<size_t>(chunk_rows_));
       RowCopier copier(node_.input_schema, static_cast<int64_t>(last - first), pool_);
