@@ -34,8 +34,10 @@ class PlacedPipeline;
 class PlacedIterator;
 }  // namespace placement
 
-// One epoch of a pipeline. Movable; destroying it stops the pipeline's
-// threads. One consumer at a time; Cancel may come from any thread.
+// One epoch of a pipeline. Movable (a moved-from one's Next and SaveState
+// return FailedPrecondition, its Cancel does nothing); destroying it stops
+// the pipeline's threads. One consumer at a time; Cancel may come from any
+// thread.
 class Iterator {
  public:
   Iterator(Iterator&&) noexcept;

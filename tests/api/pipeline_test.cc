@@ -81,5 +81,21 @@ TEST(PublicPipeline, AStateOfAnotherPipelineIsRefused) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("not a sluice iterator state")));
 }
 
+// A watchdog holding a moved-from iterator gets an error, not a crash.
+TEST(PublicPipeline, AMovedFromIteratorSaysSo) {
+  absl::StatusOr<Pipeline> p = Pipeline::FromBuilder(Ids(100, 8));
+  ASSERT_TRUE(p.ok()) << p.status();
+  Iterator first = p->Iterate(0);
+  Iterator second = std::move(first);
+  Batch b;
+  bool end = false;
+  EXPECT_THAT(first.Next(&b, &end),  // NOLINT(bugprone-use-after-move): what it tests
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("was moved from")));
+  EXPECT_THAT(first.SaveState().status(), StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("moved from")));
+  first.Cancel();
+  EXPECT_EQ(first.skipped(), 0);
+  EXPECT_EQ(Drain(&second, -1).size(), 100u);
+}
+
 }  // namespace
 }  // namespace sluice

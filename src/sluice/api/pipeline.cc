@@ -15,11 +15,21 @@ Iterator::Iterator(Iterator&&) noexcept = default;
 Iterator& Iterator::operator=(Iterator&&) noexcept = default;
 Iterator::~Iterator() = default;
 
-absl::Status Iterator::Next(Batch* out, bool* end) { return it_->Next(out, end); }
-void Iterator::Cancel() { it_->Cancel(); }
-int64_t Iterator::skipped() const { return it_->skipped(); }
-std::string Iterator::skip_summary() const { return it_->skip_summary(); }
-absl::StatusOr<std::string> Iterator::SaveState() const { return it_->SaveState(); }
+namespace {
+
+absl::Status MovedFrom() {
+  return absl::FailedPreconditionError("this sluice::Iterator was moved from: use the one it was moved to");
+}
+
+}  // namespace
+
+absl::Status Iterator::Next(Batch* out, bool* end) { return it_ ? it_->Next(out, end) : MovedFrom(); }
+void Iterator::Cancel() {
+  if (it_) it_->Cancel();
+}
+int64_t Iterator::skipped() const { return it_ ? it_->skipped() : 0; }
+std::string Iterator::skip_summary() const { return it_ ? it_->skip_summary() : ""; }
+absl::StatusOr<std::string> Iterator::SaveState() const { return it_ ? it_->SaveState() : MovedFrom(); }
 
 absl::StatusOr<Pipeline> Pipeline::FromJson(const std::string& json) {
   absl::StatusOr<PipelineDef> def = graph::PipelineFromJson(json);
