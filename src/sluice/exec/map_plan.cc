@@ -8,6 +8,7 @@
 #include "sluice/core/status_macros.h"
 #include "sluice/exec/node_stats.h"
 #include "sluice/ops/device_runtime.h"
+#include "sluice/ops/framework/guarded_call.h"
 
 namespace sluice::exec {
 namespace {
@@ -312,7 +313,7 @@ absl::Status MapPlan::RunTile(const Batch& in, int64_t row0, const Bases& bases,
     for (int v : step.outputs) outs.push_back(Ref(v, in, row0, bases));
     ctx.op_key = step.op_key;
     ctx.bypass_cache = backend_ == ops::Backend::kCpu && step.written_once_row_bytes * in.rows >= kCacheBypassBytes;
-    absl::Status s = step.kernel->Run(ctx, ins, outs);
+    absl::Status s = ops::Guarded("its kernel", [&] { return step.kernel->Run(ctx, ins, outs); });
     if (timed) {
       const int64_t stop = NowNs();
       (*step_ns)[k] += stop - start;

@@ -13,6 +13,7 @@
 #include "sluice/exec/memory_minimum.h"
 #include "sluice/io/object_store.h"
 #include "sluice/ops/device_runtime.h"
+#include "sluice/ops/framework/guarded_call.h"
 
 namespace sluice::exec {
 namespace {
@@ -222,7 +223,7 @@ absl::Status PrepareKernels(graph::CompiledPipeline* compiled) {
       if (op.view || op.kernel != nullptr) continue;
       absl::StatusOr<std::unique_ptr<ops::Kernel>> kernel = registry.MakeKernel(op.op, node.backend, op.inferred);
       if (!kernel.ok()) return WithContext(kernel.status(), where);
-      absl::Status s = (*kernel)->Setup(setup);
+      absl::Status s = ops::Guarded("its kernel", [&] { return (*kernel)->Setup(setup); });
       if (!s.ok()) return WithContext(s, absl::StrCat(where, ": op '", op.name, "': setup"));
       op.kernel = std::move(*kernel);
     }

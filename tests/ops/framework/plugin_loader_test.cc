@@ -16,6 +16,7 @@ namespace sluice::ops {
 namespace {
 
 using ::sluice::testing::StatusIs;
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 std::string Env(const char* name) {
@@ -118,6 +119,19 @@ TEST(PluginLoader, AKernelsErrorReachesTheUserNamingTheOpAndTheSample) {
   EXPECT_THAT(RunPipeline(Images(2).Map({Op("fail_at_label", {{"label", 13}})}).Batch(8)),
               StatusIs(absl::StatusCode::kDataLoss,
                        HasSubstr("op 'fail_at_label': label 13 is poison in record 13 of <arrays>")));
+}
+
+// A C++ exception from a plugin's code is an error naming the op, or the
+// file, never std::terminate from an engine thread.
+TEST(PluginLoader, AnExceptionAKernelThrowsReachesTheUserNamingTheOp) {
+  SLUICE_ASSERT_OK(LoadPlugin(TestPlugin("throwing")));
+  EXPECT_THAT(RunPipeline(Images(2).Map({Op("throw_at_label", {{"label", 13}})}).Batch(8)),
+              StatusIs(absl::StatusCode::kInternal,
+                       HasSubstr("op 'throw_at_label': its kernel threw a C++ exception: label 13 has no class")));
+  EXPECT_THAT(LoadPlugin(TestPlugin("throwing_registration")),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("libtest_plugin_throwing_registration.so"),
+                             HasSubstr("its registration function threw a C++ exception: no licence file found"))));
 }
 
 TEST(PluginLoader, APluginBuiltForAnotherSluiceIsRefusedNamingTheFile) {

@@ -15,6 +15,7 @@
 #include "sluice/kernels/simd.h"
 #include "sluice/ops/attrs.h"
 #include "sluice/ops/builtin_ops.h"
+#include "sluice/ops/framework/guarded_call.h"
 
 namespace sluice::ops {
 
@@ -190,7 +191,7 @@ absl::StatusOr<InferredOp> OpRegistry::InferWith(absl::string_view name, const A
   if (schema == nullptr || !schema->infer()) {
     return absl::InternalError(absl::StrCat("op '", name, "' cannot be inferred"));
   }
-  absl::StatusOr<InferredOp> op = schema->infer()(attrs, input);
+  absl::StatusOr<InferredOp> op = Guarded("its inference", [&] { return schema->infer()(attrs, input); });
   if (!op.ok()) return WithContext(op.status(), absl::StrCat("op '", name, "'"));
   // An op that never draws cannot have a random instance.
   op->random = op->random && schema->random();
@@ -211,7 +212,8 @@ absl::StatusOr<std::unique_ptr<Kernel>> OpRegistry::MakeKernel(absl::string_view
     }
     factory = it->second.factory;
   }
-  absl::StatusOr<std::unique_ptr<Kernel>> kernel = factory(inferred);
+  absl::StatusOr<std::unique_ptr<Kernel>> kernel =
+      Guarded("its kernel's constructor", [&] { return factory(inferred); });
   if (!kernel.ok()) return WithContext(kernel.status(), absl::StrCat("op '", op, "'"));
   return kernel;
 }

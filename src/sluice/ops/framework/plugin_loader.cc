@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "sluice/ops/framework/guarded_call.h"
 #include "sluice/ops/plugin.h"
 
 namespace sluice::ops {
@@ -59,7 +60,11 @@ absl::Status Load(const std::string& file, OpRegistry* registry) {
                                           "): rebuild it against this installation's headers"));
   }
   PluginRegistrar registrar(registry, file);
-  register_ops(&registrar);
+  const absl::Status called = Guarded("its registration function", [&] {
+    register_ops(&registrar);
+    return absl::OkStatus();
+  });
+  if (!called.ok()) return PluginError(file, called.message());
   // A failed registration may have registered some ops, whose code is in
   // the plugin: it stays loaded either way.
   if (!registrar.status().ok()) return PluginError(file, registrar.status().message());
