@@ -10,6 +10,7 @@ import os
 import signal
 import struct
 import subprocess
+import sys
 import threading
 import time
 
@@ -181,11 +182,32 @@ def test_a_users_explicit_choices_are_kept():
     written = (sluice.arrays({"image": images}).distribute(local_workers=1).batch(5)
                .with_options(placement="auto"))
     assert not json.loads(written.engine.placement())["levers"]["local_workers"]
+    # The report says where the written distribute node runs the work.
+    for placement in ("auto", "manual"):
+        two = sluice.arrays({"image": images}).distribute(local_workers=2).batch(5).with_options(placement=placement)
+        assert sum(len(b["image"]) for b in two) == 10
+        running = two.placement()["running"]
+        assert running["local_workers"] == 2, running
+        assert running["description"].startswith("2 local worker processes, the rest in the trainer's process")
     # Arrow data held by this process cannot be read by a worker process.
     pa = pytest.importorskip("pyarrow")
     table = pa.table({"x": np.arange(10, dtype=np.int64)})
     held = sluice.from_arrow(table).batch(5).with_options(placement="auto")
     assert not held.placement()["levers"]["local_workers"]
+
+
+def test_the_embedded_services_workers_log_nothing_routine():
+    # Their stderr and the embedded dispatcher's are the trainer's (a
+    # notebook cell's output): only what goes wrong belongs there, not
+    # their start, the joins and the drain at the end.
+    script = ("import numpy as np, sluice\n"
+              "pipe = sluice.arrays({'x': np.arange(40, dtype=np.int64)}).distribute(local_workers=1).batch(8)\n"
+              "print(sorted(int(x) for b in pipe for x in b['x']) == list(range(40)))\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "True"
+    assert "worker:" not in done.stderr and "dispatcher:" not in done.stderr, done.stderr
+    assert "embedded service: dispatcher at 127.0.0.1:" in done.stderr  # one line says what started
 
 
 def test_a_run_long_enough_reports_its_measurements():

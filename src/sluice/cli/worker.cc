@@ -60,8 +60,8 @@ absl::Status Serve(const WorkerArgs& args) {
   if (server->metrics_port() >= 0) std::printf("metrics on port %d\n", server->metrics_port());
   std::fflush(stdout);
   const std::string signal = WaitForTermination();
-  service::Log("worker", absl::StrCat(signal, ": finishing the splits in hand (at most ", args.drain_timeout_s,
-                                      " s), then leaving"));
+  service::LogRoutine("worker", absl::StrCat(signal, ": finishing the splits in hand (at most ", args.drain_timeout_s,
+                                             " s), then leaving"));
   // A stream stuck in a kernel would keep the server from stopping: give up
   // on it a little after the drain, and exit saying so.
   std::thread([timeout = args.drain_timeout_s] {
@@ -70,8 +70,11 @@ absl::Status Serve(const WorkerArgs& args) {
     std::_Exit(1);
   }).detach();
   const int cut = server->Drain(absl::Seconds(args.drain_timeout_s));
-  service::Log("worker", cut == 0 ? "drained; stopped"
-                                  : absl::StrCat("stopped; ", cut, " stream(s) cut off: their splits run again"));
+  if (cut == 0) {
+    service::LogRoutine("worker", "drained; stopped");
+  } else {
+    service::Log("worker", absl::StrCat("stopped; ", cut, " stream(s) cut off: their splits run again"));
+  }
   return absl::OkStatus();
 }
 

@@ -206,8 +206,9 @@ absl::StatusOr<std::unique_ptr<PlacedIterator>> PlacedPipeline::Resume(const std
     p = policy_.current();
   }
   p = Runnable(p);
-  // An ordered state restores in this process only.
-  if (!def_.options().unordered()) {
+  // An ordered state restores in this process only (where the policy
+  // moved the work; a distribute node written in the definition stays).
+  if (!def_.options().unordered() && WrittenDistribute(def_) == nullptr) {
     p.local_workers = 0;
     p.service_workers = false;
   }

@@ -59,9 +59,24 @@ Levers FreeLevers(const PipelineDef& def) {
   return levers;
 }
 
+const DistributeDef* WrittenDistribute(const PipelineDef& def) {
+  for (const NodeDef& n : def.nodes()) {
+    if (n.has_distribute()) return &n.distribute();
+  }
+  return nullptr;
+}
+
 Placement StartingPlacement(const PipelineDef& def, int cores) {
   Placement p;
   p.threads = def.options().threads() > 0 ? def.options().threads() : std::min(cores, graph::kMaxThreads);
+  // Where the definition's own distribute node sends the work (it stays).
+  if (const DistributeDef* d = WrittenDistribute(def)) {
+    if (d->dispatcher().empty()) {
+      p.local_workers = std::max(1, d->local_workers());
+    } else {
+      p.service_workers = true;
+    }
+  }
   return p;
 }
 
@@ -70,7 +85,7 @@ PipelineDef Variant(const PipelineDef& def, const Placement& placement) {
   out.mutable_options()->clear_placement();
   out.mutable_options()->clear_placement_service();
   out.mutable_options()->set_threads(placement.threads);
-  if (!placement.in_process()) {
+  if (!placement.in_process() && WrittenDistribute(def) == nullptr) {
     NodeDef distribute;
     if (placement.service_workers) {
       DistributeDef* service = distribute.mutable_distribute();

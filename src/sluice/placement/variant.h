@@ -23,13 +23,16 @@ bool IsAuto(const PipelineDef& def);
 // dispatcher's workers as local ones, when the options name a dispatcher.
 Levers FreeLevers(const PipelineDef& def);
 
-// Where `def` starts: its thread count, or one per core.
+// Where `def` starts: its thread count, or one per core, and where its
+// own distribute node sends the work.
 Placement StartingPlacement(const PipelineDef& def, int cores);
+// The definition's own distribute node, or null.
+const DistributeDef* WrittenDistribute(const PipelineDef& def);
 
 // `def` at `placement`: its threads, and with local workers a distribute
 // node (embedded dispatcher) before the batch node, or at the end when
 // there is none; with the dispatcher's workers, options.placement_service
-// as that node.
+// as that node; no node where the definition has its own.
 PipelineDef Variant(const PipelineDef& def, const Placement& placement);
 
 }  // namespace sluice::placement

@@ -30,7 +30,7 @@ absl::StatusOr<std::unique_ptr<DispatcherImpl>> DispatcherImpl::Create(const Dis
   impl->state_.Recovered(absl::Now());
   impl->journal_ = std::move(journal);
   impl->AfterChange();  // a journal past its size compacts now
-  LogRoutine("dispatcher", absl::StrCat("journal ", impl->journal_->path(), ": replayed ", replay.size(), " entries"));
+  impl->Routine(absl::StrCat("journal ", impl->journal_->path(), ": replayed ", replay.size(), " entries"));
   return impl;
 }
 
@@ -40,9 +40,14 @@ DispatcherImpl::DispatcherImpl(const DispatcherOptions& options)
       worker_timeout_(options.timeouts.worker_timeout),
       limits_(options.limits),
       allow_python_(options.allow_python),
+      routine_logging_(options.routine_logging),
       state_(options.timeouts, [this](const JournalEntry& entry) {
         return journal_ ? journal_->Append(entry).status() : absl::OkStatus();
       }) {}
+
+void DispatcherImpl::Routine(absl::string_view message) const {
+  if (routine_logging_) LogRoutine("dispatcher", message);
+}
 
 uint64_t DispatcherImpl::AfterChange() {
   if (journal_ == nullptr) return 0;
@@ -167,8 +172,8 @@ absl::StatusOr<GetOrCreateJobResponse> DispatcherImpl::GetOrCreateJob(const GetO
   SLUICE_ASSIGN_OR_RETURN(GetOrCreateJobResponse out, Durably([&]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
                             return state_.GetOrCreateJob(request, caller.name, absl::Now());
                           }));
-  LogRoutine("dispatcher", absl::StrCat("client ", out.client_id(), " joined job ", out.job_id(), " (",
-                                        ProcessingMode_Name(request.mode()), ")"));
+  Routine(absl::StrCat("client ", out.client_id(), " joined job ", out.job_id(), " (",
+                       ProcessingMode_Name(request.mode()), ")"));
   return out;
 }
 
@@ -198,9 +203,9 @@ absl::Status DispatcherImpl::ResumeClient(const ResumeClientRequest& request, co
     SLUICE_RETURN_IF_ERROR(state_.CheckTenant(request.job_id(), caller));
     return state_.ResumeClient(request, absl::Now());
   }));
-  LogRoutine("dispatcher", absl::StrCat("client ", request.client_id(), " of job ", request.job_id(), " resumed epoch ",
-                                        request.epoch(), " from a saved state (", request.done_size(), " splits done, ",
-                                        request.partial_size(), " partly)"));
+  Routine(absl::StrCat("client ", request.client_id(), " of job ", request.job_id(), " resumed epoch ", request.epoch(),
+                       " from a saved state (", request.done_size(), " splits done, ", request.partial_size(),
+                       " partly)"));
   return absl::OkStatus();
 }
 
@@ -209,11 +214,10 @@ absl::StatusOr<WorkerHeartbeatResponse> DispatcherImpl::WorkerHeartbeat(const Wo
                             return state_.WorkerHeartbeat(request, absl::Now());
                           }));
   if (out.worker_id() != request.worker_id()) {
-    LogRoutine("dispatcher",
-               absl::StrCat("worker ", out.worker_id(), " joined at ", request.address(),
-                            request.worker_id() > 0 ? absl::StrCat(" (it was ", request.worker_id(),
-                                                                   " for a dispatcher that kept no journal)")
-                                                    : ""));
+    Routine(absl::StrCat("worker ", out.worker_id(), " joined at ", request.address(),
+                         request.worker_id() > 0
+                             ? absl::StrCat(" (it was ", request.worker_id(), " for a dispatcher that kept no journal)")
+                             : ""));
   }
   return out;
 }

@@ -35,6 +35,9 @@ struct DispatcherOptions {
   // False: pipelines with Python code (code a consumer sends, which workers
   // would run) are refused at registration.
   bool allow_python = true;
+  // False: routine events (listening, joins) are not logged; an embedded
+  // dispatcher's would land in the trainer's output.
+  bool routine_logging = true;
 };
 
 // Thread-safe.
@@ -77,12 +80,15 @@ class DispatcherImpl {
   // Under the lock, after a change: compacts when due; returns the sequence
   // number Sync must reach.
   uint64_t AfterChange() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // LogRoutine, unless the options turned routine logging off.
+  void Routine(absl::string_view message) const;
 
   const std::string work_dir_;
   const SecurityOptions security_;
   const absl::Duration worker_timeout_;
   const graph::ResourceLimits limits_;
   const bool allow_python_;
+  const bool routine_logging_;
   absl::Mutex mu_;
   std::unique_ptr<Journal> journal_;  // set before serving; thread-safe itself
   DispatcherState state_ ABSL_GUARDED_BY(mu_);

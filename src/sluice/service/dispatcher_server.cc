@@ -85,8 +85,10 @@ absl::StatusOr<std::unique_ptr<DispatcherServer>> DispatcherServer::Start(const 
                                   ? absl::StrCat(" (", options.security.callers.size(), " callers)")
                               : options.security.token.empty() ? ""
                                                                : " (token required)";
-  LogRoutine("dispatcher", absl::StrCat("listening on ", options.host, ":", server->port(),
-                                        options.security.cert_file.empty() ? "" : " (TLS)", callers));
+  if (options.routine_logging) {
+    LogRoutine("dispatcher", absl::StrCat("listening on ", options.host, ":", server->port(),
+                                          options.security.cert_file.empty() ? "" : " (TLS)", callers));
+  }
   return server;
 }
 

@@ -58,11 +58,15 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(int workers, i
   std::unique_ptr<LocalCluster> cluster(new LocalCluster());
   DispatcherOptions options;
   options.host = "127.0.0.1";
+  options.routine_logging = false;  // the trainer's output is the user's
   SLUICE_ASSIGN_OR_RETURN(cluster->dispatcher_, DispatcherServer::Start(options));
   const std::string dispatcher = cluster->dispatcher_address();
-  // The workers run what this process can: the plugins it loaded too.
+  // The workers run what this process can: the plugins it loaded too. They
+  // log only what goes wrong: their routine lines would land in the
+  // trainer's output (a notebook's cells).
   cluster->args_ = {binary,   "worker",    "--dispatcher", dispatcher,
-                    "--host", "127.0.0.1", "--threads",    std::to_string(threads_per_worker)};
+                    "--host", "127.0.0.1", "--threads",    std::to_string(threads_per_worker),
+                    "--quiet"};
   for (const std::string& plugin : ops::LoadedPlugins())
     cluster->args_.insert(cluster->args_.end(), {"--plugin", plugin});
   // The watcher forks every worker: a child's death signal follows the
