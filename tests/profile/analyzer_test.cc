@@ -57,6 +57,31 @@ TEST(Analyzer, NamesTheCostliestOpAndPredictsEachLever) {
   EXPECT_EQ(v.levers[2].predicted_samples_per_s, 120'000);
 }
 
+// An op that waits (a Python op sleeping 1 ms a sample) takes more of the
+// threads than its CPU says: more cores still run more of it side by side,
+// and fewer cores are never offered as faster.
+TEST(Analyzer, AnOpThatWaitsIsCostedByTheThreadsItTakesNotItsCpu) {
+  Findings f;
+  f.pipeline = "waits";
+  f.threads = 2;
+  f.samples_per_s = 1'800;
+  f.cpu_s_per_sample = 53e-6;  // 0.1 of the 2 cores busy
+  f.input_only_samples_per_s = 2'600'000;
+  f.ops = {Op(1, 0, "python", 0.999)};
+  f.front_share = 0.999;
+  f.front_bytes_per_sample = 792;
+  f.consumer_samples_per_s = 5'000;
+  f.paced_wait_share = 0.6;
+  const Verdict v = Analyze(f);
+  EXPECT_THAT(v.levers, Contains(Field(&Lever::action, HasSubstr("run on 6 cores instead of 2"))));
+  EXPECT_THAT(v.levers, Not(Contains(Field(&Lever::action, HasSubstr("run on 1 cores")))));
+  for (const Lever& lever : v.levers) {
+    if (lever.action.find("offload") != std::string::npos) {
+      EXPECT_LT(lever.predicted_samples_per_s, 8'000) << lever.action;  // 2 workers run ~3.6k, not 22k
+    }
+  }
+}
+
 TEST(Analyzer, ProposesMovingTheTailToTheGpuPredictedOrMeasured) {
   Findings f = ComputeBound();
   f.gpu_tail = "grey_dilation, gaussian_blur, random_rotation";

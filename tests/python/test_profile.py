@@ -46,6 +46,18 @@ def test_profile_with_a_slow_trainer_says_trainer_bound(cifar_dir):
     assert "trainer-bound" in result["verdict"]["summary"]
 
 
+def test_a_materialization_that_would_be_refused_is_not_offered(mnist_dir, tmp_path):
+    # An IDX file's splits are its own: the records written could not be
+    # read back in its order, so `materialize` refuses, and the profile
+    # does not offer it.
+    pipe = (sluice.mnist(str(mnist_dir / "train-images-idx3-ubyte"), str(mnist_dir / "train-labels-idx1-ubyte"))
+            .map(ops.gaussian_blur(ksize=15, sigma=3.0)).batch(32))
+    result = pipe.profile(seconds=0.4, ablation=False)
+    assert result["levers"] and not any("materialize" in lever["action"] for lever in result["levers"]), result["levers"]
+    with pytest.raises(sluice.SluiceError, match="the source's splits are its format's own"):
+        pipe.materialize(tmp_path / "m")
+
+
 def test_materialize_gives_the_same_batches(cifar_dir, tmp_path):
     pipe = (_cifar(cifar_dir)
             .map(ops.reshape(shape=[32, 32, 3]), ops.grey_dilation(size=3))

@@ -43,8 +43,11 @@ void AddObjectCacheLever(const Findings& f, double min_share, Verdict* v) {
 
 void AddComputeLevers(const Findings& f, double target, Verdict* v) {
   AddObjectCacheLever(f, 0.1, v);
-  const double c = f.cpu_s_per_sample;
   const double cores = std::max(1, f.threads);
+  // What a sample takes of the pipeline's threads: its CPU, or more where
+  // its ops wait (a Python op that sleeps, a read waiting on a store),
+  // which more cores or workers would run side by side all the same.
+  const double c = f.samples_per_s > 0 ? std::max(f.cpu_s_per_sample, cores / f.samples_per_s) : f.cpu_s_per_sample;
   if (f.materializable_share >= 0.05 && f.materializable_share < 1) {
     const double predicted = std::min(f.samples_per_s / (1 - f.materializable_share),
                                       f.input_only_samples_per_s > 0 ? f.input_only_samples_per_s : 1e18);
@@ -88,7 +91,7 @@ void AddComputeLevers(const Findings& f, double target, Verdict* v) {
                                                : " (needs a CUDA build of sluice and a GPU; this process has none)")});
     }
   }
-  if (target > f.samples_per_s && c > 0) {
+  if (target > f.samples_per_s && c > 0 && std::ceil(target * c) > f.threads) {
     const double needed = target * c;
     v->levers.push_back(Lever{absl::StrFormat("run on %.0f cores instead of %d", std::ceil(needed), f.threads), target,
                               absl::StrFormat("%.1f core-µs per sample", c * 1e6)});

@@ -214,8 +214,8 @@ absl::Status CheckReproducibleOrder(const graph::CompiledPipeline& compiled, int
     }
     if (!same) {
       return absl::FailedPreconditionError(
-          "the source's splits are its format's own (row groups, shards): the records written could not be read "
-          "in the same order");
+          "the source's splits are its format's own (not whole files or runs of split_records, as an IDX file's or "
+          "Parquet's row groups): the records written could not be read in the same order");
     }
   }
   if (!source.format->SeeksRecords() && exec::Has(compiled, graph::NodeKind::kShuffle)) {
@@ -278,6 +278,11 @@ int MaterializableMaps(const PipelineDef& def, const graph::CompiledPipeline& co
   const int maps = DeterministicMaps(compiled, false);
   if (maps == 0 || !CheckWritable(compiled.nodes[maps]).ok()) return 0;
   return CheckReproducibleOrder(compiled, def.nodes(0).source().split_records()).ok() ? maps : 0;
+}
+
+bool ReadsBackInOrder(const PipelineDef& def, const graph::CompiledPipeline& compiled) {
+  return !compiled.nodes.empty() && compiled.nodes[0].kind == graph::NodeKind::kSource &&
+         CheckReproducibleOrder(compiled, def.nodes(0).source().split_records()).ok();
 }
 
 absl::StatusOr<MaterializeResult> Materialize(const PipelineDef& def, const std::string& out_dir,

@@ -47,6 +47,10 @@ absl::StatusOr<MaterializeResult> Materialize(const PipelineDef& def, const std:
 // draws sluice cannot see; 0 when there are none.
 int MaterializableMaps(const PipelineDef& def, const graph::CompiledPipeline& compiled);
 
+// Whether records Materialize writes from `def`'s source would be read back
+// in the source's order (the profile offers materializing only then).
+bool ReadsBackInOrder(const PipelineDef& def, const graph::CompiledPipeline& compiled);
+
 }  // namespace sluice::profile
 
 #endif  // SLUICE_PROFILE_MATERIALIZE_H_

@@ -10,6 +10,7 @@
 #include "sluice/ops/op_registry.h"
 #include "sluice/profile/ablation.h"
 #include "sluice/profile/gpu_tail.h"
+#include "sluice/profile/materialize.h"
 
 namespace sluice::profile {
 namespace {
@@ -204,6 +205,10 @@ absl::StatusOr<ProfileResult> RunProfile(const PipelineDef& def, const ProfileOp
   f.cpu_s_per_sample = result.full.samples > 0 ? result.full.cpu_seconds / result.full.samples : 0;
   f.ops = Costs(compiled, result.full);
   Prefixes(compiled, f.ops, &f);
+  if (!ReadsBackInOrder(local, compiled)) {  // `sluice materialize` would refuse it
+    f.materializable_share = 0;
+    f.materializable.clear();
+  }
   GpuTail(compiled, f.ops, &f);
   f.uncached_objects = !local.nodes(0).source().has_object_cache() && ReadsObjects(compiled);
 

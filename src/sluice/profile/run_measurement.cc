@@ -4,6 +4,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <fstream>
 #include <iterator>
@@ -217,8 +218,9 @@ absl::StatusOr<RunMeasurement> MeasureRun(const exec::Pipeline& pipeline, const 
         timed_samples += batch.rows;
         delivered += batch.rows;
       }
-      if (options.consumer_samples_per_s > 0) {  // the trainer's step on this batch
-        absl::SleepFor(absl::Seconds(batch.rows / options.consumer_samples_per_s));
+      if (options.consumer_samples_per_s > 0) {  // the trainer's step on this batch, within the run's time
+        const double left = options.min_seconds - (exec::NowNs() - m.start_ns) * 1e-9;
+        absl::SleepFor(absl::Seconds(std::min(batch.rows / options.consumer_samples_per_s, std::max(left, 0.0))));
       }
       if ((exec::NowNs() - m.start_ns) * 1e-9 >= options.min_seconds) break;
     }
