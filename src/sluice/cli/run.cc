@@ -56,9 +56,10 @@ void PrintSummary(const std::string& path, const graph::CompiledPipeline& c, con
   const std::string rate = r.batches > 1 ? absl::StrFormat("%.2f s after the first batch: %s samples/s", r.seconds,
                                                            WithCommas(r.samples_per_s))
                                          : std::string(r.batches == 1 ? "one batch, too few for a rate" : "no rate");
-  std::printf("%s: %s samples in %d epoch%s (%s batches), %s on %d threads (%s)\n", path.c_str(),
+  std::printf("%s: %s samples in %d epoch%s (%s batch%s), %s on %d thread%s (%s)\n", path.c_str(),
               WithCommas(r.samples).c_str(), r.epochs, r.epochs == 1 ? "" : "s", WithCommas(r.batches).c_str(),
-              rate.c_str(), c.threads, kernels::SimdTarget().c_str());
+              r.batches == 1 ? "" : "es", rate.c_str(), c.threads, c.threads == 1 ? "" : "s",
+              kernels::SimdTarget().c_str());
   std::printf("first batch after %.1f ms; peak RSS %.1f MB after epoch 1, %.1f MB at the end\n", r.first_batch_ms,
               rss_mb.front(), rss_mb.back());
   std::printf("engine's buffers: at most %.1f MB held (%.1f MB in use at once), %.1f MB cached at the end",
@@ -120,6 +121,11 @@ absl::Status Run(const RunArgs& args) {
   if (args.seed >= 0) def.set_seed(static_cast<uint64_t>(args.seed));
   absl::StatusOr<std::shared_ptr<placement::PlacedPipeline>> pipeline = placement::PlacedPipeline::Create(def);
   if (!pipeline.ok()) return WithContext(pipeline.status(), args.pipeline);
+  const graph::CompiledPipeline& c = (*pipeline)->first().compiled();
+  if (!args.quiet) {
+    std::printf("%s: %s\n", args.pipeline.c_str(), DescribeSettings(c).c_str());
+    std::fflush(stdout);  // first in a log that takes stdout and stderr, not after the run's own lines
+  }
   const ResumableRun& part = args.resumable;
   if (!part.resume.empty() || !part.save_state.empty() || part.stop_after > 0) {
     if (!part.save_state.empty() && part.stop_after <= 0) {
@@ -136,11 +142,6 @@ absl::Status Run(const RunArgs& args) {
   RunOptions options;
   options.epochs = args.epochs;
   options.progress = !args.quiet;
-  const graph::CompiledPipeline& c = (*pipeline)->first().compiled();
-  if (!args.quiet) {
-    std::printf("%s: %s\n", args.pipeline.c_str(), DescribeSettings(c).c_str());
-    std::fflush(stdout);  // first in a log that takes stdout and stderr, not after the run's own lines
-  }
   SLUICE_ASSIGN_OR_RETURN(RunReport r, RunPipeline(**pipeline, options));
   if (r.skipped_records > 0) std::fprintf(stderr, "warning: %s\n", r.skip_summary.c_str());
   if (r.batches == 0 && r.skipped_records == 0) {

@@ -88,8 +88,8 @@ absl::Status RunResumable(const exec::Pipeline& pipeline, const std::string& nam
     state_bytes = state.size();
   }
   if (!run.quiet) {
-    std::printf("%s: %lld samples in %lld elements%s; first element after %.1f ms\n", name.c_str(),
-                static_cast<long long>(samples), static_cast<long long>(elements),
+    std::printf("%s: %lld samples in %lld element%s%s; first element after %.1f ms\n", name.c_str(),
+                static_cast<long long>(samples), static_cast<long long>(elements), elements == 1 ? "" : "s",
                 end ? ", to the epoch's end" : ", stopped", first_ms);
     if (!run.save_state.empty()) {
       std::printf("state (%zu bytes) saved to %s in %.2f ms\n", state_bytes, run.save_state.c_str(), save_ms);

@@ -48,8 +48,13 @@ DefaultMemoryBudget DefaultMemoryBudgetOfMachine() {
 }
 
 std::string DefaultMemoryBudget::Describe() const {
-  return absl::StrFormat("%d MiB (1/%d of %.1f GiB for %d rank%s)", bytes / kMiB, kShare,
-                         machine_bytes / static_cast<double>(kMiB * 1024), local_ranks, local_ranks == 1 ? "" : "s");
+  const int64_t share = machine_bytes / kShare / local_ranks;
+  const std::string bound = share < kLeast  ? absl::StrFormat(", %.0f MiB, raised to the least", share / double{kMiB})
+                            : share > kMost ? ", lowered to the most"
+                                            : "";
+  return absl::StrFormat("%d MiB (1/%d of %.1f GiB for %d rank%s%s)", bytes / kMiB, kShare,
+                         machine_bytes / static_cast<double>(kMiB * 1024), local_ranks, local_ranks == 1 ? "" : "s",
+                         bound);
 }
 
 }  // namespace sluice

@@ -101,9 +101,9 @@ std::vector<Candidate> Policy::Candidates(const Measurements& m) const {
     p.threads = leave_trainer;
     out.push_back({p, m.rate,
                    absl::StrFormat("the trainer is fed (waits %.0f%%) and computes on %.1f cores: %d thread%s "
-                                   "still make %s, leaving it its cores",
+                                   "still make%s %s, leaving it its cores",
                                    100 * m.wait_share, trainer_cores, leave_trainer, leave_trainer > 1 ? "s" : "",
-                                   Rate(capacity(leave_trainer)))});
+                                   leave_trainer > 1 ? "" : "s", Rate(capacity(leave_trainer)))});
   }
   if (levers_.local_workers && in_proc && loader_bound && trainer_cores >= 0.5 && free_cores >= 2 &&
       m.worker_ring_bytes <= m.memory_free_bytes) {
