@@ -202,9 +202,19 @@ TEST_F(ResumeTest, BadStatesAreNamedNeverASilentlyWrongEpoch) {
   EXPECT_THAT(p->Resume(edited.SerializeAsString()).status(),
               StatusIs(absl::StatusCode::kDataLoss, HasSubstr("its checksum does not match its contents")));
   edited.set_split(edited.split() - 1);
+  // Cut short, a state lacks its checksum, serialized last.
+  const std::string whole = edited.SerializeAsString();
+  for (size_t cut : {whole.size() - 1, whole.size() - 6, whole.size() / 2, size_t{40}}) {
+    EXPECT_THAT(p->Resume(whole.substr(0, cut)).status(),
+                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("not a sluice iterator state")))
+        << cut << " of " << whole.size() << " bytes";
+  }
   // The checks below read fields as a state without a checksum (saved
-  // before states had one) brings them.
+  // before states had one: format 1) brings them.
   edited.clear_checksum();
+  EXPECT_THAT(p->Resume(edited.SerializeAsString()).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("truncated: it lacks the checksum")));
+  edited.set_format_version(1);
   EXPECT_TRUE(p->Resume(edited.SerializeAsString()).ok());
   edited.set_format_version(99);
   EXPECT_THAT(p->Resume(edited.SerializeAsString()).status(),
@@ -392,7 +402,8 @@ TEST_F(ResumeTest, AnUnorderedEpochResumesWithExactlyTheRowsNotDelivered) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("saved ordered")));
   IteratorState edited;
   ASSERT_TRUE(edited.ParseFromString(*ordered->SaveState()));
-  edited.clear_checksum();  // edited by hand below
+  edited.clear_checksum();  // edited by hand below: read as a state of before checksums
+  edited.set_format_version(1);
   edited.mutable_done()->set_splits_below(1);
   EXPECT_THAT(ordering->Resume(edited.SerializeAsString()).status(),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("saved unordered")));
@@ -436,7 +447,8 @@ TEST_F(ResumeTest, BadShuffleStatesAreNamed) {
   ASSERT_TRUE(Drain(it.get(), 3, &got).ok());
   IteratorState edited;
   ASSERT_TRUE(edited.ParseFromString(*it->SaveState()));
-  edited.clear_checksum();  // edited by hand below
+  edited.clear_checksum();  // edited by hand below: read as a state of before checksums
+  edited.set_format_version(1);
   ASSERT_TRUE(edited.has_shuffle());
   ASSERT_GT(edited.shuffle().emitted(), 0);
   edited.mutable_shuffle()->set_oldest(edited.shuffle().oldest() + 1);

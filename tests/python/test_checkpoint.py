@@ -74,6 +74,11 @@ def test_a_state_is_checked_before_anything_runs():
         pipe.iterate(1, state=state)
     with pytest.raises(sluice.InvalidArgumentError, match="not a sluice iterator state"):
         pipe.iterate(state=b"garbage")
+    # Cut short at any byte (a checkpoint written half-way): refused, never
+    # read as a position that would replay or skip samples.
+    for n in range(len(state)):
+        with pytest.raises(sluice.InvalidArgumentError, match="not a sluice iterator state"):
+            pipe.iterate(state=state[:n])
     with pytest.raises(sluice.InvalidArgumentError, match="pipeline_fingerprint"):
         pipe.with_options(seed=4).iterate(state=state)
     # Thread count and prefetch depth shape the run, not the output: the state fits.

@@ -10,7 +10,10 @@ namespace sluice::exec {
 namespace {
 
 constexpr char kMagic[] = "sluice-iterator-state";
-constexpr uint32_t kFormatVersion = 1;
+// 2: states end with a checksum (field 16, serialized last), so one cut
+// short lacks it; 1: states saved before, read as they were.
+constexpr uint32_t kFormatVersion = 2;
+constexpr uint32_t kUnsummedFormatVersion = 1;
 
 // Whether a row can be dropped after node `i`: by a filter, or by a map
 // under on_corrupt "skip".
@@ -164,8 +167,12 @@ namespace {
 
 // The state's checksum against its fields as parsed: a changed byte
 // parses to other fields, which serialize to other bytes.
-absl::Status CheckSum(IteratorState state) {
-  if (!state.has_checksum()) return absl::OkStatus();  // saved before states had one
+absl::Status CheckSum(IteratorState state, size_t size) {
+  if (!state.has_checksum()) {
+    if (state.format_version() == kUnsummedFormatVersion) return absl::OkStatus();  // saved before states had one
+    return absl::InvalidArgumentError(absl::StrCat(
+        "not a sluice iterator state (", size, " bytes; truncated: it lacks the checksum a whole state ends with)"));
+  }
   const uint32_t saved = state.checksum();
   state.clear_checksum();
   const std::string unsummed = state.SerializeAsString();
@@ -240,16 +247,17 @@ std::optional<int> StateShards(const std::string& bytes) {
 absl::StatusOr<EpochPosition> ParseState(const std::string& bytes, const std::string& fingerprint,
                                          const std::string& listing) {
   IteratorState state;
-  if (!state.ParseFromString(bytes) || state.magic() != kMagic) {
+  // A state cut right after its magic has no format_version (field 2).
+  if (!state.ParseFromString(bytes) || state.magic() != kMagic || state.format_version() == 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("not a sluice iterator state (", bytes.size(), " bytes; truncated, or other data)"));
   }
-  SLUICE_RETURN_IF_ERROR(CheckSum(state));
-  if (state.format_version() != kFormatVersion) {
-    return absl::InvalidArgumentError(absl::StrCat("the state's format_version is ", state.format_version(),
-                                                   " (saved by sluice ", state.sluice_version(), "); this sluice (",
-                                                   SLUICE_VERSION_STRING, ") reads ", kFormatVersion));
+  if (state.format_version() != kFormatVersion && state.format_version() != kUnsummedFormatVersion) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the state's format_version is ", state.format_version(), " (saved by sluice ", state.sluice_version(),
+        "); this sluice (", SLUICE_VERSION_STRING, ") reads ", kUnsummedFormatVersion, " and ", kFormatVersion));
   }
+  SLUICE_RETURN_IF_ERROR(CheckSum(state, bytes.size()));
   if (state.pipeline_fingerprint() != fingerprint) {
     return absl::InvalidArgumentError(absl::StrCat("the state is another pipeline's: its pipeline_fingerprint is ",
                                                    state.pipeline_fingerprint(), ", this pipeline's ", fingerprint,
