@@ -104,9 +104,9 @@ def _stop():
     _stopping.set()
     with _lock:
         pass  # a replacement being started is in _pool now
+    # The worker first: leaving, it tells the dispatcher, which must still listen.
     for process in _pool[1]:
         process.terminate()
-    for process in _pool[1]:
         try:
             process.wait(timeout=10)
         except subprocess.TimeoutExpired:

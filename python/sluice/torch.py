@@ -18,6 +18,7 @@ import os
 import sys
 import time
 import warnings
+import weakref
 
 import torch
 import torch.utils.data
@@ -91,6 +92,15 @@ class TorchIterable(torch.utils.data.IterableDataset):
         self._consumed = 0
         self._it = None      # the engine iterator of the pass in progress
         self._resume = None  # a loaded position: the next pass goes on from it
+        _loaders.add(self)
+
+    def _release_engines(self):
+        """Drops the engines this loader made (their threads, a pool's
+        client and its shared-memory rings): exit_rank's, for a loader that
+        outlives the job in a global."""
+        self._it = None
+        for pipeline in (self._pipeline, self._sized):
+            pipeline._engine = None
 
     def _bind(self, rank, world_size, source):
         """Runs the given pipeline as rank `rank` of `world_size` (found in
@@ -252,12 +262,18 @@ class TorchIterable(torch.utils.data.IterableDataset):
             self._consumed += rows
 
 
+# The loaders alive in this process, for exit_rank to release.
+_loaders = weakref.WeakSet()
+
+
 def exit_rank():
     """Ends this rank's process with status 0 once its work is saved: for
     the last line of a DDP script, after the function that trained (its
     loader and model local to it) returned.
 
-    What the job dropped is collected (a loader's shared-memory rings go),
+    Every loader's engines are released (their threads, a node pool's
+    client and its shared-memory rings; a loader still held in a global
+    too) and what the job dropped is collected,
     the process group is destroyed where one is initialized, atexit
     handlers run (a node pool's processes stop), then the process exits
     without finalizing the interpreter. Finalizing it can abort a gloo rank
@@ -266,10 +282,13 @@ def exit_rank():
     tensors, which takes the GIL, and DDP keeps the process group alive past
     destroy_process_group(). That aborted 1 two-rank job in 10 to 40 here.
     """
+    for loader in list(_loaders):
+        loader._release_engines()
     gc.collect()
     if torch.distributed.is_available() and torch.distributed.is_initialized():
         torch.distributed.destroy_process_group()
     atexit._run_exitfuncs()  # what os._exit skips
+    _sluice.remove_this_processs_rings()  # a loader left in a global keeps its rings past gc
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)

@@ -1,9 +1,11 @@
 // sluice.dispatcher_status(): what a dispatcher reports about its workers
 // and jobs (what `sluice status --json` prints, with the proto's snake_case
-// field names), for tools such as the Ray front's autoscaler.
+// field names), for tools such as the Ray front's autoscaler; and the
+// removal of this process's shared-memory rings before it leaves.
 #include "bindings.h"
 #include "google/protobuf/util/json_util.h"
 #include "sluice/service/fetch_status.h"
+#include "sluice/service/shm_ring.h"
 
 namespace sluice::python {
 namespace {
@@ -37,6 +39,8 @@ std::string DispatcherStatusJson(const std::string& dispatcher, const std::strin
 void InitService(py::module_& m) {
   m.def("dispatcher_status", &DispatcherStatusJson, py::arg("dispatcher"), py::arg("token_file"),
         py::arg("tls_ca_file"), py::arg("tls_cert_file"), py::arg("tls_key_file"));
+  m.def("remove_this_processs_rings", &service::ShmRing::RemoveThisProcesssRings,
+        "Removes this process's shared-memory rings from /dev/shm (before os._exit).");
 }
 
 }  // namespace sluice::python

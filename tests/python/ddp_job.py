@@ -62,6 +62,7 @@ def main():
     p.add_argument("--seed-per-rank", action="store_true")
     p.add_argument("--global-batch", type=int, default=24)
     p.add_argument("--node-pool", action="store_true")
+    p.add_argument("--keep-loader", action="store_true")
     p.add_argument("--batch-skew", action="store_true")
     p.add_argument("--eval-on-rank0", action="store_true")
     p.add_argument("--same-shard", action="store_true")
@@ -89,6 +90,8 @@ def main():
     made = pipeline(seed, 1 / (255 + rank)) if args.scale_per_rank else pipeline(seed)
     sharded = made.shard(world, 0) if args.same_shard else made
     loader = sluice.torch.TorchIterable(sharded.batch(batch), node_pool=args.node_pool)
+    if args.keep_loader:  # as a script without functions does: exit_rank must release it
+        KEPT.append(loader)
     if args.epoch_per_rank:
         loader.set_epoch(rank)
     with open(os.path.join(args.out, f"len{rank}.txt"), "w") as f:
@@ -133,6 +136,9 @@ def main():
             with open(os.path.join(args.out, "eval.txt"), "w") as f:
                 f.write(str(sum(len(b["id"]) for b in alone)))
         dist.barrier()
+
+
+KEPT = []
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ with a rank killed by SIGKILL mid-epoch, restarted from its checkpoint;
 the ranks' agreement check; bad shards."""
 
 import collections
+import glob
 import json
 import os
 import pathlib
@@ -434,9 +435,13 @@ def test_torchrun_ranks_get_disjoint_equal_shares_of_each_epoch(tmp_path):
 
 @pytest.mark.parametrize("kill", [[], ["--kill-pool-worker", "5"]], ids=["", "its_worker_killed"])
 def test_the_node_pool_gives_each_rank_the_batches_it_makes_in_process(tmp_path, kill):
-    pooled = torchrun(tmp_path, 2, "--epochs", "2", "--node-pool", *kill)
+    rings_before = set(glob.glob("/dev/shm/sluice-ring-*"))
+    # The loaders kept alive in a global: exit_rank releases them all the same.
+    pooled = torchrun(tmp_path, 2, "--epochs", "2", "--node-pool", "--keep-loader", *kill)
     _, stderr = pooled.communicate(timeout=240)
     assert pooled.returncode == 0, stderr[-3000:]
+    assert set(glob.glob("/dev/shm/sluice-ring-*")) <= rings_before, "a rank's ring was left behind"
+    assert "shutting down" not in stderr and "CANCELLED" not in stderr, stderr[-3000:]
     assert "through the node's pool (dispatcher 127.0.0.1:" in stderr
     # The pool's routine events stay out of the trainer's log (--quiet).
     assert "joined" not in stderr and "listening on" not in stderr, stderr[-3000:]

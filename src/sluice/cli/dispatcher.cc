@@ -51,7 +51,7 @@ absl::Status Serve(const DispatcherArgs& args) {
   if (server->metrics_port() >= 0) std::printf("metrics on port %d\n", server->metrics_port());
   std::fflush(stdout);
   const std::string signal = WaitForTermination();
-  service::Log("dispatcher", absl::StrCat(signal, ": shutting down"));
+  service::LogRoutine("dispatcher", absl::StrCat(signal, ": shutting down"));
   server->Stop();
   return absl::OkStatus();
 }

@@ -84,14 +84,18 @@ void RemoveIfOrphan(const std::string& name) {
   ::close(fd);
 }
 
-void RemoveOrphans() {
+// Calls `fn` with the name ("/sluice-ring-...") of each ring in /dev/shm.
+template <typename Fn>
+void ForEachRing(Fn fn) {
   DIR* dir = ::opendir("/dev/shm");
   if (dir == nullptr) return;
   while (const dirent* e = ::readdir(dir)) {
-    if (std::strncmp(e->d_name, kPrefix, sizeof(kPrefix) - 1) == 0) RemoveIfOrphan(absl::StrCat("/", e->d_name));
+    if (std::strncmp(e->d_name, kPrefix, sizeof(kPrefix) - 1) == 0) fn(absl::StrCat("/", e->d_name));
   }
   ::closedir(dir);
 }
+
+void RemoveOrphans() { ForEachRing(RemoveIfOrphan); }
 
 // The host part of "host:port" or "[v6]:port".
 std::string HostOf(const std::string& address) {
@@ -160,6 +164,13 @@ absl::StatusOr<std::shared_ptr<ShmRing>> ShmRing::Create(size_t capacity) {
 
 ShmRing::ShmRing(std::string name, int fd, ShmRingHeader* header, size_t capacity)
     : name_(std::move(name)), fd_(fd), header_(header), capacity_(capacity) {}
+
+void ShmRing::RemoveThisProcesssRings() {
+  const int self = ::getpid();
+  ForEachRing([self](const std::string& name) {
+    if (PidOf(name) == self) ::shm_unlink(name.c_str());
+  });
+}
 
 ShmRing::~ShmRing() {
   ::munmap(header_, kHeaderBytes + capacity_);

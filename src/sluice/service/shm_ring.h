@@ -48,6 +48,11 @@ class ShmRing : public std::enable_shared_from_this<ShmRing> {
   static absl::StatusOr<std::shared_ptr<ShmRing>> Create(size_t capacity);
   ~ShmRing();  // unmaps and removes the ring
 
+  // Removes the names of this process's rings from /dev/shm, mapped ones
+  // too, for a process about to end without destroying them (a loader in a
+  // global when the process leaves by os._exit).
+  static void RemoveThisProcesssRings();
+
   const std::string& name() const { return name_; }
   size_t capacity() const { return capacity_; }
 
