@@ -29,6 +29,14 @@ _REQUEST = struct.Struct("<QQqq")
 _REPLY = struct.Struct("<qqQq")
 
 
+def _origin_hint(name):
+    """Where a column the user's function may not know of comes from."""
+    if name == "is_padding":
+        return ("; shard(uneven=\"pad\") added it (1 marks a repeated sample): return it as it came, "
+                "sample['is_padding'], or give the op inputs= without it")
+    return ""
+
+
 def _aligned(n):
     return (n + 63) & ~63
 
@@ -88,7 +96,7 @@ class _Columns:
         for name, dtype, shape in self.checks:
             if name not in result:
                 raise KeyError(f"the function's result has no '{name}' (it has {sorted(result)}); declared: "
-                               f"{name}: {dtype}{list(shape)}")
+                               f"{name}: {dtype}{list(shape)}{_origin_hint(name)}")
             value = result[name]
             if type(value) is not np.ndarray:
                 value = np.asarray(value)

@@ -206,8 +206,12 @@ class TorchIterable(torch.utils.data.IterableDataset):
             raise TypeError("load_state_dict takes what a TorchIterable's state_dict() returned: a dict with "
                             f"'position' and 'next_epoch', got {type(state).__name__}"
                             + (f" with keys {sorted(state)}" if isinstance(state, dict) else ""))
-        self._resume = state["position"]
-        self._epoch = state["next_epoch"]
+        position = state["position"]
+        if position is not None and not isinstance(position, (bytes, bytearray)):
+            raise TypeError(f"load_state_dict: the state's 'position' must be the bytes state_dict() saved (or "
+                            f"None), got {type(position).__name__}")
+        self._epoch = _checks.whole("load_state_dict: the state's 'next_epoch'", state["next_epoch"], minimum=0)
+        self._resume = position
         self._checked = False  # the ranks check they resume alike
         # The saving job's samples, divided among this job's ranks.
         self.samples = state.get("samples", 0) * state.get("world_size", self.world_size) // self.world_size

@@ -326,6 +326,13 @@ def test_bad_shards_are_named():
         sluice.torch.TorchIterable(rows().batch(4).take(3), rank=0, world_size=2)
 
 
+def test_a_function_after_a_padding_shard_that_drops_its_column_is_told_where_it_came_from():
+    pipe = (sluice.arrays({"id": np.arange(11, dtype=np.int64)}).shard(2, 0, uneven="pad")
+            .map(lambda s: {"id": s["id"] * 1}).batch(3))
+    with pytest.raises(sluice.SluiceError, match=r"is_padding.*shard\(uneven=\"pad\"\) added it \(1 marks a repeated"):
+        list(pipe)
+
+
 def test_arguments_of_another_kind_are_named():
     with pytest.raises(TypeError, match="num_shards must be a whole number, got '2' \\(str\\)"):
         rows().shard("2", "1")

@@ -140,6 +140,11 @@ def test_state_dict_before_a_pass_and_loading_twice_never_restart_the_epoch(mnis
     assert all(torch.equal(a, b) for a, b in zip(resumed, rest))
     # Then the next epoch, whole.
     assert sum(1 for _ in again) == 6
+    # A state edited by hand is refused on loading, naming the field.
+    for field, value, error in (("next_epoch", -1, ValueError), ("next_epoch", 1.5, TypeError),
+                                ("next_epoch", "2", TypeError), ("position", "abc", TypeError)):
+        with pytest.raises(error, match=f"'{field}'"):
+            again.load_state_dict({**state, field: value})
 
 
 def test_a_state_after_leaving_a_pass_early_is_where_it_stopped(mnist_dir):
