@@ -1,5 +1,8 @@
 #include "sluice/ops/attrs.h"
 
+#include <cmath>
+#include <limits>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "op_harness.h"
@@ -41,6 +44,16 @@ TEST(Attrs, ErrorsNameTheAttr) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("attr 'sigma' must be a number")));
   EXPECT_THAT(Attrs::Bind(kSchema, Attrs(R"({"sigma": 1, "mode": 3})")),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("attr 'mode' must be a string")));
+  // A C++ builder can set what JSON cannot write.
+  for (const double bad : {std::nan(""), std::numeric_limits<double>::infinity()}) {
+    auto attrs = Attrs(R"({"sigma": [1, 2]})");
+    (*attrs.mutable_fields())["sigma"].mutable_list_value()->mutable_values(1)->set_number_value(bad);
+    EXPECT_THAT(Attrs::Bind(kSchema, attrs),
+                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("attr 'sigma' must be a list of floats")));
+    (*attrs.mutable_fields())["sigma"].set_number_value(bad);
+    EXPECT_THAT(Attrs::Bind(kSchema, attrs),
+                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("attr 'sigma' must be a finite number")));
+  }
 }
 
 // One attr of each type, each with the constraints its type takes.

@@ -36,6 +36,11 @@ absl::StatusOr<double> ToFloat(const AttrSchema& s, const Value& v) {
   if (v.kind_case() != Value::kNumberValue) {
     return AttrError(s.name, absl::StrCat("must be a number, got ", Describe(v)));
   }
+  // A NaN or an infinity (a C++ builder's, JSON has none) would fill every
+  // output with NaN, silently.
+  if (!std::isfinite(v.number_value())) {
+    return AttrError(s.name, absl::StrCat("must be a finite number, got ", v.number_value()));
+  }
   return v.number_value();
 }
 

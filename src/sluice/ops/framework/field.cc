@@ -21,7 +21,11 @@ absl::StatusOr<BoundField> BindField(const Attrs& attrs, const Schema& schema, s
   }
   const ColumnSpec& spec = schema.column(*column);
   if (spec.ragged) {
-    return AttrError("field", absl::StrCat("column '", name, "' holds variable-length bytes; decode it first"));
+    return AttrError("field", absl::StrCat("column '", name,
+                                           "' holds variable-length bytes; decode it first (decode_image), or, "
+                                           "for raw pixels, give it a fixed length at the source: (\"bytes\", N) "
+                                           "in Python, BytesFeature(\"",
+                                           name, "\", N) in C++"));
   }
   for (DType d : dtypes) {
     if (spec.dtype == d) return BoundField{*column, spec};
