@@ -366,6 +366,15 @@ def test_distribute_runs_the_prefix_on_local_workers_and_yields_the_same_samples
     assert by_label(distributed) == by_label(local)
 
 
+def test_a_typo_in_the_local_workers_part_is_named_before_any_worker_starts(capfd):
+    d = json.loads(sluice.arrays({"image": np.zeros((10, 4, 4, 3), np.uint8)}).to_json())
+    d["nodes"] += [{"map": {"ops": [{"op": "random_flp"}]}}, {"distribute": {"local_workers": 1}},
+                   {"batch": {"size": 5}}]
+    with pytest.raises(sluice.InvalidArgumentError, match="unknown op 'random_flp'; did you mean 'random_flip'"):
+        list(sluice.Pipeline(d))
+    assert "embedded service" not in capfd.readouterr().err  # no dispatcher nor worker was started
+
+
 def test_local_workers_leave_the_scripts_stdout_its_own(cifar_dir):
     """A training script's stdout holds what it prints, nothing of the
     worker processes (their announcements and logs go to stderr)."""

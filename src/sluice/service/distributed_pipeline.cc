@@ -129,6 +129,9 @@ absl::StatusOr<std::unique_ptr<exec::Pipeline>> CreatePipeline(const PipelineDef
   SLUICE_RETURN_IF_ERROR(CheckShardedPart(def, index, options->mode));
   std::shared_ptr<LocalCluster> cluster;
   if (options->dispatcher.empty()) {
+    // The local workers have this process's ops and files: a part they
+    // would refuse is refused here, naming the op or file, before any starts.
+    SLUICE_RETURN_IF_ERROR(graph::Compile(WorkersPart(def, index)).status());
     const int threads = def.options().threads();
     SLUICE_ASSIGN_OR_RETURN(cluster, LocalCluster::Start(d.local_workers(), threads));
     options->dispatcher = cluster->dispatcher_address();
