@@ -153,6 +153,9 @@ class PipelineBuilder {
   PipelineBuilder& Name(const std::string& name);
   PipelineBuilder& Seed(uint64_t seed);
   PipelineBuilder& Threads(int threads);
+  // The bound on the host memory the engine holds (docs/memory.md); unset,
+  // a default sized to the machine.
+  PipelineBuilder& MemoryBudget(int64_t bytes);
   // Elements as they complete instead of in the source's order.
   PipelineBuilder& Unordered(bool unordered = true);
   // "auto": sluice chooses where the pipeline runs from what the job

@@ -97,5 +97,15 @@ TEST(PublicPipeline, AMovedFromIteratorSaysSo) {
   EXPECT_EQ(Drain(&second, -1).size(), 100u);
 }
 
+// The builder sets the memory budget as the JSON's options do.
+TEST(PublicPipeline, TheBuildersMemoryBudgetBoundsThePipeline) {
+  EXPECT_THAT(Pipeline::FromBuilder(Ids(100, 8).MemoryBudget(16)).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("memory_budget_bytes 16 is less than")));
+  absl::StatusOr<Pipeline> p = Pipeline::FromBuilder(Ids(100, 8).MemoryBudget(int64_t{64} << 20));
+  ASSERT_TRUE(p.ok()) << p.status();
+  Iterator it = p->Iterate(0);
+  EXPECT_EQ(Drain(&it, -1).size(), 100u);
+}
+
 }  // namespace
 }  // namespace sluice

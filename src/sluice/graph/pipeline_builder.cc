@@ -237,6 +237,11 @@ PipelineBuilder& PipelineBuilder::Threads(int threads) {
   return *this;
 }
 
+PipelineBuilder& PipelineBuilder::MemoryBudget(int64_t bytes) {
+  def_->mutable_options()->set_memory_budget_bytes(bytes);
+  return *this;
+}
+
 PipelineBuilder& PipelineBuilder::Unordered(bool unordered) {
   def_->mutable_options()->set_unordered(unordered);
   return *this;
