@@ -99,6 +99,9 @@ class _Columns:
                                f"{name}: {dtype}{list(shape)}{_origin_hint(name)}")
             value = result[name]
             if type(value) is not np.ndarray:
+                if value is None:
+                    raise TypeError(f"output '{name}' is None (the function returned None for it), declared "
+                                    f"{dtype}{list(shape)}")
                 value = np.asarray(value)
             target = outputs[name]
             expected = shape if row is not None else target.shape

@@ -1,5 +1,7 @@
 #include "sluice/io/mnist_source.h"
 
+#include <filesystem>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "sluice/io/idx_file.h"
@@ -78,6 +80,12 @@ TEST_F(MnistSourceTest, WrongMagicIsAClearError) {
   testing::IncrementByte(images_, 3);  // rank 3 -> 4
   EXPECT_THAT(MakeMnistSource(images_, labels_),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("not a uint8 IDX file of rank 3")));
+}
+
+TEST_F(MnistSourceTest, AnEmptyFileSaysSo) {
+  std::filesystem::resize_file(labels_, 0);  // not "starts with 0x00000000"
+  EXPECT_THAT(MakeMnistSource(images_, labels_),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("holds 0 bytes, fewer than its 4-byte magic")));
 }
 
 TEST_F(MnistSourceTest, WrongSizeIsDataLoss) {

@@ -162,6 +162,10 @@ def test_bad_columns_and_files_are_named(tmp_path):
     pq.write_table(table().cast(table().schema.set(0, pa.field("id", pa.float32()))), tmp_path / "other.parquet")
     with pytest.raises(sluice.InvalidArgumentError, match=r"column 'id' is int64.*part-0.*float32.*other\.parquet"):
         sluice.parquet([str(tmp_path / "part-0.parquet"), str(tmp_path / "other.parquet")]).schema
+    twice = pa.Table.from_arrays([pa.array([1, 2]), pa.array([3, 4])], names=["a", "a"])
+    pq.write_table(twice, tmp_path / "twice.parquet")
+    with pytest.raises(sluice.InvalidArgumentError, match=r"twice\.parquet has two columns named 'a'"):
+        sluice.parquet(str(tmp_path / "twice.parquet")).schema
     (tmp_path / "junk.parquet").write_bytes(b"not a parquet file at all")
     with pytest.raises(sluice.InvalidArgumentError, match=r"junk\.parquet is not a readable Parquet file"):
         sluice.parquet(str(tmp_path / "junk.parquet")).schema

@@ -168,6 +168,8 @@ def test_an_outputs_declaration_that_declares_nothing_or_no_spec_is_refused():
 
 def test_a_wrong_output_names_the_column_and_both_specs():
     assert "output 'image' is float32[8, 8, 3], declared uint8[8, 8, 3]" in _error(fns.wrong_dtype, inputs="image")
+    assert ("output 'image' is None (the function returned None for it), declared uint8[8, 8, 3]"
+            in _error(fns.image_of_none, inputs="image"))
     message = _error(fns.forgets_image, inputs="image")
     assert "has no 'image' (it has ['picture']); declared: image: uint8[8, 8, 3]" in message
 

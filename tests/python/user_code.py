@@ -34,6 +34,10 @@ def wrong_dtype(sample):
     return {"image": sample["image"].astype(np.float32)}
 
 
+def image_of_none(sample):
+    return {"image": None}
+
+
 def forgets_image(sample):
     return {"picture": sample["image"]}
 

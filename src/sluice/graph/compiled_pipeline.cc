@@ -280,12 +280,12 @@ absl::Status CompileSource(const SourceDef& def, CompiledNode* node, std::vector
   node->skip_corrupt = def.on_corrupt() == "skip";
   if (def.throttle_bytes_per_s() < 0) {
     return absl::InvalidArgumentError(
-        absl::StrCat("node '", node->name, "': throttle_bytes_per_s must be >= 0, got ", def.throttle_bytes_per_s()));
+        absl::StrCat("throttle_bytes_per_s must be >= 0, got ", def.throttle_bytes_per_s()));
   }
   node->throttle_bytes_per_s = def.throttle_bytes_per_s();
   if (def.parallel_reads() < 0 || def.parallel_reads() > kMaxParallelReads) {
-    return absl::InvalidArgumentError(absl::StrCat("node '", node->name, "': parallel_reads must be in [0, ",
-                                                   kMaxParallelReads, "], got ", def.parallel_reads()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("parallel_reads must be in [0, ", kMaxParallelReads, "], got ", def.parallel_reads()));
   }
   node->parallel_reads = def.parallel_reads() > 0 ? def.parallel_reads() : default_reads;
   return absl::OkStatus();

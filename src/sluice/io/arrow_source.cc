@@ -649,6 +649,10 @@ absl::StatusOr<std::unique_ptr<SourceFormat>> MakeColumnarSource(ColumnarFormat 
     std::vector<ColumnPlan> plans;
     for (const std::string& name : shape.names) {
       const std::shared_ptr<arrow::Field> field = layout.schema->GetFieldByName(name);
+      if (layout.schema->GetAllFieldIndices(name).size() > 1) {  // GetFieldByName finds none then
+        return absl::InvalidArgumentError(absl::StrCat(FormatName(format), " ", paths[f], " has two columns named '",
+                                                       name, "': sluice reads columns by name; rename one"));
+      }
       if (field == nullptr) {
         return absl::InvalidArgumentError(
             absl::StrCat(FormatName(format), " ", paths[f], " has no column '", name,

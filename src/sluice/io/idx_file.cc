@@ -16,7 +16,13 @@ absl::StatusOr<IdxHeader> ReadIdxHeader(const RandomAccessFile& file, int expect
   const uint32_t expected_magic = 0x00000800u | static_cast<uint32_t>(expected_rank);
   const uint32_t magic_value =
       (uint32_t{magic[0]} << 24) | (uint32_t{magic[1]} << 16) | (uint32_t{magic[2]} << 8) | magic[3];
-  if (got < 4 || magic_value != expected_magic) {
+  if (got < 4) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("not a uint8 IDX file of rank %d: %s holds %d bytes, fewer than "
+                        "its 4-byte magic (empty, or cut short)",
+                        expected_rank, file.path(), got));
+  }
+  if (magic_value != expected_magic) {
     return absl::InvalidArgumentError(
         absl::StrFormat("not a uint8 IDX file of rank %d: %s starts with 0x%08x, expected magic 0x%08x", expected_rank,
                         file.path(), magic_value, expected_magic));
