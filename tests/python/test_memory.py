@@ -251,3 +251,27 @@ def test_parallel_reads_stay_within_the_budget_from_the_first_split(tmp_path):
     # waits for it) and the batch being made. Eight readers at once held
     # eight splits.
     assert pipe.memory()["peak_in_use"] <= 8 * MIB + 2 * split + 256 * 3080, pipe.memory()
+
+
+class QuarterMibItems:
+    """A map-style dataset of 256 KiB items: a split of 64 takes 16 MiB."""
+
+    def __len__(self):
+        return 256
+
+    def __getitem__(self, i):
+        return {"x": np.full(256 * 1024, i % 251, np.uint8), "i": np.int64(i)}
+
+
+def test_a_source_reading_whole_splits_counts_its_largest_in_the_minimum():
+    # Two processes read splits ahead, each split whole: one of 64 items
+    # is 16 MiB, twice an 8 MiB budget, which held 20 MiB unrefused.
+    with pytest.raises(sluice.InvalidArgumentError,
+                       match=r"less than the 1677\d+ bytes .*node 'source_0' 1677\d+ \(the largest split, read "
+                             r"whole: parallel_reads 2; smaller splits take less, split_records\)"):
+        sluice.from_dataset(QuarterMibItems(), processes=2).batch(8).with_options(memory_budget_bytes=8 * MIB).memory()
+    pipe = (sluice.from_dataset(QuarterMibItems(), processes=2, split_records=8)
+            .batch(8).with_options(memory_budget_bytes=8 * MIB))
+    assert sorted(np.concatenate([b["i"] for b in pipe]).tolist()) == list(range(256))
+    # Past the budget by one split at most: the one the consumer waits for.
+    assert pipe.memory()["peak_in_use"] <= 8 * MIB + 2 * MIB, pipe.memory()

@@ -44,6 +44,8 @@ class Schema {
   std::string Names() const;
   // "{image: uint8[28,28], label: int64[]}".
   std::string ToString() const;
+  // The bytes of one row's dense columns (ragged columns' vary: not counted).
+  int64_t RowBytes() const;
 
  private:
   std::vector<ColumnSpec> columns_;

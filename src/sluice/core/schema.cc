@@ -26,6 +26,12 @@ int Schema::Set(ColumnSpec spec) {
   return size() - 1;
 }
 
+int64_t Schema::RowBytes() const {
+  int64_t bytes = 0;
+  for (const ColumnSpec& c : columns_) bytes += c.row_bytes();
+  return bytes;
+}
+
 std::string Schema::Names() const {
   return absl::StrJoin(columns_, ", ", [](std::string* out, const ColumnSpec& c) { out->append(c.name); });
 }

@@ -23,6 +23,17 @@ int64_t KnownRows(const graph::CompiledPipeline& c) {
   return rows;
 }
 
+// What a source reading splits ahead (parallel_reads) holds of the pool
+// at the least: the largest split, read whole while the consumer waits.
+int64_t SplitReadWhole(const graph::CompiledNode& source) {
+  if (source.parallel_reads <= 1) return 0;
+  const std::vector<io::Split> splits = source.format->MakeSplits();
+  if (splits.size() <= 1) return 0;  // read chunk by chunk
+  int64_t most = 0;
+  for (const io::Split& split : splits) most = std::max(most, source.format->SplitPoolBytes(split));
+  return most;
+}
+
 }  // namespace
 
 MemoryMinimum MeasureMemoryMinimum(const graph::CompiledPipeline& c, int64_t chunk_rows,
@@ -32,13 +43,22 @@ MemoryMinimum MeasureMemoryMinimum(const graph::CompiledPipeline& c, int64_t chu
   int64_t epoch_rows = -2;  // the source's rows, once a shuffle asks (-1: unknown)
   for (size_t i = 0; i < c.nodes.size(); ++i) {
     const graph::CompiledNode& node = c.nodes[i];
+    if (node.kind == graph::NodeKind::kSource) {
+      const int64_t bytes = SplitReadWhole(node);
+      if (bytes == 0) continue;
+      m.bytes += bytes;
+      m.parts.push_back(
+          absl::StrFormat("node '%s' %d (the largest split, read whole: parallel_reads %d; smaller "
+                          "splits take less, split_records)",
+                          node.name, bytes, node.parallel_reads));
+      continue;
+    }
     if (node.kind == graph::NodeKind::kShuffle) {
       // Its buffer's rows, at the least (ragged columns' bytes unknown
       // here), or the epoch's where it has fewer ("shuffle everything"),
       // and half as many again: at the budget, the chunks its rows came in
       // hold up to 3/2 of them before it compacts (shuffle_node.cc).
-      int64_t row = 0;
-      for (const ColumnSpec& column : node.input_schema.columns()) row += column.row_bytes();
+      const int64_t row = node.input_schema.RowBytes();
       if (epoch_rows == -2) epoch_rows = KnownRows(c);
       const int64_t rows = epoch_rows >= 0 ? std::min(node.count, epoch_rows) : node.count;
       if (row == 0) continue;
@@ -67,7 +87,8 @@ absl::Status CheckMemoryBudget(const graph::CompiledPipeline& c, const MemoryMin
   if (c.memory_budget_bytes >= minimum.bytes) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrFormat(
       "memory_budget_bytes %d is less than the %d bytes this pipeline needs to make progress: one chunk of %d rows "
-      "from each map node and every shuffle's buffer (%s); raise it, or leave it unset for a default sized to the "
+      "from each map node, every shuffle's buffer and the split a source reads whole (%s); raise it, or leave it unset "
+      "for a default sized to the "
       "machine and the pipeline",
       c.memory_budget_bytes, minimum.bytes, minimum.chunk_rows, absl::StrJoin(minimum.parts, ", ")));
 }
@@ -81,8 +102,8 @@ absl::Status FitDefaultMemoryBudget(const MemoryMinimum& minimum, graph::Compile
   if (machine > 0 && needed > machine) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "this pipeline needs %d MiB to make a batch while the consumer holds one, more than the %d MiB of memory this "
-        "process may use: one chunk of %d rows from each map node and every shuffle's buffer (%s); make the batch "
-        "or the shuffle buffer smaller",
+        "process may use: one chunk of %d rows from each map node, every shuffle's buffer and the split a source "
+        "reads whole (%s); make the batch, the shuffle buffer or the splits smaller",
         needed / kMiB, machine / kMiB, minimum.chunk_rows, absl::StrJoin(minimum.parts, ", ")));
   }
   const int64_t raised = (needed + kMiB - 1) / kMiB * kMiB;

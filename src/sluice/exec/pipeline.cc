@@ -31,13 +31,6 @@ constexpr int64_t kChunkTargetBytes = int64_t{4} << 20;
 constexpr int64_t kAutotuneIntervalNs = 100'000'000;
 constexpr int64_t kMaxAutotunedDepth = 16;
 
-// Bytes of one element of `rows` rows (ragged columns not counted).
-int64_t ElementBytes(const Schema& schema, int64_t rows) {
-  int64_t bytes = 0;
-  for (const ColumnSpec& c : schema.columns()) bytes += c.row_bytes() * rows;
-  return bytes;
-}
-
 // Whether the prefetch node at `i` is left out: a remote input before it
 // reads ahead on threads of its own (the service's client: max_outstanding
 // batches per worker stream), and another thread would only add a hand-off
@@ -308,7 +301,7 @@ int64_t Pipeline::ChunkRows(const graph::CompiledPipeline& compiled) {
   int64_t batch = 0, row_bytes = 0;
   for (const graph::CompiledNode& node : compiled.nodes) {
     if (node.kind == graph::NodeKind::kBatch) batch = node.count;
-    row_bytes = std::max(row_bytes, ElementBytes(node.output_schema, 1));
+    row_bytes = std::max(row_bytes, node.output_schema.RowBytes());
   }
   if (batch > 0) return batch;
   return std::clamp<int64_t>(kChunkTargetBytes / std::max<int64_t>(row_bytes, 1), 1, kDefaultChunkRows);
@@ -525,7 +518,7 @@ std::vector<Knob> Pipeline::MakeKnobs(ExecContext* ctx) const {
       ctx->knobs[owner]->depth = node.count;
       if (node.auto_depth) {
         tunable.push_back(Knob{Knob::Kind::kDepth, owner, node.name, node.count, 1, kMaxAutotunedDepth,
-                               ElementBytes(node.output_schema, chunk_rows_)});
+                               node.output_schema.RowBytes() * chunk_rows_});
       }
     }
   }

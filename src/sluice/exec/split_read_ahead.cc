@@ -83,7 +83,8 @@ int64_t SplitReadAhead::WaitForRoom(size_t split) {
     mu_.Await(absl::Condition(&sized));
   }
   const int64_t wanted = split_bytes_->load();
-  const bool room = budget_->WaitForRoom([this, split] { return !stop_ && split > handed_.load(); }, wanted);
+  const bool room =
+      budget_->WaitForRoom([this, split] { return !stop_ && (split > handed_.load() || !awaited_.load()); }, wanted);
   if (room && !stop_) return wanted;
   if (room) budget_->Unreserve(wanted);
   return -1;
@@ -107,7 +108,12 @@ void SplitReadAhead::Store(size_t split, Slot slot) {
 absl::StatusOr<bool> SplitReadAhead::Next(std::vector<Batch>* chunks) {
   absl::MutexLock lock(&mu_);
   if (next_to_hand_ == splits_) return false;
-  mu_.Await(absl::Condition(this, &SplitReadAhead::NextIsRead));
+  if (!NextIsRead()) {
+    awaited_ = true;
+    if (budget_ != nullptr) budget_->Notify();  // its reader may be waiting for room
+    mu_.Await(absl::Condition(this, &SplitReadAhead::NextIsRead));
+    awaited_ = false;
+  }
   auto it = slots_.find(next_to_hand_);
   Slot slot = std::move(it->second);
   slots_.erase(it);

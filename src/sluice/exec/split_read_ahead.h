@@ -6,7 +6,8 @@
 // that many splits: small splits (split_records) keep it small. With a
 // memory budget, a split read ahead also waits for room for one more
 // split's bytes (the most one has taken, none before the first is read);
-// the split the consumer waits for never does.
+// the split the consumer needs next waits too, until the consumer waits for
+// it: then it never does, so the pipeline makes progress at any budget.
 #ifndef SLUICE_EXEC_SPLIT_READ_AHEAD_H_
 #define SLUICE_EXEC_SPLIT_READ_AHEAD_H_
 
@@ -54,6 +55,9 @@ class SplitReadAhead {
   void Reader();
   // Waits until one more split fits the budget, unless `split` is the one
   // the consumer waits for; returns the bytes reserved, or -1 when stopped.
+  // The split it takes next may be read while it works on the one before
+  // only if that fits: reading it then at any cost held two splits at a
+  // budget smaller than one.
   int64_t WaitForRoom(size_t split);
   void Read(size_t split);
   void Store(size_t split, Slot slot);
@@ -68,6 +72,8 @@ class SplitReadAhead {
   std::atomic<bool> stop_{false};
   // next_to_hand_, for WaitForRoom's condition outside mu_.
   std::atomic<size_t> handed_{0};
+  // Whether the consumer waits in Next for a split not yet read.
+  std::atomic<bool> awaited_{false};
   // The most bytes one split has held: the room a split read ahead waits for.
   std::atomic<int64_t> own_split_bytes_{0};
   std::atomic<int64_t>* const split_bytes_;

@@ -57,6 +57,7 @@ class Cifar10Source : public SourceFormat {
     return MakeRecordSplits(records, split_records_);
   }
   bool SeeksRecords() const override { return true; }
+  int64_t SplitPoolBytes(const Split& split) const override { return split.records() * schema_.RowBytes(); }
   absl::StatusOr<std::unique_ptr<SplitReader>> OpenSplit(const Split& split, CorruptionLog*) const override {
     return std::unique_ptr<SplitReader>(new CifarSplitReader(*files_[split.file], split));
   }

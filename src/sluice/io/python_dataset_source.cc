@@ -275,6 +275,7 @@ class PythonDatasetSource : public SourceFormat {
     return MakeRecordSplits({o_.length}, o_.split_records > 0 ? o_.split_records : kDefaultSplitItems);
   }
   bool SeeksRecords() const override { return true; }
+  int64_t SplitPoolBytes(const Split& split) const override { return split.records() * schema_.RowBytes(); }
   absl::Status Load() const override { return pool_->Probe(); }
   absl::StatusOr<std::unique_ptr<SplitReader>> OpenSplit(const Split& split, CorruptionLog*) const override {
     if (o_.generator) return std::unique_ptr<SplitReader>(new PythonGeneratorReader(maker_.get(), split));

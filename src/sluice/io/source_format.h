@@ -97,6 +97,11 @@ class SourceFormat {
   // it): record-addressed formats, and TFRecords, which pass over records
   // by their headers.
   virtual bool SeeksRecords() const { return false; }
+  // The bytes of the pipeline's pool that `split`'s rows take once read
+  // (a source reading splits ahead holds each split whole), where the
+  // format can tell before reading; 0 where it cannot, or where its readers
+  // view memory of their own instead of copying rows into the pool.
+  virtual int64_t SplitPoolBytes(const Split& split) const { return 0; }
   // Loads what reading needs that the format would load on its first read
   // (a Python dataset's code): the service's workers call it on
   // registration, so code that cannot load fails there, not mid-epoch.

@@ -15,14 +15,6 @@
 namespace sluice::profile {
 namespace {
 
-int64_t RowBytes(const Schema& schema) {
-  int64_t bytes = 0;
-  for (const ColumnSpec& c : schema.columns()) {
-    bytes += c.row_bytes();
-  }
-  return bytes;
-}
-
 // The definition with its distribute node dropped: the profile measures
 // the whole pipeline in this process.
 PipelineDef InProcess(const PipelineDef& def, std::string* note) {
@@ -131,7 +123,7 @@ void Prefixes(const graph::CompiledPipeline& compiled, const std::vector<OpCost>
         if (!c.view) names.push_back(c.op_name);
       }
     }
-    f->front_bytes_per_sample = static_cast<double>(RowBytes(node.output_schema));
+    f->front_bytes_per_sample = static_cast<double>(node.output_schema.RowBytes());
   }
   f->materializable = absl::StrJoin(names, ", ");
 }
