@@ -46,6 +46,16 @@ TEST(ObjectUrl, OptionsAreCheckedAndCredentialsNeverShown) {
   const absl::Status secret = ParseObjectUrl("s3://data/x?secret_key=hunter2").status();
   EXPECT_THAT(secret, StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("must not carry credentials")));
   EXPECT_THAT(std::string(secret.message()), ::testing::Not(HasSubstr("hunter2")));
+  // In an endpoint's user and password, or a bare parameter named like one.
+  for (const char* url :
+       {"s3://data/x?endpoint_override=http://AKIA:hunter2@127.0.0.1:9000",
+        "s3://data/x?scheme=http&endpoint_override=AKIA:hunter2%40127.0.0.1:9000",
+        "gs://data/x?endpoint_override=AKIA:hunter2@127.0.0.1:9000", "s3://data/x?region=x&hunter2token"}) {
+    const absl::Status status = ParseObjectUrl(url).status();
+    EXPECT_THAT(status, StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("must not carry credentials"))) << url;
+    EXPECT_THAT(std::string(status.message()), ::testing::Not(HasSubstr("hunter2"))) << url;
+  }
+  SLUICE_EXPECT_OK(ParseObjectUrl("s3://data/x?endpoint_override=http://127.0.0.1:9000").status());
 }
 
 }  // namespace

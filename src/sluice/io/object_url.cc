@@ -43,6 +43,12 @@ bool NamesCredential(absl::string_view name) {
   return false;
 }
 
+// Whether an endpoint's value holds a user and password ("http://u:p@host",
+// the '@' maybe escaped).
+bool HoldsUserInfo(absl::string_view value) {
+  return absl::StrContains(value, "@") || absl::StrContains(absl::AsciiStrToLower(value), "%40");
+}
+
 // The error for a URL that carries credentials, named by `where` (without
 // them: a URL ends up in logs, errors, saved states and profiles).
 absl::Status CarriesCredentials(const std::string& where) {
@@ -65,9 +71,19 @@ constexpr const char* kGcsOptions[] = {"scheme", "endpoint_override", "retry_lim
 // its own); also for a key's '?' meant as a wildcard, which starts the
 // query instead.
 absl::Status CheckOption(const ObjectUrl& u, absl::string_view param) {
-  const absl::string_view name = param.substr(0, param.find('='));
+  const size_t equals = param.find('=');
+  const absl::string_view name = param.substr(0, equals);
   if (NamesCredential(name)) {
-    return CarriesCredentials(absl::StrCat(u.scheme, "://", u.Path(), "?… (its parameter '", name, "')"));
+    // Named where a value follows it; a parameter without one may be the
+    // secret itself.
+    return CarriesCredentials(absl::StrCat(
+        u.scheme, "://", u.Path(), "?… (",
+        equals == absl::string_view::npos ? "a parameter without a value" : absl::StrCat("its parameter '", name, "'"),
+        ")"));
+  }
+  if (name == "endpoint_override" && equals != absl::string_view::npos && HoldsUserInfo(param.substr(equals + 1))) {
+    return CarriesCredentials(
+        absl::StrCat(u.scheme, "://", u.Path(), "?… (its parameter 'endpoint_override' holds a user and password)"));
   }
   const bool s3 = u.scheme == "s3";
   const auto* begin = s3 ? std::begin(kS3Options) : std::begin(kGcsOptions);
