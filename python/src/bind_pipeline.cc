@@ -3,6 +3,8 @@
 // every call that runs C++ work releases the GIL.
 #include <pybind11/stl.h>
 
+#include <mutex>
+
 #include "bindings.h"
 #include "interrupt.h"
 #include "sluice/exec/pipeline.h"
@@ -42,6 +44,7 @@ class PyIterator {
 
   // The next element as {column: array}, via `convert`; StopIteration at the end.
   py::dict Next(py::object (*convert)(const Tensor&)) {
+    const std::unique_lock<std::mutex> turn = Turn();
     Batch batch;
     bool end = false;
     absl::Status status;
@@ -91,6 +94,7 @@ class PyIterator {
 
   // Where the epoch stands after the last element (PipelineIterator::SaveState).
   py::bytes State() const {
+    const std::unique_lock<std::mutex> turn = Turn();
     absl::StatusOr<std::string> state = it_->SaveState();
     ThrowIfError(state.status());
     return py::bytes(*state);
@@ -106,11 +110,25 @@ class PyIterator {
     to.local_workers = local_workers;
     to.service_workers = service_workers;
     to.keep_prefix = keep_prefix.value_or(to.keep_prefix);
+    const std::unique_lock<std::mutex> turn = Turn();
     py::gil_scoped_release release;
     return it_->MoveTo(to);
   }
 
  private:
+  // Threads sharing one iterator take turns, each element going to one of
+  // them (two at once in next() lost, repeated and crashed). The GIL is let
+  // go while waiting: the thread whose turn it is needs it to finish.
+  std::unique_lock<std::mutex> Turn() const {
+    std::unique_lock<std::mutex> lock(turn_, std::try_to_lock);
+    if (!lock.owns_lock()) {
+      py::gil_scoped_release release;
+      lock.lock();
+    }
+    return lock;
+  }
+
+  mutable std::mutex turn_;
   std::shared_ptr<placement::PlacedPipeline> pipeline_;
   std::unique_ptr<placement::PlacedIterator> it_;
   Names names_;

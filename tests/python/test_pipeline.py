@@ -6,6 +6,7 @@ import json
 import re
 import statistics
 import struct
+import threading
 
 import numpy as np
 import pytest
@@ -528,3 +529,25 @@ def test_a_batch_written_in_place_changes_nothing_the_source_gives_again(tmp_pat
     if source != "arrays":
         rows = [r["b"] for r in pipe]
         assert [bytes(r) for r in rows] == [bytes([i]) * (i % 5 + 1) for i in range(64)]
+
+
+def test_threads_sharing_one_iterator_take_turns_each_sample_once():
+    # Four threads reading one iterator (`for b in it` in each) split the
+    # epoch between them; two at once in next() lost, repeated and crashed.
+    pipe = (sluice.arrays({"x": np.arange(3000, dtype=np.int64)}, split_records=100)
+            .shuffle(100).batch(16).with_options(seed=5))
+    for _ in range(5):
+        it = iter(pipe)
+        got = [[] for _ in range(4)]
+
+        def pull(mine):
+            for b in it:
+                mine.append(b["x"].copy())
+                it.state()  # a position read between turns is as safe
+
+        threads = [threading.Thread(target=pull, args=(mine,)) for mine in got]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert sorted(np.concatenate([x for mine in got for x in mine]).tolist()) == list(range(3000))
