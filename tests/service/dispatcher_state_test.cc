@@ -394,6 +394,34 @@ TEST_F(DispatcherStateTest, EpochsEveryClientIsPastAndIdlePipelinesAreForgotten)
   EXPECT_EQ(state_.FindPipeline(idle), nullptr) << "idle for 11 minutes";
 }
 
+// An epoch forgotten once every client was past it is still over: a
+// consumer joining the job later and asking for it got all of its samples
+// again (the epoch started afresh).
+TEST_F(DispatcherStateTest, AnEpochForgottenIsNotHandedOutAgainToAConsumerJoiningLater) {
+  ASSERT_OK_AND_ASSIGN(std::string p, state_.RegisterPipeline(Def(4), Splits(1)));
+  const int64_t w = Worker("a:1");
+  const GetOrCreateJobResponse first = Job(p, "train");
+  ASSERT_OK_AND_ASSIGN(GetSplitResponse got, state_.GetSplit(Ask(first, w), kT0));
+  ReportSplitsRequest done;
+  done.set_job_id(first.job_id());
+  done.set_client_id(first.client_id());
+  done.add_completed(got.split());
+  SLUICE_ASSERT_OK(state_.ReportSplits(done, kT0));
+  ClientHeartbeatRequest hb;
+  hb.set_job_id(first.job_id());
+  hb.set_client_id(first.client_id());
+  hb.set_epoch(1);
+  SLUICE_ASSERT_OK(state_.ClientHeartbeat(hb, kT0).status());
+  SLUICE_ASSERT_OK(state_.Expire(kT0));  // every client is past epoch 0: it is forgotten
+
+  const GetOrCreateJobResponse late = Job(p, "train");
+  EXPECT_EQ(late.job_id(), first.job_id());
+  EXPECT_THAT(state_.GetSplit(Ask(late, w), kT0),
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("had finished epoch 0 before client")));
+  ASSERT_OK_AND_ASSIGN(GetSplitResponse next_epoch, state_.GetSplit(Ask(late, w, /*epoch=*/1), kT0));
+  EXPECT_EQ(next_epoch.state(), GetSplitResponse::SPLIT);
+}
+
 // Each client tenant has its own job names and sees, reports and leaves
 // only its own jobs; a client reports only the splits handed to it.
 TEST_F(DispatcherStateTest, TenantsKeepToTheirJobsAndClientsToTheirSplits) {

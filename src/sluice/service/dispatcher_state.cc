@@ -468,9 +468,10 @@ absl::StatusOr<GetSplitResponse> DispatcherState::GetSplit(const GetSplitRequest
     return absl::FailedPreconditionError(absl::StrCat("worker ", request.worker_id(), " lacks ops of job ",
                                                       job.def.job_id(), "'s pipeline: it gets none of its splits"));
   }
+  const bool forgotten = job.forgotten.count(request.epoch()) > 0;
   EpochSplits::Ask ask{request.client_id(), request.worker_id(), request.stream_id(), request.seq(), now};
-  GetSplitResponse out = Epoch(job, request.epoch()).Next(ask);
-  if (out.state() == GetSplitResponse::END && client->finished_before_join.count(request.epoch()) > 0) {
+  GetSplitResponse out = forgotten ? GetSplitResponse() : Epoch(job, request.epoch()).Next(ask);
+  if (forgotten || (out.state() == GetSplitResponse::END && client->finished_before_join.count(request.epoch()) > 0)) {
     return absl::FailedPreconditionError(absl::StrCat(
         "job ", job.def.job_id(), job.def.job_name().empty() ? "" : " ('" + job.def.job_name() + "')",
         " had finished epoch ", request.epoch(), " before client ", request.client_id(),
@@ -556,7 +557,12 @@ void DispatcherState::CollectGarbage(absl::Time now) {
       if (client != clients_.end()) oldest = std::min(oldest, client->second.epoch);
     }
     for (auto epoch = job.epochs.begin(); epoch != job.epochs.end() && epoch->first < oldest;) {
-      epoch = epoch->second.done() ? job.epochs.erase(epoch) : std::next(epoch);
+      if (!epoch->second.done()) {
+        ++epoch;
+        continue;
+      }
+      job.forgotten.insert(epoch->first);
+      epoch = job.epochs.erase(epoch);
     }
   }
   for (auto it = pipelines_.begin(); it != pipelines_.end();) {

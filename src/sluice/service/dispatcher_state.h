@@ -142,6 +142,9 @@ class DispatcherState {
     JournalJob def;
     std::set<int64_t> clients;
     std::map<uint64_t, EpochSplits> epochs;
+    // Epochs finished and forgotten (every client was past them): one asked
+    // for again must not start afresh, handing its samples out twice.
+    std::set<uint64_t> forgotten;
     // A client that resumed a saved state continues its consumer: by
     // client, the consumer's first client. Resuming a state again takes
     // back what every client of that consumer did since.
