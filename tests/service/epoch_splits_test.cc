@@ -127,7 +127,7 @@ TEST(EpochSplits, ASplitWhoseLeaseRunsOutRunsAgainForItsClient) {
   EpochSplits e({0, 1}, policy);
   EXPECT_EQ(e.Next({kClientA, kWorker1, 0, 0, kT0}).split(), 0);
   EXPECT_EQ(e.Next({kClientA, kWorker2, 0, 0, kT0}).split(), 1);
-  e.Renew(0, kClientA, kWorker1, /*batches=*/3, kT0 + absl::Seconds(8));  // worker 1 still runs split 0
+  e.Renew(0, kClientA, kWorker1, /*batches=*/3, false, kT0 + absl::Seconds(8));  // worker 1 still runs split 0
   e.ExpireLeases(kT0 + absl::Seconds(15));
   // Split 1's stream broke and the report was lost: it comes back; 0 does not.
   const GetSplitResponse again = e.Next({kClientA, kWorker1, 0, 0, kT0 + absl::Seconds(15)});
@@ -144,8 +144,8 @@ TEST(EpochSplits, OnlyProgressRenewsALease) {
   EpochSplits e({0}, policy);
   constexpr uint64_t kStream = 77;
   EXPECT_EQ(e.Next({kClientA, kWorker1, kStream, 0, kT0}).split(), 0);
-  e.Renew(0, kClientA, kWorker1, /*batches=*/0, kT0 + absl::Seconds(5));                       // started
-  for (int t = 6; t <= 14; t += 2) e.Renew(0, kClientA, kWorker1, 0, kT0 + absl::Seconds(t));  // stuck
+  e.Renew(0, kClientA, kWorker1, /*batches=*/0, false, kT0 + absl::Seconds(5));                       // started
+  for (int t = 6; t <= 14; t += 2) e.Renew(0, kClientA, kWorker1, 0, false, kT0 + absl::Seconds(t));  // stuck
   // The stream it was stuck on is named, for its client to drop: it would
   // ask for no other split.
   const std::vector<EpochSplits::ExpiredStream> expired = e.ExpireLeases(kT0 + absl::Seconds(16));
@@ -157,6 +157,21 @@ TEST(EpochSplits, OnlyProgressRenewsALease) {
   const GetSplitResponse again = e.Next({kClientA, kWorker2, 0, 0, kT0 + absl::Seconds(16)});
   EXPECT_EQ(again.state(), GetSplitResponse::SPLIT);
   EXPECT_EQ(again.split(), 0) << "stuck since 5 s, the lease of 10 s ran out at 15 s";
+}
+
+// A split waiting for its client to take a batch (a slow or pausing
+// consumer) is alive however long it waits: a consumer at a batch a second
+// failed its epoch with DataLoss after three lease expiries.
+TEST(EpochSplits, ASplitWaitingForItsClientKeepsItsLease) {
+  SplitPolicy policy;
+  policy.lease = absl::Seconds(10);
+  EpochSplits e({0, 1}, policy);
+  EXPECT_EQ(e.Next({kClientA, kWorker1, 0, 0, kT0}).split(), 0);
+  for (int t = 5; t <= 60; t += 5) e.Renew(0, kClientA, kWorker1, /*batches=*/4, true, kT0 + absl::Seconds(t));
+  EXPECT_TRUE(e.ExpireLeases(kT0 + absl::Seconds(65)).empty());
+  const GetSplitResponse next = e.Next({kClientA, kWorker2, 0, 0, kT0 + absl::Seconds(65)});
+  EXPECT_EQ(next.split(), 1) << "split 0 still runs on worker 1";
+  EXPECT_EQ(e.Next({kClientA, kWorker2, 0, 0, kT0 + absl::Seconds(65)}).state(), GetSplitResponse::WAIT);
 }
 
 TEST(EpochSplits, ASplitThatBreaksTooOftenIsHandedOutAsFailedNamingWhy) {

@@ -411,7 +411,10 @@ absl::StatusOr<WorkerHeartbeatResponse> DispatcherState::WorkerHeartbeat(const W
   for (int i = 0; i < request.running_size(); ++i) {
     const JournalSplit& running = request.running(i);
     const int64_t batches = i < request.running_batches_size() ? request.running_batches(i) : 0;
-    if (EpochSplits* splits = epoch_of(running)) splits->Renew(running.split(), running.client_id(), id, batches, now);
+    const bool waits = i < request.running_waits_for_client_size() && request.running_waits_for_client(i);
+    if (EpochSplits* splits = epoch_of(running)) {
+      splits->Renew(running.split(), running.client_id(), id, batches, waits, now);
+    }
   }
   for (const JournalSplit& dropped : request.dropped()) {
     if (EpochSplits* splits = epoch_of(dropped)) {

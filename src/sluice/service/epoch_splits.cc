@@ -190,10 +190,12 @@ void EpochSplits::Resume(int64_t client, const std::vector<int64_t>& previous, c
   }
 }
 
-void EpochSplits::Renew(int64_t split, int64_t client, int64_t worker, int64_t batches, absl::Time now) {
+void EpochSplits::Renew(int64_t split, int64_t client, int64_t worker, int64_t batches, bool waits_for_client,
+                        absl::Time now) {
   if (!Valid(split)) return;
   Slot& slot = slots_[split];
-  if (slot.state == State::kInFlight && slot.client == client && slot.worker == worker && batches != slot.progress) {
+  if (slot.state == State::kInFlight && slot.client == client && slot.worker == worker &&
+      (batches != slot.progress || waits_for_client)) {
     slot.progress = batches;
     slot.lease_until = now + policy_.lease;
   }

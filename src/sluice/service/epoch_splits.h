@@ -102,9 +102,10 @@ class EpochSplits {
   void Resume(int64_t client, const std::vector<int64_t>& previous, const std::vector<int64_t>& done,
               const std::vector<Partial>& partial);
   // `worker` is running `split` for `client` and has sent `batches` of it:
-  // when that moved since its last report (or it is the first), the lease
-  // runs from `now`. A split stuck in a kernel renews nothing.
-  void Renew(int64_t split, int64_t client, int64_t worker, int64_t batches, absl::Time now);
+  // when that moved since its last report (or it is the first), or the
+  // split waits for its client to take a batch, the lease runs from `now`.
+  // A split stuck in a kernel renews nothing.
+  void Renew(int64_t split, int64_t client, int64_t worker, int64_t batches, bool waits_for_client, absl::Time now);
   // A stream whose split's lease ran out: stuck (in a kernel that never
   // returns), it will not ask for another split, so its client drops it.
   struct ExpiredStream {

@@ -91,6 +91,7 @@ absl::Status WorkerImpl::Heartbeat() {
     for (const auto& [run, running] : running_) {
       *request.add_running() = running.split;
       request.add_running_batches(running.batches);
+      request.add_running_waits_for_client(running.writing);
     }
     for (JournalSplit& dropped : dropped_) *request.add_dropped() = std::move(dropped);
     dropped_.clear();
@@ -282,8 +283,12 @@ absl::Status WorkerImpl::RunSplit(const exec::Pipeline& pipeline, const StreamBa
     {
       absl::MutexLock lock(&mu_);
       ++running_[run].batches;
+      running_[run].writing = true;
     }
-    return write(bytes);
+    const bool written = write(bytes);  // blocks while the client is slow to take batches
+    absl::MutexLock lock(&mu_);
+    running_[run].writing = false;
+    return written;
   };
   // A resumed client's partial split starts after its done records where
   // the source can start at a record; elsewhere the client drops them.

@@ -132,6 +132,7 @@ class WorkerImpl {
   struct Running {
     JournalSplit split;
     int64_t batches = 0;
+    bool writing = false;  // waiting for the client to take a batch
   };
   std::map<uint64_t, Running> running_ ABSL_GUARDED_BY(mu_);
   // Splits whose stream ended before their end, for the next heartbeat.
