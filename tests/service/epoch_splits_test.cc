@@ -174,6 +174,22 @@ TEST(EpochSplits, ASplitWaitingForItsClientKeepsItsLease) {
   EXPECT_EQ(e.Next({kClientA, kWorker2, 0, 0, kT0 + absl::Seconds(65)}).state(), GetSplitResponse::WAIT);
 }
 
+// A split sent whole waits for its client to read it (in the epoch's order,
+// behind other workers' splits): no lease runs out on it, however long; a
+// report of it, or of its stream breaking, settles it.
+TEST(EpochSplits, ASplitSentWholeWaitsForItsClientWithoutALease) {
+  SplitPolicy policy;
+  policy.lease = absl::Seconds(10);
+  EpochSplits e({0, 1}, policy);
+  EXPECT_EQ(e.Next({kClientA, kWorker1, 0, 0, kT0}).split(), 0);
+  EXPECT_EQ(e.Next({kClientA, kWorker1, 0, 0, kT0}).split(), 1);
+  e.Sent(0, kClientA, kWorker1);
+  e.Sent(1, kClientB, kWorker1);  // another client's: ignored
+  const std::vector<EpochSplits::ExpiredStream> expired = e.ExpireLeases(kT0 + absl::Minutes(5));
+  ASSERT_EQ(expired.size(), 1u);
+  EXPECT_EQ(expired[0].split, 1);
+}
+
 TEST(EpochSplits, ASplitThatBreaksTooOftenIsHandedOutAsFailedNamingWhy) {
   SplitPolicy policy;
   policy.max_failures = 3;

@@ -808,12 +808,12 @@ std::vector<std::string> OpsUsed(const PipelineDef& def, int begin, int end) {
   return ops;
 }
 
+bool IsPythonOp(const std::string& op) { return op == "python" || op == "python_batch"; }
+
 bool RunsPython(const PipelineDef& def) {
   if (def.nodes_size() > 0 && def.nodes(0).source().has_python_dataset()) return true;
-  for (const std::string& op : OpsUsed(def)) {
-    if (op == "python" || op == "python_batch") return true;
-  }
-  return false;
+  const std::vector<std::string> ops = OpsUsed(def);
+  return std::any_of(ops.begin(), ops.end(), [](const std::string& op) { return IsPythonOp(op); });
 }
 
 bool UsesDevice(const PipelineDef& def) {

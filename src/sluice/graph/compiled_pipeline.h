@@ -130,6 +130,8 @@ bool UsesDevice(const PipelineDef& def);
 // Whether `def` runs the user's Python code (a python op, a Python
 // dataset): the code the service's workers, not its dispatcher, load.
 bool RunsPython(const PipelineDef& def);
+// Whether `op` is one that runs the user's Python code (python, python_batch).
+bool IsPythonOp(const std::string& op);
 
 // A shard node's count and index as given, or the job's when num_shards is
 // 0 ($WORLD_SIZE and $RANK as torchrun sets them; one shard without them),

@@ -70,6 +70,11 @@ void DispatcherState::ApplyRegisterPipeline(const JournalPipeline& r) {
   p.info.set_pipeline_id(id);
   *p.info.mutable_element() = r.element();
   p.ops = graph::OpsUsed(p.def);
+  // A Python dataset needs a worker that runs Python code, as a python op
+  // does: named by it (workers started with --no-python list neither).
+  if (graph::RunsPython(p.def) && std::none_of(p.ops.begin(), p.ops.end(), graph::IsPythonOp)) {
+    p.ops.push_back("python");
+  }
   p.last_used = absl::Now();
   p.origin_id = r.origin_id().empty() ? id : r.origin_id();
 }
@@ -421,6 +426,9 @@ absl::StatusOr<WorkerHeartbeatResponse> DispatcherState::WorkerHeartbeat(const W
       splits->Dropped(dropped.split(), dropped.client_id(), id, dropped.stream_id());
     }
   }
+  for (const JournalSplit& sent : request.sent()) {
+    if (EpochSplits* splits = epoch_of(sent)) splits->Sent(sent.split(), sent.client_id(), id);
+  }
   WorkerHeartbeatResponse out;
   out.set_worker_id(id);
   out.set_secret(worker_secrets_[id]);
@@ -447,6 +455,12 @@ absl::StatusOr<std::string> DispatcherState::CapableWorker(const std::vector<std
   }
   for (const auto& [id, worker] : workers_) {
     if (reachable(worker) && worker.Runs(ops)) return worker.address;
+  }
+  if (std::any_of(ops.begin(), ops.end(), graph::IsPythonOp) &&
+      std::none_of(workers_.begin(), workers_.end(), [&](const auto& w) { return w.second.ops.count("python") > 0; })) {
+    return absl::InvalidArgumentError(absl::StrCat("the pipeline runs Python code and no live worker does (",
+                                                   workers_.size(), " workers", lost,
+                                                   ", started with --no-python); start workers without it"));
   }
   return absl::InvalidArgumentError(absl::StrCat("no live worker has all of the pipeline's ops (", workers_.size(),
                                                  " workers", lost, "); give every worker the same plugins"));

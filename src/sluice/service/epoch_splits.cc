@@ -128,6 +128,14 @@ void EpochSplits::Dropped(int64_t split, int64_t client, int64_t worker, uint64_
   Abandon(split, client, /*why=*/"");
 }
 
+void EpochSplits::Sent(int64_t split, int64_t client, int64_t worker) {
+  if (!Valid(split)) return;
+  Slot& slot = slots_[split];
+  if (slot.state == State::kInFlight && slot.client == client && slot.worker == worker) {
+    slot.lease_until = absl::InfiniteFuture();
+  }
+}
+
 void EpochSplits::StreamEnded(uint64_t stream, int64_t client, const std::string& why) {
   if (stream == 0) return;
   ended_streams_.insert(stream);

@@ -71,6 +71,10 @@ class EpochSplits {
   // client counts what it saw). Ignored unless it is in flight so (on
   // `stream`, when known: the split may run again there on a newer one).
   void Dropped(int64_t split, int64_t client, int64_t worker, uint64_t stream = 0);
+  // `worker` sent all of `split` into its stream for `client`: what is left
+  // is the client's to read and report, however slowly, so its lease no
+  // longer runs. Ignored unless it is in flight so.
+  void Sent(int64_t split, int64_t client, int64_t worker);
   // `client`'s stream `stream` (Ask::stream) ended early: the splits in
   // flight on it (sent whole into a stream the client no longer reads, or
   // still running) are re-run for the client now, counting a failure `why`

@@ -28,12 +28,15 @@ namespace {
 
 // The ops a pipeline part may use here: those with a cpu kernel (or views),
 // and those with a cuda kernel when this process has a usable GPU.
-std::vector<std::string> RunnableOps() {
+// The ops this worker runs; without Python, not the python ops, so that the
+// dispatcher sends pipelines running Python code to other workers.
+std::vector<std::string> RunnableOps(bool python) {
   const ops::OpRegistry& registry = ops::OpRegistry::Global();
   const ops::DeviceRuntime* cuda = registry.runtime(ops::Backend::kCuda);
   const bool gpu = cuda != nullptr && cuda->CheckAvailable().ok();
   std::vector<std::string> names;
   for (const ops::OpSchema* op : registry.List()) {
+    if (!python && graph::IsPythonOp(op->name())) continue;
     if (registry.Runs(op->name(), ops::Backend::kCpu) || (gpu && registry.Runs(op->name(), ops::Backend::kCuda))) {
       names.push_back(op->name());
     }
@@ -43,7 +46,8 @@ std::vector<std::string> RunnableOps() {
 
 }  // namespace
 
-WorkerImpl::WorkerImpl(WorkerOptions options) : options_(std::move(options)), ops_(RunnableOps()) {}
+WorkerImpl::WorkerImpl(WorkerOptions options)
+    : options_(std::move(options)), ops_(RunnableOps(options_.allow_python)) {}
 
 absl::StatusOr<std::unique_ptr<WorkerImpl>> WorkerImpl::Create(WorkerOptions options) {
   std::unique_ptr<WorkerImpl> worker(new WorkerImpl(std::move(options)));
@@ -95,6 +99,8 @@ absl::Status WorkerImpl::Heartbeat() {
     }
     for (JournalSplit& dropped : dropped_) *request.add_dropped() = std::move(dropped);
     dropped_.clear();
+    for (JournalSplit& sent : sent_) *request.add_sent() = std::move(sent);
+    sent_.clear();
   }
   WorkerHeartbeatResponse response;
   const absl::Status sent = CallUnary(dispatcher_.get(), &::sluice::Dispatcher::Stub::WorkerHeartbeat,
@@ -254,6 +260,11 @@ std::string DescribeSplit(const exec::Pipeline& pipeline, const io::Split& split
 
 }  // namespace
 
+void WorkerImpl::SetWriting(uint64_t run, bool writing) {
+  absl::MutexLock lock(&mu_);
+  running_[run].writing = writing;
+}
+
 absl::Status WorkerImpl::RunSplit(const exec::Pipeline& pipeline, const StreamBatchesRequest& request,
                                   const GetSplitResponse& next, BatchMessage* header, ShmRingWriter* ring,
                                   const WriteFn& write, const std::function<bool()>& cancelled) {
@@ -275,20 +286,24 @@ absl::Status WorkerImpl::RunSplit(const exec::Pipeline& pipeline, const StreamBa
     bool finished = false;  // its end sent
     ~Done() {
       absl::MutexLock lock(&self->mu_);
-      if (!finished) self->dropped_.push_back(self->running_[run].split);
+      (finished ? self->sent_ : self->dropped_).push_back(self->running_[run].split);
       self->running_.erase(run);
     }
   } done{this, run};
+  // A write blocks while the client is slow to take batches: the split is
+  // alive then, and the heartbeat says so.
+  const WriteFn waiting = [&](grpc::ByteBuffer* bytes) {
+    SetWriting(run, true);
+    const bool written = write(bytes);
+    SetWriting(run, false);
+    return written;
+  };
   const WriteFn counted = [&](grpc::ByteBuffer* bytes) {
     {
       absl::MutexLock lock(&mu_);
       ++running_[run].batches;
-      running_[run].writing = true;
     }
-    const bool written = write(bytes);  // blocks while the client is slow to take batches
-    absl::MutexLock lock(&mu_);
-    running_[run].writing = false;
-    return written;
+    return waiting(bytes);
   };
   // A resumed client's partial split starts after its done records where
   // the source can start at a record; elsewhere the client drops them.
@@ -306,7 +321,7 @@ absl::Status WorkerImpl::RunSplit(const exec::Pipeline& pipeline, const StreamBa
   split_end.set_split_end(true);
   AttachSkips(it->skipped(), &split_end);
   grpc::ByteBuffer marker = SerializeMessage(split_end);
-  if (!write(&marker)) return absl::CancelledError("the client went away");
+  if (!waiting(&marker)) return absl::CancelledError("the client went away");
   done.finished = true;
   return absl::OkStatus();
 }

@@ -82,6 +82,8 @@ class WorkerImpl {
   // Runs the split `next` names for the stream (from its first_record):
   // its batches then its split_end marker. `ring`: the client's, if this
   // worker could claim it.
+  // Marks run `run` as waiting for its client to take a batch, or not.
+  void SetWriting(uint64_t run, bool writing);
   absl::Status RunSplit(const exec::Pipeline& pipeline, const StreamBatchesRequest& request,
                         const GetSplitResponse& next, BatchMessage* header, ShmRingWriter* ring, const WriteFn& write,
                         const std::function<bool()>& cancelled);
@@ -137,6 +139,8 @@ class WorkerImpl {
   std::map<uint64_t, Running> running_ ABSL_GUARDED_BY(mu_);
   // Splits whose stream ended before their end, for the next heartbeat.
   std::vector<JournalSplit> dropped_ ABSL_GUARDED_BY(mu_);
+  // Splits sent whole into their streams, for the next heartbeat.
+  std::vector<JournalSplit> sent_ ABSL_GUARDED_BY(mu_);
   uint64_t next_run_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<std::string, int64_t> errors_ ABSL_GUARDED_BY(mu_);  // by status code name
 };
