@@ -538,3 +538,30 @@ def test_an_op_that_never_returns_on_a_worker_fails_the_epoch_naming_its_split()
     assert "split 1 failed 3 times (it made no progress for 2s)" in out
     assert "it holds records 100 to 199 of <arrays>" in out
     assert "made no progress for the dispatcher's --split-lease (stuck in an op?): dropped" in err
+
+
+def test_python_code_goes_to_the_workers_that_run_it_beside_a_no_python_worker():
+    import numpy as np
+
+    import sluice
+    from sluice import ops
+
+    dispatcher, port = start_server(["dispatcher", "--port", "0"])
+    address = f"127.0.0.1:{port}"
+    # The worker without Python first: it registers first, and was the one
+    # asked to describe the pipeline, refusing it.
+    workers = [start_server(["worker", "--dispatcher", address, "--threads", "1", *flags])[0]
+               for flags in (["--no-python"], [])]
+    try:
+        for source in ("op", "dataset"):
+            if source == "op":
+                pipe = sluice.arrays({"id": np.arange(400, dtype=np.int64)}, split_records=50)
+                pipe = pipe.map(ops.python(lambda s: {"id": s["id"] + 1}, inputs="id"))
+            else:
+                pipe = sluice.from_dataset([{"id": np.int64(i + 1)} for i in range(400)], split_records=50)
+            ids = [int(i) for b in pipe.distribute(address).batch(16) for i in b["id"]]
+            assert sorted(ids) == list(range(1, 401)), source
+    finally:
+        for process in (*workers, dispatcher):
+            process.send_signal(signal.SIGTERM)
+            process.wait(timeout=30)

@@ -816,6 +816,12 @@ bool RunsPython(const PipelineDef& def) {
   return std::any_of(ops.begin(), ops.end(), [](const std::string& op) { return IsPythonOp(op); });
 }
 
+std::vector<std::string> OpsAWorkerNeeds(const PipelineDef& def) {
+  std::vector<std::string> ops = OpsUsed(def);
+  if (RunsPython(def) && std::none_of(ops.begin(), ops.end(), IsPythonOp)) ops.push_back("python");
+  return ops;
+}
+
 bool UsesDevice(const PipelineDef& def) {
   for (const NodeDef& nd : def.nodes()) {
     if (nd.kind_case() == NodeDef::kMap && !nd.map().device().empty() && nd.map().device() != "cpu") return true;

@@ -132,6 +132,9 @@ bool UsesDevice(const PipelineDef& def);
 bool RunsPython(const PipelineDef& def);
 // Whether `op` is one that runs the user's Python code (python, python_batch).
 bool IsPythonOp(const std::string& op);
+// What a worker must list among its ops to run `def`: OpsUsed, and "python"
+// for a Python dataset (workers started with --no-python list neither).
+std::vector<std::string> OpsAWorkerNeeds(const PipelineDef& def);
 
 // A shard node's count and index as given, or the job's when num_shards is
 // 0 ($WORLD_SIZE and $RANK as torchrun sets them; one shard without them),

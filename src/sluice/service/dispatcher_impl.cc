@@ -147,7 +147,7 @@ absl::StatusOr<RegisterPipelineResponse> DispatcherImpl::RegisterPipeline(const 
   }
   PipelineDef pinned = request.pipeline();
   if (absl::Status s = graph::PinFiles(&pinned); !s.ok()) return WithContext(s, "pipeline rejected");
-  const std::vector<std::string> used = graph::OpsUsed(pinned);
+  const std::vector<std::string> used = graph::OpsAWorkerNeeds(pinned);
   std::vector<std::string> missing;
   for (const std::string& op : used) {
     if (ops::OpRegistry::Global().Find(op) == nullptr) missing.push_back(op);

@@ -69,12 +69,7 @@ void DispatcherState::ApplyRegisterPipeline(const JournalPipeline& r) {
   p.def = r.pipeline();
   p.info.set_pipeline_id(id);
   *p.info.mutable_element() = r.element();
-  p.ops = graph::OpsUsed(p.def);
-  // A Python dataset needs a worker that runs Python code, as a python op
-  // does: named by it (workers started with --no-python list neither).
-  if (graph::RunsPython(p.def) && std::none_of(p.ops.begin(), p.ops.end(), graph::IsPythonOp)) {
-    p.ops.push_back("python");
-  }
+  p.ops = graph::OpsAWorkerNeeds(p.def);
   p.last_used = absl::Now();
   p.origin_id = r.origin_id().empty() ? id : r.origin_id();
 }
