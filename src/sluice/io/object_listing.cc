@@ -12,7 +12,11 @@ namespace {
 struct Listings {
   absl::Mutex mu;
   absl::flat_hash_map<size_t, ObjectVersion> versions ABSL_GUARDED_BY(mu);
-  absl::flat_hash_map<std::string, bool> folders ABSL_GUARDED_BY(mu);  // URL -> recursive
+  struct Folder {
+    bool recursive = false;
+    absl::Time listed = absl::InfinitePast();
+  };
+  absl::flat_hash_map<std::string, Folder> folders ABSL_GUARDED_BY(mu);
 };
 
 Listings& TheListings() {
@@ -36,14 +40,15 @@ std::optional<ObjectVersion> ListedVersion(const std::string& url) {
   return it->second;
 }
 
-void RememberListedFolder(const std::string& folder_url, bool recursive) {
+void RememberListedFolder(const std::string& folder_url, bool recursive, absl::Time now) {
   Listings& l = TheListings();
   absl::MutexLock lock(&l.mu);
-  bool& r = l.folders[folder_url];
-  r = r || recursive;
+  Listings::Folder& f = l.folders[folder_url];
+  f.recursive = recursive || (f.recursive && now - f.listed <= kListingTrusted);
+  f.listed = now;
 }
 
-bool ListedAbsent(const std::string& url) {
+bool ListedAbsent(const std::string& url, absl::Time now) {
   const size_t q = url.find('?');
   const std::string query = q == std::string::npos ? "" : url.substr(q);
   std::string folder = url.substr(0, q);
@@ -54,7 +59,9 @@ bool ListedAbsent(const std::string& url) {
   for (bool parent = true; folder.size() > bucket_end && bucket_end != std::string::npos; parent = false) {
     folder.resize(folder.rfind('/'));
     auto it = l.folders.find(folder + query);
-    if (it != l.folders.end() && (parent || it->second)) return true;
+    if (it != l.folders.end() && (parent || it->second.recursive) && now - it->second.listed <= kListingTrusted) {
+      return true;
+    }
   }
   return false;
 }

@@ -10,6 +10,9 @@
 #include <optional>
 #include <string>
 
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+
 namespace sluice::io {
 
 struct ObjectVersion {
@@ -28,11 +31,14 @@ std::optional<ObjectVersion> ListedVersion(const std::string& url);
 // Records that a listing took in every object directly in `folder_url` (a
 // URL of a key prefix without its last '/'), or at any depth under it when
 // `recursive`: each was remembered, matching the listing's pattern or not.
-void RememberListedFolder(const std::string& folder_url, bool recursive);
-// Whether `url` was missing from a listing of a folder holding it: a
-// companion looked up beside listed objects (a TFRecord's index) is known
-// absent without asking the store, once per object.
-bool ListedAbsent(const std::string& url);
+void RememberListedFolder(const std::string& folder_url, bool recursive, absl::Time now = absl::Now());
+// Whether `url` was missing from a listing of a folder holding it made in
+// the last kListingTrusted: a companion looked up beside listed objects (a
+// TFRecord's index) is known absent without asking the store, once per
+// object. An older listing says nothing: objects written since (a later
+// pipeline's, a long-lived dispatcher's next job) are asked for.
+bool ListedAbsent(const std::string& url, absl::Time now = absl::Now());
+inline constexpr absl::Duration kListingTrusted = absl::Seconds(10);
 
 }  // namespace sluice::io
 
