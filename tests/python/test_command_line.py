@@ -71,3 +71,23 @@ def test_make_data_writes_no_empty_files(tmp_path):
     made = sluice("make-data", "cifar10", "--format", "bin", "--count", "5", "--out", str(tmp_path / "c"))
     assert made.returncode == 0, made.stderr
     assert sorted(f.stat().st_size for f in (tmp_path / "c").iterdir()) == [3073] * 5
+
+
+def test_a_port_in_use_and_a_negative_rate_are_one_line_each():
+    import socket
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    try:
+        dispatcher = subprocess.run(["sluice", "dispatcher", "--host", "127.0.0.1", "--port",
+                                     str(taken.getsockname()[1])], capture_output=True, text=True, timeout=60)
+    finally:
+        taken.close()
+    assert dispatcher.returncode == 1
+    assert "chttp2" not in dispatcher.stderr and "created_time" not in dispatcher.stderr  # gRPC's own record
+    assert len(dispatcher.stderr.strip().splitlines()) == 1, dispatcher.stderr
+    profile = subprocess.run(["sluice", "profile", "p.json", "--consumer-rate", "-5"], capture_output=True, text=True)
+    assert profile.returncode != 0
+    assert "--consumer-rate: must be >= 0, got -5" in profile.stderr
+    assert "1797" not in profile.stderr  # DBL_MAX's digits

@@ -12,7 +12,7 @@
 
 namespace sluice::cli {
 
-// Accepts numbers > 0; CLI::PositiveNumber's message prints a range up to
+// Accepts numbers > 0; kPositive's message prints a range up to
 // DBL_MAX.
 inline const CLI::Validator kPositive(
     [](std::string& value) -> std::string {
@@ -21,6 +21,16 @@ inline const CLI::Validator kPositive(
       return "";
     },
     "> 0");
+
+// Accepts numbers >= 0; kNonNegative's message prints a range up
+// to DBL_MAX.
+inline const CLI::Validator kNonNegative(
+    [](std::string& value) -> std::string {
+      double v = 0;
+      if (!CLI::detail::lexical_cast(value, v) || !(v >= 0)) return "must be >= 0, got " + value;
+      return "";
+    },
+    ">= 0");
 
 // A --threads value: 0 (the pipeline's, or one per core) up to the most a
 // pipeline may ask for.

@@ -1,5 +1,6 @@
 // The `sluice` command line: one subcommand per file.
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "sluice/cli/command.h"
@@ -8,6 +9,9 @@
 
 int main(int argc, char** argv) {
   sluice::SkipDebugDeadlockChecks();  // the dispatcher's and workers' locks too
+  // gRPC's own log lines (a port in use dumped its internal error record)
+  // repeat what sluice says in one line; GRPC_VERBOSITY set shows them.
+  setenv("GRPC_VERBOSITY", "NONE", /*overwrite=*/0);
   CLI::App app{
       "sluice: a fast input pipeline engine for deep-learning training.\n"
       "Runs read -> decode -> augment -> batch natively, in parallel, and measures it."};

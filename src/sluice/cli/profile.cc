@@ -149,9 +149,9 @@ void AddProfileCommand(CLI::App& app, absl::Status* result) {
   cmd->add_option("--consumer-rate", args->consumer_rate,
                   "samples/s the trainer takes (measure it with a cached batch); the verdict says whether the job "
                   "is input-bound")
-      ->check(CLI::NonNegativeNumber);
+      ->check(kNonNegative);
   cmd->add_option("--target-rate", args->target_rate, "samples/s wanted (default: the consumer rate)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(kNonNegative);
   cmd->add_option("--seconds", args->seconds, "seconds of the whole-pipeline run (the other runs take a third)")
       ->default_val(3)
       ->check(kPositive);
