@@ -26,14 +26,6 @@ namespace {
 
 using Names = std::vector<std::string>;
 
-// Runs the Python SIGINT handler now (KeyboardInterrupt by default); the
-// pipeline is cancelled either way, so a handler that does not raise gets
-// KeyboardInterrupt too.
-[[noreturn]] void RaiseInterrupt() {
-  if (PyErr_CheckSignals() == 0) PyErr_SetNone(PyExc_KeyboardInterrupt);
-  throw py::error_already_set();
-}
-
 class PyIterator {
  public:
   // Holds the pipeline: its iterators' threads use the compiled nodes, and

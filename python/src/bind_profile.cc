@@ -1,8 +1,10 @@
 // sluice.Pipeline.profile() and .materialize(): the profiler's runs and
 // reports, and the materializer, with the GIL released while they work.
 #include <algorithm>
+#include <atomic>
 
 #include "bindings.h"
+#include "interrupt.h"
 #include "sluice/graph/pipeline_json.h"
 #include "sluice/profile/materialize.h"
 #include "sluice/profile/profiler.h"
@@ -18,6 +20,9 @@ py::tuple Profile(const std::string& json, double consumer_rate, double target_r
                   bool trace, bool report) {
   absl::StatusOr<profile::ProfileResult> result;
   std::string profile_json, trace_json, html;
+  std::atomic<bool> cancelled{false};
+  InterruptScope interrupt([&cancelled] { cancelled.store(true); });
+  if (PyErr_CheckSignals() != 0) throw py::error_already_set();
   {
     py::gil_scoped_release release;
     absl::StatusOr<PipelineDef> def = graph::PipelineFromJson(json);
@@ -29,6 +34,7 @@ py::tuple Profile(const std::string& json, double consumer_rate, double target_r
       options.target_samples_per_s = target_rate;
       options.ablation = ablation;
       options.trace = trace;
+      options.cancelled = &cancelled;
       result = profile::RunProfile(*def, options, [](const std::string&) {});
     } else {
       result = def.status();
@@ -39,6 +45,7 @@ py::tuple Profile(const std::string& json, double consumer_rate, double target_r
       if (report) html = profile::HtmlReport(*result);
     }
   }
+  if (interrupt.interrupted()) RaiseInterrupt();
   ThrowIfError(result.status());
   return py::make_tuple(profile_json, trace_json, html);
 }

@@ -62,6 +62,11 @@ bool StartWatcher() {
 
 void InitInterrupts() { g_main_thread = PyThread_get_thread_ident(); }
 
+void RaiseInterrupt() {
+  if (PyErr_CheckSignals() == 0) PyErr_SetNone(PyExc_KeyboardInterrupt);
+  throw py::error_already_set();
+}
+
 InterruptScope::InterruptScope(std::function<void()> cancel) : cancel_(std::move(cancel)) {
   if (PyThread_get_thread_ident() != g_main_thread) return;
   static const bool watching = StartWatcher();

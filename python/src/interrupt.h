@@ -38,6 +38,11 @@ class InterruptScope {
 // Records the main thread; called once at import.
 void InitInterrupts();
 
+// Runs the Python SIGINT handler now (KeyboardInterrupt by default); what
+// was waited on is cancelled either way, so a handler that does not raise
+// gets KeyboardInterrupt too. REQUIRES: the GIL is held.
+[[noreturn]] void RaiseInterrupt();
+
 }  // namespace sluice::python
 
 #endif  // SLUICE_PYTHON_INTERRUPT_H_

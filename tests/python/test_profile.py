@@ -119,3 +119,46 @@ def test_torch_adapter_measures_the_trainers_rate(mnist_dir):
     for _ in loader:
         time.sleep(0.01)  # the trainer's step: 100 samples per 10 ms at most
     assert 0 < loader.consumer_rate < 10_000
+
+
+_PROFILING_CHILD = """
+import signal
+import sys
+import threading
+import time
+signal.signal(signal.SIGINT, signal.default_int_handler)  # even where SIGINT is ignored
+import numpy as np
+import sluice
+pipe = sluice.arrays({"x": np.arange(1000, dtype=np.int64)}).batch(10)
+main = threading.main_thread().ident
+
+
+def announce():  # once the main thread is inside the profile
+    while sys._current_frames()[main].f_code.co_name != "profile":
+        time.sleep(0.001)
+    time.sleep(0.5)
+    print("profiling", flush=True)
+
+
+threading.Thread(target=announce, daemon=True).start()
+try:
+    pipe.profile(seconds=600)
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+"""
+
+
+def test_ctrl_c_stops_a_profile():
+    import signal
+    import subprocess
+    import sys
+    child = subprocess.Popen([sys.executable, "-c", _PROFILING_CHILD], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline().strip() == "profiling"
+        child.send_signal(signal.SIGINT)
+        out, err = child.communicate(timeout=120)  # a profile of 600 s ran to its end, then raised
+    finally:
+        child.kill()
+    assert child.returncode == 0, err
+    assert "interrupted" in out

@@ -187,6 +187,7 @@ absl::StatusOr<ProfileResult> RunProfile(const PipelineDef& def, const ProfileOp
   exec::TraceBuffer trace;
   MeasureOptions full_options;
   full_options.min_seconds = options.seconds;
+  full_options.cancelled = options.cancelled;
   full_options.trace = options.trace ? &trace : nullptr;
   SLUICE_ASSIGN_OR_RETURN(result.full, Measure(compiled, full_options));
   if (options.trace) {
@@ -206,6 +207,7 @@ absl::StatusOr<ProfileResult> RunProfile(const PipelineDef& def, const ProfileOp
 
   MeasureOptions short_options;
   short_options.min_seconds = options.short_seconds;
+  short_options.cancelled = options.cancelled;
   progress(absl::StrCat("the source alone (", options.short_seconds, " s)"));
   SLUICE_ASSIGN_OR_RETURN(graph::CompiledPipeline source_only, graph::Compile(SourceOnly(local)));
   TakeShardOf(compiled, &source_only);

@@ -6,6 +6,7 @@
 #ifndef SLUICE_PROFILE_PROFILER_H_
 #define SLUICE_PROFILE_PROFILER_H_
 
+#include <atomic>
 #include <functional>
 #include <string>
 #include <vector>
@@ -24,6 +25,8 @@ struct ProfileOptions {
   double target_samples_per_s = 0;    // 0: the trainer's rate
   bool ablation = true;
   bool trace = false;  // record spans during the whole-pipeline run
+  // Set (Ctrl-C in Python): the profile stops at the next element, Cancelled.
+  const std::atomic<bool>* cancelled = nullptr;
 };
 
 struct ProfileResult {

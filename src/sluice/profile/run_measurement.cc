@@ -204,6 +204,7 @@ absl::StatusOr<RunMeasurement> MeasureRun(const exec::Pipeline& pipeline, const 
       bool end = false;
       const int64_t asked = exec::NowNs();
       SLUICE_RETURN_IF_ERROR(it->Next(&batch, &end));
+      if (options.cancelled != nullptr && options.cancelled->load()) return absl::CancelledError("profile cancelled");
       if (end) break;
       if (m.start_ns != 0) waited_ns += exec::NowNs() - asked;
       any = true;

@@ -5,6 +5,7 @@
 #ifndef SLUICE_PROFILE_RUN_MEASUREMENT_H_
 #define SLUICE_PROFILE_RUN_MEASUREMENT_H_
 
+#include <atomic>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,8 @@ struct MeasureOptions {
   // Attached to every epoch's iterator when set.
   exec::TraceBuffer* trace = nullptr;
   double sample_interval_s = 0.1;  // of the time series
+  // Set: the run stops at the next element, Cancelled (ProfileOptions).
+  const std::atomic<bool>* cancelled = nullptr;
 };
 
 // A counter over time, for the trace and the report.
