@@ -31,6 +31,7 @@ def _make(schema):
         lines.append(f"From {schema['registrant']}.")
     op.__name__ = op.__qualname__ = schema["name"]
     op.__doc__ = "\n".join(lines)
+    op._sluice_op = schema["name"]  # what Pipeline.map refuses uncalled
     return op
 
 
@@ -98,13 +99,30 @@ def _takes_rng(fn):
         return False
 
 
+def _column_name(name, where):
+    """`name`, checked to travel in the op's attrs (lists of names joined
+    by ',', specs 'name: dtype[shape]' by ';')."""
+    if not isinstance(name, str):
+        raise TypeError(f"ops.python: {where} names columns by str, got {name!r}")
+    odd = [c for c in ",:;" if c in name]
+    if odd or name != name.strip() or not name:
+        why = f"holds {' and '.join(repr(c) for c in odd)}" if odd else "is empty or starts or ends with a space"
+        raise ValueError(f"ops.python: column {name!r} in {where} {why}, which ops.python's columns cannot; "
+                         f"leave {where} out to take or return every column as it is, or name the column otherwise "
+                         f"at its source")
+    return name
+
+
 def _spec(name, value):
+    _column_name(name, "outputs")
     if value is None:
         return name
     if not isinstance(value, (tuple, list)) or len(value) != 2:
         raise ValueError(f"ops.python: outputs[{name!r}] must be (dtype, shape), e.g. (\"uint8\", [32, 32, 3]), "
                          f"or None (as the input of that name); got {value!r}")
     dtype, shape = value
+    if isinstance(shape, int):
+        raise ValueError(f"ops.python: outputs[{name!r}]'s shape is a list of dims, e.g. [{shape}]; got {shape!r}")
     return f"{name}: {np.dtype(dtype).name}[{','.join(str(int(d)) for d in shape)}]"
 
 
@@ -141,7 +159,8 @@ def python(fn, outputs=None, *, batched=False, inputs=None, column=None, process
     attrs = {"function": fn, "rng": False} if isinstance(fn, str) else _shipped(fn)
     attrs["processes"] = processes
     if inputs is not None:
-        attrs["inputs"] = ",".join([inputs] if isinstance(inputs, str) else inputs)
+        attrs["inputs"] = ",".join(_column_name(name, "inputs")
+                                   for name in ([inputs] if isinstance(inputs, str) else inputs))
     if outputs is not None:
         if not isinstance(outputs, dict):
             raise TypeError(f"ops.python: outputs must be a dict {{name: (dtype, shape)}} of the columns the function "

@@ -52,6 +52,9 @@ def _as_op(op):
     """An op of a map: one of sluice.ops', or a Python callable as ``ops.python(op)``."""
     if isinstance(op, dict):
         return op
+    name = getattr(op, "_sluice_op", None)
+    if name is not None:  # it would run as a python op and fail at its first sample
+        raise TypeError(f"map takes ops.{name}(...), the op; ops.{name} is the function that makes it: call it")
     if callable(op):
         from sluice import ops  # sluice.ops builds on this module
         return ops.python(op)

@@ -551,3 +551,9 @@ def test_threads_sharing_one_iterator_take_turns_each_sample_once():
         for t in threads:
             t.join()
         assert sorted(np.concatenate([x for mine in got for x in mine]).tolist()) == list(range(3000))
+
+
+def test_an_op_given_uncalled_to_map_is_named_at_once():
+    with pytest.raises(TypeError, match=r"map takes ops.random_flip\(\.\.\.\), the op; ops.random_flip is the "
+                                        r"function that makes it: call it"):
+        sluice.arrays({"x": np.zeros((4, 2, 2, 3), np.uint8)}).map(ops.reshape(shape=[2, 2, 3]), ops.random_flip)

@@ -367,3 +367,16 @@ def test_code_a_worker_cannot_import_fails_the_registration_naming_it(worker_wit
     with pytest.raises(sluice.SluiceError, match="(?s)pipeline rejected.*cannot load user_code:.*"
                                                  "ModuleNotFoundError: No module named 'user_code'"):
         next(iter(pipe().distribute(worker_without_user_code).batch(10)))
+
+
+@pytest.mark.parametrize("how, message", [
+    (dict(inputs=["a,b"]), r"column 'a,b' in inputs holds ','"),
+    (dict(inputs=[" g "]), r"column ' g ' in inputs is empty or starts or ends with a space"),
+    (dict(outputs={"c:d": None}), r"column 'c:d' in outputs holds ':'"),
+    (dict(outputs={"e;f": ("int64", [])}), r"column 'e;f' in outputs holds ';'"),
+    (dict(outputs={"x": ("int64", 3)}), r"outputs\['x'\]'s shape is a list of dims, e.g. \[3\]"),
+])
+def test_column_names_ops_python_cannot_carry_are_named(how, message):
+    # Joined into its attrs by ',' and ';', they split into other names.
+    with pytest.raises(ValueError, match=message):
+        ops.python(lambda s: s, **how)
