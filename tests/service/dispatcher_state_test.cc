@@ -66,6 +66,23 @@ class DispatcherStateTest : public ::testing::Test {
     r.set_worker_id(worker);
     return r;
   }
+  // The job's client reports `split` of `epoch` complete.
+  absl::Status Complete(const GetOrCreateJobResponse& job, uint64_t epoch, int64_t split) {
+    ReportSplitsRequest done;
+    done.set_job_id(job.job_id());
+    done.set_client_id(job.client_id());
+    done.set_epoch(epoch);
+    done.add_completed(split);
+    return state_.ReportSplits(done, kT0);
+  }
+  // The job's client says, at `now`, that it reads `epoch`.
+  absl::Status Reads(const GetOrCreateJobResponse& job, uint64_t epoch, absl::Time now) {
+    ClientHeartbeatRequest hb;
+    hb.set_job_id(job.job_id());
+    hb.set_client_id(job.client_id());
+    hb.set_epoch(epoch);
+    return state_.ClientHeartbeat(hb, now).status();
+  }
 };
 
 TEST_F(DispatcherStateTest, PipelinesAreDeduplicatedAndNamedJobsShared) {
@@ -369,19 +386,10 @@ TEST_F(DispatcherStateTest, EpochsEveryClientIsPastAndIdlePipelinesAreForgotten)
   const int64_t w = Worker("a:1");
   for (uint64_t epoch = 0; epoch < 3; ++epoch) {
     ASSERT_OK_AND_ASSIGN(GetSplitResponse got, state_.GetSplit(Ask(job, w, epoch), kT0));
-    ReportSplitsRequest done;
-    done.set_job_id(job.job_id());
-    done.set_client_id(job.client_id());
-    done.set_epoch(epoch);
-    done.add_completed(got.split());
-    SLUICE_ASSERT_OK(state_.ReportSplits(done, kT0));
+    SLUICE_ASSERT_OK(Complete(job, epoch, got.split()));
   }
-  ClientHeartbeatRequest hb;
-  hb.set_job_id(job.job_id());
-  hb.set_client_id(job.client_id());
-  hb.set_epoch(2);
   const absl::Time later = absl::Now() + absl::Minutes(11);
-  SLUICE_ASSERT_OK(state_.ClientHeartbeat(hb, later).status());
+  SLUICE_ASSERT_OK(Reads(job, 2, later));
   Worker("a:1", later, w);
   SLUICE_ASSERT_OK(state_.Expire(later));
   const std::vector<JournalEntry> snapshot = state_.Snapshot();
@@ -402,16 +410,8 @@ TEST_F(DispatcherStateTest, AnEpochForgottenIsNotHandedOutAgainToAConsumerJoinin
   const int64_t w = Worker("a:1");
   const GetOrCreateJobResponse first = Job(p, "train");
   ASSERT_OK_AND_ASSIGN(GetSplitResponse got, state_.GetSplit(Ask(first, w), kT0));
-  ReportSplitsRequest done;
-  done.set_job_id(first.job_id());
-  done.set_client_id(first.client_id());
-  done.add_completed(got.split());
-  SLUICE_ASSERT_OK(state_.ReportSplits(done, kT0));
-  ClientHeartbeatRequest hb;
-  hb.set_job_id(first.job_id());
-  hb.set_client_id(first.client_id());
-  hb.set_epoch(1);
-  SLUICE_ASSERT_OK(state_.ClientHeartbeat(hb, kT0).status());
+  SLUICE_ASSERT_OK(Complete(first, 0, got.split()));
+  SLUICE_ASSERT_OK(Reads(first, 1, kT0));
   SLUICE_ASSERT_OK(state_.Expire(kT0));  // every client is past epoch 0: it is forgotten
 
   const GetOrCreateJobResponse late = Job(p, "train");

@@ -121,10 +121,14 @@ TEST(EpochSplits, ARetriedWaitLooksAgain) {
   EXPECT_EQ(again.split(), 0);
 }
 
-TEST(EpochSplits, ASplitWhoseLeaseRunsOutRunsAgainForItsClient) {
+SplitPolicy TenSecondLease() {
   SplitPolicy policy;
   policy.lease = absl::Seconds(10);
-  EpochSplits e({0, 1}, policy);
+  return policy;
+}
+
+TEST(EpochSplits, ASplitWhoseLeaseRunsOutRunsAgainForItsClient) {
+  EpochSplits e({0, 1}, TenSecondLease());
   EXPECT_EQ(e.Next({kClientA, kWorker1, 0, 0, kT0}).split(), 0);
   EXPECT_EQ(e.Next({kClientA, kWorker2, 0, 0, kT0}).split(), 1);
   e.Renew(0, kClientA, kWorker1, /*batches=*/3, false, kT0 + absl::Seconds(8));  // worker 1 still runs split 0
@@ -139,9 +143,7 @@ TEST(EpochSplits, ASplitWhoseLeaseRunsOutRunsAgainForItsClient) {
 // A worker reporting a split without progress (stuck in a kernel) renews
 // nothing: the split runs again elsewhere once its lease is out.
 TEST(EpochSplits, OnlyProgressRenewsALease) {
-  SplitPolicy policy;
-  policy.lease = absl::Seconds(10);
-  EpochSplits e({0}, policy);
+  EpochSplits e({0}, TenSecondLease());
   constexpr uint64_t kStream = 77;
   EXPECT_EQ(e.Next({kClientA, kWorker1, kStream, 0, kT0}).split(), 0);
   e.Renew(0, kClientA, kWorker1, /*batches=*/0, false, kT0 + absl::Seconds(5));                       // started
@@ -163,9 +165,7 @@ TEST(EpochSplits, OnlyProgressRenewsALease) {
 // consumer) is alive however long it waits: a consumer at a batch a second
 // failed its epoch with DataLoss after three lease expiries.
 TEST(EpochSplits, ASplitWaitingForItsClientKeepsItsLease) {
-  SplitPolicy policy;
-  policy.lease = absl::Seconds(10);
-  EpochSplits e({0, 1}, policy);
+  EpochSplits e({0, 1}, TenSecondLease());
   EXPECT_EQ(e.Next({kClientA, kWorker1, 0, 0, kT0}).split(), 0);
   for (int t = 5; t <= 60; t += 5) e.Renew(0, kClientA, kWorker1, /*batches=*/4, true, kT0 + absl::Seconds(t));
   EXPECT_TRUE(e.ExpireLeases(kT0 + absl::Seconds(65)).empty());
@@ -178,9 +178,7 @@ TEST(EpochSplits, ASplitWaitingForItsClientKeepsItsLease) {
 // behind other workers' splits): no lease runs out on it, however long; a
 // report of it, or of its stream breaking, settles it.
 TEST(EpochSplits, ASplitSentWholeWaitsForItsClientWithoutALease) {
-  SplitPolicy policy;
-  policy.lease = absl::Seconds(10);
-  EpochSplits e({0, 1}, policy);
+  EpochSplits e({0, 1}, TenSecondLease());
   EXPECT_EQ(e.Next({kClientA, kWorker1, 0, 0, kT0}).split(), 0);
   EXPECT_EQ(e.Next({kClientA, kWorker1, 0, 0, kT0}).split(), 1);
   e.Sent(0, kClientA, kWorker1);
