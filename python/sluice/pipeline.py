@@ -8,6 +8,7 @@ of PipelineDef (proto/pipeline.proto); `to_json()` is what `sluice run` reads.
 import base64
 import copy
 import json
+import threading
 
 import numpy as np
 
@@ -261,6 +262,9 @@ class _EpochIterator:
         return self._it.skip_summary
 
 
+_ENGINE_MADE = threading.RLock()  # module-wide: a Pipeline stays picklable
+
+
 class Pipeline:
     """An input pipeline. Iterate it for dicts of numpy arrays (one per
     column), one batch at a time after `batch()`, else one sample at a time
@@ -455,7 +459,11 @@ class Pipeline:
     def engine(self):
         """The compiled C++ pipeline (validated on first use)."""
         if self._engine is None:
-            self._engine = _sluice.Pipeline(json.dumps(self._def))
+            # One engine however many threads ask at once (a monitor calling
+            # memory() as iteration starts made a second, idle one).
+            with _ENGINE_MADE:
+                if self._engine is None:
+                    self._engine = _sluice.Pipeline(json.dumps(self._def))
         return self._engine
 
     @property

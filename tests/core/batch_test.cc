@@ -105,6 +105,21 @@ TEST(BatchBuilder, ARaggedColumnSizedALittleShortGrowsToAboutWhatItsRowsNeed) {
   EXPECT_LE(b.columns[0].values.buffer()->size(), size_t{125000});
 }
 
+TEST(BatchBuilder, OneLargeRowAmongSmallOnesGrowsTheColumnToTwiceItsBytesAtMost) {
+  // A 4 MiB row first of 64: the mean so far projected 64 of them (a block
+  // of 256 MiB for a batch of 4.1 MiB).
+  const Schema schema({ColumnSpec{"b", DType::kUInt8, Shape{}, true}});
+  BatchBuilder builder(schema, 64, BufferPool::Default(), /*ragged_bytes=*/64 * 100);
+  builder.AppendBytes(0, std::string(4 << 20, 'x'));
+  for (int i = 1; i < 64; ++i) builder.AppendBytes(0, std::string(100, 'y'));
+  builder.AddRows(64);
+  Batch b = builder.Finish();
+  ASSERT_EQ(b.rows, 64);
+  EXPECT_EQ(b.columns[0].RaggedRow(0), std::string(4 << 20, 'x'));
+  EXPECT_EQ(b.columns[0].RaggedRow(63), std::string(100, 'y'));
+  EXPECT_LE(b.columns[0].values.buffer()->size(), size_t{16} << 20);
+}
+
 TEST(Provenance, NamesFileAndRecordOfEachRow) {
   auto files = std::make_shared<const std::vector<std::string>>(std::vector<std::string>{"a.tfrecord", "b.tfrecord"});
   Provenance p(files);

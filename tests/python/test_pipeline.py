@@ -557,3 +557,22 @@ def test_an_op_given_uncalled_to_map_is_named_at_once():
     with pytest.raises(TypeError, match=r"map takes ops.random_flip\(\.\.\.\), the op; ops.random_flip is the "
                                         r"function that makes it: call it"):
         sluice.arrays({"x": np.zeros((4, 2, 2, 3), np.uint8)}).map(ops.reshape(shape=[2, 2, 3]), ops.random_flip)
+
+
+def test_threads_asking_for_a_pipelines_engine_at_once_get_one():
+    pipe = sluice.arrays({"x": np.arange(100, dtype=np.int64)}).batch(10)
+    start = threading.Barrier(8)
+    engines = []
+
+    def ask():
+        start.wait()
+        engines.append(pipe.engine)
+
+    threads = [threading.Thread(target=ask) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len({id(e) for e in engines}) == 1
+    assert sum(len(b["x"]) for b in pipe) == 100
+    assert pipe.memory()["peak_held"] > 0  # the engine that ran is the one memory() reads

@@ -61,10 +61,11 @@ uint8_t* BatchBuilder::AppendUninitialized(int col, int64_t size) {
     // Grow to what the rows left would take at the mean so far (an eighth
     // more), and by a quarter at least, so the copy happens a few times per
     // chunk at most. Doubling took a block of twice a chunk's bytes where a
-    // source's size hint fell a little short.
+    // source's size hint fell a little short. Twice what is needed at most:
+    // one row of 4 MiB among small ones projected a block of 64 of them.
     const int64_t have = c.values.shape().dim(0);
     const int64_t rows_left = std::max<int64_t>(capacity_ - r.count - 1, 0);
-    const int64_t projected = need + need / (r.count + 1) * rows_left * 9 / 8;
+    const int64_t projected = std::min(need + need / (r.count + 1) * rows_left * 9 / 8, 2 * need);
     const int64_t size = std::max({need, projected, have + have / 4});
     Tensor bigger = Tensor::Allocate(DType::kUInt8, Shape{size}, pool_);
     std::memcpy(bigger.raw_data(), c.values.raw_data(), r.used);
