@@ -28,7 +28,7 @@ namespace {
 
 constexpr size_t kAlignment = 64;
 constexpr size_t kHugePageBytes = size_t{2} << 20;
-constexpr size_t kMappedFromBytes = size_t{1} << 20;
+constexpr size_t kMappedFromBytes = size_t{128} << 10;
 constexpr int kMinClassLog2 = 8;      // 256 bytes
 constexpr int kQuarterFromLog2 = 16;  // 64 KiB
 constexpr int kPowerClasses = kQuarterFromLog2 - kMinClassLog2 + 1;
@@ -169,11 +169,12 @@ uint8_t* BufferPool::State::AllocateBlock(size_t capacity) const {
     if (posix_memalign(&memory, kAlignment, capacity) != 0) throw std::bad_alloc();
     return static_cast<uint8_t*>(memory);
   }
-  // Blocks of a MiB and more are mapped, not taken from the heap: freeing
-  // one returns its pages at once, where the heap (its trim threshold
-  // raised for gRPC's and libjpeg's buffers, heap_reuse.h) kept them and
-  // fragmented: W2 under a 64 MiB budget grew to 184 MB of RSS over three
-  // epochs with 66 MB held. Batch-sized blocks (a W3 batch is 154 MB) on
+  // Blocks of 128 KiB and more are mapped, not taken from the heap:
+  // freeing one returns its pages at once, where the heap (its trim
+  // threshold raised for gRPC's and libjpeg's buffers, heap_reuse.h) kept
+  // them and fragmented across the threads' arenas: W2 under a 64 MiB
+  // budget grew to 184 MB of RSS over three epochs with 66 MB held, and
+  // CIFAR chunks of 512 KiB under 14 MiB grew 45 MB over 20 epochs. Batch-sized blocks (a W3 batch is 154 MB) on
   // 4 KiB pages cost one fault per page on first touch; transparent huge
   // pages, on a range aligned to them, cut `sluice-bench w3`'s faults
   // from 543k to 238k.
