@@ -24,16 +24,24 @@ _stopping = threading.Event()
 def address(dist):
     """The dispatcher of this node's pool, started here when this is the
     node's local rank 0. A collective: every rank calls it."""
-    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    if "LOCAL_RANK" not in os.environ:
+        # Each rank took itself for local rank 0 and started a pool (mp.spawn sets none).
+        raise RuntimeError("sluice.torch node_pool: LOCAL_RANK is not set, so this rank cannot tell whether it "
+                           "starts its node's pool; run under torchrun (it sets LOCAL_RANK, LOCAL_WORLD_SIZE and "
+                           "GROUP_RANK), or set them in each process before making the loader")
+    local_rank = int(os.environ["LOCAL_RANK"])
     local_world = int(os.environ.get("LOCAL_WORLD_SIZE", str(dist.get_world_size())))
+    # The node: torchrun's GROUP_RANK, and the host (two nodes' ranks on one
+    # host, or hosts of one name, would otherwise share a pool's 127.0.0.1).
+    node = (socket.gethostname(), os.environ.get("GROUP_RANK", ""))
     mine = _start(local_world) if local_rank == 0 else None
     everyone = [None] * dist.get_world_size()
-    dist.all_gather_object(everyone, (socket.gethostname(), local_rank, mine))
-    for host, rank, started in everyone:
-        if host == socket.gethostname() and rank == 0 and started is not None:
+    dist.all_gather_object(everyone, (node, local_rank, mine))
+    for where, rank, started in everyone:
+        if where == node and rank == 0 and started is not None:
             return started
-    raise RuntimeError(f"sluice.torch node_pool: no rank on {socket.gethostname()} has LOCAL_RANK 0 to start the "
-                       "node's pool (run under torchrun, which sets LOCAL_RANK and LOCAL_WORLD_SIZE)")
+    raise RuntimeError(f"sluice.torch node_pool: no rank on {node[0]} (node {node[1] or '?'}) has LOCAL_RANK 0 to "
+                       "start the node's pool (run under torchrun, which sets LOCAL_RANK and LOCAL_WORLD_SIZE)")
 
 
 def _start(local_world):
@@ -104,6 +112,7 @@ def _stop():
     _stopping.set()
     with _lock:
         pass  # a replacement being started is in _pool now
+    _wait_for_the_other_ranks()
     # The worker first: leaving, it tells the dispatcher, which must still listen.
     for process in _pool[1]:
         process.terminate()
@@ -111,6 +120,31 @@ def _stop():
             process.wait(timeout=10)
         except subprocess.TimeoutExpired:
             process.kill()
+
+
+def _wait_for_the_other_ranks(patience_s=600):
+    """Local rank 0 may end first (no collective at the end): the node's
+    other ranks still read from its pool, whose stop failed their epoch.
+    It stops once no rank's client is left (a dead rank's is dropped after
+    the dispatcher's client timeout), or after `patience_s`."""
+    front = sys.modules.get("sluice.torch")
+    for loader in list(getattr(front, "_loaders", ())):
+        loader._release_engines()  # this rank's own clients
+    from sluice import service  # a loader's module, imported by then
+    deadline = time.monotonic() + patience_s
+    said = False
+    while time.monotonic() < deadline:
+        try:
+            clients = sum(int(job.get("clients", 0)) for job in service.dispatcher_status(_pool[0])["jobs"])
+        except Exception:  # noqa: BLE001 (a dispatcher that does not answer serves no one)
+            return
+        if clients == 0:
+            return
+        if not said:
+            sys.stderr.write(f"sluice.torch node_pool: local rank 0 is done; its pool stops once the node's other "
+                             f"ranks are ({clients} clients still reading)\n")
+            said = True
+        time.sleep(0.2)
 
 
 def through_pool(definition, dispatcher):

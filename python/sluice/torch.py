@@ -88,6 +88,7 @@ class TorchIterable(torch.utils.data.IterableDataset):
             warnings.warn("sluice.torch: pin_memory=True but no CUDA device is available; "
                           "batches stay in pageable memory", stacklevel=2)
         self.samples = 0
+        self._loaded_samples = None  # the saving job's, all ranks', from load_state_dict
         self._consumer_seconds = 0.0
         self._consumed = 0
         self._it = None      # the engine iterator of the pass in progress
@@ -146,6 +147,8 @@ class TorchIterable(torch.utils.data.IterableDataset):
             return
         self._bind(dist.get_rank(), dist.get_world_size(),
                    "torch.distributed, initialized after this loader was made")
+        if self._loaded_samples is not None:  # a state loaded before: divided among the group's ranks
+            self.samples = self._loaded_samples // self.world_size
 
     @property
     def pipeline(self):
@@ -214,7 +217,8 @@ class TorchIterable(torch.utils.data.IterableDataset):
         self._resume = position
         self._checked = False  # the ranks check they resume alike
         # The saving job's samples, divided among this job's ranks.
-        self.samples = state.get("samples", 0) * state.get("world_size", self.world_size) // self.world_size
+        self._loaded_samples = state.get("samples", 0) * state.get("world_size", self.world_size)
+        self.samples = self._loaded_samples // self.world_size
 
     def __iter__(self):
         if torch.utils.data.get_worker_info() is not None:

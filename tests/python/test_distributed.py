@@ -552,3 +552,69 @@ def test_a_dataloader_worker_iterating_the_loader_is_refused():
                                          num_workers=1)
     with pytest.raises(RuntimeError, match="num_workers=0"):
         list(loader)
+
+
+_RANK_ZERO_ENDS_FIRST = """
+import time
+import numpy as np
+import torch.distributed as dist
+import sluice
+import sluice.torch
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+loader = sluice.torch.TorchIterable(sluice.arrays({"id": np.arange(800, dtype=np.int64)}).batch(16), node_pool=True)
+for epoch in range(2):
+    ids = []
+    for b in loader:
+        ids += b["id"].tolist()
+        if rank != 0:
+            time.sleep(0.02)  # rank 0 ends first: no collective after the last step
+    print(f"rank {rank} epoch {epoch} {len(ids)} {len(set(ids))}", flush=True)
+sluice.torch.exit_rank()
+"""
+
+
+def test_the_node_pool_outlasts_local_rank_0_until_the_other_ranks_are_done(tmp_path):
+    script = tmp_path / "job.py"
+    script.write_text(_RANK_ZERO_ENDS_FIRST)
+    job = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--standalone",
+                          "--max_restarts=0", str(script)], env=dict(os.environ, OMP_NUM_THREADS="1"),
+                         capture_output=True, text=True, timeout=240)
+    assert job.returncode == 0, job.stderr[-3000:]
+    for rank in (0, 1):
+        for epoch in (0, 1):
+            assert f"rank {rank} epoch {epoch} 400 400" in job.stdout, job.stdout + job.stderr[-3000:]
+    assert "local rank 0 is done; its pool stops once the node's other ranks are" in job.stderr
+
+
+def test_a_node_pool_without_local_rank_says_what_to_set(monkeypatch):
+    from sluice import _node_pool
+    monkeypatch.delenv("LOCAL_RANK", raising=False)
+    with pytest.raises(RuntimeError, match="LOCAL_RANK is not set, so this rank cannot tell whether it starts its "
+                                           "node's pool; run under torchrun"):
+        _node_pool.address(None)
+
+
+_STATE_LOADED_BEFORE_THE_GROUP = """
+import numpy as np
+import torch.distributed as dist
+import sluice
+import sluice.torch
+loader = sluice.torch.TorchIterable(sluice.arrays({"id": np.arange(800, dtype=np.int64)}).batch(16))
+loader.load_state_dict({"position": None, "next_epoch": 0, "samples": 100, "world_size": 1})  # mp.spawn's order
+dist.init_process_group("gloo")
+rows = sum(len(b["id"]) for b in loader)
+print(f"rank {dist.get_rank()} read {rows} samples {loader.samples}", flush=True)
+sluice.torch.exit_rank()
+"""
+
+
+def test_a_state_loaded_before_the_process_group_counts_its_samples_among_the_groups_ranks(tmp_path):
+    script = tmp_path / "job.py"
+    script.write_text(_STATE_LOADED_BEFORE_THE_GROUP)
+    job = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--standalone",
+                          "--max_restarts=0", str(script)], env=dict(os.environ, OMP_NUM_THREADS="1"),
+                         capture_output=True, text=True, timeout=240)
+    assert job.returncode == 0, job.stderr[-3000:]
+    for rank in (0, 1):  # the saving job's 100 split between two ranks, then each rank's 400
+        assert f"rank {rank} read 400 samples 450" in job.stdout, job.stdout + job.stderr[-3000:]
