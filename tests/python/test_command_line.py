@@ -57,7 +57,7 @@ def test_a_batch_no_machine_can_hold_is_refused_by_name(cifar_dir, tmp_path):
     p = write_pipeline(tmp_path / "p.json", cifar_dir, batch=10 ** 9)
     ran = sluice("run", str(p))
     assert ran.returncode == 1, ran.stderr  # not killed by the allocator
-    assert "more than the" in ran.stderr and "make the batch or the shuffle buffer smaller" in ran.stderr
+    assert "more than the" in ran.stderr and "make the batch, the shuffle buffer or the splits smaller" in ran.stderr
 
 
 def test_a_relative_path_not_found_says_where_it_was_looked_for(tmp_path):
