@@ -408,6 +408,15 @@ def torchrun(out, ranks, *args, **popen):
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen)
 
 
+def torchrun_script(out, text):
+    """Runs the script `text` under torchrun with 2 processes, to its end."""
+    script = out / "job.py"
+    script.write_text(text)
+    return subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--standalone",
+                           "--max_restarts=0", str(script)], env=dict(os.environ, OMP_NUM_THREADS="1"),
+                          capture_output=True, text=True, timeout=240)
+
+
 def read_logs(out):
     """{(epoch, step): {rank: ids}}."""
     steps = collections.defaultdict(dict)
@@ -575,11 +584,7 @@ sluice.torch.exit_rank()
 
 
 def test_the_node_pool_outlasts_local_rank_0_until_the_other_ranks_are_done(tmp_path):
-    script = tmp_path / "job.py"
-    script.write_text(_RANK_ZERO_ENDS_FIRST)
-    job = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--standalone",
-                          "--max_restarts=0", str(script)], env=dict(os.environ, OMP_NUM_THREADS="1"),
-                         capture_output=True, text=True, timeout=240)
+    job = torchrun_script(tmp_path, _RANK_ZERO_ENDS_FIRST)
     assert job.returncode == 0, job.stderr[-3000:]
     for rank in (0, 1):
         for epoch in (0, 1):
@@ -610,11 +615,7 @@ sluice.torch.exit_rank()
 
 
 def test_a_state_loaded_before_the_process_group_counts_its_samples_among_the_groups_ranks(tmp_path):
-    script = tmp_path / "job.py"
-    script.write_text(_STATE_LOADED_BEFORE_THE_GROUP)
-    job = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--standalone",
-                          "--max_restarts=0", str(script)], env=dict(os.environ, OMP_NUM_THREADS="1"),
-                         capture_output=True, text=True, timeout=240)
+    job = torchrun_script(tmp_path, _STATE_LOADED_BEFORE_THE_GROUP)
     assert job.returncode == 0, job.stderr[-3000:]
     for rank in (0, 1):  # the saving job's 100 split between two ranks, then each rank's 400
         assert f"rank {rank} read 400 samples 450" in job.stdout, job.stdout + job.stderr[-3000:]
