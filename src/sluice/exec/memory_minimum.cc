@@ -47,10 +47,9 @@ MemoryMinimum MeasureMemoryMinimum(const graph::CompiledPipeline& c, int64_t chu
       const int64_t bytes = SplitReadWhole(node);
       if (bytes == 0) continue;
       m.bytes += bytes;
-      m.parts.push_back(
-          absl::StrFormat("node '%s' %d (the largest split, read whole: parallel_reads %d; smaller "
-                          "splits take less, split_records)",
-                          node.name, bytes, node.parallel_reads));
+      m.parts.push_back(absl::StrFormat(
+          "node '%s' %d (the largest split, read whole: parallel_reads %d; smaller splits take less, split_records)",
+          node.name, bytes, node.parallel_reads));
       continue;
     }
     if (node.kind == graph::NodeKind::kShuffle) {
@@ -88,8 +87,7 @@ absl::Status CheckMemoryBudget(const graph::CompiledPipeline& c, const MemoryMin
   return absl::InvalidArgumentError(absl::StrFormat(
       "memory_budget_bytes %d is less than the %d bytes this pipeline needs to make progress: one chunk of %d rows "
       "from each map node, every shuffle's buffer and the split a source reads whole (%s); raise it, or leave it unset "
-      "for a default sized to the "
-      "machine and the pipeline",
+      "for a default sized to the machine and the pipeline",
       c.memory_budget_bytes, minimum.bytes, minimum.chunk_rows, absl::StrJoin(minimum.parts, ", ")));
 }
 

@@ -27,9 +27,9 @@ constexpr absl::Duration kPipelineIdle = absl::Minutes(10);
 namespace {
 
 // The ops a pipeline part may use here: those with a cpu kernel (or views),
-// and those with a cuda kernel when this process has a usable GPU.
-// The ops this worker runs; without Python, not the python ops, so that the
-// dispatcher sends pipelines running Python code to other workers.
+// and those with a cuda kernel when this process has a usable GPU; without
+// Python, not the python ops, so that the dispatcher sends pipelines
+// running Python code to other workers.
 std::vector<std::string> RunnableOps(bool python) {
   const ops::OpRegistry& registry = ops::OpRegistry::Global();
   const ops::DeviceRuntime* cuda = registry.runtime(ops::Backend::kCuda);
