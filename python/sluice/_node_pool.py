@@ -127,9 +127,9 @@ def _wait_for_the_other_ranks(patience_s=600):
     other ranks still read from its pool, whose stop failed their epoch.
     It stops once no rank's client is left (a dead rank's is dropped after
     the dispatcher's client timeout), or after `patience_s`."""
-    front = sys.modules.get("sluice.torch")
-    for loader in list(getattr(front, "_loaders", ())):
-        loader._release_engines()  # this rank's own clients
+    front = sys.modules.get("sluice.torch")  # the loaders' module, if any made the pool
+    if front is not None:
+        front._release_all_engines()  # this rank's own clients
     from sluice import service  # a loader's module, imported by then
     deadline = time.monotonic() + patience_s
     said = False

@@ -274,6 +274,13 @@ class TorchIterable(torch.utils.data.IterableDataset):
 _loaders = weakref.WeakSet()
 
 
+def _release_all_engines():
+    """Drops the engines of every loader of this process (their threads,
+    a node pool's clients and their rings), the loaders kept."""
+    for loader in list(_loaders):
+        loader._release_engines()
+
+
 def exit_rank():
     """Ends this rank's process with status 0 once its work is saved: for
     the last line of a DDP script, after the function that trained (its
@@ -290,8 +297,7 @@ def exit_rank():
     tensors, which takes the GIL, and DDP keeps the process group alive past
     destroy_process_group(). That aborted 1 two-rank job in 10 to 40 here.
     """
-    for loader in list(_loaders):
-        loader._release_engines()
+    _release_all_engines()
     gc.collect()
     if torch.distributed.is_available() and torch.distributed.is_initialized():
         torch.distributed.destroy_process_group()

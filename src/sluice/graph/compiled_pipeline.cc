@@ -813,7 +813,7 @@ bool IsPythonOp(const std::string& op) { return op == "python" || op == "python_
 bool RunsPython(const PipelineDef& def) {
   if (def.nodes_size() > 0 && def.nodes(0).source().has_python_dataset()) return true;
   const std::vector<std::string> ops = OpsUsed(def);
-  return std::any_of(ops.begin(), ops.end(), [](const std::string& op) { return IsPythonOp(op); });
+  return std::any_of(ops.begin(), ops.end(), IsPythonOp);
 }
 
 std::vector<std::string> OpsAWorkerNeeds(const PipelineDef& def) {
