@@ -481,7 +481,9 @@ class Pipeline:
         process), ``staging`` (the page-locked buffers that feed a GPU
         tail, in use and cached), ``mapped_files`` (files such as MNIST's
         that sources map, in this process: page cache that RSS counts, not
-        bounded by the budget), ``held`` (all of them) and the
+        bounded by the budget), ``columnar`` (Parquet row groups and Arrow
+        IPC record batches decoded in this process, and freed ones kept for
+        the next), ``held`` (all of them) and the
         peaks of in use and held; with the ``budget`` that bounds them and, when
         the options set none, ``budget_default`` saying how it was sized.
         See docs/memory.md."""

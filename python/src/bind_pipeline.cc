@@ -195,6 +195,7 @@ class PyPipeline {
     out["object_blocks"] = m.object_blocks;
     out["python_shared"] = m.python_shared;
     out["mapped_files"] = m.mapped_files;
+    out["columnar"] = m.columnar;
     out["staging"] = m.staging;
     out["held"] = m.held;
     out["peak_in_use"] = m.peak_in_use;

@@ -83,7 +83,7 @@ def test_the_budget_bounds_rss_with_a_shuffle_a_python_op_and_prefetch():
     assert MIB < m["python_shared"] <= 64 * MIB
     assert m["in_use"] + m["python_shared"] <= (budget + 2 * 16) * MIB  # counted in the budget
     assert m["held"] == (m["in_use"] + m["cached"] + m["rings"] + m["object_blocks"] + m["python_shared"] + m["staging"]
-                         + m["mapped_files"])
+                         + m["mapped_files"] + m["columnar"])
     assert m["peak_held"] >= m["peak_in_use"]
 
 
@@ -166,7 +166,7 @@ def test_the_budget_counts_a_local_workers_rings():
     m = pipe.memory()
     assert m["rings"] >= 16 * MIB
     assert m["held"] == (m["in_use"] + m["cached"] + m["rings"] + m["object_blocks"] + m["python_shared"] + m["staging"]
-                         + m["mapped_files"])
+                         + m["mapped_files"] + m["columnar"])
     # Batches in the pool, beside the ring, within the budget but for the
     # 16 MiB batch each stage may finish (unbounded: the whole 512 MiB epoch).
     assert in_use <= budget * MIB - m["rings"] + 2 * 16 * MIB
@@ -292,3 +292,44 @@ def test_rss_stays_flat_over_epochs_at_a_tight_budget(tmp_path):
         assert sum(len(b["label"]) for b in pipe) == 20000
         after.append(rss())
     assert max(after[2:]) - after[2] <= 8 * MIB, [round(a / MIB, 1) for a in after]
+
+
+def rss_anon():
+    """The process's resident anonymous pages (not mapped files), in bytes."""
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) * 1024 for line in f if line.startswith("RssAnon:"))
+
+
+def test_decoded_row_groups_are_reported_and_rss_holds_no_more(tmp_path):
+    # Row groups of 12 MiB of binary values: decoded into buffers grown by
+    # doubling, whose freed steps the heap kept (RSS grew 60 MiB beside the
+    # 12 MiB decoded, which memory() did not report).
+    pa, pq = pytest.importorskip("pyarrow"), pytest.importorskip("pyarrow.parquet")
+    rows, size = 16000, 3072
+    blob = np.random.default_rng(5).integers(0, 256, rows * size, dtype=np.uint8).tobytes()
+    images = pa.array([blob[i * size:(i + 1) * size] for i in range(rows)], pa.binary())
+    pq.write_table(pa.table({"image": images, "label": np.arange(rows, dtype=np.int64)}), tmp_path / "t.parquet",
+                   row_group_size=4000, compression="none")
+    group = 4000 * size
+    pipe = (sluice.parquet(str(tmp_path / "t.parquet"), ["image", "label"]).batch(64)
+            .with_options(memory_budget_bytes=16 * MIB, threads=1))
+    outside = sluice.arrays({"i": np.arange(4, dtype=np.int64)}).memory()["columnar"]  # the process's, before
+    base = rss_anon()
+    grew = most_decoded = most_held = 0
+    for _ in range(3):
+        labels = []
+        for batch in pipe:
+            labels.append(batch["label"])
+            first = int(batch["label"][0])
+            assert bytes(batch["image"][0]) == blob[first * size:(first + 1) * size]
+            m = pipe.memory()
+            assert m["held"] >= m["columnar"]
+            most_decoded, most_held = max(most_decoded, m["columnar"] - outside), max(most_held, m["held"])
+            grew = max(grew, rss_anon() - base)
+        assert sorted(np.concatenate(labels).tolist()) == list(range(rows))
+    # One row group in use, and the buffers of the one before kept for the next.
+    assert group <= most_decoded <= 2 * group + 2 * MIB
+    # RSS beyond what memory() held: the batches' Python objects, a few MiB.
+    assert grew <= most_held + 12 * MIB, f"RSS grew {grew / MIB:.0f} MiB, held at most {most_held / MIB:.0f} MiB"
+    del pipe, batch
+    assert sluice.arrays({"i": np.arange(4, dtype=np.int64)}).memory()["columnar"] == outside

@@ -11,6 +11,7 @@
 #include "sluice/core/status_macros.h"
 #include "sluice/exec/map_plan.h"
 #include "sluice/exec/memory_minimum.h"
+#include "sluice/io/arrow_source.h"
 #include "sluice/io/object_store.h"
 #include "sluice/ops/device_runtime.h"
 #include "sluice/ops/framework/guarded_call.h"
@@ -75,6 +76,7 @@ PipelineIterator::~PipelineIterator() {
   if (!ends_epoch_) return;
   GiveBackUnused(ctx_->pool);
   for (BufferPool* staging : ctx_->staging_pools) GiveBackUnused(staging);
+  io::TrimColumnar();
 }
 
 namespace {
@@ -441,6 +443,7 @@ std::unique_ptr<PipelineIterator> Pipeline::NewIterator(bool tune, int threads) 
   ctx->registry = compiled_.registry;
   if (remote_ != nullptr) ctx->memory.CountAlso([remote = remote_] { return remote->HeldBytes(); });
   ctx->memory.CountAlso(&io::ObjectBlockBytes);
+  ctx->memory.CountAlso(&io::ColumnarBytes);
   ctx->memory.CountAlso(&PythonSharedBytes);
   ctx->staging_pools = staging_pools_;
   ctx->split_bytes = split_bytes_;

@@ -37,6 +37,14 @@ absl::StatusOr<std::unique_ptr<SourceFormat>> MakeColumnarSource(ColumnarFormat 
                                                                  const std::vector<std::string>& patterns,
                                                                  const std::vector<std::string>& columns);
 
+// The bytes of Parquet row groups and Arrow IPC record batches decoded in
+// this process and still held (by readers, or by views of their rows), and
+// of freed ones kept for the next (arrow_memory_pool.h). Not the files'
+// mapped pages, nor in-process Arrow data (the caller's).
+int64_t ColumnarBytes();
+// Gives the kept ones back (at an epoch's end).
+void TrimColumnar();
+
 // In-process Arrow data (Python's sluice.from_arrow): imports the record
 // batches of `arrow_array_stream` (a struct ArrowArrayStream*, the Arrow C
 // stream interface, which this takes over) without copying their buffers,

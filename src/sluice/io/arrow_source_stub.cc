@@ -20,4 +20,7 @@ absl::StatusOr<std::string> HoldArrowStream(void* arrow_array_stream) {
 
 void ReleaseArrowStream(const std::string& name) {}
 
+int64_t ColumnarBytes() { return 0; }
+void TrimColumnar() {}
+
 }  // namespace sluice::io

@@ -77,6 +77,7 @@ void AddProcessMemory(const PlacedPipeline::Memory& m, MetricFamilies& f) {
   for (const auto& [kind, bytes] : {std::pair<const char*, int64_t>{"object_blocks", m.object_blocks},
                                     {"python_shared", m.python_shared},
                                     {"mapped_files", m.mapped_files},
+                                    {"columnar", m.columnar},
                                     {"staging", m.staging}}) {
     f.Gauge("sluice_process_engine_bytes", help, {{"kind", kind}}, static_cast<double>(bytes));
   }

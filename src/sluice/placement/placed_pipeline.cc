@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "sluice/core/python_process.h"
+#include "sluice/io/arrow_source.h"
 #include "sluice/io/object_store.h"
 #include "sluice/io/random_access_file.h"
 #include "sluice/placement/pipeline_metrics.h"
@@ -250,7 +251,8 @@ PlacedPipeline::Memory PlacedPipeline::memory() const {
   m.object_blocks = io::ObjectBlockBytes();
   m.python_shared = PythonSharedBytes();
   m.mapped_files = io::MappedFileBytes();
-  const int64_t beside_pool = m.rings + m.staging + m.object_blocks + m.python_shared + m.mapped_files;
+  m.columnar = io::ColumnarBytes();
+  const int64_t beside_pool = m.rings + m.staging + m.object_blocks + m.python_shared + m.mapped_files + m.columnar;
   m.held = m.in_use + m.cached + beside_pool;
   m.peak_in_use = h.pool.peak_live_bytes;
   m.peak_held = h.pool.peak_held_bytes + beside_pool;

@@ -81,7 +81,7 @@ class PlacedPipeline : public std::enable_shared_from_this<PlacedPipeline> {
     int64_t budget = 0;
     std::string budget_default;  // how the machine sized it; empty when set
     int64_t in_use = 0, cached = 0, rings = 0, staging = 0;
-    int64_t object_blocks = 0, python_shared = 0, mapped_files = 0;
+    int64_t object_blocks = 0, python_shared = 0, mapped_files = 0, columnar = 0;
     int64_t held = 0;  // all of the above
     int64_t peak_in_use = 0, peak_held = 0;
   };
