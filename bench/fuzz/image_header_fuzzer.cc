@@ -13,10 +13,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (info->width <= 0 || info->height <= 0) std::abort();
   if (static_cast<int64_t>(info->width) * info->height > (int64_t{1} << 22)) return 0;
   sluice::kernels::DecodedRegion region;
-  if (sluice::kernels::DecodeRegion(bytes, *info, sluice::kernels::WholeImage(*info), 1, &region).ok()) {
+  const sluice::kernels::Window whole = sluice::kernels::WholeImage(*info);
+  if (sluice::kernels::DecodeRegion(bytes, *info, whole, 1, info->width, info->height, &region).ok()) {
     if (region.pixels.size() < static_cast<size_t>(region.width) * region.height * 3) std::abort();
   }
   const sluice::kernels::Window window{info->width / 4.0, info->height / 4.0, info->width / 2.0, info->height / 2.0};
-  (void)sluice::kernels::DecodeRegion(bytes, *info, window, info->jpeg ? 2 : 1, &region);
+  (void)sluice::kernels::DecodeRegion(bytes, *info, window, info->jpeg ? 2 : 1, 8, 8, &region);
   return 0;
 }

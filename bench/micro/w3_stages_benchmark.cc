@@ -77,15 +77,16 @@ void Loop(benchmark::State& state, Stage stage) {
 void BM_FullDecode(benchmark::State& state) {
   Loop(state, [](const std::string& bytes, int64_t, DecodedRegion* region) {
     const ImageInfo info = *sluice::kernels::ReadImageInfo(bytes);
-    benchmark::DoNotOptimize(
-        sluice::kernels::DecodeRegion(bytes, info, sluice::kernels::WholeImage(info), 1, region).ok());
+    benchmark::DoNotOptimize(sluice::kernels::DecodeRegion(bytes, info, sluice::kernels::WholeImage(info), 1,
+                                                           info.width, info.height, region)
+                                 .ok());
   });
 }
 
 void BM_CropDecode(benchmark::State& state) {
   Loop(state, [](const std::string& bytes, int64_t i, DecodedRegion* region) {
     const Crop c = CropOf(bytes, i);
-    benchmark::DoNotOptimize(sluice::kernels::DecodeRegion(bytes, c.info, c.window, c.denom, region).ok());
+    benchmark::DoNotOptimize(sluice::kernels::DecodeRegion(bytes, c.info, c.window, c.denom, kOut, kOut, region).ok());
   });
 }
 
@@ -93,7 +94,7 @@ void BM_CropDecodeResample(benchmark::State& state) {
   std::vector<uint8_t> out(kOut * kOut * 3);
   Loop(state, [&](const std::string& bytes, int64_t i, DecodedRegion* region) {
     const Crop c = CropOf(bytes, i);
-    (void)sluice::kernels::DecodeRegion(bytes, c.info, c.window, c.denom, region);
+    (void)sluice::kernels::DecodeRegion(bytes, c.info, c.window, c.denom, kOut, kOut, region);
     sluice::kernels::ResampleBilinear(region->pixels.data(), region->width, region->height, 3,
                                       int64_t{region->width} * 3, region->window, out.data(), kOut, kOut);
     benchmark::DoNotOptimize(out.data());
@@ -114,7 +115,7 @@ void BM_CropDecodeResampleNormalize(benchmark::State& state) {
   std::memset(batch.get(), 0, image_bytes * kBatch);
   Loop(state, [&](const std::string& bytes, int64_t i, DecodedRegion* region) {
     const Crop c = CropOf(bytes, i);
-    (void)sluice::kernels::DecodeRegion(bytes, c.info, c.window, c.denom, region);
+    (void)sluice::kernels::DecodeRegion(bytes, c.info, c.window, c.denom, kOut, kOut, region);
     uint8_t* dst = batch.get() + image_bytes * static_cast<size_t>(i % kBatch);
     sluice::kernels::ResampleBilinearPlanes(region->pixels.data(), region->width, region->height, 3,
                                             int64_t{region->width} * 3, region->window, kOut, kOut,

@@ -61,7 +61,8 @@ absl::StatusOr<double> DecodeLimit(const std::string& root, int threads, double 
           failed = true;
           break;
         }
-        if (!kernels::DecodeRegion(bytes, *info, kernels::WholeImage(*info), 1, &region).ok()) failed = true;
+        const kernels::Window whole = kernels::WholeImage(*info);
+        if (!kernels::DecodeRegion(bytes, *info, whole, 1, info->width, info->height, &region).ok()) failed = true;
         ++done;
       }
     });

@@ -31,7 +31,7 @@ TEST(ResampleBilinear, AConstantImageStaysConstantAtAnySize) {
 
 TEST(MakeTaps, EachOutputsWeightsSumToOneInQ15) {
   resample_internal::Taps t;
-  resample_internal::MakeTaps(1.5, 37.0, 50, 11, &t);
+  resample_internal::MakeTaps(1.5, 37.0, 50, 11, /*inside=*/false, &t);
   ASSERT_EQ(t.first.size(), 11u);
   for (int i = 0; i < 11; ++i) {
     int sum = 0;

@@ -151,6 +151,49 @@ TEST_F(DecodeTest, TheEvaluationCropMatchesTorchvisionsResizeAndCenterCrop) {
   EXPECT_LT(d.mean, 2.0);
 }
 
+// A sawtooth across the rows and columns: an edge read wrong shows.
+datagen::Image Stripes(int width, int height) {
+  datagen::Image img{width, height, 3, std::vector<uint8_t>(static_cast<size_t>(width) * height * 3)};
+  for (int y = 0; y < height; ++y) {
+    for (int x = 0; x < width; ++x) {
+      uint8_t* p = &img.pixels[(static_cast<size_t>(y) * width + x) * 3];
+      p[0] = static_cast<uint8_t>(x * 7 % 256), p[1] = static_cast<uint8_t>(y * 5 % 256);
+      p[2] = static_cast<uint8_t>((x / 16 + y / 16) % 2 * 255);
+    }
+  }
+  return img;
+}
+
+// Shrinking 376 x 493 to 8 or 32 the filter reaches 12 to 47 rows past the
+// crop: decoded one row past it, its first and last rows were 9 to 20
+// levels off.
+TEST_F(DecodeTest, TheEvaluationCropsEdgesSeeAsFarAsTheFilterReaches) {
+  const std::string path = Jpeg("stripes.jpg", Stripes(376, 493));
+  for (int size : {8, 32}) {
+    ASSERT_OK_AND_ASSIGN(
+        std::string ours,
+        Sluice(path, {Op("decode_resize_center_crop", {{"resize", size}, {"crop", {size}}, {"dct_scaling", false}})}));
+    EXPECT_LE(Compare(ours, Pil(path, absl::StrCat("resize_center_crop ", size, " ", size))).max, 2) << size;
+  }
+}
+
+// RandomResizedCrop crops, then resizes: the filter reads nothing past the
+// crop's edges (it read past them, as PIL's resize(box=...) does, and the
+// edge columns were up to 12 levels off torchvision's).
+TEST_F(DecodeTest, ARandomResizedCropReadsNothingPastItsEdges) {
+  const std::string path = Jpeg("stripes.jpg", Stripes(480, 360));
+  // At scale 1 and ratio 1 no draw fits: the centred square, 360 wide at 60.
+  const std::string pil = Pil(path, "crop_resize 60 0 360 360 48 48");
+  for (const OpSpec& op : {Op("decode_random_resized_crop",
+                              {{"size", {48}}, {"scale", {1.0, 1.0}}, {"ratio", {1.0, 1.0}}, {"dct_scaling", false}}),
+                           Op("random_resized_crop", {{"size", {48}}, {"scale", {1.0, 1.0}}, {"ratio", {1.0, 1.0}}})}) {
+    std::vector<OpSpec> ops = {op};
+    if (op.op == "random_resized_crop") ops.insert(ops.begin(), Op("decode_image", {{"size", {360, 480}}}));
+    ASSERT_OK_AND_ASSIGN(std::string ours, Sluice(path, ops));
+    EXPECT_LE(Compare(ours, pil).max, 2) << op.op;
+  }
+}
+
 TEST_F(DecodeTest, TheFusedRandomResizedCropEqualsDecodingThenCropping) {
   const Image img = datagen::PhotoLikeImage(480, 360, 6);
   for (int i = 0; i < 6; ++i) Jpeg("img" + std::to_string(i) + ".jpg", img, i % 2 == 1);
@@ -313,6 +356,10 @@ TEST_F(DecodeTest, BadAttrsAndColumnsAreRefusedWithTheReason) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("scale")));
   EXPECT_THAT(Sluice(path, {Op("decode_image", {{"size", {48, 64}}}), Op("decode_image", {{"size", {48, 64}}})}),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("takes encoded image bytes")));
+  // A crop past the shorter side after the resize would reach outside the image.
+  EXPECT_THAT(Sluice(path, {Op("decode_resize_center_crop", {{"resize", 32}, {"crop", {32, 60}}})}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("crop"), HasSubstr("[32, 60] is larger than the image's shorter side"))));
 }
 
 }  // namespace

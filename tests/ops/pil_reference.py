@@ -6,6 +6,7 @@ torchvision does with PIL images.
     pil_reference.py IN OUT decode
     pil_reference.py IN OUT resize W H
     pil_reference.py IN OUT resize_center_crop RESIZE CROP
+    pil_reference.py IN OUT crop_resize LEFT TOP W H OUT_W OUT_H
 
 Writes the RGB uint8 result's bytes (row-major HWC) to OUT.
 """
@@ -30,6 +31,9 @@ def main(argv):
         w, h = img.size  # CenterCrop(crop)
         top, left = int(round((h - crop) / 2.0)), int(round((w - crop) / 2.0))
         img = img.crop((left, top, left + crop, top + crop))
+    elif mode == "crop_resize":  # torchvision's resized_crop (RandomResizedCrop's): crop, then resize
+        left, top, w, h, out_w, out_h = (int(a) for a in argv[4:10])
+        img = img.crop((left, top, left + w, top + h)).resize((out_w, out_h), Image.BILINEAR)
     elif mode != "decode":
         sys.exit(f"unknown mode {mode}")
     with open(out, "wb") as f:

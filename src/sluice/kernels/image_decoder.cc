@@ -74,10 +74,15 @@ void CmykToRgb(const uint8_t* cmyk, int n, bool inverted, uint8_t* rgb) {
   }
 }
 
+// The pixels to decode past a window's edges (in the decoded image's pixels,
+// `extent` of them across it) for the filter resizing it to `out`: one for
+// a window read inside (its edges rounded out), the filter's reach else.
+int Reach(const Window& window, double extent, int out) { return window.inside ? 1 : FilterReach(extent, out); }
+
 // setjmp must be in the function whose locals stay valid after the jump:
 // the decoder's state lives in `jpeg`, the caller's.
 absl::Status DecodeJpeg(Jpeg& jpeg, absl::string_view bytes, const ImageInfo& info, const Window& window,
-                        int scale_denom, DecodedRegion* out) {
+                        int scale_denom, int out_w, int out_h, DecodedRegion* out) {
   jpeg_decompress_struct* cinfo = jpeg.cinfo();
   std::vector<uint8_t> cmyk_row;
   if (setjmp(jpeg.error().jump)) return JpegFailure(jpeg.error());
@@ -90,14 +95,15 @@ absl::Status DecodeJpeg(Jpeg& jpeg, absl::string_view bytes, const ImageInfo& in
   jpeg_start_decompress(cinfo);
   const double sx = static_cast<double>(cinfo->output_width) / info.width;
   const double sy = static_cast<double>(cinfo->output_height) / info.height;
-  // The window in decoded pixels, widened to whole pixels (and one more for
-  // the filter's reach at its edges).
-  JDIMENSION x0 = static_cast<JDIMENSION>(std::max(0.0, std::floor(window.x * sx) - 1));
+  // The window in decoded pixels, widened to whole pixels and the filter's
+  // reach past its edges.
+  const int reach_x = Reach(window, window.w * sx, out_w), reach_y = Reach(window, window.h * sy, out_h);
+  JDIMENSION x0 = static_cast<JDIMENSION>(std::max(0.0, std::floor(window.x * sx) - reach_x));
   const JDIMENSION x1 =
-      static_cast<JDIMENSION>(std::min<double>(cinfo->output_width, std::ceil((window.x + window.w) * sx) + 1));
-  const JDIMENSION y0 = static_cast<JDIMENSION>(std::max(0.0, std::floor(window.y * sy) - 1));
+      static_cast<JDIMENSION>(std::min<double>(cinfo->output_width, std::ceil((window.x + window.w) * sx) + reach_x));
+  const JDIMENSION y0 = static_cast<JDIMENSION>(std::max(0.0, std::floor(window.y * sy) - reach_y));
   const JDIMENSION y1 =
-      static_cast<JDIMENSION>(std::min<double>(cinfo->output_height, std::ceil((window.y + window.h) * sy) + 1));
+      static_cast<JDIMENSION>(std::min<double>(cinfo->output_height, std::ceil((window.y + window.h) * sy) + reach_y));
   JDIMENSION width = x1 - x0;
   if (width < cinfo->output_width) jpeg_crop_scanline(cinfo, &x0, &width);  // moves x0 to an iMCU boundary
   if (y0 > 0) jpeg_skip_scanlines(cinfo, y0);
@@ -112,7 +118,7 @@ absl::Status DecodeJpeg(Jpeg& jpeg, absl::string_view bytes, const ImageInfo& in
     if (jpeg_read_scanlines(cinfo, &row, 1) != 1) return absl::DataLossError("corrupt JPEG: too few rows");
     if (cmyk) CmykToRgb(cmyk_row.data(), static_cast<int>(width), cinfo->saw_Adobe_marker, dst);
   }
-  out->window = Window{window.x * sx - x0, window.y * sy - y0, window.w * sx, window.h * sy};
+  out->window = Window{window.x * sx - x0, window.y * sy - y0, window.w * sx, window.h * sy, window.inside};
   jpeg_abort_decompress(cinfo);  // the rows below the window are not needed
   return absl::OkStatus();
 }
@@ -123,15 +129,16 @@ absl::Status DecodePng(absl::string_view bytes, const Window& window, DecodedReg
   return absl::OkStatus();
 }
 
-// Raw pixels: only the window's rows and columns (and one more at each
-// edge, for the filter's reach), gray made RGB.
-absl::Status DecodeNetpbm(absl::string_view bytes, const Window& window, DecodedRegion* out) {
+// Raw pixels: only the window's rows and columns (and the filter's reach
+// past its edges), gray made RGB.
+absl::Status DecodeNetpbm(absl::string_view bytes, const Window& window, int out_w, int out_h, DecodedRegion* out) {
   absl::StatusOr<NetpbmHeader> h = ReadNetpbmHeader(bytes);
   if (!h.ok()) return h.status();
-  const int x0 = static_cast<int>(std::max(0.0, std::floor(window.x) - 1));
-  const int x1 = static_cast<int>(std::min<double>(h->width, std::ceil(window.x + window.w) + 1));
-  const int y0 = static_cast<int>(std::max(0.0, std::floor(window.y) - 1));
-  const int y1 = static_cast<int>(std::min<double>(h->height, std::ceil(window.y + window.h) + 1));
+  const int reach_x = Reach(window, window.w, out_w), reach_y = Reach(window, window.h, out_h);
+  const int x0 = static_cast<int>(std::max(0.0, std::floor(window.x) - reach_x));
+  const int x1 = static_cast<int>(std::min<double>(h->width, std::ceil(window.x + window.w) + reach_x));
+  const int y0 = static_cast<int>(std::max(0.0, std::floor(window.y) - reach_y));
+  const int y1 = static_cast<int>(std::min<double>(h->height, std::ceil(window.y + window.h) + reach_y));
   out->width = x1 - x0;
   out->height = y1 - y0;
   GrowTo(static_cast<size_t>(out->width) * out->height * 3, &out->pixels);
@@ -146,7 +153,7 @@ absl::Status DecodeNetpbm(absl::string_view bytes, const Window& window, Decoded
     }
     for (int x = 0; x < out->width; ++x) dst[3 * x] = dst[3 * x + 1] = dst[3 * x + 2] = src[x];
   }
-  out->window = Window{window.x - x0, window.y - y0, window.w, window.h};
+  out->window = Window{window.x - x0, window.y - y0, window.w, window.h, window.inside};
   return absl::OkStatus();
 }
 
@@ -179,6 +186,8 @@ absl::StatusOr<ImageInfo> ReadImageInfo(absl::string_view bytes) {
   return info;
 }
 
+int FilterReach(double extent, int out) { return static_cast<int>(std::ceil(std::max(extent / out, 1.0))) + 1; }
+
 Window WholeImage(const ImageInfo& info) {
   return Window{0, 0, static_cast<double>(info.width), static_cast<double>(info.height)};
 }
@@ -191,11 +200,11 @@ int DctScaleFor(const ImageInfo& info, const Window& window, int out_w, int out_
 }
 
 absl::Status DecodeRegion(absl::string_view bytes, const ImageInfo& info, const Window& window, int scale_denom,
-                          DecodedRegion* out) {
-  if (info.netpbm) return DecodeNetpbm(bytes, window, out);
+                          int out_w, int out_h, DecodedRegion* out) {
+  if (info.netpbm) return DecodeNetpbm(bytes, window, out_w, out_h, out);
   if (!info.jpeg) return DecodePng(bytes, window, out);
   Jpeg jpeg;
-  return DecodeJpeg(jpeg, bytes, info, window, scale_denom, out);
+  return DecodeJpeg(jpeg, bytes, info, window, scale_denom, out_w, out_h, out);
 }
 
 }  // namespace sluice::kernels

@@ -23,10 +23,19 @@ struct ImageInfo {
 // (io/image_framing).
 absl::StatusOr<ImageInfo> ReadImageInfo(absl::string_view bytes);
 
-// A window of the source image, in source pixels.
+// A window of the source image, in source pixels. Resized, it is a crop of
+// the whole image resized (torchvision's Resize then CenterCrop): the
+// filter reads past its edges as far as it reaches; `inside`, it is cropped
+// and then resized (RandomResizedCrop): the filter reads only its pixels.
 struct Window {
   double x = 0, y = 0, w = 0, h = 0;
+  bool inside = false;
 };
+
+// The source pixels the resize filter reads past a window of `extent`
+// pixels made `out`, on each side: the triangle's half-width, and one for
+// its rounding.
+int FilterReach(double extent, int out);
 
 // All of the image.
 Window WholeImage(const ImageInfo& info);
@@ -41,12 +50,13 @@ struct DecodedRegion {
 };
 
 // Decodes at least `window` of the image into RGB (grayscale and CMYK
-// converted; progressive JPEGs too). JPEGs decode only the rows and
-// (iMCU-aligned) columns the window covers, and when `scale_denom` is 2, 4
-// or 8 at that fraction of the size in the DCT. DataLoss with libjpeg's or
-// libpng's message for corrupt data.
+// converted; progressive JPEGs too), for a resize to `out_w` x `out_h`.
+// JPEGs decode only the rows and (iMCU-aligned) columns the window and the
+// filter's reach past it cover, and when `scale_denom` is 2, 4 or 8 at that
+// fraction of the size in the DCT. DataLoss with libjpeg's or libpng's
+// message for corrupt data.
 absl::Status DecodeRegion(absl::string_view bytes, const ImageInfo& info, const Window& window, int scale_denom,
-                          DecodedRegion* out);
+                          int out_w, int out_h, DecodedRegion* out);
 
 // The largest of 1, 2, 4 and 8 that scaling a `window` of a JPEG by still
 // leaves at least `out_w` x `out_h` pixels: decoding smaller costs less and

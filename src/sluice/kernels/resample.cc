@@ -40,12 +40,16 @@ void Quantize(const double* w, int n, double scale, int16_t* out) {
   out[largest] = static_cast<int16_t>(std::clamp(out[largest] + kWeightOne - total, 0, kWeightOne - 1));
 }
 
-void MakeTaps(double start, double extent, int size, int out, Taps* t) {
+void MakeTaps(double start, double extent, int size, int out, bool inside, Taps* t) {
   const double scale = extent / out;
   const double filter_scale = std::max(scale, 1.0);
   const double inverse = 1.0 / filter_scale;
   const double support = filter_scale;  // the triangle's half-width, 1 unscaled
-  const int max_taps = std::min(static_cast<int>(std::ceil(support)) * 2 + 1, size);
+  // The pixels it may read (a window's whole pixels: a crop's edges are whole).
+  const int begin = inside ? std::max(static_cast<int>(std::floor(start + 1e-6)), 0) : 0;
+  const int end =
+      inside ? std::max(std::min(static_cast<int>(std::ceil(start + extent - 1e-6)), size), begin + 1) : size;
+  const int max_taps = std::min(static_cast<int>(std::ceil(support)) * 2 + 1, end - begin);
   thread_local std::vector<double> w, norm;
   thread_local std::vector<int> lo, count;
   w.resize(static_cast<size_t>(out) * max_taps);
@@ -55,8 +59,8 @@ void MakeTaps(double start, double extent, int size, int out, Taps* t) {
   int taps = 1;
   for (int i = 0; i < out; ++i) {
     const double center = start + (i + 0.5) * scale;
-    lo[i] = std::max(static_cast<int>(std::floor(center - support + 0.5)), 0);
-    const int hi = std::min(static_cast<int>(std::floor(center + support + 0.5)), size);
+    lo[i] = std::max(static_cast<int>(std::floor(center - support + 0.5)), begin);
+    const int hi = std::min(static_cast<int>(std::floor(center + support + 0.5)), end);
     double* wi = &w[static_cast<size_t>(i) * max_taps];
     double total = 0;
     int n = 0;
@@ -75,7 +79,7 @@ void MakeTaps(double start, double extent, int size, int out, Taps* t) {
   t->first.resize(out);
   t->weights.assign(static_cast<size_t>(out) * taps, 0);
   for (int i = 0; i < out; ++i) {
-    const int first = std::min(lo[i], size - taps);  // shift left to stay inside
+    const int first = std::min(lo[i], end - taps);  // shift left to stay inside
     t->first[i] = first;
     Quantize(&w[static_cast<size_t>(i) * max_taps], count[i], norm[i],
              &t->weights[static_cast<size_t>(i) * taps + (lo[i] - first)]);
@@ -279,8 +283,8 @@ void Resample(const uint8_t* src, int src_w, int src_h, int channels, int64_t sr
               int out_w, int out_h, bool planar, EmitFn emit) {
   Taps& h = tls_h;
   Taps& v = tls_v;
-  MakeTaps(window.x, window.w, src_w, out_w, &h);
-  MakeTaps(window.y, window.h, src_h, out_h, &v);
+  MakeTaps(window.x, window.w, src_w, out_w, window.inside, &h);
+  MakeTaps(window.y, window.h, src_h, out_h, window.inside, &v);
   // The columns the horizontal taps reach.
   const int x_lo = h.first[0];
   const int x_hi = h.first[out_w - 1] + h.taps;

@@ -49,8 +49,10 @@ struct Taps {
 
 // PIL's precompute_coeffs for the bilinear (triangle) filter, over a
 // window [start, start + extent) of a source of `size` pixels, to `out`
-// positions. Thread-safe (scratch is per thread).
-void MakeTaps(double start, double extent, int size, int out, Taps* t);
+// positions; with `inside`, reading only the window's whole pixels (as
+// resizing it after a crop does), else any of the source's. Thread-safe
+// (scratch is per thread).
+void MakeTaps(double start, double extent, int size, int out, bool inside, Taps* t);
 
 }  // namespace resample_internal
 }  // namespace sluice::kernels

@@ -20,7 +20,8 @@ Window RandomResizedCropWindow(int width, int height, SampleRng& rng, double sca
     if (w > 0 && h > 0 && w <= width && h <= height) {
       const int i = static_cast<int>(rng.NextU32() % static_cast<uint32_t>(height - h + 1));
       const int j = static_cast<int>(rng.NextU32() % static_cast<uint32_t>(width - w + 1));
-      return Window{static_cast<double>(j), static_cast<double>(i), static_cast<double>(w), static_cast<double>(h)};
+      return Window{static_cast<double>(j), static_cast<double>(i), static_cast<double>(w), static_cast<double>(h),
+                    /*inside=*/true};
     }
   }
   const double in_ratio = static_cast<double>(width) / height;
@@ -30,7 +31,7 @@ Window RandomResizedCropWindow(int width, int height, SampleRng& rng, double sca
   } else if (in_ratio > ratio_hi) {
     w = std::lround(h * ratio_hi);
   }
-  return Window{std::floor((width - w) / 2), std::floor((height - h) / 2), w, h};
+  return Window{std::floor((width - w) / 2), std::floor((height - h) / 2), w, h, /*inside=*/true};
 }
 
 Window PickWindow(const CropSpec& spec, int width, int height, const KernelContext& ctx, int64_t row) {

@@ -59,7 +59,7 @@ class DecodeKernel : public Kernel {
     const Window window = PickWindow(p_.window, info.width, info.height, ctx, r);
     const int denom = p_.dct_scaling ? DctScaleFor(info, window, p_.out_w, p_.out_h) : 1;
     DecodedRegion& region = tls_region;
-    SLUICE_RETURN_IF_ERROR(DecodeRegion(bytes, info, window, denom, &region));
+    SLUICE_RETURN_IF_ERROR(DecodeRegion(bytes, info, window, denom, p_.out_w, p_.out_h, &region));
     if (!normalize_) {
       ResampleBilinear(region.pixels.data(), region.width, region.height, 3, int64_t{region.width} * 3, region.window,
                        dst, p_.out_w, p_.out_h);
@@ -128,6 +128,14 @@ absl::StatusOr<InferredOp> InferDecodeResizeCenterCrop(const Attrs& attrs, const
   window.kind = CropSpec::Kind::kResizeCenter;
   window.resize = attrs.GetInt("resize");
   std::tie(window.crop_h, window.crop_w) = ImageSize(attrs, "crop");
+  // The shorter side is `resize` after it, for a tall image the width: a
+  // larger crop would reach past the image (torchvision pads it with zeros).
+  if (window.crop_h > window.resize || window.crop_w > window.resize) {
+    return AttrError("crop", absl::StrCat("[", window.crop_h, ", ", window.crop_w,
+                                          "] is larger than the image's shorter "
+                                          "side after the resize, ",
+                                          window.resize, "; crop no more than `resize`"));
+  }
   return InferDecode(attrs, schema, window.crop_h, window.crop_w, window);
 }
 

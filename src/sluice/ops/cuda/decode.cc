@@ -129,7 +129,7 @@ class DecodeCudaKernel : public Kernel {
       }
       // Only the window's part, as the cpu kernel decodes it (unscaled).
       DecodedRegion& region = plan->region;
-      absl::Status s = DecodeRegion(in.bytes(r), info, plan->windows[r], 1, &region);
+      absl::Status s = DecodeRegion(in.bytes(r), info, plan->windows[r], 1, p_.out_w, p_.out_h, &region);
       if (!s.ok()) return WithContext(s, ctx.Where(r));
       // From pageable memory: staged before the call returns, so the
       // region's buffer may be reused at once.

@@ -36,8 +36,8 @@ void ResampleRun::Clear(int channels, int out_w, int out_h) {
 }
 
 void ResampleRun::Add(int64_t src_offset, int64_t src_stride, int src_w, int src_h, const Window& window) {
-  kernels::resample_internal::MakeTaps(window.x, window.w, src_w, out_w_, &h_);
-  kernels::resample_internal::MakeTaps(window.y, window.h, src_h, out_h_, &v_);
+  kernels::resample_internal::MakeTaps(window.x, window.w, src_w, out_w_, window.inside, &h_);
+  kernels::resample_internal::MakeTaps(window.y, window.h, src_h, out_h_, window.inside, &v_);
   ResampleSampleTaps s;
   s.src_offset = src_offset;
   s.src_stride = src_stride;
