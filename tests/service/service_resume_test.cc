@@ -154,6 +154,34 @@ TEST_F(ServiceResumeTest, AResumeOnTheSamePipelineSupersedesItsLiveEarlierIterat
               StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("newer iterator")));
 }
 
+// The batches the earlier iterator's map made ahead are the newer one's to
+// deliver: it handed out up to two of them after the takeover (every row of
+// them a second time) before it failed.
+TEST_F(ServiceResumeTest, ASupersededIteratorHandsOutNothingItMadeAhead) {
+  TestCluster cluster;
+  SLUICE_ASSERT_OK(StartCluster(cluster, 2));
+  DistributeOptions d;
+  d.dispatcher = cluster.address();
+  d.connect_timeout_s = 5;
+  ASSERT_OK_AND_ASSIGN(
+      std::unique_ptr<exec::Pipeline> pipeline,
+      CreatePipeline(Samples().Distribute(d).Batch(64).Map({Op("random_flip", {{"mode", "vertical"}})}).Build()));
+  std::unique_ptr<exec::PipelineIterator> earlier = pipeline->Iterate(0);
+  Received before;
+  SLUICE_ASSERT_OK(ReadInto(earlier.get(), &before, 20));
+  ASSERT_OK_AND_ASSIGN(const std::string state, earlier->SaveState());
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<exec::PipelineIterator> resumed, pipeline->Resume(state));
+  Received after;
+  SLUICE_ASSERT_OK(ReadInto(resumed.get(), &after, 10));
+  Received more;
+  EXPECT_THAT(ReadInto(earlier.get(), &more),
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("newer iterator")));
+  EXPECT_EQ(more.batches, 0);
+  SLUICE_ASSERT_OK(ReadInto(resumed.get(), &after));
+  for (const auto& [id, n] : before.count) after.count[id] += n;
+  ExpectEachIdTimes(after, 1);
+}
+
 // A consumer resumed, read on, died, and was resumed from the same state
 // again: the second resume takes back what the first one did.
 TEST_F(ServiceResumeTest, TheSameStateResumedTwiceGivesTheSameRest) {

@@ -113,4 +113,17 @@ int64_t MemoryBudget::peak() const {
   return peak_;
 }
 
+void IteratorFailure::Set(const absl::Status& status) {
+  absl::MutexLock lock(&mu_);
+  if (set_.load(std::memory_order_relaxed)) return;
+  status_ = status;
+  set_.store(true, std::memory_order_release);
+}
+
+absl::Status IteratorFailure::Get() const {
+  if (!set_.load(std::memory_order_acquire)) return absl::OkStatus();
+  absl::MutexLock lock(&mu_);
+  return status_;
+}
+
 }  // namespace sluice::exec

@@ -159,6 +159,23 @@ class MemoryBudget : public BufferPool::Observer {
   int64_t peak_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
+// An error set from outside the consumer's thread that ends its iterator at
+// once, whatever elements the nodes still buffer (a distributed epoch that
+// a newer iterator took over: what this one prefetched is that one's too).
+// Thread-safe.
+class IteratorFailure {
+ public:
+  // The first status set stays.
+  void Set(const absl::Status& status);
+  // OK until Set.
+  absl::Status Get() const;
+
+ private:
+  std::atomic<bool> set_{false};
+  mutable absl::Mutex mu_;
+  absl::Status status_ ABSL_GUARDED_BY(mu_);
+};
+
 struct ExecContext {
   // `pool`: the pipeline's, which the memory budget bounds; shared, as an
   // iterator may outlive its pipeline.
@@ -177,6 +194,7 @@ struct ExecContext {
   const std::shared_ptr<BufferPool> pool_owner;
   BufferPool* const pool;
   Cancellation cancel;
+  IteratorFailure failure;
   CpuBudget cpu;
   MemoryBudget memory;
   // Device maps' page-locked staging pools, beside `pool`: their bytes in

@@ -121,6 +121,7 @@ absl::Status PipelineIterator::NextRows(Batch* out, bool* end, size_t max_bytes)
 }
 
 absl::Status PipelineIterator::Take(Batch* out, bool* end, size_t max_rows_bytes) {
+  if (absl::Status failed = ctx_->failure.Get(); !failed.ok()) return failed;
   const int64_t start = ctx_->stats == nullptr ? 0 : NowNs();
   absl::Status s = NextElement(out, end, max_rows_bytes);
   if (s.ok() && !*end) CopyReadOnlyColumns(out, ctx_->pool);

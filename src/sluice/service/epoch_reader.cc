@@ -123,6 +123,7 @@ void EpochReader::Supersede() {
                      " is read by a newer iterator of the same distributed "
                      "pipeline: one client reads an epoch once (make a new pipeline for a second consumer)"));
   }
+  ctx_->failure.Set(error_);  // the batches this iterator's nodes hold are the newer one's to deliver
   for (auto& [id, stream] : streams_) stream->context.TryCancel();
   cv_.SignalAll();
   // The streams report their splits abandoned as they end: before the newer
