@@ -1,6 +1,6 @@
 """A training loop checkpointed mid-epoch and resumed in a new process, as
 after a preemption: the checkpoint holds the model, the optimizer and the
-data loader's position (a few dozen bytes), and the resumed run trains on
+data loader's position (about 120 bytes), and the resumed run trains on
 exactly the batches the interrupted one had not yet seen, with the same
 augmentation.
 
@@ -23,7 +23,8 @@ from sluice import ops
 
 
 def loader(data):
-    pipe = (sluice.mnist(f"{data}/train-images-idx3-ubyte", f"{data}/train-labels-idx1-ubyte")
+    raw = f"{data}/MNIST/raw"  # where sluice make-data (and torchvision) put the IDX files
+    pipe = (sluice.mnist(f"{raw}/train-images-idx3-ubyte", f"{raw}/train-labels-idx1-ubyte")
             .shuffle(10000)  # resumes too: the state holds the draws made, not the buffer
             .map(ops.normalize(mean=0.1307, std=0.3081, scale=1 / 255),
                  ops.gaussian_blur(ksize=5, sigma=[0.1, 1.0]))
@@ -34,7 +35,7 @@ def loader(data):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--data", required=True, help="folder of MNIST's IDX files (sluice make-data writes data/mnist)")
+    p.add_argument("--data", required=True, help="MNIST's folder, with MNIST/raw/ (sluice make-data mnist writes data/mnist)")
     p.add_argument("--epochs", type=int, default=1)
     p.add_argument("--stop-at", type=int, default=0, help="checkpoint after this many steps and stop")
     p.add_argument("--checkpoint", default="checkpoint.pt")

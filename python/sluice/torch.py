@@ -190,7 +190,7 @@ class TorchIterable(torch.utils.data.IterableDataset):
     def state_dict(self):
         """Where the data stands, for a checkpoint (``torch.save`` of a dict
         holding it beside the model's): the position in the pass in
-        progress (a few dozen bytes, see docs/checkpoint.md), the next
+        progress (about 120 bytes, see docs/checkpoint.md), the next
         epoch, and `samples`. Take it between steps, after the batch the
         model last trained on. In a data-parallel job every rank's is the
         same (the global batches done): save rank 0's, and load it on every

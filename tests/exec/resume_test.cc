@@ -202,6 +202,11 @@ TEST_F(ResumeTest, BadStatesAreNamedNeverASilentlyWrongEpoch) {
   EXPECT_THAT(p->Resume(edited.SerializeAsString()).status(),
               StatusIs(absl::StatusCode::kDataLoss, HasSubstr("its checksum does not match its contents")));
   edited.set_split(edited.split() - 1);
+  // Its version changed under the checksum: damaged too, not "another version".
+  edited.set_format_version(3);
+  EXPECT_THAT(p->Resume(edited.SerializeAsString()).status(),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("its checksum does not match its contents")));
+  edited.set_format_version(2);
   // Cut short, a state lacks its checksum, serialized last.
   const std::string whole = edited.SerializeAsString();
   for (size_t cut : {whole.size() - 1, whole.size() - 6, whole.size() / 2, size_t{40}}) {

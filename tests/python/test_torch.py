@@ -112,7 +112,8 @@ def test_a_training_loop_resumed_from_a_checkpoint_sees_the_rest_of_the_data(mni
     example = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "resume_training.py")
 
     def run(*extra):
-        out = subprocess.run([sys.executable, example, "--data", str(mnist_dir), "--epochs", "2", *extra],
+        data = mnist_dir.parent.parent  # what sluice make-data wrote, as the example's usage line gives it
+        out = subprocess.run([sys.executable, example, "--data", str(data), "--epochs", "2", *extra],
                              check=True, capture_output=True, text=True).stdout
         return [line.split(" loss ") for line in out.splitlines() if line.startswith("epoch")]
 

@@ -253,6 +253,14 @@ absl::StatusOr<EpochPosition> ParseState(const std::string& bytes, const std::st
         absl::StrCat("not a sluice iterator state (", bytes.size(), " bytes; truncated, or other data)"));
   }
   if (state.format_version() != kFormatVersion && state.format_version() != kUnsummedFormatVersion) {
+    // A changed byte in the version itself: the checksum says so.
+    if (state.has_checksum() && CheckSum(state, bytes.size()).code() == absl::StatusCode::kDataLoss) {
+      return absl::DataLossError(absl::StrCat(
+          "the iterator state is damaged: its checksum does not match its contents, and its format_version reads ",
+          state.format_version(), ", which this sluice (", SLUICE_VERSION_STRING,
+          ") does not read either (changed on "
+          "disk or in transit, or saved by a newer sluice)"));
+    }
     return absl::InvalidArgumentError(absl::StrCat(
         "the state's format_version is ", state.format_version(), " (saved by sluice ", state.sluice_version(),
         "); this sluice (", SLUICE_VERSION_STRING, ") reads ", kUnsummedFormatVersion, " and ", kFormatVersion));
