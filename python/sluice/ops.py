@@ -6,10 +6,19 @@ the attrs are checked when the pipeline is compiled.
 """
 
 import inspect
+import math
 
 import numpy as np
 
 from sluice import _interpreter, _shipping, _sluice
+
+
+def _not_finite(value):
+    """Whether `value` (a number, or a list of them) holds a NaN or an infinity,
+    which a pipeline's JSON cannot carry."""
+    if isinstance(value, (list, tuple)):
+        return any(_not_finite(v) for v in value)
+    return isinstance(value, (float, np.floating)) and not math.isfinite(value)
 
 
 def _make(schema):
@@ -19,6 +28,9 @@ def _make(schema):
         unknown = sorted(set(attrs) - set(names))
         if unknown:
             raise TypeError(f"{schema['name']}() got unknown attrs {unknown}; attrs: {names}")
+        for name, value in attrs.items():
+            if _not_finite(value):
+                raise ValueError(f"{schema['name']}(): attr '{name}' is {value}: attrs are finite numbers")
         return {"op": schema["name"], "attrs": attrs}
 
     lines = [schema["doc"], "", "Attrs:"]

@@ -142,6 +142,11 @@ def test_errors_are_builtin_exceptions_with_the_cpp_message(tmp_path, cifar_dir)
         sluice.Pipeline.from_json('{"nodes": [{"batch": {"size": "big"}}]}').schema
     with pytest.raises(TypeError, match="unknown attrs"):
         ops.gaussian_blur(sigmaa=1)
+    # JSON carries no NaN: named here, not as a parse error of the pipeline's JSON.
+    with pytest.raises(ValueError, match=r"normalize\(\): attr 'std' is \[nan\]: attrs are finite numbers"):
+        ops.normalize(std=[float("nan")])
+    with pytest.raises(ValueError, match=r"random_rotation\(\): attr 'degrees' is inf"):
+        ops.random_rotation(degrees=np.float32("inf"))
     # Options no pipeline can take, named.
     rows = sluice.arrays({"x": np.zeros(4, np.float32)})
     with pytest.raises(ValueError, match=r"options.memory_budget_bytes must be >= 0 \(0: sized to the machine\), "
