@@ -97,9 +97,12 @@ def from_dataset(dataset, *, names=None, images=(), processes=0, split_records=6
     length: decode them with the image ops). Columns named in `images` hold
     decoded uint8 images of any size, (H, W) or (H, W, C): they travel as
     raw pixels, which the image ops (decode_random_resized_crop, ...) take
-    as they take JPEGs, with nothing to decode. Splits are ranges of
-    `split_records` indices, shuffled each epoch when `shuffle` (sluice's
-    seed), so a shuffle op, `distribute` and checkpoints work as on files.
+    as they take JPEGs, with nothing to decode. Splits are runs of
+    `split_records` places in the epoch; with `shuffle`, as
+    DataLoader(shuffle=True), the places are a permutation of all the
+    indices drawn anew each epoch from sluice's seed (a dataset sorted by
+    class gets batches of every class), and the splits are shuffled too.
+    A shuffle op, `distribute` and checkpoints work as on files.
     Sharded by rank right after it (sluice.torch's shard of a pipeline
     without a shuffle or filter op before its batch), each rank's processes
     make only the rank's items (docs/distributed.md).

@@ -15,6 +15,11 @@ std::vector<int64_t> ShuffledSplitOrder(int64_t n, uint64_t seed, const std::str
   return order;
 }
 
+uint64_t RecordOrderKey(uint64_t seed, const std::string& source, uint64_t epoch) {
+  SampleRng rng(seed, OpKey(source, 1), epoch, 0);  // op 0 draws the split order
+  return (uint64_t{rng.NextU32()} << 32) | rng.NextU32();
+}
+
 std::vector<io::Split> EpochSplitOrder(const graph::CompiledNode& source, uint64_t seed, uint64_t epoch) {
   std::vector<io::Split> splits = source.format->MakeSplits();
   if (!source.shuffle_splits) return splits;

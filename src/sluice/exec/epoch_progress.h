@@ -75,6 +75,10 @@ inline uint64_t RepeatEpoch(uint64_t outer, int64_t i) { return outer * kRepeatE
 // same order, so a position means the same in-process and distributed.
 std::vector<int64_t> ShuffledSplitOrder(int64_t n, uint64_t seed, const std::string& source, uint64_t epoch);
 
+// The key of the order in which a shuffled source whose readers take
+// records in any order reads them in `epoch` (io::SplitReader::PermuteRecords).
+uint64_t RecordOrderKey(uint64_t seed, const std::string& source, uint64_t epoch);
+
 // The order in which the source reads its splits in epoch `epoch`.
 std::vector<io::Split> EpochSplitOrder(const graph::CompiledNode& source, uint64_t seed, uint64_t epoch);
 

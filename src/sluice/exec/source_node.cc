@@ -26,6 +26,7 @@ class SourceIterator : public Iterator {
       : ctx_(args.ctx),
         pool_(args.output_pool()),
         node_(*args.node),
+        epoch_(args.epoch),
         chunk_rows_(args.chunk_rows),
         next_chunk_rows_(args.first_chunk_rows > 0 ? args.first_chunk_rows : args.chunk_rows) {
     if (ctx_->only_splits) {
@@ -167,18 +168,29 @@ class SourceIterator : public Iterator {
     return true;
   }
 
-  // All of split `split`, in chunks of chunk_rows_ (on a reader thread).
-  absl::Status ReadSplit(size_t split, const std::atomic<bool>& stop, std::vector<Batch>* chunks) const {
-    if (done_ != nullptr && done_->SplitDone(static_cast<int64_t>(split))) return absl::OkStatus();
-    const io::ScopedThreadCancel cancel(ctx_->cancel.flag());
+  // A reader of split `split` of the epoch's order, told what it needs to
+  // know: the rows a shard keeps, the epoch's record order when the source
+  // shuffles, the pipeline's cancellation.
+  absl::StatusOr<std::unique_ptr<io::SplitReader>> Open(size_t split) const {
     absl::StatusOr<std::unique_ptr<io::SplitReader>> reader =
         node_.format->OpenSplit(splits_[split], node_.skip_corrupt ? &ctx_->skips : nullptr);
     if (!reader.ok()) return WithContext(reader.status(), Where());
     if (!places_.empty()) (*reader)->KeepOnly(KeptOf(split));
-    // The pipeline's, not the read-ahead's `stop`: a read stopped early (an
-    // epoch cut by a take) lets a slow Python item finish, and teardown
-    // must not wait for a stuck one (its consumer holds the read-ahead).
+    if (node_.shuffle_splits) (*reader)->PermuteRecords(RecordOrderKey(ctx_->seed, node_.name, epoch_));
     (*reader)->WatchCancellation(ctx_->cancel.flag());
+    return reader;
+  }
+
+  // All of split `split`, in chunks of chunk_rows_ (on a reader thread).
+  absl::Status ReadSplit(size_t split, const std::atomic<bool>& stop, std::vector<Batch>* chunks) const {
+    if (done_ != nullptr && done_->SplitDone(static_cast<int64_t>(split))) return absl::OkStatus();
+    const io::ScopedThreadCancel cancel(ctx_->cancel.flag());
+    // Watching the pipeline's cancellation, not the read-ahead's `stop`: a
+    // read stopped early (an epoch cut by a take) lets a slow Python item
+    // finish, and teardown must not wait for a stuck one (its consumer
+    // holds the read-ahead).
+    absl::StatusOr<std::unique_ptr<io::SplitReader>> reader = Open(split);
+    if (!reader.ok()) return reader.status();
     int64_t ragged_hint = ragged_hint_;
     int64_t rows = 0;
     while (!stop) {
@@ -221,12 +233,9 @@ class SourceIterator : public Iterator {
       ++next_split_;
     }
     if (next_split_ == splits_.size()) return false;
-    absl::StatusOr<std::unique_ptr<io::SplitReader>> reader =
-        node_.format->OpenSplit(splits_[next_split_++], node_.skip_corrupt ? &ctx_->skips : nullptr);
-    if (!reader.ok()) return WithContext(reader.status(), Where());
+    absl::StatusOr<std::unique_ptr<io::SplitReader>> reader = Open(next_split_++);
+    if (!reader.ok()) return reader.status();
     reader_ = *std::move(reader);
-    if (!places_.empty()) reader_->KeepOnly(KeptOf(next_split_ - 1));
-    reader_->WatchCancellation(ctx_->cancel.flag());
     OpenNextObjectAhead();
     return true;
   }
@@ -415,6 +424,7 @@ class SourceIterator : public Iterator {
   ExecContext* ctx_;
   BufferPool* pool_;
   const graph::CompiledNode& node_;
+  const uint64_t epoch_;
   int64_t chunk_rows_;
   int64_t next_chunk_rows_;  // the first chunk's may differ (IteratorArgs::first_chunk_rows)
   std::vector<io::Split> splits_;

@@ -1,11 +1,14 @@
 #include "sluice/io/python_dataset_source.h"
 
+#include <algorithm>
 #include <cstring>
 #include <optional>
 #include <vector>
 
 #include "absl/base/call_once.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "sluice/core/index_permutation.h"
 #include "sluice/core/python_pool.h"
 #include "sluice/io/fixed_record_reader.h"
 
@@ -56,12 +59,16 @@ class ItemMaker {
   // their offsets, ragged ones after them as offsets and bytes (the
   // process asks for more memory when they do not fit). With `kept`, only
   // the items it keeps are made, the others' rows left hollow (KeptRows);
-  // kept->first is item `first`'s place.
+  // kept->first is item `first`'s place. With `order`, record r is the
+  // dataset's item order(r) (PermuteRecords).
   absl::StatusOr<int64_t> Make(int64_t first, int64_t n, int64_t row, BatchBuilder* out,
-                               const std::atomic<bool>* cancelled, const KeptRows* kept = nullptr) const {
-    std::vector<int64_t> items;
+                               const std::atomic<bool>* cancelled, const KeptRows* kept = nullptr,
+                               const IndexPermutation* order = nullptr) const {
+    std::vector<int64_t> items, indices;
     for (int64_t i = 0; i < n; ++i) {
-      if (kept == nullptr || kept->Keeps(kept->first + i)) items.push_back(first + i);
+      if (kept != nullptr && !kept->Keeps(kept->first + i)) continue;
+      items.push_back(first + i);
+      indices.push_back(order != nullptr ? (*order)(first + i) : first + i);
     }
     if (items.empty()) {
       FillHollow(n, row, out);
@@ -70,14 +77,16 @@ class ItemMaker {
     SLUICE_ASSIGN_OR_RETURN(PythonPool * pool, pool_->Get());
     std::vector<std::unique_ptr<PythonProcess>> held;
     SLUICE_RETURN_IF_ERROR(pool->Acquire(1, &held));
-    absl::StatusOr<int64_t> made = Run(held[0].get(), items, first, n, row, out, cancelled);
+    absl::StatusOr<int64_t> made = Run(held[0].get(), items, indices, first, n, row, out, cancelled);
     pool->Release(std::move(held));
     return made;
   }
 
  private:
-  absl::StatusOr<int64_t> Run(PythonProcess* process, const std::vector<int64_t>& items, int64_t first, int64_t n,
-                              int64_t row, BatchBuilder* out, const std::atomic<bool>* cancelled) const {
+  // `items`: the records made, `indices`: the dataset's items they are.
+  absl::StatusOr<int64_t> Run(PythonProcess* process, const std::vector<int64_t>& items,
+                              const std::vector<int64_t>& indices, int64_t first, int64_t n, int64_t row,
+                              BatchBuilder* out, const std::atomic<bool>* cancelled) const {
     const int64_t m = static_cast<int64_t>(items.size());
     size_t at = PythonAligned(kPythonHeaderBytes + m * sizeof(int64_t));
     std::vector<size_t> dense_at;
@@ -87,16 +96,16 @@ class ItemMaker {
     }
     SLUICE_ASSIGN_OR_RETURN(uint8_t* memory, process->Memory(at + m * 64));
     reinterpret_cast<int64_t*>(memory)[0] = -1;
-    std::memcpy(memory + kPythonHeaderBytes, items.data(), m * sizeof(int64_t));
+    std::memcpy(memory + kPythonHeaderBytes, indices.data(), m * sizeof(int64_t));
     PythonFailure failure;
     const absl::Status status = process->Call(m, &failure, cancelled);
     if (!status.ok() || !failure.message.empty()) {
-      return Failed(status, failure, failure.row >= 0 && failure.row < m ? items[failure.row] : -1, first, n);
+      return Failed(status, failure, failure.row >= 0 && failure.row < m ? indices[failure.row] : -1, indices);
     }
     SLUICE_ASSIGN_OR_RETURN(memory, process->Memory(0));
     const int64_t made = reinterpret_cast<int64_t*>(memory)[1];
     if (made < 0 || made > m || (!o_.generator && made != m)) {
-      return Garbled(absl::StrCat("made ", made, " of ", m, " items"), first, n);
+      return Garbled(absl::StrCat("made ", made, " of ", m, " items"), indices);
     }
     // Items made, and the rows they fill: a generator's first `made`, or a
     // dataset's n rows with the items not kept hollow.
@@ -116,7 +125,7 @@ class ItemMaker {
       bool valid = bytes_at <= mapped && offsets[0] == 0;
       for (int64_t i = 0; valid && i < made; ++i) valid = offsets[i + 1] >= offsets[i];
       if (!valid || bytes_at + static_cast<size_t>(offsets[made]) > mapped) {
-        return Garbled(absl::StrCat("column '", spec.name, "' has offsets out of bounds"), first, n);
+        return Garbled(absl::StrCat("column '", spec.name, "' has offsets out of bounds"), indices);
       }
       AppendRagged(static_cast<int>(c), memory + bytes_at, offsets, placed, out);
       ragged_at = PythonAligned(ragged_at + (m + 1) * sizeof(int64_t) + offsets[made]);
@@ -172,17 +181,17 @@ class ItemMaker {
     }
   }
 
-  // `failed`: the item the process was making, or -1.
-  absl::Status Failed(const absl::Status& status, const PythonFailure& failure, int64_t failed, int64_t first,
-                      int64_t n) const {
+  // `failed`: the item the process was making, or -1; `indices`: those it was given.
+  absl::Status Failed(const absl::Status& status, const PythonFailure& failure, int64_t failed,
+                      const std::vector<int64_t>& indices) const {
     if (absl::IsCancelled(status)) return status;  // torn down: no item to blame
-    const std::string item = failed >= 0 ? Items(failed, 1) : Items(first, n);
+    const std::string item = failed >= 0 ? Items({failed}) : Items(indices);
     if (!status.ok()) return absl::AbortedError(absl::StrCat(What(), ": ", status.message(), " making ", item));
     return absl::InvalidArgumentError(absl::StrCat(What(), " failed making ", item, ":\n", failure.message));
   }
 
-  absl::Status Garbled(absl::string_view what, int64_t first, int64_t n) const {
-    return absl::DataLossError(absl::StrCat(What(), ": ", Items(first, n), " came back garbled (", what,
+  absl::Status Garbled(absl::string_view what, const std::vector<int64_t>& indices) const {
+    return absl::DataLossError(absl::StrCat(What(), ": ", Items(indices), " came back garbled (", what,
                                             "): is its Python process running another version of sluice?"));
   }
 
@@ -191,40 +200,52 @@ class ItemMaker {
     return absl::StrCat(o_.generator ? "python generator '" : "python dataset '", o_.name, "'");
   }
 
-  // Items [first, first + n): "dataset[37]", "dataset[0:64]", or a
-  // generator's "item 37", "items 0 to 63".
-  std::string Items(int64_t first, int64_t n) const {
+  // "dataset[37]", "dataset[0:64]" (a run), "dataset[812, 5, 77, ...] (64
+  // items)" (a shuffled epoch's), or a generator's "item 37", "items 0 to 63".
+  std::string Items(const std::vector<int64_t>& indices) const {
+    const int64_t first = indices.front(), n = static_cast<int64_t>(indices.size());
     if (o_.generator) {
-      return n == 1 ? absl::StrCat("item ", first) : absl::StrCat("items ", first, " to ", first + n - 1);
+      return n == 1 ? absl::StrCat("item ", first) : absl::StrCat("items ", first, " to ", indices.back());
     }
-    return n == 1 ? absl::StrCat("dataset[", first, "]") : absl::StrCat("dataset[", first, ":", first + n, "]");
+    if (n == 1) return absl::StrCat("dataset[", first, "]");
+    const bool run = std::adjacent_find(indices.begin(), indices.end(),
+                                        [](int64_t a, int64_t b) { return b != a + 1; }) == indices.end();
+    if (run) return absl::StrCat("dataset[", first, ":", first + n, "]");
+    const std::vector<int64_t> some(indices.begin(), indices.begin() + std::min<int64_t>(n, 4));
+    return absl::StrCat("dataset[", absl::StrJoin(some, ", "), n > 4 ? ", ...] (" : "] (", n, " items)");
   }
 
   const PythonDatasetOptions& o_;
   LazyPool* pool_;
 };
 
-// A dataset's items of one split, in order; those a shard after the
-// source will not keep are not made (KeepOnly).
+// A dataset's items of one split of `length` in all, in order or, shuffled,
+// in the epoch's order of all of them; those a shard after the source will
+// not keep are not made (KeepOnly).
 class PythonDatasetReader : public FixedRecordSplitReader {
  public:
-  PythonDatasetReader(const ItemMaker* maker, Split split)
-      : FixedRecordSplitReader(split), maker_(maker), begin_(split.begin_record) {}
+  PythonDatasetReader(const ItemMaker* maker, Split split, int64_t length)
+      : FixedRecordSplitReader(split), maker_(maker), begin_(split.begin_record), length_(length) {}
 
   void KeepOnly(const KeptRows& kept) override { kept_ = kept; }
+  void PermuteRecords(uint64_t key) override {
+    if (length_ > 0) order_.emplace(length_, key);
+  }
 
  protected:
   absl::Status ReadRecords(int64_t first, int64_t n, int64_t row, BatchBuilder* out) override {
-    if (!kept_) return maker_->Make(first, n, row, out, cancelled_).status();
+    const IndexPermutation* order = order_ ? &*order_ : nullptr;
+    if (!kept_) return maker_->Make(first, n, row, out, cancelled_, nullptr, order).status();
     KeptRows here = *kept_;
     here.first += first - begin_;
-    return maker_->Make(first, n, row, out, cancelled_, &here).status();
+    return maker_->Make(first, n, row, out, cancelled_, &here, order).status();
   }
 
  private:
   const ItemMaker* maker_;
-  const int64_t begin_;
+  const int64_t begin_, length_;
   std::optional<KeptRows> kept_;
+  std::optional<IndexPermutation> order_;
 };
 
 // A generator's items in order, until it ends. A split resumed at
@@ -281,7 +302,7 @@ class PythonDatasetSource : public SourceFormat {
     if (o_.generator) return std::unique_ptr<SplitReader>(new PythonGeneratorReader(maker_.get(), split));
     Split bounded = split;
     if (bounded.end_record < 0) bounded.end_record = o_.length;
-    return std::unique_ptr<SplitReader>(new PythonDatasetReader(maker_.get(), bounded));
+    return std::unique_ptr<SplitReader>(new PythonDatasetReader(maker_.get(), bounded, o_.length));
   }
 
  private:

@@ -69,6 +69,14 @@ class SplitReader {
   // provenance.
   virtual void KeepOnly(const KeptRows& kept) {}
 
+  // The source shuffles. A reader that makes records in any order at no
+  // cost (a Python dataset's items) reads records [a, b) of its split as
+  // items perm(a) .. perm(b - 1) of a permutation of all of the source's,
+  // drawn from `key` (anew each epoch): a shuffle of its splits then mixes
+  // single samples, as DataLoader(shuffle=True) does, not runs of a split.
+  // Records stay the samples' places (identity, checkpoints, shards).
+  virtual void PermuteRecords(uint64_t key) {}
+
   // A reader that waits on something outside the engine (a Python process
   // running the user's code) stops waiting once `*cancelled` (may be null)
   // turns true.
