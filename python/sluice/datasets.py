@@ -3,6 +3,7 @@ a pool of Python processes (sluice.from_dataset), or an iterable's items in
 order in one process (sluice.from_generator)."""
 
 import os
+import pickle
 import tempfile
 
 import numpy as np
@@ -27,6 +28,11 @@ class _PickleFile:
         with tempfile.NamedTemporaryFile(prefix="sluice-dataset-", suffix=".pickle", delete=False) as f:
             self.path = f.name
             f.write(data)
+
+    def load(self):
+        """A copy of the dataset, as the processes get it."""
+        with open(self.path, "rb") as f:
+            return pickle.load(f)
 
     def __del__(self):
         try:
@@ -124,7 +130,10 @@ def from_dataset(dataset, *, names=None, images=(), processes=0, split_records=6
     length = len(dataset)
     if length == 0:
         raise ValueError("from_dataset: the dataset is empty")
-    columns = _columns(dataset[0], names, set(images), "from_dataset: dataset[0]")
+    # dataset[0] of a copy: a dataset that opens its file on first use (as
+    # h5py and lmdb ones do) would hold it open after, and pickle no more.
+    first = (dataset if hold is None else hold.load())[0]
+    columns = _columns(first, names, set(images), "from_dataset: dataset[0]")
     source = _source(target, hold, type(dataset).__name__, columns, processes, length=length)
     return Pipeline({"nodes": [{"source": {**source, "split_records": split_records, "shuffle_splits": shuffle}}]},
                     _hold=hold)

@@ -43,6 +43,18 @@ def test_a_shuffled_dataset_mixes_single_items_as_dataloader_does():
     assert again == epochs[0]  # one order per (seed, epoch)
 
 
+def test_a_dataset_that_opens_its_file_on_first_use_makes_two_pipelines(tmp_path):
+    # from_dataset made dataset[0] of the trainer's object, which then held
+    # its file open: a second pipeline of it (an eval loader) could not
+    # pickle it.
+    (tmp_path / "bytes").write_bytes(bytes(range(200)))
+    dataset = user_code.LazyFile(tmp_path / "bytes")
+    train, evaluate = (sluice.from_dataset(dataset, processes=1).batch(50) for _ in range(2))
+    assert dataset.file is None
+    for pipe in (train, evaluate):
+        assert sorted(int(v) for b in pipe for v in b["byte"]) == list(range(200))
+
+
 def test_the_order_does_not_depend_on_the_processes():
     orders = [_epoch(sluice.from_dataset(user_code.Squares(500), names=("image", "label"), processes=p)
                      .batch(50).with_options(seed=3)) for p in (1, 3)]

@@ -107,6 +107,23 @@ class SortedByClass:
         return {"label": i // self.per_class}
 
 
+class LazyFile:
+    """A dataset that opens its file on first use, as h5py and lmdb ones do:
+    item i is byte i of the file."""
+
+    def __init__(self, path):
+        self.path, self.file = str(path), None
+
+    def __len__(self):
+        return os.path.getsize(self.path)
+
+    def __getitem__(self, i):
+        if self.file is None:
+            self.file = open(self.path, "rb")
+        self.file.seek(i)
+        return {"byte": self.file.read(1)[0]}
+
+
 def make_squares():
     return Squares(200)
 
