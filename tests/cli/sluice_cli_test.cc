@@ -341,6 +341,14 @@ TEST_F(SluiceCliTest, ARunThatYieldsNothingSaysSo) {
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_THAT(r.out, HasSubstr("warning: the pipeline yielded nothing"));
   EXPECT_THAT(r.out, HasSubstr("0 samples in 1 epoch (0 batches), no rate"));
+  EXPECT_THAT(r.out, HasSubstr("nothing delivered; peak RSS"));
+  // Without a batch node each element is a sample: no count of batches.
+  testing::WriteFileBytes(dir_.Join("one.json"), R"({"nodes": [
+      {"source": {"arrays": {"columns": [{"name": "x", "dtype": "uint8", "shape": [2, 2], "data": "AAECAwQFBgc="}]}}},
+      {"take": {"count": 1}}]})");
+  const Result one = Sluice("run " + dir_.Join("one.json"));
+  EXPECT_EQ(one.exit_code, 0) << one.out;
+  EXPECT_THAT(one.out, HasSubstr("1 sample in 1 epoch, one sample, too few for a rate"));
 }
 
 TEST_F(SluiceCliTest, AMistypedCommandIsNamedWithTheCommands) {

@@ -91,3 +91,5 @@ def test_a_port_in_use_and_a_negative_rate_are_one_line_each():
     assert profile.returncode != 0
     assert "--consumer-rate: must be >= 0, got -5" in profile.stderr
     assert "1797" not in profile.stderr  # DBL_MAX's digits
+    profile = subprocess.run(["sluice", "profile", "p.json", "--consumer-rate", "abc"], capture_output=True, text=True)
+    assert profile.returncode != 0 and "--consumer-rate: must be a number, got abc" in profile.stderr

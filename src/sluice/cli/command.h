@@ -17,7 +17,8 @@ namespace sluice::cli {
 inline const CLI::Validator kPositive(
     [](std::string& value) -> std::string {
       double v = 0;
-      if (!CLI::detail::lexical_cast(value, v) || !(v > 0)) return "must be > 0, got " + value;
+      if (!CLI::detail::lexical_cast(value, v)) return "must be a number, got " + value;
+      if (!(v > 0)) return "must be > 0, got " + value;
       return "";
     },
     "> 0");
@@ -27,7 +28,8 @@ inline const CLI::Validator kPositive(
 inline const CLI::Validator kNonNegative(
     [](std::string& value) -> std::string {
       double v = 0;
-      if (!CLI::detail::lexical_cast(value, v) || !(v >= 0)) return "must be >= 0, got " + value;
+      if (!CLI::detail::lexical_cast(value, v)) return "must be a number, got " + value;
+      if (!(v >= 0)) return "must be >= 0, got " + value;
       return "";
     },
     ">= 0");
@@ -37,7 +39,8 @@ inline const CLI::Validator kNonNegative(
 inline const CLI::Validator kThreadCount(
     [](std::string& value) -> std::string {
       int v = 0;
-      if (CLI::detail::lexical_cast(value, v) && v >= 0 && v <= graph::kMaxThreads) return "";
+      if (!CLI::detail::lexical_cast(value, v)) return "must be a whole number, got " + value;
+      if (v >= 0 && v <= graph::kMaxThreads) return "";
       return "must be in [0, " + std::to_string(graph::kMaxThreads) + "], got " + value;
     },
     "0.." + std::to_string(graph::kMaxThreads));

@@ -1,6 +1,7 @@
 // sluice run PIPELINE.json: iterate a pipeline and report its throughput.
 #include <cstdio>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "nlohmann/json.hpp"
@@ -55,13 +56,18 @@ void PrintSummary(const std::string& path, const graph::CompiledPipeline& c, con
   // first batch's latency is its own line).
   const std::string rate = r.batches > 1 ? absl::StrFormat("%.2f s after the first batch: %s samples/s", r.seconds,
                                                            WithCommas(r.samples_per_s))
-                                         : std::string(r.batches == 1 ? "one batch, too few for a rate" : "no rate");
-  std::printf("%s: %s samples in %d epoch%s (%s batch%s), %s on %d thread%s (%s)\n", path.c_str(),
-              WithCommas(r.samples).c_str(), r.epochs, r.epochs == 1 ? "" : "s", WithCommas(r.batches).c_str(),
-              r.batches == 1 ? "" : "es", rate.c_str(), c.threads, c.threads == 1 ? "" : "s",
-              kernels::SimdTarget().c_str());
-  std::printf("first batch after %.1f ms; peak RSS %.1f MB after epoch 1, %.1f MB at the end\n", r.first_batch_ms,
-              rss_mb.front(), rss_mb.back());
+                                         : std::string(r.batches != 1 ? "no rate"
+                                                       : c.batched()  ? "one batch, too few for a rate"
+                                                                      : "one sample, too few for a rate");
+  // Without a batch node each element is a sample: no count of batches.
+  const std::string batches =
+      c.batched() ? absl::StrCat(" (", WithCommas(r.batches), r.batches == 1 ? " batch)" : " batches)") : "";
+  std::printf("%s: %s sample%s in %d epoch%s%s, %s on %d thread%s (%s)\n", path.c_str(), WithCommas(r.samples).c_str(),
+              r.samples == 1 ? "" : "s", r.epochs, r.epochs == 1 ? "" : "s", batches.c_str(), rate.c_str(), c.threads,
+              c.threads == 1 ? "" : "s", kernels::SimdTarget().c_str());
+  const std::string first =
+      r.batches > 0 ? absl::StrFormat("first batch after %.1f ms", r.first_batch_ms) : "nothing delivered";
+  std::printf("%s; peak RSS %.1f MB after epoch 1, %.1f MB at the end\n", first.c_str(), rss_mb.front(), rss_mb.back());
   std::printf("engine's buffers: at most %.1f MB held (%.1f MB in use at once), %.1f MB cached at the end",
               r.memory.peak_held_bytes / 1e6, r.memory.peak_live_bytes / 1e6, r.memory.cached_bytes / 1e6);
   if (r.ring_bytes > 0) std::printf("; %.1f MB of shared-memory rings", r.ring_bytes / 1e6);

@@ -93,8 +93,15 @@ void AddComputeLevers(const Findings& f, double target, Verdict* v) {
   }
   if (target > f.samples_per_s && c > 0 && std::ceil(target * c) > f.threads) {
     const double needed = target * c;
-    v->levers.push_back(Lever{absl::StrFormat("run on %.0f cores instead of %d", std::ceil(needed), f.threads), target,
-                              absl::StrFormat("%.1f core-µs per sample", c * 1e6)});
+    // A sample that holds a thread longer than its CPU waits (a Python op
+    // that sleeps, a store, a map held to fewer threads): say both.
+    const std::string why =
+        c > f.cpu_s_per_sample * 1.1
+            ? absl::StrFormat("a sample holds a thread %.1f µs, %.1f of them on the CPU; threads overlap the rest",
+                              c * 1e6, f.cpu_s_per_sample * 1e6)
+            : absl::StrFormat("%.1f core-µs per sample", c * 1e6);
+    v->levers.push_back(
+        Lever{absl::StrFormat("run on %.0f cores instead of %d", std::ceil(needed), f.threads), target, why});
   }
   const OpCost* best = nullptr;
   for (const OpCost& op : f.ops) {
