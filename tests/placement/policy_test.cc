@@ -269,7 +269,7 @@ TEST(Policy, KeepsThePrefixOnlyWhenEpochsRepeatAndItFitsOnHalfTheDisk) {
   Policy later(InProcess(8), prefix_only, OneWindow());
   const Decision d = AfterSettling(&later, m);
   EXPECT_TRUE(d.next.keep_prefix);
-  EXPECT_THAT(d.reason, HasSubstr("512 MB to write once, 2048 MB free on its disk"));
+  EXPECT_THAT(d.reason, HasSubstr("537 MB to write once, 2147 MB free on its disk"));
   m.prefix_bytes = (int64_t{1} << 30) + 1;  // more than half the room: the disk is left its other half
   Policy too_big(InProcess(8), prefix_only, OneWindow());
   EXPECT_FALSE(AfterSettling(&too_big, m).next.keep_prefix);

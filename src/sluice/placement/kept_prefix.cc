@@ -94,6 +94,19 @@ int64_t KeptPrefix::Room() {
   return static_cast<int64_t>(fs.f_bavail) * static_cast<int64_t>(fs.f_frsize);
 }
 
+KeptPrefix::KeptPrefix(PipelineDef def, int maps) : def_(std::move(def)), maps_(maps) {
+  // The prefix's own output, not the node it ends in: the compiler may
+  // fuse its last map with the next (W2's uint8 rows into float32 ones).
+  PipelineDef prefix = def_;
+  prefix.mutable_nodes()->DeleteSubrange(maps_ + 1, prefix.nodes_size() - maps_ - 1);
+  absl::StatusOr<graph::CompiledPipeline> compiled = graph::Compile(prefix);
+  if (!compiled.ok()) return;
+  for (const ColumnSpec& c : compiled->output_schema().columns()) {
+    if (c.ragged) return;
+  }
+  row_bytes_ = compiled->output_schema().RowBytes();
+}
+
 KeptPrefix::~KeptPrefix() {
   stop_.store(true);
   if (writer_.joinable()) writer_.join();

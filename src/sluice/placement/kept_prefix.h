@@ -34,7 +34,7 @@ class KeptPrefix {
   static int64_t Room();
 
   // `maps`: Maps(def, ...) > 0.
-  KeptPrefix(PipelineDef def, int maps) : def_(std::move(def)), maps_(maps) {}
+  KeptPrefix(PipelineDef def, int maps);
   // Stops writing and removes what was written.
   ~KeptPrefix();
   KeptPrefix(const KeptPrefix&) = delete;
@@ -45,6 +45,9 @@ class KeptPrefix {
   void Start();
   State state() const;
   int maps() const { return maps_; }
+  // The bytes a sample of the prefix's output takes written; 0 where its
+  // columns vary in size (then measured as it runs).
+  int64_t row_bytes() const { return row_bytes_; }
   // Until Start's writing is over.
   void Wait() const;
   // REQUIRES: kReady. The pipeline that reads what was written.
@@ -61,6 +64,7 @@ class KeptPrefix {
 
   const PipelineDef def_;
   const int maps_;
+  int64_t row_bytes_ = 0;
   std::atomic<bool> stop_{false};
   std::thread writer_;
   mutable absl::Mutex mu_;

@@ -32,10 +32,12 @@ size_t BatchIndex(const exec::PipelineStatsSnapshot& s) {
 
 void WindowMeter::MeasurePrefix(int64_t epoch_rows, Measurements* m) const {
   if (busy_ns_ > 0) m->prefix_share = static_cast<double>(prefix_ns_) / busy_ns_;
-  // An epoch of its output, from what the rows of the window took.
-  m->prefix_bytes = epoch_rows > 0 && rows_ > 0
-                        ? static_cast<int64_t>(static_cast<double>(prefix_bytes_) / rows_ * epoch_rows)
-                        : std::numeric_limits<int64_t>::max();
+  // An epoch of its output: its rows' size, or what the rows of the window took.
+  const double per_row = prefix_row_bytes_ > 0 ? static_cast<double>(prefix_row_bytes_)
+                         : rows_ > 0           ? static_cast<double>(prefix_bytes_) / rows_
+                                               : -1;
+  m->prefix_bytes =
+      epoch_rows > 0 && per_row >= 0 ? static_cast<int64_t>(per_row * epoch_rows) : std::numeric_limits<int64_t>::max();
   m->prefix_room_bytes = KeptPrefix::Room();
 }
 

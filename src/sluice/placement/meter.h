@@ -28,8 +28,12 @@ class WindowMeter {
     ++elements_;
   }
   // The deterministic prefix's maps in the pipeline measured (nodes 1 to
-  // `maps`), whose share of the compute and output it reports.
-  void set_prefix_maps(int maps) { prefix_maps_ = maps; }
+  // `maps`), whose share of the compute and output it reports; its output
+  // takes `row_bytes` a sample (0: measured out of its last map).
+  void set_prefix(int maps, int64_t row_bytes) {
+    prefix_maps_ = maps;
+    prefix_row_bytes_ = row_bytes;
+  }
   bool Due() const;
   // Adds what `it` did since Start (or the last Fold) to the window.
   void Fold(const exec::PipelineIterator& it);
@@ -51,6 +55,7 @@ class WindowMeter {
   int64_t front_bytes_ = 0;             // out of the node before the batch
   int64_t batch_bytes_ = 0, batches_ = 0;
   int prefix_maps_ = 0;
+  int64_t prefix_row_bytes_ = 0;
   int64_t prefix_ns_ = 0, prefix_bytes_ = 0;  // the prefix's compute, and out of its last map
 };
 

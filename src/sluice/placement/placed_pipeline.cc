@@ -142,6 +142,8 @@ Placement PlacedPipeline::Runnable(Placement p) {
   return p;
 }
 
+int64_t PlacedPipeline::PrefixRowBytes() const { return kept_ == nullptr ? 0 : kept_->row_bytes(); }
+
 int PlacedPipeline::PrefixMaps(const Placement& placement) const {
   // Its variants insert nodes after the prefix only.
   return kept_ == nullptr || placement.keep_prefix ? 0 : kept_->maps();
@@ -297,7 +299,7 @@ PlacedIterator::PlacedIterator(std::shared_ptr<PlacedPipeline> owner, std::share
       epoch_(epoch) {
   if (!owner_->automatic()) return;
   meter_ = owner_->Carried(placement_);
-  meter_.set_prefix_maps(owner_->PrefixMaps(placement_));
+  meter_.set_prefix(owner_->PrefixMaps(placement_), owner_->PrefixRowBytes());
   meter_.Start(*inner_);
 }
 
@@ -347,7 +349,7 @@ bool PlacedIterator::MoveTo(const Placement& to) {
   Install(*std::move(pipeline), *std::move(resumed));
   owner_->TrimIdle();  // the old placement's blocks are back in its pool
   placement_ = to;
-  meter_.set_prefix_maps(owner_->PrefixMaps(placement_));
+  meter_.set_prefix(owner_->PrefixMaps(placement_), owner_->PrefixRowBytes());
   meter_.Start(*inner_);
   return true;
 }

@@ -118,6 +118,8 @@ class PlacedPipeline : public std::enable_shared_from_this<PlacedPipeline> {
   // The deterministic prefix's maps for the meter, when the prefix may be
   // kept and is not kept at `placement`.
   int PrefixMaps(const Placement& placement) const;
+  // KeptPrefix::row_bytes, 0 without one.
+  int64_t PrefixRowBytes() const;
   // Frees what the pools of placements not running now cache (an
   // iterator that ran there has since returned its blocks).
   void TrimIdle();

@@ -153,9 +153,9 @@ void Policy::AddKeepPrefix(const Measurements& m, std::vector<Candidate>* out) c
   Placement p = current_;
   p.keep_prefix = true;
   const std::string kept = absl::StrFormat(
-      "the deterministic prefix is %.0f%% of the compute and epochs repeat (%d MB to write once, "
-      "%d MB free on its disk)",
-      100 * m.prefix_share, m.prefix_bytes >> 20, m.prefix_room_bytes >> 20);
+      "the deterministic prefix is %.0f%% of the compute and epochs repeat (%.0f MB to write once, "
+      "%.0f MB free on its disk)",
+      100 * m.prefix_share, m.prefix_bytes / 1e6, m.prefix_room_bytes / 1e6);
   if (m.wait_share >= options_.loader_bound_wait) {
     out->push_back({p, std::min(TrainerRate(m), m.rate / (1 - m.prefix_share)), kept});
   } else if (m.wait_share < options_.fed_wait && TrainerCores(m) >= 0.5) {
