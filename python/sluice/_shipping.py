@@ -33,7 +33,11 @@ _PREFIX = "cloudpickle:"
 def dumps(obj, who):
     """cloudpickle's bytes of `obj`; TypeError naming it and the reason
     when it cannot be sent (it holds a lock, a socket, a file open for writing...)."""
-    import cloudpickle  # here, not at the top: a process that only loads needs no cloudpickle to import this
+    try:
+        import cloudpickle  # here, not at the top: a process that only loads needs no cloudpickle to import this
+    except ImportError as e:
+        raise ImportError(f"{who} sends Python code to sluice's processes with cloudpickle, which this Python "
+                          "cannot import: pip install cloudpickle (docs/python.md)") from e
 
     class Pickler(cloudpickle.Pickler):
         def reducer_override(self, obj):
