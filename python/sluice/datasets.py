@@ -70,7 +70,11 @@ def _column(name, value, images, who):
 def _columns(item, names, images, who):
     """The columns of items like `item`: a dict, a tuple or a single value."""
     if isinstance(item, dict):
-        columns = [_column(str(k), v, images, who) for k, v in item.items()]
+        keys = [k for k in item if not isinstance(k, str)]
+        if keys:
+            raise TypeError(f"{who}: a dict whose keys {keys[:4]} are not strings: columns are named by strings "
+                            "(return {str(k): v ...}, or a tuple with names=...)")
+        columns = [_column(k, v, images, who) for k, v in item.items()]
     else:
         values = list(item) if isinstance(item, (tuple, list)) else [item]
         labels = list(names) if names is not None else [str(i) for i in range(len(values))]

@@ -126,6 +126,9 @@ def test_an_empty_dataset_or_a_wrong_name_count_is_refused():
         sluice.from_dataset(user_code.Squares(0))
     with pytest.raises(ValueError, match="3 names for items of 2 values"):
         sluice.from_dataset(user_code.Squares(5), names=("a", "b", "c"))
+    # Named at once, not a KeyError on the first item made.
+    with pytest.raises(TypeError, match=r"dataset\[0\]: a dict whose keys \[0, 1\] are not strings"):
+        sluice.from_dataset([{0: 1, 1: 2}] * 3)
 
 
 def test_a_value_numpy_cannot_hold_is_refused_naming_its_column():
