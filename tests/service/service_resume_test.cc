@@ -51,6 +51,20 @@ class ServiceResumeTest : public ::testing::Test {
     EXPECT_EQ(differing, 0) << "samples whose augmentation differs from the uninterrupted run's";
   }
 
+  // An iterator of epoch 0 that read 20 batches, and one resumed on the
+  // same pipeline from its state while it lives.
+  struct Takeover {
+    std::unique_ptr<exec::PipelineIterator> earlier, resumed;
+    Received before;
+  };
+  static absl::Status TakeOver(const exec::Pipeline& pipeline, Takeover* t) {
+    t->earlier = pipeline.Iterate(0);
+    SLUICE_RETURN_IF_ERROR(ReadInto(t->earlier.get(), &t->before, 20));
+    SLUICE_ASSIGN_OR_RETURN(const std::string state, t->earlier->SaveState());
+    SLUICE_ASSIGN_OR_RETURN(t->resumed, pipeline.Resume(state));
+    return absl::OkStatus();
+  }
+
   testing::TempDir dir_;
   Received whole_;
 };
@@ -141,16 +155,13 @@ TEST_F(ServiceResumeTest, AResumeOnTheSamePipelineSupersedesItsLiveEarlierIterat
   TestCluster cluster;
   SLUICE_ASSERT_OK(StartCluster(cluster, 2));
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<exec::Pipeline> pipeline, CreatePipeline(Distributed(cluster.address())));
-  std::unique_ptr<exec::PipelineIterator> earlier = pipeline->Iterate(0);
-  Received before;
-  SLUICE_ASSERT_OK(ReadInto(earlier.get(), &before, 20));
-  ASSERT_OK_AND_ASSIGN(const std::string state, earlier->SaveState());
-  ASSERT_OK_AND_ASSIGN(std::unique_ptr<exec::PipelineIterator> resumed, pipeline->Resume(state));
+  Takeover t;
+  SLUICE_ASSERT_OK(TakeOver(*pipeline, &t));
   Received after;
-  SLUICE_ASSERT_OK(ReadInto(resumed.get(), &after));
-  ExpectTheWholeEpoch(before, after);
+  SLUICE_ASSERT_OK(ReadInto(t.resumed.get(), &after));
+  ExpectTheWholeEpoch(t.before, after);
   Received more;
-  EXPECT_THAT(ReadInto(earlier.get(), &more),
+  EXPECT_THAT(ReadInto(t.earlier.get(), &more),
               StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("newer iterator")));
 }
 
@@ -160,25 +171,22 @@ TEST_F(ServiceResumeTest, AResumeOnTheSamePipelineSupersedesItsLiveEarlierIterat
 TEST_F(ServiceResumeTest, ASupersededIteratorHandsOutNothingItMadeAhead) {
   TestCluster cluster;
   SLUICE_ASSERT_OK(StartCluster(cluster, 2));
-  DistributeOptions d;
-  d.dispatcher = cluster.address();
-  d.connect_timeout_s = 5;
-  ASSERT_OK_AND_ASSIGN(
-      std::unique_ptr<exec::Pipeline> pipeline,
-      CreatePipeline(Samples().Distribute(d).Batch(64).Map({Op("random_flip", {{"mode", "vertical"}})}).Build()));
-  std::unique_ptr<exec::PipelineIterator> earlier = pipeline->Iterate(0);
-  Received before;
-  SLUICE_ASSERT_OK(ReadInto(earlier.get(), &before, 20));
-  ASSERT_OK_AND_ASSIGN(const std::string state, earlier->SaveState());
-  ASSERT_OK_AND_ASSIGN(std::unique_ptr<exec::PipelineIterator> resumed, pipeline->Resume(state));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<exec::Pipeline> pipeline,
+                       CreatePipeline(Samples()
+                                          .Distribute(DistributeTo(cluster.address()))
+                                          .Batch(64)
+                                          .Map({Op("random_flip", {{"mode", "vertical"}})})
+                                          .Build()));
+  Takeover t;
+  SLUICE_ASSERT_OK(TakeOver(*pipeline, &t));
   Received after;
-  SLUICE_ASSERT_OK(ReadInto(resumed.get(), &after, 10));
+  SLUICE_ASSERT_OK(ReadInto(t.resumed.get(), &after, 10));
   Received more;
-  EXPECT_THAT(ReadInto(earlier.get(), &more),
+  EXPECT_THAT(ReadInto(t.earlier.get(), &more),
               StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("newer iterator")));
   EXPECT_EQ(more.batches, 0);
-  SLUICE_ASSERT_OK(ReadInto(resumed.get(), &after));
-  for (const auto& [id, n] : before.count) after.count[id] += n;
+  SLUICE_ASSERT_OK(ReadInto(t.resumed.get(), &after));
+  for (const auto& [id, n] : t.before.count) after.count[id] += n;
   ExpectEachIdTimes(after, 1);
 }
 

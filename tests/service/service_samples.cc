@@ -18,14 +18,19 @@ PipelineBuilder Samples() {
   return b;
 }
 
-PipelineDef Distributed(const std::string& dispatcher, const std::string& mode, const std::string& job,
-                        const std::string& compression) {
+DistributeOptions DistributeTo(const std::string& dispatcher) {
   DistributeOptions d;
   d.dispatcher = dispatcher;
+  d.connect_timeout_s = 5;
+  return d;
+}
+
+PipelineDef Distributed(const std::string& dispatcher, const std::string& mode, const std::string& job,
+                        const std::string& compression) {
+  DistributeOptions d = DistributeTo(dispatcher);
   d.mode = mode;
   d.job_name = job;
   d.compression = compression;
-  d.connect_timeout_s = 5;
   return Samples().Distribute(d).Batch(64).Build();
 }
 

@@ -23,6 +23,8 @@ constexpr int kPixels = 16 * 16 * 3;
 // The samples, mapped by the workers' part.
 PipelineBuilder Samples();
 
+// Options reaching `dispatcher`, waiting for it 5 s at most.
+DistributeOptions DistributeTo(const std::string& dispatcher);
 // Samples() through a distribute node, then batched by 64.
 PipelineDef Distributed(const std::string& dispatcher, const std::string& mode = "distributed_epoch",
                         const std::string& job = "", const std::string& compression = "");

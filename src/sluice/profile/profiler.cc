@@ -170,6 +170,37 @@ bool ReadsObjects(const graph::CompiledPipeline& compiled) {
   return false;
 }
 
+// Each cpu op's "without it" rate (Findings::ops' ablated_samples_per_s).
+absl::Status MeasureAblations(const graph::CompiledPipeline& compiled, const MeasureOptions& short_options,
+                              double short_seconds, const std::function<void(const std::string&)>& progress,
+                              Findings* f) {
+  // Stand-ins run on the cpu: ops of device maps keep their place.
+  auto ablatable_op = [&](const OpCost& c) {
+    return !c.view && c.op >= 0 && compiled.nodes[c.node].backend == ops::Backend::kCpu;
+  };
+  int ablatable = 0, done = 0;
+  for (const OpCost& c : f->ops) ablatable += ablatable_op(c) ? 1 : 0;
+  // Each ablation's short run against a short run of the whole, scaled to
+  // the full run's rate: a short run's start (a cold pool, the first
+  // splits) weighs more, and taken as it was it predicted W2 without its
+  // blur at 187k samples/s, below the whole's 299k (it runs at 389k).
+  RunMeasurement whole;
+  if (ablatable > 0) {
+    progress(absl::StrCat("the whole pipeline, as each op's run (", short_seconds, " s)"));
+    SLUICE_ASSIGN_OR_RETURN(whole, Measure(compiled, short_options));
+  }
+  for (OpCost& c : f->ops) {
+    if (!ablatable_op(c)) continue;
+    progress(absl::StrCat("without ", c.op_name, " (", ++done, "/", ablatable, ")"));
+    graph::CompiledPipeline ablated = compiled;
+    SLUICE_RETURN_IF_ERROR(AblateOp(&ablated, c.node, c.op));
+    SLUICE_ASSIGN_OR_RETURN(RunMeasurement m, Measure(ablated, short_options));
+    c.ablated_samples_per_s =
+        whole.samples_per_s > 0 ? f->samples_per_s * m.samples_per_s / whole.samples_per_s : m.samples_per_s;
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<ProfileResult> RunProfile(const PipelineDef& def, const ProfileOptions& options,
@@ -225,30 +256,7 @@ absl::StatusOr<ProfileResult> RunProfile(const PipelineDef& def, const ProfileOp
   }
 
   if (options.ablation) {
-    // Stand-ins run on the cpu: ops of device maps keep their place.
-    auto ablatable_op = [&](const OpCost& c) {
-      return !c.view && c.op >= 0 && compiled.nodes[c.node].backend == ops::Backend::kCpu;
-    };
-    int ablatable = 0, done = 0;
-    for (const OpCost& c : f.ops) ablatable += ablatable_op(c) ? 1 : 0;
-    // Each ablation's short run against a short run of the whole, scaled to
-    // the full run's rate: a short run's start (a cold pool, the first
-    // splits) weighs more, and taken as it was it predicted W2 without its
-    // blur at 187k samples/s, below the whole's 299k (it runs at 389k).
-    RunMeasurement whole;
-    if (ablatable > 0) {
-      progress(absl::StrCat("the whole pipeline, as each op's run (", options.short_seconds, " s)"));
-      SLUICE_ASSIGN_OR_RETURN(whole, Measure(compiled, short_options));
-    }
-    for (OpCost& c : f.ops) {
-      if (!ablatable_op(c)) continue;
-      progress(absl::StrCat("without ", c.op_name, " (", ++done, "/", ablatable, ")"));
-      graph::CompiledPipeline ablated = compiled;
-      SLUICE_RETURN_IF_ERROR(AblateOp(&ablated, c.node, c.op));
-      SLUICE_ASSIGN_OR_RETURN(RunMeasurement m, Measure(ablated, short_options));
-      c.ablated_samples_per_s =
-          whole.samples_per_s > 0 ? f.samples_per_s * m.samples_per_s / whole.samples_per_s : m.samples_per_s;
-    }
+    SLUICE_RETURN_IF_ERROR(MeasureAblations(compiled, short_options, options.short_seconds, progress, &f));
   }
   if (options.consumer_samples_per_s > 0) {
     progress(absl::StrCat("consumed at the trainer's ", ShortRate(options.consumer_samples_per_s), " samples/s"));
