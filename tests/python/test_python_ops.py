@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 
 import numpy as np
 import pytest
@@ -197,6 +198,35 @@ def test_a_process_that_dies_before_its_code_runs_says_why(tmp_path, monkeypatch
     message = _error(fns.invert, inputs="image")
     assert "exited with status 1; it printed" in message, message
     assert "ImportError: numpy is broken on this host" in message, message
+
+
+def test_a_trainer_with_a_sigchld_handler_still_learns_why_each_process_died(tmp_path, monkeypatch):
+    # PyTorch's DataLoader installs a SIGCHLD handler in the trainer, and
+    # Python's handlers interrupt system calls: any child's exit could cut
+    # the op's wait for its dead process short, leaving a zombie and "is gone".
+    (tmp_path / "numpy").mkdir()
+    (tmp_path / "numpy" / "__init__.py").write_text("raise ImportError('numpy is broken on this host')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    previous = signal.signal(signal.SIGCHLD, lambda *_: None)
+    churning = threading.Event()
+    churning.set()
+
+    def churn():  # other children of the trainer, exiting all along
+        while churning.is_set():
+            subprocess.run(["true"])
+
+    churner = threading.Thread(target=churn)
+    churner.start()
+    try:
+        messages = [_error(fns.invert, inputs="image") for _ in range(50)]
+    finally:
+        churning.clear()
+        churner.join()
+        signal.signal(signal.SIGCHLD, previous)
+    assert all("exited with status 1; it printed" in m for m in messages), messages
+    children = subprocess.run(["ps", "--ppid", str(os.getpid()), "-o", "stat=,args="], capture_output=True,
+                              text=True).stdout
+    assert not [line for line in children.splitlines() if line.startswith("Z") and "[python" in line], children
 
 
 def test_what_a_process_prints_before_its_code_runs_reaches_stderr_and_is_no_later_deaths_cause(

@@ -21,6 +21,7 @@
 #include "absl/time/clock.h"
 #include "sluice/core/byte_gauge.h"
 #include "sluice/core/status_macros.h"
+#include "sluice/core/wait_child.h"
 
 extern char** environ;
 
@@ -227,10 +228,10 @@ PythonProcess::~PythonProcess() {
   close(socket_);  // it exits when it reads the end
   if (alive_) {
     const absl::Time deadline = absl::Now() + absl::Seconds(2);
-    while (waitpid(pid_, nullptr, WNOHANG) == 0) {
+    while (WaitChild(pid_, nullptr, WNOHANG) == 0) {
       if (absl::Now() > deadline) {  // busy in the function: it is not coming back
         kill(-pid_, SIGKILL);        // its group: what the user's code started too
-        waitpid(pid_, nullptr, 0);
+        WaitChild(pid_, nullptr, 0);
         break;
       }
       absl::SleepFor(absl::Milliseconds(5));
@@ -243,7 +244,7 @@ PythonProcess::~PythonProcess() {
 }
 
 bool PythonProcess::Alive() {
-  if (alive_ && waitpid(pid_, nullptr, WNOHANG) == pid_) alive_ = false;
+  if (alive_ && WaitChild(pid_, &exit_status_, WNOHANG) == pid_) alive_ = false;
   return alive_;
 }
 
@@ -340,9 +341,10 @@ absl::Status PythonProcess::Call(int64_t rows, PythonFailure* failure, const std
 }
 
 std::string PythonProcess::Reap() {
-  int status = 0;
+  if (alive_ && WaitChild(pid_, &exit_status_, 0) != pid_) exit_status_ = -1;
   alive_ = false;
-  if (waitpid(pid_, &status, 0) != pid_) return "is gone";
+  const int status = exit_status_;
+  if (status == -1) return "is gone";
   if (WIFSIGNALED(status)) {
     const int sig = WTERMSIG(status);
     return absl::StrCat("was killed by signal ", sig, " (", strsignal(sig), ")",

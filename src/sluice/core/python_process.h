@@ -110,6 +110,7 @@ class PythonProcess {
   uint8_t* mapped_ = nullptr;
   size_t mapped_bytes_ = 0;
   bool alive_ = true;
+  int exit_status_ = -1;  // waitpid's, once reaped; -1 while not known
 };
 
 }  // namespace sluice

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "sluice/core/status_macros.h"
+#include "sluice/core/wait_child.h"
 #include "sluice/io/random_access_file.h"
 #include "sluice/ops/plugin.h"
 #include "sluice/service/log.h"
@@ -150,7 +151,7 @@ LocalCluster::~LocalCluster() {
   if (watcher_.joinable()) watcher_.join();
   const std::vector<pid_t> pids = worker_pids();
   for (pid_t pid : pids) ::kill(pid, SIGTERM);
-  for (pid_t pid : pids) ::waitpid(pid, nullptr, 0);
+  for (pid_t pid : pids) WaitChild(pid, nullptr, 0);
   if (dispatcher_) dispatcher_->Stop();
 }
 

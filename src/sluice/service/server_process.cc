@@ -13,6 +13,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "sluice/core/wait_child.h"
 
 namespace sluice::service {
 
@@ -109,7 +110,7 @@ int ServerProcess::Stop(int signal) {
   int status = -1;
   if (pid_ > 0) {
     ::kill(pid_, signal);
-    ::waitpid(pid_, &status, 0);
+    WaitChild(pid_, &status, 0);
     pid_ = -1;
   }
   if (stdout_ >= 0) ::close(stdout_);
