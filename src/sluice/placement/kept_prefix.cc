@@ -35,7 +35,11 @@ constexpr char kPrefix[] = "sluice-prefix-";
 int LockDirectory(const std::string& dir, bool wait) {
   const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return -1;
-  if (flock(fd, LOCK_EX | (wait ? 0 : LOCK_NB)) == 0) return fd;
+  int locked;
+  do {
+    locked = flock(fd, LOCK_EX | (wait ? 0 : LOCK_NB));
+  } while (locked != 0 && errno == EINTR);
+  if (locked == 0) return fd;
   close(fd);
   return -1;
 }

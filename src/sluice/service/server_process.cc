@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <functional>
 #include <thread>
 
@@ -93,7 +94,11 @@ absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(const std::s
   char c;
   pollfd p{out[0], POLLIN, 0};
   while (line.empty() || line.back() != '\n') {
-    if (::poll(&p, 1, 30000) <= 0 || ::read(out[0], &c, 1) != 1) {
+    int ready;
+    do {
+      ready = ::poll(&p, 1, 30000);
+    } while (ready < 0 && errno == EINTR);
+    if (ready <= 0 || ::read(out[0], &c, 1) != 1) {
       return absl::DeadlineExceededError(
           absl::StrCat("no port announced by `", binary, " ", args.empty() ? "" : args[0], "`: ", line));
     }

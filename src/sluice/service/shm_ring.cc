@@ -123,6 +123,18 @@ std::vector<std::string> InterfaceAddresses() {
   return out;
 }
 
+// Sizes the ring's file and reserves its pages now: on a full /dev/shm (a
+// container's 64 MB default), touching them later would be a SIGBUS. 0 or
+// an errno; a signal (the trainer's SIGCHLD) stops fallocate, not the ring.
+int Reserve(int fd, size_t bytes) {
+  if (::ftruncate(fd, static_cast<off_t>(bytes)) != 0) return errno;
+  int reserved;
+  do {
+    reserved = ::posix_fallocate(fd, 0, static_cast<off_t>(bytes));
+  } while (reserved == EINTR);
+  return reserved;
+}
+
 }  // namespace
 
 bool AddressIsOnThisHost(const std::string& address) {
@@ -145,10 +157,7 @@ absl::StatusOr<std::shared_ptr<ShmRing>> ShmRing::Create(size_t capacity) {
   if (fd < 0) return io::ErrnoStatus(errno, "cannot make shared-memory ring", "/dev/shm" + name);
   ::flock(fd, LOCK_SH);  // held while the fd is open: this client lives (RemoveIfOrphan)
   const size_t total = kHeaderBytes + capacity;
-  // posix_fallocate reserves the pages now: on a full /dev/shm (a
-  // container's 64 MB default), touching them later would be a SIGBUS.
-  const int reserved =
-      ::ftruncate(fd, static_cast<off_t>(total)) == 0 ? ::posix_fallocate(fd, 0, static_cast<off_t>(total)) : errno;
+  const int reserved = Reserve(fd, total);
   void* mapped = reserved == 0 ? ::mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
   const int mapped_errno = errno;
   if (reserved != 0 || mapped == MAP_FAILED) {
