@@ -118,6 +118,23 @@ class Sampler {
     it_ = it;
     zero_ns_ = zero_ns;
   }
+  // The iterator watched until it goes out of scope, on every way out (an
+  // error, a cancel): a sample must never read a destroyed one.
+  class Watching {
+   public:
+    Watching(Sampler* sampler, const exec::PipelineIterator* it, int64_t zero_ns) : sampler_(sampler) {
+      sampler_->Watch(it, zero_ns);
+    }
+    ~Watching() {
+      absl::MutexLock lock(&sampler_->mu_);
+      sampler_->it_ = nullptr;
+    }
+    Watching(const Watching&) = delete;
+    Watching& operator=(const Watching&) = delete;
+
+   private:
+    Sampler* const sampler_;
+  };
   void Stop() {
     if (stopped_.HasBeenNotified()) return;
     stopped_.Notify();
@@ -196,7 +213,7 @@ absl::StatusOr<RunMeasurement> MeasureRun(const exec::Pipeline& pipeline, const 
     if (m.start_ns != 0 && (exec::NowNs() - m.start_ns) * 1e-9 >= options.min_seconds) break;
     std::unique_ptr<exec::PipelineIterator> it = pipeline.Iterate(epoch);
     if (options.trace != nullptr) it->AttachTrace(options.trace);
-    sampler.Watch(it.get(), m.start_ns);
+    const Sampler::Watching watching(&sampler, it.get(), m.start_ns);
     exec::PipelineStatsSnapshot at_first;  // set in the epoch timing starts in
     bool any = false;
     while (true) {
@@ -235,7 +252,6 @@ absl::StatusOr<RunMeasurement> MeasureRun(const exec::Pipeline& pipeline, const 
       m.tune_log = it->autotune()->log();
     }
     sampler.Sample();
-    sampler.Watch(nullptr, m.start_ns);
     if (!any) {
       if (epoch == 0) return absl::FailedPreconditionError("the pipeline yields nothing to measure");
       break;
