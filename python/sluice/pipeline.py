@@ -8,7 +8,10 @@ of PipelineDef (proto/pipeline.proto); `to_json()` is what `sluice run` reads.
 import base64
 import copy
 import json
+import os
+import sys
 import threading
+import warnings
 
 import numpy as np
 
@@ -265,6 +268,35 @@ class _EpochIterator:
 _ENGINE_MADE = threading.RLock()  # module-wide: a Pipeline stays picklable
 
 
+def _unlock_engines_in_child():  # a thread of the parent may have held it as the process forked
+    global _ENGINE_MADE
+    _ENGINE_MADE = threading.RLock()
+
+
+os.register_at_fork(after_in_child=_unlock_engines_in_child)
+
+
+def _warn_if_every_loader_worker_reads_it_all(definition):
+    data = sys.modules.get("torch.utils.data")
+    info = data.get_worker_info() if data is not None else None
+    if info is None or info.num_workers < 2 or any("shard" in node for node in definition["nodes"]):
+        return
+    warnings.warn(
+        f"sluice: this pipeline is iterated in DataLoader worker {info.id} of {info.num_workers} and has no shard: "
+        f"each worker delivers all of it, every sample {info.num_workers} times an epoch. sluice runs threads of its "
+        f"own: iterate it in the main process (num_workers=0, or sluice.torch.TorchIterable), or shard it by worker "
+        f"(pipe.shard(info.num_workers, info.id) with info = torch.utils.data.get_worker_info()).",
+        stacklevel=_frames_to_the_user())
+
+
+def _frames_to_the_user():
+    """warnings' stacklevel of the first caller outside the sluice package."""
+    here, level, frame = os.path.dirname(__file__), 2, sys._getframe(2)
+    while frame is not None and frame.f_code.co_filename.startswith(here):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
 class Pipeline:
     """An input pipeline. Iterate it for dicts of numpy arrays (one per
     column), one batch at a time after `batch()`, else one sample at a time
@@ -278,6 +310,7 @@ class Pipeline:
         self._def = definition
         self._hold = _hold  # from_arrow's data, for pipelines made of it
         self._engine = None
+        self._engine_pid = None
         self._epoch = 0
 
     @staticmethod
@@ -457,14 +490,23 @@ class Pipeline:
 
     @property
     def engine(self):
-        """The compiled C++ pipeline (validated on first use)."""
-        if self._engine is None:
+        """The compiled C++ pipeline (validated on first use). A process
+        forked from the one that made it makes its own: the threads and
+        processes of the parent's stayed in the parent."""
+        if self._engine is None or self._engine_pid != os.getpid():
             # One engine however many threads ask at once (a monitor calling
             # memory() as iteration starts made a second, idle one).
             with _ENGINE_MADE:
-                if self._engine is None:
+                if self._engine is None or self._engine_pid != os.getpid():
                     self._engine = _sluice.Pipeline(json.dumps(self._def))
+                    self._engine_pid = os.getpid()
         return self._engine
+
+    def __getstate__(self):
+        # Its definition travels, not its engine: one is made where it is used.
+        state = self.__dict__.copy()
+        state["_engine"] = None
+        return state
 
     @property
     def schema(self):
@@ -575,6 +617,7 @@ class Pipeline:
             if saved_in is not None:
                 self._epoch = max(self._epoch, saved_in + 1)  # the next pass goes on after the resumed epoch
             return it
+        _warn_if_every_loader_worker_reads_it_all(self._def)
         if epoch is None:
             epoch = self._epoch
         self._epoch = max(self._epoch, epoch + 1)  # a pass without a number goes on after it

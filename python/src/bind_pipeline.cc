@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "bindings.h"
+#include "fork_guard.h"
 #include "interrupt.h"
 #include "sluice/exec/pipeline.h"
 #include "sluice/exec/resume.h"
@@ -33,9 +34,17 @@ class PyIterator {
   PyIterator(std::shared_ptr<placement::PlacedPipeline> pipeline, std::unique_ptr<placement::PlacedIterator> it,
              Names names)
       : pipeline_(std::move(pipeline)), it_(std::move(it)), names_(std::move(names)) {}
+  ~PyIterator() {
+    if (!made_.inherited()) return;
+    Abandon(it_);
+    Abandon(pipeline_);
+  }
+  PyIterator(const PyIterator&) = delete;
+  PyIterator& operator=(const PyIterator&) = delete;
 
   // The next element as {column: array}, via `convert`; StopIteration at the end.
   py::dict Next(py::object (*convert)(const Tensor&)) {
+    CheckMadeHere();
     const std::unique_lock<std::mutex> turn = Turn();
     Batch batch;
     bool end = false;
@@ -86,6 +95,7 @@ class PyIterator {
 
   // Where the epoch stands after the last element (PipelineIterator::SaveState).
   py::bytes State() const {
+    CheckMadeHere();
     const std::unique_lock<std::mutex> turn = Turn();
     absl::StatusOr<std::string> state = it_->SaveState();
     ThrowIfError(state.status());
@@ -93,16 +103,25 @@ class PyIterator {
   }
 
   int64_t samples() const { return samples_; }
-  int64_t skipped() const { return it_->skipped(); }
-  std::string skip_summary() const { return it_->skip_summary(); }
+  // In turn with next(), which may move the epoch to another placement
+  // (destroying the iterator these read) under placement "auto".
+  int64_t skipped() const {
+    const std::unique_lock<std::mutex> turn = Turn();
+    return it_->skipped();
+  }
+  std::string skip_summary() const {
+    const std::unique_lock<std::mutex> turn = Turn();
+    return it_->skip_summary();
+  }
   // The placement the epoch runs in now (PlacedIterator::MoveTo's test seam).
   bool MoveTo(int threads, int local_workers, std::optional<bool> keep_prefix, bool service_workers) {
+    CheckMadeHere();
+    const std::unique_lock<std::mutex> turn = Turn();
     placement::Placement to = it_->placement();
     to.threads = threads;
     to.local_workers = local_workers;
     to.service_workers = service_workers;
     to.keep_prefix = keep_prefix.value_or(to.keep_prefix);
-    const std::unique_lock<std::mutex> turn = Turn();
     py::gil_scoped_release release;
     return it_->MoveTo(to);
   }
@@ -120,6 +139,13 @@ class PyIterator {
     return lock;
   }
 
+  void CheckMadeHere() const {
+    ThrowIfError(made_.Check("this iterator was started",
+                             "Start a new pass over the pipeline in this process, or resume one from a state() "
+                             "saved before the fork."));
+  }
+
+  const MadeInThisProcess made_;
   mutable std::mutex turn_;
   std::shared_ptr<placement::PlacedPipeline> pipeline_;
   std::unique_ptr<placement::PlacedIterator> it_;
@@ -149,13 +175,21 @@ class PyPipeline {
     for (const ColumnSpec& c : pipeline_->first().output_schema().columns()) names_.push_back(c.name);
   }
 
+  ~PyPipeline() {
+    if (made_.inherited()) Abandon(pipeline_);
+  }
+  PyPipeline(const PyPipeline&) = delete;
+  PyPipeline& operator=(const PyPipeline&) = delete;
+
   std::unique_ptr<PyIterator> Iterate(uint64_t epoch) {
+    CheckMadeHere();
     py::gil_scoped_release release;
     return std::make_unique<PyIterator>(pipeline_, pipeline_->Iterate(epoch), names_);
   }
 
   // The rest of the epoch a PyIterator::State() was saved in.
   std::unique_ptr<PyIterator> Resume(const py::bytes& state) {
+    CheckMadeHere();
     const std::string bytes = state;
     absl::StatusOr<std::unique_ptr<placement::PlacedIterator>> it;
     {
@@ -207,6 +241,7 @@ class PyPipeline {
   std::string Placement() const { return pipeline_->report().ToJson(); }
   // Writes the deterministic prefix to keep now (PlacedPipeline's test seam).
   void KeepPrefix() {
+    CheckMadeHere();
     absl::Status status;
     {
       py::gil_scoped_release release;
@@ -231,6 +266,12 @@ class PyPipeline {
   }
 
  private:
+  // The Python front makes a new engine in a forked child (Pipeline.engine).
+  void CheckMadeHere() const {
+    ThrowIfError(made_.Check("this engine was made", "Make the pipeline's engine anew in this process."));
+  }
+
+  const MadeInThisProcess made_;
   std::shared_ptr<placement::PlacedPipeline> pipeline_;
   Names names_;
 };

@@ -63,6 +63,29 @@ def test_moves_to_a_local_worker_and_back_mid_epoch_exactly_once():
     assert got == reference  # each sample's augmentation, whichever process made it
 
 
+def test_skip_counts_read_by_another_thread_while_the_epoch_moves():
+    # A monitoring thread reading `skipped` while next() moved the epoch to
+    # another placement read the iterator being destroyed (SIGSEGV).
+    it = sluice.arrays({"x": np.arange(200_000, dtype=np.int32)}, split_records=1000).batch(64).iterate()
+    moves, reads = [0], [0]
+
+    def reader():
+        while moves[0] < 2000:
+            assert it._it.skipped == 0 and it._it.skip_summary == ""
+            reads[0] += 1
+
+    watcher = threading.Thread(target=reader)
+    watcher.start()
+    try:
+        while moves[0] < 2000:
+            assert it._it._move_to(threads=1 + moves[0] % 2, local_workers=0)
+            moves[0] += 1
+    finally:
+        moves[0] = 2000
+        watcher.join()
+    assert reads[0] > 0
+
+
 @pytest.fixture
 def service():
     """A real dispatcher and one worker on 127.0.0.1: (its address, the

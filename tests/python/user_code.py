@@ -11,6 +11,10 @@ def invert(sample):
     return {"image": 255 - sample["image"]}
 
 
+def triples_x(sample):
+    return {"y": sample["x"] * 3}
+
+
 def noise(sample, rng):
     return {"noise": rng.random(4).astype(np.float32)}
 

@@ -47,6 +47,9 @@ class SourceIterator : public Iterator {
     }
     PlaceSplits();
   }
+  // The read-ahead threads read the members after it (places_, passed_):
+  // they stop first.
+  ~SourceIterator() override { read_ahead_.reset(); }
 
   absl::Status GetNext(Batch* out, bool* end) override {
     const io::ScopedThreadCancel cancel(ctx_->cancel.flag());

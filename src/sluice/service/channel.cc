@@ -9,6 +9,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "sluice/core/status_macros.h"
+#include "sluice/service/grpc_process.h"
 
 namespace sluice::service {
 namespace {
@@ -70,6 +71,7 @@ absl::Status CheckAddress(const std::string& target) {
 }
 
 absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(const std::string& target, const SecurityOptions& options) {
+  SLUICE_RETURN_IF_ERROR(ClaimGrpcForThisProcess(absl::StrCat("connecting to ", target)));
   SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<grpc::ChannelCredentials> credentials, MakeChannelCredentials(options));
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(kMaxMessageBytes);

@@ -6,10 +6,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "sluice/core/status_macros.h"
+#include "sluice/service/grpc_process.h"
 
 namespace sluice::service {
 
 absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Start(const Options& options, grpc::Service* service) {
+  SLUICE_RETURN_IF_ERROR(ClaimGrpcForThisProcess(options.role));
   std::unique_ptr<GrpcServer> server(new GrpcServer());
   SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> credentials,
                           MakeServerCredentials(options.security));
