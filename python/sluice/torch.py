@@ -254,7 +254,8 @@ class TorchIterable(torch.utils.data.IterableDataset):
             try:
                 capsules = it.next_dlpack()
             except StopIteration:
-                self._it = None
+                if self._it is it:  # not a newer pass's (an older one a prefetch thread drained late)
+                    self._it = None
                 return
             # Device columns come as DLPack producers: torch passes its
             # current stream, which then waits for sluice's kernels.

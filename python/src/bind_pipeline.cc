@@ -7,6 +7,7 @@
 
 #include "bindings.h"
 #include "fork_guard.h"
+#include "gil.h"
 #include "interrupt.h"
 #include "sluice/exec/pipeline.h"
 #include "sluice/exec/resume.h"
@@ -55,10 +56,7 @@ class PyIterator {
       // Python; without this check it would wait for a next() that may
       // never return.
       if (PyErr_CheckSignals() != 0) throw py::error_already_set();
-      {
-        py::gil_scoped_release release;
-        status = it_->Next(&batch, &end);
-      }
+      status = WithoutGil([&] { return it_->Next(&batch, &end); });
       if (interrupt.interrupted()) RaiseInterrupt();
     }
     ThrowIfError(status);
@@ -122,8 +120,7 @@ class PyIterator {
     to.local_workers = local_workers;
     to.service_workers = service_workers;
     to.keep_prefix = keep_prefix.value_or(to.keep_prefix);
-    py::gil_scoped_release release;
-    return it_->MoveTo(to);
+    return WithoutGil([&] { return it_->MoveTo(to); });
   }
 
  private:
@@ -132,10 +129,7 @@ class PyIterator {
   // go while waiting: the thread whose turn it is needs it to finish.
   std::unique_lock<std::mutex> Turn() const {
     std::unique_lock<std::mutex> lock(turn_, std::try_to_lock);
-    if (!lock.owns_lock()) {
-      py::gil_scoped_release release;
-      lock.lock();
-    }
+    if (!lock.owns_lock()) WithoutGil([&] { lock.lock(); });
     return lock;
   }
 
@@ -162,12 +156,12 @@ class PyPipeline {
       std::atomic<bool> cancelled{false};
       InterruptScope interrupt([&cancelled] { cancelled.store(true, std::memory_order_release); });
       if (PyErr_CheckSignals() != 0) throw py::error_already_set();
-      {
-        py::gil_scoped_release release;
+      pipeline = WithoutGil([&]() -> absl::StatusOr<std::shared_ptr<placement::PlacedPipeline>> {
         const io::ScopedThreadCancel cancel(&cancelled);
         absl::StatusOr<PipelineDef> def = graph::PipelineFromJson(json);
-        pipeline = def.ok() ? placement::PlacedPipeline::Create(*def) : def.status();
-      }
+        if (!def.ok()) return def.status();
+        return placement::PlacedPipeline::Create(*def);
+      });
       if (interrupt.interrupted()) RaiseInterrupt();
     }
     ThrowIfError(pipeline.status());
@@ -183,8 +177,7 @@ class PyPipeline {
 
   std::unique_ptr<PyIterator> Iterate(uint64_t epoch) {
     CheckMadeHere();
-    py::gil_scoped_release release;
-    return std::make_unique<PyIterator>(pipeline_, pipeline_->Iterate(epoch), names_);
+    return WithoutGil([&] { return std::make_unique<PyIterator>(pipeline_, pipeline_->Iterate(epoch), names_); });
   }
 
   // The rest of the epoch a PyIterator::State() was saved in.
@@ -192,10 +185,7 @@ class PyPipeline {
     CheckMadeHere();
     const std::string bytes = state;
     absl::StatusOr<std::unique_ptr<placement::PlacedIterator>> it;
-    {
-      py::gil_scoped_release release;
-      it = pipeline_->Resume(bytes);
-    }
+    it = WithoutGil([&] { return pipeline_->Resume(bytes); });
     ThrowIfError(it.status());
     return std::make_unique<PyIterator>(pipeline_, *std::move(it), names_);
   }
@@ -243,10 +233,7 @@ class PyPipeline {
   void KeepPrefix() {
     CheckMadeHere();
     absl::Status status;
-    {
-      py::gil_scoped_release release;
-      status = pipeline_->KeepPrefixNow();
-    }
+    status = WithoutGil([&] { return pipeline_->KeepPrefixNow(); });
     ThrowIfError(status);
   }
 
@@ -257,10 +244,7 @@ class PyPipeline {
   // other threads (a notebook's, a proxy's) run meanwhile.
   int64_t cardinality() const {
     absl::StatusOr<int64_t> n;
-    {
-      py::gil_scoped_release release;
-      n = pipeline_->first().Length();
-    }
+    n = WithoutGil([&] { return pipeline_->first().Length(); });
     ThrowIfError(n.status());
     return *n;
   }
@@ -298,10 +282,7 @@ py::list ListOps() {
 
 void LoadPlugin(const std::string& path) {
   absl::Status status;
-  {
-    py::gil_scoped_release release;
-    status = ops::LoadPlugin(path);
-  }
+  status = WithoutGil([&] { return ops::LoadPlugin(path); });
   ThrowIfError(status);
 }
 
@@ -366,10 +347,7 @@ void InitPipeline(py::module_& m) {
       "serve_metrics",
       [](const std::string& host, int port) {
         absl::StatusOr<int> served;
-        {
-          py::gil_scoped_release release;
-          served = placement::ServePipelineMetrics(host, port);
-        }
+        served = WithoutGil([&] { return placement::ServePipelineMetrics(host, port); });
         ThrowIfError(served.status());
         return *served;
       },

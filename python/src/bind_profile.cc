@@ -4,6 +4,7 @@
 #include <atomic>
 
 #include "bindings.h"
+#include "gil.h"
 #include "interrupt.h"
 #include "sluice/graph/pipeline_json.h"
 #include "sluice/profile/materialize.h"
@@ -23,8 +24,7 @@ py::tuple Profile(const std::string& json, double consumer_rate, double target_r
   std::atomic<bool> cancelled{false};
   InterruptScope interrupt([&cancelled] { cancelled.store(true); });
   if (PyErr_CheckSignals() != 0) throw py::error_already_set();
-  {
-    py::gil_scoped_release release;
+  WithoutGil([&] {
     absl::StatusOr<PipelineDef> def = graph::PipelineFromJson(json);
     if (def.ok()) {
       profile::ProfileOptions options;
@@ -44,7 +44,7 @@ py::tuple Profile(const std::string& json, double consumer_rate, double target_r
       if (trace) trace_json = profile::ChromeTraceJson(*result);
       if (report) html = profile::HtmlReport(*result);
     }
-  }
+  });
   if (interrupt.interrupted()) RaiseInterrupt();
   ThrowIfError(result.status());
   return py::make_tuple(profile_json, trace_json, html);
@@ -53,11 +53,10 @@ py::tuple Profile(const std::string& json, double consumer_rate, double target_r
 // The rewritten pipeline's JSON.
 std::string Materialize(const std::string& json, const std::string& out_dir) {
   absl::StatusOr<profile::MaterializeResult> result;
-  {
-    py::gil_scoped_release release;
+  WithoutGil([&] {
     absl::StatusOr<PipelineDef> def = graph::PipelineFromJson(json);
     result = def.ok() ? profile::Materialize(*def, out_dir, [](int64_t) {}) : def.status();
-  }
+  });
   ThrowIfError(result.status());
   return graph::PipelineToJson(result->rewritten);
 }

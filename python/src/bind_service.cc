@@ -3,6 +3,7 @@
 // field names), for tools such as the Ray front's autoscaler; and the
 // removal of this process's shared-memory rings before it leaves.
 #include "bindings.h"
+#include "gil.h"
 #include "google/protobuf/util/json_util.h"
 #include "sluice/service/fetch_status.h"
 #include "sluice/service/shm_ring.h"
@@ -15,15 +16,14 @@ std::string DispatcherStatusJson(const std::string& dispatcher, const std::strin
                                  const std::string& tls_ca_file, const std::string& tls_cert_file,
                                  const std::string& tls_key_file) {
   absl::StatusOr<DispatcherStatus> status;
-  {
-    py::gil_scoped_release release;
+  WithoutGil([&] {
     service::SecurityOptions security;
     security.ca_file = tls_ca_file;
     security.cert_file = tls_cert_file;
     security.key_file = tls_key_file;
     const absl::Status token = token_file.empty() ? absl::OkStatus() : security.ReadTokenFile(token_file);
     status = token.ok() ? service::FetchDispatcherStatus(dispatcher, security) : token;
-  }
+  });
   ThrowIfError(status.status());
   std::string json;
   google::protobuf::util::JsonPrintOptions options;

@@ -184,6 +184,25 @@ def test_a_returned_column_the_outputs_do_not_declare_is_an_error_not_dropped():
     np.testing.assert_array_equal(_column(pipe, "id"), np.arange(ROWS))
 
 
+def test_an_iterator_that_failed_stays_failed_and_keeps_its_position():
+    # A next() after a caught error went on past the failed rows: a batch
+    # stitched from two ranges, the rows between them never delivered.
+    pipe = _source().map(ops.python(fns.fails_on_37, inputs="id", processes=2)).batch(8)
+    it = pipe.iterate()
+    delivered = np.concatenate([next(it)["id"] for _ in range(4)])
+    with pytest.raises(sluice.SluiceError) as first:
+        next(it)
+    state = it.state()
+    for _ in range(3):
+        with pytest.raises(sluice.SluiceError) as again:
+            next(it)
+        assert str(again.value) == str(first.value)
+    np.testing.assert_array_equal(delivered, np.arange(32))
+    with pytest.raises(sluice.SluiceError) as resumed:  # from the failed batch, not past it
+        next(pipe.iterate(state=state))
+    assert "failed on record 37" in str(resumed.value)
+
+
 @pytest.mark.parametrize("fn, how", [(fns.exits_on_37, "exited with status 3"),
                                      (fns.killed_on_37, "was killed by signal 9")])
 def test_a_process_that_dies_is_an_error_naming_the_sample(fn, how):

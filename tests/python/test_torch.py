@@ -163,6 +163,23 @@ def test_a_state_after_leaving_a_pass_early_is_where_it_stopped(mnist_dir):
     assert all(torch.equal(a, b) for a, b in zip(capped + rest, whole))
 
 
+def test_an_older_pass_ending_late_leaves_the_newer_passs_position(mnist_dir):
+    # A prefetch thread drained an abandoned pass after the next began: its
+    # end cleared the position, and a resume skipped the rest of the epoch.
+    loader = sluice.torch.TorchIterable(mnist(mnist_dir))
+    old = iter(loader)
+    next(old)
+    new = iter(loader)
+    seen = [next(new)["label"].clone() for _ in range(2)]
+    state = loader.state_dict()
+    assert sum(1 for _ in old) == 5
+    assert loader.state_dict()["position"] == state["position"]
+    restarted = sluice.torch.TorchIterable(mnist(mnist_dir))
+    restarted.load_state_dict(loader.state_dict())
+    assert sum(1 for _ in restarted) == 4  # the rest of the newer pass's epoch
+    assert len(seen) == 2
+
+
 def test_set_epoch_with_a_loaded_state_resumes_its_epoch_or_refuses_another(mnist_dir):
     loader = sluice.torch.TorchIterable(mnist(mnist_dir))
     for _ in loader:  # epoch 0, to its end

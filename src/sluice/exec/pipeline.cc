@@ -124,6 +124,9 @@ absl::Status PipelineIterator::Take(Batch* out, bool* end, size_t max_rows_bytes
   if (absl::Status failed = ctx_->failure.Get(); !failed.ok()) return failed;
   const int64_t start = ctx_->stats == nullptr ? 0 : NowNs();
   absl::Status s = NextElement(out, end, max_rows_bytes);
+  // A failed epoch stays failed: the nodes are past the rows that failed
+  // (a next() after a caught error gave a batch stitched around them).
+  if (!s.ok()) ctx_->failure.Set(s);
   if (s.ok() && !*end) CopyReadOnlyColumns(out, ctx_->pool);
   if (max_rows_bytes > 0 && !batched_ && position_status_.ok()) {  // the tracker counts samples one by one
     position_status_ = absl::FailedPreconditionError("an iterator read in chunks (NextRows) saves no position");

@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <atomic>
 #include <fstream>
-#include <iterator>
 #include <map>
 #include <string>
 #include <thread>
@@ -28,7 +27,11 @@ namespace {
 // it is gone.
 double CpuSecondsOf(const std::string& pid) {
   std::ifstream in("/proc/" + pid + "/stat");
-  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string stat;
+  // getline, not istreambuf_iterator: a process that ends between the open
+  // and the read fails the read (ESRCH), which getline turns into an empty
+  // line and the iterator into an exception out of the profile.
+  std::getline(in, stat);
   const size_t name_end = stat.rfind(')');  // the name in parentheses may hold spaces
   if (name_end == std::string::npos) return 0;
   const std::vector<std::string> fields = absl::StrSplit(stat.substr(name_end + 2), ' ');
