@@ -21,8 +21,10 @@ class _PickleFile:
     last pipeline made of it."""
 
     path = None  # until the file is written: a dataset that cannot be sent has none
+    _owner = None  # the pid of the process that wrote it: copies (pickled, forked) leave it be
 
     def __init__(self, dataset, who):
+        self._owner = os.getpid()
         data = _shipping.dumps(dataset, who)
         self.digest = _shipping.identity(dataset)
         with tempfile.NamedTemporaryFile(prefix="sluice-dataset-", suffix=".pickle", delete=False) as f:
@@ -34,9 +36,13 @@ class _PickleFile:
         with open(self.path, "rb") as f:
             return pickle.load(f)
 
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._owner = None
+
     def __del__(self):
         try:
-            if self.path is not None:
+            if self.path is not None and self._owner == os.getpid():
                 os.unlink(self.path)
         except OSError:
             pass

@@ -174,13 +174,20 @@ class _ArrowHold:
     """Keeps from_arrow's batches held while a pipeline made of them lives
     (pipelines compiled from them keep them on their own)."""
 
+    _owner = None  # the pid of the process that holds the batches: copies (pickled, forked) leave them be
+
     def __init__(self, name):
         self.name = name
+        self._owner = os.getpid()
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._owner = None
 
     def __del__(self):
         # At interpreter exit the module may be torn down first: nothing to release then.
         release = getattr(_sluice, "release_arrow_stream", None)
-        if release is not None:
+        if release is not None and self._owner == os.getpid():
             release(self.name)
 
 

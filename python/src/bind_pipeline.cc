@@ -104,10 +104,12 @@ class PyIterator {
   // In turn with next(), which may move the epoch to another placement
   // (destroying the iterator these read) under placement "auto".
   int64_t skipped() const {
+    CheckMadeHere();  // a lock a parent's thread held as it forked stays held
     const std::unique_lock<std::mutex> turn = Turn();
     return it_->skipped();
   }
   std::string skip_summary() const {
+    CheckMadeHere();
     const std::unique_lock<std::mutex> turn = Turn();
     return it_->skip_summary();
   }

@@ -2,6 +2,7 @@
 multiprocessing pool): the child makes its own engine, never uses or stops
 the parent's, and is told plainly what cannot cross the fork."""
 
+import gc
 import json
 import os
 import pickle
@@ -110,6 +111,20 @@ def test_a_pipeline_pickles_after_its_engine_was_made():
     before = _count(pipe)
     again = pickle.loads(pickle.dumps(pipe))
     assert _count(again) == before == {"rows": ROWS, "distinct": ROWS, "wrong": 0}
+
+
+def test_a_copy_of_a_dataset_pipeline_leaves_the_dataset_to_the_original():
+    # Each unpickled copy, and each forked child at exit, removed the file
+    # the dataset's processes load: the original's next engine failed.
+    pytest.importorskip("torch")
+    pipe = sluice.from_dataset(fns.Squares(40), shuffle=False)
+    assert len(list(pipe.batch(8))) == 5
+    copy = pickle.loads(pickle.dumps(pipe))
+    del copy
+    gc.collect()
+    assert _in_child(lambda: len(list(pipe.batch(10))))() == {"result": 4}
+    labels = np.concatenate([b["1"] for b in pipe.batch(20)])  # a new engine, after both (tuple items: "0", "1")
+    np.testing.assert_array_equal(labels, np.arange(40))
 
 
 _LOADER_WORKERS = textwrap.dedent("""
