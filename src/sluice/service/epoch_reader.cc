@@ -345,7 +345,9 @@ void EpochReader::Finish(Stream* stream, const StreamRead& read, const grpc::Sta
       }
     } else if (LostWorker(status)) {
       failed_at_[stream->worker_id] = absl::Now();
-      if (!superseded_ && !stream->expired) {  // a dropped stream's line was its drop's
+      // A dropped stream's line was its drop's; one the consumer cancelled
+      // (Ctrl-C) broke as it was told to.
+      if (!superseded_ && !stream->expired && !ctx_->cancel.cancelled()) {
         Log("client", absl::StrCat("stream from worker ", stream->worker_id, " at ", stream->address, " broke (",
                                    status.error_message(), ")",
                                    exactly_once_ && split >= 0 ? absl::StrCat("; split ", split, " runs again") : ""));
