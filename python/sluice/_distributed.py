@@ -100,6 +100,12 @@ def _check_after_the_shard(nodes, at, after):
     batches equal in number; a take or a repeat would not."""
     for i in range(at, len(nodes)):
         kind = next(iter(nodes[i]))
+        if kind == "distribute" and nodes[i][kind].get("mode", "distributed_epoch") != "parallel_epochs":
+            raise ValueError(
+                f"sluice.torch shards this pipeline by rank after {after}, and its distribute node (nodes[{i}]) hands "
+                "splits to whichever rank asks (mode \"distributed_epoch\"), which cannot give each rank its own "
+                "share: give it mode=\"parallel_epochs\" with the batch before it, or use TorchIterable(pipe, "
+                "node_pool=True) for one pool per node (docs/distributed.md)")
         if kind not in ("map", "prefetch", "batch", "distribute"):
             raise ValueError(
                 f"sluice.torch shards this pipeline by rank after {after}; after that come only maps, prefetches, "

@@ -324,6 +324,11 @@ def test_bad_shards_are_named():
     with pytest.raises(ValueError, match=r"shards this pipeline by rank after nodes\[1\] \(shuffle\);.*not a take "
                                          r"\(nodes\[4\]\).*itertools.islice"):
         sluice.torch.TorchIterable(rows().batch(4).take(3), rank=0, world_size=2)
+    # It failed at the first pass naming a shard node the user never wrote.
+    with pytest.raises(ValueError, match=r"its distribute node \(nodes\[4\]\) hands splits to whichever rank asks.*"
+                                         r"mode=\"parallel_epochs\" with the batch before it, or use .*node_pool=True"):
+        sluice.torch.TorchIterable(rows().batch(4).distribute("127.0.0.1:1"), rank=0, world_size=2)
+    sluice.torch.TorchIterable(rows().batch(4).distribute("127.0.0.1:1", mode="parallel_epochs"), rank=0, world_size=2)
 
 
 def test_a_function_after_a_padding_shard_that_drops_its_column_is_told_where_it_came_from():
