@@ -2,9 +2,11 @@
 a pool of Python processes (sluice.from_dataset), or an iterable's items in
 order in one process (sluice.from_generator)."""
 
+import fcntl
 import os
 import pickle
 import tempfile
+import time
 
 import numpy as np
 
@@ -15,10 +17,29 @@ from sluice.pipeline import Pipeline
 _DTYPES = ("uint8", "int32", "int64", "float32", "float16")
 
 
+_PREFIX, _SUFFIX = "sluice-dataset-", ".pickle"
+
+
+def _remove_orphans(directory):
+    """Removes the dataset files of processes that died without removing
+    them (killed -9): a live one holds a lock on its file. A file under a
+    minute old may be one whose writer has not locked it yet."""
+    for name in os.listdir(directory):
+        path = os.path.join(directory, name)
+        try:
+            if not (name.startswith(_PREFIX) and name.endswith(_SUFFIX)) or time.time() - os.path.getmtime(path) < 60:
+                continue
+            with open(path, "rb") as f:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                os.unlink(path)
+        except OSError:
+            continue  # locked: its process lives; or gone already
+
+
 class _PickleFile:
     """The dataset pickled by value (cloudpickle: its class may be the
     script's or a notebook's) for the processes to load; removed with the
-    last pipeline made of it."""
+    last pipeline made of it, or by a later process if this one is killed."""
 
     path = None  # until the file is written: a dataset that cannot be sent has none
     _owner = None  # the pid of the process that wrote it: copies (pickled, forked) leave it be
@@ -27,9 +48,17 @@ class _PickleFile:
         self._owner = os.getpid()
         data = _shipping.dumps(dataset, who)
         self.digest = _shipping.identity(dataset)
-        with tempfile.NamedTemporaryFile(prefix="sluice-dataset-", suffix=".pickle", delete=False) as f:
+        _remove_orphans(tempfile.gettempdir())
+        with tempfile.NamedTemporaryFile(prefix=_PREFIX, suffix=_SUFFIX, delete=False) as f:
             self.path = f.name
             f.write(data)
+        self._lock = open(self.path, "rb")  # held while this process lives
+        fcntl.flock(self._lock, fcntl.LOCK_SH)
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state.pop("_lock", None)
+        return state
 
     def load(self):
         """A copy of the dataset, as the processes get it."""

@@ -201,3 +201,35 @@ def test_a_datasets_pickle_missing_where_it_is_loaded_says_to_name_a_function():
     from sluice import _python_worker
     with pytest.raises(FileNotFoundError, match=r"is not on this machine.*sluice.from_dataset\(\"module:function\"\)"):
         _python_worker._load_dataset("pickle:/nonexistent/sluice-dataset-x.pickle", False)
+
+
+_KILLED_TRAINER = (
+    "import numpy as np, sluice\n"
+    "pipe = sluice.from_dataset([{'x': np.int64(i)} for i in range(10)])\n"
+    "print('made', flush=True)\n"
+    "input()\n")
+
+
+def test_the_dataset_file_of_a_trainer_killed_9_is_removed_by_the_next_one(tmp_path, monkeypatch):
+    # Each trainer killed with SIGKILL left its dataset's pickle in /tmp.
+    import os
+    import signal
+    import subprocess
+    import sys
+    import tempfile
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    child = subprocess.Popen([sys.executable, "-c", _KILLED_TRAINER], env=dict(os.environ, TMPDIR=str(tmp_path)),
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline() == "made\n"
+        [left] = os.listdir(tmp_path)
+        os.utime(tmp_path / left, (0, 0))  # older than a writer's moment before its lock
+        sluice.from_dataset([{"x": np.int64(1)}])
+        assert left in os.listdir(tmp_path)  # its trainer lives: kept
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+    kept = sluice.from_dataset([{"x": np.int64(2)}])
+    files = os.listdir(tmp_path)
+    assert left not in files and len(files) == 1, files  # this process's live one stays
+    assert [int(b["x"]) for b in kept] == [2]
