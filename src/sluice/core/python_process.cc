@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "sluice/core/byte_gauge.h"
+#include "sluice/core/descriptor_limit.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/core/wait_child.h"
 
@@ -51,7 +52,9 @@ struct Reply {
 };
 
 absl::Status Errno(const std::string& what) {
-  return absl::InternalError(absl::StrCat(what, ": ", std::strerror(errno)));
+  const int err = errno;
+  const std::string message = absl::StrCat(what, ": ", std::strerror(err), DescriptorLimitHint(err));
+  return err == EMFILE || err == ENFILE ? absl::ResourceExhaustedError(message) : absl::InternalError(message);
 }
 
 // false when the other end closed (or the read failed): the process died.

@@ -11,6 +11,7 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
+#include "sluice/core/descriptor_limit.h"
 #include "sluice/io/object_store.h"
 
 namespace sluice::io {
@@ -23,9 +24,12 @@ std::string RelativePathHint(const std::string& path) {
 }
 
 absl::Status ErrnoStatus(int err, const std::string& what, const std::string& path) {
-  const std::string msg =
-      absl::StrCat(what, " ", path, ": ", std::strerror(err), err == ENOENT ? RelativePathHint(path) : "");
+  const std::string msg = absl::StrCat(what, " ", path, ": ", std::strerror(err),
+                                       err == ENOENT ? RelativePathHint(path) : "", DescriptorLimitHint(err));
   switch (err) {
+    case EMFILE:
+    case ENFILE:
+      return absl::ResourceExhaustedError(msg);
     case ENOENT:
     case ENOTDIR:
       return absl::NotFoundError(msg);
