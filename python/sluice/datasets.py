@@ -12,7 +12,7 @@ import numpy as np
 
 from sluice import _interpreter, _shipping
 from sluice._imports import iterate as _iterate, load as _load
-from sluice.pipeline import Pipeline
+from sluice.pipeline import Pipeline, _Owned
 
 _DTYPES = ("uint8", "int32", "int64", "float32", "float16")
 
@@ -36,16 +36,15 @@ def _remove_orphans(directory):
             continue  # locked: its process lives; or gone already
 
 
-class _PickleFile:
+class _PickleFile(_Owned):
     """The dataset pickled by value (cloudpickle: its class may be the
     script's or a notebook's) for the processes to load; removed with the
     last pipeline made of it, or by a later process if this one is killed."""
 
     path = None  # until the file is written: a dataset that cannot be sent has none
-    _owner = None  # the pid of the process that wrote it: copies (pickled, forked) leave it be
 
     def __init__(self, dataset, who):
-        self._owner = os.getpid()
+        super().__init__()
         data = _shipping.dumps(dataset, who)
         self.digest = _shipping.identity(dataset)
         _remove_orphans(tempfile.gettempdir())
@@ -65,13 +64,9 @@ class _PickleFile:
         with open(self.path, "rb") as f:
             return pickle.load(f)
 
-    def __setstate__(self, state):
-        self.__dict__.update(state)
-        self._owner = None
-
     def __del__(self):
         try:
-            if self.path is not None and self._owner == os.getpid():
+            if self.path is not None and self._mine():
                 os.unlink(self.path)
         except OSError:
             pass

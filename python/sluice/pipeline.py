@@ -170,24 +170,35 @@ def arrow_ipc(files, columns=None, *, shuffle=True, on_corrupt="error"):
     return _columnar("arrow_ipc", files, columns, shuffle, on_corrupt)
 
 
-class _ArrowHold:
-    """Keeps from_arrow's batches held while a pipeline made of them lives
-    (pipelines compiled from them keep them on their own)."""
+class _Owned:
+    """Something a pipeline holds that the process which made it releases
+    when done; its copies (pickled, or in a forked child) leave it be."""
 
-    _owner = None  # the pid of the process that holds the batches: copies (pickled, forked) leave them be
+    _owner = None  # the pid of the process that made it
 
-    def __init__(self, name):
-        self.name = name
+    def __init__(self):
         self._owner = os.getpid()
 
     def __setstate__(self, state):
         self.__dict__.update(state)
         self._owner = None
 
+    def _mine(self):
+        return self._owner == os.getpid()
+
+
+class _ArrowHold(_Owned):
+    """Keeps from_arrow's batches held while a pipeline made of them lives
+    (pipelines compiled from them keep them on their own)."""
+
+    def __init__(self, name):
+        super().__init__()
+        self.name = name
+
     def __del__(self):
         # At interpreter exit the module may be torn down first: nothing to release then.
         release = getattr(_sluice, "release_arrow_stream", None)
-        if release is not None and self._owner == os.getpid():
+        if release is not None and self._mine():
             release(self.name)
 
 
