@@ -46,17 +46,21 @@ class PyIterator {
   // The next element as {column: array}, via `convert`; StopIteration at the end.
   py::dict Next(py::object (*convert)(const Tensor&)) {
     CheckMadeHere();
-    const std::unique_lock<std::mutex> turn = Turn();
     Batch batch;
     bool end = false;
     absl::Status status;
     {
       InterruptScope interrupt([it = it_.get()] { it->Cancel(); });
-      // A Ctrl-C from just before the scope took over SIGINT is pending in
-      // Python; without this check it would wait for a next() that may
-      // never return.
+      // Python's signal handlers run outside the turn, as one may save the
+      // iterator's state(). A Ctrl-C from just before the scope took over
+      // SIGINT is pending in Python; without this check it would wait for
+      // a next() that may never return.
       if (PyErr_CheckSignals() != 0) throw py::error_already_set();
-      status = WithoutGil([&] { return it_->Next(&batch, &end); });
+      {
+        const std::unique_lock<std::mutex> turn = Turn();
+        status = WithoutGil([&] { return it_->Next(&batch, &end); });
+        if (status.ok() && !end) samples_ += batch.rows;
+      }
       if (interrupt.interrupted()) RaiseInterrupt();
     }
     ThrowIfError(status);
@@ -68,7 +72,6 @@ class PyIterator {
       out[py::str(names_[i])] =
           c.ragged() ? RaggedRows(c, batch.rows, batched, convert) : convert(batched ? c.values : SampleOf(c.values));
     }
-    samples_ += batch.rows;
     return out;
   }
 
