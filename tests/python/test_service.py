@@ -565,3 +565,31 @@ def test_python_code_goes_to_the_workers_that_run_it_beside_a_no_python_worker()
         for process in (*workers, dispatcher):
             process.send_signal(signal.SIGTERM)
             process.wait(timeout=30)
+
+
+_EMBEDDED_CONSUMER = r"""
+import numpy as np
+import sluice
+pipe = sluice.arrays({"id": np.arange(100, dtype=np.int64)}).distribute(local_workers=2).batch(10)
+try:
+    print(sum(len(batch["id"]) for batch in pipe), "rows")
+except sluice.UnavailableError as e:
+    print("UnavailableError:", e)
+"""
+
+
+def test_local_workers_that_cannot_start_fail_the_pass_naming_the_command_not_hang(tmp_path):
+    # An older `sluice` first on PATH, or one that is not sluice at all,
+    # refuses the worker's flags: each replacement died as it started, forever.
+    old = tmp_path / "sluice"
+    old.write_text("#!/bin/sh\necho 'sluice: unknown flag --quiet' >&2\nexit 2\n")
+    old.chmod(0o755)
+    child = subprocess.run([sys.executable, "-c", _EMBEDDED_CONSUMER], capture_output=True, text=True,
+                           env={**os.environ, "SLUICE_BINARY": str(old)},
+                           timeout=120)  # a hang guard, not a timing assertion: it takes about 5 s
+    assert child.returncode == 0, child.stderr
+    assert "UnavailableError: the embedded service's workers do not start: local worker process" in child.stdout
+    assert f"exited with status 2, the 5th in a row within 10s of its start (the command: {old} worker;" \
+        in child.stdout
+    assert "sluice: unknown flag --quiet" in child.stderr  # the command's own words
+    assert child.stderr.count("given up") == 2  # each of the two places, once

@@ -286,8 +286,11 @@ absl::Status DistributedInput::SendReports(std::vector<ReportSplitsRequest>* rep
 }
 
 absl::Status DistributedInput::Fatal() const {
-  absl::MutexLock lock(&mu_);
-  return fatal_;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!fatal_.ok()) return fatal_;
+  }
+  return owned_failure_ ? owned_failure_() : absl::OkStatus();
 }
 
 DistributedInput::~DistributedInput() {

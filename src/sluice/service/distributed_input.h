@@ -7,6 +7,7 @@
 #define SLUICE_SERVICE_DISTRIBUTED_INPUT_H_
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -126,8 +127,13 @@ class DistributedInput : public exec::RemoteInput {
   // the epoch replaced it: the dispatcher gives what it held to others.
   void Opened(EpochReader* reader, uint64_t epoch);
   void Closed(EpochReader* reader, uint64_t epoch, const std::optional<std::vector<uint64_t>>& leaving);
-  // Keeps `owned` (an embedded cluster) alive as long as this input.
-  void KeepAlive(std::shared_ptr<void> owned) { owned_ = std::move(owned); }
+  // Keeps `owned` (an embedded cluster) alive as long as this input;
+  // `failure` (its own failure, OK while it works) becomes this input's
+  // Fatal().
+  void KeepAlive(std::shared_ptr<void> owned, std::function<absl::Status()> failure) {
+    owned_ = std::move(owned);
+    owned_failure_ = std::move(failure);
+  }
 
  private:
   explicit DistributedInput(ClientOptions options) : options_(std::move(options)) {}
@@ -147,6 +153,7 @@ class DistributedInput : public exec::RemoteInput {
   absl::Status SendReports(std::vector<ReportSplitsRequest>* reports, absl::Duration timeout);
 
   std::shared_ptr<void> owned_;  // first: destroyed last
+  std::function<absl::Status()> owned_failure_;
   const ClientOptions options_;
   std::unique_ptr<::sluice::Dispatcher::Stub> dispatcher_;
   PipelineDef workers_part_;

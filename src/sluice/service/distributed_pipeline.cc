@@ -139,7 +139,7 @@ absl::StatusOr<std::unique_ptr<exec::Pipeline>> CreatePipeline(const PipelineDef
   absl::StatusOr<std::shared_ptr<DistributedInput>> input =
       DistributedInput::Connect(*options, WorkersPart(def, index));
   if (!input.ok()) return WithContext(input.status(), where);
-  (*input)->KeepAlive(cluster);
+  if (cluster) (*input)->KeepAlive(cluster, [c = cluster.get()] { return c->failure(); });
   graph::CompileRange range{index, -1, (*input)->schema(), (*input)->element().batched()};
   range.fold_into_remote = true;  // EpochReader runs the kRemote node's ops as batches arrive
   return exec::Pipeline::Create(def, range, *std::move(input));

@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
@@ -110,37 +111,88 @@ absl::StatusOr<pid_t> LocalCluster::StartWorker() {
   return pid;
 }
 
+namespace {
+
+// A worker that ends this soon after its start did not start: what kills it
+// (a wrong command, a limit) will kill the next one too.
+constexpr absl::Duration kQuickDeath = absl::Seconds(10);
+constexpr int kMaxQuickDeaths = 5;
+
+}  // namespace
+
 void LocalCluster::Watch(int workers) {
   absl::MutexLock lock(&mu_);
-  for (int i = 0; i < workers && start_status_.ok(); ++i) {
+  places_.resize(workers);
+  for (Place& place : places_) {
     absl::StatusOr<pid_t> pid = StartWorker();
-    if (pid.ok()) pids_.push_back(*pid);
-    start_status_ = pid.status();
+    if (!pid.ok()) {
+      start_status_ = pid.status();
+      break;
+    }
+    place.pid = *pid;
+    place.started = absl::Now();
   }
   started_ = true;
   if (!start_status_.ok()) return;
   while (!mu_.AwaitWithTimeout(absl::Condition(&stopping_), absl::Seconds(1))) {
-    for (pid_t& pid : pids_) {
-      int status = 0;
-      if (::waitpid(pid, &status, WNOHANG) != pid) continue;
-      const std::string how = WIFSIGNALED(status) ? absl::StrCat("was killed by signal ", WTERMSIG(status))
-                                                  : absl::StrCat("exited with status ", WEXITSTATUS(status));
-      absl::StatusOr<pid_t> replacement = StartWorker();
-      if (!replacement.ok()) {
-        Log("client", absl::StrCat("local worker process ", pid, " ", how,
-                                   "; cannot start another: ", replacement.status().message()));
-        continue;  // tried again on the next round
-      }
-      Log("client", absl::StrCat("local worker process ", pid, " ", how, "; started ", *replacement,
-                                 " in its place (its splits run again)"));
-      pid = *replacement;
-    }
+    for (Place& place : places_) Tend(place);
+    const bool all_given_up =
+        std::all_of(places_.begin(), places_.end(), [](const Place& p) { return p.pid == kGivenUp; });
+    if (all_given_up) return;
   }
+}
+
+void LocalCluster::Tend(Place& place) {
+  if (place.pid == kGivenUp) return;
+  std::string ended;  // how the place's last worker ended
+  if (place.pid > 0) {
+    int status = 0;
+    if (::waitpid(place.pid, &status, WNOHANG) != place.pid) return;
+    ended = absl::StrCat("local worker process ", place.pid, " ",
+                         WIFSIGNALED(status) ? absl::StrCat("was killed by signal ", WTERMSIG(status))
+                                             : absl::StrCat("exited with status ", WEXITSTATUS(status)));
+    if (!CountDeath(place, ended)) return;
+  }
+  absl::StatusOr<pid_t> replacement = StartWorker();
+  place.started = absl::Now();
+  if (!replacement.ok()) {
+    place.pid = kToStart;  // tried again on the next round
+    const std::string failed = absl::StrCat("cannot start a local worker process: ", replacement.status().message());
+    if (CountDeath(place, failed)) Log("client", ended.empty() ? failed : absl::StrCat(ended, "; ", failed));
+    return;
+  }
+  place.pid = *replacement;
+  Log("client", ended.empty() ? absl::StrCat("started local worker process ", place.pid)
+                              : absl::StrCat(ended, "; started ", place.pid, " in its place (its splits run again)"));
+}
+
+bool LocalCluster::CountDeath(Place& place, const std::string& how) {
+  place.quick_deaths = absl::Now() - place.started < kQuickDeath ? place.quick_deaths + 1 : 0;
+  if (place.quick_deaths < kMaxQuickDeaths) return true;
+  place.pid = kGivenUp;
+  failure_ = absl::UnavailableError(
+      absl::StrCat("the embedded service's workers do not start: ", how, ", the ", kMaxQuickDeaths,
+                   "th in a row within ", absl::FormatDuration(kQuickDeath), " of its start (the command: ", args_[0],
+                   " worker; its own words, if any, are in the output above). Check that it is this version of sluice "
+                   "(SLUICE_BINARY, PATH) and the process limits (ulimit -u, -v)"));
+  Log("client", absl::StrCat(how, "; given up: no other is started in its place"));
+  return false;
 }
 
 std::vector<pid_t> LocalCluster::worker_pids() const {
   absl::MutexLock lock(&mu_);
-  return pids_;
+  std::vector<pid_t> pids;
+  for (const Place& place : places_) {
+    if (place.pid > 0) pids.push_back(place.pid);
+  }
+  return pids;
+}
+
+absl::Status LocalCluster::failure() const {
+  absl::MutexLock lock(&mu_);
+  const bool all_given_up =
+      !places_.empty() && std::all_of(places_.begin(), places_.end(), [](const Place& p) { return p.pid == kGivenUp; });
+  return all_given_up ? failure_ : absl::OkStatus();
 }
 
 LocalCluster::~LocalCluster() {

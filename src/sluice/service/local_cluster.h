@@ -3,7 +3,10 @@
 // node names no dispatcher, and stopped with it. A worker process that
 // ends (killed, crashed) is replaced, at most once a second for each
 // place: its splits run again on the others and the new one, so the job
-// goes on rather than waiting for a worker that will not come back.
+// goes on rather than waiting for a worker that will not come back. A
+// place whose workers keep dying at their start (a `sluice` that is not
+// this version, a process or memory limit) is given up after a few tries;
+// with every place given up the cluster has failed, and says why.
 #ifndef SLUICE_SERVICE_LOCAL_CLUSTER_H_
 #define SLUICE_SERVICE_LOCAL_CLUSTER_H_
 
@@ -32,18 +35,37 @@ class LocalCluster {
   std::string dispatcher_address() const { return dispatcher_->local_address(); }
   // The worker processes now (a replaced one's pid changes).
   std::vector<pid_t> worker_pids() const;
+  // OK while some place has a worker or will start one; else Unavailable,
+  // naming the command and how its last worker ended.
+  absl::Status failure() const;
 
  private:
+  // One place for a worker process.
+  struct Place {
+    pid_t pid = kToStart;  // > 0: running
+    absl::Time started;
+    int quick_deaths = 0;  // ended (or failed to start) within kQuickDeath of their start, in a row
+  };
+  static constexpr pid_t kToStart = -1;
+  static constexpr pid_t kGivenUp = 0;
+
   LocalCluster() = default;
   // Forks and execs `sluice worker` (args_).
   absl::StatusOr<pid_t> StartWorker();
   // Starts `workers`, then replaces those that end until the cluster stops.
   void Watch(int workers);
+  // Reaps the place's worker if it ended, then starts one in its place
+  // unless it died at its start too often.
+  void Tend(Place& place) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Counts a worker that ended (or did not start) as `how`; false when the
+  // place is given up.
+  bool CountDeath(Place& place, const std::string& how) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   std::unique_ptr<DispatcherServer> dispatcher_;
   std::vector<std::string> args_;
   mutable absl::Mutex mu_;
-  std::vector<pid_t> pids_ ABSL_GUARDED_BY(mu_);
+  std::vector<Place> places_ ABSL_GUARDED_BY(mu_);
+  absl::Status failure_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool started_ ABSL_GUARDED_BY(mu_) = false;  // the first workers were started, or start_status_ says why not
   absl::Status start_status_ ABSL_GUARDED_BY(mu_);
