@@ -4,6 +4,10 @@
 // ValueError, missing files and features FileNotFoundError, a store's 403
 // PermissionError, a server gone ConnectionError, a wait past its limit
 // TimeoutError. The C++ message is kept whole.
+#include <cerrno>
+#include <string>
+#include <system_error>
+
 #include "bindings.h"
 
 namespace sluice::python {
@@ -39,6 +43,21 @@ void InitErrors(py::module_& m) {
   g_permission_denied = NewError(m, "PermissionDeniedError", py::make_tuple(error, py::handle(PyExc_PermissionError)));
   g_unavailable = NewError(m, "UnavailableError", py::make_tuple(error, py::handle(PyExc_ConnectionError)));
   g_deadline_exceeded = NewError(m, "DeadlineExceededError", py::make_tuple(error, py::handle(PyExc_TimeoutError)));
+  // A thread the engine could not start (std::thread throws EAGAIN): the
+  // process is out of threads or memory, which its limits decide.
+  py::register_exception_translator([](std::exception_ptr thrown) {
+    try {
+      if (thrown) std::rethrow_exception(thrown);
+    } catch (const std::system_error& e) {
+      std::string message = std::string("sluice could not start a thread: ") + e.what();
+      if (e.code().value() == EAGAIN || e.code().value() == ENOMEM) {
+        message +=
+            " (the process is out of threads or memory: see its limits, ulimit -u and ulimit -v, or a "
+            "container's pids limit)";
+      }
+      PyErr_SetString(g_error, message.c_str());
+    }
+  });
 }
 
 void ThrowIfError(const absl::Status& status) {
