@@ -92,6 +92,22 @@ TEST_F(ForgedIndex, OffsetsOutOfOrderOrPastTheEndAreRefused) {
               StatusIs(absl::StatusCode::kDataLoss, HasSubstr("record 2's offset 1000 is out of order or past")));
 }
 
+TEST_F(ForgedIndex, AnIndexOfNoRecordsForAFileOfSomeIsRefused) {
+  // The offsets cut away and the count 0, its CRC right: len() said 0 and
+  // the pass still read the file's 3 records.
+  index_.erase(32, 3 * 8);
+  Forge(24, 0);
+  EXPECT_THAT(ReadTfRecordIndex(path_),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("it lists no record for a file of 54 bytes")));
+}
+
+TEST_F(ForgedIndex, AFirstRecordAfterTheFilesStartIsRefused) {
+  Forge(32, 17);  // record 0 where record 1 is: record 0 would be read by no split
+  EXPECT_THAT(ReadTfRecordIndex(path_),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("its first record is at offset 17, not at the file's "
+                                                              "start")));
+}
+
 TEST(TfRecordIndex, IndexingACorruptFileFails) {
   testing::TempDir dir;
   const std::string path = dir.Join("a.tfrecord");

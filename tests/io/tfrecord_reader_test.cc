@@ -1,10 +1,12 @@
 #include "sluice/io/tfrecord_reader.h"
 
+#include <cstring>
 #include <string>
 #include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "sluice/io/crc32c.h"
 #include "sluice/io/tfrecord_writer.h"
 #include "status_matchers.h"
 #include "temp_dir.h"
@@ -111,8 +113,23 @@ TEST_F(TfRecordReaderTest, SkipPolicySkipsATruncatedTailCountingItsBytes) {
   ASSERT_OK_AND_ASSIGN(auto records, ReadAll(&log));
   EXPECT_THAT(records, ::testing::ElementsAre(std::string(10, 'a'), std::string(20, 'b')));
   EXPECT_EQ(log.skipped_bytes(), 22u);
-  EXPECT_THAT(log.Summary(), HasSubstr("at offset 62: frame of 46 bytes, file has 22 left (skipped the rest of "
-                                       "the file, 22 bytes)"));
+  EXPECT_THAT(log.Summary(), HasSubstr("at offset 62: its header declares 30 bytes of data, the file has 22 left "
+                                       "for the whole frame (skipped the rest of the file, 22 bytes)"));
+}
+
+TEST_F(TfRecordReaderTest, ALengthNearTwoToTheSixtyFourIsSaidAsItIs) {
+  // A length whose frame would wrap around (2^64 - 10), its CRC right: the
+  // frame's size computed from it came out as 6 bytes.
+  const uint64_t length = ~uint64_t{0} - 9;
+  std::string header(12, '\0');
+  std::memcpy(header.data(), &length, 8);
+  const uint32_t crc = MaskCrc(Crc32c(header.data(), 8));
+  std::memcpy(header.data() + 8, &crc, 4);
+  std::string file = testing::ReadFileBytes(path_);
+  file.replace(26, 12, header);
+  testing::WriteFileBytes(path_, file);
+  EXPECT_THAT(ReadAll(), StatusIs(absl::StatusCode::kDataLoss,
+                                  HasSubstr("at offset 26: its header declares 18446744073709551606 bytes of data")));
 }
 
 // Records of different lengths, so no frame repeats another's bytes.

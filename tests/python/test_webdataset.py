@@ -87,6 +87,57 @@ def test_a_missing_field_or_a_truncated_shard_is_named_or_skipped(tmp_path):
         list(sluice.webdataset(str(tmp_path / "cut.tar")))
 
 
+def _declare_size(tar_bytes, member, size_field):
+    """The tar with member `member`'s 12-byte size field replaced (its
+    header's checksum made right again)."""
+    data = bytearray(tar_bytes)
+    header = 512 * (2 * member)  # every test member here fits one data block
+    data[header + 124:header + 136] = size_field
+    data[header + 148:header + 156] = b" " * 8
+    data[header + 148:header + 156] = b"%06o\0 " % sum(data[header:header + 512])
+    return bytes(data)
+
+
+_READ_UNDER_4_GB = """
+import resource, sys
+import sluice
+resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+try:
+    print(list(sluice.webdataset(sys.argv[1], {"image": "jpg", "label": ("cls", "int64")})))
+except sluice.DataLossError as e:
+    print("DataLossError:", e)
+"""
+
+
+@pytest.mark.parametrize("declared, size_field", [
+    ((8 << 30) - 1, b"77777777777\0"),                    # 8 GiB, octal
+    (1 << 62, b"\x80" + (1 << 62).to_bytes(11, "big")),     # GNU's base-256
+])
+def test_a_member_whose_header_declares_a_huge_size_is_damage_not_an_allocation(tmp_path, declared, size_field):
+    import subprocess
+    import sys
+    write_shard(tmp_path / "a.tar", [("k0", {"jpg": b"\xff\xd8" + b"x" * 100, "cls": b"1"}),
+                                     ("k1", {"jpg": b"y", "cls": b"2"})])
+    (tmp_path / "a.tar").write_bytes(_declare_size((tmp_path / "a.tar").read_bytes(), 0, size_field))
+    # Under a 4 GB address space: the header's size was allocated first
+    # (bad_alloc or length_error aborted the process).
+    child = subprocess.run([sys.executable, "-c", _READ_UNDER_4_GB, str(tmp_path / "a.tar")],
+                           capture_output=True, text=True, timeout=120)
+    assert child.returncode == 0, child.stderr
+    assert child.stdout.startswith("DataLossError: node 'source_0': the tar is truncated or damaged in member "
+                                   f"k0.jpg (its header declares {declared} bytes;")
+    assert "a.tar" in child.stdout
+
+
+def test_an_integer_member_that_is_not_one_is_quoted_escaped_with_the_shard_named(tmp_path):
+    write_shard(tmp_path / "a.tar", [("k0", {"jpg": b"x", "cls": b"19\0\0\xff"})])
+    with pytest.raises(sluice.DataLossError) as raised:
+        list(sluice.webdataset(str(tmp_path / "a.tar"), {"image": "jpg", "label": ("cls", "int64")}))
+    assert "member k0.cls of field 'label' is not an integer: \"19\\x00\\x00\\xff\" in WebDataset shard " \
+        in str(raised.value)
+    assert str(raised.value).endswith("a.tar")
+
+
 def test_a_bad_field_declaration_is_an_invalid_argument(tmp_path):
     shards(tmp_path, 1, 2)
     with pytest.raises(sluice.InvalidArgumentError, match="dtype must be"):

@@ -97,8 +97,16 @@ absl::StatusOr<std::optional<std::vector<uint64_t>>> ReadTfRecordIndex(const std
                                                       " bytes, the file has ", records->size(),
                                                       "; re-run `sluice index`"));
   }
+  // The records cover the file from its first byte: an index of none for a
+  // file of some would give len() 0 and splits that read nothing.
+  if (count == 0 && indexed_size > 0) {
+    return corrupt(absl::StrCat("it lists no record for a file of ", indexed_size, " bytes"));
+  }
   std::vector<uint64_t> offsets(count);
   std::memcpy(offsets.data(), data.data() + kHeaderBytes, 8 * count);
+  if (count > 0 && offsets[0] != 0) {
+    return corrupt(absl::StrCat("its first record is at offset ", offsets[0], ", not at the file's start"));
+  }
   for (size_t i = 0; i < offsets.size(); ++i) {
     // Each frame holds at least 16 bytes, and the splits' ranges rely on order.
     const uint64_t min_offset = i == 0 ? 0 : offsets[i - 1] + 16;

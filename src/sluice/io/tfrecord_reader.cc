@@ -211,9 +211,9 @@ absl::StatusOr<std::optional<absl::string_view>> TfRecordReader::Step() {
       break;
     case Frame::kTruncatedFrame:
       SLUICE_RETURN_IF_ERROR(
-          Corrupt(absl::DataLossError(absl::StrCat("truncated record", where(), ": frame of ",
-                                                   kHeaderBytes + length + kFooterBytes, " bytes, file has ",
-                                                   file_->size() - start, " left")),
+          Corrupt(absl::DataLossError(absl::StrCat("truncated record", where(), ": its header declares ", length,
+                                                   " bytes of data, the file has ", file_->size() - start,
+                                                   " left for the whole frame")),
                   start, file_->size()));
       break;
     case Frame::kBadDataCrc:

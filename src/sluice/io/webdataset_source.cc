@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -136,14 +137,30 @@ class WebDatasetReader : public SplitReader {
       return Corrupt(absl::StrCat("sample '", sample_.key, "' has a second member for field '", fields_[field].name,
                                   "': ", member));
     }
-    const la_int64_t size = archive_entry_size(entry);
-    value.emplace(static_cast<size_t>(size < 0 ? 0 : size), '\0');
-    la_ssize_t got = size > 0 ? archive_read_data(archive_, value->data(), value->size()) : 0;
-    if (got != static_cast<la_ssize_t>(value->size())) {
+    const la_int64_t size = std::max<la_int64_t>(archive_entry_size(entry), 0);
+    value.emplace();
+    const absl::Status read = ReadData(static_cast<uint64_t>(size), &*value);
+    if (!read.ok()) {
       value.reset();
-      return Damaged(absl::StrCat("in member ", member));
+      return Damaged(absl::StrCat("in member ", member, " (", read.message(), ")"));
     }
     sample_.bytes += size;
+    return absl::OkStatus();
+  }
+
+  // The current member's `size` bytes, read in pieces: a damaged header may
+  // declare any size (2^62 bytes), and only bytes that came are held.
+  absl::Status ReadData(uint64_t size, std::string* out) {
+    constexpr uint64_t kPiece = uint64_t{16} << 20;
+    while (out->size() < size) {
+      const size_t at = out->size();
+      out->resize(at + std::min(size - at, std::max<uint64_t>(at, kPiece)));
+      const la_ssize_t got = archive_read_data(archive_, out->data() + at, out->size() - at);
+      if (got <= 0) {
+        return absl::DataLossError(absl::StrCat("its header declares ", size, " bytes; ", at, " came"));
+      }
+      out->resize(at + static_cast<size_t>(got));
+    }
     return absl::OkStatus();
   }
 
@@ -169,7 +186,7 @@ class WebDatasetReader : public SplitReader {
       }
       if (field.integer && !absl::SimpleAtoi(absl::StripAsciiWhitespace(*s.values[f]), &integers[f])) {
         return Corrupt(absl::StrCat("member ", s.key, ".", field.extensions[0], " of field '", field.name,
-                                    "' is not an integer: \"", s.values[f]->substr(0, 32), "\""),
+                                    "' is not an integer: \"", absl::CHexEscape(s.values[f]->substr(0, 32)), "\""),
                        s.bytes);
       }
     }
