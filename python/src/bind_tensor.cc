@@ -90,6 +90,11 @@ class DeviceArray {
 }  // namespace
 
 void InitTensor(py::module_& m) {
+  // pybind11 before 2.12 looks numpy's API up in function-local statics
+  // whose imports let go of the GIL: two threads converting their first
+  // batches at once deadlocked (one held the GIL, waiting for the static
+  // the other was importing for). Looked up here, at import, on one thread.
+  for (DType d : {DType::kUInt8, DType::kInt32, DType::kInt64, DType::kFloat16, DType::kFloat32}) NumpyType(d);
   py::class_<DeviceArray>(m, "DeviceArray")
       .def(
           "__dlpack__", [](DeviceArray& a, py::object stream, py::kwargs) { return a.Dlpack(stream); },

@@ -660,6 +660,39 @@ def test_threads_sharing_one_iterator_take_turns_each_sample_once():
         assert sorted(np.concatenate([x for mine in got for x in mine]).tolist()) == list(range(3000))
 
 
+_FIRST_BATCHES_ON_TWO_THREADS = """
+import threading
+import numpy as np
+import sluice
+it = sluice.arrays({"x": np.arange(1000, dtype=np.int32)}).batch(10).iterate(0)
+out = []
+
+
+def pull():
+    for b in it:
+        out.append(b["x"].copy())
+
+
+threads = [threading.Thread(target=pull) for _ in range(2)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+print(sorted(np.concatenate(out).tolist()) == list(range(1000)))
+"""
+
+
+def test_threads_taking_a_fresh_processs_first_batches_at_once_do_not_deadlock():
+    # The first batch made into numpy arrays looks numpy's API up; two
+    # threads doing that at once deadlocked in 1 run of 2.
+    import subprocess
+    import sys
+    for _ in range(8):  # each a fresh process: only the first batches race
+        child = subprocess.run([sys.executable, "-c", _FIRST_BATCHES_ON_TWO_THREADS], capture_output=True, text=True,
+                               timeout=120)  # a hang guard, not a timing assertion: it takes a second
+        assert child.returncode == 0 and child.stdout.strip() == "True", child.stderr
+
+
 def test_an_op_given_uncalled_to_map_is_named_at_once():
     with pytest.raises(TypeError, match=r"map takes ops.random_flip\(\.\.\.\), the op; ops.random_flip is the "
                                         r"function that makes it: call it"):
