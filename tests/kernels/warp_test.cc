@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -191,6 +192,22 @@ TEST(WarpAffine, RescaledUint8WarpsMatchAPlainReferenceAtEveryBorder) {
     ExpectRescaledWarpsMatchTheReference();
   }
   ASSERT_TRUE(LimitSimd("best").ok());
+}
+
+// A map of infinities and NaNs (a rotation by 1e39 degrees, stored as a
+// float) reads pixels of the image or the fill; with reflect it spun for
+// ever, stepping back from coordinates never clamped.
+TEST(WarpAffine, MapsOfInfinitiesAndNaNsReadTheImageOrTheFill) {
+  const std::vector<float> src = Smooth();
+  const auto [lo, hi] = std::minmax_element(src.begin(), src.end());
+  Affine wild;
+  wild.m[0] = std::numeric_limits<float>::infinity(), wild.m[1] = -std::numeric_limits<float>::infinity();
+  wild.m[3] = std::numeric_limits<float>::quiet_NaN(), wild.m[5] = 1e30f;
+  for (FillMode mode : {FillMode::kReflect, FillMode::kNearest, FillMode::kConstant}) {
+    for (float v : Warp(Spec(DType::kFloat32, mode), wild, src)) {
+      ASSERT_TRUE(v == 5.f || (v >= *lo && v <= *hi)) << v;
+    }
+  }
 }
 
 // Streamed (non-temporal) stores write the same bytes as plain ones: into

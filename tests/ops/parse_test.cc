@@ -27,6 +27,15 @@ TEST(Reshape, InfersOneDimensionAndChecksTheCount) {
   EXPECT_THAT(testing::Infer("reshape", R"({"shape": [32, 32]})", ColumnSpec{"image", DType::kUInt8, Shape{3072}}),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("cannot reshape column 'image' [3072] (3072 values) to [32,32]")));
+  // Dimensions whose product wraps around int64 (to 0 here) are refused,
+  // not divided by (SIGFPE).
+  EXPECT_THAT(testing::Infer("reshape", R"({"shape": [4294967296, 4294967296, -1]})",
+                             ColumnSpec{"image", DType::kUInt8, Shape{3072}}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("cannot reshape column 'image' [3072] (3072 values) to [4294967296,4294967296,-1]")));
+  EXPECT_THAT(testing::Infer("reshape", R"({"shape": [3, 4294967296, 4294967296]})",
+                             ColumnSpec{"image", DType::kUInt8, Shape{3072}}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("cannot reshape column 'image'")));
 }
 
 TEST(Field, MissingColumnListsTheColumns) {

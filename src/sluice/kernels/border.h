@@ -14,6 +14,12 @@ enum class PadMode {
   kSymmetric,  // cba|abcd|dcb (the edge is repeated)
 };
 
+// i mod period, in [0, period).
+inline int64_t PositiveModulo(int64_t i, int64_t period) {
+  const int64_t r = i % period;
+  return r < 0 ? r + period : r;
+}
+
 // The position that position i of an axis of n values reads (i may be
 // anywhere: reflections repeat, as numpy's pad does), or -1 for kConstant
 // outside the axis.
@@ -24,13 +30,17 @@ inline int64_t BorderIndex(int64_t i, int64_t n, PadMode mode) {
       return -1;
     case PadMode::kEdge:
       return i < 0 ? 0 : n - 1;
-    case PadMode::kReflect:
+    case PadMode::kReflect: {
       if (n == 1) return 0;
-      while (i < 0 || i >= n) i = i < 0 ? -i : 2 * n - 2 - i;
-      return i;
-    case PadMode::kSymmetric:
-      while (i < 0 || i >= n) i = i < 0 ? -i - 1 : 2 * n - 1 - i;
-      return i;
+      // Taken modulo the period, not reflected step by step: a warp's far
+      // coordinates (a million pixels away) took that many steps a pixel.
+      const int64_t r = PositiveModulo(i, 2 * n - 2);
+      return r < n ? r : 2 * n - 2 - r;
+    }
+    case PadMode::kSymmetric: {
+      const int64_t r = PositiveModulo(i, 2 * n);
+      return r < n ? r : 2 * n - 1 - r;
+    }
   }
   return -1;
 }

@@ -70,9 +70,11 @@ void Warp(const WarpSpec& spec, const Affine& a, const In* src, Out* dst) {
       float fx = m[0] * x + bx, fy = m[3] * x + by;
       if (projective) {
         const float wx = a.p[0] * x + bw;
-        // Far (or undefined) coordinates clamped before the int conversion.
-        fx = ClampCoordinate(fx / wx), fy = ClampCoordinate(fy / wx);
+        fx /= wx, fy /= wx;
       }
+      // Far (or undefined: a rotation by 1e39 degrees) coordinates clamped
+      // before the int conversion.
+      fx = ClampCoordinate(fx), fy = ClampCoordinate(fy);
       const float flx = std::floor(fx), fly = std::floor(fy);
       const float ax = fx - flx, ay = fy - fly;
       const int64_t x0 = static_cast<int64_t>(flx), y0 = static_cast<int64_t>(fly);

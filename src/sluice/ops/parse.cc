@@ -68,26 +68,31 @@ absl::StatusOr<InferredOp> InferReshape(const Attrs& attrs, const Schema& schema
                           BindField(attrs, schema, {DType::kUInt8, DType::kInt32, DType::kInt64, DType::kFloat32}));
   std::vector<int64_t> dims = attrs.GetInts("shape");
   const int64_t total = f.spec.shape.num_elements();
-  int64_t known = 1;
+  auto mismatch = [&] {
+    return AttrError("shape",
+                     absl::StrCat("cannot reshape column '", f.spec.name, "' ", f.spec.shape.ToString(), " (", total,
+                                  " values) to ", Shape{absl::MakeConstSpan(attrs.GetInts("shape"))}.ToString()));
+  };
+  int64_t known = 1;  // at most total: a product past it (or past int64) is refused before it is formed
   int infer = -1;
   for (size_t i = 0; i < dims.size(); ++i) {
     if (dims[i] == -1 && infer < 0) {
       infer = static_cast<int>(i);
     } else if (dims[i] <= 0) {
       return AttrError("shape", absl::StrCat("dimensions must be positive (one may be -1), got ", dims[i]));
+    } else if (dims[i] > total / known) {
+      return mismatch();
     } else {
       known *= dims[i];
     }
   }
-  if (infer >= 0 && known > 0 && total % known == 0) dims[infer] = total / known;
-  const Shape shape{absl::MakeConstSpan(dims)};
-  if (shape.num_elements() != total || (infer >= 0 && dims[infer] <= 0)) {
-    return AttrError("shape",
-                     absl::StrCat("cannot reshape column '", f.spec.name, "' ", f.spec.shape.ToString(), " (", total,
-                                  " values) to ", Shape{absl::MakeConstSpan(attrs.GetInts("shape"))}.ToString()));
+  if (infer >= 0) {
+    if (total % known != 0) return mismatch();
+    dims[infer] = total / known;
   }
+  if (infer < 0 && known != total) return mismatch();
   ColumnSpec out = f.spec;
-  out.shape = shape;
+  out.shape = Shape{absl::MakeConstSpan(dims)};
   return ViewOp(f, out);
 }
 
