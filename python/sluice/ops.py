@@ -21,6 +21,22 @@ def _not_finite(value):
     return isinstance(value, (float, np.floating)) and not math.isfinite(value)
 
 
+def _plain(op, name, value):
+    """`value` as the numbers, strings, booleans and lists a pipeline's JSON
+    carries (numpy scalars and arrays as Python's); TypeError naming the op
+    and attr for anything else."""
+    if isinstance(value, np.ndarray):
+        value = value.tolist()
+    elif isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, (list, tuple)):
+        return [_plain(op, name, v) for v in value]
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    raise TypeError(f"{op}(): attr '{name}' is a {type(value).__name__} ({value!r}): attrs are numbers, strings, "
+                    "booleans or lists of them")
+
+
 def _make(schema):
     names = [a["name"] for a in schema["attrs"]]
 
@@ -28,6 +44,7 @@ def _make(schema):
         unknown = sorted(set(attrs) - set(names))
         if unknown:
             raise TypeError(f"{schema['name']}() got unknown attrs {unknown}; attrs: {names}")
+        attrs = {name: _plain(schema["name"], name, value) for name, value in attrs.items()}
         for name, value in attrs.items():
             if _not_finite(value):
                 raise ValueError(f"{schema['name']}(): attr '{name}' is {value}: attrs are finite numbers")

@@ -378,20 +378,22 @@ class Pipeline:
 
     def shuffle(self, buffer_size):
         """Shuffles samples through a buffer of `buffer_size`, reshuffled every epoch."""
-        return self._with_node({"shuffle": {"buffer_size": buffer_size}})
+        return self._with_node({"shuffle": {"buffer_size": _checks.whole("shuffle's buffer_size", buffer_size)}})
 
     def batch(self, size, drop_remainder=False):
         """Groups samples into batches of `size`."""
         size = _checks.whole("batch size", size, minimum=1)
-        return self._with_node({"batch": {"size": size, "drop_remainder": drop_remainder}})
+        if not isinstance(drop_remainder, (bool, np.bool_)):
+            raise TypeError(f"batch's drop_remainder must be True or False, got {drop_remainder!r}")
+        return self._with_node({"batch": {"size": size, "drop_remainder": bool(drop_remainder)}})
 
     def prefetch(self, buffer_size=0):
         """Keeps `buffer_size` elements ready ahead of the consumer (0: the autotuner chooses)."""
-        return self._with_node({"prefetch": {"buffer_size": buffer_size}})
+        return self._with_node({"prefetch": {"buffer_size": _checks.whole("prefetch's buffer_size", buffer_size)}})
 
     def repeat(self, count=-1):
         """Runs the pipeline `count` times (forever when <= 0), each time a new epoch."""
-        return self._with_node({"repeat": {"count": count}})
+        return self._with_node({"repeat": {"count": _checks.whole("repeat's count", count)}})
 
     def shard(self, num_shards=0, index=0, *, uneven="drop"):
         """Data-parallel training: this process's share of every epoch.
@@ -481,6 +483,11 @@ class Pipeline:
             raise TypeError(f"unordered must be True or False, got {unordered!r}")
         if isinstance(placement_service, str):
             placement_service = {"dispatcher": placement_service}
+        seed = None if seed is None else _checks.whole("seed", seed, minimum=0)
+        # Their ranges are checked with the pipeline, naming the option.
+        threads = None if threads is None else _checks.whole("threads", threads)
+        if memory_budget_bytes is not None:
+            memory_budget_bytes = _checks.whole("memory_budget_bytes", memory_budget_bytes)
         definition = copy.deepcopy(self._def)
         if seed is not None:
             definition["seed"] = seed

@@ -147,8 +147,23 @@ def test_errors_are_builtin_exceptions_with_the_cpp_message(tmp_path, cifar_dir)
         ops.normalize(std=[float("nan")])
     with pytest.raises(ValueError, match=r"random_rotation\(\): attr 'degrees' is inf"):
         ops.random_rotation(degrees=np.float32("inf"))
-    # Options no pipeline can take, named.
+    # numpy's numbers are numbers (they failed in json.dumps, naming nothing);
+    # what is none is named with its op.
+    blur = ops.gaussian_blur(ksize=np.int64(3), sigma=np.array([1.0, 2.0]))
+    assert blur["attrs"] == {"ksize": 3, "sigma": [1.0, 2.0]}
+    assert type(blur["attrs"]["ksize"]) is int
+    with pytest.raises(TypeError, match=r"gaussian_blur\(\): attr 'sigma' is a set \(\{1.0\}\): attrs are numbers, "
+                                        r"strings, booleans or lists of them"):
+        ops.gaussian_blur(ksize=3, sigma={1.0})
     rows = sluice.arrays({"x": np.zeros(4, np.float32)})
+    assert rows.with_options(seed=np.uint64(3), threads=np.int32(1)).schema == [("x", "float32", [])]
+    with pytest.raises(TypeError, match=r"seed must be a whole number, got 1.5"):
+        rows.with_options(seed=1.5)
+    with pytest.raises(TypeError, match=r"shuffle's buffer_size must be a whole number, got nan"):
+        rows.shuffle(float("nan"))  # was a parse error at a column of JSON the user never wrote
+    with pytest.raises(TypeError, match=r"batch's drop_remainder must be True or False, got 'no'"):
+        rows.batch(2, drop_remainder="no")  # a non-empty string dropped the remainder
+    # Options no pipeline can take, named.
     with pytest.raises(ValueError, match=r"options.memory_budget_bytes must be >= 0 \(0: sized to the machine\), "
                                          r"got -5"):
         rows.with_options(memory_budget_bytes=-5).schema

@@ -54,6 +54,11 @@ TEST(Attrs, ErrorsNameTheAttr) {
     EXPECT_THAT(Attrs::Bind(kSchema, attrs),
                 StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("attr 'sigma' must be a finite number")));
   }
+  // Finite, but an infinity as the 32-bit float the kernels compute in.
+  EXPECT_THAT(Attrs::Bind(kSchema, Attrs(R"({"sigma": 1e39})")),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("attr 'sigma' must be within +-3.4e38 (a 32-bit float), got 1e+39")));
+  EXPECT_TRUE(Attrs::Bind(kSchema, Attrs(R"({"sigma": 3e38})")).ok());
 }
 
 // One attr of each type, each with the constraints its type takes.

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -40,6 +41,11 @@ absl::StatusOr<double> ToFloat(const AttrSchema& s, const Value& v) {
   // output with NaN, silently.
   if (!std::isfinite(v.number_value())) {
     return AttrError(s.name, absl::StrCat("must be a finite number, got ", v.number_value()));
+  }
+  // The kernels compute in 32-bit floats, in which a larger value is an
+  // infinity (1e39 made every output NaN or 0).
+  if (std::abs(v.number_value()) > std::numeric_limits<float>::max()) {
+    return AttrError(s.name, absl::StrCat("must be within +-3.4e38 (a 32-bit float), got ", v.number_value()));
   }
   return v.number_value();
 }
