@@ -161,6 +161,12 @@ def test_errors_are_builtin_exceptions_with_the_cpp_message(tmp_path, cifar_dir)
         rows.with_options(seed=1.5)
     with pytest.raises(TypeError, match=r"shuffle's buffer_size must be a whole number, got nan"):
         rows.shuffle(float("nan"))  # was a parse error at a column of JSON the user never wrote
+    # Its bytes wrapped around int64 to a small block (SIGSEGV); a batch
+    # larger than memory (2**40 rows here) is the same error, from
+    # std::bad_alloc, where the kernel refuses that much.
+    with pytest.raises(sluice.SluiceError, match=r"node 'batch_1': cannot allocate a batch of 4611686018427387904 "
+                                                 r"rows of 4 bytes each: more memory than this process can have"):
+        next(iter(rows.batch(2**62)))
     with pytest.raises(TypeError, match=r"batch's drop_remainder must be True or False, got 'no'"):
         rows.batch(2, drop_remainder="no")  # a non-empty string dropped the remainder
     # Options no pipeline can take, named.

@@ -41,8 +41,9 @@ bool BatchBuilder::ExtendsInPlace(const Batch& batch, int64_t capacity, MemoryKi
     if (c.ragged() || !t.valid() || t.buffer().use_count() != 1) return false;
     const Buffer& block = *t.buffer();
     const size_t row_bytes = t.byte_size() / static_cast<size_t>(batch.rows);
+    // Compared by division: row_bytes * capacity wraps for a batch of 2**62.
     if (block.owner() != nullptr || block.read_only() || block.memory_kind() != kind || t.raw_data() != block.data() ||
-        block.size() < row_bytes * static_cast<size_t>(capacity)) {
+        row_bytes == 0 || block.size() / row_bytes < static_cast<size_t>(capacity)) {
       return false;
     }
   }

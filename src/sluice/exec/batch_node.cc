@@ -8,8 +8,11 @@
 // epochs (MakeRechunkIterator). After a shard, each of the shard's elements
 // is one batch (ShardBatchIterator).
 #include <algorithm>
+#include <limits>
 #include <memory>
+#include <new>
 #include <optional>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "sluice/core/status_macros.h"
@@ -21,9 +24,10 @@ namespace {
 
 class BatchIterator : public Iterator {
  public:
-  BatchIterator(ExecContext* ctx, BufferPool* pool, const Schema& schema, int64_t size, bool drop_remainder,
-                std::unique_ptr<Iterator> input)
-      : ctx_(ctx),
+  BatchIterator(std::string name, ExecContext* ctx, BufferPool* pool, const Schema& schema, int64_t size,
+                bool drop_remainder, std::unique_ptr<Iterator> input)
+      : name_(std::move(name)),
+        ctx_(ctx),
         pool_(pool),
         schema_(schema),
         size_(size),
@@ -82,13 +86,31 @@ class BatchIterator : public Iterator {
       rest_ = Batch();
       return absl::OkStatus();
     }
-    if (!filling_) filling_.emplace(schema_, size_, pool_);
+    if (!filling_) SLUICE_RETURN_IF_ERROR(StartFilling());
     const int64_t n = std::min(rest_.rows, size_ - filling_->rows());
     filling_->Append(rest_, 0, n);
     rest_ = n == rest_.rows ? Batch() : rest_.Slice(n, rest_.rows);
     return absl::OkStatus();
   }
 
+  // An empty batch of size_ rows, or ResourceExhausted where its memory
+  // cannot be had (batch(2**40) asked for 8 TiB: std::bad_alloc).
+  absl::Status StartFilling() {
+    // Its bytes past int64 (batch(2**62)) would wrap to a small block the
+    // rows then overrun. A ragged column's offsets take 8 bytes a row.
+    if (size_ <= std::numeric_limits<int64_t>::max() / (schema_.RowBytes() + 8)) {
+      try {
+        filling_.emplace(schema_, size_, pool_);
+        return absl::OkStatus();
+      } catch (const std::bad_alloc&) {  // said below
+      }
+    }
+    return absl::ResourceExhaustedError(
+        absl::StrCat("node '", name_, "': cannot allocate a batch of ", size_, " rows of ", schema_.RowBytes(),
+                     " bytes each: more memory than this process can have; use a smaller batch size"));
+  }
+
+  const std::string name_;
   ExecContext* ctx_;
   BufferPool* pool_;
   const Schema& schema_;
@@ -132,13 +154,13 @@ class ShardBatchIterator : public Iterator {
 
 std::unique_ptr<Iterator> MakeBatchIterator(const IteratorArgs& args, std::unique_ptr<Iterator> input) {
   if (args.node->per_shard_element) return std::make_unique<ShardBatchIterator>(*args.node, std::move(input));
-  return std::make_unique<BatchIterator>(args.ctx, args.output_pool(), args.node->output_schema, args.node->count,
-                                         args.node->drop_remainder, std::move(input));
+  return std::make_unique<BatchIterator>(args.node->name, args.ctx, args.output_pool(), args.node->output_schema,
+                                         args.node->count, args.node->drop_remainder, std::move(input));
 }
 
 std::unique_ptr<Iterator> MakeRechunkIterator(const IteratorArgs& args, std::unique_ptr<Iterator> input) {
-  return std::make_unique<BatchIterator>(args.ctx, args.output_pool(), args.node->output_schema, args.chunk_rows,
-                                         /*drop_remainder=*/false, std::move(input));
+  return std::make_unique<BatchIterator>(args.node->name, args.ctx, args.output_pool(), args.node->output_schema,
+                                         args.chunk_rows, /*drop_remainder=*/false, std::move(input));
 }
 
 }  // namespace sluice::exec
