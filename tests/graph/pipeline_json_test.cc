@@ -38,6 +38,17 @@ TEST(PipelineJson, AnUnknownFieldIsAnsweredWithTheNearestNameAndThoseAllowed) {
                        AllOf(HasSubstr("(nodes[0] takes name, source,"), Not(HasSubstr("Did you mean")))));
 }
 
+TEST(PipelineJson, JsonNestedDeeperThanAnyPipelineIsRefusedAtOnce) {
+  // 30,000 levels of lists in an attr took protobuf 30 s to refuse.
+  const std::string deep = std::string(30000, '[') + std::string(30000, ']');
+  const std::string json = R"({"nodes": [{"map": {"ops": [{"op": "x", "attrs": {"extra": )" + deep + "}}]}}]}";
+  EXPECT_THAT(PipelineFromJson(json), StatusIs(absl::StatusCode::kInvalidArgument,
+                                               HasSubstr("invalid pipeline JSON: nested more than 64 levels deep")));
+  // Brackets inside strings, escaped quotes among them, are no nesting.
+  const std::string quoted = R"({"name": ")" + std::string(100, '[') + R"(\"[[", "nodes": []})";
+  EXPECT_TRUE(PipelineFromJson(quoted).ok()) << PipelineFromJson(quoted).status();
+}
+
 TEST(PipelineJson, RoundTrips) {
   ASSERT_OK_AND_ASSIGN(PipelineDef def, PipelineFromJson(R"({
       "name": "t", "seed": 5,
