@@ -169,6 +169,9 @@ def test_errors_are_builtin_exceptions_with_the_cpp_message(tmp_path, cifar_dir)
         next(iter(rows.batch(2**62)))
     with pytest.raises(TypeError, match=r"batch's drop_remainder must be True or False, got 'no'"):
         rows.batch(2, drop_remainder="no")  # a non-empty string dropped the remainder
+    with pytest.raises(sluice.InvalidArgumentError, match=r"arrays column 'x': a sample's shape must be positive, "
+                                                         r"got \[0\]"):
+        sluice.arrays({"x": np.zeros((5, 0), np.float32)}).schema
     # Options no pipeline can take, named.
     with pytest.raises(ValueError, match=r"options.memory_budget_bytes must be >= 0 \(0: sized to the machine\), "
                                          r"got -5"):

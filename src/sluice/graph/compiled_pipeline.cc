@@ -115,7 +115,8 @@ absl::Status ParseFeatures(const TfRecordSource& src, std::vector<io::FeatureSpe
     } else if (f.dtype() == "int64" || f.dtype() == "float32") {
       spec.kind = f.dtype() == "int64" ? io::FeatureKind::kInt64 : io::FeatureKind::kFloat;
       for (int64_t d : shape.dims()) {
-        if (d <= 0) return absl::InvalidArgumentError(absl::StrCat(where, ": shape must be positive"));
+        if (d <= 0)
+          return absl::InvalidArgumentError(absl::StrCat(where, ": shape must be positive, got ", shape.ToString()));
       }
       spec.count = shape.num_elements();
     } else {
@@ -138,7 +139,10 @@ absl::StatusOr<std::vector<io::ArrayColumnData>> ParseArrays(const ArraySource& 
     if (!dtype.ok()) return WithContext(dtype.status(), where);
     col.spec.dtype = *dtype;
     for (int64_t d : c.shape()) {
-      if (d <= 0) return absl::InvalidArgumentError(absl::StrCat(where, ": shape must be positive"));
+      if (d <= 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, ": a sample's shape must be positive, got [", absl::StrJoin(c.shape(), ","), "]"));
+      }
     }
     col.spec.shape = Shape(absl::MakeConstSpan(c.shape().data(), c.shape().size()));
     col.data = c.data();
