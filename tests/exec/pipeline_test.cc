@@ -450,7 +450,7 @@ TEST_F(PipelineTest, MemoryBudgetTooSmallForOneChunkOfEachMapNamesTheMinimumAndT
   EXPECT_THAT(Pipeline::Create(def).status(),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        AllOf(HasSubstr("memory_budget_bytes 102400 is less than the "), HasSubstr("16 rows"),
-                             HasSubstr("node 'map_1' 65792"), HasSubstr("node 'map_3' 196608"))));
+                             HasSubstr("node 'map_1' 65792 (ops "), HasSubstr("node 'map_3' 196608 (ops "))));
 }
 
 TEST_F(PipelineTest, DefaultMemoryBudgetIsSizedToTheMachineAndTheRanksOnIt) {

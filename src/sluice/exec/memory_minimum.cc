@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <limits>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -77,7 +79,9 @@ MemoryMinimum MeasureMemoryMinimum(const graph::CompiledPipeline& c, int64_t chu
     const int64_t bytes = MapPlan::Make(node)->ChunkBlockBytes(chunk_rows);
     m.bytes += bytes;
     m.largest = std::max(m.largest, bytes);
-    m.parts.push_back(absl::StrFormat("node '%s' %d", node.name, bytes));
+    std::vector<std::string> ops;
+    for (const graph::BoundOp& op : node.ops) ops.push_back(op.name);
+    m.parts.push_back(absl::StrFormat("node '%s' %d (ops %s)", node.name, bytes, absl::StrJoin(ops, ", ")));
   }
   return m;
 }
