@@ -187,6 +187,8 @@ TEST_F(AutoAugmentTest, DrawsDependOnSeedAndSampleNotOnTheBatch) {
 }
 
 TEST_F(AutoAugmentTest, BadAttrsNameTheAttr) {
+  EXPECT_THAT(Infer("rand_augment", R"({"num_ops": 1000000000})", kRgb).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("attr 'num_ops' must be in [0, 100]")));
   EXPECT_THAT(Infer("rand_augment", R"({"magnitude": 31})", kRgb).status(),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("magnitude")));
   EXPECT_THAT(Infer("trivial_augment_wide", R"({"num_magnitude_bins": 1})", kRgb).status(),

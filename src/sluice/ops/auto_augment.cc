@@ -452,7 +452,8 @@ absl::Status RegisterAutoAugmentOps(OpRegistry* registry) {
       "torchvision's RandAugment: num_ops ops drawn per sample from its 14 (identity, shear x/y, translate x/y, "
       "rotate, brightness, color, contrast, sharpness, posterize, solarize, autocontrast, equalize), each at bin "
       "`magnitude` of num_magnitude_bins, signed ones negated half the time.",
-      {AttrSchema{"num_ops", AttrType::kInt, "2", "ops applied per sample"}.AtLeast(0),
+      // At most 100: a billion ops a sample ran for hours, with no word.
+      {AttrSchema{"num_ops", AttrType::kInt, "2", "ops applied per sample"}.Range(0, 100),
        AttrSchema{"magnitude", AttrType::kInt, "9", "the bin of every op's magnitude"}.AtLeast(0), BinsAttr()},
       InferRandAugment));
   SLUICE_RETURN_IF_ERROR(AddPolicyOp(registry, "trivial_augment_wide",
