@@ -286,6 +286,21 @@ def test_arrays_source_yields_the_arrays_rows():
         sluice.arrays({"y": np.zeros(3, np.float64)})
 
 
+# A child's lines that print "waiting" once its main thread is inside
+# sluice's next(), however long that takes.
+_ANNOUNCE_IN_NEXT = """
+main = threading.main_thread().ident
+
+
+def announce():
+    while sys._current_frames()[main].f_code.co_name != "__next__":
+        time.sleep(0.001)
+    print("waiting", flush=True)
+
+
+threading.Thread(target=announce, daemon=True).start()
+"""
+
 _BLOCKED_CHILD = """
 import signal
 import sys
@@ -301,17 +316,7 @@ from sluice import ops
 pipe = (sluice.tfrecord(sys.argv[1], {"label": "int64"}).repeat()
         .filter(ops.keep_if(cmp="<", value=-1)).batch(8))
 it = iter(pipe)
-main = threading.main_thread().ident
-
-
-def announce():  # once the main thread is inside sluice's next(), however long that takes
-    while sys._current_frames()[main].f_code.co_name != "__next__":
-        time.sleep(0.001)
-    print("waiting", flush=True)
-
-
-threading.Thread(target=announce, daemon=True).start()
-try:
+""" + _ANNOUNCE_IN_NEXT + """try:
     next(it)
 except KeyboardInterrupt:
     print("interrupted in", traceback.extract_stack(sys.exc_info()[2].tb_frame)[-1].name,
@@ -322,19 +327,26 @@ print("after", len(batch["label"]), flush=True)
 """
 
 
-def test_ctrl_c_stops_a_pipeline_blocked_in_next(cifar_dir):
+def _interrupted_while_waiting(script, *args):
+    """Runs `script`, sends it SIGINT once it says "waiting" (in next());
+    its (returncode, stdout, stderr)."""
     import signal
     import subprocess
     import sys
-    child = subprocess.Popen([sys.executable, "-c", _BLOCKED_CHILD, str(cifar_dir / "*.tfrecord")],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    child = subprocess.Popen([sys.executable, "-c", script, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
     try:
         assert child.stdout.readline().strip() == "waiting"
         child.send_signal(signal.SIGINT)
         out, err = child.communicate(timeout=60)  # a hang guard, not a timing assertion
     finally:
         child.kill()
-    assert child.returncode == 0, err
+    return child.returncode, out, err
+
+
+def test_ctrl_c_stops_a_pipeline_blocked_in_next(cifar_dir):
+    code, out, err = _interrupted_while_waiting(_BLOCKED_CHILD, str(cifar_dir / "*.tfrecord"))
+    assert code == 0, err
     # Raised from inside the C++ next(), and the process can go on using sluice.
     assert "interrupted in <module> __next__" in out
     assert "after 8" in out
@@ -372,17 +384,7 @@ def save_and_stop(signum, frame):  # a trainer's handler: save where it stands, 
 signal.signal(signal.SIGINT, save_and_stop)
 for _ in range(3):
     next(it)
-main = threading.main_thread().ident
-
-
-def announce():
-    while sys._current_frames()[main].f_code.co_name != "__next__":
-        time.sleep(0.001)
-    print("waiting", flush=True)
-
-
-threading.Thread(target=announce, daemon=True).start()
-try:
+""" + _ANNOUNCE_IN_NEXT + """try:
     next(it)
 except KeyboardInterrupt:
     print("interrupted", flush=True)
@@ -392,18 +394,8 @@ print("resumed", rest, flush=True)
 
 
 def test_a_sigint_handler_can_save_the_state_of_the_pass_it_interrupts(tmp_path):
-    import signal
-    import subprocess
-    import sys
-    child = subprocess.Popen([sys.executable, "-c", _SAVING_HANDLER_CHILD, str(tmp_path / "released")],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        assert child.stdout.readline().strip() == "waiting"
-        child.send_signal(signal.SIGINT)
-        out, err = child.communicate(timeout=60)  # a hang guard (it deadlocked), not a timing assertion
-    finally:
-        child.kill()
-    assert child.returncode == 0, err
+    code, out, err = _interrupted_while_waiting(_SAVING_HANDLER_CHILD, str(tmp_path / "released"))  # it deadlocked
+    assert code == 0, err
     # The handler ran during next(); its state is after the three batches delivered.
     assert "interrupted" in out
     assert f"resumed {list(range(30, 100))}" in out
