@@ -59,9 +59,10 @@ class PyIterator {
       {
         const std::unique_lock<std::mutex> turn = Turn();
         status = WithoutGil([&] { return it_->Next(&batch, &end); });
-        if (status.ok() && !end) samples_ += batch.rows;
       }
-      if (interrupt.interrupted()) RaiseInterrupt();
+      // A batch that came before the cancel is delivered (the iterator's
+      // state is past it); Python runs the handler right after.
+      if (interrupt.interrupted() && (!status.ok() || end)) RaiseInterrupt();
     }
     ThrowIfError(status);
     if (end) throw py::stop_iteration();
@@ -72,6 +73,7 @@ class PyIterator {
       out[py::str(names_[i])] =
           c.ragged() ? RaggedRows(c, batch.rows, batched, convert) : convert(batched ? c.values : SampleOf(c.values));
     }
+    samples_ += batch.rows;
     return out;
   }
 

@@ -97,8 +97,9 @@ class BatchIterator : public Iterator {
   // cannot be had (batch(2**40) asked for 8 TiB: std::bad_alloc).
   absl::Status StartFilling() {
     // Its bytes past int64 (batch(2**62)) would wrap to a small block the
-    // rows then overrun. A ragged column's offsets take 8 bytes a row.
-    if (size_ <= std::numeric_limits<int64_t>::max() / (schema_.RowBytes() + 8)) {
+    // rows then overrun. A ragged column's offsets take 8 bytes a row, and
+    // its values start at 64 (BatchBuilder).
+    if (size_ <= std::numeric_limits<int64_t>::max() / (schema_.RowBytes() + 72)) {
       try {
         filling_.emplace(schema_, size_, pool_);
         return absl::OkStatus();

@@ -117,6 +117,9 @@ namespace {
 // (a wrong command, a limit) will kill the next one too.
 constexpr absl::Duration kQuickDeath = absl::Seconds(10);
 constexpr int kMaxQuickDeaths = 5;
+// A fork that fails (EAGAIN at a pids limit) may pass: tried once a
+// second for half a minute.
+constexpr int kMaxFailedStarts = 30;
 
 }  // namespace
 
@@ -151,30 +154,36 @@ void LocalCluster::Tend(Place& place) {
     ended = absl::StrCat("local worker process ", place.pid, " ",
                          WIFSIGNALED(status) ? absl::StrCat("was killed by signal ", WTERMSIG(status))
                                              : absl::StrCat("exited with status ", WEXITSTATUS(status)));
-    if (!CountDeath(place, ended)) return;
+    const bool quick = absl::Now() - place.started < kQuickDeath;
+    if (!quick) place.quick_deaths = 0;
+    if (quick && !CountFailure(place, &place.quick_deaths, kMaxQuickDeaths, ended)) return;
   }
   absl::StatusOr<pid_t> replacement = StartWorker();
-  place.started = absl::Now();
   if (!replacement.ok()) {
     place.pid = kToStart;  // tried again on the next round
     const std::string failed = absl::StrCat("cannot start a local worker process: ", replacement.status().message());
-    if (CountDeath(place, failed)) Log("client", ended.empty() ? failed : absl::StrCat(ended, "; ", failed));
+    if (CountFailure(place, &place.failed_starts, kMaxFailedStarts, failed)) {
+      Log("client", ended.empty() ? failed : absl::StrCat(ended, "; ", failed));
+    }
     return;
   }
   place.pid = *replacement;
+  place.started = absl::Now();
+  place.failed_starts = 0;
   Log("client", ended.empty() ? absl::StrCat("started local worker process ", place.pid)
                               : absl::StrCat(ended, "; started ", place.pid, " in its place (its splits run again)"));
 }
 
-bool LocalCluster::CountDeath(Place& place, const std::string& how) {
-  place.quick_deaths = absl::Now() - place.started < kQuickDeath ? place.quick_deaths + 1 : 0;
-  if (place.quick_deaths < kMaxQuickDeaths) return true;
+bool LocalCluster::CountFailure(Place& place, int* failures, int limit, const std::string& how) {
+  if (++*failures < limit) return true;
   place.pid = kGivenUp;
-  failure_ = absl::UnavailableError(
-      absl::StrCat("the embedded service's workers do not start: ", how, ", the ", kMaxQuickDeaths,
-                   "th in a row within ", absl::FormatDuration(kQuickDeath), " of its start (the command: ", args_[0],
-                   " worker; its own words, if any, are in the output above). Check that it is this version of sluice "
-                   "(SLUICE_BINARY, PATH) and the process limits (ulimit -u, -v)"));
+  failure_ = absl::UnavailableError(absl::StrCat(
+      "the embedded service's workers do not start: ", how, ", the ", limit, "th in a row",
+      failures == &place.quick_deaths ? absl::StrCat(" within ", absl::FormatDuration(kQuickDeath), " of its start")
+                                      : "",
+      " (the command: ", args_[0],
+      " worker; its own words, if any, are in the output above). Check that it is this version of sluice "
+      "(SLUICE_BINARY, PATH) and the process limits (ulimit -u, -v)"));
   Log("client", absl::StrCat(how, "; given up: no other is started in its place"));
   return false;
 }

@@ -44,7 +44,8 @@ class LocalCluster {
   struct Place {
     pid_t pid = kToStart;  // > 0: running
     absl::Time started;
-    int quick_deaths = 0;  // ended (or failed to start) within kQuickDeath of their start, in a row
+    int quick_deaths = 0;   // ended within kQuickDeath of their start, in a row
+    int failed_starts = 0;  // forks that failed, in a row
   };
   static constexpr pid_t kToStart = -1;
   static constexpr pid_t kGivenUp = 0;
@@ -57,9 +58,10 @@ class LocalCluster {
   // Reaps the place's worker if it ended, then starts one in its place
   // unless it died at its start too often.
   void Tend(Place& place) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Counts a worker that ended (or did not start) as `how`; false when the
+  // Counts one more of `failures` (a place's quick deaths, or its failed
+  // starts), the latest as `how`; false when that makes `limit` and the
   // place is given up.
-  bool CountDeath(Place& place, const std::string& how) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool CountFailure(Place& place, int* failures, int limit, const std::string& how) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   std::unique_ptr<DispatcherServer> dispatcher_;
   std::vector<std::string> args_;
