@@ -139,9 +139,7 @@ void LocalCluster::Watch(int workers) {
   if (!start_status_.ok()) return;
   while (!mu_.AwaitWithTimeout(absl::Condition(&stopping_), absl::Seconds(1))) {
     for (Place& place : places_) Tend(place);
-    const bool all_given_up =
-        std::all_of(places_.begin(), places_.end(), [](const Place& p) { return p.pid == kGivenUp; });
-    if (all_given_up) return;
+    if (AllGivenUp()) return;
   }
 }
 
@@ -199,9 +197,12 @@ std::vector<pid_t> LocalCluster::worker_pids() const {
 
 absl::Status LocalCluster::failure() const {
   absl::MutexLock lock(&mu_);
-  const bool all_given_up =
-      !places_.empty() && std::all_of(places_.begin(), places_.end(), [](const Place& p) { return p.pid == kGivenUp; });
-  return all_given_up ? failure_ : absl::OkStatus();
+  return AllGivenUp() ? failure_ : absl::OkStatus();
+}
+
+bool LocalCluster::AllGivenUp() const {
+  return !places_.empty() &&
+         std::all_of(places_.begin(), places_.end(), [](const Place& p) { return p.pid == kGivenUp; });
 }
 
 LocalCluster::~LocalCluster() {

@@ -63,6 +63,9 @@ class LocalCluster {
   // place is given up.
   bool CountFailure(Place& place, int* failures, int limit, const std::string& how) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
+  // Whether every place was given up (none when none was made yet).
+  bool AllGivenUp() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   std::unique_ptr<DispatcherServer> dispatcher_;
   std::vector<std::string> args_;
   mutable absl::Mutex mu_;
