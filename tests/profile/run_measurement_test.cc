@@ -43,5 +43,25 @@ TEST(MeasureRunTest, ACancelledRunLeavesNothingReadingItsIterator) {
   }
 }
 
+// A throttled source delivers a chunk of 128 records every quarter of a
+// second: a window of 0.4 s counted one chunk or three by where it fell
+// (156 to 695 samples/s for 490). Timed over several chunks, it is close.
+TEST(MeasureRunTest, ABurstySourceIsTimedOverSeveralBursts) {
+  testing::TempDir dir;
+  testing::WriteCifarTfRecords(dir.path(), 256, 4);
+  PipelineDef def =
+      PipelineBuilder::TfRecord({dir.Join("*.tfrecord")}, {BytesFeature("image", 3072), Int64Feature("label")}).Build();
+  constexpr double kBytesPerS = 1.5e6;
+  def.mutable_nodes(0)->mutable_source()->set_throttle_bytes_per_s(kBytesPerS);
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<exec::Pipeline> pipeline, exec::Pipeline::Create(def));
+  MeasureOptions options;
+  options.min_seconds = 0.4;
+  ASSERT_OK_AND_ASSIGN(const RunMeasurement m, MeasureRun(*pipeline, options));
+  EXPECT_GE(m.seconds, 1.6);              // 8 waits of about 0.26 s, at least
+  const double rate = kBytesPerS / 3090;  // a record: the image, the label and the Example's framing
+  EXPECT_GT(m.samples_per_s, 0.75 * rate);
+  EXPECT_LT(m.samples_per_s, 1.25 * rate);
+}
+
 }  // namespace
 }  // namespace sluice::profile

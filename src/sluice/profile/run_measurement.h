@@ -16,7 +16,10 @@
 namespace sluice::profile {
 
 struct MeasureOptions {
-  double min_seconds = 3;  // epochs are repeated until this much has passed
+  // Epochs are repeated until this much has passed, and (unpaced) until no
+  // wait for an element was more than an eighth of the time: a bursty
+  // pipeline is timed over several bursts, up to 8 times this.
+  double min_seconds = 3;
   // > 0: the consumer is a trainer of this speed: after each element it
   // spends rows / rate seconds (sleeping) before asking for the next.
   double consumer_samples_per_s = 0;
