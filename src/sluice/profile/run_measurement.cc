@@ -216,6 +216,16 @@ bool WindowDone(int64_t elapsed_ns, int64_t longest_wait_ns, double min_seconds)
   return longest_wait_ns * kBurstsPerWindow <= elapsed_ns || elapsed >= kMostStretch * min_seconds;
 }
 
+// The threads the sampler saw, and those the trace knows of: every thread
+// that recorded a span, however short-lived.
+std::vector<std::pair<int, std::string>> ThreadNames(Sampler* sampler, const exec::TraceBuffer* trace) {
+  std::map<int, std::string> names = sampler->thread_names();
+  if (trace != nullptr) {
+    for (const auto& [tid, name] : trace->thread_names()) names[tid] = name;
+  }
+  return {names.begin(), names.end()};
+}
+
 }  // namespace
 
 absl::StatusOr<RunMeasurement> MeasureRun(const exec::Pipeline& pipeline, const MeasureOptions& options) {
@@ -289,12 +299,7 @@ absl::StatusOr<RunMeasurement> MeasureRun(const exec::Pipeline& pipeline, const 
   m.consumer_wait_share = m.seconds > 0 ? waited_ns.load() * 1e-9 / m.seconds : 0;
   sampler.Stop();
   m.series = sampler.series();
-  std::map<int, std::string> names = sampler.thread_names();
-  // The trace knows every thread that recorded a span, however short-lived.
-  if (options.trace != nullptr) {
-    for (const auto& [tid, name] : options.trace->thread_names()) names[tid] = name;
-  }
-  for (const auto& [tid, name] : names) m.thread_names.emplace_back(tid, name);
+  m.thread_names = ThreadNames(&sampler, options.trace);
   m.memory = pipeline.memory();
   m.memory_budget = pipeline.memory_budget();
   return m;
