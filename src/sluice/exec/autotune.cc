@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "sluice/exec/thread_start.h"
 
 namespace sluice::exec {
 namespace {
@@ -153,12 +154,12 @@ AutotuneThread::AutotuneThread(const PipelineStats* stats, std::vector<NodeKnobs
     absl::MutexLock lock(&shared_->mu);
     Apply(shared_->tuner.knobs());
   }
-  thread_ = std::thread([this] { Run(); });
+  thread_ = TryStartThread([this] { Run(); });  // refused by the system: the knobs stay as they are
 }
 
 AutotuneThread::~AutotuneThread() {
   stop_.Notify();
-  thread_.join();
+  if (thread_.joinable()) thread_.join();
   shared_->in_use.store(false);
 }
 

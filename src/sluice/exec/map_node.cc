@@ -17,6 +17,7 @@
 #include "sluice/exec/map_plan.h"
 #include "sluice/exec/read_pacing.h"
 #include "sluice/exec/row_copier.h"
+#include "sluice/exec/thread_start.h"
 
 namespace sluice::exec {
 namespace {
@@ -43,12 +44,20 @@ class MapIterator : public Iterator {
         element_bytes_(pool_ == ctx_->pool ? plan_->ChunkBlockBytes(args.chunk_rows) : 0),
         input_(std::move(input)) {
     ctx_->cancel.Register(&mu_, &cv_);
-    for (int i = 0; i < parallelism_; ++i) {
-      runners_.emplace_back([this, i] {
-        TraceBuffer::NameThread(absl::StrCat(node_.name, "/", i));
-        RunnerLoop(i);
-      });
-    }
+    // Runners the system refused leave the map to those it started (their
+    // count read under mu_); none, and the map fails.
+    absl::MutexLock lock(&mu_);
+    parallelism_ = StartThreads(
+        parallelism_,
+        [this](int i) {
+          TraceBuffer::NameThread(absl::StrCat(node_.name, "/", i));
+          {
+            absl::MutexLock started(&mu_);
+          }  // parallelism_ is set
+          RunnerLoop(i);
+        },
+        &runners_);
+    if (parallelism_ == 0) start_error_ = ThreadStartError(absl::StrCat("map node ", node_.name));
   }
 
   ~MapIterator() override {
@@ -66,6 +75,7 @@ class MapIterator : public Iterator {
 
   absl::Status GetNext(Batch* out, bool* end) override {
     absl::MutexLock lock(&mu_);
+    SLUICE_RETURN_IF_ERROR(start_error_);
     while (true) {
       if (ctx_->cancel.cancelled()) return absl::CancelledError("pipeline cancelled");
       std::shared_ptr<Slot> slot = TakeReady();
@@ -412,7 +422,8 @@ class MapIterator : public Iterator {
   NodeStats* const stats_;  // may be null
   NodeKnobs* const knobs_;  // may be null
   const uint64_t epoch_;
-  const int parallelism_;  // runner threads
+  int parallelism_;  // runner threads (those started, once started)
+  absl::Status start_error_ ABSL_GUARDED_BY(mu_);
   const int64_t prefetch_depth_;
   std::unique_ptr<MapPlan> plan_;
   const int64_t chunk_rows_;     // of a whole chunk, as the budget counts one

@@ -4,7 +4,9 @@
 #include <deque>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "sluice/exec/iterator.h"
+#include "sluice/exec/thread_start.h"
 
 namespace sluice::exec {
 namespace {
@@ -14,10 +16,13 @@ class PrefetchIterator : public Iterator {
   PrefetchIterator(const IteratorArgs& args, std::unique_ptr<Iterator> input)
       : ctx_(args.ctx), stats_(args.stats), knobs_(args.knobs), depth_(args.node->count), input_(std::move(input)) {
     ctx_->cancel.Register(&mu_, &cv_);
-    thread_ = std::thread([this, name = args.node->name] {
+    thread_ = TryStartThread([this, name = args.node->name] {
       TraceBuffer::NameThread(name);
       Produce();
     });
+    if (!thread_.joinable()) {  // the system refused it: the consumer is told
+      queue_.push_back(Item{Batch(), ThreadStartError(absl::StrCat("prefetch node ", args.node->name))});
+    }
   }
 
   ~PrefetchIterator() override {
@@ -26,7 +31,7 @@ class PrefetchIterator : public Iterator {
       stopping_ = true;
       cv_.SignalAll();
     }
-    thread_.join();
+    if (thread_.joinable()) thread_.join();
     ctx_->cancel.Unregister(&cv_);
     for (const Item& item : queue_) ctx_->memory.Remove(item.bytes);
   }

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "sluice/exec/exec_context.h"
+#include "sluice/exec/thread_start.h"
 
 namespace sluice::exec {
 
@@ -33,7 +34,7 @@ SplitReadAhead::SplitReadAhead(size_t splits, int threads, ReadSplit read, Memor
       read_(std::move(read)),
       budget_(budget),
       split_bytes_(split_bytes != nullptr ? split_bytes : &own_split_bytes_) {
-  for (int i = 0; i < threads; ++i) readers_.emplace_back([this] { Reader(); });
+  StartThreads(threads, [this](int) { Reader(); }, &readers_);  // those the system started read
 }
 
 SplitReadAhead::~SplitReadAhead() {
@@ -108,6 +109,7 @@ void SplitReadAhead::Store(size_t split, Slot slot) {
 absl::StatusOr<bool> SplitReadAhead::Next(std::vector<Batch>* chunks) {
   absl::MutexLock lock(&mu_);
   if (next_to_hand_ == splits_) return false;
+  if (readers_.empty()) return ThreadStartError("the source node's reads ahead (parallel_reads)");
   if (!NextIsRead()) {
     awaited_ = true;
     if (budget_ != nullptr) budget_->Notify();  // its reader may be waiting for room
