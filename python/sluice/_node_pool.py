@@ -61,30 +61,70 @@ def _start(local_world):
         return _pool[0]
 
 
+# A worker that ends within QUICK_S of its start this many times in a row
+# (it cannot run here: killed for memory as it starts, a broken binary) is
+# not replaced again, nor is one that cannot be started for START_TRIES_S.
+QUICK_DEATHS = 5
+QUICK_S = 10
+START_TRIES_S = 30
+# The node's own dispatcher, a process on this host: gone this long, it is
+# gone (one across a network gets the distribute node's 60 s).
+DISPATCHER_TIMEOUT_S = 30
+
+
 def _keep_a_worker(worker_args):
     """Starts another worker when the node's dies (killed for memory, say):
     the ranks' streams go on from where they were on it, rather than every
-    rank waiting for a worker that never comes."""
+    rank waiting for a worker that never comes. Gives up on one that cannot
+    run (QUICK_DEATHS): the dispatcher stops, and the ranks' reading fails
+    once it is gone for their dispatcher timeout, not waiting for good."""
+    started, quick, failing_since = time.monotonic(), 0, None
     while not _stopping.wait(0.5):
         worker = _pool[1][0]
         if worker.poll() is None:
             continue
-        failure = None
-        with _lock:
-            if _stopping.is_set():
+        if failing_since is None:
+            quick = quick + 1 if time.monotonic() - started < QUICK_S else 0
+        if quick >= QUICK_DEATHS or (failing_since and time.monotonic() - failing_since > START_TRIES_S):
+            _give_up(worker, quick)
+            return
+        replacement, failure = _replace(worker_args)
+        if replacement is None:
+            if failure is None:  # stopping
                 return
-            try:
-                replacement, _ = _spawn(worker_args, "worker listening on port")
-                _pool[1][0] = replacement
-            except Exception as e:  # noqa: BLE001 (said, and tried again: the ranks wait for a worker)
-                failure = e
-        if failure is not None:
+            failing_since = failing_since or time.monotonic()
             sys.stderr.write(f"sluice.torch node_pool: cannot start a worker in place of the one that exited: "
                              f"{failure}; trying again in 5 s\n")
             time.sleep(5)
             continue
+        started, failing_since = time.monotonic(), None
         sys.stderr.write(f"sluice.torch node_pool: the node's worker (pid {worker.pid}) exited with status "
                          f"{worker.returncode}; started {replacement.pid} in its place (the ranks' streams go on)\n")
+
+
+def _replace(worker_args):
+    """(a new worker in the pool, None), or (None, why it could not start;
+    None when the pool is stopping)."""
+    with _lock:
+        if _stopping.is_set():
+            return None, None
+        try:
+            replacement, _ = _spawn(worker_args, "worker listening on port")
+        except Exception as e:  # noqa: BLE001 (said, and tried again: the ranks wait for a worker)
+            return None, e
+        _pool[1][0] = replacement
+        return replacement, None
+
+
+def _give_up(worker, quick):
+    why = (f"exited {quick} times within {QUICK_S} s of its start" if quick >= QUICK_DEATHS else
+           f"could not be started again for {START_TRIES_S} s")
+    sys.stderr.write(f"sluice.torch node_pool: the node's worker {why} (the last, pid {worker.pid}, with status "
+                     f"{worker.returncode}; killed for memory? its words are above); not replacing it again: the "
+                     f"node's dispatcher stops, and each rank's reading fails once it has been gone "
+                     f"{DISPATCHER_TIMEOUT_S} s\n")
+    with _lock:
+        _pool[1][1].terminate()
 
 
 def _spawn(args, ready):
@@ -161,5 +201,5 @@ def through_pool(definition, dispatcher):
         if nodes[i].get("map", {}).get("device", "cpu") not in ("", "cpu"):
             at = i
             break
-    distribute = {"dispatcher": dispatcher, "mode": "parallel_epochs"}
+    distribute = {"dispatcher": dispatcher, "mode": "parallel_epochs", "dispatcher_timeout_s": DISPATCHER_TIMEOUT_S}
     return {**definition, "nodes": nodes[:at] + [{"distribute": distribute}] + nodes[at:]}

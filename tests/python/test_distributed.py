@@ -597,6 +597,44 @@ def test_the_node_pool_outlasts_local_rank_0_until_the_other_ranks_are_done(tmp_
     assert "local rank 0 is done; its pool stops once the node's other ranks are" in job.stderr
 
 
+_POOL_WORKER_KILLED_AT_EACH_START = """
+import os, signal, sys, threading, time
+import numpy as np
+import torch.distributed as dist
+import sluice
+import sluice.torch
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+pipe = sluice.arrays({"id": np.arange(100000, dtype=np.int64)}, split_records=100).batch(16)
+loader = sluice.torch.TorchIterable(pipe, node_pool=True)
+if rank == 0:  # each of the pool's workers killed as it starts, as if for memory
+    from sluice import _node_pool
+    def kill_each():
+        while True:
+            worker = _node_pool._pool[1][0]
+            if worker.poll() is None:
+                os.kill(worker.pid, signal.SIGKILL)
+            time.sleep(0.05)
+    threading.Thread(target=kill_each, daemon=True).start()
+try:
+    for b in loader:
+        time.sleep(0.01)
+    print(f"rank {rank}: the epoch ended", flush=True)
+except Exception as e:
+    print(f"rank {rank}: {type(e).__name__}: {e}", flush=True)
+os._exit(0)
+"""
+
+
+def test_a_node_pool_whose_worker_dies_at_each_start_fails_the_ranks_not_hangs(tmp_path):
+    job = torchrun_script(tmp_path, _POOL_WORKER_KILLED_AT_EACH_START)
+    assert "exited 5 times within 10 s of its start" in job.stderr, job.stderr[-3000:]
+    assert "not replacing it again" in job.stderr
+    for rank in (0, 1):
+        line = next((x for x in job.stdout.splitlines() if x.startswith(f"rank {rank}:")), "")
+        assert "UnavailableError" in line and "dispatcher" in line, job.stdout + job.stderr[-3000:]
+
+
 def test_a_node_pool_without_local_rank_says_what_to_set(monkeypatch):
     from sluice import _node_pool
     monkeypatch.delenv("LOCAL_RANK", raising=False)

@@ -166,18 +166,23 @@ TEST_F(ServiceTest, AWorkerStoppedWithSigtermFinishesItsSplitLeavesAndExitsZero)
   EXPECT_EQ(after_stop->workers_size(), 1) << "it left at once (the worker timeout is 2 s)";
 }
 
+// Killed, or stopped as a rollout or a supervisor stops it (SIGTERM: its
+// calls in flight end CANCELLED, which failed every consumer at once).
 TEST_F(ServiceTest, ADispatcherRestartedFromItsWorkDirFinishesTheEpochExactlyOnce) {
-  TestCluster cluster;
-  const std::string work = dir_.Join("work");
-  SLUICE_ASSERT_OK(cluster.StartDispatcher(work));
-  SLUICE_ASSERT_OK(cluster.AddWorker());
-  SLUICE_ASSERT_OK(cluster.AddWorker());
-  ASSERT_OK_AND_ASSIGN(auto pipeline, CreatePipeline(Distributed(cluster.address())));
-  absl::Status restarted;
-  ASSERT_OK_AND_ASSIGN(Received r,
-                       ReadEpoch(*pipeline, 0, 40, [&] { restarted = cluster.RestartDispatcher(SIGKILL, work); }));
-  SLUICE_ASSERT_OK(restarted);
-  ExpectEachIdTimes(r, 1);
+  for (const int signal : {SIGKILL, SIGTERM}) {
+    SCOPED_TRACE(signal);
+    TestCluster cluster;
+    const std::string work = dir_.Join(absl::StrCat("work", signal));
+    SLUICE_ASSERT_OK(cluster.StartDispatcher(work));
+    SLUICE_ASSERT_OK(cluster.AddWorker());
+    SLUICE_ASSERT_OK(cluster.AddWorker());
+    ASSERT_OK_AND_ASSIGN(auto pipeline, CreatePipeline(Distributed(cluster.address())));
+    absl::Status restarted;
+    ASSERT_OK_AND_ASSIGN(Received r,
+                         ReadEpoch(*pipeline, 0, 40, [&] { restarted = cluster.RestartDispatcher(signal, work); }));
+    SLUICE_ASSERT_OK(restarted);
+    ExpectEachIdTimes(r, 1);
+  }
 }
 
 // The dispatcher gone for longer than heartbeats take to notice, while the

@@ -12,6 +12,7 @@
 #include "sluice/ops/op_registry.h"
 #include "sluice/service/channel.h"
 #include "sluice/service/element_spec.h"
+#include "sluice/service/grpc_status.h"
 #include "sluice/service/log.h"
 #include "sluice/service/unary_call.h"
 
@@ -85,7 +86,7 @@ absl::StatusOr<ElementSpec> DispatcherImpl::DescribeOnAWorker(const PipelineDef&
     }
     SLUICE_ASSIGN_OR_RETURN(const std::string address, capable);
     absl::StatusOr<ElementSpec> element = DescribeOn(address, def);
-    if (element.ok() || !absl::IsUnavailable(element.status())) return element;
+    if (element.ok() || !ServerAway(element.status())) return element;
     Log("dispatcher", absl::StrCat("worker ", address,
                                    " refused to describe a pipeline, asking another: ", element.status().message()));
     unreachable.insert(address);

@@ -246,7 +246,7 @@ void DistributedInput::BeatUntilStopped() {
           "the dispatcher at ", options_.dispatcher, " no longer knows client ", client_id_, " of job ", job_id_,
           " (it restarted without its --work-dir journal, or this client was silent longer than its "
           "--client-timeout): the epoch cannot go on exactly once; start the pipeline again"));
-    } else if (absl::IsUnavailable(s) || absl::IsDeadlineExceeded(s)) {
+    } else if (ServerAway(s)) {
       const absl::Time now = absl::Now();
       if (unreachable_since == absl::InfiniteFuture()) {
         unreachable_since = attempt;
@@ -636,7 +636,7 @@ absl::Status DistributedInput::ResumeClient(uint64_t epoch, const exec::EpochPos
     ResumeClientResponse ignored;
     absl::Status s = CallUnary(dispatcher_.get(), &::sluice::Dispatcher::Stub::ResumeClient, "resume client", request,
                                &ignored, options_.security.token);
-    if (!absl::IsUnavailable(s) || absl::Now() > give_up) return s;
+    if (!ServerAway(s) || absl::Now() > give_up) return s;
     absl::SleepFor(backoff.Next());
   }
 }

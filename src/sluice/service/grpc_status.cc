@@ -37,4 +37,8 @@ bool LostWorker(const grpc::Status& status) {
          status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED || status.error_code() == grpc::StatusCode::ABORTED;
 }
 
+bool ServerAway(const absl::Status& status) {
+  return absl::IsUnavailable(status) || absl::IsDeadlineExceeded(status) || absl::IsCancelled(status);
+}
+
 }  // namespace sluice::service

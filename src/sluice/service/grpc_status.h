@@ -19,6 +19,12 @@ absl::Status FromGrpc(const grpc::Status& status, const std::string& call);
 // anything else is the pipeline's own error, which the consumer must see.
 bool LostWorker(const grpc::Status& status);
 
+// A call that ended this way found no server to answer it: down,
+// restarting, hung past the deadline, or stopping (a server's shutdown
+// ends its calls in flight CANCELLED). Worth retrying while the caller's
+// patience lasts; anything else is the server's answer.
+bool ServerAway(const absl::Status& status);
+
 }  // namespace sluice::service
 
 #endif  // SLUICE_SERVICE_GRPC_STATUS_H_

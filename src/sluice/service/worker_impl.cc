@@ -15,6 +15,7 @@
 #include "sluice/service/channel.h"
 #include "sluice/service/element_spec.h"
 #include "sluice/service/encode_ahead.h"
+#include "sluice/service/grpc_status.h"
 #include "sluice/service/log.h"
 #include "sluice/service/unary_call.h"
 #include "sluice/service/wire_batch.h"
@@ -205,7 +206,7 @@ absl::StatusOr<GetSplitResponse> WorkerImpl::NextSplit(const GetSplitRequest& as
     absl::Status s = CallUnary(dispatcher_.get(), &::sluice::Dispatcher::Stub::GetSplit, "get split", ask, &response,
                                options_.security.token);
     if (s.ok() && response.state() != GetSplitResponse::WAIT) return response;
-    if (!s.ok() && !absl::IsUnavailable(s) && !absl::IsDeadlineExceeded(s)) return s;
+    if (!s.ok() && !ServerAway(s)) return s;
     if (!s.ok() && absl::Now() > give_up) return s;
     backoff.Wait();
   }
