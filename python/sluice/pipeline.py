@@ -65,6 +65,28 @@ def _as_op(op):
     raise TypeError(f"map takes ops from sluice.ops or Python callables, got {type(op).__name__}: {op!r:.80}")
 
 
+def _path(path, what):
+    """`path` (a str, bytes or os.PathLike such as pathlib.Path) as a str."""
+    try:
+        path = os.fspath(path)
+    except TypeError:
+        raise TypeError(f"{what}: a path is a str or an os.PathLike (pathlib.Path), got {type(path).__name__}: "
+                        f"{path!r:.80}") from None
+    return os.fsdecode(path) if isinstance(path, bytes) else path
+
+
+def _paths(files, what):
+    """`files` (a path or glob, or an iterable of them) as a list of str."""
+    if isinstance(files, (str, bytes, os.PathLike)):
+        return [_path(files, what)]
+    try:
+        return [_path(f, what) for f in files]
+    except TypeError as e:
+        if "is not iterable" not in str(e):
+            raise
+        raise TypeError(f"{what}: files are a path, a glob or a list of them, got {type(files).__name__}") from None
+
+
 def tfrecord(files, features=None, *, on_corrupt="error", shuffle_splits=False, split_records=0,
              parallel_reads=0):
     """A pipeline reading TFRecord files (paths or glob patterns).
@@ -79,7 +101,7 @@ def tfrecord(files, features=None, *, on_corrupt="error", shuffle_splits=False, 
     `parallel_reads` reads that many splits at once, handed on in order (the
     same rows as one reader; each reader holds a whole split in memory).
     """
-    files = [files] if isinstance(files, str) else list(files)
+    files = _paths(files, "tfrecord")
     source = {"tfrecord": {"files": files, "features": _features(features)},
               "on_corrupt": on_corrupt, "shuffle_splits": shuffle_splits,
               "split_records": split_records, "parallel_reads": parallel_reads}
@@ -88,12 +110,13 @@ def tfrecord(files, features=None, *, on_corrupt="error", shuffle_splits=False, 
 
 def mnist(images, labels):
     """A pipeline reading an MNIST IDX pair: "image" uint8 [H, W], "label" int64."""
-    return Pipeline({"nodes": [{"source": {"mnist": {"images": images, "labels": labels}}}]})
+    source = {"mnist": {"images": _path(images, "mnist images"), "labels": _path(labels, "mnist labels")}}
+    return Pipeline({"nodes": [{"source": source}]})
 
 
 def cifar10(files):
     """A pipeline reading CIFAR-10 binary batches: "image" uint8 [32, 32, 3], "label" int64."""
-    files = [files] if isinstance(files, str) else list(files)
+    files = _paths(files, "cifar10")
     return Pipeline({"nodes": [{"source": {"cifar10": {"files": files}}}]})
 
 
@@ -105,16 +128,17 @@ def image_folder(root, *, shuffle=True, on_corrupt="error"):
     friends), and "label". `shuffle` reorders the files every epoch;
     `on_corrupt="skip"` skips truncated or foreign files, counted.
     """
-    return Pipeline({"nodes": [{"source": {"image_folder": {"root": str(root)}, "shuffle_splits": shuffle,
-                                           "on_corrupt": on_corrupt}}]})
+    source = {"image_folder": {"root": _path(root, "image_folder")}, "shuffle_splits": shuffle,
+              "on_corrupt": on_corrupt}
+    return Pipeline({"nodes": [{"source": source}]})
 
 
 def file_list(path, *, shuffle=True, on_corrupt="error"):
     """A pipeline reading the encoded images named in a text file of
     "<path> <label>" lines (paths relative to the list's folder). Yields
     "image" (the bytes) and "label"."""
-    return Pipeline({"nodes": [{"source": {"file_list": {"path": str(path)}, "shuffle_splits": shuffle,
-                                           "on_corrupt": on_corrupt}}]})
+    source = {"file_list": {"path": _path(path, "file_list")}, "shuffle_splits": shuffle, "on_corrupt": on_corrupt}
+    return Pipeline({"nodes": [{"source": source}]})
 
 
 def webdataset(files, fields=None, *, shuffle=True, on_corrupt="error"):
@@ -131,7 +155,7 @@ def webdataset(files, fields=None, *, shuffle=True, on_corrupt="error"):
     or a truncated shard is an error naming shard and member, or under
     `on_corrupt="skip"` a counted skip.
     """
-    files = [files] if isinstance(files, str) else [str(f) for f in files]
+    files = _paths(files, "webdataset")
     out = []
     for name, spec in (fields or {}).items():
         dtype, length = "bytes", 0
@@ -145,7 +169,7 @@ def webdataset(files, fields=None, *, shuffle=True, on_corrupt="error"):
 
 
 def _columnar(kind, files, columns, shuffle, on_corrupt):
-    files = [files] if isinstance(files, str) else [str(f) for f in files]
+    files = _paths(files, kind)
     return Pipeline({"nodes": [{"source": {kind: {"files": files, "columns": list(columns or [])},
                                            "shuffle_splits": shuffle, "on_corrupt": on_corrupt}}]})
 

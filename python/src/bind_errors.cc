@@ -5,9 +5,11 @@
 // PermissionError, a server gone ConnectionError, a wait past its limit
 // TimeoutError. The C++ message is kept whole.
 #include <cerrno>
+#include <filesystem>
 #include <string>
 #include <system_error>
 
+#include "absl/strings/string_view.h"
 #include "bindings.h"
 
 namespace sluice::python {
@@ -31,6 +33,16 @@ PyObject* NewError(py::module_& m, const char* name, py::tuple bases) {
   return type;
 }
 
+// Raises `type` with `message`, whose bytes that are not UTF-8 (a file's
+// name in another encoding) are shown escaped: taken as UTF-8, they raised
+// a UnicodeDecodeError in place of the error.
+void SetError(PyObject* type, absl::string_view message) {
+  PyObject* text = PyUnicode_DecodeUTF8(message.data(), static_cast<Py_ssize_t>(message.size()), "backslashreplace");
+  if (text == nullptr) return;  // the decode's own error is set
+  PyErr_SetObject(type, text);
+  Py_DECREF(text);
+}
+
 }  // namespace
 
 void InitErrors(py::module_& m) {
@@ -44,18 +56,20 @@ void InitErrors(py::module_& m) {
   g_unavailable = NewError(m, "UnavailableError", py::make_tuple(error, py::handle(PyExc_ConnectionError)));
   g_deadline_exceeded = NewError(m, "DeadlineExceededError", py::make_tuple(error, py::handle(PyExc_TimeoutError)));
   // A thread the engine could not start (std::thread throws EAGAIN): the
-  // process is out of threads or memory, which its limits decide.
+  // process is out of threads or memory, which its limits decide. Other
+  // system errors (a filesystem's) say what they are.
   py::register_exception_translator([](std::exception_ptr thrown) {
     try {
       if (thrown) std::rethrow_exception(thrown);
+    } catch (const std::filesystem::filesystem_error& e) {
+      SetError(g_error, std::string("sluice: ") + e.what());
     } catch (const std::system_error& e) {
-      std::string message = std::string("sluice could not start a thread: ") + e.what();
-      if (e.code().value() == EAGAIN || e.code().value() == ENOMEM) {
-        message +=
-            " (the process is out of threads or memory: see its limits, ulimit -u and ulimit -v, or a "
-            "container's pids limit)";
-      }
-      PyErr_SetString(g_error, message.c_str());
+      const bool thread = e.code().value() == EAGAIN || e.code().value() == ENOMEM;
+      const std::string message = thread ? std::string("sluice could not start a thread: ") + e.what() +
+                                               " (the process is out of threads or memory: see its limits, ulimit "
+                                               "-u and ulimit -v, or a container's pids limit)"
+                                         : std::string("sluice: ") + e.what();
+      SetError(g_error, message);
     }
   });
 }
@@ -91,7 +105,7 @@ void ThrowIfError(const absl::Status& status) {
     default:
       break;
   }
-  PyErr_SetString(type, std::string(status.message()).c_str());
+  SetError(type, status.message());
   throw py::error_already_set();
 }
 

@@ -173,6 +173,37 @@ absl::StatusOr<LabeledFiles> ListObjectImageFolder(const std::string& root) {
   return files;
 }
 
+// Whether folder `a` is `b` or a folder above it.
+bool Contains(const fs::path& a, const fs::path& b) {
+  auto ends = std::mismatch(a.begin(), a.end(), b.begin(), b.end());
+  return ends.first == a.end();
+}
+
+// The image files under a class's folder `dir`, through links to folders.
+// Nothing is passed over in silence: a link to an image that cannot be
+// followed, and a link to a folder above it (a loop), are errors.
+absl::Status ListClassFolder(const fs::path& dir, std::vector<std::string>* files) {
+  std::error_code ec;
+  fs::recursive_directory_iterator it(dir, fs::directory_options::follow_directory_symlink, ec);
+  for (; !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    const fs::path& path = it->path();
+    std::error_code type;
+    if (it->is_symlink(type) && it->is_directory(type)) {
+      const fs::path target = fs::canonical(path, type);
+      if (!type && Contains(target, fs::canonical(path.parent_path(), type))) {
+        return absl::InvalidArgumentError(absl::StrCat("image folder: ", path.string(), " links to ", target.string(),
+                                                       ", a folder above it: a loop"));
+      }
+    } else if (IsImage(path)) {
+      const bool regular = it->is_regular_file(type);
+      if (type) return absl::NotFoundError(absl::StrCat("cannot read image ", path.string(), ": ", type.message()));
+      if (regular) files->push_back(path.string());
+    }
+  }
+  if (ec) return absl::NotFoundError(absl::StrCat("cannot list ", dir.string(), ": ", ec.message()));
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<LabeledFiles> ListImageFolder(const std::string& root) {
@@ -181,8 +212,10 @@ absl::StatusOr<LabeledFiles> ListImageFolder(const std::string& root) {
   if (!fs::is_directory(root, ec))
     return absl::NotFoundError(absl::StrCat("image folder ", root, " is not a directory"));
   std::vector<std::string> classes;
-  for (const fs::directory_entry& e : fs::directory_iterator(root, ec)) {
-    if (e.is_directory()) classes.push_back(e.path().filename().string());
+  fs::directory_iterator it(root, ec);
+  for (; !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    std::error_code type;  // a broken link or a loop here is no class
+    if (it->is_directory(type)) classes.push_back(it->path().filename().string());
   }
   if (ec) return absl::NotFoundError(absl::StrCat("cannot list ", root, ": ", ec.message()));
   std::sort(classes.begin(), classes.end());
@@ -190,12 +223,7 @@ absl::StatusOr<LabeledFiles> ListImageFolder(const std::string& root) {
   std::vector<int64_t> labels;
   for (size_t label = 0; label < classes.size(); ++label) {
     std::vector<std::string> files;
-    const fs::path dir = fs::path(root) / classes[label];
-    for (const fs::directory_entry& e :
-         fs::recursive_directory_iterator(dir, fs::directory_options::follow_directory_symlink, ec)) {
-      if (e.is_regular_file() && IsImage(e.path())) files.push_back(e.path().string());
-    }
-    if (ec) return absl::NotFoundError(absl::StrCat("cannot list ", dir.string(), ": ", ec.message()));
+    SLUICE_RETURN_IF_ERROR(ListClassFolder(fs::path(root) / classes[label], &files));
     std::sort(files.begin(), files.end());
     for (std::string& f : files) {
       paths.push_back(std::move(f));
@@ -226,7 +254,7 @@ absl::StatusOr<LabeledFiles> ReadFileList(const std::string& list_path) {
   if (!list.ok()) return WithContext(list.status(), "cannot open file list");
   std::string text_of_list((*list)->size(), '\0');
   SLUICE_RETURN_IF_ERROR((*list)->ReadExact(0, text_of_list.size(), text_of_list.data()));
-  std::istringstream in(text_of_list);
+  std::istringstream in(std::string(absl::StripPrefix(text_of_list, "\xEF\xBB\xBF")));  // a BOM is no path's
   // Relative paths are relative to the list's folder (or prefix).
   const size_t query = std::min(list_path.find('?'), list_path.size());
   const std::string list_url = list_path.substr(0, query);

@@ -59,7 +59,9 @@ class LocalFile : public RandomAccessFile {
 
 absl::StatusOr<std::unique_ptr<RandomAccessFile>> RandomAccessFile::Open(const std::string& path) {
   if (IsObjectUrl(path)) return OpenObject(path);
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // Non-blocking: a FIFO with no writer would hold the open for good (on a
+  // file, the flag changes nothing).
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return ErrnoStatus(errno, "cannot open", path);
   struct stat st;
   if (::fstat(fd, &st) != 0) {
@@ -70,6 +72,13 @@ absl::StatusOr<std::unique_ptr<RandomAccessFile>> RandomAccessFile::Open(const s
   if (S_ISDIR(st.st_mode)) {
     ::close(fd);
     return absl::InvalidArgumentError(absl::StrCat(path, " is a directory, not a file"));
+  }
+  if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)) {  // its size says nothing, and it cannot be read at offsets
+    ::close(fd);
+    return absl::InvalidArgumentError(absl::StrCat(
+        path,
+        " is a pipe, socket or character device, not a file: sluice reads at offsets, so a stream (a FIFO, a "
+        "shell's <(...)) must be written to a file first"));
   }
   return std::make_unique<LocalFile>(path, fd, static_cast<uint64_t>(st.st_size));
 }

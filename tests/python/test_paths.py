@@ -1,0 +1,104 @@
+"""Paths as users pass them: pathlib, names in other encodings, links,
+pipes, lists saved with a BOM. Each either reads what a plain path reads or
+fails naming the path, never hanging or misnaming the error."""
+
+import os
+import subprocess
+import threading
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import sluice
+
+
+def ids(pipe):
+    return sorted(int(v) for b in pipe for v in np.asarray(b["label"]).ravel())
+
+
+@pytest.fixture(scope="module")
+def images(tmp_path_factory):
+    out = tmp_path_factory.mktemp("images")
+    subprocess.run(["sluice", "make-data", "imagenet", "--out", str(out), "--count", "6", "--classes", "3"],
+                   check=True, capture_output=True)
+    return out
+
+
+def test_every_source_takes_pathlib_paths_as_it_takes_strings(tmp_path, cifar_dir):
+    table = pa.table({"label": np.arange(20, dtype=np.int64)})
+    pq.write_table(table, tmp_path / "t.parquet", row_group_size=5)
+    with pa.ipc.new_file(str(tmp_path / "t.arrow"), table.schema) as writer:
+        writer.write_table(table, max_chunksize=5)
+    records = sorted(Path(cifar_dir).glob("*.tfrecord"))
+    features = {"label": "int64"}
+    for as_path, as_str in [
+        (sluice.parquet(tmp_path / "t.parquet"), sluice.parquet(str(tmp_path / "t.parquet"))),
+        (sluice.arrow_ipc([tmp_path / "t.arrow"]), sluice.arrow_ipc(str(tmp_path / "t.arrow"))),
+        (sluice.tfrecord(records, features), sluice.tfrecord([str(r) for r in records], features)),
+        (sluice.tfrecord(Path(cifar_dir) / "*.tfrecord", features),
+         sluice.tfrecord(str(records[0].parent / "*.tfrecord"), features)),
+    ]:
+        assert ids(as_path) == ids(as_str)
+    with pytest.raises(TypeError, match=r"parquet: a path is a str or an os.PathLike .* got int"):
+        sluice.parquet([tmp_path / "t.parquet", 3])
+    with pytest.raises(TypeError, match=r"tfrecord: files are a path, a glob or a list of them, got int"):
+        sluice.tfrecord(3)
+
+
+def test_a_link_from_an_image_folder_to_a_folder_above_it_is_named_as_a_loop(images, tmp_path):
+    root = tmp_path / "root"
+    (root / "a").mkdir(parents=True)
+    jpeg = next(images.glob("class_000/*.jpg"))
+    (root / "a" / "x.jpg").write_bytes(jpeg.read_bytes())
+    os.symlink(root, root / "a" / "loop")
+    with pytest.raises(sluice.InvalidArgumentError, match=r"a/loop links to .*root, a folder above it: a loop"):
+        list(sluice.image_folder(root))
+
+
+def test_an_image_folders_link_to_a_missing_image_is_an_error_naming_it(images, tmp_path):
+    root = tmp_path / "root"
+    (root / "a").mkdir(parents=True)
+    (root / "a" / "x.jpg").write_bytes(next(images.glob("class_000/*.jpg")).read_bytes())
+    os.symlink(tmp_path / "gone.jpg", root / "a" / "y.jpg")
+    with pytest.raises(sluice.NotFoundError, match=r"cannot read image .*a/y.jpg"):
+        list(sluice.image_folder(root))
+
+
+def test_an_error_about_a_file_whose_name_is_not_utf8_names_it_escaped(tmp_path):
+    name = os.fsencode(str(tmp_path)) + b"/bad\xe9.parquet"
+    with open(name, "wb") as f:
+        f.write(b"not parquet at all")
+    with pytest.raises(sluice.SluiceError) as raised:
+        list(sluice.parquet(str(tmp_path / "*.parquet")))
+    assert "bad\\xe9.parquet" in str(raised.value)
+
+
+def test_a_fifo_is_refused_naming_it_not_read_as_empty_or_waited_on(tmp_path):
+    fifo = tmp_path / "records.tfrecord"
+    os.mkfifo(fifo)
+    done = []
+    reader = threading.Thread(target=lambda: done.append(_error_of(lambda: list(sluice.tfrecord(str(fifo))))),
+                              daemon=True)
+    reader.start()
+    reader.join(60)
+    assert done, "reading a FIFO with no writer hung"
+    assert isinstance(done[0], sluice.InvalidArgumentError)
+    assert f"{fifo} is a pipe, socket or character device, not a file" in str(done[0])
+
+
+def _error_of(read):
+    try:
+        read()
+    except Exception as e:  # noqa: BLE001 (returned to be checked)
+        return e
+    return None
+
+
+def test_a_file_list_saved_with_a_bom_reads_its_first_path(images, tmp_path):
+    listed = sorted(images.glob("class_*/*.jpg"))
+    lines = [f"{p} {i}" for i, p in enumerate(listed)]
+    (tmp_path / "list.txt").write_text("\ufeff" + "\n".join(lines) + "\n", encoding="utf-8")
+    assert ids(sluice.file_list(tmp_path / "list.txt", shuffle=False)) == list(range(len(listed)))
