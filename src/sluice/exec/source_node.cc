@@ -329,12 +329,15 @@ class SourceIterator : public Iterator {
     splits_.erase(splits_.begin(), splits_.begin() + std::min<size_t>(split, splits_.size()));
     if (splits_.empty()) return;
     io::Split& first = splits_.front();
+    // Read to its end: the next split, in the epoch's order, is the first.
+    // (Its rows were dropped up to `record`, and so were those of any split
+    // after it in the same file before that row: shuffled row groups.)
+    if (first.end_record >= 0 && record >= first.end_record) {
+      splits_.erase(splits_.begin());
+      return;
+    }
     if (node_.format->SeeksRecords()) {
-      if (first.end_record >= 0 && record >= first.end_record) {
-        splits_.erase(splits_.begin());
-      } else {
-        first.begin_record = std::max(first.begin_record, record);
-      }
+      first.begin_record = std::max(first.begin_record, record);
       return;
     }
     resume_file_ = first.file;
