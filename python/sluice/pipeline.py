@@ -607,8 +607,8 @@ class Pipeline:
         if n == -2:
             raise TypeError("the pipeline repeats forever: it has no length")
         if n < 0:
-            raise TypeError("the pipeline's length is unknown (a filter, a generator, or an unindexed TFRecord; "
-                            "see `sluice index`)")
+            raise TypeError("the pipeline's length is unknown (a filter, a generator, or a source counted only by "
+                            "reading it: WebDataset shards, or TFRecords without `sluice index`)")
         return n
 
     def profile(self, consumer_rate=None, *, target_rate=None, seconds=3.0, ablation=True,

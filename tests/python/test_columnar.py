@@ -103,6 +103,16 @@ def test_parquet_columns_equal_pyarrows_reading(tmp_path):
     check_rows(got, want)
 
 
+def test_files_of_many_row_groups_equal_pyarrows_reading_every_epoch(tmp_path):
+    # Each file's footer is parsed once and kept: later row groups, and
+    # later epochs, read through the kept one.
+    pattern = write_parquet(tmp_path, row_group_size=1)
+    pipe = sluice.parquet(pattern, shuffle=False)
+    want = pa.concat_tables([pq.read_table(tmp_path / f"part-{f}.parquet") for f in range(2)])
+    for _ in range(2):
+        check_rows(rows_of(pipe), want)
+
+
 def test_arrow_ipc_columns_equal_pyarrows_reading(tmp_path):
     t = table()
     write_ipc(tmp_path / "t.arrow", t, batch_rows=9)

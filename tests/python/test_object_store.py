@@ -95,6 +95,15 @@ def test_missing_objects_and_buckets_are_named(store, url, message):
     assert message in str(raised.value)
 
 
+def test_a_url_naming_a_prefix_fails_at_once_not_after_the_stores_timeout(store, cifar_dir, monkeypatch):
+    # Asked again, a prefix stays one: it was retried for the whole timeout.
+    monkeypatch.setenv("SLUICE_OBJECT_STORE_TIMEOUT_S", "600")
+    name = sorted(cifar_dir.glob("*.tfrecord"))[0].name
+    with pytest.raises(sluice.InvalidArgumentError) as raised:
+        list(sluice.tfrecord(f"s3://train/cifar/{name}/", CIFAR))
+    assert "a prefix, not an object" in str(raised.value) and "retried" not in str(raised.value)
+
+
 def run_sluice_python(code, env):
     return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
 

@@ -408,7 +408,7 @@ absl::StatusOr<int64_t> Pipeline::Length() const {
         n = 0;
         for (const io::Split& split : node.format->MakeSplits()) {
           const int64_t records = node.format->CountRecords(split);
-          if (records < 0) return kUnknown;  // an unindexed TFRecord
+          if (records < 0) return kUnknown;  // an unindexed TFRecord, a tar shard
           n += records;
         }
         break;

@@ -24,6 +24,7 @@
 #include "sluice/io/file_split.h"
 #include "sluice/io/object_store.h"
 #include "sluice/io/object_store_arrow.h"
+#include "sluice/io/parquet_footers.h"
 
 namespace sluice::io {
 namespace {
@@ -355,13 +356,14 @@ absl::StatusOr<FileLayout> ReadLayout(ColumnarFormat format, const std::string& 
 class ColumnarReader : public SplitReader {
  public:
   ColumnarReader(const SourceShape& shape, const std::string& path, int32_t file, int group, const Split& split,
-                 CorruptionLog* skip_log)
+                 ParquetFooters* footers, CorruptionLog* skip_log)
       : shape_(shape),
         path_(path),
         file_(file),
         group_(group),
         first_row_(split.begin_record),
         group_rows_(split.end_record - split.begin_record),
+        footers_(footers),
         skip_log_(skip_log) {}
 
   // Hands out views of the row group's memory, converting only columns
@@ -485,11 +487,14 @@ class ColumnarReader : public SplitReader {
     const std::shared_ptr<arrow::io::RandomAccessFile>& file = object->file;
     if (shape_.format == ColumnarFormat::kParquet) {
       // Its pages read and decompressed in the counted pool too, not Arrow's default.
+      const int64_t size = file->GetSize().ValueOr(-1);
+      const std::shared_ptr<parquet::FileMetaData> footer = footers_->Find(path_, size);
       parquet::arrow::FileReaderBuilder builder;
-      SLUICE_RETURN_IF_ERROR(
-          FromArrow(builder.Open(file, parquet::ReaderProperties(DecodePool())), absl::StrCat("cannot read ", path_)));
+      SLUICE_RETURN_IF_ERROR(FromArrow(builder.Open(file, parquet::ReaderProperties(DecodePool()), footer),
+                                       absl::StrCat("cannot read ", path_)));
       auto reader = builder.memory_pool(DecodePool())->Build();
       SLUICE_RETURN_IF_ERROR(FromArrow(reader.status(), absl::StrCat("cannot read ", path_)));
+      if (footer == nullptr) footers_->Keep(path_, size, (*reader)->parquet_reader()->metadata());
       // The leaf columns of the fields read.
       std::vector<int> leaves;
       const parquet::arrow::SchemaManifest& manifest = (*reader)->manifest();
@@ -555,6 +560,7 @@ class ColumnarReader : public SplitReader {
   const int32_t file_;
   const int group_;
   const int64_t first_row_, group_rows_;
+  ParquetFooters* const footers_;
   CorruptionLog* skip_log_;
   bool loaded_ = false, skipped_ = false;
   bool has_nulls_ = false;
@@ -597,13 +603,15 @@ class ColumnarSource : public SourceFormat {
     }
     const int group = static_cast<int>(it - starts.begin());
     return std::unique_ptr<SplitReader>(
-        new ColumnarReader(shape_, (*paths_)[split.file], split.file, group, split, skip_log));
+        new ColumnarReader(shape_, (*paths_)[split.file], split.file, group, split, footers_.get(), skip_log));
   }
 
  private:
   SourceShape shape_;
   std::shared_ptr<const std::vector<std::string>> paths_;
   std::vector<std::vector<int64_t>> starts_;  // per file: the groups' first rows, then the total
+  // Parquet's: 16 MiB of footers list about 130,000 row groups of a column.
+  const std::unique_ptr<ParquetFooters> footers_ = std::make_unique<ParquetFooters>(int64_t{16} << 20);
 };
 
 }  // namespace

@@ -297,6 +297,11 @@ absl::Status ToStatus(const arrow::Status& st, absl::string_view what, absl::str
     return absl::OutOfRangeError(msg);
   }
   if (st.IsInvalid()) return absl::InvalidArgumentError(msg);
+  // A URL ending in '/', or naming a prefix: asked again, it stays one.
+  if (m.find("Not a regular file") != std::string::npos) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(msg, " (a prefix, not an object: name an object, or a glob of them)"));
+  }
   // TLS that fails to start does so on every try: most often an endpoint
   // without a scheme (https is assumed) in front of a plain HTTP store.
   if (m.find("wrong version number") != std::string::npos) {
