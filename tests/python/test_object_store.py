@@ -104,6 +104,15 @@ def test_a_url_naming_a_prefix_fails_at_once_not_after_the_stores_timeout(store,
     assert "a prefix, not an object" in str(raised.value) and "retried" not in str(raised.value)
 
 
+def test_two_stars_in_an_object_pattern_match_keys_at_every_depth(store, cifar_dir):
+    local = sorted(cifar_dir.glob("*.tfrecord"))
+    for key, path in zip(["deep/a.tfrecord", "deep/x/b.tfrecord", "deep/x/y/c.tfrecord"], local):
+        store.put(f"train/{key}", path.read_bytes())
+    store.put("train/deep/x/notes.txt", b"not a record")
+    pipe = sluice.tfrecord("s3://train/deep/**/*.tfrecord", CIFAR, shuffle_splits=False).batch(50)
+    assert_same_batches(pipe, sluice.tfrecord([str(p) for p in local], CIFAR).batch(50))
+
+
 def run_sluice_python(code, env):
     return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
 

@@ -12,7 +12,9 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "sluice/core/status_macros.h"
 #include "sluice/io/object_store.h"
+#include "sluice/io/path_pattern.h"
 #include "sluice/io/random_access_file.h"
 
 namespace sluice::io {
@@ -98,6 +100,15 @@ absl::StatusOr<std::vector<std::string>> ExpandFilePatterns(const std::vector<st
       continue;
     }
     if (std::optional<absl::Status> refused = UnreadableUrl(pattern)) return *refused;
+    if (HasRecursiveWildcard(pattern)) {
+      SLUICE_ASSIGN_OR_RETURN(std::vector<std::string> matches, MatchLocalFiles(pattern));
+      if (matches.empty()) {
+        return absl::NotFoundError(absl::StrCat("no file matches pattern '", pattern, "'", MissingPathHint(pattern)));
+      }
+      DropSiblingIndexes(&matches);
+      files.insert(files.end(), matches.begin(), matches.end());
+      continue;
+    }
     glob_t g{};
     glob_error = GlobError{};
     const int rc = ::glob(pattern.c_str(), GLOB_ERR, OnGlobError, &g);

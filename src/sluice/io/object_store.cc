@@ -27,6 +27,7 @@
 #include "sluice/io/object_store_arrow.h"
 #include "sluice/io/object_store_retry.h"
 #include "sluice/io/object_url.h"
+#include "sluice/io/path_pattern.h"
 
 namespace sluice::io {
 namespace {
@@ -354,9 +355,13 @@ absl::StatusOr<std::vector<std::string>> ListObjects(const std::string& pattern)
   const std::string dir =
       slash == std::string::npos ? u->bucket : absl::StrCat(u->bucket, "/", Unescaped(u->key.substr(0, slash)));
   const std::string wanted = u->Path();
+  const bool any_depth = HasRecursiveWildcard(u->key);
   absl::StatusOr<std::vector<std::string>> urls = ListMatching(
-      **fs, *u, dir, u->key.find('/', wild) != std::string::npos,
-      [&](const std::string& path) { return ::fnmatch(wanted.c_str(), path.c_str(), FNM_PATHNAME) == 0; }, pattern);
+      **fs, *u, dir, any_depth || u->key.find('/', wild) != std::string::npos,
+      [&](const std::string& path) {
+        return any_depth ? PathMatches(wanted, path) : ::fnmatch(wanted.c_str(), path.c_str(), FNM_PATHNAME) == 0;
+      },
+      pattern);
   if (!urls.ok()) return urls.status();
   if (urls->empty()) return NothingListed(**fs, *u, absl::StrCat("no object matches pattern '", pattern, "'"));
   return *std::move(urls);
