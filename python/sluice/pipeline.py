@@ -615,7 +615,9 @@ class Pipeline:
                 trace=None, report=None):
         """Finds the pipeline's bottleneck, as `sluice profile` does.
 
-        Runs the whole pipeline for `seconds` (with per-node statistics),
+        Runs the whole pipeline for `seconds` (with per-node statistics;
+        one that delivers in bursts runs on until it has had several, up to
+        8 times `seconds`: docs/profile.md),
         the source alone, each op replaced by an identity (`ablation`), and,
         given the trainer's rate in samples/s (`consumer_rate`; e.g.
         ``sluice.torch.TorchIterable.consumer_rate`` measured in a training

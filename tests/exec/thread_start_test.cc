@@ -19,17 +19,21 @@ namespace {
 
 constexpr int kRows = 3000;
 
-// Runs `body` in a child process of user nobody (65534) allowed `tasks`
-// tasks, itself included: past them the system refuses a thread, as
-// `ulimit -u` or a container's pids limit do. Returns the child's wait
-// status. Only root can become another user, one whose count of tasks
-// starts at the child's.
+// A user no process of the host runs as: its count of tasks (which the
+// limit counts, host-wide) starts at the child's.
+constexpr uid_t kUnusedUid = 61234;
+
+// Runs `body` in a child process of that user allowed `tasks` tasks,
+// itself included: past them the system refuses a thread, as `ulimit -u`
+// or a container's pids limit do. Returns the child's wait status. Only
+// root can become another user.
 int RunWithTasks(int tasks, const std::function<int()>& body) {
   fflush(nullptr);
   const pid_t pid = fork();
   if (pid == 0) {
     const rlimit limit{static_cast<rlim_t>(tasks), static_cast<rlim_t>(tasks)};
-    if (setrlimit(RLIMIT_NPROC, &limit) != 0 || setgid(65534) != 0 || setuid(65534) != 0) _exit(99);
+    alarm(120);  // a hang ends the child (SIGALRM), not the test
+    if (setrlimit(RLIMIT_NPROC, &limit) != 0 || setgid(kUnusedUid) != 0 || setuid(kUnusedUid) != 0) _exit(99);
     try {
       _exit(body());
     } catch (...) {  // never back into the test's own frames
@@ -90,11 +94,12 @@ TEST(ThreadStartTest, UnderAnyLimitOnTasksAPipelineReadsEveryRowOrSaysWhatItCoul
     const int status = RunWithTasks(tasks, ReadAll);
     SCOPED_TRACE("tasks " + std::to_string(tasks));
     ASSERT_TRUE(WIFEXITED(status)) << "ended by signal " << WTERMSIG(status);
-    ASSERT_NE(WEXITSTATUS(status), 99) << "could not become nobody under the limit";
+    ASSERT_NE(WEXITSTATUS(status), 99) << "could not become the unused user under the limit";
     ASSERT_LT(WEXITSTATUS(status), 2) << "2: rows wrong or another error; 3: an exception thrown";
     outcomes.push_back(WEXITSTATUS(status));
   }
   EXPECT_EQ(outcomes.front(), 1);  // no thread at all: said
+  EXPECT_EQ(outcomes[5], 0);       // 5 threads of the 7 it asks for: read, on fewer
   EXPECT_EQ(outcomes.back(), 0);   // room for every thread: read
 }
 

@@ -70,6 +70,16 @@ TEST_F(ImageFilesTest, AFileListNamesFilesRelativeToItself) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("bad.txt line 2: expected \"<path> <label>\"")));
 }
 
+// A '#' inside a name is the name's (it cut "take#2.jpg" to "take"); a
+// BOM before the first line is no path's.
+TEST_F(ImageFilesTest, AFileListsCommentStartsAtAHashAfterASpaceAndABomIsNoPath) {
+  Put("imgs/take#2.jpg");
+  Put("imgs/x.jpg");
+  testing::WriteFileBytes(dir_.Join("list.txt"), "\xEF\xBB\xBFimgs/take#2.jpg 1 #the second take\n#imgs/x.jpg 4\n");
+  ASSERT_OK_AND_ASSIGN(auto source, MakeFileListSource(dir_.Join("list.txt")));
+  EXPECT_THAT(Rows(*source), ElementsAre(std::make_pair(1, dir_.Join("imgs/take#2.jpg"))));
+}
+
 TEST_F(ImageFilesTest, TruncatedImagesAreDataLossOrCountedUnderTheSkipPolicy) {
   Put("root/a/good.jpg");
   Put("root/a/truncated.jpg", kJpeg.substr(0, 12));

@@ -31,6 +31,10 @@ TEST(PathPatternTest, TwoStarsStandForAnyNumberOfFoldersNoneIncluded) {
   EXPECT_FALSE(PathMatches("d/*/a", "d/x/y/a"));
   EXPECT_TRUE(PathMatches("d/**/\\*.bin", "d/x/*.bin"));
   EXPECT_FALSE(PathMatches("d/**/\\*.bin", "d/x/y.bin"));
+  // Hidden names only by a pattern that starts with a dot, as glob(3).
+  EXPECT_FALSE(PathMatches("d/**/*.parquet", "d/.x.parquet"));
+  EXPECT_FALSE(PathMatches("d/**/*.parquet", "d/.ipynb_checkpoints/a.parquet"));
+  EXPECT_TRUE(PathMatches("d/**/.*.parquet", "d/x/.a.parquet"));
   EXPECT_TRUE(HasRecursiveWildcard("/data/**/*.tar"));
   EXPECT_FALSE(HasRecursiveWildcard("/data/a**b/*.tar"));
 }
@@ -39,7 +43,8 @@ TEST(PathPatternTest, TwoStarsStandForAnyNumberOfFoldersNoneIncluded) {
 // missed, in silence.
 TEST(PathPatternTest, ALocalPatternWithTwoStarsFindsTheFilesAtEveryDepth) {
   testing::TempDir dir;
-  for (const char* name : {"a.parquet", "x/b.parquet", "x/y/c.parquet", "x/y/d.txt", "z/w/v/e.parquet"}) {
+  for (const char* name :
+       {"a.parquet", "x/b.parquet", "x/y/c.parquet", "x/y/d.txt", "z/w/v/e.parquet", "x/.hidden/f.parquet"}) {
     std::filesystem::create_directories(std::filesystem::path(dir.Join(name)).parent_path());
     std::ofstream(dir.Join(name)) << "x";
   }
@@ -50,6 +55,13 @@ TEST(PathPatternTest, ALocalPatternWithTwoStarsFindsTheFilesAtEveryDepth) {
   EXPECT_THAT(files, ElementsAre(dir.Join("x/b.parquet"), dir.Join("x/y/c.parquet"), dir.Join("x/y/d.txt")));
   EXPECT_THAT(ExpandFilePatterns({dir.Join("**/*.tar")}),
               StatusIs(absl::StatusCode::kNotFound, ::testing::HasSubstr("no file matches pattern")));
+  // From the current folder, named as it would name them.
+  const std::filesystem::path here = std::filesystem::current_path();
+  std::filesystem::current_path(dir.Join("x"));
+  const absl::StatusOr<std::vector<std::string>> relative = ExpandFilePatterns({"**/*.parquet"});
+  std::filesystem::current_path(here);
+  SLUICE_ASSERT_OK(relative.status());
+  EXPECT_THAT(*relative, ElementsAre("b.parquet", "y/c.parquet"));
   EXPECT_THAT(ExpandFilePatterns({dir.Join("nowhere/**/*.tar")}),
               StatusIs(absl::StatusCode::kNotFound, ::testing::HasSubstr("nowhere")));
 }

@@ -86,7 +86,7 @@ def test_a_fifo_is_refused_naming_it_not_read_as_empty_or_waited_on(tmp_path):
     reader.join(60)
     assert done, "reading a FIFO with no writer hung"
     assert isinstance(done[0], sluice.InvalidArgumentError)
-    assert f"{fifo} is a pipe, socket or character device, not a file" in str(done[0])
+    assert f"{fifo} is a pipe, socket or device, not a file" in str(done[0])
 
 
 def _error_of(read):

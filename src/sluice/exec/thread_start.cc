@@ -1,5 +1,6 @@
 #include "sluice/exec/thread_start.h"
 
+#include <new>
 #include <system_error>
 #include <utility>
 
@@ -19,7 +20,9 @@ int StartThreads(int count, const std::function<void(int)>& body, std::vector<st
 std::thread TryStartThread(std::function<void()> body) {
   try {
     return std::thread(std::move(body));
-  } catch (const std::system_error&) {  // the only error std::thread's start throws
+  } catch (const std::system_error&) {  // no thread to be had
+    return std::thread();
+  } catch (const std::bad_alloc&) {  // no memory for its state (`ulimit -v`)
     return std::thread();
   }
 }

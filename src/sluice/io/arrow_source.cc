@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <optional>
 
@@ -352,6 +353,18 @@ absl::StatusOr<FileLayout> ReadLayout(ColumnarFormat format, const std::string& 
   return layout;
 }
 
+// A file's size and, on disk, modification time: a footer parsed for one
+// version is not taken for another. (An object rewritten since its listing
+// fails its ETag's check instead.)
+std::string VersionOf(const std::string& path, arrow::io::RandomAccessFile& file) {
+  std::string version = absl::StrCat(file.GetSize().ValueOr(-1));
+  std::error_code error;
+  if (!IsObjectUrl(path)) {
+    version += absl::StrCat("@", std::filesystem::last_write_time(path, error).time_since_epoch().count());
+  }
+  return version;
+}
+
 // Reads one row group (record batch) whole, then hands its rows out.
 class ColumnarReader : public SplitReader {
  public:
@@ -487,14 +500,14 @@ class ColumnarReader : public SplitReader {
     const std::shared_ptr<arrow::io::RandomAccessFile>& file = object->file;
     if (shape_.format == ColumnarFormat::kParquet) {
       // Its pages read and decompressed in the counted pool too, not Arrow's default.
-      const int64_t size = file->GetSize().ValueOr(-1);
-      const std::shared_ptr<parquet::FileMetaData> footer = footers_->Find(path_, size);
+      const std::string version = VersionOf(path_, *file);
+      const std::shared_ptr<parquet::FileMetaData> footer = footers_->Find(path_, version);
       parquet::arrow::FileReaderBuilder builder;
       SLUICE_RETURN_IF_ERROR(FromArrow(builder.Open(file, parquet::ReaderProperties(DecodePool()), footer),
                                        absl::StrCat("cannot read ", path_)));
       auto reader = builder.memory_pool(DecodePool())->Build();
       SLUICE_RETURN_IF_ERROR(FromArrow(reader.status(), absl::StrCat("cannot read ", path_)));
-      if (footer == nullptr) footers_->Keep(path_, size, (*reader)->parquet_reader()->metadata());
+      if (footer == nullptr) footers_->Keep(path_, version, (*reader)->parquet_reader()->metadata());
       // The leaf columns of the fields read.
       std::vector<int> leaves;
       const parquet::arrow::SchemaManifest& manifest = (*reader)->manifest();
@@ -610,8 +623,9 @@ class ColumnarSource : public SourceFormat {
   SourceShape shape_;
   std::shared_ptr<const std::vector<std::string>> paths_;
   std::vector<std::vector<int64_t>> starts_;  // per file: the groups' first rows, then the total
-  // Parquet's: 16 MiB of footers list about 130,000 row groups of a column.
-  const std::unique_ptr<ParquetFooters> footers_ = std::make_unique<ParquetFooters>(int64_t{16} << 20);
+  // Parquet's: 8 MiB of footers as stored (several times that parsed) list
+  // about 65,000 row groups of a column.
+  const std::unique_ptr<ParquetFooters> footers_ = std::make_unique<ParquetFooters>(int64_t{8} << 20);
 };
 
 }  // namespace

@@ -9,6 +9,8 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/io/image_framing.h"
@@ -204,13 +206,39 @@ absl::Status ListClassFolder(const fs::path& dir, std::vector<std::string>* file
   return absl::OkStatus();
 }
 
+// Where a file list line's comment starts: a '#' that begins the line or
+// follows a space (one inside a name, "a#1.jpg", is the name's).
+size_t CommentStart(const std::string& line) {
+  for (size_t i = line.find('#'); i != std::string::npos; i = line.find('#', i + 1)) {
+    if (i == 0 || absl::ascii_isspace(static_cast<unsigned char>(line[i - 1]))) return i;
+  }
+  return std::string::npos;
+}
+
+// An object URL with its "." and ".." segments resolved, as a relative
+// path in a list is on disk: a store takes them for letters of the key.
+std::string WithoutDotSegments(const std::string& url) {
+  const size_t key = url.find('/', url.find("://") + 3);
+  if (key == std::string::npos) return url;
+  std::vector<std::string> kept;
+  for (absl::string_view part : absl::StrSplit(url.substr(key + 1), '/')) {
+    if (part == ".") continue;
+    if (part == "..") {
+      if (!kept.empty()) kept.pop_back();
+      continue;
+    }
+    kept.emplace_back(part);
+  }
+  return absl::StrCat(url.substr(0, key + 1), absl::StrJoin(kept, "/"));
+}
+
 }  // namespace
 
 absl::StatusOr<LabeledFiles> ListImageFolder(const std::string& root) {
   if (IsObjectUrl(root)) return ListObjectImageFolder(root);
   std::error_code ec;
   if (!fs::is_directory(root, ec))
-    return absl::NotFoundError(absl::StrCat("image folder ", root, " is not a directory"));
+    return absl::NotFoundError(absl::StrCat("image folder ", root, " is not a directory", RelativePathHint(root)));
   std::vector<std::string> classes;
   fs::directory_iterator it(root, ec);
   for (; !ec && it != fs::directory_iterator(); it.increment(ec)) {
@@ -264,7 +292,7 @@ absl::StatusOr<LabeledFiles> ReadFileList(const std::string& list_path) {
   std::vector<int64_t> labels;
   std::string line;
   for (int number = 1; std::getline(in, line); ++number) {
-    const std::string text(absl::StripAsciiWhitespace(line.substr(0, line.find('#'))));
+    const std::string text(absl::StripAsciiWhitespace(line.substr(0, CommentStart(line))));
     if (text.empty()) continue;
     const size_t space = text.find_last_of(" \t");
     int64_t label = 0;
@@ -276,8 +304,9 @@ absl::StatusOr<LabeledFiles> ReadFileList(const std::string& list_path) {
     if (IsObjectUrl(p) || fs::path(p).is_absolute()) {
       paths.push_back(p);
     } else {
-      paths.push_back(IsObjectUrl(list_path) ? absl::StrCat(base, "/", p, list_path.substr(query))
-                                             : (fs::path(base) / p).string());
+      paths.push_back(IsObjectUrl(list_path)
+                          ? absl::StrCat(WithoutDotSegments(absl::StrCat(base, "/", p)), list_path.substr(query))
+                          : (fs::path(base) / p).string());
     }
     labels.push_back(label);
   }

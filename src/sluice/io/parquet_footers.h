@@ -25,15 +25,16 @@ class ParquetFooters {
  public:
   explicit ParquetFooters(int64_t max_bytes) : max_bytes_(max_bytes) {}
 
-  // The footer kept for `path` when the file still has `size` bytes (one
-  // rewritten since is parsed afresh); null otherwise.
-  std::shared_ptr<parquet::FileMetaData> Find(const std::string& path, int64_t size);
-  void Keep(const std::string& path, int64_t size, std::shared_ptr<parquet::FileMetaData> footer);
+  // The footer kept for `path` when the file is still at `version` (its
+  // size and modification time: one rewritten since is parsed afresh);
+  // null otherwise.
+  std::shared_ptr<parquet::FileMetaData> Find(const std::string& path, const std::string& version);
+  void Keep(const std::string& path, const std::string& version, std::shared_ptr<parquet::FileMetaData> footer);
 
  private:
   struct Entry {
     std::string path;
-    int64_t size = 0;
+    std::string version;
     std::shared_ptr<parquet::FileMetaData> footer;
   };
 
@@ -41,6 +42,7 @@ class ParquetFooters {
   absl::Mutex mu_;
   std::list<Entry> entries_ ABSL_GUARDED_BY(mu_);  // the most recently used first
   std::map<std::string, std::list<Entry>::iterator> by_path_ ABSL_GUARDED_BY(mu_);
+  void Drop(std::map<std::string, std::list<Entry>::iterator>::iterator it) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   int64_t bytes_ ABSL_GUARDED_BY(mu_) = 0;
 };
 

@@ -10,21 +10,26 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "sluice/io/object_url.h"
+#include "sluice/io/random_access_file.h"
 
 namespace sluice::io {
 namespace {
 
 namespace fs = std::filesystem;
 
+// Hidden names (a leading '.') match only a pattern that starts with one,
+// and `**` passes through no hidden folder, as glob(3) and Python's glob
+// have it: `data/**/*.parquet` reads no .ipynb_checkpoints copies.
 bool Matches(const std::vector<std::string>& pattern, size_t p, const std::vector<std::string>& path, size_t s) {
   if (p == pattern.size()) return s == path.size();
   if (pattern[p] == "**") {
     for (size_t rest = s; rest <= path.size(); ++rest) {
       if (Matches(pattern, p + 1, path, rest)) return true;
+      if (rest < path.size() && !path[rest].empty() && path[rest][0] == '.') return false;
     }
     return false;
   }
-  return s < path.size() && ::fnmatch(pattern[p].c_str(), path[s].c_str(), 0) == 0 &&
+  return s < path.size() && ::fnmatch(pattern[p].c_str(), path[s].c_str(), FNM_PERIOD) == 0 &&
          Matches(pattern, p + 1, path, s + 1);
 }
 
@@ -48,9 +53,9 @@ absl::StatusOr<std::vector<std::string>> MatchLocalFiles(const std::string& patt
   while (literal + 1 < parts.size() && FirstWildcard(parts[literal]) == std::string::npos) ++literal;
   for (size_t i = 0; i < literal; ++i) parts[i] = Unescaped(parts[i]);
   std::string base = absl::StrJoin(parts.begin(), parts.begin() + literal, "/");
-  const bool relative = base.empty();
+  const bool relative = literal == 0;  // walked from "." and matched without its "./"
   if (relative) base = ".";
-  if (literal == 1 && parts[0].empty()) base = "/";
+  if (literal == 1 && parts[0].empty()) base = "/";  // "/**/...": walked from the root
   std::vector<std::string> files;
   std::error_code ec;
   fs::recursive_directory_iterator it(base, ec);
@@ -62,7 +67,7 @@ absl::StatusOr<std::vector<std::string>> MatchLocalFiles(const std::string& patt
     if (relative) path = path.substr(2);  // "./"
     if (PathMatches(pattern, path)) files.push_back(std::move(path));
   }
-  if (ec) return absl::NotFoundError(absl::StrCat("cannot read folder ", base, ": ", ec.message()));
+  if (ec) return ErrnoStatus(ec.value(), "cannot read a folder under", base);
   std::sort(files.begin(), files.end());
   return files;
 }

@@ -73,12 +73,12 @@ absl::StatusOr<std::unique_ptr<RandomAccessFile>> RandomAccessFile::Open(const s
     ::close(fd);
     return absl::InvalidArgumentError(absl::StrCat(path, " is a directory, not a file"));
   }
-  if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)) {  // its size says nothing, and it cannot be read at offsets
+  if (!S_ISREG(st.st_mode)) {  // its size says nothing (0), and a stream cannot be read at offsets
     ::close(fd);
-    return absl::InvalidArgumentError(absl::StrCat(
-        path,
-        " is a pipe, socket or character device, not a file: sluice reads at offsets, so a stream (a FIFO, a "
-        "shell's <(...)) must be written to a file first"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(path,
+                     " is a pipe, socket or device, not a file: sluice reads files at offsets, so a stream (a FIFO, a "
+                     "shell's <(...)) must be written to a file first"));
   }
   return std::make_unique<LocalFile>(path, fd, static_cast<uint64_t>(st.st_size));
 }

@@ -256,8 +256,10 @@ absl::StatusOr<RunMeasurement> MeasureRun(const exec::Pipeline& pipeline, const 
       if (m.start_ns != 0) {
         const int64_t waited = exec::NowNs() - asked;
         waited_ns += waited;
-        // A paced run is timed by the trainer's steps, not stretched.
-        if (options.consumer_samples_per_s <= 0) longest_wait_ns = std::max(longest_wait_ns, waited);
+        // A paced run is timed by the trainer's steps, not stretched; an
+        // epoch's first element waits for its start (a shuffle's buffer
+        // filling), not for a burst.
+        if (options.consumer_samples_per_s <= 0 && any) longest_wait_ns = std::max(longest_wait_ns, waited);
       }
       any = true;
       if (m.start_ns == 0) {  // timed from the first element, as `sluice run` is

@@ -86,7 +86,8 @@ absl::StatusOr<ElementSpec> DispatcherImpl::DescribeOnAWorker(const PipelineDef&
     }
     SLUICE_ASSIGN_OR_RETURN(const std::string address, capable);
     absl::StatusOr<ElementSpec> element = DescribeOn(address, def);
-    if (element.ok() || !ServerAway(element.status())) return element;
+    // Away, not slow: a describe past its deadline (a slow import) is said as it is.
+    if (element.ok() || absl::IsDeadlineExceeded(element.status()) || !ServerAway(element.status())) return element;
     Log("dispatcher", absl::StrCat("worker ", address,
                                    " refused to describe a pipeline, asking another: ", element.status().message()));
     unreachable.insert(address);
