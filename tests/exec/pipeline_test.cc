@@ -642,6 +642,42 @@ TEST_F(PipelineTest, UnderSkipARowAKernelRefusesIsDroppedAndCountedNotItsBatch) 
   }
 }
 
+// A chunk whose every row a kernel refuses is no element: it reached the
+// consumer unbatched as a sample read past the chunk's end (another
+// chunk's row, or memory no row was written to), batched as an empty batch.
+TEST_F(PipelineTest, UnderSkipAChunkWhoseEveryRowIsRefusedYieldsNothing) {
+  ops::OpRegistry registry;
+  SLUICE_ASSERT_OK(ops::RegisterBuiltinOps(&registry));
+  SLUICE_ASSERT_OK(testing::RegisterTestOps(&registry));
+  constexpr int kRows = 1000;
+  std::vector<int64_t> labels(kRows);
+  std::vector<int64_t> kept;
+  for (int i = 0; i < kRows; ++i) {
+    labels[i] = i >= 256 && i < 768 ? -1 : i;  // whole chunks refused
+    if (labels[i] >= 0) kept.push_back(i);
+  }
+  for (const bool batched : {false, true}) {
+    SCOPED_TRACE(batched ? "batched" : "unbatched");
+    PipelineBuilder b = PipelineBuilder::Arrays({MakeArrayColumn("label", {}, labels)}).SkipCorruptRecords();
+    if (batched) b.Batch(4);
+    const PipelineDef def = b.Map({Op("refuse_label", {{"label", -1}})}).Build();
+    ASSERT_OK_AND_ASSIGN(graph::CompiledPipeline compiled, graph::Compile(def, registry));
+    ASSERT_OK_AND_ASSIGN(std::unique_ptr<Pipeline> pipeline, Pipeline::FromCompiled(std::move(compiled)));
+    std::unique_ptr<PipelineIterator> it = pipeline->Iterate();
+    std::vector<int64_t> got;
+    while (true) {
+      Batch element;
+      bool end = false;
+      SLUICE_ASSERT_OK(it->Next(&element, &end));
+      if (end) break;
+      ASSERT_GT(element.rows, 0);
+      const int64_t* v = element.columns[0].values.data<int64_t>();
+      got.insert(got.end(), v, v + element.rows);
+    }
+    EXPECT_EQ(got, kept);
+  }
+}
+
 // Under "skip", a damaged length resynchronizes at the next good frame: a
 // damaged stretch costs its own records, never the rest of the file, and a
 // record-range split stops at its end even when the stretch crosses it.

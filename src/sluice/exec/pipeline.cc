@@ -148,9 +148,17 @@ absl::StatusOr<std::string> PipelineIterator::SaveState() const {
   return SerializeState(fingerprint_, tracker_->Position(), listing_);
 }
 
+// An element without rows (a chunk whose every row a skipping map refused)
+// is no element: handed on, it was an empty batch, or a sample read past
+// its chunk's end.
 absl::Status PipelineIterator::NextElement(Batch* out, bool* end, size_t max_rows_bytes) {
-  if (batched_) return root_->GetNext(out, end);
-  if (next_row_ >= chunk_.rows) {
+  if (batched_) {
+    do {
+      SLUICE_RETURN_IF_ERROR(root_->GetNext(out, end));
+    } while (!*end && out->rows == 0);
+    return absl::OkStatus();
+  }
+  while (next_row_ >= chunk_.rows) {
     SLUICE_RETURN_IF_ERROR(root_->GetNext(&chunk_, end));
     next_row_ = 0;
     if (*end) return absl::OkStatus();
