@@ -166,7 +166,12 @@ def _wait_for_the_other_ranks(patience_s=600):
     """Local rank 0 may end first (no collective at the end): the node's
     other ranks still read from its pool, whose stop failed their epoch.
     It stops once no rank's client is left (a dead rank's is dropped after
-    the dispatcher's client timeout), or after `patience_s`."""
+    the dispatcher's client timeout), or after `patience_s`. Not when it
+    ends on an uncaught exception: the other ranks may wait for it in a
+    collective, and its end is what ends the job."""
+    if getattr(sys, "last_value", None) is not None:
+        sys.stderr.write("sluice.torch node_pool: local rank 0 failed (above); its pool stops now\n")
+        return
     front = sys.modules.get("sluice.torch")  # the loaders' module, if any made the pool
     if front is not None:
         front._release_all_engines()  # this rank's own clients

@@ -678,6 +678,45 @@ TEST_F(PipelineTest, UnderSkipAChunkWhoseEveryRowIsRefusedYieldsNothing) {
   }
 }
 
+// A batch whose last rows a skipping map after it refused: its position
+// is past them, so a resume groups the batches as the epoch did (it
+// started at the refused row: every later batch one row off, and one more).
+TEST_F(PipelineTest, UnderSkipAResumeAfterABatchWhoseLastRowsWereRefusedGroupsAsBefore) {
+  ops::OpRegistry registry;
+  SLUICE_ASSERT_OK(ops::RegisterBuiltinOps(&registry));
+  SLUICE_ASSERT_OK(testing::RegisterTestOps(&registry));
+  std::vector<int64_t> labels(24);
+  for (int i = 0; i < 24; ++i) labels[i] = i == 11 || i == 3 ? -1 : i;
+  const PipelineDef def = PipelineBuilder::Arrays({MakeArrayColumn("label", {}, labels)})
+                              .SkipCorruptRecords()
+                              .Batch(6)
+                              .Map({Op("refuse_label", {{"label", -1}})})
+                              .Build();
+  ASSERT_OK_AND_ASSIGN(graph::CompiledPipeline compiled, graph::Compile(def, registry));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Pipeline> pipeline, Pipeline::FromCompiled(std::move(compiled)));
+  auto batches = [](PipelineIterator* it, int most) {
+    std::vector<std::vector<int64_t>> out;
+    for (bool end = false; static_cast<int>(out.size()) < most;) {
+      Batch b;
+      EXPECT_TRUE(it->Next(&b, &end).ok());
+      if (end) break;
+      const int64_t* v = b.columns[0].values.data<int64_t>();
+      out.emplace_back(v, v + b.rows);
+    }
+    return out;
+  };
+  const std::vector<std::vector<int64_t>> whole = batches(pipeline->Iterate().get(), 100);
+  ASSERT_EQ(whole.size(), 4u);
+  for (int k = 1; k < 4; ++k) {
+    std::unique_ptr<PipelineIterator> it = pipeline->Iterate();
+    batches(it.get(), k);
+    ASSERT_OK_AND_ASSIGN(const std::string state, it->SaveState());
+    ASSERT_OK_AND_ASSIGN(std::unique_ptr<PipelineIterator> resumed, pipeline->Resume(state));
+    EXPECT_EQ(batches(resumed.get(), 100), std::vector<std::vector<int64_t>>(whole.begin() + k, whole.end()))
+        << "resumed after " << k;
+  }
+}
+
 // Under "skip", a damaged length resynchronizes at the next good frame: a
 // damaged stretch costs its own records, never the rest of the file, and a
 // record-range split stops at its end even when the stretch crosses it.

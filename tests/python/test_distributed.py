@@ -635,6 +635,30 @@ def test_a_node_pool_whose_worker_dies_at_each_start_fails_the_ranks_not_hangs(t
         assert "UnavailableError" in line and "dispatcher" in line, job.stdout + job.stderr[-3000:]
 
 
+_LOCAL_RANK_0_FAILS = """
+import numpy as np
+import torch.distributed as dist
+import sluice
+import sluice.torch
+dist.init_process_group("gloo")
+loader = sluice.torch.TorchIterable(sluice.arrays({"id": np.arange(800, dtype=np.int64)}).batch(16), node_pool=True)
+for step, b in enumerate(loader):
+    if dist.get_rank() == 0 and step == 5:
+        raise RuntimeError("the trainer failed")
+    dist.barrier()
+"""
+
+
+def test_a_failing_local_rank_0_stops_its_pool_at_once_and_the_job_ends(tmp_path):
+    # It waited (up to 10 minutes) for the node's other ranks to let go of
+    # its pool, while they waited for it in the collective: the job hung.
+    job = torchrun_script(tmp_path, _LOCAL_RANK_0_FAILS)
+    assert job.returncode != 0
+    assert "the trainer failed" in job.stderr
+    assert "local rank 0 failed (above); its pool stops now" in job.stderr
+    assert "its pool stops once the node's other ranks are" not in job.stderr
+
+
 def test_a_node_pool_without_local_rank_says_what_to_set(monkeypatch):
     from sluice import _node_pool
     monkeypatch.delenv("LOCAL_RANK", raising=False)

@@ -8,8 +8,10 @@ import sys
 import threading
 import time
 
+import numpy as np
 import pytest
 
+import sluice
 from conftest import start_server
 
 ROWS = 400
@@ -75,6 +77,15 @@ def test_a_consumer_killed_mid_epoch_loses_the_others_nothing(cluster):
     assert lines[-1] == "end"
     # The victim finished no split: the survivor gets every sample, once.
     assert sorted(_ids(lines)) == list(range(ROWS))
+
+
+def test_a_ranks_stream_through_a_dispatcher_has_its_in_process_length(cluster):
+    # A rank's part (a shard before the node) is one worker's pass: its
+    # length is known, as in-process (len() said it was unknown).
+    rank = sluice.arrays({"id": np.arange(100, dtype=np.int64)}).shard(2, 1).batch(6)
+    remote = rank.distribute(cluster, mode="parallel_epochs")
+    assert len(remote) == len(rank) == 8
+    assert len(list(remote)) == 8
 
 
 def test_a_hung_worker_the_dispatcher_found_lost_does_not_hold_back_the_epochs_end(cluster):

@@ -60,6 +60,15 @@ class Provenance {
   std::string File(int64_t row) const;
   Provenance Slice(int64_t begin, int64_t end) const;
 
+  // Input rows after the last row were read and left out (a skipping
+  // map's refusals), the last of them from `consumed`: where reading
+  // stands after the last row, so a resume starts after them, not at them
+  // (before a map, a batch regrouped from there).
+  void SetReadThrough(RowOrigin consumed) { read_through_ = consumed; }
+  // The origin of the last row read into the element of `rows` rows: the
+  // last left out after it, or its last row's.
+  RowOrigin ReadThrough(int64_t rows) const { return read_through_.file >= 0 ? read_through_ : Origin(rows - 1); }
+
  private:
   struct Run {
     int64_t first_row;
@@ -68,6 +77,7 @@ class Provenance {
   };
   std::shared_ptr<const std::vector<std::string>> files_;
   std::vector<Run> runs_;
+  RowOrigin read_through_;  // unset: the last row's origin
 };
 
 struct Batch {

@@ -81,6 +81,7 @@ Batch Batch::Slice(int64_t begin, int64_t end) const {
   out.columns.reserve(columns.size());
   for (const Column& c : columns) out.columns.push_back(c.Slice(begin, end));
   out.provenance = provenance.Slice(begin, end);
+  if (end == rows) out.provenance.SetReadThrough(provenance.ReadThrough(rows));  // the rows left out after it too
   return out;
 }
 

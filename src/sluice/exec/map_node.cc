@@ -385,7 +385,9 @@ class MapIterator : public Iterator {
       if (ctx_->ledger != nullptr) ctx_->ledger->Done(slot.input.provenance, row, row + 1).IgnoreError();
     }
     if (from < all.rows) copier.Append(all, from, all.rows);
-    return copier.Finish();
+    Batch kept = copier.Finish();
+    if (from == all.rows) kept.provenance.SetReadThrough(slot.input.provenance.ReadThrough(slot.input.rows));
+    return kept;
   }
 
   // Runners taking work: all, or as many as the autotuner says. A device

@@ -37,7 +37,7 @@ absl::Status PositionTracker::Delivered(const Batch& element) {
     p_.rows += element.rows;
     return ctx_->ledger->Done(element.provenance, 0, element.rows);
   }
-  const RowOrigin last = element.provenance.Origin(element.rows - 1);
+  const RowOrigin last = element.provenance.ReadThrough(element.rows);
   if (last.file < 0) return absl::FailedPreconditionError("the last element's rows have no known origin");
   if (repeats_) {
     const std::optional<int64_t> repeat = ctx_->repeat_seams->Find(p_.rows + element.rows - 1);

@@ -642,7 +642,9 @@ absl::Status DistributedInput::ResumeClient(uint64_t epoch, const exec::EpochPos
 }
 
 int64_t DistributedInput::Cardinality() const {
-  return options_.mode == DISTRIBUTED_EPOCH ? element_.cardinality() : -1;
+  // A rank's stream (a shard before the node) is one worker's pass; in
+  // parallel_epochs mode otherwise an epoch is a pass of each worker.
+  return options_.mode == DISTRIBUTED_EPOCH || sharding_ ? element_.cardinality() : -1;
 }
 
 }  // namespace sluice::service
