@@ -676,6 +676,22 @@ TEST_F(PipelineTest, UnderSkipAChunkWhoseEveryRowIsRefusedYieldsNothing) {
     }
     EXPECT_EQ(got, kept);
   }
+  // A shard's rank cannot leave the batch out: it would take a step fewer.
+  const PipelineDef sharded = PipelineBuilder::Arrays({MakeArrayColumn("label", {}, labels)})
+                                  .SkipCorruptRecords()
+                                  .Shard(2, 0)
+                                  .Batch(4)
+                                  .Map({Op("refuse_label", {{"label", -1}})})
+                                  .Build();
+  ASSERT_OK_AND_ASSIGN(graph::CompiledPipeline compiled, graph::Compile(sharded, registry));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Pipeline> pipeline, Pipeline::FromCompiled(std::move(compiled)));
+  std::unique_ptr<PipelineIterator> it = pipeline->Iterate();
+  absl::Status status;
+  for (bool end = false; status.ok() && !end;) {
+    Batch element;
+    status = it->Next(&element, &end);
+  }
+  EXPECT_THAT(status, StatusIs(absl::StatusCode::kDataLoss, HasSubstr("this rank cannot keep step with the others")));
 }
 
 // A batch whose last rows a skipping map after it refused: its position

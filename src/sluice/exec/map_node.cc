@@ -92,10 +92,6 @@ class MapIterator : public Iterator {
           slots_.push_front(slot);  // keep answering end
           return absl::OkStatus();
         }
-        // Every row refused (on_corrupt "skip"): nothing to hand on. An
-        // empty element reached the trainer as an empty batch, or, unbatched,
-        // as a sample read from memory no row was written to.
-        if (slot->result.rows == 0) continue;
         *out = std::move(slot->result);
         return absl::OkStatus();
       }

@@ -148,15 +148,22 @@ absl::StatusOr<std::string> PipelineIterator::SaveState() const {
   return SerializeState(fingerprint_, tracker_->Position(), listing_);
 }
 
-// An element without rows (a chunk whose every row a skipping map refused)
-// is no element: handed on, it was an empty batch, or a sample read past
-// its chunk's end.
+// An element without rows (a chunk whose every row a skipping map refused;
+// the batch node after such a map still sees it, to keep a shard's ranks
+// in step) is no element: handed on, it was an empty batch, or a sample
+// read past its chunk's end.
 absl::Status PipelineIterator::NextElement(Batch* out, bool* end, size_t max_rows_bytes) {
   if (batched_) {
-    do {
+    while (true) {
       SLUICE_RETURN_IF_ERROR(root_->GetNext(out, end));
-    } while (!*end && out->rows == 0);
-    return absl::OkStatus();
+      if (*end || out->rows > 0) return absl::OkStatus();
+      // Left out, this rank would take a step fewer than the others.
+      if (ctx_->shard_log != nullptr) {
+        return absl::DataLossError(
+            "every row of a batch of this shard was skipped as corrupt by a map under on_corrupt \"skip\" after "
+            "the batch: this rank cannot keep step with the others (a map before the batch leaves a short batch)");
+      }
+    }
   }
   while (next_row_ >= chunk_.rows) {
     SLUICE_RETURN_IF_ERROR(root_->GetNext(&chunk_, end));
