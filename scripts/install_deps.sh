@@ -14,8 +14,8 @@ PACKAGES=(
   libarchive-dev
   # the Python module (pybind11) hands batches to torch through DLPack
   pybind11-dev libdlpack-dev
-  # image decoding: libjpeg-turbo (its libjpeg API crops and scales in the decoder), libpng
-  libjpeg62-turbo-dev libpng-dev
+  # image decoding: libjpeg-turbo (its libjpeg API crops and scales in the decoder), libpng, libwebp
+  libjpeg62-turbo-dev libpng-dev libwebp-dev
   # the service: gRPC, TLS, wire compression
   libgrpc++-dev protobuf-compiler-grpc libssl-dev libzstd-dev liblz4-dev
   # Prometheus metrics of the dispatcher and workers (prometheus-cpp's pull exposer)

@@ -14,7 +14,7 @@ wheel="$1"
 shift
 case "$(basename "$wheel")" in
   *manylinux*) libraries="" ;;
-  *) libraries="libgrpc++1.51 libprotobuf32 libabsl20220623 libhwy1 libjpeg62-turbo libpng16-16 libisal2
+  *) libraries="libgrpc++1.51 libprotobuf32 libabsl20220623 libhwy1 libjpeg62-turbo libpng16-16 libwebp7 libisal2
        libarchive13 libprometheus-cpp-pull1.0 libzstd1 liblz4-1 libssl3" ;;
 esac
 apt-get update -qq

@@ -123,7 +123,7 @@ def cifar10(files):
 def image_folder(root, *, shuffle=True, on_corrupt="error"):
     """A pipeline reading encoded images in class folders (torchvision's
     ImageFolder layout: ``root/<class>/.../<file>.jpg``; sorted class names
-    are labels 0..N-1; .jpg, .jpeg and .png in any case). Yields "image", the
+    are labels 0..N-1; .jpg, .jpeg, .png and .webp in any case). Yields "image", the
     file's bytes (decode with ``ops.decode_random_resized_crop`` and
     friends), and "label". `shuffle` reorders the files every epoch;
     `on_corrupt="skip"` skips truncated or foreign files, counted.

@@ -35,7 +35,7 @@ mirror=$(debian_mirror)
 security=$(debian_security_mirror)
 
 BUILD_PACKAGES=(g++ make nasm pkg-config ccache ca-certificates zlib1g-dev libssl-dev libc-ares-dev libre2-dev
-  libpng-dev libisal-dev libzstd-dev liblz4-dev libcivetweb-dev civetweb
+  libpng-dev libwebp-dev libisal-dev libzstd-dev liblz4-dev libcivetweb-dev civetweb
   libffi-dev libbz2-dev liblzma-dev libsqlite3-dev uuid-dev)
 SOURCES=(abseil protobuf grpc highway prometheus-cpp libjpeg-turbo libarchive cli11 nlohmann-json3 python3.11)
 PYTHONS="3.11 3.13"  # 3.13 from Debian 13's sources; 3.10 and 3.12 are in no Debian this mirror serves

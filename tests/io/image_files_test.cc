@@ -101,7 +101,7 @@ TEST_F(ImageFilesTest, AMissingOrEmptyRootIsNotFound) {
               StatusIs(absl::StatusCode::kNotFound, HasSubstr("is not a directory")));
   Put("empty/cls/readme.md", "#");
   EXPECT_THAT(MakeImageFolderSource(dir_.Join("empty")),
-              StatusIs(absl::StatusCode::kNotFound, HasSubstr("holds no .jpg, .jpeg or .png files")));
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("holds no .jpg, .jpeg, .png or .webp files")));
 }
 
 TEST_F(ImageFilesTest, ReadingAFolderGivesEachImagesBytesInTheSourcesOrder) {

@@ -1,6 +1,7 @@
-// The framing check on hand-built JPEG and PNG structures: data after the
-// end marker is no truncation, an end marker inside a segment (an EXIF
-// thumbnail's) or stuffed into a scan is no end.
+// The framing check on hand-built JPEG, PNG and WebP structures: data after
+// the end marker is no truncation, an end marker inside a segment (an EXIF
+// thumbnail's) or stuffed into a scan is no end, a WebP shorter than its
+// header declares is cut, and files in other formats are named.
 #include "sluice/io/image_framing.h"
 
 #include <string>
@@ -52,6 +53,37 @@ TEST(ImageFraming, APngWithDataAfterIendIsWholeAndOneCutBeforeItIsTruncated) {
   EXPECT_EQ(ImageFramingProblem(head + Chunk("IEND", 0)), "");
   EXPECT_EQ(ImageFramingProblem(head + Chunk("IEND", 0) + "\n" + kTrailer), "");
   EXPECT_EQ(ImageFramingProblem(head.substr(0, 200) + kTrailer), "truncated PNG (no IEND chunk)");
+}
+
+// "RIFF", the size of what follows those 8 bytes, "WEBP", and a body.
+std::string Webp(uint32_t declared, size_t body) {
+  std::string s = "RIFF" + Bytes({static_cast<int>(declared & 0xFF), static_cast<int>(declared >> 8 & 0xFF),
+                                  static_cast<int>(declared >> 16 & 0xFF), static_cast<int>(declared >> 24)});
+  return s + "WEBP" + std::string(body, 'w');
+}
+
+TEST(ImageFraming, AWebpShorterThanItsHeaderDeclaresIsTruncated) {
+  EXPECT_EQ(ImageFramingProblem(Webp(4 + 300, 300)), "");
+  EXPECT_EQ(ImageFramingProblem(Webp(4 + 300, 300) + kTrailer), "");  // padding after it
+  EXPECT_EQ(ImageFramingProblem(Webp(4 + 300, 299)), "truncated WebP (311 bytes of the 312 its header declares)");
+  // From its head and tail alone, as an image folder checks a file.
+  const std::string image = Webp(4 + 300, 300);
+  EXPECT_EQ(ImageFramingProblem(image.substr(0, kFramingHead), image.substr(image.size() - kFramingTail), 312), "");
+  EXPECT_EQ(ImageFramingProblem(image.substr(0, kFramingHead), image.substr(image.size() - kFramingTail), 200),
+            "truncated WebP (200 bytes of the 312 its header declares)");
+}
+
+TEST(ImageFraming, AnEmptyFileAndFilesInOtherFormatsSayWhatTheyAre) {
+  EXPECT_EQ(ImageFramingProblem(""), "an empty file, not an image");
+  const std::string not_decoded = "not a JPEG, PNG, WebP or netpbm file (the formats the decode ops read)";
+  EXPECT_EQ(ImageFramingProblem("GIF89a" + std::string(100, 'g')), "a GIF image, " + not_decoded);
+  EXPECT_EQ(ImageFramingProblem("BM" + std::string(100, 'b')), "a BMP image, " + not_decoded);
+  EXPECT_EQ(ImageFramingProblem(std::string("II*\0", 4) + std::string(100, 't')), "a TIFF image, " + not_decoded);
+  EXPECT_EQ(ImageFramingProblem(std::string("MM\0*", 4) + std::string(100, 't')), "a TIFF image, " + not_decoded);
+  EXPECT_EQ(ImageFramingProblem(std::string("\0\0\0\x1c", 4) + "ftypheic" + std::string(100, 'h')),
+            "an ISO media file (HEIC, AVIF or a video), " + not_decoded);
+  EXPECT_EQ(ImageFramingProblem("hello, world" + std::string(100, 'x')), not_decoded);
+  EXPECT_EQ(ImageFramingProblem("tiny"), not_decoded);
 }
 
 }  // namespace

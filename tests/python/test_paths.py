@@ -102,3 +102,13 @@ def test_a_file_list_saved_with_a_bom_reads_its_first_path(images, tmp_path):
     lines = [f"{p} {i}" for i, p in enumerate(listed)]
     (tmp_path / "list.txt").write_text("\ufeff" + "\n".join(lines) + "\n", encoding="utf-8")
     assert ids(sluice.file_list(tmp_path / "list.txt", shuffle=False)) == list(range(len(listed)))
+
+
+def test_a_path_starting_with_a_tilde_is_said_to_be_unexpanded(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for path in ("~/records.tfrecord", "~/shards/*.tfrecord"):
+        error = _error_of(lambda: list(sluice.tfrecord(path)))
+        assert isinstance(error, sluice.NotFoundError), error
+        assert path in str(error) and "'~' is not expanded" in str(error), error
+    error = _error_of(lambda: list(sluice.tfrecord("data~/records.tfrecord")))
+    assert "not expanded" not in str(error), error

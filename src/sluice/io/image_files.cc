@@ -24,7 +24,7 @@ namespace fs = std::filesystem;
 
 bool IsImage(const fs::path& p) {
   const std::string ext = absl::AsciiStrToLower(p.extension().string());
-  return ext == ".jpg" || ext == ".jpeg" || ext == ".png";
+  return ext == ".jpg" || ext == ".jpeg" || ext == ".png" || ext == ".webp";
 }
 
 // One image file's bytes and its label. A file a shard after the source
@@ -59,12 +59,13 @@ class ImageFileReader : public SplitReader {
   absl::StatusOr<bool> ReadFile(BatchBuilder* out) const {
     SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> f, RandomAccessFile::Open(path_));
     const int64_t size = static_cast<int64_t>(f->size());
-    char head[8], tail[kFramingTail];
-    const size_t head_size = static_cast<size_t>(std::min<int64_t>(size, 8));
+    char head[kFramingHead], tail[kFramingTail];
+    const size_t head_size = static_cast<size_t>(std::min<int64_t>(size, kFramingHead));
     const size_t tail_size = static_cast<size_t>(std::min<int64_t>(size, kFramingTail));
     SLUICE_RETURN_IF_ERROR(f->ReadExact(0, head_size, head));
     SLUICE_RETURN_IF_ERROR(f->ReadExact(static_cast<uint64_t>(size) - tail_size, tail_size, tail));
-    std::string problem = ImageFramingProblem(absl::string_view(head, head_size), absl::string_view(tail, tail_size));
+    std::string problem = ImageFramingProblem(absl::string_view(head, head_size), absl::string_view(tail, tail_size),
+                                              static_cast<uint64_t>(size));
     if (!problem.empty()) return ReadWholeToCheck(*f, size, problem, out);
     SLUICE_RETURN_IF_ERROR(f->ReadExact(0, static_cast<size_t>(size), out->AppendUninitialized(0, size)));
     return true;
@@ -170,7 +171,7 @@ absl::StatusOr<LabeledFiles> ListObjectImageFolder(const std::string& root) {
   }
   if (files.paths.empty()) {
     return absl::NotFoundError(
-        absl::StrCat("image folder ", root, " holds no .jpg, .jpeg or .png objects in class folders"));
+        absl::StrCat("image folder ", root, " holds no .jpg, .jpeg, .png or .webp objects in class folders"));
   }
   return files;
 }
@@ -260,7 +261,7 @@ absl::StatusOr<LabeledFiles> ListImageFolder(const std::string& root) {
   }
   if (paths.empty()) {
     return absl::NotFoundError(
-        absl::StrCat("image folder ", root, " holds no .jpg, .jpeg or .png files in class folders"));
+        absl::StrCat("image folder ", root, " holds no .jpg, .jpeg, .png or .webp files in class folders"));
   }
   return LabeledFiles{std::move(paths), std::move(labels)};
 }

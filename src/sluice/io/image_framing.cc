@@ -5,17 +5,44 @@
 #include <cstdint>
 #include <cstring>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+
 namespace sluice::io {
 namespace {
 
 constexpr char kPng[8] = {'\x89', 'P', 'N', 'G', '\r', '\n', '\x1a', '\n'};
 constexpr absl::string_view kTruncatedJpeg = "truncated JPEG (no end-of-image marker)";
 constexpr absl::string_view kTruncatedPng = "truncated PNG (no IEND chunk)";
+constexpr absl::string_view kDecoded = "not a JPEG, PNG, WebP or netpbm file (the formats the decode ops read)";
 
 uint32_t BigEndian(const unsigned char* p, int bytes) {
   uint32_t v = 0;
   for (int i = 0; i < bytes; ++i) v = (v << 8) | p[i];
   return v;
+}
+
+uint32_t LittleEndian32(const unsigned char* p) {
+  return uint32_t{p[0]} | uint32_t{p[1]} << 8 | uint32_t{p[2]} << 16 | uint32_t{p[3]} << 24;
+}
+
+// What a file the decoders do not read is, by its signature: "" when it
+// is none of these.
+absl::string_view ForeignFormat(absl::string_view head) {
+  if (absl::StartsWith(head, "GIF8")) return "a GIF image";
+  if (absl::StartsWith(head, "BM")) return "a BMP image";
+  if (absl::StartsWith(head, absl::string_view("II*\0", 4)) || absl::StartsWith(head, absl::string_view("MM\0*", 4)))
+    return "a TIFF image";
+  if (head.size() >= 12 && head.substr(4, 4) == "ftyp") return "an ISO media file (HEIC, AVIF or a video)";
+  if (absl::StartsWith(head, "\xff\x4f\xff\x51") || absl::StartsWith(head, absl::string_view("\0\0\0\x0cjP", 6))) {
+    return "a JPEG 2000 image";
+  }
+  return "";
+}
+
+std::string NotDecoded(absl::string_view head) {
+  const absl::string_view foreign = ForeignFormat(head);
+  return foreign.empty() ? std::string(kDecoded) : absl::StrCat(foreign, ", ", kDecoded);
 }
 
 // Whether the JPEG's marker segments, walked from its start, reach an
@@ -66,12 +93,19 @@ bool PngReachesItsEnd(absl::string_view image) {
 
 }  // namespace
 
-std::string ImageFramingProblem(absl::string_view head, absl::string_view tail) {
+std::string ImageFramingProblem(absl::string_view head, absl::string_view tail, uint64_t size) {
+  if (size == 0) return "an empty file, not an image";
   if (head.size() >= 3 && head[0] == 'P' && (head[1] == '5' || head[1] == '6') &&
       std::isspace(static_cast<unsigned char>(head[2]))) {
     return "";  // netpbm: raw pixels, no end marker; the header's size is checked on reading
   }
-  if (head.size() < 8 || tail.size() < 4) return "not a JPEG, PNG or netpbm file";
+  if (head.size() >= 12 && head.substr(0, 4) == "RIFF" && head.substr(8, 4) == "WEBP") {
+    // RIFF's size counts what follows its first 8 bytes; more after it is padding.
+    const uint64_t declared = uint64_t{LittleEndian32(reinterpret_cast<const unsigned char*>(head.data()) + 4)} + 8;
+    if (size >= declared) return "";
+    return absl::StrCat("truncated WebP (", size, " bytes of the ", declared, " its header declares)");
+  }
+  if (head.size() < 8 || tail.size() < 4) return NotDecoded(head);
   if (head.substr(0, 3) == "\xff\xd8\xff") {
     // Encoders may pad after the end-of-image marker: look near the end.
     if (tail.find("\xff\xd9") != absl::string_view::npos) return "";
@@ -81,12 +115,12 @@ std::string ImageFramingProblem(absl::string_view head, absl::string_view tail) 
     if (tail.size() >= 8 && tail.substr(tail.size() - 8, 4) == "IEND") return "";
     return std::string(kTruncatedPng);
   }
-  return "not a JPEG, PNG or netpbm file";
+  return NotDecoded(head);
 }
 
 std::string ImageFramingProblem(absl::string_view image) {
-  std::string problem =
-      ImageFramingProblem(image.substr(0, 8), image.substr(image.size() - std::min(image.size(), kFramingTail)));
+  std::string problem = ImageFramingProblem(
+      image.substr(0, kFramingHead), image.substr(image.size() - std::min(image.size(), kFramingTail)), image.size());
   // Data after the end (a phone's appended video, a downloader's padding)
   // is no truncation: the walk, only when the quick look fails.
   if (problem == kTruncatedJpeg && JpegReachesItsEnd(image)) return "";

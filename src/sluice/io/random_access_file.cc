@@ -20,7 +20,11 @@ std::string RelativePathHint(const std::string& path) {
   if (path.empty() || path[0] == '/') return "";
   std::error_code error;
   const std::filesystem::path here = std::filesystem::current_path(error);
-  return error ? "" : absl::StrCat(" (a relative path, taken from the current folder ", here.string(), ")");
+  if (error) return "";
+  // Shells expand '~'; a path handed over from Python or JSON keeps it.
+  const bool tilde = path[0] == '~' && (path.size() == 1 || path[1] == '/');
+  return absl::StrCat(" (a relative path, taken from the current folder ", here.string(),
+                      tilde ? "; '~' is not expanded: expand it first, as Python's os.path.expanduser does)" : ")");
 }
 
 absl::Status ErrnoStatus(int err, const std::string& what, const std::string& path) {

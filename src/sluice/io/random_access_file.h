@@ -71,7 +71,8 @@ class RandomAccessFile {
 // Errno → absl::Status with the operation and path in the message.
 absl::Status ErrnoStatus(int err, const std::string& what, const std::string& path);
 // For a path not found: " (a relative path, taken from the current folder
-// CWD)" when it is relative, else "".
+// CWD)" when it is relative (saying that a leading '~' is not expanded),
+// else "".
 std::string RelativePathHint(const std::string& path);
 
 }  // namespace sluice::io

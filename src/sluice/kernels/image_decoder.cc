@@ -14,6 +14,7 @@
 #include "sluice/io/image_framing.h"
 #include "sluice/kernels/netpbm.h"
 #include "sluice/kernels/png_decode.h"
+#include "sluice/kernels/webp_decode.h"
 
 namespace sluice::kernels {
 namespace {
@@ -123,8 +124,10 @@ absl::Status DecodeJpeg(Jpeg& jpeg, absl::string_view bytes, const ImageInfo& in
   return absl::OkStatus();
 }
 
-absl::Status DecodePng(absl::string_view bytes, const Window& window, DecodedRegion* out) {
-  SLUICE_RETURN_IF_ERROR(DecodePngRgb(bytes, &out->width, &out->height, &out->pixels));
+// PNG and WebP: the whole image (the window lies within it).
+absl::Status DecodeWhole(absl::string_view bytes, const ImageInfo& info, const Window& window, DecodedRegion* out) {
+  SLUICE_RETURN_IF_ERROR(info.webp ? DecodeWebpRgb(bytes, &out->width, &out->height, &out->pixels)
+                                   : DecodePngRgb(bytes, &out->width, &out->height, &out->pixels));
   out->window = window;
   return absl::OkStatus();
 }
@@ -175,6 +178,11 @@ absl::StatusOr<ImageInfo> ReadImageInfo(absl::string_view bytes) {
     SLUICE_RETURN_IF_ERROR(ReadPngSize(bytes, &info.width, &info.height));
     return info;
   }
+  if (IsWebp(bytes)) {
+    SLUICE_RETURN_IF_ERROR(ReadWebpSize(bytes, &info.width, &info.height));
+    info.webp = true;
+    return info;
+  }
   Jpeg jpeg;
   jpeg_decompress_struct* cinfo = jpeg.cinfo();
   if (setjmp(jpeg.error().jump)) return JpegFailure(jpeg.error());
@@ -202,7 +210,7 @@ int DctScaleFor(const ImageInfo& info, const Window& window, int out_w, int out_
 absl::Status DecodeRegion(absl::string_view bytes, const ImageInfo& info, const Window& window, int scale_denom,
                           int out_w, int out_h, DecodedRegion* out) {
   if (info.netpbm) return DecodeNetpbm(bytes, window, out_w, out_h, out);
-  if (!info.jpeg) return DecodePng(bytes, window, out);
+  if (!info.jpeg) return DecodeWhole(bytes, info, window, out);
   Jpeg jpeg;
   return DecodeJpeg(jpeg, bytes, info, window, scale_denom, out_w, out_h, out);
 }

@@ -1,6 +1,6 @@
 // Decoding JPEG (libjpeg-turbo, through the libjpeg API, which can crop and
-// scale inside the decoder), PNG (libpng) and raw netpbm pixels (netpbm.h)
-// into 8-bit RGB, whole or only the window a crop needs.
+// scale inside the decoder), PNG (libpng), WebP (libwebp) and raw netpbm
+// pixels (netpbm.h) into 8-bit RGB, whole or only the window a crop needs.
 #ifndef SLUICE_KERNELS_IMAGE_DECODER_H_
 #define SLUICE_KERNELS_IMAGE_DECODER_H_
 
@@ -15,11 +15,12 @@ namespace sluice::kernels {
 struct ImageInfo {
   int width = 0, height = 0;
   bool jpeg = false;
+  bool webp = false;
   bool netpbm = false;  // raw pixels (netpbm.h)
 };
 
 // The image's size, from its header. DataLoss for bytes that are not a
-// well-formed JPEG, PNG or netpbm header, or that are truncated
+// well-formed JPEG, PNG, WebP or netpbm header, or that are truncated
 // (io/image_framing).
 absl::StatusOr<ImageInfo> ReadImageInfo(absl::string_view bytes);
 
@@ -53,14 +54,14 @@ struct DecodedRegion {
 // converted; progressive JPEGs too), for a resize to `out_w` x `out_h`.
 // JPEGs decode only the rows and (iMCU-aligned) columns the window and the
 // filter's reach past it cover, and when `scale_denom` is 2, 4 or 8 at that
-// fraction of the size in the DCT. DataLoss with libjpeg's or libpng's
-// message for corrupt data.
+// fraction of the size in the DCT. DataLoss with libjpeg's, libpng's or
+// libwebp's message for corrupt data.
 absl::Status DecodeRegion(absl::string_view bytes, const ImageInfo& info, const Window& window, int scale_denom,
                           int out_w, int out_h, DecodedRegion* out);
 
 // The largest of 1, 2, 4 and 8 that scaling a `window` of a JPEG by still
 // leaves at least `out_w` x `out_h` pixels: decoding smaller costs less and
-// the resize that follows shrinks anyway. 1 for PNG.
+// the resize that follows shrinks anyway. 1 for the other formats.
 int DctScaleFor(const ImageInfo& info, const Window& window, int out_w, int out_h);
 
 }  // namespace sluice::kernels

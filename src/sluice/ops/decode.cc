@@ -1,4 +1,4 @@
-// Image decoding ops: encoded JPEG, PNG or netpbm bytes (a ragged column,
+// Image decoding ops: encoded JPEG, PNG, WebP or netpbm bytes (a ragged column,
 // as image sources and bytes features yield them) to fixed-size uint8 RGB images,
 // with the crop and resize that fix the size fused into the decode, so the
 // decoder only produces the pixels the output needs.
@@ -161,7 +161,7 @@ OpSchema DecodeSchema(const char* name, std::string doc, std::vector<AttrSchema>
   for (AttrSchema& a : own) op.Attr(std::move(a));
   op.Attr(DctScalingAttr())
       .Attr(MaxPixelsAttr())
-      .Input("field", "encoded JPEG, PNG or netpbm bytes (variable length)")
+      .Input("field", "encoded JPEG, PNG, WebP or netpbm bytes (variable length)")
       .Output("field", "uint8 RGB [height,width,3]");
   return op;
 }
@@ -216,7 +216,7 @@ absl::Status RegisterDecodeOps(OpRegistry* registry) {
       OpSchema(kFusedDecodeNormalizeOp)
           .Doc("A decode op and the uncropped crop_mirror_normalize after it as one kernel: resampled rows go "
                "straight into the normalized output (made by the graph; options.no_fuse_decode opts out).")
-          .Input("field", "encoded JPEG, PNG or netpbm bytes")
+          .Input("field", "encoded JPEG, PNG, WebP or netpbm bytes")
           .Output("field", "crop_mirror_normalize's output")
           .Random()
           .Internal()));

@@ -112,7 +112,10 @@ absl::Status RegisterCropMirrorNormalizeOps(OpRegistry* registry) {
           .Attr(AttrSchema{"crop", AttrType::kInts, "[]", "[height, width] or [size] of a centre crop; empty: none"}
                     .Count(0, 2)
                     .Range(1, 65535))
-          .Attr(AttrSchema{"mirror", AttrType::kFloat, "0.5", "probability of a horizontal mirror"}.Range(0, 1))
+          .Attr(AttrSchema{"mirror", AttrType::kFloat, "0",
+                           "probability of a horizontal mirror: 0.5 for training's random flip; none by default (as "
+                           "DALI's), so that an evaluation pipeline is never flipped"}
+                    .Range(0, 1))
           .Attr({"mean", AttrType::kFloats, "[0.485, 0.456, 0.406]", "per channel, after scaling (ImageNet's)"})
           .Attr(AttrSchema{"std", AttrType::kFloats, "[0.229, 0.224, 0.225]", "per channel (ImageNet's)"}.Above(0))
           .Attr({"scale", AttrType::kFloat, "0.00392156862745098", "applied first (1/255: torchvision's ToTensor)"})
