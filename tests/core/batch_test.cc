@@ -44,6 +44,38 @@ TEST(BatchBuilder, BuildsDenseAndRaggedColumns) {
   EXPECT_EQ(tail.columns[1].RaggedRow(0), "bb");
 }
 
+TEST(BatchBuilder, RowsWithinAByteCapFollowTheMeanRowSoFar) {
+  const Schema schema = TwoColumns();
+  BatchBuilder builder(schema, 100);
+  EXPECT_EQ(builder.RowsWithin(1000), 1);  // no row to go by yet
+  builder.AppendBytes(1, std::string(300, 'r'));
+  builder.AddRows(1);
+  EXPECT_EQ(builder.RowsWithin(1000), 2);      // 700 left: two more of 300
+  EXPECT_EQ(builder.RowsWithin(1 << 20), 99);  // the capacity first
+  builder.AppendBytes(1, std::string(500, 'r'));
+  builder.AddRows(1);
+  EXPECT_EQ(builder.RowsWithin(1000), 0);  // 800 bytes, 400 a row
+  const Schema dense({ColumnSpec{"x", DType::kInt64, Shape{2}}});
+  EXPECT_EQ(BatchBuilder(dense, 7).RowsWithin(1), 7);  // no ragged column: the capacity
+}
+
+TEST(BatchBuilder, RaggedGrowthStopsAtTheCapButForTheRowItself) {
+  const Schema schema = TwoColumns();
+  BufferPool pool;
+  BatchBuilder builder(schema, 100, &pool, /*ragged_bytes=*/8);
+  builder.CapRaggedGrowth(1 << 20);
+  builder.AppendBytes(1, std::string(800 << 10, 'r'));  // projected: 1.6 MiB (twice the need); capped
+  builder.AddRows(1);
+  // The block, and the offsets' and the first bytes' (blocks of 64 KiB at most).
+  EXPECT_LE(pool.stats().peak_live_bytes, (1 << 20) + 3 * (64 << 10));
+  builder.AppendBytes(1, std::string(3 << 20, 'r'));  // past the cap: what the row needs
+  builder.AddRows(1);
+  const Batch b = builder.Finish();
+  EXPECT_EQ(b.columns[1].RaggedRow(1).size(), size_t{3} << 20);
+  const int64_t need = (800 << 10) + (3 << 20);  // not twice that
+  EXPECT_LE(pool.stats().peak_live_bytes, (1 << 20) + need + (256 << 10));
+}
+
 // Rows 0..rows-1 of one int64 pair column, in a pool block with room for
 // `room` rows.
 Batch PairRows(int64_t rows, int64_t room, BufferPool* pool) {

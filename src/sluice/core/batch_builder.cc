@@ -13,6 +13,7 @@ BatchBuilder::BatchBuilder(const Schema& schema, int64_t capacity, BufferPool* p
   for (int i = 0; i < schema.size(); ++i) {
     const ColumnSpec& spec = schema.column(i);
     if (spec.ragged) {
+      any_ragged_ = true;
       columns_[i].values = Tensor::Allocate(DType::kUInt8, Shape{ragged_bytes}, pool);
       columns_[i].offsets = Tensor::Allocate(DType::kInt64, Shape{capacity + 1}, pool);
       columns_[i].offsets.data<int64_t>()[0] = 0;
@@ -54,6 +55,15 @@ void BatchBuilder::AppendBytes(int col, absl::string_view bytes) {
   std::memcpy(AppendUninitialized(col, static_cast<int64_t>(bytes.size())), bytes.data(), bytes.size());
 }
 
+int64_t BatchBuilder::RowsWithin(int64_t ragged_cap) const {
+  if (!any_ragged_ || remaining() == 0) return remaining();
+  if (rows_ == 0) return 1;
+  int64_t bytes = 0;
+  for (const Ragged& r : ragged_) bytes += r.used;
+  const int64_t mean = std::max<int64_t>(bytes / rows_, 1);
+  return std::min(remaining(), std::max<int64_t>(ragged_cap - bytes, 0) / mean);
+}
+
 uint8_t* BatchBuilder::AppendUninitialized(int col, int64_t size) {
   Column& c = columns_[col];
   Ragged& r = ragged_[col];
@@ -64,10 +74,11 @@ uint8_t* BatchBuilder::AppendUninitialized(int col, int64_t size) {
     // chunk at most. Doubling took a block of twice a chunk's bytes where a
     // source's size hint fell a little short. Twice what is needed at most:
     // one row of 4 MiB among small ones projected a block of 64 of them.
+    // Never past the growth cap but for the row itself.
     const int64_t have = c.values.shape().dim(0);
     const int64_t rows_left = std::max<int64_t>(capacity_ - r.count - 1, 0);
     const int64_t projected = std::min(need + need / (r.count + 1) * rows_left * 9 / 8, 2 * need);
-    const int64_t size = std::max({need, projected, have + have / 4});
+    const int64_t size = std::min(std::max({need, projected, have + have / 4}), std::max(need, ragged_growth_cap_));
     Tensor bigger = Tensor::Allocate(DType::kUInt8, Shape{size}, pool_);
     std::memcpy(bigger.raw_data(), c.values.raw_data(), r.used);
     c.values = std::move(bigger);

@@ -4,6 +4,7 @@
 #define SLUICE_CORE_BATCH_BUILDER_H_
 
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "absl/strings/string_view.h"
@@ -30,6 +31,13 @@ class BatchBuilder {
   int64_t rows() const { return rows_; }
   int64_t capacity() const { return capacity_; }
   int64_t remaining() const { return capacity_ - rows_; }
+  // How many more rows fit: within the capacity and, when there are
+  // ragged columns, within `ragged_cap` of their bytes at the mean row so
+  // far (one row while there is none; 0 once the next would pass it).
+  int64_t RowsWithin(int64_t ragged_cap) const;
+  // Ragged columns grow past `bytes` only as far as a row needs (a chunk
+  // that RowsWithin ends there).
+  void CapRaggedGrowth(int64_t bytes) { ragged_growth_cap_ = bytes; }
 
   // Row 0 of dense column `col` (capacity rows, row-major).
   uint8_t* dense(int col) const { return columns_[col].values.raw_data(); }
@@ -55,6 +63,8 @@ class BatchBuilder {
   int64_t rows_ = 0;
   std::vector<Column> columns_;
   std::vector<Ragged> ragged_;
+  bool any_ragged_ = false;
+  int64_t ragged_growth_cap_ = std::numeric_limits<int64_t>::max();
   Provenance provenance_;
 };
 

@@ -20,6 +20,28 @@
 namespace sluice::exec {
 namespace {
 
+// A chunk of large variable-length rows (video clips, volumes, long
+// documents) ends before the next row would take its bytes past this:
+// chunk_rows of 300 MB records made one chunk of 38 GB (and its builder
+// reserved that much up front).
+constexpr int64_t kChunkRaggedBytes = int64_t{64} << 20;
+
+// The ragged bytes of `chunk`'s columns.
+int64_t RaggedBytes(const Batch& chunk) {
+  int64_t bytes = 0;
+  for (const Column& c : chunk.columns) {
+    if (c.ragged()) bytes += c.values.num_elements();
+  }
+  return bytes;
+}
+
+// Whether `chunk` is full by kChunkRaggedBytes (a row more at its mean
+// would pass it), however few its rows.
+bool RaggedFull(const Batch& chunk) {
+  const int64_t bytes = RaggedBytes(chunk);
+  return chunk.rows > 0 && bytes > 0 && bytes + bytes / chunk.rows > kChunkRaggedBytes;
+}
+
 class SourceIterator : public Iterator {
  public:
   explicit SourceIterator(const IteratorArgs& args)
@@ -89,14 +111,16 @@ class SourceIterator : public Iterator {
       EndSplit();
     }
     BatchBuilder builder(node_.output_schema, next_chunk_rows_, pool_, ragged_hint_);
+    builder.CapRaggedGrowth(kChunkRaggedBytes);
     next_chunk_rows_ = chunk_rows_;
     builder.provenance() = Provenance(node_.format->files());
-    while (builder.remaining() > 0) {
+    while (builder.RowsWithin(kChunkRaggedBytes) > 0) {
       SLUICE_ASSIGN_OR_RETURN(bool more, EnsureReader());
       if (!more) break;
       const Run run = NextRun();
       absl::StatusOr<int64_t> n =
-          run.pass > 0 ? PassOver(run.pass) : reader_->Read(std::min(builder.remaining(), run.keep), &builder);
+          run.pass > 0 ? PassOver(run.pass)
+                       : reader_->Read(std::min(builder.RowsWithin(kChunkRaggedBytes), run.keep), &builder);
       if (!n.ok()) return WithContext(n.status(), Where());
       row_ += *n;
       split_rows_ += *n;
@@ -133,7 +157,7 @@ class SourceIterator : public Iterator {
     *out = Batch();
     if (!more) return absl::OkStatus();
     next_chunk_rows_ = chunk_rows_;
-    if (ahead_.front().rows >= want) {
+    if (ahead_.front().rows >= want || RaggedFull(ahead_.front())) {
       *out = std::move(ahead_.front());
       ahead_.pop_front();
       return absl::OkStatus();
@@ -208,9 +232,10 @@ class SourceIterator : public Iterator {
         n = *viewed;
       } else {
         BatchBuilder builder(node_.output_schema, chunk_rows_, pool_, ragged_hint);
+        builder.CapRaggedGrowth(kChunkRaggedBytes);
         builder.provenance() = chunk.provenance;
-        while (builder.remaining() > 0) {
-          absl::StatusOr<int64_t> got = (*reader)->Read(builder.remaining(), &builder);
+        while (builder.RowsWithin(kChunkRaggedBytes) > 0) {
+          absl::StatusOr<int64_t> got = (*reader)->Read(builder.RowsWithin(kChunkRaggedBytes), &builder);
           if (!got.ok()) return WithContext(got.status(), Where());
           if (*got == 0) break;
         }
@@ -317,9 +342,14 @@ class SourceIterator : public Iterator {
   absl::StatusOr<int64_t> PassOver(int64_t rows) {
     absl::StatusOr<int64_t> n = reader_->Skip(rows);
     if (n.ok() || !absl::IsUnimplemented(n.status())) return n;
-    BatchBuilder scratch(node_.output_schema, rows, pool_, ragged_hint_);
+    BatchBuilder scratch(node_.output_schema, std::min(rows, chunk_rows_), pool_, ragged_hint_);
+    scratch.CapRaggedGrowth(kChunkRaggedBytes);
     scratch.provenance() = Provenance(node_.format->files());
-    return reader_->Read(rows, &scratch);
+    while (const int64_t room = scratch.RowsWithin(kChunkRaggedBytes)) {
+      SLUICE_ASSIGN_OR_RETURN(const int64_t got, reader_->Read(room, &scratch));
+      if (got == 0) break;
+    }
+    return scratch.rows();
   }
 
   // A resumed epoch starts at `record` of split `split`: record-addressed
@@ -420,8 +450,8 @@ class SourceIterator : public Iterator {
   int64_t RaggedHint(const Batch& chunk, int64_t hint = 0) const {
     for (const Column& c : chunk.columns) {
       if (c.ragged() && chunk.rows > 0) {
-        const int64_t bytes = c.values.num_elements();
-        hint = bytes / chunk.rows * chunk_rows_ * 9 / 8 + 64;
+        const int64_t mean = c.values.num_elements() / chunk.rows;
+        hint = std::min(mean * chunk_rows_ * 9 / 8, std::max(kChunkRaggedBytes, mean * 9 / 8)) + 64;
       }
     }
     return hint;
