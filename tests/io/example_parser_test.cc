@@ -1,7 +1,9 @@
 #include "sluice/io/example_parser.h"
 
 #include <cstring>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "example.pb.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -77,6 +79,28 @@ TEST_F(ExampleParserTest, GarbageIsDataLoss) {
   uint8_t* out[] = {image_, reinterpret_cast<uint8_t*>(&label_), reinterpret_cast<uint8_t*>(box_)};
   EXPECT_THAT(parser_.Parse("\x0a\xff\xff\xff", out),
               StatusIs(absl::StatusCode::kDataLoss, HasSubstr("malformed tf.train.Example")));
+}
+
+TEST(ExampleParser, ReadsTwoThousandFeaturesByName) {
+  // Examples of thousands of features (tabular data, recommendation
+  // models): each declared one is found by its name, one missing is named.
+  std::vector<FeatureSpec> specs;
+  Example ex;
+  auto& f = *ex.mutable_features()->mutable_feature();
+  for (int i = 0; i < 2000; ++i) {
+    specs.push_back({absl::StrCat("f.", i), FeatureKind::kInt64, 1});
+    f[absl::StrCat("f.", i)].mutable_int64_list()->add_value(3 * i);
+  }
+  f["unused"].mutable_int64_list()->add_value(1);
+  const ExampleParser parser(specs);
+  std::vector<int64_t> values(2000, -1);
+  std::vector<uint8_t*> out;
+  for (int64_t& v : values) out.push_back(reinterpret_cast<uint8_t*>(&v));
+  ASSERT_TRUE(parser.Parse(ex.SerializeAsString(), out.data()).ok());
+  for (int i = 0; i < 2000; ++i) ASSERT_EQ(values[i], 3 * i) << i;
+  f.erase("f.1234");
+  EXPECT_THAT(parser.Parse(ex.SerializeAsString(), out.data()),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("feature 'f.1234' missing")));
 }
 
 TEST(ExampleParser, ReadsUnpackedRepeatedValues) {

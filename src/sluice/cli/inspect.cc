@@ -2,6 +2,8 @@
 // binary file (the format is detected from the content).
 #include <cstdio>
 #include <cstring>
+#include <limits>
+#include <map>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -55,7 +57,9 @@ absl::Status InspectTfRecord(const InspectArgs& args) {
     if (!record) break;
     if (args.limit <= 0 || index < args.limit) {
       Example example;
-      const bool parsed = example.ParseFromArray(record->data(), static_cast<int>(record->size()));
+      // protobuf parses messages of up to 2 GiB; a larger record is none.
+      const bool fits = record->size() <= static_cast<size_t>(std::numeric_limits<int>::max());
+      const bool parsed = fits && example.ParseFromArray(record->data(), static_cast<int>(record->size()));
       if (args.json) {
         std::string json;
         if (!parsed || !google::protobuf::util::MessageToJsonString(example, &json).ok()) {
@@ -66,7 +70,10 @@ absl::Status InspectTfRecord(const InspectArgs& args) {
                     json.c_str());
       } else {
         std::printf("record %lld @ offset %llu, %zu bytes%s\n", static_cast<long long>(index),
-                    static_cast<unsigned long long>(offset), record->size(), parsed ? "" : " (not a tf.train.Example)");
+                    static_cast<unsigned long long>(offset), record->size(),
+                    parsed ? ""
+                    : fits ? " (not a tf.train.Example)"
+                           : " (over 2 GiB: no tf.train.Example, which protobuf bounds at 2 GiB)");
         if (parsed) {
           std::map<std::string, const Feature*> sorted;
           for (const auto& [name, f] : example.features().feature()) sorted[name] = &f;

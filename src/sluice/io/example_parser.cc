@@ -99,7 +99,23 @@ absl::string_view FeatureKindName(FeatureKind kind) {
   return "?";
 }
 
-ExampleParser::ExampleParser(std::vector<FeatureSpec> features) : features_(std::move(features)) {}
+constexpr size_t kComparedFeatures = 8;
+
+ExampleParser::ExampleParser(std::vector<FeatureSpec> features) : features_(std::move(features)) {
+  if (features_.size() <= kComparedFeatures) return;
+  for (size_t i = 0; i < features_.size(); ++i) by_name_.emplace(features_[i].name, static_cast<int>(i));
+}
+
+int ExampleParser::Find(absl::string_view key) const {
+  if (!by_name_.empty()) {
+    const auto it = by_name_.find(key);
+    return it == by_name_.end() ? -1 : it->second;
+  }
+  for (size_t i = 0; i < features_.size(); ++i) {
+    if (features_[i].name == key) return static_cast<int>(i);
+  }
+  return -1;
+}
 
 absl::Status ExampleParser::Parse(absl::string_view record, uint8_t* const* out) const {
   // Inline storage: no heap allocation per record.
@@ -129,13 +145,12 @@ absl::Status ExampleParser::Parse(absl::string_view record, uint8_t* const* out)
           value_end = f.data + f.size;
         }
       }
-      for (size_t i = 0; i < features_.size(); ++i) {
-        if (features_[i].name != key) continue;
-        static const uint8_t kEmpty = 0;
-        if (value == nullptr) value = value_end = &kEmpty;
-        SLUICE_RETURN_IF_ERROR(ParseFeature(static_cast<int>(i), value, value_end, out[i]));
-        seen[i] = true;
-      }
+      const int i = Find(key);
+      if (i < 0) continue;
+      static const uint8_t kEmpty = 0;
+      if (value == nullptr) value = value_end = &kEmpty;
+      SLUICE_RETURN_IF_ERROR(ParseFeature(i, value, value_end, out[i]));
+      seen[i] = true;
     }
   }
   for (size_t i = 0; i < features_.size(); ++i) {

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 
@@ -46,7 +47,12 @@ class ExampleParser {
 
  private:
   absl::Status ParseFeature(int index, const uint8_t* p, const uint8_t* end, uint8_t* out) const;
+  // The declared feature named `key`, or -1.
+  int Find(absl::string_view key) const;
   std::vector<FeatureSpec> features_;
+  // By name, for Examples of many features (a few are compared directly:
+  // cheaper than hashing each key).
+  absl::flat_hash_map<std::string, int> by_name_;
 };
 
 absl::string_view FeatureKindName(FeatureKind kind);

@@ -1,6 +1,7 @@
 // Parsing and reinterpreting ops: parse_example, decode_raw, reshape.
 #include <cstring>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/io/tfrecord_source.h"
@@ -23,14 +24,14 @@ class ParseExampleKernel : public Kernel {
 
   absl::Status Run(const KernelContext& ctx, absl::Span<const ColumnRef> in,
                    absl::Span<const ColumnRef> out) const override {
-    uint8_t* dst[64];
     const size_t n = out.size();
+    absl::InlinedVector<uint8_t*, 16> dst(n);
     for (int64_t r = 0; r < ctx.rows; ++r) {
       for (size_t i = 0; i < n; ++i) {
         dst[i] =
             out[i].views != nullptr ? reinterpret_cast<uint8_t*>(&out[i].views[r]) : out[i].data + r * out[i].row_bytes;
       }
-      absl::Status s = parser_.Parse(in[0].bytes(r), dst);
+      absl::Status s = parser_.Parse(in[0].bytes(r), dst.data());
       if (!s.ok()) return WithContext(s, ctx.Where(r));
     }
     return absl::OkStatus();
@@ -103,9 +104,6 @@ absl::StatusOr<InferredOp> InferParseExample(const std::vector<io::FeatureSpec>&
   std::optional<int> record = input.Find(io::kRecordColumn);
   if (!record || !input.column(*record).ragged) {
     return absl::InvalidArgumentError("parse_example needs the raw 'record' column of a tfrecord source");
-  }
-  if (features.size() > 64) {
-    return absl::InvalidArgumentError("at most 64 features can be declared");
   }
   InferredOp b;
   b.inputs = {*record};

@@ -231,6 +231,11 @@ absl::Status WorkerImpl::SendAll(exec::PipelineIterator* it, const StreamBatches
     SLUICE_RETURN_IF_ERROR(encoded.Next(&message, &end));
     if (end) return absl::OkStatus();
     const size_t bytes = message.bytes.Length();
+    if (bytes > static_cast<size_t>(kMaxMessageBytes)) {  // gRPC would refuse it naming nothing
+      return absl::ResourceExhaustedError(
+          absl::StrCat("an element of ", bytes, " bytes: a stream from a worker carries at most ", kMaxMessageBytes,
+                       " bytes a message; batch fewer of these rows per element, or read them in-process"));
+    }
     if (!write(&message.bytes)) return absl::CancelledError("the client went away");
     samples_sent_ += message.rows;
     bytes_sent_ += static_cast<int64_t>(bytes + message.ring_bytes);
@@ -315,8 +320,13 @@ absl::Status WorkerImpl::RunSplit(const exec::Pipeline& pipeline, const StreamBa
     part.begin_record = next.first_record();
   }
   std::unique_ptr<exec::PipelineIterator> it = pipeline.IterateSplits(request.epoch(), {part});
-  SLUICE_RETURN_IF_ERROR(
-      SendAll(it.get(), request, split, header, ring, counted, cancelled, false, part.records() == 1));
+  const absl::Status sent =
+      SendAll(it.get(), request, split, header, ring, counted, cancelled, false, part.records() == 1);
+  if (absl::IsResourceExhausted(sent)) {  // an element too large: where it came from
+    return absl::ResourceExhaustedError(
+        absl::StrCat(sent.message(), " (split ", split, ": ", DescribeSplit(pipeline, part), ")"));
+  }
+  SLUICE_RETURN_IF_ERROR(sent);
   BatchMessage split_end;
   split_end.set_split(split);
   split_end.set_split_end(true);
