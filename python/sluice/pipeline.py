@@ -184,13 +184,14 @@ def parquet(files, columns=None, *, shuffle=True, on_corrupt="error"):
     dimensions) a tensor [n, ...]. A missing column or an unsupported type
     is an error naming the column and file; a null is a corrupt record (an
     error naming column, row and file, or under `on_corrupt="skip"` a
-    counted skip)."""
+    counted skip). `shuffle` reorders the row groups, and the rows within
+    each, every epoch (False: the files' order)."""
     return _columnar("parquet", files, columns, shuffle, on_corrupt)
 
 
 def arrow_ipc(files, columns=None, *, shuffle=True, on_corrupt="error"):
     """A pipeline reading Arrow IPC files (Feather v2; paths or glob
-    patterns), one split per record batch; columns as `parquet`'s."""
+    patterns), one split per record batch; columns and `shuffle` as `parquet`'s."""
     return _columnar("arrow_ipc", files, columns, shuffle, on_corrupt)
 
 
