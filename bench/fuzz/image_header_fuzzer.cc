@@ -1,4 +1,4 @@
-// JPEG and PNG bytes that may be anything: the header reader, then (for
+// JPEG, PNG and WebP bytes that may be anything: the header reader, then (for
 // images up to 4 MP) decoding the whole image and a window of it, scaled.
 #include <cstdlib>
 

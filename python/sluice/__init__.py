@@ -45,7 +45,7 @@ def device_decode_stats():
     """Where the images of decode ops in maps on device "cuda" were decoded,
     counted over this process: {"hardware": n, "cuda": n, "cpu": n,
     "decoder": "..."}. "hardware" is the GPU's JPEG engines, "cuda" nvJPEG's
-    CUDA decoder, "cpu" the files the GPU does not decode (PNG, netpbm,
+    CUDA decoder, "cpu" the files the GPU does not decode (PNG, WebP, netpbm,
     CMYK JPEGs, files nvJPEG fails on), decoded on the CPU within the same
     batch. "decoder" names what decodes on the GPU (empty before any
     decode). See docs/gpu.md."""
