@@ -44,26 +44,33 @@ TEST(BatchBuilder, BuildsDenseAndRaggedColumns) {
   EXPECT_EQ(tail.columns[1].RaggedRow(0), "bb");
 }
 
-TEST(BatchBuilder, RowsWithinAByteCapFollowTheMeanRowSoFar) {
+TEST(BatchBuilder, RowsWithinARaggedCapFollowTheMeanRowSoFar) {
   const Schema schema = TwoColumns();
   BatchBuilder builder(schema, 100);
-  EXPECT_EQ(builder.RowsWithin(1000), 1);  // no row to go by yet
+  EXPECT_EQ(builder.RowsWithin(), 100);  // no cap
+  builder.CapRaggedBytes(1000);
+  EXPECT_EQ(builder.RowsWithin(), 100);  // no row to go by yet
+  EXPECT_FALSE(builder.RaggedFull());
   builder.AppendBytes(1, std::string(300, 'r'));
   builder.AddRows(1);
-  EXPECT_EQ(builder.RowsWithin(1000), 2);      // 700 left: two more of 300
-  EXPECT_EQ(builder.RowsWithin(1 << 20), 99);  // the capacity first
-  builder.AppendBytes(1, std::string(500, 'r'));
+  EXPECT_EQ(builder.RowsWithin(), 2);  // 700 left: two more of 300
+  EXPECT_FALSE(builder.RaggedFull());
+  builder.AppendBytes(1, std::string(500, 'r'));  // not yet counted as a row
+  EXPECT_TRUE(builder.RaggedFull());              // 800 bytes, 400 a row
   builder.AddRows(1);
-  EXPECT_EQ(builder.RowsWithin(1000), 0);  // 800 bytes, 400 a row
+  EXPECT_EQ(builder.RowsWithin(), 0);
   const Schema dense({ColumnSpec{"x", DType::kInt64, Shape{2}}});
-  EXPECT_EQ(BatchBuilder(dense, 7).RowsWithin(1), 7);  // no ragged column: the capacity
+  BatchBuilder fixed(dense, 7);
+  fixed.CapRaggedBytes(1);
+  EXPECT_EQ(fixed.RowsWithin(), 7);  // no ragged column: the capacity
+  EXPECT_FALSE(fixed.RaggedFull());
 }
 
 TEST(BatchBuilder, RaggedGrowthStopsAtTheCapButForTheRowItself) {
   const Schema schema = TwoColumns();
   BufferPool pool;
   BatchBuilder builder(schema, 100, &pool, /*ragged_bytes=*/8);
-  builder.CapRaggedGrowth(1 << 20);
+  builder.CapRaggedBytes(1 << 20);
   builder.AppendBytes(1, std::string(800 << 10, 'r'));  // projected: 1.6 MiB (twice the need); capped
   builder.AddRows(1);
   // The block, and the offsets' and the first bytes' (blocks of 64 KiB at most).

@@ -591,6 +591,61 @@ TEST_F(PipelineTest, LargeRecordsComeInChunksOfBoundedBytes) {
   }
 }
 
+// Each chunk's ragged bytes, and the records' first bytes in order.
+struct Chunked {
+  std::vector<int64_t> bytes;
+  std::string firsts;
+};
+
+Chunked ReadChunks(Pipeline& pipeline) {
+  Chunked out;
+  auto it = pipeline.Iterate(0);
+  Batch b;
+  bool end = false;
+  while (it->Next(&b, &end).ok() && !end) {
+    int64_t bytes = 0;
+    for (int64_t r = 0; r < b.rows; ++r) {
+      const absl::string_view row = b.columns[0].RaggedRow(r);
+      bytes += static_cast<int64_t>(row.size());
+      out.firsts.push_back(row.empty() ? '-' : row[0]);
+    }
+    out.bytes.push_back(bytes);
+  }
+  return out;
+}
+
+TEST_F(PipelineTest, ChunksOfLargeRecordsStayWithinTheirBytesFromSmallSplitsAndGrowingRecords) {
+  // One 12 MiB record a file, read ahead two files at a time: a chunk cut
+  // short at each file's end was topped up to 128 rows from the files after
+  // it (600 MB in use for 288 MB of data).
+  std::vector<std::string> files;
+  std::string expected;
+  for (int i = 0; i < 12; ++i) {
+    files.push_back(dir_.Join(absl::StrCat("clip-", i, ".tfrecord")));
+    testing::WriteTfRecords(files.back(), {std::string(12 << 20, static_cast<char>('a' + i))});
+    expected.push_back(static_cast<char>('a' + i));
+  }
+  ASSERT_OK_AND_ASSIGN(auto pipeline, Pipeline::Create(PipelineBuilder::TfRecord(files, {}).ParallelReads(2).Build()));
+  Chunked got = ReadChunks(*pipeline);
+  EXPECT_EQ(got.firsts, expected);
+  for (int64_t bytes : got.bytes) EXPECT_LE(bytes, int64_t{64} << 20);
+  EXPECT_LE(pipeline->memory().peak_held_bytes, size_t{320} << 20);
+  // A small record, then large ones: the chunk's room, judged by the small
+  // one, took the whole file (and its buffer grew a row at a time).
+  const std::string mixed = dir_.Join("mixed.tfrecord");
+  std::vector<std::string> records = {std::string(1024, 'A')};
+  for (int i = 0; i < 10; ++i) records.push_back(std::string(16 << 20, static_cast<char>('a' + i)));
+  testing::WriteTfRecords(mixed, records);
+  records.clear();
+  ASSERT_OK_AND_ASSIGN(pipeline, Pipeline::Create(PipelineBuilder::TfRecord({mixed}, {}).Build()));
+  got = ReadChunks(*pipeline);
+  EXPECT_EQ(got.firsts, "Aabcdefghij");
+  // A chunk ends once a row more at its mean would pass 64 MiB: one past
+  // it at most, the row that raised the mean.
+  for (int64_t bytes : got.bytes) EXPECT_LE(bytes, (int64_t{64} << 20) + (int64_t{16} << 20));
+  EXPECT_LE(pipeline->memory().peak_held_bytes, size_t{256} << 20);
+}
+
 TEST_F(PipelineTest, MissingFeatureNamesFeatureFileAndRecord) {
   std::vector<std::string> records;
   for (int i = 0; i < 5; ++i) records.push_back(testing::MakeExample(testing::CifarImage(i), i));

@@ -77,7 +77,9 @@ TEST(ImageFraming, AnEmptyFileAndFilesInOtherFormatsSayWhatTheyAre) {
   EXPECT_EQ(ImageFramingProblem(""), "an empty file, not an image");
   const std::string not_decoded = "not a JPEG, PNG, WebP or netpbm file (the formats the decode ops read)";
   EXPECT_EQ(ImageFramingProblem("GIF89a" + std::string(100, 'g')), "a GIF image, " + not_decoded);
-  EXPECT_EQ(ImageFramingProblem("BM" + std::string(100, 'b')), "a BMP image, " + not_decoded);
+  EXPECT_EQ(ImageFramingProblem("BM" + std::string(4, 'b') + std::string(4, '\0') + std::string(100, 'b')),
+            "a BMP image, " + not_decoded);
+  EXPECT_EQ(ImageFramingProblem("BMW, a car" + std::string(100, 'b')), not_decoded);
   EXPECT_EQ(ImageFramingProblem(std::string("II*\0", 4) + std::string(100, 't')), "a TIFF image, " + not_decoded);
   EXPECT_EQ(ImageFramingProblem(std::string("MM\0*", 4) + std::string(100, 't')), "a TIFF image, " + not_decoded);
   EXPECT_EQ(ImageFramingProblem(std::string("\0\0\0\x1c", 4) + "ftypheic" + std::string(100, 'h')),

@@ -55,13 +55,26 @@ void BatchBuilder::AppendBytes(int col, absl::string_view bytes) {
   std::memcpy(AppendUninitialized(col, static_cast<int64_t>(bytes.size())), bytes.data(), bytes.size());
 }
 
-int64_t BatchBuilder::RowsWithin(int64_t ragged_cap) const {
-  if (!any_ragged_ || remaining() == 0) return remaining();
-  if (rows_ == 0) return 1;
+int64_t BatchBuilder::RaggedBytes() const {
   int64_t bytes = 0;
   for (const Ragged& r : ragged_) bytes += r.used;
+  return bytes;
+}
+
+bool BatchBuilder::RaggedFull() const {
+  if (!any_ragged_ || ragged_cap_ == std::numeric_limits<int64_t>::max()) return false;
+  int64_t rows = 0;
+  for (const Ragged& r : ragged_) rows = std::max(rows, r.count);
+  if (rows == 0) return false;
+  const int64_t bytes = RaggedBytes();
+  return bytes + bytes / rows > ragged_cap_;
+}
+
+int64_t BatchBuilder::RowsWithin() const {
+  if (!any_ragged_ || rows_ == 0 || ragged_cap_ == std::numeric_limits<int64_t>::max()) return remaining();
+  const int64_t bytes = RaggedBytes();
   const int64_t mean = std::max<int64_t>(bytes / rows_, 1);
-  return std::min(remaining(), std::max<int64_t>(ragged_cap - bytes, 0) / mean);
+  return std::min(remaining(), std::max<int64_t>(ragged_cap_ - bytes, 0) / mean);
 }
 
 uint8_t* BatchBuilder::AppendUninitialized(int col, int64_t size) {
@@ -74,11 +87,14 @@ uint8_t* BatchBuilder::AppendUninitialized(int col, int64_t size) {
     // chunk at most. Doubling took a block of twice a chunk's bytes where a
     // source's size hint fell a little short. Twice what is needed at most:
     // one row of 4 MiB among small ones projected a block of 64 of them.
-    // Never past the growth cap but for the row itself.
+    // Never past the ragged cap while within it.
     const int64_t have = c.values.shape().dim(0);
     const int64_t rows_left = std::max<int64_t>(capacity_ - r.count - 1, 0);
     const int64_t projected = std::min(need + need / (r.count + 1) * rows_left * 9 / 8, 2 * need);
-    const int64_t size = std::min(std::max({need, projected, have + have / 4}), std::max(need, ragged_growth_cap_));
+    // Past the cap (one row larger than it), by a quarter at least: exact
+    // sizes would copy the column at every row.
+    const int64_t size = need > ragged_cap_ ? std::max(need, have + have / 4)
+                                            : std::min(std::max({need, projected, have + have / 4}), ragged_cap_);
     Tensor bigger = Tensor::Allocate(DType::kUInt8, Shape{size}, pool_);
     std::memcpy(bigger.raw_data(), c.values.raw_data(), r.used);
     c.values = std::move(bigger);

@@ -31,13 +31,17 @@ class BatchBuilder {
   int64_t rows() const { return rows_; }
   int64_t capacity() const { return capacity_; }
   int64_t remaining() const { return capacity_ - rows_; }
-  // How many more rows fit: within the capacity and, when there are
-  // ragged columns, within `ragged_cap` of their bytes at the mean row so
-  // far (one row while there is none; 0 once the next would pass it).
-  int64_t RowsWithin(int64_t ragged_cap) const;
-  // Ragged columns grow past `bytes` only as far as a row needs (a chunk
-  // that RowsWithin ends there).
-  void CapRaggedGrowth(int64_t bytes) { ragged_growth_cap_ = bytes; }
+  // Ends the rows at `bytes` of ragged columns (large records: video
+  // clips, volumes): RaggedFull once the next row at the mean so far would
+  // pass them, and the columns grow no further than they need but for a
+  // row larger on its own.
+  void CapRaggedBytes(int64_t bytes) { ragged_cap_ = bytes; }
+  // Whether the ragged bytes are at their cap (never without one).
+  bool RaggedFull() const;
+  // How many more rows fit: within the capacity and the ragged cap at the
+  // mean row so far (the capacity while there is none; a reader that
+  // appends rows of growing size checks RaggedFull as it goes).
+  int64_t RowsWithin() const;
 
   // Row 0 of dense column `col` (capacity rows, row-major).
   uint8_t* dense(int col) const { return columns_[col].values.raw_data(); }
@@ -64,7 +68,9 @@ class BatchBuilder {
   std::vector<Column> columns_;
   std::vector<Ragged> ragged_;
   bool any_ragged_ = false;
-  int64_t ragged_growth_cap_ = std::numeric_limits<int64_t>::max();
+  int64_t ragged_cap_ = std::numeric_limits<int64_t>::max();
+  // The ragged columns' bytes and rows so far.
+  int64_t RaggedBytes() const;
   Provenance provenance_;
 };
 

@@ -79,7 +79,7 @@ class BatchIterator : public Iterator {
     CpuToken token(&ctx_->cpu);
     if (!token.held()) return absl::CancelledError("pipeline cancelled");
     if (!filling_ && BatchBuilder::ExtendsInPlace(rest_, size_, pool_->kind())) {
-      // A chunk cut short (a split's end) whose blocks have room for the
+      // A chunk cut short (a split's end, large records) whose blocks have room for the
       // batch: the rest is copied in after its rows, and no batch more is
       // held while it is.
       filling_.emplace(schema_, size_, std::move(rest_));

@@ -1,6 +1,7 @@
 // Source node: reads the splits of the epoch in order (reshuffled per epoch
-// on request) and yields chunks of chunk_rows records; with parallel_reads,
-// several splits are read ahead at once.
+// on request) and yields chunks of chunk_rows records (fewer at the epoch's
+// end, and where large records fill kChunkRaggedBytes); with
+// parallel_reads, several splits are read ahead at once.
 #include <algorithm>
 #include <deque>
 #include <limits>
@@ -40,6 +41,22 @@ int64_t RaggedBytes(const Batch& chunk) {
 bool RaggedFull(const Batch& chunk) {
   const int64_t bytes = RaggedBytes(chunk);
   return chunk.rows > 0 && bytes > 0 && bytes + bytes / chunk.rows > kChunkRaggedBytes;
+}
+
+// How many of `chunk`'s first rows (max_rows at most) hold no more than
+// `room` ragged bytes, one at least when `first`; their bytes into *bytes.
+int64_t RowsWithinBytes(const Batch& chunk, int64_t max_rows, int64_t room, bool first, int64_t* bytes) {
+  *bytes = 0;
+  int64_t n = 0;
+  for (; n < std::min(max_rows, chunk.rows); ++n) {
+    int64_t row = 0;
+    for (const Column& c : chunk.columns) {
+      if (c.ragged()) row += static_cast<int64_t>(c.RaggedRow(n).size());
+    }
+    if (*bytes + row > room && !(first && n == 0)) break;
+    *bytes += row;
+  }
+  return n;
 }
 
 class SourceIterator : public Iterator {
@@ -111,16 +128,15 @@ class SourceIterator : public Iterator {
       EndSplit();
     }
     BatchBuilder builder(node_.output_schema, next_chunk_rows_, pool_, ragged_hint_);
-    builder.CapRaggedGrowth(kChunkRaggedBytes);
+    builder.CapRaggedBytes(kChunkRaggedBytes);
     next_chunk_rows_ = chunk_rows_;
     builder.provenance() = Provenance(node_.format->files());
-    while (builder.RowsWithin(kChunkRaggedBytes) > 0) {
+    while (builder.RowsWithin() > 0) {
       SLUICE_ASSIGN_OR_RETURN(bool more, EnsureReader());
       if (!more) break;
       const Run run = NextRun();
       absl::StatusOr<int64_t> n =
-          run.pass > 0 ? PassOver(run.pass)
-                       : reader_->Read(std::min(builder.RowsWithin(kChunkRaggedBytes), run.keep), &builder);
+          run.pass > 0 ? PassOver(run.pass) : reader_->Read(std::min(builder.RowsWithin(), run.keep), &builder);
       if (!n.ok()) return WithContext(n.status(), Where());
       row_ += *n;
       split_rows_ += *n;
@@ -144,8 +160,9 @@ class SourceIterator : public Iterator {
     return absl::OkStatus();
   }
 
-  // Chunks of chunk_rows_ rows, as the sequential path cuts them: a chunk
-  // that ends a split is topped up with the next split's first rows
+  // Chunks of chunk_rows_ rows, as the sequential path cuts them (or fewer
+  // filling kChunkRaggedBytes): a chunk that ends a split is topped up with
+  // the next split's first rows
   // (copied), so batches still pass the batch node with no copy. Copying
   // the records here is cheap beside copying what a map made of them
   // (W3's 200-image shards: 28 MB of JPEGs instead of a 154 MB batch).
@@ -163,8 +180,14 @@ class SourceIterator : public Iterator {
       return absl::OkStatus();
     }
     RowCopier copier(node_.output_schema, want, pool_);
+    int64_t room = kChunkRaggedBytes;
     while (copier.rows() < want && more) {
-      copier.TakeFront(&ahead_, want - copier.rows());
+      const int64_t front_rows = ahead_.front().rows;
+      int64_t bytes = 0;
+      const int64_t n = RowsWithinBytes(ahead_.front(), want - copier.rows(), room, copier.rows() == 0, &bytes);
+      if (n > 0) copier.TakeFront(&ahead_, n);
+      room -= bytes;
+      if (n < front_rows) break;  // full, by its rows or its bytes
       if (copier.rows() < want) {
         absl::StatusOr<bool> next = AwaitAhead();
         if (!next.ok()) ahead_error_ = next.status();  // after the rows before it
@@ -208,7 +231,8 @@ class SourceIterator : public Iterator {
     return reader;
   }
 
-  // All of split `split`, in chunks of chunk_rows_ (on a reader thread).
+  // All of split `split`, in chunks of chunk_rows_ or kChunkRaggedBytes
+  // (on a reader thread).
   absl::Status ReadSplit(size_t split, const std::atomic<bool>& stop, std::vector<Batch>* chunks) const {
     if (done_ != nullptr && done_->SplitDone(static_cast<int64_t>(split))) return absl::OkStatus();
     const io::ScopedThreadCancel cancel(ctx_->cancel.flag());
@@ -232,10 +256,10 @@ class SourceIterator : public Iterator {
         n = *viewed;
       } else {
         BatchBuilder builder(node_.output_schema, chunk_rows_, pool_, ragged_hint);
-        builder.CapRaggedGrowth(kChunkRaggedBytes);
+        builder.CapRaggedBytes(kChunkRaggedBytes);
         builder.provenance() = chunk.provenance;
-        while (builder.RowsWithin(kChunkRaggedBytes) > 0) {
-          absl::StatusOr<int64_t> got = (*reader)->Read(builder.RowsWithin(kChunkRaggedBytes), &builder);
+        while (builder.RowsWithin() > 0) {
+          absl::StatusOr<int64_t> got = (*reader)->Read(builder.RowsWithin(), &builder);
           if (!got.ok()) return WithContext(got.status(), Where());
           if (*got == 0) break;
         }
@@ -343,9 +367,9 @@ class SourceIterator : public Iterator {
     absl::StatusOr<int64_t> n = reader_->Skip(rows);
     if (n.ok() || !absl::IsUnimplemented(n.status())) return n;
     BatchBuilder scratch(node_.output_schema, std::min(rows, chunk_rows_), pool_, ragged_hint_);
-    scratch.CapRaggedGrowth(kChunkRaggedBytes);
+    scratch.CapRaggedBytes(kChunkRaggedBytes);
     scratch.provenance() = Provenance(node_.format->files());
-    while (const int64_t room = scratch.RowsWithin(kChunkRaggedBytes)) {
+    while (const int64_t room = scratch.RowsWithin()) {
       SLUICE_ASSIGN_OR_RETURN(const int64_t got, reader_->Read(room, &scratch));
       if (got == 0) break;
     }

@@ -30,7 +30,9 @@ uint32_t LittleEndian32(const unsigned char* p) {
 // is none of these.
 absl::string_view ForeignFormat(absl::string_view head) {
   if (absl::StartsWith(head, "GIF8")) return "a GIF image";
-  if (absl::StartsWith(head, "BM")) return "a BMP image";
+  if (head.size() >= 10 && absl::StartsWith(head, "BM") && head.substr(6, 4) == absl::string_view("\0\0\0\0", 4)) {
+    return "a BMP image";  // its reserved fields are zeros
+  }
   if (absl::StartsWith(head, absl::string_view("II*\0", 4)) || absl::StartsWith(head, absl::string_view("MM\0*", 4)))
     return "a TIFF image";
   if (head.size() >= 12 && head.substr(4, 4) == "ftyp") return "an ISO media file (HEIC, AVIF or a video)";

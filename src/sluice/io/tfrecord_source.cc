@@ -23,7 +23,7 @@ class TfRecordSplitReader : public SplitReader {
     max_rows = std::min(max_rows, Left());
     int64_t n = 0;
     int64_t last_index = -2;
-    while (n < max_rows) {
+    while (n < max_rows && !out->RaggedFull()) {
       SLUICE_ASSIGN_OR_RETURN(std::optional<absl::string_view> record, reader_->Next());
       if (!record) break;
       // Skipped corrupt records leave gaps: start a new provenance run there.

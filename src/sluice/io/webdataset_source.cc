@@ -62,7 +62,7 @@ class WebDatasetReader : public SplitReader {
   absl::StatusOr<int64_t> Read(int64_t max_rows, BatchBuilder* out) override {
     if (archive_ == nullptr && !done_) SLUICE_RETURN_IF_ERROR(Open());
     int64_t rows = 0;
-    while (rows < max_rows && !done_) {
+    while (rows < max_rows && !done_ && !out->RaggedFull()) {
       archive_entry* entry = nullptr;
       const int r = archive_read_next_header(archive_, &entry);
       if (r == ARCHIVE_EOF) {

@@ -322,7 +322,7 @@ absl::Status WorkerImpl::RunSplit(const exec::Pipeline& pipeline, const StreamBa
   std::unique_ptr<exec::PipelineIterator> it = pipeline.IterateSplits(request.epoch(), {part});
   const absl::Status sent =
       SendAll(it.get(), request, split, header, ring, counted, cancelled, false, part.records() == 1);
-  if (absl::IsResourceExhausted(sent)) {  // an element too large: where it came from
+  if (absl::IsResourceExhausted(sent)) {  // an element too large, or no memory for one: where it came from
     return absl::ResourceExhaustedError(
         absl::StrCat(sent.message(), " (split ", split, ": ", DescribeSplit(pipeline, part), ")"));
   }
