@@ -5,9 +5,11 @@
 #include <cmath>
 #include <optional>
 #include <tuple>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "sluice/core/status_macros.h"
+#include "sluice/kernels/exif_orientation.h"
 #include "sluice/kernels/image_decoder.h"
 #include "sluice/kernels/resample.h"
 #include "sluice/ops/builtin_ops.h"
@@ -56,6 +58,9 @@ class DecodeKernel : public Kernel {
  private:
   absl::Status DecodeOne(absl::string_view bytes, const KernelContext& ctx, int64_t r, uint8_t* dst) const {
     SLUICE_ASSIGN_OR_RETURN(ImageInfo info, ReadDecodableInfo(bytes, p_.max_pixels));
+    if (const int orientation = p_.adjust_orientation ? kernels::ExifOrientation(bytes) : 1; orientation != 1) {
+      return DecodeTurned(bytes, info, orientation, ctx, r, dst);
+    }
     const Window window = PickWindow(p_.window, info.width, info.height, ctx, r);
     const int denom = p_.dct_scaling ? DctScaleFor(info, window, p_.out_w, p_.out_h) : 1;
     DecodedRegion& region = tls_region;
@@ -71,6 +76,35 @@ class DecodeKernel : public Kernel {
                            [&](int y, const int16_t* levels, int64_t channel_stride) {
                              normalize_->Planes(levels, channel_stride, y, mirror, dst);
                            });
+    return absl::OkStatus();
+  }
+
+  // A photo whose EXIF orientation is not as stored: its window is picked
+  // on the upright image and decoded from the stored pixels it covers,
+  // resampled as stored and turned upright (resampling commutes with the
+  // turn: the filter is the same along each axis).
+  absl::Status DecodeTurned(absl::string_view bytes, const ImageInfo& info, int orientation, const KernelContext& ctx,
+                            int64_t r, uint8_t* dst) const {
+    const bool turned = kernels::Transposes(orientation);
+    const Window upright =
+        PickWindow(p_.window, turned ? info.height : info.width, turned ? info.width : info.height, ctx, r);
+    const Window window = kernels::StoredWindow(upright, orientation, info.width, info.height);
+    const int out_w = turned ? p_.out_h : p_.out_w, out_h = turned ? p_.out_w : p_.out_h;
+    const int denom = p_.dct_scaling ? DctScaleFor(info, window, out_w, out_h) : 1;
+    DecodedRegion& region = tls_region;
+    SLUICE_RETURN_IF_ERROR(DecodeRegion(bytes, info, window, denom, out_w, out_h, &region));
+    thread_local std::vector<uint8_t> stored, turned_pixels;
+    const size_t bytes_out = static_cast<size_t>(out_w) * out_h * 3;
+    if (stored.size() < bytes_out) stored.resize(bytes_out);
+    ResampleBilinear(region.pixels.data(), region.width, region.height, 3, int64_t{region.width} * 3, region.window,
+                     stored.data(), out_w, out_h);
+    if (!normalize_) {
+      kernels::TurnUpright(stored.data(), out_w, out_h, 3, orientation, dst);
+      return absl::OkStatus();
+    }
+    if (turned_pixels.size() < bytes_out) turned_pixels.resize(bytes_out);
+    kernels::TurnUpright(stored.data(), out_w, out_h, 3, orientation, turned_pixels.data());
+    normalize_->Rows(turned_pixels.data(), int64_t{p_.out_w} * 3, normalize_->Mirror(ctx, r, normalize_key_), dst);
     return absl::OkStatus();
   }
 
@@ -104,8 +138,9 @@ absl::StatusOr<int> EncodedField(const Attrs& attrs, const Schema& schema) {
 absl::StatusOr<InferredOp> InferDecode(const Attrs& attrs, const Schema& schema, int h, int w, CropSpec window) {
   SLUICE_ASSIGN_OR_RETURN(int column, EncodedField(attrs, schema));
   ColumnSpec out{schema.column(column).name, DType::kUInt8, Shape{int64_t{h}, int64_t{w}, 3}};
-  InferredOp op =
-      UnaryOp(column, out, DecodeParams{h, w, attrs.GetBool("dct_scaling"), window, attrs.GetInt("max_pixels")});
+  InferredOp op = UnaryOp(column, out,
+                          DecodeParams{h, w, attrs.GetBool("dct_scaling"), window, attrs.GetInt("max_pixels"),
+                                       attrs.GetBool("adjust_orientation")});
   op.random = window.kind == CropSpec::Kind::kRandomResized;
   return op;
 }
@@ -146,6 +181,13 @@ AttrSchema DctScalingAttr() {
           "JPEG: decode at 1/2, 1/4 or 1/8 size in the DCT when the output is that much smaller"};
 }
 
+AttrSchema AdjustOrientationAttr() {
+  return {"adjust_orientation", AttrType::kBool, "false",
+          "turn photos upright by their EXIF orientation (JPEG, PNG, WebP), as OpenCV's imread and DALI's decoders "
+          "do; off: the pixels as stored, as torchvision's PIL loader reads them. The window is picked on the "
+          "upright image. cpu only"};
+}
+
 AttrSchema MaxPixelsAttr() {
   return AttrSchema{"max_pixels", AttrType::kInt, "100000000",
                     "refuse an image whose header claims more pixels (width x height) than this, before "
@@ -153,14 +195,15 @@ AttrSchema MaxPixelsAttr() {
       .AtLeast(1);
 }
 
-// A decode op's schema: the field first, its own attrs, dct_scaling and
-// max_pixels last.
+// A decode op's schema: the field first, its own attrs, dct_scaling,
+// max_pixels and adjust_orientation last.
 OpSchema DecodeSchema(const char* name, std::string doc, std::vector<AttrSchema> own) {
   OpSchema op(name);
   op.Doc(std::move(doc)).Attr(EncodedFieldAttr());
   for (AttrSchema& a : own) op.Attr(std::move(a));
   op.Attr(DctScalingAttr())
       .Attr(MaxPixelsAttr())
+      .Attr(AdjustOrientationAttr())
       .Input("field", "encoded JPEG, PNG, WebP or netpbm bytes (variable length)")
       .Output("field", "uint8 RGB [height,width,3]");
   return op;
@@ -185,11 +228,12 @@ bool IsDecodeOp(absl::string_view op) {
 
 absl::Status RegisterDecodeOps(OpRegistry* registry) {
   SLUICE_RETURN_IF_ERROR(registry->AddOp(
-      DecodeSchema("decode_image",
-                   "Decodes JPEG (libjpeg-turbo; grayscale, CMYK and progressive too), PNG (libpng) or raw netpbm "
-                   "(PGM, PPM) bytes into a uint8 RGB image [H,W,3], resized to `size` with antialiased bilinear "
-                   "filtering (PIL's and torchvision's).",
-                   {ImageSizeAttr("size", "")})
+      DecodeSchema(
+          "decode_image",
+          "Decodes JPEG (libjpeg-turbo; grayscale, CMYK and progressive too), PNG (libpng), WebP (libwebp) "
+          "or raw netpbm (PGM, PPM) bytes into a uint8 RGB image [H,W,3], resized to `size` with antialiased bilinear "
+          "filtering (PIL's and torchvision's).",
+          {ImageSizeAttr("size", "")})
           .Infer(InferDecodeImage)));
   SLUICE_RETURN_IF_ERROR(registry->AddOp(
       DecodeSchema("decode_random_resized_crop",

@@ -24,7 +24,8 @@ struct DecodeParams {
   int out_h, out_w;
   bool dct_scaling;
   CropSpec window;
-  int64_t max_pixels;  // larger images (by their header) are refused
+  int64_t max_pixels;               // larger images (by their header) are refused
+  bool adjust_orientation = false;  // turned upright by their EXIF orientation
 };
 
 // The header of an image a decode op is to decode: DataLoss for bytes that

@@ -68,6 +68,11 @@ class DecodeCudaKernel : public Kernel {
 
   absl::Status Run(const KernelContext& ctx, absl::Span<const ColumnRef> in,
                    absl::Span<const ColumnRef> out) const override {
+    if (p_.adjust_orientation) {
+      return absl::InvalidArgumentError(
+          "adjust_orientation turns images upright on the cpu only: decode on device \"cpu\", or store the images "
+          "upright");
+    }
     thread_local Plan plan;
     plan.infos.clear();
     plan.windows.clear();
