@@ -560,7 +560,9 @@ class Pipeline:
 
     @property
     def schema(self):
-        """[(column, dtype, per-sample shape)] of what the pipeline yields."""
+        """[(column, dtype, per-sample shape)] of what the pipeline yields; a
+        bytes column (encoded images, raw records) is ``("image", "uint8",
+        [None])``: a 1-D array of any length."""
         return self.engine.schema()
 
     def memory(self):

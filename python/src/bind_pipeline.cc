@@ -208,7 +208,9 @@ class PyPipeline {
   py::list Schema() const {
     py::list out;
     for (const ColumnSpec& c : pipeline_->first().output_schema().columns()) {
-      std::vector<int64_t> shape(c.shape.dims().begin(), c.shape.dims().end());
+      py::list shape;
+      for (int64_t d : c.shape.dims()) shape.append(d);
+      if (c.ragged) shape.append(py::none());  // a sample's bytes: any length
       out.append(py::make_tuple(c.name, std::string(DTypeName(c.dtype)), shape));
     }
     return out;

@@ -73,6 +73,15 @@ def test_make_data_writes_no_empty_files(tmp_path):
     assert sorted(f.stat().st_size for f in (tmp_path / "c").iterdir()) == [3073] * 5
 
 
+def test_make_data_into_a_folder_it_cannot_create_says_why(tmp_path):
+    (tmp_path / "file").write_text("x")
+    for dataset in ("mnist", "cifar10", "imagenet"):
+        made = sluice("make-data", dataset, "--count", "5", "--out", str(tmp_path / "file" / "out"))
+        assert made.returncode != 0
+        assert "NOT_FOUND: cannot create " + str(tmp_path / "file" / "out") in made.stderr, made.stderr
+        assert "Not a directory" in made.stderr and "UNKNOWN" not in made.stderr, made.stderr
+
+
 def test_a_port_in_use_and_a_negative_rate_are_one_line_each():
     import socket
 

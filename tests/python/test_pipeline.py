@@ -59,6 +59,13 @@ def test_builder_round_trips_json(cifar_dir):
     assert pipe.schema == [("image", "uint8", [32, 32, 3]), ("label", "int64", [])]
 
 
+def test_a_bytes_column_is_said_to_have_any_length(cifar_dir):
+    raw = sluice.tfrecord(f"{cifar_dir}/*.tfrecord")
+    assert raw.schema == [("record", "uint8", [None])]
+    sample = next(iter(raw))
+    assert sample["record"].ndim == 1 and sample["record"].dtype == np.uint8
+
+
 def test_one_seed_gives_identical_batches_whatever_the_thread_count(cifar_dir):
     def run(threads):
         pipe = (cifar(cifar_dir)

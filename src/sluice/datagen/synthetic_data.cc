@@ -6,7 +6,6 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -20,13 +19,6 @@
 
 namespace sluice::datagen {
 namespace {
-
-absl::Status MakeDirs(const std::string& dir) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return absl::UnknownError(absl::StrCat("cannot create ", dir, ": ", ec.message()));
-  return absl::OkStatus();
-}
 
 // A few thick anti-aliased strokes, so images look like handwriting to a
 // blur, not like noise.
@@ -101,7 +93,7 @@ MnistPaths MnistLayout(const std::string& dir) {
 absl::Status WriteSyntheticMnist(const std::string& dir, int64_t count, uint64_t seed, const Progress& progress) {
   if (count <= 0) return absl::InvalidArgumentError("--count must be > 0");
   const MnistPaths paths = MnistLayout(dir);
-  SLUICE_RETURN_IF_ERROR(MakeDirs(dir + "/MNIST/raw"));
+  SLUICE_RETURN_IF_ERROR(io::CreateDirectories(dir + "/MNIST/raw"));
   const int64_t test = std::max<int64_t>(1, count / 6);
   SLUICE_RETURN_IF_ERROR(
       WriteMnistSplit(paths.train_images, paths.train_labels, count, seed, 0, count + test, progress));
@@ -117,7 +109,7 @@ absl::Status WriteSyntheticCifar10(const std::string& dir, int64_t count, int fi
                                    const Progress& progress) {
   if (count <= 0) return absl::InvalidArgumentError("--count must be > 0");
   if (files <= 0) return absl::InvalidArgumentError("--files must be > 0");
-  SLUICE_RETURN_IF_ERROR(MakeDirs(dir));
+  SLUICE_RETURN_IF_ERROR(io::CreateDirectories(dir));
   std::vector<uint8_t> hwc(32 * 32 * 3);
   int64_t done = 0;
   for (int f = 0; f < files; ++f) {

@@ -10,7 +10,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
@@ -19,6 +18,7 @@
 #include "sluice/core/rng.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/datagen/synthetic_data.h"
+#include "sluice/io/random_access_file.h"
 #include "sluice/io/tfrecord_writer.h"
 
 namespace sluice::datagen {
@@ -202,9 +202,7 @@ absl::Status WriteSyntheticImageFolder(const std::string& dir, int64_t count, in
   for (int64_t i = 0; i < count; ++i) {
     SLUICE_ASSIGN_OR_RETURN(SyntheticImageFile file, MakeSyntheticImageFile(i, classes, seed));
     const std::string folder = absl::StrFormat("%s/class_%03d", dir, file.label);
-    std::error_code ec;
-    std::filesystem::create_directories(folder, ec);
-    if (ec) return absl::PermissionDeniedError(absl::StrCat("cannot create ", folder, ": ", ec.message()));
+    SLUICE_RETURN_IF_ERROR(io::CreateDirectories(folder));
     const std::string path = absl::StrFormat("%s/img_%07d.%s", folder, i, file.ext);
     std::ofstream out(path, std::ios::binary);
     out.write(file.bytes.data(), static_cast<std::streamsize>(file.bytes.size()));
@@ -217,9 +215,7 @@ absl::Status WriteSyntheticImageFolder(const std::string& dir, int64_t count, in
 absl::Status WriteSyntheticImageTfRecords(const std::string& dir, int64_t count, int classes, int files, uint64_t seed,
                                           const std::function<void(int64_t, int64_t)>& progress) {
   if (files <= 0) return absl::InvalidArgumentError("--files must be > 0");
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return absl::PermissionDeniedError(absl::StrCat("cannot create ", dir, ": ", ec.message()));
+  SLUICE_RETURN_IF_ERROR(io::CreateDirectories(dir));
   Example example;
   auto& features = *example.mutable_features()->mutable_feature();
   std::string record;

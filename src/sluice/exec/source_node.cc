@@ -469,13 +469,15 @@ class SourceIterator : public Iterator {
     return false;
   }
 
-  // Sizes the next chunk's byte buffer from this one, so it rarely grows.
+  // Sizes the next chunk's byte buffer from this one's bytes, so it rarely
+  // grows: a chunk of the same rows (a split's records read ahead: a split
+  // of one large record reserved 128 of them, up to 64 MiB, for one).
   void UpdateRaggedHint(const Batch& chunk) { ragged_hint_ = RaggedHint(chunk, ragged_hint_); }
-  int64_t RaggedHint(const Batch& chunk, int64_t hint = 0) const {
+  static int64_t RaggedHint(const Batch& chunk, int64_t hint = 0) {
     for (const Column& c : chunk.columns) {
       if (c.ragged() && chunk.rows > 0) {
-        const int64_t mean = c.values.num_elements() / chunk.rows;
-        hint = std::min(mean * chunk_rows_ * 9 / 8, std::max(kChunkRaggedBytes, mean * 9 / 8)) + 64;
+        const int64_t bytes = c.values.num_elements();
+        hint = std::min(bytes, std::max(kChunkRaggedBytes, bytes / chunk.rows)) * 9 / 8 + 64;
       }
     }
     return hint;

@@ -27,6 +27,12 @@ std::string RelativePathHint(const std::string& path) {
                       tilde ? "; '~' is not expanded: expand it first, as Python's os.path.expanduser does)" : ")");
 }
 
+absl::Status CreateDirectories(const std::string& dir) {
+  std::error_code error;
+  std::filesystem::create_directories(dir, error);
+  return error ? ErrnoStatus(error.value(), "cannot create", dir) : absl::OkStatus();
+}
+
 absl::Status ErrnoStatus(int err, const std::string& what, const std::string& path) {
   const std::string msg = absl::StrCat(what, " ", path, ": ", std::strerror(err),
                                        err == ENOENT ? RelativePathHint(path) : "", DescriptorLimitHint(err));

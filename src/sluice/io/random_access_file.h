@@ -70,6 +70,9 @@ class RandomAccessFile {
 
 // Errno → absl::Status with the operation and path in the message.
 absl::Status ErrnoStatus(int err, const std::string& what, const std::string& path);
+// Creates `dir` and the folders above it that are missing; ErrnoStatus's
+// error ("cannot create DIR: ...") when one cannot be.
+absl::Status CreateDirectories(const std::string& dir);
 // For a path not found: " (a relative path, taken from the current folder
 // CWD)" when it is relative (saying that a leading '~' is not expanded),
 // else "".
