@@ -83,6 +83,19 @@ TEST(BatchBuilder, RaggedGrowthStopsAtTheCapButForTheRowItself) {
   EXPECT_LE(pool.stats().peak_live_bytes, (1 << 20) + need + (256 << 10));
 }
 
+TEST(BatchBuilder, ALargeFirstRowReservesAQuarterOrSixteenMiBMoreNotTwice) {
+  // A 40 MiB record copied into a dense chunk of 8 rows (a shuffle's, a
+  // batch's): a block of 80 MiB for it counted twice the memory touched.
+  const Schema schema = TwoColumns();
+  BufferPool pool;
+  BatchBuilder builder(schema, 8, &pool);
+  builder.AppendBytes(1, std::string(40 << 20, 'r'));
+  builder.AddRows(1);
+  // 56 MiB, in a block at most a quarter larger.
+  EXPECT_LE(pool.stats().peak_live_bytes, size_t{70} << 20);
+  EXPECT_EQ(builder.Finish().columns[1].RaggedRow(0).size(), size_t{40} << 20);
+}
+
 // Rows 0..rows-1 of one int64 pair column, in a pool block with room for
 // `room` rows.
 Batch PairRows(int64_t rows, int64_t room, BufferPool* pool) {

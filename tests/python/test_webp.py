@@ -77,6 +77,13 @@ def test_a_cut_webp_is_refused_naming_the_file_and_the_bytes_missing(tmp_path):
     assert str(tmp_path / "cut.webp") in message
 
 
+def test_a_webp_without_image_data_says_so(tmp_path):
+    canvas = (W - 1).to_bytes(3, "little") + (H - 1).to_bytes(3, "little")
+    body = b"WEBP" + riff_chunk(b"VP8X", bytes(4) + canvas)
+    (tmp_path / "empty.webp").write_bytes(b"RIFF" + struct.pack("<I", len(body)) + body)
+    assert "corrupt WebP: no image data (no VP8 or VP8L chunk)" in error_of(tmp_path, "empty.webp")
+
+
 def riff_chunk(kind, data):
     return kind + struct.pack("<I", len(data)) + data + (b"\0" if len(data) % 2 else b"")
 

@@ -86,11 +86,15 @@ uint8_t* BatchBuilder::AppendUninitialized(int col, int64_t size) {
     // more), and by a quarter at least, so the copy happens a few times per
     // chunk at most. Doubling took a block of twice a chunk's bytes where a
     // source's size hint fell a little short. Twice what is needed at most:
-    // one row of 4 MiB among small ones projected a block of 64 of them.
-    // Never past the ragged cap while within it.
+    // one row of 4 MiB among small ones projected a block of 64 of them;
+    // past 16 MiB, 16 MiB more or a quarter (a 100 MiB record copied into
+    // a shuffle's dense chunk reserved 200 MiB for it). Never past the
+    // ragged cap while within it.
+    constexpr int64_t kLargeSlack = int64_t{16} << 20;
     const int64_t have = c.values.shape().dim(0);
     const int64_t rows_left = std::max<int64_t>(capacity_ - r.count - 1, 0);
-    const int64_t projected = std::min(need + need / (r.count + 1) * rows_left * 9 / 8, 2 * need);
+    const int64_t slack = std::max(need / 4, std::min(need, kLargeSlack));
+    const int64_t projected = std::min(need + need / (r.count + 1) * rows_left * 9 / 8, need + slack);
     // Past the cap (one row larger than it), by a quarter at least: exact
     // sizes would copy the column at every row.
     const int64_t size = need > ragged_cap_ ? std::max(need, have + have / 4)

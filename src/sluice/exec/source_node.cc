@@ -470,14 +470,18 @@ class SourceIterator : public Iterator {
   }
 
   // Sizes the next chunk's byte buffer from this one's bytes, so it rarely
-  // grows: a chunk of the same rows (a split's records read ahead: a split
-  // of one large record reserved 128 of them, up to 64 MiB, for one).
+  // grows: a chunk of the same rows. Not past kRaggedHintBytes: chunks of
+  // large records vary (a 70 MiB record's chunk, then one of a few KiB),
+  // and a block reserved for the one before and held by the next (in a
+  // shuffle buffer) counted 2x the memory touched. Beyond it a chunk's
+  // buffer grows as its records come (by half its bytes in copies at most).
   void UpdateRaggedHint(const Batch& chunk) { ragged_hint_ = RaggedHint(chunk, ragged_hint_); }
   static int64_t RaggedHint(const Batch& chunk, int64_t hint = 0) {
+    constexpr int64_t kRaggedHintBytes = int64_t{16} << 20;
     for (const Column& c : chunk.columns) {
       if (c.ragged() && chunk.rows > 0) {
-        const int64_t bytes = c.values.num_elements();
-        hint = std::min(bytes, std::max(kChunkRaggedBytes, bytes / chunk.rows)) * 9 / 8 + 64;
+        const int64_t bytes = c.values.num_elements() * 9 / 8;
+        hint = bytes <= kRaggedHintBytes ? bytes + 64 : 0;
       }
     }
     return hint;

@@ -2,6 +2,7 @@
 
 #include <webp/decode.h>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
 namespace sluice::kernels {
@@ -26,9 +27,18 @@ absl::string_view Said(VP8StatusCode status) {
 
 absl::Status Corrupt(absl::string_view what) { return absl::DataLossError(absl::StrCat("corrupt WebP: ", what)); }
 
+// libwebp's failure: short of data where the file holds no image at all
+// (an extended header alone) says so.
+absl::Status Failed(absl::string_view bytes, VP8StatusCode status) {
+  if (status == VP8_STATUS_NOT_ENOUGH_DATA && !absl::StrContains(bytes, "VP8 ") && !absl::StrContains(bytes, "VP8L")) {
+    return Corrupt("no image data (no VP8 or VP8L chunk)");
+  }
+  return Corrupt(Said(status));
+}
+
 absl::Status ReadFeatures(absl::string_view bytes, WebPBitstreamFeatures* features) {
   const VP8StatusCode status = WebPGetFeatures(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), features);
-  if (status != VP8_STATUS_OK) return Corrupt(Said(status));
+  if (status != VP8_STATUS_OK) return Failed(bytes, status);
   if (features->has_animation) {
     return absl::DataLossError("an animated WebP: a sample must be one image (take a frame out of it first)");
   }
@@ -63,7 +73,7 @@ absl::Status DecodeWebpRgb(absl::string_view bytes, int* width, int* height, std
   config.output.u.RGBA.size = total;
   const VP8StatusCode status = WebPDecode(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), &config);
   WebPFreeDecBuffer(&config.output);  // external memory: frees nothing of ours
-  return status == VP8_STATUS_OK ? absl::OkStatus() : Corrupt(Said(status));
+  return status == VP8_STATUS_OK ? absl::OkStatus() : Failed(bytes, status);
 }
 
 }  // namespace sluice::kernels
