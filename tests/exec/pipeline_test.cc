@@ -648,6 +648,25 @@ TEST_F(PipelineTest, ChunksOfLargeRecordsStayWithinTheirBytesFromSmallSplitsAndG
   EXPECT_LE(pipeline->memory().peak_held_bytes, size_t{256} << 20);
 }
 
+TEST_F(PipelineTest, ExamplesOfHundredsOfFeaturesParse) {
+  // Tabular and recommendation data: 64 features were the most declared.
+  Example example;
+  std::vector<TfRecordFeature> features;
+  for (int i = 0; i < 300; ++i) {
+    (*example.mutable_features()->mutable_feature())[absl::StrCat("f", i)].mutable_int64_list()->add_value(7 * i);
+    features.push_back(Int64Feature(absl::StrCat("f", i)));
+  }
+  const std::string path = dir_.Join("wide.tfrecord");
+  testing::WriteTfRecords(path, {example.SerializeAsString(), example.SerializeAsString()});
+  ASSERT_OK_AND_ASSIGN(auto pipeline, Pipeline::Create(PipelineBuilder::TfRecord({path}, features).Batch(2).Build()));
+  auto it = pipeline->Iterate(0);
+  Batch b;
+  bool end = false;
+  ASSERT_TRUE(it->Next(&b, &end).ok() && !end);
+  ASSERT_EQ(b.columns.size(), 300u);
+  for (int i = 0; i < 300; ++i) EXPECT_EQ(b.columns[i].values.data<int64_t>()[1], 7 * i) << i;
+}
+
 TEST_F(PipelineTest, MissingFeatureNamesFeatureFileAndRecord) {
   std::vector<std::string> records;
   for (int i = 0; i < 5; ++i) records.push_back(testing::MakeExample(testing::CifarImage(i), i));
