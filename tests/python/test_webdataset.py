@@ -3,6 +3,7 @@ library uses), read through sluice's Python front: samples grouped by key,
 shards as splits (every sample once per epoch, shuffled or not), bad
 shards named."""
 
+import gzip
 import io
 import tarfile
 
@@ -142,3 +143,62 @@ def test_a_bad_field_declaration_is_an_invalid_argument(tmp_path):
     shards(tmp_path, 1, 2)
     with pytest.raises(sluice.InvalidArgumentError, match="dtype must be"):
         sluice.webdataset(str(tmp_path / "*.tar"), {"x": ("raw", "float64")}).schema
+
+
+def gzip_shard_bytes(tmp_path, level=6, pad_to=0):
+    """A shard of 12 samples of 100 KB (1.2 MB, past one read) gzipped;
+    `pad_to` pads the tar with zeros (still a valid tar) to that length."""
+    rng = np.random.default_rng(0)
+    write_shard(tmp_path / "plain.tar",
+                [(f"{i:03d}", {"raw": rng.integers(0, 256, 100_000, np.uint8).tobytes(), "cls": str(i).encode()})
+                 for i in range(12)])
+    tar = (tmp_path / "plain.tar").read_bytes()
+    return gzip.compress(tar.ljust(pad_to, b"\0"), level), tar
+
+
+def read_gz(path, on_corrupt="error"):
+    it = iter(sluice.webdataset(str(path), {"raw": "raw", "label": ("cls", "int64")}, shuffle=False,
+                                on_corrupt=on_corrupt))
+    return [(int(r["label"]), bytes(r["raw"])) for r in it], it
+
+
+def test_a_gzip_shard_whose_bytes_differ_from_its_crc_is_named_not_read_as_good(tmp_path):
+    # A stored (level 0) block holds the bytes as they are: a flipped byte
+    # breaks no deflate code, only the CRC at the member's end tells.
+    data, _ = gzip_shard_bytes(tmp_path, level=0)
+    damaged = bytearray(data)
+    damaged[600_000] ^= 0x55
+    (tmp_path / "damaged.tar.gz").write_bytes(bytes(damaged))
+    with pytest.raises(sluice.DataLossError, match="CRC") as err:
+        read_gz(tmp_path / "damaged.tar.gz")
+    assert "damaged.tar.gz" in str(err.value)
+    rows, it = read_gz(tmp_path / "damaged.tar.gz", on_corrupt="skip")
+    assert it.skipped == 1 and "CRC" in it.skip_summary and len(rows) < 12
+
+
+def test_a_gzip_crc_after_the_tars_end_is_checked(tmp_path):
+    # The tar padded to 2 MiB exactly: its end marker comes out of the
+    # decompressor before the gzip trailer is read.
+    data, _ = gzip_shard_bytes(tmp_path, pad_to=2 << 20)
+    damaged = bytearray(data)
+    damaged[-6] ^= 1  # in the CRC
+    (tmp_path / "crc.tar.gz").write_bytes(bytes(damaged))
+    with pytest.raises(sluice.DataLossError, match="CRC"):
+        read_gz(tmp_path / "crc.tar.gz")
+
+
+def test_gzip_shards_of_several_members_or_trailing_zeros_read_whole_and_a_cut_one_is_named(tmp_path):
+    data, tar = gzip_shard_bytes(tmp_path)
+    half = len(tar) // 2 // 512 * 512
+    (tmp_path / "members.tar.gz").write_bytes(gzip.compress(tar[:half]) + gzip.compress(tar[half:]))
+    (tmp_path / "zeros.tar.gz").write_bytes(data + bytes(1000))
+    (tmp_path / "cut.tar.gz").write_bytes(data[:len(data) * 2 // 3])
+    (tmp_path / "junk.tar.gz").write_bytes(data + b"junk")
+    expected, _ = read_gz(tmp_path / "plain.tar")
+    assert len(expected) == 12
+    assert read_gz(tmp_path / "members.tar.gz")[0] == expected
+    assert read_gz(tmp_path / "zeros.tar.gz")[0] == expected
+    for name, problem in (("cut.tar.gz", "ends within a gzip member"), ("junk.tar.gz", "start no member")):
+        with pytest.raises(sluice.DataLossError, match=problem) as err:
+            read_gz(tmp_path / name)
+        assert name in str(err.value)

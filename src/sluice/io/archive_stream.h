@@ -1,6 +1,8 @@
 // libarchive reading an archive through a RandomAccessFile (a local file or
 // an object in a store), a MiB per read, skipping unread members' data
-// without reading it.
+// without reading it. A gzip-compressed archive is decompressed here, its
+// CRCs checked (gzip_inflater.h); libarchive's own filters take the other
+// compressions.
 #ifndef SLUICE_IO_ARCHIVE_STREAM_H_
 #define SLUICE_IO_ARCHIVE_STREAM_H_
 
@@ -10,6 +12,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "sluice/io/gzip_inflater.h"
 #include "sluice/io/random_access_file.h"
 
 namespace sluice::io {
@@ -26,12 +29,17 @@ class ArchiveStream {
   // The error of the last read that failed (the file's, not the archive's:
   // a store that went away is no damage to the data); OK if none did.
   const absl::Status& read_status() const { return read_status_; }
+  // After the archive's end: checks what is left of a compressed file (a
+  // gzip's last CRC follows the tar's end marker). A read error is also
+  // read_status().
+  absl::Status Finish();
 
  private:
   static la_ssize_t Read(archive* a, void* self, const void** out);
   static la_int64_t Skip(archive* a, void* self, la_int64_t request);
 
   std::unique_ptr<RandomAccessFile> file_;
+  std::unique_ptr<GzipInflater> gzip_;  // a gzip file's, else null
   uint64_t offset_ = 0;
   std::vector<char> buffer_ = std::vector<char>(1 << 20);
   absl::Status read_status_;

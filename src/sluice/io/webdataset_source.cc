@@ -67,6 +67,13 @@ class WebDatasetReader : public SplitReader {
       const int r = archive_read_next_header(archive_, &entry);
       if (r == ARCHIVE_EOF) {
         done_ = true;
+        const absl::Status checked = stream_->Finish();
+        if (!checked.ok()) {
+          if (!stream_->read_status().ok()) return checked;
+          SLUICE_RETURN_IF_ERROR(Corrupt(absl::StrCat("the shard is damaged after its last member ", last_member_, " (",
+                                                      checked.message(), ")")));
+          break;
+        }
         if (!sample_.key.empty()) SLUICE_RETURN_IF_ERROR(Emit(out, &rows));
         break;
       }

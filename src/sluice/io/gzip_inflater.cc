@@ -1,0 +1,128 @@
+#include "sluice/io/gzip_inflater.h"
+
+#include <isa-l/igzip_lib.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "sluice/core/status_macros.h"
+
+namespace sluice::io {
+namespace {
+
+const char* InflateProblem(int code) {
+  switch (code) {
+    case ISAL_INVALID_BLOCK:
+      return "an invalid deflate block";
+    case ISAL_INVALID_SYMBOL:
+      return "an invalid deflate code";
+    case ISAL_INVALID_LOOKBACK:
+      return "a back-reference before the data's start";
+    case ISAL_INVALID_WRAPPER:
+      return "an invalid gzip header";
+    case ISAL_UNSUPPORTED_METHOD:
+      return "a compression method other than deflate";
+    case ISAL_INCORRECT_CHECKSUM:
+      return "the member's CRC or length differ from its data's: a byte within it is damaged";
+    default:
+      return "an error decompressing it";
+  }
+}
+
+}  // namespace
+
+bool IsGzip(const char* head, size_t n) {
+  return n >= 2 && static_cast<uint8_t>(head[0]) == 0x1f && static_cast<uint8_t>(head[1]) == 0x8b;
+}
+
+GzipInflater::GzipInflater(const RandomAccessFile* file) : file_(file), state_(std::make_unique<inflate_state>()) {
+  isal_inflate_init(state_.get());
+  state_->crc_flag = ISAL_GZIP;
+}
+
+GzipInflater::~GzipInflater() = default;
+
+absl::StatusOr<size_t> GzipInflater::Read(char* out, size_t n) {
+  inflate_state& s = *state_;
+  s.next_out = reinterpret_cast<uint8_t*>(out);
+  s.avail_out = static_cast<uint32_t>(std::min<size_t>(n, UINT32_MAX));
+  const uint32_t asked = s.avail_out;
+  while (s.avail_out > 0 && !ended_) {
+    if (s.block_state == ISAL_BLOCK_FINISH) {
+      SLUICE_RETURN_IF_ERROR(NextMember());
+      continue;
+    }
+    if (s.avail_in == 0) SLUICE_RETURN_IF_ERROR(Refill());
+    const uint32_t in_before = s.avail_in, out_before = s.avail_out;
+    const int code = isal_inflate(&s);
+    if (code < 0) return Damage(InflateProblem(code));
+    const bool stuck = s.avail_in == in_before && s.avail_out == out_before;
+    if (stuck && s.block_state != ISAL_BLOCK_FINISH && read_offset_ >= file_->size()) {
+      return Damage("the file ends within a gzip member (truncated)");
+    }
+  }
+  return asked - s.avail_out;
+}
+
+absl::Status GzipInflater::Finish() {
+  std::vector<char> sink(1 << 16);
+  while (!ended_) {
+    SLUICE_ASSIGN_OR_RETURN(size_t got, Read(sink.data(), sink.size()));
+    (void)got;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status GzipInflater::Refill() {
+  inflate_state& s = *state_;
+  const size_t left = s.avail_in;
+  if (left > 0 && s.next_in != input_.data()) std::memmove(input_.data(), s.next_in, left);
+  input_offset_ = read_offset_ - left;
+  size_t got = 0;
+  if (read_offset_ < file_->size()) {
+    SLUICE_ASSIGN_OR_RETURN(got, file_->Read(read_offset_, input_.size() - left, input_.data() + left));
+  }
+  read_offset_ += got;
+  s.next_in = input_.data();
+  s.avail_in = static_cast<uint32_t>(left + got);
+  return absl::OkStatus();
+}
+
+// After a member's end: another member, zeros to the end (as gzip(1)
+// allows), or damage.
+absl::Status GzipInflater::NextMember() {
+  inflate_state& s = *state_;
+  if (s.avail_in < 2) SLUICE_RETURN_IF_ERROR(Refill());
+  if (s.avail_in == 0) {
+    ended_ = true;
+    return absl::OkStatus();
+  }
+  if (IsGzip(reinterpret_cast<const char*>(s.next_in), s.avail_in)) {
+    uint8_t* next_in = s.next_in;
+    const uint32_t avail_in = s.avail_in;
+    isal_inflate_reset(&s);
+    s.crc_flag = ISAL_GZIP;
+    s.next_in = next_in;
+    s.avail_in = avail_in;
+    return absl::OkStatus();
+  }
+  while (s.avail_in > 0) {
+    if (std::any_of(s.next_in, s.next_in + s.avail_in, [](uint8_t b) { return b != 0; })) {
+      return Damage("bytes after the last gzip member that start no member");
+    }
+    s.next_in += s.avail_in;
+    s.avail_in = 0;
+    SLUICE_RETURN_IF_ERROR(Refill());
+  }
+  ended_ = true;
+  return absl::OkStatus();
+}
+
+absl::Status GzipInflater::Damage(const std::string& what) {
+  damaged_ = true;
+  const uint64_t at = input_offset_ + static_cast<uint64_t>(state_->next_in - input_.data());
+  return absl::DataLossError(absl::StrCat("gzip data damaged near compressed byte ", at, ": ", what));
+}
+
+}  // namespace sluice::io

@@ -1,0 +1,57 @@
+// A gzip file's bytes decompressed (ISA-L's igzip), each member's CRC and
+// length checked at its end. libarchive's gzip filter checks neither, so a
+// flipped byte in a stored block of a .tar.gz came through unseen.
+#ifndef SLUICE_IO_GZIP_INFLATER_H_
+#define SLUICE_IO_GZIP_INFLATER_H_
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "sluice/io/random_access_file.h"
+
+struct inflate_state;
+
+namespace sluice::io {
+
+// True when `head` (a file's first bytes) starts a gzip member.
+bool IsGzip(const char* head, size_t n);
+
+class GzipInflater {
+ public:
+  // Reads `file`, which must outlive it.
+  explicit GzipInflater(const RandomAccessFile* file);
+  ~GzipInflater();
+  GzipInflater(const GzipInflater&) = delete;
+  GzipInflater& operator=(const GzipInflater&) = delete;
+
+  // Up to n decompressed bytes into out; 0 once every member was read and
+  // checked. A read error of the file as it is; damage (a bad deflate
+  // block, a CRC or length that differ, the file ending within a member,
+  // bytes after the last member) DataLoss saying what and at which
+  // compressed byte (the caller names the file).
+  absl::StatusOr<size_t> Read(char* out, size_t n);
+  // Decompresses what is left unread (the bytes after a tar's end marker),
+  // checking it as Read does.
+  absl::Status Finish();
+  // Whether the last error came from damage rather than from reading.
+  bool damaged() const { return damaged_; }
+
+ private:
+  absl::Status Refill();
+  absl::Status NextMember();
+  absl::Status Damage(const std::string& what);
+
+  const RandomAccessFile* file_;
+  std::unique_ptr<inflate_state> state_;
+  std::vector<uint8_t> input_ = std::vector<uint8_t>(1 << 20);
+  uint64_t input_offset_ = 0;  // the file's offset of input_[0]
+  uint64_t read_offset_ = 0;   // the file's offset read up to
+  bool ended_ = false;
+  bool damaged_ = false;
+};
+
+}  // namespace sluice::io
+
+#endif  // SLUICE_IO_GZIP_INFLATER_H_
