@@ -150,7 +150,8 @@ def webdataset(files, fields=None, *, shuffle=True, on_corrupt="error"):
     "int64"), "raw": ("bin", "bytes", 3072)}`` (a string or list of
     extensions gives the member's bytes, to decode; ("ext", "int64") its
     text as one integer; ("ext", "bytes", n) n bytes a sample, which batch
-    as they are). Default: "image" (jpg, jpeg, png, webp) and "label" (cls).
+    as they are; "__key__" the sample's key, "__url__" the shard's path,
+    as bytes). Default: "image" (jpg, jpeg, png, webp) and "label" (cls).
     A sample missing a field, a bad integer, a member of the wrong length
     or a truncated shard is an error naming shard and member, or under
     `on_corrupt="skip"` a counted skip.
@@ -162,6 +163,11 @@ def webdataset(files, fields=None, *, shuffle=True, on_corrupt="error"):
         if isinstance(spec, tuple):
             spec, dtype, *rest = spec
             length = int(rest[0]) if rest else 0
+        elif not isinstance(spec, str) and any(not isinstance(e, str) or e in ("bytes", "int64") for e in spec):
+            # A list is extensions only: ["cls", "int64"] from a config file
+            # would read the class as bytes.
+            raise ValueError(f"webdataset field {name!r}: {spec!r} is a list of extensions; give a type as a tuple, "
+                             f"e.g. {tuple(spec)!r}")
         extensions = spec.split(";") if isinstance(spec, str) else list(spec)
         out.append({"name": name, "extensions": extensions, "dtype": dtype, "length": length})
     return Pipeline({"nodes": [{"source": {"webdataset": {"files": files, "fields": out}, "shuffle_splits": shuffle,

@@ -44,6 +44,43 @@ TEST(ExpandFilePatterns, PatternMatchingNothingIsNotFoundNamingIt) {
                                                           HasSubstr("cannot read folder " + dir.Join("gone")))));
 }
 
+// The files, or the error's message.
+std::vector<std::string> Names(const std::vector<std::string>& patterns) {
+  absl::StatusOr<std::vector<std::string>> files = ExpandFilePatterns(patterns);
+  return files.ok() ? *files : std::vector<std::string>{std::string(files.status().message())};
+}
+
+TEST(ExpandFilePatterns, BracesExpandInTheirOrderAndEachNameMustExist) {
+  testing::TempDir dir;
+  for (const char* name : {"s-08.tar", "s-09.tar", "s-10.tar", "v-0.tar", "{a,b}.tar"}) {
+    testing::WriteFileBytes(dir.Join(name), "x");
+  }
+  ASSERT_OK_AND_ASSIGN(auto files, ExpandFilePatterns({dir.Join("{v-0,s-{08..10}}.tar")}));
+  EXPECT_THAT(files,
+              ElementsAre(dir.Join("v-0.tar"), dir.Join("s-08.tar"), dir.Join("s-09.tar"), dir.Join("s-10.tar")));
+  // A file whose name has braces is itself.
+  EXPECT_THAT(Names({dir.Join("{a,b}.tar")}), ElementsAre(dir.Join("{a,b}.tar")));
+  EXPECT_THAT(ExpandFilePatterns({dir.Join("s-{08..11}.tar")}),
+              StatusIs(absl::StatusCode::kNotFound, AllOf(HasSubstr("file not found: '" + dir.Join("s-11.tar")),
+                                                          HasSubstr("(from '" + dir.Join("s-{08..11}.tar") + "')"))));
+  // A file list's names are taken literally.
+  EXPECT_THAT(Names({GlobEscape(dir.Join("{a,b}.tar"))}), ElementsAre(dir.Join("{a,b}.tar")));
+}
+
+TEST(ExpandFilePatterns, FileUrlsAreLocalPathsAndPipesAndWebUrlsAreRefusedSayingWhatToDo) {
+  testing::TempDir dir;
+  testing::WriteFileBytes(dir.Join("a.tar"), "x");
+  EXPECT_THAT(Names({"file://" + dir.Join("a.tar")}), ElementsAre(dir.Join("a.tar")));
+  EXPECT_THAT(Names({"file:" + dir.Join("*.tar")}), ElementsAre(dir.Join("a.tar")));
+  EXPECT_THAT(ExpandFilePatterns({"file://host/a.tar"}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("not a host")));
+  EXPECT_THAT(ExpandFilePatterns({"pipe:curl -H 'Authorization: secret' http://h/a.tar"}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("not a command's output"), Not(HasSubstr("secret")))));
+  EXPECT_THAT(ExpandFilePatterns({"https://h/a.tar"}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("download the files first")));
+}
+
 TEST(ExpandFilePatterns, APathLikeAMistypedObjectUrlSaysHowToWriteOne) {
   const auto hint = [](const std::string& scheme) {
     return HasSubstr("(an object's URL is written " + scheme + "//bucket/key)");

@@ -16,6 +16,29 @@ namespace {
 
 using ::sluice::testing::StatusIs;
 using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+// Each expected list is bash's `echo` of the same words.
+TEST(ExpandBraces, ExpandsAsBashInOrder) {
+  const auto names = [](const std::string& p) { return ExpandBraces(p).value(); };
+  EXPECT_THAT(names("s-{000..003}.tar"), ElementsAre("s-000.tar", "s-001.tar", "s-002.tar", "s-003.tar"));
+  EXPECT_THAT(names("s-{8..11}.tar"), ElementsAre("s-8.tar", "s-9.tar", "s-10.tar", "s-11.tar"));
+  EXPECT_THAT(names("s{9..011}"), ElementsAre("s009", "s010", "s011"));
+  EXPECT_THAT(names("{3..1}"), ElementsAre("3", "2", "1"));
+  EXPECT_THAT(names("{0..10..5}"), ElementsAre("0", "5", "10"));
+  EXPECT_THAT(names("{-1..1}"), ElementsAre("-1", "0", "1"));
+  EXPECT_THAT(names("{a..c}"), ElementsAre("a", "b", "c"));
+  EXPECT_THAT(names("{train,val}-{0..1}.tar"), ElementsAre("train-0.tar", "train-1.tar", "val-0.tar", "val-1.tar"));
+  EXPECT_THAT(names("x{a,{b,c}d}y"), ElementsAre("xay", "xbdy", "xcdy"));
+  EXPECT_THAT(names("{,pre}fix"), ElementsAre("fix", "prefix"));
+  // No expression: as it is.
+  EXPECT_THAT(names("{x}.tar"), ElementsAre("{x}.tar"));
+  EXPECT_THAT(names("{1..x}"), ElementsAre("{1..x}"));
+  EXPECT_THAT(names("a{b"), ElementsAre("a{b"));
+  EXPECT_THAT(names("\\{a,b}"), ElementsAre("\\{a,b}"));
+  EXPECT_THAT(ExpandBraces("{0..9999999}"), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("10000000 names")));
+  EXPECT_THAT(ExpandBraces("{0..999}{0..9999}"), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("more than")));
+}
 
 TEST(PathPatternTest, TwoStarsStandForAnyNumberOfFoldersNoneIncluded) {
   EXPECT_TRUE(PathMatches("d/**/*.parquet", "d/a.parquet"));

@@ -260,6 +260,21 @@ def test_webdataset_shards_and_parquet_objects_read_as_the_local_files(store, tm
                      sluice.parquet(str(tmp_path / "pq" / "part-*.parquet"), shuffle=False))
 
 
+def test_braces_in_an_object_url_name_the_shards_in_their_order(store, tmp_path):
+    from test_webdataset import shards
+    local = shards(tmp_path)  # shard-000.tar .. shard-003.tar
+    upload_tree(store, tmp_path, "train", "braces")
+    fields = {"key": "__key__", "label": ("cls", "int64")}
+
+    def keyed(files):
+        return [(bytes(r["key"]), int(r["label"])) for r in sluice.webdataset(files, fields, shuffle=False)]
+    expected = keyed([local.replace("*", n) for n in ("003", "001", "002")])
+    assert len(expected) == 75
+    assert keyed("s3://train/braces/shard-{003,{001..002}}.tar") == expected
+    with pytest.raises(sluice.NotFoundError, match=r"s3://train/braces/shard-004\.tar"):
+        keyed("s3://train/braces/shard-{003..004}.tar")
+
+
 def test_an_image_folder_and_a_file_list_in_a_bucket_read_as_local_ones(store, tmp_path):
     import cv2
     root = tmp_path / "images"

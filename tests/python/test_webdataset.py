@@ -202,3 +202,20 @@ def test_gzip_shards_of_several_members_or_trailing_zeros_read_whole_and_a_cut_o
         with pytest.raises(sluice.DataLossError, match=problem) as err:
             read_gz(tmp_path / name)
         assert name in str(err.value)
+
+
+def test_key_and_url_fields_give_each_samples_key_and_shard_as_the_webdataset_library_does(tmp_path):
+    pattern = shards(tmp_path, 2, 3)
+    rows = [(bytes(r["key"]).decode(), bytes(r["url"]).decode(), int(r["label"])) for r in
+            sluice.webdataset(pattern, {"key": "__key__", "url": "__url__", "label": ("cls", "int64")},
+                              shuffle=False)]
+    assert rows == [(f"{i // 3:03d}/{i:06d}", str(tmp_path / f"shard-{i // 3:03d}.tar"), i % 10) for i in range(6)]
+    with pytest.raises(sluice.InvalidArgumentError, match="only extension"):
+        sluice.webdataset(pattern, {"key": ("__key__", "int64")}).schema
+
+
+def test_a_list_of_extensions_with_a_type_in_it_is_refused_not_read_as_extensions(tmp_path):
+    pattern = shards(tmp_path, 1, 2)
+    with pytest.raises(ValueError, match=r"\('cls', 'int64'\)"):
+        sluice.webdataset(pattern, {"label": ["cls", "int64"]})
+    assert [int(r["label"]) for r in sluice.webdataset(pattern, {"label": ("cls", "int64")}, shuffle=False)] == [0, 1]

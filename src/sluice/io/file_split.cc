@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
@@ -52,8 +53,11 @@ std::optional<absl::Status> UnreadableUrl(const std::string& pattern) {
   return absl::InvalidArgumentError(absl::StrCat(
       "'", shown, pattern.size() > shown.size() ? "?…'" : "'", ": ",
       capitals ? absl::StrCat("a URL's scheme is written in lower case (", lower, "://)")
-               : absl::StrCat("sources read local paths and s3:// and gs:// URLs, not ", scheme,
-                              ":// (a presigned URL neither: give the object's s3:// URL and credentials)")));
+               : absl::StrCat("sources read local paths and s3:// and gs:// URLs, not ", scheme, "://",
+                              lower == "http" || lower == "https"
+                                  ? " (download the files first; for a presigned URL, give the object's s3:// URL "
+                                    "and its credentials)"
+                                  : "")));
 }
 
 // For a local path not found that reads like a mistyped object URL
@@ -87,49 +91,98 @@ void DropSiblingIndexes(std::vector<std::string>* matches) {
                  matches->end());
 }
 
+// Appends the files `pattern` (no braces left) names, in order, each
+// glob's matches sorted. `given`: the pattern as the user wrote it, for
+// messages.
+absl::Status AppendMatches(const std::string& pattern, const std::string& given, std::vector<std::string>* files) {
+  const std::string from = pattern == given ? "" : absl::StrCat(" (from '", given, "')");
+  if (IsObjectUrl(pattern)) {
+    SLUICE_ASSIGN_OR_RETURN(std::vector<std::string> objects, ListObjects(pattern));
+    files->insert(files->end(), objects.begin(), objects.end());
+    return absl::OkStatus();
+  }
+  if (HasRecursiveWildcard(pattern)) {
+    SLUICE_ASSIGN_OR_RETURN(std::vector<std::string> matches, MatchLocalFiles(pattern));
+    if (matches.empty()) {
+      return absl::NotFoundError(
+          absl::StrCat("no file matches pattern '", pattern, "'", from, MissingPathHint(pattern)));
+    }
+    DropSiblingIndexes(&matches);
+    files->insert(files->end(), matches.begin(), matches.end());
+    return absl::OkStatus();
+  }
+  glob_t g{};
+  glob_error = GlobError{};
+  const int rc = ::glob(pattern.c_str(), GLOB_ERR, OnGlobError, &g);
+  if (rc == GLOB_NOMATCH || (rc == 0 && g.gl_pathc == 0)) {
+    ::globfree(&g);
+    const bool is_pattern = pattern.find_first_of("*?[") != std::string::npos;
+    return absl::NotFoundError(absl::StrCat(is_pattern ? "no file matches pattern '" : "file not found: '", pattern,
+                                            "'", from, MissingPathHint(pattern)));
+  }
+  if (rc != 0) {
+    ::globfree(&g);
+    if (glob_error.err == 0) return absl::UnknownError(absl::StrCat("cannot expand pattern '", pattern, "'"));
+    const absl::Status folder = ErrnoStatus(glob_error.err, "cannot read folder", glob_error.path);
+    return absl::Status(folder.code(), absl::StrCat("no file matches pattern '", pattern, "'", from, ": ",
+                                                    folder.message(), MistypedUrlHint(pattern)));
+  }
+  std::vector<std::string> matches(g.gl_pathv, g.gl_pathv + g.gl_pathc);
+  ::globfree(&g);
+  std::sort(matches.begin(), matches.end());
+  DropSiblingIndexes(&matches);
+  files->insert(files->end(), matches.begin(), matches.end());
+  return absl::OkStatus();
+}
+
+// `pattern` without a file: URL's scheme (file:///abs/x.tar, file:x.tar, as
+// the webdataset library takes them); pipe: URLs refused.
+absl::StatusOr<std::string> LocalPattern(const std::string& pattern) {
+  if (absl::StartsWith(pattern, "pipe:")) {
+    // Not echoed: a command may hold a token.
+    return absl::InvalidArgumentError(
+        "'pipe:…': sources read files and s3:// and gs:// objects, not a command's output (the webdataset "
+        "library's pipe: URLs): give the shards' paths or URLs, braces and globs allowed "
+        "(s3://bucket/train-{000000..000099}.tar)");
+  }
+  if (absl::StartsWith(pattern, "file:///")) return pattern.substr(7);
+  if (absl::StartsWith(pattern, "file://")) {
+    return absl::InvalidArgumentError(absl::StrCat("'", pattern,
+                                                   "': a file: URL names a local path "
+                                                   "(file:///abs/path or file:rel/path), not a host"));
+  }
+  if (absl::StartsWith(pattern, "file:")) return pattern.substr(5);
+  return pattern;
+}
+
+// The names `pattern` stands for: itself when it names a file, as it is
+// (a name with braces in it), else its braces expanded.
+absl::StatusOr<std::vector<std::string>> BraceNames(const std::string& pattern) {
+  if (pattern.find('{') == std::string::npos || IsObjectUrl(pattern)) {
+    if (!IsObjectUrl(pattern)) return std::vector<std::string>{pattern};
+    // An object URL's query is taken as it is.
+    const size_t query = std::min(pattern.find('?'), pattern.size());
+    SLUICE_ASSIGN_OR_RETURN(std::vector<std::string> names, ExpandBraces(pattern.substr(0, query)));
+    for (std::string& name : names) name += pattern.substr(query);
+    return names;
+  }
+  std::error_code ec;
+  if (std::filesystem::exists(pattern, ec)) return std::vector<std::string>{GlobEscape(pattern)};
+  return ExpandBraces(pattern);
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<std::string>> ExpandFilePatterns(const std::vector<std::string>& patterns) {
   if (patterns.empty()) return absl::InvalidArgumentError("no files given");
   std::vector<std::string> files;
-  for (const std::string& pattern : patterns) {
-    if (IsObjectUrl(pattern)) {
-      absl::StatusOr<std::vector<std::string>> objects = ListObjects(pattern);
-      if (!objects.ok()) return objects.status();
-      files.insert(files.end(), objects->begin(), objects->end());
-      continue;
+  for (const std::string& given : patterns) {
+    if (!IsObjectUrl(given) && !absl::StartsWith(given, "file:")) {
+      if (std::optional<absl::Status> refused = UnreadableUrl(given)) return *refused;
     }
-    if (std::optional<absl::Status> refused = UnreadableUrl(pattern)) return *refused;
-    if (HasRecursiveWildcard(pattern)) {
-      SLUICE_ASSIGN_OR_RETURN(std::vector<std::string> matches, MatchLocalFiles(pattern));
-      if (matches.empty()) {
-        return absl::NotFoundError(absl::StrCat("no file matches pattern '", pattern, "'", MissingPathHint(pattern)));
-      }
-      DropSiblingIndexes(&matches);
-      files.insert(files.end(), matches.begin(), matches.end());
-      continue;
-    }
-    glob_t g{};
-    glob_error = GlobError{};
-    const int rc = ::glob(pattern.c_str(), GLOB_ERR, OnGlobError, &g);
-    if (rc == GLOB_NOMATCH || (rc == 0 && g.gl_pathc == 0)) {
-      ::globfree(&g);
-      const bool is_pattern = pattern.find_first_of("*?[") != std::string::npos;
-      return absl::NotFoundError(absl::StrCat(is_pattern ? "no file matches pattern '" : "file not found: '", pattern,
-                                              "'", MissingPathHint(pattern)));
-    }
-    if (rc != 0) {
-      ::globfree(&g);
-      if (glob_error.err == 0) return absl::UnknownError(absl::StrCat("cannot expand pattern '", pattern, "'"));
-      const absl::Status folder = ErrnoStatus(glob_error.err, "cannot read folder", glob_error.path);
-      return absl::Status(folder.code(), absl::StrCat("no file matches pattern '", pattern, "': ", folder.message(),
-                                                      MistypedUrlHint(pattern)));
-    }
-    std::vector<std::string> matches(g.gl_pathv, g.gl_pathv + g.gl_pathc);
-    ::globfree(&g);
-    std::sort(matches.begin(), matches.end());
-    DropSiblingIndexes(&matches);
-    files.insert(files.end(), matches.begin(), matches.end());
+    SLUICE_ASSIGN_OR_RETURN(const std::string pattern, LocalPattern(given));
+    SLUICE_ASSIGN_OR_RETURN(const std::vector<std::string> names, BraceNames(pattern));
+    for (const std::string& name : names) SLUICE_RETURN_IF_ERROR(AppendMatches(name, given, &files));
   }
   return files;
 }
@@ -140,7 +193,7 @@ std::string GlobEscape(const std::string& path) {
   std::string out;
   for (size_t i = 0; i < end; ++i) {
     const char c = path[i];
-    if (c == '*' || c == '?' || c == '[' || c == '\\') out.push_back('\\');
+    if (c == '*' || c == '?' || c == '[' || c == '{' || c == '\\') out.push_back('\\');
     out.push_back(c);
   }
   return out + path.substr(end);

@@ -13,6 +13,14 @@
 
 namespace sluice::io {
 
+// `pattern`'s brace expressions expanded as bash and the webdataset
+// library's braceexpand expand them, in their order: `{a,b}` each
+// alternative, `{000..099}` and `{0..9..2}` numbers (zero-padded to the
+// wider end's width when either end has a leading zero), `{a..e}` letters,
+// nested ones too. A brace that is no such expression (`{x}`), or is
+// escaped (`\{`), stays as it is. InvalidArgument past 1,000,000 names.
+absl::StatusOr<std::vector<std::string>> ExpandBraces(const std::string& pattern);
+
 // Whether `pattern` has a `**` component.
 bool HasRecursiveWildcard(absl::string_view pattern);
 

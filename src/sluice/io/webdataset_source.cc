@@ -13,6 +13,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/io/archive_stream.h"
@@ -34,6 +35,11 @@ KeyAndExtension SplitMemberPath(const std::string& path) {
   if (dot == std::string::npos || dot == name) return {"", ""};
   return {path.substr(0, dot), absl::AsciiStrToLower(path.substr(dot + 1))};
 }
+
+// The webdataset library's names for the sample's key and its shard's path
+// (or URL), given as a field's extension.
+constexpr absl::string_view kKeyField = "__key__";
+constexpr absl::string_view kUrlField = "__url__";
 
 // What a reader collects of the sample being read.
 struct PendingSample {
@@ -70,8 +76,8 @@ class WebDatasetReader : public SplitReader {
         const absl::Status checked = stream_->Finish();
         if (!checked.ok()) {
           if (!stream_->read_status().ok()) return checked;
-          SLUICE_RETURN_IF_ERROR(Corrupt(absl::StrCat("the shard is damaged after its last member ", last_member_, " (",
-                                                      checked.message(), ")")));
+          SLUICE_RETURN_IF_ERROR(Corrupt(
+              absl::StrCat("the shard is damaged after its last member ", last_member_, " (", checked.message(), ")")));
           break;
         }
         if (!sample_.key.empty()) SLUICE_RETURN_IF_ERROR(Emit(out, &rows));
@@ -133,6 +139,10 @@ class WebDatasetReader : public SplitReader {
   void Start(const std::string& key, const std::string& member) {
     sample_.key = key;
     sample_.values.assign(fields_.size(), std::nullopt);
+    for (size_t f = 0; f < fields_.size(); ++f) {
+      if (fields_[f].extensions[0] == kKeyField) sample_.values[f] = key;
+      if (fields_[f].extensions[0] == kUrlField) sample_.values[f] = path_;
+    }
     sample_.first_member = member;
     sample_.bytes = 0;
   }
@@ -293,6 +303,12 @@ absl::StatusOr<std::unique_ptr<SourceFormat>> MakeWebDatasetSource(const std::ve
         return absl::InvalidArgumentError(absl::StrCat("WebDataset extension '", ext, "' is claimed by field '",
                                                        fields[field_of[ext]].name, "' and field '", field.name, "'"));
       }
+    }
+    const bool named = std::any_of(field.extensions.begin(), field.extensions.end(),
+                                   [](const std::string& e) { return e == kKeyField || e == kUrlField; });
+    if (named && (field.extensions.size() > 1 || field.integer || field.length > 0)) {
+      return absl::InvalidArgumentError(absl::StrCat("WebDataset field '", field.name, "': ", kKeyField, " and ",
+                                                     kUrlField, " are a field's only extension, as bytes"));
     }
     if (field.integer && field.length > 0) {
       return absl::InvalidArgumentError(absl::StrCat("WebDataset field '", field.name, "': an int64 has no length"));
