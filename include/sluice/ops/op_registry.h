@@ -62,6 +62,11 @@ class OpRegistry {
   absl::Status AddKernel(const std::string& op, Backend backend, const std::string& registrant = kBuiltinRegistrant) {
     return AddKernel(op, backend, KernelOf<K>(), registrant);
   }
+  // Takes back what `registrant` registered (a plugin whose registration
+  // failed part way): its ops are no longer found nor listed, and its
+  // kernels of other registrants' ops are gone. Schemas already handed out
+  // stay valid.
+  void Withdraw(const std::string& registrant);
   // Registers a device backend's runtime (one per backend).
   absl::Status AddRuntime(std::unique_ptr<DeviceRuntime> runtime);
 

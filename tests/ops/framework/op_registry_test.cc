@@ -57,6 +57,40 @@ TEST(OpRegistry, ANameRegisteredTwiceNamesBothRegistrants) {
                                  "plugin /b/second.so")));
 }
 
+// A plugin's inference that gives what the graph cannot use is an error
+// naming the op and its registrant, not a crash or a hang.
+TEST(OpRegistry, AnInferenceGivingColumnsTheGraphCannotUseIsAnErrorNamingTheOp) {
+  const Schema input({{"x", DType::kUInt8, Shape{4}}});
+  const auto infer_with = [&](std::function<void(InferredOp*)> spoil) {
+    OpRegistry registry;
+    EXPECT_TRUE(registry
+                    .AddOp(OpSchema("spoilt")
+                               .Doc("copies column 0, then spoils it")
+                               .Input("0", "any")
+                               .Output("0", "the same")
+                               .Infer([spoil](const Attrs& attrs, const Schema& in) -> absl::StatusOr<InferredOp> {
+                                 absl::StatusOr<InferredOp> op = InferCopy(attrs, in);
+                                 spoil(&*op);
+                                 return op;
+                               }),
+                           "plugin /p/spoilt.so")
+                    .ok());
+    return registry.InferWith("spoilt", Attrs::Bind({}, google::protobuf::Struct()).value(), input).status();
+  };
+  EXPECT_THAT(infer_with([](InferredOp* op) { op->outputs.clear(); }),
+              StatusIs(absl::StatusCode::kInternal,
+                       HasSubstr("op 'spoilt' (plugin /p/spoilt.so): its inference step gave no output column")));
+  EXPECT_THAT(infer_with([](InferredOp* op) { op->inputs = {99}; }),
+              StatusIs(absl::StatusCode::kInternal, HasSubstr("read input column 99 of 1")));
+  EXPECT_THAT(infer_with([](InferredOp* op) { op->outputs[0].shape = Shape{-5}; }),
+              StatusIs(absl::StatusCode::kInternal, HasSubstr("gave output 'x' the shape [-5]")));
+  EXPECT_THAT(infer_with([](InferredOp* op) { op->outputs[0].shape = Shape{int64_t{1} << 40, 1 << 20}; }),
+              StatusIs(absl::StatusCode::kInternal, HasSubstr("gave output 'x' the shape")));
+  EXPECT_THAT(infer_with([](InferredOp* op) { op->outputs[0].name.clear(); }),
+              StatusIs(absl::StatusCode::kInternal, HasSubstr("an output column without a name")));
+  SLUICE_EXPECT_OK(infer_with([](InferredOp*) {}));
+}
+
 TEST(OpRegistry, ADefaultTheAttrCannotTakeIsRefusedWhenTheOpIsAdded) {
   OpRegistry registry;
   EXPECT_THAT(registry.AddOp(CopySchema("lo").Attr({"lo", AttrType::kFloat, "abc", "x"}), "plugin /p/mine.so"),

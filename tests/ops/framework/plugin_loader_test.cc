@@ -134,6 +134,17 @@ TEST(PluginLoader, AnExceptionAKernelThrowsReachesTheUserNamingTheOp) {
                              HasSubstr("its registration function threw a C++ exception: no licence file found"))));
 }
 
+TEST(PluginLoader, APluginWhoseRegistrationFailsLeavesNoneOfItsOps) {
+  EXPECT_THAT(LoadPlugin(TestPlugin("half_registered")),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("libtest_plugin_half_registered.so"), HasSubstr("op 'rescale' is registered"))));
+  EXPECT_EQ(OpRegistry::Global().Find("half_registered_op"), nullptr);
+  EXPECT_THAT(OpRegistry::Global().Backends("half_registered_op"), ::testing::IsEmpty());
+  EXPECT_EQ(OpRegistry::Global().Registrant("rescale"), kBuiltinRegistrant);
+  EXPECT_THAT(RunPipeline(Images(1).Map({Op("half_registered_op", {})})),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("unknown op 'half_registered_op'")));
+}
+
 TEST(PluginLoader, APluginBuiltForAnotherSluiceIsRefusedNamingTheFile) {
   const std::string path = TestPlugin("wrong_abi");
   EXPECT_THAT(LoadPlugin(path),

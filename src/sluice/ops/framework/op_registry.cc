@@ -21,6 +21,36 @@ namespace sluice::ops {
 
 using kernels::LimitSimdFromEnvironment;
 
+namespace {
+
+// What an op's inference gave, checked before the graph relies on it: a
+// plugin's mistake is an error naming it, not a crash.
+absl::Status CheckInferred(const OpSchema& schema, const InferredOp& op, const Schema& input) {
+  for (int i : op.inputs) {
+    if (i < 0 || i >= input.size()) {
+      return absl::InternalError(absl::StrCat("read input column ", i, " of ", input.size()));
+    }
+  }
+  // A declared port may stand for several columns (python's "outputs").
+  if (op.outputs.empty() && !schema.outputs().empty()) {
+    return absl::InternalError(absl::StrCat("gave no output column; the op declares ", schema.outputs().size()));
+  }
+  for (const ColumnSpec& column : op.outputs) {
+    if (column.name.empty()) return absl::InternalError("gave an output column without a name");
+    if (column.ragged) continue;
+    int64_t bytes = static_cast<int64_t>(DTypeSize(column.dtype));
+    for (int64_t d : column.shape.dims()) {
+      if (d < 0 || (d > 0 && bytes > (int64_t{1} << 48) / d)) {
+        return absl::InternalError(absl::StrCat("gave output '", column.name, "' the shape ", column.shape.ToString()));
+      }
+      bytes *= d;
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 class OpRegistry::Impl {
  public:
   struct KernelEntry {
@@ -46,6 +76,8 @@ class OpRegistry::Impl {
 
   mutable absl::Mutex mu;
   std::map<std::string, std::unique_ptr<Entry>, std::less<>> ops ABSL_GUARDED_BY(mu);
+  // Withdrawn ops, kept: a thread may hold their schema.
+  std::vector<std::unique_ptr<Entry>> withdrawn ABSL_GUARDED_BY(mu);
   std::map<Backend, std::unique_ptr<DeviceRuntime>> runtimes ABSL_GUARDED_BY(mu);
 };
 
@@ -105,6 +137,20 @@ absl::Status OpRegistry::AddKernel(const std::string& op, Backend backend, Kerne
                                                    registrant));
   }
   return absl::OkStatus();
+}
+
+void OpRegistry::Withdraw(const std::string& registrant) {
+  absl::MutexLock lock(&impl_->mu);
+  for (auto it = impl_->ops.begin(); it != impl_->ops.end();) {
+    std::map<Backend, Impl::KernelEntry>& kernels = it->second->kernels;
+    for (auto k = kernels.begin(); k != kernels.end();) k = k->second.registrant == registrant ? kernels.erase(k) : ++k;
+    if (it->second->registrant != registrant) {
+      ++it;
+      continue;
+    }
+    impl_->withdrawn.push_back(std::move(it->second));
+    it = impl_->ops.erase(it);
+  }
 }
 
 absl::Status OpRegistry::AddRuntime(std::unique_ptr<DeviceRuntime> runtime) {
@@ -193,6 +239,10 @@ absl::StatusOr<InferredOp> OpRegistry::InferWith(absl::string_view name, const A
   }
   absl::StatusOr<InferredOp> op = Guarded("its inference", [&] { return schema->infer()(attrs, input); });
   if (!op.ok()) return WithContext(op.status(), absl::StrCat("op '", name, "'"));
+  if (absl::Status checked = CheckInferred(*schema, *op, input); !checked.ok()) {
+    return absl::InternalError(
+        absl::StrCat("op '", name, "' (", Registrant(name), "): its inference step ", checked.message()));
+  }
   // An op that never draws cannot have a random instance.
   op->random = op->random && schema->random();
   return op;

@@ -64,11 +64,12 @@ absl::Status Load(const std::string& file, OpRegistry* registry) {
     register_ops(&registrar);
     return absl::OkStatus();
   });
-  if (!called.ok()) return PluginError(file, called.message());
-  // A failed registration may have registered some ops, whose code is in
-  // the plugin: it stays loaded either way.
-  if (!registrar.status().ok()) return PluginError(file, registrar.status().message());
-  return absl::OkStatus();
+  const absl::Status registered = called.ok() ? registrar.status() : called;
+  if (registered.ok()) return absl::OkStatus();
+  // What a failed registration did register is taken back, all or nothing;
+  // the plugin's code stays loaded (a thread may still run it).
+  registry->Withdraw(file);
+  return PluginError(file, registered.message());
 }
 
 }  // namespace
