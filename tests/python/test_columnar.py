@@ -127,10 +127,14 @@ def test_row_groups_are_splits_every_row_once_per_shuffled_epoch(tmp_path):
         seen = [i for b in pipe for i in b["id"].tolist()]
         assert sorted(seen) == list(range(3 * ROWS))
         orders.append(seen)
-    # Row groups (8 rows, the last of a file 2) move as wholes; the epochs' orders differ.
     assert orders[0] != orders[1]
-    runs = [orders[0][i:i + 8] for i in range(0, 48, 8)]
-    assert any(r == list(range(r[0], r[0] + len(r))) for r in runs)
+    # Row groups (8 rows, the last of a file 2) come whole, their rows
+    # shuffled within: a sorted file's groups mix (each came in order).
+    for seen in orders:
+        groups = [(i // ROWS, i % ROWS // 8) for i in seen]
+        assert sum(a != b for a, b in zip(groups, groups[1:])) == len(set(groups)) - 1
+        runs = [seen[g:g + 8] for g in range(len(seen)) if g == 0 or groups[g] != groups[g - 1]]
+        assert sum(r == sorted(r) for r in runs if len(r) == 8) <= 1
 
 
 @pytest.mark.parametrize("kind", ["parquet", "arrow_ipc"])
@@ -221,6 +225,22 @@ def test_a_null_is_a_named_corrupt_record_or_a_counted_skip(tmp_path):
     b = it.next_numpy()
     assert b["id"].tolist() == [0, 1, 3, 4, 6] and it.skipped == 2
     np.testing.assert_array_equal(b["emb"][:, 0], [0, 2, 6, 8, 12])
+
+
+@pytest.mark.parametrize("source", ["parquet", "from_arrow"])
+def test_shuffled_rows_with_nulls_name_the_null_rows_and_skip_only_them(tmp_path, source):
+    t = pa.table({"id": pa.array([0, 1, None, 3, 4, None, 6, 7], pa.int64())})
+    pq.write_table(t, tmp_path / "nulls.parquet")
+
+    def pipe(on_corrupt):
+        if source == "parquet":
+            return sluice.parquet(str(tmp_path / "nulls.parquet"), shuffle=True, on_corrupt=on_corrupt)
+        return sluice.from_arrow(t, shuffle=True, on_corrupt=on_corrupt)
+    with pytest.raises(sluice.DataLossError, match=r"column 'id' is null in row [25] of"):
+        list(pipe("error"))
+    it = pipe("skip").batch(10).engine.iterate(0)
+    got = it.next_numpy()["id"].tolist()
+    assert sorted(got) == [0, 1, 3, 4, 6, 7] and got != sorted(got) and it.skipped == 2
 
 
 def test_from_arrow_reads_a_table_and_hands_out_copies_a_write_never_reaches(tmp_path):

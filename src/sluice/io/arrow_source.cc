@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
+#include "sluice/core/index_permutation.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/io/arrow_memory_pool.h"
 #include "sluice/io/file_split.h"
@@ -380,9 +381,16 @@ class ColumnarReader : public SplitReader {
         skip_log_(skip_log) {}
 
   // Hands out views of the row group's memory, converting only columns
-  // whose values differ from their column's type; a row group with nulls
-  // is copied, its null rows left out.
-  bool views() const override { return true; }
+  // whose values differ from their column's type; a row group with nulls,
+  // or whose rows are shuffled, is copied, its null rows left out.
+  bool views() const override { return !order_key_.has_value(); }
+
+  // Record p of the split is row order(p) of the group: its rows shuffled,
+  // each group and epoch anew (a sorted file's row groups mix within).
+  void PermuteRecords(uint64_t key) override {
+    const uint64_t place = (static_cast<uint64_t>(file_) << 32) + static_cast<uint64_t>(group_) + 1;
+    order_key_ = key ^ (place * 0x9E3779B97F4A7C15);
+  }
 
   absl::StatusOr<int64_t> View(int64_t max_rows, Batch* out) override {
     SLUICE_ASSIGN_OR_RETURN(const bool loaded, EnsureLoaded());
@@ -406,6 +414,7 @@ class ColumnarReader : public SplitReader {
   absl::StatusOr<int64_t> Read(int64_t max_rows, BatchBuilder* out) override {
     SLUICE_ASSIGN_OR_RETURN(const bool loaded, EnsureLoaded());
     if (!loaded) return 0;
+    if (order_key_) return ReadShuffled(max_rows, out);
     int64_t rows = 0;
     while (rows < max_rows && next_ < num_rows_) {
       // The run of rows up to the next null (a corrupt record).
@@ -432,6 +441,36 @@ class ColumnarReader : public SplitReader {
   }
 
  private:
+  // Read's rows in the order's, one at a time: their provenance is their
+  // place in the order, a null's error names its row in the file.
+  absl::StatusOr<int64_t> ReadShuffled(int64_t max_rows, BatchBuilder* out) {
+    if (!order_ && num_rows_ > 0) order_.emplace(num_rows_, *order_key_);
+    int64_t rows = 0;
+    for (; rows < max_rows && next_ < num_rows_; ++next_) {
+      const int64_t r = (*order_)(next_);
+      if (has_nulls_ && RowHasNull(r)) {
+        SLUICE_RETURN_IF_ERROR(NullRecord(r));
+        --next_;  // NullRecord moved past it
+        continue;
+      }
+      const int64_t row = out->rows();
+      for (size_t c = 0; c < columns_.size(); ++c) {
+        CopyRows(shape_.plans[c], *columns_[c], static_cast<int>(c), r, 1, row, out);
+      }
+      out->provenance().AddRun(row, file_, first_row_ + next_);
+      out->AddRows(1);
+      ++rows;
+    }
+    return rows;
+  }
+
+  bool RowHasNull(int64_t r) const {
+    for (size_t c = 0; c < columns_.size(); ++c) {
+      if (HasNull(*columns_[c], r, shape_.plans[c].per_row)) return true;
+    }
+    return false;
+  }
+
   // False when the row group could not be read and was skipped (counted).
   absl::StatusOr<bool> EnsureLoaded() {
     if (loaded_) return !skipped_;
@@ -580,6 +619,8 @@ class ColumnarReader : public SplitReader {
   std::shared_ptr<arrow::RecordBatch> batch_;  // owns the columns' memory
   std::vector<std::shared_ptr<arrow::Array>> columns_;
   int64_t num_rows_ = 0, next_ = 0;
+  std::optional<uint64_t> order_key_;      // set when the rows are shuffled
+  std::optional<IndexPermutation> order_;  // made once the group is loaded
 };
 
 class ColumnarSource : public SourceFormat {
