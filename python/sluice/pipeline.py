@@ -174,9 +174,15 @@ def webdataset(files, fields=None, *, shuffle=True, on_corrupt="error"):
                                            "on_corrupt": on_corrupt}}]})
 
 
+def _column_names(columns):
+    """`columns` (None, a name, or names) as a list: a lone string is one
+    name, not its characters."""
+    return [columns] if isinstance(columns, str) else list(columns or [])
+
+
 def _columnar(kind, files, columns, shuffle, on_corrupt):
     files = _paths(files, kind)
-    return Pipeline({"nodes": [{"source": {kind: {"files": files, "columns": list(columns or [])},
+    return Pipeline({"nodes": [{"source": {kind: {"files": files, "columns": _column_names(columns)},
                                            "shuffle_splits": shuffle, "on_corrupt": on_corrupt}}]})
 
 
@@ -237,22 +243,32 @@ def from_arrow(data, columns=None, *, shuffle=True, on_corrupt="error"):
     """A pipeline reading Arrow data in this process, without copying it:
     a pyarrow Table, RecordBatch or RecordBatchReader, or any object with
     ``__arrow_c_stream__`` (the Arrow PyCapsule interface: Polars data
-    frames, Lance, DuckDB results; a Hugging Face ``datasets.Dataset`` as
-    ``ds.data.table``). Its record batches are imported through the Arrow C
+    frames, Lance, DuckDB results; a Hugging Face ``datasets.Dataset``,
+    its rows as `filter`, `shuffle` or `select` left them). Its record batches are imported through the Arrow C
     stream interface once, here (a reader is read to its end), and each is a
-    split. Columns map as `parquet`'s; the columns sluice reads as they are
-    (fixed-size binary, int32/int64/uint8/float32 values and fixed-size
-    lists of them, the bytes of binary columns) are views of the Arrow
-    buffers inside the pipeline; what it hands out is its own copy (a write
-    to it never reaches the Arrow data). Read only in this process: a `distribute`d pipeline's remote
-    workers cannot see it."""
-    export = getattr(data, "__arrow_c_stream__", None)
+    split. Columns map as `parquet`'s; what the pipeline hands out is its
+    own copy (a write to it never reaches the Arrow data). Read only in this
+    process: a `distribute`d pipeline's remote workers cannot see it."""
+    export = getattr(_arrow_of(data), "__arrow_c_stream__", None)
     if export is None:
         raise TypeError("from_arrow takes a pyarrow Table, RecordBatch or RecordBatchReader, or an object with "
                         f"__arrow_c_stream__; got {type(data).__name__}")
     hold = _ArrowHold(_sluice.hold_arrow_stream(export()))
-    return Pipeline({"nodes": [{"source": {"arrow_memory": {"files": [hold.name], "columns": list(columns or [])},
+    return Pipeline({"nodes": [{"source": {"arrow_memory": {"files": [hold.name], "columns": _column_names(columns)},
                                            "shuffle_splits": shuffle, "on_corrupt": on_corrupt}}]}, _hold=hold)
+
+
+def _arrow_of(data):
+    """Hugging Face `datasets` objects as the pyarrow table of their rows: a
+    Dataset's table holds every row it was made from, and its indices
+    mapping (filter, shuffle, select) which of them it has, in which order."""
+    if not type(data).__module__.startswith("datasets."):
+        return data
+    if hasattr(data, "flatten_indices") and hasattr(data, "data"):
+        if getattr(data, "_indices", None) is not None:
+            data = data.flatten_indices()  # the mapped rows, written once
+        data = data.data
+    return getattr(data, "table", data)  # datasets.table.Table wraps a pyarrow one
 
 
 _ARRAY_DTYPES = ("uint8", "int32", "int64", "float32")

@@ -289,6 +289,35 @@ def test_bad_arrow_ipc_files_are_named(tmp_path):
         sluice.arrow_ipc(str(tmp_path / "cut.arrow")).schema
 
 
+def test_an_arrow_ipc_stream_is_refused_saying_how_to_read_it(tmp_path):
+    with ipc.new_stream(str(tmp_path / "data-00000-of-00001.arrow"), table().schema) as writer:
+        writer.write_table(table())  # what datasets' save_to_disk writes
+    with pytest.raises(sluice.InvalidArgumentError, match=r"is an Arrow IPC stream.*ipc\.open_stream"):
+        sluice.arrow_ipc(str(tmp_path / "data-00000-of-00001.arrow")).schema
+    reader = ipc.open_stream(str(tmp_path / "data-00000-of-00001.arrow"))
+    check_rows(rows_of(sluice.from_arrow(reader, shuffle=False)), table())
+
+
+def test_one_column_name_is_a_column_not_its_letters(tmp_path):
+    pattern = write_parquet(tmp_path, files=1)
+    assert [c[0] for c in sluice.parquet(pattern, "id").schema] == ["id"]
+    assert [c[0] for c in sluice.from_arrow(table(), "id").schema] == ["id"]
+
+
+def test_a_hugging_face_dataset_reads_as_the_rows_its_mapping_leaves():
+    import datasets  # Hugging Face's, installed by scripts/python_env.sh
+    ds = datasets.Dataset.from_dict({"idx": list(range(300)), "label": [i % 3 for i in range(300)]})
+
+    def ids(d, **kw):
+        return [int(r["idx"]) for r in sluice.from_arrow(d, ["idx"], **kw)]
+    assert sorted(ids(ds)) == list(range(300))
+    kept = ds.filter(lambda r: r["label"] == 0)
+    assert sorted(ids(kept)) == list(range(0, 300, 3))
+    picked = ds.shuffle(seed=1).select(range(10))
+    assert ids(picked, shuffle=False) == picked["idx"]
+    assert sorted(ids(ds.data)) == list(range(300))  # datasets' own Table wrapper
+
+
 def test_parquet_runs_on_the_services_workers(tmp_path):
     # The embedded dispatcher's worker is a separate `sluice worker` process:
     # it reads the row groups in C++, each row exactly once.
