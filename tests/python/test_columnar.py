@@ -318,6 +318,34 @@ def test_a_hugging_face_dataset_reads_as_the_rows_its_mapping_leaves():
     assert sorted(ids(ds.data)) == list(range(300))  # datasets' own Table wrapper
 
 
+def test_a_hugging_face_image_column_reads_as_its_encoded_bytes(tmp_path):
+    import cv2
+    import datasets  # Hugging Face's, installed by scripts/python_env.sh
+    rng = np.random.default_rng(0)
+    images = [rng.integers(0, 256, (10, 9, 3), np.uint8) for _ in range(12)]
+    encoded = [{"bytes": cv2.imencode(".png", im[..., ::-1])[1].tobytes(), "path": None} for im in images]
+    features = datasets.Features({"image": datasets.Image(), "label": datasets.Value("int64")})
+    ds = datasets.Dataset.from_dict({"image": encoded, "label": list(range(12))}, features=features)
+    ds.to_parquet(str(tmp_path / "train-00000-of-00001.parquet"))  # image: struct<bytes, path>
+    rows = list(sluice.parquet(str(tmp_path / "*.parquet"), ["image", "label"], shuffle=False)
+                .map(ops.decode_image(field="image", size=[10, 9])))
+    assert [int(r["label"]) for r in rows] == list(range(12))
+    for r, image in zip(rows, images):  # PNG: lossless, so equal to the pixels written
+        np.testing.assert_array_equal(r["image"], image)
+    # An image stored by its path only has no bytes: a corrupt record, named.
+    t = pa.table({"image": pa.array([{"bytes": b"x", "path": None}, {"bytes": None, "path": "a.png"}],
+                                    pa.struct([("bytes", pa.binary()), ("path", pa.string())]))})
+    pq.write_table(t, tmp_path / "by_path.parquet")
+    with pytest.raises(sluice.DataLossError, match=r"column 'image' is null in row 1 of Parquet file"):
+        list(sluice.parquet(str(tmp_path / "by_path.parquet"), shuffle=False))
+
+
+def test_a_list_column_says_how_to_cast_it(tmp_path):
+    pq.write_table(pa.table({"tokens": pa.array([[1, 2], [3, 4]], pa.list_(pa.int32()))}), tmp_path / "t.parquet")
+    with pytest.raises(sluice.InvalidArgumentError, match=r"list<.*fixed_size_list.*pa\.list_\(type, n\)"):
+        sluice.parquet(str(tmp_path / "t.parquet")).schema
+
+
 def test_parquet_runs_on_the_services_workers(tmp_path):
     # The embedded dispatcher's worker is a separate `sluice worker` process:
     # it reads the row groups in C++, each row exactly once.

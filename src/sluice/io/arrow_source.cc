@@ -105,17 +105,44 @@ struct ColumnPlan {
   enum class Kind { kBytes, kFixedBytes, kValues };
   Kind kind;
   ColumnSpec spec;
-  int64_t per_row = 1;  // kValues: leaf values a row; kFixedBytes: bytes a row
+  int64_t per_row = 1;   // kValues: leaf values a row; kFixedBytes: bytes a row
+  int bytes_child = -1;  // a struct column read as its "bytes" child's
 };
+
+bool IsBinary(arrow::Type::type t) {
+  return t == arrow::Type::BINARY || t == arrow::Type::STRING || t == arrow::Type::LARGE_BINARY ||
+         t == arrow::Type::LARGE_STRING;
+}
+
+// The index of the "bytes" binary child of a struct (how Hugging Face
+// datasets stores an Image or Audio: {bytes, path}), or -1.
+int BytesChild(const arrow::DataType& type) {
+  if (type.id() != arrow::Type::STRUCT) return -1;
+  const int child = static_cast<const arrow::StructType&>(type).GetFieldIndex("bytes");
+  return child >= 0 && IsBinary(type.field(child)->type()->id()) ? child : -1;
+}
+
+// What to do with a column of a type sluice does not read.
+std::string TypeHint(const arrow::DataType& type) {
+  const arrow::Type::type t = type.id();
+  if (t == arrow::Type::LIST || t == arrow::Type::LARGE_LIST) {
+    return "; a list whose rows all hold n items reads once cast to fixed_size_list (pyarrow: "
+           "table.cast(...) with pa.list_(type, n)); ragged lists go as bytes";
+  }
+  if (t == arrow::Type::DICTIONARY) return "; decode it first (pyarrow: column.dictionary_decode())";
+  return "";
+}
 
 absl::StatusOr<ColumnPlan> PlanColumn(const arrow::Field& field, const std::string& file) {
   const std::shared_ptr<arrow::DataType>& type = field.type();
+  if (IsBinary(type->id())) {
+    return ColumnPlan{ColumnPlan::Kind::kBytes, ColumnSpec{field.name(), DType::kUInt8, Shape{}, /*ragged=*/true}};
+  }
+  if (const int child = BytesChild(*type); child >= 0) {
+    return ColumnPlan{ColumnPlan::Kind::kBytes, ColumnSpec{field.name(), DType::kUInt8, Shape{}, /*ragged=*/true}, 1,
+                      child};
+  }
   switch (type->id()) {
-    case arrow::Type::BINARY:
-    case arrow::Type::STRING:
-    case arrow::Type::LARGE_BINARY:
-    case arrow::Type::LARGE_STRING:
-      return ColumnPlan{ColumnPlan::Kind::kBytes, ColumnSpec{field.name(), DType::kUInt8, Shape{}, /*ragged=*/true}};
     case arrow::Type::FIXED_SIZE_BINARY: {
       const int64_t width = static_cast<const arrow::FixedSizeBinaryType&>(*type).byte_width();
       return ColumnPlan{ColumnPlan::Kind::kFixedBytes, ColumnSpec{field.name(), DType::kUInt8, Shape{width}}, width};
@@ -134,7 +161,9 @@ absl::StatusOr<ColumnPlan> PlanColumn(const arrow::Field& field, const std::stri
   if (!dtype) {
     return absl::InvalidArgumentError(absl::StrCat(
         "column '", field.name(), "' of ", file, " is ", type->ToString(),
-        ": sluice reads binary, string, fixed_size_binary, integers, floats, bool, and fixed_size_list of those"));
+        ": sluice reads binary, string, fixed_size_binary, integers, floats, bool, fixed_size_list of those, "
+        "and a struct's binary 'bytes' (an image or audio column of Hugging Face datasets)",
+        TypeHint(*type)));
   }
   int64_t per_row = 1;
   for (int64_t d : dims) per_row *= d;
@@ -517,9 +546,17 @@ class ColumnarReader : public SplitReader {
 
   // The row group's columns that the source reads, in its order.
   absl::Status TakeColumns(const std::shared_ptr<arrow::RecordBatch>& batch, const std::string& where) {
-    for (const std::string& name : shape_.names) {
+    for (size_t c = 0; c < shape_.names.size(); ++c) {
+      const std::string& name = shape_.names[c];
       std::shared_ptr<arrow::Array> column = batch->GetColumnByName(name);
       if (column == nullptr) return absl::DataLossError(absl::StrCat(where, " has no column '", name, "'"));
+      if (const int child = shape_.plans[c].bytes_child; child >= 0 && column->type_id() == arrow::Type::STRUCT) {
+        // The child's values, null where the struct is (an image stored by
+        // path only has null bytes: a corrupt record).
+        auto bytes = static_cast<const arrow::StructArray&>(*column).GetFlattenedField(child, DecodePool());
+        SLUICE_RETURN_IF_ERROR(FromArrow(bytes.status(), absl::StrCat("cannot read column '", name, "' of ", where)));
+        column = *std::move(bytes);
+      }
       has_nulls_ |= AnyNull(*column);
       columns_.push_back(std::move(column));
     }
