@@ -17,12 +17,18 @@ not the values they read. What even that cannot pickle is named by its
 qualified name.
 cloudpickle's own bytes are no identity: classes defined in `__main__`
 carry a random tracker id.
+
+A numpy memmap goes by reference (its file, offset, dtype and shape), as a
+forked process would share its pages: pickled by value, a 200 MB token
+file a function or dataset held was copied into the pipeline and into
+each process.
 """
 
 import base64
 import hashlib
 import importlib
 import io
+import mmap
 import pickle
 import sys
 import types
@@ -44,6 +50,9 @@ def dumps(obj, who):
             name = _module_subclass_name(obj)
             if name is not None:
                 return importlib.import_module, (name,)
+            mapped = _memmap_reference(obj)
+            if mapped is not None:
+                return _open_memmap, mapped
             return super().reducer_override(obj)
 
     try:
@@ -53,6 +62,28 @@ def dumps(obj, who):
     except Exception as e:  # noqa: BLE001 (whatever the pickler raises is the reason)
         raise TypeError(f"{who}: {_describe(obj)} cannot be sent to sluice's Python processes: "
                         f"{type(e).__name__}: {e}") from None
+
+
+def _memmap_reference(obj):
+    """The arguments of _open_memmap that map what the numpy memmap `obj`
+    (or a contiguous slice of one) views, or None: not a memmap, or one
+    that is no contiguous stretch of its file."""
+    np = sys.modules.get("numpy")
+    if np is None or not isinstance(obj, np.memmap) or obj.size == 0 or not obj.flags.c_contiguous:
+        return None
+    mapping, filename = getattr(obj, "_mmap", None), getattr(obj, "filename", None)
+    if mapping is None or filename is None or mapping.closed:
+        return None
+    # numpy maps from the offset rounded down to the allocation granularity.
+    mapped_from = obj.offset - obj.offset % mmap.ALLOCATIONGRANULARITY
+    at = mapped_from + obj.ctypes.data - np.frombuffer(mapping, np.uint8).ctypes.data
+    # A process's writes stay its own, as a pickled copy's would.
+    return filename, obj.dtype, "r" if obj.mode == "r" else "c", at, obj.shape
+
+
+def _open_memmap(filename, dtype, mode, offset, shape):
+    import numpy as np
+    return np.memmap(filename, dtype=dtype, mode=mode, offset=offset, shape=shape)
 
 
 def _module_subclass_name(obj):

@@ -233,3 +233,27 @@ def test_the_dataset_file_of_a_trainer_killed_9_is_removed_by_the_next_one(tmp_p
     files = os.listdir(tmp_path)
     assert left not in files and len(files) == 1, files  # this process's live one stays
     assert [int(b["x"]) for b in kept] == [2]
+
+
+def test_a_memmap_a_dataset_or_function_holds_goes_by_its_file_not_its_bytes(tmp_path, monkeypatch):
+    # Pickled by value, a 200 MB token file was copied into the pipeline
+    # and into each process.
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    import tempfile
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    np.arange(1 << 22, dtype=np.uint16).tofile(tmp_path / "train.bin")  # 8 MiB
+    tokens = np.memmap(tmp_path / "train.bin", dtype=np.uint16, mode="r")
+    pipe = sluice.from_dataset(user_code.TokenWindows(tokens[1024:], 256), processes=1, shuffle=False).batch(64)
+    first = next(iter(pipe))["x"]
+    np.testing.assert_array_equal(first, np.arange(1024, 1024 + 64 * 256).reshape(64, 256))
+    pickles = list(tmp_path.glob("sluice-dataset-*.pickle"))
+    assert len(pickles) == 1 and pickles[0].stat().st_size < 64 << 10
+
+    def window(sample):
+        i = int(sample["i"])
+        return {"x": np.asarray(tokens[i * 8:i * 8 + 8], np.int32)}
+    op = (sluice.arrays({"i": np.arange(100, dtype=np.int64)})
+          .map(sluice.ops.python(window, {"x": ("int32", (8,))}, processes=1)).batch(100))
+    assert len(op.to_json()) < 64 << 10
+    np.testing.assert_array_equal(next(iter(op))["x"], np.arange(800).reshape(100, 8))
+

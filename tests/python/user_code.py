@@ -128,6 +128,19 @@ class LazyFile:
         return {"byte": self.file.read(1)[0]}
 
 
+class TokenWindows:
+    """nanoGPT's data: windows of a token file held as a numpy memmap."""
+
+    def __init__(self, tokens, block):
+        self.tokens, self.block = tokens, block
+
+    def __len__(self):
+        return len(self.tokens) // self.block
+
+    def __getitem__(self, i):
+        return {"x": np.asarray(self.tokens[i * self.block:(i + 1) * self.block], np.int32)}
+
+
 def make_squares():
     return Squares(200)
 
