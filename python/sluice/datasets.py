@@ -2,6 +2,7 @@
 a pool of Python processes (sluice.from_dataset), or an iterable's items in
 order in one process (sluice.from_generator)."""
 
+import atexit
 import fcntl
 import os
 import pickle
@@ -36,10 +37,28 @@ def _remove_orphans(directory):
             continue  # locked: its process lives; or gone already
 
 
+_WRITTEN = {}  # the dataset files not yet removed: path -> the pid that wrote it
+
+
+@atexit.register
+def _remove_written():
+    """At exit (and in sluice.torch.exit_rank), the files of pipelines still
+    held (a loader in a global): nothing else would remove them."""
+    for path, pid in list(_WRITTEN.items()):
+        if pid != os.getpid():
+            continue  # a forked child's copy of the table
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+        _WRITTEN.pop(path, None)
+
+
 class _PickleFile(_Owned):
     """The dataset pickled by value (cloudpickle: its class may be the
     script's or a notebook's) for the processes to load; removed with the
-    last pipeline made of it, or by a later process if this one is killed."""
+    last pipeline made of it, at exit, or by a later process if this one is
+    killed."""
 
     path = None  # until the file is written: a dataset that cannot be sent has none
 
@@ -50,6 +69,7 @@ class _PickleFile(_Owned):
         _remove_orphans(tempfile.gettempdir())
         with tempfile.NamedTemporaryFile(prefix=_PREFIX, suffix=_SUFFIX, delete=False) as f:
             self.path = f.name
+            _WRITTEN[self.path] = os.getpid()
             f.write(data)
         self._lock = open(self.path, "rb")  # held while this process lives
         fcntl.flock(self._lock, fcntl.LOCK_SH)
@@ -67,6 +87,7 @@ class _PickleFile(_Owned):
     def __del__(self):
         try:
             if self.path is not None and self._mine():
+                _WRITTEN.pop(self.path, None)
                 os.unlink(self.path)
         except OSError:
             pass

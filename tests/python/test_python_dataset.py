@@ -257,3 +257,19 @@ def test_a_memmap_a_dataset_or_function_holds_goes_by_its_file_not_its_bytes(tmp
     assert len(op.to_json()) < 64 << 10
     np.testing.assert_array_equal(next(iter(op))["x"], np.arange(800).reshape(100, 8))
 
+
+@pytest.mark.parametrize("ending", ["", "import sluice.torch; sluice.torch.exit_rank()"])
+def test_a_dataset_file_goes_with_the_process_that_held_its_pipeline(tmp_path, ending):
+    # A loader held in a global outlived the interpreter's collection, and
+    # exit_rank skipped it: its file stayed in /tmp.
+    import os
+    import subprocess
+    import sys
+    script = (f"import sys; sys.path.insert(0, {os.path.dirname(user_code.__file__)!r})\n"
+              "import sluice, user_code\n"
+              "pipe = sluice.from_dataset(user_code.Squares(100), names=('image', 'label'), processes=1).batch(10)\n"
+              f"next(iter(pipe))\n{ending}\n")
+    subprocess.run([sys.executable, "-c", script], env=dict(os.environ, TMPDIR=str(tmp_path)), check=True,
+                   timeout=120)
+    assert not list(tmp_path.glob("sluice-dataset-*"))
+
