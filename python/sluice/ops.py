@@ -152,6 +152,10 @@ def _spec(name, value):
     dtype, shape = value
     if isinstance(shape, int):
         raise ValueError(f"ops.python: outputs[{name!r}]'s shape is a list of dims, e.g. [{shape}]; got {shape!r}")
+    if any(d is None for d in shape):
+        raise ValueError(f"ops.python: outputs[{name!r}] has a dimension None: a python op's outputs have fixed "
+                         "shapes (pad or cut variable-length values, e.g. token ids, to a length, and return the "
+                         "length as a column of its own)")
     return f"{name}: {np.dtype(dtype).name}[{','.join(str(int(d)) for d in shape)}]"
 
 

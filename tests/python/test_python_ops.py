@@ -167,6 +167,8 @@ def test_an_outputs_declaration_that_declares_nothing_or_no_spec_is_refused():
         ops.python(fns.invert, outputs="label")
     with pytest.raises(ValueError, match=r"outputs\['image'\] must be \(dtype, shape\).*got 'uint8'"):
         ops.python(fns.invert, outputs={"image": "uint8"})
+    with pytest.raises(ValueError, match=r"outputs\['ids'\] has a dimension None: .* fixed shapes"):
+        ops.python(fns.invert, outputs={"ids": ("int32", (None,))})
 
 
 def test_a_wrong_output_names_the_column_and_both_specs():
