@@ -291,8 +291,18 @@ class _Items:
             a = a.astype(c["np_dtype"])  # Python floats and bools, as from_dataset declared them
         if a.dtype != c["np_dtype"] or list(a.shape) != list(c["shape"]):
             raise TypeError(f"{self.label.format(index)}['{c['name']}'] is {a.dtype}{list(a.shape)}, declared "
-                            f"{c['dtype']}{list(c['shape'])} (as the first): items must agree, or give bytes")
+                            f"{c['dtype']}{list(c['shape'])} (as the first): items must agree, or give bytes"
+                            + _varying_hint(c["name"], a))
         return a
+
+
+def _varying_hint(name, a):
+    """What to do with a column whose values vary in shape."""
+    if a.dtype == np.uint8 and (a.ndim == 2 or a.ndim == 3 and a.shape[2] in (1, 3)):
+        return f" (images of varying sizes: from_dataset(..., images=[{name!r}]), then a decode op)"
+    if a.ndim == 1:
+        return " (values of varying length, token ids say: pad them to one length in __getitem__, or give bytes)"
+    return ""
 
 
 def _serve_dataset(sock, memory_fd, dataset, items):

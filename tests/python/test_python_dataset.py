@@ -114,6 +114,8 @@ def test_into_a_torch_training_loop():
     ("raise", "python dataset 'Faulty' failed making dataset\\[37\\]:.*RuntimeError: index 37 is missing on disk"),
     ("shape", "dataset\\[37\\]\\['x'\\] is float32\\[3, 3\\], declared float32\\[2, 2\\]"),
     ("exit", "python dataset 'Faulty': its Python process \\(pid \\d+\\) exited with status 5 making dataset\\[37\\]"),
+    ("image", "dataset\\[37\\]\\['x'\\] is uint8\\[6, 5, 3\\].*images=\\['x'\\]"),
+    ("tokens", "dataset\\[37\\]\\['x'\\] is int32\\[5\\].*pad them to one length"),
 ])
 def test_a_failing_item_is_an_error_naming_its_index(how, says):
     pipe = sluice.from_dataset(user_code.Faulty(how), processes=2).batch(10)

@@ -161,7 +161,7 @@ def blob(i):
 
 
 class Faulty:
-    """Fails in one of three ways at index 37, as `how` says."""
+    """Fails in one of five ways at index 37, as `how` says."""
 
     def __init__(self, how):
         self.how = how
@@ -174,6 +174,10 @@ class Faulty:
             raise RuntimeError("index 37 is missing on disk")
         if i == 37 and self.how == "exit":
             os._exit(5)
+        if self.how == "image":  # a photo of another size
+            return {"x": np.zeros((6 if i == 37 else 4, 5, 3), np.uint8), "i": i}
+        if self.how == "tokens":  # a longer text
+            return {"x": np.zeros(5 if i == 37 else 3, np.int32), "i": i}
         shape = (3, 3) if i == 37 and self.how == "shape" else (2, 2)
         return {"x": np.zeros(shape, np.float32), "i": i}
 
