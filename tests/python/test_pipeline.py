@@ -6,6 +6,7 @@ import json
 import re
 import statistics
 import struct
+import subprocess
 import threading
 
 import numpy as np
@@ -408,6 +409,34 @@ def test_a_sigint_handler_can_save_the_state_of_the_pass_it_interrupts(tmp_path)
     assert f"resumed {list(range(30, 100))}" in out
 
 
+def test_gzip_compressed_tfrecords_read_as_the_plain_ones_and_resume(tmp_path, cifar_dir):
+    # TensorFlow's GZIP option (TFX writes its examples so).
+    import gzip
+    plain = sorted(cifar_dir.glob("*.tfrecord"))[:2]
+    for f in plain:
+        (tmp_path / (f.name + ".gz")).write_bytes(gzip.compress(f.read_bytes()))
+
+    def pipe(files):
+        return sluice.tfrecord(files, {"image": ("bytes", 3072), "label": "int64"}, shuffle_splits=True).batch(100)
+    want = [(b["image"].tobytes(), b["label"].tolist()) for b in pipe([str(f) for f in plain])]
+    compressed = pipe(str(tmp_path / "*.gz"))
+    assert [(b["image"].tobytes(), b["label"].tolist()) for b in compressed] == want
+    whole = [b["label"].tolist() for b in compressed.iterate(0)]
+    it = compressed.iterate(0)
+    seen = [b["label"].tolist() for _, b in zip(range(7), it)]
+    assert seen + [b["label"].tolist() for b in compressed.iterate(state=it.state())] == whole
+    # A cut one is skipped whole under "skip", the others read.
+    (tmp_path / "cut.gz").write_bytes(gzip.compress(plain[0].read_bytes())[:-100])
+    it = iter(sluice.tfrecord([str(tmp_path / "cut.gz"), str(tmp_path / (plain[1].name + ".gz"))],
+                              {"label": "int64"}, on_corrupt="skip").batch(1000))
+    second = sum(len(b["label"]) for b in sluice.tfrecord(str(plain[1]), {"label": "int64"}).batch(1000))
+    assert sum(len(b["label"]) for b in it) == second and it.skipped == 1
+    assert "cut.gz: gzip data damaged" in it.skip_summary
+    indexed = subprocess.run(["sluice", "index", str(tmp_path / (plain[0].name + ".gz"))], capture_output=True,
+                             text=True, timeout=60)
+    assert indexed.returncode != 0 and "GZIP-compressed: it is read whole" in indexed.stderr
+
+
 @pytest.mark.parametrize("damage, error, message", [
     # (how the first file is damaged, the exception, the message with {path})
     (lambda d: d[:-5], sluice.DataLossError, "truncated record in {path} at offset"),
@@ -415,8 +444,8 @@ def test_a_sigint_handler_can_save_the_state_of_the_pass_it_interrupts(tmp_path)
      r"length crc mismatch\) in {path} at offset 0"),
     (lambda d: b"this is not a TFRecord file at all, just text", sluice.DataLossError,
      r"in {path} at offset 0 \(is this a TFRecord file\?\)"),
-    (lambda d: __import__("gzip").compress(d), sluice.DataLossError,
-     r"in {path} at offset 0 \(the file is GZIP-compressed; sluice reads uncompressed TFRecords"),
+    (lambda d: __import__("gzip").compress(d)[:-100], sluice.DataLossError,
+     r"{path}: gzip data damaged near compressed byte \d+: the file ends within a gzip member"),
     (lambda d: __import__("zlib").compress(d), sluice.DataLossError,
      r"in {path} at offset 0 \(the file looks ZLIB-compressed"),
 ])

@@ -5,6 +5,7 @@
 #include <limits>
 #include <map>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -14,6 +15,7 @@
 #include "sluice/core/status_macros.h"
 #include "sluice/io/cifar_source.h"
 #include "sluice/io/crc32c.h"
+#include "sluice/io/gzip_inflater.h"
 #include "sluice/io/idx_file.h"
 #include "sluice/io/random_access_file.h"
 #include "sluice/io/tfrecord_reader.h"
@@ -145,6 +147,14 @@ absl::Status Inspect(const InspectArgs& args) {
   uint32_t length_crc;
   std::memcpy(&length_crc, head + 8, 4);
   if (got == 12 && io::UnmaskCrc(length_crc) == io::Crc32c(head, 8)) return InspectTfRecord(args);
+  if (io::IsGzip(reinterpret_cast<const char*>(head), got)) return InspectTfRecord(args);  // TensorFlow's GZIP
+  const absl::string_view start(reinterpret_cast<const char*>(head), got);
+  if (absl::StartsWith(start, "PAR1") || absl::StartsWith(start, "ARROW1")) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        args.file, " is a ", start[0] == 'P' ? "Parquet" : "Arrow IPC",
+        " file: inspect prints TFRecord, IDX and CIFAR-10 records; a columnar file's schema is what "
+        "`pipe.schema` of sluice.parquet(...) or sluice.arrow_ipc(...) says, and pyarrow shows its row groups"));
+  }
   if (file->size() > 0 && file->size() % io::kCifarRecordBytes == 0) return InspectCifar(args, *file);
   return absl::InvalidArgumentError(
       absl::StrCat("cannot tell the format of ", args.file,

@@ -8,10 +8,9 @@
 namespace sluice::io {
 
 absl::Status ArchiveStream::OpenArchive(archive* a) {
-  char head[2];
-  absl::StatusOr<size_t> got = file_->Read(0, sizeof(head), head);
-  if (!got.ok()) return read_status_ = got.status();
-  if (IsGzip(head, *got)) gzip_ = std::make_unique<GzipInflater>(file_.get());
+  absl::StatusOr<bool> gzip = IsGzipFile(*file_);
+  if (!gzip.ok()) return read_status_ = gzip.status();
+  if (*gzip) gzip_ = std::make_unique<GzipInflater>(file_.get());
   archive_read_set_read_callback(a, &ArchiveStream::Read);
   archive_read_set_skip_callback(a, &ArchiveStream::Skip);
   archive_read_set_callback_data(a, this);

@@ -36,6 +36,12 @@ bool IsGzip(const char* head, size_t n) {
   return n >= 2 && static_cast<uint8_t>(head[0]) == 0x1f && static_cast<uint8_t>(head[1]) == 0x8b;
 }
 
+absl::StatusOr<bool> IsGzipFile(const RandomAccessFile& file) {
+  char head[2];
+  SLUICE_ASSIGN_OR_RETURN(const size_t got, file.Read(0, sizeof(head), head));
+  return IsGzip(head, got);
+}
+
 GzipInflater::GzipInflater(const RandomAccessFile* file) : file_(file), state_(std::make_unique<inflate_state>()) {
   isal_inflate_init(state_.get());
   state_->crc_flag = ISAL_GZIP;

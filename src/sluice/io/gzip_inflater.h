@@ -17,6 +17,8 @@ namespace sluice::io {
 
 // True when `head` (a file's first bytes) starts a gzip member.
 bool IsGzip(const char* head, size_t n);
+// Whether `file` starts a gzip member (its read's error as it is).
+absl::StatusOr<bool> IsGzipFile(const RandomAccessFile& file);
 
 class GzipInflater {
  public:

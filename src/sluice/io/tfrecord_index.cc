@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/io/crc32c.h"
+#include "sluice/io/gzip_inflater.h"
 #include "sluice/io/object_store.h"
 #include "sluice/io/random_access_file.h"
 #include "sluice/io/tfrecord_reader.h"
@@ -39,6 +40,16 @@ std::string TfRecordIndexPath(const std::string& tfrecord_path) {
 }
 
 absl::StatusOr<int64_t> WriteTfRecordIndex(const std::string& tfrecord_path) {
+  {
+    SLUICE_ASSIGN_OR_RETURN(const std::unique_ptr<RandomAccessFile> file, RandomAccessFile::Open(tfrecord_path));
+    SLUICE_ASSIGN_OR_RETURN(const bool gzip, IsGzipFile(*file));
+    if (gzip) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(tfrecord_path,
+                       " is GZIP-compressed: it is read whole, as one split (a record within it is reached only "
+                       "by decompressing what comes before), so it takes no index; gunzip it to index it"));
+    }
+  }
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<TfRecordReader> reader, TfRecordReader::Open(tfrecord_path));
   std::vector<uint64_t> offsets;
   while (true) {

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/io/crc32c.h"
+#include "sluice/io/gzip_file.h"
 
 namespace sluice::io {
 namespace {
@@ -29,6 +30,11 @@ uint32_t LoadU32(const uint8_t* p) {
 
 absl::StatusOr<std::unique_ptr<TfRecordReader>> TfRecordReader::Open(const std::string& path, Options options) {
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file, RandomAccessFile::Open(path));
+  SLUICE_ASSIGN_OR_RETURN(const bool gzip, IsGzipFile(*file));
+  // TensorFlow's GZIP option: its records are framed within the gzip data.
+  if (gzip) {
+    SLUICE_ASSIGN_OR_RETURN(file, GzipFile::Open(std::move(file)));
+  }
   return std::unique_ptr<TfRecordReader>(new TfRecordReader(std::move(file), options));
 }
 
@@ -170,15 +176,12 @@ void TfRecordReader::SkipMapped(const FileMapping& file, int64_t target) {
 namespace {
 
 // Why a file's first frame does not check, from its first bytes (a
-// header's 12 were read): TensorFlow's writers compress with GZIP or ZLIB
-// when asked.
+// header's 12 were read): TensorFlow's writers compress with ZLIB when
+// asked (GZIP ones are read).
 std::string FirstFrameHint(const uint8_t* header) {
-  const char* unsupported = " sluice reads uncompressed TFRecords: write them with compression_type None, or ";
-  if (header[0] == 0x1f && header[1] == 0x8b) {
-    return absl::StrCat(" (the file is GZIP-compressed;", unsupported, "gunzip it)");
-  }
   if (header[0] == 0x78 && (header[0] * 256 + header[1]) % 31 == 0) {
-    return absl::StrCat(" (the file looks ZLIB-compressed;", unsupported, "inflate it)");
+    return " (the file looks ZLIB-compressed; sluice reads uncompressed and GZIP TFRecords: write them with "
+           "compression_type None or GZIP, or inflate it)";
   }
   return " (is this a TFRecord file?)";
 }

@@ -58,6 +58,13 @@ class TfRecordSplitReader : public SplitReader {
   int64_t end_record_;
 };
 
+// The reader of a file skipped whole.
+class NothingLeft : public SplitReader {
+ public:
+  absl::StatusOr<int64_t> Read(int64_t, BatchBuilder*) override { return 0; }
+  absl::StatusOr<int64_t> Skip(int64_t) override { return 0; }
+};
+
 class TfRecordSource : public SourceFormat {
  public:
   TfRecordSource(std::vector<std::string> files, std::vector<std::vector<uint64_t>> offsets, int64_t split_records)
@@ -109,8 +116,14 @@ class TfRecordSource : public SourceFormat {
     options.skip_log = skip_log;
     const std::vector<uint64_t>& offsets = offsets_[split.file];
     if (!offsets.empty()) options.record_offsets = &offsets;
-    SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<TfRecordReader> reader,
-                            TfRecordReader::Open((*files_)[split.file], options));
+    absl::StatusOr<std::unique_ptr<TfRecordReader>> opened = TfRecordReader::Open((*files_)[split.file], options);
+    if (!opened.ok() && absl::IsDataLoss(opened.status()) && skip_log != nullptr) {
+      // A GZIP file whose gzip data is damaged: none of it is read.
+      skip_log->Add((*files_)[split.file], 1, 0, absl::StrCat(opened.status().message(), " (skipped the file)"));
+      return std::unique_ptr<SplitReader>(new NothingLeft());
+    }
+    if (!opened.ok()) return opened.status();
+    std::unique_ptr<TfRecordReader> reader = *std::move(opened);
     // A record range: from its first record's offset to the next range's.
     if (split.begin_record > 0 && !offsets.empty()) reader->Seek(offsets[split.begin_record], split.begin_record);
     if (split.begin_record > 0 && offsets.empty()) {

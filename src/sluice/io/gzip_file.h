@@ -1,0 +1,42 @@
+// A gzip-compressed file read as its decompressed bytes: TFRecords written
+// with TensorFlow's GZIP option (TFX writes them so by default).
+#ifndef SLUICE_IO_GZIP_FILE_H_
+#define SLUICE_IO_GZIP_FILE_H_
+
+#include <memory>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "sluice/io/gzip_inflater.h"
+#include "sluice/io/random_access_file.h"
+
+namespace sluice::io {
+
+// size() is the decompressed size, found by decompressing the whole file
+// once at Open (every member's CRC checked there). Reads forward
+// decompress as they go; a read behind the last starts again from the
+// file's start (readers of records read forward). Not mappable.
+class GzipFile : public RandomAccessFile {
+ public:
+  // DataLoss naming the file when its gzip data is damaged or cut.
+  static absl::StatusOr<std::unique_ptr<RandomAccessFile>> Open(std::unique_ptr<RandomAccessFile> compressed);
+
+  absl::StatusOr<size_t> Read(uint64_t offset, size_t n, void* dst) const override;
+
+ private:
+  GzipFile(std::unique_ptr<RandomAccessFile> compressed, uint64_t size);
+  // n decompressed bytes into dst (nullptr: passed over); fewer at the end.
+  absl::StatusOr<size_t> Inflate(size_t n, char* dst) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  std::unique_ptr<RandomAccessFile> compressed_;
+  mutable absl::Mutex mu_;
+  mutable std::unique_ptr<GzipInflater> inflater_ ABSL_GUARDED_BY(mu_);
+  mutable uint64_t position_ ABSL_GUARDED_BY(mu_) = 0;
+  mutable std::vector<char> sink_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace sluice::io
+
+#endif  // SLUICE_IO_GZIP_FILE_H_
