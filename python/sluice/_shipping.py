@@ -29,6 +29,7 @@ import hashlib
 import importlib
 import io
 import mmap
+import os
 import pickle
 import sys
 import types
@@ -77,12 +78,28 @@ def _memmap_reference(obj):
     # numpy maps from the offset rounded down to the allocation granularity.
     mapped_from = obj.offset - obj.offset % mmap.ALLOCATIONGRANULARITY
     at = mapped_from + obj.ctypes.data - np.frombuffer(mapping, np.uint8).ctypes.data
+    try:
+        size = os.path.getsize(filename)
+    except OSError:
+        return None  # unlinked since it was mapped: by value
     # A process's writes stay its own, as a pickled copy's would.
-    return filename, obj.dtype, "r" if obj.mode == "r" else "c", at, obj.shape
+    return filename, size, obj.dtype, "r" if obj.mode == "r" else "c", at, obj.shape
 
 
-def _open_memmap(filename, dtype, mode, offset, shape):
+def _open_memmap(filename, size, dtype, mode, offset, shape):
+    """The memmap, mapped again; an error naming the file where it is not
+    the one mapped (a service worker on another machine needs it at the same
+    path, as it needs a source's files)."""
     import numpy as np
+    try:
+        found = os.path.getsize(filename)
+    except OSError as e:
+        raise FileNotFoundError(f"a numpy memmap of {filename} travels by its path, which this process cannot "
+                                f"open ({e}): give it the file at the same path, or open the memmap inside the "
+                                "function or dataset") from None
+    if found != size:
+        raise ValueError(f"a numpy memmap of {filename} ({size} bytes) travels by its path, but the file there "
+                         f"has {found} bytes: it changed, or this machine has another file at that path")
     return np.memmap(filename, dtype=dtype, mode=mode, offset=offset, shape=shape)
 
 

@@ -233,9 +233,9 @@ class TorchIterable(torch.utils.data.IterableDataset):
             self._checked = True
         try:
             yield from self._batches()
-        except _sluice.SluiceError as e:
+        except Exception as e:  # not `except _sluice.SluiceError`: a generator closed at exit finds _sluice None
             # Other launchers than torchrun prefix no rank to a rank's output.
-            if self.world_size > 1:
+            if isinstance(e, _sluice.SluiceError) and self.world_size > 1:
                 e.args = (f"rank {self.rank} of {self.world_size}: {e}",)
             raise
 

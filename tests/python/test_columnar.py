@@ -340,6 +340,19 @@ def test_a_hugging_face_image_column_reads_as_its_encoded_bytes(tmp_path):
         list(sluice.parquet(str(tmp_path / "by_path.parquet"), shuffle=False))
 
 
+def test_image_columns_of_other_layouts_in_two_files_are_named_or_read_by_each_files_layout(tmp_path):
+    struct = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
+    flipped = pa.struct([("path", pa.string()), ("bytes", pa.binary())])
+    pq.write_table(pa.table({"image": pa.array([{"bytes": b"a0", "path": "p0"}], struct)}), tmp_path / "a.parquet")
+    pq.write_table(pa.table({"image": pa.array([b"b0"], pa.binary())}), tmp_path / "b.parquet")
+    pq.write_table(pa.table({"image": pa.array([{"path": "p1", "bytes": b"c0"}], flipped)}), tmp_path / "c.parquet")
+    with pytest.raises(sluice.InvalidArgumentError, match=r"column 'image' is a struct in .*a\.parquet but no struct"):
+        sluice.parquet([str(tmp_path / "a.parquet"), str(tmp_path / "b.parquet")]).schema
+    got = [bytes(r["image"]) for r in sluice.parquet([str(tmp_path / "a.parquet"), str(tmp_path / "c.parquet")],
+                                                      shuffle=False)]
+    assert got == [b"a0", b"c0"]
+
+
 def test_a_list_column_says_how_to_cast_it(tmp_path):
     pq.write_table(pa.table({"tokens": pa.array([[1, 2], [3, 4]], pa.list_(pa.int32()))}), tmp_path / "t.parquet")
     with pytest.raises(sluice.InvalidArgumentError, match=r"list<.*fixed_size_list.*pa\.list_\(type, n\)"):

@@ -207,3 +207,16 @@ def test_a_rank_from_the_environment_that_cannot_be_is_named(mnist_dir, monkeypa
     with pytest.raises(ValueError) as raised:
         sluice.torch.TorchIterable(mnist(mnist_dir))
     assert said in str(raised.value)
+
+
+def test_a_loader_left_mid_epoch_at_exit_prints_nothing():
+    import subprocess
+    import sys
+    # The generator closed at the interpreter's exit evaluated
+    # `except _sluice.SluiceError` with the module's globals gone.
+    script = ("import numpy as np, sluice, sluice.torch\n"
+              "loader = sluice.torch.TorchIterable(sluice.arrays({'x': np.arange(1000, dtype=np.int64)}).batch(10))\n"
+              "it = iter(loader)\n"
+              "next(it)\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and "Exception ignored" not in out.stderr, out.stderr

@@ -8,6 +8,7 @@
 namespace sluice::io {
 
 absl::Status ArchiveStream::OpenArchive(archive* a) {
+  if (file_->size() == 0) return absl::DataLossError(absl::StrCat("cannot read ", file_->path(), ": an empty file"));
   absl::StatusOr<bool> gzip = IsGzipFile(*file_);
   if (!gzip.ok()) return read_status_ = gzip.status();
   if (*gzip) gzip_ = std::make_unique<GzipInflater>(file_.get());

@@ -29,6 +29,9 @@ class ArchiveStream {
   // The error of the last read that failed (the file's, not the archive's:
   // a store that went away is no damage to the data); OK if none did.
   const absl::Status& read_status() const { return read_status_; }
+  // Whether a gzip file's data was found damaged (checked per member, at
+  // its end: what was read before it went unchecked).
+  bool gzip_damaged() const { return gzip_ != nullptr && gzip_->damaged(); }
   // After the archive's end: checks what is left of a compressed file (a
   // gzip's last CRC follows the tar's end marker). A read error is also
   // read_status().

@@ -550,7 +550,13 @@ class ColumnarReader : public SplitReader {
       const std::string& name = shape_.names[c];
       std::shared_ptr<arrow::Array> column = batch->GetColumnByName(name);
       if (column == nullptr) return absl::DataLossError(absl::StrCat(where, " has no column '", name, "'"));
-      if (const int child = shape_.plans[c].bytes_child; child >= 0 && column->type_id() == arrow::Type::STRUCT) {
+      // Its own file's layout: the children's order may differ between files.
+      const int child = BytesChild(*column->type());
+      if ((child >= 0) != (shape_.plans[c].bytes_child >= 0)) {
+        return absl::DataLossError(absl::StrCat(where, "'s column '", name, "' is ", column->type()->ToString(),
+                                                ", not of the layout it had when the files were listed"));
+      }
+      if (child >= 0) {
         // The child's values, null where the struct is (an image stored by
         // path only has null bytes: a corrupt record).
         auto bytes = static_cast<const arrow::StructArray&>(*column).GetFlattenedField(child, DecodePool());
@@ -714,6 +720,12 @@ absl::StatusOr<std::unique_ptr<SourceFormat>> MakeColumnarSource(ColumnarFormat 
     } else {
       for (size_t c = 0; c < plans.size(); ++c) {
         const ColumnSpec &a = shape.plans[c].spec, &b = plans[c].spec;
+        if ((shape.plans[c].bytes_child >= 0) != (plans[c].bytes_child >= 0)) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("column '", a.name, "' is ", shape.plans[c].bytes_child >= 0 ? "a struct" : "no struct",
+                           " in ", paths[0], " but ", plans[c].bytes_child >= 0 ? "a struct" : "no struct", " in ",
+                           paths[f], ": every file must hold it with one layout"));
+        }
         if (a.dtype != b.dtype || a.shape != b.shape || a.ragged != b.ragged) {
           return absl::InvalidArgumentError(absl::StrCat("column '", a.name, "' is ", DTypeName(a.dtype),
                                                          a.shape.ToString(), " in ", paths[0], " but ",

@@ -155,20 +155,13 @@ absl::StatusOr<std::string> LocalPattern(const std::string& pattern) {
   return pattern;
 }
 
-// The names `pattern` stands for: itself when it names a file, as it is
-// (a name with braces in it), else its braces expanded.
+// The names `pattern` stands for: its braces expanded (an object URL's
+// before its query).
 absl::StatusOr<std::vector<std::string>> BraceNames(const std::string& pattern) {
-  if (pattern.find('{') == std::string::npos || IsObjectUrl(pattern)) {
-    if (!IsObjectUrl(pattern)) return std::vector<std::string>{pattern};
-    // An object URL's query is taken as it is.
-    const size_t query = std::min(pattern.find('?'), pattern.size());
-    SLUICE_ASSIGN_OR_RETURN(std::vector<std::string> names, ExpandBraces(pattern.substr(0, query)));
-    for (std::string& name : names) name += pattern.substr(query);
-    return names;
-  }
-  std::error_code ec;
-  if (std::filesystem::exists(pattern, ec)) return std::vector<std::string>{GlobEscape(pattern)};
-  return ExpandBraces(pattern);
+  const size_t query = IsObjectUrl(pattern) ? std::min(pattern.find('?'), pattern.size()) : pattern.size();
+  SLUICE_ASSIGN_OR_RETURN(std::vector<std::string> names, ExpandBraces(pattern.substr(0, query)));
+  for (std::string& name : names) name += pattern.substr(query);
+  return names;
 }
 
 }  // namespace
@@ -177,6 +170,12 @@ absl::StatusOr<std::vector<std::string>> ExpandFilePatterns(const std::vector<st
   if (patterns.empty()) return absl::InvalidArgumentError("no files given");
   std::vector<std::string> files;
   for (const std::string& given : patterns) {
+    std::error_code missing;
+    if (!IsObjectUrl(given) && std::filesystem::exists(given, missing)) {
+      // A file of that very name ("pipe:x", "a{1,2}.tar") is itself.
+      SLUICE_RETURN_IF_ERROR(AppendMatches(GlobEscape(given), GlobEscape(given), &files));
+      continue;
+    }
     if (!IsObjectUrl(given) && !absl::StartsWith(given, "file:")) {
       if (std::optional<absl::Status> refused = UnreadableUrl(given)) return *refused;
     }

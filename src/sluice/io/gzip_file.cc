@@ -1,8 +1,12 @@
 #include "sluice/io/gzip_file.h"
 
 #include <algorithm>
+#include <optional>
+#include <string>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "sluice/core/status_macros.h"
 
 namespace sluice::io {
@@ -14,19 +18,58 @@ absl::Status Named(const absl::Status& status, const RandomAccessFile& file) {
   return absl::Status(status.code(), absl::StrCat(file.path(), ": ", status.message()));
 }
 
-}  // namespace
+// Decompressed sizes of the files opened, by path, compressed size and
+// last 8 bytes: later epochs decompress a file once, not twice.
+class InflatedSizes {
+ public:
+  static InflatedSizes& Get() {
+    static InflatedSizes* sizes = new InflatedSizes();
+    return *sizes;
+  }
+  std::optional<uint64_t> Find(const std::string& key) {
+    absl::MutexLock lock(&mu_);
+    auto it = sizes_.find(key);
+    return it == sizes_.end() ? std::nullopt : std::optional<uint64_t>(it->second);
+  }
+  void Keep(const std::string& key, uint64_t size) {
+    absl::MutexLock lock(&mu_);
+    sizes_[key] = size;
+  }
 
-absl::StatusOr<std::unique_ptr<RandomAccessFile>> GzipFile::Open(std::unique_ptr<RandomAccessFile> compressed) {
-  GzipInflater counter(compressed.get());
+ private:
+  absl::Mutex mu_;
+  absl::flat_hash_map<std::string, uint64_t> sizes_ ABSL_GUARDED_BY(mu_);
+};
+
+absl::StatusOr<std::string> SizeKey(const RandomAccessFile& file) {
+  char tail[8] = {};
+  const uint64_t at = file.size() - std::min<uint64_t>(file.size(), sizeof(tail));
+  SLUICE_ASSIGN_OR_RETURN(const size_t got, file.Read(at, sizeof(tail), tail));
+  return absl::StrCat(file.path(), "\n", file.size(), "\n", absl::string_view(tail, got));
+}
+
+absl::StatusOr<uint64_t> InflatedSize(const RandomAccessFile& file) {
+  GzipInflater counter(&file);
   std::vector<char> sink(kPiece);
   uint64_t size = 0;
   while (true) {
     absl::StatusOr<size_t> got = counter.Read(sink.data(), sink.size());
-    if (!got.ok()) return counter.damaged() ? Named(got.status(), *compressed) : got.status();
-    if (*got == 0) break;
+    if (!got.ok()) return counter.damaged() ? Named(got.status(), file) : got.status();
+    if (*got == 0) return size;
     size += *got;
   }
-  return std::unique_ptr<RandomAccessFile>(new GzipFile(std::move(compressed), size));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<RandomAccessFile>> GzipFile::Open(std::unique_ptr<RandomAccessFile> compressed) {
+  SLUICE_ASSIGN_OR_RETURN(const std::string key, SizeKey(*compressed));
+  std::optional<uint64_t> size = InflatedSizes::Get().Find(key);
+  if (!size) {
+    SLUICE_ASSIGN_OR_RETURN(size, InflatedSize(*compressed));
+    InflatedSizes::Get().Keep(key, *size);
+  }
+  return std::unique_ptr<RandomAccessFile>(new GzipFile(std::move(compressed), *size));
 }
 
 GzipFile::GzipFile(std::unique_ptr<RandomAccessFile> compressed, uint64_t size)
@@ -42,7 +85,21 @@ absl::StatusOr<size_t> GzipFile::Read(uint64_t offset, size_t n, void* dst) cons
     SLUICE_ASSIGN_OR_RETURN(const size_t passed, Inflate(std::min<uint64_t>(offset - position_, kPiece), nullptr));
     if (passed == 0) return 0;  // past the end
   }
-  return Inflate(n, static_cast<char*>(dst));
+  const uint64_t end = size();
+  SLUICE_ASSIGN_OR_RETURN(
+      const size_t got,
+      Inflate(static_cast<size_t>(std::min<uint64_t>(n, end - std::min(end, offset))), static_cast<char*>(dst)));
+  if (position_ == end) SLUICE_RETURN_IF_ERROR(CheckEnd());
+  return got;
+}
+
+absl::Status GzipFile::CheckEnd() const {
+  char past;
+  SLUICE_ASSIGN_OR_RETURN(const size_t more, Inflate(1, &past));
+  if (more == 0) return absl::OkStatus();
+  inflater_.reset();
+  return absl::DataLossError(
+      absl::StrCat(path(), " holds more than the ", size(), " bytes it held when first read: it changed since"));
 }
 
 absl::StatusOr<size_t> GzipFile::Inflate(size_t n, char* dst) const {

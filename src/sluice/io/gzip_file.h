@@ -15,9 +15,13 @@
 namespace sluice::io {
 
 // size() is the decompressed size, found by decompressing the whole file
-// once at Open (every member's CRC checked there). Reads forward
-// decompress as they go; a read behind the last starts again from the
-// file's start (readers of records read forward). Not mappable.
+// at its first Open in the process (every member's CRC checked there) and
+// kept by its path, compressed size and last 8 bytes (its last member's
+// CRC and length). Reads forward decompress as they go; a read behind the
+// last starts again from the file's start (readers of records read
+// forward). A read that reaches the end checks that the data ends there
+// and its last CRC, so a file changed since is an error, never a silent
+// cut. Not mappable.
 class GzipFile : public RandomAccessFile {
  public:
   // DataLoss naming the file when its gzip data is damaged or cut.
@@ -29,6 +33,8 @@ class GzipFile : public RandomAccessFile {
   GzipFile(std::unique_ptr<RandomAccessFile> compressed, uint64_t size);
   // n decompressed bytes into dst (nullptr: passed over); fewer at the end.
   absl::StatusOr<size_t> Inflate(size_t n, char* dst) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // At size(): OK when the gzip data ends there too, its CRCs checked.
+  absl::Status CheckEnd() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   std::unique_ptr<RandomAccessFile> compressed_;
   mutable absl::Mutex mu_;

@@ -50,6 +50,7 @@ GzipInflater::GzipInflater(const RandomAccessFile* file) : file_(file), state_(s
 GzipInflater::~GzipInflater() = default;
 
 absl::StatusOr<size_t> GzipInflater::Read(char* out, size_t n) {
+  if (!damage_.ok()) return damage_;  // ISA-L would go on past a member whose CRC failed
   inflate_state& s = *state_;
   s.next_out = reinterpret_cast<uint8_t*>(out);
   s.avail_out = static_cast<uint32_t>(std::min<size_t>(n, UINT32_MAX));
@@ -126,9 +127,8 @@ absl::Status GzipInflater::NextMember() {
 }
 
 absl::Status GzipInflater::Damage(const std::string& what) {
-  damaged_ = true;
   const uint64_t at = input_offset_ + static_cast<uint64_t>(state_->next_in - input_.data());
-  return absl::DataLossError(absl::StrCat("gzip data damaged near compressed byte ", at, ": ", what));
+  return damage_ = absl::DataLossError(absl::StrCat("gzip data is damaged near compressed byte ", at, ": ", what));
 }
 
 }  // namespace sluice::io

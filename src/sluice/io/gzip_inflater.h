@@ -37,8 +37,9 @@ class GzipInflater {
   // Decompresses what is left unread (the bytes after a tar's end marker),
   // checking it as Read does.
   absl::Status Finish();
-  // Whether the last error came from damage rather than from reading.
-  bool damaged() const { return damaged_; }
+  // Whether an error came from damage rather than from reading: every
+  // later Read returns it again.
+  bool damaged() const { return !damage_.ok(); }
 
  private:
   absl::Status Refill();
@@ -51,7 +52,7 @@ class GzipInflater {
   uint64_t input_offset_ = 0;  // the file's offset of input_[0]
   uint64_t read_offset_ = 0;   // the file's offset read up to
   bool ended_ = false;
-  bool damaged_ = false;
+  absl::Status damage_;
 };
 
 }  // namespace sluice::io

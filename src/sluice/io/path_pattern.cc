@@ -78,12 +78,23 @@ std::vector<std::string> Alternatives(const std::string& inside) {
 
 // `{first..last[..step]}`'s names, numbers or letters; empty when `inside`
 // is no sequence.
+// A sequence's bound as bash reads it: digits after an optional sign (no
+// spaces), short enough that no arithmetic on it overflows.
+bool ReadBound(const std::string& text, int64_t* value) {
+  const size_t digits = !text.empty() && (text[0] == '-' || text[0] == '+') ? 1 : 0;
+  if (text.size() <= digits || text.size() > digits + 15) return false;
+  for (size_t i = digits; i < text.size(); ++i) {
+    if (!std::isdigit(static_cast<unsigned char>(text[i]))) return false;
+  }
+  return absl::SimpleAtoi(text, value);
+}
+
 absl::StatusOr<std::vector<std::string>> Sequence(const std::string& inside) {
   const std::vector<std::string> ends = absl::StrSplit(inside, "..");
   if (ends.size() != 2 && ends.size() != 3) return std::vector<std::string>();
   int64_t step = 1;
-  if (ends.size() == 3 && (!absl::SimpleAtoi(ends[2], &step) || step == 0)) return std::vector<std::string>();
-  step = std::abs(step);
+  if (ends.size() == 3 && !ReadBound(ends[2], &step)) return std::vector<std::string>();
+  step = std::max<int64_t>(std::abs(step), 1);  // bash takes a step of 0 as 1
   const auto letter = [](const std::string& e) {
     return e.size() == 1 && std::isalpha(static_cast<unsigned char>(e[0]));
   };
@@ -91,9 +102,9 @@ absl::StatusOr<std::vector<std::string>> Sequence(const std::string& inside) {
   size_t width = 0;
   if (letter(ends[0]) && letter(ends[1])) {
     first = ends[0][0], last = ends[1][0];
-  } else if (absl::SimpleAtoi(ends[0], &first) && absl::SimpleAtoi(ends[1], &last)) {
+  } else if (ReadBound(ends[0], &first) && ReadBound(ends[1], &last)) {
     const auto padded = [](const std::string& e) {
-      const size_t digits = e[0] == '-' ? 1 : 0;
+      const size_t digits = e[0] == '-' || e[0] == '+' ? 1 : 0;
       return e.size() > digits + 1 && e[digits] == '0';
     };
     if (padded(ends[0]) || padded(ends[1])) width = std::max(ends[0].size(), ends[1].size());
@@ -127,7 +138,7 @@ absl::Status ExpandFrom(const std::string& pattern, size_t from, std::vector<std
     }
     if (pattern[open] != '{') continue;
     const size_t close = ClosingBrace(pattern, open);
-    if (close == std::string::npos) break;
+    if (close == std::string::npos) continue;  // unclosed: a later brace may close
     const std::string inside = pattern.substr(open + 1, close - open - 1);
     std::vector<std::string> names = Alternatives(inside);
     if (names.size() < 2) {

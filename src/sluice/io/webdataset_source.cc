@@ -76,8 +76,7 @@ class WebDatasetReader : public SplitReader {
         const absl::Status checked = stream_->Finish();
         if (!checked.ok()) {
           if (!stream_->read_status().ok()) return checked;
-          SLUICE_RETURN_IF_ERROR(Corrupt(
-              absl::StrCat("the shard is damaged after its last member ", last_member_, " (", checked.message(), ")")));
+          SLUICE_RETURN_IF_ERROR(GzipDamaged(checked.message()));
           break;
         }
         if (!sample_.key.empty()) SLUICE_RETURN_IF_ERROR(Emit(out, &rows));
@@ -236,7 +235,16 @@ class WebDatasetReader : public SplitReader {
     done_ = true;
     if (!stream_->read_status().ok()) return stream_->read_status();  // the store's error, not damage
     const char* why = archive_error_string(archive_);
+    if (stream_->gzip_damaged()) return GzipDamaged(why ? why : "unknown");
     return Corrupt(absl::StrCat("the tar is truncated or damaged ", where, " (", why ? why : "unknown", ")"));
+  }
+
+  // Where the damage lies is unknown: gzip checks a member's bytes at its end.
+  absl::Status GzipDamaged(absl::string_view why) {
+    done_ = true;
+    return Corrupt(absl::StrCat("the shard's ", why, "; the samples before were handed on unchecked (gzip checks a ",
+                                "member's data at its end) and the rest is lost (read after member ", last_member_,
+                                ")"));
   }
 
   const std::string& path_;
