@@ -235,7 +235,7 @@ class TorchIterable(torch.utils.data.IterableDataset):
             yield from self._batches()
         except Exception as e:  # not `except _sluice.SluiceError`: a generator closed at exit finds _sluice None
             # Other launchers than torchrun prefix no rank to a rank's output.
-            if isinstance(e, _sluice.SluiceError) and self.world_size > 1:
+            if self.world_size > 1 and isinstance(e, _sluice.SluiceError):
                 e.args = (f"rank {self.rank} of {self.world_size}: {e}",)
             raise
 

@@ -39,6 +39,8 @@ TEST(ExpandBraces, ExpandsAsBashInOrder) {
   EXPECT_THAT(names("{1..3..0}"), ElementsAre("1", "2", "3"));
   EXPECT_THAT(names("f{ 1..2}"), ElementsAre("f{ 1..2}"));
   EXPECT_THAT(names("f{+1..2}"), ElementsAre("f1", "f2"));
+  EXPECT_THAT(names("{+01..2}"), ElementsAre("1", "2"));
+  EXPECT_THAT(names("{-01..1}"), ElementsAre("-01", "000", "001"));
   EXPECT_THAT(names("{0..9999999999999999999}"), ElementsAre("{0..9999999999999999999}"));
   EXPECT_THAT(names("\\{a,b}"), ElementsAre("\\{a,b}"));
   EXPECT_THAT(ExpandBraces("{0..9999999}"), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("10000000 names")));

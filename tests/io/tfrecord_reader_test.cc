@@ -51,6 +51,16 @@ TEST_F(TfRecordReaderTest, ReadsWhatTheWriterWrote) {
   EXPECT_THAT(records, ::testing::ElementsAre(std::string(10, 'a'), std::string(20, 'b'), std::string(30, 'c')));
 }
 
+// A first record of 35,615 (0x8b1f) or 559,903 (0x088b1f) bytes starts the
+// file with gzip's magic (and method): it is a record, not gzip data.
+TEST_F(TfRecordReaderTest, AFileStartingWithGzipsMagicAsALengthIsRead) {
+  for (const size_t first : {size_t{35615}, size_t{559903}}) {
+    testing::WriteTfRecords(path_, {std::string(first, 'x'), std::string(10, 'y')});
+    ASSERT_OK_AND_ASSIGN(auto records, ReadAll());
+    EXPECT_THAT(records, ::testing::ElementsAre(std::string(first, 'x'), std::string(10, 'y')));
+  }
+}
+
 TEST_F(TfRecordReaderTest, FlippedLengthByteIsDataLossAtItsOffset) {
   testing::IncrementByte(path_, 26 + 1);  // the length of record 1
   EXPECT_THAT(ReadAll(),

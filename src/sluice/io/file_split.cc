@@ -180,6 +180,10 @@ absl::StatusOr<std::vector<std::string>> ExpandFilePatterns(const std::vector<st
       if (std::optional<absl::Status> refused = UnreadableUrl(given)) return *refused;
     }
     SLUICE_ASSIGN_OR_RETURN(const std::string pattern, LocalPattern(given));
+    if (pattern != given && std::filesystem::exists(pattern, missing)) {
+      SLUICE_RETURN_IF_ERROR(AppendMatches(GlobEscape(pattern), GlobEscape(pattern), &files));
+      continue;
+    }
     SLUICE_ASSIGN_OR_RETURN(const std::vector<std::string> names, BraceNames(pattern));
     for (const std::string& name : names) SLUICE_RETURN_IF_ERROR(AppendMatches(name, given, &files));
   }

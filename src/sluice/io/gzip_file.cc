@@ -5,6 +5,7 @@
 #include <string>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "sluice/core/status_macros.h"
@@ -13,6 +14,8 @@ namespace sluice::io {
 namespace {
 
 constexpr size_t kPiece = size_t{1} << 20;
+
+constexpr absl::string_view kDamage = "sluice.io.gzip_damage";
 
 absl::Status Named(const absl::Status& status, const RandomAccessFile& file) {
   return absl::Status(status.code(), absl::StrCat(file.path(), ": ", status.message()));
@@ -54,7 +57,12 @@ absl::StatusOr<uint64_t> InflatedSize(const RandomAccessFile& file) {
   uint64_t size = 0;
   while (true) {
     absl::StatusOr<size_t> got = counter.Read(sink.data(), sink.size());
-    if (!got.ok()) return counter.damaged() ? Named(got.status(), file) : got.status();
+    if (!got.ok() && !counter.damaged()) return got.status();
+    if (!got.ok()) {
+      absl::Status damage = Named(got.status(), file);
+      damage.SetPayload(kDamage, absl::Cord("1"));
+      return damage;
+    }
     if (*got == 0) return size;
     size += *got;
   }
@@ -75,7 +83,10 @@ absl::StatusOr<std::unique_ptr<RandomAccessFile>> GzipFile::Open(std::unique_ptr
 GzipFile::GzipFile(std::unique_ptr<RandomAccessFile> compressed, uint64_t size)
     : RandomAccessFile(compressed->path(), size), compressed_(std::move(compressed)) {}
 
+bool GzipFile::IsDamage(const absl::Status& status) { return status.GetPayload(kDamage).has_value(); }
+
 absl::StatusOr<size_t> GzipFile::Read(uint64_t offset, size_t n, void* dst) const {
+  if (offset >= size()) return 0;
   absl::MutexLock lock(&mu_);
   if (inflater_ == nullptr || offset < position_) {
     inflater_ = std::make_unique<GzipInflater>(compressed_.get());

@@ -24,10 +24,14 @@ namespace sluice::io {
 // cut. Not mappable.
 class GzipFile : public RandomAccessFile {
  public:
-  // DataLoss naming the file when its gzip data is damaged or cut.
+  // DataLoss naming the file when its gzip data is damaged or cut (such an
+  // error answers IsDamage); a read error of the file as it is.
   static absl::StatusOr<std::unique_ptr<RandomAccessFile>> Open(std::unique_ptr<RandomAccessFile> compressed);
 
   absl::StatusOr<size_t> Read(uint64_t offset, size_t n, void* dst) const override;
+
+  // Whether `status` is Open's error for damaged gzip data, not a failed read.
+  static bool IsDamage(const absl::Status& status);
 
  private:
   GzipFile(std::unique_ptr<RandomAccessFile> compressed, uint64_t size);

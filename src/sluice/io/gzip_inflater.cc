@@ -33,11 +33,11 @@ const char* InflateProblem(int code) {
 }  // namespace
 
 bool IsGzip(const char* head, size_t n) {
-  return n >= 2 && static_cast<uint8_t>(head[0]) == 0x1f && static_cast<uint8_t>(head[1]) == 0x8b;
+  return n >= 3 && static_cast<uint8_t>(head[0]) == 0x1f && static_cast<uint8_t>(head[1]) == 0x8b && head[2] == 8;
 }
 
 absl::StatusOr<bool> IsGzipFile(const RandomAccessFile& file) {
-  char head[2];
+  char head[3];
   SLUICE_ASSIGN_OR_RETURN(const size_t got, file.Read(0, sizeof(head), head));
   return IsGzip(head, got);
 }
@@ -100,7 +100,7 @@ absl::Status GzipInflater::Refill() {
 // allows), or damage.
 absl::Status GzipInflater::NextMember() {
   inflate_state& s = *state_;
-  if (s.avail_in < 2) SLUICE_RETURN_IF_ERROR(Refill());
+  if (s.avail_in < 3) SLUICE_RETURN_IF_ERROR(Refill());
   if (s.avail_in == 0) {
     ended_ = true;
     return absl::OkStatus();

@@ -15,7 +15,8 @@ struct inflate_state;
 
 namespace sluice::io {
 
-// True when `head` (a file's first bytes) starts a gzip member.
+// True when `head` (a file's first bytes) starts a gzip member (its magic
+// and deflate's method byte).
 bool IsGzip(const char* head, size_t n);
 // Whether `file` starts a gzip member (its read's error as it is).
 absl::StatusOr<bool> IsGzipFile(const RandomAccessFile& file);

@@ -103,9 +103,9 @@ absl::StatusOr<std::vector<std::string>> Sequence(const std::string& inside) {
   if (letter(ends[0]) && letter(ends[1])) {
     first = ends[0][0], last = ends[1][0];
   } else if (ReadBound(ends[0], &first) && ReadBound(ends[1], &last)) {
-    const auto padded = [](const std::string& e) {
-      const size_t digits = e[0] == '-' || e[0] == '+' ? 1 : 0;
-      return e.size() > digits + 1 && e[digits] == '0';
+    const auto padded = [](const std::string& e) {  // bash pads "-01", not "+01"
+      const size_t digits = e[0] == '-' ? 1 : 0;
+      return e[0] != '+' && e.size() > digits + 1 && e[digits] == '0';
     };
     if (padded(ends[0]) || padded(ends[1])) width = std::max(ends[0].size(), ends[1].size());
   } else {

@@ -8,7 +8,6 @@
 #include "absl/strings/str_cat.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/io/crc32c.h"
-#include "sluice/io/gzip_inflater.h"
 #include "sluice/io/object_store.h"
 #include "sluice/io/random_access_file.h"
 #include "sluice/io/tfrecord_reader.h"
@@ -42,7 +41,7 @@ std::string TfRecordIndexPath(const std::string& tfrecord_path) {
 absl::StatusOr<int64_t> WriteTfRecordIndex(const std::string& tfrecord_path) {
   {
     SLUICE_ASSIGN_OR_RETURN(const std::unique_ptr<RandomAccessFile> file, RandomAccessFile::Open(tfrecord_path));
-    SLUICE_ASSIGN_OR_RETURN(const bool gzip, IsGzipFile(*file));
+    SLUICE_ASSIGN_OR_RETURN(const bool gzip, IsGzipTfRecord(*file));
     if (gzip) {
       return absl::InvalidArgumentError(
           absl::StrCat(tfrecord_path,

@@ -28,9 +28,16 @@ uint32_t LoadU32(const uint8_t* p) {
 
 }  // namespace
 
+absl::StatusOr<bool> IsGzipTfRecord(const RandomAccessFile& file) {
+  uint8_t head[kHeaderBytes];
+  SLUICE_ASSIGN_OR_RETURN(const size_t got, file.Read(0, sizeof(head), head));
+  if (got == kHeaderBytes && UnmaskCrc(LoadU32(head + 8)) == Crc32c(head, 8)) return false;
+  return IsGzip(reinterpret_cast<const char*>(head), got);
+}
+
 absl::StatusOr<std::unique_ptr<TfRecordReader>> TfRecordReader::Open(const std::string& path, Options options) {
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file, RandomAccessFile::Open(path));
-  SLUICE_ASSIGN_OR_RETURN(const bool gzip, IsGzipFile(*file));
+  SLUICE_ASSIGN_OR_RETURN(const bool gzip, IsGzipTfRecord(*file));
   // TensorFlow's GZIP option: its records are framed within the gzip data.
   if (gzip) {
     SLUICE_ASSIGN_OR_RETURN(file, GzipFile::Open(std::move(file)));

@@ -7,6 +7,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "sluice/core/status_macros.h"
+#include "sluice/io/gzip_file.h"
 #include "sluice/io/tfrecord_index.h"
 #include "sluice/io/tfrecord_reader.h"
 
@@ -117,7 +118,7 @@ class TfRecordSource : public SourceFormat {
     const std::vector<uint64_t>& offsets = offsets_[split.file];
     if (!offsets.empty()) options.record_offsets = &offsets;
     absl::StatusOr<std::unique_ptr<TfRecordReader>> opened = TfRecordReader::Open((*files_)[split.file], options);
-    if (!opened.ok() && absl::IsDataLoss(opened.status()) && skip_log != nullptr) {
+    if (!opened.ok() && GzipFile::IsDamage(opened.status()) && skip_log != nullptr) {
       // A GZIP file whose gzip data is damaged: none of it is read.
       skip_log->Add((*files_)[split.file], 1, 0, absl::StrCat(opened.status().message(), " (skipped the file)"));
       return std::unique_ptr<SplitReader>(new NothingLeft());
