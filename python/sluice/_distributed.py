@@ -2,8 +2,10 @@
 pipeline's shard for it (docs/distributed.md)."""
 
 import copy
+import datetime
 import hashlib
 import os
+import sys
 
 from sluice import _checks
 
@@ -30,9 +32,11 @@ def job(rank=None, world_size=None):
     if dist is not None:
         return _checked(dist.get_rank(), dist.get_world_size(), "torch.distributed")
     if "WORLD_SIZE" in os.environ:
-        if "RANK" not in os.environ and os.environ["WORLD_SIZE"].strip() != "1":
-            raise ValueError(f"WORLD_SIZE={os.environ['WORLD_SIZE']!r} is set but RANK is not (torchrun sets both; "
-                             "LOCAL_RANK is the rank on its node only): set RANK, or give rank and world_size")
+        if _rank_pending():
+            # Lightning's ddp strategy starts its ranks with WORLD_SIZE and
+            # LOCAL_RANK, and RANK only in init_process_group: the loader
+            # takes the job at its first pass (late_job).
+            return 0, 1, "one process"
         try:
             rank, world_size = int(os.environ.get("RANK", "0")), int(os.environ["WORLD_SIZE"])
         except ValueError:
@@ -40,6 +44,20 @@ def job(rank=None, world_size=None):
                              "are not numbers") from None
         return _checked(rank, world_size, "RANK/WORLD_SIZE")
     return 0, 1, "one process"
+
+
+def late_job():
+    """job() at the first pass of a loader made as one process: the process
+    group or RANK may have come since."""
+    if _dist() is None and _rank_pending():
+        raise ValueError(f"WORLD_SIZE={os.environ['WORLD_SIZE']!r} is set but RANK is not, and torch.distributed is "
+                         "not initialized (torchrun sets both; LOCAL_RANK is the rank on its node only): set RANK, "
+                         "initialize the process group before the first pass, or give rank and world_size")
+    return job()
+
+
+def _rank_pending():
+    return "WORLD_SIZE" in os.environ and "RANK" not in os.environ and os.environ["WORLD_SIZE"].strip() != "1"
 
 
 def _checked(rank, world_size, source):
@@ -144,14 +162,13 @@ def check_ranks_agree(fingerprint, listing, definition, world_size, resume, epoc
             "uneven mode": shard.get("uneven") or "drop", "pipeline": fingerprint, "files": listing,
             "resumed state": digest or "none (no state loaded)", "epoch": epoch}
     index = shard.get("index", 0) if shard else None
+    _wait_for_every_rank(dist, world_size)
     everyone = [None] * dist.get_world_size()
     try:
         dist.all_gather_object(everyone, (mine, index))
     except RuntimeError as e:  # a timeout, or a rank gone after its own timeout
-        raise RuntimeError(
-            f"sluice.torch: the ranks' check of this loader failed ({e}). If it waited for ranks that never came: "
-            "every rank of the process group iterates a loader that spans the group, at the same time; a loader "
-            "one rank iterates alone (evaluation on rank 0) takes rank=0, world_size=1") from e
+        raise RuntimeError(f"sluice.torch: the ranks' check of this loader failed ({e}). If it waited for ranks "
+                           f"that never came: {_EVERY_RANK_ITERATES}") from e
     for what in mine:
         values = {}
         for rank, (theirs, _) in enumerate(everyone):
@@ -160,6 +177,53 @@ def check_ranks_agree(fingerprint, listing, definition, world_size, resume, epoc
             detail = "; ".join(f"ranks {ranks}: {value}" for value, ranks in values.items())
             raise ValueError(f"the ranks disagree on the {what}: {detail}" + _WHY.get(what, ""))
     _check_own_shards([theirs_index for _, theirs_index in everyone])
+
+
+_EVERY_RANK_ITERATES = (
+    "every rank of the process group iterates a loader that spans the group, at the same time. A framework that "
+    "iterates on rank 0 only and sends the batches on (accelerate's prepare() of a DataLoader around the "
+    "TorchIterable, dispatching batches as it does by default) must be given the TorchIterable itself "
+    "(docs/distributed.md); a loader one rank iterates alone (evaluation on rank 0) takes rank=0, world_size=1")
+
+_PATIENCE = datetime.timedelta(seconds=60)  # before saying which ranks the first pass waits for
+_passes_checked = 0
+
+
+def _wait_for_every_rank(dist, world_size):
+    """Waits, through the process group's store, until every rank's loader
+    has come to its check. A rank that never iterates would leave the others
+    in the collective after this for the group's whole timeout (30 minutes
+    by default), saying nothing, or matched against a collective of another
+    kind (the one that sends a framework's batches on): after a minute this
+    says which ranks it waits for, and at the store's timeout it fails
+    naming them."""
+    global _passes_checked
+    try:
+        store = dist.distributed_c10d._get_default_store()
+    except (AttributeError, RuntimeError, ValueError):  # torch's own name for it; the collective still checks
+        return
+    prefix = f"sluice/loader-check/{_passes_checked}/"
+    _passes_checked += 1  # the n-th check of every rank meets the others' n-th
+    keys = [f"{prefix}{rank}" for rank in range(world_size)]
+    store.set(keys[dist.get_rank()], b"")
+    patience = min(_PATIENCE, store.timeout / 2)  # said before a short timeout too
+    try:
+        store.wait(keys, patience)
+        return
+    except RuntimeError:  # torch's DistStoreError at the timeout
+        pass
+    sys.stderr.write(f"sluice.torch: rank {dist.get_rank()} has waited {patience.total_seconds():g} s for ranks "
+                     f"{_absent(store, keys)} to start this loader's first pass: {_EVERY_RANK_ITERATES}\n")
+    sys.stderr.flush()
+    try:  # in all, the store's timeout: the group's
+        store.wait(keys, store.timeout - patience)
+    except RuntimeError:
+        raise RuntimeError(f"sluice.torch: rank {dist.get_rank()}: ranks {_absent(store, keys)} never started this "
+                           f"loader's first pass (waited {store.timeout}): {_EVERY_RANK_ITERATES}") from None
+
+
+def _absent(store, keys):
+    return [rank for rank, key in enumerate(keys) if not store.check([key])]
 
 
 def _check_own_shards(indexes):

@@ -52,7 +52,9 @@ class TorchIterable(torch.utils.data.IterableDataset):
     equal on all), and a step's global batch is the same samples whatever
     the number of ranks (docs/distributed.md). The rank and world size come
     from torch.distributed when it is initialized, else from torchrun's
-    RANK and WORLD_SIZE, unless `rank` and `world_size` are given; the
+    RANK and WORLD_SIZE, unless `rank` and `world_size` are given (a loader
+    made before the process group, or with WORLD_SIZE but no RANK yet as
+    Lightning starts its ranks, takes them at its first pass); the
     pipeline's batch is each rank's. A pipeline without a shard node gets
     one right after its source; one whose shard node leaves the count to
     the job (``pipe.shard()``) gets this rank's. What it took is said in one
@@ -139,14 +141,16 @@ class TorchIterable(torch.utils.data.IterableDataset):
                 pipeline.engine  # noqa: B018 (made here, on that device)
 
     def _bind_late_process_group(self):
-        """A loader made before init_process_group took the job for one
-        process: every rank would train on the whole epoch. It takes the
-        group's ranks at its first pass instead."""
-        dist = _distributed._dist()
-        if self._source != "one process" or dist is None or dist.get_world_size() == 1:
+        """A loader made before init_process_group (or before its launcher
+        set RANK) took the job for one process: every rank would train on
+        the whole epoch. It takes the job's ranks at its first pass instead."""
+        if self._source != "one process":
             return
-        self._bind(dist.get_rank(), dist.get_world_size(),
-                   "torch.distributed, initialized after this loader was made")
+        rank, world_size, source = _distributed.late_job()
+        if world_size == 1:
+            return
+        self._bind(rank, world_size, "torch.distributed, initialized after this loader was made"
+                   if source == "torch.distributed" else f"{source}, set after this loader was made")
         if self._loaded_samples is not None:  # a state loaded before: divided among the group's ranks
             self.samples = self._loaded_samples // self.world_size
 

@@ -20,8 +20,8 @@ pipeline once more after training, with a loader of its own (rank 0 of 1)
 while the others wait at a barrier, and write its sample count to
 OUT/eval.txt. --same-shard gives every rank shard 0 (the ranks' check
 must refuse it). --alone-unmarked has rank 0 iterate a loader alone
-without saying rank=0, world_size=1 (the process group's timeout is 5 s
-then): its check waits for ranks that never come and must fail saying why.
+without saying rank=0, world_size=1 (the process group's timeout is 30 s
+then): its check waits for ranks that never come and must say so.
 """
 
 import argparse
@@ -74,7 +74,9 @@ def main():
     p.add_argument("--resume-rank0-only", action="store_true")
     args = p.parse_args()
     if args.alone_unmarked:
-        dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=5))
+        from sluice import _distributed
+        _distributed._PATIENCE = datetime.timedelta(seconds=2)  # said long before rank 1's barrier times out
+        dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=30))
         if dist.get_rank() == 0:
             list(sluice.torch.TorchIterable(pipeline(args.seed).batch(10), quiet=True))
         dist.barrier()

@@ -524,7 +524,8 @@ def test_a_rank_killed_mid_epoch_restarts_from_the_checkpoint_and_trains_each_sa
                                                              "ranks [1]: none (no state loaded)"]),
     (["--epochs", "1", "--scale-per-rank"], ["the ranks disagree on the pipeline: ranks [0]: ",
                                              "an attribute set per rank, such as the rank or a path of its own"]),
-    (["--alone-unmarked"], ["the ranks' check of this loader failed", "takes rank=0, world_size=1"]),
+    (["--alone-unmarked"], ["rank 0 has waited 2 s for ranks [1] to start this loader's first pass",
+                            "takes rank=0, world_size=1"]),
 ])
 def test_ranks_that_would_train_wrongly_fail_naming_why(tmp_path, args, said):
     if "--resume" in args:  # a checkpoint first

@@ -1,6 +1,8 @@
 """sluice.torch: torch tensors without a copy, in a plain loop, in a
 DataLoader, and in a few training steps."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -195,18 +197,33 @@ def test_set_epoch_with_a_loaded_state_resumes_its_epoch_or_refuses_another(mnis
     assert sum(1 for _ in again) == 6
 
 
-@pytest.mark.parametrize("env, said", [
-    ({"WORLD_SIZE": "2", "RANK": "2"}, "rank 2 of world size 2 (RANK/WORLD_SIZE): the rank must be in [0, world_size)"),
-    ({"WORLD_SIZE": "2", "LOCAL_RANK": "1"}, "WORLD_SIZE='2' is set but RANK is not"),
-])
-def test_a_rank_from_the_environment_that_cannot_be_is_named(mnist_dir, monkeypatch, env, said):
+def _environment(monkeypatch, env):
     for key in ("WORLD_SIZE", "RANK", "LOCAL_RANK"):
         monkeypatch.delenv(key, raising=False)
     for key, value in env.items():
         monkeypatch.setenv(key, value)
-    with pytest.raises(ValueError) as raised:
+
+
+def test_a_rank_from_the_environment_that_cannot_be_is_named(mnist_dir, monkeypatch):
+    _environment(monkeypatch, {"WORLD_SIZE": "2", "RANK": "2"})
+    with pytest.raises(ValueError, match=re.escape("rank 2 of world size 2 (RANK/WORLD_SIZE): the rank must be in "
+                                                   "[0, world_size)")):
         sluice.torch.TorchIterable(mnist(mnist_dir))
-    assert said in str(raised.value)
+
+
+def test_a_world_size_without_a_rank_waits_for_the_rank_until_the_first_pass(mnist_dir, monkeypatch, capfd):
+    # Lightning's ddp strategy starts its ranks with WORLD_SIZE and
+    # LOCAL_RANK, and sets RANK in init_process_group.
+    _environment(monkeypatch, {"WORLD_SIZE": "2", "LOCAL_RANK": "1"})
+    loader = sluice.torch.TorchIterable(mnist(mnist_dir))
+    with pytest.raises(ValueError, match="WORLD_SIZE='2' is set but RANK is not, and torch.distributed is not "
+                                         "initialized"):
+        next(iter(loader))
+    monkeypatch.setenv("RANK", "1")
+    rows = sum(len(batch["label"]) for batch in loader)
+    assert (loader.rank, loader.world_size) == (1, 2)
+    assert rows == 300  # half of 600
+    assert "rank 1 of 2 (RANK/WORLD_SIZE, set after this loader was made)" in capfd.readouterr().err
 
 
 def test_a_loader_left_mid_epoch_at_exit_prints_nothing():
