@@ -13,12 +13,15 @@ import time
 
 SLOW_DOWN = (b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>SlowDown</Code>'
              b"<Message>Please reduce your request rate.</Message></Error>")
+INVALID_TOKEN = (b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>InvalidToken</Code>'
+                 b"<Message>The provided token is malformed or otherwise invalid.</Message></Error>")
 HOP_BY_HOP = {"transfer-encoding", "connection", "keep-alive"}
 
 
 class FaultProxy:
     """Listens on 127.0.0.1 (`port`) in front of the store at `target`.
-    `faults` are among "503", "reset", "stall" and "truncate"; `injected`
+    `faults` are among "503", "400" (a session token refused), "reset",
+    "stall" and "truncate"; `injected`
     counts the faults sent, by kind."""
 
     def __init__(self, target, faults, every=3, methods=("GET", "HEAD"), stall_s=30.0, at=None, match="",
@@ -100,8 +103,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         fault = proxy.draw(self.command, f"{self.path} {self.headers.get('Range', '')}")
         if proxy.on_request is not None:
             proxy.on_request(self.command, self.path)
-        if fault == "503":
-            return self._slow_down()
+        if fault in ("503", "400"):
+            return self._refuse(*((503, "Slow Down", SLOW_DOWN) if fault == "503" else (400, "Bad Request",
+                                                                                         INVALID_TOKEN)))
         upstream = http.client.HTTPConnection("127.0.0.1", proxy.target, timeout=60)
         try:
             upstream.request(self.command, self.path, body=body, headers=dict(self.headers.items()))
@@ -130,11 +134,12 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
     do_GET = do_HEAD = do_PUT = do_POST = do_DELETE = _forward
 
-    def _slow_down(self):
-        self.wfile.write(_head(503, "Slow Down", [("Content-Type", "application/xml"),
-                                                  ("Content-Length", str(len(SLOW_DOWN)))]))
+    def _refuse(self, status, reason, body):
+        """An S3 error reply (a HEAD's without its body)."""
+        self.wfile.write(_head(status, reason, [("Content-Type", "application/xml"),
+                                                ("Content-Length", str(len(body)))]))
         if self.command != "HEAD":
-            self.wfile.write(SLOW_DOWN)
+            self.wfile.write(body)
 
     def _close(self, reset):
         """Ends the connection mid-reply: with a TCP reset, as a dropped

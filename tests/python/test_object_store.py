@@ -921,6 +921,24 @@ def test_a_stores_transient_faults_are_retried_and_every_sample_read_once(store,
         proxy.close()
 
 
+@pytest.mark.parametrize("named", ["one", "glob"])
+def test_a_refused_session_token_fails_at_once_not_as_a_store_that_is_down(store, cifar_dir, named):
+    # S3 answers an invalid or expired session token with a 400 (a HEAD's
+    # without a body): it was retried for the store's whole timeout, then
+    # called unavailable.
+    proxy = FaultProxy(int(store.endpoint.rsplit(":", 1)[1]), ["400"], every=1)
+    key = sorted(cifar_dir.glob("*.tfrecord"))[0].name if named == "one" else "*.tfrecord"
+    url = f"s3://train/cifar/{key}?{proxy.url_query()}"
+    try:
+        with pytest.raises(sluice.PermissionDeniedError) as refused:
+            next(iter(augmented(url).iterate()))
+        assert f"s3://train/cifar/{key}" in str(refused.value)
+        assert "HTTP status 400" in str(refused.value) and "session token, AWS_SESSION_TOKEN" in str(refused.value)
+        assert proxy.injected["400"] <= 3, proxy.log  # the client's own tries at most, none of sluice's
+    finally:
+        proxy.close()
+
+
 def test_a_description_cut_in_its_headers_is_asked_again_never_read_as_an_empty_object(store, cifar_dir):
     # curl takes a HEAD's reply that ends after its first header as whole:
     # no size (0 bytes) and no date. Cut: the listing's HEAD and its first

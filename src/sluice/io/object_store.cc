@@ -290,6 +290,16 @@ absl::Status ToStatus(const arrow::Status& st, absl::string_view what, absl::str
     if (m.find(refused) == std::string::npos) continue;
     return absl::PermissionDeniedError(absl::StrCat(msg, RefusalHint(url)));
   }
+  // A 400 is the request's own fault, and asked again it fails again: an
+  // invalid or expired session token (S3's InvalidToken, ExpiredToken), a
+  // signature for another region. Only RequestTimeout (a body sent too
+  // slowly) is worth another try.
+  if (m.find("HTTP status 400") != std::string::npos && m.find("RequestTimeout") == std::string::npos) {
+    return absl::PermissionDeniedError(
+        absl::StrCat(msg,
+                     " (the store refused the request as malformed: most often an invalid or expired session token, "
+                     "AWS_SESSION_TOKEN, or a region other than the bucket's; a HEAD's refusal carries no reason)"));
+  }
   for (const char* missing : {"NO_SUCH_BUCKET", "NoSuchBucket", "NO_SUCH_KEY", "NoSuchKey", "RESOURCE_NOT_FOUND"}) {
     if (m.find(missing) != std::string::npos) return absl::NotFoundError(msg);
   }
