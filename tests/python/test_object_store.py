@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import sluice
-from conftest import TcpProxy, start_server
+from conftest import TcpProxy, _free_ports, start_server
 from http_faults import FaultProxy
 from sluice import ops
 
@@ -115,6 +115,24 @@ def test_two_stars_in_an_object_pattern_match_keys_at_every_depth(store, cifar_d
 
 def run_sluice_python(code, env):
     return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.parametrize("profile", ["default", "local"])
+def test_the_endpoint_of_the_profile_in_the_aws_config_file_is_the_stores(store, cifar_dir, tmp_path, profile):
+    # As boto3 and the AWS CLI read it: the requests went to AWS itself.
+    (tmp_path / ".aws").mkdir()
+    section = "default" if profile == "default" else f"profile {profile}"
+    (tmp_path / ".aws" / "config").write_text(f"[{section}]\nregion = us-east-1\nendpoint_url = {store.endpoint}/\n")
+    env = {k: v for k, v in store.env(HOME=str(tmp_path), AWS_PROFILE=profile).items() if k != "AWS_ENDPOINT_URL"}
+    count = "import sluice\nprint(sum(len(b['label']) for b in sluice.tfrecord('s3://train/cifar/*.tfrecord', " \
+            "{'label': 'int64'}).batch(10)))"
+    out = run_sluice_python(count, env)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert int(out.stdout) == 300
+    # The environment's endpoint comes first.
+    elsewhere = run_sluice_python(count, dict(env, AWS_ENDPOINT_URL=f"http://127.0.0.1:{_free_ports(1)[0]}",
+                                              SLUICE_OBJECT_STORE_TIMEOUT_S="1"))
+    assert elsewhere.returncode != 0 and "UnavailableError" in elsewhere.stderr, elsewhere.stderr[-3000:]
 
 
 def test_refused_credentials_name_the_url_and_never_the_secret(store):
@@ -365,7 +383,6 @@ print("after", len(list(sluice.arrays({"x": [1, 2, 3]}))), flush=True)
 
 def test_ctrl_c_stops_a_listing_that_waits_for_a_store(tmp_path):
     import signal
-    from conftest import _free_ports
     env = dict(os.environ, AWS_ENDPOINT_URL=f"http://127.0.0.1:{_free_ports(1)[0]}", AWS_ACCESS_KEY_ID="AKIANOBODY",
                AWS_SECRET_ACCESS_KEY="nobody-secret", SLUICE_OBJECT_STORE_TIMEOUT_S="600")
     child = subprocess.Popen([sys.executable, "-c", _LISTING_A_DEAD_STORE], env=env, stdout=subprocess.PIPE,
@@ -381,7 +398,6 @@ def test_ctrl_c_stops_a_listing_that_waits_for_a_store(tmp_path):
 
 
 def test_a_store_gone_past_the_timeout_fails_saying_so(tmp_path):
-    from conftest import _free_ports
     env = dict(os.environ, AWS_ENDPOINT_URL=f"http://127.0.0.1:{_free_ports(1)[0]}", AWS_ACCESS_KEY_ID="AKIANOBODY",
                AWS_SECRET_ACCESS_KEY="nobody-secret", AWS_REGION="us-east-1", SLUICE_OBJECT_STORE_TIMEOUT_S="2")
     out = run_sluice_python("import sluice\nlist(sluice.tfrecord('s3://gone/*.tfrecord', {'label': 'int64'}))", env)

@@ -23,6 +23,7 @@
 #include "arrow/util/key_value_metadata.h"
 #include "sluice/core/environment_number.h"
 #include "sluice/core/status_macros.h"
+#include "sluice/io/aws_config.h"
 #include "sluice/io/object_listing.h"
 #include "sluice/io/object_store_arrow.h"
 #include "sluice/io/object_store_retry.h"
@@ -130,11 +131,29 @@ std::string RefusalHint(absl::string_view url) {
                       "~/.aws/credentials; a public bucket is read with ?anonymous=true)");
 }
 
+// The endpoint the AWS profile names, as Arrow's URL options, for a URL
+// that names none (before Arrow looks up the bucket's region at AWS).
+void UseConfiguredEndpoint(ObjectUrl& u) {
+  if (absl::StrContains(u.query, "endpoint_override=")) return;
+  std::string endpoint = ConfiguredS3EndpointOfThisProcess();
+  if (endpoint.empty()) return;
+  std::string scheme = "https";
+  for (const char* given : {"http", "https"}) {
+    if (absl::StartsWith(endpoint, absl::StrCat(given, "://"))) {
+      scheme = given;
+      endpoint.erase(0, scheme.size() + 3);
+    }
+  }
+  while (absl::EndsWith(endpoint, "/")) endpoint.pop_back();
+  absl::StrAppend(&u.query, u.query.empty() ? "" : "&", "endpoint_override=", endpoint, "&scheme=", scheme);
+}
+
 // Arrow's options from the URL. S3's client retries as CountedS3Retries
 // says; Google's stops after 10 s. WithRetries goes on to the store's
 // timeout.
 arrow::Result<std::shared_ptr<arrow::fs::FileSystem>> MakeFileSystem(ObjectUrl u) {
   const bool anonymous = TakeAnonymous(&u);
+  if (u.scheme == "s3") UseConfiguredEndpoint(u);
   const std::string url = u.Url(u.bucket);
   if (u.scheme == "s3") {
     ARROW_RETURN_NOT_OK(arrow::fs::EnsureS3Initialized());
