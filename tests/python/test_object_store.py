@@ -407,6 +407,27 @@ def test_a_store_gone_past_the_timeout_fails_saying_so(tmp_path):
     assert "nobody-secret" not in out.stderr
 
 
+def test_a_store_that_hangs_on_an_object_fails_near_its_timeout_not_twice_it(store, cifar_dir):
+    # Every try of a hung request waits out curl's 3 s inactivity timeout.
+    # The object's open ahead made the AWS client's seven tries (27 s with
+    # a timeout of 5 s), then its reader opened it again: seven more.
+    hung = sorted(cifar_dir.glob("*.tfrecord"))[2].name
+    released = threading.Event()
+    proxy = FaultProxy(int(store.endpoint.rsplit(":", 1)[1]), [], at=set(),
+                       on_request=lambda method, path: hung in path and released.wait(300))
+    try:
+        out = run_sluice_python(
+            f"import sluice\nlist(sluice.tfrecord('s3://train/cifar/*.tfrecord?{proxy.url_query()}', "
+            "{'label': 'int64'}).batch(10))", store.env(SLUICE_OBJECT_STORE_TIMEOUT_S="5"))
+        asked = [m for m, what, _ in proxy.log if hung in what]
+    finally:
+        released.set()
+        proxy.close()
+    assert out.returncode != 0 and "UnavailableError" in out.stderr and hung in out.stderr, out.stderr[-3000:]
+    assert re.search(r"retried for [\d.]+s; the store's timeout is 5s", out.stderr), out.stderr[-3000:]
+    assert asked.count("HEAD") <= 4, asked  # the open ahead's tries within the timeout, and the reader's one
+
+
 def test_an_epoch_cut_on_objects_resumes_to_the_uninterrupted_rest(store):
     pipe = (sluice.tfrecord("s3://train/cifar/*.tfrecord", CIFAR).shuffle(100)
             .map(ops.reshape(shape=[32, 32, 3]), ops.random_flip()).batch(32))

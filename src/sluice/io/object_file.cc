@@ -229,8 +229,9 @@ std::atomic<int64_t> taken_ahead{0};
 
 // The object at `url` opened ahead, waited for while it is still opening
 // (unless this thread's pipeline is cancelled); null when there is none or
-// its open failed (the caller opens it again, and reports the error).
-std::unique_ptr<ObjectFile> TakeOpenedAhead(const std::string& url) {
+// its open failed (the caller opens it again, and reports the error);
+// Unavailable when it found the store unavailable through its timeout.
+absl::StatusOr<std::unique_ptr<ObjectFile>> TakeOpenedAhead(const std::string& url) {
   std::shared_ptr<OpenedAhead> entry;
   {
     std::lock_guard<std::mutex> lock(ahead_mu);
@@ -244,6 +245,7 @@ std::unique_ptr<ObjectFile> TakeOpenedAhead(const std::string& url) {
   }
   if (entry == nullptr) return nullptr;
   absl::StatusOr<std::unique_ptr<ObjectFile>>* file = entry->file->Wait();
+  if (file != nullptr && absl::IsUnavailable(file->status())) return file->status();
   if (file == nullptr || !file->ok()) return nullptr;
   taken_ahead.fetch_add(1, std::memory_order_relaxed);
   return *std::move(*file);
@@ -291,11 +293,14 @@ absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenObject(const std::string& 
                        [&]() -> absl::StatusOr<std::unique_ptr<RandomAccessFile>> { return OpenFromStore(url); });
   }
   // Without a cache, an object opened ahead is taken (OpenObjectAhead opens none with one).
-  if (std::unique_ptr<ObjectFile> ahead = TakeOpenedAhead(url)) {
-    return std::unique_ptr<RandomAccessFile>(std::move(ahead));
-  }
+  absl::StatusOr<std::unique_ptr<ObjectFile>> ahead = TakeOpenedAhead(url);
+  if (ahead.ok() && *ahead != nullptr) return std::unique_ptr<RandomAccessFile>(std::move(*ahead));
+  // The store unavailable to the open ahead through its timeout: one more
+  // try (it may be back), not another timeout's wait.
+  std::optional<ScopedRetryDeadline> one_try;
+  if (!ahead.ok()) one_try.emplace(absl::Now());
   absl::StatusOr<std::unique_ptr<ObjectFile>> object = OpenFromStore(url);
-  if (!object.ok()) return object.status();
+  if (!object.ok()) return one_try && absl::IsUnavailable(object.status()) ? ahead.status() : object.status();
   if (cache == nullptr) return *std::move(object);
   const ObjectVersion version = (*object)->version();
   return cache->Open(url, version, [&]() -> absl::StatusOr<std::unique_ptr<RandomAccessFile>> {

@@ -42,14 +42,17 @@ class CountedS3Retries : public arrow::fs::S3RetryStrategy {
  public:
   bool ShouldRetry(const AWSErrorDetail& error, int64_t attempted_retries) override {
     if (!error.should_retry || attempted_retries >= kRetries) return false;
+    if (absl::Now() + absl::Milliseconds(Delay(attempted_retries)) > RetryDeadline()) return false;
     CountRetry();
     return true;
   }
   int64_t CalculateDelayBeforeNextRetry(const AWSErrorDetail&, int64_t attempted_retries) override {
-    return int64_t{100} << std::min<int64_t>(attempted_retries, 5);
+    return Delay(attempted_retries);
   }
 
  private:
+  static int64_t Delay(int64_t attempted_retries) { return int64_t{100} << std::min<int64_t>(attempted_retries, 5); }
+
   static constexpr int64_t kRetries = 6;
 };
 
@@ -298,6 +301,18 @@ absl::Duration ObjectStoreTimeout() {
 int64_t ObjectStoreRetries() { return retries.load(std::memory_order_relaxed); }
 
 void CountRetry() { retries.fetch_add(1, std::memory_order_relaxed); }
+
+namespace {
+thread_local absl::Time retry_deadline = absl::InfiniteFuture();
+}  // namespace
+
+absl::Time RetryDeadline() { return retry_deadline; }
+
+ScopedRetryDeadline::ScopedRetryDeadline(absl::Time deadline) : before_(retry_deadline) {
+  retry_deadline = std::min(before_, deadline);
+}
+
+ScopedRetryDeadline::~ScopedRetryDeadline() { retry_deadline = before_; }
 
 absl::Status ToStatus(const arrow::Status& st, absl::string_view what, absl::string_view url) {
   if (st.message().find(kNoGoogleToken) != std::string::npos) return NoGoogleToken(st.message(), what, url);
