@@ -146,6 +146,23 @@ TEST(ObjectCache, LeastRecentlyUsedGoFirstWithinTheBound) {
   EXPECT_EQ(store.fetches, before + 1);
 }
 
+TEST(ObjectCache, AFolderFilledUnderALargerBoundIsCutToTheNewOne) {
+  Store store;
+  testing::TempDir cache_dir;
+  const int64_t entry = static_cast<int64_t>(kBytes.size()) + 100;
+  const std::shared_ptr<ObjectCache> before = Configured(cache_dir.path(), 3 * entry);
+  const ObjectVersion v{static_cast<int64_t>(kBytes.size()), 1};
+  for (const char* name : {"a", "b", "c"}) {
+    const std::string url = store.Put(name, kBytes);
+    SLUICE_ASSERT_OK(before->Open(url, v, store.FetchOf(url)).status());
+  }
+  ASSERT_EQ(Entries(cache_dir.path()).size(), 3u);
+  const std::shared_ptr<ObjectCache> after = Configured(cache_dir.path(), entry);
+  EXPECT_EQ(Entries(cache_dir.path()).size(), 1u);
+  EXPECT_LE(after->stats().bytes, entry);
+  EXPECT_EQ(after->stats().evicted, 2);
+}
+
 // Two caches on one folder stand for two processes (a node's ranks): each
 // counts the folder again as it fills, so neither's own count lets the
 // folder grow past the bound.

@@ -191,6 +191,9 @@ absl::Status ObjectCache::Configure(const std::string& dir, int64_t max_bytes) {
   int64_t held = 0;
   for (const Entry& e : ScanFolder(dir).entries) held += e.bytes;
   cache->stats_.bytes = held;
+  // A folder filled under a larger bound (an earlier job's) is cut to this
+  // one now: hits alone would never make room.
+  if (held > max_bytes) cache->MakeRoom(0);
   if (the_cache == nullptr) the_cache = new std::shared_ptr<ObjectCache>();
   *the_cache = std::move(cache);
   return absl::OkStatus();
