@@ -34,8 +34,8 @@ def job(rank=None, world_size=None):
     if "WORLD_SIZE" in os.environ:
         if _rank_pending():
             # Lightning's ddp strategy starts its ranks with WORLD_SIZE and
-            # LOCAL_RANK, and RANK only in init_process_group: the loader
-            # takes the job at its first pass (late_job).
+            # LOCAL_RANK, and gives the rank to init_process_group only:
+            # the loader takes the job at its first pass (late_job).
             return 0, 1, "one process"
         try:
             rank, world_size = int(os.environ.get("RANK", "0")), int(os.environ["WORLD_SIZE"])
@@ -223,7 +223,10 @@ def _wait_for_every_rank(dist, world_size):
 
 
 def _absent(store, keys):
-    return [rank for rank, key in enumerate(keys) if not store.check([key])]
+    try:
+        return [rank for rank, key in enumerate(keys) if not store.check([key])]
+    except RuntimeError:  # the store is gone with the rank that held it
+        return "(unknown: the process group's store does not answer)"
 
 
 def _check_own_shards(indexes):

@@ -45,6 +45,16 @@ TEST(AwsConfig, AProfileWithoutAnEndpointOrAbsentGivesNone) {
   EXPECT_EQ(ConfiguredS3Endpoint("", "default"), "");
 }
 
+TEST(AwsConfig, KeysAreReadInAnyCaseAsBoto3ReadsThem) {
+  EXPECT_EQ(ConfiguredS3Endpoint("[profile x]\nEndpoint_URL = http://e:1\n", "x"), "http://e:1");
+}
+
+TEST(AwsConfig, AProfileThatIgnoresConfiguredEndpointsGivesNone) {
+  EXPECT_EQ(
+      ConfiguredS3Endpoint("[profile x]\nendpoint_url = http://e:1\nignore_configured_endpoint_urls = true\n", "x"),
+      "");
+}
+
 TEST(AwsConfig, ANestedEndpointOfAnotherServiceIsNotS3s) {
   EXPECT_EQ(ConfiguredS3Endpoint("[profile x]\ndynamodb =\n  endpoint_url = http://d:1\n", "x"), "");
 }

@@ -15,13 +15,17 @@ SLOW_DOWN = (b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>SlowDown</Co
              b"<Message>Please reduce your request rate.</Message></Error>")
 INVALID_TOKEN = (b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>InvalidToken</Code>'
                  b"<Message>The provided token is malformed or otherwise invalid.</Message></Error>")
+EXPIRED_TOKEN = (b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>ExpiredToken</Code>'
+                 b"<Message>The provided token has expired.</Message></Error>")
+REFUSALS = {"503": (503, "Slow Down", SLOW_DOWN), "400": (400, "Bad Request", INVALID_TOKEN),
+            "400-expired": (400, "Bad Request", EXPIRED_TOKEN)}
 HOP_BY_HOP = {"transfer-encoding", "connection", "keep-alive"}
 
 
 class FaultProxy:
     """Listens on 127.0.0.1 (`port`) in front of the store at `target`.
-    `faults` are among "503", "400" (a session token refused), "reset",
-    "stall" and "truncate"; `injected`
+    `faults` are among "503", "400" (a session token refused),
+    "400-expired" (one expired), "reset", "stall" and "truncate"; `injected`
     counts the faults sent, by kind."""
 
     def __init__(self, target, faults, every=3, methods=("GET", "HEAD"), stall_s=30.0, at=None, match="",
@@ -103,9 +107,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         fault = proxy.draw(self.command, f"{self.path} {self.headers.get('Range', '')}")
         if proxy.on_request is not None:
             proxy.on_request(self.command, self.path)
-        if fault in ("503", "400"):
-            return self._refuse(*((503, "Slow Down", SLOW_DOWN) if fault == "503" else (400, "Bad Request",
-                                                                                         INVALID_TOKEN)))
+        if fault in REFUSALS:
+            return self._refuse(*REFUSALS[fault])
         upstream = http.client.HTTPConnection("127.0.0.1", proxy.target, timeout=60)
         try:
             upstream.request(self.command, self.path, body=body, headers=dict(self.headers.items()))

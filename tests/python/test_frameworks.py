@@ -125,7 +125,7 @@ import lightning
 import sluice, sluice.torch
 
 # Made at the module's top: Lightning runs this script again for rank 1
-# with WORLD_SIZE and LOCAL_RANK set, RANK only once its process group is.
+# with WORLD_SIZE and LOCAL_RANK set, and its rank known once its process group is.
 loader = sluice.torch.TorchIterable(sluice.arrays({"id": np.arange(1000, dtype=np.int64)}).shuffle(256).batch(16))
 
 

@@ -213,7 +213,7 @@ def test_a_rank_from_the_environment_that_cannot_be_is_named(mnist_dir, monkeypa
 
 def test_a_world_size_without_a_rank_waits_for_the_rank_until_the_first_pass(mnist_dir, monkeypatch, capfd):
     # Lightning's ddp strategy starts its ranks with WORLD_SIZE and
-    # LOCAL_RANK, and sets RANK in init_process_group.
+    # LOCAL_RANK; another launcher may set RANK later.
     _environment(monkeypatch, {"WORLD_SIZE": "2", "LOCAL_RANK": "1"})
     loader = sluice.torch.TorchIterable(mnist(mnist_dir))
     with pytest.raises(ValueError, match="WORLD_SIZE='2' is set but RANK is not, and torch.distributed is not "

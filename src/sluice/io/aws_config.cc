@@ -38,7 +38,7 @@ Sections Parse(absl::string_view text) {
     }
     const size_t eq = line.find('=');
     if (eq == absl::string_view::npos) continue;
-    const std::string key(absl::StripAsciiWhitespace(line.substr(0, eq)));
+    const std::string key = absl::AsciiStrToLower(absl::StripAsciiWhitespace(line.substr(0, eq)));
     const std::string value(absl::StripAsciiWhitespace(line.substr(eq + 1)));
     if (indented && !parent.empty()) {
       out[section][absl::StrCat(parent, ".", key)] = value;
@@ -69,6 +69,7 @@ std::string ConfiguredS3Endpoint(absl::string_view config, absl::string_view pro
   std::string section = absl::StrCat("profile ", profile);
   if (profile == "default" && sections.count(section) == 0) section = "default";
   if (sections.count(section) == 0) return "";
+  if (absl::EqualsIgnoreCase(Lookup(sections, section, "ignore_configured_endpoint_urls"), "true")) return "";
   if (const std::string services = Lookup(sections, section, "services"); !services.empty()) {
     std::string endpoint = Lookup(sections, absl::StrCat("services ", services), "s3.endpoint_url");
     if (!endpoint.empty()) return endpoint;

@@ -13,7 +13,8 @@ namespace sluice::io {
 
 // The S3 endpoint of `profile` in `config` (a shared config file's text):
 // the s3 endpoint_url of the services section it names, else its own
-// endpoint_url; empty if neither. Profile "default" is section [default].
+// endpoint_url; empty if neither, or if the profile sets
+// ignore_configured_endpoint_urls. Profile "default" is section [default].
 std::string ConfiguredS3Endpoint(absl::string_view config, absl::string_view profile);
 
 // The same for this process: AWS_PROFILE's (else AWS_DEFAULT_PROFILE's,

@@ -221,6 +221,9 @@ struct OpenedAhead {
   std::shared_ptr<BackgroundResult<absl::StatusOr<std::unique_ptr<ObjectFile>>>> file;
 };
 
+// The AWS client's own retries of a request take 6.3 s.
+constexpr absl::Duration kReopenWait = absl::Seconds(7);
+
 // The objects opened ahead and not yet taken, while their sources hold
 // them. Leaked: an open may still run on its thread when the process exits.
 std::mutex ahead_mu;
@@ -295,12 +298,18 @@ absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenObject(const std::string& 
   // Without a cache, an object opened ahead is taken (OpenObjectAhead opens none with one).
   absl::StatusOr<std::unique_ptr<ObjectFile>> ahead = TakeOpenedAhead(url);
   if (ahead.ok() && *ahead != nullptr) return std::unique_ptr<RandomAccessFile>(std::move(*ahead));
-  // The store unavailable to the open ahead through its timeout: one more
-  // try (it may be back), not another timeout's wait.
-  std::optional<ScopedRetryDeadline> one_try;
-  if (!ahead.ok()) one_try.emplace(absl::Now());
+  // The store unavailable to the open ahead through its timeout: another
+  // try with the client's own retries (it may be back, and busy), not
+  // another timeout's wait.
+  std::optional<ScopedRetryDeadline> short_wait;
+  if (!ahead.ok()) short_wait.emplace(absl::Now() + kReopenWait);
   absl::StatusOr<std::unique_ptr<ObjectFile>> object = OpenFromStore(url);
-  if (!object.ok()) return one_try && absl::IsUnavailable(object.status()) ? ahead.status() : object.status();
+  if (!object.ok() && short_wait && absl::IsUnavailable(object.status())) {
+    return absl::UnavailableError(absl::StrCat(object.status().message(),
+                                               "; opened ahead before, it had found the "
+                                               "store unavailable through the store's timeout"));
+  }
+  if (!object.ok()) return object.status();
   if (cache == nullptr) return *std::move(object);
   const ObjectVersion version = (*object)->version();
   return cache->Open(url, version, [&]() -> absl::StatusOr<std::unique_ptr<RandomAccessFile>> {

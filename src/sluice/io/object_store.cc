@@ -142,7 +142,7 @@ void UseConfiguredEndpoint(ObjectUrl& u) {
   if (endpoint.empty()) return;
   std::string scheme = "https";
   for (const char* given : {"http", "https"}) {
-    if (absl::StartsWith(endpoint, absl::StrCat(given, "://"))) {
+    if (absl::StartsWithIgnoreCase(endpoint, absl::StrCat(given, "://"))) {
       scheme = given;
       endpoint.erase(0, scheme.size() + 3);
     }
@@ -325,10 +325,12 @@ absl::Status ToStatus(const arrow::Status& st, absl::string_view what, absl::str
     return absl::PermissionDeniedError(absl::StrCat(msg, RefusalHint(url)));
   }
   // A 400 is the request's own fault, and asked again it fails again: an
-  // invalid or expired session token (S3's InvalidToken, ExpiredToken), a
-  // signature for another region. Only RequestTimeout (a body sent too
-  // slowly) is worth another try.
-  if (m.find("HTTP status 400") != std::string::npos && m.find("RequestTimeout") == std::string::npos) {
+  // invalid session token (S3's InvalidToken), a signature for another
+  // region. RequestTimeout (a body sent too slowly) and a token that
+  // expired while the client renews its credentials are worth another try.
+  const bool retried_400 = absl::StrContains(m, "RequestTimeout") || absl::StrContains(m, "ExpiredToken") ||
+                           absl::StrContains(m, "TokenRefreshRequired");
+  if (absl::StrContains(m, "HTTP status 400") && !retried_400) {
     return absl::PermissionDeniedError(
         absl::StrCat(msg,
                      " (the store refused the request as malformed: most often an invalid or expired session token, "
