@@ -135,6 +135,17 @@ def test_the_endpoint_of_the_profile_in_the_aws_config_file_is_the_stores(store,
     assert elsewhere.returncode != 0 and "UnavailableError" in elsewhere.stderr, elsewhere.stderr[-3000:]
 
 
+def test_inspect_reads_an_object_and_names_a_missing_bucket(store, cifar_dir):
+    name = sorted(cifar_dir.glob("*.tfrecord"))[0].name
+    read = subprocess.run(["sluice", "inspect", f"s3://train/cifar/{name}", "--limit", "1"], env=store.env(),
+                          capture_output=True, text=True, timeout=120)
+    assert read.returncode == 0 and "TFRecord, 100 records, all CRCs valid" in read.stderr, read.stdout + read.stderr
+    missing = subprocess.run(["sluice", "inspect", "s3://nobucket/x.tfrecord"], env=store.env(), capture_output=True,
+                             text=True, timeout=120)
+    assert missing.returncode != 0
+    assert "the store has no bucket 'nobucket'" in missing.stderr, missing.stderr
+
+
 def test_refused_credentials_name_the_url_and_never_the_secret(store):
     wrong = "wrong-secret-that-must-not-show"
     out = run_sluice_python("import sluice\nlist(sluice.tfrecord('s3://train/cifar/*.tfrecord', {'label': 'int64'}))",

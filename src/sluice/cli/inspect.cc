@@ -17,6 +17,7 @@
 #include "sluice/io/crc32c.h"
 #include "sluice/io/gzip_inflater.h"
 #include "sluice/io/idx_file.h"
+#include "sluice/io/object_store.h"
 #include "sluice/io/random_access_file.h"
 #include "sluice/io/tfrecord_reader.h"
 
@@ -134,6 +135,8 @@ absl::Status InspectCifar(const InspectArgs& args, const io::RandomAccessFile& f
 }
 
 absl::Status Inspect(const InspectArgs& args) {
+  // Looked up as a source lists it: a missing bucket is named as such.
+  if (io::IsObjectUrl(args.file)) SLUICE_RETURN_IF_ERROR(io::ListObjects(args.file).status());
   SLUICE_ASSIGN_OR_RETURN(auto file, io::RandomAccessFile::Open(args.file));
   if (file->size() == 0) {
     std::printf("%s: empty (0 bytes): no records in any format\n", args.file.c_str());
