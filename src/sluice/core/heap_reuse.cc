@@ -26,6 +26,10 @@ void GiveBackUnused(BufferPool* pool) {
   const size_t keep = peak > stats.live_bytes ? peak - stats.live_bytes : 0;
   if (stats.cached_bytes <= keep) return;
   pool->TrimTo(keep);
+  GiveBackFreedHeap();
+}
+
+void GiveBackFreedHeap() {
 #if defined(__GLIBC__)
   malloc_trim(0);
 #endif

@@ -23,6 +23,11 @@ void ReuseFreedHeapMemory();
 // them the heap's free memory that the trim threshold above keeps.
 void GiveBackUnused(BufferPool* pool);
 
+// The heap's free memory back to the system (what the trim threshold above
+// keeps): after a long-lived server dropped something large it will not
+// make again soon (a pipeline with its data inline, tens of MB).
+void GiveBackFreedHeap();
+
 }  // namespace sluice
 
 #endif  // SLUICE_CORE_HEAP_REUSE_H_

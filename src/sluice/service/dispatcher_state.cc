@@ -6,6 +6,7 @@
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "sluice/core/heap_reuse.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/graph/compiled_pipeline.h"
 #include "sluice/graph/fingerprint.h"
@@ -577,9 +578,11 @@ void DispatcherState::CollectGarbage(absl::Time now) {
       epoch = job.epochs.erase(epoch);
     }
   }
+  const size_t pipelines = pipelines_.size();
   for (auto it = pipelines_.begin(); it != pipelines_.end();) {
     it = now - it->second.last_used > options_.idle_pipeline_timeout ? pipelines_.erase(it) : std::next(it);
   }
+  if (pipelines_.size() < pipelines) GiveBackFreedHeap();  // a definition may hold its data inline
 }
 
 std::vector<JournalEntry> DispatcherState::Snapshot() const {

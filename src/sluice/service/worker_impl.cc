@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "sluice/core/backoff.h"
+#include "sluice/core/heap_reuse.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/core/usable_cores.h"
 #include "sluice/exec/resume.h"
@@ -165,9 +166,11 @@ void WorkerImpl::CountError(absl::StatusCode code) {
 std::shared_ptr<const exec::Pipeline> WorkerImpl::FindPipeline(const std::string& id) {
   absl::MutexLock lock(&mu_);
   const absl::Time now = absl::Now();
+  const size_t cached = pipelines_.size();
   for (auto it = pipelines_.begin(); it != pipelines_.end();) {
     it = now - it->second.last_used > kPipelineIdle ? pipelines_.erase(it) : std::next(it);
   }
+  if (pipelines_.size() < cached) GiveBackFreedHeap();
   auto it = pipelines_.find(id);
   if (it == pipelines_.end()) return nullptr;
   it->second.last_used = now;
