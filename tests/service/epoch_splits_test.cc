@@ -30,6 +30,40 @@ TEST(EpochSplits, HandsOutInOrderWaitsOnSplitsInFlightAndEndsWhenAllArrived) {
   EXPECT_EQ(e.Next({kClientA, kWorker2}).state(), GetSplitResponse::END);
 }
 
+// Splits of small rows fit by dozens into a stream's buffers: the first
+// consumer of a shared job took nearly all of an epoch before the second
+// asked.
+TEST(EpochSplits, AClientAheadOfAnotherThatAsksWaitsWhileThePoolServesTheOther) {
+  std::vector<int64_t> order(40);
+  for (int64_t i = 0; i < 40; ++i) order[i] = i;
+  EpochSplits e(order);
+  const absl::Time t0 = absl::FromUnixSeconds(1000);
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(e.Next({kClientA, kWorker1, 0, 0, t0}).state(), GetSplitResponse::SPLIT);
+  // B asks: it is served, and A, 4 ahead of it, waits.
+  EXPECT_EQ(e.Next({kClientB, kWorker1, 0, 0, t0}).state(), GetSplitResponse::SPLIT);
+  EXPECT_EQ(e.Next({kClientA, kWorker1, 0, 0, t0}).state(), GetSplitResponse::WAIT);
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(e.Next({kClientB, kWorker2, 0, 0, t0}).state(), GetSplitResponse::SPLIT);
+  EXPECT_EQ(e.Next({kClientA, kWorker1, 0, 0, t0}).state(), GetSplitResponse::SPLIT);  // 10 against 7
+  // A finishing splits takes again; B silent past a second holds no one back.
+  e.Complete(0, kClientA);
+  e.Complete(1, kClientA);
+  EXPECT_EQ(e.Next({kClientA, kWorker1, 0, 0, t0}).state(), GetSplitResponse::SPLIT);
+  for (int i = 0; i < 20; ++i) {
+    EXPECT_EQ(e.Next({kClientA, kWorker1, 0, 0, t0 + absl::Seconds(2)}).state(), GetSplitResponse::SPLIT);
+  }
+}
+
+TEST(EpochSplits, AClientAloneOrAmongLostOnesIsNeverHeldBack) {
+  std::vector<int64_t> order(20);
+  for (int64_t i = 0; i < 20; ++i) order[i] = i;
+  EpochSplits e(order);
+  const absl::Time t0 = absl::FromUnixSeconds(1000);
+  EXPECT_EQ(e.Next({kClientB, kWorker1, 0, 0, t0}).state(), GetSplitResponse::SPLIT);
+  e.ClientLost(kClientB);  // its split back to the pool
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(e.Next({kClientA, kWorker1, 0, 0, t0}).state(), GetSplitResponse::SPLIT);
+  EXPECT_EQ(e.Next({kClientA, kWorker1, 0, 0, t0}).state(), GetSplitResponse::WAIT);  // all in flight
+}
+
 TEST(EpochSplits, ALostWorkersSplitsAreRerunForTheirOwnClientOnly) {
   EpochSplits e({0, 1, 2, 3});
   EXPECT_EQ(Take(e, kClientA, kWorker1), 0);

@@ -15,6 +15,7 @@ EpochSplits::EpochSplits(std::vector<int64_t> order, SplitPolicy policy)
 
 void EpochSplits::ReturnToPool(std::vector<int64_t> splits) {
   for (int64_t s : splits) {
+    LeaveFlight(slots_[s]);
     slots_[s].state = State::kPool;
     slots_[s].client = slots_[s].worker = -1;
     slots_[s].stream = 0;
@@ -41,12 +42,25 @@ GetSplitResponse EpochSplits::Next(const Ask& ask) {
   return out;
 }
 
+bool EpochSplits::AheadOfAHungryClient(const Ask& ask) const {
+  auto mine = in_flight_.find(ask.client);
+  const int64_t held = mine == in_flight_.end() ? 0 : mine->second;
+  if (held < kFairShareMargin) return false;
+  for (const auto& [client, asked] : last_ask_) {
+    if (client == ask.client || left_.count(client) > 0 || ask.now - asked > kHungryWithin) continue;
+    auto theirs = in_flight_.find(client);
+    if (held >= (theirs == in_flight_.end() ? 0 : theirs->second) + kFairShareMargin) return true;
+  }
+  return false;
+}
+
 GetSplitResponse EpochSplits::Hand(const Ask& ask) {
   GetSplitResponse out;
   if (left_.count(ask.client) > 0) {
     out.set_state(GetSplitResponse::END);
     return out;
   }
+  last_ask_[ask.client] = ask.now;
   std::deque<int64_t>* source = nullptr;
   auto requeued = requeued_.find(ask.client);
   if (requeued != requeued_.end() && !requeued->second.empty()) {
@@ -54,7 +68,7 @@ GetSplitResponse EpochSplits::Hand(const Ask& ask) {
   } else if (!pool_.empty()) {
     source = &pool_;
   }
-  if (source == nullptr) {
+  if (source == nullptr || (source == &pool_ && AheadOfAHungryClient(ask))) {
     // Splits in flight to any client may come back (that client may die).
     out.set_state(done() ? GetSplitResponse::END : GetSplitResponse::WAIT);
     return out;
@@ -62,8 +76,7 @@ GetSplitResponse EpochSplits::Hand(const Ask& ask) {
   const int64_t split = source->front();
   source->pop_front();
   Slot& slot = slots_[split];
-  slot.state = State::kInFlight;
-  slot.client = ask.client;
+  EnterFlight(slot, ask.client);
   slot.worker = ask.worker;
   slot.stream = ask.stream;
   slot.lease_until = ask.now + policy_.lease;
@@ -84,8 +97,8 @@ void EpochSplits::Assign(int64_t split, int64_t client, int64_t worker) {
   if (!Valid(split) || slots_[split].state == State::kDone) return;
   Unqueue(split);
   Slot& slot = slots_[split];
-  slot.state = State::kInFlight;
-  slot.client = client;
+  LeaveFlight(slot);
+  EnterFlight(slot, client);
   slot.worker = worker;
   slot.stream = 0;
   slot.lease_until = absl::InfiniteFuture();
@@ -94,6 +107,7 @@ void EpochSplits::Assign(int64_t split, int64_t client, int64_t worker) {
 void EpochSplits::Complete(int64_t split, int64_t client) {
   if (!Valid(split) || slots_[split].state == State::kDone) return;
   Unqueue(split);
+  LeaveFlight(slots_[split]);
   slots_[split] = Slot{State::kDone, client};
   ++completed_;
 }
@@ -112,6 +126,7 @@ void EpochSplits::Abandon(int64_t split, int64_t client, const std::string& why)
     return;
   }
   Slot& slot = slots_[split];
+  LeaveFlight(slot);
   slot.state = State::kRequeued;
   slot.worker = -1;
   slot.stream = 0;
@@ -153,7 +168,10 @@ void EpochSplits::WorkerLost(int64_t worker, bool count_failure) {
   }
 }
 
-void EpochSplits::ClientLost(int64_t client) { ReturnToPool(Release(client, /*finished_too=*/false)); }
+void EpochSplits::ClientLost(int64_t client) {
+  last_ask_.erase(client);
+  ReturnToPool(Release(client, /*finished_too=*/false));
+}
 
 void EpochSplits::ClientLeft(int64_t client) {
   left_.insert(client);
@@ -237,6 +255,17 @@ std::vector<std::pair<int64_t, int64_t>> EpochSplits::Held() const {
     }
   }
   return out;
+}
+
+void EpochSplits::EnterFlight(Slot& slot, int64_t client) {
+  slot.state = State::kInFlight;
+  slot.client = client;
+  ++in_flight_[client];
+}
+
+void EpochSplits::LeaveFlight(Slot& slot) {
+  if (slot.state != State::kInFlight) return;
+  if (--in_flight_[slot.client] == 0) in_flight_.erase(slot.client);
 }
 
 void EpochSplits::Unqueue(int64_t split) {

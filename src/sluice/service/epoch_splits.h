@@ -156,6 +156,18 @@ class EpochSplits {
   // Removes `split` from wherever it waits (pool or a client's queue).
   void Unqueue(int64_t split);
   GetSplitResponse Hand(const Ask& ask);
+  // Whether the asking client holds kFairShareMargin more splits in flight
+  // than another client of the job that asked within kHungryWithin: a
+  // consumer that joined a shared job late, or reads faster, gets the pool
+  // while it has less. Splits of a few hundred small rows fit by dozens
+  // into a stream's buffers, so the first consumer took nearly all of an
+  // epoch before the second asked.
+  bool AheadOfAHungryClient(const Ask& ask) const;
+  void EnterFlight(Slot& slot, int64_t client);
+  void LeaveFlight(Slot& slot);
+
+  static constexpr int64_t kFairShareMargin = 4;
+  static constexpr absl::Duration kHungryWithin = absl::Seconds(1);
 
   SplitPolicy policy_;
   std::vector<Slot> slots_;
@@ -163,6 +175,8 @@ class EpochSplits {
   std::deque<int64_t> pool_;
   std::map<int64_t, std::deque<int64_t>> requeued_;  // by client
   std::set<int64_t> left_;                           // clients that left (ClientLeft)
+  std::map<int64_t, int64_t> in_flight_;             // by client: its splits in flight
+  std::map<int64_t, absl::Time> last_ask_;           // by client: its streams' last ask
   int64_t completed_ = 0;
   struct Answered {
     int64_t seq;
