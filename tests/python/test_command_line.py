@@ -5,6 +5,8 @@ named before a run rather than after it."""
 import json
 import subprocess
 
+import pytest
+
 
 def sluice(*args, cwd=None):
     return subprocess.run(["sluice", *args], cwd=cwd, capture_output=True, text=True, timeout=300)
@@ -102,3 +104,17 @@ def test_a_port_in_use_and_a_negative_rate_are_one_line_each():
     assert "1797" not in profile.stderr  # DBL_MAX's digits
     profile = subprocess.run(["sluice", "profile", "p.json", "--consumer-rate", "abc"], capture_output=True, text=True)
     assert profile.returncode != 0 and "--consumer-rate: must be a number, got abc" in profile.stderr
+
+
+@pytest.mark.parametrize("command, flag, value", [
+    ("dispatcher", "--max-threads", "-1"),
+    ("dispatcher", "--max-batch-bytes", "0"),
+    ("dispatcher", "--max-buffer-bytes", "-4096"),
+    ("dispatcher", "--journal-compact-bytes", "-5"),
+    ("worker", "--idle-pipeline-timeout", "0"),
+])
+def test_a_service_limit_below_one_is_refused_at_start_not_at_the_first_pipeline(command, flag, value):
+    args = ["--dispatcher", "127.0.0.1:1"] if command == "worker" else []
+    run = subprocess.run(["sluice", command, *args, flag, value], capture_output=True, text=True, timeout=60)
+    assert run.returncode != 0
+    assert f"{flag}: must be > 0, got {value}" in run.stderr

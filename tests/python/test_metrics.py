@@ -108,6 +108,35 @@ def test_metrics_move_as_a_job_runs():
             process.wait(timeout=30)
 
 
+def test_a_worker_drops_a_compiled_pipeline_after_its_idle_timeout_never_while_a_stream_runs_it():
+    dispatcher, port, _ = _start(["dispatcher", "--host", "127.0.0.1", "--port", "0"])
+    address = f"127.0.0.1:{port}"
+    worker, _, worker_metrics = _start(["worker", "--dispatcher", address, "--host", "127.0.0.1", "--threads", "1",
+                                        "--idle-pipeline-timeout", "1"])
+    try:
+        # Samples of 192 KiB: a split of 100 is more than the stream buffers, so
+        # the worker's stream stays open while the consumer holds still.
+        pipe = (sluice.arrays({"id": np.arange(ROWS, dtype=np.int64),
+                               "image": np.zeros((ROWS, 8, 8, 3), np.uint8)}, split_records=100)
+                .map(ops.resize(size=[256]))
+                .distribute(address, job_name="idle")
+                .batch(10))
+        it = iter(pipe)
+        seen = len(next(it)["id"])
+        time.sleep(3)  # three idle timeouts: a stream holds the pipeline the whole time
+        during = _scrape(worker_metrics)
+        assert _find(during, "sluice_worker_active_streams") == 1
+        assert _find(during, "sluice_worker_pipelines") == 1
+        seen += sum(len(b["id"]) for b in it)
+        assert seen == ROWS
+        values = _wait_for(worker_metrics, lambda v: _find(v, "sluice_worker_pipelines") == 0)
+        assert sum(_find(values, "sluice_worker_engine_bytes", kind=k) for k in ("in_use", "cached")) == 0
+    finally:
+        for process in (worker, dispatcher):
+            process.send_signal(signal.SIGTERM)
+            process.wait(timeout=30)
+
+
 def _ids_pipe(rows, **options):
     return (sluice.arrays({"id": np.arange(rows, dtype=np.int64),
                            "image": np.zeros((rows, 8, 8, 3), np.uint8)}, split_records=50)

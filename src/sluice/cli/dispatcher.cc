@@ -96,17 +96,21 @@ void AddDispatcherCommand(CLI::App& app, absl::Status* result) {
       ->check(kPositive);
   cmd->add_option("--journal-compact-bytes", args->journal_compact_bytes,
                   "rewrite the journal as a snapshot of the state once it grows past this many bytes")
-      ->default_val(args->journal_compact_bytes);
+      ->default_val(args->journal_compact_bytes)
+      ->check(kPositive);
   const graph::ResourceLimits defaults;
   cmd->add_option("--max-batch-bytes", args->limits.max_batch_bytes,
                   "refuse pipelines whose samples or batches (their fixed-size columns) exceed this many bytes")
-      ->default_val(defaults.max_batch_bytes);
+      ->default_val(defaults.max_batch_bytes)
+      ->check(kPositive);
   cmd->add_option("--max-buffer-bytes", args->limits.max_buffer_bytes,
                   "refuse pipelines with a shuffle or prefetch node that would hold more bytes than this")
-      ->default_val(defaults.max_buffer_bytes);
+      ->default_val(defaults.max_buffer_bytes)
+      ->check(kPositive);
   cmd->add_option("--max-threads", args->limits.max_threads,
                   "refuse pipelines asking for more threads (options.threads, a map's parallelism)")
-      ->default_val(defaults.max_threads);
+      ->default_val(defaults.max_threads)
+      ->check(kPositive);
   cmd->add_flag("--no-python", args->no_python,
                 "refuse pipelines with Python code (a python op, a Python dataset): code a consumer sends, which "
                 "the workers would run");

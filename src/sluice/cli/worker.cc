@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "sluice/cli/command.h"
 #include "sluice/cli/plugins.h"
 #include "sluice/cli/serve.h"
@@ -24,6 +25,7 @@ struct WorkerArgs {
   SecurityFlags security;
   std::vector<std::string> plugins;
   double drain_timeout_s = 30;
+  double idle_pipeline_timeout_s = 600;
   int metrics_port = -1;
   int exit_with = 0;
   bool no_python = false;
@@ -43,6 +45,7 @@ absl::Status Serve(const WorkerArgs& args) {
   options.worker.dispatcher = args.dispatcher;
   options.worker.threads = args.threads;
   options.worker.allow_python = !args.no_python;
+  options.worker.pipeline_idle = absl::Seconds(args.idle_pipeline_timeout_s);
   options.metrics_port = args.metrics_port;
   SLUICE_ASSIGN_OR_RETURN(options.worker.security, args.security.Options(args.host, "worker"));
   // A wrong token never starts working: exit, so that a supervisor
@@ -97,6 +100,10 @@ void AddWorkerCommand(CLI::App& app, absl::Status* result) {
   cmd->add_option("--drain-timeout", args->drain_timeout_s,
                   "on SIGTERM, seconds to let streams finish the split in hand before cutting them off")
       ->default_val(30)
+      ->check(kPositive);
+  cmd->add_option("--idle-pipeline-timeout", args->idle_pipeline_timeout_s,
+                  "seconds after its last stream that a compiled pipeline is dropped (its memory given back)")
+      ->default_val(600)
       ->check(kPositive);
   cmd->add_option("--metrics-port", args->metrics_port,
                   "serve Prometheus metrics on http://HOST:PORT/metrics (0: any free port, printed; default: none)")

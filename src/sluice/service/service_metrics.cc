@@ -66,6 +66,8 @@ std::vector<prometheus::MetricFamily> WorkerMetrics(const WorkerStatus& status) 
           static_cast<double>(status.engine_bytes_in_use()));
   f.Gauge("sluice_worker_engine_bytes", engine_help, {worker[0], {"kind", "cached"}},
           static_cast<double>(status.engine_bytes_cached()));
+  f.Gauge("sluice_worker_pipelines", "compiled pipelines it holds (streams', or used within --idle-pipeline-timeout)",
+          worker, status.pipelines());
   f.Counter("sluice_worker_object_store_retries_total",
             "object stores' transient failures (5xx, connections refused or reset, timeouts) this worker retried",
             worker, static_cast<double>(status.object_store_retries()));

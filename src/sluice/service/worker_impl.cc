@@ -25,7 +25,6 @@ namespace sluice::service {
 
 // A compiled pipeline no stream asked for this long is dropped (its
 // streams hold it while they run); asked again, it is fetched again.
-constexpr absl::Duration kPipelineIdle = absl::Minutes(10);
 namespace {
 
 // The ops a pipeline part may use here: those with a cpu kernel (or views),
@@ -84,6 +83,7 @@ absl::Status WorkerImpl::Heartbeat() {
   for (const std::string& op : ops_) request.add_ops(op);
   {
     absl::MutexLock lock(&mu_);
+    ForgetIdlePipelines();  // a worker no stream asks again still lets go of them
     // What it sent per second since the last beat: the dispatcher's
     // per-worker rate (status, sluice_worker_samples_per_second).
     const absl::Time now = absl::Now();
@@ -150,6 +150,7 @@ WorkerStatus WorkerImpl::Status() const {
   out.set_object_store_retries(io::ObjectStoreRetries());
   absl::MutexLock lock(&mu_);
   for (const auto& [kind, n] : errors_) (*out.mutable_errors())[kind] = n;
+  out.set_pipelines(static_cast<int32_t>(pipelines_.size()));
   for (const auto& [id, cached] : pipelines_) {
     const BufferPool::Stats memory = cached.pipeline->memory();
     out.set_engine_bytes_in_use(out.engine_bytes_in_use() + static_cast<int64_t>(memory.live_bytes));
@@ -165,16 +166,22 @@ void WorkerImpl::CountError(absl::StatusCode code) {
 
 std::shared_ptr<const exec::Pipeline> WorkerImpl::FindPipeline(const std::string& id) {
   absl::MutexLock lock(&mu_);
+  ForgetIdlePipelines();
+  auto it = pipelines_.find(id);
+  if (it == pipelines_.end()) return nullptr;
+  it->second.last_used = absl::Now();
+  return it->second.pipeline;
+}
+
+void WorkerImpl::ForgetIdlePipelines() {
   const absl::Time now = absl::Now();
   const size_t cached = pipelines_.size();
   for (auto it = pipelines_.begin(); it != pipelines_.end();) {
-    it = now - it->second.last_used > kPipelineIdle ? pipelines_.erase(it) : std::next(it);
+    CachedPipeline& entry = it->second;
+    if (entry.pipeline.use_count() > 1) entry.last_used = now;  // a stream runs it
+    it = now - entry.last_used > options_.pipeline_idle ? pipelines_.erase(it) : std::next(it);
   }
   if (pipelines_.size() < cached) GiveBackFreedHeap();
-  auto it = pipelines_.find(id);
-  if (it == pipelines_.end()) return nullptr;
-  it->second.last_used = now;
-  return it->second.pipeline;
 }
 
 absl::StatusOr<std::shared_ptr<const exec::Pipeline>> WorkerImpl::GetPipeline(const std::string& id) {

@@ -34,6 +34,8 @@ struct WorkerOptions {
   // False: a pipeline with Python code (a python op, a Python dataset),
   // which a consumer sent and this worker would run, is refused.
   bool allow_python = true;
+  // A compiled pipeline no stream has used for this long is dropped.
+  absl::Duration pipeline_idle = absl::Minutes(10);
 };
 
 // Thread-safe.
@@ -72,10 +74,13 @@ class WorkerImpl {
   WorkerHeartbeatRequest Identity() const;
   explicit WorkerImpl(WorkerOptions options);
   // Pipeline `id`, built from the dispatcher's definition on first use and
-  // kept while in use (dropped after kPipelineIdle unused).
+  // kept while in use (dropped after options_.pipeline_idle unused).
   absl::StatusOr<std::shared_ptr<const exec::Pipeline>> GetPipeline(const std::string& id);
   // The cached pipeline `id` (null when none), dropping idle ones.
   std::shared_ptr<const exec::Pipeline> FindPipeline(const std::string& id);
+  // Drops the pipelines no stream holds that were last used before
+  // options_.pipeline_idle ago; a held one counts as used now.
+  void ForgetIdlePipelines() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The dispatcher's next split for the stream, retrying while it restarts
   // (a retry repeats `ask`, so a lost reply hands out nothing twice).
   absl::StatusOr<GetSplitResponse> NextSplit(const GetSplitRequest& ask, const std::function<bool()>& cancelled);
@@ -123,7 +128,8 @@ class WorkerImpl {
   // The last heartbeat's time and samples_sent_ then: its rate since.
   absl::Time last_beat_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   int64_t sent_at_last_beat_ ABSL_GUARDED_BY(mu_) = 0;
-  // Compiled pipelines by id; one unused for kPipelineIdle is dropped.
+  // Compiled pipelines by id; one unused for options_.pipeline_idle is
+  // dropped.
   struct CachedPipeline {
     std::shared_ptr<const exec::Pipeline> pipeline;
     absl::Time last_used;
