@@ -289,6 +289,29 @@ def test_bad_arrow_ipc_files_are_named(tmp_path):
         sluice.arrow_ipc(str(tmp_path / "cut.arrow")).schema
 
 
+def test_an_arrow_ipc_column_not_asked_for_is_never_read(tmp_path):
+    # Its compressed buffers damaged: a source of the other column, and the
+    # listing that counts each record batch's rows, read past them. Both read
+    # every column before (the listing decompressed the whole file).
+    rows = 2000
+    damaged = pa.table({"image": pa.array([bytes([i % 251]) * 1024 for i in range(rows)], pa.binary()),
+                        "label": pa.array(np.arange(rows, dtype=np.int64))})
+    with ipc.new_file(str(tmp_path / "t.arrow"), damaged.schema,
+                      options=ipc.IpcWriteOptions(compression="lz4")) as writer:
+        writer.write_table(damaged, max_chunksize=500)
+    data = bytearray((tmp_path / "t.arrow").read_bytes())
+    for share in (0.15, 0.4, 0.65, 0.9):  # inside each record batch's images, the bulk of the file
+        data[int(len(data) * share):int(len(data) * share) + 64] = b"\xff" * 64
+    (tmp_path / "t.arrow").write_bytes(bytes(data))
+    with pytest.raises(Exception, match="LZ4"):
+        ipc.open_file(str(tmp_path / "t.arrow")).read_all()  # the damage is real
+    labels = np.concatenate([b["label"] for b in sluice.arrow_ipc(str(tmp_path / "t.arrow"), ["label"],
+                                                                  shuffle=False).batch(100)])
+    assert labels.tolist() == list(range(rows))
+    with pytest.raises(sluice.SluiceError, match=r"record batch \d of .*t\.arrow.*LZ4"):
+        list(sluice.arrow_ipc(str(tmp_path / "t.arrow"), ["image", "label"]).batch(100))
+
+
 def test_an_arrow_ipc_stream_is_refused_saying_how_to_read_it(tmp_path):
     with ipc.new_stream(str(tmp_path / "data-00000-of-00001.arrow"), table().schema) as writer:
         writer.write_table(table())  # what datasets' save_to_disk writes

@@ -22,6 +22,8 @@
 #include "absl/synchronization/mutex.h"
 #include "sluice/core/index_permutation.h"
 #include "sluice/core/status_macros.h"
+#include "sluice/io/arrow_ipc_fields.h"
+#include "sluice/io/arrow_mapped_file.h"
 #include "sluice/io/arrow_memory_pool.h"
 #include "sluice/io/file_split.h"
 #include "sluice/io/object_store.h"
@@ -310,6 +312,8 @@ struct SourceShape {
   std::vector<ColumnPlan> plans;
   Schema schema;                                       // the plans' specs
   std::vector<std::shared_ptr<const HeldArrow>> held;  // kMemory: per "file"
+  // kArrowIpc: per file, the indices of the fields read (empty: all).
+  std::vector<std::vector<int>> ipc_fields;
 };
 
 // The top-level fields of an open file, its split boundaries (first row
@@ -325,7 +329,7 @@ absl::StatusOr<ArrowObject> OpenColumnarFile(const std::string& path, bool mappe
   if (IsObjectUrl(path)) return OpenObjectForArrow(path);
   arrow::Result<std::shared_ptr<arrow::io::RandomAccessFile>> file;
   if (mapped) {
-    file = arrow::io::MemoryMappedFile::Open(path, arrow::io::FileMode::READ);
+    file = OpenCountedMapping(path);
   } else {
     file = arrow::io::ReadableFile::Open(path);
   }
@@ -381,8 +385,10 @@ absl::StatusOr<FileLayout> ReadLayout(ColumnarFormat format, const std::string& 
         absl::StrCat(path, " is not a readable Arrow IPC file: ", reader.status().ToString(), StreamHint(*opened)));
   }
   layout.schema = (*reader)->schema();
-  for (int b = 0; b < (*reader)->num_record_batches(); ++b) {
-    auto batch = (*reader)->ReadRecordBatch(b);
+  auto counting = OpenIpcFields(opened, RowCountingField(*layout.schema), arrow::default_memory_pool());
+  SLUICE_RETURN_IF_ERROR(FromArrow(counting.status(), absl::StrCat("cannot read ", path)));
+  for (int b = 0; b < (*counting)->num_record_batches(); ++b) {
+    auto batch = (*counting)->ReadRecordBatch(b);
     SLUICE_RETURN_IF_ERROR(FromArrow(batch.status(), absl::StrCat("record batch ", b, " of ", path)));
     layout.starts.push_back(rows += (*batch)->num_rows());
   }
@@ -529,9 +535,8 @@ class ColumnarReader : public SplitReader {
       SLUICE_RETURN_IF_ERROR(FromArrow(combined.status(), absl::StrCat("cannot read ", where)));
       batch = *combined;
     } else {
-      arrow::ipc::IpcReadOptions options;
-      options.memory_pool = DecodePool();  // compressed batches are decoded
-      auto reader = arrow::ipc::RecordBatchFileReader::Open(file, options);
+      // Compressed batches are decoded in the counted pool.
+      auto reader = OpenIpcFields(file, shape_.ipc_fields[file_], DecodePool());
       SLUICE_RETURN_IF_ERROR(FromArrow(reader.status(), absl::StrCat("cannot read ", path_)));
       auto read = (*reader)->ReadRecordBatch(group_);
       SLUICE_RETURN_IF_ERROR(FromArrow(read.status(), absl::StrCat("cannot read ", where)));
@@ -691,7 +696,7 @@ absl::StatusOr<std::unique_ptr<SourceFormat>> MakeColumnarSource(ColumnarFormat 
   if (format != ColumnarFormat::kMemory) {
     SLUICE_ASSIGN_OR_RETURN(paths, ExpandFilePatterns(patterns));
   }
-  SourceShape shape{format, columns, {}, Schema(), {}};
+  SourceShape shape{format, columns, {}, Schema(), {}, {}};
   std::vector<std::vector<int64_t>> starts;
   for (size_t f = 0; f < paths.size(); ++f) {
     std::shared_ptr<const HeldArrow> held;
@@ -733,6 +738,7 @@ absl::StatusOr<std::unique_ptr<SourceFormat>> MakeColumnarSource(ColumnarFormat 
         }
       }
     }
+    shape.ipc_fields.push_back(FieldsNamed(*layout.schema, shape.names));
     starts.push_back(std::move(layout.starts));
   }
   return std::unique_ptr<SourceFormat>(new ColumnarSource(std::move(shape), std::move(paths), std::move(starts)));

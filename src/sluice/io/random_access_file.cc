@@ -150,13 +150,15 @@ std::atomic<int64_t> mapped_bytes{0};
 
 int64_t MappedFileBytes() { return mapped_bytes.load(std::memory_order_relaxed); }
 
+void CountMappedFileBytes(int64_t delta) { mapped_bytes.fetch_add(delta, std::memory_order_relaxed); }
+
 FileMapping::FileMapping(const uint8_t* data, uint64_t size) : data_(data), size_(size) {
-  mapped_bytes.fetch_add(static_cast<int64_t>(size), std::memory_order_relaxed);
+  CountMappedFileBytes(static_cast<int64_t>(size));
 }
 
 FileMapping::~FileMapping() {
   ::munmap(const_cast<uint8_t*>(data_), size());
-  mapped_bytes.fetch_sub(static_cast<int64_t>(size_), std::memory_order_relaxed);
+  CountMappedFileBytes(-static_cast<int64_t>(size_));
 }
 
 }  // namespace sluice::io

@@ -32,6 +32,9 @@ class FileMapping {
 // RSS once read, though they are the page cache's (the kernel may drop
 // them): what the engine holds beside its buffers, outside the budget.
 int64_t MappedFileBytes();
+// Adds `delta` to MappedFileBytes: for mappings made outside FileMapping
+// (Arrow's, for its readers).
+void CountMappedFileBytes(int64_t delta);
 
 // A local file (pread) or an object in a store (s3://, gs://; see
 // object_store.h). Thread-safe: reads are positional. Closes on destruction.
