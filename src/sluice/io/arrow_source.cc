@@ -22,8 +22,8 @@
 #include "absl/synchronization/mutex.h"
 #include "sluice/core/index_permutation.h"
 #include "sluice/core/status_macros.h"
+#include "sluice/io/arrow_counted_files.h"
 #include "sluice/io/arrow_ipc_fields.h"
-#include "sluice/io/arrow_mapped_file.h"
 #include "sluice/io/arrow_memory_pool.h"
 #include "sluice/io/file_split.h"
 #include "sluice/io/object_store.h"
@@ -535,8 +535,10 @@ class ColumnarReader : public SplitReader {
       SLUICE_RETURN_IF_ERROR(FromArrow(combined.status(), absl::StrCat("cannot read ", where)));
       batch = *combined;
     } else {
-      // Compressed batches are decoded in the counted pool.
-      auto reader = OpenIpcFields(file, shape_.ipc_fields[file_], DecodePool());
+      // Compressed batches are decoded in the counted pool, and an object's
+      // reads are counted: an uncompressed batch's columns are them.
+      auto reader =
+          OpenIpcFields(IsObjectUrl(path_) ? CountingReads(file) : file, shape_.ipc_fields[file_], DecodePool());
       SLUICE_RETURN_IF_ERROR(FromArrow(reader.status(), absl::StrCat("cannot read ", path_)));
       auto read = (*reader)->ReadRecordBatch(group_);
       SLUICE_RETURN_IF_ERROR(FromArrow(read.status(), absl::StrCat("cannot read ", where)));
@@ -659,7 +661,9 @@ class ColumnarSource : public SourceFormat {
 
 bool HaveArrow() { return true; }
 
-int64_t ColumnarBytes() { return DecodePool()->bytes_allocated() + DecodePool()->cached_bytes(); }
+int64_t ColumnarBytes() {
+  return DecodePool()->bytes_allocated() + DecodePool()->cached_bytes() + HeldObjectReadBytes();
+}
 void TrimColumnar() { DecodePool()->Trim(); }
 
 absl::StatusOr<std::string> HoldArrowStream(void* arrow_array_stream) {

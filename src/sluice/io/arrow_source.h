@@ -40,7 +40,8 @@ absl::StatusOr<std::unique_ptr<SourceFormat>> MakeColumnarSource(ColumnarFormat 
 // The bytes of Parquet row groups and Arrow IPC record batches decoded in
 // this process and still held (by readers, or by views of their rows), and
 // of freed ones kept for the next (arrow_memory_pool.h). Not the files'
-// mapped pages, nor in-process Arrow data (the caller's).
+// mapped pages (MappedFileBytes), nor in-process Arrow data (the caller's);
+// an uncompressed Arrow IPC object's columns, the bytes read, are counted.
 int64_t ColumnarBytes();
 // Gives the kept ones back (at an epoch's end).
 void TrimColumnar();
