@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import sluice
+from held_memory import read_watching, rss_anon, write_one_record_batch
 from sluice import ops
 
 MIB = 1 << 20
@@ -294,12 +295,6 @@ def test_rss_stays_flat_over_epochs_at_a_tight_budget(tmp_path):
     assert max(after[2:]) - after[2] <= 8 * MIB, [round(a / MIB, 1) for a in after]
 
 
-def rss_anon():
-    """The process's resident anonymous pages (not mapped files), in bytes."""
-    with open("/proc/self/status") as f:
-        return next(int(line.split()[1]) * 1024 for line in f if line.startswith("RssAnon:"))
-
-
 def test_decoded_row_groups_are_reported_and_rss_holds_no_more(tmp_path):
     # Row groups of 12 MiB of binary values: decoded into buffers grown by
     # doubling, whose freed steps the heap kept (RSS grew 60 MiB beside the
@@ -338,26 +333,15 @@ def test_decoded_row_groups_are_reported_and_rss_holds_no_more(tmp_path):
 def test_an_arrow_ipc_files_mapped_record_batch_is_reported_as_the_rss_it_holds(tmp_path):
     # One uncompressed record batch of 47 MiB: its columns are slices of the
     # file's mapping, whose pages RSS counts once read (memory() said 0).
-    pa, ipc = pytest.importorskip("pyarrow"), pytest.importorskip("pyarrow.ipc")
+    pytest.importorskip("pyarrow")
     rows, size = 16000, 3072
-    blob = np.random.default_rng(6).integers(0, 256, rows * size, dtype=np.uint8).tobytes()
-    images = pa.array([blob[i * size:(i + 1) * size] for i in range(rows)], pa.binary())
-    table = pa.table({"image": images, "label": np.arange(rows, dtype=np.int64)})
-    with ipc.new_file(str(tmp_path / "t.arrow"), table.schema) as writer:
-        writer.write_table(table, max_chunksize=rows)
+    blob = write_one_record_batch(tmp_path / "t.arrow", rows, size, seed=6)
     pipe = sluice.arrow_ipc(str(tmp_path / "t.arrow")).batch(64).with_options(memory_budget_bytes=16 * MIB, threads=1)
     outside = sluice.arrays({"i": np.arange(4, dtype=np.int64)}).memory()["mapped_files"]  # the process's, before
-    base = rss()
-    grew = most_mapped = most_held = 0
-    for batch in pipe:
-        first = int(batch["label"][0])
-        assert bytes(batch["image"][0]) == blob[first * size:(first + 1) * size]
-        m = pipe.memory()
-        most_mapped, most_held = max(most_mapped, m["mapped_files"] - outside), max(most_held, m["held"])
-        grew = max(grew, rss() - base)
+    most_mapped, most_held, grew, labels = read_watching(pipe, blob, size, "mapped_files", rss)
+    assert sorted(labels) == list(range(rows))
     assert rows * size <= most_mapped <= rows * size + 2 * MIB  # the batch's body, not more
     # RSS beyond what memory() held: the batches' Python objects, a few MiB.
     assert grew <= most_held + 12 * MIB, f"RSS grew {grew / MIB:.0f} MiB, held at most {most_held / MIB:.0f} MiB"
-    del pipe, batch
+    del pipe
     assert sluice.arrays({"i": np.arange(4, dtype=np.int64)}).memory()["mapped_files"] == outside
-

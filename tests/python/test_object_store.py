@@ -17,6 +17,7 @@ import pytest
 import sluice
 from conftest import TcpProxy, _free_ports, start_server
 from http_faults import FaultProxy
+from held_memory import MIB, read_watching, rss_anon, write_one_record_batch
 from sluice import ops
 
 CIFAR = {"image": ("bytes", 3072), "label": "int64"}
@@ -294,38 +295,16 @@ def test_an_arrow_ipc_objects_record_batch_is_reported_as_the_rss_it_holds(store
     # One record batch of 47 MiB: uncompressed, its columns are the very
     # buffers its GETs filled, which memory() did not count (RSS grew 127 MiB
     # for a batch of 118 MiB, memory() said 0).
-    import pyarrow as pa
-    import pyarrow.ipc as ipc
     rows, size = 16000, 3072
-    blob = np.random.default_rng(7).integers(0, 256, rows * size, dtype=np.uint8).tobytes()
-    table = pa.table({"image": pa.array([blob[i * size:(i + 1) * size] for i in range(rows)], pa.binary()),
-                      "label": pa.array(np.arange(rows, dtype=np.int64))})
-    with ipc.new_file(str(tmp_path / "t.arrow"), table.schema,
-                      options=ipc.IpcWriteOptions(compression=compression)) as writer:
-        writer.write_table(table, max_chunksize=rows)
+    blob = write_one_record_batch(tmp_path / "t.arrow", rows, size, seed=7, compression=compression)
     store.put(f"train/ipc-{compression}/t.arrow", (tmp_path / "t.arrow").read_bytes())
     pipe = (sluice.arrow_ipc(f"s3://train/ipc-{compression}/t.arrow").batch(64)
-            .with_options(memory_budget_bytes=16 << 20, threads=1))
-    outside = sluice.arrays({"i": np.arange(4, dtype=np.int64)}).memory()["columnar"]  # the process's, before
-    base = rss_anon()
-    grew = most_columnar = most_held = 0
-    labels = []
-    for batch in pipe:
-        labels.append(batch["label"])
-        first = int(batch["label"][0])
-        assert bytes(batch["image"][0]) == blob[first * size:(first + 1) * size]
-        m = pipe.memory()
-        most_columnar, most_held = max(most_columnar, m["columnar"] - outside), max(most_held, m["held"])
-        grew = max(grew, rss_anon() - base)
-    assert sorted(np.concatenate(labels).tolist()) == list(range(rows))
+            .with_options(memory_budget_bytes=16 * MIB, threads=1))
+    most_columnar, most_held, grew, labels = read_watching(pipe, blob, size, "columnar", rss_anon)
+    assert sorted(labels) == list(range(rows))
     assert most_columnar >= rows * size
     # RSS beyond what memory() held: the batches' Python objects, a few MiB.
-    assert grew <= most_held + 12 * (1 << 20), f"RSS grew {grew >> 20} MiB, held at most {most_held >> 20} MiB"
-
-
-def rss_anon():
-    with open("/proc/self/status") as f:
-        return next(int(line.split()[1]) * 1024 for line in f if line.startswith("RssAnon:"))
+    assert grew <= most_held + 12 * MIB, f"RSS grew {grew / MIB:.0f} MiB, held at most {most_held / MIB:.0f} MiB"
 
 
 def test_braces_in_an_object_url_name_the_shards_in_their_order(store, tmp_path):
