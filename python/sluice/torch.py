@@ -176,11 +176,16 @@ class TorchIterable(torch.utils.data.IterableDataset):
 
     def set_epoch(self, epoch):
         """Makes the next pass epoch `epoch` (as DistributedSampler.set_epoch).
-        With a loaded state pending, the next pass resumes the state's epoch:
-        another epoch raises ValueError rather than skip what it had left."""
+        With a loaded state pending, the next pass resumes the state's epoch;
+        the epoch after it is taken when that pass had handed out its last
+        batch (a checkpoint at an epoch's last step); another epoch raises
+        ValueError rather than skip what it had left."""
         epoch = _checks.whole("epoch", epoch, minimum=0)
         if self._resume is not None:
             saved_in = _sluice.state_epoch(bytes(self._resume))
+            if saved_in is not None and epoch == saved_in + 1 and self._resumed_pass_is_over():
+                self._resume = None
+                saved_in = None
             if saved_in is not None and epoch != saved_in:
                 raise ValueError(
                     f"set_epoch({epoch}) with a loaded state of epoch {saved_in} pending: the next pass resumes "
@@ -190,6 +195,17 @@ class TorchIterable(torch.utils.data.IterableDataset):
             if saved_in is not None:
                 return  # the resumed pass is that epoch; the next one follows it
         self._epoch = epoch
+
+    def _resumed_pass_is_over(self):
+        """Whether the pending state's pass has no batch left: asked of an
+        iterator resumed from it (and dropped)."""
+        self._bind_late_process_group()  # the rank's shard, which the state is resumed into
+        it = self._pipeline.engine.resume(bytes(self._resume))
+        try:
+            it.next_dlpack()
+        except StopIteration:
+            return True
+        return False
 
     def state_dict(self):
         """Where the data stands, for a checkpoint (``torch.save`` of a dict

@@ -184,17 +184,32 @@ def test_an_older_pass_ending_late_leaves_the_newer_passs_position(mnist_dir):
 
 def test_set_epoch_with_a_loaded_state_resumes_its_epoch_or_refuses_another(mnist_dir):
     loader = sluice.torch.TorchIterable(mnist(mnist_dir))
-    for _ in loader:  # epoch 0, to its end
-        state = loader.state_dict()
+    for step, _ in enumerate(loader):  # epoch 0: 6 batches
+        if step == 3:
+            mid = loader.state_dict()
+        last = loader.state_dict()  # at the epoch's last step, where loops save a checkpoint too
     again = sluice.torch.TorchIterable(mnist(mnist_dir))
-    again.load_state_dict(state)
-    # The loop started at next_epoch would skip epoch 1: the resumed pass is epoch 0's end.
+    again.load_state_dict(mid)
+    # The loop started at the epoch after would skip the 2 batches epoch 0 had left.
     with pytest.raises(ValueError, match=r"set_epoch\(1\) with a loaded state of epoch 0 pending"):
         again.set_epoch(1)
+    with pytest.raises(ValueError, match=r"set_epoch\(2\) with a loaded state of epoch 0 pending"):
+        again.set_epoch(2)
     again.set_epoch(0)
-    assert sum(1 for _ in again) == 0  # what epoch 0 had left
+    assert sum(1 for _ in again) == 2  # what epoch 0 had left
     again.set_epoch(1)
     assert sum(1 for _ in again) == 6
+    # Saved at the last step: the loop may start at the state's epoch (an
+    # empty pass) or at the one after it, as a trainer counting whole epochs does.
+    epoch_1 = torch.cat([b["label"] for b in loader])
+    for start in (0, 1):
+        resumed = sluice.torch.TorchIterable(mnist(mnist_dir))
+        resumed.load_state_dict(last)
+        resumed.set_epoch(start)
+        if start == 0:
+            assert sum(1 for _ in resumed) == 0
+            resumed.set_epoch(1)
+        assert torch.equal(torch.cat([b["label"] for b in resumed]), epoch_1)
 
 
 def _environment(monkeypatch, env):
