@@ -272,6 +272,10 @@ def _arrow_of(data):
 
 
 _ARRAY_DTYPES = ("uint8", "int32", "int64", "float32")
+# The dtype each other one holds without loss (float64 to float32 loses
+# precision, as Arrow sources read it), for the error that names it.
+_ARRAY_DTYPE_TO_USE = {"bool": "uint8", "int8": "int32", "int16": "int32", "uint16": "int32", "uint32": "int64",
+                       "uint64": "int64", "float16": "float32", "float64": "float32"}
 
 
 def arrays(columns, *, split_records=0):
@@ -286,8 +290,9 @@ def arrays(columns, *, split_records=0):
     for name, values in columns.items():
         values = np.asarray(values)
         if values.dtype.name not in _ARRAY_DTYPES:
-            raise ValueError(f"column '{name}': dtype must be one of {_ARRAY_DTYPES}, "
-                             f"got {values.dtype.name}")
+            use = _ARRAY_DTYPE_TO_USE.get(values.dtype.name)
+            raise ValueError(f"column '{name}': dtype must be one of {_ARRAY_DTYPES}, got {values.dtype.name}"
+                             + (f": convert it first, e.g. {name!r}: values.astype(np.{use})" if use else ""))
         if values.ndim == 0:
             raise ValueError(f"column '{name}': needs a row dimension, got a scalar")
         data = np.ascontiguousarray(values, dtype=values.dtype.newbyteorder("<")).tobytes()

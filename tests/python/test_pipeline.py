@@ -290,8 +290,11 @@ def test_arrays_source_yields_the_arrays_rows():
     np.testing.assert_array_equal(np.concatenate([b["x"] for b in batches]), 2 * x)
     np.testing.assert_array_equal(np.concatenate([b["label"] for b in batches]), label)
     assert sluice.Pipeline.from_json(pipe.to_json()).to_json() == pipe.to_json()
-    with pytest.raises(ValueError, match="column 'y': dtype must be one of"):
+    with pytest.raises(ValueError, match=r"column 'y': dtype must be one of .*, got float64: convert it first, "
+                                         r"e\.g\. 'y': values\.astype\(np\.float32\)"):
         sluice.arrays({"y": np.zeros(3, np.float64)})
+    with pytest.raises(ValueError, match=r"got uint16: convert it first, e\.g\. 'depth': values\.astype\(np\.int32\)"):
+        sluice.arrays({"depth": np.zeros(3, np.uint16)})
 
 
 # A child's lines that print "waiting" once its main thread is inside
