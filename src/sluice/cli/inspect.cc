@@ -154,7 +154,7 @@ absl::Status Inspect(const InspectArgs& args) {
   const absl::string_view start(reinterpret_cast<const char*>(head), got);
   if (absl::StartsWith(start, "PAR1") || absl::StartsWith(start, "ARROW1")) {
     return absl::InvalidArgumentError(absl::StrCat(
-        args.file, " is a ", start[0] == 'P' ? "Parquet" : "Arrow IPC",
+        args.file, start[0] == 'P' ? " is a Parquet" : " is an Arrow IPC",
         " file: inspect prints TFRecord, IDX and CIFAR-10 records; a columnar file's schema is what "
         "`pipe.schema` of sluice.parquet(...) or sluice.arrow_ipc(...) says, and pyarrow shows its row groups"));
   }

@@ -23,7 +23,7 @@
 #include "sluice/core/index_permutation.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/io/arrow_counted_files.h"
-#include "sluice/io/arrow_ipc_fields.h"
+#include "sluice/io/arrow_ipc_rows.h"
 #include "sluice/io/arrow_memory_pool.h"
 #include "sluice/io/file_split.h"
 #include "sluice/io/object_store.h"
@@ -312,8 +312,6 @@ struct SourceShape {
   std::vector<ColumnPlan> plans;
   Schema schema;                                       // the plans' specs
   std::vector<std::shared_ptr<const HeldArrow>> held;  // kMemory: per "file"
-  // kArrowIpc: per file, the indices of the fields read (empty: all).
-  std::vector<std::vector<int>> ipc_fields;
 };
 
 // The top-level fields of an open file, its split boundaries (first row
@@ -385,13 +383,13 @@ absl::StatusOr<FileLayout> ReadLayout(ColumnarFormat format, const std::string& 
         absl::StrCat(path, " is not a readable Arrow IPC file: ", reader.status().ToString(), StreamHint(*opened)));
   }
   layout.schema = (*reader)->schema();
-  auto counting = OpenIpcFields(opened, RowCountingField(*layout.schema), arrow::default_memory_pool());
-  SLUICE_RETURN_IF_ERROR(FromArrow(counting.status(), absl::StrCat("cannot read ", path)));
-  for (int b = 0; b < (*counting)->num_record_batches(); ++b) {
-    auto batch = (*counting)->ReadRecordBatch(b);
-    SLUICE_RETURN_IF_ERROR(FromArrow(batch.status(), absl::StrCat("record batch ", b, " of ", path)));
-    layout.starts.push_back(rows += (*batch)->num_rows());
+  SLUICE_ASSIGN_OR_RETURN(const std::vector<int64_t> batch_rows, IpcRecordBatchRows(*opened, path));
+  if (static_cast<int>(batch_rows.size()) != (*reader)->num_record_batches()) {
+    return absl::DataLossError(absl::StrCat(path, ": its footer lists ", (*reader)->num_record_batches(),
+                                            " record batches to Arrow's reader and ", batch_rows.size(),
+                                            " to sluice's"));
   }
+  for (const int64_t n : batch_rows) layout.starts.push_back(rows += n);
   return layout;
 }
 
@@ -536,9 +534,12 @@ class ColumnarReader : public SplitReader {
       batch = *combined;
     } else {
       // Compressed batches are decoded in the counted pool, and an object's
-      // reads are counted: an uncompressed batch's columns are them.
-      auto reader =
-          OpenIpcFields(IsObjectUrl(path_) ? CountingReads(file) : file, shape_.ipc_fields[file_], DecodePool());
+      // reads are counted: an uncompressed batch's columns are them. Every
+      // column is read: Arrow reads a subset into a buffer of the whole
+      // body from its default pool, which is neither the mapping nor counted.
+      arrow::ipc::IpcReadOptions options;
+      options.memory_pool = DecodePool();
+      auto reader = arrow::ipc::RecordBatchFileReader::Open(IsObjectUrl(path_) ? CountingReads(file) : file, options);
       SLUICE_RETURN_IF_ERROR(FromArrow(reader.status(), absl::StrCat("cannot read ", path_)));
       auto read = (*reader)->ReadRecordBatch(group_);
       SLUICE_RETURN_IF_ERROR(FromArrow(read.status(), absl::StrCat("cannot read ", where)));
@@ -700,7 +701,7 @@ absl::StatusOr<std::unique_ptr<SourceFormat>> MakeColumnarSource(ColumnarFormat 
   if (format != ColumnarFormat::kMemory) {
     SLUICE_ASSIGN_OR_RETURN(paths, ExpandFilePatterns(patterns));
   }
-  SourceShape shape{format, columns, {}, Schema(), {}, {}};
+  SourceShape shape{format, columns, {}, Schema(), {}};
   std::vector<std::vector<int64_t>> starts;
   for (size_t f = 0; f < paths.size(); ++f) {
     std::shared_ptr<const HeldArrow> held;
@@ -742,7 +743,6 @@ absl::StatusOr<std::unique_ptr<SourceFormat>> MakeColumnarSource(ColumnarFormat 
         }
       }
     }
-    shape.ipc_fields.push_back(FieldsNamed(*layout.schema, shape.names));
     starts.push_back(std::move(layout.starts));
   }
   return std::unique_ptr<SourceFormat>(new ColumnarSource(std::move(shape), std::move(paths), std::move(starts)));
