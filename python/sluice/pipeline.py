@@ -272,8 +272,9 @@ def _arrow_of(data):
 
 
 _ARRAY_DTYPES = ("uint8", "int32", "int64", "float32")
-# The dtype each other one holds without loss (float64 to float32 loses
-# precision, as Arrow sources read it), for the error that names it.
+# The dtype to convert each other one to, for the error that names it:
+# without loss, but float64 to float32 (precision, as Arrow sources read
+# it) and uint64 to int64 (values from 2**63 on).
 _ARRAY_DTYPE_TO_USE = {"bool": "uint8", "int8": "int32", "int16": "int32", "uint16": "int32", "uint32": "int64",
                        "uint64": "int64", "float16": "float32", "float64": "float32"}
 

@@ -95,6 +95,7 @@ class TorchIterable(torch.utils.data.IterableDataset):
         self._consumed = 0
         self._it = None      # the engine iterator of the pass in progress
         self._resume = None  # a loaded position: the next pass goes on from it
+        self._then_epoch = None  # set_epoch's of the epoch after _resume's: taken if that had ended
         _loaders.add(self)
 
     def _release_engines(self):
@@ -178,34 +179,31 @@ class TorchIterable(torch.utils.data.IterableDataset):
         """Makes the next pass epoch `epoch` (as DistributedSampler.set_epoch).
         With a loaded state pending, the next pass resumes the state's epoch;
         the epoch after it is taken when that pass had handed out its last
-        batch (a checkpoint at an epoch's last step); another epoch raises
-        ValueError rather than skip what it had left."""
+        batch (a checkpoint at an epoch's last step), and the pass raises
+        ValueError when it had not; another epoch raises ValueError here.
+        Neither skips what the state's epoch had left."""
         epoch = _checks.whole("epoch", epoch, minimum=0)
         if self._resume is not None:
             saved_in = _sluice.state_epoch(bytes(self._resume))
-            if saved_in is not None and epoch == saved_in + 1 and self._resumed_pass_is_over():
-                self._resume = None
-                saved_in = None
-            if saved_in is not None and epoch != saved_in:
-                raise ValueError(
-                    f"set_epoch({epoch}) with a loaded state of epoch {saved_in} pending: the next pass resumes "
-                    f"epoch {saved_in} with the batches it had left (none if it had ended), then epoch "
-                    f"{saved_in + 1} follows. Start the loop at the state's epoch (state['next_epoch'] - 1 when "
-                    f"its position is set), or call set_epoch({saved_in})")
             if saved_in is not None:
+                if epoch not in (saved_in, saved_in + 1):
+                    raise _skipping(epoch, saved_in)
+                # Whether the resumed pass has batches left is known once
+                # it runs, after the ranks checked they resume alike.
+                self._then_epoch = epoch if epoch == saved_in + 1 else None
                 return  # the resumed pass is that epoch; the next one follows it
         self._epoch = epoch
 
-    def _resumed_pass_is_over(self):
-        """Whether the pending state's pass has no batch left: asked of an
-        iterator resumed from it (and dropped)."""
-        self._bind_late_process_group()  # the rank's shard, which the state is resumed into
-        it = self._pipeline.engine.resume(bytes(self._resume))
+    def _past_an_ended_pass(self, resumed):
+        """The pass of the epoch set_epoch asked for after the loaded
+        state's, whose resumed pass must have had no batch left."""
+        epoch, self._then_epoch = self._then_epoch, None
         try:
-            it.next_dlpack()
+            resumed.next_dlpack()
         except StopIteration:
-            return True
-        return False
+            self._epoch = epoch + 1
+            return self._pipeline.engine.iterate(epoch)
+        raise _skipping(epoch, epoch - 1)
 
     def state_dict(self):
         """Where the data stands, for a checkpoint (``torch.save`` of a dict
@@ -235,6 +233,7 @@ class TorchIterable(torch.utils.data.IterableDataset):
                             f"None), got {type(position).__name__}")
         self._epoch = _checks.whole("load_state_dict: the state's 'next_epoch'", state["next_epoch"], minimum=0)
         self._resume = position
+        self._then_epoch = None
         self._checked = False  # the ranks check they resume alike
         # The saving job's samples, divided among this job's ranks.
         self._loaded_samples = state.get("samples", 0) * state.get("world_size", self.world_size)
@@ -263,6 +262,8 @@ class TorchIterable(torch.utils.data.IterableDataset):
         """The pass's batches, as dicts of torch tensors."""
         if self._resume is not None:
             it = self._pipeline.engine.resume(bytes(self._resume))
+            if self._then_epoch is not None:
+                it = self._past_an_ended_pass(it)
             self._resume = None
         else:
             epoch = self._epoch
@@ -289,6 +290,14 @@ class TorchIterable(torch.utils.data.IterableDataset):
             # The loop's step on this batch: the time until it asks again.
             self._consumer_seconds += time.perf_counter() - handed
             self._consumed += rows
+
+
+def _skipping(epoch, saved_in):
+    return ValueError(
+        f"set_epoch({epoch}) with a loaded state of epoch {saved_in} pending: the next pass resumes epoch "
+        f"{saved_in} with the batches it had left, then epoch {saved_in + 1} follows (set_epoch({saved_in + 1}) "
+        f"is taken only when it had none left: a state saved at its epoch's last step). Start the loop at the "
+        f"state's epoch (state['next_epoch'] - 1 when its position is set), or call set_epoch({saved_in})")
 
 
 # The loaders alive in this process, for exit_rank to release.

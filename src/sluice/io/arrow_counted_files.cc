@@ -3,8 +3,10 @@
 
 #include <arrow/buffer.h>
 #include <arrow/io/file.h>
+#include <arrow/util/future.h>
 
 #include <atomic>
+#include <vector>
 
 #include "sluice/io/random_access_file.h"
 
@@ -31,6 +33,8 @@ class ForwardingFile : public arrow::io::RandomAccessFile {
   arrow::Result<int64_t> ReadAt(int64_t position, int64_t nbytes, void* out) override {
     return file_->ReadAt(position, nbytes, out);
   }
+  arrow::Status WillNeed(const std::vector<arrow::io::ReadRange>& ranges) override { return file_->WillNeed(ranges); }
+  const arrow::io::IOContext& io_context() const override { return file_->io_context(); }
 
  protected:
   const std::shared_ptr<arrow::io::RandomAccessFile> file_;
@@ -73,11 +77,22 @@ class CountedReadsFile : public ForwardingFile {
   arrow::Result<std::shared_ptr<arrow::Buffer>> ReadAt(int64_t position, int64_t nbytes) override {
     return Counted(file_->ReadAt(position, nbytes));
   }
+  arrow::Future<std::shared_ptr<arrow::Buffer>> ReadAsync(const arrow::io::IOContext& context, int64_t position,
+                                                          int64_t nbytes, bool allow_short_read) override {
+    return file_->ReadAsync(context, position, nbytes, allow_short_read).Then(Wrap);
+  }
+  arrow::Future<std::shared_ptr<arrow::Buffer>> ReadAsync(const arrow::io::IOContext& context, int64_t position,
+                                                          int64_t nbytes) override {
+    return file_->ReadAsync(context, position, nbytes).Then(Wrap);
+  }
 
  private:
+  static std::shared_ptr<arrow::Buffer> Wrap(const std::shared_ptr<arrow::Buffer>& read) {
+    return std::make_shared<CountedBuffer>(read, Counter);
+  }
   static arrow::Result<std::shared_ptr<arrow::Buffer>> Counted(arrow::Result<std::shared_ptr<arrow::Buffer>> read) {
     ARROW_ASSIGN_OR_RAISE(std::shared_ptr<arrow::Buffer> buffer, std::move(read));
-    return std::make_shared<CountedBuffer>(std::move(buffer), Counter);
+    return Wrap(buffer);
   }
 };
 

@@ -28,6 +28,7 @@ constexpr int kMessageHeader = 2;
 constexpr uint8_t kRecordBatchHeader = 3;
 constexpr int kRecordBatchLength = 0;
 constexpr int64_t kBlockBytes = 24;
+constexpr int64_t kMaxRows = int64_t{1} << 40;
 
 // Little-endian values of a FlatBuffers buffer, each read checked against
 // its bounds (a damaged footer is an error, never a read past the buffer).
@@ -138,6 +139,7 @@ std::optional<int64_t> RecordBatchLength(const arrow::Buffer& metadata) {
 absl::StatusOr<std::vector<int64_t>> IpcRecordBatchRows(arrow::io::RandomAccessFile& file, const std::string& path) {
   SLUICE_ASSIGN_OR_RETURN(const std::vector<Block> blocks, RecordBatchBlocks(file, path));
   std::vector<int64_t> rows;
+  int64_t total = 0;
   for (size_t i = 0; i < blocks.size(); ++i) {
     const arrow::Result<std::shared_ptr<arrow::Buffer>> metadata =
         file.ReadAt(blocks[i].offset, blocks[i].metadata_length);
@@ -148,6 +150,13 @@ absl::StatusOr<std::vector<int64_t>> IpcRecordBatchRows(arrow::io::RandomAccessF
           absl::StrCat("record batch ", i, " of ", path, ": its header at offset ", blocks[i].offset, " is damaged (",
                        metadata.ok() ? "not a record batch's" : metadata.status().ToString(), ")"));
     }
+    // A row's identity holds its record in 40 bits (batch.h): a header
+    // claiming more is damage, found before any sum overflows.
+    if (*length > kMaxRows - total) {
+      return absl::DataLossError(absl::StrCat("record batch ", i, " of ", path, ": its header claims ", *length,
+                                              " rows, past the ", kMaxRows, " a file may hold"));
+    }
+    total += *length;
     rows.push_back(*length);
   }
   return rows;

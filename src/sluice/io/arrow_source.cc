@@ -321,13 +321,20 @@ struct FileLayout {
   std::vector<int64_t> starts;
 };
 
-// A local file (memory-mapped when `mapped`: an Arrow IPC file's columns
-// are then the file's pages) or an object in a store.
-absl::StatusOr<ArrowObject> OpenColumnarFile(const std::string& path, bool mapped) {
+enum class LocalFile {
+  kRead,
+  kMapped,
+  kMappedCounted,  // an Arrow IPC file's: its uncompressed columns are its pages
+};
+
+// A local file, or an object in a store.
+absl::StatusOr<ArrowObject> OpenColumnarFile(const std::string& path, LocalFile how) {
   if (IsObjectUrl(path)) return OpenObjectForArrow(path);
   arrow::Result<std::shared_ptr<arrow::io::RandomAccessFile>> file;
-  if (mapped) {
+  if (how == LocalFile::kMappedCounted) {
     file = OpenCountedMapping(path);
+  } else if (how == LocalFile::kMapped) {
+    file = arrow::io::MemoryMappedFile::Open(path, arrow::io::FileMode::READ);
   } else {
     file = arrow::io::ReadableFile::Open(path);
   }
@@ -362,7 +369,7 @@ absl::StatusOr<FileLayout> ReadLayout(ColumnarFormat format, const std::string& 
     for (const auto& b : (*held)->batches) layout.starts.push_back(layout.starts.back() + b->num_rows());
     return layout;
   }
-  SLUICE_ASSIGN_OR_RETURN(const ArrowObject object, OpenColumnarFile(path, false));
+  SLUICE_ASSIGN_OR_RETURN(const ArrowObject object, OpenColumnarFile(path, LocalFile::kRead));
   const std::shared_ptr<arrow::io::RandomAccessFile>& opened = object.file;
   int64_t rows = 0;
   layout.starts.push_back(0);
@@ -507,7 +514,8 @@ class ColumnarReader : public SplitReader {
         absl::StrCat(shape_.format == ColumnarFormat::kParquet ? "row group " : "record batch ", group_, " of ", path_);
     if (shape_.format == ColumnarFormat::kMemory) return TakeColumns(shape_.held[file_]->batches[group_], where);
     std::shared_ptr<arrow::RecordBatch> batch;
-    absl::StatusOr<ArrowObject> object = OpenColumnarFile(path_, true);
+    absl::StatusOr<ArrowObject> object = OpenColumnarFile(
+        path_, shape_.format == ColumnarFormat::kArrowIpc ? LocalFile::kMappedCounted : LocalFile::kMapped);
     if (!object.ok()) return object.status();
     const std::shared_ptr<arrow::io::RandomAccessFile>& file = object->file;
     if (shape_.format == ColumnarFormat::kParquet) {
