@@ -321,19 +321,24 @@ struct FileLayout {
   std::vector<int64_t> starts;
 };
 
-enum class LocalFile {
-  kRead,
-  kMapped,
-  kMappedCounted,  // an Arrow IPC file's: its uncompressed columns are its pages
+enum class Opening {
+  kRead,     // a local file read, not mapped
+  kMapped,   // a local file mapped
+  kCounted,  // an Arrow IPC file's: its uncompressed columns are what its
+             // reads return (a local file's mapping, an object's GETs), counted
 };
 
 // A local file, or an object in a store.
-absl::StatusOr<ArrowObject> OpenColumnarFile(const std::string& path, LocalFile how) {
-  if (IsObjectUrl(path)) return OpenObjectForArrow(path);
+absl::StatusOr<ArrowObject> OpenColumnarFile(const std::string& path, Opening how) {
+  if (IsObjectUrl(path)) {
+    absl::StatusOr<ArrowObject> object = OpenObjectForArrow(path);
+    if (object.ok() && how == Opening::kCounted) object->file = CountingReads(object->file);
+    return object;
+  }
   arrow::Result<std::shared_ptr<arrow::io::RandomAccessFile>> file;
-  if (how == LocalFile::kMappedCounted) {
+  if (how == Opening::kCounted) {
     file = OpenCountedMapping(path);
-  } else if (how == LocalFile::kMapped) {
+  } else if (how == Opening::kMapped) {
     file = arrow::io::MemoryMappedFile::Open(path, arrow::io::FileMode::READ);
   } else {
     file = arrow::io::ReadableFile::Open(path);
@@ -369,7 +374,7 @@ absl::StatusOr<FileLayout> ReadLayout(ColumnarFormat format, const std::string& 
     for (const auto& b : (*held)->batches) layout.starts.push_back(layout.starts.back() + b->num_rows());
     return layout;
   }
-  SLUICE_ASSIGN_OR_RETURN(const ArrowObject object, OpenColumnarFile(path, LocalFile::kRead));
+  SLUICE_ASSIGN_OR_RETURN(const ArrowObject object, OpenColumnarFile(path, Opening::kRead));
   const std::shared_ptr<arrow::io::RandomAccessFile>& opened = object.file;
   int64_t rows = 0;
   layout.starts.push_back(0);
@@ -514,8 +519,8 @@ class ColumnarReader : public SplitReader {
         absl::StrCat(shape_.format == ColumnarFormat::kParquet ? "row group " : "record batch ", group_, " of ", path_);
     if (shape_.format == ColumnarFormat::kMemory) return TakeColumns(shape_.held[file_]->batches[group_], where);
     std::shared_ptr<arrow::RecordBatch> batch;
-    absl::StatusOr<ArrowObject> object = OpenColumnarFile(
-        path_, shape_.format == ColumnarFormat::kArrowIpc ? LocalFile::kMappedCounted : LocalFile::kMapped);
+    absl::StatusOr<ArrowObject> object =
+        OpenColumnarFile(path_, shape_.format == ColumnarFormat::kArrowIpc ? Opening::kCounted : Opening::kMapped);
     if (!object.ok()) return object.status();
     const std::shared_ptr<arrow::io::RandomAccessFile>& file = object->file;
     if (shape_.format == ColumnarFormat::kParquet) {
@@ -541,13 +546,12 @@ class ColumnarReader : public SplitReader {
       SLUICE_RETURN_IF_ERROR(FromArrow(combined.status(), absl::StrCat("cannot read ", where)));
       batch = *combined;
     } else {
-      // Compressed batches are decoded in the counted pool, and an object's
-      // reads are counted: an uncompressed batch's columns are them. Every
-      // column is read: Arrow reads a subset into a buffer of the whole
-      // body from its default pool, which is neither the mapping nor counted.
+      // Compressed batches are decoded in the counted pool. Every column is
+      // read: Arrow reads a subset into a buffer of the whole body from its
+      // default pool, which is neither the mapping nor counted.
       arrow::ipc::IpcReadOptions options;
       options.memory_pool = DecodePool();
-      auto reader = arrow::ipc::RecordBatchFileReader::Open(IsObjectUrl(path_) ? CountingReads(file) : file, options);
+      auto reader = arrow::ipc::RecordBatchFileReader::Open(file, options);
       SLUICE_RETURN_IF_ERROR(FromArrow(reader.status(), absl::StrCat("cannot read ", path_)));
       auto read = (*reader)->ReadRecordBatch(group_);
       SLUICE_RETURN_IF_ERROR(FromArrow(read.status(), absl::StrCat("cannot read ", where)));
