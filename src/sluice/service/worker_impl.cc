@@ -23,8 +23,6 @@
 
 namespace sluice::service {
 
-// A compiled pipeline no stream asked for this long is dropped (its
-// streams hold it while they run); asked again, it is fetched again.
 namespace {
 
 // The ops a pipeline part may use here: those with a cpu kernel (or views),
