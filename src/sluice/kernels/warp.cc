@@ -348,23 +348,34 @@ class SimdWarp {
     return rescaled_ ? hn::MulAdd(v, scale_, offset_) : v;
   }
 
-  // On AVX2, uint8 taps all inside the image: each source row's two taps
-  // with one 8-byte load (RowPairs). False where this path does not apply.
+  // On AVX2, paired uint8 taps (all inside the image, or mapped onto
+  // pairs by a nearest or reflect border): each source row's two taps with
+  // one 8-byte load (RowPairs), a tap on the pair's right pixel where
+  // `right` says so. False where this path does not apply. Border vectors
+  // took 32 word loads and shifts the other way: half of W2's warp on the
+  // Zen 3 of bench/RESULTS.md, rotated by up to 36 degrees.
   HWY_INLINE bool InterpolateRowPairs([[maybe_unused]] const Taps& t, [[maybe_unused]] VF* out) const {
 #if HWY_TARGET == HWY_AVX2
-    if constexpr (!std::is_same_v<In, float>) {
-      // The last offset whose two rows' 8-byte loads end inside the image.
-      const int32_t last_pair = h_ * w_ * kC - 8 - w_ * kC;
-      if (t.interior && hn::AllTrue(di_, hn::Lt(t.o[0], hn::Set(di_, last_pair + 1)))) {
-        alignas(32) int32_t at[8];
-        hn::Store(t.o[0], di_, at);
-        const auto* bytes = reinterpret_cast<const uint8_t*>(src_);
-        const RowPairs top(bytes, at), bottom(bytes + w_ * kC, at);
-        for (int ch = 0; ch < kC; ++ch) {
-          out[ch] = Bilinear(t, top.Byte(ch), top.Byte(kC + ch), bottom.Byte(ch), bottom.Byte(kC + ch));
+    if constexpr (kPairedTaps) {
+      if (!t.paired) return false;
+      alignas(32) int32_t at[2][8];
+      hn::Store(t.pair[0], di_, at[0]);
+      hn::Store(t.pair[1], di_, at[1]);
+      const auto* bytes = reinterpret_cast<const uint8_t*>(src_);
+      const RowPairs top(bytes, at[0]), bottom(bytes, at[1]);
+      for (int ch = 0; ch < kC; ++ch) {
+        const VF top_left = top.Byte(ch), top_right = top.Byte(kC + ch);
+        const VF bottom_left = bottom.Byte(ch), bottom_right = bottom.Byte(kC + ch);
+        if (t.interior) {
+          out[ch] = Bilinear(t, top_left, top_right, bottom_left, bottom_right);
+          continue;
         }
-        return true;
+        const auto right0 = hn::RebindMask(d_, t.right[0]), right1 = hn::RebindMask(d_, t.right[1]);
+        out[ch] = Bilinear(t, hn::IfThenElse(right0, top_right, top_left), hn::IfThenElse(right1, top_right, top_left),
+                           hn::IfThenElse(right0, bottom_right, bottom_left),
+                           hn::IfThenElse(right1, bottom_right, bottom_left));
       }
+      return true;
     }
 #endif
     return false;
@@ -475,7 +486,8 @@ class SimdWarp {
     }
   }
 
-  static constexpr bool kPairedTaps = HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3 && !std::is_same_v<In, float> && kC <= 3;
+  // AVX2 and AVX-512 (whose targets number below AVX2's) load or gather row pairs.
+  static constexpr bool kPairedTaps = HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2 && !std::is_same_v<In, float> && kC <= 3;
 
   const D d_;
   const DI di_;
@@ -524,6 +536,9 @@ void WarpRescaled(const WarpSpec& spec, const Affine& a, const uint8_t* src, flo
 
 }  // namespace
 
+// Bytes of the float vectors SimdWarp stores.
+size_t WarpVectorBytesImpl() { return hn::Lanes(hn::ScalableTag<float>()) * sizeof(float); }
+
 void WarpAffineImpl(const WarpSpec& spec, const Affine& map, const uint8_t* src, uint8_t* dst) {
   if (spec.rescaled) return WarpRescaled(spec, map, src, reinterpret_cast<float*>(dst));
   if (spec.dtype == DType::kUInt8) return WarpTyped<uint8_t>(spec, map, src, dst);
@@ -537,6 +552,7 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace sluice::kernels {
 HWY_EXPORT(WarpAffineImpl);
+HWY_EXPORT(WarpVectorBytesImpl);
 
 void WarpAffine(const WarpSpec& spec, const Affine& map, const uint8_t* src, uint8_t* dst) {
   HWY_DYNAMIC_DISPATCH(WarpAffineImpl)(spec, map, src, dst);
@@ -560,7 +576,12 @@ Affine ThenProjective(const Affine& first, const Affine& second) {
 
 bool WarpStreams(const WarpSpec& spec) {
   const bool simd = spec.rescaled || spec.dtype == DType::kFloat32;  // SimdWarp's inputs
-  return simd && (spec.dims.c == 1 || (spec.dims.c == 3 && spec.chw_out));
+  // A vector of half a line (AVX2's), the three planes' halves interleaved,
+  // streamed at half the rate of storing into L1 scratch and streaming
+  // whole lines from there: W2 135k against 174k samples/s on the Zen 3 of
+  // bench/RESULTS.md (2026-12-07).
+  const bool whole_lines = HWY_DYNAMIC_DISPATCH(WarpVectorBytesImpl)() >= 64;
+  return simd && whole_lines && (spec.dims.c == 1 || (spec.dims.c == 3 && spec.chw_out));
 }
 
 Affine Then(const Affine& first, const Affine& second) {

@@ -58,9 +58,11 @@ struct WarpSpec {
 };
 
 // True when WarpAffine with spec.stream writes its output past the caches
-// itself, a whole vector at a time (float planes, or one channel), so that
-// no scratch copy is needed: W2 1.05x against writing each sample into L1
-// scratch and streaming that out (bench/RESULTS.md, 2026-12-05).
+// itself, a whole vector at a time (float planes, or one channel) and each
+// vector a whole cache line (AVX-512), so that no scratch copy is needed:
+// W2 1.05x against writing each sample into L1 scratch and streaming that
+// out (bench/RESULTS.md, 2026-12-05). AVX2's half lines stream slower than
+// the copy. Follows the SIMD target the kernels run on.
 bool WarpStreams(const WarpSpec& spec);
 
 // Bilinear resampling of one image [H,W,C] into `dst` ([H,W,C], or [C,H,W]
