@@ -335,6 +335,29 @@ def test_record_batch_rows_come_from_the_headers_of_any_writer(tmp_path):
                    .batch(4096)) == expected.num_rows
 
 
+def test_record_batches_are_read_where_the_listing_found_them_and_a_changed_file_is_named(tmp_path):
+    # Each batch is read from its block as listed, not through the footer
+    # (parsed whole for every batch before). Many small batches, shuffled:
+    # every row once; a dictionary column (read through the footer, which
+    # lists the dictionaries) beside the one asked for; a file rewritten
+    # after its listing is DataLoss, never batches of the new file at the
+    # old file's places.
+    ids = np.arange(3000)
+    t = pa.table({"id": pa.array(ids, pa.int64()),
+                  "kind": pa.array([f"k{i % 4}" for i in ids]).dictionary_encode()})
+    write_ipc(tmp_path / "many.arrow", t, batch_rows=2)
+    got = np.concatenate([b["id"] for b in sluice.arrow_ipc(str(tmp_path / "many.arrow"), ["id"], shuffle=True)
+                          .batch(500)])
+    assert sorted(got.tolist()) == ids.tolist() and got.tolist() != ids.tolist()
+    big = pa.table({"blob": pa.array([bytes(4096)] * 20_000, pa.binary())})  # 80 MB: more than the buffers hold
+    write_ipc(tmp_path / "big.arrow", big, batch_rows=100)
+    batches = iter(sluice.arrow_ipc(str(tmp_path / "big.arrow"), shuffle=False).batch(100))
+    next(batches)
+    write_ipc(tmp_path / "big.arrow", big.slice(0, 19_000), batch_rows=50)
+    with pytest.raises(sluice.DataLossError, match=r"big\.arrow changed after it was listed"):
+        list(batches)
+
+
 def test_an_arrow_ipc_stream_is_refused_saying_how_to_read_it(tmp_path):
     with ipc.new_stream(str(tmp_path / "data-00000-of-00001.arrow"), table().schema) as writer:
         writer.write_table(table())  # what datasets' save_to_disk writes

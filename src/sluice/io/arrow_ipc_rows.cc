@@ -71,12 +71,9 @@ class FlatBuffer {
   int64_t size_;
 };
 
-struct Block {
-  int64_t offset;
-  int32_t metadata_length;
-};
-
-absl::StatusOr<std::vector<Block>> RecordBatchBlocks(arrow::io::RandomAccessFile& file, const std::string& path) {
+// The footer's blocks: the batches without their rows.
+absl::StatusOr<std::vector<IpcRecordBatch>> RecordBatchBlocks(arrow::io::RandomAccessFile& file,
+                                                              const std::string& path) {
   const auto damaged = [&path](const std::string& what) {
     return absl::DataLossError(absl::StrCat(path, ": the Arrow IPC footer is damaged (", what, ")"));
   };
@@ -94,7 +91,7 @@ absl::StatusOr<std::vector<Block>> RecordBatchBlocks(arrow::io::RandomAccessFile
   const FlatBuffer footer((*read)->data(), (*read)->size());
   const std::optional<int64_t> root = footer.Root();
   const std::optional<int64_t> field = root ? footer.Field(*root, kFooterRecordBatches) : std::nullopt;
-  std::vector<Block> blocks;
+  std::vector<IpcRecordBatch> blocks;
   if (!field) return blocks;  // no record batches
   const std::optional<int64_t> vector = footer.Follow(*field);
   const std::optional<uint32_t> count = vector ? footer.Read<uint32_t>(*vector) : std::nullopt;
@@ -103,10 +100,12 @@ absl::StatusOr<std::vector<Block>> RecordBatchBlocks(arrow::io::RandomAccessFile
     const int64_t at = *vector + 4 + i * kBlockBytes;
     const std::optional<int64_t> offset = footer.Read<int64_t>(at);
     const std::optional<int32_t> length = footer.Read<int32_t>(at + 8);
-    if (!offset || !length || *offset < 0 || *length < 8 || *offset > *size - *length) {
+    const std::optional<int64_t> body = footer.Read<int64_t>(at + 16);
+    if (!offset || !length || !body || *offset < 0 || *length < 8 || *body < 0 || *offset > *size - *length ||
+        *body > *size - *offset - *length) {
       return damaged(absl::StrCat("record batch ", i, "'s block"));
     }
-    blocks.push_back(Block{*offset, *length});
+    blocks.push_back(IpcRecordBatch{*offset, *length, *body, 0});
   }
   return blocks;
 }
@@ -136,9 +135,9 @@ std::optional<int64_t> RecordBatchLength(const arrow::Buffer& metadata) {
 
 }  // namespace
 
-absl::StatusOr<std::vector<int64_t>> IpcRecordBatchRows(arrow::io::RandomAccessFile& file, const std::string& path) {
-  SLUICE_ASSIGN_OR_RETURN(const std::vector<Block> blocks, RecordBatchBlocks(file, path));
-  std::vector<int64_t> rows;
+absl::StatusOr<std::vector<IpcRecordBatch>> IpcRecordBatches(arrow::io::RandomAccessFile& file,
+                                                             const std::string& path) {
+  SLUICE_ASSIGN_OR_RETURN(std::vector<IpcRecordBatch> blocks, RecordBatchBlocks(file, path));
   int64_t total = 0;
   for (size_t i = 0; i < blocks.size(); ++i) {
     const arrow::Result<std::shared_ptr<arrow::Buffer>> metadata =
@@ -157,9 +156,9 @@ absl::StatusOr<std::vector<int64_t>> IpcRecordBatchRows(arrow::io::RandomAccessF
                                               " rows, past the ", kMaxRows, " a file may hold"));
     }
     total += *length;
-    rows.push_back(*length);
+    blocks[i].rows = *length;
   }
-  return rows;
+  return blocks;
 }
 
 }  // namespace sluice::io

@@ -23,6 +23,7 @@
 #include "sluice/core/index_permutation.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/io/arrow_counted_files.h"
+#include "sluice/io/arrow_ipc_batch.h"
 #include "sluice/io/arrow_ipc_rows.h"
 #include "sluice/io/arrow_memory_pool.h"
 #include "sluice/io/file_split.h"
@@ -319,6 +320,7 @@ struct SourceShape {
 struct FileLayout {
   std::shared_ptr<arrow::Schema> schema;
   std::vector<int64_t> starts;
+  ListedIpcFile ipc;  // an Arrow IPC file's
 };
 
 enum class Opening {
@@ -359,6 +361,18 @@ std::string StreamHint(arrow::io::RandomAccessFile& file) {
          "with pyarrow.ipc.new_file)";
 }
 
+// A file's size and, on disk, modification time: a footer parsed for one
+// version is not taken for another. (An object rewritten since its listing
+// fails its ETag's check instead.)
+std::string VersionOf(const std::string& path, arrow::io::RandomAccessFile& file) {
+  std::string version = absl::StrCat(file.GetSize().ValueOr(-1));
+  std::error_code error;
+  if (!IsObjectUrl(path)) {
+    version += absl::StrCat("@", std::filesystem::last_write_time(path, error).time_since_epoch().count());
+  }
+  return version;
+}
+
 absl::StatusOr<FileLayout> ReadLayout(ColumnarFormat format, const std::string& path,
                                       std::shared_ptr<const HeldArrow>* held) {
   FileLayout layout;
@@ -395,26 +409,14 @@ absl::StatusOr<FileLayout> ReadLayout(ColumnarFormat format, const std::string& 
         absl::StrCat(path, " is not a readable Arrow IPC file: ", reader.status().ToString(), StreamHint(*opened)));
   }
   layout.schema = (*reader)->schema();
-  SLUICE_ASSIGN_OR_RETURN(const std::vector<int64_t> batch_rows, IpcRecordBatchRows(*opened, path));
-  if (static_cast<int>(batch_rows.size()) != (*reader)->num_record_batches()) {
+  SLUICE_ASSIGN_OR_RETURN(std::vector<IpcRecordBatch> batches, IpcRecordBatches(*opened, path));
+  if (static_cast<int>(batches.size()) != (*reader)->num_record_batches()) {
     return absl::DataLossError(absl::StrCat(path, ": its footer lists ", (*reader)->num_record_batches(),
-                                            " record batches to Arrow's reader and ", batch_rows.size(),
-                                            " to sluice's"));
+                                            " record batches to Arrow's reader and ", batches.size(), " to sluice's"));
   }
-  for (const int64_t n : batch_rows) layout.starts.push_back(rows += n);
+  for (const IpcRecordBatch& b : batches) layout.starts.push_back(rows += b.rows);
+  layout.ipc = ListedIpcFile{layout.schema, std::move(batches), VersionOf(path, *opened)};
   return layout;
-}
-
-// A file's size and, on disk, modification time: a footer parsed for one
-// version is not taken for another. (An object rewritten since its listing
-// fails its ETag's check instead.)
-std::string VersionOf(const std::string& path, arrow::io::RandomAccessFile& file) {
-  std::string version = absl::StrCat(file.GetSize().ValueOr(-1));
-  std::error_code error;
-  if (!IsObjectUrl(path)) {
-    version += absl::StrCat("@", std::filesystem::last_write_time(path, error).time_since_epoch().count());
-  }
-  return version;
 }
 
 // Reads one row group (record batch) whole, then copies its rows out, in
@@ -424,10 +426,11 @@ std::string VersionOf(const std::string& path, arrow::io::RandomAccessFile& file
 // from Parquet ran at 175k samples/s on views, 260k on copies.
 class ColumnarReader : public SplitReader {
  public:
-  ColumnarReader(const SourceShape& shape, const std::string& path, int32_t file, int group, const Split& split,
-                 ParquetFooters* footers, CorruptionLog* skip_log)
+  ColumnarReader(const SourceShape& shape, const std::string& path, const ListedIpcFile& ipc, int32_t file, int group,
+                 const Split& split, ParquetFooters* footers, CorruptionLog* skip_log)
       : shape_(shape),
         path_(path),
+        ipc_(ipc),
         file_(file),
         group_(group),
         first_row_(split.begin_record),
@@ -549,14 +552,12 @@ class ColumnarReader : public SplitReader {
       // Compressed batches are decoded in the counted pool. Every column is
       // read: Arrow reads a subset into a buffer of the whole body from its
       // default pool, which is neither the mapping nor counted.
+      if (VersionOf(path_, *file) != ipc_.version) {
+        return absl::DataLossError(absl::StrCat(path_, " changed after it was listed (size or modification time)"));
+      }
       arrow::ipc::IpcReadOptions options;
       options.memory_pool = DecodePool();
-      auto reader = arrow::ipc::RecordBatchFileReader::Open(file, options);
-      SLUICE_RETURN_IF_ERROR(FromArrow(reader.status(), absl::StrCat("cannot read ", path_)));
-      auto read = (*reader)->ReadRecordBatch(group_);
-      SLUICE_RETURN_IF_ERROR(FromArrow(read.status(), absl::StrCat("cannot read ", where)));
-      batch = *read;
-      SLUICE_RETURN_IF_ERROR(FromArrow(batch->ValidateFull(), absl::StrCat("damaged ", where)));
+      SLUICE_ASSIGN_OR_RETURN(batch, ReadIpcRecordBatch(file, ipc_, group_, options, where));
     }
     // An object's footer and columns came in several GETs: none of its rows
     // go on unless it is still the version opened.
@@ -611,6 +612,7 @@ class ColumnarReader : public SplitReader {
 
   const SourceShape& shape_;
   const std::string& path_;
+  const ListedIpcFile& ipc_;
   const int32_t file_;
   const int group_;
   const int64_t first_row_, group_rows_;
@@ -626,10 +628,12 @@ class ColumnarReader : public SplitReader {
 
 class ColumnarSource : public SourceFormat {
  public:
-  ColumnarSource(SourceShape shape, std::vector<std::string> paths, std::vector<std::vector<int64_t>> starts)
+  ColumnarSource(SourceShape shape, std::vector<std::string> paths, std::vector<std::vector<int64_t>> starts,
+                 std::vector<ListedIpcFile> ipc)
       : shape_(std::move(shape)),
         paths_(std::make_shared<const std::vector<std::string>>(std::move(paths))),
-        starts_(std::move(starts)) {
+        starts_(std::move(starts)),
+        ipc_(std::move(ipc)) {
     std::vector<ColumnSpec> columns;
     for (const ColumnPlan& p : shape_.plans) columns.push_back(p.spec);
     shape_.schema = Schema(std::move(columns));
@@ -657,14 +661,15 @@ class ColumnarSource : public SourceFormat {
           absl::StrCat("no row group of ", (*paths_)[split.file], " starts at row ", split.begin_record));
     }
     const int group = static_cast<int>(it - starts.begin());
-    return std::unique_ptr<SplitReader>(
-        new ColumnarReader(shape_, (*paths_)[split.file], split.file, group, split, footers_.get(), skip_log));
+    return std::unique_ptr<SplitReader>(new ColumnarReader(shape_, (*paths_)[split.file], ipc_[split.file], split.file,
+                                                           group, split, footers_.get(), skip_log));
   }
 
  private:
   SourceShape shape_;
   std::shared_ptr<const std::vector<std::string>> paths_;
   std::vector<std::vector<int64_t>> starts_;  // per file: the groups' first rows, then the total
+  std::vector<ListedIpcFile> ipc_;            // per file: an Arrow IPC file's batches, empty otherwise
   // Parquet's: 8 MiB of footers as stored (several times that parsed) list
   // about 65,000 row groups of a column.
   const std::unique_ptr<ParquetFooters> footers_ = std::make_unique<ParquetFooters>(int64_t{8} << 20);
@@ -715,6 +720,7 @@ absl::StatusOr<std::unique_ptr<SourceFormat>> MakeColumnarSource(ColumnarFormat 
   }
   SourceShape shape{format, columns, {}, Schema(), {}};
   std::vector<std::vector<int64_t>> starts;
+  std::vector<ListedIpcFile> ipc;
   for (size_t f = 0; f < paths.size(); ++f) {
     std::shared_ptr<const HeldArrow> held;
     SLUICE_ASSIGN_OR_RETURN(FileLayout layout, ReadLayout(format, paths[f], &held));
@@ -756,8 +762,10 @@ absl::StatusOr<std::unique_ptr<SourceFormat>> MakeColumnarSource(ColumnarFormat 
       }
     }
     starts.push_back(std::move(layout.starts));
+    ipc.push_back(std::move(layout.ipc));
   }
-  return std::unique_ptr<SourceFormat>(new ColumnarSource(std::move(shape), std::move(paths), std::move(starts)));
+  return std::unique_ptr<SourceFormat>(
+      new ColumnarSource(std::move(shape), std::move(paths), std::move(starts), std::move(ipc)));
 }
 
 }  // namespace sluice::io
