@@ -79,9 +79,10 @@ absl::Status WorkerImpl::Heartbeat() {
   request.set_active_streams(active_streams_.load());
   request.set_cores(options_.threads > 0 ? options_.threads : UsableCores());
   for (const std::string& op : ops_) request.add_ops(op);
+  std::vector<std::shared_ptr<const exec::Pipeline>> idle;
   {
     absl::MutexLock lock(&mu_);
-    ForgetIdlePipelines();  // a worker no stream asks again still lets go of them
+    idle = TakeIdlePipelines();  // a worker no stream asks again still lets go of them
     // What it sent per second since the last beat: the dispatcher's
     // per-worker rate (status, sluice_worker_samples_per_second).
     const absl::Time now = absl::Now();
@@ -102,6 +103,7 @@ absl::Status WorkerImpl::Heartbeat() {
     for (JournalSplit& sent : sent_) *request.add_sent() = std::move(sent);
     sent_.clear();
   }
+  DropPipelines(std::move(idle));
   WorkerHeartbeatResponse response;
   const absl::Status sent = CallUnary(dispatcher_.get(), &::sluice::Dispatcher::Stub::WorkerHeartbeat,
                                       "worker heartbeat", request, &response, options_.security.token);
@@ -163,23 +165,41 @@ void WorkerImpl::CountError(absl::StatusCode code) {
 }
 
 std::shared_ptr<const exec::Pipeline> WorkerImpl::FindPipeline(const std::string& id) {
-  absl::MutexLock lock(&mu_);
-  ForgetIdlePipelines();
-  auto it = pipelines_.find(id);
-  if (it == pipelines_.end()) return nullptr;
-  it->second.last_used = absl::Now();
-  return it->second.pipeline;
+  std::vector<std::shared_ptr<const exec::Pipeline>> idle;
+  std::shared_ptr<const exec::Pipeline> found;
+  {
+    absl::MutexLock lock(&mu_);
+    idle = TakeIdlePipelines();
+    auto it = pipelines_.find(id);
+    if (it != pipelines_.end()) {
+      it->second.last_used = absl::Now();
+      found = it->second.pipeline;
+    }
+  }
+  DropPipelines(std::move(idle));
+  return found;
 }
 
-void WorkerImpl::ForgetIdlePipelines() {
+std::vector<std::shared_ptr<const exec::Pipeline>> WorkerImpl::TakeIdlePipelines() {
   const absl::Time now = absl::Now();
-  const size_t cached = pipelines_.size();
+  std::vector<std::shared_ptr<const exec::Pipeline>> idle;
   for (auto it = pipelines_.begin(); it != pipelines_.end();) {
     CachedPipeline& entry = it->second;
     if (entry.pipeline.use_count() > 1) entry.last_used = now;  // a stream runs it
-    it = now - entry.last_used > options_.pipeline_idle ? pipelines_.erase(it) : std::next(it);
+    if (now - entry.last_used <= options_.pipeline_idle) {
+      ++it;
+      continue;
+    }
+    idle.push_back(std::move(entry.pipeline));
+    it = pipelines_.erase(it);
   }
-  if (pipelines_.size() < cached) GiveBackFreedHeap();
+  return idle;
+}
+
+void WorkerImpl::DropPipelines(std::vector<std::shared_ptr<const exec::Pipeline>> idle) {
+  if (idle.empty()) return;
+  idle.clear();
+  GiveBackFreedHeap();
 }
 
 absl::StatusOr<std::shared_ptr<const exec::Pipeline>> WorkerImpl::GetPipeline(const std::string& id) {

@@ -78,9 +78,13 @@ class WorkerImpl {
   absl::StatusOr<std::shared_ptr<const exec::Pipeline>> GetPipeline(const std::string& id);
   // The cached pipeline `id` (null when none), dropping idle ones.
   std::shared_ptr<const exec::Pipeline> FindPipeline(const std::string& id);
-  // Drops the pipelines no stream holds that were last used before
-  // options_.pipeline_idle ago; a held one counts as used now.
-  void ForgetIdlePipelines() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Takes the pipelines no stream holds that were last used before
+  // options_.pipeline_idle ago out of the cache; a held one counts as used
+  // now. The caller drops them after releasing mu_ (DropPipelines): a
+  // pipeline pinning a million files takes a GB and a while to free, and
+  // every stream and beat waits on mu_.
+  std::vector<std::shared_ptr<const exec::Pipeline>> TakeIdlePipelines() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void DropPipelines(std::vector<std::shared_ptr<const exec::Pipeline>> idle) ABSL_LOCKS_EXCLUDED(mu_);
   // The dispatcher's next split for the stream, retrying while it restarts
   // (a retry repeats `ask`, so a lost reply hands out nothing twice).
   absl::StatusOr<GetSplitResponse> NextSplit(const GetSplitRequest& ask, const std::function<bool()>& cancelled);
