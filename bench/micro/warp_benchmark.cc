@@ -52,7 +52,7 @@ void BM_W2WarpBatch(benchmark::State& state) {
   sluice::kernels::LimitSimdFromEnvironment();
   state.SetLabel(sluice::kernels::SimdTarget());
   W2Warp warp(state.range(0));
-  warp.spec.stream = sluice::kernels::WarpStreams(warp.spec);
+  warp.spec.stream = sluice::kernels::WarpBypassFor(warp.spec) == sluice::kernels::WarpBypass::kItself;
   constexpr size_t kImage = 32 * 32 * 3, kBatch = 1024;
   const std::vector<uint8_t> src = RandomBytes(kImage * kBatch);
   std::vector<float> dst(src.size());

@@ -244,18 +244,21 @@ TEST(WarpAffine, StreamedOutputIsTheStoredOutput) {
   }
 }
 
-// The warp streams its own stores where each vector is a whole cache line
-// (AVX-512); AVX2's half lines and interleaved pixels are left to a
-// SampleWriter.
+// Past the caches, the warp streams its own stores where each vector is a
+// whole cache line (AVX-512), writes AVX2's half lines plainly, and leaves
+// interleaved pixels and uint8 output to a SampleWriter.
 TEST(WarpAffine, StreamsItsOwnStoresOnlyInWholeLines) {
   WarpSpec planes{DType::kUInt8, ImageDims{32, 32, 3}, FillMode::kReflect, 0.f};
   planes.chw_out = planes.rescaled = true;
   const WarpSpec interleaved{DType::kFloat32, ImageDims{17, 32, 3}, FillMode::kReflect, 0.f};
+  const WarpSpec bytes{DType::kUInt8, ImageDims{17, 32, 1}, FillMode::kReflect, 0.f};
   for (const char* cap : {"avx512", "avx2", "sse4"}) {
     if (!LimitSimd(cap).ok()) continue;
     SCOPED_TRACE(SimdTarget());
-    EXPECT_EQ(WarpStreams(planes), absl::StartsWith(SimdTarget(), "AVX3") || absl::StartsWith(SimdTarget(), "AVX10"));
-    EXPECT_FALSE(WarpStreams(interleaved));
+    const bool whole_lines = absl::StartsWith(SimdTarget(), "AVX3") || absl::StartsWith(SimdTarget(), "AVX10");
+    EXPECT_EQ(WarpBypassFor(planes), whole_lines ? WarpBypass::kItself : WarpBypass::kPlain);
+    EXPECT_EQ(WarpBypassFor(interleaved), WarpBypass::kScratch);
+    EXPECT_EQ(WarpBypassFor(bytes), WarpBypass::kScratch);
   }
   ASSERT_TRUE(LimitSimd("best").ok());
 }

@@ -574,14 +574,13 @@ Affine ThenProjective(const Affine& first, const Affine& second) {
   return out;
 }
 
-bool WarpStreams(const WarpSpec& spec) {
+WarpBypass WarpBypassFor(const WarpSpec& spec) {
   const bool simd = spec.rescaled || spec.dtype == DType::kFloat32;  // SimdWarp's inputs
-  // A vector of half a line (AVX2's), the three planes' halves interleaved,
-  // streamed at half the rate of storing into L1 scratch and streaming
-  // whole lines from there: W2 135k against 174k samples/s on the Zen 3 of
-  // bench/RESULTS.md (2026-12-07).
-  const bool whole_lines = HWY_DYNAMIC_DISPATCH(WarpVectorBytesImpl)() >= 64;
-  return simd && whole_lines && (spec.dims.c == 1 || (spec.dims.c == 3 && spec.chw_out));
+  if (!simd || !(spec.dims.c == 1 || (spec.dims.c == 3 && spec.chw_out))) return WarpBypass::kScratch;
+  // AVX2's vector is half a line, and the three planes' halves are
+  // interleaved: streamed, W2 ran at 135k samples/s on the Zen 3 against
+  // 174k from scratch and 185k plainly.
+  return HWY_DYNAMIC_DISPATCH(WarpVectorBytesImpl)() >= 64 ? WarpBypass::kItself : WarpBypass::kPlain;
 }
 
 Affine Then(const Affine& first, const Affine& second) {

@@ -53,17 +53,27 @@ struct WarpSpec {
   float scale = 1, offset = 0;
   // The output is written once and read much later
   // (ops::KernelContext::bypass_cache): whole vectors of it go past the
-  // caches (non-temporal stores) where WarpStreams(spec) says so.
+  // caches (non-temporal stores) where WarpBypassFor(spec) says so.
   bool stream = false;
 };
 
-// True when WarpAffine with spec.stream writes its output past the caches
-// itself, a whole vector at a time (float planes, or one channel) and each
-// vector a whole cache line (AVX-512), so that no scratch copy is needed:
-// W2 1.05x against writing each sample into L1 scratch and streaming that
-// out (bench/RESULTS.md, 2026-12-05). AVX2's half lines stream slower than
-// the copy. Follows the SIMD target the kernels run on.
-bool WarpStreams(const WarpSpec& spec);
+// How WarpAffine best writes an output written once and read much later
+// (ops::KernelContext::bypass_cache), on the SIMD target the kernels run
+// on (bench/RESULTS.md, 2026-12-05 and 2026-12-07 morning).
+enum class WarpBypass {
+  // spec.stream: the warp streams its whole vectors past the caches (float
+  // planes or one channel, each vector a whole cache line: AVX-512). W2
+  // 1.05x against the scratch copy on the Xeon.
+  kItself,
+  // Plain stores: the same outputs from AVX2's half-line vectors, which
+  // streamed at half the rate on the Zen 3, where the scratch copy ran W2
+  // at 0.87-0.92x of plain stores.
+  kPlain,
+  // A SampleWriter's L1 scratch, streamed out a whole line at a time
+  // (interleaved pixels, uint8 output).
+  kScratch,
+};
+WarpBypass WarpBypassFor(const WarpSpec& spec);
 
 // Bilinear resampling of one image [H,W,C] into `dst` ([H,W,C], or [C,H,W]
 // with spec.chw_out). Each of the four neighbours outside the image is

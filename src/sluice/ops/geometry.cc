@@ -24,11 +24,18 @@ using kernels::Then;
 using kernels::WarpAffine;
 using kernels::WarpSpec;
 
-// `spec`, writing its output past the caches itself when `bypass_cache` and
-// the warp can (kernels::WarpStreams); else a SampleWriter streams it.
-WarpSpec Streamed(WarpSpec spec, bool bypass_cache) {
-  spec.stream = bypass_cache && kernels::WarpStreams(spec);
-  return spec;
+// How a warp writes its output: `spec` streaming its own stores, or through
+// `writer` (scratch streamed out, or plain stores), as bypass_cache and
+// kernels::WarpBypassFor say.
+struct WarpWrite {
+  WarpSpec spec;
+  SampleWriter writer;
+};
+
+WarpWrite ForBypass(WarpSpec spec, bool bypass_cache) {
+  const kernels::WarpBypass way = bypass_cache ? kernels::WarpBypassFor(spec) : kernels::WarpBypass::kPlain;
+  spec.stream = way == kernels::WarpBypass::kItself;
+  return WarpWrite{spec, SampleWriter(way == kernels::WarpBypass::kScratch)};
 }
 
 // One geometric op: an affine map drawn per sample, resampled bilinearly.
@@ -41,8 +48,11 @@ class WarpKernel : public Kernel {
   absl::Status Run(const KernelContext& ctx, absl::Span<const ColumnRef> in,
                    absl::Span<const ColumnRef> out) const override {
     const bool flip = p_.part.kind == WarpPart::Kind::kFlip;
-    const WarpSpec spec = Streamed(p_.spec, ctx.bypass_cache && !flip);
-    SampleWriter write(ctx.bypass_cache && !spec.stream);
+    // A flip's copy goes through scratch.
+    WarpWrite written =
+        flip ? WarpWrite{p_.spec, SampleWriter(ctx.bypass_cache)} : ForBypass(p_.spec, ctx.bypass_cache);
+    const WarpSpec& spec = written.spec;
+    SampleWriter& write = written.writer;
     for (int64_t r = 0; r < ctx.rows; ++r) {
       SampleRng rng = ctx.Rng(r);
       const Affine map = SampleMap(p_.part, p_.spec.dims, rng);
@@ -84,8 +94,9 @@ class FusedWarpKernel : public Kernel {
 
   absl::Status Run(const KernelContext& ctx, absl::Span<const ColumnRef> in,
                    absl::Span<const ColumnRef> out) const override {
-    const WarpSpec spec = Streamed(p_.spec, ctx.bypass_cache);
-    SampleWriter write(ctx.bypass_cache && !spec.stream);
+    WarpWrite written = ForBypass(p_.spec, ctx.bypass_cache);
+    const WarpSpec& spec = written.spec;
+    SampleWriter& write = written.writer;
     for (int64_t r = 0; r < ctx.rows; ++r) {
       Affine map;
       for (const auto& [part, op_key] : p_.parts) {
