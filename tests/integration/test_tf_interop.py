@@ -6,8 +6,8 @@ Run with the peer venv's python (it has tensorflow-cpu and pytest):
     SLUICE_BIN=build/sluice "$PY" -m pytest -q tests/integration/test_tf_interop.py
 
 Skipped as a whole when tensorflow cannot be imported or SLUICE_BIN is unset.
-GZIP-compressed TFRecords (TFRecordWriter with options="GZIP") are read
-too; ZLIB ones are not.
+GZIP- and ZLIB-compressed TFRecords (TFRecordWriter with options="GZIP"
+or "ZLIB") are read too.
 """
 
 import base64
@@ -118,17 +118,18 @@ def test_sluice_inspect_reads_tf_written_records(sluice_bin, tmp_path):
         assert feature_bytes(ex, "image") == [images[i]], f"record {i}"
 
 
-def test_sluice_reads_tf_gzip_records(sluice_bin, tmp_path):
-    path = tmp_path / "tf-written.tfrecord.gz"
+@pytest.mark.parametrize("compression", ["GZIP", "ZLIB"])
+def test_sluice_reads_tf_compressed_records(sluice_bin, tmp_path, compression):
+    path = tmp_path / "tf-written.tfrecord.z"
     examples = [make_example(bytes([i]) * (i + 1), i).SerializeToString() for i in range(50)]
-    with tf.io.TFRecordWriter(str(path), options="GZIP") as w:
+    with tf.io.TFRecordWriter(str(path), options=compression) as w:
         for ex in examples:
             w.write(ex)
     out = run_sluice(sluice_bin, "inspect", str(path), "--json", "--limit", "0")
     lines = [json.loads(ln) for ln in out.splitlines() if ln.strip()]
     assert [feature_int64(rec["example"], "label") for rec in lines] == [[i] for i in range(50)]
     assert [feature_bytes(rec["example"], "image") for rec in lines] == [[bytes([i]) * (i + 1)] for i in range(50)]
-    read_by_tf = [r.numpy() for r in tf.data.TFRecordDataset(str(path), compression_type="GZIP")]
+    read_by_tf = [r.numpy() for r in tf.data.TFRecordDataset(str(path), compression_type=compression)]
     assert read_by_tf == examples
 
 

@@ -412,12 +412,17 @@ def test_a_sigint_handler_can_save_the_state_of_the_pass_it_interrupts(tmp_path)
     assert f"resumed {list(range(30, 100))}" in out
 
 
-def test_gzip_compressed_tfrecords_read_as_the_plain_ones_and_resume(tmp_path, cifar_dir):
-    # TensorFlow's GZIP option (TFX writes its examples so).
+@pytest.mark.parametrize("compress", ["gzip", "zlib"])
+def test_compressed_tfrecords_read_as_the_plain_ones_and_resume(tmp_path, cifar_dir, compress):
+    # TensorFlow's GZIP option (TFX writes its examples so) and its ZLIB
+    # option (one zlib stream, as Python's zlib writes it), found by their
+    # first bytes.
     import gzip
+    import zlib
+    squeeze = gzip.compress if compress == "gzip" else zlib.compress
     plain = sorted(cifar_dir.glob("*.tfrecord"))[:2]
     for f in plain:
-        (tmp_path / (f.name + ".gz")).write_bytes(gzip.compress(f.read_bytes()))
+        (tmp_path / (f.name + ".gz")).write_bytes(squeeze(f.read_bytes()))
 
     def pipe(files):
         return sluice.tfrecord(files, {"image": ("bytes", 3072), "label": "int64"}, shuffle_splits=True).batch(100)
@@ -429,15 +434,15 @@ def test_gzip_compressed_tfrecords_read_as_the_plain_ones_and_resume(tmp_path, c
     seen = [b["label"].tolist() for _, b in zip(range(7), it)]
     assert seen + [b["label"].tolist() for b in compressed.iterate(state=it.state())] == whole
     # A cut one is skipped whole under "skip", the others read.
-    (tmp_path / "cut.gz").write_bytes(gzip.compress(plain[0].read_bytes())[:-100])
+    (tmp_path / "cut.gz").write_bytes(squeeze(plain[0].read_bytes())[:-100])
     it = iter(sluice.tfrecord([str(tmp_path / "cut.gz"), str(tmp_path / (plain[1].name + ".gz"))],
                               {"label": "int64"}, on_corrupt="skip").batch(1000))
     second = sum(len(b["label"]) for b in sluice.tfrecord(str(plain[1]), {"label": "int64"}).batch(1000))
     assert sum(len(b["label"]) for b in it) == second and it.skipped == 1
-    assert "cut.gz: gzip data is damaged" in it.skip_summary
+    assert f"cut.gz: {compress} data is damaged" in it.skip_summary
     indexed = subprocess.run(["sluice", "index", str(tmp_path / (plain[0].name + ".gz"))], capture_output=True,
                              text=True, timeout=60)
-    assert indexed.returncode != 0 and "GZIP-compressed: it is read whole" in indexed.stderr
+    assert indexed.returncode != 0 and "compressed (GZIP or ZLIB): it is read whole" in indexed.stderr
 
 
 @pytest.mark.parametrize("damage, error, message", [
@@ -449,8 +454,12 @@ def test_gzip_compressed_tfrecords_read_as_the_plain_ones_and_resume(tmp_path, c
      r"in {path} at offset 0 \(is this a TFRecord file\?\)"),
     (lambda d: __import__("gzip").compress(d)[:-100], sluice.DataLossError,
      r"{path}: gzip data is damaged near compressed byte \d+: the file ends within a gzip member"),
-    (lambda d: __import__("zlib").compress(d), sluice.DataLossError,
-     r"in {path} at offset 0 \(the file looks ZLIB-compressed"),
+    (lambda d: __import__("zlib").compress(d)[:-100], sluice.DataLossError,
+     r"{path}: zlib data is damaged near compressed byte \d+: the file ends within the zlib stream"),
+    (lambda d: (lambda z: z[:-2] + bytes([z[-2] ^ 1]) + z[-1:])(__import__("zlib").compress(d)),
+     sluice.DataLossError, r"{path}: zlib data is damaged near compressed byte \d+: the stream's Adler-32 differs"),
+    (lambda d: __import__("zlib").compress(d) + b"more", sluice.DataLossError,
+     r"{path}: zlib data is damaged near compressed byte \d+: bytes after the zlib stream"),
 ])
 def test_each_corrupt_tfrecord_is_data_loss_naming_file_and_offset(tmp_path, cifar_dir, damage,
                                                                    error, message):

@@ -150,7 +150,10 @@ absl::Status Inspect(const InspectArgs& args) {
   uint32_t length_crc;
   std::memcpy(&length_crc, head + 8, 4);
   if (got == 12 && io::UnmaskCrc(length_crc) == io::Crc32c(head, 8)) return InspectTfRecord(args);
-  if (io::IsGzip(reinterpret_cast<const char*>(head), got)) return InspectTfRecord(args);  // TensorFlow's GZIP
+  const auto* start_bytes = reinterpret_cast<const char*>(head);
+  if (io::IsGzip(start_bytes, got) || io::IsZlib(start_bytes, got)) {
+    return InspectTfRecord(args);  // TensorFlow's GZIP or ZLIB
+  }
   const absl::string_view start(reinterpret_cast<const char*>(head), got);
   if (absl::StartsWith(start, "PAR1") || absl::StartsWith(start, "ARROW1")) {
     return absl::InvalidArgumentError(absl::StrCat(

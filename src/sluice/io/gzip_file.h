@@ -1,5 +1,6 @@
-// A gzip-compressed file read as its decompressed bytes: TFRecords written
-// with TensorFlow's GZIP option (TFX writes them so by default).
+// A gzip- or zlib-compressed file read as its decompressed bytes: TFRecords
+// written with TensorFlow's GZIP option (TFX writes them so by default) or
+// its ZLIB option.
 #ifndef SLUICE_IO_GZIP_FILE_H_
 #define SLUICE_IO_GZIP_FILE_H_
 

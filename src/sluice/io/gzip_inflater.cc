@@ -11,7 +11,7 @@
 namespace sluice::io {
 namespace {
 
-const char* InflateProblem(int code) {
+const char* InflateProblem(int code, bool zlib) {
   switch (code) {
     case ISAL_INVALID_BLOCK:
       return "an invalid deflate block";
@@ -20,11 +20,12 @@ const char* InflateProblem(int code) {
     case ISAL_INVALID_LOOKBACK:
       return "a back-reference before the data's start";
     case ISAL_INVALID_WRAPPER:
-      return "an invalid gzip header";
+      return zlib ? "an invalid zlib header" : "an invalid gzip header";
     case ISAL_UNSUPPORTED_METHOD:
       return "a compression method other than deflate";
     case ISAL_INCORRECT_CHECKSUM:
-      return "the member's CRC or length differ from its data's: a byte within it is damaged";
+      return zlib ? "the stream's Adler-32 differs from its data's: a byte within it is damaged"
+                  : "the member's CRC or length differ from its data's: a byte within it is damaged";
     default:
       return "an error decompressing it";
   }
@@ -42,15 +43,33 @@ absl::StatusOr<bool> IsGzipFile(const RandomAccessFile& file) {
   return IsGzip(head, got);
 }
 
+bool IsZlib(const char* head, size_t n) {
+  if (n < 2) return false;
+  const uint8_t method = static_cast<uint8_t>(head[0]), flags = static_cast<uint8_t>(head[1]);
+  const bool deflate = (method & 0x0f) == 8 && (method >> 4) <= 7;
+  return deflate && (method * 256 + flags) % 31 == 0 && (flags & 0x20) == 0;
+}
+
 GzipInflater::GzipInflater(const RandomAccessFile* file) : file_(file), state_(std::make_unique<inflate_state>()) {
   isal_inflate_init(state_.get());
   state_->crc_flag = ISAL_GZIP;
+}
+
+absl::Status GzipInflater::Start() {
+  started_ = true;
+  SLUICE_RETURN_IF_ERROR(Refill());
+  const inflate_state& s = *state_;
+  const auto* head = reinterpret_cast<const char*>(s.next_in);
+  zlib_ = !IsGzip(head, s.avail_in) && IsZlib(head, s.avail_in);
+  if (zlib_) state_->crc_flag = ISAL_ZLIB;
+  return absl::OkStatus();
 }
 
 GzipInflater::~GzipInflater() = default;
 
 absl::StatusOr<size_t> GzipInflater::Read(char* out, size_t n) {
   if (!damage_.ok()) return damage_;  // ISA-L would go on past a member whose CRC failed
+  if (!started_) SLUICE_RETURN_IF_ERROR(Start());
   inflate_state& s = *state_;
   s.next_out = reinterpret_cast<uint8_t*>(out);
   s.avail_out = static_cast<uint32_t>(std::min<size_t>(n, UINT32_MAX));
@@ -63,10 +82,11 @@ absl::StatusOr<size_t> GzipInflater::Read(char* out, size_t n) {
     if (s.avail_in == 0) SLUICE_RETURN_IF_ERROR(Refill());
     const uint32_t in_before = s.avail_in, out_before = s.avail_out;
     const int code = isal_inflate(&s);
-    if (code < 0) return Damage(InflateProblem(code));
+    if (code < 0) return Damage(InflateProblem(code, zlib_));
     const bool stuck = s.avail_in == in_before && s.avail_out == out_before;
     if (stuck && s.block_state != ISAL_BLOCK_FINISH && read_offset_ >= file_->size()) {
-      return Damage("the file ends within a gzip member (truncated)");
+      return Damage(zlib_ ? "the file ends within the zlib stream (truncated)"
+                          : "the file ends within a gzip member (truncated)");
     }
   }
   return asked - s.avail_out;
@@ -97,7 +117,7 @@ absl::Status GzipInflater::Refill() {
 }
 
 // After a member's end: another member, zeros to the end (as gzip(1)
-// allows), or damage.
+// allows), or damage. A zlib stream is one: zeros or damage.
 absl::Status GzipInflater::NextMember() {
   inflate_state& s = *state_;
   if (s.avail_in < 3) SLUICE_RETURN_IF_ERROR(Refill());
@@ -105,7 +125,7 @@ absl::Status GzipInflater::NextMember() {
     ended_ = true;
     return absl::OkStatus();
   }
-  if (IsGzip(reinterpret_cast<const char*>(s.next_in), s.avail_in)) {
+  if (!zlib_ && IsGzip(reinterpret_cast<const char*>(s.next_in), s.avail_in)) {
     uint8_t* next_in = s.next_in;
     const uint32_t avail_in = s.avail_in;
     isal_inflate_reset(&s);
@@ -116,7 +136,7 @@ absl::Status GzipInflater::NextMember() {
   }
   while (s.avail_in > 0) {
     if (std::any_of(s.next_in, s.next_in + s.avail_in, [](uint8_t b) { return b != 0; })) {
-      return Damage("bytes after the last gzip member that start no member");
+      return Damage(zlib_ ? "bytes after the zlib stream" : "bytes after the last gzip member that start no member");
     }
     s.next_in += s.avail_in;
     s.avail_in = 0;
@@ -128,7 +148,8 @@ absl::Status GzipInflater::NextMember() {
 
 absl::Status GzipInflater::Damage(const std::string& what) {
   const uint64_t at = input_offset_ + static_cast<uint64_t>(state_->next_in - input_.data());
-  return damage_ = absl::DataLossError(absl::StrCat("gzip data is damaged near compressed byte ", at, ": ", what));
+  return damage_ = absl::DataLossError(
+             absl::StrCat(zlib_ ? "zlib" : "gzip", " data is damaged near compressed byte ", at, ": ", what));
 }
 
 }  // namespace sluice::io

@@ -1,6 +1,8 @@
 // A gzip file's bytes decompressed (ISA-L's igzip), each member's CRC and
 // length checked at its end. libarchive's gzip filter checks neither, so a
-// flipped byte in a stored block of a .tar.gz came through unseen.
+// flipped byte in a stored block of a .tar.gz came through unseen. A file
+// that starts a zlib stream instead (TensorFlow's ZLIB TFRecords) is read
+// as that one stream, its Adler-32 checked.
 #ifndef SLUICE_IO_GZIP_INFLATER_H_
 #define SLUICE_IO_GZIP_INFLATER_H_
 
@@ -20,6 +22,9 @@ namespace sluice::io {
 bool IsGzip(const char* head, size_t n);
 // Whether `file` starts a gzip member (its read's error as it is).
 absl::StatusOr<bool> IsGzipFile(const RandomAccessFile& file);
+// True when `head` starts a zlib stream (RFC 1950: deflate, a header whose
+// check bits hold, no preset dictionary).
+bool IsZlib(const char* head, size_t n);
 
 class GzipInflater {
  public:
@@ -44,6 +49,8 @@ class GzipInflater {
 
  private:
   absl::Status Refill();
+  // Reads the first bytes and sets the wrapper they start.
+  absl::Status Start();
   absl::Status NextMember();
   absl::Status Damage(const std::string& what);
 
@@ -52,6 +59,8 @@ class GzipInflater {
   std::vector<uint8_t> input_ = std::vector<uint8_t>(1 << 20);
   uint64_t input_offset_ = 0;  // the file's offset of input_[0]
   uint64_t read_offset_ = 0;   // the file's offset read up to
+  bool started_ = false;
+  bool zlib_ = false;  // a zlib stream, not gzip members
   bool ended_ = false;
   absl::Status damage_;
 };

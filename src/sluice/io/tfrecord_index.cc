@@ -41,12 +41,13 @@ std::string TfRecordIndexPath(const std::string& tfrecord_path) {
 absl::StatusOr<int64_t> WriteTfRecordIndex(const std::string& tfrecord_path) {
   {
     SLUICE_ASSIGN_OR_RETURN(const std::unique_ptr<RandomAccessFile> file, RandomAccessFile::Open(tfrecord_path));
-    SLUICE_ASSIGN_OR_RETURN(const bool gzip, IsGzipTfRecord(*file));
-    if (gzip) {
+    SLUICE_ASSIGN_OR_RETURN(const bool compressed, IsCompressedTfRecord(*file));
+    if (compressed) {
       return absl::InvalidArgumentError(
           absl::StrCat(tfrecord_path,
-                       " is GZIP-compressed: it is read whole, as one split (a record within it is reached only "
-                       "by decompressing what comes before), so it takes no index; gunzip it to index it"));
+                       " is compressed (GZIP or ZLIB): it is read whole, as one split (a record within it is "
+                       "reached only by decompressing what comes before), so it takes no index; decompress it "
+                       "to index it"));
     }
   }
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<TfRecordReader> reader, TfRecordReader::Open(tfrecord_path));

@@ -28,18 +28,20 @@ uint32_t LoadU32(const uint8_t* p) {
 
 }  // namespace
 
-absl::StatusOr<bool> IsGzipTfRecord(const RandomAccessFile& file) {
+absl::StatusOr<bool> IsCompressedTfRecord(const RandomAccessFile& file) {
   uint8_t head[kHeaderBytes];
   SLUICE_ASSIGN_OR_RETURN(const size_t got, file.Read(0, sizeof(head), head));
   if (got == kHeaderBytes && UnmaskCrc(LoadU32(head + 8)) == Crc32c(head, 8)) return false;
-  return IsGzip(reinterpret_cast<const char*>(head), got);
+  const auto* start = reinterpret_cast<const char*>(head);
+  return IsGzip(start, got) || IsZlib(start, got);
 }
 
 absl::StatusOr<std::unique_ptr<TfRecordReader>> TfRecordReader::Open(const std::string& path, Options options) {
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file, RandomAccessFile::Open(path));
-  SLUICE_ASSIGN_OR_RETURN(const bool gzip, IsGzipTfRecord(*file));
-  // TensorFlow's GZIP option: its records are framed within the gzip data.
-  if (gzip) {
+  SLUICE_ASSIGN_OR_RETURN(const bool compressed, IsCompressedTfRecord(*file));
+  // TensorFlow's GZIP and ZLIB options: its records are framed within the
+  // decompressed bytes.
+  if (compressed) {
     SLUICE_ASSIGN_OR_RETURN(file, GzipFile::Open(std::move(file)));
   }
   return std::unique_ptr<TfRecordReader>(new TfRecordReader(std::move(file), options));
@@ -180,21 +182,6 @@ void TfRecordReader::SkipMapped(const FileMapping& file, int64_t target) {
   Seek(at, index);
 }
 
-namespace {
-
-// Why a file's first frame does not check, from its first bytes (a
-// header's 12 were read): TensorFlow's writers compress with ZLIB when
-// asked (GZIP ones are read).
-std::string FirstFrameHint(const uint8_t* header) {
-  if (header[0] == 0x78 && (header[0] * 256 + header[1]) % 31 == 0) {
-    return " (the file looks ZLIB-compressed; sluice reads uncompressed and GZIP TFRecords: write them with "
-           "compression_type None or GZIP, or inflate it)";
-  }
-  return " (is this a TFRecord file?)";
-}
-
-}  // namespace
-
 absl::StatusOr<std::optional<absl::string_view>> TfRecordReader::Next() {
   while (offset_ < end()) {
     SLUICE_ASSIGN_OR_RETURN(std::optional<absl::string_view> record, Step());
@@ -231,9 +218,8 @@ absl::StatusOr<std::optional<absl::string_view>> TfRecordReader::Step() {
                                      start, start + kHeaderBytes + length + kFooterBytes));
       break;
     case Frame::kBadLengthCrc: {
-      const absl::Status error =
-          absl::DataLossError(absl::StrCat("corrupted record (length crc mismatch)", where(),
-                                           start == 0 ? FirstFrameHint(buf_.data() + (start - buf_start_)) : ""));
+      const absl::Status error = absl::DataLossError(absl::StrCat("corrupted record (length crc mismatch)", where(),
+                                                                  start == 0 ? " (is this a TFRecord file?)" : ""));
       if (options_.skip_log == nullptr) return error;
       SLUICE_ASSIGN_OR_RETURN(uint64_t next, Resync(start + 1));
       SLUICE_RETURN_IF_ERROR(Corrupt(error, start, next));

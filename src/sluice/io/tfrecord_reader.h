@@ -17,10 +17,11 @@
 
 namespace sluice::io {
 
-// Whether `file` is a TFRecord file compressed with TensorFlow's GZIP
-// option: it starts a gzip member and not a record (a plain file whose
-// first record is 35,615 bytes long starts with gzip's magic too).
-absl::StatusOr<bool> IsGzipTfRecord(const RandomAccessFile& file);
+// Whether `file` is a TFRecord file compressed with TensorFlow's GZIP or
+// ZLIB option: it starts a gzip member or a zlib stream, and not a record
+// (a plain file whose first record is 35,615 bytes long starts with gzip's
+// magic too).
+absl::StatusOr<bool> IsCompressedTfRecord(const RandomAccessFile& file);
 
 // Sequential reader over one file. A corrupt record is DataLoss naming the
 // file and the byte offset of the record. With a CorruptionLog, corruption is

@@ -119,7 +119,7 @@ class TfRecordSource : public SourceFormat {
     if (!offsets.empty()) options.record_offsets = &offsets;
     absl::StatusOr<std::unique_ptr<TfRecordReader>> opened = TfRecordReader::Open((*files_)[split.file], options);
     if (!opened.ok() && GzipFile::IsDamage(opened.status()) && skip_log != nullptr) {
-      // A GZIP file whose gzip data is damaged: none of it is read.
+      // A compressed file whose data is damaged: none of it is read.
       skip_log->Add((*files_)[split.file], 1, 0, absl::StrCat(opened.status().message(), " (skipped the file)"));
       return std::unique_ptr<SplitReader>(new NothingLeft());
     }
