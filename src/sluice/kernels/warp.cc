@@ -351,9 +351,8 @@ class SimdWarp {
   // On AVX2, paired uint8 taps (all inside the image, or mapped onto
   // pairs by a nearest or reflect border): each source row's two taps with
   // one 8-byte load (RowPairs), a tap on the pair's right pixel where
-  // `right` says so. False where this path does not apply. Border vectors
-  // took 32 word loads and shifts the other way: half of W2's warp on the
-  // Zen 3 of bench/RESULTS.md, rotated by up to 36 degrees.
+  // `right` says so. False where this path does not apply. (Border
+  // vectors took 32 word loads and shifts the other way.)
   HWY_INLINE bool InterpolateRowPairs([[maybe_unused]] const Taps& t, [[maybe_unused]] VF* out) const {
 #if HWY_TARGET == HWY_AVX2
     if constexpr (kPairedTaps) {
