@@ -458,8 +458,10 @@ def test_compressed_tfrecords_read_as_the_plain_ones_and_resume(tmp_path, cifar_
      r"{path}: zlib data is damaged near compressed byte \d+: the file ends within the zlib stream"),
     (lambda d: (lambda z: z[:-2] + bytes([z[-2] ^ 1]) + z[-1:])(__import__("zlib").compress(d)),
      sluice.DataLossError, r"{path}: zlib data is damaged near compressed byte \d+: the stream's Adler-32 differs"),
-    (lambda d: __import__("zlib").compress(d) + b"more", sluice.DataLossError,
+    (lambda d: __import__("zlib").compress(d) + b"x", sluice.DataLossError,  # the inflater took it in
      r"{path}: zlib data is damaged near compressed byte \d+: bytes after the zlib stream"),
+    (lambda d: (lambda z: z.compress(d) + z.flush())(__import__("zlib").compressobj(zdict=d[:64])),
+     sluice.DataLossError, r"in {path} at offset 0 \(it starts like a zlib stream .* preset dictionary"),
 ])
 def test_each_corrupt_tfrecord_is_data_loss_naming_file_and_offset(tmp_path, cifar_dir, damage,
                                                                    error, message):
@@ -468,6 +470,39 @@ def test_each_corrupt_tfrecord_is_data_loss_naming_file_and_offset(tmp_path, cif
     path.write_bytes(damage(data))
     with pytest.raises(error, match=message.format(path=re.escape(str(path)))):
         list(sluice.tfrecord(str(path), {"label": "int64"}).batch(1000))
+
+
+def test_a_plain_tfrecord_whose_first_length_looks_like_zlib_is_read_as_plain(tmp_path):
+    # A first record of 376 bytes starts 78 01, a zlib header; its length's
+    # CRC damaged, the file is a damaged plain one: resynced under "skip",
+    # not refused whole as zlib data. `sluice inspect` of a damaged zlib
+    # file says so without the engine's status payloads.
+    import struct
+    import zlib
+
+    def masked_crc(data):  # CRC32C (Castagnoli), bit by bit, masked as TFRecords store it
+        crc = 0xffffffff
+        for byte in data:
+            crc ^= byte
+            for _ in range(8):
+                crc = (crc >> 1) ^ (0x82f63b78 if crc & 1 else 0)
+        crc ^= 0xffffffff
+        return (((crc >> 15) | (crc << 17)) + 0xa282ead8) & 0xffffffff
+
+    def frame(data):
+        length = struct.pack("<Q", len(data))
+        return length + struct.pack("<I", masked_crc(length)) + data + struct.pack("<I", masked_crc(data))
+    records = [b"a" * 376, b"second", b"third"]
+    data = bytearray(b"".join(frame(r) for r in records))
+    assert data[:2] == b"\x78\x01"
+    data[8] ^= 1
+    (tmp_path / "look.tfrecord").write_bytes(bytes(data))
+    it = iter(sluice.tfrecord(str(tmp_path / "look.tfrecord"), on_corrupt="skip"))
+    assert [bytes(r["record"]) for r in it] == [b"second", b"third"] and it.skipped == 1
+    (tmp_path / "cut.z").write_bytes(zlib.compress(b"".join(frame(r) for r in records))[:-20])
+    inspected = subprocess.run(["sluice", "inspect", str(tmp_path / "cut.z")], capture_output=True, text=True,
+                               timeout=60)
+    assert "zlib data is damaged" in inspected.stderr and "sluice.io" not in inspected.stderr
 
 
 def test_wrong_feature_type_or_length_names_feature_record_and_file(cifar_dir):

@@ -47,7 +47,9 @@ int main(int argc, char** argv) {
   }
   if (!result.ok()) {
     const std::string name = app.get_subcommands().empty() ? "" : app.get_subcommands()[0]->get_name();
-    std::fprintf(stderr, "sluice %s: error: %s\n", name.c_str(), result.ToString().c_str());
+    // No payloads: they are the engine's markers, not the user's business.
+    std::fprintf(stderr, "sluice %s: error: %s\n", name.c_str(),
+                 result.ToString(absl::StatusToStringMode::kWithNoExtraData).c_str());
     return 1;
   }
   return 0;

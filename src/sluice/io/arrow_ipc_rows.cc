@@ -7,7 +7,9 @@
 // bodyLength}. A block's bytes start with the encapsulated message: 0xFFFFFFFF
 // (absent before Arrow 0.15), an int32 size, then a FlatBuffers `Message`
 // whose field 1 is the header's type (3: RecordBatch) and field 2 the
-// header, a `RecordBatch` table whose field 0 is its int64 `length`.
+// header, a `RecordBatch` table whose field 0 is its int64 `length` and
+// field 1 its `nodes`, a vector of `FieldNode` structs {int64 length; int64
+// null_count}, the first of them the first column's.
 #include "sluice/io/arrow_ipc_rows.h"
 
 #include <arrow/buffer.h>
@@ -27,6 +29,7 @@ constexpr int kMessageHeaderType = 1;
 constexpr int kMessageHeader = 2;
 constexpr uint8_t kRecordBatchHeader = 3;
 constexpr int kRecordBatchLength = 0;
+constexpr int kRecordBatchNodes = 1;
 constexpr int64_t kBlockBytes = 24;
 constexpr int64_t kMaxRows = int64_t{1} << 40;
 
@@ -128,9 +131,18 @@ std::optional<int64_t> RecordBatchLength(const arrow::Buffer& metadata) {
   const std::optional<int64_t> header = header_at ? message.Follow(*header_at) : std::nullopt;
   if (!header) return std::nullopt;
   const std::optional<int64_t> length_at = message.Field(*header, kRecordBatchLength);
-  if (!length_at) return 0;  // a field left at its default: an empty batch
-  const std::optional<int64_t> length = message.Read<int64_t>(*length_at);
-  return length && *length >= 0 ? length : std::nullopt;
+  // A field left at its default: an empty batch.
+  const std::optional<int64_t> length = length_at ? message.Read<int64_t>(*length_at) : std::optional<int64_t>(0);
+  if (!length || *length < 0) return std::nullopt;
+  // The first column's length says it again: a damaged header that reads
+  // as an empty batch would list none of its rows, and it is never read.
+  const std::optional<int64_t> nodes_at = message.Field(*header, kRecordBatchNodes);
+  const std::optional<int64_t> nodes = nodes_at ? message.Follow(*nodes_at) : std::nullopt;
+  const std::optional<uint32_t> count = nodes ? message.Read<uint32_t>(*nodes) : std::nullopt;
+  if (!count) return std::nullopt;
+  if (*count == 0) return length;  // a batch of no columns
+  const std::optional<int64_t> first_column = message.Read<int64_t>(*nodes + 4);
+  return first_column == length ? length : std::nullopt;
 }
 
 }  // namespace
@@ -147,7 +159,9 @@ absl::StatusOr<std::vector<IpcRecordBatch>> IpcRecordBatches(arrow::io::RandomAc
     if (!length) {
       return absl::DataLossError(
           absl::StrCat("record batch ", i, " of ", path, ": its header at offset ", blocks[i].offset, " is damaged (",
-                       metadata.ok() ? "not a record batch's" : metadata.status().ToString(), ")"));
+                       metadata.ok() ? "not a record batch's, or its rows differ from its first column's"
+                                     : metadata.status().ToString(),
+                       ")"));
     }
     // A row's identity holds its record in 40 bits (batch.h): a header
     // claiming more is damage, found before any sum overflows.

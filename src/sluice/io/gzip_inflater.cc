@@ -120,6 +120,13 @@ absl::Status GzipInflater::Refill() {
 // allows), or damage. A zlib stream is one: zeros or damage.
 absl::Status GzipInflater::NextMember() {
   inflate_state& s = *state_;
+  // Bytes the inflater took in past the end and did not use (a zlib
+  // stream's end, whose trailer is 4 bytes, leaves up to 2 there).
+  const int bits = std::clamp(s.read_in_length, 0, 64);
+  const uint64_t unused = bits == 0 ? 0 : s.read_in & (~uint64_t{0} >> (64 - bits));
+  if (unused != 0) {
+    return Damage(zlib_ ? "bytes after the zlib stream" : "bytes after the last gzip member that start no member");
+  }
   if (s.avail_in < 3) SLUICE_RETURN_IF_ERROR(Refill());
   if (s.avail_in == 0) {
     ended_ = true;
@@ -147,7 +154,9 @@ absl::Status GzipInflater::NextMember() {
 }
 
 absl::Status GzipInflater::Damage(const std::string& what) {
-  const uint64_t at = input_offset_ + static_cast<uint64_t>(state_->next_in - input_.data());
+  // Less the whole bytes taken in and not yet used.
+  const uint64_t taken = input_offset_ + static_cast<uint64_t>(state_->next_in - input_.data());
+  const uint64_t at = taken - std::min<uint64_t>(taken, static_cast<uint64_t>(std::max(0, state_->read_in_length)) / 8);
   return damage_ = absl::DataLossError(
              absl::StrCat(zlib_ ? "zlib" : "gzip", " data is damaged near compressed byte ", at, ": ", what));
 }

@@ -7,6 +7,7 @@
 #include "sluice/core/status_macros.h"
 #include "sluice/io/crc32c.h"
 #include "sluice/io/gzip_file.h"
+#include "sluice/io/gzip_inflater.h"
 
 namespace sluice::io {
 namespace {
@@ -26,14 +27,43 @@ uint32_t LoadU32(const uint8_t* p) {
   return v;
 }
 
+bool HeaderChecks(const uint8_t* header) { return UnmaskCrc(LoadU32(header + 8)) == Crc32c(header, 8); }
+
+// Whether `file`, which starts like a zlib stream, is a ZLIB TFRecord: its
+// first 12 bytes decompress to a record's header (or it holds fewer). About
+// one plain record length in a thousand starts like a zlib header too, and
+// a plain file whose first record is damaged is read as plain (resynced
+// under "skip"), not refused whole as damaged zlib data.
+bool InflatesToRecords(const RandomAccessFile& file) {
+  GzipInflater inflater(&file);
+  uint8_t header[kHeaderBytes];
+  size_t got = 0;
+  while (got < kHeaderBytes) {
+    const absl::StatusOr<size_t> more = inflater.Read(reinterpret_cast<char*>(header) + got, kHeaderBytes - got);
+    if (!more.ok()) return false;
+    if (*more == 0) return true;  // no record, or a truncated one: the reader says which
+    got += *more;
+  }
+  return HeaderChecks(header);
+}
+
+// Why a file's first frame does not check, from its first bytes.
+std::string FirstFrameHint(const uint8_t* head) {
+  if (head[0] == 0x78 && (head[0] * 256 + head[1]) % 31 == 0) {
+    return " (it starts like a zlib stream that does not decompress to TFRecords: if it is a ZLIB TFRecord file, "
+           "its zlib data is damaged or uses a preset dictionary, which TensorFlow's ZLIB option never writes)";
+  }
+  return " (is this a TFRecord file?)";
+}
+
 }  // namespace
 
 absl::StatusOr<bool> IsCompressedTfRecord(const RandomAccessFile& file) {
   uint8_t head[kHeaderBytes];
   SLUICE_ASSIGN_OR_RETURN(const size_t got, file.Read(0, sizeof(head), head));
-  if (got == kHeaderBytes && UnmaskCrc(LoadU32(head + 8)) == Crc32c(head, 8)) return false;
+  if (got == kHeaderBytes && HeaderChecks(head)) return false;
   const auto* start = reinterpret_cast<const char*>(head);
-  return IsGzip(start, got) || IsZlib(start, got);
+  return IsGzip(start, got) || (IsZlib(start, got) && InflatesToRecords(file));
 }
 
 absl::StatusOr<std::unique_ptr<TfRecordReader>> TfRecordReader::Open(const std::string& path, Options options) {
@@ -218,8 +248,9 @@ absl::StatusOr<std::optional<absl::string_view>> TfRecordReader::Step() {
                                      start, start + kHeaderBytes + length + kFooterBytes));
       break;
     case Frame::kBadLengthCrc: {
-      const absl::Status error = absl::DataLossError(absl::StrCat("corrupted record (length crc mismatch)", where(),
-                                                                  start == 0 ? " (is this a TFRecord file?)" : ""));
+      const absl::Status error =
+          absl::DataLossError(absl::StrCat("corrupted record (length crc mismatch)", where(),
+                                           start == 0 ? FirstFrameHint(buf_.data() + (start - buf_start_)) : ""));
       if (options_.skip_log == nullptr) return error;
       SLUICE_ASSIGN_OR_RETURN(uint64_t next, Resync(start + 1));
       SLUICE_RETURN_IF_ERROR(Corrupt(error, start, next));
