@@ -48,6 +48,10 @@ thread_local std::vector<uint8_t> tls_scratch;
 
 }  // namespace
 
+std::string OpContext(const graph::BoundOp& op) {
+  return absl::StrCat("op '", op.name, "'", op.plugin.empty() ? "" : absl::StrCat(" (plugin ", op.plugin, ")"));
+}
+
 std::unique_ptr<MapPlan> MapPlan::Make(const graph::CompiledNode& node, ops::DeviceRuntime* runtime) {
   std::unique_ptr<MapPlan> plan(new MapPlan());
   plan->backend_ = node.backend;
@@ -123,7 +127,9 @@ void MapPlan::AddOp(int op_index, const graph::BoundOp& op) {
       out.alias_from = in_values[0];
     }
   }
-  if (!op.view) steps_.push_back(Step{op.name, op_index, op.op_key, op.kernel.get(), in_values, out_values});
+  if (!op.view) {
+    steps_.push_back(Step{op.name, OpContext(op), op_index, op.op_key, op.kernel.get(), in_values, out_values});
+  }
 }
 
 void MapPlan::CheckAliases() {
@@ -320,7 +326,7 @@ absl::Status MapPlan::RunTile(const Batch& in, int64_t row0, const Bases& bases,
       if (args.trace) args.trace->Span("op", step.name, start, stop);
       start = stop;
     }
-    if (!s.ok()) return WithContext(s, absl::StrCat("op '", step.name, "'"));
+    if (!s.ok()) return WithContext(s, step.context);
   }
   return absl::OkStatus();
 }

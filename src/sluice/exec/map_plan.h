@@ -15,6 +15,7 @@
 
 #include <atomic>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/container/inlined_vector.h"
@@ -26,6 +27,11 @@
 #include "sluice/graph/compiled_pipeline.h"
 
 namespace sluice::exec {
+
+// How errors name an op: "op 'NAME'", and the plugin that registered it
+// ("op 'cutout' (plugin /opt/lib/libcutout.so)"), so a user of several
+// plugins knows whose kernel failed.
+std::string OpContext(const graph::BoundOp& op);
 
 // Immutable after Make; Run is thread-safe.
 class MapPlan {
@@ -98,7 +104,8 @@ class MapPlan {
   };
   struct Step {
     std::string name;
-    int op_index;  // in the chain
+    std::string context;  // errors': OpContext
+    int op_index;         // in the chain
     uint64_t op_key;
     const ops::Kernel* kernel;  // owned by the node's BoundOp
     std::vector<int> inputs;    // value ids

@@ -237,8 +237,10 @@ absl::Status PrepareKernels(graph::CompiledPipeline* compiled) {
       if (op.view || op.kernel != nullptr) continue;
       absl::StatusOr<std::unique_ptr<ops::Kernel>> kernel = registry.MakeKernel(op.op, node.backend, op.inferred);
       if (!kernel.ok()) return WithContext(kernel.status(), where);
+      const std::string registrant = registry.Registrant(op.op);
+      if (registrant != ops::kBuiltinRegistrant) op.plugin = registrant;
       absl::Status s = ops::Guarded("its kernel", [&] { return (*kernel)->Setup(setup); });
-      if (!s.ok()) return WithContext(s, absl::StrCat(where, ": op '", op.name, "': setup"));
+      if (!s.ok()) return WithContext(s, absl::StrCat(where, ": ", exec::OpContext(op), ": setup"));
       op.kernel = std::move(*kernel);
     }
   }

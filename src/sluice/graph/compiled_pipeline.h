@@ -35,6 +35,7 @@ struct BoundOp {
   std::shared_ptr<ops::Kernel> kernel;
   bool in_place = false;      // ops::OpSchema::InPlace
   bool whole_ranges = false;  // ops::OpSchema::WholeRanges
+  std::string plugin = "";    // the plugin (.so) that registered the op, "" for a built-in one
 };
 
 // kRemote: a distribute node on the consumer's side; its elements come from
