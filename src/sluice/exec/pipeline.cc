@@ -15,6 +15,7 @@
 #include "sluice/io/object_store.h"
 #include "sluice/ops/device_runtime.h"
 #include "sluice/ops/framework/guarded_call.h"
+#include "sluice/ops/plugin.h"
 
 namespace sluice::exec {
 namespace {
@@ -220,6 +221,7 @@ absl::StatusOr<std::unique_ptr<Pipeline>> Pipeline::Make(graph::CompiledPipeline
 
 absl::Status PrepareKernels(graph::CompiledPipeline* compiled) {
   const ops::OpRegistry& registry = compiled->registry ? *compiled->registry : ops::OpRegistry::Global();
+  const std::vector<std::string> plugins = ops::LoadedPlugins();
   compiled->registry = &registry;
   for (graph::CompiledNode& node : compiled->nodes) {
     const std::string where = absl::StrCat("node '", node.name, "'");
@@ -237,8 +239,10 @@ absl::Status PrepareKernels(graph::CompiledPipeline* compiled) {
       if (op.view || op.kernel != nullptr) continue;
       absl::StatusOr<std::unique_ptr<ops::Kernel>> kernel = registry.MakeKernel(op.op, node.backend, op.inferred);
       if (!kernel.ok()) return WithContext(kernel.status(), where);
+      // A loaded plugin registers under its path; ops registered in code
+      // (by a C++ trainer, or the tests) under a name of their own.
       const std::string registrant = registry.Registrant(op.op);
-      if (registrant != ops::kBuiltinRegistrant) op.plugin = registrant;
+      if (std::find(plugins.begin(), plugins.end(), registrant) != plugins.end()) op.plugin = registrant;
       absl::Status s = ops::Guarded("its kernel", [&] { return (*kernel)->Setup(setup); });
       if (!s.ok()) return WithContext(s, absl::StrCat(where, ": ", exec::OpContext(op), ": setup"));
       op.kernel = std::move(*kernel);
