@@ -394,6 +394,17 @@ def test_an_arrow_ipc_stream_is_refused_saying_how_to_read_it(tmp_path):
     check_rows(rows_of(sluice.from_arrow(reader, shuffle=False)), table())
 
 
+def test_a_stream_in_the_format_before_arrow_0_15_is_named_as_one(tmp_path):
+    legacy = ipc.IpcWriteOptions(use_legacy_format=True)
+    with ipc.new_stream(str(tmp_path / "old.arrows"), table().schema, options=legacy) as writer:
+        writer.write_table(table())
+    with pytest.raises(sluice.InvalidArgumentError, match=r"old\.arrows .*before Arrow 0\.15.*ipc\.open_stream"):
+        sluice.arrow_ipc(str(tmp_path / "old.arrows")).schema
+    (tmp_path / "text.arrow").write_bytes(b"not arrow at all, just text")
+    with pytest.raises(sluice.InvalidArgumentError) as refused:
+        sluice.arrow_ipc(str(tmp_path / "text.arrow")).schema
+    assert "IPC stream" not in str(refused.value)
+
 def test_one_column_name_is_a_column_not_its_letters(tmp_path):
     pattern = write_parquet(tmp_path, files=1)
     assert [c[0] for c in sluice.parquet(pattern, "id").schema] == ["id"]

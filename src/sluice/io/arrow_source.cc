@@ -351,14 +351,24 @@ absl::StatusOr<ArrowObject> OpenColumnarFile(const std::string& path, Opening ho
 
 // For a file the IPC file reader refuses: what to do when it is an IPC
 // stream (its first message's continuation marker, where a file starts
-// "ARROW1").
+// "ARROW1"; before Arrow 0.15 a stream began with the message's length,
+// which with its own 4 bytes made a multiple of 8, and no marker).
 std::string StreamHint(arrow::io::RandomAccessFile& file) {
   uint32_t head = 0;
   const arrow::Result<int64_t> got = file.ReadAt(0, sizeof(head), &head);
-  if (!got.ok() || *got != sizeof(head) || head != 0xFFFFFFFFu) return "";
-  return " (it is an Arrow IPC stream, as Hugging Face datasets' save_to_disk and cache files are, not the file "
-         "format this source reads: read it with sluice.from_arrow(pyarrow.ipc.open_stream(path)), or write it "
-         "with pyarrow.ipc.new_file)";
+  if (!got.ok() || *got != sizeof(head)) return "";
+  constexpr absl::string_view kWhatToDo =
+      ", not the file format this source reads: read it with sluice.from_arrow(pyarrow.ipc.open_stream(path)), or "
+      "write it with pyarrow.ipc.new_file)";
+  if (head == 0xFFFFFFFFu) {
+    return absl::StrCat(" (it is an Arrow IPC stream, as Hugging Face datasets' save_to_disk and cache files are",
+                        kWhatToDo);
+  }
+  const int64_t size = file.GetSize().ValueOr(0);
+  if (head > 0 && (head + sizeof(head)) % 8 == 0 && head + sizeof(head) <= static_cast<uint64_t>(size)) {
+    return absl::StrCat(" (it looks like an Arrow IPC stream in the format before Arrow 0.15", kWhatToDo);
+  }
+  return "";
 }
 
 // A file's size and, on disk, modification time: a footer parsed for one
