@@ -40,6 +40,22 @@ def test_the_json_summary_parses_whatever_the_pipelines_path(cifar_dir, tmp_path
     assert json.loads(ran.stdout.splitlines()[-1])["pipeline"] == str(odd)
 
 
+def test_the_warning_counts_the_records_every_epoch_skipped(cifar_dir, tmp_path):
+    damaged = tmp_path / "damaged.tfrecord"
+    data = bytearray(sorted(cifar_dir.glob("*.tfrecord"))[0].read_bytes())
+    data[len(data) // 2] ^= 0x40  # inside one record's data: its CRC fails
+    damaged.write_bytes(bytes(data))
+    pipeline = json.loads(write_pipeline(tmp_path / "p.json", cifar_dir, batch=1).read_text())
+    pipeline["nodes"][0]["source"]["tfrecord"]["files"] = [str(damaged)]
+    pipeline["nodes"][0]["source"]["on_corrupt"] = "skip"
+    (tmp_path / "p.json").write_text(json.dumps(pipeline))
+    ran = sluice("run", str(tmp_path / "p.json"), "--epochs", "3", "--json", "--quiet")
+    assert ran.returncode == 0, ran.stderr
+    summary = json.loads(ran.stdout.splitlines()[-1])
+    assert summary["skipped_records"] == 3 and summary["samples"] == 3 * 99
+    assert "3 corrupt records skipped in 3 epochs, the same in each: skipped 1 corrupt record" in ran.stderr
+    assert "damaged.tfrecord" in ran.stderr
+
 def test_mistakes_are_named_before_the_run(cifar_dir, tmp_path):
     p = write_pipeline(tmp_path / "p.json", cifar_dir)
     into_folder = sluice("run", str(p), "--stop-after", "2", "--save-state", str(tmp_path))

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "sluice/cli/progress.h"
 #include "sluice/core/status_macros.h"
@@ -49,7 +50,7 @@ absl::StatusOr<RunReport> RunPipeline(placement::PlacedPipeline& pipeline, const
     report.epochs = epoch + 1;
     report.peak_rss_after_epoch.push_back(CurrentMemoryUsage().peak_rss);
     report.skipped_records += it->skipped();
-    if (it->skipped() > 0) report.skip_summary = it->skip_summary();
+    if (it->skipped() > 0) report.skips.push_back(EpochSkips{epoch, it->skipped(), it->skip_summary()});
     report.peak_buffered_bytes = std::max(report.peak_buffered_bytes, it->peak_buffered_bytes());
   }
   progress.Finish();
@@ -61,6 +62,20 @@ absl::StatusOr<RunReport> RunPipeline(placement::PlacedPipeline& pipeline, const
   report.seconds = report.batches > 1 ? std::chrono::duration<double>(last_batch_at - timed_from).count() : 0;
   report.samples_per_s = report.seconds > 0 ? timed_samples / report.seconds : 0;
   return report;
+}
+
+std::string SkipWarning(const RunReport& report) {
+  if (report.skips.empty()) return "";
+  if (report.epochs == 1) return report.skips[0].summary;
+  const bool alike = report.skips.size() == static_cast<size_t>(report.epochs) &&
+                     std::all_of(report.skips.begin(), report.skips.end(),
+                                 [&](const EpochSkips& s) { return s.summary == report.skips[0].summary; });
+  std::string warning =
+      absl::StrFormat("%d corrupt record%s skipped in %d epoch%s", report.skipped_records,
+                      report.skipped_records == 1 ? "" : "s", report.skips.size(), report.skips.size() == 1 ? "" : "s");
+  if (alike) return absl::StrCat(warning, ", the same in each: ", report.skips[0].summary);
+  for (const EpochSkips& s : report.skips) absl::StrAppend(&warning, "\n  epoch ", s.epoch + 1, ": ", s.summary);
+  return warning;
 }
 
 }  // namespace sluice::cli

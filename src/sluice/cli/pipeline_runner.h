@@ -23,6 +23,13 @@ struct RunOptions {
   bool progress = true;
 };
 
+// The corrupt records an epoch skipped.
+struct EpochSkips {
+  int epoch = 0;
+  int64_t records = 0;
+  std::string summary;
+};
+
 struct RunReport {
   int epochs = 0;
   int64_t samples = 0;
@@ -34,8 +41,8 @@ struct RunReport {
   double first_batch_ms = 0;
   // Process peak RSS (VmHWM) after each epoch, bytes.
   std::vector<int64_t> peak_rss_after_epoch;
-  int64_t skipped_records = 0;
-  std::string skip_summary;
+  int64_t skipped_records = 0;    // over all epochs
+  std::vector<EpochSkips> skips;  // the epochs that skipped any
   int64_t peak_buffered_bytes = 0;
   // The pipeline's buffer pool at the end: its peaks are what the engine
   // held at most (in use, and in use plus cached).
@@ -44,6 +51,11 @@ struct RunReport {
 };
 
 absl::StatusOr<RunReport> RunPipeline(placement::PlacedPipeline& pipeline, const RunOptions& options);
+
+// What the run skipped, in one warning: the epoch's summary for a run of
+// one epoch; each epoch's, or the one all epochs share, with the total,
+// for several. Empty when nothing was skipped.
+std::string SkipWarning(const RunReport& report);
 
 }  // namespace sluice::cli
 

@@ -149,7 +149,7 @@ absl::Status Run(const RunArgs& args) {
   options.epochs = args.epochs;
   options.progress = !args.quiet;
   SLUICE_ASSIGN_OR_RETURN(RunReport r, RunPipeline(**pipeline, options));
-  if (r.skipped_records > 0) std::fprintf(stderr, "warning: %s\n", r.skip_summary.c_str());
+  if (r.skipped_records > 0) std::fprintf(stderr, "warning: %s\n", SkipWarning(r).c_str());
   if (r.batches == 0 && r.skipped_records == 0) {
     std::fprintf(stderr,
                  "warning: the pipeline yielded nothing (a batch with drop_remainder larger than the epoch, a filter "
