@@ -1,5 +1,7 @@
 #include "sluice/profile/profiler.h"
 
+#include <algorithm>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "sluice/ops/op_registry.h"
@@ -88,6 +90,12 @@ TEST_F(ProfilerTest, AThrottledReaderIsNamedAsTheBottleneck) {
   EXPECT_EQ(r.verdict.bound, Verdict::Bound::kReading) << r.verdict.summary;
   EXPECT_EQ(r.verdict.bottleneck, "reading");
   EXPECT_LT(r.findings.samples_per_s, 1000);  // 1.5 MB/s of 3 KB records
+  // Reading's cost is its CPU, not its wait for the throttle: a thousand
+  // samples took about 2 s to read and far less than a core-second.
+  const auto read =
+      std::find_if(r.findings.ops.begin(), r.findings.ops.end(), [](const OpCost& op) { return op.op_name == "read"; });
+  ASSERT_NE(read, r.findings.ops.end());
+  EXPECT_LT(read->core_s_per_1k, 0.5);
 }
 
 TEST_F(ProfilerTest, ASlowConsumerIsNamedAsTheBottleneck) {

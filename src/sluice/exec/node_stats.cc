@@ -1,6 +1,14 @@
 #include "sluice/exec/node_stats.h"
 
+#include <time.h>
+
 namespace sluice::exec {
+
+int64_t ThreadCpuNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
 
 PipelineStats::PipelineStats(const graph::CompiledPipeline& pipeline, std::vector<bool> runs_before_batch)
     : pipeline_(pipeline), runs_before_batch_(std::move(runs_before_batch)) {
@@ -57,6 +65,10 @@ PipelineStatsSnapshot PipelineStats::Snapshot() const {
         break;
       case graph::NodeKind::kRemote:  // waiting for the network, not computing
         n.input_wait_ns = n.get_next_ns;
+        break;
+      case graph::NodeKind::kSource:  // reading's CPU, not its waits for storage
+        n.busy_ns =
+            std::max<int64_t>(0, n.get_next_ns - s.off_cpu_ns.load(kRelaxed)) + s.read_ahead_cpu_ns.load(kRelaxed);
         break;
       default:
         n.busy_ns = std::max<int64_t>(0, n.get_next_ns - n.input_wait_ns);

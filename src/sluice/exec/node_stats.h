@@ -23,6 +23,9 @@ inline int64_t NowNs() {
       .count();
 }
 
+// The CPU time the calling thread has used.
+int64_t ThreadCpuNs();
+
 // Thread-safe.
 struct NodeStats {
   explicit NodeStats(size_t ops) : op_busy_ns(ops) {}
@@ -38,6 +41,11 @@ struct NodeStats {
   std::atomic<int64_t> busy_ns{0};
   // The node's own threads blocked for room downstream (maps, prefetch).
   std::atomic<int64_t> output_wait_ns{0};
+  // Sources: the part of get_next_ns their callers spent off the CPU
+  // (waiting for storage, a throttle, the read-ahead threads), and the CPU
+  // of their read-ahead threads; their busy time is reading's CPU.
+  std::atomic<int64_t> off_cpu_ns{0};
+  std::atomic<int64_t> read_ahead_cpu_ns{0};
   std::atomic<int64_t> buffered{0};              // finished elements ready now
   std::vector<std::atomic<int64_t>> op_busy_ns;  // maps and filters: per op
 };

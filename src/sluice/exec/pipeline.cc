@@ -41,17 +41,24 @@ bool PrefetchAfterRemote(const std::vector<graph::CompiledNode>& nodes, size_t i
   return nodes[i].kind == graph::NodeKind::kPrefetch && nodes[i - 1].kind == graph::NodeKind::kRemote;
 }
 
-// Counts a node's elements and the time its callers spend in GetNext.
+// Counts a node's elements and the time its callers spend in GetNext; of a
+// source's, also the part off the CPU.
 class CountingIterator : public Iterator {
  public:
-  CountingIterator(std::unique_ptr<Iterator> inner, NodeStats* stats, const ExecContext* ctx, absl::string_view name)
-      : inner_(std::move(inner)), stats_(stats), ctx_(ctx), name_(name) {}
+  CountingIterator(std::unique_ptr<Iterator> inner, NodeStats* stats, const ExecContext* ctx, absl::string_view name,
+                   bool source)
+      : inner_(std::move(inner)), stats_(stats), ctx_(ctx), name_(name), source_(source) {}
 
   absl::Status GetNext(Batch* out, bool* end) override {
     const int64_t start = NowNs();
+    const int64_t cpu_start = source_ ? ThreadCpuNs() : 0;
     absl::Status s = inner_->GetNext(out, end);
     const int64_t stop = NowNs();
     stats_->get_next_ns.fetch_add(stop - start, std::memory_order_relaxed);
+    if (source_) {
+      const int64_t off_cpu = (stop - start) - (ThreadCpuNs() - cpu_start);
+      stats_->off_cpu_ns.fetch_add(std::max<int64_t>(0, off_cpu), std::memory_order_relaxed);
+    }
     if (TraceBuffer* trace = ctx_->trace.load(std::memory_order_relaxed)) trace->Span("node", name_, start, stop);
     if (s.ok() && !*end) {
       stats_->elements.fetch_add(1, std::memory_order_relaxed);
@@ -67,6 +74,7 @@ class CountingIterator : public Iterator {
   NodeStats* stats_;
   const ExecContext* ctx_;
   absl::string_view name_;  // the compiled node's
+  bool source_;
 };
 
 }  // namespace
@@ -360,7 +368,8 @@ std::unique_ptr<Iterator> Pipeline::MakeIterator(ExecContext* ctx, size_t index,
                                                  int64_t first_chunk_rows) const {
   std::unique_ptr<Iterator> it = MakeNodeIterator(ctx, index, epoch, first_chunk_rows);
   if (ctx->stats == nullptr) return it;
-  return std::make_unique<CountingIterator>(std::move(it), ctx->stats->node(index), ctx, compiled_.nodes[index].name);
+  return std::make_unique<CountingIterator>(std::move(it), ctx->stats->node(index), ctx, compiled_.nodes[index].name,
+                                            compiled_.nodes[index].kind == graph::NodeKind::kSource);
 }
 
 std::unique_ptr<Iterator> Pipeline::MakeNodeIterator(ExecContext* ctx, size_t index, uint64_t epoch,
@@ -389,7 +398,7 @@ std::unique_ptr<Iterator> Pipeline::MakeNodeIterator(ExecContext* ctx, size_t in
     std::unique_ptr<Iterator> it =
         MakeMapIterator(map_args, MakeIterator(ctx, index - 2, epoch, input_first_chunk_rows));
     if (map_stats == nullptr) return it;
-    return std::make_unique<CountingIterator>(std::move(it), map_stats, ctx, map.name);
+    return std::make_unique<CountingIterator>(std::move(it), map_stats, ctx, map.name, /*source=*/false);
   }
   std::unique_ptr<Iterator> input = MakeIterator(ctx, index - 1, epoch, input_first_chunk_rows);
   switch (node.kind) {

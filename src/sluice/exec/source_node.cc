@@ -64,6 +64,7 @@ class SourceIterator : public Iterator {
   explicit SourceIterator(const IteratorArgs& args)
       : ctx_(args.ctx),
         pool_(args.output_pool()),
+        stats_(args.stats),
         node_(*args.node),
         epoch_(args.epoch),
         chunk_rows_(args.chunk_rows),
@@ -205,7 +206,10 @@ class SourceIterator : public Iterator {
       read_ahead_ = std::make_unique<SplitReadAhead>(
           splits_.size(), node_.parallel_reads,
           [this](size_t split, const std::atomic<bool>& stop, std::vector<Batch>* chunks) {
-            return ReadSplit(split, stop, chunks);
+            const int64_t cpu_start = stats_ != nullptr ? ThreadCpuNs() : 0;
+            absl::Status read = ReadSplit(split, stop, chunks);
+            if (stats_ != nullptr) stats_->read_ahead_cpu_ns.fetch_add(ThreadCpuNs() - cpu_start);
+            return read;
           },
           &ctx_->memory, ctx_->split_bytes.get());
     }
@@ -489,6 +493,7 @@ class SourceIterator : public Iterator {
 
   ExecContext* ctx_;
   BufferPool* pool_;
+  NodeStats* stats_;  // null when statistics are off
   const graph::CompiledNode& node_;
   const uint64_t epoch_;
   int64_t chunk_rows_;
