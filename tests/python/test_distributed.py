@@ -322,6 +322,11 @@ def test_bad_shards_are_named():
         len(too_few)  # not 0 batches
     with pytest.raises(sluice.InvalidArgumentError, match="make no global batch of 12"):
         len(rows(10).shard(2, 1).batch(6))
+    # A filter that keeps no row: every rank would train no step, silently.
+    for uneven in ("drop", "pad"):
+        nothing = rows().filter(sluice.ops.keep_if(field="id", cmp="<", value=0)).shard(2, 1, uneven=uneven).batch(4)
+        with pytest.raises(sluice.InvalidArgumentError, match="the epoch has 0 rows for 2 shards"):
+            list(nothing)
     with pytest.raises(ValueError, match=r"shards this pipeline by rank after nodes\[1\] \(shuffle\);.*not a take "
                                          r"\(nodes\[4\]\).*itertools.islice"):
         sluice.torch.TorchIterable(rows().batch(4).take(3), rank=0, world_size=2)

@@ -88,6 +88,35 @@ def test_a_ranks_stream_through_a_dispatcher_has_its_in_process_length(cluster):
     assert len(list(remote)) == 8
 
 
+def test_a_ranks_state_through_a_dispatcher_is_refused_over_other_files(cluster, cifar_dir, tmp_path):
+    # A node pool's rank: its shard's stream from a worker. Its state is
+    # the in-process one, listing and all: saved over two files, it is
+    # refused once the glob matches a third (some samples twice, others
+    # never), as in-process.
+    import shutil
+    files = sorted(cifar_dir.glob("*.tfrecord"))
+    for f in files[1:]:
+        shutil.copy(f, tmp_path / f.name)
+    features = {"image": ("bytes", 3072), "label": "int64"}
+
+    def rank():
+        return sluice.tfrecord(str(tmp_path / "*.tfrecord"), features).shard(2, 1).batch(5)
+
+    remote = rank().distribute(cluster, mode="parallel_epochs").iterate(0)
+    local = rank().iterate(0)
+    next(remote), next(local)
+    state = remote.state()
+    assert state == local.state()
+    rest = [int(i) for b in rank().distribute(cluster, mode="parallel_epochs").iterate(state=state)
+            for i in b["label"]]
+    assert len(rest) == sum(len(b["label"]) for b in rank()) - 5
+    shutil.copy(files[0], tmp_path / files[0].name)
+    for saved in (state, local.state()):
+        with pytest.raises(sluice.InvalidArgumentError, match=r"saved over another listing of the source's files "
+                                                              r"\(2 files, 2 splits, [0-9a-f]{16}; this pipeline's: 3 "
+                                                              r"files, 3 splits"):
+            next(iter(rank().distribute(cluster, mode="parallel_epochs").iterate(state=saved)))
+
 def test_a_hung_worker_the_dispatcher_found_lost_does_not_hold_back_the_epochs_end(cluster):
     # A second worker, then one of the two stopped (SIGSTOP: hung, not dead,
     # its connections open). The dispatcher finds it lost (--worker-timeout

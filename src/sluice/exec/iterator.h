@@ -102,6 +102,8 @@ class RemoteInput {
   // The order in which the workers' source reads its splits in `epoch`
   // (as EpochSplitOrder).
   virtual std::vector<io::Split> SplitOrder(uint64_t epoch) const { return {}; }
+  // What the workers' source listed (ListingOf), when known.
+  virtual std::string Listing() const { return ""; }
   // Names in `p` what the remote side keeps of this consumer's progress.
   virtual void Identify(EpochPosition* p) const {}
   // A sharded remote part (one shard's stream, made in order): its shard.

@@ -745,11 +745,15 @@ int Pipeline::ThreadsFor(const std::vector<io::Split>& splits) const {
 
 const std::string& Pipeline::Listing() const {
   absl::call_once(listing_once_, [this] {
-    // A service's workers list (their part's state has its own check); a
-    // materialized pipeline's files stand for the original's, whose states
-    // it restores (and the other way round).
+    // A service's workers list, and say what; a materialized pipeline's
+    // files stand for the original's, whose states it restores (and the
+    // other way round).
+    if (remote_) {
+      listing_ = remote_->Listing();
+      return;
+    }
     const graph::CompiledNode& first = compiled_.nodes.front();
-    if (remote_ || compiled_.materialized || first.kind != graph::NodeKind::kSource ||
+    if (compiled_.materialized || first.kind != graph::NodeKind::kSource ||
         first.format->files() == nullptr) {
       return;
     }

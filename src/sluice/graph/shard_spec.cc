@@ -5,8 +5,7 @@
 namespace sluice::graph {
 
 absl::Status ShardSpec::CheckRows(const std::string& node, int64_t rows) const {
-  if (rows == 0) return absl::OkStatus();
-  if (rows < num_shards) {
+  if (rows < num_shards) {  // none at all too: every rank would train no step, without a word
     return absl::InvalidArgumentError(absl::StrCat("node '", node, "': the epoch has ", rows, " rows for ", num_shards,
                                                    " shards: every shard needs one at least"));
   }

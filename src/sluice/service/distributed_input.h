@@ -60,6 +60,7 @@ class DistributedInput : public exec::RemoteInput {
   std::vector<io::Split> SplitOrder(uint64_t epoch) const override;
   void Identify(exec::EpochPosition* p) const override;
   std::optional<graph::ShardSpec> Sharding() const override { return sharding_; }
+  std::string Listing() const override { return element_.listing(); }
   int64_t HeldBytes() const override;
   void LimitHeldBytes(int64_t bytes, std::function<void(int64_t)> held_changed) override;
 

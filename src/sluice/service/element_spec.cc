@@ -60,6 +60,7 @@ absl::StatusOr<ElementSpec> DescribeElements(const PipelineDef& def, const graph
     out.add_splits(split.end_record);
   }
   out.set_source_name(pipeline->compiled().nodes.front().name);
+  out.set_listing(pipeline->Listing());
   return out;
 }
 

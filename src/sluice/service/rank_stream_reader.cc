@@ -31,7 +31,7 @@ RankStreamReader::RankStreamReader(DistributedInput* input, exec::ExecContext* c
       max_queued_(static_cast<size_t>(std::max(1, input->options().max_outstanding))) {
   ctx_->cancel.Register(&mu_, &cv_);
   if (const exec::EpochPosition* resumed = ctx_->ResumeOf(epoch_)) {
-    resume_state_ = exec::SerializeState(input_->workers_fingerprint(), *resumed);
+    resume_state_ = exec::SerializeState(input_->workers_fingerprint(), *resumed, input_->Listing());
   }
   thread_ = std::thread([this] { Run(); });
 }
