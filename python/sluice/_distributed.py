@@ -6,6 +6,7 @@ import datetime
 import hashlib
 import os
 import sys
+import time
 
 from sluice import _checks
 
@@ -205,21 +206,41 @@ def _wait_for_every_rank(dist, world_size):
     prefix = f"sluice/loader-check/{_passes_checked}/"
     _passes_checked += 1  # the n-th check of every rank meets the others' n-th
     keys = [f"{prefix}{rank}" for rank in range(world_size)]
-    store.set(keys[dist.get_rank()], b"")
-    patience = min(_PATIENCE, store.timeout / 2)  # said before a short timeout too
     try:
-        store.wait(keys, patience)
+        store.set(keys[dist.get_rank()], b"")
+    except RuntimeError as e:
+        raise _store_gone(dist, e) from e
+    patience = min(_PATIENCE, store.timeout / 2)  # said before a short timeout too
+    started = time.monotonic()
+    if _all_set(dist, store, keys, patience):
         return
-    except RuntimeError:  # torch's DistStoreError at the timeout
-        pass
     sys.stderr.write(f"sluice.torch: rank {dist.get_rank()} has waited {patience.total_seconds():g} s for ranks "
                      f"{_absent(store, keys)} to start this loader's first pass: {_EVERY_RANK_ITERATES}\n")
     sys.stderr.flush()
-    try:  # in all, the store's timeout: the group's
-        store.wait(keys, store.timeout - patience)
-    except RuntimeError:
+    if not _all_set(dist, store, keys, store.timeout - patience):  # in all, the store's timeout: the group's
+        waited = datetime.timedelta(seconds=round(time.monotonic() - started))
         raise RuntimeError(f"sluice.torch: rank {dist.get_rank()}: ranks {_absent(store, keys)} never started this "
-                           f"loader's first pass (waited {store.timeout}): {_EVERY_RANK_ITERATES}") from None
+                           f"loader's first pass (waited {waited}): {_EVERY_RANK_ITERATES}")
+
+
+def _all_set(dist, store, keys, timeout):
+    """Whether every key was set within `timeout`. A store that stops
+    answering is an error saying so: the process that kept it died."""
+    try:
+        store.wait(keys, timeout)
+        return True
+    except RuntimeError as e:
+        if type(e).__name__ != "DistNetworkError":  # torch's DistStoreError: the timeout
+            return False
+        raise _store_gone(dist, e) from e
+
+
+def _store_gone(dist, error):
+    return RuntimeError(
+        f"sluice.torch: rank {dist.get_rank()}: the process group's store stopped answering as this loader checked "
+        "that every rank starts its first pass: the process that kept it (rank 0 when the group was initialized "
+        "from MASTER_ADDR and MASTER_PORT, torchrun's agent under torchrun) has died or closed it; see that "
+        f"process's output ({str(error).splitlines()[0]})")
 
 
 def _absent(store, keys):

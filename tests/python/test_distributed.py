@@ -575,6 +575,40 @@ def test_a_dataloader_worker_iterating_the_loader_is_refused():
         list(loader)
 
 
+# Two ranks started as a launcher of one's own does (srun, a scheduler's
+# script): rank 0 keeps the process group's store and dies once rank 1's
+# loader is made, before anyone's first pass.
+_STORE_KEEPER_DIES = """
+import os, signal
+import numpy as np
+import torch.distributed as dist
+import sluice
+import sluice.torch
+dist.init_process_group("gloo")
+store = dist.distributed_c10d._get_default_store()
+if dist.get_rank() == 0:
+    store.wait(["loader made"])
+    os.kill(os.getpid(), signal.SIGKILL)
+loader = sluice.torch.TorchIterable(sluice.arrays({"id": np.arange(64, dtype=np.int64)}).batch(4), quiet=True)
+store.set("loader made", b"")
+list(loader)
+"""
+
+
+def test_a_store_whose_keeper_died_is_named_not_taken_for_a_rank_that_never_started(tmp_path):
+    script = tmp_path / "job.py"
+    script.write_text(_STORE_KEEPER_DIES)
+    env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(_free_ports(1)[0]), WORLD_SIZE="2",
+               OMP_NUM_THREADS="1")
+    ranks = [subprocess.Popen([sys.executable, str(script)], env=dict(env, RANK=str(r), LOCAL_RANK=str(r)),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for r in (0, 1)]
+    _, stderr = ranks[1].communicate(timeout=240)
+    ranks[0].wait(timeout=60)
+    assert ranks[0].returncode == -signal.SIGKILL
+    assert ranks[1].returncode != 0
+    assert "rank 1: the process group's store stopped answering" in stderr, stderr[-3000:]
+    assert "never started" not in stderr and "has waited" not in stderr, stderr[-3000:]
+
 _RANK_ZERO_ENDS_FIRST = """
 import time
 import numpy as np
