@@ -466,6 +466,14 @@ def test_a_list_column_says_how_to_cast_it(tmp_path):
         sluice.parquet(str(tmp_path / "t.parquet")).schema
 
 
+def test_a_uint64_column_says_how_to_cast_it(tmp_path):
+    for name, column in (("ids", pa.array([1, 2], pa.uint64())),
+                         ("pairs", pa.array([[1, 2], [3, 4]], pa.list_(pa.uint64(), 2)))):
+        pq.write_table(pa.table({name: column}), tmp_path / f"{name}.parquet")
+        with pytest.raises(sluice.InvalidArgumentError, match=rf"column '{name}' .*up to int64 and uint32.*"
+                                                              r"cast it to int64 .*pa\.int64\(\)"):
+            sluice.parquet(str(tmp_path / f"{name}.parquet")).schema
+
 def test_parquet_runs_on_the_services_workers(tmp_path):
     # The embedded dispatcher's worker is a separate `sluice worker` process:
     # it reads the row groups in C++, each row exactly once.

@@ -133,6 +133,10 @@ std::string TypeHint(const arrow::DataType& type) {
            "table.cast(...) with pa.list_(type, n)); ragged lists go as bytes";
   }
   if (t == arrow::Type::DICTIONARY) return "; decode it first (pyarrow: column.dictionary_decode())";
+  if (t == arrow::Type::UINT64) {
+    return "; no sluice dtype holds every uint64: cast it to int64 first when its values fit (pyarrow: "
+           "table.cast(...) with pa.int64())";
+  }
   return "";
 }
 
@@ -162,11 +166,12 @@ absl::StatusOr<ColumnPlan> PlanColumn(const arrow::Field& field, const std::stri
   }
   const std::optional<DType> dtype = DTypeOfArrow(leaf->id());
   if (!dtype) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "column '", field.name(), "' of ", file, " is ", type->ToString(),
-        ": sluice reads binary, string, fixed_size_binary, integers, floats, bool, fixed_size_list of those, "
-        "and a struct's binary 'bytes' (an image or audio column of Hugging Face datasets)",
-        TypeHint(*type)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("column '", field.name(), "' of ", file, " is ", type->ToString(),
+                     ": sluice reads binary, string, fixed_size_binary, integers up to int64 and uint32, floats, bool, "
+                     "fixed_size_list of those, "
+                     "and a struct's binary 'bytes' (an image or audio column of Hugging Face datasets)",
+                     TypeHint(leaf->id() == arrow::Type::UINT64 ? *leaf : *type)));
   }
   int64_t per_row = 1;
   for (int64_t d : dims) per_row *= d;
