@@ -61,8 +61,51 @@ def dumps(obj, who):
         Pickler(out, protocol=pickle.HIGHEST_PROTOCOL).dump(obj)
         return out.getvalue()
     except Exception as e:  # noqa: BLE001 (whatever the pickler raises is the reason)
+        where = _culprit(obj, lambda o: Pickler(io.BytesIO(), protocol=pickle.HIGHEST_PROTOCOL).dump(o))
+        held = f" (it is {where[0].removeprefix(' → ')}: {_describe(where[1])})" if where else ""
         raise TypeError(f"{who}: {_describe(obj)} cannot be sent to sluice's Python processes: "
-                        f"{type(e).__name__}: {e}") from None
+                        f"{type(e).__name__}: {e}{held}") from None
+
+
+def _culprit(obj, dump, depth=4):
+    """(path, value) of the first value reachable from `obj` (a function's
+    closure, globals and defaults, an object's attributes, a container's
+    items) that `dump` fails on and whose own parts do not: the lock or
+    socket deep in a transform object, not the object itself. None when no
+    part fails alone."""
+    for name, part in _parts(obj):
+        try:
+            dump(part)
+        except Exception:  # noqa: BLE001 (any failure marks the part)
+            deeper = _culprit(part, dump, depth - 1) if depth > 1 else None
+            return (f"{name}{deeper[0]}", deeper[1]) if deeper else (name, part)
+    return None
+
+
+def _parts(obj):
+    """(name, value) of what pickling `obj` pickles with it, as far as it
+    can be told; at most 200."""
+    if isinstance(obj, types.FunctionType):
+        import inspect
+        try:
+            found = inspect.getclosurevars(obj)
+        except (TypeError, ValueError):
+            return []
+        named = [(f" → {obj.__name__}'s variable {k!r}", v) for k, v in found.nonlocals.items()]
+        named += [(f" → {obj.__name__}'s global {k!r}", v) for k, v in found.globals.items()
+                  if not isinstance(v, types.ModuleType)]
+        named += [(f" → {obj.__name__}'s default {i}", v) for i, v in enumerate(obj.__defaults__ or ())]
+    elif isinstance(obj, dict):
+        named = [(f"[{k!r}]", v) for k, v in obj.items()]
+    elif isinstance(obj, (list, tuple, set, frozenset)):
+        named = [(f"[{i}]", v) for i, v in enumerate(obj)]
+    elif isinstance(obj, types.MethodType):
+        named = [(".__self__", obj.__self__), (".__func__", obj.__func__)]
+    elif hasattr(obj, "__dict__") and not isinstance(obj, (type, types.ModuleType)):
+        named = [(f".{k}", v) for k, v in vars(obj).items()]
+    else:
+        named = []
+    return named[:200]
 
 
 def _memmap_reference(obj):

@@ -6,6 +6,7 @@ traceback once."""
 
 import functools
 import os
+import re
 import subprocess
 import socket
 import sys
@@ -118,6 +119,39 @@ def test_what_cannot_be_sent_is_named_with_the_reason_at_creation():
     with socket.socket() as s, pytest.raises(TypeError, match=r"from_dataset: <.*HoldsASocket object.*> cannot be "
                                                                r"sent.*cannot pickle 'socket' object"):
         sluice.from_dataset(HoldsASocket(s))
+
+
+# As a user's script or notebook has them: its functions go by value, with
+# the globals they use.
+_DEEP_LOCKS = """
+import threading
+from sluice import ops
+GUARD = threading.Lock()
+def guarded(x):
+    with GUARD:
+        return x
+class Settings:
+    def __init__(self):
+        self.options = {"size": 4, "sync": [1, threading.Lock()]}
+    def __call__(self, x):
+        return x
+for fn in (lambda x: guarded(x), Settings()):
+    try:
+        ops.python(fn, column="image")
+    except TypeError as e:
+        print(e)
+"""
+
+
+def test_what_cannot_be_sent_deep_in_a_function_or_object_is_named_where_it_is():
+    said = subprocess.run([sys.executable, "-c", _DEEP_LOCKS], capture_output=True, text=True, timeout=120)
+    assert said.returncode == 0, said.stderr
+    lines = said.stdout.splitlines()
+    assert len(lines) == 2, said.stdout
+    assert re.search(r"cannot pickle '_thread.lock' object \(it is .*<lambda>'s global 'guarded' → guarded's "
+                     r"global 'GUARD': <unlocked _thread.lock", lines[0]), lines[0]
+    assert re.search(r"cannot pickle '_thread.lock' object \(it is \.transform\.options\['sync'\]\[1\]: "
+                     r"<unlocked _thread.lock", lines[1]), lines[1]
 
 
 _FINGERPRINTED = """import sys; sys.path.insert(0, sys.argv[1]); import numpy as np, sluice, torch; from sluice import ops
