@@ -753,8 +753,7 @@ const std::string& Pipeline::Listing() const {
       return;
     }
     const graph::CompiledNode& first = compiled_.nodes.front();
-    if (compiled_.materialized || first.kind != graph::NodeKind::kSource ||
-        first.format->files() == nullptr) {
+    if (compiled_.materialized || first.kind != graph::NodeKind::kSource || first.format->files() == nullptr) {
       return;
     }
     listing_ = ListingOf(*first.format->files(), Splits());
