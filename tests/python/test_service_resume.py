@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -14,11 +15,12 @@ from conftest import start_server
 
 ROWS = 3000
 
-# argv: dispatcher address, state file, "first", "resume" or "whole". Prints each
+# argv: dispatcher address, state file, "first", "checkpoint", "resume",
+# "resume slowly" or "whole". Prints each
 # batch's ids and a checksum of its images as it takes them; the first run
 # saves its state after 10 batches (as a trainer's checkpoint would:
 # written aside, synced, renamed) and says "saved", then reads on slowly
-# until it is killed.
+# until it is killed; "checkpoint" saves it likewise and exits.
 _TRAINER = r"""
 import os, sys, time
 import numpy as np
@@ -31,18 +33,20 @@ pipe = (sluice.arrays({"id": np.arange(%d, dtype=np.int64), "image": images}, sp
         .batch(16)
         .with_options(seed=5))
 how = sys.argv[3]
-it = pipe.iterate(state=open(sys.argv[2], "rb").read()) if how == "resume" else pipe.iterate()
+it = pipe.iterate(state=open(sys.argv[2], "rb").read()) if how.startswith("resume") else pipe.iterate()
 for n, batch in enumerate(it, 1):
     sums = batch["image"].reshape(len(batch["id"]), -1).astype(np.int64).sum(axis=1)
     print(" ".join(f"{i}:{s}" for i, s in zip(batch["id"], sums)), flush=True)
-    if how == "first" and n == 10:
+    if how in ("first", "checkpoint") and n == 10:
         with open(sys.argv[2] + ".tmp", "wb") as f:
             f.write(it.state())
             f.flush()
             os.fsync(f.fileno())
         os.replace(sys.argv[2] + ".tmp", sys.argv[2])
         print("saved", flush=True)
-    if how == "first" and n > 10:
+        if how == "checkpoint":  # the trainer's job ends with it: the dispatcher's job ends too
+            break
+    if (how == "first" and n > 10) or how == "resume slowly":
         time.sleep(0.05)
 print("end", flush=True)
 """ % (ROWS, ROWS)
@@ -125,3 +129,33 @@ def test_a_trainer_killed_after_a_checkpoint_resumes_with_exactly_the_samples_it
     assert whole.returncode == 0, err
     uninterrupted, _ = _samples(out.strip().split("\n")[:-1])
     assert {**before, **after} == uninterrupted
+
+
+def test_a_state_resumed_twice_after_its_job_ended_takes_back_what_the_first_resume_did(service, tmp_path):
+    # The trainer checkpoints and exits: its job ends with it. Resumed, the
+    # state starts a new job; that trainer is killed before it checkpoints
+    # again; the state resumed once more must get back every sample the
+    # killed one had taken, though they were taken in another job.
+    address, _ = service
+    state = tmp_path / "state"
+    first = _trainer(address, state, "checkpoint")
+    out, err = first.communicate(timeout=300)
+    assert first.returncode == 0, err
+    lines = out.strip().split("\n")
+    assert lines[-2:] == ["saved", "end"], lines[-3:]
+    before, _ = _samples(lines[:-2])
+    killed = _trainer(address, state, "resume slowly")
+    taken = [killed.stdout.readline() for _ in range(40)]
+    assert all(":" in line for line in taken), taken
+    time.sleep(2)  # its heartbeats report the splits it finished (a guard, not a timing assertion)
+    killed.send_signal(signal.SIGKILL)
+    killed.wait()
+    again = _trainer(address, state, "resume")
+    out, err = again.communicate(timeout=300)
+    assert again.returncode == 0, err
+    rest = out.strip().split("\n")
+    assert rest[-1] == "end"
+    after, count = _samples(rest[:-1])
+    missing = sorted(set(range(ROWS)) - set(before) - set(after))
+    assert not missing, f"{len(missing)} samples never came again: {missing[:10]}..."
+    assert not set(before) & set(after) and all(n == 1 for n in count.values())

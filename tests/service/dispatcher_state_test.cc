@@ -596,6 +596,64 @@ TEST_F(DispatcherStateTest, ResumingTheSameStateAgainTakesBackWhatTheFirstResume
   }
 }
 
+// A state saved in a job that has ended since (its trainer exited): its
+// first resume starts another job; resumed again in that job, it takes
+// back what the first resume did there, also from a compacted journal.
+TEST_F(DispatcherStateTest, AStateOfAnEndedJobResumedAgainTakesBackWhatItsFirstResumeDid) {
+  ASSERT_OK_AND_ASSIGN(std::string p, state_.RegisterPipeline(Def(4), Splits(4)));
+  const int64_t w = Worker("a:1");
+  auto resume = [&](const GetOrCreateJobResponse& c) {
+    ResumeClientRequest r;
+    r.set_job_id(c.job_id());
+    r.set_client_id(c.client_id());
+    r.add_done(0);
+    r.set_previous_job_uid("the uid of a job that ended");
+    r.set_previous_client_id(7);
+    return state_.ResumeClient(r, kT0);
+  };
+  const GetOrCreateJobResponse first = Job(p, "train");
+  SLUICE_ASSERT_OK(resume(first));
+  for (int i = 0; i < 2; ++i) SLUICE_ASSERT_OK(state_.GetSplit(Ask(first, w), kT0).status());  // 1 and 2
+  ReportSplitsRequest done;
+  done.set_job_id(first.job_id());
+  done.set_client_id(first.client_id());
+  done.add_completed(1);
+  SLUICE_ASSERT_OK(state_.ReportSplits(done, kT0));
+  const GetOrCreateJobResponse again = Job(p, "train");
+  SLUICE_ASSERT_OK(resume(again));
+  EXPECT_EQ(state_.Status(kT0).jobs(0).clients(), 1);  // the first resume's client is gone
+
+  DispatcherState replayed({}, nullptr), compacted({}, nullptr);
+  for (const JournalEntry& e : journal_) replayed.Apply(e);
+  for (const JournalEntry& e : state_.Snapshot()) compacted.Apply(e);
+  for (DispatcherState* s : {&state_, &replayed, &compacted}) {
+    EXPECT_EQ(s->Status(kT0).jobs(0).splits_completed(), 1);
+    std::vector<int64_t> got;
+    GetSplitRequest ask = Ask(again, w);
+    for (int i = 0; i < 3; ++i) {
+      ask.set_seq(i + 1);
+      ASSERT_OK_AND_ASSIGN(GetSplitResponse next, s->GetSplit(ask, kT0));
+      got.push_back(next.split());
+    }
+    EXPECT_EQ(got, (std::vector<int64_t>{1, 2, 3}));
+  }
+  // A third resume, in the compacted state, still continues that consumer.
+  const GetOrCreateJobResponse third = [&] {
+    GetOrCreateJobRequest r;
+    r.set_pipeline_id(p);
+    r.set_job_name("train");
+    return *compacted.GetOrCreateJob(r, "", kT0);
+  }();
+  ResumeClientRequest r;
+  r.set_job_id(third.job_id());
+  r.set_client_id(third.client_id());
+  r.add_done(0);
+  r.set_previous_job_uid("the uid of a job that ended");
+  r.set_previous_client_id(7);
+  SLUICE_ASSERT_OK(compacted.ResumeClient(r, kT0));
+  EXPECT_EQ(compacted.Status(kT0).jobs(0).clients(), 1);
+}
+
 // Ids restart with a dispatcher that kept no journal: a state's client of
 // another job (by uid) is not this job's client of the same id.
 TEST_F(DispatcherStateTest, AResumeNamingAnotherJobsClientTakesNothingFromIt) {

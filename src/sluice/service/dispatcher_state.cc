@@ -17,6 +17,12 @@
 namespace sluice::service {
 namespace {
 
+// The job and client a resumed state was saved in, as Job::continued keys
+// them.
+std::string SavedIn(const ResumeClientRequest& r) {
+  return absl::StrCat(r.previous_job_uid(), "/", r.previous_client_id());
+}
+
 // 128 random bits as 32 hex digits.
 std::string RandomHex() {
   absl::BitGen random;
@@ -123,6 +129,7 @@ void DispatcherState::ApplyResumeClient(const ResumeClientRequest& r) {
   }
   Job& j = job->second;
   const int64_t root = r.previous_client_id() >= 0 ? j.Root(r.previous_client_id()) : r.client_id();
+  if (!r.saved_in().empty() && r.previous_job_uid() != j.def.job_uid()) j.continued.emplace(r.saved_in(), root);
   std::vector<int64_t> consumer = {root, r.client_id()};
   for (const auto& [client, first] : j.lineage) {
     if (first == root) consumer.push_back(client);
@@ -137,7 +144,12 @@ void DispatcherState::ApplyResumeClient(const ResumeClientRequest& r) {
 
 void DispatcherState::ApplyLineage(const JournalClient& l) {
   auto job = jobs_.find(l.job_id());
-  if (job != jobs_.end()) job->second.lineage[l.client_id()] = l.root();
+  if (job == jobs_.end()) return;
+  if (!l.continues().empty()) {
+    job->second.continued[l.continues()] = l.root();
+  } else {
+    job->second.lineage[l.client_id()] = l.root();
+  }
 }
 
 void DispatcherState::ApplySplitAssigned(const JournalSplit& a) {
@@ -329,9 +341,15 @@ absl::Status DispatcherState::ResumeClient(const ResumeClientRequest& request, a
   // Only the same job's earlier client (ids restart with a dispatcher that
   // kept no journal) gives up its splits.
   const bool same_job = !request.previous_job_uid().empty() && request.previous_job_uid() == job.def.job_uid();
-  const int64_t previous =
+  int64_t previous =
       same_job && request.previous_client_id() != request.client_id() ? request.previous_client_id() : -1;
+  // A state of an ended job resumed here before: what its consumer did
+  // since runs again, as in the job it was saved in.
+  if (const auto resumed = job.continued.find(SavedIn(request)); !same_job && resumed != job.continued.end()) {
+    previous = resumed->second;
+  }
   resume->set_previous_client_id(previous);
+  if (!request.previous_job_uid().empty()) resume->set_saved_in(SavedIn(request));
   // The consumer's earlier clients are gone (killed) even if their
   // heartbeats have not timed out yet.
   if (previous >= 0) {
@@ -611,6 +629,13 @@ std::vector<JournalEntry> DispatcherState::Snapshot() const {
       c->set_job_id(job_id);
       c->set_client_id(client);
       c->set_root(root);
+    }
+    for (const auto& [saved_in, root] : job.continued) {
+      JournalClient* c = out.emplace_back().mutable_lineage();
+      c->set_job_id(job_id);
+      c->set_client_id(root);
+      c->set_root(root);
+      c->set_continues(saved_in);
     }
     for (const auto& [epoch, splits] : job.epochs) {
       for (const auto& [client, completed] : splits.CompletedByClient()) {

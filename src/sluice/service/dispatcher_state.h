@@ -149,6 +149,10 @@ class DispatcherState {
     // client, the consumer's first client. Resuming a state again takes
     // back what every client of that consumer did since.
     std::map<int64_t, int64_t> lineage;
+    // A state saved in another job (ended since) resumed in this one: by
+    // the saved job's uid and client ("uid/client"), the root of the
+    // consumer that resumed it. Resuming it again continues that consumer.
+    std::map<std::string, int64_t> continued;
     int64_t Root(int64_t client) const {
       auto it = lineage.find(client);
       return it == lineage.end() ? client : it->second;
