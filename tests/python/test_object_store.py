@@ -484,6 +484,23 @@ def test_service_workers_read_the_objects_the_dispatcher_listed_once(store, cifa
     assert got == sorted((int(b["label"][i]), b["image"][i].tobytes()) for b in local for i in range(len(b["label"])))
 
 
+def test_a_registration_held_up_by_a_store_that_does_not_answer_says_so(store):
+    # The dispatcher's store (an endpoint nothing listens on) is retried for
+    # longer than the consumer waits: its error must say what held it up,
+    # not only gRPC's "Deadline Exceeded".
+    silent = store.env(AWS_ENDPOINT_URL="http://127.0.0.1:1", SLUICE_OBJECT_STORE_TIMEOUT_S="120")
+    dispatcher, port = start_server(["dispatcher", "--host", "127.0.0.1", "--port", "0"], env=silent)
+    try:
+        remote = sluice.tfrecord("s3://train/cifar/*.tfrecord", CIFAR).distribute(f"127.0.0.1:{port}",
+                                                                                 connect_timeout_s=2)
+        with pytest.raises(sluice.DeadlineExceededError, match=r"registering the pipeline took longer than "
+                                                               r"connect_timeout_s \(2s\).*object store that does "
+                                                               r"not answer.*SLUICE_OBJECT_STORE_TIMEOUT_S"):
+            list(remote.batch(50))
+    finally:
+        dispatcher.kill()  # a SIGTERM waits for the listing's retries
+        dispatcher.wait(timeout=30)
+
 def test_google_cloud_storage_objects_read_as_the_local_files(gcs_store, cifar_dir):
     client, query = gcs_store
     for f in sorted(cifar_dir.glob("*.tfrecord")):

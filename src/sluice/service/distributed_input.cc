@@ -164,6 +164,16 @@ absl::StatusOr<std::shared_ptr<DistributedInput>> DistributedInput::Connect(Clie
           why.empty() ? "no dispatcher listening there (not started, another port or host), or the network refuses it"
                       : why));
     }
+    if (called.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
+      // Reached, but registering outlasted the wait: describing the
+      // pipeline lists its files, which a store that does not answer holds up.
+      return absl::DeadlineExceededError(absl::StrCat(
+          "dispatcher ", input->options_.dispatcher, ": registering the pipeline took longer than connect_timeout_s (",
+          absl::FormatDuration(input->options_.connect_timeout),
+          "): describing it lists its files, and an object store that does not answer is retried for up to "
+          "SLUICE_OBJECT_STORE_TIMEOUT_S (60 s by default); check that the store answers, or give connect_timeout_s "
+          "more"));
+    }
     SLUICE_RETURN_IF_ERROR(FromGrpc(called, absl::StrCat("dispatcher ", input->options_.dispatcher)));
   }
   input->workers_part_ = workers_part;
