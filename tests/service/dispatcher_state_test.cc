@@ -57,6 +57,44 @@ class DispatcherStateTest : public ::testing::Test {
     secrets_[heard->worker_id()] = heard->secret();
     return heard->worker_id();
   }
+  // A consumer's state (saved by client `saved_client` of the job of uid
+  // `saved_uid`) resumed, splits 1 and 2 taken and 1 finished before that
+  // trainer died, and the same state resumed again: the second resume's
+  // client.
+  GetOrCreateJobResponse ResumeTwice(const std::string& pipeline, const std::string& saved_uid, int64_t saved_client,
+                                     int64_t worker) {
+    auto resume = [&](const GetOrCreateJobResponse& c) {
+      ResumeClientRequest r;
+      r.set_job_id(c.job_id());
+      r.set_client_id(c.client_id());
+      r.add_done(0);
+      r.set_previous_job_uid(saved_uid);
+      r.set_previous_client_id(saved_client);
+      SLUICE_EXPECT_OK(state_.ResumeClient(r, kT0));
+    };
+    const GetOrCreateJobResponse first = Job(pipeline, "train");
+    resume(first);
+    for (int i = 0; i < 2; ++i) SLUICE_EXPECT_OK(state_.GetSplit(Ask(first, worker), kT0).status());
+    ReportSplitsRequest done;
+    done.set_job_id(first.job_id());
+    done.set_client_id(first.client_id());
+    done.add_completed(1);
+    SLUICE_EXPECT_OK(state_.ReportSplits(done, kT0));
+    const GetOrCreateJobResponse again = Job(pipeline, "train");
+    resume(again);
+    return again;
+  }
+  // The next `n` splits `s` hands the asker.
+  static std::vector<int64_t> NextSplits(DispatcherState* s, GetSplitRequest ask, int n) {
+    std::vector<int64_t> got;
+    for (int i = 0; i < n; ++i) {
+      ask.set_seq(i + 1);
+      absl::StatusOr<GetSplitResponse> next = s->GetSplit(ask, kT0);
+      EXPECT_TRUE(next.ok()) << next.status();
+      got.push_back(next.ok() ? next->split() : -1);
+    }
+    return got;
+  }
   std::map<int64_t, std::string> secrets_;  // what each worker was given
   static GetSplitRequest Ask(const GetOrCreateJobResponse& job, int64_t worker, uint64_t epoch = 0) {
     GetSplitRequest r;
@@ -560,67 +598,26 @@ TEST_F(DispatcherStateTest, ResumingTheSameStateAgainTakesBackWhatTheFirstResume
   const GetOrCreateJobResponse saver = Job(p, "train");
   const int64_t w = Worker("a:1");
   SLUICE_ASSERT_OK(state_.GetSplit(Ask(saver, w), kT0).status());
-  auto resume = [&](const GetOrCreateJobResponse& c) {
-    ResumeClientRequest r;
-    r.set_job_id(c.job_id());
-    r.set_client_id(c.client_id());
-    r.add_done(0);
-    r.set_previous_job_uid(saver.job_uid());
-    r.set_previous_client_id(saver.client_id());
-    return state_.ResumeClient(r, kT0);
-  };
-  const GetOrCreateJobResponse first = Job(p, "train");
-  SLUICE_ASSERT_OK(resume(first));
-  for (int i = 0; i < 2; ++i) SLUICE_ASSERT_OK(state_.GetSplit(Ask(first, w), kT0).status());  // 1 and 2
-  ReportSplitsRequest done;
-  done.set_job_id(first.job_id());
-  done.set_client_id(first.client_id());
-  done.add_completed(1);
-  SLUICE_ASSERT_OK(state_.ReportSplits(done, kT0));
-  const GetOrCreateJobResponse again = Job(p, "train");
-  SLUICE_ASSERT_OK(resume(again));
+  const GetOrCreateJobResponse again = ResumeTwice(p, saver.job_uid(), saver.client_id(), w);
   EXPECT_EQ(state_.Status(kT0).jobs(0).clients(), 1);  // the first resume's client is gone too
 
   DispatcherState restarted({}, nullptr);
   for (const JournalEntry& e : state_.Snapshot()) restarted.Apply(e);
   for (DispatcherState* s : {&state_, &restarted}) {
     EXPECT_EQ(s->Status(kT0).jobs(0).splits_completed(), 1);
-    std::vector<int64_t> got;
-    GetSplitRequest ask = Ask(again, w);
-    for (int i = 0; i < 3; ++i) {
-      ask.set_seq(i + 1);
-      ASSERT_OK_AND_ASSIGN(GetSplitResponse next, s->GetSplit(ask, kT0));
-      got.push_back(next.split());
-    }
-    EXPECT_EQ(got, (std::vector<int64_t>{1, 2, 3}));
+    EXPECT_EQ(NextSplits(s, Ask(again, w), 3), (std::vector<int64_t>{1, 2, 3}));
   }
 }
 
 // A state saved in a job that has ended since (its trainer exited): its
 // first resume starts another job; resumed again in that job, it takes
-// back what the first resume did there, also from a compacted journal.
+// back what the first resume did there, also from the journal replayed or
+// compacted, and at a third resume.
 TEST_F(DispatcherStateTest, AStateOfAnEndedJobResumedAgainTakesBackWhatItsFirstResumeDid) {
   ASSERT_OK_AND_ASSIGN(std::string p, state_.RegisterPipeline(Def(4), Splits(4)));
   const int64_t w = Worker("a:1");
-  auto resume = [&](const GetOrCreateJobResponse& c) {
-    ResumeClientRequest r;
-    r.set_job_id(c.job_id());
-    r.set_client_id(c.client_id());
-    r.add_done(0);
-    r.set_previous_job_uid("the uid of a job that ended");
-    r.set_previous_client_id(7);
-    return state_.ResumeClient(r, kT0);
-  };
-  const GetOrCreateJobResponse first = Job(p, "train");
-  SLUICE_ASSERT_OK(resume(first));
-  for (int i = 0; i < 2; ++i) SLUICE_ASSERT_OK(state_.GetSplit(Ask(first, w), kT0).status());  // 1 and 2
-  ReportSplitsRequest done;
-  done.set_job_id(first.job_id());
-  done.set_client_id(first.client_id());
-  done.add_completed(1);
-  SLUICE_ASSERT_OK(state_.ReportSplits(done, kT0));
-  const GetOrCreateJobResponse again = Job(p, "train");
-  SLUICE_ASSERT_OK(resume(again));
+  const std::string ended = "the uid of a job that ended";
+  const GetOrCreateJobResponse again = ResumeTwice(p, ended, 7, w);
   EXPECT_EQ(state_.Status(kT0).jobs(0).clients(), 1);  // the first resume's client is gone
 
   DispatcherState replayed({}, nullptr), compacted({}, nullptr);
@@ -628,30 +625,20 @@ TEST_F(DispatcherStateTest, AStateOfAnEndedJobResumedAgainTakesBackWhatItsFirstR
   for (const JournalEntry& e : state_.Snapshot()) compacted.Apply(e);
   for (DispatcherState* s : {&state_, &replayed, &compacted}) {
     EXPECT_EQ(s->Status(kT0).jobs(0).splits_completed(), 1);
-    std::vector<int64_t> got;
-    GetSplitRequest ask = Ask(again, w);
-    for (int i = 0; i < 3; ++i) {
-      ask.set_seq(i + 1);
-      ASSERT_OK_AND_ASSIGN(GetSplitResponse next, s->GetSplit(ask, kT0));
-      got.push_back(next.split());
-    }
-    EXPECT_EQ(got, (std::vector<int64_t>{1, 2, 3}));
+    EXPECT_EQ(NextSplits(s, Ask(again, w), 3), (std::vector<int64_t>{1, 2, 3}));
   }
-  // A third resume, in the compacted state, still continues that consumer.
-  const GetOrCreateJobResponse third = [&] {
-    GetOrCreateJobRequest r;
-    r.set_pipeline_id(p);
-    r.set_job_name("train");
-    return *compacted.GetOrCreateJob(r, "", kT0);
-  }();
+  GetOrCreateJobRequest join;
+  join.set_pipeline_id(p);
+  join.set_job_name("train");
+  ASSERT_OK_AND_ASSIGN(const GetOrCreateJobResponse third, compacted.GetOrCreateJob(join, "", kT0));
   ResumeClientRequest r;
   r.set_job_id(third.job_id());
   r.set_client_id(third.client_id());
   r.add_done(0);
-  r.set_previous_job_uid("the uid of a job that ended");
+  r.set_previous_job_uid(ended);
   r.set_previous_client_id(7);
   SLUICE_ASSERT_OK(compacted.ResumeClient(r, kT0));
-  EXPECT_EQ(compacted.Status(kT0).jobs(0).clients(), 1);
+  EXPECT_EQ(compacted.Status(kT0).jobs(0).clients(), 1);  // the second resume's client is gone
 }
 
 // Ids restart with a dispatcher that kept no journal: a state's client of
