@@ -439,7 +439,10 @@ def test_compressed_tfrecords_read_as_the_plain_ones_and_resume(tmp_path, cifar_
                               {"label": "int64"}, on_corrupt="skip").batch(1000))
     second = sum(len(b["label"]) for b in sluice.tfrecord(str(plain[1]), {"label": "int64"}).batch(1000))
     assert sum(len(b["label"]) for b in it) == second and it.skipped == 1
+    cut = (tmp_path / "cut.gz").stat().st_size
     assert f"cut.gz: {compress} data is damaged" in it.skip_summary
+    assert f"cut.gz: 1 record, {cut} bytes" in it.skip_summary
+    assert f"skipped the whole file, {cut} compressed bytes, whose records are not counted" in it.skip_summary
     indexed = subprocess.run(["sluice", "index", str(tmp_path / (plain[0].name + ".gz"))], capture_output=True,
                              text=True, timeout=60)
     assert indexed.returncode != 0 and "compressed (GZIP or ZLIB): it is read whole" in indexed.stderr

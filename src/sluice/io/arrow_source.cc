@@ -362,16 +362,16 @@ std::string StreamHint(arrow::io::RandomAccessFile& file) {
   uint32_t head = 0;
   const arrow::Result<int64_t> got = file.ReadAt(0, sizeof(head), &head);
   if (!got.ok() || *got != sizeof(head)) return "";
-  constexpr absl::string_view kWhatToDo =
+  constexpr absl::string_view kRemedy =
       ", not the file format this source reads: read it with sluice.from_arrow(pyarrow.ipc.open_stream(path)), or "
       "write it with pyarrow.ipc.new_file)";
   if (head == 0xFFFFFFFFu) {
     return absl::StrCat(" (it is an Arrow IPC stream, as Hugging Face datasets' save_to_disk and cache files are",
-                        kWhatToDo);
+                        kRemedy);
   }
   const int64_t size = file.GetSize().ValueOr(0);
   if (head > 0 && (head + sizeof(head)) % 8 == 0 && head + sizeof(head) <= static_cast<uint64_t>(size)) {
-    return absl::StrCat(" (it looks like an Arrow IPC stream in the format before Arrow 0.15", kWhatToDo);
+    return absl::StrCat(" (it looks like an Arrow IPC stream in the format before Arrow 0.15", kRemedy);
   }
   return "";
 }

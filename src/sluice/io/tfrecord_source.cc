@@ -5,9 +5,11 @@
 #include <map>
 #include <optional>
 
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/io/gzip_file.h"
+#include "sluice/io/random_access_file.h"
 #include "sluice/io/tfrecord_index.h"
 #include "sluice/io/tfrecord_reader.h"
 
@@ -119,8 +121,14 @@ class TfRecordSource : public SourceFormat {
     if (!offsets.empty()) options.record_offsets = &offsets;
     absl::StatusOr<std::unique_ptr<TfRecordReader>> opened = TfRecordReader::Open((*files_)[split.file], options);
     if (!opened.ok() && GzipFile::IsDamage(opened.status()) && skip_log != nullptr) {
-      // A compressed file whose data is damaged: none of it is read.
-      skip_log->Add((*files_)[split.file], 1, 0, absl::StrCat(opened.status().message(), " (skipped the file)"));
+      // A compressed file whose data is damaged: none of it is read. How
+      // many records it holds is unknown; it counts as one.
+      const std::string& path = (*files_)[split.file];
+      absl::StatusOr<std::unique_ptr<RandomAccessFile>> file = RandomAccessFile::Open(path);
+      const uint64_t bytes = file.ok() ? (**file).size() : 0;
+      skip_log->Add(path, 1, bytes,
+                    absl::StrCat(opened.status().message(), " (skipped the whole file, ", bytes,
+                                 " compressed bytes, whose records are not counted: it counts as one)"));
       return std::unique_ptr<SplitReader>(new NothingLeft());
     }
     if (!opened.ok()) return opened.status();
