@@ -31,8 +31,8 @@ def cifar_dir(tmp_path_factory):
 def start_server(args, command="sluice", **popen):
     """Starts `sluice ARGS` (a dispatcher or worker) and returns (process,
     port) once it listens; `popen` goes to Popen (env, cwd)."""
-    process = subprocess.Popen([command, *args], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                               **popen)
+    popen.setdefault("stderr", subprocess.DEVNULL)
+    process = subprocess.Popen([command, *args], stdout=subprocess.PIPE, text=True, **popen)
     line = process.stdout.readline()
     assert "listening on port" in line, line
     return process, int(line.split()[-1])

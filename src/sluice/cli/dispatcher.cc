@@ -1,5 +1,6 @@
 // sluice dispatcher --port P [--work-dir DIR]: the service's dispatcher.
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "sluice/cli/command.h"
 #include "sluice/cli/serve.h"
 #include "sluice/core/status_macros.h"
@@ -52,6 +53,9 @@ absl::Status Serve(const DispatcherArgs& args) {
   std::fflush(stdout);
   const std::string signal = WaitForTermination();
   service::LogRoutine("dispatcher", absl::StrCat(signal, ": shutting down"));
+  // A registration listing an object store that does not answer retries
+  // for SLUICE_OBJECT_STORE_TIMEOUT_S; the journal holds all it would keep.
+  ExitIfStuckAfter(absl::Seconds(10), "dispatcher", "a request (a store's listing?)");
   server->Stop();
   return absl::OkStatus();
 }

@@ -5,10 +5,13 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "sluice/cli/command.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/service/log.h"
@@ -89,6 +92,15 @@ std::string WaitForTermination() {
   int sig = 0;
   sigwait(&set, &sig);
   return sig == SIGTERM ? "SIGTERM" : "SIGINT";
+}
+
+void ExitIfStuckAfter(absl::Duration grace, const std::string& role, const std::string& what) {
+  std::thread([grace, role, what] {
+    absl::SleepFor(grace);
+    service::Log(
+        role, absl::StrCat(what, " is stuck ", absl::FormatDuration(grace), " after the signal: exiting without it"));
+    std::_Exit(1);
+  }).detach();
 }
 
 absl::Status ExitWithParent(int parent_pid) {

@@ -8,6 +8,7 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/status/status.h"
+#include "absl/time/time.h"
 #include "sluice/service/security.h"
 
 namespace sluice::cli {
@@ -35,6 +36,12 @@ void AddSecurityFlags(CLI::App* cmd, SecurityFlags* flags, bool server = true);
 void BlockTerminationSignals();
 // Waits for SIGTERM or SIGINT; returns its name.
 std::string WaitForTermination();
+
+// Exits this process (status 1) after `grace` unless it has exited before,
+// logging as `role` that `what` was stuck: a request or stream blocked in a
+// kernel or a store's retries must not keep a stopping server alive. What a
+// server journals survives this as it survives a crash.
+void ExitIfStuckAfter(absl::Duration grace, const std::string& role, const std::string& what);
 
 // Has the kernel kill this process (SIGKILL) when its parent, process
 // `parent_pid`, exits: a supervisor that restarts it (a Ray actor) must

@@ -1,7 +1,6 @@
 // sluice worker --dispatcher HOST:P [--port Q] [--threads N]: a worker.
 #include <cstdio>
 #include <cstdlib>
-#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
@@ -65,13 +64,7 @@ absl::Status Serve(const WorkerArgs& args) {
   const std::string signal = WaitForTermination();
   service::LogRoutine("worker", absl::StrCat(signal, ": finishing the splits in hand (at most ", args.drain_timeout_s,
                                              " s), then leaving"));
-  // A stream stuck in a kernel would keep the server from stopping: give up
-  // on it a little after the drain, and exit saying so.
-  std::thread([timeout = args.drain_timeout_s] {
-    absl::SleepFor(absl::Seconds(timeout + 5));
-    service::Log("worker", "a stream is stuck (in a kernel?) past the drain: exiting without it");
-    std::_Exit(1);
-  }).detach();
+  ExitIfStuckAfter(absl::Seconds(args.drain_timeout_s + 5), "worker", "a stream (in a kernel?)");
   const int cut = server->Drain(absl::Seconds(args.drain_timeout_s));
   if (cut == 0) {
     service::LogRoutine("worker", "drained; stopped");
