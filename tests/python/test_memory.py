@@ -278,6 +278,25 @@ def test_a_source_reading_whole_splits_counts_its_largest_in_the_minimum():
     assert pipe.memory()["peak_in_use"] <= 8 * MIB + 2 * MIB, pipe.memory()
 
 
+def test_chunks_of_large_variable_length_records_stay_within_the_budget(tmp_path):
+    # Records of 4 MiB of variable length filled 64 MiB chunks whatever the
+    # budget: 88 MiB in use under 16 MiB. A chunk now takes an eighth of
+    # the budget, one record at least, as records of a fixed length do.
+    import io
+    import tarfile
+    rng = np.random.default_rng(5)
+    blobs = [rng.integers(0, 256, 4 * MIB + i, dtype=np.uint8).tobytes() for i in range(10)]
+    with tarfile.open(tmp_path / "shard-0.tar", "w") as tar:
+        for i, blob in enumerate(blobs):
+            member = tarfile.TarInfo(f"s{i:02d}.bin")
+            member.size = len(blob)
+            tar.addfile(member, io.BytesIO(blob))
+    pipe = (sluice.webdataset(str(tmp_path / "shard-0.tar"), {"blob": "bin"}, shuffle=False)
+            .with_options(memory_budget_bytes=16 * MIB))
+    assert [bytes(row["blob"]) for row in pipe] == blobs
+    assert pipe.memory()["peak_in_use"] <= 16 * MIB + 5 * MIB, pipe.memory()
+
+
 def test_rss_stays_flat_over_epochs_at_a_tight_budget(tmp_path):
     # Chunks of 128 CIFAR rows (blocks of 512 KiB) came from the heap, and at
     # a budget they were freed and taken again each epoch on other threads:

@@ -1,6 +1,6 @@
 // Source node: reads the splits of the epoch in order (reshuffled per epoch
 // on request) and yields chunks of chunk_rows records (fewer at the epoch's
-// end, and where large records fill kChunkRaggedBytes); with
+// end, and where large records fill RaggedChunkBytes); with
 // parallel_reads, several splits are read ahead at once.
 #include <algorithm>
 #include <deque>
@@ -24,8 +24,13 @@ namespace {
 // A chunk of large variable-length rows (video clips, volumes, long
 // documents) ends before the next row would take its bytes past this:
 // chunk_rows of 300 MB records made one chunk of 38 GB (and its builder
-// reserved that much up front).
-constexpr int64_t kChunkRaggedBytes = int64_t{64} << 20;
+// reserved that much up front). An eighth of the memory budget at most:
+// 4 MB records filled 64 MiB chunks (88 MiB of RSS as they grew) under a
+// 16 MiB budget.
+int64_t RaggedChunkBytes(int64_t memory_budget) {
+  constexpr int64_t kMost = int64_t{64} << 20;
+  return memory_budget > 0 ? std::min(kMost, memory_budget / 8) : kMost;
+}
 
 // The ragged bytes of `chunk`'s columns.
 int64_t RaggedBytes(const Batch& chunk) {
@@ -36,11 +41,11 @@ int64_t RaggedBytes(const Batch& chunk) {
   return bytes;
 }
 
-// Whether `chunk` is full by kChunkRaggedBytes (a row more at its mean
+// Whether `chunk` is full by `cap` ragged bytes (a row more at its mean
 // would pass it), however few its rows.
-bool RaggedFull(const Batch& chunk) {
+bool RaggedFull(const Batch& chunk, int64_t cap) {
   const int64_t bytes = RaggedBytes(chunk);
-  return chunk.rows > 0 && bytes > 0 && bytes + bytes / chunk.rows > kChunkRaggedBytes;
+  return chunk.rows > 0 && bytes > 0 && bytes + bytes / chunk.rows > cap;
 }
 
 // How many of `chunk`'s first rows (max_rows at most) hold no more than
@@ -68,6 +73,7 @@ class SourceIterator : public Iterator {
         node_(*args.node),
         epoch_(args.epoch),
         chunk_rows_(args.chunk_rows),
+        ragged_cap_(RaggedChunkBytes(ctx_->memory.limit())),
         next_chunk_rows_(args.first_chunk_rows > 0 ? args.first_chunk_rows : args.chunk_rows) {
     if (ctx_->only_splits) {
       splits_ = ctx_->splits;
@@ -129,7 +135,7 @@ class SourceIterator : public Iterator {
       EndSplit();
     }
     BatchBuilder builder(node_.output_schema, next_chunk_rows_, pool_, ragged_hint_);
-    builder.CapRaggedBytes(kChunkRaggedBytes);
+    builder.CapRaggedBytes(ragged_cap_);
     next_chunk_rows_ = chunk_rows_;
     builder.provenance() = Provenance(node_.format->files());
     while (builder.RowsWithin() > 0) {
@@ -162,7 +168,7 @@ class SourceIterator : public Iterator {
   }
 
   // Chunks of chunk_rows_ rows, as the sequential path cuts them (or fewer
-  // filling kChunkRaggedBytes): a chunk that ends a split is topped up with
+  // filling ragged_cap_): a chunk that ends a split is topped up with
   // the next split's first rows
   // (copied), so batches still pass the batch node with no copy. Copying
   // the records here is cheap beside copying what a map made of them
@@ -175,13 +181,13 @@ class SourceIterator : public Iterator {
     *out = Batch();
     if (!more) return absl::OkStatus();
     next_chunk_rows_ = chunk_rows_;
-    if (ahead_.front().rows >= want || RaggedFull(ahead_.front())) {
+    if (ahead_.front().rows >= want || RaggedFull(ahead_.front(), ragged_cap_)) {
       *out = std::move(ahead_.front());
       ahead_.pop_front();
       return absl::OkStatus();
     }
     RowCopier copier(node_.output_schema, want, pool_);
-    int64_t room = kChunkRaggedBytes;
+    int64_t room = ragged_cap_;
     while (copier.rows() < want && more) {
       const int64_t front_rows = ahead_.front().rows;
       int64_t bytes = 0;
@@ -235,7 +241,7 @@ class SourceIterator : public Iterator {
     return reader;
   }
 
-  // All of split `split`, in chunks of chunk_rows_ or kChunkRaggedBytes
+  // All of split `split`, in chunks of chunk_rows_ or ragged_cap_
   // (on a reader thread).
   absl::Status ReadSplit(size_t split, const std::atomic<bool>& stop, std::vector<Batch>* chunks) const {
     if (done_ != nullptr && done_->SplitDone(static_cast<int64_t>(split))) return absl::OkStatus();
@@ -260,7 +266,7 @@ class SourceIterator : public Iterator {
         n = *viewed;
       } else {
         BatchBuilder builder(node_.output_schema, chunk_rows_, pool_, ragged_hint);
-        builder.CapRaggedBytes(kChunkRaggedBytes);
+        builder.CapRaggedBytes(ragged_cap_);
         builder.provenance() = chunk.provenance;
         while (builder.RowsWithin() > 0) {
           absl::StatusOr<int64_t> got = (*reader)->Read(builder.RowsWithin(), &builder);
@@ -371,7 +377,7 @@ class SourceIterator : public Iterator {
     absl::StatusOr<int64_t> n = reader_->Skip(rows);
     if (n.ok() || !absl::IsUnimplemented(n.status())) return n;
     BatchBuilder scratch(node_.output_schema, std::min(rows, chunk_rows_), pool_, ragged_hint_);
-    scratch.CapRaggedBytes(kChunkRaggedBytes);
+    scratch.CapRaggedBytes(ragged_cap_);
     scratch.provenance() = Provenance(node_.format->files());
     while (const int64_t room = scratch.RowsWithin()) {
       SLUICE_ASSIGN_OR_RETURN(const int64_t got, reader_->Read(room, &scratch));
@@ -497,6 +503,7 @@ class SourceIterator : public Iterator {
   const graph::CompiledNode& node_;
   const uint64_t epoch_;
   int64_t chunk_rows_;
+  const int64_t ragged_cap_;  // RaggedChunkBytes
   int64_t next_chunk_rows_;  // the first chunk's may differ (IteratorArgs::first_chunk_rows)
   std::vector<io::Split> splits_;
   size_t next_split_ = 0;
