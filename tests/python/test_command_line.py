@@ -56,6 +56,25 @@ def test_the_warning_counts_the_records_every_epoch_skipped(cifar_dir, tmp_path)
     assert "3 corrupt records skipped in 3 epochs, the same in each: skipped 1 corrupt record" in ran.stderr
     assert "damaged.tfrecord" in ran.stderr
 
+def test_the_budget_and_the_decoded_row_groups_are_printed_as_they_are(tmp_path):
+    # A budget of 3 MiB less a byte printed "2 MiB", 200,000 bytes "0 MiB";
+    # the row groups a Parquet source decoded were left out.
+    pa, pq = pytest.importorskip("pyarrow"), pytest.importorskip("pyarrow.parquet")
+    pq.write_table(pa.table({"image": pa.array([bytes(4096)] * 2000, pa.binary()), "label": list(range(2000))}),
+                   tmp_path / "t.parquet", row_group_size=500, compression="none")
+    pipeline = json.loads(write_pipeline(tmp_path / "p.json", tmp_path).read_text())
+    pipeline["nodes"] = [{"source": {"parquet": {"files": [str(tmp_path / "t.parquet")]}}}, {"batch": {"size": 50}}]
+    for budget, shown in ((3 * 2**20 - 1, "3.0 MiB"), (8 * 2**20, "8 MiB")):
+        pipeline["options"] = {"memory_budget_bytes": budget}
+        (tmp_path / "p.json").write_text(json.dumps(pipeline))
+        ran = sluice("run", str(tmp_path / "p.json"))
+        assert ran.returncode == 0, ran.stderr
+        assert f"memory budget {shown} (set)" in ran.stdout, ran.stdout
+        assert "MB of decoded row groups" in ran.stdout, ran.stdout
+    summary = json.loads(sluice("run", str(tmp_path / "p.json"), "--json", "--quiet").stdout.splitlines()[-1])
+    assert 500 * 4096 <= summary["columnar_peak_bytes"] <= 4 * 500 * 4096, summary
+
+
 def test_mistakes_are_named_before_the_run(cifar_dir, tmp_path):
     p = write_pipeline(tmp_path / "p.json", cifar_dir)
     into_folder = sluice("run", str(p), "--stop-after", "2", "--save-state", str(tmp_path))

@@ -12,8 +12,10 @@
 #include "sluice/cli/command.h"
 #include "sluice/cli/pipeline_runner.h"
 #include "sluice/cli/plugins.h"
+#include "sluice/cli/progress.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/graph/pipeline_json.h"
+#include "sluice/io/arrow_source.h"
 #include "sluice/profile/profiler.h"
 #include "sluice/profile/report_html.h"
 #include "sluice/profile/report_json.h"
@@ -111,9 +113,13 @@ absl::Status Profile(const ProfileArgs& args) {
   }
   std::printf("\nsource alone: %s samples/s; CPU per sample: %.1f core-µs\n",
               profile::ShortRate(r.findings.input_only_samples_per_s).c_str(), r.findings.cpu_s_per_sample * 1e6);
-  std::printf("memory: budget %lld MiB; the engine's buffers held at most %.1f MB (%.1f MB in use at once)\n",
-              static_cast<long long>(r.full.memory_budget >> 20), r.full.memory.peak_held_bytes / 1e6,
+  std::printf("memory: budget %s; the engine's buffers held at most %.1f MB (%.1f MB in use at once)",
+              InBinaryUnits(r.full.memory_budget).c_str(), r.full.memory.peak_held_bytes / 1e6,
               r.full.memory.peak_live_bytes / 1e6);
+  if (const int64_t columnar = io::ColumnarPeakBytes(); columnar > 0) {
+    std::printf("; at most %.1f MB of decoded row groups", columnar / 1e6);
+  }
+  std::printf("\n");
   if (!r.verdict.levers.empty()) std::printf("\nlevers:\n");
   for (const profile::Lever& l : r.verdict.levers) {
     std::printf("  - %s%s (%s)\n", l.action.c_str(),

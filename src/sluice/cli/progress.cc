@@ -7,6 +7,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
 namespace sluice::cli {
 
 ProgressLine::ProgressLine(bool enabled)
@@ -61,6 +64,14 @@ std::string WithCommas(double value) {
     if (left > 0 && left % 3 == 0 && digits[i] != '-') out.push_back(',');
   }
   return out;
+}
+
+std::string InBinaryUnits(int64_t bytes) {
+  constexpr int64_t kKiB = 1024, kMiB = kKiB * kKiB;
+  if (bytes % kMiB == 0 && bytes != 0) return absl::StrCat(bytes / kMiB, " MiB");
+  if (bytes >= kMiB) return absl::StrFormat("%.1f MiB", static_cast<double>(bytes) / kMiB);
+  if (bytes >= kKiB) return absl::StrFormat("%.1f KiB", static_cast<double>(bytes) / kKiB);
+  return absl::StrCat(bytes, " bytes");
 }
 
 }  // namespace sluice::cli

@@ -40,6 +40,8 @@ MemoryUsage CurrentMemoryUsage();
 
 // "1,234,567".
 std::string WithCommas(double value);
+// A size in binary units: "256 MiB", "2.9 MiB", "195.3 KiB", "100 bytes".
+std::string InBinaryUnits(int64_t bytes);
 
 }  // namespace sluice::cli
 

@@ -13,6 +13,7 @@
 #include "sluice/core/python_process.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/graph/pipeline_json.h"
+#include "sluice/io/arrow_source.h"
 #include "sluice/io/object_cache.h"
 #include "sluice/io/object_store.h"
 #include "sluice/kernels/simd.h"
@@ -39,7 +40,7 @@ struct RunArgs {
 // "2 threads, memory budget 256 MiB (1/128 of 23.5 GiB for 1 rank)".
 std::string DescribeSettings(const graph::CompiledPipeline& c) {
   const std::string budget = c.memory_budget_default.empty()
-                                 ? absl::StrFormat("%d MiB (set)", c.memory_budget_bytes >> 20)
+                                 ? absl::StrCat(InBinaryUnits(c.memory_budget_bytes), " (set)")
                                  : c.memory_budget_default;
   return absl::StrFormat("%d thread%s, memory budget %s", c.threads, c.threads == 1 ? "" : "s", budget);
 }
@@ -71,6 +72,9 @@ void PrintSummary(const std::string& path, const graph::CompiledPipeline& c, con
   std::printf("engine's buffers: at most %.1f MB held (%.1f MB in use at once), %.1f MB cached at the end",
               r.memory.peak_held_bytes / 1e6, r.memory.peak_live_bytes / 1e6, r.memory.cached_bytes / 1e6);
   if (r.ring_bytes > 0) std::printf("; %.1f MB of shared-memory rings", r.ring_bytes / 1e6);
+  if (const int64_t columnar = io::ColumnarPeakBytes(); columnar > 0) {
+    std::printf("; at most %.1f MB of decoded row groups", columnar / 1e6);
+  }
   if (const int64_t shared = PythonSharedPeakBytes(); shared > 0) {
     std::printf("; at most %.1f MB shared with Python processes", shared / 1e6);
   }
@@ -103,7 +107,8 @@ void PrintJson(const std::string& path, const graph::CompiledPipeline& c, const 
       "\"skipped_records\": %lld, \"peak_buffered_bytes\": %lld, \"memory_budget_bytes\": %lld, "
       "\"engine_peak_bytes\": %zu, \"engine_peak_in_use_bytes\": %zu, \"engine_cached_bytes\": %zu, "
       "\"engine_ring_bytes\": %lld, \"object_store_retries\": %lld, \"object_block_peak_bytes\": %lld, "
-      "\"python_shared_peak_bytes\": %lld, \"object_cache_hits\": %lld, \"object_cache_misses\": %lld, "
+      "\"python_shared_peak_bytes\": %lld, \"columnar_peak_bytes\": %lld, \"object_cache_hits\": %lld, "
+      "\"object_cache_misses\": %lld, "
       "\"peak_rss_mb_after_epoch\": [%s], \"placement\": %s}\n",
       nlohmann::json(path).dump().c_str(), r.epochs, static_cast<long long>(r.samples),
       static_cast<long long>(r.batches), r.seconds, r.samples_per_s, r.first_batch_ms, c.threads,
@@ -111,8 +116,9 @@ void PrintJson(const std::string& path, const graph::CompiledPipeline& c, const 
       static_cast<long long>(r.peak_buffered_bytes), static_cast<long long>(c.memory_budget_bytes),
       r.memory.peak_held_bytes, r.memory.peak_live_bytes, r.memory.cached_bytes, static_cast<long long>(r.ring_bytes),
       static_cast<long long>(io::ObjectStoreRetries()), static_cast<long long>(io::ObjectBlockPeakBytes()),
-      static_cast<long long>(PythonSharedPeakBytes()), static_cast<long long>(cache.hits),
-      static_cast<long long>(cache.misses), rss_mb.c_str(), placement.ToJson().c_str());
+      static_cast<long long>(PythonSharedPeakBytes()), static_cast<long long>(io::ColumnarPeakBytes()),
+      static_cast<long long>(cache.hits), static_cast<long long>(cache.misses), rss_mb.c_str(),
+      placement.ToJson().c_str());
 }
 
 absl::Status Run(const RunArgs& args) {

@@ -5,8 +5,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <string>
+#include <utility>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "google/protobuf/util/json_util.h"
 #include "nlohmann/json.hpp"
 #include "sluice/cli/command.h"
@@ -92,17 +97,35 @@ ProcessView ViewOf(const std::vector<MetricSample>& samples) {
   return view;
 }
 
-void PrintPipeline(int p, std::map<std::string, double>& v, std::map<std::string, std::string>& info) {
+// The process's holdings beside the pipelines' pools, as pipe.memory()
+// counts them in each pipeline's "held": "columnar 14.9 MB, ...", those
+// that hold any, and their sum.
+std::pair<std::string, double> BesidePools(std::map<std::string, double>& process) {
+  std::vector<std::string> parts;
+  double sum = 0;
+  for (const char* kind : {"columnar", "mapped_files", "object_blocks", "python_shared", "staging"}) {
+    const double bytes = process[absl::StrCat("sluice_process_engine_bytes/", kind)];
+    if (bytes <= 0) continue;
+    parts.push_back(absl::StrFormat("%s %.1f MB", kind, bytes / 1e6));
+    sum += bytes;
+  }
+  return {absl::StrJoin(parts, ", "), sum};
+}
+
+void PrintPipeline(int p, std::map<std::string, double>& v, std::map<std::string, std::string>& info,
+                   std::map<std::string, double>& process) {
+  const auto [beside, beside_bytes] = BesidePools(process);
   const double held = v["sluice_pipeline_engine_bytes/in_use"] + v["sluice_pipeline_engine_bytes/cached"] +
-                      v["sluice_pipeline_engine_bytes/rings"];
+                      v["sluice_pipeline_engine_bytes/rings"] + beside_bytes;
   std::printf("  pipeline %d  %s: %s%s\n", p, info["mode"].c_str(), info["placement"].c_str(),
               info["chosen"] != info["placement"] ? (" (moving to " + info["chosen"] + ")").c_str() : "");
   std::printf("    delivered %s samples in %s elements; its consumer waited %.1f s\n",
               WithCommas(v["sluice_pipeline_samples_total"]).c_str(),
               WithCommas(v["sluice_pipeline_elements_total"]).c_str(), v["sluice_pipeline_wait_seconds_total"]);
-  std::printf("    engine: %.1f MB held (%.1f MB in use, %.1f MB cached, %.1f MB rings), budget %.0f MiB\n", held / 1e6,
+  std::printf("    engine: %.1f MB held (%.1f MB in use, %.1f MB cached, %.1f MB rings%s%s), budget %s\n", held / 1e6,
               v["sluice_pipeline_engine_bytes/in_use"] / 1e6, v["sluice_pipeline_engine_bytes/cached"] / 1e6,
-              v["sluice_pipeline_engine_bytes/rings"] / 1e6, v["sluice_pipeline_memory_budget_bytes"] / 1048576);
+              v["sluice_pipeline_engine_bytes/rings"] / 1e6, beside.empty() ? "" : "; the process's ", beside.c_str(),
+              InBinaryUnits(static_cast<int64_t>(v["sluice_pipeline_memory_budget_bytes"])).c_str());
   if (v.count("sluice_placement_window_samples_per_second") > 0) {
     std::printf(
         "    last window: %s samples/s, the trainer waited %.0f%%, the engine on %.1f cores, the trainer on %.1f\n",
@@ -130,7 +153,7 @@ absl::Status ShowProcess(const StatusArgs& args) {
   }
   std::printf("process %s: %zu pipeline(s), %.1f MB resident, %.1f CPU s\n", args.process.c_str(), view.values.size(),
               view.process["sluice_process_resident_bytes"] / 1e6, view.process["sluice_process_cpu_seconds_total"]);
-  for (auto& [p, values] : view.values) PrintPipeline(p, values, view.info[p]);
+  for (auto& [p, values] : view.values) PrintPipeline(p, values, view.info[p], view.process);
   return absl::OkStatus();
 }
 

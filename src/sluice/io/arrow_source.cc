@@ -697,6 +697,7 @@ bool HaveArrow() { return true; }
 int64_t ColumnarBytes() {
   return DecodePool()->bytes_allocated() + DecodePool()->cached_bytes() + HeldObjectReadBytes();
 }
+int64_t ColumnarPeakBytes() { return DecodePool()->max_memory(); }
 void TrimColumnar() { DecodePool()->Trim(); }
 
 absl::StatusOr<std::string> HoldArrowStream(void* arrow_array_stream) {

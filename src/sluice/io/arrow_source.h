@@ -43,6 +43,9 @@ absl::StatusOr<std::unique_ptr<SourceFormat>> MakeColumnarSource(ColumnarFormat 
 // mapped pages (MappedFileBytes), nor in-process Arrow data (the caller's);
 // an uncompressed Arrow IPC object's columns, the bytes read, are counted.
 int64_t ColumnarBytes();
+// The most bytes of decoded row groups and record batches in use at once
+// in this process.
+int64_t ColumnarPeakBytes();
 // Gives the kept ones back (at an epoch's end).
 void TrimColumnar();
 

@@ -21,6 +21,7 @@ absl::StatusOr<std::string> HoldArrowStream(void* arrow_array_stream) {
 void ReleaseArrowStream(const std::string& name) {}
 
 int64_t ColumnarBytes() { return 0; }
+int64_t ColumnarPeakBytes() { return 0; }
 void TrimColumnar() {}
 
 }  // namespace sluice::io

@@ -257,7 +257,11 @@ PlacedPipeline::Memory PlacedPipeline::memory() const {
   const int64_t beside_pool = m.rings + m.staging + m.object_blocks + m.python_shared + m.mapped_files + m.columnar;
   m.held = m.in_use + m.cached + beside_pool;
   m.peak_in_use = h.pool.peak_live_bytes;
-  m.peak_held = h.pool.peak_held_bytes + beside_pool;
+  int64_t peak = peak_held_.load(std::memory_order_relaxed);
+  const int64_t now = std::max(static_cast<int64_t>(h.pool.peak_held_bytes) + beside_pool, m.held);
+  while (now > peak && !peak_held_.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
+  }
+  m.peak_held = std::max(peak, now);
   return m;
 }
 

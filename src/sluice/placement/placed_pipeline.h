@@ -155,6 +155,9 @@ class PlacedPipeline : public std::enable_shared_from_this<PlacedPipeline> {
   int64_t number_ = 0;
   std::atomic<int64_t> samples_{0}, elements_{0}, wait_ns_{0};
   std::atomic<int64_t> epoch_rows_{0};  // the last whole epoch's
+  // Memory::peak_held so far: the pool's peak with what is beside it now
+  // falls when what was beside it goes.
+  mutable std::atomic<int64_t> peak_held_{0};
 };
 
 // One epoch of a PlacedPipeline, in whichever placement it runs. One
