@@ -333,6 +333,60 @@ def test_a_worker_whose_token_the_dispatcher_refuses_exits_saying_so(tmp_path):
     assert "a-wrong-token" not in worker.stderr + worker.stdout
 
 
+def _certificates(folder):
+    """A CA, a certificate it signs for 127.0.0.1 (server.pem, server.key),
+    and a key of nothing (other.key), made with openssl."""
+    script = ("openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 2 -subj /CN=test-ca && "
+              "openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr -subj /CN=127.0.0.1 && "
+              "printf 'subjectAltName=IP:127.0.0.1' > san.ext && "
+              "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 2 "
+              "-extfile san.ext && openssl genrsa -out other.key 2048")
+    subprocess.run(script, shell=True, cwd=folder, check=True, capture_output=True, timeout=120)
+
+
+def test_tls_mistakes_are_named_not_taken_for_a_port_in_use_or_a_dispatcher_not_there(tmp_path):
+    _certificates(tmp_path)
+    # A key that is not the certificate's read as "is another process listening there?".
+    wrong = subprocess.run(["sluice", "dispatcher", "--port", "0", "--tls-cert", str(tmp_path / "server.pem"),
+                            "--tls-key", str(tmp_path / "other.key")], capture_output=True, text=True, timeout=60)
+    assert wrong.returncode == 1
+    assert f"the private key {tmp_path / 'other.key'} is not the key of the certificate" in wrong.stderr, wrong.stderr
+    dispatcher, port = start_server(["dispatcher", "--port", "0", "--tls-cert", str(tmp_path / "server.pem"),
+                                     "--tls-key", str(tmp_path / "server.key")])
+    try:
+        # The consumer waited out connect_timeout_s and blamed the address.
+        rows = sluice.arrays({"id": np.arange(20)})
+        with pytest.raises(sluice.UnavailableError, match=r"its connection attempts fail: .* \(a dispatcher with "
+                                                          r"TLS needs tls_ca_file"):
+            list(rows.distribute(f"127.0.0.1:{port}", connect_timeout_s=2).batch(4))
+        with pytest.raises(sluice.InvalidArgumentError, match="a client certificate needs its key"):
+            list(rows.distribute(f"127.0.0.1:{port}", tls_ca_file=str(tmp_path / "ca.pem"),
+                                 tls_cert_file=str(tmp_path / "server.pem"), connect_timeout_s=2).batch(4))
+        # A link of 0.3 s a round trip: each attempt had 0.1-0.5 s for TCP and TLS.
+        from conftest import TcpProxy
+
+        def slow(data):
+            time.sleep(0.3)
+            return data
+        proxy = TcpProxy(port, reply=slow)
+        status = sluice.dispatcher_status(f"127.0.0.1:{proxy.port}", tls_ca_file=str(tmp_path / "ca.pem"))
+        assert status["workers"] == []
+        proxy.cut()
+    finally:
+        dispatcher.send_signal(signal.SIGTERM)
+        dispatcher.wait(timeout=30)
+    with pytest.raises(sluice.SluiceError, match=r"address '127.0.0.1' is not host:port"):
+        sluice.dispatcher_status("127.0.0.1")
+
+
+def test_a_worker_advertising_a_host_with_a_port_is_refused(cluster):
+    # It registered as "127.0.0.1:5:PORT", which every consumer retried without end.
+    worker = subprocess.run(["sluice", "worker", "--dispatcher", cluster, "--port", "0", "--advertise", "127.0.0.1:5"],
+                            capture_output=True, text=True, timeout=60)
+    assert worker.returncode == 1
+    assert "--advertise '127.0.0.1:5' is not a host name or address (without a port" in worker.stderr, worker.stderr
+
+
 def _registered(address, worker_address=None):
     """The dispatcher's workers once one (at worker_address, if given) is
     registered; waits for heartbeats, not for a clock."""

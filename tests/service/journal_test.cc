@@ -91,6 +91,18 @@ TEST_F(JournalTest, ReplaysWhatWasAppendedAndCutsATornTail) {
   }
 }
 
+// Two dispatchers on one work dir interleaved their entries and handed out
+// the same ids: the second is refused while the first holds it.
+TEST_F(JournalTest, AWorkDirInUseIsRefusedNamingTheHoldersPid) {
+  ASSERT_OK_AND_ASSIGN(auto first, Journal::Open(work_, {}, &replay_, &warning_));
+  EXPECT_THAT(Journal::Open(work_, {}, &replay_, &warning_),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("work dir " + work_ + " is in use by another dispatcher (pid " +
+                                 std::to_string(::getpid()) + "): give each dispatcher a --work-dir of its own")));
+  first.reset();
+  SLUICE_EXPECT_OK(Journal::Open(work_, {}, &replay_, &warning_).status());
+}
+
 // Damage with good entries after it is no torn tail: replaying around the
 // hole would rebuild a state that never was.
 TEST_F(JournalTest, DamageBeforeTheEndIsDataLossNamingTheOffsets) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "sluice/core/backoff.h"
@@ -132,6 +133,33 @@ absl::Status CheckRegistrable(const PipelineDef& part, const std::string& dispat
                   : ""));
 }
 
+// What the channel's connection attempts run into (a TLS handshake that
+// fails, a connection refused), which a call waiting for the channel does
+// not say: a call that does not wait fails with it. "" when that call does
+// not fail so, or finds nothing listening.
+std::string LastConnectError(::sluice::Dispatcher::Stub* dispatcher, const SecurityOptions& security) {
+  grpc::ClientContext context;
+  AddToken(&context, security.token);
+  context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(2)));
+  GetStatusRequest request;
+  DispatcherStatus status;
+  const grpc::Status called = dispatcher->GetStatus(&context, request, &status);
+  const std::string& message = called.error_message();
+  // Refused: the caller's own words say more (nothing listens there).
+  if (called.error_code() != grpc::StatusCode::UNAVAILABLE || absl::StrContains(message, "Connection refused")) {
+    return "";
+  }
+  const bool tls_words = absl::StrContains(message, "SSL") || absl::StrContains(message, "Ssl") ||
+                         absl::StrContains(message, "handshake") || absl::StrContains(message, "Socket closed");
+  return absl::StrCat(
+      "its connection attempts fail: ", message,
+      !tls_words ? ""
+      : security.ca_file.empty()
+          ? " (a dispatcher with TLS needs tls_ca_file, the CA that signed its certificate)"
+          : " (TLS: is tls_ca_file the CA that signed the dispatcher's certificate, does the dispatcher use TLS, and "
+            "does it require a client certificate, tls_cert_file and tls_key_file?)");
+}
+
 }  // namespace
 
 absl::StatusOr<std::shared_ptr<DistributedInput>> DistributedInput::Connect(ClientOptions options,
@@ -157,7 +185,8 @@ absl::StatusOr<std::shared_ptr<DistributedInput>> DistributedInput::Connect(Clie
     if (called.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED &&
         channel->GetState(/*try_to_connect=*/false) != GRPC_CHANNEL_READY) {
       // Waiting for it to come up ran out: gRPC says only "Deadline Exceeded".
-      const std::string why = WhyUnreachable(input->options_.dispatcher);
+      std::string why = WhyUnreachable(input->options_.dispatcher);
+      if (why.empty()) why = LastConnectError(input->dispatcher_.get(), input->options_.security);
       return absl::UnavailableError(absl::StrCat(
           "dispatcher ", input->options_.dispatcher, ": not reachable within connect_timeout_s (",
           absl::FormatDuration(input->options_.connect_timeout), "): ",

@@ -8,6 +8,7 @@
 namespace sluice::service {
 
 absl::StatusOr<DispatcherStatus> FetchDispatcherStatus(const std::string& dispatcher, const SecurityOptions& security) {
+  SLUICE_RETURN_IF_ERROR(CheckAddress(dispatcher));
   SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<grpc::Channel> channel, MakeChannel(dispatcher, security));
   auto stub = ::sluice::Dispatcher::NewStub(channel);
   DispatcherStatus status;

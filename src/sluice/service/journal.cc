@@ -1,6 +1,7 @@
 #include "sluice/service/journal.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -8,6 +9,7 @@
 #include <cerrno>
 #include <optional>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/io/corruption_log.h"
@@ -84,6 +86,33 @@ int OpenForAppend(const std::string& path, int extra_flags) {
 
 std::string Folder(const std::string& path) { return path.substr(0, path.find_last_of('/')); }
 
+// Takes DIR/lock (holding this process's pid) for as long as the returned
+// descriptor is open: two dispatchers on one work dir interleaved their
+// entries in one journal and handed out the same ids, and a restart then
+// replayed one's departures onto the other's jobs.
+absl::StatusOr<int> LockWorkDir(const std::string& dir) {
+  const std::string path = absl::StrCat(dir, "/lock");
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return io::ErrnoStatus(errno, "cannot open the work dir's lock", path);
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int error = errno;
+    char pid[32] = {};
+    const ssize_t n = ::pread(fd, pid, sizeof(pid) - 1, 0);
+    ::close(fd);
+    if (error != EWOULDBLOCK) return io::ErrnoStatus(error, "cannot lock", path);
+    const std::string holder = n > 0 ? absl::StrCat(" (pid ", absl::StripAsciiWhitespace(pid), ")") : "";
+    return absl::FailedPreconditionError(absl::StrCat("work dir ", dir, " is in use by another dispatcher", holder,
+                                                      ": give each dispatcher a --work-dir of its own"));
+  }
+  const std::string mine = absl::StrCat(::getpid(), "\n");
+  if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, mine.data(), mine.size(), 0) != static_cast<ssize_t>(mine.size())) {
+    const int error = errno;
+    ::close(fd);
+    return io::ErrnoStatus(error, "cannot write", path);
+  }
+  return fd;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Journal>> Journal::Open(const std::string& dir, Options options,
@@ -91,22 +120,34 @@ absl::StatusOr<std::unique_ptr<Journal>> Journal::Open(const std::string& dir, O
   if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
     return io::ErrnoStatus(errno, "cannot create work dir", dir);
   }
+  SLUICE_ASSIGN_OR_RETURN(const int lock_fd, LockWorkDir(dir));
+  const auto fail = [lock_fd](absl::Status error) {
+    ::close(lock_fd);
+    return error;
+  };
   const std::string path = absl::StrCat(dir, "/journal.tfrecord");
-  SLUICE_ASSIGN_OR_RETURN(const uint64_t good_bytes, ReadEntries(path, replay, warning));
-  if (!warning->empty() && ::truncate(path.c_str(), static_cast<off_t>(good_bytes)) != 0) {
-    return io::ErrnoStatus(errno, "cannot cut the torn tail of", path);
+  absl::StatusOr<uint64_t> good_bytes = ReadEntries(path, replay, warning);
+  if (!good_bytes.ok()) return fail(good_bytes.status());
+  if (!warning->empty() && ::truncate(path.c_str(), static_cast<off_t>(*good_bytes)) != 0) {
+    return fail(io::ErrnoStatus(errno, "cannot cut the torn tail of", path));
   }
   const int fd = OpenForAppend(path, 0);
-  if (fd < 0) return io::ErrnoStatus(errno, "cannot open the journal", path);
-  return std::unique_ptr<Journal>(new Journal(path, options, fd, good_bytes));
+  if (fd < 0) return fail(io::ErrnoStatus(errno, "cannot open the journal", path));
+  return std::unique_ptr<Journal>(new Journal(path, options, fd, lock_fd, *good_bytes));
 }
 
-Journal::Journal(std::string path, Options options, int fd, uint64_t bytes)
-    : path_(std::move(path)), options_(options), fd_(fd), bytes_(bytes), compact_at_(options.compact_bytes) {}
+Journal::Journal(std::string path, Options options, int fd, int lock_fd, uint64_t bytes)
+    : path_(std::move(path)),
+      options_(options),
+      lock_fd_(lock_fd),
+      fd_(fd),
+      bytes_(bytes),
+      compact_at_(options.compact_bytes) {}
 
 Journal::~Journal() {
   absl::MutexLock lock(&mu_);
   ::close(fd_);
+  ::close(lock_fd_);
 }
 
 absl::Status Journal::Failed(absl::Status error) {

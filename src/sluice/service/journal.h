@@ -32,7 +32,8 @@ class Journal {
     uint64_t compact_bytes = uint64_t{64} << 20;
   };
   // Opens (creating) DIR/journal.tfrecord and returns what it held in
-  // *replay. A torn tail (frames that do not check, with none that checks
+  // *replay; FailedPrecondition while another journal holds DIR (another
+  // dispatcher's, naming its pid). A torn tail (frames that do not check, with none that checks
   // after them: the process died mid-write) is cut off and reported in
   // *warning; a damaged frame with good ones after it is DataLoss naming
   // its offset: replaying around a hole would resurrect a wrong state.
@@ -55,11 +56,12 @@ class Journal {
   uint64_t bytes() const;
 
  private:
-  Journal(std::string path, Options options, int fd, uint64_t bytes);
+  Journal(std::string path, Options options, int fd, int lock_fd, uint64_t bytes);
   absl::Status Failed(absl::Status error) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::string path_;
   const Options options_;
+  const int lock_fd_;  // holds the work dir's lock
   mutable absl::Mutex mu_;
   int fd_ ABSL_GUARDED_BY(mu_);
   uint64_t bytes_ ABSL_GUARDED_BY(mu_);

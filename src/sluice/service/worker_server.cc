@@ -3,6 +3,7 @@
 #include <grpcpp/impl/codegen/method_handler.h>
 #include <grpcpp/impl/rpc_service_method.h>
 
+#include <algorithm>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -86,7 +87,26 @@ class WorkerServer::Service final : public grpc::Service {
   const SecurityOptions security_;
 };
 
+namespace {
+
+// The address clients dial, `host` (a name, an IPv4 address or an IPv6 one,
+// bracketed or not) with `port`. A host given with a port was announced as
+// "host:port:port", which every consumer retried without end.
+absl::StatusOr<std::string> AdvertisedAddress(const std::string& host, int port) {
+  const size_t colons = std::count(host.begin(), host.end(), ':');
+  if (host.empty() || (colons == 1 && host.front() != '[')) {
+    return absl::InvalidArgumentError(absl::StrCat("worker: --advertise '", host,
+                                                   "' is not a host name or address (without a port: the worker "
+                                                   "adds the one it listens on)"));
+  }
+  if (colons > 1 && host.front() != '[') return absl::StrCat("[", host, "]:", port);
+  return absl::StrCat(host, ":", port);
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(WorkerServerOptions options) {
+  SLUICE_RETURN_IF_ERROR(AdvertisedAddress(options.advertise_host, 1).status());
   std::unique_ptr<WorkerServer> server(new WorkerServer());
   SLUICE_ASSIGN_OR_RETURN(server->impl_, WorkerImpl::Create(options.worker));
   server->service_ = std::make_unique<Service>(server->impl_.get(), options.worker.security);
@@ -98,7 +118,8 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(WorkerServerOp
   SLUICE_ASSIGN_OR_RETURN(server->server_, GrpcServer::Start(grpc_options, server->service_.get()));
   // The port (and so the address clients dial) is known once the server
   // runs; heartbeats, which announce it, start after that.
-  server->impl_->set_address(absl::StrCat(options.advertise_host, ":", server->port()));
+  SLUICE_ASSIGN_OR_RETURN(const std::string address, AdvertisedAddress(options.advertise_host, server->port()));
+  server->impl_->set_address(address);
   WorkerImpl* impl = server->impl_.get();
   // Before the first heartbeat: a worker that cannot serve its metrics
   // exits without having registered (a dispatcher would count it live).
