@@ -66,6 +66,11 @@ def test_metrics_move_as_a_job_runs():
         assert _find(before, "sluice_worker_engine_bytes", kind="in_use") == 0  # no pipeline yet
         assert _find(before, "sluice_worker_object_store_retries_total") == 0  # no object read yet
         _wait_for(dispatcher_metrics, lambda v: _find(v, "sluice_workers") == 1)  # the worker registered
+        for role, metrics in (("dispatcher", dispatcher_metrics), ("worker", worker_metrics)):
+            # It read as a training process with no pipelines.
+            shown = subprocess.run(["sluice", "status", "--process", f"127.0.0.1:{metrics}"], capture_output=True,
+                                   text=True, timeout=60)
+            assert shown.returncode == 1 and f"serves a {role}'s metrics, not a training" in shown.stderr, shown
         pipe = (sluice.arrays({"id": np.arange(ROWS, dtype=np.int64),
                                "image": np.zeros((ROWS, 8, 8, 3), np.uint8)}, split_records=100)
                 .map(ops.resize(size=[64]))

@@ -2,6 +2,7 @@
 // sluice status --process HOST:P: a training process's pipelines, from the
 // metrics it serves: what each delivered, its memory, its placement and
 // what placement "auto" decided.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -9,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -142,6 +144,19 @@ void PrintPipeline(int p, std::map<std::string, double>& v, std::map<std::string
 
 absl::Status ShowProcess(const StatusArgs& args) {
   SLUICE_ASSIGN_OR_RETURN(const std::vector<MetricSample> samples, ScrapeMetrics(args.process));
+  // A server's endpoint has no pipelines: it read as an idle trainer. (A
+  // dispatcher's also has series of its workers.)
+  const auto has = [&](absl::string_view prefix) {
+    return std::any_of(samples.begin(), samples.end(),
+                       [&](const MetricSample& s) { return absl::StartsWith(s.name, prefix); });
+  };
+  const char* server = has("sluice_journal_bytes") ? "dispatcher" : has("sluice_worker_") ? "worker" : nullptr;
+  if (server != nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(args.process, " serves a ", server,
+                     "'s metrics, not a training process's: `sluice status --dispatcher HOST:PORT` (the "
+                     "dispatcher's gRPC port) shows the service's workers and jobs"));
+  }
   ProcessView view = ViewOf(samples);
   if (args.json) {
     nlohmann::json j = {{"process", view.process}, {"pipelines", nlohmann::json::array()}};
