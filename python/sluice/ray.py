@@ -38,6 +38,16 @@ from sluice.service import dispatcher_status
 _BINARY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bin", "sluice")
 
 
+def _worker_environment():
+    """The actor's environment, with its interpreter and import path for the
+    worker's Python ops and datasets unless set (the native binary, started
+    bare, ran them under the `python3` on PATH, which may lack sluice)."""
+    env = dict(os.environ)
+    env.setdefault("SLUICE_PYTHON", sys.executable)
+    env.setdefault("SLUICE_PYTHONPATH", os.pathsep.join(p for p in sys.path if p))
+    return env
+
+
 class _Worker:
     """A Ray actor that lives and dies with one `sluice worker` process."""
 
@@ -52,7 +62,7 @@ class _Worker:
         try:
             self._process = subprocess.Popen(
                 [_BINARY, "worker", *args, "--host", host, "--advertise", advertise, "--exit-with", str(os.getpid())],
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_worker_environment())
         except OSError as e:  # not installed on this node
             self._fail(f"cannot run {_BINARY}: {e}")
             return

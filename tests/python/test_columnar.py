@@ -4,6 +4,8 @@ maps, against pyarrow's own reading of the same data; row groups and
 record batches as splits (every row once per shuffled epoch); in-memory
 data viewed in place; bad files, columns and nulls named."""
 
+import subprocess
+import sys
 import tempfile
 
 import numpy as np
@@ -277,6 +279,37 @@ def test_from_arrow_takes_any_arrow_c_stream_and_splits_by_batch():
         sluice.from_arrow([1, 2, 3])
     with pytest.raises(sluice.InvalidArgumentError, match="no column 'nope'"):
         sluice.from_arrow(t, ["nope"]).schema
+
+
+_RESUME_OVER_ARROW = r"""
+import sys
+import numpy as np
+import pyarrow as pa
+import sluice
+ids = pa.table({"id": np.arange(int(sys.argv[1]), int(sys.argv[1]) + 100, dtype=np.int64)})
+pipe = sluice.from_arrow(pa.Table.from_batches(ids.to_batches(max_chunksize=25)), shuffle=False).batch(10)
+try:
+    print(" ".join(str(i) for b in pipe.iterate(state=open(sys.argv[2], "rb").read()) for i in b["id"].tolist()))
+except sluice.InvalidArgumentError as e:
+    print("refused:", e)
+"""
+
+
+def test_a_state_over_in_memory_arrow_data_resumes_over_the_same_data_and_is_refused_over_other(tmp_path):
+    # The data was named by a count of the process's holds: the same table
+    # held again was refused, and other data in a fresh process accepted.
+    def pipe(first):
+        ids = pa.table({"id": np.arange(first, first + 100, dtype=np.int64)})
+        return sluice.from_arrow(pa.Table.from_batches(ids.to_batches(max_chunksize=25)), shuffle=False).batch(10)
+    it = pipe(0).iterate(0)
+    assert [next(it)["id"].tolist() for _ in range(2)][1] == list(range(10, 20))
+    (tmp_path / "state").write_bytes(it.state())
+    assert [i for b in pipe(0).iterate(state=it.state()) for i in b["id"].tolist()] == list(range(20, 100))
+    (tmp_path / "resume.py").write_text(_RESUME_OVER_ARROW)
+    for first, want in (("0", " ".join(str(i) for i in range(20, 100))), ("1000", "refused:")):
+        ran = subprocess.run([sys.executable, str(tmp_path / "resume.py"), first, str(tmp_path / "state")],
+                             capture_output=True, text=True, timeout=120)
+        assert ran.stdout.startswith(want), ran.stdout + ran.stderr
 
 
 def test_bad_arrow_ipc_files_are_named(tmp_path):

@@ -25,9 +25,19 @@ WAIT_S = 60  # hang guards: what should happen within seconds
 
 
 @pytest.fixture(scope="module")
-def ray_cluster():
-    # Logical CPUs: room for the actors the tests start on 2 real cores.
-    ray.init(num_cpus=8, include_dashboard=False, object_store_memory=80 << 20, log_to_driver=False)
+def ray_cluster(tmp_path_factory):
+    # Ray's processes find first on PATH a `python3` without sluice, as on a
+    # node whose system Python is not the job's: workers must not run
+    # Python ops with it.
+    shim = tmp_path_factory.mktemp("path-shim")
+    (shim / "python3").symlink_to("/usr/bin/python3")
+    path = os.environ["PATH"]
+    os.environ["PATH"] = f"{shim}{os.pathsep}{path}"
+    try:
+        # Logical CPUs: room for the actors the tests start on 2 real cores.
+        ray.init(num_cpus=8, include_dashboard=False, object_store_memory=80 << 20, log_to_driver=False)
+    finally:
+        os.environ["PATH"] = path
     yield
     ray.shutdown()
 
@@ -138,6 +148,16 @@ def test_a_worker_that_dies_is_restarted_by_ray(dispatcher):
         _wait_for("the new worker registers", lambda: after["address"] in addresses())
         pipe = sluice.arrays({"id": np.arange(500, dtype=np.int64)}, split_records=100).distribute(dispatcher)
         assert sorted(int(i) for b in pipe.batch(64) for i in b["id"]) == list(range(500))
+
+
+def test_a_python_op_runs_on_ray_workers_in_the_actors_interpreter(dispatcher):
+    # The bare worker binary ran it under the `python3` on PATH: "No module
+    # named 'sluice'", the pipeline refused.
+    with sluice.ray.start_workers(1, dispatcher, threads=1):
+        pipe = (sluice.arrays({"id": np.arange(300, dtype=np.int64)}, split_records=100)
+                .map(ops.python(lambda sample: {"id": sample["id"] * 2}, outputs={"id": ("int64", [])}))
+                .distribute(dispatcher).batch(64))
+        assert sorted(int(i) for b in pipe for i in b["id"]) == list(range(0, 600, 2))
 
 
 def test_a_worker_that_cannot_start_says_why(dispatcher):

@@ -23,6 +23,7 @@
 #include "sluice/core/index_permutation.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/io/arrow_counted_files.h"
+#include "sluice/io/arrow_digest.h"
 #include "sluice/io/arrow_ipc_batch.h"
 #include "sluice/io/arrow_ipc_rows.h"
 #include "sluice/io/arrow_memory_pool.h"
@@ -58,26 +59,36 @@ class ArrowHolds {
     static ArrowHolds* holds = new ArrowHolds();
     return *holds;
   }
+  // Named by its content (ArrowDigest), not by a count: a state saved over
+  // it resumes in another process, and over other data is refused (as a
+  // count, the same table held again was refused and another accepted).
+  // Data held twice shares the name until both holds are removed.
   std::string Add(std::shared_ptr<const HeldArrow> held) {
+    std::string name = absl::StrCat("arrow-memory:", ArrowDigest(*held->schema, held->batches));
     absl::MutexLock lock(&mu_);
-    std::string name = absl::StrCat("arrow-memory:", next_++);
-    held_[name] = std::move(held);
+    Held& entry = held_[name];
+    if (entry.data == nullptr) entry.data = std::move(held);
+    ++entry.holds;
     return name;
   }
   std::shared_ptr<const HeldArrow> Find(const std::string& name) const {
     absl::MutexLock lock(&mu_);
     const auto it = held_.find(name);
-    return it == held_.end() ? nullptr : it->second;
+    return it == held_.end() ? nullptr : it->second.data;
   }
   void Remove(const std::string& name) {
     absl::MutexLock lock(&mu_);
-    held_.erase(name);
+    const auto it = held_.find(name);
+    if (it != held_.end() && --it->second.holds == 0) held_.erase(it);
   }
 
  private:
+  struct Held {
+    std::shared_ptr<const HeldArrow> data;
+    int holds = 0;
+  };
   mutable absl::Mutex mu_;
-  std::map<std::string, std::shared_ptr<const HeldArrow>> held_ ABSL_GUARDED_BY(mu_);
-  int64_t next_ ABSL_GUARDED_BY(mu_) = 0;
+  std::map<std::string, Held> held_ ABSL_GUARDED_BY(mu_);
 };
 
 // The sluice dtype of an Arrow leaf type; none for types sluice has no column for.
