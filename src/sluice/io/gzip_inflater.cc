@@ -82,11 +82,16 @@ absl::StatusOr<size_t> GzipInflater::Read(char* out, size_t n) {
     if (s.avail_in == 0) SLUICE_RETURN_IF_ERROR(Refill());
     const uint32_t in_before = s.avail_in, out_before = s.avail_out;
     const int code = isal_inflate(&s);
-    if (code < 0) return Damage(InflateProblem(code, zlib_));
     const bool stuck = s.avail_in == in_before && s.avail_out == out_before;
-    if (stuck && s.block_state != ISAL_BLOCK_FINISH && read_offset_ >= file_->size()) {
-      return Damage(zlib_ ? "the file ends within the zlib stream (truncated)"
-                          : "the file ends within a gzip member (truncated)");
+    const bool cut = stuck && s.block_state != ISAL_BLOCK_FINISH && read_offset_ >= file_->size();
+    if (code < 0 || cut) {
+      const absl::Status damage = Damage(code < 0 ? InflateProblem(code, zlib_)
+                                         : zlib_  ? "the file ends within the zlib stream (truncated)"
+                                                  : "the file ends within a gzip member (truncated)");
+      // The bytes inflated before it are handed on (a shard's samples
+      // before the damage); the next read says it.
+      if (s.avail_out < asked) return asked - s.avail_out;
+      return damage;
     }
   }
   return asked - s.avail_out;
