@@ -504,7 +504,7 @@ class SourceIterator : public Iterator {
   const uint64_t epoch_;
   int64_t chunk_rows_;
   const int64_t ragged_cap_;  // RaggedChunkBytes
-  int64_t next_chunk_rows_;  // the first chunk's may differ (IteratorArgs::first_chunk_rows)
+  int64_t next_chunk_rows_;   // the first chunk's may differ (IteratorArgs::first_chunk_rows)
   std::vector<io::Split> splits_;
   size_t next_split_ = 0;
   std::unique_ptr<io::SplitReader> reader_;
