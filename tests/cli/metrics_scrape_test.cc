@@ -1,5 +1,10 @@
 #include "sluice/cli/metrics_scrape.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include "gtest/gtest.h"
 #include "sluice/placement/pipeline_metrics.h"
 
@@ -39,6 +44,26 @@ TEST(ScrapeMetrics, ReadsWhatAProcessServesAndNamesAnAddressWithNone) {
   EXPECT_EQ(refused.code(), absl::StatusCode::kUnavailable);
   EXPECT_NE(refused.message().find("http://127.0.0.1:1/metrics"), std::string::npos) << refused;
   EXPECT_EQ(ScrapeMetrics("no-port").status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// A port that takes connections (the kernel's backlog) and never answers
+// held `sluice status --process` 30 s.
+TEST(ScrapeMetrics, AnAddressThatNeverAnswersIsGivenUpOnAfterFiveSeconds) {
+  const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(listener, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof(address);
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  ASSERT_EQ(::listen(listener, 4), 0);
+  ASSERT_EQ(::getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length), 0);
+  const std::string target = "127.0.0.1:" + std::to_string(ntohs(address.sin_port));
+  const absl::Status silent = ScrapeMetrics(target).status();
+  ::close(listener);
+  EXPECT_EQ(silent.code(), absl::StatusCode::kUnavailable);
+  EXPECT_NE(silent.message().find("http://" + target + "/metrics did not answer within 5 s"), std::string::npos)
+      << silent;
 }
 
 }  // namespace

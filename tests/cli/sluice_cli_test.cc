@@ -265,7 +265,7 @@ TEST_F(SluiceCliTest, ProfileThenMaterializeAsTheVerdictSuggests) {
   EXPECT_EQ(j["verdict"]["bottleneck"], "gaussian_blur");
   EXPECT_EQ(j["placement"]["mode"], "manual");
   EXPECT_THAT(profile.out, HasSubstr("placement: as written, in the trainer's process"));
-  EXPECT_THAT(profile.out, HasSubstr("materialize parse_example, gaussian_blur"));
+  EXPECT_THAT(profile.out, HasSubstr("materialize gaussian_blur, gaussian_blur, gaussian_blur (sluice materialize)"));
   EXPECT_THAT(testing::ReadFileBytes(dir_.Join("r.html")), HasSubstr("gaussian_blur"));
   EXPECT_NO_THROW(nlohmann::json::parse(testing::ReadFileBytes(dir_.Join("t.json"))));
 

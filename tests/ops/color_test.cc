@@ -82,6 +82,11 @@ TEST(Normalize, WrongChannelCountNamesTheAttr) {
                              ColumnSpec{"image", DType::kUInt8, Shape{4, 4, 3}}),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("op 'normalize': attr 'mean' has 2 values; column 'image' [4,4,3] has 3 channels")));
+  // Its width is no count of channels.
+  EXPECT_THAT(testing::Infer("normalize", R"({"mean": [0.1, 0.2, 0.3], "std": [1, 1, 1]})",
+                             ColumnSpec{"image", DType::kUInt8, Shape{8, 10}}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("has 3 values; column 'image' [8,10] is one channel (an [H,W] image")));
 }
 
 TEST(Rescale, ScalesToFloat) {

@@ -1,5 +1,7 @@
 #include "sluice/profile/analyzer.h"
 
+#include <algorithm>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -121,7 +123,23 @@ TEST(Analyzer, ReadingIsTheBoundWhenTheSourceAloneIsNoFaster) {
   EXPECT_EQ(v.bottleneck, "reading");
   EXPECT_THAT(v.summary, HasSubstr("bound by reading: the source alone (reading and parsing) delivers 45k"));
   ASSERT_EQ(v.levers.size(), 1u);
-  EXPECT_THAT(v.levers[0].action, HasSubstr("read faster"));
+  // Both cores busy: more splits read at once competed for them (1.4x slower).
+  EXPECT_THAT(v.levers[0].action, HasSubstr("read less: only the features and columns the ops use"));
+  EXPECT_THAT(v.levers[0].why, HasSubstr("threads are 100% busy"));
+  f.cpu_s_per_sample = 0.5 / 41'000;  // a quarter of them: reading waits on storage
+  EXPECT_THAT(Analyze(f).levers[0].action, HasSubstr("read faster: more splits read at once"));
+}
+
+TEST(Analyzer, MoreCoresAreNotPredictedFasterThanTheSourceReads) {
+  Findings f = ComputeBound();
+  f.target_samples_per_s = 2'000'000;
+  const Verdict v = Analyze(f);
+  const auto cores = std::find_if(v.levers.begin(), v.levers.end(),
+                                  [](const Lever& l) { return l.action.find("cores instead") != std::string::npos; });
+  ASSERT_NE(cores, v.levers.end());
+  EXPECT_EQ(cores->predicted_samples_per_s, 900'000);
+  EXPECT_THAT(cores->action, HasSubstr("run on 44 cores instead of 2"));  // 900k x 48.8 µs
+  EXPECT_THAT(cores->why, HasSubstr("reading caps it at 900k samples/s"));
 }
 
 TEST(Analyzer, ObjectsReadEveryEpochAreOfferedALocalCopy) {
@@ -131,7 +149,7 @@ TEST(Analyzer, ObjectsReadEveryEpochAreOfferedALocalCopy) {
   Verdict v = Analyze(f);
   ASSERT_EQ(v.levers.size(), 2u);
   EXPECT_THAT(v.levers[0].action, HasSubstr("the source's object_cache {dir, max_bytes}"));
-  EXPECT_THAT(v.levers[1].action, HasSubstr("read faster"));
+  EXPECT_THAT(v.levers[1].action, HasSubstr("read less"));
   // Compute-bound: offered when reading is a tenth of the CPU or more.
   f = ComputeBound();
   f.uncached_objects = true;

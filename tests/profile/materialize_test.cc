@@ -74,7 +74,8 @@ TEST_F(MaterializeTest, TheRewrittenPipelineGivesBitIdenticalOutput) {
   EXPECT_EQ(r.records, 90);
   EXPECT_EQ(last_progress, 90);
   EXPECT_EQ(r.files.size(), 3u);
-  EXPECT_THAT(r.ops, ::testing::ElementsAre("parse_example", "grey_dilation", "rescale", "gaussian_blur"));
+  // The parse is not among them: the rewritten pipeline parses its records too.
+  EXPECT_THAT(r.ops, ::testing::ElementsAre("grey_dilation", "rescale", "gaussian_blur"));
   const std::string original = Output(def);
   ASSERT_FALSE(original.empty());
   EXPECT_TRUE(Output(r.rewritten) == original) << "the rewritten pipeline's output differs";

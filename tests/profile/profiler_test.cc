@@ -67,6 +67,25 @@ TEST_F(ProfilerTest, ACostlyOpIsNamedAsTheBottleneck) {
   EXPECT_THAT(r.findings.materializable, HasSubstr("gaussian_blur"));
 }
 
+// A shuffle's work was in the shares' whole with no row of its own: the
+// rows summed to 70%. Each node that computes has one, and they add up.
+TEST_F(ProfilerTest, TheRowsSharesAddUpWithAShuffleAndABatch) {
+  PipelineDef def = Cifar().Shuffle(1000).Map({Op("reshape", {{"shape", {32, 32, 3}}})}).Batch(64).Build();
+  const ProfileResult r = Run(def, Quick());
+  double sum = 0;
+  bool shuffle = false;
+  for (const OpCost& op : r.findings.ops) {
+    sum += op.cpu_share;
+    shuffle |= op.op_name == "shuffle" && op.op == -1 && op.node > 0;
+  }
+  EXPECT_TRUE(shuffle);
+  // Less a map's own work between its ops (a percent or so).
+  EXPECT_GT(sum, 0.95);
+  EXPECT_LE(sum, 1.0 + 1e-9);
+  // Only the parse is deterministic before the shuffle: nothing to save.
+  EXPECT_EQ(r.findings.materializable_share, 0);
+}
+
 TEST_F(ProfilerTest, TheGpuTailIsTheOpsAfterTheLastWithoutACudaKernel) {
   if (ops::OpRegistry::Global().runtime(ops::Backend::kCuda) == nullptr) {
     GTEST_SKIP() << "this build has no cuda backend (SLUICE_WITH_CUDA): no op has a cuda kernel";

@@ -72,20 +72,40 @@ def test_materialize_gives_the_same_batches(cifar_dir, tmp_path):
         _cifar(cifar_dir).map(ops.reshape(shape=[32, 32, 3]), ops.random_flip()).materialize(tmp_path / "n")
 
 
-def test_a_filter_or_shuffle_after_a_tfrecord_source_materializes_its_parse_and_keeps_the_batches(cifar_dir,
-                                                                                                    tmp_path):
-    # The parse of the source's features is a map of its own here: what is
-    # written is the parsed records, and the filter or shuffle stays after.
+def test_a_filter_or_shuffle_after_a_tfrecord_source_materializes_its_parse_only_with_more(cifar_dir, tmp_path):
+    # The parse of the source's features is a map of its own here. Alone,
+    # the records written are the records read (the rewritten pipeline
+    # parses them again): refused, and not offered. With a costly op
+    # after the parse and before the filter or shuffle, what is written is
+    # that op's output, and the filter or shuffle stays after.
     for n, middle in enumerate([lambda p: p.filter(ops.keep_if(field="label", cmp="<", value=5)),
                                 lambda p: p.shuffle(64)]):
         pipe = (middle(_cifar(cifar_dir)).map(ops.reshape(shape=[32, 32, 3]), ops.random_flip())
                 .batch(10).with_options(seed=5))
+        with pytest.raises(ValueError, match="only parse the source's records"):
+            pipe.materialize(tmp_path / f"p{n}")
+        assert not any("materialize" in lever["action"] for lever in pipe.profile(seconds=0.3, ablation=False)["levers"])
+        pipe = (middle(_cifar(cifar_dir).map(ops.reshape(shape=[32, 32, 3]), ops.grey_dilation(size=3)))
+                .map(ops.random_flip()).batch(10).with_options(seed=5))
         fast = pipe.materialize(tmp_path / f"m{n}")
         got, want = list(fast), list(pipe)
         assert len(got) == len(want) > 0
         for a, b in zip(want, got):
             np.testing.assert_array_equal(a["image"], b["image"])
             np.testing.assert_array_equal(a["label"], b["label"])
+
+
+def test_materializing_into_the_folder_of_its_source_files_is_refused_before_it_writes(cifar_dir, tmp_path):
+    # Written as part-00000-of-00001.tfrecord over the source's file of that
+    # name: the records replaced by their dilated selves, dilated again after.
+    source = tmp_path / "part-00000-of-00001.tfrecord"
+    source.write_bytes(sorted(cifar_dir.glob("*.tfrecord"))[0].read_bytes())
+    before = source.read_bytes()
+    pipe = (sluice.tfrecord(str(tmp_path / "*.tfrecord"), {"image": ("bytes", 3072), "label": "int64"})
+            .map(ops.reshape(shape=[32, 32, 3]), ops.grey_dilation(size=3)).batch(50))
+    with pytest.raises(sluice.SluiceError, match=f"would overwrite the source's file {source} with its materialized"):
+        pipe.materialize(tmp_path)
+    assert source.read_bytes() == before
 
 
 def test_a_materialization_that_fails_leaves_the_one_before_it_whole(cifar_dir, tmp_path):

@@ -70,10 +70,18 @@ absl::StatusOr<std::vector<MetricSample>> ScrapeMetrics(const std::string& host_
   }
   mg_init_library(0);  // counted: once per call is safe
   char error[256] = "";
-  mg_connection* conn = mg_download(parts[0].c_str(), port, 0, error, sizeof(error),
-                                    "GET /metrics HTTP/1.0\r\nHost: %s\r\n\r\n", host_port.c_str());
+  mg_connection* conn = mg_connect_client(parts[0].c_str(), port, 0, error, sizeof(error));
   if (conn == nullptr) {
     return absl::UnavailableError(absl::StrCat("no metrics at http://", host_port, "/metrics: ", error));
+  }
+  mg_printf(conn, "GET /metrics HTTP/1.0\r\nHost: %s\r\n\r\n", host_port.c_str());
+  // A port that takes the connection and never answers held the command
+  // 30 s; the wait holds for the body's reads too.
+  constexpr int kAnswerMs = 5000;
+  if (mg_get_response(conn, error, sizeof(error), kAnswerMs) < 0) {
+    mg_close_connection(conn);
+    return absl::UnavailableError(absl::StrCat("http://", host_port, "/metrics did not answer within ",
+                                               kAnswerMs / 1000, " s", error[0] != '\0' ? ": " : "", error));
   }
   const mg_response_info* info = mg_get_response_info(conn);
   const int code = info != nullptr ? info->status_code : 0;

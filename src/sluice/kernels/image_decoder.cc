@@ -94,8 +94,10 @@ absl::Status DecodeJpeg(Jpeg& jpeg, absl::string_view bytes, const ImageInfo& in
   cinfo->scale_num = 1;
   cinfo->scale_denom = static_cast<unsigned int>(scale_denom);
   jpeg_start_decompress(cinfo);
-  const double sx = static_cast<double>(cinfo->output_width) / info.width;
-  const double sy = static_cast<double>(cinfo->output_height) / info.height;
+  // A decoded pixel is a block of scale_denom source pixels, the last one
+  // partly past the edge (output_width is ceil(width / denom)): scaling
+  // by output_width / width stretched the image by up to denom - 1 pixels.
+  const double sx = 1.0 / scale_denom, sy = sx;
   // The window in decoded pixels, widened to whole pixels and the filter's
   // reach past its edges.
   const int reach_x = Reach(window, window.w * sx, out_w), reach_y = Reach(window, window.h * sy, out_h);

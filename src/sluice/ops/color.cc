@@ -199,8 +199,10 @@ absl::StatusOr<InferredOp> InferNormalize(const Attrs& attrs, const Schema& sche
     return AttrError("std", absl::StrCat("has ", stddev.size(), " values but 'mean' has ", c));
   }
   if (c != 1 && static_cast<int64_t>(c) != channels) {
-    return AttrError("mean", absl::StrCat("has ", c, " values; column '", f.spec.name, "' ", s.ToString(), " has ",
-                                          channels, " channels"));
+    // A [H,W] image has one channel; its last dim is its width.
+    const std::string has = s.rank() == 2 ? "is one channel (an [H,W] image; give one mean and std)"
+                                          : absl::StrCat("has ", channels, " channels");
+    return AttrError("mean", absl::StrCat("has ", c, " values; column '", f.spec.name, "' ", s.ToString(), " ", has));
   }
   const size_t nc = channels_first || c > 1 ? static_cast<size_t>(channels) : 1;
   std::vector<float> a(nc), b(nc);

@@ -12,7 +12,7 @@ namespace sluice::profile {
 
 struct OpCost {
   int node = 0;  // index in the pipeline
-  int op = 0;    // index in the node's chain; -1: the source's reading
+  int op = 0;    // index in the node's chain; -1: the node's own work (node 0: the source's reading)
   std::string node_name, op_name;
   bool view = false;                 // reinterprets bytes: costs nothing
   bool random = false;               // draws random numbers (cannot be materialized)

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -14,6 +15,7 @@
 #include "sluice/graph/pipeline_json.h"
 #include "sluice/io/tfrecord_index.h"
 #include "sluice/io/tfrecord_writer.h"
+#include "sluice/ops/parse_example.h"
 #include "sluice/profile/staged_directory.h"
 
 namespace sluice::profile {
@@ -35,6 +37,19 @@ int DeterministicMaps(const graph::CompiledPipeline& compiled, bool trust_python
     ++n;
   }
   return n;
+}
+
+// The ops of the first `maps` maps whose work the materialized records
+// save: not views, nor the parse of a TFRecord's features, which the
+// rewritten pipeline does again.
+std::vector<std::string> MaterializedOps(const graph::CompiledPipeline& compiled, int maps) {
+  std::vector<std::string> names;
+  for (int i = 1; i <= maps; ++i) {
+    for (const graph::BoundOp& op : compiled.nodes[i].ops) {
+      if (!op.view && op.op != ops::kParseExampleOp) names.push_back(op.name);
+    }
+  }
+  return names;
 }
 
 // 1 when compiling added a map of its own after the source, parsing a
@@ -125,6 +140,27 @@ PipelineDef PrefixOf(const PipelineDef& def, int maps) {
   return prefix;
 }
 
+// The name of the materialized records of source file `i` of `n`.
+std::string PartName(size_t i, size_t n) { return absl::StrFormat("part-%05d-of-%05d.tfrecord", i, n); }
+
+// That no file written into `out_dir` is one of the source's: rewritten
+// there, the records were replaced by their materialized selves and the
+// rewritten pipeline applied the maps twice.
+absl::Status CheckNotOverwritingSources(const std::string& out_dir, const std::vector<std::string>& sources) {
+  std::error_code ec;
+  std::set<std::filesystem::path> written{std::filesystem::weakly_canonical(out_dir + "/pipeline.json", ec)};
+  for (size_t i = 0; i < sources.size(); ++i) {
+    written.insert(std::filesystem::weakly_canonical(out_dir + "/" + PartName(i, sources.size()), ec));
+  }
+  for (const std::string& source : sources) {
+    if (written.count(std::filesystem::weakly_canonical(source, ec)) > 0) {
+      return absl::FailedPreconditionError(absl::StrCat("--out ", out_dir, " would overwrite the source's file ",
+                                                        source, " with its materialized records: give another folder"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 // One TFRecord writer per source file, empty ones included, so that a
 // record's file index stays; each record in its source file's order.
 class PartWriters {
@@ -133,7 +169,7 @@ class PartWriters {
                                             MaterializeResult* result) {
     PartWriters parts(sources, result);
     for (size_t i = 0; i < sources.size(); ++i) {
-      const std::string path = absl::StrFormat("%s/part-%05d-of-%05d.tfrecord", out_dir, i, sources.size());
+      const std::string path = absl::StrCat(out_dir, "/", PartName(i, sources.size()));
       SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<io::TfRecordWriter> w, io::TfRecordWriter::Create(path));
       parts.writers_.push_back(std::move(w));
       result->files.push_back(path);
@@ -276,7 +312,7 @@ absl::Status WriteJson(const PipelineDef& def, const std::string& path) {
 int MaterializableMaps(const PipelineDef& def, const graph::CompiledPipeline& compiled) {
   if (compiled.nodes.empty() || compiled.nodes[0].kind != graph::NodeKind::kSource) return 0;
   const int maps = DeterministicMaps(compiled, false);
-  if (maps == 0 || !CheckWritable(compiled.nodes[maps]).ok()) return 0;
+  if (maps == 0 || MaterializedOps(compiled, maps).empty() || !CheckWritable(compiled.nodes[maps]).ok()) return 0;
   return CheckReproducibleOrder(compiled, def.nodes(0).source().split_records()).ok() ? maps : 0;
 }
 
@@ -295,6 +331,12 @@ absl::StatusOr<MaterializeResult> Materialize(const PipelineDef& def, const std:
         "nothing to materialize: the node after the source is not a map of ops that draw no random numbers");
   }
   SLUICE_RETURN_IF_ERROR(CheckWritable(compiled.nodes[maps]));
+  const std::vector<std::string> done = MaterializedOps(compiled, maps);
+  if (done.empty()) {
+    return absl::FailedPreconditionError(
+        "nothing to materialize: the maps before the first random op only parse the source's records, which the "
+        "rewritten pipeline would parse again");
+  }
   SLUICE_RETURN_IF_ERROR(CheckReproducibleOrder(compiled, def.nodes(0).source().split_records()));
   // The maps of `def` the compiled ones are (a parse compiling added is
   // the source's own).
@@ -302,6 +344,7 @@ absl::StatusOr<MaterializeResult> Materialize(const PipelineDef& def, const std:
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<exec::Pipeline> pipeline, exec::Pipeline::Create(PrefixOf(def, def_maps)));
   const Schema& schema = pipeline->output_schema();
   const std::vector<std::string>& sources = *compiled.nodes[0].format->files();
+  SLUICE_RETURN_IF_ERROR(CheckNotOverwritingSources(out_dir, sources));
 
   MaterializeResult result;
   SLUICE_ASSIGN_OR_RETURN(StagedDirectory staged, StagedDirectory::Create(out_dir));
@@ -323,11 +366,7 @@ absl::StatusOr<MaterializeResult> Materialize(const PipelineDef& def, const std:
     f = std::filesystem::absolute(staged.Final(std::filesystem::path(f).filename().string())).lexically_normal();
   }
   result.rewritten = Rewritten(def, compiled, def_maps, schema, result.files);
-  for (int i = 1; i <= maps; ++i) {
-    for (const graph::BoundOp& op : compiled.nodes[i].ops) {
-      if (!op.view) result.ops.push_back(op.name);
-    }
-  }
+  result.ops = done;
   SLUICE_RETURN_IF_ERROR(WriteJson(result.rewritten, staged.staging() + "/pipeline.json"));
   SLUICE_RETURN_IF_ERROR(staged.Commit("pipeline.json"));
   result.pipeline_path = staged.Final("pipeline.json");
