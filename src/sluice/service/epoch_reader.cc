@@ -331,6 +331,21 @@ bool EpochReader::Deliver(ReceivedBatch received, StreamRead* read) {
   return true;
 }
 
+void EpochReader::LogBreak(const Stream& stream, const grpc::Status& status, int64_t split) {
+  constexpr absl::Duration kEvery = absl::Seconds(30);
+  BreakLog& log = break_logs_[stream.worker_id];
+  const absl::Time now = absl::Now();
+  if (now - log.logged < kEvery) {
+    ++log.since;
+    return;
+  }
+  Log("client",
+      absl::StrCat("stream from worker ", stream.worker_id, " at ", stream.address, " broke (", status.error_message(),
+                   ")", exactly_once_ && split >= 0 ? absl::StrCat("; split ", split, " runs again") : "",
+                   log.since > 0 ? absl::StrCat("; it broke ", log.since, " more times since the last line") : ""));
+  log = BreakLog{now, 0};
+}
+
 void EpochReader::Finish(Stream* stream, const StreamRead& read, const grpc::Status& status) {
   absl::MutexLock lock(&mu_);
   stream->ended_epoch = read.ended;
@@ -347,11 +362,7 @@ void EpochReader::Finish(Stream* stream, const StreamRead& read, const grpc::Sta
       failed_at_[stream->worker_id] = absl::Now();
       // A dropped stream's line was its drop's; one the consumer cancelled
       // (Ctrl-C) broke as it was told to.
-      if (!superseded_ && !stream->expired && !ctx_->cancel.cancelled()) {
-        Log("client", absl::StrCat("stream from worker ", stream->worker_id, " at ", stream->address, " broke (",
-                                   status.error_message(), ")",
-                                   exactly_once_ && split >= 0 ? absl::StrCat("; split ", split, " runs again") : ""));
-      }
+      if (!superseded_ && !stream->expired && !ctx_->cancel.cancelled()) LogBreak(*stream, status, split);
       // Queued before the stream counts as ended: a superseding reader
       // waits for that, then for the reports to reach the dispatcher. The
       // splits the worker sent whole into the stream after `split`, unread,

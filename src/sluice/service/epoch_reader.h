@@ -75,6 +75,9 @@ class EpochReader : public exec::Iterator {
   // Why the stream ended: a lost worker (its split runs again), damage that
   // repeats (DataLoss) or the pipeline's own error.
   void Finish(Stream* stream, const StreamRead& read, const grpc::Status& status);
+  // Logs a stream's break: a worker's first, then at most one line every
+  // 30 s, counting those between.
+  void LogBreak(const Stream& stream, const grpc::Status& status, int64_t split) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Adds what a worker skipped (a split_end or epoch_end marker's counts).
   void CountSkips(const BatchMessage& marker);
   // Drops rows of `batch` already delivered for its split (or done in the
@@ -134,6 +137,14 @@ class EpochReader : public exec::Iterator {
   // streams at once (StreamsPerWorker), its other splits on one.
   std::map<std::pair<int64_t, int>, std::unique_ptr<Stream>> streams_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, absl::Time> failed_at_ ABSL_GUARDED_BY(mu_);  // workers whose stream broke
+  // By worker: when its last break was logged, and the breaks since. A
+  // worker no stream reaches (an address that does not resolve) broke
+  // once a second, each with a line.
+  struct BreakLog {
+    absl::Time logged = absl::InfinitePast();
+    int64_t since = 0;
+  };
+  std::map<int64_t, BreakLog> break_logs_ ABSL_GUARDED_BY(mu_);
   std::deque<Batch> queue_ ABSL_GUARDED_BY(mu_);
   std::deque<int64_t> queue_splits_ ABSL_GUARDED_BY(mu_);  // the split of each queued batch
   absl::Status error_ ABSL_GUARDED_BY(mu_);
