@@ -36,8 +36,9 @@ class PlacedIterator;
 
 // One epoch of a pipeline. Movable (a moved-from one's Next and SaveState
 // return FailedPrecondition, its Cancel does nothing); destroying it stops
-// the pipeline's threads. One consumer at a time; Cancel may come from any
-// thread.
+// the pipeline's threads. One consumer at a time (a Next called while
+// another thread is in one returns FailedPrecondition); Cancel may come
+// from any thread.
 class Iterator {
  public:
   Iterator(Iterator&&) noexcept;
@@ -47,7 +48,7 @@ class Iterator {
   // The next batch (or the next sample, a batch of one row, when the
   // pipeline has no batch node); *end becomes true after the last one.
   // Errors name what and where (file, offset, node, op); Cancelled after
-  // Cancel().
+  // Cancel(); InvalidArgument for a null `out` or `end`.
   absl::Status Next(Batch* out, bool* end);
   // Stops the pipeline: a Next() blocked now or called later returns
   // Cancelled.

@@ -146,8 +146,10 @@ class PipelineBuilder {
   PipelineBuilder& Shard(int num_shards = 0, int index = 0, const std::string& uneven = "drop");
   // The split point: what comes before runs on the service's workers.
   PipelineBuilder& Distribute(const DistributeOptions& options = {});
-  // Names the node added last (names key its ops' random draws; the
-  // default is "<kind>_<position>").
+  // Names the node added last (errors, statistics and a shuffle's draws
+  // name it; a map's ops draw by op and their count among the earlier ops
+  // of that kind, whatever the node's name). The default is
+  // "<kind>_<position>".
   PipelineBuilder& Named(const std::string& node_name);
   // Names the pipeline.
   PipelineBuilder& Name(const std::string& name);

@@ -3,13 +3,17 @@
 // of the epoch; a state of another pipeline is refused naming why.
 #include "sluice/pipeline.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <numeric>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "sluice/graph/pipeline_json.h"
 #include "sluice/pipeline_builder.h"
 #include "status_matchers.h"
 
@@ -95,6 +99,34 @@ TEST(PublicPipeline, AMovedFromIteratorSaysSo) {
   first.Cancel();
   EXPECT_EQ(first.skipped(), 0);
   EXPECT_EQ(Drain(&second, -1).size(), 100u);
+}
+
+// Two threads in one iterator's Next corrupted the heap; a null argument
+// crashed. The source is throttled to a byte a thousand seconds: whichever
+// thread gets in first waits until cancelled, and the other is refused.
+TEST(PublicPipeline, ASecondConsumerAtOnceOrANullArgumentIsRefused) {
+  PipelineDef def = Ids(100, 8).Build();
+  def.mutable_nodes(0)->mutable_source()->set_throttle_bytes_per_s(0.001);
+  absl::StatusOr<Pipeline> p = Pipeline::FromJson(graph::PipelineToJson(def));
+  ASSERT_TRUE(p.ok()) << p.status();
+  Iterator it = p->Iterate(0);
+  bool end = false;
+  EXPECT_THAT(it.Next(nullptr, &end), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("must not be null")));
+  std::vector<absl::Status> got(2);
+  std::atomic<int> returned{0};
+  std::vector<std::thread> consumers;
+  for (int i = 0; i < 2; ++i) {
+    consumers.emplace_back([&, i] {
+      Batch b;
+      bool done = false;
+      got[i] = it.Next(&b, &done);
+      if (++returned == 1) it.Cancel();  // the refused one frees the waiting one
+    });
+  }
+  for (std::thread& t : consumers) t.join();
+  std::sort(got.begin(), got.end(), [](const absl::Status& a, const absl::Status& b) { return a.code() < b.code(); });
+  EXPECT_EQ(got[0].code(), absl::StatusCode::kCancelled) << got[0];
+  EXPECT_THAT(got[1], StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("called from two threads at once")));
 }
 
 // The builder sets the memory budget as the JSON's options do.

@@ -7,6 +7,7 @@
 
 #include "gtest/gtest.h"
 #include "sluice/placement/pipeline_metrics.h"
+#include "status_matchers.h"
 
 namespace sluice::cli {
 namespace {
@@ -44,6 +45,17 @@ TEST(ScrapeMetrics, ReadsWhatAProcessServesAndNamesAnAddressWithNone) {
   EXPECT_EQ(refused.code(), absl::StatusCode::kUnavailable);
   EXPECT_NE(refused.message().find("http://127.0.0.1:1/metrics"), std::string::npos) << refused;
   EXPECT_EQ(ScrapeMetrics("no-port").status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// The web server took "999.1.1.1" as 231.1.1.1 and a comma-separated host
+// as a list of places to listen, and said OK.
+TEST(ServeMetrics, AHostThatIsNoOneAddressIsRefusedNotServedElsewhere) {
+  for (const std::string host : {"999.1.1.1", "127.0.0.1:8123,127.0.0.2", "", "::zz"}) {
+    const absl::Status served = placement::ServePipelineMetrics(host, 0).status();
+    EXPECT_EQ(served.code(), absl::StatusCode::kInvalidArgument) << host << ": " << served;
+    EXPECT_NE(served.message().find("cannot serve metrics on host '" + host + "'"), std::string::npos) << served;
+  }
+  SLUICE_EXPECT_OK(placement::ServePipelineMetrics("127.0.0.1", 0).status());
 }
 
 // A port that takes connections (the kernel's backlog) and never answers

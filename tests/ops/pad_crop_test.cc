@@ -206,6 +206,13 @@ TEST_F(PadCropTest, BadAttrsNameWhatIsWrong) {
   EXPECT_THAT(
       Run(MakeArrayColumn("image", {4}, std::vector<int64_t>{1, 2, 3, 4}), Op("pad", {{"padding", 1}})).status(),
       StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("image")));
+  // Its index maps were made before any check: 24 GB for a padding of 2e9.
+  EXPECT_THAT(Run(image, Op("pad", {{"padding", 2000000000}})).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("'padding' pads a side by 2000000000 pixels; at most 16777216")));
+  EXPECT_THAT(Run(image, Op("random_crop", {{"size", 8}, {"padding", {10000000, 0}}})).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("makes the image 5 x 20000006 as padded; at most 16777216 pixels a side")));
 }
 
 }  // namespace

@@ -443,7 +443,7 @@ class Compiler {
     node->parallelism = map.parallelism();
     if (node->parallelism < 0 || node->parallelism > kMaxThreads) {
       return NodeError(where, absl::StrCat("parallelism must be in [0, ", kMaxThreads,
-                                           "] (0: the pipeline's threads), got ", node->parallelism));
+                                           "] (0: autotuned, from the pipeline's threads), got ", node->parallelism));
     }
     absl::StatusOr<ops::Backend> backend = ops::ParseBackend(map.device());
     if (!backend.ok()) return WithContext(backend.status(), where);
@@ -482,6 +482,11 @@ class Compiler {
       const char* hint = node.backend == ops::Backend::kCuda && ops::IsDecodeOp(op.op)
                              ? " (builds with nvJPEG decode on cuda: docs/gpu.md)"
                              : "";
+      if (backends.empty()) {  // a plugin's op registered without a kernel
+        return NodeError(where, absl::StrCat("op '", op.name,
+                                             "' has no kernel on any backend (was it registered "
+                                             "with one?)"));
+      }
       return NodeError(where, absl::StrCat("op '", op.name, "' has no ", ops::BackendName(node.backend),
                                            " kernel (it runs on: ", absl::StrJoin(backends, ", "),
                                            "); run it in a map of its own on one of those", hint));

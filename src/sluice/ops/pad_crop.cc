@@ -171,6 +171,26 @@ PadMode ParsePadMode(const std::string& mode) {  // one of PaddingModeAttr's cho
   return PadMode::kConstant;
 }
 
+// The image as padded has at most kMostPadded pixels a side: its index
+// maps hold an int32 per position, and a padding of 2e9 took 24 GB making
+// them before any check of the output's size.
+constexpr int64_t kMostPadded = int64_t{1} << 24;
+
+absl::Status CheckPaddedSize(const ImageDims& d, const Sides& pad, const Sides& extra) {
+  for (int64_t side : {pad.left, pad.top, pad.right, pad.bottom, extra.left, extra.top, extra.right, extra.bottom}) {
+    if (side > kMostPadded) {
+      return AttrError("padding", absl::StrCat("pads a side by ", side, " pixels; at most ", kMostPadded));
+    }
+  }
+  const int64_t h = d.h + pad.top + pad.bottom + extra.top + extra.bottom;
+  const int64_t w = d.w + pad.left + pad.right + extra.left + extra.right;
+  if (h > kMostPadded || w > kMostPadded) {
+    return AttrError("padding", absl::StrCat("makes the image ", h, " x ", w, " as padded; at most ", kMostPadded,
+                                             " pixels a side"));
+  }
+  return absl::OkStatus();
+}
+
 // The image column named by "field", padded by `pad`, then by `extra`; a
 // window of out_h x out_w of it (random), or all of it.
 absl::StatusOr<InferredOp> InferPadCrop(const Attrs& attrs, const Schema& schema, Sides pad, Sides extra, int64_t out_h,
@@ -178,6 +198,7 @@ absl::StatusOr<InferredOp> InferPadCrop(const Attrs& attrs, const Schema& schema
   SLUICE_ASSIGN_OR_RETURN(BoundField f, BindField(attrs, schema, {DType::kUInt8, DType::kFloat32}));
   SLUICE_ASSIGN_OR_RETURN(ImageDims d, ImageDimsOf(f.spec));
   SLUICE_ASSIGN_OR_RETURN(std::vector<uint8_t> fill, FillPixel(attrs.GetFloats("fill"), f.spec.dtype, d.c));
+  SLUICE_RETURN_IF_ERROR(CheckPaddedSize(d, pad, extra));
   const PadMode mode = ParsePadMode(attrs.GetString("padding_mode"));
   PadCropParams p{d,
                   static_cast<int64_t>(d.c * DTypeSize(f.spec.dtype)),

@@ -317,6 +317,18 @@ void PlacedIterator::Bank() {
 }
 
 absl::Status PlacedIterator::Next(Batch* out, bool* end) {
+  if (out == nullptr || end == nullptr) return absl::InvalidArgumentError("Next: out and end must not be null");
+  if (in_next_.exchange(true)) {
+    return absl::FailedPreconditionError(
+        "Next was called from two threads at once: an iterator takes one consumer at a time (give each thread an "
+        "iterator of its own)");
+  }
+  absl::Status status = NextAlone(out, end);
+  in_next_.store(false);
+  return status;
+}
+
+absl::Status PlacedIterator::NextAlone(Batch* out, bool* end) {
   if (cancelled_.load()) return absl::CancelledError("the pipeline was cancelled");
   if (!owner_->automatic() && !PipelineMetricsServed()) return inner_->Next(out, end);
   const int64_t start = exec::NowNs();

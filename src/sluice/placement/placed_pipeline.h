@@ -192,6 +192,8 @@ class PlacedIterator {
   void Install(std::shared_ptr<const exec::Pipeline> pipeline, std::unique_ptr<exec::PipelineIterator> inner);
   // Hands the window measured so far to the pipeline, once.
   void Bank();
+  // Next, for the one consumer in it.
+  absl::Status NextAlone(Batch* out, bool* end);
 
   std::shared_ptr<PlacedPipeline> owner_;
   std::shared_ptr<const exec::Pipeline> pipeline_;
@@ -203,6 +205,9 @@ class PlacedIterator {
   // Cancel against a move: Cancel cancels inner_ only when it holds
   // `move_mu_`; a move that finds `cancelled_` set cancels its new inner.
   std::atomic<bool> cancelled_{false};
+  // A consumer is in Next: a second one at once is refused (two threads
+  // in it corrupted the heap).
+  std::atomic<bool> in_next_{false};
   absl::Mutex move_mu_;
   int64_t skipped_before_ = 0;  // in placements the epoch left
   std::string skip_summary_before_;
