@@ -98,6 +98,14 @@ class TorchIterable(torch.utils.data.IterableDataset):
         self._then_epoch = None  # set_epoch's of the epoch after _resume's: taken if that had ended
         _loaders.add(self)
 
+    def __getstate__(self):
+        """Pickles (spawn, deepcopy) without the engine iterator of a pass
+        left mid-way, which does not pickle: the copy's next pass is what
+        this loader's would be, a new epoch (or a loaded state's)."""
+        state = self.__dict__.copy()
+        state["_it"] = None
+        return state
+
     def _release_engines(self):
         """Drops the engines this loader made (their threads, a pool's
         client and its shared-memory rings): exit_rank's, for a loader that

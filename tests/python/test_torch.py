@@ -165,6 +165,18 @@ def test_a_state_after_leaving_a_pass_early_is_where_it_stopped(mnist_dir):
     assert all(torch.equal(a, b) for a, b in zip(capped + rest, whole))
 
 
+def test_a_loader_left_mid_pass_pickles_as_its_next_pass_would_run(mnist_dir):
+    # Its pass's engine iterator went into the pickle: "cannot pickle
+    # 'sluice._sluice.Iterator' object" (deepcopy, spawn).
+    import copy
+    import itertools
+    import pickle
+    loader = sluice.torch.TorchIterable(mnist(mnist_dir))
+    next(itertools.islice(loader, 1))
+    for made in (copy.deepcopy(loader), pickle.loads(pickle.dumps(loader))):
+        assert sum(len(b["label"]) for b in made) == sum(len(b["label"]) for b in loader)
+
+
 def test_an_older_pass_ending_late_leaves_the_newer_passs_position(mnist_dir):
     # A prefetch thread drained an abandoned pass after the next began: its
     # end cleared the position, and a resume skipped the rest of the epoch.
