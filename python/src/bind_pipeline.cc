@@ -4,6 +4,8 @@
 #include <pybind11/stl.h>
 
 #include <mutex>
+#include <optional>
+#include <string>
 
 #include "bindings.h"
 #include "fork_guard.h"
@@ -48,7 +50,14 @@ class PyIterator {
     CheckMadeHere();
     Batch batch;
     bool end = false;
+    if (held_) {  // a signal handler's exception kept it from the last call
+      batch = *std::move(held_);
+      held_.reset();
+      before_.reset();
+      return Converted(batch, convert);
+    }
     absl::Status status;
+    absl::StatusOr<std::string> before = absl::UnknownError("");
     {
       InterruptScope interrupt([it = it_.get()] { it->Cancel(); });
       // Python's signal handlers run outside the turn, as one may save the
@@ -58,14 +67,31 @@ class PyIterator {
       if (PyErr_CheckSignals() != 0) throw py::error_already_set();
       {
         const std::unique_lock<std::mutex> turn = Turn();
+        // A batch's state costs a few µs beside its rows; a sample's would
+        // weigh on an unbatched pass.
+        if (pipeline_->first().batched()) before = it_->SaveState();
         status = WithoutGil([&] { return it_->Next(&batch, &end); });
       }
-      // A batch that came before the cancel is delivered (the iterator's
-      // state is past it); Python runs the handler right after.
       if (interrupt.interrupted() && (!status.ok() || end)) RaiseInterrupt();
     }
     ThrowIfError(status);
     if (end) throw py::stop_iteration();
+    // The handlers of signals that came during the wait (Ctrl-C's, a
+    // SIGTERM's on preemption) run now, before the batch is handed over:
+    // a state() they save is the one before it, and an exception they
+    // raise keeps it for the next call. Run after the return, they saved
+    // a state past a batch the loop never had.
+    if (before.ok()) before_ = *std::move(before);
+    if (PyErr_CheckSignals() != 0) {
+      if (before_) held_ = std::move(batch);
+      throw py::error_already_set();
+    }
+    before_.reset();
+    return Converted(batch, convert);
+  }
+
+  // `batch` as {column: array}, via `convert`.
+  py::dict Converted(const Batch& batch, py::object (*convert)(const Tensor&)) {
     py::dict out;
     const bool batched = pipeline_->first().batched();
     for (size_t i = 0; i < names_.size(); ++i) {
@@ -96,9 +122,11 @@ class PyIterator {
     return out;
   }
 
-  // Where the epoch stands after the last element (PipelineIterator::SaveState).
+  // Where the epoch stands after the last element (PipelineIterator::SaveState)
+  // handed over.
   py::bytes State() const {
     CheckMadeHere();
+    if (before_) return py::bytes(*before_);
     const std::unique_lock<std::mutex> turn = Turn();
     absl::StatusOr<std::string> state = it_->SaveState();
     ThrowIfError(state.status());
@@ -152,6 +180,10 @@ class PyIterator {
   std::unique_ptr<placement::PlacedIterator> it_;
   Names names_;
   int64_t samples_ = 0;
+  // While a batch is being handed over (signal handlers run) or held (one
+  // raised): the state before it, and the batch.
+  std::optional<std::string> before_;
+  std::optional<Batch> held_;
 };
 
 class PyPipeline {

@@ -165,6 +165,56 @@ def test_a_state_after_leaving_a_pass_early_is_where_it_stopped(mnist_dir):
     assert all(torch.equal(a, b) for a, b in zip(capped + rest, whole))
 
 
+_PREEMPTED = r"""
+import os, signal, sys, threading, time
+import numpy as np
+import sluice, sluice.torch
+from sluice import ops
+
+
+def slow(batch):
+    time.sleep(0.2)
+    return {"x": batch["x"]}
+
+
+pipe = (sluice.arrays({"x": np.zeros((600, 4), np.float32), "label": np.arange(600)})
+        .batch(50).map(ops.python(slow, inputs="x", batched=True)))
+loader = sluice.torch.TorchIterable(pipe)
+seen, saved = [], {}
+
+
+def on_term(signum, frame):  # a preempted trainer's handler: save where it stands, then exit
+    saved["state"] = loader.state_dict()
+    raise SystemExit(0)
+
+
+signal.signal(signal.SIGTERM, on_term)
+threading.Timer(1.1, os.kill, (os.getpid(), signal.SIGTERM)).start()
+try:
+    for batch in loader:
+        seen += batch["label"].tolist()
+except SystemExit:
+    pass
+resumed = sluice.torch.TorchIterable(pipe)
+resumed.load_state_dict(saved["state"])
+rest = [x for batch in resumed for x in batch["label"].tolist()]
+print(len(seen), len(rest), sorted(seen + rest) == list(range(600)))
+"""
+
+
+def test_a_sigterm_handler_saving_the_state_during_next_loses_no_batch(tmp_path):
+    # The handler ran after next() had taken a batch the loop never had:
+    # its state was past it, and the batch was never trained on.
+    import subprocess
+    import sys
+    (tmp_path / "preempted.py").write_text(_PREEMPTED)
+    run = subprocess.run([sys.executable, str(tmp_path / "preempted.py")], capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 0, run.stderr
+    seen, rest, whole = run.stdout.split()
+    assert whole == "True" and int(seen) + int(rest) == 600, run.stdout
+
+
 def test_a_loader_left_mid_pass_pickles_as_its_next_pass_would_run(mnist_dir):
     # Its pass's engine iterator went into the pickle: "cannot pickle
     # 'sluice._sluice.Iterator' object" (deepcopy, spawn).
