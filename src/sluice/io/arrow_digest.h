@@ -14,7 +14,8 @@ namespace sluice::io {
 
 // "<crc32c as 8 hex digits>-<rows>" of the schema, each batch's row count
 // and the bytes of every buffer of its columns (children and dictionaries
-// too). Two tables whose buffers differ beyond their rows (slices of
+// too); of data over 256 MiB, each buffer's size and its first and last
+// 256 bytes. Two tables whose buffers differ beyond their rows (slices of
 // different parents) have different digests though their rows are equal.
 std::string ArrowDigest(const arrow::Schema& schema, const std::vector<std::shared_ptr<arrow::RecordBatch>>& batches);
 
