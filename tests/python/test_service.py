@@ -335,12 +335,14 @@ def test_a_worker_whose_token_the_dispatcher_refuses_exits_saying_so(tmp_path):
 
 def _certificates(folder):
     """A CA, a certificate it signs for 127.0.0.1 (server.pem, server.key),
-    and a key of nothing (other.key), made with openssl."""
+    a key of nothing (other.key) and one under a passphrase (locked.key),
+    made with openssl."""
     script = ("openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 2 -subj /CN=test-ca && "
               "openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr -subj /CN=127.0.0.1 && "
               "printf 'subjectAltName=IP:127.0.0.1' > san.ext && "
               "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 2 "
-              "-extfile san.ext && openssl genrsa -out other.key 2048")
+              "-extfile san.ext && openssl genrsa -out other.key 2048 && "
+              "openssl genrsa -aes256 -passout pass:secret -out locked.key 2048")
     subprocess.run(script, shell=True, cwd=folder, check=True, capture_output=True, timeout=120)
 
 
@@ -351,6 +353,10 @@ def test_tls_mistakes_are_named_not_taken_for_a_port_in_use_or_a_dispatcher_not_
                             "--tls-key", str(tmp_path / "other.key")], capture_output=True, text=True, timeout=60)
     assert wrong.returncode == 1
     assert f"the private key {tmp_path / 'other.key'} is not the key of the certificate" in wrong.stderr, wrong.stderr
+    locked = subprocess.run(["sluice", "dispatcher", "--port", "0", "--tls-cert", str(tmp_path / "server.pem"),
+                             "--tls-key", str(tmp_path / "locked.key")], capture_output=True, text=True, timeout=60,
+                            stdin=subprocess.DEVNULL)
+    assert locked.returncode == 1 and "protected by a passphrase" in locked.stderr, locked.stderr
     dispatcher, port = start_server(["dispatcher", "--port", "0", "--tls-cert", str(tmp_path / "server.pem"),
                                      "--tls-key", str(tmp_path / "server.key")])
     try:

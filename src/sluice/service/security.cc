@@ -56,8 +56,10 @@ absl::Status CheckKeyPair(const std::string& cert, const std::string& cert_file,
   if (x509 == nullptr) return absl::InvalidArgumentError(absl::StrCat(cert_file, " holds no PEM certificate"));
   std::unique_ptr<BIO, decltype(&BIO_free)> key_bio(BIO_new_mem_buf(key.data(), static_cast<int>(key.size())),
                                                     &BIO_free);
+  // No passphrase: OpenSSL's default callback would ask for one on the terminal.
+  pem_password_cb* no_passphrase = [](char*, int, int, void*) { return 0; };
   std::unique_ptr<EVP_PKEY, decltype(&EVP_PKEY_free)> pkey(
-      PEM_read_bio_PrivateKey(key_bio.get(), nullptr, nullptr, nullptr), &EVP_PKEY_free);
+      PEM_read_bio_PrivateKey(key_bio.get(), nullptr, no_passphrase, nullptr), &EVP_PKEY_free);
   if (pkey == nullptr) {
     return absl::InvalidArgumentError(
         absl::StrCat(key_file,
