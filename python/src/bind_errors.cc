@@ -45,6 +45,12 @@ void SetError(PyObject* type, absl::string_view message) {
 
 }  // namespace
 
+py::str Escaped(absl::string_view text) {
+  PyObject* decoded = PyUnicode_DecodeUTF8(text.data(), static_cast<Py_ssize_t>(text.size()), "backslashreplace");
+  if (decoded == nullptr) throw py::error_already_set();
+  return py::reinterpret_steal<py::str>(decoded);
+}
+
 void InitErrors(py::module_& m) {
   g_error = NewError(m, "SluiceError", py::make_tuple(py::handle(PyExc_RuntimeError)));
   const py::handle error(g_error);

@@ -141,10 +141,10 @@ class PyIterator {
     const std::unique_lock<std::mutex> turn = Turn();
     return it_->skipped();
   }
-  std::string skip_summary() const {
+  py::str skip_summary() const {
     CheckMadeHere();
     const std::unique_lock<std::mutex> turn = Turn();
-    return it_->skip_summary();
+    return Escaped(it_->skip_summary());
   }
   // The placement the epoch runs in now (PlacedIterator::MoveTo's test seam).
   bool MoveTo(int threads, int local_workers, std::optional<bool> keep_prefix, bool service_workers) {

@@ -6,6 +6,7 @@
 #include <pybind11/pybind11.h>
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "sluice/core/tensor.h"
 
 namespace sluice::python {
@@ -21,6 +22,9 @@ void InitTensor(py::module_& m);
 // Raises the Python exception for `status` (see bind_errors.cc). REQUIRES:
 // the GIL is held.
 void ThrowIfError(const absl::Status& status);
+// `text` as a Python str, bytes that are not UTF-8 (a file's name in another
+// encoding) escaped: taken as UTF-8 they raised UnicodeDecodeError.
+py::str Escaped(absl::string_view text);
 
 // A numpy array viewing `t`'s buffer; the array keeps the buffer alive, so
 // it returns to the pool when Python drops the last view.

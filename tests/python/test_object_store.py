@@ -793,8 +793,15 @@ def test_an_object_deleted_or_cut_while_read_is_data_loss_at_once(store, cifar_d
         list(batches)
 
 
+def settle():
+    """Objects written in the last 2 s are read but not cached (a rewrite in
+    the same second would look the same): a wait for that, not a race."""
+    time.sleep(2.1)
+
+
 def test_the_object_cache_serves_later_epochs_without_the_store(store, cifar_dir, tmp_path, monkeypatch):
     store.upload("cached", sorted(cifar_dir.glob("*.tfrecord")), "cifar")
+    settle()
     proxy = TcpProxy(int(store.endpoint.rsplit(":", 1)[1]))
     monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{proxy.port}")
     cache = tmp_path / "cache"
@@ -822,6 +829,28 @@ def test_the_object_cache_serves_later_epochs_without_the_store(store, cifar_dir
     assert (stats["misses"], stats["hits"], stats["corrupt"]) == (files + 1, 2 * files - 1, 1)
     # The damaged copy's bytes went with it: the bytes held are the folder's.
     assert stats["bytes"] == sum(p.stat().st_size for p in cache.iterdir())
+
+
+def test_the_object_cache_keeps_to_its_own_files_and_never_serves_a_same_second_rewrite(store, cifar_dir, tmp_path):
+    # Every file in the folder counted as an entry, and the oldest went to
+    # make room: a checkpoint kept there was deleted.
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / "model.pt").write_bytes(bytes(3 << 20))
+    (cache / "notes.part-999999-0").write_bytes(b"not ours either")
+    data = sorted(cifar_dir.glob("*.tfrecord"))[0].read_bytes()
+    store.put("rewrite/x.tfrecord", data)
+    pipe = sluice.tfrecord("s3://rewrite/x.tfrecord", CIFAR).cache_objects(cache, 2 << 20).batch(100)
+    first = [b["label"].tolist() for b in pipe]
+    assert (cache / "model.pt").stat().st_size == 3 << 20 and (cache / "notes.part-999999-0").exists()
+    # Rewritten with the same length, likely in the same second: a copy of
+    # the first, taken as this version, was served to every later job.
+    other = sorted(cifar_dir.glob("*.tfrecord"))[1]
+    assert other.stat().st_size == len(data)  # CIFAR's records are all one length
+    swapped = sluice.tfrecord(str(other), CIFAR).batch(100)
+    store.put("rewrite/x.tfrecord", other.read_bytes())
+    again = sluice.tfrecord("s3://rewrite/x.tfrecord", CIFAR).cache_objects(cache, 2 << 20).batch(100)
+    assert [b["label"].tolist() for b in again] == [b["label"].tolist() for b in swapped] != first
 
 
 def test_an_object_cache_of_a_bad_folder_or_bound_is_refused(store, tmp_path):
@@ -904,6 +933,7 @@ def test_a_pipeline_dropped_while_the_store_is_down_stops_waiting_for_it(store, 
 
 
 def test_sluice_run_reads_later_epochs_from_the_object_cache_and_says_so(store, tmp_path):
+    settle()
     cached = augmented("s3://train/cifar/*.tfrecord").cache_objects(tmp_path / "cache", 1 << 30)
     (tmp_path / "p.json").write_text(cached.to_json())
     run = subprocess.run(["sluice", "run", str(tmp_path / "p.json"), "--epochs", "2", "--json"], env=store.env(),
@@ -920,6 +950,7 @@ def test_sluice_run_reads_later_epochs_from_the_object_cache_and_says_so(store, 
 def test_columnar_objects_are_served_from_the_object_cache(store, tmp_path, kind, monkeypatch):
     bucket = f"cached-{kind.replace('_', '-')}"
     _columnar_objects(store, tmp_path, bucket)
+    settle()
     proxy = TcpProxy(int(store.endpoint.rsplit(":", 1)[1]))
     monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{proxy.port}")
     pipe = getattr(sluice, kind)(f"s3://{bucket}/tree/{kind}/part-*", shuffle=False) \

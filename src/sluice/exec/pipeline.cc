@@ -756,7 +756,7 @@ const std::string& Pipeline::Listing() const {
     if (compiled_.materialized || first.kind != graph::NodeKind::kSource || first.format->files() == nullptr) {
       return;
     }
-    listing_ = ListingOf(*first.format->files(), Splits());
+    listing_ = ListingOf(*first.format->files(), Splits(), first.format->ListingExtra());
   });
   return listing_;
 }

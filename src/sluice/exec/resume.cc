@@ -150,7 +150,8 @@ absl::StatusOr<DoneRows> ParseDone(const DoneRowsState& state) {
 
 }  // namespace
 
-std::string ListingOf(const std::vector<std::string>& files, const std::vector<io::Split>& splits) {
+std::string ListingOf(const std::vector<std::string>& files, const std::vector<io::Split>& splits,
+                      const std::string& extra) {
   uint64_t h = 0xcbf29ce484222325ull;
   auto mix = [&h](const void* data, size_t n) {
     for (size_t i = 0; i < n; ++i) h = (h ^ static_cast<const unsigned char*>(data)[i]) * 0x100000001b3ull;
@@ -160,6 +161,7 @@ std::string ListingOf(const std::vector<std::string>& files, const std::vector<i
     const int64_t fields[3] = {s.file, s.begin_record, s.end_record};
     mix(fields, sizeof(fields));
   }
+  mix(extra.data(), extra.size());  // nothing for most sources: their states' listings as before
   return absl::StrCat(files.size(), " files, ", splits.size(), " splits, ", absl::Hex(h, absl::kZeroPad16));
 }
 

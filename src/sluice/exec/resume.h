@@ -53,8 +53,10 @@ std::string SerializeState(const std::string& fingerprint, const EpochPosition& 
 absl::StatusOr<EpochPosition> ParseState(const std::string& bytes, const std::string& fingerprint,
                                          const std::string& listing = "");
 // What a source listed: its files and splits, counted and digested
-// (FNV-1a over the names and record ranges: the same in every process).
-std::string ListingOf(const std::vector<std::string>& files, const std::vector<io::Split>& splits);
+// (FNV-1a over the names, record ranges and `extra`, the source's
+// ListingExtra: the same in every process).
+std::string ListingOf(const std::vector<std::string>& files, const std::vector<io::Split>& splits,
+                      const std::string& extra = "");
 // The epoch a state was saved in, read before any check (a front that
 // counts epochs goes on after it); nullopt for bytes that are no state.
 std::optional<uint64_t> StateEpoch(const std::string& bytes);

@@ -115,6 +115,11 @@ class ImageFilesSource : public SourceFormat {
     return std::unique_ptr<SplitReader>(
         new ImageFileReader((*paths_)[split.file], labels_[split.file], split.file, skip_log));
   }
+  // The labels: an empty class folder added shifts them with every name
+  // kept, and a list's label edited keeps its names.
+  std::string ListingExtra() const override {
+    return std::string(reinterpret_cast<const char*>(labels_.data()), labels_.size() * sizeof(int64_t));
+  }
 
  private:
   std::shared_ptr<const std::vector<std::string>> paths_;
@@ -182,9 +187,24 @@ bool Contains(const fs::path& a, const fs::path& b) {
   return ends.first == a.end();
 }
 
+// Whether `target` (a link's, canonical) is a folder `link` is listed
+// under, or one above it: the walk would come back to it without end. The
+// folders `link` lies in by its path, not by its parent's canonical form:
+// two links each to the other's folder (a/lb -> b, b/la -> a) listed every
+// image 40 times, to the kernel's depth of links.
+bool LoopsBack(const fs::path& dir, const fs::path& link, const fs::path& target) {
+  std::error_code ec;
+  for (fs::path p = link.parent_path(); !p.empty(); p = p.parent_path()) {
+    const fs::path c = fs::canonical(p, ec);
+    if (!ec && Contains(target, c)) return true;
+    if (p == dir || p == p.parent_path()) break;
+  }
+  return false;
+}
+
 // The image files under a class's folder `dir`, through links to folders.
 // Nothing is passed over in silence: a link to an image that cannot be
-// followed, and a link to a folder above it (a loop), are errors.
+// followed, and a link to a folder it lies in or above (a loop), are errors.
 absl::Status ListClassFolder(const fs::path& dir, std::vector<std::string>* files) {
   std::error_code ec;
   fs::recursive_directory_iterator it(dir, fs::directory_options::follow_directory_symlink, ec);
@@ -193,7 +213,7 @@ absl::Status ListClassFolder(const fs::path& dir, std::vector<std::string>* file
     std::error_code type;
     if (it->is_symlink(type) && it->is_directory(type)) {
       const fs::path target = fs::canonical(path, type);
-      if (!type && Contains(target, fs::canonical(path.parent_path(), type))) {
+      if (!type && LoopsBack(dir, path, target)) {
         return absl::InvalidArgumentError(absl::StrCat("image folder: ", path.string(), " links to ", target.string(),
                                                        ", a folder above it: a loop"));
       }

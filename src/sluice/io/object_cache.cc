@@ -14,9 +14,11 @@
 #include <filesystem>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
 #include "sluice/io/crc32c.h"
 
 namespace sluice::io {
@@ -114,10 +116,25 @@ std::string Identity(const std::string& path, const struct stat& st) {
   return absl::StrCat(path, ":", st.st_ino, ":", st.st_size, ":", st.st_mtim.tv_sec, ".", st.st_mtim.tv_nsec);
 }
 
-// The pid in a partial entry's name, or 0.
+// Whether `name` is an entry's: 16 hex digits (EntryPath). Any other file
+// in the folder is the user's, never counted nor removed: one pointed at a
+// folder of checkpoints deleted them to make room.
+bool IsEntryName(absl::string_view name) {
+  return name.size() == 16 && std::all_of(name.begin(), name.end(), [](char c) { return absl::ascii_isxdigit(c); });
+}
+
+// Whether an object modified at `version` may still be rewritten within
+// the same second: a rewrite of the same length then has the same version,
+// and its cached copy would be served to every later job. Read, not cached.
+bool Settling(const ObjectVersion& version) {
+  constexpr int64_t kSettledSeconds = 2;
+  return version.modified_s > 0 && absl::ToUnixSeconds(absl::Now()) - version.modified_s < kSettledSeconds;
+}
+
+// The pid in a partial entry's name, or 0 (also for a file of the user's).
 pid_t PartOwner(absl::string_view name) {
   const size_t mark = name.find(kPartMark);
-  if (mark == absl::string_view::npos) return 0;
+  if (mark == absl::string_view::npos || !IsEntryName(name.substr(0, mark))) return 0;
   absl::string_view rest = name.substr(mark + sizeof(kPartMark) - 1);
   int64_t pid = 0;
   return absl::SimpleAtoi(rest.substr(0, rest.find('-')), &pid) ? static_cast<pid_t>(pid) : 0;
@@ -153,7 +170,7 @@ Folder ScanFolder(const std::string& dir) {
       }
       continue;
     }
-    if (::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+    if (IsEntryName(name) && ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
       folder.entries.push_back(Entry{path, static_cast<int64_t>(st.st_size), st.st_atim});
     }
   }
@@ -378,7 +395,7 @@ absl::StatusOr<std::unique_ptr<RandomAccessFile>> ObjectCache::FetchAndFill(cons
   absl::StatusOr<std::unique_ptr<RandomAccessFile>> object = fetch();
   if (!object.ok()) return object.status();
   const int64_t entry_bytes = version.size + static_cast<int64_t>(url.size() + sizeof(Trailer));
-  if (entry_bytes > max_bytes_) {
+  if (entry_bytes > max_bytes_ || Settling(version)) {
     Count(&Stats::uncacheable);
     return object;
   }

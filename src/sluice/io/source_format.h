@@ -120,6 +120,10 @@ class SourceFormat {
   // may open ahead (io::OpenObjectAhead); empty where OpenSplit opens none
   // (files kept open, or opened by another library) or starts mid-file.
   virtual std::string FileReadFromStart(const Split&) const { return ""; }
+  // What the source derives from its files beside their names and splits
+  // (an image folder's labels), for a state's listing: a state saved over
+  // other such values would be resumed with them. "" when nothing.
+  virtual std::string ListingExtra() const { return ""; }
 };
 
 }  // namespace sluice::io
