@@ -58,6 +58,36 @@ def test_a_link_from_an_image_folder_to_a_folder_above_it_is_named_as_a_loop(ima
         list(sluice.image_folder(root))
 
 
+def test_two_links_each_to_the_others_folder_are_named_as_a_loop(images, tmp_path):
+    # a/lb -> b and b/la -> a: each link's target was no folder above its own
+    # canonical parent, and every image was listed 41 times.
+    root = tmp_path / "root"
+    for c in ("a", "b"):
+        (root / c).mkdir(parents=True)
+        (root / c / "x.jpg").write_bytes(next(images.glob("class_000/*.jpg")).read_bytes())
+    os.symlink("../b", root / "a" / "lb")
+    os.symlink("../a", root / "b" / "la")
+    with pytest.raises(sluice.InvalidArgumentError, match=r"a/lb/la links to .*root/a, a folder above it: a loop"):
+        list(sluice.image_folder(root))
+
+
+def test_a_state_over_other_class_folders_is_refused_not_resumed_with_shifted_labels(images, tmp_path):
+    # An empty folder added (Jupyter's .ipynb_checkpoints) shifted every
+    # label after it, file names unchanged: the resumed epoch had labels 1
+    # and 2 where it had had 0 and 1.
+    root = tmp_path / "root"
+    for c in ("cat", "dog"):
+        (root / c).mkdir(parents=True)
+        for i in range(2):
+            (root / c / f"{i}.jpg").write_bytes(next(images.glob("class_000/*.jpg")).read_bytes())
+    it = sluice.image_folder(root, shuffle=False).iterate(0)
+    next(it)
+    state = it.state()
+    (root / "bird").mkdir()
+    with pytest.raises(sluice.InvalidArgumentError, match="saved over another listing"):
+        list(sluice.image_folder(root, shuffle=False).iterate(state=state))
+
+
 def test_an_image_folders_link_to_a_missing_image_is_an_error_naming_it(images, tmp_path):
     root = tmp_path / "root"
     (root / "a").mkdir(parents=True)
@@ -74,6 +104,12 @@ def test_an_error_about_a_file_whose_name_is_not_utf8_names_it_escaped(tmp_path)
     with pytest.raises(sluice.SluiceError) as raised:
         list(sluice.parquet(str(tmp_path / "*.parquet")))
     assert "bad\\xe9.parquet" in str(raised.value)
+    # Skipped, the same name raised UnicodeDecodeError from skip_summary.
+    os.makedirs(os.fsencode(str(tmp_path)) + b"/imgs/cls")
+    with open(os.fsencode(str(tmp_path)) + b"/imgs/cls/bad\xe9.jpg", "wb") as f:
+        f.write(b"not an image")
+    it = iter(sluice.image_folder(str(tmp_path / "imgs"), on_corrupt="skip"))
+    assert list(it) == [] and it.skipped == 1 and "bad\\xe9.jpg" in it.skip_summary
 
 
 def test_a_fifo_is_refused_naming_it_not_read_as_empty_or_waited_on(tmp_path):
