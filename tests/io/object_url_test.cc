@@ -56,6 +56,10 @@ TEST(ObjectUrl, OptionsAreCheckedAndCredentialsNeverShown) {
     EXPECT_THAT(std::string(status.message()), ::testing::Not(HasSubstr("hunter2"))) << url;
   }
   SLUICE_EXPECT_OK(ParseObjectUrl("s3://data/x?endpoint_override=http://127.0.0.1:9000").status());
+  // Each store's own place for them: a gs:// URL was told of AWS's variables.
+  EXPECT_THAT(ParseObjectUrl("gs://data/x?credentials=hunter2").status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("GOOGLE_APPLICATION_CREDENTIALS")));
+  EXPECT_THAT(secret, StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("AWS_ACCESS_KEY_ID")));
 }
 
 }  // namespace

@@ -944,6 +944,7 @@ def test_sluice_run_reads_later_epochs_from_the_object_cache_and_says_so(store, 
     text = subprocess.run(["sluice", "run", str(tmp_path / "p.json")], env=store.env(), capture_output=True,
                           text=True, timeout=300)
     assert f"object cache {tmp_path / 'cache'}: 3 hits, 0 misses" in text.stdout, text.stdout
+    assert "0 objects not cached" in text.stdout, text.stdout
 
 
 @pytest.mark.parametrize("kind", ["parquet", "arrow_ipc"])

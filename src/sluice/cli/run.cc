@@ -79,7 +79,8 @@ void PrintSummary(const std::string& path, const graph::CompiledPipeline& c, con
     std::printf("; at most %.1f MB shared with Python processes", shared / 1e6);
   }
   std::printf("\n");
-  if (const int64_t blocks = io::ObjectBlockPeakBytes(); blocks > 0) {
+  // Retries count too where the cache served every object's bytes.
+  if (const int64_t blocks = io::ObjectBlockPeakBytes(); blocks > 0 || io::ObjectStoreRetries() > 0) {
     std::printf(
         "object stores: at most %.1f MB of blocks fetched ahead, %lld objects opened ahead of their reader, %lld "
         "transient failures retried\n",
@@ -89,9 +90,11 @@ void PrintSummary(const std::string& path, const graph::CompiledPipeline& c, con
   if (const std::shared_ptr<io::ObjectCache> cache = io::ObjectCache::Get()) {
     const io::ObjectCache::Stats s = cache->stats();
     std::printf(
-        "object cache %s: %lld hits, %lld misses, %lld corrupt entries fetched again, %lld evicted, %.1f MB held\n",
+        "object cache %s: %lld hits, %lld misses, %lld corrupt entries fetched again, %lld evicted, %lld objects not "
+        "cached, %.1f MB held\n",
         cache->dir().c_str(), static_cast<long long>(s.hits), static_cast<long long>(s.misses),
-        static_cast<long long>(s.corrupt), static_cast<long long>(s.evicted), s.bytes / 1e6);
+        static_cast<long long>(s.corrupt), static_cast<long long>(s.evicted), static_cast<long long>(s.uncacheable),
+        s.bytes / 1e6);
   }
 }
 

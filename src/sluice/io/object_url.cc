@@ -49,13 +49,17 @@ bool HoldsUserInfo(absl::string_view value) {
   return absl::StrContains(value, "@") || absl::StrContains(absl::AsciiStrToLower(value), "%40");
 }
 
-// The error for a URL that carries credentials, named by `where` (without
-// them: a URL ends up in logs, errors, saved states and profiles).
-absl::Status CarriesCredentials(const std::string& where) {
+// The error for a URL of `scheme` that carries credentials, named by
+// `where` (without them: a URL ends up in logs, errors, saved states and
+// profiles), saying where that store's client takes them from.
+absl::Status CarriesCredentials(const std::string& scheme, const std::string& where) {
+  const char* instead =
+      scheme == "gs" ? "the environment (GOOGLE_APPLICATION_CREDENTIALS, a service account's key file) or the "
+                       "machine's service account"
+                     : "the environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY), a profile file or the machine's "
+                       "role";
   return absl::InvalidArgumentError(
-      absl::StrCat(where,
-                   ": a URL must not carry credentials; give them through the environment (AWS_ACCESS_KEY_ID, "
-                   "AWS_SECRET_ACCESS_KEY), a profile file or the machine's role"));
+      absl::StrCat(where, ": a URL must not carry credentials; give them through ", instead));
 }
 
 // The URL options the stores' clients take (Arrow's S3Options and
@@ -76,13 +80,15 @@ absl::Status CheckOption(const ObjectUrl& u, absl::string_view param) {
   if (NamesCredential(name)) {
     // Named where a value follows it; a parameter without one may be the
     // secret itself.
-    return CarriesCredentials(absl::StrCat(
-        u.scheme, "://", u.Path(), "?… (",
-        equals == absl::string_view::npos ? "a parameter without a value" : absl::StrCat("its parameter '", name, "'"),
-        ")"));
+    return CarriesCredentials(
+        u.scheme, absl::StrCat(u.scheme, "://", u.Path(), "?… (",
+                               equals == absl::string_view::npos ? "a parameter without a value"
+                                                                 : absl::StrCat("its parameter '", name, "'"),
+                               ")"));
   }
   if (name == "endpoint_override" && equals != absl::string_view::npos && HoldsUserInfo(param.substr(equals + 1))) {
     return CarriesCredentials(
+        u.scheme,
         absl::StrCat(u.scheme, "://", u.Path(), "?… (its parameter 'endpoint_override' holds a user and password)"));
   }
   const bool s3 = u.scheme == "s3";
@@ -136,7 +142,8 @@ absl::StatusOr<ObjectUrl> ParseObjectUrl(const std::string& url, KeyAs key_as) {
   if (slash != std::string::npos) u.key = DecodedKey(rest.substr(slash + 1), key_as);
   if (u.bucket.find('@') != std::string::npos) {
     // Named without what precedes the '@': that is the secret.
-    return CarriesCredentials(absl::StrCat(u.scheme, "://…@", u.bucket.substr(u.bucket.rfind('@') + 1), "/…"));
+    return CarriesCredentials(u.scheme,
+                              absl::StrCat(u.scheme, "://…@", u.bucket.substr(u.bucket.rfind('@') + 1), "/…"));
   }
   for (absl::string_view param : absl::StrSplit(u.query, '&', absl::SkipEmpty())) {
     SLUICE_RETURN_IF_ERROR(CheckOption(u, param));
