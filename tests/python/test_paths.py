@@ -58,13 +58,20 @@ def test_a_link_from_an_image_folder_to_a_folder_above_it_is_named_as_a_loop(ima
         list(sluice.image_folder(root))
 
 
+def class_folders(root, images, classes, per_class):
+    """`per_class` copies of one JPEG in each of `classes`' folders under `root`."""
+    jpeg = next(images.glob("class_000/*.jpg")).read_bytes()
+    for c in classes:
+        (root / c).mkdir(parents=True)
+        for i in range(per_class):
+            (root / c / f"{i}.jpg").write_bytes(jpeg)
+    return root
+
+
 def test_two_links_each_to_the_others_folder_are_named_as_a_loop(images, tmp_path):
     # a/lb -> b and b/la -> a: each link's target was no folder above its own
     # canonical parent, and every image was listed 41 times.
-    root = tmp_path / "root"
-    for c in ("a", "b"):
-        (root / c).mkdir(parents=True)
-        (root / c / "x.jpg").write_bytes(next(images.glob("class_000/*.jpg")).read_bytes())
+    root = class_folders(tmp_path / "root", images, ("a", "b"), 1)
     os.symlink("../b", root / "a" / "lb")
     os.symlink("../a", root / "b" / "la")
     with pytest.raises(sluice.InvalidArgumentError, match=r"a/lb/la links to .*root/a, a folder above it: a loop"):
@@ -75,11 +82,7 @@ def test_a_state_over_other_class_folders_is_refused_not_resumed_with_shifted_la
     # An empty folder added (Jupyter's .ipynb_checkpoints) shifted every
     # label after it, file names unchanged: the resumed epoch had labels 1
     # and 2 where it had had 0 and 1.
-    root = tmp_path / "root"
-    for c in ("cat", "dog"):
-        (root / c).mkdir(parents=True)
-        for i in range(2):
-            (root / c / f"{i}.jpg").write_bytes(next(images.glob("class_000/*.jpg")).read_bytes())
+    root = class_folders(tmp_path / "root", images, ("cat", "dog"), 2)
     it = sluice.image_folder(root, shuffle=False).iterate(0)
     next(it)
     state = it.state()
