@@ -118,6 +118,27 @@ def test_make_data_into_a_folder_it_cannot_create_says_why(tmp_path):
         assert "NOT_FOUND: cannot create " + str(tmp_path / "file" / "out") in made.stderr, made.stderr
         assert "Not a directory" in made.stderr and "UNKNOWN" not in made.stderr, made.stderr
 
+@pytest.mark.parametrize("first, second, left", [
+    (["cifar10", "--files", "4"], ["cifar10", "--files", "2"], "train-0000"),
+    (["cifar10", "--format", "bin", "--files", "4"], ["cifar10", "--format", "bin", "--files", "2"], "data_batch_"),
+    (["cifar10", "--files", "2"], ["cifar10", "--format", "bin", "--files", "2"], "train-0000"),
+    (["imagenet", "--count", "12"], ["imagenet", "--count", "8"], "img_00000"),
+    (["imagenet", "--count", "8"], ["imagenet", "--count", "8", "--classes", "4"], "img_00000"),
+])
+def test_make_data_over_an_earlier_dataset_it_would_not_replace_is_refused(tmp_path, first, second, left):
+    out = tmp_path / "d"
+    assert sluice("make-data", *first, "--out", str(out)).returncode == 0
+    (out / "notes.txt").write_text("the user's")
+    before = sorted(p.relative_to(out) for p in out.rglob("*"))
+    again = sluice("make-data", *second, "--out", str(out))
+    assert again.returncode == 1
+    assert f"{out} holds " in again.stderr and "of an earlier make-data that this one would not replace" in again.stderr
+    assert left in again.stderr, again.stderr
+    assert sorted(p.relative_to(out) for p in out.rglob("*")) == before  # nothing written, nothing deleted
+    # The same again replaces every file it wrote.
+    assert sluice("make-data", *first, "--out", str(out)).returncode == 0
+
+
 
 def test_a_port_in_use_and_a_negative_rate_are_one_line_each():
     import socket

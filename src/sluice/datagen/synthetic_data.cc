@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -13,6 +14,7 @@
 #include "example.pb.h"
 #include "sluice/core/rng.h"
 #include "sluice/core/status_macros.h"
+#include "sluice/datagen/older_files.h"
 #include "sluice/io/idx_file.h"
 #include "sluice/io/random_access_file.h"
 #include "sluice/io/tfrecord_writer.h"
@@ -105,10 +107,45 @@ absl::Status WriteSyntheticMnist(const std::string& dir, int64_t count, uint64_t
 
 std::string TfRecordShardName(int i, int n) { return absl::StrFormat("train-%05d-of-%05d.tfrecord", i, n); }
 
+namespace {
+
+// The shard's place in a file named as TfRecordShardName or as a CIFAR
+// binary batch (data_batch_K.bin is shard K - 1 of any count), or nullopt.
+struct ShardPlace {
+  int index = 0, of = 0;  // of 0: a binary batch
+};
+std::optional<ShardPlace> ShardNamed(const std::string& name) {
+  ShardPlace place;
+  int end = 0;
+  if (std::sscanf(name.c_str(), "train-%d-of-%d.tfrecord%n", &place.index, &place.of, &end) == 2 &&
+      static_cast<size_t>(end) == name.size() && name == TfRecordShardName(place.index, place.of)) {
+    return place;
+  }
+  int k = 0;
+  end = 0;
+  if (std::sscanf(name.c_str(), "data_batch_%d.bin%n", &k, &end) == 1 && static_cast<size_t>(end) == name.size() &&
+      name == absl::StrCat("data_batch_", k, ".bin") && k >= 1) {
+    return ShardPlace{k - 1, 0};
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+absl::Status RefuseOlderShards(const std::string& dir, int files, bool binary) {
+  return RefuseOlderFiles(
+      dir, [](const std::string& name) { return ShardNamed(name).has_value(); },
+      [&](const std::string& name) {
+        const std::optional<ShardPlace> place = ShardNamed(name);
+        return place->index < files && place->of == (binary ? 0 : files);
+      });
+}
+
 absl::Status WriteSyntheticCifar10(const std::string& dir, int64_t count, int files, bool binary, uint64_t seed,
                                    const Progress& progress) {
   if (count <= 0) return absl::InvalidArgumentError("--count must be > 0");
   if (files <= 0) return absl::InvalidArgumentError("--files must be > 0");
+  SLUICE_RETURN_IF_ERROR(RefuseOlderShards(dir, files, binary));
   SLUICE_RETURN_IF_ERROR(io::CreateDirectories(dir));
   std::vector<uint8_t> hwc(32 * 32 * 3);
   int64_t done = 0;

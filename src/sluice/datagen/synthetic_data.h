@@ -32,6 +32,10 @@ absl::Status WriteSyntheticCifar10(const std::string& dir, int64_t count, int fi
 
 // The TFRecord file name of shard i of n.
 std::string TfRecordShardName(int i, int n);
+// Refused where `dir` holds TFRecord shards named so, or CIFAR binary
+// batches, of an earlier run that a run writing `files` of them (binary
+// batches or shards) would not replace (older_files.h).
+absl::Status RefuseOlderShards(const std::string& dir, int files, bool binary);
 
 }  // namespace sluice::datagen
 

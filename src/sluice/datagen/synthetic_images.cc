@@ -17,6 +17,7 @@
 #include "example.pb.h"
 #include "sluice/core/rng.h"
 #include "sluice/core/status_macros.h"
+#include "sluice/datagen/older_files.h"
 #include "sluice/datagen/synthetic_data.h"
 #include "sluice/io/random_access_file.h"
 #include "sluice/io/tfrecord_writer.h"
@@ -185,25 +186,53 @@ absl::StatusOr<SyntheticImageFile> MakeSyntheticImageFile(int64_t index, int cla
   const int w = portrait ? 375 : 500 + static_cast<int>(pick.NextU32() % 41) - 20;
   const int h = portrait ? 500 : 375;
   Image image = PhotoLikeImage(w, h, seed * 1000003 + static_cast<uint64_t>(index));
-  file.ext = "jpg";
-  if (index % 50 == 49) {
+  file.ext = SyntheticImageExt(index);
+  if (file.ext == "png") {
     SLUICE_ASSIGN_OR_RETURN(file.bytes, EncodePng(image));
-    file.ext = "png";
   } else {
     if (index % 25 == 24) image = ToGray(image);
     SLUICE_ASSIGN_OR_RETURN(file.bytes, EncodeJpeg(image, 90, index % 10 == 9));
-    if (index % 7 == 6) file.ext = "JPEG";
   }
   return file;
 }
 
+std::string SyntheticImageExt(int64_t index) {
+  if (index % 50 == 49) return "png";
+  return index % 7 == 6 ? "JPEG" : "jpg";
+}
+
+std::string SyntheticImageName(int64_t index, int classes) {
+  return absl::StrFormat("class_%03d/img_%07d.%s", index % classes, index, SyntheticImageExt(index));
+}
+
+namespace {
+
+// The index of a file named as SyntheticImageName names one, or -1.
+int64_t SyntheticImageIndex(const std::string& name) {
+  int label = 0, end = 0;
+  long long index = 0;  // NOLINT(runtime/int): sscanf's %lld
+  char ext[5] = {};
+  if (std::sscanf(name.c_str(), "class_%d/img_%lld.%4[a-zA-Z]%n", &label, &index, ext, &end) != 3) return -1;
+  const bool exact =
+      static_cast<size_t>(end) == name.size() && name == absl::StrFormat("class_%03d/img_%07d.%s", label, index, ext) &&
+      (absl::string_view(ext) == "jpg" || absl::string_view(ext) == "JPEG" || absl::string_view(ext) == "png");
+  return exact ? index : -1;
+}
+
+}  // namespace
+
 absl::Status WriteSyntheticImageFolder(const std::string& dir, int64_t count, int classes, uint64_t seed,
                                        const std::function<void(int64_t, int64_t)>& progress) {
+  SLUICE_RETURN_IF_ERROR(RefuseOlderFiles(
+      dir, [](const std::string& name) { return SyntheticImageIndex(name) >= 0; },
+      [&](const std::string& name) {
+        const int64_t index = SyntheticImageIndex(name);
+        return index < count && name == SyntheticImageName(index, classes);
+      }));
   for (int64_t i = 0; i < count; ++i) {
     SLUICE_ASSIGN_OR_RETURN(SyntheticImageFile file, MakeSyntheticImageFile(i, classes, seed));
-    const std::string folder = absl::StrFormat("%s/class_%03d", dir, file.label);
-    SLUICE_RETURN_IF_ERROR(io::CreateDirectories(folder));
-    const std::string path = absl::StrFormat("%s/img_%07d.%s", folder, i, file.ext);
+    SLUICE_RETURN_IF_ERROR(io::CreateDirectories(absl::StrFormat("%s/class_%03d", dir, file.label)));
+    const std::string path = absl::StrCat(dir, "/", SyntheticImageName(i, classes));
     std::ofstream out(path, std::ios::binary);
     out.write(file.bytes.data(), static_cast<std::streamsize>(file.bytes.size()));
     if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot write ", path));
@@ -215,6 +244,7 @@ absl::Status WriteSyntheticImageFolder(const std::string& dir, int64_t count, in
 absl::Status WriteSyntheticImageTfRecords(const std::string& dir, int64_t count, int classes, int files, uint64_t seed,
                                           const std::function<void(int64_t, int64_t)>& progress) {
   if (files <= 0) return absl::InvalidArgumentError("--files must be > 0");
+  SLUICE_RETURN_IF_ERROR(RefuseOlderShards(dir, files, false));
   SLUICE_RETURN_IF_ERROR(io::CreateDirectories(dir));
   Example example;
   auto& features = *example.mutable_features()->mutable_feature();

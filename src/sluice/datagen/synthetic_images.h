@@ -37,8 +37,12 @@ struct SyntheticImageFile {
   std::string ext;    // "jpg", "JPEG" (extensions in any case) or "png"
 };
 absl::StatusOr<SyntheticImageFile> MakeSyntheticImageFile(int64_t index, int classes, uint64_t seed);
+// Its extension, and its path in the folder layout: class_LLL/img_IIIIIII.EXT.
+std::string SyntheticImageExt(int64_t index);
+std::string SyntheticImageName(int64_t index, int classes);
 
-// `count` images in `classes` class folders under `dir`.
+// `count` images in `classes` class folders under `dir`; refused where an
+// earlier run left images this one would not replace (older_files.h).
 // `progress(done, total)`.
 absl::Status WriteSyntheticImageFolder(const std::string& dir, int64_t count, int classes, uint64_t seed,
                                        const std::function<void(int64_t, int64_t)>& progress);
