@@ -33,6 +33,19 @@ TEST(SampleRng, DiffersAcrossSeedOpEpochAndSample) {
   EXPECT_NE(base, SampleRng(1, OpKey("m", 0), 0, 1).NextU32());
 }
 
+// A repeat's passes are numbered outer * 2^20 + i: outer epoch 4096 is
+// 2^32 and must not draw as epoch 0 did.
+TEST(SampleRng, EpochsApartByAMultipleOf2To32DrawAnew) {
+  for (const uint64_t epoch : {uint64_t{0}, uint64_t{5}, uint64_t{1} << 20}) {
+    SampleRng low(1, OpKey("m", 0), epoch, 9);
+    SampleRng high(1, OpKey("m", 0), epoch + (uint64_t{1} << 32), 9);
+    SampleRng higher(1, OpKey("m", 0), epoch + (uint64_t{3} << 32), 9);
+    const uint32_t a = low.NextU32(), b = high.NextU32(), c = higher.NextU32();
+    EXPECT_NE(a, b);
+    EXPECT_NE(b, c);
+  }
+}
+
 TEST(SampleRng, UniformStaysInRangeAndCoversIt) {
   float lo = 1, hi = 0;
   for (int s = 0; s < 10000; ++s) {

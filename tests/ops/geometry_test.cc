@@ -274,7 +274,7 @@ TEST(RandomPerspective, DrawsTorchvisionsCornersWithProbabilityP) {
   const ImageDims dims{30, 40, 3};
   WarpPart part;
   part.kind = WarpPart::Kind::kPerspective;
-  part.lo = 0.5f;
+  part.distortion = 0.5;
   part.p = 1.f;
   std::set<int> seen_x, seen_y;
   for (int64_t sample = 0; sample < 400; ++sample) {
@@ -305,6 +305,23 @@ TEST(RandomPerspective, DrawsTorchvisionsCornersWithProbabilityP) {
   EXPECT_NEAR(distorted, 600, 5 * std::sqrt(2000 * 0.3 * 0.7));
 }
 
+// torchvision's bound is int(distortion_scale * half_width) in double:
+// 0.29 * 100 is 28.999999999999996 there (28), and 29 in float.
+TEST(RandomPerspective, TheCornersBoundIsTakenInDoubleAsTorchvisionTakesIt) {
+  const ImageDims dims{200, 200, 3};
+  WarpPart part;
+  part.kind = WarpPart::Kind::kPerspective;
+  part.distortion = 0.29;
+  part.p = 1.f;
+  int widest = 0;
+  for (int64_t sample = 0; sample < 1000; ++sample) {
+    SampleRng rng(1, 42, 0, sample);
+    const std::vector<double> c = MovedCorners(SampleMap(part, dims, rng), dims);
+    widest = std::max(widest, static_cast<int>(std::round(c[0])));
+  }
+  EXPECT_EQ(widest, 28);
+}
+
 TEST(RandomPerspective, FusesWithTheOtherWarpsAndRunsAsOneMap) {
   // The op alone equals WarpAffine with the map SampleMap draws; fused
   // after a flip, the composed map (Then) is the one applied.
@@ -314,7 +331,7 @@ TEST(RandomPerspective, FusesWithTheOtherWarpsAndRunsAsOneMap) {
   const std::vector<float> got = RunOp<float, float>("random_perspective", R"({"p": 1})", spec, image, 1);
   WarpPart part;
   part.kind = WarpPart::Kind::kPerspective;
-  part.lo = 0.5f;
+  part.distortion = 0.5;
   part.p = 1.f;
   SampleRng rng(1, 42, 0, 0);
   std::vector<float> want(image.size());

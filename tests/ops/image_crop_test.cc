@@ -5,6 +5,7 @@
 #include "gtest/gtest.h"
 #include "op_harness.h"
 #include "sluice/core/status_macros.h"
+#include "sluice/ops/crop_window.h"
 #include "sluice/pipeline_builder.h"
 #include "status_matchers.h"
 
@@ -89,6 +90,22 @@ TEST(CenterCrop, HalfPixelMarginsRoundToEvenAsTorchvisionDoes) {
   EXPECT_EQ(tall.data<uint8_t>()[0], 2);  // (0, 2)
   ASSERT_OK_AND_ASSIGN(Tensor wide, RunOne(Op("center_crop", {{"size", {1, 3}}})));
   EXPECT_EQ(wide.data<uint8_t>()[0], 22);  // (2, 2)
+}
+
+// torchvision rounds the window's sides with Python's round, a half to the
+// even neighbour. A share of 0.25 of 45x45 at ratio 1 is a side of 22.5:
+// 22 there (23 by lround). 30x3 at ratio 1.5 fits no drawn window and falls
+// back to the centre: round(3 * 1.5) = 4 wide at (30 - 4) // 2 = 13.
+TEST(RandomResizedCrop, RoundsHalfSidesToEvenAsTorchvisionDoes) {
+  SampleRng rng(1, 2, 0, 0);
+  const kernels::Window drawn = RandomResizedCropWindow(45, 45, rng, 0.25, 0.25, 1.0, 1.0);
+  EXPECT_EQ(drawn.w, 22);
+  EXPECT_EQ(drawn.h, 22);
+  const kernels::Window fallback = RandomResizedCropWindow(30, 3, rng, 0.5, 1.0, 1.5, 1.5);
+  EXPECT_EQ(fallback.w, 4);
+  EXPECT_EQ(fallback.h, 3);
+  EXPECT_EQ(fallback.x, 13);
+  EXPECT_EQ(fallback.y, 0);
 }
 
 TEST(Resize, KeepsAConstantImageConstant) {

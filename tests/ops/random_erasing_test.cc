@@ -74,6 +74,21 @@ TEST(RandomErasing, ErasesOneBoxOfTheDrawnShareAndRatio) {
   EXPECT_NEAR(share / boxes, 0.170, 0.02);
 }
 
+// RandomErasing rounds the box's sides with Python's round: a share of
+// 0.25 of 5x5 at ratio 1 is a side of 2.5, so 2 (3 by llround).
+TEST(RandomErasing, RoundsHalfSidesToEvenAsTorchvisionDoes) {
+  constexpr int64_t kSide = 5, kImages = 20;
+  const ColumnSpec spec{"image", DType::kFloat32, Shape{1, kSide, kSide}};
+  const std::vector<float> in(kImages * kSide * kSide, 1.f);
+  const std::vector<float> out = RunOp<float>(
+      "random_erasing", R"({"p": 1, "scale": [0.25, 0.25], "ratio": [1, 1], "value": [0]})", spec, in, kImages);
+  for (int64_t r = 0; r < kImages; ++r) {
+    int64_t erased = 0;
+    for (int64_t i = 0; i < kSide * kSide; ++i) erased += out[r * kSide * kSide + i] == 0.f;
+    EXPECT_EQ(erased, 4) << "image " << r;
+  }
+}
+
 TEST(RandomErasing, PIsTheShareOfImagesErasedInAnyLayout) {
   const ColumnSpec spec{"image", DType::kUInt8, Shape{kH, kW, kC}};
   std::vector<uint8_t> in(2000 * kC * kH * kW, 7);

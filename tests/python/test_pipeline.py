@@ -141,6 +141,19 @@ def test_each_pass_is_a_new_epoch(cifar_dir):
     np.testing.assert_array_equal(next(iter(pipe))["label"], first)
 
 
+def test_a_repeats_passes_draw_anew_in_every_outer_epoch():
+    # A repeat's passes are numbered outer * 2^20 + i: outer epoch 4096
+    # replayed epoch 0's order and augmentations when the draws kept 32 bits.
+    x = np.random.default_rng(0).integers(0, 256, (40, 8, 8, 3), dtype=np.uint8)
+    pipe = (sluice.arrays({"image": x, "id": np.arange(40, dtype=np.int64)}).shuffle(16)
+            .map(ops.random_crop(size=6), ops.color_jitter(brightness=0.5)).repeat(2).batch(80))
+    first = next(pipe.iterate(0))
+    later = next(pipe.iterate(4096))
+    assert sorted(first["id"]) == sorted(later["id"])
+    assert not np.array_equal(first["id"], later["id"])
+    assert not np.array_equal(first["image"], later["image"])
+
+
 def test_errors_are_builtin_exceptions_with_the_cpp_message(tmp_path, cifar_dir):
     with pytest.raises(FileNotFoundError, match="no file matches pattern"):
         sluice.tfrecord(str(tmp_path / "*.tfrecord")).schema

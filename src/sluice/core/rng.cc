@@ -52,7 +52,11 @@ uint64_t OpKey(absl::string_view node_name, int op_position) {
 }
 
 SampleRng::SampleRng(uint64_t seed, uint64_t op_key, uint64_t epoch, uint64_t sample_index) {
-  const uint64_t k = Mix64(seed ^ Mix64(op_key));
+  uint64_t k = Mix64(seed ^ Mix64(op_key));
+  // The counter holds the epoch's low 32 bits; higher ones (a repeat's
+  // passes are numbered outer * 2^20 + i) go into the key, so that epoch
+  // e + 2^32 draws anew. Epochs below 2^32 keep the key they always had.
+  if (epoch >> 32 != 0) k = Mix64(k ^ Mix64(epoch >> 32));
   key_ = {static_cast<uint32_t>(k), static_cast<uint32_t>(k >> 32)};
   // counter_[3] counts blocks of four draws within the sample.
   counter_ = {static_cast<uint32_t>(sample_index), static_cast<uint32_t>(sample_index >> 32),

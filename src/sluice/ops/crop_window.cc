@@ -15,8 +15,8 @@ Window RandomResizedCropWindow(int width, int height, SampleRng& rng, double sca
   for (int attempt = 0; attempt < 10; ++attempt) {
     const double target = area * rng.Uniform(static_cast<float>(scale_lo), static_cast<float>(scale_hi));
     const double aspect = std::exp(rng.Uniform(static_cast<float>(log_lo), static_cast<float>(log_hi)));
-    const int w = static_cast<int>(std::lround(std::sqrt(target * aspect)));
-    const int h = static_cast<int>(std::lround(std::sqrt(target / aspect)));
+    const int w = static_cast<int>(PythonRound(std::sqrt(target * aspect)));
+    const int h = static_cast<int>(PythonRound(std::sqrt(target / aspect)));
     if (w > 0 && h > 0 && w <= width && h <= height) {
       const int i = static_cast<int>(rng.NextU32() % static_cast<uint32_t>(height - h + 1));
       const int j = static_cast<int>(rng.NextU32() % static_cast<uint32_t>(width - w + 1));
@@ -27,9 +27,9 @@ Window RandomResizedCropWindow(int width, int height, SampleRng& rng, double sca
   const double in_ratio = static_cast<double>(width) / height;
   double w = width, h = height;
   if (in_ratio < ratio_lo) {
-    h = std::lround(w / ratio_lo);
+    h = PythonRound(w / ratio_lo);
   } else if (in_ratio > ratio_hi) {
-    w = std::lround(h * ratio_hi);
+    w = PythonRound(h * ratio_hi);
   }
   return Window{std::floor((width - w) / 2), std::floor((height - h) / 2), w, h, /*inside=*/true};
 }

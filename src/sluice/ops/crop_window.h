@@ -14,6 +14,7 @@
 #include "sluice/ops/attrs.h"
 #include "sluice/ops/field.h"
 #include "sluice/ops/kernel.h"
+#include "sluice/ops/python_round.h"
 
 namespace sluice::ops {
 
@@ -53,15 +54,8 @@ std::pair<int, int> ImageSize(const Attrs& attrs, absl::string_view name);
 // The attrs of a random resized crop: size, scale, ratio.
 std::vector<AttrSchema> RandomResizedCropAttrs();
 
-// CenterCrop's top and left: int(round(margin / 2)) in Python, whose round
-// takes a half to the even neighbour (8.5 to 8, 9.5 to 10; std::round took
-// 8.5 to 9, a pixel off torchvision's crop).
-inline double CenterOffset(double size, double crop) {
-  const double half = (size - crop) / 2.0;
-  const double down = std::floor(half);
-  if (half - down != 0.5) return std::round(half);
-  return std::fmod(down, 2.0) == 0 ? down : down + 1;
-}
+// CenterCrop's top and left: int(round(margin / 2)) in Python.
+inline double CenterOffset(double size, double crop) { return PythonRound((size - crop) / 2.0); }
 
 // (top, left) of an h x w centre crop of an image of `d`'s size.
 inline std::pair<int64_t, int64_t> CenterOffsets(const ImageDims& d, int64_t h, int64_t w) {

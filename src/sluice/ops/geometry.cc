@@ -217,7 +217,7 @@ absl::StatusOr<InferredOp> InferAffine(const Attrs& attrs, const Schema& schema)
 absl::StatusOr<InferredOp> InferPerspective(const Attrs& attrs, const Schema& schema) {
   WarpPart part;
   part.kind = WarpPart::Kind::kPerspective;
-  part.lo = static_cast<float>(attrs.GetFloat("distortion_scale"));
+  part.distortion = attrs.GetFloat("distortion_scale");
   part.p = static_cast<float>(attrs.GetFloat("p"));
   return InferWarp(attrs, schema, true, part);
 }

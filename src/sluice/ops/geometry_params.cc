@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "sluice/kernels/image_adjust.h"
+#include "sluice/ops/python_round.h"
 
 namespace sluice::ops {
 namespace {
@@ -46,8 +47,8 @@ Affine SampleMap(const WarpPart& part, const ImageDims& dims, SampleRng& rng) {
       // rotation, scale and shear about the centre, then the shift, from
       // _get_inverse_affine_matrix.
       const double angle = rng.Uniform(part.lo, part.hi);
-      const double tx = std::round(rng.Uniform(-part.translate_x, part.translate_x) * dims.w);
-      const double ty = std::round(rng.Uniform(-part.translate_y, part.translate_y) * dims.h);
+      const double tx = PythonRound(rng.Uniform(-part.translate_x, part.translate_x) * dims.w);
+      const double ty = PythonRound(rng.Uniform(-part.translate_y, part.translate_y) * dims.h);
       const double scale = rng.Uniform(part.scale_lo, part.scale_hi);
       AffineArgs args;
       args.angle = angle, args.translate_x = tx, args.translate_y = ty, args.scale = scale;
@@ -64,7 +65,7 @@ Affine SampleMap(const WarpPart& part, const ImageDims& dims, SampleRng& rng) {
       // draws as many).
       const bool apply = rng.Bernoulli(part.p);
       const int w = static_cast<int>(dims.w), h = static_cast<int>(dims.h);
-      const int dx = static_cast<int>(part.lo * (w / 2)), dy = static_cast<int>(part.lo * (h / 2));
+      const int dx = static_cast<int>(part.distortion * (w / 2)), dy = static_cast<int>(part.distortion * (h / 2));
       auto draw = [&](int lo, int hi) {  // torch.randint(lo, hi): [lo, hi)
         return lo + static_cast<int>(rng.NextU32() % static_cast<uint32_t>(hi - lo));
       };

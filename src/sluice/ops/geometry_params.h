@@ -30,9 +30,12 @@ struct WarpPart {
   Kind kind = Kind::kFlip;
   bool horizontal = false, vertical = false;  // kFlip: the directions allowed
   float p = 0.5f;                             // kFlip: each direction's probability; kPerspective: of applying it
-  // kRotation, kAffine: degrees; kZoom: magnification (> 1 enlarges);
-  // kPerspective: lo is the distortion scale.
+  // kRotation, kAffine: degrees; kZoom: magnification (> 1 enlarges).
   float lo = 0, hi = 0;
+  // kPerspective: the distortion scale, in double as torchvision's
+  // int(distortion_scale * half_width) takes it (in float the bound moved
+  // by one pixel for some sizes).
+  double distortion = 0;
   // kAffine (torchvision's RandomAffine): the largest shift as a share of
   // the width and height, the scale's range, and the shears' ranges
   // (degrees, x then y).

@@ -11,6 +11,7 @@
 #include "sluice/ops/builtin_ops.h"
 #include "sluice/ops/field.h"
 #include "sluice/ops/op_registry.h"
+#include "sluice/ops/python_round.h"
 
 namespace sluice::ops {
 namespace {
@@ -38,7 +39,8 @@ Box DrawBox(const ErasingParams& p, SampleRng& rng) {
   for (int attempt = 0; attempt < 10; ++attempt) {
     const double erase = area * rng.Uniform(static_cast<float>(p.scale_lo), static_cast<float>(p.scale_hi));
     const double aspect = std::exp(rng.Uniform(static_cast<float>(p.log_ratio_lo), static_cast<float>(p.log_ratio_hi)));
-    const int64_t h = std::llround(std::sqrt(erase * aspect)), w = std::llround(std::sqrt(erase / aspect));
+    const auto h = static_cast<int64_t>(PythonRound(std::sqrt(erase * aspect)));
+    const auto w = static_cast<int64_t>(PythonRound(std::sqrt(erase / aspect)));
     if (!(h < p.h && w < p.w)) continue;
     Box b{0, 0, h, w};
     b.top = rng.NextU32() % static_cast<uint32_t>(p.h - h + 1);
