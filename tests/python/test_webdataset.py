@@ -126,7 +126,8 @@ def test_a_member_whose_header_declares_a_huge_size_is_damage_not_an_allocation(
                            capture_output=True, text=True, timeout=120)
     assert child.returncode == 0, child.stderr
     assert child.stdout.startswith("DataLossError: node 'source_0': the tar is truncated or damaged in member "
-                                   f"k0.jpg (its header declares {declared} bytes;")
+                                   f"k0.jpg (its header, at byte 0 of the tar, declares {declared} bytes, and the "
+                                   "shard ends or is damaged within them)")
     assert "a.tar" in child.stdout
 
 
@@ -207,6 +208,37 @@ def test_gzip_shards_of_several_members_or_trailing_zeros_read_whole_and_a_cut_o
     rows, it = read_gz(tmp_path / "cut.tar.gz", on_corrupt="skip")
     assert 1 <= len(rows) < 12 and rows == expected[:len(rows)], len(rows)
     assert it.skipped == 1 and "the samples before were handed on" in it.skip_summary
+    # Bytes after a whole gzip member: every sample comes (the read that
+    # found them lost its samples, a small shard all of them), and they count.
+    write_shard(tmp_path / "small.tar", [(f"{i:03d}", {"raw": bytes([i]) * 700, "cls": str(i).encode()})
+                                         for i in range(6)])
+    for tar in (tmp_path / "plain.tar", tmp_path / "small.tar"):
+        whole, _ = read_gz(tar)
+        (tmp_path / "junk.tar.gz").write_bytes(gzip.compress(tar.read_bytes()) + b"junkjunk")
+        rows, it = read_gz(tmp_path / "junk.tar.gz", on_corrupt="skip")
+        assert rows == whole and it.skipped == 1
+        assert "start no member, after its tar's end: its samples were all handed on" in it.skip_summary
+
+
+def test_a_field_of_several_extensions_names_the_member_that_failed(tmp_path):
+    write_shard(tmp_path / "a.tar", [("a", {"jpg": b"1", "txt": b"7"}), ("b", {"jpg": b"2", "TXT": b"x9"})])
+    with pytest.raises(sluice.DataLossError, match=r"member b\.TXT of field 'label' is not an integer"):
+        list(sluice.webdataset(str(tmp_path / "a.tar"), {"image": "jpg", "label": ("cls;txt", "int64")}))
+    write_shard(tmp_path / "b.tar", [("a", {"jpg": b"1", "bin": b"1234"}), ("b", {"jpg": b"2", "raw": b"123"})])
+    with pytest.raises(sluice.DataLossError, match=r"member b\.raw of field 'raw' has 3 bytes, not the declared 4"):
+        list(sluice.webdataset(str(tmp_path / "b.tar"), {"image": "jpg", "raw": ("bin;raw", "bytes", 4)}))
+
+
+def test_a_damaged_header_says_the_rest_of_the_shard_is_lost(tmp_path):
+    write_shard(tmp_path / "a.tar", [(f"s{i}", {"jpg": b"x" * 100, "cls": str(i).encode()}) for i in range(6)])
+    data = bytearray((tmp_path / "a.tar").read_bytes())
+    data[2048 * 3 + 20] ^= 0x55  # s3.jpg's header (a sample: two members of a header and a block)
+    (tmp_path / "a.tar").write_bytes(bytes(data))
+    it = iter(sluice.webdataset(str(tmp_path / "a.tar"), {"label": ("cls", "int64")}, shuffle=False,
+                                on_corrupt="skip"))
+    assert [int(r["label"]) for r in it] == [0, 1, 2]
+    assert "damaged after member s2.cls" in it.skip_summary
+    assert "the rest of the shard is lost, its samples not counted" in it.skip_summary
 
 
 def test_key_and_url_fields_give_each_samples_key_and_shard_as_the_webdataset_library_does(tmp_path):

@@ -32,6 +32,10 @@ class ArchiveStream {
   // Whether a gzip file's data was found damaged (checked per member, at
   // its end: what was read before it went unchecked).
   bool gzip_damaged() const { return gzip_ != nullptr && gzip_->damaged(); }
+  // Its message: what the damage is and near which compressed byte.
+  std::string gzip_damage() const { return gzip_damaged() ? std::string(gzip_->damage().message()) : ""; }
+  // Whether that damage follows the last gzip member: what was read checked out.
+  bool gzip_damaged_after_its_data() const { return gzip_damaged() && gzip_->damaged_after_the_members(); }
   // After the archive's end: checks what is left of a compressed file (a
   // gzip's last CRC follows the tar's end marker). A read error is also
   // read_status().

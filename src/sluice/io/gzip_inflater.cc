@@ -76,7 +76,10 @@ absl::StatusOr<size_t> GzipInflater::Read(char* out, size_t n) {
   const uint32_t asked = s.avail_out;
   while (s.avail_out > 0 && !ended_) {
     if (s.block_state == ISAL_BLOCK_FINISH) {
-      SLUICE_RETURN_IF_ERROR(NextMember());
+      const absl::Status next = NextMember();
+      // What the member before it held checked out (its CRC): handed on
+      // first, as below; the next read says what followed it.
+      if (!next.ok()) return s.avail_out < asked ? absl::StatusOr<size_t>(asked - s.avail_out) : next;
       continue;
     }
     if (s.avail_in == 0) SLUICE_RETURN_IF_ERROR(Refill());
@@ -130,7 +133,7 @@ absl::Status GzipInflater::NextMember() {
   const int bits = std::clamp(s.read_in_length, 0, 64);
   const uint64_t unused = bits == 0 ? 0 : s.read_in & (~uint64_t{0} >> (64 - bits));
   if (unused != 0) {
-    return Damage(zlib_ ? "bytes after the zlib stream" : "bytes after the last gzip member that start no member");
+    return DamageAfterTheMembers();
   }
   if (s.avail_in < 3) SLUICE_RETURN_IF_ERROR(Refill());
   if (s.avail_in == 0) {
@@ -148,7 +151,7 @@ absl::Status GzipInflater::NextMember() {
   }
   while (s.avail_in > 0) {
     if (std::any_of(s.next_in, s.next_in + s.avail_in, [](uint8_t b) { return b != 0; })) {
-      return Damage(zlib_ ? "bytes after the zlib stream" : "bytes after the last gzip member that start no member");
+      return DamageAfterTheMembers();
     }
     s.next_in += s.avail_in;
     s.avail_in = 0;
@@ -156,6 +159,11 @@ absl::Status GzipInflater::NextMember() {
   }
   ended_ = true;
   return absl::OkStatus();
+}
+
+absl::Status GzipInflater::DamageAfterTheMembers() {
+  after_the_members_ = true;
+  return Damage(zlib_ ? "bytes after the zlib stream" : "bytes after the last gzip member that start no member");
 }
 
 absl::Status GzipInflater::Damage(const std::string& what) {

@@ -46,6 +46,11 @@ class GzipInflater {
   // Whether an error came from damage rather than from reading: every
   // later Read returns it again.
   bool damaged() const { return !damage_.ok(); }
+  // The damage found (OK when none): what and at which compressed byte.
+  const absl::Status& damage() const { return damage_; }
+  // Whether the damage follows the last member (whose CRC checked out):
+  // what was read is whole.
+  bool damaged_after_the_members() const { return after_the_members_; }
 
  private:
   absl::Status Refill();
@@ -53,6 +58,7 @@ class GzipInflater {
   absl::Status Start();
   absl::Status NextMember();
   absl::Status Damage(const std::string& what);
+  absl::Status DamageAfterTheMembers();
 
   const RandomAccessFile* file_;
   std::unique_ptr<inflate_state> state_;
@@ -63,6 +69,7 @@ class GzipInflater {
   bool zlib_ = false;  // a zlib stream, not gzip members
   bool ended_ = false;
   absl::Status damage_;
+  bool after_the_members_ = false;
 };
 
 }  // namespace sluice::io

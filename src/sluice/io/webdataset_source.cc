@@ -45,6 +45,7 @@ constexpr absl::string_view kUrlField = "__url__";
 struct PendingSample {
   std::string key;
   std::vector<std::optional<std::string>> values;  // per field
+  std::vector<std::string> members;                // per field: the member read, for messages
   std::string first_member;                        // for messages
   std::vector<std::string> extensions;             // its members', for messages
   int64_t bytes = 0;
@@ -74,12 +75,12 @@ class WebDatasetReader : public SplitReader {
       if (r == ARCHIVE_EOF) {
         done_ = true;
         const absl::Status checked = stream_->Finish();
-        if (!checked.ok()) {
-          if (!stream_->read_status().ok()) return checked;
-          SLUICE_RETURN_IF_ERROR(GzipDamaged(checked.message()));
-          break;
+        if (!checked.ok() && !stream_->read_status().ok()) return checked;
+        // The last sample waits for the last CRC; bytes after it spoil nothing.
+        if (checked.ok() || stream_->gzip_damaged_after_its_data()) {
+          if (!sample_.key.empty()) SLUICE_RETURN_IF_ERROR(Emit(out, &rows));
         }
-        if (!sample_.key.empty()) SLUICE_RETURN_IF_ERROR(Emit(out, &rows));
+        if (!checked.ok()) SLUICE_RETURN_IF_ERROR(DamagedAfterTheTar(checked.message()));
         break;
       }
       // ARCHIVE_RETRY is a damaged header (libarchive would scan past it
@@ -99,6 +100,7 @@ class WebDatasetReader : public SplitReader {
       if (ke.key != sample_.key && !sample_.key.empty()) SLUICE_RETURN_IF_ERROR(Emit(out, &rows));
       if (sample_.key.empty()) Start(ke.key, member);
       last_member_ = member;
+      last_member_at_ = archive_read_header_position(archive_);
       sample_.extensions.push_back(ke.extension);
       const auto field = field_of_.find(ke.extension);
       if (field == field_of_.end()) {
@@ -138,6 +140,7 @@ class WebDatasetReader : public SplitReader {
   void Start(const std::string& key, const std::string& member) {
     sample_.key = key;
     sample_.values.assign(fields_.size(), std::nullopt);
+    sample_.members.assign(fields_.size(), "");
     for (size_t f = 0; f < fields_.size(); ++f) {
       if (fields_[f].extensions[0] == kKeyField) sample_.values[f] = key;
       if (fields_[f].extensions[0] == kUrlField) sample_.values[f] = path_;
@@ -155,10 +158,12 @@ class WebDatasetReader : public SplitReader {
     }
     const la_int64_t size = std::max<la_int64_t>(archive_entry_size(entry), 0);
     value.emplace();
+    sample_.members[field] = member;
     const absl::Status read = ReadData(static_cast<uint64_t>(size), &*value);
     if (!read.ok()) {
       value.reset();
-      return Damaged(absl::StrCat("in member ", member, " (", read.message(), ")"));
+      return Damaged(absl::StrCat("in member ", member, " (its header, at byte ", last_member_at_, " of the tar, ",
+                                  read.message(), ")"));
     }
     sample_.bytes += size;
     return absl::OkStatus();
@@ -172,8 +177,10 @@ class WebDatasetReader : public SplitReader {
       const size_t at = out->size();
       out->resize(at + std::min(size - at, std::max<uint64_t>(at, kPiece)));
       const la_ssize_t got = archive_read_data(archive_, out->data() + at, out->size() - at);
-      if (got <= 0) {
-        return absl::DataLossError(absl::StrCat("its header declares ", size, " bytes; ", at, " came"));
+      if (got <= 0) {  // what the failing call copied is not counted: `at` came at least
+        return absl::DataLossError(
+            absl::StrCat("declares ", size, " bytes, and the shard ends or is damaged ",
+                         at == 0 ? "within them" : absl::StrCat("after at least ", at, " of them")));
       }
       out->resize(at + static_cast<size_t>(got));
     }
@@ -196,13 +203,13 @@ class WebDatasetReader : public SplitReader {
                        s.bytes);
       }
       if (field.length > 0 && static_cast<int64_t>(s.values[f]->size()) != field.length) {
-        return Corrupt(absl::StrCat("member ", s.key, ".", field.extensions[0], " of field '", field.name, "' has ",
-                                    s.values[f]->size(), " bytes, not the declared ", field.length),
+        return Corrupt(absl::StrCat("member ", s.members[f], " of field '", field.name, "' has ", s.values[f]->size(),
+                                    " bytes, not the declared ", field.length),
                        s.bytes);
       }
       if (field.integer && !absl::SimpleAtoi(absl::StripAsciiWhitespace(*s.values[f]), &integers[f])) {
-        return Corrupt(absl::StrCat("member ", s.key, ".", field.extensions[0], " of field '", field.name,
-                                    "' is not an integer: \"", absl::CHexEscape(s.values[f]->substr(0, 32)), "\""),
+        return Corrupt(absl::StrCat("member ", s.members[f], " of field '", field.name, "' is not an integer: \"",
+                                    absl::CHexEscape(s.values[f]->substr(0, 32)), "\""),
                        s.bytes);
       }
     }
@@ -234,9 +241,19 @@ class WebDatasetReader : public SplitReader {
   absl::Status Damaged(const std::string& where) {
     done_ = true;
     if (!stream_->read_status().ok()) return stream_->read_status();  // the store's error, not damage
+    if (stream_->gzip_damaged()) return GzipDamaged(stream_->gzip_damage());
     const char* why = archive_error_string(archive_);
-    if (stream_->gzip_damaged()) return GzipDamaged(why ? why : "unknown");
-    return Corrupt(absl::StrCat("the tar is truncated or damaged ", where, " (", why ? why : "unknown", ")"));
+    return Corrupt(absl::StrCat("the tar is truncated or damaged ", where, " (", why ? why : "unknown",
+                                "); the rest of the shard is lost, its samples not counted"));
+  }
+
+  // Damage past the tar's end marker: bytes after the last gzip member
+  // (every sample was handed on, counted as one record all the same, so
+  // that a count shows it), or the last member's CRC (the last sample is
+  // lost, those before were handed on unchecked).
+  absl::Status DamagedAfterTheTar(absl::string_view why) {
+    if (!stream_->gzip_damaged_after_its_data()) return GzipDamaged(why);
+    return Corrupt(absl::StrCat("the shard's ", why, ", after its tar's end: its samples were all handed on"));
   }
 
   // Where the damage lies is unknown: gzip checks a member's bytes at its end.
@@ -257,6 +274,7 @@ class WebDatasetReader : public SplitReader {
   bool done_ = false;
   PendingSample sample_;
   std::string last_member_ = "(none: the first header)";
+  int64_t last_member_at_ = 0;  // its header's byte in the tar
   int64_t index_ = 0;
 };
 
