@@ -20,7 +20,7 @@ over without copying. `sluice.torch` yields torch tensors.
 
 from sluice import _sluice, ops
 from sluice._sluice import (CancelledError, DataLossError, DeadlineExceededError, InvalidArgumentError,
-                            NotFoundError, PermissionDeniedError, SluiceError, UnavailableError)
+                            NotFoundError, PermissionDeniedError, SluiceError, UnavailableError, UnimplementedError)
 from sluice.pipeline import (Pipeline, arrays, arrow_ipc, cifar10, file_list, from_arrow, image_folder, mnist,
                              parquet, tfrecord, webdataset)
 from sluice.datasets import from_dataset, from_generator
@@ -85,6 +85,7 @@ __all__ = [
     "Pipeline", "tfrecord", "mnist", "cifar10", "arrays", "image_folder", "file_list", "webdataset", "parquet",
     "arrow_ipc", "from_arrow", "from_dataset", "from_generator", "ops",
     "SluiceError", "InvalidArgumentError", "NotFoundError", "DataLossError",
-    "CancelledError", "PermissionDeniedError", "UnavailableError", "DeadlineExceededError", "load_plugin", "dispatcher_status", "device_decode_stats",
+    "CancelledError", "PermissionDeniedError", "UnavailableError", "DeadlineExceededError", "UnimplementedError",
+    "load_plugin", "dispatcher_status", "device_decode_stats",
     "object_store_stats", "serve_metrics",
 ]

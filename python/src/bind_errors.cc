@@ -22,6 +22,7 @@ PyObject* g_cancelled = nullptr;
 PyObject* g_permission_denied = nullptr;
 PyObject* g_unavailable = nullptr;
 PyObject* g_deadline_exceeded = nullptr;
+PyObject* g_unimplemented = nullptr;
 PyObject* g_error = nullptr;
 
 // A new exception class sluice.<name> with `bases`, added to `m`.
@@ -61,6 +62,7 @@ void InitErrors(py::module_& m) {
   g_permission_denied = NewError(m, "PermissionDeniedError", py::make_tuple(error, py::handle(PyExc_PermissionError)));
   g_unavailable = NewError(m, "UnavailableError", py::make_tuple(error, py::handle(PyExc_ConnectionError)));
   g_deadline_exceeded = NewError(m, "DeadlineExceededError", py::make_tuple(error, py::handle(PyExc_TimeoutError)));
+  g_unimplemented = NewError(m, "UnimplementedError", py::make_tuple(error, py::handle(PyExc_NotImplementedError)));
   // A thread the engine could not start (std::thread throws EAGAIN): the
   // process is out of threads or memory, which its limits decide. Other
   // system errors (a filesystem's) say what they are.
@@ -107,6 +109,9 @@ void ThrowIfError(const absl::Status& status) {
       break;
     case absl::StatusCode::kDeadlineExceeded:
       type = g_deadline_exceeded;
+      break;
+    case absl::StatusCode::kUnimplemented:
+      type = g_unimplemented;
       break;
     default:
       break;

@@ -229,6 +229,12 @@ def test_every_error_is_a_sluice_error_and_the_builtin_users_catch():
     assert issubclass(sluice.SluiceError, RuntimeError)
     with pytest.raises(sluice.SluiceError, match="unknown op 'no_such_op'"):
         sluice.arrays({"x": np.zeros(4, np.float32)}).map({"op": "no_such_op", "attrs": {}}).schema
+    # A state the pipeline cannot save (a second shuffle) is Unimplemented.
+    it = sluice.arrays({"x": np.arange(8)}).shuffle(4).shuffle(4).iterate(0)
+    next(it)
+    with pytest.raises(NotImplementedError, match="node 'shuffle_2'") as raised:
+        it.state()
+    assert isinstance(raised.value, sluice.UnimplementedError) and isinstance(raised.value, sluice.SluiceError)
 
 
 def test_corrupt_record_is_data_loss_or_counted_skip(tmp_path, cifar_dir):

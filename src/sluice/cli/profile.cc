@@ -2,10 +2,13 @@
 // words with numbers, and which lever to pull.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <string>
 #include <system_error>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
@@ -63,6 +66,27 @@ absl::Status WriteText(const std::string& path, const std::string& text) {
 // Under placement "auto": the pipeline run through its placement long
 // enough for a move and its judgement (windows of 2 s), this command its
 // consumer (no trainer in the process), and what was decided and why.
+// Columns as wide as the data (a fused op's name is long), counted in
+// characters: "·" is two bytes.
+size_t Columns(const std::string& utf8) {
+  return std::count_if(utf8.begin(), utf8.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; });
+}
+
+void PrintOpTable(const std::vector<profile::OpCost>& ops) {
+  std::vector<std::string> names;
+  size_t width = Columns("node · op");
+  for (const profile::OpCost& op : ops) {
+    names.push_back(op.node_name + " · " + op.op_name + (op.view ? " (view)" : ""));
+    width = std::max(width, Columns(names.back()));
+  }
+  const auto padded = [&](const std::string& name) { return name + std::string(width - Columns(name), ' '); };
+  std::printf("%s %10s %7s %13s\n", padded("node · op").c_str(), "core-s/1k", "CPU", "without it/s");
+  for (size_t i = 0; i < ops.size(); ++i) {
+    std::printf("%s %10.4f %6.1f%% %13s\n", padded(names[i]).c_str(), ops[i].core_s_per_1k, 100 * ops[i].cpu_share,
+                ops[i].ablated_samples_per_s > 0 ? profile::ShortRate(ops[i].ablated_samples_per_s).c_str() : "-");
+  }
+}
+
 absl::StatusOr<placement::Report> PlacementRun(const PipelineDef& def, double seconds) {
   SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<placement::PlacedPipeline> pipeline, placement::PlacedPipeline::Create(def));
   if (!pipeline->automatic()) return pipeline->report();
@@ -105,12 +129,7 @@ absl::Status Profile(const ProfileArgs& args) {
 
   std::printf("%s\n\n", r.verdict.summary.c_str());
   if (!r.note.empty()) std::printf("(%s)\n\n", r.note.c_str());
-  std::printf("%-60s %10s %7s %13s\n", "node · op", "core-s/1k", "CPU", "without it/s");
-  for (const profile::OpCost& op : r.findings.ops) {
-    std::printf("%-60s %10.4f %6.1f%% %13s\n", (op.node_name + " · " + op.op_name + (op.view ? " (view)" : "")).c_str(),
-                op.core_s_per_1k, 100 * op.cpu_share,
-                op.ablated_samples_per_s > 0 ? profile::ShortRate(op.ablated_samples_per_s).c_str() : "-");
-  }
+  PrintOpTable(r.findings.ops);
   std::printf("\nsource alone: %s samples/s; CPU per sample: %.1f core-µs\n",
               profile::ShortRate(r.findings.input_only_samples_per_s).c_str(), r.findings.cpu_s_per_sample * 1e6);
   std::printf("memory: budget %s; the engine's buffers held at most %.1f MB (%.1f MB in use at once)",

@@ -154,8 +154,9 @@ absl::Status CheckNotOverwritingSources(const std::string& out_dir, const std::v
   }
   for (const std::string& source : sources) {
     if (written.count(std::filesystem::weakly_canonical(source, ec)) > 0) {
-      return absl::FailedPreconditionError(absl::StrCat("--out ", out_dir, " would overwrite the source's file ",
-                                                        source, " with its materialized records: give another folder"));
+      return absl::FailedPreconditionError(absl::StrCat("the output folder ", out_dir,
+                                                        " would overwrite the source's file ", source,
+                                                        " with its materialized records: give another folder"));
     }
   }
   return absl::OkStatus();
