@@ -70,6 +70,10 @@ START_TRIES_S = 30
 # The node's own dispatcher, a process on this host: gone this long, it is
 # gone (one across a network gets the distribute node's 60 s).
 DISPATCHER_TIMEOUT_S = 30
+# Registering has the pool's worker load the ranks' Python code (a torch
+# Dataset, its imports) in a fresh process: on a busy node that outlasts
+# the distribute node's 30 s.
+REGISTER_TIMEOUT_S = 300
 
 
 def _keep_a_worker(worker_args):
@@ -206,5 +210,6 @@ def through_pool(definition, dispatcher):
         if nodes[i].get("map", {}).get("device", "cpu") not in ("", "cpu"):
             at = i
             break
-    distribute = {"dispatcher": dispatcher, "mode": "parallel_epochs", "dispatcher_timeout_s": DISPATCHER_TIMEOUT_S}
+    distribute = {"dispatcher": dispatcher, "mode": "parallel_epochs", "dispatcher_timeout_s": DISPATCHER_TIMEOUT_S,
+                  "connect_timeout_s": REGISTER_TIMEOUT_S}
     return {**definition, "nodes": nodes[:at] + [{"distribute": distribute}] + nodes[at:]}

@@ -46,6 +46,14 @@ def dumps(obj, who):
         raise ImportError(f"{who} sends Python code to sluice's processes with cloudpickle, which this Python "
                           "cannot import: pip install cloudpickle (docs/python.md)") from e
 
+    # A script that multiprocessing's spawn runs again in its children
+    # (torch.multiprocessing.spawn) is the module __mp_main__ there: sent by
+    # value, as __main__ is (by reference, the processes would import a
+    # module of that name, which they have not).
+    spawned_main = sys.modules.get("__mp_main__")
+    if spawned_main is not None and spawned_main.__name__ == "__mp_main__":
+        cloudpickle.register_pickle_by_value(spawned_main)
+
     class Pickler(cloudpickle.Pickler):
         def reducer_override(self, obj):
             name = _module_subclass_name(obj)

@@ -13,6 +13,7 @@ num_workers=0).
 """
 
 import atexit
+import contextlib
 import gc
 import os
 import sys
@@ -180,8 +181,20 @@ class TorchIterable(torch.utils.data.IterableDataset):
 
     def __len__(self):
         """Batches per epoch, when known (see sluice.Pipeline.__len__)."""
-        self._bind_late_process_group()
-        return len(self._sized)
+        with self._naming_the_rank():
+            self._bind_late_process_group()
+            return len(self._sized)
+
+    @contextlib.contextmanager
+    def _naming_the_rank(self):
+        """sluice's errors within say which rank raised them: launchers other
+        than torchrun prefix no rank to a rank's output."""
+        try:
+            yield
+        except Exception as e:  # not `except _sluice.SluiceError`: a generator closed at exit finds _sluice None
+            if self.world_size > 1 and isinstance(e, _sluice.SluiceError):
+                e.args = (f"rank {self.rank} of {self.world_size}: {e}",)
+            raise
 
     def set_epoch(self, epoch):
         """Makes the next pass epoch `epoch` (as DistributedSampler.set_epoch).
@@ -252,19 +265,14 @@ class TorchIterable(torch.utils.data.IterableDataset):
             raise RuntimeError("sluice.torch.TorchIterable is iterated in a DataLoader worker: each worker would "
                                "deliver the whole epoch. sluice runs its own threads; give the DataLoader "
                                "num_workers=0 (and batch_size=None)")
-        if not self._checked:
-            self._bind_late_process_group()
-            engine = self._pipeline.engine
-            _distributed.check_ranks_agree(engine.fingerprint, engine.listing, self._pipeline._def, self.world_size,
-                                           self._resume, self._epoch)
-            self._checked = True
-        try:
+        with self._naming_the_rank():
+            if not self._checked:
+                self._bind_late_process_group()
+                engine = self._pipeline.engine
+                _distributed.check_ranks_agree(engine.fingerprint, engine.listing, self._pipeline._def,
+                                               self.world_size, self._resume, self._epoch)
+                self._checked = True
             yield from self._batches()
-        except Exception as e:  # not `except _sluice.SluiceError`: a generator closed at exit finds _sluice None
-            # Other launchers than torchrun prefix no rank to a rank's output.
-            if self.world_size > 1 and isinstance(e, _sluice.SluiceError):
-                e.args = (f"rank {self.rank} of {self.world_size}: {e}",)
-            raise
 
     def _batches(self):
         """The pass's batches, as dicts of torch tensors."""

@@ -280,6 +280,14 @@ def test_an_error_names_the_rank_it_failed_on():
     assert len(failed) == 1, failed  # the rank that keeps dataset[37]
     [(rank, message)] = failed.items()
     assert message.startswith(f"rank {rank} of 2: ") and "dataset[37]" in message, message
+    # So do len() and the compiling at the first pass.
+    loader = sluice.torch.TorchIterable(sluice.arrays({"id": np.arange(3)}).batch(4), rank=1, world_size=2, quiet=True)
+    with pytest.raises(sluice.InvalidArgumentError, match=r"^rank 1 of 2: node 'shard_1': the epoch's 3 rows"):
+        len(loader)
+    broken = sluice.arrays({"id": np.arange(40)}).map(sluice.ops.python("no_such_module:fn", outputs={"id": None}))
+    loader = sluice.torch.TorchIterable(broken.batch(4), rank=1, world_size=2, quiet=True)
+    with pytest.raises(sluice.InvalidArgumentError, match=r"^rank 1 of 2: node 'map_2'.*cannot load no_such_module"):
+        next(iter(loader))
 
 
 def test_an_evaluation_loader_of_its_own_says_so(capsys, monkeypatch):
@@ -675,6 +683,41 @@ def test_a_node_pool_whose_worker_dies_at_each_start_fails_the_ranks_not_hangs(t
     for rank in (0, 1):
         line = next(iter(re.findall(rf"rank {rank}: [^\n]*", job.stdout)), "")
         assert "UnavailableError" in line and "dispatcher" in line, job.stdout + job.stderr[-3000:]
+
+
+_DATASET_CRASHING_AT_ONE_INDEX = """
+import os, signal
+import numpy as np
+import torch.distributed as dist
+import sluice
+import sluice.torch
+dist.init_process_group("gloo")
+class Crashing:  # a C extension segfaulting on one corrupt file
+    def __len__(self):
+        return 60
+    def __getitem__(self, i):
+        if i == 37:
+            os.kill(os.getpid(), signal.SIGSEGV)
+        return {"id": np.int64(i)}
+loader = sluice.torch.TorchIterable(sluice.from_dataset(Crashing(), processes=1, shuffle=False).batch(3),
+                                    node_pool=True)
+try:
+    said = f"rank {dist.get_rank()}: {sum(len(b['id']) for b in loader)} rows"
+except Exception as e:
+    said = f"rank {dist.get_rank()}: {type(e).__name__}: {e}"
+os.write(1, (said + "\\n").encode())
+sluice.torch.exit_rank()
+"""
+
+
+def test_a_python_process_crashing_on_one_sample_in_the_node_pool_fails_its_rank_not_retries_forever(tmp_path):
+    # Each stream from the pool's worker started a fresh process that died
+    # on the same sample: the rank retried once a second without end.
+    job = torchrun_script(tmp_path, _DATASET_CRASHING_AT_ONE_INDEX)
+    line = next(iter(re.findall(r"rank 0: [^\n]*", job.stdout)), "")
+    assert "killed by signal 11 (Segmentation fault) making dataset[37]" in line, job.stdout + job.stderr[-3000:]
+    assert "3 times in a row" in line
+    assert "rank 1: 30 rows" in job.stdout
 
 
 _LOCAL_RANK_0_FAILS = """

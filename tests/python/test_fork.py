@@ -144,3 +144,37 @@ def test_a_pipeline_every_loader_worker_reads_whole_warns_of_the_repeats():
     assert run.stdout.split() == ["200", "100"]  # what the user wrote asks for it
     assert "iterated in DataLoader worker 0 of 2 and has no shard" in run.stderr, run.stderr
     assert "every sample 2 times an epoch" in run.stderr and "<string>" in run.stderr  # the user's line
+
+
+_SPAWNED = """
+import numpy as np
+import torch.multiprocessing as mp
+import sluice
+from sluice import ops
+
+class Numbers:  # defined in the script, which the spawned child runs as __mp_main__
+    def __len__(self):
+        return 8
+    def __getitem__(self, i):
+        return {"id": np.int64(i)}
+
+def doubled(sample):
+    return {"id": sample["id"] * 2}
+
+def run(rank):
+    rows = sorted(int(v) for b in sluice.from_dataset(Numbers(), processes=1).batch(4) for v in b["id"])
+    pipe = sluice.arrays({"id": np.arange(8, dtype=np.int64)}).map(ops.python(doubled, inputs="id")).batch(4)
+    print("child", rows, [int(v) for b in pipe for v in b["id"]], flush=True)
+
+if __name__ == "__main__":
+    mp.spawn(run, nprocs=1)
+"""
+
+
+def test_a_dataset_and_a_transform_defined_in_a_script_run_in_its_spawned_processes(tmp_path):
+    # There the script is the module __mp_main__, which cloudpickle sent by
+    # reference: sluice's processes could not import it.
+    (tmp_path / "job.py").write_text(_SPAWNED)
+    run = subprocess.run([sys.executable, str(tmp_path / "job.py")], capture_output=True, text=True, timeout=180)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "child [0, 1, 2, 3, 4, 5, 6, 7] [0, 2, 4, 6, 8, 10, 12, 14]" in run.stdout, run.stderr[-3000:]

@@ -67,6 +67,14 @@ def test_through_a_worker_process_every_index_arrives_once():
     assert sorted(_epoch(pipe)) == list(range(600))
 
 
+def test_a_dataset_slow_to_load_registers_within_the_clients_wait_not_10_s():
+    # The dispatcher gave the worker describing it 10 s, and the client
+    # said its own 30 s had run out.
+    pipe = (sluice.from_dataset(user_code.SlowToLoad(64, seconds=11), names=("image", "label"), processes=1)
+            .distribute(local_workers=1).batch(32))
+    assert sorted(_epoch(pipe)) == list(range(64))
+
+
 def test_a_dataset_named_by_its_factory_is_made_in_each_process():
     pipe = sluice.from_dataset("user_code:make_squares", names=("image", "label"), processes=2).batch(40)
     assert sorted(_epoch(pipe)) == list(range(200))

@@ -97,6 +97,19 @@ class LoggedSquares(Squares):
         return super().__getitem__(i)
 
 
+class SlowToLoad(Squares):
+    """Squares whose copy in a fresh process takes `seconds` to load, as
+    one importing torchvision or transformers does on a busy host."""
+
+    def __init__(self, n, seconds):
+        super().__init__(n)
+        self.seconds = seconds
+
+    def __setstate__(self, state):
+        time.sleep(state["seconds"])
+        self.__dict__.update(state)
+
+
 class SortedByClass:
     """A dataset in ImageFolder's order: `classes` classes of `per_class`
     items, item i of class i // per_class."""

@@ -127,9 +127,13 @@ absl::StatusOr<ElementSpec> DispatcherImpl::DescribeOn(const std::string& addres
   *request.mutable_pipeline() = def;
   *request.mutable_limits() = ToProto(limits_);
   ElementSpec element;
+  // Describing loads the pipeline's Python code in a fresh process (torch,
+  // transformers: many seconds on a busy host) and lists its files: the
+  // client's connect_timeout_s bounds the registration, not 10 s here.
+  constexpr absl::Duration kDescribeTimeout = absl::Minutes(10);
   SLUICE_RETURN_IF_ERROR(CallUnary(worker.get(), &::sluice::Worker::Stub::DescribePipeline,
                                    absl::StrCat("describe the pipeline on worker ", address), request, &element,
-                                   security_.token));
+                                   security_.token, kDescribeTimeout));
   return element;
 }
 

@@ -199,7 +199,8 @@ absl::StatusOr<std::shared_ptr<DistributedInput>> DistributedInput::Connect(Clie
       return absl::DeadlineExceededError(absl::StrCat(
           "dispatcher ", input->options_.dispatcher, ": registering the pipeline took longer than connect_timeout_s (",
           absl::FormatDuration(input->options_.connect_timeout),
-          "): describing it lists its files, and an object store that does not answer is retried for up to "
+          "): describing it loads its Python code (a dataset, a transform) on a worker, in a fresh process, and "
+          "lists its files, and an object store that does not answer is retried for up to "
           "SLUICE_OBJECT_STORE_TIMEOUT_S (60 s by default); check that the store answers, or give connect_timeout_s "
           "more"));
     }

@@ -19,6 +19,10 @@ namespace {
 // long it leaves a worker whose stream broke before trying it again.
 constexpr absl::Duration kRecheck = absl::Milliseconds(100);
 constexpr absl::Duration kRetryWorker = absl::Seconds(1);
+// A stream a worker ended with an error (ABORTED: a Python process that
+// died making a sample, a batch damaged on the way) at the same batch this
+// many times in a row: the data's failure, not a lost worker's.
+constexpr int kMaxAbortsAtOneBatch = 3;
 
 }  // namespace
 
@@ -73,6 +77,14 @@ void RankStreamReader::Run() {
     }
     const std::string from = absl::StrCat("worker ", worker->worker_id(), " at ", worker->worker_address());
     if (!LostWorker(status)) return Fail(FromGrpc(status, from));
+    if (status.error_code() == grpc::StatusCode::ABORTED) {
+      aborts_in_a_row_ = aborted_at_ == arrived_ ? aborts_in_a_row_ + 1 : 1;
+      aborted_at_ = arrived_;
+      if (aborts_in_a_row_ >= kMaxAbortsAtOneBatch) {
+        return Fail(FromGrpc(status, absl::StrCat(from, " (the shard's stream broke at batch ", arrived_, ", ",
+                                                  aborts_in_a_row_, " times in a row)")));
+      }
+    }
     if (arrived_ > 0 && resume_state_.empty()) {
       return Fail(
           absl::UnavailableError(absl::StrCat(from, " was lost after ", arrived_, " batches that carried no position (",

@@ -56,6 +56,8 @@ class RankStreamReader : public exec::Iterator {
   std::string resume_state_;                 // the last arrived batch's state (thread only)
   int64_t arrived_ = 0;                      // batches, this epoch (thread only)
   std::map<int64_t, absl::Time> failed_at_;  // workers whose stream broke (thread only)
+  int64_t aborted_at_ = -1;                  // the batch the last ABORTED stream broke at (thread only)
+  int aborts_in_a_row_ = 0;                  // ... and how many times in a row (thread only)
 
   absl::Mutex mu_;
   absl::CondVar cv_;
