@@ -190,5 +190,26 @@ TEST(Provenance, NamesFileAndRecordOfEachRow) {
   EXPECT_EQ(gathered.Describe(1), "record 12 of a.tfrecord");
 }
 
+// A shuffled Python dataset's record r is its dataset[item]: each row says
+// its item through slices and gathers, and consecutive records of other
+// items do not merge into one run.
+TEST(Provenance, RowsOfItemsKeepTheirItems) {
+  auto files = std::make_shared<const std::vector<std::string>>(std::vector<std::string>{"DS"});
+  Provenance p(files);
+  p.AddItem(0, 0, 0, 41);
+  p.AddItem(1, 0, 1, 7);
+  p.AddItem(2, 0, 2, 19);
+  EXPECT_EQ(p.Describe(1), "dataset[7] (record 1 of DS)");
+  EXPECT_EQ(p.SampleId(1), SampleIdOf(0, 1));  // draws stay keyed by the record
+  Provenance s = p.Slice(1, 3);
+  EXPECT_EQ(s.Describe(0), "dataset[7] (record 1 of DS)");
+  EXPECT_EQ(s.Describe(1), "dataset[19] (record 2 of DS)");
+  Provenance gathered;
+  gathered.AddRow(0, p, 0);
+  gathered.AddRow(1, p, 1);
+  EXPECT_EQ(gathered.Describe(0), "dataset[41] (record 0 of DS)");
+  EXPECT_EQ(gathered.Describe(1), "dataset[7] (record 1 of DS)");
+}
+
 }  // namespace
 }  // namespace sluice

@@ -131,6 +131,14 @@ def test_a_failing_item_is_an_error_naming_its_index(how, says):
         list(pipe)
 
 
+def test_an_op_failing_on_a_shuffled_datasets_item_names_that_item():
+    # It named the item's place in the epoch's shuffled order as its index.
+    pipe = (sluice.from_dataset(user_code.Squares(100), names=("image", "id"), processes=1, shuffle=True)
+            .map(sluice.ops.python(user_code.fails_on_37, inputs="id")).batch(10))
+    with pytest.raises(sluice.SluiceError, match=r"failed on dataset\[37\] \(record \d+ of Squares\)"):
+        list(pipe)
+
+
 def test_an_empty_dataset_or_a_wrong_name_count_is_refused():
     with pytest.raises(ValueError, match="empty"):
         sluice.from_dataset(user_code.Squares(0))

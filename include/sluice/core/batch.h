@@ -30,6 +30,10 @@ struct Column {
 struct RowOrigin {
   int32_t file = -1;
   int64_t record = -1;
+  // The item of the source's own numbering the record is, where the two
+  // differ (a shuffled Python dataset's record r is its dataset[item]);
+  // -1 elsewhere. For messages only: not carried by the service.
+  int64_t item = -1;
 };
 
 // A sample's identity, (file << 40) | record (Provenance::SampleId).
@@ -47,6 +51,8 @@ class Provenance {
   // Rows from `first_row` on come from consecutive records of `file`,
   // starting at `first_record`. Runs are added in increasing row order.
   void AddRun(int64_t first_row, int32_t file, int64_t first_record);
+  // Row `row` comes from record `record` of `file`, its item `item` (RowOrigin::item).
+  void AddItem(int64_t row, int32_t file, int64_t record, int64_t item);
   // Appends row `src_row` of `src` as row `dst_row` (gathers: shuffle, filter).
   void AddRow(int64_t dst_row, const Provenance& src, int64_t src_row);
 
@@ -54,7 +60,8 @@ class Provenance {
   // The row's sample identity, (file << 40) | record, stable across epochs,
   // orders, threads and machines; -1 when the origin is unknown.
   int64_t SampleId(int64_t row) const;
-  // "record 17 of /d/train-0.tfrecord", or "row 17" when unknown.
+  // "record 17 of /d/train-0.tfrecord", "dataset[40] (record 17 of DS)"
+  // where it has an item, or "row 17" when unknown.
   std::string Describe(int64_t row) const;
   // The row's file, or "" when unknown.
   std::string File(int64_t row) const;
@@ -74,6 +81,7 @@ class Provenance {
     int64_t first_row;
     int32_t file;
     int64_t first_record;
+    int64_t item = -1;  // of a run of one row (AddItem)
   };
   std::shared_ptr<const std::vector<std::string>> files_;
   std::vector<Run> runs_;

@@ -20,7 +20,7 @@ class FixedRecordSplitReader : public SplitReader {
     const int64_t n = std::min(max_rows, split_.end_record - next_);
     if (n <= 0) return 0;
     SLUICE_RETURN_IF_ERROR(ReadRecords(next_, n, out->rows(), out));
-    out->provenance().AddRun(out->rows(), split_.file, next_);
+    AddProvenance(out->rows(), next_, n, split_.file, &out->provenance());
     out->AddRows(n);
     next_ += n;
     return n;
@@ -49,6 +49,10 @@ class FixedRecordSplitReader : public SplitReader {
 
   // Writes records [first, first + n) of the file to rows [row, row + n).
   virtual absl::Status ReadRecords(int64_t first, int64_t n, int64_t row, BatchBuilder* out) = 0;
+  // Rows [row, row + n) came from records [first, first + n) of `file`.
+  virtual void AddProvenance(int64_t row, int64_t first, int64_t n, int32_t file, Provenance* provenance) {
+    provenance->AddRun(row, file, first);
+  }
 
  private:
   const Split split_;

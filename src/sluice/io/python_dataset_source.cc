@@ -241,6 +241,12 @@ class PythonDatasetReader : public FixedRecordSplitReader {
     return maker_->Make(first, n, row, out, cancelled_, &here, order).status();
   }
 
+  // Shuffled, record r is dataset[order(r)]: messages name that item.
+  void AddProvenance(int64_t row, int64_t first, int64_t n, int32_t file, Provenance* provenance) override {
+    if (!order_) return FixedRecordSplitReader::AddProvenance(row, first, n, file, provenance);
+    for (int64_t i = 0; i < n; ++i) provenance->AddItem(row + i, file, first + i, (*order_)(first + i));
+  }
+
  private:
   const ItemMaker* maker_;
   const int64_t begin_, length_;
