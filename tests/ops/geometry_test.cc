@@ -268,18 +268,29 @@ std::vector<double> MovedCorners(const Affine& a, const ImageDims& d) {
   return out;
 }
 
+// random_perspective's part, always applied.
+WarpPart Perspective(double distortion) {
+  WarpPart part;
+  part.kind = WarpPart::Kind::kPerspective;
+  part.distortion = distortion;
+  part.p = 1.f;
+  return part;
+}
+
+// The corners sample `sample` moved (MovedCorners).
+std::vector<double> CornersOf(const WarpPart& part, const ImageDims& dims, int64_t sample) {
+  SampleRng rng(1, 42, 0, sample);
+  return MovedCorners(SampleMap(part, dims, rng), dims);
+}
+
 TEST(RandomPerspective, DrawsTorchvisionsCornersWithProbabilityP) {
   // RandomPerspective(0.5) on 40 x 30: each corner within int(0.5 * 20) = 10
   // of its x edge and int(0.5 * 15) = 7 of its y edge, every offset drawn.
   const ImageDims dims{30, 40, 3};
-  WarpPart part;
-  part.kind = WarpPart::Kind::kPerspective;
-  part.distortion = 0.5;
-  part.p = 1.f;
+  WarpPart part = Perspective(0.5);
   std::set<int> seen_x, seen_y;
   for (int64_t sample = 0; sample < 400; ++sample) {
-    SampleRng rng(1, 42, 0, sample);
-    const std::vector<double> c = MovedCorners(SampleMap(part, dims, rng), dims);
+    const std::vector<double> c = CornersOf(part, dims, sample);
     for (double v : c) ASSERT_NEAR(v, std::round(v), 2e-3);  // whole pixels, as get_params draws
     const int x[4] = {static_cast<int>(std::round(c[0])), 39 - static_cast<int>(std::round(c[2])),
                       39 - static_cast<int>(std::round(c[4])), static_cast<int>(std::round(c[6]))};
@@ -309,15 +320,9 @@ TEST(RandomPerspective, DrawsTorchvisionsCornersWithProbabilityP) {
 // 0.29 * 100 is 28.999999999999996 there (28), and 29 in float.
 TEST(RandomPerspective, TheCornersBoundIsTakenInDoubleAsTorchvisionTakesIt) {
   const ImageDims dims{200, 200, 3};
-  WarpPart part;
-  part.kind = WarpPart::Kind::kPerspective;
-  part.distortion = 0.29;
-  part.p = 1.f;
   int widest = 0;
   for (int64_t sample = 0; sample < 1000; ++sample) {
-    SampleRng rng(1, 42, 0, sample);
-    const std::vector<double> c = MovedCorners(SampleMap(part, dims, rng), dims);
-    widest = std::max(widest, static_cast<int>(std::round(c[0])));
+    widest = std::max(widest, static_cast<int>(std::round(CornersOf(Perspective(0.29), dims, sample)[0])));
   }
   EXPECT_EQ(widest, 28);
 }
@@ -329,13 +334,9 @@ TEST(RandomPerspective, FusesWithTheOtherWarpsAndRunsAsOneMap) {
   const std::vector<float> image = SmoothImage(30, 40);
   const ImageDims dims{30, 40, 3};
   const std::vector<float> got = RunOp<float, float>("random_perspective", R"({"p": 1})", spec, image, 1);
-  WarpPart part;
-  part.kind = WarpPart::Kind::kPerspective;
-  part.distortion = 0.5;
-  part.p = 1.f;
   SampleRng rng(1, 42, 0, 0);
   std::vector<float> want(image.size());
-  WarpAffine(WarpSpec{DType::kFloat32, dims, FillMode::kConstant, 0.f}, SampleMap(part, dims, rng),
+  WarpAffine(WarpSpec{DType::kFloat32, dims, FillMode::kConstant, 0.f}, SampleMap(Perspective(0.5), dims, rng),
              reinterpret_cast<const uint8_t*>(image.data()), reinterpret_cast<uint8_t*>(want.data()));
   EXPECT_EQ(got, want);
   EXPECT_NE(got, image);

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
@@ -92,8 +93,17 @@ TEST_F(ServiceTest, TheServiceYieldsWhatTheLocalRunYields) {
   }
 }
 
-// The samples a worker process has sent.
-int64_t SamplesSent(const testing::ServiceProcess& worker) { return StatusOf(worker).samples_sent(); }
+// The samples a worker process has sent. It counts a batch once its write
+// returned, which may be after the consumer has it: the count is waited
+// for (up to 10 s) when it is not yet `expected`.
+int64_t SamplesSent(const testing::ServiceProcess& worker, int64_t expected = -1) {
+  int64_t sent = StatusOf(worker).samples_sent();
+  for (int tries = 0; sent != expected && expected >= 0 && tries < 200; ++tries) {
+    absl::SleepFor(absl::Milliseconds(50));
+    sent = StatusOf(worker).samples_sent();
+  }
+  return sent;
+}
 
 PipelineDef WithCutout(const std::string& dispatcher) {
   DistributeOptions d;
@@ -110,7 +120,7 @@ TEST_F(ServiceTest, APluginsOpRunsOnlyOnTheWorkersThatLoadedThePlugin) {
   ASSERT_OK_AND_ASSIGN(auto pipeline, CreatePipeline(WithCutout(cluster.address())));
   ASSERT_OK_AND_ASSIGN(Received r, ReadEpoch(*pipeline));
   ExpectEachIdTimes(r, 1);
-  EXPECT_EQ(SamplesSent(cluster.worker(0)), kRows) << "the worker with the plugin ran every split";
+  EXPECT_EQ(SamplesSent(cluster.worker(0), kRows), kRows) << "the worker with the plugin ran every split";
   EXPECT_EQ(SamplesSent(cluster.worker(1)), 0) << "the worker without it got none";
 }
 
