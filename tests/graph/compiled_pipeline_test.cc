@@ -181,6 +181,17 @@ TEST_F(CompileTest, StructuralErrors) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("the first node must be a source")));
 }
 
+TEST_F(CompileTest, TwoNodesOfOneNameAreRefusedNamingBoth) {
+  EXPECT_THAT(Compile(Cifar().Named("front").Map({Op("reshape", {{"shape", {32, 32, 3}}})}).Named("front").Build()),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("node 'front' (nodes[1]): nodes[0] has the same name; node names must be unique")));
+  // A given name that another node has by default.
+  EXPECT_THAT(Compile(Cifar().Map({Op("random_flip")}).Batch(2).Named("map_1").Build()),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("node 'map_1' (nodes[2]): nodes[1] has")));
+  SLUICE_EXPECT_OK(
+      Compile(Cifar().Named("front").Map({Op("reshape", {{"shape", {32, 32, 3}}})}).Named("shape").Build()).status());
+}
+
 TEST_F(CompileTest, BadFeatureDeclarations) {
   EXPECT_THAT(Compile(PipelineBuilder::TfRecord({dir_.Join("*.tfrecord")}, {BytesFeature("image", -3)}).Build()),
               StatusIs(absl::StatusCode::kInvalidArgument,

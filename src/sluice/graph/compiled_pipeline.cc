@@ -70,6 +70,28 @@ absl::Status NodeError(const std::string& where, absl::string_view message) {
   return absl::InvalidArgumentError(absl::StrCat(where, ": ", message));
 }
 
+// Default names skip the distribute node, so that adding one changes no
+// random key: the distributed pipeline draws as the local one does.
+std::string NodeName(const NodeDef& nd, int i, int distribute) {
+  const int position = distribute >= 0 && i > distribute ? i - 1 : i;
+  return nd.name().empty() ? absl::StrCat(KindOf(nd), "_", position) : nd.name();
+}
+
+// The profile, the autotuner and errors tell nodes apart by name alone.
+absl::Status CheckNamesUnique(const PipelineDef& def, int distribute) {
+  std::map<std::string, int> first;
+  for (int i = 0; i < def.nodes_size(); ++i) {
+    const std::string name = NodeName(def.nodes(i), i, distribute);
+    const auto [it, added] = first.emplace(name, i);
+    if (added) continue;
+    return NodeError(absl::StrCat("node '", name, "' (nodes[", i, "])"),
+                     absl::StrCat("nodes[", it->second,
+                                  "] has the same name; node names must be unique (the profile, the autotuner and "
+                                  "errors tell nodes apart by them)"));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<int> EnvInt(const char* name, int fallback, const std::string& where) {
   const char* value = std::getenv(name);
   if (value == nullptr || *value == '\0') return fallback;
@@ -351,7 +373,7 @@ class Compiler {
   absl::Status AddNode(int i, int end) {
     const NodeDef& nd = def_.nodes(i);
     const absl::string_view kind = KindOf(nd);
-    const std::string name = NodeName(nd, i, kind);
+    const std::string name = NodeName(nd, i, distribute_);
     const std::string where = absl::StrCat("node '", name, "' (nodes[", i, "])");
     SLUICE_RETURN_IF_ERROR(CheckPlacement(nd, i, kind, where));
     CompiledNode node;
@@ -388,13 +410,6 @@ class Compiler {
   }
 
  private:
-  // Default names skip the distribute node, so that adding one changes no
-  // random key: the distributed pipeline draws as the local one does.
-  std::string NodeName(const NodeDef& nd, int i, absl::string_view kind) const {
-    const int position = distribute_ >= 0 && i > distribute_ ? i - 1 : i;
-    return nd.name().empty() ? absl::StrCat(kind, "_", position) : nd.name();
-  }
-
   absl::Status CheckPlacement(const NodeDef& nd, int i, absl::string_view kind, const std::string& where) const {
     if (kind.empty()) {
       return NodeError(absl::StrCat("nodes[", i, "]"),
@@ -850,6 +865,7 @@ absl::StatusOr<CompiledPipeline> Compile(const PipelineDef& def, const ops::OpRe
     return absl::InvalidArgumentError(absl::StrCat("no nodes in [", range.begin, ", ", end, ")"));
   }
   SLUICE_ASSIGN_OR_RETURN(const int distribute, FindDistribute(def));
+  SLUICE_RETURN_IF_ERROR(CheckNamesUnique(def, distribute));
   Compiler compiler(def, registry, range, distribute, &out);
   for (int i = range.begin; i < end; ++i) SLUICE_RETURN_IF_ERROR(compiler.AddNode(i, end));
   if (range.fold_into_remote && !def.options().no_fuse_receive()) FoldIntoReceive(registry, &out);
