@@ -363,6 +363,7 @@ class MapIterator : public Iterator {
       absl::Status row = plan_->RunRows(slot.input, r, r + 1, run, slot.outputs);
       if (row.ok()) continue;
       if (!SkipsRowsOf(row)) return row;
+      plan_->ForgetRow(r, slot.outputs);
       refused->emplace(r, std::string(row.message()));
     }
     return absl::OkStatus();

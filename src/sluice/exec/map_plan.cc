@@ -439,6 +439,13 @@ absl::Status MapPlan::RunOnDevice(const Batch& in, const RunArgs& args, const st
   return marked;
 }
 
+void MapPlan::ForgetRow(int64_t row, const std::vector<Tensor>& outputs) const {
+  for (int value : output_slot_values_) {
+    const Value& v = values_[value];
+    if (v.views) reinterpret_cast<absl::string_view*>(outputs[v.output_slot].raw_data())[row] = absl::string_view();
+  }
+}
+
 Batch MapPlan::Assemble(const Batch& in, const std::vector<Tensor>& outputs, BufferPool* pool) const {
   Batch out;
   out.rows = in.rows;

@@ -76,6 +76,10 @@ class MapPlan {
   // REQUIRES: the whole chunk when whole_chunks()),
   absl::Status RunRows(const Batch& in, int64_t begin, int64_t end, const RunArgs& args,
                        const std::vector<Tensor>& outputs) const;
+  // A row refused by a kernel leaves its outputs unwritten: its views of
+  // variable-length bytes are emptied, so that Assemble gathers nothing
+  // from them (the row is dropped after).
+  void ForgetRow(int64_t row, const std::vector<Tensor>& outputs) const;
   // and the output chunk: `in`'s passed-through columns plus `outputs`
   // (variable-length bytes an op produced are gathered here, into `pool`).
   Batch Assemble(const Batch& in, const std::vector<Tensor>& outputs, BufferPool* pool) const;
