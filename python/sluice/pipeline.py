@@ -8,6 +8,7 @@ of PipelineDef (proto/pipeline.proto); `to_json()` is what `sluice run` reads.
 import base64
 import copy
 import json
+import operator
 import os
 import sys
 import threading
@@ -32,11 +33,20 @@ def _feature(name, spec):
     out = {"name": name, "dtype": dtype}
     if dtype == "bytes":
         if rest:  # without a length: values of any length (encoded images)
-            out["length"] = int(rest[0])
+            out["length"] = _whole(rest[0], f"feature '{name}': a bytes feature's length (bytes of its one value)")
     elif rest:
         shape = rest[0]
-        out["shape"] = [int(shape)] if isinstance(shape, int) else [int(d) for d in shape]
+        what = f"feature '{name}': an {dtype} feature's shape"
+        out["shape"] = [_whole(d, what) for d in (shape if isinstance(shape, (list, tuple)) else [shape])]
     return out
+
+
+def _whole(value, what):
+    """`value` as an int, or a ValueError saying what it was for."""
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise ValueError(f"{what} must be a whole number, got {value!r}") from None
 
 
 def _features(features):

@@ -201,6 +201,18 @@ TEST_F(CompileTest, BadFeatureDeclarations) {
   EXPECT_THAT(
       Compile(PipelineBuilder::TfRecord({dir_.Join("*.tfrecord")}, {f}).Build()),
       StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("dtype must be \"bytes\", \"int64\" or \"float32\"")));
+  // A field of the other kinds is refused, not ignored.
+  TfRecordFeature shaped = BytesFeature("image");
+  shaped.shape = {16};
+  EXPECT_THAT(Compile(PipelineBuilder::TfRecord({dir_.Join("*.tfrecord")}, {shaped}).Build()),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("features[0] 'image': shape is for int64 and float32 features")));
+  TfRecordFeature long_label = Int64Feature("label");
+  long_label.length = 5;
+  EXPECT_THAT(Compile(PipelineBuilder::TfRecord({dir_.Join("*.tfrecord")}, {long_label}).Build()),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("features[0] 'label': length is for bytes features; an int64 feature's values are "
+                                 "its `shape`")));
 }
 
 TEST_F(CompileTest, MissingFilesAreNotFoundNamingThePattern) {

@@ -535,6 +535,17 @@ def test_wrong_feature_type_or_length_names_feature_record_and_file(cifar_dir):
         list(sluice.tfrecord(str(first), {"label": "float32"}))
 
 
+def test_a_feature_declared_with_another_kinds_field_is_refused_naming_it(cifar_dir):
+    with pytest.raises(ValueError, match="feature 'image': a bytes feature's length .* must be a whole number, got"):
+        sluice.tfrecord(str(cifar_dir / "*.tfrecord"), {"image": ("bytes", [16])})
+    with pytest.raises(ValueError, match="feature 'label': an int64 feature's shape must be a whole number, got 'x'"):
+        sluice.tfrecord(str(cifar_dir / "*.tfrecord"), {"label": ("int64", ["x"])})
+    with pytest.raises(ValueError, match="features\\[0\\] 'image': shape is for int64 and float32 features"):
+        sluice.tfrecord(str(cifar_dir / "*.tfrecord"), {"image": {"dtype": "bytes", "shape": [16]}}).schema
+    one = sluice.tfrecord(str(cifar_dir / "*.tfrecord"), {"label": ("int64", np.int64(1))})
+    assert one.schema == [("label", "int64", [1])]
+
+
 def test_idx_and_cifar_files_of_the_wrong_kind_are_clear_errors(tmp_path, mnist_dir):
     images = tmp_path / "images"
     data = bytearray((mnist_dir / "train-images-idx3-ubyte").read_bytes())

@@ -131,11 +131,20 @@ absl::Status ParseFeatures(const TfRecordSource& src, std::vector<io::FeatureSpe
       if (f.length() < 0) {
         return absl::InvalidArgumentError(absl::StrCat(where, ": length must be > 0, or 0 for values of any length"));
       }
+      if (f.shape_size() > 0) {
+        return absl::InvalidArgumentError(absl::StrCat(where,
+                                                       ": shape is for int64 and float32 features; a bytes "
+                                                       "feature has one value, of `length` bytes (0: any length)"));
+      }
       spec.kind = io::FeatureKind::kBytes;
       spec.count = f.length() > 0 ? f.length() : io::kAnyLength;
       shape = f.length() > 0 ? Shape{f.length()} : Shape{};
     } else if (f.dtype() == "int64" || f.dtype() == "float32") {
       spec.kind = f.dtype() == "int64" ? io::FeatureKind::kInt64 : io::FeatureKind::kFloat;
+      if (f.length() != 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, ": length is for bytes features; an ", f.dtype(), " feature's values are its `shape`"));
+      }
       for (int64_t d : shape.dims()) {
         if (d <= 0)
           return absl::InvalidArgumentError(absl::StrCat(where, ": shape must be positive, got ", shape.ToString()));
