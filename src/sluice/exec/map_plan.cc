@@ -4,6 +4,7 @@
 #include <cstring>
 #include <limits>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/exec/node_stats.h"
@@ -45,6 +46,12 @@ Column GatherViews(const absl::string_view* views, int64_t rows, BufferPool* poo
 }
 
 thread_local std::vector<uint8_t> tls_scratch;
+
+// `status` saying which sample it is about, if it does not already.
+absl::Status Naming(const absl::Status& status, const std::string& where) {
+  if (absl::StrContains(status.message(), where)) return status;
+  return absl::Status(status.code(), absl::StrCat(where, ": ", status.message()));
+}
 
 }  // namespace
 
@@ -129,6 +136,7 @@ void MapPlan::AddOp(int op_index, const graph::BoundOp& op) {
   }
   if (!op.view) {
     steps_.push_back(Step{op.name, OpContext(op), op_index, op.op_key, op.kernel.get(), in_values, out_values});
+    steps_.back().plugin = !op.plugin.empty();
   }
 }
 
@@ -275,17 +283,17 @@ int64_t MapPlan::ChunkBlockBytes(int64_t rows) const {
   return bytes;
 }
 
-ops::ColumnRef MapPlan::Ref(int value, const Batch& in, int64_t row0, const Bases& bases) const {
+ops::ColumnRef MapPlan::Ref(int value, const Batch& in, int64_t row0, const Bases& bases, int64_t in_tile) const {
   const Value& v = values_[value];
   ops::ColumnRef r;
   r.row_bytes = v.row_bytes;
   if (v.storage == Storage::kInput && in.columns[v.input_column].ragged()) {
     r.ragged = &in.columns[v.input_column];
-    r.ragged_row = row0;
+    r.ragged_row = row0 + in_tile;
     return r;
   }
   // Scratch holds one tile, from its first row; the rest hold the chunk.
-  r.data = v.storage == Storage::kScratch ? bases[value] : bases[value] + row0 * v.row_bytes;
+  r.data = (v.storage == Storage::kScratch ? bases[value] : bases[value] + row0 * v.row_bytes) + in_tile * v.row_bytes;
   if (v.views) r.views = reinterpret_cast<absl::string_view*>(r.data);
   return r;
 }
@@ -326,9 +334,30 @@ absl::Status MapPlan::RunTile(const Batch& in, int64_t row0, const Bases& bases,
       if (args.trace) args.trace->Span("op", step.name, start, stop);
       start = stop;
     }
-    if (!s.ok()) return WithContext(s, step.context);
+    if (!s.ok()) return WithContext(step.plugin ? NameTheRow(step, s, in, row0, bases, ctx) : s, step.context);
   }
   return absl::OkStatus();
+}
+
+absl::Status MapPlan::NameTheRow(const Step& step, const absl::Status& failed, const Batch& in, int64_t row0,
+                                 const Bases& bases, const ops::KernelContext& ctx) const {
+  if (ctx.rows == 1) return Naming(failed, ctx.Where(0));
+  if (backend_ != ops::Backend::kCpu) return failed;  // a device's run is queued whole
+  absl::InlinedVector<ops::ColumnRef, 8> ins, outs;
+  for (int64_t r = 0; r < ctx.rows; ++r) {
+    ops::KernelContext one = ctx;
+    one.rows = 1;
+    one.first_sample = ctx.first_sample + r;
+    one.provenance_row = ctx.provenance_row + r;
+    ins.clear();
+    outs.clear();
+    for (int v : step.inputs) ins.push_back(Ref(v, in, row0, bases, r));
+    for (int v : step.outputs) outs.push_back(Ref(v, in, row0, bases, r));
+    const absl::Status row = ops::Guarded("its kernel", [&] { return step.kernel->Run(one, ins, outs); });
+    if (!row.ok()) return Naming(row, one.Where(0));
+  }
+  return absl::Status(failed.code(), absl::StrCat(failed.message(), " (on rows ", ctx.Where(0), " to ",
+                                                  ctx.Where(ctx.rows - 1), ", and on none of them alone)"));
 }
 
 absl::Status MapPlan::RunRows(const Batch& in, int64_t begin, int64_t end, const RunArgs& args,

@@ -118,6 +118,8 @@ class MapPlan {
     // later step reads (0 otherwise): past kCacheBypassBytes a chunk's worth
     // is written past the caches (KernelContext::bypass_cache).
     int64_t written_once_row_bytes = 0;
+    // A plugin's kernel: its errors say what, not which sample (NameTheRow).
+    bool plugin = false;
   };
   struct OutputColumn {
     int value;
@@ -142,8 +144,13 @@ class MapPlan {
   void FindWrittenOnce();
 
   // The value's column for a tile starting `row0` rows into the run, given
-  // the run's bases (the ragged input columns come from `in`).
-  ops::ColumnRef Ref(int value, const Batch& in, int64_t row0, const Bases& bases) const;
+  // the run's bases (the ragged input columns come from `in`), from the
+  // tile's row `in_tile` on.
+  ops::ColumnRef Ref(int value, const Batch& in, int64_t row0, const Bases& bases, int64_t in_tile = 0) const;
+  // Step `step`'s error `failed` on a tile, naming the sample: the first of
+  // the tile's rows that it fails on alone (the step run again row by row).
+  absl::Status NameTheRow(const Step& step, const absl::Status& failed, const Batch& in, int64_t row0,
+                          const Bases& bases, const ops::KernelContext& ctx) const;
   // Runs every step on one tile of `ctx.rows` rows starting at `row0`.
   absl::Status RunTile(const Batch& in, int64_t row0, const Bases& bases, ops::KernelContext& ctx, const RunArgs& args,
                        absl::InlinedVector<int64_t, 16>* step_ns) const;

@@ -122,14 +122,15 @@ TEST(PluginLoader, AKernelsErrorReachesTheUserNamingTheOpItsPluginAndTheSample) 
                              HasSubstr("libtest_plugin_failing.so): label 13 is poison in record 13 of <arrays>"))));
 }
 
-// A C++ exception from a plugin's code is an error naming the op, or the
-// file, never std::terminate from an engine thread.
+// A C++ exception from a plugin's code is an error naming the op and the
+// sample, or the file, never std::terminate from an engine thread.
 TEST(PluginLoader, AnExceptionAKernelThrowsReachesTheUserNamingTheOp) {
   SLUICE_ASSERT_OK(LoadPlugin(TestPlugin("throwing")));
   EXPECT_THAT(RunPipeline(Images(2).Map({Op("throw_at_label", {{"label", 13}})}).Batch(8)),
               StatusIs(absl::StatusCode::kInternal,
                        AllOf(HasSubstr("libtest_plugin_throwing.so"),
-                             HasSubstr("its kernel threw a C++ exception: label 13 has no class"))));
+                             HasSubstr("record 13 of <arrays>: its kernel threw a C++ exception: label 13 has no "
+                                       "class"))));
   EXPECT_THAT(LoadPlugin(TestPlugin("throwing_registration")),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        AllOf(HasSubstr("libtest_plugin_throwing_registration.so"),
