@@ -1,12 +1,13 @@
 """deploy/kubernetes: every object checks against the Kubernetes API's
 models, and the containers' command lines, run here with local hosts,
-ports and paths, serve a job with TLS and a token."""
+ports and paths, serve a job with TLS and a token and answer their probes."""
 
 import os
 import re
 import signal
 import socket
 import subprocess
+import urllib.request
 from pathlib import Path
 
 import numpy as np
@@ -117,6 +118,20 @@ def _certificates(d):
     (d / "token").write_text("a-shared-secret\n")
 
 
+def _probe_as_the_kubelet_does(container, local_ports):
+    """Runs the container's readiness and liveness probes as the kubelet
+    would, against its process here: an httpGet is a plain HTTP GET that
+    must answer 200-399 (the kubelet's gRPC probe would be plaintext, which
+    a TLS port refuses)."""
+    for which in ("readinessProbe", "livenessProbe"):
+        probe = container[which]
+        assert set(probe) & {"httpGet", "grpc", "tcpSocket", "exec"} == {"httpGet"}, (which, probe)
+        get = probe["httpGet"]
+        port = local_ports[get["port"]] if isinstance(get["port"], str) else get["port"]
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{get.get('path', '/')}", timeout=10) as reply:
+            assert 200 <= reply.status < 400, (which, reply.status)
+
+
 def test_the_manifests_command_lines_serve_a_job(tmp_path):
     secret = tmp_path / "etc-sluice"
     secret.mkdir()
@@ -137,6 +152,9 @@ def test_the_manifests_command_lines_serve_a_job(tmp_path):
             processes.append(process)
             line = process.stdout.readline()
             assert "listening on port" in line, (line, process.stderr.read() if process.poll() is not None else "")
+            metrics = re.fullmatch(r"metrics on port (\d+)\n", process.stdout.readline())
+            assert metrics, "the manifests serve metrics"
+            _probe_as_the_kubelet_does(c, {"metrics": int(metrics.group(1))})
         pipe = (sluice.arrays({"id": np.arange(500, dtype=np.int64)}, split_records=50)
                 .distribute(f"127.0.0.1:{grpc_port}", token_file=str(secret / "token"),
                             tls_ca_file=str(secret / "ca.crt"), connect_timeout_s=30)
