@@ -5,6 +5,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <string>
+#include <thread>
+
 #include "gtest/gtest.h"
 #include "sluice/placement/pipeline_metrics.h"
 #include "status_matchers.h"
@@ -56,6 +59,56 @@ TEST(ServeMetrics, AHostThatIsNoOneAddressIsRefusedNotServedElsewhere) {
     EXPECT_NE(served.message().find("cannot serve metrics on host '" + host + "'"), std::string::npos) << served;
   }
   SLUICE_EXPECT_OK(placement::ServePipelineMetrics("127.0.0.1", 0).status());
+}
+
+// A server on a free port of 127.0.0.1 that answers its one connection
+// with `reply`, whatever was asked, and closes it.
+class AnswersOnce {
+ public:
+  explicit AnswersOnce(std::string reply) : listener_(::socket(AF_INET, SOCK_STREAM, 0)) {
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof(address);
+    EXPECT_EQ(::bind(listener_, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+    EXPECT_EQ(::listen(listener_, 4), 0);
+    EXPECT_EQ(::getsockname(listener_, reinterpret_cast<sockaddr*>(&address), &length), 0);
+    target_ = "127.0.0.1:" + std::to_string(ntohs(address.sin_port));
+    thread_ = std::thread([this, reply = std::move(reply)] {
+      const int conn = ::accept(listener_, nullptr, nullptr);
+      if (conn < 0) return;
+      char request[4096];
+      (void)::recv(conn, request, sizeof(request), 0);
+      (void)::send(conn, reply.data(), reply.size(), MSG_NOSIGNAL);
+      ::close(conn);
+    });
+  }
+  ~AnswersOnce() {
+    thread_.join();
+    ::close(listener_);
+  }
+  const std::string& target() const { return target_; }
+
+ private:
+  const int listener_;
+  std::string target_;
+  std::thread thread_;
+};
+
+TEST(ScrapeMetrics, AnAnswerCutShortOfItsLengthIsAnErrorNotTheMetricsItHas) {
+  AnswersOnce server("HTTP/1.0 200 OK\r\nContent-Length: 100\r\n\r\nsluice_pipelines 0\n");
+  const absl::Status cut = ScrapeMetrics(server.target()).status();
+  EXPECT_EQ(cut.code(), absl::StatusCode::kUnavailable);
+  EXPECT_NE(cut.message().find("http://" + server.target() + "/metrics sent 19 bytes of the 100 its answer announced"),
+            std::string::npos)
+      << cut;
+}
+
+TEST(ScrapeMetrics, AServerThatIsNotHttpIsNamedSoNotAsSilent) {
+  AnswersOnce server("SSH-2.0-OpenSSH_9.2\r\n");
+  const absl::Status other = ScrapeMetrics(server.target()).status();
+  EXPECT_EQ(other.code(), absl::StatusCode::kUnavailable);
+  EXPECT_NE(other.message().find("/metrics did not answer as an HTTP server"), std::string::npos) << other;
 }
 
 // A port that takes connections (the kernel's backlog) and never answers

@@ -1,10 +1,12 @@
 """Prometheus metrics of a real dispatcher and worker, scraped over HTTP
 while a job runs: the values move as the job does."""
 
+import http.server
 import json
 import re
 import signal
 import subprocess
+import threading
 import time
 import urllib.request
 
@@ -54,6 +56,12 @@ def _wait_for(port, condition):
     raise AssertionError(f"no scrape of port {port} met the condition in 30 s")
 
 
+# A job's name is the user's text: a newline in it stays escaped, in the
+# metrics and in `sluice status`, never a line of its own.
+JOB = "metered\nFAKE line"
+JOB_LABEL = r"metered\nFAKE line"
+
+
 def test_metrics_move_as_a_job_runs():
     dispatcher, port, dispatcher_metrics = _start(["dispatcher", "--host", "127.0.0.1", "--port", "0",
                                                    "--worker-timeout", "1"])
@@ -74,21 +82,24 @@ def test_metrics_move_as_a_job_runs():
         pipe = (sluice.arrays({"id": np.arange(ROWS, dtype=np.int64),
                                "image": np.zeros((ROWS, 8, 8, 3), np.uint8)}, split_records=100)
                 .map(ops.resize(size=[64]))
-                .distribute(address, job_name="metered")
+                .distribute(address, job_name=JOB)
                 .batch(10))
         rate, seen = 0.0, 0
         it = iter(pipe)
         for batch in it:  # until the dispatcher has heard the consumer's rate
             seen += len(batch["id"])
             during = _scrape(dispatcher_metrics)
-            assert _find(during, "sluice_job_clients", job="metered") == 1
-            rate = _find(during, "sluice_job_samples_per_second", job="metered")
+            assert _find(during, "sluice_job_clients", job=JOB_LABEL) == 1
+            rate = _find(during, "sluice_job_samples_per_second", job=JOB_LABEL)
             if rate > 0:
                 break
             time.sleep(0.01)  # heartbeats come every 200 ms; the epoch lasts 4 s at this pace
         assert rate > 0, "the epoch ended before a heartbeat reported the consumer's rate"
-        assert _find(during, "sluice_job_workers_needed", job="metered") >= 1
-        assert _find(during, "sluice_job_workers", job="metered") == 1
+        shown = subprocess.run(["sluice", "status", "--dispatcher", address], capture_output=True, text=True,
+                               timeout=60, check=True).stdout
+        assert JOB_LABEL in shown and not any(line.startswith("FAKE") for line in shown.splitlines()), shown
+        assert _find(during, "sluice_job_workers_needed", job=JOB_LABEL) >= 1
+        assert _find(during, "sluice_job_workers", job=JOB_LABEL) == 1
         seen += sum(len(b["id"]) for b in it)
         assert seen == ROWS
         after_worker, after = _scrape(worker_metrics), _scrape(dispatcher_metrics)
@@ -97,8 +108,8 @@ def test_metrics_move_as_a_job_runs():
         # The pipeline it ran keeps its buffers for the next epoch (docs/memory.md).
         held = sum(_find(after_worker, "sluice_worker_engine_bytes", kind=k) for k in ("in_use", "cached"))
         assert held >= 10 * 64 * 64 * 3, held  # a batch's worth at least
-        assert _find(after, "sluice_job_splits", job="metered", state="done") == ROWS // 100
-        assert _find(after, "sluice_job_splits", job="metered", state="pending") == 0
+        assert _find(after, "sluice_job_splits", job=JOB_LABEL, state="done") == ROWS // 100
+        assert _find(after, "sluice_job_splits", job=JOB_LABEL, state="pending") == 0
         assert _find(after, "sluice_process_resident_bytes") > 0
         assert not any(name == "sluice_errors_total" for name, _ in after), [k for k in after if "error" in k[0]]
 
@@ -233,3 +244,30 @@ def test_sluice_run_serves_the_metrics_of_the_pipeline_it_runs(tmp_path):
     finally:
         run.send_signal(signal.SIGTERM)
         run.wait(timeout=30)
+
+
+def test_status_of_a_process_refuses_an_answer_that_is_no_training_process_metrics():
+    class Handler(http.server.BaseHTTPRequestHandler):
+        body = b""
+
+        def do_GET(self):
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(self.body)))
+            self.end_headers()
+            self.wfile.write(self.body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        for body in (b"<html>hello</html>", b"", b"go_goroutines 12\n"):
+            Handler.body = body
+            shown = subprocess.run(["sluice", "status", "--process", f"127.0.0.1:{server.server_port}"],
+                                   capture_output=True, text=True, timeout=60)
+            assert shown.returncode == 1, (body, shown)
+            assert f"http://127.0.0.1:{server.server_port}/metrics answered, but with no training process's " \
+                   "metrics" in shown.stderr, (body, shown.stderr)
+    finally:
+        server.shutdown()

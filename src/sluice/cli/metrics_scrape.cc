@@ -5,6 +5,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "civetweb.h"
 
 namespace sluice::cli {
@@ -74,23 +76,31 @@ absl::StatusOr<std::vector<MetricSample>> ScrapeMetrics(const std::string& host_
   if (conn == nullptr) {
     return absl::UnavailableError(absl::StrCat("no metrics at http://", host_port, "/metrics: ", error));
   }
+  const std::string url = absl::StrCat("http://", host_port, "/metrics");
   mg_printf(conn, "GET /metrics HTTP/1.0\r\nHost: %s\r\n\r\n", host_port.c_str());
   // A port that takes the connection and never answers held the command
-  // 30 s; the wait holds for the body's reads too.
+  // 30 s. (civetweb's client times the response's head only.)
   constexpr int kAnswerMs = 5000;
+  const absl::Time asked = absl::Now();
   if (mg_get_response(conn, error, sizeof(error), kAnswerMs) < 0) {
     mg_close_connection(conn);
-    return absl::UnavailableError(absl::StrCat("http://", host_port, "/metrics did not answer within ",
-                                               kAnswerMs / 1000, " s", error[0] != '\0' ? ": " : "", error));
+    const std::string why = error[0] != '\0' ? absl::StrCat(": ", error) : "";
+    if (absl::Now() - asked < absl::Milliseconds(kAnswerMs)) {
+      return absl::UnavailableError(absl::StrCat(url, " did not answer as an HTTP server", why));
+    }
+    return absl::UnavailableError(absl::StrCat(url, " did not answer within ", kAnswerMs / 1000, " s", why));
   }
   const mg_response_info* info = mg_get_response_info(conn);
   const int code = info != nullptr ? info->status_code : 0;
+  const int64_t announced = info != nullptr ? info->content_length : -1;
   std::string body;
   char buffer[16384];
   for (int n; (n = mg_read(conn, buffer, sizeof(buffer))) > 0;) body.append(buffer, static_cast<size_t>(n));
   mg_close_connection(conn);
-  if (code != 200) {
-    return absl::UnavailableError(absl::StrCat("http://", host_port, "/metrics answered ", code));
+  if (code != 200) return absl::UnavailableError(absl::StrCat(url, " answered ", code));
+  if (announced >= 0 && static_cast<int64_t>(body.size()) != announced) {
+    return absl::UnavailableError(
+        absl::StrCat(url, " sent ", body.size(), " bytes of the ", announced, " its answer announced"));
   }
   return ParseExposition(body);
 }

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -59,7 +60,7 @@ absl::Status Show(const StatusArgs& args) {
     std::printf(
         "  job %-4lld %-12s %-17s %d client(s), epoch %llu: %lld/%lld splits, %s samples/s, "
         "waiting %.0f%% of the time, needs %d worker(s)\n",
-        static_cast<long long>(j.job_id()), j.job_name().empty() ? "-" : j.job_name().c_str(),
+        static_cast<long long>(j.job_id()), j.job_name().empty() ? "-" : absl::Utf8SafeCEscape(j.job_name()).c_str(),
         ProcessingMode_Name(j.mode()).c_str(), j.clients(), static_cast<unsigned long long>(j.epoch()),
         static_cast<long long>(j.splits_completed()), static_cast<long long>(j.num_splits()),
         WithCommas(j.samples_per_s()).c_str(), 100 * j.wait_share(), j.workers_needed());
@@ -156,6 +157,12 @@ absl::Status ShowProcess(const StatusArgs& args) {
         absl::StrCat(args.process, " serves a ", server,
                      "'s metrics, not a training process's: `sluice status --dispatcher HOST:PORT` (the "
                      "dispatcher's gRPC port) shows the service's workers and jobs"));
+  }
+  if (!has("sluice_process_resident_bytes")) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "http://", args.process,
+        "/metrics answered, but with no training process's metrics (sluice_process_resident_bytes): is it the "
+        "address of sluice.serve_metrics() or `sluice run --metrics-port`?"));
   }
   ProcessView view = ViewOf(samples);
   if (args.json) {
