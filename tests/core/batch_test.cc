@@ -209,6 +209,15 @@ TEST(Provenance, RowsOfItemsKeepTheirItems) {
   gathered.AddRow(1, p, 1);
   EXPECT_EQ(gathered.Describe(0), "dataset[41] (record 0 of DS)");
   EXPECT_EQ(gathered.Describe(1), "dataset[7] (record 1 of DS)");
+  // A shuffled row group's row: named by its row in the file.
+  Provenance rows(files);
+  rows.AddItem(0, 0, 5, 2, ItemKind::kFileRow);
+  EXPECT_EQ(rows.Describe(0), "record 2 of DS");
+  EXPECT_EQ(rows.Slice(0, 1).Describe(0), "record 2 of DS");
+  Provenance moved;
+  moved.AddRow(0, rows, 0);
+  EXPECT_EQ(moved.Describe(0), "record 2 of DS");
+  EXPECT_EQ(moved.SampleId(0), SampleIdOf(0, 5));
 }
 
 }  // namespace

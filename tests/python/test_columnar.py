@@ -4,6 +4,7 @@ maps, against pyarrow's own reading of the same data; row groups and
 record batches as splits (every row once per shuffled epoch); in-memory
 data viewed in place; bad files, columns and nulls named."""
 
+import os
 import subprocess
 import sys
 import tempfile
@@ -246,6 +247,64 @@ def test_shuffled_rows_with_nulls_name_the_null_rows_and_skip_only_them(tmp_path
     assert sorted(got) == [0, 1, 3, 4, 6, 7] and got != sorted(got) and it.skipped == 2
 
 
+@pytest.mark.parametrize("kind", ["parquet", "arrow_ipc"])
+def test_a_shuffled_row_an_op_refuses_is_named_by_its_row_in_the_file(tmp_path, kind):
+    # It was named by its place in the epoch's order: another row each epoch.
+    images = [b"P5 2 2 255\n" + bytes([i, i, i, i]) for i in range(6)]  # netpbm, a decodable image
+    images[4] = b"not an image"
+    t = pa.table({"image": pa.array(images, pa.binary())})
+    path = tmp_path / f"rows.{kind}"
+    if kind == "parquet":
+        pq.write_table(t, path, row_group_size=3)
+    else:
+        write_ipc(path, t, batch_rows=3)
+    pipe = getattr(sluice, kind)(str(path), shuffle=True)
+    with pytest.raises(sluice.DataLossError, match=f"record 4 of {path}: not a JPEG"):
+        list(pipe.map(ops.decode_image(size=[2, 2])))
+    for epoch in range(4):
+        skipping = getattr(sluice, kind)(str(path), shuffle=True, on_corrupt="skip")
+        it = skipping.map(ops.decode_image(size=[2, 2])).iterate(epoch)
+        assert len(list(it)) == 5 and it.skipped == 1
+        assert f"record 4 of {path}: not a JPEG" in it.skip_summary, it.skip_summary
+
+
+def test_one_column_of_two_arrow_layouts_in_a_glob_is_named_not_read_by_the_first_files(tmp_path):
+    # fixed_size_binary(2) and fixed_size_list<uint8, 2> both read as uint8[2];
+    # the second file's rows were copied by the first's layout: other memory.
+    pq.write_table(pa.table({"x": pa.array([b"ab", b"cd"], pa.binary(2))}), tmp_path / "a.parquet")
+    pq.write_table(pa.table({"x": pa.array([[1, 2], [3, 4]], pa.list_(pa.uint8(), 2))}), tmp_path / "b.parquet")
+    with pytest.raises(sluice.InvalidArgumentError, match=r"column 'x' is fixed_size_binary\[2\] in .*a\.parquet but "
+                                                          r"fixed_size_list<.*uint8>\[2\] in .*b\.parquet: .*cast"):
+        sluice.parquet(str(tmp_path / "*.parquet")).schema
+
+
+def test_a_parquet_file_replaced_after_its_listing_is_named_not_mixed_with_the_old(tmp_path):
+    path = tmp_path / "replaced.parquet"
+    pq.write_table(pa.table({"id": pa.array(np.arange(500), pa.int64())}), path, row_group_size=10)
+    batches = iter(sluice.parquet(str(path), shuffle=False).batch(10))
+    assert next(batches)["id"].tolist() == list(range(10))
+    pq.write_table(pa.table({"id": pa.array(np.arange(1000, 1600), pa.int64())}), tmp_path / "new.parquet",
+                   row_group_size=10)
+    os.replace(tmp_path / "new.parquet", path)  # as a writer replaces a file
+    with pytest.raises(sluice.DataLossError, match=r"replaced\.parquet changed after it was listed"):
+        for b in batches:
+            assert b["id"].max() < 500, "a row of the new file"
+
+
+def test_a_parquet_page_whose_crc_fails_is_damage_where_the_writer_wrote_crcs(tmp_path):
+    path = tmp_path / "crc.parquet"
+    pq.write_table(pa.table({"v": pa.array([i * 1.5 for i in range(40)], pa.float64())}), path, row_group_size=10,
+                   compression="none", use_dictionary=False, write_page_checksum=True)
+    column = pq.ParquetFile(path).metadata.row_group(2).column(0)
+    data = bytearray(path.read_bytes())
+    data[column.data_page_offset + column.total_compressed_size - 5] ^= 0xFF  # row 29's value
+    path.write_bytes(bytes(data))
+    with pytest.raises(sluice.DataLossError, match=r"row group 2 of .*crc\.parquet: .*CRC"):
+        list(sluice.parquet(str(path), shuffle=False))
+    it = sluice.parquet(str(path), shuffle=False, on_corrupt="skip").iterate(0)
+    assert [float(r["v"]) for r in it] == [i * 1.5 for i in range(40) if not 20 <= i < 30] and it.skipped == 10
+
+
 def test_from_arrow_reads_a_table_and_hands_out_copies_a_write_never_reaches(tmp_path):
     t = pa.Table.from_batches(table().to_batches(max_chunksize=16))
     pipe = sluice.from_arrow(t, shuffle=False)
@@ -476,7 +535,8 @@ def test_a_hugging_face_image_column_reads_as_its_encoded_bytes(tmp_path):
     t = pa.table({"image": pa.array([{"bytes": b"x", "path": None}, {"bytes": None, "path": "a.png"}],
                                     pa.struct([("bytes", pa.binary()), ("path", pa.string())]))})
     pq.write_table(t, tmp_path / "by_path.parquet")
-    with pytest.raises(sluice.DataLossError, match=r"column 'image' is null in row 1 of Parquet file"):
+    with pytest.raises(sluice.DataLossError, match=r"column 'image' has no bytes in row 1 of Parquet file .* \(stored "
+                                                   r"by its path only, or null\): .* sluice\.file_list"):
         list(sluice.parquet(str(tmp_path / "by_path.parquet"), shuffle=False))
 
 

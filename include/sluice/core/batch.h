@@ -27,13 +27,21 @@ struct Column {
   Column Slice(int64_t begin, int64_t end) const;
 };
 
+// What a RowOrigin's item is, for messages.
+enum class ItemKind : uint8_t {
+  kDatasetIndex,  // a Python dataset's: "dataset[40] (record 17 of DS)"
+  kFileRow,       // a row of the file (a shuffled row group's): "record 40 of F"
+};
+
 struct RowOrigin {
   int32_t file = -1;
   int64_t record = -1;
   // The item of the source's own numbering the record is, where the two
-  // differ (a shuffled Python dataset's record r is its dataset[item]);
-  // -1 elsewhere. For messages only: not carried by the service.
+  // differ (a shuffled Python dataset's record r is its dataset[item], a
+  // shuffled row group's its row item of the file); -1 elsewhere. For
+  // messages only: not carried by the service.
   int64_t item = -1;
+  ItemKind item_kind = ItemKind::kDatasetIndex;
 };
 
 // A sample's identity, (file << 40) | record (Provenance::SampleId).
@@ -52,7 +60,7 @@ class Provenance {
   // starting at `first_record`. Runs are added in increasing row order.
   void AddRun(int64_t first_row, int32_t file, int64_t first_record);
   // Row `row` comes from record `record` of `file`, its item `item` (RowOrigin::item).
-  void AddItem(int64_t row, int32_t file, int64_t record, int64_t item);
+  void AddItem(int64_t row, int32_t file, int64_t record, int64_t item, ItemKind kind = ItemKind::kDatasetIndex);
   // Appends row `src_row` of `src` as row `dst_row` (gathers: shuffle, filter).
   void AddRow(int64_t dst_row, const Provenance& src, int64_t src_row);
 
@@ -82,6 +90,7 @@ class Provenance {
     int32_t file;
     int64_t first_record;
     int64_t item = -1;  // of a run of one row (AddItem)
+    ItemKind item_kind = ItemKind::kDatasetIndex;
   };
   std::shared_ptr<const std::vector<std::string>> files_;
   std::vector<Run> runs_;

@@ -20,8 +20,8 @@ void Provenance::AddRun(int64_t first_row, int32_t file, int64_t first_record) {
   runs_.push_back(Run{first_row, file, first_record});
 }
 
-void Provenance::AddItem(int64_t row, int32_t file, int64_t record, int64_t item) {
-  runs_.push_back(Run{row, file, record, item});
+void Provenance::AddItem(int64_t row, int32_t file, int64_t record, int64_t item, ItemKind kind) {
+  runs_.push_back(Run{row, file, record, item, kind});
 }
 
 void Provenance::AddRow(int64_t dst_row, const Provenance& src, int64_t src_row) {
@@ -34,7 +34,7 @@ void Provenance::AddRow(int64_t dst_row, const Provenance& src, int64_t src_row)
       return;  // continues the current run
     }
   }
-  runs_.push_back(Run{dst_row, o.file, o.record, o.item});
+  runs_.push_back(Run{dst_row, o.file, o.record, o.item, o.item_kind});
 }
 
 RowOrigin Provenance::Origin(int64_t row) const {
@@ -43,7 +43,8 @@ RowOrigin Provenance::Origin(int64_t row) const {
   if (it == runs_.begin()) return RowOrigin{};
   --it;
   if (it->first_record < 0) return RowOrigin{it->file, -1};
-  return RowOrigin{it->file, it->first_record + (row - it->first_row), row == it->first_row ? it->item : -1};
+  return RowOrigin{it->file, it->first_record + (row - it->first_row), row == it->first_row ? it->item : -1,
+                   it->item_kind};
 }
 
 int64_t Provenance::SampleId(int64_t row) const {
@@ -57,6 +58,8 @@ std::string Provenance::Describe(int64_t row) const {
   if (!files_ || o.file < 0 || o.file >= static_cast<int32_t>(files_->size()) || o.record < 0) {
     return absl::StrCat("row ", row);
   }
+  if (o.item >= 0 && o.item_kind == ItemKind::kFileRow)
+    return absl::StrCat("record ", o.item, " of ", (*files_)[o.file]);
   if (o.item >= 0) return absl::StrCat("dataset[", o.item, "] (record ", o.record, " of ", (*files_)[o.file], ")");
   return absl::StrCat("record ", o.record, " of ", (*files_)[o.file]);
 }
@@ -75,7 +78,7 @@ Provenance Provenance::Slice(int64_t begin, int64_t end) const {
     if (it == runs_.begin()) break;
     const Run& run = *(it - 1);
     const int64_t record = run.first_record < 0 ? -1 : run.first_record + (r - run.first_row);
-    out.runs_.push_back(Run{r - begin, run.file, record, r == run.first_row ? run.item : -1});
+    out.runs_.push_back(Run{r - begin, run.file, record, r == run.first_row ? run.item : -1, run.item_kind});
     r = (it == runs_.end()) ? end : std::min(end, it->first_row);
   }
   return out;

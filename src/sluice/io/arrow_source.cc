@@ -119,8 +119,9 @@ struct ColumnPlan {
   enum class Kind { kBytes, kFixedBytes, kValues };
   Kind kind;
   ColumnSpec spec;
-  int64_t per_row = 1;   // kValues: leaf values a row; kFixedBytes: bytes a row
-  int bytes_child = -1;  // a struct column read as its "bytes" child's
+  int64_t per_row = 1;     // kValues: leaf values a row; kFixedBytes: bytes a row
+  int bytes_child = -1;    // a struct column read as its "bytes" child's
+  std::string arrow_type;  // the file's, for messages
 };
 
 bool IsBinary(arrow::Type::type t) {
@@ -427,6 +428,7 @@ absl::StatusOr<FileLayout> ReadLayout(ColumnarFormat format, const std::string& 
     SLUICE_RETURN_IF_ERROR(FromArrow((*reader)->GetSchema(&layout.schema), absl::StrCat("the schema of ", path)));
     const std::shared_ptr<parquet::FileMetaData> meta = (*reader)->parquet_reader()->metadata();
     for (int g = 0; g < meta->num_row_groups(); ++g) layout.starts.push_back(rows += meta->RowGroup(g)->num_rows());
+    layout.ipc.version = VersionOf(path, *opened);  // what a row group's read checks (no blocks: not IPC)
     return layout;
   }
   auto reader = arrow::ipc::RecordBatchFileReader::Open(opened);
@@ -443,6 +445,15 @@ absl::StatusOr<FileLayout> ReadLayout(ColumnarFormat format, const std::string& 
   for (const IpcRecordBatch& b : batches) layout.starts.push_back(rows += b.rows);
   layout.ipc = ListedIpcFile{layout.schema, std::move(batches), VersionOf(path, *opened)};
   return layout;
+}
+
+// Pages decoded in the counted pool; a page's CRC checked where its writer
+// wrote one (pyarrow's write_page_checksum): a damaged page is then an
+// error, or a counted skip, never wrong values.
+parquet::ReaderProperties PageReading() {
+  parquet::ReaderProperties properties(DecodePool());
+  properties.set_page_checksum_verification(true);
+  return properties;
 }
 
 // Reads one row group (record batch) whole, then copies its rows out, in
@@ -501,8 +512,9 @@ class ColumnarReader : public SplitReader {
   }
 
  private:
-  // Read's rows in the order's, one at a time: their provenance is their
-  // place in the order, a null's error names its row in the file.
+  // Read's rows in the order's, one at a time: their record is their place
+  // in the order (what a resume counts), their item their row in the file
+  // (what messages name).
   absl::StatusOr<int64_t> ReadShuffled(int64_t max_rows, BatchBuilder* out) {
     if (!order_ && num_rows_ > 0) order_.emplace(num_rows_, *order_key_);
     int64_t rows = 0;
@@ -517,7 +529,7 @@ class ColumnarReader : public SplitReader {
       for (size_t c = 0; c < columns_.size(); ++c) {
         CopyRows(shape_.plans[c], *columns_[c], static_cast<int>(c), r, 1, row, out);
       }
-      out->provenance().AddRun(row, file_, first_row_ + next_);
+      out->provenance().AddItem(row, file_, first_row_ + next_, first_row_ + r, ItemKind::kFileRow);
       out->AddRows(1);
       ++rows;
     }
@@ -552,16 +564,19 @@ class ColumnarReader : public SplitReader {
         OpenColumnarFile(path_, shape_.format == ColumnarFormat::kArrowIpc ? Opening::kCounted : Opening::kMapped);
     if (!object.ok()) return object.status();
     const std::shared_ptr<arrow::io::RandomAccessFile>& file = object->file;
+    // A file replaced since its listing would mix two versions' rows, or
+    // read one's columns by the other's layout.
+    if (VersionOf(path_, *file) != ipc_.version) {
+      return absl::DataLossError(absl::StrCat(path_, " changed after it was listed (size or modification time)"));
+    }
     if (shape_.format == ColumnarFormat::kParquet) {
       // Its pages read and decompressed in the counted pool too, not Arrow's default.
-      const std::string version = VersionOf(path_, *file);
-      const std::shared_ptr<parquet::FileMetaData> footer = footers_->Find(path_, version);
+      const std::shared_ptr<parquet::FileMetaData> footer = footers_->Find(path_, ipc_.version);
       parquet::arrow::FileReaderBuilder builder;
-      SLUICE_RETURN_IF_ERROR(FromArrow(builder.Open(file, parquet::ReaderProperties(DecodePool()), footer),
-                                       absl::StrCat("cannot read ", path_)));
+      SLUICE_RETURN_IF_ERROR(FromArrow(builder.Open(file, PageReading(), footer), absl::StrCat("cannot read ", path_)));
       auto reader = builder.memory_pool(DecodePool())->Build();
       SLUICE_RETURN_IF_ERROR(FromArrow(reader.status(), absl::StrCat("cannot read ", path_)));
-      if (footer == nullptr) footers_->Keep(path_, version, (*reader)->parquet_reader()->metadata());
+      if (footer == nullptr) footers_->Keep(path_, ipc_.version, (*reader)->parquet_reader()->metadata());
       // The leaf columns of the fields read.
       std::vector<int> leaves;
       const parquet::arrow::SchemaManifest& manifest = (*reader)->manifest();
@@ -578,9 +593,6 @@ class ColumnarReader : public SplitReader {
       // Compressed batches are decoded in the counted pool. Every column is
       // read: Arrow reads a subset into a buffer of the whole body from its
       // default pool, which is neither the mapping nor counted.
-      if (VersionOf(path_, *file) != ipc_.version) {
-        return absl::DataLossError(absl::StrCat(path_, " changed after it was listed (size or modification time)"));
-      }
       arrow::ipc::IpcReadOptions options;
       options.memory_pool = DecodePool();
       SLUICE_ASSIGN_OR_RETURN(batch, ReadIpcRecordBatch(file, ipc_, group_, options, where));
@@ -625,11 +637,20 @@ class ColumnarReader : public SplitReader {
   // Row `row` holds a null: an error, or a counted skip.
   absl::Status NullRecord(int64_t row) {
     std::string column;
+    bool by_path = false;  // a struct's bytes: an image or audio stored by its path only
     for (size_t c = 0; c < columns_.size() && column.empty(); ++c) {
-      if (HasNull(*columns_[c], row, shape_.plans[c].per_row)) column = shape_.names[c];
+      if (!HasNull(*columns_[c], row, shape_.plans[c].per_row)) continue;
+      column = shape_.names[c];
+      by_path = shape_.plans[c].bytes_child >= 0;
     }
-    const std::string message = absl::StrCat("column '", column, "' is null in row ", first_row_ + row, " of ",
-                                             FormatName(shape_.format), " ", path_);
+    const std::string message =
+        by_path ? absl::StrCat("column '", column, "' has no bytes in row ", first_row_ + row, " of ",
+                               FormatName(shape_.format), " ", path_,
+                               " (stored by its path only, or null): sluice reads the bytes a file holds; store "
+                               "them in it (with Hugging Face datasets, embed the image files when saving), or "
+                               "read the images by their paths with sluice.file_list")
+                : absl::StrCat("column '", column, "' is null in row ", first_row_ + row, " of ",
+                               FormatName(shape_.format), " ", path_);
     ++next_;
     if (skip_log_ == nullptr) return absl::DataLossError(message);
     skip_log_->Add(path_, 1, 0, message);
@@ -768,6 +789,7 @@ absl::StatusOr<std::unique_ptr<SourceFormat>> MakeColumnarSource(ColumnarFormat 
                          "' (columns: ", absl::StrJoin(layout.schema->field_names(), ", "), ")"));
       }
       SLUICE_ASSIGN_OR_RETURN(ColumnPlan plan, PlanColumn(*field, paths[f]));
+      plan.arrow_type = field->type()->ToString();
       plans.push_back(std::move(plan));
     }
     if (f == 0) {
@@ -785,6 +807,15 @@ absl::StatusOr<std::unique_ptr<SourceFormat>> MakeColumnarSource(ColumnarFormat 
           return absl::InvalidArgumentError(absl::StrCat("column '", a.name, "' is ", DTypeName(a.dtype),
                                                          a.shape.ToString(), " in ", paths[0], " but ",
                                                          DTypeName(b.dtype), b.shape.ToString(), " in ", paths[f]));
+        }
+        // Rows are copied by the first file's layout: another one's bytes
+        // would be read as if laid out so.
+        if (shape.plans[c].kind != plans[c].kind) {
+          return absl::InvalidArgumentError(absl::StrCat("column '", a.name, "' is ", shape.plans[c].arrow_type, " in ",
+                                                         paths[0], " but ", plans[c].arrow_type, " in ", paths[f],
+                                                         ": both read as ", DTypeName(a.dtype), a.shape.ToString(),
+                                                         ", but every file must hold it with one Arrow layout; cast "
+                                                         "one (pyarrow's Table.cast) and write it again"));
         }
       }
     }
