@@ -261,6 +261,7 @@ class PyPipeline {
     out["python_shared"] = m.python_shared;
     out["mapped_files"] = m.mapped_files;
     out["columnar"] = m.columnar;
+    out["arrays"] = m.arrays;
     out["staging"] = m.staging;
     out["held"] = m.held;
     out["peak_in_use"] = m.peak_in_use;

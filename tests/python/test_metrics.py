@@ -190,7 +190,7 @@ def test_a_training_process_serves_its_pipelines_metrics():
     memory = pipe.memory()
     for kind in ("in_use", "cached", "rings"):
         assert _find(after, "sluice_pipeline_engine_bytes", pipeline=label, kind=kind) == memory[kind], kind
-    for kind in ("object_blocks", "python_shared", "staging", "mapped_files", "columnar"):
+    for kind in ("object_blocks", "python_shared", "staging", "mapped_files", "columnar", "arrays"):
         assert _find(after, "sluice_process_engine_bytes", kind=kind) == memory[kind], kind
     assert _find(after, "sluice_pipeline_memory_budget_bytes", pipeline=label) == memory["budget"]
     status = json.loads(subprocess.run(["sluice", "status", "--process", f"127.0.0.1:{port}", "--json"],

@@ -119,7 +119,7 @@ def test_the_page_locked_staging_counts_in_the_memory_budget():
     one_batch = 512 * 32 * 32 * 3  # uint8 rows before the tail
     assert m["staging"] >= one_batch, "the staging buffers are reported"
     assert m["held"] == (m["in_use"] + m["cached"] + m["rings"] + m["object_blocks"] + m["python_shared"]
-                         + m["staging"] + m["mapped_files"] + m["columnar"])
+                         + m["staging"] + m["mapped_files"] + m["columnar"] + m["arrays"])
     # Cached staging buffers beyond the most in use at once go back at the
     # epoch's end; at most one batch per stage over the budget was in use.
     assert m["staging"] <= (32 << 20) + 4 * one_batch

@@ -106,7 +106,7 @@ ProcessView ViewOf(const std::vector<MetricSample>& samples) {
 std::pair<std::string, double> BesidePools(std::map<std::string, double>& process) {
   std::vector<std::string> parts;
   double sum = 0;
-  for (const char* kind : {"columnar", "mapped_files", "object_blocks", "python_shared", "staging"}) {
+  for (const char* kind : {"arrays", "columnar", "mapped_files", "object_blocks", "python_shared", "staging"}) {
     const double bytes = process[absl::StrCat("sluice_process_engine_bytes/", kind)];
     if (bytes <= 0) continue;
     parts.push_back(absl::StrFormat("%s %.1f MB", kind, bytes / 1e6));

@@ -1,5 +1,6 @@
 #include "sluice/io/array_source.h"
 
+#include <atomic>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -52,12 +53,21 @@ class ArraySplitReader : public FixedRecordSplitReader {
   const std::vector<HeldColumn>& columns_;
 };
 
+int64_t DataBytes(const std::vector<ArrayColumnData>& columns) {
+  int64_t bytes = 0;
+  for (const ArrayColumnData& c : columns) bytes += static_cast<int64_t>(c.data.size());
+  return bytes;
+}
+
+std::atomic<int64_t> held_array_bytes{0};
+
 class ArraySource : public SourceFormat {
  public:
   ArraySource(std::vector<ArrayColumnData> columns, int64_t rows, int64_t split_records)
       : rows_(rows),
         split_records_(split_records),
-        files_(std::make_shared<const std::vector<std::string>>(std::vector<std::string>{"<arrays>"})) {
+        files_(std::make_shared<const std::vector<std::string>>(std::vector<std::string>{"<arrays>"})),
+        counted_(DataBytes(columns)) {
     std::vector<ColumnSpec> specs;
     for (ArrayColumnData& c : columns) {
       specs.push_back(c.spec);
@@ -80,9 +90,18 @@ class ArraySource : public SourceFormat {
   int64_t split_records_;
   std::shared_ptr<const std::vector<std::string>> files_;
   Schema schema_;
+  CountedArrayBytes counted_;
 };
 
 }  // namespace
+
+int64_t HeldArrayBytes() { return held_array_bytes.load(std::memory_order_relaxed); }
+
+CountedArrayBytes::CountedArrayBytes(int64_t bytes) : bytes_(bytes) {
+  held_array_bytes.fetch_add(bytes_, std::memory_order_relaxed);
+}
+
+CountedArrayBytes::~CountedArrayBytes() { held_array_bytes.fetch_sub(bytes_, std::memory_order_relaxed); }
 
 absl::StatusOr<std::unique_ptr<SourceFormat>> MakeArraySource(std::vector<ArrayColumnData> columns,
                                                               int64_t split_records) {

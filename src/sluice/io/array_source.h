@@ -18,6 +18,22 @@ struct ArrayColumnData {
   std::string data;  // all rows, row-major
 };
 
+// The bytes of arrays sources' rows this process holds: each source's copy
+// and, counted by whoever keeps one, each definition's (CountedArrayBytes).
+int64_t HeldArrayBytes();
+
+// Counts `bytes` in HeldArrayBytes while it lives.
+class CountedArrayBytes {
+ public:
+  explicit CountedArrayBytes(int64_t bytes);
+  ~CountedArrayBytes();
+  CountedArrayBytes(const CountedArrayBytes&) = delete;
+  CountedArrayBytes& operator=(const CountedArrayBytes&) = delete;
+
+ private:
+  const int64_t bytes_;
+};
+
 // InvalidArgument naming the column when its bytes are not a whole number of
 // rows, when the columns disagree on the row count, or when a name repeats.
 // Rows are fixed-size, so `split_records` > 0 splits into row ranges.

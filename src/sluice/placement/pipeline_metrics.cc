@@ -78,6 +78,7 @@ void AddProcessMemory(const PlacedPipeline::Memory& m, MetricFamilies& f) {
                                     {"python_shared", m.python_shared},
                                     {"mapped_files", m.mapped_files},
                                     {"columnar", m.columnar},
+                                    {"arrays", m.arrays},
                                     {"staging", m.staging}}) {
     f.Gauge("sluice_process_engine_bytes", help, {{"kind", kind}}, static_cast<double>(bytes));
   }

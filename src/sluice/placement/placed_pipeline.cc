@@ -21,6 +21,13 @@ absl::StatusOr<std::shared_ptr<const exec::Pipeline>> Compile(const PipelineDef&
   return std::shared_ptr<const exec::Pipeline>(*std::move(p));
 }
 
+int64_t ArrayBytesOf(const PipelineDef& def) {
+  if (def.nodes_size() == 0 || !def.nodes(0).source().has_arrays()) return 0;
+  int64_t bytes = 0;
+  for (const ArrayColumn& c : def.nodes(0).source().arrays().columns()) bytes += static_cast<int64_t>(c.data().size());
+  return bytes;
+}
+
 }  // namespace
 
 absl::StatusOr<std::shared_ptr<PlacedPipeline>> PlacedPipeline::Create(const PipelineDef& def) {
@@ -45,6 +52,7 @@ absl::StatusOr<std::shared_ptr<PlacedPipeline>> PlacedPipeline::Create(const Pip
 PlacedPipeline::PlacedPipeline(PipelineDef def, bool automatic, Placement start, Levers levers, int prefix_maps,
                                std::shared_ptr<const exec::Pipeline> first)
     : def_(std::move(def)),
+      def_arrays_(ArrayBytesOf(def_)),
       automatic_(automatic),
       first_(first),
       kept_(prefix_maps > 0 ? std::make_unique<KeptPrefix>(def_, prefix_maps) : nullptr),
@@ -254,7 +262,9 @@ PlacedPipeline::Memory PlacedPipeline::memory() const {
   m.python_shared = PythonSharedBytes();
   m.mapped_files = io::MappedFileBytes();
   m.columnar = io::ColumnarBytes();
-  const int64_t beside_pool = m.rings + m.staging + m.object_blocks + m.python_shared + m.mapped_files + m.columnar;
+  m.arrays = io::HeldArrayBytes();
+  const int64_t beside_pool =
+      m.rings + m.staging + m.object_blocks + m.python_shared + m.mapped_files + m.columnar + m.arrays;
   m.held = m.in_use + m.cached + beside_pool;
   m.peak_in_use = h.pool.peak_live_bytes;
   int64_t peak = peak_held_.load(std::memory_order_relaxed);

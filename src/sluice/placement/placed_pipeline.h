@@ -18,6 +18,7 @@
 #include "absl/synchronization/mutex.h"
 #include "pipeline.pb.h"
 #include "sluice/exec/pipeline.h"
+#include "sluice/io/array_source.h"
 #include "sluice/placement/kept_prefix.h"
 #include "sluice/placement/meter.h"
 #include "sluice/placement/policy.h"
@@ -81,7 +82,7 @@ class PlacedPipeline : public std::enable_shared_from_this<PlacedPipeline> {
     int64_t budget = 0;
     std::string budget_default;  // how the machine sized it; empty when set
     int64_t in_use = 0, cached = 0, rings = 0, staging = 0;
-    int64_t object_blocks = 0, python_shared = 0, mapped_files = 0, columnar = 0;
+    int64_t object_blocks = 0, python_shared = 0, mapped_files = 0, columnar = 0, arrays = 0;
     int64_t held = 0;  // all of the above
     int64_t peak_in_use = 0, peak_held = 0;
   };
@@ -136,6 +137,7 @@ class PlacedPipeline : public std::enable_shared_from_this<PlacedPipeline> {
   void EpochDelivered(int64_t rows) { epoch_rows_.store(rows, std::memory_order_relaxed); }
 
   const PipelineDef def_;
+  const io::CountedArrayBytes def_arrays_;  // its arrays source's rows, in memory()'s "arrays"
   const bool automatic_;
   const std::shared_ptr<const exec::Pipeline> first_;
   // Null unless the prefix may be kept; destroyed after the variants that
