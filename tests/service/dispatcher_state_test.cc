@@ -330,6 +330,27 @@ TEST_F(DispatcherStateTest, ReplayedClientsOutliveAnOutageLongerThanTheClientTim
       << "silent 6 s since it was heard";
 }
 
+// A dispatcher stopped for 15 s (SIGSTOP, a paused VM) counted its own
+// stall as everyone's silence: it dropped its workers and clients, and the
+// clients' epochs failed as "unknown to the dispatcher".
+TEST_F(DispatcherStateTest, TheDispatchersOwnStallIsNoOnesSilence) {
+  ASSERT_OK_AND_ASSIGN(std::string p, state_.RegisterPipeline(Def(4), Splits(3)));
+  const GetOrCreateJobResponse job = Job(p);
+  Worker("a:1");
+  const absl::Time woke = kT0 + absl::Seconds(15);  // both timeouts are 5 s
+  state_.ForgiveStall(absl::Seconds(15), woke);
+  SLUICE_ASSERT_OK(state_.Expire(woke));
+  EXPECT_EQ(state_.Status(woke).workers_size(), 1);
+  ClientHeartbeatRequest hb;
+  hb.set_job_id(job.job_id());
+  hb.set_client_id(job.client_id());
+  SLUICE_EXPECT_OK(state_.ClientHeartbeat(hb, woke).status());
+  EXPECT_THAT(state_.TakeDropped(), ElementsAre(HasSubstr("the dispatcher did not run for 15s")));
+  // Silence after it still counts: the worker, unheard since, is lost.
+  SLUICE_ASSERT_OK(state_.Expire(woke + absl::Seconds(6)));
+  EXPECT_EQ(state_.Status(woke + absl::Seconds(6)).workers_size(), 0);
+}
+
 TEST_F(DispatcherStateTest, AWorkerIdIsNeverHandedToAnotherWorker) {
   const int64_t a = Worker("a:1");
   DispatcherState restarted({}, nullptr);

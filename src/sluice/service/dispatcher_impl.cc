@@ -249,8 +249,16 @@ DispatcherStatus DispatcherImpl::Status(const Caller& caller) {
   return out;
 }
 
-absl::Status DispatcherImpl::Expire() {
-  const absl::Status expired = Durably([&]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return state_.Expire(absl::Now()); });
+absl::Status DispatcherImpl::Expire(absl::Time now) {
+  const absl::Status expired = Durably([&]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    // Twice the period and a second: a busy machine's late call is no stall.
+    const absl::Duration gap = now - last_expire_;
+    if (last_expire_ != absl::InfinitePast() && gap > 2 * kExpireEvery + absl::Seconds(1)) {
+      state_.ForgiveStall(gap, now);
+    }
+    last_expire_ = now;
+    return state_.Expire(now);
+  });
   std::vector<std::string> lost;
   {
     absl::MutexLock lock(&mu_);

@@ -58,8 +58,11 @@ class DispatcherImpl {
   absl::StatusOr<GetPipelineResponse> GetPipeline(const GetPipelineRequest& request);
   absl::StatusOr<GetSplitResponse> GetSplit(const GetSplitRequest& request);
   DispatcherStatus Status(const Caller& caller = Caller());
-  // Drops silent workers and clients (called periodically).
-  absl::Status Expire();
+  // Drops silent workers and clients; called every kExpireEvery. A longer
+  // gap since the last call is the dispatcher's own stall, which it
+  // forgives everyone (DispatcherState::ForgiveStall).
+  static constexpr absl::Duration kExpireEvery = absl::Milliseconds(500);
+  absl::Status Expire(absl::Time now = absl::Now());
 
  private:
   explicit DispatcherImpl(const DispatcherOptions& options);
@@ -92,6 +95,7 @@ class DispatcherImpl {
   absl::Mutex mu_;
   std::unique_ptr<Journal> journal_;  // set before serving; thread-safe itself
   DispatcherState state_ ABSL_GUARDED_BY(mu_);
+  absl::Time last_expire_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
 };
 
 template <typename Change>

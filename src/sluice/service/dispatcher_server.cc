@@ -71,7 +71,7 @@ absl::StatusOr<std::unique_ptr<DispatcherServer>> DispatcherServer::Start(const 
   SLUICE_ASSIGN_OR_RETURN(server->server_, GrpcServer::Start(grpc_options, server->service_.get()));
   DispatcherImpl* impl = server->impl_.get();
   server->server_->RunLoop([impl](absl::Notification* stopping) {
-    while (!stopping->WaitForNotificationWithTimeout(absl::Milliseconds(500))) {
+    while (!stopping->WaitForNotificationWithTimeout(DispatcherImpl::kExpireEvery)) {
       absl::Status s = impl->Expire();
       if (!s.ok()) Log("dispatcher", s.ToString());
     }

@@ -528,6 +528,17 @@ absl::StatusOr<GetSplitResponse> DispatcherState::GetSplit(const GetSplitRequest
 
 std::vector<std::string> DispatcherState::TakeDropped() { return std::exchange(dropped_, {}); }
 
+void DispatcherState::ForgiveStall(absl::Duration stalled, absl::Time now) {
+  for (auto& [id, worker] : workers_) worker.last_seen = std::min(now, worker.last_seen + stalled);
+  for (auto& [id, client] : clients_) client.last_seen = std::min(now, client.last_seen + stalled);
+  for (auto& [id, job] : jobs_) {
+    for (auto& [epoch, splits] : job.epochs) splits.ExtendLeases(stalled);
+  }
+  dropped_.push_back(absl::StrCat("the dispatcher did not run for ",
+                                  absl::FormatDuration(absl::Trunc(stalled, absl::Milliseconds(100))),
+                                  " (stopped, or its machine paused): no worker or client counts as silent for it"));
+}
+
 absl::Status DispatcherState::Expire(absl::Time now) {
   for (auto& [id, job] : jobs_) {
     for (auto& [epoch, splits] : job.epochs) {

@@ -90,6 +90,11 @@ class DispatcherState {
 
   // Drops workers and clients silent for longer than their timeouts.
   absl::Status Expire(absl::Time now);
+  // The dispatcher did not run for `stalled` up to `now` (stopped, a paused
+  // VM, a long fsync), which is no one's silence: everyone heard from in
+  // that time counts as heard from up to `stalled` later (at most `now`),
+  // and every lease runs `stalled` longer.
+  void ForgiveStall(absl::Duration stalled, absl::Time now);
   // The workers and clients Expire dropped since the last call, each in
   // words.
   std::vector<std::string> TakeDropped();

@@ -239,6 +239,12 @@ std::vector<EpochSplits::ExpiredStream> EpochSplits::ExpireLeases(absl::Time now
   return expired;
 }
 
+void EpochSplits::ExtendLeases(absl::Duration by) {
+  for (Slot& slot : slots_) {
+    if (slot.state == State::kInFlight) slot.lease_until += by;  // an infinite one stays so
+  }
+}
+
 std::map<int64_t, std::vector<int64_t>> EpochSplits::CompletedByClient() const {
   std::map<int64_t, std::vector<int64_t>> out;
   for (int64_t s = 0; s < size(); ++s) {

@@ -121,6 +121,8 @@ class EpochSplits {
   // Splits whose lease ran out by `now` are re-run for their clients;
   // returns the streams they were running on.
   std::vector<ExpiredStream> ExpireLeases(absl::Time now);
+  // Every lease in flight runs `by` longer (a stall of the dispatcher's own).
+  void ExtendLeases(absl::Duration by);
 
   // The splits every sample of which arrived, by the client they reached
   // (-1: not recorded).
