@@ -8,7 +8,6 @@ of PipelineDef (proto/pipeline.proto); `to_json()` is what `sluice run` reads.
 import base64
 import copy
 import json
-import operator
 import os
 import sys
 import threading
@@ -33,20 +32,12 @@ def _feature(name, spec):
     out = {"name": name, "dtype": dtype}
     if dtype == "bytes":
         if rest:  # without a length: values of any length (encoded images)
-            out["length"] = _whole(rest[0], f"feature '{name}': a bytes feature's length (bytes of its one value)")
+            out["length"] = _checks.whole(f"feature '{name}': a bytes feature's length (bytes of its one value)", rest[0])
     elif rest:
         shape = rest[0]
         what = f"feature '{name}': an {dtype} feature's shape"
-        out["shape"] = [_whole(d, what) for d in (shape if isinstance(shape, (list, tuple)) else [shape])]
+        out["shape"] = [_checks.whole(what, d) for d in (shape if isinstance(shape, (list, tuple)) else [shape])]
     return out
-
-
-def _whole(value, what):
-    """`value` as an int, or a ValueError saying what it was for."""
-    try:
-        return operator.index(value)
-    except TypeError:
-        raise ValueError(f"{what} must be a whole number, got {value!r}") from None
 
 
 def _features(features):
@@ -615,7 +606,9 @@ class Pipeline:
         that sources map, in this process: page cache that RSS counts, not
         bounded by the budget), ``columnar`` (Parquet row groups and Arrow
         IPC record batches decoded in this process, and freed ones kept for
-        the next), ``held`` (all of them) and the
+        the next), ``arrays`` (the rows of ``sluice.arrays`` sources in this
+        process: each definition's and each source's copy), ``held`` (all
+        of them) and the
         peaks of in use and held; with the ``budget`` that bounds them and, when
         the options set none, ``budget_default`` saying how it was sized.
         See docs/memory.md."""
@@ -712,6 +705,7 @@ class Pipeline:
         _warn_if_every_loader_worker_reads_it_all(self._def)
         if epoch is None:
             epoch = self._epoch
+        epoch = _checks.whole("epoch", epoch, minimum=0, maximum=2**64 - 1)
         self._epoch = max(self._epoch, epoch + 1)  # a pass without a number goes on after it
         return _EpochIterator(self.engine.iterate(epoch), self._hold)
 

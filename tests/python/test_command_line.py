@@ -90,6 +90,16 @@ def test_mistakes_are_named_before_the_run(cifar_dir, tmp_path):
     assert "invalid pipeline JSON: parse error at line 2" in syntax.stderr, syntax.stderr
 
 
+def test_a_seed_is_any_uint64_and_another_number_is_refused(cifar_dir, tmp_path):
+    # -1 ran the pipeline's own seed, and 2**64 ran 2**63 - 1: neither said so.
+    p = write_pipeline(tmp_path / "p.json", cifar_dir)
+    for bad in ("-1", "18446744073709551616", "1e3"):
+        ran = sluice("run", str(p), f"--seed={bad}", "--quiet")
+        assert ran.returncode == 1, (bad, ran)
+        assert f"--seed must be a whole number from 0 to 18446744073709551615, got '{bad}'" in ran.stderr, ran.stderr
+    assert sluice("run", str(p), "--seed", "18446744073709551615", "--quiet").returncode == 0
+
+
 def test_a_batch_no_machine_can_hold_is_refused_by_name(cifar_dir, tmp_path):
     p = write_pipeline(tmp_path / "p.json", cifar_dir, batch=10 ** 9)
     ran = sluice("run", str(p))

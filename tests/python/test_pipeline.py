@@ -535,10 +535,19 @@ def test_wrong_feature_type_or_length_names_feature_record_and_file(cifar_dir):
         list(sluice.tfrecord(str(first), {"label": "float32"}))
 
 
+def test_an_epoch_out_of_range_is_named():
+    pipe = sluice.arrays({"i": np.arange(4, dtype=np.int64)})
+    with pytest.raises(ValueError, match="epoch must be >= 0, got -1"):
+        pipe.iterate(-1)
+    with pytest.raises(ValueError, match="epoch must be <= 18446744073709551615, got 18446744073709551616"):
+        pipe.iterate(2**64)
+    assert len(list(pipe.iterate(2**64 - 1))) == 4
+
+
 def test_a_feature_declared_with_another_kinds_field_is_refused_naming_it(cifar_dir):
-    with pytest.raises(ValueError, match="feature 'image': a bytes feature's length .* must be a whole number, got"):
+    with pytest.raises(TypeError, match="feature 'image': a bytes feature's length .* must be a whole number, got"):
         sluice.tfrecord(str(cifar_dir / "*.tfrecord"), {"image": ("bytes", [16])})
-    with pytest.raises(ValueError, match="feature 'label': an int64 feature's shape must be a whole number, got 'x'"):
+    with pytest.raises(TypeError, match="feature 'label': an int64 feature's shape must be a whole number, got 'x'"):
         sluice.tfrecord(str(cifar_dir / "*.tfrecord"), {"label": ("int64", ["x"])})
     with pytest.raises(ValueError, match="features\\[0\\] 'image': shape is for int64 and float32 features"):
         sluice.tfrecord(str(cifar_dir / "*.tfrecord"), {"image": {"dtype": "bytes", "shape": [16]}}).schema

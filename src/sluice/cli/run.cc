@@ -1,6 +1,7 @@
 // sluice run PIPELINE.json: iterate a pipeline and report its throughput.
 #include <cstdio>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -28,7 +29,7 @@ struct RunArgs {
   int epochs = 1;
   bool epochs_given = false;  // --epochs on the command line
   int threads = 0;
-  int64_t seed = -1;
+  std::string seed;  // empty: the pipeline's
   bool json = false;
   bool quiet = false;
   ResumableRun resumable;
@@ -133,7 +134,16 @@ absl::Status Run(const RunArgs& args) {
     std::fprintf(stderr, "metrics on http://%s:%d/metrics\n", args.metrics_host.c_str(), port);
   }
   if (args.threads > 0) def.mutable_options()->set_threads(args.threads);
-  if (args.seed >= 0) def.set_seed(static_cast<uint64_t>(args.seed));
+  if (!args.seed.empty()) {
+    uint64_t seed = 0;
+    // A seed is any uint64, as the definition's: a negative one or more
+    // than that is refused, never clamped or left unused.
+    if (args.seed[0] == '-' || !absl::SimpleAtoi(args.seed, &seed)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--seed must be a whole number from 0 to 18446744073709551615, got '", args.seed, "'"));
+    }
+    def.set_seed(seed);
+  }
   absl::StatusOr<std::shared_ptr<placement::PlacedPipeline>> pipeline = placement::PlacedPipeline::Create(def);
   if (!pipeline.ok()) return WithContext(pipeline.status(), args.pipeline);
   const graph::CompiledPipeline& c = (*pipeline)->first().compiled();
@@ -181,7 +191,7 @@ void AddRunCommand(CLI::App& app, absl::Status* result) {
   CLI::Option* epochs = cmd->add_option("--epochs", args->epochs, "epochs to run")->default_val(1)->check(kPositive);
   cmd->add_option("--threads", args->threads, "compute threads (default: the pipeline's, or all cores)")
       ->check(kThreadCount);
-  cmd->add_option("--seed", args->seed, "override the pipeline's seed");
+  cmd->add_option("--seed", args->seed, "override the pipeline's seed (0 to 2^64-1)");
   cmd->add_flag("--json", args->json, "print a JSON summary as the last line");
   cmd->add_flag("--quiet", args->quiet, "no progress line or text summary");
   cmd->add_option("--stop-after", args->resumable.stop_after,

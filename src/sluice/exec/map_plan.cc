@@ -47,6 +47,9 @@ Column GatherViews(const absl::string_view* views, int64_t rows, BufferPool* poo
 
 thread_local std::vector<uint8_t> tls_scratch;
 
+// What a kernel's errors are about, as ops::Guarded words them.
+constexpr char kKernel[] = "its kernel";
+
 // `status` saying which sample it is about, if it does not already.
 absl::Status Naming(const absl::Status& status, const std::string& where) {
   if (absl::StrContains(status.message(), where)) return status;
@@ -327,14 +330,18 @@ absl::Status MapPlan::RunTile(const Batch& in, int64_t row0, const Bases& bases,
     for (int v : step.outputs) outs.push_back(Ref(v, in, row0, bases));
     ctx.op_key = step.op_key;
     ctx.bypass_cache = backend_ == ops::Backend::kCpu && step.written_once_row_bytes * in.rows >= kCacheBypassBytes;
-    absl::Status s = ops::Guarded("its kernel", [&] { return step.kernel->Run(ctx, ins, outs); });
+    absl::Status s = ops::Guarded(kKernel, [&] { return step.kernel->Run(ctx, ins, outs); });
     if (timed) {
       const int64_t stop = NowNs();
       (*step_ns)[k] += stop - start;
       if (args.trace) args.trace->Span("op", step.name, start, stop);
       start = stop;
     }
-    if (!s.ok()) return WithContext(step.plugin ? NameTheRow(step, s, in, row0, bases, ctx) : s, step.context);
+    if (s.ok()) continue;
+    // A plugin's errors, and a C++ exception (std::bad_alloc), say what went
+    // wrong but not where; the built-in kernels' errors name the sample.
+    const bool unnamed = step.plugin || absl::StartsWith(s.message(), absl::StrCat(kKernel, " threw"));
+    return WithContext(unnamed ? NameTheRow(step, s, in, row0, bases, ctx) : s, step.context);
   }
   return absl::OkStatus();
 }
@@ -353,7 +360,7 @@ absl::Status MapPlan::NameTheRow(const Step& step, const absl::Status& failed, c
     outs.clear();
     for (int v : step.inputs) ins.push_back(Ref(v, in, row0, bases, r));
     for (int v : step.outputs) outs.push_back(Ref(v, in, row0, bases, r));
-    const absl::Status row = ops::Guarded("its kernel", [&] { return step.kernel->Run(one, ins, outs); });
+    const absl::Status row = ops::Guarded(kKernel, [&] { return step.kernel->Run(one, ins, outs); });
     if (!row.ok()) return Naming(row, one.Where(0));
   }
   return absl::Status(failed.code(), absl::StrCat(failed.message(), " (on rows ", ctx.Where(0), " to ",
