@@ -345,7 +345,7 @@ TEST_F(DispatcherStateTest, TheDispatchersOwnStallIsNoOnesSilence) {
   hb.set_job_id(job.job_id());
   hb.set_client_id(job.client_id());
   SLUICE_EXPECT_OK(state_.ClientHeartbeat(hb, woke).status());
-  EXPECT_THAT(state_.TakeDropped(), ElementsAre(HasSubstr("the dispatcher did not run for 15s")));
+  EXPECT_THAT(state_.TakeDropped(), ElementsAre(HasSubstr("did not run for 15s")));
   // Silence after it still counts: the worker, unheard since, is lost.
   SLUICE_ASSERT_OK(state_.Expire(woke + absl::Seconds(6)));
   EXPECT_EQ(state_.Status(woke + absl::Seconds(6)).workers_size(), 0);

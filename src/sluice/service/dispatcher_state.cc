@@ -534,9 +534,9 @@ void DispatcherState::ForgiveStall(absl::Duration stalled, absl::Time now) {
   for (auto& [id, job] : jobs_) {
     for (auto& [epoch, splits] : job.epochs) splits.ExtendLeases(stalled);
   }
-  dropped_.push_back(absl::StrCat("the dispatcher did not run for ",
-                                  absl::FormatDuration(absl::Trunc(stalled, absl::Milliseconds(100))),
-                                  " (stopped, or its machine paused): no worker or client counts as silent for it"));
+  dropped_.push_back(
+      absl::StrCat("did not run for ", absl::FormatDuration(absl::Trunc(stalled, absl::Milliseconds(100))),
+                   " (stopped, or its machine paused): no worker or client counts as silent for that time"));
 }
 
 absl::Status DispatcherState::Expire(absl::Time now) {
