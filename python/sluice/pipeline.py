@@ -5,6 +5,7 @@ pipelines can be shared. The definition is a dict in protobuf's JSON mapping
 of PipelineDef (proto/pipeline.proto); `to_json()` is what `sluice run` reads.
 """
 
+import atexit
 import base64
 import copy
 import json
@@ -12,6 +13,7 @@ import os
 import sys
 import threading
 import warnings
+import weakref
 
 import numpy as np
 
@@ -338,6 +340,17 @@ class _EpochIterator:
 
 
 _ENGINE_MADE = threading.RLock()  # module-wide: a Pipeline stays picklable
+_WITH_ENGINES = weakref.WeakSet()  # the pipelines of this process that made an engine
+
+
+@atexit.register
+def _drop_engines_at_exit():
+    """Drops every engine at exit, while the interpreter still runs them:
+    a service's client then leaves its job. With a daemon thread alive
+    (tqdm, a logger, a prefetching thread) the interpreter destroyed none,
+    and the dispatcher dropped the client as silent, counting a fault."""
+    for pipe in list(_WITH_ENGINES):
+        pipe._engine = None
 
 
 def _unlock_engines_in_child():  # a thread of the parent may have held it as the process forked
@@ -579,6 +592,7 @@ class Pipeline:
                 if self._engine is None or self._engine_pid != os.getpid():
                     self._engine = _sluice.Pipeline(json.dumps(self._def))
                     self._engine_pid = os.getpid()
+                    _WITH_ENGINES.add(self)
         return self._engine
 
     def __getstate__(self):

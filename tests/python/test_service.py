@@ -298,6 +298,31 @@ def test_exit_with_a_pid_that_is_not_the_parent_is_refused(cluster):
     assert f"--exit-with {other.pid}: this process's parent is {os.getpid()}" in worker.stderr
 
 
+def test_a_consumer_that_exits_with_a_daemon_thread_alive_leaves_its_job(cluster):
+    # The interpreter destroys nothing a daemon thread holds (a prefetching
+    # thread's pipeline), and at times nothing at all while one runs: the
+    # engine lived on, and the dispatcher dropped its client as silent, a
+    # fault.
+    import sluice
+
+    script = f"""
+import threading, time
+import numpy as np
+import sluice
+pipe = sluice.arrays({{"id": np.arange(100, dtype=np.int64)}}, split_records=10).distribute("{cluster}").batch(10)
+threading.Thread(target=lambda held=pipe: time.sleep(600), daemon=True).start()  # as a prefetching thread
+n = 0
+for batch in pipe.iterate(0):
+    n += len(batch["id"])
+print(n)
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "100", done.stderr
+    status = sluice.dispatcher_status(cluster)
+    assert sum(int(job.get("clients", 0)) for job in status["jobs"]) == 0, status
+    assert "client_dropped" not in status["errors"], status
+
+
 def test_dispatcher_status_reports_the_workers_or_says_why_not(cluster, tmp_path):
     import sluice
 
