@@ -241,6 +241,10 @@ TEST_F(ServiceTest, ADispatcherGoneForLongerThanTheTimeoutFailsTheEpochSayingSo)
   EXPECT_THAT(ReadEpoch(*pipeline, 0, 20, [&] { cluster.dispatcher().Stop(SIGKILL); }),
               StatusIs(absl::StatusCode::kUnavailable,
                        HasSubstr("the dispatcher at " + cluster.address() + " has been unreachable for 1s")));
+  // The next epoch of the same pipeline failed at once with the same words,
+  // though the dispatcher might be back: they say what to do.
+  EXPECT_THAT(ReadEpoch(*pipeline, 1),
+              StatusIs(absl::StatusCode::kUnavailable, HasSubstr("make the pipeline again to join anew")));
 }
 
 // A hung dispatcher (stopped: its connections open, no answer) holds each

@@ -299,7 +299,9 @@ void DistributedInput::BeatUntilStopped() {
         fatal =
             absl::UnavailableError(absl::StrCat("the dispatcher at ", options_.dispatcher, " has been unreachable for ",
                                                 absl::FormatDuration(options_.dispatcher_timeout),
-                                                " (distribute's dispatcher_timeout_s); last error: ", s.message()));
+                                                " (distribute's dispatcher_timeout_s); last error: ", s.message(),
+                                                ". This pipeline's client gave up its job: its later epochs fail "
+                                                "with this error; make the pipeline again to join anew"));
       }
     } else {
       fatal = s;  // refused (a wrong token, a changed certificate): retrying will not help
