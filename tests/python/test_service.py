@@ -323,6 +323,19 @@ print(n)
     assert "client_dropped" not in status["errors"], status
 
 
+def test_a_shuffle_before_the_distribute_node_says_it_shuffles_within_each_split(cluster, capfd):
+    # Its buffer never holds more than a split there: the same definition
+    # shuffled far less on the service, silently.
+    rows = {"id": np.arange(100, dtype=np.int64)}
+    before = sluice.arrays(rows, split_records=10).shuffle(50).distribute(cluster).batch(10)
+    assert sorted(int(i) for b in before for i in b["id"]) == list(range(100))
+    assert "(shuffle): in distributed_epoch mode a shuffle before the distribute node shuffles within each split" \
+        in capfd.readouterr().err
+    after = sluice.arrays(rows, split_records=10).distribute(cluster).shuffle(50).batch(10)
+    assert sorted(int(i) for b in after for i in b["id"]) == list(range(100))
+    assert "(shuffle)" not in capfd.readouterr().err
+
+
 def test_dispatcher_status_reports_the_workers_or_says_why_not(cluster, tmp_path):
     import sluice
 

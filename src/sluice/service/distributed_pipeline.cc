@@ -8,6 +8,7 @@
 #include "sluice/service/batch_codec.h"
 #include "sluice/service/distributed_input.h"
 #include "sluice/service/local_cluster.h"
+#include "sluice/service/log.h"
 
 namespace sluice::service {
 namespace {
@@ -72,6 +73,13 @@ absl::Status CheckWorkersPart(const PipelineDef& def, int index, ProcessingMode 
           "] (batch): in distributed_epoch mode a batch before the distribute node is cut from each split on "
           "its own, so drop_remainder would drop every split's last rows: put the batch after the distribute "
           "node (the client batches across splits), drop_remainder false, or mode \"parallel_epochs\""));
+    }
+    if (n.has_shuffle() && n.shuffle().buffer_size() > 1) {
+      // Its samples and their draws stay the same: a warning, not a refusal.
+      Log("client", absl::StrCat("nodes[", i,
+                                 "] (shuffle): in distributed_epoch mode a shuffle before the distribute "
+                                 "node shuffles within each split (a worker runs a split at a time), whatever its "
+                                 "buffer_size: put it after the distribute node for a buffer across splits"));
     }
   }
   return absl::OkStatus();
