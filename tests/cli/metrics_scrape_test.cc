@@ -61,19 +61,25 @@ TEST(ServeMetrics, AHostThatIsNoOneAddressIsRefusedNotServedElsewhere) {
   SLUICE_EXPECT_OK(placement::ServePipelineMetrics("127.0.0.1", 0).status());
 }
 
+// A socket listening on a free port of 127.0.0.1; its "HOST:PORT" in `target`.
+int Listening(std::string* target) {
+  const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof(address);
+  EXPECT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  EXPECT_EQ(::listen(listener, 4), 0);
+  EXPECT_EQ(::getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length), 0);
+  *target = "127.0.0.1:" + std::to_string(ntohs(address.sin_port));
+  return listener;
+}
+
 // A server on a free port of 127.0.0.1 that answers its one connection
 // with `reply`, whatever was asked, and closes it.
 class AnswersOnce {
  public:
-  explicit AnswersOnce(std::string reply) : listener_(::socket(AF_INET, SOCK_STREAM, 0)) {
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t length = sizeof(address);
-    EXPECT_EQ(::bind(listener_, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
-    EXPECT_EQ(::listen(listener_, 4), 0);
-    EXPECT_EQ(::getsockname(listener_, reinterpret_cast<sockaddr*>(&address), &length), 0);
-    target_ = "127.0.0.1:" + std::to_string(ntohs(address.sin_port));
+  explicit AnswersOnce(std::string reply) : listener_(Listening(&target_)) {
     thread_ = std::thread([this, reply = std::move(reply)] {
       const int conn = ::accept(listener_, nullptr, nullptr);
       if (conn < 0) return;
@@ -90,8 +96,8 @@ class AnswersOnce {
   const std::string& target() const { return target_; }
 
  private:
+  std::string target_;  // before listener_, which sets it
   const int listener_;
-  std::string target_;
   std::thread thread_;
 };
 
@@ -114,16 +120,9 @@ TEST(ScrapeMetrics, AServerThatIsNotHttpIsNamedSoNotAsSilent) {
 // A port that takes connections (the kernel's backlog) and never answers
 // held `sluice status --process` 30 s.
 TEST(ScrapeMetrics, AnAddressThatNeverAnswersIsGivenUpOnAfterFiveSeconds) {
-  const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+  std::string target;
+  const int listener = Listening(&target);
   ASSERT_GE(listener, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof(address);
-  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
-  ASSERT_EQ(::listen(listener, 4), 0);
-  ASSERT_EQ(::getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length), 0);
-  const std::string target = "127.0.0.1:" + std::to_string(ntohs(address.sin_port));
   const absl::Status silent = ScrapeMetrics(target).status();
   ::close(listener);
   EXPECT_EQ(silent.code(), absl::StatusCode::kUnavailable);
