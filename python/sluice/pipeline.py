@@ -350,7 +350,8 @@ def _drop_engines_at_exit():
     (tqdm, a logger, a prefetching thread) the interpreter destroyed none,
     and the dispatcher dropped the client as silent, counting a fault."""
     for pipe in list(_WITH_ENGINES):
-        pipe._engine = None
+        if pipe._engine_pid == os.getpid():  # a forked child leaves its parent's be
+            pipe._engine = None
 
 
 def _unlock_engines_in_child():  # a thread of the parent may have held it as the process forked

@@ -58,6 +58,21 @@ TEST_F(ImageFilesTest, SortedClassFoldersAreTheLabels) {
                                          std::make_pair(2, dir_.Join("root/zebra/1.jpg"))));
 }
 
+// torchvision's ImageFolder order within a class: its folders by path,
+// each one's files by name (sorting whole paths put "a/1" before "b" and
+// "sub-2/y" before "sub/x").
+TEST_F(ImageFilesTest, AClassesFilesComeInImageFoldersOrder) {
+  for (const char* rel : {"root/cls/z.jpg", "root/cls/b.jpg", "root/cls/a/1.jpg", "root/cls/sub/x.jpg",
+                          "root/cls/sub-2/y.jpg", "root/cls/sub/deeper/w.jpg"}) {
+    Put(rel);
+  }
+  ASSERT_OK_AND_ASSIGN(auto source, MakeImageFolderSource(dir_.Join("root")));
+  std::vector<std::string> order;
+  for (const auto& [label, path] : Rows(*source)) order.push_back(path.substr(dir_.Join("root/cls/").size()));
+  // Python: [f for root, _, files in sorted(os.walk("root/cls")) for f in sorted(files)]
+  EXPECT_THAT(order, ElementsAre("b.jpg", "z.jpg", "a/1.jpg", "sub/x.jpg", "sub-2/y.jpg", "sub/deeper/w.jpg"));
+}
+
 TEST_F(ImageFilesTest, AFileListNamesFilesRelativeToItself) {
   Put("imgs/x.jpg");
   Put("imgs/y.jpg");

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <map>
 #include <sstream>
+#include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
@@ -149,6 +150,21 @@ absl::StatusOr<std::unique_ptr<SourceFormat>> MakeFileListSource(const std::stri
 
 namespace {
 
+// torchvision's ImageFolder order: a class's folders by their paths, each
+// one's files by name (a folder's own files before its subfolders'), not
+// the whole paths ("cls/sub-2/y" sorted before "cls/sub/x", "cls/a/1"
+// before "cls/b"). Paths and URLs alike.
+void SortAsImageFolder(std::vector<std::string>* paths) {
+  auto split = [](const std::string& p) {
+    const size_t slash = p.rfind('/');
+    return std::pair<absl::string_view, absl::string_view>(
+        absl::string_view(p).substr(0, slash == std::string::npos ? 0 : slash),
+        absl::string_view(p).substr(slash == std::string::npos ? 0 : slash + 1));
+  };
+  std::sort(paths->begin(), paths->end(),
+            [&](const std::string& a, const std::string& b) { return split(a) < split(b); });
+}
+
 // An image folder in an object store: the images under `root`, the first
 // part of each one's key below it naming its class. A class folder without
 // images still takes its label, as on disk, when an object is in it (a
@@ -168,6 +184,7 @@ absl::StatusOr<LabeledFiles> ListObjectImageFolder(const std::string& root) {
   LabeledFiles files;
   int64_t label = 0;
   for (auto& [name, urls] : by_class) {
+    SortAsImageFolder(&urls);
     for (std::string& url : urls) {
       files.paths.push_back(std::move(url));
       files.labels.push_back(label);
@@ -273,7 +290,7 @@ absl::StatusOr<LabeledFiles> ListImageFolder(const std::string& root) {
   for (size_t label = 0; label < classes.size(); ++label) {
     std::vector<std::string> files;
     SLUICE_RETURN_IF_ERROR(ListClassFolder(fs::path(root) / classes[label], &files));
-    std::sort(files.begin(), files.end());
+    SortAsImageFolder(&files);
     for (std::string& f : files) {
       paths.push_back(std::move(f));
       labels.push_back(static_cast<int64_t>(label));
