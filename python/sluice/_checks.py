@@ -2,6 +2,8 @@
 
 import operator
 
+MOST_PROCESSES = 256  # a Python process pool's, the engine's kMostPythonProcesses
+
 
 def whole(name, value, minimum=None, maximum=None):
     """`value` as an int when it is a whole number (an int, a numpy integer,

@@ -187,7 +187,8 @@ def _load_dataset(target, generator):
         if not os.path.exists(path):
             raise FileNotFoundError(
                 f"the dataset's pickle {path} is not on this machine: a dataset given as an object travels as a "
-                "file on the trainer's machine only; for workers on other machines, give "
+                "file on the trainer's machine only, kept while the process that made the pipeline lives (removed "
+                "with the pipeline there if it was never pickled); for workers on other machines, give "
                 "sluice.from_dataset(\"module:function\"), a function returning the dataset, importable there")
         with open(path, "rb") as f:
             loaded = pickle.load(f)
@@ -264,6 +265,8 @@ class _Items:
 
     def values(self, item, index):
         """The item's values in column order: arrays, or bytes for bytes columns."""
+        if item is None:
+            raise TypeError(f"{self.label.format(index)} is None: did the function return or yield nothing?")
         if isinstance(item, dict):
             missing = [n for n in self.names if n not in item]
             if missing:
@@ -276,6 +279,9 @@ class _Items:
         return [self._value(c, v, index) for c, v in zip(self.columns, item)]
 
     def _value(self, c, v, index):
+        if v is None or isinstance(v, str):
+            raise TypeError(f"{self.label.format(index)}['{c['name']}'] is "
+                            + ("None" if v is None else "a str: encode it (s.encode()) to hold it as bytes"))
         if c["ragged"]:
             if isinstance(v, (bytes, bytearray, memoryview)):
                 return bytes(v)

@@ -11,7 +11,7 @@ import time
 
 import numpy as np
 
-from sluice import _interpreter, _shipping
+from sluice import _checks, _interpreter, _shipping
 from sluice._imports import iterate as _iterate, load as _load
 from sluice.pipeline import Pipeline, _Owned
 
@@ -38,6 +38,7 @@ def _remove_orphans(directory):
 
 
 _WRITTEN = {}  # the dataset files not yet removed: path -> the pid that wrote it
+_SENT_LOCKS = []  # the locks on files of collected pipelines that were pickled, which stay until exit
 
 
 @atexit.register
@@ -52,13 +53,15 @@ def _remove_written():
         except OSError:
             pass
         _WRITTEN.pop(path, None)
+    while _SENT_LOCKS:
+        _SENT_LOCKS.pop().close()
 
 
 class _PickleFile(_Owned):
     """The dataset pickled by value (cloudpickle: its class may be the
     script's or a notebook's) for the processes to load; removed with the
-    last pipeline made of it, at exit, or by a later process if this one is
-    killed."""
+    last pipeline made of it (once pickled, at exit: a child may still load
+    it), at exit, or by a later process if this one is killed."""
 
     path = None  # until the file is written: a dataset that cannot be sent has none
 
@@ -75,8 +78,12 @@ class _PickleFile(_Owned):
         fcntl.flock(self._lock, fcntl.LOCK_SH)
 
     def __getstate__(self):
+        # Sent to another process (a spawn child, a Ray task), which may
+        # outlive this object: the file stays until this process exits.
+        self._sent = True
         state = self.__dict__.copy()
         state.pop("_lock", None)
+        state.pop("_sent", None)
         return state
 
     def load(self):
@@ -85,12 +92,28 @@ class _PickleFile(_Owned):
             return pickle.load(f)
 
     def __del__(self):
+        lock = self.__dict__.get("_lock")
+        if lock is not None and self.__dict__.get("_sent"):
+            _SENT_LOCKS.append(lock)  # kept locked against _remove_orphans while this process lives
+        elif lock is not None:
+            lock.close()
         try:
-            if self.path is not None and self._mine():
+            if self.path is not None and self._mine() and not self.__dict__.get("_sent"):
                 _WRITTEN.pop(self.path, None)
                 os.unlink(self.path)
         except OSError:
             pass
+
+
+def _mixes_ints_and_floats(values):
+    """Whether nested tuples or lists hold both integers and floats."""
+    kinds = set()
+    for v in values:
+        if isinstance(v, (tuple, list)):
+            kinds |= {"f", "i"} if _mixes_ints_and_floats(v) else {np.asarray(v).dtype.kind}
+        else:
+            kinds.add(np.asarray(v).dtype.kind)
+    return "f" in kinds and bool(kinds & {"i", "u"})
 
 
 def _column(name, value, images, who):
@@ -100,6 +123,12 @@ def _column(name, value, images, who):
     if value is None:
         raise TypeError(f"{who}: '{name}' is None: each item's values are arrays, numbers or bytes (did the "
                         "function return or yield nothing?)")
+    if isinstance(value, str):
+        raise TypeError(f"{who}: '{name}' is a str: encode it (s.encode()) to hold it as bytes")
+    if isinstance(value, (tuple, list)) and _mixes_ints_and_floats(value):
+        raise TypeError(f"{who}: '{name}' is a {type(value).__name__} of integers and floats, which one array "
+                        "would hold as floats, losing the integers' digits: give them as values of their own (a "
+                        "flat tuple, or a dict), or as a numpy array of the dtype you mean")
     try:
         a = np.asarray(value)
     except (TypeError, RuntimeError, ValueError) as e:  # a bfloat16 tensor, a ragged list
@@ -121,6 +150,9 @@ def _column(name, value, images, who):
 def _columns(item, names, images, who):
     """The columns of items like `item`: a dict, a tuple or a single value."""
     if isinstance(item, dict):
+        if names is not None:
+            raise ValueError(f"{who}: names= names the values of tuple or single items; a dict item names its "
+                             f"columns by its keys {list(item)[:8]}")
         keys = [k for k in item if not isinstance(k, str)]
         if keys:
             raise TypeError(f"{who}: a dict whose keys {keys[:4]} are not strings: columns are named by strings "
@@ -131,6 +163,9 @@ def _columns(item, names, images, who):
         labels = list(names) if names is not None else [str(i) for i in range(len(values))]
         if len(labels) != len(values):
             raise ValueError(f"{who}: {len(labels)} names for items of {len(values)} values")
+        repeated = sorted({n for n in labels if labels.count(n) > 1})
+        if repeated:
+            raise ValueError(f"{who}: names repeat {repeated}: each column needs a name of its own")
         columns = [_column(n, v, images, who) for n, v in zip(labels, values)]
     unknown = set(images) - {c["name"] for c in columns}
     if unknown:
@@ -176,6 +211,7 @@ def from_dataset(dataset, *, names=None, images=(), processes=0, split_records=6
     exception in __getitem__ fails the pipeline naming the index, with the
     traceback.
     """
+    processes = _checks.whole("processes", processes, 0, _checks.MOST_PROCESSES)
     _interpreter.export()
     hold = None
     if isinstance(dataset, str):

@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from sluice import _interpreter, _shipping, _sluice
+from sluice import _checks, _interpreter, _shipping, _sluice
 
 
 def _not_finite(value):
@@ -190,7 +190,7 @@ def python(fn, outputs=None, *, batched=False, inputs=None, column=None, process
     if column is not None:
         fn, inputs = _on_column(fn, column, batched, inputs)
     attrs = {"function": fn, "rng": False} if isinstance(fn, str) else _shipped(fn)
-    attrs["processes"] = processes
+    attrs["processes"] = _checks.whole("processes", processes, 0, _checks.MOST_PROCESSES)
     if inputs is not None:
         attrs["inputs"] = ",".join(_column_name(name, "inputs")
                                    for name in ([inputs] if isinstance(inputs, str) else inputs))

@@ -17,7 +17,7 @@ import weakref
 
 import numpy as np
 
-from sluice import _checks, _sluice
+from sluice import _checks, _interpreter, _sluice
 
 _FEATURE_DTYPES = ("bytes", "int64", "float32")
 
@@ -591,6 +591,7 @@ class Pipeline:
             # memory() as iteration starts made a second, idle one).
             with _ENGINE_MADE:
                 if self._engine is None or self._engine_pid != os.getpid():
+                    _interpreter.export()  # for `python` ops of a definition read from JSON too
                     self._engine = _sluice.Pipeline(json.dumps(self._def))
                     self._engine_pid = os.getpid()
                     _WITH_ENGINES.add(self)

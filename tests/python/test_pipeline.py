@@ -3,11 +3,13 @@ determinism and errors."""
 
 import gc
 import json
+import os
 import re
 import statistics
 import struct
 import subprocess
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -382,6 +384,63 @@ def test_ctrl_c_stops_a_pipeline_blocked_in_next(cifar_dir):
     assert "after 8" in out
 
 
+_MAKING_CHILD = """
+import signal, sys, threading, time
+signal.signal(signal.SIGINT, signal.default_int_handler)
+sys.path.insert(0, sys.argv[1])
+import numpy as np
+import sluice
+from sluice import ops
+main = threading.main_thread().ident
+
+
+def announce():  # once the main thread makes the engine
+    while sys._current_frames()[main].f_code.co_name != "engine":
+        time.sleep(0.001)
+    print("making", flush=True)
+
+
+source = sluice.arrays({"x": np.arange(4, dtype=np.int64)})
+pipe = (source.distribute("127.0.0.1:1", connect_timeout_s=600) if sys.argv[2] == "distribute"
+        else source.map(ops.python("never_imported:fn")))
+threading.Thread(target=announce, daemon=True).start()
+try:
+    pipe.engine
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+print("after", len(list(sluice.arrays({"x": [1, 2, 3]}))), flush=True)
+"""
+
+
+@pytest.mark.parametrize("waits_for", ["distribute", "python_import"])
+def test_ctrl_c_stops_a_pipeline_being_made(tmp_path, waits_for):
+    """Making it waits for a dispatcher that is not there (up to its
+    connect_timeout_s of 600 s) or for a python op's module whose import
+    never ends: Ctrl-C stops either at once, and the op's process goes."""
+    import signal
+    import subprocess
+    import sys
+    pid_file = tmp_path / "pid"
+    (tmp_path / "never_imported.py").write_text(
+        f"import os, time\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\nwhile True:\n    time.sleep(1)\n")
+    child = subprocess.Popen([sys.executable, "-c", _MAKING_CHILD, str(tmp_path), waits_for],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline().strip() == "making"
+        if waits_for == "python_import":
+            while not pid_file.exists() or not pid_file.read_text():
+                time.sleep(0.01)
+        child.send_signal(signal.SIGINT)
+        out, err = child.communicate(timeout=120)  # a hang guard: without the fix it waits for ever (or 600 s)
+    finally:
+        child.kill()
+    assert child.returncode == 0, err
+    assert out.split() == ["interrupted", "after", "3"]
+    if waits_for == "python_import":
+        with pytest.raises(ProcessLookupError):
+            os.kill(int(pid_file.read_text()), 0)
+
+
 _SAVING_HANDLER_CHILD = """
 import os
 import signal
@@ -731,7 +790,8 @@ def test_jpeg_bytes_in_tfrecord_features_decode_like_files(tmp_path):
     import subprocess
     for fmt in ("folder", "tfrecord"):
         subprocess.run(["sluice", "make-data", "imagenet", "--out", str(tmp_path / fmt), "--count", "12",
-                        "--classes", "3", "--format", fmt, "--files", "2"], check=True, capture_output=True)
+                        "--classes", "3", "--format", fmt, *(["--files", "2"] if fmt == "tfrecord" else [])],
+                       check=True, capture_output=True)
     records = (sluice.tfrecord(str(tmp_path / "tfrecord" / "*.tfrecord"),
                                {"image/encoded": "bytes", "image/class/label": "int64"})
                .map(ops.decode_image(field="image/encoded", size=[40, 56]))

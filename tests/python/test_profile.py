@@ -103,9 +103,50 @@ def test_materializing_into_the_folder_of_its_source_files_is_refused_before_it_
     before = source.read_bytes()
     pipe = (sluice.tfrecord(str(tmp_path / "*.tfrecord"), {"image": ("bytes", 3072), "label": "int64"})
             .map(ops.reshape(shape=[32, 32, 3]), ops.grey_dilation(size=3)).batch(50))
-    with pytest.raises(sluice.SluiceError, match=f"would overwrite the source's file {source} with its materialized"):
+    with pytest.raises(sluice.SluiceError, match=f"the output folder {tmp_path} holds the source's file {source}"):
         pipe.materialize(tmp_path)
     assert source.read_bytes() == before
+
+
+def test_materializing_beside_source_files_a_glob_lists_is_refused(cifar_dir, tmp_path):
+    # Under another name than a source file's: the parts would be listed by
+    # the source's `*.tfrecord`, and the original pipeline read them too.
+    data = tmp_path / "data"
+    data.mkdir()
+    for f in sorted(cifar_dir.glob("*.tfrecord")):
+        (data / f.name).write_bytes(f.read_bytes())
+    pipe = (sluice.tfrecord(str(data / "*.tfrecord"), {"image": ("bytes", 3072), "label": "int64"})
+            .map(ops.reshape(shape=[32, 32, 3]), ops.grey_dilation(size=3)).batch(50))
+    before = sorted(p.name for p in data.iterdir())
+    with pytest.raises(sluice.SluiceError, match="or be listed with it by the source's pattern; give another folder"):
+        pipe.materialize(data)
+    assert sorted(p.name for p in data.iterdir()) == before
+
+
+def test_scalars_of_every_dtype_materialize_to_the_same_values(cifar_dir, tmp_path):
+    # A uint8 or int32 scalar goes as an int64 feature and is cast back.
+    for dtype in ("int32", "uint8"):
+        prefix = (_cifar(cifar_dir)
+                  .map(ops.reshape(shape=[32, 32, 3]), ops.grey_dilation(size=3), ops.cast(field="label", dtype=dtype))
+                  .map(ops.random_flip()).batch(50))
+        fast = prefix.materialize(tmp_path / dtype)
+        for a, b in zip(list(prefix), list(fast), strict=True):
+            assert a["label"].dtype == b["label"].dtype == np.dtype(dtype) and a["label"].shape == (50,)
+            np.testing.assert_array_equal(a["label"], b["label"])
+            np.testing.assert_array_equal(a["image"], b["image"])
+
+
+def test_a_materialization_replaces_the_parts_of_one_from_more_files(cifar_dir, tmp_path):
+    def dilated(files):
+        return (sluice.tfrecord([str(f) for f in files], {"image": ("bytes", 3072), "label": "int64"})
+                .map(ops.reshape(shape=[32, 32, 3]), ops.grey_dilation(size=3)).batch(50))
+    files = sorted(cifar_dir.glob("*.tfrecord"))
+    dilated(files[:3]).materialize(tmp_path / "m")
+    assert sorted(p.name for p in (tmp_path / "m").glob("part-*.tfrecord")) == [
+        f"part-0000{i}-of-00003.tfrecord" for i in range(3)]
+    dilated(files[:2]).materialize(tmp_path / "m")
+    assert sorted(p.name for p in (tmp_path / "m").glob("part-*")) == [
+        f"part-0000{i}-of-00002.tfrecord{index}" for i in range(2) for index in ("", ".index")]
 
 
 def test_a_materialization_that_fails_leaves_the_one_before_it_whole(cifar_dir, tmp_path):

@@ -124,6 +124,8 @@ def test_into_a_torch_training_loop():
     ("exit", "python dataset 'Faulty': its Python process \\(pid \\d+\\) exited with status 5 making dataset\\[37\\]"),
     ("image", "dataset\\[37\\]\\['x'\\] is uint8\\[6, 5, 3\\].*images=\\['x'\\]"),
     ("tokens", "dataset\\[37\\]\\['x'\\] is int32\\[5\\].*pad them to one length"),
+    ("none", "dataset\\[37\\] is None: did the function return or yield nothing\\?"),
+    ("str", "dataset\\[37\\]\\['x'\\] is a str: encode it \\(s.encode\\(\\)\\) to hold it as bytes"),
 ])
 def test_a_failing_item_is_an_error_naming_its_index(how, says):
     pipe = sluice.from_dataset(user_code.Faulty(how), processes=2).batch(10)
@@ -147,6 +149,29 @@ def test_an_empty_dataset_or_a_wrong_name_count_is_refused():
     # Named at once, not a KeyError on the first item made.
     with pytest.raises(TypeError, match=r"dataset\[0\]: a dict whose keys \[0, 1\] are not strings"):
         sluice.from_dataset([{0: 1, 1: 2}] * 3)
+    # One of two columns named alike was dropped from every batch.
+    with pytest.raises(ValueError, match=r"names repeat \['x'\]: each column needs a name of its own"):
+        sluice.from_dataset(user_code.Squares(5), names=("x", "x"))
+    with pytest.raises(ValueError, match=r"a dict item names its columns by its keys \['a'\]"):
+        sluice.from_dataset([{"a": 1}] * 3, names=("b",))
+    for bad, error in ((-1, ValueError), (257, ValueError), ("2", TypeError)):
+        with pytest.raises(error, match="processes must be"):
+            sluice.from_dataset(user_code.Squares(5), processes=bad)
+        with pytest.raises(error, match="processes must be"):
+            sluice.ops.python(user_code.invert, processes=bad)
+
+
+def test_a_tuple_of_integers_and_floats_is_refused_not_made_floats():
+    # (x, (weight, sample_id)) was one float32 column: ids past 2**24 lost
+    # their last digits, and two samples shared one.
+    items = [(np.zeros(2, np.float32), (0.5, 2 ** 24 + 1 + i)) for i in range(4)]
+    with pytest.raises(TypeError, match=r"'1' is a tuple of integers and floats, which one array would hold as "
+                                        r"floats, losing the integers' digits"):
+        sluice.from_dataset(items)
+    with pytest.raises(TypeError, match=r"'meta' is a list of integers and floats"):
+        sluice.from_dataset([{"meta": [0.5, [2 ** 40 + i]]} for i in range(4)])
+    flat = sluice.from_dataset([(np.zeros(2, np.float32), 0.5, 2 ** 24 + 1 + i) for i in range(4)], shuffle=False)
+    assert next(iter(flat.batch(4)))["2"].tolist() == [2 ** 24 + 1 + i for i in range(4)]
 
 
 def test_a_value_numpy_cannot_hold_is_refused_naming_its_column():
@@ -291,3 +316,34 @@ def test_a_dataset_file_goes_with_the_process_that_held_its_pipeline(tmp_path, e
                    timeout=120)
     assert not list(tmp_path.glob("sluice-dataset-*"))
 
+
+
+_PICKLED_THEN_DROPPED = """
+import gc, glob, os, pickle, subprocess, sys, warnings
+warnings.simplefilter("error", ResourceWarning)
+sys.path.insert(0, sys.argv[1])
+import sluice, user_code
+pipe = sluice.from_dataset(user_code.Squares(20), names=("image", "label"), processes=1).batch(20)
+sent = pickle.dumps(pipe)
+del pipe
+gc.collect()  # a spawn child still starting, or a Ray task, has only the pickle
+child = ("import pickle, sys; sys.path.insert(0, sys.argv[1]); "
+         "print(sorted(int(v) for v in next(iter(pickle.loads(sys.stdin.buffer.read())))['label']))")
+ran = subprocess.run([sys.executable, "-c", child, sys.argv[1]], input=sent, capture_output=True, check=True)
+print(ran.stdout.decode().strip(), len(glob.glob(os.path.join(os.environ["TMPDIR"], "sluice-dataset-*"))))
+"""
+
+
+def test_a_pickled_pipeline_loads_after_the_one_it_was_made_from_is_collected(tmp_path):
+    # Its dataset file went with the collected object: the child failed
+    # saying the file was "not on this machine". Kept until exit, then gone.
+    import os
+    import subprocess
+    import sys
+    ran = subprocess.run([sys.executable, "-W", "error::ResourceWarning", "-c", _PICKLED_THEN_DROPPED,
+                          os.path.dirname(user_code.__file__)], env=dict(os.environ, TMPDIR=str(tmp_path)),
+                         capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.split("] ") == [str(list(range(20)))[:-1], "1\n"], ran.stdout
+    assert "ResourceWarning" not in ran.stderr, ran.stderr
+    assert not list(tmp_path.glob("sluice-dataset-*"))

@@ -5,6 +5,7 @@ user's code can fail."""
 
 import gc
 import os
+import pickle
 import signal
 import subprocess
 import sys
@@ -393,6 +394,37 @@ def test_a_worker_whose_interpreter_has_no_sluice_says_what_to_set(tmp_path):
         for process in (worker, dispatcher):
             process.send_signal(signal.SIGTERM)
             process.wait(timeout=30)
+
+
+_READ_BACK = """
+import pickle, sys
+import sluice
+data = open(sys.argv[2], "rb").read()
+pipe = pickle.loads(data) if sys.argv[1] == "pickle" else sluice.Pipeline.from_json(data.decode())
+print(sorted(int(v) for v in next(iter(pipe))["id"]))
+"""
+
+
+@pytest.mark.parametrize("form", ["pickle", "json"])
+def test_a_pipeline_read_back_in_a_fresh_process_runs_its_ops_in_that_interpreter(tmp_path, form):
+    """Unpickled (in a Ray task) or read from JSON, with nothing set in the
+    environment: its python ops run in the interpreter that made the
+    engine, not in a `python3` found first on PATH, which has no sluice."""
+    bare = tmp_path / "bin" / "python3"
+    bare.parent.mkdir()
+    bare.write_text(f'#!/bin/sh\nexec {sys.executable} -I -S "$@"\n')
+    bare.chmod(0o755)
+    module = tmp_path / "negate.py"
+    module.write_text("def negate(s):\n    return {'id': -s['id']}\n")
+    pipe = sluice.arrays({"id": np.arange(10, dtype=np.int64)}).map(ops.python(f"{module}:negate")).batch(10)
+    saved = tmp_path / "pipe"
+    saved.write_bytes(pickle.dumps(pipe) if form == "pickle" else pipe.to_json().encode())
+    env = {k: v for k, v in os.environ.items() if k not in ("SLUICE_PYTHON", "SLUICE_PYTHONPATH")}
+    env["PATH"] = os.pathsep.join([str(bare.parent), env["PATH"]])
+    ran = subprocess.run([sys.executable, "-c", _READ_BACK, form, str(saved)], env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.strip() == str(list(range(-9, 1))), ran.stdout
 
 
 @pytest.fixture

@@ -191,6 +191,8 @@ class Faulty:
             return {"x": np.zeros((6 if i == 37 else 4, 5, 3), np.uint8), "i": i}
         if self.how == "tokens":  # a longer text
             return {"x": np.zeros(5 if i == 37 else 3, np.int32), "i": i}
+        if i == 37 and self.how in ("none", "str"):  # a code path that returns nothing, a caption
+            return None if self.how == "none" else {"x": "caption", "i": i}
         shape = (3, 3) if i == 37 and self.how == "shape" else (2, 2)
         return {"x": np.zeros(shape, np.float32), "i": i}
 

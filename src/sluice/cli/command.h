@@ -8,6 +8,7 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/status/status.h"
+#include "absl/strings/numbers.h"
 #include "sluice/graph/thread_limit.h"
 
 namespace sluice::cli {
@@ -33,6 +34,21 @@ inline const CLI::Validator kNonNegative(
       return "";
     },
     ">= 0");
+
+// A path that must name something: an empty one (an unset shell variable)
+// would resolve against the root folder.
+inline const CLI::Validator kNonEmpty(
+    [](std::string& value) -> std::string { return value.empty() ? "must not be empty" : ""; }, "NONEMPTY");
+
+// A seed: any uint64. CLI11 reads "-1" into an unsigned as its wrap-around,
+// and a seed must never be silently another.
+inline const CLI::Validator kSeed(
+    [](std::string& value) -> std::string {
+      uint64_t v = 0;
+      if (!value.empty() && value[0] != '-' && absl::SimpleAtoi(value, &v)) return "";
+      return "must be a whole number from 0 to 18446744073709551615, got '" + value + "'";
+    },
+    "0..2^64-1");
 
 // A --threads value: 0 (the pipeline's, or one per core) up to the most a
 // pipeline may ask for.

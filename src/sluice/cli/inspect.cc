@@ -94,31 +94,45 @@ absl::Status InspectTfRecord(const InspectArgs& args) {
   return absl::OkStatus();
 }
 
+// One record's line: `json` as a JSON object, else `text` after its index.
+void PrintRecord(const InspectArgs& args, int64_t i, const std::string& json, const std::string& text) {
+  if (args.json) {
+    std::printf("{\"index\": %lld, %s}\n", static_cast<long long>(i), json.c_str());
+  } else {
+    std::printf("  [%lld] %s\n", static_cast<long long>(i), text.c_str());
+  }
+}
+
+// A rank-0 file holds one value: one record of one value.
 absl::Status InspectIdx(const InspectArgs& args, const io::RandomAccessFile& file, int rank) {
   SLUICE_ASSIGN_OR_RETURN(io::IdxHeader header, io::ReadIdxHeader(file, rank));
-  std::printf("%s: IDX uint8, shape [%s]\n", args.file.c_str(), absl::StrJoin(header.dims, ",").c_str());
+  std::fprintf(args.json ? stderr : stdout, "%s: IDX uint8, shape [%s]\n", args.file.c_str(),
+               absl::StrJoin(header.dims, ",").c_str());
   int64_t item = 1;
   for (int i = 1; i < rank; ++i) item *= header.dims[i];
-  const int64_t n = args.limit <= 0 ? header.dims[0] : std::min(args.limit, header.dims[0]);
+  const int64_t records = rank == 0 ? 1 : header.dims[0];
+  const int64_t n = args.limit <= 0 ? records : std::min(args.limit, records);
   std::vector<uint8_t> buf(item);
   for (int64_t i = 0; i < n; ++i) {
     SLUICE_RETURN_IF_ERROR(file.ReadExact(header.data_offset + i * item, item, buf.data()));
-    if (rank == 1) {
-      std::printf("  [%lld] %d\n", static_cast<long long>(i), buf[0]);
-    } else {
-      int64_t sum = 0;
-      uint8_t lo = 255, hi = 0;
-      for (uint8_t v : buf) sum += v, lo = std::min(lo, v), hi = std::max(hi, v);
-      std::printf("  [%lld] mean %.1f min %d max %d\n", static_cast<long long>(i), static_cast<double>(sum) / item, lo,
-                  hi);
+    if (rank <= 1) {
+      PrintRecord(args, i, absl::StrCat("\"value\": ", buf[0]), absl::StrCat(buf[0]));
+      continue;
     }
+    int64_t sum = 0;
+    uint8_t lo = 255, hi = 0;
+    for (uint8_t v : buf) sum += v, lo = std::min(lo, v), hi = std::max(hi, v);
+    const double mean = static_cast<double>(sum) / item;
+    PrintRecord(args, i, absl::StrFormat("\"mean\": %.3f, \"min\": %d, \"max\": %d", mean, lo, hi),
+                absl::StrFormat("mean %.1f min %d max %d", mean, lo, hi));
   }
   return absl::OkStatus();
 }
 
 absl::Status InspectCifar(const InspectArgs& args, const io::RandomAccessFile& file) {
   const int64_t records = file.size() / io::kCifarRecordBytes;
-  std::printf("%s: CIFAR-10 binary, %lld records\n", args.file.c_str(), static_cast<long long>(records));
+  std::fprintf(args.json ? stderr : stdout, "%s: CIFAR-10 binary, %lld records\n", args.file.c_str(),
+               static_cast<long long>(records));
   const int64_t n = args.limit <= 0 ? records : std::min(args.limit, records);
   std::vector<uint8_t> rec(io::kCifarRecordBytes);
   for (int64_t i = 0; i < n; ++i) {
@@ -128,10 +142,17 @@ absl::Status InspectCifar(const InspectArgs& args, const io::RandomAccessFile& f
       for (int p = 0; p < 1024; ++p) mean[c] += rec[1 + c * 1024 + p];
       mean[c] /= 1024;
     }
-    std::printf("  [%lld] label %d, mean RGB %.1f %.1f %.1f\n", static_cast<long long>(i), rec[0], mean[0], mean[1],
-                mean[2]);
+    PrintRecord(args, i,
+                absl::StrFormat("\"label\": %d, \"mean_rgb\": [%.3f, %.3f, %.3f]", rec[0], mean[0], mean[1], mean[2]),
+                absl::StrFormat("label %d, mean RGB %.1f %.1f %.1f", rec[0], mean[0], mean[1], mean[2]));
   }
   return absl::OkStatus();
+}
+
+// A name that says TFRecord is read as one, whatever its first bytes: a
+// damaged first header is reported as such, not taken for another format.
+bool NamedTfRecord(const std::string& path) {
+  return absl::StrContains(path, ".tfrecord") || absl::EndsWith(path, ".tfrec");
 }
 
 absl::Status Inspect(const InspectArgs& args) {
@@ -144,7 +165,9 @@ absl::Status Inspect(const InspectArgs& args) {
   }
   uint8_t head[12] = {0};
   SLUICE_ASSIGN_OR_RETURN(size_t got, file->Read(0, sizeof(head), head));
-  if (got >= 4 && head[0] == 0 && head[1] == 0 && head[2] == 0x08 && (head[3] == 1 || head[3] == 3)) {
+  if (NamedTfRecord(args.file)) return InspectTfRecord(args);
+  constexpr int kMostIdxRank = 8;  // what a rank past it is likely another format
+  if (got >= 4 && head[0] == 0 && head[1] == 0 && head[2] == 0x08 && head[3] <= kMostIdxRank) {
     return InspectIdx(args, *file, head[3]);
   }
   uint32_t length_crc;
@@ -163,9 +186,9 @@ absl::Status Inspect(const InspectArgs& args) {
   }
   if (file->size() > 0 && file->size() % io::kCifarRecordBytes == 0) return InspectCifar(args, *file);
   return absl::InvalidArgumentError(
-      absl::StrCat("cannot tell the format of ", args.file,
-                   ": not a TFRecord (the first record's length CRC does not match), not IDX (no uint8 IDX "
-                   "magic) and not CIFAR-10 binary (size is not a multiple of 3073)"));
+      absl::StrCat("cannot tell the format of ", args.file, ": not a TFRecord (",
+                   got < 12 ? "shorter than a record's 12-byte header" : "the first record's length CRC does not match",
+                   "), not IDX (no uint8 IDX magic) and not CIFAR-10 binary (size is not a multiple of 3073)"));
 }
 
 }  // namespace
@@ -174,8 +197,10 @@ void AddInspectCommand(CLI::App& app, absl::Status* result) {
   auto args = std::make_shared<InspectArgs>();
   CLI::App* cmd = app.add_subcommand("inspect", "Print the records of a TFRecord, IDX or CIFAR-10 file");
   cmd->add_option("file", args->file, "the file")->required();
-  cmd->add_option("--limit", args->limit, "records to print (0: all)")->default_val(5);
-  cmd->add_flag("--json", args->json, "TFRecord: one JSON object per record (protobuf JSON mapping)");
+  cmd->add_option("--limit", args->limit, "records to print (0: all)")->default_val(5)->check(kNonNegative);
+  cmd->add_flag("--json", args->json,
+                "one JSON object per record (a TFRecord's Example in protobuf's JSON mapping; an IDX record's value "
+                "or mean, min and max; a CIFAR-10 record's label and mean RGB), the summary on stderr");
   cmd->callback([args, result] { *result = Inspect(*args); });
 }
 

@@ -6,6 +6,7 @@
 #include "absl/strings/str_format.h"
 #include "sluice/cli/command.h"
 #include "sluice/cli/progress.h"
+#include "sluice/core/status_macros.h"
 #include "sluice/datagen/synthetic_data.h"
 #include "sluice/datagen/synthetic_images.h"
 
@@ -20,9 +21,26 @@ struct MakeDataArgs {
   int classes = 10;
   std::string format;  // empty: the dataset's usual one
   uint64_t seed = 1;
+  bool files_given = false, classes_given = false;
 };
 
+// An option the dataset takes no notice of is refused, not dropped.
+absl::Status CheckOptionsApply(const MakeDataArgs& args) {
+  const bool many_files = args.dataset == "cifar10" || (args.dataset == "imagenet" && args.format == "tfrecord");
+  if (args.files_given && !many_files) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--files applies to cifar10 and to imagenet with --format tfrecord, not to ", args.dataset,
+                     args.dataset == "imagenet" ? " as class folders" : ""));
+  }
+  if (args.classes_given && args.dataset != "imagenet") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--classes applies to imagenet, not to ", args.dataset, " (its 10 classes are fixed)"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status MakeData(const MakeDataArgs& args) {
+  SLUICE_RETURN_IF_ERROR(CheckOptionsApply(args));
   ProgressLine progress(true);
   auto report = [&](int64_t done, int64_t total) {
     progress.Update(
@@ -84,19 +102,24 @@ void AddMakeDataCommand(CLI::App& app, absl::Status* result) {
   cmd->add_option("dataset", args->dataset, "mnist, cifar10 or imagenet (class folders of ~500x375 JPEGs)")
       ->required()
       ->check(CLI::IsMember({"mnist", "cifar10", "imagenet"}));
-  cmd->add_option("--out", args->out, "output directory")->required();
+  cmd->add_option("--out", args->out, "output directory")->required()->check(kNonEmpty);
   cmd->add_option("--count", args->count, "samples (default: 60000 for mnist, 50000 for cifar10, 2000 for imagenet)")
       ->check(kPositive);
-  cmd->add_option("--classes", args->classes, "imagenet: class folders")->default_val(10)->check(kPositive);
-  cmd->add_option("--files", args->files, "cifar10, imagenet as tfrecord: number of files")
-      ->default_val(8)
-      ->check(kPositive);
+  CLI::Option* classes =
+      cmd->add_option("--classes", args->classes, "imagenet: class folders")->default_val(10)->check(kPositive);
+  CLI::Option* files = cmd->add_option("--files", args->files, "cifar10, imagenet as tfrecord: number of files")
+                           ->default_val(8)
+                           ->check(kPositive);
   cmd->add_option("--format", args->format,
                   "cifar10: tfrecord (W2, the default) or bin (CIFAR-10 binary); imagenet: folder (class "
                   "folders, the default) or tfrecord (tf.train.Example with image/encoded, "
                   "image/class/label); mnist: idx (the only one)");
-  cmd->add_option("--seed", args->seed, "generator seed")->default_val(1);
-  cmd->callback([args, result] { *result = MakeData(*args); });
+  cmd->add_option("--seed", args->seed, "generator seed")->default_val(1)->check(kSeed);
+  cmd->callback([args, result, classes, files] {
+    args->classes_given = classes->count() > 0;
+    args->files_given = files->count() > 0;
+    *result = MakeData(*args);
+  });
 }
 
 }  // namespace sluice::cli

@@ -60,7 +60,7 @@ void AddMaterializeCommand(CLI::App& app, absl::Status* result) {
       "Write the output of the pipeline's deterministic prefix (ops that draw no random numbers) to TFRecords "
       "once, and a rewritten pipeline that reads them (same output for the same seed)");
   cmd->add_option("pipeline", args->pipeline, "pipeline definition (JSON)")->required();
-  cmd->add_option("--out", args->out, "directory for the records and pipeline.json")->required();
+  cmd->add_option("--out", args->out, "directory for the records and pipeline.json")->required()->check(kNonEmpty);
   AddPluginOption(cmd, &args->plugins);
   cmd->callback([args, result] { *result = Materialize(*args); });
 }

@@ -32,7 +32,8 @@ void PythonPool::SignalFree() {
 }
 
 absl::StatusOr<std::unique_ptr<PythonPool>> PythonPool::Start(std::string interpreter, std::string spec_json,
-                                                              int initial, int most, std::string what) {
+                                                              int initial, int most, std::string what,
+                                                              const std::atomic<bool>* cancelled) {
   std::unique_ptr<PythonPool> pool(
       new PythonPool(std::move(interpreter), std::move(spec_json), std::max(initial, most), std::move(what)));
   if (initial < 1) {
@@ -43,7 +44,7 @@ absl::StatusOr<std::unique_ptr<PythonPool>> PythonPool::Start(std::string interp
     pool->size_ = initial;
   }
   std::vector<std::unique_ptr<PythonProcess>> started;
-  SLUICE_RETURN_IF_ERROR(pool->StartInto(initial, &started));
+  SLUICE_RETURN_IF_ERROR(pool->StartInto(initial, &started, cancelled));
   absl::MutexLock lock(&pool->mu_);
   pool->free_ = std::move(started);
   pool->SignalFree();
@@ -96,7 +97,8 @@ int PythonPool::waiting() const {
   return waiting_;
 }
 
-absl::Status PythonPool::StartInto(int n, std::vector<std::unique_ptr<PythonProcess>>* out) {
+absl::Status PythonPool::StartInto(int n, std::vector<std::unique_ptr<PythonProcess>>* out,
+                                   const std::atomic<bool>* cancelled) {
   std::vector<std::unique_ptr<PythonProcess>> started;
   absl::Status status;
   for (int i = 0; i < n && status.ok(); ++i) {  // all start, then all import, side by side
@@ -104,7 +106,7 @@ absl::Status PythonPool::StartInto(int n, std::vector<std::unique_ptr<PythonProc
     if (process.ok()) started.push_back(std::move(*process));
     status = process.status();
   }
-  for (size_t i = 0; i < started.size() && status.ok(); ++i) status = started[i]->Ready();
+  for (size_t i = 0; i < started.size() && status.ok(); ++i) status = started[i]->Ready(cancelled);
   if (status.ok()) {
     for (std::unique_ptr<PythonProcess>& p : started) out->push_back(std::move(p));
     return absl::OkStatus();

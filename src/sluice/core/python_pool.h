@@ -4,6 +4,7 @@
 #ifndef SLUICE_CORE_PYTHON_POOL_H_
 #define SLUICE_CORE_PYTHON_POOL_H_
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -17,13 +18,18 @@
 
 namespace sluice {
 
+// The most processes one pool may be asked for: past it, a typo (10**6)
+// would start processes until the machine gives out.
+inline constexpr int kMostPythonProcesses = 256;
+
 class PythonPool {
  public:
-  // Starts `initial` processes and waits until each is ready; the pool
-  // grows on demand to `most`. Errors begin with `what` ("python op
-  // 'aug:blur'").
+  // Starts `initial` processes and waits until each is ready, or until
+  // `*cancelled` (may be null); the pool grows on demand to `most`. Errors
+  // begin with `what` ("python op 'aug:blur'").
   static absl::StatusOr<std::unique_ptr<PythonPool>> Start(std::string interpreter, std::string spec_json, int initial,
-                                                           int most, std::string what);
+                                                           int most, std::string what,
+                                                           const std::atomic<bool>* cancelled = nullptr);
 
   // Up to `most` free processes, at least one. A caller finding none free,
   // each process held by another caller, starts one while the pool is
@@ -63,7 +69,8 @@ class PythonPool {
 
   // Starts `n` processes (their slots counted in size_) into `out`; on an
   // error none is kept and the n slots are given up.
-  absl::Status StartInto(int n, std::vector<std::unique_ptr<PythonProcess>>* out);
+  absl::Status StartInto(int n, std::vector<std::unique_ptr<PythonProcess>>* out,
+                         const std::atomic<bool>* cancelled = nullptr);
 
   const std::string interpreter_, spec_json_, what_;
   const int most_;

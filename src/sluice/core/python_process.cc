@@ -221,9 +221,9 @@ absl::StatusOr<std::unique_ptr<PythonProcess>> PythonProcess::Spawn(const std::s
   return std::unique_ptr<PythonProcess>(new PythonProcess(pid, sockets[0], memory, early_stderr));
 }
 
-absl::Status PythonProcess::Ready() {
+absl::Status PythonProcess::Ready(const std::atomic<bool>* cancelled) {
   PythonFailure failure;
-  SLUICE_RETURN_IF_ERROR(Receive(&failure));
+  SLUICE_RETURN_IF_ERROR(Receive(&failure, cancelled));
   return failure.message.empty() ? absl::OkStatus() : absl::InvalidArgumentError(failure.message);
 }
 

@@ -65,7 +65,9 @@ class PythonProcess {
   static absl::StatusOr<std::unique_ptr<PythonProcess>> Spawn(const std::string& interpreter,
                                                               const std::string& spec_json);
   // An error carries the process's own words (an ImportError's traceback).
-  absl::Status Ready();
+  // `*cancelled` (may be null) stops the wait, killing the process: an
+  // import that never ends is not waited for past a Ctrl-C.
+  absl::Status Ready(const std::atomic<bool>* cancelled = nullptr);
   ~PythonProcess();
   PythonProcess(const PythonProcess&) = delete;
   PythonProcess& operator=(const PythonProcess&) = delete;

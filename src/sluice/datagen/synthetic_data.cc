@@ -6,17 +6,23 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <memory>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "example.pb.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "sluice/core/rng.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/datagen/older_files.h"
 #include "sluice/io/idx_file.h"
 #include "sluice/io/random_access_file.h"
+#include "sluice/io/staged_directory.h"
 #include "sluice/io/tfrecord_writer.h"
 
 namespace sluice::datagen {
@@ -70,18 +76,45 @@ void DrawCifar(SampleRng& rng, uint8_t* hwc) {
   }
 }
 
+// A file written from its start, closed when dropped.
+using FilePtr = std::unique_ptr<std::FILE, int (*)(std::FILE*)>;
+
+absl::StatusOr<FilePtr> CreateWithHeader(const std::string& path, const std::string& header) {
+  FilePtr f(std::fopen(path.c_str(), "wb"), &std::fclose);
+  if (f == nullptr) return io::ErrnoStatus(errno, "cannot create", path);
+  if (std::fwrite(header.data(), 1, header.size(), f.get()) != header.size()) {
+    return io::ErrnoStatus(errno, "cannot write", path);
+  }
+  return f;
+}
+
+absl::Status Append(std::FILE* f, const std::vector<uint8_t>& bytes, size_t n, const std::string& path) {
+  if (std::fwrite(bytes.data(), 1, n, f) != n) return io::ErrnoStatus(errno, "cannot write", path);
+  return absl::OkStatus();
+}
+
+// Streamed in chunks of images: a split of any size takes the memory of one.
 absl::Status WriteMnistSplit(const std::string& images, const std::string& labels, int64_t count, uint64_t seed,
                              int64_t offset, int64_t total, const Progress& progress) {
-  std::vector<uint8_t> pixels(count * 28 * 28);
-  std::vector<uint8_t> label(count);
-  for (int64_t i = 0; i < count; ++i) {
-    SampleRng rng(seed, 1, 0, offset + i);
-    label[i] = static_cast<uint8_t>(rng.NextU32() % 10);
-    DrawDigit(rng, pixels.data() + i * 28 * 28);
-    if (progress && (i + 1) % 5000 == 0) progress(offset + i + 1, total);
+  constexpr int64_t kChunk = 4096;
+  SLUICE_ASSIGN_OR_RETURN(FilePtr image_file, CreateWithHeader(images, io::IdxHeaderBytes({count, 28, 28})));
+  SLUICE_ASSIGN_OR_RETURN(FilePtr label_file, CreateWithHeader(labels, io::IdxHeaderBytes({count})));
+  std::vector<uint8_t> pixels(kChunk * 28 * 28), label(kChunk);
+  for (int64_t first = 0; first < count; first += kChunk) {
+    const int64_t n = std::min(kChunk, count - first);
+    for (int64_t i = 0; i < n; ++i) {
+      SampleRng rng(seed, 1, 0, offset + first + i);
+      label[i] = static_cast<uint8_t>(rng.NextU32() % 10);
+      DrawDigit(rng, pixels.data() + i * 28 * 28);
+    }
+    SLUICE_RETURN_IF_ERROR(Append(image_file.get(), pixels, n * 28 * 28, images));
+    SLUICE_RETURN_IF_ERROR(Append(label_file.get(), label, n, labels));
+    if (progress) progress(offset + first + n, total);
   }
-  SLUICE_RETURN_IF_ERROR(io::WriteIdxFile(images, {count, 28, 28}, pixels.data()));
-  return io::WriteIdxFile(labels, {count}, label.data());
+  for (auto [file, path] : {std::pair{&image_file, &images}, std::pair{&label_file, &labels}}) {
+    if (std::fclose(file->release()) != 0) return io::ErrnoStatus(errno, "cannot write", *path);
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -93,16 +126,37 @@ MnistPaths MnistLayout(const std::string& dir) {
 }
 
 absl::Status WriteSyntheticMnist(const std::string& dir, int64_t count, uint64_t seed, const Progress& progress) {
-  if (count <= 0) return absl::InvalidArgumentError("--count must be > 0");
+  constexpr int64_t kMaxCount = 0xFFFFFFFF;  // an IDX file's dimensions are 32-bit
+  if (count <= 0 || count > kMaxCount) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--count must be from 1 to ", kMaxCount, " (an IDX file's most), got ", count));
+  }
+  const std::string raw = dir + "/MNIST/raw";
+  SLUICE_RETURN_IF_ERROR(io::CreateDirectories(raw));
+  // Written whole or not at all: a failed or stopped run leaves the files
+  // before it, not a cut one.
+  SLUICE_ASSIGN_OR_RETURN(io::StagedDirectory staged, io::StagedDirectory::Create(raw));
+  const auto staging = [&](const std::string& path) {
+    return staged.staging() + "/" + std::filesystem::path(path).filename().string();
+  };
   const MnistPaths paths = MnistLayout(dir);
-  SLUICE_RETURN_IF_ERROR(io::CreateDirectories(dir + "/MNIST/raw"));
   const int64_t test = std::max<int64_t>(1, count / 6);
-  SLUICE_RETURN_IF_ERROR(
-      WriteMnistSplit(paths.train_images, paths.train_labels, count, seed, 0, count + test, progress));
-  SLUICE_RETURN_IF_ERROR(
-      WriteMnistSplit(paths.test_images, paths.test_labels, test, seed, count, count + test, progress));
-  if (progress) progress(count + test, count + test);
-  return absl::OkStatus();
+  SLUICE_RETURN_IF_ERROR(WriteMnistSplit(staging(paths.train_images), staging(paths.train_labels), count, seed, 0,
+                                         count + test, progress));
+  SLUICE_RETURN_IF_ERROR(WriteMnistSplit(staging(paths.test_images), staging(paths.test_labels), test, seed, count,
+                                         count + test, progress));
+  return staged.Commit(std::filesystem::path(paths.train_images).filename().string());
+}
+
+std::string ExampleBytes(const Example& example) {
+  std::string bytes;
+  {
+    google::protobuf::io::StringOutputStream stream(&bytes);
+    google::protobuf::io::CodedOutputStream out(&stream);
+    out.SetSerializationDeterministic(true);
+    example.SerializeToCodedStream(&out);
+  }  // the stream writes its last bytes as it goes
+  return bytes;
 }
 
 std::string TfRecordShardName(int i, int n) { return absl::StrFormat("train-%05d-of-%05d.tfrecord", i, n); }
@@ -147,14 +201,17 @@ absl::Status WriteSyntheticCifar10(const std::string& dir, int64_t count, int fi
   if (files <= 0) return absl::InvalidArgumentError("--files must be > 0");
   SLUICE_RETURN_IF_ERROR(RefuseOlderShards(dir, files, binary));
   SLUICE_RETURN_IF_ERROR(io::CreateDirectories(dir));
+  // Written whole or not at all: a failed or stopped run leaves the files
+  // before it, not a mix of its own (or a cut one) and theirs.
+  SLUICE_ASSIGN_OR_RETURN(io::StagedDirectory staged, io::StagedDirectory::Create(dir));
   std::vector<uint8_t> hwc(32 * 32 * 3);
   int64_t done = 0;
   for (int f = 0; f < files; ++f) {
     const int64_t n = count / files + (f < count % files ? 1 : 0);
     std::unique_ptr<io::TfRecordWriter> writer;
     std::FILE* bin = nullptr;
-    const std::string path =
-        binary ? absl::StrCat(dir, "/data_batch_", f + 1, ".bin") : absl::StrCat(dir, "/", TfRecordShardName(f, files));
+    const std::string name = binary ? absl::StrCat("data_batch_", f + 1, ".bin") : TfRecordShardName(f, files);
+    const std::string path = absl::StrCat(staged.staging(), "/", name);
     if (binary) {
       bin = std::fopen(path.c_str(), "wb");
       if (bin == nullptr) return io::ErrnoStatus(errno, "cannot create", path);
@@ -163,7 +220,7 @@ absl::Status WriteSyntheticCifar10(const std::string& dir, int64_t count, int fi
     }
     Example example;
     auto& features = *example.mutable_features()->mutable_feature();
-    std::string record, planar(1 + 3072, '\0');
+    std::string planar(1 + 3072, '\0');
     for (int64_t i = 0; i < n; ++i, ++done) {
       SampleRng rng(seed, 2, 0, done);
       const int64_t label = rng.NextU32() % 10;
@@ -183,8 +240,7 @@ absl::Status WriteSyntheticCifar10(const std::string& dir, int64_t count, int fi
             std::string(reinterpret_cast<const char*>(hwc.data()), hwc.size()));
         features["label"].mutable_int64_list()->Clear();
         features["label"].mutable_int64_list()->add_value(label);
-        example.SerializeToString(&record);
-        SLUICE_RETURN_IF_ERROR(writer->Write(record));
+        SLUICE_RETURN_IF_ERROR(writer->Write(ExampleBytes(example)));
       }
       if (progress && (done + 1) % 5000 == 0) progress(done + 1, count);
     }
@@ -194,6 +250,7 @@ absl::Status WriteSyntheticCifar10(const std::string& dir, int64_t count, int fi
       SLUICE_RETURN_IF_ERROR(writer->Close());
     }
   }
+  SLUICE_RETURN_IF_ERROR(staged.Commit(binary ? "data_batch_1.bin" : TfRecordShardName(0, files)));
   if (progress) progress(count, count);
   return absl::OkStatus();
 }

@@ -9,6 +9,10 @@
 
 #include "absl/status/status.h"
 
+namespace sluice {
+class Example;
+}  // namespace sluice
+
 namespace sluice::datagen {
 
 // Called with (done, total) as work progresses.
@@ -29,6 +33,10 @@ absl::Status WriteSyntheticMnist(const std::string& dir, int64_t count, uint64_t
 // bytes HWC, label: int64}. As binary: DIR/data_batch_i.bin.
 absl::Status WriteSyntheticCifar10(const std::string& dir, int64_t count, int files, bool binary, uint64_t seed,
                                    const Progress& progress);
+
+// `example`'s bytes with its features in name order: the same file from
+// every run of one seed (a map's order changes from process to process).
+std::string ExampleBytes(const Example& example);
 
 // The TFRecord file name of shard i of n.
 std::string TfRecordShardName(int i, int n);

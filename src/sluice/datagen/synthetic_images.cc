@@ -20,6 +20,7 @@
 #include "sluice/datagen/older_files.h"
 #include "sluice/datagen/synthetic_data.h"
 #include "sluice/io/random_access_file.h"
+#include "sluice/io/staged_directory.h"
 #include "sluice/io/tfrecord_writer.h"
 
 namespace sluice::datagen {
@@ -246,13 +247,14 @@ absl::Status WriteSyntheticImageTfRecords(const std::string& dir, int64_t count,
   if (files <= 0) return absl::InvalidArgumentError("--files must be > 0");
   SLUICE_RETURN_IF_ERROR(RefuseOlderShards(dir, files, false));
   SLUICE_RETURN_IF_ERROR(io::CreateDirectories(dir));
+  SLUICE_ASSIGN_OR_RETURN(io::StagedDirectory staged, io::StagedDirectory::Create(dir));  // whole or not at all
   Example example;
   auto& features = *example.mutable_features()->mutable_feature();
-  std::string record;
   int64_t done = 0;
   for (int f = 0; f < files; ++f) {
-    SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<io::TfRecordWriter> writer,
-                            io::TfRecordWriter::Create(absl::StrCat(dir, "/", TfRecordShardName(f, files))));
+    SLUICE_ASSIGN_OR_RETURN(
+        std::unique_ptr<io::TfRecordWriter> writer,
+        io::TfRecordWriter::Create(absl::StrCat(staged.staging(), "/", TfRecordShardName(f, files))));
     const int64_t n = count / files + (f < count % files ? 1 : 0);
     for (int64_t i = 0; i < n; ++i, ++done) {
       SLUICE_ASSIGN_OR_RETURN(SyntheticImageFile file, MakeSyntheticImageFile(done, classes, seed));
@@ -262,13 +264,12 @@ absl::Status WriteSyntheticImageTfRecords(const std::string& dir, int64_t count,
       features["image/format"].mutable_bytes_list()->add_value(file.ext == "png" ? "png" : "jpeg");
       features["image/class/label"].mutable_int64_list()->Clear();
       features["image/class/label"].mutable_int64_list()->add_value(file.label);
-      example.SerializeToString(&record);
-      SLUICE_RETURN_IF_ERROR(writer->Write(record));
+      SLUICE_RETURN_IF_ERROR(writer->Write(ExampleBytes(example)));
       progress(done + 1, count);
     }
     SLUICE_RETURN_IF_ERROR(writer->Close());
   }
-  return absl::OkStatus();
+  return staged.Commit(TfRecordShardName(0, files));
 }
 
 }  // namespace sluice::datagen

@@ -238,6 +238,11 @@ absl::StatusOr<io::PythonDatasetOptions> PythonDatasetFrom(const PythonDatasetSo
     o.columns.push_back(std::move(spec));
   }
   o.generator = d.generator();
+  if (d.processes() < 0 || d.processes() > kMostPythonProcesses) {
+    return absl::InvalidArgumentError(absl::StrCat("python_dataset '", o.name,
+                                                   "': processes must be from 0 (one per core) to ",
+                                                   kMostPythonProcesses, ", got ", d.processes()));
+  }
   o.processes = d.generator()       ? 1  // one iterator
                 : d.processes() > 0 ? d.processes()
                                     : UsableCores();

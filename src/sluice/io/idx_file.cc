@@ -52,7 +52,8 @@ absl::StatusOr<IdxHeader> ReadIdxHeader(const RandomAccessFile& file, int expect
   }
   // A file of zero rows passes the size check with any row size: bound the
   // row, or a forged header makes readers allocate exabyte batches.
-  const uint64_t row_bytes = header.dims[0] == 0 ? bytes_per_row : bytes / header.dims[0];
+  // (A rank-0 file is one value.)
+  const uint64_t row_bytes = header.dims.empty() ? 1 : header.dims[0] == 0 ? bytes_per_row : bytes / header.dims[0];
   if (row_bytes > kMaxIdxRowBytes) {
     return absl::DataLossError(absl::StrCat("IDX file ", file.path(), ": a row of its header (",
                                             absl::StrJoin(header.dims, " x "), ") holds ", row_bytes,
@@ -65,13 +66,18 @@ absl::StatusOr<IdxHeader> ReadIdxHeader(const RandomAccessFile& file, int expect
   return header;
 }
 
-absl::Status WriteIdxFile(const std::string& path, const std::vector<int64_t>& dims, const uint8_t* data) {
+std::string IdxHeaderBytes(const std::vector<int64_t>& dims) {
   std::string header = {0, 0, 0x08, static_cast<char>(dims.size())};
-  uint64_t bytes = 1;
   for (int64_t d : dims) {
     for (int shift = 24; shift >= 0; shift -= 8) header.push_back(static_cast<char>(d >> shift));
-    bytes *= static_cast<uint64_t>(d);
   }
+  return header;
+}
+
+absl::Status WriteIdxFile(const std::string& path, const std::vector<int64_t>& dims, const uint8_t* data) {
+  const std::string header = IdxHeaderBytes(dims);
+  uint64_t bytes = 1;
+  for (int64_t d : dims) bytes *= static_cast<uint64_t>(d);
   std::FILE* f = std::fopen(path.c_str(), "wb");
   if (f == nullptr) return ErrnoStatus(errno, "cannot create", path);
   const bool ok =

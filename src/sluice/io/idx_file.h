@@ -26,6 +26,9 @@ struct IdxHeader {
 // more than kMaxIdxRowBytes.
 absl::StatusOr<IdxHeader> ReadIdxHeader(const RandomAccessFile& file, int expected_rank);
 
+// The header of a uint8 IDX file of `dims` (each below 2^32), the data
+// following it.
+std::string IdxHeaderBytes(const std::vector<int64_t>& dims);
 // Writes a uint8 IDX file.
 absl::Status WriteIdxFile(const std::string& path, const std::vector<int64_t>& dims, const uint8_t* data);
 

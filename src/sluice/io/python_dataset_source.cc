@@ -5,12 +5,13 @@
 #include <optional>
 #include <vector>
 
-#include "absl/base/call_once.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
 #include "sluice/core/index_permutation.h"
 #include "sluice/core/python_pool.h"
 #include "sluice/io/fixed_record_reader.h"
+#include "sluice/io/thread_cancel.h"
 
 namespace sluice::io {
 namespace {
@@ -27,8 +28,13 @@ class LazyPool {
         what_(absl::StrCat(o.generator ? "python generator '" : "python dataset '", o.name, "'")) {}
 
   absl::StatusOr<PythonPool*> Get() {
-    absl::call_once(once_,
-                    [this] { started_ = PythonPool::Start(o_.interpreter, spec_, o_.processes, o_.processes, what_); });
+    absl::MutexLock lock(&mu_);
+    // Started in the source's thread, whose cancellation (a Ctrl-C) stops
+    // the start; a start so stopped is made again by the next pass.
+    if (!tried_ || absl::IsCancelled(started_.status())) {
+      started_ = PythonPool::Start(o_.interpreter, spec_, o_.processes, o_.processes, what_, ThreadCancellation());
+      tried_ = true;
+    }
     if (!started_.ok()) return started_.status();
     return started_->get();
   }
@@ -37,7 +43,7 @@ class LazyPool {
   // on the first read).
   absl::Status Probe() const {
     absl::StatusOr<std::unique_ptr<PythonProcess>> probe = PythonProcess::Spawn(o_.interpreter, spec_);
-    const absl::Status loaded = probe.ok() ? (*probe)->Ready() : probe.status();
+    const absl::Status loaded = probe.ok() ? (*probe)->Ready(ThreadCancellation()) : probe.status();
     if (loaded.ok()) return loaded;
     return absl::Status(loaded.code(), absl::StrCat(what_, ": ", loaded.message()));
   }
@@ -45,8 +51,9 @@ class LazyPool {
  private:
   const PythonDatasetOptions& o_;
   const std::string spec_, what_;
-  absl::once_flag once_;
-  absl::StatusOr<std::unique_ptr<PythonPool>> started_;
+  absl::Mutex mu_;
+  bool tried_ ABSL_GUARDED_BY(mu_) = false;
+  absl::StatusOr<std::unique_ptr<PythonPool>> started_ ABSL_GUARDED_BY(mu_);
 };
 
 // Items by index, made by one of the pool's processes.

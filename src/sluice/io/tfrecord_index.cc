@@ -71,9 +71,14 @@ absl::StatusOr<int64_t> WriteTfRecordIndex(const std::string& tfrecord_path) {
   std::FILE* f = std::fopen(tmp.c_str(), "wb");
   if (f == nullptr) return ErrnoStatus(errno, "cannot create", tmp);
   const bool ok = std::fwrite(out.data(), 1, out.size(), f) == out.size();
-  if (std::fclose(f) != 0 || !ok) return ErrnoStatus(errno, "cannot write", tmp);
-  // Rename so a reader never sees a half-written index.
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) return ErrnoStatus(errno, "cannot rename", tmp);
+  const bool closed = std::fclose(f) == 0;
+  // Renamed so a reader never sees a half-written index; a failure leaves
+  // no temporary file behind.
+  if (!ok || !closed || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int error = errno;
+    std::remove(tmp.c_str());
+    return ErrnoStatus(error, "cannot write", ok && closed ? path : tmp);
+  }
   return static_cast<int64_t>(offsets.size());
 }
 

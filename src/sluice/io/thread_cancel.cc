@@ -19,6 +19,8 @@ ScopedThreadCancel::~ScopedThreadCancel() { thread_cancelled = previous_; }
 
 bool ThreadCancelled() { return thread_cancelled != nullptr && thread_cancelled->load(std::memory_order_acquire); }
 
+const std::atomic<bool>* ThreadCancellation() { return thread_cancelled; }
+
 bool SleepUnlessCancelled(absl::Duration pause) {
   // Polled: the flag has no condition variable to wake a sleeper, and a
   // retry's pause is long beside 20 ms.

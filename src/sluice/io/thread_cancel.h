@@ -24,6 +24,9 @@ class ScopedThreadCancel {
 
 // Whether this thread's pipeline was cancelled.
 bool ThreadCancelled();
+// This thread's cancellation (null when none), for a wait below io that
+// takes its flag.
+const std::atomic<bool>* ThreadCancellation();
 // Sleeps for `pause`, or less when this thread's pipeline is cancelled
 // meanwhile; whether it was.
 bool SleepUnlessCancelled(absl::Duration pause);

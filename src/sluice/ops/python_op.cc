@@ -20,6 +20,7 @@
 #include "sluice/core/python_pool.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/core/usable_cores.h"
+#include "sluice/io/thread_cancel.h"
 #include "sluice/ops/builtin_ops.h"
 #include "sluice/ops/field.h"
 #include "sluice/ops/op_registry.h"
@@ -111,6 +112,10 @@ absl::StatusOr<InferredOp> InferPython(const Attrs& attrs, const Schema& schema,
   // 0: one process, then as many as the op's callers (the map's runners,
   // which the autotuner sets) run at once, up to one per core.
   const int64_t processes = attrs.GetInt("processes");
+  if (processes < 0 || processes > kMostPythonProcesses) {
+    return AttrError("processes", absl::StrCat("must be from 0 (as many as the map runs at once) to ",
+                                               kMostPythonProcesses, ", got ", processes));
+  }
   p.processes = processes > 0 ? static_cast<int>(processes) : 1;
   p.most_processes = processes > 0 ? p.processes : UsableCores();
   nlohmann::json spec = {{"function", p.function},
@@ -141,8 +146,10 @@ class PythonKernel : public Kernel {
   explicit PythonKernel(const Params& p) : p_(p) {}
 
   absl::Status Setup(const SetupContext&) override {
-    SLUICE_ASSIGN_OR_RETURN(pool_, PythonPool::Start(p_.interpreter, p_.spec_json, p_.processes, p_.most_processes,
-                                                     absl::StrCat("python op '", p_.function, "'")));
+    // The pipeline's making (this thread) may be stopped by a Ctrl-C.
+    SLUICE_ASSIGN_OR_RETURN(pool_,
+                            PythonPool::Start(p_.interpreter, p_.spec_json, p_.processes, p_.most_processes,
+                                              absl::StrCat("python op '", p_.function, "'"), io::ThreadCancellation()));
     return absl::OkStatus();
   }
 

@@ -1,6 +1,7 @@
 #include "sluice/profile/materialize.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -13,10 +14,10 @@
 #include "sluice/exec/resume.h"
 #include "sluice/graph/fingerprint.h"
 #include "sluice/graph/pipeline_json.h"
+#include "sluice/io/staged_directory.h"
 #include "sluice/io/tfrecord_index.h"
 #include "sluice/io/tfrecord_writer.h"
 #include "sluice/ops/parse_example.h"
-#include "sluice/profile/staged_directory.h"
 
 namespace sluice::profile {
 namespace {
@@ -62,13 +63,31 @@ int AddedParseMaps(const PipelineDef& def, const graph::CompiledPipeline& compil
   return device.empty() || device == "cpu" ? 0 : 1;
 }
 
+// A uint8 or int32 scalar: stored as an int64 feature and cast back (a
+// bytes feature of it would read back as a vector of one).
+bool WidenedScalar(const ColumnSpec& c) {
+  return c.shape.rank() == 0 && (c.dtype == DType::kUInt8 || c.dtype == DType::kInt32);
+}
+
+void AddOp(MapDef* map, const std::string& name, const std::string& field, const std::string& dtype) {
+  OpDef* op = map->add_ops();
+  op->set_op(name);
+  (*op->mutable_attrs()->mutable_fields())["field"].set_string_value(field);
+  (*op->mutable_attrs()->mutable_fields())["dtype"].set_string_value(dtype);
+}
+
 // How each column is stored and read back: int64 and float32 as numeric
-// features of their shape; uint8 and int32 as bytes (decoded and reshaped
-// by the rewritten pipeline's first map).
+// features of their shape; uint8 and int32 arrays as bytes (decoded and
+// reshaped by the rewritten pipeline's first map), their scalars as int64.
 void DeclareColumns(const Schema& schema, TfRecordSource* source, MapDef* decode) {
   for (const ColumnSpec& c : schema.columns()) {
     FeatureDef* f = source->add_features();
     f->set_name(c.name);
+    if (WidenedScalar(c)) {
+      f->set_dtype("int64");
+      AddOp(decode, "cast", c.name, std::string(DTypeName(c.dtype)));
+      continue;
+    }
     if (c.dtype == DType::kInt64 || c.dtype == DType::kFloat32) {
       f->set_dtype(c.dtype == DType::kInt64 ? "int64" : "float32");
       for (int64_t d : c.shape.dims()) f->add_shape(d);
@@ -76,12 +95,7 @@ void DeclareColumns(const Schema& schema, TfRecordSource* source, MapDef* decode
     }
     f->set_dtype("bytes");
     f->set_length(c.shape.num_elements() * static_cast<int64_t>(DTypeSize(c.dtype)));
-    if (c.dtype != DType::kUInt8) {
-      OpDef* op = decode->add_ops();
-      op->set_op("decode_raw");
-      (*op->mutable_attrs()->mutable_fields())["field"].set_string_value(c.name);
-      (*op->mutable_attrs()->mutable_fields())["dtype"].set_string_value(std::string(DTypeName(c.dtype)));
-    }
+    if (c.dtype != DType::kUInt8) AddOp(decode, "decode_raw", c.name, std::string(DTypeName(c.dtype)));
     OpDef* op = decode->add_ops();
     op->set_op("reshape");
     (*op->mutable_attrs()->mutable_fields())["field"].set_string_value(c.name);
@@ -99,7 +113,9 @@ std::string ExampleOf(const Batch& batch, const Schema& schema, int64_t r) {
     const Tensor& t = batch.columns[c].values;
     const int64_t n = spec.shape.num_elements();
     Feature& f = features[spec.name];
-    if (spec.dtype == DType::kInt64) {
+    if (WidenedScalar(spec)) {
+      f.mutable_int64_list()->add_value(spec.dtype == DType::kUInt8 ? t.data<uint8_t>()[r] : t.data<int32_t>()[r]);
+    } else if (spec.dtype == DType::kInt64) {
       const int64_t* v = t.data<int64_t>() + r * n;
       f.mutable_int64_list()->mutable_value()->Add(v, v + n);
     } else if (spec.dtype == DType::kFloat32) {
@@ -121,9 +137,9 @@ absl::Status CheckWritable(const graph::CompiledNode& last) {
           absl::StrCat("node '", last.name, "' outputs column '", c.name,
                        "' of varying length, which cannot be written as fixed features"));
     }
-    if (c.dtype == DType::kUInt8 && c.shape.rank() == 0) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("column '", c.name, "': a uint8 scalar cannot be materialized"));
+    if (c.dtype == DType::kFloat16 && c.shape.rank() == 0) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "column '", c.name, "': a float16 scalar cannot be materialized; cast it to float32 in the pipeline first"));
     }
   }
   return absl::OkStatus();
@@ -143,23 +159,39 @@ PipelineDef PrefixOf(const PipelineDef& def, int maps) {
 // The name of the materialized records of source file `i` of `n`.
 std::string PartName(size_t i, size_t n) { return absl::StrFormat("part-%05d-of-%05d.tfrecord", i, n); }
 
-// That no file written into `out_dir` is one of the source's: rewritten
-// there, the records were replaced by their materialized selves and the
-// rewritten pipeline applied the maps twice.
-absl::Status CheckNotOverwritingSources(const std::string& out_dir, const std::vector<std::string>& sources) {
+// That `out_dir` holds none of the source's files: the parts written beside
+// them could replace one of the same name, or be listed by the source's
+// pattern (`data/*.tfrecord`) and read as its records too.
+absl::Status CheckOutsideSourceFolders(const std::string& out_dir, const std::vector<std::string>& sources) {
   std::error_code ec;
-  std::set<std::filesystem::path> written{std::filesystem::weakly_canonical(out_dir + "/pipeline.json", ec)};
-  for (size_t i = 0; i < sources.size(); ++i) {
-    written.insert(std::filesystem::weakly_canonical(out_dir + "/" + PartName(i, sources.size()), ec));
-  }
+  std::filesystem::path out = std::filesystem::weakly_canonical(out_dir, ec);
+  if (!out.has_filename()) out = out.parent_path();  // "dir/"
   for (const std::string& source : sources) {
-    if (written.count(std::filesystem::weakly_canonical(source, ec)) > 0) {
-      return absl::FailedPreconditionError(absl::StrCat("the output folder ", out_dir,
-                                                        " would overwrite the source's file ", source,
-                                                        " with its materialized records: give another folder"));
+    if (std::filesystem::weakly_canonical(source, ec).parent_path() == out) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("the output folder ", out_dir, " holds the source's file ", source,
+                       ": the materialized records written beside it could replace it, or be listed with it by the "
+                       "source's pattern; give another folder"));
     }
   }
   return absl::OkStatus();
+}
+
+// The parts of an earlier materialization into `out_dir` from another
+// number of source files: its pipeline.json was replaced, and they would
+// lie there unused.
+void RemoveOlderParts(const std::string& out_dir, size_t parts) {
+  std::error_code ec;
+  std::vector<std::filesystem::path> older;
+  for (const auto& entry : std::filesystem::directory_iterator(out_dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    int index = 0, of = 0, end = 0;
+    if (std::sscanf(name.c_str(), "part-%d-of-%d.tfrecord%n", &index, &of, &end) != 2) continue;
+    const std::string part = PartName(index, of);
+    const bool ours = name == part || name == io::TfRecordIndexPath(part);
+    if (ours && static_cast<size_t>(of) != parts) older.push_back(entry.path());
+  }
+  for (const std::filesystem::path& path : older) std::filesystem::remove(path, ec);
 }
 
 // One TFRecord writer per source file, empty ones included, so that a
@@ -345,10 +377,10 @@ absl::StatusOr<MaterializeResult> Materialize(const PipelineDef& def, const std:
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<exec::Pipeline> pipeline, exec::Pipeline::Create(PrefixOf(def, def_maps)));
   const Schema& schema = pipeline->output_schema();
   const std::vector<std::string>& sources = *compiled.nodes[0].format->files();
-  SLUICE_RETURN_IF_ERROR(CheckNotOverwritingSources(out_dir, sources));
+  SLUICE_RETURN_IF_ERROR(CheckOutsideSourceFolders(out_dir, sources));
 
   MaterializeResult result;
-  SLUICE_ASSIGN_OR_RETURN(StagedDirectory staged, StagedDirectory::Create(out_dir));
+  SLUICE_ASSIGN_OR_RETURN(io::StagedDirectory staged, io::StagedDirectory::Create(out_dir));
   SLUICE_ASSIGN_OR_RETURN(PartWriters parts, PartWriters::Create(staged.staging(), sources, &result));
   std::unique_ptr<exec::PipelineIterator> it = pipeline->Iterate(0);
   while (true) {
@@ -370,6 +402,7 @@ absl::StatusOr<MaterializeResult> Materialize(const PipelineDef& def, const std:
   result.ops = done;
   SLUICE_RETURN_IF_ERROR(WriteJson(result.rewritten, staged.staging() + "/pipeline.json"));
   SLUICE_RETURN_IF_ERROR(staged.Commit("pipeline.json"));
+  RemoveOlderParts(out_dir, sources.size());
   result.pipeline_path = staged.Final("pipeline.json");
   return result;
 }

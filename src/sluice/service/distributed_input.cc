@@ -8,6 +8,7 @@
 #include "sluice/core/backoff.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/graph/fingerprint.h"
+#include "sluice/io/thread_cancel.h"
 #include "sluice/service/channel.h"
 #include "sluice/service/element_spec.h"
 #include "sluice/service/epoch_reader.h"
@@ -160,6 +161,49 @@ std::string LastConnectError(::sluice::Dispatcher::Stub* dispatcher, const Secur
             "does it require a client certificate, tls_cert_file and tls_key_file?)");
 }
 
+// Registers `workers_part`. The first call waits for the dispatcher to
+// come up (an embedded one may still be starting; a remote one may be
+// restarting), up to connect_timeout_s; a Ctrl-C stops it at once.
+absl::Status Register(const ClientOptions& options, grpc::Channel* channel, ::sluice::Dispatcher::Stub* dispatcher,
+                      const PipelineDef& workers_part, RegisterPipelineResponse* registered) {
+  RegisterPipelineRequest reg;
+  *reg.mutable_pipeline() = workers_part;
+  grpc::ClientContext context;
+  AddToken(&context, options.security.token);
+  context.set_wait_for_ready(true);
+  context.set_deadline(absl::ToChronoTime(absl::Now() + options.connect_timeout));
+  const grpc::Status called = WaitUnlessCancelled(&context, [&](std::function<void(grpc::Status)> done) {
+    dispatcher->async()->RegisterPipeline(&context, &reg, registered, std::move(done));
+  });
+  if (io::ThreadCancelled()) {
+    return absl::CancelledError(
+        absl::StrCat("stopped while waiting for the dispatcher ", options.dispatcher, " to register the pipeline"));
+  }
+  if (called.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED &&
+      channel->GetState(/*try_to_connect=*/false) != GRPC_CHANNEL_READY) {
+    // Waiting for it to come up ran out: gRPC says only "Deadline Exceeded".
+    std::string why = WhyUnreachable(options.dispatcher);
+    if (why.empty()) why = LastConnectError(dispatcher, options.security);
+    return absl::UnavailableError(absl::StrCat(
+        "dispatcher ", options.dispatcher, ": not reachable within connect_timeout_s (",
+        absl::FormatDuration(options.connect_timeout), "): ",
+        why.empty() ? "no dispatcher listening there (not started, another port or host), or the network refuses it"
+                    : why));
+  }
+  if (called.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
+    // Reached, but registering outlasted the wait: describing the
+    // pipeline lists its files, which a store that does not answer holds up.
+    return absl::DeadlineExceededError(absl::StrCat(
+        "dispatcher ", options.dispatcher, ": registering the pipeline took longer than connect_timeout_s (",
+        absl::FormatDuration(options.connect_timeout),
+        "): describing it loads its Python code (a dataset, a transform) on a worker, in a fresh process, and "
+        "lists its files, and an object store that does not answer is retried for up to "
+        "SLUICE_OBJECT_STORE_TIMEOUT_S (60 s by default); check that the store answers, or give connect_timeout_s "
+        "more"));
+  }
+  return FromGrpc(called, absl::StrCat("dispatcher ", options.dispatcher));
+}
+
 }  // namespace
 
 absl::StatusOr<std::shared_ptr<DistributedInput>> DistributedInput::Connect(ClientOptions options,
@@ -171,41 +215,8 @@ absl::StatusOr<std::shared_ptr<DistributedInput>> DistributedInput::Connect(Clie
   SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<grpc::Channel> channel,
                           MakeChannel(input->options_.dispatcher, input->options_.security));
   input->dispatcher_ = ::sluice::Dispatcher::NewStub(channel);
-  // The first call waits for the dispatcher to come up (an embedded one
-  // may still be starting; a remote one may be restarting).
-  RegisterPipelineRequest reg;
-  *reg.mutable_pipeline() = workers_part;
   RegisterPipelineResponse registered;
-  {
-    grpc::ClientContext context;
-    AddToken(&context, token);
-    context.set_wait_for_ready(true);
-    context.set_deadline(absl::ToChronoTime(absl::Now() + input->options_.connect_timeout));
-    const grpc::Status called = input->dispatcher_->RegisterPipeline(&context, reg, &registered);
-    if (called.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED &&
-        channel->GetState(/*try_to_connect=*/false) != GRPC_CHANNEL_READY) {
-      // Waiting for it to come up ran out: gRPC says only "Deadline Exceeded".
-      std::string why = WhyUnreachable(input->options_.dispatcher);
-      if (why.empty()) why = LastConnectError(input->dispatcher_.get(), input->options_.security);
-      return absl::UnavailableError(absl::StrCat(
-          "dispatcher ", input->options_.dispatcher, ": not reachable within connect_timeout_s (",
-          absl::FormatDuration(input->options_.connect_timeout), "): ",
-          why.empty() ? "no dispatcher listening there (not started, another port or host), or the network refuses it"
-                      : why));
-    }
-    if (called.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
-      // Reached, but registering outlasted the wait: describing the
-      // pipeline lists its files, which a store that does not answer holds up.
-      return absl::DeadlineExceededError(absl::StrCat(
-          "dispatcher ", input->options_.dispatcher, ": registering the pipeline took longer than connect_timeout_s (",
-          absl::FormatDuration(input->options_.connect_timeout),
-          "): describing it loads its Python code (a dataset, a transform) on a worker, in a fresh process, and "
-          "lists its files, and an object store that does not answer is retried for up to "
-          "SLUICE_OBJECT_STORE_TIMEOUT_S (60 s by default); check that the store answers, or give connect_timeout_s "
-          "more"));
-    }
-    SLUICE_RETURN_IF_ERROR(FromGrpc(called, absl::StrCat("dispatcher ", input->options_.dispatcher)));
-  }
+  SLUICE_RETURN_IF_ERROR(Register(input->options_, channel.get(), input->dispatcher_.get(), workers_part, &registered));
   input->workers_part_ = workers_part;
   input->workers_fingerprint_ = graph::OutputFingerprint(workers_part);
   input->pipeline_id_ = registered.pipeline_id();

@@ -5,6 +5,7 @@
 #ifndef SLUICE_SERVICE_UNARY_CALL_H_
 #define SLUICE_SERVICE_UNARY_CALL_H_
 
+#include <functional>
 #include <string>
 
 #include "absl/time/clock.h"
@@ -22,6 +23,13 @@ absl::Status CallUnary(Stub* stub, Method method, const std::string& name, const
   context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
   return FromGrpc((stub->*method)(&context, request, response), name);
 }
+
+// A blocking unary call that the calling thread's cancellation
+// (io::ScopedThreadCancel: a Ctrl-C while a pipeline is made) stops within
+// 50 ms, not at its deadline: `start(done)` begins it through the stub's
+// async() API. CANCELLED when it was stopped so.
+grpc::Status WaitUnlessCancelled(grpc::ClientContext* context,
+                                 const std::function<void(std::function<void(grpc::Status)>)>& start);
 
 }  // namespace sluice::service
 

@@ -1,14 +1,14 @@
 // Files written into a hidden folder and moved into their folder only once
 // all of them are whole.
-#ifndef SLUICE_PROFILE_STAGED_DIRECTORY_H_
-#define SLUICE_PROFILE_STAGED_DIRECTORY_H_
+#ifndef SLUICE_IO_STAGED_DIRECTORY_H_
+#define SLUICE_IO_STAGED_DIRECTORY_H_
 
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
-namespace sluice::profile {
+namespace sluice::io {
 
 // A run that fails or is stopped (Ctrl-C) leaves what `dir` held before,
 // say a good earlier materialization whose pipeline.json names its files,
@@ -37,6 +37,6 @@ class StagedDirectory {
   std::string staging_;  // empty once moved from
 };
 
-}  // namespace sluice::profile
+}  // namespace sluice::io
 
-#endif  // SLUICE_PROFILE_STAGED_DIRECTORY_H_
+#endif  // SLUICE_IO_STAGED_DIRECTORY_H_

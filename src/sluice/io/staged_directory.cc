@@ -1,4 +1,4 @@
-#include "sluice/profile/staged_directory.h"
+#include "sluice/io/staged_directory.h"
 
 #include <signal.h>
 #include <unistd.h>
@@ -14,7 +14,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
-namespace sluice::profile {
+namespace sluice::io {
 
 namespace {
 
@@ -76,4 +76,4 @@ absl::Status StagedDirectory::Commit(const std::string& last) {
   return absl::OkStatus();
 }
 
-}  // namespace sluice::profile
+}  // namespace sluice::io
