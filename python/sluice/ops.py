@@ -159,7 +159,7 @@ def _spec(name, value):
     return f"{name}: {np.dtype(dtype).name}[{','.join(str(int(d)) for d in shape)}]"
 
 
-def python(fn, outputs=None, *, batched=False, inputs=None, column=None, processes=0):
+def python(fn, outputs=None, *, batched=False, inputs=None, column=None, processes=0, deterministic=False):
     """Your own Python function as an op, run in a pool of `processes`
     Python processes beside the native ops (0: as many as the op's map
     runs at once, which the autotuner sets, up to one per core).
@@ -178,7 +178,11 @@ def python(fn, outputs=None, *, batched=False, inputs=None, column=None, process
     socket) is a TypeError naming it, here. "module.sub:fn" names a
     function by import path instead. If it has an `rng` parameter it gets
     a numpy.random.Generator seeded from (seed, op, epoch, sample), the
-    same whichever process runs it.
+    same whichever process runs it. sluice cannot see draws from a global
+    generator (numpy's, torch's, random's, which torchvision's random
+    transforms use), so it never writes the op's output once for all
+    epochs (materialize, placement's kept prefix) unless `deterministic`
+    says the function gives the same output for the same input.
     `inputs` lists the columns it gets (default: all); `outputs` declares
     what it returns, {"name": (dtype, shape)} or {"name": None} for "as the
     input of that name" (default: its inputs, as they are); outputs replace
@@ -191,6 +195,8 @@ def python(fn, outputs=None, *, batched=False, inputs=None, column=None, process
         fn, inputs = _on_column(fn, column, batched, inputs)
     attrs = {"function": fn, "rng": False} if isinstance(fn, str) else _shipped(fn)
     attrs["processes"] = _checks.whole("processes", processes, 0, _checks.MOST_PROCESSES)
+    if deterministic:
+        attrs["deterministic"] = True
     if inputs is not None:
         attrs["inputs"] = ",".join(_column_name(name, "inputs")
                                    for name in ([inputs] if isinstance(inputs, str) else inputs))

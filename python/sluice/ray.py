@@ -271,6 +271,9 @@ class WorkerGroup:
         withdraws autoscale's request for resources."""
         with self._lock:
             stopping, self._actors = self._actors, []
+            if not ray.is_initialized():  # ray.shutdown() ended the actors and their workers
+                self._requested = False
+                return
             self._stop(stopping, drain_timeout_s)
             if self._requested:
                 from ray.autoscaler.sdk import request_resources

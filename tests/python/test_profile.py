@@ -223,3 +223,28 @@ def test_ctrl_c_stops_a_profile():
         child.kill()
     assert child.returncode == 0, err
     assert "interrupted" in out
+
+
+def _jitter(sample):
+    """Draws from numpy's global generator, which sluice cannot see."""
+    return {"label": sample["label"] + np.random.randint(0, 1000)}
+
+
+def test_a_python_op_is_materialized_only_when_declared_deterministic(cifar_dir, tmp_path):
+    # Written once, a function drawing from np.random froze its augmentation:
+    # epoch 0 and 1 gave the same labels, and the profile offered it.
+    jittered = _cifar(cifar_dir).map(ops.python(_jitter, inputs="label")).batch(50)
+    result = jittered.profile(seconds=0.4, ablation=False)
+    assert not any("materialize" in lever["action"] for lever in result["levers"]), result["levers"]
+    with pytest.raises(sluice.SluiceError, match=r"op 'python' runs a Python function, which may draw from a global "
+                                                 r"generator .* ops.python\(\.\.\., deterministic=True\)"):
+        jittered.materialize(tmp_path / "refused")
+    assert not (tmp_path / "refused").exists() or not any((tmp_path / "refused").iterdir())
+    doubled = (_cifar(cifar_dir).map(ops.python(lambda s: {"label": s["label"] * 2}, inputs="label",
+                                                deterministic=True), ops.reshape(shape=[32, 32, 3]))
+               .map(ops.random_flip()).batch(50))
+    fast = doubled.materialize(tmp_path / "m")
+    for epoch in (0, 1):
+        for a, b in zip(doubled.iterate(epoch), fast.iterate(epoch), strict=True):
+            np.testing.assert_array_equal(a["label"], b["label"])
+            np.testing.assert_array_equal(a["image"], b["image"])

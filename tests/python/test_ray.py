@@ -218,3 +218,37 @@ def test_autoscale_asks_ray_for_the_workers_the_signal_wants(dispatcher, monkeyp
         assert workers.autoscale(job_name="train") == 3  # consumers that do not wait keep what they have
         assert workers.autoscale(job_name="train", max_workers=2) == 2 and len(workers) == 2
     assert requested[-1] == []  # stop() withdrew the request
+
+
+_STOPPED_AFTER_SHUTDOWN = """
+import subprocess, sys
+import ray
+import sluice.ray
+ray.init(num_cpus=2, include_dashboard=False, object_store_memory=80 << 20, log_to_driver=False)
+dispatcher = subprocess.Popen(["sluice", "dispatcher", "--port", "0"], stdout=subprocess.PIPE, text=True)
+address = f"127.0.0.1:{int(dispatcher.stdout.readline().split()[-1])}"
+with sluice.ray.start_workers(1, address) as workers:
+    pid = workers.workers()[0]["pid"]
+    ray.shutdown()
+print("initialized" if ray.is_initialized() else "not initialized", pid)
+dispatcher.terminate()
+dispatcher.wait()
+"""
+
+
+def test_a_group_left_after_ray_shutdown_stops_as_it_stands(tmp_path):
+    # Leaving the `with` block started a new local Ray cluster (Ray's
+    # auto-init) and raised its "Can't find actor".
+    ran = subprocess.run([sys.executable, "-c", _STOPPED_AFTER_SHUTDOWN], capture_output=True, text=True,
+                         timeout=300, cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.split()[-3:-1] == ["not", "initialized"], ran.stdout
+    worker = int(ran.stdout.split()[-1])
+    for _ in range(600):  # a hang guard: the worker goes with its actor
+        try:
+            os.kill(worker, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        pytest.fail(f"worker {worker} outlived ray.shutdown()")

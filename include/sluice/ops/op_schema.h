@@ -42,6 +42,10 @@ class InferredOp {
   // This instance draws random numbers (a random op with a fixed setting,
   // e.g. a blur with one sigma, does not).
   bool random = false;
+  // It may draw from generators sluice cannot see (a Python function's
+  // numpy, torch or random global ones): its output is never written once
+  // for all epochs (materialize, a kept prefix), as a random op's.
+  bool draws_unseen = false;
 
   template <typename P>
   void SetParams(P params) {

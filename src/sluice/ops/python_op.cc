@@ -112,10 +112,6 @@ absl::StatusOr<InferredOp> InferPython(const Attrs& attrs, const Schema& schema,
   // 0: one process, then as many as the op's callers (the map's runners,
   // which the autotuner sets) run at once, up to one per core.
   const int64_t processes = attrs.GetInt("processes");
-  if (processes < 0 || processes > kMostPythonProcesses) {
-    return AttrError("processes", absl::StrCat("must be from 0 (as many as the map runs at once) to ",
-                                               kMostPythonProcesses, ", got ", processes));
-  }
   p.processes = processes > 0 ? static_cast<int>(processes) : 1;
   p.most_processes = processes > 0 ? p.processes : UsableCores();
   nlohmann::json spec = {{"function", p.function},
@@ -129,6 +125,7 @@ absl::StatusOr<InferredOp> InferPython(const Attrs& attrs, const Schema& schema,
   p.spec_json = spec.dump();
   op.outputs = p.outputs;
   op.random = attrs.GetBool("rng");
+  op.draws_unseen = !op.random && !attrs.GetBool("deterministic");
   op.SetParams(std::move(p));
   return op;
 }
@@ -336,10 +333,14 @@ std::vector<AttrSchema> PythonAttrs() {
       AttrSchema{"rng", AttrType::kBool, "false",
                  "the function draws from `rng`, a numpy Generator seeded from (seed, op, epoch, sample), which "
                  "it gets whenever it has that parameter: marks the op random"},
+      AttrSchema{"deterministic", AttrType::kBool, "false",
+                 "the function gives the same output for the same input: it draws no random numbers, from `rng` "
+                 "or from a global generator (numpy's, torch's, random's), which sluice cannot see. Only then may "
+                 "its output be written once for all epochs (materialize, a kept prefix)"},
       AttrSchema{"processes", AttrType::kInt, "0",
                  "Python processes in its pool (0: as many as its map runs at once, which the autotuner sets, up "
                  "to one per core)"}
-          .Range(0, 1024),
+          .Range(0, kMostPythonProcesses),
       AttrSchema{"python", AttrType::kString, "\"\"",
                  "the interpreter to run (empty: $SLUICE_PYTHON, which the Python front sets, else python3)"},
   };

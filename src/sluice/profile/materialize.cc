@@ -22,22 +22,37 @@
 namespace sluice::profile {
 namespace {
 
-bool IsPython(const graph::BoundOp& op) { return op.name == "python" || op.name == "python_batch"; }
-
 // Leading map nodes after the source, on the CPU, whose ops all draw no
-// random numbers; a Python op's own word for it (its `rng` attr) counts
-// only where `trust_python`.
-int DeterministicMaps(const graph::CompiledPipeline& compiled, bool trust_python) {
+// random numbers: neither random ops nor ones that may draw unseen (a
+// Python function not declared deterministic).
+int DeterministicMaps(const graph::CompiledPipeline& compiled) {
   int n = 0;
   for (size_t i = 1; i < compiled.nodes.size(); ++i) {
     const graph::CompiledNode& node = compiled.nodes[i];
     if (node.kind != graph::NodeKind::kMap || node.backend != ops::Backend::kCpu) break;
     for (const graph::BoundOp& op : node.ops) {
-      if (op.inferred.random || (!trust_python && IsPython(op))) return n;
+      if (op.inferred.random || op.inferred.draws_unseen) return n;
     }
     ++n;
   }
   return n;
+}
+
+// Where the leading maps' first op that is not deterministic may draw
+// unseen: what to do.
+std::string UnseenDrawsHint(const graph::CompiledPipeline& compiled) {
+  for (size_t i = 1; i < compiled.nodes.size() && compiled.nodes[i].kind == graph::NodeKind::kMap; ++i) {
+    for (const graph::BoundOp& op : compiled.nodes[i].ops) {
+      if (op.inferred.random) return "";
+      if (!op.inferred.draws_unseen) continue;
+      return absl::StrCat(
+          "; op '", op.name,
+          "' runs a Python function, which may draw from a global generator (numpy's, torch's, random's) that "
+          "sluice cannot see; written once, its augmentation would be the same every epoch. If it draws nothing, "
+          "say so: ops.python(..., deterministic=True) (the op's `deterministic` attr)");
+    }
+  }
+  return "";
 }
 
 // The ops of the first `maps` maps whose work the materialized records
@@ -344,7 +359,7 @@ absl::Status WriteJson(const PipelineDef& def, const std::string& path) {
 
 int MaterializableMaps(const PipelineDef& def, const graph::CompiledPipeline& compiled) {
   if (compiled.nodes.empty() || compiled.nodes[0].kind != graph::NodeKind::kSource) return 0;
-  const int maps = DeterministicMaps(compiled, false);
+  const int maps = DeterministicMaps(compiled);
   if (maps == 0 || MaterializedOps(compiled, maps).empty() || !CheckWritable(compiled.nodes[maps]).ok()) return 0;
   return CheckReproducibleOrder(compiled, def.nodes(0).source().split_records()).ok() ? maps : 0;
 }
@@ -358,17 +373,19 @@ absl::StatusOr<MaterializeResult> Materialize(const PipelineDef& def, const std:
                                               const std::function<void(int64_t records)>& progress,
                                               const std::atomic<bool>* stop) {
   SLUICE_ASSIGN_OR_RETURN(graph::CompiledPipeline compiled, graph::Compile(def));
-  const int maps = DeterministicMaps(compiled, true);
+  const int maps = DeterministicMaps(compiled);
   if (maps == 0) {
-    return absl::FailedPreconditionError(
-        "nothing to materialize: the node after the source is not a map of ops that draw no random numbers");
+    return absl::FailedPreconditionError(absl::StrCat(
+        "nothing to materialize: the node after the source is not a map of ops that draw no random numbers",
+        UnseenDrawsHint(compiled)));
   }
   SLUICE_RETURN_IF_ERROR(CheckWritable(compiled.nodes[maps]));
   const std::vector<std::string> done = MaterializedOps(compiled, maps);
   if (done.empty()) {
     return absl::FailedPreconditionError(
-        "nothing to materialize: the maps before the first random op only parse the source's records, which the "
-        "rewritten pipeline would parse again");
+        absl::StrCat("nothing to materialize: the maps before the first random op only parse the source's records, "
+                     "which the rewritten pipeline would parse again",
+                     UnseenDrawsHint(compiled)));
   }
   SLUICE_RETURN_IF_ERROR(CheckReproducibleOrder(compiled, def.nodes(0).source().split_records()));
   // The maps of `def` the compiled ones are (a parse compiling added is

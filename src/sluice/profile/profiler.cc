@@ -138,7 +138,7 @@ void Prefixes(const graph::CompiledPipeline& compiled, const std::vector<OpCost>
       continue;
     }
     bool deterministic = true;
-    for (const graph::BoundOp& op : node.ops) deterministic &= !op.inferred.random;
+    for (const graph::BoundOp& op : node.ops) deterministic &= !op.inferred.random && !op.inferred.draws_unseen;
     prefix &= deterministic;
     for (const OpCost& c : ops) {
       if (c.node != static_cast<int>(i)) continue;
