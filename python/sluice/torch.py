@@ -95,6 +95,7 @@ class TorchIterable(torch.utils.data.IterableDataset):
         self._consumer_seconds = 0.0
         self._consumed = 0
         self._it = None      # the engine iterator of the pass in progress
+        self._passes = weakref.WeakSet()  # the passes' generators, which hold their engine iterators
         self._resume = None  # a loaded position: the next pass goes on from it
         self._then_epoch = None  # set_epoch's of the epoch after _resume's: taken if that had ended
         _loaders.add(self)
@@ -105,13 +106,23 @@ class TorchIterable(torch.utils.data.IterableDataset):
         this loader's would be, a new epoch (or a loaded state's)."""
         state = self.__dict__.copy()
         state["_it"] = None
+        del state["_passes"]
         return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._passes = weakref.WeakSet()
 
     def _release_engines(self):
         """Drops the engines this loader made (their threads, a pool's
         client and its shared-memory rings): exit_rank's, for a loader that
-        outlives the job in a global."""
+        outlives the job in a global, or one whose loop called it mid-pass."""
         self._it = None
+        for batches in list(self._passes):  # a pass left mid-way holds its iterator (a pool's client)
+            try:
+                batches.close()
+            except ValueError:
+                pass  # running in a prefetch thread: it ends with its pass
         for pipeline in (self._pipeline, self._sized):
             pipeline._engine = None
 
@@ -271,8 +282,11 @@ class TorchIterable(torch.utils.data.IterableDataset):
                 engine = self._pipeline.engine
                 _distributed.check_ranks_agree(engine.fingerprint, engine.listing, self._pipeline._def,
                                                self.world_size, self._resume, self._epoch)
+                del engine  # this frame lives as long as the pass: _release_engines must be able to drop it
                 self._checked = True
-            yield from self._batches()
+            batches = self._batches()
+            self._passes.add(batches)
+            yield from batches
 
     def _batches(self):
         """The pass's batches, as dicts of torch tensors."""

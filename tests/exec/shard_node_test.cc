@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "sluice/core/status_macros.h"
@@ -27,6 +28,7 @@ namespace {
 using ::sluice::testing::StatusIs;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 constexpr int kRows = 103;
 
@@ -299,6 +301,25 @@ TEST(ShardNode, AStateOfAnotherGlobalBatchOrUnevenModeIsRefusedNamingBoth) {
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("saved without a shard node (by one process, outside a data-parallel job) and this "
                                  "pipeline shards its epochs (2 shards)")));
+}
+
+TEST(ShardNode, ADamagedShardedStateIsDataLossWithNoGuessFromItsDamagedFields) {
+  // A flipped bit in the shard's fields read as "saved without a shard
+  // node", an InvalidArgument telling the user to resume in one process.
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Pipeline> p, Pipeline::Create(Sharded(Rows(), 2, 0, 12)));
+  std::unique_ptr<PipelineIterator> it = p->Iterate(0);
+  SLUICE_ASSERT_OK(Drain(it.get(), std::nullopt, 2).status());
+  ASSERT_OK_AND_ASSIGN(const std::string state, it->SaveState());
+  int damaged = 0;
+  for (size_t bit = 0; bit < 8 * state.size(); ++bit) {
+    std::string flipped = state;
+    flipped[bit / 8] = static_cast<char>(flipped[bit / 8] ^ (1 << (bit % 8)));
+    const absl::Status resumed = p->Resume(flipped).status();
+    if (!absl::StrContains(resumed.message(), "damaged")) continue;
+    ++damaged;
+    EXPECT_THAT(resumed, StatusIs(absl::StatusCode::kDataLoss, Not(HasSubstr("shard node")))) << "bit " << bit;
+  }
+  EXPECT_GT(damaged, 0);
 }
 
 TEST(ShardNode, BadShardsAndPlacesAreNamed) {

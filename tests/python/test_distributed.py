@@ -646,6 +646,33 @@ def test_the_node_pool_outlasts_local_rank_0_until_the_other_ranks_are_done(tmp_
     assert "local rank 0 is done; its pool stops once the node's other ranks are" in job.stderr
 
 
+_EXIT_RANK_IN_THE_LOOP = """
+import numpy as np
+import torch
+import torch.distributed as dist
+import sluice
+import sluice.torch
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+loader = sluice.torch.TorchIterable(sluice.arrays({"id": np.arange(800, dtype=np.int64)}).batch(16), node_pool=True)
+for step, b in enumerate(loader):
+    dist.all_reduce(torch.zeros(1))
+    if step == 10:  # preempted: the state saved, the job ends from inside its loop
+        state = loader.state_dict()
+        dist.barrier()
+        print(f"rank {rank} leaves at {step}", flush=True)
+        sluice.torch.exit_rank()
+"""
+
+
+def test_exit_rank_inside_the_loop_ends_a_node_pool_job_at_once(tmp_path):
+    # The pass's generator held local rank 0's own client: its pool waited
+    # for "clients still reading" (itself) for 10 minutes.
+    job = torchrun_script(tmp_path, _EXIT_RANK_IN_THE_LOOP)  # a hang guard of 240 s
+    assert job.returncode == 0, job.stderr[-3000:]
+    assert "rank 0 leaves at 10" in job.stdout and "rank 1 leaves at 10" in job.stdout, job.stdout
+
+
 _POOL_WORKER_KILLED_AT_EACH_START = """
 import os, signal, sys, threading, time
 import numpy as np

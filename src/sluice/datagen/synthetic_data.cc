@@ -149,13 +149,11 @@ absl::Status WriteSyntheticMnist(const std::string& dir, int64_t count, uint64_t
 }
 
 std::string ExampleBytes(const Example& example) {
-  std::string bytes;
-  {
-    google::protobuf::io::StringOutputStream stream(&bytes);
-    google::protobuf::io::CodedOutputStream out(&stream);
-    out.SetSerializationDeterministic(true);
-    example.SerializeToCodedStream(&out);
-  }  // the stream writes its last bytes as it goes
+  std::string bytes(example.ByteSizeLong(), '\0');  // sizes cached for the write below
+  google::protobuf::io::ArrayOutputStream array(bytes.data(), static_cast<int>(bytes.size()));
+  google::protobuf::io::CodedOutputStream coded(&array);
+  coded.SetSerializationDeterministic(true);
+  example.SerializeWithCachedSizes(&coded);
   return bytes;
 }
 

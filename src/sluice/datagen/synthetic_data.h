@@ -35,7 +35,7 @@ absl::Status WriteSyntheticCifar10(const std::string& dir, int64_t count, int fi
                                    const Progress& progress);
 
 // `example`'s bytes with its features in name order: the same file from
-// every run of one seed (a map's order changes from process to process).
+// every run of one seed (a map's own order changes from process to process).
 std::string ExampleBytes(const Example& example);
 
 // The TFRecord file name of shard i of n.

@@ -700,6 +700,7 @@ absl::Status Pipeline::CheckSharding(const EpochPosition& p) const {
 }
 
 absl::Status Pipeline::WithShardingHint(const absl::Status& refused, const std::string& state) const {
+  if (absl::IsDataLoss(refused)) return refused;  // its shard fields may be the damage
   const std::optional<int> saved = StateShards(state);
   const std::optional<graph::ShardSpec> shard = Sharding();
   if (!saved || (*saved > 0) == shard.has_value()) return refused;
