@@ -88,6 +88,7 @@ void MakeTaps(double start, double extent, int size, int out, bool inside, Taps*
 
 struct Scratch {
   std::vector<int16_t> rows, cols, out_cols, out_rows;
+  std::vector<int32_t> sums;  // a vertical pass's exact sums (kMostRoundedTaps)
 };
 thread_local Taps tls_h, tls_v;
 thread_local Scratch tls_scratch;
@@ -141,6 +142,22 @@ void VerticalRow(const uint8_t* src, int64_t stride, const int16_t* w, int taps,
     for (int k = 0; k < taps; ++k) acc += MulRound(static_cast<int16_t>(src[k * stride + e] << kValueShift), w[k]);
     out[e] = acc;
   }
+}
+
+// A Q15-weighted sum in Q15 (exact int32 products) to its rounded value.
+int16_t RoundQ15(int32_t sum) { return static_cast<int16_t>((sum + (1 << 14)) >> 15); }
+
+// VerticalRow over more than kMostRoundedTaps taps: exact products summed
+// in int32 (at most 32640 * 2^15, inside int32), rounded once.
+void VerticalRowExact(const uint8_t* src, int64_t stride, const int16_t* w, int taps, int n, int16_t* out) {
+  std::vector<int32_t>& sums = tls_scratch.sums;
+  sums.assign(n, 0);
+  for (int k = 0; k < taps; ++k) {
+    const int32_t weight = w[k];
+    const uint8_t* row = src + k * stride;
+    for (int e = 0; e < n; ++e) sums[e] += (int32_t{row[e]} << kValueShift) * weight;
+  }
+  for (int e = 0; e < n; ++e) out[e] = RoundQ15(sums[e]);
 }
 
 // 16 rows of 16 int16 (`in`, rows `in_stride` apart) to 16 rows of 16
@@ -223,6 +240,26 @@ void HorizontalBlock(const int16_t* cols, const Taps& h, int out_w, int channels
   }
 }
 
+// HorizontalBlock over more than kMostRoundedTaps taps, as VerticalRowExact.
+void HorizontalBlockExact(const int16_t* cols, const Taps& h, int out_w, int channels, int64_t pixel_step,
+                          int64_t channel_step, int16_t* out) {
+  const int64_t step = int64_t{channels} * kBlock;
+  for (int i = 0; i < out_w; ++i) {
+    const int16_t* w = &h.weights[static_cast<size_t>(i) * h.taps];
+    const int16_t* src = cols + h.first[i] * step;
+    for (int c = 0; c < channels; ++c) {
+      int32_t sums[kBlock] = {};
+      for (int k = 0; k < h.taps; ++k) {
+        const int32_t weight = w[k];
+        const int16_t* values = src + k * step + c * kBlock;
+        for (int r = 0; r < kBlock; ++r) sums[r] += int32_t{values[r]} * weight;
+      }
+      int16_t* dst = out + i * pixel_step + c * channel_step;
+      for (int r = 0; r < kBlock; ++r) dst[r] = MulRound(RoundQ15(sums[r]), 1 << (15 - kValueShift));
+    }
+  }
+}
+
 // The horizontal kernel with the tap count fixed for the common counts
 // (W3's shrinks take 2 to 8 taps), the general loop for the rest.
 using HorizontalFn = void (*)(const int16_t*, const Taps&, int, int, int64_t, int64_t, int16_t*);
@@ -250,6 +287,7 @@ std::pair<VerticalFn, HorizontalFn> SelectKernels(int taps) {
     case 8:
       return KernelsFor<8>();
     default:
+      if (taps > kMostRoundedTaps) return {VerticalRowExact, HorizontalBlockExact};
       return KernelsFor<0>();
   }
 }

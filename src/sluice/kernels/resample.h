@@ -37,6 +37,13 @@ namespace resample_internal {
 constexpr int kWeightOne = 1 << 15;
 constexpr int kValueShift = 7;
 
+// A pass over more taps than this (a shrink by more than ~32 times) sums
+// the exact products in int32 and rounds once: each rounded product errs by
+// up to half a Q7 unit, and over hundreds of taps the errors added up to
+// levels, and past int16 at the top (a white image shrunk 400 times came
+// out black).
+constexpr int kMostRoundedTaps = 64;
+
 // Taps of every output position: `taps` Q15 weights each (zero-padded),
 // the first at source index first[i]. A fixed count lets the kernels run
 // without per-pixel branches; first[i] + taps never passes the source, and

@@ -18,6 +18,13 @@ __device__ __forceinline__ int MulRound(int a, int w) { return (a * w + (1 << 14
 // the end is the same value (both are the sum modulo 2^16).
 __device__ __forceinline__ int16_t WrapToInt16(int sum) { return static_cast<int16_t>(sum); }
 
+// Over more than kResampleMostRoundedTaps taps the cpu sums exact products
+// and rounds the sum once instead.
+__device__ __forceinline__ int Product(int a, int w, bool exact) { return exact ? a * w : MulRound(a, w); }
+__device__ __forceinline__ int16_t Finish(int sum, bool exact) {
+  return exact ? static_cast<int16_t>((sum + (1 << 14)) >> 15) : WrapToInt16(sum);
+}
+
 // Thread x of block (x, j, z): elements 4x..4x+3 of intermediate row j of
 // the samples z, z + gridDim.z, ...: the vertical taps of output row j over
 // the source columns the horizontal taps reach, in Q7 (the padding past a
@@ -34,20 +41,21 @@ __global__ void __launch_bounds__(kThreads)
     const uint8_t* __restrict__ src =
         in + taps.src_offset + t.v_first[s * shape.out_h + j] * stride + int64_t{taps.x_lo} * shape.channels + e;
     const int16_t* __restrict__ w = t.weights + taps.v_weights + int64_t{j} * taps.v_taps;
+    const bool exact = taps.v_taps > kResampleMostRoundedTaps;
     int sum[kVertical] = {};
     for (int k = 0; k < taps.v_taps; ++k) {
       const int weight = __ldg(w + k);
       const uint8_t* __restrict__ row = src + k * stride;
 #pragma unroll
       for (int q = 0; q < kVertical; ++q) {
-        if (q < n) sum[q] += MulRound(__ldg(row + q) << kValueShift, weight);
+        if (q < n) sum[q] += Product(__ldg(row + q) << kValueShift, weight, exact);
       }
     }
     short4 values;
-    values.x = WrapToInt16(sum[0]);
-    values.y = WrapToInt16(sum[1]);
-    values.z = WrapToInt16(sum[2]);
-    values.w = WrapToInt16(sum[3]);
+    values.x = Finish(sum[0], exact);
+    values.y = Finish(sum[1], exact);
+    values.z = Finish(sum[2], exact);
+    values.w = Finish(sum[3], exact);
     *reinterpret_cast<short4*>(inter + taps.inter_offset + int64_t{j} * taps.inter_stride + e) = values;
   }
 }
@@ -68,11 +76,12 @@ __global__ void __launch_bounds__(kThreads)
     const int16_t* __restrict__ src = inter + taps.inter_offset + int64_t{j} * taps.inter_stride +
                                       t.h_first[s * shape.out_w + i] * shape.channels + c;
     const int16_t* __restrict__ w = t.weights + taps.h_weights + int64_t{i} * taps.h_taps;
+    const bool exact = taps.h_taps > kResampleMostRoundedTaps;
     int sum = 0;
 #pragma unroll 4
-    for (int k = 0; k < taps.h_taps; ++k) sum += MulRound(__ldg(src + k * shape.channels), __ldg(w + k));
+    for (int k = 0; k < taps.h_taps; ++k) sum += Product(__ldg(src + k * shape.channels), __ldg(w + k), exact);
     // Q7 to a level: (sum + 64) >> 7, as the cpu's rounded multiply by 2^8.
-    const int level = MulRound(WrapToInt16(sum), 1 << (15 - kValueShift));
+    const int level = MulRound(Finish(sum, exact), 1 << (15 - kValueShift));
     out[(s * shape.out_h + j) * row_elems + e] = static_cast<uint8_t>(min(max(level, 0), 255));
   }
 }

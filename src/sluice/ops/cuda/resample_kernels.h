@@ -47,6 +47,8 @@ struct ResampleShape {
 };
 
 constexpr int kResampleStrideAlign = 4;
+// resample.h's kMostRoundedTaps (resample_run.cc checks that they agree).
+constexpr int kResampleMostRoundedTaps = 64;
 
 // Resamples `rows` images of `channels` channels, each where its
 // ResampleSampleTaps puts it from `in`, to out_h x out_w x channels at `out`

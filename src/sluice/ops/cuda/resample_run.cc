@@ -12,6 +12,8 @@ namespace {
 
 using kernels::Window;
 
+static_assert(kResampleMostRoundedTaps == kernels::resample_internal::kMostRoundedTaps);
+
 // Appends `values` to `bytes` at an 8-byte boundary; returns their offset.
 template <typename T>
 size_t Append(const std::vector<T>& values, std::vector<uint8_t>* bytes) {
