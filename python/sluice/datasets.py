@@ -4,6 +4,7 @@ order in one process (sluice.from_generator)."""
 
 import atexit
 import fcntl
+import hashlib
 import os
 import pickle
 import tempfile
@@ -24,44 +25,92 @@ _PREFIX, _SUFFIX = "sluice-dataset-", ".pickle"
 def _remove_orphans(directory):
     """Removes the dataset files of processes that died without removing
     them (killed -9): a live one holds a lock on its file. A file under a
-    minute old may be one whose writer has not locked it yet."""
+    minute old may be one whose writer has not locked (or named) it yet."""
     for name in os.listdir(directory):
         path = os.path.join(directory, name)
         try:
-            if not (name.startswith(_PREFIX) and name.endswith(_SUFFIX)) or time.time() - os.path.getmtime(path) < 60:
+            if not name.startswith((_PREFIX, "." + _PREFIX)) or time.time() - os.path.getmtime(path) < 60:
                 continue
-            with open(path, "rb") as f:
-                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                os.unlink(path)
+            if name.startswith("."):
+                os.unlink(path)  # written by a process killed before it named the file
+            elif name.endswith(_SUFFIX):
+                _remove_unheld(path)
         except OSError:
-            continue  # locked: its process lives; or gone already
+            continue  # gone already
 
 
-_WRITTEN = {}  # the dataset files not yet removed: path -> the pid that wrote it
-_SENT_LOCKS = []  # the locks on files of collected pipelines that were pickled, which stay until exit
+def _remove_unheld(path):
+    """Removes the dataset file at `path` unless a process holds it (a
+    shared lock: this one's other pipelines, or another trainer's of the
+    same dataset)."""
+    try:
+        with open(path, "rb") as f:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if _same_file(f, path):
+                os.unlink(path)
+    except OSError:
+        pass  # held, or gone already
+
+
+def _same_file(f, path):
+    """Whether the open file `f` is still the one at `path` (not removed,
+    or removed and written again, since it was opened)."""
+    try:
+        here, there = os.fstat(f.fileno()), os.stat(path)
+    except FileNotFoundError:
+        return False
+    return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)
+
+
+def _hold(path, data):
+    """The file at `path` holding `data`, written unless there already,
+    opened and locked shared (held while the lock is): one file for every
+    process that pickles the same dataset."""
+    while True:
+        try:
+            f = open(path, "rb")
+        except FileNotFoundError:
+            with tempfile.NamedTemporaryFile(dir=os.path.dirname(path), prefix="." + _PREFIX, delete=False) as t:
+                t.write(data)
+            try:
+                os.link(t.name, path)  # whole or not at all, and never over another's
+            except FileExistsError:
+                pass
+            finally:
+                os.unlink(t.name)
+            continue
+        fcntl.flock(f, fcntl.LOCK_SH)
+        if _same_file(f, path):
+            return f
+        f.close()  # removed by its last holder between the open and the lock: again
+
+
+# Files held by this process's pipelines not yet collected, and by those
+# collected after being pickled (until exit): (pid, path, lock).
+_HELD = []
 
 
 @atexit.register
 def _remove_written():
     """At exit (and in sluice.torch.exit_rank), the files of pipelines still
-    held (a loader in a global): nothing else would remove them."""
-    for path, pid in list(_WRITTEN.items()):
-        if pid != os.getpid():
-            continue  # a forked child's copy of the table
-        try:
-            os.unlink(path)
-        except OSError:
-            pass
-        _WRITTEN.pop(path, None)
-    while _SENT_LOCKS:
-        _SENT_LOCKS.pop().close()
+    held (a loader in a global): nothing else would remove them, unless
+    another process holds the same file."""
+    mine = [held for held in _HELD if held[0] == os.getpid()]  # not a forked child's copy of the table
+    for held in mine:
+        _HELD.remove(held)
+        held[2].close()
+    for _, path, _ in mine:
+        _remove_unheld(path)
 
 
 class _PickleFile(_Owned):
     """The dataset pickled by value (cloudpickle: its class may be the
-    script's or a notebook's) for the processes to load; removed with the
-    last pipeline made of it (once pickled, at exit: a child may still load
-    it), at exit, or by a later process if this one is killed."""
+    script's or a notebook's) for the processes to load, in a file named by
+    its bytes: trainers of the same dataset (a shared job's consumers, the
+    same script run again) name the same file, so a worker's pipeline made
+    for one serves the next. Removed with the last pipeline made of it in
+    the last process holding it (once pickled, at exit: a child may still
+    load it), or by a later process if the holders are killed."""
 
     path = None  # until the file is written: a dataset that cannot be sent has none
 
@@ -69,13 +118,12 @@ class _PickleFile(_Owned):
         super().__init__()
         data = _shipping.dumps(dataset, who)
         self.digest = _shipping.identity(dataset)
-        _remove_orphans(tempfile.gettempdir())
-        with tempfile.NamedTemporaryFile(prefix=_PREFIX, suffix=_SUFFIX, delete=False) as f:
-            self.path = f.name
-            _WRITTEN[self.path] = os.getpid()
-            f.write(data)
-        self._lock = open(self.path, "rb")  # held while this process lives
-        fcntl.flock(self._lock, fcntl.LOCK_SH)
+        directory = tempfile.gettempdir()
+        _remove_orphans(directory)
+        path = os.path.join(directory, _PREFIX + hashlib.sha256(data).hexdigest()[:32] + _SUFFIX)
+        self._lock = _hold(path, data)  # held while this process lives
+        self.path = path
+        _HELD.append((os.getpid(), path, self._lock))
 
     def __getstate__(self):
         # Sent to another process (a spawn child, a Ray task), which may
@@ -93,16 +141,13 @@ class _PickleFile(_Owned):
 
     def __del__(self):
         lock = self.__dict__.get("_lock")
-        if lock is not None and self.__dict__.get("_sent"):
-            _SENT_LOCKS.append(lock)  # kept locked against _remove_orphans while this process lives
-        elif lock is not None:
-            lock.close()
-        try:
-            if self.path is not None and self._mine() and not self.__dict__.get("_sent"):
-                _WRITTEN.pop(self.path, None)
-                os.unlink(self.path)
-        except OSError:
-            pass
+        if lock is None or not self._mine() or lock.closed:  # closed: at exit, already
+            return
+        if self.__dict__.get("_sent"):
+            return  # kept locked while this process lives (a child may still load it); removed at exit
+        _HELD.remove((os.getpid(), self.path, lock))
+        lock.close()
+        _remove_unheld(self.path)
 
 
 def _mixes_ints_and_floats(values):

@@ -47,6 +47,8 @@ class TorchIterable(torch.utils.data.IterableDataset):
     sluice's device memory (no copy): on torch's current device, or on
     `device` (e.g. "cuda:1"). torch's current stream waits for sluice's
     kernels (DLPack's stream protocol), so the loop needs no synchronization.
+    `device` is for those maps only: anything but a CUDA device is refused,
+    and a pipeline without them warns that its batches stay on the CPU.
 
     Data-parallel jobs (``torchrun``, DDP): each rank gets its exact share of
     every epoch, every rank the same number of batches (``len(loader)`` is
@@ -83,6 +85,7 @@ class TorchIterable(torch.utils.data.IterableDataset):
                             "(sluice.from_dataset(ds) reads a torch Dataset, sluice.Pipeline.from_json(text) a "
                             "pipeline's JSON)")
         self._given = pipeline
+        _check_device(device, pipeline)
         self._options = {"device": device, "quiet": quiet, "node_pool": node_pool}
         self._bind(*_distributed.job(rank, world_size))
         self._epoch = 0
@@ -156,6 +159,11 @@ class TorchIterable(torch.utils.data.IterableDataset):
         self._pipeline = pipeline
         self._checked = False
         if _uses_cuda(pipeline):
+            if not torch.cuda.is_available():
+                pipeline.engine  # noqa: B018 (sluice's own error where its build or machine has no cuda backend)
+                raise RuntimeError("sluice.torch: the pipeline's maps on device \"cuda\" make CUDA tensors, but this "
+                                   "torch has no CUDA device (torch.cuda.is_available() is False): install a CUDA "
+                                   "build of torch, or run those maps on the CPU (leave device=\"cuda\" out)")
             # The engine's device maps run on the device current when it is made.
             device = self._options["device"]
             with torch.cuda.device(torch.device(device) if device is not None else torch.cuda.current_device()):
@@ -371,6 +379,24 @@ def exit_rank():
 def _each(column, fn):
     """fn of a column, or of each sample's tensor of a batch's bytes column (a list)."""
     return [fn(x) for x in column] if isinstance(column, list) else fn(column)
+
+
+def _check_device(device, pipeline):
+    """`device` is a CUDA device, and says so where it does nothing."""
+    if device is None:
+        return
+    try:
+        kind = torch.device(device).type
+    except (RuntimeError, TypeError):
+        kind = None
+    if kind != "cuda":
+        raise ValueError(f"sluice.torch: device must be a CUDA device (\"cuda\", \"cuda:1\"), the one a pipeline's "
+                         f"maps on device \"cuda\" run on; got {device!r} (batches of maps on the CPU are CPU "
+                         "tensors: leave device out)")
+    if not _uses_cuda(pipeline):
+        warnings.warn(f"sluice.torch: device={device!r} places the batches of maps on device \"cuda\", and this "
+                      "pipeline has none: its batches are CPU tensors (move them with .to(device, non_blocking=True); "
+                      "pin_memory=True overlaps that copy)", stacklevel=3)
 
 
 def _uses_cuda(pipeline):

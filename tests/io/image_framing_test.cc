@@ -75,7 +75,8 @@ TEST(ImageFraming, AWebpShorterThanItsHeaderDeclaresIsTruncated) {
 
 TEST(ImageFraming, AnEmptyFileAndFilesInOtherFormatsSayWhatTheyAre) {
   EXPECT_EQ(ImageFramingProblem(""), "an empty file, not an image");
-  const std::string not_decoded = "not a JPEG, PNG, WebP or netpbm file (the formats the decode ops read)";
+  const std::string not_decoded =
+      "not a JPEG, PNG, WebP or binary netpbm (P5, P6) file (the formats the decode ops read)";
   EXPECT_EQ(ImageFramingProblem("GIF89a" + std::string(100, 'g')), "a GIF image, " + not_decoded);
   EXPECT_EQ(ImageFramingProblem("BM" + std::string(4, 'b') + std::string(4, '\0') + std::string(100, 'b')),
             "a BMP image, " + not_decoded);
@@ -84,6 +85,9 @@ TEST(ImageFraming, AnEmptyFileAndFilesInOtherFormatsSayWhatTheyAre) {
   EXPECT_EQ(ImageFramingProblem(std::string("MM\0*", 4) + std::string(100, 't')), "a TIFF image, " + not_decoded);
   EXPECT_EQ(ImageFramingProblem(std::string("\0\0\0\x1c", 4) + "ftypheic" + std::string(100, 'h')),
             "an ISO media file (HEIC, AVIF or a video), " + not_decoded);
+  EXPECT_EQ(ImageFramingProblem("P3\n2 1\n255\n" + std::string(100, '7')),
+            "an ASCII netpbm image (P1 to P3), " + not_decoded);
+  EXPECT_EQ(ImageFramingProblem("P4 2 1\n" + std::string(100, '\x01')), "a netpbm bitmap (P4), " + not_decoded);
   EXPECT_EQ(ImageFramingProblem("hello, world" + std::string(100, 'x')), not_decoded);
   EXPECT_EQ(ImageFramingProblem("tiny"), not_decoded);
 }

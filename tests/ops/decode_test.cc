@@ -316,9 +316,11 @@ TEST_F(DecodeTest, CorruptImagesFailNamingTheFile) {
   EXPECT_THAT(Sluice(garbled, {Op("decode_image", {{"size", {48, 64}}})}),
               StatusIs(absl::StatusCode::kDataLoss, HasSubstr(garbled)));
   const std::string text = Write("text.jpg", "this is not an image, only text ending in FF D9 \xff\xd9");
-  EXPECT_THAT(Sluice(text, {Op("decode_image", {{"size", {48, 64}}})}),
-              StatusIs(absl::StatusCode::kDataLoss,
-                       HasSubstr("not a JPEG, PNG, WebP or netpbm file (the formats the decode ops read) in " + text)));
+  EXPECT_THAT(
+      Sluice(text, {Op("decode_image", {{"size", {48, 64}}})}),
+      StatusIs(absl::StatusCode::kDataLoss,
+               HasSubstr("not a JPEG, PNG, WebP or binary netpbm (P5, P6) file (the formats the decode ops read) in " +
+                         text)));
   const std::string ppm = Netpbm(datagen::PhotoLikeImage(64, 48, 7));
   const std::string truncated = Write("truncated.ppm", ppm.substr(0, ppm.size() - 1));
   EXPECT_THAT(Sluice(truncated, {Op("decode_image", {{"size", {48, 64}}})}),
@@ -333,7 +335,7 @@ TEST_F(DecodeTest, CorruptImagesFailNamingTheFile) {
               StatusIs(absl::StatusCode::kDataLoss, AllOf(HasSubstr(huge), HasSubstr("malformed header"))));
   const std::string not_netpbm = Write("p5x.pgm", "P5x" + std::string(64, 'x'));
   EXPECT_THAT(Sluice(not_netpbm, {Op("decode_image", {{"size", {4, 4}}})}),
-              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("not a JPEG, PNG, WebP or netpbm file")));
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("not a JPEG, PNG, WebP or binary netpbm (P5, P6) file")));
   const std::string headless = Write("headless.ppm", "P6 12\n" + std::string(64, 'x'));
   EXPECT_THAT(Sluice(headless, {Op("decode_image", {{"size", {4, 4}}})}),
               StatusIs(absl::StatusCode::kDataLoss, AllOf(HasSubstr(headless), HasSubstr("malformed header"))));

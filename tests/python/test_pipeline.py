@@ -384,6 +384,48 @@ def test_ctrl_c_stops_a_pipeline_blocked_in_next(cifar_dir):
     assert "after 8" in out
 
 
+_HUNG_ON_A_LOCAL_WORKER = """
+import signal, sys, time
+signal.signal(signal.SIGINT, signal.default_int_handler)
+import numpy as np
+import sluice
+
+
+def op(sample, started=sys.argv[1]):
+    open(started, "w").close()
+    time.sleep(100000)  # never returns
+    return sample
+
+
+pipe = sluice.arrays({"x": np.arange(64, dtype=np.int64)}).map(op).distribute(local_workers=1).batch(8)
+try:
+    next(iter(pipe))
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+"""
+
+
+def test_ctrl_c_on_a_python_op_stuck_on_a_local_worker_ends_the_trainer(tmp_path):
+    # The trainer's exit waited for its local worker to drain, which waited
+    # out its 35 s for the stream stuck in the op.
+    import signal
+    import subprocess
+    import sys
+    started = tmp_path / "started"
+    child = subprocess.Popen([sys.executable, "-c", _HUNG_ON_A_LOCAL_WORKER, str(started)], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    try:
+        while not started.exists() and child.poll() is None:
+            time.sleep(0.01)
+        child.send_signal(signal.SIGINT)
+        out, err = child.communicate(timeout=120)  # a hang guard, not a timing assertion
+    finally:
+        child.kill()
+    assert child.returncode == 0, err
+    assert out.split() == ["interrupted"]
+    assert "after the signal" not in err, err  # the worker's line on giving up its drain
+
+
 _MAKING_CHILD = """
 import signal, sys, threading, time
 signal.signal(signal.SIGINT, signal.default_int_handler)

@@ -278,6 +278,34 @@ def test_the_dataset_file_of_a_trainer_killed_9_is_removed_by_the_next_one(tmp_p
     assert [int(b["x"]) for b in kept] == [2]
 
 
+def test_trainers_of_the_same_dataset_share_its_file_which_goes_with_the_last(tmp_path, monkeypatch):
+    # Each trainer wrote a file of its own: a shared job served the first
+    # consumer's, which went when that consumer left (a new worker then
+    # could not load the dataset), and a script run again never found the
+    # workers' pipeline of the run before.
+    import os
+    import subprocess
+    import sys
+    import tempfile
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    child = subprocess.Popen([sys.executable, "-c", _KILLED_TRAINER], env=dict(os.environ, TMPDIR=str(tmp_path)),
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline() == "made\n"
+        [theirs] = os.listdir(tmp_path)
+        first = sluice.from_dataset([{"x": np.int64(i)} for i in range(10)])
+        second = sluice.from_dataset([{"x": np.int64(i)} for i in range(10)])
+        assert os.listdir(tmp_path) == [theirs]  # one file for the three
+        del first
+        assert os.listdir(tmp_path) == [theirs]
+        assert sorted(int(b["x"]) for b in second) == list(range(10))
+        del second
+        assert os.listdir(tmp_path) == [theirs]  # the other trainer still holds it
+    finally:
+        child.communicate("\n", timeout=60)
+    assert os.listdir(tmp_path) == []  # the last holder removed it
+
+
 def test_a_memmap_a_dataset_or_function_holds_goes_by_its_file_not_its_bytes(tmp_path, monkeypatch):
     # Pickled by value, a 200 MB token file was copied into the pipeline
     # and into each process.

@@ -678,6 +678,83 @@ def test_an_op_that_never_returns_on_a_worker_fails_the_epoch_naming_its_split()
     assert "made no progress for the dispatcher's --split-lease (stuck in an op?): dropped" in err
 
 
+_DYING_OP_CONSUMER = r"""
+import os, sys
+import numpy as np
+import sluice
+
+def op(sample):
+    if int(sample["x"]) == 123:
+        os._exit(3)  # the op's Python process dies
+    return {"x": sample["x"]}
+
+pipe = (sluice.arrays({"x": np.arange(400, dtype=np.int64)}, split_records=100)
+        .map(op).distribute(sys.argv[1], connect_timeout_s=30).batch(50))
+try:
+    print(sum(len(b["x"]) for b in pipe))
+except sluice.DataLossError as e:
+    print("DataLossError:", e)
+"""
+
+
+def test_a_split_that_kills_its_ops_process_fails_the_epoch_saying_how():
+    # The error said only "its stream broke"; the cause was in the client's
+    # log lines alone.
+    dispatcher, port = start_server(["dispatcher", "--host", "127.0.0.1", "--port", "0"])
+    address = f"127.0.0.1:{port}"
+    workers = [start_server(["worker", "--dispatcher", address, "--host", "127.0.0.1", "--threads", "1"])[0]
+               for _ in range(2)]
+    try:
+        consumer = subprocess.Popen([sys.executable, "-c", _DYING_OP_CONSUMER, address], stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True)
+        out, err = consumer.communicate(timeout=180)  # a hang guard, not a timing assertion
+    finally:
+        for process in (*workers, dispatcher):
+            process.kill()
+            process.wait(timeout=30)
+    assert "DataLossError:" in out, out + err[-3000:]
+    assert "split 1 failed 3 times (its stream broke: worker " in out, out
+    assert "exited with status 3" in out, out
+
+
+_SLOW_DATASET_CONSUMER = r"""
+import sys, time
+import numpy as np
+import sluice
+
+class Slow:
+    def __len__(self):
+        return 32
+
+    def __getitem__(self, i):
+        time.sleep(0.25)  # a fetch over the network: each item well within the lease, a split of 16 past it
+        return {"id": np.int64(i)}
+
+pipe = sluice.from_dataset(Slow(), split_records=16).distribute(sys.argv[1], connect_timeout_s=30).batch(8)
+print(sorted(int(i) for b in pipe for i in b["id"]))
+"""
+
+
+def test_a_python_datasets_split_slower_than_the_lease_goes_on_while_its_items_come():
+    # A split's rows leave the worker only when its call ends: the items its
+    # process begins are what renews the lease meanwhile, not a stuck op's
+    # silence (each split here takes twice the lease).
+    dispatcher, port = start_server(["dispatcher", "--host", "127.0.0.1", "--port", "0", "--split-lease", "2"])
+    address = f"127.0.0.1:{port}"
+    worker = start_server(["worker", "--dispatcher", address, "--host", "127.0.0.1", "--threads", "1"])[0]
+    try:
+        consumer = subprocess.Popen([sys.executable, "-c", _SLOW_DATASET_CONSUMER, address], stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True)
+        out, err = consumer.communicate(timeout=180)  # a hang guard, not a timing assertion
+    finally:
+        for process in (worker, dispatcher):
+            process.kill()
+            process.wait(timeout=30)
+    assert consumer.returncode == 0, err[-3000:]
+    assert out.strip() == str(list(range(32)))
+    assert "made no progress" not in err
+
+
 def test_python_code_goes_to_the_workers_that_run_it_beside_a_no_python_worker():
     import numpy as np
 

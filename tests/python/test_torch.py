@@ -316,3 +316,22 @@ def test_a_loader_left_mid_epoch_at_exit_prints_nothing():
               "next(it)\n")
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and "Exception ignored" not in out.stderr, out.stderr
+
+
+def test_device_is_a_cuda_device_and_says_when_it_does_nothing(mnist_dir):
+    for device in ("cpu", "bogus", 3.5):
+        with pytest.raises(ValueError, match="device must be a CUDA device"):
+            sluice.torch.TorchIterable(mnist(mnist_dir), device=device)
+    with pytest.warns(UserWarning, match="has none: its batches are CPU tensors"):
+        loader = sluice.torch.TorchIterable(mnist(mnist_dir), device="cuda:1")
+    assert next(iter(loader))["image"].device.type == "cpu"
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="what a torch without CUDA says")
+def test_maps_on_cuda_without_a_cuda_torch_say_which_op_and_what_to_do(mnist_dir):
+    pipe = mnist(mnist_dir).map(ops.rescale(scale=0.5), device="cuda")
+    # Sluice's own error where its build has no cuda backend (naming the
+    # op), else that torch has none: never torch's assertion.
+    with pytest.raises((sluice.SluiceError, RuntimeError), match="rescale|torch has no CUDA device") as e:
+        sluice.torch.TorchIterable(pipe)
+    assert "Torch not compiled" not in str(e.value)

@@ -100,11 +100,11 @@ def test_an_animated_webp_is_refused_as_one(tmp_path):
 
 
 @pytest.mark.parametrize("name,written,said", [
-    ("gif.jpg", lambda p: p.write_bytes(b"GIF89a" + bytes(200)), "a GIF image, not a JPEG, PNG, WebP or netpbm file"),
+    ("gif.jpg", lambda p: p.write_bytes(b"GIF89a" + bytes(200)), "a GIF image, not a JPEG, PNG, WebP or binary netpbm (P5, P6) file"),
     ("bmp.jpg", lambda p: p.write_bytes(cv2.imencode(".bmp", PIXELS)[1].tobytes()),
-     "a BMP image, not a JPEG, PNG, WebP or netpbm file"),
+     "a BMP image, not a JPEG, PNG, WebP or binary netpbm (P5, P6) file"),
     ("tiff.png", lambda p: p.write_bytes(cv2.imencode(".tiff", PIXELS)[1].tobytes()),
-     "a TIFF image, not a JPEG, PNG, WebP or netpbm file"),
+     "a TIFF image, not a JPEG, PNG, WebP or binary netpbm (P5, P6) file"),
     ("empty.jpg", lambda p: p.write_bytes(b""), "an empty file, not an image"),
 ])
 def test_a_file_the_decoders_do_not_read_is_named_with_what_it_is(tmp_path, name, written, said):

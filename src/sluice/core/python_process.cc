@@ -275,14 +275,17 @@ absl::Status PythonProcess::Send(int64_t rows) {
   return absl::AbortedError(absl::StrCat("its Python process (pid ", pid_, ") ", Reap()));
 }
 
-absl::Status PythonProcess::Receive(PythonFailure* failure, const std::atomic<bool>* cancelled) {
+absl::Status PythonProcess::Receive(PythonFailure* failure, const std::atomic<bool>* cancelled,
+                                    std::atomic<int64_t>* progress) {
   *failure = PythonFailure();
   // The user's code may never return (a deadlock, an endless loop): the
   // wait looks at the cancellation between short polls.
   pollfd readable{socket_, POLLIN, 0};
+  int64_t row_seen = 0;
   while (cancelled != nullptr) {
     const int ready = poll(&readable, 1, 100);
     if (ready > 0 || (ready < 0 && errno != EINTR)) break;  // a reply, or an error the read reports
+    if (progress != nullptr) CountRows(&row_seen, progress);
     if (!cancelled->load(std::memory_order_acquire)) continue;
     kill(-pid_, SIGKILL);  // its group: what the user's code started too
     Reap();
@@ -312,6 +315,16 @@ absl::Status PythonProcess::Receive(PythonFailure* failure, const std::atomic<bo
   return absl::AbortedError(absl::StrCat("its Python process (pid ", pid_, ") ", Reap()));
 }
 
+void PythonProcess::CountRows(int64_t* row_seen, std::atomic<int64_t>* progress) const {
+  if (mapped_ == nullptr) return;
+  // The header's row, written by the process before each row (another
+  // process's store: read whole, never torn, on every target sluice builds for).
+  const int64_t row = __atomic_load_n(reinterpret_cast<const int64_t*>(mapped_), __ATOMIC_RELAXED);
+  if (row <= *row_seen) return;
+  progress->fetch_add(row - *row_seen, std::memory_order_relaxed);
+  *row_seen = row;
+}
+
 size_t PythonProcess::WaitAny(const std::vector<PythonProcess*>& processes, const std::atomic<bool>* cancelled,
                               int also) {
   if (processes.size() < 2 && also < 0) return 0;
@@ -328,10 +341,11 @@ size_t PythonProcess::WaitAny(const std::vector<PythonProcess*>& processes, cons
   }
 }
 
-absl::Status PythonProcess::Call(int64_t rows, PythonFailure* failure, const std::atomic<bool>* cancelled) {
+absl::Status PythonProcess::Call(int64_t rows, PythonFailure* failure, const std::atomic<bool>* cancelled,
+                                 std::atomic<int64_t>* progress) {
   for (;;) {
     SLUICE_RETURN_IF_ERROR(Send(rows));
-    const absl::Status received = Receive(failure, cancelled);
+    const absl::Status received = Receive(failure, cancelled, progress);
     if (!absl::IsResourceExhausted(received) || !alive_) return received;
     const int64_t needed = failure->row;
     failure->row = -1;  // a size, not a row

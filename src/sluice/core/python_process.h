@@ -88,7 +88,11 @@ class PythonProcess {
   // process died, saying how, with `failure->row` the row it was running.
   // Once `*cancelled` (may be null) turns true the wait ends: the process,
   // stuck in the user's code or not, is killed, and the error is Cancelled.
-  absl::Status Receive(PythonFailure* failure, const std::atomic<bool>* cancelled = nullptr);
+  // `*progress` (may be null; read only while `cancelled` is watched) counts
+  // the rows the process moved on from during the wait: a run of slow items
+  // is seen to go on, not to hang.
+  absl::Status Receive(PythonFailure* failure, const std::atomic<bool>* cancelled = nullptr,
+                       std::atomic<int64_t>* progress = nullptr);
   // The index of one of `processes` whose reply has come (or that ended),
   // waiting for the first; processes.size() once `also` (a descriptor, -1
   // for none) is readable. Once `*cancelled` (may be null) turns true, any
@@ -97,13 +101,16 @@ class PythonProcess {
                         int also = -1);
   // Send and Receive, growing the memory (its contents kept) and sending
   // again while the process needs more.
-  absl::Status Call(int64_t rows, PythonFailure* failure, const std::atomic<bool>* cancelled = nullptr);
+  absl::Status Call(int64_t rows, PythonFailure* failure, const std::atomic<bool>* cancelled = nullptr,
+                    std::atomic<int64_t>* progress = nullptr);
 
  private:
   PythonProcess(pid_t pid, int socket, int memory, int early_stderr)
       : pid_(pid), socket_(socket), memory_(memory), early_stderr_(early_stderr) {}
   // Why the process ended ("killed by signal 9 (Killed)"); reaps it.
   std::string Reap();
+  // Adds to `*progress` the rows the header's row moved past `*row_seen`.
+  void CountRows(int64_t* row_seen, std::atomic<int64_t>* progress) const;
 
   pid_t pid_;
   int socket_;

@@ -230,7 +230,7 @@ class SourceIterator : public Iterator {
 
   // A reader of split `split` of the epoch's order, told what it needs to
   // know: the rows a shard keeps, the epoch's record order when the source
-  // shuffles, the pipeline's cancellation.
+  // shuffles, the pipeline's cancellation and progress.
   absl::StatusOr<std::unique_ptr<io::SplitReader>> Open(size_t split) const {
     absl::StatusOr<std::unique_ptr<io::SplitReader>> reader =
         node_.format->OpenSplit(splits_[split], node_.skip_corrupt ? &ctx_->skips : nullptr);
@@ -238,6 +238,7 @@ class SourceIterator : public Iterator {
     if (!places_.empty()) (*reader)->KeepOnly(KeptOf(split));
     if (node_.shuffle_splits) (*reader)->PermuteRecords(RecordOrderKey(ctx_->seed, node_.name, epoch_));
     (*reader)->WatchCancellation(ctx_->cancel.flag());
+    (*reader)->CountProgress(ctx_->progress.get());
     return reader;
   }
 

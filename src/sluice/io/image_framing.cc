@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
@@ -14,7 +15,8 @@ namespace {
 constexpr char kPng[8] = {'\x89', 'P', 'N', 'G', '\r', '\n', '\x1a', '\n'};
 constexpr absl::string_view kTruncatedJpeg = "truncated JPEG (no end-of-image marker)";
 constexpr absl::string_view kTruncatedPng = "truncated PNG (no IEND chunk)";
-constexpr absl::string_view kDecoded = "not a JPEG, PNG, WebP or netpbm file (the formats the decode ops read)";
+constexpr absl::string_view kDecoded =
+    "not a JPEG, PNG, WebP or binary netpbm (P5, P6) file (the formats the decode ops read)";
 
 uint32_t BigEndian(const unsigned char* p, int bytes) {
   uint32_t v = 0;
@@ -36,6 +38,11 @@ absl::string_view ForeignFormat(absl::string_view head) {
   if (absl::StartsWith(head, absl::string_view("II*\0", 4)) || absl::StartsWith(head, absl::string_view("MM\0*", 4)))
     return "a TIFF image";
   if (head.size() >= 12 && head.substr(4, 4) == "ftyp") return "an ISO media file (HEIC, AVIF or a video)";
+  if (head.size() >= 3 && head[0] == 'P' && absl::ascii_isspace(head[2])) {
+    if (head[1] >= '1' && head[1] <= '3') return "an ASCII netpbm image (P1 to P3)";
+    if (head[1] == '4') return "a netpbm bitmap (P4)";
+    if (head[1] == '7') return "a netpbm PAM image (P7)";
+  }
   if (absl::StartsWith(head, "\xff\x4f\xff\x51") || absl::StartsWith(head, absl::string_view("\0\0\0\x0cjP", 6))) {
     return "a JPEG 2000 image";
   }

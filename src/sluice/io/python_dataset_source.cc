@@ -69,8 +69,8 @@ class ItemMaker {
   // kept->first is item `first`'s place. With `order`, record r is the
   // dataset's item order(r) (PermuteRecords).
   absl::StatusOr<int64_t> Make(int64_t first, int64_t n, int64_t row, BatchBuilder* out,
-                               const std::atomic<bool>* cancelled, const KeptRows* kept = nullptr,
-                               const IndexPermutation* order = nullptr) const {
+                               const std::atomic<bool>* cancelled, std::atomic<int64_t>* progress,
+                               const KeptRows* kept = nullptr, const IndexPermutation* order = nullptr) const {
     std::vector<int64_t> items, indices;
     for (int64_t i = 0; i < n; ++i) {
       if (kept != nullptr && !kept->Keeps(kept->first + i)) continue;
@@ -84,7 +84,7 @@ class ItemMaker {
     SLUICE_ASSIGN_OR_RETURN(PythonPool * pool, pool_->Get());
     std::vector<std::unique_ptr<PythonProcess>> held;
     SLUICE_RETURN_IF_ERROR(pool->Acquire(1, &held));
-    absl::StatusOr<int64_t> made = Run(held[0].get(), items, indices, first, n, row, out, cancelled);
+    absl::StatusOr<int64_t> made = Run(held[0].get(), items, indices, first, n, row, out, cancelled, progress);
     pool->Release(std::move(held));
     return made;
   }
@@ -93,7 +93,8 @@ class ItemMaker {
   // `items`: the records made, `indices`: the dataset's items they are.
   absl::StatusOr<int64_t> Run(PythonProcess* process, const std::vector<int64_t>& items,
                               const std::vector<int64_t>& indices, int64_t first, int64_t n, int64_t row,
-                              BatchBuilder* out, const std::atomic<bool>* cancelled) const {
+                              BatchBuilder* out, const std::atomic<bool>* cancelled,
+                              std::atomic<int64_t>* progress) const {
     const int64_t m = static_cast<int64_t>(items.size());
     size_t at = PythonAligned(kPythonHeaderBytes + m * sizeof(int64_t));
     std::vector<size_t> dense_at;
@@ -105,7 +106,7 @@ class ItemMaker {
     reinterpret_cast<int64_t*>(memory)[0] = -1;
     std::memcpy(memory + kPythonHeaderBytes, indices.data(), m * sizeof(int64_t));
     PythonFailure failure;
-    const absl::Status status = process->Call(m, &failure, cancelled);
+    const absl::Status status = process->Call(m, &failure, cancelled, progress);
     if (!status.ok() || !failure.message.empty()) {
       return Failed(status, failure, failure.row >= 0 && failure.row < m ? indices[failure.row] : -1, indices);
     }
@@ -242,10 +243,10 @@ class PythonDatasetReader : public FixedRecordSplitReader {
  protected:
   absl::Status ReadRecords(int64_t first, int64_t n, int64_t row, BatchBuilder* out) override {
     const IndexPermutation* order = order_ ? &*order_ : nullptr;
-    if (!kept_) return maker_->Make(first, n, row, out, cancelled_, nullptr, order).status();
+    if (!kept_) return maker_->Make(first, n, row, out, cancelled_, progress_, nullptr, order).status();
     KeptRows here = *kept_;
     here.first += first - begin_;
-    return maker_->Make(first, n, row, out, cancelled_, &here, order).status();
+    return maker_->Make(first, n, row, out, cancelled_, progress_, &here, order).status();
   }
 
   // Shuffled, record r is dataset[order(r)]: messages name that item.
@@ -269,7 +270,7 @@ class PythonGeneratorReader : public SplitReader {
 
   absl::StatusOr<int64_t> Read(int64_t max_rows, BatchBuilder* out) override {
     if (ended_ || max_rows <= 0) return 0;
-    SLUICE_ASSIGN_OR_RETURN(const int64_t made, maker_->Make(next_, max_rows, out->rows(), out, cancelled_));
+    SLUICE_ASSIGN_OR_RETURN(const int64_t made, maker_->Make(next_, max_rows, out->rows(), out, cancelled_, progress_));
     out->provenance().AddRun(out->rows(), 0, next_);
     out->AddRows(made);
     next_ += made;

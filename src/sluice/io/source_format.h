@@ -81,9 +81,15 @@ class SplitReader {
   // running the user's code) stops waiting once `*cancelled` (may be null)
   // turns true.
   void WatchCancellation(const std::atomic<bool>* cancelled) { cancelled_ = cancelled; }
+  // Such a reader adds to `*progress` the records it has begun within its
+  // current chunk (a Python dataset's items, made one by one in one call):
+  // a service worker reports them as the split's progress while no chunk
+  // is out yet. May be null.
+  void CountProgress(std::atomic<int64_t>* progress) { progress_ = progress; }
 
  protected:
   const std::atomic<bool>* cancelled_ = nullptr;
+  std::atomic<int64_t>* progress_ = nullptr;
 };
 
 // Thread-safe: readers of different splits may run concurrently. Readers

@@ -31,6 +31,15 @@ absl::StatusOr<int64_t> Above(absl::string_view name) {
 // The targets the current cap disables.
 std::atomic<int64_t> capped{0};
 
+// hwy::SupportedTargets(), keeping the dispatch on them: Highway 1.0's
+// points HWY_DYNAMIC_DISPATCH at every target the CPU has, disabled or not
+// (a test's SimdTarget() undid its LimitSimd), until Update says otherwise.
+int64_t Usable() {
+  const int64_t targets = hwy::SupportedTargets();
+  hwy::GetChosenTarget().Update(targets);
+  return targets;
+}
+
 }  // namespace
 
 absl::Status LimitSimd(absl::string_view name) {
@@ -39,11 +48,13 @@ absl::Status LimitSimd(absl::string_view name) {
   hwy::DisableTargets(0);  // what the CPU has, uncapped
   if ((hwy::SupportedTargets() & HWY_TARGETS & ~*disabled) == 0) {
     hwy::DisableTargets(capped.load());  // the cap stays as it was
+    Usable();
     return absl::InvalidArgumentError(
         absl::StrCat("SIMD target \"", name, "\" is below what this build was compiled for (",
                      hwy::TargetName(HWY_STATIC_TARGET), ", SLUICE_MARCH): its kernels cannot run there"));
   }
   hwy::DisableTargets(*disabled);
+  Usable();  // the dispatch follows the cap now
   capped.store(*disabled);
   return absl::OkStatus();
 }
@@ -60,7 +71,7 @@ void LimitSimdFromEnvironment() {
 }
 
 std::string SimdTarget() {
-  const int64_t usable = hwy::SupportedTargets() & HWY_TARGETS;
+  const int64_t usable = Usable() & HWY_TARGETS;
   // The best target is the lowest bit.
   return hwy::TargetName(usable & -usable);
 }

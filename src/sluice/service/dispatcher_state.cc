@@ -307,14 +307,17 @@ absl::Status DispatcherState::ReportSplits(const ReportSplitsRequest& request, a
     entry.mutable_splits_completed()->clear_abandoned();
     entry.mutable_splits_completed()->clear_dropped_streams();
     entry.mutable_splits_completed()->clear_broken_streams();
+    entry.mutable_splits_completed()->clear_broken_why();
     SLUICE_RETURN_IF_ERROR(Journaled(entry));
   }
   EpochSplits& splits = Epoch(jobs_[request.job_id()], request.epoch());
-  for (int64_t s : request.abandoned()) splits.Abandon(s, request.client_id());
+  const std::string why = request.broken_why().empty() ? std::string("its stream broke")
+                                                       : absl::StrCat("its stream broke: ", request.broken_why());
+  for (int64_t s : request.abandoned()) splits.Abandon(s, request.client_id(), why);
   CountErrors("stream_broke", request.abandoned_size());
   // After the abandoned ones, which count their failure once.
   for (uint64_t stream : request.dropped_streams()) splits.StreamEnded(stream, request.client_id(), /*why=*/"");
-  for (uint64_t stream : request.broken_streams()) splits.StreamEnded(stream, request.client_id());
+  for (uint64_t stream : request.broken_streams()) splits.StreamEnded(stream, request.client_id(), why);
   return absl::OkStatus();
 }
 

@@ -446,7 +446,8 @@ std::unique_ptr<grpc::ClientReader<ReceivingBatch>> DistributedInput::OpenStream
 }
 
 void DistributedInput::ReportSplits(uint64_t epoch, const std::vector<int64_t>& completed,
-                                    const std::vector<int64_t>& abandoned, uint64_t ended_stream, bool dropped) {
+                                    const std::vector<int64_t>& abandoned, uint64_t ended_stream, bool dropped,
+                                    const std::string& broken_why) {
   ReportSplitsRequest request;
   request.set_job_id(job_id_);
   request.set_client_id(client_id_);
@@ -454,7 +455,10 @@ void DistributedInput::ReportSplits(uint64_t epoch, const std::vector<int64_t>& 
   for (int64_t s : completed) request.add_completed(s);
   for (int64_t s : abandoned) request.add_abandoned(s);
   if (ended_stream != 0 && dropped) request.add_dropped_streams(ended_stream);
-  if (ended_stream != 0 && !dropped) request.add_broken_streams(ended_stream);
+  if (ended_stream != 0 && !dropped) {
+    request.add_broken_streams(ended_stream);
+    request.set_broken_why(broken_why);
+  }
   absl::MutexLock lock(&mu_);
   reports_.push_back(std::move(request));
   ++unsent_reports_;

@@ -102,7 +102,7 @@ class DistributedInput : public exec::RemoteInput {
   // stream_id) that ended before the epoch's end, 0 for none; `dropped`:
   // this client dropped it, else it broke under it.
   void ReportSplits(uint64_t epoch, const std::vector<int64_t>& completed, const std::vector<int64_t>& abandoned,
-                    uint64_t ended_stream = 0, bool dropped = false);
+                    uint64_t ended_stream = 0, bool dropped = false, const std::string& broken_why = "");
   // Feeds the next heartbeat's throughput figures, and its share of time
   // the consumer waited for data.
   void CountReceived(int64_t samples, int64_t bytes);

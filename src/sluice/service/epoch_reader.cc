@@ -346,6 +346,17 @@ void EpochReader::LogBreak(const Stream& stream, const grpc::Status& status, int
   log = BreakLog{now, 0};
 }
 
+// A broken stream's worker and error, for the dispatcher to name when its
+// split fails too often (cut: the dispatcher keeps it with the split).
+std::string EpochReader::BrokenWhy(const Stream& stream, const grpc::Status& status) {
+  constexpr size_t kMostBytes = 1000;
+  std::string why = absl::StrCat("worker ", stream.worker_id, " at ", stream.address, ": ", status.error_message());
+  if (why.size() <= kMostBytes) return why;
+  size_t cut = kMostBytes;
+  while (cut > 0 && (static_cast<unsigned char>(why[cut]) & 0xC0) == 0x80) --cut;  // a whole UTF-8 character
+  return absl::StrCat(why.substr(0, cut), "...");
+}
+
 void EpochReader::Finish(Stream* stream, const StreamRead& read, const grpc::Status& status) {
   absl::MutexLock lock(&mu_);
   stream->ended_epoch = read.ended;
@@ -378,7 +389,8 @@ void EpochReader::Finish(Stream* stream, const StreamRead& read, const grpc::Sta
       if (split >= 0 && !stream->expired) abandoned.push_back(split);
       const bool unlisted = stream->unlisted_since == absl::InfinitePast();
       if (exactly_once_ && !unlisted) {
-        input_->ReportSplits(epoch_, {}, abandoned, read.id, /*dropped=*/!read.broken.ok() || stream->expired);
+        input_->ReportSplits(epoch_, {}, abandoned, read.id, /*dropped=*/!read.broken.ok() || stream->expired,
+                             BrokenWhy(*stream, status));
       }
     } else if (error_.ok()) {
       error_ = FromGrpc(status, absl::StrCat("worker ", stream->worker_id, " at ", stream->address));

@@ -75,6 +75,7 @@ class EpochReader : public exec::Iterator {
   // Why the stream ended: a lost worker (its split runs again), damage that
   // repeats (DataLoss) or the pipeline's own error.
   void Finish(Stream* stream, const StreamRead& read, const grpc::Status& status);
+  static std::string BrokenWhy(const Stream& stream, const grpc::Status& status);
   // Logs a stream's break: a worker's first, then at most one line every
   // 30 s, counting those between.
   void LogBreak(const Stream& stream, const grpc::Status& status, int64_t split) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -14,6 +14,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "sluice/core/status_macros.h"
 #include "sluice/core/wait_child.h"
 #include "sluice/io/random_access_file.h"
@@ -22,6 +24,9 @@
 
 namespace sluice::service {
 namespace {
+
+// How long a stopping cluster's workers get to exit on their own.
+constexpr absl::Duration kStopGrace = absl::Seconds(3);
 
 bool Executable(const std::string& path) { return ::access(path.c_str(), X_OK) == 0; }
 
@@ -213,7 +218,20 @@ LocalCluster::~LocalCluster() {
   if (watcher_.joinable()) watcher_.join();
   const std::vector<pid_t> pids = worker_pids();
   for (pid_t pid : pids) ::kill(pid, SIGTERM);
-  for (pid_t pid : pids) WaitChild(pid, nullptr, 0);
+  // A worker whose stream is stuck in the user's code (Ctrl-C on a hung
+  // Python op) would wait out its drain (35 s) and hold the trainer's exit:
+  // its only consumer is gone, so there is nothing to drain for.
+  const absl::Time deadline = absl::Now() + kStopGrace;
+  for (pid_t pid : pids) {
+    while (WaitChild(pid, nullptr, WNOHANG) == 0) {
+      if (absl::Now() >= deadline) {
+        ::kill(pid, SIGKILL);
+        WaitChild(pid, nullptr, 0);
+        break;
+      }
+      absl::SleepFor(absl::Milliseconds(10));
+    }
+  }
   if (dispatcher_) dispatcher_->Stop();
 }
 

@@ -95,7 +95,7 @@ absl::Status WorkerImpl::Heartbeat() {
     sent_at_last_beat_ = sent;
     for (const auto& [run, running] : running_) {
       *request.add_running() = running.split;
-      request.add_running_batches(running.batches);
+      request.add_running_batches(running.batches + (running.records_begun ? running.records_begun->load() : 0));
       request.add_running_waits_for_client(running.writing);
     }
     for (JournalSplit& dropped : dropped_) *request.add_dropped() = std::move(dropped);
@@ -348,6 +348,10 @@ absl::Status WorkerImpl::RunSplit(const exec::Pipeline& pipeline, const StreamBa
     part.begin_record = next.first_record();
   }
   std::unique_ptr<exec::PipelineIterator> it = pipeline.IterateSplits(request.epoch(), {part});
+  {
+    absl::MutexLock lock(&mu_);
+    running_[run].records_begun = it->progress();
+  }
   const absl::Status sent =
       SendAll(it.get(), request, split, header, ring, counted, cancelled, false, part.records() == 1);
   if (absl::IsResourceExhausted(sent)) {  // an element too large, or no memory for one: where it came from

@@ -144,6 +144,9 @@ class WorkerImpl {
   struct Running {
     JournalSplit split;
     int64_t batches = 0;
+    // Records its source began within chunks not yet out (a slow Python
+    // dataset's items): progress too. Null until its iterator is made.
+    std::shared_ptr<const std::atomic<int64_t>> records_begun;
     bool writing = false;  // waiting for the client to take a batch
   };
   std::map<uint64_t, Running> running_ ABSL_GUARDED_BY(mu_);
