@@ -77,16 +77,22 @@ std::vector<double> ResizeInDouble(const std::vector<uint8_t>& src, int w, int h
   return out;
 }
 
-// A white image shrunk hundreds of times stays white: with each of the
-// many taps' products rounded, their errors once added up past int16 and
-// the output wrapped to black.
-TEST(ResampleBilinear, AWhiteImageShrunkHundredsOfTimesStaysWhite) {
-  const int w = 20000, h = 2, c = 3;
-  std::vector<uint8_t> src(static_cast<size_t>(w) * h * c, 255);
-  for (auto [ow, oh] : {std::pair{1, 1}, std::pair{7, 2}, std::pair{50, 1}}) {
-    std::vector<uint8_t> out(static_cast<size_t>(ow) * oh * c);
-    ResampleBilinear(src.data(), w, h, c, w * c, Window{0, 0, w, h}, out.data(), ow, oh);
-    for (uint8_t v : out) ASSERT_EQ(v, 255) << ow << "x" << oh;
+// A flat image shrunk hundreds or thousands of times stays flat at every
+// level: with each of the many taps' products rounded, their errors once
+// added up past int16 and white wrapped to black; with each weight rounded
+// on its own, the weights' sum missed 2^15 and levels came out one up.
+TEST(ResampleBilinear, AFlatImageShrunkThousandsOfTimesStaysFlat) {
+  for (auto [w, h] : {std::pair{20000, 2}, std::pair{200, 4000}, std::pair{3000, 2000}}) {
+    std::vector<uint8_t> src(static_cast<size_t>(w) * h);
+    for (int level : {1, 128, 167, 200, 251, 254, 255}) {
+      std::fill(src.begin(), src.end(), static_cast<uint8_t>(level));
+      for (auto [ow, oh] : {std::pair{1, 1}, std::pair{7, 2}, std::pair{3, 5}}) {
+        std::vector<uint8_t> out(static_cast<size_t>(ow) * oh);
+        ResampleBilinear(src.data(), w, h, 1, w, Window{0, 0, static_cast<double>(w), static_cast<double>(h)},
+                         out.data(), ow, oh);
+        for (uint8_t v : out) ASSERT_EQ(v, level) << w << "x" << h << " to " << ow << "x" << oh;
+      }
+    }
   }
 }
 

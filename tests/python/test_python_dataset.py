@@ -253,18 +253,28 @@ _KILLED_TRAINER = (
     "input()\n")
 
 
-def test_the_dataset_file_of_a_trainer_killed_9_is_removed_by_the_next_one(tmp_path, monkeypatch):
-    # Each trainer killed with SIGKILL left its dataset's pickle in /tmp.
+def _start_other_trainer(tmp_path, monkeypatch):
+    """Another trainer, of _KILLED_TRAINER's dataset, once it has made its
+    pipeline; its dataset files and this process's in tmp_path."""
     import os
-    import signal
     import subprocess
     import sys
     import tempfile
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     child = subprocess.Popen([sys.executable, "-c", _KILLED_TRAINER], env=dict(os.environ, TMPDIR=str(tmp_path)),
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    if child.stdout.readline() != "made\n":
+        child.kill()
+        pytest.fail("the other trainer did not make its pipeline")
+    return child
+
+
+def test_the_dataset_file_of_a_trainer_killed_9_is_removed_by_the_next_one(tmp_path, monkeypatch):
+    # Each trainer killed with SIGKILL left its dataset's pickle in /tmp.
+    import os
+    import signal
+    child = _start_other_trainer(tmp_path, monkeypatch)
     try:
-        assert child.stdout.readline() == "made\n"
         [left] = os.listdir(tmp_path)
         os.utime(tmp_path / left, (0, 0))  # older than a writer's moment before its lock
         sluice.from_dataset([{"x": np.int64(1)}])
@@ -284,14 +294,8 @@ def test_trainers_of_the_same_dataset_share_its_file_which_goes_with_the_last(tm
     # could not load the dataset), and a script run again never found the
     # workers' pipeline of the run before.
     import os
-    import subprocess
-    import sys
-    import tempfile
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    child = subprocess.Popen([sys.executable, "-c", _KILLED_TRAINER], env=dict(os.environ, TMPDIR=str(tmp_path)),
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    child = _start_other_trainer(tmp_path, monkeypatch)
     try:
-        assert child.stdout.readline() == "made\n"
         [theirs] = os.listdir(tmp_path)
         first = sluice.from_dataset([{"x": np.int64(i)} for i in range(10)])
         second = sluice.from_dataset([{"x": np.int64(i)} for i in range(10)])

@@ -637,14 +637,15 @@ def test_rows_too_large_for_the_service_are_refused_saying_where_to_make_them(cl
 
 # A consumer whose Python op never returns on one record: prints how the
 # epoch ended.
-_HUNG_OP_CONSUMER = r"""
-import sys, time
+# A consumer whose op does ACTION on sample 123 (of split 1).
+_FAILING_OP_CONSUMER = r"""
+import os, sys, time
 import numpy as np
 import sluice
 
 def op(sample):
     if int(sample["x"]) == 123:
-        time.sleep(100000)  # a kernel that never returns
+        ACTION
     return {"x": sample["x"]}
 
 pipe = (sluice.arrays({"x": np.arange(400, dtype=np.int64)}, split_records=100)
@@ -654,64 +655,42 @@ try:
 except sluice.DataLossError as e:
     print("DataLossError:", e)
 """
+
+
+def _consume_through_service(script, dispatcher_flags=(), workers=2):
+    """Runs `script` against a dispatcher (with `dispatcher_flags`) and
+    `workers` workers of one thread: its (returncode, stdout, stderr)."""
+    dispatcher, port = start_server(["dispatcher", "--host", "127.0.0.1", "--port", "0", *dispatcher_flags])
+    address = f"127.0.0.1:{port}"
+    servers = [start_server(["worker", "--dispatcher", address, "--host", "127.0.0.1", "--threads", "1"])[0]
+               for _ in range(workers)]
+    try:
+        consumer = subprocess.Popen([sys.executable, "-c", script, address], stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True)
+        out, err = consumer.communicate(timeout=180)  # a hang guard, not a timing assertion
+    finally:
+        for process in (*servers, dispatcher):  # a worker stuck in an op would drain for 30 s
+            process.kill()
+            process.wait(timeout=30)
+    return consumer.returncode, out, err
 
 
 def test_an_op_that_never_returns_on_a_worker_fails_the_epoch_naming_its_split():
     # Each try's stream stays stuck in the op: the client drops it when its
     # split's lease runs out, so the split can run again and, after three
     # tries, fail the epoch as the faults table says (not wait forever).
-    dispatcher, port = start_server(["dispatcher", "--host", "127.0.0.1", "--port", "0", "--split-lease", "2"])
-    address = f"127.0.0.1:{port}"
-    workers = [start_server(["worker", "--dispatcher", address, "--host", "127.0.0.1", "--threads", "1"])[0]
-               for _ in range(2)]
-    try:
-        consumer = subprocess.Popen([sys.executable, "-c", _HUNG_OP_CONSUMER, address], stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, text=True)
-        out, err = consumer.communicate(timeout=180)  # a hang guard, not a timing assertion
-    finally:
-        for process in (*workers, dispatcher):  # a worker stuck in the op would drain for 30 s
-            process.kill()
-            process.wait(timeout=30)
+    script = _FAILING_OP_CONSUMER.replace("ACTION", "time.sleep(100000)  # a kernel that never returns")
+    _, out, err = _consume_through_service(script, ["--split-lease", "2"])
     assert "DataLossError:" in out, out + err[-3000:]
     assert "split 1 failed 3 times (it made no progress for 2s)" in out
     assert "it holds records 100 to 199 of <arrays>" in out
     assert "made no progress for the dispatcher's --split-lease (stuck in an op?): dropped" in err
 
 
-_DYING_OP_CONSUMER = r"""
-import os, sys
-import numpy as np
-import sluice
-
-def op(sample):
-    if int(sample["x"]) == 123:
-        os._exit(3)  # the op's Python process dies
-    return {"x": sample["x"]}
-
-pipe = (sluice.arrays({"x": np.arange(400, dtype=np.int64)}, split_records=100)
-        .map(op).distribute(sys.argv[1], connect_timeout_s=30).batch(50))
-try:
-    print(sum(len(b["x"]) for b in pipe))
-except sluice.DataLossError as e:
-    print("DataLossError:", e)
-"""
-
-
 def test_a_split_that_kills_its_ops_process_fails_the_epoch_saying_how():
     # The error said only "its stream broke"; the cause was in the client's
     # log lines alone.
-    dispatcher, port = start_server(["dispatcher", "--host", "127.0.0.1", "--port", "0"])
-    address = f"127.0.0.1:{port}"
-    workers = [start_server(["worker", "--dispatcher", address, "--host", "127.0.0.1", "--threads", "1"])[0]
-               for _ in range(2)]
-    try:
-        consumer = subprocess.Popen([sys.executable, "-c", _DYING_OP_CONSUMER, address], stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, text=True)
-        out, err = consumer.communicate(timeout=180)  # a hang guard, not a timing assertion
-    finally:
-        for process in (*workers, dispatcher):
-            process.kill()
-            process.wait(timeout=30)
+    _, out, err = _consume_through_service(_FAILING_OP_CONSUMER.replace("ACTION", "os._exit(3)"))
     assert "DataLossError:" in out, out + err[-3000:]
     assert "split 1 failed 3 times (its stream broke: worker " in out, out
     assert "exited with status 3" in out, out
@@ -739,18 +718,8 @@ def test_a_python_datasets_split_slower_than_the_lease_goes_on_while_its_items_c
     # A split's rows leave the worker only when its call ends: the items its
     # process begins are what renews the lease meanwhile, not a stuck op's
     # silence (each split here takes twice the lease).
-    dispatcher, port = start_server(["dispatcher", "--host", "127.0.0.1", "--port", "0", "--split-lease", "2"])
-    address = f"127.0.0.1:{port}"
-    worker = start_server(["worker", "--dispatcher", address, "--host", "127.0.0.1", "--threads", "1"])[0]
-    try:
-        consumer = subprocess.Popen([sys.executable, "-c", _SLOW_DATASET_CONSUMER, address], stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, text=True)
-        out, err = consumer.communicate(timeout=180)  # a hang guard, not a timing assertion
-    finally:
-        for process in (worker, dispatcher):
-            process.kill()
-            process.wait(timeout=30)
-    assert consumer.returncode == 0, err[-3000:]
+    code, out, err = _consume_through_service(_SLOW_DATASET_CONSUMER, ["--split-lease", "2"], workers=1)
+    assert code == 0, err[-3000:]
     assert out.strip() == str(list(range(32)))
     assert "made no progress" not in err
 
