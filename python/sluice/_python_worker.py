@@ -186,10 +186,12 @@ def _load_dataset(target, generator):
         path = target[len("pickle:"):]
         if not os.path.exists(path):
             raise FileNotFoundError(
-                f"the dataset's pickle {path} is not on this machine: a dataset given as an object travels as a "
-                "file on the trainer's machine only, kept while the process that made the pipeline lives (removed "
-                "with the pipeline there if it was never pickled); for workers on other machines, give "
-                "sluice.from_dataset(\"module:function\"), a function returning the dataset, importable there")
+                f"the dataset's pickle {path} is not here: a dataset given as an object travels as a file on the "
+                "trainer's machine only, kept while the trainer that made the pipeline lives (removed with the "
+                "pipeline there if it was never pickled; a shared job runs its first consumer's, which goes when "
+                "that consumer exits); for workers on other machines, or a shared job that outlives its first "
+                "consumer, give sluice.from_dataset(\"module:function\"), a function returning the dataset, "
+                "importable there")
         with open(path, "rb") as f:
             loaded = pickle.load(f)
     else:

@@ -106,11 +106,13 @@ def _remove_written():
 class _PickleFile(_Owned):
     """The dataset pickled by value (cloudpickle: its class may be the
     script's or a notebook's) for the processes to load, in a file named by
-    its bytes: trainers of the same dataset (a shared job's consumers, the
-    same script run again) name the same file, so a worker's pipeline made
-    for one serves the next. Removed with the last pipeline made of it in
-    the last process holding it (once pickled, at exit: a child may still
-    load it), or by a later process if the holders are killed."""
+    its bytes: trainers whose datasets pickle alike (a shared job's
+    consumers, the same script run again; not where a class is defined in
+    the script, which cloudpickle marks anew in each process) name the same
+    file, so a worker's pipeline made for one serves the next. Removed with
+    the last pipeline made of it in the last process holding it (once
+    pickled, at exit: a child may still load it), or by a later process if
+    the holders are killed."""
 
     path = None  # until the file is written: a dataset that cannot be sent has none
 

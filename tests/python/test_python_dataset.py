@@ -242,7 +242,7 @@ def test_a_dataset_holding_a_function_of_the_script_being_run_loads(tmp_path):
 def test_a_datasets_pickle_missing_where_it_is_loaded_says_to_name_a_function():
     # What a worker on another machine finds: the pickle is on the trainer's.
     from sluice import _python_worker
-    with pytest.raises(FileNotFoundError, match=r"is not on this machine.*sluice.from_dataset\(\"module:function\"\)"):
+    with pytest.raises(FileNotFoundError, match=r"is not here.*sluice.from_dataset\(\"module:function\"\)"):
         _python_worker._load_dataset("pickle:/nonexistent/sluice-dataset-x.pickle", False)
 
 

@@ -696,7 +696,9 @@ def test_a_split_that_kills_its_ops_process_fails_the_epoch_saying_how():
     assert "exited with status 3" in out, out
 
 
-_SLOW_DATASET_CONSUMER = r"""
+# Each item (or row of the op) takes 0.25 s, a fetch over the network: well
+# within the lease, and a split of 16 twice past it.
+_SLOW_CONSUMER = r"""
 import sys, time
 import numpy as np
 import sluice
@@ -706,19 +708,28 @@ class Slow:
         return 32
 
     def __getitem__(self, i):
-        time.sleep(0.25)  # a fetch over the network: each item well within the lease, a split of 16 past it
+        time.sleep(0.25 if sys.argv[2] == "dataset" else 0)
         return {"id": np.int64(i)}
 
-pipe = sluice.from_dataset(Slow(), split_records=16).distribute(sys.argv[1], connect_timeout_s=30).batch(8)
+def op(sample):
+    time.sleep(0.25)
+    return sample
+
+pipe = sluice.from_dataset(Slow(), split_records=16)
+if sys.argv[2] == "op":
+    pipe = pipe.map(op)
+pipe = pipe.distribute(sys.argv[1], connect_timeout_s=30).batch(8)
 print(sorted(int(i) for b in pipe for i in b["id"]))
 """
 
 
-def test_a_python_datasets_split_slower_than_the_lease_goes_on_while_its_items_come():
-    # A split's rows leave the worker only when its call ends: the items its
-    # process begins are what renews the lease meanwhile, not a stuck op's
-    # silence (each split here takes twice the lease).
-    code, out, err = _consume_through_service(_SLOW_DATASET_CONSUMER, ["--split-lease", "2"], workers=1)
+@pytest.mark.parametrize("slow", ["dataset", "op"])
+def test_a_python_split_slower_than_the_lease_goes_on_while_its_rows_come(slow):
+    # A split's rows leave the worker only when its call ends: the items (or
+    # rows) its Python process begins are what renews the lease meanwhile,
+    # not a stuck op's silence.
+    code, out, err = _consume_through_service(_SLOW_CONSUMER.replace("sys.argv[2]", repr(slow)),
+                                              ["--split-lease", "2"], workers=1)
     assert code == 0, err[-3000:]
     assert out.strip() == str(list(range(32)))
     assert "made no progress" not in err

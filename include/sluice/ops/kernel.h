@@ -73,6 +73,10 @@ struct KernelContext {
   // work outside the engine lends for the wait; null where there is none
   // to lend (a caller outside the executor).
   CoreShare* core = nullptr;
+  // Rows such a kernel has begun outside the engine (a Python op's process,
+  // row by row): a service worker reports them as its split's progress
+  // while the run goes on. May be null.
+  std::atomic<int64_t>* progress = nullptr;
 
   // Row r's draws for this op, keyed by the sample's identity (file and
   // record), so a sample gets the same draws whatever its position: with

@@ -271,6 +271,7 @@ absl::StatusOr<uint8_t*> PythonProcess::Memory(size_t bytes) {
 
 absl::Status PythonProcess::Send(int64_t rows) {
   const Request request{1, mapped_bytes_, rows, 0};
+  rows_counted_ = 0;
   if (WriteAll(socket_, &request, sizeof(request))) return absl::OkStatus();
   return absl::AbortedError(absl::StrCat("its Python process (pid ", pid_, ") ", Reap()));
 }
@@ -281,11 +282,10 @@ absl::Status PythonProcess::Receive(PythonFailure* failure, const std::atomic<bo
   // The user's code may never return (a deadlock, an endless loop): the
   // wait looks at the cancellation between short polls.
   pollfd readable{socket_, POLLIN, 0};
-  int64_t row_seen = 0;
   while (cancelled != nullptr) {
     const int ready = poll(&readable, 1, 100);
     if (ready > 0 || (ready < 0 && errno != EINTR)) break;  // a reply, or an error the read reports
-    if (progress != nullptr) CountRows(&row_seen, progress);
+    CountRows(progress);
     if (!cancelled->load(std::memory_order_acquire)) continue;
     kill(-pid_, SIGKILL);  // its group: what the user's code started too
     Reap();
@@ -315,18 +315,18 @@ absl::Status PythonProcess::Receive(PythonFailure* failure, const std::atomic<bo
   return absl::AbortedError(absl::StrCat("its Python process (pid ", pid_, ") ", Reap()));
 }
 
-void PythonProcess::CountRows(int64_t* row_seen, std::atomic<int64_t>* progress) const {
-  if (mapped_ == nullptr) return;
+void PythonProcess::CountRows(std::atomic<int64_t>* progress) {
+  if (progress == nullptr || mapped_ == nullptr) return;
   // The header's row, written by the process before each row (another
   // process's store: read whole, never torn, on every target sluice builds for).
   const int64_t row = __atomic_load_n(reinterpret_cast<const int64_t*>(mapped_), __ATOMIC_RELAXED);
-  if (row <= *row_seen) return;
-  progress->fetch_add(row - *row_seen, std::memory_order_relaxed);
-  *row_seen = row;
+  if (row <= rows_counted_) return;
+  progress->fetch_add(row - rows_counted_, std::memory_order_relaxed);
+  rows_counted_ = row;
 }
 
 size_t PythonProcess::WaitAny(const std::vector<PythonProcess*>& processes, const std::atomic<bool>* cancelled,
-                              int also) {
+                              int also, std::atomic<int64_t>* progress) {
   if (processes.size() < 2 && also < 0) return 0;
   std::vector<pollfd> fds;
   for (const PythonProcess* p : processes) fds.push_back(pollfd{p->socket_, POLLIN, 0});
@@ -337,6 +337,7 @@ size_t PythonProcess::WaitAny(const std::vector<PythonProcess*>& processes, cons
     for (size_t i = 0; ready > 0 && i < fds.size(); ++i) {
       if (fds[i].revents != 0) return i;
     }
+    for (PythonProcess* p : processes) p->CountRows(progress);
     if (cancelled != nullptr && cancelled->load(std::memory_order_acquire)) return 0;
   }
 }

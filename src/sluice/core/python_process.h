@@ -96,9 +96,10 @@ class PythonProcess {
   // The index of one of `processes` whose reply has come (or that ended),
   // waiting for the first; processes.size() once `also` (a descriptor, -1
   // for none) is readable. Once `*cancelled` (may be null) turns true, any
-  // index: its Receive then ends the wait.
-  static size_t WaitAny(const std::vector<PythonProcess*>& processes, const std::atomic<bool>* cancelled,
-                        int also = -1);
+  // index: its Receive then ends the wait. `*progress` (may be null)
+  // counts the rows they move on from, as Receive's.
+  static size_t WaitAny(const std::vector<PythonProcess*>& processes, const std::atomic<bool>* cancelled, int also = -1,
+                        std::atomic<int64_t>* progress = nullptr);
   // Send and Receive, growing the memory (its contents kept) and sending
   // again while the process needs more.
   absl::Status Call(int64_t rows, PythonFailure* failure, const std::atomic<bool>* cancelled = nullptr,
@@ -109,8 +110,9 @@ class PythonProcess {
       : pid_(pid), socket_(socket), memory_(memory), early_stderr_(early_stderr) {}
   // Why the process ended ("killed by signal 9 (Killed)"); reaps it.
   std::string Reap();
-  // Adds to `*progress` the rows the header's row moved past `*row_seen`.
-  void CountRows(int64_t* row_seen, std::atomic<int64_t>* progress) const;
+  // Adds to `*progress` (may be null) the rows the header's row moved past
+  // since the last count of this run.
+  void CountRows(std::atomic<int64_t>* progress);
 
   pid_t pid_;
   int socket_;
@@ -119,7 +121,8 @@ class PythonProcess {
   uint8_t* mapped_ = nullptr;
   size_t mapped_bytes_ = 0;
   bool alive_ = true;
-  int exit_status_ = -1;  // waitpid's, once reaped; -1 while not known
+  int64_t rows_counted_ = 0;  // of the run sent last, added to a progress count
+  int exit_status_ = -1;      // waitpid's, once reaped; -1 while not known
 };
 
 }  // namespace sluice

@@ -204,9 +204,10 @@ struct ExecContext {
   // pipeline from epoch to epoch (SplitReadAhead); null: each read-ahead's own.
   std::shared_ptr<std::atomic<int64_t>> split_bytes;
   io::CorruptionLog skips;
-  // Records a source has begun inside chunks not yet out (a Python
-  // dataset's items): a service worker's heartbeat reports them as its
-  // split's progress. Shared: the heartbeat may read it as the iterator goes.
+  // Records a source, or rows a map's Python op, has begun inside elements
+  // not yet out (a Python dataset's items, a slow op's rows): a service
+  // worker's heartbeat reports them as its split's progress. Shared: the
+  // heartbeat may read it as the iterator goes.
   const std::shared_ptr<std::atomic<int64_t>> progress = std::make_shared<std::atomic<int64_t>>(0);
   // on_corrupt "skip": a row a kernel refuses is dropped and logged in
   // `skips`, not the pipeline's error.

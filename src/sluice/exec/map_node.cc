@@ -311,7 +311,8 @@ class MapIterator : public Iterator {
                              stats_ ? &stats_->op_busy_ns : nullptr,
                              ctx_->trace.load(std::memory_order_relaxed),
                              ctx_->cancel.flag(),
-                             &token};
+                             &token,
+                             ctx_->progress.get()};
         ScopedNs busy(stats_ ? &stats_->busy_ns : nullptr);
         status = plan_->RunRows(slot.input, claim.begin, claim.end, run, slot.outputs);
         if (!status.ok() && SkipsRowsOf(status)) status = RunRowByRow(slot, claim, run, &refused);

@@ -313,6 +313,7 @@ ops::KernelContext MapPlan::TileContext(const Batch& in, int64_t row0, int64_t r
   ctx.provenance_row = row0;
   ctx.cancelled = args.cancelled;
   ctx.core = args.core;
+  ctx.progress = args.progress;
   return ctx;
 }
 

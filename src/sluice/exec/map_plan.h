@@ -58,6 +58,7 @@ class MapPlan {
     TraceBuffer* trace = nullptr;
     const std::atomic<bool>* cancelled = nullptr;  // KernelContext::cancelled
     CoreShare* core = nullptr;                     // KernelContext::core
+    std::atomic<int64_t>* progress = nullptr;      // KernelContext::progress
   };
   // Applies the chain to all rows of `in`. Errors carry the op's name.
   absl::Status Run(const Batch& in, const RunArgs& args, Batch* out) const;

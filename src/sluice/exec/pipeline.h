@@ -47,7 +47,8 @@ class PipelineIterator {
   // Every node's counters as of now; null when the pipeline opted out of
   // statistics. Thread-safe.
   const PipelineStats* stats() const { return ctx_->stats.get(); }
-  // Records its source began inside chunks not yet out (ExecContext::progress).
+  // Records or rows its Python processes began inside elements not yet out
+  // (ExecContext::progress).
   std::shared_ptr<const std::atomic<int64_t>> progress() const { return ctx_->progress; }
   // The threads its nodes compute on at once (and a map's runners, unless
   // its parallelism is set): the pipeline's, or fewer for a run of fewer

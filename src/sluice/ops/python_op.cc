@@ -207,7 +207,8 @@ class PythonKernel : public Kernel {
       for (const Call& call : running) waited.push_back(call.process.get());
       // Rows left: a process another caller gives back meanwhile takes some.
       const bool rows_left = status.ok() && next < ctx.rows;
-      const size_t i = PythonProcess::WaitAny(waited, ctx.cancelled, rows_left ? pool_->free_signal() : -1);
+      const size_t i =
+          PythonProcess::WaitAny(waited, ctx.cancelled, rows_left ? pool_->free_signal() : -1, ctx.progress);
       if (i == running.size()) continue;
       Call call = std::move(running[i]);
       running.erase(running.begin() + static_cast<std::ptrdiff_t>(i));
@@ -285,7 +286,7 @@ class PythonKernel : public Kernel {
 
   absl::Status Receive(const KernelContext& ctx, const Call& call, absl::Span<const ColumnRef> out) const {
     PythonFailure failure;
-    const absl::Status status = call.process->Receive(&failure, ctx.cancelled);
+    const absl::Status status = call.process->Receive(&failure, ctx.cancelled, ctx.progress);
     if (!status.ok() || !failure.message.empty()) return Failed(ctx, call.begin, status, failure);
     SLUICE_ASSIGN_OR_RETURN(const uint8_t* memory, call.process->Memory(call.layout.bytes));
     for (size_t c = 0; c < p_.outputs.size(); ++c) {

@@ -100,10 +100,12 @@ absl::StatusOr<pid_t> LocalCluster::StartWorker() {
   const pid_t pid = ::fork();
   if (pid < 0) return io::ErrnoStatus(errno, "cannot start a worker process for", args_[0]);
   if (pid == 0) {
-    // The child: die with the parent, then become `sluice worker`. Its
+    // The child: die with the parent (at once: its only consumer is gone,
+    // nothing is left to drain, and a stream stuck in the user's code would
+    // hold it for the drain's 35 s), then become `sluice worker`. Its
     // announcement goes with its log to stderr: the user's stdout is the
     // training script's own.
-    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(1);
     // A process group of its own: Ctrl-C in a terminal, or a notebook's
     // interrupt, signals the trainer's group, and must not drain (and

@@ -144,8 +144,9 @@ class WorkerImpl {
   struct Running {
     JournalSplit split;
     int64_t batches = 0;
-    // Records its source began within chunks not yet out (a slow Python
-    // dataset's items): progress too. Null until its iterator is made.
+    // Records (or rows) its Python processes began within chunks not yet
+    // out (a slow dataset's items, a slow op's rows): progress too. Null
+    // until its iterator is made.
     std::shared_ptr<const std::atomic<int64_t>> records_begun;
     bool writing = false;  // waiting for the client to take a batch
   };
